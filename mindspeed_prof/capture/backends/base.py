@@ -1,0 +1,107 @@
+"""The backend interface: start and stop one capture, and say where its ranges go."""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, ContextManager
+
+from mindspeed_prof.capture.plan import Capture
+from mindspeed_prof.capture.spans import SpanRecorder
+from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.mstx import RangeSink
+
+__all__ = ["Backend", "CaptureTarget", "Fanout", "RecordFunctionSink"]
+
+
+@dataclass(frozen=True)
+class CaptureTarget:
+    """Where one capture goes: ``directory/stem*``; ``stem`` is unique per capture."""
+
+    directory: Path
+    stem: str
+    rank: int
+    role: str
+    capture: Capture
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """Records one capture at a time. Subclasses run ``tests/.../conformance`` unchanged."""
+
+    name: ClassVar[str]
+
+    def __init__(self, cfg: IntegratedConfig) -> None:
+        self.cfg = cfg
+        self.spans: SpanRecorder | None = None
+
+    @abstractmethod
+    def start(self, target: CaptureTarget) -> None:
+        """Begin recording ``target``; called only when no capture is active."""
+
+    @abstractmethod
+    def stop(self) -> list[Path]:
+        """End the active capture, write it out, and return the files and folders written."""
+
+    def sinks(self) -> list[RangeSink]:
+        """Where step, stage and custom ranges go while the capture is active."""
+        return [self.spans] if self.spans is not None else []
+
+    def _open_spans(self, target: CaptureTarget) -> SpanRecorder:
+        self.spans = SpanRecorder(target.directory / f"{target.stem}.mstx.trace.json",
+                                  target.metadata)
+        return self.spans
+
+    def _close_spans(self) -> list[Path]:
+        spans, self.spans = self.spans, None
+        if spans is None:
+            return []
+        spans.close()
+        return [spans.path]
+
+
+class _FanoutRange:
+    __slots__ = ("_ranges", "_stack")
+
+    def __init__(self, ranges: list[ContextManager[Any]]) -> None:
+        self._ranges = ranges
+
+    def __enter__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        for r in self._ranges:
+            self._stack.enter_context(r)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
+
+
+class Fanout:
+    """One sink that forwards every range and mark to several sinks."""
+
+    def __init__(self, sinks: list[RangeSink]) -> None:
+        self.sinks = sinks
+
+    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
+        return _FanoutRange([s.range(name, cat) for s in self.sinks])
+
+    def mark(self, name: str) -> None:
+        for s in self.sinks:
+            s.mark(name)
+
+
+class RecordFunctionSink:
+    """Ranges as ``record_function`` user annotations inside the op-level trace."""
+
+    def __init__(self) -> None:
+        from torch.profiler import record_function
+
+        self._record_function = record_function
+
+    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
+        return self._record_function(name)
+
+    def mark(self, name: str) -> None:
+        with self._record_function(name):
+            pass

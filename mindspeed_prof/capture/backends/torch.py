@@ -1,0 +1,168 @@
+"""``backend: torch``: torch.profiler on CPU and CUDA, NVTX ranges on CUDA.
+
+=========== ==========================================================================
+level       what torch.profiler records
+=========== ==========================================================================
+level_none  nothing: torch.profiler is not started; step, stage and custom ranges only
+level0      CPU operators (``profile_with_cpu``) and CUDA kernels (``profile_with_npu``)
+level1      level0 plus FLOP estimates for matmul and convolution
+level2      level1 plus Python call stacks
+=========== ==========================================================================
+
+``profile_record_shapes``, ``profile_with_memory``, ``profile_with_module`` (modules and
+stacks) and ``with_stack`` add to any level. ``profile_with_memory`` also writes torch's memory
+timeline on CPU (needs shapes and stacks, which ``memory_debug`` turns on) and a CUDA memory
+snapshot (``*.memory_snapshot.pickle``, open it at pytorch.org/memory_viz) on CUDA.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
+from mindspeed_prof.capture.backends.sqlite_trace import write_db
+from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
+from mindspeed_prof.mstx import RangeSink
+
+__all__ = ["TorchBackend"]
+
+
+class _NvtxSink:
+    """Ranges as NVTX push/pop, for Nsight Systems."""
+
+    def __init__(self) -> None:
+        from torch.cuda import nvtx
+
+        self._nvtx = nvtx
+
+    def range(self, name: str, cat: str = "user_annotation") -> Any:
+        return self._nvtx.range(name)
+
+    def mark(self, name: str) -> None:
+        self._nvtx.mark(name)
+
+
+class TorchBackend(Backend):
+    """One ``torch.profiler.profile`` per capture, exported with torch's own Chrome exporter."""
+
+    name = "torch"
+
+    def __init__(self, cfg: IntegratedConfig) -> None:
+        super().__init__(cfg)
+        import torch
+
+        self._torch = torch
+        self.cuda = bool(torch.cuda.is_available())
+        self.activities = self._activities()
+        self._prof: Any = None
+        self._target: CaptureTarget | None = None
+        self._extra: list[RangeSink] = []
+
+    def _activities(self) -> list[Any]:
+        from torch.profiler import ProfilerActivity
+
+        acts = []
+        if self.cfg.profile_with_cpu:
+            acts.append(ProfilerActivity.CPU)
+        if self.cfg.profile_with_npu and self.cuda:
+            acts.append(ProfilerActivity.CUDA)
+        return acts
+
+    @property
+    def with_stack(self) -> bool:
+        cfg = self.cfg
+        return cfg.with_stack or cfg.profile_with_module or cfg.profile_level is Level.level2
+
+    @property
+    def records_ops(self) -> bool:
+        return self.cfg.profile_level is not Level.level_none and bool(self.activities)
+
+    def start(self, target: CaptureTarget) -> None:
+        cfg = self.cfg
+        self._target = target
+        target.directory.mkdir(parents=True, exist_ok=True)
+        self._extra = []
+        if cfg.mstx or not self.records_ops:
+            self._open_spans(target)
+        if cfg.mstx and self.cuda:
+            self._extra.append(_NvtxSink())
+        if cfg.profile_with_memory and self.cuda:
+            self._torch.cuda.memory._record_memory_history(max_entries=100_000)
+        if not self.records_ops:
+            return
+        level = cfg.profile_level
+        self._prof = self._torch.profiler.profile(
+            activities=self.activities,
+            record_shapes=cfg.profile_record_shapes,
+            profile_memory=cfg.profile_with_memory,
+            with_stack=self.with_stack,
+            with_flops=level in (Level.level1, Level.level2),
+            with_modules=cfg.profile_with_module,
+        )
+        self._prof.start()
+        self._extra.append(RecordFunctionSink())
+        self._prof.add_metadata_json("mindspeed_prof", json.dumps(target.metadata))
+        dist = self._torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            self._prof.add_metadata_json("distributedInfo", json.dumps({"rank": target.rank}))
+
+    def sinks(self) -> list[RangeSink]:
+        return super().sinks() + self._extra
+
+    def stop(self) -> list[Path]:
+        target, prof = self._target, self._prof
+        self._prof, self._target, self._extra = None, None, []
+        written: list[Path] = []
+        try:
+            if target is not None and self.cfg.profile_with_memory and self.cuda:
+                written.append(self._dump_snapshot(target))
+            if prof is not None and target is not None:
+                prof.stop()
+                written.extend(self._export(prof, target))
+        finally:
+            written.extend(self._close_spans())
+        return written
+
+    def _export(self, prof: Any, target: CaptureTarget) -> list[Path]:
+        base = target.directory / f"{target.stem}.pt.trace"
+        json_path = base.with_name(base.name + ".json")
+        tmp = json_path.with_name(json_path.name + ".tmp")
+        prof.export_chrome_trace(str(tmp))
+        written = []
+        if self.cfg.profile_export_type is ExportType.db:
+            with open(tmp, "rb") as f:
+                trace = json.load(f)
+            written.append(write_db(trace, base.with_name(base.name + ".db")))
+            tmp.unlink()
+        else:
+            os.replace(tmp, json_path)
+            written.append(json_path)
+        cfg = self.cfg
+        if cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes and self.with_stack:
+            written.append(self._memory_timeline(prof, target))
+        return written
+
+    def _memory_timeline(self, prof: Any, target: CaptureTarget) -> Path:
+        path = target.directory / f"{target.stem}.memory_timeline.json.gz"
+        tmp = path.with_name(path.name + ".tmp.json")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            prof.export_memory_timeline(str(tmp), device="cpu")
+        with open(tmp, "rb") as src, gzip.open(path, "wb") as dst:
+            dst.write(src.read())
+        tmp.unlink()
+        return path
+
+    def _dump_snapshot(self, target: CaptureTarget) -> Path:
+        path = target.directory / f"{target.stem}.memory_snapshot.pickle"
+        memory = self._torch.cuda.memory
+        try:
+            memory._dump_snapshot(str(path))
+        finally:
+            memory._record_memory_history(enabled=None)
+        return path

@@ -1,0 +1,138 @@
+"""``backend: torch_npu``: Ascend's profiler, every ``profiler_config`` field mapped.
+
+Written against torch-npu 2.14.0 (see ``scripts/check_torch_npu_contract.py``). torch_npu
+never raises on a bad value (it warns and falls back), so ``validate()`` runs first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
+from mindspeed_prof.config.schema import AicMetrics, ExportType, IntegratedConfig, Level
+from mindspeed_prof.mstx import RangeSink
+
+__all__ = ["TorchNpuBackend", "npu_available"]
+
+_LEVELS = {Level.level_none: "Level_none", Level.level0: "Level0", Level.level1: "Level1",
+           Level.level2: "Level2"}
+_EXPORT = {ExportType.text: "Text", ExportType.db: "Db"}
+_AIC = {AicMetrics.none: "AiCoreNone", AicMetrics.pipe_utilization: "PipeUtilization",
+        AicMetrics.arithmetic_utilization: "ArithmeticUtilization",
+        AicMetrics.memory: "Memory", AicMetrics.memory_l0: "MemoryL0",
+        AicMetrics.memory_ub: "MemoryUB",
+        AicMetrics.resource_conflict_ratio: "ResourceConflictRatio",
+        AicMetrics.l2_cache: "L2Cache", AicMetrics.memory_access: "MemoryAccess"}
+
+
+def npu_available() -> bool:
+    """torch_npu imports (CANN present) and an NPU is visible."""
+    try:
+        import torch_npu
+    except Exception:  # ImportError, or OSError from missing CANN libraries
+        return False
+    try:
+        return bool(torch_npu.npu.is_available())
+    except Exception:
+        return False
+
+
+class _MstxSink:
+    """Ranges through ``torch_npu.npu.mstx`` (recorded by the profiler when ``mstx`` is on)."""
+
+    def __init__(self, mstx: Any) -> None:
+        self._mstx = mstx
+
+    def range(self, name: str, cat: str = "user_annotation") -> _MstxRange:
+        return _MstxRange(self._mstx, name)
+
+    def mark(self, name: str) -> None:
+        self._mstx.mark(name, None)
+
+
+class _MstxRange:
+    __slots__ = ("_mstx", "_name", "_id")
+
+    def __init__(self, mstx: Any, name: str) -> None:
+        self._mstx = mstx
+        self._name = name
+
+    def __enter__(self) -> None:
+        self._id = self._mstx.range_start(self._name, None)
+
+    def __exit__(self, *exc: object) -> None:
+        self._mstx.range_end(self._id)
+
+
+class TorchNpuBackend(Backend):
+    """One ``torch_npu.profiler.profile`` per capture, written by its trace handler.
+
+    Output: ``<dir>/<stem>_<pid>_<timestamp>_ascend_pt/``; with ``profile_analysis`` torch_npu
+    parses it right after the capture (``ASCEND_PROFILER_OUTPUT/``).
+    """
+
+    name = "torch_npu"
+
+    def __init__(self, cfg: IntegratedConfig) -> None:
+        super().__init__(cfg)
+        import torch_npu
+
+        self._npu = torch_npu
+        self._prof: Any = None
+        self._target: CaptureTarget | None = None
+        self._before: set[str] = set()
+
+    def experimental_config(self) -> Any:
+        p, cfg = self._npu.profiler, self.cfg
+        return p._ExperimentalConfig(
+            profiler_level=getattr(p.ProfilerLevel, _LEVELS[cfg.profile_level]),
+            aic_metrics=getattr(p.AiCMetrics, _AIC[cfg.aic_metrics]),
+            l2_cache=False,
+            mstx=cfg.mstx,
+            data_simplification=cfg.data_simplification,
+            export_type=getattr(p.ExportType, _EXPORT[cfg.profile_export_type]),
+        )
+
+    def activities(self) -> list[Any]:
+        act, cfg = self._npu.profiler.ProfilerActivity, self.cfg
+        acts = [act.CPU] if cfg.profile_with_cpu else []
+        if cfg.profile_with_npu or not acts:  # mstx-only still needs the device stream
+            acts.append(act.NPU)
+        return acts
+
+    def start(self, target: CaptureTarget) -> None:
+        p, cfg = self._npu.profiler, self.cfg
+        target.directory.mkdir(parents=True, exist_ok=True)
+        self._before = {c.name for c in target.directory.iterdir()}
+        self._prof = p.profile(
+            activities=self.activities(),
+            record_shapes=cfg.profile_record_shapes,
+            profile_memory=cfg.profile_with_memory,
+            with_stack=cfg.with_stack or cfg.profile_with_module,
+            with_modules=cfg.profile_with_module,
+            with_flops=False,
+            experimental_config=self.experimental_config(),
+            on_trace_ready=p.tensorboard_trace_handler(
+                dir_name=str(target.directory), worker_name=target.stem,
+                analyse_flag=cfg.profile_analysis, async_mode=False),
+        )
+        self._target = target
+        self._prof.start()
+
+    def sinks(self) -> list[RangeSink]:
+        sinks: list[RangeSink] = []
+        if self.cfg.mstx:
+            sinks.append(_MstxSink(self._npu.npu.mstx))
+        if self.cfg.profile_level is not Level.level_none:
+            sinks.append(RecordFunctionSink())
+        return sinks
+
+    def stop(self) -> list[Path]:
+        prof, target = self._prof, self._target
+        self._prof, self._target = None, None
+        if prof is None or target is None:
+            return []
+        prof.stop()
+        return sorted(p for p in target.directory.iterdir()
+                      if p.name not in self._before and p.name.endswith("_ascend_pt"))

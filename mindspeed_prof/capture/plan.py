@@ -1,0 +1,141 @@
+"""Pure capture decisions: which trainer events start and stop a capture (no torch here)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Union
+
+from mindspeed_prof.config.schema import IntegratedConfig
+
+__all__ = ["ALL", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Action"]
+
+#: ``stage`` value that captures whole steps.
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One capture: ``stage`` is ``all`` or a stage name; ``index`` counts executions in a step."""
+
+    stage: str
+    step: int
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class Start:
+    capture: Capture
+
+
+@dataclass(frozen=True)
+class Stop:
+    capture: Capture
+    reason: str  # window_end | left_window | stage_end | step_end | error | close
+
+
+Action = Union[Start, Stop]
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    """The window ``[start, end)`` widened by ``warmup`` steps at its end, for one rank."""
+
+    enabled: bool
+    stage: str = ALL
+    start: int = 1
+    end: int = 2
+    warmup: int = 0
+
+    @classmethod
+    def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
+        ranks = cfg.profile_ranks
+        selected = ranks == "all" or rank in ranks
+        return cls(enabled=bool(cfg.profile) and selected, stage=cfg.stage.value,
+                   start=cfg.profile_step_start, end=cfg.profile_step_end,
+                   warmup=cfg.warmup_steps)
+
+    @property
+    def stop(self) -> int:
+        """First step not captured. With warmup W, the first W window steps are warmup."""
+        return self.end + self.warmup
+
+    def in_window(self, step: int | None) -> bool:
+        return self.enabled and step is not None and self.start <= step < self.stop
+
+    def is_warmup(self, step: int) -> bool:
+        return self.start <= step < self.start + self.warmup
+
+    def captured_steps(self) -> range:
+        return range(self.start, self.stop) if self.enabled else range(0)
+
+
+@dataclass
+class Scheduler:
+    """Turns trainer events into ``Start``/``Stop`` actions following a ``CapturePlan``.
+
+    ``stage: all``: one capture per rank covering the window's steps, stopped at the end of
+    the window's last step, at the start of a step outside it, on error, or at ``close``.
+    ``stage: <name>``: one capture per execution of that stage inside window steps.
+    """
+
+    plan: CapturePlan
+    active: Capture | None = None
+    done: bool = False
+    _depth: int = 0
+    _executions: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+    def step_start(self, step: int) -> list[Action]:
+        actions: list[Action] = []
+        if self.active is not None and not self.plan.in_window(step):
+            actions.append(self._stop("left_window"))
+        if (self.plan.stage == ALL and self.active is None and not self.done
+                and self.plan.in_window(step)):
+            actions.append(self._start(Capture(ALL, step)))
+        return actions
+
+    def step_end(self, step: int, failed: bool = False) -> list[Action]:
+        if self.active is None:
+            return []
+        if failed:
+            return [self._stop("error")]
+        if self.plan.stage != ALL:
+            return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
+        if step >= self.plan.stop - 1:
+            return [self._stop("window_end")]
+        return []
+
+    def stage_start(self, stage: str, step: int | None) -> list[Action]:
+        if self.plan.stage == ALL or stage != self.plan.stage:
+            return []
+        if self.active is not None:
+            self._depth += 1  # the same stage nested in itself: keep the outer capture
+            return []
+        if not self.plan.in_window(step):
+            return []
+        assert step is not None
+        index = self._executions[step]
+        self._executions[step] += 1
+        return [self._start(Capture(stage, step, index))]
+
+    def stage_end(self, stage: str, step: int | None, failed: bool = False) -> list[Action]:
+        if self.active is None or self.plan.stage == ALL or stage != self.plan.stage:
+            return []
+        if self._depth:
+            self._depth -= 1
+            return []
+        return [self._stop("error" if failed else "stage_end")]
+
+    def close(self) -> list[Action]:
+        return [self._stop("close")] if self.active is not None else []
+
+    def _start(self, capture: Capture) -> Start:
+        self.active = capture
+        return Start(capture)
+
+    def _stop(self, reason: str) -> Stop:
+        assert self.active is not None
+        capture, self.active, self._depth = self.active, None, 0
+        if capture.stage == ALL:
+            self.done = True
+        return Stop(capture, reason)
