@@ -1,1 +1,1 @@
-"""TODO"""
+"""Hydra integration: the callback presets turn on, and the job manifest it writes."""

@@ -1,0 +1,159 @@
+"""``analyse(path)``: captures turned into per-stage, per-rank and per-step answers."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
+from mindspeed_prof.config.schema import STAGES
+
+__all__ = ["Analysis", "analyse", "DEFAULT_MARGIN"]
+
+#: A rank is a straggler when its stage time exceeds the median over ranks by this fraction.
+DEFAULT_MARGIN = 0.2
+
+
+def _stem(path: Path) -> tuple[str, str]:
+    name = path.name
+    for marker in (".pt.trace", ".mstx.trace"):
+        if marker in name:
+            name = name.split(marker)[0]
+    return (str(path.parent), name)
+
+
+def _stage_order(name: str) -> tuple[int, str]:
+    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
+
+
+@dataclass
+class Analysis:
+    """Everything ``mindspeed-prof analyse`` reports, computed once from the captures."""
+
+    root: Path
+    traces: list[TraceData] = field(default_factory=list)
+    bad: list[str] = field(default_factory=list)
+    margin: float = DEFAULT_MARGIN
+
+    @property
+    def ranges(self) -> list[Range]:
+        """Step, stage and custom ranges, each counted once (span files win over op traces)."""
+        by_stem: dict[tuple[str, str], list[TraceData]] = defaultdict(list)
+        for t in self.traces:
+            by_stem[_stem(t.path)].append(t)
+        out: list[Range] = []
+        for group in by_stem.values():
+            spans = [t for t in group if t.kind == "spans"]
+            for t in spans or group:
+                out.extend(t.ranges)
+        return out
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted({t.rank for t in self.traces})
+
+    def stage_rank(self) -> list[dict[str, Any]]:
+        """Per stage and rank: executions, total, mean and max milliseconds."""
+        times: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for r in self.ranges:
+            if r.kind == "stage":
+                times[(r.name, r.rank)].append(r.dur / 1000.0)
+        rows = []
+        for (stage, rank), ms in sorted(times.items(), key=lambda kv: (_stage_order(kv[0][0]),
+                                                                      kv[0][1])):
+            rows.append({"stage": stage, "rank": rank, "count": len(ms),
+                         "total_ms": sum(ms), "mean_ms": sum(ms) / len(ms), "max_ms": max(ms)})
+        return rows
+
+    def per_step(self) -> list[dict[str, Any]]:
+        """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
+        table: dict[tuple[int, int], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for r in self.ranges:
+            if r.step is None or r.kind == "range":
+                continue
+            key = "total" if r.kind == "step" else r.name
+            table[(r.rank, r.step)][key] += r.dur / 1000.0
+        return [{"rank": rank, "step": step, **dict(v)}
+                for (rank, step), v in sorted(table.items())]
+
+    def stragglers(self) -> list[dict[str, Any]]:
+        """Ranks whose stage time in a step exceeds the median over ranks by ``margin``."""
+        per: dict[tuple[str, int], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        for r in self.ranges:
+            if r.kind == "stage" and r.step is not None:
+                per[(r.name, r.step)][r.rank] += r.dur / 1000.0
+        out = []
+        for (stage, step), by_rank in per.items():
+            if len(by_rank) < 2:
+                continue
+            median = statistics.median(by_rank.values())
+            for rank, ms in by_rank.items():
+                if median > 0 and ms > median * (1 + self.margin):
+                    out.append({"stage": stage, "step": step, "rank": rank, "ms": ms,
+                                "median_ms": median, "ratio": ms / median})
+        return sorted(out, key=lambda s: -s["ratio"])
+
+    def top_ops(self, n: int = 15) -> list[dict[str, Any]]:
+        """Ops with the most self time, summed over every capture."""
+        total: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        for t in self.traces:
+            for name, (count, self_us) in t.ops.items():
+                total[name][0] += count
+                total[name][1] += self_us
+        rows = [{"op": k, "count": int(c), "self_ms": s / 1000.0} for k, (c, s) in total.items()]
+        return sorted(rows, key=lambda r: -r["self_ms"])[:n]
+
+    def inventory(self) -> list[dict[str, Any]]:
+        out = []
+        for t in self.traces:
+            steps = sorted({r.step for r in t.ranges if r.step is not None})
+            out.append({"file": _rel(t.path, self.root), "kind": t.kind, "rank": t.rank,
+                        "group": t.group, "bytes": t.size, "events": t.events, "steps": steps,
+                        "level": t.meta.get("level")})
+        return out
+
+    def warnings(self) -> list[str]:
+        out = [f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
+               for t in self.traces if not t.ranges and not t.ops
+               and "step_trace_time" not in t.meta]
+        if not self.traces and not self.bad:
+            out.append(f"{self.root}: no captures found (is profile: true, and does the window "
+                       "[profile_step_start, profile_step_end) contain steps that ran?)")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": str(self.root), "ranks": self.ranks, "stage_rank": self.stage_rank(),
+                "per_step": self.per_step(), "stragglers": self.stragglers(),
+                "top_ops": self.top_ops(), "inventory": self.inventory(),
+                "warnings": self.warnings(), "skipped": self.bad, "margin": self.margin}
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root)) or path.name
+    except ValueError:
+        return str(path)
+
+
+def analyse(root: Path | str, margin: float = DEFAULT_MARGIN,
+            progress: Callable[[int, int], None] | None = None) -> Analysis:
+    """Read every capture below ``root``; unreadable ones are listed in ``Analysis.bad``."""
+    root = Path(root)
+    result = Analysis(root=root if root.is_dir() else root.parent, margin=margin)
+    try:
+        paths = list(discover(root))
+    except BadFile as err:
+        result.bad.append(str(err))
+        return result
+    for i, path in enumerate(paths):
+        try:
+            result.traces.append(read(path, result.root))
+        except BadFile as err:
+            result.bad.append(str(err))
+        if progress is not None:
+            progress(i + 1, len(paths))
+    return result

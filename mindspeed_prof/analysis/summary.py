@@ -1,0 +1,42 @@
+"""Small JSON summaries written next to captures (``profile_analysis: true``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.readers import BadFile, read
+from mindspeed_prof.hydra.manifest import write_json
+
+__all__ = ["capture_summary", "write_capture_summary", "write_run_summary"]
+
+
+def capture_summary(files: list[Path]) -> dict[str, Any]:
+    """Per-stage totals of one capture's files."""
+    result = Analysis(root=files[0].parent if files else Path("."))
+    for f in files:
+        try:
+            result.traces.append(read(Path(f)))
+        except BadFile as err:
+            result.bad.append(str(err))
+    return {"files": [Path(f).name for f in files], "stage_rank": result.stage_rank(),
+            "per_step": result.per_step(), "top_ops": result.top_ops(10),
+            "skipped": result.bad}
+
+
+def write_capture_summary(files: list[Path]) -> Path | None:
+    captures = [Path(f) for f in files if Path(f).is_file()]
+    if not captures:
+        return None
+    first = captures[0]
+    stem = first.name.split(".pt.trace")[0].split(".mstx.trace")[0]
+    path = first.parent / f"{stem}.summary.json"
+    write_json(path, capture_summary(captures))
+    return path
+
+
+def write_run_summary(root: Path) -> Path:
+    path = Path(root) / "analysis.json"
+    write_json(path, analyse(root).to_json())
+    return path

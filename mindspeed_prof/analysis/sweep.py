@@ -1,0 +1,63 @@
+"""Sweep summary: one row per multirun job (stage, captures, time per step or stage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.hydra.manifest import write_json
+
+__all__ = ["sweep_summary", "SUMMARY_NAME"]
+
+SUMMARY_NAME = "sweep_summary.json"
+
+
+def _jobs(sweep_dir: Path) -> list[Path]:
+    return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+                  key=lambda p: int(p.name))
+
+
+def _job_row(job_dir: Path) -> dict[str, Any]:
+    manifests = sorted(job_dir.rglob("manifest.json"))
+    row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
+                           "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
+                           "overrides": [], "save_root": None}
+    if not manifests:
+        return row
+    path = manifests[0]
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        row["status"] = f"unreadable manifest: {err}"
+        return row
+    integrated = manifest.get("profiler_config", {}).get("integrated", {})
+    row.update(status=manifest.get("status"), stage=integrated.get("stage"),
+               captures=len(manifest.get("captures", [])), files=len(manifest.get("files", [])),
+               overrides=manifest.get("job", {}).get("overrides", []),
+               save_root=str(path.parent))
+    result = analyse(path.parent)
+    steps = [r["total"] for r in result.per_step() if "total" in r]
+    if steps:
+        row["ms_per_step"] = sum(steps) / len(steps)
+    stage = row["stage"]
+    stage_rows = [r for r in result.stage_rank() if r["stage"] == stage]
+    if stage_rows:
+        row["ms_per_stage"] = (sum(r["total_ms"] for r in stage_rows)
+                               / sum(r["count"] for r in stage_rows))
+    return row
+
+
+def sweep_summary(sweep_dir: Path | str, print_table: bool = False) -> list[dict[str, Any]]:
+    """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise FileNotFoundError(f"{sweep_dir}: not a multirun directory")
+    rows = [_job_row(j) for j in _jobs(sweep_dir)]
+    write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})
+    if print_table:
+        from mindspeed_prof.analysis.render import print_sweep
+
+        print_sweep(rows, sweep_dir)
+    return rows

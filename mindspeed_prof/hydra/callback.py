@@ -1,0 +1,122 @@
+"""``ProfilerCallback``: the Hydra callback every ``profiler`` preset turns on."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+__all__ = ["ProfilerCallback"]
+
+log = logging.getLogger("mindspeed_prof")
+
+
+class ProfilerCallback(Callback):
+    """Validates ``profiler_config`` before the task runs, builds ``mindspeed_prof.current()``,
+    and writes the job's ``manifest.json``; closes and finalises it however the task ends.
+
+    Holds no open resources between jobs, so launchers that pickle callbacks can ship it.
+    """
+
+    def __init__(self) -> None:
+        self._job: dict[str, Any] | None = None
+
+    def on_job_start(self, config: DictConfig, *, task_function: Any = None,
+                     **kwargs: Any) -> None:
+        if "profiler_config" not in config:
+            return
+        from mindspeed_prof.capture.profiler import Profiler
+        from mindspeed_prof.config.validate import ConfigError, validate
+
+        try:
+            cfg = validate(config.profiler_config)
+        except ConfigError as err:
+            # Hydra turns callback exceptions into warnings; SystemExit stops the job.
+            raise SystemExit(f"mindspeed-prof: invalid config: {err}") from None
+        hydra_cfg = HydraConfig.get()
+        save = Path(cfg.profile_save_path).expanduser()
+        if not save.is_absolute():
+            save = Path(hydra_cfg.runtime.output_dir) / save
+        cfg.profile_save_path = str(save)
+        profiler = Profiler(cfg)
+        if not profiler.enabled:
+            self._job = None
+            return
+        from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
+
+        resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
+        self._job = {
+            "profiler": profiler,
+            "path": save / manifest_name(profiler.rank),
+            "manifest": {
+                "status": "running",
+                "job": {"name": hydra_cfg.job.name, "num": _job_num(hydra_cfg),
+                        "overrides": list(hydra_cfg.overrides.task),
+                        "output_dir": hydra_cfg.runtime.output_dir},
+                "rank": profiler.rank,
+                **host_info(),
+                "start_time": time.time(),
+                "versions": versions(),
+                "profiler_config": resolved,
+            },
+        }
+        self._write()
+        atexit.register(self._finish, "exited")  # sys.exit in the task skips on_job_end
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        status = getattr(getattr(job_return, "status", None), "name", "COMPLETED")
+        self._finish("completed" if status == "COMPLETED" else "failed")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from mindspeed_prof.analysis.sweep import sweep_summary
+
+        sweep_summary(Path(config.hydra.sweep.dir), print_table=True)
+
+    def _finish(self, status: str) -> None:
+        job, self._job = self._job, None
+        if job is None:
+            return
+        profiler = job["profiler"]
+        profiler.close()
+        from mindspeed_prof.hydra.manifest import list_files
+
+        manifest = job["manifest"]
+        manifest["status"] = "failed" if profiler.failed and status == "completed" else status
+        manifest["profiler_failed"] = profiler.failed
+        manifest["end_time"] = time.time()
+        manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
+        manifest["captures"] = list(profiler.captures)
+        manifest["files"] = list_files(job["path"].parent)
+        job["manifest"] = manifest
+        self._job = job
+        self._write()
+        self._job = None
+        if profiler.cfg.profile_analysis:
+            try:
+                from mindspeed_prof.analysis.summary import write_run_summary
+
+                write_run_summary(job["path"].parent)
+            except Exception as err:
+                log.warning("mindspeed-prof: analysis after the job failed: %s", err)
+
+    def _write(self) -> None:
+        from mindspeed_prof.hydra.manifest import write_json
+
+        if self._job is not None:
+            try:
+                write_json(self._job["path"], self._job["manifest"])
+            except OSError as err:
+                log.warning("mindspeed-prof: could not write %s: %s", self._job["path"], err)
+
+
+def _job_num(hydra_cfg: Any) -> int | None:
+    try:
+        return int(hydra_cfg.job.num)
+    except Exception:
+        return None

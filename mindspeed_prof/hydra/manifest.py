@@ -1,0 +1,56 @@
+"""``manifest.json``: what a job profiled, with which config and versions, and what it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = ["manifest_name", "versions", "write_json", "list_files"]
+
+
+def manifest_name(rank: int) -> str:
+    """Rank 0 writes ``manifest.json``; other processes of the same job ``manifest.rank<r>.json``."""
+    return "manifest.json" if rank == 0 else f"manifest.rank{rank}.json"
+
+
+def versions() -> dict[str, str | None]:
+    """Installed versions, read from package metadata (nothing is imported)."""
+    out: dict[str, str | None] = {}
+    for dist in ("mindspeed-prof", "torch", "torch_npu", "hydra-core", "omegaconf", "ray"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def host_info() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` atomically: readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def list_files(root: Path) -> list[dict[str, Any]]:
+    """Every file under ``root`` (relative path and size), manifests excluded."""
+    if not root.is_dir():
+        return []
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.name.startswith((".", "manifest")):
+            out.append({"path": str(p.relative_to(root)), "bytes": p.stat().st_size})
+    return out
+
+
+def now() -> float:
+    return time.time()
