@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf, ValidationError
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level, ProfilerConfig
 
@@ -65,7 +65,7 @@ def _describe(err: OmegaConfBaseException, role: str) -> str:
     key = getattr(err, "key", None) or getattr(err, "full_key", "") or "?"
     key = str(key).split(".")[-1]
     message = str(err).splitlines()[0]
-    if isinstance(err, ValidationError) and "Key '" in message and "not in" in message:
+    if isinstance(err, ConfigKeyError):
         allowed = ", ".join(f.name for f in IntegratedConfig.__dataclass_fields__.values())
         return f"profiler_config.{role}.{key}: unknown field; allowed fields: {allowed}"
     return f"profiler_config.{role}.{key}: {message}"

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Test support that ships with the package: the backend conformance suite."""

@@ -92,7 +92,11 @@ class Fanout:
 
 
 class RecordFunctionSink:
-    """Ranges as ``record_function`` user annotations inside the op-level trace."""
+    """Ranges as ``record_function`` user annotations inside the op-level trace.
+
+    torch's Chrome exporter writes names unescaped, so a ``"`` in a name would break the JSON:
+    it is replaced by ``'``.
+    """
 
     def __init__(self) -> None:
         from torch.profiler import record_function
@@ -100,8 +104,8 @@ class RecordFunctionSink:
         self._record_function = record_function
 
     def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
-        return self._record_function(name)
+        return self._record_function(name.replace('"', "'"))
 
     def mark(self, name: str) -> None:
-        with self._record_function(name):
+        with self.range(name):
             pass

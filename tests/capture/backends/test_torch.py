@@ -1,0 +1,86 @@
+"""``backend: torch`` on CPU: conformance suite plus level, db and memory behaviour."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from mindspeed_prof.capture.backends.torch import TorchBackend
+from mindspeed_prof.testing.backend_suite import BackendConformance
+
+
+class TestTorchBackend(BackendConformance):
+    backend_cls = TorchBackend
+
+    def work(self, backend: Any, name: str = "work") -> None:
+        super().work(backend, name)
+        torch.randn(8, 8) @ torch.randn(8, 8)
+
+
+class TestTorchBackendLevelNone(TestTorchBackend):
+    def make_config(self, **fields: Any):
+        return super().make_config(profile_level="level_none", **fields)
+
+
+def capture(tmp_path: Path, **fields: Any) -> list[Path]:
+    suite = TestTorchBackend()
+    backend = suite.make_backend(**fields)
+    backend.start(suite.target(tmp_path))
+    with backend.sinks()[-1].range("region"):
+        (torch.randn(32, 32, requires_grad=True) @ torch.randn(32, 32)).sum().backward()
+    return [Path(p) for p in backend.stop()]
+
+
+def ops(path: Path) -> list[dict[str, Any]]:
+    return [e for e in json.loads(path.read_text())["traceEvents"] if e.get("cat") == "cpu_op"]
+
+
+def test_level_none_starts_no_torch_profiler(tmp_path: Path) -> None:
+    files = capture(tmp_path, profile_level="level_none")
+    assert [f.name.split(".", 1)[1] for f in files] == ["mstx.trace.json"]
+
+
+def test_level0_records_ops_and_annotation(tmp_path: Path) -> None:
+    files = capture(tmp_path, profile_level="level0", mstx=False)
+    (trace,) = [f for f in files if f.name.endswith(".pt.trace.json")]
+    data = json.loads(trace.read_text())
+    assert any(e["name"] == "aten::mm" for e in ops(trace))
+    assert any(e["name"] == "region" and e["cat"] == "user_annotation"
+               for e in data["traceEvents"])
+    assert data["distributedInfo"] == {"rank": 0}
+    assert all("Input Dims" not in e.get("args", {}) for e in ops(trace))
+
+
+def test_shapes_follow_config(tmp_path: Path) -> None:
+    files = capture(tmp_path, profile_level="level1", profile_record_shapes=True, mstx=False)
+    mm = [e for e in ops(files[0]) if e["name"] == "aten::mm"]
+    assert mm and all("Input Dims" in e["args"] for e in mm)
+
+
+def test_db_export_is_sqlite_and_smaller(tmp_path: Path) -> None:
+    text = capture(tmp_path / "t", profile_level="level1", mstx=False)
+    db = capture(tmp_path / "d", profile_level="level1", mstx=False, profile_export_type="db")
+    (db_file,) = db
+    assert db_file.name.endswith(".pt.trace.db")
+    con = sqlite3.connect(db_file)
+    n_db = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    assert n_db == len(json.loads(text[0].read_text())["traceEvents"])
+    assert db_file.stat().st_size < text[0].stat().st_size
+
+
+def test_memory_timeline_on_cpu(tmp_path: Path) -> None:
+    files = capture(tmp_path, profile_level="level1", profile_with_memory=True,
+                    profile_record_shapes=True, with_stack=True)
+    assert any(f.name.endswith(".memory_timeline.json.gz") for f in files)
+
+
+def test_no_activity_falls_back_to_spans(tmp_path: Path) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("with CUDA, profile_with_npu records kernels")
+    files = capture(tmp_path, profile_with_cpu=False, mstx=True)
+    assert [f.name.endswith(".mstx.trace.json") for f in files] == [True]

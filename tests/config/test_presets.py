@@ -1,0 +1,73 @@
+"""Compose-API tests for every usage line of DESIGN.md section 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
+
+from mindspeed_prof.config import Level, Stage, validate
+from mindspeed_prof.config.presets import PRESETS
+
+
+@pytest.fixture
+def conf(tmp_path: Path):
+    (tmp_path / "config.yaml").write_text("defaults:\n  - profiler: none\n  - _self_\n")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        yield lambda *o, **kw: compose("config", overrides=list(o), **kw)
+    GlobalHydra.instance().clear()
+
+
+def test_default_is_off(conf) -> None:
+    assert validate(conf().profiler_config).profile is False
+
+
+def test_mstx_light(conf) -> None:
+    c = validate(conf("profiler=mstx_light").profiler_config)
+    assert c.profile and c.mstx and c.profile_level is Level.level_none
+    assert c.profile_with_cpu is False and c.profile_with_npu is True
+
+
+def test_stage_override(conf) -> None:
+    c = validate(conf("profiler=stage_scoped",
+                      "profiler_config.integrated.stage=actor_generate").profiler_config)
+    assert c.stage is Stage.actor_generate and c.profile_level is Level.level1
+
+
+def test_every_preset_composes_validates_and_turns_callback_on(conf) -> None:
+    for name in PRESETS:
+        cfg = conf(f"profiler={name}", return_hydra_config=True)
+        validate(cfg.profiler_config)
+        target = cfg.hydra.callbacks.mindspeed_prof._target_
+        assert target == "mindspeed_prof.hydra.callback.ProfilerCallback"
+
+
+def test_preset_values(conf) -> None:
+    dpo = validate(conf("profiler=dpo").profiler_config)
+    assert dpo.warmup_steps == 1 and dpo.profile
+    mem = validate(conf("profiler=memory_debug").profiler_config)
+    assert mem.profile_with_memory and mem.profile_record_shapes
+    full = validate(conf("profiler=full").profiler_config)
+    assert full.stage is Stage.all and full.profile_level is Level.level1
+
+
+def test_typo_in_preset_lists_options(conf) -> None:
+    with pytest.raises(ConfigCompositionException) as err:
+        conf("profiler=mstx_lite")
+    assert "mstx_light" in str(err.value.__cause__ or err.value) or "Available options" in str(
+        err.value)
+
+
+def test_enum_typo_rejected_at_compose(conf) -> None:
+    with pytest.raises(ConfigCompositionException):
+        conf("profiler_config.integrated.stage=bogus")
+
+
+def test_sweep_config_lists_every_stage(conf) -> None:
+    cfg = conf("profiler=stage_scoped", "+profiler_sweep=all_stages", return_hydra_config=True)
+    stages = cfg.hydra.sweeper.params["profiler_config.integrated.stage"].split(",")
+    assert stages == [s.value for s in Stage if s is not Stage.all]

@@ -1,0 +1,109 @@
+"""One test per validation rule; each message names the full key and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from mindspeed_prof.config import (
+    ConfigError,
+    ExportType,
+    IntegratedConfig,
+    Level,
+    ProfilerConfig,
+    Stage,
+    validate,
+)
+
+KEY = "profiler_config.integrated"
+
+
+def check(**fields: object) -> IntegratedConfig:
+    return validate({"integrated": fields})
+
+
+def test_defaults_are_mindspeed_rl_defaults() -> None:
+    c = validate(ProfilerConfig())
+    assert (c.profile, c.mstx, c.stage, c.profile_save_path) == (False, False, Stage.all,
+                                                                  "./profiler_data")
+    assert (c.profile_export_type, c.profile_step_start, c.profile_step_end) == (
+        ExportType.text, 1, 2)
+    assert c.profile_level is Level.level0
+    assert (c.profile_with_memory, c.profile_record_shapes, c.profile_with_cpu) == (
+        False, False, True)
+    assert (c.profile_with_npu, c.profile_with_module, c.profile_analysis) == (True, False, False)
+    assert c.profile_ranks == "all"
+
+
+@pytest.mark.parametrize("field,value,allowed", [
+    ("stage", "bogus", "actor_generate"),
+    ("profile_level", "level9", "level_none"),
+    ("profile_export_type", "csv", "text"),
+])
+def test_unknown_enum_value_names_field_and_choices(field: str, value: str, allowed: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        check(**{field: value})
+    assert f"{KEY}.{field}" in str(err.value) and allowed in str(err.value)
+
+
+def test_start_below_one() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_step_start=0: must be .*>= 1"):
+        check(profile_step_start=0)
+
+
+@pytest.mark.parametrize("end", [1, 0])
+def test_end_not_after_start(end: int) -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_step_end={end}: must be greater"):
+        check(profile_step_start=1, profile_step_end=end)
+
+
+@pytest.mark.parametrize("ranks", [[-1], "abc", [0, "x"], [True], [], 3, {"a": 1}, [1.5]])
+def test_bad_ranks(ranks: object) -> None:
+    with pytest.raises(ConfigError) as err:
+        check(profile_ranks=ranks)
+    assert f"{KEY}.profile_ranks" in str(err.value)
+    assert '"all" or a list of integers >= 0' in str(err.value)
+
+
+def test_ranks_normalised() -> None:
+    assert check(profile_ranks=[3, 1, 1]).profile_ranks == [1, 3]
+    assert check(profile_ranks=OmegaConf.create([0])).profile_ranks == [0]
+
+
+def test_nothing_to_collect() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}: nothing to collect.*profile_with_cpu"):
+        check(profile_with_cpu=False, profile_with_npu=False, mstx=False)
+    assert check(profile_with_cpu=False, profile_with_npu=False, mstx=True).mstx
+
+
+def test_mstx_db_level_none_rejected() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_export_type=db: not supported"):
+        check(mstx=True, profile_level="level_none", profile_export_type="db")
+    assert check(mstx=True, profile_level="level1", profile_export_type="db")
+
+
+def test_negative_warmup() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.warmup_steps=-1"):
+        check(warmup_steps=-1)
+
+
+def test_unknown_field_lists_allowed_fields() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_stpe_end: unknown field.*profile_step_end"):
+        check(profile_stpe_end=3)
+
+
+def test_wrong_type() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_step_start"):
+        check(profile_step_start="soon")
+
+
+def test_empty_save_path() -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.profile_save_path"):
+        check(profile_save_path=" ")
+
+
+def test_accepts_section_dataclass_and_full_tree() -> None:
+    assert validate(IntegratedConfig(profile=True)).profile
+    assert validate({"profiler_config": {"integrated": {"profile": True}}}).profile
+    with pytest.raises(ConfigError, match="profiler_config.integrated: section missing"):
+        validate({"other": 1})

@@ -1,0 +1,30 @@
+"""Helpers shared by tests (``pythonpath = tests`` in pyproject)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def run_app(app: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
+    env["PYTHONPATH"] = ""
+    proc = subprocess.run([sys.executable, "app.py", *args], cwd=app, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"app failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def load_json(path: Path) -> Any:
+    with open(path) as f:
+        return json.load(f)
+
+
+def trace_names(path: Path, cat: str | None = None) -> set[str]:
+    events = load_json(path)["traceEvents"]
+    return {e["name"] for e in events if cat is None or e.get("cat") == cat}
