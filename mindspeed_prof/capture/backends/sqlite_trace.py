@@ -3,7 +3,7 @@
 Schema (one file per capture, ``*.pt.trace.db``)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)   -- top-level trace keys other than traceEvents, as JSON
-    strings(id INTEGER PRIMARY KEY, value TEXT UNIQUE)   -- names, categories, interned args
+    strings(id INTEGER PRIMARY KEY, value TEXT)   -- names, categories, interned args
     events(name INTEGER, cat INTEGER, ph TEXT, ts_ns INTEGER, dur_ns INTEGER,
            pid INTEGER, tid INTEGER, args INTEGER)   -- ids into strings; args may be NULL
 
@@ -24,8 +24,9 @@ __all__ = ["KEPT_ARGS", "write_db", "read_db_events"]
 KEPT_ARGS = ("Input Dims", "step", "stream", "device", "Sequence number")
 
 _SCHEMA = """
+PRAGMA page_size = 1024;
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT UNIQUE);
+CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT);
 CREATE TABLE events(name INTEGER, cat INTEGER, ph TEXT, ts_ns INTEGER, dur_ns INTEGER,
                     pid INTEGER, tid INTEGER, args INTEGER);
 """

@@ -1,0 +1,137 @@
+"""Property tests of the pure capture decisions (``Scheduler``) over random runs."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop
+from mindspeed_prof.config.schema import STAGES, IntegratedConfig
+
+stages = st.sampled_from(STAGES)
+
+
+@st.composite
+def runs(draw):
+    """A plan and a run: resumed at any step, with gaps, repeated and nested stages, a failure."""
+    start = draw(st.integers(1, 6))
+    end = draw(st.integers(start + 1, start + 5))
+    warmup = draw(st.integers(0, 2))
+    target = draw(st.sampled_from((ALL, *STAGES)))
+    plan = CapturePlan(enabled=True, stage=target, start=start, end=end, warmup=warmup)
+    first = draw(st.integers(1, 8))
+    gaps = draw(st.lists(st.integers(1, 3), min_size=1, max_size=10))
+    steps, n = [], first
+    for g in gaps:
+        steps.append(n)
+        n += g
+    body = {s: draw(st.lists(st.tuples(stages, st.booleans()), max_size=5)) for s in steps}
+    fail_at = draw(st.one_of(st.none(), st.sampled_from(steps)))
+    return plan, steps, body, fail_at
+
+
+def simulate(plan, steps, body, fail_at):
+    """Feed the run to a Scheduler; return actions and the executions it should capture."""
+    sched, actions, expected = Scheduler(plan), [], []
+    for step in steps:
+        actions += sched.step_start(step)
+        failed = False
+        for stage, nested in body[step]:
+            actions += sched.stage_start(stage, step)
+            if plan.in_window(step) and stage == plan.stage:
+                expected.append(step)
+            if nested:  # the same stage inside itself: still one capture
+                actions += sched.stage_start(stage, step)
+                actions += sched.stage_end(stage, step)
+            if fail_at == step:
+                actions += sched.stage_end(stage, step, failed=True)
+                failed = True
+                break
+            actions += sched.stage_end(stage, step)
+        actions += sched.step_end(step, failed=failed)
+        if failed:
+            break
+    actions += sched.close()
+    return sched, actions, expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_starts_and_stops_alternate(run) -> None:
+    sched, actions, _ = simulate(*run)
+    kinds = [type(a) for a in actions]
+    assert kinds == [Start, Stop] * (len(kinds) // 2)
+    for start, stop in zip(actions[::2], actions[1::2]):
+        assert start.capture == stop.capture
+    assert sched.active is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_every_capture_starts_inside_the_window(run) -> None:
+    plan = run[0]
+    _, actions, _ = simulate(*run)
+    for a in actions:
+        if isinstance(a, Start):
+            assert plan.start <= a.capture.step < plan.end + plan.warmup
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_stage_all_is_one_capture_over_the_window_steps_that_ran(run) -> None:
+    plan, steps, body, fail_at = run
+    if plan.stage != ALL:
+        return
+    sched, actions, _ = simulate(*run)
+    ran = steps if fail_at is None else steps[: steps.index(fail_at) + 1]
+    in_window = [s for s in ran if plan.in_window(s)]
+    starts = [a for a in actions if isinstance(a, Start)]
+    assert len(starts) == (1 if in_window else 0)
+    if in_window:
+        assert starts[0].capture.step == in_window[0]
+        stop = actions[1]
+        if fail_at is not None and fail_at in in_window:
+            assert stop.reason == "error"
+        elif in_window[-1] == plan.end + plan.warmup - 1:
+            assert stop.reason == "window_end"
+        else:
+            assert stop.reason in ("left_window", "close", "error")
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_stage_scoped_is_one_capture_per_execution(run) -> None:
+    plan = run[0]
+    if plan.stage == ALL:
+        return
+    _, actions, expected = simulate(*run)
+    starts = [a.capture for a in actions if isinstance(a, Start)]
+    assert [c.step for c in starts] == expected
+    assert all(c.stage == plan.stage for c in starts)
+    per_step: dict[int, list[int]] = {}
+    for c in starts:
+        per_step.setdefault(c.step, []).append(c.index)
+    assert all(ix == list(range(len(ix))) for ix in per_step.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs(), st.integers(0, 7), st.lists(st.integers(0, 7), min_size=1, max_size=3))
+def test_unselected_rank_never_captures(run, rank, ranks) -> None:
+    plan, *rest = run
+    cfg = IntegratedConfig(profile=True, profile_ranks=sorted(set(ranks)),
+                           profile_step_start=plan.start, profile_step_end=plan.end)
+    selected = CapturePlan.from_config(cfg, rank)
+    assert selected.enabled == (rank in ranks)
+    if not selected.enabled:
+        _, actions, _ = simulate(selected, *rest)
+        assert actions == []
+
+
+def test_dpo_warmup_collects_end_minus_start_plus_one_steps() -> None:
+    plan = CapturePlan(enabled=True, start=1, end=2, warmup=1)
+    assert list(plan.captured_steps()) == [1, 2]
+    assert plan.is_warmup(1) and not plan.is_warmup(2)
+
+
+def test_profile_off_plan_is_disabled() -> None:
+    assert not CapturePlan.from_config(IntegratedConfig(), 0).enabled

@@ -1,0 +1,144 @@
+"""``Profiler`` end to end on CPU: windows, stages, ranks, failures."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from mindspeed_prof import Profiler, TrainerHook, current, mstx
+from mindspeed_prof.capture.profiler import ProfilerError
+from mindspeed_prof.config.schema import STAGES
+
+
+def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
+    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path / "out"), **fields}}
+    return Profiler.from_config(cfg, rank=rank)
+
+
+def train(prof: Profiler, steps: range, stages: tuple[str, ...] = STAGES, fail: tuple = ()) -> None:
+    for step in steps:
+        with prof.step(step):
+            for stage in stages:
+                with prof.stage(stage):
+                    torch.randn(8, 8) @ torch.randn(8, 8)
+                    with mstx.range("inner"):
+                        pass
+                    if (step, stage) == fail:
+                        raise RuntimeError("boom")
+
+
+def names(path: Path) -> set[str]:
+    return {e["name"] for e in json.loads(path.read_text())["traceEvents"]}
+
+
+def test_stage_all_window_2_4_one_trace_with_steps_2_and_3(tmp_path: Path) -> None:
+    with make(tmp_path, profile_step_start=2, profile_step_end=4) as prof:
+        train(prof, range(1, 6))
+    files = sorted((tmp_path / "out" / "integrated").iterdir())
+    traces = [f for f in files if f.name.endswith(".pt.trace.json")]
+    assert len(traces) == 1 and traces[0].name.startswith("rank0_")
+    steps = {n for n in names(traces[0]) if n.startswith("ProfilerStep#")}
+    assert steps == {"ProfilerStep#2", "ProfilerStep#3"}
+    assert set(STAGES) <= names(traces[0])
+    assert [c["steps"] for c in prof.captures] == [[2, 3]]
+
+
+def test_stage_scoped_two_captures(tmp_path: Path) -> None:
+    with make(tmp_path, stage="actor_update", profile_step_start=2, profile_step_end=4) as prof:
+        train(prof, range(1, 5))
+    out = tmp_path / "out"
+    assert [p.name for p in out.iterdir()] == ["actor_update"]
+    traces = sorted((out / "actor_update").glob("*.pt.trace.json"))
+    assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json", "3.pt.trace.json"]
+    for t in traces:
+        assert "actor_update" in names(t) and "actor_generate" not in names(t)
+
+
+def test_unselected_rank_writes_nothing(tmp_path: Path) -> None:
+    with make(tmp_path, rank=0, profile_ranks=[1]) as prof:
+        train(prof, range(1, 4))
+    assert not (tmp_path / "out").exists()
+    assert prof.captures == []
+
+
+def test_exception_in_stage_leaves_loadable_trace(tmp_path: Path) -> None:
+    prof = make(tmp_path, mstx=True, profile_step_start=1, profile_step_end=3)
+    with pytest.raises(RuntimeError, match="boom"):
+        train(prof, range(1, 4), fail=(2, "actor_update"))
+    files = list((tmp_path / "out" / "integrated").iterdir())
+    assert len(files) == 2
+    for f in files:
+        assert "ProfilerStep#2" in names(f)
+    assert prof.captures[0]["reason"] == "error"
+
+
+def test_mstx_ranges_only_inside_captures(tmp_path: Path) -> None:
+    prof = make(tmp_path, mstx=True, profile_level="level_none", profile_step_start=2,
+                profile_step_end=3)
+    assert mstx.active_sink() is None
+    with prof.step(1):
+        assert mstx.active_sink() is None
+    with prof.step(2):
+        assert mstx.active_sink() is not None
+    assert mstx.active_sink() is None
+    prof.close()
+    (spans,) = (tmp_path / "out" / "integrated").iterdir()
+    assert spans.name.endswith(".mstx.trace.json") and "ProfilerStep#2" in names(spans)
+
+
+def test_dpo_warmup_collects_two_steps(tmp_path: Path) -> None:
+    with make(tmp_path, warmup_steps=1, profile_step_start=1, profile_step_end=2) as prof:
+        train(prof, range(1, 5), stages=("actor_update",))
+    assert prof.captures[0]["steps"] == [1, 2]
+    assert prof.captures[0]["warmup_steps"] == [1]
+
+
+def test_resumed_run_keeps_global_window(tmp_path: Path) -> None:
+    with make(tmp_path, profile_step_start=10, profile_step_end=12) as prof:
+        train(prof, range(9, 14), stages=("actor_generate",))
+    assert prof.captures[0]["steps"] == [10, 11]
+
+
+def test_profile_off_is_inert(tmp_path: Path) -> None:
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
+    assert not prof.enabled
+    train(prof, range(1, 3))
+    assert list(tmp_path.iterdir()) == [] and mstx.active_sink() is None
+
+
+def test_profiler_is_a_trainer_hook_and_current(tmp_path: Path) -> None:
+    prof = make(tmp_path, stage="critic_update")
+    assert isinstance(prof, TrainerHook) and current() is prof
+    prof.on_step_start(1)
+    prof.on_stage_start("critic_update", 1)
+    prof.on_stage_end("critic_update", 1)
+    prof.on_step_end(1)
+    prof.on_train_end()
+    assert [c["stage"] for c in prof.captures] == ["critic_update"]
+
+
+def test_unwritable_save_path_warns_once_and_training_goes_on(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    prof = Profiler.from_config({"integrated": {"profile": True, "stage": "actor_generate",
+                                                "profile_step_end": 4,
+                                                "profile_save_path": str(blocker / "sub")}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(prof, range(1, 4))
+    assert prof.failed
+    assert len([w for w in caught if "mindspeed-prof" in str(w.message)]) == 1
+
+
+def test_strict_fails_fast(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    prof = Profiler.from_config({"integrated": {"profile": True, "strict": True,
+                                                "profile_save_path": str(blocker / "sub")}})
+    with pytest.raises(ProfilerError, match="capture start failed"):
+        train(prof, range(1, 2))
