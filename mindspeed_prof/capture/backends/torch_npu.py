@@ -122,6 +122,8 @@ class TorchNpuBackend(Backend):
 
     def sinks(self) -> list[RangeSink]:
         sinks: list[RangeSink] = []
+        if self._prof is None:
+            return sinks
         if self.cfg.mstx:
             sinks.append(_MstxSink(self._npu.npu.mstx))
         if self.cfg.profile_level is not Level.level_none:

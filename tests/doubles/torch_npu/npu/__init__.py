@@ -1,0 +1,7 @@
+from .mstx import mstx  # noqa: F401
+
+AVAILABLE = True
+
+
+def is_available():
+    return AVAILABLE
