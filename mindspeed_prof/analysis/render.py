@@ -17,11 +17,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
-def print_stage_rank(result: Analysis, console: Console | None = None,
-                     title: str = "Time per stage and rank (ms)") -> None:
-    """Stages as rows, ranks as columns: total ms (executions)."""
+def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
+                     title: str = "Time per stage and rank: total ms (executions)") -> None:
+    """Stages as rows, ranks as columns, from ``Analysis.stage_rank()`` rows."""
     console = console or Console()
-    rows = result.stage_rank()
     ranks = sorted({r["rank"] for r in rows})
     table = Table(title=title)
     table.add_column("stage")
@@ -42,7 +41,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     inventory = result.inventory()
     console.print(f"[bold]{len(inventory)} captures[/bold] under {result.root}, "
                   f"ranks {result.ranks}, {sum(i['bytes'] for i in inventory):,} bytes")
-    print_stage_rank(result, console)
+    print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:
         stages = [s for s in dict.fromkeys(k for row in steps for k in row)

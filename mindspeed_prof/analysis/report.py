@@ -1,0 +1,125 @@
+"""``--html``: a self-contained report (inline SVG charts; opens without network)."""
+
+from __future__ import annotations
+
+import html
+import io
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.analyse import Analysis
+
+__all__ = ["write_report"]
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
+text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}.bad{color:#b00}
+figure{margin:1em 0}svg{max-width:100%;height:auto}"""
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+
+
+def _charts(result: Analysis) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.fonttype"] = "path"  # text as paths: no fonts, nothing to inject
+    charts = []
+    rows = result.stage_rank()
+    if rows:
+        stages = list(dict.fromkeys(r["stage"] for r in rows))
+        ranks = sorted({r["rank"] for r in rows})
+        grid = [[0.0] * len(ranks) for _ in stages]
+        for r in rows:
+            grid[stages.index(r["stage"])][ranks.index(r["rank"])] = r["mean_ms"]
+        fig, ax = plt.subplots(figsize=(2 + 1.2 * len(ranks), 1 + 0.5 * len(stages)))
+        im = ax.imshow(grid, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(ranks)), [f"rank {k}" for k in ranks])
+        ax.set_yticks(range(len(stages)), stages)
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="w", fontsize=8)
+        fig.colorbar(im, label="mean ms")
+        ax.set_title("Stage x rank heat map (mean ms per execution)")
+        charts.append(("heatmap", _svg(fig)))
+    steps = result.per_step()
+    stage_keys = [s for s in dict.fromkeys(k for row in steps for k in row)
+                  if s not in ("rank", "step", "total")]
+    if steps and stage_keys:
+        fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(steps)), 4))
+        labels = [f"r{r['rank']}/s{r['step']}" for r in steps]
+        bottom = [0.0] * len(steps)
+        for s in stage_keys:
+            vals = [r.get(s, 0.0) for r in steps]
+            ax.bar(labels, vals, bottom=bottom, label=s)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_ylabel("ms")
+        ax.set_title("Per-step stage timeline (rank/step)")
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        charts.append(("timeline", _svg(fig)))
+    ops = result.top_ops(15)
+    if ops:
+        fig, ax = plt.subplots(figsize=(8, 0.3 * len(ops) + 1))
+        ax.barh([o["op"][:60] for o in ops][::-1], [o["self_ms"] for o in ops][::-1])
+        ax.set_xlabel("self ms")
+        ax.set_title("Top ops by self time")
+        charts.append(("top_ops", _svg(fig)))
+    return charts
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    if not rows:
+        return "<p>None.</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            text = f"{v:,.3f}" if isinstance(v, float) else "" if v is None else str(v)
+            cells.append(f"<td>{html.escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def write_report(result: Analysis, path: Path) -> Path:
+    """Write the HTML report for ``result`` to ``path``; every name from a trace is escaped."""
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
+             f"<title>mindspeed-prof: {esc(str(result.root))}</title><style>{_CSS}</style>"
+             f"</head><body><h1>mindspeed-prof report</h1><p>{esc(str(result.root))}: "
+             f"{len(result.traces)} captures, ranks {esc(str(result.ranks))}</p>"]
+    for name, svg in _charts(result):
+        parts.append(f"<figure id='{name}'>{svg}</figure>")
+    parts.append("<h2>Stage by rank</h2>" + _table(
+        result.stage_rank(), ["stage", "rank", "count", "total_ms", "mean_ms", "max_ms"]))
+    steps = result.per_step()
+    cols = ["rank", "step"] + [k for k in dict.fromkeys(k for r in steps for k in r)
+                               if k not in ("rank", "step")]
+    parts.append("<h2>Per step (ms)</h2>" + _table(steps, cols))
+    parts.append(f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
+        result.stragglers(), ["stage", "step", "rank", "ms", "median_ms", "ratio"]))
+    parts.append("<h2>Top ops by self time</h2>" + _table(result.top_ops(25),
+                                                          ["op", "count", "self_ms"]))
+    parts.append("<h2>Inventory</h2>" + _table(
+        result.inventory(), ["file", "kind", "rank", "group", "bytes", "events", "steps", "level"]))
+    notes = [f"<li>{esc(w)}</li>" for w in result.warnings()]
+    notes += [f"<li class='bad'>skipped: {esc(b)}</li>" for b in result.bad]
+    if notes:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(notes) + "</ul>")
+    parts.append("</body></html>")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

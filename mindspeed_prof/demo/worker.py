@@ -1,0 +1,113 @@
+"""The demo's integrated worker: actor, reference and critic on one process, six RL stages."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import torch
+
+from mindspeed_prof.capture.profiler import Profiler
+from mindspeed_prof.demo.model import Critic, Policy, make_prompts, reward
+from mindspeed_prof.mstx import mstx_timer_decorator
+from mindspeed_prof.ray import ProfilerMixin
+
+__all__ = ["IntegratedWorker"]
+
+
+class IntegratedWorker(ProfilerMixin):
+    """One GRPO/PPO-style training step per ``train_step`` call, each stage under the profiler."""
+
+    def __init__(self, rank: int, demo: dict[str, Any], profiler_config: dict[str, Any]) -> None:
+        torch.set_num_threads(1)
+        torch.manual_seed(demo["seed"])  # every rank starts from the same policy
+        self.rank, self.d = rank, demo
+        self.gen = torch.Generator().manual_seed(demo["seed"] * 1000 + rank)
+        v, n = demo["vocab"], demo["length"]
+        self.actor = Policy(v, n, demo["hidden"])
+        self.reference = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critic = Critic(v, n, demo["hidden"])
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=demo["actor_lr"])
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=demo["critic_lr"])
+        self.init_profiler(profiler_config, rank=rank)
+        self.stage_seconds: dict[str, float] = {}
+
+    def train_step(self, step: int) -> dict[str, float]:
+        prof: Profiler = self.profiler
+        with prof.step(step):
+            with self._stage("actor_generate"):
+                prompts = make_prompts(self.d["prompts"], self.d["length"], self.d["vocab"],
+                                       self.gen).repeat_interleave(self.d["group"], dim=0)
+                responses = self.actor.generate(prompts, self.gen)
+                rewards = self._score(prompts, responses)
+            with self._stage("actor_compute_log_prob"), torch.no_grad():
+                old_logp = self.actor.log_prob(prompts, responses)
+            with self._stage("reference_compute_log_prob"), torch.no_grad():
+                ref_logp = self.reference.log_prob(prompts, responses)
+            with self._stage("critic_compute_values"), torch.no_grad():
+                values = self.critic(prompts)
+            with self._stage("actor_update"):
+                stats = self._update_actor(prompts, responses, old_logp, ref_logp,
+                                           self._advantages(rewards, values))
+            with self._stage("critic_update"):
+                stats["value_loss"] = self._update_critic(prompts, rewards)
+        return {"step": step, "rank": self.rank, "reward": rewards.mean().item(), **stats}
+
+    def _stage(self, name: str) -> Any:
+        return _Timed(self, name, self.profiler.stage(name))
+
+    @mstx_timer_decorator
+    def _score(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        return reward(prompts, responses)
+
+    def _advantages(self, rewards: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """GRPO's group-normalised reward, minus what the critic already expected."""
+        g = rewards.view(-1, self.d["group"])
+        norm = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-4)).flatten()
+        return norm + (rewards - values)
+
+    def _update_actor(self, prompts: torch.Tensor, responses: torch.Tensor, old: torch.Tensor,
+                      ref: torch.Tensor, adv: torch.Tensor) -> dict[str, float]:
+        clip, beta = self.d["clip"], self.d["kl_coef"]
+        for _ in range(self.d["ppo_epochs"]):
+            logp = self.actor.log_prob(prompts, responses)
+            ratio = torch.exp(logp - old)
+            a = adv.unsqueeze(-1)
+            pg = -torch.min(ratio * a, ratio.clamp(1 - clip, 1 + clip) * a).mean()
+            kl = (torch.exp(ref - logp) - (ref - logp) - 1).mean()  # k3 estimator
+            loss = pg + beta * kl
+            self.actor_opt.zero_grad()
+            loss.backward()
+            self.actor_opt.step()
+        return {"policy_loss": pg.item(), "kl": kl.item()}
+
+    def _update_critic(self, prompts: torch.Tensor, rewards: torch.Tensor) -> float:
+        loss = torch.nn.functional.mse_loss(self.critic(prompts), rewards)
+        self.critic_opt.zero_grad()
+        loss.backward()
+        self.critic_opt.step()
+        return loss.item()
+
+    def timings(self) -> dict[str, Any]:
+        return {"rank": self.rank, "stage_seconds": dict(self.stage_seconds)}
+
+
+class _Timed:
+    """A stage under the profiler, also timed with a plain clock for the demo's own table."""
+
+    __slots__ = ("_w", "_name", "_inner", "_t0")
+
+    def __init__(self, worker: IntegratedWorker, name: str, inner: Any) -> None:
+        self._w, self._name, self._inner = worker, name, inner
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+        self._inner.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._inner.__exit__(*exc)
+        finally:
+            seconds = self._w.stage_seconds
+            seconds[self._name] = seconds.get(self._name, 0.0) + time.perf_counter() - self._t0

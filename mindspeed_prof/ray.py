@@ -1,0 +1,84 @@
+"""Ray integration: each worker profiles itself; summaries come back to the driver through Ray.
+
+    cfg = worker_config(hydra_cfg.profiler_config)            # on the driver: plain, resolved
+    workers = [Worker.remote(rank=r, profiler_config=cfg) for r in range(n)]
+    ...                                                        # Worker mixes in ProfilerMixin
+    summaries = collect(workers)                               # no shared filesystem needed
+    write_cluster_summary(save_root(cfg), summaries)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from mindspeed_prof.capture.profiler import Profiler, _anchor
+from mindspeed_prof.config.validate import validate
+from mindspeed_prof.hydra.manifest import write_json
+
+__all__ = ["ProfilerMixin", "collect", "save_root", "worker_config", "write_cluster_summary"]
+
+CLUSTER_SUMMARY = "cluster_summary.json"
+
+
+def worker_config(profiler_config: Any) -> dict[str, Any]:
+    """``profiler_config`` as a plain dict for workers: validated, interpolations resolved,
+    and the save path made absolute (anchored in the Hydra job's output dir)."""
+    if OmegaConf.is_config(profiler_config):
+        plain = OmegaConf.to_container(profiler_config, resolve=True, enum_to_str=True)
+    else:
+        plain = dict(profiler_config)
+    checked = validate(plain)
+    section = dict(plain.get("integrated", plain))
+    section["profile_save_path"] = str(_anchor(checked.profile_save_path))
+    return {"integrated": section}
+
+
+def save_root(config: dict[str, Any]) -> Path:
+    return Path(config["integrated"]["profile_save_path"])
+
+
+class ProfilerMixin:
+    """For Ray actor classes: ``init_profiler`` in ``__init__``, ``profiler_summary`` at the end."""
+
+    profiler: Profiler
+
+    def init_profiler(self, profiler_config: dict[str, Any], rank: int,
+                      role: str = "integrated") -> None:
+        self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role)
+
+    def profiler_summary(self) -> dict[str, Any]:
+        """Close the profiler and describe what this worker wrote, read from its own files."""
+        from mindspeed_prof.analysis.summary import capture_summary
+
+        prof = self.profiler
+        prof.close()
+        files = [Path(f) for c in prof.captures for f in c["files"]]
+        summary = capture_summary([f for f in files if f.is_file()]) if files else {}
+        return {"rank": prof.rank, "role": prof.role, "host": socket.gethostname(),
+                "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
+                "captures": list(prof.captures),
+                "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}
+                          for f in files],
+                "stage_rank": summary.get("stage_rank", []),
+                "per_step": summary.get("per_step", [])}
+
+
+def collect(workers: list[Any], method: str = "profiler_summary") -> list[dict[str, Any]]:
+    """Every worker's summary, gathered on the driver (sorted by rank)."""
+    import ray
+
+    summaries = ray.get([getattr(w, method).remote() for w in workers])
+    return sorted(summaries, key=lambda s: s["rank"])
+
+
+def write_cluster_summary(root: Path, summaries: list[dict[str, Any]]) -> Path:
+    """``cluster_summary.json`` in the save root: one entry per worker."""
+    path = Path(root) / CLUSTER_SUMMARY
+    write_json(path, {"workers": summaries,
+                      "stage_rank": [row for s in summaries for row in s["stage_rank"]]})
+    return path
