@@ -52,3 +52,12 @@ def app(tmp_path: Path) -> Path:
     return tmp_path
 
 
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole test session, shut down at the end."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,50 @@
+"""``mindspeed_prof.ray``: a worker that raises inside a stage still leaves its captures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindspeed_prof.ray import ProfilerMixin, collect, worker_config, write_cluster_summary
+
+
+class Flaky(ProfilerMixin):
+    def __init__(self, rank: int, cfg: dict[str, Any]) -> None:
+        self.init_profiler(cfg, rank=rank)
+
+    def step(self, step: int) -> None:
+        with self.profiler.step(step), self.profiler.stage("actor_update"):
+            if step == 2 and self.profiler.rank == 1:
+                raise RuntimeError("worker 1 fails in actor_update")
+
+
+def test_failing_worker_keeps_captures(ray_cluster: Any, tmp_path: Path) -> None:
+    ray = ray_cluster
+    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+                                        "profile_step_end": 4,
+                                        "profile_save_path": str(tmp_path)}})
+    workers = [ray.remote(Flaky).remote(r, cfg) for r in range(2)]
+    ray.get([w.step.remote(1) for w in workers])
+    with pytest.raises(ray.exceptions.RayTaskError, match="fails in actor_update"):
+        ray.get([w.step.remote(2) for w in workers])
+    summaries = collect(workers)
+    failed = summaries[1]
+    assert failed["captures"][-1]["reason"] == "error"
+    for f in failed["files"]:
+        data = json.loads(Path(f["path"]).read_text())
+        assert "ProfilerStep#2" in {e["name"] for e in data["traceEvents"]}
+    path = write_cluster_summary(tmp_path, summaries)
+    assert [w["rank"] for w in json.loads(path.read_text())["workers"]] == [0, 1]
+
+
+def test_worker_config_is_plain_resolved_and_absolute() -> None:
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.create({"base": "rel_dir", "profiler_config": {"integrated": {
+        "profile": True, "profile_save_path": "${base}/x"}}})
+    cfg = worker_config(node.profiler_config)
+    path = cfg["integrated"]["profile_save_path"]
+    assert isinstance(cfg, dict) and Path(path).is_absolute() and path.endswith("rel_dir/x")
