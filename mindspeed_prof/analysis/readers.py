@@ -181,7 +181,7 @@ def _num(value: Number) -> float | None:
 def _collect(data: TraceData, events: list[_Event], default_step: Any) -> None:
     """Sort events into step/stage/custom ranges and per-op self time."""
     steps: list[tuple[float, float, int]] = []
-    annotations: list[tuple[str, float, float, int | None]] = []
+    annotations: list[tuple[str, str, float, float, int | None]] = []
     ops_by_tid: dict[Any, list[tuple[float, float, str]]] = {}
     for ev in events:
         if ev.ph != "X":
@@ -197,7 +197,8 @@ def _collect(data: TraceData, events: list[_Event], default_step: Any) -> None:
             if ev.cat == "gpu_user_annotation":
                 continue
             step = _num(ev.args.step) if ev.args is not None else None
-            annotations.append((ev.name, ts, dur, int(step) if step is not None else None))
+            annotations.append((ev.name, ev.cat, ts, dur,
+                                int(step) if step is not None else None))
         elif ev.cat in ("cpu_op", "kernel", "gpu_memcpy", "cuda_runtime"):
             ops_by_tid.setdefault((ev.pid, ev.tid, ev.cat), []).append((ts, dur, ev.name))
     steps.sort()
@@ -205,12 +206,12 @@ def _collect(data: TraceData, events: list[_Event], default_step: Any) -> None:
     fallback = default_step if isinstance(default_step, int) else None
     for ts, end, n in steps:
         data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
-    for name, ts, dur, step in annotations:
+    for name, cat, ts, dur, step in annotations:
         if step is None:
             i = bisect.bisect_right(starts, ts) - 1
             step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-        kind = "stage" if name in _STAGES else "range"
-        data.ranges.append(Range(data.rank, kind, name, step, ts, dur))
+        data.ranges.append(Range(data.rank, "stage" if cat == "stage" or name in _STAGES
+                                 else "range", name, step, ts, dur))
     for ops in ops_by_tid.values():
         _self_times(ops, data.ops)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["write_report"]
 
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
 text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}.bad{color:#b00}
@@ -24,7 +26,9 @@ def _svg(fig: Any) -> str:
 
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+    text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+    # matplotlib repeats each label in an XML comment; a name holding "-->" could end it early.
+    return _COMMENT.sub("", text)
 
 
 def _charts(result: Analysis) -> list[tuple[str, str]]:
