@@ -12,6 +12,7 @@ from typing import Any, ContextManager, Protocol, runtime_checkable
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture import crash
+from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
 from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop
@@ -96,8 +97,7 @@ class Profiler:
         self._ranges: list[tuple[str, ContextManager[Any]]] = []
         self._record: CaptureRecord | None = None
         self._closed = False
-        global _current
-        _current = self
+        _current.set_current(self)
         if self.plan.enabled:
             crash.watch(self)
 
@@ -318,15 +318,12 @@ def _anchor(path: str) -> Path:
     return p.absolute()
 
 
-_current: Profiler | None = None
-
-
 def current() -> Profiler:
     """The profiler of this process (set by the Hydra callback or ``from_config``).
 
     Without one, a disabled profiler whose hooks all do nothing.
     """
-    global _current
-    if _current is None:
-        _current = Profiler(IntegratedConfig())
-    return _current
+    prof = _current.get_current()
+    if prof is None:
+        prof = Profiler(IntegratedConfig())  # registers itself as current
+    return prof  # type: ignore[no-any-return]

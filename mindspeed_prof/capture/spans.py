@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from threading import get_ident
 from typing import Any
 
 __all__ = ["SpanRecorder"]
@@ -29,8 +30,7 @@ class _Span:
     def __exit__(self, *exc: object) -> None:
         t1 = time.perf_counter_ns()
         self._rec._events.append(
-            (self._name, self._cat, self._t0, t1 - self._t0, threading.get_native_id(),
-             self._rec.step)
+            (self._name, self._cat, self._t0, t1 - self._t0, get_ident(), self._rec.step)
         )
 
 
@@ -46,9 +46,10 @@ class SpanRecorder:
         self.step: int | None = None
         self._events: list[tuple[str, str, int, int, int, int | None]] = []
         self._pid = os.getpid()
-        self._wall0_us = time.time_ns() / 1000.0
+        self._wall0_ns = time.time_ns()
         self._perf0 = time.perf_counter_ns()
         self._count = 0
+        self._labels: dict[tuple[str, str], str] = {}  # names repeat every step: encode once
         head = {"schemaVersion": 1, "displayTimeUnit": "ms",
                 "distributedInfo": {"rank": metadata.get("rank", 0)},
                 "mindspeed_prof": {"kind": "spans", **metadata}}
@@ -65,7 +66,7 @@ class SpanRecorder:
 
     def mark(self, name: str) -> None:
         t = time.perf_counter_ns()
-        self._events.append((name, "mark", t, -1, threading.get_native_id(), self.step))
+        self._events.append((name, "mark", t, -1, get_ident(), self.step))
 
     @property
     def count(self) -> int:
@@ -76,18 +77,24 @@ class SpanRecorder:
         if self._file.closed or not self._events:
             return
         events, self._events = self._events, []
+        native = {t.ident: t.native_id for t in threading.enumerate()}
+        labels = self._labels
+        offset = self._wall0_ns - self._perf0
+        pid = self._pid
         chunks = []
-        for name, cat, t0, dur, tid, step in events:
-            ev: dict[str, Any] = {
-                "ph": "X" if dur >= 0 else "i", "cat": cat, "name": name, "pid": self._pid,
-                "tid": tid, "ts": round(self._wall0_us + (t0 - self._perf0) / 1000.0, 3)}
+        for name, cat, t0, dur, tid, step in events:  # formatted by hand: json.dumps is 4x slower
+            label = labels.get((name, cat))
+            if label is None:
+                label = labels[(name, cat)] = f'"cat": {json.dumps(cat)}, "name": {json.dumps(name)}'
+            ts = t0 + offset
             if dur >= 0:
-                ev["dur"] = round(dur / 1000.0, 3)
+                line = '{"ph": "X", "pid": %d, "tid": %d, %s, "ts": %d.%03d, "dur": %d.%03d' % (
+                    pid, native.get(tid, tid), label, ts // 1000, ts % 1000, dur // 1000,
+                    dur % 1000)
             else:
-                ev["s"] = "t"
-            if step is not None:
-                ev["args"] = {"step": step}
-            chunks.append(json.dumps(ev))
+                line = '{"ph": "i", "s": "t", "pid": %d, "tid": %d, %s, "ts": %d.%03d' % (
+                    pid, native.get(tid, tid), label, ts // 1000, ts % 1000)
+            chunks.append(line + ('}' if step is None else ', "args": {"step": %d}}' % step))
         body = (",\n" if self._count else "\n") + ",\n".join(chunks)
         self._file.seek(self._tail_at)
         self._file.write(body.encode())

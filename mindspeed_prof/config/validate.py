@@ -51,10 +51,12 @@ def _section(cfg: Any, role: str) -> Any:
 def _merge(section: Any, role: str) -> IntegratedConfig:
     if isinstance(section, IntegratedConfig):
         section = OmegaConf.structured(section)
-    base = OmegaConf.structured(IntegratedConfig)
     try:
-        merged = OmegaConf.merge(base, section)
-        obj = OmegaConf.to_object(merged)
+        if OmegaConf.is_config(section) and OmegaConf.get_type(section) is IntegratedConfig:
+            obj = OmegaConf.to_object(section)  # composed by Hydra: already typed, skip a merge
+        else:
+            obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(IntegratedConfig),
+                                                      section))
     except OmegaConfBaseException as err:
         raise ConfigError(_describe(err, role)) from None
     assert isinstance(obj, IntegratedConfig)

@@ -31,7 +31,6 @@ class ProfilerCallback(Callback):
                      **kwargs: Any) -> None:
         if "profiler_config" not in config:
             return
-        from mindspeed_prof.capture.profiler import Profiler
         from mindspeed_prof.config.validate import ConfigError, validate
 
         try:
@@ -39,14 +38,21 @@ class ProfilerCallback(Callback):
         except ConfigError as err:
             # Hydra turns callback exceptions into warnings; SystemExit stops the job.
             raise SystemExit(f"mindspeed-prof: invalid config: {err}") from None
+        self._job = None
+        if not cfg.profile:  # current() answers with a disabled profiler; nothing to write
+            import mindspeed_prof.capture.current as current
+
+            current.set_current(None)
+            return
+        from mindspeed_prof.capture.profiler import Profiler
+
         hydra_cfg = HydraConfig.get()
         save = Path(cfg.profile_save_path).expanduser()
         if not save.is_absolute():
             save = Path(hydra_cfg.runtime.output_dir) / save
         cfg.profile_save_path = str(save)
         profiler = Profiler(cfg)
-        if not profiler.enabled:
-            self._job = None
+        if not profiler.plan.enabled:  # this rank is not in profile_ranks
             return
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 

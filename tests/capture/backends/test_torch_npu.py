@@ -104,6 +104,8 @@ def test_auto_selects_torch_npu_when_an_npu_is_present(torch_npu_double: Any) ->
 
 
 def test_auto_falls_back_when_torch_npu_does_not_import(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "torch_npu", None)  # import raises ImportError
-    cfg = validate({"integrated": {"profile": True}})
-    assert select_backend(cfg).name == "torch"
+    with monkeypatch.context() as m:  # undone before the fixture removes the double
+        m.setitem(sys.modules, "torch_npu", None)  # import raises ImportError
+        cfg = validate({"integrated": {"profile": True}})
+        assert select_backend(cfg).name == "torch"
+
