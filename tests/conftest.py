@@ -61,3 +61,12 @@ def ray_cluster():
     ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    from helpers import COUNTS
+
+    if COUNTS:
+        terminalreporter.section("reliability counts")
+        for what, n in sorted(COUNTS.items()):
+            terminalreporter.write_line(f"{what}: {n}")

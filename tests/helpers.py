@@ -28,3 +28,11 @@ def load_json(path: Path) -> Any:
 def trace_names(path: Path, cat: str | None = None) -> set[str]:
     events = load_json(path)["traceEvents"]
     return {e["name"] for e in events if cat is None or e.get("cat") == cat}
+
+
+#: Counts the reliability suite reports at the end of the run (overrides tried, faults, files).
+COUNTS: dict[str, int] = {}
+
+
+def count(what: str, n: int = 1) -> None:
+    COUNTS[what] = COUNTS.get(what, 0) + n

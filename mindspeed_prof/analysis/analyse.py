@@ -12,7 +12,7 @@ from typing import Any
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["Analysis", "analyse", "DEFAULT_MARGIN"]
+__all__ = ["Analysis", "analyse", "analyse_files", "DEFAULT_MARGIN"]
 
 #: A rank is a straggler when its stage time exceeds the median over ranks by this fraction.
 DEFAULT_MARGIN = 0.2
@@ -156,4 +156,15 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN,
             result.bad.append(str(err))
         if progress is not None:
             progress(i + 1, len(paths))
+    return result
+
+
+def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
+    """Like ``analyse`` for a known list of captures (a job's, from its manifest)."""
+    result = Analysis(root=root, margin=margin)
+    for path in files:
+        try:
+            result.traces.append(read(Path(path), root))
+        except BadFile as err:
+            result.bad.append(str(err))
     return result

@@ -26,8 +26,8 @@ from mindspeed_prof.config.schema import STAGES
 
 __all__ = ["BadFile", "Range", "TraceData", "discover", "read", "MAX_BYTES"]
 
-#: Larger files are refused (one line naming them) instead of read into memory.
-MAX_BYTES = 2 * 1024**3
+#: Larger captures (after decompression) are refused with one line instead of read into memory.
+MAX_BYTES = 1024**3
 _STAGES = frozenset(STAGES)
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _RANK_IN_NAME = re.compile(r"(?:^|_)rank(\d+)(?:_|\.)")
@@ -87,7 +87,7 @@ class _Trace(msgspec.Struct):
     distributedInfo: Union[dict[str, Any], None] = None
 
 
-_decoder = msgspec.json.Decoder(_Trace)
+_decoder = msgspec.json.Decoder(Union[_Trace, list[_Event]])  # object or JSON Array Format
 
 
 def discover(root: Path) -> Iterator[Path]:
@@ -129,6 +129,8 @@ def read(path: Path, root: Path | None = None) -> TraceData:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
         raise BadFile(f"{path}: not a Chrome trace ({_one_line(err)})") from None
+    except RecursionError:
+        raise BadFile(f"{path}: nested too deeply to be a trace") from None
     except (OSError, EOFError, UnicodeDecodeError, sqlite3.Error, ValueError) as err:
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {_one_line(err)})") from None
 
@@ -157,9 +159,16 @@ def _rank(path: Path, meta: dict[str, Any] | None, info: dict[str, Any] | None) 
 def _read_json(path: Path, group: str, size: int) -> TraceData:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rb") as f:
-        raw = f.read()
+        head = f.read(64).lstrip()
+        if not head.startswith((b"{", b"[")):
+            raise BadFile(f"{path}: not JSON (starts with {head[:8]!r})")
+        raw = head + f.read(MAX_BYTES)
+        if len(raw) > MAX_BYTES:
+            raise BadFile(f"{path}: more than {MAX_BYTES} bytes of JSON; refused")
     trace = _decoder.decode(raw)
     del raw
+    if isinstance(trace, list):
+        trace = _Trace(traceEvents=trace)
     meta = trace.mindspeed_prof or {}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, _rank(path, meta, trace.distributedInfo), group, size,
@@ -272,7 +281,7 @@ def _read_npu(folder: Path, group: str) -> TraceData:
     trace_view = out / "trace_view.json"
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
     if trace_view.is_file():
-        trace = msgspec.json.decode(trace_view.read_bytes(), type=Union[list[_Event], _Trace])
+        trace = _decoder.decode(trace_view.read_bytes())
         events = trace if isinstance(trace, list) else trace.traceEvents
         data.events = len(events)
         _collect(data, events, None)

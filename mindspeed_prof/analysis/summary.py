@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.readers import BadFile, read
+from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.hydra.manifest import write_json
 
 __all__ = ["capture_summary", "write_capture_summary", "write_run_summary"]
@@ -14,12 +13,7 @@ __all__ = ["capture_summary", "write_capture_summary", "write_run_summary"]
 
 def capture_summary(files: list[Path]) -> dict[str, Any]:
     """Per-stage totals of one capture's files."""
-    result = Analysis(root=files[0].parent if files else Path("."))
-    for f in files:
-        try:
-            result.traces.append(read(Path(f)))
-        except BadFile as err:
-            result.bad.append(str(err))
+    result = analyse_files(files, files[0].parent if files else Path("."))
     return {"files": [Path(f).name for f in files], "stage_rank": result.stage_rank(),
             "per_step": result.per_step(), "top_ops": result.top_ops(10),
             "skipped": result.bad}

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.hydra.manifest import write_json
 
 __all__ = ["sweep_summary", "SUMMARY_NAME"]
@@ -19,8 +19,10 @@ def _jobs(sweep_dir: Path) -> list[Path]:
                   key=lambda p: int(p.name))
 
 
-def _job_row(job_dir: Path) -> dict[str, Any]:
+def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     manifests = sorted(job_dir.rglob("manifest.json"))
+    for root in shared_roots:
+        manifests += sorted(root.glob(f"manifest.job{job_dir.name}.json"))
     row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
                            "overrides": [], "save_root": None}
@@ -37,7 +39,8 @@ def _job_row(job_dir: Path) -> dict[str, Any]:
                captures=len(manifest.get("captures", [])), files=len(manifest.get("files", [])),
                overrides=manifest.get("job", {}).get("overrides", []),
                save_root=str(path.parent))
-    result = analyse(path.parent)
+    files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
+    result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r["total"] for r in result.per_step() if "total" in r]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)
@@ -49,12 +52,17 @@ def _job_row(job_dir: Path) -> dict[str, Any]:
     return row
 
 
-def sweep_summary(sweep_dir: Path | str, print_table: bool = False) -> list[dict[str, Any]]:
-    """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it."""
+def sweep_summary(sweep_dir: Path | str, print_table: bool = False,
+                  shared_roots: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
+
+    ``shared_roots``: save roots outside the job dirs that jobs share (their manifests are
+    ``manifest.job<n>.json``).
+    """
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"{sweep_dir}: not a multirun directory")
-    rows = [_job_row(j) for j in _jobs(sweep_dir)]
+    rows = [_job_row(j, shared_roots or []) for j in _jobs(sweep_dir)]
     write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})
     if print_table:
         from mindspeed_prof.analysis.render import print_sweep

@@ -204,8 +204,9 @@ class Profiler:
                     "window": [self.plan.start, self.plan.end],
                     "warmup_steps": self.plan.warmup}
         try:
-            target = CaptureTarget(inside(self.save_root, directory), stem, self.rank,
-                                   self.role, capture, metadata)
+            folder = inside(self.save_root, directory)
+            stem = _unused_stem(folder, stem)
+            target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
             if self._backend is None:
                 self._backend = select_backend(self.cfg)
             self._backend.start(target)
@@ -301,6 +302,22 @@ class Profiler:
                 backend.stop()
             except Exception:
                 pass
+
+
+def _unused_stem(folder: Path, stem: str) -> str:
+    """``stem``, or ``stem_r2``, ``stem_r3``... if an earlier capture of this process took it.
+
+    Other processes cannot collide (the pid is in the stem); the same process can, when a
+    launcher reuses it for several jobs writing to one save root.
+    """
+    if not folder.is_dir():
+        return stem
+    names = [p.name for p in folder.iterdir()]
+    n, candidate = 1, stem
+    while any(name == candidate or name.startswith(candidate + ".") for name in names):
+        n += 1
+        candidate = f"{stem}_r{n}"
+    return candidate
 
 
 def _anchor(path: str) -> Path:

@@ -48,9 +48,17 @@ def _section(cfg: Any, role: str) -> Any:
     raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
 
 
+_FIELDS = tuple(IntegratedConfig.__dataclass_fields__)
+
+
 def _merge(section: Any, role: str) -> IntegratedConfig:
     if isinstance(section, IntegratedConfig):
         section = OmegaConf.structured(section)
+    if isinstance(section, (Mapping, DictConfig)):
+        unknown = [str(k) for k in section if k not in _FIELDS]  # Hydra's "+key=" can add them
+        if unknown:
+            raise ConfigError(f"profiler_config.{role}.{unknown[0]}: unknown field; allowed "
+                              f"fields: {', '.join(_FIELDS)}")
     try:
         if OmegaConf.is_config(section) and OmegaConf.get_type(section) is IntegratedConfig:
             obj = OmegaConf.to_object(section)  # composed by Hydra: already typed, skip a merge
@@ -68,8 +76,7 @@ def _describe(err: OmegaConfBaseException, role: str) -> str:
     key = str(key).split(".")[-1]
     message = str(err).splitlines()[0]
     if isinstance(err, ConfigKeyError):
-        allowed = ", ".join(f.name for f in IntegratedConfig.__dataclass_fields__.values())
-        return f"profiler_config.{role}.{key}: unknown field; allowed fields: {allowed}"
+        return f"profiler_config.{role}.{key}: unknown field; allowed fields: {', '.join(_FIELDS)}"
     return f"profiler_config.{role}.{key}: {message}"
 
 

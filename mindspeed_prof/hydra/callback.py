@@ -57,12 +57,16 @@ class ProfilerCallback(Callback):
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 
         resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
+        output_dir = Path(hydra_cfg.runtime.output_dir).resolve()
+        shared = output_dir not in save.resolve().parents and save.resolve() != output_dir
+        job_num = _job_num(hydra_cfg)
+        name = manifest_name(profiler.rank, job_num if shared and _multirun(hydra_cfg) else None)
         self._job = {
             "profiler": profiler,
-            "path": save / manifest_name(profiler.rank),
+            "path": save / name,
             "manifest": {
                 "status": "running",
-                "job": {"name": hydra_cfg.job.name, "num": _job_num(hydra_cfg),
+                "job": {"name": hydra_cfg.job.name, "num": job_num,
                         "overrides": list(hydra_cfg.overrides.task),
                         "output_dir": hydra_cfg.runtime.output_dir},
                 "rank": profiler.rank,
@@ -82,7 +86,10 @@ class ProfilerCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mindspeed_prof.analysis.sweep import sweep_summary
 
-        sweep_summary(Path(config.hydra.sweep.dir), print_table=True)
+        save = Path(str(config.get("profiler_config", {}).get("integrated", {})
+                        .get("profile_save_path", "")))
+        shared = [save] if save.is_absolute() else []  # jobs that share one save root
+        sweep_summary(Path(config.hydra.sweep.dir), print_table=True, shared_roots=shared)
 
     def _finish(self, status: str) -> None:
         job, self._job = self._job, None
@@ -119,6 +126,10 @@ class ProfilerCallback(Callback):
                 write_json(self._job["path"], self._job["manifest"])
             except OSError as err:
                 log.warning("mindspeed-prof: could not write %s: %s", self._job["path"], err)
+
+
+def _multirun(hydra_cfg: Any) -> bool:
+    return str(getattr(hydra_cfg, "mode", "")).endswith("MULTIRUN")
 
 
 def _job_num(hydra_cfg: Any) -> int | None:

@@ -13,9 +13,18 @@ from typing import Any
 __all__ = ["manifest_name", "versions", "write_json", "list_files"]
 
 
-def manifest_name(rank: int) -> str:
-    """Rank 0 writes ``manifest.json``; other processes of the same job ``manifest.rank<r>.json``."""
-    return "manifest.json" if rank == 0 else f"manifest.rank{rank}.json"
+def manifest_name(rank: int, job: int | None = None) -> str:
+    """``manifest.json`` for rank 0, ``manifest.rank<r>.json`` for other ranks of the same job.
+
+    ``job`` (a multirun job number) is given when several jobs share one save root:
+    ``manifest.job<n>.json``, ``manifest.job<n>.rank<r>.json``.
+    """
+    parts = ["manifest"]
+    if job is not None:
+        parts.append(f"job{job}")
+    if rank:
+        parts.append(f"rank{rank}")
+    return ".".join(parts) + ".json"
 
 
 def versions() -> dict[str, str | None]:

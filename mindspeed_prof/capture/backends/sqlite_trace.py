@@ -62,9 +62,11 @@ def write_db(trace: dict[str, Any], db_path: Path) -> Path:
         con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         con.executemany("INSERT INTO strings VALUES (?, ?)", [(i, s) for s, i in ids.items()])
         con.commit()
+        con.close()
+        tmp.replace(db_path)
     finally:
         con.close()
-    tmp.replace(db_path)
+        tmp.unlink(missing_ok=True)
     return db_path
 
 

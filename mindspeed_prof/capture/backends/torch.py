@@ -132,16 +132,19 @@ class TorchBackend(Backend):
         base = target.directory / f"{target.stem}.pt.trace"
         json_path = base.with_name(base.name + ".json")
         tmp = json_path.with_name(json_path.name + ".tmp")
-        prof.export_chrome_trace(str(tmp))
         written = []
-        if self.cfg.profile_export_type is ExportType.db:
-            with open(tmp, "rb") as f:
-                trace = json.load(f)
-            written.append(write_db(trace, base.with_name(base.name + ".db")))
-            tmp.unlink()
-        else:
-            os.replace(tmp, json_path)
-            written.append(json_path)
+        try:  # a half-written export (disk full) is removed; the final name appears complete
+            prof.export_chrome_trace(str(tmp))
+            if self.cfg.profile_export_type is ExportType.db:
+                with open(tmp, "rb") as f:
+                    trace = json.load(f)
+                written.append(write_db(trace, base.with_name(base.name + ".db")))
+            else:
+                os.replace(tmp, json_path)
+                written.append(json_path)
+        finally:  # torch's exporter may leave its own "<tmp>.tmp" behind too
+            for leftover in tmp.parent.glob(tmp.name + "*"):
+                leftover.unlink(missing_ok=True)
         cfg = self.cfg
         if cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes and self.with_stack:
             written.append(self._memory_timeline(prof, target))
