@@ -272,7 +272,7 @@ def _read_npu(folder: Path, group: str) -> TraceData:
     rank = int(m.group(1)) if m else _rank(folder, None, None)
     out = folder / "ASCEND_PROFILER_OUTPUT"
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    if not out.is_dir():
+    if not out.is_dir() and not _npu_offline_analyse(folder):
         raise BadFile(
             f"{folder}: raw torch_npu capture, not parsed yet. On a machine with torch_npu run: "
             f"python -c \"import torch_npu; torch_npu.profiler.profiler.analyse('{folder}')\" "
@@ -291,6 +291,16 @@ def _read_npu(folder: Path, group: str) -> TraceData:
     if step_csv.is_file() and not any(r.kind == "step" for r in data.ranges):
         data.meta["step_trace_time"] = _step_trace_rows(step_csv)
     return data
+
+
+def _npu_offline_analyse(folder: Path) -> bool:
+    """Parse a raw capture with torch_npu's offline analyse, when torch_npu imports here."""
+    try:
+        import torch_npu
+    except Exception:  # ImportError, or OSError when CANN's libraries are missing
+        return False
+    torch_npu.profiler.profiler.analyse(profiler_path=str(folder))
+    return (folder / "ASCEND_PROFILER_OUTPUT").is_dir()
 
 
 def _step_trace_rows(path: Path) -> list[dict[str, str]]:

@@ -84,3 +84,21 @@ def test_raw_npu_capture_says_what_to_run(tmp_path: Path) -> None:
 def test_empty_window_warns(tmp_path: Path) -> None:
     result = analyse(tmp_path)
     assert not result.traces and "no captures found" in result.warnings()[0]
+
+
+def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    doubles = Path(__file__).resolve().parents[1] / "doubles"
+    monkeypatch.syspath_prepend(str(doubles))
+    import sys
+
+    try:
+        folder = tmp_path / "integrated" / "rank0_h_1_20261130_ascend_pt"
+        (folder / "FRAMEWORK").mkdir(parents=True)
+        result = analyse(tmp_path)
+        assert not result.bad
+        assert (folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").is_file()
+        assert result.top_ops()[0]["op"] == "aten::mm"
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] == "torch_npu"]:
+            sys.modules.pop(name)

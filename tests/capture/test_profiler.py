@@ -142,3 +142,12 @@ def test_strict_fails_fast(tmp_path: Path) -> None:
                                                 "profile_save_path": str(blocker / "sub")}})
     with pytest.raises(ProfilerError, match="capture start failed"):
         train(prof, range(1, 2))
+
+
+def test_profile_analysis_writes_summary_next_to_capture(tmp_path: Path) -> None:
+    with make(tmp_path, stage="actor_generate", profile_analysis=True, mstx=True) as prof:
+        train(prof, range(1, 3))
+    (summary,) = (tmp_path / "out" / "actor_generate").glob("*.summary.json")
+    data = json.loads(summary.read_text())
+    assert [r["stage"] for r in data["stage_rank"]] == ["actor_generate"]
+    assert data["stage_rank"][0]["count"] == 1 and data["top_ops"]

@@ -104,3 +104,12 @@ def test_callback_pickles() -> None:
     from mindspeed_prof.hydra.callback import ProfilerCallback
 
     assert isinstance(pickle.loads(pickle.dumps(ProfilerCallback())), ProfilerCallback)
+
+
+def test_profile_analysis_writes_run_analysis(app: Path) -> None:
+    run_app(app, "profiler=full", "profiler_config.integrated.profile_analysis=true", check=True)
+    root = next(app.glob("outputs/**/profiler_data"))
+    analysis = load_json(root / "analysis.json")
+    assert {r["stage"] for r in analysis["stage_rank"]} == {"actor_generate", "actor_update",
+                                                          "critic_update"}
+    assert list((root / "integrated").glob("*.summary.json"))
