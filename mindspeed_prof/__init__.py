@@ -22,7 +22,7 @@ _LAZY = {
     "ConfigError": "mindspeed_prof.config.validate",
     "validate": "mindspeed_prof.config.validate",
     "Profiler": "mindspeed_prof.capture.profiler",
-    "TrainerHook": "mindspeed_prof.capture.profiler",
+    "TrainerHook": "mindspeed_prof.capture.hooks",
     "current": "mindspeed_prof.capture.profiler",
     "mstx_timer_decorator": "mindspeed_prof.mstx",
 }

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from mindspeed_prof.capture.profiler import Profiler, _anchor
 from mindspeed_prof.config.validate import validate
-from mindspeed_prof.hydra.manifest import write_json
+from mindspeed_prof.jsonio import write_json
 
 __all__ = ["ProfilerMixin", "collect", "save_root", "worker_config", "write_cluster_summary"]
 

@@ -27,8 +27,9 @@ def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, 
                 with prof.step(step):
                     for stage in STAGES:
                         with prof.stage(stage):
-                            for _ in range(1 + slow.get((rank, stage), 0) * 20):
-                                torch.randn(32, 32) @ torch.randn(32, 32)
+                            torch.randn(32, 32) @ torch.randn(32, 32)
+                            for _ in range(slow.get((rank, stage), 0) * 30):  # ~10 ms or more
+                                torch.randn(128, 128) @ torch.randn(128, 128)
                             with mstx.range("<b>custom</b>"):
                                 pass
     return root

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Analysis: captures turned into per-stage, per-rank answers, comparisons and reports."""

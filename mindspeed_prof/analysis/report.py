@@ -50,9 +50,11 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
         im = ax.imshow(grid, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(ranks)), [f"rank {k}" for k in ranks])
         ax.set_yticks(range(len(stages)), stages)
+        top = max(max(r) for r in grid) or 1.0
         for i, row in enumerate(grid):
             for j, v in enumerate(row):
-                ax.text(j, i, f"{v:.1f}", ha="center", va="center", color="w", fontsize=8)
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=8,
+                        color="black" if v > 0.6 * top else "white")
         fig.colorbar(im, label="mean ms")
         ax.set_title("Stage x rank heat map (mean ms per execution)")
         charts.append(("heatmap", _svg(fig)))
@@ -69,7 +71,7 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
             bottom = [b + v for b, v in zip(bottom, vals)]
         ax.set_ylabel("ms")
         ax.set_title("Per-step stage timeline (rank/step)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         charts.append(("timeline", _svg(fig)))
     ops = result.top_ops(15)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
-from mindspeed_prof.hydra.manifest import write_json
+from mindspeed_prof.jsonio import write_json
 
 __all__ = ["sweep_summary", "SUMMARY_NAME"]
 

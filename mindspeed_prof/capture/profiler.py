@@ -8,12 +8,13 @@ import time
 import warnings
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ContextManager, Protocol, runtime_checkable
+from typing import Any, ContextManager
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
+from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
 from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop
 from mindspeed_prof.capture.rank import resolve_rank
@@ -25,27 +26,13 @@ __all__ = ["CaptureRecord", "Profiler", "ProfilerError", "TrainerHook", "current
 log = logging.getLogger("mindspeed_prof")
 
 
-@runtime_checkable
-class TrainerHook(Protocol):
-    """Events a trainer emits; ``Profiler`` implements them all."""
-
-    def on_step_start(self, step: int) -> None: ...
-
-    def on_step_end(self, step: int) -> None: ...
-
-    def on_stage_start(self, stage: str, step: int) -> None: ...
-
-    def on_stage_end(self, stage: str, step: int) -> None: ...
-
-    def on_train_end(self) -> None: ...
-
-
 class ProfilerError(RuntimeError):
     """A capture failed and ``strict: true`` asked to stop training."""
 
 
-class CaptureRecord(dict):  # type: ignore[type-arg]
-    """What one capture wrote: stage, first step, steps, reason it stopped, files (JSON-ready)."""
+#: What one capture wrote (JSON-ready): stage, step, index, rank, role, backend, steps,
+#: warmup_steps, reason it stopped, files, seconds.
+CaptureRecord = dict[str, Any]
 
 
 class _StepScope:
@@ -214,10 +201,9 @@ class Profiler:
         except Exception as err:
             self._fail("start", err)
             return
-        self._record = CaptureRecord(stage=capture.stage, step=capture.step,
-                                     index=capture.index, rank=self.rank, role=self.role,
-                                     backend=self._backend.name, steps=[], files=[],
-                                     started=time.time())
+        self._record = dict(stage=capture.stage, step=capture.step, index=capture.index,
+                            rank=self.rank, role=self.role, backend=self._backend.name,
+                            steps=[], files=[], started=time.time())
         spans = self._backend.spans
         if spans is not None:
             spans.step = self._step

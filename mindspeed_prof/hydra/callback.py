@@ -76,7 +76,7 @@ class ProfilerCallback(Callback):
                 "profiler_config": resolved,
             },
         }
-        self._write()
+        _write(self._job)
         atexit.register(self._finish, "exited")  # sys.exit in the task skips on_job_end
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
@@ -106,10 +106,7 @@ class ProfilerCallback(Callback):
         manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
         manifest["captures"] = list(profiler.captures)
         manifest["files"] = list_files(job["path"].parent)
-        job["manifest"] = manifest
-        self._job = job
-        self._write()
-        self._job = None
+        _write(job)
         if profiler.cfg.profile_analysis:
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
@@ -118,14 +115,15 @@ class ProfilerCallback(Callback):
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
 
-    def _write(self) -> None:
-        from mindspeed_prof.hydra.manifest import write_json
 
-        if self._job is not None:
-            try:
-                write_json(self._job["path"], self._job["manifest"])
-            except OSError as err:
-                log.warning("mindspeed-prof: could not write %s: %s", self._job["path"], err)
+
+def _write(job: dict[str, Any]) -> None:
+    from mindspeed_prof.jsonio import write_json
+
+    try:
+        write_json(job["path"], job["manifest"])
+    except OSError as err:
+        log.warning("mindspeed-prof: could not write %s: %s", job["path"], err)
 
 
 def _multirun(hydra_cfg: Any) -> bool:

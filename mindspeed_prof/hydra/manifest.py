@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["manifest_name", "versions", "write_json", "list_files"]
+__all__ = ["host_info", "list_files", "manifest_name", "versions"]
 
 
 def manifest_name(rank: int, job: int | None = None) -> str:
@@ -42,14 +40,6 @@ def host_info() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` atomically: readers see the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
-
-
 def list_files(root: Path) -> list[dict[str, Any]]:
     """Every file under ``root`` (relative path and size), manifests excluded."""
     if not root.is_dir():
@@ -59,7 +49,3 @@ def list_files(root: Path) -> list[dict[str, Any]]:
         if p.is_file() and not p.name.startswith((".", "manifest")):
             out.append({"path": str(p.relative_to(root)), "bytes": p.stat().st_size})
     return out
-
-
-def now() -> float:
-    return time.time()
