@@ -95,13 +95,12 @@ class SpanRecorder:
                 line = '{"ph": "i", "s": "t", "pid": %d, "tid": %d, %s, "ts": %d.%03d' % (
                     pid, native.get(tid, tid), label, ts // 1000, ts % 1000)
             chunks.append(line + ('}' if step is None else ', "args": {"step": %d}}' % step))
-        body = (",\n" if self._count else "\n") + ",\n".join(chunks)
+        body = ((",\n" if self._count else "\n") + ",\n".join(chunks)).encode()
+        # One write over the old tail: the file only grows, so nothing is left to truncate.
         self._file.seek(self._tail_at)
-        self._file.write(body.encode())
-        self._tail_at = self._file.tell()
-        self._file.write(_TAIL)
-        self._file.truncate()
+        self._file.write(body + _TAIL)
         self._file.flush()
+        self._tail_at += len(body)
         self._count += len(events)
 
     def close(self) -> None:
