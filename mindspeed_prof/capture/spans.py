@@ -49,7 +49,9 @@ class SpanRecorder:
         self._wall0_ns = time.time_ns()
         self._perf0 = time.perf_counter_ns()
         self._count = 0
-        self._labels: dict[tuple[str, str], str] = {}  # names repeat every step: encode once
+        # Names and steps repeat: their JSON is encoded once.
+        self._labels: dict[tuple[str, str, int], str] = {}
+        self._steps: dict[int | None, str] = {}
         head = {"schemaVersion": 1, "displayTimeUnit": "ms",
                 "distributedInfo": {"rank": metadata.get("rank", 0)},
                 "mindspeed_prof": {"kind": "spans", **metadata}}
@@ -78,23 +80,26 @@ class SpanRecorder:
             return
         events, self._events = self._events, []
         native = {t.ident: t.native_id for t in threading.enumerate()}
-        labels = self._labels
+        labels, steps = self._labels, self._steps
         offset = self._wall0_ns - self._perf0
-        pid = self._pid
         chunks = []
         for name, cat, t0, dur, tid, step in events:  # formatted by hand: json.dumps is 4x slower
-            label = labels.get((name, cat))
+            label = labels.get((name, cat, tid))
             if label is None:
-                label = labels[(name, cat)] = f'"cat": {json.dumps(cat)}, "name": {json.dumps(name)}'
+                label = labels[(name, cat, tid)] = (
+                    f'{{"ph": "{"X" if cat != "mark" else "i"}", "pid": {self._pid}, '
+                    f'"tid": {native.get(tid, tid)}, "cat": {json.dumps(cat)}, '
+                    f'"name": {json.dumps(name)}')
+            tail = steps.get(step)
+            if tail is None:
+                tail = steps[step] = "}" if step is None else f', "args": {{"step": {step}}}}}'
             ts = t0 + offset
             if dur >= 0:
-                line = '{"ph": "X", "pid": %d, "tid": %d, %s, "ts": %d.%03d, "dur": %d.%03d' % (
-                    pid, native.get(tid, tid), label, ts // 1000, ts % 1000, dur // 1000,
-                    dur % 1000)
+                chunks.append('%s, "ts": %d.%03d, "dur": %d.%03d%s' % (
+                    label, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail))
             else:
-                line = '{"ph": "i", "s": "t", "pid": %d, "tid": %d, %s, "ts": %d.%03d' % (
-                    pid, native.get(tid, tid), label, ts // 1000, ts % 1000)
-            chunks.append(line + ('}' if step is None else ', "args": {"step": %d}}' % step))
+                chunks.append('%s, "s": "t", "ts": %d.%03d%s' % (label, ts // 1000, ts % 1000,
+                                                                 tail))
         body = ((",\n" if self._count else "\n") + ",\n".join(chunks)).encode()
         # One write over the old tail: the file only grows, so nothing is left to truncate.
         self._file.seek(self._tail_at)
