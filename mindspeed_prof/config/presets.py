@@ -8,8 +8,10 @@ from mindspeed_prof.config.schema import Level, ProfilerConfig, Stage
 
 __all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "register"]
 
-#: A defaults-list entry that turns the Hydra callback on (``conf/mindspeed_prof/callback.yaml``).
+#: A defaults-list entry that turns the Hydra callback on.
 CALLBACK_CONFIG = "/mindspeed_prof/callback"
+_CALLBACK = {"hydra": {"callbacks": {"mindspeed_prof": {
+    "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
 
 
 #: The ``ProfilerConfig`` dataclass as a ConfigStore node every preset extends.
@@ -62,8 +64,16 @@ def register() -> None:
     """Store every preset in Hydra's ConfigStore (group ``profiler``, package ``profiler_config``)."""
     from hydra.core.config_store import ConfigStore
 
+    from mindspeed_prof.config.schema import STAGES
+
     cs = ConfigStore.instance()
     cs.store(group="mindspeed_prof", name="schema", node=ProfilerConfig, provider="mindspeed-prof")
+    cs.store(group="mindspeed_prof", name="callback", node=_CALLBACK, package="_global_",
+             provider="mindspeed-prof")
+    # With -m: one job per RL stage.  python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
+    cs.store(group="profiler_sweep", name="all_stages", package="_global_",
+             provider="mindspeed-prof", node={"hydra": {"sweeper": {"params": {
+                 "profiler_config.integrated.stage": ",".join(STAGES)}}}})
     for name, (_, fields) in PRESETS.items():
         cs.store(group="profiler", name=name, node=_preset(fields), package="profiler_config",
                  provider="mindspeed-prof")
