@@ -63,6 +63,8 @@ def sweep_summary(sweep_dir: Path | str, print_table: bool = False,
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"{sweep_dir}: not a multirun directory")
     rows = [_job_row(j, shared_roots or []) for j in _jobs(sweep_dir)]
+    if not any(r["status"] != "no manifest" for r in rows):
+        return rows  # nothing profiled in this sweep: no table, no file
     write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})
     if print_table:
         from mindspeed_prof.analysis.render import print_sweep

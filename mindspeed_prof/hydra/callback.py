@@ -57,8 +57,7 @@ class ProfilerCallback(Callback):
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 
         resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
-        output_dir = Path(hydra_cfg.runtime.output_dir).resolve()
-        shared = output_dir not in save.resolve().parents and save.resolve() != output_dir
+        shared = not save.resolve().is_relative_to(Path(hydra_cfg.runtime.output_dir).resolve())
         job_num = _job_num(hydra_cfg)
         name = manifest_name(profiler.rank, job_num if shared and _multirun(hydra_cfg) else None)
         self._job = {
