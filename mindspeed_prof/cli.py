@@ -92,10 +92,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except FileNotFoundError as err:
         print(f"mindspeed-prof: {err}", file=sys.stderr)
         return EXIT_NOTHING
+    if not any(r["status"] != "no manifest" for r in rows):
+        print(f"mindspeed-prof: no job under {args.dir} wrote a manifest (was profile on?)",
+              file=sys.stderr)
+        return EXIT_NOTHING
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
-    return EXIT_OK if rows else EXIT_NOTHING
+    return EXIT_OK
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
