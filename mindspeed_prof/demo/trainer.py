@@ -61,7 +61,7 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         files = sum(len(s["files"]) for s in summaries)
         console.print(f"{files} capture files from ranks {[s['rank'] for s in summaries]} "
                       f"under {root}\ncluster summary: {path}\n"
-                      f"analyse them: mindspeed-prof analyse {root}")
+                      f"analyse them: mindspeed-prof analyse {root}", soft_wrap=True)
     else:
         rows = [{"stage": stage, "rank": t["rank"], "count": int(demo["steps"]),
                  "total_ms": sec * 1000} for t in timings for stage, sec in
