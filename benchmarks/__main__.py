@@ -443,7 +443,7 @@ NOTES = """
 
 
 def render(rows: list[Row], quick: bool) -> str:
-    lines = [f"# Benchmark results\n", f"Machine: {machine()}  ",
+    lines = ["# Benchmark results\n", f"Machine: {machine()}  ",
              f"Run: `python -m benchmarks{' --quick' if quick else ''}`, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Ratios are medians "
              "measured in the same run; lower is better.\n",
