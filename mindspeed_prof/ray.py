@@ -16,13 +16,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from mindspeed_prof.capture.profiler import Profiler, _anchor
+from mindspeed_prof.capture.profiler import Profiler
+from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.config.validate import validate
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["ProfilerMixin", "collect", "save_root", "worker_config", "write_cluster_summary"]
 
-CLUSTER_SUMMARY = "cluster_summary.json"
 
 
 def worker_config(profiler_config: Any) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def worker_config(profiler_config: Any) -> dict[str, Any]:
         plain = dict(profiler_config)
     checked = validate(plain)
     section = dict(plain.get("integrated", plain))
-    section["profile_save_path"] = str(_anchor(checked.profile_save_path))
+    section["profile_save_path"] = str(anchor(checked.profile_save_path))
     return {"integrated": section}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.formats import capture_stem
 
 __all__ = ["Analysis", "analyse", "analyse_files", "DEFAULT_MARGIN"]
 
@@ -19,11 +20,7 @@ DEFAULT_MARGIN = 0.2
 
 
 def _stem(path: Path) -> tuple[str, str]:
-    name = path.name
-    for marker in (".pt.trace", ".mstx.trace"):
-        if marker in name:
-            name = name.split(marker)[0]
-    return (str(path.parent), name)
+    return (str(path.parent), capture_stem(path))
 
 
 def _stage_order(name: str) -> tuple[int, str]:

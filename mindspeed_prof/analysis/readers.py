@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Union
 import msgspec
 
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.formats import NPU_FOLDER, NPU_OUTPUT, is_capture_file
 
 __all__ = ["BadFile", "Range", "TraceData", "discover", "read", "MAX_BYTES"]
 
@@ -101,11 +102,10 @@ def discover(root: Path) -> Iterator[Path]:
     found: list[Path] = []
     for p in root.rglob("*"):
         name = p.name
-        if p.is_dir() and name.endswith("_ascend_pt"):
+        if p.is_dir() and name.endswith(NPU_FOLDER):
             found.append(p)
-        elif p.is_file() and not any(part.endswith("_ascend_pt") for part in p.parts) and (
-                name.endswith((".pt.trace.json", ".pt.trace.json.gz", ".pt.trace.db",
-                               ".mstx.trace.json"))):
+        elif p.is_file() and not any(part.endswith(NPU_FOLDER) for part in p.parts) and (
+                is_capture_file(name)):
             found.append(p)
     yield from sorted(found)
 
@@ -270,7 +270,7 @@ def _read_npu(folder: Path, group: str) -> TraceData:
     info_files = sorted(folder.glob("profiler_info_*.json"))
     m = _NPU_RANK.search(info_files[0].name) if info_files else None
     rank = int(m.group(1)) if m else _rank(folder, None, None)
-    out = folder / "ASCEND_PROFILER_OUTPUT"
+    out = folder / NPU_OUTPUT
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     if not out.is_dir() and not _npu_offline_analyse(folder):
         raise BadFile(
@@ -300,7 +300,7 @@ def _npu_offline_analyse(folder: Path) -> bool:
     except Exception:  # ImportError, or OSError when CANN's libraries are missing
         return False
     torch_npu.profiler.profiler.analyse(profiler_path=str(folder))
-    return (folder / "ASCEND_PROFILER_OUTPUT").is_dir()
+    return (folder / NPU_OUTPUT).is_dir()
 
 
 def _step_trace_rows(path: Path) -> list[dict[str, str]]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["capture_summary", "write_capture_summary", "write_run_summary"]
@@ -24,13 +25,12 @@ def write_capture_summary(files: list[Path]) -> Path | None:
     if not captures:
         return None
     first = captures[0]
-    stem = first.name.split(".pt.trace")[0].split(".mstx.trace")[0]
-    path = first.parent / f"{stem}.summary.json"
+    path = first.parent / f"{capture_stem(first)}{SUMMARY}"
     write_json(path, capture_summary(captures))
     return path
 
 
 def write_run_summary(root: Path) -> Path:
-    path = Path(root) / "analysis.json"
+    path = Path(root) / ANALYSIS
     write_json(path, analyse(root).to_json())
     return path

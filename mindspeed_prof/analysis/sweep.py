@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.formats import SWEEP_SUMMARY
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["sweep_summary", "SUMMARY_NAME"]
 
-SUMMARY_NAME = "sweep_summary.json"
+SUMMARY_NAME = SWEEP_SUMMARY
 
 
 def _jobs(sweep_dir: Path) -> list[Path]:

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, ContextManager
 
 from mindspeed_prof import mstx
+from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
@@ -93,7 +94,7 @@ class Profiler:
                     backend: Backend | None = None) -> Profiler:
         """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one."""
         checked = validate(cfg, role)
-        checked.profile_save_path = str(_anchor(checked.profile_save_path))
+        checked.profile_save_path = str(anchor(checked.profile_save_path))
         return cls(checked, rank=rank, role=role, backend=backend)
 
     # -- context managers -------------------------------------------------------------
@@ -304,21 +305,6 @@ def _unused_stem(folder: Path, stem: str) -> str:
         n += 1
         candidate = f"{stem}_r{n}"
     return candidate
-
-
-def _anchor(path: str) -> Path:
-    """A relative save path lives in the Hydra job's output dir when Hydra runs the job."""
-    p = Path(path).expanduser()
-    if p.is_absolute():
-        return p
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            return Path(HydraConfig.get().runtime.output_dir) / p
-    except Exception:
-        pass
-    return p.absolute()
 
 
 def current() -> Profiler:

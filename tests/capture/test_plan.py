@@ -30,15 +30,25 @@ def runs(draw):
     return plan, steps, body, fail_at
 
 
+def in_window(plan: CapturePlan, step: int) -> bool:
+    """The window rule, stated here independently of ``CapturePlan.in_window``:
+    steps ``start .. end - 1`` plus ``warmup`` more steps after them."""
+    return plan.enabled and plan.start <= step <= plan.end - 1 + plan.warmup
+
+
 def simulate(plan, steps, body, fail_at):
-    """Feed the run to a Scheduler; return actions and the executions it should capture."""
+    """Feed the run to a Scheduler; return actions and the executions it should capture.
+
+    The step ``fail_at`` raises: inside its first stage when it has stages, else in the step
+    body outside any stage. Either way the step ends failed and the run stops there.
+    """
     sched, actions, expected = Scheduler(plan), [], []
     for step in steps:
         actions += sched.step_start(step)
         failed = False
         for stage, nested in body[step]:
             actions += sched.stage_start(stage, step)
-            if plan.in_window(step) and stage == plan.stage:
+            if in_window(plan, step) and stage == plan.stage:
                 expected.append(step)
             if nested:  # the same stage inside itself: still one capture
                 actions += sched.stage_start(stage, step)
@@ -48,6 +58,7 @@ def simulate(plan, steps, body, fail_at):
                 failed = True
                 break
             actions += sched.stage_end(stage, step)
+        failed = failed or fail_at == step
         actions += sched.step_end(step, failed=failed)
         if failed:
             break
@@ -84,15 +95,15 @@ def test_stage_all_is_one_capture_over_the_window_steps_that_ran(run) -> None:
         return
     sched, actions, _ = simulate(*run)
     ran = steps if fail_at is None else steps[: steps.index(fail_at) + 1]
-    in_window = [s for s in ran if plan.in_window(s)]
+    window = [s for s in ran if in_window(plan, s)]
     starts = [a for a in actions if isinstance(a, Start)]
-    assert len(starts) == (1 if in_window else 0)
-    if in_window:
-        assert starts[0].capture.step == in_window[0]
+    assert len(starts) == (1 if window else 0)
+    if window:
+        assert starts[0].capture.step == window[0]
         stop = actions[1]
-        if fail_at is not None and fail_at in in_window:
+        if fail_at is not None and fail_at in window:
             assert stop.reason == "error"
-        elif in_window[-1] == plan.end + plan.warmup - 1:
+        elif window[-1] == plan.end + plan.warmup - 1:
             assert stop.reason == "window_end"
         else:
             assert stop.reason in ("left_window", "close", "error")

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, ContextManager
 from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.formats import SPANS
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["Backend", "CaptureTarget", "Fanout", "RecordFunctionSink"]
@@ -50,7 +51,7 @@ class Backend(ABC):
         return [self.spans] if self.spans is not None else []
 
     def _open_spans(self, target: CaptureTarget) -> SpanRecorder:
-        self.spans = SpanRecorder(target.directory / f"{target.stem}.mstx.trace.json",
+        self.spans = SpanRecorder(target.directory / f"{target.stem}{SPANS}",
                                   target.metadata)
         return self.spans
 

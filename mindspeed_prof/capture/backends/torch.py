@@ -27,6 +27,7 @@ from typing import Any
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.capture.backends.sqlite_trace import write_db
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
+from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["TorchBackend"]
@@ -129,8 +130,7 @@ class TorchBackend(Backend):
         return written
 
     def _export(self, prof: Any, target: CaptureTarget) -> list[Path]:
-        base = target.directory / f"{target.stem}.pt.trace"
-        json_path = base.with_name(base.name + ".json")
+        json_path = target.directory / f"{target.stem}{TRACE}"
         tmp = json_path.with_name(json_path.name + ".tmp")
         written = []
         try:  # a half-written export (disk full) is removed; the final name appears complete
@@ -138,7 +138,7 @@ class TorchBackend(Backend):
             if self.cfg.profile_export_type is ExportType.db:
                 with open(tmp, "rb") as f:
                     trace = json.load(f)
-                written.append(write_db(trace, base.with_name(base.name + ".db")))
+                written.append(write_db(trace, target.directory / f"{target.stem}{DB}"))
             else:
                 os.replace(tmp, json_path)
                 written.append(json_path)
@@ -151,7 +151,7 @@ class TorchBackend(Backend):
         return written
 
     def _memory_timeline(self, prof: Any, target: CaptureTarget) -> Path:
-        path = target.directory / f"{target.stem}.memory_timeline.json.gz"
+        path = target.directory / f"{target.stem}{MEMORY_TIMELINE}"
         tmp = path.with_name(path.name + ".tmp.json")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
@@ -162,7 +162,7 @@ class TorchBackend(Backend):
         return path
 
     def _dump_snapshot(self, target: CaptureTarget) -> Path:
-        path = target.directory / f"{target.stem}.memory_snapshot.pickle"
+        path = target.directory / f"{target.stem}{MEMORY_SNAPSHOT}"
         memory = self._torch.cuda.memory
         try:
             memory._dump_snapshot(str(path))

@@ -11,6 +11,7 @@ from typing import Any
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.config.schema import AicMetrics, ExportType, IntegratedConfig, Level
+from mindspeed_prof.formats import NPU_FOLDER
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["TorchNpuBackend", "npu_available"]
@@ -137,4 +138,4 @@ class TorchNpuBackend(Backend):
             return []
         prof.stop()
         return sorted(p for p in target.directory.iterdir()
-                      if p.name not in self._before and p.name.endswith("_ascend_pt"))
+                      if p.name not in self._before and p.name.endswith(NPU_FOLDER))
