@@ -27,6 +27,7 @@ class Range(NamedTuple):
     step: int | None
     ts: float
     dur: float
+    tid: str = ""  # the recording thread, where known: ranges nest only within one thread
 
 
 @dataclass
@@ -50,6 +51,8 @@ class TraceData:
     #: peak_allocated_bytes, peak_reserved_bytes, top_ops, timeline.
     memory: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: One line each: what in this capture was wrong and left out (the rest is analysed).
+    problems: list[str] = field(default_factory=list)
 
 
 def one_line(err: BaseException) -> str:
