@@ -1,7 +1,8 @@
 """``mindspeed-prof``: demo, analyse, compare, sweep and presets.
 
 Exit codes of ``analyse`` and ``compare``: 0 every capture was read; 1 nothing could be read
-(or the path does not exist); 3 some files were skipped (each named on stderr); 2 bad usage.
+(or the path does not exist); 3 some files were skipped or partly read (each named on
+stderr); 2 bad usage; 4 (compare --fail-over) a stage or range in B is slower than in A.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_NOTHING, EXIT_SKIPPED = 0, 1, 3
+EXIT_OK, EXIT_NOTHING, EXIT_SKIPPED, EXIT_SLOWER = 0, 1, 3, 4
 
 
 def _analyse(path: Path, margin: float, quiet: bool) -> Any:
@@ -31,7 +32,7 @@ def _analyse(path: Path, margin: float, quiet: bool) -> Any:
 def _exit_code(*results: Any) -> int:
     if any(not r.traces for r in results):
         return EXIT_NOTHING
-    return EXIT_SKIPPED if any(r.bad for r in results) else EXIT_OK
+    return EXIT_SKIPPED if any(r.bad or r.problems() for r in results) else EXIT_OK
 
 
 def cmd_analyse(args: argparse.Namespace) -> int:
@@ -42,6 +43,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     result = _analyse(Path(args.path), args.margin, args.json)
     for b in result.bad:
         print(f"mindspeed-prof: skipped {b}", file=sys.stderr)
+    for p in result.problems():
+        print(f"mindspeed-prof: partly read {p}", file=sys.stderr)
     if args.html:
         from mindspeed_prof.analysis.report import write_report
 
@@ -56,32 +59,32 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
-    from mindspeed_prof.analysis.compare import compare
+    from mindspeed_prof.analysis.compare import compare_runs, slower_than
+    from mindspeed_prof.analysis.render import print_compare
 
     a = _analyse(Path(args.a), args.margin, True)
     b = _analyse(Path(args.b), args.margin, True)
-    rows = compare(a, b, threshold=args.threshold)
+    a.include_warmup = b.include_warmup = args.include_warmup
+    result = compare_runs(a, b, threshold=args.threshold)
     for bad in a.bad + b.bad:
         print(f"mindspeed-prof: skipped {bad}", file=sys.stderr)
+    for p in a.problems() + b.problems():
+        print(f"mindspeed-prof: partly read {p}", file=sys.stderr)
+    for w in result["warnings"]:
+        print(f"mindspeed-prof: warning: {w}", file=sys.stderr)
+    slower = slower_than(result, args.fail_over) if args.fail_over is not None else []
     if args.json:
         json.dump({"a": str(args.a), "b": str(args.b), "threshold": args.threshold,
-                   "rows": rows}, sys.stdout, indent=2)
+                   "fail_over": args.fail_over, "slower": slower, **result}, sys.stdout,
+                  indent=2)
         print()
-        return _exit_code(a, b)
-    table = Table(title=f"A = {args.a}\nB = {args.b}")
-    for col in ("stage", "rank", "A mean ms", "B mean ms", "change", ""):
-        table.add_column(col, justify="left" if col == "stage" else "right")
-    for r in rows:
-        change = "-" if r["change"] is None else f"{r['change']:+.1%}"
-        flag = ("[red]regression[/red]" if r["regression"]
-                else "[green]faster[/green]" if r["improvement"] else "")
-        fmt = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
-        table.add_row(r["stage"], str(r["rank"]), fmt(r["a_mean_ms"]), fmt(r["b_mean_ms"]),
-                      change, flag)
-    Console().print(table)
-    return _exit_code(a, b)
+    else:
+        print_compare(result, str(args.a), str(args.b), Console())
+    for line in slower:
+        print(f"mindspeed-prof: slower: {line}", file=sys.stderr)
+    code = _exit_code(a, b)
+    return EXIT_SLOWER if slower and code in (EXIT_OK, EXIT_SKIPPED) else code
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -149,6 +152,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("b")
     c.add_argument("--threshold", type=float, default=0.1,
                    help="flag changes beyond this fraction (default 0.1)")
+    c.add_argument("--fail-over", type=float, metavar="FRACTION",
+                   help="exit 4 when a stage or range in B is slower than in A by more than "
+                        "FRACTION (0.05 = 5%%), for CI")
+    c.add_argument("--include-warmup", action="store_true",
+                   help="count warmup steps (left out by default)")
     c.add_argument("--margin", type=float, default=0.2, help=argparse.SUPPRESS)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_compare)
