@@ -16,7 +16,7 @@ from typing import Any
 
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["cuda_trace", "write_cuda_trace"]
+__all__ = ["cuda_trace", "span", "write_cuda_trace", "write_trace"]
 
 _COMPUTE = ["ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4>",
             "void at::native::reduce_kernel<512, 1>", "volta_fp16_s884gemm_fp16_256x128"]
@@ -90,4 +90,18 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
 def write_cuda_trace(path: Path, **kwargs: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(cuda_trace(**kwargs)))
+    return path
+
+
+def span(name: str, ts: float, dur: float, cat: str = "user_annotation", tid: int = 1,
+         **args: Any) -> dict[str, Any]:
+    """One complete (``X``) event."""
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid,
+            **({"args": args} if args else {})}
+
+
+def write_trace(path: Path, events: list[dict[str, Any]], **fields: Any) -> Path:
+    """A Chrome trace file of ``events`` with extra top-level ``fields``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"traceEvents": events, **fields}))
     return path
