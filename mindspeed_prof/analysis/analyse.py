@@ -268,8 +268,9 @@ def _read_all(result: Analysis, paths: list[Path],
 
 
 def _add_memory(result: Analysis, path: Path) -> None:
-    same = [t for t in result.traces if _stem(t.path) == _stem(path) and t.kind != "memory"]
-    ranges = [r for t in same for r in t.ranges]
+    same = sorted((t for t in result.traces if _stem(t.path) == _stem(path)
+                   and t.kind not in ("memory", "spans")), key=lambda t: t.kind != "torch")
+    ranges = [r for t in result.traces if _stem(t.path) == _stem(path) for r in t.ranges]
     facts = read_memory(path, ranges)
     if same:
         own = same[0].memory
