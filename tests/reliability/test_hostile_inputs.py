@@ -113,7 +113,12 @@ def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
                            str(tmp_path), "--json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3
-    skipped = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
+    skipped = [line for line in proc.stderr.splitlines()
+               if line.startswith("mindspeed-prof: skipped ")]
     assert len(skipped) == sum(1 for ok in files.values() if not ok)
+    partly = [line for line in proc.stderr.splitlines()
+              if line.startswith("mindspeed-prof: partly read ")]
+    assert {line.split("partly read ")[1].split(":")[0] for line in partly} == {
+        str(p) for p in files if "negative_dur" in p.name or "missing_fields" in p.name}
     json.loads(proc.stdout)
     shutil.rmtree(tmp_path / "integrated")
