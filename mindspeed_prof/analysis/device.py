@@ -8,6 +8,7 @@ the totals over steps equal HTA's temporal breakdown on the same trace.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -29,6 +30,7 @@ class DeviceOp(NamedTuple):
     launch: float  # host timestamp of the launching runtime call (the op's own ts if unknown)
 
 
+@functools.lru_cache(maxsize=4096)
 def kind_of(name: str) -> str:
     if _COMM.match(name):
         return "comm"
@@ -63,8 +65,14 @@ def overlap(a: list[Interval], b: list[Interval]) -> list[Interval]:
 
 
 def total(merged: list[Interval], lo: float = float("-inf"), hi: float = float("inf")) -> float:
-    """Length of ``merged`` inside ``[lo, hi)``."""
-    return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in merged)
+    """Length of ``merged`` (sorted, disjoint) inside ``[lo, hi)``."""
+    i = bisect.bisect_right(merged, (lo, float("inf"))) - 1  # the interval open at lo, if any
+    out = 0.0
+    for a, b in merged[max(i, 0):]:
+        if a >= hi:
+            break
+        out += max(0.0, min(b, hi) - max(a, lo))
+    return out
 
 
 def _row(sets: dict[str, list[Interval]], lo: float, hi: float) -> dict[str, float]:
@@ -116,8 +124,10 @@ def breakdown(ops: list[DeviceOp], steps: list[tuple[int, float, float]],
         outside = per_step[None]
         rows.append({"step": None, "stage": None, **_row(
             _sets(outside), min(o.ts for o in outside), max(o.end for o in outside))})
+    ops = sorted(ops, key=lambda o: o.launch)
+    launches = [o.launch for o in ops]
     for name, step, ts, dur in stages:
-        mine = [o for o in ops if ts <= o.launch <= ts + dur]
+        mine = ops[bisect.bisect_left(launches, ts):bisect.bisect_right(launches, ts + dur)]
         if mine:
             rows.append({"step": step, "stage": name, **_row(
                 _sets(mine), min(o.ts for o in mine), max(o.end for o in mine))})
