@@ -26,8 +26,9 @@ _COPY = ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)", "
 
 
 def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: int = 12,
-               with_steps: bool = True) -> dict[str, Any]:
-    """A trace object (``traceEvents`` etc.) for ``rank``; ``steps`` steps of the six stages."""
+               with_steps: bool = True, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
+    """A trace object (``traceEvents`` etc.) for ``rank``: ``steps`` steps, each a run of
+    ``stages`` (annotations: other trainers' names make them custom ranges)."""
     rng = random.Random(seed * 1000 + rank)
     host, dev = 100 + rank, rank
     ev: list[dict[str, Any]] = []
@@ -51,7 +52,7 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
     for step in range(1, steps + 1):
         step_start = t
         t += 5
-        for stage in STAGES:
+        for stage in stages:
             stage_start = t
             for k in range(kernels_per_stage):
                 op_start = t

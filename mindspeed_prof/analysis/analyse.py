@@ -107,8 +107,7 @@ class Analysis:
             key = "total" if r.kind == "step" else r.name
             table[(r.rank, r.step)][key] += r.dur / 1000.0
         warmup = self.warmup()
-        return [{"rank": rank, "step": step, **dict(v),
-                 **({"warmup": True} if (rank, step) in warmup else {})}
+        return [{"rank": rank, "step": step, **dict(v), "warmup": (rank, step) in warmup}
                 for (rank, step), v in sorted(table.items())]
 
     def stragglers(self, kind: str = "stage") -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
         charts.append(("heatmap", _svg(fig)))
     steps = result.per_step()
     stage_keys = [s for s in dict.fromkeys(k for row in steps for k in row)
-                  if s not in ("rank", "step", "total")]
+                  if s not in ("rank", "step", "total", "warmup")]
     if steps and stage_keys:
         fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(steps)), 4))
         labels = [f"r{r['rank']}/s{r['step']}" for r in steps]

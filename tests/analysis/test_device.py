@@ -140,3 +140,38 @@ def test_interval_algebra_matches_counting_unit_cells(a: list, b: list) -> None:
     assert total(ma) == len(cells_a)
     assert total(overlap(ma, mb)) == len(cells_a & cells_b)
     assert total(ma, 10, 30) == len({c for c in cells_a if 10 <= c < 30})
+
+
+def test_other_trainers_trace_without_stages(tmp_path: Path) -> None:
+    names = ("forward", "backward", "Optimizer.step#AdamW.step")
+    trace = cuda_trace(rank=3, seed=4, steps=3, stages=names)
+    path = tmp_path / "worker0.1700000000.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    result = analyse(path)
+    assert result.ranks == [3] and result.stage_rank() == []
+    ranges = {r["name"]: r for r in result.range_table()}
+    assert set(ranges) == set(names)
+    assert all(r["count"] == 3 and r["stage"] is None for r in ranges.values())
+    rows = result.device()
+    assert [r["step"] for r in rows] == [1, 2, 3] and all(r["stage"] is None for r in rows)
+    assert result.top_ops() and result.top_kernels() and not result.problems()
+
+
+def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from mindspeed_prof.analysis.render import print_analysis
+    from mindspeed_prof.analysis.report import write_report
+
+    result = analyse(cuda_dir)
+    console = Console(width=80, record=True, file=open(tmp_path / "out.txt", "w"))
+    print_analysis(result, console)
+    text = console.export_text()
+    assert "Device time per step" in text and "Top 10 device kernels" in text
+    lines = [line for line in text.splitlines() if str(cuda_dir) not in line]  # paths unbroken
+    assert max(len(line) for line in lines) <= 80
+    html = write_report(result, tmp_path / "r.html").read_text()
+    for section in ("id='device'", "Device time (ms)", "Top device kernels", "Top runtime",
+                    "Top host ops", "Custom ranges"):
+        assert section in html
+    assert "<script" not in html and "<link" not in html and 'src="http' not in html

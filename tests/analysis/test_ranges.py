@@ -87,3 +87,10 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err
     assert "negative dur" in err and "'backwards'" in err and "without ts or dur" in err
+
+
+def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
+    from mindspeed_prof.analysis.report import write_report
+
+    html = write_report(analyse(run_dir), tmp_path / "r.html").read_text()
+    assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
