@@ -48,6 +48,11 @@ CASES: dict[str, tuple[bytes, bool]] = {
     "array_format": (json.dumps([EV, EV]).encode(), True),
     "no_events_key": (b'{"schemaVersion": 1}', True),
     "bom_prefix": (b"\xef\xbb\xbf" + trace([EV]).encode(), False),
+    "device_without_steps": (trace([{"ph": "X", "cat": "kernel", "name": "sgemm", "ts": 1,
+                                     "dur": 5, "args": {"stream": 7}}]).encode(), True),
+    "overlapping_collectives": (trace([{"ph": "X", "cat": "kernel", "name": "ncclKernel_x",
+                                        "ts": t, "dur": 10, "args": {"stream": 9}}
+                                       for t in (1, 5)]).encode(), True),
     "html_names": (trace([{**EV, "name": "<script>alert(1)</script>", "cat": "stage"},
                           {**EV, "name": "--><img src=x onerror=alert(2)>", "cat": "cpu_op"}])
                    .encode(), True),
@@ -76,6 +81,9 @@ def build(root: Path) -> dict[Path, bool]:
     con.execute("CREATE TABLE other(x)")
     con.close()
     files[db2] = False
+    cut = d / "rank7_cut_step1.memory_timeline.json.gz"
+    cut.write_bytes(gzip.compress(json.dumps([[1, 2, 3], [[0, 8], [0, 16], [0, 8]]]).encode())[:30])
+    files[cut] = False
     sparse = d / "rank7_sparse_1gb_step1.pt.trace.json"
     with open(sparse, "wb") as f:
         f.truncate(1024**3)  # 1 GB of holes: must be refused without reading it
@@ -119,6 +127,7 @@ def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
     partly = [line for line in proc.stderr.splitlines()
               if line.startswith("mindspeed-prof: partly read ")]
     assert {line.split("partly read ")[1].split(":")[0] for line in partly} == {
-        str(p) for p in files if "negative_dur" in p.name or "missing_fields" in p.name}
+        str(p) for p in files if any(k in p.name for k in (
+            "negative_dur", "missing_fields", "device_without_steps", "overlapping_collectives"))}
     json.loads(proc.stdout)
     shutil.rmtree(tmp_path / "integrated")
