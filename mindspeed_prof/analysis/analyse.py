@@ -16,7 +16,7 @@ from mindspeed_prof.analysis.readers.model import rank_of
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["Analysis", "analyse", "analyse_files", "DEFAULT_MARGIN"]
+__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files"]
 
 #: Rows of ``--json`` (every time in ms, bytes in bytes):
 #: ``ranges``: name, rank, stage (where it ran, "a, b" for several, null unknown), count,
@@ -72,7 +72,7 @@ class Analysis:
 
     def warmup(self) -> set[tuple[int, int]]:
         """(rank, step) pairs captured as warmup (``warmup_steps``, the ``dpo`` preset)."""
-        out = set()
+        out: set[tuple[int, int]] = set()
         for t in self.traces:
             window, n = t.meta.get("window"), t.meta.get("warmup_steps")
             if isinstance(window, list) and window and isinstance(window[0], int) and (
@@ -144,8 +144,8 @@ class Analysis:
             for name, (count, us) in getattr(t, field_name).items():
                 total[name][0] += count
                 total[name][1] += us
-        rows = [{key: k, "count": int(c), unit: s / 1000.0} for k, (c, s) in total.items()]
-        return sorted(rows, key=lambda r: -r[unit])[:n]
+        top = sorted(total.items(), key=lambda kv: -kv[1][1])[:n]
+        return [{key: k, "count": int(c), unit: s / 1000.0} for k, (c, s) in top]
 
     def top_kernels(self, n: int = 15) -> list[dict[str, Any]]:
         """Device kernels, copies and sets by device time."""

@@ -67,7 +67,8 @@ def _memory_peaks(x: Analysis) -> dict[int, dict[str, float | None]]:
 
 def captured(x: Analysis) -> dict[str, list[Any]]:
     """What a run captured: steps, levels, presets, backends, ranks and stages."""
-    presets, backends = set(), {t.kind for t in x.traces}
+    presets: set[str] = set()
+    backends: set[str] = {t.kind for t in x.traces}
     for path in sorted(x.root.rglob("manifest*.json")) if x.root.is_dir() else []:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
@@ -78,7 +79,7 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
         overrides = (doc.get("job") or {}).get("overrides") or []
         presets.update(o.split("=", 1)[1] for o in overrides
                        if isinstance(o, str) and o.startswith("profiler="))
-        backends.update(c.get("backend") for c in doc.get("captures") or []
+        backends.update(str(c["backend"]) for c in doc.get("captures") or []
                         if isinstance(c, dict) and c.get("backend"))
     return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),
             "level": sorted({str(t.meta["level"]) for t in x.traces if t.meta.get("level")}),

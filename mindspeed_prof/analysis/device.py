@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 __all__ = ["DeviceOp", "breakdown", "kind_of", "merge", "overlap", "total"]
 
-_COMM = re.compile(r"^(nccl.*Kernel|hccl)", re.I)
+_COMM = re.compile(r"^(nccl.*Kernel|hccl)", re.IGNORECASE)
 _MEMORY = re.compile(r"^(Memcpy|Memset|dma)")
 _NOT_COMPUTE = re.compile(r"^nccl.*Kernel|.*Memcpy|^Memset|.*Sync")
 

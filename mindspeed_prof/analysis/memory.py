@@ -19,7 +19,7 @@ from typing import Any
 from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, one_line
 from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
 
-__all__ = ["from_events", "is_memory_file", "load_snapshot", "read_memory", "POINTS"]
+__all__ = ["POINTS", "from_events", "is_memory_file", "load_snapshot", "read_memory"]
 
 #: A timeline is thinned to at most this many points (the peak is always kept).
 POINTS = 200
@@ -72,8 +72,8 @@ def _by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[st
 
 
 def _top(sizes: dict[str, list[float]]) -> list[dict[str, Any]]:
-    rows = [{"op": k, "count": int(c), "bytes": int(b)} for k, (c, b) in sizes.items()]
-    return sorted(rows, key=lambda r: -r["bytes"])[:_TOP]
+    top = sorted(sizes.items(), key=lambda kv: -kv[1][1])[:_TOP]
+    return [{"op": k, "count": int(c), "bytes": int(b)} for k, (c, b) in top]
 
 
 def from_events(events: list[tuple[float, Any, float, float | None, float | None, float | None]],

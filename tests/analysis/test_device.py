@@ -164,8 +164,9 @@ def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_pa
     from mindspeed_prof.analysis.report import write_report
 
     result = analyse(cuda_dir)
-    console = Console(width=80, record=True, file=open(tmp_path / "out.txt", "w"))
-    print_analysis(result, console)
+    with open(tmp_path / "out.txt", "w") as out:
+        console = Console(width=80, record=True, file=out)
+        print_analysis(result, console)
     text = console.export_text()
     assert "Device time per step" in text and "Top 10 device kernels" in text
     lines = [line for line in text.splitlines() if str(cuda_dir) not in line]  # paths unbroken

@@ -28,7 +28,7 @@ def memory_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_timeline_and_trace_events_agree_on_the_peak(memory_run: Path) -> None:
     (timeline,) = memory_run.rglob("*.memory_timeline.json.gz")
     (trace,) = memory_run.rglob("*.pt.trace.json")
-    times, sizes = json.loads(gzip.decompress(timeline.read_bytes()))
+    _, sizes = json.loads(gzip.decompress(timeline.read_bytes()))
     from_file = max(sum(s) for s in sizes)
     from_events = max(e["args"]["Total Allocated"]
                       for e in json.loads(trace.read_text())["traceEvents"]
