@@ -178,14 +178,8 @@ class Analysis:
         return [p for t in self.traces for p in t.problems]
 
     def top_ops(self, n: int = 15) -> list[dict[str, Any]]:
-        """Ops with the most self time, summed over every capture."""
-        total: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-        for t in self.traces:
-            for name, (count, self_us) in t.ops.items():
-                total[name][0] += count
-                total[name][1] += self_us
-        rows = [{"op": k, "count": int(c), "self_ms": s / 1000.0} for k, (c, s) in total.items()]
-        return sorted(rows, key=lambda r: -r["self_ms"])[:n]
+        """Host operators with the most self time, summed over every capture."""
+        return self._top("ops", "op", "self_ms", n)
 
     @property
     def has_device(self) -> bool:
