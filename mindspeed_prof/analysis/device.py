@@ -99,8 +99,9 @@ def breakdown(ops: list[DeviceOp], steps: list[tuple[int, float, float]],
 
     An op belongs to the step (stage) whose host range holds its launch. A step's device window
     runs from its first op to the next step's first op (the last one to the last op's end), so the
-    windows tile the device timeline and the sums over steps are whole-trace figures. Ops launched
-    outside every step form a row with ``step`` None.
+    windows tile the device timeline and the sums over steps are whole-trace figures. A stage's row
+    counts only the ops it launched, from the first to the end of the last. Ops launched outside every
+    step form a row with ``step`` None.
     """
     if not ops:
         return []
@@ -126,7 +127,7 @@ def breakdown(ops: list[DeviceOp], steps: list[tuple[int, float, float]],
             _sets(outside), min(o.ts for o in outside), max(o.end for o in outside))})
     ops = sorted(ops, key=lambda o: o.launch)
     launches = [o.launch for o in ops]
-    for name, step, ts, dur in stages:
+    for name, step, ts, dur in stages:  # only the ops the stage launched
         mine = ops[bisect.bisect_left(launches, ts):bisect.bisect_right(launches, ts + dur)]
         if mine:
             rows.append({"step": step, "stage": name, **_row(

@@ -90,6 +90,11 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
 
 
 def _num(value: Number) -> float | None:
+    kind = type(value)
+    if kind is float:  # the common case first: finite floats as they are
+        return value if value - value == 0 else None  # type: ignore[return-value,operator]
+    if kind is int:
+        return float(value)  # type: ignore[arg-type]
     if value is None:
         return None
     try:
