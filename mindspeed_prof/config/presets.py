@@ -61,7 +61,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def register() -> None:
-    """Store every preset in Hydra's ConfigStore (group ``profiler``, package ``profiler_config``)."""
+    """Store the presets in Hydra's ConfigStore: group ``profiler``, package ``profiler_config``."""
     from hydra.core.config_store import ConfigStore
 
     from mindspeed_prof.config.schema import STAGES
@@ -70,7 +70,8 @@ def register() -> None:
     cs.store(group="mindspeed_prof", name="schema", node=ProfilerConfig, provider="mindspeed-prof")
     cs.store(group="mindspeed_prof", name="callback", node=_CALLBACK, package="_global_",
              provider="mindspeed-prof")
-    # With -m: one job per RL stage.  python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
+    # With -m, one job per RL stage:
+    #   python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
     cs.store(group="profiler_sweep", name="all_stages", package="_global_",
              provider="mindspeed-prof", node={"hydra": {"sweeper": {"params": {
                  "profiler_config.integrated.stage": ",".join(STAGES)}}}})

@@ -75,7 +75,7 @@ def _items(section: Any) -> dict[str, Any]:
     if isinstance(section, (IntegratedConfig, RoleConfig)):
         return {name: getattr(section, name) for name in _FIELDS}
     if isinstance(section, DictConfig):
-        return {str(k): v for k, v in OmegaConf.to_container(section, resolve=True).items()}
+        section = OmegaConf.to_container(section, resolve=True)
     if isinstance(section, Mapping):
         return {str(k): v for k, v in section.items()}
     raise ConfigError(f"expected a mapping, got {type(section).__name__}")

@@ -1,4 +1,4 @@
-"""Compose-API tests for every usage line of DESIGN.md section 1."""
+"""Compose-API tests for the README's command lines: presets, overrides, roles, sweeps."""
 
 from __future__ import annotations
 
