@@ -90,6 +90,7 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
         table.add_column(col, no_wrap=col != "overrides")
     for r in rows:
         own = " ".join(o for o in r["overrides"] if o not in common)
-        table.add_row(str(r["job"]), str(r["stage"]), str(r["status"]), str(r["captures"]),
+        stage = ",".join(r["stage"]) if isinstance(r["stage"], list) else str(r["stage"])
+        table.add_row(str(r["job"]), stage, str(r["status"]), str(r["captures"]),
                       _ms(r["ms_per_step"]), _ms(r["ms_per_stage"]), own)
     console.print(table)
