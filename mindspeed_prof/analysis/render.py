@@ -60,9 +60,9 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         table = Table(title=f"Stragglers (> median + {result.margin:.0%})")
         for col in ("stage", "step", "rank", "ms", "median ms", "ratio"):
             table.add_column(col, justify="right" if col != "stage" else "left")
-        for s in stragglers:
-            table.add_row(s["stage"], str(s["step"]), str(s["rank"]), _ms(s["ms"]),
-                          _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
+        for row in stragglers:
+            table.add_row(row["stage"], str(row["step"]), str(row["rank"]), _ms(row["ms"]),
+                          _ms(row["median_ms"]), f"{row['ratio']:.2f}x")
         console.print(table)
     else:
         console.print("No stragglers.")
@@ -81,7 +81,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         console.print(f"[red]skipped:[/red] {b}", highlight=False)
 
 
-def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path, console: Console | None = None) -> None:
+def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
+                console: Console | None = None) -> None:
     console = console or Console()
     table = Table(title=f"Sweep {sweep_dir}")
     common = set.intersection(*(set(r["overrides"]) for r in rows)) if rows else set()
@@ -89,6 +90,7 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path, console: Console | 
         table.add_column(col, no_wrap=col != "overrides")
     for r in rows:
         own = " ".join(o for o in r["overrides"] if o not in common)
-        table.add_row(str(r["job"]), str(r["stage"]), str(r["status"]), str(r["captures"]),
+        stage = ",".join(r["stage"]) if isinstance(r["stage"], list) else str(r["stage"])
+        table.add_row(str(r["job"]), stage, str(r["status"]), str(r["captures"]),
                       _ms(r["ms_per_step"]), _ms(r["ms_per_stage"]), own)
     console.print(table)

@@ -45,8 +45,8 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     steps = [r["total"] for r in result.per_step() if "total" in r]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)
-    stage = row["stage"]
-    stage_rows = [r for r in result.stage_rank() if r["stage"] == stage]
+    chosen = row["stage"] if isinstance(row["stage"], list) else [row["stage"]]  # one or a list
+    stage_rows = [r for r in result.stage_rank() if r["stage"] in chosen]
     if stage_rows:
         row["ms_per_stage"] = (sum(r["total_ms"] for r in stage_rows)
                                / sum(r["count"] for r in stage_rows))
