@@ -89,7 +89,7 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
     ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
     console = console or Console()
     if not rows:
-        console.print("No stage ranges in these captures.")
+        console.print("No stage ranges in these captures.", soft_wrap=True)
         return
     ranks = sorted({r["rank"] for r in rows})
     stages: dict[str, dict[int, dict[str, Any]]] = {}
