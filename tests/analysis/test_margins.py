@@ -66,3 +66,13 @@ def test_compare_rows_for_stages_in_one_run_only() -> None:
     rows = {r["stage"]: r for r in compare(a, b)}
     assert rows["actor_update"]["b_mean_ms"] is None and rows["actor_update"]["change"] is None
     assert rows["critic_update"]["a_mean_ms"] is None and not rows["critic_update"]["regression"]
+
+
+def test_compare_rows_by_stage_then_rank() -> None:
+    a = run({0: 100.0, 1: 100.0}, stage="critic_update")
+    a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update").traces
+    b = run({1: 200.0, 0: 100.0}, stage="critic_update")
+    rows = compare(a, b)
+    assert [(r["stage"], r["rank"]) for r in rows] == [
+        ("actor_update", 0), ("actor_update", 1), ("critic_update", 0), ("critic_update", 1)]
+    assert [r["regression"] for r in rows] == [False, False, False, True]
