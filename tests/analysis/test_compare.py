@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kineto_fixtures import span, write_cuda_trace, write_trace
+from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
 from mindspeed_prof.cli import main
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kineto_fixtures import cuda_trace, write_cuda_trace
+from mindspeed_prof.testing.kineto import cuda_trace, write_cuda_trace
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.device import kind_of, merge, overlap, total

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kineto_fixtures import span, write_trace
+from mindspeed_prof.testing.kineto import span, write_trace
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.cli import main

@@ -1,4 +1,4 @@
-"""CUDA-format Kineto traces for tests, shaped like torch.profiler's on a GPU.
+"""CUDA-format Kineto traces for tests and benchmarks, shaped like torch.profiler's on a GPU.
 
 Host: ``ProfilerStep#N`` and stage annotations, ``aten::`` ops, ``cudaLaunchKernel``/
 ``cudaMemcpyAsync`` calls carrying correlation ids. Device: compute kernels on one stream, NCCL
