@@ -110,7 +110,8 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
 def slower_than(result: dict[str, Any], fraction: float) -> list[str]:
     """One line per stage or range whose mean in B exceeds A's by more than ``fraction``."""
     out = []
-    for kind, rows, key in (("stage", result["rows"], "stage"), ("range", result["ranges"], "name")):
+    for kind, rows, key in (("stage", result["rows"], "stage"),
+                            ("range", result["ranges"], "name")):
         for r in rows:
             if r["change"] is not None and r["change"] > fraction:
                 out.append(f"{kind} {r[key]!r} rank {r['rank']}: {r['a_mean_ms']:.3f} ms -> "

@@ -99,9 +99,9 @@ def breakdown(ops: list[DeviceOp], steps: list[tuple[int, float, float]],
 
     An op belongs to the step (stage) whose host range holds its launch. A step's device window
     runs from its first op to the next step's first op (the last one to the last op's end), so the
-    windows tile the device timeline and the sums over steps are whole-trace figures. A stage's row
-    counts only the ops it launched, from the first to the end of the last. Ops launched outside every
-    step form a row with ``step`` None.
+    windows tile the device timeline and the sums over steps are whole-trace figures. A stage's
+    row counts only the ops it launched, from the first to the end of the last. Ops launched
+    outside every step form a row with ``step`` None.
     """
     if not ops:
         return []

@@ -398,7 +398,7 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
         for col in ("rank", "allocated", "reserved"):
             _column(table, col)
         for r in result["memory"]:
-            table.add_row(str(r["rank"]),
-                          f"{_mb(r['a_peak_allocated_bytes'])} -> {_mb(r['b_peak_allocated_bytes'])}",
-                          f"{_mb(r['a_peak_reserved_bytes'])} -> {_mb(r['b_peak_reserved_bytes'])}")
+            table.add_row(str(r["rank"]), *[f"{_mb(r['a_' + k])} -> {_mb(r['b_' + k])}"
+                                            for k in ("peak_allocated_bytes",
+                                                      "peak_reserved_bytes")])
         console.print(table)

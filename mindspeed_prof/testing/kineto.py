@@ -54,7 +54,7 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
         t += 5
         for stage in stages:
             stage_start = t
-            for k in range(kernels_per_stage):
+            for _ in range(kernels_per_stage):
                 op_start = t
                 t += 2
                 r = rng.random()

@@ -111,7 +111,7 @@ def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
     collectives overlapping on one stream) are named in ``data.problems``; the rest is kept.
     """
     steps: list[tuple[float, float, int]] = []
-    annotations: list[tuple[str, str, float, float, int | None, str]] = []
+    annotations: list[tuple[str, float, float, int | None, str]] = []
     ops_by_tid: dict[Any, list[tuple[float, float, str]]] = {}
     device: list[tuple[float, float, str, Any, Any]] = []
     launches: dict[Any, float] = {}
@@ -153,7 +153,7 @@ def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
             steps.append((ts, ts + dur, int(m.group(1))))
         elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
             step = _num(ev.args.step) if ev.args is not None else None
-            annotations.append((ev.name, cat, ts, dur, int(step) if step is not None else None,
+            annotations.append((ev.name, ts, dur, int(step) if step is not None else None,
                                 str(ev.tid)))
         elif cat == "cpu_op":
             ops_by_tid.setdefault((ev.pid, ev.tid), []).append((ts, dur, ev.name))
@@ -162,7 +162,7 @@ def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
     fallback = default_step if isinstance(default_step, int) else None
     for ts, end, n in steps:
         data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
-    for name, cat, ts, dur, step, tid in annotations:
+    for name, ts, dur, step, tid in annotations:
         if step is None:
             i = bisect.bisect_right(starts, ts) - 1
             step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
