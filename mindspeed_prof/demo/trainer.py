@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+<<<<<<< HEAD
+from typing import Any, cast
+=======
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+>>>>>>> h-polish
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
@@ -21,8 +25,7 @@ __all__ = ["train"]
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run the demo; return the mean reward per step and every worker's profiler summary."""
     console = console or Console()
-    demo = OmegaConf.to_container(cfg.demo, resolve=True)
-    assert isinstance(demo, dict)
+    demo = cast("dict[str, Any]", OmegaConf.to_container(cfg.demo, resolve=True))
     prof_cfg = worker_config(cfg.profiler_config)
     n = int(demo["workers"])
     started = time.perf_counter()

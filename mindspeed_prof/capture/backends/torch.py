@@ -153,7 +153,8 @@ class TorchBackend(Backend):
             for leftover in tmp.parent.glob(tmp.name + "*"):
                 leftover.unlink(missing_ok=True)
         cfg = self.cfg
-        if cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes and self.with_stack:
+        if (cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes
+                and self.with_stack):
             written.append(self._memory_timeline(prof, target))
         return written
 
