@@ -1,8 +1,4 @@
-<<<<<<< HEAD
 """Terminal output: rich tables for analyses, sweeps, comparisons and presets, at 80 columns.
-=======
-"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, fit to 80 columns.
->>>>>>> main
 
 A table whose natural width exceeds the terminal switches to a narrower layout (short stage codes
 with a legend, or ranks as rows) rather than letting rich cut its headers; headers never shrink

@@ -45,11 +45,7 @@ def _point_stderr_at(tmp: IO[bytes]) -> int | None:
     try:
         if sys.stderr is not None:
             sys.stderr.flush()
-<<<<<<< HEAD
         saved = os.dup(2)
-=======
-        tmp = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller after restoring fd 2
->>>>>>> main
     except (OSError, ValueError):
         return None
     os.dup2(tmp.fileno(), 2)
