@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 
 __all__ = ["print_analysis", "print_sweep", "print_stage_rank"]
 
@@ -17,18 +18,23 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
+def _who(row: dict[str, Any]) -> tuple[int | None, str]:
+    """A row's rank and, when two captures claim that rank, its source."""
+    return row["rank"], row.get("source", "")
+
+
 def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
                      title: str = "Time per stage and rank: total ms (executions)") -> None:
     """Stages as rows, ranks as columns, from ``Analysis.stage_rank()`` rows."""
     console = console or Console()
-    ranks = sorted({r["rank"] for r in rows})
+    ranks = sorted({_who(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
     table = Table(title=title)
     table.add_column("stage")
     for rank in ranks:
-        table.add_column(f"rank {rank}", justify="right")
-    stages: dict[str, dict[int, dict[str, Any]]] = {}
+        table.add_column(f"rank {rank_label(*rank)}", justify="right")
+    stages: dict[str, dict[tuple[int | None, str], dict[str, Any]]] = {}
     for r in rows:
-        stages.setdefault(r["stage"], {})[r["rank"]] = r
+        stages.setdefault(r["stage"], {})[_who(r)] = r
     for stage, by_rank in stages.items():
         cells = [f"{_ms(by_rank[k]['total_ms'])} ({by_rank[k]['count']})" if k in by_rank
                  else "-" for k in ranks]
@@ -40,20 +46,20 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     console = console or Console()
     inventory = result.inventory()
     console.print(f"[bold]{len(inventory)} captures[/bold] under {result.root}, "
-                  f"ranks {result.ranks}, {sum(i['bytes'] for i in inventory):,} bytes",
+                  f"ranks {[rank_label(r) for r in result.ranks]}, {sum(i['bytes'] for i in inventory):,} bytes",
                   soft_wrap=True)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:
         stages = [s for s in dict.fromkeys(k for row in steps for k in row)
-                  if s not in ("rank", "step")]
+                  if s not in ("rank", "source", "step")]
         table = Table(title="Per step (ms)")
         table.add_column("rank", justify="right")
         table.add_column("step", justify="right")
         for s in stages:
             table.add_column(s, justify="right")
         for row in steps:
-            table.add_row(str(row["rank"]), str(row["step"]), *[_ms(row.get(s)) for s in stages])
+            table.add_row(rank_label(*_who(row)), str(row["step"]), *[_ms(row.get(s)) for s in stages])
         console.print(table)
     stragglers = result.stragglers()
     if stragglers:
@@ -61,7 +67,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         for col in ("stage", "step", "rank", "ms", "median ms", "ratio"):
             table.add_column(col, justify="right" if col != "stage" else "left")
         for s in stragglers:
-            table.add_row(s["stage"], str(s["step"]), str(s["rank"]), _ms(s["ms"]),
+            table.add_row(s["stage"], str(s["step"]), rank_label(*_who(s)), _ms(s["ms"]),
                           _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
         console.print(table)
     else:
