@@ -38,8 +38,16 @@ from mindspeed_prof.formats import (
     is_capture_file,
 )
 
-__all__ = ["BadFile", "MAX_BYTES", "Range", "TraceData", "discover", "is_chrome_trace", "read",
-           "separate"]
+__all__ = [
+    "MAX_BYTES",
+    "BadFile",
+    "Range",
+    "TraceData",
+    "discover",
+    "is_chrome_trace",
+    "read",
+    "separate",
+]
 
 #: How much of a ``*.json[.gz]`` file is read to decide whether it is a Chrome trace.
 SNIFF_BYTES = 16 * 1024

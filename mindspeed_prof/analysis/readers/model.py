@@ -8,8 +8,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 __all__ = [
-    "BadFile", "MAX_BYTES", "Range", "TraceData", "one_line", "rank_label", "rank_of",
-    "rank_order", "to_rank",
+    "MAX_BYTES",
+    "BadFile",
+    "Range",
+    "TraceData",
+    "one_line",
+    "rank_label",
+    "rank_of",
+    "rank_order",
+    "to_rank",
 ]
 
 #: Larger captures (after decompression) are refused with one line instead of read into memory.

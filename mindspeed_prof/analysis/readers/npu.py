@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
 import msgspec
 
 from mindspeed_prof.analysis.readers.model import BadFile, TraceData, rank_of, to_rank

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ def number(cell: str | None) -> float | None:
         out = float(text)
     except ValueError:
         return None
-    return out if out == out and abs(out) != float("inf") else None
+    return out if math.isfinite(out) else None
 
 
 def step_number(cell: object) -> int | None:

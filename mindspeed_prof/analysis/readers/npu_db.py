@@ -17,6 +17,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
     kernel_name,
     memory_summary,
 )
+from mindspeed_prof.analysis.readers.npu_trace import Interval, stage_device_rows
 
 __all__ = ["read_analysis_db", "read_profiler_db"]
 
@@ -64,6 +65,11 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
             for (host,) in con.execute("SELECT hostName FROM HOST_INFO"):
                 data.source = str(host)
         _host_events(con, tables, name, path, data)
+        if "OVERLAP_ANALYSIS" in tables:
+            overlap = _overlap(con, path, data)
+            if not data.device:  # no analysis.db: the steps' rows from the same intervals
+                data.device.extend(stage_device_rows(data, overlap, ("step",)))
+            data.device.extend(stage_device_rows(data, overlap, ("stage",)))
         _kernels(con, tables, name, path, data)
         if "CANN_API" in tables:
             for api, count, ns in _rows(con, "SELECT name, COUNT(*), SUM(endNs - startNs) "
@@ -107,6 +113,21 @@ def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Pat
                                     ts=s / 1000.0, dur=(e - s) / 1000.0))
     data.events += len(events)
     collect(data, events, None)
+
+
+#: OVERLAP_ANALYSIS.type, as torch_npu numbers the lanes of its text export's Overlap Analysis.
+_OVERLAP_TYPES = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+
+
+def _overlap(con: sqlite3.Connection, path: Path,
+             data: TraceData) -> dict[str, list[Interval]]:
+    out: dict[str, list[Interval]] = {}
+    for start, end, kind in _rows(con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS",
+                                  path, data.problems):
+        s, e = _ns(start), _ns(end)
+        if s is not None and e is not None and e >= s and kind in range(len(_OVERLAP_TYPES)):
+            out.setdefault(_OVERLAP_TYPES[kind], []).append((s / 1e3, e / 1e3, (e - s) / 1e3))
+    return out
 
 
 def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
@@ -200,14 +221,16 @@ def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:
         return
     for values in cur:
         row = dict(zip(cols, values))
-        nums = [row.get(c) for c in ("computing", "communication_not_overlapped", "free")]
-        if not all(isinstance(v, (int, float)) for v in nums):
+        nums = [float(v) for c in ("computing", "communication_not_overlapped", "free")
+                if isinstance(v := row.get(c), (int, float))]
+        if len(nums) < 3:
             data.problems.append(f"{path}: StepTraceTime step {row.get('step')!r} has empty "
                                  "times; row skipped")
             continue
+        computing, exposed, free = nums
         extra = {k: row.get(c) for k, c in _STEP_TRACE_EXTRA.items() if c in cols}
-        data.device.append(device_row(step_number(row.get("step")), *nums[:2],
-                                      row.get("overlapped"), row.get("communication"), nums[2],
+        data.device.append(device_row(step_number(row.get("step")), computing, exposed,
+                                      row.get("overlapped"), row.get("communication"), free,
                                       extra))
 
 

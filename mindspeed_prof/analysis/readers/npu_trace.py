@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Union
@@ -13,13 +14,15 @@ from mindspeed_prof.analysis.readers.chrome import Event, collect
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row
 
-__all__ = ["read_trace_view", "stage_device_rows"]
+__all__ = ["Interval", "read_trace_view", "stage_device_rows"]
 
-Number = Union[int, float, str, None]
+Number = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
 #: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
 _DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
                      "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
                      "Device", "SIO", "PCIe", "HCCS", "NIC", "RoCE"})
+#: Start and end (absolute us) and the exact duration of a device interval.
+Interval = tuple[float, float, float]
 _OVERLAP = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 
 
@@ -34,16 +37,16 @@ class _Event(msgspec.Struct):
     name: str = ""
     ts: Number = None
     dur: Number = None
-    pid: Union[int, float, str, None] = None
-    tid: Union[int, float, str, None] = None
-    args: Union[_Args, None] = None
+    pid: int | float | str | None = None
+    tid: int | float | str | None = None
+    args: _Args | None = None
 
 
 class _Trace(msgspec.Struct):
     traceEvents: list[_Event] = []
 
 
-_decoder = msgspec.json.Decoder(Union[list[_Event], _Trace])
+_decoder = msgspec.json.Decoder(Union[list[_Event], _Trace])  # noqa: UP007
 
 
 def _num(value: Number) -> float | None:
@@ -51,14 +54,14 @@ def _num(value: Number) -> float | None:
         out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    return out if out == out and abs(out) != float("inf") else None
+    return out if math.isfinite(out) else None
 
 
 def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
-                    runtime: bool) -> dict[str, list[tuple[float, float]]]:
+                    runtime: bool) -> dict[str, list[Interval]]:
     """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
 
-    Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...) in us.
+    Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...).
     """
     decoded = _decoder.decode(path.read_bytes())
     events = decoded if isinstance(decoded, list) else decoded.traceEvents
@@ -68,7 +71,7 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
         if ev.ph == "M" and ev.name == "process_name" and ev.args is not None:
             procs[ev.pid] = str(ev.args.name)
     host: list[Event] = []
-    overlap: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    overlap: dict[str, list[Interval]] = defaultdict(list)
     for ev in events:
         proc = procs.get(ev.pid, "")
         if proc not in _DEVICE:
@@ -88,7 +91,7 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
         elif proc == "CANN" and runtime:
             _add(data.runtime, ev.name, dur)
         elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
-            overlap[ev.name].append((ts, ts + dur))
+            overlap[ev.name].append((ts, ts + dur, dur))
     collect(data, host, None)
     return overlap
 
@@ -116,19 +119,20 @@ def _add_comm(data: TraceData, op_name: str, us: float) -> None:
                       "bandwidth_gbps": None})
 
 
-def _covered(intervals: list[tuple[float, float]], starts: list[float], lo: float,
-             hi: float) -> float:
-    """Time of sorted, disjoint ``intervals`` inside [lo, hi)."""
+def _covered(intervals: list[Interval], starts: list[float], lo: float, hi: float) -> float:
+    """Time of sorted, disjoint ``intervals`` inside [lo, hi): an interval wholly inside
+    counts its own duration (exact), not end minus start (absolute us as floats are 0.25 us
+    apart)."""
     total = 0.0
     i = max(bisect.bisect_right(starts, lo) - 1, 0)
     while i < len(intervals) and intervals[i][0] < hi:
-        a, b = intervals[i]
-        total += max(0.0, min(b, hi) - max(a, lo))
+        a, b, dur = intervals[i]
+        total += dur if lo <= a and b <= hi else max(0.0, min(b, hi) - max(a, lo))
         i += 1
     return total
 
 
-def stage_device_rows(data: TraceData, overlap: dict[str, list[tuple[float, float]]],
+def stage_device_rows(data: TraceData, overlap: dict[str, list[Interval]],
                       kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """Device rows for each range of ``kinds`` (``step``, ``stage``) from the overlap intervals.
 
@@ -139,7 +143,7 @@ def stage_device_rows(data: TraceData, overlap: dict[str, list[tuple[float, floa
     if not overlap:
         return []
     lanes = {name: sorted(overlap.get(name, [])) for name in _OVERLAP}
-    starts = {name: [a for a, _ in lane] for name, lane in lanes.items()}
+    starts = {name: [a for a, _, _ in lane] for name, lane in lanes.items()}
     rows = []
     for r in data.ranges:
         if r.kind not in kinds:
