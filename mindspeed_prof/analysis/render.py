@@ -46,7 +46,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     console = console or Console()
     inventory = result.inventory()
     console.print(f"[bold]{len(inventory)} captures[/bold] under {result.root}, "
-                  f"ranks {[rank_label(r) for r in result.ranks]}, {sum(i['bytes'] for i in inventory):,} bytes",
+                  f"ranks {', '.join(rank_label(r) for r in result.ranks) or '-'}, {sum(i['bytes'] for i in inventory):,} bytes",
                   soft_wrap=True)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()

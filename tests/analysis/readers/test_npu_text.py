@@ -178,3 +178,20 @@ def test_broken_communication_json_is_one_line(npu, tmp_path: Path) -> None:
     result = analyse(tmp_path)
     assert [str(path) in b for b in result.bad] == [True]
     assert result.traces[0].device and result.traces[0].kernels
+
+
+def test_a_stage_recorded_as_cpu_op_gets_ranges_and_a_device_row(npu, tmp_path: Path) -> None:
+    """The real trace with one stage added the way torch_npu writes record_function ranges."""
+    folder = _copy(npu, tmp_path)
+    path = folder / OUT / "trace_view.json"
+    events = json.loads(path.read_bytes())
+    step = next(e for e in events if e.get("name") == "ProfilerStep#50")
+    events.append({**step, "name": "actor_update", "args": {}})
+    path.write_text(json.dumps(events))
+    data = read(folder)
+    (stage,) = [r for r in data.ranges if r.kind == "stage"]
+    assert (stage.name, stage.step, stage.dur) == ("actor_update", 50, step["dur"])
+    step_row, stage_row = data.device
+    assert stage_row["stage"] == "actor_update" and stage_row["step"] == 50
+    for key in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms"):
+        assert stage_row[key] == pytest.approx(step_row[key], abs=1e-4), key
