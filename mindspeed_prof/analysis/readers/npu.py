@@ -75,6 +75,10 @@ def read_npu(folder: Path, group: str) -> TraceData:
     else:
         _read_text(out, data)
     data.meta["rank"] = data.rank
+    if data.problems and not (data.ranges or data.ops or data.kernels or data.device
+                              or data.comm or data.memory):
+        first = data.problems[0].replace(f"{out}/", "", 1)
+        raise BadFile(f"{folder}: nothing readable ({first})")
     return data
 
 

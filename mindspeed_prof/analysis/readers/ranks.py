@@ -44,31 +44,44 @@ def manifest_rank(path: Path, levels: int = 3) -> int | None:
     return None
 
 
-def _steps(t: TraceData) -> set[int | None]:
-    steps = {r.step for r in t.ranges if r.kind == "step"}
-    steps |= {row.get("step") for row in t.device if row.get("stage") is None}
-    return steps or {None}
+def _claims(t: TraceData) -> dict[int | None, set[str]]:
+    """Per step, what the capture holds of it: its stages, or the whole step when it has none."""
+    out: dict[int | None, set[str]] = {}
+    for r in t.ranges:
+        if r.kind in ("step", "stage"):
+            out.setdefault(r.step, set()).update([r.name] if r.kind == "stage" else [])
+    for row in t.device:
+        out.setdefault(row.get("step"), set())
+    return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
 
 
 def separate(traces: list[TraceData], root: Path) -> list[str]:
     """Captures that claim the same rank and step get apart: their ranges and device rows are
     labelled with their host or folder (``Range.source``), one warning line per clash.
 
-    Files of one capture (a trace and its range file share a stem) are one claim; a capture
-    without a known rank clashes with every other capture of unknown rank for the same step.
+    Files of one capture (a trace and its range file share a stem) are one claim; captures of
+    different stages of one step (``stage_scoped`` with several stages) complete each other and
+    do not clash. A capture without a known rank clashes with every other capture of unknown
+    rank that holds the same part of the same step.
     """
     claims: dict[tuple[int | None, int | None], dict[tuple[str, str], list[TraceData]]] = (
         defaultdict(dict))
+    parts: dict[tuple[str, str], dict[int | None, set[str]]] = {}
     for t in traces:
         identity = (str(t.path.parent), capture_stem(t.path))
-        for step in _steps(t):
+        held = parts.setdefault(identity, defaultdict(set))
+        for step, names in _claims(t).items():
             claims[(t.rank, step)].setdefault(identity, []).append(t)
+            held[step] |= names
     clashing: dict[int, TraceData] = {}
     lines: dict[tuple[int | None, tuple[str, ...]], list[int | None]] = defaultdict(list)
     for (rank, step), by_capture in claims.items():
-        if len(by_capture) < 2:
+        ids = list(by_capture)
+        overlapping = {i for i in ids for j in ids
+                       if i != j and parts[i][step] & parts[j][step]}
+        if len(overlapping) < 2:
             continue
-        groups = list(by_capture.values())
+        groups = [by_capture[i] for i in ids if i in overlapping]
         labels = _labels([g[0] for g in groups], root)
         for group, label in zip(groups, labels):
             for t in group:

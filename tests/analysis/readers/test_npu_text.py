@@ -195,3 +195,11 @@ def test_a_stage_recorded_as_cpu_op_gets_ranges_and_a_device_row(npu, tmp_path: 
     assert stage_row["stage"] == "actor_update" and stage_row["step"] == 50
     for key in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms"):
         assert stage_row[key] == pytest.approx(step_row[key], abs=1e-4), key
+
+
+def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "w_ascend_pt" / OUT
+    out.mkdir(parents=True)
+    (out / "step_trace_time.csv").write_text("Step,Compute\n1,2\n")
+    (line,) = analyse(tmp_path).bad
+    assert line.startswith(f"{out.parent}: nothing readable (step_trace_time.csv: no column")

@@ -104,3 +104,16 @@ def test_manifest_gives_the_rank_when_the_trace_does_not(tmp_path: Path) -> None
 
 def test_rank_label() -> None:
     assert [rank_label(None), rank_label(3), rank_label(3, "host-b")] == ["?", "3", "3 (host-b)"]
+
+
+def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: Path) -> None:
+    """stage_scoped with several stages: one folder per stage, the same rank and step."""
+    for stage in ("actor_generate", "actor_update"):
+        (tmp_path / stage).mkdir()
+        (tmp_path / stage / "rank0.json").write_text(json.dumps({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": stage, "ts": 10, "dur": 50,
+             "pid": 1, "tid": 1, "args": {"step": 4}}]}))
+    result = analyse(tmp_path)
+    assert result.warnings() == []
+    assert [(r["rank"], r["step"], r["actor_generate"], r["actor_update"])
+            for r in result.per_step()] == [(0, 4, 0.05, 0.05)]
