@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from mindspeed_prof.analysis.compare import compare
+    from mindspeed_prof.analysis.readers.model import rank_label
 
     a = read_captures(Path(args.a), args.margin, True)
     b = read_captures(Path(args.b), args.margin, True)
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         flag = ("[red]regression[/red]" if r["regression"]
                 else "[green]faster[/green]" if r["improvement"] else "")
         fmt = lambda v: "-" if v is None else f"{v:,.2f}"  # noqa: E731
-        table.add_row(r["stage"], str(r["rank"]), fmt(r["a_mean_ms"]), fmt(r["b_mean_ms"]),
+        table.add_row(r["stage"], rank_label(r["rank"]), fmt(r["a_mean_ms"]), fmt(r["b_mean_ms"]),
                       change, flag)
     Console().print(table)
     return exit_code(a, b)

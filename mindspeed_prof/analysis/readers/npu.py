@@ -8,7 +8,13 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.model import BadFile, TraceData, rank_of, to_rank
+from mindspeed_prof.analysis.readers.model import (
+    MAX_BYTES,
+    BadFile,
+    TraceData,
+    rank_of,
+    to_rank,
+)
 from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
 from mindspeed_prof.analysis.readers.npu_text import (
     read_api_statistic,
@@ -108,7 +114,10 @@ def _read_text(out: Path, data: TraceData) -> None:
         read_communication_matrix(out / "communication_matrix.json", data)
     read_memory(out, data)
     trace_view = out / "trace_view.json"
-    if trace_view.is_file():
+    if trace_view.is_file() and trace_view.stat().st_size > MAX_BYTES:
+        data.problems.append(f"{trace_view}: over the {MAX_BYTES}-byte limit; host ranges "
+                             "and ops skipped (the CSVs were read)")
+    elif trace_view.is_file():
         try:
             overlap = read_trace_view(trace_view, data, kernels=not kernels, comm=not comm,
                                       runtime=not runtime)

@@ -12,7 +12,7 @@ import pytest
 from npu_fixtures import unpack
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.readers import MAX_BYTES, read
 from mindspeed_prof.analysis.readers.npu_text import MB
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -203,3 +203,12 @@ def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) 
     (out / "step_trace_time.csv").write_text("Step,Compute\n1,2\n")
     (line,) = analyse(tmp_path).bad
     assert line.startswith(f"{out.parent}: nothing readable (step_trace_time.csv: no column")
+
+
+def test_a_trace_view_over_the_limit_is_not_read(npu, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), tmp_path / "w_ascend_pt"))
+    with open(folder / OUT / "trace_view.json", "wb") as f:
+        f.truncate(MAX_BYTES + 1)  # holes: refused by its size, never read
+    result = analyse(tmp_path)
+    (line,) = result.bad
+    assert "trace_view.json: over the" in line and result.traces[0].device
