@@ -66,9 +66,9 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         table = Table(title=f"Stragglers (> median + {result.margin:.0%})")
         for col in ("stage", "step", "rank", "ms", "median ms", "ratio"):
             table.add_column(col, justify="right" if col != "stage" else "left")
-        for s in stragglers:
-            table.add_row(s["stage"], str(s["step"]), rank_label(*_who(s)), _ms(s["ms"]),
-                          _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
+        for row in stragglers:
+            table.add_row(row["stage"], str(row["step"]), rank_label(*_who(row)), _ms(row["ms"]),
+                          _ms(row["median_ms"]), f"{row['ratio']:.2f}x")
         console.print(table)
     else:
         console.print("No stragglers.")
