@@ -423,8 +423,8 @@ def machine() -> str:
 NOTES = """
 ## Notes
 
-- This machine is slow and noisy: `nullcontext()` costs 400-700 ns here (about 105 ns where DESIGN.md
-  was measured), and whole-program A/B timings drift by 5-10% between runs. Two goals are smaller
+- This machine is slow and noisy: `nullcontext()` costs 400-700 ns here (about 105 ns on the machine
+  the targets were set on), and whole-program A/B timings drift by 5-10% between runs. Two goals are smaller
   than that drift, so they are checked on the cost they measure directly, and the A/B figures are
   reported beside them:
   - demo step, `mstx_light`: the hooks the demo calls per step (1 step, 6 stages, 1 decorated call,
