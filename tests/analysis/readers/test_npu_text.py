@@ -9,6 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from npu_fixtures import unpack
 
 from mindspeed_prof.analysis.analyse import analyse
@@ -212,3 +214,24 @@ def test_a_trace_view_over_the_limit_is_not_read(npu, tmp_path: Path) -> None:
     result = analyse(tmp_path)
     (line,) = result.bad
     assert "trace_view.json: over the" in line and result.traces[0].device
+
+
+_CUT = ["step_trace_time.csv", "kernel_details.csv", "op_statistic.csv", "communication.json"]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(_CUT), fraction=st.floats(0.0, 1.0))
+def test_any_file_cut_anywhere_is_at_most_one_line(npu, tmp_path_factory, name: str,
+                                                    fraction: float) -> None:
+    """Whatever the cut, the folder reads (or is skipped) and names the file in one line."""
+    root = tmp_path_factory.mktemp("cut")
+    folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), root / "w_ascend_pt"))
+    path = folder / OUT / name
+    raw = path.read_bytes()
+    path.write_bytes(raw[: int(len(raw) * fraction)])
+    result = analyse(root)
+    assert len(result.bad) <= 1 and all("\n" not in b for b in result.bad)
+    assert all(name in b for b in result.bad)
+    if result.traces:  # the other files were still read
+        assert result.traces[0].kernels or name in ("kernel_details.csv", "op_statistic.csv")
