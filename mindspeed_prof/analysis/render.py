@@ -1,4 +1,4 @@
-"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, readable at 80 columns.
+"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, fit to 80 columns.
 
 A table whose natural width exceeds the terminal switches to a narrower layout (short stage codes
 with a legend, or ranks as rows) rather than letting rich cut its headers; headers never shrink
@@ -7,7 +7,7 @@ below their own width, values wrap instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-<<<<<<< HEAD
-from typing import Any, cast
-=======
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
->>>>>>> h-polish
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console

@@ -101,9 +101,15 @@ def test_compare_has_no_margin_option(run_dir: Path) -> None:
 
 
 def test_html_report_is_self_contained_and_escaped(tmp_path: Path, run_dir: Path) -> None:
+    shutil.copytree(run_dir, tmp_path / "run")
+    hostile = tmp_path / "run" / "integrated" / "rank0_h_2_step1.pt.trace.json"
+    hostile.write_text(json.dumps({"traceEvents": [  # an op name the top-ops table shows
+        {"ph": "X", "cat": "cpu_op", "name": "<b>custom</b>", "pid": 1, "tid": 1, "ts": 0,
+         "dur": 10_000_000}]}))
     report = tmp_path / "r.html"
-    assert cli("analyse", str(run_dir), "--html", str(report)).returncode == 0
+    assert cli("analyse", str(tmp_path / "run"), "--html", str(report)).returncode == 0
     text = report.read_text()
+    assert "<td>&lt;b&gt;custom&lt;/b&gt;</td>" in text  # shown, escaped
     assert text.count("<svg") == 3  # heat map, timeline, top ops
     for fetch in ('src="http', "src='http", 'href="http', "href='http", "<link", "@import",
                   "<script"):

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import load_json, run_app
 
+from mindspeed_prof.analysis.analyse import analyse
+
 STAGES3 = "actor_generate,actor_update,critic_update"
 
 
@@ -112,6 +114,10 @@ def test_sys_exit_still_flushes(app: Path) -> None:
     assert proc.returncode == 3
     (m,) = manifests(app)
     assert m["status"] == "exited" and m["captures"] and m["files"]
+    root = next(app.glob("outputs/**/profiler_data"))
+    result = analyse(root)
+    assert not result.bad and {t.kind for t in result.traces} == {"torch", "spans"}
+    assert {(r["step"], r["rank"]) for r in result.per_step()} == {(2, 0), (3, 0)}
 
 
 @pytest.mark.parametrize("override", ["profiler_config.integrated.profile_step_start=0",
@@ -123,12 +129,40 @@ def test_invalid_override_stops_job_without_files(app: Path, override: str) -> N
     assert not list(app.glob("outputs/**/profiler_data"))
 
 
-def test_callback_pickles() -> None:
+def test_callback_pickles(tmp_path: Path) -> None:
+    """Launchers pickle callbacks between jobs: a copy runs the next job like the original."""
     import pickle
 
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    import mindspeed_prof
     from mindspeed_prof.hydra.callback import ProfilerCallback
 
-    assert isinstance(pickle.loads(pickle.dumps(ProfilerCallback())), ProfilerCallback)
+    def job(cb: ProfilerCallback, out: Path) -> dict:
+        GlobalHydra.instance().clear()
+        with initialize_config_module("mindspeed_prof.conf", version_base=None):
+            cfg = compose("demo", overrides=[
+                "profiler=mstx_light", f"hydra.runtime.output_dir={out}", "hydra.job.name=t",
+                "profiler_config.integrated.profile_step_start=1"], return_hydra_config=True)
+        GlobalHydra.instance().clear()
+        HydraConfig.instance().set_config(cfg)
+        cb.on_job_start(cfg)
+        prof = mindspeed_prof.current()
+        for step in (1, 2, 3):
+            with prof.step(step), prof.stage("actor_update"):
+                pass
+        cb.on_job_end(cfg)
+        (m,) = [load_json(p) for p in out.rglob("manifest.json")]
+        return m
+
+    first = pickle.loads(pickle.dumps(ProfilerCallback()))
+    m1 = job(first, tmp_path / "a")
+    second = pickle.loads(pickle.dumps(first))  # after a job: nothing open is left in it
+    m2 = job(second, tmp_path / "b")
+    for m in (m1, m2):
+        assert m["status"] == "completed" and [c["steps"] for c in m["captures"]] == [[1, 2, 3]]
 
 
 def test_profile_analysis_writes_run_analysis(app: Path) -> None:

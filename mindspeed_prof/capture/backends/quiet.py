@@ -37,7 +37,7 @@ def _redirect() -> tuple[int, Any] | None:
     try:
         if sys.stderr is not None:
             sys.stderr.flush()
-        tmp = tempfile.TemporaryFile()
+        tmp = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller after restoring fd 2
     except (OSError, ValueError):
         return None
     try:
