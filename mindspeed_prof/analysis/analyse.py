@@ -118,7 +118,8 @@ class Analysis:
         for t in self.traces:
             steps = sorted({r.step for r in t.ranges if r.step is not None})
             out.append({"file": _rel(t.path, self.root), "kind": t.kind, "rank": t.rank,
-                        **_source(t.meta.get("source", "")), "group": t.group, "bytes": t.size, "events": t.events, "steps": steps,
+                        **_source(t.meta.get("source", "")), "group": t.group,
+                        "bytes": t.size, "events": t.events, "steps": steps,
                         "level": t.meta.get("level")})
         return out
 

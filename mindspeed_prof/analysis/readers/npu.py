@@ -1,4 +1,4 @@
-"""torch_npu ``*_ascend_pt`` folders: rank and level from ``profiler_info``, then text or db output."""
+"""torch_npu ``*_ascend_pt`` folders: rank and level from ``profiler_info``, then the output."""
 
 from __future__ import annotations
 

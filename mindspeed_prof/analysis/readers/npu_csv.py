@@ -1,4 +1,4 @@
-"""torch_npu's CSV files read by column name: a missing column or a cut-short file is one problem line."""
+"""torch_npu's CSV files by column name: a missing column or a cut-short file is one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""torch_npu's db export (``ascend_pytorch_profiler_<rank>.db``, ``analysis.db``) as TraceData fields."""
+"""torch_npu's db export (``ascend_pytorch_profiler_<rank>.db``, ``analysis.db``) as TraceData."""
 
 from __future__ import annotations
 
@@ -252,7 +252,7 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
     if "CommAnalyzerBandwidth" in tables:
         time: dict[tuple[int | None, str, str], float] = {}
         # One row per op, transport and packet size; size and time repeat on each: keep one.
-        for op, step, kind, transport, size, transit in _rows(
+        for op, step, kind, _transport, size, transit in _rows(
                 con, "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
                 "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')",
                 path, data.problems):

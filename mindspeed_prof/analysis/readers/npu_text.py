@@ -1,4 +1,4 @@
-"""torch_npu's text export (``ASCEND_PROFILER_OUTPUT/*.csv``, ``communication*.json``) as TraceData fields."""
+"""torch_npu's text export (``*.csv``, ``communication*.json``) as TraceData fields."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""torch_npu's ``trace_view.json``: host ranges and ops, device kernels, HCCL ops, overlap analysis."""
+"""torch_npu's ``trace_view.json``: host ranges and ops, kernels, HCCL ops, overlap analysis."""
 
 from __future__ import annotations
 

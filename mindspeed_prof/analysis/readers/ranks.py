@@ -1,4 +1,4 @@
-"""Whose capture is it: a rank from the run's manifest, and captures that claim the same rank and step."""
+"""Whose capture is it: a rank from the manifest; captures that claim the same rank and step."""
 
 from __future__ import annotations
 
