@@ -36,15 +36,12 @@ class MindspeedProfConfigSource(ConfigSource):
     @classmethod
     def _built(cls) -> dict[str, tuple[Any, str | None]]:
         if cls._configs is None:
-            from dataclasses import is_dataclass
-
             from omegaconf import OmegaConf
 
             from mindspeed_prof.config.presets import configs
 
             cls._configs = {
-                f"{group}/{name}": (OmegaConf.structured(node) if is_dataclass(node)
-                                    else OmegaConf.create(node), package)
+                f"{group}/{name}": (OmegaConf.structured(node), package)
                 for group, name, node, package in configs()}
         return cls._configs
 

@@ -11,7 +11,6 @@ from types import TracebackType
 from typing import Any, ContextManager
 
 from mindspeed_prof import mstx
-from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
@@ -21,6 +20,7 @@ from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Sta
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.config.validate import validate
+from mindspeed_prof.formats import anchor
 
 __all__ = ["CaptureRecord", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
@@ -325,4 +325,5 @@ def current(role: str | None = None) -> Profiler:
     prof = _current.get_current(role)
     if prof is None:
         prof = Profiler(IntegratedConfig(), role=role or "integrated")  # now current
-    return prof  # type: ignore[no-any-return]
+    assert isinstance(prof, Profiler)
+    return prof

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mindspeed_prof.config.schema import Level, ProfilerConfig, Stage
+from mindspeed_prof.config.schema import IntegratedConfig, Level, Stage
 
 __all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "configs", "register"]
 
@@ -15,7 +15,7 @@ _CALLBACK = {"hydra": {"callbacks": {"mindspeed_prof": {
     "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
 
 
-#: The ``ProfilerConfig`` dataclass as a ConfigStore node every preset extends.
+#: The ``profiler_config`` schema as a ConfigStore node every preset extends.
 SCHEMA_CONFIG = "/mindspeed_prof/schema@_here_"
 
 
@@ -63,11 +63,20 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def configs() -> Iterator[tuple[str, str, Any, str | None]]:
     """``(group, name, node, package)`` of every config mindspeed-prof gives Hydra."""
-    from mindspeed_prof.config.schema import STAGES
+    from omegaconf import OmegaConf
 
-    yield "mindspeed_prof", "schema", ProfilerConfig, None
+    from mindspeed_prof.config.schema import ROLES, STAGES
+
+    # ProfilerConfig, with role sections the command line can add keys to
+    # (profiler_config.actor.stage=...; validate() checks them). Typing only ``integrated``
+    # keeps the type walk short when an app composes a preset.
+    schema: dict[str, Any] = {"integrated": IntegratedConfig}
+    for role in ROLES[1:]:
+        schema[role] = OmegaConf.create({}, flags={"struct": False})
+    yield "mindspeed_prof", "schema", schema, None
     yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
-    # With -m: one job per RL stage.  python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
+    # With -m, one job per RL stage:
+    #   python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
     yield "profiler_sweep", "all_stages", {"hydra": {"sweeper": {"params": {
         "profiler_config.integrated.stage": ",".join(STAGES)}}}}, "_global_"
     for name, (_, fields) in PRESETS.items():

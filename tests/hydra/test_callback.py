@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ def manifests(app: Path, kind: str = "outputs") -> list[dict]:
 
 
 def test_single_run_writes_manifest(app: Path) -> None:
-    run_app(app, "profiler=full", check=True)
+    proc = run_app(app, "profiler=full", check=True)
     (m,) = manifests(app)
     assert m["status"] == "completed" and m["job"]["overrides"] == ["profiler=full"]
     assert m["profiler_config"]["integrated"]["profile_level"] == "level1"
@@ -27,6 +29,15 @@ def test_single_run_writes_manifest(app: Path) -> None:
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
     assert {Path(f["path"]).parent.name for f in m["files"]} == {"integrated"}
     assert Path(m["job"]["output_dir"]).is_absolute()
+    # One line says where the captures are and how to read them; the command works as given.
+    root = next(app.glob("outputs/*/*/profiler_data")).relative_to(app)
+    (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "mindspeed-prof:" in x]
+    assert line.endswith(f"mindspeed-prof: 1 capture in {root}; read them: "
+                         f"mindspeed-prof analyse {root}")
+    analysed = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(root)],
+                              cwd=app, capture_output=True, text=True, timeout=300)
+    assert analysed.returncode == 0 and analysed.stdout.startswith(f"1 capture under {root}")
+    assert "USDT" not in proc.stderr + proc.stdout  # torch's start/stop markers
 
 
 def test_profile_off_writes_nothing(app: Path) -> None:
@@ -58,6 +69,20 @@ def test_stage_sweep_basic_launcher(app: Path) -> None:
                    f"profiler_config.integrated.stage={STAGES3}", check=True)
     check_sweep(app)
     assert "ms/stage" in proc.stdout  # the sweep summary table
+
+
+def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
+    proc = run_app(app, "-m", "profiler=stage_scoped",
+                   "profiler_config.integrated.stage=actor_update,critic_compute_values",
+                   check=True)
+    never = "stage critic_compute_values never ran in this job (step 1)"
+    assert f"job 1: {never}\n" in proc.stdout  # the sweep summary, under its table
+    (sweep,) = app.glob("multirun/*/*")
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["captures"], j["note"]) for j in jobs] == [(1, None), (0, never)]
+    assert proc.stdout.count("mindspeed-prof: 1 capture in ") == 1
+    assert f"mindspeed-prof: nothing captured in {sweep.relative_to(app)}/1/profiler_data: " \
+           f"{never}" in proc.stdout
 
 
 def test_stage_sweep_joblib_launcher(app: Path) -> None:
