@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_order
 
 __all__ = ["DEFAULT_THRESHOLD", "captured", "compare", "compare_runs", "slower_than"]
 
@@ -15,10 +16,11 @@ DEFAULT_THRESHOLD = 0.1
 _DEVICE = ("compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")
 
 
-def _rows(a: dict[tuple[str, int], float], b: dict[tuple[str, int], float], key: str,
+def _rows(a: dict[tuple[str, int | None], float], b: dict[tuple[str, int | None], float],
+          key: str,
           threshold: float) -> list[dict[str, Any]]:
     out = []
-    for name, rank in sorted(a.keys() | b.keys()):
+    for name, rank in sorted(a.keys() | b.keys(), key=lambda k: (k[0], rank_order(k[1]))):
         ma, mb = a.get((name, rank)), b.get((name, rank))
         change = (mb - ma) / ma if ma and mb is not None else None
         out.append({key: name, "rank": rank, "a_mean_ms": ma, "b_mean_ms": mb, "change": change,
@@ -32,20 +34,20 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
 
     Warmup steps are left out unless the analyses were made with ``include_warmup``.
     """
-    def means(x: Analysis) -> dict[tuple[str, int], float]:
+    def means(x: Analysis) -> dict[tuple[str, int | None], float]:
         return {(r["stage"], r["rank"]): r["mean_ms"]
                 for r in x.stage_rank(include_warmup=x.include_warmup)}
     return _rows(means(a), means(b), "stage", threshold)
 
 
-def _range_means(x: Analysis) -> dict[tuple[str, int], float]:
+def _range_means(x: Analysis) -> dict[tuple[str, int | None], float]:
     return {(r["name"], r["rank"]): r["mean_ms"]
             for r in x.range_table(include_warmup=x.include_warmup)}
 
 
-def _device_means(x: Analysis) -> dict[int, dict[str, float]]:
+def _device_means(x: Analysis) -> dict[int | None, dict[str, float]]:
     """Per rank: mean ms per step of each device component (whole steps, warmup left out)."""
-    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    per: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
     for r in x.device():
         if r["stage"] is None and r["step"] is not None and (x.include_warmup or not r["warmup"]):
             per[r["rank"]].append(r)
@@ -53,8 +55,8 @@ def _device_means(x: Analysis) -> dict[int, dict[str, float]]:
             for rank, rows in per.items()}
 
 
-def _memory_peaks(x: Analysis) -> dict[int, dict[str, float | None]]:
-    out: dict[int, dict[str, float | None]] = {}
+def _memory_peaks(x: Analysis) -> dict[int | None, dict[str, float | None]]:
+    out: dict[int | None, dict[str, float | None]] = {}
     for r in x.memory():
         if r["stage"] is None:
             mine = out.setdefault(r["rank"], {"peak_allocated_bytes": None,
@@ -95,12 +97,12 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
     da, db = _device_means(a), _device_means(b)
     device = [{"rank": rank, **{f"a_{k}": (da.get(rank) or {}).get(k) for k in _DEVICE},
                **{f"b_{k}": (db.get(rank) or {}).get(k) for k in _DEVICE}}
-              for rank in sorted(da.keys() | db.keys())]
+              for rank in sorted(da.keys() | db.keys(), key=rank_order)]
     ma, mb = _memory_peaks(a), _memory_peaks(b)
     memory = [{"rank": rank, **{f"{side}_{k}": (m.get(rank) or {}).get(k)
                                 for side, m in (("a", ma), ("b", mb))
                                 for k in ("peak_allocated_bytes", "peak_reserved_bytes")}}
-              for rank in sorted(ma.keys() | mb.keys())]
+              for rank in sorted(ma.keys() | mb.keys(), key=rank_order)]
     return {"rows": compare(a, b, threshold),
             "ranges": _rows(_range_means(a), _range_means(b), "name", threshold),
             "device": device, "memory": memory, "warnings": warnings,

@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from mindspeed_prof.analysis.readers import Range
+from mindspeed_prof.analysis.readers.model import rank_order
 
 __all__ = ["p95", "range_rows", "self_times", "stage_of"]
 
@@ -22,7 +23,7 @@ def p95(values: list[float]) -> float:
 def self_times(ranges: list[Range]) -> list[float]:
     """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
     out = [r.dur for r in ranges]
-    by_thread: dict[tuple[int, str], list[int]] = defaultdict(list)
+    by_thread: dict[tuple[int | None, str], list[int]] = defaultdict(list)
     for i, r in enumerate(ranges):
         by_thread[(r.rank, r.tid)].append(i)
     for idx in by_thread.values():
@@ -41,7 +42,7 @@ def self_times(ranges: list[Range]) -> list[float]:
 
 def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     """The stage (same rank) whose run holds each range's start, or None."""
-    by_rank: dict[int, list[Range]] = defaultdict(list)
+    by_rank: dict[int | None, list[Range]] = defaultdict(list)
     for s in stages:
         by_rank[s.rank].append(s)
     starts = {}
@@ -62,7 +63,7 @@ def range_rows(ranges: list[Range]) -> list[dict[str, Any]]:
     custom = [r for r in ranges if r.kind == "range"]
     selfs = self_times(custom)
     stages = stage_of(custom, [r for r in ranges if r.kind == "stage"])
-    groups: dict[tuple[str, int], list[tuple[float, float, str | None]]] = defaultdict(list)
+    groups: dict[tuple[str, int | None], list[tuple[float, float, str | None]]] = defaultdict(list)
     for r, own, stage in zip(custom, selfs, stages):
         groups[(r.name, r.rank)].append((r.dur / 1e3, own / 1e3, stage))
     rows = []
@@ -72,4 +73,4 @@ def range_rows(ranges: list[Range]) -> list[dict[str, Any]]:
         rows.append({"name": name, "rank": rank, "stage": ", ".join(where) or None,
                      "count": len(ms), "total_ms": sum(ms), "self_ms": sum(o for _, o, _ in runs),
                      "mean_ms": sum(ms) / len(ms), "p95_ms": p95(ms), "max_ms": max(ms)})
-    return sorted(rows, key=lambda r: (-r["total_ms"], r["name"], r["rank"]))
+    return sorted(rows, key=lambda r: (-r["total_ms"], r["name"], rank_order(r["rank"])))

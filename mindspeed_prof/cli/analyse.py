@@ -64,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
     result = read_captures(path, args.margin, quiet=args.json)
     for b in result.bad:
         error(f"skipped {b}")
-    for p in result.problems():
-        error(f"partly read {p}")
     if not result.traces:
         if not result.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "

@@ -47,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
     a.include_warmup = b.include_warmup = args.include_warmup
     for bad in a.bad + b.bad:
         error(f"skipped {bad}")
-    for p in a.problems() + b.problems():
-        error(f"partly read {p}")
     for given, result in ((args.a, a), (args.b, b)):
         if not result.traces and not result.bad:
             error(f"no captures under {given}")

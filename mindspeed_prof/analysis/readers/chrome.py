@@ -167,7 +167,7 @@ def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
             i = bisect.bisect_right(starts, ts) - 1
             step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
         data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name, step,
-                                 ts, dur, tid))
+                                 ts, dur, tid=tid))
     for ops in ops_by_tid.values():
         _self_times(ops, data.ops)
     _device(data, device, launches, [(n, s, e) for s, e, n in steps])
