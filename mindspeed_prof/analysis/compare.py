@@ -45,13 +45,18 @@ def _range_means(x: Analysis) -> dict[tuple[str, int | None], float]:
             for r in x.range_table(include_warmup=x.include_warmup)}
 
 
-def _device_means(x: Analysis) -> dict[int | None, dict[str, float]]:
+def _mean(values: list[Any]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _device_means(x: Analysis) -> dict[int | None, dict[str, float | None]]:
     """Per rank: mean ms per step of each device component (whole steps, warmup left out)."""
     per: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
     for r in x.device():
         if r["stage"] is None and r["step"] is not None and (x.include_warmup or not r["warmup"]):
             per[r["rank"]].append(r)
-    return {rank: {k: sum(r[k] for r in rows) / len(rows) for k in _DEVICE}
+    return {rank: {k: _mean([r.get(k) for r in rows]) for k in _DEVICE}
             for rank, rows in per.items()}
 
 

@@ -290,7 +290,7 @@ def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) ->
     for r in rows[:top]:
         label = _name(r["name"], 28) + (f"\n[dim]in {_name(r['stage'], 24)}[/dim]"
                                         if r["stage"] else "")
-        table.add_row(label, str(r["rank"]), str(r["count"]), _ms(r["total_ms"]),
+        table.add_row(label, rank_label(r["rank"]), str(r["count"]), _ms(r["total_ms"]),
                       _ms(r["self_ms"]), _ms(r["mean_ms"]), _ms(r["p95_ms"]), _ms(r["max_ms"]))
     console.print(table)
 
@@ -308,9 +308,10 @@ def print_device(rows: list[dict[str, Any]], console: Console) -> None:
         _column(table, col)
     for r in steps:
         step = "outside" if r["step"] is None else f"{r['step']}{' w' if r['warmup'] else ''}"
-        busy = f"{r['busy_ms'] / r['span_ms']:.0%}" if r["span_ms"] else "-"
-        table.add_row(str(r["rank"]), step, _ms(r["compute_ms"]), _ms(r["comm_ms"]),
-                      _ms(r["overlap_ms"]), _ms(r["memcpy_ms"]), _ms(r["idle_ms"]), busy)
+        busy_ms, span_ms = r.get("busy_ms"), r.get("span_ms")
+        busy = f"{busy_ms / span_ms:.0%}" if busy_ms is not None and span_ms else "-"
+        table.add_row(rank_label(r["rank"]), step, *[_ms(r.get(k)) for k in (
+            "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")], busy)
     console.print(table)
 
 
@@ -337,7 +338,7 @@ def print_memory(rows: list[dict[str, Any]], console: Console) -> None:
     for col in ("rank", "stage", "allocated", "reserved", "source"):
         _column(table, col, right=col not in ("stage", "source"))
     for r in rows:
-        table.add_row(str(r["rank"]), r["stage"] or "(all)", _mb(r["peak_allocated_bytes"]),
+        table.add_row(rank_label(r["rank"]), r["stage"] or "(all)", _mb(r["peak_allocated_bytes"]),
                       _mb(r["peak_reserved_bytes"]), str(r["source"]))
     console.print(table)
     ops: dict[str, list[float]] = {}
@@ -366,8 +367,8 @@ def print_details(result: Analysis, console: Console, top: int = 10) -> None:
         for col in ("step", "rank", "ms", "median ms", "ratio"):
             _column(table, col)
         for s in stragglers[:top]:
-            table.add_row(_name(s["range"], 30), str(s["step"]), str(s["rank"]), _ms(s["ms"]),
-                          _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
+            table.add_row(_name(s["range"], 30), str(s["step"]), rank_label(s["rank"]),
+                          _ms(s["ms"]), _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
         console.print(table)
     print_device(result.device(), console)
     print_top_lists(result, console, top)
@@ -388,7 +389,7 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
                 change = f"[red]{change} slower[/red]"
             elif r["improvement"]:
                 change = f"[green]{change} faster[/green]"
-            table.add_row(_name(r["name"], 30), str(r["rank"]), _ms(r["a_mean_ms"]),
+            table.add_row(_name(r["name"], 30), rank_label(r["rank"]), _ms(r["a_mean_ms"]),
                           _ms(r["b_mean_ms"]), change)
         console.print(table)
     if result["device"]:
@@ -396,7 +397,7 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
         for col in ("rank", "compute", "comm", "overlap", "copy", "idle"):
             _column(table, col)
         for r in result["device"]:
-            table.add_row(str(r["rank"]), *[f"{_ms(r['a_' + k])} -> {_ms(r['b_' + k])}"
+            table.add_row(rank_label(r["rank"]), *[f"{_ms(r['a_' + k])} -> {_ms(r['b_' + k])}"
                                             for k in ("compute_ms", "comm_ms", "overlap_ms",
                                                       "memcpy_ms", "idle_ms")])
         console.print(table)
@@ -405,7 +406,7 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
         for col in ("rank", "allocated", "reserved"):
             _column(table, col)
         for r in result["memory"]:
-            table.add_row(str(r["rank"]), *[f"{_mb(r['a_' + k])} -> {_mb(r['b_' + k])}"
+            table.add_row(rank_label(r["rank"]), *[f"{_mb(r['a_' + k])} -> {_mb(r['b_' + k])}"
                                             for k in ("peak_allocated_bytes",
                                                       "peak_reserved_bytes")])
         console.print(table)

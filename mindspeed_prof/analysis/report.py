@@ -95,10 +95,13 @@ def _device_chart(result: Analysis, plt: Any) -> list[tuple[str, str]]:
         return []
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows)), 4))
     labels = [f"r{r['rank']}/s{r['step']}{'w' if r['warmup'] else ''}" for r in rows]
-    parts = [("compute only", lambda r: r["compute_ms"] - r["overlap_ms"]),
-             ("comm during compute", lambda r: r["overlap_ms"]),
-             ("comm only", lambda r: r["comm_ms"] - r["overlap_ms"]),
-             ("memcpy/memset", lambda r: r["memcpy_ms"]), ("idle", lambda r: r["idle_ms"])]
+    def ms(r: dict[str, Any], key: str) -> float:
+        return float(r.get(key) or 0.0)  # None where a source does not split it out
+
+    parts = [("compute only", lambda r: ms(r, "compute_ms") - ms(r, "overlap_ms")),
+             ("comm during compute", lambda r: ms(r, "overlap_ms")),
+             ("comm only", lambda r: ms(r, "comm_ms") - ms(r, "overlap_ms")),
+             ("memcpy/memset", lambda r: ms(r, "memcpy_ms")), ("idle", lambda r: ms(r, "idle_ms"))]
     bottom = [0.0] * len(rows)
     for name, value in parts:
         vals = [max(value(r), 0.0) for r in rows]
