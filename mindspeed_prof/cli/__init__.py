@@ -23,7 +23,8 @@ exit codes of analyse and compare:
   0  every capture was read
   1  nothing to read (no such path, or no captures under it)
   2  bad usage
-  3  some files were skipped (each named on stderr)
+  3  some files were skipped or partly read (each named on stderr)
+  4  compare --fail-over: a stage or range in B is slower than in A by more than allowed
 """
 
 
