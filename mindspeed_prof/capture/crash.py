@@ -48,6 +48,11 @@ def _close_all() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    for profiler in list(_live):  # e.g. a flight-recorder dump, before captures close
+        try:
+            getattr(profiler, "on_signal", lambda _: None)(signum)
+        except Exception:
+            pass
     _close_all()
     previous = _previous.get(signum, signal.SIG_DFL)
     if callable(previous):

@@ -7,6 +7,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from time import perf_counter_ns
 from types import TracebackType
 from typing import Any, ContextManager
 
@@ -14,13 +15,17 @@ from mindspeed_prof import mstx
 from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
-from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
+from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
+from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
 from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop
 from mindspeed_prof.capture.rank import resolve_rank
+from mindspeed_prof.capture.spans import STEP_RANGE, RangeBuffer, SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.config.validate import validate
+from mindspeed_prof.formats import SPANS
+from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["CaptureRecord", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
@@ -82,11 +87,26 @@ class Profiler:
         self._sched = Scheduler(self.plan)
         self._backend = backend
         self._step: int | None = None
-        self._ranges: list[tuple[str, ContextManager[Any]]] = []
         self._record: CaptureRecord | None = None
         self._closed = False
+        # Ranges: open step/stage ranges [kind, name, start_ns, entered capture-sink ranges];
+        # one buffer per profiler (flight recorder and range file share it); the capture's
+        # other sinks; what this profiler added to mstx (and removes, leaving others' alone).
+        self._open: list[list[Any]] = []
+        self._buffer: RangeBuffer | None = None
+        self._buffering = False
+        self._keys: dict[tuple[str, str], int] = {}
+        self._spans: SpanRecorder | None = None
+        self._capture_sinks: list[RangeSink] = []
+        self._added: list[RangeSink] = []
+        self._flight: FlightRecorder | None = None
+        self._flight_step: int | None = None  # the step whose failure was dumped already
+        if cfg.flight_recorder_steps:
+            self._flight = FlightRecorder(cfg.flight_recorder_steps, self._use_buffer())
+        #: Whether step and stage hooks do anything: a capture may start or a range is kept.
+        self._live = self.plan.enabled or self._flight is not None
         _current.set_current(self)
-        if self.plan.enabled:
+        if self._live:
             crash.watch(self)
 
     @classmethod
@@ -100,16 +120,16 @@ class Profiler:
     # -- context managers -------------------------------------------------------------
     def step(self, step: int) -> ContextManager[Any]:
         """``with prof.step(n):`` around one training step (global step number, 1-based)."""
-        if not self.plan.enabled:
-            self._step = step
-            return mstx._NOOP
-        return _StepScope(self, step)
+        if self._live:
+            return _StepScope(self, step)
+        self._step = step
+        return mstx._NOOP
 
     def stage(self, name: str) -> ContextManager[Any]:
         """``with prof.stage("actor_update"):`` around one RL stage of the current step."""
-        if not self.plan.enabled:
-            return mstx._NOOP
-        return _StageScope(self, name, self._step)
+        if self._live:
+            return _StageScope(self, name, self._step)
+        return mstx._NOOP
 
     def __enter__(self) -> Profiler:
         return self
@@ -120,27 +140,25 @@ class Profiler:
 
     # -- TrainerHook --------------------------------------------------------------------
     def on_step_start(self, step: int) -> None:
-        self._step = step
-        if not self.plan.enabled:
+        if not self._live:
+            self._step = step
             return
+        self._drain()  # what was recorded since the last step end belongs to that step
+        self._step = step
         self._apply(self._sched.step_start(step))
         if self._record is not None:
-            spans = self._backend.spans if self._backend is not None else None
-            if spans is not None:
-                spans.step = step
             self._record["steps"].append(step)
-            self._open_range(f"ProfilerStep#{step}", "step")
+        self._open_range("step", STEP_RANGE)
 
     def on_step_end(self, step: int) -> None:
         self._step_end(step, failed=False)
 
     def on_stage_start(self, stage: str, step: int | None = None) -> None:
-        if not self.plan.enabled:
+        if not self._live:
             return
         step = self._step if step is None else step
         self._apply(self._sched.stage_start(stage, step))
-        if self._record is not None:
-            self._open_range(stage, "stage")
+        self._open_range("stage", stage)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
         self._stage_end(stage, self._step if step is None else step, failed=False)
@@ -153,22 +171,65 @@ class Profiler:
         if self._closed:
             return
         self._closed = True
-        if self.plan.enabled:
+        if self._live:
             self._apply(self._sched.close())
+        self._live = False
+        self._unhook(list(self._added))
+
+    def dump_flight(self, reason: str = "request") -> Path | None:
+        """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None."""
+        flight = self._flight
+        if flight is None:
+            return None
+        self._drain()
+        steps = [s for s in flight.held_steps() if s is not None]
+        first = steps[0] if steps else self._step or 0
+        metadata = self._metadata("flight", first)
+        metadata.update(reason=reason, steps=steps)
+        record: CaptureRecord = dict(stage=ALL, step=first, index=0, rank=self.rank,
+                                     role=self.role, backend="flight", steps=steps,
+                                     warmup_steps=[], reason=reason, trigger="flight",
+                                     files=[], started=time.time())
+        try:
+            folder = inside(self.save_root, "flight")
+            stem = _unused_stem(folder, self._stem(first, 0))
+            path = flight.dump(folder / f"{stem}{SPANS}", metadata)
+        except Exception as err:
+            log.warning("mindspeed-prof: flight recorder dump (%s) failed: %s", reason, err)
+            return None
+        record["files"] = [str(path)]
+        record["seconds"] = round(time.time() - record.pop("started"), 6)
+        self.captures.append(record)
+        return path
+
+    def on_signal(self, signum: int) -> None:
+        """SIGTERM/SIGINT (called by the crash handler before ``close``): dump the flight."""
+        self.dump_flight("signal")
 
     # -- internals ----------------------------------------------------------------------
     def _step_end(self, step: int, failed: bool) -> None:
-        if not self.plan.enabled:
+        if not self._live:
             return
-        self._close_range("step")
+        self._close_range("step", STEP_RANGE)
+        self._drain()
+        if failed and self._flight_step != step:
+            self._flight_step = step
+            self.dump_flight("error")
         self._apply(self._sched.step_end(step, failed))
-        self._flush_spans()
+        spans = self._spans
+        if spans is not None:
+            try:
+                spans.flush_due()
+            except Exception as err:
+                self._fail("flush", err)
 
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
-        if not self.plan.enabled:
+        if not self._live:
             return
-        if self._record is not None and self._ranges and self._ranges[-1][0] == stage:
-            self._close_range(stage)
+        self._close_range("stage", stage)
+        if failed and self._flight is not None and self._flight_step != self._step:
+            self._flight_step = self._step
+            self.dump_flight("error")
         self._apply(self._sched.stage_end(stage, step, failed))
 
     def _apply(self, actions: list[Action]) -> None:
@@ -178,22 +239,25 @@ class Profiler:
             elif isinstance(action, Start):
                 self._start(action)
 
+    def _metadata(self, stage: str, step: int) -> dict[str, Any]:
+        return {"rank": self.rank, "role": self.role, "stage": stage, "step": step,
+                "host": host_name(), "pid": os.getpid(),
+                "level": self.cfg.profile_level.value,
+                "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
+
+    def _stem(self, step: int, index: int) -> str:
+        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_step{step}"
+        return f"{stem}_{index}" if index else stem
+
     def _start(self, action: Start) -> None:
         if self.failed:
             return
         capture = action.capture
         directory = self.role if capture.stage == ALL else safe_name(capture.stage, "stage")
-        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_step{capture.step}"
-        if capture.index:
-            stem += f"_{capture.index}"
-        metadata = {"rank": self.rank, "role": self.role, "stage": capture.stage,
-                    "step": capture.step, "host": host_name(), "pid": os.getpid(),
-                    "level": self.cfg.profile_level.value,
-                    "window": [self.plan.start, self.plan.end],
-                    "warmup_steps": self.plan.warmup}
+        metadata = self._metadata(capture.stage, capture.step)
         try:
             folder = inside(self.save_root, directory)
-            stem = _unused_stem(folder, stem)
+            stem = _unused_stem(folder, self._stem(capture.step, capture.index))
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
             if self._backend is None:
                 self._backend = select_backend(self.cfg)
@@ -206,16 +270,19 @@ class Profiler:
                             rank=self.rank, role=self.role, backend=self._backend.name,
                             steps=[], files=[], started=time.time())
         spans = self._backend.spans
-        if spans is not None:
+        if spans is not None:  # the range file is fed from this profiler's buffer
+            self._drain()
+            spans.buffer = self._use_buffer()
             spans.step = self._step
-        if sinks:
-            mstx.set_sink(sinks[0] if len(sinks) == 1 else Fanout(sinks))
+            self._spans = spans
+            self._buffering = True
+            self._hook([spans.buffer])
+        self._capture_sinks = [s for s in sinks if s is not spans]
+        self._hook(self._capture_sinks)
 
     def _stop(self, action: Stop) -> None:
         record, self._record = self._record, None
-        while self._ranges:
-            self._close_range(self._ranges[-1][0])
-        mstx.set_sink(None)
+        self._end_capture_ranges()
         if record is None or self._backend is None:
             return
         record["reason"] = action.reason
@@ -233,6 +300,23 @@ class Profiler:
         if self.cfg.profile_analysis and self._backend.name != "torch_npu":
             self._summarize(files)
 
+    def _end_capture_ranges(self) -> None:
+        """Close the capture's own ranges and sinks; the buffer goes on if the flight needs it."""
+        for entry in reversed(self._open):
+            entered, entry[3] = entry[3], []
+            for cm in reversed(entered):
+                try:
+                    cm.__exit__(None, None, None)
+                except Exception:  # the capture is ending anyway
+                    pass
+        self._drain()
+        self._unhook(self._capture_sinks)
+        self._capture_sinks = []
+        self._spans = None
+        if self._flight is None and self._buffer is not None:
+            self._buffering = False
+            self._unhook([self._buffer])
+
     def _summarize(self, files: list[Path]) -> None:
         try:
             from mindspeed_prof.analysis.summary import write_capture_summary
@@ -241,35 +325,68 @@ class Profiler:
         except Exception as err:
             log.warning("mindspeed-prof: could not summarise %s: %s", files, err)
 
-    def _open_range(self, name: str, kind: str) -> None:
-        sink = mstx.active_sink()
-        if sink is None:
-            return
-        try:
-            cm = sink.range(name, kind)
-            cm.__enter__()
-        except Exception as err:
-            self._fail("range", err)
-            return
-        self._ranges.append((name if kind == "stage" else kind, cm))
+    # -- ranges -------------------------------------------------------------------------
+    def _use_buffer(self) -> RangeBuffer:
+        if self._buffer is None:
+            self._buffer = RangeBuffer()
+            if self._flight is not None or self.cfg.flight_recorder_steps:
+                self._buffering = True
+                self._hook([self._buffer])
+        return self._buffer
 
-    def _close_range(self, key: str) -> None:
-        if not self._ranges or self._ranges[-1][0] != key:
-            return
-        _, cm = self._ranges.pop()
-        try:
-            cm.__exit__(None, None, None)
-        except Exception as err:
-            self._fail("range", err)
+    def _hook(self, sinks: list[RangeSink]) -> None:
+        for sink in sinks:
+            if not any(s is sink for s in self._added):
+                self._added.append(sink)
+                mstx.add_sink(sink)
 
-    def _flush_spans(self) -> None:
-        spans = self._backend.spans if self._backend is not None else None
-        if spans is None:
+    def _unhook(self, sinks: list[RangeSink]) -> None:
+        for sink in sinks:
+            mstx.remove_sink(sink)
+            self._added = [s for s in self._added if s is not sink]
+
+    def _drain(self) -> None:
+        """Hand what the buffer recorded to the flight recorder and the range file."""
+        buffer = self._buffer
+        if buffer is None or not buffer.events:
             return
-        try:
-            spans.flush()
-        except Exception as err:
-            self._fail("flush", err)
+        events = buffer.take()
+        if self._flight is not None:
+            self._flight.add(self._step, events)
+        if self._spans is not None:
+            self._spans.add(self._step, events)
+
+    def _open_range(self, kind: str, name: str) -> None:
+        entered = []
+        if self._capture_sinks:
+            label = f"{STEP_RANGE}#{self._step}" if kind == "step" else name
+            try:
+                for sink in self._capture_sinks:
+                    cm = sink.range(label, kind)
+                    cm.__enter__()
+                    entered.append(cm)
+            except Exception as err:
+                self._fail("range", err)
+        self._open.append([kind, name, perf_counter_ns(), entered])
+
+    def _close_range(self, kind: str, name: str) -> int | None:
+        """End the innermost open range if it is ``name``; its duration in ns, else None."""
+        top = self._open[-1] if self._open else None
+        if top is None or top[0] != kind or top[1] != name:
+            return None
+        self._open.pop()
+        for cm in reversed(top[3]):
+            try:
+                cm.__exit__(None, None, None)
+            except Exception as err:
+                self._fail("range", err)
+        t1 = perf_counter_ns()
+        if self._buffering and self._buffer is not None:
+            key = self._keys.get((name, kind))
+            if key is None:
+                key = self._keys[(name, kind)] = self._buffer.key(name, kind)
+            self._buffer.events.append((key, top[2], t1))
+        return t1 - int(top[2])
 
     def _fail(self, what: str, err: Exception) -> None:
         if self.cfg.strict:
@@ -282,7 +399,10 @@ class Profiler:
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         self.failed = True
         self._record = None
-        mstx.set_sink(None)
+        self._flight = None
+        self._end_capture_ranges()
+        self._buffering = False
+        self._unhook(list(self._added))
         backend = self._backend
         if backend is not None and what != "stop":
             try:
