@@ -100,7 +100,7 @@ class Profiler:
         self._capture_sinks: list[RangeSink] = []
         self._added: list[RangeSink] = []
         self._flight: FlightRecorder | None = None
-        self._flight_step: int | None = None  # the step whose failure was dumped already
+        self._flight_due = False  # a stage failed: dump when its step ends
         if cfg.flight_recorder_steps:
             self._flight = FlightRecorder(cfg.flight_recorder_steps, self._use_buffer())
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
@@ -212,8 +212,8 @@ class Profiler:
             return
         self._close_range("step", STEP_RANGE)
         self._drain()
-        if failed and self._flight_step != step:
-            self._flight_step = step
+        if (failed or self._flight_due) and self._flight is not None:
+            self._flight_due = False
             self.dump_flight("error")
         self._apply(self._sched.step_end(step, failed))
         spans = self._spans
@@ -227,9 +227,11 @@ class Profiler:
         if not self._live:
             return
         self._close_range("stage", stage)
-        if failed and self._flight is not None and self._flight_step != self._step:
-            self._flight_step = self._step
-            self.dump_flight("error")
+        if failed and self._flight is not None:
+            if any(entry[0] == "step" for entry in self._open):
+                self._flight_due = True  # dumped at the step's end, with the whole step
+            else:
+                self.dump_flight("error")
         self._apply(self._sched.stage_end(stage, step, failed))
 
     def _apply(self, actions: list[Action]) -> None:
