@@ -19,7 +19,8 @@ from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backe
 from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
-from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop
+from mindspeed_prof.capture.anomaly import AnomalyTrigger
+from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.capture.spans import STEP_RANGE, RangeBuffer, SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
@@ -103,8 +104,16 @@ class Profiler:
         self._flight_due = False  # a stage failed: dump when its step ends
         if cfg.flight_recorder_steps:
             self._flight = FlightRecorder(cfg.flight_recorder_steps, self._use_buffer())
+        self._anomaly: AnomalyTrigger | None = None
+        if cfg.anomaly_factor:
+            self._anomaly = AnomalyTrigger(cfg.anomaly_factor, cfg.anomaly_window,
+                                           cfg.anomaly_max_captures)
+        #: Anomalies seen (JSON-ready, for the manifest): rank, step, stage, time, median...
+        self.triggers: list[dict[str, Any]] = []
+        if not self.enabled and (self._flight or self._anomaly):
+            self.rank = _quiet_rank(rank)
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
-        self._live = self.plan.enabled or self._flight is not None
+        self._live = self.plan.enabled or self._flight is not None or self._anomaly is not None
         _current.set_current(self)
         if self._live:
             crash.watch(self)
@@ -210,11 +219,13 @@ class Profiler:
     def _step_end(self, step: int, failed: bool) -> None:
         if not self._live:
             return
-        self._close_range("step", STEP_RANGE)
+        took = self._close_range("step", STEP_RANGE)
         self._drain()
         if (failed or self._flight_due) and self._flight is not None:
             self._flight_due = False
             self.dump_flight("error")
+        if self._anomaly is not None and took is not None and not failed:
+            self._observe(step, None, took)
         self._apply(self._sched.step_end(step, failed))
         spans = self._spans
         if spans is not None:
@@ -226,13 +237,33 @@ class Profiler:
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
         if not self._live:
             return
-        self._close_range("stage", stage)
+        took = self._close_range("stage", stage)
+        if self._anomaly is not None and took is not None and not failed:
+            self._observe(self._step, stage, took)
         if failed and self._flight is not None:
             if any(entry[0] == "step" for entry in self._open):
                 self._flight_due = True  # dumped at the step's end, with the whole step
             else:
                 self.dump_flight("error")
         self._apply(self._sched.stage_end(stage, step, failed))
+
+    def _observe(self, step: int | None, stage: str | None, took_ns: int) -> None:
+        """Feed the anomaly trigger (steps measured under a capture are not representative)."""
+        if self._record is not None or self._anomaly is None:
+            return
+        found = self._anomaly.observe(step, stage, took_ns, self._sched.busy)
+        if found is None:
+            return
+        if len(self.triggers) < 1000:
+            self.triggers.append({**found.to_json(), "rank": self.rank})
+        if found.action != "capture":
+            return
+        log.warning("mindspeed-prof: rank %d step %s %s took %.1f ms, over %g x its median "
+                    "%.1f ms: capturing the next %d steps under %s", self.rank, step,
+                    stage or "(whole step)", found.duration_ms, found.factor, found.median_ms,
+                    self.cfg.anomaly_capture_steps, self.save_root / "triggered")
+        self.dump_flight("anomaly")
+        self._sched.request(Trigger("anomaly", self.cfg.anomaly_capture_steps))
 
     def _apply(self, actions: list[Action]) -> None:
         for action in actions:
@@ -257,8 +288,11 @@ class Profiler:
         capture = action.capture
         directory = self.role if capture.stage == ALL else safe_name(capture.stage, "stage")
         metadata = self._metadata(capture.stage, capture.step)
+        parts = ("triggered", directory) if capture.trigger else (directory,)
+        if capture.trigger:
+            metadata["trigger"] = capture.trigger
         try:
-            folder = inside(self.save_root, directory)
+            folder = inside(self.save_root, *parts)
             stem = _unused_stem(folder, self._stem(capture.step, capture.index))
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
             if self._backend is None:
@@ -271,6 +305,8 @@ class Profiler:
         self._record = dict(stage=capture.stage, step=capture.step, index=capture.index,
                             rank=self.rank, role=self.role, backend=self._backend.name,
                             steps=[], files=[], started=time.time())
+        if capture.trigger:
+            self._record["trigger"] = capture.trigger
         spans = self._backend.spans
         if spans is not None:  # the range file is fed from this profiler's buffer
             self._drain()
@@ -427,6 +463,14 @@ def _unused_stem(folder: Path, stem: str) -> str:
         n += 1
         candidate = f"{stem}_r{n}"
     return candidate
+
+
+def _quiet_rank(explicit: int | None) -> int:
+    """The rank for a profiler that is otherwise off: a bad ``RANK`` means 0, not an error."""
+    try:
+        return resolve_rank(explicit)
+    except ValueError:
+        return explicit or 0
 
 
 def current() -> Profiler:
