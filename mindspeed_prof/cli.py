@@ -159,6 +159,9 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("presets", help="every preset with its values")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_presets)
+    from mindspeed_prof.capture.command import add_parser as add_capture
+
+    add_capture(sub)
     return p
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -16,6 +17,7 @@ from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
+from mindspeed_prof.capture.control import ControlChannel, Request
 from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
@@ -87,6 +89,8 @@ class Profiler:
         self.failed = False
         self._sched = Scheduler(self.plan)
         self._backend = backend
+        self._active: Backend | None = None  # the running capture's backend
+        self._rank_arg = rank
         self._step: int | None = None
         self._record: CaptureRecord | None = None
         self._closed = False
@@ -114,6 +118,8 @@ class Profiler:
             self.rank = _quiet_rank(rank)
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or self._flight is not None or self._anomaly is not None
+        self._control = ControlChannel(self.save_root) if cfg.on_demand else None
+        self._requests: dict[str, Request] = {}
         _current.set_current(self)
         if self._live:
             crash.watch(self)
@@ -132,6 +138,11 @@ class Profiler:
         if self._live:
             return _StepScope(self, step)
         self._step = step
+        control = self._control
+        if control is not None and perf_counter_ns() >= control.due_ns:
+            self._check_control(step)  # a clock read per step otherwise
+            if self._live:
+                return _StepScope(self, step)
         return mstx._NOOP
 
     def stage(self, name: str) -> ContextManager[Any]:
@@ -149,6 +160,9 @@ class Profiler:
 
     # -- TrainerHook --------------------------------------------------------------------
     def on_step_start(self, step: int) -> None:
+        control = self._control
+        if control is not None and perf_counter_ns() >= control.due_ns:
+            self._check_control(step)
         if not self._live:
             self._step = step
             return
@@ -286,28 +300,41 @@ class Profiler:
         if self.failed:
             return
         capture = action.capture
+        trigger = self._sched.trigger if capture.trigger else None
+        request = self._requests.get(trigger.ident) if trigger is not None else None
         directory = self.role if capture.stage == ALL else safe_name(capture.stage, "stage")
         metadata = self._metadata(capture.stage, capture.step)
         parts = ("triggered", directory) if capture.trigger else (directory,)
         if capture.trigger:
             metadata["trigger"] = capture.trigger
+        backend: Backend | None = None
         try:
             folder = inside(self.save_root, *parts)
             stem = _unused_stem(folder, self._stem(capture.step, capture.index))
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
-            if self._backend is None:
-                self._backend = select_backend(self.cfg)
-            self._backend.start(target)
-            sinks = self._backend.sinks()
+            if request is not None and (request.level or request.preset or request.overrides):
+                backend = select_backend(self._variant(request))  # this capture only
+            else:
+                if self._backend is None:
+                    self._backend = select_backend(self.cfg)
+                backend = self._backend
+            backend.start(target)
+            self._active = backend
+            sinks = backend.sinks()
         except Exception as err:
+            self._active = backend  # stopped by _fail, whatever it started
+            if request is not None and self._control is not None:
+                self._control.ack(request, self.rank, self.role, "failed", message=str(err))
             self._fail("start", err)
             return
         self._record = dict(stage=capture.stage, step=capture.step, index=capture.index,
-                            rank=self.rank, role=self.role, backend=self._backend.name,
+                            rank=self.rank, role=self.role, backend=backend.name,
                             steps=[], files=[], started=time.time())
         if capture.trigger:
             self._record["trigger"] = capture.trigger
-        spans = self._backend.spans
+        if request is not None:
+            self._record["request"] = request.id
+        spans = backend.spans
         if spans is not None:  # the range file is fed from this profiler's buffer
             self._drain()
             spans.buffer = self._use_buffer()
@@ -318,25 +345,93 @@ class Profiler:
         self._capture_sinks = [s for s in sinks if s is not spans]
         self._hook(self._capture_sinks)
 
+    def _variant(self, request: Request) -> IntegratedConfig:
+        """The config with what an on-demand request changes: level, preset, options."""
+        from mindspeed_prof.config.presets import PRESETS
+        from mindspeed_prof.config.schema import Level
+
+        values: dict[str, Any] = {}
+        if request.preset:
+            values.update({k: v for k, v in PRESETS[request.preset][1].items()
+                           if k in _CAPTURE_FIELDS})
+        if request.level:
+            values["profile_level"] = Level[request.level]
+        values.update({k: v for k, v in request.overrides.items() if k in _CAPTURE_FIELDS})
+        return dataclasses.replace(self.cfg, **values)
+
     def _stop(self, action: Stop) -> None:
         record, self._record = self._record, None
+        backend, self._active = self._active, None
         self._end_capture_ranges()
-        if record is None or self._backend is None:
+        if record is None or backend is None:
             return
         record["reason"] = action.reason
         record["warmup_steps"] = [s for s in record["steps"] if self.plan.is_warmup(s)]
         try:
-            files = self._backend.stop()
+            files = backend.stop()
         except Exception as err:
             record["files"] = []
             self.captures.append(record)
+            self._acknowledge(record, "failed", str(err))
             self._fail("stop", err)
             return
         record["files"] = [str(f) for f in files]
         record["seconds"] = round(time.time() - record.pop("started"), 6)
         self.captures.append(record)
-        if self.cfg.profile_analysis and self._backend.name != "torch_npu":
+        self._acknowledge(record, "written")
+        if self.cfg.profile_analysis and backend.name != "torch_npu":
             self._summarize(files)
+
+    # -- on-demand requests -------------------------------------------------------------
+    def _check_control(self, step: int) -> None:
+        control = self._control
+        assert control is not None
+        control.due_ns = perf_counter_ns() + control.interval_ns
+        try:
+            if not self.enabled:  # the rank may be known only now (torch.distributed)
+                self.rank = _quiet_rank(self._rank_arg)
+            requests = control.poll(self.rank, self.role, step)
+        except Exception as err:  # a broken control folder never stops training
+            log.warning("mindspeed-prof: could not read capture requests: %s", err)
+            control.due_ns += 60 * control.interval_ns
+            return
+        for request in requests:
+            self._take_request(request, control)
+
+    def _take_request(self, request: Request, control: ControlChannel) -> None:
+        files: list[str] = []
+        if self.failed:
+            control.ack(request, self.rank, self.role, "failed",
+                        message="profiling failed earlier in this run")
+            return
+        if request.flight:
+            path = self.dump_flight("on_demand")
+            if path is not None:
+                files.append(str(path))
+            elif not request.steps:
+                control.ack(request, self.rank, self.role, "failed",
+                            message="the flight recorder is off (flight_recorder_steps: 0)")
+                return
+        if not request.steps:
+            control.ack(request, self.rank, self.role, "written", files)
+            return
+        self._requests[request.id] = request
+        self._sched.request(Trigger("on_demand", request.steps, stage=request.stage or ALL,
+                                    level=request.level, preset=request.preset,
+                                    ident=request.id))
+        control.ack(request, self.rank, self.role, "queued", files)
+        log.warning("mindspeed-prof: rank %d: capture request %s queued (%d steps)", self.rank,
+                    request.id, request.steps)
+        if not self._live:
+            self._live = True
+            crash.watch(self)
+
+    def _acknowledge(self, record: CaptureRecord, status: str, message: str = "") -> None:
+        request = self._requests.get(record.get("request", ""))
+        if request is None or self._control is None:
+            return
+        files = [f for c in self.captures if c.get("request") == request.id for f in c["files"]]
+        self._control.ack(request, self.rank, self.role, status, files, message)
 
     def _end_capture_ranges(self) -> None:
         """Close the capture's own ranges and sinks; the buffer goes on if the flight needs it."""
@@ -441,7 +536,7 @@ class Profiler:
         self._end_capture_ranges()
         self._buffering = False
         self._unhook(list(self._added))
-        backend = self._backend
+        backend, self._active = self._active, None
         if backend is not None and what != "stop":
             try:
                 backend.stop()
@@ -463,6 +558,12 @@ def _unused_stem(folder: Path, stem: str) -> str:
         n += 1
         candidate = f"{stem}_r{n}"
     return candidate
+
+
+#: Fields an on-demand request's level, preset or torch_npu options may change.
+_CAPTURE_FIELDS = ("mstx", "profile_level", "profile_with_memory", "profile_record_shapes",
+                   "profile_with_cpu", "profile_with_npu", "profile_with_module", "with_stack",
+                   "aic_metrics")
 
 
 def _quiet_rank(explicit: int | None) -> int:
