@@ -71,7 +71,7 @@ class _StageScope:
 
 
 class Profiler:
-    """Captures the steps, stages and ranks that ``profiler_config.integrated`` asks for.
+    """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
     ``ProfilerError`` instead); captures already written are never touched again.
@@ -127,7 +127,11 @@ class Profiler:
     @classmethod
     def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
                     backend: Backend | None = None) -> Profiler:
-        """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one."""
+        """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
+
+        ``role`` picks the section: ``integrated``'s settings with the role's own laid over
+        them; captures go under ``<save>/<role>/``. An unknown role raises ``ConfigError``.
+        """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
         return cls(checked, rank=rank, role=role, backend=backend)
@@ -198,6 +202,8 @@ class Profiler:
             self._apply(self._sched.close())
         self._live = False
         self._unhook(list(self._added))
+        _current.discard(self)
+        crash.unwatch(self)
 
     def dump_flight(self, reason: str = "request") -> Path | None:
         """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None."""
@@ -302,14 +308,18 @@ class Profiler:
         capture = action.capture
         trigger = self._sched.trigger if capture.trigger else None
         request = self._requests.get(trigger.ident) if trigger is not None else None
-        directory = self.role if capture.stage == ALL else safe_name(capture.stage, "stage")
+        # README's layout: <role>/ for whole steps; <stage>/, or <role>/<stage>/ for a role;
+        # unplanned captures the same under triggered/
+        directory = [self.role] if capture.stage == ALL or self.role != "integrated" else []
+        if capture.stage != ALL:
+            directory.append(safe_name(capture.stage, "stage"))
         metadata = self._metadata(capture.stage, capture.step)
-        parts = ("triggered", directory) if capture.trigger else (directory,)
         if capture.trigger:
+            directory.insert(0, "triggered")
             metadata["trigger"] = capture.trigger
         backend: Backend | None = None
         try:
-            folder = inside(self.save_root, *parts)
+            folder = inside(self.save_root, *directory)
             stem = _unused_stem(folder, self._stem(capture.step, capture.index))
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
             if request is not None and (request.level or request.preset or request.overrides):
@@ -574,12 +584,13 @@ def _quiet_rank(explicit: int | None) -> int:
         return explicit or 0
 
 
-def current() -> Profiler:
-    """The profiler of this process (set by the Hydra callback or ``from_config``).
+def current(role: str | None = None) -> Profiler:
+    """The profiler of this process (set by the Hydra callback or ``from_config``): the one
+    made last, or with ``role`` the open one of that role.
 
     Without one, a disabled profiler whose hooks all do nothing.
     """
-    prof = _current.get_current()
+    prof = _current.get_current(role)
     if prof is None:
-        prof = Profiler(IntegratedConfig())  # registers itself as current
+        prof = Profiler(IntegratedConfig(), role=role or "integrated")  # now current
     return prof  # type: ignore[no-any-return]

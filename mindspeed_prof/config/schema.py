@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Optional, get_type_hints
 
 __all__ = [
     "AicMetrics",
@@ -13,8 +13,11 @@ __all__ = [
     "IntegratedConfig",
     "Level",
     "ProfilerConfig",
+    "ROLES",
+    "RoleConfig",
     "Stage",
     "STAGES",
+    "stage_names",
 ]
 
 
@@ -32,6 +35,9 @@ class Stage(Enum):
 
 #: The RL stages in the order one training step runs them.
 STAGES: tuple[str, ...] = tuple(s.value for s in Stage if s is not Stage.all)
+
+#: The sections ``profiler_config`` may hold: MindSpeed-RL's ``integrated`` and verl's roles.
+ROLES: tuple[str, ...] = ("integrated", "actor", "rollout", "reference", "critic", "reward")
 
 
 class Level(Enum):
@@ -82,7 +88,7 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Stage = Stage.all
+    stage: Any = Stage.all  # one Stage name or a list of them (OmegaConf has no Union)
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1
@@ -112,8 +118,32 @@ class IntegratedConfig:
     max_disk_mb: int = 0
 
 
+#: A role's section: ``IntegratedConfig``'s fields, each ``None`` ("as in ``integrated``") until
+#: set, so ``profiler_config.actor.stage=actor_update`` changes only the actor's stage.
+RoleConfig = make_dataclass(
+    "RoleConfig",
+    [(name, Optional[hint], None) for name, hint in get_type_hints(IntegratedConfig).items()],
+)
+RoleConfig.__module__ = __name__
+RoleConfig.__doc__ = "``profiler_config.<role>``: what differs from ``integrated`` for one role."
+
+
 @dataclass
 class ProfilerConfig:
-    """``profiler_config``: one section per worker role; MindSpeed-RL has ``integrated``."""
+    """``profiler_config``: MindSpeed-RL's ``integrated`` section, and one per worker role.
+
+    A worker of role ``actor`` profiles with ``integrated``'s values overridden by ``actor``'s.
+    """
 
     integrated: IntegratedConfig = field(default_factory=IntegratedConfig)
+    actor: Any = field(default_factory=RoleConfig)
+    rollout: Any = field(default_factory=RoleConfig)
+    reference: Any = field(default_factory=RoleConfig)
+    critic: Any = field(default_factory=RoleConfig)
+    reward: Any = field(default_factory=RoleConfig)
+
+
+def stage_names(stage: Any) -> tuple[str, ...]:
+    """A checked ``stage`` value (one ``Stage`` or name, or a list of them) as names."""
+    items = stage if isinstance(stage, (list, tuple)) else [stage]
+    return tuple(str(getattr(s, "value", s)) for s in items)

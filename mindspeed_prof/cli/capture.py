@@ -19,7 +19,7 @@ from mindspeed_prof.capture.control import (
     ACKS, CONTROL, REQUESTS, Request, from_npu, read_acks, write_request)
 from mindspeed_prof.config.schema import Level, Stage
 
-__all__ = ["add_parser", "cmd_capture"]
+__all__ = ["add_parser", "run"]
 
 EXIT_OK, EXIT_NOTHING_WRITTEN, EXIT_NOT_RUNNING, EXIT_PARTIAL = 0, 1, 2, 3
 _DONE = ("written", "failed")
@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
                    help="a torch_npu dynamic-profiling profiler_config.json as the request")
     c.add_argument("--timeout", type=float, default=120.0,
                    help="seconds to wait for the job (default 120)")
-    c.set_defaults(func=cmd_capture)
+    c.set_defaults(func=run)
 
 
 def _request(args: argparse.Namespace) -> Request:
@@ -69,7 +69,7 @@ def _request(args: argparse.Namespace) -> Request:
                        flight=args.flight)
 
 
-def cmd_capture(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     target = str(args.target)
     if target.startswith("ray://"):
         print("mindspeed-prof: ray:// targets are not supported yet; pass the job's save root "

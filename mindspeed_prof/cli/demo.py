@@ -1,0 +1,23 @@
+"""``mindspeed-prof demo``: the demo RL trainer (a Hydra app; its overrides follow)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mindspeed_prof.cli.common import EXIT_OK
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    sub.add_parser("demo", help="run the demo RL trainer (Hydra overrides follow)")
+
+
+def run(overrides: list[str]) -> int:
+    """Hand the command line to the demo's Hydra app (argparse would reject its overrides)."""
+    from mindspeed_prof.demo.__main__ import main as demo
+
+    sys.argv = ["mindspeed-prof demo", *overrides]
+    demo()
+    return EXIT_OK
