@@ -22,10 +22,11 @@ from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
 from mindspeed_prof.capture.anomaly import AnomalyTrigger
+from mindspeed_prof.capture.budget import DiskBudget, bytes_under
 from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.capture.spans import STEP_RANGE, RangeBuffer, SpanRecorder
-from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.config.schema import IntegratedConfig, Level
 from mindspeed_prof.config.validate import validate
 from mindspeed_prof.formats import SPANS
 from mindspeed_prof.mstx import RangeSink
@@ -120,6 +121,9 @@ class Profiler:
         self._live = self.plan.enabled or self._flight is not None or self._anomaly is not None
         self._control = ControlChannel(self.save_root) if cfg.on_demand else None
         self._requests: dict[str, Request] = {}
+        self._budget = DiskBudget(cfg.max_disk_mb, self.save_root) if cfg.max_disk_mb else None
+        self._warned: set[str] = set()
+        self._skipped: CaptureRecord | None = None  # the record counting budget skips
         _current.set_current(self)
         if self._live:
             crash.watch(self)
@@ -317,13 +321,32 @@ class Profiler:
         if capture.trigger:
             directory.insert(0, "triggered")
             metadata["trigger"] = capture.trigger
+        cfg = self.cfg
+        if request is not None and (request.level or request.preset or request.overrides):
+            cfg = self._variant(request)
+        if self._budget is not None:
+            steps = (1 if capture.stage != ALL else trigger.steps if trigger is not None
+                     else self.plan.stop - capture.step)
+            level, why = self._budget.choose(cfg.profile_level.value, steps)
+            if level is None:
+                if request is not None and self._control is not None:
+                    self._control.ack(request, self.rank, self.role, "failed",
+                                      message=f"disk budget: {why}")
+                self._over_budget(capture, why)
+                return
+            if level != cfg.profile_level.value:
+                self._warn_once("lowered", f"mindspeed-prof: disk budget: capturing step "
+                                f"{capture.step} at {level} instead of {cfg.profile_level.value} "
+                                f"({why})")
+                cfg = dataclasses.replace(cfg, profile_level=Level[level])
+        metadata["level"] = cfg.profile_level.value
         backend: Backend | None = None
         try:
             folder = inside(self.save_root, *directory)
             stem = _unused_stem(folder, self._stem(capture.step, capture.index))
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
-            if request is not None and (request.level or request.preset or request.overrides):
-                backend = select_backend(self._variant(request))  # this capture only
+            if cfg is not self.cfg:
+                backend = select_backend(cfg)  # this capture only
             else:
                 if self._backend is None:
                     self._backend = select_backend(self.cfg)
@@ -339,7 +362,8 @@ class Profiler:
             return
         self._record = dict(stage=capture.stage, step=capture.step, index=capture.index,
                             rank=self.rank, role=self.role, backend=backend.name,
-                            steps=[], files=[], started=time.time())
+                            level=cfg.profile_level.value, steps=[], files=[],
+                            started=time.time())
         if capture.trigger:
             self._record["trigger"] = capture.trigger
         if request is not None:
@@ -355,10 +379,27 @@ class Profiler:
         self._capture_sinks = [s for s in sinks if s is not spans]
         self._hook(self._capture_sinks)
 
+    def _over_budget(self, capture: Any, why: str) -> None:
+        """Skip a capture the disk budget has no room for: one warning, one record (counted)."""
+        self._warn_once("skipped", f"mindspeed-prof: disk budget: skipping captures from step "
+                        f"{capture.step} on while there is no room ({why})")
+        if self._skipped is not None:
+            self._skipped["skipped_captures"] += 1
+            return
+        self._skipped = dict(stage=capture.stage, step=capture.step, index=capture.index,
+                             rank=self.rank, role=self.role, backend="none", steps=[],
+                             warmup_steps=[], files=[], reason="disk_budget", skipped=why,
+                             skipped_captures=1)
+        self.captures.append(self._skipped)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
     def _variant(self, request: Request) -> IntegratedConfig:
         """The config with what an on-demand request changes: level, preset, options."""
         from mindspeed_prof.config.presets import PRESETS
-        from mindspeed_prof.config.schema import Level
 
         values: dict[str, Any] = {}
         if request.preset:
@@ -389,6 +430,9 @@ class Profiler:
         record["seconds"] = round(time.time() - record.pop("started"), 6)
         self.captures.append(record)
         self._acknowledge(record, "written")
+        if self._budget is not None:
+            written = sum(bytes_under(Path(f)) for f in files if Path(f).exists())
+            self._budget.learn(record["level"], written, max(1, len(record["steps"])))
         if self.cfg.profile_analysis and backend.name != "torch_npu":
             self._summarize(files)
 
