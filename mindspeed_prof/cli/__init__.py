@@ -6,13 +6,13 @@ import argparse
 import sys
 from types import ModuleType
 
-from mindspeed_prof.cli import analyse, capture, compare, demo, presets, sweep
+from mindspeed_prof.cli import analyse, capture, compare, demo, doctor, presets, sweep
 
 __all__ = ["COMMANDS", "main", "parser"]
 
 #: Subcommand modules, in ``--help`` order. Each has ``add_parser(subparsers)``, which registers
 #: the command and sets ``func`` (args -> exit code). A new command is a module and a line here.
-COMMANDS: list[ModuleType] = [demo, analyse, compare, sweep, presets, capture]
+COMMANDS: list[ModuleType] = [demo, analyse, compare, sweep, presets, capture, doctor]
 
 DESCRIPTION = """\
 Exit codes of analyse and compare: 0 every capture was read; 1 nothing could be read
