@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,19 @@ def test_slow_step_captures_the_next_steps_under_triggered(
 def test_anomaly_off_by_default(tmp_path: Path) -> None:
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
     assert prof._anomaly is None and not prof._live
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("anomaly_factor", 0.5, "must be 0 (off) or a number > 1"),
+    ("anomaly_factor", -2.0, "must be 0 (off) or a number > 1"),
+    ("anomaly_window", 1, "must be an integer >= 2"),
+    ("anomaly_capture_steps", 0, "must be an integer >= 1"),
+    ("anomaly_max_captures", -1, "must be an integer >= 0"),
+    ("flight_recorder_steps", -3, "must be an integer >= 0"),
+])
+def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: str) -> None:
+    from mindspeed_prof.config.validate import ConfigError, validate
+
+    pattern = rf"profiler_config\.integrated\.{field}=.*{re.escape(message)}"
+    with pytest.raises(ConfigError, match=pattern):
+        validate({"integrated": {field: value}})
