@@ -1,21 +1,27 @@
 """Hot path: a recorded range, the off path and the per-step hooks, against nullcontext().
 
-Run alone with ``python -m benchmarks.hot_path [--quick]``. Each figure is the median of
-per-round ratios, the two sides measured back to back in the same round (this machine's
-noise moves both alike).
+- ``mstx.range()`` with nothing recording (goal 1.5x), recorded by the flight recorder with
+  the buffer drained every 10 ranges as a trainer's step end does (goal 2.5x), and recorded into
+  a range file with the time-gated flush check every 10 ranges (reported: the file's JSON is
+  formatted per range, which a tight loop of tiny steps pays in full).
+- ``prof.step(n)`` with profiling off, its on-demand check (a clock read) included (goal 1.5x).
+- The anomaly detector's cost per step (3 stages and the step), reported.
+Each figure is the median of per-round ratios, both sides timed back to back in each round.
+Alone: ``python -m benchmarks --only hot_path``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from benchmarks.report import Report
 
 __all__ = ["run"]
 
@@ -51,25 +57,24 @@ def _ratio(fn: Callable[[int], None], n: int, rounds: int) -> tuple[float, float
     return statistics.median(ratios), statistics.median(ours), statistics.median(base)
 
 
-def _row(figure: str, value: tuple[float, float, float], goal: float | None) -> dict[str, Any]:
-    ratio, ours, base = value
-    return {"figure": figure, "baseline": "contextlib.nullcontext()", "ratio": ratio,
-            "goal": f"<= {goal}x" if goal else "report",
-            "met": None if goal is None else ratio <= goal,
-            "detail": f"{ours:.0f} ns vs {base:.0f} ns"}
-
-
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    """Measure the hot-path figures, print one line each, and return them as rows."""
+def run(report: Report) -> None:
+    """Measure the hot-path figures into ``report``."""
     from mindspeed_prof import mstx
+    from mindspeed_prof.capture.anomaly import AnomalyDetector
     from mindspeed_prof.capture.profiler import Profiler
     from mindspeed_prof.capture.spans import SpanRecorder
 
-    n, rounds = (20_000, 7) if quick else (100_000, 15)
+    n, rounds = (20_000, 7) if report.quick else (100_000, 15)
     tmp = Path(tempfile.mkdtemp())
-    rows = []
 
-    def ranges(k: int) -> None:  # k ranges, a flush check every RANGES_PER_STEP
+    def add(figure: str, value: tuple[float, float, float], goal: float | None) -> None:
+        ratio, ours, base = value
+        report.add(figure, "contextlib.nullcontext()", ratio, goal,
+                   f"{ours:.0f} ns vs {base:.0f} ns")
+
+    step_end: Callable[[], None] = lambda: None  # noqa: E731 - set per figure below
+
+    def ranges(k: int) -> None:  # k ranges, a step end every RANGES_PER_STEP
         rng = mstx.range
         for _ in range(k // RANGES_PER_STEP):
             for _ in range(RANGES_PER_STEP):
@@ -77,52 +82,35 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                     pass
             step_end()
 
-    step_end: Callable[[], None] = lambda: None  # noqa: E731 - set per figure below
     mstx.set_sink(None)
-    rows.append(_row("mstx.range, nothing recording", _ratio(ranges, n, rounds), 1.5))
-
-    rec = SpanRecorder(tmp / "hot.mstx.trace.json", {"rank": 0})
-    mstx.add_sink(rec)
-    step_end = rec.flush_due
-    rows.append(_row(f"mstx.range recorded to a range file (flush check every "
-                     f"{RANGES_PER_STEP} ranges)", _ratio(ranges, n, rounds), 2.5))
-    mstx.remove_sink(rec)
-    rec.close()
+    add("mstx.range, nothing recording", _ratio(ranges, n, rounds), 1.5)
 
     prof = Profiler.from_config({"integrated": {"flight_recorder_steps": 5,
                                                 "profile_save_path": str(tmp)}}, rank=0)
     step_end = prof._drain
-    rows.append(_row(f"mstx.range recorded by the flight recorder (drained every "
-                     f"{RANGES_PER_STEP} ranges)", _ratio(ranges, n, rounds), 2.5))
+    add(f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds), 2.5)
     prof.close()
+
+    rec = SpanRecorder(tmp / "hot.mstx.trace.json", {"rank": 0})
+    mstx.add_sink(rec)
+    step_end = rec.flush_due
+    add(f"mstx.range recorded to a range file (flush check every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds), None)
+    mstx.remove_sink(rec)
+    rec.close()
 
     off = Profiler.from_config({"integrated": {"profile_save_path": str(tmp)}}, rank=0)
 
     def hooks(k: int) -> None:
-        step, stage = off.step, off.stage
+        step = off.step
         for i in range(k):
             with step(i):
                 pass
 
-    rows.append(_row("prof.step(n) with profiling off (on-demand check included)",
-                     _ratio(hooks, n, rounds), 1.5))
-    rows.extend(_detector_rows(n // 10, rounds))
-    for r in rows:
-        print(f"{r['ratio']:6.2f}x  {r['goal']:>8}  {'ok' if r['met'] in (True, None) else 'MISSED'}"
-              f"  {r['figure']} ({r['detail']})")
-    import shutil
+    add("prof.step(n), profiling off, on-demand check included", _ratio(hooks, n, rounds), 1.5)
+    off.close()
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    return rows
-
-
-def _detector_rows(n: int, rounds: int) -> list[dict[str, Any]]:
-    """Per-step cost of the anomaly detector and of the on-demand check (when present)."""
-    rows = []
-    try:
-        from mindspeed_prof.capture.anomaly import AnomalyDetector
-    except ImportError:
-        return rows
     det = AnomalyDetector(factor=2.0, window=20)
     stages = ("actor_generate", "actor_update", "critic_update")
 
@@ -133,10 +121,6 @@ def _detector_rows(n: int, rounds: int) -> list[dict[str, Any]]:
                 observe(s, 1_000_000 + i % 7)
             observe(None, 3_000_000 + i % 7)
 
-    rows.append(_row("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n, rounds),
-                     None))
-    return rows
-
-
-if __name__ == "__main__":
-    run(quick="--quick" in sys.argv)
+    add("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n // 10, rounds),
+        None)
+    shutil.rmtree(tmp, ignore_errors=True)

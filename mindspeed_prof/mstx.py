@@ -85,7 +85,6 @@ class _Fresh:
 _NOOP = _Noop()
 _sinks: tuple[RangeSink, ...] = ()
 _lock = threading.Lock()
-_caches: list[weakref.ref[_Cache]] = []  # one per thread that used range()
 
 
 def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[Any]:
@@ -99,6 +98,12 @@ def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[Any]:
 
 
 class _Cache(dict[str, ContextManager[Any]]):
+    """One thread's name -> context manager map, emptied whenever the sinks change."""
+
+    #: Every thread's cache (weakly). A class attribute, not a module global: it is derived
+    #: state, which tools that snapshot and restore this module's globals must not rewind.
+    registry: list[weakref.ref[_Cache]] = []
+
     def __missing__(self, name: str) -> ContextManager[Any]:
         with _lock:  # a sink change clears caches under the same lock: nothing stale stays
             if len(self) > _CACHE_LIMIT:
@@ -107,19 +112,22 @@ class _Cache(dict[str, ContextManager[Any]]):
         return cm
 
 
-class _Local(threading.local):
-    def __init__(self) -> None:
-        self.cache = _Cache()
-        with _lock:
-            _caches.append(weakref.ref(self.cache))
+_local = threading.local()  # .cache: this thread's _Cache
 
 
-_local = _Local()
+def _thread_cache() -> _Cache:
+    cache = _local.cache = _Cache()
+    with _lock:
+        _Cache.registry.append(weakref.ref(cache))
+    return cache
 
 
 def range(name: str) -> ContextManager[Any]:  # noqa: A001 - the public name users type
     """Context manager timing ``name`` in every recording profiler; free when none records."""
-    return _local.cache[name]
+    try:
+        return _local.cache[name]
+    except AttributeError:  # this thread's first range
+        return _thread_cache()[name]
 
 
 def mark(name: str) -> None:
@@ -136,7 +144,7 @@ def mstx_timer_decorator(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not _sinks:
             return func(*args, **kwargs)
-        with _local.cache[name]:  # the range ends in __exit__, i.e. also on exceptions
+        with range(name):  # the range ends in __exit__, i.e. also on exceptions
             return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -146,8 +154,8 @@ def _set(new: tuple[RangeSink, ...]) -> None:
     global _sinks
     with _lock:
         _sinks = new
-        live = [(ref, ref()) for ref in _caches]
-        _caches[:] = [ref for ref, cache in live if cache is not None]
+        live = [(ref, ref()) for ref in _Cache.registry]
+        _Cache.registry[:] = [ref for ref, cache in live if cache is not None]
         for _, cache in live:
             if cache is not None:
                 cache.clear()

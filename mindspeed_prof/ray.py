@@ -41,7 +41,7 @@ def worker_config(profiler_config: Any) -> dict[str, Any]:
     for role, section in plain.items():
         fields = {k: v for k, v in dict(section or {}).items() if v is not None}
         if role == "integrated" or fields:
-            config[role] = fields
+            config[str(role)] = fields
     for role, fields in config.items():
         if role == "integrated" or "profile_save_path" in fields:
             fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))

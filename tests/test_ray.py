@@ -93,13 +93,12 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
 
     from mindspeed_prof.config import ConfigError, ProfilerConfig
 
-    node = OmegaConf.structured(ProfilerConfig)
-    node.actor.stage = "actor_update"
-    node.rollout.profile_save_path = "roll"
+    node = OmegaConf.structured(ProfilerConfig(actor={"stage": "actor_update"},
+                                               rollout={"profile_save_path": "roll"}))
     cfg = worker_config(node)
     assert sorted(cfg) == ["actor", "integrated", "rollout"]
     assert cfg["actor"] == {"stage": "actor_update"}
     assert Path(cfg["rollout"]["profile_save_path"]).is_absolute()
-    node.critic.profile_step_start = 0
+    node.critic = {"profile_step_start": 0}
     with pytest.raises(ConfigError, match=r"profiler_config\.critic\.profile_step_start=0"):
         worker_config(node)

@@ -208,15 +208,18 @@ class ControlChannel:
         except ValueError as err:
             if time.time() - mtime_ns / 1e9 < _GRACE_S:
                 return None  # maybe still being written: looked at again next time
-            return self._ignore(path, key, f"not complete JSON ({err})")
+            self._ignore(path, key, f"not complete JSON ({err})")
+            return None
         try:
             if isinstance(data, dict) and "id" not in data and _NPU_KEYS & set(data):
                 data = from_npu(data, f"npu-{path.stem}-{mtime_ns}")
             request = Request.parse(data)
         except (ValueError, TypeError) as err:
-            return self._ignore(path, key, f"malformed: {err}")
+            self._ignore(path, key, f"malformed: {err}")
+            return None
         if request.expires < time.time():
-            return self._ignore(path, key, "expired (the command that wrote it gave up)")
+            self._ignore(path, key, "expired (the command that wrote it gave up)")
+            return None
         return request
 
     def _ignore(self, path: Path, key: str, why: str) -> None:

@@ -16,17 +16,18 @@ def set_current(profiler: Any) -> None:
         _by_role.clear()
         _latest.clear()
         return
-    discard(_by_role.get(profiler.role))
+    previous = _by_role.get(profiler.role)
+    if previous is not None:
+        discard(previous)
     _by_role[profiler.role] = profiler
     _latest.append(profiler)
 
 
 def discard(profiler: Any) -> None:
     """Forget ``profiler`` (it closed); the role's slot empties, ``current()`` falls back."""
-    if profiler is None:
-        return
-    if _by_role.get(profiler.role) is profiler:
-        del _by_role[profiler.role]
+    role = profiler.role
+    if _by_role.get(role) is profiler:
+        del _by_role[role]
     _latest[:] = [p for p in _latest if p is not profiler]
 
 

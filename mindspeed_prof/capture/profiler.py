@@ -13,22 +13,21 @@ from types import TracebackType
 from typing import Any, ContextManager
 
 from mindspeed_prof import mstx
-from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
+from mindspeed_prof.capture.anomaly import AnomalyTrigger
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
+from mindspeed_prof.capture.budget import DiskBudget, bytes_under
 from mindspeed_prof.capture.control import ControlChannel, Request
 from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import host_name, inside, safe_name
-from mindspeed_prof.capture.anomaly import AnomalyTrigger
-from mindspeed_prof.capture.budget import DiskBudget, bytes_under
 from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.capture.spans import STEP_RANGE, RangeBuffer, SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig, Level
 from mindspeed_prof.config.validate import validate
-from mindspeed_prof.formats import SPANS
+from mindspeed_prof.formats import SPANS, anchor
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["CaptureRecord", "Profiler", "ProfilerError", "TrainerHook", "current"]
@@ -446,7 +445,7 @@ class Profiler:
                 self.rank = _quiet_rank(self._rank_arg)
             requests = control.poll(self.rank, self.role, step)
         except Exception as err:  # a broken control folder never stops training
-            log.warning("mindspeed-prof: could not read capture requests: %s", err)
+            self._warn_once("control", f"mindspeed-prof: could not read capture requests: {err}")
             control.due_ns += 60 * control.interval_ns
             return
         for request in requests:
@@ -540,8 +539,13 @@ class Profiler:
         events = buffer.take()
         if self._flight is not None:
             self._flight.add(self._step, events)
-        if self._spans is not None:
-            self._spans.add(self._step, events)
+        spans = self._spans
+        if spans is not None:
+            try:
+                spans.add(self._step, events)
+            except Exception as err:
+                self._spans = None  # _fail drains again: not into this one
+                self._fail("flush", err)
 
     def _open_range(self, kind: str, name: str) -> None:
         entered = []
@@ -637,4 +641,5 @@ def current(role: str | None = None) -> Profiler:
     prof = _current.get_current(role)
     if prof is None:
         prof = Profiler(IntegratedConfig(), role=role or "integrated")  # now current
-    return prof  # type: ignore[no-any-return]
+    assert isinstance(prof, Profiler)
+    return prof

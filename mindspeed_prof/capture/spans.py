@@ -35,12 +35,12 @@ class _Range:
         starts: list[int] = []
         self._key, self._push, self._pop, self._append = key, starts.append, starts.pop, append
 
-    def __enter__(self) -> None:
-        self._push(perf_counter_ns())
+    def __enter__(self, _now: Callable[[], int] = perf_counter_ns) -> None:
+        self._push(_now())
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        t1 = perf_counter_ns()
-        self._append((self._key, self._pop(), t1))
+    def __exit__(self, exc_type: object, exc: object, tb: object,
+                 _now: Callable[[], int] = perf_counter_ns) -> None:
+        self._append((self._key, self._pop(), _now()))
 
 
 class RangeBuffer:

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.control import (
-    ACKS, CONTROL, REQUESTS, Request, from_npu, read_acks, write_request)
+    ACKS,
+    CONTROL,
+    REQUESTS,
+    Request,
+    from_npu,
+    read_acks,
+    write_request,
+)
 from mindspeed_prof.config.schema import Level, Stage
 
 __all__ = ["add_parser", "run"]
@@ -62,7 +69,8 @@ def _request(args: argparse.Namespace) -> Request:
         try:
             ranks = sorted({int(r) for r in args.ranks.split(",") if r.strip()})
         except ValueError:
-            raise ValueError(f"--ranks={args.ranks!r}: comma-separated integers, e.g. 0,3") from None
+            raise ValueError(f"--ranks={args.ranks!r}: comma-separated integers, "
+                             "e.g. 0,3") from None
     steps = args.steps if args.steps is not None else (0 if args.flight else 2)
     return Request.new(args.timeout, steps=steps, ranks=ranks, role=args.role,
                        stage=args.stage, level=args.level, preset=args.preset,

@@ -1,23 +1,33 @@
-"""What the subcommands share: exit codes and reading captures with a progress bar."""
+"""What the subcommands share: exit codes, one-line errors, reading captures with a progress bar."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "exit_code", "read_captures"]
+__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "error", "exit_code",
+           "read_captures"]
 
-EXIT_OK, EXIT_NOTHING, EXIT_SKIPPED = 0, 1, 3
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
 
 
-def read_captures(path: Path, margin: float, quiet: bool) -> Any:
+def error(message: str) -> None:
+    """One line on stderr, prefixed with the program's name."""
+    print(f"mindspeed-prof: {message}", file=sys.stderr)
+
+
+def read_captures(path: Path, margin: float | None = None, quiet: bool = True) -> Any:
+    """``analyse(path)`` with a transient progress bar (none when ``quiet``)."""
+    from rich.console import Console
     from rich.progress import Progress
 
-    from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse
 
-    with Progress(transient=True, disable=quiet) as bar:
+    stderr = Console(stderr=True)
+    with Progress(console=stderr, transient=True, disable=quiet or not stderr.is_terminal) as bar:
         task = bar.add_task(f"reading {path}", total=None)
-        return analyse(path, margin=margin,
+        return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
                        progress=lambda i, n: bar.update(task, completed=i, total=n))
 
 

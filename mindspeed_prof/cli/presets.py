@@ -9,39 +9,51 @@ from typing import Any
 
 from mindspeed_prof.cli.common import EXIT_OK
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "changed_values", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    r = sub.add_parser("presets", help="every preset with its values")
-    r.add_argument("--json", action="store_true")
+    r = sub.add_parser(
+        "presets", help="every preset, the question it answers and what it changes",
+        description="List the profiler=<preset> choices with the values each sets that differ "
+                    "from profiler_config.integrated's defaults (--json: every value).")
+    r.add_argument("--json", action="store_true",
+                   help="every preset with all its values on stdout")
     r.set_defaults(func=run)
+
+
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value)
+
+
+def changed_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The preset's values that differ from the schema's defaults, as YAML would write them."""
+    from dataclasses import asdict
+
+    from mindspeed_prof.config.schema import IntegratedConfig
+
+    defaults = asdict(IntegratedConfig())
+    return {k: str(v).lower() if isinstance(v, bool) else _plain(v)
+            for k, v in fields.items() if _plain(v) != _plain(defaults.get(k))}
 
 
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from rich.console import Console
-    from rich.table import Table
-
     from mindspeed_prof.config.presets import PRESETS
     from mindspeed_prof.config.schema import IntegratedConfig
 
-    defaults = asdict(IntegratedConfig())
     if args.json:
-        out = {name: {"question": q, **{k: getattr(v, "value", v) for k, v in
-                                        {**defaults, **fields}.items()}}
+        defaults = asdict(IntegratedConfig())
+        out = {name: {"question": q, **{k: _plain(v) for k, v in {**defaults, **fields}.items()}}
                for name, (q, fields) in PRESETS.items()}
         json.dump(out, sys.stdout, indent=2)
         print()
         return EXIT_OK
-    table = Table(title="profiler=<preset> (values that differ from the defaults)",
-                  show_lines=True)
-    table.add_column("preset")
-    table.add_column("question it answers")
-    table.add_column("values")
-    for name, (question, fields) in PRESETS.items():
-        values = "\n".join(f"{k}: {getattr(v, 'value', v)}" for k, v in fields.items())
-        table.add_row(name, question, values or "(defaults)")
-    Console().print(table)
+    from rich.console import Console
+
+    from mindspeed_prof.analysis.render import print_presets
+
+    print_presets([(name, q, changed_values(fields)) for name, (q, fields) in PRESETS.items()],
+                  Console())
     return EXIT_OK

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Optional, get_type_hints
+from typing import Any
 
 __all__ = [
     "AicMetrics",
@@ -14,7 +14,6 @@ __all__ = [
     "Level",
     "ProfilerConfig",
     "ROLES",
-    "RoleConfig",
     "Stage",
     "STAGES",
     "stage_names",
@@ -118,29 +117,22 @@ class IntegratedConfig:
     max_disk_mb: int = 0
 
 
-#: A role's section: ``IntegratedConfig``'s fields, each ``None`` ("as in ``integrated``") until
-#: set, so ``profiler_config.actor.stage=actor_update`` changes only the actor's stage.
-RoleConfig = make_dataclass(
-    "RoleConfig",
-    [(name, Optional[hint], None) for name, hint in get_type_hints(IntegratedConfig).items()],
-)
-RoleConfig.__module__ = __name__
-RoleConfig.__doc__ = "``profiler_config.<role>``: what differs from ``integrated`` for one role."
-
-
 @dataclass
 class ProfilerConfig:
     """``profiler_config``: MindSpeed-RL's ``integrated`` section, and one per worker role.
 
-    A worker of role ``actor`` profiles with ``integrated``'s values overridden by ``actor``'s.
+    A role's section holds only what differs from ``integrated`` (any of its fields, checked
+    the same way); a worker of that role profiles with ``integrated``'s values overridden by
+    them. Role sections are plain mappings so that storing this schema stays cheap at every
+    Hydra app's start (``presets.register`` lets the command line add keys to them).
     """
 
     integrated: IntegratedConfig = field(default_factory=IntegratedConfig)
-    actor: Any = field(default_factory=RoleConfig)
-    rollout: Any = field(default_factory=RoleConfig)
-    reference: Any = field(default_factory=RoleConfig)
-    critic: Any = field(default_factory=RoleConfig)
-    reward: Any = field(default_factory=RoleConfig)
+    actor: dict[str, Any] = field(default_factory=dict)
+    rollout: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+    critic: dict[str, Any] = field(default_factory=dict)
+    reward: dict[str, Any] = field(default_factory=dict)
 
 
 def stage_names(stage: Any) -> tuple[str, ...]:

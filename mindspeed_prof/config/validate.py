@@ -14,7 +14,6 @@ from mindspeed_prof.config.schema import (
     IntegratedConfig,
     Level,
     ProfilerConfig,
-    RoleConfig,
     Stage,
 )
 
@@ -72,10 +71,10 @@ def _is_set(section: Any) -> bool:
 
 
 def _items(section: Any) -> dict[str, Any]:
-    if isinstance(section, (IntegratedConfig, RoleConfig)):
+    if isinstance(section, IntegratedConfig):
         return {name: getattr(section, name) for name in _FIELDS}
     if isinstance(section, DictConfig):
-        return {str(k): v for k, v in OmegaConf.to_container(section, resolve=True).items()}
+        section = OmegaConf.to_container(section, resolve=True)
     if isinstance(section, Mapping):
         return {str(k): v for k, v in section.items()}
     raise ConfigError(f"expected a mapping, got {type(section).__name__}")
@@ -96,7 +95,7 @@ def _checked(base: Any, over: Any, role: str) -> IntegratedConfig:
 
 
 def _merge(section: Any, role: str, base: DictConfig | None = None) -> IntegratedConfig:
-    if isinstance(section, (IntegratedConfig, RoleConfig)):
+    if isinstance(section, IntegratedConfig):
         section = _items(section)
     if isinstance(section, (Mapping, DictConfig)):
         unknown = [str(k) for k in section if k not in _FIELDS]  # Hydra's "+key=" can add them

@@ -154,6 +154,7 @@ def test_dpo_warmup_collects_end_minus_start_plus_one_steps() -> None:
 
 def test_profile_off_plan_is_disabled() -> None:
     assert not CapturePlan.from_config(IntegratedConfig(), 0).enabled
+    assert list(CapturePlan(enabled=False, start=2, end=4).captured_steps()) == []
 
 
 def test_plan_takes_one_stage_or_a_list() -> None:

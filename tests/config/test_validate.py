@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -158,3 +160,15 @@ def test_unknown_role_lists_allowed_roles() -> None:
     with pytest.raises(ConfigError, match=r"role 'actress': unknown; allowed roles: integrated, "
                                           r"actor, rollout, reference, critic, reward"):
         validate({"integrated": {}}, "actress")
+
+
+def test_readme_role_example() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### verl-style roles"):]
+    block = section[section.index("```yaml\n") + 8:section.index("```\n", 8)]
+    cfg = OmegaConf.create(block).profiler_config
+    actor, rollout = validate(cfg, "actor"), validate(cfg, "rollout")
+    assert actor.stage == [Stage.actor_compute_log_prob, Stage.actor_update]
+    assert actor.profile_level is Level.level1 and actor.profile_ranks == "all"
+    assert rollout.stage is Stage.actor_generate and rollout.profile_ranks == [0]
+    assert (rollout.profile_step_start, rollout.profile_step_end) == (2, 4)
