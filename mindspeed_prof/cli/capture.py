@@ -1,10 +1,4 @@
-"""``mindspeed-prof capture TARGET``: start a capture in a running job, wait until it is written.
-
-Exit codes: 0 the capture was written (every rank asked, when ``--ranks`` is given); 1 a rank
-took the request but wrote nothing before the timeout; 2 bad usage, or no job took the
-request before the timeout (not running, ``on_demand: false``, or not calling the hooks);
-3 some ranks wrote their capture and others failed.
-"""
+"""``mindspeed-prof capture TARGET``: start a capture in a running job, wait until it is written."""
 
 from __future__ import annotations
 
@@ -31,12 +25,23 @@ __all__ = ["add_parser", "run"]
 EXIT_OK, EXIT_NOTHING_WRITTEN, EXIT_NOT_RUNNING, EXIT_PARTIAL = 0, 1, 2, 3
 _DONE = ("written", "failed")
 _SETTLE_S = 3.0  # without --ranks: wait this long after the last rank reported
+DESCRIPTION = """\
+Capture the next steps of a running job without a restart. The job takes the
+request at a step start (it looks at most once a second), whatever its preset,
+while on_demand is true.
+
+exit codes:
+  0  every rank that took the request wrote its capture
+  1  a rank took the request but wrote nothing before the timeout
+  2  bad usage, or no job took the request before the timeout
+  3  some ranks wrote their capture, others failed
+"""
 
 
 def add_parser(sub: Any) -> None:
     """Register ``capture`` on the CLI's sub-parsers."""
     c = sub.add_parser("capture", help="capture the next steps of a running job, now",
-                       description=__doc__,
+                       description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("target", help="the job's save root (profile_save_path)")
     c.add_argument("--steps", type=int,

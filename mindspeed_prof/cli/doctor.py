@@ -1,8 +1,4 @@
-"""``mindspeed-prof doctor ROOT``: a run's captures checked, one line per finding.
-
-Exit codes: 0 healthy; 3 something is wrong (each finding on its own line); 1 ROOT does not
-exist.
-"""
+"""``mindspeed-prof doctor ROOT``: a run's captures checked, one line per finding."""
 
 from __future__ import annotations
 
@@ -16,10 +12,21 @@ from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 
 __all__ = ["add_parser", "run"]
 
+DESCRIPTION = """\
+A run's captures checked before anyone opens a trace: missing ranks, empty,
+truncated or temporary files, windows that captured nothing, clock skew between
+hosts; then disk used per rank and triggered captures.
+
+exit codes:
+  0  healthy
+  1  no such directory
+  3  findings (one line each)
+"""
+
 
 def add_parser(sub: Any) -> None:
     d = sub.add_parser("doctor", help="health check of a run's captures (exit 3 on findings)",
-                       description=__doc__,
+                       description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("root", help="a save root (profile_save_path)")
     d.add_argument("--json", action="store_true", help="machine-readable output on stdout")

@@ -194,3 +194,31 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
     assert "rank 0 (integrated): written" in out
     assert len(list((root / "triggered" / "integrated").iterdir())) == 1
     assert any(p.name.endswith(".mstx.trace.json") for p in (root / "flight").iterdir())
+
+
+class RayWorker:
+    def __init__(self, rank: int, cfg: dict[str, Any]) -> None:
+        from mindspeed_prof.ray import ProfilerMixin
+
+        self.mixin = ProfilerMixin()
+        self.mixin.init_profiler(cfg, rank=rank)
+
+    def steps(self, first: int, last: int) -> list[dict[str, Any]]:
+        prof = self.mixin.profiler
+        for step in range(first, last + 1):
+            with prof.step(step), prof.stage("actor_update"):
+                pass
+        prof.close()
+        return prof.captures
+
+
+def test_ray_workers_take_requests_for_their_rank(ray_cluster: Any, tmp_path: Path) -> None:
+    from mindspeed_prof.ray import worker_config
+
+    ray = ray_cluster
+    req = request(tmp_path, steps=1, ranks=[1])
+    cfg = worker_config({"integrated": {"profile_save_path": str(tmp_path), "backend": "none"}})
+    workers = [ray.remote(RayWorker).remote(rank, cfg) for rank in range(2)]
+    captures = ray.get([w.steps.remote(1, 3) for w in workers])
+    assert captures[0] == [] and [c["request"] for c in captures[1]] == [req.id]
+    assert [a["rank"] for a in read_acks(tmp_path, req.id)] == [1]
