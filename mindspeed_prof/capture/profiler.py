@@ -204,6 +204,7 @@ class Profiler:
         if self._live:
             self._apply(self._sched.close())
         self._live = False
+        self._control = None  # a closed profiler takes no more requests
         self._unhook(list(self._added))
         _current.discard(self)
         crash.unwatch(self)

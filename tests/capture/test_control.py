@@ -149,6 +149,14 @@ def test_on_demand_off(tmp_path: Path) -> None:
     assert prof._control is None and prof.captures == []
 
 
+def test_closed_profiler_takes_no_requests(tmp_path: Path) -> None:
+    prof = make(tmp_path)
+    prof.close()
+    req = request(tmp_path, steps=1)
+    run(prof, range(1, 3))
+    assert prof.captures == [] and read_acks(tmp_path, req.id) == []
+
+
 def test_request_fields_are_checked() -> None:
     with pytest.raises(ValueError, match="steps=0"):
         Request.new(1, steps=0)
