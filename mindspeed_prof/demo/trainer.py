@@ -31,8 +31,9 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         owns_ray = not ray.is_initialized()
         if owns_ray:
             with _without_token_notice():
-                ray.init(num_cpus=max(n, 1), include_dashboard=False, log_to_driver=True,
-                         configure_logging=False)
+                # address="local": the demo's own cluster, even where `ray start` runs one
+                ray.init(address="local", num_cpus=max(n, 1), include_dashboard=False,
+                         log_to_driver=True, configure_logging=False)
         remote = ray.remote(num_cpus=1)(IntegratedWorker)
         workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
         call = lambda method, *a: ray.get([getattr(w, method).remote(*a) for w in workers])  # noqa: E731
