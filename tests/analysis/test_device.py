@@ -177,3 +177,18 @@ def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_pa
                     "Top host ops", "Custom ranges"):
         assert section in html
     assert "<script" not in html and "<link" not in html and 'src="http' not in html
+
+
+def test_torch_npu_rows_without_copies_print_chart_and_compare(tmp_path: Path, capsys) -> None:
+    from capture_fixtures import npu_text
+
+    npu_text(tmp_path / "a", rank=0)
+    npu_text(tmp_path / "b", rank=0)
+    (row,) = analyse(tmp_path / "a").device()
+    assert row["memcpy_ms"] is None and row["compute_ms"] == 8.0  # from step_trace_time.csv
+    assert main(["analyse", str(tmp_path / "a"), "--html", str(tmp_path / "r.html")]) == 0
+    assert "Device time per step" in capsys.readouterr().out
+    assert "id='device'" in (tmp_path / "r.html").read_text()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    (dev,) = json.loads(capsys.readouterr().out)["device"]
+    assert dev["a_compute_ms"] == dev["b_compute_ms"] == 8.0 and dev["a_memcpy_ms"] is None
