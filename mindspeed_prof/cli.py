@@ -1,4 +1,4 @@
-"""``mindspeed-prof``: demo, analyse, compare, sweep and presets.
+"""``mindspeed-prof``: demo, analyse, timeline, compare, sweep and presets.
 
 Exit codes of ``analyse`` and ``compare``: 0 every capture was read; 1 nothing could be read
 (or the path does not exist); 3 some files were skipped (each named on stderr); 2 bad usage.
@@ -51,6 +51,29 @@ def cmd_analyse(args: argparse.Namespace) -> int:
         print()
     else:
         print_analysis(result, Console(), top=args.top)
+    return _exit_code(result)
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from mindspeed_prof.analysis.timeline import StepWindow, parse_ranks, parse_steps, write_timeline
+
+    try:
+        steps = parse_steps(args.steps) if args.steps else StepWindow()
+        detail = parse_ranks(args.detail) if args.detail else frozenset()
+    except ValueError as err:
+        print(f"mindspeed-prof: {err}", file=sys.stderr)
+        return 2
+    result = _analyse(Path(args.root), 0.2, False)
+    for b in result.bad:
+        print(f"mindspeed-prof: skipped {b}", file=sys.stderr)
+    if not result.traces:
+        print(f"mindspeed-prof: {args.root}: no captures to merge", file=sys.stderr)
+        return EXIT_NOTHING
+    timeline = write_timeline(result.traces, Path(args.output), detail, steps)
+    for w in timeline.warnings:
+        print(f"mindspeed-prof: {w}", file=sys.stderr)
+    print(f"timeline: {timeline.path} ({len(timeline.tracks)} tracks, {timeline.events:,} events, "
+          f"{timeline.bytes / 1e6:,.1f} MB); open it in ui.perfetto.dev or chrome://tracing")
     return _exit_code(result)
 
 
@@ -144,6 +167,14 @@ def parser() -> argparse.ArgumentParser:
                    help="straggler margin over the median (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, help="ops listed by self time")
     a.set_defaults(func=cmd_analyse)
+    t = sub.add_parser("timeline", help="every capture merged into one Chrome trace")
+    t.add_argument("root", help="a save root, a job or multirun dir")
+    t.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the merged trace (.json, or .json.gz to compress it)")
+    t.add_argument("--detail", metavar="RANKS",
+                   help="add operator and kernel events for these ranks (0,3,8-11 or all)")
+    t.add_argument("--steps", metavar="A:B", help="only steps A..B-1 (A: and :B work too)")
+    t.set_defaults(func=cmd_timeline)
     c = sub.add_parser("compare", help="two runs side by side, regressions flagged")
     c.add_argument("a")
     c.add_argument("b")

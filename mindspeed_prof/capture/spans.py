@@ -54,7 +54,10 @@ class SpanRecorder:
         self._steps: dict[int | None, str] = {}
         head = {"schemaVersion": 1, "displayTimeUnit": "ms",
                 "distributedInfo": {"rank": metadata.get("rank", 0)},
-                "mindspeed_prof": {"kind": "spans", **metadata}}
+                "mindspeed_prof": {"kind": "spans", **metadata,
+                                   # ts are wall-clock based: the (wall, trace clock) pair
+                                   "clock": {"wall_ns": self._wall0_ns,
+                                             "trace_ns": self._wall0_ns}}}
         header = json.dumps(head)[:-1].encode() + b', "traceEvents": ['
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "wb")  # noqa: SIM115 - kept open for in-place appends
