@@ -17,15 +17,35 @@ __all__ = ["main"]
 EXIT_OK, EXIT_NOTHING, EXIT_SKIPPED = 0, 1, 3
 
 
-def _analyse(path: Path, margin: float, quiet: bool) -> Any:
-    from rich.progress import Progress
+def _analyse(path: Path, margin: float, quiet: bool, jobs: int | None = None) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.parallel import default_jobs
 
-    with Progress(transient=True, disable=quiet) as bar:
-        task = bar.add_task(f"reading {path}", total=None)
-        return analyse(path, margin=margin,
-                       progress=lambda i, n: bar.update(task, completed=i, total=n))
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[files]}"),
+               DownloadColumn(), TimeRemainingColumn())
+    console = Console(stderr=True)
+    with Progress(*columns, console=console, transient=True,
+                  disable=quiet or not console.is_terminal) as bar:
+        task = bar.add_task(f"reading {path}", total=None, files="")
+
+        def progress(files: int, all_files: int, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
+
+        return analyse(path, margin=margin, progress=progress,
+                       jobs=default_jobs() if jobs is None else jobs)
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of processes, 1 or more")
+    return jobs
 
 
 def _exit_code(*results: Any) -> int:
@@ -39,7 +59,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
     from mindspeed_prof.analysis.render import print_analysis
 
-    result = _analyse(Path(args.path), args.margin, args.json)
+    result = _analyse(Path(args.path), args.margin, args.json, args.jobs)
     for b in result.bad:
         print(f"mindspeed-prof: skipped {b}", file=sys.stderr)
     if args.html:
@@ -63,7 +83,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"mindspeed-prof: {err}", file=sys.stderr)
         return 2
-    result = _analyse(Path(args.root), 0.2, False)
+    result = _analyse(Path(args.root), 0.2, False, args.jobs)
     for b in result.bad:
         print(f"mindspeed-prof: skipped {b}", file=sys.stderr)
     if not result.traces:
@@ -166,6 +186,8 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--margin", type=float, default=0.2,
                    help="straggler margin over the median (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, help="ops listed by self time")
+    jobs_help = "processes that read captures (default: the CPU count, at most 8)"
+    a.add_argument("--jobs", "-j", type=_jobs, metavar="N", help=jobs_help)
     a.set_defaults(func=cmd_analyse)
     t = sub.add_parser("timeline", help="every capture merged into one Chrome trace")
     t.add_argument("root", help="a save root, a job or multirun dir")
@@ -174,6 +196,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--detail", metavar="RANKS",
                    help="add operator and kernel events for these ranks (0,3,8-11 or all)")
     t.add_argument("--steps", metavar="A:B", help="only steps A..B-1 (A: and :B work too)")
+    t.add_argument("--jobs", "-j", type=_jobs, metavar="N", help=jobs_help)
     t.set_defaults(func=cmd_timeline)
     c = sub.add_parser("compare", help="two runs side by side, regressions flagged")
     c.add_argument("a")
@@ -202,7 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         demo()
         return EXIT_OK
     args = parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("mindspeed-prof: interrupted (no partial output or cache entry left)",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

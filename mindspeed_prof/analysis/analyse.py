@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
@@ -136,9 +136,10 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def analyse(root: Path | str, margin: float = DEFAULT_MARGIN,
-            progress: Callable[[int, int], None] | None = None) -> Analysis:
-    """Read every capture below ``root``; unreadable ones are listed in ``Analysis.bad``."""
+def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
+            jobs: int = 1, cache: bool = True) -> Analysis:
+    """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache);
+    unreadable ones are listed in ``Analysis.bad``."""
     root = Path(root)
     result = Analysis(root=root if root.is_dir() else root.parent, margin=margin)
     try:
@@ -146,13 +147,11 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN,
     except BadFile as err:
         result.bad.append(str(err))
         return result
-    for i, path in enumerate(paths):
-        try:
-            result.traces.append(read(path, result.root))
-        except BadFile as err:
-            result.bad.append(str(err))
-        if progress is not None:
-            progress(i + 1, len(paths))
+    for data in read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress):
+        if isinstance(data, str):
+            result.bad.append(data)
+        else:
+            result.traces.append(data)
     return result
 
 
