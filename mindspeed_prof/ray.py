@@ -17,29 +17,40 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from mindspeed_prof.capture.profiler import Profiler
-from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
+from mindspeed_prof.config.schema import ROLES
 from mindspeed_prof.config.validate import validate
+from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["ProfilerMixin", "collect", "save_root", "worker_config", "write_cluster_summary"]
 
 
-
 def worker_config(profiler_config: Any) -> dict[str, Any]:
-    """``profiler_config`` as a plain dict for workers: validated, interpolations resolved,
-    and the save path made absolute (anchored in the Hydra job's output dir)."""
+    """``profiler_config`` as a plain dict for workers: every section validated, interpolations
+    resolved, unset role fields dropped and save paths made absolute (anchored in the Hydra
+    job's output dir). Each worker picks its section with ``init_profiler(..., role=...)``."""
     if OmegaConf.is_config(profiler_config):
         plain = OmegaConf.to_container(profiler_config, resolve=True, enum_to_str=True)
     else:
         plain = dict(profiler_config)
-    checked = validate(plain)
-    section = dict(plain.get("integrated", plain))
-    section["profile_save_path"] = str(anchor(checked.profile_save_path))
-    return {"integrated": section}
+    assert isinstance(plain, dict)
+    validate(plain)  # every section that sets something; raises ConfigError naming the key
+    if not any(role in plain for role in ROLES):
+        plain = {"integrated": plain}  # one section given on its own
+    config: dict[str, Any] = {}
+    for role, section in plain.items():
+        fields = {k: v for k, v in dict(section or {}).items() if v is not None}
+        if role == "integrated" or fields:
+            config[str(role)] = fields
+    for role, fields in config.items():
+        if role == "integrated" or "profile_save_path" in fields:
+            fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))
+    return config
 
 
-def save_root(config: dict[str, Any]) -> Path:
-    return Path(config["integrated"]["profile_save_path"])
+def save_root(config: dict[str, Any], role: str = "integrated") -> Path:
+    """Where ``role``'s workers write (``cluster_summary.json`` goes in ``integrated``'s)."""
+    return Path(validate(config, role).profile_save_path)
 
 
 class ProfilerMixin:

@@ -1,6 +1,11 @@
 """Compare the torch_npu contract double (tests/doubles/torch_npu) with a real torch-npu wheel.
 
 Usage: python scripts/check_torch_npu_contract.py torch_npu-2.14.0-...whl
+       python scripts/check_torch_npu_contract.py --download   (what CI runs)
+
+``--download`` fetches the pinned wheel with ``pip download --no-deps`` into a temporary folder
+(nothing is installed or cached) and checks it; when the download is impossible (no network, no
+index) it prints one line saying so and exits 0.
 
 Reads the wheel's Python sources without importing them. For every function and method the
 double defines, the wheel must define the same name with the same parameters (names, kinds,
@@ -11,7 +16,10 @@ members with the same values. Exits 1 and lists each difference, else prints wha
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
+import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -19,6 +27,11 @@ DOUBLE = Path(__file__).resolve().parents[1] / "tests" / "doubles" / "torch_npu"
 FILES = ["profiler/profiler.py", "profiler/experimental_config.py", "npu/mstx.py"]
 ENUMS = {"ProfilerLevel", "AiCMetrics", "ExportType"}
 CONSTANTS = "torch_npu/profiler/analysis/prof_common_func/_constant.py"
+#: The release the double is written against, and one platform it ships a wheel for (the
+#: Python sources checked here are the same in every platform's wheel).
+PINNED = "torch_npu==2.14.0"
+PLATFORM = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
+            "--only-binary=:all:"]
 
 
 def functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -117,11 +130,34 @@ def compare(wheel: Path) -> list[str]:
     return problems
 
 
+def download(folder: Path) -> Path | None:
+    """The pinned wheel downloaded into ``folder``, or None (with one line why) if impossible."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
+                           "-q", "-d", str(folder), *PLATFORM, PINNED],
+                          capture_output=True, text=True, timeout=600)
+    wheels = sorted(folder.glob("torch_npu-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        reason = (proc.stderr.strip().splitlines() or ["no wheel written"])[-1]
+        print(f"SKIP: torch_npu contract check: cannot download {PINNED} ({reason})")
+        return None
+    print(f"downloaded {wheels[0].name} ({wheels[0].stat().st_size / 1e6:.0f} MB) in "
+          f"{time.perf_counter() - t0:.1f} s")
+    return wheels[0]
+
+
 def main() -> int:
-    if len(sys.argv) != 2:
+    if sys.argv[1:] == ["--download"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            wheel = download(Path(tmp))
+            if wheel is None:
+                return 0
+            problems = compare(wheel)
+    elif len(sys.argv) == 2 and not sys.argv[1].startswith("-"):
+        problems = compare(Path(sys.argv[1]))
+    else:
         print(__doc__)
         return 2
-    problems = compare(Path(sys.argv[1]))
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -1,11 +1,40 @@
-"""Shared fixtures: a Hydra app outside the package, and a runner for it."""
+"""Shared fixtures: process-state isolation, a Hydra app outside the package, one Ray cluster,
+and one hypothesis seed per run, printed so a red run can be replayed."""
 
 from __future__ import annotations
 
+import random
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from mindspeed_prof.testing.state import process_state
+
+
+@pytest.hookimpl(tryfirst=True)  # before hypothesis' own pytest_configure reads the option
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("hypothesis_seed", None) is None:
+        config.option.hypothesis_seed = random.SystemRandom().randrange(2**32)
+
+
+def _replay(config: pytest.Config) -> str:
+    seed = config.getoption("hypothesis_seed")
+    return (f"hypothesis seed: {seed} (replay: rm -rf .hypothesis; "
+            f"pytest --hypothesis-seed={seed})")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return _replay(config)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_process_state() -> Iterator[None]:
+    """Every test starts from the same process-wide state (current profiler, range sink,
+    signal handlers, atexit hooks, the torch_npu double), whichever tests ran before."""
+    with process_state():
+        yield
 
 APP = textwrap.dedent('''
     import os, sys, time
@@ -52,8 +81,6 @@ def app(tmp_path: Path) -> Path:
     return tmp_path
 
 
-
-
 @pytest.fixture(scope="session")
 def ray_cluster():
     """One local Ray cluster for the whole test session, shut down at the end."""
@@ -65,6 +92,8 @@ def ray_cluster():
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
     from helpers import COUNTS
+
+    terminalreporter.write_line(_replay(terminalreporter.config))
 
     if COUNTS:
         terminalreporter.section("reliability counts")

@@ -1,4 +1,4 @@
-"""``mindspeed_prof.ray``: a worker that raises inside a stage still leaves its captures."""
+"""``mindspeed_prof.ray``: workers profile themselves by role; failures keep their captures."""
 
 from __future__ import annotations
 
@@ -48,3 +48,57 @@ def test_worker_config_is_plain_resolved_and_absolute() -> None:
     cfg = worker_config(node.profiler_config)
     path = cfg["integrated"]["profile_save_path"]
     assert isinstance(cfg, dict) and Path(path).is_absolute() and path.endswith("rel_dir/x")
+
+
+class ActorWorker(ProfilerMixin):
+    def __init__(self, rank: int, cfg: dict[str, Any]) -> None:
+        self.init_profiler(cfg, rank=rank, role="actor")
+
+    def update_actor(self, step: int) -> None:
+        with self.profiler.step(step):
+            with self.profiler.stage("actor_compute_log_prob"):
+                pass
+            with self.profiler.stage("actor_update"):
+                pass
+
+
+class RolloutWorker(ProfilerMixin):
+    def __init__(self, rank: int, cfg: dict[str, Any]) -> None:
+        self.init_profiler(cfg, rank=rank, role="rollout")
+
+    def generate(self, step: int) -> None:
+        with self.profiler.step(step), self.profiler.stage("actor_generate"):
+            pass
+
+
+def test_verl_style_roles_on_separate_workers(ray_cluster: Any, tmp_path: Path) -> None:
+    ray = ray_cluster
+    cfg = worker_config({"integrated": {"profile": True, "backend": "none",
+                                        "profile_save_path": str(tmp_path)},
+                         "actor": {"stage": ["actor_compute_log_prob", "actor_update"]},
+                         "rollout": {"profile_ranks": [0]}})
+    actors = [ray.remote(ActorWorker).remote(r, cfg) for r in range(2)]
+    rollouts = [ray.remote(RolloutWorker).remote(r, cfg) for r in range(2)]
+    ray.get([w.update_actor.remote(1) for w in actors] + [w.generate.remote(1) for w in rollouts])
+    summaries = collect(actors) + collect(rollouts)
+    files = {(s["role"], s["rank"]): sorted(Path(f["path"]).relative_to(tmp_path).parent.as_posix()
+                                            for f in s["files"]) for s in summaries}
+    assert files == {("actor", 0): ["actor/actor_compute_log_prob", "actor/actor_update"],
+                     ("actor", 1): ["actor/actor_compute_log_prob", "actor/actor_update"],
+                     ("rollout", 0): ["rollout"], ("rollout", 1): []}
+
+
+def test_worker_config_keeps_role_sections_and_checks_them() -> None:
+    from omegaconf import OmegaConf
+
+    from mindspeed_prof.config import ConfigError, ProfilerConfig
+
+    node = OmegaConf.structured(ProfilerConfig(actor={"stage": "actor_update"},
+                                               rollout={"profile_save_path": "roll"}))
+    cfg = worker_config(node)
+    assert sorted(cfg) == ["actor", "integrated", "rollout"]
+    assert cfg["actor"] == {"stage": "actor_update"}
+    assert Path(cfg["rollout"]["profile_save_path"]).is_absolute()
+    node.critic = {"profile_step_start": 0}
+    with pytest.raises(ConfigError, match=r"profiler_config\.critic\.profile_step_start=0"):
+        worker_config(node)

@@ -101,7 +101,8 @@ class Analysis:
             for name, (count, self_us) in t.ops.items():
                 total[name][0] += count
                 total[name][1] += self_us
-        rows = [{"op": k, "count": int(c), "self_ms": s / 1000.0} for k, (c, s) in total.items()]
+        rows: list[dict[str, Any]] = [{"op": k, "count": int(c), "self_ms": s / 1000.0}
+                                      for k, (c, s) in total.items()]
         return sorted(rows, key=lambda r: -r["self_ms"])[:n]
 
     def inventory(self) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
@@ -100,14 +101,7 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
     try:
         results = pool.imap_unordered(_indexed, [(i, paths[i], root, use_cache) for i in todo])
         for _ in todo:
-            while True:
-                if stop.is_set():
-                    raise KeyboardInterrupt
-                try:
-                    i, result = results.next(timeout=0.1)
-                    break
-                except multiprocessing.TimeoutError:
-                    continue
+            i, result = _next(results, stop)
             finish(i, _decoded(result, paths[i]) if isinstance(result, bytes) else result)
         pool.close()
     except BaseException:
@@ -119,6 +113,16 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
         pool.join()
         if main:
             signal.signal(signal.SIGINT, previous)
+
+
+def _next(results: Any, stop: threading.Event) -> tuple[int, bytes | TraceData | str]:
+    """The next result, checking for Ctrl-C every tenth of a second."""
+    while not stop.is_set():
+        try:
+            return results.next(timeout=0.1)
+        except multiprocessing.TimeoutError:
+            continue
+    raise KeyboardInterrupt
 
 
 def _indexed(job: tuple[int, Path, Path | None, bool]) -> tuple[int, bytes | TraceData | str]:

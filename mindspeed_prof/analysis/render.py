@@ -1,7 +1,13 @@
-"""Terminal output: rich tables for analyses, sweeps and comparisons."""
+"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, fit to 80 columns.
+
+A table whose natural width exceeds the terminal switches to a narrower layout (short stage codes
+with a legend, or ranks as rows) rather than letting rich cut its headers; headers never shrink
+below their own width, values wrap instead.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -9,57 +15,156 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.formats import capture_stem
 
-__all__ = ["print_analysis", "print_sweep", "print_stage_rank"]
+__all__ = ["STAGE_CODES", "count", "print_analysis", "print_compare", "print_presets",
+           "print_stage_rank", "print_sweep"]
+
+#: Short column names for the RL stages, used when full names do not fit (a legend follows).
+STAGE_CODES = {
+    "actor_generate": "A.gen",
+    "actor_compute_log_prob": "A.logp",
+    "reference_compute_log_prob": "R.logp",
+    "critic_compute_values": "C.vals",
+    "actor_update": "A.upd",
+    "critic_update": "C.upd",
+}
+
+
+def count(n: int, noun: str) -> str:
+    """``1 capture``, ``2 captures``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
+def _table(title: str | None = None, **kwargs: Any) -> Table:
+    """A table at least as wide as its title, so the title never wraps word by word."""
+    return Table(title=title, min_width=len(title) if title else None, **kwargs)
+
+
+def _column(table: Table, header: str, right: bool = True) -> None:
+    """A column whose header is never cut: values wrap (or fold) before the header shrinks."""
+    table.add_column(header, justify="right" if right else "left", min_width=len(header),
+                     overflow="fold")
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """Whether ``table`` at its natural width (nothing wrapped) fits the console."""
+    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
+    return natural <= console.width
+
+
+def _codes(names: Iterable[str]) -> dict[str, str]:
+    """A short column name per stage: the known codes, else the name if short, else S1, S2..."""
+    out: dict[str, str] = {}
+    others = 0
+    for name in names:
+        code = STAGE_CODES.get(name, name if len(name) <= 8 else "")
+        if not code:
+            others += 1
+            code = f"S{others}"
+        out[name] = code
+    return out
+
+
+def _legend(console: Console, codes: dict[str, str]) -> None:
+    """``A.gen = actor_generate`` pairs, packed into lines; a pair is never split."""
+    pairs = [f"{code} = {name}" for name, code in codes.items() if code != name]
+    lines: list[str] = []
+    for pair in pairs:
+        if lines and len(lines[-1]) + 2 + len(pair) <= console.width:
+            lines[-1] += "  " + pair
+        else:
+            lines.append(pair)
+    for line in lines:
+        console.print(line, style="dim", highlight=False, soft_wrap=True)
+
+
 def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
-                     title: str = "Time per stage and rank: total ms (executions)") -> None:
-    """Stages as rows, ranks as columns, from ``Analysis.stage_rank()`` rows."""
+                     title: str = "Stage time per rank: total ms (executions)") -> None:
+    """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
+    ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
     console = console or Console()
+    if not rows:
+        console.print("No stage ranges in these captures.", soft_wrap=True)
+        return
     ranks = sorted({r["rank"] for r in rows})
-    table = Table(title=title)
-    table.add_column("stage")
-    for rank in ranks:
-        table.add_column(f"rank {rank}", justify="right")
     stages: dict[str, dict[int, dict[str, Any]]] = {}
     for r in rows:
         stages.setdefault(r["stage"], {})[r["rank"]] = r
-    for stage, by_rank in stages.items():
-        cells = [f"{_ms(by_rank[k]['total_ms'])} ({by_rank[k]['count']})" if k in by_rank
-                 else "-" for k in ranks]
-        table.add_row(stage, *cells)
+
+    def cell(stage: str, rank: int) -> str:
+        r = stages[stage].get(rank)
+        return f"{_ms(r['total_ms'])} ({r['count']})" if r else "-"
+
+    table = _table(title)
+    _column(table, "stage", right=False)
+    for rank in ranks:
+        _column(table, f"rank {rank}")
+    for stage in stages:
+        table.add_row(stage, *[cell(stage, k) for k in ranks])
+    if _fits(console, table):
+        console.print(table)
+        return
+    codes = _codes(stages)
+    table = _table(title)
+    _column(table, "rank")
+    for stage in stages:
+        _column(table, codes[stage])
+    for rank in ranks:
+        table.add_row(str(rank), *[cell(stage, rank) for stage in stages])
     console.print(table)
+    _legend(console, codes)
+
+
+def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
+    stages = [s for s in dict.fromkeys(k for row in steps for k in row)
+              if s not in ("rank", "step", "total")]
+    has_total = any("total" in row for row in steps)
+
+    def build(names: dict[str, str]) -> Table:
+        table = _table("Per step (ms)")
+        for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
+            _column(table, col)
+        for row in steps:
+            table.add_row(str(row["rank"]), str(row["step"]),
+                          *([_ms(row.get("total"))] if has_total else []),
+                          *[_ms(row.get(s)) for s in names])
+        return table
+
+    table = build({s: s for s in stages})
+    if _fits(console, table):
+        console.print(table)
+        return
+    codes = _codes(stages)
+    console.print(build(codes))
+    _legend(console, codes)
+
+
+def _captures(result: Analysis) -> int:
+    """Captures, not files: a capture's trace and range file share one stem."""
+    return len({(str(t.path.parent), capture_stem(t.path)) for t in result.traces})
 
 
 def print_analysis(result: Analysis, console: Console | None = None, top: int = 10) -> None:
     console = console or Console()
-    inventory = result.inventory()
-    console.print(f"[bold]{len(inventory)} captures[/bold] under {result.root}, "
-                  f"ranks {result.ranks}, {sum(i['bytes'] for i in inventory):,} bytes",
-                  soft_wrap=True)
+    size = sum(t.size for t in result.traces)
+    console.print(f"[bold]{count(_captures(result), 'capture')}[/bold] under {result.root}: "
+                  f"{count(len(result.ranks), 'rank')} {result.ranks}, {count(size, 'byte')}",
+                  soft_wrap=True, highlight=False)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:
-        stages = [s for s in dict.fromkeys(k for row in steps for k in row)
-                  if s not in ("rank", "step")]
-        table = Table(title="Per step (ms)")
-        table.add_column("rank", justify="right")
-        table.add_column("step", justify="right")
-        for s in stages:
-            table.add_column(s, justify="right")
-        for row in steps:
-            table.add_row(str(row["rank"]), str(row["step"]), *[_ms(row.get(s)) for s in stages])
-        console.print(table)
+        _print_per_step(steps, console)
     stragglers = result.stragglers()
     if stragglers:
-        table = Table(title=f"Stragglers (> median + {result.margin:.0%})")
-        for col in ("stage", "step", "rank", "ms", "median ms", "ratio"):
-            table.add_column(col, justify="right" if col != "stage" else "left")
+        table = _table(f"Stragglers (> median + {result.margin:.0%})")
+        _column(table, "stage", right=False)
+        for col in ("step", "rank", "ms", "median ms", "ratio"):
+            _column(table, col)
         for s in stragglers:
             table.add_row(s["stage"], str(s["step"]), str(s["rank"]), _ms(s["ms"]),
                           _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
@@ -68,27 +173,79 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         console.print("No stragglers.")
     ops = result.top_ops(top)
     if ops:
-        table = Table(title=f"Top {len(ops)} ops by self time")
-        table.add_column("op")
-        table.add_column("calls", justify="right")
-        table.add_column("self ms", justify="right")
+        table = _table(f"Top {len(ops)} ops by self time")
+        _column(table, "op", right=False)
+        _column(table, "calls")
+        _column(table, "self ms")
         for op in ops:
             table.add_row(op["op"], str(op["count"]), _ms(op["self_ms"]))
         console.print(table)
     for w in result.warnings():
-        console.print(f"[yellow]warning:[/yellow] {w}", markup=True, highlight=False)
-    for b in result.bad:
-        console.print(f"[red]skipped:[/red] {b}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
 
 
-def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path, console: Console | None = None) -> None:
+def print_compare(rows: list[dict[str, Any]], a: str, b: str,
+                  console: Console | None = None) -> None:
+    """``compare`` rows: mean ms per execution in A (the baseline) and B, change flagged."""
     console = console or Console()
-    table = Table(title=f"Sweep {sweep_dir}")
-    common = set.intersection(*(set(r["overrides"]) for r in rows)) if rows else set()
-    for col in ("job", "stage", "status", "captures", "ms/step", "ms/stage", "overrides"):
-        table.add_column(col, no_wrap=col != "overrides")
+    console.print(f"A (baseline): {a}\nB: {b}", soft_wrap=True, highlight=False)
+    table = _table("Mean ms per stage execution")
+    _column(table, "stage", right=False)
+    for col in ("rank", "A ms", "B ms", "change"):
+        _column(table, col)
     for r in rows:
-        own = " ".join(o for o in r["overrides"] if o not in common)
-        table.add_row(str(r["job"]), str(r["stage"]), str(r["status"]), str(r["captures"]),
-                      _ms(r["ms_per_step"]), _ms(r["ms_per_stage"]), own)
+        change = "-" if r["change"] is None else f"{r['change']:+.1%}"
+        if r["regression"]:
+            change = f"[red]{change} slower[/red]"
+        elif r["improvement"]:
+            change = f"[green]{change} faster[/green]"
+        table.add_row(r["stage"], str(r["rank"]), _ms(r["a_mean_ms"]), _ms(r["b_mean_ms"]),
+                      change)
+    console.print(table)
+
+
+def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
+                console: Console | None = None) -> None:
+    """One row per job; below it, one line per job with its own overrides and notes."""
+    console = console or Console()
+    columns = [("job", "job"), ("stage", "stage"), ("status", "status"),
+               ("captures", "captures"), ("ms/step", "ms_per_step"),
+               ("ms/stage", "ms_per_stage")]
+    columns = [(h, k) for h, k in columns if k in ("job", "status", "captures")
+               or any(r.get(k) is not None for r in rows)]
+    console.print(f"[bold]Sweep[/bold] {sweep_dir}", soft_wrap=True, highlight=False)
+    table = _table()
+    for header, key in columns:
+        _column(table, header, right=key not in ("stage", "status"))
+    for r in rows:
+        table.add_row(*[_sweep_cell(r.get(key), key) for _, key in columns])
+    console.print(table)
+    common = set.intersection(*(set(r["overrides"]) for r in rows)) if rows else set()
+    for r in rows:
+        own = [o for o in r["overrides"] if o not in common
+               and not o.split("=")[0].lstrip("+").endswith("integrated.stage")]
+        line = "; ".join(filter(None, [" ".join(own), r.get("note")]))
+        if line:
+            console.print(f"job {r['job']}: {line}", soft_wrap=True, highlight=False)
+
+
+def _sweep_cell(value: Any, key: str) -> str:
+    if key.startswith("ms_"):
+        return _ms(value)
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "-" if value is None else str(value)
+
+
+def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
+                  console: Console | None = None) -> None:
+    """Each preset, the question it answers and the values it changes from the defaults."""
+    console = console or Console()
+    table = _table("profiler=<preset>: the question it answers, the values it changes",
+                   show_lines=True)
+    _column(table, "preset", right=False)
+    _column(table, "question and values", right=False)
+    for name, question, values in presets:
+        changed = " ".join(f"{k}={v}" for k, v in values.items()) or "(no changes)"
+        table.add_row(name, f"{question}\n[cyan]{changed}[/cyan]")
     console.print(table)

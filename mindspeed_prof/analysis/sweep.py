@@ -8,6 +8,7 @@ from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import SWEEP_SUMMARY
+from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["sweep_summary", "SUMMARY_NAME"]
@@ -22,31 +23,32 @@ def _jobs(sweep_dir: Path) -> list[Path]:
 
 def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     manifests = sorted(job_dir.rglob("manifest.json"))
+    shared = not manifests
     for root in shared_roots:
         manifests += sorted(root.glob(f"manifest.job{job_dir.name}.json"))
     row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
-                           "overrides": [], "save_root": None}
+                           "overrides": [], "save_root": None, "note": None}
     if not manifests:
         return row
     path = manifests[0]
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        row["status"] = f"unreadable manifest: {err}"
+        row.update(status="unreadable", note=f"{path}: {err}")
         return row
     integrated = manifest.get("profiler_config", {}).get("integrated", {})
     row.update(status=manifest.get("status"), stage=integrated.get("stage"),
-               captures=len(manifest.get("captures", [])), files=len(manifest.get("files", [])),
+               captures=capture_count(manifest, shared), files=len(manifest.get("files", [])),
                overrides=manifest.get("job", {}).get("overrides", []),
-               save_root=str(path.parent))
+               save_root=str(path.parent), note=nothing_captured(manifest, shared))
     files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r["total"] for r in result.per_step() if "total" in r]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)
-    stage = row["stage"]
-    stage_rows = [r for r in result.stage_rank() if r["stage"] == stage]
+    stages = row["stage"] if isinstance(row["stage"], list) else [row["stage"]]
+    stage_rows = [r for r in result.stage_rank() if r["stage"] in stages]
     if stage_rows:
         row["ms_per_stage"] = (sum(r["total_ms"] for r in stage_rows)
                                / sum(r["count"] for r in stage_rows))

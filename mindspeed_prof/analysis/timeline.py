@@ -306,9 +306,9 @@ def _write_ranges(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
         if not steps.everything and r.step not in steps and not (
                 r.step is None and span is not None and span[0] <= r.ts + offset <= span[1]):
             continue
-        event: dict[str, Any] = {"ph": "X", "pid": pid, "tid": THREADS.get(r.kind, THREADS["range"])[0],
-                                 "name": r.name, "ts": round(r.ts + shift, 3),
-                                 "dur": round(r.dur, 3)}
+        tid = THREADS.get(r.kind, THREADS["range"])[0]
+        event: dict[str, Any] = {"ph": "X", "pid": pid, "tid": tid, "name": r.name,
+                                 "ts": round(r.ts + shift, 3), "dur": round(r.dur, 3)}
         if r.step is not None:
             event["args"] = {"step": r.step}
         w.add(event)

@@ -1,18 +1,38 @@
-"""The process's current profiler, kept apart so that setting it imports nothing heavy."""
+"""The process's current profilers, one per role, kept apart so that setting one imports nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["get_current", "set_current"]
+__all__ = ["discard", "get_current", "set_current"]
 
-_current: Any = None
+_by_role: dict[str, Any] = {}
+_latest: list[Any] = []  # most recent last
 
 
 def set_current(profiler: Any) -> None:
-    global _current
-    _current = profiler
+    """Make ``profiler`` current for its role (and for ``current()``); ``None`` clears all."""
+    if profiler is None:
+        _by_role.clear()
+        _latest.clear()
+        return
+    previous = _by_role.get(profiler.role)
+    if previous is not None:
+        discard(previous)
+    _by_role[profiler.role] = profiler
+    _latest.append(profiler)
 
 
-def get_current() -> Any:
-    return _current
+def discard(profiler: Any) -> None:
+    """Forget ``profiler`` (it closed); the role's slot empties, ``current()`` falls back."""
+    role = profiler.role
+    if _by_role.get(role) is profiler:
+        del _by_role[role]
+    _latest[:] = [p for p in _latest if p is not profiler]
+
+
+def get_current(role: str | None = None) -> Any:
+    """The current profiler of ``role``, or with no role the one made most recently."""
+    if role is not None:
+        return _by_role.get(role)
+    return _latest[-1] if _latest else None

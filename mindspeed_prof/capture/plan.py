@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Union
 
-from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
 __all__ = ["ALL", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Action"]
 
@@ -16,7 +16,8 @@ ALL = "all"
 
 @dataclass(frozen=True)
 class Capture:
-    """One capture: ``stage`` is ``all`` or a stage name; ``index`` counts executions in a step."""
+    """One capture: ``stage`` is ``all`` or a stage name; ``index`` counts that stage's
+    executions in the step."""
 
     stage: str
     step: int
@@ -39,10 +40,13 @@ Action = Union[Start, Stop]
 
 @dataclass(frozen=True)
 class CapturePlan:
-    """The window ``[start, end)`` widened by ``warmup`` steps at its end, for one rank."""
+    """The window ``[start, end)`` widened by ``warmup`` steps at its end, for one rank.
+
+    ``stages``: ``(ALL,)`` for whole steps, else the stages whose executions are captured.
+    """
 
     enabled: bool
-    stage: str = ALL
+    stages: tuple[str, ...] = (ALL,)
     start: int = 1
     end: int = 2
     warmup: int = 0
@@ -51,9 +55,14 @@ class CapturePlan:
     def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
         ranks = cfg.profile_ranks
         selected = ranks == "all" or rank in ranks
-        return cls(enabled=bool(cfg.profile) and selected, stage=cfg.stage.value,
+        return cls(enabled=bool(cfg.profile) and selected, stages=stage_names(cfg.stage),
                    start=cfg.profile_step_start, end=cfg.profile_step_end,
                    warmup=cfg.warmup_steps)
+
+    @property
+    def whole_steps(self) -> bool:
+        """``stage: all``: one capture over the window's steps."""
+        return ALL in self.stages
 
     @property
     def stop(self) -> int:
@@ -76,20 +85,21 @@ class Scheduler:
 
     ``stage: all``: one capture per rank covering the window's steps, stopped at the end of
     the window's last step, at the start of a step outside it, on error, or at ``close``.
-    ``stage: <name>``: one capture per execution of that stage inside window steps.
+    ``stage: <name>`` or a list of names: one capture per execution of any of them inside
+    window steps; a target stage that runs inside another one is part of the outer capture.
     """
 
     plan: CapturePlan
     active: Capture | None = None
     done: bool = False
     _depth: int = 0
-    _executions: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    _executions: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
 
     def step_start(self, step: int) -> list[Action]:
         actions: list[Action] = []
         if self.active is not None and not self.plan.in_window(step):
             actions.append(self._stop("left_window"))
-        if (self.plan.stage == ALL and self.active is None and not self.done
+        if (self.plan.whole_steps and self.active is None and not self.done
                 and self.plan.in_window(step)):
             actions.append(self._start(Capture(ALL, step)))
         return actions
@@ -99,27 +109,27 @@ class Scheduler:
             return []
         if failed:
             return [self._stop("error")]
-        if self.plan.stage != ALL:
+        if not self.plan.whole_steps:
             return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
         if step >= self.plan.stop - 1:
             return [self._stop("window_end")]
         return []
 
     def stage_start(self, stage: str, step: int | None) -> list[Action]:
-        if self.plan.stage == ALL or stage != self.plan.stage:
+        if self.plan.whole_steps or stage not in self.plan.stages:
             return []
         if self.active is not None:
-            self._depth += 1  # the same stage nested in itself: keep the outer capture
+            self._depth += 1  # a target stage nested in one: keep the outer capture
             return []
         if not self.plan.in_window(step):
             return []
         assert step is not None
-        index = self._executions[step]
-        self._executions[step] += 1
+        index = self._executions[stage, step]
+        self._executions[stage, step] += 1
         return [self._start(Capture(stage, step, index))]
 
     def stage_end(self, stage: str, step: int | None, failed: bool = False) -> list[Action]:
-        if self.active is None or self.plan.stage == ALL or stage != self.plan.stage:
+        if self.active is None or self.plan.whole_steps or stage not in self.plan.stages:
             return []
         if self._depth:
             self._depth -= 1

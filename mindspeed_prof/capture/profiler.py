@@ -11,7 +11,6 @@ from types import TracebackType
 from typing import Any, ContextManager
 
 from mindspeed_prof import mstx
-from mindspeed_prof.formats import anchor
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, Fanout, select_backend
@@ -21,6 +20,7 @@ from mindspeed_prof.capture.plan import ALL, Action, CapturePlan, Scheduler, Sta
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.config.validate import validate
+from mindspeed_prof.formats import anchor
 
 __all__ = ["CaptureRecord", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
@@ -63,7 +63,7 @@ class _StageScope:
 
 
 class Profiler:
-    """Captures the steps, stages and ranks that ``profiler_config.integrated`` asks for.
+    """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
     ``ProfilerError`` instead); captures already written are never touched again.
@@ -92,7 +92,11 @@ class Profiler:
     @classmethod
     def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
                     backend: Backend | None = None) -> Profiler:
-        """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one."""
+        """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
+
+        ``role`` picks the section: ``integrated``'s settings with the role's own laid over
+        them; captures go under ``<save>/<role>/``. An unknown role raises ``ConfigError``.
+        """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
         return cls(checked, rank=rank, role=role, backend=backend)
@@ -155,6 +159,8 @@ class Profiler:
         self._closed = True
         if self.plan.enabled:
             self._apply(self._sched.close())
+        _current.discard(self)
+        crash.unwatch(self)
 
     # -- internals ----------------------------------------------------------------------
     def _step_end(self, step: int, failed: bool) -> None:
@@ -182,7 +188,10 @@ class Profiler:
         if self.failed:
             return
         capture = action.capture
-        directory = self.role if capture.stage == ALL else safe_name(capture.stage, "stage")
+        # README's layout: <role>/ for whole steps; <stage>/, or <role>/<stage>/ for a role
+        directory = [self.role] if capture.stage == ALL or self.role != "integrated" else []
+        if capture.stage != ALL:
+            directory.append(safe_name(capture.stage, "stage"))
         stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_step{capture.step}"
         if capture.index:
             stem += f"_{capture.index}"
@@ -192,7 +201,7 @@ class Profiler:
                     "window": [self.plan.start, self.plan.end],
                     "warmup_steps": self.plan.warmup}
         try:
-            folder = inside(self.save_root, directory)
+            folder = inside(self.save_root, *directory)
             stem = _unused_stem(folder, stem)
             target = CaptureTarget(folder, stem, self.rank, self.role, capture, metadata)
             if self._backend is None:
@@ -307,12 +316,14 @@ def _unused_stem(folder: Path, stem: str) -> str:
     return candidate
 
 
-def current() -> Profiler:
-    """The profiler of this process (set by the Hydra callback or ``from_config``).
+def current(role: str | None = None) -> Profiler:
+    """The profiler of this process (set by the Hydra callback or ``from_config``): the one
+    made last, or with ``role`` the open one of that role.
 
     Without one, a disabled profiler whose hooks all do nothing.
     """
-    prof = _current.get_current()
+    prof = _current.get_current(role)
     if prof is None:
-        prof = Profiler(IntegratedConfig())  # registers itself as current
-    return prof  # type: ignore[no-any-return]
+        prof = Profiler(IntegratedConfig(), role=role or "integrated")  # now current
+    assert isinstance(prof, Profiler)
+    return prof

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindspeed_prof.config.schema import Level, ProfilerConfig, Stage
+from mindspeed_prof.config.schema import IntegratedConfig, Level, Stage
 
 __all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "register"]
 
@@ -14,7 +14,7 @@ _CALLBACK = {"hydra": {"callbacks": {"mindspeed_prof": {
     "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
 
 
-#: The ``ProfilerConfig`` dataclass as a ConfigStore node every preset extends.
+#: The ``profiler_config`` schema as a ConfigStore node every preset extends.
 SCHEMA_CONFIG = "/mindspeed_prof/schema@_here_"
 
 
@@ -61,16 +61,24 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def register() -> None:
-    """Store every preset in Hydra's ConfigStore (group ``profiler``, package ``profiler_config``)."""
+    """Store the presets in Hydra's ConfigStore: group ``profiler``, package ``profiler_config``."""
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
-    from mindspeed_prof.config.schema import STAGES
+    from mindspeed_prof.config.schema import ROLES, STAGES
 
+    # ProfilerConfig, with role sections the command line can add keys to
+    # (profiler_config.actor.stage=...; validate() checks them). Typing only ``integrated``
+    # keeps the type walk at every Hydra app's start as short as before roles existed.
+    schema: dict[str, Any] = {"integrated": IntegratedConfig}
+    for role in ROLES[1:]:
+        schema[role] = OmegaConf.create({}, flags={"struct": False})
     cs = ConfigStore.instance()
-    cs.store(group="mindspeed_prof", name="schema", node=ProfilerConfig, provider="mindspeed-prof")
+    cs.store(group="mindspeed_prof", name="schema", node=schema, provider="mindspeed-prof")
     cs.store(group="mindspeed_prof", name="callback", node=_CALLBACK, package="_global_",
              provider="mindspeed-prof")
-    # With -m: one job per RL stage.  python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
+    # With -m, one job per RL stage:
+    #   python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
     cs.store(group="profiler_sweep", name="all_stages", package="_global_",
              provider="mindspeed-prof", node={"hydra": {"sweeper": {"params": {
                  "profiler_config.integrated.stage": ",".join(STAGES)}}}})

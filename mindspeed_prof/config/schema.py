@@ -13,8 +13,10 @@ __all__ = [
     "IntegratedConfig",
     "Level",
     "ProfilerConfig",
+    "ROLES",
     "Stage",
     "STAGES",
+    "stage_names",
 ]
 
 
@@ -32,6 +34,9 @@ class Stage(Enum):
 
 #: The RL stages in the order one training step runs them.
 STAGES: tuple[str, ...] = tuple(s.value for s in Stage if s is not Stage.all)
+
+#: The sections ``profiler_config`` may hold: MindSpeed-RL's ``integrated`` and verl's roles.
+ROLES: tuple[str, ...] = ("integrated", "actor", "rollout", "reference", "critic", "reward")
 
 
 class Level(Enum):
@@ -82,7 +87,7 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Stage = Stage.all
+    stage: Any = Stage.all  # one Stage name or a list of them (OmegaConf has no Union)
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1
@@ -106,6 +111,23 @@ class IntegratedConfig:
 
 @dataclass
 class ProfilerConfig:
-    """``profiler_config``: one section per worker role; MindSpeed-RL has ``integrated``."""
+    """``profiler_config``: MindSpeed-RL's ``integrated`` section, and one per worker role.
+
+    A role's section holds only what differs from ``integrated`` (any of its fields, checked
+    the same way); a worker of that role profiles with ``integrated``'s values overridden by
+    them. Role sections are plain mappings so that storing this schema stays cheap at every
+    Hydra app's start (``presets.register`` lets the command line add keys to them).
+    """
 
     integrated: IntegratedConfig = field(default_factory=IntegratedConfig)
+    actor: dict[str, Any] = field(default_factory=dict)
+    rollout: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+    critic: dict[str, Any] = field(default_factory=dict)
+    reward: dict[str, Any] = field(default_factory=dict)
+
+
+def stage_names(stage: Any) -> tuple[str, ...]:
+    """A checked ``stage`` value (one ``Stage`` or name, or a list of them) as names."""
+    items = stage if isinstance(stage, (list, tuple)) else [stage]
+    return tuple(str(getattr(s, "value", s)) for s in items)

@@ -8,12 +8,16 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level, ProfilerConfig
+from mindspeed_prof.config.schema import (
+    ROLES,
+    ExportType,
+    IntegratedConfig,
+    Level,
+    ProfilerConfig,
+    Stage,
+)
 
-__all__ = ["ConfigError", "KEY", "validate"]
-
-#: Prefix of every key named in an error message.
-KEY = "profiler_config.integrated"
+__all__ = ["ConfigError", "validate"]
 
 
 class ConfigError(ValueError):
@@ -21,50 +25,90 @@ class ConfigError(ValueError):
 
 
 def validate(cfg: Any, role: str = "integrated") -> IntegratedConfig:
-    """Return the checked ``IntegratedConfig`` for ``role`` or raise ``ConfigError``.
+    """Return the checked settings of ``role`` or raise ``ConfigError``.
 
-    ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), or the
-    role's section itself (``IntegratedConfig`` or a mapping of its fields).
+    ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), or one
+    section itself (``IntegratedConfig`` or a mapping of its fields). A role's settings are
+    ``integrated``'s with the role's section laid over them. Every section that sets something
+    is checked, so a bad ``actor`` section stops the run whichever role asks.
     """
-    section = _section(cfg, role)
-    merged = _merge(section, role)
-    _check_rules(merged, f"profiler_config.{role}")
-    return merged
+    if role not in ROLES:
+        raise ConfigError(f"role {role!r}: unknown; allowed roles: {', '.join(ROLES)}")
+    sections = _sections(cfg)
+    if sections is None:  # one section on its own
+        return _checked(cfg, None, role)
+    result = None
+    for name in ROLES:
+        if name == role or (name != "integrated" and _is_set(sections.get(name))):
+            checked = _checked(sections.get("integrated"), sections.get(name), name)
+            result = checked if name == role else result
+    assert result is not None
+    return result
 
 
-def _section(cfg: Any, role: str) -> Any:
+def _sections(cfg: Any) -> dict[str, Any] | None:
+    """``cfg``'s sections by role, or ``None`` when ``cfg`` is one section."""
     if isinstance(cfg, IntegratedConfig):
-        return cfg
+        return None
     if isinstance(cfg, ProfilerConfig):
-        return getattr(cfg, role, None) if role == "integrated" else None
-    if isinstance(cfg, (Mapping, DictConfig)):
-        if role in cfg:
-            return cfg[role]
-        if "profiler_config" in cfg:
-            return _section(cfg["profiler_config"], role)
-        if any(k in cfg for k in ("profile", "stage", "profile_step_start")):
-            return cfg
-        raise ConfigError(f"profiler_config.{role}: section missing; found keys {sorted(cfg)}")
-    raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
+        return {name: getattr(cfg, name) for name in ROLES}
+    if not isinstance(cfg, (Mapping, DictConfig)):
+        raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
+    if "profiler_config" in cfg:
+        return _sections(cfg["profiler_config"])
+    keys = [str(k) for k in cfg]
+    if not any(k in ROLES for k in keys) and any(k in _FIELDS for k in keys):
+        return None
+    unknown = [k for k in keys if k not in ROLES]
+    if unknown:
+        raise ConfigError(f"profiler_config.{unknown[0]}: unknown section; allowed sections: "
+                          f"{', '.join(ROLES)}")
+    return {k: cfg[k] for k in keys}
+
+
+def _is_set(section: Any) -> bool:
+    return section is not None and any(v is not None for v in _items(section).values())
+
+
+def _items(section: Any) -> dict[str, Any]:
+    if isinstance(section, IntegratedConfig):
+        return {name: getattr(section, name) for name in _FIELDS}
+    if isinstance(section, DictConfig):
+        section = OmegaConf.to_container(section, resolve=True)
+    if isinstance(section, Mapping):
+        return {str(k): v for k, v in section.items()}
+    raise ConfigError(f"expected a mapping, got {type(section).__name__}")
 
 
 _FIELDS = tuple(IntegratedConfig.__dataclass_fields__)
 
 
-def _merge(section: Any, role: str) -> IntegratedConfig:
+def _checked(base: Any, over: Any, role: str) -> IntegratedConfig:
+    """``base`` (the ``integrated`` section) with ``over`` (``role``'s) laid over it, checked."""
+    merged = _merge(base if base is not None else {}, "integrated")
+    if role != "integrated" and over is not None:
+        layer = {k: v for k, v in _items(over).items() if v is not None}
+        if layer:
+            merged = _merge(layer, role, OmegaConf.structured(merged))
+    _check_rules(merged, f"profiler_config.{role}")
+    return merged
+
+
+def _merge(section: Any, role: str, base: DictConfig | None = None) -> IntegratedConfig:
     if isinstance(section, IntegratedConfig):
-        section = OmegaConf.structured(section)
+        section = _items(section)
     if isinstance(section, (Mapping, DictConfig)):
         unknown = [str(k) for k in section if k not in _FIELDS]  # Hydra's "+key=" can add them
         if unknown:
             raise ConfigError(f"profiler_config.{role}.{unknown[0]}: unknown field; allowed "
                               f"fields: {', '.join(_FIELDS)}")
     try:
-        if OmegaConf.is_config(section) and OmegaConf.get_type(section) is IntegratedConfig:
+        if (base is None and OmegaConf.is_config(section)
+                and OmegaConf.get_type(section) is IntegratedConfig):
             obj = OmegaConf.to_object(section)  # composed by Hydra: already typed, skip a merge
         else:
-            obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(IntegratedConfig),
-                                                      section))
+            start = base if base is not None else OmegaConf.structured(IntegratedConfig)
+            obj = OmegaConf.to_object(OmegaConf.merge(start, section))
     except OmegaConfBaseException as err:
         raise ConfigError(_describe(err, role)) from None
     assert isinstance(obj, IntegratedConfig)
@@ -81,6 +125,7 @@ def _describe(err: OmegaConfBaseException, role: str) -> str:
 
 
 def _check_rules(c: IntegratedConfig, key: str) -> None:
+    c.stage = _stage(c.stage, key)
     if c.profile_step_start < 1:
         raise ConfigError(
             f"{key}.profile_step_start={c.profile_step_start}: must be an integer >= 1 "
@@ -108,6 +153,39 @@ def _check_rules(c: IntegratedConfig, key: str) -> None:
             "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
             "allowed: text, or profile_level in level0, level1, level2"
         )
+
+
+def _stage(value: Any, key: str) -> Stage | list[Stage]:
+    """One ``Stage``, or a list of distinct stages other than ``all`` (MindSpeed-RL takes both)."""
+    if OmegaConf.is_config(value):
+        value = OmegaConf.to_container(value)
+    names = ", ".join(s.name for s in Stage)
+    if not isinstance(value, (list, tuple)):
+        stage = _one_stage(value)
+        if stage is None:
+            raise ConfigError(f"{key}.stage={value!r}: allowed: {names}, or a list of stages "
+                              "such as [actor_generate, actor_update]")
+        return stage
+    entries = ", ".join(s.name for s in Stage if s is not Stage.all)
+    stages: list[Stage] = []
+    for item in value:
+        stage = _one_stage(item)
+        if stage is None or stage is Stage.all:
+            why = "'all' stands alone (stage: all)" if stage is Stage.all else "unknown stage"
+            raise ConfigError(f"{key}.stage={list(value)!r}: bad entry {item!r}, {why}; "
+                              f"allowed entries: {entries}")
+        if stage not in stages:
+            stages.append(stage)
+    if not stages:
+        raise ConfigError(f"{key}.stage=[]: an empty list captures nothing; allowed: {names}, "
+                          "or a list of stages such as [actor_generate, actor_update]")
+    return stages
+
+
+def _one_stage(value: Any) -> Stage | None:
+    if isinstance(value, Stage):
+        return value
+    return Stage.__members__.get(value) if isinstance(value, str) else None
 
 
 def _ranks(value: Any, key: str) -> str | list[int]:

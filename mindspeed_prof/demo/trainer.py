@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from mindspeed_prof.analysis.render import print_stage_rank
+from mindspeed_prof.analysis.render import count, print_stage_rank
 from mindspeed_prof.demo.worker import IntegratedWorker
 from mindspeed_prof.ray import collect, save_root, worker_config, write_cluster_summary
 
@@ -18,8 +21,7 @@ __all__ = ["train"]
 def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     """Run the demo; return the mean reward per step and every worker's profiler summary."""
     console = console or Console()
-    demo = OmegaConf.to_container(cfg.demo, resolve=True)
-    assert isinstance(demo, dict)
+    demo = cast("dict[str, Any]", OmegaConf.to_container(cfg.demo, resolve=True))
     prof_cfg = worker_config(cfg.profiler_config)
     n = int(demo["workers"])
     started = time.perf_counter()
@@ -28,8 +30,9 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
 
         owns_ray = not ray.is_initialized()
         if owns_ray:
-            ray.init(num_cpus=max(n, 1), include_dashboard=False, log_to_driver=True,
-                     configure_logging=False)
+            with _without_token_notice():
+                ray.init(num_cpus=max(n, 1), include_dashboard=False, log_to_driver=True,
+                         configure_logging=False)
         remote = ray.remote(num_cpus=1)(IntegratedWorker)
         workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
         call = lambda method, *a: ray.get([getattr(w, method).remote(*a) for w in workers])  # noqa: E731
@@ -58,10 +61,9 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         print_stage_rank(rows, console, title="Captured stage time per rank: total ms "
                                               "(executions)")
         path = write_cluster_summary(root, summaries)
-        files = sum(len(s["files"]) for s in summaries)
-        console.print(f"{files} capture files from ranks {[s['rank'] for s in summaries]} "
-                      f"under {root}\ncluster summary: {path}\n"
-                      f"analyse them: mindspeed-prof analyse {root}", soft_wrap=True)
+        captures = sum(len(s["captures"]) for s in summaries)
+        console.print(f"{count(captures, 'capture')} from ranks {[s['rank'] for s in summaries]} "
+                      f"under {root}\ncluster summary: {path}", soft_wrap=True, highlight=False)
     else:
         rows = [{"stage": stage, "rank": t["rank"], "count": int(demo["steps"]),
                  "total_ms": sec * 1000} for t in timings for stage, sec in
@@ -71,3 +73,30 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     console.print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {len(rewards)} steps, "
                   f"{time.perf_counter() - started:.1f} s")
     return {"rewards": rewards, "summaries": summaries, "save_root": str(root)}
+
+
+#: Ray's logger and the notice it logs whenever ``ray.init`` starts a local cluster with
+#: RAY_AUTH_MODE unset. The demo's cluster lives and dies with the demo; the notice is not news.
+TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup",
+                "Token authentication is enabled for this Ray cluster.")
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
+@contextmanager
+def _without_token_notice() -> Iterator[None]:
+    """Drops exactly Ray's token-authentication notice, only while the demo starts Ray."""
+    logger = logging.getLogger(TOKEN_NOTICE[0])
+    drop = _DropMessage(TOKEN_NOTICE[1])
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -57,12 +59,16 @@ class ProfilerCallback(Callback):
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 
         resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
-        shared = not save.resolve().is_relative_to(Path(hydra_cfg.runtime.output_dir).resolve())
+        # Several jobs of one sweep write into one save root outside their own dirs.
+        shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
+            Path(hydra_cfg.runtime.output_dir).resolve())
         job_num = _job_num(hydra_cfg)
-        name = manifest_name(profiler.rank, job_num if shared and _multirun(hydra_cfg) else None)
+        name = manifest_name(profiler.rank, job_num if shared else None)
         self._job = {
             "profiler": profiler,
             "path": save / name,
+            "cwd": hydra_cfg.runtime.cwd,
+            "shared": shared,
             "manifest": {
                 "status": "running",
                 "job": {"name": hydra_cfg.job.name, "num": job_num,
@@ -106,6 +112,9 @@ class ProfilerCallback(Callback):
         manifest["captures"] = list(profiler.captures)
         manifest["files"] = list_files(job["path"].parent)
         _write(job)
+        if _reports(profiler):
+            log.info("%s", _where(job["path"].parent, Path(job["cwd"]), manifest,
+                                  job["shared"]))
         if profiler.cfg.profile_analysis:
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
@@ -114,6 +123,24 @@ class ProfilerCallback(Callback):
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
 
+
+def _reports(profiler: Any) -> bool:
+    """One rank tells where the captures are: rank 0, or the first rank in ``profile_ranks``."""
+    ranks = profiler.cfg.profile_ranks
+    return profiler.rank == (min(ranks) if isinstance(ranks, list) and ranks else 0)
+
+
+def _where(root: Path, cwd: Path, manifest: dict[str, Any], shared: bool) -> str:
+    """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
+    from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
+
+    shown = os.path.relpath(root, cwd) if root.is_relative_to(cwd) else str(root)
+    reason = nothing_captured(manifest, shared)
+    if reason:
+        return f"mindspeed-prof: nothing captured in {shown}: {reason}"
+    n = capture_count(manifest, shared)
+    return (f"mindspeed-prof: {n} capture{'' if n == 1 else 's'} in {shown}; "
+            f"read them: mindspeed-prof analyse {shlex.quote(shown)}")
 
 
 def _write(job: dict[str, Any]) -> None:

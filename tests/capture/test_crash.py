@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 SCRIPT = textwrap.dedent('''
-    import sys, time, torch
+    import signal, sys, time, torch
+    # As an interactive run has them, even when pytest was started with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from mindspeed_prof import Profiler, mstx
     prof = Profiler.from_config({"integrated": {"profile": True, "mstx": True,
         "profile_level": sys.argv[2], "profile_step_start": 1, "profile_step_end": 1000,

@@ -6,26 +6,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop
-from mindspeed_prof.config.schema import STAGES, IntegratedConfig
+from mindspeed_prof.config.schema import STAGES, IntegratedConfig, Stage
 
 stages = st.sampled_from(STAGES)
 
 
 @st.composite
 def runs(draw):
-    """A plan and a run: resumed at any step, with gaps, repeated and nested stages, a failure."""
+    """A plan and a run: resumed at any step, with gaps, repeated and nested stages, a failure.
+
+    The plan captures whole steps, or one stage or a list of stages (``stage: [a, b]``).
+    """
     start = draw(st.integers(1, 6))
     end = draw(st.integers(start + 1, start + 5))
     warmup = draw(st.integers(0, 2))
-    target = draw(st.sampled_from((ALL, *STAGES)))
-    plan = CapturePlan(enabled=True, stage=target, start=start, end=end, warmup=warmup)
+    targets = draw(st.one_of(st.just([ALL]), st.lists(stages, min_size=1, max_size=3,
+                                                        unique=True)))
+    plan = CapturePlan(enabled=True, stages=tuple(targets), start=start, end=end,
+                       warmup=warmup)
     first = draw(st.integers(1, 8))
     gaps = draw(st.lists(st.integers(1, 3), min_size=1, max_size=10))
     steps, n = [], first
     for g in gaps:
         steps.append(n)
         n += g
-    body = {s: draw(st.lists(st.tuples(stages, st.booleans()), max_size=5)) for s in steps}
+    # (stage, stage nested inside it or None)
+    body = {s: draw(st.lists(st.tuples(stages, st.none() | stages), max_size=5)) for s in steps}
     fail_at = draw(st.one_of(st.none(), st.sampled_from(steps)))
     return plan, steps, body, fail_at
 
@@ -37,7 +43,8 @@ def in_window(plan: CapturePlan, step: int) -> bool:
 
 
 def simulate(plan, steps, body, fail_at):
-    """Feed the run to a Scheduler; return actions and the executions it should capture.
+    """Feed the run to a Scheduler; return actions and the (step, stage) executions it should
+    capture: a target stage, or a target nested in a stage that is not one.
 
     The step ``fail_at`` raises: inside its first stage when it has stages, else in the step
     body outside any stage. Either way the step ends failed and the run stops there.
@@ -46,13 +53,15 @@ def simulate(plan, steps, body, fail_at):
     for step in steps:
         actions += sched.step_start(step)
         failed = False
-        for stage, nested in body[step]:
+        for stage, inner in body[step]:
             actions += sched.stage_start(stage, step)
-            if in_window(plan, step) and stage == plan.stage:
-                expected.append(step)
-            if nested:  # the same stage inside itself: still one capture
-                actions += sched.stage_start(stage, step)
-                actions += sched.stage_end(stage, step)
+            if in_window(plan, step) and stage in plan.stages:
+                expected.append((step, stage))
+            elif in_window(plan, step) and inner in plan.stages:
+                expected.append((step, inner))
+            if inner is not None:  # inside a captured stage: part of the outer capture
+                actions += sched.stage_start(inner, step)
+                actions += sched.stage_end(inner, step)
             if fail_at == step:
                 actions += sched.stage_end(stage, step, failed=True)
                 failed = True
@@ -91,7 +100,7 @@ def test_every_capture_starts_inside_the_window(run) -> None:
 @given(runs())
 def test_stage_all_is_one_capture_over_the_window_steps_that_ran(run) -> None:
     plan, steps, body, fail_at = run
-    if plan.stage != ALL:
+    if plan.stages != (ALL,):
         return
     sched, actions, _ = simulate(*run)
     ran = steps if fail_at is None else steps[: steps.index(fail_at) + 1]
@@ -113,15 +122,14 @@ def test_stage_all_is_one_capture_over_the_window_steps_that_ran(run) -> None:
 @given(runs())
 def test_stage_scoped_is_one_capture_per_execution(run) -> None:
     plan = run[0]
-    if plan.stage == ALL:
+    if plan.stages == (ALL,):
         return
     _, actions, expected = simulate(*run)
     starts = [a.capture for a in actions if isinstance(a, Start)]
-    assert [c.step for c in starts] == expected
-    assert all(c.stage == plan.stage for c in starts)
-    per_step: dict[int, list[int]] = {}
+    assert [(c.step, c.stage) for c in starts] == expected
+    per_step: dict[tuple[int, str], list[int]] = {}
     for c in starts:
-        per_step.setdefault(c.step, []).append(c.index)
+        per_step.setdefault((c.step, c.stage), []).append(c.index)
     assert all(ix == list(range(len(ix))) for ix in per_step.values())
 
 
@@ -146,3 +154,13 @@ def test_dpo_warmup_collects_end_minus_start_plus_one_steps() -> None:
 
 def test_profile_off_plan_is_disabled() -> None:
     assert not CapturePlan.from_config(IntegratedConfig(), 0).enabled
+    assert list(CapturePlan(enabled=False, start=2, end=4).captured_steps()) == []
+
+
+def test_plan_takes_one_stage_or_a_list() -> None:
+    one = CapturePlan.from_config(IntegratedConfig(profile=True, stage=Stage.actor_update), 0)
+    assert one.stages == ("actor_update",) and not one.whole_steps
+    both = CapturePlan.from_config(
+        IntegratedConfig(profile=True, stage=[Stage.actor_generate, "actor_update"]), 0)
+    assert both.stages == ("actor_generate", "actor_update")
+    assert CapturePlan.from_config(IntegratedConfig(profile=True), 0).whole_steps

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
-from mindspeed_prof import Profiler, TrainerHook, current, mstx
+from mindspeed_prof import ConfigError, Profiler, TrainerHook, current, mstx
 from mindspeed_prof.capture.profiler import ProfilerError
 from mindspeed_prof.config.schema import STAGES
 
@@ -57,6 +59,57 @@ def test_stage_scoped_two_captures(tmp_path: Path) -> None:
     assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json", "3.pt.trace.json"]
     for t in traces:
         assert "actor_update" in names(t) and "actor_generate" not in names(t)
+
+
+def test_mindspeed_rl_stage_list_captures_each_stage_in_its_folder(tmp_path: Path) -> None:
+    block = OmegaConf.create(textwrap.dedent(f"""
+        profiler_config:
+          integrated:
+            profile: true
+            stage: [actor_generate, actor_update]
+            profile_step_start: 2
+            profile_step_end: 4
+            profile_save_path: {tmp_path / "out"}
+        """))
+    with Profiler.from_config(block.profiler_config) as prof:
+        train(prof, range(1, 5))
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["actor_generate", "actor_update"]
+    for stage in ("actor_generate", "actor_update"):
+        traces = sorted((out / stage).glob("*.pt.trace.json"))
+        assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json",
+                                                             "3.pt.trace.json"]
+        assert all(stage in names(t) for t in traces)
+    assert [(c["stage"], c["step"]) for c in prof.captures] == [
+        ("actor_generate", 2), ("actor_update", 2), ("actor_generate", 3), ("actor_update", 3)]
+
+
+def test_role_captures_under_its_folder(tmp_path: Path) -> None:
+    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path / "out")},
+           "actor": {"stage": "actor_update"}}
+    with Profiler.from_config(cfg, role="rollout") as rollout:
+        train(rollout, range(1, 2), stages=("actor_generate",))
+    with Profiler.from_config(cfg, role="actor") as actor:
+        train(actor, range(1, 2))
+    out = tmp_path / "out"
+    assert len(list((out / "rollout").glob("*.pt.trace.json"))) == 1
+    assert [p.parent.name for p in (out / "actor").rglob("*.pt.trace.json")] == ["actor_update"]
+    assert {c["role"] for c in actor.captures} == {"actor"}
+
+
+def test_current_per_role(tmp_path: Path) -> None:
+    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path)}}
+    actor = Profiler.from_config(cfg, role="actor")
+    rollout = Profiler.from_config(cfg, role="rollout")
+    assert current("actor") is actor and current("rollout") is rollout and current() is rollout
+    rollout.close()
+    assert current() is actor and current("rollout") is not rollout
+    actor.close()
+
+
+def test_unknown_role_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="allowed roles: integrated, actor, rollout"):
+        Profiler.from_config({"integrated": {"profile": True}}, role="learner")
 
 
 def test_unselected_rank_writes_nothing(tmp_path: Path) -> None:

@@ -72,3 +72,17 @@ def test_stage_db_block() -> None:
     c = load(STAGE_DB)
     assert c.stage is Stage.actor_update and c.profile_ranks == [0]
     assert c.profile_export_type is ExportType.db and c.profile_analysis
+
+
+STAGE_LIST = """
+profiler_config:
+  integrated:
+    profile: true
+    stage: [actor_generate, actor_update]
+    profile_step_start: 2
+    profile_step_end: 3
+"""
+
+
+def test_stage_list_block() -> None:
+    assert load(STAGE_LIST).stage == [Stage.actor_generate, Stage.actor_update]

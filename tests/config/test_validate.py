@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -105,5 +107,68 @@ def test_empty_save_path() -> None:
 def test_accepts_section_dataclass_and_full_tree() -> None:
     assert validate(IntegratedConfig(profile=True)).profile
     assert validate({"profiler_config": {"integrated": {"profile": True}}}).profile
-    with pytest.raises(ConfigError, match="profiler_config.integrated: section missing"):
+    with pytest.raises(ConfigError, match="profiler_config.other: unknown section; allowed "
+                                          "sections: integrated, actor, rollout"):
         validate({"other": 1})
+
+
+@pytest.mark.parametrize("stage,expected", [
+    ("actor_update", Stage.actor_update),
+    (["actor_generate", "actor_update"], [Stage.actor_generate, Stage.actor_update]),
+    (["critic_update", "critic_update"], [Stage.critic_update]),
+    (OmegaConf.create(["actor_update"]), [Stage.actor_update]),
+])
+def test_stage_is_one_name_or_a_list(stage: object, expected: object) -> None:
+    assert check(stage=stage).stage == expected
+
+
+@pytest.mark.parametrize("stage,message", [
+    (["actor_generate", "bogus"], r"stage=\['actor_generate', 'bogus'\]: bad entry 'bogus', "
+                                  r"unknown stage; allowed entries: actor_generate, "),
+    (["all", "actor_update"], r"stage=.*: bad entry 'all', 'all' stands alone"),
+    ([], r"stage=\[\]: an empty list captures nothing"),
+    ([["actor_update"]], r"stage=.*: bad entry \['actor_update'\]"),
+    ({"a": 1}, r"stage=\{'a': 1\}: allowed: all, actor_generate"),
+    (3, r"stage=3: allowed: all, actor_generate, .*critic_update, or a list"),
+])
+def test_bad_stage_names_key_and_allowed(stage: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=rf"{KEY}\.{message}"):
+        check(stage=stage)
+
+
+def test_role_sections_lay_over_integrated() -> None:
+    cfg = {"integrated": {"profile": True, "profile_level": "level1"},
+           "actor": {"stage": ["actor_update"]}, "rollout": {"profile_ranks": [0]}}
+    actor, rollout = validate(cfg, "actor"), validate(cfg, "rollout")
+    assert actor.stage == [Stage.actor_update] and actor.profile_level is Level.level1
+    assert rollout.profile_ranks == [0] and rollout.stage is Stage.all
+    assert validate(cfg, "reward") == validate(cfg)
+    assert validate({"actor": {"profile": True}}, "actor").profile  # integrated may be absent
+    assert not validate(ProfilerConfig(), "critic").profile
+
+
+def test_role_errors_name_the_role() -> None:
+    with pytest.raises(ConfigError, match=r"profiler_config\.actor\.profile_levl: unknown field"):
+        validate({"actor": {"profile_levl": "level1"}}, "actor")
+    with pytest.raises(ConfigError, match=r"profiler_config\.rollout\.profile_level: Invalid"):
+        validate({"integrated": {}, "rollout": {"profile_level": "level9"}})
+    with pytest.raises(ConfigError, match=r"profiler_config\.actor\.stage='nope'"):
+        validate({"actor": {"stage": "nope"}}, "critic")
+
+
+def test_unknown_role_lists_allowed_roles() -> None:
+    with pytest.raises(ConfigError, match=r"role 'actress': unknown; allowed roles: integrated, "
+                                          r"actor, rollout, reference, critic, reward"):
+        validate({"integrated": {}}, "actress")
+
+
+def test_readme_role_example() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### verl-style roles"):]
+    block = section[section.index("```yaml\n") + 8:section.index("```\n", 8)]
+    cfg = OmegaConf.create(block).profiler_config
+    actor, rollout = validate(cfg, "actor"), validate(cfg, "rollout")
+    assert actor.stage == [Stage.actor_compute_log_prob, Stage.actor_update]
+    assert actor.profile_level is Level.level1 and actor.profile_ranks == "all"
+    assert rollout.stage is Stage.actor_generate and rollout.profile_ranks == [0]
+    assert (rollout.profile_step_start, rollout.profile_step_end) == (2, 4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,10 +84,11 @@ def test_in_process_mode(tmp_path: Path) -> None:
 
 
 def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "COLUMNS"))}
     proc = subprocess.run(
         [sys.executable, "-m", "mindspeed_prof.demo", "profiler=stage_scoped",
          "profiler_config.integrated.stage=actor_update", "demo.steps=4", "demo.prompts=8",
-         f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True, cwd=tmp_path,
+         "hydra.run.dir=run"], capture_output=True, text=True, cwd=tmp_path, env=env,
         timeout=300)
     assert proc.returncode == 0, proc.stderr
     root = tmp_path / "run" / "profiler_data"
@@ -96,3 +98,10 @@ def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     assert {t.name[:5] for t in traces} == {"rank0", "rank1"} and len(traces) == 4
     assert "actor_update" in proc.stdout and "reward" in proc.stdout
     assert json.loads((root / "manifest.json").read_text())["status"] == "completed"
+    assert "4 captures from ranks [0, 1]" in proc.stdout
+    assert "mindspeed-prof: 4 captures in run/profiler_data; read them: mindspeed-prof analyse " \
+           "run/profiler_data" in proc.stdout
+    # Nothing the user did not ask for: Ray's token notice, torch's markers (workers' included).
+    assert "Token authentication" not in proc.stderr
+    assert "USDT" not in proc.stdout + proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines() if "│" in line) <= 80

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import load_json, run_app
+
+from mindspeed_prof.analysis.analyse import analyse
 
 STAGES3 = "actor_generate,actor_update,critic_update"
 
@@ -16,7 +20,7 @@ def manifests(app: Path, kind: str = "outputs") -> list[dict]:
 
 
 def test_single_run_writes_manifest(app: Path) -> None:
-    run_app(app, "profiler=full", check=True)
+    proc = run_app(app, "profiler=full", check=True)
     (m,) = manifests(app)
     assert m["status"] == "completed" and m["job"]["overrides"] == ["profiler=full"]
     assert m["profiler_config"]["integrated"]["profile_level"] == "level1"
@@ -25,6 +29,15 @@ def test_single_run_writes_manifest(app: Path) -> None:
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
     assert {Path(f["path"]).parent.name for f in m["files"]} == {"integrated"}
     assert Path(m["job"]["output_dir"]).is_absolute()
+    # One line says where the captures are and how to read them; the command works as given.
+    root = next(app.glob("outputs/*/*/profiler_data")).relative_to(app)
+    (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "mindspeed-prof:" in x]
+    assert line.endswith(f"mindspeed-prof: 1 capture in {root}; read them: "
+                         f"mindspeed-prof analyse {root}")
+    analysed = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(root)],
+                              cwd=app, capture_output=True, text=True, timeout=300)
+    assert analysed.returncode == 0 and analysed.stdout.startswith(f"1 capture under {root}")
+    assert "USDT" not in proc.stderr + proc.stdout  # torch's start/stop markers
 
 
 def test_profile_off_writes_nothing(app: Path) -> None:
@@ -58,6 +71,20 @@ def test_stage_sweep_basic_launcher(app: Path) -> None:
     assert "ms/stage" in proc.stdout  # the sweep summary table
 
 
+def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
+    proc = run_app(app, "-m", "profiler=stage_scoped",
+                   "profiler_config.integrated.stage=actor_update,critic_compute_values",
+                   check=True)
+    never = "stage critic_compute_values never ran in this job (step 1)"
+    assert f"job 1: {never}\n" in proc.stdout  # the sweep summary, under its table
+    (sweep,) = app.glob("multirun/*/*")
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["captures"], j["note"]) for j in jobs] == [(1, None), (0, never)]
+    assert proc.stdout.count("mindspeed-prof: 1 capture in ") == 1
+    assert f"mindspeed-prof: nothing captured in {sweep.relative_to(app)}/1/profiler_data: " \
+           f"{never}" in proc.stdout
+
+
 def test_stage_sweep_joblib_launcher(app: Path) -> None:
     run_app(app, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
             "profiler=stage_scoped", f"profiler_config.integrated.stage={STAGES3}", check=True)
@@ -87,6 +114,10 @@ def test_sys_exit_still_flushes(app: Path) -> None:
     assert proc.returncode == 3
     (m,) = manifests(app)
     assert m["status"] == "exited" and m["captures"] and m["files"]
+    root = next(app.glob("outputs/**/profiler_data"))
+    result = analyse(root)
+    assert not result.bad and {t.kind for t in result.traces} == {"torch", "spans"}
+    assert {(r["step"], r["rank"]) for r in result.per_step()} == {(2, 0), (3, 0)}
 
 
 @pytest.mark.parametrize("override", ["profiler_config.integrated.profile_step_start=0",
@@ -98,12 +129,40 @@ def test_invalid_override_stops_job_without_files(app: Path, override: str) -> N
     assert not list(app.glob("outputs/**/profiler_data"))
 
 
-def test_callback_pickles() -> None:
+def test_callback_pickles(tmp_path: Path) -> None:
+    """Launchers pickle callbacks between jobs: a copy runs the next job like the original."""
     import pickle
 
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    import mindspeed_prof
     from mindspeed_prof.hydra.callback import ProfilerCallback
 
-    assert isinstance(pickle.loads(pickle.dumps(ProfilerCallback())), ProfilerCallback)
+    def job(cb: ProfilerCallback, out: Path) -> dict:
+        GlobalHydra.instance().clear()
+        with initialize_config_module("mindspeed_prof.conf", version_base=None):
+            cfg = compose("demo", overrides=[
+                "profiler=mstx_light", f"hydra.runtime.output_dir={out}", "hydra.job.name=t",
+                "profiler_config.integrated.profile_step_start=1"], return_hydra_config=True)
+        GlobalHydra.instance().clear()
+        HydraConfig.instance().set_config(cfg)
+        cb.on_job_start(cfg)
+        prof = mindspeed_prof.current()
+        for step in (1, 2, 3):
+            with prof.step(step), prof.stage("actor_update"):
+                pass
+        cb.on_job_end(cfg)
+        (m,) = [load_json(p) for p in out.rglob("manifest.json")]
+        return m
+
+    first = pickle.loads(pickle.dumps(ProfilerCallback()))
+    m1 = job(first, tmp_path / "a")
+    second = pickle.loads(pickle.dumps(first))  # after a job: nothing open is left in it
+    m2 = job(second, tmp_path / "b")
+    for m in (m1, m2):
+        assert m["status"] == "completed" and [c["steps"] for c in m["captures"]] == [[1, 2, 3]]
 
 
 def test_profile_analysis_writes_run_analysis(app: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,16 @@ def test_two_job_sweep(app: Path) -> None:
     assert proc.stdout.count("TASK DONE") == 2
     jobs = sorted(p.parent.name for p in app.glob("multirun/*/*/*/profiler_data"))
     assert jobs == ["0", "1"]
+
+
+def test_sweep_over_a_stage_list_and_a_stage(app: Path) -> None:
+    run_app(app, "-m", "profiler=stage_scoped",
+            "profiler_config.integrated.stage=[actor_generate,actor_update],critic_update",
+            check=True)
+    (sweep,) = app.glob("multirun/*/*")
+    folders = [sorted(p.name for p in (sweep / job / "profiler_data").iterdir() if p.is_dir())
+               for job in ("0", "1")]
+    assert folders == [["actor_generate", "actor_update"], ["critic_update"]]
+    jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
+    assert [j["stage"] for j in jobs] == [["actor_generate", "actor_update"], "critic_update"]
+    assert [j["captures"] for j in jobs] == [2, 1] and all(j["ms_per_stage"] for j in jobs)

@@ -1,4 +1,4 @@
-"""Chrome traces (torch.profiler/Kineto JSON, the span recorder's range files): decoded with msgspec."""
+"""Chrome traces (torch.profiler/Kineto JSON, the span recorder's range files), via msgspec."""
 
 from __future__ import annotations
 

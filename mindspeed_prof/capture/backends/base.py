@@ -30,7 +30,8 @@ class CaptureTarget:
 
 
 class Backend(ABC):
-    """Records one capture at a time. Subclasses run ``tests/.../conformance`` unchanged."""
+    """Records one capture at a time. Every backend's tests subclass
+    ``mindspeed_prof.testing.backend_suite.BackendConformance`` unchanged."""
 
     name: ClassVar[str]
 

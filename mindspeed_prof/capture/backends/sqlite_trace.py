@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,36 +37,34 @@ def write_db(trace: dict[str, Any], db_path: Path) -> Path:
     """Write the Chrome ``trace`` (already parsed) to ``db_path`` atomically."""
     tmp = db_path.with_name(db_path.name + ".tmp")
     tmp.unlink(missing_ok=True)
-    con = sqlite3.connect(tmp)
     try:
-        con.executescript(_SCHEMA)
-        ids: dict[str, int] = {}
+        with closing(sqlite3.connect(tmp)) as con:
+            con.executescript(_SCHEMA)
+            ids: dict[str, int] = {}
 
-        def intern(text: str) -> int:
-            i = ids.get(text)
-            if i is None:
-                i = ids[text] = len(ids) + 1
-            return i
+            def intern(text: str) -> int:
+                i = ids.get(text)
+                if i is None:
+                    i = ids[text] = len(ids) + 1
+                return i
 
-        con.executemany("INSERT INTO meta VALUES (?, ?)",
-                        [(k, json.dumps(v)) for k, v in trace.items() if k != "traceEvents"])
-        rows = []
-        for ev in trace.get("traceEvents", []):
-            if not isinstance(ev, dict):
-                continue
-            args = ev.get("args") or {}
-            kept = {k: args[k] for k in KEPT_ARGS if k in args}
-            rows.append((intern(str(ev.get("name", ""))), intern(str(ev.get("cat", ""))),
-                         ev.get("ph"), _ns(ev.get("ts")), _ns(ev.get("dur")),
-                         ev.get("pid"), ev.get("tid"),
-                         intern(json.dumps(kept)) if kept else None))
-        con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        con.executemany("INSERT INTO strings VALUES (?, ?)", [(i, s) for s, i in ids.items()])
-        con.commit()
-        con.close()
-        tmp.replace(db_path)
+            con.executemany("INSERT INTO meta VALUES (?, ?)",
+                            [(k, json.dumps(v)) for k, v in trace.items() if k != "traceEvents"])
+            rows = []
+            for ev in trace.get("traceEvents", []):
+                if not isinstance(ev, dict):
+                    continue
+                args = ev.get("args") or {}
+                kept = {k: args[k] for k in KEPT_ARGS if k in args}
+                rows.append((intern(str(ev.get("name", ""))), intern(str(ev.get("cat", ""))),
+                             ev.get("ph"), _ns(ev.get("ts")), _ns(ev.get("dur")),
+                             ev.get("pid"), ev.get("tid"),
+                             intern(json.dumps(kept)) if kept else None))
+            con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            con.executemany("INSERT INTO strings VALUES (?, ?)", [(i, s) for s, i in ids.items()])
+            con.commit()
+        tmp.replace(db_path)  # closed first, so the final name holds a whole file
     finally:
-        con.close()
         tmp.unlink(missing_ok=True)
     return db_path
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
+from mindspeed_prof.capture.backends.quiet import quiet_stderr
 from mindspeed_prof.capture.backends.sqlite_trace import write_db
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
@@ -105,7 +106,12 @@ class TorchBackend(Backend):
             with_flops=level in (Level.level1, Level.level2),
             with_modules=cfg.profile_with_module,
         )
-        self._prof.start()
+        # A block from before the start, freed inside the quiet window: c10's "Memory block of
+        # unknown size" warning (once per 1000 such frees) is spent here, not mid-capture.
+        primer = self._torch.empty(1) if cfg.profile_with_memory else None
+        with quiet_stderr():
+            self._prof.start()
+            del primer
         self._extra.append(RecordFunctionSink())
         self._prof.add_metadata_json("mindspeed_prof", json.dumps(target.metadata))
         dist = self._torch.distributed
@@ -123,7 +129,8 @@ class TorchBackend(Backend):
             if target is not None and self.cfg.profile_with_memory and self.cuda:
                 written.append(self._dump_snapshot(target))
             if prof is not None and target is not None:
-                prof.stop()
+                with quiet_stderr():
+                    prof.stop()
                 written.extend(self._export(prof, target))
         finally:
             written.extend(self._close_spans())
@@ -146,7 +153,8 @@ class TorchBackend(Backend):
             for leftover in tmp.parent.glob(tmp.name + "*"):
                 leftover.unlink(missing_ok=True)
         cfg = self.cfg
-        if cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes and self.with_stack:
+        if (cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes
+                and self.with_stack):
             written.append(self._memory_timeline(prof, target))
         return written
 

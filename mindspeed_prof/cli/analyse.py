@@ -1,0 +1,88 @@
+"""``mindspeed-prof analyse PATH``: tables, stragglers, an HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import metadata, util
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.cli.common import (
+    EXIT_NOTHING,
+    EXIT_USAGE,
+    error,
+    exit_code,
+    jobs_option,
+    read_captures,
+)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    a = sub.add_parser(
+        "analyse", aliases=["analyze"], help="tables, stragglers and an HTML report of a run",
+        description="Read every capture under PATH and print time per stage and rank, per "
+                    "step, stragglers and top ops. Exit codes: 0 every capture was read, 1 "
+                    "nothing to read, 2 bad usage, 3 some files were skipped (named on stderr).")
+    a.add_argument("path", metavar="PATH",
+                   help="a save root (profiler_data), a Hydra job or multirun dir, or one "
+                        "capture file")
+    a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    a.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML report (needs matplotlib)")
+    a.add_argument("--margin", type=float, default=0.2,
+                   help="a rank is a straggler when it exceeds the median over ranks by this "
+                        "fraction (default 0.2 = 20%%)")
+    a.add_argument("--top", type=int, default=10, metavar="N",
+                   help="ops listed by self time (default 10)")
+    jobs_option(a)
+    a.set_defaults(func=run)
+
+
+def report_requirement() -> str | None:
+    """``matplotlib>=3.7`` when the HTML report's dependency is missing, else None."""
+    if util.find_spec("matplotlib") is not None:
+        return None
+    try:
+        requires = metadata.requires("mindspeed-prof") or []
+    except metadata.PackageNotFoundError:
+        requires = []
+    for req in requires:
+        if req.startswith("matplotlib") and "extra" in req and "report" in req:
+            return req.split(";")[0].strip()
+    return "matplotlib"
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mindspeed_prof.analysis.render import print_analysis
+
+    path = Path(args.path)
+    if args.html and (missing := report_requirement()):
+        error(f"--html needs matplotlib, which is not installed: pip install '{missing}'")
+        return EXIT_USAGE
+    if not path.exists():
+        error(f"{args.path}: no such file or directory")
+        return EXIT_NOTHING
+    result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs)
+    for b in result.bad:
+        error(f"skipped {b}")
+    if not result.traces:
+        if not result.bad:
+            error(f"no captures under {args.path} (is profile: true, and does the window "
+                  "[profile_step_start, profile_step_end) contain steps that ran?)")
+        return EXIT_NOTHING
+    if args.html:
+        from mindspeed_prof.analysis.report import write_report
+
+        print(f"report: {write_report(result, Path(args.html))}", file=sys.stderr)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2, default=str)
+        print()
+    else:
+        print_analysis(result, Console(), top=args.top)
+    return exit_code(result)

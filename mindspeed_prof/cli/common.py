@@ -1,0 +1,64 @@
+"""What the subcommands share: exit codes, one-line errors, reading captures with a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "error", "exit_code",
+           "jobs_option", "read_captures"]
+
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
+
+
+def error(message: str) -> None:
+    """One line on stderr, prefixed with the program's name."""
+    print(f"mindspeed-prof: {message}", file=sys.stderr)
+
+
+def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
+                  jobs: int | None = None) -> Any:
+    """``analyse(path)`` in ``jobs`` processes (default: the CPU count, capped) with a transient
+    progress bar of files and bytes (none when ``quiet``)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse
+    from mindspeed_prof.analysis.parallel import default_jobs
+
+    stderr = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[files]}"),
+               DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=True,
+                  disable=quiet or not stderr.is_terminal) as bar:
+        task = bar.add_task(f"reading {path}", total=None, files="")
+
+        def progress(files: int, all_files: int, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
+
+        return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
+                       progress=progress, jobs=default_jobs() if jobs is None else jobs)
+
+
+def jobs_option(parser: Any) -> None:
+    """``--jobs N``: processes that read captures."""
+    parser.add_argument("--jobs", "-j", type=_jobs, metavar="N",
+                        help="processes that read captures (default: the CPU count, at most 8)")
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of processes, 1 or more")
+    return jobs
+
+
+def exit_code(*results: Any) -> int:
+    if any(not r.traces for r in results):
+        return EXIT_NOTHING
+    return EXIT_SKIPPED if any(r.bad for r in results) else EXIT_OK

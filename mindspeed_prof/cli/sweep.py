@@ -1,0 +1,40 @@
+"""``mindspeed-prof sweep DIR``: one row per job of a Hydra multirun."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_OK, error
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "sweep", help="one row per job of a Hydra multirun",
+        description="Summarise every job of a Hydra multirun (-m) dir: stage, status, "
+                    "captures, time per step and per stage; writes sweep_summary.json there.")
+    s.add_argument("dir", metavar="DIR", help="the multirun dir, e.g. multirun/2026-11-30/10-00-00")
+    s.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    s.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mindspeed_prof.analysis.sweep import sweep_summary
+
+    try:
+        rows = sweep_summary(Path(args.dir), print_table=not args.json)
+    except FileNotFoundError as err:
+        error(str(err))
+        return EXIT_NOTHING
+    if not any(r["status"] != "no manifest" for r in rows):
+        error(f"no job under {args.dir} wrote a manifest (was profile on?)")
+        return EXIT_NOTHING
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    return EXIT_OK

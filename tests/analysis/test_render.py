@@ -1,0 +1,162 @@
+"""Tables at 80 columns: every header whole, no line wider than the terminal, legends for codes."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.render import (STAGE_CODES, count, print_analysis, print_compare,
+                                            print_presets, print_stage_rank, print_sweep)
+from mindspeed_prof.cli.presets import changed_values
+from mindspeed_prof.config.presets import PRESETS
+from mindspeed_prof.config.schema import STAGES
+
+WIDTH = 80
+
+
+def render(fn: Any, *args: Any, width: int = WIDTH, **kwargs: Any) -> str:
+    out = io.StringIO()
+    fn(*args, console=Console(file=out, width=width, color_system=None), **kwargs)
+    return out.getvalue()
+
+
+def table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line[:1] in "┏┃┡│└┗┠├"]
+
+
+def headers(text: str) -> list[str]:
+    """Header cells of every table in ``text`` (the rows between ┏ and ┡)."""
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("┏"):
+            inside = True
+        elif line.startswith("┡"):
+            inside = False
+        elif inside:
+            out.extend(cell.strip() for cell in line.strip("┃").split("┃"))
+    return out
+
+
+def split_tables(text: str) -> list[list[str]]:
+    """Each table's header cells."""
+    return [headers("┏" + part) for part in text.split("┏")[1:]]
+
+
+def assert_readable(text: str) -> None:
+    assert "…" not in text, text  # rich cut something
+    assert all(len(line) <= WIDTH for line in table_lines(text)), text
+
+
+def stage_rows(ranks: int, stages: list[str]) -> list[dict[str, Any]]:
+    return [{"stage": s, "rank": r, "count": 2, "total_ms": 1234.5678 * (r + 1), "mean_ms": 1.0,
+             "max_ms": 1.0} for s in stages for r in range(ranks)]
+
+
+def test_count_is_singular_or_plural() -> None:
+    assert [count(n, "capture") for n in (0, 1, 2, 1000)] == [
+        "0 captures", "1 capture", "2 captures", "1,000 captures"]
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4, 8, 16])
+def test_stage_rank_table_fits_any_rank_count(ranks: int) -> None:
+    text = render(print_stage_rank, stage_rows(ranks, list(STAGES)))
+    assert_readable(text)
+    cells = headers(text)
+    if "stage" in cells:  # stages as rows: every rank a column, every stage name whole
+        assert cells == ["stage", *[f"rank {r}" for r in range(ranks)]]
+        assert all(s in text for s in STAGES)
+    else:  # ranks as rows: stage codes, explained below the table
+        assert cells == ["rank", *[STAGE_CODES[s] for s in STAGES]]
+        assert all(f"{STAGE_CODES[s]} = {s}" in text for s in STAGES)
+    assert ranks > 2 or "stage" in cells  # the natural layout whenever it fits
+
+
+def test_unknown_long_stage_names_get_codes_and_a_legend() -> None:
+    names = ["a_custom_stage_with_a_long_name", "another_custom_long_stage_name", "short"]
+    text = render(print_stage_rank, stage_rows(9, names))
+    assert_readable(text)
+    assert headers(text) == ["rank", "S1", "S2", "short"]
+    assert "S1 = a_custom_stage_with_a_long_name" in text and "short =" not in text
+
+
+def test_empty_stage_table_is_one_line_not_a_wrapped_title() -> None:
+    text = render(print_stage_rank, [], width=20)
+    assert text == "No stage ranges in these captures.\n"
+
+
+def test_title_never_wraps_in_a_narrow_table() -> None:
+    text = render(print_stage_rank, stage_rows(1, ["actor_update"]))
+    assert text.splitlines()[0].strip() == "Stage time per rank: total ms (executions)"
+
+
+def test_analysis_at_80_columns(run_dir: Path) -> None:
+    result = analyse(run_dir)
+    text = render(print_analysis, result)
+    assert_readable(text)
+    assert ["rank", "step", "total", *[STAGE_CODES[s] for s in STAGES]] in split_tables(text)
+    for stage in STAGES:  # the legend names each code once
+        assert text.count(f"{STAGE_CODES[stage]} = {stage}") == 1
+    assert "skipped" not in text  # the CLI names skipped files on stderr, once
+
+
+def test_analysis_counts_captures_not_files(run_dir: Path) -> None:
+    result = analyse(run_dir)
+    files = len(result.traces)
+    assert files == 4  # two ranks, one capture each: a torch trace and a range file
+    assert render(print_analysis, result).startswith("2 captures under ")
+
+
+def test_wide_values_wrap_but_headers_stay_whole() -> None:
+    rows = stage_rows(3, list(STAGES))
+    for r in rows:
+        r["total_ms"] = 123_456_789.0
+    text = render(print_stage_rank, rows)
+    assert "…" not in text
+    assert headers(text)[0] in ("stage", "rank")
+
+
+def test_compare_at_80_columns() -> None:
+    rows = [{"stage": s, "rank": r, "a_mean_ms": 12_345.6, "b_mean_ms": 23_456.7,
+             "change": 0.9, "regression": True, "improvement": False}
+            for s in STAGES for r in range(2)]
+    text = render(print_compare, rows, "runs/a/profiler_data", "runs/b/profiler_data")
+    assert_readable(text)
+    assert headers(text) == ["stage", "rank", "A ms", "B ms", "change"]
+    assert "A (baseline): runs/a/profiler_data" in text and "+90.0% slower" in text
+
+
+def test_sweep_overrides_and_notes_are_whole_lines() -> None:
+    common = "profiler=stage_scoped"
+    rows = [{"job": i, "stage": s, "status": "completed", "captures": int(i != 1),
+             "ms_per_step": None, "ms_per_stage": 12.5 if i != 1 else None,
+             "overrides": [common, f"profiler_config.integrated.stage={s}",
+                           f"profiler_config.integrated.profile_level=level{i}"],
+             "note": None if i != 1 else f"stage {s} never ran in this job (step 1)"}
+            for i, s in enumerate(("actor_generate", "reference_compute_log_prob"))]
+    text = render(print_sweep, rows, Path("multirun/2026-11-30/10-00-00"))
+    assert_readable(text)
+    assert headers(text) == ["job", "stage", "status", "captures", "ms/stage"]  # no empty column
+    assert "job 0: profiler_config.integrated.profile_level=level0\n" in text
+    assert ("job 1: profiler_config.integrated.profile_level=level1; stage "
+            "reference_compute_log_prob never ran in this job (step 1)\n") in text
+    assert common not in text  # what every job shares is no news
+
+
+def test_presets_never_cut_and_list_only_changes() -> None:
+    presets = [(n, q, changed_values(f)) for n, (q, f) in PRESETS.items()]
+    text = render(print_presets, presets)
+    assert_readable(text)
+    flat = " ".join(" ".join(cell.strip() for cell in line.strip("│").split("│"))
+                    for line in text.splitlines())
+    for name, question, _ in presets:  # each description whole, word for word
+        assert " ".join(question.split()) in " ".join(flat.split()), name
+    assert "profile_with_npu" not in text  # mstx_light sets it to its default
+    assert changed_values(PRESETS["mstx_light"][1]) == {
+        "profile": "true", "mstx": "true", "profile_level": "level_none",
+        "profile_with_cpu": "false"}

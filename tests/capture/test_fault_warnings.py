@@ -1,0 +1,65 @@
+"""A profiling fault that repeats on every step is warned about once; training goes on."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindspeed_prof import Profiler
+from mindspeed_prof.capture.backends import CaptureTarget
+from mindspeed_prof.capture.backends.base import Backend
+from mindspeed_prof.config.validate import validate
+
+
+class _FullDiskSpans:
+    """A span recorder whose every flush fails, as on a full disk."""
+
+    step: int | None = None
+    flushes = 0
+
+    def range(self, name: str, cat: str = "user_annotation") -> Any:
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def mark(self, name: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        self.flushes += 1
+        raise OSError(28, "No space left on device")
+
+
+class _FullDiskBackend(Backend):
+    name = "full_disk"
+
+    def start(self, target: CaptureTarget) -> None:
+        self.spans = _FullDiskSpans()  # type: ignore[assignment]
+
+    def stop(self) -> list[Path]:
+        return []  # the failing spans object stays: every later flush fails again
+
+
+def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
+                                   "profile_save_path": str(tmp_path)}})
+    backend = _FullDiskBackend(cfg)
+    prof = Profiler(cfg, rank=0, backend=backend)
+    trained = []
+    with caplog.at_level(logging.WARNING, "mindspeed_prof"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(1, 6):
+            with prof.step(step), prof.stage("actor_update"):
+                trained.append(step)
+        prof.close()
+    assert trained == [1, 2, 3, 4, 5] and prof.failed
+    assert backend.spans is not None and backend.spans.flushes >= 2  # the fault did repeat
+    ours = [w for w in caught if "mindspeed-prof" in str(w.message)]
+    assert len(ours) == 1 and "flush failed" in str(ours[0].message)
+    assert issubclass(ours[0].category, RuntimeWarning)
+    assert len([r for r in caplog.records if "flush failed" in r.getMessage()]) == 1

@@ -1,0 +1,54 @@
+"""The public API: what README names, typed for type checkers, imported lazily at run time."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import mindspeed_prof
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_names_are_exported() -> None:
+    readme = (ROOT / "README.md").read_text()
+    imported = {n.strip() for line in re.findall(r"from mindspeed_prof import ([\w, ]+)", readme)
+                for n in line.split(",")}
+    used = set(re.findall(r"mindspeed_prof\.(\w+)\(", readme))
+    named = {"ProfilerError", "ConfigError"}
+    assert imported | used | named <= set(mindspeed_prof.__all__)
+
+
+def test_every_export_is_the_defining_modules_object() -> None:
+    from mindspeed_prof.capture import profiler
+
+    validate = importlib.import_module("mindspeed_prof.config.validate")
+    assert mindspeed_prof.ProfilerError is profiler.ProfilerError
+    assert mindspeed_prof.Profiler is profiler.Profiler
+    assert mindspeed_prof.current is profiler.current
+    assert mindspeed_prof.ConfigError is validate.ConfigError
+    for name in mindspeed_prof.__all__:
+        assert getattr(mindspeed_prof, name) is not None and name in dir(mindspeed_prof)
+
+
+def test_type_checkers_see_every_export() -> None:
+    """Names imported under ``if TYPE_CHECKING:`` are exactly ``__all__`` (no ``Any`` left to a
+    module ``__getattr__``)."""
+    tree = ast.parse((ROOT / "mindspeed_prof" / "__init__.py").read_text())
+    (block,) = [n for n in tree.body if isinstance(n, ast.If)
+                and getattr(n.test, "id", None) == "TYPE_CHECKING"]
+    seen = {a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom)
+            for a in n.names}
+    assert seen == set(mindspeed_prof.__all__)
+    assert (ROOT / "mindspeed_prof" / "py.typed").is_file()
+
+
+def test_importing_the_package_imports_nothing_heavy() -> None:
+    code = ("import sys, mindspeed_prof; print(sorted(m for m in ('torch', 'omegaconf', 'ray') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
