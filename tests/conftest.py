@@ -83,11 +83,19 @@ def app(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole test session, shut down at the end."""
+    """One local Ray cluster for the whole test session, shut down at the end: a head node
+    and a second node (``ray.cluster_utils``), so placement by node is tested too."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 2, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+    cluster.wait_for_nodes()
     yield ray
     ray.shutdown()
+    cluster.shutdown()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]

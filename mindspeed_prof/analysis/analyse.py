@@ -35,6 +35,8 @@ class Analysis:
     traces: list[TraceData] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
     margin: float = DEFAULT_MARGIN
+    #: With ``--ray``: where each capture was read (path, node, host, bytes).
+    placement: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ranges(self) -> list[Range]:
@@ -138,17 +140,24 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
-            jobs: int = 1, cache: bool = True) -> Analysis:
-    """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache);
-    unreadable ones are listed in ``Analysis.bad``."""
+            jobs: int = 1, cache: bool = True, ray: str | None = None) -> Analysis:
+    """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
+    with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
+    listed in ``Analysis.bad``."""
     root = Path(root)
-    result = Analysis(root=root if root.is_dir() else root.parent, margin=margin)
-    try:
-        paths = list(discover(root))
-    except BadFile as err:
-        result.bad.append(str(err))
-        return result
-    for data in read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress):
+    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin)
+    if ray is not None:
+        from mindspeed_prof.analysis.cluster import read_on_cluster
+
+        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
+    else:
+        try:
+            paths = list(discover(root))
+        except BadFile as err:
+            result.bad.append(str(err))
+            return result
+        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
+    for data in results:
         if isinstance(data, str):
             result.bad.append(data)
         else:

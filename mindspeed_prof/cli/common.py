@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "error", "exit_code",
-           "jobs_option", "read_captures"]
+           "jobs_option", "placement_line", "read_captures"]
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
 
@@ -19,7 +19,7 @@ def error(message: str) -> None:
 
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
-                  jobs: int | None = None) -> Any:
+                  jobs: int | None = None, ray: str | None = None) -> Any:
     """``analyse(path)`` in ``jobs`` processes (default: the CPU count, capped) with a transient
     progress bar of files and bytes (none when ``quiet``)."""
     from rich.console import Console
@@ -39,13 +39,29 @@ def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
             bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
 
         return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
-                       progress=progress, jobs=default_jobs() if jobs is None else jobs)
+                       progress=progress, jobs=default_jobs() if jobs is None else jobs,
+                       ray=ray)
 
 
 def jobs_option(parser: Any) -> None:
-    """``--jobs N``: processes that read captures."""
+    """``--jobs N`` (processes that read captures) and ``--ray [ADDRESS]``."""
     parser.add_argument("--jobs", "-j", type=_jobs, metavar="N",
                         help="processes that read captures (default: the CPU count, at most 8)")
+    parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                        help="read each capture on the Ray node that holds it (default address: "
+                             "the cluster this machine belongs to)")
+
+
+def placement_line(result: Any) -> str | None:
+    """``read 16 captures on 2 Ray nodes (host-a: 8, host-b: 8)`` after ``--ray``."""
+    if not result.placement:
+        return None
+    per: dict[str, int] = {}
+    for p in result.placement:
+        name = f"{p['host']} {p['node'][:8]}"
+        per[name] = per.get(name, 0) + 1
+    counts = ", ".join(f"{host}: {n}" for host, n in sorted(per.items()))
+    return f"read {len(result.placement)} captures on {len(per)} Ray nodes ({counts})"
 
 
 def _jobs(text: str) -> int:

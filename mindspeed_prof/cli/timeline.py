@@ -6,12 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.cluster import Unreachable
 from mindspeed_prof.cli.common import (
     EXIT_NOTHING,
     EXIT_USAGE,
     error,
     exit_code,
     jobs_option,
+    placement_line,
     read_captures,
 )
 
@@ -48,10 +50,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         error(str(err))
         return EXIT_USAGE
-    if not Path(args.root).exists():
+    if args.ray is not None and detail != frozenset():
+        error("--detail reads operator events from local files: not with --ray")
+        return EXIT_USAGE
+    if args.ray is None and not Path(args.root).exists():
         error(f"{args.root}: no such file or directory")
         return EXIT_NOTHING
-    result = read_captures(Path(args.root), quiet=False, jobs=args.jobs)
+    try:
+        result = read_captures(Path(args.root), quiet=False, jobs=args.jobs, ray=args.ray)
+    except Unreachable as err:
+        error(str(err))
+        return EXIT_USAGE
+    if line := placement_line(result):
+        error(line)
     for b in result.bad:
         error(f"skipped {b}")
     if not result.traces:
