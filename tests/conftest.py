@@ -15,14 +15,15 @@ from mindspeed_prof.testing.state import process_state
 
 @pytest.hookimpl(tryfirst=True)  # before hypothesis' own pytest_configure reads the option
 def pytest_configure(config: pytest.Config) -> None:
+    """One seed for the whole run unless given; with a seed hypothesis skips its example
+    database, so the seed alone replays the run."""
     if config.getoption("hypothesis_seed", None) is None:
         config.option.hypothesis_seed = random.SystemRandom().randrange(2**32)
 
 
 def _replay(config: pytest.Config) -> str:
     seed = config.getoption("hypothesis_seed")
-    return (f"hypothesis seed: {seed} (replay: rm -rf .hypothesis; "
-            f"pytest --hypothesis-seed={seed})")
+    return f"hypothesis seed: {seed} (replay: pytest --hypothesis-seed={seed})"
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.parallel import Progress, read_all
-from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
+from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
+from mindspeed_prof.analysis.readers.model import rank_order
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
@@ -35,6 +36,8 @@ class Analysis:
     traces: list[TraceData] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
     margin: float = DEFAULT_MARGIN
+    #: Captures that claimed the same rank and step (kept apart by ``Range.source``).
+    clashes: list[str] = field(default_factory=list)
     #: With ``--ray``: where each capture was read (path, node, host, bytes).
     placement: list[dict[str, Any]] = field(default_factory=list)
 
@@ -52,47 +55,52 @@ class Analysis:
         return out
 
     @property
-    def ranks(self) -> list[int]:
-        return sorted({t.rank for t in self.traces})
+    def ranks(self) -> list[int | None]:
+        """Ranks seen, unknown (None) last."""
+        return sorted({t.rank for t in self.traces}, key=rank_order)
 
     def stage_rank(self) -> list[dict[str, Any]]:
         """Per stage and rank: executions, total, mean and max milliseconds."""
-        times: dict[tuple[str, int], list[float]] = defaultdict(list)
+        times: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
         for r in self.ranges:
             if r.kind == "stage":
-                times[(r.name, r.rank)].append(r.dur / 1000.0)
+                times[(r.name, r.rank, r.source)].append(r.dur / 1000.0)
         rows = []
-        for (stage, rank), ms in sorted(times.items(), key=lambda kv: (_stage_order(kv[0][0]),
-                                                                      kv[0][1])):
-            rows.append({"stage": stage, "rank": rank, "count": len(ms),
+        for (stage, rank, source), ms in sorted(times.items(), key=lambda kv: (
+                _stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
+            rows.append({"stage": stage, "rank": rank, **_source(source), "count": len(ms),
                          "total_ms": sum(ms), "mean_ms": sum(ms) / len(ms), "max_ms": max(ms)})
         return rows
 
     def per_step(self) -> list[dict[str, Any]]:
         """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
-        table: dict[tuple[int, int], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        table: dict[tuple[int | None, str, int], dict[str, float]] = defaultdict(
+            lambda: defaultdict(float))
         for r in self.ranges:
             if r.step is None or r.kind == "range":
                 continue
             key = "total" if r.kind == "step" else r.name
-            table[(r.rank, r.step)][key] += r.dur / 1000.0
-        return [{"rank": rank, "step": step, **dict(v)}
-                for (rank, step), v in sorted(table.items())]
+            table[(r.rank, r.source, r.step)][key] += r.dur / 1000.0
+        return [{"rank": rank, **_source(source), "step": step, **dict(v)}
+                for (rank, source, step), v in sorted(
+                    table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2]))]
 
     def stragglers(self) -> list[dict[str, Any]]:
         """Ranks whose stage time in a step exceeds the median over ranks by ``margin``."""
-        per: dict[tuple[str, int], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+        per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
+            lambda: defaultdict(float))
         for r in self.ranges:
             if r.kind == "stage" and r.step is not None:
-                per[(r.name, r.step)][r.rank] += r.dur / 1000.0
+                per[(r.name, r.step)][(r.rank, r.source)] += r.dur / 1000.0
         out = []
         for (stage, step), by_rank in per.items():
             if len(by_rank) < 2:
                 continue
             median = statistics.median(by_rank.values())
-            for rank, ms in by_rank.items():
+            for (rank, source), ms in by_rank.items():
                 if median > 0 and ms > median * (1 + self.margin):
-                    out.append({"stage": stage, "step": step, "rank": rank, "ms": ms,
+                    out.append({"stage": stage, "step": step, "rank": rank, **_source(source),
+                                "ms": ms,
                                 "median_ms": median, "ratio": ms / median})
         return sorted(out, key=lambda s: -s["ratio"])
 
@@ -112,14 +120,16 @@ class Analysis:
         for t in self.traces:
             steps = sorted({r.step for r in t.ranges if r.step is not None})
             out.append({"file": _rel(t.path, self.root), "kind": t.kind, "rank": t.rank,
-                        "group": t.group, "bytes": t.size, "events": t.events, "steps": steps,
+                        **_source(t.meta.get("source", "")), "group": t.group,
+                        "bytes": t.size, "events": t.events, "steps": steps,
                         "level": t.meta.get("level")})
         return out
 
     def warnings(self) -> list[str]:
         out = [f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
-               for t in self.traces if not t.ranges and not t.ops
-               and "step_trace_time" not in t.meta]
+               for t in self.traces if not (t.ranges or t.ops or t.kernels or t.device
+                                            or t.comm or t.memory)]
+        out += self.clashes
         if not self.traces and not self.bad:
             out.append(f"{self.root}: no captures found (is profile: true, and does the window "
                        "[profile_step_start, profile_step_end) contain steps that ran?)")
@@ -130,6 +140,19 @@ class Analysis:
                 "per_step": self.per_step(), "stragglers": self.stragglers(),
                 "top_ops": self.top_ops(), "inventory": self.inventory(),
                 "warnings": self.warnings(), "skipped": self.bad, "margin": self.margin}
+
+
+def _source(source: str) -> dict[str, str]:
+    """``{"source": host-or-folder}`` on rows of a capture that shares its rank and step."""
+    return {"source": source} if source else {}
+
+
+def _finish(result: Analysis) -> Analysis:
+    """Parts of captures that could not be read are listed as skipped; clashes are kept apart."""
+    for t in result.traces:
+        result.bad.extend(t.problems)
+    result.clashes = separate(result.traces, result.root)
+    return result
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -162,7 +185,7 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
             result.bad.append(data)
         else:
             result.traces.append(data)
-    return result
+    return _finish(result)
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
@@ -173,4 +196,4 @@ def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN)
             result.traces.append(read(Path(path), root))
         except BadFile as err:
             result.bad.append(str(err))
-    return result
+    return _finish(result)

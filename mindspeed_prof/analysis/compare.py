@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_order
 
 __all__ = ["compare", "DEFAULT_THRESHOLD"]
 
@@ -17,7 +18,7 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
     rows_a = {(r["stage"], r["rank"]): r for r in a.stage_rank()}
     rows_b = {(r["stage"], r["rank"]): r for r in b.stage_rank()}
     out = []
-    for key in sorted(rows_a.keys() | rows_b.keys(), key=lambda k: (k[0], k[1])):
+    for key in sorted(rows_a.keys() | rows_b.keys(), key=lambda k: (k[0], rank_order(k[1]))):
         ra, rb = rows_a.get(key), rows_b.get(key)
         ma = ra["mean_ms"] if ra else None
         mb = rb["mean_ms"] if rb else None

@@ -1,4 +1,4 @@
-"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, fit to 80 columns.
+"""Terminal output: rich tables for analyses, sweeps, comparisons and presets, at 80 columns.
 
 A table whose natural width exceeds the terminal switches to a narrower layout (short stage codes
 with a legend, or ranks as rows) rather than letting rich cut its headers; headers never shrink
@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import capture_stem
 
 __all__ = ["STAGE_CODES", "count", "print_analysis", "print_compare", "print_presets",
@@ -83,6 +84,11 @@ def _legend(console: Console, codes: dict[str, str]) -> None:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
 
 
+def _who(row: dict[str, Any]) -> tuple[int | None, str]:
+    """A row's rank and, when two captures claim that rank and step, its source."""
+    return row["rank"], row.get("source", "")
+
+
 def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
                      title: str = "Stage time per rank: total ms (executions)") -> None:
     """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
@@ -91,19 +97,19 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
     if not rows:
         console.print("No stage ranges in these captures.", soft_wrap=True)
         return
-    ranks = sorted({r["rank"] for r in rows})
-    stages: dict[str, dict[int, dict[str, Any]]] = {}
+    ranks = sorted({_who(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
+    stages: dict[str, dict[tuple[int | None, str], dict[str, Any]]] = {}
     for r in rows:
-        stages.setdefault(r["stage"], {})[r["rank"]] = r
+        stages.setdefault(r["stage"], {})[_who(r)] = r
 
-    def cell(stage: str, rank: int) -> str:
+    def cell(stage: str, rank: tuple[int | None, str]) -> str:
         r = stages[stage].get(rank)
         return f"{_ms(r['total_ms'])} ({r['count']})" if r else "-"
 
     table = _table(title)
     _column(table, "stage", right=False)
     for rank in ranks:
-        _column(table, f"rank {rank}")
+        _column(table, f"rank {rank_label(*rank)}")
     for stage in stages:
         table.add_row(stage, *[cell(stage, k) for k in ranks])
     if _fits(console, table):
@@ -115,14 +121,14 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
     for stage in stages:
         _column(table, codes[stage])
     for rank in ranks:
-        table.add_row(str(rank), *[cell(stage, rank) for stage in stages])
+        table.add_row(rank_label(*rank), *[cell(stage, rank) for stage in stages])
     console.print(table)
     _legend(console, codes)
 
 
 def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
     stages = [s for s in dict.fromkeys(k for row in steps for k in row)
-              if s not in ("rank", "step", "total")]
+              if s not in ("rank", "source", "step", "total")]
     has_total = any("total" in row for row in steps)
 
     def build(names: dict[str, str]) -> Table:
@@ -130,7 +136,7 @@ def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
             _column(table, col)
         for row in steps:
-            table.add_row(str(row["rank"]), str(row["step"]),
+            table.add_row(rank_label(*_who(row)), str(row["step"]),
                           *([_ms(row.get("total"))] if has_total else []),
                           *[_ms(row.get(s)) for s in names])
         return table
@@ -153,7 +159,9 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     console = console or Console()
     size = sum(t.size for t in result.traces)
     console.print(f"[bold]{count(_captures(result), 'capture')}[/bold] under {result.root}: "
-                  f"{count(len(result.ranks), 'rank')} {result.ranks}, {count(size, 'byte')}",
+                  f"{count(len(result.ranks), 'rank')} "
+                  f"{', '.join(rank_label(r) for r in result.ranks) or '-'}, "
+                  f"{count(size, 'byte')}",
                   soft_wrap=True, highlight=False)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
@@ -165,9 +173,9 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         _column(table, "stage", right=False)
         for col in ("step", "rank", "ms", "median ms", "ratio"):
             _column(table, col)
-        for s in stragglers:
-            table.add_row(s["stage"], str(s["step"]), str(s["rank"]), _ms(s["ms"]),
-                          _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
+        for row in stragglers:
+            table.add_row(row["stage"], str(row["step"]), rank_label(*_who(row)), _ms(row["ms"]),
+                          _ms(row["median_ms"]), f"{row['ratio']:.2f}x")
         console.print(table)
     else:
         console.print("No stragglers.")
@@ -199,7 +207,7 @@ def print_compare(rows: list[dict[str, Any]], a: str, b: str,
             change = f"[red]{change} slower[/red]"
         elif r["improvement"]:
             change = f"[green]{change} faster[/green]"
-        table.add_row(r["stage"], str(r["rank"]), _ms(r["a_mean_ms"]), _ms(r["b_mean_ms"]),
+        table.add_row(r["stage"], rank_label(r["rank"]), _ms(r["a_mean_ms"]), _ms(r["b_mean_ms"]),
                       change)
     console.print(table)
 

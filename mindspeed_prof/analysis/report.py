@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 
 __all__ = ["write_report"]
 
@@ -42,13 +43,15 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
     rows = result.stage_rank()
     if rows:
         stages = list(dict.fromkeys(r["stage"] for r in rows))
-        ranks = sorted({r["rank"] for r in rows})
+        ranks = sorted({(r["rank"], r.get("source", "")) for r in rows},
+                       key=lambda k: (rank_order(k[0]), k[1]))
         grid = [[0.0] * len(ranks) for _ in stages]
         for r in rows:
-            grid[stages.index(r["stage"])][ranks.index(r["rank"])] = r["mean_ms"]
+            grid[stages.index(r["stage"])][ranks.index((r["rank"], r.get("source", "")))] = (
+                r["mean_ms"])
         fig, ax = plt.subplots(figsize=(2 + 1.2 * len(ranks), 1 + 0.5 * len(stages)))
         im = ax.imshow(grid, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(ranks)), [f"rank {k}" for k in ranks])
+        ax.set_xticks(range(len(ranks)), [f"rank {rank_label(*k)}" for k in ranks])
         ax.set_yticks(range(len(stages)), stages)
         top = max(max(r) for r in grid) or 1.0
         for i, row in enumerate(grid):
@@ -60,10 +63,10 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
         charts.append(("heatmap", _svg(fig)))
     steps = result.per_step()
     stage_keys = [s for s in dict.fromkeys(k for row in steps for k in row)
-                  if s not in ("rank", "step", "total")]
+                  if s not in ("rank", "source", "step", "total")]
     if steps and stage_keys:
         fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(steps)), 4))
-        labels = [f"r{r['rank']}/s{r['step']}" for r in steps]
+        labels = [f"r{rank_label(r['rank'], r.get('source', ''))}/s{r['step']}" for r in steps]
         bottom = [0.0] * len(steps)
         for s in stage_keys:
             vals = [r.get(s, 0.0) for r in steps]

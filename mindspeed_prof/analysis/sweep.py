@@ -11,7 +11,7 @@ from mindspeed_prof.formats import SWEEP_SUMMARY
 from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["sweep_summary", "SUMMARY_NAME"]
+__all__ = ["SUMMARY_NAME", "sweep_summary"]
 
 SUMMARY_NAME = SWEEP_SUMMARY
 

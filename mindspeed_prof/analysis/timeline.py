@@ -24,6 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
 __all__ = ["StepWindow", "Timeline", "parse_ranks", "parse_steps", "write_timeline"]
@@ -86,18 +87,20 @@ def parse_ranks(text: str) -> frozenset[int] | None:
 
 @dataclass(frozen=True, order=True)
 class TrackKey:
-    """One process track; ordered by role, then rank, then host."""
+    """One process track; ordered by role, then rank (unknown ranks last), then host."""
 
     role_order: tuple[int, str]
-    rank: int
+    rank_order: tuple[int, int]
     host: str
+    rank: int | None = field(compare=False)
 
     @property
     def role(self) -> str:
         return self.role_order[1]
 
     def label(self) -> str:
-        return " · ".join([f"rank {self.rank}", self.role] + ([self.host] if self.host else []))
+        return " · ".join([f"rank {rank_label(self.rank)}", self.role]
+                          + ([self.host] if self.host else []))
 
 
 @dataclass
@@ -131,7 +134,7 @@ def _key(data: TraceData) -> TrackKey:
     if not isinstance(host, str):
         m = _HOST_IN_STEM.match(data.path.name)
         host = m.group(1) if m else ""
-    return TrackKey(_role_order(str(role)), data.rank, host)
+    return TrackKey(_role_order(str(role)), rank_order(data.rank), host, data.rank)
 
 
 def clock_offset_us(data: TraceData) -> float | None:
@@ -275,11 +278,13 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
 
 
 def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
-    hosts: dict[tuple[str, int], list[str]] = defaultdict(list)
+    hosts: dict[tuple[str, tuple[int, int], int | None], list[str]] = defaultdict(list)
     for key in tracks:
-        hosts[(key.role, key.rank)].append(key.host or "?")
-    return [f"rank {rank} ({role}) claimed by {len(h)} hosts ({', '.join(sorted(h))}); "
-            "kept one track each" for (role, rank), h in sorted(hosts.items()) if len(h) > 1]
+        hosts[(key.role, key.rank_order, key.rank)].append(key.host or "?")
+    return [f"rank {rank_label(rank)} ({role}) claimed by {len(h)} hosts "
+            f"({', '.join(sorted(h))}); kept one track each"
+            for (role, _, rank), h in sorted(hosts.items(), key=lambda kv: kv[0][:2])
+            if len(h) > 1]
 
 
 def _header(w: _Writer, pid: int, label: str) -> None:

@@ -286,7 +286,7 @@ class Profiler:
         if not self.failed:
             message = (f"mindspeed-prof: capture {what} failed ({type(err).__name__}: {err}); "
                        "profiling is off for the rest of this run, training goes on "
-                       "(set profiler_config.integrated.strict=true to stop instead)")
+                       f"(set profiler_config.{self.role}.strict=true to stop instead)")
             log.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         self.failed = True

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from mindspeed_prof.config.schema import IntegratedConfig, Level, Stage
 
-__all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "register"]
+__all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "configs", "register"]
 
 #: A defaults-list entry that turns the Hydra callback on.
 CALLBACK_CONFIG = "/mindspeed_prof/callback"
@@ -60,28 +61,36 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def register() -> None:
-    """Store the presets in Hydra's ConfigStore: group ``profiler``, package ``profiler_config``."""
-    from hydra.core.config_store import ConfigStore
+def configs() -> Iterator[tuple[str, str, Any, str | None]]:
+    """``(group, name, node, package)`` of every config mindspeed-prof gives Hydra."""
     from omegaconf import OmegaConf
 
     from mindspeed_prof.config.schema import ROLES, STAGES
 
     # ProfilerConfig, with role sections the command line can add keys to
     # (profiler_config.actor.stage=...; validate() checks them). Typing only ``integrated``
-    # keeps the type walk at every Hydra app's start as short as before roles existed.
+    # keeps the type walk short when an app composes a preset.
     schema: dict[str, Any] = {"integrated": IntegratedConfig}
     for role in ROLES[1:]:
         schema[role] = OmegaConf.create({}, flags={"struct": False})
-    cs = ConfigStore.instance()
-    cs.store(group="mindspeed_prof", name="schema", node=schema, provider="mindspeed-prof")
-    cs.store(group="mindspeed_prof", name="callback", node=_CALLBACK, package="_global_",
-             provider="mindspeed-prof")
+    yield "mindspeed_prof", "schema", schema, None
+    yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
     # With -m, one job per RL stage:
     #   python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
-    cs.store(group="profiler_sweep", name="all_stages", package="_global_",
-             provider="mindspeed-prof", node={"hydra": {"sweeper": {"params": {
-                 "profiler_config.integrated.stage": ",".join(STAGES)}}}})
+    yield "profiler_sweep", "all_stages", {"hydra": {"sweeper": {"params": {
+        "profiler_config.integrated.stage": ",".join(STAGES)}}}}, "_global_"
     for name, (_, fields) in PRESETS.items():
-        cs.store(group="profiler", name=name, node=_preset(fields), package="profiler_config",
-                 provider="mindspeed-prof")
+        yield "profiler", name, _preset(fields), "profiler_config"
+
+
+def register() -> None:
+    """Store every config in Hydra's ConfigStore (group ``profiler``, package ``profiler_config``).
+
+    The Hydra plugin does not call this: it serves the same configs lazily (see
+    ``hydra_plugins/mindspeed_prof``); this is for apps that want them in the ConfigStore.
+    """
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    for group, name, node, package in configs():
+        cs.store(group=group, name=name, node=node, package=package, provider="mindspeed-prof")

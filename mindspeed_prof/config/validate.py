@@ -36,14 +36,13 @@ def validate(cfg: Any, role: str = "integrated") -> IntegratedConfig:
         raise ConfigError(f"role {role!r}: unknown; allowed roles: {', '.join(ROLES)}")
     sections = _sections(cfg)
     if sections is None:  # one section on its own
-        return _checked(cfg, None, role)
-    result = None
-    for name in ROLES:
-        if name == role or (name != "integrated" and _is_set(sections.get(name))):
-            checked = _checked(sections.get("integrated"), sections.get(name), name)
-            result = checked if name == role else result
-    assert result is not None
-    return result
+        return _checked([(role, cfg)], role)
+    base = ("integrated", sections.get("integrated") or {})
+    for name in ROLES[1:]:  # every role's section, so a bad one stops the run whoever asks
+        if name != role and _layer(sections.get(name)):
+            _checked([base, (name, _layer(sections[name]))], name)
+    own = _layer(sections.get(role)) if role != "integrated" else {}
+    return _checked([base, (role, own)] if own else [base], role)
 
 
 def _sections(cfg: Any) -> dict[str, Any] | None:
@@ -66,8 +65,11 @@ def _sections(cfg: Any) -> dict[str, Any] | None:
     return {k: cfg[k] for k in keys}
 
 
-def _is_set(section: Any) -> bool:
-    return section is not None and any(v is not None for v in _items(section).values())
+def _layer(section: Any) -> dict[str, Any]:
+    """The fields a role's section sets (``null`` reads as unset: ``integrated``'s value)."""
+    if section is None:
+        return {}
+    return {k: v for k, v in _items(section).items() if v is not None}
 
 
 def _items(section: Any) -> dict[str, Any]:
@@ -83,18 +85,19 @@ def _items(section: Any) -> dict[str, Any]:
 _FIELDS = tuple(IntegratedConfig.__dataclass_fields__)
 
 
-def _checked(base: Any, over: Any, role: str) -> IntegratedConfig:
-    """``base`` (the ``integrated`` section) with ``over`` (``role``'s) laid over it, checked."""
-    merged = _merge(base if base is not None else {}, "integrated")
-    if role != "integrated" and over is not None:
-        layer = {k: v for k, v in _items(over).items() if v is not None}
-        if layer:
-            merged = _merge(layer, role, OmegaConf.structured(merged))
+def _checked(layers: list[tuple[str, Any]], role: str) -> IntegratedConfig:
+    """The ``(name, section)`` layers merged in order (errors name the layer's key), checked
+    as ``role``'s settings."""
+    merged = None
+    for name, section in layers:
+        merged = _merge(section, name, merged)
+    assert merged is not None
     _check_rules(merged, f"profiler_config.{role}")
     return merged
 
 
-def _merge(section: Any, role: str, base: DictConfig | None = None) -> IntegratedConfig:
+def _merge(section: Any, role: str, base: IntegratedConfig | None) -> IntegratedConfig:
+    """``section``'s fields over ``base`` (or the defaults), typed by OmegaConf."""
     if isinstance(section, IntegratedConfig):
         section = _items(section)
     if isinstance(section, (Mapping, DictConfig)):
@@ -107,7 +110,7 @@ def _merge(section: Any, role: str, base: DictConfig | None = None) -> Integrate
                 and OmegaConf.get_type(section) is IntegratedConfig):
             obj = OmegaConf.to_object(section)  # composed by Hydra: already typed, skip a merge
         else:
-            start = base if base is not None else OmegaConf.structured(IntegratedConfig)
+            start = OmegaConf.structured(base if base is not None else IntegratedConfig)
             obj = OmegaConf.to_object(OmegaConf.merge(start, section))
     except OmegaConfBaseException as err:
         raise ConfigError(_describe(err, role)) from None

@@ -72,7 +72,7 @@ def capture_count(manifest: dict[str, Any], shared: bool = False) -> int:
 
 
 def nothing_captured(manifest: dict[str, Any], shared: bool = False) -> str | None:
-    """Why a finished job has no captures (its chosen stage never ran...), else None."""
+    """Why a finished job captured nothing (its chosen stage never ran...); None if it did."""
     if manifest.get("profiler_failed"):
         return "profiling failed in this job (its log names the cause)"
     if capture_count(manifest, shared) or manifest.get("status") == "running":

@@ -22,7 +22,8 @@ MODULES = ("mindspeed_prof.mstx", "mindspeed_prof.capture.current",
 @contextmanager
 def process_state() -> Iterator[None]:
     """Restore, on exit, the state of ``MODULES``, the SIGTERM/SIGINT handlers, ``atexit``
-    registrations made inside, and ``torch_npu`` modules (the contract double) imported inside.
+    hooks mindspeed_prof registered inside, and ``torch_npu`` modules (the contract double)
+    imported inside.
 
     Like Hydra's test utilities for its singletons: with it around every test, no test depends
     on which tests ran before it.
@@ -38,7 +39,9 @@ def process_state() -> Iterator[None]:
     register = atexit.register
 
     def recording(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
-        registered.append(func)
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.split(".")[0] == "mindspeed_prof":  # libraries' own hooks are theirs to keep
+            registered.append(func)
         return register(func, *args, **kwargs)
 
     try:

@@ -10,8 +10,15 @@ import pytest
 from rich.console import Console
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.render import (STAGE_CODES, count, print_analysis, print_compare,
-                                            print_presets, print_stage_rank, print_sweep)
+from mindspeed_prof.analysis.render import (
+    STAGE_CODES,
+    count,
+    print_analysis,
+    print_compare,
+    print_presets,
+    print_stage_rank,
+    print_sweep,
+)
 from mindspeed_prof.cli.presets import changed_values
 from mindspeed_prof.config.presets import PRESETS
 from mindspeed_prof.config.schema import STAGES

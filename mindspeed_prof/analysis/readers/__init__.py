@@ -1,13 +1,16 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-One module per source: ``chrome`` (torch/Kineto traces ``*.pt.trace.json[.gz]`` and range files
+One module per source: ``chrome`` (torch/Kineto traces, whatever their name, and range files
 ``*.mstx.trace.json``), ``sqlite`` (``*.pt.trace.db``), ``npu`` (torch_npu ``*_ascend_pt``
-folders, text or db output).
+folders: ``npu_text``/``npu_trace`` for the text export, ``npu_db`` for the db export),
+``ranks`` (manifest ranks, captures that claim the same rank and step).
 """
 
 from __future__ import annotations
 
+import gzip
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,35 +25,104 @@ from mindspeed_prof.analysis.readers.model import (
     one_line,
 )
 from mindspeed_prof.analysis.readers.npu import read_npu
+from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sqlite import read_db
-from mindspeed_prof.formats import NPU_FOLDER, is_capture_file
+from mindspeed_prof.formats import (
+    ANALYSIS,
+    CLUSTER_SUMMARY,
+    MANIFEST,
+    NPU_FOLDER,
+    NPU_OUTPUT,
+    SUMMARY,
+    SWEEP_SUMMARY,
+    is_capture_file,
+)
 
-__all__ = ["BadFile", "MAX_BYTES", "Range", "TraceData", "discover", "read"]
+__all__ = [
+    "MAX_BYTES",
+    "BadFile",
+    "Range",
+    "TraceData",
+    "discover",
+    "is_chrome_trace",
+    "read",
+    "separate",
+]
+
+#: How much of a ``*.json[.gz]`` file is read to decide whether it is a Chrome trace.
+SNIFF_BYTES = 16 * 1024
+_OURS = (SUMMARY, CLUSTER_SUMMARY, SWEEP_SUMMARY, ANALYSIS)
+_MANIFEST_PREFIX = MANIFEST.split(".")[0]
+
+
+def is_chrome_trace(path: Path) -> bool:
+    """Whether a ``*.json``/``*.json.gz`` file opens as an object with ``traceEvents``.
+
+    Reads at most ``SNIFF_BYTES`` (decompressed); Kineto writes a few small keys (schema,
+    device properties, distributedInfo) before ``traceEvents``.
+    """
+    try:
+        with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return head.lstrip().startswith(b"{") and b'"traceEvents"' in head
+
+
+def _candidate(p: Path) -> bool:
+    name = p.name
+    if is_capture_file(name):
+        return True
+    if not name.endswith((".json", ".json.gz")) or name.startswith((".", _MANIFEST_PREFIX)):
+        return False
+    return not name.endswith(_OURS) and is_chrome_trace(p)
 
 
 def discover(root: Path) -> Iterator[Path]:
-    """Every capture below ``root`` (a capture file, or a ``*_ascend_pt`` folder), sorted."""
+    """Every capture below ``root``, sorted: capture files, Chrome traces by content,
+    ``*_ascend_pt`` folders (and any folder holding an ``ASCEND_PROFILER_OUTPUT``)."""
     root = Path(root)
     if root.is_file():
         yield root
         return
     if not root.is_dir():
         raise BadFile(f"{root}: no such file or directory")
-    found: list[Path] = []
+    if root.name.endswith(NPU_FOLDER):
+        yield root
+        return
+    found: set[Path] = set()
     for p in root.rglob("*"):
-        name = p.name
-        if p.is_dir() and name.endswith(NPU_FOLDER):
-            found.append(p)
-        elif p.is_file() and not any(part.endswith(NPU_FOLDER) for part in p.parts) and (
-                is_capture_file(name)):
-            found.append(p)
+        if any(part.endswith(NPU_FOLDER) for part in p.relative_to(root).parts[:-1]):
+            continue  # inside a torch_npu capture: read with its folder
+        if p.is_dir():
+            if p.name.endswith(NPU_FOLDER):
+                found.add(p)
+            elif p.name == NPU_OUTPUT and not p.parent.name.endswith(NPU_FOLDER):
+                found.add(p.parent)
+        elif p.is_file() and NPU_OUTPUT not in p.parts and _candidate(p):
+            found.add(p)
     yield from sorted(found)
 
 
 def read(path: Path, root: Path | None = None) -> TraceData:
-    """Decode one capture; raise ``BadFile`` with one line naming it when it cannot be read."""
+    """Decode one capture; raise ``BadFile`` with one line naming it when it cannot be read.
+
+    A capture whose own content names no rank takes its manifest's (``ranks.manifest_rank``);
+    failing that its rank stays unknown (None).
+    """
     path = Path(path)
-    group = _group(path, root)
+    data = _read(path, _group(path, root))
+    if data.rank is None:
+        rank = manifest_rank(path)
+        if rank is not None:
+            data.rank = rank
+            data.ranges = [r._replace(rank=rank) for r in data.ranges]
+    if not data.source and isinstance(data.meta.get("host"), str):
+        data.source = data.meta["host"]
+    return data
+
+
+def _read(path: Path, group: str) -> TraceData:
     try:
         if path.is_dir():
             return read_npu(path, group)
@@ -77,5 +149,3 @@ def _group(path: Path, root: Path | None) -> str:
     if root is not None and Path(root).is_dir() and parent.resolve() == Path(root).resolve():
         return parent.name or "."
     return parent.name
-
-

@@ -107,7 +107,7 @@ def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
         if m:
             steps.append((ts, ts + dur, int(m.group(1))))
         elif ev.cat in ("user_annotation", "stage", "step", "gpu_user_annotation") or (
-                ev.name in _STAGES and ev.cat not in ("cpu_op", "kernel")):
+                ev.name in _STAGES and ev.cat != "kernel"):  # torch_npu writes them as cpu_op
             if ev.cat == "gpu_user_annotation":
                 continue
             step = _num(ev.args.step) if ev.args is not None else None

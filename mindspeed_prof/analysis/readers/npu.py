@@ -1,26 +1,71 @@
-"""torch_npu ``*_ascend_pt`` folders: parsed ``ASCEND_PROFILER_OUTPUT`` text or db output."""
+"""torch_npu ``*_ascend_pt`` folders: rank and level from ``profiler_info``, then the output."""
 
 from __future__ import annotations
 
-import csv
+import json
 import re
-import sqlite3
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.chrome import Event, collect, decode_events
-from mindspeed_prof.analysis.readers.model import BadFile, TraceData, rank_of
-from mindspeed_prof.formats import NPU_OUTPUT
+import msgspec
 
-__all__ = ["read_npu"]
+from mindspeed_prof.analysis.readers.model import (
+    MAX_BYTES,
+    BadFile,
+    TraceData,
+    rank_of,
+    to_rank,
+)
+from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
+from mindspeed_prof.analysis.readers.npu_text import (
+    read_api_statistic,
+    read_communication,
+    read_communication_matrix,
+    read_kernel_details,
+    read_memory,
+    read_op_statistic,
+    read_step_trace,
+)
+from mindspeed_prof.analysis.readers.npu_trace import read_trace_view, stage_device_rows
+from mindspeed_prof.formats import NPU_FOLDER, NPU_OUTPUT
 
-_NPU_RANK = re.compile(r"profiler_info_(\d+)\.json$")
+__all__ = ["npu_info", "read_npu"]
+
+_INFO = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
+_STAMP = re.compile(r"_\d+_\d{17}$")  # <worker>_<pid>_<YYYYmmddHHMMSSmmm>
+
+
+def npu_info(folder: Path) -> tuple[int | None, str | None]:
+    """Rank and level of a capture: ``profiler_info_<r>.json``'s name, else its ``rank_id``.
+
+    torch_npu writes ``profiler_info.json`` (no rank in the name, usually no ``rank_id``) when
+    neither RANK nor torch.distributed gave it one: the rank is then unknown (None).
+    """
+    rank: int | None = None
+    level: str | None = None
+    for p in sorted(folder.glob("profiler_info*.json")):
+        m = _INFO.match(p.name)
+        if not m:
+            continue
+        try:
+            info = json.loads(p.read_bytes())
+        except (OSError, ValueError):
+            info = {}
+        info = info if isinstance(info, dict) else {}
+        rank = int(m.group(1)) if m.group(1) else to_rank(info.get("rank_id"))
+        config = info.get("config") if isinstance(info.get("config"), dict) else {}
+        exp = config.get("experimental_config") if isinstance(config, dict) else None
+        if isinstance(exp, dict):
+            raw = exp.get("_profiler_level", exp.get("profiler_level"))
+            level = str(raw).rsplit(".", 1)[-1].lower() if raw else None
+        break
+    return rank, level
 
 
 def read_npu(folder: Path, group: str) -> TraceData:
     """A torch_npu ``*_ascend_pt`` folder, from its parsed ``ASCEND_PROFILER_OUTPUT``."""
-    info_files = sorted(folder.glob("profiler_info_*.json"))
-    m = _NPU_RANK.search(info_files[0].name) if info_files else None
-    rank = int(m.group(1)) if m else rank_of(folder, None, None)
+    rank, level = npu_info(folder)
+    if rank is None:
+        rank = rank_of(folder, None, None)
     out = folder / NPU_OUTPUT
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     if not out.is_dir() and not _npu_offline_analyse(folder):
@@ -28,19 +73,65 @@ def read_npu(folder: Path, group: str) -> TraceData:
             f"{folder}: raw torch_npu capture, not parsed yet. On a machine with torch_npu run: "
             f"python -c \"import torch_npu; torch_npu.profiler.profiler.analyse('{folder}')\" "
             "(or set profile_analysis: true)")
-    data = TraceData(folder, "npu", rank, group, size, meta={"rank": rank})
-    trace_view = out / "trace_view.json"
+    data = TraceData(folder, "npu", rank, group, size, meta={"rank": rank, "level": level},
+                     source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name)
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
-    if trace_view.is_file():
-        events = decode_events(trace_view.read_bytes())
-        data.events = len(events)
-        collect(data, events, None)
-    elif dbs:
-        _read_npu_db(dbs[0], data)
-    step_csv = out / "step_trace_time.csv"
-    if step_csv.is_file() and not any(r.kind == "step" for r in data.ranges):
-        data.meta["step_trace_time"] = _step_trace_rows(step_csv)
+    if dbs or (out / "analysis.db").is_file():
+        _read_db(out, dbs, data)
+    else:
+        _read_text(out, data)
+    data.meta["rank"] = data.rank
+    if data.problems and not (data.ranges or data.ops or data.kernels or data.device
+                              or data.comm or data.memory):
+        first = data.problems[0].replace(f"{out}/", "", 1)
+        raise BadFile(f"{folder}: nothing readable ({first})")
     return data
+
+
+def _read_db(out: Path, dbs: list[Path], data: TraceData) -> None:
+    data.meta["export"] = "db"
+    if (out / "analysis.db").is_file():
+        read_analysis_db(out / "analysis.db", data)
+    if dbs:
+        read_profiler_db(dbs[0], data)
+
+
+def _read_text(out: Path, data: TraceData) -> None:
+    """Each file of the text export that exists; each file that cannot be read is a problem."""
+    data.meta["export"] = "text"
+    if (out / "step_trace_time.csv").is_file():
+        read_step_trace(out / "step_trace_time.csv", data)
+    kernels = (out / "kernel_details.csv").is_file() and read_kernel_details(
+        out / "kernel_details.csv", data)
+    if not kernels and (out / "op_statistic.csv").is_file():
+        kernels = read_op_statistic(out / "op_statistic.csv", data)
+    runtime = (out / "api_statistic.csv").is_file() and read_api_statistic(
+        out / "api_statistic.csv", data)
+    if (out / "communication.json").is_file():
+        read_communication(out / "communication.json", data)
+    comm = bool(data.comm)
+    if (out / "communication_matrix.json").is_file():
+        read_communication_matrix(out / "communication_matrix.json", data)
+    read_memory(out, data)
+    trace_view = out / "trace_view.json"
+    if trace_view.is_file() and trace_view.stat().st_size > MAX_BYTES:
+        data.problems.append(f"{trace_view}: over the {MAX_BYTES}-byte limit; host ranges "
+                             "and ops skipped (the CSVs were read)")
+    elif trace_view.is_file():
+        try:
+            overlap = read_trace_view(trace_view, data, kernels=not kernels, comm=not comm,
+                                      runtime=not runtime)
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError) as err:
+            data.problems.append(f"{trace_view}: not a readable trace ({_first(err)}); "
+                                 "host ranges and ops skipped")
+            return
+        if not data.device:
+            data.device.extend(stage_device_rows(data, overlap, ("step",)))
+        data.device.extend(stage_device_rows(data, overlap, ("stage",)))
+
+
+def _first(err: BaseException) -> str:
+    return str(err).splitlines()[0][:120] if str(err) else type(err).__name__
 
 
 def _npu_offline_analyse(folder: Path) -> bool:
@@ -51,30 +142,3 @@ def _npu_offline_analyse(folder: Path) -> bool:
         return False
     torch_npu.profiler.profiler.analyse(profiler_path=str(folder))
     return (folder / NPU_OUTPUT).is_dir()
-
-
-def _step_trace_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return [dict(row) for row in csv.DictReader(f)]
-
-
-def _read_npu_db(db: Path, data: TraceData) -> None:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        events: list[Event] = []
-        if "STEP_TIME" in tables:
-            for sid, start, end in con.execute("SELECT id, startNs, endNs FROM STEP_TIME"):
-                events.append(Event(ph="X", cat="user_annotation", name=f"ProfilerStep#{sid}",
-                                     ts=start / 1000.0, dur=(end - start) / 1000.0))
-        if "MSTX_EVENTS" in tables and "STRING_IDS" in tables:
-            rows = con.execute("SELECT m.startNs, m.endNs, s.value FROM MSTX_EVENTS m "
-                               "JOIN STRING_IDS s ON s.id = m.message")
-            for start, end, message in rows:
-                if end is not None and end >= start:
-                    events.append(Event(ph="X", cat="user_annotation", name=str(message),
-                                         ts=start / 1000.0, dur=(end - start) / 1000.0))
-    finally:
-        con.close()
-    data.events = len(events)
-    collect(data, events, None)

@@ -18,8 +18,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import IO
 
 __all__ = ["NOISE", "quiet_stderr"]
 
@@ -32,24 +32,27 @@ NOISE = re.compile(
 _LOCK = threading.RLock()  # fd 2 is one per process
 
 
-def _redirect() -> tuple[int, Any] | None:
-    """fd 2 pointed at a temporary file; None when stderr cannot be redirected (then nothing is)."""
+def _spool() -> AbstractContextManager[IO[bytes] | None]:
+    """A temporary file for what stderr gets meanwhile; None when none can be made."""
+    try:
+        return tempfile.TemporaryFile()
+    except OSError:
+        return nullcontext(None)
+
+
+def _point_stderr_at(tmp: IO[bytes]) -> int | None:
+    """fd 2 pointed at ``tmp``; the saved fd 2, or None when stderr cannot be redirected."""
     try:
         if sys.stderr is not None:
             sys.stderr.flush()
-        tmp = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller after restoring fd 2
+        saved = os.dup(2)
     except (OSError, ValueError):
         return None
-    try:
-        saved = os.dup(2)
-    except OSError:
-        tmp.close()
-        return None
     os.dup2(tmp.fileno(), 2)
-    return saved, tmp
+    return saved
 
 
-def _restore(saved: int, tmp: Any) -> None:
+def _restore(saved: int, tmp: IO[bytes]) -> None:
     try:
         if sys.stderr is not None:
             sys.stderr.flush()
@@ -57,10 +60,9 @@ def _restore(saved: int, tmp: Any) -> None:
         pass
     os.dup2(saved, 2)
     os.close(saved)
-    with tmp:
-        tmp.seek(0)
-        kept = b"".join(line for line in tmp.read().splitlines(keepends=True)
-                        if not NOISE.fullmatch(line.rstrip(b"\r\n")))
+    tmp.seek(0)
+    kept = b"".join(line for line in tmp.read().splitlines(keepends=True)
+                    if not NOISE.fullmatch(line.rstrip(b"\r\n")))
     while kept:
         kept = kept[os.write(2, kept):]
 
@@ -69,11 +71,10 @@ def _restore(saved: int, tmp: Any) -> None:
 def quiet_stderr() -> Iterator[None]:
     """Around a profiler's start or stop: stderr lines matching ``NOISE`` are dropped, others are
     written to stderr when the block ends (in order, after the block)."""
-    with _LOCK:
-        redirected = _redirect()
+    with _LOCK, _spool() as tmp:
+        saved = _point_stderr_at(tmp) if tmp is not None else None
         try:
             yield
         finally:
-            if redirected is not None:
-                _restore(*redirected)
-
+            if tmp is not None and saved is not None:
+                _restore(saved, tmp)

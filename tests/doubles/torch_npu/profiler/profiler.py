@@ -60,13 +60,19 @@ class profile:
 
     def _write(self, dir_name, worker_name, analyse_flag):
         """The ``*_ascend_pt`` layout torch_npu writes (FRAMEWORK/, PROF_*/, info files)."""
-        rank = int(os.environ.get("RANK", "0"))
         stamp = time.strftime("%Y%m%d%H%M%S") + "000"
         root = os.path.join(dir_name, f"{worker_name}_{os.getpid()}_{stamp}_ascend_pt")
         os.makedirs(os.path.join(root, "FRAMEWORK"))
         os.makedirs(os.path.join(root, "PROF_000001_20261130000000000_ABCDEFG"))
-        with open(os.path.join(root, f"profiler_info_{rank}.json"), "w") as f:
-            json.dump({"config": {"common_config": {}}, "rank_id": rank}, f)
+        # As torch_npu 2.x: RANK (kept a string), else no rank at all: profiler_info.json.
+        info = {"config": {"common_config": {}, "experimental_config": {
+            "_profiler_level": "Level0", "_export_type": "text"}}}
+        rank = os.environ.get("RANK")
+        name = "profiler_info.json" if rank is None else f"profiler_info_{rank}.json"
+        if rank is not None:
+            info["rank_id"] = rank
+        with open(os.path.join(root, name), "w") as f:
+            json.dump(info, f)
         with open(os.path.join(root, "profiler_metadata.json"), "w") as f:
             json.dump({}, f)
         if analyse_flag:
@@ -90,13 +96,24 @@ def analyse(
         con.commit()
         con.close()
         return
-    events = [{"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": str(base),
+    # Every record_function range (the step, a stage) is cat cpu_op; device events have no cat.
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+              {"ph": "M", "name": "process_name", "pid": 2, "tid": 0,
+               "args": {"name": "Ascend Hardware"}},
+              {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": str(base),
                "dur": 5000.0, "cat": "cpu_op"},
+              {"ph": "X", "name": "actor_update", "pid": 1, "tid": 1, "ts": f"{base + 5}.000",
+               "dur": 4000.0, "cat": "cpu_op"},
               {"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": f"{base + 10}.5",
-               "dur": 100.25, "cat": "cpu_op", "args": {"Sequence number": 2 ** 60}}]
+               "dur": 100.25, "cat": "cpu_op", "args": {"Sequence number": 2 ** 60}},
+              {"ph": "X", "name": "MatMulV2", "pid": 2, "tid": 3, "ts": f"{base + 20}.125",
+               "dur": 80.0, "args": {"Task Type": "AI_CORE"}}]
     with open(os.path.join(out, "trace_view.json"), "w") as f:
         json.dump(events, f)
     with open(os.path.join(out, "step_trace_time.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["Step", "Computing", "Communication(Not Overlapped)", "Free"])
-        w.writerow(["1", "4000.0", "500.0", "500.0"])
+        w.writerow(["Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
+                    "Communication", "Free", "Stage", "Bubble",
+                    "Communication(Not Overlapped and Exclude Receive)", "Preparing"])
+        w.writerow(["1", "4000.0", "500.0", "100.0", "600.0", "500.0", "5000.0", "0", "500.0",
+                    "20.0"])

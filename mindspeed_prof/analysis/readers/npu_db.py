@@ -1,0 +1,265 @@
+"""torch_npu's db export (``ascend_pytorch_profiler_<rank>.db``, ``analysis.db``) as TraceData."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.readers.chrome import Event, collect
+from mindspeed_prof.analysis.readers.model import TraceData, to_rank
+from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.npu_text import (
+    comm_family,
+    device_row,
+    kernel_name,
+    memory_summary,
+)
+from mindspeed_prof.analysis.readers.npu_trace import Interval, stage_device_rows
+
+__all__ = ["read_analysis_db", "read_profiler_db"]
+
+_API_OP, _API_MSTX = "op", "mstx"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _ns(value: Any) -> int | None:
+    """A nanosecond time: torch_npu stores some as TEXT (they exceed 2**53); parsed exactly."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return None
+
+
+def _rows(con: sqlite3.Connection, sql: str, path: Path, problems: list[str]) -> Iterator[Any]:
+    try:
+        yield from con.execute(sql)
+    except sqlite3.Error as err:
+        problems.append(f"{path}: {err}; that table skipped")
+
+
+def read_profiler_db(path: Path, data: TraceData) -> None:
+    """Steps, host ops and ranges, kernels, runtime calls, collectives and memory of one rank."""
+    with closing(_connect(path)) as con:
+        tables = _tables(con)
+        strings: dict[int, str] = dict(con.execute("SELECT id, value FROM STRING_IDS")) if (
+            "STRING_IDS" in tables) else {}
+        name = strings.get
+        if "RANK_DEVICE_MAP" in tables and data.rank is None:
+            for (rank_id,) in con.execute("SELECT rankId FROM RANK_DEVICE_MAP"):
+                if to_rank(rank_id) is not None:
+                    data.rank = to_rank(rank_id)
+        if "HOST_INFO" in tables:
+            for (host,) in con.execute("SELECT hostName FROM HOST_INFO"):
+                data.source = str(host)
+        _host_events(con, tables, name, path, data)
+        if "OVERLAP_ANALYSIS" in tables:
+            overlap = _overlap(con, path, data)
+            if not data.device:  # no analysis.db: the steps' rows from the same intervals
+                data.device.extend(stage_device_rows(data, overlap, ("step",)))
+            data.device.extend(stage_device_rows(data, overlap, ("stage",)))
+        _kernels(con, tables, name, path, data)
+        if "CANN_API" in tables:
+            for api, count, ns in _rows(con, "SELECT name, COUNT(*), SUM(endNs - startNs) "
+                                        "FROM CANN_API GROUP BY name", path, data.problems):
+                data.runtime[name(api, str(api))] = [count, (ns or 0) / 1000.0]
+        if "COMMUNICATION_OP" in tables and not data.comm:
+            _comm_ops(con, name, path, data)
+        _memory(con, tables, name, path, data)
+
+
+def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
+                 data: TraceData) -> None:
+    """PYTORCH_API ops (and ``ProfilerStep#N``), STEP_TIME when no step op, MSTX ranges."""
+    events: list[Event] = []
+    if "PYTORCH_API" in tables:
+        types = dict(con.execute("SELECT id, name FROM ENUM_API_TYPE")) if (
+            "ENUM_API_TYPE" in tables) else {}
+        for start, end, tid, api, kind in _rows(
+                con, "SELECT startNs, endNs, globalTid, name, type FROM PYTORCH_API", path,
+                data.problems):
+            s, e = _ns(start), _ns(end)
+            if s is None or e is None or e < s or types.get(kind, _API_OP) not in (_API_OP,
+                                                                                    _API_MSTX):
+                continue
+            cat = "cpu_op" if types.get(kind, _API_OP) == _API_OP else "user_annotation"
+            events.append(Event(ph="X", cat=cat, name=name(api, str(api)), ts=s / 1000.0,
+                                dur=(e - s) / 1000.0, pid=0, tid=tid))
+    if "MSTX_EVENTS" in tables:
+        for start, end, message in _rows(con, "SELECT startNs, endNs, message FROM MSTX_EVENTS",
+                                         path, data.problems):
+            s, e = _ns(start), _ns(end)
+            if s is not None and e is not None and e >= s:
+                events.append(Event(ph="X", cat="user_annotation",
+                                    name=name(message, str(message)), ts=s / 1000.0,
+                                    dur=(e - s) / 1000.0))
+    if "STEP_TIME" in tables and not any(ev.name.startswith("ProfilerStep#") for ev in events):
+        for sid, start, end in con.execute("SELECT id, startNs, endNs FROM STEP_TIME"):
+            s, e = _ns(start), _ns(end)
+            if s is not None and e is not None and e >= s:
+                events.append(Event(ph="X", cat="cpu_op", name=f"ProfilerStep#{sid}",
+                                    ts=s / 1000.0, dur=(e - s) / 1000.0))
+    data.events += len(events)
+    collect(data, events, None)
+
+
+#: OVERLAP_ANALYSIS.type, as torch_npu numbers the lanes of its text export's Overlap Analysis.
+_OVERLAP_TYPES = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+
+
+def _overlap(con: sqlite3.Connection, path: Path,
+             data: TraceData) -> dict[str, list[Interval]]:
+    out: dict[str, list[Interval]] = {}
+    for start, end, kind in _rows(con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS",
+                                  path, data.problems):
+        s, e = _ns(start), _ns(end)
+        if s is not None and e is not None and e >= s and kind in range(len(_OVERLAP_TYPES)):
+            out.setdefault(_OVERLAP_TYPES[kind], []).append((s / 1e3, e / 1e3, (e - s) / 1e3))
+    return out
+
+
+def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
+             data: TraceData) -> None:
+    """TASK joined with COMPUTE_TASK_INFO (by op type), and HCCL ops from COMMUNICATION_OP."""
+    queries = []
+    if {"TASK", "COMPUTE_TASK_INFO"} <= tables:
+        queries.append("SELECT c.opType, c.name, COUNT(*), SUM(t.endNs - t.startNs) FROM TASK t "
+                       "JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+                       "GROUP BY c.opType, c.name")
+    if "COMMUNICATION_OP" in tables:
+        queries.append("SELECT opType, opName, COUNT(*), SUM(endNs - startNs) "
+                       "FROM COMMUNICATION_OP GROUP BY opType, opName")
+    for sql in queries:
+        for op_type, op_name, count, ns in _rows(con, sql, path, data.problems):
+            slot = data.kernels.setdefault(kernel_name(name(op_type), name(op_name)), [0, 0.0])
+            slot[0] += count
+            slot[1] += (ns or 0) / 1000.0
+
+
+def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -> None:
+    """COMMUNICATION_OP: elapse and wait per op family (transit and bandwidth: analysis.db)."""
+    rows: dict[str, dict[str, Any]] = {}
+    columns = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_OP)")}
+    wait_ns = "waitNs" if "waitNs" in columns else "NULL"  # older schemas lack it
+    for op, start, end, wait in _rows(con, f"SELECT opName, startNs, endNs, {wait_ns} "
+                                      "FROM COMMUNICATION_OP", path, data.problems):
+        family = comm_family(name(op, str(op)))
+        row = rows.setdefault(family, {"name": family, "kind": "collective", "step": None,
+                                       "count": 0, "elapse_ms": 0.0, "wait_ms": 0.0,
+                                       "transit_ms": None, "sync_ms": None, "idle_ms": None,
+                                       "size_mb": None, "bandwidth_gbps": None})
+        row["count"] += 1
+        row["elapse_ms"] += ((_ns(end) or 0) - (_ns(start) or 0)) / 1e6
+        if wait is None:
+            row["wait_ms"] = None
+        elif row["wait_ms"] is not None:
+            row["wait_ms"] += (_ns(wait) or 0) / 1e6
+    data.comm.extend(rows.values())
+
+
+def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
+            data: TraceData) -> None:
+    """MEMORY_RECORD, OP_MEMORY and NPU_MODULE_MEM (bytes, ns) as the CSVs give them."""
+    records = []
+    if "MEMORY_RECORD" in tables:
+        for comp, ts, alloc, reserved in _rows(
+                con, "SELECT component, timestamp, totalAllocated, totalReserved "
+                "FROM MEMORY_RECORD", path, data.problems):
+            t = _ns(ts)
+            if t is not None:
+                records.append((name(comp, str(comp)), t / 1000.0, alloc, reserved))
+    allocs = []
+    if "OP_MEMORY" in tables:
+        for op, size in _rows(con, "SELECT name, size FROM OP_MEMORY", path, data.problems):
+            if isinstance(size, (int, float)) and size > 0:
+                allocs.append((name(op, str(op)), float(size)))
+    modules = []
+    if "NPU_MODULE_MEM" in tables:
+        enum = dict(con.execute("SELECT id, name FROM ENUM_MODULE")) if (
+            "ENUM_MODULE" in tables) else {}
+        for module, size in _rows(con, "SELECT moduleId, totalReserved FROM NPU_MODULE_MEM",
+                                  path, data.problems):
+            if isinstance(size, (int, float)):
+                modules.append((enum.get(module, str(module)), float(size)))
+    if records or allocs or modules:
+        data.memory.update(memory_summary(records, allocs, modules))
+
+
+_STEP_TRACE_EXTRA = {"step_ms": "stage", "bubble_ms": "bubble", "preparing_ms": "preparing",
+                     "comm_exposed_no_recv_ms": "communication_not_overlapped_and_exclude_receive"}
+
+
+def read_analysis_db(path: Path, data: TraceData) -> None:
+    """``analysis.db``: StepTraceTime -> ``device``; CommAnalyzerTime/Bandwidth -> ``comm``."""
+    with closing(_connect(path)) as con:
+        tables = _tables(con)
+        if "StepTraceTime" in tables:
+            _step_trace(con, path, data)
+        if "CommAnalyzerTime" in tables:
+            _comm_analyzer(con, tables, path, data)
+
+
+def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:
+    cur = con.execute("SELECT * FROM StepTraceTime")
+    cols = [d[0] for d in cur.description]
+    missing = [c for c in ("computing", "communication_not_overlapped", "free") if c not in cols]
+    if missing:
+        data.problems.append(f"{path}: StepTraceTime has no column {missing[0]!r}; "
+                             "table skipped")
+        return
+    for values in cur:
+        row = dict(zip(cols, values))
+        nums = [float(v) for c in ("computing", "communication_not_overlapped", "free")
+                if isinstance(v := row.get(c), (int, float))]
+        if len(nums) < 3:
+            data.problems.append(f"{path}: StepTraceTime step {row.get('step')!r} has empty "
+                                 "times; row skipped")
+            continue
+        computing, exposed, free = nums
+        extra = {k: row.get(c) for k, c in _STEP_TRACE_EXTRA.items() if c in cols}
+        data.device.append(device_row(step_number(row.get("step")), computing, exposed,
+                                      row.get("overlapped"), row.get("communication"), free,
+                                      extra))
+
+
+def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
+                   data: TraceData) -> None:
+    rows: dict[tuple[int | None, str, str], dict[str, Any]] = {}
+    for op, step, kind, elapse, transit, wait, sync, idle in _rows(
+            con, "SELECT hccl_op_name, step, type, elapse_time, transit_time, wait_time, "
+            "synchronization_time, idle_time FROM CommAnalyzerTime", path, data.problems):
+        key = (step_number(step), str(kind), comm_family(str(op)))
+        row = rows.setdefault(key, {"name": key[2], "kind": key[1], "step": key[0], "count": 0,
+                                    "elapse_ms": 0.0, "wait_ms": 0.0, "transit_ms": 0.0,
+                                    "sync_ms": 0.0, "idle_ms": 0.0, "size_mb": 0.0,
+                                    "bandwidth_gbps": None})
+        row["count"] += 1
+        for field, value in (("elapse_ms", elapse), ("wait_ms", wait), ("transit_ms", transit),
+                             ("sync_ms", sync), ("idle_ms", idle)):
+            row[field] += float(value or 0.0)
+    if "CommAnalyzerBandwidth" in tables:
+        time: dict[tuple[int | None, str, str], float] = {}
+        # One row per op, transport and packet size; size and time repeat on each: keep one.
+        for op, step, kind, _transport, size, transit in _rows(
+                con, "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
+                "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')",
+                path, data.problems):
+            key = (step_number(step), str(kind), comm_family(str(op)))
+            if key in rows:
+                rows[key]["size_mb"] += float(size or 0.0)
+                time[key] = time.get(key, 0.0) + float(transit or 0.0)
+        for key, ms in time.items():
+            rows[key]["bandwidth_gbps"] = rows[key]["size_mb"] / ms if ms > 0 else None
+    data.comm.extend(rows.values())

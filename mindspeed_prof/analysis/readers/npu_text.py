@@ -1,0 +1,286 @@
+"""torch_npu's text export (``*.csv``, ``communication*.json``) as TraceData fields."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
+
+__all__ = [
+    "MB", "comm_family", "device_row", "kernel_name", "read_api_statistic", "read_communication",
+    "read_communication_matrix", "read_kernel_details", "read_memory", "read_op_statistic",
+    "read_step_trace",
+]
+
+#: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
+MB = 1024**2
+KB = 1024
+_INSTANCE = re.compile(r"__\d+(?:_\d+)*$")
+#: How many points of a memory timeline are kept (evenly spaced, peaks kept).
+TIMELINE_POINTS = 512
+
+
+def device_row(step: int | None, compute: float, comm_exposed: float, overlap: float | None,
+               comm: float | None, free: float, extra: dict[str, float | None]) -> dict[str, Any]:
+    """One ``device`` row from torch_npu's breakdown (microseconds in, milliseconds out).
+
+    Communication is kept whole (``comm_ms`` = Communication): ``compute + comm - overlap +
+    idle`` is then the step on the device, as on CUDA. Where an older file lacks Overlapped or
+    Communication, each is derived from the other and Communication(Not Overlapped).
+    """
+    if comm is None:
+        comm = comm_exposed + (overlap or 0.0)
+    if overlap is None:
+        overlap = max(comm - comm_exposed, 0.0)
+    row: dict[str, Any] = {"step": step, "stage": None, "compute_ms": compute / 1000.0,
+                           "comm_ms": comm / 1000.0, "overlap_ms": overlap / 1000.0,
+                           "memcpy_ms": None, "idle_ms": free / 1000.0,
+                           "comm_exposed_ms": comm_exposed / 1000.0}
+    for key, us in extra.items():
+        row[key] = None if us is None else us / 1000.0
+    return row
+
+
+_STEP_TRACE_EXTRA = {"step_ms": "Stage", "bubble_ms": "Bubble", "preparing_ms": "Preparing",
+                     "comm_exposed_no_recv_ms":
+                         "Communication(Not Overlapped and Exclude Receive)"}
+
+
+def read_step_trace(path: Path, data: TraceData) -> None:
+    """``step_trace_time.csv`` -> ``device`` rows, one per step."""
+    table = Table.open(path, ("Computing", "Communication(Not Overlapped)", "Free"), data.problems)
+    if table is None:
+        return
+    for row in table.rows:
+        if row.get("Type", "rank").strip() not in ("rank", ""):  # a cluster file's stage rows
+            continue
+        compute, exposed, free = (number(row[c]) for c in
+                                  ("Computing", "Communication(Not Overlapped)", "Free"))
+        if compute is None or exposed is None or free is None:
+            data.problems.append(f"{path}: step {row.get('Step', '?')!r} has empty times; "
+                                 "row skipped")
+            continue
+        extra = {key: number(row.get(col)) for key, col in _STEP_TRACE_EXTRA.items()
+                 if table.has(col)}
+        data.device.append(device_row(step_number(row.get("Step")), compute, exposed,
+                                      number(row.get("Overlapped")),
+                                      number(row.get("Communication")), free, extra))
+
+
+def _add(out: dict[str, list[float]], name: str, count: float, us: float) -> None:
+    slot = out.setdefault(name, [0, 0.0])
+    slot[0] += count
+    slot[1] += us
+
+
+def read_kernel_details(path: Path, data: TraceData) -> bool:
+    """``kernel_details.csv`` -> ``kernels`` by op type (as op_statistic.csv counts them)."""
+    table = Table.open(path, ("Type", "Duration(us)"), data.problems)
+    if table is None:
+        return False
+    for row in table.rows:
+        dur = number(row["Duration(us)"])
+        if dur is not None and dur >= 0:
+            _add(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
+    return True
+
+
+def kernel_name(op_type: str | None, name: str | None) -> str:
+    """The op type (level1 and up), else the task's own name (level0 writes the type as N/A)."""
+    kind = (op_type or "").strip()
+    return kind if kind and kind.upper() != "N/A" else (name or "?").strip()
+
+
+def read_op_statistic(path: Path, data: TraceData) -> bool:
+    """``op_statistic.csv`` -> ``kernels`` (compute ops only: torch_npu leaves HCCL out)."""
+    table = Table.open(path, ("OP Type", "Count", "Total Time(us)"), data.problems)
+    if table is None:
+        return False
+    for row in table.rows:
+        count, total = number(row["Count"]), number(row["Total Time(us)"])
+        if count is not None and total is not None:
+            _add(data.kernels, row["OP Type"].strip(), count, total)
+    return True
+
+
+def read_api_statistic(path: Path, data: TraceData) -> bool:
+    """``api_statistic.csv`` -> ``runtime`` (CANN API calls: acl, runtime, hccl, node)."""
+    table = Table.open(path, ("API Name", "Count", "Time(us)"), data.problems)
+    if table is None:
+        return False
+    for row in table.rows:
+        count, total = number(row["Count"]), number(row["Time(us)"])
+        if count is not None and total is not None:
+            _add(data.runtime, row["API Name"].strip(), count, total)
+    return True
+
+
+def comm_family(op_name: str) -> str:
+    """``hcom_allReduce__586_0_1@1752...`` -> ``hcom_allReduce``: one row per kind of op."""
+    return _INSTANCE.sub("", op_name.split("@")[0])
+
+
+def _load_json(path: Path, data: TraceData) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as err:
+        data.problems.append(f"{path}: not readable JSON ({type(err).__name__}); file skipped")
+        return None
+
+
+def _bandwidth(info: dict[str, Any]) -> tuple[float, float]:
+    """Transit size (MB) and time (ms) over links: RDMA plus SDMA (which sums HCCS/PCIE/SIO)."""
+    size = time = 0.0
+    links = ("RDMA", "SDMA") if "SDMA" in info else ("RDMA", "HCCS", "PCIE", "SIO")
+    for link in links:
+        part = info.get(link)
+        if isinstance(part, dict):
+            size += float(part.get("Transit Size(MB)") or 0.0)
+            time += float(part.get("Transit Time(ms)") or 0.0)
+    return size, time
+
+
+def read_communication(path: Path, data: TraceData) -> None:
+    """``communication.json`` -> ``comm`` rows per step, kind and op family."""
+    doc = _load_json(path, data)
+    if not isinstance(doc, dict):
+        if doc is not None:
+            data.problems.append(f"{path}: not an object of steps; file skipped")
+        return
+    rows: dict[tuple[int | None, str, str], dict[str, Any]] = {}
+    sizes: dict[tuple[int | None, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for step_key, kinds in doc.items():
+        for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
+            for op_name, op in (ops.items() if isinstance(ops, dict) else ()):
+                times = op.get("Communication Time Info") if isinstance(op, dict) else None
+                if op_name == "Total Op Info" or not isinstance(times, dict):
+                    continue
+                key = (step_number(step_key), kind, comm_family(op_name))
+                row = rows.setdefault(key, {
+                    "name": key[2], "kind": kind, "step": key[0], "count": 0, "elapse_ms": 0.0,
+                    "wait_ms": 0.0, "transit_ms": 0.0, "sync_ms": 0.0, "idle_ms": 0.0})
+                row["count"] += 1
+                for field, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
+                                   ("transit_ms", "Transit Time(ms)"),
+                                   ("sync_ms", "Synchronization Time(ms)"),
+                                   ("idle_ms", "Idle Time(ms)")):
+                    row[field] += float(times.get(col) or 0.0)
+                band = op.get("Communication Bandwidth Info")
+                size, time = _bandwidth(band) if isinstance(band, dict) else (0.0, 0.0)
+                sizes[key][0] += size
+                sizes[key][1] += time
+    for key, row in rows.items():
+        size, time = sizes[key]
+        row["size_mb"] = size
+        row["bandwidth_gbps"] = size / time if time > 0 else None  # MB/ms = GB/s
+        data.comm.append(row)
+
+
+def read_communication_matrix(path: Path, data: TraceData) -> None:
+    """``communication_matrix.json`` -> ``comm`` rows of kind ``link``, as torch_npu groups them."""
+    doc = _load_json(path, data)
+    if not isinstance(doc, dict):
+        return
+    for step_key, kinds in doc.items():
+        for ops in (kinds.values() if isinstance(kinds, dict) else ()):
+            for group_op, links in (ops.items() if isinstance(ops, dict) else ()):
+                for link, info in (links.items() if isinstance(links, dict) else ()):
+                    if not isinstance(info, dict):
+                        continue
+                    data.comm.append({
+                        "name": group_op.split("@")[0], "kind": "link",
+                        "step": step_number(step_key), "link": link,
+                        "transport": info.get("Transport Type"), "count": 1,
+                        "size_mb": float(info.get("Transit Size(MB)") or 0.0),
+                        "transit_ms": float(info.get("Transit Time(ms)") or 0.0),
+                        "bandwidth_gbps": info.get("Bandwidth(GB/s)")})
+
+
+def _thin(points: list[list[float]]) -> list[list[float]]:
+    """At most ``TIMELINE_POINTS`` points, evenly spaced, always keeping the highest one."""
+    if len(points) <= TIMELINE_POINTS:
+        return points
+    stride = len(points) / TIMELINE_POINTS
+    keep = {int(i * stride) for i in range(TIMELINE_POINTS)}
+    keep.add(max(range(len(points)), key=lambda i: points[i][1]))
+    return [points[i] for i in sorted(keep)]
+
+
+def memory_summary(records: list[tuple[str, float, float | None, float | None]],
+                   op_allocs: list[tuple[str, float]],
+                   modules: list[tuple[str, float]]) -> dict[str, Any]:
+    """``memory`` from (component, us, allocated, reserved) records, op allocations, modules.
+
+    Peaks come from the ``PTA+GE`` component (the framework's whole device memory: PyTorch's
+    allocator plus graph engine), else ``PTA`` (the allocator alone), else any component.
+    """
+    peaks: dict[str, list[float]] = {}
+    for comp, _, alloc, reserved in records:
+        slot = peaks.setdefault(comp, [0.0, 0.0])
+        slot[0] = max(slot[0], alloc or 0.0)
+        slot[1] = max(slot[1], reserved or 0.0)
+    main = next((c for c in ("PTA+GE", "PTA") if c in peaks), next(iter(peaks), None))
+    out: dict[str, Any] = {}
+    if main is not None:
+        out["component"] = main
+        out["peak_allocated_bytes"] = int(peaks[main][0])
+        out["peak_reserved_bytes"] = int(peaks[main][1])
+        out["components"] = {c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
+                             for c, (a, r) in sorted(peaks.items())}
+        out["timeline"] = _thin([[us, alloc or 0.0, reserved or 0.0]
+                                 for comp, us, alloc, reserved in sorted(
+                                     (r for r in records if r[0] == main), key=lambda r: r[1])])
+    if op_allocs:
+        by_op: dict[str, list[float]] = {}
+        for name, size in op_allocs:
+            slot = by_op.setdefault(name, [0, 0.0, 0.0])
+            slot[0] += 1
+            slot[1] += size
+            slot[2] = max(slot[2], size)
+        out["top_ops"] = [{"name": n, "count": int(c), "bytes": int(b), "max_bytes": int(m)}
+                          for n, (c, b, m) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:20]]
+    if modules:
+        mods: dict[str, float] = {}
+        for name, size in modules:
+            mods[name] = max(mods.get(name, 0.0), size)
+        out["modules"] = {n: int(b) for n, b in sorted(mods.items(), key=lambda kv: -kv[1]) if b}
+    return out
+
+
+def read_memory(out_dir: Path, data: TraceData) -> None:
+    """``memory_record.csv``, ``operator_memory.csv``, ``npu_module_mem.csv`` -> ``memory``."""
+    records: list[tuple[str, float, float | None, float | None]] = []
+    path = out_dir / "memory_record.csv"
+    if path.is_file():
+        table = Table.open(path, ("Component", "Timestamp(us)", "Total Allocated(MB)",
+                                  "Total Reserved(MB)"), data.problems)
+        for row in table.rows if table else ():
+            us = number(row["Timestamp(us)"])
+            if us is not None:
+                alloc, res = number(row["Total Allocated(MB)"]), number(row["Total Reserved(MB)"])
+                records.append((row["Component"].strip(), us,
+                                None if alloc is None else alloc * MB,
+                                None if res is None else res * MB))
+    allocs: list[tuple[str, float]] = []
+    path = out_dir / "operator_memory.csv"
+    if path.is_file():
+        table = Table.open(path, ("Name", "Size(KB)"), data.problems)
+        for row in table.rows if table else ():
+            size = number(row["Size(KB)"])
+            if size is not None and size > 0:
+                allocs.append((row["Name"].strip(), size * KB))
+    modules: list[tuple[str, float]] = []
+    path = out_dir / "npu_module_mem.csv"
+    if path.is_file():
+        table = Table.open(path, ("Component", "Total Reserved(MB)"), data.problems)
+        for row in table.rows if table else ():
+            size = number(row["Total Reserved(MB)"])
+            if size is not None:
+                modules.append((row["Component"].strip(), size * MB))
+    if records or allocs or modules:
+        data.memory.update(memory_summary(records, allocs, modules))

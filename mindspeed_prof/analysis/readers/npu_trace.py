@@ -1,0 +1,156 @@
+"""torch_npu's ``trace_view.json``: host ranges and ops, kernels, HCCL ops, overlap analysis."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+
+from mindspeed_prof.analysis.readers.chrome import Event, collect
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row
+
+__all__ = ["Interval", "read_trace_view", "stage_device_rows"]
+
+Number = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
+#: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
+_DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
+                     "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
+                     "Device", "SIO", "PCIe", "HCCS", "NIC", "RoCE"})
+#: Start and end (absolute us) and the exact duration of a device interval.
+Interval = tuple[float, float, float]
+_OVERLAP = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+
+
+class _Args(msgspec.Struct):
+    name: Any = None
+    step: Any = None
+
+
+class _Event(msgspec.Struct):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: Number = None
+    dur: Number = None
+    pid: int | float | str | None = None
+    tid: int | float | str | None = None
+    args: _Args | None = None
+
+
+class _Trace(msgspec.Struct):
+    traceEvents: list[_Event] = []
+
+
+_decoder = msgspec.json.Decoder(Union[list[_Event], _Trace])  # noqa: UP007
+
+
+def _num(value: Number) -> float | None:
+    try:
+        out = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
+                    runtime: bool) -> dict[str, list[Interval]]:
+    """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
+
+    Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...).
+    """
+    decoded = _decoder.decode(path.read_bytes())
+    events = decoded if isinstance(decoded, list) else decoded.traceEvents
+    data.events = len(events)
+    procs: dict[Any, str] = {}
+    for ev in events:
+        if ev.ph == "M" and ev.name == "process_name" and ev.args is not None:
+            procs[ev.pid] = str(ev.args.name)
+    host: list[Event] = []
+    overlap: dict[str, list[Interval]] = defaultdict(list)
+    for ev in events:
+        proc = procs.get(ev.pid, "")
+        if proc not in _DEVICE:
+            if ev.cat or ev.ph == "X":
+                host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
+                                  pid=_id(ev.pid), tid=_id(ev.tid)))
+            continue
+        if ev.ph != "X":
+            continue
+        ts, dur = _num(ev.ts), _num(ev.dur)
+        if ts is None or dur is None or dur < 0:
+            continue
+        if proc == "Ascend Hardware" and kernels:
+            _add(data.kernels, ev.name, dur)
+        elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
+            _add_comm(data, ev.name, dur)
+        elif proc == "CANN" and runtime:
+            _add(data.runtime, ev.name, dur)
+        elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
+            overlap[ev.name].append((ts, ts + dur, dur))
+    collect(data, host, None)
+    return overlap
+
+
+def _id(value: Any) -> int | str | None:
+    return value if isinstance(value, (int, str)) or value is None else str(value)
+
+
+def _add(out: dict[str, list[float]], name: str, us: float) -> None:
+    slot = out.setdefault(name, [0, 0.0])
+    slot[0] += 1
+    slot[1] += us
+
+
+def _add_comm(data: TraceData, op_name: str, us: float) -> None:
+    name = comm_family(op_name)
+    for row in data.comm:
+        if row["name"] == name and row["kind"] == "collective":
+            row["count"] += 1
+            row["elapse_ms"] += us / 1000.0
+            return
+    data.comm.append({"name": name, "kind": "collective", "step": None, "count": 1,
+                      "elapse_ms": us / 1000.0, "wait_ms": None, "transit_ms": None,
+                      "sync_ms": None, "idle_ms": None, "size_mb": None,
+                      "bandwidth_gbps": None})
+
+
+def _covered(intervals: list[Interval], starts: list[float], lo: float, hi: float) -> float:
+    """Time of sorted, disjoint ``intervals`` inside [lo, hi): an interval wholly inside
+    counts its own duration (exact), not end minus start (absolute us as floats are 0.25 us
+    apart)."""
+    total = 0.0
+    i = max(bisect.bisect_right(starts, lo) - 1, 0)
+    while i < len(intervals) and intervals[i][0] < hi:
+        a, b, dur = intervals[i]
+        total += dur if lo <= a and b <= hi else max(0.0, min(b, hi) - max(a, lo))
+        i += 1
+    return total
+
+
+def stage_device_rows(data: TraceData, overlap: dict[str, list[Interval]],
+                      kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Device rows for each range of ``kinds`` (``step``, ``stage``) from the overlap intervals.
+
+    torch_npu's Overlap Analysis lays the device timeline out as Computing, Communication (and
+    its part not overlapped) and Free; a range's row is what falls inside the range's host
+    window (device work that lags its host range by more than the window is not counted).
+    """
+    if not overlap:
+        return []
+    lanes = {name: sorted(overlap.get(name, [])) for name in _OVERLAP}
+    starts = {name: [a for a, _, _ in lane] for name, lane in lanes.items()}
+    rows = []
+    for r in data.ranges:
+        if r.kind not in kinds:
+            continue
+        us = {n: _covered(lanes[n], starts[n], r.ts, r.ts + r.dur) for n in _OVERLAP}
+        row = device_row(r.step, us["Computing"], us["Communication(Not Overlapped)"], None,
+                         us["Communication"], us["Free"], {})
+        row["stage"] = r.name if r.kind == "stage" else None
+        rows.append(row)
+    return rows

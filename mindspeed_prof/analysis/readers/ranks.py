@@ -1,0 +1,113 @@
+"""Whose capture is it: a rank from the manifest; captures that claim the same rank and step."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from mindspeed_prof.analysis.readers.model import TraceData, rank_label, to_rank
+from mindspeed_prof.formats import MANIFEST, capture_stem
+
+__all__ = ["manifest_rank", "separate"]
+
+_MANIFEST_PREFIX = MANIFEST.split(".")[0]
+
+
+def manifest_rank(path: Path, levels: int = 3) -> int | None:
+    """The rank of the manifest that lists ``path`` among its files, when exactly one rank does.
+
+    Looks in the capture's folder and up to ``levels`` folders above it; a folder whose
+    manifests disagree (several ranks list the file) gives no rank.
+    """
+    folder = path.parent
+    for _ in range(levels + 1):
+        manifests = sorted(folder.glob(f"{_MANIFEST_PREFIX}*.json"))
+        if manifests:
+            ranks = set()
+            rel = str(path.relative_to(folder))
+            for m in manifests:
+                try:
+                    doc = json.loads(m.read_bytes())
+                except (OSError, ValueError):
+                    continue
+                files = doc.get("files") if isinstance(doc, dict) else None
+                listed = not isinstance(files, list) or any(
+                    isinstance(f, dict) and str(f.get("path", "")).startswith(rel)
+                    for f in files)
+                if listed and to_rank(doc.get("rank")) is not None:
+                    ranks.add(to_rank(doc.get("rank")))
+            return ranks.pop() if len(ranks) == 1 else None
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def _claims(t: TraceData) -> dict[int | None, set[str]]:
+    """Per step, what the capture holds of it: its stages, or the whole step when it has none."""
+    out: dict[int | None, set[str]] = {}
+    for r in t.ranges:
+        if r.kind in ("step", "stage"):
+            out.setdefault(r.step, set()).update([r.name] if r.kind == "stage" else [])
+    for row in t.device:
+        out.setdefault(row.get("step"), set())
+    return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
+
+
+def separate(traces: list[TraceData], root: Path) -> list[str]:
+    """Captures that claim the same rank and step get apart: their ranges and device rows are
+    labelled with their host or folder (``Range.source``), one warning line per clash.
+
+    Files of one capture (a trace and its range file share a stem) are one claim; captures of
+    different stages of one step (``stage_scoped`` with several stages) complete each other and
+    do not clash. A capture without a known rank clashes with every other capture of unknown
+    rank that holds the same part of the same step.
+    """
+    claims: dict[tuple[int | None, int | None], dict[tuple[str, str], list[TraceData]]] = (
+        defaultdict(dict))
+    parts: dict[tuple[str, str], dict[int | None, set[str]]] = {}
+    for t in traces:
+        identity = (str(t.path.parent), capture_stem(t.path))
+        held = parts.setdefault(identity, defaultdict(set))
+        for step, names in _claims(t).items():
+            claims[(t.rank, step)].setdefault(identity, []).append(t)
+            held[step] |= names
+    clashing: dict[int, TraceData] = {}
+    lines: dict[tuple[int | None, tuple[str, ...]], list[int | None]] = defaultdict(list)
+    for (rank, step), by_capture in claims.items():
+        ids = list(by_capture)
+        overlapping = {i for i in ids for j in ids
+                       if i != j and parts[i][step] & parts[j][step]}
+        if len(overlapping) < 2:
+            continue
+        groups = [by_capture[i] for i in ids if i in overlapping]
+        labels = _labels([g[0] for g in groups], root)
+        for group, label in zip(groups, labels):
+            for t in group:
+                clashing[id(t)] = t
+                t.meta["source"] = label
+        lines[(rank, tuple(labels))].append(step)
+    for t in clashing.values():
+        label = t.meta["source"]
+        t.ranges = [r._replace(source=label) for r in t.ranges]
+        for row in t.device:
+            row["source"] = label
+    return [f"rank {rank_label(rank)}, step{'s' if len(steps) > 1 else ''} "
+            f"{', '.join('?' if s is None else str(s) for s in steps)}: claimed by "
+            f"{len(labels)} captures ({', '.join(labels)}); reported apart, not added up"
+            for (rank, labels), steps in lines.items()]
+
+
+def _labels(traces: list[TraceData], root: Path) -> list[str]:
+    """Hosts when they tell the captures apart, else their paths below ``root``."""
+    hosts = [t.source for t in traces]
+    if all(hosts) and len(set(hosts)) == len(hosts):
+        return hosts
+    out = []
+    for t in traces:
+        try:
+            out.append(str(t.path.relative_to(root)))
+        except ValueError:
+            out.append(str(t.path))
+    return out

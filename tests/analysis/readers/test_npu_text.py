@@ -1,0 +1,237 @@
+"""torch_npu's text export, read and checked against the CSVs and JSON torch_npu wrote."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from npu_fixtures import unpack
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.readers import MAX_BYTES, read
+from mindspeed_prof.analysis.readers.npu_text import MB
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("name", ["text/rank0_ascend_pt", "text/rank1_ascend_pt"])
+def test_device_rows_are_step_trace_time(npu, name: str) -> None:
+    folder = npu(name)
+    (ref,) = _csv(folder / OUT / "step_trace_time.csv")
+    (row,) = read(folder).device
+    assert row["step"] == int(ref["Step"])
+    for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
+                     ("overlap_ms", "Overlapped"), ("idle_ms", "Free"),
+                     ("comm_exposed_ms", "Communication(Not Overlapped)"),
+                     ("step_ms", "Stage"), ("preparing_ms", "Preparing")):
+        assert row[key] == pytest.approx(float(ref[col]) / 1000.0, rel=1e-12), key
+    # compute + comm - overlap + idle is the step on the device (torch_npu's Stage column)
+    assert row["compute_ms"] + row["comm_ms"] - row["overlap_ms"] + row["idle_ms"] == (
+        pytest.approx(row["step_ms"], rel=1e-6))
+    assert row["memcpy_ms"] is None  # torch_npu does not split copies out: not invented
+
+
+def test_kernels_are_op_statistic_and_hccl_is_communication(npu) -> None:
+    folder = npu("text/rank0_ascend_pt")
+    kernels = read(folder).kernels
+    stats = _csv(folder / OUT / "op_statistic.csv")
+    assert stats
+    for ref in stats:
+        count, us = kernels[ref["OP Type"]]
+        assert count == int(ref["Count"]), ref["OP Type"]
+        assert us == pytest.approx(float(ref["Total Time(us)"]), abs=0.01), ref["OP Type"]
+    (step,) = _csv(folder / OUT / "step_trace_time.csv")
+    # op_statistic leaves HCCL out; its kernels add up to the step's Communication
+    hccl = [v for k, v in kernels.items() if k.startswith("hcom_")]
+    assert sum(us for _, us in hccl) == pytest.approx(float(step["Communication"]), abs=0.01)
+    assert len(kernels) == len(stats) + len(hccl)
+
+
+def test_kernels_from_op_statistic_when_kernel_details_is_missing(npu, tmp_path: Path) -> None:
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "r1_ascend_pt")
+    (folder / OUT / "kernel_details.csv").unlink()
+    kernels = read(folder).kernels
+    stats = _csv(folder / OUT / "op_statistic.csv")
+    assert {k: v[0] for k, v in kernels.items()} == {r["OP Type"]: int(r["Count"]) for r in stats}
+
+
+def test_level0_kernels_are_named_by_task(npu) -> None:
+    folder = npu("level0/rank0_ascend_pt")
+    rows = _csv(folder / OUT / "kernel_details.csv")
+    assert {r["Type"] for r in rows} == {"N/A"}
+    data = read(folder)
+    assert "N/A" not in data.kernels
+    assert sum(c for c, _ in data.kernels.values()) == len(rows)
+    assert data.meta["level"] == "level0"
+
+
+def test_comm_rows_follow_communication_json(npu) -> None:
+    folder = npu("text/rank0_ascend_pt")
+    doc = json.loads((folder / OUT / "communication.json").read_bytes())
+    ops = {k: v for k, v in doc["step50"]["collective"].items() if k != "Total Op Info"}
+    (row,) = [r for r in read(folder).comm if r["kind"] == "collective"]
+    assert (row["name"], row["step"], row["count"]) == ("hcom_allReduce", 50, len(ops))
+    infos = [op["Communication Time Info"] for op in ops.values()]
+    for key, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
+                     ("transit_ms", "Transit Time(ms)")):
+        assert row[key] == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
+    (step,) = _csv(folder / OUT / "step_trace_time.csv")
+    assert row["elapse_ms"] == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
+    # the whole family's bandwidth is a size-weighted mean of each op's SDMA bandwidth
+    bands = [op["Communication Bandwidth Info"]["SDMA"]["Bandwidth(GB/s)"] for op in ops.values()]
+    assert min(bands) <= row["bandwidth_gbps"] <= max(bands)
+
+
+def test_communication_matrix_links_are_kept_as_written(npu) -> None:
+    folder = npu("text/rank0_ascend_pt")
+    doc = json.loads((folder / OUT / "communication_matrix.json").read_bytes())
+    written = {(op.split("@")[0], link): info["Bandwidth(GB/s)"]
+               for op, links in doc["step50"]["collective"].items() for link, info in links.items()}
+    links = {(r["name"], r["link"]): r["bandwidth_gbps"] for r in read(folder).comm
+             if r["kind"] == "link"}
+    assert links == written
+
+
+def test_memory_peaks_and_top_ops_follow_the_memory_csvs(npu) -> None:
+    folder = npu("text/rank0_ascend_pt")
+    memory = read(folder).memory
+    records = _csv(folder / OUT / "memory_record.csv")
+    framework = [r for r in records if r["Component"] == "PTA+GE"]
+    assert memory["component"] == "PTA+GE"
+    assert memory["peak_allocated_bytes"] == max(float(r["Total Allocated(MB)"]) for r in
+                                                 framework) * MB
+    assert memory["peak_reserved_bytes"] == max(float(r["Total Reserved(MB)"]) for r in
+                                                framework) * MB
+    assert memory["components"]["PTA"]["peak_allocated_bytes"] < memory["peak_allocated_bytes"]
+    assert max(p[1] for p in memory["timeline"]) == memory["peak_allocated_bytes"]
+    per_op: dict[str, float] = defaultdict(float)
+    for r in _csv(folder / OUT / "operator_memory.csv"):
+        per_op[r["Name"]] += float(r["Size(KB)"]) * 1024
+    top = max(per_op, key=per_op.__getitem__)
+    assert memory["top_ops"][0] == {**memory["top_ops"][0], "name": top, "bytes": per_op[top]}
+    assert memory["modules"] and all(v > 0 for v in memory["modules"].values())
+
+
+def test_runtime_is_api_statistic(npu) -> None:
+    folder = npu("text/rank0_ascend_pt")
+    runtime = read(folder).runtime
+    rows = _csv(folder / OUT / "api_statistic.csv")
+    assert {r["API Name"] for r in rows} == set(runtime)
+    assert sum(c for c, _ in runtime.values()) == sum(int(r["Count"]) for r in rows)
+
+
+def test_a_folder_of_csvs_only_is_analysed_without_a_false_warning(npu, tmp_path: Path) -> None:
+    unpack("text/rank1_ascend_pt", tmp_path / "run" / "w1_ascend_pt")
+    result = analyse(tmp_path / "run")
+    (data,) = result.traces
+    assert data.ranges == [] and data.device and data.kernels and data.comm
+    assert result.warnings() == [] and result.bad == []
+    assert result.ranks == [1]
+
+
+def _copy(npu, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(npu("text/rank0_ascend_pt"), tmp_path / "w0_ascend_pt"))
+
+
+def test_a_renamed_column_is_one_line_and_the_rest_is_read(npu, tmp_path: Path) -> None:
+    folder = _copy(npu, tmp_path)
+    path = folder / OUT / "step_trace_time.csv"
+    (ref,) = _csv(path)
+    path.write_text(path.read_text().replace("Computing", "Compute"))
+    result = analyse(tmp_path)
+    (line,) = result.bad
+    assert str(path) in line and "'Computing'" in line
+    (data,) = result.traces
+    assert data.kernels and data.comm and data.memory and data.ranges
+    # the device breakdown then comes from trace_view.json's Overlap Analysis, within 0.1 us
+    (row,) = data.device
+    for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
+                     ("overlap_ms", "Overlapped"), ("idle_ms", "Free")):
+        assert row[key] == pytest.approx(float(ref[col]) / 1000.0, abs=1e-4), key
+
+
+def test_a_memory_file_cut_short_keeps_the_rows_before_the_cut(npu, tmp_path: Path) -> None:
+    folder = _copy(npu, tmp_path)
+    path = folder / OUT / "memory_record.csv"
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2].rsplit(",", 3)[0])  # stops mid-row
+    (line,) = analyse(tmp_path).bad
+    assert str(path) in line and "cut short" in line
+    rows = _csv(path)[:-1]
+    framework = [float(r["Total Allocated(MB)"]) for r in rows if r["Component"] == "PTA+GE"]
+    assert read(folder).memory["peak_allocated_bytes"] == max(framework) * MB
+
+
+def test_broken_communication_json_is_one_line(npu, tmp_path: Path) -> None:
+    folder = _copy(npu, tmp_path)
+    path = folder / OUT / "communication.json"
+    path.write_bytes(path.read_bytes()[:100])
+    result = analyse(tmp_path)
+    assert [str(path) in b for b in result.bad] == [True]
+    assert result.traces[0].device and result.traces[0].kernels
+
+
+def test_a_stage_recorded_as_cpu_op_gets_ranges_and_a_device_row(npu, tmp_path: Path) -> None:
+    """The real trace with one stage added the way torch_npu writes record_function ranges."""
+    folder = _copy(npu, tmp_path)
+    path = folder / OUT / "trace_view.json"
+    events = json.loads(path.read_bytes())
+    step = next(e for e in events if e.get("name") == "ProfilerStep#50")
+    events.append({**step, "name": "actor_update", "args": {}})
+    path.write_text(json.dumps(events))
+    data = read(folder)
+    (stage,) = [r for r in data.ranges if r.kind == "stage"]
+    assert (stage.name, stage.step, stage.dur) == ("actor_update", 50, step["dur"])
+    step_row, stage_row = data.device
+    assert stage_row["stage"] == "actor_update" and stage_row["step"] == 50
+    for key in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms"):
+        assert stage_row[key] == pytest.approx(step_row[key], abs=1e-4), key
+
+
+def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "w_ascend_pt" / OUT
+    out.mkdir(parents=True)
+    (out / "step_trace_time.csv").write_text("Step,Compute\n1,2\n")
+    (line,) = analyse(tmp_path).bad
+    assert line.startswith(f"{out.parent}: nothing readable (step_trace_time.csv: no column")
+
+
+def test_a_trace_view_over_the_limit_is_not_read(npu, tmp_path: Path) -> None:
+    folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), tmp_path / "w_ascend_pt"))
+    with open(folder / OUT / "trace_view.json", "wb") as f:
+        f.truncate(MAX_BYTES + 1)  # holes: refused by its size, never read
+    result = analyse(tmp_path)
+    (line,) = result.bad
+    assert "trace_view.json: over the" in line and result.traces[0].device
+
+
+_CUT = ["step_trace_time.csv", "kernel_details.csv", "op_statistic.csv", "communication.json"]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(_CUT), fraction=st.floats(0.0, 1.0))
+def test_any_file_cut_anywhere_is_at_most_one_line(npu, tmp_path_factory, name: str,
+                                                    fraction: float) -> None:
+    """Whatever the cut, the folder reads (or is skipped) and names the file in one line."""
+    root = tmp_path_factory.mktemp("cut")
+    folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), root / "w_ascend_pt"))
+    path = folder / OUT / name
+    raw = path.read_bytes()
+    path.write_bytes(raw[: int(len(raw) * fraction)])
+    result = analyse(root)
+    assert len(result.bad) <= 1 and all("\n" not in b for b in result.bad)
+    assert all(name in b for b in result.bad)
+    if result.traces:  # the other files were still read
+        assert result.traces[0].kernels or name in ("kernel_details.csv", "op_statistic.csv")

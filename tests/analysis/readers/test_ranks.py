@@ -1,0 +1,119 @@
+"""Ranks: from the capture, its name or its manifest, else unknown; clashing claims kept apart."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.readers.model import rank_label
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+
+
+def _rankless(npu, dest: Path, info: dict | None = None) -> Path:
+    """The rank-0 text capture as torch_npu writes it without RANK or torch.distributed."""
+    folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), dest))
+    old = folder / "profiler_info_1.json"
+    doc = json.loads(old.read_bytes())
+    doc.pop("rank_id")
+    old.unlink()
+    (folder / "profiler_info.json").write_text(json.dumps({**doc, **(info or {})}))
+    return folder
+
+
+def test_profiler_info_without_a_rank_is_unknown_not_zero(npu, tmp_path: Path) -> None:
+    data = read(_rankless(npu, tmp_path / "w_ascend_pt"))
+    assert data.rank is None and data.device and data.meta["level"] == "level1"
+
+
+@pytest.mark.parametrize("rank_id", [3, "3"])  # torch_npu writes RANK's string as it is
+def test_rank_id_inside_profiler_info_json(npu, tmp_path: Path, rank_id) -> None:
+    assert read(_rankless(npu, tmp_path / "w_ascend_pt", {"rank_id": rank_id})).rank == 3
+
+
+def test_two_rankless_workers_are_kept_apart_not_summed(npu, tmp_path: Path) -> None:
+    a = _rankless(npu, tmp_path / "hostA_111_20250101000000000_ascend_pt")
+    _rankless(npu, tmp_path / "hostB_222_20250101000000000_ascend_pt")
+    shutil.copy(npu("text/rank0_ascend_pt") / OUT / "trace_view.json", a / OUT)  # steps on A
+    result = analyse(tmp_path)
+    assert result.ranks == [None]
+    (warning,) = result.warnings()
+    assert warning.startswith("rank ?, step 50: claimed by 2 captures (hostA, hostB)")
+    steps = result.per_step()
+    assert [(r["rank"], r["source"], r["step"]) for r in steps] == [(None, "hostA", 50)]
+    step_ms = next(x for x in read(a).ranges if x.kind == "step").dur / 1000.0
+    assert steps[0]["total"] == pytest.approx(step_ms)  # not twice it
+    rows = [row for t in result.traces for row in t.device]
+    assert sorted(r["source"] for r in rows) == ["hostA", "hostB"]
+
+
+def test_one_rank_and_step_in_two_folders_are_kept_apart(npu, tmp_path: Path) -> None:
+    for run in ("run1", "run2"):
+        shutil.copytree(npu("text/rank0_ascend_pt"), tmp_path / run / "rank0_ascend_pt")
+    result = analyse(tmp_path)
+    (warning,) = result.warnings()
+    assert "rank 0, step 50: claimed by 2 captures" in warning and "run1" in warning
+    steps = result.per_step()
+    assert len(steps) == 2 and steps[0]["total"] == pytest.approx(steps[1]["total"])
+    assert {r["source"] for r in steps} == {"run1/rank0_ascend_pt", "run2/rank0_ascend_pt"}
+
+
+def test_two_ranks_of_one_run_do_not_clash(npu, tmp_path: Path) -> None:
+    for name in ("text/rank0_ascend_pt", "text/rank1_ascend_pt"):
+        shutil.copytree(npu(name), tmp_path / name.split("/")[1])
+    result = analyse(tmp_path)
+    assert result.ranks == [0, 1] and result.warnings() == []
+    assert [(r["rank"], r["step"]) for r in result.per_step()] == [(0, 50)]
+    assert "source" not in result.per_step()[0]
+
+
+def _trace(path: Path, **top) -> Path:
+    doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#2", "ts": 10,
+                            "dur": 100, "pid": 1, "tid": 1}], **top}
+    raw = json.dumps(doc).encode()
+    path.write_bytes(gzip.compress(raw) if path.name.endswith(".gz") else raw)
+    return path
+
+
+def test_chrome_trace_rank_order(tmp_path: Path) -> None:
+    named = _trace(tmp_path / "rank-3.json.gz")
+    assert read(named).rank == 3
+    assert read(_trace(tmp_path / "rank_3.json", distributedInfo={"rank": 5})).rank == 5
+    assert read(_trace(tmp_path / "worker0.1700000000.pt.trace.json")).rank is None
+    assert read(_trace(tmp_path / "frank1.json")).rank is None  # "rank" inside a word
+
+
+def test_manifest_gives_the_rank_when_the_trace_does_not(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "integrated").mkdir(parents=True)
+    trace = _trace(run / "integrated" / "trace.json")
+    (run / "manifest.rank2.json").write_text(json.dumps(
+        {"rank": 2, "files": [{"path": "integrated/trace.json", "bytes": 1}]}))
+    data = read(trace)
+    assert data.rank == 2 and {r.rank for r in data.ranges} == {2}
+    (run / "manifest.json").write_text(json.dumps({"rank": 0, "files": [
+        {"path": "integrated/trace.json", "bytes": 1}]}))
+    assert read(trace).rank is None  # two manifests claim it: unknown, not a guess
+
+
+def test_rank_label() -> None:
+    assert [rank_label(None), rank_label(3), rank_label(3, "host-b")] == ["?", "3", "3 (host-b)"]
+
+
+def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: Path) -> None:
+    """stage_scoped with several stages: one folder per stage, the same rank and step."""
+    for stage in ("actor_generate", "actor_update"):
+        (tmp_path / stage).mkdir()
+        (tmp_path / stage / "rank0.json").write_text(json.dumps({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": stage, "ts": 10, "dur": 50,
+             "pid": 1, "tid": 1, "args": {"step": 4}}]}))
+    result = analyse(tmp_path)
+    assert result.warnings() == []
+    assert [(r["rank"], r["step"], r["actor_generate"], r["actor_update"])
+            for r in result.per_step()] == [(0, 4, 0.05, 0.05)]
