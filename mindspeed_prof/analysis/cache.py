@@ -58,9 +58,13 @@ def decode(raw: bytes | msgspec.Raw) -> TraceData:
 
 @functools.lru_cache(maxsize=1)
 def analysis_version() -> str:
-    """A digest of the readers' source: any change to how captures are read retires old entries."""
+    """A digest of the source that decides what a capture decodes to (the readers, the stage
+    names, file names): any change to it retires old entries."""
     digest = hashlib.sha256(f"{FORMAT}".encode())
-    for source in sorted(Path(readers.__file__).parent.glob("*.py")):
+    package = Path(readers.__file__).parents[2]
+    sources = [*Path(readers.__file__).parent.glob("*.py"), package / "config" / "schema.py",
+               package / "formats.py"]
+    for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -111,15 +111,22 @@ def test_an_interrupted_write_leaves_no_entry(capture: Path,
     assert sorted(p.name for p in capture.parent.iterdir() if p.name.startswith(".")) == []
 
 
-def test_the_version_follows_the_readers_source(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path: Path) -> None:
-    before = cache.analysis_version()
-    fake = tmp_path / "readers"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("# another reader\n")
-    cache.analysis_version.cache_clear()
-    monkeypatch.setattr(cache.readers, "__file__", str(fake / "__init__.py"))
+def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    package = tmp_path / "mindspeed_prof"
+    for name in ("analysis/readers/__init__.py", "config/schema.py", "formats.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(f"# {name}\n")
+    real = cache.analysis_version()
+    monkeypatch.setattr(cache.readers, "__file__", str(package / "analysis/readers/__init__.py"))
+    versions = []
     try:
-        assert cache.analysis_version() != before
+        for edit in ("formats.py", "config/schema.py", "analysis/readers/__init__.py"):
+            cache.analysis_version.cache_clear()
+            versions.append(cache.analysis_version())
+            (package / edit).write_text("# changed\n")
+        cache.analysis_version.cache_clear()
+        versions.append(cache.analysis_version())
     finally:
         cache.analysis_version.cache_clear()
+    assert len(set(versions)) == 4 and real not in versions
