@@ -89,8 +89,13 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
+    from ray._common.utils import reset_ray_address
+
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 2, "include_dashboard": False})
+    # Cluster publishes its address for any plain ray.init() on this machine (other test
+    # processes, the demo's subprocess, other checkouts): unpublish it, this one is ours.
+    reset_ray_address()
     cluster.add_node(num_cpus=1)
     ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
     cluster.wait_for_nodes()
