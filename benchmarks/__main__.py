@@ -22,7 +22,8 @@ from benchmarks.report import Report
 HERE = Path(__file__).resolve().parent
 
 #: Figure groups, in the order they run and appear; each is ``benchmarks/<name>.py``.
-MODULES = ["markers", "step_cost", "db_size", "analysis", "hydra_start", "scale"]
+MODULES = ["markers", "hot_path", "step_cost", "db_size", "analysis", "analysis_depth",
+           "hydra_start", "scale"]
 
 
 def machine() -> str:

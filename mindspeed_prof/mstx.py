@@ -1,22 +1,32 @@
 """Range markers: ``mstx.range(name)``, ``mstx.mark(name)`` and ``@mstx_timer_decorator``.
 
-While no capture is active every marker returns one shared no-op object: no allocation, no
-``record_function``. The profiler installs a sink only for the duration of a capture.
+Every profiler that records adds its sinks here and removes only its own, so several
+profilers in one process each keep their ranges. ``range(name)`` is one dict lookup: the
+context manager for a name is built once per thread and sink set (a shared no-op while no
+sink is present), and cached until the sinks change.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, ContextManager, Protocol, TypeVar
 
-__all__ = ["RangeSink", "mark", "mstx_timer_decorator", "range", "active_sink", "set_sink"]
+__all__ = ["RangeSink", "active_sink", "add_sink", "mark", "mstx_timer_decorator", "range",
+           "remove_sink", "set_sink", "sinks"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
 
 
 class RangeSink(Protocol):
-    """Where ranges go while a capture is active (span recorder, NVTX, torch_npu mstx, ...)."""
+    """Where ranges go while recording (range buffer, NVTX, torch_npu mstx, record_function).
+
+    A sink whose ``reusable`` attribute is true returns, for a name and the calling thread,
+    one context manager that may be entered again (also nested); others return a fresh one.
+    """
 
     def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]: ...
 
@@ -33,22 +43,96 @@ class _Noop:
         return None
 
 
+class _All:
+    """Several reusable ranges entered together (one per sink), exited in reverse."""
+
+    __slots__ = ("_ranges", "_reversed")
+
+    def __init__(self, ranges: list[ContextManager[Any]]) -> None:
+        self._ranges, self._reversed = tuple(ranges), tuple(reversed(ranges))
+
+    def __enter__(self) -> None:
+        for r in self._ranges:
+            r.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for r in self._reversed:
+            r.__exit__(*exc)
+
+
+class _Fresh:
+    """Single-use ranges of other sinks, made at each entry; one object per thread."""
+
+    __slots__ = ("_sinks", "_name", "_open")
+
+    def __init__(self, sinks: tuple[RangeSink, ...], name: str) -> None:
+        self._sinks, self._name = sinks, name
+        self._open: list[list[ContextManager[Any]]] = []
+
+    def __enter__(self) -> None:
+        entered: list[ContextManager[Any]] = []
+        self._open.append(entered)
+        for s in self._sinks:
+            cm = s.range(self._name)
+            cm.__enter__()
+            entered.append(cm)
+
+    def __exit__(self, *exc: Any) -> None:
+        for cm in reversed(self._open.pop()):
+            cm.__exit__(*exc)
+
+
 _NOOP = _Noop()
-_sink: RangeSink | None = None
+_sinks: tuple[RangeSink, ...] = ()
+_lock = threading.Lock()
+
+
+def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[Any]:
+    if not sinks:
+        return _NOOP
+    if not all(getattr(s, "reusable", False) for s in sinks):
+        return _Fresh(sinks, name)
+    if len(sinks) == 1:
+        return sinks[0].range(name)
+    return _All([s.range(name) for s in sinks])
+
+
+class _Cache(dict[str, ContextManager[Any]]):
+    """One thread's name -> context manager map, emptied whenever the sinks change."""
+
+    #: Every thread's cache (weakly). A class attribute, not a module global: it is derived
+    #: state, which tools that snapshot and restore this module's globals must not rewind.
+    registry: list[weakref.ref[_Cache]] = []
+
+    def __missing__(self, name: str) -> ContextManager[Any]:
+        with _lock:  # a sink change clears caches under the same lock: nothing stale stays
+            if len(self) > _CACHE_LIMIT:
+                self.clear()
+            cm = self[name] = _resolve(name, _sinks)
+        return cm
+
+
+_local = threading.local()  # .cache: this thread's _Cache
+
+
+def _thread_cache() -> _Cache:
+    cache = _local.cache = _Cache()
+    with _lock:
+        _Cache.registry.append(weakref.ref(cache))
+    return cache
 
 
 def range(name: str) -> ContextManager[Any]:  # noqa: A001 - the public name users type
-    """Context manager timing ``name`` in the active capture; free when none is active."""
-    sink = _sink
-    if sink is None:
-        return _NOOP
-    return sink.range(name)
+    """Context manager timing ``name`` in every recording profiler; free when none records."""
+    try:
+        return _local.cache[name]
+    except AttributeError:  # this thread's first range
+        return _thread_cache()[name]
 
 
 def mark(name: str) -> None:
-    """An instant event named ``name`` in the active capture."""
-    sink = _sink
-    if sink is not None:
+    """An instant event named ``name`` in every recording profiler."""
+    for sink in _sinks:
         sink.mark(name)
 
 
@@ -58,20 +142,47 @@ def mstx_timer_decorator(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        sink = _sink
-        if sink is None:
+        if not _sinks:
             return func(*args, **kwargs)
-        with sink.range(name):  # the range ends in __exit__, i.e. also on exceptions
+        with range(name):  # the range ends in __exit__, i.e. also on exceptions
             return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
+def _set(new: tuple[RangeSink, ...]) -> None:
+    global _sinks
+    with _lock:
+        _sinks = new
+        live = [(ref, ref()) for ref in _Cache.registry]
+        _Cache.registry[:] = [ref for ref, cache in live if cache is not None]
+        for _, cache in live:
+            if cache is not None:
+                cache.clear()
+
+
+def add_sink(sink: RangeSink) -> None:
+    """Send ranges and marks to ``sink`` too (until ``remove_sink(sink)``)."""
+    if not any(s is sink for s in _sinks):
+        _set(_sinks + (sink,))
+
+
+def remove_sink(sink: RangeSink) -> None:
+    """Stop sending to ``sink``; other sinks keep receiving."""
+    if any(s is sink for s in _sinks):
+        _set(tuple(s for s in _sinks if s is not sink))
+
+
 def set_sink(sink: RangeSink | None) -> None:
-    """Install (or remove, with ``None``) the sink that markers write to."""
-    global _sink
-    _sink = sink
+    """Replace every sink by ``sink`` (``None``: no sink at all)."""
+    _set(() if sink is None else (sink,))
+
+
+def sinks() -> tuple[RangeSink, ...]:
+    """The sinks ranges go to now."""
+    return _sinks
 
 
 def active_sink() -> RangeSink | None:
-    return _sink
+    """The most recently added sink, or ``None`` when nothing records."""
+    return _sinks[-1] if _sinks else None

@@ -55,3 +55,26 @@ def test_decorator_keeps_return_and_ends_range_on_error() -> None:
         mstx.set_sink(None)
     name = "test_decorator_keeps_return_and_ends_range_on_error.<locals>.f"
     assert rec.events == [("enter", name), ("exit", name)] * 2 + [("mark", "m")]
+
+
+def test_each_sink_keeps_receiving_until_removed() -> None:
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    a, b = RangeBuffer(), RangeBuffer()
+    mstx.add_sink(a)
+    mstx.add_sink(b)
+    try:
+        with mstx.range("both"):
+            pass
+        mstx.remove_sink(b)
+        with mstx.range("both"):
+            pass
+        fresh = Recorder()  # single-use ranges mixed with a reusable sink
+        mstx.add_sink(fresh)
+        with mstx.range("mixed"):
+            mstx.mark("m")
+    finally:
+        mstx.set_sink(None)
+    assert len(a.events) == 4 and len(b.events) == 1
+    assert fresh.events == [("enter", "mixed"), ("mark", "m"), ("exit", "mixed")]
+    assert mstx.range("both") is mstx.range("x") and mstx.active_sink() is None

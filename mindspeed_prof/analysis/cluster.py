@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis import cache
+from mindspeed_prof.analysis.memory import is_memory_file
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
 
@@ -52,6 +53,8 @@ def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
     found = []
     try:
         for path in discover(Path(root)):
+            if is_memory_file(path.name):
+                continue  # joined to captures on the driver: not read with --ray
             stamp = cache.stamp(path)
             if stamp is not None:
                 found.append((str(path), *stamp))

@@ -18,8 +18,9 @@ from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["STAGE_CODES", "count", "print_analysis", "print_compare", "print_presets",
-           "print_stage_rank", "print_sweep"]
+__all__ = ["STAGE_CODES", "count", "print_analysis", "print_compare", "print_compare_details",
+           "print_details", "print_device", "print_memory", "print_presets", "print_ranges",
+           "print_stage_rank", "print_sweep", "print_top_lists"]
 
 #: Short column names for the RL stages, used when full names do not fit (a legend follows).
 STAGE_CODES = {
@@ -128,7 +129,7 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
 
 def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
     stages = [s for s in dict.fromkeys(k for row in steps for k in row)
-              if s not in ("rank", "source", "step", "total")]
+              if s not in ("rank", "source", "step", "total", "warmup")]
     has_total = any("total" in row for row in steps)
 
     def build(names: dict[str, str]) -> Table:
@@ -136,7 +137,8 @@ def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
             _column(table, col)
         for row in steps:
-            table.add_row(rank_label(*_who(row)), str(row["step"]),
+            step = f"{row['step']}{' w' if row.get('warmup') else ''}"
+            table.add_row(rank_label(*_who(row)), step,
                           *([_ms(row.get("total"))] if has_total else []),
                           *[_ms(row.get(s)) for s in names])
         return table
@@ -188,6 +190,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         for op in ops:
             table.add_row(op["op"], str(op["count"]), _ms(op["self_ms"]))
         console.print(table)
+    print_details(result, console, top)
     for w in result.warnings():
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
 
@@ -257,3 +260,153 @@ def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
         changed = " ".join(f"{k}={v}" for k, v in values.items()) or "(no changes)"
         table.add_row(name, f"{question}\n[cyan]{changed}[/cyan]")
     console.print(table)
+
+
+# -- ranges, device breakdown, top lists, memory, compare (issue 12) --------------------------
+
+
+def _name(text: str, width: int = 60) -> str:
+    """A trace name for a cell: escaped for rich markup, shortened in the middle."""
+    from rich.markup import escape
+
+    if len(text) > width:
+        text = text[: width // 2 - 1] + "..." + text[-(width // 2 - 2):]
+    return escape(text)
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**20:,.1f}"
+
+
+def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) -> None:
+    """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name."""
+    if not rows:
+        console.print("No custom ranges (mstx.range, record_function) in these captures.")
+        return
+    table = _table(f"Custom ranges by total ms (top {min(top, len(rows))} of {len(rows)})")
+    table.add_column("range (stage)", overflow="fold", max_width=28)
+    for col in ("rank", "n", "total", "self", "mean", "p95", "max"):
+        _column(table, col)
+    for r in rows[:top]:
+        label = _name(r["name"], 28) + (f"\n[dim]in {_name(r['stage'], 24)}[/dim]"
+                                        if r["stage"] else "")
+        table.add_row(label, rank_label(r["rank"]), str(r["count"]), _ms(r["total_ms"]),
+                      _ms(r["self_ms"]), _ms(r["mean_ms"]), _ms(r["p95_ms"]), _ms(r["max_ms"]))
+    console.print(table)
+
+
+def print_device(rows: list[dict[str, Any]], console: Console) -> None:
+    """Device time per rank and step (``Analysis.device()``, whole-step rows)."""
+    steps = [r for r in rows if r["stage"] is None]
+    if not steps:
+        console.print("No device data: these are CPU-only captures (no kernels, copies or "
+                      "collectives were recorded).")
+        return
+    table = _table("Device time per step (ms)",
+                   caption="overlap: communication during compute; copy: memcpy/memset")
+    for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
+        _column(table, col)
+    for r in steps:
+        step = "outside" if r["step"] is None else f"{r['step']}{' w' if r['warmup'] else ''}"
+        busy_ms, span_ms = r.get("busy_ms"), r.get("span_ms")
+        busy = f"{busy_ms / span_ms:.0%}" if busy_ms is not None and span_ms else "-"
+        table.add_row(rank_label(r["rank"]), step, *[_ms(r.get(k)) for k in (
+            "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")], busy)
+    console.print(table)
+
+
+def print_top_lists(result: Analysis, console: Console, top: int = 10) -> None:
+    """Device kernels by device time and runtime/launch calls by host time."""
+    for title, rows, unit in (("device kernels (device ms)", result.top_kernels(top), "device_ms"),
+                              ("runtime calls (host ms)", result.top_runtime(top), "ms")):
+        if not rows:
+            continue
+        table = _table(f"Top {len(rows)} {title}")
+        table.add_column("name", overflow="fold", max_width=56)
+        _column(table, "calls")
+        _column(table, "ms")
+        for r in rows:
+            table.add_row(_name(r["name"], 56), str(r["count"]), _ms(r[unit]))
+        console.print(table)
+
+
+def print_memory(rows: list[dict[str, Any]], console: Console) -> None:
+    """Peak memory per rank (and stage), and the top allocating operators."""
+    if not rows:
+        return
+    table = _table("Memory peaks (MiB)")
+    for col in ("rank", "stage", "allocated", "reserved", "source"):
+        _column(table, col, right=col not in ("stage", "source"))
+    for r in rows:
+        table.add_row(rank_label(r["rank"]), r["stage"] or "(all)", _mb(r["peak_allocated_bytes"]),
+                      _mb(r["peak_reserved_bytes"]), str(r["source"]))
+    console.print(table)
+    ops: dict[str, list[float]] = {}
+    for r in rows:
+        for o in r.get("top_ops") or []:
+            slot = ops.setdefault(o["op"], [0, 0])
+            slot[0] += o["count"]
+            slot[1] += o["bytes"]
+    if ops:
+        table = _table("Top allocating operators")
+        table.add_column("operator", overflow="fold", max_width=56)
+        _column(table, "allocs")
+        _column(table, "MiB")
+        for name, (count, size) in sorted(ops.items(), key=lambda kv: -kv[1][1])[:10]:
+            table.add_row(_name(name, 56), str(int(count)), _mb(size))
+        console.print(table)
+
+
+def print_details(result: Analysis, console: Console, top: int = 10) -> None:
+    """The tables after the stage tables: ranges, device time, top lists, memory, problems."""
+    print_ranges(result.range_table(), console, top=2 * top)
+    stragglers = result.stragglers("range")
+    if stragglers:
+        table = _table(f"Range stragglers (> median + {result.margin:.0%})")
+        table.add_column("range", overflow="fold", max_width=30)
+        for col in ("step", "rank", "ms", "median ms", "ratio"):
+            _column(table, col)
+        for s in stragglers[:top]:
+            table.add_row(_name(s["range"], 30), str(s["step"]), rank_label(s["rank"]),
+                          _ms(s["ms"]), _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
+        console.print(table)
+    print_device(result.device(), console)
+    print_top_lists(result, console, top)
+    print_memory(result.memory(), console)
+
+
+def print_compare_details(result: dict[str, Any], console: Console) -> None:
+    """``compare_runs`` beyond stages: ranges, device ms per step and memory peaks, A -> B."""
+    rows = result["ranges"]
+    if rows:
+        table = _table("Mean ms per custom range execution")
+        _column(table, "range", right=False)
+        for col in ("rank", "A ms", "B ms", "change"):
+            _column(table, col)
+        for r in rows:
+            change = "-" if r["change"] is None else f"{r['change']:+.1%}"
+            if r["regression"]:
+                change = f"[red]{change} slower[/red]"
+            elif r["improvement"]:
+                change = f"[green]{change} faster[/green]"
+            table.add_row(_name(r["name"], 30), rank_label(r["rank"]), _ms(r["a_mean_ms"]),
+                          _ms(r["b_mean_ms"]), change)
+        console.print(table)
+    if result["device"]:
+        table = _table("Device ms per step, A -> B")
+        for col in ("rank", "compute", "comm", "overlap", "copy", "idle"):
+            _column(table, col)
+        for r in result["device"]:
+            table.add_row(rank_label(r["rank"]), *[f"{_ms(r['a_' + k])} -> {_ms(r['b_' + k])}"
+                                            for k in ("compute_ms", "comm_ms", "overlap_ms",
+                                                      "memcpy_ms", "idle_ms")])
+        console.print(table)
+    if result["memory"]:
+        table = _table("Peak memory MiB, A -> B")
+        for col in ("rank", "allocated", "reserved"):
+            _column(table, col)
+        for r in result["memory"]:
+            table.add_row(rank_label(r["rank"]), *[f"{_mb(r['a_' + k])} -> {_mb(r['b_' + k])}"
+                                            for k in ("peak_allocated_bytes",
+                                                      "peak_reserved_bytes")])
+        console.print(table)

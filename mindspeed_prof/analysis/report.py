@@ -63,7 +63,7 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
         charts.append(("heatmap", _svg(fig)))
     steps = result.per_step()
     stage_keys = [s for s in dict.fromkeys(k for row in steps for k in row)
-                  if s not in ("rank", "source", "step", "total")]
+                  if s not in ("rank", "source", "step", "total", "warmup")]
     if steps and stage_keys:
         fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(steps)), 4))
         labels = [f"r{rank_label(r['rank'], r.get('source', ''))}/s{r['step']}" for r in steps]
@@ -84,7 +84,51 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
         ax.set_xlabel("self ms")
         ax.set_title("Top ops by self time")
         charts.append(("top_ops", _svg(fig)))
+    charts += _device_chart(result, plt) + _memory_chart(result, plt)
     return charts
+
+
+def _device_chart(result: Analysis, plt: Any) -> list[tuple[str, str]]:
+    """A stacked bar per rank and step: compute, overlap, communication, copy, idle."""
+    rows = [r for r in result.device() if r["stage"] is None and r["step"] is not None]
+    if not rows:
+        return []
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows)), 4))
+    labels = [f"r{r['rank']}/s{r['step']}{'w' if r['warmup'] else ''}" for r in rows]
+    def ms(r: dict[str, Any], key: str) -> float:
+        return float(r.get(key) or 0.0)  # None where a source does not split it out
+
+    parts = [("compute only", lambda r: ms(r, "compute_ms") - ms(r, "overlap_ms")),
+             ("comm during compute", lambda r: ms(r, "overlap_ms")),
+             ("comm only", lambda r: ms(r, "comm_ms") - ms(r, "overlap_ms")),
+             ("memcpy/memset", lambda r: ms(r, "memcpy_ms")), ("idle", lambda r: ms(r, "idle_ms"))]
+    bottom = [0.0] * len(rows)
+    for name, value in parts:
+        vals = [max(value(r), 0.0) for r in rows]
+        ax.bar(labels, vals, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("device ms")
+    ax.set_title("Device time per step (rank/step; w = warmup)")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+    return [("device", _svg(fig))]
+
+
+def _memory_chart(result: Analysis, plt: Any) -> list[tuple[str, str]]:
+    """Allocated bytes over time, a line per capture (rank) that has a timeline."""
+    lines = [r for r in result.memory() if r["stage"] is None and r.get("timeline")]
+    if not lines:
+        return []
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r in lines:
+        t0 = r["timeline"][0][0]
+        ax.plot([(p[0] - t0) / 1e3 for p in r["timeline"]],
+                [p[1] / 2**20 for p in r["timeline"]], label=f"rank {r['rank']} ({r['source']})")
+    ax.set_xlabel("ms from the first sample")
+    ax.set_ylabel("allocated MiB")
+    ax.set_title("Memory over time")
+    ax.legend(fontsize=7)
+    return [("memory", _svg(fig))]
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
@@ -123,8 +167,30 @@ def write_report(result: Analysis, path: Path) -> Path:
     parts.append("<h2>Per step (ms)</h2>" + _table(steps, cols))
     parts.append(f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
         result.stragglers(), ["stage", "step", "rank", "ms", "median_ms", "ratio"]))
-    parts.append("<h2>Top ops by self time</h2>" + _table(result.top_ops(25),
-                                                          ["op", "count", "self_ms"]))
+    parts.append("<h2>Custom ranges</h2>" + _table(
+        result.range_table(), ["name", "rank", "stage", "count", "total_ms", "self_ms",
+                               "mean_ms", "p95_ms", "max_ms"]))
+    parts.append(f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
+        result.stragglers("range"), ["range", "step", "rank", "ms", "median_ms", "ratio"]))
+    device = result.device()
+    parts.append("<h2>Device time (ms)</h2>" + (_table(device, [
+        "rank", "step", "stage", "warmup", "span_ms", "busy_ms", "compute_ms", "comm_ms",
+        "overlap_ms", "memcpy_ms", "idle_ms"]) if device else
+        "<p>No device data: CPU-only captures.</p>"))
+    parts.append("<h2>Top host ops by self time</h2>" + _table(result.top_ops(25),
+                                                               ["op", "count", "self_ms"]))
+    parts.append("<h2>Top device kernels by device time</h2>" + _table(
+        result.top_kernels(25), ["name", "count", "device_ms"]))
+    parts.append("<h2>Top runtime/launch calls</h2>" + _table(result.top_runtime(25),
+                                                              ["name", "count", "ms"]))
+    memory = result.memory()
+    parts.append("<h2>Memory peaks (bytes)</h2>" + _table(
+        memory, ["rank", "stage", "source", "peak_allocated_bytes", "peak_reserved_bytes",
+                 "file"]))
+    allocs = [{"rank": m["rank"], **o} for m in memory for o in m.get("top_ops") or []]
+    if allocs:
+        parts.append("<h2>Top allocating operators</h2>" + _table(
+            allocs, ["rank", "op", "count", "bytes"]))
     parts.append("<h2>Inventory</h2>" + _table(
         result.inventory(), ["file", "kind", "rank", "group", "bytes", "events", "steps", "level"]))
     notes = [f"<li>{esc(w)}</li>" for w in result.warnings()]

@@ -67,6 +67,11 @@ def _close_all() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    for profiler in list(_live):  # e.g. a flight-recorder dump, before captures close
+        try:
+            getattr(profiler, "on_signal", lambda _: None)(signum)
+        except Exception:
+            pass
     previous = _previous.get(signum, signal.SIG_DFL)  # before closing restores it
     _close_all()
     if callable(previous):

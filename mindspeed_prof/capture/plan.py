@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Union
 
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
-__all__ = ["ALL", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Action"]
+__all__ = ["ALL", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Action", "Trigger"]
 
 #: ``stage`` value that captures whole steps.
 ALL = "all"
@@ -22,6 +22,21 @@ class Capture:
     stage: str
     step: int
     index: int = 0
+    trigger: str = ""  # why an unplanned capture runs (anomaly, on_demand); "" when planned
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A request for an unplanned capture: the next ``steps`` steps whole (``stage: all``) or
+    each execution of ``stage`` in them. ``level``/``preset`` override the config's; ``ident``
+    names the request that asked."""
+
+    reason: str
+    steps: int
+    stage: str = ALL
+    level: str | None = None
+    preset: str | None = None
+    ident: str = ""
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class Start:
 @dataclass(frozen=True)
 class Stop:
     capture: Capture
-    reason: str  # window_end | left_window | stage_end | step_end | error | close
+    reason: str  # window_end | left_window | stage_end | step_end | error | close | trigger_end
 
 
 Action = Union[Start, Stop]
@@ -94,8 +109,39 @@ class Scheduler:
     done: bool = False
     _depth: int = 0
     _executions: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
+    #: Unplanned captures: requested, and the one running with its first step not captured.
+    pending: deque[Trigger] = field(default_factory=deque)
+    trigger: Trigger | None = None
+    _until: int = 0
+
+    @property
+    def busy(self) -> bool:
+        """A capture is active, or an unplanned one is running or waiting."""
+        return self.active is not None or self.trigger is not None or bool(self.pending)
+
+    def request(self, trigger: Trigger) -> None:
+        """Queue ``trigger``: it starts at a step start when no capture is active (in order)."""
+        self.pending.append(trigger)
 
     def step_start(self, step: int) -> list[Action]:
+        if self.trigger is not None:
+            return self._triggered_step_start(step)
+        actions = self._planned_step_start(step)
+        if self.active is None and self.pending:
+            trigger = self.trigger = self.pending.popleft()
+            self._until = step + trigger.steps
+            if trigger.stage == ALL:
+                actions.append(self._start(Capture(ALL, step, trigger=trigger.reason)))
+        return actions
+
+    def _triggered_step_start(self, step: int) -> list[Action]:
+        if step < self._until:
+            return []
+        actions = [self._stop("trigger_end")] if self.active is not None else []
+        self.trigger = None
+        return actions + self.step_start(step)
+
+    def _planned_step_start(self, step: int) -> list[Action]:
         actions: list[Action] = []
         if self.active is not None and not self.plan.in_window(step):
             actions.append(self._stop("left_window"))
@@ -105,6 +151,13 @@ class Scheduler:
         return actions
 
     def step_end(self, step: int, failed: bool = False) -> list[Action]:
+        if self.trigger is not None:
+            if failed or step >= self._until - 1:
+                self.trigger = None  # the unplanned window ends with this step
+                return [self._stop("error" if failed else "trigger_end")] if self.active else []
+            if self.active is not None and self.active.stage != ALL:
+                return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
+            return []
         if self.active is None:
             return []
         if failed:
@@ -116,6 +169,8 @@ class Scheduler:
         return []
 
     def stage_start(self, stage: str, step: int | None) -> list[Action]:
+        if self.trigger is not None:
+            return self._triggered_stage_start(stage, step)
         if self.plan.whole_steps or stage not in self.plan.stages:
             return []
         if self.active is not None:
@@ -128,8 +183,22 @@ class Scheduler:
         self._executions[stage, step] += 1
         return [self._start(Capture(stage, step, index))]
 
+    def _triggered_stage_start(self, stage: str, step: int | None) -> list[Action]:
+        assert self.trigger is not None
+        if self.trigger.stage != stage or step is None:
+            return []
+        if self.active is not None:
+            self._depth += 1
+            return []
+        index = self._executions[stage, step]
+        self._executions[stage, step] += 1
+        return [self._start(Capture(stage, step, index, trigger=self.trigger.reason))]
+
     def stage_end(self, stage: str, step: int | None, failed: bool = False) -> list[Action]:
-        if self.active is None or self.plan.whole_steps or stage not in self.plan.stages:
+        if self.active is not None and self.active.trigger:
+            if self.active.stage != stage:
+                return []
+        elif self.active is None or self.plan.whole_steps or stage not in self.plan.stages:
             return []
         if self._depth:
             self._depth -= 1
@@ -137,6 +206,8 @@ class Scheduler:
         return [self._stop("error" if failed else "stage_end")]
 
     def close(self) -> list[Action]:
+        self.trigger = None
+        self.pending.clear()
         return [self._stop("close")] if self.active is not None else []
 
     def _start(self, capture: Capture) -> Start:
@@ -146,6 +217,6 @@ class Scheduler:
     def _stop(self, reason: str) -> Stop:
         assert self.active is not None
         capture, self.active, self._depth = self.active, None, 0
-        if capture.stage == ALL:
+        if capture.stage == ALL and not capture.trigger:
             self.done = True
         return Stop(capture, reason)

@@ -1,4 +1,4 @@
-"""Span recorder: cheap ranges written as a Chrome trace that is valid after every flush."""
+"""Range recording: an in-memory buffer of ranges, and a Chrome trace file written from it."""
 
 from __future__ import annotations
 
@@ -6,110 +6,206 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from threading import get_ident
-from typing import Any
+from time import perf_counter_ns
+from typing import Any, Callable
 
-__all__ = ["SpanRecorder"]
+__all__ = ["Chunk", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
+           "write_trace"]
+
+#: One recorded range: ``(key, start_ns, end_ns)``; ``end_ns`` is -1 for an instant mark.
+Event = tuple[int, int, int]
+#: Ranges recorded during one step: ``(step, events)``.
+Chunk = tuple["int | None", list[Event]]
+#: A ``step``-category range of this name is written as ``ProfilerStep#<step>``.
+STEP_RANGE = "ProfilerStep"
 
 _TAIL = b"\n]}\n"
+_CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
 
 
-class _Span:
-    __slots__ = ("_rec", "_name", "_cat", "_t0")
+class _Range:
+    """Reusable context manager for one (name, category, thread): recording a range allocates
+    one tuple; nesting and recursion pair correctly (a stack of start times)."""
 
-    def __init__(self, rec: SpanRecorder, name: str, cat: str) -> None:
-        self._rec = rec
-        self._name = name
-        self._cat = cat
+    __slots__ = ("_key", "_push", "_pop", "_append")
 
-    def __enter__(self) -> _Span:
-        self._t0 = time.perf_counter_ns()
-        return self
+    def __init__(self, key: int, append: Callable[[Event], None]) -> None:
+        starts: list[int] = []
+        self._key, self._push, self._pop, self._append = key, starts.append, starts.pop, append
 
-    def __exit__(self, *exc: object) -> None:
-        t1 = time.perf_counter_ns()
-        self._rec._events.append(
-            (self._name, self._cat, self._t0, t1 - self._t0, get_ident(), self._rec.step)
-        )
+    def __enter__(self, _now: Callable[[], int] = perf_counter_ns) -> None:
+        self._push(_now())
+
+    def __exit__(self, exc_type: object, exc: object, tb: object,
+                 _now: Callable[[], int] = perf_counter_ns) -> None:
+        self._append((self._key, self._pop(), _now()))
+
+
+class RangeBuffer:
+    """Ranges of every thread, in memory, until ``take()``: the hot path of all recording.
+
+    ``range(name)`` returns an object cached for (name, category, calling thread), so
+    ``mstx`` may cache it too (``reusable``). Names are interned: an event holds a key into
+    ``keys`` (name, category, native thread id), formatted only when written.
+    """
+
+    reusable = True
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[str, str, int]] = []
+        self.events: list[Event] = []
+        self.wall0_ns = time.time_ns()
+        self.perf0_ns = perf_counter_ns()
+        self._ids: dict[tuple[str, str, int], int] = {}
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def key(self, name: str, cat: str = "user_annotation") -> int:
+        """The key of ``name`` in category ``cat`` on the calling thread."""
+        k = (name, cat, threading.get_native_id())
+        with self._lock:
+            found = self._ids.get(k)
+            if found is None:
+                found = self._ids[k] = len(self.keys)
+                self.keys.append(k)
+        return found
+
+    def range(self, name: str, cat: str = "user_annotation") -> _Range:
+        cache: dict[tuple[str, str], _Range] | None = getattr(self._local, "ranges", None)
+        if cache is None or len(cache) > _CACHE_LIMIT:
+            cache = self._local.ranges = {}
+        found = cache.get((name, cat))
+        if found is None:
+            found = cache[(name, cat)] = _Range(self.key(name, cat), self.events.append)
+        return found
+
+    def mark(self, name: str) -> None:
+        self.events.append((self.key(name, "mark"), perf_counter_ns(), -1))
+
+    def take(self) -> list[Event]:
+        """Every event recorded so far, removed from the buffer (other threads may append)."""
+        events = self.events
+        n = len(events)
+        chunk = events[:n]
+        del events[:n]
+        return chunk
+
+
+def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
+               labels: dict[int, str] | None = None) -> list[str]:
+    """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps)."""
+    labels = {} if labels is None else labels
+    keys, offset = buffer.keys, buffer.wall0_ns - buffer.perf0_ns
+    out = []
+    for step, events in chunks:
+        tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
+        for key, t0, t1 in events:
+            label = labels.get(key)
+            if label is None:
+                name, cat, tid = keys[key]
+                head = (f'{{"ph": "{"i" if cat == "mark" else "X"}", "pid": {pid}, '
+                        f'"tid": {tid}, "cat": {json.dumps(cat)}, "name": ')
+                if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
+                    label = f'{head}"{STEP_RANGE}#{step}"'
+                else:
+                    label = labels[key] = head + json.dumps(name)
+            ts = t0 + offset
+            if t1 >= 0:
+                dur = t1 - t0
+                out.append('%s, "ts": %d.%03d, "dur": %d.%03d%s' % (
+                    label, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail))
+            else:
+                out.append('%s, "s": "t", "ts": %d.%03d%s' % (label, ts // 1000, ts % 1000, tail))
+    return out
+
+
+def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
+    # ts are written on the wall clock: the (wall clock, trace clock) pair at the start is equal
+    clock = {"wall_ns": buffer.wall0_ns, "trace_ns": buffer.wall0_ns}
+    head = {"schemaVersion": 1, "displayTimeUnit": "ms",
+            "distributedInfo": {"rank": metadata.get("rank", 0)},
+            "mindspeed_prof": {"kind": "spans", **metadata, "clock": clock}}
+    return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
+
+
+def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
+                metadata: dict[str, Any]) -> Path:
+    """Write ``chunks`` as one complete range file (written aside, then renamed into place)."""
+    body = ",\n".join(trace_body(chunks, buffer, os.getpid()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _TAIL)
+    os.replace(tmp, path)
+    return path
 
 
 class SpanRecorder:
-    """Records ``ph: X`` ranges in memory and appends them to ``path`` at each ``flush()``.
+    """A range file fed from a ``RangeBuffer``: complete JSON after every ``flush()``.
 
-    The file is rewritten in place so that it is complete JSON after every flush: a process
-    killed mid-step loses only the ranges recorded since the last flush.
+    ``flush()`` writes everything recorded so far; ``flush_due()``, called at every step end,
+    does so at most once per ``interval_s`` (a clock read otherwise): a trainer's steps are
+    each written as they end, a tight loop of tiny steps writes 100 times a second. A process
+    killed by SIGKILL loses only what was recorded since the last write.
     """
 
-    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
+    reusable = True
+
+    def __init__(self, path: Path, metadata: dict[str, Any], buffer: RangeBuffer | None = None,
+                 interval_s: float = 0.01) -> None:
         self.path = path
+        self.buffer = RangeBuffer() if buffer is None else buffer
         self.step: int | None = None
-        self._events: list[tuple[str, str, int, int, int, int | None]] = []
+        self._pending: list[Chunk] = []
         self._pid = os.getpid()
-        self._wall0_ns = time.time_ns()
-        self._perf0 = time.perf_counter_ns()
         self._count = 0
-        # Names and steps repeat: their JSON is encoded once.
-        self._labels: dict[tuple[str, str, int], str] = {}
-        self._steps: dict[int | None, str] = {}
-        head = {"schemaVersion": 1, "displayTimeUnit": "ms",
-                "distributedInfo": {"rank": metadata.get("rank", 0)},
-                "mindspeed_prof": {"kind": "spans", **metadata,
-                                   # ts are wall-clock based: the (wall, trace clock) pair
-                                   "clock": {"wall_ns": self._wall0_ns,
-                                             "trace_ns": self._wall0_ns}}}
-        header = json.dumps(head)[:-1].encode() + b', "traceEvents": ['
+        self._labels: dict[int, str] = {}
+        self._interval_ns = int(interval_s * 1e9)
+        self._due = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "wb")  # noqa: SIM115 - kept open for in-place appends
-        self._file.write(header)
+        self._file.write(_header(metadata, self.buffer))
         self._tail_at = self._file.tell()
         self._file.write(_TAIL)
         self._file.flush()
 
-    def range(self, name: str, cat: str = "user_annotation") -> _Span:
-        return _Span(self, name, cat)
+    def range(self, name: str, cat: str = "user_annotation") -> _Range:
+        return self.buffer.range(name, cat)
 
     def mark(self, name: str) -> None:
-        t = time.perf_counter_ns()
-        self._events.append((name, "mark", t, -1, get_ident(), self.step))
+        self.buffer.mark(name)
+
+    def add(self, step: int | None, events: list[Event]) -> None:
+        """Queue ``events`` of ``step`` (taken from the buffer by their owner) for writing."""
+        if events:
+            self._pending.append((step, events))
 
     @property
     def count(self) -> int:
         """Ranges written so far plus those waiting for the next flush."""
-        return self._count + len(self._events)
+        waiting = sum(len(e) for _, e in self._pending)
+        return self._count + waiting + len(self.buffer.events)
+
+    def flush_due(self) -> None:
+        if perf_counter_ns() >= self._due:
+            self.flush()
 
     def flush(self) -> None:
-        if self._file.closed or not self._events:
+        self.add(self.step, self.buffer.take())
+        self._due = perf_counter_ns() + self._interval_ns
+        if self._file.closed or not self._pending:
             return
-        events, self._events = self._events, []
-        native = {t.ident: t.native_id for t in threading.enumerate()}
-        labels, steps = self._labels, self._steps
-        offset = self._wall0_ns - self._perf0
-        chunks = []
-        for name, cat, t0, dur, tid, step in events:  # formatted by hand: json.dumps is 4x slower
-            label = labels.get((name, cat, tid))
-            if label is None:
-                label = labels[(name, cat, tid)] = (
-                    f'{{"ph": "{"X" if cat != "mark" else "i"}", "pid": {self._pid}, '
-                    f'"tid": {native.get(tid, tid)}, "cat": {json.dumps(cat)}, '
-                    f'"name": {json.dumps(name)}')
-            tail = steps.get(step)
-            if tail is None:
-                tail = steps[step] = "}" if step is None else f', "args": {{"step": {step}}}}}'
-            ts = t0 + offset
-            if dur >= 0:
-                chunks.append('%s, "ts": %d.%03d, "dur": %d.%03d%s' % (
-                    label, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail))
-            else:
-                chunks.append('%s, "s": "t", "ts": %d.%03d%s' % (label, ts // 1000, ts % 1000,
-                                                                 tail))
-        body = ((",\n" if self._count else "\n") + ",\n".join(chunks)).encode()
+        chunks, self._pending = self._pending, []
+        lines = trace_body(chunks, self.buffer, self._pid, self._labels)
+        body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
         # One write over the old tail: the file only grows, so nothing is left to truncate.
         self._file.seek(self._tail_at)
         self._file.write(body + _TAIL)
         self._file.flush()
         self._tail_at += len(body)
-        self._count += len(events)
+        self._count += len(lines)
 
     def close(self) -> None:
         if not self._file.closed:

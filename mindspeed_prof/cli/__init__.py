@@ -7,14 +7,23 @@ import os
 import sys
 from types import ModuleType
 
-from mindspeed_prof.cli import analyse, compare, demo, presets, sweep, timeline
+from mindspeed_prof.cli import (
+    analyse,
+    capture,
+    compare,
+    demo,
+    doctor,
+    presets,
+    sweep,
+    timeline,
+)
 from mindspeed_prof.cli.common import EXIT_NOTHING
 
 __all__ = ["COMMANDS", "main", "parser"]
 
 #: Subcommand modules, in ``--help`` order. Each has ``add_parser(subparsers)``, which registers
 #: the command and sets ``func`` (args -> exit code). A new command is a module and a line here.
-COMMANDS: list[ModuleType] = [demo, analyse, timeline, compare, sweep, presets]
+COMMANDS: list[ModuleType] = [demo, analyse, timeline, compare, sweep, presets, capture, doctor]
 
 DESCRIPTION = """\
 Profiling for RL post-training loops: run the demo, then read what a run captured.
@@ -23,7 +32,8 @@ exit codes of analyse and compare:
   0  every capture was read
   1  nothing to read (no such path, or no captures under it)
   2  bad usage
-  3  some files were skipped (each named on stderr)
+  3  some files were skipped or partly read (each named on stderr)
+  4  compare --fail-over: a stage or range in B is slower than in A by more than allowed
 """
 
 

@@ -27,8 +27,9 @@ def add_parser(sub: Any) -> None:
     a = sub.add_parser(
         "analyse", aliases=["analyze"], help="tables, stragglers and an HTML report of a run",
         description="Read every capture under PATH and print time per stage and rank, per "
-                    "step, stragglers and top ops. Exit codes: 0 every capture was read, 1 "
-                    "nothing to read, 2 bad usage, 3 some files were skipped (named on stderr).")
+                    "step, stragglers, custom ranges, device time, memory and top ops. Exit "
+                    "codes: 0 every capture was read, 1 nothing to read, 2 bad usage, 3 some "
+                    "files were skipped or partly read (named on stderr).")
     a.add_argument("path", metavar="PATH",
                    help="a save root (profiler_data), a Hydra job or multirun dir, or one "
                         "capture file")
@@ -39,7 +40,7 @@ def add_parser(sub: Any) -> None:
                    help="a rank is a straggler when it exceeds the median over ranks by this "
                         "fraction (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, metavar="N",
-                   help="ops listed by self time (default 10)")
+                   help="rows of each top list (default 10)")
     jobs_option(a)
     a.set_defaults(func=run)
 

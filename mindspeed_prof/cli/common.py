@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_USAGE", "error", "exit_code",
-           "jobs_option", "placement_line", "read_captures"]
+__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_SLOWER", "EXIT_USAGE", "error",
+           "exit_code", "jobs_option", "placement_line", "read_captures"]
 
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED = 0, 1, 2, 3
+EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED, EXIT_SLOWER = 0, 1, 2, 3, 4
 
 
 def error(message: str) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_NOTHING, error, exit_code, read_captures
+from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_SLOWER, error, exit_code, read_captures
 
 __all__ = ["add_parser", "run"]
 
@@ -17,11 +17,18 @@ def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "compare", help="two runs side by side, regressions flagged",
         description="Mean time per stage execution and rank in run A (the baseline) and run "
-                    "B; a change beyond --threshold is flagged. Exit codes as for analyse.")
+                    "B, per custom range too, device time per step and memory peaks; a change "
+                    "beyond --threshold is flagged, runs that captured different things are "
+                    "named. Exit codes as for analyse, and 4 with --fail-over.")
     c.add_argument("a", metavar="A", help="the baseline run: a save root, job dir or capture")
     c.add_argument("b", metavar="B", help="the run compared against A, in the same forms")
     c.add_argument("--threshold", type=float, default=0.1,
                    help="flag changes beyond this fraction (default 0.1 = 10%%)")
+    c.add_argument("--fail-over", type=float, metavar="FRACTION",
+                   help="exit 4 when a stage or range mean in B exceeds A's by more than "
+                        "FRACTION (0.05 = 5%%): a CI gate")
+    c.add_argument("--include-warmup", action="store_true",
+                   help="count warmup steps (left out by default)")
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     c.set_defaults(func=run)
 
@@ -29,24 +36,34 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.compare import compare
-    from mindspeed_prof.analysis.render import print_compare
+    from mindspeed_prof.analysis.compare import compare_runs, slower_than
+    from mindspeed_prof.analysis.render import print_compare, print_compare_details
 
     for given in (args.a, args.b):
         if not Path(given).exists():
             error(f"{given}: no such file or directory")
             return EXIT_NOTHING
     a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
+    a.include_warmup = b.include_warmup = args.include_warmup
     for bad in a.bad + b.bad:
         error(f"skipped {bad}")
     for given, result in ((args.a, a), (args.b, b)):
         if not result.traces and not result.bad:
             error(f"no captures under {given}")
-    rows = compare(a, b, threshold=args.threshold)
+    found = compare_runs(a, b, threshold=args.threshold)
+    for w in found["warnings"]:
+        error(f"warning: {w}")
+    slower = slower_than(found, args.fail_over) if args.fail_over is not None else []
     if args.json:
         json.dump({"a": str(args.a), "b": str(args.b), "threshold": args.threshold,
-                   "rows": rows}, sys.stdout, indent=2)
+                   "fail_over": args.fail_over, "slower": slower, **found}, sys.stdout,
+                  indent=2)
         print()
     else:
-        print_compare(rows, args.a, args.b, Console())
-    return exit_code(a, b)
+        console = Console()
+        print_compare(found["rows"], args.a, args.b, console)
+        print_compare_details(found, console)
+    for line in slower:
+        error(f"slower: {line}")
+    code = exit_code(a, b)
+    return EXIT_SLOWER if slower and code != EXIT_NOTHING else code

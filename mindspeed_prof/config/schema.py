@@ -107,6 +107,14 @@ class IntegratedConfig:
     data_simplification: bool = True
     aic_metrics: AicMetrics = AicMetrics.none
     strict: bool = False
+    # Captures nobody planned (flight recorder, anomaly trigger, on-demand, disk budget).
+    flight_recorder_steps: int = 0
+    anomaly_factor: float = 0.0
+    anomaly_window: int = 20
+    anomaly_capture_steps: int = 2
+    anomaly_max_captures: int = 3
+    on_demand: bool = True
+    max_disk_mb: int = 0
 
 
 @dataclass

@@ -143,6 +143,7 @@ def _check_rules(c: IntegratedConfig, key: str) -> None:
     if c.warmup_steps < 0:
         raise ConfigError(f"{key}.warmup_steps={c.warmup_steps}: must be an integer >= 0")
     c.profile_ranks = _ranks(c.profile_ranks, key)
+    _check_triggers(c, key)
     if not c.profile_save_path or not str(c.profile_save_path).strip():
         raise ConfigError(f"{key}.profile_save_path: must be a non-empty path")
     if not (c.profile_with_cpu or c.profile_with_npu or c.mstx):
@@ -156,6 +157,23 @@ def _check_rules(c: IntegratedConfig, key: str) -> None:
             "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
             "allowed: text, or profile_level in level0, level1, level2"
         )
+
+
+def _check_triggers(c: IntegratedConfig, key: str) -> None:
+    """Flight recorder, anomaly trigger and disk budget fields."""
+    for name in ("flight_recorder_steps", "anomaly_max_captures", "max_disk_mb"):
+        if getattr(c, name) < 0:
+            raise ConfigError(f"{key}.{name}={getattr(c, name)}: must be an integer >= 0 "
+                              "(0 turns it off)")
+    if c.anomaly_factor != 0 and not c.anomaly_factor > 1:
+        raise ConfigError(f"{key}.anomaly_factor={c.anomaly_factor}: must be 0 (off) or a "
+                          "number > 1, e.g. 2.0 (a step twice its rolling median)")
+    if c.anomaly_window < 2:
+        raise ConfigError(f"{key}.anomaly_window={c.anomaly_window}: must be an integer >= 2 "
+                          "(steps in the rolling median)")
+    if c.anomaly_capture_steps < 1:
+        raise ConfigError(f"{key}.anomaly_capture_steps={c.anomaly_capture_steps}: must be an "
+                          "integer >= 1 (steps captured after an anomaly)")
 
 
 def _stage(value: Any, key: str) -> Stage | list[Stage]:

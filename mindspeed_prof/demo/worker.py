@@ -37,6 +37,8 @@ class IntegratedWorker(ProfilerMixin):
         prof: Profiler = self.profiler
         with prof.step(step):
             with self._stage("actor_generate"):
+                if step == self.d.get("slow_step") and self.rank == 0:
+                    time.sleep(0.5)  # +demo.slow_step=N: one slow step on rank 0 (anomaly demo)
                 prompts = make_prompts(self.d["prompts"], self.d["length"], self.d["vocab"],
                                        self.gen).repeat_interleave(self.d["group"], dim=0)
                 responses = self.actor.generate(prompts, self.gen)

@@ -41,7 +41,8 @@ class ProfilerCallback(Callback):
             # Hydra turns callback exceptions into warnings; SystemExit stops the job.
             raise SystemExit(f"mindspeed-prof: invalid config: {err}") from None
         self._job = None
-        if not cfg.profile:  # current() answers with a disabled profiler; nothing to write
+        unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)  # flight, anomaly
+        if not (cfg.profile or unplanned or cfg.on_demand):  # current(): a disabled profiler
             import mindspeed_prof.capture.current as current
 
             current.set_current(None)
@@ -54,7 +55,7 @@ class ProfilerCallback(Callback):
             save = Path(hydra_cfg.runtime.output_dir) / save
         cfg.profile_save_path = str(save)
         profiler = Profiler(cfg)
-        if not profiler.plan.enabled:  # this rank is not in profile_ranks
+        if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 
@@ -110,6 +111,7 @@ class ProfilerCallback(Callback):
         manifest["end_time"] = time.time()
         manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
         manifest["captures"] = list(profiler.captures)
+        manifest["triggers"] = list(profiler.triggers)  # anomalies: rank, step, stage, median
         manifest["files"] = list_files(job["path"].parent)
         _write(job)
         if _reports(profiler):

@@ -8,7 +8,7 @@ import pytest
 from capture_fixtures import make_run
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two ranks, three steps, rank 1 slow in actor_update."""
     return make_run(tmp_path_factory.mktemp("run"), slow={(1, "actor_update"): 1})

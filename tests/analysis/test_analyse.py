@@ -102,3 +102,15 @@ def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == "torch_npu"]:
             sys.modules.pop(name)
+
+
+def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
+    make_run(tmp_path, ranks=(0, 1), steps=3, warmup_steps=1, slow={(1, "actor_update"): 1})
+    result = analyse(tmp_path)
+    assert [(r["rank"], r["step"]) for r in result.per_step() if r["warmup"]] == [(0, 1), (1, 1)]
+    assert 1 not in {s["step"] for s in result.stragglers()}
+    assert ("actor_update", 2, 1) in {(s["stage"], s["step"], s["rank"])
+                                      for s in result.stragglers()}
+    result.include_warmup = True
+    assert ("actor_update", 1, 1) in {(s["stage"], s["step"], s["rank"])
+                                      for s in result.stragglers()}

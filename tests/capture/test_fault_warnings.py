@@ -29,6 +29,12 @@ class _FullDiskSpans:
     def mark(self, name: str) -> None:
         pass
 
+    def add(self, step: int | None, events: list[Any]) -> None:
+        pass
+
+    def flush_due(self) -> None:
+        self.flush()
+
     def flush(self) -> None:
         self.flushes += 1
         raise OSError(28, "No space left on device")
@@ -58,7 +64,8 @@ def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFix
                 trained.append(step)
         prof.close()
     assert trained == [1, 2, 3, 4, 5] and prof.failed
-    assert backend.spans is not None and backend.spans.flushes >= 2  # the fault did repeat
+    # The fault happened; after it the profiler never touches the failed recorder again.
+    assert backend.spans is not None and backend.spans.flushes == 1
     ours = [w for w in caught if "mindspeed-prof" in str(w.message)]
     assert len(ours) == 1 and "flush failed" in str(ours[0].message)
     assert issubclass(ours[0].category, RuntimeWarning)

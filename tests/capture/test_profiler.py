@@ -204,3 +204,23 @@ def test_profile_analysis_writes_summary_next_to_capture(tmp_path: Path) -> None
     data = json.loads(summary.read_text())
     assert [r["stage"] for r in data["stage_rank"]] == ["actor_generate"]
     assert data["stage_rank"][0]["count"] == 1 and data["top_ops"]
+
+
+def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:
+    long = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_end": 4,
+        "profile_save_path": str(tmp_path / "long")}}, rank=0)
+    short = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_end": 2,
+        "profile_save_path": str(tmp_path / "short")}}, rank=0)
+    for step in range(1, 4):
+        with long.step(step), short.step(step):
+            with mstx.range(f"custom{step}"):
+                pass
+    long.close()
+    short.close()
+    (long_file,) = (tmp_path / "long" / "integrated").iterdir()
+    (short_file,) = (tmp_path / "short" / "integrated").iterdir()
+    assert {"custom1", "custom2", "custom3", "ProfilerStep#3"} <= names(long_file)
+    assert "custom1" in names(short_file) and "custom2" not in names(short_file)
+    assert mstx.active_sink() is None

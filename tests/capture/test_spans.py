@@ -43,3 +43,48 @@ def test_hts_regex_finds_rank(tmp_path: Path) -> None:
     rec = SpanRecorder(tmp_path / "s.json", {"rank": 7})
     rec.close()
     assert re.search(r'"rank":\s+(\d+)', rec.path.read_text()).group(1) == "7"
+
+
+def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    rec = SpanRecorder(tmp_path / "s.json", {})
+
+    def work(depth: int) -> None:
+        with rec.range("same"):
+            if depth:
+                work(depth - 1)
+            else:
+                time.sleep(0.02)
+
+    threads = [threading.Thread(target=work, args=(2,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rec.close()
+    events = json.loads(rec.path.read_text())["traceEvents"]
+    by_tid: dict[int, list[dict]] = {}
+    for e in events:
+        by_tid.setdefault(e["tid"], []).append(e)
+    assert len(by_tid) == 2
+    for evs in by_tid.values():  # inner ranges end first; each lies inside the next
+        assert len(evs) == 3
+        for inner, outer in zip(evs, evs[1:]):
+            assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+        assert evs[0]["dur"] >= 20_000 * 0.9  # the sleep, in microseconds
+
+
+def test_range_buffer_take_keeps_concurrent_appends() -> None:
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    buf = RangeBuffer()
+    with buf.range("a"):
+        pass
+    first = buf.take()
+    with buf.range("a"):
+        pass
+    assert len(first) == 1 and len(buf.events) == 1
+    assert buf.keys[first[0][0]][:2] == ("a", "user_annotation")
+    assert buf.range("a") is buf.range("a") and buf.range("a") is not buf.range("a", "stage")

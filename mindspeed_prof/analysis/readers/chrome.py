@@ -19,9 +19,13 @@ from mindspeed_prof.analysis.readers.model import (
 )
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["Event", "EventArgs", "collect", "decode_events", "read_json"]
+__all__ = ["DEVICE_CATS", "Event", "EventArgs", "RUNTIME_CATS", "collect", "decode_events",
+           "read_json"]
 
 _STAGES = frozenset(STAGES)
+#: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 Number = Union[int, float, str, None]
@@ -29,6 +33,12 @@ Number = Union[int, float, str, None]
 
 class EventArgs(msgspec.Struct):
     step: Union[int, float, str, None] = None
+    correlation: Union[int, str, None] = None
+    stream: Union[int, str, None] = None
+    bytes: Number = msgspec.field(default=None, name="Bytes")
+    allocated: Number = msgspec.field(default=None, name="Total Allocated")
+    reserved: Number = msgspec.field(default=None, name="Total Reserved")
+    device_type: Number = msgspec.field(default=None, name="Device Type")
 
 
 class Event(msgspec.Struct):
@@ -83,6 +93,11 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
 
 
 def _num(value: Number) -> float | None:
+    kind = type(value)
+    if kind is float:  # the common case first: finite floats as they are
+        return value if value - value == 0 else None  # type: ignore[return-value,operator]
+    if kind is int:
+        return float(value)  # type: ignore[arg-type]
     if value is None:
         return None
     try:
@@ -93,41 +108,111 @@ def _num(value: Number) -> float | None:
 
 
 def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
-    """Sort events into step/stage/custom ranges and per-op self time."""
+    """Sort events into step/stage/custom ranges, host op self time, device and memory facts.
+
+    Problems (events without times, negative durations, device activity without steps,
+    collectives overlapping on one stream) are named in ``data.problems``; the rest is kept.
+    """
     steps: list[tuple[float, float, int]] = []
-    annotations: list[tuple[str, str, float, float, int | None]] = []
+    annotations: list[tuple[str, float, float, int | None, str]] = []
     ops_by_tid: dict[Any, list[tuple[float, float, str]]] = {}
+    device: list[tuple[float, float, str, Any, Any]] = []
+    launches: dict[Any, float] = {}
+    memory: list[tuple[float, Any, float, float | None, float | None, float | None]] = []
+    untimed: list[str] = []
+    negative: list[str] = []
     for ev in events:
+        if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
+            ts = _num(ev.ts)
+            if ts is not None:
+                a = ev.args
+                memory.append((ts, ev.tid, _num(a.bytes) or 0.0, _num(a.allocated),
+                               _num(a.reserved), _num(a.device_type)))
+            continue
         if ev.ph != "X":
             continue
         ts, dur = _num(ev.ts), _num(ev.dur)
-        if ts is None or dur is None or dur < 0:
+        if ts is None or dur is None:
+            untimed.append(ev.name)
+            continue
+        if dur < 0:
+            negative.append(ev.name)
+            continue
+        cat = ev.cat
+        if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
             continue
         m = _STEP.match(ev.name)
-        if m:
+        if cat in DEVICE_CATS:
+            args = ev.args
+            device.append((ts, dur, ev.name, args.correlation if args else None,
+                           (ev.pid, args.stream if args and args.stream is not None else ev.tid)))
+        elif cat in RUNTIME_CATS:
+            slot = data.runtime.setdefault(ev.name, [0, 0.0])
+            slot[0] += 1
+            slot[1] += dur
+            if ev.args is not None and ev.args.correlation is not None:
+                launches[ev.args.correlation] = ts
+        elif m:
             steps.append((ts, ts + dur, int(m.group(1))))
-        elif ev.cat in ("user_annotation", "stage", "step", "gpu_user_annotation") or (
-                ev.name in _STAGES and ev.cat != "kernel"):  # torch_npu writes them as cpu_op
-            if ev.cat == "gpu_user_annotation":
-                continue
+        elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
             step = _num(ev.args.step) if ev.args is not None else None
-            annotations.append((ev.name, ev.cat, ts, dur,
-                                int(step) if step is not None else None))
-        elif ev.cat in ("cpu_op", "kernel", "gpu_memcpy", "cuda_runtime"):
-            ops_by_tid.setdefault((ev.pid, ev.tid, ev.cat), []).append((ts, dur, ev.name))
+            annotations.append((ev.name, ts, dur, int(step) if step is not None else None,
+                                str(ev.tid)))
+        elif cat == "cpu_op":
+            ops_by_tid.setdefault((ev.pid, ev.tid), []).append((ts, dur, ev.name))
     steps.sort()
     starts = [s[0] for s in steps]
     fallback = default_step if isinstance(default_step, int) else None
     for ts, end, n in steps:
         data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
-    for name, cat, ts, dur, step in annotations:
+    for name, ts, dur, step, tid in annotations:
         if step is None:
             i = bisect.bisect_right(starts, ts) - 1
             step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-        data.ranges.append(Range(data.rank, "stage" if cat == "stage" or name in _STAGES
-                                 else "range", name, step, ts, dur))
+        data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name, step,
+                                 ts, dur, tid=tid))
     for ops in ops_by_tid.values():
         _self_times(ops, data.ops)
+    _device(data, device, launches, [(n, s, e) for s, e, n in steps])
+    if memory:
+        from mindspeed_prof.analysis.memory import from_events
+
+        data.memory = from_events(memory, ops_by_tid, data.ranges)
+    for what, names in (("complete events ('X') without ts or dur", untimed),
+                        ("events end before they start (negative dur)", negative)):
+        if names:
+            data.problems.append(f"{data.path}: {len(names)} {what}, ignored "
+                                 f"(first: {names[0][:60]!r})")
+
+
+def _device(data: TraceData, device: list[tuple[float, float, str, Any, Any]],
+            launches: dict[Any, float], steps: list[tuple[int, float, float]]) -> None:
+    """Device kernel totals and the per-step breakdown."""
+    if not device:
+        return
+    from mindspeed_prof.analysis.device import DeviceOp, breakdown, kind_of
+
+    ops: list[DeviceOp] = []
+    comm_by_stream: dict[Any, list[tuple[float, float, str]]] = {}
+    for ts, dur, name, corr, stream in device:
+        slot = data.kernels.setdefault(name, [0, 0.0])
+        slot[0] += 1
+        slot[1] += dur
+        kind = kind_of(name)
+        ops.append(DeviceOp(ts, ts + dur, kind, launches.get(corr, ts)))
+        if kind == "comm":
+            comm_by_stream.setdefault(stream, []).append((ts, ts + dur, name))
+    stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
+    data.device = breakdown(ops, steps, stages)
+    if not steps:
+        data.problems.append(f"{data.path}: {len(ops)} device events but no ProfilerStep "
+                             "ranges: the device breakdown covers the whole trace as one row")
+    clashes = [b[2] for spans in comm_by_stream.values()
+               for a, b in zip(sorted(spans), sorted(spans)[1:]) if b[0] < a[1]]
+    if clashes:
+        data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on the "
+                             f"same stream (first: {clashes[0][:60]!r}); their time is counted "
+                             "once")
 
 
 def _self_times(ops: list[tuple[float, float, str]], out: dict[str, list[float]]) -> None:

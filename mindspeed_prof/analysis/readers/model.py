@@ -44,6 +44,7 @@ class Range(NamedTuple):
     ts: float
     dur: float
     source: str = ""
+    tid: str = ""  # the recording thread, where known: ranges nest only within one thread
 
 
 @dataclass

@@ -1,0 +1,126 @@
+"""Hot path: a recorded range, the off path and the per-step hooks, against nullcontext().
+
+- ``mstx.range()`` with nothing recording (goal 1.5x), recorded by the flight recorder with
+  the buffer drained every 10 ranges as a trainer's step end does (goal 2.5x), and recorded into
+  a range file with the time-gated flush check every 10 ranges (reported: the file's JSON is
+  formatted per range, which a tight loop of tiny steps pays in full).
+- ``prof.step(n)`` with profiling off, its on-demand check (a clock read) included (goal 1.5x).
+- The anomaly detector's cost per step (3 stages and the step), reported.
+Each figure is the median of per-round ratios, both sides timed back to back in each round.
+Alone: ``python -m benchmarks --only hot_path``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.report import Report
+
+__all__ = ["run"]
+
+RANGES_PER_STEP = 10  # a trainer's cadence: ranges between two step-end flushes
+
+
+def _time(fn: Callable[[int], None], n: int) -> float:
+    gc.disable()  # as timeit does
+    try:
+        t0 = time.perf_counter_ns()
+        fn(n)
+        return (time.perf_counter_ns() - t0) / n
+    finally:
+        gc.enable()
+
+
+def _null(n: int) -> None:
+    null = contextlib.nullcontext
+    for _ in range(n):
+        with null():
+            pass
+
+
+def _ratio(fn: Callable[[int], None], n: int, rounds: int) -> tuple[float, float, float]:
+    """Median per-round ratio of ``fn`` to nullcontext, and the median ns of each side."""
+    ratios, ours, base = [], [], []
+    for _ in range(rounds):
+        b = _time(_null, n)
+        o = _time(fn, n)
+        ratios.append(o / b)
+        ours.append(o)
+        base.append(b)
+    return statistics.median(ratios), statistics.median(ours), statistics.median(base)
+
+
+def run(report: Report) -> None:
+    """Measure the hot-path figures into ``report``."""
+    from mindspeed_prof import mstx
+    from mindspeed_prof.capture.anomaly import AnomalyDetector
+    from mindspeed_prof.capture.profiler import Profiler
+    from mindspeed_prof.capture.spans import SpanRecorder
+
+    n, rounds = (20_000, 7) if report.quick else (100_000, 15)
+    tmp = Path(tempfile.mkdtemp())
+
+    def add(figure: str, value: tuple[float, float, float], goal: float | None) -> None:
+        ratio, ours, base = value
+        report.add(figure, "contextlib.nullcontext()", ratio, goal,
+                   f"{ours:.0f} ns vs {base:.0f} ns")
+
+    step_end: Callable[[], None] = lambda: None  # noqa: E731 - set per figure below
+
+    def ranges(k: int) -> None:  # k ranges, a step end every RANGES_PER_STEP
+        rng = mstx.range
+        for _ in range(k // RANGES_PER_STEP):
+            for _ in range(RANGES_PER_STEP):
+                with rng("forward"):
+                    pass
+            step_end()
+
+    mstx.set_sink(None)
+    add("mstx.range, nothing recording", _ratio(ranges, n, rounds), 1.5)
+
+    prof = Profiler.from_config({"integrated": {"flight_recorder_steps": 5,
+                                                "profile_save_path": str(tmp)}}, rank=0)
+    step_end = prof._drain
+    add(f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds), 2.5)
+    prof.close()
+
+    rec = SpanRecorder(tmp / "hot.mstx.trace.json", {"rank": 0})
+    mstx.add_sink(rec)
+    step_end = rec.flush_due
+    add(f"mstx.range recorded to a range file (flush check every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds), None)
+    mstx.remove_sink(rec)
+    rec.close()
+
+    off = Profiler.from_config({"integrated": {"profile_save_path": str(tmp)}}, rank=0)
+
+    def hooks(k: int) -> None:
+        step = off.step
+        for i in range(k):
+            with step(i):
+                pass
+
+    add("prof.step(n), profiling off, on-demand check included", _ratio(hooks, n, rounds), 1.5)
+    off.close()
+
+    det = AnomalyDetector(factor=2.0, window=20)
+    stages = ("actor_generate", "actor_update", "critic_update")
+
+    def detect(k: int) -> None:
+        observe = det.observe
+        for i in range(k):
+            for s in stages:
+                observe(s, 1_000_000 + i % 7)
+            observe(None, 3_000_000 + i % 7)
+
+    add("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n // 10, rounds),
+        None)
+    shutil.rmtree(tmp, ignore_errors=True)

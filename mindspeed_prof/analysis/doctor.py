@@ -1,0 +1,183 @@
+"""``doctor``: a health check of a run's captures before anyone opens a trace."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, is_capture_file
+
+__all__ = ["Finding", "Health", "doctor"]
+
+_RANK = re.compile(r"^rank(\d+)_")
+_MANIFEST = re.compile(r"^manifest(\.job\d+)?(\.rank\d+)?\.json$")
+_TAIL_BYTES = 64
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: what kind, the file or rank it concerns, and one line for people."""
+
+    kind: str  # missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew
+    where: str
+    message: str
+
+
+@dataclass
+class Health:
+    """Findings (problems) and notes (facts worth a line: disk per rank, triggered captures)."""
+
+    root: Path
+    findings: list[Finding] = field(default_factory=list)
+    ranks_expected: list[int] = field(default_factory=list)
+    ranks_found: list[int] = field(default_factory=list)
+    disk_per_rank: dict[int, int] = field(default_factory=dict)
+    triggered: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["root"] = str(self.root)
+        out["healthy"] = self.healthy
+        return out
+
+
+def doctor(root: Path, skew_ms: float = 500.0) -> Health:
+    """Check every capture under ``root`` (a save root); reads file tails, manifests and the
+    first step range of each range file only."""
+    health = Health(root)
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    manifests = [_load(p) for p in files if _MANIFEST.match(p.name)]
+    manifests = [m for m in manifests if isinstance(m, dict)]
+    found: set[int] = set()
+    first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
+    for path in files:
+        rel = str(path.relative_to(root))
+        rank = _rank(path.name)
+        if rank is not None:
+            health.disk_per_rank[rank] = health.disk_per_rank.get(rank, 0) + path.stat().st_size
+        if path.name.endswith(".tmp") or ".tmp." in path.name:
+            health.findings.append(Finding("temp_file", rel, f"{rel}: temporary file left "
+                                           "behind by an interrupted write"))
+            continue
+        if not is_capture_file(path.name):
+            continue
+        if rank is not None:
+            found.add(rank)
+        problem = _check_capture(path)
+        if problem:
+            kind, why = problem
+            health.findings.append(Finding(kind, rel, f"{rel}: {why}"))
+        elif path.name.endswith(SPANS):
+            _first_steps(path, first_step)
+    health.ranks_found = sorted(found)
+    _check_ranks(health, manifests, found)
+    _check_windows(health, manifests, found)
+    _check_skew(health, first_step, skew_ms)
+    summary = _load(root / CLUSTER_SUMMARY)
+    workers = summary.get("workers", []) if isinstance(summary, dict) else []
+    health.triggered = [
+        {k: c.get(k) for k in ("rank", "step", "stage", "trigger", "reason", "files")}
+        for m in [*manifests, *workers] for c in m.get("captures", []) if c.get("trigger")]
+    return health
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _rank(name: str) -> int | None:
+    m = _RANK.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _check_capture(path: Path) -> tuple[str, str] | None:
+    size = path.stat().st_size
+    if size == 0:
+        return "empty", "empty file"
+    if path.name.endswith(".gz") or path.name.endswith(".db"):
+        return None  # binary: their readers say what is wrong
+    with open(path, "rb") as f:
+        f.seek(max(0, size - _TAIL_BYTES))
+        tail = f.read().rstrip()
+    if not tail.endswith(b"}"):
+        return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
+    if path.name.endswith(SPANS) and size < 4096:
+        data = _load(path)
+        if isinstance(data, dict) and not data.get("traceEvents"):
+            return "empty", "no ranges recorded (did the window's steps run?)"
+    return None
+
+
+def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
+    data = _load(path)
+    if not isinstance(data, dict):
+        return
+    host = str(data.get("mindspeed_prof", {}).get("host", "?"))
+    for event in data.get("traceEvents", []):
+        if event.get("cat") == "step":
+            step = event.get("args", {}).get("step")
+            if isinstance(step, int):
+                key = (host, step)
+                out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
+
+
+def _check_ranks(health: Health, manifests: list[dict[str, Any]], found: set[int]) -> None:
+    expected = {m["rank"] for m in manifests if isinstance(m.get("rank"), int)}
+    listed = False
+    for m in manifests:
+        ranks = (m.get("profiler_config") or {}).get("integrated", {}).get("profile_ranks")
+        if isinstance(ranks, list):
+            expected.update(r for r in ranks if isinstance(r, int))
+            listed = True
+    summary = _load(health.root / CLUSTER_SUMMARY)
+    if isinstance(summary, dict):
+        for worker in summary.get("workers", []):
+            if worker.get("enabled") and isinstance(worker.get("rank"), int):
+                expected.add(worker["rank"])
+    if found and not listed:  # profile_ranks: all: every rank up to the highest seen
+        expected.update(range(max(found) + 1))
+    health.ranks_expected = sorted(expected)
+    for rank in sorted(expected - found):
+        health.findings.append(Finding("missing_rank", f"rank {rank}",
+                                       f"rank {rank}: expected, but no capture file found"))
+
+
+def _check_windows(health: Health, manifests: list[dict[str, Any]], found: set[int]) -> None:
+    for m in manifests:
+        window = (m.get("profiler_config") or {}).get("integrated", {})
+        if (m.get("status") in ("completed", "exited") and not m.get("captures")
+                and window.get("profile") and m.get("rank") not in found):
+            start, end = window.get("profile_step_start"), window.get("profile_step_end")
+            health.findings.append(Finding(
+                "nothing_captured", f"rank {m.get('rank')}",
+                f"rank {m.get('rank')}: the job {m.get('status')} but captured nothing (window "
+                f"[{start}, {end}): did the run reach step {start}? were the hooks called?)"))
+
+
+def _check_skew(health: Health, first_step: dict[tuple[str, int], float], skew_ms: float) -> None:
+    by_step: dict[int, dict[str, float]] = defaultdict(dict)
+    for (host, step), ts in first_step.items():
+        by_step[step][host] = ts
+    for step in sorted(by_step):
+        hosts = by_step[step]
+        if len(hosts) < 2:
+            continue
+        early, late = min(hosts, key=hosts.__getitem__), max(hosts, key=hosts.__getitem__)
+        gap_ms = (hosts[late] - hosts[early]) / 1000
+        if gap_ms > skew_ms:
+            health.findings.append(Finding(
+                "clock_skew", f"{early}, {late}",
+                f"hosts {early} and {late}: step {step} starts {gap_ms:.0f} ms apart (over "
+                f"{skew_ms:g} ms): clocks out of sync, so cross-host timelines are shifted"))
+        return  # the first step seen on several hosts is enough

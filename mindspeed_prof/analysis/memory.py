@@ -1,0 +1,186 @@
+"""Memory: peaks, per-stage peaks, top allocating operators and a timeline, from torch's captures.
+
+Three sources: the ``[memory]`` events of a trace recorded with ``profile_memory``, torch's memory
+timeline (``*.memory_timeline.json.gz``, CPU) and a CUDA allocator snapshot
+(``*.memory_snapshot.pickle``). A snapshot is a pickle: it is read with an unpickler that refuses
+every class and function, so only plain containers and scalars can come out of it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import io
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, one_line
+from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
+
+__all__ = ["POINTS", "from_events", "is_memory_file", "load_snapshot", "read_memory"]
+
+#: A timeline is thinned to at most this many points (the peak is always kept).
+POINTS = 200
+_TOP = 10
+_PLAIN = frozenset({"set", "frozenset", "list", "dict", "tuple", "int", "float", "str", "bytes",
+                    "bool", "complex", "bytearray"})
+
+
+def is_memory_file(name: str) -> bool:
+    return name.endswith((MEMORY_TIMELINE, MEMORY_SNAPSHOT))
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds only what pickle's own opcodes build; every global lookup is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name in _PLAIN:
+            return getattr(__import__("builtins"), name)
+        raise pickle.UnpicklingError(f"refused {module}.{name}: only plain containers and "
+                                     "scalars are read from a snapshot")
+
+
+def load_snapshot(raw: bytes) -> Any:
+    """Unpickle ``raw`` admitting nothing but plain containers and scalars."""
+    return _PlainUnpickler(io.BytesIO(raw)).load()
+
+
+def _thin(points: list[tuple[float, float]]) -> list[list[float]]:
+    if len(points) <= POINTS:
+        return [list(p) for p in points]
+    stride = len(points) / POINTS
+    keep = {int(i * stride) for i in range(POINTS)} | {
+        max(range(len(points)), key=lambda i: points[i][1]), len(points) - 1}
+    return [list(points[i]) for i in sorted(keep)]
+
+
+def _by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[str, float]:
+    """Peak of ``points`` (sorted by time) within each stage's runs."""
+    times = [p[0] for p in points]
+    out: dict[str, float] = {}
+    for r in ranges:
+        if r.kind != "stage":
+            continue
+        lo = max(bisect.bisect_left(times, r.ts) - 1, 0)  # the level at the stage's start
+        hi = bisect.bisect_right(times, r.ts + r.dur)
+        if hi > lo and times[lo] <= r.ts + r.dur:
+            peak = max(p[1] for p in points[lo:hi])
+            out[r.name] = max(out.get(r.name, 0.0), peak)
+    return out
+
+
+def _top(sizes: dict[str, list[float]]) -> list[dict[str, Any]]:
+    top = sorted(sizes.items(), key=lambda kv: -kv[1][1])[:_TOP]
+    return [{"op": k, "count": int(c), "bytes": int(b)} for k, (c, b) in top]
+
+
+def from_events(events: list[tuple[float, Any, float, float | None, float | None, float | None]],
+                ops_by_tid: dict[Any, list[tuple[float, float, str]]],
+                ranges: list[Range]) -> dict[str, Any]:
+    """Memory facts of a trace's ``[memory]`` events: (ts, tid, bytes, allocated, reserved, dev).
+
+    With a GPU in the trace only device memory counts (device type 1); else host memory.
+    """
+    if any(e[5] == 1 for e in events):
+        events = [e for e in events if e[5] == 1]
+    events = sorted(events, key=lambda e: e[0])
+    points = [(e[0], e[3]) for e in events if e[3] is not None]
+    reserved = [e[4] for e in events if e[4] is not None]
+    starts = {}
+    for key, ops in ops_by_tid.items():
+        ops.sort(key=lambda o: (o[0], -o[1]))
+        starts[key[1]] = ([o[0] for o in ops], ops)
+    allocs: dict[str, list[float]] = {}
+    for ts, tid, size, _, _, _ in events:
+        if size <= 0 or tid not in starts:
+            continue
+        begins, ops = starts[tid]
+        i = bisect.bisect_right(begins, ts) - 1
+        while i >= 0 and ops[i][0] + ops[i][1] < ts and i > bisect.bisect_right(begins, ts) - 64:
+            i -= 1  # the innermost op still open at ts
+        if i >= 0 and ops[i][0] + ops[i][1] >= ts:
+            slot = allocs.setdefault(ops[i][2], [0, 0.0])
+            slot[0] += 1
+            slot[1] += size
+    return {"source": "trace", "peak_allocated_bytes": max((p[1] for p in points), default=None),
+            "peak_reserved_bytes": max(reserved, default=None),
+            "by_stage": _by_stage(points, ranges), "top_ops": _top(allocs),
+            "timeline": _thin(points)}
+
+
+def _read_bytes(path: Path) -> bytes:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        raw = f.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise BadFile(f"{path}: more than {MAX_BYTES} bytes; refused")
+    return raw
+
+
+def _timeline(path: Path, ranges: list[Range]) -> dict[str, Any]:
+    doc = json.loads(_read_bytes(path))
+    if not (isinstance(doc, list) and len(doc) == 2 and all(isinstance(x, list) for x in doc)
+            and len(doc[0]) == len(doc[1])):
+        raise BadFile(f"{path}: not a memory timeline (expected [times, sizes by category])")
+    points = sorted((float(t), float(sum(s))) for t, s in zip(*doc) if t >= 0)
+    return {"source": "timeline", "peak_allocated_bytes": max((p[1] for p in points), default=None),
+            "peak_reserved_bytes": None, "by_stage": _by_stage(points, ranges), "top_ops": [],
+            "timeline": _thin(points)}
+
+
+def _frame(frames: Any) -> str | None:
+    for f in frames if isinstance(frames, list) else []:
+        name = str(f.get("filename", "")) if isinstance(f, dict) else ""
+        if name.endswith(".py") and "/torch/" not in name:
+            return f"{f.get('name')} ({Path(name).name}:{f.get('line')})"
+    return None
+
+
+def _snapshot(path: Path) -> dict[str, Any]:
+    snap = load_snapshot(_read_bytes(path))
+    if not isinstance(snap, dict) or not isinstance(snap.get("segments"), list):
+        raise BadFile(f"{path}: not a CUDA memory snapshot (no 'segments' list)")
+    segments = [s for s in snap["segments"] if isinstance(s, dict)]
+    allocated = float(sum(s.get("allocated_size", 0) for s in segments))
+    reserved = float(sum(s.get("total_size", 0) for s in segments))
+    peak_a, peak_r = allocated, reserved
+    points: list[tuple[float, float]] = []
+    allocs: dict[str, list[float]] = {}
+    traces = snap.get("device_traces") or []
+    events = [e for dev in traces if isinstance(dev, list) for e in dev if isinstance(e, dict)]
+    for e in reversed(events):  # walk back from the state at the dump
+        action, size = e.get("action"), float(e.get("size", 0) or 0)
+        points.append((float(e.get("time_us", 0) or 0), allocated))
+        if action == "alloc":
+            allocated -= size
+            where = _frame(e.get("frames"))
+            if where:
+                slot = allocs.setdefault(where, [0, 0.0])
+                slot[0] += 1
+                slot[1] += size
+        elif action == "free_completed":
+            allocated += size
+        elif action in ("segment_alloc", "segment_map"):
+            reserved -= size
+        elif action in ("segment_free", "segment_unmap"):
+            reserved += size
+        peak_a, peak_r = max(peak_a, allocated), max(peak_r, reserved)
+    points.reverse()
+    return {"source": "snapshot", "peak_allocated_bytes": peak_a, "peak_reserved_bytes": peak_r,
+            "by_stage": {}, "top_ops": _top(allocs), "timeline": _thin(points)}
+
+
+def read_memory(path: Path, ranges: list[Range] | None = None) -> dict[str, Any]:
+    """Memory facts of a timeline or snapshot file; ``BadFile`` (one line) when unreadable."""
+    try:
+        if path.name.endswith(MEMORY_SNAPSHOT):
+            return _snapshot(path)
+        return _timeline(path, ranges or [])
+    except BadFile:
+        raise
+    except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError, IndexError,
+            RecursionError, MemoryError) as err:
+        raise BadFile(f"{path}: unreadable memory file ({type(err).__name__}: "
+                      f"{one_line(err)})") from None

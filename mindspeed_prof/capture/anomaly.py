@@ -1,0 +1,87 @@
+"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median (pure logic)."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["Anomaly", "AnomalyDetector", "AnomalyTrigger"]
+
+
+class AnomalyDetector:
+    """Rolling median of the last ``window`` durations per key (a stage name, or None: the step).
+
+    ``observe`` returns the median when the duration exceeds ``factor`` times it (once the
+    window is full), else None; every duration then joins the window.
+    """
+
+    def __init__(self, factor: float, window: int) -> None:
+        self.factor, self.window = factor, window
+        self._recent: dict[str | None, deque[int]] = {}
+        self._sorted: dict[str | None, list[int]] = {}
+
+    def observe(self, key: str | None, duration_ns: int) -> float | None:
+        recent = self._recent.get(key)
+        if recent is None:
+            recent = self._recent[key] = deque()
+            self._sorted[key] = []
+        ordered = self._sorted[key]
+        median = None
+        n = len(ordered)
+        if n == self.window:
+            mid = n // 2
+            m = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+            if duration_ns > self.factor * m:
+                median = float(m)
+            del ordered[bisect.bisect_left(ordered, recent.popleft())]
+        recent.append(duration_ns)
+        bisect.insort(ordered, duration_ns)
+        return median
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One trigger as the manifest records it (with the rank); ``action``: what was done."""
+
+    step: int | None
+    stage: str | None
+    time: float
+    duration_ms: float
+    median_ms: float
+    factor: float
+    action: str  # capture | skipped: <why>
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class AnomalyTrigger:
+    """Decides, per slow step or stage, whether to capture: at most one trigger per step, at
+    most ``max_captures`` captures per run, never while another capture is active or queued.
+    """
+
+    def __init__(self, factor: float, window: int, max_captures: int) -> None:
+        self.detector = AnomalyDetector(factor, window)
+        self.max_captures = max_captures
+        self.captures = 0
+        self._last_step: int | None = None
+        self._fired = False
+
+    def observe(self, step: int | None, stage: str | None, duration_ns: int,
+                busy: bool) -> Anomaly | None:
+        median = self.detector.observe(stage, duration_ns)
+        if median is None or (self._fired and step == self._last_step):
+            return None
+        self._fired, self._last_step = True, step
+        if busy:
+            action = "skipped: another capture is active"
+        elif self.captures >= self.max_captures:
+            action = "skipped: anomaly_max_captures reached"
+        else:
+            action = "capture"
+            self.captures += 1
+        return Anomaly(step, stage, time.time(), duration_ns / 1e6, median / 1e6,
+                       self.detector.factor, action)

@@ -1,0 +1,61 @@
+"""``mindspeed-prof doctor ROOT``: a run's captures checked, one line per finding."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+
+__all__ = ["add_parser", "run"]
+
+DESCRIPTION = """\
+A run's captures checked before anyone opens a trace: missing ranks, empty,
+truncated or temporary files, windows that captured nothing, clock skew between
+hosts; then disk used per rank and triggered captures.
+
+exit codes:
+  0  healthy
+  1  no such directory
+  3  findings (one line each)
+"""
+
+
+def add_parser(sub: Any) -> None:
+    d = sub.add_parser("doctor", help="health check of a run's captures (exit 3 on findings)",
+                       description=DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("root", help="a save root (profile_save_path)")
+    d.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    d.add_argument("--skew-ms", type=float, default=500.0,
+                   help="clock skew between hosts worth a finding (default 500 ms)")
+    d.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mindspeed_prof.analysis.doctor import doctor
+
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"mindspeed-prof: doctor: {root}: no such directory", file=sys.stderr)
+        return EXIT_NOTHING
+    health = doctor(root, skew_ms=args.skew_ms)
+    if args.json:
+        json.dump(health.to_json(), sys.stdout, indent=2)
+        print()
+    else:
+        for finding in health.findings:
+            print(finding.message)
+        ranks = ", ".join(map(str, health.ranks_found)) or "none"
+        print(f"ranks with captures: {ranks} (expected {len(health.ranks_expected)})")
+        for rank, size in sorted(health.disk_per_rank.items()):
+            print(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
+                                             else f"{size / 1024:.1f} KB"))
+        for t in health.triggered:
+            print(f"triggered: rank {t['rank']} step {t['step']}: {t['trigger']} "
+                  f"({t['reason']})")
+        print("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
+    return EXIT_OK if health.healthy else EXIT_SKIPPED

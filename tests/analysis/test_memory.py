@@ -1,0 +1,114 @@
+"""Memory: torch's timeline and [memory] events agree, CUDA snapshots read safely, bad files named."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from capture_fixtures import make_run
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.memory import load_snapshot
+from mindspeed_prof.cli import main
+from mindspeed_prof.config.schema import STAGES
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def memory_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``memory_debug`` capture on CPU: trace with [memory] events plus the memory timeline."""
+    return make_run(tmp_path_factory.mktemp("mem"), ranks=(0,), steps=2, profile_level="level1",
+                    profile_with_memory=True, profile_record_shapes=True, with_stack=True)
+
+
+def test_timeline_and_trace_events_agree_on_the_peak(memory_run: Path) -> None:
+    (timeline,) = memory_run.rglob("*.memory_timeline.json.gz")
+    (trace,) = memory_run.rglob("*.pt.trace.json")
+    _, sizes = json.loads(gzip.decompress(timeline.read_bytes()))
+    from_file = max(sum(s) for s in sizes)
+    from_events = max(e["args"]["Total Allocated"]
+                      for e in json.loads(trace.read_text())["traceEvents"]
+                      if e.get("name") == "[memory]")
+    rows = analyse(memory_run).memory()
+    whole = [r for r in rows if r["stage"] is None]
+    assert len(whole) == 1 and whole[0]["rank"] == 0 and whole[0]["source"] == "timeline"
+    assert whole[0]["peak_allocated_bytes"] == from_file == from_events > 0
+    assert len(whole[0]["timeline"]) > 2
+    assert {o["op"] for o in whole[0]["top_ops"]} & {"aten::empty", "aten::mm", "aten::randn"}
+    assert {r["stage"] for r in rows if r["stage"]} == set(STAGES)
+    assert all(r["peak_allocated_bytes"] <= from_file for r in rows)
+
+
+def test_json_and_report_show_memory(memory_run: Path, tmp_path: Path, capsys) -> None:
+    html = tmp_path / "r.html"
+    assert main(["analyse", str(memory_run), "--json", "--html", str(html)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["memory"] and out["memory"][0]["peak_allocated_bytes"] > 0
+    text = html.read_text()
+    assert "id='memory'" in text and "Memory peaks" in text and "<script" not in text
+
+
+def _snapshot() -> dict:
+    frames = [{"filename": "/x/torch/nn/functional.py", "line": 1, "name": "linear"},
+              {"filename": "/app/model.py", "line": 42, "name": "forward"}]
+    trace = [{"action": "segment_alloc", "addr": 0, "size": 4 * MIB, "time_us": 1},
+             {"action": "alloc", "addr": 0, "size": 2 * MIB, "frames": frames, "time_us": 2},
+             {"action": "alloc", "addr": 2 * MIB, "size": 1 * MIB, "frames": frames,
+              "time_us": 3},
+             {"action": "free_requested", "addr": 0, "size": 2 * MIB, "time_us": 4},
+             {"action": "free_completed", "addr": 0, "size": 2 * MIB, "time_us": 5},
+             {"action": "alloc", "addr": 0, "size": MIB // 2, "frames": [], "time_us": 6}]
+    # The state at the dump: one 4 MiB segment holding 1.5 MiB.
+    return {"segments": [{"device": 0, "address": 0, "total_size": 4 * MIB,
+                          "allocated_size": 3 * MIB // 2, "blocks": []}],
+            "device_traces": [trace]}
+
+
+def test_cuda_snapshot_peaks_and_allocators(tmp_path: Path) -> None:
+    path = tmp_path / "actor" / "rank3_h_1_step2.memory_snapshot.pickle"
+    path.parent.mkdir()
+    path.write_bytes(pickle.dumps(_snapshot()))
+    (row,) = analyse(tmp_path).memory()
+    assert row["rank"] == 3 and row["source"] == "snapshot"
+    assert row["peak_allocated_bytes"] == 3 * MIB  # 2 MiB + 1 MiB before the free
+    assert row["peak_reserved_bytes"] == 4 * MIB
+    assert row["top_ops"] == [{"op": "forward (model.py:42)", "count": 2, "bytes": 3 * MIB}]
+
+
+class _Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch pwned",))
+
+
+def test_malicious_snapshot_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
+    path.write_bytes(pickle.dumps({"segments": [_Evil()]}))
+    with pytest.raises(pickle.UnpicklingError, match="refused posix.system|refused nt.system"):
+        load_snapshot(path.read_bytes())
+    assert main(["analyse", str(tmp_path)]) == 1  # nothing else to read
+    assert not (tmp_path / "pwned").exists()
+    assert "refused" in capsys.readouterr().err
+    assert load_snapshot(pickle.dumps({"a": (1, 2.0, {3}), "b": [None, True, b"x"]})) == {
+        "a": (1, 2.0, {3}), "b": [None, True, b"x"]}
+
+
+def test_memory_file_cut_short_is_named_rest_analysed(memory_run: Path, tmp_path: Path,
+                                                       capsys) -> None:
+    import shutil
+
+    root = tmp_path / "run"
+    shutil.copytree(memory_run, root)
+    (timeline,) = root.rglob("*.memory_timeline.json.gz")
+    timeline.write_bytes(timeline.read_bytes()[:200])
+    result = analyse(root)
+    assert len(result.bad) == 1 and str(timeline) in result.bad[0]
+    assert result.stage_rank() and result.memory()  # the trace's own memory events remain
+    assert main(["analyse", str(root)]) == 3
+    assert str(timeline) in capsys.readouterr().err

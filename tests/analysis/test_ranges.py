@@ -1,0 +1,96 @@
+"""Custom ranges: per name and rank, self time where they nest, stragglers, warmup, bad ranges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mindspeed_prof.testing.kineto import span, write_trace
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.cli import main
+
+
+def test_mstx_ranges_of_a_real_capture(run_dir: Path) -> None:
+    rows = analyse(run_dir).range_table()
+    assert {(r["name"], r["rank"]) for r in rows} == {("<b>custom</b>", 0), ("<b>custom</b>", 1)}
+    for r in rows:  # one per stage and step, once although op trace and range file both hold it
+        assert r["count"] == 3 * 6 and r["stage"] and r["max_ms"] >= r["p95_ms"] >= 0
+        assert r["total_ms"] == pytest.approx(r["mean_ms"] * r["count"])
+
+
+def _nested(tmp_path: Path, rank: int = 0, scale: float = 1.0, **meta) -> Path:
+    """Step 1..3, stage actor_update; ``outer`` holds ``inner`` twice; ``other`` on thread 2."""
+    events = []
+    for step in (1, 2, 3):
+        t = step * 100_000
+        events += [span(f"ProfilerStep#{step}", t, 90_000),
+                   span("actor_update", t + 1000, 80_000),
+                   span("outer", t + 2000, 10_000 * scale),
+                   span("inner", t + 3000, 4000 * scale), span("inner", t + 8000, 3000 * scale),
+                   span("other", t + 2500, 5000, tid=2)]
+    return write_trace(tmp_path / f"rank{rank}_h_1_step1.pt.trace.json", events,
+                       mindspeed_prof={"rank": rank, **meta})
+
+
+def test_self_time_where_ranges_nest_and_stage_found(tmp_path: Path) -> None:
+    rows = {r["name"]: r for r in analyse(_nested(tmp_path)).range_table()}
+    assert rows["outer"]["total_ms"] == pytest.approx(30.0)
+    assert rows["outer"]["self_ms"] == pytest.approx(9.0)  # 10 - 4 - 3 per run
+    assert rows["inner"]["self_ms"] == rows["inner"]["total_ms"] == pytest.approx(21.0)
+    assert rows["other"]["self_ms"] == pytest.approx(15.0)  # another thread: not nested
+    assert {r["stage"] for r in rows.values()} == {"actor_update"}
+    assert [r["name"] for r in analyse(tmp_path).range_table()] == ["outer", "inner", "other"]
+
+
+def test_p95_matches_numpy(tmp_path: Path) -> None:
+    durs = [1000.0 * d for d in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9)]
+    events = [span("r", 10_000 * i, d) for i, d in enumerate(durs)]
+    (row,) = analyse(write_trace(tmp_path / "rank0.pt.trace.json", events)).range_table()
+    ms = [d / 1000 for d in durs]
+    assert row["p95_ms"] == pytest.approx(float(np.percentile(ms, 95)))
+    assert (row["count"], row["max_ms"], row["mean_ms"]) == (15, 9.0, pytest.approx(np.mean(ms)))
+
+
+def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    _nested(tmp_path, rank=0, **meta)
+    _nested(tmp_path, rank=1, **meta)
+    _nested(tmp_path, rank=2, scale=2.0, **meta)  # rank 2's ranges take twice as long
+    result = analyse(tmp_path)
+    found = {(s["range"], s["step"], s["rank"]) for s in result.stragglers("range")}
+    assert found == {(name, step, 2) for name in ("outer", "inner") for step in (2, 3)}
+    assert [r.get("warmup", False) for r in result.per_step() if r["rank"] == 0] == [
+        True, False, False]
+    result.include_warmup = True
+    assert {s["step"] for s in result.stragglers("range")} == {1, 2, 3}
+
+
+def test_json_key_ranges(tmp_path: Path, capsys) -> None:
+    _nested(tmp_path)
+    assert main(["analyse", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"name", "rank", "count", "total_ms", "mean_ms", "p95_ms", "max_ms", "self_ms",
+            "stage"} <= set(out["ranges"][0])
+
+
+def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
+    events = [span("ProfilerStep#1", 0, 100_000), span("actor_update", 10, 5000),
+              span("backwards", 50_000, -20), {"ph": "X", "name": "no_dur", "ts": 5},
+              span("ok", 100, 300)]
+    path = write_trace(tmp_path / "rank0.pt.trace.json", events)
+    result = analyse(path)
+    assert [r["name"] for r in result.range_table()] == ["ok"]
+    assert len(result.problems()) == 2
+    assert main(["analyse", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert "negative dur" in err and "'backwards'" in err and "without ts or dur" in err
+
+
+def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
+    from mindspeed_prof.analysis.report import write_report
+
+    html = write_report(analyse(run_dir), tmp_path / "r.html").read_text()
+    assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html

@@ -1,0 +1,129 @@
+"""Anomaly trigger: rolling medians (pure), and captures of the steps after a slow one."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindspeed_prof import Profiler, mstx
+from mindspeed_prof.capture import profiler as profiler_module
+from mindspeed_prof.capture.anomaly import AnomalyDetector, AnomalyTrigger
+from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 1000), max_size=60), st.integers(2, 9),
+       st.floats(1.01, 5.0))
+def test_detector_matches_statistics_median(values: list[int], window: int, factor: float) -> None:
+    det = AnomalyDetector(factor, window)
+    for i, v in enumerate(values):
+        got = det.observe("s", v)
+        if i < window:
+            assert got is None
+            continue
+        median = statistics.median(values[i - window:i])
+        assert got == (median if v > factor * median else None)
+
+
+def test_detector_keys_are_separate() -> None:
+    det = AnomalyDetector(2.0, 2)
+    for _ in range(2):
+        det.observe("fast", 1)
+        det.observe(None, 100)
+    assert det.observe("fast", 3) == 1.0 and det.observe(None, 150) is None
+
+
+def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
+    trig = AnomalyTrigger(2.0, 2, max_captures=2)
+    for step in (1, 2):
+        assert trig.observe(step, "a", 10, busy=False) is None
+        assert trig.observe(step, None, 10, busy=False) is None
+    first = trig.observe(3, "a", 50, busy=False)
+    assert first is not None and first.action == "capture" and first.median_ms == 10 / 1e6
+    assert trig.observe(3, None, 50, busy=False) is None  # one trigger per step
+    busy = trig.observe(4, "a", 90, busy=True)
+    assert busy is not None and busy.action.startswith("skipped: another capture")
+    assert trig.observe(5, "a", 500, busy=False).action == "capture"  # type: ignore[union-attr]
+    assert trig.observe(6, "a", 5000, busy=False).action == (  # type: ignore[union-attr]
+        "skipped: anomaly_max_captures reached")
+
+
+def test_scheduler_runs_triggers_in_order_and_not_over_a_planned_capture() -> None:
+    sched = Scheduler(CapturePlan(enabled=True, start=2, end=3))
+    sched.request(Trigger("on_demand", 2, ident="a"))
+    sched.request(Trigger("on_demand", 1, stage="actor_update", ident="b"))
+    events: list[Any] = []
+    for step in range(1, 8):
+        events += sched.step_start(step)
+        events += sched.stage_start("actor_update", step)
+        events += sched.stage_end("actor_update", step)
+        events += sched.step_end(step)
+    starts = [(e.capture.stage, e.capture.step, e.capture.trigger) for e in events
+              if isinstance(e, Start)]
+    assert starts == [(ALL, 1, "on_demand"), ("actor_update", 3, "on_demand")]
+    # The planned window [2, 3) was taken by the first trigger's second step: it stays undone.
+    stops = [e.reason for e in events if isinstance(e, Stop)]
+    assert stops == ["trigger_end", "stage_end"] and not sched.busy
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def __call__(self) -> int:
+        return self.ns
+
+
+def test_slow_step_captures_the_next_steps_under_triggered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(profiler_module, "perf_counter_ns", clock)
+    prof = Profiler.from_config({"integrated": {
+        "profile_save_path": str(tmp_path), "backend": "torch", "flight_recorder_steps": 3,
+        "anomaly_factor": 2.0, "anomaly_window": 4, "anomaly_capture_steps": 2,
+        "anomaly_max_captures": 1}}, rank=3)
+    for step in range(1, 16):
+        with prof.step(step):
+            with prof.stage("actor_update"):
+                with mstx.range("work"):
+                    clock.ns += 10_000_000 * (8 if step in (8, 12) else 1)
+    prof.close()
+    (anomaly, again) = prof.triggers
+    assert anomaly["rank"] == 3 and anomaly["step"] == 8 and anomaly["stage"] == "actor_update"
+    assert anomaly["median_ms"] == 10 and anomaly["factor"] == 2.0
+    assert anomaly["action"] == "capture" and again["action"].startswith("skipped")
+    flight, triggered = prof.captures
+    assert flight["reason"] == "anomaly" and flight["steps"] == [6, 7, 8]
+    assert triggered["trigger"] == "anomaly" and triggered["steps"] == [9, 10]
+    (trace,) = (tmp_path / "triggered" / "integrated").glob("*.pt.trace.json")
+    names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
+    assert {"ProfilerStep#9", "ProfilerStep#10", "actor_update"} <= names
+    assert "ProfilerStep#11" not in names
+
+
+def test_anomaly_off_by_default(tmp_path: Path) -> None:
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
+    assert prof._anomaly is None and not prof._live
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("anomaly_factor", 0.5, "must be 0 (off) or a number > 1"),
+    ("anomaly_factor", -2.0, "must be 0 (off) or a number > 1"),
+    ("anomaly_window", 1, "must be an integer >= 2"),
+    ("anomaly_capture_steps", 0, "must be an integer >= 1"),
+    ("anomaly_max_captures", -1, "must be an integer >= 0"),
+    ("flight_recorder_steps", -3, "must be an integer >= 0"),
+])
+def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: str) -> None:
+    from mindspeed_prof.config.validate import ConfigError, validate
+
+    pattern = rf"profiler_config\.integrated\.{field}=.*{re.escape(message)}"
+    with pytest.raises(ConfigError, match=pattern):
+        validate({"integrated": {field: value}})

@@ -1,0 +1,61 @@
+"""Disk budget: captures lowered or skipped so the save root stays under max_disk_mb."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+
+from mindspeed_prof import Profiler
+from mindspeed_prof.capture.budget import DiskBudget, bytes_under
+from mindspeed_prof.config.validate import ConfigError, validate
+
+MB = 1024 * 1024
+
+
+def test_choose_lowers_then_skips(tmp_path: Path) -> None:
+    budget = DiskBudget(1, tmp_path)
+    assert budget.choose("level1", 3) == ("level1", "")  # unmeasured: this capture measures
+    budget.learn("level1", MB // 2, 1)
+    budget.learn("level0", MB // 8, 1)
+    level, why = budget.choose("level1", 3)
+    assert level == "level0" and "level1 would need about 1.5 MB" in why
+    budget.learn("level_none", 1000, 1)
+    (tmp_path / "big").write_bytes(b"x" * (MB - 10_000))
+    assert budget.choose("level1", 3)[0] == "level_none"
+    (tmp_path / "more").write_bytes(b"x" * 20_000)
+    level, why = budget.choose("level0", 1)
+    assert level is None and "of max_disk_mb=1 used" in why
+
+
+def test_negative_budget_is_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"integrated\.max_disk_mb=-1"):
+        validate({"integrated": {"max_disk_mb": -1}})
+
+
+def test_large_captures_stay_within_one_capture_of_the_budget(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    prof = Profiler.from_config({"integrated": {
+        "profile": True, "backend": "torch", "stage": "actor_update", "profile_level": "level1",
+        "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
+        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}}, rank=0)
+    x = torch.randn(4, 4)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        for step in range(1, 30):
+            with prof.step(step), prof.stage("actor_update"):
+                for _ in range(300):
+                    x = (x @ x).tanh()
+    prof.close()
+    sizes = [sum(bytes_under(Path(f)) for f in c["files"]) for c in prof.captures]
+    largest = max(sizes)
+    assert largest > 0
+    assert bytes_under(tmp_path) <= MB + largest  # overshoot: at most one capture (one step)
+    levels = [c.get("level") for c in prof.captures if not c.get("skipped")]
+    assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
+    skipped = [c for c in prof.captures if c.get("skipped")]
+    assert skipped and skipped[0]["reason"] == "disk_budget"
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("skipping captures" in m for m in messages) == 1
+    assert sum("instead of level1" in m for m in messages) <= 1

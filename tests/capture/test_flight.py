@@ -1,0 +1,143 @@
+"""Flight recorder: the last N steps on every rank, dumped on error, signal or request."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindspeed_prof import Profiler, mstx
+from mindspeed_prof.capture.flight import FlightRecorder
+from mindspeed_prof.capture.spans import RangeBuffer
+
+
+def make(tmp_path: Path, **fields: Any) -> Profiler:
+    cfg = {"profile_save_path": str(tmp_path), "flight_recorder_steps": 3, **fields}
+    return Profiler.from_config({"integrated": cfg}, rank=1)
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["traceEvents"]
+
+
+def run(prof: Profiler, steps: range, fail_at: int | None = None) -> None:
+    for step in steps:
+        with prof.step(step):
+            with prof.stage("actor_update"):
+                with mstx.range("custom"):
+                    if step == fail_at:
+                        raise RuntimeError("boom")
+
+
+def test_ring_keeps_last_steps_and_extends_the_current_one() -> None:
+    ring = FlightRecorder(2, RangeBuffer())
+    for step in (1, 2, 2, 3):
+        ring.add(step, [(0, step, step + 1)])
+    ring.add(4, [])
+    assert ring.held_steps() == [2, 3]
+    with pytest.raises(ValueError, match="flight_recorder_steps"):
+        FlightRecorder(0, RangeBuffer())
+
+
+def test_request_dumps_last_steps_with_profiling_off(tmp_path: Path) -> None:
+    prof = make(tmp_path)
+    assert not prof.enabled
+    run(prof, range(1, 11))
+    path = prof.dump_flight()
+    prof.close()
+    assert path is not None and path.parent == tmp_path / "flight"
+    evs = events(path)
+    steps = {e["name"] for e in evs if e["cat"] == "step"}
+    assert steps == {"ProfilerStep#8", "ProfilerStep#9", "ProfilerStep#10"}
+    assert {e["args"]["step"] for e in evs} == {8, 9, 10}
+    assert [e["name"] for e in evs].count("custom") == 3
+    assert [e["name"] for e in evs].count("actor_update") == 3
+    meta = json.loads(path.read_text())["mindspeed_prof"]
+    assert meta["reason"] == "request" and meta["rank"] == 1 and meta["steps"] == [8, 9, 10]
+    (record,) = prof.captures
+    assert record["trigger"] == "flight" and record["reason"] == "request"
+    assert record["files"] == [str(path)]
+    assert mstx.active_sink() is None  # close removed the buffer
+
+
+def test_failing_step_dumps_once_and_analyse_reads_it(tmp_path: Path) -> None:
+    from mindspeed_prof.analysis.analyse import analyse
+
+    prof = make(tmp_path)
+    with pytest.raises(RuntimeError, match="boom"):
+        run(prof, range(1, 6), fail_at=4)
+    prof.close()
+    (dump,) = (tmp_path / "flight").iterdir()
+    assert [c["reason"] for c in prof.captures] == ["error"]
+    assert "ProfilerStep#4" in {e["name"] for e in events(dump)}
+    result = analyse(tmp_path)
+    assert result.traces and not result.bad
+    assert {r.step for r in result.traces[0].ranges if r.kind == "step"} == {2, 3, 4}
+
+
+def test_stage_error_caught_inside_the_step_dumps(tmp_path: Path) -> None:
+    prof = make(tmp_path)
+    with prof.step(1):
+        try:
+            with prof.stage("actor_generate"):
+                raise ValueError("bad batch")
+        except ValueError:
+            pass
+    with prof.step(2):
+        pass
+    prof.close()
+    assert [(c["reason"], c["step"]) for c in prof.captures] == [("error", 1)]
+
+
+def test_flight_off_records_nothing(tmp_path: Path) -> None:
+    prof = make(tmp_path, flight_recorder_steps=0)
+    run(prof, range(1, 3))
+    assert prof.dump_flight() is None and mstx.active_sink() is None
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+
+
+def test_flight_and_capture_share_one_buffer(tmp_path: Path) -> None:
+    prof = make(tmp_path, profile=True, mstx=True, profile_level="level_none",
+                profile_step_start=2, profile_step_end=3)
+    run(prof, range(1, 5))
+    prof.dump_flight("request")
+    prof.close()
+    (capture,) = (tmp_path / "integrated").iterdir()
+    assert [e["name"] for e in events(capture)].count("custom") == 1
+    (dump,) = (tmp_path / "flight").iterdir()
+    assert [e["name"] for e in events(dump)].count("custom") == 3
+
+
+SCRIPT = textwrap.dedent('''
+    import sys, time
+    from mindspeed_prof import Profiler, mstx
+    prof = Profiler.from_config({"integrated": {"flight_recorder_steps": 2,
+                                                "profile_save_path": sys.argv[1]}}, rank=0)
+    for step in range(1, 1000):
+        with prof.step(step):
+            with mstx.range("work"):
+                time.sleep(0.01)
+        if step == 3:
+            print("READY", flush=True)
+''')
+
+
+def test_sigterm_dumps_the_flight_recorder(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+    (dump,) = (tmp_path / "out" / "flight").iterdir()
+    data = json.loads(dump.read_text())
+    assert data["mindspeed_prof"]["reason"] == "signal"
+    assert len({e["args"]["step"] for e in data["traceEvents"]}) == 2
