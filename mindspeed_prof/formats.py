@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
-    "ANALYSIS", "CLUSTER_SUMMARY", "DB", "MANIFEST", "MEMORY_SNAPSHOT", "MEMORY_TIMELINE",
+    "ANALYSIS", "CACHE", "CLUSTER_SUMMARY", "DB", "MANIFEST", "MEMORY_SNAPSHOT", "MEMORY_TIMELINE",
     "NPU_FOLDER", "NPU_OUTPUT", "SPANS",
     "SUMMARY", "SWEEP_SUMMARY", "TRACE", "TRACE_GZ", "TRACE_STEM", "anchor", "capture_stem",
     "is_capture_file",
@@ -26,6 +26,9 @@ SUMMARY = ".summary.json"
 #: torch_npu's capture folders end so; parsed output lives in this sub-folder.
 NPU_FOLDER = "_ascend_pt"
 NPU_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+
+#: Cached analysis of a capture, next to it: ``.<capture name>`` + this (msgpack).
+CACHE = ".analysis-cache"
 
 MANIFEST = "manifest.json"
 CLUSTER_SUMMARY = "cluster_summary.json"

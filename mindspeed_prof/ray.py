@@ -70,7 +70,10 @@ class ProfilerMixin:
         prof.close()
         files = [Path(f) for c in prof.captures for f in c["files"]]
         summary = capture_summary([f for f in files if f.is_file()]) if files else {}
+        import ray
+
         return {"rank": prof.rank, "role": prof.role, "host": socket.gethostname(),
+                "node": ray.get_runtime_context().get_node_id(),  # holds the files below
                 "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
                 "captures": list(prof.captures),
                 "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.memory import is_memory_file, read_memory
+from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
 from mindspeed_prof.analysis.readers.model import rank_of, rank_order
@@ -54,6 +55,8 @@ class Analysis:
     include_warmup: bool = False
     #: Captures that claimed the same rank and step (kept apart by ``Range.source``).
     clashes: list[str] = field(default_factory=list)
+    #: With ``--ray``: where each capture was read (path, node, host, bytes).
+    placement: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ranges(self) -> list[Range]:
@@ -244,19 +247,33 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def analyse(root: Path | str, margin: float = DEFAULT_MARGIN,
-            progress: Callable[[int, int], None] | None = None) -> Analysis:
-    """Read every capture below ``root``; unreadable ones are listed in ``Analysis.bad``."""
+def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
+            jobs: int = 1, cache: bool = True, ray: str | None = None) -> Analysis:
+    """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
+    with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
+    listed in ``Analysis.bad``."""
     root = Path(root)
-    result = Analysis(root=root if root.is_dir() else root.parent, margin=margin)
-    try:
-        paths = [p for p in discover(root) if not is_memory_file(p.name)]
-    except BadFile as err:
-        result.bad.append(str(err))
-        return result
-    memory = ([p for p in sorted(root.rglob("*")) if is_memory_file(p.name) and p.is_file()]
-              if root.is_dir() else [root] if is_memory_file(root.name) else [])
-    _read_all(result, paths + memory, progress)
+    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin)
+    memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
+    if ray is not None:
+        from mindspeed_prof.analysis.cluster import read_on_cluster
+
+        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
+    else:
+        try:
+            paths = [p for p in discover(root) if not is_memory_file(p.name)]
+        except BadFile as err:
+            result.bad.append(str(err))
+            return result
+        memory = ([p for p in sorted(root.rglob("*")) if is_memory_file(p.name) and p.is_file()]
+                  if root.is_dir() else [root] if is_memory_file(root.name) else [])
+        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
+    for data in results:
+        if isinstance(data, str):
+            result.bad.append(data)
+        else:
+            result.traces.append(data)
+    _read_all(result, memory, None)
     return _finish(result)
 
 

@@ -155,6 +155,10 @@ def write_report(result: Analysis, path: Path) -> Path:
              f"{len(result.traces)} captures, ranks {esc(str(result.ranks))}</p>"]
     for name, svg in _charts(result):
         parts.append(f"<figure id='{name}'>{svg}</figure>")
+    from mindspeed_prof.analysis.gantt import gantt_svg
+
+    if gantt := gantt_svg(result.ranges):
+        parts.append(f"<h2>Stages by rank and step (Gantt)</h2><figure id='gantt'>{gantt}</figure>")
     parts.append("<h2>Stage by rank</h2>" + _table(
         result.stage_rank(), ["stage", "rank", "count", "total_ms", "mean_ms", "max_ms"]))
     steps = result.per_step()

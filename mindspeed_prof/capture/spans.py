@@ -121,10 +121,12 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
     return out
 
 
-def _header(metadata: dict[str, Any]) -> bytes:
+def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
+    # ts are written on the wall clock: the (wall clock, trace clock) pair at the start is equal
+    clock = {"wall_ns": buffer.wall0_ns, "trace_ns": buffer.wall0_ns}
     head = {"schemaVersion": 1, "displayTimeUnit": "ms",
             "distributedInfo": {"rank": metadata.get("rank", 0)},
-            "mindspeed_prof": {"kind": "spans", **metadata}}
+            "mindspeed_prof": {"kind": "spans", **metadata, "clock": clock}}
     return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
 
 
@@ -135,7 +137,7 @@ def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        f.write(_header(metadata) + ("\n" + body if body else "").encode() + _TAIL)
+        f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _TAIL)
     os.replace(tmp, path)
     return path
 
@@ -164,7 +166,7 @@ class SpanRecorder:
         self._due = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "wb")  # noqa: SIM115 - kept open for in-place appends
-        self._file.write(_header(metadata))
+        self._file.write(_header(metadata, self.buffer))
         self._tail_at = self._file.tell()
         self._file.write(_TAIL)
         self._file.flush()

@@ -7,14 +7,23 @@ import os
 import sys
 from types import ModuleType
 
-from mindspeed_prof.cli import analyse, capture, compare, demo, doctor, presets, sweep
+from mindspeed_prof.cli import (
+    analyse,
+    capture,
+    compare,
+    demo,
+    doctor,
+    presets,
+    sweep,
+    timeline,
+)
 from mindspeed_prof.cli.common import EXIT_NOTHING
 
 __all__ = ["COMMANDS", "main", "parser"]
 
 #: Subcommand modules, in ``--help`` order. Each has ``add_parser(subparsers)``, which registers
 #: the command and sets ``func`` (args -> exit code). A new command is a module and a line here.
-COMMANDS: list[ModuleType] = [demo, analyse, compare, sweep, presets, capture, doctor]
+COMMANDS: list[ModuleType] = [demo, analyse, timeline, compare, sweep, presets, capture, doctor]
 
 DESCRIPTION = """\
 Profiling for RL post-training loops: run the demo, then read what a run captured.
@@ -46,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows up here, not at exit
         return code
+    except KeyboardInterrupt:
+        print("mindspeed-prof: interrupted (no partial output or cache entry left)",
+              file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader went away (`mindspeed-prof analyse DIR --json | head`): not an error of
         # ours. Point stdout at devnull so the flush at exit does not raise again.

@@ -9,7 +9,16 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_USAGE, error, exit_code, read_captures
+from mindspeed_prof.analysis.cluster import Unreachable
+from mindspeed_prof.cli.common import (
+    EXIT_NOTHING,
+    EXIT_USAGE,
+    error,
+    exit_code,
+    jobs_option,
+    placement_line,
+    read_captures,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -32,6 +41,7 @@ def add_parser(sub: Any) -> None:
                         "fraction (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of each top list (default 10)")
+    jobs_option(a)
     a.set_defaults(func=run)
 
 
@@ -58,10 +68,16 @@ def run(args: argparse.Namespace) -> int:
     if args.html and (missing := report_requirement()):
         error(f"--html needs matplotlib, which is not installed: pip install '{missing}'")
         return EXIT_USAGE
-    if not path.exists():
+    if args.ray is None and not path.exists():  # with --ray, the nodes hold the captures
         error(f"{args.path}: no such file or directory")
         return EXIT_NOTHING
-    result = read_captures(path, args.margin, quiet=args.json)
+    try:
+        result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray)
+    except Unreachable as err:
+        error(str(err))
+        return EXIT_USAGE
+    if line := placement_line(result):
+        error(line)
     for b in result.bad:
         error(f"skipped {b}")
     if not result.traces:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 __all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_SLOWER", "EXIT_USAGE", "error",
-           "exit_code", "read_captures"]
+           "exit_code", "jobs_option", "placement_line", "read_captures"]
 
 EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED, EXIT_SLOWER = 0, 1, 2, 3, 4
 
@@ -17,18 +18,60 @@ def error(message: str) -> None:
     print(f"mindspeed-prof: {message}", file=sys.stderr)
 
 
-def read_captures(path: Path, margin: float | None = None, quiet: bool = True) -> Any:
-    """``analyse(path)`` with a transient progress bar (none when ``quiet``)."""
+def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
+                  jobs: int | None = None, ray: str | None = None) -> Any:
+    """``analyse(path)`` in ``jobs`` processes (default: the CPU count, capped) with a transient
+    progress bar of files and bytes (none when ``quiet``)."""
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse
+    from mindspeed_prof.analysis.parallel import default_jobs
 
     stderr = Console(stderr=True)
-    with Progress(console=stderr, transient=True, disable=quiet or not stderr.is_terminal) as bar:
-        task = bar.add_task(f"reading {path}", total=None)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[files]}"),
+               DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr, transient=True,
+                  disable=quiet or not stderr.is_terminal) as bar:
+        task = bar.add_task(f"reading {path}", total=None, files="")
+
+        def progress(files: int, all_files: int, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
+
         return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
-                       progress=lambda i, n: bar.update(task, completed=i, total=n))
+                       progress=progress, jobs=default_jobs() if jobs is None else jobs,
+                       ray=ray)
+
+
+def jobs_option(parser: Any) -> None:
+    """``--jobs N`` (processes that read captures) and ``--ray [ADDRESS]``."""
+    parser.add_argument("--jobs", "-j", type=_jobs, metavar="N",
+                        help="processes that read captures (default: the CPU count, at most 8)")
+    parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                        help="read each capture on the Ray node that holds it (default address: "
+                             "the cluster this machine belongs to)")
+
+
+def placement_line(result: Any) -> str | None:
+    """``read 16 captures on 2 Ray nodes (host-a: 8, host-b: 8)`` after ``--ray``."""
+    if not result.placement:
+        return None
+    per: dict[str, int] = {}
+    for p in result.placement:
+        name = f"{p['host']} {p['node'][:8]}"
+        per[name] = per.get(name, 0) + 1
+    counts = ", ".join(f"{host}: {n}" for host, n in sorted(per.items()))
+    return f"read {len(result.placement)} captures on {len(per)} Ray nodes ({counts})"
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of processes, 1 or more")
+    return jobs
 
 
 def exit_code(*results: Any) -> int:

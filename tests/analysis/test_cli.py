@@ -110,7 +110,7 @@ def test_html_report_is_self_contained_and_escaped(tmp_path: Path, run_dir: Path
     assert cli("analyse", str(tmp_path / "run"), "--html", str(report)).returncode == 0
     text = report.read_text()
     assert "<td>&lt;b&gt;custom&lt;/b&gt;</td>" in text  # shown, escaped
-    assert text.count("<svg") == 3  # heat map, timeline, top ops
+    assert text.count("<svg") == 4  # heat map, timeline, top ops, Gantt
     for fetch in ('src="http', "src='http", 'href="http', "href='http", "<link", "@import",
                   "<script"):
         assert fetch not in text  # nothing to load over the network, nothing to run

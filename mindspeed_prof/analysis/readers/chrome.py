@@ -56,6 +56,7 @@ class _Trace(msgspec.Struct):
     traceEvents: list[Event] = []
     mindspeed_prof: Union[dict[str, Any], None] = None
     distributedInfo: Union[dict[str, Any], None] = None
+    baseTimeNanoseconds: Union[int, None] = None  # Kineto: wall-clock ns at ts 0
 
 
 _decoder = msgspec.json.Decoder(Union[_Trace, list[Event]])  # object or JSON Array Format
@@ -82,6 +83,8 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
     if isinstance(trace, list):
         trace = _Trace(traceEvents=trace)
     meta = trace.mindspeed_prof or {}
+    if trace.baseTimeNanoseconds is not None:
+        meta = {**meta, "baseTimeNanoseconds": trace.baseTimeNanoseconds}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=len(trace.traceEvents), meta=meta)

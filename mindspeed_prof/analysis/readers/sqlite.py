@@ -22,6 +22,8 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
         con.close()
     meta = json.loads(meta_rows.get("mindspeed_prof", "{}") or "{}")
     info = json.loads(meta_rows.get("distributedInfo", "{}") or "{}")
+    if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
+        meta["baseTimeNanoseconds"] = json.loads(meta_rows["baseTimeNanoseconds"])
     events = []
     for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path):
         step = json.loads(args).get("step") if args != "{}" else None

@@ -1,0 +1,111 @@
+"""``--ray``: every node reads the captures on its own disk; only the decoded results travel.
+
+The driver lists the captures below ROOT on each alive node (a task pinned there with
+``NodeAffinitySchedulingStrategy``), gives each capture to a node that holds it (a file seen by
+several nodes, on a shared filesystem, is read once, by the node with the fewest bytes so far),
+and reads it there, through that node's cache. Ray schedules; nothing here retries or balances
+beyond that choice.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis import cache
+from mindspeed_prof.analysis.memory import is_memory_file
+from mindspeed_prof.analysis.parallel import read_encoded
+from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
+
+__all__ = ["Unreachable", "connect", "read_on_cluster"]
+
+_CONNECT_TIMEOUT_S = 3.0
+
+
+class Unreachable(Exception):
+    """The Ray cluster could not be reached; the message is one line."""
+
+
+def connect(address: str | None) -> None:
+    """Join the Ray cluster at ``address`` (None: the one this machine runs, or a local one)."""
+    import ray
+
+    if address and address != "auto":
+        host, _, port = address.removeprefix("ray://").rpartition(":")
+        try:  # Ray itself retries for minutes before giving up on a dead address
+            socket.create_connection((host or "127.0.0.1", int(port)), _CONNECT_TIMEOUT_S).close()
+        except (OSError, ValueError) as err:
+            raise Unreachable(f"Ray cluster at {address}: cannot connect ({err})") from None
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, configure_logging=False, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}") \
+            from None
+
+
+def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
+    """On one node: its id, host name and the captures it holds (path, bytes, mtime)."""
+    import ray
+
+    found = []
+    try:
+        for path in discover(Path(root)):
+            if is_memory_file(path.name):
+                continue  # joined to captures on the driver: not read with --ray
+            stamp = cache.stamp(path)
+            if stamp is not None:
+                found.append((str(path), *stamp))
+    except BadFile:
+        pass  # no such root on this node
+    return ray.get_runtime_context().get_node_id(), socket.gethostname(), found
+
+
+def _reading(path: str, root: str, use_cache: bool) -> tuple[str, bytes | TraceData | str]:
+    import ray
+
+    return ray.get_runtime_context().get_node_id(), read_encoded(Path(path), Path(root), use_cache)
+
+
+def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True
+                    ) -> tuple[list[TraceData | str], list[dict[str, Any]]]:
+    """Every capture below ``root`` on any node, read where it lies, in a stable order, and
+    where each was read: ``{"path", "node", "host", "bytes"}``."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    connect(address)
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+
+    def on(node: str) -> NodeAffinitySchedulingStrategy:
+        return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
+
+    lister = ray.remote(num_cpus=0)(_listing)
+    listings = ray.get([lister.options(scheduling_strategy=on(n)).remote(str(root))
+                        for n in nodes])
+    hosts = {node: host for node, host, _ in listings}
+    load: dict[str, int] = dict.fromkeys(hosts, 0)
+    owner: dict[tuple[str, int, int], str] = {}
+    for node, _, found in listings:
+        for capture in found:
+            if capture not in owner or load[node] < load[owner[capture]]:
+                if capture in owner:
+                    load[owner[capture]] -= capture[1]
+                owner[capture] = node
+                load[node] += capture[1]
+    captures = sorted(owner, key=lambda c: (Path(c[0]), c[1:]))  # discover's order
+    reader = ray.remote(num_cpus=1)(_reading)
+    refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache)
+            for c in captures]
+    results: list[TraceData | str] = []
+    placed = []
+    for capture, (node, result) in zip(captures, ray.get(refs)):
+        if isinstance(result, bytes):
+            result = cache.decode(result)
+            result.path = Path(capture[0])
+        results.append(result)
+        placed.append({"path": capture[0], "node": node, "host": hosts.get(node, ""),
+                       "bytes": capture[1]})
+    return results, placed

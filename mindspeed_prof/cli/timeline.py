@@ -1,0 +1,77 @@
+"""``mindspeed-prof timeline ROOT -o FILE``: every capture merged into one Chrome trace."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.analysis.cluster import Unreachable
+from mindspeed_prof.cli.common import (
+    EXIT_NOTHING,
+    EXIT_USAGE,
+    error,
+    exit_code,
+    jobs_option,
+    placement_line,
+    read_captures,
+)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    t = sub.add_parser(
+        "timeline", help="every capture of a run merged into one Chrome trace",
+        description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into "
+                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per "
+                    "rank, role and host, with steps, stages and ranges on one wall clock.")
+    t.add_argument("root", metavar="ROOT", help="a save root, a Hydra job or multirun dir")
+    t.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the merged trace (.json, or .json.gz to compress it)")
+    t.add_argument("--detail", metavar="RANKS",
+                   help="add operator and kernel events for these ranks (0,3,8-11 or all)")
+    t.add_argument("--steps", metavar="A:B", help="only steps A..B-1 (A: and :B work too)")
+    jobs_option(t)
+    t.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mindspeed_prof.analysis.timeline import (
+        StepWindow,
+        parse_ranks,
+        parse_steps,
+        write_timeline,
+    )
+
+    try:
+        steps = parse_steps(args.steps) if args.steps else StepWindow()
+        detail = parse_ranks(args.detail) if args.detail else frozenset()
+    except ValueError as err:
+        error(str(err))
+        return EXIT_USAGE
+    if args.ray is not None and detail != frozenset():
+        error("--detail reads operator events from local files: not with --ray")
+        return EXIT_USAGE
+    if args.ray is None and not Path(args.root).exists():
+        error(f"{args.root}: no such file or directory")
+        return EXIT_NOTHING
+    try:
+        result = read_captures(Path(args.root), quiet=False, jobs=args.jobs, ray=args.ray)
+    except Unreachable as err:
+        error(str(err))
+        return EXIT_USAGE
+    if line := placement_line(result):
+        error(line)
+    for b in result.bad:
+        error(f"skipped {b}")
+    if not result.traces:
+        error(f"{args.root}: no captures to merge")
+        return EXIT_NOTHING
+    timeline = write_timeline(result.traces, Path(args.output), detail, steps)
+    for w in timeline.warnings:
+        error(w)
+    print(f"timeline: {timeline.path} ({len(timeline.tracks)} tracks, {timeline.events:,} "
+          f"events, {timeline.bytes / 1e6:,.1f} MB); open it in ui.perfetto.dev or "
+          "chrome://tracing")
+    return exit_code(result)
