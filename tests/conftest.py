@@ -84,24 +84,11 @@ def app(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole test session, shut down at the end: a head node
-    and a second node (``ray.cluster_utils``), so placement by node is tested too."""
+    """One local Ray cluster for the whole test session, shut down at the end."""
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    from ray._common.utils import reset_ray_address
-
-    cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 2, "include_dashboard": False})
-    # Cluster publishes its address for any plain ray.init() on this machine (other test
-    # processes, the demo's subprocess, other checkouts): unpublish it, this one is ours.
-    reset_ray_address()
-    cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
-    cluster.wait_for_nodes()
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
     yield ray
     ray.shutdown()
-    cluster.shutdown()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]

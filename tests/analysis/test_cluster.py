@@ -1,4 +1,4 @@
-"""``--ray``: captures read on the nodes that hold them (a two-node local cluster)."""
+"""``--ray``: captures read on the nodes that hold them (the test session's Ray cluster)."""
 
 from __future__ import annotations
 
@@ -29,14 +29,13 @@ def alive_nodes(ray: Any) -> set[str]:
 
 def test_ray_gives_the_local_answer_read_on_every_node(ray_cluster: Any, run: Path) -> None:
     nodes = alive_nodes(ray_cluster)
-    assert len(nodes) == 2
     here = analyse(run, jobs=1, cache=False)
     there = analyse(run, ray="auto", cache=False)
     assert json.dumps(there.to_json(), default=str) == json.dumps(here.to_json(), default=str)
     placed = there.placement
     assert [p["path"] for p in placed] == [str(p) for p in discover(run)]  # each read once
     assert len(placed) == 7  # six range files and the broken one
-    assert {p["node"] for p in placed} == nodes  # shared disk here: the reading is spread
+    assert {p["node"] for p in placed} == nodes  # on a shared disk, every node reads some
 
 
 def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
