@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from mindspeed_prof.config.schema import STAGES
 
 def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, str], int] | None
              = None, steps: int = 3, **fields: Any) -> Path:
-    """One capture per rank of a fake RL loop; ``slow[(rank, stage)]`` repeats that stage's work."""
+    """One capture per rank of a fake RL loop; ``slow[(rank, stage)]`` adds 30 ms units to it."""
     slow = slow or {}
     for rank in ranks:
         cfg = {"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
@@ -28,8 +29,9 @@ def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, 
                     for stage in STAGES:
                         with prof.stage(stage):
                             torch.randn(32, 32) @ torch.randn(32, 32)
-                            for _ in range(slow.get((rank, stage), 0) * 30):  # ~10 ms or more
-                                torch.randn(128, 128) @ torch.randn(128, 128)
+                            # 30 ms a unit of slowness: sleeping makes the stage at least that
+                            # long whatever the load, so a straggler stays one under noise
+                            time.sleep(0.03 * slow.get((rank, stage), 0))
                             with mstx.range("<b>custom</b>"):
                                 pass
     return root
