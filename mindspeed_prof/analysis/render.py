@@ -205,11 +205,7 @@ def print_compare(rows: list[dict[str, Any]], a: str, b: str,
     for col in ("rank", "A ms", "B ms", "change"):
         _column(table, col)
     for r in rows:
-        change = "-" if r["change"] is None else f"{r['change']:+.1%}"
-        if r["regression"]:
-            change = f"[red]{change} slower[/red]"
-        elif r["improvement"]:
-            change = f"[green]{change} faster[/green]"
+        change = _change(r)
         table.add_row(r["stage"], rank_label(r["rank"]), _ms(r["a_mean_ms"]), _ms(r["b_mean_ms"]),
                       change)
     console.print(table)
@@ -384,11 +380,7 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
         for col in ("rank", "A ms", "B ms", "change"):
             _column(table, col)
         for r in rows:
-            change = "-" if r["change"] is None else f"{r['change']:+.1%}"
-            if r["regression"]:
-                change = f"[red]{change} slower[/red]"
-            elif r["improvement"]:
-                change = f"[green]{change} faster[/green]"
+            change = _change(r)
             table.add_row(_name(r["name"], 30), rank_label(r["rank"]), _ms(r["a_mean_ms"]),
                           _ms(r["b_mean_ms"]), change)
         console.print(table)
@@ -410,3 +402,13 @@ def print_compare_details(result: dict[str, Any], console: Console) -> None:
                                             for k in ("peak_allocated_bytes",
                                                       "peak_reserved_bytes")])
         console.print(table)
+
+
+def _change(row: dict[str, Any]) -> str:
+    """A compare row's change, coloured and worded when it is a regression or an improvement."""
+    change = "-" if row["change"] is None else f"{row['change']:+.1%}"
+    if row["regression"]:
+        return f"[red]{change} slower[/red]"
+    if row["improvement"]:
+        return f"[green]{change} faster[/green]"
+    return change
