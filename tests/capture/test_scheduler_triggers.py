@@ -155,8 +155,9 @@ def test_stage_trigger_captures_each_execution_of_its_stage() -> None:
     assert sched.stage_start(GENERATE, 1) == []  # another stage inside: part of the capture
     assert sched.stage_end(GENERATE, 1) == []
     assert sched.stage_end(UPDATE, 1) == [stop("stage_end", UPDATE, 1, 0, "on_demand")]
-    assert sched.stage_start(UPDATE, 1) == [start(UPDATE, 1, 1, "on_demand")]
-    assert sched.stage_end(UPDATE, 1) == [stop("stage_end", UPDATE, 1, 1, "on_demand")]
+    for index in (1, 2):
+        assert sched.stage_start(UPDATE, 1) == [start(UPDATE, 1, index, "on_demand")]
+        assert sched.stage_end(UPDATE, 1) == [stop("stage_end", UPDATE, 1, index, "on_demand")]
     assert sched.step_end(1) == []
     assert sched.step_start(2) == []
     assert sched.stage_start(UPDATE, 2) == [start(UPDATE, 2, 0, "on_demand")]
@@ -165,6 +166,18 @@ def test_stage_trigger_captures_each_execution_of_its_stage() -> None:
     assert not sched.busy
     assert sched.step_start(3) == []
     assert sched.stage_start(UPDATE, 3) == [] and sched.stage_end(UPDATE, 3) == []
+
+
+def test_stage_trigger_ends_at_a_step_start_past_its_steps_when_steps_are_skipped() -> None:
+    sched = Scheduler(CapturePlan(enabled=True, stages=(UPDATE,), start=4, end=5))
+    sched.request(Trigger("anomaly", 2, stage=UPDATE))
+    assert sched.step_start(1) == []
+    assert sched.stage_start(UPDATE, 1) == [start(UPDATE, 1, 0, "anomaly")]
+    assert sched.stage_end(UPDATE, 1) == [stop("stage_end", UPDATE, 1, 0, "anomaly")]
+    assert sched.step_end(1) == []
+    assert sched.step_start(4) == []  # nothing open to stop; the planned stage is next
+    assert not sched.busy
+    assert sched.stage_start(UPDATE, 4) == [start(UPDATE, 4)]
 
 
 def test_stage_trigger_nested_in_itself_stops_at_the_outer_exit() -> None:
