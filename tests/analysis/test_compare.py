@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
+from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.compare import captured, compare_runs, slower_than
+from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.cli import main
 
 
@@ -73,3 +76,146 @@ def test_json_has_stages_ranges_device_memory(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert "Device ms per step" in text and "->" in text
+
+
+def _traces(root: Path, rank: int | None, stages: dict[str, list[float]] | None = None,
+            ranges: dict[str, list[float]] | None = None, **fields) -> TraceData:
+    """One capture of ``rank``: each stage's and range's runs (ms), one per step from 1."""
+    t = TraceData(root / f"rank{rank}.mstx.trace.json", "spans", rank, "integrated", 1, **fields)
+    for kind, runs in (("stage", stages or {}), ("range", ranges or {})):
+        for name, ms in runs.items():
+            t.ranges += [Range(rank, kind, name, step, step * 1e6, m * 1000.0)
+                         for step, m in enumerate(ms, 1)]
+    return t
+
+
+def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Analysis:
+    root.mkdir(parents=True, exist_ok=True)
+    return Analysis(root=root, traces=list(traces), include_warmup=include_warmup)
+
+
+def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None:
+    ranks = (10, 2, None, 0, 1)
+    a = _analysis(tmp_path / "a", *[_traces(tmp_path, r, {"actor_update": [8.0]},
+                                            {"fwd": [2.0]}) for r in ranks])
+    found = compare_runs(a, a)
+    assert [r["rank"] for r in found["rows"]] == [0, 1, 2, 10, None]
+    assert [r["rank"] for r in found["ranges"]] == [0, 1, 2, 10, None]
+
+
+@pytest.mark.parametrize("include_warmup", [False, True])
+def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
+                                                               include_warmup: bool) -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [40.0, 10.0, 10.0]},
+                                          {"fwd": [4.0, 1.0, 1.0]}, meta=meta),
+                  include_warmup=include_warmup)
+    found = compare_runs(a, a)
+    (stage,), (rng,) = found["rows"], found["ranges"]
+    assert stage["a_mean_ms"] == (20.0 if include_warmup else 10.0)
+    assert rng["a_mean_ms"] == (2.0 if include_warmup else 1.0)
+
+
+def test_threshold_reaches_stage_and_range_rows(tmp_path: Path) -> None:
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]},
+                                          {"fwd": [100.0]}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0]},
+                                          {"fwd": [105.0]}))
+    assert [r["regression"] for r in compare_runs(a, b)["rows"]] == [False]  # +5%, under 10%
+    found = compare_runs(a, b, threshold=0.04)
+    assert [r["regression"] for r in found["rows"] + found["ranges"]] == [True, True]
+
+
+def _device(step: int | None, compute: float, stage: str | None = None) -> dict:
+    return {"step": step, "stage": stage, "compute_ms": compute, "comm_ms": compute / 10,
+            "overlap_ms": None, "memcpy_ms": 0.5, "idle_ms": 1.0}
+
+
+@pytest.mark.parametrize("include_warmup", [False, True])
+def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: bool) -> None:
+    meta = {"window": [1, 4], "warmup_steps": 1}
+    rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0),
+            _device(None, 1000.0),  # launched outside every step
+            _device(2, 7.0, stage="actor_update")]
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 1, meta=meta, device=rows),
+                  _traces(tmp_path, None, device=[_device(1, 3.0), _device(2, 5.0)]),
+                  include_warmup=include_warmup)
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 1, device=[_device(1, 30.0)]))
+    dev = compare_runs(a, b)["device"]
+    mean = (500.0 + 10.0 + 20.0) / 3 if include_warmup else 15.0
+    assert [d["rank"] for d in dev] == [1, None]
+    assert dev[0]["a_compute_ms"] == pytest.approx(mean)
+    assert dev[0]["a_comm_ms"] == pytest.approx(mean / 10)
+    assert dev[0]["a_overlap_ms"] is None and dev[0]["a_memcpy_ms"] == 0.5
+    assert dev[0]["b_compute_ms"] == 30.0
+    assert dev[1]["a_compute_ms"] == 4.0 and dev[1]["b_compute_ms"] is None
+
+
+def test_memory_peaks_per_rank_the_highest_whole_capture_peak(tmp_path: Path) -> None:
+    def mem(alloc: float | None, reserved: float | None, **by_stage: float) -> dict:
+        return {"memory": {"source": "trace", "peak_allocated_bytes": alloc,
+                           "peak_reserved_bytes": reserved, "by_stage": by_stage}}
+
+    a = _analysis(tmp_path / "a",
+                  _traces(tmp_path, 0, **mem(900.0, 1000.0, actor_update=900.0)),
+                  _traces(tmp_path, 0, **mem(700.0, None, actor_update=700.0)),
+                  _traces(tmp_path, 1, **mem(0.0, 64.0)),
+                  _traces(tmp_path, None, **mem(None, None)))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, **mem(1200.0, 2048.0)),
+                  _traces(tmp_path, 1))  # rank 1 recorded no memory in B
+    assert compare_runs(a, b)["memory"] == [
+        {"rank": 0, "a_peak_allocated_bytes": 900.0, "a_peak_reserved_bytes": 1000.0,
+         "b_peak_allocated_bytes": 1200.0, "b_peak_reserved_bytes": 2048.0},
+        {"rank": 1, "a_peak_allocated_bytes": 0.0, "a_peak_reserved_bytes": 64.0,
+         "b_peak_allocated_bytes": None, "b_peak_reserved_bytes": None},
+        {"rank": None, "a_peak_allocated_bytes": None, "a_peak_reserved_bytes": None,
+         "b_peak_allocated_bytes": None, "b_peak_reserved_bytes": None}]
+
+
+def _manifest(folder: Path, name: str, overrides: list, captures: list) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps({"status": "completed", "job": {
+        "name": "train", "num": 0, "overrides": overrides}, "captures": captures}))
+
+
+def test_captured_reads_presets_and_backends_from_manifests(tmp_path: Path) -> None:
+    root = tmp_path / "a"
+    (root / "0").mkdir(parents=True)
+    (root / "0" / "manifest.json").write_text("{not json")  # skipped, the rest still read
+    (root / "1").mkdir()
+    (root / "1" / "manifest.json").write_text("[1, 2]")  # not an object: skipped
+    _manifest(root / "2", "manifest.json", ["trainer.lr=0.1", "profiler=mstx_light", 3],
+              [{"backend": "mstx", "step": 1}, {"step": 2}, "odd"])
+    _manifest(root, "manifest.rank1.json", ["profiler=npu_level1"],
+              [{"backend": "torch_npu"}, {"backend": ""}])
+    (root / "notes.json").write_text(json.dumps({"job": {"overrides": ["profiler=other"]}}))
+    t = _traces(root, 3, {"actor_update": [1.0, 1.0], "critic_update": [1.0]}, {"fwd": [1.0]},
+                meta={"level": "level1"})
+    t.ranges.append(Range(3, "step", "ProfilerStep#7", 7, 7e6, 10.0))
+    u = TraceData(root / "rank4.json", "torch", 4, "integrated", 1, meta={"level": "level0"})
+    got = captured(_analysis(root, t, u))
+    assert got == {"steps": [1, 2, 7], "level": ["level0", "level1"],
+                   "preset": ["mstx_light", "npu_level1"],
+                   "backend": ["mstx", "spans", "torch", "torch_npu"], "ranks": [3, 4],
+                   "stages": ["actor_update", "critic_update"]}
+
+
+def test_compare_runs_says_what_each_run_captured(tmp_path: Path) -> None:
+    _manifest(tmp_path / "a", "manifest.json", ["profiler=mstx_light"], [])
+    _manifest(tmp_path / "b", "manifest.json", ["profiler=npu_level1"], [])
+    a = _analysis(tmp_path / "a", _traces(tmp_path / "a", 0, {"actor_update": [1.0]}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path / "b", 0, {"actor_update": [1.0]}))
+    found = compare_runs(a, b)
+    assert found["captured"]["a"]["preset"] == ["mstx_light"]
+    assert found["captured"]["b"]["preset"] == ["npu_level1"]
+    assert found["warnings"] == ["runs differ in preset: A ['mstx_light'], B ['npu_level1']"]
+
+
+def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [110.0]}))
+    found = compare_runs(a, b)
+    assert found["rows"][0]["change"] == 0.1
+    assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
+    assert slower_than(found, 0.0999) == [
+        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%)"]
