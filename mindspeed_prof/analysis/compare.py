@@ -84,7 +84,7 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
         if not isinstance(doc, dict):
             continue
         overrides = (doc.get("job") or {}).get("overrides") or []
-        presets.update(o.split("=", 1)[1] for o in overrides
+        presets.update(o.removeprefix("profiler=") for o in overrides
                        if isinstance(o, str) and o.startswith("profiler="))
         backends.update(str(c["backend"]) for c in doc.get("captures") or []
                         if isinstance(c, dict) and c.get("backend"))

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.compare import captured, compare_runs, slower_than
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.cli import main
+from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
 
 def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, first: float = 1.0,
