@@ -242,9 +242,10 @@ def _finish(result: Analysis) -> Analysis:
 
 def _rel(path: Path, root: Path) -> str:
     try:
-        return str(path.relative_to(root)) or path.name
+        rel = path.relative_to(root)
     except ValueError:
         return str(path)
+    return str(rel) if rel.parts else path.name  # the root itself (a torch_npu folder): its name
 
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import gzip
+import json
+import pickle
 import shutil
 from pathlib import Path
 
+import pytest
 from capture_fixtures import make_run, npu_db, npu_text
 
-from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files
+from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.testing.kineto import span, write_trace
 
 
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:
@@ -114,3 +119,239 @@ def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
     result.include_warmup = True
     assert ("actor_update", 1, 1) in {(s["stage"], s["step"], s["rank"])
                                       for s in result.stragglers()}
+
+
+def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
+                  memory: list[tuple[float, float, float | None, float | None]]) -> Path:
+    """Step 1 (0..1000 us) holding ``stages`` (start, end) and an ``aten::empty`` op at
+    150..160 us; ``memory``: [memory] events (ts, bytes, allocated, reserved) on its thread."""
+    events = [span("ProfilerStep#1", 0, 1000)]
+    events += [span(name, lo, hi - lo) for name, (lo, hi) in stages.items()]
+    events.append(span("aten::empty", 150, 10, cat="cpu_op"))
+    for ts, size, alloc, reserved in memory:
+        args = {"Bytes": size, "Device Type": 0}
+        args.update({k: v for k, v in (("Total Allocated", alloc), ("Total Reserved", reserved))
+                     if v is not None})
+        events.append({"ph": "i", "name": "[memory]", "ts": ts, "pid": 1, "tid": 1,
+                       "args": args})
+    return write_trace(path, events)
+
+
+def _timeline(path: Path, points: list[tuple[float, list[float]]]) -> Path:
+    """torch's memory timeline: [times], [sizes by category] (their sum is allocated)."""
+    path.write_bytes(gzip.compress(json.dumps([[t for t, _ in points],
+                                               [s for _, s in points]]).encode()))
+    return path
+
+
+def test_memory_file_joined_to_its_own_capture(tmp_path: Path) -> None:
+    """A timeline joins the trace of its stem: the higher peak of each, the file's timeline and
+    stage peaks (from that capture's stages) where it has them, else the trace's."""
+    folder = tmp_path / "integrated"
+    stages = {"actor_update": (100.0, 400.0), "critic_update": (500.0, 900.0)}
+    events = [(155.0, 100.0, 100.0, 4096.0), (600.0, 200.0, 300.0, 8192.0)]
+    _memory_trace(folder / "rank0_h_1_step1.pt.trace.json", stages, events)
+    _timeline(folder / "rank0_h_1_step1.memory_timeline.json.gz",
+              [(120.0, [40.0, 40.0]), (450.0, [100.0, 100.0]), (700.0, [10.0, 20.0])])
+    # rank 1: stages elsewhere in time, a lower trace peak than its file's
+    _memory_trace(folder / "rank1_h_1_step1.pt.trace.json",
+                  {"actor_update": (10.0, 50.0), "critic_update": (60.0, 90.0)},
+                  [(155.0, 50.0, 50.0, None)])
+    _timeline(folder / "rank1_h_1_step1.memory_timeline.json.gz", [(20.0, [500.0])])
+    # rank 2: an empty timeline file: everything from the trace's own events
+    _memory_trace(folder / "rank2_h_1_step1.pt.trace.json", stages, events)
+    _timeline(folder / "rank2_h_1_step1.memory_timeline.json.gz", [])
+    # rank 3: neither the events nor the file recorded a level
+    _memory_trace(folder / "rank3_h_1_step1.pt.trace.json", stages, [(155.0, 64.0, None, None)])
+    _timeline(folder / "rank3_h_1_step1.memory_timeline.json.gz", [])
+    result = analyse(tmp_path)
+    assert not result.bad and {t.kind for t in result.traces} == {"torch"}
+    rows = {(r["rank"], r["stage"]): r for r in result.memory()}
+    r0 = rows[(0, None)]
+    assert (r0["peak_allocated_bytes"], r0["peak_reserved_bytes"]) == (300.0, 8192.0)
+    assert r0["source"] == "timeline" and r0["file"] == "integrated/rank0_h_1_step1.pt.trace.json"
+    assert r0["timeline"] == [[120.0, 80.0], [450.0, 200.0], [700.0, 30.0]]
+    assert r0["top_ops"] == [{"op": "aten::empty", "count": 1, "bytes": 100}]
+    # the level at each stage's start counts: 80 B in actor_update, 200 B in critic_update
+    assert rows[(0, "actor_update")]["peak_allocated_bytes"] == 80.0
+    assert rows[(0, "critic_update")]["peak_allocated_bytes"] == 200.0
+    assert rows[(1, None)]["peak_allocated_bytes"] == 500.0
+    assert rows[(1, None)]["peak_reserved_bytes"] is None
+    assert rows[(1, "actor_update")]["peak_allocated_bytes"] == 500.0
+    r2 = rows[(2, None)]
+    assert (r2["peak_allocated_bytes"], r2["peak_reserved_bytes"]) == (300.0, 8192.0)
+    assert r2["timeline"] == [[155.0, 100.0], [600.0, 300.0]]
+    assert rows[(2, "actor_update")]["peak_allocated_bytes"] == 100.0
+    assert rows[(2, "critic_update")]["peak_allocated_bytes"] == 300.0
+    assert (rows[(3, None)]["peak_allocated_bytes"], rows[(3, None)]["peak_reserved_bytes"]) == (
+        None, None)
+
+
+def test_memory_file_without_a_trace_is_its_own_capture(tmp_path: Path) -> None:
+    """A range file is not a trace to join: a timeline beside one (and a second memory file of
+    the same stem) each stand as their own capture."""
+    folder = tmp_path / "actor"
+    write_trace(folder / "rank4_h_1_step1.mstx.trace.json",
+                [span("ProfilerStep#1", 0, 1000), span("actor_update", 100, 300)],
+                mindspeed_prof={"kind": "spans"})
+    timeline = _timeline(folder / "rank4_h_1_step1.memory_timeline.json.gz",
+                         [(150.0, [64.0]), (350.0, [32.0])])
+    snapshot = folder / "rank4_h_1_step1.memory_snapshot.pickle"
+    snapshot.write_bytes(pickle.dumps({"segments": [{"allocated_size": 16, "total_size": 32}]}))
+    result = analyse(tmp_path)
+    assert not result.bad
+    inv = sorted(result.inventory(), key=lambda i: i["file"])
+    assert [(i["file"], i["kind"], i["rank"], i["group"], i["bytes"]) for i in inv] == [
+        ("actor/rank4_h_1_step1.memory_snapshot.pickle", "memory", 4, "actor",
+         snapshot.stat().st_size),
+        ("actor/rank4_h_1_step1.memory_timeline.json.gz", "memory", 4, "actor",
+         timeline.stat().st_size),
+        ("actor/rank4_h_1_step1.mstx.trace.json", "spans", 4, "actor",
+         (folder / "rank4_h_1_step1.mstx.trace.json").stat().st_size)]
+    rows = {(r["source"], r["stage"]): r for r in result.memory()}
+    assert set(rows) == {("snapshot", None), ("timeline", None), ("timeline", "actor_update")}
+    assert rows[("timeline", "actor_update")]["peak_allocated_bytes"] == 64.0
+    assert rows[("snapshot", None)]["peak_reserved_bytes"] == 32.0
+    assert rows[("timeline", None)]["top_ops"] == [] and rows[("snapshot", None)]["timeline"] == []
+
+
+def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], source: str = "",
+          **fields) -> TraceData:
+    """A capture of ``rank`` holding (kind, name, step, ms) ranges, one after the other."""
+    t = TraceData(Path(f"run/rank{rank}{source}.pt.trace.json"), "torch", rank, "integrated", 1,
+                  **fields)
+    t.ranges += [Range(rank, kind, name, step, 1000.0 * i, ms * 1000.0, source)
+                 for i, (kind, name, step, ms) in enumerate(ranges)]
+    return t
+
+
+def test_stragglers_sum_a_steps_runs_and_sort_by_ratio() -> None:
+    runs = {0: 10.0, 1: 10.0, 2: 16.0, 3: 30.0}
+    traces = [_data(r, ("stage", "actor_update", 1, ms / 2), ("stage", "actor_update", 1, ms / 2),
+                    ("step", "ProfilerStep#1", 1, 100.0 * (r + 1)),  # steps: not a stage
+                    ("stage", "actor_update", None, 50.0 * r))  # outside every step
+              for r, ms in runs.items()]
+    traces.insert(0, _data(0, ("stage", "critic_update", 1, 5.0)))  # on one rank only
+    found = Analysis(root=Path("run"), traces=traces).stragglers()
+    assert [(s["stage"], s["step"], s["rank"], s["ms"], s["median_ms"]) for s in found] == [
+        ("actor_update", 1, 3, 30.0, 13.0), ("actor_update", 1, 2, 16.0, 13.0)]
+    assert [s["ratio"] for s in found] == [30.0 / 13.0, 16.0 / 13.0]
+
+
+def test_stragglers_under_a_millisecond_and_at_zero() -> None:
+    small = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.5, 0.5, 1.0))]
+    assert [s["rank"] for s in Analysis(root=Path("."), traces=small).stragglers()] == [2]
+    zero = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.0, 0.0, 1.0))]
+    assert Analysis(root=Path("."), traces=zero).stragglers() == []
+
+
+def test_straggler_of_a_clashing_capture_names_its_source() -> None:
+    traces = [_data(0, ("stage", "actor_update", 1, 10.0), source="h1"),
+              _data(0, ("stage", "actor_update", 1, 10.0), source="h2"),
+              _data(0, ("stage", "actor_update", 1, 20.0), source="h3")]
+    (s,) = Analysis(root=Path("."), traces=traces).stragglers()
+    assert (s["rank"], s["source"], s["ms"]) == (0, "h3", 20.0)
+
+
+def test_range_table_leaves_warmup_out_when_asked() -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    result = Analysis(root=Path("."), traces=[_data(
+        0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
+    assert [r["count"] for r in result.range_table()] == [2]
+    assert [(r["count"], r["total_ms"]) for r in result.range_table(include_warmup=False)] == [
+        (1, 2.0)]
+
+
+def test_top_tables_keep_the_fifteen_longest() -> None:
+    times = {f"k{i:02d}": [i % 3 + 1, 1000.0 * i] for i in range(20)}
+    t = _data(0, kernels=times, runtime=times, ops=times)
+    result = Analysis(root=Path("."), traces=[t, _data(1, kernels={"k00": [4, 99_000.0]})])
+    expect = [("k00", 5, 99.0)] + [(f"k{i:02d}", i % 3 + 1, float(i)) for i in range(19, 5, -1)]
+    assert [(k["name"], k["count"], k["device_ms"]) for k in result.top_kernels()] == expect
+    assert [(k["name"], k["ms"]) for k in result.top_runtime()] == [
+        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
+    assert [(k["op"], k["self_ms"]) for k in result.top_ops()] == [
+        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
+    assert len(result.top_ops(3)) == 3
+
+
+def test_memory_rows_stages_in_loop_order_defaults_filled() -> None:
+    by_stage = {"critic_update": 3.0, "zeta": 4.0, "actor_generate": 2.0, "actor_update": 1.0}
+    t = _data(0, memory={"source": "trace", "peak_allocated_bytes": 9.0, "by_stage": by_stage})
+    (whole, *stages) = Analysis(root=Path("run"), traces=[t]).memory()
+    assert whole == {"rank": 0, "file": "rank0.pt.trace.json", "source": "trace", "stage": None,
+                     "peak_allocated_bytes": 9.0, "peak_reserved_bytes": None, "top_ops": [],
+                     "timeline": []}
+    assert [(r["stage"], r["peak_allocated_bytes"]) for r in stages] == [
+        ("actor_generate", 2.0), ("actor_update", 1.0), ("critic_update", 3.0), ("zeta", 4.0)]
+
+
+def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
+    inside, outside = _data(0), _data(1)
+    outside.path = tmp_path / "elsewhere.pt.trace.json"
+    top = _data(2)
+    top.path = Path("run")
+    inv = Analysis(root=Path("run"), traces=[inside, outside, top]).inventory()
+    assert [i["file"] for i in inv] == ["rank0.pt.trace.json", str(outside.path), "run"]
+
+
+def test_inventory_row_of_a_capture() -> None:
+    t = _data(3, ("step", "ProfilerStep#4", 4, 1.0), ("stage", "actor_update", 2, 1.0),
+              ("range", "fwd", None, 1.0), meta={"level": "level1", "source": "host-a"},
+              events=7)
+    (row,) = Analysis(root=Path("run"), traces=[t]).inventory()
+    assert row == {"file": "rank3.pt.trace.json", "kind": "torch", "rank": 3,
+                   "source": "host-a", "group": "integrated", "bytes": 1, "events": 7,
+                   "steps": [2, 4], "level": "level1"}
+
+
+@pytest.mark.parametrize("what", ["ranges", "ops", "kernels", "device", "comm", "memory"])
+def test_a_capture_with_any_content_is_not_empty(what: str) -> None:
+    content = {"ranges": [Range(0, "range", "r", 1, 0.0, 1.0)], "ops": {"aten::mm": [1, 1.0]},
+               "kernels": {"k": [1, 1.0]}, "device": [{"step": 1}], "comm": [{"name": "x"}],
+               "memory": {"peak_allocated_bytes": 1.0}}
+    full = _data(0, **{what: content[what]})
+    empty = _data(1)
+    result = Analysis(root=Path("run"), traces=[full, empty], clashes=["rank 0 step 1: twice"])
+    assert result.warnings() == ["rank1.pt.trace.json: captured nothing (no ranges, no ops)",
+                                 "rank 0 step 1: twice"]
+
+
+def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None:
+    files = sorted(run_dir.rglob("rank1_*.pt.trace.json"))
+    result = analyse_files(files, run_dir, margin=1000.0)
+    assert result.root == run_dir and result.margin == 1000.0
+    assert [i["file"] for i in result.inventory()] == [str(f.relative_to(run_dir)) for f in files]
+    assert result.stragglers() == [] and result.ranks == [1]
+
+
+def test_json_holds_every_table(tmp_path: Path) -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    traces = [_data(r, ("step", "ProfilerStep#1", 1, 20.0), ("stage", "actor_update", 1, ms),
+                    ("range", "fwd", 1, ms), meta=meta, kernels={"k": [1, 5.0]},
+                    runtime={"cudaLaunchKernel": [2, 1.0]}, ops={"aten::mm": [3, 2.0]},
+                    device=[{"step": 1, "stage": None, "compute_ms": 1.0}],
+                    memory={"source": "trace", "peak_allocated_bytes": 1.0})
+              for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
+    traces[2].problems.append("rank2: a problem")
+    result = Analysis(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
+                      include_warmup=True)
+    doc = result.to_json()
+    assert doc == {
+        "root": str(tmp_path), "ranks": [0, 1, 2], "stage_rank": result.stage_rank(),
+        "per_step": result.per_step(), "stragglers": result.stragglers(),
+        "ranges": result.range_table(), "range_stragglers": result.stragglers("range"),
+        "device": result.device(), "top_ops": result.top_ops(),
+        "top_kernels": result.top_kernels(), "top_runtime": result.top_runtime(),
+        "memory": result.memory(), "inventory": result.inventory(), "warnings": [],
+        "problems": ["rank2: a problem"], "skipped": ["x: unreadable"], "margin": 0.5,
+        "warmup": [(0, 1), (1, 1), (2, 1)]}
+    assert [s["rank"] for s in doc["stragglers"]] == [2]
+    assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]
+    assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]
+    assert doc["top_runtime"] == [{"name": "cudaLaunchKernel", "count": 6, "ms": 0.003}]
+
+
+def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
+    folder = npu_text(tmp_path)
+    assert [i["file"] for i in analyse(folder).inventory()] == [folder.name]
