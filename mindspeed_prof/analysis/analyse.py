@@ -89,7 +89,7 @@ class Analysis:
     def _counted(self) -> list[Range]:
         """``ranges`` less warmup steps unless ``include_warmup``."""
         skip = set() if self.include_warmup else self.warmup()
-        return [r for r in self.ranges if (r.rank, r.step) not in skip] if skip else self.ranges
+        return [r for r in self.ranges if (r.rank, r.step) not in skip]
 
     def stage_rank(self, include_warmup: bool = True) -> list[dict[str, Any]]:
         """Per stage and rank: executions, total, mean and max milliseconds."""

@@ -88,7 +88,9 @@ def test_raw_npu_capture_says_what_to_run(tmp_path: Path) -> None:
 
 def test_empty_window_warns(tmp_path: Path) -> None:
     result = analyse(tmp_path)
-    assert not result.traces and "no captures found" in result.warnings()[0]
+    assert not result.traces and result.warnings() == [
+        f"{tmp_path}: no captures found (is profile: true, and does the window "
+        "[profile_step_start, profile_step_end) contain steps that ran?)"]
 
 
 def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
@@ -276,14 +278,16 @@ def test_top_tables_keep_the_fifteen_longest() -> None:
 
 
 def test_memory_rows_stages_in_loop_order_defaults_filled() -> None:
-    by_stage = {"critic_update": 3.0, "zeta": 4.0, "actor_generate": 2.0, "actor_update": 1.0}
+    by_stage = {"critic_update": 3.0, "zeta": 4.0, "actor_compute_log_prob": 2.0,
+                "actor_generate": 1.0}
     t = _data(0, memory={"source": "trace", "peak_allocated_bytes": 9.0, "by_stage": by_stage})
     (whole, *stages) = Analysis(root=Path("run"), traces=[t]).memory()
     assert whole == {"rank": 0, "file": "rank0.pt.trace.json", "source": "trace", "stage": None,
                      "peak_allocated_bytes": 9.0, "peak_reserved_bytes": None, "top_ops": [],
                      "timeline": []}
     assert [(r["stage"], r["peak_allocated_bytes"]) for r in stages] == [
-        ("actor_generate", 2.0), ("actor_update", 1.0), ("critic_update", 3.0), ("zeta", 4.0)]
+        ("actor_generate", 1.0), ("actor_compute_log_prob", 2.0), ("critic_update", 3.0),
+        ("zeta", 4.0)]
 
 
 def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
@@ -299,7 +303,8 @@ def test_inventory_row_of_a_capture() -> None:
     t = _data(3, ("step", "ProfilerStep#4", 4, 1.0), ("stage", "actor_update", 2, 1.0),
               ("range", "fwd", None, 1.0), meta={"level": "level1", "source": "host-a"},
               events=7)
-    (row,) = Analysis(root=Path("run"), traces=[t]).inventory()
+    (row, other) = Analysis(root=Path("run"), traces=[t, _data(4)]).inventory()
+    assert "source" not in other
     assert row == {"file": "rank3.pt.trace.json", "kind": "torch", "rank": 3,
                    "source": "host-a", "group": "integrated", "bytes": 1, "events": 7,
                    "steps": [2, 4], "level": "level1"}
@@ -355,3 +360,41 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
 def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
     folder = npu_text(tmp_path)
     assert [i["file"] for i in analyse(folder).inventory()] == [folder.name]
+
+
+def test_stage_and_step_tables_order_and_clashing_sources() -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    traces = [_data(r, ("step", "ProfilerStep#2", 2, 9.0), ("stage", "actor_update", 2, 4.0),
+                    ("stage", "actor_update", 1, 6.0), ("range", "fwd", 2, 1.0), meta=meta)
+              for r in (10, 2, None)]
+    traces += [_data(0, ("step", "ProfilerStep#1", 1, 3.0), source="h2"),
+               _data(0, ("step", "ProfilerStep#2", 2, 5.0), source="h1")]
+    result = Analysis(root=Path("run"), traces=traces)
+    rows = result.stage_rank()
+    assert [(r["rank"], r["count"], r["mean_ms"]) for r in rows] == [
+        (2, 2, 5.0), (10, 2, 5.0), (None, 2, 5.0)]
+    assert [(r["rank"], r["count"]) for r in result.stage_rank(include_warmup=False)] == [
+        (2, 1), (10, 1), (None, 1)]
+    steps = result.per_step()
+    assert [(r["rank"], r.get("source"), r["step"]) for r in steps] == [
+        (0, "h1", 2), (0, "h2", 1), (2, None, 1), (2, None, 2), (10, None, 1), (10, None, 2),
+        (None, None, 1), (None, None, 2)]
+    assert steps[2] == {"rank": 2, "step": 1, "actor_update": 6.0, "warmup": True}
+    assert steps[3] == {"rank": 2, "step": 2, "total": 9.0, "actor_update": 4.0,
+                        "warmup": False}
+    clash = [_data(0, ("stage", "actor_update", 1, 1.0), source=h) for h in ("h1", "h2")]
+    assert [r["source"] for r in Analysis(root=Path("."), traces=clash).stage_rank()] == [
+        "h1", "h2"]
+
+
+def test_memory_file_joins_the_json_trace_before_a_db_of_the_same_capture(
+        tmp_path: Path) -> None:
+    root = make_run(tmp_path, ranks=(0,), steps=1, profile_export_type="db", mstx=False)
+    (db,) = root.rglob("*.pt.trace.db")
+    stem = db.name[: -len(".pt.trace.db")]
+    trace = _memory_trace(db.with_name(stem + ".pt.trace.json"), {},
+                          [(155.0, 100.0, 100.0, 4096.0)])
+    _timeline(db.with_name(stem + ".memory_timeline.json.gz"), [(120.0, [80.0])])
+    (row,) = [r for r in analyse(root).memory() if r["stage"] is None]
+    assert row["file"] == str(trace.relative_to(root))
+    assert (row["peak_allocated_bytes"], row["peak_reserved_bytes"]) == (100.0, 4096.0)
