@@ -371,8 +371,8 @@ def test_stage_and_step_tables_order_and_clashing_sources() -> None:
                _data(0, ("step", "ProfilerStep#2", 2, 5.0), source="h1")]
     result = Analysis(root=Path("run"), traces=traces)
     rows = result.stage_rank()
-    assert [(r["rank"], r["count"], r["mean_ms"]) for r in rows] == [
-        (2, 2, 5.0), (10, 2, 5.0), (None, 2, 5.0)]
+    assert [(r["rank"], r["count"], r["mean_ms"], r["max_ms"]) for r in rows] == [
+        (2, 2, 5.0, 6.0), (10, 2, 5.0, 6.0), (None, 2, 5.0, 6.0)]
     assert [(r["rank"], r["count"]) for r in result.stage_rank(include_warmup=False)] == [
         (2, 1), (10, 1), (None, 1)]
     steps = result.per_step()
@@ -398,3 +398,16 @@ def test_memory_file_joins_the_json_trace_before_a_db_of_the_same_capture(
     (row,) = [r for r in analyse(root).memory() if r["stage"] is None]
     assert row["file"] == str(trace.relative_to(root))
     assert (row["peak_allocated_bytes"], row["peak_reserved_bytes"]) == (100.0, 4096.0)
+
+
+def test_range_file_stands_for_the_op_trace_of_its_own_folder_only() -> None:
+    def capture(folder: str, kind: str, ms: float) -> TraceData:
+        suffix = ".mstx.trace.json" if kind == "spans" else ".pt.trace.json"
+        t = TraceData(Path(folder) / f"rank0_h_1_step1{suffix}", kind, 0, folder, 1)
+        t.ranges.append(Range(0, "stage", "actor_update", 1, 0.0, ms * 1000.0))
+        return t
+
+    result = Analysis(root=Path("."), traces=[capture("actor", "spans", 1.0),
+                                              capture("actor", "torch", 2.0),
+                                              capture("critic", "torch", 4.0)])
+    assert sorted(r.dur for r in result.ranges) == [1000.0, 4000.0]
