@@ -17,6 +17,7 @@ import pytest
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture import control as control_module
 from mindspeed_prof.capture.control import ControlChannel, Request, read_acks, write_request
+from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli import main
 
 
@@ -199,7 +200,7 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"analyse: mindspeed-prof analyse {root / 'triggered'}" in out
-    assert "rank 0 (integrated): written" in out
+    assert f"rank 0 (integrated) on {host_name()}: written: {root / 'triggered'}" in out
     assert len(list((root / "triggered" / "integrated").iterdir())) == 1
     assert any(p.name.endswith(".mstx.trace.json") for p in (root / "flight").iterdir())
 
