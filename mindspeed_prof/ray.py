@@ -86,6 +86,10 @@ class ProfilerMixin:
                 "per_step": summary.get("per_step", [])}
 
 
+#: The board this driver opened: Ray stops an actor once no handle to it is left.
+_board: Any = None
+
+
 def open_board() -> Any:
     """On the driver, after ``ray.init``: this job's capture board, the actor
     ``board-<job id>`` in the namespace ``mindspeed_prof`` (opened once; it lives as long as
@@ -94,9 +98,11 @@ def open_board() -> Any:
 
     from mindspeed_prof.capture.board import NAMESPACE, ControlBoard, board_name
 
+    global _board
     name = board_name(ray.get_runtime_context().get_job_id())
-    return ray.remote(num_cpus=0)(ControlBoard).options(
+    _board = ray.remote(num_cpus=0)(ControlBoard).options(
         name=name, namespace=NAMESPACE, get_if_exists=True).remote()
+    return _board
 
 
 def collect(workers: list[Any], method: str = "profiler_summary") -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,13 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.render import count, print_stage_rank
 from mindspeed_prof.demo.worker import IntegratedWorker
-from mindspeed_prof.ray import collect, save_root, worker_config, write_cluster_summary
+from mindspeed_prof.ray import (
+    collect,
+    open_board,
+    save_root,
+    worker_config,
+    write_cluster_summary,
+)
 
 __all__ = ["train"]
 
@@ -34,6 +41,13 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                 # address="local": the demo's own cluster, even where `ray start` runs one
                 ray.init(address="local", num_cpus=max(n, 1), include_dashboard=False,
                          log_to_driver=True, configure_logging=False)
+            if prof_cfg["integrated"].get("on_demand", True):
+                open_board()  # lives with this driver: `capture --ray` reaches the workers
+                token = "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") == "token" \
+                    else ""  # Ray asks for it with an explicit address
+                console.print(f"capture while it runs: {token}mindspeed-prof capture --ray "
+                              f"{ray.get_runtime_context().gcs_address}", highlight=False,
+                              soft_wrap=True)
         remote = ray.remote(num_cpus=1)(IntegratedWorker)
         workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
         call = lambda method, *a: ray.get([getattr(w, method).remote(*a) for w in workers])  # noqa: E731
