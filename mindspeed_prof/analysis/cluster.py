@@ -9,6 +9,7 @@ beyond that choice.
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,12 @@ def connect(address: str | None) -> None:
     try:
         ray.init(address=address, configure_logging=False, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}") \
-            from None
+        hint = ""
+        if address not in (None, "auto") and "RAY_AUTH_MODE" not in os.environ:
+            hint = " (a cluster with token authentication: set RAY_AUTH_MODE=token, and " \
+                   "RAY_AUTH_TOKEN on another machine)"
+        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}"
+                          f"{hint}") from None
 
 
 def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
