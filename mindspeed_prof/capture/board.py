@@ -10,6 +10,7 @@ role) once, so a restarted worker does not apply it again. No shared filesystem 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import sys
 import time
@@ -22,7 +23,6 @@ __all__ = ["NAMESPACE", "BoardLink", "ControlBoard", "board_name"]
 log = logging.getLogger("mindspeed_prof")
 
 NAMESPACE = "mindspeed_prof"
-_STALE_S = 60.0  # a worker silent this long is no longer counted among the job's workers
 _LOOKUP_EVERY_S = 30.0  # a worker without a board looks for one again after this long
 
 
@@ -35,16 +35,19 @@ class ControlBoard:
     """The board (a Ray actor; ``ray.remote`` is applied where it is opened).
 
     Requests are kept in the order posted. A request none of the job's workers matches is
-    ignored, with one warning in the job's log, once every worker has seen it; an expired one
-    likewise when a worker next asks.
+    ignored, with one warning in the job's log, once every worker that asked before it was
+    posted has seen it twice and no other has come since (a worker that never asked is unknown
+    here); an expired one likewise when a worker next asks.
     """
 
     def __init__(self) -> None:
         self._requests: dict[str, Request] = {}  # insertion order: the order posted
         self._delivered: set[tuple[str, int, str]] = set()
-        self._seen: dict[str, set[tuple[int, str]]] = {}  # workers that asked since posting
+        self._seen: dict[str, dict[tuple[int, str], int]] = {}  # times asked since posting
+        self._posted: dict[str, int] = {}  # when, in events seen by this board
         self._acks: dict[str, dict[tuple[int, str], dict[str, Any]]] = {}
-        self._workers: dict[tuple[int, str], float] = {}  # (rank, role): when it last asked
+        self._workers: dict[tuple[int, str], int] = {}  # (rank, role): when it first asked
+        self._events = itertools.count()
         self._ignored: dict[str, str] = {}
         self._warnings: list[str] = []
 
@@ -56,7 +59,8 @@ class ControlBoard:
             ident = data.get("id", "?") if isinstance(data, dict) else "?"
             return self._ignore(str(ident), f"malformed: {err}")
         self._requests[request.id] = request
-        self._seen[request.id] = set()
+        self._seen[request.id] = {}
+        self._posted[request.id] = next(self._events)
         self._acks[request.id] = {}
         return ""
 
@@ -64,13 +68,15 @@ class ControlBoard:
         """The requests for this worker it has not had yet and that may start at ``step``."""
         now = time.time()
         me = (rank, role)
-        self._workers[me] = now
+        if me not in self._workers:
+            self._workers[me] = next(self._events)
         found = []
         for request in list(self._requests.values()):
             if request.expires < now:
                 self._drop(request.id, "expired (the command that posted it gave up)")
                 continue
-            self._seen[request.id].add(me)
+            seen = self._seen[request.id]
+            seen[me] = seen.get(me, 0) + 1
             key = (request.id, rank, role)
             if key in self._delivered or not request.for_worker(rank, role):
                 continue
@@ -93,30 +99,27 @@ class ControlBoard:
         request is for that have not finished; ``settled``: every worker has seen it."""
         acks = self._acks.get(ident, {})
         request = self._requests.get(ident)
-        workers = self._live_workers()
+        workers = set(self._workers)
         pending = [] if request is None else sorted(
             w for w in workers if request.for_worker(*w)
             and acks.get(w, {}).get("status") not in ("written", "failed"))
-        seen = self._seen.get(ident, set())
+        seen = self._seen.get(ident, {})
         return {"acks": list(acks.values()), "ignored": self._ignored.get(ident, ""),
-                "pending": pending, "settled": bool(workers) and workers <= seen,
+                "pending": pending, "settled": bool(workers) and workers <= set(seen),
                 "workers": sorted(workers)}
 
     def withdraw(self, ident: str) -> None:
         """The command gave up or is done: no worker takes the request from now on."""
         self._requests.pop(ident, None)
 
-    def _live_workers(self) -> set[tuple[int, str]]:
-        now = time.time()
-        return {w for w, t in self._workers.items() if now - t < _STALE_S}
-
     def _check_matched(self, request: Request) -> None:
-        """Ignore ``request`` once every live worker has seen it and none is one it names."""
-        workers = self._live_workers()
-        if not workers or not workers <= self._seen[request.id]:
-            return
+        """Ignore ``request`` if it names no worker of the job, as far as the board can know."""
+        workers, seen = self._workers, self._seen[request.id]
         if any(request.for_worker(*w) for w in workers):
             return
+        posted = self._posted[request.id]
+        if any(seen.get(w, 0) < 2 or first >= posted for w, first in workers.items()):
+            return  # a worker has not seen it twice, or came after it: others may come
         ranks = sorted({r for r, _ in workers})
         roles = sorted({role for _, role in workers})
         self._drop(request.id, f"no worker matches (ranks {request.ranks}, role "

@@ -100,24 +100,6 @@ def test_a_request_for_ranks_that_do_not_exist_is_ignored_with_one_warning(
     assert len(logged) == 1 and "ranks [5, 7]" in logged[0]
 
 
-def test_malformed_and_expired_requests_are_ignored_with_one_warning_each(
-        job: dict[str, Any]) -> None:
-    ray, board = job["ray"], job["board"]
-    before = len(ray.get(board.logged.remote()))
-    assert "steps" in ray.get(board.post.remote({"id": "bad", "created": 1, "expires": 2,
-                                                 "steps": -1}))
-    expired = Request.new(-1.0, steps=1)  # its command gave up a second ago
-    assert ray.get(board.post.remote(expired.to_json())) == ""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not ray.get(board.status.remote(expired.id))["ignored"]:
-        time.sleep(0.2)
-    time.sleep(0.5)  # the workers ask again: no second warning
-    logged = ray.get(board.logged.remote())[before:]
-    assert len(logged) == 2 and "steps=-1" in logged[0] and "expired" in logged[1]
-    reports = ray.get([w.report.remote() for w in job["workers"]])
-    assert not any(c.get("request") == expired.id for r in reports for c in r["captures"])
-
-
 def test_two_requests_at_once_are_applied_in_order_once(job: dict[str, Any]) -> None:
     ray, board = job["ray"], job["board"]
     first, second = Request.new(60, steps=1, ranks=[0]), Request.new(60, steps=1, ranks=[0],
