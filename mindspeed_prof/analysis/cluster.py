@@ -51,13 +51,15 @@ def connect(address: str | None) -> None:
                           f"{hint}") from None
 
 
-def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
-    """On one node: its id, host name and the captures it holds (path, bytes, mtime)."""
+def _listing(root: str) -> tuple[str, str, str, list[tuple[str, int, int]]]:
+    """On one node: its id, host name, ``root`` as it sees it (``~``: its own home) and the
+    captures it holds (path, bytes, mtime)."""
     import ray
 
+    here = Path(root).expanduser()
     found = []
     try:
-        for path in discover(Path(root)):
+        for path in discover(here):
             if is_memory_file(path.name):
                 continue  # joined to captures on the driver: not read with --ray
             stamp = cache.stamp(path)
@@ -65,19 +67,21 @@ def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
                 found.append((str(path), *stamp))
     except BadFile:
         pass  # no such root on this node
-    return ray.get_runtime_context().get_node_id(), socket.gethostname(), found
+    return ray.get_runtime_context().get_node_id(), socket.gethostname(), str(here), found
 
 
 def _reading(path: str, root: str, use_cache: bool) -> tuple[str, bytes | TraceData | str]:
     import ray
 
-    return ray.get_runtime_context().get_node_id(), read_encoded(Path(path), Path(root), use_cache)
+    node = ray.get_runtime_context().get_node_id()
+    return node, read_encoded(Path(path), Path(root).expanduser(), use_cache)
 
 
 def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True
                     ) -> tuple[list[TraceData | str], list[dict[str, Any]]]:
     """Every capture below ``root`` on any node, read where it lies, in a stable order, and
-    where each was read: ``{"path", "node", "host", "bytes"}``."""
+    where each was read: ``{"path", "node", "host", "bytes"}``. A ``root`` starting with ``~``
+    is each node's own home."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -90,17 +94,22 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
     lister = ray.remote(num_cpus=0)(_listing)
     listings = ray.get([lister.options(scheduling_strategy=on(n)).remote(str(root))
                         for n in nodes])
-    hosts = {node: host for node, host, _ in listings}
+    hosts = {node: host for node, host, _, _ in listings}
+    roots = {node: Path(there) for node, _, there, _ in listings}
     load: dict[str, int] = dict.fromkeys(hosts, 0)
     owner: dict[tuple[str, int, int], str] = {}
-    for node, _, found in listings:
+    for node, _, _, found in listings:
         for capture in found:
             if capture not in owner or load[node] < load[owner[capture]]:
                 if capture in owner:
                     load[owner[capture]] -= capture[1]
                 owner[capture] = node
                 load[node] += capture[1]
-    captures = sorted(owner, key=lambda c: (Path(c[0]), c[1:]))  # discover's order
+    def under_root(capture: tuple[str, int, int]) -> Path:
+        """The capture as ``root/...``: where it lies below the root of the node holding it."""
+        return root / Path(capture[0]).relative_to(roots[owner[capture]])
+
+    captures = sorted(owner, key=lambda c: (under_root(c), c[1:]))  # discover's order
     reader = ray.remote(num_cpus=1)(_reading)
     refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache)
             for c in captures]
@@ -109,7 +118,7 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
     for capture, (node, result) in zip(captures, ray.get(refs)):
         if isinstance(result, bytes):
             result = cache.decode(result)
-            result.path = Path(capture[0])
+            result.path = under_root(capture)
         results.append(result)
         placed.append({"path": capture[0], "node": node, "host": hosts.get(node, ""),
                        "bytes": capture[1]})
