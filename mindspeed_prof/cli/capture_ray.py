@@ -65,8 +65,8 @@ def capture_through_ray(address: str, job: str | None, request: Request,
     except ray.exceptions.RayError as err:
         return _fail(f"the job's capture board is gone ({type(err).__name__}): the job ended?")
     finally:
-        try:
-            board.withdraw.remote(request.id)  # a worker started later must not take it
+        try:  # a worker started later must not take it (and waited for: this process ends)
+            ray.get(board.withdraw.remote(request.id), timeout=_CALL_TIMEOUT_S)
         except ray.exceptions.RayError:
             pass
     if status["ignored"]:
@@ -92,9 +92,12 @@ def _wait(board: Any, request: Request, timeout: float) -> dict[str, Any]:
         acks = status["acks"]
         if status["ignored"]:
             return status
-        if (acks and status["settled"] and not status["pending"]
-                and all(a["status"] in _DONE for a in acks)):
+        finished = all(a["status"] in _DONE for a in acks)
+        if acks and finished and status["settled"] and not status["pending"]:
             return status
+        if acks and finished and request.ranks is not None \
+                and {a["rank"] for a in acks} >= set(request.ranks):
+            return status  # every rank asked for is done, whoever else has not asked yet
         if time.monotonic() >= deadline:
             return status
         time.sleep(0.25)
