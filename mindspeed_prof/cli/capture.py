@@ -96,9 +96,9 @@ def run(args: argparse.Namespace) -> int:
     target = None if args.target is None else str(args.target)
     address = args.ray if args.ray is not None else (
         target if target and target.startswith("ray://") else None)
-    if address is None and target is None:
-        print("mindspeed-prof: capture: give the job's save root, ray://ADDRESS or --ray "
-              "[ADDRESS]", file=sys.stderr)
+    if (args.ray is None) == (target is None):  # neither, or both
+        print("mindspeed-prof: capture: give one of the job's save root, ray://ADDRESS or "
+              "--ray [ADDRESS]", file=sys.stderr)
         return EXIT_NOT_RUNNING
     try:
         request = _request(args)

@@ -173,6 +173,13 @@ def test_command_when_no_job_runs_exits_2(tmp_path: Path, capsys: pytest.Capture
     assert list((tmp_path / "control" / "requests").iterdir()) == []  # withdrawn
 
 
+def test_command_needs_one_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capture", "--timeout", "0.1"]) == 2
+    assert main(["capture", str(tmp_path), "--ray", "127.0.0.1:1", "--timeout", "0.1"]) == 2
+    assert capsys.readouterr().err.count("give one of the job's save root, ray://ADDRESS") == 2
+    assert not (tmp_path / "control").exists()  # nothing asked of a job
+
+
 TRAINER = textwrap.dedent('''
     import sys, time
     from mindspeed_prof import Profiler, mstx
