@@ -123,10 +123,17 @@ try:
     for home in homes.values():
         shutil.copytree(home / "run", merged, dirs_exist_ok=True)
     here = analyse(merged, jobs=1, cache=False)
+    from mindspeed_prof.cli import main
+    assert main(["timeline", "~/run", "-o", str(out / "t.json"), "--ray", cluster.address]) == 0
+    events = json.loads((out / "t.json").read_text())["traceEvents"]
     (out / "result.json").write_text(json.dumps({
         "nodes": nodes, "homes": {k: str(v) for k, v in homes.items()},
         "summary": summary, "placement": there.placement,
-        "there": there.to_json(), "here": here.to_json()}, default=str))
+        "there": there.to_json(), "here": here.to_json(),
+        "tracks": [e["args"]["name"] for e in events if e.get("name") == "process_name"],
+        "steps": sorted((e["pid"], e["name"]) for e in events
+                        if e.get("ph") == "X" and e["name"].startswith("ProfilerStep"))},
+        default=str))
 finally:
     ray.shutdown()
     cluster.shutdown()
@@ -136,8 +143,8 @@ finally:
 def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     """Two Ray nodes (``ray.cluster_utils.Cluster``, in a subprocess so the session's cluster is
     untouched), each with its own disk: workers placed by node write under their node's ``~``;
-    the cluster summary and ``analyse --ray`` say which node holds which capture, and the answer
-    is the one ``analyse`` gives on one disk."""
+    the cluster summary and ``analyse --ray`` say which node holds which capture, the answer
+    is the one ``analyse`` gives on one disk, and ``timeline --ray`` has both ranks' tracks."""
     script = tmp_path / "two_nodes.py"
     script.write_text(TWO_NODES)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # the nodes' homes hold no token
@@ -160,3 +167,6 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     there, here = result["there"], result["here"]
     assert there.pop("root") == "~/run" and here.pop("root") == str(tmp_path / "merged")
     assert there == here and here["ranks"] == [0, 1]
+    host = result["summary"]["workers"][0]["host"]
+    assert result["tracks"] == [f"rank {r} · integrated · {host}" for r in (0, 1)]  # timeline --ray
+    assert len({pid for pid, _ in result["steps"]}) == 2 and len(result["steps"]) == 4
