@@ -58,6 +58,7 @@ def test_gzip_and_db_captures_read_like_json(tmp_path: Path, run_dir: Path) -> N
     gz.parent.mkdir()
     with open(src, "rb") as f, gzip.open(gz, "wb") as g:
         shutil.copyfileobj(f, g)
+    assert analyse(gz).root == gz.parent  # a file's folder is the run's root
     a = analyse(gz).stage_rank()
     db_root = make_run(tmp_path / "db", ranks=(0,), profile_export_type="db", mstx=False)
     b = analyse(db_root)
@@ -411,3 +412,12 @@ def test_range_file_stands_for_the_op_trace_of_its_own_folder_only() -> None:
                                               capture("actor", "torch", 2.0),
                                               capture("critic", "torch", 4.0)])
     assert sorted(r.dur for r in result.ranges) == [1000.0, 4000.0]
+
+
+def test_warmup_only_from_a_well_formed_window_and_count() -> None:
+    metas = [{"window": [3, 6], "warmup_steps": 2}, {"window": [1, 3], "warmup_steps": 0},
+             {"window": [1, 3], "warmup_steps": 1.5}, {"window": [1, 3], "warmup_steps": None},
+             {"window": None, "warmup_steps": 1}, {"window": [], "warmup_steps": 1},
+             {"window": ["1", 3], "warmup_steps": 1}, {"warmup_steps": 1}]
+    traces = [_data(rank, meta=meta) for rank, meta in enumerate(metas)]
+    assert Analysis(root=Path("."), traces=traces).warmup() == {(0, 3), (0, 4)}
