@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,22 +273,20 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
             result.bad.append(data)
         else:
             result.traces.append(data)
-    _read_all(result, memory, None)
+    _read_all(result, memory)
     return _finish(result)
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
     """Like ``analyse`` for a known list of captures (a job's, from its manifest)."""
     result = Analysis(root=root, margin=margin)
-    _read_all(result, [Path(p) for p in files], None)
+    _read_all(result, [Path(p) for p in files])
     return _finish(result)
 
 
-def _read_all(result: Analysis, paths: list[Path],
-              progress: Callable[[int, int], None] | None) -> None:
+def _read_all(result: Analysis, paths: list[Path]) -> None:
     """Captures first, then memory files, each joined to the capture of the same stem."""
-    paths = sorted(paths, key=lambda p: is_memory_file(p.name))
-    for i, path in enumerate(paths):
+    for path in sorted(paths, key=lambda p: is_memory_file(p.name)):
         try:
             if is_memory_file(path.name):
                 _add_memory(result, path)
@@ -297,8 +294,6 @@ def _read_all(result: Analysis, paths: list[Path],
                 result.traces.append(read(path, result.root))
         except BadFile as err:
             result.bad.append(str(err))
-        if progress is not None:
-            progress(i + 1, len(paths))
 
 
 def _add_memory(result: Analysis, path: Path) -> None:

@@ -421,3 +421,9 @@ def test_warmup_only_from_a_well_formed_window_and_count() -> None:
              {"window": ["1", 3], "warmup_steps": 1}, {"warmup_steps": 1}]
     traces = [_data(rank, meta=meta) for rank, meta in enumerate(metas)]
     assert Analysis(root=Path("."), traces=traces).warmup() == {(0, 3), (0, 4)}
+
+
+def test_missing_path_is_named(tmp_path: Path) -> None:
+    result = analyse(tmp_path / "nope")
+    assert result.bad == [f"{tmp_path / 'nope'}: no such file or directory"]
+    assert not result.traces
