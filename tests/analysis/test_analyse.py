@@ -427,3 +427,13 @@ def test_missing_path_is_named(tmp_path: Path) -> None:
     result = analyse(tmp_path / "nope")
     assert result.bad == [f"{tmp_path / 'nope'}: no such file or directory"]
     assert not result.traces
+
+
+def test_analyse_files_joins_a_memory_file_listed_before_its_trace(tmp_path: Path) -> None:
+    trace = _memory_trace(tmp_path / "rank0_h_1_step1.pt.trace.json",
+                          {"actor_update": (100.0, 400.0)}, [(155.0, 100.0, 100.0, 4096.0)])
+    timeline = _timeline(tmp_path / "rank0_h_1_step1.memory_timeline.json.gz",
+                         [(120.0, [300.0])])
+    result = analyse_files([timeline, trace], tmp_path)
+    assert [(t.kind, t.memory["source"]) for t in result.traces] == [("torch", "timeline")]
+    assert result.memory()[0]["peak_allocated_bytes"] == 300.0
