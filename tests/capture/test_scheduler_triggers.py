@@ -230,6 +230,15 @@ def test_planned_stage_left_open_is_stopped_at_the_step_end() -> None:
     assert sched.step_end(2) == []
 
 
+def test_planned_stage_capture_holds_other_stages_run_inside_it() -> None:
+    sched = Scheduler(CapturePlan(enabled=True, stages=(UPDATE,), start=1, end=2))
+    assert sched.step_start(1) == []
+    assert sched.stage_start(UPDATE, 1) == [start(UPDATE, 1)]
+    assert sched.stage_start(GENERATE, 1) == []
+    assert sched.stage_end(GENERATE, 1) == []  # not a target: the capture goes on
+    assert sched.stage_end(UPDATE, 1) == [stop("stage_end", UPDATE, 1)]
+
+
 def test_whole_step_trigger_takes_over_planned_stage_captures_for_its_steps() -> None:
     sched = Scheduler(CapturePlan(enabled=True, stages=(UPDATE,), start=1, end=4))
     assert sched.step_start(1) == []
