@@ -73,7 +73,7 @@ def total(merged: list[Interval], lo: float = float("-inf"), hi: float = float("
 #: Kind codes of ``DeviceOps.kind``.
 KINDS = ("compute", "comm", "memcpy", "other")
 _CODE = {k: i for i, k in enumerate(KINDS)}
-_IS_COMPUTE, _IS_COMM = _CODE["compute"], _CODE["comm"]
+_IS_COMM = _CODE["comm"]
 #: Ops are swept in time slices of about this many ops per stream (bounds the sort's memory).
 SLICE = 1 << 16
 _INF = float("inf")
@@ -192,21 +192,23 @@ class _Union:
 
 
 class _Overlap:
-    """``overlap`` of two merged interval lists that arrive a piece at a time, in order."""
+    """``overlap`` of two unions' pieces (comm: side 0, compute: side 1) as they close."""
 
     def __init__(self, sink: Callable[[float, float], None]) -> None:
         self.sides: tuple[deque[Interval], deque[Interval]] = (deque(), deque())
+        self.unions: tuple[_Union, _Union] | None = None
         self.sink = sink
 
     def side(self, k: int) -> Callable[[float, float], None]:
         def add(a: float, b: float) -> None:
             self.sides[k].append((a, b))
-            self.drain()
+            self.drain(k)
         return add
 
-    def drain(self, bounds: tuple[float, float] = (-_INF, -_INF)) -> None:
-        """Pair the pieces in hand; ``bounds``: no later piece of a side starts before its bound,
-        so the other side's pieces that end by then meet nothing more and are dropped."""
+    def drain(self, k: int | None = None) -> None:
+        """Pair the pieces in hand. After side ``k`` got one, the other side's next piece starts
+        no earlier than its open interval (or, with none open, than the op that closed this
+        piece): side ``k``'s pieces that end by then meet nothing more and are dropped."""
         a, b = self.sides
         while a and b:
             (a0, a1), (b0, b1) = a[0], b[0]
@@ -217,7 +219,9 @@ class _Overlap:
                 a.popleft()
             else:
                 b.popleft()
-        for mine, bound in ((a, bounds[1]), (b, bounds[0])):
+        if k is not None and self.unions is not None:
+            mine, other = self.sides[k], self.unions[1 - k]
+            bound = other.a if other.b != -_INF else mine[-1][1] if mine else -_INF
             while mine and mine[0][1] <= bound:
                 mine.popleft()
 
@@ -257,9 +261,10 @@ class _Group:
         self.out = {k: sink() for k in ("busy", "compute", "comm", "memcpy", "overlap")}
         self.overlap = _Overlap(self.out["overlap"].add)
         self.busy = _Union(self.out["busy"].add)
-        self.kinds = (_Union(self.out["compute"].add, self.overlap.side(1)),
-                      _Union(self.out["comm"].add, self.overlap.side(0)),
-                      _Union(self.out["memcpy"].add), None)
+        comp = _Union(self.out["compute"].add, self.overlap.side(1))
+        comm = _Union(self.out["comm"].add, self.overlap.side(0))
+        self.overlap.unions = (comm, comp)
+        self.kinds = (comp, comm, _Union(self.out["memcpy"].add), None)
         self.lo, self.hi = _INF, -_INF
 
     def add(self, ts: float, end: float, kind: int) -> None:
@@ -267,10 +272,6 @@ class _Group:
         union = self.kinds[kind]
         if union is not None:
             union.add(ts, end)
-            if kind <= _IS_COMM:
-                comp, comm = self.kinds[_IS_COMPUTE], self.kinds[_IS_COMM]
-                self.overlap.drain((comm.a if comm.b != -_INF else ts,  # type: ignore[union-attr]
-                                    comp.a if comp.b != -_INF else ts))  # type: ignore[union-attr]
         if ts < self.lo:
             self.lo = ts
         if end > self.hi:

@@ -27,7 +27,7 @@ from mindspeed_prof.analysis.readers.model import BadFile
 __all__ = ["CHUNK", "INFLATE_ENV", "MAX_PIECE", "TraceStream", "max_inflate"]
 
 #: Bytes read at a time.
-CHUNK = 8 << 20
+CHUNK = 4 << 20
 #: The most bytes one event, or the document's parts before and after the array, may take.
 MAX_PIECE = 64 << 20
 #: Environment variable: how many times its own size a ``.json.gz`` may inflate to (0: no limit).
@@ -91,6 +91,14 @@ def _scan(buf: bytes) -> tuple[int, bool]:
     return last, False
 
 
+def _array(buf: bytes, at: int) -> bytearray:
+    """``[`` + ``buf[:at]`` + ``]`` with one copy."""
+    doc = bytearray(b"[")
+    doc += memoryview(buf)[:at]
+    doc += b"]"
+    return doc
+
+
 class TraceStream(Generic[E, T]):
     """The events of ``path`` in batches (``batches()``); then ``top``: the document without
     its events (None for a bare list). ``top_type`` has a ``traceEvents`` list of ``event``."""
@@ -119,21 +127,21 @@ class TraceStream(Generic[E, T]):
                     return
                 header, buf = found
             ended = False
-            while not self._eof:
+            while True:
+                cut = None if ended else self._cut(buf)
+                if cut is not None:
+                    events, at, ended = cut
+                    yield events
+                    del events
+                    if not ended:  # drop the comma before the next event
+                        at = _COMMA.match(buf, at).end()  # type: ignore[union-attr]
+                    buf = buf[at:]
+                if self._eof:
+                    break
                 buf += read()
-                if ended:
-                    if len(buf) > MAX_PIECE:
-                        raise BadFile(f"{self.path}: more than {MAX_PIECE} bytes after "
-                                      "traceEvents; refused")
-                    continue
-                cut = self._cut(buf)
-                if cut is None:
-                    continue
-                events, at, ended = cut
-                yield events
-                buf = buf[at:]
-                if not ended:
-                    buf = buf[_COMMA.match(buf).end():]  # type: ignore[union-attr]
+                if ended and len(buf) > MAX_PIECE:
+                    raise BadFile(f"{self.path}: more than {MAX_PIECE} bytes after "
+                                  "traceEvents; refused")
         yield from self._last(header, buf)
 
     def _reader(self, f: Any) -> Callable[[], bytes]:
@@ -188,7 +196,7 @@ class TraceStream(Generic[E, T]):
             if k == _TRIES:
                 break
             try:
-                return self._events.decode(b"[" + buf[:at] + b"]"), at, False
+                return self._events.decode(_array(buf, at)), at, False
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue  # a cut inside a string or a nested object
         at, ended = _scan(buf)
@@ -197,7 +205,7 @@ class TraceStream(Generic[E, T]):
                 raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; "
                               "refused")
             return None
-        return self._events.decode(b"[" + buf[:at] + b"]"), at, ended
+        return self._events.decode(_array(buf, at)), at, ended
 
     def _last(self, header: bytes | None, buf: bytes) -> Iterator[list[E]]:
         try:
