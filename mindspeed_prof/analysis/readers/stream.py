@@ -73,9 +73,10 @@ def _candidates(buf: bytes) -> Iterator[int]:
 
 
 def _scan(buf: bytes) -> tuple[int, bool]:
-    """The end of the last whole top-level object of ``buf`` (-1: none), and whether the
-    array closes in ``buf``."""
-    depth, last = 0, -1
+    """Where ``buf`` can be cut: after its last whole top-level object that a comma follows, or
+    when the array closes in ``buf``, after its last object (0: none); -1: nowhere yet. And
+    whether the array closes."""
+    depth, last, end = 0, -1, 0
     for m in _TOKEN.finditer(buf):
         c = buf[m.start()]
         if c == 0x22:  # a string
@@ -85,9 +86,11 @@ def _scan(buf: bytes) -> tuple[int, bool]:
             continue
         depth -= 1
         if depth < 0:
-            return last, True
+            return end, True
         if depth == 0 and c == 0x7D:
-            last = m.end()
+            end = m.end()
+            if _COMMA.match(buf, end):
+                last = end
     return last, False
 
 
@@ -200,7 +203,7 @@ class TraceStream(Generic[E, T]):
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue  # a cut inside a string or a nested object
         at, ended = _scan(buf)
-        if at < 0:
+        if at <= 0 and not ended:
             if len(buf) > MAX_PIECE:
                 raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; "
                               "refused")
