@@ -11,10 +11,11 @@ import bisect
 import functools
 import itertools
 import re
+import tempfile
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["DeviceOps", "breakdown", "kind_of", "merge", "overlap", "total"]
 
@@ -79,33 +80,112 @@ SLICE = 1 << 16
 _INF = float("inf")
 
 
-class _Stream:
-    """One stream's ops in compact columns (29 bytes an op), normally appended in start order."""
+_COLS = "dddbi"  # start, end, launch (us), kind code, name id
+_WIDTH = sum(array(t).itemsize for t in _COLS)  # bytes an op
+_Row = tuple[float, float, int, float]  # start, end, kind, launch
 
-    __slots__ = ("end", "in_order", "kind", "launch", "name", "ts")
+
+class _Stream:
+    """One stream's ops in compact columns (``_WIDTH`` bytes an op). A stream runs its work in
+    order, so ops usually come sorted by start: each full block of ``SLICE`` then goes to a
+    temporary file and memory keeps one block. A stream that came out of order is read back
+    whole and sorted at the end (its memory then grows with it)."""
+
+    __slots__ = ("cols", "file", "in_order", "last", "marks", "spilled")
 
     def __init__(self) -> None:
-        self.ts, self.end, self.launch = array("d"), array("d"), array("d")
-        self.kind, self.name = array("b"), array("i")
+        self.cols = [array(t) for t in _COLS]
+        self.file: IO[bytes] | None = None
+        self.spilled = 0  # blocks in the file
         self.in_order = True
+        self.last = -_INF  # the latest start so far
+        self.marks: list[float] = []  # each spilled block's first start
+
+    def __len__(self) -> int:
+        return self.spilled * SLICE + len(self.cols[0])
+
+    def append(self, row: tuple[float, float, float, int, int]) -> None:
+        ts = self.cols[0]
+        if row[0] < self.last:
+            self.in_order = False
+        self.last = row[0]
+        for col, value in zip(self.cols, row):
+            col.append(value)  # type: ignore[arg-type]
+        if len(ts) == SLICE and self.in_order:
+            if self.file is None:
+                self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            self.file.seek(0, 2)
+            self.marks.append(ts[0])
+            for col in self.cols:
+                col.tofile(self.file)
+                del col[:]
+            self.spilled += 1
+
+    def set_launch(self, i: int, launch: float) -> None:
+        k, j = divmod(i, SLICE)
+        if k >= self.spilled:
+            self.cols[2][i - self.spilled * SLICE] = launch
+        else:
+            assert self.file is not None
+            self.file.seek(k * SLICE * _WIDTH + 2 * SLICE * 8 + j * 8)
+            self.file.write(array("d", [launch]).tobytes())
+
+    def blocks(self) -> Iterator[list[array[Any]]]:
+        """The columns a block at a time, in order."""
+        for k in range(self.spilled):
+            assert self.file is not None
+            self.file.seek(k * SLICE * _WIDTH)
+            block = [array(t) for t in _COLS]
+            for col in block:
+                col.fromfile(self.file, SLICE)
+            yield block
+        yield self.cols
 
     def sort(self) -> None:
-        """Start order, for a stream whose ops did not arrive so (a copy of it while sorting)."""
+        """Start order, for a stream whose ops did not come so (all of it in memory)."""
         if self.in_order:
             return
-        rows = sorted(zip(self.ts, self.end, self.name, self.kind, self.launch))
-        cols: tuple[array[Any], ...] = (self.ts, self.end, self.name, self.kind, self.launch)
-        for i, col in enumerate(cols):
-            col[:] = array(col.typecode, [r[i] for r in rows])
+        cols = [array(t) for t in _COLS]
+        for block in self.blocks():
+            for col, part in zip(cols, block):
+                col.extend(part)
+        rows = sorted(zip(*cols))
+        del cols
+        self.cols = [array(t, [r[c] for r in rows]) for c, t in enumerate(_COLS)]
+        self.close()
+        self.marks = [self.cols[0][k] for k in range(SLICE, len(rows), SLICE)]
         self.in_order = True
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        self.file, self.spilled = None, 0
+
+
+class _Cursor:
+    """Reads a sorted stream forward: ``take(hi)`` gives its next ops that start before hi."""
+
+    def __init__(self, stream: _Stream) -> None:
+        self.blocks = stream.blocks()
+        self.block = next(self.blocks)
+        self.at = 0
+
+    def take(self, hi: float, out: list[_Row]) -> None:
+        while self.block is not None:
+            ts, end, launch, kind, _ = self.block
+            j = bisect.bisect_left(ts, hi, self.at)
+            out += zip(ts[self.at:j], end[self.at:j], kind[self.at:j], launch[self.at:j])
+            if j < len(ts):
+                self.at = j
+                return
+            self.block, self.at = next(self.blocks, None), 0  # type: ignore[arg-type]
 
 
 class DeviceOps:
-    """Every device op of a trace in compact columns per stream, for ``breakdown``.
+    """Every device op of a trace, per stream, for ``breakdown`` (see ``_Stream``).
 
-    A stream runs its work in order, so its ops usually arrive sorted by start; a stream whose
-    ops do not is sorted once at the end. ``launch`` is the host time of the launching call
-    (the op's own start where unknown); ``set_launch`` fills it in when the call comes later.
+    ``launch`` is the host time of the launching call (the op's own start where unknown);
+    ``set_launch`` fills it in when the call comes later. ``close`` removes the spilled blocks.
     """
 
     def __init__(self) -> None:
@@ -123,33 +203,25 @@ class DeviceOps:
         if i is None:
             i = self._ids[name] = len(self.names)
             self.names.append(name)
-        if col.ts and ts < col.ts[-1]:
-            col.in_order = False
-        col.ts.append(ts)
-        col.end.append(end)
-        col.launch.append(launch)
-        col.kind.append(_CODE[kind_of(name)])
-        col.name.append(i)
+        where = (stream, len(col))
+        col.append((ts, end, launch, _CODE[kind_of(name)], i))
         self.count += 1
-        return stream, len(col.ts) - 1
+        return where
 
     def set_launch(self, where: tuple[Any, int], launch: float) -> None:
-        self.streams[where[0]].launch[where[1]] = launch
+        self.streams[where[0]].set_launch(where[1], launch)
 
-    def slices(self) -> Iterator[list[tuple[float, float, int, float]]]:
-        """Every op as (start, end, kind, launch), in start order, a time slice at a time."""
-        cols = list(self.streams.values())
-        for col in cols:
+    def slices(self) -> Iterator[list[_Row]]:
+        """Every op as (start, end, kind, launch), in start order, a time slice at a time: at
+        most a block of each stream."""
+        for col in self.streams.values():
             col.sort()
-        cuts = sorted({col.ts[k] for col in cols for k in range(SLICE, len(col.ts), SLICE)})
-        at = [0] * len(cols)
+        cuts = sorted({t for col in self.streams.values() for t in col.marks})
+        cursors = [_Cursor(col) for col in self.streams.values()]
         for hi in [*cuts, _INF]:
-            part: list[tuple[float, float, int, float]] = []
-            for c, col in enumerate(cols):
-                j = len(col.ts) if hi == _INF else bisect.bisect_left(col.ts, hi, at[c])
-                part += zip(col.ts[at[c]:j], col.end[at[c]:j], col.kind[at[c]:j],
-                            col.launch[at[c]:j])
-                at[c] = j
+            part: list[_Row] = []
+            for cursor in cursors:
+                cursor.take(hi, part)
             part.sort()
             yield part
 
@@ -159,13 +231,18 @@ class DeviceOps:
         for col in self.streams.values():
             col.sort()
             prev_end = None
-            for ts, end, kind, name in zip(col.ts, col.end, col.kind, col.name):
+            for ts, end, _, kind, name in (row for block in col.blocks()
+                                           for row in zip(*block)):
                 if kind != _IS_COMM:
                     continue
                 if prev_end is not None and ts < prev_end:
                     out.append(self.names[name])
                 prev_end = end
         return out
+
+    def close(self) -> None:
+        for col in self.streams.values():
+            col.close()
 
 
 class _Union:

@@ -29,7 +29,7 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 REORDER = 4096
 #: Launches waiting for their device op (and device ops for their launch): the oldest of more
 #: are dropped, and ops that then miss their launch are named in ``problems``.
-PENDING = 1 << 17
+PENDING = 1 << 16
 _NAN = float("nan")
 
 Number = Union[int, float, str, None]
@@ -142,7 +142,8 @@ class Collector:
         self.device = DeviceOps()
         self.launches: dict[Any, float] = {}
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
-        self.dropped = 0
+        self.dropped = 0  # device ops dropped while waiting for their launch
+        self.forgot = False  # launches dropped: a later device op may miss its own
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
@@ -192,9 +193,9 @@ class Collector:
 
     def _launched(self, corr: Any, ts: float) -> None:
         self.launches[corr] = ts
-        if len(self.launches) > PENDING:
+        if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
             del self.launches[next(iter(self.launches))]
-            self.dropped += 1
+            self.forgot = True
         for where in self.waiting.pop(corr, ()):
             self.device.set_launch(where, ts)
 
@@ -303,20 +304,24 @@ class Collector:
         if not self.device.count:
             return
         stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
-        data.device = breakdown(self.device, steps, stages)
+        try:
+            data.device = breakdown(self.device, steps, stages)
+            clashes = self.device.comm_clashes()
+        finally:
+            self.device.close()
         if not steps:
             data.problems.append(f"{data.path}: {self.device.count} device events but no "
                                  "ProfilerStep ranges: the device breakdown covers the whole "
                                  "trace as one row")
-        clashes = self.device.comm_clashes()
         if clashes:
             data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
                                  f"the same stream (first: {clashes[0][:60]!r}); their time is "
                                  "counted once")
-        if self.dropped:
+        missed = self.dropped + (sum(map(len, self.waiting.values())) if self.forgot else 0)
+        if missed:
             data.problems.append(f"{data.path}: launches and their device ops lie far apart in "
-                                 f"the file (over {PENDING} waiting): {self.dropped} dropped "
-                                 "unmatched, so some device ops count at their own start")
+                                 f"the file (over {PENDING} waiting): {missed} device ops may "
+                                 "count from their own start instead of their launch")
 
     def _memory(self, ranges: list[Range]) -> dict[str, Any]:
         from mindspeed_prof.analysis.memory import from_events
