@@ -123,12 +123,11 @@ class TraceStream(Generic[E, T]):
             if buf.startswith(b"["):
                 header, buf = None, buf[1:]
             else:
-                found = self._header(buf, read)
-                if found is None:  # no array of events: a small document, read whole
+                header, buf = self._header(buf, read)
+                if header is None:  # no array of events: a small document, read whole
                     self.top = self._top.decode(buf)
                     yield from self._take_events()
                     return
-                header, buf = found
             ended = False
             while True:
                 cut = None if ended else self._cut(buf)
@@ -167,16 +166,16 @@ class TraceStream(Generic[E, T]):
 
         return read
 
-    def _header(self, buf: bytes, read: Callable[[], bytes]) -> tuple[bytes, bytes] | None:
+    def _header(self, buf: bytes, read: Callable[[], bytes]) -> tuple[bytes | None, bytes]:
         """The document before ``"traceEvents"`` (checked to be a well-formed start of it) and
-        the buffer after its ``[``; None when the file ends without one."""
+        the buffer after its ``[``; (None, the whole file) when the file ends without one."""
         pos = 0
         while True:
             i = buf.find(_KEY, pos)
             if i < 0 or len(buf) - i < 64:
                 if self._eof:
                     if i < 0:
-                        return None
+                        return None, buf
                 elif len(buf) > MAX_PIECE:
                     raise BadFile(f"{self.path}: no traceEvents array in its first "
                                   f"{MAX_PIECE} bytes; refused")

@@ -199,3 +199,12 @@ def test_hostile_starts_refused_after_one_chunk(tmp_path: Path, monkeypatch) -> 
         with pytest.raises(BadFile, match=rf"^{path}: "):
             read(path)
         assert time.perf_counter() - t0 < 5, name
+
+
+def test_object_without_events_over_several_chunks(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(stream_mod, "CHUNK", 64)
+    path = tmp_path / "rank2.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": ["x" * 50] * 10,
+                                "distributedInfo": {"rank": 2}}))
+    data = read(path)
+    assert data.events == 0 and data.rank == 2 and data.ranges == []
