@@ -124,10 +124,10 @@ class _Thread:
 class Collector:
     """Ranges, op self times, device and memory facts of a trace, fed events a batch at a time.
 
-    State does not grow with the trace: steps and ranges (a few per step), totals per name, a
-    reorder heap and a stack per host thread, device ops in compact columns (``DeviceOps``),
-    launches kept until their device op comes (the oldest of over ``PENDING`` dropped), and
-    ``[memory]`` events in compact columns. ``finish`` fills a ``TraceData``; problems (events
+    Memory holds steps and ranges (a few per step), totals per name, a reorder heap and a stack
+    per host thread, the last ``PENDING`` launches, and device ops a block per stream (the rest
+    wait in a temporary file, ``DeviceOps``). ``[memory]`` events are kept, 32 bytes each: only
+    they grow with the trace (as do the steps). ``finish`` fills a ``TraceData``; problems (events
     without times, negative durations, device activity without steps, collectives overlapping on
     one stream, host ops out of order beyond the heap) are named in ``data.problems``.
     """
