@@ -8,18 +8,23 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Anomaly", "AnomalyDetector", "AnomalyTrigger"]
+__all__ = ["MIN_EXCESS_NS", "Anomaly", "AnomalyDetector", "AnomalyTrigger"]
+
+#: A slowdown must also be at least this much over its median (5 ms): below it, scheduler and
+#: timer jitter decide, and a sub-millisecond stage that doubles is not worth a capture.
+MIN_EXCESS_NS = 5_000_000
 
 
 class AnomalyDetector:
     """Rolling median of the last ``window`` durations per key (a stage name, or None: the step).
 
-    ``observe`` returns the median when the duration exceeds ``factor`` times it (once the
-    window is full), else None; every duration then joins the window.
+    ``observe`` returns the median when the duration exceeds ``factor`` times it and exceeds
+    it by at least ``min_excess_ns`` (once the window is full), else None; every duration then
+    joins the window.
     """
 
-    def __init__(self, factor: float, window: int) -> None:
-        self.factor, self.window = factor, window
+    def __init__(self, factor: float, window: int, min_excess_ns: int = 0) -> None:
+        self.factor, self.window, self.min_excess = factor, window, min_excess_ns
         self._recent: dict[str | None, deque[int]] = {}
         self._sorted: dict[str | None, list[int]] = {}
 
@@ -34,7 +39,7 @@ class AnomalyDetector:
         if n == self.window:
             mid = n // 2
             m = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-            if duration_ns > self.factor * m:
+            if duration_ns > self.factor * m and duration_ns - m >= self.min_excess:
                 median = float(m)
             del ordered[bisect.bisect_left(ordered, recent.popleft())]
         recent.append(duration_ns)
@@ -63,8 +68,9 @@ class AnomalyTrigger:
     most ``max_captures`` captures per run, never while another capture is active or queued.
     """
 
-    def __init__(self, factor: float, window: int, max_captures: int) -> None:
-        self.detector = AnomalyDetector(factor, window)
+    def __init__(self, factor: float, window: int, max_captures: int,
+                 min_excess_ns: int = MIN_EXCESS_NS) -> None:
+        self.detector = AnomalyDetector(factor, window, min_excess_ns)
         self.max_captures = max_captures
         self.captures = 0
         self._last_step: int | None = None

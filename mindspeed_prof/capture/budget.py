@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DiskBudget", "LEVELS", "bytes_under"]
+__all__ = ["DiskBudget", "LEVELS", "RANGES_STEP_BYTES", "bytes_under"]
 
 #: Levels from the most to the least output; ``level_none`` writes ranges only.
 LEVELS = ("level2", "level1", "level0", "level_none")
+#: One step's range file at the most (64 KB: a demo step's ranges take about 2 KB).
+RANGES_STEP_BYTES = 64 * 1024
 
 
 def bytes_under(path: Path) -> int:
@@ -39,6 +41,19 @@ class DiskBudget:
         self.limit = limit_mb * 1024 * 1024
         self.root = root
         self.per_step: dict[str, float] = {}
+
+    def full_at_start(self) -> str:
+        """Why no capture can fit before the run writes anything ('' when one can).
+
+        Before a capture is measured, one step's smallest output (ranges only) is estimated at
+        ``RANGES_STEP_BYTES``: a whole-MB budget always holds that, so only a save root that
+        earlier runs (or a restart) already filled leaves no room.
+        """
+        used = bytes_under(self.root) if self.root.exists() else 0
+        if used + RANGES_STEP_BYTES <= self.limit:
+            return ""
+        return (f"{self.root} already holds {used / 2**20:.1f} MB, and one step needs about "
+                f"{RANGES_STEP_BYTES // 1024} KB more")
 
     def choose(self, level: str, steps: int) -> tuple[str | None, str]:
         """The level to capture at (``None``: skip) and, when it differs, why."""

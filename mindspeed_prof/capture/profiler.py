@@ -122,6 +122,12 @@ class Profiler:
         self._requests: dict[str, Request] = {}
         self._budget = DiskBudget(cfg.max_disk_mb, self.save_root) if cfg.max_disk_mb else None
         self._warned: set[str] = set()
+        if self._budget is not None:
+            full = self._budget.full_at_start()
+            if full:
+                self._warn_once("skipped", f"mindspeed-prof: profiler_config.{self.role}."
+                                f"max_disk_mb={cfg.max_disk_mb}: {full}; no capture will be "
+                                "written (raise max_disk_mb, or clear the folder)")
         self._skipped: CaptureRecord | None = None  # the record counting budget skips
         _current.set_current(self)
         if self._live:

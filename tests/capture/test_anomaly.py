@@ -14,22 +14,24 @@ from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import profiler as profiler_module
-from mindspeed_prof.capture.anomaly import AnomalyDetector, AnomalyTrigger
+from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyTrigger
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 1000), max_size=60), st.integers(2, 9),
-       st.floats(1.01, 5.0))
-def test_detector_matches_statistics_median(values: list[int], window: int, factor: float) -> None:
-    det = AnomalyDetector(factor, window)
+       st.floats(1.01, 5.0), st.integers(0, 300))
+def test_detector_matches_statistics_median(values: list[int], window: int, factor: float,
+                                            excess: int) -> None:
+    det = AnomalyDetector(factor, window, min_excess_ns=excess)
     for i, v in enumerate(values):
         got = det.observe("s", v)
         if i < window:
             assert got is None
             continue
         median = statistics.median(values[i - window:i])
-        assert got == (median if v > factor * median else None)
+        slow = v > factor * median and v - median >= excess
+        assert got == (median if slow else None)
 
 
 def test_detector_keys_are_separate() -> None:
@@ -40,19 +42,42 @@ def test_detector_keys_are_separate() -> None:
     assert det.observe("fast", 3) == 1.0 and det.observe(None, 150) is None
 
 
+MS = 1_000_000
+
+
 def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
     trig = AnomalyTrigger(2.0, 2, max_captures=2)
     for step in (1, 2):
-        assert trig.observe(step, "a", 10, busy=False) is None
-        assert trig.observe(step, None, 10, busy=False) is None
-    first = trig.observe(3, "a", 50, busy=False)
-    assert first is not None and first.action == "capture" and first.median_ms == 10 / 1e6
-    assert trig.observe(3, None, 50, busy=False) is None  # one trigger per step
-    busy = trig.observe(4, "a", 90, busy=True)
+        assert trig.observe(step, "a", 10 * MS, busy=False) is None
+        assert trig.observe(step, None, 10 * MS, busy=False) is None
+    first = trig.observe(3, "a", 50 * MS, busy=False)
+    assert first is not None and first.action == "capture" and first.median_ms == 10
+    assert trig.observe(3, None, 50 * MS, busy=False) is None  # one trigger per step
+    busy = trig.observe(4, "a", 90 * MS, busy=True)
     assert busy is not None and busy.action.startswith("skipped: another capture")
-    assert trig.observe(5, "a", 500, busy=False).action == "capture"  # type: ignore[union-attr]
-    assert trig.observe(6, "a", 5000, busy=False).action == (  # type: ignore[union-attr]
+    assert trig.observe(5, "a", 500 * MS, busy=False).action == "capture"  # type: ignore[union-attr]
+    assert trig.observe(6, "a", 5000 * MS, busy=False).action == (  # type: ignore[union-attr]
         "skipped: anomaly_max_captures reached")
+
+
+def test_trigger_ignores_slowdowns_under_the_minimum_excess() -> None:
+    """A 0.1 ms stage at 40x its median is jitter; 10x a 1 ms stage is 9 ms over: it fires."""
+    trig = AnomalyTrigger(2.0, 2, max_captures=5)
+    for step in (1, 2):
+        trig.observe(step, "tiny", MS // 10, busy=False)
+        trig.observe(step, "small", MS, busy=False)
+    assert trig.observe(3, "tiny", 4 * MS, busy=False) is None
+    found = trig.observe(4, "small", 10 * MS, busy=False)
+    assert found is not None and found.stage == "small" and found.median_ms == 1
+
+
+@pytest.mark.parametrize("over", [MIN_EXCESS_NS - 1, MIN_EXCESS_NS])
+def test_minimum_excess_edge(over: int) -> None:
+    trig = AnomalyTrigger(2.0, 2, max_captures=1)
+    for step in (1, 2):
+        trig.observe(step, None, MS, busy=False)
+    found = trig.observe(3, None, MS + over, busy=False)
+    assert (found is not None) == (over >= MIN_EXCESS_NS)
 
 
 def test_scheduler_runs_triggers_in_order_and_not_over_a_planned_capture() -> None:

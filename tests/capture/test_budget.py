@@ -59,3 +59,30 @@ def test_large_captures_stay_within_one_capture_of_the_budget(
     messages = [r.getMessage() for r in caplog.records]
     assert sum("skipping captures" in m for m in messages) == 1
     assert sum("instead of level1" in m for m in messages) <= 1
+
+
+def test_save_root_already_full_warns_before_the_first_step(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB + 1))
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        prof = Profiler.from_config({"integrated": {
+            "profile": True, "backend": "torch", "profile_step_start": 1,
+            "profile_step_end": 3, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}},
+            rank=0)
+        before = [r.getMessage() for r in caplog.records]
+        for step in range(1, 4):
+            with prof.step(step):
+                pass
+        prof.close()
+    assert len(before) == 1 and "profiler_config.integrated.max_disk_mb=1" in before[0]
+    assert str(tmp_path) in before[0] and "1.0 MB" in before[0]
+    assert len(caplog.records) == 1  # the skip itself does not warn again
+    assert [c["reason"] for c in prof.captures] == ["disk_budget"]
+    assert bytes_under(tmp_path) < MB + 1 + 64 * 1024  # a manifest at most
+
+
+def test_budget_with_room_for_a_step_says_nothing(tmp_path: Path) -> None:
+    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB - 65 * 1024))
+    assert DiskBudget(1, tmp_path).full_at_start() == ""
+    (tmp_path / "more.bin").write_bytes(b"x" * 2048)
+    assert "already holds" in DiskBudget(1, tmp_path).full_at_start()
