@@ -13,8 +13,7 @@ import itertools
 import re
 import tempfile
 from array import array
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any
 
 __all__ = ["DeviceOps", "breakdown", "kind_of", "merge", "overlap", "total"]
@@ -245,130 +244,121 @@ class DeviceOps:
             col.close()
 
 
-class _Union:
-    """The union of intervals fed in start order; each finished piece goes to ``sinks``."""
-
-    __slots__ = ("a", "b", "sinks")
-
-    def __init__(self, *sinks: Callable[[float, float], None]) -> None:
-        self.a, self.b, self.sinks = _INF, -_INF, sinks
-
-    def add(self, ts: float, end: float) -> None:
-        if ts <= self.b:
-            if end > self.b:
-                self.b = end
-            return
-        self.close()
-        self.a, self.b = ts, end
-
-    def close(self) -> None:
-        if self.b != -_INF:
-            for sink in self.sinks:
-                sink(self.a, self.b)
-        self.a, self.b = _INF, -_INF
-
-
-class _Overlap:
-    """``overlap`` of two unions' pieces (comm: side 0, compute: side 1) as they close."""
-
-    def __init__(self, sink: Callable[[float, float], None]) -> None:
-        self.sides: tuple[deque[Interval], deque[Interval]] = (deque(), deque())
-        self.unions: tuple[_Union, _Union] | None = None
-        self.sink = sink
-
-    def side(self, k: int) -> Callable[[float, float], None]:
-        def add(a: float, b: float) -> None:
-            self.sides[k].append((a, b))
-            self.drain(k)
-        return add
-
-    def drain(self, k: int | None = None) -> None:
-        """Pair the pieces in hand. After side ``k`` got one, the other side's next piece starts
-        no earlier than its open interval (or, with none open, than the op that closed this
-        piece): side ``k``'s pieces that end by then meet nothing more and are dropped."""
-        a, b = self.sides
-        while a and b:
-            (a0, a1), (b0, b1) = a[0], b[0]
-            lo, hi = max(a0, b0), min(a1, b1)
-            if lo < hi:
-                self.sink(lo, hi)
-            if a1 < b1:
-                a.popleft()
-            else:
-                b.popleft()
-        if k is not None and self.unions is not None:
-            mine, other = self.sides[k], self.unions[1 - k]
-            bound = other.a if other.b != -_INF else mine[-1][1] if mine else -_INF
-            while mine and mine[0][1] <= bound:
-                mine.popleft()
-
-
-class _Sum:
-    __slots__ = ("total",)
-
-    def __init__(self) -> None:
-        self.total = 0.0
-
-    def add(self, a: float, b: float) -> None:
-        self.total += b - a
+_BUSY, _COMPUTE, _COMM_T, _MEMCPY, _OVERLAP = range(5)  # what a group totals
+_TARGETS = ("busy", "compute", "comm", "memcpy", "overlap")
 
 
 class _Windows:
-    """Lengths of pieces (arriving in order) within each of the sorted windows ``[lo, hi)``."""
+    """Lengths within each of the sorted windows ``[lo, hi)``, per target; each target's
+    pieces arrive in order."""
 
     __slots__ = ("at", "his", "los", "totals")
 
     def __init__(self, los: list[float], his: list[float]) -> None:
-        self.los, self.his, self.totals, self.at = los, his, [0.0] * len(los), 0
+        self.los, self.his = los, his
+        self.totals = [[0.0] * len(los) for _ in _TARGETS]
+        self.at = [0] * len(_TARGETS)
 
-    def add(self, a: float, b: float) -> None:
-        los, his, totals = self.los, self.his, self.totals
-        while self.at < len(his) and his[self.at] <= a:
-            self.at += 1
-        k = self.at
+    def add(self, target: int, a: float, b: float) -> None:
+        los, his, totals = self.los, self.his, self.totals[target]
+        k = self.at[target]
+        while k < len(his) and his[k] <= a:
+            k += 1
+        self.at[target] = k
         while k < len(los) and los[k] < b:
             totals[k] += max(0.0, min(b, his[k]) - max(a, los[k]))
             k += 1
 
 
 class _Group:
-    """Device time of a set of ops fed in start order: busy, per kind, comm/compute overlap."""
+    """Device time of a set of ops fed in start order: the union of all of them (busy), of each
+    kind, and the overlap of the comm and compute unions; summed, or per window of ``windows``.
 
-    def __init__(self, sink: Callable[[], Any]) -> None:
-        self.out = {k: sink() for k in ("busy", "compute", "comm", "memcpy", "overlap")}
-        self.overlap = _Overlap(self.out["overlap"].add)
-        self.busy = _Union(self.out["busy"].add)
-        comp = _Union(self.out["compute"].add, self.overlap.side(1))
-        comm = _Union(self.out["comm"].add, self.overlap.side(0))
-        self.overlap.unions = (comm, comp)
-        self.kinds = (comp, comm, _Union(self.out["memcpy"].add), None)
+    Flat state (a stage run has one), pieces closed as the next op starts past them: the same
+    pieces, in the same order, as ``merge`` and ``overlap`` make of the whole lists.
+    """
+
+    __slots__ = ("hi", "lo", "open", "sides", "totals", "windows")
+
+    def __init__(self, windows: _Windows | None = None) -> None:
+        self.open = [_INF, -_INF] * 4  # the open piece [a, b] of busy, compute, comm, memcpy
+        self.sides: tuple[list[Interval], list[Interval]] = ([], [])  # comm, compute unpaired
+        self.totals = [0.0] * len(_TARGETS)
+        self.windows = windows
         self.lo, self.hi = _INF, -_INF
 
     def add(self, ts: float, end: float, kind: int) -> None:
-        self.busy.add(ts, end)
-        union = self.kinds[kind]
-        if union is not None:
-            union.add(ts, end)
+        self._feed(_BUSY, ts, end)
+        if kind < len(KINDS) - 1:  # compute, comm, memcpy: targets 1..3
+            self._feed(kind + 1, ts, end)
         if ts < self.lo:
             self.lo = ts
         if end > self.hi:
             self.hi = end
 
+    def _feed(self, u: int, ts: float, end: float) -> None:
+        o, i = self.open, 2 * u
+        if ts <= o[i + 1]:
+            if end > o[i + 1]:
+                o[i + 1] = end
+            return
+        if o[i + 1] != -_INF:
+            self._piece(u, o[i], o[i + 1])
+        o[i], o[i + 1] = ts, end
+
+    def _put(self, target: int, a: float, b: float) -> None:
+        if self.windows is None:
+            self.totals[target] += b - a
+        else:
+            self.windows.add(target, a, b)
+
+    def _piece(self, u: int, a: float, b: float) -> None:
+        self._put(u, a, b)
+        if u in (_COMPUTE, _COMM_T):
+            k = 0 if u == _COMM_T else 1
+            self.sides[k].append((a, b))
+            self._pair(k)
+
+    def _pair(self, k: int | None) -> None:
+        """``overlap``'s walk over the pieces in hand. After side ``k`` got one, the other
+        side's next piece starts no earlier than its open one (or, none open, than the op that
+        closed this piece): side ``k``'s pieces that end by then meet nothing more."""
+        a, b = self.sides
+        i = j = 0
+        while i < len(a) and j < len(b):
+            (a0, a1), (b0, b1) = a[i], b[j]
+            lo, hi = max(a0, b0), min(a1, b1)
+            if lo < hi:
+                self._put(_OVERLAP, lo, hi)
+            if a1 < b1:
+                i += 1
+            else:
+                j += 1
+        del a[:i], b[:j]
+        if k is not None:
+            mine, other = self.sides[k], 2 * (_COMM_T if k == 1 else _COMPUTE)
+            bound = self.open[other] if self.open[other + 1] != -_INF else (
+                mine[-1][1] if mine else -_INF)
+            n = 0
+            while n < len(mine) and mine[n][1] <= bound:
+                n += 1
+            del mine[:n]
+
     def close(self) -> None:
-        for union in (self.busy, *self.kinds):
-            if union is not None:
-                union.close()
-        self.overlap.drain()
+        for u in range(4):
+            if self.open[2 * u + 1] != -_INF:
+                a, b = self.open[2 * u], self.open[2 * u + 1]
+                self.open[2 * u], self.open[2 * u + 1] = _INF, -_INF
+                self._piece(u, a, b)
+        self._pair(None)
 
-
-def _row(out: dict[str, Any], lo: float, hi: float, k: int | None = None) -> dict[str, float]:
-    def ms(key: str) -> float:
-        return (out[key].total if k is None else out[key].totals[k]) / 1e3
-
-    busy = out["busy"].total if k is None else out["busy"].totals[k]
-    return {"span_ms": (hi - lo) / 1e3, "busy_ms": busy / 1e3, "compute_ms": ms("compute"),
-            "comm_ms": ms("comm"), "overlap_ms": ms("overlap"), "memcpy_ms": ms("memcpy"),
-            "idle_ms": (hi - lo - busy) / 1e3}
+    def row(self, lo: float, hi: float, k: int | None = None) -> dict[str, float]:
+        us = self.totals if k is None or self.windows is None else [
+            w[k] for w in self.windows.totals]
+        return {"span_ms": (hi - lo) / 1e3, "busy_ms": us[_BUSY] / 1e3,
+                "compute_ms": us[_COMPUTE] / 1e3, "comm_ms": us[_COMM_T] / 1e3,
+                "overlap_ms": us[_OVERLAP] / 1e3, "memcpy_ms": us[_MEMCPY] / 1e3,
+                "idle_ms": (hi - lo - us[_BUSY]) / 1e3}
 
 
 def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
@@ -404,8 +394,8 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
                 last_end = max(last_end, end)
     firsts = sorted((lo, n) for n, lo in first.items())
     los = [lo for lo, _ in firsts]
-    windows = _Group(lambda: _Windows(los, [*los[1:], last_end]))
-    rest = _Group(_Sum)
+    windows = _Group(_Windows(los, [*los[1:], last_end]))
+    rest = _Group()
     order = sorted(range(len(stages)), key=lambda i: stages[i][2])
     s_starts = [stages[i][2] for i in order]
     s_ends = [stages[i][2] + stages[i][3] for i in order]
@@ -419,20 +409,19 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
                 if s_ends[j] >= launch:
                     run = runs.get(order[j])
                     if run is None:
-                        run = runs[order[j]] = _Group(_Sum)
+                        run = runs[order[j]] = _Group()
                     run.add(ts, end, kind)
                 j -= 1
     rows: list[dict[str, Any]] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):
         hi = firsts[k + 1][0] if k + 1 < len(firsts) else last_end
-        rows.append({"step": n, "stage": None, **_row(windows.out, lo, hi, k)})
+        rows.append({"step": n, "stage": None, **windows.row(lo, hi, k)})
     if outside:  # not attributable: its own union, not part of the tiling
         rest.close()
-        rows.append({"step": None, "stage": None, **_row(rest.out, rest.lo, rest.hi)})
+        rows.append({"step": None, "stage": None, **rest.row(rest.lo, rest.hi)})
     for i, (name, step, _, _) in enumerate(stages):  # only the ops the stage launched
         if i in runs:
             runs[i].close()
-            rows.append({"step": step, "stage": name, **_row(runs[i].out, runs[i].lo,
-                                                             runs[i].hi)})
+            rows.append({"step": step, "stage": name, **runs[i].row(runs[i].lo, runs[i].hi)})
     return rows
