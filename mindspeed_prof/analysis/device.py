@@ -93,7 +93,7 @@ class _Stream:
     __slots__ = ("cols", "file", "in_order", "last", "marks", "spilled")
 
     def __init__(self) -> None:
-        self.cols = [array(t) for t in _COLS]
+        self.cols: list[array[Any]] = [array(t) for t in _COLS]
         self.file: IO[bytes] | None = None
         self.spilled = 0  # blocks in the file
         self.in_order = True
