@@ -109,7 +109,7 @@ class _Stream:
             self.in_order = False
         self.last = row[0]
         for col, value in zip(self.cols, row):
-            col.append(value)  # type: ignore[arg-type]
+            col.append(value)
         if len(ts) == SLICE and self.in_order:
             if self.file is None:
                 self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
