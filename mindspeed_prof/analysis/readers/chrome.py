@@ -27,8 +27,8 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: Host ops of a thread are put back in start order through a heap of this many (torch writes
 #: them sorted already); ops further out of order are named in ``problems``.
 REORDER = 4096
-#: Launches waiting for their device op (and device ops for their launch): the oldest of more
-#: are dropped, and ops that then miss their launch are named in ``problems``.
+#: Launches waiting for their device op (and device ops for their launch): over this many, the
+#: older half is dropped, and ops that then miss their launch are named in ``problems``.
 PENDING = 1 << 16
 _NAN = float("nan")
 
@@ -194,7 +194,7 @@ class Collector:
     def _launched(self, corr: Any, ts: float) -> None:
         self.launches[corr] = ts
         if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
-            del self.launches[next(iter(self.launches))]
+            self.launches = _newer_half(self.launches)
             self.forgot = True
         for where in self.waiting.pop(corr, ()):
             self.device.set_launch(where, ts)
@@ -211,8 +211,9 @@ class Collector:
         if launch is None and corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
-                del self.waiting[next(iter(self.waiting))]
-                self.dropped += 1
+                kept = _newer_half(self.waiting)
+                self.dropped += sum(len(w) for c, w in self.waiting.items() if c not in kept)
+                self.waiting = kept
 
     def add(self, events: list[Event]) -> None:
         """Fold a batch of events in (in file order)."""
@@ -334,6 +335,13 @@ class Collector:
         peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
                             default=None)
         return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
+
+
+def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
+    """The later half of ``entries`` (in insertion order): dropping them half at a time costs
+    O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
+    items = list(entries.items())
+    return dict(items[len(items) // 2:])
 
 
 def _merge(into: dict[str, list[float]], totals: dict[str, list[float]]) -> None:
