@@ -75,7 +75,7 @@ KINDS = ("compute", "comm", "memcpy", "other")
 _CODE = {k: i for i, k in enumerate(KINDS)}
 _IS_COMM = _CODE["comm"]
 #: Ops are swept in time slices of about this many ops per stream (bounds the sort's memory).
-SLICE = 1 << 16
+SLICE = 1 << 14
 _INF = float("inf")
 
 
