@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import gzip
 import json
 import time
@@ -185,6 +186,7 @@ def test_truncated_file_is_named(tmp_path: Path, monkeypatch) -> None:
     path.write_bytes(raw[:len(raw) - 3])
     with pytest.raises(BadFile, match="cut short or malformed near its end"):
         read(path)
+    assert gc.isenabled()  # paused while reading, back on after a failure too
 
 
 def test_hostile_starts_refused_after_one_chunk(tmp_path: Path, monkeypatch) -> None:
