@@ -69,7 +69,6 @@ class _Trace(msgspec.Struct):
 _decoder = msgspec.json.Decoder(Union[_Trace, list[Event]])  # object or JSON Array Format
 
 
-
 def decode_events(raw: bytes) -> list[Event]:
     """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
     trace = _decoder.decode(raw)
