@@ -6,6 +6,10 @@
   formatted per range, which a tight loop of tiny steps pays in full).
 - ``prof.step(n)`` with profiling off, its on-demand check (a clock read) included (goal 1.5x).
 - The anomaly detector's cost per step (3 stages and the step), reported.
+- The on-demand check through Ray (not with ``--quick``: it starts a Ray cluster): the same
+  ``prof.step(n)`` with a link to a job's capture board (the 1 s gate: a clock read per step),
+  and one check that is due at every step (asking the board without waiting, taking the
+  previous answer), reported.
 Each figure is the median of per-round ratios, both sides timed back to back in each round.
 Alone: ``python -m benchmarks --only hot_path``.
 """
@@ -123,4 +127,39 @@ def run(report: Report) -> None:
 
     add("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n // 10, rounds),
         None)
+    if not report.quick:
+        _ray_check(tmp, add, n, rounds)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ray_check(tmp: Path, add: Callable[..., None], n: int, rounds: int) -> None:
+    """``prof.step(n)`` whose on-demand check also asks a Ray job's capture board."""
+    import ray
+
+    from mindspeed_prof.capture.board import BoardLink, board_name
+    from mindspeed_prof.capture.profiler import Profiler
+    from mindspeed_prof.ray import open_board
+
+    ray.init(num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    try:
+        board = open_board()
+        ray.get(board.logged.remote())  # started
+        off = Profiler.from_config({"integrated": {"profile_save_path": str(tmp)}}, rank=0)
+        control = off._control
+        assert control is not None
+        control._board = BoardLink(board_name(ray.get_runtime_context().get_job_id()))
+
+        def hooks(k: int) -> None:
+            step = off.step
+            for i in range(k):
+                with step(i):
+                    pass
+
+        add("prof.step(n), profiling off, on-demand check through Ray included",
+            _ratio(hooks, n, rounds), 1.5)
+        control.interval_ns = control.due_ns = 0
+        add("prof.step(n) with the check (folder and Ray board) due at every step",
+            _ratio(hooks, n // 100, rounds), None)
+        off.close()
+    finally:
+        ray.shutdown()

@@ -5,6 +5,9 @@
     ...                                                        # Worker mixes in ProfilerMixin
     summaries = collect(workers)                               # no shared filesystem needed
     write_cluster_summary(save_root(cfg), summaries)
+
+``open_board()`` on the driver, after ``ray.init``, lets ``mindspeed-prof capture --ray`` reach
+the workers of this job (see ``mindspeed_prof.capture.board``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from mindspeed_prof.config.validate import validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["ProfilerMixin", "collect", "save_root", "worker_config", "write_cluster_summary"]
+__all__ = ["ProfilerMixin", "collect", "open_board", "save_root", "worker_config",
+           "write_cluster_summary"]
 
 
 def worker_config(profiler_config: Any) -> dict[str, Any]:
@@ -80,6 +84,25 @@ class ProfilerMixin:
                           for f in files],
                 "stage_rank": summary.get("stage_rank", []),
                 "per_step": summary.get("per_step", [])}
+
+
+#: The board this driver opened: Ray stops an actor once no handle to it is left.
+_board: Any = None
+
+
+def open_board() -> Any:
+    """On the driver, after ``ray.init``: this job's capture board, the actor
+    ``board-<job id>`` in the namespace ``mindspeed_prof`` (opened once; it lives as long as
+    the driver). Workers' on-demand checks find it by that name; ``capture --ray`` posts on it."""
+    import ray
+
+    from mindspeed_prof.capture.board import NAMESPACE, ControlBoard, board_name
+
+    global _board
+    name = board_name(ray.get_runtime_context().get_job_id())
+    _board = ray.remote(num_cpus=0)(ControlBoard).options(
+        name=name, namespace=NAMESPACE, get_if_exists=True).remote()
+    return _board
 
 
 def collect(workers: list[Any], method: str = "profiler_summary") -> list[dict[str, Any]]:

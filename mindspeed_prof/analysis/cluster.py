@@ -9,7 +9,11 @@ beyond that choice.
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,7 @@ from mindspeed_prof.analysis.memory import is_memory_file
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
 
-__all__ = ["Unreachable", "connect", "read_on_cluster"]
+__all__ = ["Unreachable", "connect", "read_on_cluster", "without_token_notice"]
 
 _CONNECT_TIMEOUT_S = 3.0
 
@@ -40,19 +44,54 @@ def connect(address: str | None) -> None:
     if ray.is_initialized():
         return
     try:
-        ray.init(address=address, configure_logging=False, log_to_driver=False)
+        with without_token_notice():
+            ray.init(address=address, configure_logging=False, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as err:
-        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}") \
-            from None
+        hint = ""
+        if address not in (None, "auto") and "RAY_AUTH_MODE" not in os.environ:
+            hint = " (a cluster with token authentication: set RAY_AUTH_MODE=token, and " \
+                   "RAY_AUTH_TOKEN on another machine)"
+        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}"
+                          f"{hint}") from None
 
 
-def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
-    """On one node: its id, host name and the captures it holds (path, bytes, mtime)."""
+#: Ray's logger and the notice it logs whenever ``ray.init`` starts a local cluster with
+#: RAY_AUTH_MODE unset, or joins one with a token at hand: not news to someone who asked for
+#: a capture or an analysis.
+TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup",
+                "Token authentication is enabled for this Ray cluster.")
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.prefix)
+
+
+@contextmanager
+def without_token_notice() -> Iterator[None]:
+    """Drops exactly Ray's token-authentication notice, only while Ray starts or connects."""
+    logger = logging.getLogger(TOKEN_NOTICE[0])
+    drop = _DropMessage(TOKEN_NOTICE[1])
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def _listing(root: str) -> tuple[str, str, str, list[tuple[str, int, int]]]:
+    """On one node: its id, host name, ``root`` as it sees it (``~``: its own home) and the
+    captures it holds (path, bytes, mtime)."""
     import ray
 
+    here = Path(root).expanduser()
     found = []
     try:
-        for path in discover(Path(root)):
+        for path in discover(here):
             if is_memory_file(path.name):
                 continue  # joined to captures on the driver: not read with --ray
             stamp = cache.stamp(path)
@@ -60,19 +99,21 @@ def _listing(root: str) -> tuple[str, str, list[tuple[str, int, int]]]:
                 found.append((str(path), *stamp))
     except BadFile:
         pass  # no such root on this node
-    return ray.get_runtime_context().get_node_id(), socket.gethostname(), found
+    return ray.get_runtime_context().get_node_id(), socket.gethostname(), str(here), found
 
 
 def _reading(path: str, root: str, use_cache: bool) -> tuple[str, bytes | TraceData | str]:
     import ray
 
-    return ray.get_runtime_context().get_node_id(), read_encoded(Path(path), Path(root), use_cache)
+    node = ray.get_runtime_context().get_node_id()
+    return node, read_encoded(Path(path), Path(root).expanduser(), use_cache)
 
 
 def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True
                     ) -> tuple[list[TraceData | str], list[dict[str, Any]]]:
     """Every capture below ``root`` on any node, read where it lies, in a stable order, and
-    where each was read: ``{"path", "node", "host", "bytes"}``."""
+    where each was read: ``{"path", "node", "host", "bytes"}``. A ``root`` starting with ``~``
+    is each node's own home."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -85,17 +126,22 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
     lister = ray.remote(num_cpus=0)(_listing)
     listings = ray.get([lister.options(scheduling_strategy=on(n)).remote(str(root))
                         for n in nodes])
-    hosts = {node: host for node, host, _ in listings}
+    hosts = {node: host for node, host, _, _ in listings}
+    roots = {node: Path(there) for node, _, there, _ in listings}
     load: dict[str, int] = dict.fromkeys(hosts, 0)
     owner: dict[tuple[str, int, int], str] = {}
-    for node, _, found in listings:
+    for node, _, _, found in listings:
         for capture in found:
             if capture not in owner or load[node] < load[owner[capture]]:
                 if capture in owner:
                     load[owner[capture]] -= capture[1]
                 owner[capture] = node
                 load[node] += capture[1]
-    captures = sorted(owner, key=lambda c: (Path(c[0]), c[1:]))  # discover's order
+    def under_root(capture: tuple[str, int, int]) -> Path:
+        """The capture as ``root/...``: where it lies below the root of the node holding it."""
+        return root / Path(capture[0]).relative_to(roots[owner[capture]])
+
+    captures = sorted(owner, key=lambda c: (under_root(c), c[1:]))  # discover's order
     reader = ray.remote(num_cpus=1)(_reading)
     refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache)
             for c in captures]
@@ -104,7 +150,7 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
     for capture, (node, result) in zip(captures, ray.get(refs)):
         if isinstance(result, bytes):
             result = cache.decode(result)
-            result.path = Path(capture[0])
+            result.path = under_root(capture)
         results.append(result)
         placed.append({"path": capture[0], "node": node, "host": hosts.get(node, ""),
                        "bytes": capture[1]})

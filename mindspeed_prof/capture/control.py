@@ -3,7 +3,8 @@
 The command writes one JSON file per request into ``requests/`` (atomically); each rank checks
 the folder at most once per interval at a step boundary, applies each request once (an ack
 file per rank survives restarts), and writes its progress to ``acks/``. torch_npu's dynamic
-profiling ``profiler_config.json`` fields are accepted too (see ``from_npu``).
+profiling ``profiler_config.json`` fields are accepted too (see ``from_npu``). In a Ray worker
+the same check also asks the job's board (``board.py``), which needs no shared filesystem.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.config.schema import Level, Stage
+
+if TYPE_CHECKING:
+    from mindspeed_prof.capture.board import BoardLink
 
 __all__ = ["ACKS", "CONTROL", "REQUESTS", "ControlChannel", "Request", "read_acks",
            "write_request"]
@@ -136,6 +142,19 @@ def _world_size() -> int:
         return 0
 
 
+def _board_link() -> BoardLink | None:
+    """This process's link to its Ray job's board, when it is a Ray worker (ray imported)."""
+    if "ray" not in sys.modules:
+        return None
+    from mindspeed_prof.capture.board import BoardLink
+
+    try:
+        return BoardLink.here()
+    except Exception as err:  # never a reason to stop training
+        log.warning("mindspeed-prof: no on-demand capture through Ray: %s", err)
+        return None
+
+
 def write_request(root: Path, request: Request) -> Path:
     """Put ``request`` where jobs saving to ``root`` look (written aside, then renamed)."""
     folder = root / CONTROL / REQUESTS
@@ -167,13 +186,30 @@ class ControlChannel:
         self.interval_ns = int(interval_s * 1e9)
         self.due_ns = 0  # perf_counter_ns() at which the next check is due
         self._seen: set[str] = set()
+        self._board = _board_link()  # in a Ray worker: its job's board too
+        self._from_board: set[str] = set()
 
     def poll(self, rank: int, role: str, step: int | None) -> list[Request]:
         """New requests for ``rank``/``role`` that may start at ``step``, oldest first.
 
         A file is known by its name and modification time, so editing a torch_npu-style
-        ``profiler_config.json`` in place asks again, as it does for torch_npu.
+        ``profiler_config.json`` in place asks again, as it does for torch_npu. In a Ray
+        worker, the requests on its job's board follow those from the folder.
         """
+        found = self._poll_folder(rank, role, step)
+        if self._board is not None:
+            for data in self._board.poll(rank, role, step):
+                try:
+                    request = Request.parse(data)
+                except (ValueError, TypeError) as err:  # the board checks; this is belt and braces
+                    log.warning("mindspeed-prof: ignoring capture request %s from the board: %s",
+                                data.get("id"), err)
+                    continue
+                self._from_board.add(request.id)
+                found.append(request)
+        return found
+
+    def _poll_folder(self, rank: int, role: str, step: int | None) -> list[Request]:
         try:
             entries = sorted((e.name, e.stat().st_mtime_ns) for e in
                              os.scandir(self.root / CONTROL / REQUESTS) if e.name.endswith(".json"))
@@ -231,15 +267,20 @@ class ControlChannel:
 
     def ack(self, request: Request, rank: int, role: str, status: str,
             files: list[str] | None = None, message: str = "") -> None:
-        """Record what this rank did about ``request`` (the command waits on these)."""
+        """Record what this rank did about ``request`` (the command waits on these): in the
+        folder, or on the board the request came from."""
+        values = {"id": request.id, "rank": rank, "role": role, "status": status,
+                  "files": files or [], "message": message, "time": time.time(),
+                  "root": str(self.root), "host": host_name()}
+        if self._board is not None and request.id in self._from_board:
+            self._board.ack(values)
+            return
         folder = self.root / CONTROL / ACKS
         try:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{request.id}.rank{rank}.json"
             tmp = folder / f".{request.id}.rank{rank}.tmp"
-            tmp.write_text(json.dumps({"id": request.id, "rank": rank, "role": role,
-                                       "status": status, "files": files or [],
-                                       "message": message, "time": time.time()}))
+            tmp.write_text(json.dumps(values))
             os.replace(tmp, path)
         except OSError as err:
             log.warning("mindspeed-prof: could not acknowledge request %s: %s", request.id, err)

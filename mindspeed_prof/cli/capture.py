@@ -18,9 +18,10 @@ from mindspeed_prof.capture.control import (
     read_acks,
     write_request,
 )
+from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.config.schema import Level, Stage
 
-__all__ = ["add_parser", "run"]
+__all__ = ["EXIT_NOT_RUNNING", "add_parser", "report", "run"]
 
 EXIT_OK, EXIT_NOTHING_WRITTEN, EXIT_NOT_RUNNING, EXIT_PARTIAL = 0, 1, 2, 3
 _DONE = ("written", "failed")
@@ -28,12 +29,16 @@ _SETTLE_S = 3.0  # without --ranks: wait this long after the last rank reported
 DESCRIPTION = """\
 Capture the next steps of a running job without a restart. The job takes the
 request at a step start (it looks at most once a second), whatever its preset,
-while on_demand is true.
+while on_demand is true. TARGET is the job's save root; or, for a Ray job, whose
+driver called mindspeed_prof.ray.open_board(), ray://ADDRESS (Ray Client) or
+--ray [ADDRESS] (the cluster's address; default: the one this machine runs):
+the request then reaches every worker through Ray, no shared filesystem needed.
 
 exit codes:
   0  every rank that took the request wrote its capture
   1  a rank took the request but wrote nothing before the timeout
-  2  bad usage, or no job took the request before the timeout
+  2  bad usage, a Ray cluster or job that cannot be reached, a request no
+     worker matches, or no job took the request before the timeout
   3  some ranks wrote their capture, others failed
 """
 
@@ -43,7 +48,12 @@ def add_parser(sub: Any) -> None:
     c = sub.add_parser("capture", help="capture the next steps of a running job, now",
                        description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("target", help="the job's save root (profile_save_path)")
+    c.add_argument("target", nargs="?",
+                   help="the job's save root (profile_save_path), or ray://ADDRESS")
+    c.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="reach a Ray job's workers through its cluster (default: auto)")
+    c.add_argument("--job", metavar="ID",
+                   help="with --ray: the Ray job to ask, where several have a capture board")
     c.add_argument("--steps", type=int,
                    help="steps to capture (default 2; 0 with --flight: the dump only)")
     c.add_argument("--ranks", help="comma-separated ranks, e.g. 0,3 (default: all)")
@@ -83,17 +93,24 @@ def _request(args: argparse.Namespace) -> Request:
 
 
 def run(args: argparse.Namespace) -> int:
-    target = str(args.target)
-    if target.startswith("ray://"):
-        print("mindspeed-prof: ray:// targets are not supported yet; pass the job's save root "
-              "(profile_save_path), reachable from this machine", file=sys.stderr)
+    target = None if args.target is None else str(args.target)
+    address = args.ray if args.ray is not None else (
+        target if target and target.startswith("ray://") else None)
+    if (args.ray is None) == (target is None):  # neither, or both
+        print("mindspeed-prof: capture: give one of the job's save root, ray://ADDRESS or "
+              "--ray [ADDRESS]", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    root = Path(target).expanduser()
     try:
         request = _request(args)
     except (ValueError, OSError) as err:
         print(f"mindspeed-prof: capture: {err}", file=sys.stderr)
         return EXIT_NOT_RUNNING
+    if address is not None:
+        from mindspeed_prof.cli.capture_ray import capture_through_ray
+
+        return capture_through_ray(address, args.job, request, args.timeout)
+    assert target is not None
+    root = Path(target).expanduser()
     if root.exists() and not root.is_dir():
         print(f"mindspeed-prof: capture: {root} is not a directory (give the save root)",
               file=sys.stderr)
@@ -106,7 +123,13 @@ def run(args: argparse.Namespace) -> int:
         acks = _wait(root, request, args.timeout)
     finally:
         path.unlink(missing_ok=True)  # a job started later must not take a stale request
-    return _report(root, request, acks, args.timeout)
+    if not acks:
+        print(f"mindspeed-prof: capture: no job took request {request.id} within "
+              f"{args.timeout:g} s. Is a job saving to {root} running, with on_demand: true, "
+              "calling the step hooks?", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    acks = [{**a, "root": str(root)} for a in acks]  # the save root as this machine sees it
+    return report(request, acks, args.timeout, f"see {root / CONTROL / ACKS}")
 
 
 def _wait(root: Path, request: Request, timeout: float) -> list[dict[str, Any]]:
@@ -128,19 +151,26 @@ def _wait(root: Path, request: Request, timeout: float) -> list[dict[str, Any]]:
         time.sleep(0.25)
 
 
-def _report(root: Path, request: Request, acks: list[dict[str, Any]], timeout: float) -> int:
-    if not acks:
-        print(f"mindspeed-prof: capture: no job took request {request.id} within {timeout:g} s. "
-              f"Is a job saving to {root} running, with on_demand: true, calling the step "
-              "hooks?", file=sys.stderr)
-        return EXIT_NOT_RUNNING
+def report(request: Request, acks: list[dict[str, Any]], timeout: float, more: str,
+           ray: str | None = None) -> int:
+    """Where each rank's capture is, the ``analyse`` command, and the exit code.
+
+    With ``ray`` (the cluster's address), captures on several nodes, or on a node that is
+    not this machine, are analysed where they lie: ``analyse FOLDER --ray ADDRESS``.
+    """
     written = [a for a in acks if a["status"] == "written"]
-    for a in sorted(acks, key=lambda a: a["rank"]):
+    for a in sorted(acks, key=lambda a: (a["rank"], a["role"])):
         detail = ", ".join(a["files"]) if a["files"] else a.get("message") or "no files yet"
-        print(f"rank {a['rank']} ({a['role']}): {a['status']}: {detail}")
+        where = f" on {a['host']}" if a.get("host") else ""
+        print(f"rank {a['rank']} ({a['role']}){where}: {a['status']}: {detail}")
     if not written:
-        print(f"mindspeed-prof: capture: nothing written within {timeout:g} s (still capturing? "
-              f"see {root / CONTROL / ACKS})", file=sys.stderr)
+        print(f"mindspeed-prof: capture: nothing written within {timeout:g} s (still "
+              f"capturing? {more})", file=sys.stderr)
         return EXIT_NOTHING_WRITTEN
-    print(f"analyse: mindspeed-prof analyse {root / ('triggered' if request.steps else 'flight')}")
+    folder = "triggered" if request.steps else "flight"
+    remote = ray is not None and (len({a.get("node") for a in written}) > 1 or any(
+        a.get("host") not in (None, host_name()) for a in written))
+    option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
+    for root in sorted({str(a["root"]) for a in written if a.get("root")}):
+        print(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
     return EXIT_OK if len(written) == len(acks) else EXIT_PARTIAL

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import logging
+import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
+from mindspeed_prof.analysis.cluster import without_token_notice
 from mindspeed_prof.analysis.render import count, print_stage_rank
 from mindspeed_prof.demo.worker import IntegratedWorker
-from mindspeed_prof.ray import collect, save_root, worker_config, write_cluster_summary
+from mindspeed_prof.ray import (
+    collect,
+    open_board,
+    save_root,
+    worker_config,
+    write_cluster_summary,
+)
 
 __all__ = ["train"]
 
@@ -30,10 +35,17 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
 
         owns_ray = not ray.is_initialized()
         if owns_ray:
-            with _without_token_notice():
+            with without_token_notice():
                 # address="local": the demo's own cluster, even where `ray start` runs one
                 ray.init(address="local", num_cpus=max(n, 1), include_dashboard=False,
                          log_to_driver=True, configure_logging=False)
+            if prof_cfg["integrated"].get("on_demand", True):
+                open_board()  # lives with this driver: `capture --ray` reaches the workers
+                token = "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") == "token" \
+                    else ""  # Ray asks for it with an explicit address
+                console.print(f"capture while it runs: {token}mindspeed-prof capture --ray "
+                              f"{ray.get_runtime_context().gcs_address}", highlight=False,
+                              soft_wrap=True)
         remote = ray.remote(num_cpus=1)(IntegratedWorker)
         workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
         call = lambda method, *a: ray.get([getattr(w, method).remote(*a) for w in workers])  # noqa: E731
@@ -74,30 +86,3 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     console.print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {len(rewards)} steps, "
                   f"{time.perf_counter() - started:.1f} s")
     return {"rewards": rewards, "summaries": summaries, "save_root": str(root)}
-
-
-#: Ray's logger and the notice it logs whenever ``ray.init`` starts a local cluster with
-#: RAY_AUTH_MODE unset. The demo's cluster lives and dies with the demo; the notice is not news.
-TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup",
-                "Token authentication is enabled for this Ray cluster.")
-
-
-class _DropMessage(logging.Filter):
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self.prefix = prefix
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.prefix)
-
-
-@contextmanager
-def _without_token_notice() -> Iterator[None]:
-    """Drops exactly Ray's token-authentication notice, only while the demo starts Ray."""
-    logger = logging.getLogger(TOKEN_NOTICE[0])
-    drop = _DropMessage(TOKEN_NOTICE[1])
-    logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        logger.removeFilter(drop)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,103 @@ def test_an_unreachable_address_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1: cannot connect" in err
     assert main(["timeline", str(tmp_path), "-o", str(tmp_path / "t.json"),
                  "--ray", "ray://127.0.0.1:1"]) == 2
+
+
+TWO_NODES = '''
+import json, os, shutil, sys
+from pathlib import Path
+
+import ray
+from ray._common.utils import get_ray_address_file, reset_ray_address
+from ray.cluster_utils import Cluster
+
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.ray import ProfilerMixin, collect, write_cluster_summary
+
+out = Path(sys.argv[1])
+homes = {"a": out / "home-a", "b": out / "home-b"}  # each node's own disk: `~` on that node
+published = Path(get_ray_address_file(None))
+before = published.read_text() if published.exists() else None
+cluster = Cluster(initialize_head=True, head_node_args={
+    "num_cpus": 1, "resources": {"node_a": 4}, "env_vars": {"HOME": str(homes["a"])}})
+if before is None:  # the cluster published its address for `ray.init()`: not for others
+    reset_ray_address()
+else:
+    published.write_text(before)
+cluster.add_node(num_cpus=1, resources={"node_b": 4}, env_vars={"HOME": str(homes["b"])})
+cluster.wait_for_nodes(timeout=180)
+ray.init(address=cluster.address, configure_logging=False, log_to_driver=False)
+try:
+    nodes = {n["Resources"].get("node_a") and "a" or "b": n["NodeID"] for n in ray.nodes()
+             if n["Alive"]}
+
+    class Worker(ProfilerMixin):
+        def __init__(self, rank):
+            self.init_profiler({"integrated": {
+                "profile": True, "mstx": True, "profile_level": "level_none",
+                "profile_step_start": 1, "profile_step_end": 3,
+                "profile_save_path": "~/run"}}, rank=rank)
+
+        def steps(self):
+            for step in (1, 2):
+                with self.profiler.step(step):
+                    for stage in ("actor_generate", "actor_update"):
+                        with self.profiler.stage(stage):
+                            sum(range(20000 * (1 + self.profiler.rank)))
+
+    workers = [ray.remote(num_cpus=0, resources={f"node_{n}": 1})(Worker).remote(rank)
+               for rank, n in enumerate("ab")]
+    ray.get([w.steps.remote() for w in workers], timeout=180)
+    summary = json.loads(write_cluster_summary(out, collect(workers)).read_text())
+    there = analyse("~/run", ray=cluster.address, cache=False)
+    merged = out / "merged"  # the same captures, gathered on one disk
+    for home in homes.values():
+        shutil.copytree(home / "run", merged, dirs_exist_ok=True)
+    here = analyse(merged, jobs=1, cache=False)
+    from mindspeed_prof.cli import main
+    assert main(["timeline", "~/run", "-o", str(out / "t.json"), "--ray", cluster.address]) == 0
+    events = json.loads((out / "t.json").read_text())["traceEvents"]
+    (out / "result.json").write_text(json.dumps({
+        "nodes": nodes, "homes": {k: str(v) for k, v in homes.items()},
+        "summary": summary, "placement": there.placement,
+        "there": there.to_json(), "here": here.to_json(),
+        "tracks": [e["args"]["name"] for e in events if e.get("name") == "process_name"],
+        "steps": sorted((e["pid"], e["name"]) for e in events
+                        if e.get("ph") == "X" and e["name"].startswith("ProfilerStep"))},
+        default=str))
+finally:
+    ray.shutdown()
+    cluster.shutdown()
+'''
+
+
+def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
+    """Two Ray nodes (``ray.cluster_utils.Cluster``, in a subprocess so the session's cluster is
+    untouched), each with its own disk: workers placed by node write under their node's ``~``;
+    the cluster summary and ``analyse --ray`` say which node holds which capture, the answer
+    is the one ``analyse`` gives on one disk, and ``timeline --ray`` has both ranks' tracks."""
+    script = tmp_path / "two_nodes.py"
+    script.write_text(TWO_NODES)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # the nodes' homes hold no token
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=420)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    nodes, homes = result["nodes"], result["homes"]
+    assert sorted(nodes) == ["a", "b"] and nodes["a"] != nodes["b"]
+    holder = {}  # capture path -> the node that wrote it, from the cluster summary
+    for worker in result["summary"]["workers"]:
+        n = "ab"[worker["rank"]]
+        assert worker["node"] == nodes[n]
+        (f,) = worker["files"]
+        assert f["path"].startswith(homes[n] + os.sep) and f["bytes"] > 0
+        holder[f["path"]] = worker["node"]
+    placed = {p["path"]: p["node"] for p in result["placement"]}
+    assert placed == holder  # each capture read on the node that holds it, once
+    there, here = result["there"], result["here"]
+    assert there.pop("root") == "~/run" and here.pop("root") == str(tmp_path / "merged")
+    assert there == here and here["ranks"] == [0, 1]
+    host = result["summary"]["workers"][0]["host"]
+    assert result["tracks"] == [f"rank {r} · integrated · {host}" for r in (0, 1)]  # timeline --ray
+    assert len({pid for pid, _ in result["steps"]}) == 2 and len(result["steps"]) == 4

@@ -17,6 +17,7 @@ import pytest
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture import control as control_module
 from mindspeed_prof.capture.control import ControlChannel, Request, read_acks, write_request
+from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli import main
 
 
@@ -172,6 +173,13 @@ def test_command_when_no_job_runs_exits_2(tmp_path: Path, capsys: pytest.Capture
     assert list((tmp_path / "control" / "requests").iterdir()) == []  # withdrawn
 
 
+def test_command_needs_one_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capture", "--timeout", "0.1"]) == 2
+    assert main(["capture", str(tmp_path), "--ray", "127.0.0.1:1", "--timeout", "0.1"]) == 2
+    assert capsys.readouterr().err.count("give one of the job's save root, ray://ADDRESS") == 2
+    assert not (tmp_path / "control").exists()  # nothing asked of a job
+
+
 TRAINER = textwrap.dedent('''
     import sys, time
     from mindspeed_prof import Profiler, mstx
@@ -199,7 +207,7 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"analyse: mindspeed-prof analyse {root / 'triggered'}" in out
-    assert "rank 0 (integrated): written" in out
+    assert f"rank 0 (integrated) on {host_name()}: written: {root / 'triggered'}" in out
     assert len(list((root / "triggered" / "integrated").iterdir())) == 1
     assert any(p.name.endswith(".mstx.trace.json") for p in (root / "flight").iterdir())
 
