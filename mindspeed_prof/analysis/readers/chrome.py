@@ -20,7 +20,7 @@ from mindspeed_prof.analysis.readers.stream import TraceStream
 from mindspeed_prof.config.schema import STAGES
 
 __all__ = ["DEVICE_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "Collector", "Event", "EventArgs",
-           "collect", "decode_events", "read_json"]
+           "collect", "decode_events", "read_json", "stream_events"]
 
 _STAGES = frozenset(STAGES)
 #: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
@@ -73,6 +73,11 @@ def decode_events(raw: bytes) -> list[Event]:
     """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
     trace = _decoder.decode(raw)
     return trace if isinstance(trace, list) else trace.traceEvents
+
+
+def stream_events(path: Path) -> Iterator[list[Event]]:
+    """The events of a Chrome trace file in batches, read a slice at a time (``stream``)."""
+    return TraceStream(path, Event, _Trace).batches()
 
 
 def read_json(path: Path, group: str, size: int) -> TraceData:
