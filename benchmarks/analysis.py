@@ -1,7 +1,8 @@
 """``mindspeed-prof analyse`` against HTA (Holistic Trace Analysis) on the same trace.
 
 Ours is the command users run, ``mindspeed-prof analyse --json DIR``, timed as a whole
-process (interpreter start, imports, reading, every table, JSON out). HTA's figure is a
+process (interpreter start, imports, reading, every table, JSON out), each repeat a first
+analysis (the per-capture cache entries deleted before it). HTA's figure is a
 process that imports HTA, loads the trace with ``TraceAnalysis`` and sums the user
 annotations (a smaller job than ours: one table); timed twice: the whole process (import
 included) and from after its import (excluded). Goal 0.2x on both. Peak RSS of each process
@@ -21,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 from benchmarks.report import Report
-from benchmarks.timing import timed_run
+from benchmarks.timing import first_analysis, timed_run
 from benchmarks.workload import level1_trace
 
 __all__ = ["run"]
@@ -57,7 +58,8 @@ def run(report: Report) -> None:
         hta_dir = tmp / "hta"
         hta_dir.mkdir()
         shutil.copy(trace, hta_dir / "rank0.json")
-        ours = [timed_run([*_cli(), "analyse", "--json", str(tmp / "run")]) for _ in range(reps)]
+        ours = [first_analysis([*_cli(), "analyse", "--json", str(tmp / "run")], tmp / "run")
+                for _ in range(reps)]
         stages = {r["stage"] for r in json.loads(str(ours[0]["stdout"]))["stage_rank"]}
         idle = timed_run([sys.executable, "-c", "pass"])
         try:

@@ -11,8 +11,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-__all__ = ["Paired", "per_call_ns", "timed_run"]
+__all__ = ["Paired", "first_analysis", "per_call_ns", "timed_run"]
 
 _Z95 = statistics.NormalDist().inv_cdf(0.975)
 
@@ -104,3 +105,14 @@ def timed_run(cmd: Sequence[str], cwd: str | None = None) -> dict[str, object]:
     out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True,
                          text=True, check=True, timeout=600, cwd=cwd)
     return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def first_analysis(cmd: Sequence[str], captures: Path) -> dict[str, object]:
+    """``timed_run(cmd)`` as a first analysis of ``captures``: their cache entries deleted
+    before, so a repeat pays the reading (and the entry's writing) again, not a cache hit."""
+    from mindspeed_prof.formats import CACHE
+
+    folder = captures if captures.is_dir() else captures.parent
+    for entry in folder.rglob(f"*{CACHE}"):
+        entry.unlink()
+    return timed_run(cmd)

@@ -58,12 +58,14 @@ def decode(raw: bytes | msgspec.Raw) -> TraceData:
 
 @functools.lru_cache(maxsize=1)
 def analysis_version() -> str:
-    """A digest of the source that decides what a capture decodes to (the readers, the stage
-    names, file names): any change to it retires old entries."""
+    """A digest of the source that decides what a capture decodes to (the readers, the analysis
+    modules they call, the stage names, file names): any change to it retires old entries."""
     digest = hashlib.sha256(f"{FORMAT}".encode())
     package = Path(readers.__file__).parents[2]
-    sources = [*Path(readers.__file__).parent.glob("*.py"), package / "config" / "schema.py",
-               package / "formats.py"]
+    # The readers fill a capture's device rows and memory through analysis/device.py and
+    # memory.py: every analysis module counts, so no change to them leaves stale entries.
+    sources = [*Path(readers.__file__).parent.glob("*.py"), *(package / "analysis").glob("*.py"),
+               package / "config" / "schema.py", package / "formats.py"]
     for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())
     return digest.hexdigest()[:16]

@@ -76,38 +76,14 @@ def _top(sizes: dict[str, list[float]]) -> list[dict[str, Any]]:
     return [{"op": k, "count": int(c), "bytes": int(b)} for k, (c, b) in top]
 
 
-def from_events(events: list[tuple[float, Any, float, float | None, float | None, float | None]],
-                ops_by_tid: dict[Any, list[tuple[float, float, str]]],
-                ranges: list[Range]) -> dict[str, Any]:
-    """Memory facts of a trace's ``[memory]`` events: (ts, tid, bytes, allocated, reserved, dev).
-
-    With a GPU in the trace only device memory counts (device type 1); else host memory.
-    """
-    if any(e[5] == 1 for e in events):
-        events = [e for e in events if e[5] == 1]
-    events = sorted(events, key=lambda e: e[0])
-    points = [(e[0], e[3]) for e in events if e[3] is not None]
-    reserved = [e[4] for e in events if e[4] is not None]
-    starts = {}
-    for key, ops in ops_by_tid.items():
-        ops.sort(key=lambda o: (o[0], -o[1]))
-        starts[key[1]] = ([o[0] for o in ops], ops)
-    allocs: dict[str, list[float]] = {}
-    for ts, tid, size, _, _, _ in events:
-        if size <= 0 or tid not in starts:
-            continue
-        begins, ops = starts[tid]
-        i = bisect.bisect_right(begins, ts) - 1
-        while i >= 0 and ops[i][0] + ops[i][1] < ts and i > bisect.bisect_right(begins, ts) - 64:
-            i -= 1  # the innermost op still open at ts
-        if i >= 0 and ops[i][0] + ops[i][1] >= ts:
-            slot = allocs.setdefault(ops[i][2], [0, 0.0])
-            slot[0] += 1
-            slot[1] += size
+def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
+                allocs: dict[str, list[float]], ranges: list[Range]) -> dict[str, Any]:
+    """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
+    order, the peak reserved, and bytes allocated per op ([count, bytes]; the reader finds the
+    innermost host op open at each allocation)."""
     return {"source": "trace", "peak_allocated_bytes": max((p[1] for p in points), default=None),
-            "peak_reserved_bytes": max(reserved, default=None),
-            "by_stage": _by_stage(points, ranges), "top_ops": _top(allocs),
-            "timeline": _thin(points)}
+            "peak_reserved_bytes": peak_reserved, "by_stage": _by_stage(points, ranges),
+            "top_ops": _top(allocs), "timeline": _thin(points)}
 
 
 def _read_bytes(path: Path) -> bytes:

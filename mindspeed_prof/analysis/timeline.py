@@ -341,7 +341,7 @@ def _write_detail(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
 
 def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
-    from mindspeed_prof.analysis.readers.chrome import decode_events
+    from mindspeed_prof.analysis.readers.chrome import stream_events
 
     path = data.path
     if data.kind == "db":
@@ -355,14 +355,12 @@ def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, 
         path = path / NPU_OUTPUT / "trace_view.json"
         if not path.is_file():
             return
-    opener: Any = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        events = decode_events(f.read())
-    for ev in events:
-        if ev.ph != "X":
-            continue
-        try:
-            ts, dur = float(ev.ts), float(ev.dur)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            continue
-        yield ev.cat, ev.name, ts, dur, ev.pid, ev.tid
+    for batch in stream_events(path):
+        for ev in batch:
+            if ev.ph != "X":
+                continue
+            try:
+                ts, dur = float(ev.ts), float(ev.dur)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+            yield ev.cat, ev.name, ts, dur, ev.pid, ev.tid

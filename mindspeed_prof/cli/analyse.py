@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,8 @@ def report_requirement() -> str | None:
     """``matplotlib>=3.7`` when the HTML report's dependency is missing, else None."""
     if util.find_spec("matplotlib") is not None:
         return None
+    from importlib import metadata  # 25 ms of imports: only on this path
+
     try:
         requires = metadata.requires("mindspeed-prof") or []
     except metadata.PackageNotFoundError:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["cuda_trace", "span", "write_cuda_trace", "write_trace"]
+__all__ = ["cuda_events", "cuda_trace", "span", "write_cuda_trace", "write_trace"]
 
 _COMPUTE = ["ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4>",
             "void at::native::reduce_kernel<512, 1>", "volta_fp16_s884gemm_fp16_256x128"]
@@ -29,6 +30,20 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
                with_steps: bool = True, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
     """A trace object (``traceEvents`` etc.) for ``rank``: ``steps`` steps, each a run of
     ``stages`` (annotations: other trainers' names make them custom ranges)."""
+    return {**_header(rank), "traceEvents": list(cuda_events(
+        rank, steps, seed, kernels_per_stage, with_steps, stages))}
+
+
+def _header(rank: int) -> dict[str, Any]:
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
+                                                    "world_size": 2},
+            "deviceProperties": [{"id": rank, "name": "NVIDIA H100", "totalGlobalMem": 85e9}]}
+
+
+def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: int = 12,
+                with_steps: bool = True, stages: tuple[str, ...] = STAGES
+                ) -> Iterator[dict[str, Any]]:
+    """``cuda_trace``'s events, a step at a time."""
     rng = random.Random(seed * 1000 + rank)
     host, dev = 100 + rank, rank
     ev: list[dict[str, Any]] = []
@@ -81,16 +96,19 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
             ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
                        "pid": host, "tid": 1, "ts": step_start, "dur": t - step_start})
         t += 10
-    ev.append({"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}})
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
-                                                    "world_size": 2},
-            "deviceProperties": [{"id": dev, "name": "NVIDIA H100", "totalGlobalMem": 85e9}],
-            "traceEvents": ev}
+        yield from ev
+        ev.clear()
+    yield {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
 
 
 def write_cuda_trace(path: Path, **kwargs: Any) -> Path:
+    """``cuda_trace(**kwargs)`` as JSON, written an event at a time (any size, little memory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cuda_trace(**kwargs)))
+    with open(path, "w") as f:
+        f.write(json.dumps(_header(kwargs.get("rank", 0)))[:-1] + ', "traceEvents": [')
+        for i, event in enumerate(cuda_events(**kwargs)):
+            f.write(", " + json.dumps(event) if i else json.dumps(event))
+        f.write("]}")
     return path
 
 

@@ -114,14 +114,16 @@ def test_an_interrupted_write_leaves_no_entry(capture: Path,
 def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     package = tmp_path / "mindspeed_prof"
-    for name in ("analysis/readers/__init__.py", "config/schema.py", "formats.py"):
+    files = ("analysis/readers/__init__.py", "analysis/device.py", "config/schema.py",
+             "formats.py")
+    for name in files:
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(f"# {name}\n")
     real = cache.analysis_version()
     monkeypatch.setattr(cache.readers, "__file__", str(package / "analysis/readers/__init__.py"))
     versions = []
     try:
-        for edit in ("formats.py", "config/schema.py", "analysis/readers/__init__.py"):
+        for edit in files:
             cache.analysis_version.cache_clear()
             versions.append(cache.analysis_version())
             (package / edit).write_text("# changed\n")
@@ -129,4 +131,4 @@ def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyP
         versions.append(cache.analysis_version())
     finally:
         cache.analysis_version.cache_clear()
-    assert len(set(versions)) == 4 and real not in versions
+    assert len(set(versions)) == len(files) + 1 and real not in versions

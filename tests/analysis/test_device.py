@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from mindspeed_prof.testing.kineto import cuda_trace, write_cuda_trace
 
@@ -192,3 +192,81 @@ def test_torch_npu_rows_without_copies_print_chart_and_compare(tmp_path: Path, c
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
     (dev,) = json.loads(capsys.readouterr().out)["device"]
     assert dev["a_compute_ms"] == dev["b_compute_ms"] == 8.0 and dev["a_memcpy_ms"] is None
+
+
+def _reference(ops: list[tuple[float, float, str, float]], steps: list[tuple[int, float, float]],
+               stages: list[tuple[str, int | None, float, float]]) -> list[dict]:
+    """The breakdown by whole lists (merge, overlap, total), as it was before streaming."""
+    def row(mine: list, lo: float, hi: float) -> dict:
+        sets = {k: merge([(t, e) for t, e, n, _ in mine if kind_of(n) == k])
+                for k in ("compute", "comm", "memcpy")}
+        busy = total(merge([(t, e) for t, e, _, _ in mine]), lo, hi)
+        return {"span_ms": (hi - lo) / 1e3, "busy_ms": busy / 1e3,
+                "compute_ms": total(sets["compute"], lo, hi) / 1e3,
+                "comm_ms": total(sets["comm"], lo, hi) / 1e3,
+                "overlap_ms": total(overlap(sets["comm"], sets["compute"]), lo, hi) / 1e3,
+                "memcpy_ms": total(sets["memcpy"], lo, hi) / 1e3, "idle_ms": (hi - lo - busy) / 1e3}
+
+    steps = sorted(steps, key=lambda s: s[1])
+    per: dict = {}
+    for op in ops:
+        n = next((s[0] for s in reversed(steps) if s[1] <= op[3]), None)
+        n = n if n is not None and op[3] <= next(s for s in steps if s[0] == n)[2] else None
+        per.setdefault(n, []).append(op)
+    stepped = [o for n, g in per.items() if n is not None for o in g]
+    firsts = sorted((min(o[0] for o in g), n) for n, g in per.items() if n is not None)
+    last = max((o[1] for o in stepped), default=0.0)
+    rows = []
+    for k, (lo, n) in enumerate(firsts):
+        hi = firsts[k + 1][0] if k + 1 < len(firsts) else last
+        whole = row(stepped, lo, hi)
+        rows.append({"step": n, "stage": None, **whole})
+    if None in per:
+        out = per[None]
+        rows.append({"step": None, "stage": None,
+                     **row(out, min(o[0] for o in out), max(o[1] for o in out))})
+    for name, step, ts, dur in stages:
+        mine = [o for o in ops if ts <= o[3] <= ts + dur]
+        if mine:
+            rows.append({"step": step, "stage": name, **row(
+                mine, min(o[0] for o in mine), max(o[1] for o in mine))})
+    return rows
+
+
+_NAMES = ["ampere_sgemm", "ncclDevKernel_AllReduce_Sum", "Memcpy HtoD", "cudaStreamSync"]
+_ops = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 40), st.sampled_from(_NAMES),
+                          st.integers(-20, 20), st.integers(0, 3)), max_size=60)
+_windows = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ops, _windows, _windows, st.integers(1, 8))
+def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list,
+                                                     stage_spans: list, block: int) -> None:
+    """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
+    import mindspeed_prof.analysis.device as device
+
+    ops = [(float(t), float(t + d), name, float(t + lag)) for t, d, name, lag, _ in raw]
+    steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
+    stages = [(STAGES[i % len(STAGES)], i, float(s), float(d))
+              for i, (s, d) in enumerate(stage_spans)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(device, "SLICE", block)
+        store = device.DeviceOps()
+        for (ts, end, name, launch), (*_, stream) in zip(ops, raw):
+            where = store.add(stream, ts, end, name, ts)
+            store.set_launch(where, launch)  # late, maybe into a spilled block
+        got = device.breakdown(store, steps, stages)
+        store.close()
+    want = _reference(ops, steps, stages)
+    assert [(r["step"], r["stage"]) for r in got] == [(r["step"], r["stage"]) for r in want]
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, abs=1e-9)
+
+
+def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
+    import mindspeed_prof.analysis.device as device
+
+    whole = analyse(cuda_dir, cache=False).device()
+    monkeypatch.setattr(device, "SLICE", 7)
+    assert analyse(cuda_dir, cache=False).device() == whole

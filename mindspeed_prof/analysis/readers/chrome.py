@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 import bisect
-import gzip
+import contextlib
+import gc
+import heapq
 import re
+from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Union
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.model import (
-    MAX_BYTES,
-    BadFile,
-    Range,
-    TraceData,
-    rank_of,
-)
+from mindspeed_prof.analysis.device import DeviceOps, breakdown
+from mindspeed_prof.analysis.readers.model import Range, TraceData, rank_of
+from mindspeed_prof.analysis.readers.stream import TraceStream
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["DEVICE_CATS", "Event", "EventArgs", "RUNTIME_CATS", "collect", "decode_events",
-           "read_json"]
+__all__ = ["DEVICE_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "Collector", "Event", "EventArgs",
+           "collect", "decode_events", "read_json", "stream_events"]
 
 _STAGES = frozenset(STAGES)
 #: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: Host ops of a thread are put back in start order through a heap of this many (torch writes
+#: them sorted already); ops further out of order are named in ``problems``.
+REORDER = 4096
+#: Launches waiting for their device op (and device ops for their launch): over this many, the
+#: older half is dropped, and ops that then miss their launch are named in ``problems``.
+PENDING = 1 << 16
+_NAN = float("nan")
 
 Number = Union[int, float, str, None]
 
@@ -62,34 +69,48 @@ class _Trace(msgspec.Struct):
 _decoder = msgspec.json.Decoder(Union[_Trace, list[Event]])  # object or JSON Array Format
 
 
-
 def decode_events(raw: bytes) -> list[Event]:
     """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
     trace = _decoder.decode(raw)
     return trace if isinstance(trace, list) else trace.traceEvents
 
 
+def stream_events(path: Path) -> Iterator[list[Event]]:
+    """The events of a Chrome trace file in batches, read a slice at a time (``stream``)."""
+    return TraceStream(path, Event, _Trace).batches()
+
+
 def read_json(path: Path, group: str, size: int) -> TraceData:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        head = f.read(64).lstrip()
-        if not head.startswith((b"{", b"[")):
-            raise BadFile(f"{path}: not JSON (starts with {head[:8]!r})")
-        raw = head + f.read(MAX_BYTES)
-        if len(raw) > MAX_BYTES:
-            raise BadFile(f"{path}: more than {MAX_BYTES} bytes of JSON; refused")
-    trace = _decoder.decode(raw)
-    del raw
-    if isinstance(trace, list):
-        trace = _Trace(traceEvents=trace)
+    """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it."""
+    stream = TraceStream(path, Event, _Trace)
+    fold = Collector(path)
+    count = 0
+    with _gc_paused():
+        for batch in stream.batches():
+            count += len(batch)
+            fold.add(batch)
+    trace = stream.top or _Trace()
     meta = trace.mindspeed_prof or {}
     if trace.baseTimeNanoseconds is not None:
         meta = {**meta, "baseTimeNanoseconds": trace.baseTimeNanoseconds}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
-                     events=len(trace.traceEvents), meta=meta)
-    collect(data, trace.traceEvents, meta.get("step"))
+                     events=count, meta=meta)
+    fold.finish(data, meta.get("step"))
     return data
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic GC off: decoded events and the fold's state make no cycles, and its passes
+    over the millions of objects a big trace creates made time per MB grow with the file."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _num(value: Number) -> float | None:
@@ -107,130 +128,258 @@ def _num(value: Number) -> float | None:
     return out if out == out and abs(out) != float("inf") else None
 
 
-def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
-    """Sort events into step/stage/custom ranges, host op self time, device and memory facts.
+class _Thread:
+    """One host thread: its ops (and ``[memory]`` events) put back in start order through a
+    heap of ``REORDER``, ops nested on a stack for their self times."""
 
-    Problems (events without times, negative durations, device activity without steps,
-    collectives overlapping on one stream) are named in ``data.problems``; the rest is kept.
+    __slots__ = ("heap", "late", "last", "ops", "stack")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[Any, ...]] = []
+        self.stack: list[list[Any]] = []  # [end, self_us, name]
+        self.ops: dict[str, list[float]] = {}  # name -> [count, self_us]
+        self.last = float("-inf")
+        self.late = 0
+
+
+class Collector:
+    """Ranges, op self times, device and memory facts of a trace, fed events a batch at a time.
+
+    Memory holds steps and ranges (a few per step), totals per name, a reorder heap and a stack
+    per host thread, the last ``PENDING`` launches, and device ops a block per stream (the rest
+    wait in a temporary file, ``DeviceOps``). ``[memory]`` events are kept, 32 bytes each: only
+    they grow with the trace (as do the steps). ``finish`` fills a ``TraceData``; problems (events
+    without times, negative durations, device activity without steps, collectives overlapping on
+    one stream, host ops out of order beyond the heap) are named in ``data.problems``.
     """
-    steps: list[tuple[float, float, int]] = []
-    annotations: list[tuple[str, float, float, int | None, str]] = []
-    ops_by_tid: dict[Any, list[tuple[float, float, str]]] = {}
-    device: list[tuple[float, float, str, Any, Any]] = []
-    launches: dict[Any, float] = {}
-    memory: list[tuple[float, Any, float, float | None, float | None, float | None]] = []
-    untimed: list[str] = []
-    negative: list[str] = []
-    for ev in events:
-        if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
-            ts = _num(ev.ts)
-            if ts is not None:
-                a = ev.args
-                memory.append((ts, ev.tid, _num(a.bytes) or 0.0, _num(a.allocated),
-                               _num(a.reserved), _num(a.device_type)))
-            continue
-        if ev.ph != "X":
-            continue
-        ts, dur = _num(ev.ts), _num(ev.dur)
-        if ts is None or dur is None:
-            untimed.append(ev.name)
-            continue
-        if dur < 0:
-            negative.append(ev.name)
-            continue
-        cat = ev.cat
-        if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
-            continue
-        m = _STEP.match(ev.name)
-        if cat in DEVICE_CATS:
-            args = ev.args
-            device.append((ts, dur, ev.name, args.correlation if args else None,
-                           (ev.pid, args.stream if args and args.stream is not None else ev.tid)))
-        elif cat in RUNTIME_CATS:
-            slot = data.runtime.setdefault(ev.name, [0, 0.0])
-            slot[0] += 1
-            slot[1] += dur
-            if ev.args is not None and ev.args.correlation is not None:
-                launches[ev.args.correlation] = ts
-        elif m:
-            steps.append((ts, ts + dur, int(m.group(1))))
-        elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
-            step = _num(ev.args.step) if ev.args is not None else None
-            annotations.append((ev.name, ts, dur, int(step) if step is not None else None,
-                                str(ev.tid)))
-        elif cat == "cpu_op":
-            ops_by_tid.setdefault((ev.pid, ev.tid), []).append((ts, dur, ev.name))
-    steps.sort()
-    starts = [s[0] for s in steps]
-    fallback = default_step if isinstance(default_step, int) else None
-    for ts, end, n in steps:
-        data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
-    for name, ts, dur, step, tid in annotations:
-        if step is None:
-            i = bisect.bisect_right(starts, ts) - 1
-            step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-        data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name, step,
-                                 ts, dur, tid=tid))
-    for ops in ops_by_tid.values():
-        _self_times(ops, data.ops)
-    _device(data, device, launches, [(n, s, e) for s, e, n in steps])
-    if memory:
-        from mindspeed_prof.analysis.memory import from_events
 
-        data.memory = from_events(memory, ops_by_tid, data.ranges)
-    for what, names in (("complete events ('X') without ts or dur", untimed),
-                        ("events end before they start (negative dur)", negative)):
-        if names:
-            data.problems.append(f"{data.path}: {len(names)} {what}, ignored "
-                                 f"(first: {names[0][:60]!r})")
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.steps: list[tuple[float, float, int]] = []
+        self.annotations: list[tuple[str, float, float, int | None, str]] = []
+        self.threads: dict[Any, _Thread] = {}
+        self.kernels: dict[str, list[float]] = {}
+        self.runtime: dict[str, list[float]] = {}
+        self.device = DeviceOps()
+        self.launches: dict[Any, float] = {}
+        self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
+        self.dropped = 0  # device ops dropped while waiting for their launch
+        self.forgot = False  # launches dropped: a later device op may miss its own
+        self.untimed: list[Any] = [0, ""]
+        self.negative: list[Any] = [0, ""]
+        self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
+        self.allocs: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
+        self.seq = 0
 
+    def _thread(self, key: Any) -> _Thread:
+        thread = self.threads.get(key)
+        if thread is None:
+            thread = self.threads[key] = _Thread()
+        return thread
 
-def _device(data: TraceData, device: list[tuple[float, float, str, Any, Any]],
-            launches: dict[Any, float], steps: list[tuple[int, float, float]]) -> None:
-    """Device kernel totals and the per-step breakdown."""
-    if not device:
-        return
-    from mindspeed_prof.analysis.device import DeviceOp, breakdown, kind_of
+    def _push(self, thread: _Thread, item: tuple[Any, ...]) -> None:
+        heapq.heappush(thread.heap, item)
+        if len(thread.heap) > REORDER:
+            self._take(thread, heapq.heappop(thread.heap))
 
-    ops: list[DeviceOp] = []
-    comm_by_stream: dict[Any, list[tuple[float, float, str]]] = {}
-    for ts, dur, name, corr, stream in device:
-        slot = data.kernels.setdefault(name, [0, 0.0])
-        slot[0] += 1
-        slot[1] += dur
-        kind = kind_of(name)
-        ops.append(DeviceOp(ts, ts + dur, kind, launches.get(corr, ts)))
-        if kind == "comm":
-            comm_by_stream.setdefault(stream, []).append((ts, ts + dur, name))
-    stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
-    data.device = breakdown(ops, steps, stages)
-    if not steps:
-        data.problems.append(f"{data.path}: {len(ops)} device events but no ProfilerStep "
-                             "ranges: the device breakdown covers the whole trace as one row")
-    clashes = [b[2] for spans in comm_by_stream.values()
-               for a, b in zip(sorted(spans), sorted(spans)[1:]) if b[0] < a[1]]
-    if clashes:
-        data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on the "
-                             f"same stream (first: {clashes[0][:60]!r}); their time is counted "
-                             "once")
-
-
-def _self_times(ops: list[tuple[float, float, str]], out: dict[str, list[float]]) -> None:
-    """Self time = duration minus the time of directly nested ops on the same thread."""
-    ops.sort(key=lambda o: (o[0], -o[1]))
-    stack: list[list[Any]] = []  # [end, self_us, name]
-    def pop() -> None:
-        end, self_us, name = stack.pop()
-        slot = out.setdefault(name, [0, 0.0])
-        slot[0] += 1
-        slot[1] += max(self_us, 0.0)
-    for ts, dur, name in ops:
+    def _take(self, thread: _Thread, item: tuple[Any, ...]) -> None:
+        """The thread's next item in start order: an op (kind 0) or an allocation (kind 1)."""
+        ts, stack = item[0], thread.stack
+        if ts < thread.last:
+            thread.late += 1
+        thread.last = ts
+        if item[1]:  # an allocation: the innermost op still open at ts made it
+            for end, _, name in reversed(stack):
+                if end >= ts:
+                    for allocs, counts in zip(self.allocs, (True, item[4] == 1)):
+                        if counts:
+                            slot = allocs.setdefault(name, [0, 0.0])
+                            slot[0] += 1
+                            slot[1] += item[3]
+                    break
+            return
+        dur = -item[2]
         while stack and stack[-1][0] <= ts:
-            pop()
+            self._pop(thread)
         if stack:
             stack[-1][1] -= min(dur, stack[-1][0] - ts)
-        stack.append([ts + dur, dur, name])
-    while stack:
-        pop()
+        stack.append([ts + dur, dur, item[4]])
+
+    @staticmethod
+    def _pop(thread: _Thread) -> None:
+        _, self_us, name = thread.stack.pop()
+        slot = thread.ops.setdefault(name, [0, 0.0])
+        slot[0] += 1
+        slot[1] += max(self_us, 0.0)
+
+    def _launched(self, corr: Any, ts: float) -> None:
+        self.launches[corr] = ts
+        if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
+            self.launches = _newer_half(self.launches)
+            self.forgot = True
+        for where in self.waiting.pop(corr, ()):
+            self.device.set_launch(where, ts)
+
+    def _device_op(self, ev: Event, ts: float, dur: float) -> None:
+        args = ev.args
+        corr = args.correlation if args else None
+        stream = (ev.pid, args.stream if args and args.stream is not None else ev.tid)
+        slot = self.kernels.setdefault(ev.name, [0, 0.0])
+        slot[0] += 1
+        slot[1] += dur
+        launch = self.launches.get(corr) if corr is not None else None
+        where = self.device.add(stream, ts, ts + dur, ev.name, ts if launch is None else launch)
+        if launch is None and corr is not None:  # its launch may come later in the file
+            self.waiting.setdefault(corr, []).append(where)
+            if len(self.waiting) > PENDING:
+                kept = _newer_half(self.waiting)
+                self.dropped += sum(len(w) for c, w in self.waiting.items() if c not in kept)
+                self.waiting = kept
+
+    def add(self, events: list[Event]) -> None:
+        """Fold a batch of events in (in file order)."""
+        for ev in events:
+            if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
+                ts = _num(ev.ts)
+                if ts is not None:
+                    a = ev.args
+                    size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
+                    for col, value in zip(self.memory, (ts, _num(a.allocated),
+                                                        _num(a.reserved), dev)):
+                        col.append(_NAN if value is None else value)
+                    if size > 0:
+                        self.seq += 1
+                        self._push(self._thread((ev.pid, ev.tid)), (ts, 1, self.seq, size, dev))
+                continue
+            if ev.ph != "X":
+                continue
+            ts, dur = _num(ev.ts), _num(ev.dur)
+            if ts is None or dur is None:
+                _count(self.untimed, ev.name)
+                continue
+            if dur < 0:
+                _count(self.negative, ev.name)
+                continue
+            cat = ev.cat
+            if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
+                continue
+            if cat in DEVICE_CATS:
+                self._device_op(ev, ts, dur)
+                continue
+            if cat in RUNTIME_CATS:
+                slot = self.runtime.setdefault(ev.name, [0, 0.0])
+                slot[0] += 1
+                slot[1] += dur
+                if ev.args is not None and ev.args.correlation is not None:
+                    self._launched(ev.args.correlation, ts)
+                continue
+            m = _STEP.match(ev.name)
+            if m:
+                self.steps.append((ts, ts + dur, int(m.group(1))))
+            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
+                step = _num(ev.args.step) if ev.args is not None else None
+                self.annotations.append((ev.name, ts, dur, int(step) if step is not None
+                                         else None, str(ev.tid)))
+            elif cat == "cpu_op":
+                self.seq += 1
+                self._push(self._thread((ev.pid, ev.tid)), (ts, 0, -dur, self.seq, ev.name))
+
+    def finish(self, data: TraceData, default_step: Any) -> None:
+        """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
+        late = []
+        for key, thread in self.threads.items():
+            while thread.heap:
+                self._take(thread, heapq.heappop(thread.heap))
+            while thread.stack:
+                self._pop(thread)
+            if thread.late:
+                late.append(f"{data.path}: thread {key[1]} of process {key[0]}: {thread.late} "
+                            f"host ops out of start order by more than {REORDER}; their self "
+                            "times are approximate")
+            _merge(data.ops, thread.ops)
+        _merge(data.kernels, self.kernels)
+        _merge(data.runtime, self.runtime)
+        steps = sorted(self.steps)
+        starts = [s[0] for s in steps]
+        fallback = default_step if isinstance(default_step, int) else None
+        for ts, end, n in steps:
+            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
+        for name, ts, dur, step, tid in self.annotations:
+            if step is None:
+                i = bisect.bisect_right(starts, ts) - 1
+                step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
+            data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
+                                     step, ts, dur, tid=tid))
+        self._device_rows(data, [(n, s, e) for s, e, n in steps])
+        if self.memory[0]:
+            data.memory = self._memory(data.ranges)
+        for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
+                                     ("events end before they start (negative dur)",
+                                      self.negative)):
+            if count:
+                data.problems.append(f"{data.path}: {count} {what}, ignored "
+                                     f"(first: {first[:60]!r})")
+        data.problems += late
+
+    def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
+        """The per-step device breakdown, and what in it is doubtful."""
+        if not self.device.count:
+            return
+        stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
+        try:
+            data.device = breakdown(self.device, steps, stages)
+            clashes = self.device.comm_clashes()
+        finally:
+            self.device.close()
+        if not steps:
+            data.problems.append(f"{data.path}: {self.device.count} device events but no "
+                                 "ProfilerStep ranges: the device breakdown covers the whole "
+                                 "trace as one row")
+        if clashes:
+            data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
+                                 f"the same stream (first: {clashes[0][:60]!r}); their time is "
+                                 "counted once")
+        missed = self.dropped + (sum(map(len, self.waiting.values())) if self.forgot else 0)
+        if missed:
+            data.problems.append(f"{data.path}: launches and their device ops lie far apart in "
+                                 f"the file (over {PENDING} waiting): {missed} device ops may "
+                                 "count from their own start instead of their launch")
+
+    def _memory(self, ranges: list[Range]) -> dict[str, Any]:
+        from mindspeed_prof.analysis.memory import from_events
+
+        ts, allocated, reserved, dev = self.memory
+        device = any(d == 1 for d in dev)  # with a GPU in the trace only device memory counts
+        keep = [i for i in range(len(ts)) if dev[i] == 1] if device else range(len(ts))
+        order = sorted(keep, key=ts.__getitem__)
+        points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
+        peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
+                            default=None)
+        return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
 
 
+def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
+    """The later half of ``entries`` (in insertion order): dropping them half at a time costs
+    O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
+    items = list(entries.items())
+    return dict(items[len(items) // 2:])
+
+
+def _merge(into: dict[str, list[float]], totals: dict[str, list[float]]) -> None:
+    for name, (count, us) in totals.items():
+        slot = into.setdefault(name, [0, 0.0])
+        slot[0] += count
+        slot[1] += us
+
+
+def _count(slot: list[Any], name: str) -> None:
+    if not slot[0]:
+        slot[1] = name
+    slot[0] += 1
+
+
+def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
+    """``Collector`` over one list of events (readers that hold them all: db, torch_npu)."""
+    fold = Collector(data.path)
+    fold.add(events)
+    fold.finish(data, default_step)

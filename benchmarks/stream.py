@@ -1,0 +1,133 @@
+"""Streaming analysis: peak memory and time per MB of ``analyse`` as CUDA traces grow.
+
+Traces are ``mindspeed_prof.testing.kineto.cuda_trace`` (torch's Kineto format: host ops,
+launches, kernels on three streams, about 160 bytes an event) written an event at a time, at
+40 MB and 400 MB (``--quick``: 4 MB and 40 MB; with ``MINDSPEED_PROF_BENCH_BIG=1`` also 1.5 GiB,
+which takes some minutes and as much free disk). Each is analysed by the command users run,
+``mindspeed-prof analyse --json FILE`` (cache entry removed first), as a whole process: its peak
+RSS as a small launcher sees it, its wall and CPU time. Figures: peak RSS of the largest against
+the smallest (goal 2x: memory does not grow with the file) and against 400 MB (goal 1x); time
+per MB of the largest against the smallest (goal 1.3x: flat). Time per MB is the process's CPU
+seconds (user and system: wall time on this shared 2-core machine varies with the others'
+load) less those of the same command on a 0.1 MB trace, over the trace's MB.
+
+The reader's own cost on the 100k-event trace of ``analysis_depth``: reading it a slice at a
+time (what ``analyse`` does) against decoding the file whole and folding the same events in (what
+it did before streaming), in this process, medians of interleaved repeats (goal 1.2x).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.report import Report
+
+__all__ = ["run"]
+
+MB = 1e6
+_EVENT_BYTES = 164  # cuda_trace's bytes per event, about
+_PER_STEP = 6 * 280 * 3  # events per step at kernels_per_stage=280
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).with_name("mindspeed-prof")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mindspeed_prof.cli"]
+
+
+def _trace(folder: Path, size: float) -> Path:
+    from mindspeed_prof.testing.kineto import write_cuda_trace
+
+    steps = max(1, round(size / (_EVENT_BYTES * _PER_STEP)))
+    return write_cuda_trace(folder / f"rank0_{size / MB:.0f}MB.pt.trace.json", steps=steps,
+                            kernels_per_stage=280 if size > 1e6 else 10)
+
+
+# The child's wall and CPU seconds and peak RSS, from a small launcher process (so the peak
+# is the child's own; see ``timing.timed_run``). CPU time, not wall time, makes time per MB:
+# this machine's two cores are shared, and a long run's share of them varies.
+_LAUNCHER = """
+import json, resource, subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps([time.perf_counter() - t0, use.ru_utime + use.ru_stime, use.ru_maxrss]))
+"""
+
+
+def _analyse(trace: Path) -> tuple[float, float, float]:
+    """Wall and CPU seconds and peak RSS (MB) of ``analyse --json`` on ``trace``, uncached."""
+    from mindspeed_prof.analysis.cache import cache_path
+
+    cache_path(trace).unlink(missing_ok=True)
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *_cli(), "analyse", "--json",
+                          str(trace)], capture_output=True, text=True, check=True, timeout=1800)
+    wall, cpu, rss_kb = json.loads(out.stdout)
+    return wall, cpu, rss_kb / 1024
+
+
+def _read_cost(folder: Path, report: Report) -> None:
+    from mindspeed_prof.analysis.readers.chrome import collect, decode_events, read_json
+    from mindspeed_prof.analysis.readers.model import TraceData
+    from mindspeed_prof.testing.kineto import write_cuda_trace
+
+    trace = write_cuda_trace(folder / "hta" / "rank0.json", steps=4 if report.quick else 20,
+                             kernels_per_stage=280)
+
+    def streamed() -> float:
+        t0 = time.perf_counter()
+        read_json(trace, "", trace.stat().st_size)
+        return time.perf_counter() - t0
+
+    def whole() -> float:
+        t0 = time.perf_counter()
+        data = TraceData(trace, "torch", 0, "", trace.stat().st_size)
+        collect(data, decode_events(trace.read_bytes()), None)
+        return time.perf_counter() - t0
+
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(3 if report.quick else 9):
+        for fn, out in ((whole, a), (streamed, b)) if i % 2 else ((streamed, b), (whole, a)):
+            out.append(fn())
+    t_a, t_b = statistics.median(a), statistics.median(b)
+    report.add("reading the 100k-event trace a slice at a time: time",
+               "decoding it whole, the same fold", t_b / t_a, 1.2,
+               f"{t_b:.3f} s vs {t_a:.3f} s; {trace.stat().st_size / MB:.0f} MB")
+
+
+def run(report: Report) -> None:
+    sizes = [4 * MB, 40 * MB] if report.quick else [40 * MB, 400 * MB]
+    if os.environ.get("MINDSPEED_PROF_BENCH_BIG") == "1":
+        sizes.append(1.5 * 2**30)
+    folder = Path(tempfile.mkdtemp(prefix="mindspeed-prof-stream-"))
+    try:
+        _read_cost(folder, report)
+        tiny = _trace(folder, 0.1 * MB)
+        t0 = statistics.median(_analyse(tiny)[1] for _ in range(3))
+        rows = []
+        for size in sizes:
+            trace = _trace(folder, size)
+            mb = trace.stat().st_size / MB
+            wall, cpu, rss = _analyse(trace)
+            rows.append((mb, wall, rss, (cpu - t0) / mb))
+            trace.unlink()
+        (mb0, _, r0, p0), (mb1, _, r1, p1) = rows[0], rows[-1]
+        report.add(f"analyse, peak RSS: {mb1:.0f} MB trace", f"{mb0:.0f} MB trace", r1 / r0, 2.0,
+                   f"{r1:.0f} MB vs {r0:.0f} MB; " + ", ".join(
+                       f"{mb:.0f} MB: {rss:.0f} MB RSS" for mb, _, rss, _ in rows))
+        report.add(f"analyse, peak RSS: {mb1:.0f} MB trace", "400 MB", r1 / 400, 1.0,
+                   f"{r1:.0f} MB")
+        report.add(f"analyse, time per MB: {mb1:.0f} MB trace", f"{mb0:.0f} MB trace", p1 / p0,
+                   1.3, "; ".join(f"{mb:.0f} MB: {1e3 * per:.1f} ms/MB ({wall:.0f} s wall)"
+                                  for mb, wall, _, per in rows)
+                   + f" (CPU time; process start and a 0.1 MB trace, {t0:.2f} s, taken off)")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,226 @@
+"""A Chrome trace's JSON decoded a slice of events at a time, so memory does not grow with it.
+
+The ``traceEvents`` array (or a bare JSON Array Format list) is read ``CHUNK`` bytes at a time.
+Each buffer is cut after its last whole event, found by looking back for ``}`` ``,`` ``{``; a
+cut inside a string or a nested object leaves an unbalanced prefix, which never decodes, so the
+cut before it is tried, and after a few misses a scan that skips strings finds the last event's
+end for certain. What precedes the array (Kineto writes ``schemaVersion``, ``deviceProperties``,
+``distributedInfo`` first) is kept, and at the end of the file it is decoded again with the last
+events and whatever follows the array (``baseTimeNanoseconds``, ``traceName``): one small
+document. ``.json.gz`` files stop with ``BadFile`` once they inflate past ``max_inflate()``
+times their size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from mindspeed_prof.analysis.readers.model import BadFile
+
+__all__ = ["CHUNK", "INFLATE_ENV", "MAX_PIECE", "TraceStream", "max_inflate"]
+
+#: Bytes read at a time.
+CHUNK = 4 << 20
+#: The most bytes one event, or the document's parts before and after the array, may take.
+MAX_PIECE = 64 << 20
+#: Environment variable: how many times its own size a ``.json.gz`` may inflate to (0: no limit).
+INFLATE_ENV = "MINDSPEED_PROF_MAX_INFLATE"
+_INFLATE = 100
+_FLOOR = 64 << 20  # any .json.gz may inflate to this much, whatever its ratio
+_TRIES = 3  # cuts tried from the end before scanning
+_KEY = b'"traceEvents"'
+_OPEN = re.compile(rb"\s*:\s*\[")
+_COMMA = re.compile(rb"\s*,")
+_WS = b" \t\r\n"
+#: A string (to its end, closed or not), or a bracket.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[][{}]', re.DOTALL)
+
+E = TypeVar("E")
+T = TypeVar("T")
+
+
+def max_inflate() -> float:
+    """``MINDSPEED_PROF_MAX_INFLATE`` (default 100); 0 or less: no limit."""
+    raw = os.environ.get(INFLATE_ENV, "").strip()
+    try:
+        ratio = float(raw) if raw else _INFLATE
+    except ValueError:
+        raise BadFile(f"{INFLATE_ENV}={raw!r}: expected a number (0 for no limit)") from None
+    return ratio if ratio > 0 else float("inf")
+
+
+def _candidates(buf: bytes) -> Iterator[int]:
+    """Ends of ``}`` followed by ``,`` and ``{`` (whitespace between), last first."""
+    pos = len(buf)
+    while (pos := buf.rfind(b"{", 0, pos)) > 0:
+        j = pos - 1
+        while j >= 0 and buf[j] in _WS:
+            j -= 1
+        if j < 0 or buf[j] != 0x2C:  # ','
+            continue
+        j -= 1
+        while j >= 0 and buf[j] in _WS:
+            j -= 1
+        if j >= 0 and buf[j] == 0x7D:  # '}'
+            yield j + 1
+
+
+def _scan(buf: bytes) -> tuple[int, bool]:
+    """Where ``buf`` can be cut: after its last whole top-level object that a comma follows, or
+    when the array closes in ``buf``, after its last object (0: none); -1: nowhere yet. And
+    whether the array closes."""
+    depth, last, end = 0, -1, 0
+    for m in _TOKEN.finditer(buf):
+        c = buf[m.start()]
+        if c == 0x22:  # a string
+            continue
+        if c in b"[{":
+            depth += 1
+            continue
+        depth -= 1
+        if depth < 0:
+            return end, True
+        if depth == 0 and c == 0x7D:
+            end = m.end()
+            if _COMMA.match(buf, end):
+                last = end
+    return last, False
+
+
+def _array(buf: bytes, at: int) -> bytearray:
+    """``[`` + ``buf[:at]`` + ``]`` with one copy."""
+    doc = bytearray(b"[")
+    doc += memoryview(buf)[:at]
+    doc += b"]"
+    return doc
+
+
+class TraceStream(Generic[E, T]):
+    """The events of ``path`` in batches (``batches()``); then ``top``: the document without
+    its events (None for a bare list). ``top_type`` has a ``traceEvents`` list of ``event``."""
+
+    def __init__(self, path: Path, event: type[E], top_type: type[T]) -> None:
+        self.path = path
+        self.top: T | None = None
+        self._events = msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+        self._top = msgspec.json.Decoder(top_type)
+        self._eof = False
+
+    def batches(self) -> Iterator[list[E]]:
+        opener: Callable[..., Any] = gzip.open if self.path.name.endswith(".gz") else open
+        with opener(self.path, "rb") as f:
+            read = self._reader(f)
+            buf = read().lstrip()
+            if not buf.startswith((b"{", b"[")):
+                raise BadFile(f"{self.path}: not JSON (starts with {buf[:8]!r})")
+            if buf.startswith(b"["):
+                header, buf = None, buf[1:]
+            else:
+                header, buf = self._header(buf, read)
+                if header is None:  # no array of events: a small document, read whole
+                    self.top = self._top.decode(buf)
+                    yield from self._take_events()
+                    return
+            ended = False
+            while True:
+                cut = None if ended else self._cut(buf)
+                if cut is not None:
+                    events, at, ended = cut
+                    yield events
+                    del events
+                    if not ended:  # drop the comma before the next event
+                        at = _COMMA.match(buf, at).end()  # type: ignore[union-attr]
+                    buf = buf[at:]
+                if self._eof:
+                    break
+                buf += read()
+                if ended and len(buf) > MAX_PIECE:
+                    raise BadFile(f"{self.path}: more than {MAX_PIECE} bytes after "
+                                  "traceEvents; refused")
+        yield from self._last(header, buf)
+
+    def _reader(self, f: Any) -> Callable[[], bytes]:
+        """``read()``: the next chunk; sets ``_eof``; refuses a decompression bomb."""
+        limit = float("inf")
+        if self.path.name.endswith(".gz"):
+            limit = max(max_inflate() * self.path.stat().st_size, _FLOOR)
+        total = 0
+
+        def read() -> bytes:
+            nonlocal total
+            chunk: bytes = f.read(CHUNK)
+            total += len(chunk)
+            self._eof = not chunk
+            if total > limit:
+                raise BadFile(f"{self.path}: inflates to more than {limit / 1e6:.0f} MB "
+                              f"({max_inflate():g}x its size); refused as a decompression "
+                              f"bomb ({INFLATE_ENV} sets the ratio, 0 for no limit)")
+            return chunk
+
+        return read
+
+    def _header(self, buf: bytes, read: Callable[[], bytes]) -> tuple[bytes | None, bytes]:
+        """The document before ``"traceEvents"`` (checked to be a well-formed start of it) and
+        the buffer after its ``[``; (None, the whole file) when the file ends without one."""
+        pos = 0
+        while True:
+            i = buf.find(_KEY, pos)
+            if i < 0 or len(buf) - i < 64:
+                if self._eof:
+                    if i < 0:
+                        return None, buf
+                elif len(buf) > MAX_PIECE:
+                    raise BadFile(f"{self.path}: no traceEvents array in its first "
+                                  f"{MAX_PIECE} bytes; refused")
+                else:
+                    buf += read()
+                    continue
+            m = _OPEN.match(buf, i + len(_KEY))
+            if m is not None:
+                try:
+                    self._top.decode(buf[:i] + _KEY + b":[]}")
+                    return buf[:i], buf[m.end():]
+                except msgspec.DecodeError:
+                    pass  # the name inside a string or a nested object: look further
+            pos = i + 1
+
+    def _cut(self, buf: bytes) -> tuple[list[E], int, bool] | None:
+        """Events of ``buf`` up to its last whole one, where the rest starts, whether the array
+        ended; None when ``buf`` holds no whole event yet."""
+        for k, at in enumerate(_candidates(buf)):
+            if k == _TRIES:
+                break
+            try:
+                return self._events.decode(_array(buf, at)), at, False
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # a cut inside a string or a nested object
+        at, ended = _scan(buf)
+        if at <= 0 and not ended:
+            if len(buf) > MAX_PIECE:
+                raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; "
+                              "refused")
+            return None
+        return self._events.decode(_array(buf, at)), at, ended
+
+    def _last(self, header: bytes | None, buf: bytes) -> Iterator[list[E]]:
+        try:
+            if header is None:
+                yield self._events.decode(b"[" + buf)
+                return
+            self.top = self._top.decode(header + _KEY + b":[" + buf)
+        except msgspec.DecodeError as err:
+            raise BadFile(f"{self.path}: cut short or malformed near its end "
+                          f"({str(err)[:120]})") from None
+        yield from self._take_events()
+
+    def _take_events(self) -> Iterator[list[E]]:
+        events = self.top.traceEvents  # type: ignore[union-attr]
+        self.top.traceEvents = []  # type: ignore[union-attr]
+        yield events
