@@ -121,6 +121,19 @@ def test_a_rank_claimed_by_two_hosts_keeps_both_and_warns(tmp_path: Path) -> Non
                                "kept one track each"]
 
 
+def test_a_ray_drivers_own_capture_is_its_own_track_after_the_workers(tmp_path: Path) -> None:
+    """A driver that records its step loop (role ``driver``) is a track of its own, below every
+    worker role, and not a second claim on the worker's rank."""
+    range_file(tmp_path, 0, "driver", "head")
+    range_file(tmp_path, 1, "rollout", "host-a")
+    range_file(tmp_path, 0, "actor", "host-a")
+    trace, result = merged(tmp_path, tmp_path / "t.json")
+    assert list(tracks(trace)) == ["rank 0 · actor · host-a", "rank 1 · rollout · host-a",
+                                   "rank 0 · driver · head"]
+    driver = tracks(trace)["rank 0 · driver · head"]
+    assert sorted(step_starts(trace, driver)) == [1, 2, 3] and result.warnings == []
+
+
 @pytest.fixture(scope="module")
 def torch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two ranks at level0: a range file and a torch trace (Kineto's clock) per capture."""
