@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from typing import TYPE_CHECKING, Any
 
 from mindspeed_prof.config.schema import (
     ROLES,
@@ -17,7 +14,13 @@ from mindspeed_prof.config.schema import (
     Stage,
 )
 
+if TYPE_CHECKING:
+    from omegaconf.errors import OmegaConfBaseException
+
 __all__ = ["ConfigError", "validate"]
+
+# omegaconf is imported where a value may be one of its nodes: importing this module (as every
+# CLI command does, through the schema) costs nothing of its 50 ms. A DictConfig is a Mapping.
 
 
 class ConfigError(ValueError):
@@ -51,7 +54,7 @@ def _sections(cfg: Any) -> dict[str, Any] | None:
         return None
     if isinstance(cfg, ProfilerConfig):
         return {name: getattr(cfg, name) for name in ROLES}
-    if not isinstance(cfg, (Mapping, DictConfig)):
+    if not isinstance(cfg, Mapping):
         raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
     if "profiler_config" in cfg:
         return _sections(cfg["profiler_config"])
@@ -73,6 +76,8 @@ def _layer(section: Any) -> dict[str, Any]:
 
 
 def _items(section: Any) -> dict[str, Any]:
+    from omegaconf import DictConfig, OmegaConf
+
     if isinstance(section, IntegratedConfig):
         return {name: getattr(section, name) for name in _FIELDS}
     if isinstance(section, DictConfig):
@@ -98,9 +103,12 @@ def _checked(layers: list[tuple[str, Any]], role: str) -> IntegratedConfig:
 
 def _merge(section: Any, role: str, base: IntegratedConfig | None) -> IntegratedConfig:
     """``section``'s fields over ``base`` (or the defaults), typed by OmegaConf."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     if isinstance(section, IntegratedConfig):
         section = _items(section)
-    if isinstance(section, (Mapping, DictConfig)):
+    if isinstance(section, Mapping):
         unknown = [str(k) for k in section if k not in _FIELDS]  # Hydra's "+key=" can add them
         if unknown:
             raise ConfigError(f"profiler_config.{role}.{unknown[0]}: unknown field; allowed "
@@ -119,6 +127,8 @@ def _merge(section: Any, role: str, base: IntegratedConfig | None) -> Integrated
 
 
 def _describe(err: OmegaConfBaseException, role: str) -> str:
+    from omegaconf.errors import ConfigKeyError
+
     key = getattr(err, "key", None) or getattr(err, "full_key", "") or "?"
     key = str(key).split(".")[-1]
     message = str(err).splitlines()[0]
@@ -178,8 +188,7 @@ def _check_triggers(c: IntegratedConfig, key: str) -> None:
 
 def _stage(value: Any, key: str) -> Stage | list[Stage]:
     """One ``Stage``, or a list of distinct stages other than ``all`` (MindSpeed-RL takes both)."""
-    if OmegaConf.is_config(value):
-        value = OmegaConf.to_container(value)
+    value = _plain(value)
     names = ", ".join(s.name for s in Stage)
     if not isinstance(value, (list, tuple)):
         stage = _one_stage(value)
@@ -203,6 +212,13 @@ def _stage(value: Any, key: str) -> Stage | list[Stage]:
     return stages
 
 
+def _plain(value: Any) -> Any:
+    """An OmegaConf node as plain Python; anything else as it is."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
 def _one_stage(value: Any) -> Stage | None:
     if isinstance(value, Stage):
         return value
@@ -211,8 +227,7 @@ def _one_stage(value: Any) -> Stage | None:
 
 def _ranks(value: Any, key: str) -> str | list[int]:
     """``"all"`` or a sorted list of distinct ints >= 0."""
-    if OmegaConf.is_config(value):
-        value = OmegaConf.to_container(value)
+    value = _plain(value)
     if value == "all":
         return "all"
     allowed = 'allowed: "all" or a list of integers >= 0, e.g. [0, 1]'
