@@ -83,7 +83,7 @@ def stream_events(path: Path) -> Iterator[list[Event]]:
 def read_json(path: Path, group: str, size: int) -> TraceData:
     """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it."""
     stream = TraceStream(path, Event, _Trace)
-    fold = Collector(path)
+    fold = Collector()
     count = 0
     with _gc_paused():
         for batch in stream.batches():
@@ -153,8 +153,7 @@ class Collector:
     one stream, host ops out of order beyond the heap) are named in ``data.problems``.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self) -> None:
         self.steps: list[tuple[float, float, int]] = []
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
         self.threads: dict[Any, _Thread] = {}
@@ -380,6 +379,6 @@ def _count(slot: list[Any], name: str) -> None:
 
 def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
     """``Collector`` over one list of events (readers that hold them all: db, torch_npu)."""
-    fold = Collector(data.path)
+    fold = Collector()
     fold.add(events)
     fold.finish(data, default_step)

@@ -28,7 +28,7 @@ def _event(d: dict[str, Any]) -> Event:
 
 def _fold(events: list[dict[str, Any]], batch: int = 7) -> TraceData:
     data = TraceData(Path("t.json"), "torch", 0, "", 0)
-    fold = Collector(data.path)
+    fold = Collector()
     evs = [_event(e) for e in events]
     for i in range(0, len(evs), batch):
         fold.add(evs[i:i + batch])
@@ -162,3 +162,131 @@ def test_untimed_and_negative_events_counted_and_named() -> None:
                         "(first: 'late')",
                         "t.json: 1 events end before they start (negative dur), ignored "
                         "(first: 'back')"]
+
+
+def test_kernel_and_runtime_totals_are_the_traces_own_sums() -> None:
+    """Counted independently from the raw events: per name, the count and summed duration."""
+    events = _cuda_events(seed=5)
+    want: dict[str, dict[str, list[float]]] = {"device": {}, "runtime": {}}
+    for e in events:
+        group = ("device" if e.get("cat") in chrome.DEVICE_CATS
+                 else "runtime" if e.get("cat") in chrome.RUNTIME_CATS else None)
+        if group and e["ph"] == "X":
+            slot = want[group].setdefault(e["name"], [0, 0.0])
+            slot[0] += 1
+            slot[1] += e["dur"]
+    data = _fold(events, batch=50)
+    assert len(want["device"]) > 3 and len(want["runtime"]) > 1
+    for got, expected in ((data.kernels, want["device"]), (data.runtime, want["runtime"])):
+        assert got.keys() == expected.keys()
+        for name, (count, us) in expected.items():
+            assert got[name][0] == count and got[name][1] == pytest.approx(us)
+
+
+def _nccl(ts: float, tid: int, stream: int | None = None, args: bool = True) -> dict[str, Any]:
+    event: dict[str, Any] = {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce",
+                             "ts": ts, "dur": 10.0, "pid": 0, "tid": tid}
+    if args:
+        event["args"] = {"stream": stream, "correlation": None}
+    return event
+
+
+@pytest.mark.parametrize(("a", "b", "clash"), [
+    ({"tid": 7, "stream": 7}, {"tid": 8, "stream": 7}, True),    # args.stream decides
+    ({"tid": 7, "stream": 7}, {"tid": 7, "stream": 8}, False),
+    ({"tid": 7, "args": False}, {"tid": 7, "args": False}, True),  # no args: the thread
+    ({"tid": 7, "args": False}, {"tid": 8, "args": False}, False),
+    ({"tid": 7}, {"tid": 7}, True),                              # args without a stream
+    ({"tid": 7}, {"tid": 8}, False),
+])
+def test_a_device_ops_stream_is_its_args_stream_else_its_thread(
+        a: dict[str, Any], b: dict[str, Any], clash: bool) -> None:
+    problems = _fold([_nccl(0.0, **a), _nccl(5.0, **b)]).problems
+    assert any("collectives overlap another on the same stream" in p
+               for p in problems) == clash
+
+
+def _kernel(corr: int, ts: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "kernel", "name": "gemm", "ts": ts, "dur": 1.0, "pid": 0,
+            "tid": 7, "args": {"correlation": corr}}
+
+
+def _launch(corr: int, ts: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 1.0,
+            "pid": 1, "tid": 1, "args": {"correlation": corr}}
+
+
+def _missed(problems: list[str]) -> int:
+    found = [p for p in problems if "launches and their device ops lie far apart" in p]
+    return int(found[0].split(": ")[-1].split()[0]) if found else 0
+
+
+def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """PENDING=4: the 5th waiting op keeps the newer half (3 of 5); 2 are dropped, named."""
+    monkeypatch.setattr(chrome, "PENDING", 4)
+    assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 5)]).problems) == 0
+    assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems) == 2
+
+
+def test_launches_past_the_limit_are_forgotten_half_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chrome, "PENDING", 4)
+    four = [_launch(c, 10.0 * c) for c in range(1, 5)]
+    assert _missed(_fold([*four, _kernel(1, 100.0)]).problems) == 0
+    five = [_launch(c, 10.0 * c) for c in range(1, 6)]
+    assert _missed(_fold([*five, _kernel(1, 100.0)]).problems) == 1  # launch 1 forgotten
+
+
+def test_num_keeps_finite_numbers_only() -> None:
+    num = chrome._num
+    assert num(1.5) == 1.5 and num(3) == 3.0 and isinstance(num(3), float)
+    assert num("2.5") == 2.5 and num(None) is None and num("x") is None
+    for bad in (float("nan"), float("inf"), -float("inf"), "nan", "inf", "-inf"):
+        assert num(bad) is None, bad
+
+
+def test_ops_starting_together_are_parent_then_child_and_not_late() -> None:
+    data = _fold([_op("child", 0, 4), _op("parent", 0, 10)])
+    assert data.ops == {"parent": [1, 6.0], "child": [1, 4.0]} and not data.problems
+
+
+def test_an_op_running_past_its_parents_end_takes_only_the_overlap() -> None:
+    assert _fold([_op("P", 0, 10), _op("Q", 5, 10)]).ops == {"P": [1, 5.0], "Q": [1, 10.0]}
+
+
+def test_memory_timeline_is_in_time_order_whatever_the_file_order() -> None:
+    events = [*TREE, _mem(40, 1), _mem(5, 2), _mem(20, 3)]
+    times = [t for t, _ in _fold(events).memory["timeline"]]
+    assert times == [5.0, 20.0, 40.0]
+
+
+def test_late_ops_name_their_process_and_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chrome, "REORDER", 1)
+    events = [{**_op(f"op{i}", 100.0 - 10 * i, 5), "pid": 4, "tid": 2} for i in range(4)]
+    assert _fold(events).problems == ["t.json: thread 2 of process 4: 2 host ops out of start "
+                                      "order by more than 1; their self times are approximate"]
+
+
+def test_the_first_untimed_event_is_named_even_without_a_name() -> None:
+    events = [{"ph": "X", "ts": 1}, {"ph": "X", "name": "late", "ts": 2}]
+    assert _fold(events).problems == ["t.json: 2 complete events ('X') without ts or dur, "
+                                      "ignored (first: '')"]
+
+
+def test_read_json_takes_rank_and_default_step_from_the_files_metadata(tmp_path: Path) -> None:
+    """A range file names its rank and first step in ``mindspeed_prof``; a range outside every
+    ProfilerStep takes that step, and problems name the file."""
+    import json
+
+    path = tmp_path / "ranges.json"
+    path.write_text(json.dumps({"mindspeed_prof": {"kind": "spans", "rank": 5, "step": 7},
+                                "traceEvents": [
+                                    {"ph": "X", "cat": "user_annotation", "name": "loss",
+                                     "ts": 1.0, "dur": 2.0, "pid": 1, "tid": 1},
+                                    {"ph": "X", "name": "back", "ts": 5, "dur": -1}]}))
+    data = chrome.read_json(path, "g", path.stat().st_size)
+    assert data.rank == 5 and data.kind == "spans"
+    assert [(r.name, r.step, r.rank) for r in data.ranges] == [("loss", 7, 5)]
+    assert data.problems == [f"{path}: 1 events end before they start (negative dur), ignored "
+                             "(first: 'back')"]
