@@ -290,3 +290,28 @@ def test_read_json_takes_rank_and_default_step_from_the_files_metadata(tmp_path:
     assert [(r.name, r.step, r.rank) for r in data.ranges] == [("loss", 7, 5)]
     assert data.problems == [f"{path}: 1 events end before they start (negative dur), ignored "
                              "(first: 'back')"]
+
+
+def _annotation(name: str, ts: float) -> dict[str, Any]:
+    return {"ph": "X", "cat": "user_annotation", "name": name, "ts": ts, "dur": 1.0, "pid": 1,
+            "tid": 1}
+
+
+def test_a_range_belongs_to_the_step_whose_host_range_holds_its_start() -> None:
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0.0,
+            "dur": 10.0, "pid": 1, "tid": 1}
+    events = [step, _annotation("inside", 4.0), _annotation("at_end", 10.0),
+              _annotation("after", 10.5)]
+    data = TraceData(Path("t.json"), "torch", 0, "", 0)
+    collect(data, [_event(e) for e in events], 8)  # 8: the file's own step, for the rest
+    got = {r.name: r.step for r in data.ranges if r.kind == "range"}
+    assert got == {"inside": 3, "at_end": 3, "after": 8}
+    other = TraceData(Path("t.json"), "torch", 0, "", 0)
+    collect(other, [_event(_annotation("after", 10.5))], "8")  # not an int: no step
+    assert [r.step for r in other.ranges] == [None]
+
+
+def test_a_long_name_in_a_problem_line_is_cut_at_60_characters() -> None:
+    name = "n" * 70
+    (problem,) = _fold([{"ph": "X", "name": name, "ts": 1}]).problems
+    assert problem.endswith(f"(first: {'n' * 60!r})")
