@@ -227,6 +227,8 @@ def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
     monkeypatch.setattr(chrome, "PENDING", 4)
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 5)]).problems) == 0
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems) == 2
+    # the 7th: 5 waiting again (3, 4, 5, 6, 7 less the 2 dropped before): 2 more, 4 in all
+    assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 8)]).problems) == 4
 
 
 def test_launches_past_the_limit_are_forgotten_half_at_a_time(
@@ -315,3 +317,17 @@ def test_a_long_name_in_a_problem_line_is_cut_at_60_characters() -> None:
     name = "n" * 70
     (problem,) = _fold([{"ph": "X", "name": name, "ts": 1}]).problems
     assert problem.endswith(f"(first: {'n' * 60!r})")
+
+
+def test_device_problem_lines_in_full() -> None:
+    long = "ncclKernel_" + "x" * 70
+    first = {**_nccl(0.0, 7, stream=7), "name": long}
+    problems = _fold([first, _nccl(5.0, 7, stream=7)]).problems
+    assert problems == [
+        "t.json: 2 device events but no ProfilerStep ranges: the device breakdown covers the "
+        "whole trace as one row",
+        "t.json: 1 collectives overlap another on the same stream (first: "
+        "'ncclKernel_AllReduce'); their time is counted once"]
+    third = {**_nccl(8.0, 7, stream=7), "name": long}
+    clash = _fold([_nccl(0.0, 7, stream=7), third]).problems[1]
+    assert f"(first: {long[:60]!r})" in clash
