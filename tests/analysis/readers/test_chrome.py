@@ -21,9 +21,10 @@ def _event(d: dict[str, Any]) -> Event:
     args = d.get("args") or {}
     return Event(ph=d.get("ph", "X"), cat=d.get("cat", ""), name=d.get("name", ""),
                  ts=d.get("ts"), dur=d.get("dur"), tid=d.get("tid"), pid=d.get("pid"),
-                 args=EventArgs(correlation=args.get("correlation"), stream=args.get("stream"),
-                                bytes=args.get("Bytes"), allocated=args.get("Total Allocated"),
-                                device_type=args.get("Device Type")) if args else None)
+                 args=EventArgs(step=args.get("step"), correlation=args.get("correlation"),
+                           stream=args.get("stream"),
+                           bytes=args.get("Bytes"), allocated=args.get("Total Allocated"),
+                           device_type=args.get("Device Type")) if args else None)
 
 
 def _fold(events: list[dict[str, Any]], batch: int = 7) -> TraceData:
@@ -229,6 +230,9 @@ def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems) == 2
     # the 7th: 5 waiting again (3, 4, 5, 6, 7 less the 2 dropped before): 2 more, 4 in all
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 8)]).problems) == 4
+    assert _fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems[-1] == (
+        "t.json: launches and their device ops lie far apart in the file (over 4 waiting): 2 "
+        "device ops may count from their own start instead of their launch")
 
 
 def test_launches_past_the_limit_are_forgotten_half_at_a_time(
@@ -331,3 +335,36 @@ def test_device_problem_lines_in_full() -> None:
     third = {**_nccl(8.0, 7, stream=7), "name": long}
     clash = _fold([_nccl(0.0, 7, stream=7), third]).problems[1]
     assert f"(first: {long[:60]!r})" in clash
+
+
+def test_what_each_event_kind_becomes() -> None:
+    """Step ranges keep their duration; an annotation's own ``args.step`` wins; Kineto's device
+    copies of annotations are skipped; a ``stage``-category range of another name is a custom
+    range; a runtime call without args is counted; ops of equal extent nest in file order."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 100.0,
+         "dur": 50.0, "pid": 1, "tid": 1},
+        {"ph": "X", "cat": "user_annotation", "name": "loss", "ts": 0.0, "dur": 1.0, "pid": 1,
+         "tid": 1, "args": {"step": 4}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "loss", "ts": 0.0, "dur": 1.0,
+         "pid": 0, "tid": 7},
+        {"ph": "X", "cat": "stage", "name": "reward_fn", "ts": 110.0, "dur": 5.0, "pid": 1,
+         "tid": 1},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "ts": 120.0, "dur": 3.0,
+         "pid": 1, "tid": 1},
+        _op("outer", 200, 10), _op("inner", 200, 10),
+    ]
+    data = _fold(events)
+    got = sorted((r.kind, r.name, r.step, r.dur) for r in data.ranges)
+    assert got == [("range", "loss", 4, 1.0), ("range", "reward_fn", 2, 5.0),
+                   ("step", "ProfilerStep#2", 2, 50.0)]
+    assert data.runtime == {"cudaMalloc": [1, 3.0]}
+    assert data.ops == {"outer": [1, 0.0], "inner": [1, 10.0]}
+
+
+def test_only_allocations_count_toward_an_ops_bytes() -> None:
+    """Frees (negative), zero-byte and size-less ``[memory]`` events are not allocations."""
+    no_size = {**_mem(16, 0), "args": {"Total Allocated": 5.0}}
+    events = [*TREE, _mem(5, 100), _mem(15, 0), no_size, _mem(17, -8)]
+    top = {o["op"]: (o["count"], o["bytes"]) for o in _fold(events).memory["top_ops"]}
+    assert top == {"A": (1, 100)}
