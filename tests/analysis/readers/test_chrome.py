@@ -340,7 +340,8 @@ def test_device_problem_lines_in_full() -> None:
 def test_what_each_event_kind_becomes() -> None:
     """Step ranges keep their duration; an annotation's own ``args.step`` wins; Kineto's device
     copies of annotations are skipped; a ``stage``-category range of another name is a custom
-    range; a runtime call without args is counted; ops of equal extent nest in file order."""
+    range, and so is a ``step``-category one that is not a ProfilerStep; a runtime call without
+    args is counted; ops of equal extent nest in file order."""
     events = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 100.0,
          "dur": 50.0, "pid": 1, "tid": 1},
@@ -352,14 +353,17 @@ def test_what_each_event_kind_becomes() -> None:
          "tid": 1},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "ts": 120.0, "dur": 3.0,
          "pid": 1, "tid": 1},
-        _op("outer", 200, 10), _op("inner", 200, 10),
+        {"ph": "X", "cat": "step", "name": "rollout_wait", "ts": 112.0, "dur": 1.0, "pid": 1,
+         "tid": 1},
+        _op("a", 300, 1), _op("outer", 200, 10), _mem(400, 5), _op("inner", 200, 10),
     ]
     data = _fold(events)
     got = sorted((r.kind, r.name, r.step, r.dur) for r in data.ranges)
     assert got == [("range", "loss", 4, 1.0), ("range", "reward_fn", 2, 5.0),
-                   ("step", "ProfilerStep#2", 2, 50.0)]
+                   ("range", "rollout_wait", 2, 1.0), ("step", "ProfilerStep#2", 2, 50.0)]
     assert data.runtime == {"cudaMalloc": [1, 3.0]}
-    assert data.ops == {"outer": [1, 0.0], "inner": [1, 10.0]}
+    # file order decides which of two equal ops is the parent, a [memory] event between them too
+    assert data.ops == {"a": [1, 1.0], "outer": [1, 0.0], "inner": [1, 10.0]}
 
 
 def test_only_allocations_count_toward_an_ops_bytes() -> None:
