@@ -7,10 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mindspeed_prof.testing.kineto import span, write_trace
 
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.ranges import p95, range_rows, self_times, stage_of
+from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.cli import main
+from mindspeed_prof.testing.kineto import span, write_trace
 
 
 def test_mstx_ranges_of_a_real_capture(run_dir: Path) -> None:
@@ -94,3 +96,45 @@ def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
 
     html = write_report(analyse(run_dir), tmp_path / "r.html").read_text()
     assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
+
+
+def _r(name: str, ts: float, dur: float, kind: str = "range", rank: int = 0) -> Range:
+    return Range(rank, kind, name, 1, ts, dur, tid="1")
+
+
+def test_p95_is_numpys_linear_percentile_from_two_values_up() -> None:
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 7, 40):
+        values = list(rng.uniform(0, 100, n))
+        assert p95(values) == pytest.approx(float(np.percentile(values, 95)))
+    assert p95([4.0]) == 4.0
+
+
+def test_self_times_by_hand_in_any_list_order() -> None:
+    """Children come off their parent's time: nested, starting together (the longer is the
+    parent), running past the parent's end (only the overlap), covering it whole (zero)."""
+    cases = [
+        ([_r("c", 2, 3), _r("p", 0, 10)], [3.0, 7.0]),
+        ([_r("c", 0, 4), _r("p", 0, 10)], [4.0, 6.0]),
+        ([_r("p", 0, 10), _r("c", 8, 5)], [8.0, 5.0]),
+        ([_r("p", 0, 10), _r("c", 0, 10)], [0.0, 10.0]),
+    ]
+    for ranges, want in cases:
+        assert self_times(ranges) == want
+
+
+def test_stage_of_is_the_run_holding_the_start_edges_included() -> None:
+    stages = [_r("b_stage", 20, 10, "stage"), _r("a_stage", 0, 10, "stage")]
+    ranges = [_r("x", 5, 1), _r("y", 10, 1), _r("z", 25, 1), _r("w", 15, 1),
+              _r("v", 5, 1, rank=3)]
+    assert stage_of(ranges, stages) == ["a_stage", "a_stage", "b_stage", None, None]
+
+
+def test_range_rows_name_every_stage_and_order_ties_by_rank() -> None:
+    ranges = [_r("a_stage", 0, 10, "stage"), _r("b_stage", 20, 10, "stage"),
+              _r("loss", 1, 2), _r("loss", 21, 2),
+              _r("a_stage", 0, 10, "stage", rank=10), _r("loss", 1, 4, rank=10),
+              _r("a_stage", 0, 10, "stage", rank=2), _r("loss", 1, 4, rank=2)]
+    rows = range_rows(ranges)
+    assert [(r["rank"], r["stage"]) for r in rows] == [(0, "a_stage, b_stage"), (2, "a_stage"),
+                                                      (10, "a_stage")]
