@@ -124,10 +124,10 @@ def test_self_times_by_hand_in_any_list_order() -> None:
 
 
 def test_stage_of_is_the_run_holding_the_start_edges_included() -> None:
-    stages = [_r("b_stage", 20, 10, "stage"), _r("a_stage", 0, 10, "stage")]
+    stages = [_r("a_stage", 20, 10, "stage"), _r("b_stage", 0, 10, "stage")]  # names unsorted
     ranges = [_r("x", 5, 1), _r("y", 10, 1), _r("z", 25, 1), _r("w", 15, 1),
               _r("v", 5, 1, rank=3)]
-    assert stage_of(ranges, stages) == ["a_stage", "a_stage", "b_stage", None, None]
+    assert stage_of(ranges, stages) == ["b_stage", "b_stage", "a_stage", None, None]
 
 
 def test_range_rows_name_every_stage_and_order_ties_by_rank() -> None:
