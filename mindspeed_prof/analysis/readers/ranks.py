@@ -9,7 +9,7 @@ from pathlib import Path
 from mindspeed_prof.analysis.readers.model import TraceData, rank_label, to_rank
 from mindspeed_prof.formats import MANIFEST, capture_stem
 
-__all__ = ["manifest_rank", "separate"]
+__all__ = ["manifest_rank", "role_of", "separate"]
 
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 
@@ -55,6 +55,12 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
     return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
 
 
+def role_of(t: TraceData) -> str:
+    """The role our own captures name in their metadata; empty for other tools' captures."""
+    role = t.meta.get("role")
+    return role if isinstance(role, str) else ""
+
+
 def separate(traces: list[TraceData], root: Path) -> list[str]:
     """Captures that claim the same rank and step get apart: their ranges and device rows are
     labelled with their host or folder (``Range.source``), one warning line per clash.
@@ -62,20 +68,26 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     Files of one capture (a trace and its range file share a stem) are one claim; captures of
     different stages of one step (``stage_scoped`` with several stages) complete each other and
     do not clash. A capture without a known rank clashes with every other capture of unknown
-    rank that holds the same part of the same step.
+    rank that holds the same part of the same step. Roles number their ranks each from 0 (actor
+    rank 0, rollout rank 0, a driver at rank 0): where one rank is held by several roles, each
+    capture that names its role (ours do) is labelled with it as well, without a warning, so no
+    two roles are added up.
     """
-    claims: dict[tuple[int | None, int | None], dict[tuple[str, str], list[TraceData]]] = (
+    claims: dict[tuple[int | None, str, int | None], dict[tuple[str, str], list[TraceData]]] = (
         defaultdict(dict))
     parts: dict[tuple[str, str], dict[int | None, set[str]]] = {}
+    roles: dict[int | None, set[str]] = defaultdict(set)
     for t in traces:
         identity = (str(t.path.parent), capture_stem(t.path))
         held = parts.setdefault(identity, defaultdict(set))
+        if role_of(t):
+            roles[t.rank].add(role_of(t))
         for step, names in _claims(t).items():
-            claims[(t.rank, step)].setdefault(identity, []).append(t)
+            claims[(t.rank, role_of(t), step)].setdefault(identity, []).append(t)
             held[step] |= names
-    clashing: dict[int, TraceData] = {}
-    lines: dict[tuple[int | None, tuple[str, ...]], list[int | None]] = defaultdict(list)
-    for (rank, step), by_capture in claims.items():
+    labels_of: dict[int, list[str]] = {}
+    lines: dict[tuple[int | None, str, tuple[str, ...]], list[int | None]] = defaultdict(list)
+    for (rank, role, step), by_capture in claims.items():
         ids = list(by_capture)
         overlapping = {i for i in ids for j in ids
                        if i != j and parts[i][step] & parts[j][step]}
@@ -85,18 +97,22 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
         labels = _labels([g[0] for g in groups], root)
         for group, label in zip(groups, labels):
             for t in group:
-                clashing[id(t)] = t
-                t.meta["source"] = label
-        lines[(rank, tuple(labels))].append(step)
-    for t in clashing.values():
-        label = t.meta["source"]
-        t.ranges = [r._replace(source=label) for r in t.ranges]
-        for row in t.device:
-            row["source"] = label
-    return [f"rank {rank_label(rank)}, step{'s' if len(steps) > 1 else ''} "
+                labels_of[id(t)] = [label]
+        lines[(rank, role, tuple(labels))].append(step)
+    for t in traces:
+        if role_of(t) and len(roles[t.rank]) > 1:
+            labels_of[id(t)] = [role_of(t), *labels_of.get(id(t), [])]
+    for t in traces:
+        if id(t) in labels_of:
+            label = t.meta["source"] = ", ".join(labels_of[id(t)])
+            t.ranges = [r._replace(source=label) for r in t.ranges]
+            for row in t.device:
+                row["source"] = label
+    return [f"rank {rank_label(rank)}{f' ({role})' if role else ''}, "
+            f"step{'s' if len(steps) > 1 else ''} "
             f"{', '.join('?' if s is None else str(s) for s in steps)}: claimed by "
             f"{len(labels)} captures ({', '.join(labels)}); reported apart, not added up"
-            for (rank, labels), steps in lines.items()]
+            for (rank, role, labels), steps in lines.items()]
 
 
 def _labels(traces: list[TraceData], root: Path) -> list[str]:

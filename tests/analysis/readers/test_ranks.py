@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,42 @@ def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: 
     assert result.warnings() == []
     assert [(r["rank"], r["step"], r["actor_generate"], r["actor_update"])
             for r in result.per_step()] == [(0, 4, 0.05, 0.05)]
+
+
+def _role_run(root: Path, role: str, stage: str, sleep_s: float) -> None:
+    """Rank 0 of ``role``: steps 1-2, each one ``stage`` of ``sleep_s`` seconds."""
+    from mindspeed_prof import Profiler
+    from mindspeed_prof.config.validate import validate
+
+    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+                                   "profile_step_end": 3, "profile_save_path": str(root)}})
+    with Profiler(cfg, rank=0, role=role) as prof:
+        for step in (1, 2):
+            with prof.step(step), prof.stage(stage):
+                time.sleep(sleep_s)
+
+
+def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path) -> None:
+    """verl numbers each role's ranks from 0, and a driver is rank 0 too: nothing is summed."""
+    _role_run(tmp_path, "actor", "actor_update", 0.03)
+    _role_run(tmp_path, "rollout", "actor_generate", 0.06)
+    _role_run(tmp_path, "driver", "critic_update", 0.0)
+    result = analyse(tmp_path)
+    assert result.warnings() == []
+    rows = {(r["source"], r["step"]): r for r in result.per_step()}
+    assert sorted(rows) == [(role, step) for role in ("actor", "driver", "rollout")
+                            for step in (1, 2)]
+    for step in (1, 2):  # each role's step is its own length, not the three added up
+        assert 30 <= rows[("actor", step)]["total"] < 60
+        assert 60 <= rows[("rollout", step)]["total"] < 90
+        assert rows[("driver", step)]["total"] < 30
+        assert "actor_generate" not in rows[("actor", step)]
+    assert {(r["stage"], r.get("source")) for r in result.stage_rank()} == {
+        ("actor_update", "actor"), ("actor_generate", "rollout"), ("critic_update", "driver")}
+
+
+def test_one_role_at_ranks_0_and_1_is_not_labelled(tmp_path: Path) -> None:
+    _role_run(tmp_path / "a", "actor", "actor_update", 0.0)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    result = analyse(tmp_path / "a")
+    assert result.warnings() == [] and all("source" not in r for r in result.per_step())
