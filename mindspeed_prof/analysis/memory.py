@@ -36,7 +36,7 @@ class _PlainUnpickler(pickle.Unpickler):
     """Builds only what pickle's own opcodes build; every global lookup is refused."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in _PLAIN:
+        if module in ("builtins", "__builtin__") and name in _PLAIN:  # __builtin__: protocol 2
             return getattr(__import__("builtins"), name)
         raise pickle.UnpicklingError(f"refused {module}.{name}: only plain containers and "
                                      "scalars are read from a snapshot")
@@ -107,9 +107,10 @@ def _timeline(path: Path, ranges: list[Range]) -> dict[str, Any]:
 
 
 def _frame(frames: Any) -> str | None:
+    """The innermost frame outside torch: ``name (file.py:line)``."""
     for f in frames if isinstance(frames, list) else []:
-        name = str(f.get("filename", "")) if isinstance(f, dict) else ""
-        if name.endswith(".py") and "/torch/" not in name:
+        name = f.get("filename") if isinstance(f, dict) else None
+        if isinstance(name, str) and name.endswith(".py") and "/torch/" not in name:
             return f"{f.get('name')} ({Path(name).name}:{f.get('line')})"
     return None
 

@@ -110,5 +110,63 @@ def test_memory_file_cut_short_is_named_rest_analysed(memory_run: Path, tmp_path
     result = analyse(root)
     assert len(result.bad) == 1 and str(timeline) in result.bad[0]
     assert result.stage_rank() and result.memory()  # the trace's own memory events remain
+    assert {r["source"] for r in result.memory()} == {"trace"}
     assert main(["analyse", str(root)]) == 3
     assert str(timeline) in capsys.readouterr().err
+
+
+def _event(action: str, t: int | None, mib: float | None, **more) -> dict:
+    e = {"action": action, **more}
+    if t is not None:
+        e["time_us"] = t
+    if mib is not None:
+        e["size"] = int(mib * MIB)
+    return e
+
+
+def test_snapshot_history_walked_back_by_hand(tmp_path: Path) -> None:
+    """A history from an empty device, every action kind; peaks and points stated by hand."""
+    a_py = {"filename": "/app/a.py", "line": 7, "name": "f"}
+    trace = [_event("segment_map", 1, 4),          # reserved 4 (the peak)
+             _event("segment_unmap", 2, 4),        # 0
+             _event("segment_alloc", 3, 3),        # 3
+             _event("alloc", 4, 2, frames=["not a frame", a_py]),  # allocated 2 (the peak)
+             _event("free_requested", 5, 2),       # no change until completed
+             _event("free_completed", 6, 2),       # 0
+             _event("segment_free", 7, 3),         # reserved 0
+             _event("segment_map", 8, 2),          # 2
+             _event("alloc", 9, 1, frames=None),   # allocated 1, no frame to name
+             _event("alloc", 10, None,             # no size: 0 bytes
+                    frames=[{"filename": "/app/b.py", "line": 9, "name": "g"}]),
+             _event("oom", None, None)]            # no time: at 0
+    # The dump: 2 MiB reserved, 1 MiB of it allocated; sizes a segment lacks count as 0.
+    snap = {"segments": [{"total_size": 2 * MIB, "allocated_size": MIB}, {"total_size": 0},
+                         {"allocated_size": 0}], "device_traces": [trace]}
+    path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
+    path.write_bytes(pickle.dumps(snap))
+    (row,) = analyse(tmp_path).memory()
+    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 4 * MIB
+    assert row["timeline"] == [[float(t), a * MIB] for t, a in [
+        (1, 0), (2, 0), (3, 0), (4, 2), (5, 2), (6, 0), (7, 0), (8, 0), (9, 1), (10, 1),
+        (0, 1)]]
+    assert row["top_ops"] == [{"op": "f (a.py:7)", "count": 1, "bytes": 2 * MIB},
+                              {"op": "g (b.py:9)", "count": 1, "bytes": 0}]
+    assert row["source"] == "snapshot" and row["stage"] is None
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"device_traces": []}, {"segments": "none"}])
+def test_snapshot_without_segments_is_named(tmp_path: Path, doc) -> None:
+    path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
+    path.write_bytes(pickle.dumps(doc))
+    assert analyse(tmp_path).bad == [
+        f"{path}: not a CUDA memory snapshot (no 'segments' list)"]
+
+
+def test_snapshot_unpickler_admits_only_builtin_containers(tmp_path: Path) -> None:
+    old = pickle.dumps({"a": {1, 2}, "b": frozenset({3})}, protocol=2)  # set by global lookup
+    assert load_snapshot(old) == {"a": {1, 2}, "b": frozenset({3})}
+    path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "x": eval}))
+    assert analyse(tmp_path).bad == [
+        f"{path}: unreadable memory file (UnpicklingError: refused builtins.eval: only plain "
+        "containers and scalars are read from a snapshot)"]
