@@ -54,15 +54,16 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
     """Steps, host ops and ranges, kernels, runtime calls, collectives and memory of one rank."""
     with closing(_connect(path)) as con:
         tables = _tables(con)
-        strings: dict[int, str] = dict(con.execute("SELECT id, value FROM STRING_IDS")) if (
-            "STRING_IDS" in tables) else {}
+        strings: dict[int, str] = dict(_rows(con, "SELECT id, value FROM STRING_IDS", path,
+                                             data.problems)) if "STRING_IDS" in tables else {}
         name = strings.get
         if "RANK_DEVICE_MAP" in tables and data.rank is None:
-            for (rank_id,) in con.execute("SELECT rankId FROM RANK_DEVICE_MAP"):
+            for (rank_id,) in _rows(con, "SELECT rankId FROM RANK_DEVICE_MAP", path,
+                                    data.problems):
                 if to_rank(rank_id) is not None:
                     data.rank = to_rank(rank_id)
         if "HOST_INFO" in tables:
-            for (host,) in con.execute("SELECT hostName FROM HOST_INFO"):
+            for (host,) in _rows(con, "SELECT hostName FROM HOST_INFO", path, data.problems):
                 data.source = str(host)
         _host_events(con, tables, name, path, data)
         if "OVERLAP_ANALYSIS" in tables:
@@ -85,16 +86,15 @@ def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Pat
     """PYTORCH_API ops (and ``ProfilerStep#N``), STEP_TIME when no step op, MSTX ranges."""
     events: list[Event] = []
     if "PYTORCH_API" in tables:
-        types = dict(con.execute("SELECT id, name FROM ENUM_API_TYPE")) if (
+        types = dict(_rows(con, "SELECT id, name FROM ENUM_API_TYPE", path, data.problems)) if (
             "ENUM_API_TYPE" in tables) else {}
         for start, end, tid, api, kind in _rows(
                 con, "SELECT startNs, endNs, globalTid, name, type FROM PYTORCH_API", path,
                 data.problems):
-            s, e = _ns(start), _ns(end)
-            if s is None or e is None or e < s or types.get(kind, _API_OP) not in (_API_OP,
-                                                                                    _API_MSTX):
+            s, e, api_type = _ns(start), _ns(end), types.get(kind, _API_OP)
+            if s is None or e is None or e < s or api_type not in (_API_OP, _API_MSTX):
                 continue
-            cat = "cpu_op" if types.get(kind, _API_OP) == _API_OP else "user_annotation"
+            cat = "cpu_op" if api_type == _API_OP else "user_annotation"
             events.append(Event(ph="X", cat=cat, name=name(api, str(api)), ts=s / 1000.0,
                                 dur=(e - s) / 1000.0, pid=0, tid=tid))
     if "MSTX_EVENTS" in tables:
@@ -106,12 +106,13 @@ def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Pat
                                     name=name(message, str(message)), ts=s / 1000.0,
                                     dur=(e - s) / 1000.0))
     if "STEP_TIME" in tables and not any(ev.name.startswith("ProfilerStep#") for ev in events):
-        for sid, start, end in con.execute("SELECT id, startNs, endNs FROM STEP_TIME"):
+        for sid, start, end in _rows(con, "SELECT id, startNs, endNs FROM STEP_TIME", path,
+                                     data.problems):
             s, e = _ns(start), _ns(end)
-            if s is not None and e is not None and e >= s:
-                events.append(Event(ph="X", cat="cpu_op", name=f"ProfilerStep#{sid}",
-                                    ts=s / 1000.0, dur=(e - s) / 1000.0))
-    data.events += len(events)
+            if s is not None and e is not None and e >= s:  # a step is known by its name
+                events.append(Event(ph="X", name=f"ProfilerStep#{sid}", ts=s / 1000.0,
+                                    dur=(e - s) / 1000.0))
+    data.events = len(events)
     collect(data, events, None)
 
 
@@ -153,15 +154,15 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
     rows: dict[str, dict[str, Any]] = {}
     columns = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_OP)")}
     wait_ns = "waitNs" if "waitNs" in columns else "NULL"  # older schemas lack it
-    for op, start, end, wait in _rows(con, f"SELECT opName, startNs, endNs, {wait_ns} "
-                                      "FROM COMMUNICATION_OP", path, data.problems):
+    for op, ns, wait in _rows(con, f"SELECT opName, endNs - startNs, {wait_ns} "
+                              "FROM COMMUNICATION_OP", path, data.problems):
         family = comm_family(name(op, str(op)))
         row = rows.setdefault(family, {"name": family, "kind": "collective", "step": None,
                                        "count": 0, "elapse_ms": 0.0, "wait_ms": 0.0,
                                        "transit_ms": None, "sync_ms": None, "idle_ms": None,
                                        "size_mb": None, "bandwidth_gbps": None})
         row["count"] += 1
-        row["elapse_ms"] += ((_ns(end) or 0) - (_ns(start) or 0)) / 1e6
+        row["elapse_ms"] += (ns or 0) / 1e6  # NULL where a time is missing
         if wait is None:
             row["wait_ms"] = None
         elif row["wait_ms"] is not None:
@@ -187,7 +188,7 @@ def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
                 allocs.append((name(op, str(op)), float(size)))
     modules = []
     if "NPU_MODULE_MEM" in tables:
-        enum = dict(con.execute("SELECT id, name FROM ENUM_MODULE")) if (
+        enum = dict(_rows(con, "SELECT id, name FROM ENUM_MODULE", path, data.problems)) if (
             "ENUM_MODULE" in tables) else {}
         for module, size in _rows(con, "SELECT moduleId, totalReserved FROM NPU_MODULE_MEM",
                                   path, data.problems):
