@@ -222,6 +222,7 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                                  (25, 1 * MS, 3 * MS, 24, 100000),  # 2 ms, waits 0.1 ms
                                  (26, 3 * MS, 3500000, 24, 0),  # 0.5 ms
                                  (26, 3600000, None, 24, 0),  # no end: counted, no time
+                                 (98, 5 * MS, 5 * MS, 24, 0),  # no string: its id, 0 ms
                                  (27, 4 * MS, 4250000, 28, None)]),  # 0.25 ms, wait unknown
         "CANN_API": ("startNs INTEGER, endNs INTEGER, name INTEGER", [
             (0, 1000, 30), (2000, 4000, 30), (5000, None, 31), (6000, 6500, 98)]),
@@ -231,7 +232,7 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                               (41, 1500000, 50, 60), (97, 1500000, 7, 8),
                               (40, None, 999, 999)]),  # no time: skipped
         "OP_MEMORY": ("name INTEGER, size INTEGER", [
-            (42, 1024), (42, 2048), (43, 0), (96, 10), (42, None), (42, "big")]),
+            (42, 1024), (42, 2048), (43, 0), (96, 10), (42, None), (42, "big"), (43, 1)]),
         "ENUM_MODULE": ("id INTEGER, name TEXT", [(3, "HCCL"), (4, "FMK")]),
         "NPU_MODULE_MEM": ("moduleId INTEGER, totalReserved INTEGER", [
             (3, 5000), (3, 7000), (4, 100), (95, 10), (4, None)]),
@@ -240,7 +241,7 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
     read_profiler_db(db, data)
     assert data.problems == []
     assert data.kernels == {"MatMulV2": [2, 250.0], "trans_Cast_0": [1, 0.5],
-                            "aclnnAdd": [1, 0.0], "hcom_allReduce_": [3, 2500.0],
+                            "aclnnAdd": [1, 0.0], "hcom_allReduce_": [4, 2500.0],
                             "hcom_broadcast_": [1, 250.0]}
     assert data.runtime == {"aclnnMatmul": [2, 3.0], "aclrtSynchronizeStream": [1, 0.0],
                             "98": [1, 0.5]}
@@ -249,8 +250,10 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
     assert data.comm == [
         {**unknown, "name": "hcom_allReduce", "kind": "collective", "count": 3,
          "elapse_ms": 2.5, "wait_ms": 0.1},  # 2 + 0.5 + 0 ms; 0.1 + 0 + 0 ms
+        {**unknown, "name": "98", "kind": "collective", "count": 1, "elapse_ms": 0.0,
+         "wait_ms": 0.0},
         {**unknown, "name": "hcom_broadcast", "kind": "collective", "count": 1,
-         "elapse_ms": 0.25, "wait_ms": None}]
+         "elapse_ms": 0.25, "wait_ms": None}]  # in the order each family first appears
     assert data.memory == {
         "component": "PTA+GE", "peak_allocated_bytes": 300, "peak_reserved_bytes": 400,
         "components": {"PTA+GE": {"peak_allocated_bytes": 300, "peak_reserved_bytes": 400},
@@ -258,8 +261,32 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                        "97": {"peak_allocated_bytes": 7, "peak_reserved_bytes": 8}},
         "timeline": [[1000.0, 300, 400], [2000.0, 100, 200]],  # us, in time order
         "top_ops": [{"name": "aten::empty", "count": 2, "bytes": 3072, "max_bytes": 2048},
-                    {"name": "96", "count": 1, "bytes": 10, "max_bytes": 10}],
+                    {"name": "96", "count": 1, "bytes": 10, "max_bytes": 10},
+                    {"name": "aten::mul", "count": 1, "bytes": 1, "max_bytes": 1}],
         "modules": {"HCCL": 7000, "FMK": 100, "95": 10}}
+
+
+def test_each_table_is_read_without_the_others(tmp_path: Path) -> None:
+    """No STRING_IDS (names are ids, kernels unnamed), no ENUM_MODULE (modules are ids)."""
+    cases = [
+        ({"TASK": ("startNs INTEGER, endNs INTEGER, globalTaskId INTEGER", [(0, 1000, 1)]),
+          "COMPUTE_TASK_INFO": ("globalTaskId INTEGER, name INTEGER, opType INTEGER",
+                                [(1, 5, 6)])}, "kernels", {"?": [1, 1.0]}),
+        ({"MEMORY_RECORD": ("component INTEGER, timestamp INTEGER, totalAllocated INTEGER, "
+                            "totalReserved INTEGER", [(40, 1000, 5, 6)])}, "memory",
+         {"component": "40", "peak_allocated_bytes": 5, "peak_reserved_bytes": 6,
+          "components": {"40": {"peak_allocated_bytes": 5, "peak_reserved_bytes": 6}},
+          "timeline": [[1.0, 5, 6]]}),
+        ({"OP_MEMORY": ("name INTEGER, size INTEGER", [(42, 1)])}, "memory",
+         {"top_ops": [{"name": "42", "count": 1, "bytes": 1, "max_bytes": 1}]}),
+        ({"NPU_MODULE_MEM": ("moduleId INTEGER, totalReserved INTEGER", [(3, 100)])}, "memory",
+         {"modules": {"3": 100}}),
+    ]
+    for i, (tables, field, expected) in enumerate(cases):
+        db = _db(tmp_path / f"{i}.db", tables)
+        data = _trace(db)
+        read_profiler_db(db, data)
+        assert (getattr(data, field), data.problems) == (expected, []), tables
 
 
 def test_step_trace_and_comm_analyzer_of_an_analysis_db(tmp_path: Path) -> None:
