@@ -235,3 +235,36 @@ def test_any_file_cut_anywhere_is_at_most_one_line(npu, tmp_path_factory, name: 
     assert all(name in b for b in result.bad)
     if result.traces:  # the other files were still read
         assert result.traces[0].kernels or name in ("kernel_details.csv", "op_statistic.csv")
+
+
+@pytest.mark.parametrize("name", ["text/rank0_ascend_pt", "text/rank1_ascend_pt"])
+def test_op_statistic_alone_gives_the_kernels_once(npu, tmp_path: Path, name: str) -> None:
+    """Without kernel_details.csv, op_statistic.csv is the kernels: trace_view's device events
+    are not added on top; a row missing its count or total is left out, not half-read."""
+    folder = unpack(name, tmp_path / "w_ascend_pt")
+    (folder / OUT / "kernel_details.csv").unlink()
+    stats = _csv(folder / OUT / "op_statistic.csv")
+    with open(folder / OUT / "op_statistic.csv", "a", newline="", encoding="utf-8") as f:
+        csv.DictWriter(f, list(stats[0])).writerow({**stats[0], "OP Type": "HalfRow",
+                                                     "Count": "3", "Total Time(us)": ""})
+    data = read(folder)
+    assert {k: (c, round(us, 2)) for k, (c, us) in data.kernels.items()} == {
+        r["OP Type"]: (int(r["Count"]), round(float(r["Total Time(us)"]), 2)) for r in stats}
+    assert data.problems == []
+
+
+def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: Path) -> None:
+    folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
+    (folder / OUT / "kernel_details.csv").unlink()
+    stats = folder / OUT / "op_statistic.csv"
+    stats.write_text(stats.read_text(encoding="utf-8").replace("Total Time(us)", "Total"),
+                     encoding="utf-8")
+    data = read(folder)
+    assert data.problems == [f"{stats}: no column 'Total Time(us)' (has: OP Type, Core Type, "
+                             "Count, Total, Min Time(us), Avg Time(us), Max Time(us), "
+                             "Ratio(%)); file skipped"]
+    events = json.loads((folder / OUT / "trace_view.json").read_bytes())
+    hardware = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and e["args"]["name"] == "Ascend Hardware"}
+    tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
+    assert sum(c for c, _ in data.kernels.values()) == len(tasks) > 0
