@@ -3,14 +3,20 @@ and one hypothesis seed per run, printed so a red run can be replayed."""
 
 from __future__ import annotations
 
+import os
 import random
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, settings
 
 from mindspeed_prof.testing.state import process_state
+
+if os.environ.get("MUTANT_UNDER_TEST"):  # under mutmut a failure is a kill: shrinking it is waste
+    settings.register_profile("mutation", phases=[Phase.explicit, Phase.generate])
+    settings.load_profile("mutation")
 
 
 @pytest.hookimpl(tryfirst=True)  # before hypothesis' own pytest_configure reads the option

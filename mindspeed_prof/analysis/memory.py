@@ -128,8 +128,8 @@ def _snapshot(path: Path) -> dict[str, Any]:
     traces = snap.get("device_traces") or []
     events = [e for dev in traces if isinstance(dev, list) for e in dev if isinstance(e, dict)]
     for e in reversed(events):  # walk back from the state at the dump
-        action, size = e.get("action"), float(e.get("size", 0) or 0)
-        points.append((float(e.get("time_us", 0) or 0), allocated))
+        action, size = e.get("action"), float(e.get("size") or 0)
+        points.append((float(e.get("time_us") or 0), allocated))
         if action == "alloc":
             allocated -= size
             where = _frame(e.get("frames"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import pickle
@@ -11,7 +12,8 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.memory import load_snapshot
+from mindspeed_prof.analysis.memory import load_snapshot, read_memory
+from mindspeed_prof.analysis.readers.model import BadFile, Range
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 
@@ -126,32 +128,35 @@ def _event(action: str, t: int | None, mib: float | None, **more) -> dict:
 
 def test_snapshot_history_walked_back_by_hand(tmp_path: Path) -> None:
     """A history from an empty device, every action kind; peaks and points stated by hand."""
-    a_py = {"filename": "/app/a.py", "line": 7, "name": "f"}
-    trace = [_event("segment_map", 1, 4),          # reserved 4 (the peak)
-             _event("segment_unmap", 2, 4),        # 0
+    a_py = {"filename": "/app/a.py", "line": 7, "name": "z"}
+    trace = [_event("segment_map", 1, 3),          # reserved 3
+             _event("segment_unmap", 2, 3),        # 0
              _event("segment_alloc", 3, 3),        # 3
-             _event("alloc", 4, 2, frames=["not a frame", a_py]),  # allocated 2 (the peak)
-             _event("free_requested", 5, 2),       # no change until completed
-             _event("free_completed", 6, 2),       # 0
-             _event("segment_free", 7, 3),         # reserved 0
-             _event("segment_map", 8, 2),          # 2
-             _event("alloc", 9, 1, frames=None),   # allocated 1, no frame to name
-             _event("alloc", 10, None,             # no size: 0 bytes
+             _event("segment_alloc", 4, 0.5),      # 3.5 (the peak)
+             _event("alloc", 5, 2, frames=["not a frame", a_py]),  # allocated 2 (the peak)
+             _event("free_requested", 6, 2),       # no change until completed
+             _event("free_completed", 7, 2),       # 0
+             _event("segment_free", 8, 3),         # reserved 0.5
+             _event("segment_map", 9, 2),          # 2.5
+             _event("alloc", 10, 1, frames=None),  # allocated 1, no frame to name
+             _event("alloc", 11, None,             # no size: 0 bytes
                     frames=[{"filename": "/app/b.py", "line": 9, "name": "g"}]),
              _event("oom", None, None)]            # no time: at 0
-    # The dump: 2 MiB reserved, 1 MiB of it allocated; sizes a segment lacks count as 0.
-    snap = {"segments": [{"total_size": 2 * MIB, "allocated_size": MIB}, {"total_size": 0},
-                         {"allocated_size": 0}], "device_traces": [trace]}
+    # The dump: 2.5 MiB reserved, 1 MiB of it allocated; sizes a segment lacks count as 0.
+    snap = {"segments": [{"total_size": 5 * MIB // 2, "allocated_size": MIB},
+                         {"total_size": 0}, {"allocated_size": 0}], "device_traces": [trace]}
     path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
     path.write_bytes(pickle.dumps(snap))
     (row,) = analyse(tmp_path).memory()
-    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 4 * MIB
+    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 3.5 * MIB
     assert row["timeline"] == [[float(t), a * MIB] for t, a in [
-        (1, 0), (2, 0), (3, 0), (4, 2), (5, 2), (6, 0), (7, 0), (8, 0), (9, 1), (10, 1),
-        (0, 1)]]
-    assert row["top_ops"] == [{"op": "f (a.py:7)", "count": 1, "bytes": 2 * MIB},
+        (1, 0), (2, 0), (3, 0), (4, 0), (5, 2), (6, 2), (7, 0), (8, 0), (9, 0), (10, 1),
+        (11, 1), (0, 1)]]
+    # by bytes, not by name
+    assert row["top_ops"] == [{"op": "z (a.py:7)", "count": 1, "bytes": 2 * MIB},
                               {"op": "g (b.py:9)", "count": 1, "bytes": 0}]
     assert row["source"] == "snapshot" and row["stage"] is None
+    assert read_memory(path)["by_stage"] == {}  # a snapshot has no host ranges to join
 
 
 @pytest.mark.parametrize("doc", [[1, 2], {"device_traces": []}, {"segments": "none"}])
@@ -163,10 +168,73 @@ def test_snapshot_without_segments_is_named(tmp_path: Path, doc) -> None:
 
 
 def test_snapshot_unpickler_admits_only_builtin_containers(tmp_path: Path) -> None:
-    old = pickle.dumps({"a": {1, 2}, "b": frozenset({3})}, protocol=2)  # set by global lookup
-    assert load_snapshot(old) == {"a": {1, 2}, "b": frozenset({3})}
+    for protocol in (2, 3):  # sets by global lookup: __builtin__.set, builtins.set
+        old = pickle.dumps({"a": {1, 2}, "b": frozenset({3})}, protocol=protocol)
+        assert load_snapshot(old) == {"a": {1, 2}, "b": frozenset({3})}
     path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
     path.write_bytes(pickle.dumps({"segments": [], "x": eval}))
     assert analyse(tmp_path).bad == [
         f"{path}: unreadable memory file (UnpicklingError: refused builtins.eval: only plain "
         "containers and scalars are read from a snapshot)"]
+
+
+def _timeline_file(path: Path, times: list, sizes: list) -> Path:
+    path.write_bytes(gzip.compress(json.dumps([times, sizes]).encode()))
+    return path
+
+
+def test_timeline_points_and_stage_peaks_by_hand(tmp_path: Path) -> None:
+    """Negative times (before the capture) are left out; a stage's peak starts from the level
+    in force at its start, runs of one stage keep their highest, and an empty stage is 0."""
+    path = _timeline_file(tmp_path / "rank0_h_1_step1.memory_timeline.json.gz",
+                          [-1, 0, 0.5, 10, 20, 30, 40, 50],
+                          [[900], [100], [60, 40], [5], [7], [0], [0], [3]])
+    stage = functools.partial(Range, 0, "stage", step=1)
+    ranges = [stage(name="actor_update", ts=15, dur=10),   # level 5 at 15, then 7 at 20
+              stage(name="actor_update", ts=45, dur=10),   # a later run, lower: 0 then 3
+              stage(name="critic_update", ts=-5, dur=5),   # ends on the first point
+              stage(name="reference_compute_log_prob", ts=31, dur=5),  # level 0 all along
+              stage(name="actor_generate", ts=-9, dur=1)]  # before every point: no peak
+    facts = read_memory(path, ranges)
+    assert facts == {"source": "timeline", "peak_allocated_bytes": 100.0,
+                     "peak_reserved_bytes": None, "top_ops": [],
+                     "by_stage": {"actor_update": 7.0, "critic_update": 100.0,
+                                  "reference_compute_log_prob": 0.0},
+                     "timeline": [[0.0, 100.0], [0.5, 100.0], [10.0, 5.0], [20.0, 7.0],
+                                  [30.0, 0.0], [40.0, 0.0], [50.0, 3.0]]}
+
+
+def test_long_timeline_thinned_keeping_the_peak_and_the_end(tmp_path: Path) -> None:
+    """1,000 points: every 5th (200), the peak (index 502) and the last (999)."""
+    sizes = [[i % 7] for i in range(1000)]
+    sizes[502] = [10**6]
+    path = _timeline_file(tmp_path / "r.memory_timeline.json.gz", list(range(1000)), sizes)
+    kept = [int(t) for t, _ in read_memory(path)["timeline"]]
+    assert kept == sorted({*range(0, 1000, 5), 502, 999})
+    assert read_memory(path)["timeline"][101] == [502.0, 10.0**6]
+
+
+@pytest.mark.parametrize(("doc", "why"), [
+    ([[1, 2], [[1]]], "lengths differ"), ([[1], [[2]], [[3]]], "three lists"),
+    ({"times": [1]}, "an object"), ([[1], 2], "sizes not a list")])
+def test_timeline_of_another_shape_is_named(tmp_path: Path, doc, why) -> None:
+    path = tmp_path / "r.memory_timeline.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with pytest.raises(BadFile) as err:
+        read_memory(path)
+    assert str(err.value) == (f"{path}: not a memory timeline (expected [times, sizes by "
+                              "category])"), why
+
+
+def test_memory_file_size_limit_at_its_edge(tmp_path: Path, monkeypatch) -> None:
+    import mindspeed_prof.analysis.memory as memory
+
+    doc = json.dumps([[1], [[2]]]).encode()
+    monkeypatch.setattr(memory, "MAX_BYTES", len(doc))
+    path = tmp_path / "r.memory_timeline.json"  # not gzipped: its size is the limit's
+    path.write_bytes(doc)
+    assert read_memory(path)["peak_allocated_bytes"] == 2.0
+    path.write_bytes(doc + b" ")
+    with pytest.raises(BadFile) as err:
+        read_memory(path)
+    assert str(err.value) == f"{path}: more than {len(doc)} bytes; refused"

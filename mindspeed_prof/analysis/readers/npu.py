@@ -9,7 +9,6 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis.readers.model import (
-    MAX_BYTES,
     BadFile,
     TraceData,
     rank_of,
@@ -114,13 +113,13 @@ def _read_text(out: Path, data: TraceData) -> None:
         read_communication_matrix(out / "communication_matrix.json", data)
     read_memory(out, data)
     trace_view = out / "trace_view.json"
-    if trace_view.is_file() and trace_view.stat().st_size > MAX_BYTES:
-        data.problems.append(f"{trace_view}: over the {MAX_BYTES}-byte limit; host ranges "
-                             "and ops skipped (the CSVs were read)")
-    elif trace_view.is_file():
+    if trace_view.is_file():
         try:
             overlap = read_trace_view(trace_view, data, kernels=not kernels, comm=not comm,
                                       runtime=not runtime)
+        except BadFile as err:  # names the file
+            data.problems.append(f"{err}; host ranges and ops skipped")
+            return
         except (msgspec.DecodeError, msgspec.ValidationError, OSError) as err:
             data.problems.append(f"{trace_view}: not a readable trace ({_first(err)}); "
                                  "host ranges and ops skipped")

@@ -10,9 +10,10 @@ from typing import Any, Union
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.chrome import Event, collect
+from mindspeed_prof.analysis.readers.chrome import Collector, Event
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row
+from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["Interval", "read_trace_view", "stage_device_rows"]
 
@@ -46,7 +47,17 @@ class _Trace(msgspec.Struct):
     traceEvents: list[_Event] = []
 
 
-_decoder = msgspec.json.Decoder(Union[list[_Event], _Trace])  # noqa: UP007
+class _Meta(msgspec.Struct):
+    """What the first pass decodes of an event: enough to name its process."""
+
+    ph: str = ""
+    name: str = ""
+    pid: int | float | str | None = None
+    args: _Args | None = None
+
+
+class _Names(msgspec.Struct):
+    traceEvents: list[_Meta] = []
 
 
 def _num(value: Number) -> float | None:
@@ -57,42 +68,54 @@ def _num(value: Number) -> float | None:
     return out if math.isfinite(out) else None
 
 
+def _processes(path: Path) -> dict[Any, str]:
+    """Process names by pid. torch_npu names the host process after its events, so the names
+    are gathered in a pass of their own before any event is placed."""
+    procs: dict[Any, str] = {}
+    for batch in TraceStream(path, _Meta, _Names).batches():
+        for ev in batch:
+            if ev.ph == "M" and ev.name == "process_name" and ev.args is not None:
+                procs[ev.pid] = str(ev.args.name)
+    return procs
+
+
 def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
                     runtime: bool) -> dict[str, list[Interval]]:
     """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
 
+    Read a slice at a time in two passes (``stream``): memory does not grow with the file.
     Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...).
     """
-    decoded = _decoder.decode(path.read_bytes())
-    events = decoded if isinstance(decoded, list) else decoded.traceEvents
-    data.events = len(events)
-    procs: dict[Any, str] = {}
-    for ev in events:
-        if ev.ph == "M" and ev.name == "process_name" and ev.args is not None:
-            procs[ev.pid] = str(ev.args.name)
-    host: list[Event] = []
+    procs = _processes(path)
     overlap: dict[str, list[Interval]] = defaultdict(list)
-    for ev in events:
-        proc = procs.get(ev.pid, "")
-        if proc not in _DEVICE:
-            if ev.cat or ev.ph == "X":
-                host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
-                                  pid=_id(ev.pid), tid=_id(ev.tid)))
-            continue
-        if ev.ph != "X":
-            continue
-        ts, dur = _num(ev.ts), _num(ev.dur)
-        if ts is None or dur is None or dur < 0:
-            continue
-        if proc == "Ascend Hardware" and kernels:
-            _add(data.kernels, ev.name, dur)
-        elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
-            _add_comm(data, ev.name, dur)
-        elif proc == "CANN" and runtime:
-            _add(data.runtime, ev.name, dur)
-        elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
-            overlap[ev.name].append((ts, ts + dur, dur))
-    collect(data, host, None)
+    fold = Collector()
+    count = 0
+    for batch in TraceStream(path, _Event, _Trace).batches():
+        count += len(batch)
+        host: list[Event] = []
+        for ev in batch:
+            proc = procs.get(ev.pid, "")
+            if proc not in _DEVICE:
+                if ev.cat or ev.ph == "X":
+                    host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
+                                      pid=_id(ev.pid), tid=_id(ev.tid)))
+                continue
+            if ev.ph != "X":
+                continue
+            ts, dur = _num(ev.ts), _num(ev.dur)
+            if ts is None or dur is None or dur < 0:
+                continue
+            if proc == "Ascend Hardware" and kernels:
+                _add(data.kernels, ev.name, dur)
+            elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
+                _add_comm(data, ev.name, dur)
+            elif proc == "CANN" and runtime:
+                _add(data.runtime, ev.name, dur)
+            elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
+                overlap[ev.name].append((ts, ts + dur, dur))
+        fold.add(host)
+    data.events = count
+    fold.finish(data, None)
     return overlap
 
 

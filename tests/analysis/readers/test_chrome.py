@@ -123,6 +123,7 @@ def test_device_memory_only_when_the_trace_has_a_device() -> None:
     memory = _fold(events).memory
     assert {o["op"]: o["bytes"] for o in memory["top_ops"]} == {"B": 11}
     assert memory["peak_allocated_bytes"] == 1016.0 and len(memory["timeline"]) == 2
+    assert memory["source"] == "trace"
     host = _fold([*TREE, _mem(5, 100), _mem(15, 10)]).memory
     assert {o["op"]: o["bytes"] for o in host["top_ops"]} == {"A": 100, "B": 10}
 

@@ -207,13 +207,31 @@ def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) 
     assert line.startswith(f"{out.parent}: nothing readable (step_trace_time.csv: no column")
 
 
-def test_a_trace_view_over_the_limit_is_not_read(npu, tmp_path: Path) -> None:
+def test_trace_view_read_a_slice_at_a_time_gives_the_same_answer(npu, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """torch_npu names the host process after its events: slices of 4 kB still place every
+    event, and every fact equals the one decoded whole."""
+    import mindspeed_prof.analysis.readers.stream as stream_mod
+
+    folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
+    whole = read(folder)
+    monkeypatch.setattr(stream_mod, "CHUNK", 4096)
+    sliced = read(folder)
+    assert whole.events == sliced.events == 10112
+    for key in ("ranges", "ops", "kernels", "runtime", "device", "comm", "problems"):
+        assert getattr(sliced, key) == getattr(whole, key), key
+    assert whole.ops and whole.ranges and whole.device
+
+
+def test_a_trace_view_that_is_not_json_is_one_line(npu, tmp_path: Path) -> None:
     folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), tmp_path / "w_ascend_pt"))
     with open(folder / OUT / "trace_view.json", "wb") as f:
-        f.truncate(MAX_BYTES + 1)  # holes: refused by its size, never read
+        f.truncate(MAX_BYTES + 1)  # holes: never read whole, refused at its first bytes
     result = analyse(tmp_path)
     (line,) = result.bad
-    assert "trace_view.json: over the" in line and result.traces[0].device
+    assert line == (f"{folder / OUT / 'trace_view.json'}: not JSON (starts with "
+                    f"{bytes(8)!r}); host ranges and ops skipped")
+    assert result.traces[0].device
 
 
 _CUT = ["step_trace_time.csv", "kernel_details.csv", "op_statistic.csv", "communication.json"]
@@ -235,3 +253,36 @@ def test_any_file_cut_anywhere_is_at_most_one_line(npu, tmp_path_factory, name: 
     assert all(name in b for b in result.bad)
     if result.traces:  # the other files were still read
         assert result.traces[0].kernels or name in ("kernel_details.csv", "op_statistic.csv")
+
+
+@pytest.mark.parametrize("name", ["text/rank0_ascend_pt", "text/rank1_ascend_pt"])
+def test_op_statistic_alone_gives_the_kernels_once(npu, tmp_path: Path, name: str) -> None:
+    """Without kernel_details.csv, op_statistic.csv is the kernels: trace_view's device events
+    are not added on top; a row missing its count or total is left out, not half-read."""
+    folder = unpack(name, tmp_path / "w_ascend_pt")
+    (folder / OUT / "kernel_details.csv").unlink()
+    stats = _csv(folder / OUT / "op_statistic.csv")
+    with open(folder / OUT / "op_statistic.csv", "a", newline="", encoding="utf-8") as f:
+        csv.DictWriter(f, list(stats[0])).writerow({**stats[0], "OP Type": "HalfRow",
+                                                     "Count": "3", "Total Time(us)": ""})
+    data = read(folder)
+    assert {k: (c, round(us, 2)) for k, (c, us) in data.kernels.items()} == {
+        r["OP Type"]: (int(r["Count"]), round(float(r["Total Time(us)"]), 2)) for r in stats}
+    assert data.problems == []
+
+
+def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: Path) -> None:
+    folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
+    (folder / OUT / "kernel_details.csv").unlink()
+    stats = folder / OUT / "op_statistic.csv"
+    stats.write_text(stats.read_text(encoding="utf-8").replace("Total Time(us)", "Total"),
+                     encoding="utf-8")
+    data = read(folder)
+    assert data.problems == [f"{stats}: no column 'Total Time(us)' (has: OP Type, Core Type, "
+                             "Count, Total, Min Time(us), Avg Time(us), Max Time(us), "
+                             "Ratio(%)); file skipped"]
+    events = json.loads((folder / OUT / "trace_view.json").read_bytes())
+    hardware = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and e["args"]["name"] == "Ascend Hardware"}
+    tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
+    assert sum(c for c, _ in data.kernels.values()) == len(tasks) > 0
