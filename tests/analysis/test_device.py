@@ -121,6 +121,19 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
     assert all(f"skipped {p}" in err for p in problems)
 
 
+def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
+    from mindspeed_prof.analysis.device import DeviceOps
+
+    ops = DeviceOps()
+    ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
+    ops.add(7, 6.0, 9.0, "ncclDevKernel_AllReduce", 6.0)
+    ops.add(7, 8.0, 12.0, "ncclDevKernel_AllGather", 8.0)  # starts before the last one ends
+    ops.add(8, 0.0, 1.0, "ncclDevKernel_AllReduce", 0.0)  # another stream: no clash
+    ops.add(7, 12.0, 13.0, "ncclDevKernel_Broadcast", 12.0)  # starts as the last one ends
+    assert ops.comm_clashes() == ["ncclDevKernel_AllGather"]
+    ops.close()
+
+
 def test_kernel_kinds_follow_hta_names() -> None:
     assert kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
     assert kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"
@@ -138,6 +151,10 @@ def test_interval_algebra_matches_counting_unit_cells(a: list, b: list) -> None:
     cells_a = {c for lo, hi in a for c in range(int(lo), int(hi))}
     cells_b = {c for lo, hi in b for c in range(int(lo), int(hi))}
     ma, mb = merge(a), merge(b)
+    both = overlap(ma, mb)
+    # the fewest intervals: none touches the next, no empty piece of an overlap
+    assert all(x[1] < y[0] for m in (ma, both) for x, y in zip(m, m[1:]))
+    assert all(lo < hi for lo, hi in both)
     assert total(ma) == len(cells_a)
     assert total(overlap(ma, mb)) == len(cells_a & cells_b)
     assert total(ma, 10, 30) == len({c for c in cells_a if 10 <= c < 30})
@@ -246,7 +263,8 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
     import mindspeed_prof.analysis.device as device
 
-    ops = [(float(t), float(t + d), name, float(t + lag)) for t, d, name, lag, _ in raw]
+    # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
+    ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
     steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
     stages = [(STAGES[i % len(STAGES)], i, float(s), float(d))
               for i, (s, d) in enumerate(stage_spans)]

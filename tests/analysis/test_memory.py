@@ -129,29 +129,31 @@ def _event(action: str, t: int | None, mib: float | None, **more) -> dict:
 def test_snapshot_history_walked_back_by_hand(tmp_path: Path) -> None:
     """A history from an empty device, every action kind; peaks and points stated by hand."""
     a_py = {"filename": "/app/a.py", "line": 7, "name": "z"}
-    trace = [_event("segment_map", 1, 3),          # reserved 3
-             _event("segment_unmap", 2, 3),        # 0
-             _event("segment_alloc", 3, 3),        # 3
-             _event("segment_alloc", 4, 0.5),      # 3.5 (the peak)
-             _event("alloc", 5, 2, frames=["not a frame", a_py]),  # allocated 2 (the peak)
-             _event("free_requested", 6, 2),       # no change until completed
-             _event("free_completed", 7, 2),       # 0
-             _event("segment_free", 8, 3),         # reserved 0.5
-             _event("segment_map", 9, 2),          # 2.5
-             _event("alloc", 10, 1, frames=None),  # allocated 1, no frame to name
-             _event("alloc", 11, None,             # no size: 0 bytes
+    # Each segment action decides the reserved peak: undone wrongly, the peak moves.
+    trace = [_event("segment_alloc", 1, 1),        # reserved 1
+             _event("segment_map", 2, 4),          # 5 (the peak)
+             _event("segment_unmap", 3, 4),        # 1
+             _event("segment_alloc", 4, 3),        # 4
+             _event("segment_alloc", 5, 0.5),      # 4.5
+             _event("alloc", 6, 2, frames=["not a frame", a_py]),  # allocated 2 (the peak)
+             _event("free_requested", 7, 2),       # no change until completed
+             _event("free_completed", 8, 2),       # 0
+             _event("segment_free", 9, 3),         # reserved 1.5
+             _event("segment_map", 10, 2),         # 3.5
+             _event("alloc", 11, 1, frames=None),  # allocated 1, no frame to name
+             _event("alloc", 12, None,             # no size: 0 bytes
                     frames=[{"filename": "/app/b.py", "line": 9, "name": "g"}]),
              _event("oom", None, None)]            # no time: at 0
-    # The dump: 2.5 MiB reserved, 1 MiB of it allocated; sizes a segment lacks count as 0.
-    snap = {"segments": [{"total_size": 5 * MIB // 2, "allocated_size": MIB},
+    # The dump: 3.5 MiB reserved, 1 MiB of it allocated; sizes a segment lacks count as 0.
+    snap = {"segments": [{"total_size": 7 * MIB // 2, "allocated_size": MIB},
                          {"total_size": 0}, {"allocated_size": 0}], "device_traces": [trace]}
     path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
     path.write_bytes(pickle.dumps(snap))
     (row,) = analyse(tmp_path).memory()
-    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 3.5 * MIB
+    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 5 * MIB
     assert row["timeline"] == [[float(t), a * MIB] for t, a in [
-        (1, 0), (2, 0), (3, 0), (4, 0), (5, 2), (6, 2), (7, 0), (8, 0), (9, 0), (10, 1),
-        (11, 1), (0, 1)]]
+        (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 2), (7, 2), (8, 0), (9, 0), (10, 0),
+        (11, 1), (12, 1), (0, 1)]]
     # by bytes, not by name
     assert row["top_ops"] == [{"op": "z (a.py:7)", "count": 1, "bytes": 2 * MIB},
                               {"op": "g (b.py:9)", "count": 1, "bytes": 0}]

@@ -130,8 +130,6 @@ def _read(path: Path, group: str) -> TraceData:
         if size == 0:
             raise BadFile(f"{path}: empty file")
         if path.name.endswith(".db"):
-            if size > MAX_BYTES:  # read whole: the db export is for small captures
-                raise BadFile(f"{path}: {size} bytes, over the {MAX_BYTES}-byte limit")
             return read_db(path, group, size)
         return read_json(path, group, size)
     except BadFile:

@@ -1,4 +1,4 @@
-"""db captures (``*.pt.trace.db``): the Chrome trace kept in SQLite by the torch backend."""
+"""db captures (``*.pt.trace.db``): the torch backend's Chrome trace in SQLite, read in batches."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import json
 import sqlite3
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.chrome import Event, EventArgs, collect
+from mindspeed_prof.analysis.readers.chrome import Collector, Event, EventArgs
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
 
-__all__ = ["read_db"]
+__all__ = ["BATCH", "read_db"]
+
+#: Events folded in at a time: memory holds a batch, not the capture.
+BATCH = 1 << 16
 
 
 def read_db(path: Path, group: str, size: int) -> TraceData:
@@ -24,14 +27,22 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
     info = json.loads(meta_rows.get("distributedInfo", "{}") or "{}")
     if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
         meta["baseTimeNanoseconds"] = json.loads(meta_rows["baseTimeNanoseconds"])
-    events = []
+    fold = Collector()
+    count = 0
+    events: list[Event] = []
     for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path):
         step = json.loads(args).get("step") if args != "{}" else None
         events.append(Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
-                             args=EventArgs(step=step)))
-    data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=len(events),
+                            args=EventArgs(step=step)))
+        if len(events) == BATCH:
+            count += len(events)
+            fold.add(events)
+            events = []
+    count += len(events)
+    fold.add(events)
+    data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=count,
                      meta=meta)
-    collect(data, events, meta.get("step"))
+    fold.finish(data, meta.get("step"))
     return data
 
 

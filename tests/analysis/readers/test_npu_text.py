@@ -71,9 +71,37 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
     rows = _csv(folder / OUT / "kernel_details.csv")
     assert {r["Type"] for r in rows} == {"N/A"}
     data = read(folder)
-    assert "N/A" not in data.kernels
-    assert sum(c for c, _ in data.kernels.values()) == len(rows)
+    names = defaultdict(lambda: [0, 0.0])
+    for r in rows:  # level0: each task under its own name, its count and time
+        names[r["Name"]][0] += 1
+        names[r["Name"]][1] += float(r["Duration(us)"])
+    assert {k: (c, round(us, 3)) for k, (c, us) in data.kernels.items()} == {
+        k: (c, round(us, 3)) for k, (c, us) in names.items()}
     assert data.meta["level"] == "level0"
+
+
+def test_kernel_name_is_the_type_else_the_task_name() -> None:
+    from mindspeed_prof.analysis.readers.npu_text import kernel_name
+
+    assert kernel_name(" MatMul ", "aclnnMm_MatMul") == "MatMul"
+    assert kernel_name("n/a", " aclnnMm_MatMul ") == "aclnnMm_MatMul"
+    assert kernel_name(None, "Conv") == kernel_name("", "Conv") == "Conv"
+    assert kernel_name("N/A", None) == kernel_name(None, "") == "?"
+
+
+def test_kernel_details_rows_without_a_time_are_left_out(npu, tmp_path: Path) -> None:
+    """A zero-length kernel is a kernel; an empty or N/A duration is not counted."""
+    folder = unpack("level0/rank0_ascend_pt", tmp_path / "w_ascend_pt")
+    path = folder / OUT / "kernel_details.csv"
+    rows = _csv(path)
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        for name, dur in (("Zero", "0"), ("Empty", ""), ("NA", "N/A"), ("Negative", "-1")):
+            w.writerow({**rows[0], "Name": name, "Duration(us)": dur})
+    kernels = read(folder).kernels
+    assert kernels["Zero"] == [1, 0.0]
+    assert not {"Empty", "NA", "Negative"} & set(kernels)
+    assert sum(c for c, _ in kernels.values()) == len(rows) + 1
 
 
 def test_comm_rows_follow_communication_json(npu) -> None:
@@ -286,3 +314,33 @@ def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: P
                 and e["args"]["name"] == "Ascend Hardware"}
     tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
     assert sum(c for c, _ in data.kernels.values()) == len(tasks) > 0
+
+
+def test_kernel_details_without_a_column_falls_back_to_op_statistic(npu, tmp_path: Path) -> None:
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    details = folder / OUT / "kernel_details.csv"
+    details.write_text(details.read_text(encoding="utf-8").replace("Duration(us)", "Dur"),
+                       encoding="utf-8")
+    data = read(folder)
+    (problem,) = data.problems
+    assert problem.startswith(f"{details}: no column 'Duration(us)' (has: ")
+    stats = _csv(folder / OUT / "op_statistic.csv")
+    assert {k: c for k, (c, _) in data.kernels.items()} == {
+        r["OP Type"]: int(r["Count"]) for r in stats}
+
+
+def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: Path) -> None:
+    folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
+    api = folder / OUT / "api_statistic.csv"
+    whole = read(folder).runtime
+    assert {k: c for k, (c, _) in whole.items()} == {
+        r["API Name"]: int(r["Count"]) for r in _csv(api)}
+    api.write_text(api.read_text(encoding="utf-8").replace("Time(us)", "Time"), encoding="utf-8")
+    data = read(folder)
+    (problem,) = data.problems
+    assert problem.startswith(f"{api}: no column 'Time(us)' (has: Level, API Name, Time")
+    events = json.loads((folder / OUT / "trace_view.json").read_bytes())
+    cann = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+            and e["args"]["name"] == "CANN"}
+    calls = [e for e in events if e.get("ph") == "X" and e["pid"] in cann]
+    assert sum(c for c, _ in data.runtime.values()) == len(calls) > 0
