@@ -124,11 +124,32 @@ def test_comm_rows_follow_communication_json(npu) -> None:
 def test_communication_matrix_links_are_kept_as_written(npu) -> None:
     folder = npu("text/rank0_ascend_pt")
     doc = json.loads((folder / OUT / "communication_matrix.json").read_bytes())
-    written = {(op.split("@")[0], link): info["Bandwidth(GB/s)"]
-               for op, links in doc["step50"]["collective"].items() for link, info in links.items()}
-    links = {(r["name"], r["link"]): r["bandwidth_gbps"] for r in read(folder).comm
-             if r["kind"] == "link"}
-    assert links == written
+    written = sorted(
+        (op.split("@")[0], link, 50, i["Transport Type"], 1, i["Transit Size(MB)"],
+         i["Transit Time(ms)"], i["Bandwidth(GB/s)"])
+        for op, links in doc["step50"]["collective"].items() for link, i in links.items())
+    assert len(written) > 8
+    rows = sorted((r["name"], r["link"], r["step"], r["transport"], r["count"], r["size_mb"],
+                   r["transit_ms"], r["bandwidth_gbps"]) for r in read(folder).comm
+                  if r["kind"] == "link")
+    assert rows == written
+
+
+def test_communication_matrix_of_odd_shapes(npu, tmp_path: Path) -> None:
+    """Parts that are not objects are passed over, the rest is read; missing sizes are 0."""
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    path = folder / OUT / "communication_matrix.json"
+    path.write_text(json.dumps({
+        "step7": {"p2p": [], "collective": {"odd@1": [], "allreduce-top1@9": {
+            "0-1": "not an object", "1-0": {"Transport Type": "HCCS"}}}},
+        "step8": "not an object"}))
+    links = [r for r in read(folder).comm if r["kind"] == "link"]
+    assert links == [{"name": "allreduce-top1", "kind": "link", "step": 7, "link": "1-0",
+                      "transport": "HCCS", "count": 1, "size_mb": 0.0, "transit_ms": 0.0,
+                      "bandwidth_gbps": None}]
+    path.write_text("{cut")
+    data = read(folder)
+    assert data.problems == [f"{path}: not readable JSON (JSONDecodeError); file skipped"]
 
 
 def test_memory_peaks_and_top_ops_follow_the_memory_csvs(npu) -> None:
