@@ -77,8 +77,8 @@ def test_a_request_through_ray_reaches_every_worker(
         job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     ray = job["ray"]
     code = main(["capture", "--ray", job["address"], "--steps", "1", "--timeout", "60"])
-    out = capsys.readouterr().out
-    assert code == 0, out
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
     reports = ray.get([w.report.remote() for w in job["workers"]])
     for rank, got in enumerate(reports):
         (capture,) = [c for c in got["captures"] if c.get("request")]

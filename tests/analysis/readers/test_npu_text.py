@@ -116,9 +116,54 @@ def test_comm_rows_follow_communication_json(npu) -> None:
         assert row[key] == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
     (step,) = _csv(folder / OUT / "step_trace_time.csv")
     assert row["elapse_ms"] == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
-    # the whole family's bandwidth is a size-weighted mean of each op's SDMA bandwidth
-    bands = [op["Communication Bandwidth Info"]["SDMA"]["Bandwidth(GB/s)"] for op in ops.values()]
-    assert min(bands) <= row["bandwidth_gbps"] <= max(bands)
+    # size and bandwidth over RDMA and SDMA, as torch_npu's own "Total Op Info" sums them
+    total = doc["step50"]["collective"]["Total Op Info"]["Communication Bandwidth Info"]
+    size = sum(total[link]["Transit Size(MB)"] for link in ("RDMA", "SDMA"))
+    time = sum(total[link]["Transit Time(ms)"] for link in ("RDMA", "SDMA"))
+    assert row["size_mb"] == pytest.approx(size, rel=1e-12) and size > 400
+    assert row["bandwidth_gbps"] == pytest.approx(size / time, rel=1e-12)
+
+
+def _comm_op(bandwidth: dict) -> dict:
+    return {"Communication Time Info": {"Elapse Time(ms)": 1.0},
+            "Communication Bandwidth Info": bandwidth}
+
+
+def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
+    """SDMA, where written, already sums HCCS, PCIE and SIO; older exports have only those."""
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    path = folder / OUT / "communication.json"
+    link = lambda mb, ms: {"Transit Size(MB)": mb, "Transit Time(ms)": ms}  # noqa: E731
+    path.write_text(json.dumps({"step3": {"collective": {
+        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS (part of SDMA) not added again
+        "hcom_allReduce__1_0_1@1": _comm_op({"RDMA": link(1, 1), "SDMA": link(4, 2),
+                                             "HCCS": link(4, 2)}),
+        # no SDMA: HCCS 2 MB in 1 ms + PCIE 1 MB in 1 ms + SIO 1 MB in 0.5 ms, RDMA empty
+        "hcom_broadcast__2_0_1@2": _comm_op({"RDMA": link(None, None), "HCCS": link(2, 1),
+                                             "PCIE": link(1, 1), "SIO": link(1, 0.5),
+                                             "LOCAL": link(9, 1)}),
+        "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"})}}}))
+    rows = {r["name"]: (r["size_mb"], r["bandwidth_gbps"]) for r in read(folder).comm
+            if r["kind"] == "collective"}
+    assert rows == {"hcom_allReduce": (5.0, 5.0 / 3.0), "hcom_broadcast": (4.0, 4.0 / 2.5),
+                    "hcom_allGather": (0.0, None)}
+    path.write_text("[1, 2]")
+    assert read(folder).problems == [f"{path}: not an object of steps; file skipped"]
+
+
+def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
+    from mindspeed_prof.analysis.readers.npu_text import TIMELINE_POINTS, memory_summary
+
+    n = 3 * TIMELINE_POINTS + 1
+    records = [("PTA", float(us), float(us % 5), 1.0) for us in range(n)]
+    records[700] = ("PTA", 700.0, 10.0**6, 1.0)
+    timeline = memory_summary(list(reversed(records)), [], [])["timeline"]
+    stride = n / TIMELINE_POINTS
+    assert [int(p[0]) for p in timeline] == sorted(
+        {int(i * stride) for i in range(TIMELINE_POINTS)} | {700})
+    assert timeline[1] == [3.0, 3.0, 1.0]  # every 3rd point, time order
+    few = memory_summary(records[:TIMELINE_POINTS], [], [])["timeline"]
+    assert len(few) == TIMELINE_POINTS
 
 
 def test_communication_matrix_links_are_kept_as_written(npu) -> None:
