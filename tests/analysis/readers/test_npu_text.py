@@ -112,7 +112,8 @@ def test_comm_rows_follow_communication_json(npu) -> None:
     assert (row["name"], row["step"], row["count"]) == ("hcom_allReduce", 50, len(ops))
     infos = [op["Communication Time Info"] for op in ops.values()]
     for key, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
-                     ("transit_ms", "Transit Time(ms)")):
+                     ("transit_ms", "Transit Time(ms)"), ("sync_ms", "Synchronization Time(ms)"),
+                     ("idle_ms", "Idle Time(ms)")):
         assert row[key] == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
     (step,) = _csv(folder / OUT / "step_trace_time.csv")
     assert row["elapse_ms"] == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
@@ -142,11 +143,22 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
         "hcom_broadcast__2_0_1@2": _comm_op({"RDMA": link(None, None), "HCCS": link(2, 1),
                                              "PCIE": link(1, 1), "SIO": link(1, 0.5),
                                              "LOCAL": link(9, 1)}),
-        "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"})}}}))
-    rows = {r["name"]: (r["size_mb"], r["bandwidth_gbps"]) for r in read(folder).comm
-            if r["kind"] == "collective"}
-    assert rows == {"hcom_allReduce": (5.0, 5.0 / 3.0), "hcom_broadcast": (4.0, 4.0 / 2.5),
-                    "hcom_allGather": (0.0, None)}
+        "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"}),
+        "hcom_allGather__4_0_1@4": {"Communication Time Info": {
+            "Elapse Time(ms)": 2.0, "Wait Time(ms)": 0.5, "Transit Time(ms)": 1.0,
+            "Synchronization Time(ms)": 0.25, "Idle Time(ms)": 0.125}}}}}))
+    rows = {r["name"]: (r["count"], r["size_mb"], r["bandwidth_gbps"], r["elapse_ms"],
+                        r["wait_ms"], r["transit_ms"], r["sync_ms"], r["idle_ms"])
+            for r in read(folder).comm if r["kind"] == "collective"}
+    assert rows == {"hcom_allReduce": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_broadcast": (1, 4.0, 4.0 / 2.5, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_allGather": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
+    path.write_text(json.dumps({  # parts that are not objects passed over, the rest read
+        "step1": [], "step2": {"p2p": [], "collective": {
+            "Total Op Info": _comm_op({}), "hcom_send__1@1": "not an object",
+            "hcom_allReduce__2@2": _comm_op({})}}}))
+    assert [(r["name"], r["step"], r["count"]) for r in read(folder).comm
+            if r["kind"] == "collective"] == [("hcom_allReduce", 2, 1)]
     path.write_text("[1, 2]")
     assert read(folder).problems == [f"{path}: not an object of steps; file skipped"]
 
@@ -410,3 +422,44 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
             and e["args"]["name"] == "CANN"}
     calls = [e for e in events if e.get("ph") == "X" and e["pid"] in cann]
     assert sum(c for c, _ in data.runtime.values()) == len(calls) > 0
+
+
+def _step_trace(folder: Path, header: list[str], rows: list[list[str]]) -> Path:
+    path = folder / OUT / "step_trace_time.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([header, *rows])
+    return path
+
+
+def test_step_trace_rows_by_hand(npu, tmp_path: Path) -> None:
+    """Columns as written (Communication need not be Not Overlapped + Overlapped); a cluster
+    file's stage rows and a row with an empty time left out, the rows after them still read."""
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    path = _step_trace(folder, [
+        "Step", "Type", "Computing", "Communication(Not Overlapped)", "Overlapped",
+        "Communication", "Free", "Stage"], [
+        ["1", "stage", "1", "1", "1", "1", "1", "1"],
+        ["2", "rank", "100", "30", "20", "60", "10", "145"],
+        ["3", "rank", "100", "", "20", "60", "10", "145"],
+        ["4", "", "200", "40", "10", "50", "0", "250"]])
+    data = read(folder)
+    assert [(r["step"], r["compute_ms"], r["comm_exposed_ms"], r["overlap_ms"], r["comm_ms"],
+             r["idle_ms"], r["step_ms"]) for r in data.device] == [
+        (2, 0.1, 0.03, 0.02, 0.06, 0.01, 0.145), (4, 0.2, 0.04, 0.01, 0.05, 0.0, 0.25)]
+    assert data.problems == [f"{path}: step '3' has empty times; row skipped"]
+
+
+@pytest.mark.parametrize(("drop", "overlap_ms", "comm_ms"), [
+    ("Overlapped", 0.03, 0.06),      # derived: Communication - Not Overlapped
+    ("Communication", 0.02, 0.05)])  # derived: Not Overlapped + Overlapped
+def test_step_trace_of_an_older_export_derives_the_missing_column(
+        npu, tmp_path: Path, drop: str, overlap_ms: float, comm_ms: float) -> None:
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    header = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
+              "Communication", "Free"]
+    values = ["7", "100", "30", "20", "60", "10"]
+    keep = [i for i, h in enumerate(header) if h != drop]
+    _step_trace(folder, [header[i] for i in keep], [[values[i] for i in keep]])
+    (row,) = read(folder).device
+    assert (row["step"], row["overlap_ms"], row["comm_ms"]) == (7, overlap_ms, comm_ms)
+    assert "step_ms" not in row  # no Stage column: not invented
