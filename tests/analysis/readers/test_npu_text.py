@@ -463,3 +463,73 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
     (row,) = read(folder).device
     assert (row["step"], row["overlap_ms"], row["comm_ms"]) == (7, overlap_ms, comm_ms)
     assert "step_ms" not in row  # no Stage column: not invented
+
+
+def test_npu_memory_summary_by_hand() -> None:
+    from mindspeed_prof.analysis.readers.npu_text import memory_summary
+
+    records = [("APP", 5.0, 10.0, 20.0), ("PTA", 3.0, 100.0, 200.0), ("PTA", 1.0, None, None),
+               ("PTA", 2.0, 50.0, 300.0), ("PTA", 2.0, None, 1.0), ("Z", 4.0, None, None)]
+    ops = [("mm", 1024.0), ("mm", 4096.0), ("add", 3000.0), ("big", 5000.0)]
+    ops += [(f"op{i}", 100.0 - i) for i in range(20)]
+    modules = [("HCCL", 30.0), ("HCCL", 10.0), ("APP", 20.0), ("SLOG", 0.0)]
+    out = memory_summary(records, ops, modules)
+    assert out["component"] == "PTA"  # no PTA+GE: the allocator, not the first component
+    assert (out["peak_allocated_bytes"], out["peak_reserved_bytes"]) == (100, 300)
+    assert out["components"] == {
+        "APP": {"peak_allocated_bytes": 10, "peak_reserved_bytes": 20},
+        "PTA": {"peak_allocated_bytes": 100, "peak_reserved_bytes": 300},
+        "Z": {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0}}
+    # PTA only, in time order (equal times as written), empty sizes as 0
+    assert out["timeline"] == [[1.0, 0.0, 0.0], [2.0, 50.0, 300.0], [2.0, 0.0, 1.0],
+                               [3.0, 100.0, 200.0]]
+    assert out["top_ops"][:4] == [  # by bytes in all (mm: 5120), not by the largest one
+        {"name": "mm", "count": 2, "bytes": 5120, "max_bytes": 4096},
+        {"name": "big", "count": 1, "bytes": 5000, "max_bytes": 5000},
+        {"name": "add", "count": 1, "bytes": 3000, "max_bytes": 3000},
+        {"name": "op0", "count": 1, "bytes": 100, "max_bytes": 100}]
+    assert len(out["top_ops"]) == 20
+    assert list(out["modules"].items()) == [("HCCL", 30), ("APP", 20)]  # highest, 0 left out
+    assert memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])[
+        "component"] == "GE"  # neither PTA+GE nor PTA: the first written
+    assert memory_summary([("PTA", 1.0, 7.0, 8.0), ("PTA+GE", 1.0, 9.0, 9.0)], [], [])[
+        "component"] == "PTA+GE"
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([header, *rows])
+    return path
+
+
+def test_npu_memory_files_by_hand(npu, tmp_path: Path) -> None:
+    from mindspeed_prof.analysis.readers.npu_text import MB
+
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    out = folder / OUT
+    _write_csv(out / "operator_memory.csv", ["Name", "Size(KB)"],
+               [["mm", "0.5"], ["mm", "0"], ["add", "-1"], ["sub", ""]])
+    assert read(folder).memory == {"top_ops": [
+        {"name": "mm", "count": 1, "bytes": 512, "max_bytes": 512}]}  # a file alone is read
+    (out / "operator_memory.csv").unlink()
+    _write_csv(out / "npu_module_mem.csv", ["Component", "Total Reserved(MB)"], [["HCCL", "2"]])
+    assert read(folder).memory == {"modules": {"HCCL": 2 * MB}}
+    _write_csv(out / "memory_record.csv", ["Component", "Timestamp(us)", "Total Allocated(MB)",
+                                           "Total Reserved(MB)"],
+               [["PTA", "1", "1", ""], ["PTA", "", "9", "9"]])  # no time: not a point
+    memory = read(folder).memory
+    assert (memory["peak_allocated_bytes"], memory["peak_reserved_bytes"]) == (MB, 0)
+    assert memory["timeline"] == [[1.0, float(MB), 0.0]]
+
+
+@pytest.mark.parametrize(("name", "column"), [
+    ("memory_record.csv", "Timestamp(us)"), ("operator_memory.csv", "Size(KB)"),
+    ("npu_module_mem.csv", "Total Reserved(MB)")])
+def test_npu_memory_file_without_a_column_is_one_line(npu, tmp_path: Path, name: str,
+                                                      column: str) -> None:
+    folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
+    path = _write_csv(folder / OUT / name, ["Component", "Name"], [["PTA", "mm"]])
+    data = read(folder)
+    assert data.problems == [f"{path}: no column {column!r} (has: Component, Name); "
+                             "file skipped"]
+    assert data.memory == {}
