@@ -134,6 +134,18 @@ def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
     ops.close()
 
 
+def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
+    from mindspeed_prof.analysis.device import DeviceOps, breakdown
+
+    ops = DeviceOps()
+    ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
+    ops.add(1, 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
+    rows = breakdown(ops, [(1, 0.0, 10.0)], [])
+    ops.close()
+    assert [(r["step"], r["span_ms"], r["compute_ms"]) for r in rows] == [
+        (1, 0.00025, 0.00025), (None, 0.00025, 0.00025)]
+
+
 def test_kernel_kinds_follow_hta_names() -> None:
     assert kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
     assert kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"

@@ -136,13 +136,14 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
     path = folder / OUT / "communication.json"
     link = lambda mb, ms: {"Transit Size(MB)": mb, "Transit Time(ms)": ms}  # noqa: E731
     path.write_text(json.dumps({"step3": {"collective": {
-        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS (part of SDMA) not added again
+        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS and PCIE (parts of SDMA) not added again
         "hcom_allReduce__1_0_1@1": _comm_op({"RDMA": link(1, 1), "SDMA": link(4, 2),
-                                             "HCCS": link(4, 2)}),
-        # no SDMA: HCCS 2 MB in 1 ms + PCIE 1 MB in 1 ms + SIO 1 MB in 0.5 ms, RDMA empty
-        "hcom_broadcast__2_0_1@2": _comm_op({"RDMA": link(None, None), "HCCS": link(2, 1),
-                                             "PCIE": link(1, 1), "SIO": link(1, 0.5),
-                                             "LOCAL": link(9, 1)}),
+                                             "HCCS": link(3, 1.5), "PCIE": link(1, 0.5)}),
+        # no SDMA: RDMA 1 MB + HCCS 2 MB + PCIE 1 MB + SIO 1 MB in 0.5 ms in all (under 1 ms)
+        "hcom_broadcast__2_0_1@2": _comm_op({"RDMA": link(1, 0.0625), "HCCS": link(2, 0.25),
+                                             "PCIE": link(1, 0.125), "SIO": link(1, 0.0625),
+                                             "LOCAL": link(9, 1), "SDMA ": link(9, 1)}),
+        "hcom_reduce__5_0_1@5": _comm_op({"HCCS": link(None, None)}),
         "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"}),
         "hcom_allGather__4_0_1@4": {"Communication Time Info": {
             "Elapse Time(ms)": 2.0, "Wait Time(ms)": 0.5, "Transit Time(ms)": 1.0,
@@ -151,7 +152,8 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
                         r["wait_ms"], r["transit_ms"], r["sync_ms"], r["idle_ms"])
             for r in read(folder).comm if r["kind"] == "collective"}
     assert rows == {"hcom_allReduce": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_broadcast": (1, 4.0, 4.0 / 2.5, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_broadcast": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_reduce": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_allGather": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
     path.write_text(json.dumps({  # parts that are not objects passed over, the rest read
         "step1": [], "step2": {"p2p": [], "collective": {
@@ -413,6 +415,9 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
     whole = read(folder).runtime
     assert {k: c for k, (c, _) in whole.items()} == {
         r["API Name"]: int(r["Count"]) for r in _csv(api)}
+    with open(api, "a", newline="", encoding="utf-8") as f:  # no time: not half-counted
+        f.write("acl,NoTime,,3,,,,\n")
+    assert "NoTime" not in read(folder).runtime
     api.write_text(api.read_text(encoding="utf-8").replace("Time(us)", "Time"), encoding="utf-8")
     data = read(folder)
     (problem,) = data.problems
@@ -447,6 +452,9 @@ def test_step_trace_rows_by_hand(npu, tmp_path: Path) -> None:
              r["idle_ms"], r["step_ms"]) for r in data.device] == [
         (2, 0.1, 0.03, 0.02, 0.06, 0.01, 0.145), (4, 0.2, 0.04, 0.01, 0.05, 0.0, 0.25)]
     assert data.problems == [f"{path}: step '3' has empty times; row skipped"]
+    path = _step_trace(folder, ["Computing", "Communication(Not Overlapped)", "Free"],
+                       [["1", "", "1"]])
+    assert read(folder).problems == [f"{path}: step '?' has empty times; row skipped"]
 
 
 @pytest.mark.parametrize(("drop", "overlap_ms", "comm_ms"), [
@@ -457,11 +465,13 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     header = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
               "Communication", "Free"]
-    values = ["7", "100", "30", "20", "60", "10"]
+    rows = [["7", "100", "30", "20", "60", "10"],
+            ["8", "100", "30", "0", "30", "10"]]  # nothing overlapped: Communication = exposed
     keep = [i for i, h in enumerate(header) if h != drop]
-    _step_trace(folder, [header[i] for i in keep], [[values[i] for i in keep]])
-    (row,) = read(folder).device
+    _step_trace(folder, [header[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    row, quiet = read(folder).device
     assert (row["step"], row["overlap_ms"], row["comm_ms"]) == (7, overlap_ms, comm_ms)
+    assert (quiet["step"], quiet["overlap_ms"], quiet["comm_ms"]) == (8, 0.0, 0.03)
     assert "step_ms" not in row  # no Stage column: not invented
 
 
