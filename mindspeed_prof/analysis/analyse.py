@@ -77,18 +77,23 @@ class Analysis:
 
     def warmup(self) -> set[tuple[int | None, int]]:
         """(rank, step) pairs captured as warmup (``warmup_steps``, the ``dpo`` preset)."""
-        out: set[tuple[int | None, int]] = set()
+        return {(rank, step) for rank, _, step in self._warmup()}
+
+    def _warmup(self) -> set[tuple[int | None, str, int]]:
+        """(rank, source, step) of warmup steps: a role's warmup is not another's at its rank."""
+        out: set[tuple[int | None, str, int]] = set()
         for t in self.traces:
             window, n = t.meta.get("window"), t.meta.get("warmup_steps")
             if isinstance(window, list) and window and isinstance(window[0], int) and (
                     isinstance(n, int) and n > 0):
-                out.update((t.rank, s) for s in range(window[0], window[0] + n))
+                source = t.meta.get("source", "")
+                out.update((t.rank, source, s) for s in range(window[0], window[0] + n))
         return out
 
     def _counted(self) -> list[Range]:
         """``ranges`` less warmup steps unless ``include_warmup``."""
-        skip = set() if self.include_warmup else self.warmup()
-        return [r for r in self.ranges if (r.rank, r.step) not in skip]
+        skip = set() if self.include_warmup else self._warmup()
+        return [r for r in self.ranges if (r.rank, r.source, r.step) not in skip]
 
     def stage_rank(self, include_warmup: bool = True) -> list[dict[str, Any]]:
         """Per stage and rank: executions, total, mean and max milliseconds."""
@@ -112,9 +117,9 @@ class Analysis:
                 continue
             key = "total" if r.kind == "step" else r.name
             table[(r.rank, r.source, r.step)][key] += r.dur / 1000.0
-        warmup = self.warmup()
+        warmup = self._warmup()
         return [{"rank": rank, **_source(source), "step": step, **dict(v),
-                 "warmup": (rank, step) in warmup}
+                 "warmup": (rank, source, step) in warmup}
                 for (rank, source, step), v in sorted(
                     table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2]))]
 
@@ -144,8 +149,9 @@ class Analysis:
 
     def device(self) -> list[dict[str, Any]]:
         """Device breakdown rows per rank and step (and stage), warmup steps marked."""
-        warmup = self.warmup()
-        return [{"rank": t.rank, **row, "warmup": (t.rank, row["step"]) in warmup}
+        warmup = self._warmup()
+        return [{"rank": t.rank, **row,
+                 "warmup": (t.rank, row.get("source", ""), row["step"]) in warmup}
                 for t in self.traces for row in t.device]
 
     def _top(self, field_name: str, key: str, unit: str, n: int) -> list[dict[str, Any]]:

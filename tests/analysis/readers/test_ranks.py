@@ -120,13 +120,14 @@ def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: 
             for r in result.per_step()] == [(0, 4, 0.05, 0.05)]
 
 
-def _role_run(root: Path, role: str, stage: str, sleep_s: float) -> None:
+def _role_run(root: Path, role: str, stage: str, sleep_s: float, warmup: int = 0) -> None:
     """Rank 0 of ``role``: steps 1-2, each one ``stage`` of ``sleep_s`` seconds."""
     from mindspeed_prof import Profiler
     from mindspeed_prof.config.validate import validate
 
     cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                                   "profile_step_end": 3, "profile_save_path": str(root)}})
+                                   "profile_step_end": 3, "profile_save_path": str(root),
+                                   "warmup_steps": warmup}})
     with Profiler(cfg, rank=0, role=role) as prof:
         for step in (1, 2):
             with prof.step(step), prof.stage(stage):
@@ -135,7 +136,7 @@ def _role_run(root: Path, role: str, stage: str, sleep_s: float) -> None:
 
 def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path) -> None:
     """verl numbers each role's ranks from 0, and a driver is rank 0 too: nothing is summed."""
-    _role_run(tmp_path, "actor", "actor_update", 0.03)
+    _role_run(tmp_path, "actor", "actor_update", 0.03, warmup=1)
     _role_run(tmp_path, "rollout", "actor_generate", 0.06)
     _role_run(tmp_path, "driver", "critic_update", 0.0)
     result = analyse(tmp_path)
@@ -148,6 +149,9 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
         assert 60 <= rows[("rollout", step)]["total"] < 90
         assert rows[("driver", step)]["total"] < 30
         assert "actor_generate" not in rows[("actor", step)]
+    # the actor's warmup step is its own, not the rollout's or the driver's at rank 0
+    assert [key for key, r in rows.items() if r["warmup"]] == [("actor", 1)]
+    assert result.warmup() == {(0, 1)}
     assert {(r["stage"], r.get("source")) for r in result.stage_rank()} == {
         ("actor_update", "actor"), ("actor_generate", "rollout"), ("critic_update", "driver")}
 
