@@ -438,3 +438,30 @@ def test_analyse_files_joins_a_memory_file_listed_before_its_trace(tmp_path: Pat
     result = analyse_files([timeline, trace], tmp_path)
     assert [(t.kind, t.memory["source"]) for t in result.traces] == [("torch", "timeline")]
     assert result.memory()[0]["peak_allocated_bytes"] == 300.0
+
+
+def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
+    """Two roles at rank 0, only the actor with a warmup step: its rows alone are marked."""
+    from mindspeed_prof.analysis.readers.ranks import separate
+
+    traces = []
+    for role, warmup in (("actor", 1), ("rollout", 0)):
+        t = TraceData(Path(f"run/{role}/rank0_h_1_step1.pt.trace.json"), "torch", 0, role, 1,
+                      meta={"role": role, "window": [1, 3], "warmup_steps": warmup})
+        t.ranges = [Range(0, "step", "ProfilerStep#1", 1, 0.0, 1000.0),
+                    Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
+                    Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2
+                    Range(0, "stage", "actor_update", 2, 1300.0, 200.0)]
+        t.device = [{"step": s, "stage": None, "compute_ms": 1.0} for s in (1, 2)]
+        traces.append(t)
+    result = Analysis(root=Path("run"), traces=traces)
+    assert separate(traces, result.root) == []
+    marked = [("actor", 1)]
+    assert [(r["source"], r["step"]) for r in result.per_step() if r["warmup"]] == marked
+    assert [(r["source"], r["step"]) for r in result.device() if r["warmup"]] == marked
+    assert result.warmup() == {(0, 1)}
+    assert [(r.source, r.step) for r in result._counted() if r.kind == "step"] == [
+        ("actor", 2), ("rollout", 1), ("rollout", 2)]
+    assert [(r["source"], r["step"], r.get("actor_update")) for r in result.per_step()] == [
+        ("actor", 1, None), ("actor", 2, pytest.approx(0.3)), ("rollout", 1, None),
+        ("rollout", 2, pytest.approx(0.3))]
