@@ -80,10 +80,11 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     for t in traces:
         identity = (str(t.path.parent), capture_stem(t.path))
         held = parts.setdefault(identity, defaultdict(set))
-        if role_of(t):
-            roles[t.rank].add(role_of(t))
+        role = role_of(t)
+        if role:
+            roles[t.rank].add(role)
         for step, names in _claims(t).items():
-            claims[(t.rank, role_of(t), step)].setdefault(identity, []).append(t)
+            claims[(t.rank, role, step)].setdefault(identity, []).append(t)
             held[step] |= names
     labels_of: dict[int, list[str]] = {}
     lines: dict[tuple[int | None, str, tuple[str, ...]], list[int | None]] = defaultdict(list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -27,19 +28,14 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
     info = json.loads(meta_rows.get("distributedInfo", "{}") or "{}")
     if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
         meta["baseTimeNanoseconds"] = json.loads(meta_rows["baseTimeNanoseconds"])
+    events = (Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
+                    args=EventArgs(step=json.loads(args).get("step") if args != "{}" else None))
+              for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path))
     fold = Collector()
     count = 0
-    events: list[Event] = []
-    for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path):
-        step = json.loads(args).get("step") if args != "{}" else None
-        events.append(Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
-                            args=EventArgs(step=step)))
-        if len(events) == BATCH:
-            count += len(events)
-            fold.add(events)
-            events = []
-    count += len(events)
-    fold.add(events)
+    while batch := list(itertools.islice(events, BATCH)):
+        count += len(batch)
+        fold.add(batch)
     data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=count,
                      meta=meta)
     fold.finish(data, meta.get("step"))
