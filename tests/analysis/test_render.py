@@ -167,3 +167,15 @@ def test_presets_never_cut_and_list_only_changes() -> None:
     assert changed_values(PRESETS["mstx_light"][1]) == {
         "profile": "true", "mstx": "true", "profile_level": "level_none",
         "profile_with_cpu": "false"}
+
+
+def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
+    """torch_npu's operator_memory.csv gives the top allocating operators (the default view
+    crashed on them: their rows used another key than the trace readers')."""
+    from npu_fixtures import unpack
+
+    root = tmp_path / "run"
+    unpack("text/rank0_ascend_pt", root / "rank0_ascend_pt")
+    text = render(print_analysis, analyse(root, jobs=1, cache=False))
+    assert "Top allocating operators" in text and "aten::mm" in text
+    assert max(len(line) for line in table_lines(text)) <= WIDTH

@@ -60,7 +60,7 @@ class TraceData:
     ``comm`` rows: ``name``, ``kind`` (collective, p2p), ``step``, ``count``, ``elapse_ms``,
     ``wait_ms``, ``transit_ms``, ``sync_ms``, ``idle_ms``, ``size_mb``, ``bandwidth_gbps``
     (None where unknown); rows of kind ``link`` add ``link`` (src-dst) and ``transport``.
-    ``memory``: ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``top_ops`` (name, count,
+    ``memory``: ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``top_ops`` (op, count,
     bytes, max_bytes), ``timeline`` ([us, allocated, reserved] rows) and, for torch_npu,
     ``components`` (peak bytes per allocator component) and ``modules`` (peak per CANN module).
     ``problems``: one line per part of the capture that could not be read (the rest was).

@@ -242,7 +242,7 @@ def memory_summary(records: list[tuple[str, float, float | None, float | None]],
             slot[0] += 1
             slot[1] += size
             slot[2] = max(slot[2], size)
-        out["top_ops"] = [{"name": n, "count": int(c), "bytes": int(b), "max_bytes": int(m)}
+        out["top_ops"] = [{"op": n, "count": int(c), "bytes": int(b), "max_bytes": int(m)}
                           for n, (c, b, m) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:20]]
     if modules:
         mods: dict[str, float] = {}

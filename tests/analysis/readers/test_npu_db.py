@@ -260,9 +260,9 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                        "PTA": {"peak_allocated_bytes": 50, "peak_reserved_bytes": 60},
                        "97": {"peak_allocated_bytes": 7, "peak_reserved_bytes": 8}},
         "timeline": [[1000.0, 300, 400], [2000.0, 100, 200]],  # us, in time order
-        "top_ops": [{"name": "aten::empty", "count": 2, "bytes": 3072, "max_bytes": 2048},
-                    {"name": "96", "count": 1, "bytes": 10, "max_bytes": 10},
-                    {"name": "aten::mul", "count": 1, "bytes": 1, "max_bytes": 1}],
+        "top_ops": [{"op": "aten::empty", "count": 2, "bytes": 3072, "max_bytes": 2048},
+                    {"op": "96", "count": 1, "bytes": 10, "max_bytes": 10},
+                    {"op": "aten::mul", "count": 1, "bytes": 1, "max_bytes": 1}],
         "modules": {"HCCL": 7000, "FMK": 100, "95": 10}}
 
 
@@ -278,7 +278,7 @@ def test_each_table_is_read_without_the_others(tmp_path: Path) -> None:
           "components": {"40": {"peak_allocated_bytes": 5, "peak_reserved_bytes": 6}},
           "timeline": [[1.0, 5, 6]]}),
         ({"OP_MEMORY": ("name INTEGER, size INTEGER", [(42, 1)])}, "memory",
-         {"top_ops": [{"name": "42", "count": 1, "bytes": 1, "max_bytes": 1}]}),
+         {"top_ops": [{"op": "42", "count": 1, "bytes": 1, "max_bytes": 1}]}),
         ({"NPU_MODULE_MEM": ("moduleId INTEGER, totalReserved INTEGER", [(3, 100)])}, "memory",
          {"modules": {"3": 100}}),
     ]

@@ -227,7 +227,7 @@ def test_memory_peaks_and_top_ops_follow_the_memory_csvs(npu) -> None:
     for r in _csv(folder / OUT / "operator_memory.csv"):
         per_op[r["Name"]] += float(r["Size(KB)"]) * 1024
     top = max(per_op, key=per_op.__getitem__)
-    assert memory["top_ops"][0] == {**memory["top_ops"][0], "name": top, "bytes": per_op[top]}
+    assert memory["top_ops"][0] == {**memory["top_ops"][0], "op": top, "bytes": per_op[top]}
     assert memory["modules"] and all(v > 0 for v in memory["modules"].values())
 
 
@@ -494,10 +494,10 @@ def test_npu_memory_summary_by_hand() -> None:
     assert out["timeline"] == [[1.0, 0.0, 0.0], [2.0, 50.0, 300.0], [2.0, 0.0, 1.0],
                                [3.0, 100.0, 200.0]]
     assert out["top_ops"][:4] == [  # by bytes in all (mm: 5120), not by the largest one
-        {"name": "mm", "count": 2, "bytes": 5120, "max_bytes": 4096},
-        {"name": "big", "count": 1, "bytes": 5000, "max_bytes": 5000},
-        {"name": "add", "count": 1, "bytes": 3000, "max_bytes": 3000},
-        {"name": "op0", "count": 1, "bytes": 100, "max_bytes": 100}]
+        {"op": "mm", "count": 2, "bytes": 5120, "max_bytes": 4096},
+        {"op": "big", "count": 1, "bytes": 5000, "max_bytes": 5000},
+        {"op": "add", "count": 1, "bytes": 3000, "max_bytes": 3000},
+        {"op": "op0", "count": 1, "bytes": 100, "max_bytes": 100}]
     assert len(out["top_ops"]) == 20
     assert list(out["modules"].items()) == [("HCCL", 30), ("APP", 20)]  # highest, 0 left out
     assert memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])[
@@ -520,7 +520,7 @@ def test_npu_memory_files_by_hand(npu, tmp_path: Path) -> None:
     _write_csv(out / "operator_memory.csv", ["Name", "Size(KB)"],
                [["mm", "0.5"], ["mm", "0"], ["add", "-1"], ["sub", ""]])
     assert read(folder).memory == {"top_ops": [
-        {"name": "mm", "count": 1, "bytes": 512, "max_bytes": 512}]}  # a file alone is read
+        {"op": "mm", "count": 1, "bytes": 512, "max_bytes": 512}]}  # a file alone is read
     (out / "operator_memory.csv").unlink()
     _write_csv(out / "npu_module_mem.csv", ["Component", "Total Reserved(MB)"], [["HCCL", "2"]])
     assert read(folder).memory == {"modules": {"HCCL": 2 * MB}}
