@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture import profiler as profiler_module
-from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyTrigger
+from mindspeed_prof.capture import ranges as ranges_module
+from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyPart, AnomalyTrigger
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
 
 
@@ -109,7 +109,7 @@ class Clock:
 def test_slow_step_captures_the_next_steps_under_triggered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(profiler_module, "perf_counter_ns", clock)
+    monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
     prof = Profiler.from_config({"integrated": {
         "profile_save_path": str(tmp_path), "backend": "torch", "flight_recorder_steps": 3,
         "anomaly_factor": 2.0, "anomaly_window": 4, "anomaly_capture_steps": 2,
@@ -125,8 +125,8 @@ def test_slow_step_captures_the_next_steps_under_triggered(
     assert anomaly["median_ms"] == 10 and anomaly["factor"] == 2.0
     assert anomaly["action"] == "capture" and again["action"].startswith("skipped")
     flight, triggered = prof.captures
-    assert flight["reason"] == "anomaly" and flight["steps"] == [6, 7, 8]
-    assert triggered["trigger"] == "anomaly" and triggered["steps"] == [9, 10]
+    assert flight.reason == "anomaly" and flight.steps == [6, 7, 8]
+    assert triggered.trigger == "anomaly" and triggered.steps == [9, 10]
     (trace,) = (tmp_path / "triggered" / "integrated").glob("*.pt.trace.json")
     names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
     assert {"ProfilerStep#9", "ProfilerStep#10", "actor_update"} <= names
@@ -135,7 +135,7 @@ def test_slow_step_captures_the_next_steps_under_triggered(
 
 def test_anomaly_off_by_default(tmp_path: Path) -> None:
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
-    assert prof._anomaly is None and not prof._live
+    assert not any(isinstance(p, AnomalyPart) for p in prof.parts) and not prof._live
 
 
 @pytest.mark.parametrize("field,value,message", [

@@ -48,14 +48,14 @@ def test_large_captures_stay_within_one_capture_of_the_budget(
                 for _ in range(300):
                     x = (x @ x).tanh()
     prof.close()
-    sizes = [sum(bytes_under(Path(f)) for f in c["files"]) for c in prof.captures]
+    sizes = [sum(bytes_under(Path(f)) for f in c.files) for c in prof.captures]
     largest = max(sizes)
     assert largest > 0
     assert bytes_under(tmp_path) <= MB + largest  # overshoot: at most one capture (one step)
-    levels = [c.get("level") for c in prof.captures if not c.get("skipped")]
+    levels = [c.level for c in prof.captures if not c.skipped]
     assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
-    skipped = [c for c in prof.captures if c.get("skipped")]
-    assert skipped and skipped[0]["reason"] == "disk_budget"
+    skipped = [c for c in prof.captures if c.skipped]
+    assert skipped and skipped[0].reason == "disk_budget"
     messages = [r.getMessage() for r in caplog.records]
     assert sum("skipping captures" in m for m in messages) == 1
     assert sum("instead of level1" in m for m in messages) <= 1
@@ -77,7 +77,7 @@ def test_save_root_already_full_warns_before_the_first_step(
     assert len(before) == 1 and "profiler_config.integrated.max_disk_mb=1" in before[0]
     assert str(tmp_path) in before[0] and "1.0 MB" in before[0]
     assert len(caplog.records) == 1  # the skip itself does not warn again
-    assert [c["reason"] for c in prof.captures] == ["disk_budget"]
+    assert [c.reason for c in prof.captures] == ["disk_budget"]
     assert bytes_under(tmp_path) < MB + 1 + 64 * 1024  # a manifest at most
 
 
