@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.device import kind_of, merge, overlap, total
 from mindspeed_prof.analysis.readers.chrome import DEVICE_CATS
+from mindspeed_prof.analysis.readers.model import rank_of
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
@@ -530,13 +531,30 @@ def hta_corpus() -> Path:
     return root
 
 
-def _kineto_sets(root: Path) -> list[Path]:
-    """Folders holding Chrome traces directly, each a set of ranks for HTA."""
-    return sorted({p.parent for p in root.rglob("*") if p.is_file() and (
-        p.name.endswith((".json", ".json.gz")))})
+def _kineto_sets(root: Path) -> list[list[Path]]:
+    """The Chrome traces under ``root``, a set of ranks per folder; a folder whose files are not
+    one rank each (two captures of one worker, ranks unnamed) gives a set per file."""
+    folders: dict[Path, list[Path]] = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name.endswith((".json", ".json.gz")):
+            folders.setdefault(p.parent, []).append(p)
+    out = []
+    for files in folders.values():
+        ranks = [rank_of(f, {}, _distributed_info(f)) for f in files] if len(files) > 1 else [0]
+        distinct = None not in ranks and len(set(ranks)) == len(ranks)
+        out += [files] if distinct else [[f] for f in files]
+    return out
 
 
-def _for_hta(src: Path, dst: Path) -> int:
+def _distributed_info(path: Path) -> dict | None:
+    import gzip
+
+    raw = path.read_bytes()
+    trace = json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
+    return trace.get("distributedInfo") if isinstance(trace, dict) else None
+
+
+def _for_hta(files: list[Path], dst: Path) -> int:
     """A copy of the set's traces without what HTA is shown above to miscount: CUDA sync
     records, device-side step annotations, ``stream`` on host events. Returns how many
     ProfilerStep names they hold (HTA keeps only the steps' ops where there are two or more)."""
@@ -545,9 +563,7 @@ def _for_hta(src: Path, dst: Path) -> int:
 
     dst.mkdir(parents=True)
     steps: set[str] = set()
-    for f in sorted(src.iterdir()):
-        if not f.is_file() or not f.name.endswith((".json", ".json.gz")):
-            continue
+    for f in files:
         gz = f.name.endswith(".gz")
         trace = json.loads(gzip.decompress(f.read_bytes()) if gz else f.read_bytes())
         if not isinstance(trace, dict):
@@ -578,20 +594,21 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
     compared, skipped = [], []
-    for k, folder in enumerate(_kineto_sets(hta_corpus)):
-        if _for_hta(folder, tmp_path / f"hta{k}") < 2:
-            skipped.append(f"{folder.name}: fewer than two steps")
+    for k, files in enumerate(_kineto_sets(hta_corpus)):
+        name = "/".join(files[0].relative_to(hta_corpus).parts[:-1] + (
+            (files[0].name,) if len(files) == 1 else ()))
+        if _for_hta(files, tmp_path / f"hta{k}") < 2:
+            skipped.append(f"{name}: fewer than two steps")
             continue
         try:
             ref = _hta(tmp_path / f"hta{k}")
         except Exception as err:  # HTA cannot load every trace
-            skipped.append(f"{folder.name}: HTA cannot load it ({type(err).__name__})")
+            skipped.append(f"{name}: HTA cannot load it ({type(err).__name__})")
             continue
-        mine = tmp_path / f"ours{k}"  # this folder's own files, not those of folders below it
+        mine = tmp_path / f"ours{k}"
         mine.mkdir()
-        for f in folder.iterdir():
-            if f.is_file():
-                shutil.copy(f, mine / f.name)
+        for f in files:
+            shutil.copy(f, mine / f.name)
         rows = [r for r in analyse(mine, cache=False).device()
                 if r["stage"] is None and r["step"] is not None]
         ours: dict = {}
@@ -601,11 +618,11 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
                 s[key] += 1000 * r[f"{key}_ms"]
         if len(ref) == len(ours) == 1:  # one rank each: ours may be unnamed (None)
             ref = {next(iter(ours)): next(iter(ref.values()))}
-        assert set(ref) == set(ours), folder
+        assert set(ref) == set(ours), name
         for rank, want in ref.items():
             for key in ("compute", "idle", "span"):
                 assert abs(ours[rank][key] - want[key]) <= 0.01 * want["span"], (
-                    folder, rank, key, ours[rank][key], want[key])
-        compared.append(folder)
+                    name, rank, key, ours[rank][key], want[key])
+        compared.append(name)
     if not compared:
         pytest.skip(f"no set HTA could compare: {'; '.join(skipped)[:200]}")
