@@ -6,6 +6,7 @@ import bisect
 import contextlib
 import gc
 import heapq
+import math
 import re
 from array import array
 from collections.abc import Iterator
@@ -23,9 +24,10 @@ __all__ = ["DEVICE_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "Collector", "Ev
            "collect", "decode_events", "read_json", "stream_events"]
 
 _STAGES = frozenset(STAGES)
-#: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
-DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+#: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver
+#: (the capitalised ones: Kineto's first format, PyTorch 1.8's).
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: Host ops of a thread are put back in start order through a heap of this many (torch writes
 #: them sorted already); ops further out of order are named in ``problems``.
@@ -154,7 +156,7 @@ class Collector:
     """
 
     def __init__(self) -> None:
-        self.steps: list[tuple[float, float, int]] = []
+        self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
         self.threads: dict[Any, _Thread] = {}
         self.kernels: dict[str, list[float]] = {}
@@ -164,6 +166,10 @@ class Collector:
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
         self.dropped = 0  # device ops dropped while waiting for their launch
         self.forgot = False  # launches dropped: a later device op may miss its own
+        self.saw_launch = False  # the trace records launches (correlation ids on runtime calls)
+        #: Device ops are kept relative to the first one's start: at epoch microseconds a double
+        #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
+        self.origin: float | None = None
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
@@ -213,11 +219,12 @@ class Collector:
 
     def _launched(self, corr: Any, ts: float) -> None:
         self.launches[corr] = ts
+        self.saw_launch = True
         if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
             self.launches = _newer_half(self.launches)
             self.forgot = True
-        for where in self.waiting.pop(corr, ()):
-            self.device.set_launch(where, ts)
+        for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
+            self.device.set_launch(where, ts - (self.origin or 0.0))
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
         args = ev.args
@@ -227,7 +234,11 @@ class Collector:
         slot[0] += 1
         slot[1] += dur
         launch = self.launches.get(corr) if corr is not None else None
-        where = self.device.add(stream, ts, ts + dur, ev.name, ts if launch is None else launch)
+        if self.origin is None:
+            self.origin = ts
+        ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
+        where = self.device.add(stream, ts, ts + dur, ev.name,
+                                ts if launch is None else launch - self.origin)
         if launch is None and corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
@@ -274,7 +285,7 @@ class Collector:
                 continue
             m = _STEP.match(ev.name)
             if m:
-                self.steps.append((ts, ts + dur, int(m.group(1))))
+                self.steps.append((ts, ts + dur, int(m.group(1)), dur))
             elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
                 step = _num(ev.args.step) if ev.args is not None else None
                 self.annotations.append((ev.name, ts, dur, int(step) if step is not None
@@ -301,7 +312,7 @@ class Collector:
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
-        for ts, end, n in steps:
+        for ts, end, n, _ in steps:
             data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
         for name, ts, dur, step, tid in self.annotations:
             if step is None:
@@ -309,7 +320,7 @@ class Collector:
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
-        self._device_rows(data, [(n, s, e) for s, e, n in steps])
+        self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
         for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
@@ -321,10 +332,20 @@ class Collector:
         data.problems += late
 
     def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
-        """The per-step device breakdown, and what in it is doubtful."""
+        """The per-step device breakdown, and what in it is doubtful. ``steps``: (number,
+        start, duration), made relative to ``origin`` here as the device ops are."""
         if not self.device.count:
             return
-        stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
+        o = self.origin or 0.0
+        steps = [(n, lo - o, lo - o + dur) for n, lo, dur in steps]
+        stages = [(r.name, r.step, r.ts - o, r.dur) for r in data.ranges if r.kind == "stage"]
+        if self.saw_launch and not self.forgot:
+            # Ops whose correlation id no launch in the file carries were launched before the
+            # capture began (an earlier step's work still running) or by a call it did not
+            # record: no traced step launched them, so they go to the row without a step.
+            for waiting in self.waiting.values():
+                for where in waiting:
+                    self.device.set_launch(where, -math.inf)
         try:
             data.device = breakdown(self.device, steps, stages)
             clashes = self.device.comm_clashes()
