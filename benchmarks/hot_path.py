@@ -89,8 +89,8 @@ def run(report: Report) -> None:
     mstx.set_sink(None)
     add("mstx.range, nothing recording", _ratio(ranges, n, rounds), 1.5)
 
-    prof = Profiler.from_config({"integrated": {"flight_recorder_steps": 5,
-                                                "profile_save_path": str(tmp)}}, rank=0)
+    prof = Profiler.from_config({"flight_recorder_steps": 5,
+                                                "profile_save_path": str(tmp)}, rank=0)
     tap = prof._tap
     step_end = lambda: tap.drain(0)  # noqa: E731 - what a step end does with the buffer
     add(f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",

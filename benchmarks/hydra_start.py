@@ -2,8 +2,8 @@
 
 Whole-app A/B: ``python app.py`` (a ``@hydra.main`` app that does nothing) timed as a process
 (its CPU time, user + system, from ``getrusage``: wall time on this shared machine follows
-other processes' load; an app's start is CPU-bound once its files are in the page cache), with the plugin hidden (A) and visible (B); then B opted in (``profiler: none`` in its
-defaults, which composes the schema and runs the callback). Triples are interleaved, their
+other processes' load; an app's start is CPU-bound once its files are in the page cache), with the plugin hidden (A) and visible (B); then B opted in (``profiler_config: none`` in its
+defaults, which composes a preset and runs the callback). Triples are interleaved, their
 order alternated, and triples are added until the 95% interval of the geometric-mean ratio
 is within +-2% (enough to resolve 5%) or the time budget is spent; the verdict uses the
 interval's upper bound (goal 1.05x for the installed plugin, reported for opt-in). The
@@ -46,7 +46,7 @@ def run(report: Report) -> None:
     tmp = Path(tempfile.mkdtemp())
     (tmp / "app.py").write_text(APP)
     (tmp / "plain.yaml").write_text("x: 1\n")
-    (tmp / "with.yaml").write_text("defaults:\n  - profiler: none\n  - _self_\nx: 1\n")
+    (tmp / "with.yaml").write_text("defaults:\n  - profiler_config: none\n  - _self_\nx: 1\n")
 
     def once(mode: str, cfg: str) -> float:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -82,9 +82,9 @@ def run(report: Report) -> None:
                "the same app without it", pairs.ratio, 1.05,
                f"{pairs.describe()}; {ok}", ci=pairs.ci)
     opted = Paired(a=list(pairs.a), b=opt_in)
-    report.add("Hydra app start opted in (`profiler: none` in defaults), whole-app A/B",
+    report.add("Hydra app start opted in (`profiler_config: none` in defaults), whole-app A/B",
                "the same app without the plugin", opted.ratio, None,
-               f"{opted.describe()}: composes the schema, runs the callback", ci=opted.ci)
+               f"{opted.describe()}: composes a preset, runs the callback", ci=opted.ci)
     base = statistics.median(pairs.a)
     report.add("Hydra app start: the plugin module's own import", "the app's start without it",
                (base + own) / base, None, f"{own * 1e3:.1f} ms per {base * 1e3:.0f} ms start")

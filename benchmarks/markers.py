@@ -1,7 +1,10 @@
 """Range markers, as a trainer pays for them.
 
 - Capture off: ``mstx.range()`` in a tight loop against ``contextlib.nullcontext()`` (goal
-  1.5x) and against ``record_function`` with no profiler (reported).
+  1.5x) and against ``record_function`` with no profiler (reported). Id-based ranges
+  (``mstx.range_start``/``range_end``) against the context manager (goal 1.0x: no dearer) and
+  ``nullcontext()`` (goal 1.5x), and recording into the range buffer against the context
+  manager recording (reported).
 - Capture on: what a trainer pays per step. One step is ``prof.step(n)`` around 10
   ``mstx.range()`` calls, with the step hook and the per-step flush of the span recorder
   included (``mstx_light`` settings: ranges only). Baselines: the same loop with
@@ -112,6 +115,32 @@ def run(report: Report) -> None:
                f"{t_off:.0f} ns vs {t_null:.0f} ns")
     report.add("one range, capture off", "record_function, no profiler", t_off / t_rf, None,
                f"{t_off:.0f} ns vs {t_rf:.0f} ns")
+
+    def loop_ids(k: int) -> None:
+        start, end = mstx.range_start, mstx.range_end
+        for _ in range(k):
+            end(start("step"))
+
+    t_ids = per_call_ns(loop_ids, n, reps)
+    report.add("one id-based range (range_start/range_end), capture off",
+               "mstx.range() context manager, capture off", t_ids / t_off, 1.0,
+               f"{t_ids:.0f} ns vs {t_off:.0f} ns")
+    report.add("one id-based range (range_start/range_end), capture off",
+               "contextlib.nullcontext()", t_ids / t_null, 1.5,
+               f"{t_ids:.0f} ns vs {t_null:.0f} ns")
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    buffer = RangeBuffer()
+    mstx.add_sink(buffer)  # recording: the range buffer, as under a capture or the flight recorder
+    try:
+        t_ids_on = per_call_ns(loop_ids, n, reps)
+        buffer.take()
+        t_on = per_call_ns(loop_off, n, reps)
+    finally:
+        mstx.set_sink(None)
+    report.add("one id-based range, recording (range buffer)",
+               "mstx.range() context manager, recording", t_ids_on / t_on, None,
+               f"{t_ids_on:.0f} ns vs {t_on:.0f} ns; any thread may end it")
 
     tmp = Path(tempfile.mkdtemp())
     steps, blocks = (50, 2) if report.quick else (500, 15)

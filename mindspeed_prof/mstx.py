@@ -1,24 +1,31 @@
-"""Range markers: ``mstx.range(name)``, ``mstx.mark(name)`` and ``@mstx_timer_decorator``.
+"""Range markers: ``mstx.range(name)``, ``mstx.mark(name)``, ``@mstx_timer_decorator`` and
+id-based ranges, ``range_id = mstx.range_start(name)`` ... ``mstx.range_end(range_id)``
+(MindSpeed-RL's second way to mark a range; verl's ``mark_start_range``/``mark_end_range``).
 
 Every profiler that records adds its sinks here and removes only its own, so several
 profilers in one process each keep their ranges. ``range(name)`` is one dict lookup: the
 context manager for a name is built once per thread and sink set (a shared no-op while no
-sink is present), and cached until the sinks change.
+sink is present), and cached until the sinks change. ``range_start`` returns 0 while no sink is
+present; otherwise each sink starts the range and the id keeps what they returned, so any
+thread may end it.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, ContextManager, Protocol, TypeVar
 
-__all__ = ["RangeSink", "active_sink", "add_sink", "mark", "mstx_timer_decorator", "range",
-           "remove_sink", "set_sink", "sinks"]
+__all__ = ["RangeSink", "active_sink", "add_sink", "end_on", "mark", "mark_end_range",
+           "mark_start_range", "mstx_timer_decorator", "range", "range_end", "range_start",
+           "remove_sink", "set_sink", "sinks", "start_on"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
+_OPEN_LIMIT = 1 << 16  # id-based ranges open at once; beyond it the oldest is forgotten
 
 
 class RangeSink(Protocol):
@@ -26,6 +33,9 @@ class RangeSink(Protocol):
 
     A sink whose ``reusable`` attribute is true returns, for a name and the calling thread,
     one context manager that may be entered again (also nested); others return a fresh one.
+    A sink may also define ``range_start(name) -> handle`` and ``range_end(handle)`` for
+    id-based ranges (reusable sinks must: their context managers pair per thread); without
+    them a range from ``range(name)`` is entered and exited.
     """
 
     def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]: ...
@@ -136,6 +146,76 @@ def mark(name: str) -> None:
         sink.mark(name)
 
 
+_ids = itertools.count(1)  # next() on a count is atomic: ids are unique across threads
+#: Open id-based ranges: id -> (its end, handle) for each sink that started it.
+_open: dict[int, list[tuple[Callable[[Any], None], Any]]] = {}
+#: (start, end) of id-based ranges for each sink, resolved when the sinks change.
+_id_ends: tuple[tuple[Callable[[str], Any], Callable[[Any], None]], ...] = ()
+
+
+def _id_range(sink: RangeSink) -> tuple[Callable[[str], Any], Callable[[Any], None]]:
+    start, end = getattr(sink, "range_start", None), getattr(sink, "range_end", None)
+    if start is not None and end is not None:
+        return start, end
+    return functools.partial(start_on, sink), functools.partial(end_on, sink)
+
+
+def range_start(name: str) -> int:
+    """Start a range named ``name`` in every recording profiler; its id for ``range_end``.
+
+    Free when nothing records (returns 0). The range may be ended on another thread.
+    """
+    ends = _id_ends
+    if not ends:
+        return 0
+    started = [(end, start(name)) for start, end in ends]
+    range_id = next(_ids)  # after the sinks: a sink that raises leaves nothing open
+    if len(_open) >= _OPEN_LIMIT:  # ranges never ended: forget the oldest
+        _open.pop(next(iter(_open)), None)
+    _open[range_id] = started
+    return range_id
+
+
+def range_end(range_id: int) -> None:
+    """End the range ``range_start`` returned ``range_id`` for (0, or an unknown or already
+    ended id: nothing happens)."""
+    if not range_id:
+        return
+    started = _open.pop(range_id, None)
+    for end, handle in reversed(started or ()):
+        end(handle)
+
+
+def start_on(sink: RangeSink, name: str) -> Any:
+    """Start an id-based range on one sink: the handle ``end_on`` takes."""
+    start = getattr(sink, "range_start", None)
+    if start is not None:
+        return start(name)
+    cm = sink.range(name)
+    cm.__enter__()
+    return cm
+
+
+def end_on(sink: RangeSink, handle: Any) -> None:
+    """End, on ``sink``, the range ``start_on`` returned ``handle`` for."""
+    end = getattr(sink, "range_end", None)
+    if end is not None:
+        end(handle)
+    else:
+        handle.__exit__(None, None, None)
+
+
+def mark_start_range(message: str | None = None, color: Any = None, domain: Any = None,
+                     category: Any = None) -> int:
+    """verl's name for ``range_start`` (``color``, ``domain`` and ``category`` are ignored)."""
+    return range_start(message or "range")
+
+
+def mark_end_range(range_id: int) -> None:
+    """verl's name for ``range_end``."""
+    range_end(range_id)
+
+
 def mstx_timer_decorator(func: F) -> F:
     """MindSpeed-RL's decorator: times every call of ``func`` as a range named after it."""
     name = getattr(func, "__qualname__", getattr(func, "__name__", "function"))
@@ -151,9 +231,10 @@ def mstx_timer_decorator(func: F) -> F:
 
 
 def _set(new: tuple[RangeSink, ...]) -> None:
-    global _sinks
+    global _sinks, _id_ends
     with _lock:
         _sinks = new
+        _id_ends = tuple(_id_range(s) for s in new)
         live = [(ref, ref()) for ref in _Cache.registry]
         _Cache.registry[:] = [ref for ref, cache in live if cache is not None]
         for _, cache in live:

@@ -17,11 +17,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from mindspeed_prof.capture.profiler import Profiler
-from mindspeed_prof.config.schema import ROLES
-from mindspeed_prof.config.validate import validate
+from mindspeed_prof.config.schema import EXTENSIONS
+from mindspeed_prof.config.validate import sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
@@ -31,23 +29,14 @@ __all__ = ["ProfilerMixin", "collect", "open_board", "save_root", "worker_config
 
 def worker_config(profiler_config: Any) -> dict[str, Any]:
     """``profiler_config`` as a plain dict for workers: every section validated, interpolations
-    resolved, unset role fields dropped and save paths made absolute (anchored in the Hydra
-    job's output dir). Each worker picks its section with ``init_profiler(..., role=...)``."""
-    if OmegaConf.is_config(profiler_config):
-        plain = OmegaConf.to_container(profiler_config, resolve=True, enum_to_str=True)
-    else:
-        plain = dict(profiler_config)
-    assert isinstance(plain, dict)
-    validate(plain)  # every section that sets something; raises ConfigError naming the key
-    if not any(role in plain for role in ROLES):
-        plain = {"integrated": plain}  # one section given on its own
-    config: dict[str, Any] = {}
-    for role, section in plain.items():
-        fields = {k: v for k, v in dict(section or {}).items() if v is not None}
-        if role == "integrated" or fields:
-            config[str(role)] = fields
+    resolved, unset fields dropped and save paths made absolute (anchored where the Hydra job's
+    relative files go). Each worker picks its section with ``init_profiler(..., role=...)``."""
+    validate(profiler_config)  # every section that sets something; raises naming the key
+    config = {name: dict(fields) for name, fields in sections(profiler_config).items()
+              if name == "integrated" or fields}
+    config.setdefault("integrated", {})
     for role, fields in config.items():
-        if role == "integrated" or "profile_save_path" in fields:
+        if role == "integrated" or (role != EXTENSIONS and "profile_save_path" in fields):
             fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))
     return config
 

@@ -20,9 +20,9 @@ def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, 
     """One capture per rank of a fake RL loop; ``slow[(rank, stage)]`` adds 30 ms units to it."""
     slow = slow or {}
     for rank in ranks:
-        cfg = {"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+        cfg = {"profile": True, "mstx": True, "profile_step_start": 1,
                               "profile_step_end": steps + 1, "profile_save_path": str(root),
-                              **fields}}
+                              **fields}
         with Profiler.from_config(cfg, rank=rank) as prof:
             for step in range(1, steps + 1):
                 with prof.step(step):

@@ -71,7 +71,7 @@ APP = textwrap.dedent('''
 
 CONFIG = textwrap.dedent('''
     defaults:
-      - profiler: none
+      - profiler_config: none
       - _self_
     steps: 4
     stages: [actor_generate, actor_update, critic_update]
@@ -86,6 +86,17 @@ def app(tmp_path: Path) -> Path:
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "config.yaml").write_text(CONFIG)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def verl_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """verl's real config tree (``verl/trainer/config``) from its wheel, downloaded once."""
+    from verl_wheel import PINNED, download_config_tree
+
+    got = download_config_tree(tmp_path_factory.mktemp("verl"))
+    if isinstance(got, str):
+        pytest.skip(f"SKIP: cannot download {PINNED} ({got})")
+    return got
 
 
 @pytest.fixture(scope="session")

@@ -73,8 +73,8 @@ class RolloutWorker(ProfilerMixin):
 
 def test_verl_style_roles_on_separate_workers(ray_cluster: Any, tmp_path: Path) -> None:
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile": True, "backend": "none",
-                                        "profile_save_path": str(tmp_path)},
+    cfg = worker_config({"integrated": {"profile": True, "profile_save_path": str(tmp_path)},
+                         "extensions": {"backend": "none"},
                          "actor": {"stage": ["actor_compute_log_prob", "actor_update"]},
                          "rollout": {"profile_ranks": [0]}})
     actors = [ray.remote(ActorWorker).remote(r, cfg) for r in range(2)]
@@ -99,6 +99,6 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
     assert sorted(cfg) == ["actor", "integrated", "rollout"]
     assert cfg["actor"] == {"stage": "actor_update"}
     assert Path(cfg["rollout"]["profile_save_path"]).is_absolute()
-    node.critic = {"profile_step_start": 0}
+    node.critic = {"profile": True, "profile_step_start": 0}  # (profile off: a warning)
     with pytest.raises(ConfigError, match=r"profiler_config\.critic\.profile_step_start=0"):
         worker_config(node)

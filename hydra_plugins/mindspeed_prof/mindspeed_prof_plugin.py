@@ -1,11 +1,17 @@
 """Hydra imports this module at every app's start: it adds the ``mindspeed-prof://`` config
-source, which serves the ``profiler`` presets, the callback option and the ``profiler_sweep``
-group. The configs are built on first use of one of those groups, so an app that does not use
-them pays only for this module (no torch, ray, torch_npu, nor mindspeed_prof imported here).
+source, which serves the ``profiler_config`` presets, the callback option and the
+``profiler_sweep`` group. The configs are built on first use of one of those groups, so an app
+that does not use them pays only for this module (no torch, ray, torch_npu, nor mindspeed_prof
+imported here).
+
+The presets' old group name, ``profiler``, is served too, but only where no other source on the
+app's search path has a ``profiler`` group (verl's config tree has one): that is asked of the
+other sources the first time the name comes up, and never listed in ``--help``.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hydra.core.config_search_path import ConfigSearchPath
@@ -15,19 +21,29 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 __all__ = ["MindspeedProfConfigSource", "MindspeedProfSearchPath"]
 
+#: The presets' group (the key it fills) and its old name (kept as an alias where free).
+GROUP, ALIAS = "profiler_config", "profiler"
 #: The config groups the source serves; any other path is answered without building anything.
-GROUPS = frozenset({"mindspeed_prof", "profiler", "profiler_sweep"})
+GROUPS = frozenset({"mindspeed_prof", GROUP, ALIAS, "profiler_sweep"})
 
 
 class MindspeedProfSearchPath(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         search_path.append(provider="mindspeed-prof", path="mindspeed-prof://presets")
+        MindspeedProfConfigSource.search_path = search_path  # its sources made right after
 
 
 class MindspeedProfConfigSource(ConfigSource):
     """``mindspeed_prof.config.presets.configs()`` as a config source, built on first use."""
 
     _configs: dict[str, tuple[Any, str | None]] | None = None
+    #: The search path the plugin last added this source to.
+    search_path: ConfigSearchPath | None = None
+
+    def __init__(self, provider: str, path: str) -> None:
+        super().__init__(provider=provider, path=path)
+        self._search_path = type(self).search_path
+        self._alias_free: bool | None = None
 
     @staticmethod
     def scheme() -> str:
@@ -41,16 +57,54 @@ class MindspeedProfConfigSource(ConfigSource):
             from mindspeed_prof.config.presets import configs
 
             cls._configs = {
-                f"{group}/{name}": (OmegaConf.structured(node), package)
+                f"{group}/{name}": (node if OmegaConf.is_config(node) else OmegaConf.create(node),
+                                    package)
                 for group, name, node, package in configs()}
         return cls._configs
 
-    def _ours(self, path: str) -> bool:
-        return path.strip("/").split("/", 1)[0] in GROUPS
+    # -- the alias ----------------------------------------------------------------------------
+    def alias_free(self) -> bool:
+        """Whether ``profiler`` is ours to serve: no other source has a group of that name."""
+        if self._alias_free is None:
+            self._alias_free = not any(_has_group(s, ALIAS) for s in self._others())
+        return self._alias_free
 
+    def _others(self) -> list[ConfigSource]:
+        """The app's other config sources: those of the repository asking (found up the call
+        stack: Hydra gives a source no handle on its siblings, and the repository that
+        composes holds ``hydra.searchpath``'s entries too), else made from the search path the
+        plugin saw."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            sources = getattr(frame.f_locals.get("self"), "sources", None)
+            if isinstance(sources, list) and any(s is self for s in sources):
+                return [s for s in sources if not isinstance(s, MindspeedProfConfigSource)]
+            frame = frame.f_back  # type: ignore[assignment]
+        from hydra._internal.sources_registry import SourcesRegistry
+
+        out = []
+        for entry in self._search_path.get_path() if self._search_path is not None else []:
+            path, provider = str(entry.path), str(entry.provider)
+            scheme = path.split("://", 1)[0] if "://" in path else "file"
+            if scheme != self.scheme():
+                try:
+                    out.append(SourcesRegistry.instance().resolve(scheme)(provider, path))
+                except Exception:  # noqa: BLE001 - a source that cannot be made has no groups
+                    pass
+        return out
+
+    def _key(self, path: str) -> str | None:
+        """``group/name`` in our configs for ``path`` (the alias read as the group), or None."""
+        key = path.strip("/").removesuffix(".yaml")
+        group, _, name = key.partition("/")
+        if group == ALIAS:
+            return f"{GROUP}/{name}" if self.alias_free() else None
+        return key if group in GROUPS else None
+
+    # -- ConfigSource -------------------------------------------------------------------------
     def load_config(self, config_path: str) -> ConfigResult:
-        key = self._normalize_file_name(config_path).strip("/").removesuffix(".yaml")
-        found = self._built().get(key) if self._ours(key) else None
+        key = self._key(self._normalize_file_name(config_path))
+        found = self._built().get(key) if key is not None else None
         if found is None:
             raise ConfigLoadError(f"Config not found: {config_path}")
         node, package = found
@@ -62,16 +116,26 @@ class MindspeedProfConfigSource(ConfigSource):
 
     def is_group(self, config_path: str) -> bool:
         path = config_path.strip("/")
+        if path == ALIAS:
+            return self.alias_free()
         return path == "" or path in GROUPS  # "": the root, where --help starts listing
 
     def is_config(self, config_path: str) -> bool:
-        path = config_path.strip("/").removesuffix(".yaml")
-        return self._ours(path) and path in self._built()
+        key = self._key(config_path)
+        return key is not None and key in self._built()
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
         path = config_path.strip("/")
-        if path == "":
-            return sorted(GROUPS) if results_filter in (None, ObjectType.GROUP) else []
-        if path not in GROUPS or results_filter == ObjectType.GROUP:
+        if path == "":  # --help lists groups from here: the alias is not shown
+            return sorted(GROUPS - {ALIAS}) if results_filter in (None, ObjectType.GROUP) else []
+        if not self.is_group(path) or results_filter == ObjectType.GROUP:
             return []
-        return sorted(k.split("/", 1)[1] for k in self._built() if k.startswith(path + "/"))
+        group = GROUP if path == ALIAS else path
+        return sorted(k.split("/", 1)[1] for k in self._built() if k.startswith(group + "/"))
+
+
+def _has_group(source: ConfigSource, group: str) -> bool:
+    try:
+        return bool(source.available() and source.is_group(group))
+    except Exception:  # noqa: BLE001 - a source that cannot answer has no such group
+        return False

@@ -87,7 +87,8 @@ class Analysis:
             if isinstance(window, list) and window and isinstance(window[0], int) and (
                     isinstance(n, int) and n > 0):
                 source = t.meta.get("source", "")
-                out.update((t.rank, source, s) for s in range(window[0], window[0] + n))
+                # the steps just before the window (MindSpeed-LLM's DPO warmup)
+                out.update((t.rank, source, s) for s in range(window[0] - n, window[0]))
         return out
 
     def _counted(self) -> list[Range]:

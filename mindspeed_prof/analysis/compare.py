@@ -84,8 +84,8 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
         if not isinstance(doc, dict):
             continue
         overrides = (doc.get("job") or {}).get("overrides") or []
-        presets.update(o.removeprefix("profiler=") for o in overrides
-                       if isinstance(o, str) and o.startswith("profiler="))
+        presets.update(o.partition("=")[2] for o in overrides  # the group, or its old name
+                       if isinstance(o, str) and o.startswith(("profiler=", "profiler_config=")))
         backends.update(str(c["backend"]) for c in doc.get("captures") or []
                         if isinstance(c, dict) and c.get("backend"))
     return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),

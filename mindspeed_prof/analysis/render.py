@@ -248,7 +248,7 @@ def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
                   console: Console | None = None) -> None:
     """Each preset, the question it answers and the values it changes from the defaults."""
     console = console or Console()
-    table = _table("profiler=<preset>: the question it answers, the values it changes",
+    table = _table("profiler_config=<preset>: the question it answers, the values it changes",
                    show_lines=True)
     _column(table, "preset", right=False)
     _column(table, "question and values", right=False)

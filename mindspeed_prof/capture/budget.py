@@ -13,7 +13,7 @@ from pathlib import Path
 from mindspeed_prof.capture.part import Host, Part, Starting
 from mindspeed_prof.capture.plan import ALL
 from mindspeed_prof.capture.record import CaptureRecord
-from mindspeed_prof.config.schema import Level
+from mindspeed_prof.config.schema import Level, field_key
 
 __all__ = ["Budget", "DiskBudget", "LEVELS", "RANGES_STEP_BYTES", "bytes_under"]
 
@@ -100,8 +100,8 @@ class Budget(Part):
         self._skipped: CaptureRecord | None = None
         full = self.budget.full_at_start()
         if full:
-            host.warn_once("skipped", f"mindspeed-prof: profiler_config.{host.role}."
-                           f"max_disk_mb={cfg.max_disk_mb}: {full}; no capture will be "
+            host.warn_once("skipped", f"mindspeed-prof: {field_key('max_disk_mb', host.role)}"
+                           f"={cfg.max_disk_mb}: {full}; no capture will be "
                            "written (raise max_disk_mb, or clear the folder)")
 
     def before_capture(self, starting: Starting) -> None:
@@ -109,7 +109,7 @@ class Budget(Part):
         plan = self.host.plan
         steps = (trigger.steps if trigger is not None and capture.stage == ALL
                  else 1 if capture.stage != ALL or plan.one_per_step
-                 else plan.stop - capture.step)
+                 else plan.run_end(capture.step) - capture.step)
         level, why = self.budget.choose(cfg.profile_level.value, steps)
         if level is None:
             self._skip(starting, why)

@@ -73,11 +73,16 @@ Action = Union[Start, Stop, Missed]
 
 @dataclass(frozen=True)
 class CapturePlan:
-    """The window ``[start, end)`` widened by ``warmup`` steps at its end, for one rank.
+    """Which steps one rank captures: the window ``[start, end)``, or the listed ``steps``.
 
+    ``warmup`` steps just before ``start`` are captured too and marked warmup, as MindSpeed-LLM
+    warms its profiler up on step ``start - 1``: exactly ``[start, end)`` is measured, and there
+    is no warmup when ``start`` is the first step the job runs (``start == 1``, or a resume at
+    ``start``), since no step before it comes.
     ``stages``: ``(ALL,)`` for whole steps, else the stages whose executions are captured.
     ``one_per_step``: whole steps captured one step per capture instead of one capture over
-    the window (the disk budget can then lower or skip each step).
+    consecutive steps (verl's ``profile_continuous_steps: false``; the disk budget can then
+    lower or skip each step).
     """
 
     enabled: bool
@@ -86,14 +91,17 @@ class CapturePlan:
     end: int = 2
     warmup: int = 0
     one_per_step: bool = False
+    steps: tuple[int, ...] | None = None
 
     @classmethod
     def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
         ranks = cfg.profile_ranks
         selected = ranks == "all" or rank in ranks
+        listed = tuple(cfg.profile_steps) if cfg.profile_steps else None
         return cls(enabled=bool(cfg.profile) and selected, stages=stage_names(cfg.stage),
                    start=cfg.profile_step_start, end=cfg.profile_step_end,
-                   warmup=cfg.warmup_steps, one_per_step=cfg.max_disk_mb > 0)
+                   warmup=cfg.warmup_steps, steps=listed,
+                   one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps)
 
     @property
     def whole_steps(self) -> bool:
@@ -101,33 +109,52 @@ class CapturePlan:
         return ALL in self.stages
 
     @property
+    def first(self) -> int:
+        """The first step captured (a warmup step when ``warmup``), if the job runs it."""
+        return self.steps[0] if self.steps else max(1, self.start - self.warmup)
+
+    @property
     def stop(self) -> int:
-        """First step not captured. With warmup W, the first W window steps are warmup."""
-        return self.end + self.warmup
+        """First step after every captured one."""
+        return self.steps[-1] + 1 if self.steps else self.end
 
     def in_window(self, step: int | None) -> bool:
-        return self.enabled and step is not None and self.start <= step < self.stop
+        if not self.enabled or step is None:
+            return False
+        return step in self.steps if self.steps else self.first <= step < self.end
 
     def is_warmup(self, step: int) -> bool:
-        return self.start <= step < self.start + self.warmup
+        return not self.steps and self.first <= step < self.start
 
-    def captured_steps(self) -> range:
-        return range(self.start, self.stop) if self.enabled else range(0)
+    def run_end(self, step: int) -> int:
+        """The first step not captured by a whole-steps capture that starts at ``step``."""
+        end = step + 1
+        while not self.one_per_step and self.in_window(end):
+            end += 1
+        return end
+
+    def captured_steps(self) -> list[int]:
+        if not self.enabled:
+            return []
+        return list(self.steps) if self.steps else list(range(self.first, self.end))
 
 
 @dataclass
 class Scheduler:
     """Turns trainer events into ``Start``/``Stop`` actions following a ``CapturePlan``.
 
-    ``stage: all``: one capture per rank covering the window's steps, stopped at the end of
-    the window's last step, at the start of a step outside it, on error, or at ``close``.
+    ``stage: all``: one capture per rank covering the window's steps (per run of consecutive
+    listed steps; per step with ``one_per_step``), stopped at the end of the last step, at the
+    start of a step outside it, on error (no more after that), or at ``close``; a step number
+    that comes again is not captured twice.
     ``stage: <name>`` or a list of names: one capture per execution of any of them inside
     window steps; a target stage that runs inside another one is part of the outer capture.
     """
 
     plan: CapturePlan
     active: Capture | None = None
-    done: bool = False
+    done: bool = False  # a planned whole-steps capture ended by an error or close: no more
+    _covered: int = 0  # the last step a planned whole-steps capture covered
     _depth: int = 0
     _executions: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     #: Unplanned captures: requested, and the one running with its first step not captured.
@@ -174,8 +201,10 @@ class Scheduler:
         if self.active is not None and not self.plan.in_window(step):
             actions.append(self._stop("left_window"))
         if (self.plan.whole_steps and self.active is None and not self.done
-                and self.plan.in_window(step)):
+                and step > self._covered and self.plan.in_window(step)):
             actions.append(self._start(Capture(ALL, step)))
+        if self.active is not None and self.plan.whole_steps:
+            self._covered = step
         return actions
 
     def step_end(self, step: int, failed: bool = False) -> list[Action]:
@@ -192,8 +221,8 @@ class Scheduler:
             return [self._stop("error")]
         if not self.plan.whole_steps:
             return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
-        if step >= self.plan.stop - 1:
-            return [self._stop("window_end")]
+        if not self.plan.in_window(step + 1):
+            return [self._stop("window_end")]  # the window's, or a run of listed steps', end
         if self.plan.one_per_step:
             return [self._stop("step_end")]
         return []
@@ -247,7 +276,6 @@ class Scheduler:
     def _stop(self, reason: str) -> Stop:
         assert self.active is not None
         capture, self.active, self._depth = self.active, None, 0
-        if capture.stage == ALL and not capture.trigger and (
-                not self.plan.one_per_step or reason != "step_end"):
+        if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
         return Stop(capture, reason)

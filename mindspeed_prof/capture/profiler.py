@@ -35,7 +35,12 @@ from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.spans import STEP_RANGE
-from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.config.schema import (
+    IntegratedConfig,
+    canonical_role,
+    canonical_stage,
+    field_key,
+)
 from mindspeed_prof.config.validate import validate
 from mindspeed_prof.formats import anchor
 
@@ -90,7 +95,7 @@ class Profiler:
                  role: str = "integrated", backend: Backend | None = None,
                  on_capture: Sequence[OnCapture] = ()) -> None:
         self.cfg = cfg
-        self.role = safe_name(role, "role")
+        self.role = safe_name(canonical_role(role), "role")  # verl's ref: reference
         self.enabled = bool(cfg.profile)
         self._rank_arg = rank
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)
@@ -151,7 +156,7 @@ class Profiler:
     def stage(self, name: str) -> ContextManager[Any]:
         """``with prof.stage("actor_update"):`` around one RL stage of the current step."""
         if self._live:
-            return _StageScope(self, name, self._step)
+            return _StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
 
     def __enter__(self) -> Profiler:
@@ -183,12 +188,14 @@ class Profiler:
     def on_stage_start(self, stage: str, step: int | None = None) -> None:
         if not self._live:
             return
+        stage = canonical_stage(stage)
         step = self._step if step is None else step
         self._apply(self._sched.stage_start(stage, step))
         self._tap.open("stage", stage, step)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
-        self._stage_end(stage, self._step if step is None else step, failed=False)
+        self._stage_end(canonical_stage(stage), self._step if step is None else step,
+                        failed=False)
 
     def on_train_end(self) -> None:
         self.close()
@@ -346,7 +353,7 @@ class Profiler:
         if not self.failed:
             message = (f"mindspeed-prof: capture {what} failed ({type(err).__name__}: {err}); "
                        "profiling is off for the rest of this run, training goes on "
-                       f"(set profiler_config.{self.role}.strict=true to stop instead)")
+                       f"(set {field_key('strict', self.role)}=true to stop instead)")
             log.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         self.failed = True

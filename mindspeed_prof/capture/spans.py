@@ -84,6 +84,20 @@ class RangeBuffer:
     def mark(self, name: str) -> None:
         self.events.append((self.key(name, "mark"), perf_counter_ns(), -1))
 
+    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int]:
+        """An id-based range begins: its handle (the calling thread's key, the start time)."""
+        keys: dict[tuple[str, str], int] | None = getattr(self._local, "keys", None)
+        if keys is None or len(keys) > _CACHE_LIMIT:
+            keys = self._local.keys = {}
+        key = keys.get((name, cat))
+        if key is None:
+            key = keys[(name, cat)] = self.key(name, cat)
+        return key, perf_counter_ns()
+
+    def range_end(self, handle: tuple[int, int]) -> None:
+        """It ends, on any thread: recorded on the thread that started it."""
+        self.events.append((handle[0], handle[1], perf_counter_ns()))
+
     def take(self) -> list[Event]:
         """Every event recorded so far, removed from the buffer (other threads may append)."""
         events = self.events
@@ -176,6 +190,12 @@ class SpanRecorder:
 
     def mark(self, name: str) -> None:
         self.buffer.mark(name)
+
+    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int]:
+        return self.buffer.range_start(name, cat)
+
+    def range_end(self, handle: tuple[int, int]) -> None:
+        self.buffer.range_end(handle)
 
     def add(self, step: int | None, events: list[Event]) -> None:
         """Queue ``events`` of ``step`` (taken from the buffer by their owner) for writing."""

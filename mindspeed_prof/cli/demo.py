@@ -13,7 +13,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     # Never parsed by argparse: main() hands "demo ..." to Hydra (mindspeed-prof demo --help).
     sub.add_parser("demo", help="run the demo RL trainer on CPU; Hydra overrides follow "
-                                "(e.g. profiler=stage_scoped demo.workers=0)")
+                                "(e.g. profiler_config=stage_scoped demo.workers=0)")
 
 
 def run(overrides: list[str]) -> int:

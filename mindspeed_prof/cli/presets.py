@@ -15,8 +15,8 @@ __all__ = ["add_parser", "changed_values", "run"]
 def add_parser(sub: Any) -> None:
     r = sub.add_parser(
         "presets", help="every preset, the question it answers and what it changes",
-        description="List the profiler=<preset> choices with the values each sets that differ "
-                    "from profiler_config.integrated's defaults (--json: every value).")
+        description="List the profiler_config=<preset> choices with the values each sets "
+                    "(those that differ from the defaults; --json: every value).")
     r.add_argument("--json", action="store_true",
                    help="every preset with all its values on stdout")
     r.set_defaults(func=run)

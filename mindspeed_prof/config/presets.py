@@ -1,13 +1,34 @@
-"""Presets of the ``profiler`` config group, each answering one question."""
+"""Presets of the ``profiler_config`` config group, each answering one question.
+
+A preset's node holds plain values only, and only those it sets: MindSpeed-RL's fields under
+``integrated``, ours under ``extensions``, plus an empty section per role. Every section is a
+non-struct node, so ``profiler_config.integrated.<field>=...`` works for a field the preset
+does not set, and MindSpeed-RL's own config class reads ``integrated`` unchanged.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from enum import Enum
 from typing import Any
 
-from mindspeed_prof.config.schema import IntegratedConfig, Level, Stage
+from mindspeed_prof.config.schema import (
+    EXTENSION_FIELDS,
+    EXTENSIONS,
+    ROLES,
+    STAGES,
+    Level,
+    Stage,
+)
 
-__all__ = ["CALLBACK_CONFIG", "PRESETS", "SCHEMA_CONFIG", "configs", "register"]
+__all__ = ["ALIAS", "CALLBACK_CONFIG", "GROUP", "PRESETS", "chosen_preset", "configs",
+           "overridden_fields", "overridden_line", "preset_sections", "register"]
+
+#: The config group of the presets, and the package (the key) it fills.
+GROUP = "profiler_config"
+#: The group's old name, served as an alias where no other config source has a group of that
+#: name (verl has one: ``verl/trainer/config/profiler/``).
+ALIAS = "profiler"
 
 #: A defaults-list entry that turns the Hydra callback on.
 CALLBACK_CONFIG = "/mindspeed_prof/callback"
@@ -15,28 +36,33 @@ _CALLBACK = {"hydra": {"callbacks": {"mindspeed_prof": {
     "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
 
 
-#: The ``profiler_config`` schema as a ConfigStore node every preset extends.
-SCHEMA_CONFIG = "/mindspeed_prof/schema@_here_"
+def preset_sections(fields: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A preset's values as the sections they go in, plain (enum members by name)."""
+    values = {k: v.name if isinstance(v, Enum) else v for k, v in fields.items()}
+    return {"integrated": {k: v for k, v in values.items() if k not in EXTENSION_FIELDS},
+            EXTENSIONS: {k: v for k, v in values.items() if k in EXTENSION_FIELDS}}
 
 
-def _preset(fields: dict[str, Any]) -> dict[str, Any]:
-    """A preset node: the typed schema first, then the preset's values, checked against it.
+def _preset(fields: dict[str, Any]) -> Any:
+    """A preset's node: the callback on, then its sections, each open to new keys."""
+    from omegaconf import OmegaConf
 
-    Plain dicts extending one stored dataclass, rather than one dataclass per preset: storing a
-    dataclass costs OmegaConf a type walk at every Hydra app's start (about 20 ms each here).
-    """
-    values = {k: getattr(v, "name", v) for k, v in fields.items()}
-    return {"defaults": [SCHEMA_CONFIG, CALLBACK_CONFIG, "_self_"], "integrated": values}
+    body = {**preset_sections(fields), **{role: {} for role in ROLES[1:]}}
+    return OmegaConf.create({
+        "defaults": [CALLBACK_CONFIG, "_self_"],
+        **{name: OmegaConf.create(section, flags={"struct": False})
+           for name, section in body.items()}})
 
 
-#: name -> (the question it answers, its field values).
+#: name -> (the question it answers, its field values): only what differs from the defaults,
+#: so a preset never writes a key MindSpeed-RL's DPO argument copy would pass on unasked
+#: (``profile_with_npu``: MindSpeed-LLM has no such flag).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "none": ("Profiling off; every hook is a no-op.", {}),
     "mstx_light": (
         "Which module or stage is slow, across ranks? Ranges only (MindSpeed-RL's lightweight "
         "mode): tiny files, safe on a full-size run.",
-        dict(profile=True, mstx=True, profile_level=Level.level_none, profile_with_cpu=False,
-             profile_with_npu=True),
+        dict(profile=True, mstx=True, profile_level=Level.level_none, profile_with_cpu=False),
     ),
     "stage_scoped": (
         "What runs inside one stage? One level1 capture per execution of the chosen stage "
@@ -55,7 +81,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
              profile_step_start=2, profile_step_end=4),
     ),
     "dpo": (
-        "MindSpeed-LLM's DPO path: one warmup step, so end - start + 1 steps are collected.",
+        "MindSpeed-LLM's DPO path: a warmup step before the window (none when it starts at "
+        "the first step), then exactly [start, end) measured.",
         dict(profile=True, profile_level=Level.level1, warmup_steps=1),
     ),
 }
@@ -63,28 +90,17 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def configs() -> Iterator[tuple[str, str, Any, str | None]]:
     """``(group, name, node, package)`` of every config mindspeed-prof gives Hydra."""
-    from omegaconf import OmegaConf
-
-    from mindspeed_prof.config.schema import ROLES, STAGES
-
-    # ProfilerConfig, with role sections the command line can add keys to
-    # (profiler_config.actor.stage=...; validate() checks them). Typing only ``integrated``
-    # keeps the type walk short when an app composes a preset.
-    schema: dict[str, Any] = {"integrated": IntegratedConfig}
-    for role in ROLES[1:]:
-        schema[role] = OmegaConf.create({}, flags={"struct": False})
-    yield "mindspeed_prof", "schema", schema, None
     yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
     # With -m, one job per RL stage:
-    #   python train.py -m profiler=stage_scoped +profiler_sweep=all_stages
+    #   python train.py -m profiler_config=stage_scoped +profiler_sweep=all_stages
     yield "profiler_sweep", "all_stages", {"hydra": {"sweeper": {"params": {
         "profiler_config.integrated.stage": ",".join(STAGES)}}}}, "_global_"
     for name, (_, fields) in PRESETS.items():
-        yield "profiler", name, _preset(fields), "profiler_config"
+        yield GROUP, name, _preset(fields), GROUP
 
 
 def register() -> None:
-    """Store every config in Hydra's ConfigStore (group ``profiler``, package ``profiler_config``).
+    """Store every config in Hydra's ConfigStore (group and package ``profiler_config``).
 
     The Hydra plugin does not call this: it serves the same configs lazily (see
     ``hydra_plugins/mindspeed_prof``); this is for apps that want them in the ConfigStore.
@@ -94,3 +110,43 @@ def register() -> None:
     cs = ConfigStore.instance()
     for group, name, node, package in configs():
         cs.store(group=group, name=name, node=node, package=package, provider="mindspeed-prof")
+
+
+# -- a preset the primary config overrides ----------------------------------------------------
+def chosen_preset(overrides: list[str]) -> str | None:
+    """The preset a command line chose (``profiler_config=x``, the alias ``profiler=x``, with
+    ``+`` or ``@profiler_config``), or None."""
+    chosen = None
+    for line in overrides:
+        key, eq, value = line.lstrip("+").partition("=")
+        group, _, package = key.partition("@")
+        if eq and (group == GROUP or (group == ALIAS and package in ("", GROUP))):
+            chosen = value
+    return chosen
+
+
+def overridden_fields(preset: str, composed: dict[str, dict[str, Any]],
+                      overrides: list[str]) -> list[tuple[str, Any, Any]]:
+    """``(key, composed value, preset value)`` for each field ``preset`` sets that the composed
+    config holds otherwise, though the command line did not set it: another config of the
+    app (its primary config's ``profiler_config`` block, merged after the preset) won."""
+    if preset not in PRESETS:
+        return []
+    by_hand = {line.lstrip("+~").partition("=")[0] for line in overrides}
+    out = []
+    for section, values in preset_sections(PRESETS[preset][1]).items():
+        for name, value in values.items():
+            key = f"{GROUP}.{section}.{name}"
+            have = composed.get(section, {}).get(name, value)
+            if key not in by_hand and have != value:
+                out.append((key, have, value))
+    return out
+
+
+def overridden_line(preset: str, fields: list[tuple[str, Any, Any]]) -> str:
+    """One line naming each field of ``preset`` that the app's config overrode, and the fix."""
+    named = ", ".join(f"{key}={have!r} (the preset's: {value!r})" for key, have, value in fields)
+    return (f"mindspeed-prof: {GROUP}={preset}: the app's config overrides the preset's {named}, "
+            "because its defaults list merges it after the preset (_self_ last, or missing); "
+            "to let the preset win, delete these keys from the app's profiler_config block, or "
+            "list _self_ before the profiler_config entry")

@@ -1,4 +1,9 @@
-"""The ``profiler_config`` schema: MindSpeed-RL's fields as typed dataclasses."""
+"""The ``profiler_config`` schema: MindSpeed-RL's fields, our extensions, stages and roles.
+
+A composed ``profiler_config`` holds plain values only (MindSpeed-RL's own code reads it):
+``integrated`` MindSpeed-RL's 15 fields, ``extensions`` ours, one section per role for what
+differs there. ``validate()`` turns it into one checked, typed ``IntegratedConfig``.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +14,32 @@ from typing import Any
 __all__ = [
     "AicMetrics",
     "Backend",
+    "EXTENSIONS",
+    "EXTENSION_FIELDS",
     "ExportType",
     "IntegratedConfig",
     "Level",
+    "MINDSPEED_RL_FIELDS",
     "ProfilerConfig",
     "ROLES",
-    "Stage",
+    "ROLE_ALIASES",
+    "SECTIONS",
     "STAGES",
+    "STAGE_ALIASES",
+    "Stage",
+    "canonical_role",
+    "canonical_stage",
+    "field_key",
     "stage_names",
+    "to_sections",
 ]
 
 
 class Stage(Enum):
-    """What to capture: every step whole (``all``) or one RL stage per execution."""
+    """What to capture: every step whole (``all``) or one stage per execution.
+
+    MindSpeed-RL's stages (``actor_image_embeds``: its multimodal actor), then verl's own.
+    """
 
     all = "all"
     actor_generate = "actor_generate"
@@ -30,13 +48,49 @@ class Stage(Enum):
     critic_compute_values = "critic_compute_values"
     actor_update = "actor_update"
     critic_update = "critic_update"
+    actor_image_embeds = "actor_image_embeds"
+    compute_rm_score = "compute_rm_score"
+    train_batch = "train_batch"
+    forward_backward = "forward_backward"
 
 
-#: The RL stages in the order one training step runs them.
-STAGES: tuple[str, ...] = tuple(s.value for s in Stage if s is not Stage.all)
+#: The RL stages every PPO-style step runs, in that order (tables, sweeps, colours).
+STAGES: tuple[str, ...] = ("actor_generate", "actor_compute_log_prob",
+                           "reference_compute_log_prob", "critic_compute_values", "actor_update",
+                           "critic_update")
+
+#: verl's names for stages that are ours under another name.
+STAGE_ALIASES: dict[str, str] = {"rollout_generate": "actor_generate",
+                                 "ref_compute_log_prob": "reference_compute_log_prob",
+                                 "compute_values": "critic_compute_values"}
 
 #: The sections ``profiler_config`` may hold: MindSpeed-RL's ``integrated`` and verl's roles.
 ROLES: tuple[str, ...] = ("integrated", "actor", "rollout", "reference", "critic", "reward")
+#: verl's role names for ours.
+ROLE_ALIASES: dict[str, str] = {"ref": "reference", "reward_model": "reward"}
+#: The section of ``profiler_config`` that holds the extension fields (MindSpeed-RL never
+#: reads it; ``integrated`` holds MindSpeed-RL's fields only, as its own config class demands).
+EXTENSIONS = "extensions"
+#: Every section, in the order they are laid over each other.
+SECTIONS: tuple[str, ...] = ("integrated", EXTENSIONS, *ROLES[1:])
+
+
+def canonical_stage(name: str) -> str:
+    """Our name of a stage (``rollout_generate`` -> ``actor_generate``); others unchanged."""
+    return STAGE_ALIASES.get(name, name)
+
+
+def field_key(name: str, role: str = "integrated") -> str:
+    """Where a field is set for ``role``: ``profiler_config.integrated.<f>`` for MindSpeed-RL's,
+    ``profiler_config.extensions.<f>`` for ours, ``profiler_config.<role>.<f>`` for a role."""
+    if role != "integrated":
+        return f"profiler_config.{role}.{name}"
+    return f"profiler_config.{'integrated' if name in MINDSPEED_RL_FIELDS else EXTENSIONS}.{name}"
+
+
+def canonical_role(name: str) -> str:
+    """Our name of a role (``ref`` -> ``reference``); others unchanged."""
+    return ROLE_ALIASES.get(name, name)
 
 
 class Level(Enum):
@@ -80,10 +134,9 @@ class AicMetrics(Enum):
 
 @dataclass
 class IntegratedConfig:
-    """``profiler_config.integrated``: MindSpeed-RL's fields, names and defaults unchanged.
-
-    The fields after ``profile_ranks`` are extensions; each default keeps MindSpeed-RL's behaviour.
-    """
+    """One role's checked settings: MindSpeed-RL's fields (names and defaults unchanged), then
+    the extensions (``profiler_config.extensions`` in a config; each default keeps MindSpeed-RL's
+    behaviour)."""
 
     profile: bool = False
     mstx: bool = False
@@ -102,11 +155,16 @@ class IntegratedConfig:
     profile_ranks: Any = "all"
     # Extensions.
     backend: Backend = Backend.auto
-    warmup_steps: int = 0
+    warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
+    profile_steps: Any = None  # a list of steps instead of the window (verl's steps)
+    profile_continuous_steps: bool = True  # false: one capture per step (verl)
     with_stack: bool = False
     data_simplification: bool = True
-    aic_metrics: AicMetrics = AicMetrics.none
+    aic_metrics: AicMetrics = AicMetrics.pipe_utilization  # as MindSpeed-RL passes it
     strict: bool = False
+    # CUDA memory history (profile_with_memory on CUDA), as verl's torch_memory tool.
+    trace_alloc_max_entries: int = 100_000
+    stack_depth: int = 32
     # Captures nobody planned (flight recorder, anomaly trigger, on-demand, disk budget).
     flight_recorder_steps: int = 0
     anomaly_factor: float = 0.0
@@ -117,22 +175,41 @@ class IntegratedConfig:
     max_disk_mb: int = 0
 
 
+#: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.
+MINDSPEED_RL_FIELDS: tuple[str, ...] = tuple(IntegratedConfig.__dataclass_fields__)[:15]
+#: Our fields: ``profiler_config.extensions`` (or a role's section).
+EXTENSION_FIELDS: tuple[str, ...] = tuple(IntegratedConfig.__dataclass_fields__)[15:]
+
+
 @dataclass
 class ProfilerConfig:
-    """``profiler_config``: MindSpeed-RL's ``integrated`` section, and one per worker role.
+    """``profiler_config`` as plain sections: ``integrated`` (MindSpeed-RL's fields),
+    ``extensions`` (ours) and one per worker role.
 
-    A role's section holds only what differs from ``integrated`` (any of its fields, checked
-    the same way); a worker of that role profiles with ``integrated``'s values overridden by
-    them. Role sections are plain mappings so that storing this schema stays cheap at every
-    Hydra app's start (``presets.register`` lets the command line add keys to them).
+    A role's section holds only what differs (any field, checked the same way); a worker of
+    that role profiles with ``integrated`` and ``extensions`` overridden by it.
     """
 
-    integrated: IntegratedConfig = field(default_factory=IntegratedConfig)
+    integrated: dict[str, Any] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
     actor: dict[str, Any] = field(default_factory=dict)
     rollout: dict[str, Any] = field(default_factory=dict)
     reference: dict[str, Any] = field(default_factory=dict)
     critic: dict[str, Any] = field(default_factory=dict)
     reward: dict[str, Any] = field(default_factory=dict)
+
+
+def to_sections(cfg: IntegratedConfig) -> dict[str, dict[str, Any]]:
+    """Checked settings as plain ``integrated`` and ``extensions`` sections (as JSON writes
+    them: enum members by name, stages by name)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value.value if isinstance(value, Enum) else value
+
+    values = {name: plain(getattr(cfg, name)) for name in IntegratedConfig.__dataclass_fields__}
+    return {"integrated": {k: values[k] for k in MINDSPEED_RL_FIELDS},
+            EXTENSIONS: {k: values[k] for k in EXTENSION_FIELDS}}
 
 
 def stage_names(stage: Any) -> tuple[str, ...]:

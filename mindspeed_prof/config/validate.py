@@ -1,200 +1,305 @@
-"""One ``validate()`` that every entry point runs before any training starts."""
+"""One ``validate()`` that every entry point runs before any training starts.
+
+A ``profiler_config`` is read as layers over the defaults: ``integrated`` (MindSpeed-RL's 15
+fields only, as its own config class demands), ``extensions`` (ours only), then the role's own
+section (any field). Each value is checked where it is read, so a message names the section
+that set it; the rules between fields come after. With ``profile: false`` the fields of planned
+captures are only warned about, once, and their defaults used: profiling that is off never
+stops a run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import difflib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import fields as dataclass_fields
+from enum import Enum
+from typing import Any
 
 from mindspeed_prof.config.schema import (
+    EXTENSION_FIELDS,
+    EXTENSIONS,
+    MINDSPEED_RL_FIELDS,
+    ROLE_ALIASES,
     ROLES,
+    SECTIONS,
+    STAGE_ALIASES,
+    AicMetrics,
+    Backend,
     ExportType,
     IntegratedConfig,
     Level,
     ProfilerConfig,
     Stage,
+    canonical_role,
+    canonical_stage,
 )
 
-if TYPE_CHECKING:
-    from omegaconf.errors import OmegaConfBaseException
+__all__ = ["ConfigError", "PLANNED_FIELDS", "sections", "validate"]
 
-__all__ = ["ConfigError", "validate"]
+log = logging.getLogger("mindspeed_prof")
 
-# omegaconf is imported where a value may be one of its nodes: importing this module (as every
-# CLI command does, through the schema) costs nothing of its 50 ms. A DictConfig is a Mapping.
+_FIELDS = MINDSPEED_RL_FIELDS + EXTENSION_FIELDS
+_DEFAULTS = {f.name: getattr(IntegratedConfig(), f.name)
+             for f in dataclass_fields(IntegratedConfig)}
+
+#: Fields that only planned captures use: with ``profile: false`` a bad value is a warning.
+#: The others drive what works without ``profile`` (backend, flight recorder, anomaly trigger,
+#: on-demand requests, disk budget, strict) and stop a bad run whatever ``profile`` says.
+PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
+    "warmup_steps", "profile_steps", "profile_continuous_steps", "with_stack",
+    "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth"}
+
+_warned: set[str] = set()  # one warning per distinct message per process
 
 
 class ConfigError(ValueError):
     """A ``profiler_config`` value that cannot be honoured; the message names the key."""
 
 
+class _Bad(Exception):
+    """A value a field cannot take: ``problem`` ends the message (``allowed: ...``)."""
+
+    def __init__(self, problem: str, shown: Any = None) -> None:
+        super().__init__(problem)
+        self.problem, self.shown = problem, shown
+
+
 def validate(cfg: Any, role: str = "integrated") -> IntegratedConfig:
     """Return the checked settings of ``role`` or raise ``ConfigError``.
 
-    ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), or one
-    section itself (``IntegratedConfig`` or a mapping of its fields). A role's settings are
-    ``integrated``'s with the role's section laid over them. Every section that sets something
-    is checked, so a bad ``actor`` section stops the run whichever role asks.
+    ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), a tree
+    holding one (``{"profiler_config": ...}``), or one flat section (``IntegratedConfig``, or a
+    mapping of any fields). A role's settings are ``integrated`` and ``extensions`` with the
+    role's section laid over them. Every section that sets something is checked, so a bad
+    ``actor`` section stops the run whichever role asks.
     """
-    if role not in ROLES:
-        raise ConfigError(f"role {role!r}: unknown; allowed roles: {', '.join(ROLES)}")
-    sections = _sections(cfg)
-    if sections is None:  # one section on its own
-        return _checked([(role, cfg)], role)
-    base = ("integrated", sections.get("integrated") or {})
+    role = _role(role)
+    tree = _tree(cfg)
+    if tree is None:  # one flat section
+        return _checked([(role, _plain(cfg), _FIELDS)], role)
+    base = [("integrated", tree.get("integrated", {}), MINDSPEED_RL_FIELDS),
+            (EXTENSIONS, tree.get(EXTENSIONS, {}), EXTENSION_FIELDS)]
     for name in ROLES[1:]:  # every role's section, so a bad one stops the run whoever asks
-        if name != role and _layer(sections.get(name)):
-            _checked([base, (name, _layer(sections[name]))], name)
-    own = _layer(sections.get(role)) if role != "integrated" else {}
-    return _checked([base, (role, own)] if own else [base], role)
+        if name != role and tree.get(name):
+            _checked([*base, (name, tree[name], _FIELDS)], name)
+    own = [(role, tree[role], _FIELDS)] if role != "integrated" and tree.get(role) else []
+    return _checked([*base, *own], role)
 
 
-def _sections(cfg: Any) -> dict[str, Any] | None:
-    """``cfg``'s sections by role, or ``None`` when ``cfg`` is one section."""
+def sections(cfg: Any) -> dict[str, dict[str, Any]]:
+    """``cfg`` as plain sections by their canonical names, holding what each sets (nulls
+    dropped). A flat section is split: MindSpeed-RL's fields to ``integrated``, ours to
+    ``extensions``. Values are not checked (``validate`` does that)."""
+    tree = _tree(cfg)
+    if tree is not None:
+        return tree
+    flat = _plain(cfg)
+    return {"integrated": {k: v for k, v in flat.items() if k not in EXTENSION_FIELDS},
+            EXTENSIONS: {k: v for k, v in flat.items() if k in EXTENSION_FIELDS}}
+
+
+# -- reading the sections ---------------------------------------------------------------------
+def _role(role: str) -> str:
+    name = canonical_role(role)
+    if name not in ROLES:
+        aliases = ", ".join(f"{a} for {b}" for a, b in ROLE_ALIASES.items())
+        raise ConfigError(f"role {role!r}: unknown; allowed roles: {', '.join(ROLES)} "
+                          f"(verl's names too: {aliases})")
+    return name
+
+
+def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
+    """``cfg``'s sections by canonical name (each a plain dict, nulls dropped), or ``None``
+    when ``cfg`` is one flat section."""
     if isinstance(cfg, IntegratedConfig):
         return None
     if isinstance(cfg, ProfilerConfig):
-        return {name: getattr(cfg, name) for name in ROLES}
+        cfg = {f.name: getattr(cfg, f.name) for f in dataclass_fields(ProfilerConfig)}
+    cfg = _container(cfg)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
     if "profiler_config" in cfg:
-        return _sections(cfg["profiler_config"])
+        return _tree(cfg["profiler_config"])
     keys = [str(k) for k in cfg]
-    if not any(k in ROLES for k in keys) and any(k in _FIELDS for k in keys):
+    known = set(SECTIONS) | set(ROLE_ALIASES)
+    if not any(k in known for k in keys) and any(k in _FIELDS for k in keys):
         return None
-    unknown = [k for k in keys if k not in ROLES]
-    if unknown:
-        raise ConfigError(f"profiler_config.{unknown[0]}: unknown section; allowed sections: "
-                          f"{', '.join(ROLES)}")
-    return {k: cfg[k] for k in keys}
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        name = canonical_role(key)
+        if key not in known:
+            raise ConfigError(f"profiler_config.{key}: unknown section; allowed sections: "
+                              f"{', '.join(SECTIONS)} (verl's role names "
+                              f"{', '.join(ROLE_ALIASES)} too)")
+        if name in out:
+            raise ConfigError(f"profiler_config.{key}: the section {name} is given twice "
+                              f"({key} is verl's name for it); keep one")
+        out[name] = _plain(cfg[key], f"profiler_config.{key}")
+    return out
 
 
-def _layer(section: Any) -> dict[str, Any]:
-    """The fields a role's section sets (``null`` reads as unset: ``integrated``'s value)."""
+def _container(value: Any) -> Any:
+    """An OmegaConf node as plain Python (interpolations resolved); anything else as it is.
+
+    omegaconf is imported only for its own nodes: a CLI command importing this module pays
+    nothing of its 50 ms."""
+    if type(value).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def _plain(section: Any, key: str = "profiler_config") -> dict[str, Any]:
+    """A section's set fields (``null`` reads as unset: the value below it)."""
     if section is None:
         return {}
-    return {k: v for k, v in _items(section).items() if v is not None}
-
-
-def _items(section: Any) -> dict[str, Any]:
-    from omegaconf import DictConfig, OmegaConf
-
     if isinstance(section, IntegratedConfig):
-        return {name: getattr(section, name) for name in _FIELDS}
-    if isinstance(section, DictConfig):
-        section = OmegaConf.to_container(section, resolve=True)
-    if isinstance(section, Mapping):
-        return {str(k): v for k, v in section.items()}
-    raise ConfigError(f"expected a mapping, got {type(section).__name__}")
+        section = {name: getattr(section, name) for name in _FIELDS}
+    section = _container(section)
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{key}: expected a mapping of fields, got {type(section).__name__}")
+    return {str(k): v for k, v in section.items() if v is not None}
 
 
-_FIELDS = tuple(IntegratedConfig.__dataclass_fields__)
+# -- merging and checking ---------------------------------------------------------------------
+def _checked(layers: list[tuple[str, dict[str, Any], tuple[str, ...]]],
+             role: str) -> IntegratedConfig:
+    """The ``(section, fields, allowed)`` layers over the defaults, each value checked as it
+    is read, then the rules; ``role``'s settings."""
+    values = dict(_DEFAULTS)
+    where = {name: ("integrated" if name in MINDSPEED_RL_FIELDS else EXTENSIONS)
+             for name in _FIELDS}
+    if role != "integrated" and len(layers) == 1:  # a flat section given for a role
+        where = dict.fromkeys(_FIELDS, role)
+    bad: dict[str, str] = {}
+    for section, given, allowed in layers:
+        for name, value in given.items():
+            _known(section, name, allowed)
+            where[name] = section
+            try:
+                values[name] = _CONVERT[name](_container(value))
+                bad.pop(name, None)
+            except _Bad as err:
+                shown = value if err.shown is None else err.shown
+                bad[name] = f"profiler_config.{section}.{name}={_show(shown)}: {err.problem}"
+    if "profile" in bad:
+        raise ConfigError(bad["profile"])
+    lenient = not values["profile"]
+    ignored: list[str] = []
+    for name, message in bad.items():
+        if not (lenient and name in PLANNED_FIELDS):
+            raise ConfigError(message)
+        ignored.append(message)
+        values[name] = _DEFAULTS[name]
+    cfg = IntegratedConfig(**values)
+    while (problem := _first_problem(cfg, where)) is not None:
+        reset, message = problem
+        if not (lenient and all(name in PLANNED_FIELDS for name in reset)):
+            raise ConfigError(message)
+        ignored.append(message)
+        for name in reset:
+            setattr(cfg, name, _DEFAULTS[name])
+    if ignored:
+        _warn_once("mindspeed-prof: profile is false, so these values are not used "
+                   f"(defaults instead; with profile: true they stop the run): "
+                   f"{'; '.join(ignored)}")
+    return cfg
 
 
-def _checked(layers: list[tuple[str, Any]], role: str) -> IntegratedConfig:
-    """The ``(name, section)`` layers merged in order (errors name the layer's key), checked
-    as ``role``'s settings."""
-    merged = None
-    for name, section in layers:
-        merged = _merge(section, name, merged)
-    assert merged is not None
-    _check_rules(merged, f"profiler_config.{role}")
-    return merged
+def _known(section: str, name: str, allowed: tuple[str, ...]) -> None:
+    """Raise for a key ``section`` may not hold (MindSpeed-RL rejects unknown keys too)."""
+    if name in allowed:
+        return
+    key = f"profiler_config.{section}.{name}"
+    if section == "integrated" and name in EXTENSION_FIELDS:
+        raise ConfigError(f"{key}: not one of MindSpeed-RL's fields, which are all "
+                          "profiler_config.integrated may hold (its config class rejects "
+                          f"any other key); set it as profiler_config.{EXTENSIONS}.{name}")
+    if section == EXTENSIONS and name in MINDSPEED_RL_FIELDS:
+        raise ConfigError(f"{key}: one of MindSpeed-RL's fields; set it as "
+                          f"profiler_config.integrated.{name}")
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise ConfigError(f"{key}: unknown field{hint}; allowed fields: {', '.join(allowed)}")
 
 
-def _merge(section: Any, role: str, base: IntegratedConfig | None) -> IntegratedConfig:
-    """``section``'s fields over ``base`` (or the defaults), typed by OmegaConf."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if isinstance(section, IntegratedConfig):
-        section = _items(section)
-    if isinstance(section, Mapping):
-        unknown = [str(k) for k in section if k not in _FIELDS]  # Hydra's "+key=" can add them
-        if unknown:
-            raise ConfigError(f"profiler_config.{role}.{unknown[0]}: unknown field; allowed "
-                              f"fields: {', '.join(_FIELDS)}")
-    try:
-        if (base is None and OmegaConf.is_config(section)
-                and OmegaConf.get_type(section) is IntegratedConfig):
-            obj = OmegaConf.to_object(section)  # composed by Hydra: already typed, skip a merge
-        else:
-            start = OmegaConf.structured(base if base is not None else IntegratedConfig)
-            obj = OmegaConf.to_object(OmegaConf.merge(start, section))
-    except OmegaConfBaseException as err:
-        raise ConfigError(_describe(err, role)) from None
-    assert isinstance(obj, IntegratedConfig)
-    return obj
+def _show(value: Any) -> str:
+    return repr(value.value if isinstance(value, Enum) else value)
 
 
-def _describe(err: OmegaConfBaseException, role: str) -> str:
-    from omegaconf.errors import ConfigKeyError
-
-    key = getattr(err, "key", None) or getattr(err, "full_key", "") or "?"
-    key = str(key).split(".")[-1]
-    message = str(err).splitlines()[0]
-    if isinstance(err, ConfigKeyError):
-        return f"profiler_config.{role}.{key}: unknown field; allowed fields: {', '.join(_FIELDS)}"
-    return f"profiler_config.{role}.{key}: {message}"
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
 
 
-def _check_rules(c: IntegratedConfig, key: str) -> None:
-    c.stage = _stage(c.stage, key)
-    if c.profile_step_start < 1:
-        raise ConfigError(
-            f"{key}.profile_step_start={c.profile_step_start}: must be an integer >= 1 "
-            "(steps are 1-based)"
-        )
-    if c.profile_step_end <= c.profile_step_start:
-        raise ConfigError(
-            f"{key}.profile_step_end={c.profile_step_end}: must be greater than "
-            f"profile_step_start ({c.profile_step_start}); the window is [start, end), "
-            f"so profile_step_end={c.profile_step_start + 1} captures one step"
-        )
-    if c.warmup_steps < 0:
-        raise ConfigError(f"{key}.warmup_steps={c.warmup_steps}: must be an integer >= 0")
-    c.profile_ranks = _ranks(c.profile_ranks, key)
-    _check_triggers(c, key)
-    if not c.profile_save_path or not str(c.profile_save_path).strip():
-        raise ConfigError(f"{key}.profile_save_path: must be a non-empty path")
-    if not (c.profile_with_cpu or c.profile_with_npu or c.mstx):
-        raise ConfigError(
-            f"{key}: nothing to collect: profile_with_cpu, profile_with_npu and mstx are all "
-            "false; set at least one of them to true"
-        )
-    if c.mstx and c.profile_level is Level.level_none and c.profile_export_type is ExportType.db:
-        raise ConfigError(
-            f"{key}.profile_export_type=db: not supported with mstx=true and "
-            "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
-            "allowed: text, or profile_level in level0, level1, level2"
-        )
+# -- one field's value ------------------------------------------------------------------------
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise _Bad("must be true or false")
 
 
-def _check_triggers(c: IntegratedConfig, key: str) -> None:
-    """Flight recorder, anomaly trigger and disk budget fields."""
-    for name in ("flight_recorder_steps", "anomaly_max_captures", "max_disk_mb"):
-        if getattr(c, name) < 0:
-            raise ConfigError(f"{key}.{name}={getattr(c, name)}: must be an integer >= 0 "
-                              "(0 turns it off)")
-    if c.anomaly_factor != 0 and not c.anomaly_factor > 1:
-        raise ConfigError(f"{key}.anomaly_factor={c.anomaly_factor}: must be 0 (off) or a "
-                          "number > 1, e.g. 2.0 (a step twice its rolling median)")
-    if c.anomaly_window < 2:
-        raise ConfigError(f"{key}.anomaly_window={c.anomaly_window}: must be an integer >= 2 "
-                          "(steps in the rolling median)")
-    if c.anomaly_capture_steps < 1:
-        raise ConfigError(f"{key}.anomaly_capture_steps={c.anomaly_capture_steps}: must be an "
-                          "integer >= 1 (steps captured after an anomaly)")
+def _int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise _Bad("must be an integer")
 
 
-def _stage(value: Any, key: str) -> Stage | list[Stage]:
-    """One ``Stage``, or a list of distinct stages other than ``all`` (MindSpeed-RL takes both)."""
-    value = _plain(value)
+def _number(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _Bad("must be a number")
+
+
+def _path(value: Any) -> str:
+    if isinstance(value, str) or type(value).__name__.endswith("Path"):
+        return str(value)
+    raise _Bad("must be a path")
+
+
+def _enum(kind: type[Enum]) -> Callable[[Any], Enum]:
+    def convert(value: Any) -> Enum:
+        if isinstance(value, kind):
+            return value
+        if isinstance(value, str) and value in kind.__members__:
+            return kind[value]
+        raise _Bad(f"allowed: {', '.join(kind.__members__)}")
+
+    return convert
+
+
+def _one_stage(value: Any) -> Stage | None:
+    if isinstance(value, Stage):
+        return value
+    return Stage.__members__.get(canonical_stage(value)) if isinstance(value, str) else None
+
+
+def _stage(value: Any) -> Stage | list[Stage]:
+    """One ``Stage``, or a list of distinct stages other than ``all`` (MindSpeed-RL takes both);
+    verl's names for our stages are read as ours."""
     names = ", ".join(s.name for s in Stage)
+    aliases = ", ".join(f"{a} for {b}" for a, b in STAGE_ALIASES.items())
     if not isinstance(value, (list, tuple)):
         stage = _one_stage(value)
         if stage is None:
-            raise ConfigError(f"{key}.stage={value!r}: allowed: {names}, or a list of stages "
-                              "such as [actor_generate, actor_update]")
+            raise _Bad(f"allowed: {names}, or a list of stages such as "
+                       f"[actor_generate, actor_update] (verl's names too: {aliases})")
         return stage
     entries = ", ".join(s.name for s in Stage if s is not Stage.all)
     stages: list[Stage] = []
@@ -202,40 +307,115 @@ def _stage(value: Any, key: str) -> Stage | list[Stage]:
         stage = _one_stage(item)
         if stage is None or stage is Stage.all:
             why = "'all' stands alone (stage: all)" if stage is Stage.all else "unknown stage"
-            raise ConfigError(f"{key}.stage={list(value)!r}: bad entry {item!r}, {why}; "
-                              f"allowed entries: {entries}")
+            raise _Bad(f"bad entry {item!r}, {why}; allowed entries: {entries}", list(value))
         if stage not in stages:
             stages.append(stage)
     if not stages:
-        raise ConfigError(f"{key}.stage=[]: an empty list captures nothing; allowed: {names}, "
-                          "or a list of stages such as [actor_generate, actor_update]")
+        raise _Bad(f"an empty list captures nothing; allowed: {names}, or a list of stages "
+                   "such as [actor_generate, actor_update]", [])
     return stages
 
 
-def _plain(value: Any) -> Any:
-    """An OmegaConf node as plain Python; anything else as it is."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
-
-
-def _one_stage(value: Any) -> Stage | None:
-    if isinstance(value, Stage):
-        return value
-    return Stage.__members__.get(value) if isinstance(value, str) else None
-
-
-def _ranks(value: Any, key: str) -> str | list[int]:
+def _ranks(value: Any) -> str | list[int]:
     """``"all"`` or a sorted list of distinct ints >= 0."""
-    value = _plain(value)
     if value == "all":
         return "all"
     allowed = 'allowed: "all" or a list of integers >= 0, e.g. [0, 1]'
     if isinstance(value, int) and not isinstance(value, bool):
-        raise ConfigError(f"{key}.profile_ranks={value!r}: {allowed}; write [{value}]")
+        raise _Bad(f"{allowed}; write [{value}]")
     if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{key}.profile_ranks={value!r}: {allowed}")
+        raise _Bad(allowed)
     for item in value:
         if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-            raise ConfigError(f"{key}.profile_ranks={value!r}: bad entry {item!r}; {allowed}")
+            raise _Bad(f"bad entry {item!r}; {allowed}", list(value))
     return sorted(set(value))
+
+
+def _steps(value: Any) -> list[int]:
+    """A sorted list of distinct steps >= 1 (verl's ``global_profiler.steps``)."""
+    allowed = "allowed: null (the window profile_step_start..end) or a list of steps >= 1, " \
+              "e.g. [2, 5]"
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _Bad(allowed)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise _Bad(f"bad entry {item!r}; {allowed}", list(value))
+    return sorted(set(value))
+
+
+_KINDS: dict[type, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _number, str: _path}
+_ENUMS: dict[str, type[Enum]] = {"profile_export_type": ExportType, "profile_level": Level,
+                                 "backend": Backend, "aic_metrics": AicMetrics}
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    **{name: _KINDS[type(default)] for name, default in _DEFAULTS.items()
+       if type(default) in _KINDS},
+    **{name: _enum(kind) for name, kind in _ENUMS.items()},
+    "stage": _stage, "profile_ranks": _ranks, "profile_steps": _steps,
+}
+assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
+
+
+# -- rules between fields ---------------------------------------------------------------------
+Problem = tuple[tuple[str, ...], str]  # the fields to reset when lenient, and the message
+
+
+def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None:
+    """The first rule ``c`` breaks, or None."""
+    def key(name: str) -> str:
+        return f"profiler_config.{where[name]}.{name}"
+
+    if c.profile_step_start < 1:
+        return ("profile_step_start",), (
+            f"{key('profile_step_start')}={c.profile_step_start}: must be an integer >= 1 "
+            "(steps are 1-based)")
+    if c.profile_step_end <= c.profile_step_start:
+        return ("profile_step_start", "profile_step_end"), (
+            f"{key('profile_step_end')}={c.profile_step_end}: must be greater than "
+            f"profile_step_start ({c.profile_step_start}); the window is [start, end), "
+            f"so profile_step_end={c.profile_step_start + 1} captures one step")
+    for name in ("warmup_steps", "flight_recorder_steps", "anomaly_max_captures",
+                 "max_disk_mb"):
+        if getattr(c, name) < 0:
+            off = "" if name == "warmup_steps" else " (0 turns it off)"
+            return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 0{off}"
+    if c.warmup_steps and c.profile_steps is not None:
+        return ("warmup_steps",), (
+            f"{key('warmup_steps')}={c.warmup_steps}: warmup steps come before "
+            "profile_step_start, and profile_steps replaces the window; set warmup_steps=0, "
+            "or use profile_step_start and profile_step_end")
+    for name in ("trace_alloc_max_entries", "stack_depth"):
+        if getattr(c, name) < 1:
+            return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
+    trigger = _trigger_problem(c, key)
+    if trigger is not None:
+        return trigger
+    if not c.profile_save_path.strip():
+        return ("profile_save_path",), f"{key('profile_save_path')}: must be a non-empty path"
+    if not (c.profile_with_cpu or c.profile_with_npu or c.mstx):
+        return ("profile_with_cpu", "profile_with_npu", "mstx"), (
+            f"profiler_config.{where['profile_with_cpu']}: nothing to collect: "
+            "profile_with_cpu, profile_with_npu and mstx are all false; set at least one of "
+            "them to true")
+    if c.mstx and c.profile_level is Level.level_none and c.profile_export_type is ExportType.db:
+        return ("profile_export_type",), (
+            f"{key('profile_export_type')}=db: not supported with mstx=true and "
+            "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
+            "allowed: text, or profile_level in level0, level1, level2")
+    return None
+
+
+def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Anomaly trigger fields."""
+    if c.anomaly_factor != 0 and not c.anomaly_factor > 1:
+        return ("anomaly_factor",), (
+            f"{key('anomaly_factor')}={c.anomaly_factor}: must be 0 (off) or a number > 1, "
+            "e.g. 2.0 (a step twice its rolling median)")
+    if c.anomaly_window < 2:
+        return ("anomaly_window",), (
+            f"{key('anomaly_window')}={c.anomaly_window}: must be an integer >= 2 "
+            "(steps in the rolling median)")
+    if c.anomaly_capture_steps < 1:
+        return ("anomaly_capture_steps",), (
+            f"{key('anomaly_capture_steps')}={c.anomaly_capture_steps}: must be an integer "
+            ">= 1 (steps captured after an anomaly)")
+    return None

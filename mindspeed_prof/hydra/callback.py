@@ -1,4 +1,4 @@
-"""``ProfilerCallback``: the Hydra callback every ``profiler`` preset turns on."""
+"""``ProfilerCallback``: the Hydra callback every ``profiler_config`` preset turns on."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+
+from mindspeed_prof.formats import hydra_chdir, hydra_save_root
 
 __all__ = ["ProfilerCallback"]
 
@@ -33,7 +35,8 @@ class ProfilerCallback(Callback):
                      **kwargs: Any) -> None:
         if "profiler_config" not in config:
             return
-        from mindspeed_prof.config.validate import ConfigError, validate
+        from mindspeed_prof.config.schema import to_sections
+        from mindspeed_prof.config.validate import ConfigError, sections, validate
 
         try:
             cfg = validate(config.profiler_config)
@@ -41,6 +44,8 @@ class ProfilerCallback(Callback):
             # Hydra turns callback exceptions into warnings; SystemExit stops the job.
             raise SystemExit(f"mindspeed-prof: invalid config: {err}") from None
         self._job = None
+        hydra_cfg = HydraConfig.get()
+        _name_overridden_preset(config.profiler_config, list(hydra_cfg.overrides.task))
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)  # flight, anomaly
         if not (cfg.profile or unplanned or cfg.on_demand):  # current(): a disabled profiler
             import mindspeed_prof.capture.current as current
@@ -49,10 +54,8 @@ class ProfilerCallback(Callback):
             return
         from mindspeed_prof.capture.profiler import Profiler
 
-        hydra_cfg = HydraConfig.get()
-        save = Path(cfg.profile_save_path).expanduser()
-        if not save.is_absolute():
-            save = Path(hydra_cfg.runtime.output_dir) / save
+        # a relative path where the app's own files go: the launch dir unless hydra.job.chdir
+        save = hydra_save_root(Path(cfg.profile_save_path).expanduser(), hydra_cfg)
         cfg.profile_save_path = str(save)
         from mindspeed_prof.analysis.summary import after_capture
 
@@ -61,7 +64,8 @@ class ProfilerCallback(Callback):
             return
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
 
-        resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
+        # the job's checked settings, and the role sections as composed
+        resolved = {**sections(config.profiler_config), **to_sections(cfg)}
         # Several jobs of one sweep write into one save root outside their own dirs.
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
             Path(hydra_cfg.runtime.output_dir).resolve())
@@ -94,10 +98,17 @@ class ProfilerCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mindspeed_prof.analysis.sweep import sweep_summary
 
+        sweep = Path(config.hydra.sweep.dir)
         save = Path(str(config.get("profiler_config", {}).get("integrated", {})
-                        .get("profile_save_path", "")))
-        shared = [save] if save.is_absolute() else []  # jobs that share one save root
-        sweep_summary(Path(config.hydra.sweep.dir), print_table=True, shared_roots=shared)
+                        .get("profile_save_path", "./profiler_data")))
+        if save.is_absolute():
+            shared = [save]  # jobs that share one save root
+        elif hydra_chdir(config.hydra.job.get("chdir")):
+            shared = []  # in each job's own dir
+        else:  # <launch dir>/<save>/<job num>/ per job
+            root = Path(config.hydra.runtime.cwd) / save
+            shared = [root / p.name for p in sweep.iterdir() if p.is_dir() and p.name.isdigit()]
+        sweep_summary(sweep, print_table=True, shared_roots=shared)
 
     def _finish(self, status: str) -> None:
         job, self._job = self._job, None
@@ -126,6 +137,17 @@ class ProfilerCallback(Callback):
                 write_run_summary(job["path"].parent)
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
+
+
+def _name_overridden_preset(profiler_config: Any, overrides: list[str]) -> None:
+    """One line when the app's config overrides fields of the preset the command line chose."""
+    from mindspeed_prof.config.presets import chosen_preset, overridden_fields, overridden_line
+    from mindspeed_prof.config.validate import sections
+
+    preset = chosen_preset(overrides)
+    fields = overridden_fields(preset, sections(profiler_config), overrides) if preset else []
+    if preset and fields:
+        log.warning("%s", overridden_line(preset, fields))
 
 
 def _reports(profiler: Any) -> bool:

@@ -25,7 +25,7 @@ class BackendConformance:
     backend_cls: ClassVar[type[Backend]]
 
     def make_config(self, **fields: Any) -> IntegratedConfig:
-        return validate({"integrated": {"profile": True, "mstx": True, **fields}})
+        return validate({"profile": True, "mstx": True, **fields})
 
     def make_backend(self, **fields: Any) -> Backend:
         return self.backend_cls(self.make_config(**fields))

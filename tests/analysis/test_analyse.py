@@ -114,7 +114,8 @@ def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
 
 def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
     # 90 ms slow: rank 0's stage would have to stall 60 ms to hide it (30 ms was seen under load)
-    make_run(tmp_path, ranks=(0, 1), steps=3, warmup_steps=1, slow={(1, "actor_update"): 3})
+    make_run(tmp_path, ranks=(0, 1), steps=3, warmup_steps=1, profile_step_start=2,
+             slow={(1, "actor_update"): 3})  # step 1 warmup, [2, 4) measured
     result = analyse(tmp_path)
     assert [(r["rank"], r["step"]) for r in result.per_step() if r["warmup"]] == [(0, 1), (1, 1)]
     assert 1 not in {s["step"] for s in result.stragglers()}
@@ -258,7 +259,7 @@ def test_straggler_of_a_clashing_capture_names_its_source() -> None:
 
 
 def test_range_table_leaves_warmup_out_when_asked() -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     result = Analysis(root=Path("."), traces=[_data(
         0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
     assert [r["count"] for r in result.range_table()] == [2]
@@ -333,7 +334,7 @@ def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None
 
 
 def test_json_holds_every_table(tmp_path: Path) -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     traces = [_data(r, ("step", "ProfilerStep#1", 1, 20.0), ("stage", "actor_update", 1, ms),
                     ("range", "fwd", 1, ms), meta=meta, kernels={"k": [1, 5.0]},
                     runtime={"cudaLaunchKernel": [2, 1.0]}, ops={"aten::mm": [3, 2.0]},
@@ -365,7 +366,7 @@ def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
 
 
 def test_stage_and_step_tables_order_and_clashing_sources() -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     traces = [_data(r, ("step", "ProfilerStep#2", 2, 9.0), ("stage", "actor_update", 2, 4.0),
                     ("stage", "actor_update", 1, 6.0), ("range", "fwd", 2, 1.0), meta=meta)
               for r in (10, 2, None)]
@@ -416,7 +417,7 @@ def test_range_file_stands_for_the_op_trace_of_its_own_folder_only() -> None:
 
 
 def test_warmup_only_from_a_well_formed_window_and_count() -> None:
-    metas = [{"window": [3, 6], "warmup_steps": 2}, {"window": [1, 3], "warmup_steps": 0},
+    metas = [{"window": [5, 6], "warmup_steps": 2}, {"window": [1, 3], "warmup_steps": 0},
              {"window": [1, 3], "warmup_steps": 1.5}, {"window": [1, 3], "warmup_steps": None},
              {"window": None, "warmup_steps": 1}, {"window": [], "warmup_steps": 1},
              {"window": ["1", 3], "warmup_steps": 1}, {"warmup_steps": 1}]
@@ -447,7 +448,7 @@ def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
     traces = []
     for role, warmup in (("actor", 1), ("rollout", 0)):
         t = TraceData(Path(f"run/{role}/rank0_h_1_step1.pt.trace.json"), "torch", 0, role, 1,
-                      meta={"role": role, "window": [1, 3], "warmup_steps": warmup})
+                      meta={"role": role, "window": [2, 3], "warmup_steps": warmup})
         t.ranges = [Range(0, "step", "ProfilerStep#1", 1, 0.0, 1000.0),
                     Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
                     Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2

@@ -57,7 +57,7 @@ def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
 
 
 def test_warmup_left_out_unless_asked(tmp_path: Path) -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     a = _run(tmp_path / "a", **meta)
     b = _run(tmp_path / "b", first=5.0, **meta)  # only the warmup step is slower
     assert main(["compare", str(a), str(b), "--fail-over", "0.01"]) == 0
@@ -106,7 +106,7 @@ def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
                                                                include_warmup: bool) -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [40.0, 10.0, 10.0]},
                                           {"fwd": [4.0, 1.0, 1.0]}, meta=meta),
                   include_warmup=include_warmup)
@@ -133,7 +133,7 @@ def _device(step: int | None, compute: float, stage: str | None = None) -> dict:
 
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: bool) -> None:
-    meta = {"window": [1, 4], "warmup_steps": 1}
+    meta = {"window": [2, 4], "warmup_steps": 1}
     rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0),
             _device(None, 1000.0),  # launched outside every step
             _device(2, 7.0, stage="actor_update")]
@@ -186,7 +186,7 @@ def test_captured_reads_presets_and_backends_from_manifests(tmp_path: Path) -> N
     (root / "1" / "manifest.json").write_text("[1, 2]")  # not an object: skipped
     _manifest(root / "2", "manifest.json", ["trainer.lr=0.1", "profiler=mstx_light", 3],
               [{"backend": "mstx", "step": 1}, {"step": 2}, "odd"])
-    _manifest(root, "manifest.rank1.json", ["profiler=npu_level1"],
+    _manifest(root, "manifest.rank1.json", ["profiler_config=npu_level1"],
               [{"backend": "torch_npu"}, {"backend": ""}])
     (root / "notes.json").write_text(json.dumps({"job": {"overrides": ["profiler=other"]}}))
     t = _traces(root, 3, {"actor_update": [1.0, 1.0], "critic_update": [1.0]}, {"fwd": [1.0]},

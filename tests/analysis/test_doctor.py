@@ -15,9 +15,9 @@ from mindspeed_prof.cli import main
 def capture(root: Path, ranks: tuple[int, ...] = (0, 1), steps: int = 3) -> list[Path]:
     files = []
     for rank in ranks:
-        prof = Profiler.from_config({"integrated": {
+        prof = Profiler.from_config({
             "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-            "profile_step_end": steps + 1, "profile_save_path": str(root)}}, rank=rank)
+            "profile_step_end": steps + 1, "profile_save_path": str(root)}, rank=rank)
         for step in range(1, steps + 1):
             with prof.step(step), mstx.range("work"):
                 pass

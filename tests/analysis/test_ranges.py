@@ -57,7 +57,7 @@ def test_p95_matches_numpy(tmp_path: Path) -> None:
 
 
 def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
-    meta = {"window": [1, 3], "warmup_steps": 1}
+    meta = {"window": [2, 3], "warmup_steps": 1}
     _nested(tmp_path, rank=0, **meta)
     _nested(tmp_path, rank=1, **meta)
     _nested(tmp_path, rank=2, scale=2.0, **meta)  # rank 2's ranges take twice as long

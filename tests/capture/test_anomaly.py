@@ -110,10 +110,10 @@ def test_slow_step_captures_the_next_steps_under_triggered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
     monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
-    prof = Profiler.from_config({"integrated": {
+    prof = Profiler.from_config({
         "profile_save_path": str(tmp_path), "backend": "torch", "flight_recorder_steps": 3,
         "anomaly_factor": 2.0, "anomaly_window": 4, "anomaly_capture_steps": 2,
-        "anomaly_max_captures": 1}}, rank=3)
+        "anomaly_max_captures": 1}, rank=3)
     for step in range(1, 16):
         with prof.step(step):
             with prof.stage("actor_update"):
@@ -149,6 +149,6 @@ def test_anomaly_off_by_default(tmp_path: Path) -> None:
 def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: str) -> None:
     from mindspeed_prof.config.validate import ConfigError, validate
 
-    pattern = rf"profiler_config\.integrated\.{field}=.*{re.escape(message)}"
+    pattern = rf"profiler_config\.extensions\.{field}=.*{re.escape(message)}"
     with pytest.raises(ConfigError, match=pattern):
-        validate({"integrated": {field: value}})
+        validate({"extensions": {field: value}})

@@ -31,16 +31,16 @@ def test_choose_lowers_then_skips(tmp_path: Path) -> None:
 
 
 def test_negative_budget_is_rejected() -> None:
-    with pytest.raises(ConfigError, match=r"integrated\.max_disk_mb=-1"):
-        validate({"integrated": {"max_disk_mb": -1}})
+    with pytest.raises(ConfigError, match=r"integrated\.max_disk_mb=-1"):  # a flat section
+        validate({"max_disk_mb": -1})
 
 
 def test_large_captures_stay_within_one_capture_of_the_budget(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    prof = Profiler.from_config({"integrated": {
+    prof = Profiler.from_config({
         "profile": True, "backend": "torch", "stage": "actor_update", "profile_level": "level1",
         "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
-        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}}, rank=0)
+        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
     x = torch.randn(4, 4)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 30):
@@ -65,16 +65,16 @@ def test_save_root_already_full_warns_before_the_first_step(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB + 1))
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config({"integrated": {
+        prof = Profiler.from_config({
             "profile": True, "backend": "torch", "profile_step_start": 1,
-            "profile_step_end": 3, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}},
+            "profile_step_end": 3, "max_disk_mb": 1, "profile_save_path": str(tmp_path)},
             rank=0)
         before = [r.getMessage() for r in caplog.records]
         for step in range(1, 4):
             with prof.step(step):
                 pass
         prof.close()
-    assert len(before) == 1 and "profiler_config.integrated.max_disk_mb=1" in before[0]
+    assert len(before) == 1 and "profiler_config.extensions.max_disk_mb=1" in before[0]
     assert str(tmp_path) in before[0] and "1.0 MB" in before[0]
     assert len(caplog.records) == 1  # the skip itself does not warn again
     assert [c.reason for c in prof.captures] == ["disk_budget"]

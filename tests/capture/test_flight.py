@@ -19,7 +19,7 @@ from mindspeed_prof.capture.spans import RangeBuffer
 
 def make(tmp_path: Path, **fields: Any) -> Profiler:
     cfg = {"profile_save_path": str(tmp_path), "flight_recorder_steps": 3, **fields}
-    return Profiler.from_config({"integrated": cfg}, rank=1)
+    return Profiler.from_config(cfg, rank=1)
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -117,8 +117,8 @@ def test_flight_and_capture_share_one_buffer(tmp_path: Path) -> None:
 SCRIPT = textwrap.dedent('''
     import sys, time
     from mindspeed_prof import Profiler, mstx
-    prof = Profiler.from_config({"integrated": {"flight_recorder_steps": 2,
-                                                "profile_save_path": sys.argv[1]}}, rank=0)
+    prof = Profiler.from_config({"flight_recorder_steps": 2,
+                                 "profile_save_path": sys.argv[1]}, rank=0)
     for step in range(1, 1000):
         with prof.step(step):
             with mstx.range("work"):

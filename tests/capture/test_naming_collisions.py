@@ -9,9 +9,9 @@ from mindspeed_prof import Profiler, mstx
 
 
 def capture_once(root: Path, marker: str, **fields: object) -> list[Path]:
-    prof = Profiler.from_config({"integrated": {"profile": True, "mstx": True,
+    prof = Profiler.from_config({"profile": True, "mstx": True,
                                                 "profile_level": "level_none",
-                                                "profile_save_path": str(root), **fields}}, rank=0)
+                                                "profile_save_path": str(root), **fields}, rank=0)
     with prof:
         with prof.step(1), prof.stage("actor_update"):
             with mstx.range(marker):

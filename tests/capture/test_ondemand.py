@@ -15,7 +15,7 @@ from mindspeed_prof.capture.control import folder as folder_module
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
     cfg = {"profile_save_path": str(tmp_path), "backend": "none", "mstx": True, **fields}
-    prof = Profiler.from_config({"integrated": cfg}, rank=rank)
+    prof = Profiler.from_config(cfg, rank=rank)
     if prof._ondemand is not None:
         prof._ondemand.interval_ns = 0  # every step looks, so tests need not wait a second
     return prof
@@ -146,7 +146,7 @@ def test_ray_workers_take_requests_for_their_rank(ray_cluster: Any, tmp_path: Pa
 
     ray = ray_cluster
     req = request(tmp_path, steps=1, ranks=[1])
-    cfg = worker_config({"integrated": {"profile_save_path": str(tmp_path), "backend": "none"}})
+    cfg = worker_config({"profile_save_path": str(tmp_path), "backend": "none"})
     workers = [ray.remote(RayWorker).remote(rank, cfg) for rank in range(2)]
     captures = ray.get([w.steps.remote(1, 3) for w in workers])
     assert captures[0] == [] and [c["request"] for c in captures[1]] == [req.id]

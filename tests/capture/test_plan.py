@@ -22,8 +22,11 @@ def runs(draw):
     warmup = draw(st.integers(0, 2))
     targets = draw(st.one_of(st.just([ALL]), st.lists(stages, min_size=1, max_size=3,
                                                         unique=True)))
+    listed = draw(st.one_of(st.none(), st.lists(st.integers(1, 14), min_size=1, max_size=5,
+                                                 unique=True).map(lambda v: tuple(sorted(v)))))
     plan = CapturePlan(enabled=True, stages=tuple(targets), start=start, end=end,
-                       warmup=warmup)
+                       warmup=0 if listed else warmup, steps=listed,
+                       one_per_step=draw(st.booleans()))
     first = draw(st.integers(1, 8))
     gaps = draw(st.lists(st.integers(1, 3), min_size=1, max_size=10))
     steps, n = [], first
@@ -37,9 +40,12 @@ def runs(draw):
 
 
 def in_window(plan: CapturePlan, step: int) -> bool:
-    """The window rule, stated here independently of ``CapturePlan.in_window``:
-    steps ``start .. end - 1`` plus ``warmup`` more steps after them."""
-    return plan.enabled and plan.start <= step <= plan.end - 1 + plan.warmup
+    """The window rule, stated here independently of ``CapturePlan.in_window``: the listed
+    steps, else steps ``start .. end - 1`` plus the ``warmup`` steps just before ``start``
+    (never step 0 or less: steps are 1-based)."""
+    if plan.steps:
+        return plan.enabled and step in plan.steps
+    return plan.enabled and max(1, plan.start - plan.warmup) <= step <= plan.end - 1
 
 
 def simulate(plan, steps, body, fail_at):
@@ -93,29 +99,60 @@ def test_every_capture_starts_inside_the_window(run) -> None:
     _, actions, _ = simulate(*run)
     for a in actions:
         if isinstance(a, Start):
-            assert plan.start <= a.capture.step < plan.end + plan.warmup
+            assert in_window(plan, a.capture.step)
 
 
-@settings(max_examples=300, deadline=None)
+def expected_runs(plan: CapturePlan, ran: list[int]) -> list[list[int]]:
+    """The whole-step captures a run should make: the window steps that ran, split where a
+    step ran whose next one (step + 1) is not in the window (the window's or a listed run's
+    end), or where the trainer left the window; one step each with ``one_per_step``."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    for step in ran:
+        if not in_window(plan, step):
+            if current:
+                out.append(current)
+            current = []
+            continue
+        current.append(step)
+        if plan.one_per_step or not in_window(plan, step + 1):
+            out.append(current)
+            current = []
+    return out + ([current] if current else [])
+
+
+@settings(max_examples=400, deadline=None)
 @given(runs())
-def test_stage_all_is_one_capture_over_the_window_steps_that_ran(run) -> None:
+def test_stage_all_captures_each_run_of_window_steps_that_ran(run) -> None:
     plan, steps, body, fail_at = run
     if plan.stages != (ALL,):
         return
     sched, actions, _ = simulate(*run)
     ran = steps if fail_at is None else steps[: steps.index(fail_at) + 1]
-    window = [s for s in ran if in_window(plan, s)]
-    starts = [a for a in actions if isinstance(a, Start)]
-    assert len(starts) == (1 if window else 0)
-    if window:
-        assert starts[0].capture.step == window[0]
-        stop = actions[1]
-        if fail_at is not None and fail_at in window:
+    want = expected_runs(plan, ran)
+    starts = [a.capture.step for a in actions if isinstance(a, Start)]
+    assert starts == [r[0] for r in want]
+    for (start, stop), steps_of in zip(zip(actions[::2], actions[1::2]), want):
+        last = steps_of[-1]
+        if fail_at == last:
             assert stop.reason == "error"
-        elif window[-1] == plan.end + plan.warmup - 1:
+        elif plan.one_per_step and in_window(plan, last + 1):
+            assert stop.reason == "step_end"
+        elif not in_window(plan, last + 1):
             assert stop.reason == "window_end"
         else:
-            assert stop.reason in ("left_window", "close", "error")
+            assert stop.reason in ("left_window", "close")
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs())
+def test_warmup_steps_are_those_before_start(run) -> None:
+    plan = run[0]
+    _, actions, _ = simulate(*run)
+    for a in actions:
+        if isinstance(a, Start):
+            assert plan.is_warmup(a.capture.step) == (
+                not plan.steps and a.capture.step < plan.start)
 
 
 @settings(max_examples=300, deadline=None)
@@ -146,15 +183,61 @@ def test_unselected_rank_never_captures(run, rank, ranks) -> None:
         assert actions == []
 
 
-def test_dpo_warmup_collects_end_minus_start_plus_one_steps() -> None:
-    plan = CapturePlan(enabled=True, start=1, end=2, warmup=1)
-    assert list(plan.captured_steps()) == [1, 2]
-    assert plan.is_warmup(1) and not plan.is_warmup(2)
+def whole_run(plan: CapturePlan, steps: list[int]) -> list[tuple[list[int], str]]:
+    """(steps, stop reason) of each capture of a trainer running ``steps`` in order."""
+    sched, out, current = Scheduler(plan), [], []
+    for step in steps:
+        for a in sched.step_start(step):
+            current = [step] if isinstance(a, Start) else current
+        if sched.active is not None and current and current[-1] != step:
+            current.append(step)
+        for a in sched.step_end(step):
+            out.append((current, a.reason))
+    return out
+
+
+def test_dpo_warmup_is_the_step_before_start_as_mindspeed_llm() -> None:
+    # MindSpeed-LLM: skip_first = start - iteration - 2, warmup 1, active = end - start
+    plan = CapturePlan(enabled=True, start=3, end=5, warmup=1)
+    assert plan.captured_steps() == [2, 3, 4] and plan.first == 2
+    assert [s for s in plan.captured_steps() if plan.is_warmup(s)] == [2]
+    assert whole_run(plan, [1, 2, 3, 4, 5]) == [([2, 3, 4], "window_end")]
+    # resumed at start (iteration = start - 1), or start == 1: warmup = 0, [start, end) only
+    assert whole_run(plan, [3, 4, 5]) == [([3, 4], "window_end")]
+    first = CapturePlan(enabled=True, start=1, end=2, warmup=1)
+    assert first.captured_steps() == [1] and not first.is_warmup(1)
+    assert whole_run(first, [1, 2]) == [([1], "window_end")]
+
+
+def test_listed_steps_one_capture_per_run_or_per_step() -> None:
+    listed = CapturePlan(enabled=True, steps=(2, 3, 6))
+    assert whole_run(listed, list(range(1, 8))) == [([2, 3], "window_end"),
+                                                    ([6], "window_end")]
+    per_step = CapturePlan(enabled=True, steps=(2, 3, 6), one_per_step=True)
+    assert whole_run(per_step, list(range(1, 8))) == [([2], "step_end"), ([3], "window_end"),
+                                                      ([6], "window_end")]
+    window = CapturePlan(enabled=True, start=2, end=4, one_per_step=True)
+    assert whole_run(window, [1, 2, 3, 4]) == [([2], "step_end"), ([3], "window_end")]
+    assert [listed.run_end(s) for s in (2, 3, 6)] == [4, 4, 7]
+    assert [per_step.run_end(s) for s in (2, 3, 6)] == [3, 4, 7]
+
+
+def test_a_step_number_that_comes_again_is_not_captured_twice() -> None:
+    plan = CapturePlan(enabled=True, start=2, end=4)
+    assert whole_run(plan, [1, 2, 3, 2, 3, 4]) == [([2, 3], "window_end")]
+
+
+def test_from_config_maps_listed_and_discrete_steps() -> None:
+    cfg = IntegratedConfig(profile=True, profile_steps=[2, 5], profile_continuous_steps=False)
+    plan = CapturePlan.from_config(cfg, 0)
+    assert plan.steps == (2, 5) and plan.one_per_step and plan.captured_steps() == [2, 5]
+    assert CapturePlan.from_config(IntegratedConfig(profile=True, max_disk_mb=1), 0).one_per_step
+    assert not CapturePlan.from_config(IntegratedConfig(profile=True), 0).one_per_step
 
 
 def test_profile_off_plan_is_disabled() -> None:
     assert not CapturePlan.from_config(IntegratedConfig(), 0).enabled
-    assert list(CapturePlan(enabled=False, start=2, end=4).captured_steps()) == []
+    assert CapturePlan(enabled=False, start=2, end=4).captured_steps() == []
 
 
 def test_plan_takes_one_stage_or_a_list() -> None:

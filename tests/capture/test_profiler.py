@@ -18,7 +18,7 @@ from mindspeed_prof.config.schema import STAGES
 
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
-    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path / "out"), **fields}}
+    cfg = {"profile": True, "profile_save_path": str(tmp_path / "out"), **fields}
     return Profiler.from_config(cfg, rank=rank)
 
 
@@ -144,11 +144,18 @@ def test_mstx_ranges_only_inside_captures(tmp_path: Path) -> None:
     assert spans.name.endswith(".mstx.trace.json") and "ProfilerStep#2" in names(spans)
 
 
-def test_dpo_warmup_collects_two_steps(tmp_path: Path) -> None:
-    with make(tmp_path, warmup_steps=1, profile_step_start=1, profile_step_end=2) as prof:
-        train(prof, range(1, 5), stages=("actor_update",))
-    assert prof.captures[0].steps == [1, 2]
-    assert prof.captures[0].warmup_steps == [1]
+def test_dpo_warmup_is_the_step_before_the_window(tmp_path: Path) -> None:
+    """MindSpeed-LLM: warmup on step start-1, exactly [start, end) measured; none when start
+    is the first step the job runs (start == 1, or a resume at start)."""
+    with make(tmp_path, warmup_steps=1, profile_step_start=3, profile_step_end=5) as prof:
+        train(prof, range(1, 7), stages=("actor_update",))
+    assert [(c.steps, c.warmup_steps) for c in prof.captures] == [([2, 3, 4], [2])]
+    with make(tmp_path, warmup_steps=1, profile_step_start=3, profile_step_end=5) as resumed:
+        train(resumed, range(3, 7), stages=("actor_update",))
+    with make(tmp_path, warmup_steps=1, profile_step_start=1, profile_step_end=2) as first:
+        train(first, range(1, 4), stages=("actor_update",))
+    assert [(c.steps, c.warmup_steps) for c in resumed.captures + first.captures] == [
+        ([3, 4], []), ([1], [])]
 
 
 def test_resumed_run_keeps_global_window(tmp_path: Path) -> None:
@@ -191,8 +198,8 @@ def test_unwritable_save_path_warns_once_and_training_goes_on(tmp_path: Path) ->
 def test_strict_fails_fast(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    prof = Profiler.from_config({"integrated": {"profile": True, "strict": True,
-                                                "profile_save_path": str(blocker / "sub")}})
+    prof = Profiler.from_config({"profile": True, "strict": True,
+                                                "profile_save_path": str(blocker / "sub")})
     with pytest.raises(ProfilerError, match="capture start failed"):
         train(prof, range(1, 2))
 

@@ -11,9 +11,9 @@ from mindspeed_prof import Profiler
 
 
 def make(tmp_path: Path, **fields: Any) -> Profiler:
-    return Profiler.from_config({"integrated": {
+    return Profiler.from_config({
         "profile": True, "mstx": True, "profile_level": "level_none",
-        "profile_save_path": str(tmp_path), **fields}}, rank=0)
+        "profile_save_path": str(tmp_path), **fields}, rank=0)
 
 
 def run(prof: Profiler, steps: range, fail_step: int = 0) -> None:

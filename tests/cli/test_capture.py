@@ -36,8 +36,8 @@ def test_command_on_a_root_no_job_saves_to_gives_up_soon_and_leaves_nothing(
 TRAINER = textwrap.dedent('''
     import sys, time
     from mindspeed_prof import Profiler, mstx
-    prof = Profiler.from_config({"integrated": {"profile_save_path": sys.argv[1],
-                                                "flight_recorder_steps": 2}}, rank=0)
+    prof = Profiler.from_config({"profile_save_path": sys.argv[1],
+                                 "flight_recorder_steps": 2}, rank=0)
     for step in range(1, 100000):
         with prof.step(step):
             with mstx.range("work"):

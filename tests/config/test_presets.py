@@ -9,13 +9,13 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
 
-from mindspeed_prof.config import ConfigError, Level, Stage, validate
+from mindspeed_prof.config import STAGES, ConfigError, Level, Stage, validate
 from mindspeed_prof.config.presets import PRESETS
 
 
 @pytest.fixture
 def conf(tmp_path: Path):
-    (tmp_path / "config.yaml").write_text("defaults:\n  - profiler: none\n  - _self_\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - profiler_config: none\n  - _self_\n")
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
         yield lambda *o, **kw: compose("config", overrides=list(o), **kw)
@@ -27,60 +27,69 @@ def test_default_is_off(conf) -> None:
 
 
 def test_mstx_light(conf) -> None:
-    c = validate(conf("profiler=mstx_light").profiler_config)
+    c = validate(conf("profiler_config=mstx_light").profiler_config)
     assert c.profile and c.mstx and c.profile_level is Level.level_none
     assert c.profile_with_cpu is False and c.profile_with_npu is True
 
 
 def test_stage_override(conf) -> None:
-    c = validate(conf("profiler=stage_scoped",
+    c = validate(conf("profiler_config=stage_scoped",
                       "profiler_config.integrated.stage=actor_generate").profiler_config)
     assert c.stage is Stage.actor_generate and c.profile_level is Level.level1
 
 
 def test_every_preset_composes_validates_and_turns_callback_on(conf) -> None:
     for name in PRESETS:
-        cfg = conf(f"profiler={name}", return_hydra_config=True)
+        cfg = conf(f"profiler_config={name}", return_hydra_config=True)
         validate(cfg.profiler_config)
         target = cfg.hydra.callbacks.mindspeed_prof._target_
         assert target == "mindspeed_prof.hydra.callback.ProfilerCallback"
 
 
 def test_preset_values(conf) -> None:
-    dpo = validate(conf("profiler=dpo").profiler_config)
+    dpo = validate(conf("profiler_config=dpo").profiler_config)
     assert dpo.warmup_steps == 1 and dpo.profile
-    mem = validate(conf("profiler=memory_debug").profiler_config)
+    mem = validate(conf("profiler_config=memory_debug").profiler_config)
     assert mem.profile_with_memory and mem.profile_record_shapes
-    full = validate(conf("profiler=full").profiler_config)
+    full = validate(conf("profiler_config=full").profiler_config)
     assert full.stage is Stage.all and full.profile_level is Level.level1
 
 
 def test_typo_in_preset_lists_options(conf) -> None:
     with pytest.raises(ConfigCompositionException) as err:
-        conf("profiler=mstx_lite")
+        conf("profiler_config=mstx_lite")
     assert "mstx_light" in str(err.value.__cause__ or err.value) or "Available options" in str(
         err.value)
 
 
-def test_enum_typo_rejected_at_compose(conf) -> None:
-    with pytest.raises(ConfigCompositionException):
-        conf("profiler_config.integrated.profile_level=bogus")
-
-
-def test_stage_typo_rejected_by_validate(conf) -> None:
-    # stage is one name or a list (no Union in OmegaConf): checked by validate, not at compose
+def test_typos_rejected_by_validate_naming_field_and_choices(conf) -> None:
+    # the composed node is plain (MindSpeed-RL reads it): values are checked by validate
+    with pytest.raises(ConfigError, match=r"^profiler_config\.integrated\.profile_level="
+                                          r"'bogus': allowed: level_none, level0, level1, "
+                                          r"level2$"):
+        validate(conf("profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_level=bogus").profiler_config)
     with pytest.raises(ConfigError, match=r"profiler_config\.integrated\.stage='bogus'"):
-        validate(conf("profiler_config.integrated.stage=bogus").profiler_config)
+        validate(conf("profiler_config.integrated.profile=true",
+                      "profiler_config.integrated.stage=bogus").profiler_config)
+
+
+def test_fields_a_preset_does_not_set_override_without_plus(conf) -> None:
+    cfg = conf("profiler_config=none", "profiler_config.integrated.profile_with_memory=true",
+               "profiler_config.extensions.backend=none", "profiler_config.critic.mstx=true")
+    assert dict(cfg.profiler_config.integrated) == {"profile_with_memory": True}
+    assert validate(cfg.profiler_config).backend.value == "none"
+    assert validate(cfg.profiler_config, "critic").mstx
 
 
 def test_stage_list_override(conf) -> None:
-    cfg = conf("profiler=stage_scoped",
+    cfg = conf("profiler_config=stage_scoped",
                "profiler_config.integrated.stage=[actor_generate,actor_update]")
     assert validate(cfg.profiler_config).stage == [Stage.actor_generate, Stage.actor_update]
 
 
 def test_role_override_keeps_integrated_values(conf) -> None:
-    cfg = conf("profiler=stage_scoped", "profiler_config.actor.stage=actor_generate",
+    cfg = conf("profiler_config=stage_scoped", "profiler_config.actor.stage=actor_generate",
                "profiler_config.rollout.stage=[actor_generate]").profiler_config
     actor, rollout = validate(cfg, "actor"), validate(cfg, "rollout")
     assert actor.stage is Stage.actor_generate and actor.profile_level is Level.level1
@@ -91,11 +100,12 @@ def test_role_override_keeps_integrated_values(conf) -> None:
 
 @pytest.mark.parametrize("override,message", [
     ("profiler_config.critic.profile_step_end=1", r"critic\.profile_step_end=1: must be greater"),
-    ("profiler_config.actor.profile_level=bogus", r"actor\.profile_level: Invalid value 'bogus'"),
+    ("profiler_config.actor.profile_level=bogus", r"actor\.profile_level='bogus': allowed: "),
     ("profiler_config.reward.profile_stpe_end=3", r"reward\.profile_stpe_end: unknown field"),
+    ("profiler_config.integrated.backend=none", r"integrated\.backend: not one of MindSpeed-RL"),
 ])
 def test_bad_role_value_names_the_role_key(conf, override: str, message: str) -> None:
-    cfg = conf("profiler=mstx_light", override)
+    cfg = conf("profiler_config=mstx_light", override)
     with pytest.raises(ConfigError, match=rf"profiler_config\.{message}"):
         validate(cfg.profiler_config)  # any role's bad section stops the run
 
@@ -115,6 +125,35 @@ def test_sweep_over_stage_lists() -> None:
 
 
 def test_sweep_config_lists_every_stage(conf) -> None:
-    cfg = conf("profiler=stage_scoped", "+profiler_sweep=all_stages", return_hydra_config=True)
+    cfg = conf("profiler_config=stage_scoped", "+profiler_sweep=all_stages", return_hydra_config=True)
     stages = cfg.hydra.sweeper.params["profiler_config.integrated.stage"].split(",")
-    assert stages == [s.value for s in Stage if s is not Stage.all]
+    assert stages == list(STAGES)
+
+
+def test_old_group_name_is_an_alias_where_free(conf, tmp_path: Path) -> None:
+    # an app written for the first release (`- profiler: none`, `profiler=x`) keeps working
+    new = conf("profiler_config=stage_scoped").profiler_config
+    old_app = tmp_path / "old"
+    old_app.mkdir()
+    (old_app / "config.yaml").write_text("defaults:\n  - profiler: none\n  - _self_\n")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(old_app), version_base=None):
+        old = compose("config", overrides=["profiler=stage_scoped"]).profiler_config
+        plus = compose("config", overrides=["profiler=none", "+profiler_sweep=all_stages"])
+    assert old == new and validate(old).stage is Stage.actor_update
+    assert not validate(plus.profiler_config).profile
+
+
+def test_composed_node_holds_plain_values_and_only_what_is_set(conf) -> None:
+    from omegaconf import OmegaConf
+
+    for name, (_, fields) in PRESETS.items():
+        node = conf(f"profiler_config={name}").profiler_config
+        assert not OmegaConf.is_struct(node.integrated) and not OmegaConf.is_struct(node.actor)
+        plain = OmegaConf.to_container(node)
+        assert sorted(plain) == ["actor", "critic", "extensions", "integrated", "reference",
+                                 "reward", "rollout"]
+        assert set(plain["integrated"]) | set(plain["extensions"]) == set(fields)
+        for value in [*plain["integrated"].values(), *plain["extensions"].values()]:
+            assert type(value) in (bool, int, str), (name, value)
+        assert OmegaConf.get_type(node.integrated) is dict

@@ -16,12 +16,18 @@ from mindspeed_prof.config import (
     Stage,
     validate,
 )
+from mindspeed_prof.config.schema import EXTENSION_FIELDS, MINDSPEED_RL_FIELDS
 
 KEY = "profiler_config.integrated"
+EXT = "profiler_config.extensions"
 
 
 def check(**fields: object) -> IntegratedConfig:
-    return validate({"integrated": fields})
+    """``fields`` in the sections they belong to: MindSpeed-RL's in integrated, ours in
+    extensions (profile true unless given, so bad values stop)."""
+    fields = {"profile": True, **fields}
+    return validate({"integrated": {k: v for k, v in fields.items() if k not in EXTENSION_FIELDS},
+                     "extensions": {k: v for k, v in fields.items() if k in EXTENSION_FIELDS}})
 
 
 def test_defaults_are_mindspeed_rl_defaults() -> None:
@@ -85,7 +91,7 @@ def test_mstx_db_level_none_rejected() -> None:
 
 
 def test_negative_warmup() -> None:
-    with pytest.raises(ConfigError, match=rf"{KEY}\.warmup_steps=-1"):
+    with pytest.raises(ConfigError, match=rf"{EXT}\.warmup_steps=-1"):
         check(warmup_steps=-1)
 
 
@@ -108,7 +114,7 @@ def test_accepts_section_dataclass_and_full_tree() -> None:
     assert validate(IntegratedConfig(profile=True)).profile
     assert validate({"profiler_config": {"integrated": {"profile": True}}}).profile
     with pytest.raises(ConfigError, match="profiler_config.other: unknown section; allowed "
-                                          "sections: integrated, actor, rollout"):
+                                          "sections: integrated, extensions, actor, rollout"):
         validate({"other": 1})
 
 
@@ -129,7 +135,8 @@ def test_stage_is_one_name_or_a_list(stage: object, expected: object) -> None:
     ([], r"stage=\[\]: an empty list captures nothing"),
     ([["actor_update"]], r"stage=.*: bad entry \['actor_update'\]"),
     ({"a": 1}, r"stage=\{'a': 1\}: allowed: all, actor_generate"),
-    (3, r"stage=3: allowed: all, actor_generate, .*critic_update, or a list"),
+    (3, r"stage=3: allowed: all, actor_generate, .*critic_update, actor_image_embeds, "
+        r".*forward_backward, or a list"),
 ])
 def test_bad_stage_names_key_and_allowed(stage: object, message: str) -> None:
     with pytest.raises(ConfigError, match=rf"{KEY}\.{message}"):
@@ -148,17 +155,21 @@ def test_role_sections_lay_over_integrated() -> None:
 
 
 def test_role_errors_name_the_role() -> None:
-    with pytest.raises(ConfigError, match=r"profiler_config\.actor\.profile_levl: unknown field"):
+    with pytest.raises(ConfigError, match=r"profiler_config\.actor\.profile_levl: unknown field "
+                                          r"\(did you mean profile_level\?\)"):
         validate({"actor": {"profile_levl": "level1"}}, "actor")
-    with pytest.raises(ConfigError, match=r"profiler_config\.rollout\.profile_level: Invalid"):
-        validate({"integrated": {}, "rollout": {"profile_level": "level9"}})
+    with pytest.raises(ConfigError, match=r"profiler_config\.rollout\.profile_level='level9': "
+                                          r"allowed: level_none, level0"):
+        validate({"integrated": {"profile": True}, "rollout": {"profile_level": "level9"}})
     with pytest.raises(ConfigError, match=r"profiler_config\.actor\.stage='nope'"):
-        validate({"actor": {"stage": "nope"}}, "critic")
+        validate({"actor": {"stage": "nope", "profile": True}}, "critic")
 
 
 def test_unknown_role_lists_allowed_roles() -> None:
     with pytest.raises(ConfigError, match=r"role 'actress': unknown; allowed roles: integrated, "
-                                          r"actor, rollout, reference, critic, reward"):
+                                          r"actor, rollout, reference, critic, reward \(verl's "
+                                          r"names too: ref for reference, reward_model for "
+                                          r"reward\)"):
         validate({"integrated": {}}, "actress")
 
 
@@ -172,3 +183,172 @@ def test_readme_role_example() -> None:
     assert actor.profile_level is Level.level1 and actor.profile_ranks == "all"
     assert rollout.stage is Stage.actor_generate and rollout.profile_ranks == [0]
     assert (rollout.profile_step_start, rollout.profile_step_end) == (2, 4)
+
+
+# -- sections: integrated holds MindSpeed-RL's fields only, extensions ours ----------------
+def test_extension_field_in_integrated_names_where_it_goes() -> None:
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.max_disk_mb: not one of MindSpeed-RL's "
+                                          r"fields.*set it as profiler_config\.extensions\."
+                                          r"max_disk_mb$"):
+        validate({"integrated": {"max_disk_mb": 5}})
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.profile_level: one of MindSpeed-RL's "
+                                          rf"fields; set it as {KEY}\.profile_level$"):
+        validate({"extensions": {"profile_level": "level1"}})
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.bogus: unknown field; allowed fields: "
+                                          r"backend, warmup_steps, "):
+        validate({"extensions": {"bogus": 1}})
+
+
+def test_unknown_key_in_integrated_lists_mindspeed_rl_fields_even_with_profile_off() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"integrated": {"profile": False, "model": "x"}})
+    assert str(err.value).endswith("allowed fields: " + ", ".join(MINDSPEED_RL_FIELDS))
+
+
+def test_role_sections_take_any_field_and_extensions_lay_under_them() -> None:
+    cfg = {"integrated": {"profile": True}, "extensions": {"backend": "none", "warmup_steps": 1,
+                                                             "profile_steps": None},
+           "actor": {"backend": "torch", "profile_level": "level1"}}
+    actor, base = validate(cfg, "actor"), validate(cfg)
+    assert (actor.backend.value, actor.warmup_steps, actor.profile_level) == (
+        "torch", 1, Level.level1)
+    assert (base.backend.value, base.profile_level) == ("none", Level.level0)
+
+
+def test_errors_name_the_section_that_set_the_field() -> None:
+    cfg = {"integrated": {"profile": True, "profile_step_start": 3},
+           "actor": {"profile_step_end": 2}, "extensions": {"warmup_steps": -2}}
+    with pytest.raises(ConfigError, match=r"^profiler_config\.actor\.profile_step_end=2: "):
+        validate({**cfg, "extensions": {}}, "actor")
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.warmup_steps=-2: must be an integer >= 0$"):
+        validate({"integrated": {"profile": True}, "extensions": {"warmup_steps": -2}})
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("rollout_generate", Stage.actor_generate),
+    ("ref_compute_log_prob", Stage.reference_compute_log_prob),
+    ("compute_values", Stage.critic_compute_values),
+    ("actor_image_embeds", Stage.actor_image_embeds),
+    ("compute_rm_score", Stage.compute_rm_score),
+    (["rollout_generate", "actor_generate", "train_batch"],
+     [Stage.actor_generate, Stage.train_batch]),
+])
+def test_stage_takes_mindspeed_rl_and_verl_names(value: object, expected: object) -> None:
+    assert check(stage=value).stage == expected
+
+
+def test_verl_role_names_are_aliases() -> None:
+    cfg = {"integrated": {"profile": True},
+           "ref": {"stage": "ref_compute_log_prob"}, "reward_model": {"profile_ranks": [1]}}
+    assert validate(cfg, "ref") == validate(cfg, "reference")
+    assert validate(cfg, "reference").stage is Stage.reference_compute_log_prob
+    assert validate(cfg, "reward_model").profile_ranks == [1]
+    assert validate(cfg, "reward_model") == validate(cfg, "reward")
+    with pytest.raises(ConfigError, match=r"profiler_config\.ref: the section reference is "
+                                          r"given twice"):
+        validate({"reference": {}, "ref": {}})
+
+
+# -- verl's settings we lacked -------------------------------------------------------------
+def test_profile_steps_list() -> None:
+    c = check(profile_steps=[5, 2, 2])
+    assert c.profile_steps == [2, 5]
+    assert check(profile_steps=OmegaConf.create([3])).profile_steps == [3]
+    for bad in ([], [0], [2, "x"], 3, [True], [1.5]):
+        with pytest.raises(ConfigError, match=rf"^{EXT}\.profile_steps=.*: .*allowed: null \("
+                                              r"the window profile_step_start\.\.end\) or a "
+                                              r"list of steps >= 1, e.g\. \[2, 5\]$"):
+            check(profile_steps=bad)
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.warmup_steps=1: warmup steps come before"):
+        check(profile_steps=[2], warmup_steps=1)
+
+
+@pytest.mark.parametrize("field", ["trace_alloc_max_entries", "stack_depth"])
+def test_memory_history_settings(field: str) -> None:
+    assert getattr(check(**{field: 7}), field) == 7
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.{field}=0: must be an integer >= 1$"):
+        check(**{field: 0})
+
+
+# -- profile: false never stops a run --------------------------------------------------------
+STALE = {"profile_step_start": 9, "profile_step_end": 1, "profile_level": "level9",
+         "stage": "gone", "profile_ranks": [-1], "profile_with_cpu": "maybe"}
+
+
+def test_profile_off_turns_stale_values_into_one_warning(caplog: pytest.LogCaptureFixture
+                                                         ) -> None:
+    c = validate({"integrated": {"profile": False, **STALE}, "extensions": {"warmup_steps": -1}})
+    d = IntegratedConfig()
+    assert (c.profile_step_start, c.profile_step_end, c.profile_level, c.stage) == (
+        d.profile_step_start, d.profile_step_end, d.profile_level, d.stage)
+    assert c.profile_ranks == "all" and c.profile_with_cpu and c.warmup_steps == 0
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("mindspeed-prof: profile is false, so these values are not used")
+    for name in [*STALE, "warmup_steps"]:
+        assert name in line, name
+    validate({"integrated": {"profile": False, **STALE}, "extensions": {"warmup_steps": -1}})
+    assert len(caplog.records) == 1  # once per process
+
+
+@pytest.mark.parametrize("field", list(STALE))
+def test_the_same_values_stop_the_run_with_profile_on(field: str) -> None:
+    # a start after the default end is named by the rule it breaks: end > start
+    named = "profile_step_end" if field == "profile_step_start" else field
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.{named}=.*{STALE[field]}"):
+        validate({"integrated": {"profile": True, field: STALE[field]}})
+
+
+@pytest.mark.parametrize("extensions", [{"anomaly_factor": 0.5}, {"max_disk_mb": -1},
+                                        {"backend": "cuda"}, {"flight_recorder_steps": -3},
+                                        {"strict": "sometimes"}])
+def test_features_that_work_without_profile_still_stop_a_bad_run(extensions: dict) -> None:
+    name = next(iter(extensions))
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.{name}"):
+        validate({"integrated": {"profile": False}, "extensions": extensions})
+
+
+def test_bad_profile_itself_stops() -> None:
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.profile='yes please': must be true or "
+                                          r"false$"):
+        validate({"integrated": {"profile": "yes please"}})
+
+
+def test_input_dataclass_is_not_changed() -> None:
+    given = IntegratedConfig(profile=True, profile_ranks=[3, 1], stage="actor_update")
+    checked = validate(given)
+    assert given.profile_ranks == [3, 1] and given.stage == "actor_update"
+    assert checked.profile_ranks == [1, 3] and checked.stage is Stage.actor_update
+
+
+# -- round trip ------------------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mindspeed_prof.config.schema import to_sections  # noqa: E402
+from mindspeed_prof.config.validate import sections  # noqa: E402
+
+_VALID = {
+    "profile": st.booleans(), "mstx": st.just(True), "stage": st.sampled_from(
+        ["all", "actor_update", "rollout_generate", ["actor_generate", "critic_update"]]),
+    "profile_step_start": st.integers(1, 5), "profile_level": st.sampled_from(
+        ["level0", "level1", "level2"]), "profile_ranks": st.one_of(
+        st.just("all"), st.lists(st.integers(0, 9), min_size=1, max_size=3)),
+    "profile_export_type": st.sampled_from(["text", "db"]),
+    "backend": st.sampled_from(["auto", "torch", "none"]), "warmup_steps": st.integers(0, 2),
+    "profile_continuous_steps": st.booleans(), "aic_metrics": st.sampled_from(
+        ["none", "memory", "pipe_utilization"]), "max_disk_mb": st.integers(0, 99),
+    "anomaly_factor": st.sampled_from([0, 1.5, 3]), "trace_alloc_max_entries": st.integers(1, 9),
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.fixed_dictionaries({}, optional=_VALID), st.integers(1, 4))
+def test_checked_settings_round_trip_through_plain_sections(fields: dict, length: int) -> None:
+    if "profile_step_start" in fields:
+        fields["profile_step_end"] = fields["profile_step_start"] + length
+    first = validate(sections(fields))
+    plain = to_sections(first)
+    assert all(type(v) in (bool, int, float, str, list, type(None))
+               for section in plain.values() for v in section.values())
+    assert validate(plain) == first == validate(IntegratedConfig(**{
+        **plain["integrated"], **plain["extensions"]}))

@@ -37,7 +37,7 @@ def files_by_rank(root: Path) -> dict[int, list[Path]]:
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: str) -> None:
-    result = train(demo_cfg(tmp_path, f"profiler={preset}"), Console(quiet=True))
+    result = train(demo_cfg(tmp_path, f"profiler_config={preset}"), Console(quiet=True))
     summaries = result["summaries"]
     assert [s["rank"] for s in summaries] == [0, 1]
     root = tmp_path / "out"
@@ -55,7 +55,7 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
 
 
 def test_mstx_light_shows_all_stages_for_both_ranks(ray_cluster: Any, tmp_path: Path) -> None:
-    result = train(demo_cfg(tmp_path, "profiler=mstx_light"), Console(quiet=True))
+    result = train(demo_cfg(tmp_path, "profiler_config=mstx_light"), Console(quiet=True))
     rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s["stage_rank"]}
     stages = {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
               "critic_compute_values", "actor_update", "critic_update"}
@@ -63,20 +63,20 @@ def test_mstx_light_shows_all_stages_for_both_ranks(ray_cluster: Any, tmp_path: 
 
 
 def test_profile_ranks_selects_workers(ray_cluster: Any, tmp_path: Path) -> None:
-    train(demo_cfg(tmp_path, "profiler=mstx_light", "profiler_config.integrated.profile_ranks=[1]"),
+    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "profiler_config.integrated.profile_ranks=[1]"),
           Console(quiet=True))
     assert sorted(files_by_rank(tmp_path / "out")) == [1]
 
 
 def test_rewards_rise(ray_cluster: Any, tmp_path: Path) -> None:
-    result = train(demo_cfg(tmp_path, "profiler=none", "demo.steps=10", "demo.prompts=32"),
+    result = train(demo_cfg(tmp_path, "profiler_config=none", "demo.steps=10", "demo.prompts=32"),
                    Console(quiet=True))
     rewards = result["rewards"]
     assert rewards[-1] > rewards[0] + 0.2
 
 
 def test_in_process_mode(tmp_path: Path) -> None:
-    result = train(demo_cfg(tmp_path, "profiler=stage_scoped", "demo.workers=0"),
+    result = train(demo_cfg(tmp_path, "profiler_config=stage_scoped", "demo.workers=0"),
                    Console(quiet=True))
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["actor_update",
                                                                    "cluster_summary.json"]
@@ -86,7 +86,7 @@ def test_in_process_mode(tmp_path: Path) -> None:
 def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "COLUMNS"))}
     proc = subprocess.run(
-        [sys.executable, "-m", "mindspeed_prof.demo", "profiler=stage_scoped",
+        [sys.executable, "-m", "mindspeed_prof.demo", "profiler_config=stage_scoped",
          "profiler_config.integrated.stage=actor_update", "demo.steps=4", "demo.prompts=8",
          "hydra.run.dir=run"], capture_output=True, text=True, cwd=tmp_path, env=env,
         timeout=300)

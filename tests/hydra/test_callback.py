@@ -15,22 +15,28 @@ from mindspeed_prof.analysis.analyse import analyse
 STAGES3 = "actor_generate,actor_update,critic_update"
 
 
-def manifests(app: Path, kind: str = "outputs") -> list[dict]:
-    return [load_json(p) for p in sorted(app.glob(f"{kind}/**/profiler_data/manifest.json"))]
+def manifests(app: Path) -> list[dict]:
+    """The app's manifests: ``profiler_data/`` in the launch dir (``version_base=None``: no
+    chdir), a multirun job's in ``profiler_data/<job>/``."""
+    paths = [app / "profiler_data" / "manifest.json",
+             *sorted(app.glob("profiler_data/*/manifest.job*.json"))]
+    return [load_json(p) for p in paths if p.is_file()]
 
 
 def test_single_run_writes_manifest(app: Path) -> None:
-    proc = run_app(app, "profiler=full", check=True)
+    proc = run_app(app, "profiler_config=full", check=True)
     (m,) = manifests(app)
-    assert m["status"] == "completed" and m["job"]["overrides"] == ["profiler=full"]
+    assert m["status"] == "completed" and m["job"]["overrides"] == ["profiler_config=full"]
     assert m["profiler_config"]["integrated"]["profile_level"] == "level1"
     assert m["versions"]["torch"] and m["versions"]["hydra-core"].startswith("1.3")
     assert m["pid"] > 0 and m["host"] and m["duration_s"] > 0
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
     assert {Path(f["path"]).parent.name for f in m["files"]} == {"integrated"}
     assert Path(m["job"]["output_dir"]).is_absolute()
+    # In the launch dir, as MindSpeed-RL's apps write it (version_base=None: no chdir)
+    root = Path("profiler_data")
+    assert (app / root / "integrated").is_dir() and not list(app.glob("outputs/**/profiler_data"))
     # One line says where the captures are and how to read them; the command works as given.
-    root = next(app.glob("outputs/*/*/profiler_data")).relative_to(app)
     (line,) = [x for x in (proc.stdout + proc.stderr).splitlines() if "mindspeed-prof:" in x]
     assert line.endswith(f"mindspeed-prof: 1 capture in {root}; read them: "
                          f"mindspeed-prof analyse {root}")
@@ -43,7 +49,7 @@ def test_single_run_writes_manifest(app: Path) -> None:
 def test_profile_off_writes_nothing(app: Path) -> None:
     proc = run_app(app, check=True)
     assert "TASK DONE" in proc.stdout
-    assert not list(app.glob("outputs/**/profiler_data"))
+    assert not list(app.glob("**/profiler_data"))
 
 
 def check_sweep(app: Path) -> None:
@@ -52,8 +58,9 @@ def check_sweep(app: Path) -> None:
                   key=lambda p: int(p.name))
     assert len(jobs) == 3
     for job, stage in zip(jobs, STAGES3.split(",")):
-        root = job / "profiler_data"
-        m = load_json(root / "manifest.json")
+        root = app / "profiler_data" / job.name  # the launch dir's, one folder per job
+        assert not (job / "profiler_data").exists()
+        m = load_json(root / f"manifest.job{job.name}.json")
         assert m["status"] == "completed" and m["profiler_config"]["integrated"]["stage"] == stage
         dirs = sorted(p.name for p in root.iterdir() if p.is_dir())
         assert dirs == [stage]
@@ -65,14 +72,14 @@ def check_sweep(app: Path) -> None:
 
 
 def test_stage_sweep_basic_launcher(app: Path) -> None:
-    proc = run_app(app, "-m", "profiler=stage_scoped",
+    proc = run_app(app, "-m", "profiler_config=stage_scoped",
                    f"profiler_config.integrated.stage={STAGES3}", check=True)
     check_sweep(app)
     assert "ms/stage" in proc.stdout  # the sweep summary table
 
 
 def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
-    proc = run_app(app, "-m", "profiler=stage_scoped",
+    proc = run_app(app, "-m", "profiler_config=stage_scoped",
                    "profiler_config.integrated.stage=actor_update,critic_compute_values",
                    check=True)
     never = "stage critic_compute_values never ran in this job (step 1)"
@@ -81,40 +88,39 @@ def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
     jobs = load_json(sweep / "sweep_summary.json")["jobs"]
     assert [(j["captures"], j["note"]) for j in jobs] == [(1, None), (0, never)]
     assert proc.stdout.count("mindspeed-prof: 1 capture in ") == 1
-    assert f"mindspeed-prof: nothing captured in {sweep.relative_to(app)}/1/profiler_data: " \
-           f"{never}" in proc.stdout
+    assert f"mindspeed-prof: nothing captured in profiler_data/1: {never}" in proc.stdout
 
 
 def test_stage_sweep_joblib_launcher(app: Path) -> None:
     run_app(app, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-            "profiler=stage_scoped", f"profiler_config.integrated.stage={STAGES3}", check=True)
+            "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES3}", check=True)
     check_sweep(app)
 
 
 def test_sweep_across_presets_turns_callback_on_for_all(app: Path) -> None:
-    run_app(app, "-m", "profiler=none,mstx_light,stage_scoped", check=True)
+    run_app(app, "-m", "profiler_config=none,mstx_light,stage_scoped", check=True)
     found = sorted(m["profiler_config"]["integrated"]["profile_level"]
-                   for m in manifests(app, "multirun"))
+                   for m in manifests(app))
     assert found == ["level1", "level_none"]
 
 
 def test_task_that_raises_leaves_failed_manifest_and_loadable_captures(app: Path) -> None:
-    proc = run_app(app, "profiler=full", "fail_at=2")
+    proc = run_app(app, "profiler_config=full", "fail_at=2")
     assert proc.returncode != 0
     (m,) = manifests(app)
     assert m["status"] == "failed" and m["captures"][0]["reason"] == "error"
-    root = next(app.glob("outputs/**/profiler_data"))
+    root = app / "profiler_data"
     for f in m["files"]:
         assert "ProfilerStep#2" in (root / f["path"]).read_text()
         json.loads((root / f["path"]).read_text())
 
 
 def test_sys_exit_still_flushes(app: Path) -> None:
-    proc = run_app(app, "profiler=full", "exit_at=3")
+    proc = run_app(app, "profiler_config=full", "exit_at=3")
     assert proc.returncode == 3
     (m,) = manifests(app)
     assert m["status"] == "exited" and m["captures"] and m["files"]
-    root = next(app.glob("outputs/**/profiler_data"))
+    root = app / "profiler_data"
     result = analyse(root)
     assert not result.bad and {t.kind for t in result.traces} == {"torch", "spans"}
     assert {(r["step"], r["rank"]) for r in result.per_step()} == {(2, 0), (3, 0)}
@@ -123,10 +129,10 @@ def test_sys_exit_still_flushes(app: Path) -> None:
 @pytest.mark.parametrize("override", ["profiler_config.integrated.profile_step_start=0",
                                       "profiler_config.integrated.profile_ranks=[1,-2]"])
 def test_invalid_override_stops_job_without_files(app: Path, override: str) -> None:
-    proc = run_app(app, "profiler=full", override)
+    proc = run_app(app, "profiler_config=full", override)
     assert proc.returncode != 0 and "TASK BODY RAN" not in proc.stdout
     assert "mindspeed-prof: invalid config" in proc.stderr
-    assert not list(app.glob("outputs/**/profiler_data"))
+    assert not list(app.glob("**/profiler_data"))
 
 
 def test_callback_pickles(tmp_path: Path) -> None:
@@ -144,7 +150,7 @@ def test_callback_pickles(tmp_path: Path) -> None:
         GlobalHydra.instance().clear()
         with initialize_config_module("mindspeed_prof.conf", version_base=None):
             cfg = compose("demo", overrides=[
-                "profiler=mstx_light", f"hydra.runtime.output_dir={out}", "hydra.job.name=t",
+                "profiler_config=mstx_light", f"hydra.runtime.output_dir={out}", "hydra.job.name=t",
                 "profiler_config.integrated.profile_step_start=1"], return_hydra_config=True)
         GlobalHydra.instance().clear()
         HydraConfig.instance().set_config(cfg)
@@ -166,9 +172,100 @@ def test_callback_pickles(tmp_path: Path) -> None:
 
 
 def test_profile_analysis_writes_run_analysis(app: Path) -> None:
-    run_app(app, "profiler=full", "profiler_config.integrated.profile_analysis=true", check=True)
-    root = next(app.glob("outputs/**/profiler_data"))
+    run_app(app, "profiler_config=full", "profiler_config.integrated.profile_analysis=true",
+            check=True)
+    root = app / "profiler_data"
     analysis = load_json(root / "analysis.json")
     assert {r["stage"] for r in analysis["stage_rank"]} == {"actor_generate", "actor_update",
                                                           "critic_update"}
     assert list((root / "integrated").glob("*.summary.json"))
+
+
+# -- where relative save paths go: the app's own working-directory semantics -----------------
+def test_chdir_true_puts_captures_in_the_job_output_dir(app: Path) -> None:
+    proc = run_app(app, "profiler_config=full", "hydra.job.chdir=true", check=True)
+    (root,) = app.glob("outputs/*/*/profiler_data")
+    assert not (app / "profiler_data").exists()
+    assert load_json(root / "manifest.json")["status"] == "completed"
+    shown = root.relative_to(app)
+    assert f"mindspeed-prof: 1 capture in {shown}; read them: mindspeed-prof analyse {shown}" \
+        in proc.stdout + proc.stderr
+
+
+def test_multirun_with_chdir_true_keeps_each_job_in_its_own_dir(app: Path) -> None:
+    run_app(app, "-m", "hydra.job.chdir=true", "profiler_config=stage_scoped",
+            "profiler_config.integrated.stage=actor_generate,actor_update", check=True)
+    (sweep,) = app.glob("multirun/*/*")
+    assert [load_json(sweep / n / "profiler_data" / "manifest.json")["profiler_config"]
+            ["integrated"]["stage"] for n in ("0", "1")] == ["actor_generate", "actor_update"]
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [j["captures"] for j in jobs] == [1, 1]
+
+
+# -- a preset the app's own profiler_config block overrides ----------------------------------
+MSRL_BLOCK = '''
+profiler_config:
+  integrated:
+    profile: true
+    mstx: false
+    stage: actor_update
+    profile_save_path: ./profiler_data
+    profile_export_type: db
+    profile_step_start: 1
+    profile_step_end: 2
+    profile_level: level1
+    profile_with_memory: false
+    profile_record_shapes: false
+    profile_with_cpu: true
+    profile_with_npu: true
+    profile_with_module: false
+    profile_analysis: true
+    profile_ranks: [0]
+'''
+
+
+def msrl_app(app: Path, self_first: bool) -> None:
+    """The app with MindSpeed-RL's real test-config block (tests/st/configs), the README's
+    one line in its defaults, and _self_ after it (as Hydra appends it when missing, as
+    MindSpeed-RL's configs leave it out) or before it."""
+    order = ["- _self_", "- profiler_config: none"]
+    defaults = "\n".join("  " + e for e in (order if self_first else order[::-1]))
+    (app / "config.yaml").write_text(
+        f"defaults:\n{defaults}\nsteps: 2\nstages: [actor_update]\nfail_at: 0\nexit_at: 0\n"
+        + MSRL_BLOCK)
+
+
+def test_yaml_block_over_a_chosen_preset_is_named_in_one_line(app: Path) -> None:
+    msrl_app(app, self_first=False)
+    proc = run_app(app, "profiler_config=mstx_light", check=True)
+    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if "overrides the preset" in x]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    line = lines[0]
+    for key, have, preset in [("mstx", False, True), ("profile_level", "level1", "level_none"),
+                              ("profile_with_cpu", True, False)]:
+        assert f"profiler_config.integrated.{key}={have!r} (the preset's: {preset!r})" in line
+    assert "profile_with_npu" not in line  # the block agrees with the preset there
+    assert "delete these keys" in line and "_self_ before the profiler_config entry" in line
+    m = load_json(app / "profiler_data" / "manifest.json")
+    assert m["profiler_config"]["integrated"]["profile_level"] == "level1"  # Hydra's order
+    # a field set on the command line is the user's choice: not named
+    proc = run_app(app, "profiler_config=mstx_light", "profiler_config.integrated.mstx=false",
+                   check=True)
+    (line,) = [x for x in proc.stdout.splitlines() if "overrides the preset" in x]
+    assert "integrated.mstx=" not in line and "integrated.profile_level=" in line
+    # the block's own preset, or none chosen: nothing to name
+    assert "overrides the preset" not in run_app(app, check=True).stdout
+
+
+def test_self_first_lets_the_preset_win_and_none_keeps_the_block(app: Path) -> None:
+    msrl_app(app, self_first=True)
+    proc = run_app(app, "profiler_config=full", check=True)
+    assert "overrides the preset" not in proc.stdout + proc.stderr
+    got = load_json(app / "profiler_data" / "manifest.json")["profiler_config"]["integrated"]
+    assert (got["mstx"], got["profile_record_shapes"], got["profile_step_start"],
+            got["profile_step_end"]) == (True, True, 2, 4)
+    assert got["stage"] == "actor_update" and got["profile_ranks"] == [0]  # the rest: the block
+    run_app(app, check=True)  # profiler_config: none sets nothing: the block stays whole
+    got = load_json(app / "profiler_data" / "manifest.json")["profiler_config"]["integrated"]
+    assert (got["profile"], got["profile_level"], got["profile_export_type"]) == (
+        True, "level1", "db")

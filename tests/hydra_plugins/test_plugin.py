@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,18 +21,30 @@ def test_plugin_import_is_cheap() -> None:
 
 
 def test_mstx_light_cfg_job(app: Path) -> None:
-    out = run_app(app, "profiler=mstx_light", "--cfg", "job", check=True).stdout
+    out = run_app(app, "profiler_config=mstx_light", "--cfg", "job", check=True).stdout
     assert "profile: true" in out and "mstx: true" in out and "profile_level: level_none" in out
 
 
-def test_help_lists_presets(app: Path) -> None:
+PRESET_LINE = "profiler_config: dpo, full, memory_debug, mstx_light, none, stage_scoped"
+
+
+def test_help_lists_presets_once_under_their_group(app: Path) -> None:
     out = run_app(app, "--help", check=True).stdout
-    assert "profiler: dpo, full, memory_debug, mstx_light, none, stage_scoped" in out
-    assert "profiler_sweep: all_stages" in out
+    assert PRESET_LINE in out and "profiler_sweep: all_stages" in out
+    assert "\nprofiler: " not in out  # the old name works (below) but is not listed
+
+
+def test_old_group_name_still_works_where_no_one_else_has_it(app: Path) -> None:
+    (app / "config.yaml").write_text((app / "config.yaml").read_text().replace(
+        "- profiler_config: none", "- profiler: none"))
+    out = run_app(app, "profiler=mstx_light", "--cfg", "job", check=True).stdout
+    assert "profile: true" in out and "profile_level: level_none" in out
+    proc = run_app(app, "profiler=stage_scoped", check=True)
+    assert (app / "profiler_data" / "actor_update").is_dir(), proc.stdout
 
 
 def test_preset_typo_lists_available_options(app: Path) -> None:
-    proc = run_app(app, "profiler=mstx_lite")
+    proc = run_app(app, "profiler_config=mstx_lite")
     assert proc.returncode != 0 and "mstx_light" in proc.stderr
 
 
@@ -44,28 +57,97 @@ def test_preset_typo_lists_available_options(app: Path) -> None:
     ("profiler_config.integrated.profile_ranks=abc", "profile_ranks", '"all"'),
 ])
 def test_bad_override_stops_before_task(app: Path, override: str, field: str, allowed: str) -> None:
-    proc = run_app(app, "profiler=mstx_light", override)
+    proc = run_app(app, "profiler_config=mstx_light", override)
     assert proc.returncode != 0
     assert "TASK BODY RAN" not in proc.stdout
     assert f"profiler_config.integrated.{field}" in proc.stderr and allowed in proc.stderr
 
 
 def test_two_job_sweep(app: Path) -> None:
-    proc = run_app(app, "-m", "profiler=stage_scoped",
+    proc = run_app(app, "-m", "profiler_config=stage_scoped",
                    "profiler_config.integrated.stage=actor_generate,actor_update", check=True)
     assert proc.stdout.count("TASK DONE") == 2
-    jobs = sorted(p.parent.name for p in app.glob("multirun/*/*/*/profiler_data"))
+    jobs = sorted(p.name for p in (app / "profiler_data").iterdir())  # the launch dir's
     assert jobs == ["0", "1"]
 
 
 def test_sweep_over_a_stage_list_and_a_stage(app: Path) -> None:
-    run_app(app, "-m", "profiler=stage_scoped",
+    run_app(app, "-m", "profiler_config=stage_scoped",
             "profiler_config.integrated.stage=[actor_generate,actor_update],critic_update",
             check=True)
     (sweep,) = app.glob("multirun/*/*")
-    folders = [sorted(p.name for p in (sweep / job / "profiler_data").iterdir() if p.is_dir())
+    folders = [sorted(p.name for p in (app / "profiler_data" / job).iterdir() if p.is_dir())
                for job in ("0", "1")]
     assert folders == [["actor_generate", "actor_update"], ["critic_update"]]
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["stage"] for j in jobs] == [["actor_generate", "actor_update"], "critic_update"]
     assert [j["captures"] for j in jobs] == [2, 1] and all(j["ms_per_stage"] for j in jobs)
+
+
+# -- verl's tree has a `profiler` group of its own -------------------------------------------
+VERL_APP = textwrap.dedent('''
+    import hydra
+
+    @hydra.main(version_base=None, config_path="cfg", config_name="ppo_trainer")
+    def main(cfg):
+        print("TASK", cfg.profiler_config.integrated.get("profile_level"),
+              cfg.actor_rollout_ref.actor.profiler._target_)
+
+    main()
+''')
+
+
+def test_verl_help_lists_verls_profiler_and_ours_apart(verl_tree: Path, tmp_path: Path) -> None:
+    from verl_wheel import add_defaults_line
+
+    add_defaults_line(verl_tree, tmp_path / "cfg")
+    (tmp_path / "app.py").write_text(VERL_APP)
+    out = run_app(tmp_path, "--help", check=True).stdout
+    listed = out[:out.index("== Config ==")]  # the groups section of --help
+    groups = [line for line in listed.splitlines() if line.startswith("profiler")]
+    assert groups == ["profiler: profiler", PRESET_LINE, "profiler_sweep: all_stages"], groups
+    out = run_app(tmp_path, "profiler_config=mstx_light", "hydra.run.dir=run", check=True).stdout
+    assert "TASK level_none verl.utils.profiler.ProfilerConfig" in out
+
+
+def test_alias_question_goes_to_the_other_sources(tmp_path: Path) -> None:
+    """The old name is free unless another source has the group: the composing repository's
+    sources (hydra.searchpath entries included), else those of the search path the plugin
+    saw."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import MissingConfigException
+
+    from hydra_plugins.mindspeed_prof.mindspeed_prof_plugin import MindspeedProfConfigSource
+    from mindspeed_prof.config import validate
+
+    other = tmp_path / "other"
+    (other / "profiler").mkdir(parents=True)
+    (other / "profiler" / "theirs.yaml").write_text("x: 1\n")
+    main = tmp_path / "main"
+    main.mkdir()
+    (main / "config.yaml").write_text("defaults:\n  - profiler_config: none\n  - _self_\n"
+                                      f"hydra:\n  searchpath: [file://{other}]\n")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(main), version_base=None):
+            cfg = compose("config", overrides=["+profiler=theirs"])  # theirs, not an alias
+            assert cfg.profiler.x == 1
+            with pytest.raises(MissingConfigException) as err:
+                compose("config", overrides=["+profiler=none"])  # ours is not served there
+            assert "Available options in 'profiler':\n\ttheirs\n" in str(err.value)
+            assert validate(compose("config", overrides=["profiler_config=full"])
+                            .profiler_config).profile
+        # no running Hydra: the search path the plugin was handed
+        from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
+
+        path = ConfigSearchPathImpl()
+        path.append("main", f"file://{main}")
+        MindspeedProfConfigSource.search_path = path
+        free = MindspeedProfConfigSource("mindspeed-prof", "mindspeed-prof://presets")
+        assert free.alias_free() and free.is_config("profiler/none")
+        path.append("other", f"file://{other}")
+        assert not MindspeedProfConfigSource("mindspeed-prof", "mindspeed-prof://presets").alias_free()
+    finally:
+        MindspeedProfConfigSource.search_path = None
+        GlobalHydra.instance().clear()

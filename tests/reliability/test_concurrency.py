@@ -40,7 +40,7 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Pa
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HYDRA_", "RANK"))}
     sweep = subprocess.Popen(
         [sys.executable, "app.py", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=3",
-         "profiler=stage_scoped", f"profiler_config.integrated.stage={STAGES}",
+         "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES}",
          "profiler_config.integrated.profile_step_end=3",
          f"profiler_config.integrated.profile_save_path={root}"],
         cwd=app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

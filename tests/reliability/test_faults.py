@@ -20,9 +20,9 @@ SCRIPT = textwrap.dedent('''
     from mindspeed_prof import Profiler
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     out, strict, level, limit = sys.argv[1], sys.argv[2] == "strict", sys.argv[3], int(sys.argv[4])
-    prof = Profiler.from_config({"integrated": {"profile": True, "mstx": True, "strict": strict,
+    prof = Profiler.from_config({"profile": True, "mstx": True, "strict": strict,
         "profile_level": level, "profile_step_start": 1, "profile_step_end": 3,
-        "stage": "actor_update", "profile_save_path": out}}, rank=0)
+        "stage": "actor_update", "profile_save_path": out}, rank=0)
     caught = []
     warnings.showwarning = lambda m, *a, **k: caught.append(str(m))
     for step in range(1, 4):

@@ -16,8 +16,8 @@ from mindspeed_prof.testing.state import process_state
 def test_state_left_by_an_open_profiler_is_restored(tmp_path: Path) -> None:
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     with process_state():
-        prof = Profiler.from_config({"integrated": {"profile": True, "backend": "none",
-                                                    "profile_save_path": str(tmp_path)}})
+        prof = Profiler.from_config({"profile": True, "backend": "none",
+                                                    "profile_save_path": str(tmp_path)})
         prof.on_step_start(1)  # a capture is open: sink set, handlers and atexit installed
         assert mstx.active_sink() is not None and current() is prof
         assert signal.getsignal(signal.SIGTERM) is not handlers[signal.SIGTERM]
@@ -31,7 +31,7 @@ def test_state_left_by_an_open_profiler_is_restored(tmp_path: Path) -> None:
 
 def test_closing_the_last_profiler_restores_handlers_itself(tmp_path: Path) -> None:
     before = signal.getsignal(signal.SIGINT)
-    cfg = {"integrated": {"profile": True, "backend": "none", "profile_save_path": str(tmp_path)}}
+    cfg = {"profile": True, "backend": "none", "profile_save_path": str(tmp_path)}
     a, b = Profiler.from_config(cfg, role="actor"), Profiler.from_config(cfg, role="rollout")
     assert signal.getsignal(signal.SIGINT) is not before
     a.close()

@@ -12,7 +12,7 @@ from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.formats import SPANS
-from mindspeed_prof.mstx import RangeSink
+from mindspeed_prof.mstx import RangeSink, end_on, start_on
 
 __all__ = ["Backend", "CaptureTarget", "Fanout", "RecordFunctionSink"]
 
@@ -92,6 +92,13 @@ class Fanout:
         for s in self.sinks:
             s.mark(name)
 
+    def range_start(self, name: str) -> list[tuple[RangeSink, Any]]:
+        return [(s, start_on(s, name)) for s in self.sinks]
+
+    def range_end(self, handles: list[tuple[RangeSink, Any]]) -> None:
+        for s, handle in reversed(handles):
+            end_on(s, handle)
+
 
 class RecordFunctionSink:
     """Ranges as ``record_function`` user annotations inside the op-level trace.
@@ -111,3 +118,12 @@ class RecordFunctionSink:
     def mark(self, name: str) -> None:
         with self.range(name):
             pass
+
+    def range_start(self, name: str) -> ContextManager[Any]:
+        """An id-based range: a ``record_function`` of its own, ended by ``range_end``."""
+        cm = self.range(name)
+        cm.__enter__()
+        return cm
+
+    def range_end(self, cm: ContextManager[Any]) -> None:
+        cm.__exit__(None, None, None)

@@ -12,12 +12,15 @@ level2      level1 plus Python call stacks
 ``profile_record_shapes``, ``profile_with_memory``, ``profile_with_module`` (modules and
 stacks) and ``with_stack`` add to any level. ``profile_with_memory`` also writes torch's memory
 timeline on CPU (needs shapes and stacks, which ``memory_debug`` turns on) and a CUDA memory
-snapshot (``*.memory_snapshot.pickle``, open it at pytorch.org/memory_viz) on CUDA.
+snapshot (``*.memory_snapshot.pickle``, open it at pytorch.org/memory_viz) on CUDA, its history
+kept as ``trace_alloc_max_entries`` and ``stack_depth`` say (verl's torch_memory settings;
+``stack_depth`` where torch's ``_record_memory_history`` takes it, which 2.13 does not).
 """
 
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import os
 import warnings
@@ -47,6 +50,12 @@ class _NvtxSink:
 
     def mark(self, name: str) -> None:
         self._nvtx.mark(name)
+
+    def range_start(self, name: str) -> int:
+        return int(self._nvtx.range_start(name))
+
+    def range_end(self, range_id: int) -> None:
+        self._nvtx.range_end(range_id)
 
 
 class TorchBackend(Backend):
@@ -94,7 +103,7 @@ class TorchBackend(Backend):
         if cfg.mstx and self.cuda:
             self._extra.append(_NvtxSink())
         if cfg.profile_with_memory and self.cuda:
-            self._torch.cuda.memory._record_memory_history(max_entries=100_000)
+            self._torch.cuda.memory._record_memory_history(**self.memory_history())
         if not self.records_ops:
             return
         level = cfg.profile_level
@@ -117,6 +126,15 @@ class TorchBackend(Backend):
         dist = self._torch.distributed
         if not (dist.is_available() and dist.is_initialized()):
             self._prof.add_metadata_json("distributedInfo", json.dumps({"rank": target.rank}))
+
+    def memory_history(self) -> dict[str, Any]:
+        """CUDA memory history arguments (verl's torch_memory settings): ``max_entries`` from
+        ``trace_alloc_max_entries``; ``stack_depth`` where this torch takes it."""
+        kwargs: dict[str, Any] = {"max_entries": self.cfg.trace_alloc_max_entries}
+        record = self._torch.cuda.memory._record_memory_history
+        if "stack_depth" in inspect.signature(record).parameters:
+            kwargs["stack_depth"] = self.cfg.stack_depth
+        return kwargs
 
     def sinks(self) -> list[RangeSink]:
         return super().sinks() + self._extra

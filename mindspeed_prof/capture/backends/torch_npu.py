@@ -1,5 +1,12 @@
 """``backend: torch_npu``: Ascend's profiler, every ``profiler_config`` field mapped.
 
+The arguments are MindSpeed-RL's (``get_grpo_profiler``): activities NPU then CPU,
+``with_modules`` from ``profile_with_module`` (no stacks from it: ``with_stack`` is its own
+field), ``msprof_tx`` from ``mstx``, ``data_simplification`` and ``aic_metrics``
+(``PipeUtilization`` unless set) in the experimental config, the trace handler's
+``analyse_flag`` from ``profile_analysis``. At level0 and level_none, where torch_npu resets AI
+Core metrics to none with a warning, none is passed.
+
 Written against torch-npu 2.14.0 (see ``scripts/check_torch_npu_contract.py``). torch_npu
 never raises on a bad value (it warns and falls back), so ``validate()`` runs first.
 """
@@ -25,6 +32,8 @@ _AIC = {AicMetrics.none: "AiCoreNone", AicMetrics.pipe_utilization: "PipeUtiliza
         AicMetrics.memory_ub: "MemoryUB",
         AicMetrics.resource_conflict_ratio: "ResourceConflictRatio",
         AicMetrics.l2_cache: "L2Cache", AicMetrics.memory_access: "MemoryAccess"}
+#: The levels at which torch_npu records AI Core metrics.
+_AIC_LEVELS = (Level.level1, Level.level2)
 
 
 def npu_available() -> bool:
@@ -50,6 +59,12 @@ class _MstxSink:
 
     def mark(self, name: str) -> None:
         self._mstx.mark(name, None)
+
+    def range_start(self, name: str) -> int:
+        return int(self._mstx.range_start(name, None))
+
+    def range_end(self, range_id: int) -> None:
+        self._mstx.range_end(range_id)
 
 
 class _MstxRange:
@@ -86,20 +101,20 @@ class TorchNpuBackend(Backend):
 
     def experimental_config(self) -> Any:
         p, cfg = self._npu.profiler, self.cfg
+        metrics = cfg.aic_metrics if cfg.profile_level in _AIC_LEVELS else AicMetrics.none
         return p._ExperimentalConfig(
+            aic_metrics=getattr(p.AiCMetrics, _AIC[metrics]),
             profiler_level=getattr(p.ProfilerLevel, _LEVELS[cfg.profile_level]),
-            aic_metrics=getattr(p.AiCMetrics, _AIC[cfg.aic_metrics]),
-            l2_cache=False,
-            mstx=cfg.mstx,
-            data_simplification=cfg.data_simplification,
             export_type=getattr(p.ExportType, _EXPORT[cfg.profile_export_type]),
+            data_simplification=cfg.data_simplification,
+            msprof_tx=cfg.mstx,
         )
 
     def activities(self) -> list[Any]:
         act, cfg = self._npu.profiler.ProfilerActivity, self.cfg
-        acts = [act.CPU] if cfg.profile_with_cpu else []
-        if cfg.profile_with_npu or not acts:  # mstx-only still needs the device stream
-            acts.append(act.NPU)
+        acts = [act.NPU] if cfg.profile_with_npu or not cfg.profile_with_cpu else []
+        if cfg.profile_with_cpu:  # (mstx alone still needs the device stream: NPU)
+            acts.append(act.CPU)
         return acts
 
     def start(self, target: CaptureTarget) -> None:
@@ -107,12 +122,11 @@ class TorchNpuBackend(Backend):
         target.directory.mkdir(parents=True, exist_ok=True)
         self._before = {c.name for c in target.directory.iterdir()}
         self._prof = p.profile(
-            activities=self.activities(),
+            with_modules=cfg.profile_with_module,
+            with_stack=cfg.with_stack,
             record_shapes=cfg.profile_record_shapes,
             profile_memory=cfg.profile_with_memory,
-            with_stack=cfg.with_stack or cfg.profile_with_module,
-            with_modules=cfg.profile_with_module,
-            with_flops=False,
+            activities=self.activities(),
             experimental_config=self.experimental_config(),
             on_trace_ready=p.tensorboard_trace_handler(
                 dir_name=str(target.directory), worker_name=target.stem,

@@ -125,9 +125,9 @@ def _role_run(root: Path, role: str, stage: str, sleep_s: float, warmup: int = 0
     from mindspeed_prof import Profiler
     from mindspeed_prof.config.validate import validate
 
-    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+    cfg = validate({"profile": True, "mstx": True, "profile_step_start": 1 + warmup,
                                    "profile_step_end": 3, "profile_save_path": str(root),
-                                   "warmup_steps": warmup}})
+                                   "warmup_steps": warmup})
     with Profiler(cfg, rank=0, role=role) as prof:
         for step in (1, 2):
             with prof.step(step), prof.stage(stage):

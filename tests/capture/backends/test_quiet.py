@@ -43,8 +43,9 @@ SCRIPT = textwrap.dedent('''
     from mindspeed_prof import Profiler
     before = [torch.randn(64) for _ in range(8)]  # freed during the capture
     cfg = {"integrated": {"profile": True, "profile_level": "level1", "profile_with_memory": True,
-           "profile_record_shapes": True, "with_stack": True, "profile_step_start": 2,
-           "profile_step_end": 4, "profile_save_path": sys.argv[2], "backend": "torch"}}
+           "profile_record_shapes": True, "profile_step_start": 2,
+           "profile_step_end": 4, "profile_save_path": sys.argv[2]},
+           "extensions": {"with_stack": True, "backend": "torch"}}
     with Profiler.from_config(cfg) as prof:
         for step in (1, 2, 3):
             with prof.step(step), prof.stage("actor_update"):

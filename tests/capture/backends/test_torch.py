@@ -86,3 +86,33 @@ def test_no_activity_falls_back_to_spans(tmp_path: Path) -> None:
         pytest.skip("with CUDA, profile_with_npu records kernels")
     files = capture(tmp_path, profile_with_cpu=False, mstx=True)
     assert [f.name.endswith(".mstx.trace.json") for f in files] == [True]
+
+
+def test_cuda_memory_history_takes_verls_settings(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """profile_with_memory on CUDA: the allocator history kept as trace_alloc_max_entries
+    says, and stack_depth passed where torch's _record_memory_history takes it."""
+    import torch
+
+    calls: list[dict] = []
+
+    def record(enabled: object = "all", max_entries: int = 0) -> None:
+        calls.append({"enabled": enabled, "max_entries": max_entries})
+
+    def record_deep(enabled: object = "all", max_entries: int = 0, stack_depth: int = 0) -> None:
+        calls.append({"enabled": enabled, "max_entries": max_entries, "stack_depth": stack_depth})
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda.memory, "_dump_snapshot",
+                        lambda path: Path(path).write_bytes(b"snapshot"))
+    suite = TestTorchBackend()
+    for fn, expected in ((record, {"max_entries": 7}),
+                         (record_deep, {"max_entries": 7, "stack_depth": 5})):
+        monkeypatch.setattr(torch.cuda.memory, "_record_memory_history", fn)
+        calls.clear()
+        backend = suite.make_backend(profile_with_memory=True, profile_level="level_none",
+                                     trace_alloc_max_entries=7, stack_depth=5)
+        backend.start(suite.target(tmp_path / fn.__name__))
+        files = backend.stop()
+        assert calls[0] == {"enabled": "all", **expected} and calls[1]["enabled"] is None
+        assert any(str(f).endswith(".memory_snapshot.pickle") for f in files)

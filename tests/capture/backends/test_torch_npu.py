@@ -61,14 +61,71 @@ def test_every_field_is_mapped(torch_npu_double: Any, tmp_path: Path) -> None:
                     data_simplification=False, profile_analysis=True)
     kw = prof.kwargs
     assert [a.name for a in kw["activities"]] == ["NPU"]
-    assert kw["record_shapes"] and kw["profile_memory"] and kw["with_modules"] and kw["with_stack"]
+    assert kw["record_shapes"] and kw["profile_memory"] and kw["with_modules"]
+    assert not kw["with_stack"]  # module info is not stacks (MindSpeed-RL sets no with_stack)
     exp = kw["experimental_config"].kwargs
     assert exp["profiler_level"] == "Level2" and exp["export_type"] == "db"
-    assert exp["aic_metrics"] == "ACL_AICORE_L2_CACHE" and exp["mstx"] is True
+    assert exp["aic_metrics"] == "ACL_AICORE_L2_CACHE" and exp["msprof_tx"] is True
     assert exp["data_simplification"] is False
     handler = kw["on_trace_ready"].args
     assert handler["analyse_flag"] is True and handler["worker_name"].startswith("rank1_")
     assert handler["dir_name"].endswith("integrated")
+    prof, _ = build(torch_npu_double, tmp_path / "stack", with_stack=True)
+    assert prof.kwargs["with_stack"] and not prof.kwargs["with_modules"]
+
+
+def test_arguments_are_mindspeed_rls(torch_npu_double: Any, tmp_path: Path) -> None:
+    """MindSpeed-RL's get_grpo_profiler (utils.py:518-591): activities NPU then CPU,
+    with_modules=profile_with_module, no with_stack; _ExperimentalConfig(aic_metrics=
+    PipeUtilization, profiler_level, export_type, data_simplification=True, msprof_tx=mstx)
+    and nothing else; the trace handler's analyse_flag=profile_analysis."""
+    from torch_npu.profiler.experimental_config import _ExperimentalConfig
+
+    defaults = {k: v for k, v in _ExperimentalConfig().kwargs.items()}
+    for mstx in (False, True):
+        prof, _ = build(torch_npu_double, tmp_path / str(mstx), mstx=mstx, profile_level="level1")
+        kw = prof.kwargs
+        assert [a.name for a in kw["activities"]] == ["NPU", "CPU"]
+        assert (kw["with_modules"], kw["with_stack"], kw["record_shapes"],
+                kw["profile_memory"], kw["with_flops"]) == (False,) * 5
+        exp = kw["experimental_config"].kwargs
+        assert exp["aic_metrics"] == "ACL_AICORE_PIPE_UTILIZATION" and exp["msprof_tx"] is mstx
+        assert (exp["profiler_level"], exp["export_type"], exp["data_simplification"]) == (
+            "Level1", "text", True)
+        changed = {k for k, v in exp.items() if v != defaults[k]}
+        assert changed <= {"profiler_level", "msprof_tx"}, changed
+        assert kw["on_trace_ready"].args["analyse_flag"] is False
+
+
+def test_no_ai_core_metrics_where_torch_npu_drops_them(torch_npu_double: Any,
+                                                       tmp_path: Path) -> None:
+    # torch_npu resets them to none with a warning at level0 and level_none: none is passed
+    for level in ("level_none", "level0"):
+        prof, _ = build(torch_npu_double, tmp_path / level, profile_level=level)
+        assert prof.kwargs["experimental_config"].kwargs["aic_metrics"] == "ACL_AICORE_NONE"
+
+
+def test_id_ranges_go_to_torch_npu_mstx(torch_npu_double: Any, tmp_path: Path) -> None:
+    import threading
+
+    from mindspeed_prof import mstx
+
+    suite = TestTorchNpuBackend()
+    backend = suite.make_backend(profile_level="level_none")
+    backend.start(suite.target(tmp_path))
+    for sink in backend.sinks():
+        mstx.add_sink(sink)
+    try:
+        range_id = mstx.range_start("your_tag_name")
+        t = threading.Thread(target=mstx.range_end, args=(range_id,))
+        t.start()
+        t.join()
+    finally:
+        mstx.set_sink(None)
+    backend.stop()
+    calls = torch_npu_double.npu.mstx_module.CALLS
+    (start,) = [c for c in calls if c[0] == "range_start"]
+    assert start[1] == "your_tag_name" and ("range_end", start[3], "default") in calls
 
 
 def test_levels_and_export_spellings(torch_npu_double: Any, tmp_path: Path) -> None:

@@ -1,0 +1,227 @@
+"""verl's own profiler settings read as ours: a verl-style worker calling mindspeed-prof's hooks
+is profiled as verl's config says.
+
+    prof = Profiler.from_config(from_verl(cfg, "actor"), rank=rank, role="actor")
+
+``cfg`` is verl's composed config (PPO: ``global_profiler`` plus a ``profiler`` block per role;
+SFT: the ``profiler`` node and ``trainer.profile_interval``). What maps (``MAPPED``) and what
+does not (``NOT_MAPPED``) is listed below and in the README.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from mindspeed_prof.config.schema import Stage, canonical_role
+from mindspeed_prof.config.validate import ConfigError, sections, validate
+
+__all__ = ["MAPPED", "NOT_MAPPED", "ROLE_PATHS", "from_verl", "verl_fields"]
+
+log = logging.getLogger("mindspeed_prof")
+
+#: Where each role's ``profiler`` block is in verl's PPO config (git's reward_model first).
+ROLE_PATHS: dict[str, tuple[str, ...]] = {
+    "actor": ("actor_rollout_ref.actor.profiler",),
+    "rollout": ("actor_rollout_ref.rollout.profiler",),
+    "reference": ("actor_rollout_ref.ref.profiler",),
+    "critic": ("critic.profiler",),
+    "reward": ("reward_model.profiler", "reward.reward_model.profiler"),
+}
+#: verl setting -> ours (the README's table is this one).
+MAPPED: dict[str, str] = {
+    "global_profiler.tool: npu | torch | torch_memory": "backend: torch_npu | torch | torch "
+    "(torch_memory: profile_with_memory at level_none: the CUDA memory snapshot)",
+    "global_profiler.steps (null: off)": "profile_step_start/end when consecutive, else "
+    "profile_steps",
+    "global_profiler.profile_continuous_steps": "profile_continuous_steps (false: one capture "
+    "per step)",
+    "global_profiler.save_path, <role>.profiler.save_path": "profile_save_path",
+    "<role>.profiler.enable": "profile (with a mapped tool and steps)",
+    "<role>.profiler.all_ranks / ranks ([]: rank 0, as verl)": "profile_ranks",
+    "tool_config.npu.level": "profile_level",
+    "tool_config.npu.contents npu, memory, shapes, module, stack": "profile_with_npu, "
+    "profile_with_memory, profile_record_shapes, profile_with_module, with_stack (CPU always "
+    "on, as verl)",
+    "tool_config.npu.analysis": "profile_analysis",
+    "tool_config.npu.discrete (true: each stage its own capture)": "stage: every stage "
+    "(false: stage all)",
+    "npu: export type Db, msprof_tx, data_simplification (verl hard-codes them)":
+    "profile_export_type: db, mstx: true, data_simplification: true",
+    "tool_config.torch.contents cuda, memory, shapes, stack": "profile_with_npu (the device), "
+    "profile_with_memory, profile_record_shapes, with_stack",
+    "tool_config.torch.discrete": "stage",
+    "tool_config.torch_memory.trace_alloc_max_entries / stack_depth":
+    "trace_alloc_max_entries / stack_depth",
+    "SFT trainer.profile_interval [a, b] (inclusive; -1: off)":
+    "profile_step_start: a, profile_step_end: b + 1",
+}
+NOT_MAPPED: tuple[str, ...] = (
+    "global_profiler.tool: nsys, precision_debugger (not profiled; one warning)",
+    "global_tool_config.nsys.*, tool_config.nsys.*",
+    "npu mstx_domain_exclude: [communication] (verl hard-codes it; no field here)",
+    "tool_config.npu/torch.profile_token_start/end",
+    "tool_config.torch.schedule.*, torch.step_start/step_end (mini-batch schedule)",
+    "torch_memory.context, stacks, kw_args, memory_snapshot_num_steps",
+    "relocate_results, finish_hook_cmd, finish_hook_all_ranks, finish_hook_ranks",
+)
+
+_TOOLS = {"npu": "torch_npu", "torch": "torch", "torch_memory": "torch"}
+_NPU_CONTENTS = ("npu", "cpu", "memory", "shapes", "module", "stack")
+_TORCH_CONTENTS = ("cuda", "cpu", "memory", "shapes", "stack")
+_LEVELS = ("level_none", "level0", "level1", "level2")
+_warned: set[str] = set()
+
+
+def from_verl(cfg: Any, role: str = "actor") -> Any:
+    """``role``'s checked settings (an ``IntegratedConfig``) from verl's config."""
+    return validate(sections(verl_fields(cfg, role)), canonical_role(role))
+
+
+def verl_fields(cfg: Any, role: str = "actor") -> dict[str, Any]:
+    """Our fields (plain, flat) for ``role`` from verl's config; ``ConfigError`` names verl's
+    key for a value verl itself would refuse."""
+    if not isinstance(cfg, Mapping) and not type(cfg).__module__.startswith("omegaconf"):
+        raise ConfigError(f"verl config: expected a mapping, got {type(cfg).__name__}")
+    if _select(cfg, "global_profiler") is not None:
+        return _ppo(cfg, canonical_role(role))
+    if isinstance(_select(cfg, "profiler"), Mapping):
+        return _sft(cfg)
+    raise ConfigError("verl config: neither global_profiler (PPO) nor profiler (SFT) found")
+
+
+def _ppo(cfg: Any, role: str) -> dict[str, Any]:
+    paths = ROLE_PATHS.get(role)
+    if paths is None:
+        raise ConfigError(f"verl role {role!r}: allowed: {', '.join(ROLE_PATHS)} (and ref, "
+                          "reward_model)")
+    found = [(p, _select(cfg, p)) for p in paths]
+    path, block = next(((p, b) for p, b in found if isinstance(b, Mapping)), (paths[0], None))
+    if block is None:
+        raise ConfigError(f"verl config: no {' or '.join(paths)} block for role {role}")
+    gp = _select(cfg, "global_profiler") or {}
+    steps = gp.get("steps")
+    if steps is not None and (not isinstance(steps, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in steps)):
+        raise ConfigError(f"global_profiler.steps={steps!r}: allowed: null or a list of steps")
+    fields = _block(block, path, block.get("tool", gp.get("tool")), bool(steps))
+    if steps:
+        fields.update(_steps(sorted(set(steps))))
+    fields["profile_continuous_steps"] = bool(gp.get("profile_continuous_steps", False))
+    save = block.get("save_path") or gp.get("save_path")
+    if save:
+        fields["profile_save_path"] = str(save)
+    return fields
+
+
+def _sft(cfg: Any) -> dict[str, Any]:
+    interval = _select(cfg, "trainer.profile_interval") or [-1, -1]
+    if not (isinstance(interval, list) and len(interval) == 2
+            and all(isinstance(s, int) for s in interval)):
+        raise ConfigError(f"trainer.profile_interval={interval!r}: allowed: [start, end] "
+                          "(inclusive), -1 for off")
+    on = -1 not in interval and 1 <= interval[0] <= interval[1]
+    block = _select(cfg, "profiler")
+    fields = _block(block, "profiler", block.get("tool"), on)
+    if on:
+        fields.update(profile_step_start=interval[0], profile_step_end=interval[1] + 1)
+    if block.get("save_path"):
+        fields["profile_save_path"] = str(block["save_path"])
+    return fields
+
+
+def _block(block: Mapping[str, Any], path: str, tool: Any, has_steps: bool) -> dict[str, Any]:
+    """A role's ``profiler`` block: switch, ranks and the tool's settings."""
+    enable = bool(block.get("enable", False))
+    if tool is not None and tool not in _TOOLS:
+        if enable and has_steps:
+            _warn_once(f"mindspeed-prof: {path}.tool={tool!r} has no mindspeed-prof backend "
+                       f"(mapped: {', '.join(_TOOLS)}); this role is not profiled")
+        return {"profile": False}
+    fields: dict[str, Any] = {"profile": bool(tool and enable and has_steps)}
+    ranks = block.get("ranks") or []
+    fields["profile_ranks"] = "all" if block.get("all_ranks") else sorted(set(ranks)) or [0]
+    if tool is None:
+        return fields
+    fields["backend"] = _TOOLS[tool]
+    tool_config = block.get("tool_config") or {}
+    settings = tool_config.get(tool) or {}
+    where = f"{path}.tool_config.{tool}"
+    if tool == "npu":
+        fields.update(_npu(settings, where))
+    elif tool == "torch":
+        fields.update(_torch(settings, where))
+    else:
+        fields.update(profile_with_memory=True, profile_level="level_none", mstx=True)
+        for name in ("trace_alloc_max_entries", "stack_depth"):
+            if settings.get(name) is not None:
+                fields[name] = settings[name]
+    return fields
+
+
+def _npu(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+    level = settings.get("level", "level0")
+    if level not in _LEVELS:
+        raise ConfigError(f"{where}.level={level!r}: allowed: {', '.join(_LEVELS)}")
+    has = _contents(settings.get("contents", []), _NPU_CONTENTS, f"{where}.contents")
+    return {"profile_level": level, "profile_export_type": "db", "mstx": True,
+            "data_simplification": True, "profile_with_cpu": True,
+            "profile_with_npu": has("npu"), "profile_with_memory": has("memory"),
+            "profile_record_shapes": has("shapes"), "profile_with_module": has("module"),
+            "with_stack": has("stack"), "profile_analysis": bool(settings.get("analysis", False)),
+            "stage": _discrete(settings)}
+
+
+def _torch(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+    contents = settings.get("contents", [])
+    has = _contents(contents, _TORCH_CONTENTS, f"{where}.contents")
+    return {"profile_level": "level0", "profile_with_cpu": True,
+            "profile_with_npu": not contents or has("cuda"),
+            "profile_with_memory": has("memory"), "profile_record_shapes": has("shapes"),
+            "with_stack": has("stack"), "stage": _discrete(settings)}
+
+
+def _contents(contents: Any, allowed: tuple[str, ...], key: str) -> Any:
+    """``has(name)`` for verl's ``contents`` list (``None``: everything, as verl)."""
+    if contents is None:
+        return lambda name: True
+    if not isinstance(contents, list) or any(c not in allowed for c in contents):
+        raise ConfigError(f"{key}={contents!r}: allowed entries: {', '.join(allowed)}")
+    return lambda name: name in contents
+
+
+def _discrete(settings: Mapping[str, Any]) -> Any:
+    """verl's ``discrete: true`` (each annotated stage call its own capture): every stage."""
+    if settings.get("discrete"):
+        return [s.name for s in Stage if s is not Stage.all]
+    return "all"
+
+
+def _steps(steps: list[int]) -> dict[str, Any]:
+    """verl's step list: our window when consecutive, else ``profile_steps``."""
+    if steps == list(range(steps[0], steps[-1] + 1)) and steps[0] >= 1:
+        return {"profile_step_start": steps[0], "profile_step_end": steps[-1] + 1}
+    return {"profile_steps": steps}
+
+
+def _select(cfg: Any, path: str) -> Any:
+    """The node at ``path`` as plain Python, its interpolations resolved (only what is read:
+    verl's ``${oc.select:...}`` defaults come from ``global_profiler``), or None."""
+    if type(cfg).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        node = OmegaConf.select(cfg, path, default=None)
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    node = cfg
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
