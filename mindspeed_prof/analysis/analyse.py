@@ -193,6 +193,28 @@ class Analysis:
         """One line per thing left out of a capture that was otherwise read (also in ``bad``)."""
         return [p for t in self.traces for p in t.problems]
 
+    def notes(self) -> list[str]:
+        """One line per fact about how a capture was read whole (not a problem: exit 0)."""
+        return [n for t in self.traces for n in t.notes]
+
+    def unread_device(self) -> dict[str, int]:
+        """Device events recorded but not read as device time, per Kineto category."""
+        out: dict[str, int] = defaultdict(int)
+        for t in self.traces:
+            for cat, count in (t.meta.get("unread_device") or {}).items():
+                out[cat] += count
+        return dict(out)
+
+    def shown(self, line: str) -> str:
+        """A problem or note for people: the file it names relative to the analysed root."""
+        prefix = f"{str(self.root).rstrip('/')}/"
+        return line[len(prefix):] if line.startswith(prefix) else line
+
+    def messages(self) -> list[str]:
+        """The stderr lines: each skipped file or part (``skipped ...``), then each note."""
+        return ([f"skipped {self.shown(b)}" for b in self.bad]
+                + [f"note: {self.shown(n)}" for n in self.notes()])
+
     def top_ops(self, n: int = 15) -> list[dict[str, Any]]:
         """Host operators with the most self time, summed over every capture."""
         return self._top("ops", "op", "self_ms", n)
@@ -229,6 +251,7 @@ class Analysis:
                 "top_kernels": self.top_kernels(), "top_runtime": self.top_runtime(),
                 "memory": self.memory(), "inventory": self.inventory(),
                 "warnings": self.warnings(), "problems": self.problems(), "skipped": self.bad,
+                "notes": self.notes(),
                 "margin": self.margin, "warmup": sorted(self.warmup())}
 
 

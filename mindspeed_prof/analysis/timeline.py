@@ -24,6 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
+from mindspeed_prof.analysis.readers.chrome import OLD_CATS
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
@@ -330,7 +331,7 @@ def _write_detail(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
         tid = threads.get((opid, otid))
         if tid is None:
             tid = threads[(opid, otid)] = _DETAIL_TID + len(threads)
-            kind = "device" if cat in _DEVICE_CATS else "host"
+            kind = "device" if OLD_CATS.get(cat, cat) in _DEVICE_CATS else "host"
             w.add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                    "args": {"name": f"{kind} {opid}/{otid}"}})
             w.add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,

@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
         description="Read every capture under PATH and print time per stage and rank, per "
                     "step, stragglers, custom ranges, device time, memory and top ops. Exit "
                     "codes: 0 every capture was read, 1 nothing to read, 2 bad usage, 3 some "
-                    "files were skipped or partly read (named on stderr).")
+                    "files were skipped or partly read (named on stderr; notes, such as "
+                    "a trace without ProfilerStep ranges, do not count).")
     a.add_argument("path", metavar="PATH",
                    help="a save root (profiler_data), a Hydra job or multirun dir, or one "
                         "capture file")
@@ -80,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if line := placement_line(result):
         error(line)
-    for b in result.bad:
-        error(f"skipped {b}")
+    for line in result.messages():
+        error(line)
     if not result.traces:
         if not result.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "

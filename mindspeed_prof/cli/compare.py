@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_NOTHING
     a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
     a.include_warmup = b.include_warmup = args.include_warmup
-    for bad in a.bad + b.bad:
-        error(f"skipped {bad}")
+    for side, result in (("A", a), ("B", b)):
+        for line in result.messages():
+            error(f"{side}: {line}")
     for given, result in ((args.a, a), (args.b, b)):
         if not result.traces and not result.bad:
             error(f"no captures under {given}")

@@ -63,15 +63,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if line := placement_line(result):
         error(line)
-    for b in result.bad:
-        error(f"skipped {b}")
+    for line in result.messages():
+        error(line)
     if not result.traces:
         error(f"{args.root}: no captures to merge")
         return EXIT_NOTHING
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
-        error(w)
-    print(f"timeline: {timeline.path} ({len(timeline.tracks)} tracks, {timeline.events:,} "
-          f"events, {timeline.bytes / 1e6:,.1f} MB); open it in ui.perfetto.dev or "
+        error(result.shown(w))
+    print(f"timeline: {timeline.path}\n{len(timeline.tracks)} tracks, {timeline.events:,} "
+          f"events, {timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or "
           "chrome://tracing")
     return exit_code(result)

@@ -341,6 +341,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                     memory={"source": "trace", "peak_allocated_bytes": 1.0})
               for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
     traces[2].problems.append("rank2: a problem")
+    traces[1].notes.append("rank1: a note")
     result = Analysis(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
                       include_warmup=True)
     doc = result.to_json()
@@ -351,7 +352,8 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "device": result.device(), "top_ops": result.top_ops(),
         "top_kernels": result.top_kernels(), "top_runtime": result.top_runtime(),
         "memory": result.memory(), "inventory": result.inventory(), "warnings": [],
-        "problems": ["rank2: a problem"], "skipped": ["x: unreadable"], "margin": 0.5,
+        "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
+        "notes": ["rank1: a note"], "margin": 0.5,
         "warmup": [(0, 1), (1, 1), (2, 1)]}
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]

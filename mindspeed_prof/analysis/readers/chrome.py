@@ -19,13 +19,22 @@ from mindspeed_prof.analysis.readers.model import Range, TraceData, rank_of
 from mindspeed_prof.analysis.readers.stream import TraceStream
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["DEVICE_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "Collector", "Event", "EventArgs",
-           "collect", "decode_events", "read_json", "stream_events"]
+__all__ = ["DEVICE_CATS", "OLD_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "UNREAD_DEVICE",
+           "Collector", "Event", "EventArgs", "collect", "decode_events", "read_json",
+           "stream_events"]
 
 _STAGES = frozenset(STAGES)
 #: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "mtia_runtime"})
+#: Kineto's categories before torch 1.10 (TensorBoard-plugin era traces), as today's.
+OLD_CATS = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
+            "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+#: Device activity that is not read as device time, and how a note names it: MTIA's command
+#: processor events mix kernels with waits and DMA queues, none with a stream of kernels; CUPTI
+#: range-profiler records replay each kernel for its counters (no timeline).
+UNREAD_DEVICE = {"mtia_ccp_events": "MTIA device events",
+                 "cuda_profiler_range": "CUDA range-profiler records"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: Host ops of a thread are put back in start order through a heap of this many (torch writes
 #: them sorted already); ops further out of order are named in ``problems``.
@@ -169,6 +178,7 @@ class Collector:
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
         self.allocs: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
         self.seq = 0
+        self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
 
     def _thread(self, key: Any) -> _Thread:
         thread = self.threads.get(key)
@@ -259,8 +269,11 @@ class Collector:
             if dur < 0:
                 _count(self.negative, ev.name)
                 continue
-            cat = ev.cat
+            cat = OLD_CATS.get(ev.cat, ev.cat)
             if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
+                continue
+            if cat in UNREAD_DEVICE:
+                self.unread[cat] = self.unread.get(cat, 0) + 1
                 continue
             if cat in DEVICE_CATS:
                 self._device_op(ev, ts, dur)
@@ -285,16 +298,13 @@ class Collector:
 
     def finish(self, data: TraceData, default_step: Any) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
-        late = []
-        for key, thread in self.threads.items():
+        late = 0
+        for thread in self.threads.values():
             while thread.heap:
                 self._take(thread, heapq.heappop(thread.heap))
             while thread.stack:
                 self._pop(thread)
-            if thread.late:
-                late.append(f"{data.path}: thread {key[1]} of process {key[0]}: {thread.late} "
-                            f"host ops out of start order by more than {REORDER}; their self "
-                            "times are approximate")
+            late += thread.late
             _merge(data.ops, thread.ops)
         _merge(data.kernels, self.kernels)
         _merge(data.runtime, self.runtime)
@@ -318,7 +328,14 @@ class Collector:
             if count:
                 data.problems.append(f"{data.path}: {count} {what}, ignored "
                                      f"(first: {first[:60]!r})")
-        data.problems += late
+        if late:
+            data.notes.append(f"{data.path}: {late:,} host ops out of order; self times "
+                              "approximate")
+        for cat, count in self.unread.items():
+            data.notes.append(f"{data.path}: {count:,} {UNREAD_DEVICE[cat]}, not read as "
+                              "device time")
+        if self.unread:
+            data.meta["unread_device"] = dict(self.unread)
 
     def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
         """The per-step device breakdown, and what in it is doubtful."""
@@ -331,9 +348,8 @@ class Collector:
         finally:
             self.device.close()
         if not steps:
-            data.problems.append(f"{data.path}: {self.device.count} device events but no "
-                                 "ProfilerStep ranges: the device breakdown covers the whole "
-                                 "trace as one row")
+            data.notes.append(f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
+                              "device events form one row")
         if clashes:
             data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
                                  f"the same stream (first: {clashes[0][:60]!r}); their time is "

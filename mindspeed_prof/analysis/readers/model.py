@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "MAX_BYTES",
+    "OUTSIDE",
     "BadFile",
     "Range",
     "TraceData",
@@ -16,11 +17,15 @@ __all__ = [
     "rank_label",
     "rank_of",
     "rank_order",
+    "ranks_text",
+    "step_label",
     "to_rank",
 ]
 
 #: Larger captures (after decompression) are refused with one line instead of read into memory.
 MAX_BYTES = 1024**3
+#: How every view names the row of device work launched outside every step (its step is None).
+OUTSIDE = "outside"
 #: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
 
@@ -64,6 +69,8 @@ class TraceData:
     bytes, max_bytes), ``timeline`` ([us, allocated, reserved] rows) and, for torch_npu,
     ``components`` (peak bytes per allocator component) and ``modules`` (peak per CANN module).
     ``problems``: one line per part of the capture that could not be read (the rest was).
+    ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
+    ranges, approximate self times, device events that are not broken down): not problems.
     """
 
     path: Path
@@ -83,6 +90,7 @@ class TraceData:
     #: The host (or, failing that, the folder) the capture came from.
     source: str = ""
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def one_line(err: BaseException) -> str:
@@ -120,3 +128,27 @@ def rank_label(rank: int | None, source: str = "") -> str:
 def rank_order(rank: int | None) -> tuple[int, int]:
     """A sort key that puts unknown ranks after every known one."""
     return (1, 0) if rank is None else (0, rank)
+
+
+def step_label(step: int | None) -> str:
+    """``12``, or ``outside`` for work launched outside every step."""
+    return OUTSIDE if step is None else str(step)
+
+
+def ranks_text(ranks: list[int | None]) -> str:
+    """``0-3, 8, ?``: runs of consecutive ranks shortened, unknown ranks last."""
+    known = sorted({r for r in ranks if r is not None})
+    parts: list[str] = []
+    i = 0
+    while i < len(known):
+        j = i
+        while j + 1 < len(known) and known[j + 1] == known[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"{known[i]}-{known[j]}")
+        else:
+            parts.extend(str(r) for r in known[i:j + 1])
+        i = j + 1
+    if any(r is None for r in ranks):
+        parts.append("?")
+    return ", ".join(parts)
