@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 
 __all__ = ["DEFAULT_THRESHOLD", "captured", "compare", "compare_runs", "slower_than"]
 
@@ -98,7 +98,8 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
 def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Everything ``compare`` reports: stages, ranges, device, memory and what differs."""
     ca, cb = captured(a), captured(b)
-    warnings = [f"runs differ in {k}: A {ca[k]}, B {cb[k]}" for k in ca if ca[k] != cb[k]]
+    warnings = [f"runs differ in {k}: A {_values(ca[k])}; B {_values(cb[k])}"
+                for k in ca if ca[k] != cb[k]]
     da, db = _device_means(a), _device_means(b)
     device = [{"rank": rank, **{f"a_{k}": (da.get(rank) or {}).get(k) for k in _DEVICE},
                **{f"b_{k}": (db.get(rank) or {}).get(k) for k in _DEVICE}}
@@ -112,6 +113,25 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
             "ranges": _rows(_range_means(a), _range_means(b), "name", threshold),
             "device": device, "memory": memory, "warnings": warnings,
             "captured": {"a": ca, "b": cb}}
+
+
+#: Past this many characters, a list of steps or ranks in a warning is given by its bounds.
+_LIST_CHARS = 24
+
+
+def _values(values: list[Any]) -> str:
+    """``5-10, 16-21``, ``level0, level1``, ``none``; a long list of numbers as its count and
+    bounds (``200 from 2 to 400``), so that one warning stays one short line."""
+    if not values:
+        return "none"
+    if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+        text = ranks_text(values)
+        known = [v for v in values if v is not None]
+        if len(text) > _LIST_CHARS and known:
+            unknown = ", ?" if None in values else ""
+            return f"{len(known)} from {min(known)} to {max(known)}{unknown}"
+        return text
+    return ", ".join(map(str, values))
 
 
 def slower_than(result: dict[str, Any], fraction: float) -> list[str]:

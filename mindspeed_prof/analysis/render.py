@@ -7,6 +7,7 @@ below their own width, values wrap instead.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.chrome import UNREAD_DEVICE
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order, ranks_text, step_label
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["STAGE_CODES", "count", "print_analysis", "print_compare", "print_compare_details",
-           "print_details", "print_device", "print_memory", "print_presets", "print_ranges",
-           "print_stage_rank", "print_sweep", "print_top_lists"]
+__all__ = ["STAGE_CODES", "count", "headline", "no_device_text", "print_analysis", "print_compare",
+           "print_compare_details", "print_details", "print_device", "print_memory",
+           "print_presets", "print_ranges", "print_stage_rank", "print_sweep", "print_top_lists"]
 
 #: Short column names for the RL stages, used when full names do not fit (a legend follows).
 STAGE_CODES = {
@@ -157,14 +159,39 @@ def _captures(result: Analysis) -> int:
     return len({(str(t.path.parent), capture_stem(t.path)) for t in result.traces})
 
 
-def print_analysis(result: Analysis, console: Console | None = None, top: int = 10) -> None:
-    console = console or Console()
+def _wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") -> None:
+    """Plain ``text`` wrapped at the console's width on spaces, never inside a word (a path
+    longer than a line keeps a line of its own), later lines indented; ``lead`` (a word at its
+    start, such as ``warning:``) in yellow."""
+    from rich.text import Text
+
+    for i, line in enumerate(textwrap.wrap(text, width=console.width, subsequent_indent=indent,
+                                           break_long_words=False, break_on_hyphens=False)):
+        out = Text(line)
+        if i == 0 and lead and line.startswith(lead):
+            out.stylize("yellow", 0, len(lead))
+        console.print(out, soft_wrap=True, highlight=False)
+
+
+def headline(result: Analysis, width: int) -> list[str]:
+    """``2 captures under ROOT: 2 ranks 0, 1, 4,096 bytes``; the counts on a line of their own
+    when a long root would push the line past ``width``."""
     size = sum(t.size for t in result.traces)
-    console.print(f"[bold]{count(_captures(result), 'capture')}[/bold] under {result.root}: "
-                  f"{count(len(result.ranks), 'rank')} "
-                  f"{', '.join(rank_label(r) for r in result.ranks) or '-'}, "
-                  f"{count(size, 'byte')}",
-                  soft_wrap=True, highlight=False)
+    where = f"{count(_captures(result), 'capture')} under {result.root}"
+    what = (f"{count(len(result.ranks), 'rank')} {ranks_text(result.ranks) or '-'}, "
+            f"{count(size, 'byte')}")
+    return [f"{where}: {what}"] if len(where) + 2 + len(what) <= width else [f"{where}:", what]
+
+
+def print_analysis(result: Analysis, console: Console | None = None, top: int = 10) -> None:
+    from rich.text import Text
+
+    console = console or Console()
+    for i, line in enumerate(headline(result, console.width)):
+        text = Text(line)
+        if i == 0:
+            text.stylize("bold", 0, len(count(_captures(result), "capture")))
+        console.print(text, soft_wrap=True, highlight=False)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:
@@ -184,15 +211,15 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     ops = result.top_ops(top)
     if ops:
         table = _table(f"Top {len(ops)} ops by self time")
-        _column(table, "op", right=False)
+        table.add_column("op", overflow="fold", max_width=56)
         _column(table, "calls")
         _column(table, "self ms")
         for op in ops:
-            table.add_row(op["op"], str(op["count"]), _ms(op["self_ms"]))
+            table.add_row(_name(op["op"], 56), str(op["count"]), _ms(op["self_ms"]))
         console.print(table)
     print_details(result, console, top)
     for w in result.warnings():
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False, soft_wrap=True)
+        _wrapped(console, f"warning: {w}", lead="warning:")
 
 
 def print_compare(rows: list[dict[str, Any]], a: str, b: str,
@@ -200,6 +227,9 @@ def print_compare(rows: list[dict[str, Any]], a: str, b: str,
     """``compare`` rows: mean ms per execution in A (the baseline) and B, change flagged."""
     console = console or Console()
     console.print(f"A (baseline): {a}\nB: {b}", soft_wrap=True, highlight=False)
+    if not rows:
+        console.print("No stage ranges in either run.")
+        return
     table = _table("Mean ms per stage execution")
     _column(table, "stage", right=False)
     for col in ("rank", "A ms", "B ms", "change"):
@@ -274,39 +304,90 @@ def _mb(value: float | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.1f}"
 
 
+#: The narrowest the name column of the ranges table may get before its times lose decimals.
+_NAME_MIN = 14
+_RANGE_TIMES = ("total_ms", "self_ms", "mean_ms", "p95_ms", "max_ms")
+
+
+def _ms_whole(value: float | None) -> str:
+    """Milliseconds at 1,000 and over without decimals (five digits say enough there)."""
+    return _ms(value) if value is None or abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1000:,.1f}"
+
+
 def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) -> None:
-    """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name."""
+    """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name.
+
+    Times never wrap inside a number: when they and a name column of ``_NAME_MIN`` do not fit
+    the console, times of a second and more drop their decimals.
+    """
     if not rows:
         console.print("No custom ranges (mstx.range, record_function) in these captures.")
         return
-    table = _table(f"Custom ranges by total ms (top {min(top, len(rows))} of {len(rows)})")
-    table.add_column("range (stage)", overflow="fold", max_width=28)
-    for col in ("rank", "n", "total", "self", "mean", "p95", "max"):
-        _column(table, col)
-    for r in rows[:top]:
-        label = _name(r["name"], 28) + (f"\n[dim]in {_name(r['stage'], 24)}[/dim]"
-                                        if r["stage"] else "")
-        table.add_row(label, rank_label(r["rank"]), str(r["count"]), _ms(r["total_ms"]),
-                      _ms(r["self_ms"]), _ms(r["mean_ms"]), _ms(r["p95_ms"]), _ms(r["max_ms"]))
+    shown = rows[:top]
+    headers = ("rank", "n", "total", "self", "mean", "p95", "max")
+
+    def cells(fmt: Any) -> list[list[str]]:
+        return [[rank_label(r["rank"]), str(r["count"]), *[fmt(r[k]) for k in _RANGE_TIMES]]
+                for r in shown]
+
+    def room(body: list[list[str]]) -> tuple[list[int], int]:
+        """Each time column's width, and what is left of the line for the name column."""
+        widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(headers)]
+        return widths, console.width - sum(widths) - 3 * (len(headers) + 1) - 1
+
+    unit = "ms"
+    body = cells(_ms)
+    widths, left = room(body)
+    if left < _NAME_MIN:
+        body = cells(_ms_whole)
+        widths, left = room(body)
+    if left < _NAME_MIN:  # ranges of an hour and more: seconds
+        unit, body = "s", cells(_seconds)
+        widths, left = room(body)
+    name = max(8, min(28, left))
+    table = _table(f"Custom ranges by total {unit} (top {len(shown)} of {len(rows)})")
+    table.add_column("range (stage)", overflow="fold", max_width=name)
+    for header, width in zip(headers, widths):
+        table.add_column(header, justify="right", min_width=width, no_wrap=True)
+    for r, row in zip(shown, body):
+        label = _name(r["name"], name) + (f"\n[dim]in {_name(r['stage'], max(8, name - 3))}[/dim]"
+                                          if r["stage"] else "")
+        table.add_row(label, *row)
     console.print(table)
 
 
-def print_device(rows: list[dict[str, Any]], console: Console) -> None:
-    """Device time per rank and step (``Analysis.device()``, whole-step rows)."""
+def no_device_text(unread: dict[str, int]) -> str:
+    """Why there is no device table: CPU-only captures, or device events not read as time."""
+    if not unread:
+        return ("No device data: these are CPU-only captures (no kernels, copies or "
+                "collectives were recorded).")
+    what = ", ".join(f"{n:,} {UNREAD_DEVICE.get(cat, cat)} ({cat})"
+                     for cat, n in sorted(unread.items()))
+    return (f"No device breakdown: these captures hold {what}, which are not read as device "
+            "time (kernels, copies and collectives of CUDA, ROCm and Ascend are).")
+
+
+def print_device(rows: list[dict[str, Any]], console: Console,
+                 unread: dict[str, int] | None = None) -> None:
+    """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
+    why not (``unread``: device events recorded but not read as device time)."""
     steps = [r for r in rows if r["stage"] is None]
     if not steps:
-        console.print("No device data: these are CPU-only captures (no kernels, copies or "
-                      "collectives were recorded).")
+        _wrapped(console, no_device_text(unread or {}), indent="")
         return
     table = _table("Device time per step (ms)",
                    caption="overlap: communication during compute; copy: memcpy/memset")
     for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
         _column(table, col)
     for r in steps:
-        step = "outside" if r["step"] is None else f"{r['step']}{' w' if r['warmup'] else ''}"
+        step = f"{step_label(r['step'])}{' w' if r['warmup'] else ''}"
         busy_ms, span_ms = r.get("busy_ms"), r.get("span_ms")
         busy = f"{busy_ms / span_ms:.0%}" if busy_ms is not None and span_ms else "-"
-        table.add_row(rank_label(r["rank"]), step, *[_ms(r.get(k)) for k in (
+        table.add_row(rank_label(*_who(r)), step, *[_ms(r.get(k)) for k in (
             "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")], busy)
     console.print(table)
 
@@ -366,7 +447,7 @@ def print_details(result: Analysis, console: Console, top: int = 10) -> None:
             table.add_row(_name(s["range"], 30), str(s["step"]), rank_label(s["rank"]),
                           _ms(s["ms"]), _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
         console.print(table)
-    print_device(result.device(), console)
+    print_device(result.device(), console, result.unread_device())
     print_top_lists(result, console, top)
     print_memory(result.memory(), console)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order, step_label
+from mindspeed_prof.analysis.render import no_device_text
 
 __all__ = ["write_report"]
 
@@ -94,7 +95,8 @@ def _device_chart(result: Analysis, plt: Any) -> list[tuple[str, str]]:
     if not rows:
         return []
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rows)), 4))
-    labels = [f"r{r['rank']}/s{r['step']}{'w' if r['warmup'] else ''}" for r in rows]
+    labels = [f"r{rank_label(r['rank'], r.get('source', ''))}/s{r['step']}"
+              f"{'w' if r['warmup'] else ''}" for r in rows]
     def ms(r: dict[str, Any], key: str) -> float:
         return float(r.get(key) or 0.0)  # None where a source does not split it out
 
@@ -172,11 +174,11 @@ def write_report(result: Analysis, path: Path) -> Path:
                                "mean_ms", "p95_ms", "max_ms"]))
     parts.append(f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
         result.stragglers("range"), ["range", "step", "rank", "ms", "median_ms", "ratio"]))
-    device = result.device()
+    device = [{**r, "step": step_label(r["step"])} for r in result.device()]
     parts.append("<h2>Device time (ms)</h2>" + (_table(device, [
-        "rank", "step", "stage", "warmup", "span_ms", "busy_ms", "compute_ms", "comm_ms",
-        "overlap_ms", "memcpy_ms", "idle_ms"]) if device else
-        "<p>No device data: CPU-only captures.</p>"))
+        "rank", *(["source"] if any(r.get("source") for r in device) else []), "step", "stage",
+        "warmup", "span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms",
+        "idle_ms"]) if device else f"<p>{esc(no_device_text(result.unread_device()))}</p>"))
     parts.append("<h2>Top host ops by self time</h2>" + _table(result.top_ops(25),
                                                                ["op", "count", "self_ms"]))
     parts.append("<h2>Top device kernels by device time</h2>" + _table(
@@ -194,7 +196,8 @@ def write_report(result: Analysis, path: Path) -> Path:
     parts.append("<h2>Inventory</h2>" + _table(
         result.inventory(), ["file", "kind", "rank", "group", "bytes", "events", "steps", "level"]))
     notes = [f"<li>{esc(w)}</li>" for w in result.warnings()]
-    notes += [f"<li class='bad'>skipped: {esc(b)}</li>" for b in result.bad]
+    notes += [f"<li class='bad'>skipped: {esc(result.shown(b))}</li>" for b in result.bad]
+    notes += [f"<li>note: {esc(result.shown(n))}</li>" for n in result.notes()]
     if notes:
         parts.append("<h2>Warnings</h2><ul>" + "".join(notes) + "</ul>")
     parts.append("</body></html>")

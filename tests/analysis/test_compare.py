@@ -208,7 +208,7 @@ def test_compare_runs_says_what_each_run_captured(tmp_path: Path) -> None:
     found = compare_runs(a, b)
     assert found["captured"]["a"]["preset"] == ["mstx_light"]
     assert found["captured"]["b"]["preset"] == ["npu_level1"]
-    assert found["warnings"] == ["runs differ in preset: A ['mstx_light'], B ['npu_level1']"]
+    assert found["warnings"] == ["runs differ in preset: A mstx_light; B npu_level1"]
 
 
 def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.model import TraceData, rank_label, to_rank
+from mindspeed_prof.analysis.readers.model import TraceData, rank_label, step_label, to_rank
 from mindspeed_prof.formats import MANIFEST, capture_stem
 
 __all__ = ["manifest_rank", "role_of", "separate"]
@@ -111,7 +111,7 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
                 row["source"] = label
     return [f"rank {rank_label(rank)}{f' ({role})' if role else ''}, "
             f"step{'s' if len(steps) > 1 else ''} "
-            f"{', '.join('?' if s is None else str(s) for s in steps)}: claimed by "
+            f"{', '.join(map(step_label, steps))}: claimed by "
             f"{len(labels)} captures ({', '.join(labels)}); reported apart, not added up"
             for (rank, role, labels), steps in lines.items()]
 
