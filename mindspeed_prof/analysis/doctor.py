@@ -114,9 +114,10 @@ def _check_readable(health: Health, flagged: set[Path]) -> tuple[set[int], set[i
     (unless the cheap checks already named its file); its captures and their ranks are counted.
     Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture."""
     from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.parallel import default_jobs
     from mindspeed_prof.analysis.readers.model import rank_label
 
-    result = analyse(health.root, jobs=1)
+    result = analyse(health.root, jobs=default_jobs())  # as many processes as analyse uses
     partial = {line for t in result.traces for line in t.problems}
     for line in result.bad:
         if any(line.startswith(f"{path}:") for path in flagged):
