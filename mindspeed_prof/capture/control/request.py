@@ -155,6 +155,8 @@ class Ack:
     node: str = ""
     #: The step the worker will start capturing at (``queued``), where known.
     start_step: int | None = None
+    #: What its captures hold: ``ranges``, ``host ops``, ``device ops`` (``written``).
+    recorded: list[str] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
