@@ -7,7 +7,7 @@
     write_cluster_summary(save_root(cfg), summaries)
 
 ``open_board()`` on the driver, after ``ray.init``, lets ``mindspeed-prof capture --ray`` reach
-the workers of this job (see ``mindspeed_prof.capture.board``).
+the workers of this job (see ``mindspeed_prof.capture.control.board``).
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ class ProfilerMixin:
 
     def init_profiler(self, profiler_config: dict[str, Any], rank: int,
                       role: str = "integrated") -> None:
-        self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role)
+        from mindspeed_prof.analysis.summary import after_capture
+
+        self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role,
+                                             on_capture=after_capture(profiler_config, role))
 
     def profiler_summary(self) -> dict[str, Any]:
         """Close the profiler and describe what this worker wrote, read from its own files."""
@@ -72,14 +75,14 @@ class ProfilerMixin:
 
         prof = self.profiler
         prof.close()
-        files = [Path(f) for c in prof.captures for f in c["files"]]
+        files = [Path(f) for c in prof.captures for f in c.files]
         summary = capture_summary([f for f in files if f.is_file()]) if files else {}
         import ray
 
         return {"rank": prof.rank, "role": prof.role, "host": socket.gethostname(),
                 "node": ray.get_runtime_context().get_node_id(),  # holds the files below
                 "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
-                "captures": list(prof.captures),
+                "captures": [c.to_json() for c in prof.captures],
                 "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}
                           for f in files],
                 "stage_rank": summary.get("stage_rank", []),
@@ -96,7 +99,7 @@ def open_board() -> Any:
     the driver). Workers' on-demand checks find it by that name; ``capture --ray`` posts on it."""
     import ray
 
-    from mindspeed_prof.capture.board import NAMESPACE, ControlBoard, board_name
+    from mindspeed_prof.capture.control.board import NAMESPACE, ControlBoard, board_name
 
     global _board
     name = board_name(ray.get_runtime_context().get_job_id())

@@ -1,8 +1,15 @@
 """Device time per step and stage: computation, communication, copies, their overlap, idle time.
 
 Kernels are classified by name as HTA does (``nccl...Kernel`` communication, ``Memcpy``/``Memset``/
-``dma`` memory, the rest computation; ``...Sync`` and other ``nccl`` kernels busy but neither), so
-the totals over steps equal HTA's temporal breakdown on the same trace.
+``dma`` memory, the rest computation; ``...Sync`` and other ``nccl`` kernels busy but neither) and
+belong to the step whose host range launched them (an op launched before the capture began is no
+step's, as HTA drops it), so the totals over steps equal HTA's temporal breakdown with
+``include_last_profiler_step=True`` on the same trace. Where HTA counts otherwise it is wrong,
+each case checked by hand in ``tests/analysis/test_device.py``: it rounds fractional-microsecond
+times inward (a short kernel shrinks, even below zero), counts CUDA sync events and host ops that
+carry a ``stream`` as device work, and ends the last step where its device-side annotation ends.
+It also counts ops launched before the first step or between steps: here they form the row
+without a step.
 """
 
 from __future__ import annotations
@@ -183,8 +190,9 @@ class _Cursor:
 class DeviceOps:
     """Every device op of a trace, per stream, for ``breakdown`` (see ``_Stream``).
 
-    ``launch`` is the host time of the launching call (the op's own start where unknown);
-    ``set_launch`` fills it in when the call comes later. ``close`` removes the spilled blocks.
+    ``launch`` is the host time of the launching call (the op's own start where unknown, minus
+    infinity where it came before the capture); ``set_launch`` fills it in when the call comes
+    later. ``close`` removes the spilled blocks.
     """
 
     def __init__(self) -> None:
@@ -369,8 +377,9 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
     runs from its first op to the next step's first op (the last one to the last op's end), so the
     windows tile the device timeline and the sums over steps are whole-trace figures. A stage's
     row counts only the ops it launched, from the first to the end of the last. Ops launched
-    outside every step form a row with ``step`` None. Two passes over ``ops`` (the first finds
-    each step's window), each in start order a slice at a time, so memory stays that of a slice.
+    outside every step (``launch`` minus infinity: before the capture) form a row with ``step``
+    None. Two passes over ``ops`` (the first finds each step's window), each in start order a
+    slice at a time, so memory stays that of a slice.
     """
     if not ops.count:
         return []

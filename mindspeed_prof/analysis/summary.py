@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["capture_summary", "write_capture_summary", "write_run_summary"]
+__all__ = ["after_capture", "capture_summary", "write_capture_summary", "write_run_summary"]
 
 
 def capture_summary(files: list[Path]) -> dict[str, Any]:
@@ -34,3 +35,21 @@ def write_run_summary(root: Path) -> Path:
     path = Path(root) / ANALYSIS
     write_json(path, analyse(root).to_json())
     return path
+
+
+def after_capture(cfg: Any, role: str = "integrated") -> list[Callable[[Any], None]]:
+    """``profile_analysis: true``: the ``on_capture`` hook that writes each capture's summary
+    (torch_npu parses its own folders: not those). ``cfg`` is a checked section or a whole
+    ``profiler_config``."""
+    from mindspeed_prof.config.schema import IntegratedConfig
+    from mindspeed_prof.config.validate import validate
+
+    section = cfg if isinstance(cfg, IntegratedConfig) else validate(cfg, role)
+    if not section.profile_analysis:
+        return []
+
+    def summarize(record: Any) -> None:
+        if record.backend != "torch_npu":
+            write_capture_summary([Path(f) for f in record.files])
+
+    return [summarize]

@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.chrome import OLD_CATS
+from mindspeed_prof.analysis.readers.chrome import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
@@ -35,7 +35,7 @@ ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward",
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
 _DETAIL_TID = 10
 _SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
-_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", ""})
+_DEVICE_CATS = DEVICE_CATS | {""}  # torch_npu's device events have no category
 _HOST_IN_STEM = re.compile(r"^rank\d+_(.+)_\d+_step\d+")
 _CHUNK = 4096  # events encoded per write
 _encode = msgspec.json.Encoder().encode
@@ -331,7 +331,7 @@ def _write_detail(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
         tid = threads.get((opid, otid))
         if tid is None:
             tid = threads[(opid, otid)] = _DETAIL_TID + len(threads)
-            kind = "device" if OLD_CATS.get(cat, cat) in _DEVICE_CATS else "host"
+            kind = "device" if cat in _DEVICE_CATS else "host"
             w.add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                    "args": {"name": f"{kind} {opid}/{otid}"}})
             w.add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,

@@ -1,18 +1,31 @@
-"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median (pure logic)."""
+"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median.
+
+``AnomalyDetector`` and ``AnomalyTrigger`` are pure decisions; ``AnomalyPart`` is the
+profiler's part that feeds them and, when one fires, dumps the flight recorder and queues a
+capture of the next ``anomaly_capture_steps`` steps.
+"""
 
 from __future__ import annotations
 
 import bisect
+import logging
 import time
 from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["MIN_EXCESS_NS", "Anomaly", "AnomalyDetector", "AnomalyTrigger"]
+from mindspeed_prof.capture.part import Host, Part
+from mindspeed_prof.capture.plan import Trigger
+
+__all__ = ["MIN_EXCESS_NS", "Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
+
+log = logging.getLogger("mindspeed_prof")
 
 #: A slowdown must also be at least this much over its median (5 ms): below it, scheduler and
 #: timer jitter decide, and a sub-millisecond stage that doubles is not worth a capture.
 MIN_EXCESS_NS = 5_000_000
+#: Anomalies kept for the manifest, at most.
+MAX_KEPT = 1000
 
 
 class AnomalyDetector:
@@ -91,3 +104,52 @@ class AnomalyTrigger:
             self.captures += 1
         return Anomaly(step, stage, time.time(), duration_ns / 1e6, median / 1e6,
                        self.detector.factor, action)
+
+
+class AnomalyPart(Part):
+    """``anomaly_factor``: steps and stages measured outside captures feed the trigger."""
+
+    def __init__(self, host: Host) -> None:
+        cfg = host.cfg
+        self.host = host
+        self.trigger = AnomalyTrigger(cfg.anomaly_factor, cfg.anomaly_window,
+                                      cfg.anomaly_max_captures)
+        self._fired: Anomaly | None = None  # a slow stage: acted on when its step ends
+
+    def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
+        if took_ns is not None and not failed:
+            self._observe(step, None, took_ns)
+        if self._fired is not None:
+            self._act(self._fired)
+
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
+                     failed: bool) -> None:
+        if took_ns is not None and not failed:
+            self._observe(step, stage, took_ns)
+
+    def _observe(self, step: int | None, stage: str | None, took_ns: int) -> None:
+        host = self.host
+        if host.capturing:  # steps measured under a capture are not representative
+            return
+        found = self.trigger.observe(step, stage, took_ns, host.busy)
+        if found is None:
+            return
+        if len(host.triggers) < MAX_KEPT:
+            host.triggers.append({**found.to_json(), "rank": host.rank})
+        if found.action != "capture":
+            return
+        if stage is not None and host.step_open:
+            self._fired = found  # the flight dump holds the whole step: written at its end
+        else:
+            self._act(found)
+
+    def _act(self, found: Anomaly) -> None:
+        """The flight recorder's steps up to the slow one written, the next steps captured."""
+        host, self._fired = self.host, None
+        steps = host.cfg.anomaly_capture_steps
+        log.warning("mindspeed-prof: rank %d step %s %s took %.1f ms, over %g x its median "
+                    "%.1f ms: capturing the next %d steps under %s", host.rank, found.step,
+                    found.stage or "(whole step)", found.duration_ms, found.factor,
+                    found.median_ms, steps, host.save_root / "triggered")
+        host.dump_flight("anomaly", found.step)
+        host.request(Trigger("anomaly", steps))

@@ -1,11 +1,21 @@
-"""Disk budget: what a run writes under its save root stays below ``max_disk_mb``."""
+"""Disk budget: what a run writes under its save root stays below ``max_disk_mb``.
+
+``DiskBudget`` decides (pure but for reading the folder's size); ``Budget`` is the profiler's
+part that asks it before each capture and teaches it after each.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
-__all__ = ["DiskBudget", "LEVELS", "RANGES_STEP_BYTES", "bytes_under"]
+from mindspeed_prof.capture.part import Host, Part, Starting
+from mindspeed_prof.capture.plan import ALL
+from mindspeed_prof.capture.record import CaptureRecord
+from mindspeed_prof.config.schema import Level
+
+__all__ = ["Budget", "DiskBudget", "LEVELS", "RANGES_STEP_BYTES", "bytes_under"]
 
 #: Levels from the most to the least output; ``level_none`` writes ranges only.
 LEVELS = ("level2", "level1", "level0", "level_none")
@@ -75,3 +85,56 @@ class DiskBudget:
         """A capture at ``level`` wrote ``written`` bytes over ``steps`` steps."""
         if steps > 0:
             self.per_step[level] = max(self.per_step.get(level, 0.0), written / steps)
+
+
+class Budget(Part):
+    """``max_disk_mb``: each capture at the level that fits, or skipped (one warning, one
+    record counting the skips)."""
+
+    live = False  # acts on captures only
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        cfg = host.cfg
+        self.budget = DiskBudget(cfg.max_disk_mb, host.save_root)
+        self._skipped: CaptureRecord | None = None
+        full = self.budget.full_at_start()
+        if full:
+            host.warn_once("skipped", f"mindspeed-prof: profiler_config.{host.role}."
+                           f"max_disk_mb={cfg.max_disk_mb}: {full}; no capture will be "
+                           "written (raise max_disk_mb, or clear the folder)")
+
+    def before_capture(self, starting: Starting) -> None:
+        capture, trigger, cfg = starting.capture, starting.trigger, starting.cfg
+        plan = self.host.plan
+        steps = (trigger.steps if trigger is not None and capture.stage == ALL
+                 else 1 if capture.stage != ALL or plan.one_per_step
+                 else plan.stop - capture.step)
+        level, why = self.budget.choose(cfg.profile_level.value, steps)
+        if level is None:
+            self._skip(starting, why)
+        elif level != cfg.profile_level.value:
+            self.host.warn_once("lowered", f"mindspeed-prof: disk budget: capturing step "
+                                f"{capture.step} at {level} instead of "
+                                f"{cfg.profile_level.value} ({why})")
+            starting.cfg = dataclasses.replace(cfg, profile_level=Level[level])
+
+    def on_capture(self, record: CaptureRecord, error: str) -> None:
+        if error or not record.files or record.level is None:
+            return
+        written = sum(bytes_under(Path(f)) for f in record.files if Path(f).exists())
+        self.budget.learn(record.level, written, max(1, len(record.steps)))
+
+    def _skip(self, starting: Starting, why: str) -> None:
+        host, capture = self.host, starting.capture
+        starting.skip = f"disk budget: {why}"
+        host.warn_once("skipped", f"mindspeed-prof: disk budget: skipping captures from step "
+                       f"{capture.step} on while there is no room ({why})")
+        if self._skipped is not None:
+            self._skipped.skipped_captures += 1
+            return
+        self._skipped = CaptureRecord(stage=capture.stage, step=capture.step,
+                                      index=capture.index, rank=host.rank, role=host.role,
+                                      backend="none", reason="disk_budget", skipped=why,
+                                      skipped_captures=1)
+        host.captures.append(self._skipped)

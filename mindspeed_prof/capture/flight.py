@@ -1,14 +1,29 @@
-"""Flight recorder: the ranges of the last N steps, kept in memory and dumped on demand."""
+"""Flight recorder: the ranges of the last N steps, kept in memory and dumped when asked.
+
+``FlightRecorder`` is the ring; ``Flight`` the profiler's part that fills it from the range
+tap and dumps it to ``<save>/flight/`` on a failed step or stage, a signal, an anomaly or an
+on-demand request.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.capture.naming import inside
+from mindspeed_prof.capture.part import Host, Part
+from mindspeed_prof.capture.plan import ALL
+from mindspeed_prof.capture.ranges import RangeTap
+from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.spans import Chunk, Event, RangeBuffer, write_trace
+from mindspeed_prof.formats import SPANS
 
-__all__ = ["FlightRecorder"]
+__all__ = ["Flight", "FlightRecorder"]
+
+log = logging.getLogger("mindspeed_prof")
 
 
 class FlightRecorder:
@@ -43,3 +58,59 @@ class FlightRecorder:
     def dump(self, path: Path, metadata: dict[str, Any]) -> Path:
         """Write the ring as a range file (read like any other by ``analyse``)."""
         return write_trace(path, list(self._ring), self.buffer, metadata)
+
+
+class Flight(Part):
+    """``flight_recorder_steps``: the ring, filled from ``tap``, dumped by ``dump``."""
+
+    def __init__(self, host: Host, tap: RangeTap, steps: int) -> None:
+        self.host = host
+        self._tap = tap
+        self.ring = FlightRecorder(steps, tap.listen(self._add))
+        self._due = False  # a stage failed inside a step: dumped at the step's end
+
+    def _add(self, step: int | None, events: list[Event]) -> None:
+        self.ring.add(step, events)
+
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
+                     failed: bool) -> None:
+        if failed:
+            if self._tap.in_step:
+                self._due = True  # dumped at the step's end, with the whole step
+            else:
+                self.dump("error")
+
+    def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
+        if failed or self._due:
+            self._due = False
+            self.dump("error")
+
+    def on_signal(self, signum: int) -> None:
+        self.dump("signal")
+
+    def dump(self, reason: str, at: int | None = None) -> Path | None:
+        """Write the ring to ``<save>/flight/``; its path, or None when it could not be.
+        ``at``: the step that asked for it (an anomaly's), recorded with the dump."""
+        host = self.host
+        if host.failed:
+            return None
+        self._tap.drain(host.step_now)
+        steps = [s for s in self.ring.held_steps() if s is not None]
+        first = steps[0] if steps else host.step_now or 0
+        metadata = {**host.metadata("flight", first), "reason": reason, "steps": steps,
+                    "trigger_step": at}
+        record = CaptureRecord(stage=ALL, step=first, index=0, rank=host.rank, role=host.role,
+                               backend="flight", steps=steps, reason=reason, trigger="flight",
+                               recorded=["ranges"], trigger_step=at)
+        started = time.time()
+        try:
+            folder = inside(host.save_root, "flight")
+            path = self.ring.dump(folder / f"{host.new_stem(folder, first, 0)}{SPANS}",
+                                  metadata)
+        except Exception as err:
+            log.warning("mindspeed-prof: flight recorder dump (%s) failed: %s", reason, err)
+            return None
+        record.files = [str(path)]
+        record.seconds = round(time.time() - started, 6)
+        host.captures.append(record)
+        return path

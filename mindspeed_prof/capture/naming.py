@@ -6,7 +6,7 @@ import re
 import socket
 from pathlib import Path
 
-__all__ = ["safe_name", "host_name", "inside"]
+__all__ = ["host_name", "inside", "safe_name", "unused_stem"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -30,3 +30,19 @@ def inside(root: Path, *parts: str) -> Path:
     if path != base and base not in path.parents:
         raise ValueError(f"{'/'.join(parts)!r} would leave the save root {str(base)!r}")
     return path
+
+
+def unused_stem(folder: Path, stem: str) -> str:
+    """``stem``, or ``stem_r2``, ``stem_r3``... if an earlier capture of this process took it.
+
+    Other processes cannot collide (the pid is in the stem); the same process can, when a
+    launcher reuses it for several jobs writing to one save root.
+    """
+    if not folder.is_dir():
+        return stem
+    names = [p.name for p in folder.iterdir()]
+    n, candidate = 1, stem
+    while any(name == candidate or name.startswith(candidate + ".") for name in names):
+        n += 1
+        candidate = f"{stem}_r{n}"
+    return candidate

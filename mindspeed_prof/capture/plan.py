@@ -8,7 +8,8 @@ from typing import Union
 
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
-__all__ = ["ALL", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Action", "Trigger"]
+__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Missed", "Scheduler", "Start", "Stop",
+           "Trigger"]
 
 #: ``stage`` value that captures whole steps.
 ALL = "all"
@@ -27,9 +28,9 @@ class Capture:
 
 @dataclass(frozen=True)
 class Trigger:
-    """A request for an unplanned capture: the next ``steps`` steps whole (``stage: all``) or
-    each execution of ``stage`` in them. ``level``/``preset`` override the config's; ``ident``
-    names the request that asked."""
+    """A request for an unplanned capture: ``steps`` steps whole (``stage: all``) or each
+    execution of ``stage`` in them, from ``start`` (None: the next step start with no capture
+    active) on. ``level``/``preset`` override the config's; ``ident`` names the request."""
 
     reason: str
     steps: int
@@ -37,6 +38,15 @@ class Trigger:
     level: str | None = None
     preset: str | None = None
     ident: str = ""
+    start: int | None = None
+
+    def due(self, step: int) -> bool:
+        return self.start is None or step >= self.start
+
+    def end(self, step: int) -> int:
+        """The first step not captured when it starts at ``step``: ``start + steps`` when it
+        names a start (a late start captures fewer steps), else ``step + steps``."""
+        return (step if self.start is None else self.start) + self.steps
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,15 @@ class Stop:
     reason: str  # window_end | left_window | stage_end | step_end | error | close | trigger_end
 
 
-Action = Union[Start, Stop]
+@dataclass(frozen=True)
+class Missed:
+    """An unplanned capture whose steps had all gone by when it could start (at ``step``)."""
+
+    trigger: Trigger
+    step: int
+
+
+Action = Union[Start, Stop, Missed]
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,8 @@ class CapturePlan:
     """The window ``[start, end)`` widened by ``warmup`` steps at its end, for one rank.
 
     ``stages``: ``(ALL,)`` for whole steps, else the stages whose executions are captured.
+    ``one_per_step``: whole steps captured one step per capture instead of one capture over
+    the window (the disk budget can then lower or skip each step).
     """
 
     enabled: bool
@@ -65,6 +85,7 @@ class CapturePlan:
     start: int = 1
     end: int = 2
     warmup: int = 0
+    one_per_step: bool = False
 
     @classmethod
     def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
@@ -72,7 +93,7 @@ class CapturePlan:
         selected = ranks == "all" or rank in ranks
         return cls(enabled=bool(cfg.profile) and selected, stages=stage_names(cfg.stage),
                    start=cfg.profile_step_start, end=cfg.profile_step_end,
-                   warmup=cfg.warmup_steps)
+                   warmup=cfg.warmup_steps, one_per_step=cfg.max_disk_mb > 0)
 
     @property
     def whole_steps(self) -> bool:
@@ -120,16 +141,23 @@ class Scheduler:
         return self.active is not None or self.trigger is not None or bool(self.pending)
 
     def request(self, trigger: Trigger) -> None:
-        """Queue ``trigger``: it starts at a step start when no capture is active (in order)."""
+        """Queue ``trigger``: it starts at a step start when no capture is active and its start
+        step has come (the first such in the order queued)."""
         self.pending.append(trigger)
 
     def step_start(self, step: int) -> list[Action]:
         if self.trigger is not None:
             return self._triggered_step_start(step)
         actions = self._planned_step_start(step)
-        if self.active is None and self.pending:
-            trigger = self.trigger = self.pending.popleft()
-            self._until = step + trigger.steps
+        while self.active is None and self.trigger is None:
+            trigger = next((t for t in self.pending if t.due(step)), None)
+            if trigger is None:
+                break
+            self.pending.remove(trigger)
+            if trigger.end(step) <= step:
+                actions.append(Missed(trigger, step))
+                continue
+            self.trigger, self._until = trigger, trigger.end(step)
             if trigger.stage == ALL:
                 actions.append(self._start(Capture(ALL, step, trigger=trigger.reason)))
         return actions
@@ -166,6 +194,8 @@ class Scheduler:
             return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
         if step >= self.plan.stop - 1:
             return [self._stop("window_end")]
+        if self.plan.one_per_step:
+            return [self._stop("step_end")]
         return []
 
     def stage_start(self, stage: str, step: int | None) -> list[Action]:
@@ -217,6 +247,7 @@ class Scheduler:
     def _stop(self, reason: str) -> Stop:
         assert self.active is not None
         capture, self.active, self._depth = self.active, None, 0
-        if capture.stage == ALL and not capture.trigger:
+        if capture.stage == ALL and not capture.trigger and (
+                not self.plan.one_per_step or reason != "step_end"):
             self.done = True
         return Stop(capture, reason)

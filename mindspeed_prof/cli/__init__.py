@@ -17,7 +17,7 @@ from mindspeed_prof.cli import (
     sweep,
     timeline,
 )
-from mindspeed_prof.cli.common import EXIT_NOTHING
+from mindspeed_prof.cli.common import Exit
 
 __all__ = ["COMMANDS", "main", "parser"]
 
@@ -64,4 +64,4 @@ def main(argv: list[str] | None = None) -> int:
         # ours. Point stdout at devnull so the flush at exit does not raise again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_NOTHING
+        return Exit.NOTHING

@@ -9,16 +9,15 @@ from importlib import util
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.cluster import Unreachable
 from mindspeed_prof.cli.common import (
-    EXIT_NOTHING,
-    EXIT_USAGE,
+    Exit,
     error,
     exit_code,
     jobs_option,
     placement_line,
     read_captures,
 )
+from mindspeed_prof.raylink import Unreachable
 
 __all__ = ["add_parser", "run"]
 
@@ -70,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if args.html and (missing := report_requirement()):
         error(f"--html needs matplotlib, which is not installed: pip install '{missing}'")
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.ray is None and not path.exists():  # with --ray, the nodes hold the captures
         error(f"{args.path}: no such file or directory")
-        return EXIT_NOTHING
+        return Exit.NOTHING
     try:
         result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray)
     except Unreachable as err:
         error(str(err))
-        return EXIT_USAGE
+        return Exit.USAGE
     if line := placement_line(result):
         error(line)
     for line in result.messages():
@@ -87,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if not result.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
-        return EXIT_NOTHING
+        return Exit.NOTHING
     if args.html:
         from mindspeed_prof.analysis.report import write_report
 

@@ -1,8 +1,13 @@
-"""``mindspeed-prof capture TARGET``: start a capture in a running job, wait until it is written."""
+"""``mindspeed-prof capture TARGET``: start a capture in a running job, wait until it is written.
+
+The request goes through a channel (``capture.control``): the job's save root, or its Ray
+board; both are followed by the same wait loop and reported the same way.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -10,23 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.control import (
-    ACKS,
-    CONTROL,
-    REQUESTS,
+    Channel,
+    FolderChannel,
     Request,
+    Status,
     from_npu,
-    read_acks,
-    write_request,
+    start_step,
+    wait,
+    wait_for_workers,
 )
+from mindspeed_prof.capture.control.folder import CONTROL, REQUESTS
 from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.cli.common import EXIT_CODES, Exit, error
 from mindspeed_prof.config.schema import Level, Stage
 
-__all__ = ["EXIT_NOT_RUNNING", "add_parser", "report", "run"]
+__all__ = ["GRACE_S", "add_parser", "follow", "report", "run"]
 
-EXIT_OK, EXIT_NOTHING_WRITTEN, EXIT_NOT_RUNNING, EXIT_PARTIAL = 0, 1, 2, 3
-_DONE = ("written", "failed")
-_SETTLE_S = 3.0  # without --ranks: wait this long after the last rank reported
-DESCRIPTION = """\
+#: How long to wait for the workers to tell their steps before posting a request.
+GRACE_S = 3.0
+#: What a worker told this long ago still counts (its step is carried forward at its rate).
+RECENT_S = 5.0
+#: A save root that did not exist: how long to wait for a job to look at it before giving up.
+NEW_ROOT_WAIT_S = 10.0
+
+DESCRIPTION = f"""\
 Capture the next steps of a running job without a restart. The job takes the
 request at a step start (it looks at most once a second), whatever its preset,
 while on_demand is true. TARGET is the job's save root; or, for a Ray job, whose
@@ -34,13 +46,7 @@ driver called mindspeed_prof.ray.open_board(), ray://ADDRESS (Ray Client) or
 --ray [ADDRESS] (the cluster's address; default: the one this machine runs):
 the request then reaches every worker through Ray, no shared filesystem needed.
 
-exit codes:
-  0  every rank that took the request wrote its capture
-  1  a rank took the request but wrote nothing before the timeout
-  2  bad usage, a Ray cluster or job that cannot be reached, a request no
-     worker matches, or no job took the request before the timeout
-  3  some ranks wrote their capture, others failed
-"""
+{EXIT_CODES}"""
 
 
 def add_parser(sub: Any) -> None:
@@ -97,80 +103,132 @@ def run(args: argparse.Namespace) -> int:
     address = args.ray if args.ray is not None else (
         target if target and target.startswith("ray://") else None)
     if (args.ray is None) == (target is None):  # neither, or both
-        print("mindspeed-prof: capture: give one of the job's save root, ray://ADDRESS or "
-              "--ray [ADDRESS]", file=sys.stderr)
-        return EXIT_NOT_RUNNING
+        error("capture: give one of the job's save root, ray://ADDRESS or --ray [ADDRESS]")
+        return Exit.USAGE
     try:
         request = _request(args)
     except (ValueError, OSError) as err:
-        print(f"mindspeed-prof: capture: {err}", file=sys.stderr)
-        return EXIT_NOT_RUNNING
+        error(f"capture: {err}")
+        return Exit.USAGE
     if address is not None:
-        from mindspeed_prof.cli.capture_ray import capture_through_ray
-
-        return capture_through_ray(address, args.job, request, args.timeout)
+        return _through_ray(address, args.job, request, args.timeout)
     assert target is not None
     root = Path(target).expanduser()
     if root.exists() and not root.is_dir():
-        print(f"mindspeed-prof: capture: {root} is not a directory (give the save root)",
-              file=sys.stderr)
-        return EXIT_NOT_RUNNING
-    path = write_request(root, request)
-    print(f"request {request.id}: waiting up to {args.timeout:g} s for the job (it looks at "
-          f"{root / CONTROL / REQUESTS} at most once a second, at a step start)",
-          file=sys.stderr)
+        error(f"capture: {root} is not a directory (give the save root)")
+        return Exit.USAGE
+    where = (f"it looks at {root / CONTROL / REQUESTS} at most once a second, at a step "
+             "start")
+    return follow(FolderChannel(root), request, args.timeout, where,
+                  f"Is a job saving to {root} running, with on_demand: true, calling the step "
+                  "hooks?")
+
+
+def _no_job_yet(channel: Channel, request: Request) -> str:
+    """Why to stop now: a save root that did not exist, and no worker looked in time."""
+    if not getattr(channel, "made_root", False):
+        return ""
+    if wait_for_workers(channel, request, time.time() - RECENT_S, NEW_ROOT_WAIT_S):
+        return ""
+    return (f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
+            "(the folder did not exist): is a job saving there running, with on_demand: "
+            "true? (a job looks at a step start: with longer steps, make the folder first)")
+
+
+def _through_ray(address: str, job: str | None, request: Request, timeout: float) -> int:
+    import ray
+
+    from mindspeed_prof.capture.control.board import BoardChannel, NotRunning, find_board
+    from mindspeed_prof.raylink import Unreachable, connect
+
     try:
-        acks = _wait(root, request, args.timeout)
-    finally:
-        path.unlink(missing_ok=True)  # a job started later must not take a stale request
-    if not acks:
-        print(f"mindspeed-prof: capture: no job took request {request.id} within "
-              f"{args.timeout:g} s. Is a job saving to {root} running, with on_demand: true, "
-              "calling the step hooks?", file=sys.stderr)
-        return EXIT_NOT_RUNNING
-    acks = [{**a, "root": str(root)} for a in acks]  # the save root as this machine sees it
-    return report(request, acks, args.timeout, f"see {root / CONTROL / ACKS}")
+        connect(address)
+        channel = BoardChannel(find_board(job))
+    except (Unreachable, NotRunning) as err:
+        error(f"capture: {err}")
+        return Exit.NOT_RUNNING
+    try:
+        return follow(channel, request, timeout, "each asks its board at most once a second, "
+                      "at a step start", "Are its workers running steps, with on_demand: "
+                      "true?", ray=address)
+    except ray.exceptions.RayError as err:
+        error(f"capture: the job's capture board is gone ({type(err).__name__}): the job "
+              "ended?")
+        return Exit.NOT_RUNNING
 
 
-def _wait(root: Path, request: Request, timeout: float) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    last_change, seen = time.monotonic(), ""
-    while True:
-        acks = read_acks(root, request.id)
-        state = json.dumps([(a["rank"], a["status"]) for a in acks])
-        if state != seen:
-            seen, last_change = state, time.monotonic()
-        done = [a for a in acks if a["status"] in _DONE]
-        if acks and len(done) == len(acks):
-            if request.ranks is not None and {a["rank"] for a in done} >= set(request.ranks):
-                return acks
-            if request.ranks is None and time.monotonic() - last_change >= _SETTLE_S:
-                return acks
-        if time.monotonic() >= deadline:
-            return acks
-        time.sleep(0.25)
-
-
-def report(request: Request, acks: list[dict[str, Any]], timeout: float, more: str,
+def follow(channel: Channel, request: Request, timeout: float, where: str, hint: str,
            ray: str | None = None) -> int:
-    """Where each rank's capture is, the ``analyse`` command, and the exit code.
+    """Ask where the workers are, post ``request`` to start on the same step on all of them,
+    wait for them, report; the exit code."""
+    try:
+        channel.open()
+    except OSError as err:
+        error(f"capture: {err}")
+        return Exit.NOT_RUNNING
+    try:
+        why = _no_job_yet(channel, request)
+        if why:
+            error(f"capture: {why}")
+            return Exit.NOT_RUNNING
+        if request.steps and request.start_step is None:
+            request = _synchronised(channel, request)
+        why = channel.post(request)
+        if why:
+            error(f"capture: request {request.id} ignored: {why}")
+            return Exit.NOT_RUNNING
+        start = "" if request.start_step is None else f", from step {request.start_step}"
+        print(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
+              f"({where})", file=sys.stderr)
+        status = wait(channel, request, timeout)
+    finally:
+        channel.close(request)
+    if status.ignored:
+        error(f"capture: request {request.id} ignored: {status.ignored}")
+        return Exit.NOT_RUNNING
+    if not status.acks:
+        error(f"capture: no job took request {request.id} within {timeout:g} s. {hint}")
+        return Exit.NOT_RUNNING
+    return report(request, status, timeout, ray)
+
+
+def _synchronised(channel: Channel, request: Request) -> Request:
+    """``request`` with the start step every worker it is for will reach after it has been
+    seen by all (or unchanged when none told its step within ``GRACE_S``)."""
+    workers = wait_for_workers(channel, request, time.time() - RECENT_S, GRACE_S)
+    start = start_step(workers, time.time())
+    if start is None:
+        print(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
+              "look (with steps longer than a second, the same step)", file=sys.stderr)
+        return request
+    return dataclasses.replace(request, start_step=start)
+
+
+def report(request: Request, status: Status, timeout: float, ray: str | None = None) -> int:
+    """Where each worker's capture is, the ``analyse`` command, and the exit code.
 
     With ``ray`` (the cluster's address), captures on several nodes, or on a node that is
     not this machine, are analysed where they lie: ``analyse FOLDER --ray ADDRESS``.
     """
-    written = [a for a in acks if a["status"] == "written"]
-    for a in sorted(acks, key=lambda a: (a["rank"], a["role"])):
-        detail = ", ".join(a["files"]) if a["files"] else a.get("message") or "no files yet"
-        where = f" on {a['host']}" if a.get("host") else ""
-        print(f"rank {a['rank']} ({a['role']}){where}: {a['status']}: {detail}")
+    acks = status.acks
+    written = [a for a in acks if a.status == "written"]
+    for a in sorted(acks, key=lambda a: (a.rank, a.role)):
+        detail = ", ".join(a.files) if a.files else a.message or "no files yet"
+        where = f" on {a.host}" if a.host else ""
+        print(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")
+        if a.status == "written" and a.message:
+            print(f"rank {a.rank} ({a.role}): {a.message}")
+    short = [a for a in written if a.message]  # written, but not what was asked for
     if not written:
-        print(f"mindspeed-prof: capture: nothing written within {timeout:g} s (still "
-              f"capturing? {more})", file=sys.stderr)
-        return EXIT_NOTHING_WRITTEN
+        error(f"capture: nothing written within {timeout:g} s (still capturing?)")
+        return Exit.NOTHING
+    if len(short) == len(written):
+        error("capture: no rank recorded what the request asked for (see above)")
+        return Exit.NOTHING
     folder = "triggered" if request.steps else "flight"
-    remote = ray is not None and (len({a.get("node") for a in written}) > 1 or any(
-        a.get("host") not in (None, host_name()) for a in written))
+    remote = ray is not None and (len({a.node for a in written}) > 1 or any(
+        a.host not in ("", host_name()) for a in written))
     option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
-    for root in sorted({str(a["root"]) for a in written if a.get("root")}):
+    for root in sorted({a.root for a in written if a.root}):
         print(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
-    return EXIT_OK if len(written) == len(acks) else EXIT_PARTIAL
+    return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

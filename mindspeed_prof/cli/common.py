@@ -4,13 +4,40 @@ from __future__ import annotations
 
 import argparse
 import sys
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_NOTHING", "EXIT_OK", "EXIT_SKIPPED", "EXIT_SLOWER", "EXIT_USAGE", "error",
-           "exit_code", "jobs_option", "placement_line", "read_captures"]
+__all__ = ["EXIT_CODES", "Exit", "error", "exit_code", "jobs_option", "placement_line",
+           "read_captures"]
 
-EXIT_OK, EXIT_NOTHING, EXIT_USAGE, EXIT_SKIPPED, EXIT_SLOWER = 0, 1, 2, 3, 4
+
+class Exit(IntEnum):
+    """The exit codes of every command: one table, one meaning per code."""
+
+    OK = 0
+    #: Nothing to read (no such path, no captures under it), or nothing written in time.
+    NOTHING = 1
+    #: Bad usage: an argument that is not allowed, a missing optional dependency.
+    USAGE = 2
+    #: Partly done: some files skipped or partly read, some ranks failed, doctor's findings.
+    PARTIAL = 3
+    #: ``compare --fail-over``: B is slower than A beyond the fraction (and the noise floor).
+    SLOWER = 4
+    #: ``capture``: no running job took the request (none running, none reachable, ignored).
+    NOT_RUNNING = 5
+
+
+#: The table as ``--help`` shows it.
+EXIT_CODES = """\
+exit codes:
+  0  done
+  1  nothing to read, or nothing written before the timeout
+  2  bad usage
+  3  partly done: some files skipped or partly read, some ranks failed, doctor findings
+  4  compare --fail-over: B slower than A beyond the allowed fraction
+  5  capture: no running job took the request
+"""
 
 
 def error(message: str) -> None:
@@ -74,7 +101,7 @@ def _jobs(text: str) -> int:
     return jobs
 
 
-def exit_code(*results: Any) -> int:
+def exit_code(*results: Any) -> Exit:
     if any(not r.traces for r in results):
-        return EXIT_NOTHING
-    return EXIT_SKIPPED if any(r.bad for r in results) else EXIT_OK
+        return Exit.NOTHING
+    return Exit.PARTIAL if any(r.bad for r in results) else Exit.OK

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_SLOWER, error, exit_code, read_captures
+from mindspeed_prof.cli.common import Exit, error, exit_code, read_captures
 
 __all__ = ["add_parser", "run"]
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     for given in (args.a, args.b):
         if not Path(given).exists():
             error(f"{given}: no such file or directory")
-            return EXIT_NOTHING
+            return Exit.NOTHING
     a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
     a.include_warmup = b.include_warmup = args.include_warmup
     for side, result in (("A", a), ("B", b)):
@@ -67,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
     for line in slower:
         error(f"slower: {line}")
     code = exit_code(a, b)
-    return EXIT_SLOWER if slower and code != EXIT_NOTHING else code
+    return Exit.SLOWER if slower and code != Exit.NOTHING else code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_OK
+from mindspeed_prof.cli.common import Exit
 
 __all__ = ["add_parser", "run"]
 
@@ -22,4 +22,4 @@ def run(overrides: list[str]) -> int:
 
     sys.argv = ["mindspeed-prof demo", *overrides]
     demo()
-    return EXIT_OK
+    return Exit.OK

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import ranks_text
-from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+from mindspeed_prof.cli.common import Exit
 
 __all__ = ["add_parser", "captures_line", "run"]
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if not root.is_dir():
         print(f"mindspeed-prof: doctor: {root}: no such directory", file=sys.stderr)
-        return EXIT_NOTHING
+        return Exit.NOTHING
     health = doctor(root, skew_ms=args.skew_ms)
     if args.json:
         json.dump(health.to_json(), sys.stdout, indent=2)
@@ -79,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"triggered: rank {t['rank']} step {t['step']}: {t['trigger']} "
                   f"({t['reason']})")
         print("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
-    return EXIT_OK if health.healthy else EXIT_SKIPPED
+    return Exit.OK if health.healthy else Exit.PARTIAL

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_OK
+from mindspeed_prof.cli.common import Exit
 
 __all__ = ["add_parser", "changed_values", "run"]
 
@@ -49,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
                for name, (q, fields) in PRESETS.items()}
         json.dump(out, sys.stdout, indent=2)
         print()
-        return EXIT_OK
+        return Exit.OK
     from rich.console import Console
 
     from mindspeed_prof.analysis.render import print_presets
 
     print_presets([(name, q, changed_values(fields)) for name, (q, fields) in PRESETS.items()],
                   Console())
-    return EXIT_OK
+    return Exit.OK

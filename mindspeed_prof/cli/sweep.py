@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import EXIT_NOTHING, EXIT_OK, error
+from mindspeed_prof.cli.common import Exit, error
 
 __all__ = ["add_parser", "run"]
 
@@ -30,11 +30,11 @@ def run(args: argparse.Namespace) -> int:
         rows = sweep_summary(Path(args.dir), print_table=not args.json)
     except FileNotFoundError as err:
         error(str(err))
-        return EXIT_NOTHING
+        return Exit.NOTHING
     if not any(r["status"] != "no manifest" for r in rows):
         error(f"no job under {args.dir} wrote a manifest (was profile on?)")
-        return EXIT_NOTHING
+        return Exit.NOTHING
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
-    return EXIT_OK
+    return Exit.OK

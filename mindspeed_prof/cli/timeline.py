@@ -6,16 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.cluster import Unreachable
 from mindspeed_prof.cli.common import (
-    EXIT_NOTHING,
-    EXIT_USAGE,
+    Exit,
     error,
     exit_code,
     jobs_option,
     placement_line,
     read_captures,
 )
+from mindspeed_prof.raylink import Unreachable
 
 __all__ = ["add_parser", "run"]
 
@@ -49,25 +48,25 @@ def run(args: argparse.Namespace) -> int:
         detail = parse_ranks(args.detail) if args.detail else frozenset()
     except ValueError as err:
         error(str(err))
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.ray is not None and detail != frozenset():
         error("--detail reads operator events from local files: not with --ray")
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.ray is None and not Path(args.root).exists():
         error(f"{args.root}: no such file or directory")
-        return EXIT_NOTHING
+        return Exit.NOTHING
     try:
         result = read_captures(Path(args.root), quiet=False, jobs=args.jobs, ray=args.ray)
     except Unreachable as err:
         error(str(err))
-        return EXIT_USAGE
+        return Exit.USAGE
     if line := placement_line(result):
         error(line)
     for line in result.messages():
         error(line)
     if not result.traces:
         error(f"{args.root}: no captures to merge")
-        return EXIT_NOTHING
+        return Exit.NOTHING
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
         error(result.shown(w))

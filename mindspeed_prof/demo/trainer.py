@@ -9,7 +9,6 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from mindspeed_prof.analysis.cluster import without_token_notice
 from mindspeed_prof.analysis.render import count, print_stage_rank
 from mindspeed_prof.demo.worker import IntegratedWorker
 from mindspeed_prof.ray import (
@@ -19,6 +18,7 @@ from mindspeed_prof.ray import (
     worker_config,
     write_cluster_summary,
 )
+from mindspeed_prof.raylink import without_token_notice
 
 __all__ = ["train"]
 

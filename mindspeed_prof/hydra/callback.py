@@ -54,7 +54,9 @@ class ProfilerCallback(Callback):
         if not save.is_absolute():
             save = Path(hydra_cfg.runtime.output_dir) / save
         cfg.profile_save_path = str(save)
-        profiler = Profiler(cfg)
+        from mindspeed_prof.analysis.summary import after_capture
+
+        profiler = Profiler(cfg, on_capture=after_capture(cfg))
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
         from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
@@ -110,7 +112,7 @@ class ProfilerCallback(Callback):
         manifest["profiler_failed"] = profiler.failed
         manifest["end_time"] = time.time()
         manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
-        manifest["captures"] = list(profiler.captures)
+        manifest["captures"] = [c.to_json() for c in profiler.captures]
         manifest["triggers"] = list(profiler.triggers)  # anomalies: rank, step, stage, median
         manifest["files"] = list_files(job["path"].parent)
         _write(job)

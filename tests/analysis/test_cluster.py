@@ -13,7 +13,7 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.cluster import Unreachable, connect
+from mindspeed_prof.raylink import Unreachable, connect
 from mindspeed_prof.analysis.readers import discover
 from mindspeed_prof.cli import main
 

@@ -22,7 +22,7 @@ def capture(root: Path, ranks: tuple[int, ...] = (0, 1), steps: int = 3) -> list
             with prof.step(step), mstx.range("work"):
                 pass
         prof.close()
-        files += [Path(f) for c in prof.captures for f in c["files"]]
+        files += [Path(f) for c in prof.captures for f in c.files]
     return files
 
 

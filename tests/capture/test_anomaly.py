@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture import profiler as profiler_module
-from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyTrigger
+from mindspeed_prof.capture import ranges as ranges_module
+from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyPart, AnomalyTrigger
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
 
 
@@ -109,7 +109,7 @@ class Clock:
 def test_slow_step_captures_the_next_steps_under_triggered(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = Clock()
-    monkeypatch.setattr(profiler_module, "perf_counter_ns", clock)
+    monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
     prof = Profiler.from_config({"integrated": {
         "profile_save_path": str(tmp_path), "backend": "torch", "flight_recorder_steps": 3,
         "anomaly_factor": 2.0, "anomaly_window": 4, "anomaly_capture_steps": 2,
@@ -125,17 +125,45 @@ def test_slow_step_captures_the_next_steps_under_triggered(
     assert anomaly["median_ms"] == 10 and anomaly["factor"] == 2.0
     assert anomaly["action"] == "capture" and again["action"].startswith("skipped")
     flight, triggered = prof.captures
-    assert flight["reason"] == "anomaly" and flight["steps"] == [6, 7, 8]
-    assert triggered["trigger"] == "anomaly" and triggered["steps"] == [9, 10]
+    assert flight.reason == "anomaly" and flight.steps == [6, 7, 8]
+    assert triggered.trigger == "anomaly" and triggered.steps == [9, 10]
     (trace,) = (tmp_path / "triggered" / "integrated").glob("*.pt.trace.json")
     names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
     assert {"ProfilerStep#9", "ProfilerStep#10", "actor_update"} <= names
     assert "ProfilerStep#11" not in names
 
 
+@pytest.mark.parametrize("slow", ["actor_update", None])
+def test_the_flight_dump_for_an_anomaly_holds_the_anomalous_step_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str | None) -> None:
+    clock = Clock()
+    monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
+    prof = Profiler.from_config({"integrated": {
+        "profile_save_path": str(tmp_path), "backend": "none", "flight_recorder_steps": 8,
+        "anomaly_factor": 3.0, "anomaly_window": 10}}, rank=0)
+    for step in range(1, 43):
+        with prof.step(step):
+            with prof.stage("actor_update"):
+                clock.ns += 10_000_000 * (9 if step == 40 and slow else 1)
+            with prof.stage("critic_update"):
+                clock.ns += 10_000_000
+            clock.ns += 10_000_000 * (9 if step == 40 and not slow else 1)
+    prof.close()
+    (anomaly,) = prof.triggers
+    assert (anomaly["step"], anomaly["stage"]) == (40, slow)
+    flight = prof.captures[0]
+    assert flight.reason == "anomaly" and flight.steps == list(range(33, 41))
+    assert flight.trigger_step == 40 and flight.to_json()["trigger_step"] == 40
+    (path,) = flight.files
+    doc = json.loads(Path(path).read_text())
+    names = [e["name"] for e in doc["traceEvents"]]
+    assert "ProfilerStep#40" in names and names.count("critic_update") == 8  # step 40 whole
+    assert doc["mindspeed_prof"]["trigger_step"] == 40
+
+
 def test_anomaly_off_by_default(tmp_path: Path) -> None:
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
-    assert prof._anomaly is None and not prof._live
+    assert not any(isinstance(p, AnomalyPart) for p in prof.parts) and not prof._live
 
 
 @pytest.mark.parametrize("field,value,message", [

@@ -35,10 +35,13 @@ def test_negative_budget_is_rejected() -> None:
         validate({"integrated": {"max_disk_mb": -1}})
 
 
-def test_large_captures_stay_within_one_capture_of_the_budget(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("stage", ["actor_update", "all"])
+def test_large_captures_stay_within_one_step_of_the_budget(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str) -> None:
+    """Every capture shape: one capture per stage execution, and a whole-step window (taken
+    one step per capture under a budget, so that it is lowered or stopped mid-window)."""
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "backend": "torch", "stage": "actor_update", "profile_level": "level1",
+        "profile": True, "backend": "torch", "stage": stage, "profile_level": "level1",
         "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
         "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}}, rank=0)
     x = torch.randn(4, 4)
@@ -48,14 +51,15 @@ def test_large_captures_stay_within_one_capture_of_the_budget(
                 for _ in range(300):
                     x = (x @ x).tanh()
     prof.close()
-    sizes = [sum(bytes_under(Path(f)) for f in c["files"]) for c in prof.captures]
+    sizes = [sum(bytes_under(Path(f)) for f in c.files) for c in prof.captures]
     largest = max(sizes)
     assert largest > 0
     assert bytes_under(tmp_path) <= MB + largest  # overshoot: at most one capture (one step)
-    levels = [c.get("level") for c in prof.captures if not c.get("skipped")]
+    assert all(len(c.steps) <= 1 for c in prof.captures)
+    levels = [c.level for c in prof.captures if not c.skipped]
     assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
-    skipped = [c for c in prof.captures if c.get("skipped")]
-    assert skipped and skipped[0]["reason"] == "disk_budget"
+    skipped = [c for c in prof.captures if c.skipped]
+    assert skipped and skipped[0].reason == "disk_budget"
     messages = [r.getMessage() for r in caplog.records]
     assert sum("skipping captures" in m for m in messages) == 1
     assert sum("instead of level1" in m for m in messages) <= 1
@@ -77,7 +81,7 @@ def test_save_root_already_full_warns_before_the_first_step(
     assert len(before) == 1 and "profiler_config.integrated.max_disk_mb=1" in before[0]
     assert str(tmp_path) in before[0] and "1.0 MB" in before[0]
     assert len(caplog.records) == 1  # the skip itself does not warn again
-    assert [c["reason"] for c in prof.captures] == ["disk_budget"]
+    assert [c.reason for c in prof.captures] == ["disk_budget"]
     assert bytes_under(tmp_path) < MB + 1 + 64 * 1024  # a manifest at most
 
 

@@ -61,8 +61,8 @@ def test_request_dumps_last_steps_with_profiling_off(tmp_path: Path) -> None:
     meta = json.loads(path.read_text())["mindspeed_prof"]
     assert meta["reason"] == "request" and meta["rank"] == 1 and meta["steps"] == [8, 9, 10]
     (record,) = prof.captures
-    assert record["trigger"] == "flight" and record["reason"] == "request"
-    assert record["files"] == [str(path)]
+    assert record.trigger == "flight" and record.reason == "request"
+    assert record.files == [str(path)]
     assert mstx.active_sink() is None  # close removed the buffer
 
 
@@ -74,7 +74,7 @@ def test_failing_step_dumps_once_and_analyse_reads_it(tmp_path: Path) -> None:
         run(prof, range(1, 6), fail_at=4)
     prof.close()
     (dump,) = (tmp_path / "flight").iterdir()
-    assert [c["reason"] for c in prof.captures] == ["error"]
+    assert [c.reason for c in prof.captures] == ["error"]
     assert "ProfilerStep#4" in {e["name"] for e in events(dump)}
     result = analyse(tmp_path)
     assert result.traces and not result.bad
@@ -92,7 +92,7 @@ def test_stage_error_caught_inside_the_step_dumps(tmp_path: Path) -> None:
     with prof.step(2):
         pass
     prof.close()
-    assert [(c["reason"], c["step"]) for c in prof.captures] == [("error", 1)]
+    assert [(c.reason, c.step) for c in prof.captures] == [("error", 1)]
 
 
 def test_flight_off_records_nothing(tmp_path: Path) -> None:

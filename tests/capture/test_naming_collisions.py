@@ -17,7 +17,7 @@ def capture_once(root: Path, marker: str, **fields: object) -> list[Path]:
             with mstx.range(marker):
                 pass
     (record,) = prof.captures
-    return [Path(f) for f in record["files"]]
+    return [Path(f) for f in record.files]
 
 
 def ranges(path: Path) -> set[str]:

@@ -30,10 +30,10 @@ def test_nested_stage_is_one_capture_to_the_outer_exit(tmp_path: Path, depth: in
                 stage(1)
                 with mstx.range("outside"):
                     pass
-    assert [(c["step"], c["reason"]) for c in prof.captures] == [(1, "stage_end"),
+    assert [(c.step, c.reason) for c in prof.captures] == [(1, "stage_end"),
                                                                 (2, "stage_end")]
     for c in prof.captures:
-        (path,) = c["files"]
+        (path,) = c.files
         names = {e["name"] for e in json.loads(Path(path).read_text())["traceEvents"]}
         assert {f"after_level{i}" for i in range(1, depth + 1)} <= names
         assert "outside" not in names

@@ -47,7 +47,7 @@ def test_stage_all_window_2_4_one_trace_with_steps_2_and_3(tmp_path: Path) -> No
     steps = {n for n in names(traces[0]) if n.startswith("ProfilerStep#")}
     assert steps == {"ProfilerStep#2", "ProfilerStep#3"}
     assert set(STAGES) <= names(traces[0])
-    assert [c["steps"] for c in prof.captures] == [[2, 3]]
+    assert [c.steps for c in prof.captures] == [[2, 3]]
 
 
 def test_stage_scoped_two_captures(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_mindspeed_rl_stage_list_captures_each_stage_in_its_folder(tmp_path: Pat
         assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json",
                                                              "3.pt.trace.json"]
         assert all(stage in names(t) for t in traces)
-    assert [(c["stage"], c["step"]) for c in prof.captures] == [
+    assert [(c.stage, c.step) for c in prof.captures] == [
         ("actor_generate", 2), ("actor_update", 2), ("actor_generate", 3), ("actor_update", 3)]
 
 
@@ -94,7 +94,7 @@ def test_role_captures_under_its_folder(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert len(list((out / "rollout").glob("*.pt.trace.json"))) == 1
     assert [p.parent.name for p in (out / "actor").rglob("*.pt.trace.json")] == ["actor_update"]
-    assert {c["role"] for c in actor.captures} == {"actor"}
+    assert {c.role for c in actor.captures} == {"actor"}
 
 
 def test_current_per_role(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_exception_in_stage_leaves_loadable_trace(tmp_path: Path) -> None:
     assert len(files) == 2
     for f in files:
         assert "ProfilerStep#2" in names(f)
-    assert prof.captures[0]["reason"] == "error"
+    assert prof.captures[0].reason == "error"
 
 
 def test_mstx_ranges_only_inside_captures(tmp_path: Path) -> None:
@@ -147,14 +147,14 @@ def test_mstx_ranges_only_inside_captures(tmp_path: Path) -> None:
 def test_dpo_warmup_collects_two_steps(tmp_path: Path) -> None:
     with make(tmp_path, warmup_steps=1, profile_step_start=1, profile_step_end=2) as prof:
         train(prof, range(1, 5), stages=("actor_update",))
-    assert prof.captures[0]["steps"] == [1, 2]
-    assert prof.captures[0]["warmup_steps"] == [1]
+    assert prof.captures[0].steps == [1, 2]
+    assert prof.captures[0].warmup_steps == [1]
 
 
 def test_resumed_run_keeps_global_window(tmp_path: Path) -> None:
     with make(tmp_path, profile_step_start=10, profile_step_end=12) as prof:
         train(prof, range(9, 14), stages=("actor_generate",))
-    assert prof.captures[0]["steps"] == [10, 11]
+    assert prof.captures[0].steps == [10, 11]
 
 
 def test_profile_off_is_inert(tmp_path: Path) -> None:
@@ -172,7 +172,7 @@ def test_profiler_is_a_trainer_hook_and_current(tmp_path: Path) -> None:
     prof.on_stage_end("critic_update", 1)
     prof.on_step_end(1)
     prof.on_train_end()
-    assert [c["stage"] for c in prof.captures] == ["critic_update"]
+    assert [c.stage for c in prof.captures] == ["critic_update"]
 
 
 def test_unwritable_save_path_warns_once_and_training_goes_on(tmp_path: Path) -> None:
@@ -197,13 +197,20 @@ def test_strict_fails_fast(tmp_path: Path) -> None:
         train(prof, range(1, 2))
 
 
-def test_profile_analysis_writes_summary_next_to_capture(tmp_path: Path) -> None:
-    with make(tmp_path, stage="actor_generate", profile_analysis=True, mstx=True) as prof:
-        train(prof, range(1, 3))
-    (summary,) = (tmp_path / "out" / "actor_generate").glob("*.summary.json")
-    data = json.loads(summary.read_text())
-    assert [r["stage"] for r in data["stage_rank"]] == ["actor_generate"]
-    assert data["stage_rank"][0]["count"] == 1 and data["top_ops"]
+def test_on_capture_gets_each_record_and_its_faults_stay_out_of_training(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    seen = []
+
+    def broken(record: Any) -> None:
+        raise OSError("disk full")
+
+    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path), "mstx": True,
+                          "stage": "actor_update", "profile_step_end": 3}}
+    with Profiler.from_config(cfg, on_capture=[broken, seen.append]) as prof:
+        train(prof, range(1, 4))
+    assert [(r.stage, r.step) for r in seen] == [("actor_update", 1), ("actor_update", 2)]
+    assert seen == prof.captures and all(r.files for r in seen)
+    assert sum("disk full" in r.getMessage() for r in caplog.records) == 2
 
 
 def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:

@@ -7,7 +7,16 @@ and hands over to and from the planned window at step boundaries.
 
 from __future__ import annotations
 
-from mindspeed_prof.capture.plan import ALL, Capture, CapturePlan, Scheduler, Start, Stop, Trigger
+from mindspeed_prof.capture.plan import (
+    ALL,
+    Capture,
+    CapturePlan,
+    Missed,
+    Scheduler,
+    Start,
+    Stop,
+    Trigger,
+)
 
 OFF = CapturePlan(enabled=False)
 UPDATE = "actor_update"
@@ -303,3 +312,36 @@ def test_close_stops_a_planned_capture() -> None:
     assert sched.step_start(1) == [start(ALL, 1)]
     assert sched.close() == [stop("close", ALL, 1)]
     assert sched.close() == []
+
+
+def test_a_trigger_with_a_start_step_waits_for_it() -> None:
+    sched = Scheduler(OFF)
+    sched.request(Trigger("on_demand", 2, start=7))
+    assert sched.busy  # queued: an anomaly would not fire over it
+    for step in (5, 6):
+        assert sched.step_start(step) == [] and sched.step_end(step) == []
+    assert sched.step_start(7) == [start(ALL, 7, trigger="on_demand")]
+    assert sched.step_end(7) == []
+    assert sched.step_start(8) == [] and sched.step_end(8) == [
+        stop("trigger_end", ALL, 7, trigger="on_demand")]
+
+
+def test_a_late_start_captures_only_the_steps_left_and_a_missed_one_says_so() -> None:
+    late, missed = Trigger("on_demand", 3, start=7, ident="a"), Trigger("on_demand", 2,
+                                                                        start=1, ident="b")
+    sched = Scheduler(OFF)
+    sched.request(missed)
+    sched.request(late)
+    assert sched.step_start(8) == [Missed(missed, 8), start(ALL, 8, trigger="on_demand")]
+    assert sched.step_end(8) == []
+    assert sched.step_start(9) == [] and sched.step_end(9) == [
+        stop("trigger_end", ALL, 8, trigger="on_demand")]  # 7, 8, 9 asked: 8 and 9 taken
+
+
+def test_a_due_trigger_does_not_wait_behind_one_that_is_not() -> None:
+    sched = Scheduler(OFF)
+    sched.request(Trigger("on_demand", 1, start=50))
+    sched.request(Trigger("anomaly", 1))
+    assert sched.step_start(3) == [start(ALL, 3, trigger="anomaly")]
+    assert sched.step_end(3) == [stop("trigger_end", ALL, 3, trigger="anomaly")]
+    assert sched.step_start(50) == [start(ALL, 50, trigger="on_demand")]

@@ -29,7 +29,7 @@ def run(prof: Profiler, steps: range, fail_step: int = 0) -> None:
 def test_stage_capture_stopped_by_an_error_says_so(tmp_path: Path) -> None:
     with make(tmp_path, stage="actor_update", profile_step_end=4) as prof:
         run(prof, range(1, 4), fail_step=2)
-    assert [(c["step"], c["reason"]) for c in prof.captures] == [
+    assert [(c.step, c.reason) for c in prof.captures] == [
         (1, "stage_end"), (2, "error"), (3, "stage_end")]
 
 
@@ -39,4 +39,4 @@ def test_whole_step_capture_is_not_restarted_after_an_error(tmp_path: Path,
     with make(tmp_path, profile_step_start=1, profile_step_end=5) as prof:
         run(prof, range(1, 6), fail_step=fail_step)
     (record,) = prof.captures
-    assert record["reason"] == "error" and record["steps"] == list(range(1, fail_step + 1))
+    assert record.reason == "error" and record.steps == list(range(1, fail_step + 1))

@@ -6,6 +6,7 @@ import bisect
 import contextlib
 import gc
 import heapq
+import math
 import re
 from array import array
 from collections.abc import Iterator
@@ -19,17 +20,16 @@ from mindspeed_prof.analysis.readers.model import Range, TraceData, rank_of
 from mindspeed_prof.analysis.readers.stream import TraceStream
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["DEVICE_CATS", "OLD_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "UNREAD_DEVICE",
+__all__ = ["DEVICE_CATS", "HOST_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "UNREAD_DEVICE",
            "Collector", "Event", "EventArgs", "collect", "decode_events", "read_json",
            "stream_events"]
 
 _STAGES = frozenset(STAGES)
-#: Kineto categories of work on the device, and of host calls into the CUDA runtime/driver.
-DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "mtia_runtime"})
-#: Kineto's categories before torch 1.10 (TensorBoard-plugin era traces), as today's.
-OLD_CATS = {"Operator": "cpu_op", "Runtime": "cuda_runtime", "Kernel": "kernel",
-            "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+#: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
+#: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime"})
+HOST_CATS = frozenset({"cpu_op", "Operator"})
 #: Device activity that is not read as device time, and how a note names it: MTIA's command
 #: processor events mix kernels with waits and DMA queues, none with a stream of kernels; CUPTI
 #: range-profiler records replay each kernel for its counters (no timeline).
@@ -163,7 +163,7 @@ class Collector:
     """
 
     def __init__(self) -> None:
-        self.steps: list[tuple[float, float, int]] = []
+        self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
         self.threads: dict[Any, _Thread] = {}
         self.kernels: dict[str, list[float]] = {}
@@ -173,6 +173,10 @@ class Collector:
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
         self.dropped = 0  # device ops dropped while waiting for their launch
         self.forgot = False  # launches dropped: a later device op may miss its own
+        self.saw_launch = False  # the trace records launches (correlation ids on runtime calls)
+        #: Device ops are kept relative to the first one's start: at epoch microseconds a double
+        #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
+        self.origin: float | None = None
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
@@ -223,11 +227,12 @@ class Collector:
 
     def _launched(self, corr: Any, ts: float) -> None:
         self.launches[corr] = ts
+        self.saw_launch = True
         if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
             self.launches = _newer_half(self.launches)
             self.forgot = True
-        for where in self.waiting.pop(corr, ()):
-            self.device.set_launch(where, ts)
+        for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
+            self.device.set_launch(where, ts - (self.origin or 0.0))
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
         args = ev.args
@@ -237,7 +242,11 @@ class Collector:
         slot[0] += 1
         slot[1] += dur
         launch = self.launches.get(corr) if corr is not None else None
-        where = self.device.add(stream, ts, ts + dur, ev.name, ts if launch is None else launch)
+        if self.origin is None:
+            self.origin = ts
+        ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
+        where = self.device.add(stream, ts, ts + dur, ev.name,
+                                ts if launch is None else launch - self.origin)
         if launch is None and corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
@@ -269,7 +278,7 @@ class Collector:
             if dur < 0:
                 _count(self.negative, ev.name)
                 continue
-            cat = OLD_CATS.get(ev.cat, ev.cat)
+            cat = ev.cat
             if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
                 continue
             if cat in UNREAD_DEVICE:
@@ -287,12 +296,12 @@ class Collector:
                 continue
             m = _STEP.match(ev.name)
             if m:
-                self.steps.append((ts, ts + dur, int(m.group(1))))
+                self.steps.append((ts, ts + dur, int(m.group(1)), dur))
             elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
                 step = _num(ev.args.step) if ev.args is not None else None
                 self.annotations.append((ev.name, ts, dur, int(step) if step is not None
                                          else None, str(ev.tid)))
-            elif cat == "cpu_op":
+            elif cat in HOST_CATS:
                 self.seq += 1
                 self._push(self._thread((ev.pid, ev.tid)), (ts, 0, -dur, self.seq, ev.name))
 
@@ -311,7 +320,7 @@ class Collector:
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
-        for ts, end, n in steps:
+        for ts, end, n, _ in steps:
             data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
         for name, ts, dur, step, tid in self.annotations:
             if step is None:
@@ -319,7 +328,7 @@ class Collector:
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
-        self._device_rows(data, [(n, s, e) for s, e, n in steps])
+        self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
         for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
@@ -338,10 +347,20 @@ class Collector:
             data.meta["unread_device"] = dict(self.unread)
 
     def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
-        """The per-step device breakdown, and what in it is doubtful."""
+        """The per-step device breakdown, and what in it is doubtful. ``steps``: (number,
+        start, duration), made relative to ``origin`` here as the device ops are."""
         if not self.device.count:
             return
-        stages = [(r.name, r.step, r.ts, r.dur) for r in data.ranges if r.kind == "stage"]
+        o = self.origin or 0.0
+        steps = [(n, lo - o, lo - o + dur) for n, lo, dur in steps]
+        stages = [(r.name, r.step, r.ts - o, r.dur) for r in data.ranges if r.kind == "stage"]
+        if self.saw_launch and not self.forgot:
+            # Ops whose correlation id no launch in the file carries were launched before the
+            # capture began (an earlier step's work still running) or by a call it did not
+            # record: no traced step launched them, so they go to the row without a step.
+            for waiting in self.waiting.values():
+                for where in waiting:
+                    self.device.set_launch(where, -math.inf)
         try:
             data.device = breakdown(self.device, steps, stages)
             clashes = self.device.comm_clashes()

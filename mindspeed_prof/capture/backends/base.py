@@ -51,6 +51,10 @@ class Backend(ABC):
         """Where step, stage and custom ranges go while the capture is active."""
         return [self.spans] if self.spans is not None else []
 
+    def records(self) -> list[str]:
+        """What the active capture records, of ``ranges``, ``host ops`` and ``device ops``."""
+        return ["ranges"] if self.spans is not None else []
+
     def _open_spans(self, target: CaptureTarget) -> SpanRecorder:
         self.spans = SpanRecorder(target.directory / f"{target.stem}{SPANS}",
                                   target.metadata)

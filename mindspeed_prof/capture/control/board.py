@@ -2,10 +2,14 @@
 
 The driver opens the board (``mindspeed_prof.ray.open_board()``) as the named actor
 ``board-<Ray job id>`` in the namespace ``mindspeed_prof``; it lives as long as the driver.
-``mindspeed-prof capture --ray`` posts a request on it; each worker's on-demand check (time-gated
-like the file route's) asks it for requests without waiting for the answer, which it picks up at
-its next check, and reports back where it wrote. The board hands each request to each (rank,
-role) once, so a restarted worker does not apply it again. No shared filesystem is needed.
+``mindspeed-prof capture --ray`` posts a request on it (``BoardChannel``); each worker's
+on-demand look (``BoardSource``, time-gated like the folder's) asks it for requests without
+waiting for the answer, which it picks up at its next look, and reports back where it wrote.
+The board hands each request to each (rank, role) once, so a restarted worker does not apply it
+again, and knows the step every worker was at. No shared filesystem is needed.
+
+What travels through Ray are plain dicts (``Request.to_json``, ``Ack.to_json``), parsed again on
+each side: a board is reached from outside the job.
 """
 
 from __future__ import annotations
@@ -14,16 +18,20 @@ import itertools
 import logging
 import sys
 import time
+from dataclasses import asdict
 from typing import Any
 
-from mindspeed_prof.capture.control import Request
+from mindspeed_prof.capture.control.channel import Status, Worker
+from mindspeed_prof.capture.control.request import Ack, Request
 
-__all__ = ["NAMESPACE", "BoardLink", "ControlBoard", "board_name"]
+__all__ = ["NAMESPACE", "BoardChannel", "BoardSource", "ControlBoard", "NotRunning",
+           "board_name", "find_board"]
 
 log = logging.getLogger("mindspeed_prof")
 
 NAMESPACE = "mindspeed_prof"
 _LOOKUP_EVERY_S = 30.0  # a worker without a board looks for one again after this long
+_CALL_TIMEOUT_S = 30.0  # one call of the command's to the board; it answers in ms when alive
 
 
 def board_name(job_id: str) -> str:
@@ -45,8 +53,9 @@ class ControlBoard:
         self._delivered: set[tuple[str, int, str]] = set()
         self._seen: dict[str, dict[tuple[int, str], int]] = {}  # times asked since posting
         self._posted: dict[str, int] = {}  # when, in events seen by this board
-        self._acks: dict[str, dict[tuple[int, str], dict[str, Any]]] = {}
+        self._acks: dict[str, dict[tuple[int, str], Ack]] = {}
         self._workers: dict[tuple[int, str], int] = {}  # (rank, role): when it first asked
+        self._told: dict[tuple[int, str], Worker] = {}  # where each worker last said it was
         self._events = itertools.count()
         self._ignored: dict[str, str] = {}
         self._warnings: list[str] = []
@@ -57,19 +66,25 @@ class ControlBoard:
             request = Request.parse(data)
         except (ValueError, TypeError) as err:
             ident = data.get("id", "?") if isinstance(data, dict) else "?"
-            return self._ignore(str(ident), f"malformed: {err}")
+            return self._ignore(str(ident)[:128], f"malformed: {err}")
         self._requests[request.id] = request
         self._seen[request.id] = {}
         self._posted[request.id] = next(self._events)
         self._acks[request.id] = {}
         return ""
 
-    def poll(self, rank: int, role: str, step: int | None) -> list[dict[str, Any]]:
-        """The requests for this worker it has not had yet and that may start at ``step``."""
+    def poll(self, worker: dict[str, Any]) -> list[dict[str, Any]]:
+        """The requests for this worker (a ``Worker`` as a dict) it has not had yet."""
         now = time.time()
+        try:
+            told = Worker(**worker)
+        except TypeError:
+            return []
+        rank, role = told.rank, told.role
         me = (rank, role)
         if me not in self._workers:
             self._workers[me] = next(self._events)
+        self._told[me] = Worker(rank, role, told.step, now, told.rate)
         found = []
         for request in list(self._requests.values()):
             if request.expires < now:
@@ -80,19 +95,22 @@ class ControlBoard:
             key = (request.id, rank, role)
             if key in self._delivered or not request.for_worker(rank, role):
                 continue
-            if request.start_step is not None and (step is None or step < request.start_step):
-                continue
             self._delivered.add(key)
             found.append(request.to_json())
         for request in list(self._requests.values()):
             self._check_matched(request)
         return found
 
-    def ack(self, ack: dict[str, Any]) -> None:
+    def ack(self, data: dict[str, Any]) -> None:
         """What a worker did about a request: status, host, node, save root and files."""
-        acks = self._acks.get(str(ack.get("id")))
-        if acks is not None:
-            acks[(int(ack["rank"]), str(ack["role"]))] = ack
+        ack = Ack.parse(data)
+        acks = self._acks.get(ack.id) if ack is not None else None
+        if ack is not None and acks is not None:
+            acks[(ack.rank, ack.role)] = ack
+
+    def workers(self) -> list[dict[str, Any]]:
+        """Every worker that asked, with the step it was at then."""
+        return [asdict(w) for _, w in sorted(self._told.items())]
 
     def status(self, ident: str) -> dict[str, Any]:
         """The acks so far; ``ignored`` (why, or ""); ``pending``: the job's workers the
@@ -102,11 +120,11 @@ class ControlBoard:
         workers = set(self._workers)
         pending = [] if request is None else sorted(
             w for w in workers if request.for_worker(*w)
-            and acks.get(w, {}).get("status") not in ("written", "failed"))
+            and not (w in acks and acks[w].done))
         seen = self._seen.get(ident, {})
-        return {"acks": list(acks.values()), "ignored": self._ignored.get(ident, ""),
-                "pending": pending, "settled": bool(workers) and workers <= set(seen),
-                "workers": sorted(workers)}
+        return {"acks": [a.to_json() for a in acks.values()],
+                "ignored": self._ignored.get(ident, ""), "pending": pending,
+                "settled": bool(workers) and workers <= set(seen), "workers": self.workers()}
 
     def withdraw(self, ident: str) -> None:
         """The command gave up or is done: no worker takes the request from now on."""
@@ -142,25 +160,25 @@ class ControlBoard:
         return list(self._warnings)
 
 
-class BoardLink:
-    """A worker's side: asks the board without waiting, and takes the answer at the next check.
+class BoardSource:
+    """A worker's side: asks the board without waiting, and takes the answer at the next look.
 
     Its faults never reach training: a board that is gone is one warning, then no more asking.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, node: str = "") -> None:
         self.name = name
         self._board: Any = None
         self._pending: Any = None  # the ObjectRef of the question in flight
         self._lookup_at = 0.0
         self._gone = False
-        self._node = ""
+        self._node = node
 
     @classmethod
-    def here(cls) -> BoardLink | None:
-        """A link for this process when it is a Ray actor (a job's worker), else None.
+    def here(cls) -> BoardSource | None:
+        """A source for this process when it is a Ray actor (a job's worker), else None.
 
-        Ray is not imported for a process that has not imported it.
+        Ray is not imported, nor started, for a process that has not done so itself.
         """
         ray = sys.modules.get("ray")
         if ray is None or not ray.is_initialized():
@@ -168,12 +186,10 @@ class BoardLink:
         context = ray.get_runtime_context()
         if context.get_actor_id() is None:
             return None  # the driver, or a task: they do not run training steps
-        link = cls(board_name(context.get_job_id()))
-        link._node = context.get_node_id()
-        return link
+        return cls(board_name(context.get_job_id()), context.get_node_id())
 
-    def poll(self, rank: int, role: str, step: int | None) -> list[dict[str, Any]]:
-        """The answer to the previous question (requests as JSON), and a new question asked."""
+    def poll(self, worker: Worker) -> list[Request]:
+        """The answer to the previous question, and a new question asked."""
         if self._gone:
             return []
         import ray
@@ -181,7 +197,7 @@ class BoardLink:
         board = self._find()
         if board is None:
             return []
-        found: list[dict[str, Any]] = []
+        found: list[Any] = []
         if self._pending is not None:
             ready, _ = ray.wait([self._pending], timeout=0)
             if not ready:
@@ -193,17 +209,23 @@ class BoardLink:
                 self._lost(err)
                 return []
         try:
-            self._pending = board.poll.remote(rank, role, step)
+            self._pending = board.poll.remote(asdict(worker))
         except ray.exceptions.RayError as err:
             self._lost(err)
-        return found
+        out = []
+        for data in found if isinstance(found, list) else []:
+            try:  # the board checked it; a board is reachable from outside, so again here
+                out.append(Request.parse(data))
+            except (ValueError, TypeError) as err:
+                log.warning("mindspeed-prof: ignoring capture request from the board: %s", err)
+        return out
 
-    def ack(self, values: dict[str, Any]) -> None:
+    def ack(self, request: Request, ack: Ack) -> None:
         """Tell the board (and so the command) what this worker did; no waiting."""
         if self._board is None or self._gone:
             return
         try:
-            self._board.ack.remote({**values, "node": self._node})
+            self._board.ack.remote({**ack.to_json(), "node": self._node})
         except Exception as err:
             self._lost(err)
 
@@ -227,3 +249,65 @@ class BoardLink:
         log.warning("mindspeed-prof: the capture board %s is gone (%s); on-demand capture "
                     "through Ray is off for this worker, training goes on", self.name,
                     str(err).splitlines()[0] if str(err) else type(err).__name__)
+
+
+class NotRunning(Exception):
+    """No job to ask; the message is one line."""
+
+
+def find_board(job: str | None) -> Any:
+    """The capture board of ``job`` (a Ray job id), or of the one job that has a board."""
+    import ray
+
+    names = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                   if a["namespace"] == NAMESPACE and a["name"].startswith(board_name("")))
+    if job is not None:
+        if board_name(job) not in names:
+            raise NotRunning(f"no capture board for Ray job {job} (boards: "
+                             f"{', '.join(names) or 'none'})")
+        names = [board_name(job)]
+    if not names:
+        raise NotRunning("no job on this Ray cluster has a capture board: is it running, and "
+                         "did its driver call mindspeed_prof.ray.open_board()?")
+    if len(names) > 1:
+        jobs = ", ".join(n.removeprefix(board_name("")) for n in names)
+        raise NotRunning(f"{len(names)} jobs have a capture board ({jobs}): choose one with "
+                         "--job ID")
+    return ray.get_actor(names[0], namespace=NAMESPACE)
+
+
+class BoardChannel:
+    """The command's side of a job's board (Ray already connected). Ray errors reach the
+    caller: the job may end while the command waits."""
+
+    def __init__(self, board: Any) -> None:
+        self.board = board
+
+    def _call(self, method: str, *args: Any) -> Any:
+        import ray
+
+        return ray.get(getattr(self.board, method).remote(*args), timeout=_CALL_TIMEOUT_S)
+
+    def workers(self) -> list[Worker]:
+        return [Worker(**w) for w in self._call("workers")]
+
+    def post(self, request: Request) -> str:
+        return str(self._call("post", request.to_json()))
+
+    def status(self, request: Request) -> Status:
+        data = self._call("status", request.id)
+        acks = [a for a in (Ack.parse(x) for x in data["acks"]) if a is not None]
+        return Status(acks=acks, ignored=data["ignored"],
+                      pending=[tuple(p) for p in data["pending"]], settled=data["settled"],
+                      workers=[Worker(**w) for w in data["workers"]])
+
+    def open(self) -> None:
+        """Nothing to do: every worker tells the board its step at each look."""
+
+    def close(self, request: Request) -> None:
+        import ray
+
+        try:  # a worker started later must not take it
+            self._call("withdraw", request.id)
+        except ray.exceptions.RayError:
+            pass

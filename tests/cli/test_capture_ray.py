@@ -14,6 +14,7 @@ import pytest
 from mindspeed_prof.capture.control import Request
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli import main
+from mindspeed_prof.cli.common import Exit
 
 
 CHECK_NS = 200_000_000  # the workers ask every 0.2 s instead of every second: a faster test
@@ -32,7 +33,7 @@ class Worker:
         self.mixin = ProfilerMixin()
         self.mixin.init_profiler({"integrated": {"profile_save_path": root, "mstx": True,
                                                  "profile_level": "level_none"}}, rank=rank)
-        self.mixin.profiler._control.interval_ns = CHECK_NS  # type: ignore[union-attr]
+        self.mixin.profiler._ondemand.interval_ns = CHECK_NS  # type: ignore[union-attr]
         self.steps = 0
         self.stopped = threading.Event()
 
@@ -49,7 +50,8 @@ class Worker:
         self.stopped.set()
 
     def report(self) -> dict[str, Any]:
-        return {"captures": list(self.mixin.profiler.captures), "logged": list(self.logged),
+        return {"captures": [c.to_json() for c in self.mixin.profiler.captures],
+                "logged": list(self.logged),
                 "steps": self.steps}
 
 
@@ -94,7 +96,7 @@ def test_a_request_for_ranks_that_do_not_exist_is_ignored_with_one_warning(
     before = len(ray.get(job["board"].logged.remote()))
     code = main(["capture", f"ray://{job['address']}", "--ranks", "5,7", "--timeout", "30"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == Exit.NOT_RUNNING
     assert "ignored: no worker matches (ranks [5, 7]" in err and "ranks [0, 1]" in err
     logged = ray.get(job["board"].logged.remote())[before:]
     assert len(logged) == 1 and "ranks [5, 7]" in logged[0]
@@ -119,12 +121,13 @@ def test_two_requests_at_once_are_applied_in_order_once(job: dict[str, Any]) -> 
     assert ray.get(job["workers"][1].report.remote())["steps"] > 0
 
 
-def test_an_unreachable_cluster_or_no_job_is_one_line_and_exit_2(
+def test_an_unreachable_cluster_or_no_job_is_one_line(
         job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capture", "--ray", "127.0.0.1:1", "--timeout", "1"]) == 2
+    assert main(["capture", "--ray", "127.0.0.1:1", "--timeout", "1"]) == Exit.NOT_RUNNING
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1: cannot connect" in err
-    assert main(["capture", "--ray", job["address"], "--job", "0abc", "--timeout", "1"]) == 2
+    assert main(["capture", "--ray", job["address"], "--job", "0abc",
+                 "--timeout", "1"]) == Exit.NOT_RUNNING
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no capture board for Ray job 0abc" in err
 

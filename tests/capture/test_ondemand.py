@@ -1,31 +1,23 @@
-"""On-demand capture: requests through the control folder, and the ``capture`` command."""
+"""On-demand capture in a running profiler: requests through the control folder (and Ray)."""
 
 from __future__ import annotations
 
 import json
-import logging
-import os
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mindspeed_prof import Profiler
-from mindspeed_prof.capture import control as control_module
-from mindspeed_prof.capture.control import ControlChannel, Request, read_acks, write_request
-from mindspeed_prof.capture.naming import host_name
-from mindspeed_prof.cli import main
+from mindspeed_prof.capture.control import Request, read_acks, write_request
+from mindspeed_prof.capture.control import folder as folder_module
 
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
     cfg = {"profile_save_path": str(tmp_path), "backend": "none", "mstx": True, **fields}
     prof = Profiler.from_config({"integrated": cfg}, rank=rank)
-    if prof._control is not None:
-        prof._control.interval_ns = 0  # every step looks, so tests need not wait a second
+    if prof._ondemand is not None:
+        prof._ondemand.interval_ns = 0  # every step looks, so tests need not wait a second
     return prof
 
 
@@ -41,7 +33,6 @@ def request(tmp_path: Path, **values: Any) -> Request:
     write_request(tmp_path, req)
     return req
 
-
 def test_request_captures_next_steps_of_a_job_with_profiling_off(tmp_path: Path) -> None:
     prof = make(tmp_path)
     assert not prof.enabled and not prof._live
@@ -50,13 +41,13 @@ def test_request_captures_next_steps_of_a_job_with_profiling_off(tmp_path: Path)
     run(prof, range(3, 8))
     prof.close()
     (record,) = prof.captures
-    assert record["steps"] == [3, 4] and record["trigger"] == "on_demand"
-    assert record["request"] == req.id
+    assert record.steps == [3, 4] and record.trigger == "on_demand"
+    assert record.request == req.id
     (spans,) = (tmp_path / "triggered" / "integrated").iterdir()
     names = {e["name"] for e in json.loads(spans.read_text())["traceEvents"]}
     assert names == {"ProfilerStep#3", "ProfilerStep#4", "actor_update"}
     (ack,) = read_acks(tmp_path, req.id)
-    assert ack["status"] == "written" and ack["files"] == [str(spans)]
+    assert ack.status == "written" and ack.files == [str(spans)]
 
 
 def test_two_requests_apply_in_order_once_across_restarts(tmp_path: Path) -> None:
@@ -65,7 +56,7 @@ def test_two_requests_apply_in_order_once_across_restarts(tmp_path: Path) -> Non
     prof = make(tmp_path)
     run(prof, range(1, 5))
     prof.close()
-    assert [(c.get("request"), c["step"], c["stage"]) for c in prof.captures] == [
+    assert [(c.request, c.step, c.stage) for c in prof.captures] == [
         (first.id, 1, "all"), (second.id, 2, "actor_update")]
     restarted = make(tmp_path)  # a restarted job sees the same files: applies nothing again
     run(restarted, range(1, 4))
@@ -81,7 +72,7 @@ def test_ranks_and_role_select_workers(tmp_path: Path) -> None:
     critic = Profiler.from_config({"critic": {"profile_save_path": str(tmp_path),
                                               "backend": "none"}}, rank=1, role="critic")
     for prof in (*workers, critic):
-        prof._control.interval_ns = 0  # type: ignore[union-attr]
+        prof._ondemand.interval_ns = 0  # type: ignore[union-attr]
         run(prof, range(1, 3))
         prof.close()
     assert [len(p.captures) for p in (*workers, critic)] == [0, 1, 0]
@@ -98,47 +89,23 @@ def test_level_override_and_torch_npu_config_format(tmp_path: Path) -> None:
     run(prof, range(1, 6))
     prof.close()
     (record,) = prof.captures
-    assert record["steps"] == [3] and record["backend"] == "torch"
+    assert record.steps == [3] and record.backend == "torch"
     (spans,) = (tmp_path / "triggered" / "integrated").iterdir()
     assert json.loads(spans.read_text())["mindspeed_prof"]["trigger"] == "on_demand"
     assert spans.name.endswith(".mstx.trace.json")  # level_none: ranges only, no op trace
 
 
-def test_bad_requests_are_ignored_with_one_warning_each(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    folder = tmp_path / "control" / "requests"
-    folder.mkdir(parents=True)
-    old = time.time() - 60
-    bad = {"partial.json": '{"id": "x", "created": 1, "exp',
-           "preset.json": json.dumps({"id": "p", "created": old, "expires": old + 600,
-                                      "preset": "nope"}),
-           "expired.json": json.dumps({"id": "e", "created": old, "expires": old + 1})}
-    for name, text in bad.items():
-        (folder / name).write_text(text)
-        os.utime(folder / name, (old, old))
-    young = folder / "young.json"
-    young.write_text("{")  # being written right now: not warned about yet
-    channel = ControlChannel(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        for _ in range(3):
-            assert channel.poll(0, "integrated", 1) == []
-    warned = [r.getMessage() for r in caplog.records]
-    assert len(warned) == 3
-    assert any("partial.json" in m and "not complete JSON" in m for m in warned)
-    assert any("preset='nope'" in m and "allowed" in m for m in warned)
-    assert any("expired" in m for m in warned)
-
-
 def test_the_check_is_time_gated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
+    (tmp_path / "control" / "requests").mkdir(parents=True)
     calls = []
-    real = control_module.os.scandir
+    real = folder_module.os.scandir
 
     def counting(path: Any) -> Any:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(control_module.os, "scandir", counting)
+    monkeypatch.setattr(folder_module.os, "scandir", counting)
     run(prof, range(1, 200))
     assert len(calls) == 1  # 199 steps well inside a second: one look
 
@@ -147,7 +114,7 @@ def test_on_demand_off(tmp_path: Path) -> None:
     request(tmp_path, steps=1)
     prof = make(tmp_path, on_demand=False)
     run(prof, range(1, 3))
-    assert prof._control is None and prof.captures == []
+    assert prof._ondemand is None and prof.captures == []
 
 
 def test_closed_profiler_takes_no_requests(tmp_path: Path) -> None:
@@ -156,60 +123,6 @@ def test_closed_profiler_takes_no_requests(tmp_path: Path) -> None:
     req = request(tmp_path, steps=1)
     run(prof, range(1, 3))
     assert prof.captures == [] and read_acks(tmp_path, req.id) == []
-
-
-def test_request_fields_are_checked() -> None:
-    with pytest.raises(ValueError, match="steps=0"):
-        Request.new(1, steps=0)
-    with pytest.raises(ValueError, match="level='level9'"):
-        Request.new(1, level="level9")
-    with pytest.raises(ValueError, match="unknown field 'colour'"):
-        Request.parse({"id": "a", "created": 1, "expires": 2, "colour": "red"})
-
-
-def test_command_when_no_job_runs_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capture", str(tmp_path), "--timeout", "0.5"]) == 2
-    assert "no job took request" in capsys.readouterr().err
-    assert list((tmp_path / "control" / "requests").iterdir()) == []  # withdrawn
-
-
-def test_command_needs_one_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capture", "--timeout", "0.1"]) == 2
-    assert main(["capture", str(tmp_path), "--ray", "127.0.0.1:1", "--timeout", "0.1"]) == 2
-    assert capsys.readouterr().err.count("give one of the job's save root, ray://ADDRESS") == 2
-    assert not (tmp_path / "control").exists()  # nothing asked of a job
-
-
-TRAINER = textwrap.dedent('''
-    import sys, time
-    from mindspeed_prof import Profiler, mstx
-    prof = Profiler.from_config({"integrated": {"profile_save_path": sys.argv[1],
-                                                "flight_recorder_steps": 2}}, rank=0)
-    for step in range(1, 100000):
-        with prof.step(step):
-            with mstx.range("work"):
-                time.sleep(0.01)
-''')
-
-
-def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(TRAINER)
-    root = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, str(script), str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        code = main(["capture", str(root), "--steps", "2", "--level", "level_none",
-                     "--flight", "--timeout", "60"])
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert f"analyse: mindspeed-prof analyse {root / 'triggered'}" in out
-    assert f"rank 0 (integrated) on {host_name()}: written: {root / 'triggered'}" in out
-    assert len(list((root / "triggered" / "integrated").iterdir())) == 1
-    assert any(p.name.endswith(".mstx.trace.json") for p in (root / "flight").iterdir())
 
 
 class RayWorker:
@@ -225,7 +138,7 @@ class RayWorker:
             with prof.step(step), prof.stage("actor_update"):
                 pass
         prof.close()
-        return prof.captures
+        return [c.to_json() for c in prof.captures]
 
 
 def test_ray_workers_take_requests_for_their_rank(ray_cluster: Any, tmp_path: Path) -> None:
@@ -237,4 +150,23 @@ def test_ray_workers_take_requests_for_their_rank(ray_cluster: Any, tmp_path: Pa
     workers = [ray.remote(RayWorker).remote(rank, cfg) for rank in range(2)]
     captures = ray.get([w.steps.remote(1, 3) for w in workers])
     assert captures[0] == [] and [c["request"] for c in captures[1]] == [req.id]
-    assert [a["rank"] for a in read_acks(tmp_path, req.id)] == [1]
+    assert [a.rank for a in read_acks(tmp_path, req.id)] == [1]
+
+
+def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> None:
+    from mindspeed_prof.capture.ondemand import asks_for_ops, variant
+    from mindspeed_prof.config.validate import validate
+
+    light = validate({"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
+                                     "profile_with_cpu": False}})
+    full = variant(light, Request.new(60, steps=1, preset="full"))
+    assert (full.profile_level.value, full.profile_with_cpu, full.profile_record_shapes) == (
+        "level1", True, True)
+    level = variant(light, Request.new(60, steps=1, level="level2"))
+    assert (level.profile_level.value, level.profile_with_cpu) == ("level2", False)
+    own = variant(light, Request.new(60, steps=1, preset="full",
+                                     overrides={"profile_with_cpu": False}))
+    assert not own.profile_with_cpu  # the request's own options win over its preset's
+    assert asks_for_ops(Request.new(60, steps=1, preset="full"))
+    assert not asks_for_ops(Request.new(60, steps=1, preset="mstx_light"))
+    assert not asks_for_ops(Request.new(60, steps=1))

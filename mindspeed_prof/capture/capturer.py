@@ -1,0 +1,124 @@
+"""``Capturer``: one capture at a time: where it goes, its backend, its ranges and its record.
+
+The profiler decides when (its ``Scheduler``) and with which config (its parts); this module
+turns a start into files under the save root and a stop into a ``CaptureRecord``:
+
+- ``<save>/<role>/`` for whole steps (``stage: all``), ``<save>/<stage>/`` per stage execution
+  (``<save>/<role>/<stage>/`` for a role other than ``integrated``); unplanned captures the
+  same under ``<save>/triggered/``;
+- stems ``rank<r>_<host>_<pid>_step<s>[_<index>]``, never reusing one this process wrote.
+"""
+
+from __future__ import annotations
+
+import time
+
+from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
+from mindspeed_prof.capture.naming import inside, safe_name
+from mindspeed_prof.capture.part import Host, Starting
+from mindspeed_prof.capture.plan import ALL
+from mindspeed_prof.capture.ranges import RangeTap
+from mindspeed_prof.capture.record import CaptureRecord
+from mindspeed_prof.capture.spans import SpanRecorder
+
+__all__ = ["Capturer"]
+
+
+class Capturer:
+    """Starts and stops the backend of the one active capture.
+
+    ``backend`` records captures made with the profiler's own config (chosen on first use when
+    None); a capture whose config differs (an on-demand request, a lowered level) gets a
+    backend of its own.
+    """
+
+    def __init__(self, host: Host, tap: RangeTap, backend: Backend | None = None) -> None:
+        self.host = host
+        self._tap = tap
+        self._backend = backend
+        self.active: Backend | None = None
+        self.record: CaptureRecord | None = None
+        self._spans: SpanRecorder | None = None
+        self._started = 0.0
+
+    def start(self, starting: Starting) -> None:
+        """Start the backend for ``starting``; raises what the backend raised (the backend,
+        if any, stays ``active`` so that ``abort`` stops whatever it started)."""
+        host, capture, cfg = self.host, starting.capture, starting.cfg
+        directory = [host.role] if capture.stage == ALL or host.role != "integrated" else []
+        if capture.stage != ALL:
+            directory.append(safe_name(capture.stage, "stage"))
+        metadata = host.metadata(capture.stage, capture.step)
+        if capture.trigger:
+            directory.insert(0, "triggered")
+            metadata["trigger"] = capture.trigger
+        metadata["level"] = cfg.profile_level.value
+        folder = inside(host.save_root, *directory)
+        target = CaptureTarget(folder, host.new_stem(folder, capture.step, capture.index),
+                               host.rank, host.role, capture, metadata)
+        backend = self._backend_for(starting)
+        self.active = backend
+        backend.start(target)
+        self._started = time.time()
+        self.record = CaptureRecord(stage=capture.stage, step=capture.step, index=capture.index,
+                                    rank=host.rank, role=host.role, backend=backend.name,
+                                    level=cfg.profile_level.value, trigger=capture.trigger,
+                                    request=starting.request, recorded=backend.records())
+        spans = backend.spans
+        if spans is not None:  # the range file is fed from the profiler's range buffer
+            self._tap.drain(host.step_now)
+            spans.buffer = self._tap.listen(spans.add)
+            spans.step = host.step_now
+            self._spans = spans
+        self._tap.attach([s for s in backend.sinks() if s is not spans])
+
+    def _backend_for(self, starting: Starting) -> Backend:
+        if starting.cfg is not self.host.cfg:
+            return select_backend(starting.cfg)  # this capture only
+        if self._backend is None:
+            self._backend = select_backend(self.host.cfg)
+        return self._backend
+
+    def step_started(self, step: int) -> None:
+        if self.record is not None:
+            self.record.steps.append(step)
+
+    def flush_due(self) -> None:
+        """At a step end: the range file written out (at most 100 times a second)."""
+        if self._spans is not None:
+            self._spans.flush_due()
+
+    def stop(self, reason: str) -> tuple[CaptureRecord | None, str]:
+        """End the active capture: its record (None when none ran) and "" or what failed."""
+        record, backend = self.record, self.active
+        self._end()
+        if record is None or backend is None:
+            return None, ""
+        record.reason = reason
+        record.warmup_steps = [s for s in record.steps if self.host.plan.is_warmup(s)]
+        try:
+            files = backend.stop()
+        except Exception as err:
+            return record, f"{type(err).__name__}: {err}"
+        record.files = [str(f) for f in files]
+        record.seconds = round(time.time() - self._started, 6)
+        return record, ""
+
+    def abort(self) -> None:
+        """Profiling failed: the active backend stopped, whatever it wrote left as it is."""
+        backend = self.active
+        self._end()
+        if backend is not None:
+            try:
+                backend.stop()
+            except Exception:
+                pass
+
+    def _end(self) -> None:
+        spans, self._spans = self._spans, None
+        self.record, self.active = None, None
+        self._tap.detach()
+        self._tap.drain(self.host.step_now)
+        if spans is not None:
+            self._tap.unlisten(spans.add)
+

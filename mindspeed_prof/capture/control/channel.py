@@ -1,0 +1,119 @@
+"""The two sides of on-demand capture, whatever carries the requests (a folder, a Ray board).
+
+A job's worker asks a ``RequestSource`` for requests at a step start and answers each with an
+``Ack``; the ``capture`` command posts a request on a ``Channel`` and waits (``wait``, the one
+wait loop) until every worker it reached has answered, the request is ignored, or time is up.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mindspeed_prof.capture.control.request import Ack, Request
+
+__all__ = ["LEAD_S", "Channel", "RequestSource", "Status", "Worker", "start_step", "wait",
+           "wait_for_workers"]
+
+_POLL_S = 0.25
+#: How far ahead of the workers a request's start step is put: every worker looks at most
+#: once a second, so two looks and a margin.
+LEAD_S = 2.5
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A worker as it last told a channel: rank, role, the step it was at, when (``time``,
+    seconds since the epoch) and how fast it ran (``rate``, steps per second; 0 unknown)."""
+
+    rank: int
+    role: str
+    step: int | None
+    time: float = 0.0
+    rate: float = 0.0
+
+
+def start_step(workers: list[Worker], now: float, lead_s: float = LEAD_S) -> int | None:
+    """The first step every worker will start after ``lead_s`` from ``now``, each one's step
+    told at ``time`` carried forward at its ``rate`` (None when no worker told its step)."""
+    known = [w for w in workers if w.step is not None]
+    if not known:
+        return None
+    return max(math.floor(w.step + max(w.rate, 0.0) * max(0.0, now - w.time + lead_s))
+               for w in known if w.step is not None) + 1
+
+
+class RequestSource(Protocol):
+    """A worker's side: the requests for it, each returned once (its start step is the
+    scheduler's to keep); ``worker`` says where it is, which the command plans with."""
+
+    def poll(self, worker: Worker) -> list[Request]: ...
+
+    def ack(self, request: Request, ack: Ack) -> None: ...
+
+
+@dataclass
+class Status:
+    """What a channel knows of a request: the workers' acks; ``ignored``: why no worker will
+    take it ("" when none); ``pending``: workers it is for that have not finished (as far as
+    the channel knows them); ``settled``: nothing more is expected to change."""
+
+    acks: list[Ack] = field(default_factory=list)
+    ignored: str = ""
+    pending: list[tuple[int, str]] = field(default_factory=list)
+    settled: bool = False
+    workers: list[Worker] = field(default_factory=list)
+
+    def finished(self, request: Request) -> bool:
+        """Every worker that answered is done, and nothing more is awaited."""
+        if self.ignored:
+            return True
+        if not self.acks or not all(a.done for a in self.acks):
+            return False
+        if request.ranks is not None and {a.rank for a in self.acks} >= set(request.ranks):
+            return True  # every rank asked for is done, whoever else has not asked yet
+        return self.settled and not self.pending
+
+
+class Channel(Protocol):
+    """The command's side: ask the job's workers where they are (``open``), post a request,
+    follow it, and ``close`` (the request withdrawn) when done or given up."""
+
+    def open(self) -> None: ...
+
+    def workers(self) -> list[Worker]: ...
+
+    def post(self, request: Request) -> str: ...
+
+    def status(self, request: Request) -> Status: ...
+
+    def close(self, request: Request) -> None: ...
+
+
+def wait_for_workers(channel: Channel, request: Request, since: float,
+                     grace_s: float) -> list[Worker]:
+    """The workers ``request`` is for that told their step after ``since`` (epoch seconds),
+    waiting up to ``grace_s`` for the first of them and one look more for the others."""
+    deadline = time.monotonic() + grace_s
+    first: float | None = None
+    while True:
+        found = [w for w in channel.workers()
+                 if w.time >= since and request.for_worker(w.rank, w.role)]
+        if found and first is None:
+            first = time.monotonic()
+        now = time.monotonic()
+        if now >= deadline or (first is not None and now - first >= 1.2):
+            return found
+        time.sleep(_POLL_S)
+
+
+def wait(channel: Channel, request: Request, timeout_s: float) -> Status:
+    """``channel.status(request)`` once it is finished, or at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = channel.status(request)
+        if status.finished(request) or time.monotonic() >= deadline:
+            return status
+        time.sleep(_POLL_S)

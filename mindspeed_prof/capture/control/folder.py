@@ -1,0 +1,307 @@
+"""On-demand capture requests through a folder under the save root (``<save>/control/``).
+
+The command writes one JSON file per request into ``requests/`` (aside, then renamed); each worker
+looks at the folder at most once per interval, at a step start, applies each request once (an ack
+file per rank survives restarts), writes its progress to ``acks/`` and the step it is at to
+``workers/`` (so the command can start every rank's capture at the same step). torch_npu's
+dynamic-profiling ``profiler_config.json`` is accepted too (``request.from_npu``).
+
+Whatever is in the folder is hostile input: a file is read only when it is a regular file of at
+most ``MAX_REQUEST_BYTES``, never through a symbolic link; what the job writes goes only to the
+real ``control/`` folder inside the save root (a link there is not followed); each bad file is
+ignored with one warning (at most ``WARNINGS_PER_LOOK`` a look, the rest counted in one line).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mindspeed_prof.capture.control.channel import Status, Worker
+from mindspeed_prof.capture.control.request import Ack, Request, from_npu
+from mindspeed_prof.capture.naming import host_name
+
+__all__ = ["ACKS", "CONTROL", "MAX_REQUEST_BYTES", "REQUESTS", "WORKERS", "FolderChannel",
+           "FolderSource", "read_acks", "write_request"]
+
+log = logging.getLogger("mindspeed_prof")
+
+CONTROL, REQUESTS, ACKS, WORKERS = "control", "requests", "acks", "workers"
+#: Larger request files are not read.
+MAX_REQUEST_BYTES = 64 * 1024
+#: Request files looked at per look (the oldest names first); more wait for later looks.
+MAX_FILES_PER_LOOK = 256
+#: Warnings about bad files per look; the rest are counted in one line.
+WARNINGS_PER_LOOK = 5
+_GRACE_S = 2.0  # a malformed file younger than this may still be being written
+_SETTLE_S = 3.0  # the command, with no ranks named: settled once acks stop changing this long
+_NPU_KEYS = {"start_step", "active", "experimental_config", "is_rank", "prof_dir"}
+
+
+def _folder(root: Path, *parts: str, create: bool = False) -> Path | None:
+    """``root/control/parts...`` when every part of it below ``root`` is a real folder (made
+    when ``create``); None when one is missing or is a link, file or anything else."""
+    path = root
+    for part in (CONTROL, *parts):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                path.mkdir()
+            except FileExistsError:
+                pass
+            mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):
+            return None
+    return path
+
+
+def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
+    """``folder/name`` written aside then renamed in (a link at ``name`` is replaced, not
+    followed)."""
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(values))
+    path = folder / name
+    os.replace(tmp, path)
+    return path
+
+
+def _read_json(path: Path) -> Any:
+    """A regular file's JSON (never through a link); ``ValueError`` when not readable as such."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        raw = f.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise ValueError(f"larger than {MAX_REQUEST_BYTES} bytes")
+    return json.loads(raw)
+
+
+def write_request(root: Path, request: Request) -> Path:
+    """Put ``request`` where jobs saving to ``root`` look (``root`` must exist)."""
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such folder")
+    folder = _folder(root, REQUESTS, create=True)
+    if folder is None:
+        raise OSError(f"{root / CONTROL / REQUESTS} is not a folder")
+    return _write_json(folder, f"{request.id}.json", request.to_json())
+
+
+def read_acks(root: Path, ident: str) -> list[Ack]:
+    """What each worker reported about request ``ident`` (unreadable acks are skipped)."""
+    folder = _folder(root, ACKS)
+    out: list[Ack] = []
+    for path in sorted(folder.glob(f"{ident}.*.json")) if folder is not None else []:
+        try:
+            ack = Ack.parse(_read_json(path))
+        except (OSError, ValueError):
+            continue
+        if ack is not None and ack.id == ident:
+            out.append(ack)
+    return out
+
+
+def read_workers(root: Path) -> list[Worker]:
+    """The workers that looked at the folder, with the step each was at."""
+    folder = _folder(root, WORKERS)
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder is not None else []:
+        try:
+            data = _read_json(path)
+            step = data["step"]
+            worker = Worker(int(data["rank"]), str(data["role"]),
+                            step if isinstance(step, int) else None, float(data["time"]),
+                            float(data.get("rate", 0.0)))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        out.append(worker)
+    return out
+
+
+class FolderSource:
+    """A worker's side of the folder: new requests for it, each returned once; bad, expired
+    or unreadable files are ignored with one warning each (bounded per look)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._seen: set[str] = set()
+        self._warned = 0  # warnings this look
+        self._unsaid: dict[str, int] = {}  # reasons not warned about this look, counted
+
+    def poll(self, worker: Worker) -> list[Request]:
+        """New requests for this worker, oldest first.
+
+        A file is known by its name and modification time, so editing a torch_npu-style
+        ``profiler_config.json`` in place asks again, as it does for torch_npu. While a
+        command asks (anything is in ``requests/``), the worker tells where it is.
+        """
+        rank, role = worker.rank, worker.role
+        folder = _folder(self.root, REQUESTS)
+        if folder is None:
+            return []
+        try:
+            with os.scandir(folder) as it:
+                names = [(e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in it]
+        except OSError:
+            return []
+        if names:
+            self._beat(worker)
+        entries = sorted((n, m) for n, m in names if n.endswith(".json") and n[:1] != ".")
+        keys = {f"{name}@{mtime}" for name, mtime in entries}
+        self._seen &= keys  # forget files that are gone: memory stays bounded by the folder
+        self._warned, self._unsaid = 0, {}
+        found = []
+        for name, mtime_ns in [e for e in entries if f"{e[0]}@{e[1]}" not in self._seen][
+                :MAX_FILES_PER_LOOK]:
+            key = f"{name}@{mtime_ns}"
+            request = self._read(folder / name, key, mtime_ns)
+            if request is None:
+                continue
+            self._seen.add(key)
+            if self._acked(request.id, rank, role):
+                continue  # applied before a restart
+            if request.for_worker(rank, role):
+                found.append(request)
+        if self._unsaid:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(self._unsaid.items()))
+            log.warning("mindspeed-prof: ignoring %d more capture requests in %s (%s)",
+                        sum(self._unsaid.values()), folder, reasons)
+        return found
+
+    def ack(self, request: Request, ack: Ack) -> None:
+        """Record what this worker did about ``request`` (the command waits on these)."""
+        try:
+            folder = _folder(self.root, ACKS, create=True)
+            if folder is None:
+                raise OSError(f"{self.root / CONTROL / ACKS} is not a folder")
+            _write_json(folder, f"{request.id}.{ack.role}.rank{ack.rank}.json", ack.to_json())
+        except OSError as err:
+            log.warning("mindspeed-prof: could not acknowledge request %s: %s", request.id, err)
+
+    def _beat(self, worker: Worker) -> None:
+        """Where this worker is, for a command that asks: it starts the capture of every rank
+        at the same step. A job nobody asks writes nothing."""
+        try:
+            folder = _folder(self.root, WORKERS, create=True)
+            if folder is not None:
+                _write_json(folder, f"{worker.role}.rank{worker.rank}.json",
+                            {**asdict(worker), "host": host_name(), "pid": os.getpid()})
+        except OSError:
+            pass  # a read-only or full disk: requests are still read
+
+    def _read(self, path: Path, key: str, mtime_ns: int) -> Request | None:
+        try:
+            data = _read_json(path)
+        except FileNotFoundError:
+            return None  # removed meanwhile
+        except (OSError, ValueError, RecursionError) as err:
+            if isinstance(err, json.JSONDecodeError) and time.time() - mtime_ns / 1e9 < _GRACE_S:
+                return None  # maybe still being written: looked at again next time
+            why = ("not complete JSON" if isinstance(err, json.JSONDecodeError)
+                   else "unreadable")
+            self._ignore(path, key, why, f"{why} ({str(err)[:80]})")
+            return None
+        try:
+            if isinstance(data, dict) and "id" not in data and _NPU_KEYS & set(data):
+                data = from_npu(data, f"npu-{_token(path.stem)}-{mtime_ns}")
+            request = Request.parse(data)
+        except (ValueError, TypeError) as err:
+            self._ignore(path, key, "malformed", f"malformed: {str(err)[:160]}")
+            return None
+        if request.expires < time.time():
+            self._ignore(path, key, "expired", "expired (the command that wrote it gave up)")
+            return None
+        return request
+
+    def _ignore(self, path: Path, key: str, kind: str, why: str) -> None:
+        self._seen.add(key)
+        if self._warned < WARNINGS_PER_LOOK:
+            self._warned += 1
+            log.warning("mindspeed-prof: ignoring capture request %s: %s", path, why)
+        else:
+            self._unsaid[kind] = self._unsaid.get(kind, 0) + 1
+
+    def _acked(self, ident: str, rank: int, role: str) -> bool:
+        folder = _folder(self.root, ACKS)
+        return folder is not None and (folder / f"{ident}.{role}.rank{rank}.json").exists()
+
+
+def _token(text: str) -> str:
+    """``text`` reduced to the characters a request id may hold."""
+    cleaned = "".join(c if c.isalnum() or c in "_-." else "_" for c in text)
+    return cleaned.lstrip("._-")[:60] or "file"
+
+
+class FolderChannel:
+    """The command's side of the folder under a save root (which must exist)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._state = ""
+        self._changed = time.monotonic()
+        self._marker: Path | None = None
+        self._made: list[Path] = []  # folders this command made, removed again if left empty
+
+    def open(self) -> None:
+        """Mark that a command asks: the workers tell their steps at their next look. A job
+        with profiling off has written nothing yet, so the save root may not exist: it is
+        made, and removed again by ``close`` if nothing was written into it."""
+        for path in (*reversed(self.root.parents), self.root, self.root / CONTROL,
+                     self.root / CONTROL / REQUESTS):
+            if not os.path.lexists(path):
+                path.mkdir()
+                self._made.append(path)
+        folder = _folder(self.root, REQUESTS)
+        if folder is None:
+            raise OSError(f"{self.root / CONTROL / REQUESTS} is not a folder")
+        self._marker = folder / f".asking-{os.getpid()}-{time.time_ns()}"
+        self._marker.touch()
+
+    @property
+    def made_root(self) -> bool:
+        """Whether the save root did not exist before ``open`` (no job had written there)."""
+        return self.root in self._made
+
+    def workers(self) -> list[Worker]:
+        return read_workers(self.root)
+
+    def post(self, request: Request) -> str:
+        write_request(self.root, request)
+        return ""
+
+    def status(self, request: Request) -> Status:
+        acks = [Ack(**{**a.to_json(), "root": str(self.root)}) for a in
+                read_acks(self.root, request.id)]  # the save root as this machine sees it
+        state = json.dumps([(a.rank, a.role, a.status) for a in acks])
+        if state != self._state:
+            self._state, self._changed = state, time.monotonic()
+        return Status(acks=acks, settled=time.monotonic() - self._changed >= _SETTLE_S,
+                      workers=self.workers())
+
+    def close(self, request: Request) -> None:
+        """The request withdrawn (a job started later must not take it), the mark removed."""
+        folder = _folder(self.root, REQUESTS)
+        if folder is not None:
+            (folder / f"{request.id}.json").unlink(missing_ok=True)
+        if self._marker is not None:
+            self._marker.unlink(missing_ok=True)
+            self._marker = None
+        for path in reversed(self._made):
+            try:
+                path.rmdir()  # only if empty: whatever a job wrote stays
+            except OSError:
+                break
+        self._made = []

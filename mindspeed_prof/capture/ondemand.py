@@ -1,0 +1,203 @@
+"""On-demand capture: the profiler's part that takes ``mindspeed-prof capture`` requests.
+
+At most once per ``interval_s`` (a clock read per step otherwise) it asks its request sources
+(the control folder under the save root; in a Ray worker also its job's board) for requests,
+queues each as an unplanned capture, applies the request's level, preset and options to that
+capture alone, and answers each request with an ``Ack`` on the source it came from. A source's
+fault is one warning and never reaches training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from time import perf_counter_ns
+from typing import Any
+
+from mindspeed_prof.capture.control.channel import RequestSource, Worker
+from mindspeed_prof.capture.control.folder import FolderSource
+from mindspeed_prof.capture.control.request import CAPTURE_FIELDS, Ack, Request
+from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.capture.part import Host, Part, Starting
+from mindspeed_prof.capture.plan import ALL, Trigger
+from mindspeed_prof.capture.record import CaptureRecord
+from mindspeed_prof.config.schema import AicMetrics, IntegratedConfig, Level
+
+__all__ = ["OnDemand", "asks_for_ops", "variant"]
+
+log = logging.getLogger("mindspeed_prof")
+_BACKOFF = 60  # intervals to wait after a source failed
+
+
+def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
+    """``cfg`` with what ``request`` changes: its preset's capture options, its level, its
+    overrides (in that order)."""
+    from mindspeed_prof.config.presets import PRESETS
+
+    values: dict[str, Any] = {}
+    if request.preset:  # all of the preset's capture options, its defaults included
+        defaults = IntegratedConfig()
+        values.update({k: getattr(defaults, k) for k in CAPTURE_FIELDS})
+        values.update({k: v for k, v in PRESETS[request.preset][1].items()
+                       if k in CAPTURE_FIELDS})
+    if request.level:
+        values["profile_level"] = request.level
+    values.update(request.overrides)
+    if "profile_level" in values:
+        values["profile_level"] = Level[getattr(values["profile_level"], "value",
+                                                values["profile_level"])]
+    if "aic_metrics" in values:
+        values["aic_metrics"] = AicMetrics[getattr(values["aic_metrics"], "value",
+                                                   values["aic_metrics"])]
+    return dataclasses.replace(cfg, **values)
+
+
+class OnDemand(Part):
+    """``on_demand: true``: requests through the save root's control folder (and Ray)."""
+
+    live = False  # the profiler calls ``check`` when ``due_ns`` has passed; hooks only after
+
+    def __init__(self, host: Host, interval_s: float = 1.0,
+                 sources: list[RequestSource] | None = None) -> None:
+        self.host = host
+        self.interval_ns = int(interval_s * 1e9)
+        self.due_ns = 0  # perf_counter_ns() at which the next look is due
+        self.sources: list[RequestSource] = (
+            sources if sources is not None else _sources(host.save_root))
+        self._taken: dict[str, tuple[Request, RequestSource]] = {}
+        self._last: tuple[int, float] | None = None  # (step, time) at the previous look
+
+    def check(self, step: int) -> None:
+        """Look for new requests (the profiler calls this once ``due_ns`` has passed)."""
+        self.due_ns = perf_counter_ns() + self.interval_ns
+        host = self.host
+        rank = host.refresh_rank()
+        now = time.time()
+        rate = 0.0
+        if self._last is not None and now > self._last[1]:
+            rate = max(0.0, (step - self._last[0]) / (now - self._last[1]))
+        self._last = (step, now)
+        worker = Worker(rank, host.role, step, now, rate)
+        for source in self.sources:
+            try:
+                requests = source.poll(worker)
+            except Exception as err:  # a broken source never stops training
+                host.warn_once(f"control-{id(source)}", "mindspeed-prof: could not read "
+                               f"capture requests: {type(err).__name__}: {err}")
+                self.due_ns += _BACKOFF * self.interval_ns
+                continue
+            for request in requests:
+                try:
+                    self._take(request, source, rank, step)
+                except Exception as err:
+                    host.warn_once(f"take-{request.id}", "mindspeed-prof: capture request "
+                                   f"{request.id} failed: {type(err).__name__}: {err}")
+
+    def _take(self, request: Request, source: RequestSource, rank: int, step: int) -> None:
+        host = self.host
+        world = _world_size()
+        if rank == 0 and world and request.ranks and min(request.ranks) >= world:
+            log.warning("mindspeed-prof: ignoring capture request %s: ranks %s do not exist "
+                        "(WORLD_SIZE=%d)", request.id, request.ranks, world)
+        if host.failed:
+            self._ack(request, source, "failed", message="profiling failed earlier in this run")
+            return
+        files: list[str] = []
+        if request.flight:
+            path = host.dump_flight("on_demand")
+            if path is not None:
+                files.append(str(path))
+            elif not request.steps:
+                self._ack(request, source, "failed",
+                          message="the flight recorder is off (flight_recorder_steps: 0)")
+                return
+        if not request.steps:
+            self._ack(request, source, "written", files)
+            return
+        self._taken[request.id] = (request, source)
+        start = request.start_step
+        host.request(Trigger("on_demand", request.steps, stage=request.stage or ALL,
+                             level=request.level, preset=request.preset, ident=request.id,
+                             start=start))
+        self._ack(request, source, "queued", files)
+        log.warning("mindspeed-prof: rank %d: capture request %s queued (%d steps%s)", rank,
+                    request.id, request.steps, "" if start is None else f" from step {start}")
+        host.wake()
+
+    def before_capture(self, starting: Starting) -> None:
+        taken = self._taken.get(starting.request)
+        if taken is not None:
+            request = taken[0]
+            if request.level or request.preset or request.overrides:
+                starting.cfg = variant(starting.cfg, request)
+
+    def on_capture(self, record: CaptureRecord, error: str) -> None:
+        taken = self._taken.get(record.request)
+        if taken is None:
+            return
+        request, source = taken
+        mine = [c for c in self.host.captures if c.request == request.id]
+        files = [f for c in mine for f in c.files]
+        recorded = sorted({what for c in mine for what in c.recorded})
+        message = error or _short_of(request, recorded, record)
+        self._ack(request, source, "failed" if error else "written", files, message, recorded)
+
+    def _ack(self, request: Request, source: RequestSource, status: str,
+             files: list[str] | None = None, message: str = "",
+             recorded: list[str] | None = None) -> None:
+        host = self.host
+        ack = Ack(id=request.id, rank=host.rank, role=host.role, status=status,
+                  files=list(files or []), message=message, time=time.time(),
+                  root=str(host.save_root), host=host_name(), recorded=list(recorded or []))
+        try:
+            source.ack(request, ack)
+        except Exception as err:
+            host.warn_once(f"ack-{id(source)}", "mindspeed-prof: could not acknowledge "
+                           f"request {request.id}: {err}")
+
+
+def asks_for_ops(request: Request) -> bool:
+    """Whether ``request`` asks for operators (a level above ``level_none``, or a preset
+    that records them)."""
+    from mindspeed_prof.config.presets import PRESETS
+
+    level = request.overrides.get("profile_level", request.level)
+    if level is None and request.preset:
+        preset = PRESETS[request.preset][1].get("profile_level")
+        level = getattr(preset, "value", preset) or "level0"
+    return level not in (None, "level_none")
+
+
+def _short_of(request: Request, recorded: list[str], record: CaptureRecord) -> str:
+    """Why the capture holds less than the request asked for ("" when it holds it)."""
+    if not asks_for_ops(request) or {"host ops", "device ops"} & set(recorded):
+        return ""
+    return (f"recorded {', '.join(recorded) or 'nothing'} only: the {record.backend} backend "
+            "records no operators here (the job's backend: none, or no activity to record)")
+
+
+def _sources(root: Path) -> list[RequestSource]:
+    """The save root's control folder; in a Ray worker (Ray already imported), its board too."""
+    sources: list[RequestSource] = [FolderSource(root)]
+    if "ray" in sys.modules:
+        from mindspeed_prof.capture.control.board import BoardSource
+
+        try:
+            board = BoardSource.here()
+        except Exception as err:  # never a reason to stop training
+            log.warning("mindspeed-prof: no on-demand capture through Ray: %s", err)
+            board = None
+        if board is not None:
+            sources.append(board)
+    return sources
+
+
+def _world_size() -> int:
+    try:
+        return int(os.environ.get("WORLD_SIZE", "0"))
+    except ValueError:
+        return 0

@@ -1,0 +1,107 @@
+"""``Part``: one job of the profiler (flight recorder, anomaly trigger, on-demand requests, disk
+budget), told about trainer events by ``Profiler`` through one protocol, Composer-style.
+
+A part asks things of its profiler through ``Host``: queue an unplanned capture, dump the
+flight recorder, warn once. Every hook has a no-op default, so a part implements only what it
+needs; ``live`` says whether it needs the step and stage hooks at all (a profiler whose plan and
+parts need none of them costs a ``nullcontext`` per hook).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mindspeed_prof.config.schema import IntegratedConfig
+
+if TYPE_CHECKING:
+    from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
+    from mindspeed_prof.capture.record import CaptureRecord
+
+__all__ = ["Host", "Part", "Starting"]
+
+
+@dataclass
+class Starting:
+    """A capture about to start: parts may change the config it records with (an on-demand
+    request's level, the disk budget's lower level) or skip it (``skip``: why)."""
+
+    capture: Capture
+    trigger: Trigger | None
+    cfg: IntegratedConfig
+    skip: str = ""
+
+    @property
+    def request(self) -> str:
+        """The on-demand request this capture answers ("" when none)."""
+        return self.trigger.ident if self.trigger is not None else ""
+
+
+class Host(Protocol):
+    """What a part may use of its profiler."""
+
+    cfg: IntegratedConfig
+    rank: int
+    role: str
+    save_root: Path
+    plan: CapturePlan
+    failed: bool
+    captures: list[CaptureRecord]
+    triggers: list[dict[str, Any]]
+
+    @property
+    def step_now(self) -> int | None: ...
+
+    @property
+    def capturing(self) -> bool: ...
+
+    @property
+    def step_open(self) -> bool: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+    def metadata(self, stage: str, step: int) -> dict[str, Any]: ...
+
+    def new_stem(self, folder: Path, step: int, index: int) -> str: ...
+
+    def refresh_rank(self) -> int: ...
+
+    def request(self, trigger: Trigger) -> None: ...
+
+    def dump_flight(self, reason: str, at: int | None = None) -> Path | None: ...
+
+    def wake(self) -> None: ...
+
+    def warn_once(self, key: str, message: str) -> None: ...
+
+
+class Part:
+    """The hooks a ``Profiler`` calls on each of its parts, in order."""
+
+    #: Whether the step and stage hooks must run for this part.
+    live: bool = True
+
+    def on_step_start(self, step: int) -> None:
+        """A step begins (before a planned capture of it starts)."""
+
+    def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
+        """A step ended; ``took_ns`` its length (None when its range was not open)."""
+
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
+                     failed: bool) -> None:
+        """A stage ended; ``took_ns`` as for a step."""
+
+    def before_capture(self, starting: Starting) -> None:
+        """A capture is about to start: change ``starting.cfg`` or set ``starting.skip``."""
+
+    def on_capture(self, record: CaptureRecord, error: str) -> None:
+        """A capture ended (``error`` "" when it was written) or did not start (``error``
+        why, ``record.files`` empty)."""
+
+    def on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGINT, before the profiler closes."""
+
+    def on_close(self) -> None:
+        """The profiler closed: no more events."""

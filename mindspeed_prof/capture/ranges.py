@@ -1,0 +1,152 @@
+"""``RangeTap``: the profiler's step and stage ranges, and where every range goes while recording.
+
+Step and stage ranges are opened and closed by the profiler's hooks; custom ranges
+(``mstx.range``) by the trainer. While anything listens (the flight recorder, a capture's range
+file), every range is kept in one ``RangeBuffer``, which ``drain`` hands to the listeners at step
+boundaries. While a capture runs, its backend's other sinks (``record_function``, NVTX, torch_npu
+mstx) get the step and stage ranges too. This module adds sinks to ``mstx`` and removes only its
+own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter_ns
+from typing import Any, ContextManager
+
+from mindspeed_prof import mstx
+from mindspeed_prof.capture.spans import STEP_RANGE, Event, RangeBuffer
+from mindspeed_prof.mstx import RangeSink
+
+__all__ = ["Listener", "OpenRange", "RangeTap"]
+
+#: Takes the events recorded during ``step``.
+Listener = Callable[["int | None", list[Event]], None]
+
+
+class OpenRange:
+    """A step or stage range not closed yet, and the capture sinks' ranges entered with it."""
+
+    __slots__ = ("kind", "name", "start_ns", "entered")
+
+    def __init__(self, kind: str, name: str, start_ns: int,
+                 entered: list[ContextManager[Any]]) -> None:
+        self.kind, self.name, self.start_ns, self.entered = kind, name, start_ns, entered
+
+
+class RangeTap:
+    """Opens and closes the step and stage ranges; feeds the buffer's listeners.
+
+    ``on_error(what, err)`` is told about a sink that fails (the profiler decides what then).
+    """
+
+    def __init__(self, on_error: Callable[[str, Exception], None]) -> None:
+        self._on_error = on_error
+        self._open: list[OpenRange] = []
+        self.buffer: RangeBuffer | None = None
+        self._listeners: list[Listener] = []
+        self._keys: dict[tuple[str, str], int] = {}
+        self._capture_sinks: list[RangeSink] = []
+        self._added: list[RangeSink] = []
+
+    # -- step and stage ranges ------------------------------------------------------------
+    @property
+    def in_step(self) -> bool:
+        """A step range is open (a stage's failure is dumped when its step ends)."""
+        return any(r.kind == "step" for r in self._open)
+
+    def open(self, kind: str, name: str, step: int | None) -> None:
+        entered: list[ContextManager[Any]] = []
+        if self._capture_sinks:
+            label = f"{STEP_RANGE}#{step}" if kind == "step" else name
+            try:
+                for sink in self._capture_sinks:
+                    cm = sink.range(label, kind)
+                    cm.__enter__()
+                    entered.append(cm)
+            except Exception as err:
+                self._on_error("range", err)
+        self._open.append(OpenRange(kind, name, perf_counter_ns(), entered))
+
+    def close(self, kind: str, name: str) -> int | None:
+        """End the innermost open range if it is ``name``; its duration in ns, else None."""
+        top = self._open[-1] if self._open else None
+        if top is None or top.kind != kind or top.name != name:
+            return None
+        self._open.pop()
+        for cm in reversed(top.entered):
+            try:
+                cm.__exit__(None, None, None)
+            except Exception as err:
+                self._on_error("range", err)
+        end = perf_counter_ns()
+        if self._listeners and self.buffer is not None:
+            key = self._keys.get((name, kind))
+            if key is None:
+                key = self._keys[(name, kind)] = self.buffer.key(name, kind)
+            self.buffer.events.append((key, top.start_ns, end))
+        return end - top.start_ns
+
+    # -- the buffer and its listeners -----------------------------------------------------
+    def listen(self, listener: Listener) -> RangeBuffer:
+        """Hand ``listener`` every range from now on (at each ``drain``); the shared buffer."""
+        if self.buffer is None:
+            self.buffer = RangeBuffer()
+        if not self._listeners:
+            self._hook([self.buffer])
+        if listener not in self._listeners:
+            self._listeners.append(listener)
+        return self.buffer
+
+    def unlisten(self, listener: Listener) -> None:
+        self._listeners = [li for li in self._listeners if li != listener]
+        if not self._listeners and self.buffer is not None:
+            self._unhook([self.buffer])
+
+    def drain(self, step: int | None) -> None:
+        """What the buffer holds, recorded during ``step``, to every listener."""
+        buffer = self.buffer
+        if buffer is None or not buffer.events:
+            return
+        events = buffer.take()
+        for listener in list(self._listeners):
+            try:
+                listener(step, events)
+            except Exception as err:  # a range file that cannot be written: not the others
+                self.unlisten(listener)
+                self._on_error("flush", err)
+
+    # -- a capture's sinks ----------------------------------------------------------------
+    def attach(self, sinks: list[RangeSink]) -> None:
+        """A capture's sinks: every range (custom ones through ``mstx``) until ``detach``."""
+        self._capture_sinks = list(sinks)
+        self._hook(self._capture_sinks)
+
+    def detach(self) -> None:
+        """End the capture sinks' ranges still open and stop sending to those sinks."""
+        for r in reversed(self._open):
+            entered, r.entered = r.entered, []
+            for cm in reversed(entered):
+                try:
+                    cm.__exit__(None, None, None)
+                except Exception:  # the capture is ending anyway
+                    pass
+        self._unhook(self._capture_sinks)
+        self._capture_sinks = []
+
+    def stop(self) -> None:
+        """Nothing is recorded any more: every sink removed, every listener dropped."""
+        self.detach()
+        self._listeners = []
+        self._unhook(list(self._added))
+
+    def _hook(self, sinks: list[RangeSink]) -> None:
+        for sink in sinks:
+            if not any(s is sink for s in self._added):
+                self._added.append(sink)
+                mstx.add_sink(sink)
+
+    def _unhook(self, sinks: list[RangeSink]) -> None:
+        for sink in sinks:
+            mstx.remove_sink(sink)
+            self._added = [s for s in self._added if s is not sink]

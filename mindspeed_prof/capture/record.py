@@ -1,0 +1,55 @@
+"""``CaptureRecord``: what one capture wrote, as the manifest and the Ray summary record it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CaptureRecord"]
+
+
+@dataclass
+class CaptureRecord:
+    """One capture (or flight dump, or the count of captures the disk budget skipped).
+
+    ``stage`` is ``all`` for whole steps; ``steps`` the steps it covered, ``warmup_steps`` those
+    of them that are warmup; ``reason`` why it ended (``window_end``, ``stage_end``, ``error``,
+    ``close``, ``trigger_end``...; a flight dump's: what asked for it; ``disk_budget``);
+    ``trigger`` why an unplanned capture ran (``anomaly``, ``on_demand``, ``flight``);
+    ``request`` the on-demand request it answers; ``skipped``/``skipped_captures``: the disk
+    budget's reason and count; ``recorded``: what it holds (``ranges``, ``host ops``,
+    ``device ops``); ``trigger_step``: the step an anomaly was seen at (flight dumps).
+    """
+
+    stage: str
+    step: int
+    index: int
+    rank: int
+    role: str
+    backend: str
+    level: str | None = None
+    steps: list[int] = field(default_factory=list)
+    warmup_steps: list[int] = field(default_factory=list)
+    reason: str = ""
+    files: list[str] = field(default_factory=list)
+    seconds: float | None = None
+    trigger: str = ""
+    request: str = ""
+    skipped: str = ""
+    skipped_captures: int = 0
+    recorded: list[str] = field(default_factory=list)
+    trigger_step: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest's form: optional fields only where they are set."""
+        out: dict[str, Any] = {
+            "stage": self.stage, "step": self.step, "index": self.index, "rank": self.rank,
+            "role": self.role, "backend": self.backend, "steps": list(self.steps),
+            "warmup_steps": list(self.warmup_steps), "reason": self.reason,
+            "files": list(self.files), "recorded": list(self.recorded)}
+        optional = {"level": self.level, "seconds": self.seconds, "trigger": self.trigger,
+                    "request": self.request, "skipped": self.skipped,
+                    "skipped_captures": self.skipped_captures,
+                    "trigger_step": self.trigger_step}
+        out.update({k: v for k, v in optional.items() if v})
+        return out
