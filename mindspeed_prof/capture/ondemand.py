@@ -144,15 +144,18 @@ class OnDemand(Part):
         files = [f for c in mine for f in c.files]
         recorded = sorted({what for c in mine for what in c.recorded})
         message = error or _short_of(request, recorded, record)
-        self._ack(request, source, "failed" if error else "written", files, message, recorded)
+        first = min((c.step for c in mine if c.files), default=None)
+        self._ack(request, source, "failed" if error else "written", files, message, recorded,
+                  first)
 
     def _ack(self, request: Request, source: RequestSource, status: str,
              files: list[str] | None = None, message: str = "",
-             recorded: list[str] | None = None) -> None:
+             recorded: list[str] | None = None, start: int | None = None) -> None:
         host = self.host
         ack = Ack(id=request.id, rank=host.rank, role=host.role, status=status,
                   files=list(files or []), message=message, time=time.time(),
-                  root=str(host.save_root), host=host_name(), recorded=list(recorded or []))
+                  root=str(host.save_root), host=host_name(), recorded=list(recorded or []),
+                  start_step=start if start is not None else request.start_step)
         try:
             source.ack(request, ack)
         except Exception as err:

@@ -296,13 +296,6 @@ class Profiler:
                 self._stop(action)
             elif isinstance(action, Start):
                 self._start(action)
-            else:  # Missed: its steps went by before it could start
-                t = action.trigger
-                self._tell(CaptureRecord(stage=t.stage, step=action.step, index=0,
-                                         rank=self.rank, role=self.role, backend="none",
-                                         trigger=t.reason, request=t.ident),
-                           f"its steps {t.start} to {t.end(action.step) - 1} had gone by "
-                           f"(this rank was at step {action.step})")
 
     def _start(self, action: Start) -> None:
         if self.failed:

@@ -219,6 +219,11 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         if a.status == "written" and a.message:
             print(f"rank {a.rank} ({a.role}): {a.message}")
     short = [a for a in written if a.message]  # written, but not what was asked for
+    starts = sorted({a.start_step for a in written if a.start_step is not None})
+    if len(starts) > 1:
+        print(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
+              f"asked for {request.start_step}): a rank that saw the request late started "
+              "where it was, so compare those steps with care")
     if not written:
         error(f"capture: nothing written within {timeout:g} s (still capturing?)")
         return Exit.NOTHING

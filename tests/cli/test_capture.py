@@ -146,3 +146,18 @@ def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
     assert code == Exit.NOTHING, out + err
     assert "recorded ranges only: the none backend records no operators here" in out
     assert "no rank recorded what the request asked for" in err
+
+
+def test_the_report_says_when_ranks_started_at_different_steps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mindspeed_prof.capture.control import Ack, Request, Status
+    from mindspeed_prof.cli.capture import report
+
+    request = Request.new(60, steps=1, start_step=40)
+    acks = [Ack(id=request.id, rank=r, role="actor", status="written", files=[f"f{r}"],
+                start_step=s, recorded=["ranges"]) for r, s in ((0, 40), (1, 43))]
+    assert report(request, Status(acks=acks), 10) == Exit.OK
+    assert "the ranks started at different steps (40, 43; asked for 40)" in \
+        capsys.readouterr().out
+    assert report(request, Status(acks=acks[:1]), 10) == Exit.OK
+    assert "different steps" not in capsys.readouterr().out
