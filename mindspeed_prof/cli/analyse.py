@@ -64,7 +64,7 @@ def report_requirement() -> str | None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.render import print_analysis
+    from mindspeed_prof.views.text import print_analysis
 
     path = Path(args.path)
     if args.html and (missing := report_requirement()):
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
     if args.html:
-        from mindspeed_prof.analysis.report import write_report
+        from mindspeed_prof.views.html import write_report
 
         print(f"report: {write_report(result, Path(args.html))}", file=sys.stderr)
     if args.json:
