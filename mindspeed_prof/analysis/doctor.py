@@ -1,4 +1,10 @@
-"""``doctor``: a health check of a run's captures before anyone opens a trace."""
+"""``doctor``: a health check of a run's captures before anyone opens a trace.
+
+Our own files are checked cheaply first (empty, cut mid-write, temporary names left behind);
+then every capture ``analyse`` would read (torch_npu folders, any Kineto trace) goes through
+the same readers, and their per-capture cache, so every file ``analyse`` cannot read whole is a
+finding, and the captures found per rank are counted from what the captures themselves say.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, is_capture_file
+from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
+from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 
 __all__ = ["Finding", "Health", "doctor"]
 
@@ -22,21 +29,29 @@ _TAIL_BYTES = 64
 class Finding:
     """One problem: what kind, the file or rank it concerns, and one line for people."""
 
-    kind: str  # missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew
+    #: missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew |
+    #: unreadable (analyse skips the capture) | partly_read (analyse skips part of it) |
+    #: no_captures (nothing under the root that analyse would read) | interrupted (a range
+    #: file never closed: its process was killed, or is still writing)
+    kind: str
     where: str
     message: str
 
 
 @dataclass
 class Health:
-    """Findings (problems) and notes (facts worth a line: disk per rank, triggered captures)."""
+    """Findings (problems) and facts worth a line: captures and disk per rank, triggered
+    captures, notes on how captures were read (a trace without ProfilerStep ranges...)."""
 
     root: Path
     findings: list[Finding] = field(default_factory=list)
     ranks_expected: list[int] = field(default_factory=list)
     ranks_found: list[int] = field(default_factory=list)
+    #: Captures per rank as ``analyse`` reads them ("?" for a capture that names no rank).
+    captures_per_rank: dict[str, int] = field(default_factory=dict)
     disk_per_rank: dict[int, int] = field(default_factory=dict)
     triggered: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -50,8 +65,8 @@ class Health:
 
 
 def doctor(root: Path, skew_ms: float = 500.0) -> Health:
-    """Check every capture under ``root`` (a save root); reads file tails, manifests and the
-    first step range of each range file only."""
+    """Check every capture under ``root`` (a save root): file tails, manifests and the first
+    step range of each range file, then each capture through the readers (cached)."""
     health = Health(root)
     files = [p for p in sorted(root.rglob("*")) if p.is_file()]
     manifests = [_load(p) for p in files if _MANIFEST.match(p.name)]
@@ -77,9 +92,16 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             health.findings.append(Finding(kind, rel, f"{rel}: {why}"))
         elif path.name.endswith(SPANS):
             _first_steps(path, first_step)
-    health.ranks_found = sorted(found)
-    _check_ranks(health, manifests, found)
-    _check_windows(health, manifests, found)
+    flagged = {root / f.where for f in health.findings}
+    own, read = _check_readable(health, flagged)
+    health.ranks_found = sorted(found | read)
+    _check_ranks(health, manifests, found | own, found | read)
+    _check_windows(health, manifests, found | read)
+    if not health.captures_per_rank and not any(
+            f.kind == "nothing_captured" for f in health.findings):
+        health.findings.append(Finding(
+            "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
+            "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
     summary = _load(root / CLUSTER_SUMMARY)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
@@ -87,6 +109,37 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         {k: c.get(k) for k in ("rank", "step", "stage", "trigger", "reason", "files")}
         for m in [*manifests, *workers] for c in m.get("captures", []) if c.get("trigger")]
     return health
+
+
+def _check_readable(health: Health, flagged: set[Path]) -> tuple[set[int], set[int]]:
+    """Every capture as ``analyse`` reads it: each one it skips, whole or in part, is a finding
+    (unless the cheap checks already named its file); its captures and their ranks are counted.
+    Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture."""
+    from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.parallel import default_jobs
+    from mindspeed_prof.analysis.readers.model import rank_label
+
+    result = analyse(health.root, jobs=default_jobs())  # as many processes as analyse uses
+    partial = {line for t in result.traces for line in t.problems}
+    for line in result.bad:
+        if any(line.startswith(f"{path}:") for path in flagged):
+            continue  # an empty or truncated file already has its finding
+        where = result.shown(line).split(": ", 1)[0]
+        kind = ("interrupted" if INTERRUPTED in line else "partly_read" if line in partial
+                else "unreadable")
+        health.findings.append(Finding(kind, where, result.shown(line)))
+    health.notes = [result.shown(n) for n in result.notes()]
+    stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for t in result.traces:
+        stems[rank_label(t.rank)].add((str(t.path.parent), capture_stem(t.path)))
+        if t.rank is not None and (t.path.is_dir() or _rank(t.path.name) is None):
+            # a torch_npu folder, or a file not named rank<r>_...: its bytes not counted yet
+            health.disk_per_rank[t.rank] = health.disk_per_rank.get(t.rank, 0) + t.size
+    health.captures_per_rank = {rank: len(s) for rank, s in sorted(
+        stems.items(), key=lambda kv: (kv[0] == "?", int(kv[0]) if kv[0] != "?" else 0))}
+    ranks = {t.rank for t in result.traces if t.rank is not None}
+    own = {r for t in result.traces if (r := _rank(t.path.name)) is not None}
+    return own, ranks
 
 
 def _load(path: Path) -> Any:
@@ -114,7 +167,8 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
         return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
     if path.name.endswith(SPANS) and size < 4096:
         data = _load(path)
-        if isinstance(data, dict) and not data.get("traceEvents"):
+        if isinstance(data, dict) and not data.get("traceEvents") and (
+                data.get("closed") or "format" not in (data.get("mindspeed_prof") or {})):
             return "empty", "no ranges recorded (did the window's steps run?)"
     return None
 
@@ -132,7 +186,11 @@ def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
                 out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
 
 
-def _check_ranks(health: Health, manifests: list[dict[str, Any]], found: set[int]) -> None:
+def _check_ranks(health: Health, manifests: list[dict[str, Any]], own: set[int],
+                 found: set[int]) -> None:
+    """Ranks expected: manifests, ``profile_ranks``, the cluster summary, else every rank up to
+    the highest of our own captures (another tool's captures say nothing of the ranks left
+    out); each one without a capture is a finding."""
     expected = {m["rank"] for m in manifests if isinstance(m.get("rank"), int)}
     listed = False
     for m in manifests:
@@ -145,8 +203,8 @@ def _check_ranks(health: Health, manifests: list[dict[str, Any]], found: set[int
         for worker in summary.get("workers", []):
             if worker.get("enabled") and isinstance(worker.get("rank"), int):
                 expected.add(worker["rank"])
-    if found and not listed:  # profile_ranks: all: every rank up to the highest seen
-        expected.update(range(max(found) + 1))
+    if own and not listed:  # profile_ranks: all: every rank up to the highest seen
+        expected.update(range(max(own) + 1))
     health.ranks_expected = sorted(expected)
     for rank in sorted(expected - found):
         health.findings.append(Finding("missing_rank", f"rank {rank}",

@@ -24,6 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
+from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
@@ -34,7 +35,7 @@ ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward",
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
 _DETAIL_TID = 10
 _SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
-_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", ""})
+_DEVICE_CATS = DEVICE_CATS | {""}  # torch_npu's device events have no category
 _HOST_IN_STEM = re.compile(r"^rank\d+_(.+)_\d+_step\d+")
 _CHUNK = 4096  # events encoded per write
 _encode = msgspec.json.Encoder().encode
@@ -345,7 +346,7 @@ def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, 
 
     path = data.path
     if data.kind == "db":
-        from mindspeed_prof.capture.backends.sqlite_trace import read_db_events
+        from mindspeed_prof.formats.sqlite_trace import read_db_events
 
         for name, cat, ph, ts, dur, pid, tid, _ in read_db_events(path):
             if ph == "X":

@@ -114,10 +114,13 @@ class AnomalyPart(Part):
         self.host = host
         self.trigger = AnomalyTrigger(cfg.anomaly_factor, cfg.anomaly_window,
                                       cfg.anomaly_max_captures)
+        self._fired: Anomaly | None = None  # a slow stage: acted on when its step ends
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         if took_ns is not None and not failed:
             self._observe(step, None, took_ns)
+        if self._fired is not None:
+            self._act(self._fired)
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
                      failed: bool) -> None:
@@ -135,10 +138,18 @@ class AnomalyPart(Part):
             host.triggers.append({**found.to_json(), "rank": host.rank})
         if found.action != "capture":
             return
+        if stage is not None and host.step_open:
+            self._fired = found  # the flight dump holds the whole step: written at its end
+        else:
+            self._act(found)
+
+    def _act(self, found: Anomaly) -> None:
+        """The flight recorder's steps up to the slow one written, the next steps captured."""
+        host, self._fired = self.host, None
         steps = host.cfg.anomaly_capture_steps
         log.warning("mindspeed-prof: rank %d step %s %s took %.1f ms, over %g x its median "
-                    "%.1f ms: capturing the next %d steps under %s", host.rank, step,
-                    stage or "(whole step)", found.duration_ms, found.factor, found.median_ms,
-                    steps, host.save_root / "triggered")
-        host.dump_flight("anomaly")
+                    "%.1f ms: capturing the next %d steps under %s", host.rank, found.step,
+                    found.stage or "(whole step)", found.duration_ms, found.factor,
+                    found.median_ms, steps, host.save_root / "triggered")
+        host.dump_flight("anomaly", found.step)
         host.request(Trigger("anomaly", steps))

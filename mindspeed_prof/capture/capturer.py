@@ -63,7 +63,7 @@ class Capturer:
         self.record = CaptureRecord(stage=capture.stage, step=capture.step, index=capture.index,
                                     rank=host.rank, role=host.role, backend=backend.name,
                                     level=cfg.profile_level.value, trigger=capture.trigger,
-                                    request=starting.request)
+                                    request=starting.request, recorded=backend.records())
         spans = backend.spans
         if spans is not None:  # the range file is fed from the profiler's range buffer
             self._tap.drain(host.step_now)

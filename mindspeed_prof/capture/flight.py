@@ -88,17 +88,20 @@ class Flight(Part):
     def on_signal(self, signum: int) -> None:
         self.dump("signal")
 
-    def dump(self, reason: str) -> Path | None:
-        """Write the ring to ``<save>/flight/``; its path, or None when it could not be."""
+    def dump(self, reason: str, at: int | None = None) -> Path | None:
+        """Write the ring to ``<save>/flight/``; its path, or None when it could not be.
+        ``at``: the step that asked for it (an anomaly's), recorded with the dump."""
         host = self.host
         if host.failed:
             return None
         self._tap.drain(host.step_now)
         steps = [s for s in self.ring.held_steps() if s is not None]
         first = steps[0] if steps else host.step_now or 0
-        metadata = {**host.metadata("flight", first), "reason": reason, "steps": steps}
+        metadata = {**host.metadata("flight", first), "reason": reason, "steps": steps,
+                    "trigger_step": at}
         record = CaptureRecord(stage=ALL, step=first, index=0, rank=host.rank, role=host.role,
-                               backend="flight", steps=steps, reason=reason, trigger="flight")
+                               backend="flight", steps=steps, reason=reason, trigger="flight",
+                               recorded=["ranges"], trigger_step=at)
         started = time.time()
         try:
             folder = inside(host.save_root, "flight")

@@ -27,7 +27,7 @@ from mindspeed_prof.capture.plan import ALL, Trigger
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.config.schema import AicMetrics, IntegratedConfig, Level
 
-__all__ = ["OnDemand", "variant"]
+__all__ = ["OnDemand", "asks_for_ops", "variant"]
 
 log = logging.getLogger("mindspeed_prof")
 _BACKOFF = 60  # intervals to wait after a source failed
@@ -39,7 +39,9 @@ def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
     from mindspeed_prof.config.presets import PRESETS
 
     values: dict[str, Any] = {}
-    if request.preset:
+    if request.preset:  # all of the preset's capture options, its defaults included
+        defaults = IntegratedConfig()
+        values.update({k: getattr(defaults, k) for k in CAPTURE_FIELDS})
         values.update({k: v for k, v in PRESETS[request.preset][1].items()
                        if k in CAPTURE_FIELDS})
     if request.level:
@@ -138,20 +140,47 @@ class OnDemand(Part):
         if taken is None:
             return
         request, source = taken
-        files = [f for c in self.host.captures if c.request == request.id for f in c.files]
-        self._ack(request, source, "failed" if error else "written", files, error)
+        mine = [c for c in self.host.captures if c.request == request.id]
+        files = [f for c in mine for f in c.files]
+        recorded = sorted({what for c in mine for what in c.recorded})
+        message = error or _short_of(request, recorded, record)
+        first = min((c.step for c in mine if c.files), default=None)
+        self._ack(request, source, "failed" if error else "written", files, message, recorded,
+                  first)
 
     def _ack(self, request: Request, source: RequestSource, status: str,
-             files: list[str] | None = None, message: str = "") -> None:
+             files: list[str] | None = None, message: str = "",
+             recorded: list[str] | None = None, start: int | None = None) -> None:
         host = self.host
         ack = Ack(id=request.id, rank=host.rank, role=host.role, status=status,
                   files=list(files or []), message=message, time=time.time(),
-                  root=str(host.save_root), host=host_name())
+                  root=str(host.save_root), host=host_name(), recorded=list(recorded or []),
+                  start_step=start if start is not None else request.start_step)
         try:
             source.ack(request, ack)
         except Exception as err:
             host.warn_once(f"ack-{id(source)}", "mindspeed-prof: could not acknowledge "
                            f"request {request.id}: {err}")
+
+
+def asks_for_ops(request: Request) -> bool:
+    """Whether ``request`` asks for operators (a level above ``level_none``, or a preset
+    that records them)."""
+    from mindspeed_prof.config.presets import PRESETS
+
+    level = request.overrides.get("profile_level", request.level)
+    if level is None and request.preset:
+        preset = PRESETS[request.preset][1].get("profile_level")
+        level = getattr(preset, "value", preset) or "level0"
+    return level not in (None, "level_none")
+
+
+def _short_of(request: Request, recorded: list[str], record: CaptureRecord) -> str:
+    """Why the capture holds less than the request asked for ("" when it holds it)."""
+    if not asks_for_ops(request) or {"host ops", "device ops"} & set(recorded):
+        return ""
+    return (f"recorded {', '.join(recorded) or 'nothing'} only: the {record.backend} backend "
+            "records no operators here (the job's backend: none, or no activity to record)")
 
 
 def _sources(root: Path) -> list[RequestSource]:

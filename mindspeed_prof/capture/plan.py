@@ -8,8 +8,7 @@ from typing import Union
 
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
-__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Missed", "Scheduler", "Start", "Stop",
-           "Trigger"]
+__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Trigger"]
 
 #: ``stage`` value that captures whole steps.
 ALL = "all"
@@ -44,9 +43,9 @@ class Trigger:
         return self.start is None or step >= self.start
 
     def end(self, step: int) -> int:
-        """The first step not captured when it starts at ``step``: ``start + steps`` when it
-        names a start (a late start captures fewer steps), else ``step + steps``."""
-        return (step if self.start is None else self.start) + self.steps
+        """The first step not captured when it starts at ``step``: its ``steps`` are
+        captured whole, also by a rank that reached the start late (it says so)."""
+        return step + self.steps
 
 
 @dataclass(frozen=True)
@@ -60,15 +59,7 @@ class Stop:
     reason: str  # window_end | left_window | stage_end | step_end | error | close | trigger_end
 
 
-@dataclass(frozen=True)
-class Missed:
-    """An unplanned capture whose steps had all gone by when it could start (at ``step``)."""
-
-    trigger: Trigger
-    step: int
-
-
-Action = Union[Start, Stop, Missed]
+Action = Union[Start, Stop]
 
 
 @dataclass(frozen=True)
@@ -181,9 +172,6 @@ class Scheduler:
             if trigger is None:
                 break
             self.pending.remove(trigger)
-            if trigger.end(step) <= step:
-                actions.append(Missed(trigger, step))
-                continue
             self.trigger, self._until = trigger, trigger.end(step)
             if trigger.stage == ALL:
                 actions.append(self._start(Capture(ALL, step, trigger=trigger.reason)))

@@ -215,9 +215,10 @@ class Profiler:
         _current.discard(self)
         crash.unwatch(self)
 
-    def dump_flight(self, reason: str = "request") -> Path | None:
-        """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None."""
-        return self._flight.dump(reason) if self._flight is not None else None
+    def dump_flight(self, reason: str = "request", at: int | None = None) -> Path | None:
+        """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None.
+        ``at``: the step that asked (an anomaly's), recorded with the dump."""
+        return self._flight.dump(reason, at) if self._flight is not None else None
 
     def on_signal(self, signum: int) -> None:
         """SIGTERM/SIGINT (called by the crash handler before ``close``)."""
@@ -232,6 +233,10 @@ class Profiler:
     @property
     def capturing(self) -> bool:
         return self._capturer.record is not None
+
+    @property
+    def step_open(self) -> bool:
+        return self._tap.in_step
 
     @property
     def busy(self) -> bool:
@@ -298,13 +303,6 @@ class Profiler:
                 self._stop(action)
             elif isinstance(action, Start):
                 self._start(action)
-            else:  # Missed: its steps went by before it could start
-                t = action.trigger
-                self._tell(CaptureRecord(stage=t.stage, step=action.step, index=0,
-                                         rank=self.rank, role=self.role, backend="none",
-                                         trigger=t.reason, request=t.ident),
-                           f"its steps {t.start} to {t.end(action.step) - 1} had gone by "
-                           f"(this rank was at step {action.step})")
 
     def _start(self, action: Start) -> None:
         if self.failed:

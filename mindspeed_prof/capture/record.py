@@ -17,7 +17,8 @@ class CaptureRecord:
     ``close``, ``trigger_end``...; a flight dump's: what asked for it; ``disk_budget``);
     ``trigger`` why an unplanned capture ran (``anomaly``, ``on_demand``, ``flight``);
     ``request`` the on-demand request it answers; ``skipped``/``skipped_captures``: the disk
-    budget's reason and count.
+    budget's reason and count; ``recorded``: what it holds (``ranges``, ``host ops``,
+    ``device ops``); ``trigger_step``: the step an anomaly was seen at (flight dumps).
     """
 
     stage: str
@@ -36,6 +37,8 @@ class CaptureRecord:
     request: str = ""
     skipped: str = ""
     skipped_captures: int = 0
+    recorded: list[str] = field(default_factory=list)
+    trigger_step: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The manifest's form: optional fields only where they are set."""
@@ -43,9 +46,10 @@ class CaptureRecord:
             "stage": self.stage, "step": self.step, "index": self.index, "rank": self.rank,
             "role": self.role, "backend": self.backend, "steps": list(self.steps),
             "warmup_steps": list(self.warmup_steps), "reason": self.reason,
-            "files": list(self.files)}
+            "files": list(self.files), "recorded": list(self.recorded)}
         optional = {"level": self.level, "seconds": self.seconds, "trigger": self.trigger,
                     "request": self.request, "skipped": self.skipped,
-                    "skipped_captures": self.skipped_captures}
+                    "skipped_captures": self.skipped_captures,
+                    "trigger_step": self.trigger_step}
         out.update({k: v for k, v in optional.items() if v})
         return out

@@ -28,7 +28,8 @@ def add_parser(sub: Any) -> None:
         description="Read every capture under PATH and print time per stage and rank, per "
                     "step, stragglers, custom ranges, device time, memory and top ops. Exit "
                     "codes: 0 every capture was read, 1 nothing to read, 2 bad usage, 3 some "
-                    "files were skipped or partly read (named on stderr).")
+                    "files were skipped or partly read (named on stderr; notes, such as "
+                    "a trace without ProfilerStep ranges, do not count).")
     a.add_argument("path", metavar="PATH",
                    help="a save root (profiler_data), a Hydra job or multirun dir, or one "
                         "capture file")
@@ -63,7 +64,7 @@ def report_requirement() -> str | None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.render import print_analysis
+    from mindspeed_prof.views.text import print_analysis
 
     path = Path(args.path)
     if args.html and (missing := report_requirement()):
@@ -79,15 +80,15 @@ def run(args: argparse.Namespace) -> int:
         return Exit.USAGE
     if line := placement_line(result):
         error(line)
-    for b in result.bad:
-        error(f"skipped {b}")
+    for line in result.messages():
+        error(line)
     if not result.traces:
         if not result.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
     if args.html:
-        from mindspeed_prof.analysis.report import write_report
+        from mindspeed_prof.views.html import write_report
 
         print(f"report: {write_report(result, Path(args.html))}", file=sys.stderr)
     if args.json:

@@ -216,8 +216,19 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         detail = ", ".join(a.files) if a.files else a.message or "no files yet"
         where = f" on {a.host}" if a.host else ""
         print(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")
+        if a.status == "written" and a.message:
+            print(f"rank {a.rank} ({a.role}): {a.message}")
+    short = [a for a in written if a.message]  # written, but not what was asked for
+    starts = sorted({a.start_step for a in written if a.start_step is not None})
+    if len(starts) > 1:
+        print(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
+              f"asked for {request.start_step}): a rank that saw the request late started "
+              "where it was, so compare those steps with care")
     if not written:
         error(f"capture: nothing written within {timeout:g} s (still capturing?)")
+        return Exit.NOTHING
+    if len(short) == len(written):
+        error("capture: no rank recorded what the request asked for (see above)")
         return Exit.NOTHING
     folder = "triggered" if request.steps else "flight"
     remote = ray is not None and (len({a.node for a in written}) > 1 or any(
@@ -225,4 +236,4 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
     option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
     for root in sorted({a.root for a in written if a.root}):
         print(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
-    return Exit.OK if len(written) == len(acks) else Exit.PARTIAL
+    return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

@@ -41,8 +41,11 @@ exit codes:
 
 
 def error(message: str) -> None:
-    """One line on stderr, prefixed with the program's name."""
-    print(f"mindspeed-prof: {message}", file=sys.stderr)
+    """One line on stderr, prefixed with the program's name (names from captures can hold
+    control characters: they are written as escapes)."""
+    from mindspeed_prof.views.safe import printable
+
+    print(f"mindspeed-prof: {printable(message)}", file=sys.stderr)
 
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,

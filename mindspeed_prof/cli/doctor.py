@@ -8,14 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.model import ranks_text
 from mindspeed_prof.cli.common import Exit
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "captures_line", "run"]
 
 DESCRIPTION = """\
 A run's captures checked before anyone opens a trace: missing ranks, empty,
-truncated or temporary files, windows that captured nothing, clock skew between
-hosts; then disk used per rank and triggered captures.
+truncated or temporary files, files analyse cannot read whole, windows that
+captured nothing, clock skew between hosts; then captures and disk used per
+rank, notes on how captures were read, and triggered captures.
 
 exit codes:
   0  healthy
@@ -35,6 +37,20 @@ def add_parser(sub: Any) -> None:
     d.set_defaults(func=run)
 
 
+def captures_line(per_rank: dict[str, int]) -> str:
+    """``captures: 5 (ranks 0-3: 1 each; rank ?: 1)``: ranks grouped by how many they have."""
+    if not per_rank:
+        return "captures: none"
+    by_count: dict[int, list[int | None]] = {}
+    for rank, n in per_rank.items():
+        by_count.setdefault(n, []).append(None if rank == "?" else int(rank))
+    groups = []
+    for n, ranks in sorted(by_count.items(), key=lambda kv: -len(kv[1])):
+        each = " each" if len(ranks) > 1 else ""
+        groups.append(f"rank{'s' if len(ranks) > 1 else ''} {ranks_text(ranks)}: {n}{each}")
+    return f"captures: {sum(per_rank.values())} ({'; '.join(groups)})"
+
+
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.doctor import doctor
 
@@ -49,8 +65,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         for finding in health.findings:
             print(finding.message)
-        ranks = ", ".join(map(str, health.ranks_found)) or "none"
-        print(f"ranks with captures: {ranks} (expected {len(health.ranks_expected)})")
+        print(captures_line(health.captures_per_rank))
+        ranks = ranks_text(list(health.ranks_found)) or "none"
+        expected = (str(len(health.ranks_expected)) if health.ranks_expected
+                    else "unknown: no manifest names them")
+        print(f"ranks with captures: {ranks} (expected {expected})")
+        for note in health.notes:
+            print(f"note: {note}")
         for rank, size in sorted(health.disk_per_rank.items()):
             print(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
                                              else f"{size / 1024:.1f} KB"))

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.model import ranks_text
 from mindspeed_prof.cli.common import (
     Exit,
     error,
@@ -62,15 +63,21 @@ def run(args: argparse.Namespace) -> int:
         return Exit.USAGE
     if line := placement_line(result):
         error(line)
-    for b in result.bad:
-        error(f"skipped {b}")
+    for line in result.messages():
+        error(line)
     if not result.traces:
         error(f"{args.root}: no captures to merge")
         return Exit.NOTHING
+    if not steps.everything:
+        have = sorted({r.step for t in result.traces for r in t.ranges if r.step is not None})
+        if not any(step in steps for step in have):
+            error(f"--steps {args.steps}: no capture holds those steps (they hold "
+                  f"{ranks_text(list(have)) or 'no steps'}); nothing written")
+            return Exit.NOTHING
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
-        error(w)
-    print(f"timeline: {timeline.path} ({len(timeline.tracks)} tracks, {timeline.events:,} "
-          f"events, {timeline.bytes / 1e6:,.1f} MB); open it in ui.perfetto.dev or "
+        error(result.shown(w))
+    print(f"timeline: {timeline.path}\n{len(timeline.tracks)} tracks, {timeline.events:,} "
+          f"events, {timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or "
           "chrome://tracing")
     return exit_code(result)

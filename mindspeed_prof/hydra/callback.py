@@ -62,7 +62,7 @@ class ProfilerCallback(Callback):
         profiler = Profiler(cfg, on_capture=after_capture(cfg))
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
-        from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
+        from mindspeed_prof.formats.manifest import host_info, manifest_name, versions
 
         # the job's checked settings, and the role sections as composed
         resolved = {**sections(config.profiler_config), **to_sections(cfg)}
@@ -108,7 +108,11 @@ class ProfilerCallback(Callback):
         else:  # <launch dir>/<save>/<job num>/ per job
             root = Path(config.hydra.runtime.cwd) / save
             shared = [root / p.name for p in sweep.iterdir() if p.is_dir() and p.name.isdigit()]
-        sweep_summary(sweep, print_table=True, shared_roots=shared)
+        rows = sweep_summary(sweep, shared_roots=shared)
+        if any(r["status"] != "no manifest" for r in rows):
+            from mindspeed_prof.views.text import print_sweep
+
+            print_sweep(rows, sweep)
 
     def _finish(self, status: str) -> None:
         job, self._job = self._job, None
@@ -116,7 +120,7 @@ class ProfilerCallback(Callback):
             return
         profiler = job["profiler"]
         profiler.close()
-        from mindspeed_prof.hydra.manifest import list_files
+        from mindspeed_prof.formats.manifest import list_files
 
         manifest = job["manifest"]
         manifest["status"] = "failed" if profiler.failed and status == "completed" else status
@@ -158,7 +162,7 @@ def _reports(profiler: Any) -> bool:
 
 def _where(root: Path, cwd: Path, manifest: dict[str, Any], shared: bool) -> str:
     """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
-    from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
+    from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 
     shown = os.path.relpath(root, cwd) if root.is_relative_to(cwd) else str(root)
     reason = nothing_captured(manifest, shared)

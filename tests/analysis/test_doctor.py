@@ -65,3 +65,33 @@ def test_every_problem_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_missing_root_exits_1(tmp_path: Path) -> None:
     assert main(["doctor", str(tmp_path / "nope")]) == 1
+
+
+def test_nothing_to_check_is_not_healthy(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("no capture here")
+    health = doctor(tmp_path)
+    assert [f.kind for f in health.findings] == ["no_captures"]
+    assert main(["doctor", str(tmp_path)]) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{tmp_path}: no captures found") and out[-1] == "1 finding(s)"
+    assert "healthy" not in out
+
+
+def test_another_tools_captures_are_read_and_counted(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A Kineto trace named by no rule of ours: its rank from distributedInfo, a part analyse
+    skips is a finding, a note stays a note; no rank is expected without a manifest."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2},
+              {"ph": "X", "cat": "cpu_op", "name": "bad", "ts": 5, "dur": -1}]
+    (tmp_path / "worker.json").write_text(json.dumps(
+        {"distributedInfo": {"rank": 5}, "traceEvents": events}))
+    health = doctor(tmp_path)
+    assert health.captures_per_rank == {"5": 1} and health.ranks_found == [5]
+    assert health.ranks_expected == []  # rank 5 of a run we know nothing of: 0-4 not missing
+    (finding,) = health.findings
+    assert finding.kind == "partly_read" and finding.where == "worker.json"
+    assert finding.message.startswith("worker.json: 1 events end before they start")
+    assert main(["doctor", str(tmp_path)]) == 3
+    out = capsys.readouterr().out
+    assert "captures: 1 (rank 5: 1)" in out and "expected unknown: no manifest names them" in out

@@ -133,6 +133,34 @@ def test_slow_step_captures_the_next_steps_under_triggered(
     assert "ProfilerStep#11" not in names
 
 
+@pytest.mark.parametrize("slow", ["actor_update", None])
+def test_the_flight_dump_for_an_anomaly_holds_the_anomalous_step_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str | None) -> None:
+    clock = Clock()
+    monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
+    prof = Profiler.from_config({"integrated": {
+        "profile_save_path": str(tmp_path), "backend": "none", "flight_recorder_steps": 8,
+        "anomaly_factor": 3.0, "anomaly_window": 10}}, rank=0)
+    for step in range(1, 43):
+        with prof.step(step):
+            with prof.stage("actor_update"):
+                clock.ns += 10_000_000 * (9 if step == 40 and slow else 1)
+            with prof.stage("critic_update"):
+                clock.ns += 10_000_000
+            clock.ns += 10_000_000 * (9 if step == 40 and not slow else 1)
+    prof.close()
+    (anomaly,) = prof.triggers
+    assert (anomaly["step"], anomaly["stage"]) == (40, slow)
+    flight = prof.captures[0]
+    assert flight.reason == "anomaly" and flight.steps == list(range(33, 41))
+    assert flight.trigger_step == 40 and flight.to_json()["trigger_step"] == 40
+    (path,) = flight.files
+    doc = json.loads(Path(path).read_text())
+    names = [e["name"] for e in doc["traceEvents"]]
+    assert "ProfilerStep#40" in names and names.count("critic_update") == 8  # step 40 whole
+    assert doc["mindspeed_prof"]["trigger_step"] == 40
+
+
 def test_anomaly_off_by_default(tmp_path: Path) -> None:
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
     assert not any(isinstance(p, AnomalyPart) for p in prof.parts) and not prof._live

@@ -35,10 +35,13 @@ def test_negative_budget_is_rejected() -> None:
         validate({"max_disk_mb": -1})
 
 
-def test_large_captures_stay_within_one_capture_of_the_budget(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("stage", ["actor_update", "all"])
+def test_large_captures_stay_within_one_step_of_the_budget(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str) -> None:
+    """Every capture shape: one capture per stage execution, and a whole-step window (taken
+    one step per capture under a budget, so that it is lowered or stopped mid-window)."""
     prof = Profiler.from_config({
-        "profile": True, "backend": "torch", "stage": "actor_update", "profile_level": "level1",
+        "profile": True, "backend": "torch", "stage": stage, "profile_level": "level1",
         "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
         "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
     x = torch.randn(4, 4)
@@ -52,6 +55,7 @@ def test_large_captures_stay_within_one_capture_of_the_budget(
     largest = max(sizes)
     assert largest > 0
     assert bytes_under(tmp_path) <= MB + largest  # overshoot: at most one capture (one step)
+    assert all(len(c.steps) <= 1 for c in prof.captures)
     levels = [c.level for c in prof.captures if not c.skipped]
     assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
     skipped = [c for c in prof.captures if c.skipped]

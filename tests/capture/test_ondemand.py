@@ -151,3 +151,22 @@ def test_ray_workers_take_requests_for_their_rank(ray_cluster: Any, tmp_path: Pa
     captures = ray.get([w.steps.remote(1, 3) for w in workers])
     assert captures[0] == [] and [c["request"] for c in captures[1]] == [req.id]
     assert [a.rank for a in read_acks(tmp_path, req.id)] == [1]
+
+
+def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> None:
+    from mindspeed_prof.capture.ondemand import asks_for_ops, variant
+    from mindspeed_prof.config.validate import validate
+
+    light = validate({"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
+                                     "profile_with_cpu": False}})
+    full = variant(light, Request.new(60, steps=1, preset="full"))
+    assert (full.profile_level.value, full.profile_with_cpu, full.profile_record_shapes) == (
+        "level1", True, True)
+    level = variant(light, Request.new(60, steps=1, level="level2"))
+    assert (level.profile_level.value, level.profile_with_cpu) == ("level2", False)
+    own = variant(light, Request.new(60, steps=1, preset="full",
+                                     overrides={"profile_with_cpu": False}))
+    assert not own.profile_with_cpu  # the request's own options win over its preset's
+    assert asks_for_ops(Request.new(60, steps=1, preset="full"))
+    assert not asks_for_ops(Request.new(60, steps=1, preset="mstx_light"))
+    assert not asks_for_ops(Request.new(60, steps=1))

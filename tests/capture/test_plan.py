@@ -247,3 +247,15 @@ def test_plan_takes_one_stage_or_a_list() -> None:
         IntegratedConfig(profile=True, stage=[Stage.actor_generate, "actor_update"]), 0)
     assert both.stages == ("actor_generate", "actor_update")
     assert CapturePlan.from_config(IntegratedConfig(profile=True), 0).whole_steps
+
+
+def test_one_capture_per_step_when_asked() -> None:
+    plan = CapturePlan(enabled=True, start=2, end=5, one_per_step=True)
+    sched = Scheduler(plan)
+    actions = []
+    for step in range(1, 7):
+        actions += sched.step_start(step) + sched.step_end(step)
+    assert [(type(a).__name__, a.capture.step) for a in actions] == [
+        ("Start", 2), ("Stop", 2), ("Start", 3), ("Stop", 3), ("Start", 4), ("Stop", 4)]
+    assert [a.reason for a in actions if isinstance(a, Stop)] == ["step_end", "step_end",
+                                                                  "window_end"]

@@ -15,7 +15,7 @@ from capture_fixtures import make_run
 from helpers import count
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.report import write_report
+from mindspeed_prof.views.html import write_report
 
 EV = {"ph": "X", "cat": "user_annotation", "name": "actor_update", "ts": 1.0, "dur": 5.0}
 
@@ -98,7 +98,9 @@ def build(root: Path) -> dict[Path, bool]:
 
 
 #: Readable files with bad events: named once (as skipped parts), the rest of them analysed.
-PARTLY = ("negative_dur", "missing_fields", "device_without_steps", "overlapping_collectives")
+PARTLY = ("negative_dur", "missing_fields", "overlapping_collectives", "huge_ints")
+#: Read whole, but how they were read is worth a note (not a skipped part).
+NOTED = ("device_without_steps",)
 
 
 def _named(files: dict[Path, bool]) -> set[Path]:
@@ -117,9 +119,11 @@ def test_hostile_files_one_line_each_rest_analysed(tmp_path: Path) -> None:
     assert bad == _named(files)
     assert len(result.bad) == len(bad)  # one line per file
     assert all("\n" not in line for line in result.bad)
+    noted = {Path(line.split(": ", 1)[0]) for line in result.notes()}
+    assert noted == {p for p in files if any(k in p.name for k in NOTED)}
     read = {t.path for t in result.traces}
     assert {p for p, ok in files.items() if ok} <= read
-    assert {r["rank"] for r in result.stage_rank()} == {0, 7}  # the good run is still there
+    assert {r.rank for r in result.stage_rank()} == {0, 7}  # the good run is still there
     report = write_report(result, tmp_path / "report.html").read_text()
     assert "<script>alert(1)" not in report and "&lt;script&gt;alert(1)" in report
     assert "<img src=x" not in report
@@ -131,7 +135,9 @@ def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
                            str(tmp_path), "--json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3
-    skipped = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
+    skipped = [line for line in lines if line.startswith("mindspeed-prof: skipped ")]
     assert len(skipped) == len(_named(files))
+    assert len(lines) - len(skipped) == len(NOTED)  # each a "note:" line
     json.loads(proc.stdout)
     shutil.rmtree(tmp_path / "integrated")

@@ -27,7 +27,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
 from mindspeed_prof.analysis.readers.npu_trace import read_trace_view, stage_device_rows
 from mindspeed_prof.formats import NPU_FOLDER, NPU_OUTPUT
 
-__all__ = ["npu_info", "read_npu"]
+__all__ = ["TEXT_FILES", "npu_info", "read_npu"]
 
 _INFO = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
 _STAMP = re.compile(r"_\d+_\d{17}$")  # <worker>_<pid>_<YYYYmmddHHMMSSmmm>
@@ -75,7 +75,9 @@ def read_npu(folder: Path, group: str) -> TraceData:
     data = TraceData(folder, "npu", rank, group, size, meta={"rank": rank, "level": level},
                      source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name)
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
-    if dbs or (out / "analysis.db").is_file():
+    # A text export at level1 and up writes analysis.db beside its CSVs: without the profiler
+    # db (lost, or not written yet) it is still a text export, and its CSVs hold the data.
+    if dbs or ((out / "analysis.db").is_file() and not _has_text(out)):
         _read_db(out, dbs, data)
     else:
         _read_text(out, data)
@@ -85,6 +87,16 @@ def read_npu(folder: Path, group: str) -> TraceData:
         first = data.problems[0].replace(f"{out}/", "", 1)
         raise BadFile(f"{folder}: nothing readable ({first})")
     return data
+
+
+#: Files only a text export writes (``analysis.db`` comes with either export).
+TEXT_FILES = ("step_trace_time.csv", "kernel_details.csv", "op_statistic.csv",
+              "api_statistic.csv", "communication.json", "communication_matrix.json",
+              "trace_view.json", "memory_record.csv", "operator_memory.csv")
+
+
+def _has_text(out: Path) -> bool:
+    return any((out / name).is_file() for name in TEXT_FILES)
 
 
 def _read_db(out: Path, dbs: list[Path], data: TraceData) -> None:

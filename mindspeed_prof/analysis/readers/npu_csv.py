@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["Table", "number", "step_number"]
+__all__ = ["NAMED_ROWS", "Table", "number", "step_number"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -37,8 +37,9 @@ class Table:
     """One CSV file's rows, each as ``{column: cell}``, with the columns a reader requires.
 
     ``Table.open(path, required, problems)`` returns None (and adds one line to ``problems``)
-    when the file lacks a required column or cannot be read; a last row cut short is dropped
-    and reported, the rows before it are kept.
+    when the file lacks a required column or cannot be read. Rows with fewer cells than the
+    header (a file cut short, a row edited by hand) are dropped, their cells cannot be matched
+    to columns; one line names the file and those rows, every other row is kept.
     """
 
     def __init__(self, path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
@@ -65,17 +66,36 @@ class Table:
         return column in self.header
 
 
+#: Short rows named one by one in the problem line; past this many, only their count.
+NAMED_ROWS = 3
+
+
 def _rows(reader: Iterator[list[str]], header: list[str], path: Path,
           problems: list[str]) -> Iterator[dict[str, str]]:
     width = len(header)
+    short: list[tuple[int, int]] = []  # (line, cells) of rows with fewer cells than the header
+    last = 0
     try:
         for line in reader:
             if not line:
                 continue
+            last = getattr(reader, "line_num", 0)
             if len(line) < width:
-                problems.append(f"{path}: line {getattr(reader, 'line_num', '?')} has "
-                                f"{len(line)} of {width} columns (cut short?); rest of it skipped")
-                return
+                short.append((last, len(line)))
+                continue
             yield dict(zip(header, line))
     except csv.Error as err:
         problems.append(f"{path}: {err}; rows after it skipped")
+    if short:
+        problems.append(f"{path}: {_short_rows(short, width, last)}")
+
+
+def _short_rows(short: list[tuple[int, int]], width: int, last: int) -> str:
+    """``line 17 has 31 of 32 columns; row skipped``, or a few lines named and the rest counted."""
+    if len(short) == 1:
+        (line, cells), = short
+        cut = " (cut short?)" if line == last else ""
+        return f"line {line} has {cells} of {width} columns{cut}; row skipped"
+    named = ", ".join(str(line) for line, _ in short[:NAMED_ROWS])
+    more = f" and {len(short) - NAMED_ROWS:,} more" if len(short) > NAMED_ROWS else ""
+    return f"lines {named}{more} have fewer than {width} columns; {len(short):,} rows skipped"

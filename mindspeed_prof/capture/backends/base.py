@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,9 +11,9 @@ from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.formats import SPANS
-from mindspeed_prof.mstx import RangeSink, end_on, start_on
+from mindspeed_prof.mstx import RangeSink
 
-__all__ = ["Backend", "CaptureTarget", "Fanout", "RecordFunctionSink"]
+__all__ = ["Backend", "CaptureTarget", "RecordFunctionSink"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,10 @@ class Backend(ABC):
         """Where step, stage and custom ranges go while the capture is active."""
         return [self.spans] if self.spans is not None else []
 
+    def records(self) -> list[str]:
+        """What the active capture records, of ``ranges``, ``host ops`` and ``device ops``."""
+        return ["ranges"] if self.spans is not None else []
+
     def _open_spans(self, target: CaptureTarget) -> SpanRecorder:
         self.spans = SpanRecorder(target.directory / f"{target.stem}{SPANS}",
                                   target.metadata)
@@ -62,42 +65,6 @@ class Backend(ABC):
             return []
         spans.close()
         return [spans.path]
-
-
-class _FanoutRange:
-    __slots__ = ("_ranges", "_stack")
-
-    def __init__(self, ranges: list[ContextManager[Any]]) -> None:
-        self._ranges = ranges
-
-    def __enter__(self) -> None:
-        self._stack = contextlib.ExitStack()
-        for r in self._ranges:
-            self._stack.enter_context(r)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stack.__exit__(*exc)
-
-
-class Fanout:
-    """One sink that forwards every range and mark to several sinks."""
-
-    def __init__(self, sinks: list[RangeSink]) -> None:
-        self.sinks = sinks
-
-    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
-        return _FanoutRange([s.range(name, cat) for s in self.sinks])
-
-    def mark(self, name: str) -> None:
-        for s in self.sinks:
-            s.mark(name)
-
-    def range_start(self, name: str) -> list[tuple[RangeSink, Any]]:
-        return [(s, start_on(s, name)) for s in self.sinks]
-
-    def range_end(self, handles: list[tuple[RangeSink, Any]]) -> None:
-        for s, handle in reversed(handles):
-            end_on(s, handle)
 
 
 class RecordFunctionSink:

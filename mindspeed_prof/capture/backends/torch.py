@@ -4,7 +4,8 @@
 level       what torch.profiler records
 =========== ==========================================================================
 level_none  nothing: torch.profiler is not started; step, stage and custom ranges only
-level0      CPU operators (``profile_with_cpu``) and CUDA kernels (``profile_with_npu``)
+level0      CPU operators (``profile_with_cpu``) and CUDA kernels (``profile_with_npu``; on a
+            machine without CUDA, the host's operators: the host is the device there)
 level1      level0 plus FLOP estimates for matmul and convolution
 level2      level1 plus Python call stacks
 =========== ==========================================================================
@@ -29,9 +30,9 @@ from typing import Any
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
-from mindspeed_prof.capture.backends.sqlite_trace import write_db
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
+from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["TorchBackend"]
@@ -78,7 +79,8 @@ class TorchBackend(Backend):
         from torch.profiler import ProfilerActivity
 
         acts = []
-        if self.cfg.profile_with_cpu:
+        # Without an accelerator the host is the device: device activity is its operators.
+        if self.cfg.profile_with_cpu or (self.cfg.profile_with_npu and not self.cuda):
             acts.append(ProfilerActivity.CPU)
         if self.cfg.profile_with_npu and self.cuda:
             acts.append(ProfilerActivity.CUDA)
@@ -138,6 +140,16 @@ class TorchBackend(Backend):
 
     def sinks(self) -> list[RangeSink]:
         return super().sinks() + self._extra
+
+    def records(self) -> list[str]:
+        from torch.profiler import ProfilerActivity
+
+        out = super().records()
+        if self._prof is not None:
+            out += [what for act, what in ((ProfilerActivity.CPU, "host ops"),
+                                           (ProfilerActivity.CUDA, "device ops"))
+                    if act in self.activities]
+        return out
 
     def stop(self) -> list[Path]:
         target, prof = self._target, self._prof

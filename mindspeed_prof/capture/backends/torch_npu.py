@@ -145,6 +145,18 @@ class TorchNpuBackend(Backend):
             sinks.append(RecordFunctionSink())
         return sinks
 
+    def records(self) -> list[str]:
+        if self._prof is None:
+            return []
+        cfg = self.cfg
+        out = ["ranges"] if cfg.mstx else []
+        if cfg.profile_level is not Level.level_none:
+            acts = self.activities()
+            act = self._npu.profiler.ProfilerActivity
+            out += [what for a, what in ((act.CPU, "host ops"), (act.NPU, "device ops"))
+                    if a in acts]
+        return out
+
     def stop(self) -> list[Path]:
         prof, target = self._prof, self._target
         self._prof, self._target = None, None

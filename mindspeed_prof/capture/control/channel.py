@@ -19,8 +19,9 @@ __all__ = ["LEAD_S", "Channel", "RequestSource", "Status", "Worker", "start_step
 
 _POLL_S = 0.25
 #: How far ahead of the workers a request's start step is put: every worker looks at most
-#: once a second, so two looks and a margin.
-LEAD_S = 2.5
+#: once a second and a Ray worker takes the board's answer at its next look, so three looks
+#: and a margin. A rank that still comes late captures its steps from where it is, and says so.
+LEAD_S = 4.0
 
 
 @dataclass(frozen=True)

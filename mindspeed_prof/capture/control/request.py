@@ -153,8 +153,10 @@ class Ack:
     root: str = ""
     host: str = ""
     node: str = ""
-    #: The step the worker will start capturing at (``queued``), where known.
+    #: The step the worker captures from (``queued``: was asked to; ``written``: did).
     start_step: int | None = None
+    #: What its captures hold: ``ranges``, ``host ops``, ``device ops`` (``written``).
+    recorded: list[str] = field(default_factory=list)
 
     @property
     def done(self) -> bool:

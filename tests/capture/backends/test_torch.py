@@ -82,9 +82,7 @@ def test_memory_timeline_on_cpu(tmp_path: Path) -> None:
 
 
 def test_no_activity_falls_back_to_spans(tmp_path: Path) -> None:
-    if torch.cuda.is_available():
-        pytest.skip("with CUDA, profile_with_npu records kernels")
-    files = capture(tmp_path, profile_with_cpu=False, mstx=True)
+    files = capture(tmp_path, profile_with_cpu=False, profile_with_npu=False, mstx=True)
     assert [f.name.endswith(".mstx.trace.json") for f in files] == [True]
 
 
@@ -116,3 +114,14 @@ def test_cuda_memory_history_takes_verls_settings(monkeypatch: pytest.MonkeyPatc
         files = backend.stop()
         assert calls[0] == {"enabled": "all", **expected} and calls[1]["enabled"] is None
         assert any(str(f).endswith(".memory_snapshot.pickle") for f in files)
+
+
+def test_device_activity_without_an_accelerator_is_the_hosts_operators(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mstx_light turns host activity off; a level asked for on top of it (a preset, an
+    on-demand request) must still record operators on a machine whose device is the host."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    files = capture(tmp_path, profile_with_cpu=False, profile_with_npu=True,
+                    profile_level="level1", mstx=True)
+    (trace,) = [f for f in files if f.name.endswith(".pt.trace.json")]
+    assert any(e["name"] == "aten::mm" for e in ops(trace))

@@ -7,21 +7,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.render import (
-    STAGE_CODES,
-    count,
-    print_analysis,
-    print_compare,
-    print_presets,
-    print_stage_rank,
-    print_sweep,
-)
+from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.readers.model import TraceData, ranks_text
+from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
 from mindspeed_prof.cli.presets import changed_values
 from mindspeed_prof.config.presets import PRESETS
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.views.text import (
+    STAGE_CODES,
+    count,
+    headline,
+    print_analysis,
+    print_compare,
+    print_presets,
+    print_ranges,
+    print_stage_rank,
+    print_sweep,
+)
 
 WIDTH = 80
 
@@ -60,9 +66,9 @@ def assert_readable(text: str) -> None:
     assert all(len(line) <= WIDTH for line in table_lines(text)), text
 
 
-def stage_rows(ranks: int, stages: list[str]) -> list[dict[str, Any]]:
-    return [{"stage": s, "rank": r, "count": 2, "total_ms": 1234.5678 * (r + 1), "mean_ms": 1.0,
-             "max_ms": 1.0} for s in stages for r in range(ranks)]
+def stage_rows(ranks: int, stages: list[str]) -> list[StageRow]:
+    return [StageRow(stage=s, rank=r, count=2, total_ms=1234.5678 * (r + 1), mean_ms=1.0,
+                     max_ms=1.0) for s in stages for r in range(ranks)]
 
 
 def test_count_is_singular_or_plural() -> None:
@@ -122,15 +128,15 @@ def test_analysis_counts_captures_not_files(run_dir: Path) -> None:
 def test_wide_values_wrap_but_headers_stay_whole() -> None:
     rows = stage_rows(3, list(STAGES))
     for r in rows:
-        r["total_ms"] = 123_456_789.0
+        r.total_ms = 123_456_789.0
     text = render(print_stage_rank, rows)
     assert "…" not in text
     assert headers(text)[0] in ("stage", "rank")
 
 
 def test_compare_at_80_columns() -> None:
-    rows = [{"stage": s, "rank": r, "a_mean_ms": 12_345.6, "b_mean_ms": 23_456.7,
-             "change": 0.9, "regression": True, "improvement": False}
+    rows = [Change(kind="stage", name=s, rank=r, a_mean_ms=12_345.6, b_mean_ms=23_456.7,
+                   change=0.9, regression=True, improvement=False)
             for s in STAGES for r in range(2)]
     text = render(print_compare, rows, "runs/a/profiler_data", "runs/b/profiler_data")
     assert_readable(text)
@@ -179,3 +185,66 @@ def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
     text = render(print_analysis, analyse(root, jobs=1, cache=False))
     assert "Top allocating operators" in text and "aten::mm" in text
     assert max(len(line) for line in table_lines(text)) <= WIDTH
+
+
+# -- lists of ranks and steps, the first line, the ranges table (issue 20) --------------------
+
+
+def _parse_ranks(text: str) -> list[int | None]:
+    out: list[int | None] = []
+    for part in text.split(", ") if text else []:
+        if part == "?":
+            out.append(None)
+        elif "-" in part:
+            lo, hi = map(int, part.split("-"))
+            assert hi - lo >= 2  # a run of two is written out
+            out.extend(range(lo, hi + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+@settings(deadline=None)  # timing is not what is tested: a loaded machine must not fail it
+@given(st.lists(st.one_of(st.none(), st.integers(0, 300)), max_size=60))
+def test_ranks_text_reads_back_as_the_same_ranks(ranks: list[int | None]) -> None:
+    text = ranks_text(ranks)
+    known = sorted({r for r in ranks if r is not None})
+    assert _parse_ranks(text) == known + ([None] if None in ranks else [])
+
+
+def test_ranks_text_shortens_runs() -> None:
+    assert ranks_text(list(range(128))) == "0-127"
+    assert ranks_text([3, 0, 1, None, 8, 9]) == "0, 1, 3, 8, 9, ?"
+
+
+@settings(deadline=None)
+@given(root=st.text(alphabet="abc/_-", min_size=1, max_size=120), ranks=st.integers(1, 600))
+def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int) -> None:
+    traces = [TraceData(Path(f"r{r}.pt.trace.json"), "torch", r, "g", 10) for r in range(ranks)]
+    result = Analysis(root=Path("/" + root), traces=traces)
+    lines = headline(result, WIDTH)
+    where = f"{count(ranks, 'capture')} under {result.root}"
+    what = f"{count(ranks, 'rank')} {ranks_text(list(range(ranks)))}, {count(10 * ranks, 'byte')}"
+    assert lines in ([f"{where}: {what}"], [f"{where}:", what])
+    assert (len(lines) == 1) == (len(where) + 2 + len(what) <= WIDTH)
+    assert all(len(line) <= WIDTH for line in lines if str(result.root) not in line)
+
+
+def test_range_times_never_fold_inside_a_number() -> None:
+    rows = [RangeRow(name=f"[param|pytorch.model.alex_net|{i}|warmup|forward]", rank=0,
+                     stage=None, count=2, total_ms=43_425.28 * (i + 1), self_ms=3.67,
+                     mean_ms=12_840.44, p95_ms=12_840.44, max_ms=12_757.09) for i in range(3)]
+    text = render(lambda console: print_ranges(rows, console))
+    body = [line for line in table_lines(text) if line.startswith("│")]
+    assert len(body) == 3  # one line a row: no number folded over two lines
+    assert all(len(line) <= WIDTH for line in table_lines(text))
+    assert "43,425 " in body[0] and "3.67" in body[0]  # a second and more: no decimals
+
+
+def test_hour_long_ranges_are_shown_in_seconds() -> None:
+    rows = [RangeRow(name="rollout", rank=0, stage="actor_generate", count=12_345,
+                     total_ms=3.6e6, self_ms=3.6e6, mean_ms=3.6e6, p95_ms=3.6e6, max_ms=3.6e6)]
+    text = render(lambda console: print_ranges(rows, console))
+    assert text.splitlines()[0].strip().startswith("Custom ranges by total s ")
+    (first, *_) = [line for line in table_lines(text) if line.startswith("│")]
+    assert first.count("3,600.0") == 5 and all(len(line) <= WIDTH for line in table_lines(text))
