@@ -35,7 +35,7 @@ from mindspeed_prof.analysis.rows import (
     Straggler,
     to_json,
 )
-from mindspeed_prof.analysis.stragglers import find_stragglers
+from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
@@ -63,6 +63,8 @@ class Analysis:
     traces: list[TraceData] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
     margin: float = DEFAULT_MARGIN
+    #: A difference between ranks under this many ms (or 1% of the step) is noise.
+    noise_ms: float = DEFAULT_NOISE_MS
     #: Count warmup steps in stragglers and compare (they are left out by default).
     include_warmup: bool = False
     #: Captures that claimed the same rank and step (kept apart by ``Range.source``).
@@ -136,8 +138,9 @@ class Analysis:
 
     def stragglers(self, kind: str = "stage") -> list[Straggler]:
         """Ranks whose stage (``kind="range"``: custom range) time in a step exceeds the median
-        over ranks by ``margin``; warmup steps left out unless ``include_warmup``."""
-        return find_stragglers(self.counted(), kind, self.margin)
+        of the other ranks by ``margin`` and the noise floor (``stragglers``); warmup steps
+        left out unless ``include_warmup``."""
+        return find_stragglers(self.counted(), kind, self.margin, self.noise_ms)
 
     def range_table(self) -> list[RangeRow]:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
@@ -266,7 +269,8 @@ class Analysis:
                 "top_runtime": to_json(self.top_runtime()), "memory": to_json(self.memory()),
                 "inventory": to_json(self.inventory()), "warnings": self.warnings(),
                 "problems": self.problems(), "skipped": self.bad, "notes": self.notes(),
-                "margin": self.margin, "warmup": sorted(self.warmup())}
+                "margin": self.margin, "noise_ms": self.noise_ms,
+                "warmup": sorted(self.warmup())}
 
 
 def stage_rows(ranges: list[Range]) -> list[StageRow]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -12,6 +13,7 @@ from mindspeed_prof.analysis.analyse import Analysis, stage_rows
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
+from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
            "slower_than"]
@@ -30,24 +32,39 @@ class Comparison(msgspec.Struct, kw_only=True):
     memory: list[SideBySide]
     warnings: list[str]
     captured: dict[str, dict[str, list[Any]]]
+    #: A change per execution under this many ms is noise (the larger of ``noise_ms`` and 1%
+    #: of A's step).
+    floor_ms: float = 0.0
 
     def json(self) -> dict[str, Any]:
         return {"rows": to_json(self.rows), "ranges": to_json(self.ranges),
                 "device": to_json(self.device), "memory": to_json(self.memory),
-                "warnings": self.warnings, "captured": self.captured}
+                "warnings": self.warnings, "captured": self.captured,
+                "floor_ms": self.floor_ms}
 
 
-def _changes(kind: str, a: dict[tuple[str, int | None], float],
-             b: dict[tuple[str, int | None], float], threshold: float) -> list[Change]:
+def _changes(kind: str, a: dict[tuple[str, int | None], tuple[float, int]],
+             b: dict[tuple[str, int | None], tuple[float, int]], threshold: float,
+             floor: float) -> list[Change]:
+    """One row per (name, rank) of either run, the costliest change first."""
     out = []
-    for name, rank in sorted(a.keys() | b.keys(), key=lambda k: (k[0], rank_order(k[1]))):
-        ma, mb = a.get((name, rank)), b.get((name, rank))
+    for key in a.keys() | b.keys():
+        (ma, na), (mb, nb) = a.get(key, (None, 0)), b.get(key, (None, 0))
         change = (mb - ma) / ma if ma and mb is not None else None
-        out.append(Change(kind=kind, name=name, rank=rank, a_mean_ms=ma, b_mean_ms=mb,
-                          change=change,
-                          regression=change is not None and change > threshold,
-                          improvement=change is not None and change < -threshold))
-    return out
+        diff = None if ma is None or mb is None else mb - ma
+        real = diff is not None and abs(diff) >= floor
+        out.append(Change(kind=kind, name=key[0], rank=key[1], a_mean_ms=ma, b_mean_ms=mb,
+                          change=change, count=nb or na,
+                          impact_ms=None if diff is None else diff * (nb or na),
+                          regression=real and change is not None and change > threshold,
+                          improvement=real and change is not None and change < -threshold))
+    return sorted(out, key=lambda r: (-(abs(r.impact_ms) if r.impact_ms is not None else -1),
+                                      r.name, rank_order(r.rank)))
+
+
+def _floor(x: Analysis) -> float:
+    steps = step_times(x.counted())
+    return noise_floor(x.noise_ms, statistics.median(steps.values()) if steps else None)
 
 
 def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> list[Change]:
@@ -55,13 +72,13 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
 
     Warmup steps are left out unless the analyses were made with ``include_warmup``.
     """
-    def means(x: Analysis) -> dict[tuple[str, int | None], float]:
-        return {(r.stage, r.rank): r.mean_ms for r in stage_rows(x.counted())}
-    return _changes("stage", means(a), means(b), threshold)
+    def means(x: Analysis) -> dict[tuple[str, int | None], tuple[float, int]]:
+        return {(r.stage, r.rank): (r.mean_ms, r.count) for r in stage_rows(x.counted())}
+    return _changes("stage", means(a), means(b), threshold, _floor(a))
 
 
-def _range_means(x: Analysis) -> dict[tuple[str, int | None], float]:
-    return {(r.name, r.rank): r.mean_ms for r in range_rows(x.counted())}
+def _range_means(x: Analysis) -> dict[tuple[str, int | None], tuple[float, int]]:
+    return {(r.name, r.rank): (r.mean_ms, r.count) for r in range_rows(x.counted())}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -130,13 +147,13 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
     ma, mb = _memory_peaks(a), _memory_peaks(b)
     return Comparison(
         rows=compare(a, b, threshold),
-        ranges=_changes("range", _range_means(a), _range_means(b), threshold),
+        ranges=_changes("range", _range_means(a), _range_means(b), threshold, _floor(a)),
         device=[SideBySide(rank=rank, a=da.get(rank) or DeviceMeans(),
                            b=db.get(rank) or DeviceMeans())
                 for rank in sorted(da.keys() | db.keys(), key=rank_order)],
         memory=[SideBySide(rank=rank, a=ma.get(rank) or Peaks(), b=mb.get(rank) or Peaks())
                 for rank in sorted(ma.keys() | mb.keys(), key=rank_order)],
-        warnings=warnings, captured={"a": ca, "b": cb})
+        warnings=warnings, captured={"a": ca, "b": cb}, floor_ms=_floor(a))
 
 
 #: Past this many characters, a list of steps or ranks in a warning is given by its bounds.
@@ -159,8 +176,12 @@ def _values(values: list[Any]) -> str:
 
 
 def slower_than(result: Comparison, fraction: float) -> list[str]:
-    """One line per stage or range whose mean in B exceeds A's by more than ``fraction``."""
+    """One line per stage or range whose mean in B exceeds A's by more than ``fraction`` and
+    by more than the noise floor (``result.floor_ms`` per execution), costliest first."""
     return [f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
-            f"({r.change:+.1%}, over {fraction:.1%})"
+            f"({r.change:+.1%}, over {fraction:.1%}; {r.impact_ms:+,.1f} ms over {r.count} "
+            f"run{'s' * (r.count != 1)})"
             for r in (*result.rows, *result.ranges)
-            if r.change is not None and r.change > fraction]
+            if r.change is not None and r.change > fraction and r.a_mean_ms is not None
+            and r.b_mean_ms is not None and r.impact_ms is not None
+            and r.b_mean_ms - r.a_mean_ms >= result.floor_ms]

@@ -60,8 +60,9 @@ class StepRow(Row, kw_only=True):
 
 class Straggler(Row, kw_only=True):
     """A rank slower than the others at a stage (``kind`` ``stage``) or custom range
-    (``range``) in one step: its ``ms``, the others' median ``median_ms``, ``ratio`` of the
-    two. In ``--json`` the name is under the kind (``{"stage": name}``)."""
+    (``range``) in one step: its ``ms``, the median of the *other* ranks ``median_ms``, the
+    ``ratio`` of the two and the time lost ``excess_ms``. In ``--json`` the name is under the
+    kind (``{"stage": name}``)."""
 
     kind: str
     name: str
@@ -71,6 +72,7 @@ class Straggler(Row, kw_only=True):
     ms: float
     median_ms: float
     ratio: float
+    excess_ms: float
 
     def json(self) -> dict[str, Any]:
         out = super().json()
@@ -150,7 +152,9 @@ class InventoryRow(Row, kw_only=True):
 class Change(Row, kw_only=True):
     """A stage (``kind`` ``stage``) or custom range (``range``) on one rank in two runs: mean ms
     per execution in A (the baseline) and B, the relative ``change`` (None when either is
-    missing or A's is 0), flagged as a regression or an improvement beyond the threshold. In
+    missing or A's is 0), flagged as a regression or an improvement beyond the threshold and
+    beyond the noise floor (a difference per execution under ``noise_ms``, or 1% of A's step,
+    is never flagged). In
     ``--json`` the name is under the kind (``{"stage": name}``; ranges: ``{"name": name}``)."""
 
     kind: str
@@ -161,6 +165,10 @@ class Change(Row, kw_only=True):
     change: float | None
     regression: bool = False
     improvement: bool = False
+    #: Executions in B (in A where B has none), and what the change costs over them:
+    #: ``(b_mean - a_mean) * count`` ms (None when either mean is missing). Rows sort by it.
+    count: int = 0
+    impact_ms: float | None = None
 
     def json(self) -> dict[str, Any]:
         out = super().json()

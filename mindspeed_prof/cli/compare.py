@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_code, read_captures
+from mindspeed_prof.cli.common import Exit, error, exit_code, noise_option, read_captures
 
 __all__ = ["add_parser", "run"]
 
@@ -30,6 +30,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--include-warmup", action="store_true",
                    help="count warmup steps (left out by default)")
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    noise_option(c)
     c.set_defaults(func=run)
 
 
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             return Exit.NOTHING
     a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
     a.include_warmup = b.include_warmup = args.include_warmup
+    a.noise_ms = b.noise_ms = args.noise_ms
     for side, result in (("A", a), ("B", b)):
         for line in result.messages():
             error(f"{side}: {line}")

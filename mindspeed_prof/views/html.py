@@ -180,12 +180,13 @@ def write_report(result: Analysis, path: Path) -> Path:
         [{**r.json(), "total": r.total, **{s: r.stages.get(s) for s in stages}} for r in steps],
         ["rank", "step", *total, *stages, "warmup"]))
     parts.append(f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
-        result.stragglers(), ["stage", "step", "rank", "ms", "median_ms", "ratio"]))
+        result.stragglers(), ["stage", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
     parts.append("<h2>Custom ranges</h2>" + _table(
         result.range_table(), ["name", "rank", "stage", "count", "total_ms", "self_ms",
                                "mean_ms", "p95_ms", "max_ms"]))
     parts.append(f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
-        result.stragglers("range"), ["range", "step", "rank", "ms", "median_ms", "ratio"]))
+        result.stragglers("range"),
+        ["range", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
     device = [{**msgspec.to_builtins(r), "step": step_label(r.step)} for r in result.device()]
     parts.append("<h2>Device time (ms)</h2>" + (_table(device, [
         "rank", *(["source"] if any(r["source"] for r in device) else []), "step", "stage",

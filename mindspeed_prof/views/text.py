@@ -216,14 +216,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         _print_per_step(steps, console)
     stragglers = result.stragglers()
     if stragglers:
-        table = _table(f"Stragglers (> median + {result.margin:.0%})")
-        _column(table, "stage", right=False)
-        for col in ("step", "rank", "ms", "median ms", "ratio"):
-            _column(table, col)
-        for row in stragglers:
-            table.add_row(_name(row.name, 30), str(row.step), rank_label(*_who(row)),
-                          _ms(row.ms), _ms(row.median_ms), f"{row.ratio:.2f}x")
-        console.print(table)
+        console.print(_stragglers(stragglers, "stage", result))
     else:
         console.print("No stragglers.")
     ops = result.top_ops(top)
@@ -238,6 +231,20 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     print_details(result, console, top)
     for w in result.warnings():
         _wrapped(console, f"warning: {w}", lead="warning:")
+
+
+def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
+    """Stage or range stragglers: each rank's ms against the median of the other ranks."""
+    title = "Stragglers" if what == "stage" else "Range stragglers"
+    table = _table(f"{title} (> the other ranks' median + {result.margin:.0%}, "
+                   f"and by {result.noise_ms:g} ms or 1% of the step)")
+    table.add_column(what, overflow="fold", max_width=26)
+    for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
+        _column(table, col)
+    for row in rows:
+        table.add_row(_name(row.name, 26), str(row.step), rank_label(*_who(row)),
+                      _ms(row.ms), _ms(row.median_ms), _ms(row.excess_ms), f"{row.ratio:.2f}x")
+    return table
 
 
 def print_compare(rows: list[Change], a: str, b: str,
@@ -255,11 +262,12 @@ def _changes(title: str, what: str, rows: list[Change]) -> Table:
     """Stages or ranges in A and B: mean ms per execution and the change."""
     table = _table(title)
     _column(table, what, right=False)
-    for col in ("rank", "A ms", "B ms", "change"):
+    for col in ("rank", "A ms", "B ms", "change", "impact ms"):
         _column(table, col)
     for r in rows:
         table.add_row(_name(r.name, 30), rank_label(r.rank), _ms(r.a_mean_ms),
-                      _ms(r.b_mean_ms), _change(r))
+                      _ms(r.b_mean_ms), _change(r),
+                      "" if r.impact_ms is None else f"{r.impact_ms:+,.1f}")
     return table
 
 
@@ -462,14 +470,7 @@ def print_details(result: Analysis, console: Console, top: int = 10) -> None:
     print_ranges(result.range_table(), console, top=2 * top)
     stragglers = result.stragglers("range")
     if stragglers:
-        table = _table(f"Range stragglers (> median + {result.margin:.0%})")
-        table.add_column("range", overflow="fold", max_width=30)
-        for col in ("step", "rank", "ms", "median ms", "ratio"):
-            _column(table, col)
-        for s in stragglers[:top]:
-            table.add_row(_name(s.name, 30), str(s.step), rank_label(*_who(s)),
-                          _ms(s.ms), _ms(s.median_ms), f"{s.ratio:.2f}x")
-        console.print(table)
+        console.print(_stragglers(stragglers[:top], "range", result))
     print_device(result.device(), console, result.unread_device())
     print_top_lists(result, console, top)
     print_memory(result.memory(), console)

@@ -233,7 +233,7 @@ def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], source:
     return t
 
 
-def test_stragglers_sum_a_steps_runs_and_sort_by_ratio() -> None:
+def test_stragglers_sum_a_steps_runs_and_sort_by_time_lost() -> None:
     runs = {0: 10.0, 1: 10.0, 2: 16.0, 3: 30.0}
     traces = [_data(r, ("stage", "actor_update", 1, ms / 2), ("stage", "actor_update", 1, ms / 2),
                     ("step", "ProfilerStep#1", 1, 100.0 * (r + 1)),  # steps: not a stage
@@ -241,16 +241,40 @@ def test_stragglers_sum_a_steps_runs_and_sort_by_ratio() -> None:
               for r, ms in runs.items()]
     traces.insert(0, _data(0, ("stage", "critic_update", 1, 5.0)))  # on one rank only
     found = Analysis(root=Path("run"), traces=traces).stragglers()
+    # each rank against the median of the *other* ranks: rank 3 against (10, 10, 16)
     assert [(s.kind, s.name, s.step, s.rank, s.ms, s.median_ms) for s in found] == [
-        ("stage", "actor_update", 1, 3, 30.0, 13.0), ("stage", "actor_update", 1, 2, 16.0, 13.0)]
-    assert [s.ratio for s in found] == [30.0 / 13.0, 16.0 / 13.0]
+        ("stage", "actor_update", 1, 3, 30.0, 10.0), ("stage", "actor_update", 1, 2, 16.0, 10.0)]
+    assert [(s.ratio, s.excess_ms) for s in found] == [(3.0, 20.0), (1.6, 6.0)]
 
 
-def test_stragglers_under_a_millisecond_and_at_zero() -> None:
+def test_a_stall_on_one_of_two_ranks_passes_twice_over_and_noise_names_nobody() -> None:
+    # the case: a 501 ms stall on rank 0 of two; a median counting rank 0 itself
+    # gives 1.98x at most. 13 ms against 7 ms, and 0.4 against 0.33 ms, are noise in a 1 s step.
+    traces = [_data(r, ("step", "ProfilerStep#1", 1, 1000.0),
+                    ("stage", "actor_generate", 1, 520.0 if r == 0 else 19.0),
+                    ("range", "fwd", 1, 13.0 if r == 0 else 7.0),
+                    ("range", "tiny", 1, 0.4 if r == 0 else 0.33)) for r in (0, 1)]
+    result = Analysis(root=Path("."), traces=traces)
+    (s,) = result.stragglers()
+    assert (s.name, s.rank, s.median_ms, round(s.ratio, 2), s.excess_ms) == (
+        "actor_generate", 0, 19.0, 27.37, 501.0)
+    assert result.stragglers("range") == []  # 6 ms is under 1% of the 1000 ms step
+    result.noise_ms = 0.05  # the 1% share still holds: 10 ms
+    assert result.stragglers("range") == []
+    short = [_data(r, ("step", "ProfilerStep#1", 1, 100.0), ("range", "fwd", 1, 13.0 - 6 * r),
+                   ("range", "tiny", 1, 0.4 - 0.07 * r)) for r in (0, 1)]
+    assert [s.name for s in Analysis(root=Path("."), traces=short).stragglers("range")] == [
+        "fwd"]  # a 100 ms step: the floor is 1 ms
+
+
+def test_stragglers_under_the_noise_floor_and_at_zero() -> None:
     small = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.5, 0.5, 1.0))]
-    assert [s.rank for s in Analysis(root=Path("."), traces=small).stragglers()] == [2]
+    assert Analysis(root=Path("."), traces=small).stragglers() == []  # 0.5 ms < 1 ms
+    assert [s.rank for s in Analysis(root=Path("."), traces=small, noise_ms=0.5
+                                     ).stragglers()] == [2]
+    assert Analysis(root=Path("."), traces=small, noise_ms=0.51).stragglers() == []
     zero = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.0, 0.0, 1.0))]
-    assert Analysis(root=Path("."), traces=zero).stragglers() == []
+    assert Analysis(root=Path("."), traces=zero, noise_ms=0.0).stragglers() == []
 
 
 def test_straggler_of_a_clashing_capture_names_its_source() -> None:
@@ -367,7 +391,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "top_runtime": to_json(result.top_runtime()), "memory": to_json(result.memory()),
         "inventory": to_json(result.inventory()), "warnings": [],
         "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
-        "notes": ["rank1: a note"], "margin": 0.5,
+        "notes": ["rank1: a note"], "margin": 0.5, "noise_ms": 1.0,
         "warmup": [(0, 1), (1, 1), (2, 1)]}
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]

@@ -32,9 +32,10 @@ def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, firs
     return root
 
 
-@pytest.mark.parametrize(("b_us", "code"), [(11_000.0 * (1 - 1e-6), 0), (11_000.0 * (1 + 1e-6), 4)])
+@pytest.mark.parametrize(("b_us", "code"),
+                         [(110_000.0 * (1 - 1e-6), 0), (110_000.0 * (1 + 1e-6), 4)])
 def test_fail_over_at_its_edge(tmp_path: Path, b_us: float, code: int, capsys) -> None:
-    a = _run(tmp_path / "a", update_us=10_000.0)
+    a = _run(tmp_path / "a", update_us=100_000.0)
     b = _run(tmp_path / "b", update_us=b_us)
     assert main(["compare", str(a), str(b), "--fail-over", "0.1"]) == code
     err = capsys.readouterr().err
@@ -43,11 +44,36 @@ def test_fail_over_at_its_edge(tmp_path: Path, b_us: float, code: int, capsys) -
 
 
 def test_fail_over_on_a_range(tmp_path: Path, capsys) -> None:
-    a = _run(tmp_path / "a")
-    b = _run(tmp_path / "b", range_us=2000.0 * 1.051)
+    a = _run(tmp_path / "a", range_us=200_000.0)
+    b = _run(tmp_path / "b", range_us=200_000.0 * 1.051)
     assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 4
     assert "range 'fwd' rank 0" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--fail-over", "0.06"]) == 0
+
+
+@pytest.mark.parametrize("noise", [None, "0.5"])
+def test_fail_over_holds_on_noise_and_fails_on_a_regression_over_the_floor(
+        tmp_path: Path, noise: str | None, capsys) -> None:
+    # the case: 0.092 -> 0.097 ms is +5.4%, and 5 us of a 900 ms step is noise
+    a = _run(tmp_path / "a", range_us=92.0)
+    b = _run(tmp_path / "b", range_us=97.0)
+    flag = ["--noise-ms", noise] if noise else []
+    assert main(["compare", str(a), str(b), "--fail-over", "0.05", *flag]) == 0
+    # 9 ms is the floor here (1% of the step): 10 ms more fails, 8 ms more does not
+    c = _run(tmp_path / "c", range_us=102.0 + 10_000.0)
+    d = _run(tmp_path / "d", range_us=92.0 + 8_000.0)
+    assert main(["compare", str(a), str(c), "--fail-over", "0.05", *flag]) == 4
+    assert main(["compare", str(a), str(d), "--fail-over", "0.05", *flag]) == 0
+    err = capsys.readouterr().err
+    assert err.count("slower: range 'fwd' rank 0") == 1
+    assert "+30.0 ms over 3 runs" in err  # impact: 10 ms more in each of 3 steps
+
+
+def test_noise_flag_raises_the_floor(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", range_us=100_000.0)
+    b = _run(tmp_path / "b", range_us=120_000.0)  # +20 ms, +20%
+    assert main(["compare", str(a), str(b), "--fail-over", "0.1"]) == 4
+    assert main(["compare", str(a), str(b), "--fail-over", "0.1", "--noise-ms", "25"]) == 0
 
 
 def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
@@ -240,4 +266,5 @@ def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
     assert found.rows[0].change == 0.1
     assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
     assert slower_than(found, 0.0999) == [
-        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%)"]
+        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%; "
+        "+10.0 ms over 1 run)"]

@@ -69,13 +69,14 @@ def test_compare_rows_for_stages_in_one_run_only() -> None:
     assert rows["critic_update"].a_mean_ms is None and not rows["critic_update"].regression
 
 
-def test_compare_rows_by_stage_then_rank() -> None:
+def test_compare_rows_by_impact_then_stage_and_rank() -> None:
     a = run({0: 100.0, 1: 100.0}, stage="critic_update")
     a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update").traces
     b = run({1: 200.0, 0: 100.0}, stage="critic_update")
     rows = compare(a, b)
-    assert [(r.kind, r.name, r.rank) for r in rows] == [
-        ("stage", "actor_update", 0), ("stage", "actor_update", 1),
-        ("stage", "critic_update", 0), ("stage", "critic_update", 1)]
-    assert [r.regression for r in rows] == [False, False, False, True]
-    assert rows[0].json()["stage"] == "actor_update"
+    # the costliest change first; rows missing from one run (no impact) last
+    assert [(r.kind, r.name, r.rank, r.impact_ms) for r in rows] == [
+        ("stage", "critic_update", 1, 100.0), ("stage", "critic_update", 0, 0.0),
+        ("stage", "actor_update", 0, None), ("stage", "actor_update", 1, None)]
+    assert [r.regression for r in rows] == [True, False, False, False]
+    assert rows[0].json()["stage"] == "critic_update"

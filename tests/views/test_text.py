@@ -136,12 +136,14 @@ def test_wide_values_wrap_but_headers_stay_whole() -> None:
 
 def test_compare_at_80_columns() -> None:
     rows = [Change(kind="stage", name=s, rank=r, a_mean_ms=12_345.6, b_mean_ms=23_456.7,
-                   change=0.9, regression=True, improvement=False)
+                   change=0.9, regression=True, improvement=False, count=1000,
+                   impact_ms=11_111_100.0)
             for s in STAGES for r in range(2)]
     text = render(print_compare, rows, "runs/a/profiler_data", "runs/b/profiler_data")
     assert_readable(text)
-    assert headers(text) == ["stage", "rank", "A ms", "B ms", "change"]
+    assert headers(text) == ["stage", "rank", "A ms", "B ms", "change", "impact ms"]
     assert "A (baseline): runs/a/profiler_data" in text and "+90.0% slower" in text
+    assert "+11,111,100.0" in text
 
 
 def test_sweep_overrides_and_notes_are_whole_lines() -> None:
