@@ -51,7 +51,8 @@ def _worker(preset: str, root: Path, start: int, end: int) -> Any:
     GlobalHydra.instance().clear()
     with initialize_config_module("mindspeed_prof.conf", version_base=None):
         cfg = compose("demo", overrides=[
-            f"profiler={preset}", *DEMO, f"profiler_config.integrated.profile_step_start={start}",
+            f"profiler_config={preset}", *DEMO,
+            f"profiler_config.integrated.profile_step_start={start}",
             f"profiler_config.integrated.profile_step_end={end}",
             f"profiler_config.integrated.profile_save_path={root / preset}"])
     GlobalHydra.instance().clear()

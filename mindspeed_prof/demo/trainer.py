@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
 from mindspeed_prof.analysis.rows import StageRow
+from mindspeed_prof.config import validate
 from mindspeed_prof.demo.worker import IntegratedWorker
 from mindspeed_prof.ray import (
     collect,
@@ -41,7 +42,7 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                 # address="local": the demo's own cluster, even where `ray start` runs one
                 ray.init(address="local", num_cpus=max(n, 1), include_dashboard=False,
                          log_to_driver=True, configure_logging=False)
-            if prof_cfg["integrated"].get("on_demand", True):
+            if validate(prof_cfg).on_demand:
                 open_board()  # lives with this driver: `capture --ray` reaches the workers
                 token = "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") == "token" \
                     else ""  # Ray asks for it with an explicit address

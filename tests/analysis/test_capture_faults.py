@@ -19,8 +19,9 @@ KILLED = textwrap.dedent("""
     import os, signal, sys
     from mindspeed_prof import Profiler, mstx
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_start": 1, "profile_step_end": 10, "profile_save_path": sys.argv[1]}})
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_step_start": 1, "profile_step_end": 10, "profile_save_path": sys.argv[1]},
+        "extensions": {"backend": "none"}})
     for step in range(1, 10):
         with prof.step(step):
             with mstx.range("work"):
@@ -59,8 +60,8 @@ def test_a_closed_capture_is_not(tmp_path: Path) -> None:
     from mindspeed_prof import Profiler
 
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_save_path": str(tmp_path)}})
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_save_path": str(tmp_path)}, "extensions": {"backend": "none"}})
     with prof.step(1):
         pass
     prof.close()

@@ -138,9 +138,10 @@ def test_the_flight_dump_for_an_anomaly_holds_the_anomalous_step_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str | None) -> None:
     clock = Clock()
     monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
-    prof = Profiler.from_config({"integrated": {
-        "profile_save_path": str(tmp_path), "backend": "none", "flight_recorder_steps": 8,
-        "anomaly_factor": 3.0, "anomaly_window": 10}}, rank=0)
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
+                                 "extensions": {"backend": "none", "flight_recorder_steps": 8,
+                                                "anomaly_factor": 3.0, "anomaly_window": 10}},
+                                rank=0)
     for step in range(1, 43):
         with prof.step(step):
             with prof.stage("actor_update"):

@@ -120,8 +120,8 @@ def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
 
     root = tmp_path / "out"
     root.mkdir()
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(root),
-                                                "backend": "none"}})
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(root)},
+                                 "extensions": {"backend": "none"}})
     assert prof._ondemand is not None
     prof._ondemand.interval_ns = 0
     done = threading.Event()

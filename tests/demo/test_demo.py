@@ -75,6 +75,27 @@ def test_rewards_rise(ray_cluster: Any, tmp_path: Path) -> None:
     assert rewards[-1] > rewards[0] + 0.2
 
 
+@pytest.mark.parametrize("on_demand", [True, False])
+def test_the_capture_board_follows_extensions_on_demand(
+        ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        on_demand: bool) -> None:
+    """The demo opens its capture board when it starts Ray, unless
+    ``profiler_config.extensions.on_demand`` is false. (The session's cluster stands in for
+    the one the demo would start: it is neither started nor shut down here.)"""
+    import mindspeed_prof.demo.trainer as trainer
+
+    opened: list[bool] = []
+    monkeypatch.setattr(ray_cluster, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_cluster, "init", lambda **kwargs: None)
+    monkeypatch.setattr(ray_cluster, "shutdown", lambda: None)
+    monkeypatch.setattr(trainer, "open_board", lambda: opened.append(True))
+    console = Console(record=True, width=200)
+    train(demo_cfg(tmp_path, "profiler_config=mstx_light",
+                   f"profiler_config.extensions.on_demand={str(on_demand).lower()}"), console)
+    assert opened == ([True] if on_demand else [])
+    assert ("capture while it runs:" in console.export_text()) == on_demand
+
+
 def test_in_process_mode(tmp_path: Path) -> None:
     result = train(demo_cfg(tmp_path, "profiler_config=stage_scoped", "demo.workers=0"),
                    Console(quiet=True))
@@ -111,8 +132,8 @@ def test_in_process_mode_starts_no_ray(tmp_path: Path) -> None:
     """``demo.workers=0``: the workers run in this process, and Ray is neither imported for
     them nor started (asking Ray's runtime context would start a cluster)."""
     code = ("import sys; from mindspeed_prof.cli import main; "
-            "code = main(['demo', 'profiler=mstx_light', 'demo.workers=0', 'demo.steps=2', "
-            "'demo.prompts=8', 'hydra.run.dir=run']); "
+            "code = main(['demo', 'profiler_config=mstx_light', 'demo.workers=0', "
+            "'demo.steps=2', 'demo.prompts=8', 'hydra.run.dir=run']); "
             "ray = sys.modules.get('ray'); "
             "print('RAY', ray is not None and ray.is_initialized()); sys.exit(code)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "COLUMNS"))}

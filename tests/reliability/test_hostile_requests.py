@@ -65,8 +65,8 @@ def test_hostile_files_never_stop_training_nor_escape_the_root(
     write_request(root, good)
     count("hostile request files tried", len(files) + 2 * links)
     before = _tree(outside)
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(root), "mstx": True,
-                                                "backend": "none", "flight_recorder_steps": 2}})
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(root), "mstx": True},
+                                 "extensions": {"backend": "none", "flight_recorder_steps": 2}})
     assert prof._ondemand is not None
     prof._ondemand.interval_ns = 0
     for step in range(1, 5):
