@@ -1,4 +1,5 @@
-"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median.
+"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median and at
+least ``anomaly_min_ms`` over it.
 
 ``AnomalyDetector`` and ``AnomalyTrigger`` are pure decisions; ``AnomalyPart`` is the
 profiler's part that feeds them and, when one fires, dumps the flight recorder and queues a
@@ -17,13 +18,10 @@ from typing import Any
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import Trigger
 
-__all__ = ["MIN_EXCESS_NS", "Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
+__all__ = ["Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
 
 log = logging.getLogger("mindspeed_prof")
 
-#: A slowdown must also be at least this much over its median (5 ms): below it, scheduler and
-#: timer jitter decide, and a sub-millisecond stage that doubles is not worth a capture.
-MIN_EXCESS_NS = 5_000_000
 #: Anomalies kept for the manifest, at most.
 MAX_KEPT = 1000
 
@@ -79,11 +77,13 @@ class Anomaly:
 class AnomalyTrigger:
     """Decides, per slow step or stage, whether to capture: at most one trigger per step, at
     most ``max_captures`` captures per run, never while another capture is active or queued.
+    A slowdown counts only when it is also at least ``min_ms`` over the median
+    (``anomaly_min_ms``): below that, scheduler and timer jitter decide, and a sub-millisecond
+    stage that doubles is not worth a capture.
     """
 
-    def __init__(self, factor: float, window: int, max_captures: int,
-                 min_excess_ns: int = MIN_EXCESS_NS) -> None:
-        self.detector = AnomalyDetector(factor, window, min_excess_ns)
+    def __init__(self, factor: float, window: int, max_captures: int, min_ms: float) -> None:
+        self.detector = AnomalyDetector(factor, window, round(min_ms * 1_000_000))
         self.max_captures = max_captures
         self.captures = 0
         self._last_step: int | None = None
@@ -113,7 +113,7 @@ class AnomalyPart(Part):
         cfg = host.cfg
         self.host = host
         self.trigger = AnomalyTrigger(cfg.anomaly_factor, cfg.anomaly_window,
-                                      cfg.anomaly_max_captures)
+                                      cfg.anomaly_max_captures, cfg.anomaly_min_ms)
         self._fired: Anomaly | None = None  # a slow stage: acted on when its step ends
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:

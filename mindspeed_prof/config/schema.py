@@ -171,6 +171,7 @@ class IntegratedConfig:
     anomaly_window: int = 20
     anomaly_capture_steps: int = 2
     anomaly_max_captures: int = 3
+    anomaly_min_ms: float = 5.0  # a slowdown also this far over its median (less is jitter)
     on_demand: bool = True
     max_disk_mb: int = 0
 

@@ -410,6 +410,10 @@ def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem 
         return ("anomaly_factor",), (
             f"{key('anomaly_factor')}={c.anomaly_factor}: must be 0 (off) or a number > 1, "
             "e.g. 2.0 (a step twice its rolling median)")
+    if not 0 <= c.anomaly_min_ms < float("inf"):  # NaN too
+        return ("anomaly_min_ms",), (
+            f"{key('anomaly_min_ms')}={c.anomaly_min_ms}: must be a number >= 0 (the ms a "
+            "slow step or stage is over its median as well; 0: anomaly_factor alone decides)")
     if c.anomaly_window < 2:
         return ("anomaly_window",), (
             f"{key('anomaly_window')}={c.anomaly_window}: must be an integer >= 2 "

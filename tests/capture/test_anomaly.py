@@ -14,8 +14,12 @@ from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import ranges as ranges_module
-from mindspeed_prof.capture.anomaly import MIN_EXCESS_NS, AnomalyDetector, AnomalyPart, AnomalyTrigger
+from mindspeed_prof.capture.anomaly import AnomalyDetector, AnomalyPart, AnomalyTrigger
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
+from mindspeed_prof.config import validate
+
+#: anomaly_min_ms when the config leaves it out.
+MIN_MS = validate({}).anomaly_min_ms
 
 
 @settings(max_examples=200, deadline=None)
@@ -45,8 +49,12 @@ def test_detector_keys_are_separate() -> None:
 MS = 1_000_000
 
 
+def test_anomaly_min_ms_defaults_to_5() -> None:
+    assert MIN_MS == 5.0
+
+
 def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
-    trig = AnomalyTrigger(2.0, 2, max_captures=2)
+    trig = AnomalyTrigger(2.0, 2, max_captures=2, min_ms=MIN_MS)
     for step in (1, 2):
         assert trig.observe(step, "a", 10 * MS, busy=False) is None
         assert trig.observe(step, None, 10 * MS, busy=False) is None
@@ -62,7 +70,7 @@ def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
 
 def test_trigger_ignores_slowdowns_under_the_minimum_excess() -> None:
     """A 0.1 ms stage at 40x its median is jitter; 10x a 1 ms stage is 9 ms over: it fires."""
-    trig = AnomalyTrigger(2.0, 2, max_captures=5)
+    trig = AnomalyTrigger(2.0, 2, max_captures=5, min_ms=MIN_MS)
     for step in (1, 2):
         trig.observe(step, "tiny", MS // 10, busy=False)
         trig.observe(step, "small", MS, busy=False)
@@ -71,13 +79,39 @@ def test_trigger_ignores_slowdowns_under_the_minimum_excess() -> None:
     assert found is not None and found.stage == "small" and found.median_ms == 1
 
 
-@pytest.mark.parametrize("over", [MIN_EXCESS_NS - 1, MIN_EXCESS_NS])
-def test_minimum_excess_edge(over: int) -> None:
-    trig = AnomalyTrigger(2.0, 2, max_captures=1)
+@pytest.mark.parametrize("min_ms", [MIN_MS, 2.5, 0.0])
+@pytest.mark.parametrize("short_ns", [1, 0])
+def test_minimum_excess_edge(min_ms: float, short_ns: int) -> None:
+    """Twice the median always passes the factor; what decides is the excess: ``min_ms`` over
+    the median fires, a nanosecond less does not (with 0 the factor alone decides)."""
+    trig = AnomalyTrigger(2.0, 2, max_captures=1, min_ms=min_ms)
     for step in (1, 2):
         trig.observe(step, None, MS, busy=False)
+    over = max(round(min_ms * MS) - short_ns, MS + 1)  # over 2x the 1 ms median, at least
     found = trig.observe(3, None, MS + over, busy=False)
-    assert (found is not None) == (over >= MIN_EXCESS_NS)
+    assert (found is not None) == (over >= round(min_ms * MS))
+
+
+@pytest.mark.parametrize("min_ms,over_ms,fires", [
+    (3.0, 2.999999, False), (3.0, 3.0, True), (None, 4.999999, False), (None, 5.0, True)])
+def test_anomaly_min_ms_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        min_ms: float | None, over_ms: float,
+                                        fires: bool) -> None:
+    """``extensions.anomaly_min_ms`` (default 5) reaches the trigger a profiler runs: a step
+    3 to 5 ms over its 20 ms median passes the factor of 1.1 (22 ms) whatever the floor, and
+    fires only at ``anomaly_min_ms`` over it."""
+    clock = Clock()
+    monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
+    ext: dict[str, Any] = {"backend": "none", "anomaly_factor": 1.1, "anomaly_window": 3}
+    if min_ms is not None:
+        ext["anomaly_min_ms"] = min_ms
+    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
+                                 "extensions": ext}, rank=0)
+    for step in range(1, 6):
+        with prof.step(step):
+            clock.ns += 20 * MS + (round(over_ms * MS) if step == 5 else 0)
+    prof.close()
+    assert [t["step"] for t in prof.triggers] == ([5] if fires else [])
 
 
 def test_scheduler_runs_triggers_in_order_and_not_over_a_planned_capture() -> None:
@@ -173,6 +207,9 @@ def test_anomaly_off_by_default(tmp_path: Path) -> None:
     ("anomaly_window", 1, "must be an integer >= 2"),
     ("anomaly_capture_steps", 0, "must be an integer >= 1"),
     ("anomaly_max_captures", -1, "must be an integer >= 0"),
+    ("anomaly_min_ms", -0.5, "must be a number >= 0"),
+    ("anomaly_min_ms", "nan", "must be a number >= 0"),
+    ("anomaly_min_ms", "5ms", "must be a number"),
     ("flight_recorder_steps", -3, "must be an integer >= 0"),
 ])
 def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: str) -> None:
