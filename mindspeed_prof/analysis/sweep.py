@@ -28,7 +28,7 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
         manifests += sorted(root.glob(f"manifest.job{job_dir.name}.json"))
     row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
-                           "overrides": [], "save_root": None, "note": None}
+                           "overrides": [], "save_root": None, "note": None, "error": None}
     if not manifests:
         return row
     path = manifests[0]
@@ -41,7 +41,8 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     row.update(status=manifest.get("status"), stage=integrated.get("stage"),
                captures=capture_count(manifest, shared), files=len(manifest.get("files", [])),
                overrides=manifest.get("job", {}).get("overrides", []),
-               save_root=str(path.parent), note=nothing_captured(manifest, shared))
+               save_root=str(path.parent), note=nothing_captured(manifest, shared),
+               error=manifest.get("error"))  # a failed task's exception, one line
     files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]

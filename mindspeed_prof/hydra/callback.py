@@ -26,10 +26,13 @@ class ProfilerCallback(Callback):
     and writes the job's ``manifest.json``; closes and finalises it however the task ends.
 
     Holds no open resources between jobs, so launchers that pickle callbacks can ship it.
+    A multirun's summary is written at its end, or at exit when a job failed (Hydra's sweeper
+    raises then, before ``on_multirun_end``).
     """
 
     def __init__(self) -> None:
         self._job: dict[str, Any] | None = None
+        self._sweep: DictConfig | None = None  # the multirun's config until its summary is out
 
     def on_job_start(self, config: DictConfig, *, task_function: Any = None,
                      **kwargs: Any) -> None:
@@ -93,28 +96,30 @@ class ProfilerCallback(Callback):
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         status = getattr(getattr(job_return, "status", None), "name", "COMPLETED")
-        self._finish("completed" if status == "COMPLETED" else "failed")
+        if status == "COMPLETED":
+            self._finish("completed")
+        else:
+            self._finish("failed", _error_line(getattr(job_return, "_return_value", None)))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._sweep = config
+        atexit.register(self._summary_at_exit)  # a failed job: Hydra raises past the end hook
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from mindspeed_prof.analysis.sweep import sweep_summary
+        self._sweep = None
+        atexit.unregister(self._summary_at_exit)
+        _sweep_summary(config)
 
-        sweep = Path(config.hydra.sweep.dir)
-        save = Path(str(config.get("profiler_config", {}).get("integrated", {})
-                        .get("profile_save_path", "./profiler_data")))
-        if save.is_absolute():
-            shared = [save]  # jobs that share one save root
-        elif hydra_chdir(config.hydra.job.get("chdir")):
-            shared = []  # in each job's own dir
-        else:  # <launch dir>/<save>/<job num>/ per job
-            root = Path(config.hydra.runtime.cwd) / save
-            shared = [root / p.name for p in sweep.iterdir() if p.is_dir() and p.name.isdigit()]
-        rows = sweep_summary(sweep, shared_roots=shared)
-        if any(r["status"] != "no manifest" for r in rows):
-            from mindspeed_prof.views.text import print_sweep
+    def _summary_at_exit(self) -> None:
+        config, self._sweep = self._sweep, None
+        if config is None:
+            return
+        try:
+            _sweep_summary(config)
+        except Exception as err:  # at exit: one line, not a traceback
+            log.warning("mindspeed-prof: could not write the sweep summary: %s", err)
 
-            print_sweep(rows, sweep)
-
-    def _finish(self, status: str) -> None:
+    def _finish(self, status: str, error: str | None = None) -> None:
         job, self._job = self._job, None
         if job is None:
             return
@@ -124,6 +129,8 @@ class ProfilerCallback(Callback):
 
         manifest = job["manifest"]
         manifest["status"] = "failed" if profiler.failed and status == "completed" else status
+        if error:
+            manifest["error"] = error  # the task's exception, one line
         manifest["profiler_failed"] = profiler.failed
         manifest["end_time"] = time.time()
         manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
@@ -141,6 +148,37 @@ class ProfilerCallback(Callback):
                 write_run_summary(job["path"].parent)
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
+
+
+def _error_line(err: Any) -> str | None:
+    """A task's exception as one printable line (``RuntimeError: boom``), or None."""
+    if not isinstance(err, BaseException):
+        return None
+    text = next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    line = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+def _sweep_summary(config: DictConfig) -> None:
+    """``sweep_summary.json`` in the multirun dir, and its table, when a job was profiled."""
+    from mindspeed_prof.analysis.sweep import sweep_summary
+
+    sweep = Path(config.hydra.sweep.dir)
+    save = Path(str(config.get("profiler_config", {}).get("integrated", {})
+                    .get("profile_save_path", "./profiler_data")))
+    if save.is_absolute():
+        shared = [save]  # jobs that share one save root
+    elif hydra_chdir(config.hydra.job.get("chdir")):
+        shared = []  # in each job's own dir
+    else:  # <launch dir>/<save>/<job num>/ per job
+        root = Path(config.hydra.runtime.cwd) / save
+        shared = [root / p.name for p in sweep.iterdir() if p.is_dir() and p.name.isdigit()]
+    rows = sweep_summary(sweep, shared_roots=shared)
+    if any(r["status"] != "no manifest" for r in rows):
+        from mindspeed_prof.views.text import print_sweep
+
+        print_sweep(rows, sweep)
 
 
 def _name_overridden_preset(profiler_config: Any, overrides: list[str]) -> None:

@@ -291,9 +291,11 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
     for r in rows:
         own = [o for o in r["overrides"] if o not in common
                and not o.split("=")[0].lstrip("+").endswith("integrated.stage")]
-        line = "; ".join(filter(None, [" ".join(own), r.get("note")]))
+        failed = f"failed: {r['error']}" if r.get("error") else None
+        line = "; ".join(filter(None, [" ".join(own), failed, r.get("note")]))
         if line:
-            console.print(f"job {r['job']}: {line}", soft_wrap=True, highlight=False)
+            console.print(f"job {r['job']}: {line}", soft_wrap=True, highlight=False,
+                          markup=False)
 
 
 def _sweep_cell(value: Any, key: str) -> str:

@@ -75,7 +75,7 @@ def test_stage_sweep_basic_launcher(app: Path) -> None:
     proc = run_app(app, "-m", "profiler_config=stage_scoped",
                    f"profiler_config.integrated.stage={STAGES3}", check=True)
     check_sweep(app)
-    assert "ms/stage" in proc.stdout  # the sweep summary table
+    assert proc.stdout.count("ms/stage") == 1  # the sweep summary table, once
 
 
 def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
@@ -95,6 +95,27 @@ def test_stage_sweep_joblib_launcher(app: Path) -> None:
     run_app(app, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
             "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES3}", check=True)
     check_sweep(app)
+
+
+@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]],
+                         ids=["basic", "joblib"])
+def test_a_failed_job_still_gets_its_sweep_summary(app: Path, launcher: list[str]) -> None:
+    """Hydra's sweeper raises once its jobs ran when one of them failed, before
+    ``on_multirun_end``: the summary is still written and printed, names the failed job with
+    its exception in one line, and keeps the other jobs' rows."""
+    proc = run_app(app, "-m", *launcher, "profiler_config=mstx_light", "fail_at=0,2,0")
+    assert proc.returncode == 1 and "boom in critic_update" in proc.stderr  # Hydra's report
+    (sweep,) = app.glob("multirun/*/*")
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["job"], j["status"], j["error"]) for j in jobs] == [
+        (0, "completed", None), (1, "failed", "RuntimeError: boom in critic_update"),
+        (2, "completed", None)]
+    assert all(j["captures"] == 1 and j["ms_per_step"] > 0 for j in jobs)
+    assert [j["overrides"][-1] for j in jobs] == ["fail_at=0", "fail_at=2", "fail_at=0"]
+    assert proc.stdout.count(f"Sweep {sweep.relative_to(app)}") == 1  # the table, once
+    assert "job 1: fail_at=2; failed: RuntimeError: boom in critic_update\n" in proc.stdout
+    assert load_json(app / "profiler_data" / "1" / "manifest.job1.json")["error"] == (
+        "RuntimeError: boom in critic_update")
 
 
 def test_sweep_across_presets_turns_callback_on_for_all(app: Path) -> None:

@@ -163,6 +163,17 @@ def test_sweep_overrides_and_notes_are_whole_lines() -> None:
     assert common not in text  # what every job shares is no news
 
 
+def test_sweep_names_a_failed_job_with_its_error_as_written() -> None:
+    rows = [{"job": i, "stage": "all", "status": "failed" if i else "completed",
+             "captures": 1, "ms_per_step": 1.0, "ms_per_stage": None,
+             "overrides": [f"fail_at={2 * i}"], "note": None,
+             "error": "KeyError: '[bold]x[/bold]'" if i else None} for i in range(2)]
+    text = render(print_sweep, rows, Path("multirun/2026-11-30/10-00-00"))
+    assert_readable(text)
+    assert "job 0: fail_at=0\n" in text
+    assert "job 1: fail_at=2; failed: KeyError: '[bold]x[/bold]'\n" in text  # not markup
+
+
 def test_presets_never_cut_and_list_only_changes() -> None:
     presets = [(n, q, changed_values(f)) for n, (q, f) in PRESETS.items()]
     text = render(print_presets, presets)
