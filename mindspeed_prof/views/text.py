@@ -35,6 +35,7 @@ from mindspeed_prof.analysis.rows import (
     StepRow,
     Straggler,
 )
+from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import printable
 
@@ -201,6 +202,30 @@ def headline(result: Analysis, width: int) -> list[str]:
     return [f"{where}: {what}"] if len(where) + 2 + len(what) <= width else [f"{where}:", what]
 
 
+def print_verdict(v: Verdict, console: Console) -> None:
+    """The verdict's lines, a label then a sentence wrapped under itself; then what to run."""
+    lines = v.lines()
+    if not lines:
+        return
+    pad = max(len(label) for label in [*(x for x, _ in lines), *(n.kind for n in v.next)]) + 2
+    width = max(console.width - pad - 2, 20)
+    console.print("[bold]Verdict[/bold]", highlight=False)
+    for label, sentence in lines:
+        body = textwrap.wrap(printable(sentence), width) or [""]
+        console.print(f"  [bold]{label:<{pad}}[/bold]{body[0]}", highlight=False)
+        for more in body[1:]:
+            console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
+    if v.next:
+        console.print("[bold]Next[/bold]", highlight=False)
+    for n in v.next:
+        body = textwrap.wrap(printable(n.why), width) or [""]
+        console.print(f"  [bold]{n.kind:<{pad}}[/bold]{body[0]}", highlight=False)
+        for more in body[1:]:
+            console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
+        console.print(f"  {'':<{pad}}$ {printable(n.command)}", highlight=False, markup=False,
+                      soft_wrap=True)  # one line, whatever its length: it is copied
+
+
 def print_analysis(result: Analysis, console: Console | None = None, top: int = 10) -> None:
     from rich.text import Text
 
@@ -210,6 +235,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         if i == 0:
             text.stylize("bold", 0, len(count(_captures(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
+    print_verdict(result.verdict(), console)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:
