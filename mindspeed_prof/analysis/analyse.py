@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -38,9 +38,6 @@ from mindspeed_prof.analysis.rows import (
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
-
-if TYPE_CHECKING:
-    from mindspeed_prof.analysis.verdict import Verdict
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
 
@@ -143,12 +140,6 @@ class Analysis:
         of the other ranks by ``margin`` and the noise floor (``stragglers``); warmup steps
         left out unless ``include_warmup``."""
         return find_stragglers(self.counted(), kind, self.margin, self.noise_ms)
-
-    def verdict(self) -> Verdict:
-        """What to say first (``verdict``): step time, slowest stage, straggler, device..."""
-        from mindspeed_prof.analysis.verdict import verdict
-
-        return verdict(self)
 
     def range_table(self) -> list[RangeRow]:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
@@ -269,7 +260,6 @@ class Analysis:
 
     def to_json(self) -> dict[str, Any]:
         return {"root": str(self.root), "ranks": self.ranks,
-                "verdict": self.verdict().json(),
                 "stage_rank": to_json(self.stage_rank()), "per_step": to_json(self.per_step()),
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
                 "range_stragglers": to_json(self.stragglers("range")),

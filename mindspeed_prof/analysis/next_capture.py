@@ -15,12 +15,11 @@ import shlex
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.device import kind_of
-from mindspeed_prof.analysis.rows import Row
+from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
 from mindspeed_prof.config.schema import STAGES
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
-    from mindspeed_prof.analysis.verdict import Verdict
 
 __all__ = ["DETAILED", "GROUP", "NextStep", "next_steps"]
 
@@ -50,20 +49,22 @@ def _detailed(result: Analysis) -> bool:
     return bool(_levels(result) & set(DETAILED)) or any(t.kernels for t in result.traces)
 
 
-def _target(v: Verdict) -> tuple[str | None, int | None, int | None]:
+def _target(g: Straggler | None, slowest: Share | None
+            ) -> tuple[str | None, int | None, int | None]:
     """(stage, rank, step) the next capture should look at."""
-    g = v.straggler
     if g is not None and g.kind == "stage":
         return g.name, g.rank, g.step
-    stage = v.slowest.name if v.slowest and v.slowest.kind == "stage" else None
+    stage = slowest.name if slowest and slowest.kind == "stage" else None
     if g is not None:
         return stage, g.rank, g.step
-    return stage, v.slowest.rank if v.slowest else None, None
+    return stage, slowest.rank if slowest else None, None
 
 
-def next_steps(result: Analysis, v: Verdict) -> list[NextStep]:
-    """What to run next, most useful first (empty where the captures say nothing to act on)."""
-    stage, rank, step = _target(v)
+def next_steps(result: Analysis, straggler: Straggler | None, slowest: Share | None,
+               device: DeviceVerdict | None) -> list[NextStep]:
+    """What to run next, most useful first (empty where the captures say nothing to act on):
+    from the verdict's straggler, slowest stage and device bound."""
+    stage, rank, step = _target(straggler, slowest)
     root = shlex.quote(str(result.root))
     if not _detailed(result):
         if stage is None or stage not in STAGES:
@@ -80,7 +81,7 @@ def next_steps(result: Analysis, v: Verdict) -> list[NextStep]:
                 f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
                 "--steps 1")),
         ]
-    focus = _focus(result, v.device.bound if v.device else "compute")
+    focus = _focus(result, device.bound if device else "compute")
     detail = str(rank) if rank is not None else "all"
     steps = f" --steps {step}:{step + 1}" if step is not None else ""
     where = " ".join(filter(None, (

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
-from mindspeed_prof.analysis.rows import Row, Straggler
+from mindspeed_prof.analysis.rows import (
+    BOUNDS,
+    DeviceVerdict,
+    MemoryVerdict,
+    Row,
+    Share,
+    StepTime,
+    Straggler,
+)
 from mindspeed_prof.analysis.stragglers import find_stragglers, step_times
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
@@ -30,60 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
            "bound_of", "device", "memory", "slowest", "step_time", "straggler", "verdict"]
-
-#: What a device verdict can name, in the order ties are broken.
-BOUNDS = ("compute", "communication", "copy", "idle")
-
-
-class StepTime(Row, kw_only=True):
-    """``median_ms`` of the steps (each step: the median over ranks), the fastest and slowest
-    step, ``spread`` ((max - min) / median), ``steps`` and ``ranks`` counted."""
-
-    median_ms: float
-    min_ms: float
-    max_ms: float
-    spread: float
-    steps: int
-    ranks: int
-
-
-class Share(Row, kw_only=True):
-    """A stage (``kind`` ``stage``) or custom range (``range``): ``ms`` per step (its time per
-    step, the median over ranks of the mean over steps), ``share`` of the step (None: no step
-    ranges), ``rank`` the rank where it takes longest."""
-
-    kind: str
-    name: str
-    ms: float
-    share: float | None
-    rank: int | None
-
-
-class DeviceVerdict(Row, kw_only=True):
-    """Mean per step over ranks, of the step on the device: ``compute_ms``, ``comm_ms`` (the
-    communication not overlapped with compute), ``copy_ms``, ``idle_ms`` (nothing ran: the
-    host was late), their ``shares`` and the largest of them, ``bound`` (one of ``BOUNDS``);
-    ``ranks`` and ``steps`` averaged over."""
-
-    bound: str
-    compute_ms: float
-    comm_ms: float
-    copy_ms: float
-    idle_ms: float
-    shares: dict[str, float]
-    ranks: int
-    steps: int
-
-
-class MemoryVerdict(Row, kw_only=True):
-    """The highest ``peak_bytes`` allocated on any rank (``rank``), the device's
-    ``capacity_bytes`` where a capture records it, and ``share`` of it."""
-
-    rank: int | None
-    peak_bytes: float
-    capacity_bytes: float | None = None
-    share: float | None = None
-
 
 class Verdict(Row, kw_only=True):
     """Every part of the verdict; a part is None where the captures do not hold what it needs."""
@@ -286,5 +240,5 @@ def verdict(result: Analysis) -> Verdict:
     out = Verdict(step=step, slowest=slowest(result, step), straggler=straggler(result),
                   device=device(result), memory=memory(result), triggered=triggered(result),
                   warmup_steps=sorted({s for _, s in result.warmup()}))
-    out.next = next_steps(result, out)
+    out.next = next_steps(result, out.straggler, out.slowest, out.device)
     return out
