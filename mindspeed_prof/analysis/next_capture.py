@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DETAILED", "GROUP", "NextStep", "next_steps"]
 
-#: The preset group a relaunch override selects.
-GROUP = "profiler"
+#: The preset group a relaunch override selects (``profiler`` is only an alias, and not where
+#: another config source, such as verl's tree, has a ``profiler`` group).
+GROUP = "profiler_config"
 #: Levels whose captures hold device time per kernel: a stage capture at these is detailed.
 DETAILED = ("level1", "level2")
 

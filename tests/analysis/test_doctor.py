@@ -102,10 +102,10 @@ def test_an_anomaly_is_named_at_the_step_it_was_seen(tmp_path: Path,
     import time
 
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_start": 100, "profile_step_end": 101, "flight_recorder_steps": 3,
-        "anomaly_factor": 2.0, "anomaly_window": 3, "profile_save_path": str(tmp_path)}},
-        rank=0)
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_step_start": 100, "profile_step_end": 101, "profile_save_path": str(tmp_path)},
+        "extensions": {"backend": "none", "flight_recorder_steps": 3, "anomaly_factor": 2.0,
+                       "anomaly_window": 3}}, rank=0)
     for step in range(1, 9):
         with prof.step(step), prof.stage("actor_generate"):
             time.sleep(0.06 if step == 8 else 0.005)

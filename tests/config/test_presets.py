@@ -157,3 +157,21 @@ def test_composed_node_holds_plain_values_and_only_what_is_set(conf) -> None:
         for value in [*plain["integrated"].values(), *plain["extensions"].values()]:
             assert type(value) in (bool, int, str), (name, value)
         assert OmegaConf.get_type(node.integrated) is dict
+
+
+@pytest.mark.parametrize("rank", [1, None])
+def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: int | None) -> None:
+    """``analyse``'s next capture for a light capture is a command line for the app; with the
+    README's one line (``- profiler_config: none``) it must compose and select what it says."""
+    from types import SimpleNamespace
+
+    from mindspeed_prof.analysis.next_capture import next_steps
+    from mindspeed_prof.analysis.rows import Share
+
+    light = SimpleNamespace(traces=[], root=Path("profiler_data"))
+    slowest = Share(kind="stage", name="actor_update", ms=10.0, share=0.5, rank=rank)
+    relaunch = next(s for s in next_steps(light, None, slowest, None)  # type: ignore[arg-type]
+                    if s.kind == "relaunch")
+    c = validate(conf(*relaunch.command.split()).profiler_config)
+    assert c.stage is Stage.actor_update and c.profile_level is Level.level1
+    assert c.profile_ranks == ("all" if rank is None else [rank])
