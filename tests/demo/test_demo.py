@@ -160,3 +160,24 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     scoped = analyse(again / "out")
     assert {r.name for r in scoped.ranges if r.kind == "stage"} == {"actor_generate"}
     assert {t.meta.get("level") for t in scoped.traces} == {"level1"}
+
+
+def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs of one config pass ``compare --fail-over``; a stage made 300 ms slower fails,
+    named with what it costs. (The gate's floor is wide here: these are timed runs on a
+    shared CPU.)"""
+    from mindspeed_prof.cli import main
+
+    runs = {}
+    for name, extra in (("a", ()), ("b", ()), ("slow", ("demo.slow_stage=critic_update",
+                                                         "demo.slow_ms=300"))):
+        train(demo_cfg(tmp_path / name, "profiler=mstx_light", "demo.workers=0", *extra),
+              Console(quiet=True))
+        runs[name] = str(tmp_path / name / "out")
+    gate = ["--fail-over", "0.5", "--noise-ms", "50"]
+    assert main(["compare", runs["a"], runs["b"], *gate]) == 0
+    capsys.readouterr()
+    assert main(["compare", runs["a"], runs["slow"], *gate]) == 4
+    slower = [line for line in capsys.readouterr().err.splitlines() if "slower:" in line]
+    assert len(slower) == 1 and "stage 'critic_update' rank 0" in slower[0]
