@@ -162,15 +162,19 @@ def test_composed_node_holds_plain_values_and_only_what_is_set(conf) -> None:
 @pytest.mark.parametrize("rank", [1, None])
 def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: int | None) -> None:
     """``analyse``'s next capture for a light capture is a command line for the app; with the
-    README's one line (``- profiler_config: none``) it must compose and select what it says."""
+    README's one line (``- profiler_config: none``) it must compose and select what it says:
+    the straggler's stage on its rank, or with no straggler the slowest stage on every rank."""
     from types import SimpleNamespace
 
     from mindspeed_prof.analysis.next_capture import next_steps
-    from mindspeed_prof.analysis.rows import Share
+    from mindspeed_prof.analysis.rows import Share, Straggler
 
     light = SimpleNamespace(traces=[], root=Path("profiler_data"))
     slowest = Share(kind="stage", name="actor_update", ms=10.0, share=0.5, rank=rank)
-    relaunch = next(s for s in next_steps(light, None, slowest, None)  # type: ignore[arg-type]
+    straggler = None if rank is None else Straggler(
+        kind="stage", name="actor_update", step=2, rank=rank, ms=30.0, median_ms=10.0,
+        ratio=3.0, excess_ms=20.0)
+    relaunch = next(s for s in next_steps(light, straggler, slowest, None)  # type: ignore[arg-type]
                     if s.kind == "relaunch")
     c = validate(conf(*relaunch.command.split()).profiler_config)
     assert c.stage is Stage.actor_update and c.profile_level is Level.level1
