@@ -20,7 +20,8 @@ __all__ = [
 #: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
 MB = 1024**2
 KB = 1024
-_INSTANCE = re.compile(r"__\d+(?:_\d+)*$")
+#: An op instance's number after its type: ``hcom_allReduce_`` + ``_868_0_1``.
+_INSTANCE = re.compile(r"(?<=_)_\d+(?:_\d+)*$")
 #: How many points of a memory timeline are kept (evenly spaced, peaks kept).
 TIMELINE_POINTS = 512
 
@@ -91,9 +92,12 @@ def read_kernel_details(path: Path, data: TraceData) -> bool:
 
 
 def kernel_name(op_type: str | None, name: str | None) -> str:
-    """The op type (level1 and up), else the task's own name (level0 writes the type as N/A)."""
+    """The op type (level1 and up), else the task's own name less an instance number (level0
+    writes the type as N/A): ``hcom_allReduce__868_0_1`` is ``hcom_allReduce_``, its type."""
     kind = (op_type or "").strip()
-    return kind if kind and kind.upper() != "N/A" else (name or "?").strip()
+    if kind and kind.upper() != "N/A":
+        return kind
+    return _INSTANCE.sub("", (name or "").strip()) or "?"
 
 
 def read_op_statistic(path: Path, data: TraceData) -> bool:
@@ -121,7 +125,9 @@ def read_api_statistic(path: Path, data: TraceData) -> bool:
 
 
 def comm_family(op_name: str) -> str:
-    """``hcom_allReduce__586_0_1@1752...`` -> ``hcom_allReduce``: one row per kind of op."""
+    """``hcom_allReduce__586_0_1@1752...`` -> ``hcom_allReduce_``, the op's type as torch_npu
+    names it (kernel_details' Type, the db's opType): one row per kind of op, named as the
+    kernel is."""
     return _INSTANCE.sub("", op_name.split("@")[0])
 
 

@@ -12,7 +12,7 @@ import msgspec
 
 from mindspeed_prof.analysis.readers.chrome import Collector, Event
 from mindspeed_prof.analysis.readers.model import TraceData
-from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row
+from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["Interval", "read_trace_view", "stage_device_rows"]
@@ -106,7 +106,7 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
             if ts is None or dur is None or dur < 0:
                 continue
             if proc == "Ascend Hardware" and kernels:
-                _add(data.kernels, ev.name, dur)
+                _add(data.kernels, kernel_name(None, ev.name), dur)
             elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
                 _add_comm(data, ev.name, dur)
             elif proc == "CANN" and runtime:

@@ -248,11 +248,11 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
     unknown = {"step": None, "transit_ms": None, "sync_ms": None, "idle_ms": None,
                "size_mb": None, "bandwidth_gbps": None}
     assert data.comm == [
-        {**unknown, "name": "hcom_allReduce", "kind": "collective", "count": 3,
+        {**unknown, "name": "hcom_allReduce_", "kind": "collective", "count": 3,
          "elapse_ms": 2.5, "wait_ms": 0.1},  # 2 + 0.5 + 0 ms; 0.1 + 0 + 0 ms
         {**unknown, "name": "98", "kind": "collective", "count": 1, "elapse_ms": 0.0,
          "wait_ms": 0.0},
-        {**unknown, "name": "hcom_broadcast", "kind": "collective", "count": 1,
+        {**unknown, "name": "hcom_broadcast_", "kind": "collective", "count": 1,
          "elapse_ms": 0.25, "wait_ms": None}]  # in the order each family first appears
     assert data.memory == {
         "component": "PTA+GE", "peak_allocated_bytes": 300, "peak_reserved_bytes": 400,
@@ -343,16 +343,16 @@ def test_step_trace_and_comm_analyzer_of_an_analysis_db(tmp_path: Path) -> None:
     assert data.comm == [
         # 2 + 4 ms, wait 0.25 + none, transit 0.5 + 1.5, sync 0.125, idle 1 + 2;
         # SDMA 8 MB in 0.5 ms and RDMA 4 MB in 1.5 ms: 12 MB / 2 ms
-        {"name": "hcom_allReduce", "kind": "collective", "step": 3, "count": 2,
+        {"name": "hcom_allReduce_", "kind": "collective", "step": 3, "count": 2,
          "elapse_ms": 6.0, "wait_ms": 0.25, "transit_ms": 2.0, "sync_ms": 0.125,
          "idle_ms": 3.0, "size_mb": 12.0, "bandwidth_gbps": 6.0},
-        {"name": "hcom_send", "kind": "p2p", "step": 3, "count": 1, "elapse_ms": 1.0,
+        {"name": "hcom_send_", "kind": "p2p", "step": 3, "count": 1, "elapse_ms": 1.0,
          "wait_ms": 0.0, "transit_ms": 0.5, "sync_ms": 0.0, "idle_ms": 0.5, "size_mb": 2.0,
          "bandwidth_gbps": None},  # no transit time: no bandwidth
-        {"name": "hcom_allReduce", "kind": "collective", "step": 4, "count": 1,
+        {"name": "hcom_allReduce_", "kind": "collective", "step": 4, "count": 1,
          "elapse_ms": 3.0, "wait_ms": 0.5, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 1.5,
          "size_mb": 1.0, "bandwidth_gbps": 2.0},  # 1 MB / 0.5 ms
-        {"name": "hcom_broadcast", "kind": "collective", "step": 4, "count": 1,
+        {"name": "hcom_broadcast_", "kind": "collective", "step": 4, "count": 1,
          "elapse_ms": 1.0, "wait_ms": 0.0, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 0.0,
          "size_mb": 0.0, "bandwidth_gbps": None}]  # no bandwidth rows
 
