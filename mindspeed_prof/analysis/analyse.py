@@ -24,6 +24,9 @@ __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files"]
 #: ``device``: rank, step (null: launched outside every step), stage (null: the whole step),
 #:   warmup, span_ms (the device window), busy_ms, compute_ms, comm_ms, overlap_ms (comm during
 #:   compute), memcpy_ms (copies and sets), idle_ms (window minus busy).
+#: ``comm`` (torch_npu): rank, then the reader's row (``TraceData``): name (op type), kind
+#:   (collective, p2p, link), step, count, elapse_ms, wait_ms, transit_ms, sync_ms, idle_ms,
+#:   size_mb, bandwidth_gbps, links (per link type); link rows: link, transport.
 #: ``top_kernels``/``top_runtime``: name, count, device_ms/ms. ``top_ops``: op, count, self_ms.
 #: ``memory``: rank, file, source (trace|timeline|snapshot), stage (null: the whole capture),
 #:   peak_allocated_bytes, peak_reserved_bytes (null: not recorded); the whole-capture row also
@@ -154,6 +157,11 @@ class Analysis:
                  "warmup": (t.rank, row.get("source", ""), row["step"]) in warmup}
                 for t in self.traces for row in t.device]
 
+    def comm(self) -> list[dict[str, Any]]:
+        """Communication per rank, step and op type (torch_npu), as each reader folds it."""
+        return [{"rank": t.rank, **_source(t.meta.get("source", "")), **row}
+                for t in self.traces for row in t.comm]
+
     def _top(self, field_name: str, key: str, unit: str, n: int) -> list[dict[str, Any]]:
         total: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         for t in self.traces:
@@ -247,7 +255,7 @@ class Analysis:
         return {"root": str(self.root), "ranks": self.ranks, "stage_rank": self.stage_rank(),
                 "per_step": self.per_step(), "stragglers": self.stragglers(),
                 "ranges": self.range_table(), "range_stragglers": self.stragglers("range"),
-                "device": self.device(), "top_ops": self.top_ops(),
+                "device": self.device(), "comm": self.comm(), "top_ops": self.top_ops(),
                 "top_kernels": self.top_kernels(), "top_runtime": self.top_runtime(),
                 "memory": self.memory(), "inventory": self.inventory(),
                 "warnings": self.warnings(), "problems": self.problems(), "skipped": self.bad,

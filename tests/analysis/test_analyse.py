@@ -338,6 +338,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                     ("range", "fwd", 1, ms), meta=meta, kernels={"k": [1, 5.0]},
                     runtime={"cudaLaunchKernel": [2, 1.0]}, ops={"aten::mm": [3, 2.0]},
                     device=[{"step": 1, "stage": None, "compute_ms": 1.0}],
+                    comm=[{"name": "hcom_allReduce_", "step": 1, "elapse_ms": ms}],
                     memory={"source": "trace", "peak_allocated_bytes": 1.0})
               for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
     traces[2].problems.append("rank2: a problem")
@@ -349,7 +350,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "root": str(tmp_path), "ranks": [0, 1, 2], "stage_rank": result.stage_rank(),
         "per_step": result.per_step(), "stragglers": result.stragglers(),
         "ranges": result.range_table(), "range_stragglers": result.stragglers("range"),
-        "device": result.device(), "top_ops": result.top_ops(),
+        "device": result.device(), "comm": result.comm(), "top_ops": result.top_ops(),
         "top_kernels": result.top_kernels(), "top_runtime": result.top_runtime(),
         "memory": result.memory(), "inventory": result.inventory(), "warnings": [],
         "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
@@ -358,6 +359,8 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]
     assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]
+    assert doc["comm"] == [{"rank": r, "name": "hcom_allReduce_", "step": 1, "elapse_ms": ms}
+                           for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
     assert doc["top_runtime"] == [{"name": "cudaLaunchKernel", "count": 6, "ms": 0.003}]
 
 

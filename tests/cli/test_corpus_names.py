@@ -69,3 +69,8 @@ def test_text_and_db_exports_name_kernels_alike(level: int, tmp_path: Path,
     shared = set(tk) & set(dk)
     assert len(shared) >= len(tk) - 2
     assert {n: tk[n] for n in shared} == {n: dk[n] for n in shared}
+    # communication rows carry the kernel's name (level0: from trace_view's HCCL lane and
+    # COMMUNICATION_OP; level1 and up: communication.json and analysis.db), one per rank
+    for doc in (text, db):
+        assert sorted((r["rank"], r["name"]) for r in doc["comm"] if r["kind"] != "link") == [
+            (0, "hcom_allReduce_"), (1, "hcom_allReduce_")]

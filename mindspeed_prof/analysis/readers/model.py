@@ -64,7 +64,9 @@ class TraceData:
     step on the device), ``bubble_ms``, ``preparing_ms`` and ``comm_exposed_no_recv_ms``.
     ``comm`` rows: ``name``, ``kind`` (collective, p2p), ``step``, ``count``, ``elapse_ms``,
     ``wait_ms``, ``transit_ms``, ``sync_ms``, ``idle_ms``, ``size_mb``, ``bandwidth_gbps``
-    (None where unknown); rows of kind ``link`` add ``link`` (src-dst) and ``transport``.
+    (RDMA + SDMA), ``links`` ({link type: size_mb, time_ms, bandwidth_gbps} for each type that
+    carried data) (None where unknown); rows of kind ``link`` (the communication matrix) have
+    ``link`` (src-dst), ``transport``, ``size_mb``, ``transit_ms`` and ``bandwidth_gbps``.
     ``memory``: ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``top_ops`` (op, count,
     bytes, max_bytes), ``timeline`` ([us, allocated, reserved] rows) and, for torch_npu,
     ``components`` (peak bytes per allocator component) and ``modules`` (peak per CANN module).

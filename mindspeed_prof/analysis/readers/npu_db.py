@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
     comm_family,
     device_row,
     kernel_name,
+    link_rows,
     memory_summary,
 )
 from mindspeed_prof.analysis.readers.npu_trace import Interval, stage_device_rows
@@ -160,7 +161,7 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
         row = rows.setdefault(family, {"name": family, "kind": "collective", "step": None,
                                        "count": 0, "elapse_ms": 0.0, "wait_ms": 0.0,
                                        "transit_ms": None, "sync_ms": None, "idle_ms": None,
-                                       "size_mb": None, "bandwidth_gbps": None})
+                                       "size_mb": None, "bandwidth_gbps": None, "links": None})
         row["count"] += 1
         row["elapse_ms"] += (ns or 0) / 1e6  # NULL where a time is missing
         if wait is None:
@@ -245,22 +246,31 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
         row = rows.setdefault(key, {"name": key[2], "kind": key[1], "step": key[0], "count": 0,
                                     "elapse_ms": 0.0, "wait_ms": 0.0, "transit_ms": 0.0,
                                     "sync_ms": 0.0, "idle_ms": 0.0, "size_mb": 0.0,
-                                    "bandwidth_gbps": None})
+                                    "bandwidth_gbps": None, "links": {}})
         row["count"] += 1
         for field, value in (("elapse_ms", elapse), ("wait_ms", wait), ("transit_ms", transit),
                              ("sync_ms", sync), ("idle_ms", idle)):
             row[field] += float(value or 0.0)
     if "CommAnalyzerBandwidth" in tables:
         time: dict[tuple[int | None, str, str], float] = {}
+        links: dict[tuple[int | None, str, str], dict[str, list[float]]] = {}
         # One row per op, transport and packet size; size and time repeat on each: keep one.
-        for op, step, kind, _transport, size, transit in _rows(
+        for op, step, kind, transport, size, transit in _rows(
                 con, "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
-                "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')",
-                path, data.problems):
+                "transit_time FROM CommAnalyzerBandwidth", path, data.problems):
             key = (step_number(step), str(kind), comm_family(str(op)))
-            if key in rows:
-                rows[key]["size_mb"] += float(size or 0.0)
-                time[key] = time.get(key, 0.0) + float(transit or 0.0)
+            if key not in rows:
+                continue
+            size, transit = float(size or 0.0), float(transit or 0.0)
+            if size or transit:
+                slot = links.setdefault(key, {}).setdefault(str(transport), [0.0, 0.0])
+                slot[0] += size
+                slot[1] += transit
+            if transport in ("SDMA", "RDMA"):  # SDMA is HCCS + PCIE + SIO: the two cover all
+                rows[key]["size_mb"] += size
+                time[key] = time.get(key, 0.0) + transit
         for key, ms in time.items():
             rows[key]["bandwidth_gbps"] = rows[key]["size_mb"] / ms if ms > 0 else None
+        for key, sums in links.items():
+            rows[key]["links"] = link_rows(sums)
     data.comm.extend(rows.values())

@@ -12,7 +12,8 @@ from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
 
 __all__ = [
-    "MB", "comm_family", "device_row", "kernel_name", "read_api_statistic", "read_communication",
+    "MB", "comm_family", "device_row", "kernel_name", "link_rows", "read_api_statistic",
+    "read_communication",
     "read_communication_matrix", "read_kernel_details", "read_memory", "read_op_statistic",
     "read_step_trace",
 ]
@@ -151,6 +152,25 @@ def _bandwidth(info: dict[str, Any]) -> tuple[float, float]:
     return size, time
 
 
+def _link_times(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Transit size (MB) and time (ms) per link type that carried data (SDMA: HCCS+PCIE+SIO)."""
+    out = {}
+    for link, part in info.items():
+        if isinstance(part, dict):
+            size = float(part.get("Transit Size(MB)") or 0.0)
+            time = float(part.get("Transit Time(ms)") or 0.0)
+            if size or time:
+                out[str(link)] = (size, time)
+    return out
+
+
+def link_rows(sums: dict[str, list[float]]) -> dict[str, dict[str, float | None]]:
+    """``links`` of a ``comm`` row from [size MB, time ms] per link type: bandwidth in GB/s."""
+    return {link: {"size_mb": size, "time_ms": time,
+                   "bandwidth_gbps": size / time if time > 0 else None}
+            for link, (size, time) in sorted(sums.items())}
+
+
 def read_communication(path: Path, data: TraceData) -> None:
     """``communication.json`` -> ``comm`` rows per step, kind and op family."""
     doc = _load_json(path, data)
@@ -160,6 +180,7 @@ def read_communication(path: Path, data: TraceData) -> None:
         return
     rows: dict[tuple[int | None, str, str], dict[str, Any]] = {}
     sizes: dict[tuple[int | None, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    links: dict[tuple[int | None, str, str], dict[str, list[float]]] = defaultdict(dict)
     for step_key, kinds in doc.items():
         for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
             for op_name, op in (ops.items() if isinstance(ops, dict) else ()):
@@ -180,10 +201,16 @@ def read_communication(path: Path, data: TraceData) -> None:
                 size, time = _bandwidth(band) if isinstance(band, dict) else (0.0, 0.0)
                 sizes[key][0] += size
                 sizes[key][1] += time
+                for link, (size, time) in (_link_times(band) if isinstance(band, dict)
+                                           else {}).items():
+                    slot = links[key].setdefault(link, [0.0, 0.0])
+                    slot[0] += size
+                    slot[1] += time
     for key, row in rows.items():
         size, time = sizes[key]
         row["size_mb"] = size
         row["bandwidth_gbps"] = size / time if time > 0 else None  # MB/ms = GB/s
+        row["links"] = link_rows(links[key])
         data.comm.append(row)
 
 

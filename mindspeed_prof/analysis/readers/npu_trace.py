@@ -139,7 +139,7 @@ def _add_comm(data: TraceData, op_name: str, us: float) -> None:
     data.comm.append({"name": name, "kind": "collective", "step": None, "count": 1,
                       "elapse_ms": us / 1000.0, "wait_ms": None, "transit_ms": None,
                       "sync_ms": None, "idle_ms": None, "size_mb": None,
-                      "bandwidth_gbps": None})
+                      "bandwidth_gbps": None, "links": None})
 
 
 def _covered(intervals: list[Interval], starts: list[float], lo: float, hi: float) -> float:

@@ -246,7 +246,7 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
     assert data.runtime == {"aclnnMatmul": [2, 3.0], "aclrtSynchronizeStream": [1, 0.0],
                             "98": [1, 0.5]}
     unknown = {"step": None, "transit_ms": None, "sync_ms": None, "idle_ms": None,
-               "size_mb": None, "bandwidth_gbps": None}
+               "size_mb": None, "bandwidth_gbps": None, "links": None}
     assert data.comm == [
         {**unknown, "name": "hcom_allReduce_", "kind": "collective", "count": 3,
          "elapse_ms": 2.5, "wait_ms": 0.1},  # 2 + 0.5 + 0 ms; 0.1 + 0 + 0 ms
@@ -343,18 +343,24 @@ def test_step_trace_and_comm_analyzer_of_an_analysis_db(tmp_path: Path) -> None:
     assert data.comm == [
         # 2 + 4 ms, wait 0.25 + none, transit 0.5 + 1.5, sync 0.125, idle 1 + 2;
         # SDMA 8 MB in 0.5 ms and RDMA 4 MB in 1.5 ms: 12 MB / 2 ms
+        # per link type as written (HCCS 8 MB in 0.5 ms; an empty SDMA row is no link)
         {"name": "hcom_allReduce_", "kind": "collective", "step": 3, "count": 2,
          "elapse_ms": 6.0, "wait_ms": 0.25, "transit_ms": 2.0, "sync_ms": 0.125,
-         "idle_ms": 3.0, "size_mb": 12.0, "bandwidth_gbps": 6.0},
+         "idle_ms": 3.0, "size_mb": 12.0, "bandwidth_gbps": 6.0, "links": {
+             "HCCS": {"size_mb": 8.0, "time_ms": 0.5, "bandwidth_gbps": 16.0},
+             "RDMA": {"size_mb": 4.0, "time_ms": 1.5, "bandwidth_gbps": 4.0 / 1.5},
+             "SDMA": {"size_mb": 8.0, "time_ms": 0.5, "bandwidth_gbps": 16.0}}},
         {"name": "hcom_send_", "kind": "p2p", "step": 3, "count": 1, "elapse_ms": 1.0,
          "wait_ms": 0.0, "transit_ms": 0.5, "sync_ms": 0.0, "idle_ms": 0.5, "size_mb": 2.0,
-         "bandwidth_gbps": None},  # no transit time: no bandwidth
+         "bandwidth_gbps": None,  # no transit time: no bandwidth
+         "links": {"RDMA": {"size_mb": 2.0, "time_ms": 0.0, "bandwidth_gbps": None}}},
         {"name": "hcom_allReduce_", "kind": "collective", "step": 4, "count": 1,
          "elapse_ms": 3.0, "wait_ms": 0.5, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 1.5,
-         "size_mb": 1.0, "bandwidth_gbps": 2.0},  # 1 MB / 0.5 ms
+         "size_mb": 1.0, "bandwidth_gbps": 2.0,  # 1 MB / 0.5 ms
+         "links": {"SDMA": {"size_mb": 1.0, "time_ms": 0.5, "bandwidth_gbps": 2.0}}},
         {"name": "hcom_broadcast_", "kind": "collective", "step": 4, "count": 1,
          "elapse_ms": 1.0, "wait_ms": 0.0, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 0.0,
-         "size_mb": 0.0, "bandwidth_gbps": None}]  # no bandwidth rows
+         "size_mb": 0.0, "bandwidth_gbps": None, "links": {}}]  # no bandwidth rows
 
 
 def test_each_unreadable_table_is_one_problem_naming_the_file(tmp_path: Path) -> None:

@@ -164,6 +164,16 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
                     "hcom_broadcast_": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_reduce_": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_allGather_": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
+    # per link type: every type that carried data, as written, with its own bandwidth
+    links = {r["name"]: {k: (v["size_mb"], v["time_ms"], v["bandwidth_gbps"])
+                         for k, v in r["links"].items()}
+             for r in read(folder).comm if r["kind"] == "collective"}
+    assert links == {
+        "hcom_allReduce_": {"RDMA": (1, 1, 1), "SDMA": (4, 2, 2), "HCCS": (3, 1.5, 2),
+                            "PCIE": (1, 0.5, 2)},
+        "hcom_broadcast_": {"RDMA": (1, 0.0625, 16), "HCCS": (2, 0.25, 8), "PCIE": (1, 0.125, 8),
+                            "SIO": (1, 0.0625, 16), "LOCAL": (9, 1, 9), "SDMA ": (9, 1, 9)},
+        "hcom_reduce_": {}, "hcom_allGather_": {}}
     path.write_text(json.dumps({  # parts that are not objects passed over, the rest read
         "step1": [], "step2": {"p2p": [], "collective": {
             "Total Op Info": _comm_op({}), "hcom_send__1@1": "not an object",
