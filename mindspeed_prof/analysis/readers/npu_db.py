@@ -151,23 +151,22 @@ def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
 
 
 def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -> None:
-    """COMMUNICATION_OP: elapse and wait per op family (transit and bandwidth: analysis.db)."""
+    """COMMUNICATION_OP: elapse per op family; the rest (wait, transit, bandwidth) is analysis.db's.
+
+    torch_npu's wait time is the Notify_Wait time on the op's master plane, which the profiler
+    db does not mark; COMMUNICATION_OP.waitNs (some schemas) is another figure, so wait is
+    None here rather than a different number under the same key.
+    """
     rows: dict[str, dict[str, Any]] = {}
-    columns = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_OP)")}
-    wait_ns = "waitNs" if "waitNs" in columns else "NULL"  # older schemas lack it
-    for op, ns, wait in _rows(con, f"SELECT opName, endNs - startNs, {wait_ns} "
-                              "FROM COMMUNICATION_OP", path, data.problems):
+    for op, ns in _rows(con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path,
+                        data.problems):
         family = comm_family(name(op, str(op)))
         row = rows.setdefault(family, {"name": family, "kind": "collective", "step": None,
-                                       "count": 0, "elapse_ms": 0.0, "wait_ms": 0.0,
+                                       "count": 0, "elapse_ms": 0.0, "wait_ms": None,
                                        "transit_ms": None, "sync_ms": None, "idle_ms": None,
                                        "size_mb": None, "bandwidth_gbps": None, "links": None})
         row["count"] += 1
         row["elapse_ms"] += (ns or 0) / 1e6  # NULL where a time is missing
-        if wait is None:
-            row["wait_ms"] = None
-        elif row["wait_ms"] is not None:
-            row["wait_ms"] += (_ns(wait) or 0) / 1e6
     data.comm.extend(rows.values())
 
 

@@ -245,15 +245,16 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                             "hcom_broadcast_": [1, 250.0]}
     assert data.runtime == {"aclnnMatmul": [2, 3.0], "aclrtSynchronizeStream": [1, 0.0],
                             "98": [1, 0.5]}
-    unknown = {"step": None, "transit_ms": None, "sync_ms": None, "idle_ms": None,
-               "size_mb": None, "bandwidth_gbps": None, "links": None}
+    # wait is None: waitNs is not torch_npu's wait time (Notify_Wait on the op's master plane,
+    # which the profiler db does not mark; test_msprof_reference checks it on real captures)
+    unknown = {"step": None, "wait_ms": None, "transit_ms": None, "sync_ms": None,
+               "idle_ms": None, "size_mb": None, "bandwidth_gbps": None, "links": None}
     assert data.comm == [
         {**unknown, "name": "hcom_allReduce_", "kind": "collective", "count": 3,
-         "elapse_ms": 2.5, "wait_ms": 0.1},  # 2 + 0.5 + 0 ms; 0.1 + 0 + 0 ms
-        {**unknown, "name": "98", "kind": "collective", "count": 1, "elapse_ms": 0.0,
-         "wait_ms": 0.0},
+         "elapse_ms": 2.5},  # 2 + 0.5 + 0 ms
+        {**unknown, "name": "98", "kind": "collective", "count": 1, "elapse_ms": 0.0},
         {**unknown, "name": "hcom_broadcast_", "kind": "collective", "count": 1,
-         "elapse_ms": 0.25, "wait_ms": None}]  # in the order each family first appears
+         "elapse_ms": 0.25}]  # in the order each family first appears
     assert data.memory == {
         "component": "PTA+GE", "peak_allocated_bytes": 300, "peak_reserved_bytes": 400,
         "components": {"PTA+GE": {"peak_allocated_bytes": 300, "peak_reserved_bytes": 400},
