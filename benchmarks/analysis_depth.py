@@ -37,7 +37,7 @@ OURS = textwrap.dedent('''
 DECODE = textwrap.dedent('''
     import sys
     from pathlib import Path
-    from mindspeed_prof.analysis.readers.chrome import decode_events
+    from mindspeed_prof.analysis.readers.events import decode_events
     decode_events(Path(sys.argv[1]).read_bytes())
 ''')
 

@@ -57,7 +57,7 @@ def _gz(path: Path) -> int:
 
 
 def run(report: Report) -> None:
-    from mindspeed_prof.capture.backends.sqlite_trace import KEPT_ARGS, write_db
+    from mindspeed_prof.formats.sqlite_trace import KEPT_ARGS, write_db
 
     text = level1_trace(20 if report.quick else 300)
     tmp = Path(tempfile.mkdtemp())

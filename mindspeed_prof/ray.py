@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,16 +78,22 @@ class ProfilerMixin:
         prof.close()
         files = [Path(f) for c in prof.captures for f in c.files]
         summary = capture_summary([f for f in files if f.is_file()]) if files else {}
-        import ray
-
         return {"rank": prof.rank, "role": prof.role, "host": socket.gethostname(),
-                "node": ray.get_runtime_context().get_node_id(),  # holds the files below
+                "node": _node_id(),  # holds the files below
                 "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
                 "captures": [c.to_json() for c in prof.captures],
                 "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}
                           for f in files],
                 "stage_rank": summary.get("stage_rank", []),
                 "per_step": summary.get("per_step", [])}
+
+
+def _node_id() -> str:
+    """This process's Ray node, or "" outside Ray (asking Ray's context would start Ray)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return ""
+    return str(ray.get_runtime_context().get_node_id())
 
 
 #: The board this driver opened: Ray stops an actor once no handle to it is left.

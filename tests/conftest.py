@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from capture_fixtures import make_run
 from hypothesis import Phase, settings
 
 from mindspeed_prof.testing.state import process_state
@@ -106,3 +107,11 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
         terminalreporter.section("reliability counts")
         for what, n in sorted(COUNTS.items()):
             terminalreporter.write_line(f"{what}: {n}")
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The analysis tests' shared run: two ranks, three steps, rank 1 slow in actor_update (90
+    ms: with two ranks it is a straggler unless rank 0's stage takes 60 ms, which a loaded
+    machine's stall did reach at 30)."""
+    return make_run(tmp_path_factory.mktemp("run"), slow={(1, "actor_update"): 3})

@@ -2,36 +2,46 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.memory import is_memory_file, read_memory
+import msgspec
+
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
-from mindspeed_prof.analysis.readers.model import rank_of, rank_order
+from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
+from mindspeed_prof.analysis.readers.model import (
+    Tally,
+    merge_tallies,
+    rank_label,
+    rank_of,
+    rank_order,
+    ranks_text,
+)
+from mindspeed_prof.analysis.rows import (
+    CommRow,
+    DeviceRow,
+    InventoryRow,
+    KernelRow,
+    MemoryRow,
+    OpRow,
+    RangeRow,
+    RuntimeRow,
+    StageRow,
+    StepRow,
+    Straggler,
+    to_json,
+)
+from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files"]
+__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
 
-#: Rows of ``--json`` (every time in ms, bytes in bytes):
-#: ``ranges``: name, rank, stage (where it ran, "a, b" for several, null unknown), count,
-#:   total_ms, self_ms (minus nested ranges), mean_ms, p95_ms, max_ms.
-#: ``device``: rank, step (null: launched outside every step), stage (null: the whole step),
-#:   warmup, span_ms (the device window), busy_ms, compute_ms, comm_ms, overlap_ms (comm during
-#:   compute), memcpy_ms (copies and sets), idle_ms (window minus busy).
-#: ``comm`` (torch_npu): rank, then the reader's row (``TraceData``): name (op type), kind
-#:   (collective, p2p, link), step, count, elapse_ms, wait_ms, transit_ms, sync_ms, idle_ms,
-#:   size_mb, bandwidth_gbps, links (per link type); link rows: link, transport.
-#: ``top_kernels``/``top_runtime``: name, count, device_ms/ms. ``top_ops``: op, count, self_ms.
-#: ``memory``: rank, file, source (trace|timeline|snapshot), stage (null: the whole capture),
-#:   peak_allocated_bytes, peak_reserved_bytes (null: not recorded); the whole-capture row also
-#:   has top_ops (op, count, bytes) and timeline ([us, allocated bytes] points).
-#: ``stragglers``/``range_stragglers``: stage|range, step, rank, ms, median_ms, ratio.
+#: Every row's columns are documented with its type in ``analysis.rows``.
 
 #: A rank is a straggler when its stage time exceeds the median over ranks by this fraction.
 DEFAULT_MARGIN = 0.2
@@ -53,6 +63,8 @@ class Analysis:
     traces: list[TraceData] = field(default_factory=list)
     bad: list[str] = field(default_factory=list)
     margin: float = DEFAULT_MARGIN
+    #: A difference between ranks under this many ms (or 1% of the step) is noise.
+    noise_ms: float = DEFAULT_NOISE_MS
     #: Count warmup steps in stragglers and compare (they are left out by default).
     include_warmup: bool = False
     #: Captures that claimed the same rank and step (kept apart by ``Range.source``).
@@ -93,108 +105,95 @@ class Analysis:
                 out.update((t.rank, source, s) for s in range(window[0], window[0] + n))
         return out
 
-    def _counted(self) -> list[Range]:
-        """``ranges`` less warmup steps unless ``include_warmup``."""
+    def counted(self) -> list[Range]:
+        """What stragglers and ``compare`` count: ``ranges`` less warmup steps, unless
+        ``include_warmup``. (The tables show every step, warmup steps marked.)"""
         skip = set() if self.include_warmup else self._warmup()
         return [r for r in self.ranges if (r.rank, r.source, r.step) not in skip]
 
-    def stage_rank(self, include_warmup: bool = True) -> list[dict[str, Any]]:
+    def stage_rank(self) -> list[StageRow]:
         """Per stage and rank: executions, total, mean and max milliseconds."""
-        times: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
-        for r in self.ranges if include_warmup else self._counted():
-            if r.kind == "stage":
-                times[(r.name, r.rank, r.source)].append(r.dur / 1000.0)
-        rows = []
-        for (stage, rank, source), ms in sorted(times.items(), key=lambda kv: (
-                _stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
-            rows.append({"stage": stage, "rank": rank, **_source(source), "count": len(ms),
-                         "total_ms": sum(ms), "mean_ms": sum(ms) / len(ms), "max_ms": max(ms)})
-        return rows
+        return stage_rows(self.ranges)
 
-    def per_step(self) -> list[dict[str, Any]]:
+    def per_step(self) -> list[StepRow]:
         """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
-        table: dict[tuple[int | None, str, int], dict[str, float]] = defaultdict(
-            lambda: defaultdict(float))
+        table: dict[tuple[int | None, str, int], StepRow] = {}
         for r in self.ranges:
             if r.step is None or r.kind == "range":
                 continue
-            key = "total" if r.kind == "step" else r.name
-            table[(r.rank, r.source, r.step)][key] += r.dur / 1000.0
+            row = table.get((r.rank, r.source, r.step))
+            if row is None:
+                row = table[(r.rank, r.source, r.step)] = StepRow(rank=r.rank, source=r.source,
+                                                                  step=r.step, stages={})
+            if r.kind == "step":
+                row.total = (row.total or 0.0) + r.dur / 1000.0
+            else:
+                row.stages[r.name] = row.stages.get(r.name, 0.0) + r.dur / 1000.0
         warmup = self._warmup()
-        return [{"rank": rank, **_source(source), "step": step, **dict(v),
-                 "warmup": (rank, source, step) in warmup}
-                for (rank, source, step), v in sorted(
-                    table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2]))]
+        for key, row in table.items():
+            row.warmup = key in warmup
+        return [row for _, row in sorted(table.items(), key=lambda kv: (
+            rank_order(kv[0][0]), kv[0][1], kv[0][2]))]
 
-    def stragglers(self, kind: str = "stage") -> list[dict[str, Any]]:
+    def stragglers(self, kind: str = "stage") -> list[Straggler]:
         """Ranks whose stage (``kind="range"``: custom range) time in a step exceeds the median
-        over ranks by ``margin``; warmup steps left out unless ``include_warmup``."""
-        per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
-            lambda: defaultdict(float))
-        for r in self._counted():
-            if r.kind == kind and r.step is not None:
-                per[(r.name, r.step)][(r.rank, r.source)] += r.dur / 1000.0
-        out = []
-        for (name, step), by_rank in per.items():
-            if len(by_rank) < 2:
-                continue
-            median = statistics.median(by_rank.values())
-            for (rank, source), ms in by_rank.items():
-                if median > 0 and ms > median * (1 + self.margin):
-                    out.append({kind: name, "step": step, "rank": rank, **_source(source),
-                                "ms": ms,
-                                "median_ms": median, "ratio": ms / median})
-        return sorted(out, key=lambda s: -s["ratio"])
+        of the other ranks by ``margin`` and the noise floor (``stragglers``); warmup steps
+        left out unless ``include_warmup``."""
+        return find_stragglers(self.counted(), kind, self.margin, self.noise_ms)
 
-    def range_table(self, include_warmup: bool = True) -> list[dict[str, Any]]:
+    def range_table(self) -> list[RangeRow]:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
-        return range_rows(self.ranges if include_warmup else self._counted())
+        return range_rows(self.ranges)
 
-    def device(self) -> list[dict[str, Any]]:
+    def device(self) -> list[DeviceRow]:
         """Device breakdown rows per rank and step (and stage), warmup steps marked."""
         warmup = self._warmup()
-        return [{"rank": t.rank, **row,
-                 "warmup": (t.rank, row.get("source", ""), row["step"]) in warmup}
+        return [msgspec.structs.replace(row, rank=t.rank,
+                                        warmup=(t.rank, row.source, row.step) in warmup)
                 for t in self.traces for row in t.device]
 
-    def comm(self) -> list[dict[str, Any]]:
-        """Communication per rank, step and op type (torch_npu), as each reader folds it."""
-        return [{"rank": t.rank, **_source(t.meta.get("source", "")), **row}
+    def comm(self) -> list[CommRow]:
+        """Communication per rank, step, kind and op type (torch_npu captures), as each reader
+        folds it; ``source`` names the capture where two claim the same rank and step."""
+        return [msgspec.structs.replace(row, rank=t.rank, source=t.meta.get("source", ""))
                 for t in self.traces for row in t.comm]
 
-    def _top(self, field_name: str, key: str, unit: str, n: int) -> list[dict[str, Any]]:
-        total: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    def _top(self, field_name: str, n: int) -> list[tuple[str, Tally]]:
+        total: dict[str, Tally] = {}
         for t in self.traces:
-            for name, (count, us) in getattr(t, field_name).items():
-                total[name][0] += count
-                total[name][1] += us
-        top = sorted(total.items(), key=lambda kv: -kv[1][1])[:n]
-        return [{key: k, "count": int(c), unit: s / 1000.0} for k, (c, s) in top]
+            merge_tallies(total, getattr(t, field_name))
+        return sorted(total.items(), key=lambda kv: -kv[1].total)[:n]
 
-    def top_kernels(self, n: int = 15) -> list[dict[str, Any]]:
+    def top_kernels(self, n: int = 15) -> list[KernelRow]:
         """Device kernels, copies and sets by device time."""
-        return self._top("kernels", "name", "device_ms", n)
+        return [KernelRow(name=k, count=t.count, device_ms=t.total / 1000.0)
+                for k, t in self._top("kernels", n)]
 
-    def top_runtime(self, n: int = 15) -> list[dict[str, Any]]:
+    def top_runtime(self, n: int = 15) -> list[RuntimeRow]:
         """Runtime and launch calls (``cudaLaunchKernel``...) by host time."""
-        return self._top("runtime", "name", "ms", n)
+        return [RuntimeRow(name=k, count=t.count, ms=t.total / 1000.0)
+                for k, t in self._top("runtime", n)]
 
-    def memory(self) -> list[dict[str, Any]]:
+    def top_ops(self, n: int = 15) -> list[OpRow]:
+        """Host operators with the most self time, summed over every capture."""
+        return [OpRow(op=k, count=t.count, self_ms=t.total / 1000.0)
+                for k, t in self._top("ops", n)]
+
+    def memory(self) -> list[MemoryRow]:
         """Peak allocated/reserved bytes per capture (rank), then per stage where known."""
         out = []
         for t in self.traces:
             m = t.memory
-            if not m:
+            if m is None:
                 continue
-            base = {"rank": t.rank, "file": _rel(t.path, self.root), "source": m.get("source")}
-            out.append({**base, "stage": None,
-                        "peak_allocated_bytes": m.get("peak_allocated_bytes"),
-                        "peak_reserved_bytes": m.get("peak_reserved_bytes"),
-                        "top_ops": m.get("top_ops", []), "timeline": m.get("timeline", [])})
-            for stage, peak in sorted((m.get("by_stage") or {}).items(),
-                                      key=lambda kv: _stage_order(kv[0])):
-                out.append({**base, "stage": stage, "peak_allocated_bytes": peak,
-                            "peak_reserved_bytes": None})
+            file = _rel(t.path, self.root)
+            out.append(MemoryRow(rank=t.rank, file=file, source=m.source,
+                                 peak_allocated_bytes=m.peak_allocated_bytes,
+                                 peak_reserved_bytes=m.peak_reserved_bytes, top_ops=m.top_ops,
+                                 timeline=m.timeline))
+            for stage, peak in sorted(m.by_stage.items(), key=lambda kv: _stage_order(kv[0])):
+                out.append(MemoryRow(rank=t.rank, file=file, source=m.source, stage=stage,
+                                     peak_allocated_bytes=peak))
         return out
 
     def problems(self) -> list[str]:
@@ -223,49 +222,68 @@ class Analysis:
         return ([f"skipped {self.shown(b)}" for b in self.bad]
                 + [f"note: {self.shown(n)}" for n in self.notes()])
 
-    def top_ops(self, n: int = 15) -> list[dict[str, Any]]:
-        """Host operators with the most self time, summed over every capture."""
-        return self._top("ops", "op", "self_ms", n)
-
     @property
     def has_device(self) -> bool:
         return any(t.device or t.kernels for t in self.traces)
 
-    def inventory(self) -> list[dict[str, Any]]:
-        out = []
-        for t in self.traces:
-            steps = sorted({r.step for r in t.ranges if r.step is not None})
-            out.append({"file": _rel(t.path, self.root), "kind": t.kind, "rank": t.rank,
-                        **_source(t.meta.get("source", "")), "group": t.group,
-                        "bytes": t.size, "events": t.events, "steps": steps,
-                        "level": t.meta.get("level")})
-        return out
+    def inventory(self) -> list[InventoryRow]:
+        return [InventoryRow(file=_rel(t.path, self.root), kind=t.kind, rank=t.rank,
+                             source=t.meta.get("source", ""), group=t.group, bytes=t.size,
+                             events=t.events,
+                             steps=sorted({r.step for r in t.ranges if r.step is not None}),
+                             level=t.meta.get("level"))
+                for t in self.traces]
 
     def warnings(self) -> list[str]:
         out = [f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
                for t in self.traces if not (t.ranges or t.ops or t.kernels or t.device
-                                            or t.comm or t.memory)]
+                                            or t.comm or t.memory is not None)]
         out += self.clashes
+        out += self._unshared_steps()
         if not self.traces and not self.bad:
             out.append(f"{self.root}: no captures found (is profile: true, and does the window "
                        "[profile_step_start, profile_step_end) contain steps that ran?)")
         return out
 
+    def _unshared_steps(self) -> list[str]:
+        """One line when ranks captured no step in common: their times cannot be compared
+        (an on-demand capture that ranks took at different steps, say)."""
+        steps: dict[tuple[int | None, str], set[int]] = defaultdict(set)
+        for r in self.ranges:
+            if r.kind in ("step", "stage") and r.step is not None:
+                steps[(r.rank, r.source)].add(r.step)
+        if len(steps) < 2 or set.intersection(*steps.values()):
+            return []
+        held = "; ".join(f"rank {rank_label(*k)}: {ranks_text(sorted(v))}"
+                         for k, v in sorted(steps.items(), key=lambda kv: (
+                             rank_order(kv[0][0]), kv[0][1])))
+        return [f"the ranks captured no step in common ({held}): stragglers compare ranks at "
+                "the same step, so none can be named"]
+
     def to_json(self) -> dict[str, Any]:
-        return {"root": str(self.root), "ranks": self.ranks, "stage_rank": self.stage_rank(),
-                "per_step": self.per_step(), "stragglers": self.stragglers(),
-                "ranges": self.range_table(), "range_stragglers": self.stragglers("range"),
-                "device": self.device(), "comm": self.comm(), "top_ops": self.top_ops(),
-                "top_kernels": self.top_kernels(), "top_runtime": self.top_runtime(),
-                "memory": self.memory(), "inventory": self.inventory(),
-                "warnings": self.warnings(), "problems": self.problems(), "skipped": self.bad,
-                "notes": self.notes(),
-                "margin": self.margin, "warmup": sorted(self.warmup())}
+        return {"root": str(self.root), "ranks": self.ranks,
+                "stage_rank": to_json(self.stage_rank()), "per_step": to_json(self.per_step()),
+                "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
+                "range_stragglers": to_json(self.stragglers("range")),
+                "device": to_json(self.device()), "comm": to_json(self.comm()),
+                "top_ops": to_json(self.top_ops()), "top_kernels": to_json(self.top_kernels()),
+                "top_runtime": to_json(self.top_runtime()), "memory": to_json(self.memory()),
+                "inventory": to_json(self.inventory()), "warnings": self.warnings(),
+                "problems": self.problems(), "skipped": self.bad, "notes": self.notes(),
+                "margin": self.margin, "noise_ms": self.noise_ms,
+                "warmup": sorted(self.warmup())}
 
 
-def _source(source: str) -> dict[str, str]:
-    """``{"source": host-or-folder}`` on rows of a capture that shares its rank and step."""
-    return {"source": source} if source else {}
+def stage_rows(ranges: list[Range]) -> list[StageRow]:
+    """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds."""
+    times: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
+    for r in ranges:
+        if r.kind == "stage":
+            times[(r.name, r.rank, r.source)].append(r.dur / 1000.0)
+    return [StageRow(stage=stage, rank=rank, source=source, count=len(ms), total_ms=sum(ms),
+                     mean_ms=sum(ms) / len(ms), max_ms=max(ms))
+            for (stage, rank, source), ms in sorted(times.items(), key=lambda kv: (
+                _stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2]))]
 
 
 def _finish(result: Analysis) -> Analysis:
@@ -340,14 +358,19 @@ def _add_memory(result: Analysis, path: Path) -> None:
     facts = read_memory(path, ranges)
     if same:
         own = same[0].memory
-        if own:  # a trace's [memory] events and a file: keep the file's timeline, the max peaks
-            for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
-                values = [v for v in (own.get(key), facts.get(key)) if v is not None]
-                facts[key] = max(values) if values else None
-            facts["top_ops"] = facts["top_ops"] or own.get("top_ops", [])
-            facts["by_stage"] = facts["by_stage"] or own.get("by_stage", {})
-            facts["timeline"] = facts["timeline"] or own.get("timeline", [])
+        if own is not None:  # a trace's [memory] events and a file: the file's timeline,
+            facts = msgspec.structs.replace(  # the higher peaks
+                facts, peak_allocated_bytes=_most(own.peak_allocated_bytes,
+                                                  facts.peak_allocated_bytes),
+                peak_reserved_bytes=_most(own.peak_reserved_bytes, facts.peak_reserved_bytes),
+                top_ops=facts.top_ops or own.top_ops, by_stage=facts.by_stage or own.by_stage,
+                timeline=facts.timeline or own.timeline)
         same[0].memory = facts
         return
     result.traces.append(TraceData(path, "memory", rank_of(path, None, None), path.parent.name,
                                    path.stat().st_size, memory=facts))
+
+
+def _most(a: float | None, b: float | None) -> float | None:
+    known = [v for v in (a, b) if v is not None]
+    return max(known) if known else None

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis import cache
-from mindspeed_prof.analysis.memory import is_memory_file
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
+from mindspeed_prof.analysis.readers.memory import is_memory_file
 from mindspeed_prof.raylink import connect
 
 __all__ = ["read_on_cluster"]

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 
 __all__ = ["Finding", "Health", "doctor"]
@@ -30,7 +31,8 @@ class Finding:
 
     #: missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew |
     #: unreadable (analyse skips the capture) | partly_read (analyse skips part of it) |
-    #: no_captures (nothing under the root that analyse would read)
+    #: no_captures (nothing under the root that analyse would read) | interrupted (a range
+    #: file never closed: its process was killed, or is still writing)
     kind: str
     where: str
     message: str
@@ -123,8 +125,9 @@ def _check_readable(health: Health, flagged: set[Path]) -> tuple[set[int], set[i
         if any(line.startswith(f"{path}:") for path in flagged):
             continue  # an empty or truncated file already has its finding
         where = result.shown(line).split(": ", 1)[0]
-        health.findings.append(Finding("partly_read" if line in partial else "unreadable",
-                                       where, result.shown(line)))
+        kind = ("interrupted" if INTERRUPTED in line else "partly_read" if line in partial
+                else "unreadable")
+        health.findings.append(Finding(kind, where, result.shown(line)))
     health.notes = [result.shown(n) for n in result.notes()]
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for t in result.traces:
@@ -164,7 +167,8 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
         return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
     if path.name.endswith(SPANS) and size < 4096:
         data = _load(path)
-        if isinstance(data, dict) and not data.get("traceEvents"):
+        if isinstance(data, dict) and not data.get("traceEvents") and (
+                data.get("closed") or "format" not in (data.get("mindspeed_prof") or {})):
             return "empty", "no ranges recorded (did the window's steps run?)"
     return None
 

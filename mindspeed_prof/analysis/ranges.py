@@ -5,10 +5,10 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections import defaultdict
-from typing import Any
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.rows import RangeRow
 
 __all__ = ["p95", "range_rows", "self_times", "stage_of"]
 
@@ -57,7 +57,7 @@ def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     return out
 
 
-def range_rows(ranges: list[Range]) -> list[dict[str, Any]]:
+def range_rows(ranges: list[Range]) -> list[RangeRow]:
     """Per (name, rank): count, total, self, mean, p95 and max ms and the stage(s) it ran in;
     sorted by total."""
     custom = [r for r in ranges if r.kind == "range"]
@@ -70,7 +70,8 @@ def range_rows(ranges: list[Range]) -> list[dict[str, Any]]:
     for (name, rank), runs in groups.items():
         ms = [m for m, _, _ in runs]
         where = sorted({s for _, _, s in runs if s is not None})
-        rows.append({"name": name, "rank": rank, "stage": ", ".join(where) or None,
-                     "count": len(ms), "total_ms": sum(ms), "self_ms": sum(o for _, o, _ in runs),
-                     "mean_ms": sum(ms) / len(ms), "p95_ms": p95(ms), "max_ms": max(ms)})
-    return sorted(rows, key=lambda r: (-r["total_ms"], r["name"], rank_order(r["rank"])))
+        rows.append(RangeRow(name=name, rank=rank, stage=", ".join(where) or None,
+                             count=len(ms), total_ms=sum(ms),
+                             self_ms=sum(o for _, o, _ in runs), mean_ms=sum(ms) / len(ms),
+                             p95_ms=p95(ms), max_ms=max(ms)))
+    return sorted(rows, key=lambda r: (-r.total_ms, r.name, rank_order(r.rank)))

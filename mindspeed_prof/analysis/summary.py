@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import write_json
 
@@ -16,8 +17,8 @@ __all__ = ["after_capture", "capture_summary", "write_capture_summary", "write_r
 def capture_summary(files: list[Path]) -> dict[str, Any]:
     """Per-stage totals of one capture's files."""
     result = analyse_files(files, files[0].parent if files else Path("."))
-    return {"files": [Path(f).name for f in files], "stage_rank": result.stage_rank(),
-            "per_step": result.per_step(), "top_ops": result.top_ops(10),
+    return {"files": [Path(f).name for f in files], "stage_rank": to_json(result.stage_rank()),
+            "per_step": to_json(result.per_step()), "top_ops": to_json(result.top_ops(10)),
             "skipped": result.bad}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import SWEEP_SUMMARY
-from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
+from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["SUMMARY_NAME", "sweep_summary"]
@@ -44,18 +44,18 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
                save_root=str(path.parent), note=nothing_captured(manifest, shared))
     files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
-    steps = [r["total"] for r in result.per_step() if "total" in r]
+    steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)
     stages = row["stage"] if isinstance(row["stage"], list) else [row["stage"]]
-    stage_rows = [r for r in result.stage_rank() if r["stage"] in stages]
+    stage_rows = [r for r in result.stage_rank() if r.stage in stages]
     if stage_rows:
-        row["ms_per_stage"] = (sum(r["total_ms"] for r in stage_rows)
-                               / sum(r["count"] for r in stage_rows))
+        row["ms_per_stage"] = (sum(r.total_ms for r in stage_rows)
+                               / sum(r.count for r in stage_rows))
     return row
 
 
-def sweep_summary(sweep_dir: Path | str, print_table: bool = False,
+def sweep_summary(sweep_dir: Path | str,
                   shared_roots: list[Path] | None = None) -> list[dict[str, Any]]:
     """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
 
@@ -69,8 +69,4 @@ def sweep_summary(sweep_dir: Path | str, print_table: bool = False,
     if not any(r["status"] != "no manifest" for r in rows):
         return rows  # nothing profiled in this sweep: no table, no file
     write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})
-    if print_table:
-        from mindspeed_prof.analysis.render import print_sweep
-
-        print_sweep(rows, sweep_dir)
     return rows

@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.chrome import DEVICE_CATS
+from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
@@ -346,7 +346,7 @@ def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, 
 
     path = data.path
     if data.kind == "db":
-        from mindspeed_prof.capture.backends.sqlite_trace import read_db_events
+        from mindspeed_prof.formats.sqlite_trace import read_db_events
 
         for name, cat, ph, ts, dur, pid, tid, _ in read_db_events(path):
             if ph == "X":

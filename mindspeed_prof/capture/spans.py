@@ -22,6 +22,10 @@ Chunk = tuple["int | None", list[Event]]
 STEP_RANGE = "ProfilerStep"
 
 _TAIL = b"\n]}\n"
+#: The end a range file gets when its recorder closes it: a file still ending in ``_TAIL`` was
+#: never closed (its process was killed, or is still writing). Files of format 2 and later.
+_CLOSED = b'\n], "closed": true}\n'
+FORMAT = 2
 _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
 
 
@@ -126,7 +130,7 @@ def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
     clock = {"wall_ns": buffer.wall0_ns, "trace_ns": buffer.wall0_ns}
     head = {"schemaVersion": 1, "displayTimeUnit": "ms",
             "distributedInfo": {"rank": metadata.get("rank", 0)},
-            "mindspeed_prof": {"kind": "spans", **metadata, "clock": clock}}
+            "mindspeed_prof": {"kind": "spans", "format": FORMAT, **metadata, "clock": clock}}
     return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
 
 
@@ -137,7 +141,7 @@ def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _TAIL)
+        f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _CLOSED)
     os.replace(tmp, path)
     return path
 
@@ -211,5 +215,7 @@ class SpanRecorder:
         if not self._file.closed:
             try:
                 self.flush()
+                self._file.seek(self._tail_at)
+                self._file.write(_CLOSED)  # longer than _TAIL: nothing is left to truncate
             finally:
                 self._file.close()

@@ -14,6 +14,7 @@ from mindspeed_prof.cli.common import (
     error,
     exit_code,
     jobs_option,
+    noise_option,
     placement_line,
     read_captures,
 )
@@ -37,10 +38,11 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML report (needs matplotlib)")
     a.add_argument("--margin", type=float, default=0.2,
-                   help="a rank is a straggler when it exceeds the median over ranks by this "
-                        "fraction (default 0.2 = 20%%)")
+                   help="a rank is a straggler when it exceeds the median of the other ranks "
+                        "by this fraction (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of each top list (default 10)")
+    noise_option(a)
     jobs_option(a)
     a.set_defaults(func=run)
 
@@ -64,7 +66,7 @@ def report_requirement() -> str | None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.render import print_analysis
+    from mindspeed_prof.views.text import print_analysis
 
     path = Path(args.path)
     if args.html and (missing := report_requirement()):
@@ -75,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return Exit.NOTHING
     try:
         result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray)
+        result.noise_ms = args.noise_ms
     except Unreachable as err:
         error(str(err))
         return Exit.USAGE
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
     if args.html:
-        from mindspeed_prof.analysis.report import write_report
+        from mindspeed_prof.views.html import write_report
 
         print(f"report: {write_report(result, Path(args.html))}", file=sys.stderr)
     if args.json:

@@ -8,8 +8,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_CODES", "Exit", "error", "exit_code", "jobs_option", "placement_line",
-           "read_captures"]
+__all__ = ["EXIT_CODES", "Exit", "error", "exit_code", "jobs_option", "noise_option",
+           "placement_line", "read_captures"]
 
 
 class Exit(IntEnum):
@@ -41,8 +41,11 @@ exit codes:
 
 
 def error(message: str) -> None:
-    """One line on stderr, prefixed with the program's name."""
-    print(f"mindspeed-prof: {message}", file=sys.stderr)
+    """One line on stderr, prefixed with the program's name (names from captures can hold
+    control characters: they are written as escapes)."""
+    from mindspeed_prof.views.safe import printable
+
+    print(f"mindspeed-prof: {printable(message)}", file=sys.stderr)
 
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
@@ -68,6 +71,13 @@ def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
         return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
                        progress=progress, jobs=default_jobs() if jobs is None else jobs,
                        ray=ray)
+
+
+def noise_option(parser: Any) -> None:
+    """``--noise-ms MS``: differences between ranks or runs under this are noise."""
+    parser.add_argument("--noise-ms", type=float, default=1.0, metavar="MS",
+                        help="a difference under this many ms, or under 1%% of the step, is "
+                             "noise: no straggler, no regression (default 1)")
 
 
 def jobs_option(parser: Any) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_code, read_captures
+from mindspeed_prof.cli.common import Exit, error, exit_code, noise_option, read_captures
 
 __all__ = ["add_parser", "run"]
 
@@ -30,6 +30,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--include-warmup", action="store_true",
                    help="count warmup steps (left out by default)")
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    noise_option(c)
     c.set_defaults(func=run)
 
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mindspeed_prof.analysis.compare import compare_runs, slower_than
-    from mindspeed_prof.analysis.render import print_compare, print_compare_details
+    from mindspeed_prof.views.text import print_compare, print_compare_details
 
     for given in (args.a, args.b):
         if not Path(given).exists():
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             return Exit.NOTHING
     a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
     a.include_warmup = b.include_warmup = args.include_warmup
+    a.noise_ms = b.noise_ms = args.noise_ms
     for side, result in (("A", a), ("B", b)):
         for line in result.messages():
             error(f"{side}: {line}")
@@ -52,17 +54,17 @@ def run(args: argparse.Namespace) -> int:
         if not result.traces and not result.bad:
             error(f"no captures under {given}")
     found = compare_runs(a, b, threshold=args.threshold)
-    for w in found["warnings"]:
+    for w in found.warnings:
         error(f"warning: {w}")
     slower = slower_than(found, args.fail_over) if args.fail_over is not None else []
     if args.json:
         json.dump({"a": str(args.a), "b": str(args.b), "threshold": args.threshold,
-                   "fail_over": args.fail_over, "slower": slower, **found}, sys.stdout,
+                   "fail_over": args.fail_over, "slower": slower, **found.json()}, sys.stdout,
                   indent=2)
         print()
     else:
         console = Console()
-        print_compare(found["rows"], args.a, args.b, console)
+        print_compare(found.rows, args.a, args.b, console)
         print_compare_details(found, console)
     for line in slower:
         error(f"slower: {line}")

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return Exit.OK
     from rich.console import Console
 
-    from mindspeed_prof.analysis.render import print_presets
+    from mindspeed_prof.views.text import print_presets
 
     print_presets([(name, q, changed_values(fields)) for name, (q, fields) in PRESETS.items()],
                   Console())

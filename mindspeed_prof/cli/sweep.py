@@ -25,9 +25,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.sweep import sweep_summary
+    from mindspeed_prof.views.text import print_sweep
 
     try:
-        rows = sweep_summary(Path(args.dir), print_table=not args.json)
+        rows = sweep_summary(Path(args.dir))
     except FileNotFoundError as err:
         error(str(err))
         return Exit.NOTHING
@@ -37,4 +38,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()
+    else:
+        print_sweep(rows, Path(args.dir))
     return Exit.OK

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.model import ranks_text
 from mindspeed_prof.cli.common import (
     Exit,
     error,
@@ -67,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
     if not result.traces:
         error(f"{args.root}: no captures to merge")
         return Exit.NOTHING
+    if not steps.everything:
+        have = sorted({r.step for t in result.traces for r in t.ranges if r.step is not None})
+        if not any(step in steps for step in have):
+            error(f"--steps {args.steps}: no capture holds those steps (they hold "
+                  f"{ranks_text(list(have)) or 'no steps'}); nothing written")
+            return Exit.NOTHING
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
         error(result.shown(w))

@@ -6,10 +6,11 @@ import os
 import time
 from typing import Any, cast
 
+import msgspec
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
-from mindspeed_prof.analysis.render import count, print_stage_rank
+from mindspeed_prof.analysis.rows import StageRow
 from mindspeed_prof.demo.worker import IntegratedWorker
 from mindspeed_prof.ray import (
     collect,
@@ -19,6 +20,7 @@ from mindspeed_prof.ray import (
     write_cluster_summary,
 )
 from mindspeed_prof.raylink import without_token_notice
+from mindspeed_prof.views.text import count, print_stage_rank
 
 __all__ = ["train"]
 
@@ -69,7 +71,7 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
 
             ray.shutdown()
     root = save_root(prof_cfg)
-    rows = [row for s in summaries for row in s["stage_rank"]]
+    rows = [msgspec.convert(row, StageRow) for s in summaries for row in s["stage_rank"]]
     if rows:
         print_stage_rank(rows, console, title="Captured stage time per rank: total ms "
                                               "(executions)")
@@ -78,9 +80,10 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         console.print(f"{count(captures, 'capture')} from ranks {[s['rank'] for s in summaries]} "
                       f"under {root}\ncluster summary: {path}", soft_wrap=True, highlight=False)
     else:
-        rows = [{"stage": stage, "rank": t["rank"], "count": int(demo["steps"]),
-                 "total_ms": sec * 1000} for t in timings for stage, sec in
-                t["stage_seconds"].items()]
+        steps = max(int(demo["steps"]), 1)  # the clock gives totals: the mean stands for max
+        rows = [StageRow(stage=stage, rank=t["rank"], count=steps, total_ms=sec * 1000,
+                         mean_ms=sec * 1000 / steps, max_ms=sec * 1000 / steps)
+                for t in timings for stage, sec in t["stage_seconds"].items()]
         print_stage_rank(rows, console, title="Stage time per rank (demo clock, nothing "
                                               "captured): total ms (steps)")
     console.print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {len(rewards)} steps, "

@@ -59,7 +59,7 @@ class ProfilerCallback(Callback):
         profiler = Profiler(cfg, on_capture=after_capture(cfg))
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
-        from mindspeed_prof.hydra.manifest import host_info, manifest_name, versions
+        from mindspeed_prof.formats.manifest import host_info, manifest_name, versions
 
         resolved = OmegaConf.to_container(config.profiler_config, resolve=True, enum_to_str=True)
         # Several jobs of one sweep write into one save root outside their own dirs.
@@ -97,7 +97,12 @@ class ProfilerCallback(Callback):
         save = Path(str(config.get("profiler_config", {}).get("integrated", {})
                         .get("profile_save_path", "")))
         shared = [save] if save.is_absolute() else []  # jobs that share one save root
-        sweep_summary(Path(config.hydra.sweep.dir), print_table=True, shared_roots=shared)
+        sweep_dir = Path(config.hydra.sweep.dir)
+        rows = sweep_summary(sweep_dir, shared_roots=shared)
+        if any(r["status"] != "no manifest" for r in rows):
+            from mindspeed_prof.views.text import print_sweep
+
+            print_sweep(rows, sweep_dir)
 
     def _finish(self, status: str) -> None:
         job, self._job = self._job, None
@@ -105,7 +110,7 @@ class ProfilerCallback(Callback):
             return
         profiler = job["profiler"]
         profiler.close()
-        from mindspeed_prof.hydra.manifest import list_files
+        from mindspeed_prof.formats.manifest import list_files
 
         manifest = job["manifest"]
         manifest["status"] = "failed" if profiler.failed and status == "completed" else status
@@ -136,7 +141,7 @@ def _reports(profiler: Any) -> bool:
 
 def _where(root: Path, cwd: Path, manifest: dict[str, Any], shared: bool) -> str:
     """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
-    from mindspeed_prof.hydra.manifest import capture_count, nothing_captured
+    from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 
     shown = os.path.relpath(root, cwd) if root.is_relative_to(cwd) else str(root)
     reason = nothing_captured(manifest, shared)

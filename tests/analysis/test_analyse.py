@@ -7,12 +7,16 @@ import json
 import pickle
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from capture_fixtures import make_run, npu_db, npu_text
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files
+from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files, stage_rows
+from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
+from mindspeed_prof.analysis.rows import InventoryRow, MemoryRow, StepRow, to_json
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import span, write_trace
 
@@ -20,23 +24,24 @@ from mindspeed_prof.testing.kineto import span, write_trace
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:
     result = analyse(run_dir)
     rows = result.stage_rank()
-    assert {(r["stage"], r["rank"]) for r in rows} == {(s, k) for s in STAGES for k in (0, 1)}
-    assert all(r["count"] == 3 for r in rows)  # spans and op trace are not double counted
-    assert [r["stage"] for r in rows][::2] == list(STAGES)
+    assert {(r.stage, r.rank) for r in rows} == {(s, k) for s in STAGES for k in (0, 1)}
+    assert all(r.count == 3 for r in rows)  # spans and op trace are not double counted
+    assert [r.stage for r in rows][::2] == list(STAGES)
 
 
 def test_per_step_has_each_step_and_total(run_dir: Path) -> None:
     steps = analyse(run_dir).per_step()
-    assert [(r["rank"], r["step"]) for r in steps] == [(k, s) for k in (0, 1) for s in (1, 2, 3)]
+    assert [(r.rank, r.step) for r in steps] == [(k, s) for k in (0, 1) for s in (1, 2, 3)]
     for r in steps:
-        assert r["total"] >= sum(r[s] for s in STAGES) * 0.99
+        assert r.total is not None and r.total >= sum(r.stages[s] for s in STAGES) * 0.99
 
 
 def test_straggler_named_with_stage_step_rank(run_dir: Path) -> None:
     found = analyse(run_dir).stragglers()
-    assert found and {(s["stage"], s["rank"]) for s in found} >= {("actor_update", 1)}
-    assert {s["step"] for s in found if s["stage"] == "actor_update"} == {1, 2, 3}
-    assert all(s["ratio"] > 1.2 for s in found)
+    assert found and all(s.kind == "stage" for s in found)
+    assert {(s.name, s.rank) for s in found} >= {("actor_update", 1)}
+    assert {s.step for s in found if s.name == "actor_update"} == {1, 2, 3}
+    assert all(s.ratio > 1.2 for s in found)
 
 
 def test_margin_controls_stragglers(run_dir: Path) -> None:
@@ -45,11 +50,11 @@ def test_margin_controls_stragglers(run_dir: Path) -> None:
 
 def test_top_ops_and_inventory(run_dir: Path) -> None:
     result = analyse(run_dir)
-    ops = {o["op"]: o for o in result.top_ops(50)}
-    assert ops["aten::mm"]["count"] >= 2 * 3 * 6
+    ops = {o.op: o for o in result.top_ops(50)}
+    assert ops["aten::mm"].count >= 2 * 3 * 6
     inv = result.inventory()
-    assert {i["kind"] for i in inv} == {"torch", "spans"} and all(i["bytes"] > 0 for i in inv)
-    assert all(i["steps"] == [1, 2, 3] for i in inv)
+    assert {i.kind for i in inv} == {"torch", "spans"} and all(i.bytes > 0 for i in inv)
+    assert all(i.steps == [1, 2, 3] for i in inv)
 
 
 def test_gzip_and_db_captures_read_like_json(tmp_path: Path, run_dir: Path) -> None:
@@ -62,8 +67,8 @@ def test_gzip_and_db_captures_read_like_json(tmp_path: Path, run_dir: Path) -> N
     a = analyse(gz).stage_rank()
     db_root = make_run(tmp_path / "db", ranks=(0,), profile_export_type="db", mstx=False)
     b = analyse(db_root)
-    assert [r["stage"] for r in a] == [r["stage"] for r in b.stage_rank()] == list(STAGES)
-    assert {i["kind"] for i in b.inventory()} == {"db"} and b.top_ops()
+    assert [r.stage for r in a] == [r.stage for r in b.stage_rank()] == list(STAGES)
+    assert {i.kind for i in b.inventory()} == {"db"} and b.top_ops()
 
 
 def test_torch_npu_text_and_db_layouts(tmp_path: Path) -> None:
@@ -71,12 +76,12 @@ def test_torch_npu_text_and_db_layouts(tmp_path: Path) -> None:
     npu_db(tmp_path, rank=1)
     result = analyse(tmp_path)
     assert not result.bad
-    rows = {(r["stage"], r["rank"]): r for r in result.stage_rank()}
-    assert rows[("actor_update", 0)]["total_ms"] == 5.0
-    assert rows[("actor_update", 1)]["total_ms"] == 4.0
-    steps = {(r["rank"], r["step"]): r for r in result.per_step()}
-    assert steps[(0, 2)]["total"] == 9.0005 and steps[(1, 2)]["total"] == 8.0
-    assert result.top_ops()[0]["op"] == "aten::mm"
+    rows = {(r.stage, r.rank): r for r in result.stage_rank()}
+    assert rows[("actor_update", 0)].total_ms == 5.0
+    assert rows[("actor_update", 1)].total_ms == 4.0
+    steps = {(r.rank, r.step): r for r in result.per_step()}
+    assert steps[(0, 2)].total == 9.0005 and steps[(1, 2)].total == 8.0
+    assert result.top_ops()[0].op == "aten::mm"
 
 
 def test_raw_npu_capture_says_what_to_run(tmp_path: Path) -> None:
@@ -106,7 +111,7 @@ def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
         result = analyse(tmp_path)
         assert not result.bad
         assert (folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").is_file()
-        assert result.top_ops()[0]["op"] == "aten::mm"
+        assert result.top_ops()[0].op == "aten::mm"
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == "torch_npu"]:
             sys.modules.pop(name)
@@ -116,13 +121,11 @@ def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
     # 90 ms slow: rank 0's stage would have to stall 60 ms to hide it (30 ms was seen under load)
     make_run(tmp_path, ranks=(0, 1), steps=3, warmup_steps=1, slow={(1, "actor_update"): 3})
     result = analyse(tmp_path)
-    assert [(r["rank"], r["step"]) for r in result.per_step() if r["warmup"]] == [(0, 1), (1, 1)]
-    assert 1 not in {s["step"] for s in result.stragglers()}
-    assert ("actor_update", 2, 1) in {(s["stage"], s["step"], s["rank"])
-                                      for s in result.stragglers()}
+    assert [(r.rank, r.step) for r in result.per_step() if r.warmup] == [(0, 1), (1, 1)]
+    assert 1 not in {s.step for s in result.stragglers()}
+    assert ("actor_update", 2, 1) in {(s.name, s.step, s.rank) for s in result.stragglers()}
     result.include_warmup = True
-    assert ("actor_update", 1, 1) in {(s["stage"], s["step"], s["rank"])
-                                      for s in result.stragglers()}
+    assert ("actor_update", 1, 1) in {(s.name, s.step, s.rank) for s in result.stragglers()}
 
 
 def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
@@ -170,24 +173,24 @@ def test_memory_file_joined_to_its_own_capture(tmp_path: Path) -> None:
     _timeline(folder / "rank3_h_1_step1.memory_timeline.json.gz", [])
     result = analyse(tmp_path)
     assert not result.bad and {t.kind for t in result.traces} == {"torch"}
-    rows = {(r["rank"], r["stage"]): r for r in result.memory()}
+    rows = {(r.rank, r.stage): r for r in result.memory()}
     r0 = rows[(0, None)]
-    assert (r0["peak_allocated_bytes"], r0["peak_reserved_bytes"]) == (300.0, 8192.0)
-    assert r0["source"] == "timeline" and r0["file"] == "integrated/rank0_h_1_step1.pt.trace.json"
-    assert r0["timeline"] == [[120.0, 80.0], [450.0, 200.0], [700.0, 30.0]]
-    assert r0["top_ops"] == [{"op": "aten::empty", "count": 1, "bytes": 100}]
+    assert (r0.peak_allocated_bytes, r0.peak_reserved_bytes) == (300.0, 8192.0)
+    assert r0.source == "timeline" and r0.file == "integrated/rank0_h_1_step1.pt.trace.json"
+    assert r0.timeline == [[120.0, 80.0], [450.0, 200.0], [700.0, 30.0]]
+    assert r0.top_ops == [Alloc(op="aten::empty", count=1, bytes=100)]
     # the level at each stage's start counts: 80 B in actor_update, 200 B in critic_update
-    assert rows[(0, "actor_update")]["peak_allocated_bytes"] == 80.0
-    assert rows[(0, "critic_update")]["peak_allocated_bytes"] == 200.0
-    assert rows[(1, None)]["peak_allocated_bytes"] == 500.0
-    assert rows[(1, None)]["peak_reserved_bytes"] is None
-    assert rows[(1, "actor_update")]["peak_allocated_bytes"] == 500.0
+    assert rows[(0, "actor_update")].peak_allocated_bytes == 80.0
+    assert rows[(0, "critic_update")].peak_allocated_bytes == 200.0
+    assert rows[(1, None)].peak_allocated_bytes == 500.0
+    assert rows[(1, None)].peak_reserved_bytes is None
+    assert rows[(1, "actor_update")].peak_allocated_bytes == 500.0
     r2 = rows[(2, None)]
-    assert (r2["peak_allocated_bytes"], r2["peak_reserved_bytes"]) == (300.0, 8192.0)
-    assert r2["timeline"] == [[155.0, 100.0], [600.0, 300.0]]
-    assert rows[(2, "actor_update")]["peak_allocated_bytes"] == 100.0
-    assert rows[(2, "critic_update")]["peak_allocated_bytes"] == 300.0
-    assert (rows[(3, None)]["peak_allocated_bytes"], rows[(3, None)]["peak_reserved_bytes"]) == (
+    assert (r2.peak_allocated_bytes, r2.peak_reserved_bytes) == (300.0, 8192.0)
+    assert r2.timeline == [[155.0, 100.0], [600.0, 300.0]]
+    assert rows[(2, "actor_update")].peak_allocated_bytes == 100.0
+    assert rows[(2, "critic_update")].peak_allocated_bytes == 300.0
+    assert (rows[(3, None)].peak_allocated_bytes, rows[(3, None)].peak_reserved_bytes) == (
         None, None)
 
 
@@ -204,23 +207,23 @@ def test_memory_file_without_a_trace_is_its_own_capture(tmp_path: Path) -> None:
     snapshot.write_bytes(pickle.dumps({"segments": [{"allocated_size": 16, "total_size": 32}]}))
     result = analyse(tmp_path)
     assert not result.bad
-    inv = sorted(result.inventory(), key=lambda i: i["file"])
-    assert [(i["file"], i["kind"], i["rank"], i["group"], i["bytes"]) for i in inv] == [
+    inv = sorted(result.inventory(), key=lambda i: i.file)
+    assert [(i.file, i.kind, i.rank, i.group, i.bytes) for i in inv] == [
         ("actor/rank4_h_1_step1.memory_snapshot.pickle", "memory", 4, "actor",
          snapshot.stat().st_size),
         ("actor/rank4_h_1_step1.memory_timeline.json.gz", "memory", 4, "actor",
          timeline.stat().st_size),
         ("actor/rank4_h_1_step1.mstx.trace.json", "spans", 4, "actor",
          (folder / "rank4_h_1_step1.mstx.trace.json").stat().st_size)]
-    rows = {(r["source"], r["stage"]): r for r in result.memory()}
+    rows = {(r.source, r.stage): r for r in result.memory()}
     assert set(rows) == {("snapshot", None), ("timeline", None), ("timeline", "actor_update")}
-    assert rows[("timeline", "actor_update")]["peak_allocated_bytes"] == 64.0
-    assert rows[("snapshot", None)]["peak_reserved_bytes"] == 32.0
-    assert rows[("timeline", None)]["top_ops"] == [] and rows[("snapshot", None)]["timeline"] == []
+    assert rows[("timeline", "actor_update")].peak_allocated_bytes == 64.0
+    assert rows[("snapshot", None)].peak_reserved_bytes == 32.0
+    assert rows[("timeline", None)].top_ops == [] and rows[("snapshot", None)].timeline == []
 
 
 def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], source: str = "",
-          **fields) -> TraceData:
+          **fields: Any) -> TraceData:
     """A capture of ``rank`` holding (kind, name, step, ms) ranges, one after the other."""
     t = TraceData(Path(f"run/rank{rank}{source}.pt.trace.json"), "torch", rank, "integrated", 1,
                   **fields)
@@ -229,7 +232,7 @@ def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], source:
     return t
 
 
-def test_stragglers_sum_a_steps_runs_and_sort_by_ratio() -> None:
+def test_stragglers_sum_a_steps_runs_and_sort_by_time_lost() -> None:
     runs = {0: 10.0, 1: 10.0, 2: 16.0, 3: 30.0}
     traces = [_data(r, ("stage", "actor_update", 1, ms / 2), ("stage", "actor_update", 1, ms / 2),
                     ("step", "ProfilerStep#1", 1, 100.0 * (r + 1)),  # steps: not a stage
@@ -237,16 +240,40 @@ def test_stragglers_sum_a_steps_runs_and_sort_by_ratio() -> None:
               for r, ms in runs.items()]
     traces.insert(0, _data(0, ("stage", "critic_update", 1, 5.0)))  # on one rank only
     found = Analysis(root=Path("run"), traces=traces).stragglers()
-    assert [(s["stage"], s["step"], s["rank"], s["ms"], s["median_ms"]) for s in found] == [
-        ("actor_update", 1, 3, 30.0, 13.0), ("actor_update", 1, 2, 16.0, 13.0)]
-    assert [s["ratio"] for s in found] == [30.0 / 13.0, 16.0 / 13.0]
+    # each rank against the median of the *other* ranks: rank 3 against (10, 10, 16)
+    assert [(s.kind, s.name, s.step, s.rank, s.ms, s.median_ms) for s in found] == [
+        ("stage", "actor_update", 1, 3, 30.0, 10.0), ("stage", "actor_update", 1, 2, 16.0, 10.0)]
+    assert [(s.ratio, s.excess_ms) for s in found] == [(3.0, 20.0), (1.6, 6.0)]
 
 
-def test_stragglers_under_a_millisecond_and_at_zero() -> None:
+def test_a_stall_on_one_of_two_ranks_passes_twice_over_and_noise_names_nobody() -> None:
+    # the issue's case: a 501 ms stall on rank 0 of two; a median counting rank 0 itself
+    # gives 1.98x at most. 13 ms against 7 ms, and 0.4 against 0.33 ms, are noise in a 1 s step.
+    traces = [_data(r, ("step", "ProfilerStep#1", 1, 1000.0),
+                    ("stage", "actor_generate", 1, 520.0 if r == 0 else 19.0),
+                    ("range", "fwd", 1, 13.0 if r == 0 else 7.0),
+                    ("range", "tiny", 1, 0.4 if r == 0 else 0.33)) for r in (0, 1)]
+    result = Analysis(root=Path("."), traces=traces)
+    (s,) = result.stragglers()
+    assert (s.name, s.rank, s.median_ms, round(s.ratio, 2), s.excess_ms) == (
+        "actor_generate", 0, 19.0, 27.37, 501.0)
+    assert result.stragglers("range") == []  # 6 ms is under 1% of the 1000 ms step
+    result.noise_ms = 0.05  # the 1% share still holds: 10 ms
+    assert result.stragglers("range") == []
+    short = [_data(r, ("step", "ProfilerStep#1", 1, 100.0), ("range", "fwd", 1, 13.0 - 6 * r),
+                   ("range", "tiny", 1, 0.4 - 0.07 * r)) for r in (0, 1)]
+    assert [s.name for s in Analysis(root=Path("."), traces=short).stragglers("range")] == [
+        "fwd"]  # a 100 ms step: the floor is 1 ms
+
+
+def test_stragglers_under_the_noise_floor_and_at_zero() -> None:
     small = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.5, 0.5, 1.0))]
-    assert [s["rank"] for s in Analysis(root=Path("."), traces=small).stragglers()] == [2]
+    assert Analysis(root=Path("."), traces=small).stragglers() == []  # 0.5 ms < 1 ms
+    assert [s.rank for s in Analysis(root=Path("."), traces=small, noise_ms=0.5
+                                     ).stragglers()] == [2]
+    assert Analysis(root=Path("."), traces=small, noise_ms=0.51).stragglers() == []
     zero = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.0, 0.0, 1.0))]
-    assert Analysis(root=Path("."), traces=zero).stragglers() == []
+    assert Analysis(root=Path("."), traces=zero, noise_ms=0.0).stragglers() == []
 
 
 def test_straggler_of_a_clashing_capture_names_its_source() -> None:
@@ -254,27 +281,29 @@ def test_straggler_of_a_clashing_capture_names_its_source() -> None:
               _data(0, ("stage", "actor_update", 1, 10.0), source="h2"),
               _data(0, ("stage", "actor_update", 1, 20.0), source="h3")]
     (s,) = Analysis(root=Path("."), traces=traces).stragglers()
-    assert (s["rank"], s["source"], s["ms"]) == (0, "h3", 20.0)
+    assert (s.rank, s.source, s.ms) == (0, "h3", 20.0)
 
 
 def test_range_table_leaves_warmup_out_when_asked() -> None:
     meta = {"window": [1, 3], "warmup_steps": 1}
     result = Analysis(root=Path("."), traces=[_data(
         0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
-    assert [r["count"] for r in result.range_table()] == [2]
-    assert [(r["count"], r["total_ms"]) for r in result.range_table(include_warmup=False)] == [
-        (1, 2.0)]
+    assert [r.count for r in result.range_table()] == [2]
+    assert [(r.count, r.total_ms) for r in range_rows(result.counted())] == [(1, 2.0)]
+    result.include_warmup = True
+    assert [r.count for r in range_rows(result.counted())] == [2]
 
 
 def test_top_tables_keep_the_fifteen_longest() -> None:
-    times = {f"k{i:02d}": [i % 3 + 1, 1000.0 * i] for i in range(20)}
-    t = _data(0, kernels=times, runtime=times, ops=times)
-    result = Analysis(root=Path("."), traces=[t, _data(1, kernels={"k00": [4, 99_000.0]})])
+    def times() -> dict[str, Tally]:
+        return {f"k{i:02d}": Tally(i % 3 + 1, 1000.0 * i) for i in range(20)}
+    t = _data(0, kernels=times(), runtime=times(), ops=times())
+    result = Analysis(root=Path("."), traces=[t, _data(1, kernels={"k00": Tally(4, 99_000.0)})])
     expect = [("k00", 5, 99.0)] + [(f"k{i:02d}", i % 3 + 1, float(i)) for i in range(19, 5, -1)]
-    assert [(k["name"], k["count"], k["device_ms"]) for k in result.top_kernels()] == expect
-    assert [(k["name"], k["ms"]) for k in result.top_runtime()] == [
+    assert [(k.name, k.count, k.device_ms) for k in result.top_kernels()] == expect
+    assert [(k.name, k.ms) for k in result.top_runtime()] == [
         (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
-    assert [(k["op"], k["self_ms"]) for k in result.top_ops()] == [
+    assert [(k.op, k.self_ms) for k in result.top_ops()] == [
         (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
     assert len(result.top_ops(3)) == 3
 
@@ -282,12 +311,14 @@ def test_top_tables_keep_the_fifteen_longest() -> None:
 def test_memory_rows_stages_in_loop_order_defaults_filled() -> None:
     by_stage = {"critic_update": 3.0, "zeta": 4.0, "actor_compute_log_prob": 2.0,
                 "actor_generate": 1.0}
-    t = _data(0, memory={"source": "trace", "peak_allocated_bytes": 9.0, "by_stage": by_stage})
+    t = _data(0, memory=Memory(source="trace", peak_allocated_bytes=9.0, by_stage=by_stage))
     (whole, *stages) = Analysis(root=Path("run"), traces=[t]).memory()
-    assert whole == {"rank": 0, "file": "rank0.pt.trace.json", "source": "trace", "stage": None,
-                     "peak_allocated_bytes": 9.0, "peak_reserved_bytes": None, "top_ops": [],
-                     "timeline": []}
-    assert [(r["stage"], r["peak_allocated_bytes"]) for r in stages] == [
+    assert whole == MemoryRow(rank=0, file="rank0.pt.trace.json", source="trace", stage=None,
+                              peak_allocated_bytes=9.0, peak_reserved_bytes=None, top_ops=[],
+                              timeline=[])
+    assert all((r.rank, r.file, r.source, r.peak_reserved_bytes) == (
+        0, "rank0.pt.trace.json", "trace", None) for r in stages)
+    assert [(r.stage, r.peak_allocated_bytes) for r in stages] == [
         ("actor_generate", 1.0), ("actor_compute_log_prob", 2.0), ("critic_update", 3.0),
         ("zeta", 4.0)]
 
@@ -298,7 +329,7 @@ def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
     top = _data(2)
     top.path = Path("run")
     inv = Analysis(root=Path("run"), traces=[inside, outside, top]).inventory()
-    assert [i["file"] for i in inv] == ["rank0.pt.trace.json", str(outside.path), "run"]
+    assert [i.file for i in inv] == ["rank0.pt.trace.json", str(outside.path), "run"]
 
 
 def test_inventory_row_of_a_capture() -> None:
@@ -306,17 +337,19 @@ def test_inventory_row_of_a_capture() -> None:
               ("range", "fwd", None, 1.0), meta={"level": "level1", "source": "host-a"},
               events=7)
     (row, other) = Analysis(root=Path("run"), traces=[t, _data(4)]).inventory()
-    assert "source" not in other
-    assert row == {"file": "rank3.pt.trace.json", "kind": "torch", "rank": 3,
-                   "source": "host-a", "group": "integrated", "bytes": 1, "events": 7,
-                   "steps": [2, 4], "level": "level1"}
+    assert other.source == "" and other.level is None
+    assert row == InventoryRow(file="rank3.pt.trace.json", kind="torch", rank=3,
+                               source="host-a", group="integrated", bytes=1, events=7,
+                               steps=[2, 4], level="level1")
 
 
 @pytest.mark.parametrize("what", ["ranges", "ops", "kernels", "device", "comm", "memory"])
 def test_a_capture_with_any_content_is_not_empty(what: str) -> None:
-    content = {"ranges": [Range(0, "range", "r", 1, 0.0, 1.0)], "ops": {"aten::mm": [1, 1.0]},
-               "kernels": {"k": [1, 1.0]}, "device": [{"step": 1}], "comm": [{"name": "x"}],
-               "memory": {"peak_allocated_bytes": 1.0}}
+    content: dict[str, Any] = {
+        "ranges": [Range(0, "range", "r", 1, 0.0, 1.0)], "ops": {"aten::mm": Tally(1, 1.0)},
+        "kernels": {"k": Tally(1, 1.0)},
+        "device": [DeviceRow(step=1, compute_ms=0.0, comm_ms=0.0, overlap_ms=0.0, idle_ms=0.0)],
+        "comm": [CommRow(name="x", kind="collective", step=1)], "memory": Memory(source="trace")}
     full = _data(0, **{what: content[what]})
     empty = _data(1)
     result = Analysis(root=Path("run"), traces=[full, empty], clashes=["rank 0 step 1: twice"])
@@ -328,18 +361,20 @@ def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None
     files = sorted(run_dir.rglob("rank1_*.pt.trace.json"))
     result = analyse_files(files, run_dir, margin=1000.0)
     assert result.root == run_dir and result.margin == 1000.0
-    assert [i["file"] for i in result.inventory()] == [str(f.relative_to(run_dir)) for f in files]
+    assert [i.file for i in result.inventory()] == [str(f.relative_to(run_dir)) for f in files]
     assert result.stragglers() == [] and result.ranks == [1]
 
 
 def test_json_holds_every_table(tmp_path: Path) -> None:
     meta = {"window": [1, 3], "warmup_steps": 1}
     traces = [_data(r, ("step", "ProfilerStep#1", 1, 20.0), ("stage", "actor_update", 1, ms),
-                    ("range", "fwd", 1, ms), meta=meta, kernels={"k": [1, 5.0]},
-                    runtime={"cudaLaunchKernel": [2, 1.0]}, ops={"aten::mm": [3, 2.0]},
-                    device=[{"step": 1, "stage": None, "compute_ms": 1.0}],
-                    comm=[{"name": "hcom_allReduce_", "step": 1, "elapse_ms": ms}],
-                    memory={"source": "trace", "peak_allocated_bytes": 1.0})
+                    ("range", "fwd", 1, ms), meta=meta, kernels={"k": Tally(1, 5.0)},
+                    runtime={"cudaLaunchKernel": Tally(2, 1.0)}, ops={"aten::mm": Tally(3, 2.0)},
+                    device=[DeviceRow(step=1, stage=None, compute_ms=1.0, comm_ms=0.0,
+                                      overlap_ms=0.0, idle_ms=0.0)],
+                    comm=[CommRow(name="hcom_allReduce_", kind="collective", step=1, count=1,
+                                  elapse_ms=ms)],
+                    memory=Memory(source="trace", peak_allocated_bytes=1.0))
               for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
     traces[2].problems.append("rank2: a problem")
     traces[1].notes.append("rank1: a note")
@@ -347,26 +382,39 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                       include_warmup=True)
     doc = result.to_json()
     assert doc == {
-        "root": str(tmp_path), "ranks": [0, 1, 2], "stage_rank": result.stage_rank(),
-        "per_step": result.per_step(), "stragglers": result.stragglers(),
-        "ranges": result.range_table(), "range_stragglers": result.stragglers("range"),
-        "device": result.device(), "comm": result.comm(), "top_ops": result.top_ops(),
-        "top_kernels": result.top_kernels(), "top_runtime": result.top_runtime(),
-        "memory": result.memory(), "inventory": result.inventory(), "warnings": [],
+        "root": str(tmp_path), "ranks": [0, 1, 2], "stage_rank": to_json(result.stage_rank()),
+        "per_step": to_json(result.per_step()), "stragglers": to_json(result.stragglers()),
+        "ranges": to_json(result.range_table()),
+        "range_stragglers": to_json(result.stragglers("range")),
+        "device": to_json(result.device()), "comm": to_json(result.comm()),
+        "top_ops": to_json(result.top_ops()), "top_kernels": to_json(result.top_kernels()),
+        "top_runtime": to_json(result.top_runtime()), "memory": to_json(result.memory()),
+        "inventory": to_json(result.inventory()), "warnings": [],
         "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
-        "notes": ["rank1: a note"], "margin": 0.5,
+        "notes": ["rank1: a note"], "margin": 0.5, "noise_ms": 1.0,
         "warmup": [(0, 1), (1, 1), (2, 1)]}
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]
     assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]
-    assert doc["comm"] == [{"rank": r, "name": "hcom_allReduce_", "step": 1, "elapse_ms": ms}
-                           for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
+    assert [(d["rank"], d["step"], d["compute_ms"]) for d in doc["device"]] == [
+        (0, 1, 1.0), (1, 1, 1.0), (2, 1, 1.0)]
+    assert [(c["rank"], c["name"], c["count"], c["elapse_ms"]) for c in doc["comm"]] == [
+        (0, "hcom_allReduce_", 1, 1.0), (1, "hcom_allReduce_", 1, 1.0),
+        (2, "hcom_allReduce_", 1, 5.0)]
+    assert doc["comm"][2] == {  # every column, None where the reader did not give it
+        "name": "hcom_allReduce_", "kind": "collective", "step": 1, "count": 1,
+        "elapse_ms": 5.0, "wait_ms": None, "transit_ms": None, "sync_ms": None,
+        "idle_ms": None, "size_mb": None, "bandwidth_gbps": None, "links": None, "link": None,
+        "transport": None, "rank": 2, "source": ""}
     assert doc["top_runtime"] == [{"name": "cudaLaunchKernel", "count": 6, "ms": 0.003}]
+    assert doc["per_step"][0] == {"rank": 0, "source": "", "step": 1, "total": 20.0,
+                                  "actor_update": 1.0, "warmup": True}
+    json.dumps(doc)  # every table is plain JSON
 
 
 def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
     folder = npu_text(tmp_path)
-    assert [i["file"] for i in analyse(folder).inventory()] == [folder.name]
+    assert [i.file for i in analyse(folder).inventory()] == [folder.name]
 
 
 def test_stage_and_step_tables_order_and_clashing_sources() -> None:
@@ -378,19 +426,22 @@ def test_stage_and_step_tables_order_and_clashing_sources() -> None:
                _data(0, ("step", "ProfilerStep#2", 2, 5.0), source="h1")]
     result = Analysis(root=Path("run"), traces=traces)
     rows = result.stage_rank()
-    assert [(r["rank"], r["count"], r["mean_ms"], r["max_ms"]) for r in rows] == [
+    assert [(r.rank, r.count, r.mean_ms, r.max_ms) for r in rows] == [
         (2, 2, 5.0, 6.0), (10, 2, 5.0, 6.0), (None, 2, 5.0, 6.0)]
-    assert [(r["rank"], r["count"]) for r in result.stage_rank(include_warmup=False)] == [
+    assert [(r.rank, r.count) for r in stage_rows(result.counted())] == [
         (2, 1), (10, 1), (None, 1)]
     steps = result.per_step()
-    assert [(r["rank"], r.get("source"), r["step"]) for r in steps] == [
-        (0, "h1", 2), (0, "h2", 1), (2, None, 1), (2, None, 2), (10, None, 1), (10, None, 2),
-        (None, None, 1), (None, None, 2)]
-    assert steps[2] == {"rank": 2, "step": 1, "actor_update": 6.0, "warmup": True}
-    assert steps[3] == {"rank": 2, "step": 2, "total": 9.0, "actor_update": 4.0,
-                        "warmup": False}
+    assert [(r.rank, r.source, r.step) for r in steps] == [
+        (0, "h1", 2), (0, "h2", 1), (2, "", 1), (2, "", 2), (10, "", 1), (10, "", 2),
+        (None, "", 1), (None, "", 2)]
+    assert steps[2] == StepRow(rank=2, step=1, total=None, stages={"actor_update": 6.0},
+                               warmup=True)
+    assert steps[3] == StepRow(rank=2, step=2, total=9.0, stages={"actor_update": 4.0},
+                               warmup=False)
+    assert steps[2].json() == {"rank": 2, "source": "", "step": 1, "actor_update": 6.0,
+                               "warmup": True}
     clash = [_data(0, ("stage", "actor_update", 1, 1.0), source=h) for h in ("h1", "h2")]
-    assert [r["source"] for r in Analysis(root=Path("."), traces=clash).stage_rank()] == [
+    assert [r.source for r in Analysis(root=Path("."), traces=clash).stage_rank()] == [
         "h1", "h2"]
 
 
@@ -402,9 +453,9 @@ def test_memory_file_joins_the_json_trace_before_a_db_of_the_same_capture(
     trace = _memory_trace(db.with_name(stem + ".pt.trace.json"), {},
                           [(155.0, 100.0, 100.0, 4096.0)])
     _timeline(db.with_name(stem + ".memory_timeline.json.gz"), [(120.0, [80.0])])
-    (row,) = [r for r in analyse(root).memory() if r["stage"] is None]
-    assert row["file"] == str(trace.relative_to(root))
-    assert (row["peak_allocated_bytes"], row["peak_reserved_bytes"]) == (100.0, 4096.0)
+    (row,) = [r for r in analyse(root).memory() if r.stage is None]
+    assert row.file == str(trace.relative_to(root))
+    assert (row.peak_allocated_bytes, row.peak_reserved_bytes) == (100.0, 4096.0)
 
 
 def test_range_file_stands_for_the_op_trace_of_its_own_folder_only() -> None:
@@ -441,8 +492,9 @@ def test_analyse_files_joins_a_memory_file_listed_before_its_trace(tmp_path: Pat
     timeline = _timeline(tmp_path / "rank0_h_1_step1.memory_timeline.json.gz",
                          [(120.0, [300.0])])
     result = analyse_files([timeline, trace], tmp_path)
-    assert [(t.kind, t.memory["source"]) for t in result.traces] == [("torch", "timeline")]
-    assert result.memory()[0]["peak_allocated_bytes"] == 300.0
+    assert [(t.kind, t.memory and t.memory.source) for t in result.traces] == [
+        ("torch", "timeline")]
+    assert result.memory()[0].peak_allocated_bytes == 300.0
 
 
 def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
@@ -457,16 +509,17 @@ def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
                     Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
                     Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2
                     Range(0, "stage", "actor_update", 2, 1300.0, 200.0)]
-        t.device = [{"step": s, "stage": None, "compute_ms": 1.0} for s in (1, 2)]
+        t.device = [DeviceRow(step=s, stage=None, compute_ms=1.0, comm_ms=0.0, overlap_ms=0.0,
+                              idle_ms=0.0) for s in (1, 2)]
         traces.append(t)
     result = Analysis(root=Path("run"), traces=traces)
     assert separate(traces, result.root) == []
     marked = [("actor", 1)]
-    assert [(r["source"], r["step"]) for r in result.per_step() if r["warmup"]] == marked
-    assert [(r["source"], r["step"]) for r in result.device() if r["warmup"]] == marked
+    assert [(r.source, r.step) for r in result.per_step() if r.warmup] == marked
+    assert [(r.source, r.step) for r in result.device() if r.warmup] == marked
     assert result.warmup() == {(0, 1)}
-    assert [(r.source, r.step) for r in result._counted() if r.kind == "step"] == [
+    assert [(r.source, r.step) for r in result.counted() if r.kind == "step"] == [
         ("actor", 2), ("rollout", 1), ("rollout", 2)]
-    assert [(r["source"], r["step"], r.get("actor_update")) for r in result.per_step()] == [
+    assert [(r.source, r.step, r.stages.get("actor_update")) for r in result.per_step()] == [
         ("actor", 1, None), ("actor", 2, pytest.approx(0.3)), ("rollout", 1, None),
         ("rollout", 2, pytest.approx(0.3))]

@@ -11,6 +11,7 @@ from capture_fixtures import make_run
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
+from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +45,13 @@ def test_second_read_comes_from_the_cache(capture: Path, monkeypatch: pytest.Mon
 def test_every_field_round_trips(capture: Path) -> None:
     """Fields are serialised generically: a field added to TraceData is cached with no edit."""
     data = read(capture)
-    values = {"events": 7, "kernels": {"k": [2, 3.5]}, "runtime": {"launch": [1, 0.5]},
-              "device": [{"step": 1, "stage": None, "compute_ms": 1.25}],
-              "comm": [{"name": "allreduce", "count": 2, "bandwidth_gbps": None}],
-              "memory": {"peak_allocated_bytes": 2**40, "timeline": [[1.0, 5, 6]]},
+    values = {"events": 7, "kernels": {"k": Tally(2, 3.5)}, "runtime": {"launch": Tally(1, 0.5)},
+              "device": [DeviceRow(step=1, compute_ms=1.25, comm_ms=0.5, overlap_ms=0.25,
+                                   idle_ms=0.0, comm_exposed_ms=0.25)],
+              "comm": [CommRow(name="allreduce", kind="collective", step=None, count=2)],
+              "memory": Memory(source="torch_npu", peak_allocated_bytes=2**40,
+                               timeline=[[1.0, 5, 6]],
+                               top_ops=[Alloc(op="mm", count=1, bytes=3, max_bytes=3)]),
               "meta": {"host": "h", "nested": {"a": [1, "b"]}}}
     for name, value in values.items():
         setattr(data, name, value)
@@ -114,8 +118,8 @@ def test_an_interrupted_write_leaves_no_entry(capture: Path,
 def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     package = tmp_path / "mindspeed_prof"
-    files = ("analysis/readers/__init__.py", "analysis/device.py", "config/schema.py",
-             "formats.py")
+    files = ("analysis/readers/__init__.py", "analysis/readers/device.py", "config/schema.py",
+             "formats/__init__.py", "formats/sqlite_trace.py")
     for name in files:
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(f"# {name}\n")
@@ -132,3 +136,9 @@ def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyP
     finally:
         cache.analysis_version.cache_clear()
     assert len(set(versions)) == len(files) + 1 and real not in versions
+    (package / "analysis" / "analyse.py").write_text("# above the readers\n")
+    cache.analysis_version.cache_clear()
+    try:
+        assert cache.analysis_version() == versions[-1]  # reads cached data: not counted
+    finally:
+        cache.analysis_version.cache_clear()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.compare import captured, compare_runs, slower_than
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
+from mindspeed_prof.analysis.rows import DeviceMeans, Peaks, SideBySide
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
@@ -29,9 +32,10 @@ def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, firs
     return root
 
 
-@pytest.mark.parametrize(("b_us", "code"), [(11_000.0 * (1 - 1e-6), 0), (11_000.0 * (1 + 1e-6), 4)])
+@pytest.mark.parametrize(("b_us", "code"),
+                         [(110_000.0 * (1 - 1e-6), 0), (110_000.0 * (1 + 1e-6), 4)])
 def test_fail_over_at_its_edge(tmp_path: Path, b_us: float, code: int, capsys) -> None:
-    a = _run(tmp_path / "a", update_us=10_000.0)
+    a = _run(tmp_path / "a", update_us=100_000.0)
     b = _run(tmp_path / "b", update_us=b_us)
     assert main(["compare", str(a), str(b), "--fail-over", "0.1"]) == code
     err = capsys.readouterr().err
@@ -40,11 +44,36 @@ def test_fail_over_at_its_edge(tmp_path: Path, b_us: float, code: int, capsys) -
 
 
 def test_fail_over_on_a_range(tmp_path: Path, capsys) -> None:
-    a = _run(tmp_path / "a")
-    b = _run(tmp_path / "b", range_us=2000.0 * 1.051)
+    a = _run(tmp_path / "a", range_us=200_000.0)
+    b = _run(tmp_path / "b", range_us=200_000.0 * 1.051)
     assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 4
     assert "range 'fwd' rank 0" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--fail-over", "0.06"]) == 0
+
+
+@pytest.mark.parametrize("noise", [None, "0.5"])
+def test_fail_over_holds_on_noise_and_fails_on_a_regression_over_the_floor(
+        tmp_path: Path, noise: str | None, capsys) -> None:
+    # the issue's case: 0.092 -> 0.097 ms is +5.4%, and 5 us of a 900 ms step is noise
+    a = _run(tmp_path / "a", range_us=92.0)
+    b = _run(tmp_path / "b", range_us=97.0)
+    flag = ["--noise-ms", noise] if noise else []
+    assert main(["compare", str(a), str(b), "--fail-over", "0.05", *flag]) == 0
+    # 9 ms is the floor here (1% of the step): 10 ms more fails, 8 ms more does not
+    c = _run(tmp_path / "c", range_us=102.0 + 10_000.0)
+    d = _run(tmp_path / "d", range_us=92.0 + 8_000.0)
+    assert main(["compare", str(a), str(c), "--fail-over", "0.05", *flag]) == 4
+    assert main(["compare", str(a), str(d), "--fail-over", "0.05", *flag]) == 0
+    err = capsys.readouterr().err
+    assert err.count("slower: range 'fwd' rank 0") == 1
+    assert "+30.0 ms over 3 runs" in err  # impact: 10 ms more in each of 3 steps
+
+
+def test_noise_flag_raises_the_floor(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", range_us=100_000.0)
+    b = _run(tmp_path / "b", range_us=120_000.0)  # +20 ms, +20%
+    assert main(["compare", str(a), str(b), "--fail-over", "0.1"]) == 4
+    assert main(["compare", str(a), str(b), "--fail-over", "0.1", "--noise-ms", "25"]) == 0
 
 
 def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
@@ -79,7 +108,7 @@ def test_json_has_stages_ranges_device_memory(tmp_path: Path, capsys) -> None:
 
 
 def _traces(root: Path, rank: int | None, stages: dict[str, list[float]] | None = None,
-            ranges: dict[str, list[float]] | None = None, **fields) -> TraceData:
+            ranges: dict[str, list[float]] | None = None, **fields: Any) -> TraceData:
     """One capture of ``rank``: each stage's and range's runs (ms), one per step from 1."""
     t = TraceData(root / f"rank{rank}.mstx.trace.json", "spans", rank, "integrated", 1, **fields)
     for kind, runs in (("stage", stages or {}), ("range", ranges or {})):
@@ -99,8 +128,10 @@ def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None
     a = _analysis(tmp_path / "a", *[_traces(tmp_path, r, {"actor_update": [8.0]},
                                             {"fwd": [2.0]}) for r in ranks])
     found = compare_runs(a, a)
-    assert [r["rank"] for r in found["rows"]] == [0, 1, 2, 10, None]
-    assert [r["rank"] for r in found["ranges"]] == [0, 1, 2, 10, None]
+    assert [(r.kind, r.name, r.rank) for r in found.rows] == [
+        ("stage", "actor_update", k) for k in (0, 1, 2, 10, None)]
+    assert [(r.kind, r.name, r.rank) for r in found.ranges] == [
+        ("range", "fwd", k) for k in (0, 1, 2, 10, None)]
 
 
 @pytest.mark.parametrize("include_warmup", [False, True])
@@ -111,9 +142,9 @@ def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
                                           {"fwd": [4.0, 1.0, 1.0]}, meta=meta),
                   include_warmup=include_warmup)
     found = compare_runs(a, a)
-    (stage,), (rng,) = found["rows"], found["ranges"]
-    assert stage["a_mean_ms"] == (20.0 if include_warmup else 10.0)
-    assert rng["a_mean_ms"] == (2.0 if include_warmup else 1.0)
+    (stage,), (rng,) = found.rows, found.ranges
+    assert stage.a_mean_ms == (20.0 if include_warmup else 10.0)
+    assert rng.a_mean_ms == (2.0 if include_warmup else 1.0)
 
 
 def test_threshold_reaches_stage_and_range_rows(tmp_path: Path) -> None:
@@ -121,40 +152,48 @@ def test_threshold_reaches_stage_and_range_rows(tmp_path: Path) -> None:
                                           {"fwd": [100.0]}))
     b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0]},
                                           {"fwd": [105.0]}))
-    assert [r["regression"] for r in compare_runs(a, b)["rows"]] == [False]  # +5%, under 10%
+    assert [r.regression for r in compare_runs(a, b).rows] == [False]  # +5%, under 10%
     found = compare_runs(a, b, threshold=0.04)
-    assert [r["regression"] for r in found["rows"] + found["ranges"]] == [True, True]
+    assert [r.regression for r in found.rows + found.ranges] == [True, True]
 
 
-def _device(step: int | None, compute: float, stage: str | None = None) -> dict:
-    return {"step": step, "stage": stage, "compute_ms": compute, "comm_ms": compute / 10,
-            "overlap_ms": None, "memcpy_ms": 0.5, "idle_ms": 1.0}
+def _device(step: int | None, compute: float, stage: str | None = None,
+            memcpy: float | None = 0.5) -> DeviceRow:
+    return DeviceRow(step=step, stage=stage, compute_ms=compute, comm_ms=compute / 10,
+                     overlap_ms=compute / 20, memcpy_ms=memcpy, idle_ms=1.0)
 
 
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: bool) -> None:
     meta = {"window": [1, 4], "warmup_steps": 1}
-    rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0),
+    rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0, memcpy=None),
             _device(None, 1000.0),  # launched outside every step
             _device(2, 7.0, stage="actor_update")]
     a = _analysis(tmp_path / "a", _traces(tmp_path, 1, meta=meta, device=rows),
-                  _traces(tmp_path, None, device=[_device(1, 3.0), _device(2, 5.0)]),
+                  _traces(tmp_path, None, device=[_device(1, 3.0, memcpy=None),
+                                                  _device(2, 5.0, memcpy=None)]),
                   include_warmup=include_warmup)
     b = _analysis(tmp_path / "b", _traces(tmp_path, 1, device=[_device(1, 30.0)]))
-    dev = compare_runs(a, b)["device"]
+    dev = compare_runs(a, b).device
     mean = (500.0 + 10.0 + 20.0) / 3 if include_warmup else 15.0
-    assert [d["rank"] for d in dev] == [1, None]
-    assert dev[0]["a_compute_ms"] == pytest.approx(mean)
-    assert dev[0]["a_comm_ms"] == pytest.approx(mean / 10)
-    assert dev[0]["a_overlap_ms"] is None and dev[0]["a_memcpy_ms"] == 0.5
-    assert dev[0]["b_compute_ms"] == 30.0
-    assert dev[1]["a_compute_ms"] == 4.0 and dev[1]["b_compute_ms"] is None
+    assert [d.rank for d in dev] == [1, None]
+    first, second = dev[0].a, dev[1].a
+    assert isinstance(first, DeviceMeans) and isinstance(second, DeviceMeans)
+    assert isinstance(dev[0].b, DeviceMeans) and isinstance(dev[1].b, DeviceMeans)
+    assert first.compute_ms == pytest.approx(mean)
+    assert first.comm_ms == pytest.approx(mean / 10)
+    assert first.overlap_ms == pytest.approx(mean / 20)
+    assert first.memcpy_ms == 0.5  # a step without copies (None) is left out of the mean
+    assert dev[0].b.compute_ms == 30.0
+    assert second.compute_ms == 4.0 and second.memcpy_ms is None
+    assert dev[1].b == DeviceMeans()  # rank None is not in B: every mean None
+    assert dev[1].json()["b_compute_ms"] is None
 
 
 def test_memory_peaks_per_rank_the_highest_whole_capture_peak(tmp_path: Path) -> None:
-    def mem(alloc: float | None, reserved: float | None, **by_stage: float) -> dict:
-        return {"memory": {"source": "trace", "peak_allocated_bytes": alloc,
-                           "peak_reserved_bytes": reserved, "by_stage": by_stage}}
+    def mem(alloc: float | None, reserved: float | None, **by_stage: float) -> dict[str, Any]:
+        return {"memory": Memory(source="trace", peak_allocated_bytes=alloc,
+                                 peak_reserved_bytes=reserved, by_stage=by_stage)}
 
     a = _analysis(tmp_path / "a",
                   _traces(tmp_path, 0, **mem(900.0, 1000.0, actor_update=900.0)),
@@ -163,7 +202,14 @@ def test_memory_peaks_per_rank_the_highest_whole_capture_peak(tmp_path: Path) ->
                   _traces(tmp_path, None, **mem(None, None)))
     b = _analysis(tmp_path / "b", _traces(tmp_path, 0, **mem(1200.0, 2048.0)),
                   _traces(tmp_path, 1))  # rank 1 recorded no memory in B
-    assert compare_runs(a, b)["memory"] == [
+    found = compare_runs(a, b).memory
+    assert found == [
+        SideBySide(rank=0, a=Peaks(peak_allocated_bytes=900.0, peak_reserved_bytes=1000.0),
+                   b=Peaks(peak_allocated_bytes=1200.0, peak_reserved_bytes=2048.0)),
+        SideBySide(rank=1, a=Peaks(peak_allocated_bytes=0.0, peak_reserved_bytes=64.0),
+                   b=Peaks()),
+        SideBySide(rank=None, a=Peaks(), b=Peaks())]
+    assert [r.json() for r in found] == [
         {"rank": 0, "a_peak_allocated_bytes": 900.0, "a_peak_reserved_bytes": 1000.0,
          "b_peak_allocated_bytes": 1200.0, "b_peak_reserved_bytes": 2048.0},
         {"rank": 1, "a_peak_allocated_bytes": 0.0, "a_peak_reserved_bytes": 64.0,
@@ -206,16 +252,19 @@ def test_compare_runs_says_what_each_run_captured(tmp_path: Path) -> None:
     a = _analysis(tmp_path / "a", _traces(tmp_path / "a", 0, {"actor_update": [1.0]}))
     b = _analysis(tmp_path / "b", _traces(tmp_path / "b", 0, {"actor_update": [1.0]}))
     found = compare_runs(a, b)
-    assert found["captured"]["a"]["preset"] == ["mstx_light"]
-    assert found["captured"]["b"]["preset"] == ["npu_level1"]
-    assert found["warnings"] == ["runs differ in preset: A mstx_light; B npu_level1"]
+    assert found.captured["a"]["preset"] == ["mstx_light"]
+    assert found.captured["b"]["preset"] == ["npu_level1"]
+    assert found.warnings == ["runs differ in preset: A mstx_light; B npu_level1"]
+    assert found.json()["captured"] == found.captured
+    assert found.json()["warnings"] == found.warnings
 
 
 def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
     a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]}))
     b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [110.0]}))
     found = compare_runs(a, b)
-    assert found["rows"][0]["change"] == 0.1
+    assert found.rows[0].change == 0.1
     assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
     assert slower_than(found, 0.0999) == [
-        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%)"]
+        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%; "
+        "+10.0 ms over 1 run)"]

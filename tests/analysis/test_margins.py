@@ -10,6 +10,7 @@ import pytest
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.compare import DEFAULT_THRESHOLD, compare
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.rows import Change
 
 
 def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25
@@ -28,16 +29,16 @@ def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float
 def test_straggler_margin_edge(slow_ms: float, flagged: bool) -> None:
     # median 100 ms, margin 0.25: the edge is exactly 125 ms
     found = run({0: 100.0, 1: 100.0, 2: slow_ms}).stragglers()
-    assert [(s["rank"], s["ratio"]) for s in found] == ([(2, slow_ms / 100.0)] if flagged else [])
+    assert [(s.rank, s.ratio) for s in found] == ([(2, slow_ms / 100.0)] if flagged else [])
 
 
 def test_straggler_margin_is_the_configured_one() -> None:
     ranks = {0: 100.0, 1: 100.0, 2: 150.0}
     assert run(ranks, margin=0.5).stragglers() == []
-    assert [s["rank"] for s in run(ranks, margin=0.375).stragglers()] == [2]
+    assert [s.rank for s in run(ranks, margin=0.375).stragglers()] == [2]
 
 
-def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> dict:
+def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> Change:
     (row,) = compare(run({0: a_ms}), run({0: b_ms}), threshold)
     return row
 
@@ -51,28 +52,31 @@ def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> 
 ])
 def test_compare_threshold_edge(b_ms: float, regression: bool, improvement: bool) -> None:
     row = _compare(128.0, b_ms, threshold=0.125)
-    assert (row["regression"], row["improvement"]) == (regression, improvement)
-    assert row["change"] == pytest.approx((b_ms - 128.0) / 128.0)
+    assert (row.regression, row.improvement) == (regression, improvement)
+    assert row.change == pytest.approx((b_ms - 128.0) / 128.0)
 
 
 def test_default_threshold_is_ten_percent() -> None:
-    assert not _compare(100.0, 109.0)["regression"]
-    assert _compare(100.0, 111.0)["regression"]
-    assert _compare(100.0, 89.0)["improvement"]
+    assert not _compare(100.0, 109.0).regression
+    assert _compare(100.0, 111.0).regression
+    assert _compare(100.0, 89.0).improvement
 
 
 def test_compare_rows_for_stages_in_one_run_only() -> None:
     a, b = run({0: 100.0}, stage="actor_update"), run({0: 50.0}, stage="critic_update")
-    rows = {r["stage"]: r for r in compare(a, b)}
-    assert rows["actor_update"]["b_mean_ms"] is None and rows["actor_update"]["change"] is None
-    assert rows["critic_update"]["a_mean_ms"] is None and not rows["critic_update"]["regression"]
+    rows = {r.name: r for r in compare(a, b)}
+    assert rows["actor_update"].b_mean_ms is None and rows["actor_update"].change is None
+    assert rows["critic_update"].a_mean_ms is None and not rows["critic_update"].regression
 
 
-def test_compare_rows_by_stage_then_rank() -> None:
+def test_compare_rows_by_impact_then_stage_and_rank() -> None:
     a = run({0: 100.0, 1: 100.0}, stage="critic_update")
     a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update").traces
     b = run({1: 200.0, 0: 100.0}, stage="critic_update")
     rows = compare(a, b)
-    assert [(r["stage"], r["rank"]) for r in rows] == [
-        ("actor_update", 0), ("actor_update", 1), ("critic_update", 0), ("critic_update", 1)]
-    assert [r["regression"] for r in rows] == [False, False, False, True]
+    # the costliest change first; rows missing from one run (no impact) last
+    assert [(r.kind, r.name, r.rank, r.impact_ms) for r in rows] == [
+        ("stage", "critic_update", 1, 100.0), ("stage", "critic_update", 0, 0.0),
+        ("stage", "actor_update", 0, None), ("stage", "actor_update", 1, None)]
+    assert [r.regression for r in rows] == [True, False, False, False]
+    assert rows[0].json()["stage"] == "critic_update"

@@ -17,10 +17,10 @@ from mindspeed_prof.testing.kineto import span, write_trace
 
 def test_mstx_ranges_of_a_real_capture(run_dir: Path) -> None:
     rows = analyse(run_dir).range_table()
-    assert {(r["name"], r["rank"]) for r in rows} == {("<b>custom</b>", 0), ("<b>custom</b>", 1)}
+    assert {(r.name, r.rank) for r in rows} == {("<b>custom</b>", 0), ("<b>custom</b>", 1)}
     for r in rows:  # one per stage and step, once although op trace and range file both hold it
-        assert r["count"] == 3 * 6 and r["stage"] and r["max_ms"] >= r["p95_ms"] >= 0
-        assert r["total_ms"] == pytest.approx(r["mean_ms"] * r["count"])
+        assert r.count == 3 * 6 and r.stage and r.max_ms >= r.p95_ms >= 0
+        assert r.total_ms == pytest.approx(r.mean_ms * r.count)
 
 
 def _nested(tmp_path: Path, rank: int = 0, scale: float = 1.0, **meta) -> Path:
@@ -38,13 +38,13 @@ def _nested(tmp_path: Path, rank: int = 0, scale: float = 1.0, **meta) -> Path:
 
 
 def test_self_time_where_ranges_nest_and_stage_found(tmp_path: Path) -> None:
-    rows = {r["name"]: r for r in analyse(_nested(tmp_path)).range_table()}
-    assert rows["outer"]["total_ms"] == pytest.approx(30.0)
-    assert rows["outer"]["self_ms"] == pytest.approx(9.0)  # 10 - 4 - 3 per run
-    assert rows["inner"]["self_ms"] == rows["inner"]["total_ms"] == pytest.approx(21.0)
-    assert rows["other"]["self_ms"] == pytest.approx(15.0)  # another thread: not nested
-    assert {r["stage"] for r in rows.values()} == {"actor_update"}
-    assert [r["name"] for r in analyse(tmp_path).range_table()] == ["outer", "inner", "other"]
+    rows = {r.name: r for r in analyse(_nested(tmp_path)).range_table()}
+    assert rows["outer"].total_ms == pytest.approx(30.0)
+    assert rows["outer"].self_ms == pytest.approx(9.0)  # 10 - 4 - 3 per run
+    assert rows["inner"].self_ms == rows["inner"].total_ms == pytest.approx(21.0)
+    assert rows["other"].self_ms == pytest.approx(15.0)  # another thread: not nested
+    assert {r.stage for r in rows.values()} == {"actor_update"}
+    assert [r.name for r in analyse(tmp_path).range_table()] == ["outer", "inner", "other"]
 
 
 def test_p95_matches_numpy(tmp_path: Path) -> None:
@@ -52,8 +52,8 @@ def test_p95_matches_numpy(tmp_path: Path) -> None:
     events = [span("r", 10_000 * i, d) for i, d in enumerate(durs)]
     (row,) = analyse(write_trace(tmp_path / "rank0.pt.trace.json", events)).range_table()
     ms = [d / 1000 for d in durs]
-    assert row["p95_ms"] == pytest.approx(float(np.percentile(ms, 95)))
-    assert (row["count"], row["max_ms"], row["mean_ms"]) == (15, 9.0, pytest.approx(np.mean(ms)))
+    assert row.p95_ms == pytest.approx(float(np.percentile(ms, 95)))
+    assert (row.count, row.max_ms, row.mean_ms) == (15, 9.0, pytest.approx(np.mean(ms)))
 
 
 def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
@@ -62,12 +62,11 @@ def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
     _nested(tmp_path, rank=1, **meta)
     _nested(tmp_path, rank=2, scale=2.0, **meta)  # rank 2's ranges take twice as long
     result = analyse(tmp_path)
-    found = {(s["range"], s["step"], s["rank"]) for s in result.stragglers("range")}
-    assert found == {(name, step, 2) for name in ("outer", "inner") for step in (2, 3)}
-    assert [r.get("warmup", False) for r in result.per_step() if r["rank"] == 0] == [
-        True, False, False]
+    found = {(s.kind, s.name, s.step, s.rank) for s in result.stragglers("range")}
+    assert found == {("range", name, step, 2) for name in ("outer", "inner") for step in (2, 3)}
+    assert [r.warmup for r in result.per_step() if r.rank == 0] == [True, False, False]
     result.include_warmup = True
-    assert {s["step"] for s in result.stragglers("range")} == {1, 2, 3}
+    assert {s.step for s in result.stragglers("range")} == {1, 2, 3}
 
 
 def test_json_key_ranges(tmp_path: Path, capsys) -> None:
@@ -84,7 +83,7 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
               span("ok", 100, 300)]
     path = write_trace(tmp_path / "rank0.pt.trace.json", events)
     result = analyse(path)
-    assert [r["name"] for r in result.range_table()] == ["ok"]
+    assert [r.name for r in result.range_table()] == ["ok"]
     assert len(result.problems()) == 2
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err
@@ -92,7 +91,7 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
 
 
 def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
-    from mindspeed_prof.analysis.report import write_report
+    from mindspeed_prof.views.html import write_report
 
     html = write_report(analyse(run_dir), tmp_path / "r.html").read_text()
     assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
@@ -136,5 +135,5 @@ def test_range_rows_name_every_stage_and_order_ties_by_rank() -> None:
               _r("a_stage", 0, 10, "stage", rank=10), _r("loss", 1, 4, rank=10),
               _r("a_stage", 0, 10, "stage", rank=2), _r("loss", 1, 4, rank=2)]
     rows = range_rows(ranges)
-    assert [(r["rank"], r["stage"]) for r in rows] == [(0, "a_stage, b_stage"), (2, "a_stage"),
-                                                      (10, "a_stage")]
+    assert [(r.rank, r.stage) for r in rows] == [(0, "a_stage, b_stage"), (2, "a_stage"),
+                                                (10, "a_stage")]

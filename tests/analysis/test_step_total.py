@@ -32,10 +32,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_step_total_includes_time_outside_stages(run_dir: Path) -> None:
     result = analyse(run_dir)
-    steps = {r["step"]: r for r in result.per_step()}
+    steps = {r.step: r for r in result.per_step()}
     assert sorted(steps) == [1, 2]
     step_ranges = {r.step: r.dur / 1000.0 for r in result.ranges if r.kind == "step"}
     for step, row in steps.items():
-        stages = sum(row[s] for s in STAGES[:2])
-        assert row["total"] == pytest.approx(step_ranges[step])  # the step range itself
-        assert row["total"] - stages >= GAP_S * 1000 * 0.9
+        stages = sum(row.stages[s] for s in STAGES[:2])
+        assert row.total == pytest.approx(step_ranges[step])  # the step range itself
+        assert row.total is not None and row.total - stages >= GAP_S * 1000 * 0.9

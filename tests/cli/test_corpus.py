@@ -387,8 +387,8 @@ def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
     unread: Counter[str] = Counter()
     for path, doc in raws.items():
         counts, data = raw_counts(doc), by_path[path]
-        assert sum(c for c, _ in data.kernels.values()) == counts["device"]
-        assert sum(c for c, _ in data.ops.values()) == counts["ops"]
+        assert sum(t.count for t in data.kernels.values()) == counts["device"]
+        assert sum(t.count for t in data.ops.values()) == counts["ops"]
         assert len([r for r in data.ranges if r.kind == "step"]) == counts["steps"]
         stepless = counts["device"] > 0 and counts["steps"] == 0
         assert [n for n in data.notes if "no ProfilerStep" in n] == (
@@ -439,10 +439,10 @@ def test_a_short_row_is_one_line_and_the_rest_of_the_file_is_read(corpus: Path) 
     assert result.bad == [f"{path}: line {line} has {len(header) - 1} of {len(header)} columns; "
                           "row skipped"]
     (rank0,) = [t for t in result.traces if t.rank == 0]
-    assert sum(c for c, _ in rank0.kernels.values()) == len(whole) == len(rows) - 1
+    assert sum(k.count for k in rank0.kernels.values()) == len(whole) == len(rows) - 1
     duration = header.index("Duration(us)")
     total = sum(float(r[duration]) for r in whole)
-    assert sum(us for _, us in rank0.kernels.values()) == pytest.approx(total)
+    assert sum(k.total for k in rank0.kernels.values()) == pytest.approx(total)
 
 
 def _npu_kernel_rows(folder: Path) -> int:
@@ -460,8 +460,8 @@ def test_a_text_export_with_analysis_db_reads_its_csvs(corpus: Path) -> None:
         assert (t.path / "ASCEND_PROFILER_OUTPUT" / "analysis.db").is_file()
         assert t.meta["export"] == "text" and t.comm and t.device
         rows = _npu_kernel_rows(t.path)
-        assert sum(c for c, _ in t.kernels.values()) == rows
-        assert bool(t.memory) == (rows > 0)  # ranks 0 and 2 kept their memory CSVs
+        assert sum(k.count for k in t.kernels.values()) == rows
+        assert (t.memory is not None) == (rows > 0)  # ranks 0 and 2 kept their memory CSVs
     assert result.top_kernels()
 
 

@@ -105,3 +105,19 @@ def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     assert "Token authentication" not in proc.stderr
     assert "USDT" not in proc.stdout + proc.stderr
     assert max(len(line) for line in proc.stdout.splitlines() if "│" in line) <= 80
+
+
+def test_in_process_mode_starts_no_ray(tmp_path: Path) -> None:
+    """``demo.workers=0``: the workers run in this process, and Ray is neither imported for
+    them nor started (asking Ray's runtime context would start a cluster)."""
+    code = ("import sys; from mindspeed_prof.cli import main; "
+            "code = main(['demo', 'profiler=mstx_light', 'demo.workers=0', 'demo.steps=2', "
+            "'demo.prompts=8', 'hydra.run.dir=run']); "
+            "ray = sys.modules.get('ray'); "
+            "print('RAY', ray is not None and ray.is_initialized()); sys.exit(code)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "COLUMNS"))}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "RAY False" in proc.stdout
+    assert "Token authentication" not in proc.stderr and "ray" not in proc.stderr.lower()

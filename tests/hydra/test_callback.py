@@ -117,7 +117,7 @@ def test_sys_exit_still_flushes(app: Path) -> None:
     root = next(app.glob("outputs/**/profiler_data"))
     result = analyse(root)
     assert not result.bad and {t.kind for t in result.traces} == {"torch", "spans"}
-    assert {(r["step"], r["rank"]) for r in result.per_step()} == {(2, 0), (3, 0)}
+    assert {(r.step, r.rank) for r in result.per_step()} == {(2, 0), (3, 0)}
 
 
 @pytest.mark.parametrize("override", ["profiler_config.integrated.profile_step_start=0",

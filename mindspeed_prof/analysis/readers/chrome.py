@@ -1,104 +1,39 @@
-"""Chrome traces (torch.profiler/Kineto JSON, the span recorder's range files), via msgspec."""
+"""Chrome trace files (torch.profiler/Kineto JSON, the span recorder's range files): read a
+slice of events at a time and folded into a capture's ``TraceData``."""
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import gc
-import heapq
-import math
-import re
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Union
 
-import msgspec
-
-from mindspeed_prof.analysis.device import DeviceOps, breakdown
-from mindspeed_prof.analysis.readers.model import Range, TraceData, rank_of
+from mindspeed_prof.analysis.readers.events import Event, TraceTop
+from mindspeed_prof.analysis.readers.fold import Collector
+from mindspeed_prof.analysis.readers.model import TraceData, rank_of
 from mindspeed_prof.analysis.readers.stream import TraceStream
-from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["DEVICE_CATS", "HOST_CATS", "PENDING", "REORDER", "RUNTIME_CATS", "UNREAD_DEVICE",
-           "Collector", "Event", "EventArgs", "collect", "decode_events", "read_json",
-           "stream_events"]
+__all__ = ["INTERRUPTED", "read_json", "stream_events"]
 
-_STAGES = frozenset(STAGES)
-#: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
-#: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
-DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime"})
-HOST_CATS = frozenset({"cpu_op", "Operator"})
-#: Device activity that is not read as device time, and how a note names it: MTIA's command
-#: processor events mix kernels with waits and DMA queues, none with a stream of kernels; CUPTI
-#: range-profiler records replay each kernel for its counters (no timeline).
-UNREAD_DEVICE = {"mtia_ccp_events": "MTIA device events",
-                 "cuda_profiler_range": "CUDA range-profiler records"}
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
-#: Host ops of a thread are put back in start order through a heap of this many (torch writes
-#: them sorted already); ops further out of order are named in ``problems``.
-REORDER = 4096
-#: Launches waiting for their device op (and device ops for their launch): over this many, the
-#: older half is dropped, and ops that then miss their launch are named in ``problems``.
-PENDING = 1 << 16
-_NAN = float("nan")
-
-Number = Union[int, float, str, None]
-
-
-class EventArgs(msgspec.Struct):
-    step: Union[int, float, str, None] = None
-    correlation: Union[int, str, None] = None
-    stream: Union[int, str, None] = None
-    bytes: Number = msgspec.field(default=None, name="Bytes")
-    allocated: Number = msgspec.field(default=None, name="Total Allocated")
-    reserved: Number = msgspec.field(default=None, name="Total Reserved")
-    device_type: Number = msgspec.field(default=None, name="Device Type")
-
-
-class Event(msgspec.Struct):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    ts: Number = None
-    dur: Number = None
-    tid: Union[int, str, None] = None
-    pid: Union[int, str, None] = None
-    args: Union[EventArgs, None] = None
-
-
-class _Trace(msgspec.Struct):
-    traceEvents: list[Event] = []
-    mindspeed_prof: Union[dict[str, Any], None] = None
-    distributedInfo: Union[dict[str, Any], None] = None
-    baseTimeNanoseconds: Union[int, None] = None  # Kineto: wall-clock ns at ts 0
-
-
-_decoder = msgspec.json.Decoder(Union[_Trace, list[Event]])  # object or JSON Array Format
-
-
-def decode_events(raw: bytes) -> list[Event]:
-    """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
-    trace = _decoder.decode(raw)
-    return trace if isinstance(trace, list) else trace.traceEvents
+#: How a problem line says a range file was never closed.
+INTERRUPTED = "interrupted: never closed"
 
 
 def stream_events(path: Path) -> Iterator[list[Event]]:
     """The events of a Chrome trace file in batches, read a slice at a time (``stream``)."""
-    return TraceStream(path, Event, _Trace).batches()
+    return TraceStream(path, Event, TraceTop).batches()
 
 
 def read_json(path: Path, group: str, size: int) -> TraceData:
     """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it."""
-    stream = TraceStream(path, Event, _Trace)
+    stream = TraceStream(path, Event, TraceTop)
     fold = Collector()
     count = 0
     with _gc_paused():
         for batch in stream.batches():
             count += len(batch)
             fold.add(batch)
-    trace = stream.top or _Trace()
+    trace = stream.top or TraceTop()
     meta = trace.mindspeed_prof or {}
     if trace.baseTimeNanoseconds is not None:
         meta = {**meta, "baseTimeNanoseconds": trace.baseTimeNanoseconds}
@@ -106,6 +41,10 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=count, meta=meta)
     fold.finish(data, meta.get("step"))
+    data.problems.extend(stream.problems())
+    if kind == "spans" and isinstance(meta.get("format"), int) and not trace.closed:
+        data.problems.append(f"{path}: {INTERRUPTED} (the process that wrote it was killed, or "
+                             f"is still writing); {len(data.ranges):,} ranges kept")
     return data
 
 
@@ -122,298 +61,3 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _num(value: Number) -> float | None:
-    kind = type(value)
-    if kind is float:  # the common case first: finite floats as they are
-        return value if value - value == 0 else None  # type: ignore[return-value,operator]
-    if kind is int:
-        return float(value)  # type: ignore[arg-type]
-    if value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if out == out and abs(out) != float("inf") else None
-
-
-class _Thread:
-    """One host thread: its ops (and ``[memory]`` events) put back in start order through a
-    heap of ``REORDER``, ops nested on a stack for their self times."""
-
-    __slots__ = ("heap", "late", "last", "ops", "stack")
-
-    def __init__(self) -> None:
-        self.heap: list[tuple[Any, ...]] = []
-        self.stack: list[list[Any]] = []  # [end, self_us, name]
-        self.ops: dict[str, list[float]] = {}  # name -> [count, self_us]
-        self.last = float("-inf")
-        self.late = 0
-
-
-class Collector:
-    """Ranges, op self times, device and memory facts of a trace, fed events a batch at a time.
-
-    Memory holds steps and ranges (a few per step), totals per name, a reorder heap and a stack
-    per host thread, the last ``PENDING`` launches, and device ops a block per stream (the rest
-    wait in a temporary file, ``DeviceOps``). ``[memory]`` events are kept, 32 bytes each: only
-    they grow with the trace (as do the steps). ``finish`` fills a ``TraceData``; problems (events
-    without times, negative durations, device activity without steps, collectives overlapping on
-    one stream, host ops out of order beyond the heap) are named in ``data.problems``.
-    """
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
-        self.annotations: list[tuple[str, float, float, int | None, str]] = []
-        self.threads: dict[Any, _Thread] = {}
-        self.kernels: dict[str, list[float]] = {}
-        self.runtime: dict[str, list[float]] = {}
-        self.device = DeviceOps()
-        self.launches: dict[Any, float] = {}
-        self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
-        self.dropped = 0  # device ops dropped while waiting for their launch
-        self.forgot = False  # launches dropped: a later device op may miss its own
-        self.saw_launch = False  # the trace records launches (correlation ids on runtime calls)
-        #: Device ops are kept relative to the first one's start: at epoch microseconds a double
-        #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
-        self.origin: float | None = None
-        self.untimed: list[Any] = [0, ""]
-        self.negative: list[Any] = [0, ""]
-        self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
-        self.allocs: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
-        self.seq = 0
-        self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
-
-    def _thread(self, key: Any) -> _Thread:
-        thread = self.threads.get(key)
-        if thread is None:
-            thread = self.threads[key] = _Thread()
-        return thread
-
-    def _push(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        heapq.heappush(thread.heap, item)
-        if len(thread.heap) > REORDER:
-            self._take(thread, heapq.heappop(thread.heap))
-
-    def _take(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        """The thread's next item in start order: an op (kind 0) or an allocation (kind 1)."""
-        ts, stack = item[0], thread.stack
-        if ts < thread.last:
-            thread.late += 1
-        thread.last = ts
-        if item[1]:  # an allocation: the innermost op still open at ts made it
-            for end, _, name in reversed(stack):
-                if end >= ts:
-                    for allocs, counts in zip(self.allocs, (True, item[4] == 1)):
-                        if counts:
-                            slot = allocs.setdefault(name, [0, 0.0])
-                            slot[0] += 1
-                            slot[1] += item[3]
-                    break
-            return
-        dur = -item[2]
-        while stack and stack[-1][0] <= ts:
-            self._pop(thread)
-        if stack:
-            stack[-1][1] -= min(dur, stack[-1][0] - ts)
-        stack.append([ts + dur, dur, item[4]])
-
-    @staticmethod
-    def _pop(thread: _Thread) -> None:
-        _, self_us, name = thread.stack.pop()
-        slot = thread.ops.setdefault(name, [0, 0.0])
-        slot[0] += 1
-        slot[1] += max(self_us, 0.0)
-
-    def _launched(self, corr: Any, ts: float) -> None:
-        self.launches[corr] = ts
-        self.saw_launch = True
-        if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
-            self.launches = _newer_half(self.launches)
-            self.forgot = True
-        for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
-            self.device.set_launch(where, ts - (self.origin or 0.0))
-
-    def _device_op(self, ev: Event, ts: float, dur: float) -> None:
-        args = ev.args
-        corr = args.correlation if args else None
-        stream = (ev.pid, args.stream if args and args.stream is not None else ev.tid)
-        slot = self.kernels.setdefault(ev.name, [0, 0.0])
-        slot[0] += 1
-        slot[1] += dur
-        launch = self.launches.get(corr) if corr is not None else None
-        if self.origin is None:
-            self.origin = ts
-        ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
-        where = self.device.add(stream, ts, ts + dur, ev.name,
-                                ts if launch is None else launch - self.origin)
-        if launch is None and corr is not None:  # its launch may come later in the file
-            self.waiting.setdefault(corr, []).append(where)
-            if len(self.waiting) > PENDING:
-                kept = _newer_half(self.waiting)
-                self.dropped += sum(len(w) for c, w in self.waiting.items() if c not in kept)
-                self.waiting = kept
-
-    def add(self, events: list[Event]) -> None:
-        """Fold a batch of events in (in file order)."""
-        for ev in events:
-            if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
-                ts = _num(ev.ts)
-                if ts is not None:
-                    a = ev.args
-                    size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
-                    for col, value in zip(self.memory, (ts, _num(a.allocated),
-                                                        _num(a.reserved), dev)):
-                        col.append(_NAN if value is None else value)
-                    if size > 0:
-                        self.seq += 1
-                        self._push(self._thread((ev.pid, ev.tid)), (ts, 1, self.seq, size, dev))
-                continue
-            if ev.ph != "X":
-                continue
-            ts, dur = _num(ev.ts), _num(ev.dur)
-            if ts is None or dur is None:
-                _count(self.untimed, ev.name)
-                continue
-            if dur < 0:
-                _count(self.negative, ev.name)
-                continue
-            cat = ev.cat
-            if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
-                continue
-            if cat in UNREAD_DEVICE:
-                self.unread[cat] = self.unread.get(cat, 0) + 1
-                continue
-            if cat in DEVICE_CATS:
-                self._device_op(ev, ts, dur)
-                continue
-            if cat in RUNTIME_CATS:
-                slot = self.runtime.setdefault(ev.name, [0, 0.0])
-                slot[0] += 1
-                slot[1] += dur
-                if ev.args is not None and ev.args.correlation is not None:
-                    self._launched(ev.args.correlation, ts)
-                continue
-            m = _STEP.match(ev.name)
-            if m:
-                self.steps.append((ts, ts + dur, int(m.group(1)), dur))
-            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
-                step = _num(ev.args.step) if ev.args is not None else None
-                self.annotations.append((ev.name, ts, dur, int(step) if step is not None
-                                         else None, str(ev.tid)))
-            elif cat in HOST_CATS:
-                self.seq += 1
-                self._push(self._thread((ev.pid, ev.tid)), (ts, 0, -dur, self.seq, ev.name))
-
-    def finish(self, data: TraceData, default_step: Any) -> None:
-        """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
-        late = 0
-        for thread in self.threads.values():
-            while thread.heap:
-                self._take(thread, heapq.heappop(thread.heap))
-            while thread.stack:
-                self._pop(thread)
-            late += thread.late
-            _merge(data.ops, thread.ops)
-        _merge(data.kernels, self.kernels)
-        _merge(data.runtime, self.runtime)
-        steps = sorted(self.steps)
-        starts = [s[0] for s in steps]
-        fallback = default_step if isinstance(default_step, int) else None
-        for ts, end, n, _ in steps:
-            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
-        for name, ts, dur, step, tid in self.annotations:
-            if step is None:
-                i = bisect.bisect_right(starts, ts) - 1
-                step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
-                                     step, ts, dur, tid=tid))
-        self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
-        if self.memory[0]:
-            data.memory = self._memory(data.ranges)
-        for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
-                                     ("events end before they start (negative dur)",
-                                      self.negative)):
-            if count:
-                data.problems.append(f"{data.path}: {count} {what}, ignored "
-                                     f"(first: {first[:60]!r})")
-        if late:
-            data.notes.append(f"{data.path}: {late:,} host ops out of order; self times "
-                              "approximate")
-        for cat, count in self.unread.items():
-            data.notes.append(f"{data.path}: {count:,} {UNREAD_DEVICE[cat]}, not read as "
-                              "device time")
-        if self.unread:
-            data.meta["unread_device"] = dict(self.unread)
-
-    def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
-        """The per-step device breakdown, and what in it is doubtful. ``steps``: (number,
-        start, duration), made relative to ``origin`` here as the device ops are."""
-        if not self.device.count:
-            return
-        o = self.origin or 0.0
-        steps = [(n, lo - o, lo - o + dur) for n, lo, dur in steps]
-        stages = [(r.name, r.step, r.ts - o, r.dur) for r in data.ranges if r.kind == "stage"]
-        if self.saw_launch and not self.forgot:
-            # Ops whose correlation id no launch in the file carries were launched before the
-            # capture began (an earlier step's work still running) or by a call it did not
-            # record: no traced step launched them, so they go to the row without a step.
-            for waiting in self.waiting.values():
-                for where in waiting:
-                    self.device.set_launch(where, -math.inf)
-        try:
-            data.device = breakdown(self.device, steps, stages)
-            clashes = self.device.comm_clashes()
-        finally:
-            self.device.close()
-        if not steps:
-            data.notes.append(f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
-                              "device events form one row")
-        if clashes:
-            data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
-                                 f"the same stream (first: {clashes[0][:60]!r}); their time is "
-                                 "counted once")
-        missed = self.dropped + (sum(map(len, self.waiting.values())) if self.forgot else 0)
-        if missed:
-            data.problems.append(f"{data.path}: launches and their device ops lie far apart in "
-                                 f"the file (over {PENDING} waiting): {missed} device ops may "
-                                 "count from their own start instead of their launch")
-
-    def _memory(self, ranges: list[Range]) -> dict[str, Any]:
-        from mindspeed_prof.analysis.memory import from_events
-
-        ts, allocated, reserved, dev = self.memory
-        device = any(d == 1 for d in dev)  # with a GPU in the trace only device memory counts
-        keep = [i for i in range(len(ts)) if dev[i] == 1] if device else range(len(ts))
-        order = sorted(keep, key=ts.__getitem__)
-        points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
-        peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
-                            default=None)
-        return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
-
-
-def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
-    """The later half of ``entries`` (in insertion order): dropping them half at a time costs
-    O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
-    items = list(entries.items())
-    return dict(items[len(items) // 2:])
-
-
-def _merge(into: dict[str, list[float]], totals: dict[str, list[float]]) -> None:
-    for name, (count, us) in totals.items():
-        slot = into.setdefault(name, [0, 0.0])
-        slot[0] += count
-        slot[1] += us
-
-
-def _count(slot: list[Any], name: str) -> None:
-    if not slot[0]:
-        slot[1] = name
-    slot[0] += 1
-
-
-def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
-    """``Collector`` over one list of events (readers that hold them all: db, torch_npu)."""
-    fold = Collector()
-    fold.add(events)
-    fold.finish(data, default_step)

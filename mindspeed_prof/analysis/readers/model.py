@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 __all__ = [
     "MAX_BYTES",
     "OUTSIDE",
+    "Alloc",
     "BadFile",
+    "CommRow",
+    "DeviceRow",
+    "LinkShare",
+    "Memory",
     "Range",
+    "Tally",
     "TraceData",
+    "merge_tallies",
+    "tally",
     "one_line",
     "rank_label",
     "rank_of",
@@ -52,42 +63,159 @@ class Range(NamedTuple):
     tid: str = ""  # the recording thread, where known: ranges nest only within one thread
 
 
+class Tally(msgspec.Struct, array_like=True):
+    """How often something happened and how much it took: a host op's calls and self time (us),
+    a kernel's runs and device time (us), an allocation site's allocations and bytes."""
+
+    count: int = 0
+    total: float = 0.0
+
+
+def tally(into: dict[str, Tally], name: str, count: float = 1, total: float = 0.0) -> None:
+    """Add ``count`` and ``total`` to ``into[name]``."""
+    slot = into.get(name)
+    if slot is None:
+        slot = into[name] = Tally()
+    slot.count += int(count)
+    slot.total += total
+
+
+def merge_tallies(into: dict[str, Tally], more: dict[str, Tally]) -> None:
+    for name, t in more.items():
+        tally(into, name, t.count, t.total)
+
+
+class DeviceRow(msgspec.Struct, kw_only=True):
+    """Device time of one step (``stage`` None) or one stage run, in milliseconds.
+
+    ``comm_ms`` is all communication, overlapped or not; ``overlap_ms`` the part that ran while
+    computing; ``memcpy_ms`` copies and sets (None where the source folds them into the others);
+    so the step on the device is ``compute + comm - overlap + memcpy + idle``. ``span_ms`` and
+    ``busy_ms``: the device window and the time anything ran in it (None where unknown);
+    ``idle_ms`` is the window less busy (torch_npu: its Free).
+    torch_npu rows add ``comm_exposed_ms`` (Communication(Not Overlapped)), ``step_ms`` (its
+    Stage column: the step on the device), ``bubble_ms``, ``preparing_ms`` and
+    ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step. ``rank``,
+    ``source`` and ``warmup`` are the analysis's: a reader leaves them unset.
+    """
+
+    step: int | None
+    stage: str | None = None
+    compute_ms: float
+    comm_ms: float
+    overlap_ms: float
+    idle_ms: float
+    memcpy_ms: float | None = None
+    span_ms: float | None = None
+    busy_ms: float | None = None
+    comm_exposed_ms: float | None = None
+    step_ms: float | None = None
+    bubble_ms: float | None = None
+    preparing_ms: float | None = None
+    comm_exposed_no_recv_ms: float | None = None
+    rank: int | None = None
+    source: str = ""
+    warmup: bool = False
+
+
+class LinkShare(msgspec.Struct, kw_only=True):
+    """What one link type (``HCCS``, ``PCIE``, ``SIO``, ``RDMA``, ``SDMA``...) carried of a
+    ``CommRow``: transit size (MB), transit time (ms) and their ratio in GB/s (None when the
+    time is 0)."""
+
+    size_mb: float
+    time_ms: float
+    bandwidth_gbps: float | None = None
+
+
+class CommRow(msgspec.Struct, kw_only=True):
+    """Communication (torch_npu) per step, kind (``collective``, ``p2p``; ``link`` for a
+    rank-to-rank link) and op type, in ms and MB. Times and sizes are None where the source
+    does not give them.
+
+    ``name`` is the op type as torch_npu names it (``hcom_allReduce_``, as ``top_kernels``
+    lists it; see ``npu_text.comm_family``). ``elapse_ms``, ``wait_ms``, ``transit_ms``,
+    ``sync_ms`` and ``idle_ms`` are torch_npu's communication analysis summed over the
+    ``count`` ops; a profiler db without ``analysis.db`` gives elapse only (``wait_ms`` None:
+    the db does not mark the plane torch_npu reads wait from). ``size_mb`` and
+    ``bandwidth_gbps`` are RDMA plus SDMA (SDMA is HCCS + PCIE + SIO, so the two cover every
+    byte once); ``links`` breaks them down per link type that carried data (``LinkShare``;
+    None where the source has no breakdown). Rows of kind ``link`` are the communication
+    matrix: ``name`` the group's op, ``link`` (src-dst), ``transport``, ``size_mb``,
+    ``transit_ms`` and ``bandwidth_gbps``. ``rank`` and ``source`` are the analysis's (as on
+    ``DeviceRow``): a reader leaves them unset.
+    """
+
+    name: str
+    kind: str
+    step: int | None
+    count: int = 0
+    elapse_ms: float | None = None
+    wait_ms: float | None = None
+    transit_ms: float | None = None
+    sync_ms: float | None = None
+    idle_ms: float | None = None
+    size_mb: float | None = None
+    bandwidth_gbps: float | None = None
+    links: dict[str, LinkShare] | None = None
+    link: str | None = None  # src-dst, on link rows
+    transport: str | None = None
+    rank: int | None = None  # the analysis's
+    source: str = ""  # the analysis's
+
+
+class Alloc(msgspec.Struct, kw_only=True):
+    """An allocating operator (or call site): allocations, bytes in all, the largest one."""
+
+    op: str
+    count: int
+    bytes: int
+    max_bytes: int | None = None
+
+
+class Memory(msgspec.Struct, kw_only=True):
+    """What one capture says about memory (bytes): where from (``trace``, ``timeline``,
+    ``snapshot``, ``torch_npu``), peaks, peaks per stage, the top allocating operators and a
+    timeline of ``[us, allocated]`` points (``[us, allocated, reserved]`` from torch_npu), thinned
+    with the peak kept. torch_npu adds the allocator ``component`` the peaks are of, every
+    component's peaks and the peak per CANN module."""
+
+    source: str
+    peak_allocated_bytes: float | None = None
+    peak_reserved_bytes: float | None = None
+    by_stage: dict[str, float] = {}
+    top_ops: list[Alloc] = []
+    timeline: list[list[float]] = []
+    component: str | None = None
+    components: dict[str, dict[str, int]] = {}
+    modules: dict[str, int] = {}
+
+
 @dataclass
 class TraceData:
     """What one capture holds, per rank.
 
-    ``device`` rows: ``step``, ``stage`` (None for a whole step), ``compute_ms``, ``comm_ms``
-    (all communication, overlapped or not), ``overlap_ms`` (communication that ran while
-    computing), ``memcpy_ms`` (None where the source folds copies into the others), ``idle_ms``;
-    so a step's device time is ``compute + comm - overlap + memcpy + idle``. torch_npu rows add
-    ``comm_exposed_ms`` (Communication(Not Overlapped)), ``step_ms`` (its Stage column: the
-    step on the device), ``bubble_ms``, ``preparing_ms`` and ``comm_exposed_no_recv_ms``.
-    ``comm`` rows: ``name``, ``kind`` (collective, p2p), ``step``, ``count``, ``elapse_ms``,
-    ``wait_ms``, ``transit_ms``, ``sync_ms``, ``idle_ms``, ``size_mb``, ``bandwidth_gbps``
-    (RDMA + SDMA), ``links`` ({link type: size_mb, time_ms, bandwidth_gbps} for each type that
-    carried data) (None where unknown); rows of kind ``link`` (the communication matrix) have
-    ``link`` (src-dst), ``transport``, ``size_mb``, ``transit_ms`` and ``bandwidth_gbps``.
-    ``memory``: ``peak_allocated_bytes``, ``peak_reserved_bytes``, ``top_ops`` (op, count,
-    bytes, max_bytes), ``timeline`` ([us, allocated, reserved] rows) and, for torch_npu,
-    ``components`` (peak bytes per allocator component) and ``modules`` (peak per CANN module).
+    ``ops``, ``kernels``, ``runtime``: host operators (self time), device kernels (device time)
+    and runtime/launch calls (host time) by name, in microseconds. ``device``, ``comm``,
+    ``memory``: see ``DeviceRow``, ``CommRow``, ``Memory``.
     ``problems``: one line per part of the capture that could not be read (the rest was).
     ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
     ranges, approximate self times, device events that are not broken down): not problems.
     """
 
     path: Path
-    kind: str  # torch | spans | db | npu
+    kind: str  # torch | spans | db | npu | memory
     rank: int | None
     group: str  # the directory under the save root: integrated, actor_update, ...
     size: int
     events: int = 0
     ranges: list[Range] = field(default_factory=list)
-    ops: dict[str, list[float]] = field(default_factory=dict)  # host op -> [count, self_us]
-    kernels: dict[str, list[float]] = field(default_factory=dict)  # device kernel -> [count, us]
-    runtime: dict[str, list[float]] = field(default_factory=dict)  # launch/runtime -> [count, us]
-    device: list[dict[str, Any]] = field(default_factory=list)
-    comm: list[dict[str, Any]] = field(default_factory=list)
-    memory: dict[str, Any] = field(default_factory=dict)
+    ops: dict[str, Tally] = field(default_factory=dict)
+    kernels: dict[str, Tally] = field(default_factory=dict)
+    runtime: dict[str, Tally] = field(default_factory=dict)
+    device: list[DeviceRow] = field(default_factory=list)
+    comm: list[CommRow] = field(default_factory=list)
+    memory: Memory | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     #: The host (or, failing that, the folder) the capture came from.
     source: str = ""
@@ -137,7 +265,7 @@ def step_label(step: int | None) -> str:
     return OUTSIDE if step is None else str(step)
 
 
-def ranks_text(ranks: list[int | None]) -> str:
+def ranks_text(ranks: Sequence[int | None]) -> str:
     """``0-3, 8, ?``: runs of consecutive ranks shortened, unknown ranks last."""
     known = sorted({r for r in ranks if r is not None})
     parts: list[str] = []

@@ -8,8 +8,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.chrome import Event, collect
-from mindspeed_prof.analysis.readers.model import TraceData, to_rank
+from mindspeed_prof.analysis.readers.events import Event
+from mindspeed_prof.analysis.readers.fold import collect
+from mindspeed_prof.analysis.readers.model import CommRow, TraceData, tally, to_rank
 from mindspeed_prof.analysis.readers.npu_csv import step_number
 from mindspeed_prof.analysis.readers.npu_text import (
     comm_family,
@@ -18,7 +19,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
     link_rows,
     memory_summary,
 )
-from mindspeed_prof.analysis.readers.npu_trace import Interval, stage_device_rows
+from mindspeed_prof.analysis.readers.npu_trace import LaneSpan, stage_device_rows
 
 __all__ = ["read_analysis_db", "read_profiler_db"]
 
@@ -76,7 +77,7 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
         if "CANN_API" in tables:
             for api, count, ns in _rows(con, "SELECT name, COUNT(*), SUM(endNs - startNs) "
                                         "FROM CANN_API GROUP BY name", path, data.problems):
-                data.runtime[name(api, str(api))] = [count, (ns or 0) / 1000.0]
+                tally(data.runtime, name(api, str(api)), count, (ns or 0) / 1000.0)
         if "COMMUNICATION_OP" in tables and not data.comm:
             _comm_ops(con, name, path, data)
         _memory(con, tables, name, path, data)
@@ -122,8 +123,8 @@ _OVERLAP_TYPES = ("Computing", "Communication", "Communication(Not Overlapped)",
 
 
 def _overlap(con: sqlite3.Connection, path: Path,
-             data: TraceData) -> dict[str, list[Interval]]:
-    out: dict[str, list[Interval]] = {}
+             data: TraceData) -> dict[str, list[LaneSpan]]:
+    out: dict[str, list[LaneSpan]] = {}
     for start, end, kind in _rows(con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS",
                                   path, data.problems):
         s, e = _ns(start), _ns(end)
@@ -145,9 +146,8 @@ def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
                        "FROM COMMUNICATION_OP GROUP BY opType, opName")
     for sql in queries:
         for op_type, op_name, count, ns in _rows(con, sql, path, data.problems):
-            slot = data.kernels.setdefault(kernel_name(name(op_type), name(op_name)), [0, 0.0])
-            slot[0] += count
-            slot[1] += (ns or 0) / 1000.0
+            tally(data.kernels, kernel_name(name(op_type), name(op_name)), count,
+                  (ns or 0) / 1000.0)
 
 
 def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -> None:
@@ -157,16 +157,16 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
     db does not mark; COMMUNICATION_OP.waitNs (some schemas) is another figure, so wait is
     None here rather than a different number under the same key.
     """
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, CommRow] = {}
     for op, ns in _rows(con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path,
                         data.problems):
         family = comm_family(name(op, str(op)))
-        row = rows.setdefault(family, {"name": family, "kind": "collective", "step": None,
-                                       "count": 0, "elapse_ms": 0.0, "wait_ms": None,
-                                       "transit_ms": None, "sync_ms": None, "idle_ms": None,
-                                       "size_mb": None, "bandwidth_gbps": None, "links": None})
-        row["count"] += 1
-        row["elapse_ms"] += (ns or 0) / 1e6  # NULL where a time is missing
+        row = rows.get(family)
+        if row is None:
+            row = rows[family] = CommRow(name=family, kind="collective", step=None,
+                                         elapse_ms=0.0)
+        row.count += 1
+        row.elapse_ms = (row.elapse_ms or 0.0) + (ns or 0) / 1e6  # NULL where a time is missing
     data.comm.extend(rows.values())
 
 
@@ -194,8 +194,9 @@ def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
                                   path, data.problems):
             if isinstance(size, (int, float)):
                 modules.append((enum.get(module, str(module)), float(size)))
-    if records or allocs or modules:
-        data.memory.update(memory_summary(records, allocs, modules))
+    memory = memory_summary(records, allocs, modules)
+    if memory is not None:
+        data.memory = memory
 
 
 _STEP_TRACE_EXTRA = {"step_ms": "stage", "bubble_ms": "bubble", "preparing_ms": "preparing",
@@ -237,19 +238,22 @@ def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:
 
 def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
                    data: TraceData) -> None:
-    rows: dict[tuple[int | None, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[int | None, str, str], CommRow] = {}
     for op, step, kind, elapse, transit, wait, sync, idle in _rows(
             con, "SELECT hccl_op_name, step, type, elapse_time, transit_time, wait_time, "
             "synchronization_time, idle_time FROM CommAnalyzerTime", path, data.problems):
         key = (step_number(step), str(kind), comm_family(str(op)))
-        row = rows.setdefault(key, {"name": key[2], "kind": key[1], "step": key[0], "count": 0,
-                                    "elapse_ms": 0.0, "wait_ms": 0.0, "transit_ms": 0.0,
-                                    "sync_ms": 0.0, "idle_ms": 0.0, "size_mb": 0.0,
-                                    "bandwidth_gbps": None, "links": {}})
-        row["count"] += 1
-        for field, value in (("elapse_ms", elapse), ("wait_ms", wait), ("transit_ms", transit),
-                             ("sync_ms", sync), ("idle_ms", idle)):
-            row[field] += float(value or 0.0)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = CommRow(name=key[2], kind=key[1], step=key[0], elapse_ms=0.0,
+                                      wait_ms=0.0, transit_ms=0.0, sync_ms=0.0, idle_ms=0.0,
+                                      size_mb=0.0, links={})
+        row.count += 1
+        row.elapse_ms = (row.elapse_ms or 0.0) + float(elapse or 0.0)
+        row.wait_ms = (row.wait_ms or 0.0) + float(wait or 0.0)
+        row.transit_ms = (row.transit_ms or 0.0) + float(transit or 0.0)
+        row.sync_ms = (row.sync_ms or 0.0) + float(sync or 0.0)
+        row.idle_ms = (row.idle_ms or 0.0) + float(idle or 0.0)
     if "CommAnalyzerBandwidth" in tables:
         time: dict[tuple[int | None, str, str], float] = {}
         links: dict[tuple[int | None, str, str], dict[str, list[float]]] = {}
@@ -266,10 +270,10 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
                 slot[0] += size
                 slot[1] += transit
             if transport in ("SDMA", "RDMA"):  # SDMA is HCCS + PCIE + SIO: the two cover all
-                rows[key]["size_mb"] += size
+                rows[key].size_mb = (rows[key].size_mb or 0.0) + size
                 time[key] = time.get(key, 0.0) + transit
         for key, ms in time.items():
-            rows[key]["bandwidth_gbps"] = rows[key]["size_mb"] / ms if ms > 0 else None
+            rows[key].bandwidth_gbps = (rows[key].size_mb or 0.0) / ms if ms > 0 else None
         for key, sums in links.items():
-            rows[key]["links"] = link_rows(sums)
+            rows[key].links = link_rows(sums)
     data.comm.extend(rows.values())

@@ -8,14 +8,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.model import (
+    Alloc,
+    CommRow,
+    DeviceRow,
+    LinkShare,
+    Memory,
+    Tally,
+    TraceData,
+    tally,
+)
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
 
 __all__ = [
     "MB", "comm_family", "device_row", "kernel_name", "link_rows", "read_api_statistic",
-    "read_communication",
-    "read_communication_matrix", "read_kernel_details", "read_memory", "read_op_statistic",
-    "read_step_trace",
+    "read_communication", "read_communication_matrix", "read_kernel_details", "read_memory",
+    "read_op_statistic", "read_step_trace",
 ]
 
 #: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
@@ -28,7 +36,7 @@ TIMELINE_POINTS = 512
 
 
 def device_row(step: int | None, compute: float, comm_exposed: float, overlap: float | None,
-               comm: float | None, free: float, extra: dict[str, float | None]) -> dict[str, Any]:
+               comm: float | None, free: float, extra: dict[str, float | None]) -> DeviceRow:
     """One ``device`` row from torch_npu's breakdown (microseconds in, milliseconds out).
 
     Communication is kept whole (``comm_ms`` = Communication): ``compute + comm - overlap +
@@ -39,13 +47,12 @@ def device_row(step: int | None, compute: float, comm_exposed: float, overlap: f
         comm = comm_exposed + (overlap or 0.0)
     if overlap is None:
         overlap = max(comm - comm_exposed, 0.0)
-    row: dict[str, Any] = {"step": step, "stage": None, "compute_ms": compute / 1000.0,
-                           "comm_ms": comm / 1000.0, "overlap_ms": overlap / 1000.0,
-                           "memcpy_ms": None, "idle_ms": free / 1000.0,
-                           "comm_exposed_ms": comm_exposed / 1000.0}
-    for key, us in extra.items():
-        row[key] = None if us is None else us / 1000.0
-    return row
+    ms = {key: None if us is None else us / 1000.0 for key, us in extra.items()}
+    return DeviceRow(step=step, compute_ms=compute / 1000.0, comm_ms=comm / 1000.0,
+                     overlap_ms=overlap / 1000.0, idle_ms=free / 1000.0,
+                     comm_exposed_ms=comm_exposed / 1000.0, step_ms=ms.get("step_ms"),
+                     bubble_ms=ms.get("bubble_ms"), preparing_ms=ms.get("preparing_ms"),
+                     comm_exposed_no_recv_ms=ms.get("comm_exposed_no_recv_ms"))
 
 
 _STEP_TRACE_EXTRA = {"step_ms": "Stage", "bubble_ms": "Bubble", "preparing_ms": "Preparing",
@@ -74,12 +81,6 @@ def read_step_trace(path: Path, data: TraceData) -> None:
                                       number(row.get("Communication")), free, extra))
 
 
-def _add(out: dict[str, list[float]], name: str, count: float, us: float) -> None:
-    slot = out.setdefault(name, [0, 0.0])
-    slot[0] += count
-    slot[1] += us
-
-
 def read_kernel_details(path: Path, data: TraceData) -> bool:
     """``kernel_details.csv`` -> ``kernels`` by op type (as op_statistic.csv counts them)."""
     table = Table.open(path, ("Type", "Duration(us)"), data.problems)
@@ -88,7 +89,7 @@ def read_kernel_details(path: Path, data: TraceData) -> bool:
     for row in table.rows:
         dur = number(row["Duration(us)"])
         if dur is not None and dur >= 0:
-            _add(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
+            tally(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
     return True
 
 
@@ -109,7 +110,7 @@ def read_op_statistic(path: Path, data: TraceData) -> bool:
     for row in table.rows:
         count, total = number(row["Count"]), number(row["Total Time(us)"])
         if count is not None and total is not None:
-            _add(data.kernels, row["OP Type"].strip(), count, total)
+            tally(data.kernels, row["OP Type"].strip(), count, total)
     return True
 
 
@@ -121,7 +122,7 @@ def read_api_statistic(path: Path, data: TraceData) -> bool:
     for row in table.rows:
         count, total = number(row["Count"]), number(row["Time(us)"])
         if count is not None and total is not None:
-            _add(data.runtime, row["API Name"].strip(), count, total)
+            tally(data.runtime, row["API Name"].strip(), count, total)
     return True
 
 
@@ -157,17 +158,16 @@ def _link_times(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
     out = {}
     for link, part in info.items():
         if isinstance(part, dict):
-            size = float(part.get("Transit Size(MB)") or 0.0)
-            time = float(part.get("Transit Time(ms)") or 0.0)
+            size, time = _ms(part, "Transit Size(MB)"), _ms(part, "Transit Time(ms)")
             if size or time:
                 out[str(link)] = (size, time)
     return out
 
 
-def link_rows(sums: dict[str, list[float]]) -> dict[str, dict[str, float | None]]:
-    """``links`` of a ``comm`` row from [size MB, time ms] per link type: bandwidth in GB/s."""
-    return {link: {"size_mb": size, "time_ms": time,
-                   "bandwidth_gbps": size / time if time > 0 else None}
+def link_rows(sums: dict[str, list[float]]) -> dict[str, LinkShare]:
+    """``links`` of a ``CommRow`` from [size MB, time ms] per link type: bandwidth in GB/s."""
+    return {link: LinkShare(size_mb=size, time_ms=time,
+                            bandwidth_gbps=size / time if time > 0 else None)
             for link, (size, time) in sorted(sums.items())}
 
 
@@ -178,7 +178,7 @@ def read_communication(path: Path, data: TraceData) -> None:
         if doc is not None:
             data.problems.append(f"{path}: not an object of steps; file skipped")
         return
-    rows: dict[tuple[int | None, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[int | None, str, str], CommRow] = {}
     sizes: dict[tuple[int | None, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     links: dict[tuple[int | None, str, str], dict[str, list[float]]] = defaultdict(dict)
     for step_key, kinds in doc.items():
@@ -188,15 +188,17 @@ def read_communication(path: Path, data: TraceData) -> None:
                 if op_name == "Total Op Info" or not isinstance(times, dict):
                     continue
                 key = (step_number(step_key), kind, comm_family(op_name))
-                row = rows.setdefault(key, {
-                    "name": key[2], "kind": kind, "step": key[0], "count": 0, "elapse_ms": 0.0,
-                    "wait_ms": 0.0, "transit_ms": 0.0, "sync_ms": 0.0, "idle_ms": 0.0})
-                row["count"] += 1
-                for field, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
-                                   ("transit_ms", "Transit Time(ms)"),
-                                   ("sync_ms", "Synchronization Time(ms)"),
-                                   ("idle_ms", "Idle Time(ms)")):
-                    row[field] += float(times.get(col) or 0.0)
+                row = rows.get(key)
+                if row is None:
+                    row = rows[key] = CommRow(name=key[2], kind=kind, step=key[0],
+                                              elapse_ms=0.0, wait_ms=0.0, transit_ms=0.0,
+                                              sync_ms=0.0, idle_ms=0.0)
+                row.count += 1
+                row.elapse_ms = (row.elapse_ms or 0.0) + _ms(times, "Elapse Time(ms)")
+                row.wait_ms = (row.wait_ms or 0.0) + _ms(times, "Wait Time(ms)")
+                row.transit_ms = (row.transit_ms or 0.0) + _ms(times, "Transit Time(ms)")
+                row.sync_ms = (row.sync_ms or 0.0) + _ms(times, "Synchronization Time(ms)")
+                row.idle_ms = (row.idle_ms or 0.0) + _ms(times, "Idle Time(ms)")
                 band = op.get("Communication Bandwidth Info")
                 size, time = _bandwidth(band) if isinstance(band, dict) else (0.0, 0.0)
                 sizes[key][0] += size
@@ -208,9 +210,9 @@ def read_communication(path: Path, data: TraceData) -> None:
                     slot[1] += time
     for key, row in rows.items():
         size, time = sizes[key]
-        row["size_mb"] = size
-        row["bandwidth_gbps"] = size / time if time > 0 else None  # MB/ms = GB/s
-        row["links"] = link_rows(links[key])
+        row.size_mb = size
+        row.bandwidth_gbps = size / time if time > 0 else None  # MB/ms = GB/s
+        row.links = link_rows(links[key])
         data.comm.append(row)
 
 
@@ -225,13 +227,34 @@ def read_communication_matrix(path: Path, data: TraceData) -> None:
                 for link, info in (links.items() if isinstance(links, dict) else ()):
                     if not isinstance(info, dict):
                         continue
-                    data.comm.append({
-                        "name": group_op.split("@")[0], "kind": "link",
-                        "step": step_number(step_key), "link": link,
-                        "transport": info.get("Transport Type"), "count": 1,
-                        "size_mb": float(info.get("Transit Size(MB)") or 0.0),
-                        "transit_ms": float(info.get("Transit Time(ms)") or 0.0),
-                        "bandwidth_gbps": info.get("Bandwidth(GB/s)")})
+                    bandwidth = info.get("Bandwidth(GB/s)")
+                    data.comm.append(CommRow(
+                        name=group_op.split("@")[0], kind="link", step=step_number(step_key),
+                        link=str(link), transport=_text(info.get("Transport Type")), count=1,
+                        size_mb=_ms(info, "Transit Size(MB)"),
+                        transit_ms=_ms(info, "Transit Time(ms)"),
+                        bandwidth_gbps=_ms(info, "Bandwidth(GB/s)") if _finite(bandwidth)
+                        else None))
+
+
+def _finite(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value == value and abs(value) != float("inf"))
+
+
+def _ms(info: dict[str, Any], key: str) -> float:
+    """A number of a communication file's object (0 when missing or not a finite number)."""
+    value = info.get(key)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return 0.0
+    return float(value) if isinstance(value, (int, float)) and _finite(value) else 0.0
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _thin(points: list[list[float]]) -> list[list[float]]:
@@ -246,42 +269,43 @@ def _thin(points: list[list[float]]) -> list[list[float]]:
 
 def memory_summary(records: list[tuple[str, float, float | None, float | None]],
                    op_allocs: list[tuple[str, float]],
-                   modules: list[tuple[str, float]]) -> dict[str, Any]:
+                   modules: list[tuple[str, float]]) -> Memory | None:
     """``memory`` from (component, us, allocated, reserved) records, op allocations, modules.
 
     Peaks come from the ``PTA+GE`` component (the framework's whole device memory: PyTorch's
     allocator plus graph engine), else ``PTA`` (the allocator alone), else any component.
     """
+    if not (records or op_allocs or modules):
+        return None
+    out = Memory(source="torch_npu")
     peaks: dict[str, list[float]] = {}
     for comp, _, alloc, reserved in records:
         slot = peaks.setdefault(comp, [0.0, 0.0])
         slot[0] = max(slot[0], alloc or 0.0)
         slot[1] = max(slot[1], reserved or 0.0)
     main = next((c for c in ("PTA+GE", "PTA") if c in peaks), next(iter(peaks), None))
-    out: dict[str, Any] = {}
     if main is not None:
-        out["component"] = main
-        out["peak_allocated_bytes"] = int(peaks[main][0])
-        out["peak_reserved_bytes"] = int(peaks[main][1])
-        out["components"] = {c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
-                             for c, (a, r) in sorted(peaks.items())}
-        out["timeline"] = _thin([[us, alloc or 0.0, reserved or 0.0]
-                                 for comp, us, alloc, reserved in sorted(
-                                     (r for r in records if r[0] == main), key=lambda r: r[1])])
+        out.component = main
+        out.peak_allocated_bytes = int(peaks[main][0])
+        out.peak_reserved_bytes = int(peaks[main][1])
+        out.components = {c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
+                          for c, (a, r) in sorted(peaks.items())}
+        out.timeline = _thin([[us, alloc or 0.0, reserved or 0.0]
+                              for comp, us, alloc, reserved in sorted(
+                                  (r for r in records if r[0] == main), key=lambda r: r[1])])
     if op_allocs:
-        by_op: dict[str, list[float]] = {}
+        by_op: dict[str, Tally] = {}
+        largest: dict[str, float] = {}
         for name, size in op_allocs:
-            slot = by_op.setdefault(name, [0, 0.0, 0.0])
-            slot[0] += 1
-            slot[1] += size
-            slot[2] = max(slot[2], size)
-        out["top_ops"] = [{"op": n, "count": int(c), "bytes": int(b), "max_bytes": int(m)}
-                          for n, (c, b, m) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:20]]
+            tally(by_op, name, 1, size)
+            largest[name] = max(largest.get(name, 0.0), size)
+        out.top_ops = [Alloc(op=n, count=t.count, bytes=int(t.total), max_bytes=int(largest[n]))
+                       for n, t in sorted(by_op.items(), key=lambda kv: -kv[1].total)[:20]]
     if modules:
         mods: dict[str, float] = {}
         for name, size in modules:
             mods[name] = max(mods.get(name, 0.0), size)
-        out["modules"] = {n: int(b) for n, b in sorted(mods.items(), key=lambda kv: -kv[1]) if b}
+        out.modules = {n: int(b) for n, b in sorted(mods.items(), key=lambda kv: -kv[1]) if b}
     return out
 
 
@@ -315,5 +339,6 @@ def read_memory(out_dir: Path, data: TraceData) -> None:
             size = number(row["Total Reserved(MB)"])
             if size is not None:
                 modules.append((row["Component"].strip(), size * MB))
-    if records or allocs or modules:
-        data.memory.update(memory_summary(records, allocs, modules))
+    memory = memory_summary(records, allocs, modules)
+    if memory is not None:
+        data.memory = memory

@@ -10,20 +10,21 @@ from typing import Any, Union
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.chrome import Collector, Event
-from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.events import Event
+from mindspeed_prof.analysis.readers.fold import Collector
+from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, TraceData, tally
 from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
-__all__ = ["Interval", "read_trace_view", "stage_device_rows"]
+__all__ = ["LaneSpan", "read_trace_view", "stage_device_rows"]
 
 Number = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
 #: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
 _DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
                      "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
                      "Device", "SIO", "PCIe", "HCCS", "NIC", "RoCE"})
-#: Start and end (absolute us) and the exact duration of a device interval.
-Interval = tuple[float, float, float]
+#: Start and end (absolute us) and the exact duration of an Overlap Analysis lane's interval.
+LaneSpan = tuple[float, float, float]
 _OVERLAP = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 
 
@@ -80,17 +81,18 @@ def _processes(path: Path) -> dict[Any, str]:
 
 
 def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
-                    runtime: bool) -> dict[str, list[Interval]]:
+                    runtime: bool) -> dict[str, list[LaneSpan]]:
     """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
 
     Read a slice at a time in two passes (``stream``): memory does not grow with the file.
     Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...).
     """
     procs = _processes(path)
-    overlap: dict[str, list[Interval]] = defaultdict(list)
+    overlap: dict[str, list[LaneSpan]] = defaultdict(list)
     fold = Collector()
     count = 0
-    for batch in TraceStream(path, _Event, _Trace).batches():
+    stream = TraceStream(path, _Event, _Trace)
+    for batch in stream.batches():
         count += len(batch)
         host: list[Event] = []
         for ev in batch:
@@ -106,16 +108,17 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
             if ts is None or dur is None or dur < 0:
                 continue
             if proc == "Ascend Hardware" and kernels:
-                _add(data.kernels, kernel_name(None, ev.name), dur)
+                tally(data.kernels, kernel_name(None, ev.name), 1, dur)
             elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
                 _add_comm(data, ev.name, dur)
             elif proc == "CANN" and runtime:
-                _add(data.runtime, ev.name, dur)
+                tally(data.runtime, ev.name, 1, dur)
             elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
                 overlap[ev.name].append((ts, ts + dur, dur))
         fold.add(host)
     data.events = count
     fold.finish(data, None)
+    data.problems.extend(stream.problems())
     return overlap
 
 
@@ -123,26 +126,18 @@ def _id(value: Any) -> int | str | None:
     return value if isinstance(value, (int, str)) or value is None else str(value)
 
 
-def _add(out: dict[str, list[float]], name: str, us: float) -> None:
-    slot = out.setdefault(name, [0, 0.0])
-    slot[0] += 1
-    slot[1] += us
-
-
 def _add_comm(data: TraceData, op_name: str, us: float) -> None:
     name = comm_family(op_name)
     for row in data.comm:
-        if row["name"] == name and row["kind"] == "collective":
-            row["count"] += 1
-            row["elapse_ms"] += us / 1000.0
+        if row.name == name and row.kind == "collective":
+            row.count += 1
+            row.elapse_ms = (row.elapse_ms or 0.0) + us / 1000.0
             return
-    data.comm.append({"name": name, "kind": "collective", "step": None, "count": 1,
-                      "elapse_ms": us / 1000.0, "wait_ms": None, "transit_ms": None,
-                      "sync_ms": None, "idle_ms": None, "size_mb": None,
-                      "bandwidth_gbps": None, "links": None})
+    data.comm.append(CommRow(name=name, kind="collective", step=None, count=1,
+                             elapse_ms=us / 1000.0))
 
 
-def _covered(intervals: list[Interval], starts: list[float], lo: float, hi: float) -> float:
+def _covered(intervals: list[LaneSpan], starts: list[float], lo: float, hi: float) -> float:
     """Time of sorted, disjoint ``intervals`` inside [lo, hi): an interval wholly inside
     counts its own duration (exact), not end minus start (absolute us as floats are 0.25 us
     apart)."""
@@ -155,8 +150,8 @@ def _covered(intervals: list[Interval], starts: list[float], lo: float, hi: floa
     return total
 
 
-def stage_device_rows(data: TraceData, overlap: dict[str, list[Interval]],
-                      kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+def stage_device_rows(data: TraceData, overlap: dict[str, list[LaneSpan]],
+                      kinds: tuple[str, ...]) -> list[DeviceRow]:
     """Device rows for each range of ``kinds`` (``step``, ``stage``) from the overlap intervals.
 
     torch_npu's Overlap Analysis lays the device timeline out as Computing, Communication (and
@@ -174,6 +169,6 @@ def stage_device_rows(data: TraceData, overlap: dict[str, list[Interval]],
         us = {n: _covered(lanes[n], starts[n], r.ts, r.ts + r.dur) for n in _OVERLAP}
         row = device_row(r.step, us["Computing"], us["Communication(Not Overlapped)"], None,
                          us["Communication"], us["Free"], {})
-        row["stage"] = r.name if r.kind == "stage" else None
+        row.stage = r.name if r.kind == "stage" else None
         rows.append(row)
     return rows

@@ -51,7 +51,7 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
         if r.kind in ("step", "stage"):
             out.setdefault(r.step, set()).update([r.name] if r.kind == "stage" else [])
     for row in t.device:
-        out.setdefault(row.get("step"), set())
+        out.setdefault(row.step, set())
     return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
 
 
@@ -108,7 +108,7 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
             label = t.meta["source"] = ", ".join(labels_of[id(t)])
             t.ranges = [r._replace(source=label) for r in t.ranges]
             for row in t.device:
-                row["source"] = label
+                row.source = label
     return [f"rank {rank_label(rank)}{f' ({role})' if role else ''}, "
             f"step{'s' if len(steps) > 1 else ''} "
             f"{', '.join(map(step_label, steps))}: claimed by "

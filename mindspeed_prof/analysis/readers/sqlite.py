@@ -7,7 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.chrome import Collector, Event, EventArgs
+from mindspeed_prof.analysis.readers.events import Event, EventArgs
+from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
 
 __all__ = ["BATCH", "read_db"]
@@ -17,7 +18,7 @@ BATCH = 1 << 16
 
 
 def read_db(path: Path, group: str, size: int) -> TraceData:
-    from mindspeed_prof.capture.backends.sqlite_trace import read_db_events
+    from mindspeed_prof.formats.sqlite_trace import read_db_events
 
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:

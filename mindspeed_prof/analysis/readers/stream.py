@@ -39,8 +39,9 @@ _KEY = b'"traceEvents"'
 _OPEN = re.compile(rb"\s*:\s*\[")
 _COMMA = re.compile(rb"\s*,")
 _WS = b" \t\r\n"
-#: A string (to its end, closed or not), or a bracket.
+#: A string (to its end, closed or not), or a bracket (or, for ``_ELEMENT``, a comma).
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[][{}]', re.DOTALL)
+_ELEMENT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[][{},]', re.DOTALL)
 
 E = TypeVar("E")
 T = TypeVar("T")
@@ -74,8 +75,8 @@ def _candidates(buf: bytes) -> Iterator[int]:
 
 def _scan(buf: bytes) -> tuple[int, bool]:
     """Where ``buf`` can be cut: after its last whole top-level object that a comma follows, or
-    when the array closes in ``buf``, after its last object (0: none); -1: nowhere yet. And
-    whether the array closes."""
+    when the array closes in ``buf``, at its ``]``; -1: nowhere yet. And whether the array
+    closes."""
     depth, last, end = 0, -1, 0
     for m in _TOKEN.finditer(buf):
         c = buf[m.start()]
@@ -85,13 +86,31 @@ def _scan(buf: bytes) -> tuple[int, bool]:
             depth += 1
             continue
         depth -= 1
-        if depth < 0:
-            return end, True
+        if depth < 0:  # the array's own ``]``: everything before it is its values
+            return m.start(), True
         if depth == 0 and c == 0x7D:
             end = m.end()
             if _COMMA.match(buf, end):
                 last = end
     return last, False
+
+
+def _elements(buf: bytes, at: int) -> Iterator[tuple[int, int]]:
+    """Where each top-level value of ``buf[:at]`` (values separated by commas) starts and ends;
+    strings skipped, so a comma or bracket inside one does not count."""
+    depth, start = 0, 0
+    for m in _ELEMENT.finditer(buf, 0, at):
+        c = buf[m.start()]
+        if c == 0x22:  # a string
+            continue
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:  # a comma between two values
+            yield start, m.start()
+            start = m.end()
+    yield start, at
 
 
 def _array(buf: bytes, at: int) -> bytearray:
@@ -109,9 +128,41 @@ class TraceStream(Generic[E, T]):
     def __init__(self, path: Path, event: type[E], top_type: type[T]) -> None:
         self.path = path
         self.top: T | None = None
+        #: Events that are not valid JSON (``NaN``, a broken value) or not events, left out
+        #: one at a time; the first one's start, to name it.
+        self.bad_events = 0
+        self.first_bad = ""
         self._events = msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+        self._event = msgspec.json.Decoder(event)
         self._top = msgspec.json.Decoder(top_type)
         self._eof = False
+
+    def problems(self) -> list[str]:
+        """One line naming the file, when events were left out."""
+        if not self.bad_events:
+            return []
+        return [f"{self.path}: {self.bad_events:,} events not valid JSON or not events, left "
+                f"out (first: {self.first_bad!r})"]
+
+    def _decode(self, buf: bytes, at: int) -> list[E]:
+        """The events of ``buf[:at]`` (whole events separated by commas): decoded together,
+        or, when that fails, one at a time, leaving out those that do not decode."""
+        try:
+            return self._events.decode(_array(buf, at))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+        out: list[E] = []
+        for lo, hi in _elements(buf, at):
+            if not bytes(buf[lo:hi]).strip():
+                continue
+            try:
+                out.append(self._event.decode(memoryview(buf)[lo:hi]))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                self.bad_events += 1
+                if not self.first_bad:
+                    self.first_bad = bytes(buf[lo:min(hi, lo + 60)]).strip().decode("utf-8",
+                                                                               "replace")
+        return out
 
     def batches(self) -> Iterator[list[E]]:
         opener: Callable[..., Any] = gzip.open if self.path.name.endswith(".gz") else open
@@ -200,27 +251,47 @@ class TraceStream(Generic[E, T]):
             try:
                 return self._events.decode(_array(buf, at)), at, False
             except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # a cut inside a string or a nested object
+                continue  # a cut inside a string or a nested object (or a bad event)
         at, ended = _scan(buf)
         if at <= 0 and not ended:
             if len(buf) > MAX_PIECE:
                 raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; "
                               "refused")
             return None
-        return self._events.decode(_array(buf, at)), at, ended
+        return self._decode(buf, at), at, ended
 
     def _last(self, header: bytes | None, buf: bytes) -> Iterator[list[E]]:
         try:
             if header is None:
-                yield self._events.decode(b"[" + buf)
-                return
-            self.top = self._top.decode(header + _KEY + b":[" + buf)
-        except msgspec.DecodeError as err:
+                events = self._events.decode(b"[" + buf)
+            else:
+                self.top = self._top.decode(header + _KEY + b":[" + buf)
+                events = self._take()
+        except (msgspec.DecodeError, msgspec.ValidationError) as err:
+            events = self._salvage(header, buf, err)
+        yield events
+
+    def _salvage(self, header: bytes | None, buf: bytes, err: Exception) -> list[E]:
+        """The last events one at a time, when one of them does not decode; the document's
+        end (what follows the array) decoded on its own."""
+        at, ended = _scan(buf)
+        close = buf.find(b"]", max(at, 0)) if ended else -1
+        if close < 0:
             raise BadFile(f"{self.path}: cut short or malformed near its end "
                           f"({str(err)[:120]})") from None
-        yield from self._take_events()
+        events = self._decode(buf, at) if at > 0 else []
+        if header is not None:
+            try:
+                self.top = self._top.decode(header + _KEY + b":[]" + buf[close + 1:])
+            except (msgspec.DecodeError, msgspec.ValidationError) as again:
+                raise BadFile(f"{self.path}: cut short or malformed near its end "
+                              f"({str(again)[:120]})") from None
+        return events
+
+    def _take(self) -> list[E]:
+        events: list[E] = self.top.traceEvents  # type: ignore[union-attr]
+        self.top.traceEvents = []  # type: ignore[union-attr]
+        return events
 
     def _take_events(self) -> Iterator[list[E]]:
-        events = self.top.traceEvents  # type: ignore[union-attr]
-        self.top.traceEvents = []  # type: ignore[union-attr]
-        yield events
+        yield self._take()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, Fanout
+from mindspeed_prof.capture.backends.base import Backend, CaptureTarget
 from mindspeed_prof.config.schema import Backend as BackendName
 from mindspeed_prof.config.schema import IntegratedConfig
 
-__all__ = ["Backend", "CaptureTarget", "Fanout", "select_backend"]
+__all__ = ["Backend", "CaptureTarget", "select_backend"]
 
 
 def select_backend(cfg: IntegratedConfig) -> Backend:

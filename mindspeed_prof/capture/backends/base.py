@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.formats import SPANS
 from mindspeed_prof.mstx import RangeSink
 
-__all__ = ["Backend", "CaptureTarget", "Fanout", "RecordFunctionSink"]
+__all__ = ["Backend", "CaptureTarget", "RecordFunctionSink"]
 
 
 @dataclass(frozen=True)
@@ -66,35 +65,6 @@ class Backend(ABC):
             return []
         spans.close()
         return [spans.path]
-
-
-class _FanoutRange:
-    __slots__ = ("_ranges", "_stack")
-
-    def __init__(self, ranges: list[ContextManager[Any]]) -> None:
-        self._ranges = ranges
-
-    def __enter__(self) -> None:
-        self._stack = contextlib.ExitStack()
-        for r in self._ranges:
-            self._stack.enter_context(r)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stack.__exit__(*exc)
-
-
-class Fanout:
-    """One sink that forwards every range and mark to several sinks."""
-
-    def __init__(self, sinks: list[RangeSink]) -> None:
-        self.sinks = sinks
-
-    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
-        return _FanoutRange([s.range(name, cat) for s in self.sinks])
-
-    def mark(self, name: str) -> None:
-        for s in self.sinks:
-            s.mark(name)
 
 
 class RecordFunctionSink:

@@ -27,9 +27,9 @@ from typing import Any
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
-from mindspeed_prof.capture.backends.sqlite_trace import write_db
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
+from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["TorchBackend"]

@@ -44,14 +44,14 @@ def test_other_trainers_traces_are_found_by_content(torch_trace: Path, tmp_path:
     assert found == ["a/anything.json", "a/b/worker0.1700000000.pt.trace.json", "rank-3.json.gz"]
     result = analyse(tmp_path)
     assert result.bad == [] and result.ranks == [3, None]
-    by_file = {i["file"]: i for i in result.inventory()}
-    assert by_file["rank-3.json.gz"]["events"] > 0
+    by_file = {i.file: i for i in result.inventory()}
+    assert by_file["rank-3.json.gz"].events > 0
 
 
 def test_a_stage_recorded_with_record_function_counts(torch_trace: Path, tmp_path: Path) -> None:
     shutil.copy(torch_trace, tmp_path / "trace.json")
     rows = analyse(tmp_path).stage_rank()
-    assert [(r["stage"], r["count"]) for r in rows] == [("actor_update", 2)]
+    assert [(r.stage, r.count) for r in rows] == [("actor_update", 2)]
 
 
 def test_sniffing_reads_only_the_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,4 +96,4 @@ def test_ids_above_2_53_and_string_timestamps_parse(tmp_path: Path) -> None:
     path = tmp_path / "rank1.json"
     path.write_text(json.dumps(doc))
     (result,) = analyse(tmp_path).traces
-    assert [r.step for r in result.ranges] == [1] and result.ops["aten::mm"][0] == 1
+    assert [r.step for r in result.ranges] == [1] and result.ops["aten::mm"].count == 1

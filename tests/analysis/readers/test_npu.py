@@ -11,6 +11,7 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.readers.model import Tally
 
 DOUBLES = Path(__file__).resolve().parents[2] / "doubles"
 
@@ -42,9 +43,9 @@ def test_stage_as_cpu_op_and_device_kernels_without_cat(torch_npu: Any, tmp_path
     assert data.meta["level"] == "level0"
     assert [(r.kind, r.name, r.step) for r in data.ranges] == [
         ("step", "ProfilerStep#1", 1), ("stage", "actor_update", 1)]
-    assert data.kernels == {"MatMulV2": [1, 80.0]} and "MatMulV2" not in data.ops
+    assert data.kernels == {"MatMulV2": Tally(1, 80.0)} and "MatMulV2" not in data.ops
     (row,) = data.device
-    assert (row["compute_ms"], row["comm_ms"], row["overlap_ms"], row["idle_ms"]) == (
+    assert (row.compute_ms, row.comm_ms, row.overlap_ms, row.idle_ms) == (
         4.0, 0.6, 0.1, 0.5)
 
 
@@ -52,7 +53,7 @@ def test_without_rank_anywhere_the_rank_is_unknown(torch_npu: Any, tmp_path: Pat
     folder = _capture(torch_npu, tmp_path, "worker")
     assert (folder / "profiler_info.json").is_file()
     result = analyse(tmp_path)
-    assert result.ranks == [None] and result.stage_rank()[0]["rank"] is None
+    assert result.ranks == [None] and result.stage_rank()[0].rank is None
 
 
 def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_path: Path,

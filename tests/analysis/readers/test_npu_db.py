@@ -13,7 +13,15 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
-from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.model import (
+    Alloc,
+    CommRow,
+    DeviceRow,
+    LinkShare,
+    Memory,
+    Tally,
+    TraceData,
+)
 from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -33,11 +41,11 @@ def test_device_rows_are_step_trace_time(npu, name: str) -> None:
         "overlapped, communication, free, stage FROM StepTraceTime")
     data = read(folder)
     (row,) = data.device
-    assert (row["step"], data.rank) == (int(step), int(name[-len("1_ascend_pt")]))
+    assert (row.step, data.rank) == (int(step), int(name[-len("1_ascend_pt")]))
     for key, value in (("compute_ms", computing), ("comm_exposed_ms", exposed),
                        ("overlap_ms", overlapped), ("comm_ms", comm), ("idle_ms", free),
                        ("step_ms", stage)):
-        assert row[key] == pytest.approx(value / 1000.0, rel=1e-12), key
+        assert getattr(row, key) == pytest.approx(value / 1000.0, rel=1e-12), key
 
 
 def test_steps_ops_kernels_comm_and_memory_come_from_the_profiler_db(npu) -> None:
@@ -51,19 +59,20 @@ def test_steps_ops_kernels_comm_and_memory_come_from_the_profiler_db(npu) -> Non
     assert step.dur == pytest.approx((end - start) / 1000.0, abs=0.01)
     ((ops,),) = _query(db, "SELECT COUNT(*) FROM PYTORCH_API p JOIN ENUM_API_TYPE e "
                            "ON e.id = p.type WHERE e.name = 'op'")
-    assert sum(c for c, _ in data.ops.values()) == ops - 1  # less ProfilerStep#50, a step
+    assert sum(t.count for t in data.ops.values()) == ops - 1  # less ProfilerStep#50, a step
     # HCCL ops add up to StepTraceTime's communication (torch_npu's own breakdown)
     ((comm_us,),) = _query(folder / OUT / "analysis.db", "SELECT communication FROM StepTraceTime")
-    assert data.kernels["hcom_allReduce_"][1] == pytest.approx(comm_us, abs=0.01)
-    (row,) = [r for r in data.comm if r["kind"] == "collective"]
-    assert row["elapse_ms"] == pytest.approx(comm_us / 1000.0, rel=1e-6)
-    assert row["count"] == 4 and row["bandwidth_gbps"] > 0
+    assert data.kernels["hcom_allReduce_"].total == pytest.approx(comm_us, abs=0.01)
+    (row,) = [r for r in data.comm if r.kind == "collective"]
+    assert row.elapse_ms == pytest.approx(comm_us / 1000.0, rel=1e-6)
+    assert row.count == 4 and row.bandwidth_gbps is not None and row.bandwidth_gbps > 0
     ((peak, reserved),) = _query(
         db, "SELECT MAX(totalAllocated), MAX(totalReserved) FROM MEMORY_RECORD m "
             "JOIN STRING_IDS s ON s.id = m.component WHERE s.value = 'PTA+GE'")
-    assert (data.memory["peak_allocated_bytes"], data.memory["peak_reserved_bytes"]) == (
+    assert data.memory is not None and data.memory.source == "torch_npu"
+    assert (data.memory.peak_allocated_bytes, data.memory.peak_reserved_bytes) == (
         peak, reserved)
-    assert data.memory["top_ops"] and data.runtime and data.source == "ubuntu"
+    assert data.memory.top_ops and data.runtime and data.source == "ubuntu"
 
 
 def test_db_kernels_count_as_the_text_runs_op_statistic(npu) -> None:
@@ -71,15 +80,21 @@ def test_db_kernels_count_as_the_text_runs_op_statistic(npu) -> None:
     db = read(npu("db/rank0_ascend_pt")).kernels
     with open(npu("text/rank0_ascend_pt") / OUT / "op_statistic.csv", newline="") as f:
         text = {r["OP Type"]: int(r["Count"]) for r in csv.DictReader(f)}
-    assert {k: c for k, (c, _) in db.items() if not k.startswith("hcom_")} == text
+    assert {k: t.count for k, t in db.items() if not k.startswith("hcom_")} == text
 
 
 def test_db_and_text_exports_have_the_same_shape(npu) -> None:
     text, db = read(npu("text/rank0_ascend_pt")), read(npu("db/rank0_ascend_pt"))
-    assert set(text.device[0]) == set(db.device[0])
-    assert {r["kind"] for r in db.comm} <= {r["kind"] for r in text.comm}
-    assert set(db.memory) == set(text.memory)
+    assert _given(text.device[0]) == _given(db.device[0])
+    assert {r.kind for r in db.comm} <= {r.kind for r in text.comm}
+    assert text.memory is not None and db.memory is not None
+    assert _given(db.memory) == _given(text.memory)
     assert set(db.ops) == set(text.ops)
+
+
+def _given(row: DeviceRow | Memory) -> set[str]:
+    """The fields a reader filled (not None, not empty)."""
+    return {k for k in row.__struct_fields__ if getattr(row, k) not in (None, [], {})}
 
 
 def test_an_older_schema_without_a_column_still_reads(npu, tmp_path: Path) -> None:
@@ -94,12 +109,13 @@ def test_an_older_schema_without_a_column_still_reads(npu, tmp_path: Path) -> No
     result = analyse(tmp_path)
     assert result.bad == []
     (data,) = result.traces
-    (row,) = [r for r in data.comm if r["kind"] == "collective"]
-    assert row["wait_ms"] is None and row["elapse_ms"] > 0  # from COMMUNICATION_OP
-    assert "peak_allocated_bytes" not in data.memory and data.memory["top_ops"]
+    (row,) = [r for r in data.comm if r.kind == "collective"]
+    assert row.wait_ms is None and row.elapse_ms is not None and row.elapse_ms > 0
+    assert data.memory is not None  # from OP_MEMORY; no peaks without MEMORY_RECORD
+    assert data.memory.peak_allocated_bytes is None and data.memory.top_ops
     # without analysis.db the step's device row comes from OVERLAP_ANALYSIS, within 0.1 us
     (device,) = data.device
-    assert [device[k] for k in ("compute_ms", "comm_ms", "idle_ms")] == pytest.approx(
+    assert [getattr(device, k) for k in ("compute_ms", "comm_ms", "idle_ms")] == pytest.approx(
         [computing / 1000.0, comm / 1000.0, free / 1000.0], abs=1e-4)
 
 
@@ -153,7 +169,8 @@ def test_host_ops_and_ranges_from_pytorch_api_and_mstx_events(tmp_path: Path) ->
     read_profiler_db(db, data)
     assert (data.rank, data.source, data.problems) == (2, "node-a", [])
     # add 500 + 100 us, mul 0 + 100 us, "99" 200 us; none nests in another
-    assert data.ops == {"aten::add": [2, 600.0], "aten::mul": [2, 100.0], "99": [1, 200.0]}
+    assert data.ops == {"aten::add": Tally(2, 600.0), "aten::mul": Tally(2, 100.0),
+                        "99": Tally(1, 200.0)}
     # one step (STEP_TIME's copy of ProfilerStep#7 not added); ranges in step 7
     assert [(r.kind, r.name, r.step, r.ts, r.dur) for r in data.ranges] == [
         ("step", "ProfilerStep#7", 7, 1000.0, 8000.0), ("range", "forward", 7, 6000.0, 1000.0),
@@ -190,14 +207,13 @@ def test_device_rows_of_steps_and_stages_from_overlap_analysis(tmp_path: Path) -
     })
     data = _trace(db)
     read_profiler_db(db, data)
-    common = {"step": 1, "memcpy_ms": None}
     assert data.device == [
         # in 0-10 ms: computing 1-3, communication 4-7 (5-7 not overlapped), free 7-9
-        {**common, "stage": None, "compute_ms": 2.0, "comm_ms": 3.0, "overlap_ms": 1.0,
-         "idle_ms": 2.0, "comm_exposed_ms": 2.0},
+        DeviceRow(step=1, stage=None, compute_ms=2.0, comm_ms=3.0, overlap_ms=1.0,
+                  idle_ms=2.0, memcpy_ms=None, comm_exposed_ms=2.0),
         # in 2-6 ms: computing 2-3, communication 4-6 (5-6 not overlapped), no free
-        {**common, "stage": "actor_update", "compute_ms": 1.0, "comm_ms": 2.0,
-         "overlap_ms": 1.0, "idle_ms": 0.0, "comm_exposed_ms": 1.0}]
+        DeviceRow(step=1, stage="actor_update", compute_ms=1.0, comm_ms=2.0, overlap_ms=1.0,
+                  idle_ms=0.0, memcpy_ms=None, comm_exposed_ms=1.0)]
     assert data.problems == []
 
 
@@ -240,31 +256,31 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
     data = _trace(db)
     read_profiler_db(db, data)
     assert data.problems == []
-    assert data.kernels == {"MatMulV2": [2, 250.0], "trans_Cast_0": [1, 0.5],
-                            "aclnnAdd": [1, 0.0], "hcom_allReduce_": [4, 2500.0],
-                            "hcom_broadcast_": [1, 250.0]}
-    assert data.runtime == {"aclnnMatmul": [2, 3.0], "aclrtSynchronizeStream": [1, 0.0],
-                            "98": [1, 0.5]}
+    assert data.kernels == {"MatMulV2": Tally(2, 250.0), "trans_Cast_0": Tally(1, 0.5),
+                            "aclnnAdd": Tally(1, 0.0), "hcom_allReduce_": Tally(4, 2500.0),
+                            "hcom_broadcast_": Tally(1, 250.0)}
+    assert data.runtime == {"aclnnMatmul": Tally(2, 3.0),
+                            "aclrtSynchronizeStream": Tally(1, 0.0), "98": Tally(1, 0.5)}
     # wait is None: waitNs is not torch_npu's wait time (Notify_Wait on the op's master plane,
-    # which the profiler db does not mark; test_msprof_reference checks it on real captures)
-    unknown = {"step": None, "wait_ms": None, "transit_ms": None, "sync_ms": None,
-               "idle_ms": None, "size_mb": None, "bandwidth_gbps": None, "links": None}
+    # which the profiler db does not mark; test_msprof_reference checks it on real captures);
+    # step, transit, sync, idle, size, bandwidth and links unknown (analysis.db has them)
     assert data.comm == [
-        {**unknown, "name": "hcom_allReduce_", "kind": "collective", "count": 3,
-         "elapse_ms": 2.5},  # 2 + 0.5 + 0 ms
-        {**unknown, "name": "98", "kind": "collective", "count": 1, "elapse_ms": 0.0},
-        {**unknown, "name": "hcom_broadcast_", "kind": "collective", "count": 1,
-         "elapse_ms": 0.25}]  # in the order each family first appears
-    assert data.memory == {
-        "component": "PTA+GE", "peak_allocated_bytes": 300, "peak_reserved_bytes": 400,
-        "components": {"PTA+GE": {"peak_allocated_bytes": 300, "peak_reserved_bytes": 400},
-                       "PTA": {"peak_allocated_bytes": 50, "peak_reserved_bytes": 60},
-                       "97": {"peak_allocated_bytes": 7, "peak_reserved_bytes": 8}},
-        "timeline": [[1000.0, 300, 400], [2000.0, 100, 200]],  # us, in time order
-        "top_ops": [{"op": "aten::empty", "count": 2, "bytes": 3072, "max_bytes": 2048},
-                    {"op": "96", "count": 1, "bytes": 10, "max_bytes": 10},
-                    {"op": "aten::mul", "count": 1, "bytes": 1, "max_bytes": 1}],
-        "modules": {"HCCL": 7000, "FMK": 100, "95": 10}}
+        CommRow(name="hcom_allReduce_", kind="collective", step=None, count=3,
+                elapse_ms=2.5),  # 2 + 0.5 + 0 ms
+        CommRow(name="98", kind="collective", step=None, count=1, elapse_ms=0.0),
+        CommRow(name="hcom_broadcast_", kind="collective", step=None, count=1,
+                elapse_ms=0.25)]  # in the order each family first appears
+    assert data.memory == Memory(
+        source="torch_npu", component="PTA+GE", peak_allocated_bytes=300,
+        peak_reserved_bytes=400,
+        components={"PTA+GE": {"peak_allocated_bytes": 300, "peak_reserved_bytes": 400},
+                    "PTA": {"peak_allocated_bytes": 50, "peak_reserved_bytes": 60},
+                    "97": {"peak_allocated_bytes": 7, "peak_reserved_bytes": 8}},
+        timeline=[[1000.0, 300, 400], [2000.0, 100, 200]],  # us, in time order
+        top_ops=[Alloc(op="aten::empty", count=2, bytes=3072, max_bytes=2048),
+                 Alloc(op="96", count=1, bytes=10, max_bytes=10),
+                 Alloc(op="aten::mul", count=1, bytes=1, max_bytes=1)],
+        modules={"HCCL": 7000, "FMK": 100, "95": 10})
 
 
 def test_each_table_is_read_without_the_others(tmp_path: Path) -> None:
@@ -272,16 +288,17 @@ def test_each_table_is_read_without_the_others(tmp_path: Path) -> None:
     cases = [
         ({"TASK": ("startNs INTEGER, endNs INTEGER, globalTaskId INTEGER", [(0, 1000, 1)]),
           "COMPUTE_TASK_INFO": ("globalTaskId INTEGER, name INTEGER, opType INTEGER",
-                                [(1, 5, 6)])}, "kernels", {"?": [1, 1.0]}),
+                                [(1, 5, 6)])}, "kernels", {"?": Tally(1, 1.0)}),
         ({"MEMORY_RECORD": ("component INTEGER, timestamp INTEGER, totalAllocated INTEGER, "
                             "totalReserved INTEGER", [(40, 1000, 5, 6)])}, "memory",
-         {"component": "40", "peak_allocated_bytes": 5, "peak_reserved_bytes": 6,
-          "components": {"40": {"peak_allocated_bytes": 5, "peak_reserved_bytes": 6}},
-          "timeline": [[1.0, 5, 6]]}),
+         Memory(source="torch_npu", component="40", peak_allocated_bytes=5,
+                peak_reserved_bytes=6,
+                components={"40": {"peak_allocated_bytes": 5, "peak_reserved_bytes": 6}},
+                timeline=[[1.0, 5, 6]])),
         ({"OP_MEMORY": ("name INTEGER, size INTEGER", [(42, 1)])}, "memory",
-         {"top_ops": [{"op": "42", "count": 1, "bytes": 1, "max_bytes": 1}]}),
+         Memory(source="torch_npu", top_ops=[Alloc(op="42", count=1, bytes=1, max_bytes=1)])),
         ({"NPU_MODULE_MEM": ("moduleId INTEGER, totalReserved INTEGER", [(3, 100)])}, "memory",
-         {"modules": {"3": 100}}),
+         Memory(source="torch_npu", modules={"3": 100})),
     ]
     for i, (tables, field, expected) in enumerate(cases):
         db = _db(tmp_path / f"{i}.db", tables)
@@ -335,33 +352,33 @@ def test_step_trace_and_comm_analyzer_of_an_analysis_db(tmp_path: Path) -> None:
     assert data.problems == [f"{db}: StepTraceTime step '4' has empty times; row skipped"]
     # us -> ms; communication is taken as written (5.5), not exposed + overlapped (5.0)
     assert data.device == [
-        {"step": 3, "stage": None, "compute_ms": 8.0, "comm_ms": 5.5, "overlap_ms": 2.0,
-         "memcpy_ms": None, "idle_ms": 1.0, "comm_exposed_ms": 3.0, "step_ms": 12.0,
-         "bubble_ms": 0.0, "preparing_ms": 0.5, "comm_exposed_no_recv_ms": 2.5},
-        {"step": 5, "stage": None, "compute_ms": 4.0, "comm_ms": 1.0, "overlap_ms": 0.0,
-         "memcpy_ms": None, "idle_ms": 0.5, "comm_exposed_ms": 1.0, "step_ms": 5.5,
-         "bubble_ms": None, "preparing_ms": 0.0, "comm_exposed_no_recv_ms": 1.0}]
+        DeviceRow(step=3, stage=None, compute_ms=8.0, comm_ms=5.5, overlap_ms=2.0,
+                  memcpy_ms=None, idle_ms=1.0, comm_exposed_ms=3.0, step_ms=12.0,
+                  bubble_ms=0.0, preparing_ms=0.5, comm_exposed_no_recv_ms=2.5),
+        DeviceRow(step=5, stage=None, compute_ms=4.0, comm_ms=1.0, overlap_ms=0.0,
+                  memcpy_ms=None, idle_ms=0.5, comm_exposed_ms=1.0, step_ms=5.5,
+                  bubble_ms=None, preparing_ms=0.0, comm_exposed_no_recv_ms=1.0)]
     assert data.comm == [
         # 2 + 4 ms, wait 0.25 + none, transit 0.5 + 1.5, sync 0.125, idle 1 + 2;
         # SDMA 8 MB in 0.5 ms and RDMA 4 MB in 1.5 ms: 12 MB / 2 ms
         # per link type as written (HCCS 8 MB in 0.5 ms; an empty SDMA row is no link)
-        {"name": "hcom_allReduce_", "kind": "collective", "step": 3, "count": 2,
-         "elapse_ms": 6.0, "wait_ms": 0.25, "transit_ms": 2.0, "sync_ms": 0.125,
-         "idle_ms": 3.0, "size_mb": 12.0, "bandwidth_gbps": 6.0, "links": {
-             "HCCS": {"size_mb": 8.0, "time_ms": 0.5, "bandwidth_gbps": 16.0},
-             "RDMA": {"size_mb": 4.0, "time_ms": 1.5, "bandwidth_gbps": 4.0 / 1.5},
-             "SDMA": {"size_mb": 8.0, "time_ms": 0.5, "bandwidth_gbps": 16.0}}},
-        {"name": "hcom_send_", "kind": "p2p", "step": 3, "count": 1, "elapse_ms": 1.0,
-         "wait_ms": 0.0, "transit_ms": 0.5, "sync_ms": 0.0, "idle_ms": 0.5, "size_mb": 2.0,
-         "bandwidth_gbps": None,  # no transit time: no bandwidth
-         "links": {"RDMA": {"size_mb": 2.0, "time_ms": 0.0, "bandwidth_gbps": None}}},
-        {"name": "hcom_allReduce_", "kind": "collective", "step": 4, "count": 1,
-         "elapse_ms": 3.0, "wait_ms": 0.5, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 1.5,
-         "size_mb": 1.0, "bandwidth_gbps": 2.0,  # 1 MB / 0.5 ms
-         "links": {"SDMA": {"size_mb": 1.0, "time_ms": 0.5, "bandwidth_gbps": 2.0}}},
-        {"name": "hcom_broadcast_", "kind": "collective", "step": 4, "count": 1,
-         "elapse_ms": 1.0, "wait_ms": 0.0, "transit_ms": 1.0, "sync_ms": 0.0, "idle_ms": 0.0,
-         "size_mb": 0.0, "bandwidth_gbps": None, "links": {}}]  # no bandwidth rows
+        CommRow(name="hcom_allReduce_", kind="collective", step=3, count=2,
+                elapse_ms=6.0, wait_ms=0.25, transit_ms=2.0, sync_ms=0.125,
+                idle_ms=3.0, size_mb=12.0, bandwidth_gbps=6.0, links={
+                    "HCCS": LinkShare(size_mb=8.0, time_ms=0.5, bandwidth_gbps=16.0),
+                    "RDMA": LinkShare(size_mb=4.0, time_ms=1.5, bandwidth_gbps=4.0 / 1.5),
+                    "SDMA": LinkShare(size_mb=8.0, time_ms=0.5, bandwidth_gbps=16.0)}),
+        CommRow(name="hcom_send_", kind="p2p", step=3, count=1, elapse_ms=1.0,
+                wait_ms=0.0, transit_ms=0.5, sync_ms=0.0, idle_ms=0.5, size_mb=2.0,
+                bandwidth_gbps=None,  # no transit time: no bandwidth
+                links={"RDMA": LinkShare(size_mb=2.0, time_ms=0.0, bandwidth_gbps=None)}),
+        CommRow(name="hcom_allReduce_", kind="collective", step=4, count=1,
+                elapse_ms=3.0, wait_ms=0.5, transit_ms=1.0, sync_ms=0.0, idle_ms=1.5,
+                size_mb=1.0, bandwidth_gbps=2.0,  # 1 MB / 0.5 ms
+                links={"SDMA": LinkShare(size_mb=1.0, time_ms=0.5, bandwidth_gbps=2.0)}),
+        CommRow(name="hcom_broadcast_", kind="collective", step=4, count=1,
+                elapse_ms=1.0, wait_ms=0.0, transit_ms=1.0, sync_ms=0.0, idle_ms=0.0,
+                size_mb=0.0, bandwidth_gbps=None, links={})]  # no bandwidth rows
 
 
 def test_each_unreadable_table_is_one_problem_naming_the_file(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from npu_fixtures import unpack
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import MAX_BYTES, read
+from mindspeed_prof.analysis.readers.model import Alloc, CommRow, Memory, Tally
 from mindspeed_prof.analysis.readers.npu_text import MB
 
 OUT = "ASCEND_PROFILER_OUTPUT"
@@ -31,16 +32,16 @@ def test_device_rows_are_step_trace_time(npu, name: str) -> None:
     folder = npu(name)
     (ref,) = _csv(folder / OUT / "step_trace_time.csv")
     (row,) = read(folder).device
-    assert row["step"] == int(ref["Step"])
+    assert row.step == int(ref["Step"])
     for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
                      ("overlap_ms", "Overlapped"), ("idle_ms", "Free"),
                      ("comm_exposed_ms", "Communication(Not Overlapped)"),
                      ("step_ms", "Stage"), ("preparing_ms", "Preparing")):
-        assert row[key] == pytest.approx(float(ref[col]) / 1000.0, rel=1e-12), key
+        assert getattr(row, key) == pytest.approx(float(ref[col]) / 1000.0, rel=1e-12), key
     # compute + comm - overlap + idle is the step on the device (torch_npu's Stage column)
-    assert row["compute_ms"] + row["comm_ms"] - row["overlap_ms"] + row["idle_ms"] == (
-        pytest.approx(row["step_ms"], rel=1e-6))
-    assert row["memcpy_ms"] is None  # torch_npu does not split copies out: not invented
+    assert row.compute_ms + row.comm_ms - row.overlap_ms + row.idle_ms == (
+        pytest.approx(row.step_ms, rel=1e-6))
+    assert row.memcpy_ms is None  # torch_npu does not split copies out: not invented
 
 
 def test_kernels_are_op_statistic_and_hccl_is_communication(npu) -> None:
@@ -49,13 +50,13 @@ def test_kernels_are_op_statistic_and_hccl_is_communication(npu) -> None:
     stats = _csv(folder / OUT / "op_statistic.csv")
     assert stats
     for ref in stats:
-        count, us = kernels[ref["OP Type"]]
-        assert count == int(ref["Count"]), ref["OP Type"]
-        assert us == pytest.approx(float(ref["Total Time(us)"]), abs=0.01), ref["OP Type"]
+        kernel = kernels[ref["OP Type"]]
+        assert kernel.count == int(ref["Count"]), ref["OP Type"]
+        assert kernel.total == pytest.approx(float(ref["Total Time(us)"]), abs=0.01), ref["OP Type"]
     (step,) = _csv(folder / OUT / "step_trace_time.csv")
     # op_statistic leaves HCCL out; its kernels add up to the step's Communication
     hccl = [v for k, v in kernels.items() if k.startswith("hcom_")]
-    assert sum(us for _, us in hccl) == pytest.approx(float(step["Communication"]), abs=0.01)
+    assert sum(t.total for t in hccl) == pytest.approx(float(step["Communication"]), abs=0.01)
     assert len(kernels) == len(stats) + len(hccl)
 
 
@@ -64,7 +65,8 @@ def test_kernels_from_op_statistic_when_kernel_details_is_missing(npu, tmp_path:
     (folder / OUT / "kernel_details.csv").unlink()
     kernels = read(folder).kernels
     stats = _csv(folder / OUT / "op_statistic.csv")
-    assert {k: v[0] for k, v in kernels.items()} == {r["OP Type"]: int(r["Count"]) for r in stats}
+    assert {k: v.count for k, v in kernels.items()} == {
+        r["OP Type"]: int(r["Count"]) for r in stats}
 
 
 def test_level0_kernels_are_named_by_task(npu) -> None:
@@ -80,7 +82,7 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
         names[name][1] += float(r["Duration(us)"])
     assert any(k.startswith("hcom_") for k in names) and not any(
         re.search(r"_\d+$", k) for k in names if k.startswith("hcom_"))
-    assert {k: (c, round(us, 3)) for k, (c, us) in data.kernels.items()} == {
+    assert {k: (t.count, round(t.total, 3)) for k, t in data.kernels.items()} == {
         k: (c, round(us, 3)) for k, (c, us) in names.items()}
     assert data.meta["level"] == "level0"
 
@@ -108,30 +110,30 @@ def test_kernel_details_rows_without_a_time_are_left_out(npu, tmp_path: Path) ->
         for name, dur in (("Zero", "0"), ("Empty", ""), ("NA", "N/A"), ("Negative", "-1")):
             w.writerow({**rows[0], "Name": name, "Duration(us)": dur})
     kernels = read(folder).kernels
-    assert kernels["Zero"] == [1, 0.0]
+    assert kernels["Zero"] == Tally(1, 0.0)
     assert not {"Empty", "NA", "Negative"} & set(kernels)
-    assert sum(c for c, _ in kernels.values()) == len(rows) + 1
+    assert sum(t.count for t in kernels.values()) == len(rows) + 1
 
 
 def test_comm_rows_follow_communication_json(npu) -> None:
     folder = npu("text/rank0_ascend_pt")
     doc = json.loads((folder / OUT / "communication.json").read_bytes())
     ops = {k: v for k, v in doc["step50"]["collective"].items() if k != "Total Op Info"}
-    (row,) = [r for r in read(folder).comm if r["kind"] == "collective"]
-    assert (row["name"], row["step"], row["count"]) == ("hcom_allReduce_", 50, len(ops))
+    (row,) = [r for r in read(folder).comm if r.kind == "collective"]
+    assert (row.name, row.step, row.count) == ("hcom_allReduce_", 50, len(ops))
     infos = [op["Communication Time Info"] for op in ops.values()]
     for key, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
                      ("transit_ms", "Transit Time(ms)"), ("sync_ms", "Synchronization Time(ms)"),
                      ("idle_ms", "Idle Time(ms)")):
-        assert row[key] == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
+        assert getattr(row, key) == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
     (step,) = _csv(folder / OUT / "step_trace_time.csv")
-    assert row["elapse_ms"] == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
+    assert row.elapse_ms == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
     # size and bandwidth over RDMA and SDMA, as torch_npu's own "Total Op Info" sums them
     total = doc["step50"]["collective"]["Total Op Info"]["Communication Bandwidth Info"]
     size = sum(total[link]["Transit Size(MB)"] for link in ("RDMA", "SDMA"))
     time = sum(total[link]["Transit Time(ms)"] for link in ("RDMA", "SDMA"))
-    assert row["size_mb"] == pytest.approx(size, rel=1e-12) and size > 400
-    assert row["bandwidth_gbps"] == pytest.approx(size / time, rel=1e-12)
+    assert row.size_mb == pytest.approx(size, rel=1e-12) and size > 400
+    assert row.bandwidth_gbps == pytest.approx(size / time, rel=1e-12)
 
 
 def _comm_op(bandwidth: dict) -> dict:
@@ -157,17 +159,17 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
         "hcom_allGather__4_0_1@4": {"Communication Time Info": {
             "Elapse Time(ms)": 2.0, "Wait Time(ms)": 0.5, "Transit Time(ms)": 1.0,
             "Synchronization Time(ms)": 0.25, "Idle Time(ms)": 0.125}}}}}))
-    rows = {r["name"]: (r["count"], r["size_mb"], r["bandwidth_gbps"], r["elapse_ms"],
-                        r["wait_ms"], r["transit_ms"], r["sync_ms"], r["idle_ms"])
-            for r in read(folder).comm if r["kind"] == "collective"}
+    rows = {r.name: (r.count, r.size_mb, r.bandwidth_gbps, r.elapse_ms,
+                        r.wait_ms, r.transit_ms, r.sync_ms, r.idle_ms)
+            for r in read(folder).comm if r.kind == "collective"}
     assert rows == {"hcom_allReduce_": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_broadcast_": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_reduce_": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
                     "hcom_allGather_": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
     # per link type: every type that carried data, as written, with its own bandwidth
-    links = {r["name"]: {k: (v["size_mb"], v["time_ms"], v["bandwidth_gbps"])
-                         for k, v in r["links"].items()}
-             for r in read(folder).comm if r["kind"] == "collective"}
+    links = {r.name: {k: (v.size_mb, v.time_ms, v.bandwidth_gbps)
+                      for k, v in (r.links or {}).items()}
+             for r in read(folder).comm if r.kind == "collective"}
     assert links == {
         "hcom_allReduce_": {"RDMA": (1, 1, 1), "SDMA": (4, 2, 2), "HCCS": (3, 1.5, 2),
                             "PCIE": (1, 0.5, 2)},
@@ -178,8 +180,8 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
         "step1": [], "step2": {"p2p": [], "collective": {
             "Total Op Info": _comm_op({}), "hcom_send__1@1": "not an object",
             "hcom_allReduce__2@2": _comm_op({})}}}))
-    assert [(r["name"], r["step"], r["count"]) for r in read(folder).comm
-            if r["kind"] == "collective"] == [("hcom_allReduce_", 2, 1)]
+    assert [(r.name, r.step, r.count) for r in read(folder).comm
+            if r.kind == "collective"] == [("hcom_allReduce_", 2, 1)]
     path.write_text("[1, 2]")
     assert read(folder).problems == [f"{path}: not an object of steps; file skipped"]
 
@@ -190,13 +192,15 @@ def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
     n = 3 * TIMELINE_POINTS + 1
     records = [("PTA", float(us), float(us % 5), 1.0) for us in range(n)]
     records[700] = ("PTA", 700.0, 10.0**6, 1.0)
-    timeline = memory_summary(list(reversed(records)), [], [])["timeline"]
+    summary = memory_summary(list(reversed(records)), [], [])
+    assert summary is not None
+    timeline = summary.timeline
     stride = n / TIMELINE_POINTS
     assert [int(p[0]) for p in timeline] == sorted(
         {int(i * stride) for i in range(TIMELINE_POINTS)} | {700})
     assert timeline[1] == [3.0, 3.0, 1.0]  # every 3rd point, time order
-    few = memory_summary(records[:TIMELINE_POINTS], [], [])["timeline"]
-    assert len(few) == TIMELINE_POINTS
+    few = memory_summary(records[:TIMELINE_POINTS], [], [])
+    assert few is not None and len(few.timeline) == TIMELINE_POINTS
 
 
 def test_communication_matrix_links_are_kept_as_written(npu) -> None:
@@ -207,9 +211,9 @@ def test_communication_matrix_links_are_kept_as_written(npu) -> None:
          i["Transit Time(ms)"], i["Bandwidth(GB/s)"])
         for op, links in doc["step50"]["collective"].items() for link, i in links.items())
     assert len(written) > 8
-    rows = sorted((r["name"], r["link"], r["step"], r["transport"], r["count"], r["size_mb"],
-                   r["transit_ms"], r["bandwidth_gbps"]) for r in read(folder).comm
-                  if r["kind"] == "link")
+    rows = sorted((r.name, r.link, r.step, r.transport, r.count, r.size_mb,
+                   r.transit_ms, r.bandwidth_gbps) for r in read(folder).comm
+                  if r.kind == "link")
     assert rows == written
 
 
@@ -221,10 +225,10 @@ def test_communication_matrix_of_odd_shapes(npu, tmp_path: Path) -> None:
         "step7": {"p2p": [], "collective": {"odd@1": [], "allreduce-top1@9": {
             "0-1": "not an object", "1-0": {"Transport Type": "HCCS"}}}},
         "step8": "not an object"}))
-    links = [r for r in read(folder).comm if r["kind"] == "link"]
-    assert links == [{"name": "allreduce-top1", "kind": "link", "step": 7, "link": "1-0",
-                      "transport": "HCCS", "count": 1, "size_mb": 0.0, "transit_ms": 0.0,
-                      "bandwidth_gbps": None}]
+    links = [r for r in read(folder).comm if r.kind == "link"]
+    assert links == [CommRow(name="allreduce-top1", kind="link", step=7, link="1-0",
+                             transport="HCCS", count=1, size_mb=0.0, transit_ms=0.0,
+                             bandwidth_gbps=None)]
     path.write_text("{cut")
     data = read(folder)
     assert data.problems == [f"{path}: not readable JSON (JSONDecodeError); file skipped"]
@@ -232,22 +236,27 @@ def test_communication_matrix_of_odd_shapes(npu, tmp_path: Path) -> None:
 
 def test_memory_peaks_and_top_ops_follow_the_memory_csvs(npu) -> None:
     folder = npu("text/rank0_ascend_pt")
-    memory = read(folder).memory
+    memory = _memory(read(folder).memory)
     records = _csv(folder / OUT / "memory_record.csv")
     framework = [r for r in records if r["Component"] == "PTA+GE"]
-    assert memory["component"] == "PTA+GE"
-    assert memory["peak_allocated_bytes"] == max(float(r["Total Allocated(MB)"]) for r in
+    assert memory.component == "PTA+GE"
+    assert memory.peak_allocated_bytes == max(float(r["Total Allocated(MB)"]) for r in
                                                  framework) * MB
-    assert memory["peak_reserved_bytes"] == max(float(r["Total Reserved(MB)"]) for r in
+    assert memory.peak_reserved_bytes == max(float(r["Total Reserved(MB)"]) for r in
                                                 framework) * MB
-    assert memory["components"]["PTA"]["peak_allocated_bytes"] < memory["peak_allocated_bytes"]
-    assert max(p[1] for p in memory["timeline"]) == memory["peak_allocated_bytes"]
+    assert memory.components["PTA"]["peak_allocated_bytes"] < memory.peak_allocated_bytes
+    assert max(p[1] for p in memory.timeline) == memory.peak_allocated_bytes
     per_op: dict[str, float] = defaultdict(float)
     for r in _csv(folder / OUT / "operator_memory.csv"):
         per_op[r["Name"]] += float(r["Size(KB)"]) * 1024
     top = max(per_op, key=per_op.__getitem__)
-    assert memory["top_ops"][0] == {**memory["top_ops"][0], "op": top, "bytes": per_op[top]}
-    assert memory["modules"] and all(v > 0 for v in memory["modules"].values())
+    assert (memory.top_ops[0].op, memory.top_ops[0].bytes) == (top, per_op[top])
+    assert memory.modules and all(v > 0 for v in memory.modules.values())
+
+
+def _memory(memory: Memory | None) -> Memory:
+    assert memory is not None and memory.source == "torch_npu"
+    return memory
 
 
 def test_runtime_is_api_statistic(npu) -> None:
@@ -255,7 +264,7 @@ def test_runtime_is_api_statistic(npu) -> None:
     runtime = read(folder).runtime
     rows = _csv(folder / OUT / "api_statistic.csv")
     assert {r["API Name"] for r in rows} == set(runtime)
-    assert sum(c for c, _ in runtime.values()) == sum(int(r["Count"]) for r in rows)
+    assert sum(t.count for t in runtime.values()) == sum(int(r["Count"]) for r in rows)
 
 
 def test_a_folder_of_csvs_only_is_analysed_without_a_false_warning(npu, tmp_path: Path) -> None:
@@ -285,7 +294,7 @@ def test_a_renamed_column_is_one_line_and_the_rest_is_read(npu, tmp_path: Path) 
     (row,) = data.device
     for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
                      ("overlap_ms", "Overlapped"), ("idle_ms", "Free")):
-        assert row[key] == pytest.approx(float(ref[col]) / 1000.0, abs=1e-4), key
+        assert getattr(row, key) == pytest.approx(float(ref[col]) / 1000.0, abs=1e-4), key
 
 
 def test_a_memory_file_cut_short_keeps_the_rows_before_the_cut(npu, tmp_path: Path) -> None:
@@ -297,7 +306,7 @@ def test_a_memory_file_cut_short_keeps_the_rows_before_the_cut(npu, tmp_path: Pa
     assert str(path) in line and "cut short" in line
     rows = _csv(path)[:-1]
     framework = [float(r["Total Allocated(MB)"]) for r in rows if r["Component"] == "PTA+GE"]
-    assert read(folder).memory["peak_allocated_bytes"] == max(framework) * MB
+    assert _memory(read(folder).memory).peak_allocated_bytes == max(framework) * MB
 
 
 def test_broken_communication_json_is_one_line(npu, tmp_path: Path) -> None:
@@ -321,9 +330,9 @@ def test_a_stage_recorded_as_cpu_op_gets_ranges_and_a_device_row(npu, tmp_path: 
     (stage,) = [r for r in data.ranges if r.kind == "stage"]
     assert (stage.name, stage.step, stage.dur) == ("actor_update", 50, step["dur"])
     step_row, stage_row = data.device
-    assert stage_row["stage"] == "actor_update" and stage_row["step"] == 50
+    assert stage_row.stage == "actor_update" and stage_row.step == 50
     for key in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms"):
-        assert stage_row[key] == pytest.approx(step_row[key], abs=1e-4), key
+        assert getattr(stage_row, key) == pytest.approx(getattr(step_row, key), abs=1e-4), key
 
 
 def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) -> None:
@@ -393,7 +402,7 @@ def test_op_statistic_alone_gives_the_kernels_once(npu, tmp_path: Path, name: st
         csv.DictWriter(f, list(stats[0])).writerow({**stats[0], "OP Type": "HalfRow",
                                                      "Count": "3", "Total Time(us)": ""})
     data = read(folder)
-    assert {k: (c, round(us, 2)) for k, (c, us) in data.kernels.items()} == {
+    assert {k: (t.count, round(t.total, 2)) for k, t in data.kernels.items()} == {
         r["OP Type"]: (int(r["Count"]), round(float(r["Total Time(us)"]), 2)) for r in stats}
     assert data.problems == []
 
@@ -412,7 +421,7 @@ def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: P
     hardware = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
                 and e["args"]["name"] == "Ascend Hardware"}
     tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
-    assert sum(c for c, _ in data.kernels.values()) == len(tasks) > 0
+    assert sum(t.count for t in data.kernels.values()) == len(tasks) > 0
 
 
 def test_kernel_details_without_a_column_falls_back_to_op_statistic(npu, tmp_path: Path) -> None:
@@ -424,7 +433,7 @@ def test_kernel_details_without_a_column_falls_back_to_op_statistic(npu, tmp_pat
     (problem,) = data.problems
     assert problem.startswith(f"{details}: no column 'Duration(us)' (has: ")
     stats = _csv(folder / OUT / "op_statistic.csv")
-    assert {k: c for k, (c, _) in data.kernels.items()} == {
+    assert {k: t.count for k, t in data.kernels.items()} == {
         r["OP Type"]: int(r["Count"]) for r in stats}
 
 
@@ -432,7 +441,7 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
     folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
     api = folder / OUT / "api_statistic.csv"
     whole = read(folder).runtime
-    assert {k: c for k, (c, _) in whole.items()} == {
+    assert {k: t.count for k, t in whole.items()} == {
         r["API Name"]: int(r["Count"]) for r in _csv(api)}
     with open(api, "a", newline="", encoding="utf-8") as f:  # no time: not half-counted
         f.write("acl,NoTime,,3,,,,\n")
@@ -445,7 +454,7 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
     cann = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
             and e["args"]["name"] == "CANN"}
     calls = [e for e in events if e.get("ph") == "X" and e["pid"] in cann]
-    assert sum(c for c, _ in data.runtime.values()) == len(calls) > 0
+    assert sum(t.count for t in data.runtime.values()) == len(calls) > 0
 
 
 def _step_trace(folder: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -467,8 +476,8 @@ def test_step_trace_rows_by_hand(npu, tmp_path: Path) -> None:
         ["3", "rank", "100", "", "20", "60", "10", "145"],
         ["4", "", "200", "40", "10", "50", "0", "250"]])
     data = read(folder)
-    assert [(r["step"], r["compute_ms"], r["comm_exposed_ms"], r["overlap_ms"], r["comm_ms"],
-             r["idle_ms"], r["step_ms"]) for r in data.device] == [
+    assert [(r.step, r.compute_ms, r.comm_exposed_ms, r.overlap_ms, r.comm_ms,
+             r.idle_ms, r.step_ms) for r in data.device] == [
         (2, 0.1, 0.03, 0.02, 0.06, 0.01, 0.145), (4, 0.2, 0.04, 0.01, 0.05, 0.0, 0.25)]
     assert data.problems == [f"{path}: step '3' has empty times; row skipped"]
     path = _step_trace(folder, ["Computing", "Communication(Not Overlapped)", "Free"],
@@ -489,9 +498,9 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
     keep = [i for i, h in enumerate(header) if h != drop]
     _step_trace(folder, [header[i] for i in keep], [[r[i] for i in keep] for r in rows])
     row, quiet = read(folder).device
-    assert (row["step"], row["overlap_ms"], row["comm_ms"]) == (7, overlap_ms, comm_ms)
-    assert (quiet["step"], quiet["overlap_ms"], quiet["comm_ms"]) == (8, 0.0, 0.03)
-    assert "step_ms" not in row  # no Stage column: not invented
+    assert (row.step, row.overlap_ms, row.comm_ms) == (7, overlap_ms, comm_ms)
+    assert (quiet.step, quiet.overlap_ms, quiet.comm_ms) == (8, 0.0, 0.03)
+    assert row.step_ms is None  # no Stage column: not invented
 
 
 def test_npu_memory_summary_by_hand() -> None:
@@ -502,27 +511,28 @@ def test_npu_memory_summary_by_hand() -> None:
     ops = [("mm", 1024.0), ("mm", 4096.0), ("add", 3000.0), ("big", 5000.0)]
     ops += [(f"op{i}", 100.0 - i) for i in range(20)]
     modules = [("HCCL", 30.0), ("HCCL", 10.0), ("APP", 20.0), ("SLOG", 0.0)]
-    out = memory_summary(records, ops, modules)
-    assert out["component"] == "PTA"  # no PTA+GE: the allocator, not the first component
-    assert (out["peak_allocated_bytes"], out["peak_reserved_bytes"]) == (100, 300)
-    assert out["components"] == {
+    out = _memory(memory_summary(records, ops, modules))
+    assert out.component == "PTA"  # no PTA+GE: the allocator, not the first component
+    assert (out.peak_allocated_bytes, out.peak_reserved_bytes) == (100, 300)
+    assert out.components == {
         "APP": {"peak_allocated_bytes": 10, "peak_reserved_bytes": 20},
         "PTA": {"peak_allocated_bytes": 100, "peak_reserved_bytes": 300},
         "Z": {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0}}
     # PTA only, in time order (equal times as written), empty sizes as 0
-    assert out["timeline"] == [[1.0, 0.0, 0.0], [2.0, 50.0, 300.0], [2.0, 0.0, 1.0],
+    assert out.timeline == [[1.0, 0.0, 0.0], [2.0, 50.0, 300.0], [2.0, 0.0, 1.0],
                                [3.0, 100.0, 200.0]]
-    assert out["top_ops"][:4] == [  # by bytes in all (mm: 5120), not by the largest one
-        {"op": "mm", "count": 2, "bytes": 5120, "max_bytes": 4096},
-        {"op": "big", "count": 1, "bytes": 5000, "max_bytes": 5000},
-        {"op": "add", "count": 1, "bytes": 3000, "max_bytes": 3000},
-        {"op": "op0", "count": 1, "bytes": 100, "max_bytes": 100}]
-    assert len(out["top_ops"]) == 20
-    assert list(out["modules"].items()) == [("HCCL", 30), ("APP", 20)]  # highest, 0 left out
-    assert memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])[
-        "component"] == "GE"  # neither PTA+GE nor PTA: the first written
-    assert memory_summary([("PTA", 1.0, 7.0, 8.0), ("PTA+GE", 1.0, 9.0, 9.0)], [], [])[
-        "component"] == "PTA+GE"
+    assert out.top_ops[:4] == [  # by bytes in all (mm: 5120), not by the largest one
+        Alloc(op="mm", count=2, bytes=5120, max_bytes=4096),
+        Alloc(op="big", count=1, bytes=5000, max_bytes=5000),
+        Alloc(op="add", count=1, bytes=3000, max_bytes=3000),
+        Alloc(op="op0", count=1, bytes=100, max_bytes=100)]
+    assert len(out.top_ops) == 20
+    assert list(out.modules.items()) == [("HCCL", 30), ("APP", 20)]  # highest, 0 left out
+    assert _memory(memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])
+                   ).component == "GE"  # neither PTA+GE nor PTA: the first written
+    assert _memory(memory_summary([("PTA", 1.0, 7.0, 8.0), ("PTA+GE", 1.0, 9.0, 9.0)], [], [])
+                   ).component == "PTA+GE"
+    assert memory_summary([], [], []) is None  # nothing recorded: no memory facts
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -538,17 +548,17 @@ def test_npu_memory_files_by_hand(npu, tmp_path: Path) -> None:
     out = folder / OUT
     _write_csv(out / "operator_memory.csv", ["Name", "Size(KB)"],
                [["mm", "0.5"], ["mm", "0"], ["add", "-1"], ["sub", ""]])
-    assert read(folder).memory == {"top_ops": [
-        {"op": "mm", "count": 1, "bytes": 512, "max_bytes": 512}]}  # a file alone is read
+    assert read(folder).memory == Memory(source="torch_npu", top_ops=[
+        Alloc(op="mm", count=1, bytes=512, max_bytes=512)])  # a file alone is read
     (out / "operator_memory.csv").unlink()
     _write_csv(out / "npu_module_mem.csv", ["Component", "Total Reserved(MB)"], [["HCCL", "2"]])
-    assert read(folder).memory == {"modules": {"HCCL": 2 * MB}}
+    assert read(folder).memory == Memory(source="torch_npu", modules={"HCCL": 2 * MB})
     _write_csv(out / "memory_record.csv", ["Component", "Timestamp(us)", "Total Allocated(MB)",
                                            "Total Reserved(MB)"],
                [["PTA", "1", "1", ""], ["PTA", "", "9", "9"]])  # no time: not a point
-    memory = read(folder).memory
-    assert (memory["peak_allocated_bytes"], memory["peak_reserved_bytes"]) == (MB, 0)
-    assert memory["timeline"] == [[1.0, float(MB), 0.0]]
+    memory = _memory(read(folder).memory)
+    assert (memory.peak_allocated_bytes, memory.peak_reserved_bytes) == (MB, 0)
+    assert memory.timeline == [[1.0, float(MB), 0.0]]
 
 
 @pytest.mark.parametrize(("name", "column"), [
@@ -561,4 +571,4 @@ def test_npu_memory_file_without_a_column_is_one_line(npu, tmp_path: Path, name:
     data = read(folder)
     assert data.problems == [f"{path}: no column {column!r} (has: Component, Name); "
                              "file skipped"]
-    assert data.memory == {}
+    assert data.memory is None

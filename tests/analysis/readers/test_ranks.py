@@ -47,11 +47,11 @@ def test_two_rankless_workers_are_kept_apart_not_summed(npu, tmp_path: Path) -> 
     (warning,) = result.warnings()
     assert warning.startswith("rank ?, step 50: claimed by 2 captures (hostA, hostB)")
     steps = result.per_step()
-    assert [(r["rank"], r["source"], r["step"]) for r in steps] == [(None, "hostA", 50)]
+    assert [(r.rank, r.source, r.step) for r in steps] == [(None, "hostA", 50)]
     step_ms = next(x for x in read(a).ranges if x.kind == "step").dur / 1000.0
-    assert steps[0]["total"] == pytest.approx(step_ms)  # not twice it
+    assert steps[0].total == pytest.approx(step_ms)  # not twice it
     rows = [row for t in result.traces for row in t.device]
-    assert sorted(r["source"] for r in rows) == ["hostA", "hostB"]
+    assert sorted(r.source for r in rows) == ["hostA", "hostB"]
 
 
 def test_one_rank_and_step_in_two_folders_are_kept_apart(npu, tmp_path: Path) -> None:
@@ -61,8 +61,9 @@ def test_one_rank_and_step_in_two_folders_are_kept_apart(npu, tmp_path: Path) ->
     (warning,) = result.warnings()
     assert "rank 0, step 50: claimed by 2 captures" in warning and "run1" in warning
     steps = result.per_step()
-    assert len(steps) == 2 and steps[0]["total"] == pytest.approx(steps[1]["total"])
-    assert {r["source"] for r in steps} == {"run1/rank0_ascend_pt", "run2/rank0_ascend_pt"}
+    assert len(steps) == 2 and steps[0].total == pytest.approx(steps[1].total)
+    assert steps[0].total is not None
+    assert {r.source for r in steps} == {"run1/rank0_ascend_pt", "run2/rank0_ascend_pt"}
 
 
 def test_two_ranks_of_one_run_do_not_clash(npu, tmp_path: Path) -> None:
@@ -70,8 +71,8 @@ def test_two_ranks_of_one_run_do_not_clash(npu, tmp_path: Path) -> None:
         shutil.copytree(npu(name), tmp_path / name.split("/")[1])
     result = analyse(tmp_path)
     assert result.ranks == [0, 1] and result.warnings() == []
-    assert [(r["rank"], r["step"]) for r in result.per_step()] == [(0, 50)]
-    assert "source" not in result.per_step()[0]
+    assert [(r.rank, r.step) for r in result.per_step()] == [(0, 50)]
+    assert result.per_step()[0].source == ""
 
 
 def _trace(path: Path, **top) -> Path:
@@ -116,8 +117,8 @@ def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: 
              "pid": 1, "tid": 1, "args": {"step": 4}}]}))
     result = analyse(tmp_path)
     assert result.warnings() == []
-    assert [(r["rank"], r["step"], r["actor_generate"], r["actor_update"])
-            for r in result.per_step()] == [(0, 4, 0.05, 0.05)]
+    assert [(r.rank, r.step, r.stages) for r in result.per_step()] == [
+        (0, 4, {"actor_generate": 0.05, "actor_update": 0.05})]
 
 
 def _role_run(root: Path, role: str, stage: str, sleep_s: float, warmup: int = 0) -> None:
@@ -141,18 +142,21 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
     _role_run(tmp_path, "driver", "critic_update", 0.0)
     result = analyse(tmp_path)
     assert result.warnings() == []
-    rows = {(r["source"], r["step"]): r for r in result.per_step()}
+    rows = {(r.source, r.step): r for r in result.per_step()}
     assert sorted(rows) == [(role, step) for role in ("actor", "driver", "rollout")
                             for step in (1, 2)]
     for step in (1, 2):  # each role's step is its own length, not the three added up
-        assert 30 <= rows[("actor", step)]["total"] < 60
-        assert 60 <= rows[("rollout", step)]["total"] < 90
-        assert rows[("driver", step)]["total"] < 30
-        assert "actor_generate" not in rows[("actor", step)]
+        actor, rollout, driver = (rows[(role, step)].total
+                                  for role in ("actor", "rollout", "driver"))
+        assert actor is not None and rollout is not None and driver is not None
+        assert 30 <= actor < 60
+        assert 60 <= rollout < 90
+        assert driver < 30
+        assert "actor_generate" not in rows[("actor", step)].stages
     # the actor's warmup step is its own, not the rollout's or the driver's at rank 0
-    assert [key for key, r in rows.items() if r["warmup"]] == [("actor", 1)]
+    assert [key for key, r in rows.items() if r.warmup] == [("actor", 1)]
     assert result.warmup() == {(0, 1)}
-    assert {(r["stage"], r.get("source")) for r in result.stage_rank()} == {
+    assert {(r.stage, r.source) for r in result.stage_rank()} == {
         ("actor_update", "actor"), ("actor_generate", "rollout"), ("critic_update", "driver")}
 
 
@@ -160,4 +164,4 @@ def test_one_role_at_ranks_0_and_1_is_not_labelled(tmp_path: Path) -> None:
     _role_run(tmp_path / "a", "actor", "actor_update", 0.0)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     result = analyse(tmp_path / "a")
-    assert result.warnings() == [] and all("source" not in r for r in result.per_step())
+    assert result.warnings() == [] and all(r.source == "" for r in result.per_step())

@@ -16,9 +16,27 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.readers.chrome import UNREAD_DEVICE
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order, ranks_text, step_label
+from mindspeed_prof.analysis.compare import Comparison
+from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
+from mindspeed_prof.analysis.readers.model import (
+    Tally,
+    rank_label,
+    rank_order,
+    ranks_text,
+    step_label,
+    tally,
+)
+from mindspeed_prof.analysis.rows import (
+    Change,
+    DeviceRow,
+    MemoryRow,
+    RangeRow,
+    StageRow,
+    StepRow,
+    Straggler,
+)
 from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.views.safe import printable
 
 __all__ = ["STAGE_CODES", "count", "headline", "no_device_text", "print_analysis", "print_compare",
            "print_compare_details", "print_details", "print_device", "print_memory",
@@ -87,12 +105,12 @@ def _legend(console: Console, codes: dict[str, str]) -> None:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
 
 
-def _who(row: dict[str, Any]) -> tuple[int | None, str]:
+def _who(row: StageRow | StepRow | Straggler | DeviceRow) -> tuple[int | None, str]:
     """A row's rank and, when two captures claim that rank and step, its source."""
-    return row["rank"], row.get("source", "")
+    return row.rank, row.source
 
 
-def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
+def print_stage_rank(rows: list[StageRow], console: Console | None = None,
                      title: str = "Stage time per rank: total ms (executions)") -> None:
     """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
     ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
@@ -101,13 +119,13 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
         console.print("No stage ranges in these captures.", soft_wrap=True)
         return
     ranks = sorted({_who(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
-    stages: dict[str, dict[tuple[int | None, str], dict[str, Any]]] = {}
+    stages: dict[str, dict[tuple[int | None, str], StageRow]] = {}
     for r in rows:
-        stages.setdefault(r["stage"], {})[_who(r)] = r
+        stages.setdefault(r.stage, {})[_who(r)] = r
 
     def cell(stage: str, rank: tuple[int | None, str]) -> str:
         r = stages[stage].get(rank)
-        return f"{_ms(r['total_ms'])} ({r['count']})" if r else "-"
+        return f"{_ms(r.total_ms)} ({r.count})" if r else "-"
 
     table = _table(title)
     _column(table, "stage", right=False)
@@ -129,20 +147,19 @@ def print_stage_rank(rows: list[dict[str, Any]], console: Console | None = None,
     _legend(console, codes)
 
 
-def _print_per_step(steps: list[dict[str, Any]], console: Console) -> None:
-    stages = [s for s in dict.fromkeys(k for row in steps for k in row)
-              if s not in ("rank", "source", "step", "total", "warmup")]
-    has_total = any("total" in row for row in steps)
+def _print_per_step(steps: list[StepRow], console: Console) -> None:
+    stages = list(dict.fromkeys(k for row in steps for k in row.stages))
+    has_total = any(row.total is not None for row in steps)
 
     def build(names: dict[str, str]) -> Table:
         table = _table("Per step (ms)")
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
             _column(table, col)
         for row in steps:
-            step = f"{row['step']}{' w' if row.get('warmup') else ''}"
+            step = f"{row.step}{' w' if row.warmup else ''}"
             table.add_row(rank_label(*_who(row)), step,
-                          *([_ms(row.get("total"))] if has_total else []),
-                          *[_ms(row.get(s)) for s in names])
+                          *([_ms(row.total)] if has_total else []),
+                          *[_ms(row.stages.get(s)) for s in names])
         return table
 
     table = build({s: s for s in stages})
@@ -165,6 +182,7 @@ def _wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") ->
     start, such as ``warning:``) in yellow."""
     from rich.text import Text
 
+    text = printable(text)
     for i, line in enumerate(textwrap.wrap(text, width=console.width, subsequent_indent=indent,
                                            break_long_words=False, break_on_hyphens=False)):
         out = Text(line)
@@ -198,14 +216,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         _print_per_step(steps, console)
     stragglers = result.stragglers()
     if stragglers:
-        table = _table(f"Stragglers (> median + {result.margin:.0%})")
-        _column(table, "stage", right=False)
-        for col in ("step", "rank", "ms", "median ms", "ratio"):
-            _column(table, col)
-        for row in stragglers:
-            table.add_row(row["stage"], str(row["step"]), rank_label(*_who(row)), _ms(row["ms"]),
-                          _ms(row["median_ms"]), f"{row['ratio']:.2f}x")
-        console.print(table)
+        console.print(_stragglers(stragglers, "stage", result))
     else:
         console.print("No stragglers.")
     ops = result.top_ops(top)
@@ -215,14 +226,28 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         _column(table, "calls")
         _column(table, "self ms")
         for op in ops:
-            table.add_row(_name(op["op"], 56), str(op["count"]), _ms(op["self_ms"]))
+            table.add_row(_name(op.op, 56), str(op.count), _ms(op.self_ms))
         console.print(table)
     print_details(result, console, top)
     for w in result.warnings():
         _wrapped(console, f"warning: {w}", lead="warning:")
 
 
-def print_compare(rows: list[dict[str, Any]], a: str, b: str,
+def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
+    """Stage or range stragglers: each rank's ms against the median of the other ranks."""
+    title = "Stragglers" if what == "stage" else "Range stragglers"
+    table = _table(f"{title} (> the other ranks' median + {result.margin:.0%}, "
+                   f"and by {result.noise_ms:g} ms or 1% of the step)")
+    table.add_column(what, overflow="fold", max_width=26)
+    for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
+        _column(table, col)
+    for row in rows:
+        table.add_row(_name(row.name, 26), str(row.step), rank_label(*_who(row)),
+                      _ms(row.ms), _ms(row.median_ms), _ms(row.excess_ms), f"{row.ratio:.2f}x")
+    return table
+
+
+def print_compare(rows: list[Change], a: str, b: str,
                   console: Console | None = None) -> None:
     """``compare`` rows: mean ms per execution in A (the baseline) and B, change flagged."""
     console = console or Console()
@@ -230,15 +255,20 @@ def print_compare(rows: list[dict[str, Any]], a: str, b: str,
     if not rows:
         console.print("No stage ranges in either run.")
         return
-    table = _table("Mean ms per stage execution")
-    _column(table, "stage", right=False)
-    for col in ("rank", "A ms", "B ms", "change"):
+    console.print(_changes("Mean ms per stage execution", "stage", rows))
+
+
+def _changes(title: str, what: str, rows: list[Change]) -> Table:
+    """Stages or ranges in A and B: mean ms per execution and the change."""
+    table = _table(title)
+    _column(table, what, right=False)
+    for col in ("rank", "A ms", "B ms", "change", "impact ms"):
         _column(table, col)
     for r in rows:
-        change = _change(r)
-        table.add_row(r["stage"], rank_label(r["rank"]), _ms(r["a_mean_ms"]), _ms(r["b_mean_ms"]),
-                      change)
-    console.print(table)
+        table.add_row(_name(r.name, 30), rank_label(r.rank), _ms(r.a_mean_ms),
+                      _ms(r.b_mean_ms), _change(r),
+                      "" if r.impact_ms is None else f"{r.impact_ms:+,.1f}")
+    return table
 
 
 def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
@@ -295,6 +325,7 @@ def _name(text: str, width: int = 60) -> str:
     """A trace name for a cell: escaped for rich markup, shortened in the middle."""
     from rich.markup import escape
 
+    text = printable(text)
     if len(text) > width:
         text = text[: width // 2 - 1] + "..." + text[-(width // 2 - 2):]
     return escape(text)
@@ -306,7 +337,6 @@ def _mb(value: float | None) -> str:
 
 #: The narrowest the name column of the ranges table may get before its times lose decimals.
 _NAME_MIN = 14
-_RANGE_TIMES = ("total_ms", "self_ms", "mean_ms", "p95_ms", "max_ms")
 
 
 def _ms_whole(value: float | None) -> str:
@@ -318,7 +348,7 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value / 1000:,.1f}"
 
 
-def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) -> None:
+def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
     """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name.
 
     Times never wrap inside a number: when they and a name column of ``_NAME_MIN`` do not fit
@@ -331,7 +361,8 @@ def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) ->
     headers = ("rank", "n", "total", "self", "mean", "p95", "max")
 
     def cells(fmt: Any) -> list[list[str]]:
-        return [[rank_label(r["rank"]), str(r["count"]), *[fmt(r[k]) for k in _RANGE_TIMES]]
+        return [[rank_label(r.rank), str(r.count),
+                 *[fmt(t) for t in (r.total_ms, r.self_ms, r.mean_ms, r.p95_ms, r.max_ms)]]
                 for r in shown]
 
     def room(body: list[list[str]]) -> tuple[list[int], int]:
@@ -354,8 +385,8 @@ def print_ranges(rows: list[dict[str, Any]], console: Console, top: int = 20) ->
     for header, width in zip(headers, widths):
         table.add_column(header, justify="right", min_width=width, no_wrap=True)
     for r, row in zip(shown, body):
-        label = _name(r["name"], name) + (f"\n[dim]in {_name(r['stage'], max(8, name - 3))}[/dim]"
-                                          if r["stage"] else "")
+        label = _name(r.name, name) + (f"\n[dim]in {_name(r.stage, max(8, name - 3))}[/dim]"
+                                       if r.stage else "")
         table.add_row(label, *row)
     console.print(table)
 
@@ -371,11 +402,11 @@ def no_device_text(unread: dict[str, int]) -> str:
             "time (kernels, copies and collectives of CUDA, ROCm and Ascend are).")
 
 
-def print_device(rows: list[dict[str, Any]], console: Console,
+def print_device(rows: list[DeviceRow], console: Console,
                  unread: dict[str, int] | None = None) -> None:
     """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
     why not (``unread``: device events recorded but not read as device time)."""
-    steps = [r for r in rows if r["stage"] is None]
+    steps = [r for r in rows if r.stage is None]
     if not steps:
         _wrapped(console, no_device_text(unread or {}), indent="")
         return
@@ -384,30 +415,32 @@ def print_device(rows: list[dict[str, Any]], console: Console,
     for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
         _column(table, col)
     for r in steps:
-        step = f"{step_label(r['step'])}{' w' if r['warmup'] else ''}"
-        busy_ms, span_ms = r.get("busy_ms"), r.get("span_ms")
-        busy = f"{busy_ms / span_ms:.0%}" if busy_ms is not None and span_ms else "-"
-        table.add_row(rank_label(*_who(r)), step, *[_ms(r.get(k)) for k in (
-            "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")], busy)
+        step = f"{step_label(r.step)}{' w' if r.warmup else ''}"
+        busy = f"{r.busy_ms / r.span_ms:.0%}" if r.busy_ms is not None and r.span_ms else "-"
+        table.add_row(rank_label(*_who(r)), step, *[_ms(v) for v in (
+            r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)], busy)
     console.print(table)
 
 
 def print_top_lists(result: Analysis, console: Console, top: int = 10) -> None:
     """Device kernels by device time and runtime/launch calls by host time."""
-    for title, rows, unit in (("device kernels (device ms)", result.top_kernels(top), "device_ms"),
-                              ("runtime calls (host ms)", result.top_runtime(top), "ms")):
+    lists = (("device kernels (device ms)", [(r.name, r.count, r.device_ms)
+                                             for r in result.top_kernels(top)]),
+             ("runtime calls (host ms)", [(r.name, r.count, r.ms)
+                                          for r in result.top_runtime(top)]))
+    for title, rows in lists:
         if not rows:
             continue
         table = _table(f"Top {len(rows)} {title}")
         table.add_column("name", overflow="fold", max_width=56)
         _column(table, "calls")
         _column(table, "ms")
-        for r in rows:
-            table.add_row(_name(r["name"], 56), str(r["count"]), _ms(r[unit]))
+        for name, calls, ms in rows:
+            table.add_row(_name(name, 56), str(calls), _ms(ms))
         console.print(table)
 
 
-def print_memory(rows: list[dict[str, Any]], console: Console) -> None:
+def print_memory(rows: list[MemoryRow], console: Console) -> None:
     """Peak memory per rank (and stage), and the top allocating operators."""
     if not rows:
         return
@@ -415,22 +448,20 @@ def print_memory(rows: list[dict[str, Any]], console: Console) -> None:
     for col in ("rank", "stage", "allocated", "reserved", "source"):
         _column(table, col, right=col not in ("stage", "source"))
     for r in rows:
-        table.add_row(rank_label(r["rank"]), r["stage"] or "(all)", _mb(r["peak_allocated_bytes"]),
-                      _mb(r["peak_reserved_bytes"]), str(r["source"]))
+        table.add_row(rank_label(r.rank), r.stage or "(all)", _mb(r.peak_allocated_bytes),
+                      _mb(r.peak_reserved_bytes), r.source or "-")
     console.print(table)
-    ops: dict[str, list[float]] = {}
+    ops: dict[str, Tally] = {}
     for r in rows:
-        for o in r.get("top_ops") or []:
-            slot = ops.setdefault(o["op"], [0, 0])
-            slot[0] += o["count"]
-            slot[1] += o["bytes"]
+        for o in r.top_ops:
+            tally(ops, o.op, o.count, o.bytes)
     if ops:
         table = _table("Top allocating operators")
         table.add_column("operator", overflow="fold", max_width=56)
         _column(table, "allocs")
         _column(table, "MiB")
-        for name, (count, size) in sorted(ops.items(), key=lambda kv: -kv[1][1])[:10]:
-            table.add_row(_name(name, 56), str(int(count)), _mb(size))
+        for name, t in sorted(ops.items(), key=lambda kv: -kv[1].total)[:10]:
+            table.add_row(_name(name, 56), str(t.count), _mb(t.total))
         console.print(table)
 
 
@@ -439,57 +470,39 @@ def print_details(result: Analysis, console: Console, top: int = 10) -> None:
     print_ranges(result.range_table(), console, top=2 * top)
     stragglers = result.stragglers("range")
     if stragglers:
-        table = _table(f"Range stragglers (> median + {result.margin:.0%})")
-        table.add_column("range", overflow="fold", max_width=30)
-        for col in ("step", "rank", "ms", "median ms", "ratio"):
-            _column(table, col)
-        for s in stragglers[:top]:
-            table.add_row(_name(s["range"], 30), str(s["step"]), rank_label(s["rank"]),
-                          _ms(s["ms"]), _ms(s["median_ms"]), f"{s['ratio']:.2f}x")
-        console.print(table)
+        console.print(_stragglers(stragglers[:top], "range", result))
     print_device(result.device(), console, result.unread_device())
     print_top_lists(result, console, top)
     print_memory(result.memory(), console)
 
 
-def print_compare_details(result: dict[str, Any], console: Console) -> None:
+def print_compare_details(result: Comparison, console: Console) -> None:
     """``compare_runs`` beyond stages: ranges, device ms per step and memory peaks, A -> B."""
-    rows = result["ranges"]
-    if rows:
-        table = _table("Mean ms per custom range execution")
-        _column(table, "range", right=False)
-        for col in ("rank", "A ms", "B ms", "change"):
-            _column(table, col)
-        for r in rows:
-            change = _change(r)
-            table.add_row(_name(r["name"], 30), rank_label(r["rank"]), _ms(r["a_mean_ms"]),
-                          _ms(r["b_mean_ms"]), change)
-        console.print(table)
-    if result["device"]:
+    if result.ranges:
+        console.print(_changes("Mean ms per custom range execution", "range", result.ranges))
+    if result.device:
         table = _table("Device ms per step, A -> B")
         for col in ("rank", "compute", "comm", "overlap", "copy", "idle"):
             _column(table, col)
-        for r in result["device"]:
-            table.add_row(rank_label(r["rank"]), *[f"{_ms(r['a_' + k])} -> {_ms(r['b_' + k])}"
-                                            for k in ("compute_ms", "comm_ms", "overlap_ms",
-                                                      "memcpy_ms", "idle_ms")])
+        for d in result.device:
+            a, b = d.a.json(), d.b.json()
+            table.add_row(rank_label(d.rank), *[f"{_ms(a[k])} -> {_ms(b[k])}" for k in a])
         console.print(table)
-    if result["memory"]:
+    if result.memory:
         table = _table("Peak memory MiB, A -> B")
         for col in ("rank", "allocated", "reserved"):
             _column(table, col)
-        for r in result["memory"]:
-            table.add_row(rank_label(r["rank"]), *[f"{_mb(r['a_' + k])} -> {_mb(r['b_' + k])}"
-                                            for k in ("peak_allocated_bytes",
-                                                      "peak_reserved_bytes")])
+        for m in result.memory:
+            a, b = m.a.json(), m.b.json()
+            table.add_row(rank_label(m.rank), *[f"{_mb(a[k])} -> {_mb(b[k])}" for k in a])
         console.print(table)
 
 
-def _change(row: dict[str, Any]) -> str:
+def _change(row: Change) -> str:
     """A compare row's change, coloured and worded when it is a regression or an improvement."""
-    change = "-" if row["change"] is None else f"{row['change']:+.1%}"
-    if row["regression"]:
+    change = "-" if row.change is None else f"{row.change:+.1%}"
+    if row.regression:
         return f"[red]{change} slower[/red]"
-    if row["improvement"]:
+    if row.improvement:
         return f"[green]{change} faster[/green]"
     return change

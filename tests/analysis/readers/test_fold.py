@@ -10,10 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.device import merge, total
-from mindspeed_prof.analysis.readers import chrome
-from mindspeed_prof.analysis.readers.chrome import Collector, Event, EventArgs, collect
-from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers import chrome, fold
+from mindspeed_prof.analysis.readers.device import merge, total
+from mindspeed_prof.analysis.readers.events import (
+    DEVICE_CATS,
+    RUNTIME_CATS,
+    Event,
+    EventArgs,
+    number,
+)
+from mindspeed_prof.analysis.readers.fold import Collector, collect
+from mindspeed_prof.analysis.readers.model import Alloc, Memory, Tally, TraceData
 from mindspeed_prof.testing.kineto import cuda_trace
 
 
@@ -29,11 +36,11 @@ def _event(d: dict[str, Any]) -> Event:
 
 def _fold(events: list[dict[str, Any]], batch: int = 7) -> TraceData:
     data = TraceData(Path("t.json"), "torch", 0, "", 0)
-    fold = Collector()
+    collector = Collector()
     evs = [_event(e) for e in events]
     for i in range(0, len(evs), batch):
-        fold.add(evs[i:i + batch])
-    fold.finish(data, None)
+        collector.add(evs[i:i + batch])
+    collector.finish(data, None)
     return data
 
 
@@ -52,8 +59,8 @@ TREE = [_op("A", 0, 100), _op("B", 10, 20), _op("C", 40, 10), _op("D", 45, 3),
 
 def test_self_time_is_duration_minus_direct_children() -> None:
     ops = _fold(TREE).ops
-    assert ops == {"A": [2, 70.0 + 100.0], "B": [1, 20.0], "C": [1, 7.0], "D": [1, 3.0],
-                   "E": [1, 5.0]}
+    assert ops == {"A": Tally(2, 70.0 + 100.0), "B": Tally(1, 20.0), "C": Tally(1, 7.0),
+                   "D": Tally(1, 3.0), "E": Tally(1, 5.0)}
 
 
 def test_host_ops_out_of_order_within_the_heap_give_the_same_self_times() -> None:
@@ -65,12 +72,12 @@ def test_host_ops_out_of_order_within_the_heap_give_the_same_self_times() -> Non
 
 
 def test_host_ops_out_of_order_beyond_the_heap_are_named(monkeypatch) -> None:
-    monkeypatch.setattr(chrome, "REORDER", 2)
+    monkeypatch.setattr(fold, "REORDER", 2)
     events = [_op(f"op{i}", 100.0 - 10 * i, 5) for i in range(8)]  # latest first: 3 held, 5 late
     data = _fold(events)
     assert not data.problems  # every op is read: a note, not a part skipped
     assert data.notes == ["t.json: 5 host ops out of order; self times approximate"]
-    assert sum(c for c, _ in data.ops.values()) == 8  # every op still counted
+    assert sum(t.count for t in data.ops.values()) == 8  # every op still counted
 
 
 @st.composite
@@ -104,28 +111,35 @@ def test_any_shuffle_within_the_heap_keeps_self_times(events: list, rnd: random.
     want, got = _fold(events), _fold(moved, batch=3)
     assert got.ops.keys() == want.ops.keys()
     for name in want.ops:
-        assert got.ops[name] == pytest.approx(want.ops[name])
+        g, w = got.ops[name], want.ops[name]
+        assert (g.count, g.total) == pytest.approx((w.count, w.total))
     busy = sum(total(merge([(e["ts"], e["ts"] + e["dur"]) for e in events if e["tid"] == tid]))
                for tid in (1, 2))  # nested: the self times of a thread add up to its busy time
-    assert sum(s for _, s in got.ops.values()) == pytest.approx(busy)
+    assert sum(t.total for t in got.ops.values()) == pytest.approx(busy)
 
 
 def test_allocation_goes_to_the_innermost_open_op() -> None:
     events = [*TREE, _mem(5, 100), _mem(15, 10), _mem(46, 1), _mem(48, 2), _mem(49, 4),
               _mem(50, 8), _mem(200, 99), _mem(20, -5), _mem(20, 7, tid=3)]
-    top = {o["op"]: (o["count"], o["bytes"]) for o in _fold(events).memory["top_ops"]}
+    top = {o.op: (o.count, o.bytes) for o in _memory(events).top_ops}
     # 46, 48 inside D (ends at 48, still open at 48); 49, 50 in C (ends at 50); 200: no op
     assert top == {"A": (1, 100), "B": (1, 10), "D": (2, 3), "C": (2, 12)}
 
 
 def test_device_memory_only_when_the_trace_has_a_device() -> None:
     events = [*TREE, _mem(5, 100), _mem(15, 10, device=1), _mem(16, 1, device=1)]
+    memory = _memory(events)
+    assert memory.top_ops == [Alloc(op="B", count=2, bytes=11)]
+    assert memory.peak_allocated_bytes == 1016.0 and len(memory.timeline) == 2
+    assert memory.source == "trace"
+    host = _memory([*TREE, _mem(5, 100), _mem(15, 10)])
+    assert {o.op: o.bytes for o in host.top_ops} == {"A": 100, "B": 10}
+
+
+def _memory(events: list[dict[str, Any]]) -> Memory:
     memory = _fold(events).memory
-    assert {o["op"]: o["bytes"] for o in memory["top_ops"]} == {"B": 11}
-    assert memory["peak_allocated_bytes"] == 1016.0 and len(memory["timeline"]) == 2
-    assert memory["source"] == "trace"
-    host = _fold([*TREE, _mem(5, 100), _mem(15, 10)]).memory
-    assert {o["op"]: o["bytes"] for o in host["top_ops"]} == {"A": 100, "B": 10}
+    assert memory is not None
+    return memory
 
 
 def _cuda_events(seed: int = 3) -> list[dict[str, Any]]:
@@ -148,7 +162,7 @@ def test_kernels_before_their_launch_are_attributed_the_same() -> None:
 
 
 def test_launches_too_far_from_their_kernels_are_named(monkeypatch) -> None:
-    monkeypatch.setattr(chrome, "PENDING", 4)
+    monkeypatch.setattr(fold, "PENDING", 4)
     events = _cuda_events()
     device_first = sorted(events, key=lambda e: e.get("cat") != "kernel")
     problems = _list_fold(device_first).problems
@@ -171,8 +185,8 @@ def test_kernel_and_runtime_totals_are_the_traces_own_sums() -> None:
     events = _cuda_events(seed=5)
     want: dict[str, dict[str, list[float]]] = {"device": {}, "runtime": {}}
     for e in events:
-        group = ("device" if e.get("cat") in chrome.DEVICE_CATS
-                 else "runtime" if e.get("cat") in chrome.RUNTIME_CATS else None)
+        group = ("device" if e.get("cat") in DEVICE_CATS
+                 else "runtime" if e.get("cat") in RUNTIME_CATS else None)
         if group and e["ph"] == "X":
             slot = want[group].setdefault(e["name"], [0, 0.0])
             slot[0] += 1
@@ -182,7 +196,7 @@ def test_kernel_and_runtime_totals_are_the_traces_own_sums() -> None:
     for got, expected in ((data.kernels, want["device"]), (data.runtime, want["runtime"])):
         assert got.keys() == expected.keys()
         for name, (count, us) in expected.items():
-            assert got[name][0] == count and got[name][1] == pytest.approx(us)
+            assert got[name].count == count and got[name].total == pytest.approx(us)
 
 
 def _nccl(ts: float, tid: int, stream: int | None = None, args: bool = True) -> dict[str, Any]:
@@ -226,7 +240,7 @@ def _missed(problems: list[str]) -> int:
 def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """PENDING=4: the 5th waiting op keeps the newer half (3 of 5); 2 are dropped, named."""
-    monkeypatch.setattr(chrome, "PENDING", 4)
+    monkeypatch.setattr(fold, "PENDING", 4)
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 5)]).problems) == 0
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems) == 2
     # the 7th: 5 waiting again (3, 4, 5, 6, 7 less the 2 dropped before): 2 more, 4 in all
@@ -238,7 +252,7 @@ def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
 
 def test_launches_past_the_limit_are_forgotten_half_at_a_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chrome, "PENDING", 4)
+    monkeypatch.setattr(fold, "PENDING", 4)
     four = [_launch(c, 10.0 * c) for c in range(1, 5)]
     assert _missed(_fold([*four, _kernel(1, 100.0)]).problems) == 0
     five = [_launch(c, 10.0 * c) for c in range(1, 6)]
@@ -246,7 +260,7 @@ def test_launches_past_the_limit_are_forgotten_half_at_a_time(
 
 
 def test_num_keeps_finite_numbers_only() -> None:
-    num = chrome._num
+    num = number
     assert num(1.5) == 1.5 and num(3) == 3.0 and isinstance(num(3), float)
     assert num("2.5") == 2.5 and num(None) is None and num("x") is None
     for bad in (float("nan"), float("inf"), -float("inf"), "nan", "inf", "-inf"):
@@ -255,21 +269,22 @@ def test_num_keeps_finite_numbers_only() -> None:
 
 def test_ops_starting_together_are_parent_then_child_and_not_late() -> None:
     data = _fold([_op("child", 0, 4), _op("parent", 0, 10)])
-    assert data.ops == {"parent": [1, 6.0], "child": [1, 4.0]} and not data.problems
+    assert data.ops == {"parent": Tally(1, 6.0), "child": Tally(1, 4.0)} and not data.problems
 
 
 def test_an_op_running_past_its_parents_end_takes_only_the_overlap() -> None:
-    assert _fold([_op("P", 0, 10), _op("Q", 5, 10)]).ops == {"P": [1, 5.0], "Q": [1, 10.0]}
+    assert _fold([_op("P", 0, 10), _op("Q", 5, 10)]).ops == {"P": Tally(1, 5.0),
+                                                             "Q": Tally(1, 10.0)}
 
 
 def test_memory_timeline_is_in_time_order_whatever_the_file_order() -> None:
     events = [*TREE, _mem(40, 1), _mem(5, 2), _mem(20, 3)]
-    times = [t for t, _ in _fold(events).memory["timeline"]]
+    times = [t for t, _ in _memory(events).timeline]
     assert times == [5.0, 20.0, 40.0]
 
 
 def test_late_ops_of_every_thread_make_one_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chrome, "REORDER", 1)
+    monkeypatch.setattr(fold, "REORDER", 1)
     events = [{**_op(f"op{i}", 100.0 - 10 * i, 5), "pid": 4, "tid": tid}
               for tid in (2, 3) for i in range(4)]  # 2 late on each thread
     data = _fold(events)
@@ -363,14 +378,14 @@ def test_what_each_event_kind_becomes() -> None:
     got = sorted((r.kind, r.name, r.step, r.dur) for r in data.ranges)
     assert got == [("range", "loss", 4, 1.0), ("range", "reward_fn", 2, 5.0),
                    ("range", "rollout_wait", 2, 1.0), ("step", "ProfilerStep#2", 2, 50.0)]
-    assert data.runtime == {"cudaMalloc": [1, 3.0]}
+    assert data.runtime == {"cudaMalloc": Tally(1, 3.0)}
     # file order decides which of two equal ops is the parent, a [memory] event between them too
-    assert data.ops == {"a": [1, 1.0], "outer": [1, 0.0], "inner": [1, 10.0]}
+    assert data.ops == {"a": Tally(1, 1.0), "outer": Tally(1, 0.0), "inner": Tally(1, 10.0)}
 
 
 def test_only_allocations_count_toward_an_ops_bytes() -> None:
     """Frees (negative), zero-byte and size-less ``[memory]`` events are not allocations."""
     no_size = {**_mem(16, 0), "args": {"Total Allocated": 5.0}}
     events = [*TREE, _mem(5, 100), _mem(15, 0), no_size, _mem(17, -8)]
-    top = {o["op"]: (o["count"], o["bytes"]) for o in _fold(events).memory["top_ops"]}
+    top = {o.op: (o.count, o.bytes) for o in _memory(events).top_ops}
     assert top == {"A": (1, 100)}

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mindspeed_prof.analysis.gantt import LABEL, gantt_svg
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.views.gantt import LABEL, gantt_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

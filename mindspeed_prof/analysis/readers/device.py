@@ -23,6 +23,8 @@ from array import array
 from collections.abc import Iterator
 from typing import IO, Any
 
+from mindspeed_prof.analysis.readers.model import DeviceRow
+
 __all__ = ["DeviceOps", "breakdown", "kind_of", "merge", "overlap", "total"]
 
 _COMM = re.compile(r"^(nccl.*Kernel|hccl)", re.IGNORECASE)
@@ -360,17 +362,18 @@ class _Group:
                 self._piece(u, a, b)
         self._pair(None)
 
-    def row(self, lo: float, hi: float, k: int | None = None) -> dict[str, float]:
+    def row(self, step: int | None, stage: str | None, lo: float, hi: float,
+            k: int | None = None) -> DeviceRow:
         us = self.totals if k is None or self.windows is None else [
             w[k] for w in self.windows.totals]
-        return {"span_ms": (hi - lo) / 1e3, "busy_ms": us[_BUSY] / 1e3,
-                "compute_ms": us[_COMPUTE] / 1e3, "comm_ms": us[_COMM_T] / 1e3,
-                "overlap_ms": us[_OVERLAP] / 1e3, "memcpy_ms": us[_MEMCPY] / 1e3,
-                "idle_ms": (hi - lo - us[_BUSY]) / 1e3}
+        return DeviceRow(step=step, stage=stage, span_ms=(hi - lo) / 1e3,
+                         busy_ms=us[_BUSY] / 1e3, compute_ms=us[_COMPUTE] / 1e3,
+                         comm_ms=us[_COMM_T] / 1e3, overlap_ms=us[_OVERLAP] / 1e3,
+                         memcpy_ms=us[_MEMCPY] / 1e3, idle_ms=(hi - lo - us[_BUSY]) / 1e3)
 
 
 def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
-              stages: list[tuple[str, int | None, float, float]]) -> list[dict[str, Any]]:
+              stages: list[tuple[str, int | None, float, float]]) -> list[DeviceRow]:
     """Rows per step (``stage`` None) and per stage run: device milliseconds by kind.
 
     An op belongs to the step (stage) whose host range holds its launch. A step's device window
@@ -421,16 +424,16 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
                         run = runs[order[j]] = _Group()
                     run.add(ts, end, kind)
                 j -= 1
-    rows: list[dict[str, Any]] = []
+    rows: list[DeviceRow] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):
         hi = firsts[k + 1][0] if k + 1 < len(firsts) else last_end
-        rows.append({"step": n, "stage": None, **windows.row(lo, hi, k)})
+        rows.append(windows.row(n, None, lo, hi, k))
     if outside:  # not attributable: its own union, not part of the tiling
         rest.close()
-        rows.append({"step": None, "stage": None, **rest.row(rest.lo, rest.hi)})
+        rows.append(rest.row(None, None, rest.lo, rest.hi))
     for i, (name, step, _, _) in enumerate(stages):  # only the ops the stage launched
         if i in runs:
             runs[i].close()
-            rows.append({"step": step, "stage": name, **runs[i].row(runs[i].lo, runs[i].hi)})
+            rows.append(runs[i].row(step, name, runs[i].lo, runs[i].hi))
     return rows

@@ -6,14 +6,15 @@ import json
 import logging
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.device import kind_of, merge, overlap, total
-from mindspeed_prof.analysis.readers.chrome import DEVICE_CATS
-from mindspeed_prof.analysis.readers.model import rank_of
+from mindspeed_prof.analysis.readers.device import kind_of, merge, overlap, total
+from mindspeed_prof.analysis.readers.events import DEVICE_CATS
+from mindspeed_prof.analysis.readers.model import DeviceRow, rank_of
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
@@ -29,9 +30,16 @@ def cuda_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _sums(rows: list[dict], rank: int) -> dict[str, float]:
-    steps = [r for r in rows if r["rank"] == rank and r["stage"] is None and r["step"] is not None]
-    return {k: 1000 * sum(r[k] for r in steps) for k in steps[0] if k.endswith("_ms")}
+#: The breakdown's columns of a CUDA trace's rows, and what the rest hold (torch_npu's only).
+_MS = ("span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")
+_UNSET = {"comm_exposed_ms": None, "step_ms": None, "bubble_ms": None, "preparing_ms": None,
+          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False}
+
+
+def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
+    steps = [r for r in rows if r.rank == rank and r.stage is None and r.step is not None]
+    assert all(getattr(r, k) is not None for r in steps for k in _MS)
+    return {k: 1000 * sum(getattr(r, k) for r in steps) for k in _MS}
 
 
 def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
@@ -58,24 +66,25 @@ def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
 
 
 def test_rows_per_step_and_stage(cuda_dir: Path) -> None:
-    rows = [r for r in analyse(cuda_dir).device() if r["rank"] == 0]
-    assert [r["step"] for r in rows if r["stage"] is None] == [1, 2, 3, 4]
-    staged = {(r["step"], r["stage"]) for r in rows if r["stage"] is not None}
+    rows = [r for r in analyse(cuda_dir).device() if r.rank == 0]
+    assert [r.step for r in rows if r.stage is None] == [1, 2, 3, 4]
+    staged = {(r.step, r.stage) for r in rows if r.stage is not None}
     assert staged == {(s, name) for s in (1, 2, 3, 4) for name in STAGES}
     for r in rows:
-        assert r["busy_ms"] + r["idle_ms"] == pytest.approx(r["span_ms"])
-        assert r["overlap_ms"] <= min(r["comm_ms"], r["compute_ms"]) + 1e-9
+        assert r.busy_ms is not None and r.span_ms is not None  # a CUDA trace's rows have them
+        assert r.busy_ms + r.idle_ms == pytest.approx(r.span_ms)
+        assert r.overlap_ms <= min(r.comm_ms, r.compute_ms) + 1e-9
     for step in (1, 2, 3, 4):  # a stage's device time is a part of its step's
-        whole = next(r for r in rows if r["step"] == step and r["stage"] is None)
-        assert sum(r["compute_ms"] for r in rows if r["step"] == step and r["stage"]) == (
-            pytest.approx(whole["compute_ms"], rel=0.05))
+        whole = next(r for r in rows if r.step == step and r.stage is None)
+        assert sum(r.compute_ms for r in rows if r.step == step and r.stage) == (
+            pytest.approx(whole.compute_ms, rel=0.05))
 
 
 def test_three_top_lists_are_apart(cuda_dir: Path) -> None:
     result = analyse(cuda_dir)
-    host = {o["op"] for o in result.top_ops(50)}
-    kernels = {k["name"] for k in result.top_kernels(50)}
-    runtime = {k["name"] for k in result.top_runtime(50)}
+    host = {o.op for o in result.top_ops(50)}
+    kernels = {k.name for k in result.top_kernels(50)}
+    runtime = {k.name for k in result.top_runtime(50)}
     assert host == {"aten::mm"}
     assert runtime == {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync"}
     assert "ncclDevKernel_AllReduce_Sum_f32_RING_LL" in kernels and "Memset (Device)" in kernels
@@ -83,7 +92,7 @@ def test_three_top_lists_are_apart(cuda_dir: Path) -> None:
     device_us = sum(e["dur"] for e in trace["traceEvents"]
                     if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     ours = analyse(cuda_dir / "rank0.pt.trace.json").top_kernels(100)
-    assert sum(k["device_ms"] for k in ours) == pytest.approx(device_us / 1000)
+    assert sum(k.device_ms for k in ours) == pytest.approx(device_us / 1000)
 
 
 def test_cpu_only_capture_says_no_device_data(run_dir: Path, capsys) -> None:
@@ -101,7 +110,7 @@ def test_stage_recorded_as_cpu_op_counts(tmp_path: Path) -> None:
     path = tmp_path / "worker0.1700000000.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     rows = analyse(path).stage_rank()
-    assert [(r["stage"], r["count"], r["total_ms"]) for r in rows] == [("actor_update", 1, 0.05)]
+    assert [(r.stage, r.count, r.total_ms) for r in rows] == [("actor_update", 1, 0.05)]
 
 
 def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Path,
@@ -117,8 +126,8 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
     (note,) = result.notes()  # no steps is how the trace is, not a part left unread
     assert str(path) in problem and "overlap" in problem
     assert str(path) in note and "no ProfilerStep" in note
-    (row,) = [r for r in result.device() if r["stage"] is None]
-    assert row["step"] is None and row["compute_ms"] > 0  # the rest is still analysed
+    (row,) = [r for r in result.device() if r.stage is None]
+    assert row.step is None and row.compute_ms > 0  # the rest is still analysed
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err.splitlines()
     assert err == [f"mindspeed-prof: skipped {result.shown(problem)}",
@@ -128,7 +137,7 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
 
 
 def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
-    from mindspeed_prof.analysis.device import DeviceOps
+    from mindspeed_prof.analysis.readers.device import DeviceOps
 
     ops = DeviceOps()
     ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
@@ -141,14 +150,14 @@ def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
 
 
 def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
-    from mindspeed_prof.analysis.device import DeviceOps, breakdown
+    from mindspeed_prof.analysis.readers.device import DeviceOps, breakdown
 
     ops = DeviceOps()
     ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
     ops.add(1, 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
     rows = breakdown(ops, [(1, 0.0, 10.0)], [])
     ops.close()
-    assert [(r["step"], r["span_ms"], r["compute_ms"]) for r in rows] == [
+    assert [(r.step, r.span_ms, r.compute_ms) for r in rows] == [
         (1, 0.00025, 0.00025), (None, 0.00025, 0.00025)]
 
 
@@ -185,19 +194,19 @@ def test_other_trainers_trace_without_stages(tmp_path: Path) -> None:
     path.write_text(json.dumps(trace))
     result = analyse(path)
     assert result.ranks == [3] and result.stage_rank() == []
-    ranges = {r["name"]: r for r in result.range_table()}
+    ranges = {r.name: r for r in result.range_table()}
     assert set(ranges) == set(names)
-    assert all(r["count"] == 3 and r["stage"] is None for r in ranges.values())
+    assert all(r.count == 3 and r.stage is None for r in ranges.values())
     rows = result.device()
-    assert [r["step"] for r in rows] == [1, 2, 3] and all(r["stage"] is None for r in rows)
+    assert [r.step for r in rows] == [1, 2, 3] and all(r.stage is None for r in rows)
     assert result.top_ops() and result.top_kernels() and not result.problems()
 
 
 def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_path: Path) -> None:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.render import print_analysis
-    from mindspeed_prof.analysis.report import write_report
+    from mindspeed_prof.views.html import write_report
+    from mindspeed_prof.views.text import print_analysis
 
     result = analyse(cuda_dir)
     with open(tmp_path / "out.txt", "w") as out:
@@ -220,7 +229,7 @@ def test_torch_npu_rows_without_copies_print_chart_and_compare(tmp_path: Path, c
     npu_text(tmp_path / "a", rank=0)
     npu_text(tmp_path / "b", rank=0)
     (row,) = analyse(tmp_path / "a").device()
-    assert row["memcpy_ms"] is None and row["compute_ms"] == 8.0  # from step_trace_time.csv
+    assert row.memcpy_ms is None and row.compute_ms == 8.0  # from step_trace_time.csv
     assert main(["analyse", str(tmp_path / "a"), "--html", str(tmp_path / "r.html")]) == 0
     assert "Device time per step" in capsys.readouterr().out
     assert "id='device'" in (tmp_path / "r.html").read_text()
@@ -279,7 +288,7 @@ _windows = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)), max_siz
 def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list,
                                                      stage_spans: list, block: int) -> None:
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
-    import mindspeed_prof.analysis.device as device
+    import mindspeed_prof.analysis.readers.device as device
 
     # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
@@ -295,13 +304,15 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
         got = device.breakdown(store, steps, stages)
         store.close()
     want = _reference(ops, steps, stages)
-    assert [(r["step"], r["stage"]) for r in got] == [(r["step"], r["stage"]) for r in want]
+    assert [(r.step, r.stage) for r in got] == [(r["step"], r["stage"]) for r in want]
     for g, w in zip(got, want):
-        assert g == pytest.approx(w, abs=1e-9)
+        fields = msgspec.structs.asdict(g)
+        assert {k: fields.pop(k) for k in w} == pytest.approx(w, abs=1e-9)
+        assert fields == _UNSET  # a CUDA trace's rows give none of torch_npu's columns
 
 
 def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.device as device
+    import mindspeed_prof.analysis.readers.device as device
 
     whole = analyse(cuda_dir, cache=False).device()
     monkeypatch.setattr(device, "SLICE", 7)
@@ -343,13 +354,14 @@ def _ours(root: Path) -> dict[str | None, dict[str, float]]:
     """Microseconds summed over the whole-step rows ('steps') and the row without a step."""
     out: dict[str | None, dict[str, float]] = {}
     for r in analyse(root, cache=False).device():
-        if r["stage"] is None:
-            s = out.setdefault("steps" if r["step"] is not None else None,
+        if r.stage is None:
+            assert r.busy_ms is not None and r.span_ms is not None
+            s = out.setdefault("steps" if r.step is not None else None,
                                dict.fromkeys(("compute", "noncompute", "idle", "span"), 0.0))
-            s["compute"] += 1000 * r["compute_ms"]
-            s["noncompute"] += 1000 * (r["busy_ms"] - r["compute_ms"])
-            s["idle"] += 1000 * r["idle_ms"]
-            s["span"] += 1000 * r["span_ms"]
+            s["compute"] += 1000 * r.compute_ms
+            s["noncompute"] += 1000 * (r.busy_ms - r.compute_ms)
+            s["idle"] += 1000 * r.idle_ms
+            s["span"] += 1000 * r.span_ms
     return out
 
 
@@ -405,11 +417,11 @@ def test_ops_launched_in_one_step_and_run_in_the_next_agree_with_hta(tmp_path: P
               _launch(21, 110), _op(21, 140, 10), _launch(22, 115),
               _op(22, 125, 10, name="ncclDevKernel_AllReduce", stream=13)]
     root = _hand_trace(tmp_path, events)
-    rows = [r for r in analyse(root, cache=False).device() if r["stage"] is None]
-    assert [r["step"] for r in rows] == [1, 2]
+    rows = [r for r in analyse(root, cache=False).device() if r.stage is None]
+    assert [r.step for r in rows] == [1, 2]
     for row, want in zip(rows, ((105, 30, 0, 0, 75), (25, 20, 10, 10, 5))):
-        got = [1e3 * row[k] for k in ("span_ms", "compute_ms", "comm_ms", "overlap_ms",
-                                      "idle_ms")]
+        got = [1e3 * getattr(row, k) for k in ("span_ms", "compute_ms", "comm_ms",
+                                               "overlap_ms", "idle_ms")]
         assert got == pytest.approx(want)
     assert _hta(root)[0] == pytest.approx(_ours(root)["steps"]) == _us(50, 0, 80, 130)
 
@@ -444,8 +456,8 @@ def test_device_times_at_epoch_microseconds_keep_their_fractions(tmp_path: Path)
                    {**span("gemm", t + 20 + k, 0.3, cat="kernel", tid=7, correlation=k,
                            stream=7), "pid": 0}]
     (row,) = analyse(write_trace(tmp_path / "rank0.pt.trace.json", events), cache=False).device()
-    assert row["compute_ms"] * 1e3 == pytest.approx(3.0, abs=1e-9)
-    assert row["span_ms"] * 1e3 == pytest.approx(9.3, abs=1e-9)
+    assert row.compute_ms * 1e3 == pytest.approx(3.0, abs=1e-9)
+    assert row.span_ms is not None and row.span_ms * 1e3 == pytest.approx(9.3, abs=1e-9)
 
 
 def test_hta_is_wrong_to_count_cuda_sync_events_as_device_time(tmp_path: Path) -> None:
@@ -529,7 +541,7 @@ def test_kinetos_first_format_categories_are_device_ops_as_hta_has_them(tmp_path
 @pytest.fixture(scope="module")
 def hta_corpus() -> Path:
     """Real traces (HTA's own test data among them), a set per folder."""
-    root = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+    root = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
     if not root.is_dir():
         pytest.skip("no trace corpus in tests/fixtures/corpus")
     return root
@@ -614,12 +626,12 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
         for f in files:
             shutil.copy(f, mine / f.name)
         rows = [r for r in analyse(mine, cache=False).device()
-                if r["stage"] is None and r["step"] is not None]
+                if r.stage is None and r.step is not None]
         ours: dict = {}
         for r in rows:
-            s = ours.setdefault(r["rank"], dict.fromkeys(("compute", "idle", "span"), 0.0))
+            s = ours.setdefault(r.rank, dict.fromkeys(("compute", "idle", "span"), 0.0))
             for key in s:
-                s[key] += 1000 * r[f"{key}_ms"]
+                s[key] += 1000 * getattr(r, f"{key}_ms")
         if len(ref) == len(ours) == 1:  # one rank each: ours may be unnamed (None)
             ref = {next(iter(ours)): next(iter(ref.values()))}
         assert set(ref) == set(ours), name

@@ -13,7 +13,11 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.readers.model import TraceData, ranks_text
-from mindspeed_prof.analysis.render import (
+from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
+from mindspeed_prof.cli.presets import changed_values
+from mindspeed_prof.config.presets import PRESETS
+from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.views.text import (
     STAGE_CODES,
     count,
     headline,
@@ -24,9 +28,6 @@ from mindspeed_prof.analysis.render import (
     print_stage_rank,
     print_sweep,
 )
-from mindspeed_prof.cli.presets import changed_values
-from mindspeed_prof.config.presets import PRESETS
-from mindspeed_prof.config.schema import STAGES
 
 WIDTH = 80
 
@@ -65,9 +66,9 @@ def assert_readable(text: str) -> None:
     assert all(len(line) <= WIDTH for line in table_lines(text)), text
 
 
-def stage_rows(ranks: int, stages: list[str]) -> list[dict[str, Any]]:
-    return [{"stage": s, "rank": r, "count": 2, "total_ms": 1234.5678 * (r + 1), "mean_ms": 1.0,
-             "max_ms": 1.0} for s in stages for r in range(ranks)]
+def stage_rows(ranks: int, stages: list[str]) -> list[StageRow]:
+    return [StageRow(stage=s, rank=r, count=2, total_ms=1234.5678 * (r + 1), mean_ms=1.0,
+                     max_ms=1.0) for s in stages for r in range(ranks)]
 
 
 def test_count_is_singular_or_plural() -> None:
@@ -127,20 +128,22 @@ def test_analysis_counts_captures_not_files(run_dir: Path) -> None:
 def test_wide_values_wrap_but_headers_stay_whole() -> None:
     rows = stage_rows(3, list(STAGES))
     for r in rows:
-        r["total_ms"] = 123_456_789.0
+        r.total_ms = 123_456_789.0
     text = render(print_stage_rank, rows)
     assert "…" not in text
     assert headers(text)[0] in ("stage", "rank")
 
 
 def test_compare_at_80_columns() -> None:
-    rows = [{"stage": s, "rank": r, "a_mean_ms": 12_345.6, "b_mean_ms": 23_456.7,
-             "change": 0.9, "regression": True, "improvement": False}
+    rows = [Change(kind="stage", name=s, rank=r, a_mean_ms=12_345.6, b_mean_ms=23_456.7,
+                   change=0.9, regression=True, improvement=False, count=1000,
+                   impact_ms=11_111_100.0)
             for s in STAGES for r in range(2)]
     text = render(print_compare, rows, "runs/a/profiler_data", "runs/b/profiler_data")
     assert_readable(text)
-    assert headers(text) == ["stage", "rank", "A ms", "B ms", "change"]
+    assert headers(text) == ["stage", "rank", "A ms", "B ms", "change", "impact ms"]
     assert "A (baseline): runs/a/profiler_data" in text and "+90.0% slower" in text
+    assert "+11,111,100.0" in text
 
 
 def test_sweep_overrides_and_notes_are_whole_lines() -> None:
@@ -230,9 +233,9 @@ def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int
 
 
 def test_range_times_never_fold_inside_a_number() -> None:
-    rows = [{"name": f"[param|pytorch.model.alex_net|{i}|warmup|forward]", "rank": 0,
-             "stage": None, "count": 2, "total_ms": 43_425.28 * (i + 1), "self_ms": 3.67,
-             "mean_ms": 12_840.44, "p95_ms": 12_840.44, "max_ms": 12_757.09} for i in range(3)]
+    rows = [RangeRow(name=f"[param|pytorch.model.alex_net|{i}|warmup|forward]", rank=0,
+                     stage=None, count=2, total_ms=43_425.28 * (i + 1), self_ms=3.67,
+                     mean_ms=12_840.44, p95_ms=12_840.44, max_ms=12_757.09) for i in range(3)]
     text = render(lambda console: print_ranges(rows, console))
     body = [line for line in table_lines(text) if line.startswith("│")]
     assert len(body) == 3  # one line a row: no number folded over two lines
@@ -241,8 +244,8 @@ def test_range_times_never_fold_inside_a_number() -> None:
 
 
 def test_hour_long_ranges_are_shown_in_seconds() -> None:
-    rows = [{"name": "rollout", "rank": 0, "stage": "actor_generate", "count": 12_345,
-             **dict.fromkeys(("total_ms", "self_ms", "mean_ms", "p95_ms", "max_ms"), 3.6e6)}]
+    rows = [RangeRow(name="rollout", rank=0, stage="actor_generate", count=12_345,
+                     total_ms=3.6e6, self_ms=3.6e6, mean_ms=3.6e6, p95_ms=3.6e6, max_ms=3.6e6)]
     text = render(lambda console: print_ranges(rows, console))
     assert text.splitlines()[0].strip().startswith("Custom ranges by total s ")
     (first, *_) = [line for line in table_lines(text) if line.startswith("│")]

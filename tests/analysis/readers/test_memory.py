@@ -12,8 +12,8 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.memory import load_snapshot, read_memory
-from mindspeed_prof.analysis.readers.model import BadFile, Range
+from mindspeed_prof.analysis.readers.memory import load_snapshot, read_memory
+from mindspeed_prof.analysis.readers.model import Alloc, BadFile, Memory, Range
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 
@@ -36,13 +36,14 @@ def test_timeline_and_trace_events_agree_on_the_peak(memory_run: Path) -> None:
                       for e in json.loads(trace.read_text())["traceEvents"]
                       if e.get("name") == "[memory]")
     rows = analyse(memory_run).memory()
-    whole = [r for r in rows if r["stage"] is None]
-    assert len(whole) == 1 and whole[0]["rank"] == 0 and whole[0]["source"] == "timeline"
-    assert whole[0]["peak_allocated_bytes"] == from_file == from_events > 0
-    assert len(whole[0]["timeline"]) > 2
-    assert {o["op"] for o in whole[0]["top_ops"]} & {"aten::empty", "aten::mm", "aten::randn"}
-    assert {r["stage"] for r in rows if r["stage"]} == set(STAGES)
-    assert all(r["peak_allocated_bytes"] <= from_file for r in rows)
+    whole = [r for r in rows if r.stage is None]
+    assert len(whole) == 1 and whole[0].rank == 0 and whole[0].source == "timeline"
+    assert whole[0].peak_allocated_bytes == from_file == from_events > 0
+    assert len(whole[0].timeline) > 2
+    assert {o.op for o in whole[0].top_ops} & {"aten::empty", "aten::mm", "aten::randn"}
+    assert {r.stage for r in rows if r.stage} == set(STAGES)
+    assert all(r.peak_allocated_bytes is not None and r.peak_allocated_bytes <= from_file
+               for r in rows)
 
 
 def test_json_and_report_show_memory(memory_run: Path, tmp_path: Path, capsys) -> None:
@@ -75,10 +76,10 @@ def test_cuda_snapshot_peaks_and_allocators(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_bytes(pickle.dumps(_snapshot()))
     (row,) = analyse(tmp_path).memory()
-    assert row["rank"] == 3 and row["source"] == "snapshot"
-    assert row["peak_allocated_bytes"] == 3 * MIB  # 2 MiB + 1 MiB before the free
-    assert row["peak_reserved_bytes"] == 4 * MIB
-    assert row["top_ops"] == [{"op": "forward (model.py:42)", "count": 2, "bytes": 3 * MIB}]
+    assert row.rank == 3 and row.source == "snapshot"
+    assert row.peak_allocated_bytes == 3 * MIB  # 2 MiB + 1 MiB before the free
+    assert row.peak_reserved_bytes == 4 * MIB
+    assert row.top_ops == [Alloc(op="forward (model.py:42)", count=2, bytes=3 * MIB)]
 
 
 class _Evil:
@@ -112,7 +113,7 @@ def test_memory_file_cut_short_is_named_rest_analysed(memory_run: Path, tmp_path
     result = analyse(root)
     assert len(result.bad) == 1 and str(timeline) in result.bad[0]
     assert result.stage_rank() and result.memory()  # the trace's own memory events remain
-    assert {r["source"] for r in result.memory()} == {"trace"}
+    assert {r.source for r in result.memory()} == {"trace"}
     assert main(["analyse", str(root)]) == 3
     assert f"skipped {timeline.relative_to(root)}: " in capsys.readouterr().err
 
@@ -150,15 +151,15 @@ def test_snapshot_history_walked_back_by_hand(tmp_path: Path) -> None:
     path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
     path.write_bytes(pickle.dumps(snap))
     (row,) = analyse(tmp_path).memory()
-    assert row["peak_allocated_bytes"] == 2 * MIB and row["peak_reserved_bytes"] == 5 * MIB
-    assert row["timeline"] == [[float(t), a * MIB] for t, a in [
+    assert row.peak_allocated_bytes == 2 * MIB and row.peak_reserved_bytes == 5 * MIB
+    assert row.timeline == [[float(t), a * MIB] for t, a in [
         (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 2), (7, 2), (8, 0), (9, 0), (10, 0),
         (11, 1), (12, 1), (0, 1)]]
     # by bytes, not by name
-    assert row["top_ops"] == [{"op": "z (a.py:7)", "count": 1, "bytes": 2 * MIB},
-                              {"op": "g (b.py:9)", "count": 1, "bytes": 0}]
-    assert row["source"] == "snapshot" and row["stage"] is None
-    assert read_memory(path)["by_stage"] == {}  # a snapshot has no host ranges to join
+    assert row.top_ops == [Alloc(op="z (a.py:7)", count=1, bytes=2 * MIB),
+                           Alloc(op="g (b.py:9)", count=1, bytes=0)]
+    assert row.source == "snapshot" and row.stage is None
+    assert read_memory(path).by_stage == {}  # a snapshot has no host ranges to join
 
 
 @pytest.mark.parametrize("doc", [[1, 2], {"device_traces": []}, {"segments": "none"}])
@@ -198,12 +199,12 @@ def test_timeline_points_and_stage_peaks_by_hand(tmp_path: Path) -> None:
               stage(name="reference_compute_log_prob", ts=31, dur=5),  # level 0 all along
               stage(name="actor_generate", ts=-9, dur=1)]  # before every point: no peak
     facts = read_memory(path, ranges)
-    assert facts == {"source": "timeline", "peak_allocated_bytes": 100.0,
-                     "peak_reserved_bytes": None, "top_ops": [],
-                     "by_stage": {"actor_update": 7.0, "critic_update": 100.0,
-                                  "reference_compute_log_prob": 0.0},
-                     "timeline": [[0.0, 100.0], [0.5, 100.0], [10.0, 5.0], [20.0, 7.0],
-                                  [30.0, 0.0], [40.0, 0.0], [50.0, 3.0]]}
+    assert facts == Memory(source="timeline", peak_allocated_bytes=100.0,
+                           peak_reserved_bytes=None, top_ops=[],
+                           by_stage={"actor_update": 7.0, "critic_update": 100.0,
+                                     "reference_compute_log_prob": 0.0},
+                           timeline=[[0.0, 100.0], [0.5, 100.0], [10.0, 5.0], [20.0, 7.0],
+                                     [30.0, 0.0], [40.0, 0.0], [50.0, 3.0]])
 
 
 def test_long_timeline_thinned_keeping_the_peak_and_the_end(tmp_path: Path) -> None:
@@ -211,9 +212,9 @@ def test_long_timeline_thinned_keeping_the_peak_and_the_end(tmp_path: Path) -> N
     sizes = [[i % 7] for i in range(1000)]
     sizes[502] = [10**6]
     path = _timeline_file(tmp_path / "r.memory_timeline.json.gz", list(range(1000)), sizes)
-    kept = [int(t) for t, _ in read_memory(path)["timeline"]]
+    kept = [int(t) for t, _ in read_memory(path).timeline]
     assert kept == sorted({*range(0, 1000, 5), 502, 999})
-    assert read_memory(path)["timeline"][101] == [502.0, 10.0**6]
+    assert read_memory(path).timeline[101] == [502.0, 10.0**6]
 
 
 @pytest.mark.parametrize(("doc", "why"), [
@@ -229,13 +230,13 @@ def test_timeline_of_another_shape_is_named(tmp_path: Path, doc, why) -> None:
 
 
 def test_memory_file_size_limit_at_its_edge(tmp_path: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.memory as memory
+    import mindspeed_prof.analysis.readers.memory as memory
 
     doc = json.dumps([[1], [[2]]]).encode()
     monkeypatch.setattr(memory, "MAX_BYTES", len(doc))
     path = tmp_path / "r.memory_timeline.json"  # not gzipped: its size is the limit's
     path.write_bytes(doc)
-    assert read_memory(path)["peak_allocated_bytes"] == 2.0
+    assert read_memory(path).peak_allocated_bytes == 2.0
     path.write_bytes(doc + b" ")
     with pytest.raises(BadFile) as err:
         read_memory(path)

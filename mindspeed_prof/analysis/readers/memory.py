@@ -16,7 +16,16 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, one_line
+from mindspeed_prof.analysis.readers.model import (
+    MAX_BYTES,
+    Alloc,
+    BadFile,
+    Memory,
+    Range,
+    Tally,
+    one_line,
+    tally,
+)
 from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
 
 __all__ = ["POINTS", "from_events", "is_memory_file", "load_snapshot", "read_memory"]
@@ -71,19 +80,19 @@ def _by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[st
     return out
 
 
-def _top(sizes: dict[str, list[float]]) -> list[dict[str, Any]]:
-    top = sorted(sizes.items(), key=lambda kv: -kv[1][1])[:_TOP]
-    return [{"op": k, "count": int(c), "bytes": int(b)} for k, (c, b) in top]
+def _top(sizes: dict[str, Tally]) -> list[Alloc]:
+    top = sorted(sizes.items(), key=lambda kv: -kv[1].total)[:_TOP]
+    return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in top]
 
 
 def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
-                allocs: dict[str, list[float]], ranges: list[Range]) -> dict[str, Any]:
+                allocs: dict[str, Tally], ranges: list[Range]) -> Memory:
     """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
-    order, the peak reserved, and bytes allocated per op ([count, bytes]; the reader finds the
-    innermost host op open at each allocation)."""
-    return {"source": "trace", "peak_allocated_bytes": max((p[1] for p in points), default=None),
-            "peak_reserved_bytes": peak_reserved, "by_stage": _by_stage(points, ranges),
-            "top_ops": _top(allocs), "timeline": _thin(points)}
+    order, the peak reserved, and allocations per op (the reader finds the innermost host op
+    open at each allocation)."""
+    return Memory(source="trace", peak_allocated_bytes=max((p[1] for p in points), default=None),
+                  peak_reserved_bytes=peak_reserved, by_stage=_by_stage(points, ranges),
+                  top_ops=_top(allocs), timeline=_thin(points))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -95,15 +104,15 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
-def _timeline(path: Path, ranges: list[Range]) -> dict[str, Any]:
+def _timeline(path: Path, ranges: list[Range]) -> Memory:
     doc = json.loads(_read_bytes(path))
     if not (isinstance(doc, list) and len(doc) == 2 and all(isinstance(x, list) for x in doc)
             and len(doc[0]) == len(doc[1])):
         raise BadFile(f"{path}: not a memory timeline (expected [times, sizes by category])")
     points = sorted((float(t), float(sum(s))) for t, s in zip(*doc) if t >= 0)
-    return {"source": "timeline", "peak_allocated_bytes": max((p[1] for p in points), default=None),
-            "peak_reserved_bytes": None, "by_stage": _by_stage(points, ranges), "top_ops": [],
-            "timeline": _thin(points)}
+    return Memory(source="timeline",
+                  peak_allocated_bytes=max((p[1] for p in points), default=None),
+                  by_stage=_by_stage(points, ranges), timeline=_thin(points))
 
 
 def _frame(frames: Any) -> str | None:
@@ -115,7 +124,7 @@ def _frame(frames: Any) -> str | None:
     return None
 
 
-def _snapshot(path: Path) -> dict[str, Any]:
+def _snapshot(path: Path) -> Memory:
     snap = load_snapshot(_read_bytes(path))
     if not isinstance(snap, dict) or not isinstance(snap.get("segments"), list):
         raise BadFile(f"{path}: not a CUDA memory snapshot (no 'segments' list)")
@@ -124,7 +133,7 @@ def _snapshot(path: Path) -> dict[str, Any]:
     reserved = float(sum(s.get("total_size", 0) for s in segments))
     peak_a, peak_r = allocated, reserved
     points: list[tuple[float, float]] = []
-    allocs: dict[str, list[float]] = {}
+    allocs: dict[str, Tally] = {}
     traces = snap.get("device_traces") or []
     events = [e for dev in traces if isinstance(dev, list) for e in dev if isinstance(e, dict)]
     for e in reversed(events):  # walk back from the state at the dump
@@ -134,9 +143,7 @@ def _snapshot(path: Path) -> dict[str, Any]:
             allocated -= size
             where = _frame(e.get("frames"))
             if where:
-                slot = allocs.setdefault(where, [0, 0.0])
-                slot[0] += 1
-                slot[1] += size
+                tally(allocs, where, 1, size)
         elif action == "free_completed":
             allocated += size
         elif action in ("segment_alloc", "segment_map"):
@@ -145,11 +152,11 @@ def _snapshot(path: Path) -> dict[str, Any]:
             reserved += size
         peak_a, peak_r = max(peak_a, allocated), max(peak_r, reserved)
     points.reverse()
-    return {"source": "snapshot", "peak_allocated_bytes": peak_a, "peak_reserved_bytes": peak_r,
-            "by_stage": {}, "top_ops": _top(allocs), "timeline": _thin(points)}
+    return Memory(source="snapshot", peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r,
+                  top_ops=_top(allocs), timeline=_thin(points))
 
 
-def read_memory(path: Path, ranges: list[Range] | None = None) -> dict[str, Any]:
+def read_memory(path: Path, ranges: list[Range] | None = None) -> Memory:
     """Memory facts of a timeline or snapshot file; ``BadFile`` (one line) when unreadable."""
     try:
         if path.name.endswith(MEMORY_SNAPSHOT):

@@ -13,6 +13,7 @@ from typing import Optional
 
 from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.views.safe import printable
 
 __all__ = ["gantt_svg"]
 
@@ -81,13 +82,14 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
         x0 = left[r.step] + (r.ts - starts[key]) * scale
         y = ROW * (row_of[(r.rank, r.source)] + 1)
         out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{max(r.dur * scale, 0.5):.1f}" '
-                   f'height="{ROW - 4}" fill="{colour}"><title>{escape(r.name)}, rank '
+                   f'height="{ROW - 4}" fill="{colour}"><title>{escape(printable(r.name))}, rank '
                    f'{escape(rank_label(r.rank, r.source))}, step {r.step}: '
                    f'{r.dur / 1000:.2f} ms</title></rect>')
     x, y = float(LABEL), ROW * (len(rows) + 2)
     for name in sorted(colours, key=_order):
         out.append(f'<rect x="{x:.0f}" y="{y - 9}" width="10" height="10" '
-                   f'fill="{colours[name]}"/><text x="{x + 14:.0f}" y="{y}">{escape(name)}</text>')
+                   f'fill="{colours[name]}"/><text x="{x + 14:.0f}" '
+                   f'y="{y}">{escape(printable(name))}</text>')
         x += 24 + 7 * len(name)
     out.append("</svg>")
     return "\n".join(out)

@@ -1,0 +1,85 @@
+"""Chrome trace events as torch.profiler/Kineto and our range files write them: the event
+types msgspec decodes into, and what Kineto's categories mean."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Union
+
+import msgspec
+
+__all__ = ["DEVICE_CATS", "HOST_CATS", "RUNTIME_CATS", "STEP_NAME", "UNREAD_DEVICE", "Event",
+           "EventArgs", "Number", "TraceTop", "decode_events", "number"]
+
+#: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
+#: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "mtia_runtime"})
+HOST_CATS = frozenset({"cpu_op", "Operator"})
+#: Device activity that is not read as device time, and how a note names it: MTIA's command
+#: processor events mix kernels with waits and DMA queues, none with a stream of kernels; CUPTI
+#: range-profiler records replay each kernel for its counters (no timeline).
+UNREAD_DEVICE = {"mtia_ccp_events": "MTIA device events",
+                 "cuda_profiler_range": "CUDA range-profiler records"}
+#: A step range: ``ProfilerStep#<n>``.
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+
+Number = Union[int, float, str, None]
+
+
+class EventArgs(msgspec.Struct):
+    step: Union[int, float, str, None] = None
+    correlation: Union[int, str, None] = None
+    stream: Union[int, str, None] = None
+    bytes: Number = msgspec.field(default=None, name="Bytes")
+    allocated: Number = msgspec.field(default=None, name="Total Allocated")
+    reserved: Number = msgspec.field(default=None, name="Total Reserved")
+    device_type: Number = msgspec.field(default=None, name="Device Type")
+
+
+class Event(msgspec.Struct):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    ts: Number = None
+    dur: Number = None
+    tid: Union[int, str, None] = None
+    pid: Union[int, str, None] = None
+    args: Union[EventArgs, None] = None
+
+
+class TraceTop(msgspec.Struct):
+    traceEvents: list[Event] = []
+    mindspeed_prof: Union[dict[str, Any], None] = None
+    distributedInfo: Union[dict[str, Any], None] = None
+    baseTimeNanoseconds: Union[int, None] = None  # Kineto: wall-clock ns at ts 0
+    closed: Union[bool, None] = None  # our range files: set when the recorder closed it
+
+
+_decoder = msgspec.json.Decoder(Union[TraceTop, list[Event]])  # object or JSON Array Format
+
+
+def decode_events(raw: bytes) -> list[Event]:
+    """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
+    trace = _decoder.decode(raw)
+    return trace if isinstance(trace, list) else trace.traceEvents
+
+
+
+
+def number(value: Number) -> float | None:
+    """A finite number from a JSON value (torch_npu writes times as strings), else None."""
+    kind = type(value)
+    if kind is float:  # the common case first: finite floats as they are
+        return value if value - value == 0 else None  # type: ignore[return-value,operator]
+    if kind is int:
+        return float(value)  # type: ignore[arg-type]
+    if value is None:
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out and abs(out) != float("inf") else None
+
+

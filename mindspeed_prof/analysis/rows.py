@@ -1,0 +1,214 @@
+"""The typed rows of an analysis: what every view, ``compare`` and ``--json`` read.
+
+Times are milliseconds and memory is bytes. ``rank`` is None where no source names it (shown as
+``?``); ``source`` names a capture's host or folder where two captures claim the same rank and
+step (else ""). ``json()`` gives a row as ``--json`` writes it (``DeviceRow``, ``CommRow`` with
+its ``LinkShare``s and ``Alloc``, the readers' rows, are written with ``msgspec.to_builtins``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
+
+__all__ = ["Alloc", "Change", "CommRow", "DeviceMeans", "DeviceRow", "InventoryRow", "KernelRow",
+           "LinkShare", "MemoryRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow",
+           "SideBySide", "StageRow", "StepRow", "Straggler", "to_json"]
+
+
+class Row(msgspec.Struct, kw_only=True):
+    """A row of a table; ``json()`` is its ``--json`` form."""
+
+    def json(self) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class StageRow(Row, kw_only=True):
+    """One stage on one rank: executions, and total, mean and max ms per execution."""
+
+    stage: str
+    rank: int | None
+    source: str = ""
+    count: int
+    total_ms: float
+    mean_ms: float
+    max_ms: float
+
+
+class StepRow(Row, kw_only=True):
+    """One step on one rank: ``total`` the step's own length (None when only its stages were
+    captured), ``stages`` each stage's ms in it, ``warmup`` a warmup step. In ``--json`` the
+    stages are keys of the row beside ``total``."""
+
+    rank: int | None
+    source: str = ""
+    step: int
+    total: float | None = None
+    stages: dict[str, float] = {}
+    warmup: bool = False
+
+    def json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank, "source": self.source, "step": self.step}
+        if self.total is not None:
+            out["total"] = self.total
+        return {**out, **self.stages, "warmup": self.warmup}
+
+
+class Straggler(Row, kw_only=True):
+    """A rank slower than the others at a stage (``kind`` ``stage``) or custom range
+    (``range``) in one step: its ``ms``, the median of the *other* ranks ``median_ms``, the
+    ``ratio`` of the two and the time lost ``excess_ms``. In ``--json`` the name is under the
+    kind (``{"stage": name}``)."""
+
+    kind: str
+    name: str
+    step: int
+    rank: int | None
+    source: str = ""
+    ms: float
+    median_ms: float
+    ratio: float
+    excess_ms: float
+
+    def json(self) -> dict[str, Any]:
+        out = super().json()
+        out[out.pop("kind")] = out.pop("name")
+        return out
+
+
+class RangeRow(Row, kw_only=True):
+    """One custom range (``mstx.range``, ``record_function``...) on one rank: executions,
+    total, self (less the ranges nested in it on its thread), mean, p95 and max ms, and the
+    ``stage`` it ran in ("a, b" for several, None unknown)."""
+
+    name: str
+    rank: int | None
+    source: str = ""
+    stage: str | None
+    count: int
+    total_ms: float
+    self_ms: float
+    mean_ms: float
+    p95_ms: float
+    max_ms: float
+
+
+class OpRow(Row, kw_only=True):
+    """A host operator: calls and self ms over every capture."""
+
+    op: str
+    count: int
+    self_ms: float
+
+
+class KernelRow(Row, kw_only=True):
+    """A device kernel, copy or set: runs and device ms over every capture."""
+
+    name: str
+    count: int
+    device_ms: float
+
+
+class RuntimeRow(Row, kw_only=True):
+    """A runtime or launch call (``cudaLaunchKernel``, ``aclrt*``): calls and host ms."""
+
+    name: str
+    count: int
+    ms: float
+
+
+class MemoryRow(Row, kw_only=True):
+    """Peaks of one capture (``stage`` None) or of one stage in it (None: not recorded); the
+    whole-capture row has the top allocating operators and the timeline
+    (``[us, allocated(, reserved)]`` points). ``source`` here is where the figures come from
+    (``trace``, ``timeline``, ``snapshot``, ``torch_npu``; see ``Memory``), not a host."""
+
+    rank: int | None
+    file: str
+    source: str | None
+    stage: str | None = None
+    peak_allocated_bytes: float | None = None
+    peak_reserved_bytes: float | None = None
+    top_ops: list[Alloc] = []
+    timeline: list[list[float]] = []
+
+
+class InventoryRow(Row, kw_only=True):
+    """One capture read: its file, kind, rank, folder group, size, events, steps and level."""
+
+    file: str
+    kind: str
+    rank: int | None
+    source: str = ""
+    group: str
+    bytes: int
+    events: int
+    steps: list[int]
+    level: Any = None
+
+
+class Change(Row, kw_only=True):
+    """A stage (``kind`` ``stage``) or custom range (``range``) on one rank in two runs: mean ms
+    per execution in A (the baseline) and B, the relative ``change`` (None when either is
+    missing or A's is 0), flagged as a regression or an improvement beyond the threshold and
+    beyond the noise floor (a difference per execution under ``noise_ms``, or 1% of A's step,
+    is never flagged). In
+    ``--json`` the name is under the kind (``{"stage": name}``; ranges: ``{"name": name}``)."""
+
+    kind: str
+    name: str
+    rank: int | None
+    a_mean_ms: float | None
+    b_mean_ms: float | None
+    change: float | None
+    regression: bool = False
+    improvement: bool = False
+    #: Executions in B (in A where B has none), and what the change costs over them:
+    #: ``(b_mean - a_mean) * count`` ms (None when either mean is missing). Rows sort by it.
+    count: int = 0
+    impact_ms: float | None = None
+
+    def json(self) -> dict[str, Any]:
+        out = super().json()
+        kind = out.pop("kind")
+        out = {("stage" if kind == "stage" else "name"): out.pop("name"), **out}
+        return out
+
+
+class DeviceMeans(Row, kw_only=True):
+    """Mean ms per (non-warmup) step of each device component."""
+
+    compute_ms: float | None = None
+    comm_ms: float | None = None
+    overlap_ms: float | None = None
+    memcpy_ms: float | None = None
+    idle_ms: float | None = None
+
+
+class Peaks(Row, kw_only=True):
+    """Peak allocated and reserved bytes over a rank's captures (None: not recorded)."""
+
+    peak_allocated_bytes: float | None = None
+    peak_reserved_bytes: float | None = None
+
+
+class SideBySide(Row, kw_only=True):
+    """One rank's device means or memory peaks in A and B; in ``--json`` flat, as ``a_<field>``
+    and ``b_<field>``."""
+
+    rank: int | None
+    a: DeviceMeans | Peaks
+    b: DeviceMeans | Peaks
+
+    def json(self) -> dict[str, Any]:
+        return {"rank": self.rank, **{f"a_{k}": v for k, v in self.a.json().items()},
+                **{f"b_{k}": v for k, v in self.b.json().items()}}
+
+
+def to_json(rows: list[Any]) -> list[dict[str, Any]]:
+    """Rows as ``--json`` writes them."""
+    return [r.json() if isinstance(r, Row) else msgspec.to_builtins(r) for r in rows]

@@ -1,0 +1,141 @@
+"""The package's import graph: no cycles, and every layer imports only the layers below it.
+
+Read from the source (every ``import``, at module level or inside a function, type-checking ones
+too), so a lazy import that points up is caught as well as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import mindspeed_prof
+
+PACKAGE = Path(mindspeed_prof.__file__).parent
+ROOT = "mindspeed_prof"
+
+#: Each layer and the layers it may import (its own included). Modules not named here belong
+#: to the first prefix that matches.
+LAYERS: dict[str, set[str]] = {
+    "formats": {"formats"},
+    "config": {"config"},
+    "jsonio": {"jsonio"},
+    "raylink": {"raylink"},
+    "mstx": {"mstx"},
+    "capture": {"capture", "config", "formats", "jsonio", "mstx"},
+    "analysis.readers": {"analysis.readers", "config", "formats"},
+    "analysis": {"analysis", "analysis.readers", "config", "formats", "jsonio", "raylink"},
+    "views": {"views", "analysis", "analysis.readers", "config", "formats"},
+    "testing": {"testing", "capture", "config", "formats", "mstx"},
+    "hydra": {"hydra", "capture", "analysis", "analysis.readers", "views", "config", "formats",
+              "jsonio", "mstx"},
+    "ray": {"ray", "capture", "analysis", "analysis.readers", "config", "formats", "jsonio",
+            "raylink"},
+}
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _exists(name: str) -> bool:
+    base = PACKAGE.parent.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> set[str]:
+    """The package's modules that ``path`` imports (a name imported from a package that is a
+    module of its own counts as that module)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == ROOT)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] == ROOT:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                out.add(sub if _exists(sub) else node.module)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    edges = {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+    return {m: {t for t in targets if t != m} for m, targets in edges.items()}
+
+
+def _layer(module: str) -> str | None:
+    name = module.removeprefix(ROOT + ".")
+    return next((layer for layer in sorted(LAYERS, key=len, reverse=True)
+                 if name == layer or name.startswith(layer + ".")), None)
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_is_read() -> None:
+    edges = graph()
+    assert "mindspeed_prof.analysis.readers.fold" in edges["mindspeed_prof.analysis.readers.chrome"]
+    assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
+    assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html"]  # a lazy import
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(graph()) == []
+
+
+def test_every_layer_imports_only_the_layers_below_it() -> None:
+    wrong = []
+    for module, targets in sorted(graph().items()):
+        layer = _layer(module)
+        if layer is None:  # cli, demo, the package itself: the top, anything goes
+            continue
+        for target in sorted(targets):
+            there = _layer(target)
+            if there is not None and there not in LAYERS[layer]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_the_checks_catch_what_they_are_for() -> None:
+    """A cycle, an import from capture into analysis and one from a reader into the analysis
+    above it are each found (on a made-up graph)."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    for module, target in (("mindspeed_prof.capture.profiler", "mindspeed_prof.analysis.summary"),
+                           ("mindspeed_prof.analysis.readers.fold",
+                            "mindspeed_prof.analysis.analyse"),
+                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text")):
+        layer, there = _layer(module), _layer(target)
+        assert layer is not None and there is not None and there not in LAYERS[layer]
