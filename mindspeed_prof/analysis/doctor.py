@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
+from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 
 __all__ = ["Finding", "Health", "doctor"]
@@ -93,7 +94,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         elif path.name.endswith(SPANS):
             _first_steps(path, first_step)
     flagged = {root / f.where for f in health.findings}
-    own, read = _check_readable(health, flagged)
+    own, read, own_triggered = _check_readable(health, flagged)
     health.ranks_found = sorted(found | read)
     _check_ranks(health, manifests, found | own, found | read)
     _check_windows(health, manifests, found | read)
@@ -106,15 +107,24 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     summary = _load(root / CLUSTER_SUMMARY)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
     health.triggered = [
-        {k: c.get(k) for k in ("rank", "step", "stage", "trigger", "reason", "files")}
+        {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",
+                               "reason", "files")}
         for m in [*manifests, *workers] for c in m.get("captures", []) if c.get("trigger")]
+    listed = {(t["rank"], t["trigger"], t["trigger_step"] if t["trigger_step"] is not None
+               else t["step"]) for t in health.triggered}
+    health.triggered += [  # captures no manifest lists (a Profiler without the Hydra callback)
+        {"rank": t.rank, "step": t.step, "steps": t.steps, "trigger_step": t.step,
+         "stage": None, "trigger": t.trigger, "reason": t.reason, "files": [t.file]}
+        for t in own_triggered if (t.rank, t.trigger, t.step) not in listed]
     return health
 
 
-def _check_readable(health: Health, flagged: set[Path]) -> tuple[set[int], set[int]]:
+def _check_readable(health: Health, flagged: set[Path]
+                    ) -> tuple[set[int], set[int], list[Triggered]]:
     """Every capture as ``analyse`` reads it: each one it skips, whole or in part, is a finding
     (unless the cheap checks already named its file); its captures and their ranks are counted.
-    Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture."""
+    Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture, and the
+    unplanned captures their metadata names."""
     from mindspeed_prof.analysis.analyse import analyse
     from mindspeed_prof.analysis.parallel import default_jobs
     from mindspeed_prof.analysis.readers.model import rank_label
@@ -139,7 +149,7 @@ def _check_readable(health: Health, flagged: set[Path]) -> tuple[set[int], set[i
         stems.items(), key=lambda kv: (kv[0] == "?", int(kv[0]) if kv[0] != "?" else 0))}
     ranks = {t.rank for t in result.traces if t.rank is not None}
     own = {r for t in result.traces if (r := _rank(t.path.name)) is not None}
-    return own, ranks
+    return own, ranks, triggered(result)
 
 
 def _load(path: Path) -> Any:

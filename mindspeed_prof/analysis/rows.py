@@ -14,9 +14,10 @@ import msgspec
 
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
-__all__ = ["Alloc", "Change", "CommRow", "DeviceMeans", "DeviceRow", "InventoryRow", "KernelRow",
-           "LinkShare", "MemoryRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow",
-           "SideBySide", "StageRow", "StepRow", "Straggler", "to_json"]
+__all__ = ["BOUNDS", "Alloc", "Change", "CommRow", "DeviceMeans", "DeviceRow", "DeviceVerdict",
+           "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict", "OpRow",
+           "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide", "StageRow",
+           "StepRow", "StepTime", "Straggler", "to_json"]
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -207,6 +208,61 @@ class SideBySide(Row, kw_only=True):
     def json(self) -> dict[str, Any]:
         return {"rank": self.rank, **{f"a_{k}": v for k, v in self.a.json().items()},
                 **{f"b_{k}": v for k, v in self.b.json().items()}}
+
+
+#: What a device verdict can name, in the order ties are broken.
+BOUNDS = ("compute", "communication", "copy", "idle")
+
+
+class StepTime(Row, kw_only=True):
+    """``median_ms`` of the steps (each step: the median over ranks), the fastest and slowest
+    step, ``spread`` ((max - min) / median), ``steps`` and ``ranks`` counted."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    spread: float
+    steps: int
+    ranks: int
+
+
+class Share(Row, kw_only=True):
+    """A stage (``kind`` ``stage``) or custom range (``range``): ``ms`` per step (its time per
+    step, the median over ranks of the mean over steps), ``share`` of the step (None: no step
+    ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
+    the others by the noise floor)."""
+
+    kind: str
+    name: str
+    ms: float
+    share: float | None
+    rank: int | None
+
+
+class DeviceVerdict(Row, kw_only=True):
+    """Mean per step over ranks, of the step on the device: ``compute_ms``, ``comm_ms`` (the
+    communication not overlapped with compute), ``copy_ms``, ``idle_ms`` (nothing ran: the
+    host was late), their ``shares`` and the largest of them, ``bound`` (one of ``BOUNDS``);
+    ``ranks`` and ``steps`` averaged over."""
+
+    bound: str
+    compute_ms: float
+    comm_ms: float
+    copy_ms: float
+    idle_ms: float
+    shares: dict[str, float]
+    ranks: int
+    steps: int
+
+
+class MemoryVerdict(Row, kw_only=True):
+    """The highest ``peak_bytes`` allocated on any rank (``rank``), the device's
+    ``capacity_bytes`` where a capture records it, and ``share`` of it."""
+
+    rank: int | None
+    peak_bytes: float
+    capacity_bytes: float | None = None
+    share: float | None = None
 
 
 def to_json(rows: list[Any]) -> list[dict[str, Any]]:

@@ -90,13 +90,18 @@ def run(args: argparse.Namespace) -> int:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
+    from mindspeed_prof.analysis.report import Answers, document
+
+    found = Answers(result)
+    for line in found.notes:
+        error(f"note: {line}")
     if args.html:
         from mindspeed_prof.views.html import write_report
 
-        print(f"report: {write_report(result, Path(args.html))}", file=sys.stderr)
+        print(f"report: {write_report(result, Path(args.html), found)}", file=sys.stderr)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2, default=str)
+        json.dump(document(result, found), sys.stdout, indent=2, default=str)
         print()
     else:
-        print_analysis(result, Console(), top=args.top)
+        print_analysis(result, Console(), top=args.top, answers=found)
     return exit_code(result)

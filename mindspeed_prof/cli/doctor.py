@@ -26,6 +26,16 @@ exit codes:
 """
 
 
+def triggered_line(t: dict[str, Any]) -> str:
+    """A triggered capture: the step that triggered it (a flight dump's ``trigger_step``, not
+    the first step it holds), then what it holds."""
+    at = t.get("trigger_step")
+    step = at if at is not None else t.get("step")
+    steps = t.get("steps") or []
+    held = f"; holds steps {steps[0]}-{steps[-1]}" if len(steps) > 1 else ""
+    return f"rank {t.get('rank')} step {step}: {t.get('trigger')} ({t.get('reason')}{held})"
+
+
 def add_parser(sub: Any) -> None:
     d = sub.add_parser("doctor", help="health check of a run's captures (exit 3 on findings)",
                        description=DESCRIPTION,
@@ -76,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
                                              else f"{size / 1024:.1f} KB"))
         for t in health.triggered:
-            print(f"triggered: rank {t['rank']} step {t['step']}: {t['trigger']} "
-                  f"({t['reason']})")
+            print(f"triggered: {triggered_line(t)}")
         print("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
     return Exit.OK if health.healthy else Exit.PARTIAL

@@ -13,6 +13,7 @@ import msgspec
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order, step_label
+from mindspeed_prof.analysis.report import Answers
 from mindspeed_prof.analysis.rows import DeviceRow, Row
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.text import no_device_text
@@ -158,13 +159,35 @@ def _table(rows: Sequence[Row | dict[str, Any]], columns: list[str]) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def write_report(result: Analysis, path: Path) -> Path:
+def _answers(answers: Answers) -> str:
+    """The verdict, what to run next and the findings: the top of the report."""
+    esc = _esc
+    rows = "".join(f"<tr><th>{esc(label)}</th><td>{esc(text)}</td></tr>"
+                   for label, text in answers.verdict.lines())
+    out = f"<section id='verdict'><h2>Verdict</h2><table class='verdict'>{rows}</table>"
+    for n in answers.verdict.next:
+        out += (f"<p class='next'><b>Next ({esc(n.kind)})</b>: {esc(n.why)}<br>"
+                f"<code>{esc(n.command)}</code></p>")
+    out += "</section>"
+    if answers.findings:
+        items = "".join(
+            f"<li class='{esc(f.severity)}'><b>[{esc(f.severity)}] {esc(f.title)}</b>"
+            + (f"<br>{esc(f.detail)}" if f.detail else "")
+            + (f"<br><i>{esc(f.suggestion)}</i>" if f.suggestion else "")
+            + (f"<br><small>from {esc(f.source)}</small>" if f.source else "") + "</li>"
+            for f in answers.findings)
+        out += f"<section id='findings'><h2>Findings</h2><ul>{items}</ul></section>"
+    return out
+
+
+def write_report(result: Analysis, path: Path, answers: Answers | None = None) -> Path:
     """Write the HTML report for ``result`` to ``path``; every name from a trace is escaped."""
     esc = _esc
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
              f"<title>mindspeed-prof: {esc(str(result.root))}</title><style>{_CSS}</style>"
              f"</head><body><h1>mindspeed-prof report</h1><p>{esc(str(result.root))}: "
-             f"{len(result.traces)} captures, ranks {esc(str(result.ranks))}</p>"]
+             f"{len(result.traces)} captures, ranks {esc(str(result.ranks))}</p>",
+             _answers(answers or Answers(result))]
     for name, svg in _charts(result):
         parts.append(f"<figure id='{name}'>{svg}</figure>")
     from mindspeed_prof.views.gantt import gantt_svg

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.compare import Comparison
+from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.model import (
     Tally,
@@ -26,6 +27,7 @@ from mindspeed_prof.analysis.readers.model import (
     step_label,
     tally,
 )
+from mindspeed_prof.analysis.report import Answers
 from mindspeed_prof.analysis.rows import (
     Change,
     DeviceRow,
@@ -35,6 +37,7 @@ from mindspeed_prof.analysis.rows import (
     StepRow,
     Straggler,
 )
+from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import printable
 
@@ -201,15 +204,60 @@ def headline(result: Analysis, width: int) -> list[str]:
     return [f"{where}: {what}"] if len(where) + 2 + len(what) <= width else [f"{where}:", what]
 
 
-def print_analysis(result: Analysis, console: Console | None = None, top: int = 10) -> None:
+def print_verdict(v: Verdict, console: Console) -> None:
+    """The verdict's lines, a label then a sentence wrapped under itself; then what to run."""
+    lines = v.lines()
+    if not lines:
+        return
+    pad = max(len(label) for label in [*(x for x, _ in lines), *(n.kind for n in v.next)]) + 2
+    width = max(console.width - pad - 2, 20)
+    console.print("[bold]Verdict[/bold]", highlight=False)
+    for label, sentence in lines:
+        body = textwrap.wrap(printable(sentence), width) or [""]
+        console.print(f"  [bold]{label:<{pad}}[/bold]{body[0]}", highlight=False)
+        for more in body[1:]:
+            console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
+    if v.next:
+        console.print("[bold]Next[/bold]", highlight=False)
+    for n in v.next:
+        body = textwrap.wrap(printable(n.why), width) or [""]
+        console.print(f"  [bold]{n.kind:<{pad}}[/bold]{body[0]}", highlight=False)
+        for more in body[1:]:
+            console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
+        console.print(f"  {'':<{pad}}$ {printable(n.command)}", highlight=False, markup=False,
+                      soft_wrap=True)  # one line, whatever its length: it is copied
+
+
+def print_findings(findings: list[Finding], console: Console, most: int = 8) -> None:
+    """One line per finding (severity, title), its suggestion under it; the first ``most``."""
+    if not findings:
+        return
+    console.print(f"[bold]Findings[/bold] ({len(findings)})", highlight=False)
+    width = max(console.width - 4, 20)
+    for f in findings[:most]:
+        for i, line in enumerate(textwrap.wrap(printable(f"[{f.severity}] {f.title}"), width)):
+            console.print(f"  {'' if i == 0 else '  '}{line}", highlight=False, markup=False)
+        if f.suggestion:
+            for line in textwrap.wrap(printable(f"-> {f.suggestion}"), width - 2):
+                console.print(f"    {line}", highlight=False, markup=False)
+    if len(findings) > most:
+        console.print(f"  ... {len(findings) - most} more in --json and --html",
+                      highlight=False)
+
+
+def print_analysis(result: Analysis, console: Console | None = None, top: int = 10,
+                   answers: Answers | None = None) -> None:
     from rich.text import Text
 
     console = console or Console()
+    answers = answers or Answers(result)
     for i, line in enumerate(headline(result, console.width)):
         text = Text(line)
         if i == 0:
             text.stylize("bold", 0, len(count(_captures(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
+    print_verdict(answers.verdict, console)
+    print_findings(answers.findings, console)
     print_stage_rank(result.stage_rank(), console)
     steps = result.per_step()
     if steps:

@@ -166,6 +166,9 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     assert placed == holder  # each capture read on the node that holds it, once
     there, here = result["there"], result["here"]
     assert there.pop("root") == "~/run" and here.pop("root") == str(tmp_path / "merged")
+    there_next = json.dumps(there["verdict"].pop("next")).replace("~/run", "ROOT")
+    assert there_next == json.dumps(here["verdict"].pop("next")).replace(
+        str(tmp_path / "merged"), "ROOT")  # what to run next names the root it was given
     assert there == here and here["ranks"] == [0, 1]
     host = result["summary"]["workers"][0]["host"]
     assert result["tracks"] == [f"rank {r} · integrated · {host}" for r in (0, 1)]  # timeline --ray

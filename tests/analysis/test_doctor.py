@@ -95,3 +95,23 @@ def test_another_tools_captures_are_read_and_counted(tmp_path: Path,
     assert main(["doctor", str(tmp_path)]) == 3
     out = capsys.readouterr().out
     assert "captures: 1 (rank 5: 1)" in out and "expected unknown: no manifest names them" in out
+
+
+def test_an_anomaly_is_named_at_the_step_it_was_seen(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    prof = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
+        "profile_step_start": 100, "profile_step_end": 101, "flight_recorder_steps": 3,
+        "anomaly_factor": 2.0, "anomaly_window": 3, "profile_save_path": str(tmp_path)}},
+        rank=0)
+    for step in range(1, 9):
+        with prof.step(step), prof.stage("actor_generate"):
+            time.sleep(0.06 if step == 8 else 0.005)
+    prof.close()
+    (dump,) = doctor(tmp_path).triggered
+    assert (dump["trigger_step"], dump["steps"]) == (8, [6, 7, 8])
+    assert main(["doctor", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "triggered: rank 0 step 8: flight (anomaly; holds steps 6-8)" in out

@@ -37,6 +37,9 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
     meta = trace.mindspeed_prof or {}
     if trace.baseTimeNanoseconds is not None:
         meta = {**meta, "baseTimeNanoseconds": trace.baseTimeNanoseconds}
+    capacity = device_memory(trace.deviceProperties)
+    if capacity is not None:
+        meta = {**meta, "device_memory_bytes": capacity}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=count, meta=meta)
@@ -46,6 +49,16 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
         data.problems.append(f"{path}: {INTERRUPTED} (the process that wrote it was killed, or "
                              f"is still writing); {len(data.ranges):,} ranges kept")
     return data
+
+
+def device_memory(properties: object) -> int | None:
+    """A device's memory in bytes from Kineto's ``deviceProperties`` (``totalGlobalMem``),
+    where every listed device has the same (None: none listed, they differ, or it is not a
+    list of objects)."""
+    listed = properties if isinstance(properties, list) else []
+    sizes = {p.get("totalGlobalMem") for p in listed if isinstance(p, dict)}
+    sizes = {s for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s > 0}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 @contextlib.contextmanager

@@ -52,6 +52,7 @@ class TraceTop(msgspec.Struct):
     traceEvents: list[Event] = []
     mindspeed_prof: Union[dict[str, Any], None] = None
     distributedInfo: Union[dict[str, Any], None] = None
+    deviceProperties: Any = None  # Kineto: a list, one entry per visible device
     baseTimeNanoseconds: Union[int, None] = None  # Kineto: wall-clock ns at ts 0
     closed: Union[bool, None] = None  # our range files: set when the recorder closed it
 

@@ -1,0 +1,41 @@
+"""Findings: one line each with its numbers, the detail and where they came from, and what
+to do about it. One module per family of rules (``npu``: what Ascend's msprof-analyze advisor
+checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops); each rule is a
+function of an ``Analysis`` that returns its findings (none where it has nothing to say).
+
+``find`` runs every rule: a rule that fails is left out with one note, never the analysis.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mindspeed_prof.analysis.findings.finding import SEVERITIES, Finding, Rule
+from mindspeed_prof.analysis.readers.model import one_line
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+__all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
+
+def rules() -> list[Rule]:
+    """Every rule, in the order they run."""
+    from mindspeed_prof.analysis.findings import cuda, npu, rl
+
+    return [*npu.RULES, *cuda.RULES, *rl.RULES]
+
+
+def find(result: Analysis) -> tuple[list[Finding], list[str]]:
+    """Every rule's findings, most pressing first (severity, then time at stake), and one
+    note per rule that failed."""
+    found: list[Finding] = []
+    notes: list[str] = []
+    for rule in rules():
+        try:
+            found.extend(rule(result))
+        except Exception as err:  # a rule's bug must not cost the rest of the report
+            notes.append(f"finding rule {rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__} "
+                         f"failed: {one_line(err)}")
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity) if f.severity in SEVERITIES
+                              else len(SEVERITIES), -(f.impact_ms or 0.0), f.rule))
+    return found, notes

@@ -1,0 +1,35 @@
+"""A finding and a rule (see ``analysis.findings``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mindspeed_prof.analysis.rows import Row
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+__all__ = ["SEVERITIES", "Finding", "Rule"]
+
+#: Most pressing first.
+SEVERITIES = ("high", "medium", "low")
+
+
+class Finding(Row, kw_only=True):
+    """``rule`` (its module and name, ``npu.byte_alignment``), ``title`` (one line with the
+    numbers), ``detail`` (the evidence, a few lines), ``suggestion`` (what to do), ``severity``
+    (one of ``SEVERITIES``), ``impact_ms`` (the time at stake per step where it can be said),
+    ``source`` (the files or tables the numbers came from), ``ranks`` it was seen on."""
+
+    rule: str
+    title: str
+    detail: str = ""
+    suggestion: str = ""
+    severity: str = "medium"
+    impact_ms: float | None = None
+    source: str = ""
+    ranks: list[int | None] = []
+
+
+Rule = Callable[["Analysis"], list[Finding]]

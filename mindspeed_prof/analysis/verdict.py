@@ -1,0 +1,247 @@
+"""The verdict: what ``analyse`` says first, each part a pure function of an ``Analysis``.
+
+- ``step_time``: the step's length (median over steps of the median over ranks) and spread;
+- ``slowest``: the stage (or, where no stage was recorded, the custom range) that takes the
+  most of a step, and its share;
+- ``straggler``: the rank furthest behind the other ranks (``stragglers``: against the median
+  of the others, above the noise floor);
+- ``device``: what bounds the device (compute, exposed communication, copies, idle) with each
+  part's share of the step on the device;
+- ``memory``: the highest peak against the device's capacity where a capture records it;
+- ``unusual``: captures the job took on its own (``triggered``) and warmup steps left out.
+
+Warmup steps are left out (``Analysis.counted``) of every figure.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from mindspeed_prof.analysis.next_capture import NextStep, next_steps
+from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
+from mindspeed_prof.analysis.rows import (
+    BOUNDS,
+    DeviceVerdict,
+    MemoryVerdict,
+    Row,
+    Share,
+    StepTime,
+    Straggler,
+)
+from mindspeed_prof.analysis.stragglers import find_stragglers, noise_floor, step_times
+from mindspeed_prof.analysis.triggered import Triggered, triggered
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+__all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
+           "bound_of", "device", "memory", "slowest", "step_time", "straggler", "verdict"]
+
+class Verdict(Row, kw_only=True):
+    """Every part of the verdict; a part is None where the captures do not hold what it needs."""
+
+    step: StepTime | None = None
+    slowest: Share | None = None
+    straggler: Straggler | None = None
+    device: DeviceVerdict | None = None
+    memory: MemoryVerdict | None = None
+    triggered: list[Triggered] = []
+    warmup_steps: list[int] = []
+    #: What to run next (``next_capture``).
+    next: list[NextStep] = []
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(label, sentence) pairs, the order ``analyse`` prints them."""
+        out = []
+        if self.step:
+            s = self.step
+            on = f"on {s.ranks} rank{'s' * (s.ranks != 1)}"
+            out.append(("step", f"{s.median_ms:,.1f} ms (1 step {on})" if s.steps == 1 else
+                        f"{s.median_ms:,.1f} ms (median of {s.steps} steps {on}; "
+                        f"{s.min_ms:,.1f}-{s.max_ms:,.1f} ms, spread {s.spread:.0%})"))
+        if self.slowest:
+            w = self.slowest
+            share = f" ({w.share:.0%} of the step)" if w.share is not None else ""
+            where = f", longest on rank {rank_label(w.rank)}" if w.rank is not None else ""
+            out.append(("slowest", f"{w.kind} {w.name}: {w.ms:,.1f} ms per step{share}{where}"))
+        if self.straggler:
+            g = self.straggler
+            out.append(("straggler", f"rank {rank_label(g.rank, g.source)} at {g.kind} {g.name}, "
+                        f"step {g.step}: {g.ms:,.1f} ms against {g.median_ms:,.1f} ms on the "
+                        f"other ranks ({g.ratio:.1f}x, {g.excess_ms:+,.1f} ms)"))
+        elif self.step and self.step.ranks > 1:
+            out.append(("straggler", "none (no rank behind the others by more than the noise "
+                        "floor)"))
+        if self.device:
+            d = self.device
+            parts = ", ".join(f"{k} {d.shares[k]:.0%}" for k in BOUNDS)
+            ms = {"compute": d.compute_ms, "communication": d.comm_ms, "copy": d.copy_ms,
+                  "idle": d.idle_ms}[d.bound]
+            label = "idle (host-bound)" if d.bound == "idle" else f"{d.bound}-bound"
+            per = "per step" if d.steps else "in the capture (no steps)"
+            out.append(("device", f"{label}: {d.bound} {ms:,.1f} ms {per}; {parts} "
+                        "(communication: not overlapped)"))
+        if self.memory:
+            m = self.memory
+            cap = (f" of {_gb(m.capacity_bytes)} ({m.share:.0%})"
+                   if m.capacity_bytes and m.share is not None else "")
+            out.append(("memory", f"peak {_gb(m.peak_bytes)} allocated{cap} on rank "
+                        f"{rank_label(m.rank)}"))
+        unusual = [_triggered_text(t) for t in self.triggered[:3]]
+        if len(self.triggered) > 3:
+            unusual.append(f"{len(self.triggered) - 3} more triggered captures")
+        if self.warmup_steps:
+            unusual.append(f"warmup step{'s' * (len(self.warmup_steps) > 1)} "
+                           f"{ranks_text(self.warmup_steps)} left out")
+        if unusual:
+            out.append(("unusual", "; ".join(unusual)))
+        return out
+
+
+def _gb(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
+
+
+def _triggered_text(t: Triggered) -> str:
+    what = (f"flight dump ({t.reason})" if t.trigger == "flight" and t.reason
+            else f"{t.trigger.replace('_', '-')} capture")
+    held = f", holds steps {ranks_text(t.steps)}" if t.steps else ""
+    return f"{what} at step {t.step} on rank {rank_label(t.rank)}{held}"
+
+
+def _device_steps(result: Analysis) -> tuple[dict[int, float], set[int | None]]:
+    """Per step, the median over ranks of the step on the device (torch_npu's Stage column,
+    else the device window), for captures without step ranges; and the ranks counted."""
+    per: dict[int, list[float]] = defaultdict(list)
+    ranks = set()
+    for r in result.device():
+        ms = r.step_ms if r.step_ms is not None else r.span_ms
+        if r.stage is None and r.step is not None and ms and (
+                result.include_warmup or not r.warmup):
+            per[r.step].append(ms)
+            ranks.add(r.rank)
+    return {step: statistics.median(v) for step, v in per.items()}, ranks
+
+
+def step_time(result: Analysis) -> StepTime | None:
+    """The step's length and spread over the counted steps: from step ranges, else from the
+    device's steps (None: neither)."""
+    per_step = step_times(result.counted())
+    ranks = {r.rank for r in result.counted() if r.kind == "step"}
+    if not per_step:
+        per_step, ranks = _device_steps(result)
+    if not per_step:
+        return None
+    ms = list(per_step.values())
+    median = statistics.median(ms)
+    return StepTime(median_ms=median, min_ms=min(ms), max_ms=max(ms),
+                    spread=(max(ms) - min(ms)) / median if median > 0 else 0.0,
+                    steps=len(ms), ranks=len(ranks))
+
+
+def slowest(result: Analysis, step: StepTime | None) -> Share | None:
+    """The stage taking the most of a step; where no stage was recorded (a light capture of
+    custom ranges), the custom range with the most self time per step."""
+    ranges = [r for r in result.counted() if r.step is not None]
+    for kind in ("stage", "range"):
+        per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(
+            lambda: defaultdict(float))
+        for r in ranges:
+            if r.kind == kind:
+                per[(r.name, r.rank)][r.step] += r.dur / 1000.0  # type: ignore[index]
+        if not per:
+            continue
+        mean = {key: sum(steps.values()) / len(steps) for key, steps in per.items()}
+        names: dict[str, list[tuple[float, int | None]]] = defaultdict(list)
+        for (name, rank), ms in mean.items():
+            names[name].append((ms, rank))
+        name, rows = max(names.items(), key=lambda kv: (
+            statistics.median(ms for ms, _ in kv[1]), kv[0]))
+        ms = statistics.median(m for m, _ in rows)
+        top, longest = max(rows, key=lambda r: r[0])
+        if len(rows) < 2 or top - min(m for m, _ in rows) < noise_floor(
+                result.noise_ms, step.median_ms if step else None):
+            longest = None  # no rank stands out
+        return Share(kind=kind, name=name, ms=ms, rank=longest,
+                     share=ms / step.median_ms if step and step.median_ms > 0 else None)
+    return None
+
+
+def straggler(result: Analysis) -> Straggler | None:
+    """The rank furthest behind the others at a stage, else at a custom range, else (captures
+    without ranges, torch_npu's) in device compute time per step: the rank that computes
+    longest is the one the others wait for in their collectives."""
+    found = result.stragglers() or result.stragglers("range") or compute_stragglers(result)
+    return found[0] if found else None
+
+
+def compute_stragglers(result: Analysis) -> list[Straggler]:
+    """Ranks whose device compute time in a step exceeds the other ranks' median by the
+    margin and the noise floor (``kind`` ``device``, ``name`` ``compute``)."""
+    steps, _ = _device_steps(result)
+    fake = [Range(rank=r.rank, kind="device", name="compute", step=r.step, ts=0.0,
+                  dur=r.compute_ms * 1000.0, source=r.source)
+            for r in result.device() if r.stage is None and r.step is not None
+            and (result.include_warmup or not r.warmup)]
+    fake += [Range(rank=None, kind="step", name="step", step=step, ts=0.0, dur=ms * 1000.0)
+             for step, ms in steps.items()]  # the step length, for the noise floor's share
+    return find_stragglers(fake, "device", result.margin, result.noise_ms)
+
+
+def bound_of(compute: float, comm: float, copy: float, idle: float) -> str:
+    """The largest part of the step on the device (ties: the first of ``BOUNDS``)."""
+    parts = dict(zip(BOUNDS, (compute, comm, copy, idle)))
+    return max(BOUNDS, key=lambda k: (parts[k], -BOUNDS.index(k)))
+
+
+def device(result: Analysis) -> DeviceVerdict | None:
+    """The device split of whole steps (warmup and work outside steps left out), averaged;
+    a capture without steps: of the whole capture."""
+    whole = [r for r in result.device() if r.stage is None
+             and (result.include_warmup or not r.warmup)]
+    rows = [r for r in whole if r.step is not None] or whole
+    if not rows:
+        return None
+    sums = dict.fromkeys(BOUNDS, 0.0)
+    for r in rows:
+        exposed = (r.comm_exposed_ms if r.comm_exposed_ms is not None
+                   else max(r.comm_ms - r.overlap_ms, 0.0))
+        sums["compute"] += r.compute_ms
+        sums["communication"] += exposed
+        sums["copy"] += r.memcpy_ms or 0.0
+        sums["idle"] += r.idle_ms
+    n = len(rows)
+    total = sum(sums.values())
+    shares = {k: v / total if total > 0 else 0.0 for k, v in sums.items()}
+    return DeviceVerdict(bound=bound_of(*(sums[k] for k in BOUNDS)),
+                         compute_ms=sums["compute"] / n, comm_ms=sums["communication"] / n,
+                         copy_ms=sums["copy"] / n, idle_ms=sums["idle"] / n, shares=shares,
+                         ranks=len({(r.rank, r.source) for r in rows}),
+                         steps=len({r.step for r in rows if r.step is not None}))
+
+
+def memory(result: Analysis) -> MemoryVerdict | None:
+    """The highest whole-capture peak, against the capacity its trace records."""
+    best: MemoryVerdict | None = None
+    capacity = {t.rank: t.meta.get("device_memory_bytes") for t in result.traces}
+    for row in result.memory():
+        peak = row.peak_allocated_bytes
+        if row.stage is not None or peak is None or (best and peak <= best.peak_bytes):
+            continue
+        cap = capacity.get(row.rank)
+        cap = float(cap) if isinstance(cap, (int, float)) and cap > 0 else None
+        best = MemoryVerdict(rank=row.rank, peak_bytes=peak, capacity_bytes=cap,
+                             share=peak / cap if cap else None)
+    return best
+
+
+def verdict(result: Analysis) -> Verdict:
+    """Every part of the verdict of ``result``."""
+    step = step_time(result)
+    out = Verdict(step=step, slowest=slowest(result, step), straggler=straggler(result),
+                  device=device(result), memory=memory(result), triggered=triggered(result),
+                  warmup_steps=sorted({s for _, s in result.warmup()}))
+    out.next = next_steps(result, out.straggler, out.slowest, out.device)
+    return out
