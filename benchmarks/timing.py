@@ -96,12 +96,13 @@ wall = time.perf_counter() - t0
 if out.returncode:
     sys.exit(out.stderr[-2000:])
 print(json.dumps({"wall_s": wall, "rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-                  "stdout": out.stdout[-4000:]}))
+                  "stdout": out.stdout}))
 """
 
 
 def timed_run(cmd: Sequence[str], cwd: str | None = None) -> dict[str, object]:
-    """``cmd``'s wall seconds (``wall_s``), peak RSS (``rss_kb``) and stdout's tail."""
+    """``cmd``'s wall seconds (``wall_s``), peak RSS (``rss_kb``) and its whole stdout (the
+    callers parse it: ``analyse --json`` is a document, whose tail is no JSON)."""
     out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True,
                          text=True, check=True, timeout=600, cwd=cwd)
     return json.loads(out.stdout)  # type: ignore[no-any-return]
