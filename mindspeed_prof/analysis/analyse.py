@@ -154,8 +154,10 @@ class Analysis:
                 for t in self.traces for row in t.device]
 
     def comm(self) -> list[CommRow]:
-        """Communication per rank, step, kind and operator family (torch_npu captures)."""
-        return [msgspec.structs.replace(row, rank=t.rank) for t in self.traces for row in t.comm]
+        """Communication per rank, step, kind and op type (torch_npu captures), as each reader
+        folds it; ``source`` names the capture where two claim the same rank and step."""
+        return [msgspec.structs.replace(row, rank=t.rank, source=t.meta.get("source", ""))
+                for t in self.traces for row in t.comm]
 
     def _top(self, field_name: str, n: int) -> list[tuple[str, Tally]]:
         total: dict[str, Tally] = {}

@@ -2,8 +2,8 @@
 
 Times are milliseconds and memory is bytes. ``rank`` is None where no source names it (shown as
 ``?``); ``source`` names a capture's host or folder where two captures claim the same rank and
-step (else ""). ``json()`` gives a row as ``--json`` writes it (``DeviceRow``, ``CommRow`` and
-``Alloc``, the readers' rows, are written with ``msgspec.to_builtins``).
+step (else ""). ``json()`` gives a row as ``--json`` writes it (``DeviceRow``, ``CommRow`` with
+its ``LinkShare``s and ``Alloc``, the readers' rows, are written with ``msgspec.to_builtins``).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow
+from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
 __all__ = ["BOUNDS", "Alloc", "Change", "CommRow", "DeviceMeans", "DeviceRow", "DeviceVerdict",
-           "InventoryRow", "KernelRow", "MemoryRow", "MemoryVerdict", "OpRow", "Peaks",
-           "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide", "StageRow", "StepRow",
-           "StepTime", "Straggler", "to_json"]
+           "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict", "OpRow",
+           "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide", "StageRow",
+           "StepRow", "StepTime", "Straggler", "to_json"]
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -123,8 +123,10 @@ class RuntimeRow(Row, kw_only=True):
 
 
 class MemoryRow(Row, kw_only=True):
-    """Peaks of one capture (``stage`` None) or of one stage in it; the whole-capture row has
-    the top allocating operators and the timeline (``[us, allocated(, reserved)]`` points)."""
+    """Peaks of one capture (``stage`` None) or of one stage in it (None: not recorded); the
+    whole-capture row has the top allocating operators and the timeline
+    (``[us, allocated(, reserved)]`` points). ``source`` here is where the figures come from
+    (``trace``, ``timeline``, ``snapshot``, ``torch_npu``; see ``Memory``), not a host."""
 
     rank: int | None
     file: str

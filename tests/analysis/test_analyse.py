@@ -373,7 +373,8 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                     runtime={"cudaLaunchKernel": Tally(2, 1.0)}, ops={"aten::mm": Tally(3, 2.0)},
                     device=[DeviceRow(step=1, stage=None, compute_ms=1.0, comm_ms=0.0,
                                       overlap_ms=0.0, idle_ms=0.0)],
-                    comm=[CommRow(name="hcom_allReduce_", kind="collective", step=1, count=1)],
+                    comm=[CommRow(name="hcom_allReduce_", kind="collective", step=1, count=1,
+                                  elapse_ms=ms)],
                     memory=Memory(source="trace", peak_allocated_bytes=1.0))
               for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
     traces[2].problems.append("rank2: a problem")
@@ -398,8 +399,14 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]
     assert [(d["rank"], d["step"], d["compute_ms"]) for d in doc["device"]] == [
         (0, 1, 1.0), (1, 1, 1.0), (2, 1, 1.0)]
-    assert [(c["rank"], c["name"], c["count"]) for c in doc["comm"]] == [
-        (0, "hcom_allReduce_", 1), (1, "hcom_allReduce_", 1), (2, "hcom_allReduce_", 1)]
+    assert [(c["rank"], c["name"], c["count"], c["elapse_ms"]) for c in doc["comm"]] == [
+        (0, "hcom_allReduce_", 1, 1.0), (1, "hcom_allReduce_", 1, 1.0),
+        (2, "hcom_allReduce_", 1, 5.0)]
+    assert doc["comm"][2] == {  # every column, None where the reader did not give it
+        "name": "hcom_allReduce_", "kind": "collective", "step": 1, "count": 1,
+        "elapse_ms": 5.0, "wait_ms": None, "transit_ms": None, "sync_ms": None,
+        "idle_ms": None, "size_mb": None, "bandwidth_gbps": None, "links": None, "link": None,
+        "transport": None, "rank": 2, "source": ""}
     assert doc["top_runtime"] == [{"name": "cudaLaunchKernel", "count": 6, "ms": 0.003}]
     assert doc["per_step"][0] == {"rank": 0, "source": "", "step": 1, "total": 20.0,
                                   "actor_update": 1.0, "warmup": True}

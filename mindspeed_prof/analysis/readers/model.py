@@ -17,6 +17,7 @@ __all__ = [
     "BadFile",
     "CommRow",
     "DeviceRow",
+    "LinkShare",
     "Memory",
     "Range",
     "Tally",
@@ -90,7 +91,8 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     ``comm_ms`` is all communication, overlapped or not; ``overlap_ms`` the part that ran while
     computing; ``memcpy_ms`` copies and sets (None where the source folds them into the others);
     so the step on the device is ``compute + comm - overlap + memcpy + idle``. ``span_ms`` and
-    ``busy_ms``: the device window and the time anything ran in it (None where unknown).
+    ``busy_ms``: the device window and the time anything ran in it (None where unknown);
+    ``idle_ms`` is the window less busy (torch_npu: its Free).
     torch_npu rows add ``comm_exposed_ms`` (Communication(Not Overlapped)), ``step_ms`` (its
     Stage column: the step on the device), ``bubble_ms``, ``preparing_ms`` and
     ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step. ``rank``,
@@ -116,10 +118,33 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     warmup: bool = False
 
 
+class LinkShare(msgspec.Struct, kw_only=True):
+    """What one link type (``HCCS``, ``PCIE``, ``SIO``, ``RDMA``, ``SDMA``...) carried of a
+    ``CommRow``: transit size (MB), transit time (ms) and their ratio in GB/s (None when the
+    time is 0)."""
+
+    size_mb: float
+    time_ms: float
+    bandwidth_gbps: float | None = None
+
+
 class CommRow(msgspec.Struct, kw_only=True):
-    """Communication per step, kind (``collective``, ``p2p``; ``link`` for a rank-to-rank link)
-    and operator family (``hcom_allReduce_``; see ``npu_text.comm_family``), in ms and MB.
-    Times and sizes are None where the source does not give them."""
+    """Communication (torch_npu) per step, kind (``collective``, ``p2p``; ``link`` for a
+    rank-to-rank link) and op type, in ms and MB. Times and sizes are None where the source
+    does not give them.
+
+    ``name`` is the op type as torch_npu names it (``hcom_allReduce_``, as ``top_kernels``
+    lists it; see ``npu_text.comm_family``). ``elapse_ms``, ``wait_ms``, ``transit_ms``,
+    ``sync_ms`` and ``idle_ms`` are torch_npu's communication analysis summed over the
+    ``count`` ops; a profiler db without ``analysis.db`` gives elapse only (``wait_ms`` None:
+    the db does not mark the plane torch_npu reads wait from). ``size_mb`` and
+    ``bandwidth_gbps`` are RDMA plus SDMA (SDMA is HCCS + PCIE + SIO, so the two cover every
+    byte once); ``links`` breaks them down per link type that carried data (``LinkShare``;
+    None where the source has no breakdown). Rows of kind ``link`` are the communication
+    matrix: ``name`` the group's op, ``link`` (src-dst), ``transport``, ``size_mb``,
+    ``transit_ms`` and ``bandwidth_gbps``. ``rank`` and ``source`` are the analysis's (as on
+    ``DeviceRow``): a reader leaves them unset.
+    """
 
     name: str
     kind: str
@@ -132,9 +157,11 @@ class CommRow(msgspec.Struct, kw_only=True):
     idle_ms: float | None = None
     size_mb: float | None = None
     bandwidth_gbps: float | None = None
+    links: dict[str, LinkShare] | None = None
     link: str | None = None  # src-dst, on link rows
     transport: str | None = None
     rank: int | None = None  # the analysis's
+    source: str = ""  # the analysis's
 
 
 class Alloc(msgspec.Struct, kw_only=True):

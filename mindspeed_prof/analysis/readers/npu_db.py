@@ -16,6 +16,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
     comm_family,
     device_row,
     kernel_name,
+    link_rows,
     memory_summary,
 )
 from mindspeed_prof.analysis.readers.npu_trace import LaneSpan, stage_device_rows
@@ -150,23 +151,22 @@ def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
 
 
 def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -> None:
-    """COMMUNICATION_OP: elapse and wait per op family (transit and bandwidth: analysis.db)."""
+    """COMMUNICATION_OP: elapse per op family; the rest (wait, transit, bandwidth) is analysis.db's.
+
+    torch_npu's wait time is the Notify_Wait time on the op's master plane, which the profiler
+    db does not mark; COMMUNICATION_OP.waitNs (some schemas) is another figure, so wait is
+    None here rather than a different number under the same key.
+    """
     rows: dict[str, CommRow] = {}
-    columns = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_OP)")}
-    wait_ns = "waitNs" if "waitNs" in columns else "NULL"  # older schemas lack it
-    for op, ns, wait in _rows(con, f"SELECT opName, endNs - startNs, {wait_ns} "
-                              "FROM COMMUNICATION_OP", path, data.problems):
+    for op, ns in _rows(con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path,
+                        data.problems):
         family = comm_family(name(op, str(op)))
         row = rows.get(family)
         if row is None:
             row = rows[family] = CommRow(name=family, kind="collective", step=None,
-                                         elapse_ms=0.0, wait_ms=0.0)
+                                         elapse_ms=0.0)
         row.count += 1
         row.elapse_ms = (row.elapse_ms or 0.0) + (ns or 0) / 1e6  # NULL where a time is missing
-        if wait is None:
-            row.wait_ms = None
-        elif row.wait_ms is not None:
-            row.wait_ms += (_ns(wait) or 0) / 1e6
     data.comm.extend(rows.values())
 
 
@@ -247,7 +247,7 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
         if row is None:
             row = rows[key] = CommRow(name=key[2], kind=key[1], step=key[0], elapse_ms=0.0,
                                       wait_ms=0.0, transit_ms=0.0, sync_ms=0.0, idle_ms=0.0,
-                                      size_mb=0.0)
+                                      size_mb=0.0, links={})
         row.count += 1
         row.elapse_ms = (row.elapse_ms or 0.0) + float(elapse or 0.0)
         row.wait_ms = (row.wait_ms or 0.0) + float(wait or 0.0)
@@ -256,15 +256,24 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
         row.idle_ms = (row.idle_ms or 0.0) + float(idle or 0.0)
     if "CommAnalyzerBandwidth" in tables:
         time: dict[tuple[int | None, str, str], float] = {}
+        links: dict[tuple[int | None, str, str], dict[str, list[float]]] = {}
         # One row per op, transport and packet size; size and time repeat on each: keep one.
-        for op, step, kind, _transport, size, transit in _rows(
+        for op, step, kind, transport, size, transit in _rows(
                 con, "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
-                "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')",
-                path, data.problems):
+                "transit_time FROM CommAnalyzerBandwidth", path, data.problems):
             key = (step_number(step), str(kind), comm_family(str(op)))
-            if key in rows:
-                rows[key].size_mb = (rows[key].size_mb or 0.0) + float(size or 0.0)
-                time[key] = time.get(key, 0.0) + float(transit or 0.0)
+            if key not in rows:
+                continue
+            size, transit = float(size or 0.0), float(transit or 0.0)
+            if size or transit:
+                slot = links.setdefault(key, {}).setdefault(str(transport), [0.0, 0.0])
+                slot[0] += size
+                slot[1] += transit
+            if transport in ("SDMA", "RDMA"):  # SDMA is HCCS + PCIE + SIO: the two cover all
+                rows[key].size_mb = (rows[key].size_mb or 0.0) + size
+                time[key] = time.get(key, 0.0) + transit
         for key, ms in time.items():
             rows[key].bandwidth_gbps = (rows[key].size_mb or 0.0) / ms if ms > 0 else None
+        for key, sums in links.items():
+            rows[key].links = link_rows(sums)
     data.comm.extend(rows.values())

@@ -12,6 +12,7 @@ from mindspeed_prof.analysis.readers.model import (
     Alloc,
     CommRow,
     DeviceRow,
+    LinkShare,
     Memory,
     Tally,
     TraceData,
@@ -20,15 +21,16 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
 
 __all__ = [
-    "MB", "comm_family", "device_row", "kernel_name", "read_api_statistic", "read_communication",
-    "read_communication_matrix", "read_kernel_details", "read_memory", "read_op_statistic",
-    "read_step_trace",
+    "MB", "comm_family", "device_row", "kernel_name", "link_rows", "read_api_statistic",
+    "read_communication", "read_communication_matrix", "read_kernel_details", "read_memory",
+    "read_op_statistic", "read_step_trace",
 ]
 
 #: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
 MB = 1024**2
 KB = 1024
-_INSTANCE = re.compile(r"__\d+(?:_\d+)*$")
+#: An op instance's number after its type: ``hcom_allReduce_`` + ``_868_0_1``.
+_INSTANCE = re.compile(r"(?<=_)_\d+(?:_\d+)*$")
 #: How many points of a memory timeline are kept (evenly spaced, peaks kept).
 TIMELINE_POINTS = 512
 
@@ -92,9 +94,12 @@ def read_kernel_details(path: Path, data: TraceData) -> bool:
 
 
 def kernel_name(op_type: str | None, name: str | None) -> str:
-    """The op type (level1 and up), else the task's own name (level0 writes the type as N/A)."""
+    """The op type (level1 and up), else the task's own name less an instance number (level0
+    writes the type as N/A): ``hcom_allReduce__868_0_1`` is ``hcom_allReduce_``, its type."""
     kind = (op_type or "").strip()
-    return kind if kind and kind.upper() != "N/A" else (name or "?").strip()
+    if kind and kind.upper() != "N/A":
+        return kind
+    return _INSTANCE.sub("", (name or "").strip()) or "?"
 
 
 def read_op_statistic(path: Path, data: TraceData) -> bool:
@@ -122,7 +127,9 @@ def read_api_statistic(path: Path, data: TraceData) -> bool:
 
 
 def comm_family(op_name: str) -> str:
-    """``hcom_allReduce__586_0_1@1752...`` -> ``hcom_allReduce``: one row per kind of op."""
+    """``hcom_allReduce__586_0_1@1752...`` -> ``hcom_allReduce_``, the op's type as torch_npu
+    names it (kernel_details' Type, the db's opType): one row per kind of op, named as the
+    kernel is."""
     return _INSTANCE.sub("", op_name.split("@")[0])
 
 
@@ -146,6 +153,24 @@ def _bandwidth(info: dict[str, Any]) -> tuple[float, float]:
     return size, time
 
 
+def _link_times(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Transit size (MB) and time (ms) per link type that carried data (SDMA: HCCS+PCIE+SIO)."""
+    out = {}
+    for link, part in info.items():
+        if isinstance(part, dict):
+            size, time = _ms(part, "Transit Size(MB)"), _ms(part, "Transit Time(ms)")
+            if size or time:
+                out[str(link)] = (size, time)
+    return out
+
+
+def link_rows(sums: dict[str, list[float]]) -> dict[str, LinkShare]:
+    """``links`` of a ``CommRow`` from [size MB, time ms] per link type: bandwidth in GB/s."""
+    return {link: LinkShare(size_mb=size, time_ms=time,
+                            bandwidth_gbps=size / time if time > 0 else None)
+            for link, (size, time) in sorted(sums.items())}
+
+
 def read_communication(path: Path, data: TraceData) -> None:
     """``communication.json`` -> ``comm`` rows per step, kind and op family."""
     doc = _load_json(path, data)
@@ -155,6 +180,7 @@ def read_communication(path: Path, data: TraceData) -> None:
         return
     rows: dict[tuple[int | None, str, str], CommRow] = {}
     sizes: dict[tuple[int | None, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    links: dict[tuple[int | None, str, str], dict[str, list[float]]] = defaultdict(dict)
     for step_key, kinds in doc.items():
         for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
             for op_name, op in (ops.items() if isinstance(ops, dict) else ()):
@@ -177,10 +203,16 @@ def read_communication(path: Path, data: TraceData) -> None:
                 size, time = _bandwidth(band) if isinstance(band, dict) else (0.0, 0.0)
                 sizes[key][0] += size
                 sizes[key][1] += time
+                for link, (size, time) in (_link_times(band) if isinstance(band, dict)
+                                           else {}).items():
+                    slot = links[key].setdefault(link, [0.0, 0.0])
+                    slot[0] += size
+                    slot[1] += time
     for key, row in rows.items():
         size, time = sizes[key]
         row.size_mb = size
         row.bandwidth_gbps = size / time if time > 0 else None  # MB/ms = GB/s
+        row.links = link_rows(links[key])
         data.comm.append(row)
 
 

@@ -13,7 +13,7 @@ import msgspec
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, TraceData, tally
-from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row
+from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["LaneSpan", "read_trace_view", "stage_device_rows"]
@@ -108,7 +108,7 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
             if ts is None or dur is None or dur < 0:
                 continue
             if proc == "Ascend Hardware" and kernels:
-                tally(data.kernels, ev.name, 1, dur)
+                tally(data.kernels, kernel_name(None, ev.name), 1, dur)
             elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
                 _add_comm(data, ev.name, dur)
             elif proc == "CANN" and runtime:

@@ -17,6 +17,7 @@ from mindspeed_prof.analysis.readers.model import (
     Alloc,
     CommRow,
     DeviceRow,
+    LinkShare,
     Memory,
     Tally,
     TraceData,
@@ -260,14 +261,15 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
                             "hcom_broadcast_": Tally(1, 250.0)}
     assert data.runtime == {"aclnnMatmul": Tally(2, 3.0),
                             "aclrtSynchronizeStream": Tally(1, 0.0), "98": Tally(1, 0.5)}
-    # step, transit, sync, idle, size and bandwidth unknown (analysis.db has them)
+    # wait is None: waitNs is not torch_npu's wait time (Notify_Wait on the op's master plane,
+    # which the profiler db does not mark; test_msprof_reference checks it on real captures);
+    # step, transit, sync, idle, size, bandwidth and links unknown (analysis.db has them)
     assert data.comm == [
-        CommRow(name="hcom_allReduce", kind="collective", step=None, count=3,
-                elapse_ms=2.5, wait_ms=0.1),  # 2 + 0.5 + 0 ms; 0.1 + 0 + 0 ms
-        CommRow(name="98", kind="collective", step=None, count=1, elapse_ms=0.0,
-                wait_ms=0.0),
-        CommRow(name="hcom_broadcast", kind="collective", step=None, count=1,
-                elapse_ms=0.25, wait_ms=None)]  # in the order each family first appears
+        CommRow(name="hcom_allReduce_", kind="collective", step=None, count=3,
+                elapse_ms=2.5),  # 2 + 0.5 + 0 ms
+        CommRow(name="98", kind="collective", step=None, count=1, elapse_ms=0.0),
+        CommRow(name="hcom_broadcast_", kind="collective", step=None, count=1,
+                elapse_ms=0.25)]  # in the order each family first appears
     assert data.memory == Memory(
         source="torch_npu", component="PTA+GE", peak_allocated_bytes=300,
         peak_reserved_bytes=400,
@@ -359,18 +361,24 @@ def test_step_trace_and_comm_analyzer_of_an_analysis_db(tmp_path: Path) -> None:
     assert data.comm == [
         # 2 + 4 ms, wait 0.25 + none, transit 0.5 + 1.5, sync 0.125, idle 1 + 2;
         # SDMA 8 MB in 0.5 ms and RDMA 4 MB in 1.5 ms: 12 MB / 2 ms
-        CommRow(name="hcom_allReduce", kind="collective", step=3, count=2,
+        # per link type as written (HCCS 8 MB in 0.5 ms; an empty SDMA row is no link)
+        CommRow(name="hcom_allReduce_", kind="collective", step=3, count=2,
                 elapse_ms=6.0, wait_ms=0.25, transit_ms=2.0, sync_ms=0.125,
-                idle_ms=3.0, size_mb=12.0, bandwidth_gbps=6.0),
-        CommRow(name="hcom_send", kind="p2p", step=3, count=1, elapse_ms=1.0,
+                idle_ms=3.0, size_mb=12.0, bandwidth_gbps=6.0, links={
+                    "HCCS": LinkShare(size_mb=8.0, time_ms=0.5, bandwidth_gbps=16.0),
+                    "RDMA": LinkShare(size_mb=4.0, time_ms=1.5, bandwidth_gbps=4.0 / 1.5),
+                    "SDMA": LinkShare(size_mb=8.0, time_ms=0.5, bandwidth_gbps=16.0)}),
+        CommRow(name="hcom_send_", kind="p2p", step=3, count=1, elapse_ms=1.0,
                 wait_ms=0.0, transit_ms=0.5, sync_ms=0.0, idle_ms=0.5, size_mb=2.0,
-                bandwidth_gbps=None),  # no transit time: no bandwidth
-        CommRow(name="hcom_allReduce", kind="collective", step=4, count=1,
+                bandwidth_gbps=None,  # no transit time: no bandwidth
+                links={"RDMA": LinkShare(size_mb=2.0, time_ms=0.0, bandwidth_gbps=None)}),
+        CommRow(name="hcom_allReduce_", kind="collective", step=4, count=1,
                 elapse_ms=3.0, wait_ms=0.5, transit_ms=1.0, sync_ms=0.0, idle_ms=1.5,
-                size_mb=1.0, bandwidth_gbps=2.0),  # 1 MB / 0.5 ms
-        CommRow(name="hcom_broadcast", kind="collective", step=4, count=1,
+                size_mb=1.0, bandwidth_gbps=2.0,  # 1 MB / 0.5 ms
+                links={"SDMA": LinkShare(size_mb=1.0, time_ms=0.5, bandwidth_gbps=2.0)}),
+        CommRow(name="hcom_broadcast_", kind="collective", step=4, count=1,
                 elapse_ms=1.0, wait_ms=0.0, transit_ms=1.0, sync_ms=0.0, idle_ms=0.0,
-                size_mb=0.0, bandwidth_gbps=None)]  # no bandwidth rows
+                size_mb=0.0, bandwidth_gbps=None, links={})]  # no bandwidth rows
 
 
 def test_each_unreadable_table_is_one_problem_naming_the_file(tmp_path: Path) -> None:

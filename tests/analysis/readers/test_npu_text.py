@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -74,9 +75,13 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
     assert {r["Type"] for r in rows} == {"N/A"}
     data = read(folder)
     names = defaultdict(lambda: [0, 0.0])
-    for r in rows:  # level0: each task under its own name, its count and time
-        names[r["Name"]][0] += 1
-        names[r["Name"]][1] += float(r["Duration(us)"])
+    for r in rows:  # level0: each task under its own name (an HCCL op's less its instance)
+        name = re.sub(r"__\d+(_\d+)*$", "_", r["Name"]) if r["Name"].startswith("hcom_") else (
+            r["Name"])
+        names[name][0] += 1
+        names[name][1] += float(r["Duration(us)"])
+    assert any(k.startswith("hcom_") for k in names) and not any(
+        re.search(r"_\d+$", k) for k in names if k.startswith("hcom_"))
     assert {k: (t.count, round(t.total, 3)) for k, t in data.kernels.items()} == {
         k: (c, round(us, 3)) for k, (c, us) in names.items()}
     assert data.meta["level"] == "level0"
@@ -89,6 +94,10 @@ def test_kernel_name_is_the_type_else_the_task_name() -> None:
     assert kernel_name("n/a", " aclnnMm_MatMul ") == "aclnnMm_MatMul"
     assert kernel_name(None, "Conv") == kernel_name("", "Conv") == "Conv"
     assert kernel_name("N/A", None) == kernel_name(None, "") == "?"
+    # level0 writes no type: an HCCL task is named by its type, its instance number dropped
+    assert kernel_name("N/A", "hcom_allReduce__868_0_1") == "hcom_allReduce_"
+    assert kernel_name(None, "hcom_broadcast__483_0") == "hcom_broadcast_"
+    assert kernel_name("N/A", "trans_TransData_23") == "trans_TransData_23"  # no instance number
 
 
 def test_kernel_details_rows_without_a_time_are_left_out(npu, tmp_path: Path) -> None:
@@ -111,7 +120,7 @@ def test_comm_rows_follow_communication_json(npu) -> None:
     doc = json.loads((folder / OUT / "communication.json").read_bytes())
     ops = {k: v for k, v in doc["step50"]["collective"].items() if k != "Total Op Info"}
     (row,) = [r for r in read(folder).comm if r.kind == "collective"]
-    assert (row.name, row.step, row.count) == ("hcom_allReduce", 50, len(ops))
+    assert (row.name, row.step, row.count) == ("hcom_allReduce_", 50, len(ops))
     infos = [op["Communication Time Info"] for op in ops.values()]
     for key, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
                      ("transit_ms", "Transit Time(ms)"), ("sync_ms", "Synchronization Time(ms)"),
@@ -153,16 +162,26 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
     rows = {r.name: (r.count, r.size_mb, r.bandwidth_gbps, r.elapse_ms,
                         r.wait_ms, r.transit_ms, r.sync_ms, r.idle_ms)
             for r in read(folder).comm if r.kind == "collective"}
-    assert rows == {"hcom_allReduce": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_broadcast": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_reduce": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_allGather": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
+    assert rows == {"hcom_allReduce_": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_broadcast_": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_reduce_": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
+                    "hcom_allGather_": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
+    # per link type: every type that carried data, as written, with its own bandwidth
+    links = {r.name: {k: (v.size_mb, v.time_ms, v.bandwidth_gbps)
+                      for k, v in (r.links or {}).items()}
+             for r in read(folder).comm if r.kind == "collective"}
+    assert links == {
+        "hcom_allReduce_": {"RDMA": (1, 1, 1), "SDMA": (4, 2, 2), "HCCS": (3, 1.5, 2),
+                            "PCIE": (1, 0.5, 2)},
+        "hcom_broadcast_": {"RDMA": (1, 0.0625, 16), "HCCS": (2, 0.25, 8), "PCIE": (1, 0.125, 8),
+                            "SIO": (1, 0.0625, 16), "LOCAL": (9, 1, 9), "SDMA ": (9, 1, 9)},
+        "hcom_reduce_": {}, "hcom_allGather_": {}}
     path.write_text(json.dumps({  # parts that are not objects passed over, the rest read
         "step1": [], "step2": {"p2p": [], "collective": {
             "Total Op Info": _comm_op({}), "hcom_send__1@1": "not an object",
             "hcom_allReduce__2@2": _comm_op({})}}}))
     assert [(r.name, r.step, r.count) for r in read(folder).comm
-            if r.kind == "collective"] == [("hcom_allReduce", 2, 1)]
+            if r.kind == "collective"] == [("hcom_allReduce_", 2, 1)]
     path.write_text("[1, 2]")
     assert read(folder).problems == [f"{path}: not an object of steps; file skipped"]
 
