@@ -17,8 +17,12 @@ __all__ = [
     "BadFile",
     "CommRow",
     "DeviceRow",
+    "HcclOp",
+    "HcclTasks",
     "LinkShare",
     "Memory",
+    "NpuFacts",
+    "NpuOp",
     "Range",
     "Tally",
     "TraceData",
@@ -191,6 +195,75 @@ class Memory(msgspec.Struct, kw_only=True):
     modules: dict[str, int] = {}
 
 
+class HcclOp(msgspec.Struct, kw_only=True):
+    """One communication operator of a torch_npu capture (``communication.json``, analysis.db's
+    CommAnalyzer tables): its kind (``collective``, ``p2p``), step, time and what it moved over
+    SDMA (on-server links) and RDMA (between servers), in ms and in MB as those files count them
+    (10**6 bytes: a 28,647,232-byte transfer is 28.647232 MB); None where the source does not
+    say."""
+
+    name: str
+    kind: str
+    step: int | None = None
+    elapse_ms: float | None = None
+    sdma_mb: float | None = None
+    sdma_ms: float | None = None
+    rdma_mb: float | None = None
+    rdma_ms: float | None = None
+
+
+class HcclTasks(msgspec.Struct, kw_only=True):
+    """The copy tasks of one communication operator that move data over a link (``Memcpy`` and
+    ``Reduce_Inline`` tasks with transport SDMA and a link other than ON_CHIP; trace_view's HCCL
+    lane, the db's COMMUNICATION_TASK_INFO): ``sizes`` maps a task size in bytes to
+    ``[tasks, us]``, the count of such tasks and their device time."""
+
+    op: str
+    sizes: dict[int, list[float]] = {}
+
+
+class NpuOp(msgspec.Struct, kw_only=True):
+    """Device operators of one name, core and shapes (kernel_details.csv, the db's
+    COMPUTE_TASK_INFO): runs, device time (us, total and longest), how many ran with OP State
+    ``static`` out of those with a state, and each PMU ratio's sum over the runs (a mean is the
+    sum over ``count``; a run without the ratio counts 0, as msprof-analyze counts it)."""
+
+    name: str
+    type: str
+    core: str
+    input_shapes: str = ""
+    output_shapes: str = ""
+    input_dtypes: str = ""
+    output_dtypes: str = ""
+    count: int = 0
+    total_us: float = 0.0
+    max_us: float = 0.0
+    static: int = 0
+    stated: int = 0
+    ratios: dict[str, float] = {}
+
+
+class NpuFacts(msgspec.Struct, kw_only=True):
+    """What the Ascend findings (``analysis.findings.npu``) read from a torch_npu capture.
+
+    ``env``: the environment variables torch_npu recorded (ENV_VARIABLES of
+    profiler_metadata.json or the db's META_DATA; None where it records none). ``hccl``: each
+    communication operator. ``tasks``: each operator's link copy tasks by size (None where the
+    capture has no task detail, as at level0). ``ops``: device operators by name and shapes.
+    ``api_max_us``: the longest call of each CANN API (us). ``launch_sync``: in CANN API order,
+    [node launches, stream synchronizations, synchronizations right after a launch] (None where
+    the order is not recorded). ``sources``: the file or table each of these came from.
+    """
+
+    env: dict[str, str] | None = None
+    hccl: list[HcclOp] = []
+    tasks: list[HcclTasks] | None = None
+    ops: list[NpuOp] = []
+    api_max_us: dict[str, float] = {}
+    launch_sync: list[int] | None = None
+    sources: dict[str, str] = {}
+
+
 @dataclass
 class TraceData:
     """What one capture holds, per rank.
@@ -198,6 +271,7 @@ class TraceData:
     ``ops``, ``kernels``, ``runtime``: host operators (self time), device kernels (device time)
     and runtime/launch calls (host time) by name, in microseconds. ``device``, ``comm``,
     ``memory``: see ``DeviceRow``, ``CommRow``, ``Memory``.
+    ``npu``: the Ascend-specific facts of a torch_npu capture (``NpuFacts``), else None.
     ``problems``: one line per part of the capture that could not be read (the rest was).
     ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
     ranges, approximate self times, device events that are not broken down): not problems.
@@ -216,6 +290,7 @@ class TraceData:
     device: list[DeviceRow] = field(default_factory=list)
     comm: list[CommRow] = field(default_factory=list)
     memory: Memory | None = None
+    npu: NpuFacts | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     #: The host (or, failing that, the folder) the capture came from.
     source: str = ""

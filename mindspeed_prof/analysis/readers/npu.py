@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.readers.model import (
     to_rank,
 )
 from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
+from mindspeed_prof.analysis.readers.npu_facts import facts, read_env
 from mindspeed_prof.analysis.readers.npu_text import (
     read_api_statistic,
     read_communication,
@@ -74,6 +75,8 @@ def read_npu(folder: Path, group: str) -> TraceData:
             "(or set profile_analysis: true)")
     data = TraceData(folder, "npu", rank, group, size, meta={"rank": rank, "level": level},
                      source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name)
+    facts(data)
+    read_env(folder, data)
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
     # A text export at level1 and up writes analysis.db beside its CSVs: without the profiler
     # db (lost, or not written yet) it is still a text export, and its CSVs hold the data.

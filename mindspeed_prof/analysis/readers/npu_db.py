@@ -10,8 +10,14 @@ from typing import Any
 
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import collect
-from mindspeed_prof.analysis.readers.model import CommRow, TraceData, tally, to_rank
+from mindspeed_prof.analysis.readers.model import CommRow, HcclOp, TraceData, tally, to_rank
 from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.npu_facts import (
+    api_name,
+    facts,
+    hccl_ops_from_db,
+    read_db_facts,
+)
 from mindspeed_prof.analysis.readers.npu_text import (
     comm_family,
     device_row,
@@ -75,12 +81,16 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
             data.device.extend(stage_device_rows(data, overlap, ("stage",)))
         _kernels(con, tables, name, path, data)
         if "CANN_API" in tables:
-            for api, count, ns in _rows(con, "SELECT name, COUNT(*), SUM(endNs - startNs) "
-                                        "FROM CANN_API GROUP BY name", path, data.problems):
+            longest = facts(data).api_max_us
+            for api, count, ns, most in _rows(
+                    con, "SELECT name, COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) "
+                    "FROM CANN_API GROUP BY name", path, data.problems):
                 tally(data.runtime, name(api, str(api)), count, (ns or 0) / 1000.0)
+                longest[api_name(str(name(api, str(api))))] = (most or 0) / 1000.0
         if "COMMUNICATION_OP" in tables and not data.comm:
             _comm_ops(con, name, path, data)
         _memory(con, tables, name, path, data)
+        read_db_facts(con, tables, strings, lambda sql: _rows(con, sql, path, data.problems), data)
 
 
 def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
@@ -116,6 +126,8 @@ def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Pat
                                     dur=(e - s) / 1000.0))
     data.events = len(events)
     collect(data, events, None)
+    if "PYTORCH_API" in tables:
+        facts(data).sources["host"] = "PYTORCH_API"
 
 
 #: OVERLAP_ANALYSIS.type, as torch_npu numbers the lanes of its text export's Overlap Analysis.
@@ -158,8 +170,10 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
     None here rather than a different number under the same key.
     """
     rows: dict[str, CommRow] = {}
+    ops: list[HcclOp] = []
     for op, ns in _rows(con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path,
                         data.problems):
+        ops.append(HcclOp(name=name(op, str(op)), kind="collective", elapse_ms=(ns or 0) / 1e6))
         family = comm_family(name(op, str(op)))
         row = rows.get(family)
         if row is None:
@@ -168,6 +182,9 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
         row.count += 1
         row.elapse_ms = (row.elapse_ms or 0.0) + (ns or 0) / 1e6  # NULL where a time is missing
     data.comm.extend(rows.values())
+    npu = facts(data)
+    if ops:  # no analysis.db: the operators' times, their sizes unknown
+        npu.hccl, npu.sources["hccl"] = ops, "COMMUNICATION_OP"
 
 
 def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
@@ -211,6 +228,10 @@ def read_analysis_db(path: Path, data: TraceData) -> None:
             _step_trace(con, path, data)
         if "CommAnalyzerTime" in tables:
             _comm_analyzer(con, tables, path, data)
+            npu = facts(data)
+            npu.hccl = hccl_ops_from_db(con, lambda sql: _rows(con, sql, path,
+                                                                      data.problems), tables)
+            npu.sources["hccl"] = "CommAnalyzerTime"
 
 
 def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:

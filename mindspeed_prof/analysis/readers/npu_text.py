@@ -12,6 +12,7 @@ from mindspeed_prof.analysis.readers.model import (
     Alloc,
     CommRow,
     DeviceRow,
+    HcclOp,
     LinkShare,
     Memory,
     Tally,
@@ -19,6 +20,7 @@ from mindspeed_prof.analysis.readers.model import (
     tally,
 )
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
+from mindspeed_prof.analysis.readers.npu_facts import RATIOS, OpGroups, api_name, facts
 
 __all__ = [
     "MB", "comm_family", "device_row", "kernel_name", "link_rows", "read_api_statistic",
@@ -82,14 +84,27 @@ def read_step_trace(path: Path, data: TraceData) -> None:
 
 
 def read_kernel_details(path: Path, data: TraceData) -> bool:
-    """``kernel_details.csv`` -> ``kernels`` by op type (as op_statistic.csv counts them)."""
+    """``kernel_details.csv`` -> ``kernels`` by op type (as op_statistic.csv counts them), and
+    ``npu.ops``: the operators by name, core and shapes, with their OP State and PMU ratios."""
     table = Table.open(path, ("Type", "Duration(us)"), data.problems)
     if table is None:
         return False
+    core = next((c for c in ("Accelerator Core", "Task Type") if table.has(c)), None)
+    ratios = tuple(c for c in RATIOS if table.has(c))
+    state = "OP State" if table.has("OP State") else None
+    groups = OpGroups(ratios)
     for row in table.rows:
         dur = number(row["Duration(us)"])
         if dur is not None and dur >= 0:
             tally(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
+            groups.add((row.get("Name", "").strip(), row["Type"].strip(),
+                        row[core].strip() if core else "", row.get("Input Shapes", ""),
+                        row.get("Output Shapes", ""), row.get("Input Data Types", "").strip(),
+                        row.get("Output Data Types", "").strip()), dur,
+                       row[state] if state else None, [row[c] for c in ratios])
+    npu = facts(data)
+    npu.ops = groups.done()
+    npu.sources["ops"] = path.name
     return True
 
 
@@ -119,10 +134,17 @@ def read_api_statistic(path: Path, data: TraceData) -> bool:
     table = Table.open(path, ("API Name", "Count", "Time(us)"), data.problems)
     if table is None:
         return False
+    longest = facts(data).api_max_us
     for row in table.rows:
         count, total = number(row["Count"]), number(row["Time(us)"])
         if count is not None and total is not None:
             tally(data.runtime, row["API Name"].strip(), count, total)
+            most = number(row.get("Max(us)"))
+            if most is not None:
+                name = api_name(row["API Name"])
+                longest[name] = max(longest.get(name, 0.0), most)
+    if longest:
+        facts(data).sources["api"] = path.name
     return True
 
 
@@ -181,6 +203,8 @@ def read_communication(path: Path, data: TraceData) -> None:
     rows: dict[tuple[int | None, str, str], CommRow] = {}
     sizes: dict[tuple[int | None, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     links: dict[tuple[int | None, str, str], dict[str, list[float]]] = defaultdict(dict)
+    hccl = facts(data).hccl
+    facts(data).sources["hccl"] = path.name
     for step_key, kinds in doc.items():
         for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
             for op_name, op in (ops.items() if isinstance(ops, dict) else ()):
@@ -208,12 +232,26 @@ def read_communication(path: Path, data: TraceData) -> None:
                     slot = links[key].setdefault(link, [0.0, 0.0])
                     slot[0] += size
                     slot[1] += time
+                hccl.append(_hccl_op(op_name, kind, key[0], times, band))
     for key, row in rows.items():
         size, time = sizes[key]
         row.size_mb = size
         row.bandwidth_gbps = size / time if time > 0 else None  # MB/ms = GB/s
         row.links = link_rows(links[key])
         data.comm.append(row)
+
+
+def _hccl_op(op_name: str, kind: str, step: int | None, times: dict[str, Any],
+             band: Any) -> HcclOp:
+    """One operator of ``communication.json`` with its SDMA and RDMA size and time."""
+    op = HcclOp(name=op_name.split("@")[0], kind=kind, step=step,
+                elapse_ms=_ms(times, "Elapse Time(ms)"))
+    for link in ("SDMA", "RDMA"):
+        part = band.get(link) if isinstance(band, dict) else None
+        if isinstance(part, dict):
+            setattr(op, f"{link.lower()}_mb", _ms(part, "Transit Size(MB)"))
+            setattr(op, f"{link.lower()}_ms", _ms(part, "Transit Time(ms)"))
+    return op
 
 
 def read_communication_matrix(path: Path, data: TraceData) -> None:

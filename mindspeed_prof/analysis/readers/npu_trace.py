@@ -13,6 +13,13 @@ import msgspec
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, TraceData, tally
+from mindspeed_prof.analysis.readers.npu_facts import (
+    COPY_TASKS,
+    LaunchOrder,
+    TaskGroups,
+    api_name,
+    facts,
+)
 from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
@@ -31,6 +38,10 @@ _OVERLAP = ("Computing", "Communication", "Communication(Not Overlapped)", "Free
 class _Args(msgspec.Struct):
     name: Any = None
     step: Any = None
+    #: An HCCL task's link and size (what byte alignment is judged on).
+    transport: Any = msgspec.field(default=None, name="transport type")
+    link: Any = msgspec.field(default=None, name="link type")
+    size: Any = msgspec.field(default=None, name="size(Byte)")
 
 
 class _Event(msgspec.Struct):
@@ -85,11 +96,16 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
     """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
 
     Read a slice at a time in two passes (``stream``): memory does not grow with the file.
-    Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...).
+    Returns the Overlap Analysis intervals (``Computing``, ``Communication``, ...). Always
+    kept for ``data.npu``: each HCCL operator's copy tasks by size, and the order of node
+    launches and stream synchronizations on the CANN lane.
     """
     procs = _processes(path)
     overlap: dict[str, list[LaneSpan]] = defaultdict(list)
     fold = Collector()
+    tasks = TaskGroups()
+    order = LaunchOrder()
+    longest: dict[str, float] = {}
     count = 0
     stream = TraceStream(path, _Event, _Trace)
     for batch in stream.batches():
@@ -109,17 +125,48 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
                 continue
             if proc == "Ascend Hardware" and kernels:
                 tally(data.kernels, kernel_name(None, ev.name), 1, dur)
-            elif proc == "HCCL" and comm and ev.name.startswith("hcom_"):
-                _add_comm(data, ev.name, dur)
-            elif proc == "CANN" and runtime:
-                tally(data.runtime, ev.name, 1, dur)
+            elif proc == "HCCL":
+                if ev.name.startswith("hcom_"):
+                    tasks.op(ev.pid, ev.name, ts, dur)
+                    if comm:
+                        _add_comm(data, ev.name, dur)
+                else:
+                    tasks.seen = True
+                    if ev.name in COPY_TASKS and ev.args is not None:
+                        _copy_task(tasks, ev.pid, ev.args, ts, dur)
+            elif proc == "CANN":
+                order.add(ev.name, ts)
+                if runtime:
+                    tally(data.runtime, ev.name, 1, dur)
+                    name = api_name(ev.name)
+                    longest[name] = max(longest.get(name, 0.0), dur)
             elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
                 overlap[ev.name].append((ts, ts + dur, dur))
         fold.add(host)
     data.events = count
     fold.finish(data, None)
     data.problems.extend(stream.problems())
+    npu = facts(data)
+    npu.sources["host"] = path.name
+    if tasks.seen:
+        npu.tasks = tasks.done()
+        npu.sources["tasks"] = path.name
+    npu.launch_sync = order.done()
+    if npu.launch_sync is not None:
+        npu.sources["order"] = path.name
+    if longest:
+        npu.api_max_us.update(longest)
+        npu.sources["api"] = path.name
     return overlap
+
+
+def _copy_task(tasks: TaskGroups, pid: Any, args: _Args, ts: float, dur: float) -> None:
+    """An HCCL copy task that crosses a link (SDMA, not ON_CHIP), with its size."""
+    if args.transport != "SDMA" or args.link == "ON_CHIP":
+        return
+    size = _num(args.size)
+    if size is not None and size >= 0 and size == int(size):
+        tasks.task(pid, ts, int(size), dur)
 
 
 def _id(value: Any) -> int | str | None:
