@@ -19,7 +19,7 @@ __all__ = ["Stamp", "analysis_version", "cache_path", "decode", "discard_partial
            "load", "read_cached", "stamp", "store"]
 
 #: Bump when the entry layout changes; reader changes are caught by ``analysis_version``.
-FORMAT = 1
+FORMAT = 2
 
 Stamp = tuple[int, int]  # (bytes, newest mtime in ns)
 
