@@ -13,7 +13,12 @@ import math
 from array import array
 from typing import Any
 
-from mindspeed_prof.analysis.readers.device import DeviceOps, breakdown
+from mindspeed_prof.analysis.readers.device import (
+    LAUNCH_CALLS,
+    DeviceOps,
+    breakdown,
+    stream_facts,
+)
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     HOST_CATS,
@@ -87,7 +92,7 @@ class Collector:
         self.kernels: dict[str, Tally] = {}
         self.runtime: dict[str, Tally] = {}
         self.device = DeviceOps()
-        self.launches: dict[Any, float] = {}
+        self.launches: dict[Any, tuple[float, float]] = {}  # correlation -> start, counted dur
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
         self.dropped = 0  # device ops dropped while waiting for their launch
         self.forgot = False  # launches dropped: a later device op may miss its own
@@ -146,14 +151,16 @@ class Collector:
         _, self_us, name = thread.stack.pop()
         tally(thread.ops, name, 1, max(self_us, 0.0))
 
-    def _launched(self, corr: Any, ts: float) -> None:
-        self.launches[corr] = ts
+    def _launched(self, corr: Any, ts: float, call: float) -> None:
+        """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
+        (NaN otherwise)."""
+        self.launches[corr] = (ts, call)
         self.saw_launch = True
         if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
             self.launches = _newer_half(self.launches)
             self.forgot = True
         for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
-            self.device.set_launch(where, ts - (self.origin or 0.0))
+            self.device.set_launch(where, ts - (self.origin or 0.0), call)
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
         args = ev.args
@@ -164,8 +171,9 @@ class Collector:
         if self.origin is None:
             self.origin = ts
         ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
-        where = self.device.add(stream, ts, ts + dur, ev.name,
-                                ts if launch is None else launch - self.origin)
+        where = (self.device.add(stream, ts, ts + dur, ev.name, ts) if launch is None else
+                 self.device.add(stream, ts, ts + dur, ev.name, launch[0] - self.origin,
+                                 launch[1]))
         if launch is None and corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
@@ -213,7 +221,8 @@ class Collector:
             if cat in RUNTIME_CATS:
                 tally(self.runtime, ev.name, 1, dur)
                 if ev.args is not None and ev.args.correlation is not None:
-                    self._launched(ev.args.correlation, ts)
+                    self._launched(ev.args.correlation, ts,
+                                   dur if ev.name in LAUNCH_CALLS else _NAN)
                 continue
             m = STEP_NAME.match(ev.name)
             if m:
@@ -290,6 +299,7 @@ class Collector:
                     self.device.set_launch(where, -math.inf)
         try:
             data.device = breakdown(self.device, steps, stages)
+            data.stream_idle, data.launch_stats = stream_facts(self.device, steps)
             clashes = self.device.comm_clashes()
         finally:
             self.device.close()

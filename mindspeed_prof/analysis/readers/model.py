@@ -20,10 +20,12 @@ __all__ = [
     "HcclOp",
     "HcclTasks",
     "LinkShare",
+    "LaunchStats",
     "Memory",
     "NpuFacts",
     "NpuOp",
     "Range",
+    "StreamIdle",
     "Tally",
     "TraceData",
     "merge_tallies",
@@ -262,6 +264,48 @@ class NpuFacts(msgspec.Struct, kw_only=True):
     api_max_us: dict[str, float] = {}
     launch_sync: list[int] | None = None
     sources: dict[str, str] = {}
+class StreamIdle(msgspec.Struct, kw_only=True):
+    """One CUDA stream in one step (``step`` None: a trace without steps): its ops, their time
+    (``busy_ms``, summed) and the gaps before them split as HTA's idle time breakdown splits a
+    stream's idle time: ``host_wait_ms`` (the op was launched after the one before it ended,
+    and before it started), ``kernel_wait_ms`` (else a gap under ``device.KERNEL_WAIT_US``),
+    ``other_ms`` (the rest).
+    A gap belongs to the step of the op that ends it. ``device`` and ``stream``: the trace's
+    names (Kineto's pid and stream)."""
+
+    step: int | None
+    device: str
+    stream: str
+    ops: int
+    busy_ms: float
+    host_wait_ms: float = 0.0
+    kernel_wait_ms: float = 0.0
+    other_ms: float = 0.0
+
+
+class LaunchStats(msgspec.Struct, kw_only=True):
+    """Kernel launches of one step as HTA's kernel launch stats see them: device ops matched to
+    their launch call (``device.LAUNCH_CALLS``), the calls' and the ops' time, the ops that ran
+    shorter than their call (``short``, with both times), ops under ``device.TINY_US``, the
+    launch delays (op start less call end, at least 0), calls over ``device.SLOW_CALL_US`` and
+    delays over ``device.LATE_US``; ``starved``: the short ops that started within
+    ``device.PROMPT_US`` of the end of a call of at most ``device.SLOW_CALL_US`` (the device
+    waited for them), with both times."""
+
+    step: int | None
+    launches: int
+    cpu_ms: float
+    gpu_ms: float
+    short: int = 0
+    short_cpu_ms: float = 0.0
+    short_gpu_ms: float = 0.0
+    tiny: int = 0
+    delay_ms: float = 0.0
+    slow_calls: int = 0
+    late: int = 0
+    starved: int = 0
+    starved_cpu_ms: float = 0.0
+    starved_gpu_ms: float = 0.0
 
 
 @dataclass
@@ -272,6 +316,8 @@ class TraceData:
     and runtime/launch calls (host time) by name, in microseconds. ``device``, ``comm``,
     ``memory``: see ``DeviceRow``, ``CommRow``, ``Memory``.
     ``npu``: the Ascend-specific facts of a torch_npu capture (``NpuFacts``), else None.
+    ``stream_idle``, ``launch_stats``: CUDA streams' idle time and kernel launches per step
+    (``StreamIdle``, ``LaunchStats``).
     ``problems``: one line per part of the capture that could not be read (the rest was).
     ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
     ranges, approximate self times, device events that are not broken down): not problems.
@@ -296,6 +342,8 @@ class TraceData:
     source: str = ""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    stream_idle: list[StreamIdle] = field(default_factory=list)
+    launch_stats: list[LaunchStats] = field(default_factory=list)
 
 
 def one_line(err: BaseException) -> str:
