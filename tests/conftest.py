@@ -93,6 +93,8 @@ def app(tmp_path: Path) -> Path:
 def ray_cluster():
     """One local Ray cluster for the whole test session, shut down at the end."""
     ray = pytest.importorskip("ray")
+    # a loaded machine starts a raylet in more than Ray's default 10 s wait
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")
     ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
     yield ray
     ray.shutdown()

@@ -57,7 +57,7 @@ def _target(g: Straggler | None, slowest: Share | None
     stage = slowest.name if slowest and slowest.kind == "stage" else None
     if g is not None:
         return stage, g.rank, g.step
-    return stage, slowest.rank if slowest else None, None
+    return stage, None, None  # no rank behind the others: every rank
 
 
 def next_steps(result: Analysis, straggler: Straggler | None, slowest: Share | None,

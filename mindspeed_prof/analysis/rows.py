@@ -227,7 +227,8 @@ class StepTime(Row, kw_only=True):
 class Share(Row, kw_only=True):
     """A stage (``kind`` ``stage``) or custom range (``range``): ``ms`` per step (its time per
     step, the median over ranks of the mean over steps), ``share`` of the step (None: no step
-    ranges), ``rank`` the rank where it takes longest."""
+    ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
+    the others by the noise floor)."""
 
     kind: str
     name: str

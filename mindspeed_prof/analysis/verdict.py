@@ -30,7 +30,7 @@ from mindspeed_prof.analysis.rows import (
     StepTime,
     Straggler,
 )
-from mindspeed_prof.analysis.stragglers import find_stragglers, step_times
+from mindspeed_prof.analysis.stragglers import find_stragglers, noise_floor, step_times
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
@@ -160,7 +160,10 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
         name, rows = max(names.items(), key=lambda kv: (
             statistics.median(ms for ms, _ in kv[1]), kv[0]))
         ms = statistics.median(m for m, _ in rows)
-        longest = max(rows, key=lambda r: r[0])[1] if len(rows) > 1 else None
+        top, longest = max(rows, key=lambda r: r[0])
+        if len(rows) < 2 or top - min(m for m, _ in rows) < noise_floor(
+                result.noise_ms, step.median_ms if step else None):
+            longest = None  # no rank stands out
         return Share(kind=kind, name=name, ms=ms, rank=longest,
                      share=ms / step.median_ms if step and step.median_ms > 0 else None)
     return None

@@ -106,6 +106,9 @@ class _Timed:
     def __enter__(self) -> None:
         self._t0 = time.perf_counter()
         self._inner.__enter__()
+        d = self._w.d
+        if self._name == d.get("slow_stage") and self._w.rank == d.get("slow_rank", 0):
+            time.sleep(float(d.get("slow_ms", 0)) / 1000.0)  # +demo.slow_stage=NAME
 
     def __exit__(self, *exc: Any) -> None:
         try:

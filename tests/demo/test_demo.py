@@ -121,3 +121,63 @@ def test_in_process_mode_starts_no_ray(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "RAY False" in proc.stdout
     assert "Token authentication" not in proc.stderr and "ray" not in proc.stderr.lower()
+
+
+def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
+        ray_cluster: Any, tmp_path: Path) -> None:
+    """The issue's walk: a light capture names the slow stage and the straggler first, and the
+    relaunch override it prints takes the stage-scoped capture of that stage on that rank."""
+    from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.report import Answers
+    from mindspeed_prof.views.text import print_analysis
+
+    train(demo_cfg(tmp_path, "profiler=mstx_light", "demo.steps=4",
+                   "demo.slow_stage=actor_generate", "demo.slow_ms=150", "demo.slow_rank=1"),
+          Console(quiet=True))
+    result = analyse(tmp_path / "out")
+    answers = Answers(result)
+    v = answers.verdict
+    assert v.slowest is not None and (v.slowest.kind, v.slowest.name) == ("stage",
+                                                                          "actor_generate")
+    assert v.slowest.share is not None and v.slowest.share > 0.5
+    assert v.straggler is not None and (v.straggler.name, v.straggler.rank) == (
+        "actor_generate", 1)
+    assert v.straggler.excess_ms > 100
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    print_analysis(result, console, answers=answers)
+    head = console.export_text().splitlines()[:8]
+    assert head[2] == "Verdict" and any(line.lstrip().startswith("slowest") and
+                                        "actor_generate" in line for line in head)
+    assert any("straggler" in line and "rank 1 at stage actor_generate" in line for line in head)
+    relaunch, live = v.next
+    assert relaunch.kind == "relaunch" and live.kind == "live"
+    assert live.command.startswith(f"mindspeed-prof capture {tmp_path / 'out'} ")
+    assert "--stage actor_generate --ranks 1 --level level1" in live.command
+    # the printed override, run as given: the stage-scoped capture of that stage on rank 1
+    again = tmp_path / "again"
+    train(demo_cfg(again, *relaunch.command.split(), "demo.steps=4"), Console(quiet=True))
+    assert sorted(files_by_rank(again / "out")) == [1]
+    scoped = analyse(again / "out")
+    assert {r.name for r in scoped.ranges if r.kind == "stage"} == {"actor_generate"}
+    assert {t.meta.get("level") for t in scoped.traces} == {"level1"}
+
+
+def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs of one config pass ``compare --fail-over``; a stage made 300 ms slower fails,
+    named with what it costs. (The gate's floor is wide here: these are timed runs on a
+    shared CPU.)"""
+    from mindspeed_prof.cli import main
+
+    runs = {}
+    for name, extra in (("a", ()), ("b", ()), ("slow", ("demo.slow_stage=critic_update",
+                                                         "demo.slow_ms=300"))):
+        train(demo_cfg(tmp_path / name, "profiler=mstx_light", "demo.workers=0", *extra),
+              Console(quiet=True))
+        runs[name] = str(tmp_path / name / "out")
+    gate = ["--fail-over", "0.5", "--noise-ms", "50"]
+    assert main(["compare", runs["a"], runs["b"], *gate]) == 0
+    capsys.readouterr()
+    assert main(["compare", runs["a"], runs["slow"], *gate]) == 4
+    slower = [line for line in capsys.readouterr().err.splitlines() if "slower:" in line]
+    assert len(slower) == 1 and "stage 'critic_update' rank 0" in slower[0]

@@ -1,0 +1,143 @@
+"""The verdict: each part from hand-made captures, and its lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.readers.chrome import device_memory
+from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
+from mindspeed_prof.analysis.verdict import bound_of, verdict
+
+
+def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], meta: Any = None,
+          **fields: Any) -> TraceData:
+    """A capture of ``rank`` holding (kind, name, step, ms) ranges."""
+    t = TraceData(Path(f"run/rank{rank}.pt.trace.json"), "torch", rank, "integrated", 1,
+                  meta=meta or {}, **fields)
+    t.ranges += [Range(rank, kind, name, step, 1000.0 * i, ms * 1000.0)
+                 for i, (kind, name, step, ms) in enumerate(ranges)]
+    return t
+
+
+def _steps(rank: int, generate: list[float], update: float = 10.0) -> TraceData:
+    out: list[tuple[str, str, int | None, float]] = []
+    for step, ms in enumerate(generate, start=1):
+        out += [("step", f"ProfilerStep#{step}", step, ms + update + 5.0),
+                ("stage", "actor_generate", step, ms), ("stage", "actor_update", step, update)]
+    return _data(rank, *out)
+
+
+def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
+                                                 _steps(1, [20.0, 220.0, 20.0])])
+    v = verdict(result)
+    assert v.step is not None
+    # per step: the median over ranks (35, 135, 35), then the median over steps
+    assert (v.step.median_ms, v.step.min_ms, v.step.max_ms, v.step.steps, v.step.ranks) == (
+        35.0, 35.0, 135.0, 3, 2)
+    assert v.step.spread == pytest.approx(100.0 / 35.0)
+    assert v.slowest is not None
+    assert (v.slowest.kind, v.slowest.name, v.slowest.rank) == ("stage", "actor_generate", 1)
+    assert v.slowest.ms == pytest.approx((20.0 + 260.0 / 3) / 2)  # the median of the two ranks
+    assert v.straggler is not None
+    assert (v.straggler.name, v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (
+        "actor_generate", 1, 2, 200.0)
+    lines = dict(v.lines())
+    assert lines["straggler"].startswith("rank 1 at stage actor_generate, step 2: 220.0 ms "
+                                         "against 20.0 ms on the other ranks (11.0x, +200.0 ms)")
+    assert lines["slowest"].startswith("stage actor_generate: ")
+
+
+def test_light_capture_of_ranges_names_the_slowest_range() -> None:
+    result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 100.0),
+                                                      ("range", "fwd", 1, 30.0),
+                                                      ("range", "bwd", 1, 60.0))])
+    v = verdict(result)
+    assert v.slowest is not None and (v.slowest.kind, v.slowest.name, v.slowest.share) == (
+        "range", "bwd", 0.6)
+    assert v.straggler is None and "straggler" not in dict(v.lines())  # one rank: none to name
+
+
+def test_warmup_steps_are_left_out_and_said() -> None:
+    meta = {"window": [1, 3], "warmup_steps": 1}
+    result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 900.0),
+                                                      ("step", "ProfilerStep#2", 2, 100.0),
+                                                      meta=meta)])
+    v = verdict(result)
+    assert v.step is not None and (v.step.median_ms, v.step.steps) == (100.0, 1)
+    assert v.warmup_steps == [1] and "warmup step 1 left out" in dict(v.lines())["unusual"]
+
+
+@pytest.mark.parametrize(("parts", "bound"), [
+    ((50.0, 20.0, 5.0, 25.0), "compute"), ((10.0, 60.0, 5.0, 25.0), "communication"),
+    ((10.0, 10.0, 70.0, 10.0), "copy"), ((10.0, 20.0, 5.0, 65.0), "idle"),
+    ((30.0, 30.0, 10.0, 30.0), "compute")])  # a tie goes to the first of BOUNDS
+def test_bound_is_the_largest_part(parts: tuple[float, float, float, float], bound: str) -> None:
+    assert bound_of(*parts) == bound
+
+
+def test_device_verdict_counts_only_exposed_communication() -> None:
+    rows = [DeviceRow(step=s, compute_ms=40.0, comm_ms=50.0, overlap_ms=30.0, idle_ms=5.0,
+                      memcpy_ms=1.0) for s in (1, 2)]
+    rows.append(DeviceRow(step=1, stage="actor_update", compute_ms=999.0, comm_ms=0.0,
+                          overlap_ms=0.0, idle_ms=0.0))  # a stage row: not the step's
+    v = verdict(Analysis(root=Path("run"), traces=[_data(0, device=rows)]))
+    assert v.device is not None
+    d = v.device
+    assert (d.bound, d.compute_ms, d.comm_ms, d.copy_ms, d.idle_ms, d.steps) == (
+        "compute", 40.0, 20.0, 1.0, 5.0, 2)
+    assert d.shares["communication"] == pytest.approx(20.0 / 66.0)
+    assert dict(v.lines())["device"].startswith("compute-bound: compute 40.0 ms per step; "
+                                                "compute 61%, communication 30%")
+
+
+def test_npu_step_from_the_device_when_no_step_ranges() -> None:
+    rows = [DeviceRow(step=50, compute_ms=9.0, comm_ms=100.0, overlap_ms=0.0, idle_ms=25.0,
+                      comm_exposed_ms=100.0, step_ms=ms) for ms in (134.0,)]
+    traces = [_data(0, device=rows), _data(1, device=[DeviceRow(
+        step=50, compute_ms=60.0, comm_ms=50.0, overlap_ms=0.0, idle_ms=25.0,
+        comm_exposed_ms=50.0, step_ms=136.0)])]
+    v = verdict(Analysis(root=Path("run"), traces=traces))
+    assert v.step is not None and (v.step.median_ms, v.step.ranks) == (135.0, 2)
+    # no ranges: the rank that computes longest is the one the others wait for
+    assert v.straggler is not None and (v.straggler.kind, v.straggler.rank,
+                                        v.straggler.excess_ms) == ("device", 1, 51.0)
+
+
+def test_memory_against_the_capacity_the_trace_records() -> None:
+    traces = [_data(r, memory=Memory(source="trace", peak_allocated_bytes=peak),
+                    meta={"device_memory_bytes": 80 * 2**30}) for r, peak in ((0, 2**33),
+                                                                            (1, 3 * 2**32))]
+    m = verdict(Analysis(root=Path("."), traces=traces)).memory
+    assert m is not None and (m.rank, m.peak_bytes, m.share) == (1, 3 * 2**32, 0.15)
+    assert verdict(Analysis(root=Path("."), traces=[traces[0]])).lines()[-1] == (
+        "memory", "peak 8.0 GiB allocated of 80.0 GiB (10%) on rank 0")
+
+
+@pytest.mark.parametrize(("props", "size"), [
+    ([{"id": 0, "totalGlobalMem": 42297524224}, {"id": 1, "totalGlobalMem": 42297524224}],
+     42297524224),
+    ([{"totalGlobalMem": 1}, {"totalGlobalMem": 2}], None),  # differ: which is ours?
+    ([], None), (None, None), (0, None), ([{"totalGlobalMem": "big"}], None),
+    ([{"totalGlobalMem": True}], None), (["x"], None)])
+def test_device_memory_from_kineto_properties(props: Any, size: int | None) -> None:
+    assert device_memory(props) == size
+
+
+def test_a_flight_dump_is_unusual_at_the_step_that_triggered_it() -> None:
+    meta = {"stage": "flight", "reason": "anomaly", "steps": [6, 7, 8], "trigger_step": 8}
+    dump = TraceData(Path("run/flight/rank0_h_1_step6.mstx.trace.json"), "spans", 0, "flight",
+                     1, meta=meta)
+    v = verdict(Analysis(root=Path("run"), traces=[dump]))
+    assert [(t.trigger, t.step, t.steps) for t in v.triggered] == [("flight", 8, [6, 7, 8])]
+    assert dict(v.lines())["unusual"] == ("flight dump (anomaly) at step 8 on rank 0, holds "
+                                          "steps 6-8")
+
+
+def test_nothing_to_say_is_no_lines() -> None:
+    assert verdict(Analysis(root=Path("."))).lines() == []
