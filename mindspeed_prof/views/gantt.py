@@ -13,6 +13,7 @@ as many lines as it needs.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Iterable, Mapping
 from html import escape
@@ -112,7 +113,7 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
 
     out = []
     for s in shown:  # the step labels: the longest form that fits the column, else a tooltip
-        room = longest[s] * scale + GAP - 2
+        room = math.floor((longest[s] * scale + GAP - 2) * 10) / 10  # as the SVG says it
         ms = longest[s] / 1000
         text = next((t for t in (f"step {s} ({ms:,.1f} ms)", f"step {s}", f"{s}")
                      if text_width(t) <= room), "")

@@ -3,9 +3,9 @@
 MindSpeed-RL's stages (``config.schema.STAGES``, in the order a step runs them) always take the
 same colours (Okabe-Ito, colour-blind safe). Any other stage name (a trainer's own stages,
 ``record_function`` ranges) takes the colour its name hashes to in a second palette (Paul Tol's
-muted), the next free one when two names of one report collide: the colour of a name does not
-depend on the run, the process or the other names, except where a report holds two names of one
-hash. Beyond the palettes' size colours repeat.
+muted; crc32, so the same in every run and process). Where names of one report hash alike,
+the names, in sorted order, each take the next colour still free; beyond the palette's size
+colours repeat.
 """
 
 from __future__ import annotations
