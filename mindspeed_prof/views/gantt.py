@@ -3,29 +3,76 @@
 Ranks run on their own clocks, so each step is drawn from its start on every rank: step N is a
 column as wide as its slowest rank, and a rank's stages sit where they ran inside its step.
 A longer bar is a straggler, a gap between bars a bubble.
+
+The picture scales to its container (``viewBox``) and never draws text over text: a step's
+label is the longest of ``step N (X ms)``, ``step N`` and ``N`` that fits its column, none where
+nothing fits (every column says it in a tooltip); rank names and legend entries too long for
+their place are cut with an ellipsis (the whole name in a tooltip), and the legend wraps onto
+as many lines as it needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Optional
 
 from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.views.palette import stage_colours, stage_order
 from mindspeed_prof.views.safe import printable
 
-__all__ = ["gantt_svg"]
+__all__ = ["FONT", "ROW", "gantt_svg", "text_width"]
 
-#: Colour per stage, in STAGES order (colour-blind safe, Okabe-Ito); other stages grey.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
-ROW, LABEL, GAP = 16, 90, 6
+#: Font size, row height, the gap between step columns and around the legend (SVG units).
+FONT, ROW, GAP = 12, 20, 6
 _Key = tuple[Optional[int], str, Optional[int]]  # rank, source, step
+_NARROW = set("fijlrt.,:;'|!()[] -/\\")  # at most 0.42 em
+_WIDE = set("mwMW@%#&+<=>^~…")  # up to 1 em
+
+
+def text_width(text: str, size: float = FONT) -> float:
+    """An upper bound of ``text``'s width at ``size`` in the wide sans-serif fonts browsers
+    fall back to (DejaVu Sans: digits 0.64 em, ``m`` 0.97 em, ``W`` 0.99 em; East Asian wide
+    characters 1 em)."""
+    em = 0.0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        if unicodedata.east_asian_width(ch) in "WF" or ch in _WIDE:
+            em += 1.0
+        elif ch in _NARROW:
+            em += 0.42
+        elif ch.isupper():
+            em += 0.8
+        else:
+            em += 0.66
+    return em * size
+
+
+def _fit(text: str, room: float, size: float = FONT) -> str:
+    """``text``, or as much of it as fits ``room`` followed by an ellipsis."""
+    if text_width(text, size) <= room:
+        return text
+    while text and text_width(text + "…", size) > room:
+        text = text[:-1]
+    return text + "…" if text else ""
+
+
+def _label(text: str, room: float, x: float, y: float, anchor: str = "start") -> str:
+    """A ``<text>`` of ``text`` cut to ``room``; a tooltip holds the whole of it when cut."""
+    shown = _fit(text, room)
+    tip = f"<title>{escape(text)}</title>" if shown != text else ""
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{tip}{escape(shown)}'
+            "</text>")
 
 
 def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
-              width: int = 900) -> str:
-    """``steps`` steps from ``first`` (default: the first step captured), one row per rank."""
+              width: int = 960, colours: Mapping[str, str] | None = None) -> str:
+    """``steps`` steps from ``first`` (default: the first step captured), one row per rank;
+    ``colours``: stage name -> colour (default: ``palette.stage_colours`` of the stages
+    drawn; the report passes its own so that every chart agrees)."""
     starts: dict[_Key, float] = {}
     ends: dict[_Key, float] = {}
     stages = []
@@ -47,58 +94,67 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
         return ""
     first = all_steps[0] if first is None else first
     shown = [s for s in all_steps if s >= first][:steps]
+    if not shown:
+        return ""
     rows = sorted({(k[0], k[1]) for k in starts if k[2] in shown},
                   key=lambda rs: (rank_order(rs[0]), rs[1]))
+    names = {(rank, source): f"rank {printable(rank_label(rank, source))}"
+             for rank, source in rows}
+    label = min(max(text_width(n) for n in names.values()) + 2 * GAP, 0.3 * width)
     longest = {s: max(ends[k] - starts[k] for k in starts if k[2] == s) or 1.0 for s in shown}
-    scale = (width - LABEL - GAP * len(shown)) / sum(longest.values())
+    scale = (width - label - GAP * len(shown)) / sum(longest.values())
     left = {}
-    x = float(LABEL)
+    x = label
     for s in shown:
         left[s] = x
         x += longest[s] * scale + GAP
-    height = ROW * (len(rows) + 3)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">']
-    for s in shown:
-        out.append(f'<text x="{left[s]:.1f}" y="{ROW - 4}">step {s} '
-                   f'({longest[s] / 1000:.1f} ms)</text>')
+    drawn = [r for r in stages if r.step in left and (r.rank, r.source) in names]
+    colours = dict(colours) if colours is not None else stage_colours(r.name for r in drawn)
+
+    out = []
+    for s in shown:  # the step labels: the longest form that fits the column, else a tooltip
+        room = math.floor((longest[s] * scale + GAP - 2) * 10) / 10  # as the SVG says it
+        ms = longest[s] / 1000
+        text = next((t for t in (f"step {s} ({ms:,.1f} ms)", f"step {s}", f"{s}")
+                     if text_width(t) <= room), "")
+        out.append(f'<rect x="{left[s]:.1f}" y="0" width="{room:.1f}" height="{ROW}" '
+                   f'fill="#fff" fill-opacity="0" data-step="{s}"><title>step {s}: '
+                   f'{ms:,.1f} ms on its slowest rank</title></rect>')
+        if text:
+            out.append(f'<text x="{left[s]:.1f}" y="{ROW - 6}">{escape(text)}</text>')
     row_of = {rs: i for i, rs in enumerate(rows)}
-    for (rank, source), i in row_of.items():
+    for rs, i in row_of.items():
         y = ROW * (i + 1)
-        out.append(f'<text x="0" y="{y + ROW - 4}">rank {escape(rank_label(rank, source))}'
-                   '</text>')
+        out.append(_label(names[rs], label - GAP, 0, y + ROW - 6))
         for s in shown:
-            key = (rank, source, s)
+            key = (rs[0], rs[1], s)
             if key in starts:
                 w = (ends[key] - starts[key]) * scale
-                out.append(f'<rect x="{left[s]:.1f}" y="{y + 2}" width="{w:.1f}" '
-                           f'height="{ROW - 4}" fill="#eeeeee"/>')
-    colours: dict[str, str] = {}
-    for r in stages:
-        if r.step not in left or (r.rank, r.source) not in row_of:
-            continue
+                out.append(f'<rect x="{left[s]:.1f}" y="{y + 3}" width="{w:.1f}" '
+                           f'height="{ROW - 6}" fill="#eeeeee"/>')
+    for r in drawn:
         key = (r.rank, r.source, r.step)
-        colour = colours.setdefault(r.name, _colour(r.name))
-        x0 = left[r.step] + (r.ts - starts[key]) * scale
+        colour = colours.get(r.name) or stage_colours([r.name])[r.name]
+        colours.setdefault(r.name, colour)
+        x0 = left[r.step] + (r.ts - starts[key]) * scale  # type: ignore[index]
         y = ROW * (row_of[(r.rank, r.source)] + 1)
-        out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{max(r.dur * scale, 0.5):.1f}" '
-                   f'height="{ROW - 4}" fill="{colour}"><title>{escape(printable(r.name))}, rank '
-                   f'{escape(rank_label(r.rank, r.source))}, step {r.step}: '
-                   f'{r.dur / 1000:.2f} ms</title></rect>')
-    x, y = float(LABEL), ROW * (len(rows) + 2)
-    for name in sorted(colours, key=_order):
-        out.append(f'<rect x="{x:.0f}" y="{y - 9}" width="10" height="10" '
-                   f'fill="{colours[name]}"/><text x="{x + 14:.0f}" '
-                   f'y="{y}">{escape(printable(name))}</text>')
-        x += 24 + 7 * len(name)
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def _order(name: str) -> tuple[int, str]:
-    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
-
-
-def _colour(name: str) -> str:
-    i = _order(name)[0]
-    return PALETTE[i] if i < len(PALETTE) else "#999999"
+        out.append(f'<rect class="stage" x="{x0:.1f}" y="{y + 3}" '
+                   f'width="{max(r.dur * scale, 0.5):.1f}" height="{ROW - 6}" fill="{colour}">'
+                   f'<title>{escape(printable(r.name))}, {escape(names[(r.rank, r.source)])}, '
+                   f'step {r.step}: {r.dur / 1000:.2f} ms</title></rect>')
+    y = ROW * (len(rows) + 1) + GAP
+    x = 0.0
+    for name in stage_order(r.name for r in drawn):  # the legend, wrapped
+        text = _fit(printable(name), width / 2)
+        item = 14 + text_width(text)
+        if x and x + item > width:
+            x, y = 0.0, y + ROW
+        out.append(f'<rect x="{x:.1f}" y="{y + 4}" width="10" height="10" '
+                   f'fill="{colours[name]}"/>')
+        out.append(_label(printable(name), width / 2, x + 14, y + ROW - 6))
+        x += item + 2 * GAP
+    height = y + ROW + GAP if drawn else y
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
+            f'width="{width}" height="{height:.0f}" font-family="sans-serif" '
+            f'font-size="{FONT}">')
+    return "\n".join([head, *out, "</svg>"])
