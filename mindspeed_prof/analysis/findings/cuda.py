@@ -122,7 +122,10 @@ def _ranks(result: Analysis) -> list[_Rank]:
 
 
 def _fires(result: Analysis, ms: float, span: float) -> bool:
-    return span > 0 and ms >= noise_floor(result.noise_ms, span) and ms >= FIRE_SHARE * span
+    """Over the floor and ``FIRE_SHARE`` of a step it fits in (a part longer than its step is
+    a broken row, never a finding)."""
+    return (0 < span and ms <= span and ms >= noise_floor(result.noise_ms, span)
+            and ms >= FIRE_SHARE * span)
 
 
 def _ranks_said(hits: list[tuple[float, _Rank]]) -> str:

@@ -164,7 +164,8 @@ def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
     """Only warmup step 1 idles; step 2 is busy through: nothing, unless warmup counts."""
     t = Trace().step(1, 0, 10000).step(2, 10000, 10000)
     _host_bound(t, 0).op(10001, 10020, 9000)
-    t.write(tmp_path, mindspeed_prof={"rank": 0, "window": [1, 3], "warmup_steps": 1})
+    # the window [2, 4) and its warmup step just before it (MindSpeed-LLM's DPO warmup)
+    t.write(tmp_path, mindspeed_prof={"rank": 0, "window": [2, 4], "warmup_steps": 1})
     result = analyse(tmp_path, cache=False)
     assert result.warmup() == {(0, 1)} and cuda.idle_time(result) == []
     result.include_warmup = True

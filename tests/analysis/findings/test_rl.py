@@ -70,8 +70,9 @@ def run(root: Path, clock: Clock, plan: list[list[Item]], rank: int = 0,
         role: str = "integrated") -> None:
     """One worker's capture of ``plan`` (a list of steps) through ``Profiler.from_config``."""
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_end": len(plan) + 1, "profile_save_path": str(root)}},
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_step_end": len(plan) + 1, "profile_save_path": str(root)},
+        "extensions": {"backend": "none"}},
         rank=rank, role=role)
     for step, items in enumerate(plan, 1):
         with prof.step(step):
@@ -117,8 +118,9 @@ def test_uncovered_counts_overlapping_and_nested_stages_once(tmp_path: Path,
     """A stage inside another covers nothing more: 2 ms before, 50 ms of generation holding
     a 20 ms log-prob stage, 48 ms update: 2 ms in no stage of 100."""
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_end": 3, "profile_save_path": str(tmp_path)}}, rank=0)
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_step_end": 3, "profile_save_path": str(tmp_path)},
+        "extensions": {"backend": "none"}}, rank=0)
     for step in (1, 2):
         with prof.step(step):
             clock.advance(2)
@@ -337,8 +339,9 @@ def test_generation_tail_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
 def test_warmup_steps_are_left_out(tmp_path: Path, clock: Clock) -> None:
     """The dpo preset's warmup step 1 holds the only gap: nothing, unless counted."""
     prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_end": 4, "warmup_steps": 1, "profile_save_path": str(tmp_path)}}, rank=0)
+        "profile": True, "mstx": True, "profile_level": "level_none",
+        "profile_step_start": 2, "profile_step_end": 4, "profile_save_path": str(tmp_path)},
+        "extensions": {"backend": "none", "warmup_steps": 1}}, rank=0)  # warmup: step 1
     for step in (1, 2, 3):
         with prof.step(step):
             with prof.stage(GEN):
