@@ -124,7 +124,7 @@ def _ranks(result: Analysis) -> list[_Rank]:
 def _fires(result: Analysis, ms: float, span: float) -> bool:
     """Over the floor and ``FIRE_SHARE`` of a step it fits in (a part longer than its step is
     a broken row, never a finding)."""
-    return (0 < span and ms <= span and ms >= noise_floor(result.noise_ms, span)
+    return (span > 0 and ms <= span and ms >= noise_floor(result.noise_ms, span)
             and ms >= FIRE_SHARE * span)
 
 
