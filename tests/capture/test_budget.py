@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mindspeed_prof import Profiler
-from mindspeed_prof.capture.budget import DiskBudget, bytes_under
+from mindspeed_prof.capture.budget import Budget, DiskBudget, bytes_under
 from mindspeed_prof.config.validate import ConfigError, validate
 
 MB = 1024 * 1024
@@ -90,3 +90,34 @@ def test_budget_with_room_for_a_step_says_nothing(tmp_path: Path) -> None:
     assert DiskBudget(1, tmp_path).full_at_start() == ""
     (tmp_path / "more.bin").write_bytes(b"x" * 2048)
     assert "already holds" in DiskBudget(1, tmp_path).full_at_start()
+
+
+def test_learns_the_largest_cost_per_step_of_each_level(tmp_path: Path) -> None:
+    budget = DiskBudget(4, tmp_path)
+    budget.learn("level1", 3 * MB, 1)
+    budget.learn("level1", MB // 4, 1)  # a cheap step after an expensive one
+    budget.learn("level1", 0, 0)  # no steps: teaches nothing
+    assert budget.per_step == {"level1": 3 * MB}
+    level, why = budget.choose("level1", 2)  # 6 MB: the largest cost decides
+    assert level == "level0" and "level1 would need about 6.0 MB" in why
+
+
+def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> None:
+    """The configured level is level1; once lowered, what a capture wrote is level0's cost."""
+    prof = Profiler.from_config({
+        "profile": True, "backend": "torch", "stage": "all", "profile_level": "level1",
+        "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
+        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
+    budget = next(p for p in prof.parts if isinstance(p, Budget)).budget
+    x = torch.randn(4, 4)
+    for step in range(1, 30):
+        with prof.step(step), prof.stage("actor_update"):
+            for _ in range(300):
+                x = (x @ x).tanh()
+    prof.close()
+    taken = [c for c in prof.captures if not c.skipped]
+    assert {c.level for c in taken} >= {"level1", "level0"}
+    for level in ("level1", "level0"):
+        largest = max(sum(bytes_under(Path(f)) for f in c.files) / len(c.steps)
+                      for c in taken if c.level == level)
+        assert budget.per_step[level] == largest

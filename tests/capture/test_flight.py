@@ -141,3 +141,27 @@ def test_sigterm_dumps_the_flight_recorder(tmp_path: Path) -> None:
     data = json.loads(dump.read_text())
     assert data["mindspeed_prof"]["reason"] == "signal"
     assert len({e["args"]["step"] for e in data["traceEvents"]}) == 2
+
+
+def test_a_step_added_in_two_parts_is_one_entry_of_the_ring() -> None:
+    ring = FlightRecorder(3, RangeBuffer())
+    for step in (7, 8, 9, 9, 10):
+        ring.add(step, [(0, step, step + 1)])
+    assert ring.held_steps() == [8, 9, 10]
+
+
+def test_a_range_between_steps_does_not_push_a_step_out_of_the_dump(tmp_path: Path) -> None:
+    prof = make(tmp_path)
+    for step in range(1, 11):
+        with prof.step(step), mstx.range("inside"):
+            pass
+        with mstx.range("between"):  # counts with the step before it
+            pass
+    path = prof.dump_flight()
+    prof.close()
+    assert path is not None
+    meta = json.loads(path.read_text())["mindspeed_prof"]
+    assert meta["steps"] == [8, 9, 10]
+    evs = events(path)
+    assert [e["name"] for e in evs].count("inside") == 3
+    assert [e["name"] for e in evs].count("between") == 3

@@ -76,15 +76,68 @@ def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:
         assert evs[0]["dur"] >= 20_000 * 0.9  # the sleep, in microseconds
 
 
-def test_range_buffer_take_keeps_concurrent_appends() -> None:
+def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
+    """Another thread appends between take()'s copy and its delete: the event stays."""
     from mindspeed_prof.capture.spans import RangeBuffer
 
+    class Racing(list):  # type: ignore[type-arg]
+        def __getitem__(self, index):  # type: ignore[no-untyped-def]
+            got = super().__getitem__(index)
+            if isinstance(index, slice) and not raced:
+                raced.append(True)
+                self.append((0, 5, 6))  # what another thread's range would do right now
+            return got
+
+    raced: list[bool] = []
     buf = RangeBuffer()
+    buf.events = Racing()
     with buf.range("a"):
         pass
     first = buf.take()
-    with buf.range("a"):
-        pass
-    assert len(first) == 1 and len(buf.events) == 1
+    assert len(first) == 1 and buf.events == [(0, 5, 6)]
     assert buf.keys[first[0][0]][:2] == ("a", "user_annotation")
     assert buf.range("a") is buf.range("a") and buf.range("a") is not buf.range("a", "stage")
+
+
+def test_range_buffer_take_loses_nothing_a_running_thread_records() -> None:
+    import threading
+
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    buf = RangeBuffer()
+    done = threading.Event()
+    recorded = 0
+
+    def record() -> None:
+        nonlocal recorded
+        r = buf.range("worker")
+        while not done.is_set() or recorded < 20_000:
+            with r:
+                pass
+            recorded += 1
+
+    worker = threading.Thread(target=record)
+    worker.start()
+    taken: list[tuple[int, int, int]] = []
+    while worker.is_alive():
+        taken += buf.take()
+        done.set()
+    worker.join()
+    taken += buf.take()
+    assert len(taken) == recorded and len(set(taken)) == recorded
+
+
+def test_range_times_keep_their_leading_zeros() -> None:
+    """Nanoseconds are written as microseconds with three decimals: 1,005 ns is 1.005 us."""
+    from mindspeed_prof.capture.spans import RangeBuffer, trace_body
+
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
+    key, mark = buf.key("r"), buf.key("m", "mark")
+    lines = trace_body([(3, [(key, 2_000_050, 2_001_055), (key, 7_000, 7_999),
+                             (mark, 4_000_007, -1)])], buf, pid=1)
+    events = [json.loads(line) for line in lines]
+    assert [(e.get("ts"), e.get("dur")) for e in events] == [
+        (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
+    assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
+    assert [e["args"] for e in events] == [{"step": 3}] * 3
