@@ -237,8 +237,7 @@ class Analysis:
 
     def warnings(self) -> list[str]:
         out = [f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
-               for t in self.traces if not (t.ranges or t.ops or t.kernels or t.device
-                                            or t.comm or t.memory is not None)]
+               for t in self.traces if t.holds_nothing]
         out += self.clashes
         out += self._unshared_steps()
         if not self.traces and not self.bad:

@@ -138,6 +138,12 @@ def _check_readable(health: Health, flagged: set[Path]
         kind = ("interrupted" if INTERRUPTED in line else "partly_read" if line in partial
                 else "unreadable")
         health.findings.append(Finding(kind, where, result.shown(line)))
+    for t in result.traces:
+        if t.holds_nothing and t.path not in flagged:
+            where = result.shown(str(t.path))
+            health.findings.append(Finding("empty", where, f"{where}: captured nothing (no "
+                                           "ranges, no ops): analyse counts it but has nothing "
+                                           "to show"))
     health.notes = [result.shown(n) for n in result.notes()]
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for t in result.traces:

@@ -115,3 +115,48 @@ def test_an_anomaly_is_named_at_the_step_it_was_seen(tmp_path: Path,
     assert main(["doctor", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "triggered: rank 0 step 8: flight (anomaly; holds steps 6-8)" in out
+
+
+@pytest.mark.parametrize("name, content, why", [
+    ("rank0_h_1_step1.mstx.trace.json",  # a range file closed with no range in it
+     {"mindspeed_prof": {"kind": "spans", "format": 2, "rank": 0}, "traceEvents": [],
+      "closed": True}, "no ranges recorded (did the window's steps run?)"),
+    ("rank0_x.pt.trace.json", {"traceEvents": []},  # a Kineto trace with no events
+     "captured nothing (no ranges, no ops): analyse counts it but has nothing to show"),
+    ("rank0_x.pt.trace.json", {"distributedInfo": {"rank": 0},
+                               "traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]},
+     "captured nothing (no ranges, no ops): analyse counts it but has nothing to show"),
+])
+def test_a_capture_with_an_empty_event_list_is_a_finding(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+        content: dict[str, object], why: str) -> None:
+    (tmp_path / name).write_text(json.dumps(content))
+    health = doctor(tmp_path)
+    (finding,) = health.findings
+    assert (finding.kind, finding.where, finding.message) == ("empty", name, f"{name}: {why}")
+    assert main(["doctor", str(tmp_path)]) == 3
+    assert capsys.readouterr().out.splitlines()[-1] == "1 finding(s)"
+
+
+@pytest.mark.parametrize("status", ["completed", "exited"])
+def test_a_job_that_ended_having_captured_nothing_is_named(tmp_path: Path, status: str) -> None:
+    capture(tmp_path, ranks=(0,))
+    (tmp_path / "manifest.rank1.json").write_text(json.dumps({
+        "rank": 1, "status": status, "captures": [],
+        "profiler_config": {"integrated": {"profile": True, "profile_step_start": 5,
+                                           "profile_step_end": 7}}}))
+    by_kind = {f.kind: f for f in doctor(tmp_path).findings}
+    assert set(by_kind) == {"nothing_captured", "missing_rank"}
+    assert by_kind["nothing_captured"].message == (
+        f"rank 1: the job {status} but captured nothing (window [5, 7): did the run reach "
+        "step 5? were the hooks called?)")
+
+
+@pytest.mark.parametrize("status, captures", [("running", []), ("exited", [{"step": 5}])])
+def test_a_job_still_running_or_that_captured_is_not_blamed(
+        tmp_path: Path, status: str, captures: list[dict[str, int]]) -> None:
+    capture(tmp_path, ranks=(0,))
+    (tmp_path / "manifest.rank1.json").write_text(json.dumps({
+        "rank": 1, "status": status, "captures": captures,
+        "profiler_config": {"integrated": {"profile": True}}}))
+    assert [f.kind for f in doctor(tmp_path).findings] == ["missing_rank"]

@@ -345,6 +345,12 @@ class TraceData:
     stream_idle: list[StreamIdle] = field(default_factory=list)
     launch_stats: list[LaunchStats] = field(default_factory=list)
 
+    @property
+    def holds_nothing(self) -> bool:
+        """Read whole, but no range, op, kernel, device row, collective or memory in it."""
+        return not (self.ranges or self.ops or self.kernels or self.device or self.comm
+                    or self.memory is not None)
+
 
 def one_line(err: BaseException) -> str:
     return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
