@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -142,3 +143,60 @@ def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyP
         assert cache.analysis_version() == versions[-1]  # reads cached data: not counted
     finally:
         cache.analysis_version.cache_clear()
+
+
+def test_a_folder_capture_is_read_again_when_any_file_in_it_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch_npu folder: a file deep inside rewritten in place, at the same size, changes
+    neither the folder's size nor its own mtime; the newest mtime of its files does."""
+    from npu_fixtures import unpack
+
+    folder = unpack("text/rank0_ascend_pt", tmp_path / "rank0_ascend_pt")
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    first = cache.read_cached(folder)
+    base = max(p.stat().st_mtime_ns for p in [folder, *folder.rglob("*")])
+    for n, changed in enumerate((files[0], files[len(files) // 2], files[-1]), start=1):
+        future = base + n * 10**9
+        os.utime(changed, ns=(future, future))
+        assert cache.stamp(folder) == (sum(p.stat().st_size for p in files), future)
+        calls = counting(monkeypatch)
+        assert cache.read_cached(folder) == first and len(calls) == 1, changed
+        monkeypatch.undo()
+    assert cache.load(folder, cache.stamp(folder)) == first
+
+
+def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers stopped between writing an entry and renaming it leave no temporary file."""
+    import signal
+    import threading
+    import time
+    import types
+
+    from mindspeed_prof.analysis import parallel
+
+    events = [{"ph": "X", "cat": "stage", "name": "s", "ts": i, "dur": 1, "pid": 1, "tid": 1}
+              for i in range(200)]
+    paths = []
+    for rank in range(3):
+        paths.append(tmp_path / f"rank{rank}_h_1_step1.mstx.trace.json")
+        paths[-1].write_text(json.dumps({"traceEvents": events}))
+
+    def stuck(*_: object) -> None:  # in the workers (forked): the write done, the rename not
+        time.sleep(60)
+    monkeypatch.setattr(cache, "os", types.SimpleNamespace(getpid=os.getpid, replace=stuck))
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+
+    seen: list[Path] = []
+
+    def ctrl_c_once_written() -> None:
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            seen.extend(tmp_path.glob(".*.tmp"))
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=ctrl_c_once_written, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        parallel.read_all(paths, tmp_path, jobs=2)
+    assert seen  # the interrupt came while a worker held a temporary file
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
