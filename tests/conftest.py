@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from capture_fixtures import make_run
+from helpers import tested_path
 from hypothesis import Phase, settings
 
 from mindspeed_prof.testing.state import process_state
@@ -26,6 +27,8 @@ def pytest_configure(config: pytest.Config) -> None:
     database, so the seed alone replays the run."""
     if config.getoption("hypothesis_seed", None) is None:
         config.option.hypothesis_seed = random.SystemRandom().randrange(2**32)
+    # Subprocesses (CLI runs, scripts, Ray workers) import the package these tests import.
+    os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
 
 
 def _replay(config: pytest.Config) -> str:
@@ -83,7 +86,7 @@ CONFIG = textwrap.dedent('''
 
 @pytest.fixture
 def app(tmp_path: Path) -> Path:
-    """A small Hydra app in a temp dir, using the installed plugin (not this repo's files)."""
+    """A small Hydra app in a temp dir: the tested package and plugin, no other repo file."""
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "config.yaml").write_text(CONFIG)
     return tmp_path

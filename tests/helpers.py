@@ -9,10 +9,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import mindspeed_prof
+
+#: The folder holding the copy of the package these tests import (the working tree, an
+#: installed copy, or mutmut's ``mutants/``): every subprocess a test starts imports this one.
+TESTED = str(Path(mindspeed_prof.__file__).resolve().parents[1])
+
+
+def tested_path(pythonpath: str | None) -> str:
+    """``PYTHONPATH`` with ``TESTED`` first."""
+    rest = [p for p in (pythonpath or "").split(os.pathsep) if p and p != TESTED]
+    return os.pathsep.join([TESTED, *rest])
+
 
 def run_app(app: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``app.py`` in ``app`` with nothing from this repo on its path but the tested
+    package (and its Hydra plugin, found by Hydra's own discovery)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
-    env["PYTHONPATH"] = ""
+    env["PYTHONPATH"] = TESTED
     proc = subprocess.run([sys.executable, "app.py", *args], cwd=app, env=env,
                           capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:

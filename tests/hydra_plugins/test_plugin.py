@@ -20,6 +20,28 @@ def test_plugin_import_is_cheap() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_apps_and_subprocesses_import_the_copy_under_test(app: Path) -> None:
+    """Whatever copy of the package these tests import (a working tree, an installed wheel,
+    mutmut's mutants/), the app's plugin, its callback and a plain subprocess import it too."""
+    import importlib
+
+    import mindspeed_prof
+    from mindspeed_prof.hydra import callback
+
+    plugin = importlib.import_module("hydra_plugins.mindspeed_prof")  # not this test folder's
+
+    (app / "app.py").write_text(app.joinpath("app.py").read_text().replace(
+        'print("TASK BODY RAN")', 'import hydra_plugins.mindspeed_prof as p, '
+        'mindspeed_prof.hydra.callback as c; print("FROM", p.__file__, c.__file__)'))
+    proc = run_app(app, check=True)
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("FROM ")]
+    assert line.split()[1:] == [plugin.__file__, callback.__file__]
+    code = "import mindspeed_prof; print(mindspeed_prof.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=app)
+    assert out.stdout.strip() == mindspeed_prof.__file__
+
+
 def test_mstx_light_cfg_job(app: Path) -> None:
     out = run_app(app, "profiler_config=mstx_light", "--cfg", "job", check=True).stdout
     assert "profile: true" in out and "mstx: true" in out and "profile_level: level_none" in out
