@@ -114,7 +114,7 @@ def ray_cluster():
     ray.shutdown()
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from helpers import COUNTS
 
     terminalreporter.write_line(_replay(terminalreporter.config))

@@ -140,7 +140,7 @@ def test_id_ranges_from_many_threads_are_all_recorded_once() -> None:
             t.start()
         for t in threads:
             t.join()
-        enders = [threading.Thread(target=lambda part=ids[i::4]: [mstx.range_end(i) for i in part])
+        enders = [threading.Thread(target=lambda part=ids[i::4]: list(map(mstx.range_end, part)))
                   for i in range(4)]
         for t in enders:
             t.start()

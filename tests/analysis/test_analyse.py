@@ -6,6 +6,7 @@ import gzip
 import json
 import pickle
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,7 @@ def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
 
 
 def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
-                  memory: list[tuple[float, float, float | None, float | None]]) -> Path:
+                  memory: Sequence[tuple[float, float, float | None, float | None]]) -> Path:
     """Step 1 (0..1000 us) holding ``stages`` (start, end) and an ``aten::empty`` op at
     150..160 us; ``memory``: [memory] events (ts, bytes, allocated, reserved) on its thread."""
     events = [span("ProfilerStep#1", 0, 1000)]

@@ -67,7 +67,12 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The reads from disk ``cache.read_cached`` makes from now on."""
     calls: list[object] = []
     real = cache.read
-    monkeypatch.setattr(cache, "read", lambda *a: calls.append(a) or real(*a))
+
+    def read(path: Path, root: Path | None = None) -> TraceData:
+        calls.append((path, root))
+        return real(path, root)
+
+    monkeypatch.setattr(cache, "read", read)
     return calls
 
 

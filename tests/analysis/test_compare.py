@@ -86,7 +86,7 @@ def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
 
 
 def test_warmup_left_out_unless_asked(tmp_path: Path) -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta: dict[str, Any] = {"window": [2, 3], "warmup_steps": 1}
     a = _run(tmp_path / "a", **meta)
     b = _run(tmp_path / "b", first=5.0, **meta)  # only the warmup step is slower
     assert main(["compare", str(a), str(b), "--fail-over", "0.01"]) == 0

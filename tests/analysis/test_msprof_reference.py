@@ -42,6 +42,7 @@ import time
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -148,13 +149,14 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> Ref:
     # the longest first, so the pool's tail is short
     for name in ["npu_db_level0", "npu_db_level1", "npu_db_level2", "npu_text_qwen3_4rank_pp2",
                  "npu_text_level0", "npu_text_level1", "npu_text_level2", "gpt3_renamed"]:
-        jobs[f"all:{name}"] = lambda n=name: msprof_ref.cluster(theirs[n], runs / f"all-{n}")
+        jobs[f"all:{name}"] = partial(msprof_ref.cluster, theirs[name], runs / f"all-{name}")
     for name in DB_SETS:
-        jobs[f"summary:{name}"] = lambda n=name: msprof_ref.cluster(
-            theirs[n], runs / f"summary-{n}", "cluster_time_summary")
+        jobs[f"summary:{name}"] = partial(
+            msprof_ref.cluster, theirs[name], runs / f"summary-{name}", "cluster_time_summary")
         for rank in (0, 1):
-            jobs[f"advisor:{name}:{rank}"] = lambda n=name, r=rank: msprof_ref.advisor_overall(
-                theirs[n] / f"rank{r}_ascend_pt", runs / f"advisor-{n}-{r}")
+            jobs[f"advisor:{name}:{rank}"] = partial(
+                msprof_ref.advisor_overall, theirs[name] / f"rank{rank}_ascend_pt",
+                runs / f"advisor-{name}-{rank}")
     jobs["slow_rank:slow5"] = lambda: msprof_ref.cluster(theirs["slow5"], runs / "slow5",
                                                          "slow_rank")
     jobs["all:npu_text_gpt3_csv_only"] = lambda: msprof_ref.cluster(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -57,7 +58,7 @@ def test_p95_matches_numpy(tmp_path: Path) -> None:
 
 
 def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta: dict[str, Any] = {"window": [2, 3], "warmup_steps": 1}
     _nested(tmp_path, rank=0, **meta)
     _nested(tmp_path, rank=1, **meta)
     _nested(tmp_path, rank=2, scale=2.0, **meta)  # rank 2's ranges take twice as long

@@ -65,7 +65,7 @@ def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFix
         prof.close()
     assert trained == [1, 2, 3, 4, 5] and prof.failed
     # The fault happened; after it the profiler never touches the failed recorder again.
-    assert backend.spans is not None and backend.spans.flushes == 1
+    assert isinstance(backend.spans, _FullDiskSpans) and backend.spans.flushes == 1
     ours = [w for w in caught if "mindspeed-prof" in str(w.message)]
     assert len(ours) == 1 and "flush failed" in str(ours[0].message)
     assert issubclass(ours[0].category, RuntimeWarning)

@@ -185,13 +185,16 @@ def test_unselected_rank_never_captures(run, rank, ranks) -> None:
 
 def whole_run(plan: CapturePlan, steps: list[int]) -> list[tuple[list[int], str]]:
     """(steps, stop reason) of each capture of a trainer running ``steps`` in order."""
-    sched, out, current = Scheduler(plan), [], []
+    sched = Scheduler(plan)
+    out: list[tuple[list[int], str]] = []
+    current: list[int] = []
     for step in steps:
         for a in sched.step_start(step):
             current = [step] if isinstance(a, Start) else current
         if sched.active is not None and current and current[-1] != step:
             current.append(step)
         for a in sched.step_end(step):
+            assert isinstance(a, Stop)
             out.append((current, a.reason))
     return out
 

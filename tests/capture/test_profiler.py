@@ -206,7 +206,7 @@ def test_strict_fails_fast(tmp_path: Path) -> None:
 
 def test_on_capture_gets_each_record_and_its_faults_stay_out_of_training(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    seen = []
+    seen: list[Any] = []
 
     def broken(record: Any) -> None:
         raise OSError("disk full")

@@ -42,7 +42,8 @@ def test_hts_regex_finds_rank(tmp_path: Path) -> None:
 
     rec = SpanRecorder(tmp_path / "s.json", {"rank": 7})
     rec.close()
-    assert re.search(r'"rank":\s+(\d+)', rec.path.read_text()).group(1) == "7"
+    m = re.search(r'"rank":\s+(\d+)', rec.path.read_text())
+    assert m is not None and m.group(1) == "7"
 
 
 def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:

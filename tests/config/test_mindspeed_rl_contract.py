@@ -68,7 +68,7 @@ def grpo_profiler_args(pc: ProfilerConfig, rank: int = 0) -> dict[str, Any] | No
     """What ``get_grpo_profiler`` computes before calling torch_npu (None: not profiled)."""
     if not pc.profile:
         return None
-    ranks = pc.profile_ranks
+    ranks: Any = pc.profile_ranks  # "all", a list or an int: as the config gave it
     if ranks != "all":
         try:
             ranks = list(ranks)
@@ -126,7 +126,10 @@ def megatron_parser() -> argparse.ArgumentParser:
 def dpo_argv(integrated: DictConfig) -> list[str]:
     """``train_dpo.py``'s copy of every ``profile*`` key into Megatron's argv."""
     copied: dict[str, Any] = {}
-    for key, value in OmegaConf.to_container(integrated, resolve=True).items():  # type: ignore
+    container = OmegaConf.to_container(integrated, resolve=True)
+    assert isinstance(container, dict)
+    for key, value in container.items():
+        assert isinstance(key, str)
         if "profile" in key:
             copied[key] = value
         if key == "profile_ranks" and value == "all":

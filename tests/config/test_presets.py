@@ -151,6 +151,7 @@ def test_composed_node_holds_plain_values_and_only_what_is_set(conf) -> None:
         node = conf(f"profiler_config={name}").profiler_config
         assert not OmegaConf.is_struct(node.integrated) and not OmegaConf.is_struct(node.actor)
         plain = OmegaConf.to_container(node)
+        assert isinstance(plain, dict)
         assert sorted(plain) == ["actor", "critic", "extensions", "integrated", "reference",
                                  "reward", "rollout"]
         assert set(plain["integrated"]) | set(plain["extensions"]) == set(fields)

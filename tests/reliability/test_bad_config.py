@@ -97,6 +97,6 @@ def test_every_bad_override_is_rejected_naming_the_field(conf, case) -> None:
         message = f"{err} {err.__cause__ or ''}"
         assert field in message, message
         return
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ConfigError) as raised:
         validate(cfg.profiler_config)
-    assert field in str(err.value) and "profiler_config.integrated" in str(err.value)
+    assert field in str(raised.value) and "profiler_config.integrated" in str(raised.value)

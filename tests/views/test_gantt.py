@@ -18,6 +18,20 @@ from mindspeed_prof.views.palette import stage_colours
 SVG = "{http://www.w3.org/2000/svg}"
 
 
+def attr(el: ET.Element, name: str) -> str:
+    """An attribute ``el`` must have."""
+    value = el.get(name)
+    assert value is not None, (el, name)
+    return value
+
+
+def title(el: ET.Element) -> str:
+    """The text of the tooltip (the ``<title>`` child) ``el`` must have."""
+    tip = el.find(f"{SVG}title")
+    assert tip is not None and tip.text is not None, el
+    return tip.text
+
+
 def ranges(rank: int, clock: float, slow: float = 1.0, steps: int = 3) -> list[Range]:
     out = []
     for step in range(1, steps + 1):
@@ -34,9 +48,9 @@ def bars(svg: str) -> dict[tuple[str, str], list[tuple[float, float]]]:
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for rect in ET.fromstring(svg).iter(f"{SVG}rect"):
         if rect.get("class") == "stage":
-            stage, rank, _ = rect.find(f"{SVG}title").text.split(", ")
-            out.setdefault((rank, stage), []).append((float(rect.get("x")),
-                                                      float(rect.get("width"))))
+            stage, rank, _ = title(rect).split(", ")
+            out.setdefault((rank, stage), []).append((float(attr(rect, "x")),
+                                                      float(attr(rect, "width"))))
     return out
 
 
@@ -45,14 +59,14 @@ def texts(svg: str) -> list[tuple[float, float, str, ET.Element]]:
     out = []
     for t in ET.fromstring(svg).iter(f"{SVG}text"):
         shown = (t.text or "") + "".join(c.tail or "" for c in t)  # less the tooltip
-        out.append((float(t.get("x")), float(t.get("y")), shown, t))
+        out.append((float(attr(t, "x")), float(attr(t, "y")), shown, t))
     return out
 
 
 def size(svg: str) -> tuple[float, float]:
     root = ET.fromstring(svg)
-    x, y, w, h = map(float, root.get("viewBox").split())
-    assert (x, y) == (0, 0) and (w, h) == (float(root.get("width")), float(root.get("height")))
+    x, y, w, h = map(float, attr(root, "viewBox").split())
+    assert (x, y) == (0, 0) and (w, h) == (float(attr(root, "width")), float(attr(root, "height")))
     return w, h
 
 
@@ -85,7 +99,7 @@ def test_every_step_has_a_tooltip_and_the_picture_scales() -> None:
     assert w == 640 and h >= ROW * 4  # the header, two ranks, the legend
     steps = [r for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("data-step")]
     assert [r.get("data-step") for r in steps] == ["1", "2", "3"]
-    assert all(r.find(f"{SVG}title").text.startswith(f"step {r.get('data-step')}: 90.0 ms")
+    assert all(title(r).startswith(f"step {r.get('data-step')}: 90.0 ms")
                for r in steps)
 
 
@@ -101,7 +115,7 @@ def test_step_labels_fit_their_columns(durations: list[float], width: int) -> No
                Range(0, "stage", "actor_update", step, t, dur / 2)]
         t += dur
     svg = gantt_svg(rs, steps=len(durations), width=width)
-    columns = {int(r.get("data-step")): (float(r.get("x")), float(r.get("width")))
+    columns = {int(attr(r, "data-step")): (float(attr(r, "x")), float(attr(r, "width")))
                for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("data-step")}
     assert sorted(columns) == list(range(1, len(durations) + 1))
     heads = {}
@@ -129,7 +143,7 @@ def test_legend_wraps_inside_the_picture_and_long_names_are_cut() -> None:
     svg = gantt_svg(rs, width=width)
     w, h = size(svg)
     legend = [(x, y, shown, el) for x, y, shown, el in texts(svg) if y > 3 * ROW]
-    assert {el.find(f"{SVG}title").text if el.find(f"{SVG}title") is not None else shown
+    assert {title(el) if el.find(f"{SVG}title") is not None else shown
             for *_, shown, el in legend} == set(names)
     assert len({y for _, y, *_ in legend}) > 1  # wrapped
     for x, y, shown, _ in legend:
@@ -137,7 +151,7 @@ def test_legend_wraps_inside_the_picture_and_long_names_are_cut() -> None:
     cut = [shown for *_, shown, _ in legend if shown.endswith("…")]
     assert cut == ["x" * len(cut[0][:-1]) + "…"] and text_width(cut[0]) <= width / 2
     (rank1,) = [(x, shown, el) for x, y, shown, el in texts(svg) if shown.startswith("rank 1")]
-    assert rank1[1].endswith("…") and rank1[2].find(f"{SVG}title").text == (
+    assert rank1[1].endswith("…") and title(rank1[2]) == (
         f"rank 1 ({long_rank})")
     first_bar = min(x for (rank, _), xs in bars(svg).items() for x, _ in xs)
     assert text_width(rank1[1]) < first_bar
@@ -146,11 +160,11 @@ def test_legend_wraps_inside_the_picture_and_long_names_are_cut() -> None:
 def test_colours_come_from_the_mapping_given() -> None:
     rs = ranges(0, 0.0)
     mine = {"actor_generate": "#111111", "actor_update": "#222222"}
-    fills = {rect.find(f"{SVG}title").text.split(",")[0]: rect.get("fill")
+    fills = {title(rect).split(",")[0]: rect.get("fill")
              for rect in ET.fromstring(gantt_svg(rs, colours=mine)).iter(f"{SVG}rect")
              if rect.get("class") == "stage"}
     assert fills == mine
-    default = {rect.find(f"{SVG}title").text.split(",")[0]: rect.get("fill")
+    default = {title(rect).split(",")[0]: rect.get("fill")
                for rect in ET.fromstring(gantt_svg(rs)).iter(f"{SVG}rect")
                if rect.get("class") == "stage"}
     assert default == stage_colours(["actor_generate", "actor_update"])

@@ -164,7 +164,9 @@ def test_heat_map_numbers_only_where_they_fit(tmp_path: Path) -> None:
 def test_tables_drop_empty_columns_and_wrap_names(tmp_path: Path) -> None:
     page = report(tmp_path, run(ranks=2, steps=2, names=["actor_update", "a<b>_c"]))
     per_step = page.split("<h2>Per step (ms)</h2>", 1)[1].split("<h2>", 1)[0]
-    head = re.search(r"<tr>(<th>.*?)</tr>", per_step).group(1)
+    m = re.search(r"<tr>(<th>.*?)</tr>", per_step)
+    assert m is not None
+    head = m.group(1)
     assert re.findall(r"<th>(.*?)</th>", head) == [
         "rank", "step", "total", "actor_<wbr>update", "a&lt;b&gt;_<wbr>c", "warmup"]
     assert "source" not in per_step  # no two captures of one rank: no source to tell apart

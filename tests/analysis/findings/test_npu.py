@@ -192,9 +192,8 @@ def test_vector_bound_and_room_at_the_edges(vec: float, mte2: float, mte3: float
 
 
 def test_vector_ops_look_at_types_with_a_percent_of_the_time() -> None:
-    ratios = {"aiv_vec_ratio": 0.1, "aiv_mte2_ratio": 0.1, "aiv_mte3_ratio": 0.1}
-    kept = op("kept", us=1.0, **ratios)
-    left = op("left", us=0.99, **ratios)
+    kept = op("kept", us=1.0, aiv_vec_ratio=0.1, aiv_mte2_ratio=0.1, aiv_mte3_ratio=0.1)
+    left = op("left", us=0.99, aiv_vec_ratio=0.1, aiv_mte2_ratio=0.1, aiv_mte3_ratio=0.1)
     cube = op("cube", core="AI_CORE", us=98.01)
     rooms, _ = npu.vector_ops(capture(ops=[kept, left, cube]))
     assert [v.name for v in rooms] == ["kept"]  # 1.00 of 100 us: 1%; 0.99: under

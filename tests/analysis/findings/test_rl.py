@@ -167,6 +167,7 @@ def test_uncovered_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
     (what the profiler's hooks take between them is microseconds, under the 1 ms floor)."""
     run(tmp_path / "gap", real, [[(GEN, 20), 60, (UPD, 20)]] * 2)
     (f,) = rule_of(analyse(tmp_path / "gap", cache=False), rl.uncovered)
+    assert f.impact_ms is not None
     assert 60 <= f.impact_ms < 75 and "between actor_generate and actor_update" in f.title
     run(tmp_path / "none", real, [[(GEN, 150), (UPD, 150)]] * 2)
     assert rl.uncovered(analyse(tmp_path / "none", cache=False)) == []
@@ -209,7 +210,7 @@ def test_growing_share_found(tmp_path: Path, clock: Clock) -> None:
 
 
 def test_growing_other_stage_gets_the_compare_advice(tmp_path: Path, clock: Clock) -> None:
-    plan = [[(GEN, 50), (UPD, u)] for u in (20, 30, 40, 50)]
+    plan: list[list[Item]] = [[(GEN, 50), (UPD, u)] for u in (20, 30, 40, 50)]
     run(tmp_path, clock, plan)
     found = rule_of(analyse(tmp_path, cache=False), rl.growing_stage)
     assert [f.title.split("'")[0] for f in found] == [UPD]
@@ -331,6 +332,7 @@ def test_generation_tail_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
     """Sleeps: rank 0 then rank 1 generates 200 ms against the other's 100."""
     _tail(tmp_path, real, {1: 0, 2: 1}, ranks=2, steps=2)
     (f,) = rule_of(analyse(tmp_path, cache=False), rl.generation_tail)
+    assert f.impact_ms is not None
     assert 90 < f.impact_ms < 130 and f.title.endswith("the slowest rank varies (0, 1)")
 
 

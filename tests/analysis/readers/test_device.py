@@ -293,8 +293,9 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
     # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
     steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
-    stages = [(STAGES[i % len(STAGES)], i, float(s), float(d))
-              for i, (s, d) in enumerate(stage_spans)]
+    stages: list[tuple[str, int | None, float, float]] = [
+        (STAGES[i % len(STAGES)], i, float(s), float(d))
+        for i, (s, d) in enumerate(stage_spans)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(device, "SLICE", block)
         store = device.DeviceOps()

@@ -285,7 +285,7 @@ def test_kernels_runtime_collectives_and_memory_of_a_profiler_db(tmp_path: Path)
 
 def test_each_table_is_read_without_the_others(tmp_path: Path) -> None:
     """No STRING_IDS (names are ids, kernels unnamed), no ENUM_MODULE (modules are ids)."""
-    cases = [
+    cases: list[tuple[dict[str, tuple[str, list[tuple[Any, ...]]]], str, object]] = [
         ({"TASK": ("startNs INTEGER, endNs INTEGER, globalTaskId INTEGER", [(0, 1000, 1)]),
           "COMPUTE_TASK_INFO": ("globalTaskId INTEGER, name INTEGER, opType INTEGER",
                                 [(1, 5, 6)])}, "kernels", {"?": Tally(1, 1.0)}),

@@ -74,7 +74,7 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
     rows = _csv(folder / OUT / "kernel_details.csv")
     assert {r["Type"] for r in rows} == {"N/A"}
     data = read(folder)
-    names = defaultdict(lambda: [0, 0.0])
+    names: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for r in rows:  # level0: each task under its own name (an HCCL op's less its instance)
         name = re.sub(r"__\d+(_\d+)*$", "_", r["Name"]) if r["Name"].startswith("hcom_") else (
             r["Name"])
@@ -190,7 +190,8 @@ def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
     from mindspeed_prof.analysis.readers.npu_text import TIMELINE_POINTS, memory_summary
 
     n = 3 * TIMELINE_POINTS + 1
-    records = [("PTA", float(us), float(us % 5), 1.0) for us in range(n)]
+    records: list[tuple[str, float, float | None, float | None]] = [
+        ("PTA", float(us), float(us % 5), 1.0) for us in range(n)]
     records[700] = ("PTA", 700.0, 10.0**6, 1.0)
     summary = memory_summary(list(reversed(records)), [], [])
     assert summary is not None

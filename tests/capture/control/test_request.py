@@ -46,6 +46,7 @@ def test_each_bad_field_is_named(fields: dict[str, Any], named: str) -> None:
 
 
 def test_a_request_that_is_not_an_object_is_one_line() -> None:
+    data: Any
     for data in ([], "x", 3, None):
         with pytest.raises(ValueError, match="a request is a JSON object"):
             Request.parse(data)
@@ -76,6 +77,7 @@ def test_torch_npu_dynamic_profiling_config() -> None:
 def test_acks_from_json_are_checked() -> None:
     good = Ack(id="a", rank=1, role="actor", status="written", files=["f"])
     assert Ack.parse(good.to_json()) == good and good.done
+    bad: Any
     for bad in ({"id": "a", "rank": "1", "role": "actor", "status": "written"},
                 {"id": "a", "rank": 1, "role": "actor", "status": "written", "files": [1]},
                 {"id": "a"}, [], "ack"):
