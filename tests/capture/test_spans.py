@@ -81,8 +81,8 @@ def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
     """Another thread appends between take()'s copy and its delete: the event stays."""
     from mindspeed_prof.capture.spans import RangeBuffer
 
-    class Racing(list):  # type: ignore[type-arg]
-        def __getitem__(self, index):  # type: ignore[no-untyped-def]
+    class Racing(list):
+        def __getitem__(self, index):
             got = super().__getitem__(index)
             if isinstance(index, slice) and not raced:
                 raced.append(True)
