@@ -31,6 +31,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+
+
 def _replay(config: pytest.Config) -> str:
     seed = config.getoption("hypothesis_seed")
     return f"hypothesis seed: {seed} (replay: pytest --hypothesis-seed={seed})"
