@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import load_json, run_app
@@ -290,3 +291,217 @@ def test_self_first_lets_the_preset_win_and_none_keeps_the_block(app: Path) -> N
     got = load_json(app / "profiler_data" / "manifest.json")["profiler_config"]["integrated"]
     assert (got["profile"], got["profile_level"], got["profile_export_type"]) == (
         True, "level1", "db")
+
+
+# -- the callback in this process (what the app tests above check through a subprocess) -----
+
+def compose_job(out: Path, *overrides: str, mode: str = "RUN") -> Any:
+    """The demo's config as Hydra composes it for a job, set as the current HydraConfig."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module("mindspeed_prof.conf", version_base=None):
+        cfg = compose("demo", overrides=[
+            f"hydra.runtime.output_dir={out}", "hydra.job.name=t", *overrides],
+            return_hydra_config=True)
+    GlobalHydra.instance().clear()
+    with open_dict(cfg):
+        cfg.hydra.mode = mode
+        cfg.hydra.runtime.cwd = str(out.parent)
+    HydraConfig.instance().set_config(cfg)
+    return cfg
+
+
+def run_steps(steps: range, stage: str = "actor_update") -> None:
+    import mindspeed_prof
+
+    prof = mindspeed_prof.current()
+    for step in steps:
+        with prof.step(step), prof.stage(stage):
+            pass
+
+
+class Ended:
+    """What Hydra hands ``on_job_end``: a status and, for a failed task, its exception."""
+
+    def __init__(self, status: str, value: object = None) -> None:
+        from hydra.core.utils import JobStatus
+
+        self.status, self._return_value = JobStatus[status], value
+
+
+def exit_hooks(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The exit hooks the callback registers, (function, args), kept instead of registered."""
+    import types
+
+    from mindspeed_prof.hydra import callback
+
+    hooks: list[Any] = []
+    monkeypatch.setattr(callback, "atexit", types.SimpleNamespace(
+        register=lambda f, *a: hooks.append((f, a)),
+        unregister=lambda f: hooks.__setitem__(slice(None), [h for h in hooks if h[0] != f])))
+    return hooks
+
+
+@pytest.fixture
+def callback() -> Any:
+    from mindspeed_prof.hydra.callback import ProfilerCallback
+
+    return ProfilerCallback()
+
+
+def test_a_job_in_process_writes_its_manifest_and_says_where(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_step_start=2",
+                      "profiler_config.integrated.profile_step_end=4", "+x=y")
+    callback.on_job_start(cfg)
+    running = load_json(out / "profiler_data" / "manifest.json")
+    assert running["status"] == "running" and running["job"] == {
+        "name": "t", "num": None, "overrides": [
+            "profiler_config=mstx_light", "profiler_config.integrated.profile_step_start=2",
+            "profiler_config.integrated.profile_step_end=4", "+x=y"],
+        "output_dir": str(out)}
+    assert running["profiler_config"]["integrated"]["profile_step_start"] == 2
+    assert running["rank"] == 0 and "captures" not in running
+    run_steps(range(1, 6))
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "completed" and m["profiler_failed"] is False and "error" not in m
+    assert [c["steps"] for c in m["captures"]] == [[2, 3]]
+    assert m["duration_s"] == round(m["end_time"] - m["start_time"], 3) >= 0
+    root = out / "profiler_data"
+    assert m["triggers"] == [] and m["files"] == [
+        {"path": str(Path(f).relative_to(root)), "bytes": Path(f).stat().st_size}
+        for f in m["captures"][0]["files"]]
+    assert caplog.messages[-1] == ("mindspeed-prof: 1 capture in outputs/profiler_data; read "
+                                   "them: mindspeed-prof analyse outputs/profiler_data")
+    callback.on_job_end(cfg, Ended("COMPLETED"))  # a second end (atexit) changes nothing
+    assert load_json(out / "profiler_data" / "manifest.json") == m
+
+
+def test_a_job_that_raised_is_failed_with_its_error_in_one_line(
+        tmp_path: Path, callback: Any) -> None:
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    callback.on_job_start(cfg)
+    run_steps(range(1, 3))
+    callback.on_job_end(cfg, Ended("FAILED", RuntimeError("\n  boom \x1b[2J here\nmore")))
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "failed" and m["error"] == "RuntimeError: boom \\x1b[2J here"
+    assert [c["steps"] for c in m["captures"]] == [[1, 2]]
+
+
+def test_error_lines() -> None:
+    from mindspeed_prof.hydra.callback import _error_line
+
+    assert _error_line("not an exception") is None and _error_line(None) is None
+    assert _error_line(KeyError()) == "KeyError"
+    assert _error_line(ValueError("  \n\n")) == "ValueError"
+    long = _error_line(ValueError("x" * 400))
+    assert long is not None and len(long) == 300 and long == "ValueError: " + "x" * 287 + "…"
+    exact = "x" * (300 - len("ValueError: "))
+    assert _error_line(ValueError(exact)) == "ValueError: " + exact
+
+
+def test_profile_off_sets_a_disabled_profiler_and_writes_nothing(
+        tmp_path: Path, callback: Any) -> None:
+    import mindspeed_prof
+
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=none",  # and the demo's flight recorder off
+                      "profiler_config.extensions.flight_recorder_steps=0")
+    callback.on_job_start(cfg)
+    assert not mindspeed_prof.current().enabled
+    run_steps(range(1, 3))
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert not list(tmp_path.rglob("*")), list(tmp_path.rglob("*"))
+
+
+def test_an_invalid_field_stops_the_job_naming_it(tmp_path: Path, callback: Any) -> None:
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_step_end=0")
+    with pytest.raises(SystemExit, match=r"^mindspeed-prof: invalid config: .*profile_step_end"):
+        callback.on_job_start(cfg)
+    assert not list(tmp_path.rglob("manifest*.json"))
+
+
+def test_only_the_first_profiled_rank_says_where(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    out = tmp_path / "outputs"
+    said = []
+    for rank, ranks in ((2, "[2,3]"), (3, "[2,3]"), (1, "all"), (0, "all")):
+        monkeypatch.setenv("RANK", str(rank))
+        cfg = compose_job(out / str(rank), "profiler_config=mstx_light",
+                          f"profiler_config.integrated.profile_ranks={ranks}")
+        callback.on_job_start(cfg)
+        run_steps(range(1, 3))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+            callback.on_job_end(cfg, Ended("COMPLETED"))
+        said.append(any("read them" in m for m in caplog.messages))
+    assert said == [True, False, False, True]
+
+
+def test_nothing_captured_is_said_with_its_reason(tmp_path: Path, callback: Any,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    out = tmp_path / "my outputs"
+    cfg = compose_job(out, "profiler_config=stage_scoped",
+                      "profiler_config.integrated.stage=critic_update")
+    callback.on_job_start(cfg)
+    run_steps(range(1, 4), stage="actor_update")
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert caplog.messages[-1] == (
+        "mindspeed-prof: nothing captured in my outputs/profiler_data: stage critic_update "
+        "never ran in this job (steps 2 to 3)")
+
+
+def test_a_multirun_summary_is_written_at_exit_when_the_end_hook_never_came(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    registered = exit_hooks(monkeypatch)
+    sweep = tmp_path / "multirun"
+    out = sweep / "0"
+    cfg = compose_job(out, "profiler_config=mstx_light", f"hydra.sweep.dir={sweep}",
+                      "hydra.job.num=0", mode="MULTIRUN")
+    callback.on_multirun_start(cfg)
+    callback.on_job_start(cfg)
+    run_steps(range(1, 3))
+    assert len(registered) == 2  # the summary, and the job's own end
+    callback.on_job_end(cfg, Ended("FAILED", RuntimeError("boom")))
+    # Hydra raises past on_multirun_end: the summary comes from the exit hook
+    summary_hook = registered[0][0]
+    summary_hook()
+    rows = load_json(sweep / "sweep_summary.json")
+    assert [(r["status"]) for r in (rows if isinstance(rows, list) else rows["jobs"])] == [
+        "failed"]
+    (sweep / "sweep_summary.json").unlink()
+    summary_hook()  # once only
+    assert not (sweep / "sweep_summary.json").exists()
+
+
+def test_multirun_end_writes_the_summary_and_drops_the_exit_hook(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    registered = exit_hooks(monkeypatch)
+    sweep = tmp_path / "multirun"
+    cfg = compose_job(sweep / "0", "profiler_config=mstx_light", f"hydra.sweep.dir={sweep}",
+                      "hydra.job.num=0", mode="MULTIRUN")
+    callback.on_multirun_start(cfg)
+    callback.on_job_start(cfg)
+    run_steps(range(1, 3))
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    callback.on_multirun_end(cfg)
+    assert [f.__name__ for f, _ in registered] == ["_finish"]  # the summary's hook dropped
+    assert (sweep / "sweep_summary.json").is_file()
