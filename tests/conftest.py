@@ -33,8 +33,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "ray_cluster" in fixtures:
             item.add_marker(pytest.mark.ray)
+        if "app" in fixtures:
+            item.add_marker(pytest.mark.hydra_app)
 
 
 def _replay(config: pytest.Config) -> str:

@@ -17,8 +17,12 @@ TESTED = str(Path(mindspeed_prof.__file__).resolve().parents[1])
 
 
 def tested_path(pythonpath: str | None) -> str:
-    """``PYTHONPATH`` with ``TESTED`` first."""
+    """``PYTHONPATH`` for a subprocess: ``TESTED`` first. Not in mutmut's stats run, whose
+    recording trampolines cannot run outside mutmut's process: children there import the
+    copy they find (mutant runs do put ``mutants/`` first, so subprocess tests kill too)."""
     rest = [p for p in (pythonpath or "").split(os.pathsep) if p and p != TESTED]
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        return os.pathsep.join(rest)
     return os.pathsep.join([TESTED, *rest])
 
 
@@ -26,7 +30,7 @@ def run_app(app: Path, *args: str, check: bool = False) -> subprocess.CompletedP
     """Run ``app.py`` in ``app`` with nothing from this repo on its path but the tested
     package (and its Hydra plugin, found by Hydra's own discovery)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
-    env["PYTHONPATH"] = TESTED
+    env["PYTHONPATH"] = tested_path(None)
     proc = subprocess.run([sys.executable, "app.py", *args], cwd=app, env=env,
                           capture_output=True, text=True, timeout=300)
     if check and proc.returncode != 0:
