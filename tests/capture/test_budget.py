@@ -42,13 +42,13 @@ def test_large_captures_stay_within_one_step_of_the_budget(
     one step per capture under a budget, so that it is lowered or stopped mid-window)."""
     prof = Profiler.from_config({
         "profile": True, "backend": "torch", "stage": stage, "profile_level": "level1",
-        "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
+        "profile_record_shapes": True, "profile_step_start": 1,
         "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
     x = torch.randn(4, 4)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 30):
             with prof.step(step), prof.stage("actor_update"):
-                for _ in range(300):
+                for _ in range(150):
                     x = (x @ x).tanh()
     prof.close()
     sizes = [sum(bytes_under(Path(f)) for f in c.files) for c in prof.captures]
@@ -106,13 +106,13 @@ def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> 
     """The configured level is level1; once lowered, what a capture wrote is level0's cost."""
     prof = Profiler.from_config({
         "profile": True, "backend": "torch", "stage": "all", "profile_level": "level1",
-        "profile_record_shapes": True, "with_stack": True, "profile_step_start": 1,
+        "profile_record_shapes": True, "profile_step_start": 1,
         "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
     budget = next(p for p in prof.parts if isinstance(p, Budget)).budget
     x = torch.randn(4, 4)
     for step in range(1, 30):
         with prof.step(step), prof.stage("actor_update"):
-            for _ in range(300):
+            for _ in range(150):
                 x = (x @ x).tanh()
     prof.close()
     taken = [c for c in prof.captures if not c.skipped]

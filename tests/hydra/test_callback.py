@@ -392,11 +392,21 @@ def test_a_job_that_raised_is_failed_with_its_error_in_one_line(
     out = tmp_path / "outputs"
     cfg = compose_job(out, "profiler_config=mstx_light")
     callback.on_job_start(cfg)
-    run_steps(range(1, 3))
+    run_steps(range(1, 4))  # the demo's window: [2, 4)
     callback.on_job_end(cfg, Ended("FAILED", RuntimeError("\n  boom \x1b[2J here\nmore")))
     m = load_json(out / "profiler_data" / "manifest.json")
     assert m["status"] == "failed" and m["error"] == "RuntimeError: boom \\x1b[2J here"
-    assert [c["steps"] for c in m["captures"]] == [[1, 2]]
+    assert [c["steps"] for c in m["captures"]] == [[2, 3]]
+
+
+@pytest.mark.parametrize("ended, status", [(None, "completed"), (Ended("UNKNOWN"), "failed")])
+def test_a_job_end_without_a_known_success_is_failed(tmp_path: Path, callback: Any,
+                                                     ended: Any, status: str) -> None:
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
+    callback.on_job_start(cfg)
+    callback.on_job_end(cfg, ended)  # None: a launcher that passes no JobReturn
+    m = load_json(tmp_path / "o" / "profiler_data" / "manifest.json")
+    assert m["status"] == status and "error" not in m
 
 
 def test_error_lines() -> None:
