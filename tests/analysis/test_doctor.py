@@ -33,6 +33,9 @@ def test_healthy_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert set(health.disk_per_rank) == {0, 1}
     assert main(["doctor", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "healthy"
+    assert main(["doctor", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["healthy"], data["root"], data["findings"]) == (True, str(tmp_path), [])
 
 
 def test_every_problem_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,7 +60,8 @@ def test_every_problem_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert missing.where == "rank 3"
     assert main(["doctor", str(tmp_path), "--json"]) == 3
     data = json.loads(capsys.readouterr().out)
-    assert not data["healthy"] and len(data["findings"]) == 6
+    assert data["healthy"] is False and len(data["findings"]) == 6
+    assert data["root"] == str(tmp_path) and data["ranks_expected"] == [0, 1, 2, 3]
     assert main(["doctor", str(tmp_path), "--skew-ms", "5000"]) == 3
     out = capsys.readouterr().out
     assert "clock" not in out and "truncated" in out and out.splitlines()[-1] == "5 finding(s)"

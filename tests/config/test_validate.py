@@ -261,6 +261,12 @@ def test_profile_steps_list() -> None:
             check(profile_steps=bad)
     with pytest.raises(ConfigError, match=rf"^{EXT}\.warmup_steps=1: warmup steps come before"):
         check(profile_steps=[2], warmup_steps=1)
+    assert check(profile_steps=[1, 1]).profile_steps == [1]  # the first step is a step
+    with pytest.raises(ConfigError) as err:
+        check(profile_steps=[2, "x"])
+    assert str(err.value) == (f"{EXT}.profile_steps=[2, 'x']: bad entry 'x'; allowed: null "
+                              "(the window profile_step_start..end) or a list of steps >= 1, "
+                              "e.g. [2, 5]")
 
 
 @pytest.mark.parametrize("field", ["trace_alloc_max_entries", "stack_depth"])
