@@ -295,7 +295,7 @@ def test_self_first_lets_the_preset_win_and_none_keeps_the_block(app: Path) -> N
 
 # -- the callback in this process (what the app tests above check through a subprocess) -----
 
-def compose_job(out: Path, *overrides: str, mode: str = "RUN") -> Any:
+def compose_job(out: Path, *overrides: str, mode: str = "RUN", cwd: Path | None = None) -> Any:
     """The demo's config as Hydra composes it for a job, set as the current HydraConfig."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -310,7 +310,7 @@ def compose_job(out: Path, *overrides: str, mode: str = "RUN") -> Any:
     GlobalHydra.instance().clear()
     with open_dict(cfg):
         cfg.hydra.mode = mode
-        cfg.hydra.runtime.cwd = str(out.parent)
+        cfg.hydra.runtime.cwd = str(out.parent if cwd is None else cwd)
     HydraConfig.instance().set_config(cfg)
     return cfg
 
@@ -515,3 +515,34 @@ def test_multirun_end_writes_the_summary_and_drops_the_exit_hook(
     callback.on_multirun_end(cfg)
     assert [f.__name__ for f, _ in registered] == ["_finish"]  # the summary's hook dropped
     assert (sweep / "sweep_summary.json").is_file()
+
+
+@pytest.mark.parametrize("chdir", [False, True])
+def test_a_sweep_with_a_relative_save_path_is_summarised_from_where_jobs_wrote(
+        tmp_path: Path, callback: Any, chdir: bool, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``profile_save_path: prof``: each job's captures in ``<launch dir>/prof/<num>/``, or with
+    ``hydra.job.chdir`` in its own output dir; the summary finds them there and prints them."""
+    exit_hooks(monkeypatch)
+    sweep, launch = tmp_path / "multirun", tmp_path / "launch"
+    for num, stage in enumerate(("actor_update", "critic_update")):
+        cfg = compose_job(sweep / str(num), "profiler_config=stage_scoped",
+                          f"profiler_config.integrated.stage={stage}",
+                          "profiler_config.integrated.profile_save_path=prof",
+                          f"hydra.sweep.dir={sweep}", f"hydra.job.num={num}",
+                          f"hydra.job.chdir={chdir}", mode="MULTIRUN", cwd=launch)
+        if num == 0:
+            callback.on_multirun_start(cfg)
+        (sweep / str(num)).mkdir(parents=True)
+        callback.on_job_start(cfg)
+        run_steps(range(1, 4), stage="actor_update")
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    saved = [sweep / "0" / "prof", sweep / "1" / "prof"] if chdir else [
+        launch / "prof" / "0", launch / "prof" / "1"]
+    assert [len(list(p.glob("manifest*.json"))) for p in saved] == [1, 1]
+    capsys.readouterr()
+    callback.on_multirun_end(cfg)
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [j["status"] for j in jobs] == ["completed", "completed"]
+    out = capsys.readouterr().out
+    assert "critic_update" in out and "actor_update" in out  # the table, one row per job
