@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -10,9 +11,18 @@ from typing import Any
 import pytest
 from capture_fixtures import make_run
 
+from mindspeed_prof.analysis import timeline
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.timeline import parse_ranks, parse_steps, write_timeline
+from mindspeed_prof.analysis.readers.model import Range, TraceData
+from mindspeed_prof.analysis.timeline import (
+    StepWindow,
+    clock_offset_us,
+    parse_ranks,
+    parse_steps,
+    write_timeline,
+)
 from mindspeed_prof.cli import main
+from mindspeed_prof.formats.sqlite_trace import write_db
 
 WALL0_US = 1_790_000_000_000_000.0  # the wall-clock time of step 1 on every host
 STEP_US = 100_000.0
@@ -190,3 +200,289 @@ def test_cli_timeline(torch_run: Path, tmp_path: Path,
     assert main(["timeline", str(torch_run), "-o", str(out), "--steps", "3:1"]) == 2
     assert "--steps '3:1'" in capsys.readouterr().err
     assert main(["timeline", str(tmp_path / "nothing"), "-o", str(out)]) == 1
+
+
+def test_parse_steps_edges() -> None:
+    """One step is ``A:A+1``; either side may be left open; ``A:A`` is empty and refused; what
+    is not a step number is in no window."""
+    assert parse_steps("5") == StepWindow(5, 6) and 4 not in parse_steps("5")
+    assert parse_steps(":3") == StepWindow(None, 3) and parse_steps("2:") == StepWindow(2, None)
+    with pytest.raises(ValueError, match="B must be greater than A"):
+        parse_steps("2:2")
+    assert None not in parse_steps("2:4") and "2" not in parse_steps("2:4")
+    assert None not in StepWindow()
+
+
+WALL_US = 1_000_000.0  # the wall clock at trace-clock 0 of every hand-built capture below
+CLOCK = {"clock": {"wall_ns": 1_000_000_000, "trace_ns": 0}}
+BASE = {"baseTimeNanoseconds": 1_000_000_000}
+
+
+def spans(path: Path, ranges: list[Range], rank: int | None = 0, group: str = "actor",
+          **meta: Any) -> TraceData:
+    """A range file's reading, built by hand: its clock puts trace-clock 0 at ``WALL_US``."""
+    return TraceData(path, "spans", rank, group, 0, ranges=ranges, meta={**CLOCK, **meta})
+
+
+def step(n: int, ts: float, dur: float = 100.0) -> Range:
+    return Range(0, "step", f"ProfilerStep#{n}", n, ts, dur)
+
+
+def op_trace(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def x(name: str, ts: Any, dur: Any = 1.0, cat: str = "cpu_op", pid: int = 1,
+      tid: int = 2) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid}
+
+
+def detail_events(trace: dict[str, Any], pid: int = 1) -> tuple[list[Any], list[Any]]:
+    """The detail threads' metadata and slices of track ``pid`` (thread ids from 10 on)."""
+    ours = [e for e in trace["traceEvents"] if e["pid"] == pid and e.get("tid", 0) >= 10]
+    return [e for e in ours if e["ph"] == "M"], [e for e in ours if e["ph"] == "X"]
+
+
+def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
+    """One detail thread per original (pid, tid) from tid 10 on, named host or device by its
+    category (none: torch_npu's device events); step and annotation events, events that are
+    not complete and events without numeric times are left out; times rounded to 1 ns."""
+    stem = tmp_path / "rank0_host-a_100_step1"
+    ranges = spans(Path(f"{stem}.mstx.trace.json"), [
+        step(1, 0.0, 1000.0), Range(0, "range", "fine", 1, 3.14159, 2.71828),
+        Range(0, "device", "compute", 1, 4.0, 1.0)], role="actor", host="host-a")
+    ops = op_trace(Path(f"{stem}.pt.trace.json"), [
+        x("aten::mm", 10.12345, 2.34567),
+        x("broken", "soon"),
+        x("no duration", 11.0, None),
+        x("aten::add", 20.0),
+        x("gemm", 11.0, 5.0, cat="kernel", pid=0, tid=7),
+        x("npu op", 12.0, 1.0, cat="", pid=0, tid=8),
+        x("loss", 13.0, cat="user_annotation"),
+        x("ProfilerStep#1", 0.0, 1000.0),
+        {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 14.0, "pid": 1, "tid": 2},
+    ])
+    torch_data = TraceData(ops, "torch", 0, "actor", 0, meta=dict(BASE))
+    out = tmp_path / "t.json"
+    write_timeline([ranges, torch_data], out, detail=None)
+    trace = load(out)
+    assert [(e["tid"], e["name"], e["ts"], e["dur"]) for e in slices(trace, 1) if e["tid"] < 10] \
+        == [(1, "ProfilerStep#1", 0.0, 1000.0), (3, "fine", 3.142, 2.718), (3, "compute", 4.0, 1.0)]
+    meta, events = detail_events(trace)
+
+    def thread(tid: int, name: str) -> list[dict[str, Any]]:
+        return [{"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": name}},
+                {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tid,
+                 "args": {"sort_index": tid}}]
+
+    assert meta == thread(10, "host 1/2") + thread(11, "device 0/7") + thread(12, "device 0/8")
+    assert events == [
+        {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "aten::mm", "ts": 10.123,
+         "dur": 2.346},
+        {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "aten::add", "ts": 20.0,
+         "dur": 1.0},
+        {"ph": "X", "pid": 1, "tid": 11, "cat": "kernel", "name": "gemm", "ts": 11.0, "dur": 5.0},
+        {"ph": "X", "pid": 1, "tid": 12, "cat": "", "name": "npu op", "ts": 12.0, "dur": 1.0},
+    ]
+
+
+def test_detail_of_a_db_capture_is_its_complete_events(tmp_path: Path) -> None:
+    stem = tmp_path / "rank0_host-a_100_step1"
+    ranges = spans(Path(f"{stem}.mstx.trace.json"), [step(1, 0.0, 1000.0)])
+    db = write_db({"traceEvents": [
+        x("aten::mm", 10.5, 2.0),
+        {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 11.0, "pid": 1, "tid": 2},
+    ]}, Path(f"{stem}.pt.trace.db"))
+    out = tmp_path / "t.json"
+    write_timeline([ranges, TraceData(db, "db", 0, "actor", 0, meta=dict(BASE))], out,
+                   detail=frozenset({0}))
+    _, events = detail_events(load(out))
+    assert events == [{"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "aten::mm",
+                       "ts": 10.5, "dur": 2.0}]
+
+
+def test_detail_of_a_torch_npu_capture_comes_from_its_trace_view(tmp_path: Path) -> None:
+    """A torch_npu folder is its own range source and detail (on the wall clock already, ts
+    as strings); a folder without ``trace_view.json`` adds no detail and no error."""
+    folder = tmp_path / "rank0_host_100_20261130100000000_ascend_pt"
+    op_trace(folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
+             [x("aten::mm", "1000010.000", "2.000")])
+    npu = TraceData(folder, "npu", 0, "actor", 0, ranges=[step(1, WALL_US, 1000.0)])
+    empty = tmp_path / "rank1_host_101_20261130100000000_ascend_pt"
+    empty.mkdir()
+    bare = TraceData(empty, "npu", 1, "actor", 0, ranges=[step(1, WALL_US, 1000.0)])
+    out = tmp_path / "t.json"
+    result = write_timeline([npu, bare], out, detail=None)
+    trace = load(out)
+    assert result.tracks == ["rank 0 · actor", "rank 1 · actor"] and not result.warnings
+    assert detail_events(trace)[1] == [{"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op",
+                                        "name": "aten::mm", "ts": 10.0, "dur": 2.0}]
+    assert detail_events(trace, pid=2) == ([], [])
+
+
+def test_steps_window_spans_the_captures_steps_on_the_wall_clock(tmp_path: Path) -> None:
+    """With ``--steps 2:3`` a capture keeps what falls from the start of its step 2 to its end,
+    both ends included, on the wall clock (the trace clock is 1 s behind it): ranges of no step
+    and operators alike; stages do not narrow it."""
+    stem = tmp_path / "rank0_host-a_100_step1"
+    ranges = spans(Path(f"{stem}.mstx.trace.json"), [
+        step(1, 0.0), step(2, 100.0), step(3, 200.0),
+        Range(0, "stage", "gen", 2, 110.0, 50.0),
+        Range(0, "range", "before", None, 50.0, 5.0),
+        Range(0, "range", "at_start", None, 100.0, 5.0),
+        Range(0, "range", "inside", None, 105.0, 5.0),
+        Range(0, "range", "at_end", None, 200.0, 5.0),
+        Range(0, "range", "after", None, 250.0, 5.0),
+    ])
+    ops = op_trace(Path(f"{stem}.pt.trace.json"), [
+        x("early", 50.0), x("at_start", 100.0), x("before_stage", 102.0), x("at_end", 200.0),
+        x("late", 250.0),
+    ])
+    out = tmp_path / "t.json"
+    write_timeline([ranges, TraceData(ops, "torch", 0, "actor", 0, meta=dict(BASE))], out,
+                   detail=None, steps=parse_steps("2:3"))
+    trace = load(out)
+    assert trace["otherData"]["origin_wall_us"] == WALL_US + 100.0
+    assert [(e["tid"], e["name"], e["ts"]) for e in slices(trace, 1) if e["tid"] < 10] == [
+        (1, "ProfilerStep#2", 0.0), (2, "gen", 10.0), (3, "at_start", 0.0), (3, "inside", 5.0),
+        (3, "at_end", 100.0)]
+    assert [(e["name"], e["ts"]) for e in detail_events(trace)[1]] == [
+        ("at_start", 0.0), ("before_stage", 2.0), ("at_end", 100.0)]
+
+
+def test_a_capture_without_steps_in_the_window_is_an_empty_track(tmp_path: Path) -> None:
+    """Its track is its header alone: the process's name and place, and the three threads'."""
+    ranges = spans(tmp_path / "rank0_host-a_100_step1.mstx.trace.json", [step(1, 0.0)])
+    out = tmp_path / "t.json"
+    result = write_timeline([ranges], out, steps=parse_steps("5:6"))
+    assert result.path == out and result.tracks == ["rank 0 · actor · host-a"]
+    assert result.events == 8
+    trace = load(out)
+    label = "rank 0 · actor · host-a"
+    assert trace["traceEvents"] == [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": label}},
+        {"ph": "M", "name": "process_sort_index", "pid": 1, "args": {"sort_index": 1}},
+    ] + [e for tid, name in ((1, "steps"), (2, "stages"), (3, "ranges")) for e in (
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": name}},
+        {"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": tid,
+         "args": {"sort_index": tid}})]
+    assert trace["otherData"] == {"origin_wall_us": 0.0, "tracks": [label],
+                                  "aligned_on_step_starts": [], "warnings": []}
+
+
+def test_same_named_captures_in_two_folders_are_two_captures(tmp_path: Path) -> None:
+    """rank 0 of host-a as actor and as rollout: one file name, two folders, two tracks."""
+    actor = range_file(tmp_path, 0, "actor", "host-a")
+    rollout = range_file(tmp_path, 0, "rollout", "host-a")
+    assert actor.name == rollout.name
+    trace, result = merged(tmp_path, tmp_path / "t.json")
+    assert list(tracks(trace)) == ["rank 0 · actor · host-a", "rank 0 · rollout · host-a"]
+    assert result.warnings == []
+
+
+def test_track_role_and_host_come_from_metadata_then_folder_and_file_name(
+        tmp_path: Path) -> None:
+    """The role: the capture's own, else its folder's (roles not in an RL loop sort after
+    those that are). The host: the capture's own, else the one in a ``rank<N>_<host>_<pid>_``
+    file name, else none (and the label has no host part)."""
+    traces = [
+        spans(tmp_path / "rank2_host-s_102_step1.mstx.trace.json", [], 2, "zeta"),
+        spans(tmp_path / "rank0_host-s_100_step1.mstx.trace.json", [], 0, "actor_update",
+              role="critic", host="host-m"),
+        spans(tmp_path / "rank1_host-s_101_step1.mstx.trace.json", [], 1, "reward", host=7),
+        spans(tmp_path / "capture.mstx.trace.json", [], 3, "zeta", role="zeta"),
+    ]
+    result = write_timeline(traces, tmp_path / "t.json")
+    assert result.tracks == ["rank 0 · critic · host-m", "rank 1 · reward · host-s",
+                             "rank 2 · zeta · host-s", "rank 3 · zeta"]
+
+
+def test_clock_offset_needs_both_halves_of_a_clock_record(tmp_path: Path) -> None:
+    """Half a clock record is no record; torch_npu's times are wall-clock already (offset 0)."""
+    def data(kind: str, **meta: Any) -> TraceData:
+        return TraceData(tmp_path / "c", kind, 0, "actor", 0, meta=meta)
+
+    assert clock_offset_us(data("torch", clock={"wall_ns": 5000, "trace_ns": None})) is None
+    assert clock_offset_us(data("torch", clock={"trace_ns": 5000})) is None
+    assert clock_offset_us(data("spans", clock={"wall_ns": 5000, "trace_ns": 2000})) == 3.0
+    assert clock_offset_us(data("npu")) == 0.0
+    assert clock_offset_us(data("torch", baseTimeNanoseconds=True)) is None
+
+
+def test_a_rank_claimed_by_a_host_and_by_no_host_names_the_unknown_one(tmp_path: Path) -> None:
+    traces = [spans(tmp_path / "a" / "capture.mstx.trace.json", [step(1, 0.0)], 3),
+              spans(tmp_path / "b" / "capture.mstx.trace.json", [step(1, 0.0)], 3,
+                    host="host-a")]
+    out = tmp_path / "t.json"
+    result = write_timeline(traces, out)
+    warning = "rank 3 (actor) claimed by 2 hosts (?, host-a); kept one track each"
+    assert result.tracks == ["rank 3 · actor", "rank 3 · actor · host-a"]
+    assert result.warnings == [warning] and load(out)["otherData"]["warnings"] == [warning]
+
+
+def unclocked(path: Path, ranges: list[Range], rank: int, kind: str = "spans") -> TraceData:
+    return TraceData(path, kind, rank, "actor", 0, ranges=ranges)
+
+
+def test_captures_without_clock_records_chain_onto_each_others_step_starts(
+        tmp_path: Path) -> None:
+    """Rank 0 has a clock record (its step 2 starts twice: the earlier start counts); rank 1
+    shares step 2 with it, rank 2 only step 3 with rank 1, rank 3 no step with anyone (its
+    first range goes to the earliest step start) and rank 4 has no ranges at all (its trace
+    clock starts there too). The unclocked capture listed first does not stop the rest."""
+    def path(rank: int, suffix: str = ".mstx.trace.json") -> Path:
+        return tmp_path / f"rank{rank}_host_{100 + rank}_step1{suffix}"
+
+    traces = [
+        unclocked(path(1), [step(2, 5000.0), step(3, 5100.0)], 1),
+        spans(path(0), [step(1, 0.0), step(2, 100.0, 50.0), step(2, 150.0, 50.0)]),
+        unclocked(path(2), [step(3, 70_000.0), step(4, 70_100.0)], 2),
+        unclocked(path(3), [step(7, 50.0), step(8, 150.0)], 3),
+        unclocked(op_trace(path(4, ".pt.trace.json"), [x("aten::mm", 7.0)]), [], 4, "torch"),
+    ]
+    out = tmp_path / "t.json"
+    result = write_timeline(traces, out, detail=None)
+    trace = load(out)
+    assert trace["otherData"]["origin_wall_us"] == WALL_US
+    aligned = " (clock: aligned on step starts)"
+    assert result.tracks == ["rank 0 · actor · host"] + [f"rank {r} · actor · host{aligned}"
+                                                         for r in (1, 2, 3, 4)]
+    starts = [[(e["args"]["step"], e["ts"]) for e in slices(trace, pid, tid=1)]
+              for pid in (1, 2, 3, 4)]
+    assert starts == [[(1, 0.0), (2, 100.0), (2, 150.0)], [(2, 100.0), (3, 200.0)],
+                      [(3, 200.0), (4, 300.0)], [(7, 0.0), (8, 100.0)]]
+    assert [e["ts"] for e in detail_events(trace, pid=5)[1]] == [7.0]
+
+
+def test_without_any_clock_record_the_first_capture_keeps_its_own_clock(tmp_path: Path) -> None:
+    """The first capture with steps keeps its trace clock as the axis (origin: its first
+    step); one with no step at all, and nothing aligned before it, starts at 0."""
+    def path(rank: int) -> Path:
+        return tmp_path / f"rank{rank}_host_{100 + rank}_step1.mstx.trace.json"
+
+    setup = unclocked(path(1), [Range(1, "range", "setup", None, 40.0, 5.0)], 1)
+    out = tmp_path / "t.json"
+    write_timeline([unclocked(path(0), [step(1, 500.0), step(2, 600.0)], 0), setup], out)
+    trace = load(out)
+    assert trace["otherData"]["origin_wall_us"] == 500.0
+    assert [e["ts"] for e in slices(trace, 2)] == [0.0]  # put at the first step's start
+    write_timeline([setup], out)
+    trace = load(out)
+    assert trace["otherData"]["origin_wall_us"] == 0.0
+    assert [e["ts"] for e in slices(trace, 1)] == [0.0]
+
+
+def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timeline, "_CHUNK", 3)
+    f = io.BytesIO()
+    w = timeline._Writer(f)
+    events = [{"n": n} for n in range(7)]
+    for n, event in enumerate(events, start=1):
+        w.add(event)
+        assert w.count == n - n % 3 and bool(f.getvalue()) == (n >= 3)
+    w.flush()
+    w.flush()  # nothing pending: nothing written
+    assert w.count == 7 and json.loads(b"[" + f.getvalue() + b"]") == events
