@@ -197,3 +197,150 @@ def test_id_range_lands_in_the_capture_range_file(tmp_path) -> None:
     tag, stage = events["your_tag_name"], events["actor_update"]
     assert tag["ts"] <= stage["ts"] and tag["ts"] + tag["dur"] >= stage["ts"] + stage["dur"]
     assert tag["args"]["step"] == 1
+
+
+class _IdSink(Recorder):
+    """A sink with its own id-based ranges (like ``RangeBuffer``): handles are its tuples."""
+
+    def range_start(self, name: str) -> tuple[str, int]:
+        self.events.append(("start", name))
+        return name, len(self.events)
+
+    def range_end(self, handle: tuple[str, int]) -> None:
+        self.events.append(("end", f"{handle[0]}@{handle[1]}"))
+
+
+class _StrictExit:
+    """A single-use range whose ``__exit__`` takes exactly the three exception arguments."""
+
+    def __init__(self, events: list[tuple[str, Any]]) -> None:
+        self.events = events
+
+    def __enter__(self) -> None:
+        self.events.append(("enter", None))
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.events.append(("exit", (exc_type, exc, tb)))
+
+
+def test_start_on_and_end_on_use_a_sinks_own_id_ranges() -> None:
+    """A sink with ``range_start``/``range_end`` gets those called (not ``range``), with the
+    name, and ``end_on`` hands back the very handle ``start_on`` returned."""
+    sink = _IdSink()
+    handle = mstx.start_on(sink, "tagged")
+    assert handle == ("tagged", 1)
+    mstx.end_on(sink, handle)
+    assert sink.events == [("start", "tagged"), ("end", "tagged@1")]
+
+
+def test_start_on_and_end_on_enter_and_exit_a_range_without_id_ranges() -> None:
+    """Without ``range_start``/``range_end`` the sink's range is entered, and exited with
+    ``(None, None, None)``: no exception."""
+    events: list[tuple[str, Any]] = []
+
+    class Plain:
+        def range(self, name: str, cat: str = "user_annotation") -> _StrictExit:
+            events.append(("range", name))
+            return _StrictExit(events)
+
+        def mark(self, name: str) -> None:
+            pass
+
+    sink = Plain()
+    handle = mstx.start_on(sink, "plain")
+    assert isinstance(handle, _StrictExit)
+    mstx.end_on(sink, handle)
+    assert events == [("range", "plain"), ("enter", None), ("exit", (None, None, None))]
+
+
+def test_mark_start_range_without_a_message_is_named_range() -> None:
+    rec = Recorder()
+    mstx.set_sink(rec)
+    try:
+        mstx.mark_end_range(mstx.mark_start_range())
+        mstx.mark_end_range(mstx.mark_start_range(""))
+    finally:
+        mstx.set_sink(None)
+    assert rec.events == [("enter", "range"), ("exit", "range")] * 2
+
+
+def test_decorator_names_a_callable_without_qualname_by_its_name_or_function() -> None:
+    """A callable object has no ``__qualname__``: its ``__name__`` names the range; with
+    neither (``functools.partial``) the range is named ``function``."""
+    import functools
+
+    class Named:
+        def __call__(self, x: int) -> int:
+            return x + 1
+
+    named = Named()
+    named.__name__ = "named_callable"  # type: ignore[attr-defined]
+    timed_named = mstx_timer_decorator(named)
+    timed_partial = mstx_timer_decorator(functools.partial(pow, 2))
+    rec = Recorder()
+    mstx.set_sink(rec)
+    try:
+        assert timed_named(1) == 2 and timed_partial(3) == 8
+    finally:
+        mstx.set_sink(None)
+    assert rec.events == [("enter", "named_callable"), ("exit", "named_callable"),
+                          ("enter", "function"), ("exit", "function")]
+
+
+def test_the_oldest_range_ended_by_another_thread_while_it_is_forgotten(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the limit the oldest open range is forgotten; if another thread ends it between
+    finding it and dropping it, nothing fails."""
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    class Racing(dict):
+        def __iter__(self) -> Any:
+            oldest = next(super().__iter__())
+            del self[oldest]  # what mstx.range_end(oldest) on another thread would do now
+            return iter([oldest])
+
+    monkeypatch.setattr(mstx, "_OPEN_LIMIT", 1)
+    monkeypatch.setattr(mstx, "_open", Racing())
+    mstx.add_sink(RangeBuffer())
+    try:
+        first = mstx.range_start("a")
+        second = mstx.range_start("b")
+    finally:
+        mstx.set_sink(None)
+    assert list(mstx._open.keys()) == [second] and first != second
+
+
+def test_single_use_ranges_are_made_anew_and_a_reusable_sinks_own_is_handed_out() -> None:
+    """A sink without ``reusable`` gets a fresh range at every entry (a generator-based one
+    cannot be entered twice); the one reusable sink's own range is returned as it is."""
+    import contextlib
+    from collections.abc import Iterator
+
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    events: list[str] = []
+
+    class SingleUse:
+        @contextlib.contextmanager
+        def range(self, name: str, cat: str = "user_annotation") -> Iterator[None]:
+            events.append(f"enter {name}")
+            yield
+            events.append(f"exit {name}")
+
+        def mark(self, name: str) -> None:
+            pass
+
+    mstx.set_sink(SingleUse())
+    try:
+        for _ in range(2):
+            with mstx.range("twice"):
+                pass
+    finally:
+        mstx.set_sink(None)
+    assert events == ["enter twice", "exit twice"] * 2
+    buf = RangeBuffer()
+    mstx.set_sink(buf)
+    try:
+        assert mstx.range("own") is buf.range("own")
+    finally:
+        mstx.set_sink(None)

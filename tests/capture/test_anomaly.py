@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import statistics
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,14 @@ from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import ranges as ranges_module
-from mindspeed_prof.capture.anomaly import AnomalyDetector, AnomalyPart, AnomalyTrigger
+from mindspeed_prof.capture import anomaly as anomaly_module
+from mindspeed_prof.capture.anomaly import (
+    MAX_KEPT,
+    Anomaly,
+    AnomalyDetector,
+    AnomalyPart,
+    AnomalyTrigger,
+)
 from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.config import validate
 
@@ -44,6 +53,19 @@ def test_detector_keys_are_separate() -> None:
         det.observe("fast", 1)
         det.observe(None, 100)
     assert det.observe("fast", 3) == 1.0 and det.observe(None, 150) is None
+
+
+def test_detector_edges_exactly_factor_times_and_a_half_ns_over() -> None:
+    """Exactly ``factor`` x the median is not slower; with no minimum excess given, half a
+    nanosecond over an even window's median (1.5 ns) is enough."""
+    det = AnomalyDetector(2.0, 2)
+    for d in (10, 10):
+        det.observe("s", d)
+    assert det.observe("s", 20) is None
+    det = AnomalyDetector(1.1, 2)
+    for d in (1, 2):
+        det.observe("s", d)
+    assert det.observe("s", 2) == 1.5
 
 
 MS = 1_000_000
@@ -218,3 +240,93 @@ def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: st
     pattern = rf"profiler_config\.extensions\.{field}=.*{re.escape(message)}"
     with pytest.raises(ConfigError, match=pattern):
         validate({"extensions": {field: value}})
+
+
+def test_trigger_outside_any_step_fires_and_says_when_and_how_long(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stage run outside any step (step None) fires like any other; the anomaly carries the
+    wall time, its duration and the median in ms."""
+    monkeypatch.setattr(anomaly_module, "time", SimpleNamespace(time=lambda: 1_700_000_000.5))
+    trig = AnomalyTrigger(2.0, 2, max_captures=1, min_ms=0)
+    for _ in range(2):
+        assert trig.observe(None, "a", 10 * MS, busy=False) is None
+    found = trig.observe(None, "a", 30 * MS, busy=False)
+    assert found == Anomaly(None, "a", 1_700_000_000.5, 30.0, 10.0, 2.0, "capture")
+
+
+class _Host:
+    """What ``AnomalyPart`` uses of its profiler; flight dumps and requests written down."""
+
+    def __init__(self, root: Path, busy: bool = False) -> None:
+        self.cfg = validate({"anomaly_factor": 2.0, "anomaly_window": 2, "anomaly_min_ms": 0,
+                             "anomaly_capture_steps": 2, "anomaly_max_captures": 5})
+        self.rank, self.save_root = 3, root
+        self.capturing, self.busy, self.step_open = False, busy, False
+        self.triggers: list[dict[str, Any]] = []
+        self.dumps: list[tuple[str, int | None]] = []
+        self.requests: list[Trigger] = []
+
+    def dump_flight(self, reason: str, at: int | None = None) -> None:
+        self.dumps.append((reason, at))
+
+    def request(self, trigger: Trigger) -> None:
+        self.requests.append(trigger)
+
+
+def _part(host: _Host) -> AnomalyPart:
+    part = AnomalyPart(cast(Any, host))
+    for step in (1, 2):  # the window: 10 ms steps and actor_update stages
+        part.on_stage_end("actor_update", step, 10 * MS, False)
+        part.on_step_end(step, 10 * MS, False)
+    return part
+
+
+def test_failed_or_unmeasured_ends_are_not_measured(tmp_path: Path) -> None:
+    """A failed step or stage, however slow, neither fires nor joins the window; an end
+    without a duration (its range was not open) is not measured."""
+    host = _Host(tmp_path)
+    part = _part(host)
+    part.on_stage_end("actor_update", 3, 100 * MS, True)
+    part.on_step_end(3, 100 * MS, True)
+    part.on_stage_end("actor_update", 4, None, False)
+    part.on_step_end(4, None, False)
+    assert host.triggers == [] and host.dumps == [] and host.requests == []
+    part.on_step_end(5, 30 * MS, False)  # the window is still [10, 10] ms
+    assert [(t["step"], t["stage"], t["median_ms"]) for t in host.triggers] == [(5, None, 10.0)]
+
+
+def test_an_anomaly_while_busy_is_recorded_as_skipped_and_nothing_is_done(
+        tmp_path: Path) -> None:
+    host = _Host(tmp_path, busy=True)
+    part = _part(host)
+    part.on_step_end(3, 30 * MS, False)
+    assert [(t["step"], t["action"]) for t in host.triggers] == [
+        (3, "skipped: another capture is active")]
+    assert host.dumps == [] and host.requests == []
+
+
+def test_anomalies_past_the_kept_maximum_are_acted_on_but_not_kept(tmp_path: Path) -> None:
+    host = _Host(tmp_path)
+    host.triggers = [{"step": n} for n in range(MAX_KEPT)]
+    part = _part(host)
+    part.on_step_end(3, 30 * MS, False)
+    assert len(host.triggers) == MAX_KEPT and host.triggers[-1] == {"step": MAX_KEPT - 1}
+    assert host.dumps == [("anomaly", 3)] and host.requests == [Trigger("anomaly", 2)]
+
+
+@pytest.mark.parametrize("stage,named", [(None, "(whole step)"),
+                                         ("actor_update", "actor_update")])
+def test_an_anomaly_warns_what_was_slow_and_where_the_next_steps_go(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str | None,
+        named: str) -> None:
+    host = _Host(tmp_path)
+    part = _part(host)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        if stage is None:
+            part.on_step_end(3, 30 * MS, False)
+        else:
+            part.on_stage_end(stage, 3, 30 * MS, False)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"mindspeed-prof: rank 3 step 3 {named} took 30.0 ms, over 2 x its median 10.0 ms: "
+        f"capturing the next 2 steps under {tmp_path / 'triggered'}"]
+    assert host.dumps == [("anomaly", 3)] and host.requests == [Trigger("anomaly", 2)]

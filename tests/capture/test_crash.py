@@ -8,10 +8,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
+
+from mindspeed_prof.capture import crash
 
 SCRIPT = textwrap.dedent('''
     import signal, sys, time, torch
@@ -68,3 +75,169 @@ def test_sigkill_keeps_spans_up_to_last_completed_step(tmp_path: Path) -> None:
     proc.wait(timeout=30)
     (spans,) = (tmp_path / "out" / "integrated").iterdir()
     assert {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"} <= steps_in(spans)
+
+
+# -- the handler itself, called in this process (the real handlers come back after each test) --
+class _Watched:
+    """A live profiler double: writes down the signal it is told about and its close."""
+
+    def __init__(self, name: str, log: list[tuple[Any, ...]], fail: bool = False) -> None:
+        self.name, self.log, self.fail = name, log, fail
+
+    def on_signal(self, signum: int) -> None:
+        self.log.append(("signal", self.name, signum))
+        if self.fail:
+            raise RuntimeError("dump failed")
+
+    def close(self) -> None:
+        self.log.append(("close", self.name))
+        if self.fail:
+            raise OSError("close failed")
+
+
+class _CloseOnly:
+    """A closable without ``on_signal``: it is only closed."""
+
+    def __init__(self, log: list[tuple[Any, ...]]) -> None:
+        self.log = log
+
+    def close(self) -> None:
+        self.log.append(("close", "plain"))
+
+
+@pytest.fixture
+def kills(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """``os.kill`` written down instead of sent: no handler under test can end this process."""
+    sent: list[tuple[Any, ...]] = []
+
+    def kill(pid: int, signum: int) -> None:
+        sent.append((pid, signum))
+
+    monkeypatch.setattr(os, "kill", kill)
+    return sent
+
+
+def _live(monkeypatch: pytest.MonkeyPatch, profilers: list[Any], previous: dict[int, Any]) -> None:
+    monkeypatch.setattr(crash, "_live", weakref.WeakSet(profilers))
+    monkeypatch.setattr(crash, "_previous", previous)
+
+
+def test_handler_tells_then_closes_every_profiler_then_chains_to_the_previous_handler(
+        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    """Every live profiler hears the signal (one failing does not stop the others), then all
+    are closed (a failing close neither), then the handler ours replaced gets the signal."""
+    log: list[tuple[Any, ...]] = []
+
+    def previous(signum: int, frame: FrameType | None) -> None:
+        log.append(("previous", signum, frame))
+
+    profilers = [_Watched("a", log), _CloseOnly(log), _Watched("c", log, fail=True)]
+    _live(monkeypatch, profilers, {signal.SIGTERM: previous})
+    frame = sys._getframe()
+    crash._on_signal(signal.SIGTERM, frame)
+    assert [entry[0] for entry in log] == ["signal"] * 2 + ["close"] * 3 + ["previous"]
+    assert sorted(log[:2]) == [("signal", "a", signal.SIGTERM), ("signal", "c", signal.SIGTERM)]
+    assert sorted(log[2:5]) == [("close", "a"), ("close", "c"), ("close", "plain")]
+    assert log[5] == ("previous", signal.SIGTERM, frame)
+    assert kills == []
+
+
+def test_handler_without_a_previous_one_resends_the_signal_to_its_default(
+        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    """No handler was replaced (or it was ``SIG_DFL``): after closing, the default action is
+    put back and the signal sent again to this process, so it ends as it would have."""
+    log: list[tuple[Any, ...]] = []
+    profilers = [_Watched("a", log)]
+    _live(monkeypatch, profilers, {signal.SIGINT: signal.SIG_IGN})
+    crash._on_signal(signal.SIGTERM, None)
+    assert log == [("signal", "a", signal.SIGTERM), ("close", "a")]
+    assert kills == [(os.getpid(), signal.SIGTERM)]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    _live(monkeypatch, profilers, {signal.SIGTERM: signal.SIG_DFL})
+    crash._on_signal(signal.SIGTERM, None)
+    assert kills == [(os.getpid(), signal.SIGTERM)] * 2
+
+
+def test_handler_keeps_an_ignored_signal_ignored(
+        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    """``SIG_IGN`` before ours: the profilers still close, nothing is sent, nothing changes."""
+    log: list[tuple[Any, ...]] = []
+    profilers = [_Watched("a", log)]
+    _live(monkeypatch, profilers, {signal.SIGTERM: signal.SIG_IGN})
+    before = signal.getsignal(signal.SIGTERM)
+    crash._on_signal(signal.SIGTERM, None)
+    assert log == [("signal", "a", signal.SIGTERM), ("close", "a")]
+    assert kills == [] and signal.getsignal(signal.SIGTERM) is before
+
+
+# -- watch and unwatch: handlers and the exit hook while a profiler is live ------------------
+@pytest.fixture
+def exit_hooks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Callable[..., Any]]]:
+    """The ``atexit`` registrations and removals crash makes, written down instead of made."""
+    import atexit
+
+    calls: list[tuple[str, Callable[..., Any]]] = []
+    monkeypatch.setattr(atexit, "register", lambda func: calls.append(("register", func)))
+    monkeypatch.setattr(atexit, "unregister", lambda func: calls.append(("unregister", func)))
+    return calls
+
+
+def _mine(signum: int, frame: FrameType | None) -> None:
+    """A trainer's own handler, there before any profiler."""
+
+
+def test_watch_installs_once_and_unwatch_of_the_last_puts_everything_back(
+        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    log: list[tuple[Any, ...]] = []
+    first, second = _CloseOnly(log), _CloseOnly(log)
+    _live(monkeypatch, [], {})
+    signal.signal(signal.SIGTERM, _mine)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    crash.watch(first)
+    crash.watch(second)
+    assert exit_hooks == [("unregister", crash._close_all), ("register", crash._close_all)]
+    assert signal.getsignal(signal.SIGTERM) is crash._on_signal
+    assert signal.getsignal(signal.SIGINT) is crash._on_signal
+    assert crash._previous == {signal.SIGTERM: _mine, signal.SIGINT: signal.SIG_IGN}
+    crash.unwatch(first)
+    assert len(exit_hooks) == 2 and signal.getsignal(signal.SIGTERM) is crash._on_signal
+    crash.unwatch(second)
+    assert exit_hooks[2:] == [("unregister", crash._close_all)]
+    assert signal.getsignal(signal.SIGTERM) is _mine
+    assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN and crash._previous == {}
+
+
+def test_watch_keeps_a_signal_already_handled_and_installs_the_others(
+        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    _live(monkeypatch, [], {signal.SIGTERM: signal.SIG_DFL})
+    signal.signal(signal.SIGINT, _mine)
+    crash.watch(_CloseOnly([]))
+    assert crash._previous == {signal.SIGTERM: signal.SIG_DFL, signal.SIGINT: _mine}
+    assert signal.getsignal(signal.SIGINT) is crash._on_signal
+
+
+def test_unwatch_puts_the_default_back_where_no_python_handler_was(
+        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    """``None`` (a handler not set from Python) comes back as ``SIG_DFL``; a handler someone
+    chained to ours after it is left in place, with what ours replaced."""
+    watched = _CloseOnly([])
+    _live(monkeypatch, [watched], {signal.SIGTERM: None, signal.SIGINT: signal.SIG_IGN})
+    signal.signal(signal.SIGTERM, crash._on_signal)
+    signal.signal(signal.SIGINT, _mine)  # chained to ours
+    crash.unwatch(watched)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is _mine
+    assert crash._previous == {signal.SIGINT: signal.SIG_IGN}
+
+
+def test_off_the_main_thread_only_the_exit_hook_is_set(
+        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    watched = _CloseOnly([])
+    _live(monkeypatch, [], {})
+    before = signal.getsignal(signal.SIGTERM)
+    for call in (crash.watch, crash.unwatch):
+        worker = threading.Thread(target=call, args=(watched,))
+        worker.start()
+        worker.join()
+    assert [name for name, _ in exit_hooks] == ["unregister", "register", "unregister"]
+    assert signal.getsignal(signal.SIGTERM) is before and crash._previous == {}

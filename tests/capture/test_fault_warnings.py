@@ -70,3 +70,25 @@ def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFix
     assert len(ours) == 1 and "flush failed" in str(ours[0].message)
     assert issubclass(ours[0].category, RuntimeWarning)
     assert len([r for r in caplog.records if "flush failed" in r.getMessage()]) == 1
+
+
+def test_fault_warning_names_the_error_and_the_roles_strict_field(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The warning (and the log line) says what failed, the error's type and text, that only
+    profiling stops, and where ``strict`` is set for this role."""
+    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
+                                   "profile_save_path": str(tmp_path)}}, "actor")
+    prof = Profiler(cfg, rank=0, role="actor", backend=_FullDiskBackend(cfg))
+    with caplog.at_level(logging.WARNING, "mindspeed_prof"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with prof.step(1):
+            pass
+        prof.close()
+    expected = ("mindspeed-prof: capture flush failed (OSError: [Errno 28] No space left on "
+                "device); profiling is off for the rest of this run, training goes on "
+                "(set profiler_config.actor.strict=true to stop instead)")
+    assert [str(w.message) for w in caught] == [expected]
+    assert [r.getMessage() for r in caplog.records if "flush failed" in r.getMessage()] == [
+        expected]
+

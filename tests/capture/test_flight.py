@@ -165,3 +165,32 @@ def test_a_range_between_steps_does_not_push_a_step_out_of_the_dump(tmp_path: Pa
     evs = events(path)
     assert [e["name"] for e in evs].count("inside") == 3
     assert [e["name"] for e in evs].count("between") == 3
+
+
+def test_a_signal_dumps_the_ring_as_a_signal_dump_in_this_process(tmp_path: Path) -> None:
+    """``on_signal`` (what the crash handler calls first) writes the ring with reason
+    ``signal``: the in-process twin of the SIGTERM test above."""
+    prof = make(tmp_path)
+    run(prof, range(1, 3))
+    prof.on_signal(signal.SIGTERM)
+    prof.close()
+    (record,) = prof.captures
+    assert (record.reason, record.trigger, record.steps) == ("signal", "flight", [1, 2])
+    (dump,) = (tmp_path / "flight").iterdir()
+    assert json.loads(dump.read_text())["mindspeed_prof"]["reason"] == "signal"
+
+
+def test_a_one_step_ring_keeps_the_last_step() -> None:
+    ring = FlightRecorder(1, RangeBuffer())
+    for step in (1, 2):
+        ring.add(step, [(0, step, step + 1)])
+    assert ring.held_steps() == [2]
+
+
+def test_a_stage_failing_outside_any_step_dumps_at_once(tmp_path: Path) -> None:
+    prof = make(tmp_path)
+    run(prof, range(1, 3))
+    with pytest.raises(ValueError), prof.stage("actor_update"):
+        raise ValueError("bad batch")
+    assert [(c.reason, c.steps) for c in prof.captures] == [("error", [1, 2])]
+    prof.close()

@@ -13,6 +13,7 @@ import torch
 from omegaconf import OmegaConf
 
 from mindspeed_prof import ConfigError, Profiler, TrainerHook, current, mstx
+from mindspeed_prof.capture.part import Part
 from mindspeed_prof.capture.profiler import ProfilerError
 from mindspeed_prof.config.schema import STAGES
 
@@ -238,3 +239,115 @@ def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:
     assert {"custom1", "custom2", "custom3", "ProfilerStep#3"} <= names(long_file)
     assert "custom1" in names(short_file) and "custom2" not in names(short_file)
     assert mstx.active_sink() is None
+
+
+class _Heard(Part):
+    """A part that writes down the step and stage ends and the signals it is told about."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[Any, ...]] = []
+        self.captured: list[tuple[Any, str]] = []
+
+    def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
+        self.heard.append(("step_end", step, failed))
+
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
+                     failed: bool) -> None:
+        self.heard.append(("stage_end", stage, step, failed))
+
+    def on_signal(self, signum: int) -> None:
+        self.heard.append(("signal", signum))
+
+    def on_capture(self, record: Any, error: str) -> None:
+        self.captured.append((record, error))
+
+
+def test_step_end_hook_ends_a_step_that_went_well(tmp_path: Path) -> None:
+    """``on_step_end(n)`` (a hook-driven trainer) is a step that did not fail: the window
+    [1, 3) is one capture of steps 1 and 2 ended by the window, and parts hear failed=False."""
+    prof = make(tmp_path, mstx=True, profile_level="level_none", profile_step_start=1,
+                profile_step_end=3)
+    heard = _Heard()
+    prof.parts.append(heard)
+    for step in (1, 2, 3):
+        prof.on_step_start(step)
+        prof.on_step_end(step)
+    prof.close()
+    assert [(c.steps, c.reason) for c in prof.captures] == [([1, 2], "window_end")]
+    assert heard.heard == [("step_end", 1, False), ("step_end", 2, False),
+                           ("step_end", 3, False)]
+
+
+def test_stage_end_hook_ends_the_stage_under_our_name(tmp_path: Path) -> None:
+    """verl's ``rollout_generate`` is our ``actor_generate``: its end hook (no step given: the
+    current one) ends that stage's capture as a stage that went well."""
+    prof = make(tmp_path, mstx=True, profile_level="level_none", stage="actor_generate",
+                profile_step_start=1, profile_step_end=2)
+    heard = _Heard()
+    prof.parts.append(heard)
+    prof.on_step_start(1)
+    prof.on_stage_start("rollout_generate")
+    prof.on_stage_end("rollout_generate")
+    prof.on_step_end(1)
+    prof.close()
+    assert [(c.stage, c.step, c.reason) for c in prof.captures] == [
+        ("actor_generate", 1, "stage_end")]
+    assert heard.heard == [("stage_end", "actor_generate", 1, False), ("step_end", 1, False)]
+
+
+def test_a_signal_is_passed_to_every_part_with_its_number(tmp_path: Path) -> None:
+    import signal
+
+    prof = make(tmp_path, mstx=True, profile_level="level_none")
+    heard = _Heard()
+    prof.parts.append(heard)
+    prof.on_signal(signal.SIGTERM)
+    prof.on_signal(signal.SIGINT)
+    prof.close()
+    assert heard.heard == [("signal", signal.SIGTERM), ("signal", signal.SIGINT)]
+
+
+def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
+    """A capture whose start fails is told to the parts as a record without files, of this
+    rank and role, with backend ``none`` and the error."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    prof = Profiler.from_config({"integrated": {"profile": True, "stage": "actor_generate",
+                                                "profile_save_path": str(blocker / "sub")}},
+                                rank=4, role="rollout")
+    heard = _Heard()
+    prof.parts.append(heard)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        train(prof, range(1, 2), stages=("actor_generate",))
+    prof.close()
+    ((record, error),) = heard.captured
+    assert (record.stage, record.step, record.index, record.rank, record.role, record.backend,
+            record.files) == ("actor_generate", 1, 0, 4, "rollout", "none", [])
+    assert error and prof.failed
+
+
+def test_an_off_profiler_with_a_bad_rank_variable_is_rank_0(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Profiling off but a flight recorder on: an unparsable ``RANK`` is not an error there,
+    the rank is 0 (also when asked again)."""
+    monkeypatch.setenv("RANK", "worker-3")
+    prof = Profiler.from_config({"flight_recorder_steps": 2,
+                                 "profile_save_path": str(tmp_path)})
+    assert prof.rank == 0 and prof.refresh_rank() == 0
+    prof.close()
+
+
+def test_wake_makes_a_sleeping_profiler_live_and_a_closed_one_stays_closed(
+        tmp_path: Path) -> None:
+    """``wake`` (an on-demand request came) turns the hooks on and puts the profiler under the
+    crash handler's watch; after ``close`` it does nothing."""
+    from mindspeed_prof.capture import crash
+
+    prof = Profiler.from_config({"profile_save_path": str(tmp_path)})
+    assert prof.step(1) is prof.step(2) and prof not in crash._live  # the shared no-op
+    prof.wake()
+    assert prof.step(1) is not prof.step(2) and prof in crash._live
+    prof.close()
+    prof.wake()
+    assert prof.step(1) is prof.step(2) and prof not in crash._live

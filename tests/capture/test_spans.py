@@ -142,3 +142,40 @@ def test_range_times_keep_their_leading_zeros() -> None:
         (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
     assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
     assert [e["args"] for e in events] == [{"step": 3}] * 3
+
+
+def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
+    """``mark(name)`` records ``(key of (name, "mark", thread), now, -1)``: -1, no end."""
+    import threading
+
+    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    monkeypatch.setattr(spans, "perf_counter_ns", lambda: 1_234)
+    buf = RangeBuffer()
+    buf.key("before")  # key 0: the mark's key is 1
+    buf.mark("m")
+    assert buf.events == [(1, 1_234, -1)]
+    assert buf.keys[1] == ("m", "mark", threading.get_native_id())
+
+
+def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None:
+    """The recorder's ``mark``, ``range``, ``range_start`` and ``range_end`` go to its buffer with the
+    name and category given (``user_annotation`` by default); an id range ends as started."""
+    rec = SpanRecorder(tmp_path / "s.json", {})
+    rec.mark("instant")
+    plain = rec.range_start("plain")
+    staged = rec.range_start("staged", "stage")
+    rec.range_end(staged)
+    rec.range_end(plain)
+    with rec.range("entered"):
+        pass
+    rec.close()
+    events = json.loads(rec.path.read_text())["traceEvents"]
+    assert [(e["name"], e["cat"], e["ph"]) for e in events] == [
+        ("instant", "mark", "i"), ("staged", "stage", "X"), ("plain", "user_annotation", "X"),
+        ("entered", "user_annotation", "X")]
+    instant, staged_event, plain_event, _ = events
+    assert "dur" not in instant
+    assert plain_event["ts"] <= staged_event["ts"]
+    assert staged_event["ts"] + staged_event["dur"] <= plain_event["ts"] + plain_event["dur"]

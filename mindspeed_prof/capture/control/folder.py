@@ -81,9 +81,14 @@ def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
 def _read_json(path: Path) -> Any:
     """A regular file's JSON (never through a link); ``ValueError`` when not readable as such."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+    try:  # checked before fdopen, which refuses a folder without closing the descriptor
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError("not a regular file")
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
         raw = f.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         raise ValueError(f"larger than {MAX_REQUEST_BYTES} bytes")

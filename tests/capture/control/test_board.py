@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
+from typing import Any
 
 import pytest
 
 from mindspeed_prof.capture.control import Request, Worker
+from mindspeed_prof.capture.control import board as board_module
 from mindspeed_prof.capture.control.board import ControlBoard
 
 
@@ -98,3 +100,113 @@ def test_status_tells_the_command_who_is_still_working() -> None:
     assert [(w["rank"], w["step"]) for w in status["workers"]] == [(0, 2), (1, 2)]
     board.withdraw(request.id)
     assert board.poll(told(2, "actor", 3)) == []  # withdrawn: a worker started later does not take it
+
+
+class _Clock:
+    """The board's ``time`` module with ``time()`` fixed at ``now`` (seconds since the epoch)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+def at(board_time: float, monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    clock = _Clock(board_time)
+    monkeypatch.setattr(board_module, "time", clock)
+    return clock
+
+
+def request_at(ident: str, expires: float, **values: object) -> dict[str, object]:
+    return {"id": ident, "created": 0.0, "expires": expires, "steps": 1, **values}
+
+
+def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The board keeps rank, role, step and rate as told, and its own clock as the time."""
+    at(1000.0, monkeypatch)
+    board = ControlBoard()
+    board.poll(asdict(Worker(3, "rollout", 17, time=5.0, rate=2.5)))
+    board.poll(asdict(Worker(1, "actor", None, time=7.0, rate=0.5)))
+    assert board.workers() == [
+        {"rank": 1, "role": "actor", "step": None, "time": 1000.0, "rate": 0.5},
+        {"rank": 3, "role": "rollout", "step": 17, "time": 1000.0, "rate": 2.5}]
+    assert board.poll({"rank": 0, "colour": "red"}) == []  # not a worker: nothing, no entry
+    assert len(board.workers()) == 2
+
+
+def test_a_request_expires_after_its_expiry_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At its expiry time a request is still taken; after it, it is dropped and later
+    requests are still handed out in the same look."""
+    clock = at(1000.0, monkeypatch)
+    board = ControlBoard()
+    assert board.post(request_at("now", 1000.0)) == ""
+    assert ids(board.poll(told(0, "actor", 1))) == ["now"]
+    assert board.post(request_at("old", 1000.5)) == ""
+    assert board.post(request_at("new", 2000.0)) == ""
+    clock.now = 1001.0
+    assert ids(board.poll(told(1, "actor", 1))) == ["new"]
+    assert board.status("old")["ignored"] == "expired (the command that posted it gave up)"
+    assert board.status("now")["ignored"] == "expired (the command that posted it gave up)"
+    assert board.status("new")["ignored"] == ""
+
+
+def test_a_request_for_other_workers_does_not_hide_the_next_one() -> None:
+    board = ControlBoard()
+    other = post(board, steps=1, ranks=[1])
+    anyone = post(board, steps=1)
+    assert ids(board.poll(told(0, "actor", 1))) == [anyone.id]
+    assert ids(board.poll(told(0, "actor", 2))) == []
+    assert ids(board.poll(told(1, "actor", 2))) == [other.id, anyone.id]
+    # both were seen by every worker, the one a worker does not take included
+    assert board.status(other.id)["settled"] and board.status(anyone.id)["settled"]
+
+
+def test_a_malformed_post_is_ignored_under_its_id_cut_to_128_characters(
+        caplog: pytest.LogCaptureFixture) -> None:
+    board = ControlBoard()
+    long_id = "a" * 200
+    not_a_dict: Any = [1, 2]
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        why = board.post({"id": long_id, "created": 1, "expires": 2})
+        assert board.post(not_a_dict) == "malformed: a request is a JSON object, not list"
+        assert board.post({"created": 1, "expires": 2}) == "malformed: field 'id' missing"
+    assert why.startswith("malformed: id='aaa")
+    assert board.status("a" * 128)["ignored"] == why
+    # both are known as "?", and "?" was ignored once already: one warning for the two
+    assert board.status("?")["ignored"] == "malformed: a request is a JSON object, not list"
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == board.logged()
+    assert messages == [f"mindspeed-prof: ignoring capture request {'a' * 128}: {why}",
+                        "mindspeed-prof: ignoring capture request ?: malformed: a request is a "
+                        "JSON object, not list"]
+
+
+def test_the_ignore_reason_names_the_requests_and_the_jobs_workers() -> None:
+    board = ControlBoard()
+    board.poll(told(0, "actor", 1))
+    board.poll(told(2, "rollout", 1))
+    request = post(board, steps=1, ranks=[7], role="actor")
+    for step in (2, 3):
+        board.poll(told(0, "actor", step))
+        board.poll(told(2, "rollout", step))
+    assert board.status(request.id)["ignored"] == (
+        "no worker matches (ranks [7], role actor); the job's workers: ranks [0, 2], roles "
+        "['actor', 'rollout']")
+    assert board.poll(told(7, "actor", 4)) == []  # ignored: a late rank 7 does not take it
+    assert board.status(request.id)["pending"] == []
+
+
+def test_unknown_ids_and_bad_acks_are_no_errors() -> None:
+    """The board is reached from outside the job: whatever it is sent, it answers."""
+    board = ControlBoard()
+    request = post(board, steps=1)
+    board.ack({"id": request.id, "rank": "zero"})  # not an ack
+    board.ack({"id": "gone", "rank": 0, "role": "actor", "status": "written"})  # no such request
+    board.withdraw("gone")
+    empty = {"acks": [], "ignored": "", "pending": [], "settled": False, "workers": []}
+    assert board.status("gone") == empty
+    board.poll(told(0, "actor", 1))
+    assert board.status("gone")["settled"] is False
+    assert board.status("gone")["workers"] == board.workers()
+    assert board.status(request.id)["acks"] == []

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from mindspeed_prof.capture.control import Ack, Request, Status, Worker, start_step, wait_for_workers
+import pytest
+
+from mindspeed_prof.capture.control import (
+    Ack,
+    Request,
+    Status,
+    Worker,
+    start_step,
+    wait,
+    wait_for_workers,
+)
+from mindspeed_prof.capture.control import channel as channel_module
 
 
 def test_the_start_step_is_ahead_of_every_worker_carried_forward_at_its_rate() -> None:
@@ -15,6 +26,14 @@ def test_the_start_step_is_ahead_of_every_worker_carried_forward_at_its_rate() -
     assert start_step([workers[2]], now) is None and start_step([], now) is None
     slow = [Worker(0, "actor", 10, time=100.0, rate=0.1)]  # 10 s a step
     assert start_step(slow, now, lead_s=2.5) == 11
+
+
+def test_the_start_step_carries_forward_less_than_a_second_and_never_back() -> None:
+    now = 100.0
+    fast = [Worker(0, "actor", 10, time=100.0, rate=10.0)]
+    assert start_step(fast, now, lead_s=0.5) == 16  # 10 + 10 * 0.5, then the next one
+    ahead = [Worker(0, "actor", 10, time=103.0, rate=10.0)]  # its clock 3 s ahead of ours
+    assert start_step(ahead, now, lead_s=0.5) == 11  # not carried back: 10, then the next one
 
 
 def test_a_request_is_finished_when_its_ranks_are_done_or_all_is_settled() -> None:
@@ -30,6 +49,23 @@ def test_a_request_is_finished_when_its_ranks_are_done_or_all_is_settled() -> No
     assert Status(acks=[done], settled=True).finished(anyone)
     assert Status(ignored="no worker matches").finished(anyone)
     assert not Status(settled=True).finished(anyone)  # nobody answered yet
+
+
+class _Clock:
+    """``channel``'s ``time`` module: ``monotonic`` reads ``now``; ``sleep`` moves it on by
+    ``step`` (a sleep that takes longer than asked), or else by the seconds asked."""
+
+    def __init__(self, now: float = 50.0, step: float | None = None) -> None:
+        self.now, self.step = now, step
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds if self.step is None else self.step
+        assert len(self.sleeps) < 1000, "the wait does not stop"
 
 
 class _Told:
@@ -53,10 +89,105 @@ class _Told:
     def close(self, request: Request) -> None: ...
 
 
-def test_waiting_for_workers_keeps_those_the_request_is_for_and_told_lately() -> None:
+def test_waiting_for_workers_keeps_those_the_request_is_for_and_told_lately(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(channel_module, "time", _Clock())
     request = Request.new(60, steps=1, role="actor")
     channel = _Told([Worker(0, "actor", 5, time=10.0), Worker(1, "critic", 5, time=10.0),
                      Worker(2, "actor", 4, time=1.0)])
     found = wait_for_workers(channel, request, since=5.0, grace_s=5.0)
     assert [w.rank for w in found] == [0] and channel.looks >= 3
     assert wait_for_workers(_Told([]), request, since=0.0, grace_s=0.3) == []
+
+
+
+
+class _Looks:
+    """A channel whose request is finished from its ``finished_at``-th look on."""
+
+    def __init__(self, finished_at: int | None) -> None:
+        self.finished_at, self.looks = finished_at, 0
+
+    def open(self) -> None: ...
+
+    def workers(self) -> list[Worker]:
+        return []
+
+    def post(self, request: Request) -> str:
+        return ""
+
+    def status(self, request: Request) -> Status:
+        self.looks += 1
+        done = self.finished_at is not None and self.looks >= self.finished_at
+        return Status(ignored="gone" if done else "")
+
+    def close(self, request: Request) -> None: ...
+
+
+def test_wait_looks_every_quarter_second_until_finished_or_the_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(channel_module, "time", clock)
+    request = Request.new(60, steps=1)
+    never = _Looks(None)
+    assert wait(never, request, 1.0).ignored == ""
+    assert never.looks == 5 and clock.sleeps == [0.25] * 4  # at 0, .25, .5, .75 and 1 s
+    assert clock.now == 51.0
+    third = _Looks(3)
+    assert wait(third, request, 10.0).ignored == "gone"
+    assert third.looks == 3 and clock.now == 51.5
+    first = _Looks(1)
+    assert wait(first, request, 10.0).ignored == "gone"
+    assert first.looks == 1 and clock.now == 51.5
+    late = _Looks(None)
+    assert wait(late, request, 0.0).ignored == "" and late.looks == 1  # one look, then time up
+
+
+class _Appear:
+    """A channel whose ``workers`` are told from its ``first``-th look on."""
+
+    def __init__(self, workers: list[Worker], first: int) -> None:
+        self._workers, self.first, self.looks = workers, first, 0
+
+    def open(self) -> None: ...
+
+    def workers(self) -> list[Worker]:
+        self.looks += 1
+        return self._workers if self.looks >= self.first else []
+
+    def post(self, request: Request) -> str:
+        return ""
+
+    def status(self, request: Request) -> Status:
+        return Status()
+
+    def close(self, request: Request) -> None: ...
+
+
+def test_waiting_for_workers_looks_1_2_s_more_after_the_first_or_up_to_the_grace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    since = 1000.0
+    kept = [Worker(0, "actor", 5, time=since), Worker(1, "actor", 6, time=since + 3)]
+    others = [Worker(1, "critic", 5, time=since + 3), Worker(2, "actor", 5, time=since + 3),
+              Worker(0, "actor", 4, time=since - 0.5)]  # another role or rank; told too early
+    request = Request.new(60, steps=1, ranks=[0, 1], role="actor")
+    clock = _Clock(now=50.0)
+    monkeypatch.setattr(channel_module, "time", clock)
+    channel = _Appear(others[:1] + kept + others[1:], first=3)
+    assert wait_for_workers(channel, request, since=since, grace_s=5.0) == kept
+    # first told at the third look (50.5 s), then looks up to 1.2 s later: 51.75 s
+    assert channel.looks == 8 and clock.sleeps == [0.25] * 7 and clock.now == 51.75
+    clock.now, clock.sleeps = 50.0, []
+    nobody = _Appear([], first=1)
+    assert wait_for_workers(nobody, request, since=since, grace_s=1.0) == []
+    assert nobody.looks == 5 and clock.now == 51.0  # 50, 50.25, ... and 51 s: the grace is up
+
+
+def test_waiting_for_workers_stops_1_2_s_after_the_first_exactly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock(now=0.25, step=0.6)  # 0.25, 0.85, 1.45 s: 1.2 s apart to the bit
+    monkeypatch.setattr(channel_module, "time", clock)
+    request = Request.new(60, steps=1)
+    channel = _Appear([Worker(0, "actor", 5, time=10.0)], first=1)
+    assert wait_for_workers(channel, request, since=0.0, grace_s=60.0) == channel._workers
+    assert channel.looks == 3

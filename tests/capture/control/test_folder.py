@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 
 import pytest
 
 from mindspeed_prof.capture.control import Ack, FolderChannel, FolderSource, Request, Worker, wait
+from mindspeed_prof.capture.control import folder as folder_module
 from mindspeed_prof.capture.control.folder import (
     MAX_REQUEST_BYTES,
     WARNINGS_PER_LOOK,
     read_acks,
+    read_workers,
     write_request,
 )
 
@@ -143,3 +147,323 @@ def test_the_command_side_settles_and_withdraws(tmp_path: Path) -> None:
     assert status.acks[0].root == str(tmp_path)
     channel.close(request)
     assert sorted(p.name for p in (tmp_path / "control").iterdir()) == ["acks"]
+
+
+def test_workers_are_read_as_they_wrote_and_bad_files_skipped(tmp_path: Path) -> None:
+    """A worker file is the job's, but anyone may write there: each field is converted, a
+    step that is not an integer is unknown, a missing rate 0; a file that is not one is
+    skipped without hiding the next."""
+    folder = tmp_path / "control" / "workers"
+    folder.mkdir(parents=True)
+    files = {"a.json": {"rank": 2, "role": "rollout", "step": 7, "time": 12, "rate": 1.5},
+             "b.json": {"rank": 3, "role": "actor", "time": 1.0},  # no step
+             "c.json": {"rank": "4", "role": 5, "step": "7", "time": "2.5"},
+             "d.json": [1, 2],
+             "e.json": {"rank": 5, "role": "actor", "step": 7.5, "time": 3.0}}
+    for name, data in files.items():
+        (folder / name).write_text(json.dumps(data))
+    (folder / "not-json.json").write_text("{")
+    assert read_workers(tmp_path) == [Worker(2, "rollout", 7, 12.0, 1.5),
+                                      Worker(4, "5", None, 2.5, 0.0),
+                                      Worker(5, "actor", None, 3.0, 0.0)]
+    assert [type(w.time) for w in read_workers(tmp_path)] == [float] * 3
+
+
+class _Clock:
+    """``folder``'s ``time`` module: ``monotonic`` reads ``mono``, ``time`` reads ``wall``
+    when set; the rest is the real one."""
+
+    def __init__(self, mono: float = 0.0, wall: float | None = None) -> None:
+        self.mono, self.wall = mono, wall
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def time(self) -> float:
+        return time.time() if self.wall is None else self.wall
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+def test_the_command_side_settles_once_acks_stop_changing_3_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock(mono=100.0)
+    monkeypatch.setattr(folder_module, "time", clock)
+    request = Request.new(60, steps=1)
+    channel = FolderChannel(tmp_path)
+    clock.mono = 110.0  # made long ago, first asked now: nothing is settled yet
+    assert channel.status(request).settled is False
+    clock.mono = 112.0
+    source = FolderSource(tmp_path)
+    source.ack(request, Ack(id=request.id, rank=0, role="actor", status="queued"))
+    assert channel.status(request).settled is False  # changed at 112 s
+    clock.mono = 114.0
+    assert channel.status(request).settled is False
+    clock.mono = 115.0
+    status = channel.status(request)
+    assert status.settled is True and [a.status for a in status.acks] == ["queued"]
+    source.ack(request, Ack(id=request.id, rank=0, role="actor", status="written"))
+    assert channel.status(request).settled is False  # changed again at 115 s
+    source.poll(Worker(0, "actor", 9))  # nothing asked: no worker file
+    channel.open()
+    source.poll(Worker(0, "actor", 9, time=5.0))
+    clock.mono = 117.5
+    status = channel.status(request)
+    assert status.settled is False and status.workers == [Worker(0, "actor", 9, 5.0)]
+    clock.mono = 118.0
+    assert channel.status(request).settled is True
+
+
+def test_a_save_root_whose_requests_folder_is_a_file_cannot_be_asked(tmp_path: Path) -> None:
+    (tmp_path / "control").mkdir()
+    (tmp_path / "control" / "requests").write_text("")
+    with pytest.raises(OSError, match=f"^{tmp_path}/control/requests is not a folder$"):
+        FolderChannel(tmp_path).open()
+
+
+def test_closing_twice_or_unopened_removes_only_what_it_made_and_left_empty(
+        tmp_path: Path) -> None:
+    """The mark may be gone already (someone cleaned up); a folder the command made but left,
+    because something was in it, is the job's from then on, even once emptied."""
+    request = Request.new(60, steps=1)
+    FolderChannel(tmp_path).close(request)  # never opened: nothing to do
+    root = tmp_path / "save"
+    channel = FolderChannel(root)
+    channel.open()
+    assert channel.made_root
+    requests = root / "control" / "requests"
+    (marker,) = requests.iterdir()
+    assert marker.name.startswith(".asking-")
+    marker.unlink()
+    (requests / "other.json").write_text("{}")  # another command's request
+    channel.close(request)
+    assert [p.name for p in requests.iterdir()] == ["other.json"]
+    (requests / "other.json").unlink()
+    channel.close(request)
+    assert list(requests.iterdir()) == [] and not channel.made_root
+
+
+def test_a_request_is_put_only_into_a_real_requests_folder(tmp_path: Path) -> None:
+    request = Request.new(60, steps=1)
+    with pytest.raises(FileNotFoundError) as missing:
+        write_request(tmp_path / "none", request)
+    assert str(missing.value) == f"{tmp_path}/none: no such folder"
+    (tmp_path / "control").mkdir()
+    (tmp_path / "control" / "requests").write_text("")
+    with pytest.raises(OSError) as not_folder:
+        write_request(tmp_path, request)
+    assert str(not_folder.value) == f"{tmp_path}/control/requests is not a folder"
+
+
+def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(tmp_path: Path) -> None:
+    """The file is written aside under a known name first: a link put there is refused."""
+    umask = os.umask(0o022)
+    try:
+        path = write_request(tmp_path, Request.new(60, steps=1))
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    target = tmp_path / "target"
+    target.write_text("keep")
+    request = Request.new(60, steps=1)
+    aside = path.parent / f".{request.id}.json.{os.getpid()}.tmp"
+    aside.symlink_to(target)
+    with pytest.raises(OSError):
+        write_request(tmp_path, request)
+    assert target.read_text() == "keep" and not (path.parent / f"{request.id}.json").exists()
+
+
+def test_a_request_file_is_read_up_to_64_kib_of_bytes(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = requests_dir(tmp_path)
+    good = Request.new(60, steps=1)
+    text = json.dumps(good.to_json())
+    (folder / "a.json").write_text(text + " " * (MAX_REQUEST_BYTES - len(text)))
+    (folder / "b.json").write_text(text + " " * (MAX_REQUEST_BYTES + 1 - len(text)))
+    wide = {**Request.new(60, steps=1).to_json(), "role": "\u00e9" * 40_000}  # 80,000 bytes
+    (folder / "c.json").write_text(json.dumps(wide, ensure_ascii=False), encoding="utf-8")
+    assert [(folder / n).stat().st_size for n in ("a.json", "b.json")] == [65536, 65537]
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"mindspeed-prof: ignoring capture request {folder / n}: unreadable (larger than 65536 "
+        "bytes)" for n in ("b.json", "c.json")]
+
+
+def test_what_is_not_a_regular_file_is_named_in_its_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A link (even a dangling one) is refused by the open itself, whose error is cut to 80
+    characters; anything else not a regular file is said so."""
+    outside = tmp_path / "secret.json"
+    good = Request.new(60, steps=1)
+    outside.write_text(json.dumps(good.to_json()))
+    folder = requests_dir(tmp_path / "root")
+    (folder / "dangling.json").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(folder / "fifo.json")
+    (folder / "link.json").symlink_to(outside)
+    write_request(tmp_path / "root", good)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        found = FolderSource(tmp_path / "root").poll(Worker(0, "actor", 1))
+    assert [r.id for r in found] == [good.id]
+
+    def link_error(name: str) -> str:
+        error = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: '{folder / name}'"
+        assert len(error) > 80
+        return f"unreadable ({error[:80]})"
+
+    assert [r.getMessage() for r in caplog.records] == [
+        f"mindspeed-prof: ignoring capture request {folder / name}: {why}" for name, why in (
+            ("dangling.json", link_error("dangling.json")),
+            ("fifo.json", "unreadable (not a regular file)"),
+            ("link.json", link_error("link.json")))]
+
+
+def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
+    folder = requests_dir(tmp_path)
+    first, hidden, other = (Request.new(60, steps=1) for _ in range(3))
+    write_request(tmp_path, first)
+    (folder / ".hidden.json").write_text(json.dumps(hidden.to_json()))
+    (folder / "other.txt").write_text(json.dumps(other.to_json()))
+    (folder / "x").write_text(json.dumps(other.to_json()))
+    assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [first.id]
+
+
+def test_five_warnings_a_look_and_the_rest_counted_by_kind(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = requests_dir(tmp_path)
+    old = time.time() - 60
+    expired = json.dumps({"id": "e", "created": old, "expires": old + 1})
+    malformed = json.dumps({"id": "m", "created": old, "expires": old + 600, "preset": "nope"})
+    long_malformed = json.dumps({"id": "o", "created": old, "expires": old + 600,
+                                 "overrides": []})
+    for name, text in (("a1", "{"), ("a2", expired), ("a3", malformed), ("a5", long_malformed),
+                       ("b1", expired), ("b2", malformed), ("b3", malformed), ("b4", "{")):
+        old_file(folder / f"{name}.json", text)
+    for name in ("a4", "b5"):
+        os.mkfifo(folder / f"{name}.json")
+    source = FolderSource(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert source.poll(Worker(0, "actor", 1)) == []
+        assert source.poll(Worker(0, "actor", 2)) == []  # each file is warned about once
+    objects = ("overrides=[]: must be an object of mstx, profile_with_memory, "
+               "profile_record_shapes, profile_with_cpu, profile_with_npu, profile_with_module, "
+               "with_stack, profile_level, aic_metrics")
+    assert len(objects) > 160
+    said = "mindspeed-prof: ignoring capture request"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{said} {folder / 'a1.json'}: not complete JSON (Expecting property name enclosed in "
+        "double quotes: line 1 column 2 (char 1))",
+        f"{said} {folder / 'a2.json'}: expired (the command that wrote it gave up)",
+        f"{said} {folder / 'a3.json'}: malformed: preset='nope': allowed: mstx_light, "
+        "stage_scoped, memory_debug, full, dpo",
+        f"{said} {folder / 'a4.json'}: unreadable (not a regular file)",
+        f"{said} {folder / 'a5.json'}: malformed: {objects[:160]}",
+        f"mindspeed-prof: ignoring 5 more capture requests in {folder} (1 expired, 2 malformed, "
+        "1 not complete JSON, 1 unreadable)"]
+
+
+def test_a_request_applied_before_a_restart_is_not_taken_again(tmp_path: Path) -> None:
+    """Only this worker's own ack (its rank and its role) says it applied a request."""
+    applied, mine, others, other_role = (
+        Request.new(60, steps=1), Request.new(60, steps=1, ranks=[0], role="actor"),
+        Request.new(60, steps=1), Request.new(60, steps=1))
+    source = FolderSource(tmp_path)
+    for request, rank, role in ((applied, 0, "actor"), (others, 1, "actor"),
+                                (other_role, 0, "critic")):
+        write_request(tmp_path, request)
+        source.ack(request, Ack(id=request.id, rank=rank, role=role, status="written"))
+    write_request(tmp_path, mine)
+    found = FolderSource(tmp_path).poll(Worker(0, "actor", 1))
+    assert sorted(r.id for r in found) == sorted([mine.id, others.id, other_role.id])
+
+
+def test_acks_are_read_for_their_request_only_and_bad_ones_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "control" / "acks"
+    folder.mkdir(parents=True)
+    good = Ack(id="r1", rank=1, role="actor", status="written", files=["f"])
+    for name, text in (("r1.actor.rank0.json", "{"),
+                       ("r1.actor.rank1.json", json.dumps(good.to_json())),
+                       ("r1.actor.rank2.json", json.dumps({"id": "r1"})),  # not an ack
+                       ("r1.actor.rank3.json", json.dumps({**good.to_json(), "id": "r2"})),
+                       ("r1.5.actor.rank0.json", json.dumps({**good.to_json(), "id": "r1.5"}))):
+        (folder / name).write_text(text)
+    assert read_acks(tmp_path, "r1") == [good]
+
+
+def test_a_worker_tells_its_host_and_process(tmp_path: Path) -> None:
+    channel = FolderChannel(tmp_path)
+    channel.open()
+    FolderSource(tmp_path).poll(Worker(3, "actor", 9, time=5.0, rate=1.0))
+    data = json.loads((tmp_path / "control" / "workers" / "actor.rank3.json").read_text())
+    assert sorted(data) == ["host", "pid", "rank", "rate", "role", "step", "time"]
+    assert data["pid"] == os.getpid() and isinstance(data["host"], str) and data["host"]
+    assert (data["rank"], data["role"], data["step"], data["time"], data["rate"]) == (
+        3, "actor", 9, 5.0, 1.0)
+
+
+def test_an_ack_that_cannot_be_written_is_one_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "control").mkdir()
+    (tmp_path / "control" / "acks").write_text("")
+    request = Request.new(60, steps=1)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        FolderSource(tmp_path).ack(request, Ack(id=request.id, rank=0, role="actor",
+                                                status="written"))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"mindspeed-prof: could not acknowledge request {request.id}: {tmp_path}/control/acks "
+        "is not a folder"]
+
+
+def test_an_incomplete_file_may_be_written_for_2_s_and_a_request_taken_until_it_expires(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    now = 1_700_000_000.0
+    monkeypatch.setattr(folder_module, "time", _Clock(wall=now))
+    folder = requests_dir(tmp_path)
+    for name, age_s in (("young.json", 1), ("two.json", 2)):
+        (folder / name).write_text("{")
+        mtime_ns = (1_700_000_000 - age_s) * 10**9
+        os.utime(folder / name, ns=(mtime_ns, mtime_ns))
+    last = Request(id="last", created=now - 10, expires=now, steps=1)  # expires right now
+    write_request(tmp_path, last)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == ["last"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"mindspeed-prof: ignoring capture request {folder / 'two.json'}: not complete JSON "
+        "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
+
+
+def test_a_torch_npu_config_is_named_after_its_file_and_its_time(tmp_path: Path) -> None:
+    """The id is ``npu-<file name as an id token>-<mtime in ns>``: other characters become
+    '_', leading '.', '_' and '-' go, at most 60 are kept, and a name with none left is
+    'file'. A file with neither an id nor a torch_npu field is no torch_npu config."""
+    folder = requests_dir(tmp_path)
+    mtime_ns = 1_600_000_000_123_456_789
+    long_name = "a" * 70
+    for stem, data in (("!!!", {"active": 1}), ("-Xy cfg!", {"active": 1}),
+                       (long_name, {"active": 1}), ("plain", {"steps": 1}),
+                       ("profiler_config", {"start_step": 5, "active": 2})):
+        (folder / f"{stem}.json").write_text(json.dumps(data))
+        os.utime(folder / f"{stem}.json", ns=(mtime_ns, mtime_ns))
+    found = FolderSource(tmp_path).poll(Worker(0, "actor", 1))
+    assert [r.id for r in found] == [f"npu-file-{mtime_ns}", f"npu-Xy_cfg_-{mtime_ns}",
+                                     f"npu-{'a' * 60}-{mtime_ns}",
+                                     f"npu-profiler_config-{mtime_ns}"]
+    assert (found[-1].steps, found[-1].start_step) == (2, 5)
+
+
+def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Each look opens what it reads; a folder (opened, then refused) is closed again."""
+    for part in ("acks", "workers", "requests"):
+        for i in range(10):
+            (tmp_path / "control" / part / f"d.{i}.json").mkdir(parents=True)
+    before = len(os.listdir("/proc/self/fd"))
+    assert read_acks(tmp_path, "d") == [] and read_workers(tmp_path) == []
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert FolderSource(tmp_path).poll(Worker(0, "actor", 1)) == []
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert caplog.records[0].getMessage() == (
+        "mindspeed-prof: ignoring capture request "
+        f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (not a regular file)")
