@@ -248,7 +248,8 @@ def detail_events(trace: dict[str, Any], pid: int = 1) -> tuple[list[Any], list[
 def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
     """One detail thread per original (pid, tid) from tid 10 on, named host or device by its
     category (none: torch_npu's device events); step and annotation events, events that are
-    not complete and events without numeric times are left out; times rounded to 1 ns."""
+    not complete and events without numeric times are left out; times rounded to 1 ns. With
+    no steps window, operators outside every step are kept too."""
     stem = tmp_path / "rank0_host-a_100_step1"
     ranges = spans(Path(f"{stem}.mstx.trace.json"), [
         step(1, 0.0, 1000.0), Range(0, "range", "fine", 1, 3.14159, 2.71828),
@@ -263,6 +264,7 @@ def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
         x("loss", 13.0, cat="user_annotation"),
         x("ProfilerStep#1", 0.0, 1000.0),
         {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 14.0, "pid": 1, "tid": 2},
+        x("after the steps", 2000.0),
     ])
     torch_data = TraceData(ops, "torch", 0, "actor", 0, meta=dict(BASE))
     out = tmp_path / "t.json"
@@ -285,6 +287,8 @@ def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
          "dur": 1.0},
         {"ph": "X", "pid": 1, "tid": 11, "cat": "kernel", "name": "gemm", "ts": 11.0, "dur": 5.0},
         {"ph": "X", "pid": 1, "tid": 12, "cat": "", "name": "npu op", "ts": 12.0, "dur": 1.0},
+        {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "after the steps", "ts": 2000.0,
+         "dur": 1.0},
     ]
 
 
@@ -411,15 +415,19 @@ def test_clock_offset_needs_both_halves_of_a_clock_record(tmp_path: Path) -> Non
     assert clock_offset_us(data("torch", baseTimeNanoseconds=True)) is None
 
 
-def test_a_rank_claimed_by_a_host_and_by_no_host_names_the_unknown_one(tmp_path: Path) -> None:
-    traces = [spans(tmp_path / "a" / "capture.mstx.trace.json", [step(1, 0.0)], 3),
-              spans(tmp_path / "b" / "capture.mstx.trace.json", [step(1, 0.0)], 3,
-                    host="host-a")]
+def test_ranks_claimed_twice_warn_in_rank_order_naming_an_unknown_host(tmp_path: Path) -> None:
+    def claim(folder: str, rank: int, **meta: Any) -> TraceData:
+        return spans(tmp_path / folder / "capture.mstx.trace.json", [step(1, 0.0)], rank, **meta)
+
+    traces = [claim("a", 3), claim("b", 3, host="host-a"), claim("c", 1, host="host-c"),
+              claim("d", 1, host="host-d")]
     out = tmp_path / "t.json"
     result = write_timeline(traces, out)
-    warning = "rank 3 (actor) claimed by 2 hosts (?, host-a); kept one track each"
-    assert result.tracks == ["rank 3 · actor", "rank 3 · actor · host-a"]
-    assert result.warnings == [warning] and load(out)["otherData"]["warnings"] == [warning]
+    warnings = ["rank 1 (actor) claimed by 2 hosts (host-c, host-d); kept one track each",
+                "rank 3 (actor) claimed by 2 hosts (?, host-a); kept one track each"]
+    assert result.tracks == ["rank 1 · actor · host-c", "rank 1 · actor · host-d",
+                             "rank 3 · actor", "rank 3 · actor · host-a"]
+    assert result.warnings == warnings and load(out)["otherData"]["warnings"] == warnings
 
 
 def unclocked(path: Path, ranges: list[Range], rank: int, kind: str = "spans") -> TraceData:
