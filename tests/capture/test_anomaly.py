@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture import ranges as ranges_module
 from mindspeed_prof.capture import anomaly as anomaly_module
+from mindspeed_prof.capture import ranges as ranges_module
 from mindspeed_prof.capture.anomaly import (
     MAX_KEPT,
     Anomaly,

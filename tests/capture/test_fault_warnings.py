@@ -92,3 +92,63 @@ def test_fault_warning_names_the_error_and_the_roles_strict_field(
     assert [r.getMessage() for r in caplog.records if "flush failed" in r.getMessage()] == [
         expected]
 
+
+
+class _StopFailsBackend(Backend):
+    """Starts; its stop fails (the trace could not be written)."""
+
+    name = "stop_fails"
+
+    def start(self, target: CaptureTarget) -> None:
+        pass
+
+    def stop(self) -> list[Path]:
+        raise OSError("disk gone")
+
+
+class _BrokenRange:
+    def range(self, name: str, cat: str = "user_annotation") -> Any:
+        raise RuntimeError("no ranges here")
+
+    def mark(self, name: str) -> None:
+        pass
+
+
+class _BrokenSinkBackend(Backend):
+    """A backend whose own range sink fails on every range (the step's, a stage's)."""
+
+    name = "broken_sink"
+
+    def start(self, target: CaptureTarget) -> None:
+        pass
+
+    def stop(self) -> list[Path]:
+        return []
+
+    def sinks(self) -> list[Any]:
+        return [_BrokenRange()]
+
+
+@pytest.mark.parametrize("backend_type,what,error", [
+    (_StopFailsBackend, "stop", "RuntimeError: OSError: disk gone"),
+    (_BrokenSinkBackend, "range", "RuntimeError: no ranges here"),
+])
+def test_a_failing_stop_or_range_sink_is_one_warning_naming_it(
+        tmp_path: Path, backend_type: type[Backend], what: str, error: str) -> None:
+    """``from_config`` hands the backend given to the profiler; its failure is warned about
+    under its name, with the error."""
+    cfg = {"integrated": {"profile": True, "stage": "actor_update",
+                          "profile_save_path": str(tmp_path)}}
+    backend = backend_type(validate(cfg))
+    prof = Profiler.from_config(cfg, rank=0, backend=backend)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in (1, 2):
+            with prof.step(step), prof.stage("actor_update"):
+                pass
+        prof.close()
+    assert [str(w.message) for w in caught] == [
+        f"mindspeed-prof: capture {what} failed ({error}); profiling is off for the rest of "
+        "this run, training goes on (set profiler_config.extensions.strict=true to stop "
+        "instead)"]
+    assert prof.failed

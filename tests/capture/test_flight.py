@@ -194,3 +194,65 @@ def test_a_stage_failing_outside_any_step_dumps_at_once(tmp_path: Path) -> None:
         raise ValueError("bad batch")
     assert [(c.reason, c.steps) for c in prof.captures] == [("error", [1, 2])]
     prof.close()
+
+
+def test_a_dump_is_recorded_as_a_whole_steps_flight_capture_of_its_first_step(
+        tmp_path: Path) -> None:
+    prof = Profiler.from_config({"profile_save_path": str(tmp_path), "profile_level": "level1",
+                                 "flight_recorder_steps": 3}, rank=1, role="actor")
+    run(prof, range(1, 11))
+    path = prof.dump_flight("request", at=9)
+    prof.close()
+    (record,) = prof.captures
+    assert (record.stage, record.step, record.index, record.rank, record.role) == (
+        "all", 8, 0, 1, "actor")
+    assert (record.backend, record.trigger, record.recorded, record.steps,
+            record.trigger_step) == ("flight", "flight", ["ranges"], [8, 9, 10], 9)
+    assert path is not None
+    meta = json.loads(path.read_text())["mindspeed_prof"]
+    assert (meta["stage"], meta["step"], meta["steps"], meta["trigger_step"], meta["level"]) == (
+        "flight", 8, [8, 9, 10], 9, "level1")
+
+
+def test_an_empty_ring_is_dumped_under_the_current_step_or_0(tmp_path: Path) -> None:
+    """Nothing recorded yet: the dump is step 0's before any step, else the open step's."""
+    prof = make(tmp_path)
+    prof.dump_flight()
+    prof.on_step_start(5)  # its range is still open: the ring holds nothing
+    prof.dump_flight()
+    prof.close()
+    assert [(c.step, c.steps) for c in prof.captures] == [(0, []), (5, [])]
+
+
+def test_a_dump_is_named_after_its_first_step_and_timed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from mindspeed_prof.capture import flight as flight_module
+
+    prof = make(tmp_path)
+    run(prof, range(1, 11))
+    clock = iter([100.0, 100.1234567])
+    monkeypatch.setattr(flight_module, "time", SimpleNamespace(time=lambda: next(clock)))
+    path = prof.dump_flight()
+    prof.close()
+    assert path is not None and path.name.startswith("rank1_")
+    assert path.name.endswith("_step8.mstx.trace.json")
+    (record,) = prof.captures
+    assert record.seconds == 0.123457
+
+
+def test_a_dump_that_cannot_be_written_is_a_warning_and_no_path(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    prof = make(blocker)
+    run(prof, range(1, 3))
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert prof.dump_flight("request") is None
+    prof.close()
+    (message,) = [r.getMessage() for r in caplog.records if "flight" in r.getMessage()]
+    assert message.startswith("mindspeed-prof: flight recorder dump (request) failed: [Errno ")
+    assert str(blocker) in message and prof.captures == []

@@ -16,6 +16,7 @@ from mindspeed_prof import ConfigError, Profiler, TrainerHook, current, mstx
 from mindspeed_prof.capture.part import Part
 from mindspeed_prof.capture.profiler import ProfilerError
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.validate import validate
 
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
@@ -218,7 +219,8 @@ def test_on_capture_gets_each_record_and_its_faults_stay_out_of_training(
         train(prof, range(1, 4))
     assert [(r.stage, r.step) for r in seen] == [("actor_update", 1), ("actor_update", 2)]
     assert seen == prof.captures and all(r.files for r in seen)
-    assert sum("disk full" in r.getMessage() for r in caplog.records) == 2
+    assert [r.getMessage() for r in caplog.records if "disk full" in r.getMessage()] == [
+        f"mindspeed-prof: after capture {r.files}: disk full" for r in seen]
 
 
 def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:
@@ -247,6 +249,10 @@ class _Heard(Part):
     def __init__(self) -> None:
         self.heard: list[tuple[Any, ...]] = []
         self.captured: list[tuple[Any, str]] = []
+        self.started: list[int] = []
+
+    def on_step_start(self, step: int) -> None:
+        self.started.append(step)
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         self.heard.append(("step_end", step, failed))
@@ -317,14 +323,29 @@ def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
                                 rank=4, role="rollout")
     heard = _Heard()
     prof.parts.append(heard)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         train(prof, range(1, 2), stages=("actor_generate",))
     prof.close()
     ((record, error),) = heard.captured
     assert (record.stage, record.step, record.index, record.rank, record.role, record.backend,
             record.files) == ("actor_generate", 1, 0, 4, "rollout", "none", [])
-    assert error and prof.failed
+    assert error and prof.failed and heard.started == [1]
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith("mindspeed-prof: capture start failed (NotADirectoryError: ")
+
+
+def test_parts_hear_why_the_disk_budget_skipped_a_capture(tmp_path: Path) -> None:
+    (tmp_path / "earlier_run.bin").write_bytes(b"x" * 1024 * 1024)
+    prof = Profiler.from_config({"profile": True, "mstx": True, "profile_level": "level_none",
+                                 "stage": "actor_update", "max_disk_mb": 1,
+                                 "profile_save_path": str(tmp_path)}, rank=0)
+    heard = _Heard()
+    prof.parts.append(heard)
+    train(prof, range(1, 2), stages=("actor_update",))
+    prof.close()
+    assert [(r.step, r.backend, e) for r, e in heard.captured] == [
+        (1, "none", "disk budget: 1.0 MB of max_disk_mb=1 used")]
 
 
 def test_an_off_profiler_with_a_bad_rank_variable_is_rank_0(
@@ -351,3 +372,38 @@ def test_wake_makes_a_sleeping_profiler_live_and_a_closed_one_stays_closed(
     prof.close()
     prof.wake()
     assert prof.step(1) is prof.step(2) and prof not in crash._live
+
+
+def test_the_role_defaults_to_integrated_and_an_unusable_one_is_named(tmp_path: Path) -> None:
+    cfg = validate({"profile_save_path": str(tmp_path)})
+    assert Profiler(cfg).role == "integrated"
+    with pytest.raises(ValueError, match=r"^role='\.\.\.': needs letters"):
+        Profiler(cfg, role="...")
+
+
+def test_where_the_rank_comes_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Profiling on: RANK is read. Off but a flight recorder on: read, leniently. Off with
+    nothing recording: not read (0) until ``refresh_rank`` asks again."""
+    monkeypatch.setenv("RANK", "3")
+    save = {"profile_save_path": str(tmp_path)}
+    on = Profiler.from_config({"profile": True, **save})
+    flight = Profiler.from_config({"flight_recorder_steps": 2, **save})
+    off = Profiler.from_config(save)
+    assert (on.enabled, on.rank, flight.enabled, flight.rank, off.rank) == (True, 3, False, 3, 0)
+    monkeypatch.setenv("RANK", "5")
+    assert (on.refresh_rank(), off.refresh_rank(), off.rank) == (3, 5, 5)
+    for prof in (on, flight, off):
+        prof.close()
+
+
+def test_a_capture_file_says_which_stage_step_process_and_level(tmp_path: Path) -> None:
+    import os
+
+    with make(tmp_path, rank=2, mstx=True, profile_level="level_none", profile_step_start=3,
+              profile_step_end=4) as prof:
+        train(prof, range(1, 5), stages=("actor_update",))
+    (spans,) = (tmp_path / "out" / "integrated").iterdir()
+    meta = json.loads(spans.read_text())["mindspeed_prof"]
+    assert (meta["rank"], meta["role"], meta["stage"], meta["step"], meta["pid"],
+            meta["level"], meta["window"]) == (2, "integrated", "all", 3, os.getpid(),
+                                                "level_none", [3, 4])

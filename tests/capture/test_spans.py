@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mindspeed_prof.capture.spans import SpanRecorder
 
 
@@ -160,8 +162,9 @@ def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
 
 
 def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None:
-    """The recorder's ``mark``, ``range``, ``range_start`` and ``range_end`` go to its buffer with the
-    name and category given (``user_annotation`` by default); an id range ends as started."""
+    """The recorder's ``mark``, ``range``, ``range_start`` and ``range_end`` go to its buffer
+    with the name and category given (``user_annotation`` by default); an id range ends as
+    started."""
     rec = SpanRecorder(tmp_path / "s.json", {})
     rec.mark("instant")
     plain = rec.range_start("plain")
@@ -179,3 +182,67 @@ def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None
     assert "dur" not in instant
     assert plain_event["ts"] <= staged_event["ts"]
     assert staged_event["ts"] + staged_event["dur"] <= plain_event["ts"] + plain_event["dur"]
+
+
+def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() -> None:
+    """Only -1 marks an instant: a range ending at 0 ns is a range of 0 us; a 2 ms range is
+    2000 us."""
+    from mindspeed_prof.capture.spans import RangeBuffer, trace_body
+
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns
+    key = buf.key("r")
+    assert buf.keys[key][:2] == ("r", "user_annotation")
+    lines = trace_body([(None, [(key, 0, 0), (key, 1_000_000, 3_000_000)])], buf, pid=1)
+    assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
+        ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
+    assert '"dur": 2000.000' in lines[1]
+
+
+def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
+        tmp_path: Path, monkeypatch) -> None:
+    """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
+    (what ``doctor`` knows as a leftover when the rename never came)."""
+    import os
+    from types import SimpleNamespace
+
+    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture.spans import RangeBuffer, write_trace
+
+    buf = RangeBuffer()
+    path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, {"rank": 3})
+    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, {})  # the folder exists
+    data = json.loads(path.read_text())
+    assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (
+        1, "ms", [])
+    meta = data["mindspeed_prof"]
+    assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
+
+    def no_rename(src: str, dst: str) -> None:
+        raise OSError("killed before the rename")
+
+    monkeypatch.setattr(spans, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
+    with pytest.raises(OSError, match="before the rename"):
+        write_trace(tmp_path / "v.json", [], buf, {})
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["v.json.tmp"]
+
+
+def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) -> None:
+    from mindspeed_prof.capture import spans
+
+    now = [0]
+    monkeypatch.setattr(spans, "perf_counter_ns", lambda: now[0])
+    rec = SpanRecorder(tmp_path / "s.json", {})
+
+    def written() -> int:
+        return len(json.loads(rec.path.read_text())["traceEvents"])
+
+    rec.mark("m")
+    rec.flush_due()  # the first is due at once
+    assert written() == 1
+    for at, expected in ((9_999_999, 1), (10_000_000, 3)):  # then both marks waiting
+        now[0] = at
+        rec.mark("m")
+        rec.flush_due()
+        assert written() == expected
+    rec.close()
