@@ -68,36 +68,15 @@ class _Clock:
         assert len(self.sleeps) < 1000, "the wait does not stop"
 
 
-class _Told:
-    """A channel whose workers are told once the command has looked twice."""
-
-    def __init__(self, workers: list[Worker]) -> None:
-        self._workers, self.looks = workers, 0
-
-    def open(self) -> None: ...
-
-    def workers(self) -> list[Worker]:
-        self.looks += 1
-        return self._workers if self.looks > 2 else []
-
-    def post(self, request: Request) -> str:
-        return ""
-
-    def status(self, request: Request) -> Status:
-        return Status()
-
-    def close(self, request: Request) -> None: ...
-
-
 def test_waiting_for_workers_keeps_those_the_request_is_for_and_told_lately(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(channel_module, "time", _Clock())
     request = Request.new(60, steps=1, role="actor")
-    channel = _Told([Worker(0, "actor", 5, time=10.0), Worker(1, "critic", 5, time=10.0),
-                     Worker(2, "actor", 4, time=1.0)])
+    channel = _Appear([Worker(0, "actor", 5, time=10.0), Worker(1, "critic", 5, time=10.0),
+                     Worker(2, "actor", 4, time=1.0)], first=3)
     found = wait_for_workers(channel, request, since=5.0, grace_s=5.0)
     assert [w.rank for w in found] == [0] and channel.looks >= 3
-    assert wait_for_workers(_Told([]), request, since=0.0, grace_s=0.3) == []
+    assert wait_for_workers(_Appear([], first=3), request, since=0.0, grace_s=0.3) == []
 
 
 
