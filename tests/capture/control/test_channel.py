@@ -73,7 +73,7 @@ def test_waiting_for_workers_keeps_those_the_request_is_for_and_told_lately(
     monkeypatch.setattr(channel_module, "time", _Clock())
     request = Request.new(60, steps=1, role="actor")
     channel = _Appear([Worker(0, "actor", 5, time=10.0), Worker(1, "critic", 5, time=10.0),
-                     Worker(2, "actor", 4, time=1.0)], first=3)
+                       Worker(2, "actor", 4, time=1.0)], first=3)
     found = wait_for_workers(channel, request, since=5.0, grace_s=5.0)
     assert [w.rank for w in found] == [0] and channel.looks >= 3
     assert wait_for_workers(_Appear([], first=3), request, since=0.0, grace_s=0.3) == []
