@@ -170,3 +170,21 @@ def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> N
     assert asks_for_ops(Request.new(60, steps=1, preset="full"))
     assert not asks_for_ops(Request.new(60, steps=1, preset="mstx_light"))
     assert not asks_for_ops(Request.new(60, steps=1))
+
+
+@pytest.mark.parametrize("enter", ["step", "on_step_start"])
+def test_the_look_is_due_at_its_instant_not_a_tick_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enter: str) -> None:
+    from mindspeed_prof.capture import profiler as profiler_module
+
+    prof = make(tmp_path)
+    ondemand = prof._ondemand
+    assert ondemand is not None
+    looked: list[int] = []
+    monkeypatch.setattr(ondemand, "check", looked.append)
+    monkeypatch.setattr(profiler_module, "perf_counter_ns", lambda: 5_000)
+    ondemand.due_ns = 5_001
+    getattr(prof, enter)(1)
+    ondemand.due_ns = 5_000
+    getattr(prof, enter)(2)
+    assert looked == [2]
