@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,47 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
         parallel.read_all(paths, tmp_path, jobs=2)
     assert seen  # the interrupt came while a worker held a temporary file
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_value_msgpack_cannot_hold_is_named(capture: Path) -> None:
+    """``encode`` names the type it cannot hold (the pool then sends a pickle instead)."""
+    data = read(capture)
+    data.meta["odd"] = 1j
+    with pytest.raises(NotImplementedError, match=r"^cannot cache complex$"):
+        cache.encode(data)
+
+
+def test_a_capture_in_the_root_given_as_dot_is_grouped_as_dot(
+        capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root reaches the reader: a capture lying directly in ``.`` has group ``.``, where
+    without a root its folder's name is empty."""
+    monkeypatch.chdir(capture.parent)
+    data = cache.read_cached(Path(capture.name), Path("."))
+    assert data.group == "."
+    no_reading(monkeypatch)
+    assert cache.read_cached(Path(capture.name), Path(".")).group == "."  # from the entry
+
+
+def test_discard_partial_removes_only_this_captures_temporary_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only ``.<name>.analysis-cache.<pid>.tmp`` of this capture goes (a name holding glob
+    characters included); one another process removed first is no error."""
+    capture = tmp_path / "rank[0]_x.pt.trace.json"
+    entry = cache.cache_path(capture)
+    mine = [entry.with_name(f"{entry.name}.{pid}.tmp") for pid in (11, 12, 13)]
+    kept = [entry, tmp_path / ".rank0_x.pt.trace.json.analysis-cache.11.tmp",
+            tmp_path / f"{entry.name}.tmp", tmp_path / "other.11.tmp"]
+    for p in mine + kept:
+        p.write_bytes(b"x")
+    gone = mine[1]
+    real = Path.glob
+
+    def glob(self: Path, pattern: str) -> Iterator[Path]:
+        for p in real(self, pattern):
+            if p == gone:
+                p.unlink()  # another process's cleanup got there first
+            yield p
+    monkeypatch.setattr(Path, "glob", glob)
+    cache.discard_partial(capture)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in kept)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from capture_fixtures import make_run
@@ -108,3 +112,66 @@ def test_ctrl_c_stops_workers_and_leaves_only_whole_cache_entries(tmp_path: Path
         assert entry.name.endswith(".analysis-cache")
         capture = entry.with_name(entry.name[1:-len(".analysis-cache")])
         assert cache.load(capture, cache.stamp(capture)) is not None
+
+
+@pytest.mark.parametrize("affinity,expected", [({0, 1, 2}, 3), (set(range(20)), 8), ({5}, 1)])
+def test_default_jobs_counts_the_cpus_this_process_may_use(
+        affinity: set[int], expected: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: affinity, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)  # the machine's: not what may be used
+    assert parallel.default_jobs() == expected
+
+
+@pytest.mark.parametrize("cpus,expected", [(5, 5), (None, 1), (1, 1), (64, 8)])
+def test_default_jobs_without_affinity_counts_the_machines_cpus(
+        cpus: int | None, expected: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``os.sched_getaffinity`` is missing (macOS, Windows); an unknown count is 1."""
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
+    assert parallel.default_jobs() == expected
+
+
+@pytest.fixture
+def pool_sizes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The process counts the pools ``read_all`` starts are asked for."""
+    sizes: list[object] = []
+    real = multiprocessing.Pool
+
+    def pool(*args: Any, **kwargs: Any) -> Any:
+        sizes.append(args[0] if args else kwargs.get("processes"))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(multiprocessing, "Pool", pool)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    return sizes
+
+
+@pytest.mark.parametrize("jobs,expected", [(2, 2), (7, 3)])
+def test_the_pool_has_jobs_workers_and_no_more_than_captures(
+        run: Path, pool_sizes: list[object], jobs: int, expected: int) -> None:
+    paths = list(discover(run))[:3]
+    one = parallel.read_all(paths, run, jobs=1, use_cache=False)
+    assert parallel.read_all(paths, run, jobs=jobs, use_cache=False) == one
+    assert pool_sizes == [expected]
+
+
+def test_a_pool_from_another_thread_reads_and_leaves_sigint_alone(
+        run: Path, pool_sizes: list[object]) -> None:
+    """Only the main thread may set a signal handler: from another thread the pool runs
+    without one; from the main thread the handler in place before is put back."""
+    paths = list(discover(run))[:3]
+    one = parallel.read_all(paths, run, jobs=1, use_cache=False)
+    before = signal.getsignal(signal.SIGINT)
+    assert parallel.read_all(paths, run, jobs=2, use_cache=False) == one
+    assert signal.getsignal(signal.SIGINT) is before
+    got: list[object] = []
+
+    def in_thread() -> None:
+        try:
+            got.append(parallel.read_all(paths, run, jobs=2, use_cache=False))
+        except BaseException as err:  # noqa: BLE001 - shown by the assertion below
+            got.append(err)
+    thread = threading.Thread(target=in_thread)
+    thread.start()
+    thread.join(timeout=120)
+    assert got == [one] and signal.getsignal(signal.SIGINT) is before
+    assert pool_sizes == [2, 2]

@@ -358,3 +358,76 @@ def test_checked_settings_round_trip_through_plain_sections(fields: dict, length
                for section in plain.values() for v in section.values())
     assert validate(plain) == first == validate(IntegratedConfig(**{
         **plain["integrated"], **plain["extensions"]}))
+
+
+# -- messages and values at their edges -------------------------------------------------------
+def test_sections_of_a_tree_are_kept_by_name() -> None:
+    """A tree's sections come back as given (nulls dropped, verl's role names made ours); only
+    a flat section is split."""
+    tree = {"integrated": {"profile": True, "stage": None},
+            "ref": {"stage": "ref_compute_log_prob"}}
+    assert sections(tree) == {"integrated": {"profile": True},
+                              "reference": {"stage": "ref_compute_log_prob"}}
+    assert sections({"profile": True, "max_disk_mb": 5}) == {
+        "integrated": {"profile": True}, "extensions": {"max_disk_mb": 5}}
+
+
+def test_an_enum_of_another_kind_is_shown_by_its_value() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"integrated": {"profile": True, "profile_export_type": Level.level1}})
+    assert str(err.value) == f"{KEY}.profile_export_type='level1': allowed: text, db"
+
+
+def test_a_word_for_an_integer_says_it_must_be_one() -> None:
+    with pytest.raises(ConfigError) as err:
+        check(profile_step_start="soon")
+    assert str(err.value) == f"{KEY}.profile_step_start='soon': must be an integer"
+
+
+def test_a_path_object_is_a_save_path() -> None:
+    assert check(profile_save_path=Path("runs") / "prof").profile_save_path == "runs/prof"
+    with pytest.raises(ConfigError) as err:
+        check(profile_save_path=3)
+    assert str(err.value) == f"{KEY}.profile_save_path=3: must be a path"
+
+
+@pytest.mark.parametrize("value", [[1], "level9", ExportType.db])
+def test_a_value_of_no_level_is_one_line_naming_the_levels(value: object) -> None:
+    """A list (unhashable), an unknown name and another enum's member alike."""
+    with pytest.raises(ConfigError) as err:
+        validate({"integrated": {"profile": True, "profile_export_type": "text",
+                                 "profile_level": value}})
+    assert str(err.value).endswith(": allowed: level_none, level0, level1, level2")
+
+
+def test_a_bad_stage_names_verl_stage_names_too() -> None:
+    with pytest.raises(ConfigError) as err:
+        check(stage=3)
+    assert str(err.value).endswith(
+        "or a list of stages such as [actor_generate, actor_update] (verl's names too: "
+        "rollout_generate for actor_generate, ref_compute_log_prob for "
+        "reference_compute_log_prob, compute_values for critic_compute_values)")
+
+
+def test_a_tuple_is_shown_as_the_list_it_is_read_as() -> None:
+    """Lists may come as tuples from Python callers; the message shows them as lists."""
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.stage=\['actor_generate', 'bogus'\]: "
+                                          r"bad entry 'bogus', unknown stage"):
+        check(stage=("actor_generate", "bogus"))
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.stage=\[\]: an empty list captures"):
+        check(stage=())
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.profile_steps=\[2, 'x'\]: bad entry 'x'"):
+        check(profile_steps=(2, "x"))
+    with pytest.raises(ConfigError, match=rf"^{KEY}\.profile_ranks=\[0, -1\]: bad entry -1"):
+        check(profile_ranks=(0, -1))
+
+
+@pytest.mark.parametrize("ranks,message", [
+    ([-1], "[-1]: bad entry -1; allowed: \"all\" or a list of integers >= 0, e.g. [0, 1]"),
+    (3, "3: allowed: \"all\" or a list of integers >= 0, e.g. [0, 1]; write [3]"),
+    ([], "[]: allowed: \"all\" or a list of integers >= 0, e.g. [0, 1]"),
+])
+def test_bad_ranks_message_in_full(ranks: object, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        check(profile_ranks=ranks)
+    assert str(err.value) == f"{KEY}.profile_ranks={message}"
