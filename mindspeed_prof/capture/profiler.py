@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -353,10 +354,22 @@ class Profiler:
                        "profiling is off for the rest of this run, training goes on "
                        f"(set {field_key('strict', self.role)}=true to stop instead)")
             log.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=3)
+            warnings.warn(message, RuntimeWarning, stacklevel=_caller_level())
         self.failed = True
         self._capturer.abort()
         self._tap.stop()
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_level() -> int:
+    """``stacklevel`` for a warning raised by our caller: the first frame outside this package
+    (the trainer's ``with prof.step(...)`` line, however deep the fault was found)."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _quiet_rank(explicit: int | None) -> int:

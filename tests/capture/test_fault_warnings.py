@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,21 @@ def test_a_failing_stop_or_range_sink_is_one_warning_naming_it(
         "this run, training goes on (set profiler_config.extensions.strict=true to stop "
         "instead)"]
     assert prof.failed
+
+
+@pytest.mark.parametrize("where", ["step", "stage"])
+def test_the_fault_warning_points_at_the_trainers_line(tmp_path: Path, where: str) -> None:
+    """Python prints a warning with the line that caused it: the trainer's ``with`` line, not
+    a line inside mindspeed-prof, however deep the fault was found."""
+    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
+                                   "profile_save_path": str(tmp_path)}})
+    backend = _BrokenSinkBackend(cfg) if where == "stage" else _FullDiskBackend(cfg)
+    prof = Profiler(cfg, rank=0, backend=backend)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        with prof.step(1), prof.stage("actor_update"):
+            pass
+        prof.close()
+    (warning,) = [w for w in caught if "mindspeed-prof" in str(w.message)]
+    assert (warning.filename, warning.lineno) == (__file__, line)
