@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,326 @@ def test_a_job_still_running_or_that_captured_is_not_blamed(
         "rank": 1, "status": status, "captures": captures,
         "profiler_config": {"integrated": {"profile": True}}}))
     assert [f.kind for f in doctor(tmp_path).findings] == ["missing_rank"]
+
+
+def ranges(path: Path, starts: dict[int, float | None], host: str | None = "h",
+           **meta: object) -> Path:
+    """A closed range file written by hand: one step range per entry of ``starts`` (its start
+    in us; None: an event with no ``ts``), header fields from ``meta`` over the defaults."""
+    header: dict[str, object] = {"kind": "spans", "format": 2, "stage": "all", "step": 1}
+    if host is not None:
+        header["host"] = host
+    header.update(meta)
+    events = []
+    for step, ts in starts.items():
+        event: dict[str, object] = {"ph": "X", "pid": 1, "tid": 1, "cat": "step",
+                                    "name": f"ProfilerStep#{step}", "dur": 10.0,
+                                    "args": {"step": step}}
+        if ts is not None:
+            event["ts"] = ts
+        events.append(event)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"mindspeed_prof": header, "traceEvents": events,
+                                "closed": True}))
+    return path
+
+
+def test_disk_per_rank_sums_every_file_named_for_the_rank(tmp_path: Path) -> None:
+    a = ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    b = tmp_path / "rank0_h_1_step1.summary.json"
+    b.write_text('{"steps": []}')
+    c = ranges(tmp_path / "sub" / "rank1_h_2_step1.mstx.trace.json", {1: 100.0}, rank=1)
+    health = doctor(tmp_path)
+    assert health.disk_per_rank == {0: a.stat().st_size + 13, 1: c.stat().st_size}
+
+
+def test_the_cheap_checks_say_what_they_saw(tmp_path: Path) -> None:
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "rank0_h_1_step2.mstx.trace.json").write_bytes(b"")
+    (tmp_path / "rank0_h_1_step3.mstx.trace.json.tmp").write_text("{")
+    found = {(f.kind, f.where, f.message) for f in doctor(tmp_path).findings}
+    assert found == {
+        ("empty", "rank0_h_1_step2.mstx.trace.json",
+         "rank0_h_1_step2.mstx.trace.json: empty file"),
+        ("temp_file", "rank0_h_1_step3.mstx.trace.json.tmp",
+         "rank0_h_1_step3.mstx.trace.json.tmp: temporary file left behind by an interrupted "
+         "write")}
+
+
+def test_a_rank_whose_only_capture_is_cut_still_counts_towards_the_ranks_expected(
+        tmp_path: Path) -> None:
+    """Rank 1's file, cut mid-write, is never read, yet its name says rank 1 ran: ranks 0-1
+    are expected and rank 1 is not called missing (its file has its own finding)."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    cut = ranges(tmp_path / "rank1_h_2_step1.mstx.trace.json", {1: 100.0}, rank=1)
+    cut.write_bytes(cut.read_bytes()[:-20])
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [0, 1] and health.ranks_found == [0, 1]
+    assert [(f.kind, f.where) for f in health.findings] == [
+        ("truncated", "rank1_h_2_step1.mstx.trace.json")]
+
+
+def test_a_job_that_captured_nothing_is_not_also_told_there_are_no_captures(
+        tmp_path: Path) -> None:
+    (tmp_path / "manifest.rank0.json").write_text(json.dumps({
+        "rank": 0, "status": "completed", "captures": [],
+        "profiler_config": {"integrated": {"profile": True, "profile_step_start": 5,
+                                           "profile_step_end": 7}}}))
+    assert sorted(f.kind for f in doctor(tmp_path).findings) == ["missing_rank",
+                                                                 "nothing_captured"]
+
+
+def test_no_captures_names_the_root(tmp_path: Path) -> None:
+    (finding,) = doctor(tmp_path).findings
+    assert (finding.kind, finding.where, finding.message) == (
+        "no_captures", ".", f"{tmp_path}: no captures found (no trace, range file or torch_npu "
+        "folder that analyse reads)")
+
+
+def test_profile_ranks_name_the_ranks_expected(tmp_path: Path) -> None:
+    """A manifest's ``profile_ranks`` is the list: no rank below the highest seen is assumed."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    ranges(tmp_path / "rank2_h_2_step1.mstx.trace.json", {1: 100.0}, rank=2)
+    (tmp_path / "manifest.rank0.json").write_text(json.dumps({
+        "rank": 0, "status": "running", "captures": [],
+        "profiler_config": {"integrated": {"profile": True, "profile_ranks": [0, 2, 3]}}}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [0, 2, 3]
+    assert [(f.kind, f.where) for f in health.findings] == [("missing_rank", "rank 3")]
+
+
+def test_a_manifest_without_a_profiler_config_is_read(tmp_path: Path) -> None:
+    """A manifest that records no ``profiler_config`` (nor its ``integrated`` section): its rank
+    is expected, but nothing says it meant to profile, so it is not blamed for no capture."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "manifest.rank1.json").write_text(json.dumps(
+        {"rank": 1, "status": "completed", "captures": []}))
+    (tmp_path / "manifest.rank2.json").write_text(json.dumps(
+        {"rank": 2, "status": "completed", "captures": [], "profiler_config": {"other": {}}}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [0, 1, 2]
+    assert [(f.kind, f.where) for f in health.findings] == [("missing_rank", "rank 1"),
+                                                           ("missing_rank", "rank 2")]
+
+
+def test_the_cluster_summary_names_ranks_and_triggered_captures(tmp_path: Path) -> None:
+    """Each enabled worker of ``cluster_summary.json`` is expected (a disabled one is not), and
+    its triggered captures are listed with the fields the manifest records."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    triggered = {"stage": "all", "step": 4, "index": 0, "rank": 0, "role": "integrated",
+                 "backend": "none", "steps": [4, 5], "reason": "trigger_end",
+                 "files": ["rank0_h_1_step4.mstx.trace.json"], "trigger": "anomaly"}
+    planned = {**triggered, "step": 1, "steps": [1], "reason": "window_end", "trigger": ""}
+    (tmp_path / "cluster_summary.json").write_text(json.dumps({"workers": [
+        {"rank": 0, "enabled": True, "captures": [planned, triggered]},
+        {"rank": 3, "enabled": True, "captures": []},
+        {"rank": 5, "enabled": False, "captures": []}]}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [0, 3]
+    assert [(f.kind, f.where) for f in health.findings] == [("missing_rank", "rank 3")]
+    assert health.triggered == [{
+        "rank": 0, "step": 4, "steps": [4, 5], "trigger_step": None, "stage": "all",
+        "trigger": "anomaly", "reason": "trigger_end",
+        "files": ["rank0_h_1_step4.mstx.trace.json"]}]
+
+
+def flight_dump(root: Path) -> str:
+    """A flight dump of steps 6-8 asked for by an anomaly at step 8; its path under root."""
+    rel = "flight/rank0_h_1_step6.mstx.trace.json"
+    ranges(root / rel, {6: 100.0, 7: 200.0, 8: 300.0}, rank=0, stage="flight", step=6,
+           reason="anomaly", steps=[6, 7, 8], trigger_step=8)
+    return rel
+
+
+def test_a_capture_no_manifest_lists_is_named_from_its_own_metadata(tmp_path: Path) -> None:
+    rel = flight_dump(tmp_path)
+    assert doctor(tmp_path).triggered == [{
+        "rank": 0, "step": 8, "steps": [6, 7, 8], "trigger_step": 8, "stage": None,
+        "trigger": "flight", "reason": "anomaly", "files": [rel]}]
+
+
+def test_a_flight_dump_the_manifest_lists_is_named_once(tmp_path: Path) -> None:
+    """The manifest names the dump by its first step and the step that asked for it; the file
+    by the latter: the two are one capture."""
+    rel = flight_dump(tmp_path)
+    listed = {"stage": "all", "step": 6, "index": 0, "rank": 0, "role": "integrated",
+              "backend": "flight", "steps": [6, 7, 8], "reason": "anomaly", "files": [rel],
+              "trigger": "flight", "trigger_step": 8}
+    (tmp_path / "manifest.rank0.json").write_text(json.dumps({
+        "rank": 0, "status": "running", "captures": [listed]}))
+    assert doctor(tmp_path).triggered == [{
+        "rank": 0, "step": 6, "steps": [6, 7, 8], "trigger_step": 8, "stage": "all",
+        "trigger": "flight", "reason": "anomaly", "files": [rel]}]
+
+
+def test_an_on_demand_capture_the_manifest_lists_is_named_once(tmp_path: Path) -> None:
+    """No ``trigger_step``: the manifest's entry and the file's metadata meet on ``step``."""
+    rel = "rank0_h_1_step5.mstx.trace.json"
+    ranges(tmp_path / rel, {5: 100.0}, rank=0, step=5, trigger="on_demand")
+    listed = {"stage": "all", "step": 5, "index": 0, "rank": 0, "role": "integrated",
+              "backend": "none", "steps": [5], "reason": "trigger_end", "files": [rel],
+              "trigger": "on_demand"}
+    (tmp_path / "manifest.rank0.json").write_text(json.dumps({
+        "rank": 0, "status": "running", "captures": [listed]}))
+    assert doctor(tmp_path).triggered == [{
+        "rank": 0, "step": 5, "steps": [5], "trigger_step": None, "stage": "all",
+        "trigger": "on_demand", "reason": "trigger_end", "files": [rel]}]
+
+
+def test_captures_are_counted_per_rank_by_stem_in_rank_order(tmp_path: Path) -> None:
+    """A trace and a range file of one step are one capture; ranks go in numeric order, a
+    capture that names no rank ("?") last."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "rank0_h_1_step1.pt.trace.json").write_text(json.dumps({
+        "distributedInfo": {"rank": 0},
+        "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}))
+    ranges(tmp_path / "rank0_h_1_step2.mstx.trace.json", {2: 100.0}, rank=0, step=2)
+    ranges(tmp_path / "rank10_h_3_step1.mstx.trace.json", {1: 100.0}, rank=10)
+    ranges(tmp_path / "rank2_h_2_step1.mstx.trace.json", {1: 100.0}, rank=2)
+    (tmp_path / "other.json").write_text(json.dumps({
+        "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}))
+    health = doctor(tmp_path)
+    assert list(health.captures_per_rank.items()) == [("0", 2), ("2", 1), ("10", 1), ("?", 1)]
+
+
+def test_a_range_file_of_4_kib_is_left_to_the_reader(tmp_path: Path) -> None:
+    """The cheap check reads only range files under 4096 bytes; one of exactly 4096 bytes that
+    holds no range is named by the reader's check instead."""
+    path = tmp_path / "rank0_h_1_step1.mstx.trace.json"
+    ranges(path, {}, rank=0, pad="")
+    pad = 4096 - path.stat().st_size
+    ranges(path, {}, rank=0, pad="x" * pad)
+    assert path.stat().st_size == 4096
+    (finding,) = doctor(tmp_path).findings
+    assert (finding.kind, finding.message) == (
+        "empty", f"{path.name}: captured nothing (no ranges, no ops): analyse counts it but has "
+        "nothing to show")
+
+
+def skew(root: Path, first: dict[int, float | None], second: dict[int, float | None],
+         first_host: str | None = "a", skew_ms: float = 500.0) -> list[tuple[str, str]]:
+    """The clock_skew findings (where, message) of two hosts' range files."""
+    ranges(root / "rank0_a_1_step1.mstx.trace.json", first, host=first_host, rank=0)
+    ranges(root / "rank1_b_2_step1.mstx.trace.json", second, host="b", rank=1)
+    return [(f.where, f.message) for f in doctor(root, skew_ms=skew_ms).findings
+            if f.kind == "clock_skew"]
+
+
+@pytest.mark.parametrize("late, found", [(1_500_000.0, False), (1_500_001.0, True)])
+def test_clock_skew_is_a_gap_over_the_limit(tmp_path: Path, late: float, found: bool) -> None:
+    """Step 1 starts 500 ms apart on the two hosts (not over 500 ms), then 500.001 ms."""
+    assert bool(skew(tmp_path, {1: 1_000_000.0}, {1: late})) is found
+
+
+def test_clock_skew_of_a_host_that_names_itself_not(tmp_path: Path) -> None:
+    """The first steps seen on both hosts are compared (step 2: step 1 is on one host only)."""
+    assert skew(tmp_path, {2: 100.0}, {1: 0.0, 2: 2_000_100.0}, first_host=None) == [
+        ("?, b", "hosts ? and b: step 2 starts 2000 ms apart (over 500 ms): clocks out of sync, "
+         "so cross-host timelines are shifted")]
+
+
+def test_clock_skew_of_a_step_range_without_a_start(tmp_path: Path) -> None:
+    """A step range with no ``ts`` starts at 0: 0.001 ms before the other host's, over 0.0005."""
+    assert [where for where, _ in skew(tmp_path, {1: None}, {1: 1.0}, skew_ms=0.0005)] == [
+        "a, b"]
+
+
+def test_doctor_reads_with_as_many_processes_as_analyse(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindspeed_prof.analysis import analyse as analyse_module
+    from mindspeed_prof.analysis import parallel
+
+    calls: list[object] = []
+    real = analyse_module.analyse
+
+    def spy(root: Path, **kwargs: Any) -> Any:
+        calls.append(kwargs.get("jobs"))
+        return real(root, **kwargs)
+
+    monkeypatch.setattr(analyse_module, "analyse", spy)
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 3)
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    assert doctor(tmp_path).healthy and calls == [3]
+
+
+def test_a_temporary_name_with_a_suffix_after_tmp_is_a_temp_file(tmp_path: Path) -> None:
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "rank0_h_1_step1.pt.trace.tmp.json").write_text("{")
+    assert [(f.kind, f.where) for f in doctor(tmp_path).findings] == [
+        ("temp_file", "rank0_h_1_step1.pt.trace.tmp.json")]
+
+
+def test_a_job_whose_rank_another_tools_trace_holds_captured_something(tmp_path: Path) -> None:
+    """The job ended with no capture of its own listed, but a Kineto trace (no name of ours)
+    says rank 1: it did capture; and a manifest without a ``captures`` list is read."""
+    (tmp_path / "worker.json").write_text(json.dumps({"distributedInfo": {"rank": 1},
+                                                      "traceEvents": [{
+        "ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]}))
+    (tmp_path / "manifest.rank1.json").write_text(json.dumps({
+        "rank": 1, "status": "completed", "captures": [],
+        "profiler_config": {"integrated": {"profile": True, "profile_step_start": 5,
+                                           "profile_step_end": 7}}}))
+    (tmp_path / "manifest.rank2.json").write_text(json.dumps({"rank": 2, "status": "running"}))
+    (tmp_path / "cluster_summary.json").write_text(json.dumps({"stage_rank": []}))
+    health = doctor(tmp_path)
+    assert [(f.kind, f.where) for f in health.findings] == [("missing_rank", "rank 2")]
+    assert health.disk_per_rank == {1: (tmp_path / "worker.json").stat().st_size}
+    assert health.triggered == []
+
+
+def test_each_capture_analyse_cannot_read_is_named_after_one_already_named(
+        tmp_path: Path) -> None:
+    """An empty file analyse also skips has its one finding; an unreadable compressed trace
+    after it (its tail not checked: binary) is still named."""
+    (tmp_path / "rank0_h_1_step1.pt.trace.json").write_bytes(b"")
+    (tmp_path / "rank1_h_2_step1.pt.trace.json.gz").write_bytes(b"not gzip")
+    ranges(tmp_path / "rank2_h_3_step1.mstx.trace.json", {1: 100.0}, rank=2)
+    found = [(f.kind, f.where) for f in doctor(tmp_path).findings]
+    assert found == [("empty", "rank0_h_1_step1.pt.trace.json"),
+                     ("unreadable", "rank1_h_2_step1.pt.trace.json.gz")]
+
+
+def test_a_compressed_trace_is_not_checked_for_a_json_tail(tmp_path: Path) -> None:
+    import gzip
+
+    (tmp_path / "rank0_h_1_step1.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps({
+        "distributedInfo": {"rank": 0},
+        "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1,
+                         "dur": 2}]}).encode()))
+    health = doctor(tmp_path)
+    assert health.findings == [] and health.captures_per_rank == {"0": 1}
+
+
+def test_a_range_file_still_open_is_interrupted_not_empty(tmp_path: Path) -> None:
+    """A small range file of the current format, never closed and with no event list yet: the
+    reader names it interrupted (and, holding nothing, empty); the cheap check, which would
+    have named it empty alone, leaves it to the reader."""
+    path = tmp_path / "rank0_h_1_step1.mstx.trace.json"
+    path.write_text(json.dumps({"mindspeed_prof": {"kind": "spans", "format": 2, "rank": 0,
+                                                   "host": "h", "step": 1}}))
+    assert [(f.kind, f.where) for f in doctor(tmp_path).findings] == [
+        ("interrupted", path.name), ("empty", path.name)]
+
+
+def test_clock_skew_takes_each_hosts_earliest_start(tmp_path: Path) -> None:
+    """Host a's step 1 is in two files (starts 0 and 2 s), host b's starts at 1 s: a is early;
+    a step range without args is no step."""
+    ranges(tmp_path / "rank0_a_1_step1.mstx.trace.json", {1: 0.0}, host="a", rank=0)
+    ranges(tmp_path / "rank1_b_2_step1.mstx.trace.json", {1: 1_000_000.0}, host="b", rank=1)
+    late = ranges(tmp_path / "rank2_a_3_step1.mstx.trace.json", {1: 2_000_000.0}, host="a",
+                  rank=2)
+    data = json.loads(late.read_text())
+    data["traceEvents"].append({"ph": "X", "pid": 1, "tid": 1, "cat": "step",
+                                "name": "ProfilerStep#0", "ts": 5.0, "dur": 1.0})
+    late.write_text(json.dumps(data))
+    assert [f.where for f in doctor(tmp_path).findings if f.kind == "clock_skew"] == ["a, b"]
+
+
+def test_a_note_on_how_a_capture_was_read_is_a_note_not_a_finding(tmp_path: Path) -> None:
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 2},
+              {"ph": "X", "cat": "cuda_profiler_range", "name": "r", "ts": 1, "dur": 2}]
+    (tmp_path / "worker.json").write_text(json.dumps(
+        {"distributedInfo": {"rank": 1}, "traceEvents": events}))
+    health = doctor(tmp_path)
+    assert health.healthy
+    assert health.notes == ["worker.json: 1 CUDA range-profiler records, not read as device time"]
