@@ -431,3 +431,18 @@ def test_bad_ranks_message_in_full(ranks: object, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         check(profile_ranks=ranks)
     assert str(err.value) == f"{KEY}.profile_ranks={message}"
+
+
+@pytest.mark.parametrize("word,expected", [("true", True), ("TRUE", True), ("False", False)])
+def test_true_and_false_as_words_in_any_case(word: str, expected: bool) -> None:
+    assert check(mstx=word, profile_with_memory=word).profile_with_memory is expected
+
+
+def test_an_empty_stage_list_message_in_full() -> None:
+    with pytest.raises(ConfigError) as err:
+        check(stage=[])
+    assert str(err.value) == (
+        f"{KEY}.stage=[]: an empty list captures nothing; allowed: all, actor_generate, "
+        "actor_compute_log_prob, reference_compute_log_prob, critic_compute_values, "
+        "actor_update, critic_update, actor_image_embeds, compute_rm_score, train_batch, "
+        "forward_backward, or a list of stages such as [actor_generate, actor_update]")
