@@ -24,7 +24,8 @@ RANGES_STEP_BYTES = 64 * 1024
 
 
 def bytes_under(path: Path) -> int:
-    """Bytes of every file under ``path`` (a file: its size); unreadable entries count 0."""
+    """Bytes of every file under ``path`` (a file: its size; missing: 0); unreadable entries
+    count 0."""
     if path.is_file():
         return path.stat().st_size
     total = 0
@@ -59,7 +60,7 @@ class DiskBudget:
         ``RANGES_STEP_BYTES``: a whole-MB budget always holds that, so only a save root that
         earlier runs (or a restart) already filled leaves no room.
         """
-        used = bytes_under(self.root) if self.root.exists() else 0
+        used = bytes_under(self.root)  # 0 for a root not made yet
         if used + RANGES_STEP_BYTES <= self.limit:
             return ""
         return (f"{self.root} already holds {used / 2**20:.1f} MB, and one step needs about "
@@ -67,7 +68,7 @@ class DiskBudget:
 
     def choose(self, level: str, steps: int) -> tuple[str | None, str]:
         """The level to capture at (``None``: skip) and, when it differs, why."""
-        used = bytes_under(self.root) if self.root.exists() else 0
+        used = bytes_under(self.root)  # 0 for a root not made yet
         room = self.limit - used
         why = f"{used / 2**20:.1f} MB of max_disk_mb={self.limit // 2**20} used"
         if room <= 0:
@@ -77,7 +78,7 @@ class DiskBudget:
             if estimate is None or estimate * steps <= room:  # unmeasured: this capture measures
                 if candidate == level:
                     return level, ""
-                need = self.per_step.get(level, 0.0) * steps / 2**20
+                need = self.per_step[level] * steps / 2**20  # measured: it did not fit
                 return candidate, f"{why}; {level} would need about {need:.1f} MB"
         return None, f"{why}; even ranges only would not fit"
 

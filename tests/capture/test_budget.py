@@ -100,6 +100,14 @@ def test_budget_with_room_for_a_step_says_nothing(tmp_path: Path) -> None:
     assert "already holds" in DiskBudget(1, tmp_path).full_at_start()
 
 
+def test_a_save_root_not_made_yet_holds_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "not_yet"
+    assert bytes_under(root) == 0
+    assert DiskBudget(1, root).full_at_start() == ""
+    assert DiskBudget(1, root).choose("level1", 3) == ("level1", "")
+    assert not root.exists()  # asking made nothing
+
+
 def test_learns_the_largest_cost_per_step_of_each_level(tmp_path: Path) -> None:
     budget = DiskBudget(4, tmp_path)
     budget.learn("level1", 3 * MB, 1)
