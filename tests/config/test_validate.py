@@ -446,3 +446,16 @@ def test_an_empty_stage_list_message_in_full() -> None:
         "actor_compute_log_prob, reference_compute_log_prob, critic_compute_values, "
         "actor_update, critic_update, actor_image_embeds, compute_rm_score, train_batch, "
         "forward_backward, or a list of stages such as [actor_generate, actor_update]")
+
+
+def test_a_field_in_the_wrong_section_message_in_full() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"integrated": {"max_disk_mb": 5}})
+    assert str(err.value) == (
+        f"{KEY}.max_disk_mb: not one of MindSpeed-RL's fields, which are all "
+        "profiler_config.integrated may hold (its config class rejects any other key); "
+        f"set it as {EXT}.max_disk_mb")
+    with pytest.raises(ConfigError) as err:
+        validate({"extensions": {"mstx": True}})
+    assert str(err.value) == (f"{EXT}.mstx: one of MindSpeed-RL's fields; "
+                              f"set it as {KEY}.mstx")
