@@ -16,28 +16,49 @@ from typing import Any
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
-from mindspeed_prof.analysis.readers.memory import is_memory_file
 from mindspeed_prof.raylink import connect
 
 __all__ = ["read_on_cluster"]
 
-def _listing(root: str) -> tuple[str, str, str, list[tuple[str, int, int]]]:
-    """On one node: its id, host name, ``root`` as it sees it (``~``: its own home) and the
-    captures it holds (path, bytes, mtime)."""
-    import ray
+Capture = tuple[str, int, int]  # its path on the node that holds it, bytes, newest mtime
+Listing = tuple[str, str, str, list[Capture]]  # node id, host, root as the node sees it, captures
 
+
+def holdings(root: str) -> tuple[str, list[Capture]]:
+    """``root`` as this node sees it (``~``: its own home) and the captures it holds there
+    (``discover``'s: memory files are not captures; the driver joins them to theirs)."""
     here = Path(root).expanduser()
     found = []
     try:
         for path in discover(here):
-            if is_memory_file(path.name):
-                continue  # joined to captures on the driver: not read with --ray
             stamp = cache.stamp(path)
             if stamp is not None:
                 found.append((str(path), *stamp))
     except BadFile:
         pass  # no such root on this node
-    return ray.get_runtime_context().get_node_id(), socket.gethostname(), str(here), found
+    return str(here), found
+
+
+def assign(listings: list[Listing]) -> dict[Capture, str]:
+    """The node that reads each capture: a node that holds it; a capture several nodes hold (a
+    shared filesystem) goes to whichever has the fewest bytes so far, the first on a tie."""
+    load = {node: 0 for node, _, _, _ in listings}
+    owner: dict[Capture, str] = {}
+    for node, _, _, found in listings:
+        for capture in found:
+            if capture not in owner or load[node] < load[owner[capture]]:
+                if capture in owner:
+                    load[owner[capture]] -= capture[1]
+                owner[capture] = node
+                load[node] += capture[1]
+    return owner
+
+
+def _listing(root: str) -> Listing:
+    """On one node: its id, host name and ``holdings(root)``."""
+    import ray
+
+    return (ray.get_runtime_context().get_node_id(), socket.gethostname(), *holdings(root))
 
 
 def _reading(path: str, root: str, use_cache: bool) -> tuple[str, bytes | TraceData | str]:
@@ -66,16 +87,9 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
                         for n in nodes])
     hosts = {node: host for node, host, _, _ in listings}
     roots = {node: Path(there) for node, _, there, _ in listings}
-    load: dict[str, int] = dict.fromkeys(hosts, 0)
-    owner: dict[tuple[str, int, int], str] = {}
-    for node, _, _, found in listings:
-        for capture in found:
-            if capture not in owner or load[node] < load[owner[capture]]:
-                if capture in owner:
-                    load[owner[capture]] -= capture[1]
-                owner[capture] = node
-                load[node] += capture[1]
-    def under_root(capture: tuple[str, int, int]) -> Path:
+    owner = assign(listings)
+
+    def under_root(capture: Capture) -> Path:
         """The capture as ``root/...``: where it lies below the root of the node holding it."""
         return root / Path(capture[0]).relative_to(roots[owner[capture]])
 

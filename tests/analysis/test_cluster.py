@@ -176,3 +176,54 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     host = result["summary"]["workers"][0]["host"]
     assert result["tracks"] == [f"rank {r} · integrated · {host}" for r in (0, 1)]  # timeline --ray
     assert len({pid for pid, _ in result["steps"]}) == 2 and len(result["steps"]) == 4
+
+
+# -- the driver's decisions, in-process (no cluster) -----------------------------------------
+
+def test_a_capture_several_nodes_hold_goes_to_the_least_loaded() -> None:
+    """Worked by hand: A lists all three first (A 220); B then takes c1 (B 100, A 120) and c2
+    (B 150, A 70); for c3 B's 150 is not below A's 70, so A keeps it."""
+    from mindspeed_prof.analysis.cluster import assign
+
+    c1, c2, c3 = ("/s/c1", 100, 1), ("/s/c2", 50, 2), ("/s/c3", 70, 3)
+    shared = [c1, c2, c3]
+    assert assign([("A", "ha", "/s", shared), ("B", "hb", "/s", shared)]) == {
+        c1: "B", c2: "B", c3: "A"}
+
+
+def test_a_capture_one_node_holds_is_read_there_whatever_its_load() -> None:
+    from mindspeed_prof.analysis.cluster import assign
+
+    big, own, shared = ("/a/big", 10**9, 1), ("/b/own", 5, 1), ("/s/x", 10, 1)
+    owner = assign([("A", "ha", "/a", [big, shared]), ("B", "hb", "/b", [own, shared])])
+    assert owner == {big: "A", own: "B", shared: "B"}  # B's 5 bytes < A's 10**9 + 10
+    assert assign([]) == {}
+
+
+def test_on_a_tie_the_first_node_keeps_the_capture() -> None:
+    from mindspeed_prof.analysis.cluster import assign
+
+    x, z = ("/s/x", 10, 1), ("/b/z", 10, 2)
+    owner = assign([("A", "", "/s", [x]), ("B", "", "/s", [z, x])])
+    assert owner == {x: "A", z: "B"}  # B has 10 after z, as many as A: x stays with A
+
+
+def test_a_node_holds_its_captures_but_not_memory_files(tmp_path: Path) -> None:
+    from mindspeed_prof.analysis.cluster import holdings
+
+    root = tmp_path / "run"
+    trace = root / "integrated" / "rank0_h_1_step1.pt.trace.json"
+    trace.parent.mkdir(parents=True)
+    trace.write_text('{"traceEvents": []}')
+    (trace.parent / "rank0_h_1_step1.memory_timeline.json.gz").write_bytes(b"")
+    (trace.parent / "rank0_h_1_step1.memory_snapshot.pickle").write_bytes(b"")
+    os.utime(trace, ns=(1_000_000_000, 2_000_000_000))
+    assert holdings(str(root)) == (str(root), [(str(trace), 19, 2_000_000_000)])
+
+
+def test_a_node_without_the_root_holds_nothing_and_reads_tilde_as_its_home(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindspeed_prof.analysis.cluster import holdings
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert holdings("~/nowhere") == (str(tmp_path / "nowhere"), [])
