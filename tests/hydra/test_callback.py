@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,8 @@ def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
 
 def test_stage_sweep_joblib_launcher(app: Path) -> None:
     run_app(app, "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-            "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES3}", check=True)
+            "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES3}",
+            check=True)
     check_sweep(app)
 
 
@@ -399,7 +401,11 @@ def test_a_job_that_raised_is_failed_with_its_error_in_one_line(
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
 
 
-@pytest.mark.parametrize("ended, status", [(None, "completed"), (Ended("UNKNOWN"), "failed")])
+BARE_FAILED = types.SimpleNamespace(status=types.SimpleNamespace(name="FAILED"))  # no value
+
+
+@pytest.mark.parametrize("ended, status", [(None, "completed"), (Ended("UNKNOWN"), "failed"),
+                                           (BARE_FAILED, "failed")])
 def test_a_job_end_without_a_known_success_is_failed(tmp_path: Path, callback: Any,
                                                      ended: Any, status: str) -> None:
     cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
@@ -419,6 +425,8 @@ def test_error_lines() -> None:
     assert long is not None and len(long) == 300 and long == "ValueError: " + "x" * 287 + "…"
     exact = "x" * (300 - len("ValueError: "))
     assert _error_line(ValueError(exact)) == "ValueError: " + exact
+    assert _error_line(ValueError(exact + "y")) == "ValueError: " + "x" * 287 + "…"  # 301 long
+    assert _error_line(OSError("C:\\tmp 'a'")) == "OSError: C:\\tmp 'a'"  # printable as is
 
 
 def test_profile_off_sets_a_disabled_profiler_and_writes_nothing(
@@ -546,3 +554,274 @@ def test_a_sweep_with_a_relative_save_path_is_summarised_from_where_jobs_wrote(
     assert [j["status"] for j in jobs] == ["completed", "completed"]
     out = capsys.readouterr().out
     assert "critic_update" in out and "actor_update" in out  # the table, one row per job
+    assert f"Sweep {sweep}\n" in out
+
+
+def test_profiling_with_no_flight_recorder_nor_anomaly_writes_its_manifest(
+        tmp_path: Path, callback: Any) -> None:
+    """A planned capture alone (the demo's flight recorder off, no on-demand requests) is a
+    profiled job."""
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light",
+                      "profiler_config.extensions.flight_recorder_steps=0",
+                      "profiler_config.extensions.on_demand=false")
+    callback.on_job_start(cfg)
+    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "running"
+    run_steps(range(1, 4))
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "completed" and [c["steps"] for c in m["captures"]] == [[2, 3]]
+    assert m["versions"]["hydra-core"].startswith("1.3")
+
+
+def test_a_flight_recorder_alone_is_a_profiled_job(tmp_path: Path, callback: Any) -> None:
+    """Profiling off and no on-demand requests, the demo's flight recorder on: the job gets
+    its manifest (a dump on an error would go there), with no capture when nothing failed."""
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=none", "profiler_config.extensions.on_demand=false")
+    callback.on_job_start(cfg)
+    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "running"
+    run_steps(range(1, 4))
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "completed" and m["captures"] == []
+    assert m["profiler_config"]["extensions"]["flight_recorder_steps"] == 3
+
+
+def test_a_sweep_summary_that_fails_at_exit_is_one_warning(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    registered = exit_hooks(monkeypatch)
+    sweep = tmp_path / "multirun"  # never made: no job ran
+    cfg = compose_job(sweep / "0", "profiler_config=mstx_light", f"hydra.sweep.dir={sweep}",
+                      mode="MULTIRUN")
+    callback.on_multirun_start(cfg)
+    ((hook, args),) = registered
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        hook(*args)
+    assert caplog.messages == [
+        f"mindspeed-prof: could not write the sweep summary: {sweep}: not a multirun directory"]
+
+
+def test_a_sweep_that_profiled_nothing_prints_and_writes_nothing(
+        tmp_path: Path, callback: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = tmp_path / "multirun"
+    (sweep / "0").mkdir(parents=True)
+    cfg = compose_job(sweep / "0", "profiler_config=none", f"hydra.sweep.dir={sweep}",
+                      mode="MULTIRUN")
+    callback.on_multirun_end(cfg)
+    assert capsys.readouterr().out == "" and not (sweep / "sweep_summary.json").exists()
+
+
+def test_a_task_that_exits_is_finished_by_the_exit_hook_as_exited(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sys.exit`` in the task skips ``on_job_end``: the hook registered at the start ends
+    the job with status ``exited``."""
+    registered = exit_hooks(monkeypatch)
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    callback.on_job_start(cfg)
+    run_steps(range(1, 4))
+    ((hook, args),) = registered
+    hook(*args)
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "exited" and [c["steps"] for c in m["captures"]] == [[2, 3]]
+
+
+def test_a_completed_task_whose_profiling_failed_is_failed(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A capture that cannot start (a file where its folder goes): the task completed, the
+    job did not profile, so the manifest says failed and the line says why nothing is there."""
+    import logging
+    import warnings
+
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    callback.on_job_start(cfg)
+    (out / "profiler_data" / "integrated").write_text("not a directory")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the profiler's own warning
+        run_steps(range(1, 4))
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    m = load_json(out / "profiler_data" / "manifest.json")
+    assert m["status"] == "failed" and m["profiler_failed"] is True and "error" not in m
+    assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in outputs/profiler_data: "
+                                   "profiling failed in this job (its log names the cause)")
+
+
+def test_a_failed_analysis_after_the_job_is_one_warning(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from mindspeed_prof.analysis import summary
+
+    def broken(root: Path) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(summary, "write_run_summary", broken)
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_analysis=true")
+    callback.on_job_start(cfg)
+    run_steps(range(1, 4))
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert caplog.messages == ["mindspeed-prof: analysis after the job failed: disk full"]
+    # each capture's own summary came before, from the profiler's hook
+    assert list((out / "profiler_data" / "integrated").glob("*.summary.json"))
+    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "completed"
+
+
+def test_a_manifest_that_cannot_be_written_is_one_warning_naming_it(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from mindspeed_prof import jsonio
+
+    def broken(path: Path, data: Any) -> None:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(jsonio, "write_json", broken)
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        callback.on_job_start(cfg)
+    path = out / "profiler_data" / "manifest.json"
+    assert caplog.messages == [f"mindspeed-prof: could not write {path}: read-only file system"]
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+
+
+def test_jobs_sharing_one_save_root_each_count_their_own_captures(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An absolute save root outside the launch dir, shared by a sweep's jobs: each job's line
+    names the root as given and counts its own captures, not the earlier jobs' files there
+    (job 2's stage never ran: nothing of its own); the sweep's summary finds them there."""
+    import logging
+    import shlex
+
+    exit_hooks(monkeypatch)
+    sweep, shared = tmp_path / "multirun", tmp_path / "shared"
+    jobs = [("stage_scoped", "actor_update"), ("mstx_light", "all"),
+            ("stage_scoped", "critic_update")]
+    lines = []
+    for num, (preset, stage) in enumerate(jobs):
+        cfg = compose_job(sweep / str(num), f"profiler_config={preset}",
+                          f"profiler_config.integrated.stage={stage}",
+                          f"profiler_config.integrated.profile_save_path={shared}",
+                          f"hydra.sweep.dir={sweep}", f"hydra.job.num={num}", mode="MULTIRUN",
+                          cwd=tmp_path / "launch")
+        (sweep / str(num)).mkdir(parents=True)
+        callback.on_job_start(cfg)
+        run_steps(range(1, 4))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+            callback.on_job_end(cfg, Ended("COMPLETED"))
+        lines.append(caplog.messages[-1])
+    assert sorted(p.name for p in shared.glob("manifest*.json")) == [
+        "manifest.job0.json", "manifest.job1.json", "manifest.job2.json"]
+    second = load_json(shared / "manifest.job1.json")
+    assert len(second["files"]) > len(second["captures"][0]["files"])  # job 0's are there
+    quoted = shlex.quote(str(shared))
+    assert lines == [
+        f"mindspeed-prof: 2 captures in {shared}; read them: mindspeed-prof analyse {quoted}",
+        f"mindspeed-prof: 1 capture in {shared}; read them: mindspeed-prof analyse {quoted}",
+        f"mindspeed-prof: nothing captured in {shared}: stage critic_update never ran in this "
+        "job (steps 2 to 3)"]
+    callback.on_multirun_end(cfg)
+    rows = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(r["job"], r["status"], r["captures"]) for r in rows] == [
+        (0, "completed", 2), (1, "completed", 1), (2, "completed", 0)]
+
+
+def test_a_multirun_config_without_mode_is_not_a_multirun() -> None:
+    """A Hydra config from before ``hydra.mode`` existed: a single run."""
+    from mindspeed_prof.hydra.callback import _multirun
+
+    assert _multirun(types.SimpleNamespace()) is False
+    assert _multirun(types.SimpleNamespace(mode="RunMode.MULTIRUN")) is True
+
+
+def test_a_preset_overridden_by_the_config_block_is_named_in_one_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from omegaconf import OmegaConf
+
+    from mindspeed_prof.hydra.callback import _name_overridden_preset
+
+    composed = OmegaConf.create({"integrated": {"profile": True, "mstx": False}})
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        _name_overridden_preset(composed, ["profiler_config=mstx_light"])
+        _name_overridden_preset(composed, ["profiler_config=mstx_light",
+                                           "profiler_config.integrated.mstx=false"])
+        _name_overridden_preset(composed, [])  # no preset chosen
+    assert caplog.messages == [
+        "mindspeed-prof: profiler_config=mstx_light: the app's config overrides the preset's "
+        "profiler_config.integrated.mstx=False (the preset's: True), because its defaults list "
+        "merges it after the preset (_self_ last, or missing); to let the preset win, delete "
+        "these keys from the app's profiler_config block, or list _self_ before the "
+        "profiler_config entry"]
+
+
+@pytest.mark.parametrize("dropped", ["profiler_config", "profiler_config.integrated"])
+def test_a_sweep_config_without_a_save_path_is_summarised_from_the_default_one(
+        tmp_path: Path, callback: Any, dropped: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep's own config sets no save path (no ``profiler_config`` at all: the app turned
+    the callback on itself and sweeps ``+profiler_config=...``): the jobs wrote under the
+    default ``./profiler_data/<num>/`` of the launch dir, and the summary finds them there."""
+    from omegaconf import open_dict
+
+    exit_hooks(monkeypatch)
+    sweep, launch = tmp_path / "multirun", tmp_path / "launch"
+    overrides = ["profiler_config=mstx_light",
+                 "profiler_config.integrated.profile_save_path=./profiler_data",
+                 f"hydra.sweep.dir={sweep}", "hydra.job.num=0", "hydra.job.chdir=false"]
+    cfg = compose_job(sweep / "0", *overrides, mode="MULTIRUN", cwd=launch)
+    (sweep / "0").mkdir(parents=True)
+    callback.on_job_start(cfg)
+    run_steps(range(1, 4))
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert (launch / "profiler_data" / "0" / "manifest.job0.json").is_file()
+    with open_dict(cfg):
+        if dropped == "profiler_config":
+            del cfg["profiler_config"]
+        else:
+            del cfg.profiler_config.integrated["profile_save_path"]
+    callback.on_multirun_end(cfg)
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["job"], j["status"], j["captures"]) for j in jobs] == [(0, "completed", 1)]
+
+
+def test_a_chdir_sweep_takes_no_stale_manifest_from_the_launch_dir(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``hydra.job.chdir`` a job's manifest is in its own dir only: one that an earlier
+    sweep without chdir left in ``<launch dir>/prof/1/`` is not job 1's of this sweep."""
+    exit_hooks(monkeypatch)
+    launch = tmp_path / "launch"
+    common = ["profiler_config=mstx_light", "profiler_config.integrated.profile_save_path=prof"]
+
+    def job(sweep: Path, num: int, chdir: bool, *more: str) -> Any:
+        cfg = compose_job(sweep / str(num), *common, *more, f"hydra.sweep.dir={sweep}",
+                          f"hydra.job.num={num}", f"hydra.job.chdir={chdir}", mode="MULTIRUN",
+                          cwd=launch)
+        (sweep / str(num)).mkdir(parents=True)
+        callback.on_job_start(cfg)
+        run_steps(range(1, 4))
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+        return cfg
+
+    job(tmp_path / "earlier", 1, False)
+    assert (launch / "prof" / "1" / "manifest.job1.json").is_file()
+    sweep = tmp_path / "multirun"
+    job(sweep, 0, True)
+    cfg = job(sweep, 1, True, "profiler_config.integrated.profile=false",
+              "profiler_config.extensions.flight_recorder_steps=0")  # job 1 profiles nothing
+    callback.on_multirun_end(cfg)
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["job"], j["status"]) for j in jobs] == [(0, "completed"), (1, "no manifest")]
