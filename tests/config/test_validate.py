@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
@@ -459,3 +460,34 @@ def test_a_field_in_the_wrong_section_message_in_full() -> None:
         validate({"extensions": {"mstx": True}})
     assert str(err.value) == (f"{EXT}.mstx: one of MindSpeed-RL's fields; "
                               f"set it as {KEY}.mstx")
+
+
+@pytest.mark.parametrize("section,fields,message", [
+    ("extensions", {"anomaly_min_ms": float("inf")},
+     "profiler_config.extensions.anomaly_min_ms=inf: must be a number >= 0 (the ms a slow step "
+     "or stage is over its median as well; 0: anomaly_factor alone decides)"),
+    ("extensions", {"anomaly_capture_steps": 0},
+     "profiler_config.extensions.anomaly_capture_steps=0: must be an integer >= 1 (steps "
+     "captured after an anomaly)"),
+    ("extensions", {"anomaly_window": 0},
+     "profiler_config.extensions.anomaly_window=0: must be an integer >= 2 (steps in the "
+     "rolling median)"),
+    ("integrated", {"profile_step_start": 0},
+     "profiler_config.integrated.profile_step_start=0: must be an integer >= 1 (steps are "
+     "1-based)"),
+    ("integrated", {"profile_with_cpu": False, "profile_with_npu": False, "mstx": False},
+     "profiler_config.integrated: nothing to collect: profile_with_cpu, profile_with_npu and "
+     "mstx are all false; set at least one of them to true"),
+])
+def test_a_bad_value_is_one_message_in_full(
+        section: str, fields: dict[str, Any], message: str) -> None:
+    tree: dict[str, Any] = {"integrated": {"profile": True}}
+    tree.setdefault(section, {}).update(fields)
+    with pytest.raises(ConfigError) as caught:
+        validate(tree)
+    assert str(caught.value) == message
+
+
+def test_one_step_after_an_anomaly_is_allowed() -> None:
+    cfg = validate({"integrated": {"profile": True}, "extensions": {"anomaly_capture_steps": 1}})
+    assert cfg.anomaly_capture_steps == 1
