@@ -491,3 +491,18 @@ def test_a_bad_value_is_one_message_in_full(
 def test_one_step_after_an_anomaly_is_allowed() -> None:
     cfg = validate({"integrated": {"profile": True}, "extensions": {"anomaly_capture_steps": 1}})
     assert cfg.anomaly_capture_steps == 1
+
+
+@pytest.mark.parametrize("fields,defaults", [
+    ({"profile_step_start": 5, "profile_step_end": 2},
+     {"profile_step_start": 1, "profile_step_end": 2}),
+    ({"profile_save_path": ""}, {"profile_save_path": "./profiler_data"}),
+    ({"profile_with_cpu": False, "profile_with_npu": False, "mstx": False},
+     {"profile_with_cpu": True, "profile_with_npu": True, "mstx": False}),
+])
+def test_with_profile_off_a_broken_rule_falls_back_to_every_default_it_names(
+        fields: dict[str, Any], defaults: dict[str, Any]) -> None:
+    """``profile: false`` never stops a run over values it does not use: each field the
+    broken rule names is reset to its default (and the run warned)."""
+    cfg = validate({"integrated": {"profile": False, **fields}})
+    assert {name: getattr(cfg, name) for name in defaults} == defaults
