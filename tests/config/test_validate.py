@@ -478,6 +478,19 @@ def test_a_field_in_the_wrong_section_message_in_full() -> None:
     ("integrated", {"profile_with_cpu": False, "profile_with_npu": False, "mstx": False},
      "profiler_config.integrated: nothing to collect: profile_with_cpu, profile_with_npu and "
      "mstx are all false; set at least one of them to true"),
+    ("extensions", {"warmup_steps": -1},
+     "profiler_config.extensions.warmup_steps=-1: must be an integer >= 0"),
+    ("extensions", {"flight_recorder_steps": -1},
+     "profiler_config.extensions.flight_recorder_steps=-1: must be an integer >= 0 (0 turns it "
+     "off)"),
+    ("extensions", {"profile_steps": [3], "warmup_steps": 2},
+     "profiler_config.extensions.warmup_steps=2: warmup steps come before profile_step_start, "
+     "and profile_steps replaces the window; set warmup_steps=0, or use profile_step_start and "
+     "profile_step_end"),
+    ("integrated", {"mstx": True, "profile_export_type": "db", "profile_level": "level_none"},
+     "profiler_config.integrated.profile_export_type=db: not supported with mstx=true and "
+     "profile_level=level_none (torch_npu exports lightweight ranges as text only); allowed: "
+     "text, or profile_level in level0, level1, level2"),
 ])
 def test_a_bad_value_is_one_message_in_full(
         section: str, fields: dict[str, Any], message: str) -> None:
@@ -506,3 +519,13 @@ def test_with_profile_off_a_broken_rule_falls_back_to_every_default_it_names(
     broken rule names is reset to its default (and the run warned)."""
     cfg = validate({"integrated": {"profile": False, **fields}})
     assert {name: getattr(cfg, name) for name in defaults} == defaults
+
+
+@pytest.mark.parametrize("tree,message", [
+    ([1], "profiler_config: expected a mapping, got list"),
+    ({"integrated": 5}, "profiler_config.integrated: expected a mapping of fields, got int"),
+])
+def test_a_tree_that_is_not_a_mapping_is_named(tree: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        validate(tree)
+    assert str(caught.value) == message
