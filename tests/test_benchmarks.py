@@ -34,6 +34,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], str]:
     return json.loads((out / "r.json").read_text()), (out / "r.md").read_text()
 
 
+@pytest.mark.slow
 def test_every_group_gives_figures_with_numbers(quick: tuple[list[dict], str]) -> None:
     figures, _ = quick
     assert {f["group"] for f in figures} == GROUPS and len(GROUPS) >= 5
@@ -48,6 +49,7 @@ def test_every_group_gives_figures_with_numbers(quick: tuple[list[dict], str]) -
             assert lo <= f["ratio"] <= hi, f
 
 
+@pytest.mark.slow
 def test_verdict_follows_goal(quick: tuple[list[dict], str]) -> None:
     figures, text = quick
     for f in figures:

@@ -1,4 +1,4 @@
-"""The public API: what README names, typed for type checkers, imported lazily at run time."""
+"""The public API: what README and docs/ name, typed for type checkers, imported lazily at run time."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import mindspeed_prof
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_readme_names_are_exported() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_documented_names_are_exported() -> None:
+    readme = "\n".join(p.read_text() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
     imported = {n.strip() for line in re.findall(r"from mindspeed_prof import ([\w, ]+)", readme)
                 for n in line.split(",")}
     used = set(re.findall(r"mindspeed_prof\.(\w+)\(", readme))

@@ -62,6 +62,7 @@ def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
     assert summary["node"] in alive_nodes(ray_cluster) and summary["files"]
 
 
+@pytest.mark.ray
 def test_an_unreachable_address_is_one_line_and_exit_2(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(Unreachable, match="127.0.0.1:1"):
@@ -142,6 +143,7 @@ finally:
 '''
 
 
+@pytest.mark.ray
 def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     """Two Ray nodes (``ray.cluster_utils.Cluster``, in a subprocess so the session's cluster is
     untouched), each with its own disk: workers placed by node write under their node's ``~``;

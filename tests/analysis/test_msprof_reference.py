@@ -52,6 +52,8 @@ from corpus import npu_sets, unpack
 
 from mindspeed_prof.cli import main
 
+pytestmark = pytest.mark.reference  # msprof-analyze runs beside ours
+
 OUT = "ASCEND_PROFILER_OUTPUT"
 #: Sets compared with ``cluster -m all`` (the gpt3 set as its renamed copy, see above).
 CLUSTER_SETS = ["npu_text_level0", "npu_text_level1", "npu_text_level2", "npu_db_level0",

@@ -57,6 +57,7 @@ def steps_in(path: Path) -> set[str]:
 
 
 # Python ends an unhandled KeyboardInterrupt by re-raising SIGINT, so both exit by signal.
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)])
 def test_signal_flushes_then_keeps_its_effect(tmp_path: Path, sig: int, code: int) -> None:
     proc = start(tmp_path, "level0")
@@ -69,6 +70,7 @@ def test_signal_flushes_then_keeps_its_effect(tmp_path: Path, sig: int, code: in
         assert {"ProfilerStep#1", "ProfilerStep#3"} <= steps_in(f)
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_spans_up_to_last_completed_step(tmp_path: Path) -> None:
     proc = start(tmp_path, "level_none")
     os.kill(proc.pid, signal.SIGKILL)

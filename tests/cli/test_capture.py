@@ -25,6 +25,7 @@ def test_command_when_no_job_runs_says_so(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # withdrawn, unmarked, the folders it made removed
 
 
+@pytest.mark.slow
 def test_command_on_a_root_no_job_saves_to_gives_up_soon_and_leaves_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     started = time.monotonic()
@@ -76,6 +77,7 @@ def stop_jobs(procs: list[Any]) -> None:
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "out"
     procs = start_job(tmp_path, root)
@@ -92,6 +94,7 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
     assert any(p.name.endswith(".mstx.trace.json") for p in (root / "flight").iterdir())
 
 
+@pytest.mark.slow
 def test_a_light_job_asked_for_operators_records_them_on_the_same_step_on_both_ranks(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "out"
@@ -114,6 +117,7 @@ def test_a_light_job_asked_for_operators_records_them_on_the_same_step_on_both_r
     assert steps[0] == steps[1] and len(steps[0]) == 2, steps
 
 
+@pytest.mark.slow
 def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from mindspeed_prof import Profiler

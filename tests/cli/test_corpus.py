@@ -191,6 +191,7 @@ def html_rows(section: str) -> int:
 # -- every command on every set ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_every_command(name: str, corpus: Path, tmp_path: Path,
                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -385,6 +386,7 @@ def raw_counts(doc: dict[str, Any]) -> Counter[str]:
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in NAMES if KIND[n].startswith("kineto")])
 def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:

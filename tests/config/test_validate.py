@@ -174,9 +174,9 @@ def test_unknown_role_lists_allowed_roles() -> None:
         validate({"integrated": {}}, "actress")
 
 
-def test_readme_role_example() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### verl-style roles"):]
+def test_docs_role_example() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "roles.md").read_text()
+    section = doc[doc.index("## verl-style roles"):]
     block = section[section.index("```yaml\n") + 8:section.index("```\n", 8)]
     cfg = OmegaConf.create(block).profiler_config
     actor, rollout = validate(cfg, "actor"), validate(cfg, "rollout")

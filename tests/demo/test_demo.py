@@ -104,6 +104,8 @@ def test_in_process_mode(tmp_path: Path) -> None:
     assert len(result["rewards"]) == 3
 
 
+@pytest.mark.ray
+@pytest.mark.hydra_app
 def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "COLUMNS"))}
     proc = subprocess.run(
@@ -128,6 +130,7 @@ def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     assert max(len(line) for line in proc.stdout.splitlines() if "│" in line) <= 80
 
 
+@pytest.mark.hydra_app
 def test_in_process_mode_starts_no_ray(tmp_path: Path) -> None:
     """``demo.workers=0``: the workers run in this process, and Ray is neither imported for
     them nor started (asking Ray's runtime context would start a cluster)."""

@@ -119,6 +119,7 @@ VERL_APP = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.hydra_app
 def test_verl_help_lists_verls_profiler_and_ours_apart(verl_tree: Path, tmp_path: Path) -> None:
     from verl_wheel import add_defaults_line
 

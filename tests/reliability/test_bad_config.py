@@ -86,6 +86,7 @@ def conf(tmp_path_factory: pytest.TempPathFactory):
     GlobalHydra.instance().clear()
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(bad_override())
 def test_every_bad_override_is_rejected_naming_the_field(conf, case) -> None:

@@ -48,6 +48,7 @@ def run(tmp_path: Path, mode: str, level: str = "level1") -> subprocess.Complete
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["level1", "level_none"])
 def test_full_disk_warns_once_and_training_goes_on(tmp_path: Path, level: str) -> None:
     proc = run(tmp_path, "lenient", level)
@@ -61,6 +62,7 @@ def test_full_disk_warns_once_and_training_goes_on(tmp_path: Path, level: str) -
     assert not list((tmp_path / "out").rglob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_full_disk_with_strict_stops_at_once(tmp_path: Path) -> None:
     proc = run(tmp_path, "strict")
     assert proc.returncode != 0

@@ -41,6 +41,8 @@ from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.views.gantt import FONT
 from mindspeed_prof.views.html import FONT_PT, write_report
 
+pytestmark = pytest.mark.reference  # headless Chromium lays the report out
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 SETS = {"npu": "npu_text_qwen3_4rank_pp2", "cuda": "kineto_trace_compare"}

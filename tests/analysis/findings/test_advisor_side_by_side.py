@@ -46,8 +46,9 @@ from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, npu
 from mindspeed_prof.analysis.readers.model import TraceData
 
-pytestmark = pytest.mark.skipif(executable() is None,
-                                reason="msprof-analyze (test extra) is not installed")
+pytestmark = [pytest.mark.reference,
+              pytest.mark.skipif(executable() is None,
+                                 reason="msprof-analyze (test extra) is not installed")]
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 SETS = [s["name"] for s in json.loads((CORPUS / "sets.json").read_text())

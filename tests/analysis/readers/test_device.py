@@ -43,6 +43,7 @@ def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
     return {k: 1000 * sum(getattr(r, k) for r in steps) for k in _MS}
 
 
+@pytest.mark.reference
 def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
     logging.disable(logging.WARNING)
     try:
@@ -387,6 +388,7 @@ def _us(compute: float, noncompute: float, idle: float, span: float) -> dict[str
     return {"compute": compute, "noncompute": noncompute, "idle": idle, "span": span}
 
 
+@pytest.mark.reference
 def test_ops_launched_before_the_capture_are_no_steps_and_hta_agrees(tmp_path: Path) -> None:
     """An op whose correlation id no launch in the trace carries was launched before the capture
     began: the tail of the step before it, still running (HTA's trace_diff/test.json runs 614
@@ -410,6 +412,7 @@ def test_ops_launched_before_the_capture_are_no_steps_and_hta_agrees(tmp_path: P
         _us(48, 0, 62, 110))
 
 
+@pytest.mark.reference
 def test_ops_launched_in_one_step_and_run_in_the_next_agree_with_hta(tmp_path: Path) -> None:
     """Step 1 launches [20, 30] and, at 90, [105, 135]; step 2 launches [140, 150] and an NCCL
     kernel [125, 135] on another stream. Step 1's window runs to step 2's first op (125): busy
@@ -428,6 +431,7 @@ def test_ops_launched_in_one_step_and_run_in_the_next_agree_with_hta(tmp_path: P
     assert _hta(root)[0] == pytest.approx(_ours(root)["steps"]) == _us(50, 0, 80, 130)
 
 
+@pytest.mark.reference
 def test_hta_is_wrong_on_fractional_microseconds(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """HTA is wrong: where times have fractions (Kineto's ns-resolution traces) it moves each
@@ -462,6 +466,7 @@ def test_device_times_at_epoch_microseconds_keep_their_fractions(tmp_path: Path)
     assert row.span_ms is not None and row.span_ms * 1e3 == pytest.approx(9.3, abs=1e-9)
 
 
+@pytest.mark.reference
 def test_hta_is_wrong_to_count_cuda_sync_events_as_device_time(tmp_path: Path) -> None:
     """HTA is wrong: it takes every event with a stream and a correlation id for device work,
     and so counts CUDA sync records, the host's waits: a Stream Sync [36, 50] as 14 us of
@@ -481,6 +486,7 @@ def test_hta_is_wrong_to_count_cuda_sync_events_as_device_time(tmp_path: Path) -
     assert _hta(root)[0] == pytest.approx(_us(22, 24, 124, 170))
 
 
+@pytest.mark.reference
 def test_hta_is_wrong_to_count_host_ops_that_carry_a_stream(tmp_path: Path) -> None:
     """HTA is wrong: a host op with a ``stream`` argument (Triton's launcher op, as in HTA's
     triton_example) counts as device work. The host op [10, 60] launches a kernel [60, 62];
@@ -493,6 +499,7 @@ def test_hta_is_wrong_to_count_host_ops_that_carry_a_stream(tmp_path: Path) -> N
     assert _hta(root)[0] == pytest.approx(_us(62, 0, 58, 120))
 
 
+@pytest.mark.reference
 def test_hta_is_wrong_to_end_the_last_step_where_its_device_annotation_ends(
         tmp_path: Path) -> None:
     """HTA is wrong: it ends the traced steps at the latest end of any 'ProfilerStep' event,
@@ -510,6 +517,7 @@ def test_hta_is_wrong_to_end_the_last_step_where_its_device_annotation_ends(
     assert _hta(root)[0] == pytest.approx(_us(30, 0, 200, 230))
 
 
+@pytest.mark.reference
 def test_ops_launched_outside_every_step_are_the_row_without_a_step(tmp_path: Path) -> None:
     """Not an error on either side, a different scope: HTA counts every op launched before the
     last step ends, from before the first step too; here a step's row counts the ops its host
@@ -525,6 +533,7 @@ def test_ops_launched_outside_every_step_are_the_row_without_a_step(tmp_path: Pa
     assert _hta(root)[0] == pytest.approx(_us(30, 0, 95, 125))
 
 
+@pytest.mark.reference
 def test_kinetos_first_format_categories_are_device_ops_as_hta_has_them(tmp_path: Path) -> None:
     """PyTorch 1.8's Kineto wrote 'Kernel', 'Memcpy', 'Memset' and 'Runtime' (HTA's
     trace_file_list trace): they used to give no device rows at all. A kernel [20, 30], a copy
@@ -604,6 +613,7 @@ def _for_hta(files: list[Path], dst: Path) -> int:
     return len(steps)
 
 
+@pytest.mark.reference
 def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every set HTA can load with two steps or more (it keeps only the steps' ops then): per

@@ -99,6 +99,7 @@ def _ours_stats(rows: list[LaunchStats]) -> list[float]:
             sum(s.late for s in rows)]
 
 
+@pytest.mark.reference
 def test_idle_split_by_hand_and_as_hta_splits_it(tmp_path: Path) -> None:
     """Stream 7: [20, 120]; launched at 30 (before 120 ends), [125, 225]: a 5 us gap, kernel
     wait; launched at 300 (after 225), [310, 410]: 85 us host wait; launched at 320 (before
@@ -123,6 +124,7 @@ def test_idle_split_by_hand_and_as_hta_splits_it(tmp_path: Path) -> None:
     assert _ours_split(data.stream_idle, 0) == split
 
 
+@pytest.mark.reference
 def test_launch_stats_by_hand_and_as_hta_counts_them(tmp_path: Path) -> None:
     """Calls of 5 us unless said. [20, 120] after a call at 10: delay 5; a 3 us op 60 us after
     its call's end (delay 60, shorter than its call); a 2 us op right after its 8 us call
@@ -321,6 +323,7 @@ def _for_hta(files: list[Path], dst: Path) -> list[float] | None:
     return driver if ops else None
 
 
+@pytest.mark.reference
 def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Every set HTA can load: per rank and stream, host wait, kernel wait and other summed

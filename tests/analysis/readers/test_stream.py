@@ -67,6 +67,7 @@ def _documents(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     return (draw(st.sampled_from(["", " \n"])) + text), events
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=_documents(), chunk=st.integers(8, 300))
 def test_any_chunk_size_gives_the_events_of_the_whole_file(

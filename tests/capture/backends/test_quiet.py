@@ -61,6 +61,7 @@ def run(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True)
 
 
+@pytest.mark.slow
 def test_a_memory_capture_prints_nothing_from_torch(tmp_path: Path) -> None:
     quiet = run(tmp_path, "filtered")
     assert quiet.stdout == "1 captured\n" and quiet.stderr == ""
