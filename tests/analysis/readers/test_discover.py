@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from mindspeed_prof.analysis import readers
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import discover
 
@@ -52,30 +51,6 @@ def test_a_stage_recorded_with_record_function_counts(torch_trace: Path, tmp_pat
     shutil.copy(torch_trace, tmp_path / "trace.json")
     rows = analyse(tmp_path).stage_rank()
     assert [(r.stage, r.count) for r in rows] == [("actor_update", 2)]
-
-
-def test_sniffing_reads_only_the_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    big = tmp_path / "big.json"
-    big.write_bytes(b'{"data": "' + b"x" * 5_000_000 + b'"}')
-    sizes: list[int] = []
-
-    class Spy:
-        def __init__(self, path: Path, mode: str) -> None:
-            self.f = open(path, mode)
-
-        def __enter__(self) -> Spy:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.f.close()
-
-        def read(self, n: int = -1) -> bytes:
-            sizes.append(n)
-            return self.f.read(n)
-
-    monkeypatch.setattr(readers, "open", Spy, raising=False)
-    assert list(discover(tmp_path)) == []
-    assert sizes == [readers.SNIFF_BYTES]
 
 
 def test_torch_npu_folders_are_one_capture_each(npu, tmp_path: Path) -> None:
