@@ -31,8 +31,8 @@ from mindspeed_prof.analysis.readers.npu import TRACE_VIEW, read_npu, read_npu_f
 from mindspeed_prof.analysis.readers.npu_trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
+    NOT_READ,
     NPU_KINDS,
-    OPERATOR_DETAILS,
     SNAPSHOT,
     TORCH_DB,
     TRACE,
@@ -65,7 +65,7 @@ __all__ = [
 _OURS = (SUMMARY, CLUSTER_SUMMARY, SWEEP_SUMMARY, ANALYSIS)
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 #: Kinds read as a capture of their own (``sniff``'s); memory files are joined to captures.
-CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, TORCH_DB, *NPU_KINDS}) - {OPERATOR_DETAILS}
+CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, TORCH_DB, *NPU_KINDS})
 
 
 def _kind(p: Path) -> str | None:
@@ -156,9 +156,12 @@ def _read(path: Path, group: str) -> TraceData:
 
 
 def _read_file(path: Path, group: str, size: int) -> TraceData:
-    """By what the file is (``sniff``); a file not recognised is read as its name says (a
-    ``.db`` as ours, else as a Chrome trace), which names what is wrong with it."""
+    """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
+    recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
+    names what is wrong with it."""
     kind = kind_of(path)
+    if kind in NOT_READ:
+        raise BadFile(f"{path}: {NOT_READ[kind]}; not read")
     if kind in NPU_KINDS:
         return read_npu_file(path, kind, group)
     if kind == TRACE_LIST and ascend_trace(path):

@@ -4,7 +4,8 @@
 
 - SQLite (``SQLite format 3``): the table names, from the schema.
 - A pickle (protocol 2 and later): its first opcodes, walked by ``pickletools`` (nothing is
-  built or run): an allocator snapshot opens a dict whose first key is one of ``SNAPSHOT_KEYS``.
+  built or run): an allocator snapshot opens a dict whose first key is one of ``SNAPSHOT_KEYS``;
+  any other pickle is ``PICKLE``, never read.
 - JSON, plain or compressed (gzip, xz): an object's top-level keys are streamed (``jsonscan``,
   values skipped, never built) until ``traceEvents`` or a mark of another kind; an array's
   first element is looked at for ``ph`` (Chrome's JSON Array Format).
@@ -33,10 +34,10 @@ from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_
 
 __all__ = [
     "ANALYSIS_DB", "API_STATISTIC", "COMMUNICATION", "COMMUNICATION_MATRIX", "CSV_COLUMNS",
-    "DECIDE_BYTES", "EXECUTION_TRACE", "KERNEL_DETAILS", "MEMORY_RECORD", "NPU_KINDS",
-    "NPU_MODULE_MEM", "OPERATOR_DETAILS", "OPERATOR_MEMORY", "OP_STATISTIC", "OP_SUMMARY",
-    "PROFILER_DB", "SNAPSHOT", "SNAPSHOT_KEYS", "STEP_TRACE_TIME", "TORCH_DB", "TRACE",
-    "TRACE_LIST", "Decision", "decide", "kind_of",
+    "DECIDE_BYTES", "EXECUTION_TRACE", "KERNEL_DETAILS", "MEMORY_RECORD", "NOT_READ",
+    "NPU_KINDS", "NPU_MODULE_MEM", "OPERATOR_DETAILS", "OPERATOR_MEMORY", "OP_STATISTIC",
+    "OP_SUMMARY", "PICKLE", "PROFILER_DB", "SNAPSHOT", "SNAPSHOT_KEYS", "STEP_TRACE_TIME",
+    "TORCH_DB", "TRACE", "TRACE_LIST", "Decision", "decide", "kind_of",
 ]
 
 #: The most bytes (decompressed) read to decide what a file is.
@@ -49,6 +50,7 @@ PICKLE_HEAD = 1 << 12
 TRACE, TRACE_LIST = "trace", "trace_list"
 TORCH_DB = "torch_db"  # our ``*.pt.trace.db``
 SNAPSHOT = "snapshot"  # an allocator snapshot, ``torch.cuda.memory._snapshot()`` pickled
+PICKLE = "pickle"  # any other pickle: not read
 EXECUTION_TRACE = "execution_trace"  # PyTorch's execution trace (``nodes``): not read
 # torch_npu's output files, each named for the file torch_npu writes.
 KERNEL_DETAILS, OP_SUMMARY, STEP_TRACE_TIME = "kernel_details", "op_summary", "step_trace_time"
@@ -71,9 +73,13 @@ CSV_COLUMNS: dict[str, tuple[str, ...]] = {
     NPU_MODULE_MEM: ("Component", "Timestamp(us)", "Total Reserved(MB)"),
     OPERATOR_DETAILS: ("Name", "Host Self Duration(us)", "Device Self Duration(us)"),
 }
-#: Every kind that is a file of torch_npu's output (read by the torch_npu readers).
+#: Kinds recognised and not read, and how a line naming one says what it is.
+NOT_READ = {OPERATOR_DETAILS: "torch_npu's operator_details.csv",
+            EXECUTION_TRACE: "a PyTorch execution trace",
+            PICKLE: "a pickle that is not an allocator snapshot (nothing in it was loaded)"}
+#: Every kind of torch_npu's output files that the torch_npu readers read.
 NPU_KINDS = frozenset({*CSV_COLUMNS, COMMUNICATION, COMMUNICATION_MATRIX, PROFILER_DB,
-                       ANALYSIS_DB})
+                       ANALYSIS_DB}) - set(NOT_READ)
 #: The keys ``torch.cuda.memory._snapshot()`` (and torch_npu's) puts first.
 SNAPSHOT_KEYS = frozenset({"segments", "device_traces", "allocator_settings",
                            "external_annotations"})
@@ -229,4 +235,4 @@ def _pickle_kind(path: Path) -> Decision:
             else None
         if key is not None and any(s in key[0] for s in _STRINGS) and key[1] in SNAPSHOT_KEYS:
             return Decision(SNAPSHOT, len(head))
-    return Decision(None, len(head))
+    return Decision(PICKLE, len(head))

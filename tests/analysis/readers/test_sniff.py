@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from corpus import SETS, unpack
 
-from mindspeed_prof.analysis.readers import jsonscan, sniff
+from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, sniff
 from mindspeed_prof.analysis.readers.npu import FILE_NAMES
 from mindspeed_prof.analysis.readers.sniff import (
     DECIDE_BYTES,
     EXECUTION_TRACE,
     OP_SUMMARY,
+    PICKLE,
     PROFILER_DB,
     SNAPSHOT,
     TORCH_DB,
@@ -102,6 +103,9 @@ def test_a_100_mb_value_before_traceevents_is_decided_at_the_bound(tmp_path: Pat
     decision = decide(path)
     assert decision == (None, DECIDE_BYTES, True)  # undecided: not a capture
     assert DECIDE_BYTES < path.stat().st_size
+    assert list(discover(tmp_path)) == []
+    with pytest.raises(BadFile, match=f"no traceEvents array in its first {DECIDE_BYTES} bytes"):
+        read(path)  # named directly: the reader refuses it at the same bound
 
 
 def test_a_gzip_bomb_is_not_inflated_past_the_bound(tmp_path: Path) -> None:
@@ -173,9 +177,10 @@ def test_snapshot_pickles_by_their_first_key(tmp_path: Path, protocol: int) -> N
     path = tmp_path / "x.pkl"
     for doc, kind in [({"segments": [], "device_traces": [[]]}, SNAPSHOT),
                       ({"device_traces": []}, SNAPSHOT),  # one item: no MARK
-                      ({"x": 1, "segments": []}, None), ({}, None), ([{"segments": []}], None),
+                      ({"x": 1, "segments": []}, PICKLE), ({}, PICKLE),
+                      ([{"segments": []}], PICKLE),
                       ({"segments": _Evil()}, SNAPSHOT),  # refused by the unpickler (memory)
-                      (_Evil(), None), (os.system, None)]:
+                      (_Evil(), PICKLE), (os.system, PICKLE)]:
         path.write_bytes(pickle.dumps(doc, protocol=protocol))
         assert kind_of(path) == kind, doc
     assert not (tmp_path / "pwned").exists()
