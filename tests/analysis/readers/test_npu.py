@@ -14,7 +14,6 @@ from typing import Any, cast
 
 import msgspec
 import pytest
-from corpus import unpack
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import encode
@@ -77,20 +76,6 @@ def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_pa
 _TEXT_SETS = ["npu_text_level0", "npu_text_level1", "npu_text_level2"]
 
 
-@pytest.fixture(scope="module")
-def corpus_npu(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``corpus_npu("npu_text_level1")``: that corpus set, unpacked once; do not modify it."""
-    root = tmp_path_factory.mktemp("corpus_npu")
-    done: dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in done:
-            done[name] = unpack(name, root / name)
-        return done[name]
-
-    return get
-
-
 def _alone(file: Path, dest: Path, name: str | None = None) -> Path:
     """``file`` copied on its own into the new folder ``dest`` (as attached to an issue)."""
     dest.mkdir(parents=True)
@@ -122,10 +107,10 @@ def _figures(rows: list[DeviceRow]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("name", _TEXT_SETS)
 def test_a_lone_trace_view_gives_the_device_figures_of_its_folder(
-        corpus_npu: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
     """Alone (any name) or alone in a torch_npu folder, trace_view.json is torch_npu's: its
     Overlap Analysis lanes give each step exactly the figures of step_trace_time.csv."""
-    for folder in sorted(corpus_npu(name).glob("*_ascend_pt")):
+    for folder in sorted(corpus_set(name).glob("*_ascend_pt")):
         whole = read(folder)
         trace_view = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
         lone = _alone(trace_view, tmp_path / folder.name / "issue")
@@ -167,11 +152,11 @@ def _by_hand(path: Path) -> tuple[float, float, float, float]:
 
 @pytest.mark.parametrize("name", [*_TEXT_SETS, "npu_text_qwen3_4rank_pp2"])
 def test_a_lone_kernel_details_gives_device_rows_from_its_kernels(
-        corpus_npu: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
     """kernel_details.csv alone, or alone in a torch_npu folder: the step's compute,
     communication, overlap and idle from its tasks, exactly as recomputed by hand; within
     0.001 ms of torch_npu's own step_trace_time.csv (which rounds the tasks' nanoseconds)."""
-    for folder in sorted(corpus_npu(name).glob("*_ascend_pt")):
+    for folder in sorted(corpus_set(name).glob("*_ascend_pt")):
         kernel_details = folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
         if not kernel_details.is_file():
             continue  # ranks 1 and 3 of the pipeline set hold step_trace_time only
@@ -193,9 +178,9 @@ def test_a_lone_kernel_details_gives_device_rows_from_its_kernels(
         assert row.step == step.step
 
 
-def test_lone_files_are_analysed_with_device_data(corpus_npu: Callable[[str], Path],
+def test_lone_files_are_analysed_with_device_data(corpus_set: Callable[[str], Path],
                                                   tmp_path: Path, capsys) -> None:
-    output = corpus_npu("npu_text_level1") / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    output = corpus_set("npu_text_level1") / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     for file in ("kernel_details.csv", "trace_view.json"):
         lone = _alone(output / file, tmp_path / file)
         assert main(["analyse", str(lone.parent), "-j", "1"]) == 0

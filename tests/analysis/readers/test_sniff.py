@@ -8,11 +8,12 @@ import lzma
 import os
 import pickle
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import SETS, unpack
+from corpus import SETS
 
 from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, sniff
 from mindspeed_prof.analysis.readers.npu import FILE_NAMES
@@ -36,10 +37,9 @@ _NOT_READ = {"l2_cache.csv", "static_op_mem.csv", "profiler_info", "profiler_met
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    for name in SETS:
-        unpack(name, root / name)
+def corpus(corpus_set: Callable[[str], Path]) -> Path:
+    """Every corpus set, unpacked side by side."""
+    (root,) = {corpus_set(name).parent for name in SETS}
     return root
 
 
