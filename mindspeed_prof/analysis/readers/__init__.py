@@ -66,11 +66,12 @@ _OURS = (SUMMARY, CLUSTER_SUMMARY, SWEEP_SUMMARY, ANALYSIS)
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 #: Kinds read as a capture of their own (``sniff``'s); memory files are joined to captures.
 CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, TORCH_DB, *NPU_KINDS})
+_CAPTURE, _MEMORY = "capture", "memory"
 
 
 def _kind(p: Path) -> str | None:
-    """``CAPTURE``, ``MEMORY`` or None for a file found below a root: our own capture names
-    without looking; our summaries, manifests and hidden files never; else by content."""
+    """A capture, a memory file or neither (None), for a file found below a root: our own
+    names without looking; our summaries, manifests and hidden files never; else by content."""
     name = p.name
     if is_capture_file(name):
         return _CAPTURE
@@ -80,9 +81,6 @@ def _kind(p: Path) -> str | None:
         return _MEMORY
     kind = kind_of(p)
     return _MEMORY if kind == SNAPSHOT else _CAPTURE if kind in CAPTURE_KINDS else None
-
-
-_CAPTURE, _MEMORY = "capture", "memory"
 
 
 def survey(root: Path) -> tuple[list[Path], list[Path]]:

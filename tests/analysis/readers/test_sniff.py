@@ -1,4 +1,4 @@
-"""What a file is, by content: every corpus file told apart, whatever its name, at a bounded cost."""
+"""What a file is, by content: every corpus file told apart, any name, at a bounded cost."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import lzma
 import os
 import pickle
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from corpus import SETS
 
 from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, sniff
+from mindspeed_prof.analysis.readers.memory import load_snapshot
 from mindspeed_prof.analysis.readers.npu import FILE_NAMES
 from mindspeed_prof.analysis.readers.sniff import (
     DECIDE_BYTES,
@@ -32,8 +34,8 @@ from mindspeed_prof.analysis.readers.sniff import (
 )
 from mindspeed_prof.formats.sqlite_trace import write_db
 
-#: torch_npu's output files the readers do not read, and what else a torch_npu folder holds.
-_NOT_READ = {"l2_cache.csv", "static_op_mem.csv", "profiler_info", "profiler_metadata.json"}
+#: Files of the corpus not named as torch_npu names them, and what each is.
+_OTHER_CSV = {"l2_cache.csv": None, "static_op_mem.csv": None, "test.csv": "kernel_details"}
 
 
 @pytest.fixture(scope="module")
@@ -43,34 +45,59 @@ def corpus(corpus_set: Callable[[str], Path]) -> Path:
     return root
 
 
-def test_every_corpus_file_is_told_apart_by_content(corpus: Path) -> None:
-    """Kineto traces are traces, the execution trace is not one; each torch_npu file is the
-    kind torch_npu names it (so its name could be anything), profiler_info is nothing read."""
-    by_name = {name: kind for kind, name in FILE_NAMES.items()}
-    seen: dict[str, set[str | None]] = {}
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+def _reference(path: Path) -> str | None:
+    """What a corpus file is, from the whole of it: JSON parsed whole, a pickle loaded (by the
+    plain-containers unpickler), a SQLite file's tables, a CSV by the name torch_npu gives it."""
+    raw = path.read_bytes()
+    if raw.startswith(b"SQLite format 3"):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        return PROFILER_DB if "PYTORCH_API" in tables else "analysis_db" if (
+            "StepTraceTime" in tables) else None
+    if raw[:1] == b"\x80":
+        snap = load_snapshot(raw)
+        return SNAPSHOT if isinstance(snap, dict) and "segments" in snap else None
+    raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    try:
+        doc = json.loads(raw)
+    except ValueError:  # a CSV
+        names = {name: kind for kind, name in FILE_NAMES.items()}
+        if path.name == "operator_details.csv":
+            return "operator_details"
+        return names[path.name] if path.name in names else _OTHER_CSV[path.name]
+    if isinstance(doc, list):
+        return TRACE_LIST if doc and isinstance(doc[0], dict) and "ph" in doc[0] else None
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("traceEvents"), list):
+        return TRACE
+    if "schema" in doc and "nodes" in doc:
+        return EXECUTION_TRACE
+    ops = [op for step in doc.values() if isinstance(step, dict)
+           for group in step.values() if isinstance(group, dict) for op in group.values()]
+    if doc and all(re.fullmatch(r"step\d*", k) for k in doc) and ops:
+        if any("Communication Time Info" in op for op in ops):
+            return "communication"
+        if any("Transport Type" in link for op in ops for link in op.values()
+               if isinstance(link, dict)):
+            return "communication_matrix"
+    return None
+
+
+def test_every_corpus_file_is_what_reading_it_whole_says(corpus: Path) -> None:
+    """Each file of every corpus set is the kind a whole read of it finds: Kineto traces
+    (whatever their names), the execution trace (not a trace), each torch_npu file as
+    torch_npu names it, snapshots; profiler_info and other JSON are nothing."""
+    seen: set[str | None] = set()
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file()
+                       and not p.name.startswith(".")):  # a cache other tests may leave
         kind = kind_of(path)
-        seen.setdefault(SETS[path.relative_to(corpus).parts[0]]["kind"], set()).add(kind)
-        name = path.name
-        if name.startswith("profiler_info") or name in _NOT_READ:
-            assert kind is None, path
-        elif name.startswith("ascend_pytorch_profiler"):
-            assert kind == PROFILER_DB
-        elif name in by_name:
-            # trace_view.json is a list of events; which one is torch_npu's is read from its
-            # processes (test_npu_lone); operator_details is recognised, not read
-            assert kind == (TRACE_LIST if by_name[name] == "trace_view" else by_name[name]), path
-        elif name == "operator_details.csv":
-            assert kind == "operator_details"
-        elif name.endswith("_et.json.gz"):
-            assert kind == EXECUTION_TRACE
-        else:
-            assert kind == TRACE, path
-    assert seen["kineto_cuda"] >= {TRACE, EXECUTION_TRACE}
-    assert {"kernel_details", "step_trace_time", "communication", "communication_matrix",
-            "api_statistic", "op_statistic", "memory_record", "operator_memory",
-            "npu_module_mem", TRACE_LIST, "analysis_db"} <= seen["npu_text"]
-    assert {PROFILER_DB, "analysis_db"} <= seen["npu_db"]
+        assert kind == _reference(path), path
+        seen.add(kind)
+    assert {TRACE, TRACE_LIST, EXECUTION_TRACE, PROFILER_DB, "analysis_db", "kernel_details",
+            "step_trace_time", "communication", "communication_matrix", "api_statistic",
+            "op_statistic", "memory_record", "operator_memory", "npu_module_mem",
+            "operator_details", None} <= seen
 
 
 def _kineto(corpus: Path) -> dict[str, Any]:
@@ -102,7 +129,7 @@ def test_a_100_mb_value_before_traceevents_is_decided_at_the_bound(tmp_path: Pat
         f.write(b'"}, "traceEvents": []}')
     decision = decide(path)
     assert decision == (None, DECIDE_BYTES, True)  # undecided: not a capture
-    assert DECIDE_BYTES < path.stat().st_size
+    assert path.stat().st_size > DECIDE_BYTES
     assert list(discover(tmp_path)) == []
     with pytest.raises(BadFile, match=f"no traceEvents array in its first {DECIDE_BYTES} bytes"):
         read(path)  # named directly: the reader refuses it at the same bound
