@@ -2,11 +2,11 @@
 
 ``Scanner`` pulls from a binary file a chunk at a time. ``each_key()`` walks an object's keys
 and ``each_element()`` an array's elements; after each the caller consumes the value, by
-``skip()`` or by walking into it. Skipping scans strings (``bytes.find`` for the closing
-quote) and brackets (one regex over the chunk) and keeps nothing but the unscanned rest of a
-chunk, so a value of any size costs its bytes and never more memory than a chunk. Every byte
-taken from the file counts against ``limit``: past it ``TooLong`` is raised, so deciding what
-a file is never reads more than ``limit`` bytes (decompressed) of it.
+``skip()`` or by walking into it. Skipping builds nothing: a string is passed by looking for
+its closing quote (``bytes.find``), keeping nothing of it; an array or object by msgspec, in C,
+once the buffer holds it (the buffer then holds the value, so no more than ``limit``). Every
+byte taken from the file counts against ``limit``: past it ``TooLong`` is raised, so deciding
+what a file is never reads more than ``limit`` bytes (decompressed) of it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import msgspec
+
 __all__ = ["NotJson", "Scanner", "TooLong"]
 
 #: Bytes taken from the file at a time (the first read is smaller: most files decide in it).
@@ -24,7 +26,10 @@ FIRST = 1 << 14
 #: The most of a key that is kept (the rest is scanned and dropped).
 KEY_BYTES = 1 << 10
 _NONWS = re.compile(rb"[^ \t\r\n]")
-_BRACKET = re.compile(rb'["\[\]{}]')
+#: What msgspec says when a value is followed by more (N: 1 + where the next byte is).
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+#: A string (its closing quote captured: none when the chunk ends first), or a bracket.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(")?|[][{}]', re.DOTALL)
 _SCALAR_END = re.compile(rb"[ \t\r\n,\]}]")
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 
@@ -43,7 +48,7 @@ class Scanner:
     def __init__(self, f: BinaryIO, limit: int) -> None:
         self._f = f
         self._limit = limit
-        self._buf = b""
+        self._buf = bytearray()  # what is read and not yet consumed starts at _pos
         self._pos = 0
         self.taken = 0
 
@@ -52,7 +57,7 @@ class Scanner:
         consumed yet)."""
         if not self._buf:
             self._fill()
-        return self._buf[self._pos:]
+        return bytes(self._buf[self._pos:])
 
     def _fill(self) -> bool:
         """Append the next chunk, dropping what was consumed; False at the end of the file."""
@@ -63,8 +68,9 @@ class Scanner:
         if not data:
             return False
         self.taken += len(data)
-        self._buf = self._buf[self._pos:] + data
+        del self._buf[:self._pos]  # cheap: a bytearray drops its front without copying
         self._pos = 0
+        self._buf += data
         return True
 
     def peek(self) -> int | None:
@@ -129,24 +135,61 @@ class Scanner:
             self._scalar()
 
     def _container(self) -> None:
+        """Past an array or object. msgspec skips it in C, building nothing, once the buffer
+        holds it whole: its error says where the value ends (``trailing characters (byte
+        N)``) or that more is needed (``truncated``: the buffer grows to twice as much, so the
+        tries cost at most twice the value). Anything else it says (a malformed value, another
+        wording) leaves the value to ``_scan_container``."""
+        while True:  # the position stays at the value's start until it is passed
+            try:
+                msgspec.json.decode(self._buf[self._pos:], type=msgspec.Raw)
+            except msgspec.DecodeError as err:
+                text = str(err)
+                m = _TRAILING.search(text)
+                if m is not None:
+                    end = self._pos + int(m.group(1)) - 1
+                    if self._buf[end:end + 1] in (b",", b"]", b"}"):
+                        self._pos = end
+                        return
+                elif "truncated" in text and self._grow():
+                    continue
+                return self._scan_container()
+            self._pos = len(self._buf)  # the value and whitespace: all there is so far
+            return
+
+    def _grow(self) -> bool:
+        """Read until twice what is buffered past the position is; False at the end."""
+        want, grew = 2 * (len(self._buf) - self._pos), False
+        while len(self._buf) - self._pos < want and self._fill():
+            grew = True
+        return grew
+
+    def _scan_container(self) -> None:
+        """Past an array or object: brackets counted, each string matched whole by the
+        regex; a string the chunk's end cuts is finished by ``_string``, which reads on."""
         depth = 0
         while True:
-            m = _BRACKET.search(self._buf, self._pos)
-            if m is None:
-                self._pos = len(self._buf)
+            buf, cut = self._buf, -1
+            for m in _TOKEN.finditer(buf, self._pos):
+                c = buf[m.start()]
+                if c == _QUOTE:
+                    if m.group(1) is None:  # no closing quote before the chunk's end
+                        cut = m.start()
+                        break
+                elif c in b"[{":
+                    depth += 1
+                else:
+                    depth -= 1
+                    if depth == 0:
+                        self._pos = m.end()
+                        return
+            if cut >= 0:
+                self._pos = cut + 1
+                self._string()
+            else:
+                self._pos = len(buf)
                 if not self._fill():
                     raise NotJson("an array or object is not closed")
-                continue
-            c = self._buf[m.start()]
-            self._pos = m.end()
-            if c == _QUOTE:
-                self._string()
-            elif c in b"[{":
-                depth += 1
-            else:
-                depth -= 1
-                if depth == 0:
-                    return
 
     def _scalar(self) -> None:
         while True:
