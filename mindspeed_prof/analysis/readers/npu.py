@@ -116,8 +116,7 @@ def read_npu_file(path: Path, kind: str, group: str) -> TraceData:
 def _finish(where: Path, data: TraceData, prefix: str) -> None:
     """The rank read (a db names it) into ``meta``; ``BadFile`` when every file failed."""
     data.meta["rank"] = data.rank
-    if data.problems and not (data.ranges or data.ops or data.kernels or data.device
-                              or data.comm or data.memory):
+    if data.problems and data.holds_nothing:
         first = data.problems[0].replace(prefix, "", 1)
         raise BadFile(f"{where}: nothing readable ({first})")
 

@@ -19,6 +19,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import encode
 from mindspeed_prof.analysis.readers import TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
+from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
 from mindspeed_prof.cli import main
 
 DOUBLES = Path(__file__).resolve().parents[2] / "doubles"
@@ -199,3 +200,19 @@ def test_lone_files_are_analysed_with_device_data(corpus_set: Callable[[str], Pa
         details.append(sorted((e["name"], e["dur"]) for e in json.loads(out.read_text())[
             "traceEvents"] if e.get("ph") == "X" and e.get("cat") != "step"))
     assert len(details[0]) > 4000 and details[0] == details[1]
+
+
+@pytest.mark.parametrize("name", ["npu_text_level1", "npu_db_level1"])
+def test_every_output_file_alone_is_read_as_in_a_partial_folder(
+        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+    """Each file of a torch_npu output that the readers read, alone: found, read without a
+    problem to what the same file alone in a torch_npu folder gives, and never nothing."""
+    output = corpus_set(name) / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    files = [p for p in sorted(output.iterdir()) if kind_of(p) in NPU_KINDS | {TRACE_LIST}]
+    assert len(files) >= (2 if name.startswith("npu_db") else 10)
+    for file in files:
+        lone = _alone(file, tmp_path / file.name / "alone")
+        assert list(discover(lone.parent)) == [lone]
+        data = read(lone)
+        assert data.problems == [] and not data.holds_nothing, file.name
+        assert _answer(data) == _answer(read(_partial(file, tmp_path / file.name))), file.name
