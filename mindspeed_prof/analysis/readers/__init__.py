@@ -87,7 +87,7 @@ def survey(root: Path) -> tuple[list[Path], list[Path]]:
     """The captures below ``root`` and its memory files (allocator snapshots, memory
     timelines), each sorted. Captures: our capture files, Chrome traces and torch_npu output
     files by content (``sniff``), whatever their names; ``*_ascend_pt`` folders and any folder
-    holding an ``ASCEND_PROFILER_OUTPUT``, read whole."""
+    holding an ``ASCEND_PROFILER_OUTPUT`` (also when that is the root), read whole."""
     root = Path(root)
     if root.is_file():
         return ([], [root]) if is_memory_file(root) else ([root], [])
@@ -95,16 +95,19 @@ def survey(root: Path) -> tuple[list[Path], list[Path]]:
         raise BadFile(f"{root}: no such file or directory")
     if root.name.endswith(NPU_FOLDER):
         return [root], []
+    if root.name == NPU_OUTPUT:  # the output of a torch_npu capture: the capture
+        return [root.parent], []
     found: dict[str, set[Path]] = {_CAPTURE: set(), _MEMORY: set()}
     for p in root.rglob("*"):
-        if any(part.endswith(NPU_FOLDER) for part in p.relative_to(root).parts[:-1]):
+        parts = p.relative_to(root).parts
+        if any(part.endswith(NPU_FOLDER) for part in parts[:-1]):
             continue  # inside a torch_npu capture: read with its folder
         if p.is_dir():
             if p.name.endswith(NPU_FOLDER):
                 found[_CAPTURE].add(p)
             elif p.name == NPU_OUTPUT and not p.parent.name.endswith(NPU_FOLDER):
                 found[_CAPTURE].add(p.parent)
-        elif p.is_file() and NPU_OUTPUT not in p.parts:
+        elif p.is_file() and NPU_OUTPUT not in parts:
             kind = _kind(p)
             if kind is not None:
                 found[kind].add(p)

@@ -68,6 +68,9 @@ def test_torch_npu_folders_are_one_capture_each(npu, tmp_path: Path) -> None:
     found = [p.relative_to(tmp_path).as_posix() for p in discover(tmp_path)]
     assert found == ["renamed", "w1_ascend_pt"]
     assert list(discover(tmp_path / "w1_ascend_pt")) == [tmp_path / "w1_ascend_pt"]
+    for folder in ("w1_ascend_pt", "renamed"):  # its output named: the capture it belongs to
+        output = tmp_path / folder / "ASCEND_PROFILER_OUTPUT"
+        assert list(discover(output)) == [tmp_path / folder]
 
 
 def test_ids_above_2_53_and_string_timestamps_parse(tmp_path: Path) -> None:
