@@ -2,7 +2,8 @@
 
 ``decide(path)`` looks at the first bytes and then asks only what tells the kinds apart:
 
-- SQLite (``SQLite format 3``): the table names, from the schema.
+- SQLite (``SQLite format 3``): the table names, from the schema (opened immutable: nothing is
+  written beside it; a schema still in the write-ahead log of a writer that died is not seen).
 - A pickle (protocol 2 and later): its first opcodes, walked by ``pickletools`` (nothing is
   built or run): an allocator snapshot opens a dict whose first key is one of ``SNAPSHOT_KEYS``;
   any other pickle is ``PICKLE``, never read.
@@ -204,7 +205,8 @@ def _csv_kind(head: bytes) -> str | None:
 
 
 def _db_kind(path: Path) -> str | None:
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+    # immutable: no lock and no -shm/-wal files made beside a db in WAL mode (torch_npu's)
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if {"meta", "strings", "events"} <= tables:
         return TORCH_DB

@@ -50,7 +50,7 @@ def _reference(path: Path) -> str | None:
     plain-containers unpickler), a SQLite file's tables, a CSV by the name torch_npu gives it."""
     raw = path.read_bytes()
     if raw.startswith(b"SQLite format 3"):
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as con:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
         return PROFILER_DB if "PYTORCH_API" in tables else "analysis_db" if (
             "StepTraceTime" in tables) else None
@@ -90,7 +90,8 @@ def test_every_corpus_file_is_what_reading_it_whole_says(corpus: Path) -> None:
     torch_npu names it, snapshots; profiler_info and other JSON are nothing."""
     seen: set[str | None] = set()
     for path in sorted(p for p in corpus.rglob("*") if p.is_file()
-                       and not p.name.startswith(".")):  # a cache other tests may leave
+                       and not p.name.startswith(".")  # a cache other tests may leave
+                       and not p.name.endswith(("-shm", "-wal"))):  # a reader's, beside a db
         kind = kind_of(path)
         assert kind == _reference(path), path
         seen.add(kind)
@@ -214,6 +215,9 @@ def test_snapshot_pickles_by_their_first_key(tmp_path: Path, protocol: int) -> N
 
 
 def test_sqlite_files_by_their_tables(tmp_path: Path, corpus: Path) -> None:
+    wal = corpus / "npu_db_level1" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    assert kind_of(wal / "ascend_pytorch_profiler_0.db") == PROFILER_DB  # a db in WAL mode:
+    assert not list(wal.glob("*-shm")) and not list(wal.glob("*-wal"))  # nothing made beside
     ours = write_db({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]},
                     tmp_path / "x.bin")
     assert kind_of(ours) == TORCH_DB
