@@ -11,7 +11,7 @@ import msgspec
 
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
-from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
+from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, read, separate, survey
 from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.model import (
     Tally,
@@ -316,12 +316,10 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
         results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
     else:
         try:
-            paths = [p for p in discover(root) if not is_memory_file(p.name)]
+            paths, memory = survey(root)
         except BadFile as err:
             result.bad.append(str(err))
             return result
-        memory = ([p for p in sorted(root.rglob("*")) if is_memory_file(p.name) and p.is_file()]
-                  if root.is_dir() else [root] if is_memory_file(root.name) else [])
         results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
     for data in results:
         if isinstance(data, str):
@@ -341,9 +339,9 @@ def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN)
 
 def _read_all(result: Analysis, paths: list[Path]) -> None:
     """Captures first, then memory files, each joined to the capture of the same stem."""
-    for path in sorted(paths, key=lambda p: is_memory_file(p.name)):
+    for path in sorted(paths, key=is_memory_file):
         try:
-            if is_memory_file(path.name):
+            if is_memory_file(path):
                 _add_memory(result, path)
             else:
                 result.traces.append(read(path, result.root))

@@ -343,6 +343,7 @@ def _write_detail(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
 def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
     from mindspeed_prof.analysis.readers.chrome import stream_events
+    from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of
 
     path = data.path
     if data.kind == "db":
@@ -352,9 +353,9 @@ def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, 
             if ph == "X":
                 yield cat, name, ts, dur, pid, tid
         return
-    if data.kind == "npu":
-        path = path / NPU_OUTPUT / "trace_view.json"
-        if not path.is_file():
+    if data.kind == "npu":  # a folder's trace_view.json, or a lone one (not a lone CSV or db)
+        path = path / NPU_OUTPUT / "trace_view.json" if path.is_dir() else path
+        if not path.is_file() or kind_of(path) not in (TRACE, TRACE_LIST):
             return
     for batch in stream_events(path):
         for ev in batch:

@@ -1,14 +1,16 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-One module per source: ``chrome`` (torch/Kineto traces, whatever their name, and range files
-``*.mstx.trace.json``), ``sqlite`` (``*.pt.trace.db``), ``npu`` (torch_npu ``*_ascend_pt``
-folders: ``npu_text``/``npu_trace`` for the text export, ``npu_db`` for the db export),
-``ranks`` (manifest ranks, captures that claim the same rank and step).
+What a file is comes from its content (``sniff``), whatever its name. One module per source:
+``chrome`` (torch/Kineto traces and range files ``*.mstx.trace.json``), ``sqlite``
+(``*.pt.trace.db``), ``npu`` (torch_npu ``*_ascend_pt`` folders and single files of their
+output: ``npu_text``/``npu_trace``/``npu_busy`` for the text export, ``npu_db`` for the db
+export), ``memory`` (allocator snapshots, memory timelines), ``ranks`` (manifest ranks,
+captures that claim the same rank and step).
 """
 
 from __future__ import annotations
 
-import gzip
+import lzma
 import sqlite3
 import zlib
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis.readers.chrome import read_json
+from mindspeed_prof.analysis.readers.memory import is_memory_file, is_memory_name
 from mindspeed_prof.analysis.readers.model import (
     MAX_BYTES,
     BadFile,
@@ -24,8 +27,18 @@ from mindspeed_prof.analysis.readers.model import (
     TraceData,
     one_line,
 )
-from mindspeed_prof.analysis.readers.npu import read_npu
+from mindspeed_prof.analysis.readers.npu import TRACE_VIEW, read_npu, read_npu_file
+from mindspeed_prof.analysis.readers.npu_trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
+from mindspeed_prof.analysis.readers.sniff import (
+    NOT_READ,
+    NPU_KINDS,
+    SNAPSHOT,
+    TORCH_DB,
+    TRACE,
+    TRACE_LIST,
+    kind_of,
+)
 from mindspeed_prof.analysis.readers.sqlite import read_db
 from mindspeed_prof.formats import (
     ANALYSIS,
@@ -44,64 +57,66 @@ __all__ = [
     "Range",
     "TraceData",
     "discover",
-    "is_chrome_trace",
     "read",
     "separate",
+    "survey",
 ]
 
-#: How much of a ``*.json[.gz]`` file is read to decide whether it is a Chrome trace.
-SNIFF_BYTES = 16 * 1024
 _OURS = (SUMMARY, CLUSTER_SUMMARY, SWEEP_SUMMARY, ANALYSIS)
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
+#: Kinds read as a capture of their own (``sniff``'s); memory files are joined to captures.
+CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, TORCH_DB, *NPU_KINDS})
+_CAPTURE, _MEMORY = "capture", "memory"
 
 
-def is_chrome_trace(path: Path) -> bool:
-    """Whether a ``*.json``/``*.json.gz`` file opens as an object with ``traceEvents``.
-
-    Reads at most ``SNIFF_BYTES`` (decompressed); Kineto writes a few small keys (schema,
-    device properties, distributedInfo) before ``traceEvents``.
-    """
-    try:
-        with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error):
-        return False
-    return head.lstrip().startswith(b"{") and b'"traceEvents"' in head
-
-
-def _candidate(p: Path) -> bool:
+def _kind(p: Path) -> str | None:
+    """A capture, a memory file or neither (None), for a file found below a root: our own
+    names without looking; our summaries, manifests and hidden files never; else by content."""
     name = p.name
     if is_capture_file(name):
-        return True
-    if not name.endswith((".json", ".json.gz")) or name.startswith((".", _MANIFEST_PREFIX)):
-        return False
-    return not name.endswith(_OURS) and is_chrome_trace(p)
+        return _CAPTURE
+    if name.startswith((".", _MANIFEST_PREFIX)) or name.endswith(_OURS):
+        return None
+    if is_memory_name(name):
+        return _MEMORY
+    kind = kind_of(p)
+    return _MEMORY if kind == SNAPSHOT else _CAPTURE if kind in CAPTURE_KINDS else None
 
 
-def discover(root: Path) -> Iterator[Path]:
-    """Every capture below ``root``, sorted: capture files, Chrome traces by content,
-    ``*_ascend_pt`` folders (and any folder holding an ``ASCEND_PROFILER_OUTPUT``)."""
+def survey(root: Path) -> tuple[list[Path], list[Path]]:
+    """The captures below ``root`` and its memory files (allocator snapshots, memory
+    timelines), each sorted. Captures: our capture files, Chrome traces and torch_npu output
+    files by content (``sniff``), whatever their names; ``*_ascend_pt`` folders and any folder
+    holding an ``ASCEND_PROFILER_OUTPUT`` (also when that is the root), read whole."""
     root = Path(root)
     if root.is_file():
-        yield root
-        return
+        return ([], [root]) if is_memory_file(root) else ([root], [])
     if not root.is_dir():
         raise BadFile(f"{root}: no such file or directory")
     if root.name.endswith(NPU_FOLDER):
-        yield root
-        return
-    found: set[Path] = set()
+        return [root], []
+    if root.name == NPU_OUTPUT:  # the output of a torch_npu capture: the capture
+        return [root.parent], []
+    found: dict[str, set[Path]] = {_CAPTURE: set(), _MEMORY: set()}
     for p in root.rglob("*"):
-        if any(part.endswith(NPU_FOLDER) for part in p.relative_to(root).parts[:-1]):
+        parts = p.relative_to(root).parts
+        if any(part.endswith(NPU_FOLDER) for part in parts[:-1]):
             continue  # inside a torch_npu capture: read with its folder
         if p.is_dir():
             if p.name.endswith(NPU_FOLDER):
-                found.add(p)
+                found[_CAPTURE].add(p)
             elif p.name == NPU_OUTPUT and not p.parent.name.endswith(NPU_FOLDER):
-                found.add(p.parent)
-        elif p.is_file() and NPU_OUTPUT not in p.parts and _candidate(p):
-            found.add(p)
-    yield from sorted(found)
+                found[_CAPTURE].add(p.parent)
+        elif p.is_file() and NPU_OUTPUT not in parts:
+            kind = _kind(p)
+            if kind is not None:
+                found[kind].add(p)
+    return sorted(found[_CAPTURE]), sorted(found[_MEMORY])
+
+
+def discover(root: Path) -> Iterator[Path]:
+    """Every capture below ``root``, sorted (``survey``'s captures)."""
+    yield from survey(root)[0]
 
 
 def read(path: Path, root: Path | None = None) -> TraceData:
@@ -129,17 +144,32 @@ def _read(path: Path, group: str) -> TraceData:
         size = path.stat().st_size
         if size == 0:
             raise BadFile(f"{path}: empty file")
-        if path.name.endswith(".db"):
-            return read_db(path, group, size)
-        return read_json(path, group, size)
+        return _read_file(path, group, size)
     except BadFile:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
         raise BadFile(f"{path}: not a Chrome trace ({one_line(err)})") from None
     except RecursionError:
         raise BadFile(f"{path}: nested too deeply to be a trace") from None
-    except (OSError, EOFError, UnicodeDecodeError, sqlite3.Error, ValueError) as err:
+    except (OSError, EOFError, UnicodeDecodeError, sqlite3.Error, ValueError, zlib.error,
+            lzma.LZMAError) as err:
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
+
+
+def _read_file(path: Path, group: str, size: int) -> TraceData:
+    """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
+    recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
+    names what is wrong with it."""
+    kind = kind_of(path)
+    if kind in NOT_READ:
+        raise BadFile(f"{path}: {NOT_READ[kind]}; not read")
+    if kind in NPU_KINDS:
+        return read_npu_file(path, kind, group)
+    if kind == TRACE_LIST and ascend_trace(path):
+        return read_npu_file(path, TRACE_VIEW, group)
+    if kind == TORCH_DB or (kind is None and path.name.endswith(".db")):
+        return read_db(path, group, size)
+    return read_json(path, group, size)
 
 
 def _group(path: Path, root: Path | None) -> str:

@@ -1,15 +1,16 @@
 """Memory: peaks, per-stage peaks, top allocating operators and a timeline, from torch's captures.
 
 Three sources: the ``[memory]`` events of a trace recorded with ``profile_memory``, torch's memory
-timeline (``*.memory_timeline.json.gz``, CPU) and a CUDA allocator snapshot
-(``*.memory_snapshot.pickle``). A snapshot is a pickle: it is read with an unpickler that refuses
-every class and function, so only plain containers and scalars can come out of it.
+timeline (``*.memory_timeline.json.gz``, CPU) and an allocator snapshot
+(``*.memory_snapshot.pickle``, or any pickle ``sniff`` finds to be one, whatever its name:
+``torch.cuda.memory._snapshot()`` or torch_npu's, pickled). A snapshot is read with an
+unpickler that refuses every class and function, so only plain containers and scalars can come
+out of it.
 """
 
 from __future__ import annotations
 
 import bisect
-import gzip
 import io
 import json
 import pickle
@@ -26,9 +27,12 @@ from mindspeed_prof.analysis.readers.model import (
     one_line,
     tally,
 )
+from mindspeed_prof.analysis.readers.sniff import SNAPSHOT, kind_of
+from mindspeed_prof.analysis.readers.stream import open_bytes
 from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
 
-__all__ = ["POINTS", "from_events", "is_memory_file", "load_snapshot", "read_memory"]
+__all__ = ["POINTS", "from_events", "is_memory_file", "is_memory_name", "load_snapshot",
+           "read_memory"]
 
 #: A timeline is thinned to at most this many points (the peak is always kept).
 POINTS = 200
@@ -37,8 +41,18 @@ _PLAIN = frozenset({"set", "frozenset", "list", "dict", "tuple", "int", "float",
                     "bool", "complex", "bytearray"})
 
 
-def is_memory_file(name: str) -> bool:
+def is_memory_file(path: Path) -> bool:
+    """A memory file: named as ours, or an allocator snapshot by content."""
+    return is_memory_name(path.name) or _is_snapshot(path)
+
+
+def is_memory_name(name: str) -> bool:
+    """Named as our memory files are."""
     return name.endswith((MEMORY_TIMELINE, MEMORY_SNAPSHOT))
+
+
+def _is_snapshot(path: Path) -> bool:
+    return path.name.endswith(MEMORY_SNAPSHOT) or (path.is_file() and kind_of(path) == SNAPSHOT)
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -96,8 +110,7 @@ def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
 
 
 def _read_bytes(path: Path) -> bytes:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    with open_bytes(path) as f:
         raw = f.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         raise BadFile(f"{path}: more than {MAX_BYTES} bytes; refused")
@@ -159,7 +172,7 @@ def _snapshot(path: Path) -> Memory:
 def read_memory(path: Path, ranges: list[Range] | None = None) -> Memory:
     """Memory facts of a timeline or snapshot file; ``BadFile`` (one line) when unreadable."""
     try:
-        if path.name.endswith(MEMORY_SNAPSHOT):
+        if _is_snapshot(path):
             return _snapshot(path)
         return _timeline(path, ranges or [])
     except BadFile:

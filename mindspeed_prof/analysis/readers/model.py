@@ -347,9 +347,10 @@ class TraceData:
 
     @property
     def holds_nothing(self) -> bool:
-        """Read whole, but no range, op, kernel, device row, collective or memory in it."""
-        return not (self.ranges or self.ops or self.kernels or self.device or self.comm
-                    or self.memory is not None)
+        """Read whole, but no range, op, kernel, runtime call, device row, collective or
+        memory in it."""
+        return not (self.ranges or self.ops or self.kernels or self.runtime or self.device
+                    or self.comm or self.memory is not None)
 
 
 def one_line(err: BaseException) -> str:

@@ -46,11 +46,17 @@ class Table:
         self.path, self.header, self.rows = path, header, rows
 
     @classmethod
-    def open(cls, path: Path, required: tuple[str, ...], problems: list[str]) -> Table | None:
+    def open(cls, path: Path, required: tuple[str, ...], problems: list[str],
+             aliases: dict[str, str] | None = None) -> Table | None:
+        """``aliases``: other names of columns (``{"Op Name": "Name"}``), used under the
+        reader's name when the file lacks that one."""
         try:
             with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
                 reader = csv.reader(f)
                 header = [h.strip() for h in next(reader, [])]
+                if aliases:
+                    header = [aliases[h] if aliases.get(h, h) not in header else h
+                              for h in header]
                 missing = [c for c in required if c not in header]
                 if missing:
                     problems.append(f"{path}: no column {missing[0]!r} (has: "

@@ -18,12 +18,12 @@ from mindspeed_prof.analysis.readers.npu_facts import (
     hccl_ops_from_db,
     read_db_facts,
 )
+from mindspeed_prof.analysis.readers.npu_memory import memory_summary
 from mindspeed_prof.analysis.readers.npu_text import (
     comm_family,
     device_row,
     kernel_name,
     link_rows,
-    memory_summary,
 )
 from mindspeed_prof.analysis.readers.npu_trace import LaneSpan, stage_device_rows
 

@@ -9,23 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import (
-    Alloc,
     CommRow,
     DeviceRow,
     HcclOp,
     LinkShare,
-    Memory,
-    Tally,
     TraceData,
     tally,
 )
+from mindspeed_prof.analysis.readers.npu_busy import Task, is_comm, task
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
 from mindspeed_prof.analysis.readers.npu_facts import RATIOS, OpGroups, api_name, facts
 
 __all__ = [
-    "MB", "comm_family", "device_row", "kernel_name", "link_rows", "read_api_statistic",
-    "read_communication", "read_communication_matrix", "read_kernel_details", "read_memory",
-    "read_op_statistic", "read_step_trace",
+    "KB", "MB", "OP_SUMMARY_COLUMNS", "comm_family", "device_row", "kernel_name", "link_rows",
+    "read_api_statistic", "read_communication", "read_communication_matrix",
+    "read_kernel_details", "read_op_statistic", "read_step_trace",
 ]
 
 #: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
@@ -33,8 +31,11 @@ MB = 1024**2
 KB = 1024
 #: An op instance's number after its type: ``hcom_allReduce_`` + ``_868_0_1``.
 _INSTANCE = re.compile(r"(?<=_)_\d+(?:_\d+)*$")
-#: How many points of a memory timeline are kept (evenly spaced, peaks kept).
-TIMELINE_POINTS = 512
+#: msprof's ``op_summary_*.csv`` columns by kernel_details' names for them (torch_npu writes
+#: kernel_details from op_summary, renaming these).
+OP_SUMMARY_COLUMNS = {"Op Name": "Name", "OP Type": "Type", "Task Type": "Accelerator Core",
+                      "Task Start Time(us)": "Start Time(us)",
+                      "Task Duration(us)": "Duration(us)", "Task Wait Time(us)": "Wait Time(us)"}
 
 
 def device_row(step: int | None, compute: float, comm_exposed: float, overlap: float | None,
@@ -83,18 +84,27 @@ def read_step_trace(path: Path, data: TraceData) -> None:
                                       number(row.get("Communication")), free, extra))
 
 
-def read_kernel_details(path: Path, data: TraceData) -> bool:
-    """``kernel_details.csv`` -> ``kernels`` by op type (as op_statistic.csv counts them), and
-    ``npu.ops``: the operators by name, core and shapes, with their OP State and PMU ratios."""
-    table = Table.open(path, ("Type", "Duration(us)"), data.problems)
+def read_kernel_details(path: Path, data: TraceData, tasks: list[Task] | None = None) -> bool:
+    """``kernel_details.csv`` (or msprof's ``op_summary``) -> ``kernels`` by op type (as
+    op_statistic.csv counts them), and ``npu.ops``: the operators by name, core and shapes,
+    with their OP State and PMU ratios. Each task's step, start, end and whether it
+    communicates go to ``tasks`` when given (``npu_busy``)."""
+    table = Table.open(path, ("Type", "Duration(us)"), data.problems, OP_SUMMARY_COLUMNS)
     if table is None:
         return False
     core = next((c for c in ("Accelerator Core", "Task Type") if table.has(c)), None)
     ratios = tuple(c for c in RATIOS if table.has(c))
     state = "OP State" if table.has("OP State") else None
     groups = OpGroups(ratios)
+    if not table.has("Start Time(us)"):
+        tasks = None
     for row in table.rows:
         dur = number(row["Duration(us)"])
+        if tasks is not None:
+            one = task(step_number(row.get("Step Id")), row["Start Time(us)"],
+                       row["Duration(us)"], is_comm(row[core] if core else "", row.get("Name", "")))
+            if one is not None:
+                tasks.append(one)
         if dur is not None and dur >= 0:
             tally(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
             groups.add((row.get("Name", "").strip(), row["Type"].strip(),
@@ -293,90 +303,3 @@ def _ms(info: dict[str, Any], key: str) -> float:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _thin(points: list[list[float]]) -> list[list[float]]:
-    """At most ``TIMELINE_POINTS`` points, evenly spaced, always keeping the highest one."""
-    if len(points) <= TIMELINE_POINTS:
-        return points
-    stride = len(points) / TIMELINE_POINTS
-    keep = {int(i * stride) for i in range(TIMELINE_POINTS)}
-    keep.add(max(range(len(points)), key=lambda i: points[i][1]))
-    return [points[i] for i in sorted(keep)]
-
-
-def memory_summary(records: list[tuple[str, float, float | None, float | None]],
-                   op_allocs: list[tuple[str, float]],
-                   modules: list[tuple[str, float]]) -> Memory | None:
-    """``memory`` from (component, us, allocated, reserved) records, op allocations, modules.
-
-    Peaks come from the ``PTA+GE`` component (the framework's whole device memory: PyTorch's
-    allocator plus graph engine), else ``PTA`` (the allocator alone), else any component.
-    """
-    if not (records or op_allocs or modules):
-        return None
-    out = Memory(source="torch_npu")
-    peaks: dict[str, list[float]] = {}
-    for comp, _, alloc, reserved in records:
-        slot = peaks.setdefault(comp, [0.0, 0.0])
-        slot[0] = max(slot[0], alloc or 0.0)
-        slot[1] = max(slot[1], reserved or 0.0)
-    main = next((c for c in ("PTA+GE", "PTA") if c in peaks), next(iter(peaks), None))
-    if main is not None:
-        out.component = main
-        out.peak_allocated_bytes = int(peaks[main][0])
-        out.peak_reserved_bytes = int(peaks[main][1])
-        out.components = {c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
-                          for c, (a, r) in sorted(peaks.items())}
-        out.timeline = _thin([[us, alloc or 0.0, reserved or 0.0]
-                              for comp, us, alloc, reserved in sorted(
-                                  (r for r in records if r[0] == main), key=lambda r: r[1])])
-    if op_allocs:
-        by_op: dict[str, Tally] = {}
-        largest: dict[str, float] = {}
-        for name, size in op_allocs:
-            tally(by_op, name, 1, size)
-            largest[name] = max(largest.get(name, 0.0), size)
-        out.top_ops = [Alloc(op=n, count=t.count, bytes=int(t.total), max_bytes=int(largest[n]))
-                       for n, t in sorted(by_op.items(), key=lambda kv: -kv[1].total)[:20]]
-    if modules:
-        mods: dict[str, float] = {}
-        for name, size in modules:
-            mods[name] = max(mods.get(name, 0.0), size)
-        out.modules = {n: int(b) for n, b in sorted(mods.items(), key=lambda kv: -kv[1]) if b}
-    return out
-
-
-def read_memory(out_dir: Path, data: TraceData) -> None:
-    """``memory_record.csv``, ``operator_memory.csv``, ``npu_module_mem.csv`` -> ``memory``."""
-    records: list[tuple[str, float, float | None, float | None]] = []
-    path = out_dir / "memory_record.csv"
-    if path.is_file():
-        table = Table.open(path, ("Component", "Timestamp(us)", "Total Allocated(MB)",
-                                  "Total Reserved(MB)"), data.problems)
-        for row in table.rows if table else ():
-            us = number(row["Timestamp(us)"])
-            if us is not None:
-                alloc, res = number(row["Total Allocated(MB)"]), number(row["Total Reserved(MB)"])
-                records.append((row["Component"].strip(), us,
-                                None if alloc is None else alloc * MB,
-                                None if res is None else res * MB))
-    allocs: list[tuple[str, float]] = []
-    path = out_dir / "operator_memory.csv"
-    if path.is_file():
-        table = Table.open(path, ("Name", "Size(KB)"), data.problems)
-        for row in table.rows if table else ():
-            size = number(row["Size(KB)"])
-            if size is not None and size > 0:
-                allocs.append((row["Name"].strip(), size * KB))
-    modules: list[tuple[str, float]] = []
-    path = out_dir / "npu_module_mem.csv"
-    if path.is_file():
-        table = Table.open(path, ("Component", "Total Reserved(MB)"), data.problems)
-        for row in table.rows if table else ():
-            size = number(row["Total Reserved(MB)"])
-            if size is not None:
-                modules.append((row["Component"].strip(), size * MB))
-    memory = memory_summary(records, allocs, modules)
-    if memory is not None:
-        data.memory = memory

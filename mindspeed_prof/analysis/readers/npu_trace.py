@@ -23,13 +23,15 @@ from mindspeed_prof.analysis.readers.npu_facts import (
 from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
-__all__ = ["LaneSpan", "read_trace_view", "stage_device_rows"]
+__all__ = ["ASCEND", "LaneSpan", "ascend_trace", "read_trace_view", "stage_device_rows"]
 
 Number = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
 #: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
 _DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
                      "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
                      "Device", "SIO", "PCIe", "HCCS", "NIC", "RoCE"})
+#: Processes only torch_npu's trace_view.json has: a list of events naming one is torch_npu's.
+ASCEND = frozenset({"Ascend Hardware", "CANN", "HCCL", "Overlap Analysis"})
 #: Start and end (absolute us) and the exact duration of an Overlap Analysis lane's interval.
 LaneSpan = tuple[float, float, float]
 _OVERLAP = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
@@ -78,6 +80,16 @@ def _num(value: Number) -> float | None:
     except (TypeError, ValueError):
         return None
     return out if math.isfinite(out) else None
+
+
+def ascend_trace(path: Path) -> bool:
+    """Whether a list of events names a process of ``ASCEND`` (read until one is named)."""
+    for batch in TraceStream(path, _Meta, _Names).batches():
+        for ev in batch:
+            if (ev.ph == "M" and ev.name == "process_name" and ev.args is not None
+                    and str(ev.args.name) in ASCEND):
+                return True
+    return False
 
 
 def _processes(path: Path) -> dict[Any, str]:

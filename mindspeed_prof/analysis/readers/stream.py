@@ -7,13 +7,14 @@ cut before it is tried, and after a few misses a scan that skips strings finds t
 end for certain. What precedes the array (Kineto writes ``schemaVersion``, ``deviceProperties``,
 ``distributedInfo`` first) is kept, and at the end of the file it is decoded again with the last
 events and whatever follows the array (``baseTimeNanoseconds``, ``traceName``): one small
-document. ``.json.gz`` files stop with ``BadFile`` once they inflate past ``max_inflate()``
-times their size.
+document. A compressed file (gzip or xz, told by its first bytes, whatever its name) stops with
+``BadFile`` once it inflates past ``max_inflate()`` times its size.
 """
 
 from __future__ import annotations
 
 import gzip
+import lzma
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -24,16 +25,19 @@ import msgspec
 
 from mindspeed_prof.analysis.readers.model import BadFile
 
-__all__ = ["CHUNK", "INFLATE_ENV", "MAX_PIECE", "TraceStream", "max_inflate"]
+__all__ = ["CHUNK", "INFLATE_ENV", "MAX_PIECE", "TraceStream", "compression", "max_inflate",
+           "open_bytes"]
 
 #: Bytes read at a time.
 CHUNK = 4 << 20
 #: The most bytes one event, or the document's parts before and after the array, may take.
 MAX_PIECE = 64 << 20
-#: Environment variable: how many times its own size a ``.json.gz`` may inflate to (0: no limit).
+#: Environment variable: how many times its own size a compressed file may inflate to (0: none).
 INFLATE_ENV = "MINDSPEED_PROF_MAX_INFLATE"
 _INFLATE = 100
-_FLOOR = 64 << 20  # any .json.gz may inflate to this much, whatever its ratio
+_FLOOR = 64 << 20  # any compressed file may inflate to this much, whatever its ratio
+#: Compressed formats by their first bytes, and how each opens.
+_MAGIC: dict[bytes, Callable[..., Any]] = {b"\x1f\x8b": gzip.open, b"\xfd7zXZ\x00": lzma.open}
 _TRIES = 3  # cuts tried from the end before scanning
 _KEY = b'"traceEvents"'
 _OPEN = re.compile(rb"\s*:\s*\[")
@@ -55,6 +59,20 @@ def max_inflate() -> float:
     except ValueError:
         raise BadFile(f"{INFLATE_ENV}={raw!r}: expected a number (0 for no limit)") from None
     return ratio if ratio > 0 else float("inf")
+
+
+def compression(path: Path) -> Callable[..., Any] | None:
+    """How ``path`` decompresses (``gzip.open``, ``lzma.open``), told by its first bytes; None
+    for a plain file."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return next((opener for magic, opener in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def open_bytes(path: Path) -> Any:
+    """``path`` opened for reading bytes, decompressed when it is gzip or xz (by content)."""
+    opener = compression(path)
+    return opener(path, "rb") if opener is not None else open(path, "rb")
 
 
 def _candidates(buf: bytes) -> Iterator[int]:
@@ -136,6 +154,7 @@ class TraceStream(Generic[E, T]):
         self._event = msgspec.json.Decoder(event)
         self._top = msgspec.json.Decoder(top_type)
         self._eof = False
+        self._compressed = False
 
     def problems(self) -> list[str]:
         """One line naming the file, when events were left out."""
@@ -165,8 +184,8 @@ class TraceStream(Generic[E, T]):
         return out
 
     def batches(self) -> Iterator[list[E]]:
-        opener: Callable[..., Any] = gzip.open if self.path.name.endswith(".gz") else open
-        with opener(self.path, "rb") as f:
+        self._compressed = compression(self.path) is not None
+        with open_bytes(self.path) as f:
             read = self._reader(f)
             buf = read().lstrip()
             if not buf.startswith((b"{", b"[")):
@@ -200,7 +219,7 @@ class TraceStream(Generic[E, T]):
     def _reader(self, f: Any) -> Callable[[], bytes]:
         """``read()``: the next chunk; sets ``_eof``; refuses a decompression bomb."""
         limit = float("inf")
-        if self.path.name.endswith(".gz"):
+        if self._compressed:
             limit = max(max_inflate() * self.path.stat().st_size, _FLOOR)
         total = 0
 

@@ -241,3 +241,56 @@ def test_memory_file_size_limit_at_its_edge(tmp_path: Path, monkeypatch) -> None
     with pytest.raises(BadFile) as err:
         read_memory(path)
     assert str(err.value) == f"{path}: more than {len(doc)} bytes; refused"
+
+
+def _torch_snapshot() -> dict:
+    """``_snapshot()`` as torch writes it: segments with their blocks, one trace per device,
+    then the allocator's settings."""
+    snap = _snapshot()
+    for seg in snap["segments"]:
+        seg.update(stream=0, segment_type="large", segment_pool_id=(0, 0), is_expandable=False,
+                   active_size=3 * MIB // 2, requested_size=3 * MIB // 2, frames=[],
+                   blocks=[{"address": 0, "size": 3 * MIB // 2, "requested_size": 3 * MIB // 2,
+                            "state": "active_allocated", "frames": []}])
+    return {**snap, "device_traces": [*snap["device_traces"], []],
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": None, "max_split_size": -1}}
+
+
+@pytest.mark.parametrize("name", ["snapshot.pkl", "dump_snapshot.pickle", "rank0", "mem.json"])
+def test_a_snapshot_under_any_name_gives_the_peak_of_ours(tmp_path: Path, name: str,
+                                                          capsys) -> None:
+    """Symptom 6: a pickled snapshot named ``*.pkl`` was ``not JSON``."""
+    raw = pickle.dumps(_torch_snapshot())
+    ours = tmp_path / "ours" / "rank0_h_1_step1.memory_snapshot.pickle"
+    other = tmp_path / "any" / name
+    for path in (ours, other):
+        path.parent.mkdir()
+        path.write_bytes(raw)
+    (expected,) = analyse(ours.parent).memory()
+    (found,) = analyse(other.parent).memory()
+    assert expected.peak_allocated_bytes == 3 * MIB and expected.peak_reserved_bytes == 4 * MIB
+    assert (found.source, found.peak_allocated_bytes, found.peak_reserved_bytes, found.top_ops,
+            found.timeline) == (expected.source, expected.peak_allocated_bytes,
+                                expected.peak_reserved_bytes, expected.top_ops,
+                                expected.timeline)
+    assert main(["analyse", str(other)]) == 0  # the file named on its own
+    assert "not JSON" not in capsys.readouterr().err
+
+
+def test_a_pickle_with_a_global_is_refused_in_one_line_and_nothing_runs(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "snap.pkl").write_bytes(pickle.dumps({"segments": [_Evil()], "device_traces": []}))
+    (run / "other.pkl").write_bytes(pickle.dumps(_Evil()))  # not a snapshot: not a capture
+    assert main(["analyse", str(run)]) == 1  # nothing else to read
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mindspeed-prof: skipped snap.pkl: unreadable memory file "
+                           "(UnpicklingError: refused ")
+    assert line.endswith("system: only plain containers and scalars are read from a snapshot)")
+    assert main(["analyse", str(run / "other.pkl")]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == ("mindspeed-prof: skipped other.pkl: a pickle that is not an allocator "
+                    "snapshot (nothing in it was loaded); not read")
+    assert not (tmp_path / "pwned").exists() and not (run / "pwned").exists()

@@ -187,7 +187,7 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
 
 
 def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
-    from mindspeed_prof.analysis.readers.npu_text import TIMELINE_POINTS, memory_summary
+    from mindspeed_prof.analysis.readers.npu_memory import TIMELINE_POINTS, memory_summary
 
     n = 3 * TIMELINE_POINTS + 1
     records: list[tuple[str, float, float | None, float | None]] = [
@@ -505,7 +505,7 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
 
 
 def test_npu_memory_summary_by_hand() -> None:
-    from mindspeed_prof.analysis.readers.npu_text import memory_summary
+    from mindspeed_prof.analysis.readers.npu_memory import memory_summary
 
     records = [("APP", 5.0, 10.0, 20.0), ("PTA", 3.0, 100.0, 200.0), ("PTA", 1.0, None, None),
                ("PTA", 2.0, 50.0, 300.0), ("PTA", 2.0, None, 1.0), ("Z", 4.0, None, None)]
