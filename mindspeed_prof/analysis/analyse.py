@@ -12,6 +12,7 @@ import msgspec
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
+from mindspeed_prof.analysis.readers.classify import pattern_problem
 from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.model import (
     Tally,
@@ -71,6 +72,8 @@ class Analysis:
     clashes: list[str] = field(default_factory=list)
     #: With ``--ray``: where each capture was read (path, node, host, bytes).
     placement: list[dict[str, Any]] = field(default_factory=list)
+    #: The user's pattern of communication kernels (``--comm-kernels``; ``readers.classify``).
+    comm_kernels: str = ""
 
     @property
     def ranges(self) -> list[Range]:
@@ -303,17 +306,21 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
-            jobs: int = 1, cache: bool = True, ray: str | None = None) -> Analysis:
+            jobs: int = 1, cache: bool = True, ray: str | None = None,
+            comm_kernels: str = "") -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
     with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
-    listed in ``Analysis.bad``."""
+    listed in ``Analysis.bad``. ``comm_kernels``: a regex of more communication kernels
+    (``readers.classify``; ``ValueError`` when it is none)."""
     root = Path(root)
-    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin)
+    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin,
+                      comm_kernels=_pattern(comm_kernels))
     memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
     if ray is not None:
         from mindspeed_prof.analysis.cluster import read_on_cluster
 
-        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
+        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache,
+                                                    comm_kernels)
     else:
         try:
             paths = [p for p in discover(root) if not is_memory_file(p.name)]
@@ -322,7 +329,8 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
             return result
         memory = ([p for p in sorted(root.rglob("*")) if is_memory_file(p.name) and p.is_file()]
                   if root.is_dir() else [root] if is_memory_file(root.name) else [])
-        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
+        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress,
+                           comm_kernels=comm_kernels)
     for data in results:
         if isinstance(data, str):
             result.bad.append(data)
@@ -332,8 +340,16 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
     return _finish(result)
 
 
+def _pattern(comm_kernels: str) -> str:
+    problem = pattern_problem(comm_kernels)
+    if problem:
+        raise ValueError(f"comm_kernels={comm_kernels!r}: {problem}")
+    return comm_kernels
+
+
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
-    """Like ``analyse`` for a known list of captures (a job's, from its manifest)."""
+    """Like ``analyse`` for a known list of captures (a job's, from its manifest): each is
+    classified with the pattern it records."""
     result = Analysis(root=root, margin=margin)
     _read_all(result, [Path(p) for p in files])
     return _finish(result)
@@ -346,7 +362,7 @@ def _read_all(result: Analysis, paths: list[Path]) -> None:
             if is_memory_file(path.name):
                 _add_memory(result, path)
             else:
-                result.traces.append(read(path, result.root))
+                result.traces.append(read(path, result.root, result.comm_kernels))
         except BadFile as err:
             result.bad.append(str(err))
 

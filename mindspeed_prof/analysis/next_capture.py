@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.readers.device import kind_of
+from mindspeed_prof.analysis.readers.classify import kind_of
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
 from mindspeed_prof.config.schema import STAGES
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.readers.device import (
+from mindspeed_prof.analysis.readers.device_streams import (
     KERNEL_WAIT_US,
     LATE_US,
     PROMPT_US,

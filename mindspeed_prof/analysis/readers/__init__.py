@@ -104,14 +104,15 @@ def discover(root: Path) -> Iterator[Path]:
     yield from sorted(found)
 
 
-def read(path: Path, root: Path | None = None) -> TraceData:
+def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceData:
     """Decode one capture; raise ``BadFile`` with one line naming it when it cannot be read.
 
     A capture whose own content names no rank takes its manifest's (``ranks.manifest_rank``);
-    failing that its rank stays unknown (None).
+    failing that its rank stays unknown (None). ``comm_kernels``: the user's pattern of
+    communication kernels (``readers.classify``).
     """
     path = Path(path)
-    data = _read(path, _group(path, root))
+    data = _read(path, _group(path, root), comm_kernels)
     if data.rank is None:
         rank = manifest_rank(path)
         if rank is not None:
@@ -122,7 +123,7 @@ def read(path: Path, root: Path | None = None) -> TraceData:
     return data
 
 
-def _read(path: Path, group: str) -> TraceData:
+def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
     try:
         if path.is_dir():
             return read_npu(path, group)
@@ -131,7 +132,7 @@ def _read(path: Path, group: str) -> TraceData:
             raise BadFile(f"{path}: empty file")
         if path.name.endswith(".db"):
             return read_db(path, group, size)
-        return read_json(path, group, size)
+        return read_json(path, group, size, comm_kernels)
     except BadFile:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError) as err:

@@ -13,7 +13,7 @@ from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
-__all__ = ["INTERRUPTED", "read_json", "stream_events"]
+__all__ = ["INTERRUPTED", "read_json", "stream_events", "world_size"]
 
 #: How a problem line says a range file was never closed.
 INTERRUPTED = "interrupted: never closed"
@@ -24,10 +24,11 @@ def stream_events(path: Path) -> Iterator[list[Event]]:
     return TraceStream(path, Event, TraceTop).batches()
 
 
-def read_json(path: Path, group: str, size: int) -> TraceData:
-    """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it."""
+def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> TraceData:
+    """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it.
+    ``comm_kernels``: the user's pattern of communication kernels (``readers.classify``)."""
     stream = TraceStream(path, Event, TraceTop)
-    fold = Collector()
+    fold = Collector(comm_kernels)
     count = 0
     with _gc_paused():
         for batch in stream.batches():
@@ -40,6 +41,9 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
     capacity = device_memory(trace.deviceProperties)
     if capacity is not None:
         meta = {**meta, "device_memory_bytes": capacity}
+    world = world_size(trace.distributedInfo)
+    if world is not None:
+        meta = {**meta, "world_size": world}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=count, meta=meta)
@@ -59,6 +63,13 @@ def device_memory(properties: object) -> int | None:
     sizes = {p.get("totalGlobalMem") for p in listed if isinstance(p, dict)}
     sizes = {s for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s > 0}
     return sizes.pop() if len(sizes) == 1 else None
+
+
+def world_size(info: object) -> int | None:
+    """The job's ranks from Kineto's ``distributedInfo.world_size`` (None: not recorded, or
+    not a count of ranks)."""
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 @contextlib.contextmanager

@@ -317,7 +317,7 @@ class TraceData:
     ``memory``: see ``DeviceRow``, ``CommRow``, ``Memory``.
     ``npu``: the Ascend-specific facts of a torch_npu capture (``NpuFacts``), else None.
     ``stream_idle``, ``launch_stats``: CUDA streams' idle time and kernel launches per step
-    (``StreamIdle``, ``LaunchStats``).
+    (``StreamIdle``, ``LaunchStats``); ``classified``: what each classification rule counted.
     ``problems``: one line per part of the capture that could not be read (the rest was).
     ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
     ranges, approximate self times, device events that are not broken down): not problems.
@@ -344,6 +344,9 @@ class TraceData:
     notes: list[str] = field(default_factory=list)
     stream_idle: list[StreamIdle] = field(default_factory=list)
     launch_stats: list[LaunchStats] = field(default_factory=list)
+    #: Per rule of ``readers.classify`` that classified a device op of the capture: the ops
+    #: and their device time (us).
+    classified: dict[str, Tally] = field(default_factory=dict)
 
     @property
     def holds_nothing(self) -> bool:

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.readers.device import kind_of, merge, overlap, total
+from mindspeed_prof.analysis.readers.classify import kind_of
+from mindspeed_prof.analysis.readers.device import merge, overlap, total
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import DeviceRow, rank_of
 from mindspeed_prof.cli import main
@@ -137,7 +138,7 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
 
 
 def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
-    from mindspeed_prof.analysis.readers.device import DeviceOps
+    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 
     ops = DeviceOps()
     ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
@@ -150,7 +151,8 @@ def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
 
 
 def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
-    from mindspeed_prof.analysis.readers.device import DeviceOps, breakdown
+    from mindspeed_prof.analysis.readers.device import breakdown
+    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 
     ops = DeviceOps()
     ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
@@ -289,6 +291,7 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
                                                      stage_spans: list, block: int) -> None:
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
     import mindspeed_prof.analysis.readers.device as device
+    import mindspeed_prof.analysis.readers.device_ops as device_ops
 
     # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
@@ -297,8 +300,8 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
         (STAGES[i % len(STAGES)], i, float(s), float(d))
         for i, (s, d) in enumerate(stage_spans)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(device, "SLICE", block)
-        store = device.DeviceOps()
+        mp.setattr(device_ops, "SLICE", block)
+        store = device_ops.DeviceOps()
         for (ts, end, name, launch), (*_, stream) in zip(ops, raw):
             where = store.add(stream, ts, end, name, ts)
             store.set_launch(where, launch)  # late, maybe into a spilled block
@@ -313,10 +316,10 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
 
 
 def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.readers.device as device
+    import mindspeed_prof.analysis.readers.device_ops as device_ops
 
     whole = analyse(cuda_dir, cache=False).device()
-    monkeypatch.setattr(device, "SLICE", 7)
+    monkeypatch.setattr(device_ops, "SLICE", 7)
     assert analyse(cuda_dir, cache=False).device() == whole
 
 
