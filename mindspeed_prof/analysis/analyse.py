@@ -9,10 +9,10 @@ from typing import Any
 
 import msgspec
 
+from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
-from mindspeed_prof.analysis.readers.classify import pattern_problem
 from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.model import (
     Tally,
@@ -38,6 +38,7 @@ from mindspeed_prof.analysis.rows import (
 )
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats import capture_stem
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
@@ -149,12 +150,13 @@ class Analysis:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
         return range_rows(self.ranges)
 
-    def device(self) -> list[DeviceRow]:
-        """Device breakdown rows per rank and step (and stage), warmup steps marked."""
+    def device(self, traces: list[TraceData] | None = None) -> list[DeviceRow]:
+        """Device breakdown rows per rank and step (and stage), warmup steps marked; of
+        ``traces`` (default: every capture)."""
         warmup = self._warmup()
         return [msgspec.structs.replace(row, rank=t.rank,
                                         warmup=(t.rank, row.source, row.step) in warmup)
-                for t in self.traces for row in t.device]
+                for t in (self.traces if traces is None else traces) for row in t.device]
 
     def comm(self) -> list[CommRow]:
         """Communication per rank, step, kind and op type (torch_npu captures), as each reader
@@ -269,6 +271,7 @@ class Analysis:
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
                 "range_stragglers": to_json(self.stragglers("range")),
                 "device": to_json(self.device()), "comm": to_json(self.comm()),
+                "classified": to_json(classified(self.traces)),
                 "top_ops": to_json(self.top_ops()), "top_kernels": to_json(self.top_kernels()),
                 "top_runtime": to_json(self.top_runtime()), "memory": to_json(self.memory()),
                 "inventory": to_json(self.inventory()), "warnings": self.warnings(),

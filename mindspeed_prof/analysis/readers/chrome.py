@@ -10,10 +10,10 @@ from pathlib import Path
 
 from mindspeed_prof.analysis.readers.events import Event, TraceTop
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.model import TraceData, rank_of
+from mindspeed_prof.analysis.readers.model import TraceData, rank_of, world_size
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
-__all__ = ["INTERRUPTED", "read_json", "stream_events", "world_size"]
+__all__ = ["INTERRUPTED", "read_json", "stream_events"]
 
 #: How a problem line says a range file was never closed.
 INTERRUPTED = "interrupted: never closed"
@@ -63,13 +63,6 @@ def device_memory(properties: object) -> int | None:
     sizes = {p.get("totalGlobalMem") for p in listed if isinstance(p, dict)}
     sizes = {s for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s > 0}
     return sizes.pop() if len(sizes) == 1 else None
-
-
-def world_size(info: object) -> int | None:
-    """The job's ranks from Kineto's ``distributedInfo.world_size`` (None: not recorded, or
-    not a count of ranks)."""
-    size = info.get("world_size") if isinstance(info, dict) else None
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 @contextlib.contextmanager

@@ -22,6 +22,8 @@ import functools
 import re
 from typing import NamedTuple
 
+from mindspeed_prof.config.validate import pattern_problem
+
 __all__ = ["CLI_RULE", "CONFIG_RULE", "DEFAULT", "KINDS", "RULES", "Classifier", "Rule",
            "classifier", "kind_of", "pattern_problem"]
 
@@ -33,8 +35,6 @@ _HEAD = r"^(?:void )?(?:[^(<]|\(anonymous namespace\))*?"
 #: Rule names of the user's own patterns.
 CLI_RULE = "--comm-kernels"
 CONFIG_RULE = "comm_kernels"
-#: The longest pattern a capture or a user may give (a regex costs its length per name).
-MAX_PATTERN = 1000
 
 
 class Rule(NamedTuple):
@@ -93,18 +93,6 @@ RULES: tuple[Rule, ...] = (
 )
 #: The rule an op no other rule matches falls to.
 DEFAULT = Rule("compute", "compute", "", "everything else", hta=True)
-
-
-def pattern_problem(text: str) -> str | None:
-    """Why ``text`` is not a pattern the table takes (None: it is): a regex, at most
-    ``MAX_PATTERN`` characters."""
-    if len(text) > MAX_PATTERN:
-        return f"longer than {MAX_PATTERN} characters"
-    try:
-        re.compile(text)
-    except re.error as err:
-        return f"not a regular expression ({err})"
-    return None
 
 
 class Classifier:

@@ -13,7 +13,7 @@ import math
 from array import array
 from typing import Any
 
-from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier, pattern_problem
+from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.device import breakdown
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
@@ -35,6 +35,7 @@ from mindspeed_prof.analysis.readers.model import (
     tally,
 )
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "REORDER", "Collector", "collect"]
 
@@ -311,6 +312,8 @@ class Collector:
         if not steps:
             data.notes.append(f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
                               "device events form one row")
+            for row in data.device:
+                row.whole = row.stage is None
         if clashes:
             data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
                                  f"the same stream (first: {clashes[0][:60]!r}); their time is "

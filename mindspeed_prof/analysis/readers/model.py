@@ -13,6 +13,7 @@ import msgspec
 __all__ = [
     "MAX_BYTES",
     "OUTSIDE",
+    "WHOLE",
     "Alloc",
     "BadFile",
     "CommRow",
@@ -37,12 +38,15 @@ __all__ = [
     "ranks_text",
     "step_label",
     "to_rank",
+    "world_size",
 ]
 
 #: Larger captures (after decompression) are refused with one line instead of read into memory.
 MAX_BYTES = 1024**3
 #: How every view names the row of device work launched outside every step (its step is None).
 OUTSIDE = "outside"
+#: How every view names the one row of a capture without steps (``DeviceRow.whole``).
+WHOLE = "no steps"
 #: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
 
@@ -101,8 +105,9 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     ``idle_ms`` is the window less busy (torch_npu: its Free).
     torch_npu rows add ``comm_exposed_ms`` (Communication(Not Overlapped)), ``step_ms`` (its
     Stage column: the step on the device), ``bubble_ms``, ``preparing_ms`` and
-    ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step. ``rank``,
-    ``source`` and ``warmup`` are the analysis's: a reader leaves them unset.
+    ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step, or, with
+    ``whole``, all the work of a capture without steps. ``rank``, ``source`` and ``warmup`` are
+    the analysis's: a reader leaves them unset.
     """
 
     step: int | None
@@ -122,6 +127,7 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     rank: int | None = None
     source: str = ""
     warmup: bool = False
+    whole: bool = False
 
 
 class LinkShare(msgspec.Struct, kw_only=True):
@@ -379,6 +385,13 @@ def rank_of(path: Path, meta: dict[str, Any] | None, info: dict[str, Any] | None
                 return r
     m = _RANK_IN_NAME.search(path.name)
     return int(m.group(1)) if m else None
+
+
+def world_size(info: object) -> int | None:
+    """The job's ranks from a ``world_size`` key (Kineto's ``distributedInfo``, torch_npu's
+    ``distributed_args``); None: not recorded, or not a count of ranks."""
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def rank_label(rank: int | None, source: str = "") -> str:
