@@ -64,9 +64,14 @@ def counted(result: Analysis, within: Scope | None = None) -> list[DeviceRow]:
 def parts(r: DeviceRow) -> dict[str, float]:
     """``PARTS`` of a row in ms: compute, communication no compute overlaps (torch_npu's own
     figure where it gives one), copy (CUDA: the busy time neither compute nor communication
-    covers; torch_npu: none) and idle."""
-    exposed = (r.comm_exposed_ms if r.comm_exposed_ms is not None
-               else max(r.comm_ms - r.overlap_ms, 0.0))
-    copy = (max(r.busy_ms - r.compute_ms - exposed, 0.0) if r.busy_ms is not None
+    covers; torch_npu: none) and idle; none below 0 (a NaN is 0)."""
+    comm = _pos(r.comm_ms)
+    exposed = (_pos(r.comm_exposed_ms) if r.comm_exposed_ms is not None
+               else comm - min(_pos(r.overlap_ms), comm))
+    copy = (r.busy_ms - _pos(r.compute_ms) - exposed if r.busy_ms is not None
             else r.memcpy_ms or 0.0)
-    return dict(zip(PARTS, (r.compute_ms, exposed, copy, r.idle_ms)))
+    return dict(zip(PARTS, map(_pos, (r.compute_ms, exposed, copy, r.idle_ms))))
+
+
+def _pos(ms: float) -> float:
+    return ms if ms > 0 else 0.0

@@ -6,7 +6,8 @@ Kineto trace, answered per rank and step from what the readers keep.
 - ``launch_overhead``: many kernels shorter than their launch call (HTA's
   ``get_cuda_kernel_launch_stats``): the host spends longer launching them than the GPU runs
   them;
-- ``exposed_comm``: NCCL kernels not overlapped with compute, a share of the step.
+- ``exposed_comm``: communication kernels (NCCL, DeepEP, NVSHMEM... by ``readers.classify``)
+  not overlapped with compute, a share of the step.
 
 Each fires where its time per step is over the noise floor (``stragglers.noise_floor``: the
 ``--noise-ms`` floor or 1% of the step) and ``FIRE_SHARE`` of the step; severity grows with the
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.device_scope import scope
+from mindspeed_prof.analysis.device_scope import parts, scope
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.readers.device_streams import (
     KERNEL_WAIT_US,
@@ -322,23 +323,23 @@ def launch_overhead(result: Analysis) -> list[Finding]:
 # -- exposed communication ------------------------------------------------------------------
 
 def _exposed(rows: list[DeviceRow]) -> float:
-    return sum(max(r.comm_ms - r.overlap_ms, 0.0) for r in rows)
+    return sum(parts(r)["communication"] for r in rows)
 
 
 def exposed_comm(result: Analysis) -> list[Finding]:
-    """NCCL time on the device that no compute overlaps, a share of the step (CUDA rows;
-    torch_npu's exposed communication is the npu rules')."""
+    """Communication time on the device that no compute overlaps, a share of the step (CUDA
+    rows; torch_npu's exposed communication is the npu rules')."""
     hits: list[tuple[float, _Rank, float, str]] = []
     for who in _ranks(result):
         rows = [r for r in who.steps if r.comm_exposed_ms is None]
         exposed = _exposed(rows) / who.n
         if not rows or not _fires(result, exposed, who.span_ms):
             continue
-        comm = sum(r.comm_ms for r in rows) / who.n
+        comm = sum(max(r.comm_ms, 0.0) for r in rows) / who.n
         by_stage: dict[str, float] = defaultdict(float)
         for r in who.stages:
             if r.stage is not None and r.comm_exposed_ms is None:
-                by_stage[r.stage] += max(r.comm_ms - r.overlap_ms, 0.0)
+                by_stage[r.stage] += parts(r)["communication"]
         top = max(by_stage.items(), key=lambda kv: (kv[1], kv[0]), default=None)
         where = (f"; most in {top[0]} ({top[1] / who.n:,.1f} ms {who.per})"
                  if top and top[1] > 0 else "")
@@ -352,11 +353,12 @@ def exposed_comm(result: Analysis) -> list[Finding]:
     lines = [f"rank {w.label}: communication {c:,.1f} ms {w.per}, {e:,.1f} ms of it while no "
              f"compute ran, of a {w.span_ms:,.1f} ms step{where}"
              for e, w, c, where in hits[:DETAIL_RANKS]]
-    lines.append("device breakdown: NCCL kernels' time less the part that overlaps compute "
+    lines.append("device breakdown: communication kernels' time (NCCL, DeepEP, NVSHMEM... as "
+                 "docs/classification.md lists them) less the part that overlaps compute "
                  "kernels (HTA's temporal breakdown and comm/comp overlap)")
     return [Finding(
         rule="cuda.exposed_comm",
-        title=f"NCCL not overlapped with compute: {exposed:,.1f} ms {who.per} "
+        title=f"Communication not overlapped with compute: {exposed:,.1f} ms {who.per} "
               f"({share:.0%} of the step, {ratio(exposed, comm, 0.0):.0%} of its "
               f"communication) on {_ranks_said(said)}",
         detail="\n".join(_more(lines, said)),
@@ -366,7 +368,7 @@ def exposed_comm(result: Analysis) -> list[Finding]:
                    "the interconnect or the parallel layout is the limit.",
         severity=severity(share), impact_ms=exposed,
         source=files_text(result, [t for _, w, *_ in hits for t in w.traces],
-                          "Kineto device ops: nccl kernels against compute kernels"),
+                          "Kineto device ops: communication kernels against compute kernels"),
         ranks=_rank_list(said))]
 
 

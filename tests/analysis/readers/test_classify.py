@@ -4,12 +4,20 @@ counted adding up to the device time."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from corpus import unpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files
+from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.readers.classify import (
     CLI_RULE,
     CONFIG_RULE,
@@ -21,6 +29,8 @@ from mindspeed_prof.analysis.readers.classify import (
     kind_of,
 )
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+from mindspeed_prof.analysis.verdict import verdict
+from mindspeed_prof.cli import main
 
 #: Names as each library's sources (and, for dpsk::ep and NCCL, published traces) give them,
 #: with the rule that must decide them.
@@ -148,6 +158,14 @@ def test_every_rule_is_named_once_and_documented() -> None:
     assert hta == ["nccl", "hccl", "memory", "not-compute", "compute"]
 
 
+def test_the_documented_table_is_the_tables() -> None:
+    """docs/classification.md lists every rule, in the order they are tried."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "classification.md").read_text()
+    rows = [line.split("|")[1].strip().strip("`") for line in doc.splitlines()
+            if line.startswith("| `")]
+    assert rows == [r.name for r in Classifier(cli="x", config="y").rules]
+
+
 _names = st.sampled_from([n for n, _ in COMM] + COMPUTE + ["Memset (Device)", "gemm"])
 
 
@@ -173,3 +191,151 @@ def test_what_each_rule_counted_adds_up_to_every_op(ops: list) -> None:
     kinds = sorted(KINDS.index(table.kind_of(n, c)) for n, c, *_ in ops)
     assert sorted(kind for part in store.slices() for _, _, kind, _ in part) == kinds
     store.close()
+
+
+# -- on a real trace: NCCL's kernels renamed as other libraries name theirs -----------------
+
+_NCCL_SET = "kineto_nccl_rank0_of_2"  # A100, rank 0 of 2: 15 all-reduces, 6 broadcasts
+
+
+def _load(path: Path) -> Any:
+    return json.loads(gzip.decompress(path.read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def nccl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Analysis]:
+    root = unpack(_NCCL_SET, tmp_path_factory.mktemp("nccl") / "set")
+    return next(root.iterdir()), analyse(root, cache=False)
+
+
+def _renamed(original: Path, dest: Path, name: Callable[[str], str], args: bool = False,
+             meta: dict[str, Any] | None = None) -> Path:
+    """The trace with each NCCL kernel renamed by ``name`` (of its collective), Kineto's
+    collective arguments kept only with ``args``, and ``meta`` as our metadata block."""
+    trace = _load(original)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel" and e["name"].startswith("nccl"):
+            collective = e["args"]["Collective name"]
+            e["name"] = name(collective)
+            if not args:
+                e["args"] = {k: v for k, v in e["args"].items() if k not in _KINETO_ARGS}
+    if meta is not None:
+        trace["mindspeed_prof"] = meta
+    dest.mkdir(parents=True)
+    (dest / original.name).write_bytes(gzip.compress(json.dumps(trace).encode()))
+    return dest
+
+
+_KINETO_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+                "In split size", "Out split size", "Process Group Name",
+                "Process Group Description", "Process Group Ranks")
+_DEEPEP = {"allreduce": "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(int4*, "
+                        "float*, int4 const*, float const*, int*, int*, int, int, int)",
+           "broadcast": "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, "
+                        "long*, float*, int*, int*, int4 const*)"}
+_SYMMETRIC = {"allreduce": "void (anonymous namespace)::multimem_all_reduce_kernel<float, 16>"
+                           "(float*, unsigned long, unsigned int**, unsigned long, "
+                           "unsigned long)",
+              "broadcast": "broadcast_on_stream_kernel(nvshmem_team_t, void*, void const*, "
+                           "unsigned long, int)"}
+
+
+#: Names that say nothing of a collective (``vendor_allreduce`` would meet collective-name).
+_VENDOR = {"allreduce": "vendor_kernel_a", "broadcast": "vendor_kernel_b"}
+
+
+def _rules(result: Analysis) -> dict[str, tuple[int, float]]:
+    return {c.rule: (c.kernels, c.ms) for c in classified(result.traces)}
+
+
+@pytest.mark.parametrize(("names", "rules"), [
+    (_DEEPEP, {"deepep"}), (_SYMMETRIC, {"symmetric-memory", "nvshmem"})])
+def test_expert_parallel_and_symmetric_memory_kernels_are_communication(
+        nccl: tuple[Path, Analysis], tmp_path: Path, names: dict[str, str],
+        rules: set[str]) -> None:
+    """The same kernels under DeepEP's (or torch symmetric memory's and NVSHMEM's) names, and
+    without Kineto's collective arguments: the device rows are the NCCL trace's to the bit, and
+    the time NCCL's rule classified moves whole to theirs."""
+    path, original = nccl
+    result = analyse(_renamed(path, tmp_path / "x", names.__getitem__), cache=False)
+    assert result.device() == original.device()
+    before, after = _rules(original), _rules(result)
+    assert set(after) - set(before) == rules and "nccl" not in after
+    moved = [after[r] for r in rules]
+    assert sum(n for n, _ in moved) == before["nccl"][0] == 21
+    assert sum(ms for _, ms in moved) == pytest.approx(before["nccl"][1])
+    line = dict(verdict(result).lines())["classified"]
+    assert all(f"{r} " in line for r in rules)
+
+
+def test_kinetos_collective_arguments_classify_a_vendors_kernels(
+        nccl: tuple[Path, Analysis], tmp_path: Path) -> None:
+    """Kernels no rule knows by name, that c10d launched: the trace's own arguments make them
+    communication; without the arguments they are computation, and the time moves exactly."""
+    path, original = nccl
+    with_args = analyse(_renamed(path, tmp_path / "a", _VENDOR.__getitem__, True),
+                        cache=False)
+    assert with_args.device() == original.device()
+    assert _rules(with_args)["kineto-collective"] == _rules(original)["nccl"]
+    bare = analyse(_renamed(path, tmp_path / "b", _VENDOR.__getitem__), cache=False)
+    assert all(r.comm_ms == 0.0 for r in bare.device())
+    kernels, ms = _rules(original)["nccl"]
+    assert _rules(bare)["compute"][0] == _rules(original)["compute"][0] + kernels
+    assert _rules(bare)["compute"][1] == pytest.approx(_rules(original)["compute"][1] + ms)
+
+
+def test_the_users_pattern_from_the_command_line_or_the_capture(
+        nccl: tuple[Path, Analysis], tmp_path: Path, capsys) -> None:
+    """``--comm-kernels`` and the ``comm_kernels`` a capture records put the vendor's kernels
+    back with the communication: the rows are the NCCL trace's again."""
+    path, original = nccl
+    bare = _renamed(path, tmp_path / "bare", _VENDOR.__getitem__)
+    flagged = analyse(bare, cache=False, comm_kernels=r"^vendor_kernel_[ab]$")
+    assert flagged.device() == original.device()
+    assert _rules(flagged)[CLI_RULE] == _rules(original)["nccl"]
+    recorded = _renamed(path, tmp_path / "rec", _VENDOR.__getitem__,
+                        meta={"comm_kernels": "^vendor_"})
+    files = sorted(recorded.iterdir())
+    for result in (analyse(recorded, cache=False), analyse_files(files, recorded)):
+        assert result.device() == original.device()  # as after capture and later alike
+        assert _rules(result)[CONFIG_RULE] == _rules(original)["nccl"]
+    assert main(["analyse", str(bare), "--json", "--comm-kernels", "^vendor_"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (rule,) = [c for c in doc["classified"] if c["rule"] == CLI_RULE]
+    assert (rule["kind"], rule["kernels"]) == ("comm", 21)
+    assert doc["verdict"]["device"]["classified"][0]["rule"] == CLI_RULE
+    with pytest.raises(SystemExit) as bad:
+        main(["analyse", str(bare), "--comm-kernels", "(vendor"])
+    assert bad.value.code == 2
+    assert "argument --comm-kernels: '(vendor': not a regular expression" in (
+        capsys.readouterr().err)
+
+
+def test_a_recorded_pattern_that_is_no_regex_is_one_problem(nccl: tuple[Path, Analysis],
+                                                             tmp_path: Path) -> None:
+    path, original = nccl
+    root = _renamed(path, tmp_path / "bad", _VENDOR.__getitem__,
+                    meta={"comm_kernels": "(vendor"})
+    result = analyse(root, cache=False)
+    (problem,) = result.problems()
+    assert problem.startswith(f"{root / path.name}: its comm_kernels ('(vendor') is not a "
+                              "regular expression")
+    assert all(r.comm_ms == 0.0 for r in result.device())  # classified without it
+
+
+def test_compute_kernels_named_like_moe_bookkeeping_stay_compute(
+        nccl: tuple[Path, Analysis], tmp_path: Path) -> None:
+    """The trace's GEMMs renamed as DeepEP's layout kernel and DeepSeek's grouped GEMM: not a
+    microsecond moves to communication."""
+    path, original = nccl
+    trace = _load(path)
+    swaps = iter([COMPUTE[0], COMPUTE[3]])
+    renamed: dict[str, str] = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel" and "gemm" in e["name"].lower():
+            e["name"] = renamed.setdefault(e["name"], next(swaps, COMPUTE[1]))
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / path.name).write_bytes(gzip.compress(json.dumps(trace).encode()))
+    result = analyse(tmp_path / "g", cache=False)
+    assert renamed and result.device() == original.device()
+    assert _rules(result) == _rules(original)
