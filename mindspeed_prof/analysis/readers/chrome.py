@@ -10,7 +10,8 @@ from pathlib import Path
 
 from mindspeed_prof.analysis.readers.events import Event, TraceTop
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.model import TraceData, rank_of, world_size
+from mindspeed_prof.analysis.readers.model import TraceData, rank_of
+from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["INTERRUPTED", "read_json", "stream_events"]

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["CLI_RULE", "CONFIG_RULE", "DEFAULT", "KINDS", "RULES", "Classifier", "Rule",
-           "classifier", "kind_of", "pattern_problem"]
+           "classifier", "pattern_problem"]
 
 #: What a rule can call an op, in the order of the breakdown's kind codes.
 KINDS = ("compute", "comm", "memcpy", "other")
@@ -72,6 +72,9 @@ RULES: tuple[Rule, ...] = (
          "DeepSeek's own traces); get_dispatch_layout only counts tokens: computation"),
     Rule("pplx", "comm", _HEAD + r"\b(?:dispatch|combine)Kernel<",
          "pplx-kernels' all-to-all (dispatchKernel<...>, combineKernel<...>)"),
+    Rule("moe-all-to-all", "comm", _HEAD + r"\bmoeA2A(?:Dispatch|Combine)Kernel\b",
+         "TensorRT-LLM's and FlashInfer's MoE all-to-all (moeA2ADispatchKernel, "
+         "moeA2ACombineKernel)"),
     Rule("nvshmem", "comm", _HEAD + r"(?:nvshmem|_on_stream_kernel\b)",
          "NVSHMEM's own kernels (nvshmemi_*, alltoall_on_stream_kernel...) and torch's "
          "c10d::nvshmem_extension (allToAllV, exchangeSplitAndOffset)"),
@@ -125,9 +128,3 @@ class Classifier:
 def classifier(cli: str = "", config: str = "") -> Classifier:
     """The table with these user patterns (each checked by ``pattern_problem`` first)."""
     return Classifier(cli, config)
-
-
-@functools.lru_cache(maxsize=4096)
-def kind_of(name: str) -> str:
-    """The built-in table's kind of an op known by its name only."""
-    return classifier().kind_of(name)

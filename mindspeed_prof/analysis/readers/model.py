@@ -38,7 +38,6 @@ __all__ = [
     "ranks_text",
     "step_label",
     "to_rank",
-    "world_size",
 ]
 
 #: Larger captures (after decompression) are refused with one line instead of read into memory.
@@ -385,13 +384,6 @@ def rank_of(path: Path, meta: dict[str, Any] | None, info: dict[str, Any] | None
                 return r
     m = _RANK_IN_NAME.search(path.name)
     return int(m.group(1)) if m else None
-
-
-def world_size(info: object) -> int | None:
-    """The job's ranks from a ``world_size`` key (Kineto's ``distributedInfo``, torch_npu's
-    ``distributed_args``); None: not recorded, or not a count of ranks."""
-    size = info.get("world_size") if isinstance(info, dict) else None
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def rank_label(rank: int | None, source: str = "") -> str:

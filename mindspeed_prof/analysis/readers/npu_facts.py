@@ -15,15 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.model import (
-    HcclOp,
-    HcclTasks,
-    NpuFacts,
-    NpuOp,
-    TraceData,
-    world_size,
-)
+from mindspeed_prof.analysis.readers.model import HcclOp, HcclTasks, NpuFacts, NpuOp, TraceData
 from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.ranks import world_size
 
 __all__ = [
     "COPY_TASKS", "RATIOS", "LaunchOrder", "OpGroups", "TaskGroups", "api_name", "facts",

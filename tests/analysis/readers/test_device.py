@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.readers.classify import kind_of
+from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.readers.device import merge, overlap, total
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import DeviceRow, rank_of
@@ -164,11 +164,11 @@ def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
 
 
 def test_kernel_kinds_follow_hta_names() -> None:
-    assert kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
-    assert kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"
-    assert kind_of("Memset (Device)") == "memcpy"
-    assert kind_of("ampere_sgemm_128x64_tn") == "compute"
-    assert kind_of("cudaStreamSync") == "other"
+    assert classifier().kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
+    assert classifier().kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"
+    assert classifier().kind_of("Memset (Device)") == "memcpy"
+    assert classifier().kind_of("ampere_sgemm_128x64_tn") == "compute"
+    assert classifier().kind_of("cudaStreamSync") == "other"
 
 
 spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)).map(
@@ -244,7 +244,7 @@ def _reference(ops: list[tuple[float, float, str, float]], steps: list[tuple[int
                stages: list[tuple[str, int | None, float, float]]) -> list[dict]:
     """The breakdown by whole lists (merge, overlap, total), as it was before streaming."""
     def row(mine: list, lo: float, hi: float) -> dict:
-        sets = {k: merge([(t, e) for t, e, n, _ in mine if kind_of(n) == k])
+        sets = {k: merge([(t, e) for t, e, n, _ in mine if classifier().kind_of(n) == k])
                 for k in ("compute", "comm", "memcpy")}
         busy = total(merge([(t, e) for t, e, _, _ in mine]), lo, hi)
         return {"span_ms": (hi - lo) / 1e3, "busy_ms": busy / 1e3,
