@@ -34,7 +34,8 @@ def cuda_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: The breakdown's columns of a CUDA trace's rows, and what the rest hold (torch_npu's only).
 _MS = ("span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")
 _UNSET = {"comm_exposed_ms": None, "step_ms": None, "bubble_ms": None, "preparing_ms": None,
-          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False}
+          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False,
+          "whole": False}
 
 
 def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
