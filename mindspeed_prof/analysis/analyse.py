@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, read, separate, survey
@@ -37,6 +38,7 @@ from mindspeed_prof.analysis.rows import (
 )
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats import capture_stem
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
@@ -71,6 +73,8 @@ class Analysis:
     clashes: list[str] = field(default_factory=list)
     #: With ``--ray``: where each capture was read (path, node, host, bytes).
     placement: list[dict[str, Any]] = field(default_factory=list)
+    #: The user's pattern of communication kernels (``--comm-kernels``; ``readers.classify``).
+    comm_kernels: str = ""
 
     @property
     def ranges(self) -> list[Range]:
@@ -146,12 +150,13 @@ class Analysis:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
         return range_rows(self.ranges)
 
-    def device(self) -> list[DeviceRow]:
-        """Device breakdown rows per rank and step (and stage), warmup steps marked."""
+    def device(self, traces: list[TraceData] | None = None) -> list[DeviceRow]:
+        """Device breakdown rows per rank and step (and stage), warmup steps marked; of
+        ``traces`` (default: every capture)."""
         warmup = self._warmup()
         return [msgspec.structs.replace(row, rank=t.rank,
                                         warmup=(t.rank, row.source, row.step) in warmup)
-                for t in self.traces for row in t.device]
+                for t in (self.traces if traces is None else traces) for row in t.device]
 
     def comm(self) -> list[CommRow]:
         """Communication per rank, step, kind and op type (torch_npu captures), as each reader
@@ -266,6 +271,7 @@ class Analysis:
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
                 "range_stragglers": to_json(self.stragglers("range")),
                 "device": to_json(self.device()), "comm": to_json(self.comm()),
+                "classified": to_json(classified(self.traces)),
                 "top_ops": to_json(self.top_ops()), "top_kernels": to_json(self.top_kernels()),
                 "top_runtime": to_json(self.top_runtime()), "memory": to_json(self.memory()),
                 "inventory": to_json(self.inventory()), "warnings": self.warnings(),
@@ -303,24 +309,29 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
-            jobs: int = 1, cache: bool = True, ray: str | None = None) -> Analysis:
+            jobs: int = 1, cache: bool = True, ray: str | None = None,
+            comm_kernels: str = "") -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
     with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
-    listed in ``Analysis.bad``."""
+    listed in ``Analysis.bad``. ``comm_kernels``: a regex of more communication kernels
+    (``readers.classify``; ``ValueError`` when it is none)."""
     root = Path(root)
-    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin)
+    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin,
+                      comm_kernels=_pattern(comm_kernels))
     memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
     if ray is not None:
         from mindspeed_prof.analysis.cluster import read_on_cluster
 
-        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
+        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache,
+                                                    comm_kernels)
     else:
         try:
             paths, memory = survey(root)
         except BadFile as err:
             result.bad.append(str(err))
             return result
-        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
+        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress,
+                           comm_kernels=comm_kernels)
     for data in results:
         if isinstance(data, str):
             result.bad.append(data)
@@ -330,8 +341,16 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
     return _finish(result)
 
 
+def _pattern(comm_kernels: str) -> str:
+    problem = pattern_problem(comm_kernels)
+    if problem:
+        raise ValueError(f"comm_kernels={comm_kernels!r}: {problem}")
+    return comm_kernels
+
+
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
-    """Like ``analyse`` for a known list of captures (a job's, from its manifest)."""
+    """Like ``analyse`` for a known list of captures (a job's, from its manifest): each is
+    classified with the pattern it records."""
     result = Analysis(root=root, margin=margin)
     _read_all(result, [Path(p) for p in files])
     return _finish(result)
@@ -344,7 +363,7 @@ def _read_all(result: Analysis, paths: list[Path]) -> None:
             if is_memory_file(path):
                 _add_memory(result, path)
             else:
-                result.traces.append(read(path, result.root))
+                result.traces.append(read(path, result.root, result.comm_kernels))
         except BadFile as err:
             result.bad.append(str(err))
 

@@ -61,18 +61,20 @@ def _listing(root: str) -> Listing:
     return (ray.get_runtime_context().get_node_id(), socket.gethostname(), *holdings(root))
 
 
-def _reading(path: str, root: str, use_cache: bool) -> tuple[str, bytes | TraceData | str]:
+def _reading(path: str, root: str, use_cache: bool,
+             comm_kernels: str = "") -> tuple[str, bytes | TraceData | str]:
     import ray
 
     node = ray.get_runtime_context().get_node_id()
-    return node, read_encoded(Path(path), Path(root).expanduser(), use_cache)
+    return node, read_encoded(Path(path), Path(root).expanduser(), use_cache, comm_kernels)
 
 
-def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True
+def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True,
+                    comm_kernels: str = ""
                     ) -> tuple[list[TraceData | str], list[dict[str, Any]]]:
     """Every capture below ``root`` on any node, read where it lies, in a stable order, and
     where each was read: ``{"path", "node", "host", "bytes"}``. A ``root`` starting with ``~``
-    is each node's own home."""
+    is each node's own home. ``comm_kernels``: as ``parallel.read_all``."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -95,7 +97,8 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
 
     captures = sorted(owner, key=lambda c: (under_root(c), c[1:]))  # discover's order
     reader = ray.remote(num_cpus=1)(_reading)
-    refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache)
+    refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache,
+                                                                    comm_kernels)
             for c in captures]
     results: list[TraceData | str] = []
     placed = []

@@ -10,8 +10,10 @@ from typing import Any
 import msgspec
 
 from mindspeed_prof.analysis.analyse import Analysis, stage_rows
+from mindspeed_prof.analysis.device_scope import counted, scope
 from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
@@ -32,6 +34,8 @@ class Comparison(msgspec.Struct, kw_only=True):
     memory: list[SideBySide]
     warnings: list[str]
     captured: dict[str, dict[str, list[Any]]]
+    #: What A's and B's device means are per: ``step``, or ``capture`` (no steps).
+    device_per: dict[str, str] = {}
     #: A change per execution under this many ms is noise (the larger of ``noise_ms`` and 1%
     #: of A's step).
     floor_ms: float = 0.0
@@ -40,7 +44,7 @@ class Comparison(msgspec.Struct, kw_only=True):
         return {"rows": to_json(self.rows), "ranges": to_json(self.ranges),
                 "device": to_json(self.device), "memory": to_json(self.memory),
                 "warnings": self.warnings, "captured": self.captured,
-                "floor_ms": self.floor_ms}
+                "floor_ms": self.floor_ms, "device_per": self.device_per}
 
 
 def _changes(kind: str, a: dict[tuple[str, int | None], tuple[float, int]],
@@ -50,7 +54,7 @@ def _changes(kind: str, a: dict[tuple[str, int | None], tuple[float, int]],
     out = []
     for key in a.keys() | b.keys():
         (ma, na), (mb, nb) = a.get(key, (None, 0)), b.get(key, (None, 0))
-        change = (mb - ma) / ma if ma and mb is not None else None
+        change = ratio(mb - ma, ma, None) if ma is not None and mb is not None else None
         diff = None if ma is None or mb is None else mb - ma
         real = diff is not None and abs(diff) >= floor
         out.append(Change(kind=kind, name=key[0], rank=key[1], a_mean_ms=ma, b_mean_ms=mb,
@@ -87,11 +91,12 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def _device_means(x: Analysis) -> dict[int | None, DeviceMeans]:
-    """Per rank: mean ms per step of each device component (whole steps, warmup left out)."""
+    """Per rank: mean ms per step of each device component, of the rows the device verdict
+    reads (``device_scope.counted``: whole steps, warmup left out; where no capture has
+    steps, per capture)."""
     per: dict[int | None, list[DeviceRow]] = defaultdict(list)
-    for r in x.device():
-        if r.stage is None and r.step is not None and (x.include_warmup or not r.warmup):
-            per[r.rank].append(r)
+    for r in counted(x):
+        per[r.rank].append(r)
     return {rank: DeviceMeans(compute_ms=_mean([r.compute_ms for r in rows]),
                               comm_ms=_mean([r.comm_ms for r in rows]),
                               overlap_ms=_mean([r.overlap_ms for r in rows]),
@@ -144,6 +149,11 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
     warnings = [f"runs differ in {k}: A {_values(ca[k])}; B {_values(cb[k])}"
                 for k in ca if ca[k] != cb[k]]
     da, db = _device_means(a), _device_means(b)
+    per = {"a": scope(a).per, "b": scope(b).per}
+    if da and db and per["a"] != per["b"]:
+        warnings.append(f"device time is per {per['a']} in A and per {per['b']} in B (a "
+                        "capture without steps is one whole): its table compares unlike "
+                        "things")
     ma, mb = _memory_peaks(a), _memory_peaks(b)
     return Comparison(
         rows=compare(a, b, threshold),
@@ -153,7 +163,7 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
                 for rank in sorted(da.keys() | db.keys(), key=rank_order)],
         memory=[SideBySide(rank=rank, a=ma.get(rank) or Peaks(), b=mb.get(rank) or Peaks())
                 for rank in sorted(ma.keys() | mb.keys(), key=rank_order)],
-        warnings=warnings, captured={"a": ca, "b": cb}, floor_ms=_floor(a))
+        warnings=warnings, captured={"a": ca, "b": cb}, floor_ms=_floor(a), device_per=per)
 
 
 #: Past this many characters, a list of steps or ranks in a warning is given by its bounds.

@@ -53,6 +53,9 @@ class Health:
     disk_per_rank: dict[int, int] = field(default_factory=dict)
     triggered: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The world sizes the captures record and the ranks captured of each
+    #: (``{"world_size": 64, "ranks": [0]}``).
+    worlds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -126,6 +129,7 @@ def _check_readable(health: Health, flagged: set[Path]
     Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture, and the
     unplanned captures their metadata names."""
     from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.capture_facts import worlds
     from mindspeed_prof.analysis.parallel import default_jobs
     from mindspeed_prof.analysis.readers.model import rank_label
 
@@ -145,6 +149,7 @@ def _check_readable(health: Health, flagged: set[Path]
                                            "ranges, no ops): analyse counts it but has nothing "
                                            "to show"))
     health.notes = [result.shown(n) for n in result.notes()]
+    health.worlds = [w.json() for w in worlds(result.traces)]
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for t in result.traces:
         stems[rank_label(t.rank)].add((str(t.path.parent), capture_stem(t.path)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.readers.device import kind_of
+from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
 from mindspeed_prof.config.schema import STAGES
 
@@ -108,8 +108,9 @@ def _focus(result: Analysis, bound: str) -> str | None:
         return (f"communication op {comm[0].name!r} ({comm[0].elapse_ms:,.1f} ms, "
                 f"rank {comm[0].rank})")
     want = "comm" if bound == "communication" else "memcpy" if bound == "copy" else "compute"
+    table = classifier(result.comm_kernels)
     for k in result.top_kernels(50):
-        if kind_of(k.name) == want:
+        if table.kind_of(k.name) == want:
             return f"kernel {_short(k.name)!r} ({k.device_ms:,.1f} ms)"
     kernels = result.top_kernels(1)
     return f"kernel {_short(kernels[0].name)!r} ({kernels[0].device_ms:,.1f} ms)" if (

@@ -32,19 +32,24 @@ def default_jobs() -> int:
     return max(1, min(cpus or 1, MAX_JOBS))
 
 
-def read_one(path: Path, root: Path | None, use_cache: bool = True) -> TraceData | str:
-    """One capture, or the one line saying why it cannot be read."""
+def read_one(path: Path, root: Path | None, use_cache: bool = True,
+             comm_kernels: str = "") -> TraceData | str:
+    """One capture, or the one line saying why it cannot be read. The cache holds captures
+    classified by the built-in table and their own patterns: with the user's
+    ``comm_kernels`` a capture is read again."""
     try:
-        return cache.read_cached(path, root) if use_cache else read(path, root)
+        if use_cache and not comm_kernels:
+            return cache.read_cached(path, root)
+        return read(path, root, comm_kernels)
     except BadFile as err:
         return str(err)
 
 
-def read_encoded(path: Path, root: Path | None,
-                 use_cache: bool = True) -> bytes | TraceData | str:
+def read_encoded(path: Path, root: Path | None, use_cache: bool = True,
+                 comm_kernels: str = "") -> bytes | TraceData | str:
     """``read_one`` for another process: msgpack travels 20x faster than a pickled TraceData
     (which is sent only when msgpack cannot hold a value, such as an int past 64 bits)."""
-    data = read_one(path, root, use_cache)
+    data = read_one(path, root, use_cache, comm_kernels)
     if isinstance(data, str):
         return data
     try:
@@ -54,11 +59,14 @@ def read_encoded(path: Path, root: Path | None,
 
 
 def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: bool = True,
-             progress: Progress | None = None) -> list[TraceData | str]:
+             progress: Progress | None = None,
+             comm_kernels: str = "") -> list[TraceData | str]:
     """Every capture read (or its one-line error), in the order given, whatever ``jobs`` is.
 
-    Cache hits are served here; only the rest go to ``jobs`` worker processes.
+    Cache hits are served here; only the rest go to ``jobs`` worker processes. With the user's
+    ``comm_kernels`` (``readers.classify``) every capture is read again, past the cache.
     """
+    use_cache = use_cache and not comm_kernels
     stamps = [cache.stamp(p) for p in paths]
     sizes = [s[0] if s else 0 for s in stamps]
     results: list[TraceData | str | None] = [None] * len(paths)
@@ -80,14 +88,14 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
             todo.append(i)
     if jobs <= 1 or len(todo) <= 1 or sum(sizes[i] for i in todo) < POOL_MIN_BYTES:
         for i in todo:
-            finish(i, read_one(paths[i], root, use_cache))
+            finish(i, read_one(paths[i], root, use_cache, comm_kernels))
     else:
-        _in_pool(paths, root, use_cache, todo, min(jobs, len(todo)), finish)
+        _in_pool(paths, root, use_cache, todo, min(jobs, len(todo)), finish, comm_kernels)
     return [r for r in results if r is not None]
 
 
 def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[int], jobs: int,
-             finish: Callable[[int, TraceData | str], None]) -> None:
+             finish: Callable[[int, TraceData | str], None], comm_kernels: str = "") -> None:
     """Read ``todo`` in ``jobs`` processes; Ctrl-C terminates them.
 
     A ``multiprocessing.Pool``, not a ``ProcessPoolExecutor``: the executor deadlocks at exit
@@ -99,7 +107,8 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
     pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
     try:
-        results = pool.imap_unordered(_indexed, [(i, paths[i], root, use_cache) for i in todo])
+        results = pool.imap_unordered(_indexed, [(i, paths[i], root, use_cache, comm_kernels)
+                                                 for i in todo])
         for _ in todo:
             i, result = _next(results, stop)
             finish(i, _decoded(result, paths[i]) if isinstance(result, bytes) else result)
@@ -125,9 +134,10 @@ def _next(results: Any, stop: threading.Event) -> tuple[int, bytes | TraceData |
     raise KeyboardInterrupt
 
 
-def _indexed(job: tuple[int, Path, Path | None, bool]) -> tuple[int, bytes | TraceData | str]:
-    i, path, root, use_cache = job
-    return i, read_encoded(path, root, use_cache)
+def _indexed(job: tuple[int, Path, Path | None, bool, str]
+             ) -> tuple[int, bytes | TraceData | str]:
+    i, path, root, use_cache, comm_kernels = job
+    return i, read_encoded(path, root, use_cache, comm_kernels)
 
 
 def _worker_signals() -> None:

@@ -14,10 +14,11 @@ import msgspec
 
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
-__all__ = ["BOUNDS", "Alloc", "Change", "CommRow", "DeviceMeans", "DeviceRow", "DeviceVerdict",
+__all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
+           "DeviceVerdict",
            "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict", "OpRow",
            "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide", "StageRow",
-           "StepRow", "StepTime", "Straggler", "to_json"]
+           "StepRow", "StepTime", "Straggler", "World", "to_json"]
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -239,11 +240,34 @@ class Share(Row, kw_only=True):
     rank: int | None
 
 
+class Classified(Row, kw_only=True):
+    """What one rule of ``readers.classify`` classified over every capture: the ``rule``, the
+    ``kind`` it gives (``comm``, ``memcpy``, ``other``, ``compute``), the device ``ms`` and
+    runs (``kernels``) of the ops it decided."""
+
+    rule: str
+    kind: str
+    ms: float
+    kernels: int
+
+
+class World(Row, kw_only=True):
+    """A world size the captures record (Kineto's ``distributedInfo``, torch_npu's
+    ``distributed_args``) and the ``ranks`` of that job captured."""
+
+    world_size: int
+    ranks: list[int | None]
+
+
 class DeviceVerdict(Row, kw_only=True):
     """Mean per step over ranks, of the step on the device: ``compute_ms``, ``comm_ms`` (the
-    communication not overlapped with compute), ``copy_ms``, ``idle_ms`` (nothing ran: the
-    host was late), their ``shares`` and the largest of them, ``bound`` (one of ``BOUNDS``);
-    ``ranks`` and ``steps`` averaged over."""
+    communication not overlapped with compute), ``copy_ms`` (copies and other work neither
+    compute nor communication covers), ``idle_ms`` (nothing ran: the host was late), their
+    ``shares`` and the largest of them, ``bound`` (one of ``BOUNDS``); ``ranks`` and ``steps``
+    averaged over. ``per``: ``step``, or ``capture`` where no capture has steps (each capture
+    one unit). ``left_out``: captures without steps beside captures with steps (not averaged
+    in). ``classified``: device time of the classification rules HTA does not share (DeepEP,
+    NVSHMEM, the user's...) that classified anything."""
 
     bound: str
     compute_ms: float
@@ -253,6 +277,9 @@ class DeviceVerdict(Row, kw_only=True):
     shares: dict[str, float]
     ranks: int
     steps: int
+    per: str = "step"
+    left_out: list[str] = []
+    classified: list[Classified] = []
 
 
 class MemoryVerdict(Row, kw_only=True):

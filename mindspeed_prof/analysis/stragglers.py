@@ -12,6 +12,7 @@ import statistics
 from collections import defaultdict
 
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Straggler
 
 __all__ = ["DEFAULT_NOISE_MS", "NOISE_SHARE", "find_stragglers", "noise_floor"]
@@ -54,8 +55,9 @@ def find_stragglers(ranges: list[Range], kind: str, margin: float,
         floor = noise_floor(noise_ms, steps.get(step))
         for who, ms in by_rank.items():
             others = statistics.median(v for k, v in by_rank.items() if k != who)
-            if others > 0 and ms > others * (1 + margin) and ms - others >= floor:
+            times = ratio(ms, others, None)
+            if times is not None and ms > others * (1 + margin) and ms - others >= floor:
                 out.append(Straggler(kind=kind, name=name, step=step, rank=who[0],
-                                     source=who[1], ms=ms, median_ms=others, ratio=ms / others,
+                                     source=who[1], ms=ms, median_ms=others, ratio=times,
                                      excess_ms=ms - others))
     return sorted(out, key=lambda s: (-s.excess_ms, -s.ratio))

@@ -5,8 +5,11 @@
   most of a step, and its share;
 - ``straggler``: the rank furthest behind the other ranks (``stragglers``: against the median
   of the others, above the noise floor);
-- ``device``: what bounds the device (compute, exposed communication, copies, idle) with each
-  part's share of the step on the device;
+- ``device``: what bounds the device (compute, exposed communication, exposed copies, idle) with
+  each part's share of the step on the device, from the rows ``device_scope`` counts (captures
+  with steps and without are never averaged together), and the time the classification rules
+  beyond HTA's gave (DeepEP, NVSHMEM, the user's ``--comm-kernels``...);
+- ``worlds``: where captures record their job's world size, how many of its ranks they hold;
 - ``memory``: the highest peak against the device's capacity where a capture records it;
 - ``unusual``: captures the job took on its own (``triggered``) and warmup steps left out.
 
@@ -19,8 +22,11 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds, worlds_text
+from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
     DeviceVerdict,
@@ -29,6 +35,7 @@ from mindspeed_prof.analysis.rows import (
     Share,
     StepTime,
     Straggler,
+    World,
 )
 from mindspeed_prof.analysis.stragglers import find_stragglers, noise_floor, step_times
 from mindspeed_prof.analysis.triggered import Triggered, triggered
@@ -49,6 +56,8 @@ class Verdict(Row, kw_only=True):
     memory: MemoryVerdict | None = None
     triggered: list[Triggered] = []
     warmup_steps: list[int] = []
+    #: World sizes the captures record, and the ranks of each captured.
+    worlds: list[World] = []
     #: What to run next (``next_capture``).
     next: list[NextStep] = []
 
@@ -74,15 +83,7 @@ class Verdict(Row, kw_only=True):
         elif self.step and self.step.ranks > 1:
             out.append(("straggler", "none (no rank behind the others by more than the noise "
                         "floor)"))
-        if self.device:
-            d = self.device
-            parts = ", ".join(f"{k} {d.shares[k]:.0%}" for k in BOUNDS)
-            ms = {"compute": d.compute_ms, "communication": d.comm_ms, "copy": d.copy_ms,
-                  "idle": d.idle_ms}[d.bound]
-            label = "idle (host-bound)" if d.bound == "idle" else f"{d.bound}-bound"
-            per = "per step" if d.steps else "in the capture (no steps)"
-            out.append(("device", f"{label}: {d.bound} {ms:,.1f} ms {per}; {parts} "
-                        "(communication: not overlapped)"))
+        out += _device_lines(self.device, self.worlds)
         if self.memory:
             m = self.memory
             cap = (f" of {_gb(m.capacity_bytes)} ({m.share:.0%})"
@@ -98,6 +99,31 @@ class Verdict(Row, kw_only=True):
         if unusual:
             out.append(("unusual", "; ".join(unusual)))
         return out
+
+
+def _device_lines(d: DeviceVerdict | None, held: list[World]) -> list[tuple[str, str]]:
+    """The device line, the time of the classification rules beyond HTA's, and the ranks
+    captured of each world size the captures record."""
+    out = []
+    if d:
+        shares = ", ".join(f"{k} {d.shares[k]:.0%}" for k in BOUNDS)
+        ms = {"compute": d.compute_ms, "communication": d.comm_ms, "copy": d.copy_ms,
+              "idle": d.idle_ms}[d.bound]
+        label = "idle (host-bound)" if d.bound == "idle" else f"{d.bound}-bound"
+        per = ("per step" if d.per == "step" else "per capture (no steps)" if d.ranks > 1
+               or d.steps > 1 else "in the capture (no steps)")
+        left = (f"; captures without steps left out: {', '.join(d.left_out[:3])}"
+                f"{f' and {len(d.left_out) - 3} more' if len(d.left_out) > 3 else ''}"
+                if d.left_out else "")
+        out.append(("device", f"{label}: {d.bound} {ms:,.1f} ms {per}; {shares} "
+                     f"(communication and copy: not overlapped){left}"))
+        if d.classified:
+            out.append(("classified", "communication found beyond NCCL's names: " + ", ".join(
+                f"{c.rule} {c.ms:,.1f} ms ({c.kernels:,} kernel run"
+                f"{'s' * (c.kernels != 1)})" for c in d.classified)))
+    if held:
+        out.append(("ranks", worlds_text(held)))
+    return out
 
 
 def _gb(n: float) -> str:
@@ -137,7 +163,7 @@ def step_time(result: Analysis) -> StepTime | None:
     ms = list(per_step.values())
     median = statistics.median(ms)
     return StepTime(median_ms=median, min_ms=min(ms), max_ms=max(ms),
-                    spread=(max(ms) - min(ms)) / median if median > 0 else 0.0,
+                    spread=ratio(max(ms) - min(ms), median, 0.0),
                     steps=len(ms), ranks=len(ranks))
 
 
@@ -165,7 +191,7 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
                 result.noise_ms, step.median_ms if step else None):
             longest = None  # no rank stands out
         return Share(kind=kind, name=name, ms=ms, rank=longest,
-                     share=ms / step.median_ms if step and step.median_ms > 0 else None)
+                     share=ratio(ms, step.median_ms, None) if step else None)
     return None
 
 
@@ -197,29 +223,27 @@ def bound_of(compute: float, comm: float, copy: float, idle: float) -> str:
 
 
 def device(result: Analysis) -> DeviceVerdict | None:
-    """The device split of whole steps (warmup and work outside steps left out), averaged;
-    a capture without steps: of the whole capture."""
-    whole = [r for r in result.device() if r.stage is None
-             and (result.include_warmup or not r.warmup)]
-    rows = [r for r in whole if r.step is not None] or whole
+    """The device split of the rows ``device_scope.counted`` gives (whole steps, warmup and work
+    outside steps left out; where no capture has steps, whole captures), averaged."""
+    within = scope(result)
+    rows = counted(result, within)
     if not rows:
         return None
     sums = dict.fromkeys(BOUNDS, 0.0)
     for r in rows:
-        exposed = (r.comm_exposed_ms if r.comm_exposed_ms is not None
-                   else max(r.comm_ms - r.overlap_ms, 0.0))
-        sums["compute"] += r.compute_ms
-        sums["communication"] += exposed
-        sums["copy"] += r.memcpy_ms or 0.0
-        sums["idle"] += r.idle_ms
+        for k, ms in parts(r).items():
+            sums[k] += ms
     n = len(rows)
     total = sum(sums.values())
-    shares = {k: v / total if total > 0 else 0.0 for k, v in sums.items()}
+    shares = {k: ratio(v, total, 0.0) for k, v in sums.items()}
     return DeviceVerdict(bound=bound_of(*(sums[k] for k in BOUNDS)),
                          compute_ms=sums["compute"] / n, comm_ms=sums["communication"] / n,
                          copy_ms=sums["copy"] / n, idle_ms=sums["idle"] / n, shares=shares,
                          ranks=len({(r.rank, r.source) for r in rows}),
-                         steps=len({r.step for r in rows if r.step is not None}))
+                         steps=len({r.step for r in rows if r.step is not None}),
+                         per=within.per, left_out=[result.shown(str(t.path))
+                                                   for t in within.left_out],
+                         classified=beyond_hta(classified(result.traces)))
 
 
 def memory(result: Analysis) -> MemoryVerdict | None:
@@ -233,7 +257,7 @@ def memory(result: Analysis) -> MemoryVerdict | None:
         cap = capacity.get(row.rank)
         cap = float(cap) if isinstance(cap, (int, float)) and cap > 0 else None
         best = MemoryVerdict(rank=row.rank, peak_bytes=peak, capacity_bytes=cap,
-                             share=peak / cap if cap else None)
+                             share=ratio(peak, cap, None) if cap else None)
     return best
 
 
@@ -242,6 +266,7 @@ def verdict(result: Analysis) -> Verdict:
     step = step_time(result)
     out = Verdict(step=step, slowest=slowest(result, step), straggler=straggler(result),
                   device=device(result), memory=memory(result), triggered=triggered(result),
-                  warmup_steps=sorted({s for _, s in result.warmup()}))
+                  warmup_steps=sorted({s for _, s in result.warmup()}),
+                  worlds=worlds(result.traces))
     out.next = next_steps(result, out.straggler, out.slowest, out.device)
     return out

@@ -266,11 +266,15 @@ class Profiler:
             log.warning(message)
 
     def metadata(self, stage: str, step: int) -> dict[str, Any]:
-        """What a capture's files record about it (the range file's header, the trace's)."""
-        return {"rank": self.rank, "role": self.role, "stage": stage, "step": step,
-                "host": host_name(), "pid": os.getpid(),
-                "level": self.cfg.profile_level.value,
-                "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
+        """What a capture's files record about it (the range file's header, the trace's):
+        ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
+        out = {"rank": self.rank, "role": self.role, "stage": stage, "step": step,
+               "host": host_name(), "pid": os.getpid(),
+               "level": self.cfg.profile_level.value,
+               "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
+        if self.cfg.comm_kernels:
+            out["comm_kernels"] = self.cfg.comm_kernels
+        return out
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:
         stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_step{step}"

@@ -11,6 +11,7 @@ from typing import Any
 
 from mindspeed_prof.cli.common import (
     Exit,
+    comm_kernels_option,
     error,
     exit_code,
     jobs_option,
@@ -43,6 +44,7 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of each top list (default 10)")
     noise_option(a)
+    comm_kernels_option(a)
     jobs_option(a)
     a.set_defaults(func=run)
 
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
     try:
-        result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray)
+        result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray,
+                               comm_kernels=args.comm_kernels)
         result.noise_ms = args.noise_ms
     except Unreachable as err:
         error(str(err))

@@ -8,8 +8,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_CODES", "Exit", "error", "exit_code", "jobs_option", "noise_option",
-           "placement_line", "read_captures"]
+__all__ = ["EXIT_CODES", "Exit", "comm_kernels_option", "error", "exit_code", "jobs_option",
+           "noise_option", "placement_line", "read_captures"]
 
 
 class Exit(IntEnum):
@@ -49,9 +49,11 @@ def error(message: str) -> None:
 
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
-                  jobs: int | None = None, ray: str | None = None) -> Any:
+                  jobs: int | None = None, ray: str | None = None,
+                  comm_kernels: str = "") -> Any:
     """``analyse(path)`` in ``jobs`` processes (default: the CPU count, capped) with a transient
-    progress bar of files and bytes (none when ``quiet``)."""
+    progress bar of files and bytes (none when ``quiet``); ``comm_kernels``: as
+    ``--comm-kernels``."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -70,7 +72,7 @@ def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
 
         return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
                        progress=progress, jobs=default_jobs() if jobs is None else jobs,
-                       ray=ray)
+                       ray=ray, comm_kernels=comm_kernels)
 
 
 def noise_option(parser: Any) -> None:
@@ -78,6 +80,24 @@ def noise_option(parser: Any) -> None:
     parser.add_argument("--noise-ms", type=float, default=1.0, metavar="MS",
                         help="a difference under this many ms, or under 1%% of the step, is "
                              "noise: no straggler, no regression (default 1)")
+
+
+def comm_kernels_option(parser: Any) -> None:
+    """``--comm-kernels REGEX``: more device kernels counted as communication."""
+    parser.add_argument("--comm-kernels", type=_pattern, default="", metavar="REGEX",
+                        help="device kernels whose name this regex finds (re.search) are "
+                             "communication, before every built-in rule (NCCL, RCCL, HCCL, "
+                             "DeepEP, pplx, NVSHMEM, symmetric memory...): for a library they "
+                             "do not know; captures are then read again, past the cache")
+
+
+def _pattern(text: str) -> str:
+    from mindspeed_prof.config.validate import pattern_problem
+
+    problem = pattern_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    return text
 
 
 def jobs_option(parser: Any) -> None:

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_code, noise_option, read_captures
+from mindspeed_prof.cli.common import (
+    Exit,
+    comm_kernels_option,
+    error,
+    exit_code,
+    noise_option,
+    read_captures,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -31,6 +38,7 @@ def add_parser(sub: Any) -> None:
                    help="count warmup steps (left out by default)")
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     noise_option(c)
+    comm_kernels_option(c)
     c.set_defaults(func=run)
 
 
@@ -44,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         if not Path(given).exists():
             error(f"{given}: no such file or directory")
             return Exit.NOTHING
-    a, b = read_captures(Path(args.a)), read_captures(Path(args.b))
+    a = read_captures(Path(args.a), comm_kernels=args.comm_kernels)
+    b = read_captures(Path(args.b), comm_kernels=args.comm_kernels)
     a.include_warmup = b.include_warmup = args.include_warmup
     a.noise_ms = b.noise_ms = args.noise_ms
     for side, result in (("A", a), ("B", b)):

@@ -80,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
         expected = (str(len(health.ranks_expected)) if health.ranks_expected
                     else "unknown: no manifest names them")
         print(f"ranks with captures: {ranks} (expected {expected})")
+        if health.worlds:
+            from mindspeed_prof.analysis.capture_facts import worlds_text
+            from mindspeed_prof.analysis.rows import World
+
+            print(f"world size: {worlds_text([World(**w) for w in health.worlds])}")
         for note in health.notes:
             print(f"note: {note}")
         for rank, size in sorted(health.disk_per_rank.items()):

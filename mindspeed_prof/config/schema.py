@@ -174,6 +174,8 @@ class IntegratedConfig:
     anomaly_min_ms: float = 5.0  # a slowdown also this far over its median (less is jitter)
     on_demand: bool = True
     max_disk_mb: int = 0
+    # The analysis: device kernels this regex finds are communication (readers.classify).
+    comm_kernels: str = ""
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

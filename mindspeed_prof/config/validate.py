@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import fields as dataclass_fields
 from enum import Enum
@@ -36,7 +37,8 @@ from mindspeed_prof.config.schema import (
     canonical_stage,
 )
 
-__all__ = ["ConfigError", "PLANNED_FIELDS", "sections", "validate"]
+__all__ = ["ConfigError", "MAX_PATTERN", "PLANNED_FIELDS", "pattern_problem", "sections",
+           "validate"]
 
 log = logging.getLogger("mindspeed_prof")
 
@@ -49,7 +51,11 @@ _DEFAULTS = {f.name: getattr(IntegratedConfig(), f.name)
 #: on-demand requests, disk budget, strict) and stop a bad run whatever ``profile`` says.
 PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
     "warmup_steps", "profile_steps", "profile_continuous_steps", "with_stack",
-    "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth"}
+    "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth",
+    "comm_kernels"}
+#: The longest regex ``comm_kernels`` (or ``--comm-kernels``) may be: the analysis tries it on
+#: every kernel name.
+MAX_PATTERN = 1000
 
 _warned: set[str] = set()  # one warning per distinct message per process
 
@@ -273,6 +279,29 @@ def _path(value: Any) -> str:
     raise _Bad("must be a path")
 
 
+def pattern_problem(text: str) -> str | None:
+    """Why ``text`` is not a pattern of communication kernels (None: it is): a Python regex of
+    at most ``MAX_PATTERN`` characters."""
+    if len(text) > MAX_PATTERN:
+        return f"longer than {MAX_PATTERN} characters"
+    try:
+        re.compile(text)
+    except re.error as err:
+        return f"not a regular expression ({err})"
+    return None
+
+
+def _regex(value: Any) -> str:
+    """A Python regex of device kernel names (``comm_kernels``); "" for none."""
+    if not isinstance(value, str):
+        raise _Bad("must be a regular expression (a string), e.g. 'my_all2all|ep_dispatch'")
+    problem = pattern_problem(value)
+    if problem:
+        raise _Bad(f"{problem}; allowed: a Python regular expression matched (re.search) "
+                   "against device kernel names, e.g. 'my_all2all|ep_dispatch', or '' for none")
+    return value
+
+
 def _enum(kind: type[Enum]) -> Callable[[Any], Enum]:
     def convert(value: Any) -> Enum:
         if isinstance(value, kind):
@@ -351,6 +380,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
        if type(default) in _KINDS},
     **{name: _enum(kind) for name, kind in _ENUMS.items()},
     "stage": _stage, "profile_ranks": _ranks, "profile_steps": _steps,
+    "comm_kernels": _regex,
 }
 assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 

@@ -20,6 +20,7 @@ from html import escape
 from typing import Optional
 
 from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.views.palette import stage_colours, stage_order
 from mindspeed_prof.views.safe import printable
 
@@ -102,7 +103,7 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
              for rank, source in rows}
     label = min(max(text_width(n) for n in names.values()) + 2 * GAP, 0.3 * width)
     longest = {s: max(ends[k] - starts[k] for k in starts if k[2] == s) or 1.0 for s in shown}
-    scale = (width - label - GAP * len(shown)) / sum(longest.values())
+    scale = ratio(width - label - GAP * len(shown), sum(longest.values()), 1.0)
     left = {}
     x = label
     for s in shown:

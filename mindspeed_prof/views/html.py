@@ -22,8 +22,9 @@ from typing import Any
 import msgspec
 
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.device_scope import parts as device_parts
 from mindspeed_prof.analysis.findings import Finding
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order, step_label
+from mindspeed_prof.analysis.readers.model import WHOLE, rank_label, rank_order, step_label
 from mindspeed_prof.analysis.report import Answers
 from mindspeed_prof.analysis.rows import DeviceRow, Row, StepRow
 from mindspeed_prof.views.palette import DEVICE_COLOURS, stage_colours, stage_order
@@ -295,15 +296,16 @@ def _timeline(result: Analysis, colours: Mapping[str, str], plt: Any) -> tuple[s
 
 
 def _device_chart(result: Analysis, plt: Any) -> tuple[str, str]:
-    """A stacked bar per rank and step: compute, overlap, communication, copy, idle."""
+    """A stacked bar per rank and step: compute, overlap, communication, copy, idle (a CUDA
+    bar is its step's span: ``device_scope.parts``)."""
     rows = [r for r in result.device() if r.stage is None and r.step is not None]
     if not rows:
         return "", ""
     parts: list[tuple[str, Callable[[DeviceRow], float]]] = [
         ("compute only", lambda r: r.compute_ms - r.overlap_ms),
         ("comm during compute", lambda r: r.overlap_ms),
-        ("comm only", lambda r: r.comm_ms - r.overlap_ms),
-        ("memcpy/memset", lambda r: r.memcpy_ms or 0.0),  # None where not split out
+        ("comm only", lambda r: device_parts(r)["communication"]),
+        ("copy only", lambda r: device_parts(r)["copy"]),  # none where not split out
         ("idle", lambda r: r.idle_ms)]
     labels, values, what = _per_step(rows, parts)
     return _stacked(plt, "device", labels, values, DEVICE_COLOURS, "device ms"), what
@@ -446,7 +448,8 @@ def write_report(result: Analysis, path: Path, answers: Answers | None = None) -
     parts.append(f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
         result.stragglers("range"),
         ["range", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
-    device = [{**msgspec.to_builtins(r), "step": step_label(r.step)} for r in result.device()]
+    device = [{**msgspec.to_builtins(r), "step": WHOLE if r.whole else step_label(r.step)}
+              for r in result.device()]
     parts.append("<h2>Device time (ms)</h2>" + (_table(device, [
         "rank", "source", "step", "stage",
         "warmup", "span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms",

@@ -26,7 +26,7 @@ EXTRA = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6
 OTHER = "#999999"
 #: The parts of a step on the device, the same in every chart that splits device time.
 DEVICE_COLOURS = {"compute only": "#4B5D9C", "comm during compute": "#B8860B",
-                  "comm only": "#C0392B", "memcpy/memset": "#7CAE3A", "idle": "#CFCFCF"}
+                  "comm only": "#C0392B", "copy only": "#7CAE3A", "idle": "#CFCFCF"}
 
 
 def stage_order(names: Iterable[str]) -> list[str]:

@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.compare import Comparison
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.model import (
+    WHOLE,
     Tally,
     rank_label,
     rank_order,
@@ -27,6 +28,7 @@ from mindspeed_prof.analysis.readers.model import (
     step_label,
     tally,
 )
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.report import Answers
 from mindspeed_prof.analysis.rows import (
     Change,
@@ -467,8 +469,9 @@ def print_device(rows: list[DeviceRow], console: Console,
     for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
         _column(table, col)
     for r in steps:
-        step = f"{step_label(r.step)}{' w' if r.warmup else ''}"
-        busy = f"{r.busy_ms / r.span_ms:.0%}" if r.busy_ms is not None and r.span_ms else "-"
+        step = WHOLE if r.whole else f"{step_label(r.step)}{' w' if r.warmup else ''}"
+        share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
+        busy = "-" if share is None else f"{share:.0%}"
         table.add_row(rank_label(*_who(r)), step, *[_ms(v) for v in (
             r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)], busy)
     console.print(table)
@@ -533,7 +536,11 @@ def print_compare_details(result: Comparison, console: Console) -> None:
     if result.ranges:
         console.print(_changes("Mean ms per custom range execution", "range", result.ranges))
     if result.device:
-        table = _table("Device ms per step, A -> B")
+        per = result.device_per or {"a": "step", "b": "step"}
+        table = _table(f"Device ms per {per['a']}, A -> B" if per["a"] == per["b"] else
+                       f"Device ms, A per {per['a']} -> B per {per['b']}",
+                       caption="per capture: a capture without steps is one whole"
+                       if "capture" in per.values() else None)
         for col in ("rank", "compute", "comm", "overlap", "copy", "idle"):
             _column(table, col)
         for d in result.device:

@@ -378,6 +378,9 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                                   elapse_ms=ms)],
                     memory=Memory(source="trace", peak_allocated_bytes=1.0))
               for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
+    for t in traces:
+        t.classified = {"compute": Tally(1, 5.0)}
+    traces[0].classified["deepep"] = Tally(2, 1500.0)
     traces[2].problems.append("rank2: a problem")
     traces[1].notes.append("rank1: a note")
     result = Analysis(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
@@ -389,6 +392,8 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "ranges": to_json(result.range_table()),
         "range_stragglers": to_json(result.stragglers("range")),
         "device": to_json(result.device()), "comm": to_json(result.comm()),
+        "classified": [{"rule": "deepep", "kind": "comm", "ms": 1.5, "kernels": 2},
+                       {"rule": "compute", "kind": "compute", "ms": 0.015, "kernels": 3}],
         "top_ops": to_json(result.top_ops()), "top_kernels": to_json(result.top_kernels()),
         "top_runtime": to_json(result.top_runtime()), "memory": to_json(result.memory()),
         "inventory": to_json(result.inventory()), "warnings": [],

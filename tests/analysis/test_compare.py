@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.compare import captured, compare_runs, slower_than
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
@@ -268,3 +268,30 @@ def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
     assert slower_than(found, 0.0999) == [
         "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%; "
         "+10.0 ms over 1 run)"]
+
+
+def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, capsys) -> None:
+    """Two real captures without steps (AlexNet, simple add; rank 0 each): the device table
+    compares them per capture, each side's one whole row; a side with steps against one
+    without is said to compare unlike things."""
+    from corpus import unpack
+
+    a = unpack("kineto_cuda_alexnet", tmp_path / "a")
+    b = unpack("kineto_cuda_simple_add", tmp_path / "b")
+    found = compare_runs(analyse(a, cache=False), analyse(b, cache=False))
+    (row,) = found.device
+    whole_a = [r for r in analyse(a, cache=False).device() if r.whole]
+    whole_b = [r for r in analyse(b, cache=False).device() if r.whole]
+    assert row.rank == 0 and isinstance(row.a, DeviceMeans) and isinstance(row.b, DeviceMeans)
+    assert (row.a.compute_ms, row.b.compute_ms) == (whole_a[0].compute_ms,
+                                                    whole_b[0].compute_ms)
+    assert found.device_per == {"a": "capture", "b": "capture"}
+    assert not any("device time is per" in w for w in found.warnings)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "Device ms per capture, A -> B" in out and "capture without steps" in out
+    stepped = unpack("kineto_nccl_rank0_of_2", tmp_path / "s")
+    mixed = compare_runs(analyse(stepped, cache=False), analyse(b, cache=False))
+    assert mixed.device_per == {"a": "step", "b": "capture"}
+    assert ("device time is per step in A and per capture in B (a capture without steps is "
+            "one whole): its table compares unlike things") in mixed.warnings

@@ -407,3 +407,19 @@ def test_a_capture_file_says_which_stage_step_process_and_level(tmp_path: Path) 
     assert (meta["rank"], meta["role"], meta["stage"], meta["step"], meta["pid"],
             meta["level"], meta["window"]) == (2, "integrated", "all", 3, os.getpid(),
                                                 "level_none", [3, 4])
+
+
+def test_a_trace_records_the_communication_pattern_its_analysis_uses(tmp_path: Path) -> None:
+    """``comm_kernels`` goes into each trace's metadata, where every later analysis (right after
+    capture, or ``analyse`` anywhere) reads it; left out when unset."""
+    from mindspeed_prof.analysis.analyse import analyse
+
+    with make(tmp_path, comm_kernels="my_a2a") as prof:
+        train(prof, range(1, 3), stages=("actor_update",))
+    (trace,) = (tmp_path / "out" / "integrated").glob("*.pt.trace.json")
+    assert json.loads(trace.read_text())["mindspeed_prof"]["comm_kernels"] == "my_a2a"
+    assert analyse(trace, cache=False).traces[0].meta["comm_kernels"] == "my_a2a"
+    with make(tmp_path / "plain") as prof:
+        train(prof, range(1, 3), stages=("actor_update",))
+    (trace,) = (tmp_path / "plain" / "out" / "integrated").glob("*.pt.trace.json")
+    assert "comm_kernels" not in json.loads(trace.read_text())["mindspeed_prof"]

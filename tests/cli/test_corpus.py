@@ -30,7 +30,7 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.readers import read
-from mindspeed_prof.analysis.readers.model import rank_label, step_label
+from mindspeed_prof.analysis.readers.model import WHOLE, rank_label, step_label
 from mindspeed_prof.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
@@ -263,7 +263,7 @@ def check_text_view(out: str, doc: dict[str, Any]) -> None:
     if steps:
         rows = rich_rows(out, "Device time per step (ms)")
         assert [(r[0], r[1], r[2]) for r in rows] == [
-            (flat(rank_label(d["rank"], d.get("source", ""))), step_label(d["step"]),
+            (flat(rank_label(d["rank"], d.get("source", ""))), flat(row_label(d)),
              f"{d['compute_ms']:,.2f}") for d in steps]
     else:
         joined = " ".join(out.split())
@@ -272,6 +272,11 @@ def check_text_view(out: str, doc: dict[str, Any]) -> None:
     assert any(line.strip().startswith("Custom ranges by total ms") for line in lines) == bool(
         doc["ranges"])
     assert ("Memory peaks (MiB)" in out) == bool(doc["memory"])
+
+
+def row_label(d: dict[str, Any]) -> str:
+    """How the views name a device row's step: a capture without steps is ``no steps``."""
+    return WHOLE if d["whole"] else step_label(d["step"])
 
 
 def check_html_view(page: str, doc: dict[str, Any]) -> None:
@@ -286,7 +291,7 @@ def check_html_view(page: str, doc: dict[str, Any]) -> None:
         assert "No device breakdown" in device or "CPU-only captures" in device
     assert "<td>?</td>" not in device  # a row outside every step is named, as in the text
     for d in doc["device"]:
-        assert f"<td>{step_label(d['step'])}</td>" in device
+        assert f"<td>{row_label(d)}</td>" in device
     kernels = sections["Top device kernels by device time"]
     assert [html.escape(k["name"]) in kernels for k in doc["top_kernels"]] == [True] * len(
         doc["top_kernels"])
@@ -339,7 +344,10 @@ def test_compare(a: str, b: str, corpus: Path, capsys: pytest.CaptureFixture[str
         problem_lines("\n".join(mine), root, f"{side}: ")
     assert len(warnings) + sum(line.startswith((f"{PREFIX}A: ", f"{PREFIX}B: "))
                                for line in lines) == len(lines)
-    assert bool(doc["device"]) == ("Device ms per step, A -> B" in text.out)
+    per = doc["device_per"]
+    title = (f"Device ms per {per['a']}, A -> B" if per["a"] == per["b"] else
+             f"Device ms, A per {per['a']} -> B per {per['b']}")
+    assert bool(doc["device"]) == (title in text.out)
     if not doc["rows"]:
         assert "No stage ranges in either run." in text.out
     # runs of one level and ranks compare without a warning on them

@@ -529,3 +529,22 @@ def test_a_tree_that_is_not_a_mapping_is_named(tree: Any, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         validate(tree)
     assert str(caught.value) == message
+
+
+def test_comm_kernels_is_a_regex_named_when_it_is_not() -> None:
+    assert check().comm_kernels == ""
+    assert check(comm_kernels=r"my_a2a|ep_(dispatch|combine)\b").comm_kernels == (
+        r"my_a2a|ep_(dispatch|combine)\b")
+    with pytest.raises(ConfigError) as bad:
+        check(comm_kernels="ep_(dispatch")
+    assert str(bad.value) == (
+        f"{EXT}.comm_kernels='ep_(dispatch': not a regular expression (missing ), unterminated "
+        "subpattern at position 3); allowed: a Python regular expression matched (re.search) "
+        "against device kernel names, e.g. 'my_all2all|ep_dispatch', or '' for none")
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.comm_kernels=3: must be a regular "
+                                          "expression \\(a string\\)"):
+        check(comm_kernels=3)
+    with pytest.raises(ConfigError, match=rf"^{EXT}\.comm_kernels='a+': longer than 1000 "):
+        check(comm_kernels="a" * 1001)
+    # with profile off, a bad pattern is warned about and not used, as other planned fields
+    assert check(profile=False, comm_kernels="ep_(dispatch").comm_kernels == ""

@@ -6,12 +6,15 @@ Kineto trace, answered per rank and step from what the readers keep.
 - ``launch_overhead``: many kernels shorter than their launch call (HTA's
   ``get_cuda_kernel_launch_stats``): the host spends longer launching them than the GPU runs
   them;
-- ``exposed_comm``: NCCL kernels not overlapped with compute, a share of the step.
+- ``exposed_comm``: communication kernels (NCCL, DeepEP, NVSHMEM... by ``readers.classify``)
+  not overlapped with compute, a share of the step.
 
 Each fires where its time per step is over the noise floor (``stragglers.noise_floor``: the
 ``--noise-ms`` floor or 1% of the step) and ``FIRE_SHARE`` of the step; severity grows with the
-share (``severity``). Warmup steps are left out unless ``include_warmup``; a trace without
-steps is read as one whole.
+share (``severity``). They read the captures the device verdict reads (``device_scope``):
+warmup steps are left out unless ``include_warmup``; where no capture has steps, each capture
+is one whole, its own unit, named by its file; captures without steps beside captures with
+steps are left out (the verdict names them), never averaged with steps.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mindspeed_prof.analysis.device_scope import parts, scope
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.readers.device import (
+from mindspeed_prof.analysis.readers.device_streams import (
     KERNEL_WAIT_US,
     LATE_US,
     PROMPT_US,
@@ -37,6 +41,7 @@ from mindspeed_prof.analysis.readers.model import (
     rank_label,
     rank_order,
 )
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
 
 if TYPE_CHECKING:
@@ -68,10 +73,12 @@ def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: i
 
 @dataclass
 class _Rank:
-    """One rank's (and source's) CUDA facts over its counted steps."""
+    """One rank's (and source's) CUDA facts over its counted steps; or one capture's without
+    steps (``capture``: its file)."""
 
     rank: int | None
     source: str
+    capture: str = ""
     traces: list[TraceData] = field(default_factory=list)
     steps: list[DeviceRow] = field(default_factory=list)  # whole-step rows
     stages: list[DeviceRow] = field(default_factory=list)
@@ -80,7 +87,8 @@ class _Rank:
 
     @property
     def label(self) -> str:
-        return rank_label(self.rank, self.source)
+        own = rank_label(self.rank, self.source)
+        return f"{own} ({self.capture}, no steps)" if self.capture else own
 
     @property
     def n(self) -> int:
@@ -97,20 +105,23 @@ class _Rank:
 
 
 def _ranks(result: Analysis) -> list[_Rank]:
-    """Per rank and source, the CUDA traces' rows of the counted steps: warmup steps left out
-    (unless ``include_warmup``); a trace without steps gives its one whole row."""
+    """Per rank and source, the CUDA rows of the counted steps of the captures the verdict
+    reads (``device_scope.scope``): warmup steps left out (unless ``include_warmup``); where
+    no capture has steps, each capture's one whole row, a unit of its own."""
     skip = set() if result.include_warmup else result._warmup()
-    out: dict[tuple[int | None, str], _Rank] = {}
-    for t in result.traces:
-        if not t.device or all(r.span_ms is None for r in t.device):
+    within = scope(result)
+    out: dict[tuple[int | None, str, str], _Rank] = {}
+    for t in within.traces:
+        if all(r.span_ms is None for r in t.device):
             continue  # no CUDA breakdown (torch_npu rows have no device window)
         source = t.meta.get("source", "") if isinstance(t.meta.get("source"), str) else ""
-        # a step's rows, unless warmup; the row without a step only where there are no steps
-        steps = {r.step for r in t.device if r.step is not None}
-        kept = ({s for s in steps if (t.rank, source, s) not in skip} if steps else {None})
-        who = out.get((t.rank, source))
+        steps = {r.step for r in t.device if r.step is not None and r.stage is None}
+        kept = ({s for s in steps if (t.rank, source, s) not in skip}
+                if within.per == "step" else {None})
+        capture = result.shown(str(t.path)) if within.per == "capture" else ""
+        who = out.get((t.rank, source, capture))
         if who is None:
-            who = out[(t.rank, source)] = _Rank(t.rank, source)
+            who = out[(t.rank, source, capture)] = _Rank(t.rank, source, capture)
         who.traces.append(t)
         for row in t.device:
             if row.span_ms is not None and row.step in kept:
@@ -118,14 +129,14 @@ def _ranks(result: Analysis) -> list[_Rank]:
         who.idle += [r for r in t.stream_idle if r.step in kept]
         who.launches += [r for r in t.launch_stats if r.step in kept]
     return sorted((w for w in out.values() if w.steps),
-                  key=lambda w: (rank_order(w.rank), w.source))
+                  key=lambda w: (rank_order(w.rank), w.source, w.capture))
 
 
 def _fires(result: Analysis, ms: float, span: float) -> bool:
     """Over the floor and ``FIRE_SHARE`` of a step it fits in (a part longer than its step is
     a broken row, never a finding)."""
-    return (span > 0 and ms <= span and ms >= noise_floor(result.noise_ms, span)
-            and ms >= FIRE_SHARE * span)
+    return (ratio(ms, span, 0.0) >= FIRE_SHARE and ms <= span
+            and ms >= noise_floor(result.noise_ms, span))
 
 
 def _ranks_said(hits: list[tuple[float, _Rank]]) -> str:
@@ -226,7 +237,7 @@ def idle_time(result: Analysis) -> list[Finding]:
         return []
     hits.sort(key=lambda h: (-h[0], rank_order(h[1].rank)))
     idle, who, top = hits[0]
-    share = idle / who.span_ms
+    share = ratio(idle, who.span_ms, 0.0)
     parts = top.parts
     kind = _IDLE_KINDS[max(range(3), key=lambda k: (parts[k], -k))]
     gaps = sum(parts)
@@ -245,7 +256,7 @@ def idle_time(result: Analysis) -> list[Finding]:
         rule="cuda.idle_time",
         title=f"GPU idle {share:.0%} of {_of(who)} ({idle:,.1f} ms{_per(who)}) on "
               f"{_ranks_said(said)}: mostly {kind} "
-              f"({parts[_IDLE_KINDS.index(kind)] / gaps if gaps > 0 else 0:.0%} of {top.where})",
+              f"({ratio(parts[_IDLE_KINDS.index(kind)], gaps, 0.0):.0%} of {top.where})",
         detail="\n".join(_more(lines, said)),
         suggestion=_IDLE_ADVICE[kind][0].upper() + _IDLE_ADVICE[kind][1:] + ".",
         severity=severity(share), impact_ms=idle,
@@ -277,7 +288,7 @@ def launch_overhead(result: Analysis) -> list[Finding]:
         return []
     hits.sort(key=lambda h: (-h[0], rank_order(h[1].rank)))
     overhead, who, v = hits[0]
-    share = overhead / who.span_ms
+    share = ratio(overhead, who.span_ms, 0.0)
     said = [(h[0], h[1]) for h in hits]
     lines = []
     for _, w, x in hits[:DETAIL_RANKS]:
@@ -312,23 +323,23 @@ def launch_overhead(result: Analysis) -> list[Finding]:
 # -- exposed communication ------------------------------------------------------------------
 
 def _exposed(rows: list[DeviceRow]) -> float:
-    return sum(max(r.comm_ms - r.overlap_ms, 0.0) for r in rows)
+    return sum(parts(r)["communication"] for r in rows)
 
 
 def exposed_comm(result: Analysis) -> list[Finding]:
-    """NCCL time on the device that no compute overlaps, a share of the step (CUDA rows;
-    torch_npu's exposed communication is the npu rules')."""
+    """Communication time on the device that no compute overlaps, a share of the step (CUDA
+    rows; torch_npu's exposed communication is the npu rules')."""
     hits: list[tuple[float, _Rank, float, str]] = []
     for who in _ranks(result):
         rows = [r for r in who.steps if r.comm_exposed_ms is None]
         exposed = _exposed(rows) / who.n
         if not rows or not _fires(result, exposed, who.span_ms):
             continue
-        comm = sum(r.comm_ms for r in rows) / who.n
+        comm = sum(max(r.comm_ms, 0.0) for r in rows) / who.n
         by_stage: dict[str, float] = defaultdict(float)
         for r in who.stages:
             if r.stage is not None and r.comm_exposed_ms is None:
-                by_stage[r.stage] += max(r.comm_ms - r.overlap_ms, 0.0)
+                by_stage[r.stage] += parts(r)["communication"]
         top = max(by_stage.items(), key=lambda kv: (kv[1], kv[0]), default=None)
         where = (f"; most in {top[0]} ({top[1] / who.n:,.1f} ms {who.per})"
                  if top and top[1] > 0 else "")
@@ -337,17 +348,18 @@ def exposed_comm(result: Analysis) -> list[Finding]:
         return []
     hits.sort(key=lambda h: (-h[0], rank_order(h[1].rank)))
     exposed, who, comm, _ = hits[0]
-    share = exposed / who.span_ms
+    share = ratio(exposed, who.span_ms, 0.0)
     said = [(h[0], h[1]) for h in hits]
     lines = [f"rank {w.label}: communication {c:,.1f} ms {w.per}, {e:,.1f} ms of it while no "
              f"compute ran, of a {w.span_ms:,.1f} ms step{where}"
              for e, w, c, where in hits[:DETAIL_RANKS]]
-    lines.append("device breakdown: NCCL kernels' time less the part that overlaps compute "
+    lines.append("device breakdown: communication kernels' time (NCCL, DeepEP, NVSHMEM... as "
+                 "docs/classification.md lists them) less the part that overlaps compute "
                  "kernels (HTA's temporal breakdown and comm/comp overlap)")
     return [Finding(
         rule="cuda.exposed_comm",
-        title=f"NCCL not overlapped with compute: {exposed:,.1f} ms {who.per} "
-              f"({share:.0%} of the step, {exposed / comm if comm > 0 else 0:.0%} of its "
+        title=f"Communication not overlapped with compute: {exposed:,.1f} ms {who.per} "
+              f"({share:.0%} of the step, {ratio(exposed, comm, 0.0):.0%} of its "
               f"communication) on {_ranks_said(said)}",
         detail="\n".join(_more(lines, said)),
         suggestion="Overlap communication with compute: bucket gradients so all-reduce "
@@ -356,7 +368,7 @@ def exposed_comm(result: Analysis) -> list[Finding]:
                    "the interconnect or the parallel layout is the limit.",
         severity=severity(share), impact_ms=exposed,
         source=files_text(result, [t for _, w, *_ in hits for t in w.traces],
-                          "Kineto device ops: nccl kernels against compute kernels"),
+                          "Kineto device ops: communication kernels against compute kernels"),
         ranks=_rank_list(said))]
 
 

@@ -28,6 +28,7 @@ from mindspeed_prof.analysis.readers.model import (
     ranks_text,
 )
 from mindspeed_prof.analysis.readers.npu_facts import api_name, is_sync
+from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
@@ -221,8 +222,7 @@ class Aligned:
     @property
     def gbps(self) -> float:
         """Bytes over time in decimal GB/s, as the advisor gives it."""
-        gbps = self.bytes / 1e9 / (self.us / 1e6) if self.us > 0 else 0.0
-        return gbps if math.isfinite(gbps) else 0.0
+        return ratio(self.bytes / 1e9, self.us / 1e6, 0.0)
 
 
 @dataclass
@@ -277,7 +277,7 @@ def byte_alignment(result: Analysis) -> list[Finding]:
     judged = sum(al.judged_us for _, al in found)
     per_step = max(al.unaligned_us / _steps(t) / MS for t, al in found)
     ops_n = max(len(al.ops) for _, al in found)
-    share = bad / judged if judged else 0.0
+    share = ratio(bad, judged, 0.0)
     return [_finding(
         rule="npu.byte_alignment",
         title=f"{ops_n} communication op{'s' * (ops_n != 1)} copy sizes that are not a "
@@ -368,7 +368,7 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
     for o in vector:
         by_type[o.type] += o.total_us
     chosen = {k for k, us in by_type.items()
-              if total and (us / total >= VECTOR_SHARE or us >= VECTOR_MIN_US)}
+              if total and (ratio(us, total, 0.0) >= VECTOR_SHARE or us >= VECTOR_MIN_US)}
     merged: dict[tuple[str, str, str], list[NpuOp]] = defaultdict(list)
     for o in vector:
         if o.type in chosen:
@@ -613,7 +613,7 @@ def rank_spread(result: Analysis) -> list[RankSpread]:
 def slow_rank(result: Analysis) -> list[Finding]:
     worst: tuple[float, RankSpread, list[str]] | None = None
     for s in rank_spread(result):
-        flagged = [p for p, _ in _PARTS if s.mean_ms and s.gap(p)[0] / s.mean_ms > SPREAD]
+        flagged = [p for p, _ in _PARTS if ratio(s.gap(p)[0], s.mean_ms, 0.0) > SPREAD]
         if flagged:
             top = max(s.gap(p)[0] for p in flagged)
             if worst is None or top > worst[0]:
@@ -647,9 +647,9 @@ def slow_rank(result: Analysis) -> list[Finding]:
         rule="npu.slow_rank",
         title=f"Ranks differ by {gap:,.1f} ms in {words[first]} at step {s.step} (rank "
               f"{rank_label(hi)} {s.parts[first][hi]:,.1f} ms, rank {rank_label(lo)} "
-              f"{s.parts[first][lo]:,.1f} ms; {gap / s.mean_ms:.0%} of the step)",
+              f"{s.parts[first][lo]:,.1f} ms; {ratio(gap, s.mean_ms, 0.0):.0%} of the step)",
         detail="\n".join(lines), suggestion="; ".join(advice[p] for p in flagged),
-        severity="high" if top / s.mean_ms > 4 * SPREAD else "medium", impact_ms=top,
+        severity="high" if ratio(top, s.mean_ms, 0.0) > 4 * SPREAD else "medium", impact_ms=top,
         source=_breakdown_source(result), ranks=ranks)]
 
 
@@ -676,7 +676,7 @@ class LinkSpread:
     @property
     def spread(self) -> float:
         values = list(self.gbps.values())
-        spread = (max(values) - min(values)) / self.mean if self.mean > 0 else 0.0
+        spread = ratio(max(values) - min(values), self.mean, 0.0)
         return spread if math.isfinite(spread) else 0.0
 
 
@@ -692,8 +692,8 @@ def link_spread(result: Analysis) -> list[LinkSpread]:
                 if mb is not None and ms is not None:
                     moved[(h.step, t.rank)][0] += mb
                     moved[(h.step, t.rank)][1] += ms
-        gbps = {k: mb / ms for k, (mb, ms) in moved.items()
-                if ms > 0 and mb >= 0 and math.isfinite(mb / ms)}
+        gbps = {k: q for k, (mb, ms) in moved.items()
+                if mb >= 0 and (q := ratio(mb, ms, None)) is not None}
         if len({r for _, r in gbps}) >= 2:
             out.append(LinkSpread(link, gbps))
     return out
@@ -762,9 +762,9 @@ def packets(t: TraceData) -> list[Packets]:
 
 def small_packets(result: Analysis) -> list[Finding]:
     out = []
-    for link, (limit, ratio) in PACKET_LIMITS.items():
+    for link, (limit, most) in PACKET_LIMITS.items():
         found = [(t, p) for t in _captures(result) for p in packets(t)
-                 if p.link == link and p.ratio > ratio]
+                 if p.link == link and p.ratio > most]
         if not found:
             continue
         t, p = max(found, key=lambda f: (f[1].ratio, f[1].small_ms))
@@ -851,13 +851,13 @@ def host_wait(result: Analysis) -> list[Finding]:
     for t in _captures(result):
         w = host_waits(t)
         if (w is not None and w.step_ms and w.per_step_ms >= HOST_WAIT_MIN_MS
-                and w.per_step_ms / w.step_ms >= HOST_WAIT_SHARE):
+                and ratio(w.per_step_ms, w.step_ms, 0.0) >= HOST_WAIT_SHARE):
             found.append((t, w))
     if not found:
         return []
-    t, w = max(found, key=lambda f: f[1].per_step_ms / (f[1].step_ms or 1.0))
+    t, w = max(found, key=lambda f: ratio(f[1].per_step_ms, f[1].step_ms, 0.0))
     assert w.step_ms
-    share = w.per_step_ms / w.step_ms
+    share = ratio(w.per_step_ms, w.step_ms, 0.0)
     api, (n, _, most) = max(w.apis.items(), key=lambda kv: kv[1][1])
     longest = f", longest {most / MS:,.1f} ms" if most is not None else ""
     lines = []
@@ -892,7 +892,8 @@ def runtime_compile(result: Analysis) -> list[Finding]:
     t, c = max(found, key=lambda f: _compile_ms(f[1]))
     n = c.apis["aclopCompileAndExecute"][0]
     per_step = _compile_ms(c)
-    of = f" ({per_step / c.step_ms:.0%} of its {c.step_ms:,.1f} ms step)" if c.step_ms else ""
+    of = (f" ({share:.0%} of its {c.step_ms:,.1f} ms step)"
+          if (share := ratio(per_step, c.step_ms, None)) is not None else "")
     inner = c.apis.get("opCompile")
     compiling = f"; opCompile {inner[1] / c.steps / MS:,.1f} ms of it" if inner else ""
     lines = [f"rank {rank_label(o.rank)}: " + "; ".join(_api_lines(oc)) for o, oc in found]
@@ -908,7 +909,7 @@ def runtime_compile(result: Analysis) -> list[Finding]:
         detail="\n".join(lines),
         suggestion=f"Disable JIT compilation: {COMPILE_FIX}; where shapes stay dynamic, "
                    "HOST_CACHE_CAPACITY and ACLNN_CACHE_LIMIT keep compiled operators",
-        severity="medium" if c.step_ms and per_step / c.step_ms >= 0.05 else "low",
+        severity="medium" if ratio(per_step, c.step_ms, 0.0) >= 0.05 else "low",
         impact_ms=per_step, source=_source(result, traces, "api"), ranks=_ranks(traces))]
 
 

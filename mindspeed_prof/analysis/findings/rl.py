@@ -32,6 +32,7 @@ from mindspeed_prof.analysis.readers.model import (
     ranks_text,
 )
 from mindspeed_prof.analysis.readers.ranks import role_of
+from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def uncovered(result: Analysis) -> list[Finding]:
     if len(hits) > DETAIL_LINES:
         lines.append(f"... and {len(hits) - DETAIL_LINES} more ranks")
     lines.append("the step's own range less the union of its stage ranges")
-    share = ms / step_ms
+    share = ratio(ms, step_ms, 0.0)
     return [Finding(
         rule="rl.uncovered",
         title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "
@@ -198,8 +199,8 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
     sxx = sum((x - mx) ** 2 for x in xs)
     sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
     syy = sum((y - my) ** 2 for y in ys)
-    b = sxy / sxx if sxx > 0 else 0.0
-    r2 = sxy * sxy / (sxx * syy) if sxx > 0 and syy > 0 else 1.0
+    b = ratio(sxy, sxx, 0.0)
+    r2 = ratio(sxy * sxy, sxx * syy, 1.0)
     return my - b * mx, b, r2
 
 
@@ -233,7 +234,8 @@ def growing_stage(result: Analysis) -> list[Finding]:
             for r in s.stages:
                 per[r.name] += r.dur
             for name, us in per.items():
-                shares[name].append((n, us / s.step.dur, us / 1000.0, s.step.dur / 1000.0))
+                shares[name].append((n, ratio(us, s.step.dur, 0.0), us / 1000.0,
+                                     s.step.dur / 1000.0))
         for name, points in shares.items():
             if len(points) < MIN_STEPS:
                 continue
@@ -330,11 +332,11 @@ def role_imbalance(result: Analysis) -> list[Finding]:
                      f"{', '.join(rank_label(*w) for w in held)}")
     lines.append(f"median over each role's ranks, then over the {len(common)} steps every "
                  "role recorded; each role's stage ranges summed per step")
-    share = excess / step_ms if step_ms else excess / v
+    share = ratio(excess, step_ms or v, 0.0)
     return [Finding(
         rule="rl.role_imbalance",
         title=f"role {role} spends {v:,.1f} ms per step in its stages against {others:,.1f} "
-              f"ms for the other roles ({', '.join(rest)}): {v / others:.1f}x, "
+              f"ms for the other roles ({', '.join(rest)}): {ratio(v, others, 0.0):.1f}x, "
               f"{excess:+,.1f} ms",
         detail="\n".join(lines),
         suggestion=f"Rebalance devices between roles: give {role} more devices (a larger "
@@ -373,7 +375,7 @@ def generation_tail(result: Analysis) -> list[Finding]:
     if not rows:
         return []
     excesses = [r[2] - r[3] for r in rows]
-    ratios = [r[2] / r[3] if r[3] > 0 else float("inf") for r in rows]
+    ratios = [ratio(r[2], r[3], float("inf")) for r in rows]
     mid = statistics.median(excesses)
     typical = statistics.median(lengths[r[0]] for r in rows if r[0] in lengths) if any(
         r[0] in lengths for r in rows) else None
@@ -405,7 +407,7 @@ def generation_tail(result: Analysis) -> list[Finding]:
         advice = ("The longest rollouts hold every rank's generation: cap or bucket response "
                   "lengths, balance prompts across ranks by expected length, over-sample and "
                   "drop the slowest rollouts, or generate asynchronously (partial rollouts).")
-    share = mid / typical if typical else 0.0
+    share = ratio(mid, typical, 0.0)
     return [Finding(
         rule="rl.generation_tail",
         title=f"{GENERATE} waits for its slowest rank: {statistics.median(ratios):.1f}x the "

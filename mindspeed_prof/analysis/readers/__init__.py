@@ -119,14 +119,15 @@ def discover(root: Path) -> Iterator[Path]:
     yield from survey(root)[0]
 
 
-def read(path: Path, root: Path | None = None) -> TraceData:
+def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceData:
     """Decode one capture; raise ``BadFile`` with one line naming it when it cannot be read.
 
     A capture whose own content names no rank takes its manifest's (``ranks.manifest_rank``);
-    failing that its rank stays unknown (None).
+    failing that its rank stays unknown (None). ``comm_kernels``: the user's pattern of
+    communication kernels (``readers.classify``).
     """
     path = Path(path)
-    data = _read(path, _group(path, root))
+    data = _read(path, _group(path, root), comm_kernels)
     if data.rank is None:
         rank = manifest_rank(path)
         if rank is not None:
@@ -137,14 +138,14 @@ def read(path: Path, root: Path | None = None) -> TraceData:
     return data
 
 
-def _read(path: Path, group: str) -> TraceData:
+def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
     try:
         if path.is_dir():
             return read_npu(path, group)
         size = path.stat().st_size
         if size == 0:
             raise BadFile(f"{path}: empty file")
-        return _read_file(path, group, size)
+        return _read_file(path, group, size, comm_kernels)
     except BadFile:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
@@ -156,7 +157,7 @@ def _read(path: Path, group: str) -> TraceData:
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
 
 
-def _read_file(path: Path, group: str, size: int) -> TraceData:
+def _read_file(path: Path, group: str, size: int, comm_kernels: str) -> TraceData:
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
@@ -169,7 +170,7 @@ def _read_file(path: Path, group: str, size: int) -> TraceData:
         return read_npu_file(path, TRACE_VIEW, group)
     if kind == TORCH_DB or (kind is None and path.name.endswith(".db")):
         return read_db(path, group, size)
-    return read_json(path, group, size)
+    return read_json(path, group, size, comm_kernels)
 
 
 def _group(path: Path, root: Path | None) -> str:

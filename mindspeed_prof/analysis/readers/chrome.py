@@ -11,6 +11,7 @@ from pathlib import Path
 from mindspeed_prof.analysis.readers.events import Event, TraceTop
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
+from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["INTERRUPTED", "read_json", "stream_events"]
@@ -24,10 +25,11 @@ def stream_events(path: Path) -> Iterator[list[Event]]:
     return TraceStream(path, Event, TraceTop).batches()
 
 
-def read_json(path: Path, group: str, size: int) -> TraceData:
-    """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it."""
+def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> TraceData:
+    """Read ``path`` a slice of events at a time (``stream``): memory does not grow with it.
+    ``comm_kernels``: the user's pattern of communication kernels (``readers.classify``)."""
     stream = TraceStream(path, Event, TraceTop)
-    fold = Collector()
+    fold = Collector(comm_kernels)
     count = 0
     with _gc_paused():
         for batch in stream.batches():
@@ -40,6 +42,9 @@ def read_json(path: Path, group: str, size: int) -> TraceData:
     capacity = device_memory(trace.deviceProperties)
     if capacity is not None:
         meta = {**meta, "device_memory_bytes": capacity}
+    world = world_size(trace.distributedInfo)
+    if world is not None:
+        meta = {**meta, "world_size": world}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=count, meta=meta)

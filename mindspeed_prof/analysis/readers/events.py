@@ -35,6 +35,8 @@ class EventArgs(msgspec.Struct):
     allocated: Number = msgspec.field(default=None, name="Total Allocated")
     reserved: Number = msgspec.field(default=None, name="Total Reserved")
     device_type: Number = msgspec.field(default=None, name="Device Type")
+    #: Kineto's collective arguments on a kernel c10d launched (``readers.classify``).
+    collective: Any = msgspec.field(default=None, name="Collective name")
 
 
 class Event(msgspec.Struct):

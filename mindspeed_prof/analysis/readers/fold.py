@@ -13,12 +13,10 @@ import math
 from array import array
 from typing import Any
 
-from mindspeed_prof.analysis.readers.device import (
-    LAUNCH_CALLS,
-    DeviceOps,
-    breakdown,
-    stream_facts,
-)
+from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
+from mindspeed_prof.analysis.readers.device import breakdown
+from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     HOST_CATS,
@@ -37,6 +35,7 @@ from mindspeed_prof.analysis.readers.model import (
     tally,
 )
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "REORDER", "Collector", "collect"]
 
@@ -83,9 +82,12 @@ class Collector:
     they grow with the trace (as do the steps). ``finish`` fills a ``TraceData``; problems (events
     without times, negative durations, device activity without steps, collectives overlapping on
     one stream, host ops out of order beyond the heap) are named in ``data.problems``.
+    ``comm_kernels``: the user's pattern of communication kernels (``--comm-kernels``); the
+    one the capture records (its metadata's ``comm_kernels``) is read at ``finish``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, comm_kernels: str = "") -> None:
+        self.comm_kernels = comm_kernels
         self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
         self.threads: dict[Any, _Thread] = {}
@@ -171,9 +173,11 @@ class Collector:
         if self.origin is None:
             self.origin = ts
         ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
-        where = (self.device.add(stream, ts, ts + dur, ev.name, ts) if launch is None else
+        collective = args is not None and args.collective is not None
+        where = (self.device.add(stream, ts, ts + dur, ev.name, ts, collective=collective)
+                 if launch is None else
                  self.device.add(stream, ts, ts + dur, ev.name, launch[0] - self.origin,
-                                 launch[1]))
+                                 launch[1], collective))
         if launch is None and corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
@@ -297,6 +301,8 @@ class Collector:
             for waiting in self.waiting.values():
                 for where in waiting:
                     self.device.set_launch(where, -math.inf)
+        data.classified = self.device.classify(classifier(self.comm_kernels,
+                                                          self._recorded(data)))
         try:
             data.device = breakdown(self.device, steps, stages)
             data.stream_idle, data.launch_stats = stream_facts(self.device, steps)
@@ -306,6 +312,8 @@ class Collector:
         if not steps:
             data.notes.append(f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
                               "device events form one row")
+            for row in data.device:
+                row.whole = row.stage is None
         if clashes:
             data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
                                  f"the same stream (first: {clashes[0][:60]!r}); their time is "
@@ -315,6 +323,20 @@ class Collector:
             data.problems.append(f"{data.path}: launches and their device ops lie far apart in "
                                  f"the file (over {PENDING} waiting): {missed} device ops may "
                                  "count from their own start instead of their launch")
+
+    @staticmethod
+    def _recorded(data: TraceData) -> str:
+        """The communication pattern the capture records (``comm_kernels`` in its metadata),
+        "" when none; one that is no pattern is a problem, and left out."""
+        given = data.meta.get(CONFIG_RULE)
+        if not given:
+            return ""
+        problem = pattern_problem(given) if isinstance(given, str) else "not a string"
+        if problem is None:
+            return str(given)
+        data.problems.append(f"{data.path}: its {CONFIG_RULE} ({str(given)[:60]!r}) is "
+                             f"{problem}; device kernels classified without it")
+        return ""
 
     def _memory(self, ranges: list[Range]) -> Memory:
         from mindspeed_prof.analysis.readers.memory import from_events

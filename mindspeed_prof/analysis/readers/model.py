@@ -13,6 +13,7 @@ import msgspec
 __all__ = [
     "MAX_BYTES",
     "OUTSIDE",
+    "WHOLE",
     "Alloc",
     "BadFile",
     "CommRow",
@@ -43,6 +44,8 @@ __all__ = [
 MAX_BYTES = 1024**3
 #: How every view names the row of device work launched outside every step (its step is None).
 OUTSIDE = "outside"
+#: How every view names the one row of a capture without steps (``DeviceRow.whole``).
+WHOLE = "no steps"
 #: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
 
@@ -101,8 +104,9 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     ``idle_ms`` is the window less busy (torch_npu: its Free).
     torch_npu rows add ``comm_exposed_ms`` (Communication(Not Overlapped)), ``step_ms`` (its
     Stage column: the step on the device), ``bubble_ms``, ``preparing_ms`` and
-    ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step. ``rank``,
-    ``source`` and ``warmup`` are the analysis's: a reader leaves them unset.
+    ``comm_exposed_no_recv_ms``. ``step`` None: work launched outside every step, or, with
+    ``whole``, all the work of a capture without steps. ``rank``, ``source`` and ``warmup`` are
+    the analysis's: a reader leaves them unset.
     """
 
     step: int | None
@@ -122,6 +126,7 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     rank: int | None = None
     source: str = ""
     warmup: bool = False
+    whole: bool = False
 
 
 class LinkShare(msgspec.Struct, kw_only=True):
@@ -317,7 +322,7 @@ class TraceData:
     ``memory``: see ``DeviceRow``, ``CommRow``, ``Memory``.
     ``npu``: the Ascend-specific facts of a torch_npu capture (``NpuFacts``), else None.
     ``stream_idle``, ``launch_stats``: CUDA streams' idle time and kernel launches per step
-    (``StreamIdle``, ``LaunchStats``).
+    (``StreamIdle``, ``LaunchStats``); ``classified``: what each classification rule counted.
     ``problems``: one line per part of the capture that could not be read (the rest was).
     ``notes``: one line per fact about how a wholly read capture was read (no ProfilerStep
     ranges, approximate self times, device events that are not broken down): not problems.
@@ -344,6 +349,9 @@ class TraceData:
     notes: list[str] = field(default_factory=list)
     stream_idle: list[StreamIdle] = field(default_factory=list)
     launch_stats: list[LaunchStats] = field(default_factory=list)
+    #: Per rule of ``readers.classify`` that classified a device op of the capture: the ops
+    #: and their device time (us).
+    classified: dict[str, Tally] = field(default_factory=dict)
 
     @property
     def holds_nothing(self) -> bool:

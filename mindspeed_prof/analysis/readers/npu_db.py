@@ -26,6 +26,7 @@ from mindspeed_prof.analysis.readers.npu_text import (
     link_rows,
 )
 from mindspeed_prof.analysis.readers.npu_trace import LaneSpan, stage_device_rows
+from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = ["read_analysis_db", "read_profiler_db"]
 
@@ -294,7 +295,7 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
                 rows[key].size_mb = (rows[key].size_mb or 0.0) + size
                 time[key] = time.get(key, 0.0) + transit
         for key, ms in time.items():
-            rows[key].bandwidth_gbps = (rows[key].size_mb or 0.0) / ms if ms > 0 else None
+            rows[key].bandwidth_gbps = ratio(rows[key].size_mb or 0.0, ms, None)
         for key, sums in links.items():
             rows[key].links = link_rows(sums)
     data.comm.extend(rows.values())

@@ -17,6 +17,7 @@ from typing import Any
 
 from mindspeed_prof.analysis.readers.model import HcclOp, HcclTasks, NpuFacts, NpuOp, TraceData
 from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.ranks import world_size
 
 __all__ = [
     "COPY_TASKS", "RATIOS", "LaunchOrder", "OpGroups", "TaskGroups", "api_name", "facts",
@@ -54,7 +55,8 @@ def is_launch(name: str) -> bool:
 
 
 def read_env(folder: Path, data: TraceData) -> None:
-    """``profiler_metadata.json``'s ENV_VARIABLES (torch_npu writes it beside the output)."""
+    """``profiler_metadata.json``'s ENV_VARIABLES (torch_npu writes it beside the output), and
+    the job's world size where MindSpeed records its ``distributed_args``."""
     path = folder / "profiler_metadata.json"
     if not path.is_file():
         return
@@ -63,6 +65,9 @@ def read_env(folder: Path, data: TraceData) -> None:
     except (OSError, ValueError) as err:
         data.problems.append(f"{path}: not readable JSON ({type(err).__name__}); file skipped")
         return
+    world = world_size(doc.get("distributed_args")) if isinstance(doc, dict) else None
+    if world is not None:
+        data.meta["world_size"] = world
     env = doc.get("ENV_VARIABLES") if isinstance(doc, dict) else None
     if isinstance(env, dict):
         npu = facts(data)

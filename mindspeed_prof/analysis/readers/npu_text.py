@@ -19,6 +19,7 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.analysis.readers.npu_busy import Task, is_comm, task
 from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
 from mindspeed_prof.analysis.readers.npu_facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = [
     "KB", "MB", "OP_SUMMARY_COLUMNS", "comm_family", "device_row", "kernel_name", "link_rows",
@@ -199,7 +200,7 @@ def _link_times(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
 def link_rows(sums: dict[str, list[float]]) -> dict[str, LinkShare]:
     """``links`` of a ``CommRow`` from [size MB, time ms] per link type: bandwidth in GB/s."""
     return {link: LinkShare(size_mb=size, time_ms=time,
-                            bandwidth_gbps=size / time if time > 0 else None)
+                            bandwidth_gbps=ratio(size, time, None))
             for link, (size, time) in sorted(sums.items())}
 
 
@@ -246,7 +247,7 @@ def read_communication(path: Path, data: TraceData) -> None:
     for key, row in rows.items():
         size, time = sizes[key]
         row.size_mb = size
-        row.bandwidth_gbps = size / time if time > 0 else None  # MB/ms = GB/s
+        row.bandwidth_gbps = ratio(size, time, None)  # MB/ms = GB/s
         row.links = link_rows(links[key])
         data.comm.append(row)
 

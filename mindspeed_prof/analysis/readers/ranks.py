@@ -1,4 +1,5 @@
-"""Whose capture is it: a rank from the manifest; captures that claim the same rank and step."""
+"""Whose capture is it: a rank from the manifest; captures that claim the same rank and step; the
+job's world size a capture records."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from mindspeed_prof.analysis.readers.model import TraceData, rank_label, step_label, to_rank
 from mindspeed_prof.formats import MANIFEST, capture_stem
 
-__all__ = ["manifest_rank", "role_of", "separate"]
+__all__ = ["manifest_rank", "role_of", "separate", "world_size"]
 
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 
@@ -128,3 +129,10 @@ def _labels(traces: list[TraceData], root: Path) -> list[str]:
         except ValueError:
             out.append(str(t.path))
     return out
+
+
+def world_size(info: object) -> int | None:
+    """The job's ranks from a ``world_size`` key (Kineto's ``distributedInfo``, torch_npu's
+    ``distributed_args``); None: not recorded, or not a count of ranks."""
+    size = info.get("world_size") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None

@@ -239,8 +239,8 @@ def test_exposed_nccl(tmp_path: Path) -> None:
     in a 90 ms window (22%), all of the communication."""
     t = Trace().step(1, 0, 100000).stage("actor_update", 0, 100000)
     (f,) = found(_comm(t, 70010).write(tmp_path), cuda.exposed_comm)
-    assert f.title == ("NCCL not overlapped with compute: 20.0 ms per step (22% of the step, "
-                       "100% of its communication) on rank 0")
+    assert f.title == ("Communication not overlapped with compute: 20.0 ms per step (22% of "
+                       "the step, 100% of its communication) on rank 0")
     assert f.severity == "medium" and f.impact_ms == pytest.approx(20.0)
     assert f.detail.splitlines()[0] == (
         "rank 0: communication 20.0 ms per step, 20.0 ms of it while no compute ran, of a "

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.readers.device import kind_of, merge, overlap, total
+from mindspeed_prof.analysis.readers.classify import classifier
+from mindspeed_prof.analysis.readers.device import merge, overlap, total
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import DeviceRow, rank_of
 from mindspeed_prof.cli import main
@@ -34,7 +35,8 @@ def cuda_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: The breakdown's columns of a CUDA trace's rows, and what the rest hold (torch_npu's only).
 _MS = ("span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")
 _UNSET = {"comm_exposed_ms": None, "step_ms": None, "bubble_ms": None, "preparing_ms": None,
-          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False}
+          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False,
+          "whole": False}
 
 
 def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
@@ -139,7 +141,7 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
 
 
 def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
-    from mindspeed_prof.analysis.readers.device import DeviceOps
+    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 
     ops = DeviceOps()
     ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
@@ -152,7 +154,8 @@ def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
 
 
 def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
-    from mindspeed_prof.analysis.readers.device import DeviceOps, breakdown
+    from mindspeed_prof.analysis.readers.device import breakdown
+    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 
     ops = DeviceOps()
     ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
@@ -164,11 +167,11 @@ def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
 
 
 def test_kernel_kinds_follow_hta_names() -> None:
-    assert kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
-    assert kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"
-    assert kind_of("Memset (Device)") == "memcpy"
-    assert kind_of("ampere_sgemm_128x64_tn") == "compute"
-    assert kind_of("cudaStreamSync") == "other"
+    assert classifier().kind_of("ncclDevKernel_AllGather_RING_LL") == "comm"
+    assert classifier().kind_of("Memcpy DtoD (Device -> Device)") == "memcpy"
+    assert classifier().kind_of("Memset (Device)") == "memcpy"
+    assert classifier().kind_of("ampere_sgemm_128x64_tn") == "compute"
+    assert classifier().kind_of("cudaStreamSync") == "other"
 
 
 spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)).map(
@@ -244,7 +247,7 @@ def _reference(ops: list[tuple[float, float, str, float]], steps: list[tuple[int
                stages: list[tuple[str, int | None, float, float]]) -> list[dict]:
     """The breakdown by whole lists (merge, overlap, total), as it was before streaming."""
     def row(mine: list, lo: float, hi: float) -> dict:
-        sets = {k: merge([(t, e) for t, e, n, _ in mine if kind_of(n) == k])
+        sets = {k: merge([(t, e) for t, e, n, _ in mine if classifier().kind_of(n) == k])
                 for k in ("compute", "comm", "memcpy")}
         busy = total(merge([(t, e) for t, e, _, _ in mine]), lo, hi)
         return {"span_ms": (hi - lo) / 1e3, "busy_ms": busy / 1e3,
@@ -291,6 +294,7 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
                                                      stage_spans: list, block: int) -> None:
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
     import mindspeed_prof.analysis.readers.device as device
+    import mindspeed_prof.analysis.readers.device_ops as device_ops
 
     # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
@@ -299,8 +303,8 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
         (STAGES[i % len(STAGES)], i, float(s), float(d))
         for i, (s, d) in enumerate(stage_spans)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(device, "SLICE", block)
-        store = device.DeviceOps()
+        mp.setattr(device_ops, "SLICE", block)
+        store = device_ops.DeviceOps()
         for (ts, end, name, launch), (*_, stream) in zip(ops, raw):
             where = store.add(stream, ts, end, name, ts)
             store.set_launch(where, launch)  # late, maybe into a spilled block
@@ -315,10 +319,10 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
 
 
 def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.readers.device as device
+    import mindspeed_prof.analysis.readers.device_ops as device_ops
 
     whole = analyse(cuda_dir, cache=False).device()
-    monkeypatch.setattr(device, "SLICE", 7)
+    monkeypatch.setattr(device_ops, "SLICE", 7)
     assert analyse(cuda_dir, cache=False).device() == whole
 
 

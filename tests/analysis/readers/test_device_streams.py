@@ -1,4 +1,4 @@
-"""Streams' idle time and kernel launches per step (``device.stream_facts``): by hand, as HTA's
+"""Streams' idle time and kernel launches per step (``device_streams.stream_facts``): by hand, as HTA's
 ``get_idle_time_breakdown`` and ``get_cuda_kernel_launch_stats`` have them on the same traces
 (hand-made and the real corpus), against a plain reference on any ops, and through the cache.
 """
@@ -18,7 +18,8 @@ from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mindspeed_prof.analysis.readers.device as device
+import mindspeed_prof.analysis.readers.device_ops as device_ops
+import mindspeed_prof.analysis.readers.device_streams as device
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import read_cached
 from mindspeed_prof.analysis.readers import read
@@ -230,8 +231,8 @@ def test_stream_facts_equal_a_plain_reference(raw: list, step_spans: list, block
            for t, d, _, lag, stream, call in raw]
     steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(device, "SLICE", block)
-        store = device.DeviceOps()
+        mp.setattr(device_ops, "SLICE", block)
+        store = device_ops.DeviceOps()
         for (ts, end, stream, launch, call), (_, _, name, *_) in zip(ops, raw):
             where = store.add(stream, ts, end, name, ts)
             store.set_launch(where, launch, call)

@@ -1,0 +1,240 @@
+"""Every device op of a trace, kept per stream in compact columns (``DeviceOps``), for the
+breakdown (``device``) and the streams' facts (``device_streams``).
+
+An op is kept with its name (and whether the trace gives it c10d's collective arguments), not
+its kind: ``classify`` decides kinds once the whole trace is read, by the table of
+``readers.classify`` and the patterns the capture records (``comm_kernels``) or the user gives,
+and counts how many ops and how much device time each rule classified.
+"""
+
+from __future__ import annotations
+
+import bisect
+import tempfile
+from array import array
+from collections.abc import Iterator
+from typing import IO, Any
+
+from mindspeed_prof.analysis.readers.classify import KINDS, Classifier, classifier
+from mindspeed_prof.analysis.readers.model import Tally
+
+__all__ = ["KINDS", "SLICE", "DeviceOps"]
+
+_CODE = {k: i for i, k in enumerate(KINDS)}  # a kind's code in ``DeviceOps.codes``
+_IS_COMM = _CODE["comm"]
+#: Ops are swept in time slices of about this many ops per stream (bounds the sort's memory).
+SLICE = 1 << 14
+_INF = float("inf")
+
+
+_COLS = "ddddi"  # start, end, launch (us), launch call (us, NaN: none counted), name id
+_WIDTH = sum(array(t).itemsize for t in _COLS)  # bytes an op
+_Row = tuple[float, float, int, float]  # start, end, kind, launch
+_NAN = float("nan")
+
+
+class _Stream:
+    """One stream's ops in compact columns (``_WIDTH`` bytes an op). A stream runs its work in
+    order, so ops usually come sorted by start: each full block of ``SLICE`` then goes to a
+    temporary file and memory keeps one block. A stream that came out of order is read back
+    whole and sorted at the end (its memory then grows with it)."""
+
+    __slots__ = ("cols", "file", "in_order", "last", "marks", "spilled")
+
+    def __init__(self) -> None:
+        self.cols: list[array[Any]] = [array(t) for t in _COLS]
+        self.file: IO[bytes] | None = None
+        self.spilled = 0  # blocks in the file
+        self.in_order = True
+        self.last = -_INF  # the latest start so far
+        self.marks: list[float] = []  # each spilled block's first start
+
+    def __len__(self) -> int:
+        return self.spilled * SLICE + len(self.cols[0])
+
+    def append(self, row: tuple[float, float, float, float, int]) -> None:
+        ts = self.cols[0]
+        if row[0] < self.last:
+            self.in_order = False
+        self.last = row[0]
+        for col, value in zip(self.cols, row):
+            col.append(value)
+        if len(ts) == SLICE and self.in_order:
+            if self.file is None:
+                self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+            self.file.seek(0, 2)
+            self.marks.append(ts[0])
+            for col in self.cols:
+                col.tofile(self.file)
+                del col[:]
+            self.spilled += 1
+
+    def set_launch(self, i: int, launch: float, call: float | None = None) -> None:
+        """Op ``i``'s launch time and, unless None, its launch call's duration."""
+        k, j = divmod(i, SLICE)
+        if k >= self.spilled:
+            self.cols[2][i - self.spilled * SLICE] = launch
+            if call is not None:
+                self.cols[3][i - self.spilled * SLICE] = call
+        else:
+            assert self.file is not None
+            self.file.seek(k * SLICE * _WIDTH + 2 * SLICE * 8 + j * 8)
+            self.file.write(array("d", [launch]).tobytes())
+            if call is not None:
+                self.file.seek(k * SLICE * _WIDTH + 3 * SLICE * 8 + j * 8)
+                self.file.write(array("d", [call]).tobytes())
+
+    def blocks(self) -> Iterator[list[array[Any]]]:
+        """The columns a block at a time, in order."""
+        for k in range(self.spilled):
+            assert self.file is not None
+            self.file.seek(k * SLICE * _WIDTH)
+            block = [array(t) for t in _COLS]
+            for col in block:
+                col.fromfile(self.file, SLICE)
+            yield block
+        yield self.cols
+
+    def sort(self) -> None:
+        """Start order, for a stream whose ops did not come so (all of it in memory)."""
+        if self.in_order:
+            return
+        cols = [array(t) for t in _COLS]
+        for block in self.blocks():
+            for col, part in zip(cols, block):
+                col.extend(part)
+        rows = sorted(zip(*cols))
+        del cols
+        self.cols = [array(t, [r[c] for r in rows]) for c, t in enumerate(_COLS)]
+        self.close()
+        self.marks = [self.cols[0][k] for k in range(SLICE, len(rows), SLICE)]
+        self.in_order = True
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        self.file, self.spilled = None, 0
+
+
+class _Cursor:
+    """Reads a sorted stream forward: ``take(hi)`` gives its next ops that start before hi,
+    each with its kind's code (``codes``, by name id)."""
+
+    def __init__(self, stream: _Stream, codes: bytes) -> None:
+        self.blocks = stream.blocks()
+        self.block = next(self.blocks)
+        self.at = 0
+        self.codes = codes
+
+    def take(self, hi: float, out: list[_Row]) -> None:
+        while self.block is not None:
+            ts, end, launch, _, name = self.block
+            j = bisect.bisect_left(ts, hi, self.at)
+            out += zip(ts[self.at:j], end[self.at:j], map(self.codes.__getitem__,
+                                                          name[self.at:j]), launch[self.at:j])
+            if j < len(ts):
+                self.at = j
+                return
+            self.block, self.at = next(self.blocks, None), 0  # type: ignore[arg-type]
+
+
+class DeviceOps:
+    """Every device op of a trace, per stream, for ``breakdown`` (see ``_Stream``).
+
+    ``launch`` is the host time of the launching call (the op's own start where unknown, minus
+    infinity where it came before the capture); ``set_launch`` fills it in when the call comes
+    later. ``close`` removes the spilled blocks. Ops are known by name id: ``names`` holds each
+    (name, whether the trace gives it collective arguments) with its runs and device time.
+    """
+
+    def __init__(self) -> None:
+        self.streams: dict[Any, _Stream] = {}
+        self.names: list[tuple[str, bool]] = []
+        self.tallies: list[Tally] = []  # per name id: runs, device us
+        self._ids: dict[tuple[str, bool], int] = {}
+        self.count = 0
+        self.table: Classifier = classifier()
+        self._codes = b""  # each name id's kind code, by ``table``
+
+    def add(self, stream: Any, ts: float, end: float, name: str, launch: float,
+            call: float = _NAN, collective: bool = False) -> tuple[Any, int]:
+        """Append an op (``call``: its launch call's duration, where it is one that
+        ``LAUNCH_CALLS`` counts; ``collective``: the trace gives it c10d's collective
+        arguments); returns where it is, for ``set_launch``."""
+        col = self.streams.get(stream)
+        if col is None:
+            col = self.streams[stream] = _Stream()
+        key = (name, collective)
+        i = self._ids.get(key)
+        if i is None:
+            i = self._ids[key] = len(self.names)
+            self.names.append(key)
+            self.tallies.append(Tally())
+        where = (stream, len(col))
+        col.append((ts, end, launch, call, i))
+        tally = self.tallies[i]
+        tally.count += 1
+        tally.total += end - ts
+        self.count += 1
+        return where
+
+    def classify(self, table: Classifier) -> dict[str, Tally]:
+        """Kinds by ``table`` from now on; how many ops, and how much device time (us), each
+        of its rules classified (rules that classified nothing left out)."""
+        self.table, self._codes = table, b""
+        out: dict[str, Tally] = {}
+        for (name, collective), t in zip(self.names, self.tallies):
+            rule = table.rule_of(name, collective).name
+            slot = out.get(rule)
+            if slot is None:
+                slot = out[rule] = Tally()
+            slot.count += t.count
+            slot.total += t.total
+        return out
+
+    @property
+    def codes(self) -> bytes:
+        """Each name id's kind code (``KINDS``), by the table ``classify`` was given."""
+        if len(self._codes) < len(self.names):
+            self._codes += bytes(_CODE[self.table.kind_of(name, collective)]
+                                 for name, collective in self.names[len(self._codes):])
+        return self._codes
+
+    def set_launch(self, where: tuple[Any, int], launch: float,
+                   call: float | None = None) -> None:
+        self.streams[where[0]].set_launch(where[1], launch, call)
+
+    def slices(self) -> Iterator[list[_Row]]:
+        """Every op as (start, end, kind, launch), in start order, a time slice at a time: at
+        most a block of each stream."""
+        for col in self.streams.values():
+            col.sort()
+        cuts = sorted({t for col in self.streams.values() for t in col.marks})
+        cursors = [_Cursor(col, self.codes) for col in self.streams.values()]
+        for hi in [*cuts, _INF]:
+            part: list[_Row] = []
+            for cursor in cursors:
+                cursor.take(hi, part)
+            part.sort()
+            yield part
+
+    def comm_clashes(self) -> list[str]:
+        """Names of collectives that start before the previous one on their stream ends."""
+        out: list[str] = []
+        codes = self.codes
+        for col in self.streams.values():
+            col.sort()
+            prev_end = None
+            for ts, end, _, _, name in (row for block in col.blocks() for row in zip(*block)):
+                if codes[name] != _IS_COMM:
+                    continue
+                if prev_end is not None and ts < prev_end:
+                    out.append(self.names[name][0])
+                prev_end = end
+        return out
+
+    def close(self) -> None:
+        for col in self.streams.values():
+            col.close()
+
+
