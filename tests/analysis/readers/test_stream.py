@@ -106,8 +106,10 @@ def _torch_like(tmp_path: Path, name: str = "rank0.pt.trace.json") -> Path:
 def _whole(path: Path) -> TraceData:
     raw = path.read_bytes()
     top = json.loads(raw)
-    data = TraceData(path, "torch", 0, "", len(raw), events=len(top["traceEvents"]),
-                     meta={"baseTimeNanoseconds": top["baseTimeNanoseconds"]})
+    meta = {"baseTimeNanoseconds": top["baseTimeNanoseconds"]}
+    if "world_size" in top.get("distributedInfo", {}):  # what the job recorded, as read whole
+        meta["world_size"] = top["distributedInfo"]["world_size"]
+    data = TraceData(path, "torch", 0, "", len(raw), events=len(top["traceEvents"]), meta=meta)
     collect(data, decode_events(raw), None)
     return data
 
