@@ -35,11 +35,13 @@ from mindspeed_prof.analysis.rows import (
     Straggler,
     to_json,
 )
+from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
+__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs",
+           "stage_rows"]
 
 #: Every row's columns are documented with its type in ``analysis.rows``.
 
@@ -71,6 +73,9 @@ class Analysis:
     clashes: list[str] = field(default_factory=list)
     #: With ``--ray``: where each capture was read (path, node, host, bytes).
     placement: list[dict[str, Any]] = field(default_factory=list)
+    #: The run these captures are of, and every run under the root, newest first (``runs``).
+    run: RunInfo | None = None
+    runs: list[RunInfo] = field(default_factory=list)
 
     @property
     def ranges(self) -> list[Range]:
@@ -261,7 +266,8 @@ class Analysis:
                 "the same step, so none can be named"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"root": str(self.root), "ranks": self.ranks,
+        return {"root": str(self.root), "run": self.run.json() if self.run else None,
+                "runs": [r.json() for r in self.runs], "ranks": self.ranks,
                 "stage_rank": to_json(self.stage_rank()), "per_step": to_json(self.per_step()),
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
                 "range_stragglers": to_json(self.stragglers("range")),
@@ -303,11 +309,25 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
-            jobs: int = 1, cache: bool = True, ray: str | None = None) -> Analysis:
+            jobs: int = 1, cache: bool = True, ray: str | None = None,
+            run: str | None = None) -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
-    with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
-    listed in ``Analysis.bad``."""
-    root = Path(root)
+    with ``ray``, a Ray address or "auto", on the nodes that hold them) and answer for one run
+    (``runs``): the newest, or ``run`` (an id; ``runs.UnknownRun`` when none matches).
+    Unreadable captures are listed in ``Analysis.bad``."""
+    return analyse_runs(root, margin, progress, jobs, cache, ray, run)[0]
+
+
+def analyse_runs(root: Path | str, margin: float = DEFAULT_MARGIN,
+                 progress: Progress | None = None, jobs: int = 1, cache: bool = True,
+                 ray: str | None = None, run: str | None = None) -> list[Analysis]:
+    """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
+    return [_finish(r) for r in split(_read_root(Path(root), margin, progress, jobs, cache,
+                                                 ray), run)]
+
+
+def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, cache: bool,
+               ray: str | None) -> Analysis:
     result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin)
     memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
     if ray is not None:
@@ -329,7 +349,7 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
         else:
             result.traces.append(data)
     _read_all(result, memory)
-    return _finish(result)
+    return result
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:

@@ -6,7 +6,8 @@ turns a start into files under the save root and a stop into a ``CaptureRecord``
 - ``<save>/<role>/`` for whole steps (``stage: all``), ``<save>/<stage>/`` per stage execution
   (``<save>/<role>/<stage>/`` for a role other than ``integrated``); unplanned captures the
   same under ``<save>/triggered/``;
-- stems ``rank<r>_<host>_<pid>_step<s>[_<index>]``, never reusing one this process wrote.
+- stems ``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed with ``O_EXCL``
+  (``naming.claim_stem``): never one another process or job took.
 """
 
 from __future__ import annotations
