@@ -10,7 +10,13 @@ from typing import Any
 import msgspec
 
 from mindspeed_prof.analysis.parallel import Progress, read_all
-from mindspeed_prof.analysis.ranges import range_rows
+from mindspeed_prof.analysis.ranges import (
+    no_op_rows,
+    range_rows,
+    stage_order,
+    stage_rows,
+    with_bare,
+)
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read, separate
 from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.model import (
@@ -27,6 +33,7 @@ from mindspeed_prof.analysis.rows import (
     InventoryRow,
     KernelRow,
     MemoryRow,
+    NoOpRow,
     OpRow,
     RangeRow,
     RuntimeRow,
@@ -37,7 +44,6 @@ from mindspeed_prof.analysis.rows import (
 )
 from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
-from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs",
@@ -51,10 +57,6 @@ DEFAULT_MARGIN = 0.2
 
 def _stem(path: Path) -> tuple[str, str]:
     return (str(path.parent), capture_stem(path))
-
-
-def _stage_order(name: str) -> tuple[int, str]:
-    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
 
 
 @dataclass
@@ -85,9 +87,9 @@ class Analysis:
             by_stem[_stem(t.path)].append(t)
         out: list[Range] = []
         for group in by_stem.values():
-            spans = [t for t in group if t.kind == "spans"]
-            for t in spans or group:
-                out.extend(t.ranges)
+            spans = [r for t in group if t.kind == "spans" for r in t.ranges]
+            ops = [r for t in group if t.kind != "spans" for r in t.ranges]
+            out.extend(with_bare(spans, ops) if spans else ops)  # op traces know bare times
         return out
 
     @property
@@ -151,6 +153,11 @@ class Analysis:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
         return range_rows(self.ranges)
 
+    def no_op(self) -> list[NoOpRow]:
+        """Per stage and rank, the time no host operator ran, and the ranges that hold it
+        (``ranges.no_op_rows``; captures that record operators only)."""
+        return no_op_rows(self.ranges)
+
     def device(self) -> list[DeviceRow]:
         """Device breakdown rows per rank and step (and stage), warmup steps marked."""
         warmup = self._warmup()
@@ -197,7 +204,7 @@ class Analysis:
                                  peak_allocated_bytes=m.peak_allocated_bytes,
                                  peak_reserved_bytes=m.peak_reserved_bytes, top_ops=m.top_ops,
                                  timeline=m.timeline))
-            for stage, peak in sorted(m.by_stage.items(), key=lambda kv: _stage_order(kv[0])):
+            for stage, peak in sorted(m.by_stage.items(), key=lambda kv: stage_order(kv[0])):
                 out.append(MemoryRow(rank=t.rank, file=file, source=m.source, stage=stage,
                                      peak_allocated_bytes=peak))
         return out
@@ -270,6 +277,7 @@ class Analysis:
                 "runs": [r.json() for r in self.runs], "ranks": self.ranks,
                 "stage_rank": to_json(self.stage_rank()), "per_step": to_json(self.per_step()),
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
+                "no_op": to_json(self.no_op()),
                 "range_stragglers": to_json(self.stragglers("range")),
                 "device": to_json(self.device()), "comm": to_json(self.comm()),
                 "top_ops": to_json(self.top_ops()), "top_kernels": to_json(self.top_kernels()),
@@ -278,18 +286,6 @@ class Analysis:
                 "problems": self.problems(), "skipped": self.bad, "notes": self.notes(),
                 "margin": self.margin, "noise_ms": self.noise_ms,
                 "warmup": sorted(self.warmup())}
-
-
-def stage_rows(ranges: list[Range]) -> list[StageRow]:
-    """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds."""
-    times: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
-    for r in ranges:
-        if r.kind == "stage":
-            times[(r.name, r.rank, r.source)].append(r.dur / 1000.0)
-    return [StageRow(stage=stage, rank=rank, source=source, count=len(ms), total_ms=sum(ms),
-                     mean_ms=sum(ms) / len(ms), max_ms=max(ms))
-            for (stage, rank, source), ms in sorted(times.items(), key=lambda kv: (
-                _stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2]))]
 
 
 def _finish(result: Analysis) -> Analysis:

@@ -126,7 +126,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
             "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
-    records = [c for _, m in manifests for c in m.captures] + [
+    records = [c for _, m in manifests for c in m.captures or []] + [
         c for w in workers if isinstance(w, dict) for c in w.get("captures", [])]
     health.triggered = [
         {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",

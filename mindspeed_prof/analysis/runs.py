@@ -82,7 +82,7 @@ def group(traces: list[TraceData], root: Path,
     listed: dict[Path, str] = {}
     for _, m in manifests:
         if m.run:
-            for capture in m.captures:
+            for capture in m.captures or []:
                 for f in capture.get("files") or []:
                     listed[_resolved(Path(str(f)))] = m.run
     out: dict[str, list[TraceData]] = defaultdict(list)

@@ -54,11 +54,11 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     path, manifest, shared = found
     integrated = manifest.profiler_config.get("integrated", {})
     row.update(status=manifest.status, stage=integrated.get("stage"),
-               captures=capture_count(manifest, shared), files=len(manifest.files),
+               captures=capture_count(manifest, shared), files=len(manifest.files or []),
                overrides=manifest.job.get("overrides", []),
                save_root=str(path.parent), note=nothing_captured(manifest, shared),
                error=manifest.error)  # a failed task's exception, one line
-    files = [Path(f) for c in manifest.captures for f in c.get("files", [])]
+    files = [Path(f) for c in manifest.captures or [] for f in c.get("files", [])]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:

@@ -22,7 +22,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
-from mindspeed_prof.analysis.readers.intervals import covered, length, union
+from mindspeed_prof.analysis.readers.device import merge
+from mindspeed_prof.analysis.readers.intervals import covered, length
 from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
@@ -186,7 +187,7 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
         per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = (
             defaultdict(list))
         for (name, rank, source, n), intervals in spans.items():
-            merged, box = union(intervals), boxes.get((rank, source, n))
+            merged, box = merge(intervals), boxes.get((rank, source, n))
             if box is None:
                 per[(name, rank, source)].append((length(merged) / 1000.0, None))
             else:

@@ -48,20 +48,21 @@ class Manifest(msgspec.Struct, kw_only=True):
     host: str = ""
     pid: int | None = None
     start_time: float | None = None
-    end_time: float | None = None
-    duration_s: float | None = None
     versions: dict[str, str | None] = {}
     #: The job's checked settings, and the role sections as composed.
     profiler_config: dict[str, Any] = {}
+    profiler_failed: bool = False
+    # -- known when the job ends (None, and not written, before) ---------------------------
+    end_time: float | None = None
+    duration_s: float | None = None
     #: Each capture's record (``CaptureRecord.to_json``): its own files, exactly.
-    captures: list[dict[str, Any]] = []
+    captures: list[dict[str, Any]] | None = None
     #: Anomalies seen: rank, step, stage, time, median...
-    triggers: list[dict[str, Any]] = []
-    #: Files under the save root at the end (path, bytes), manifests excluded.
-    files: list[dict[str, Any]] = []
+    triggers: list[dict[str, Any]] | None = None
+    #: Files this job wrote under the save root (path, bytes), manifests excluded.
+    files: list[dict[str, Any]] | None = None
     #: The task's exception, one line.
     error: str | None = None
-    profiler_failed: bool = False
 
 
 def manifest_name(run: str, rank: int) -> str:
@@ -78,8 +79,9 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
     """Write ``manifest`` at ``path`` atomically (readers see the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    doc = {k: v for k, v in msgspec.to_builtins(manifest).items() if v is not None}
     try:
-        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(manifest), indent=2))
+        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(doc), indent=2))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -151,11 +153,11 @@ def list_files(root: Path, since: float | None = None) -> list[dict[str, Any]]:
 def capture_count(manifest: Manifest, shared: bool = False) -> int:
     """A job's captures: its own profiler's, or, in a save root of its own, every capture there
     (Ray workers write theirs beside the driver's). One capture may be several files."""
-    own = len(manifest.captures)
+    own = len(manifest.captures or [])
     if shared:  # the root's files belong to several jobs
         return own
     stems = set()
-    for f in manifest.files:
+    for f in manifest.files or []:
         path = Path(str(f.get("path", "")))
         npu = [i for i, part in enumerate(path.parts) if part.endswith(NPU_FOLDER)]
         if npu:

@@ -1,29 +1,17 @@
-"""Time intervals ``(start, end)``: merged into a union, and how much of a span they cover.
+"""Time intervals ``(start, end)`` merged into a union (``device.merge``): their length, and
+how much of a span they cover.
 
 Overlapping ranges (one stage run on two threads, a range nested in another of its name) count
-once, so a time taken from a union never exceeds the span it lies in.
+once in a union, so a time taken from one never exceeds the span it lies in.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
 
-__all__ = ["covered", "length", "union"]
+__all__ = ["covered", "length"]
 
 Interval = tuple[float, float]
-
-
-def union(intervals: Iterable[Interval]) -> list[Interval]:
-    """The union of ``intervals`` as disjoint intervals in start order (empty ones dropped)."""
-    out: list[Interval] = []
-    for lo, hi in sorted(i for i in intervals if i[1] > i[0]):
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
 
 
 def length(merged: list[Interval]) -> float:
