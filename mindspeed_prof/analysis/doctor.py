@@ -78,7 +78,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     health = Health(root)
     files = [p for p in sorted(root.rglob("*")) if p.is_file()]
     manifests = find_manifests(root)
-    found: set[int] = set()
+    named: dict[Path, int] = {}  # capture files named rank<r>_...
     first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
     for path in files:
         rel = str(path.relative_to(root))
@@ -92,7 +92,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         if not is_capture_file(path.name):
             continue
         if rank is not None:
-            found.add(rank)
+            named[path] = rank
         problem = _check_capture(path)
         if problem:
             kind, why = problem
@@ -103,7 +103,10 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     # every run, read with as many processes as analyse uses
     results = _analyse.analyse_runs(health.root, jobs=parallel.default_jobs(), run=ALL)
     own, read, own_triggered = _check_readable(health, flagged, results)
-    health.ranks_found = sorted(found | set().union(*read.values()))
+    # a file analyse could not read still says its rank ran: in every run (none is known)
+    read_paths = {t.path for r in results for t in r.traces}
+    found = {rank for path, rank in named.items() if path not in read_paths}
+    health.ranks_found = sorted(set(named.values()) | set().union(*read.values()))
     runs = [r.run for r in results if r.run is not None]
     health.runs = [r.json() for r in runs]
     folders = {p.parent for p, _ in manifests}
@@ -113,13 +116,16 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     summary = _load(root / CLUSTER_SUMMARY)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
     newest = runs[0].id if runs else LEGACY
-    for run in [*read, *(r for r in by_run if r not in read)]:
+    every = [*read, *(r for r in by_run if r not in read)]
+    for run in every:
         mine = [w for w in workers if isinstance(w, dict) and (w.get("run") or newest) == run]
-        _check_ranks(health, by_run.get(run, []), mine, found | own.get(run, set()),
-                     found | read.get(run, set()), run if len(read.keys() | by_run) > 1
-                     else None)
+        seen = found | own.get(run, set()) | read.get(run, set())
+        _check_ranks(health, by_run.get(run, []), mine, found | own.get(run, set()), seen,
+                     run if len(every) > 1 else None)
     health.ranks_expected = sorted(set(health.ranks_expected))
-    _check_windows(health, [m for _, m in manifests], found | set().union(*read.values()))
+    for run in every:
+        _check_windows(health, by_run.get(run, []),
+                       found | own.get(run, set()) | read.get(run, set()))
     if not health.captures_per_rank and not any(
             f.kind == "nothing_captured" for f in health.findings):
         health.findings.append(Finding(

@@ -11,8 +11,8 @@ their names. A capture's run is, first that answers:
    ``legacy`` (``legacy:<folder>`` below the root). One such group may still hold two old runs;
    their ranks then clash, and are reported apart as before.
 
-A run's start is its manifests' earliest ``start_time``, else the time in its id, else its
-captures' earliest clock or file time. ``analyse`` answers for the newest run unless told which.
+A run's start is its manifests' earliest ``start_time``, else its captures' earliest clock (or
+file time), else the time in its id. ``analyse`` answers for the newest run unless told which.
 """
 
 from __future__ import annotations
@@ -126,11 +126,9 @@ def infos(groups: dict[str, list[TraceData]], root: Path,
     out = []
     for run, traces in groups.items():
         started = min(starts[run], default=None)
-        if started is None:
-            started = run_started(run)
-        if started is None:
-            times = [x for x in map(_trace_time, traces) if x is not None]
-            started = min(times, default=None)
+        if started is None:  # the captures' own clocks, else the time in the id
+            started = min((x for x in map(_trace_time, traces) if x is not None),
+                          default=run_started(run))
         captures = len({(str(t.path.parent), capture_stem(t.path)) for t in traces})
         out.append(RunInfo(id=run, started=started, captures=captures,
                            ranks=sorted({t.rank for t in traces}, key=rank_order),
