@@ -21,7 +21,7 @@ import dataclasses
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.model import TraceData, rank_order, ranks_text
 from mindspeed_prof.analysis.rows import Row
@@ -181,10 +181,6 @@ def runs_line(root: Path, runs: list[RunInfo], chosen: RunInfo) -> str | None:
              else f"not the newest ({runs[0].id})")
     return (f"{len(runs)} runs under {root}; this is {which}, {describe(chosen)}; "
             f"--run ID|all")
-
-
-def to_json(runs: list[RunInfo]) -> list[dict[str, Any]]:
-    return [r.json() for r in runs]
 
 
 def split(result: Analysis, wanted: str | None = None) -> list[Analysis]:

@@ -282,6 +282,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         if i == 0:
             text.stylize("bold", 0, len(count(_captures(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
+    for w in result.clashes:  # before any number they bear on
+        _wrapped(console, f"warning: {w}", lead="warning:")
     print_verdict(answers.verdict, console)
     print_findings(answers.findings, console)
     print_stage_rank(result.stage_rank(), console)
@@ -304,7 +306,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         console.print(table)
     print_details(result, console, top)
     for w in result.warnings():
-        _wrapped(console, f"warning: {w}", lead="warning:")
+        if w not in result.clashes:  # said at the top
+            _wrapped(console, f"warning: {w}", lead="warning:")
 
 
 def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:

@@ -83,6 +83,28 @@ def test_consistent_means_most_steps_or_far_over_the_spread(
     assert (v.straggler is not None) is consistent and (v.one_off is not None) is not consistent
 
 
+def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
+    """The issue's demo: two captured steps, rank 1 at 11.9 ms against 6.1 ms in step 3 only
+    (a thread that waited for a core): no consistent straggler, the one-off and how few steps
+    the verdict rests on are said."""
+    def two_steps(rank: int, update: list[float]) -> TraceData:
+        rows: list[tuple[str, str, int | None, float]] = []
+        for step, ms in zip((2, 3), update):
+            rows += [("step", f"ProfilerStep#{step}", step, ms + 30.0),
+                     ("stage", "actor_update", step, ms)]
+        return _data(rank, *rows)
+
+    v = verdict(Analysis(root=Path("run"), traces=[two_steps(0, [6.2, 6.1]),
+                                                   two_steps(1, [6.3, 11.9])]))
+    assert v.straggler is None and v.steps == 2
+    assert dict(v.lines())["straggler"] == (
+        "no consistent straggler (largest one-off: rank 1 at stage actor_update, step 3: "
+        "11.9 ms against 6.1 ms on the other ranks (2.0x, +5.8 ms)); the verdict rests on 2 "
+        "steps")
+    assert [n.kind for n in v.next] == ["relaunch", "live"]
+    assert "--ranks" not in v.next[1].command  # no rank singled out: every rank
+
+
 @pytest.mark.parametrize(("steps", "tail"), [
     (1, "; the verdict rests on 1 step"), (2, "; the verdict rests on 2 steps"), (3, "")])
 def test_fewer_than_three_steps_say_what_the_verdict_rests_on(steps: int, tail: str) -> None:

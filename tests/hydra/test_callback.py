@@ -841,3 +841,31 @@ def test_a_chdir_sweep_takes_no_stale_manifest_from_the_launch_dir(
     callback.on_multirun_end(cfg)
     jobs = load_json(sweep / "sweep_summary.json")["jobs"]
     assert [(j["job"], j["status"]) for j in jobs] == [(0, "completed"), (1, "no manifest")]
+
+
+def test_a_restart_keeps_the_first_runs_manifest_and_each_run_is_answered_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job dies after step 3 (no end hook runs) and is restarted into the same save root:
+    the restart writes a manifest of its own, the first run's record (that it never finished)
+    stays, and analyse and doctor tell the two runs apart."""
+    from mindspeed_prof.analysis.doctor import doctor
+    from mindspeed_prof.hydra.callback import ProfilerCallback
+
+    exit_hooks(monkeypatch)
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    ProfilerCallback().on_job_start(cfg)
+    run_steps(range(1, 4))  # killed here
+    second = ProfilerCallback()
+    second.on_job_start(compose_job(out, "profiler_config=mstx_light"))
+    run_steps(range(1, 6))
+    second.on_job_end(cfg, Ended("COMPLETED"))
+    root = out / "profiler_data"
+    docs = sorted((load_json(p) for p in root.glob("manifest-*.json")),
+                  key=lambda m: m["start_time"])
+    assert [m["status"] for m in docs] == ["running", "completed"]
+    assert docs[0]["run"] != docs[1]["run"] and docs[1]["run_how"] == "process"
+    result = analyse(root)
+    assert result.run is not None and result.run.id == docs[1]["run"]
+    assert [r.id for r in result.runs] == [docs[1]["run"], docs[0]["run"]]
+    assert [r["id"] for r in doctor(root).runs] == [docs[1]["run"], docs[0]["run"]]

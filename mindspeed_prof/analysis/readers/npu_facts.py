@@ -54,7 +54,8 @@ def is_launch(name: str) -> bool:
 
 
 def read_env(folder: Path, data: TraceData) -> None:
-    """``profiler_metadata.json``'s ENV_VARIABLES (torch_npu writes it beside the output)."""
+    """``profiler_metadata.json``'s ENV_VARIABLES (torch_npu writes it beside the output), and
+    the metadata our backend added to it (``mindspeed_prof``: the run id, role, window...)."""
     path = folder / "profiler_metadata.json"
     if not path.is_file():
         return
@@ -63,6 +64,9 @@ def read_env(folder: Path, data: TraceData) -> None:
     except (OSError, ValueError) as err:
         data.problems.append(f"{path}: not readable JSON ({type(err).__name__}); file skipped")
         return
+    ours = doc.get("mindspeed_prof") if isinstance(doc, dict) else None
+    if isinstance(ours, dict):  # what our backend recorded: the run, role, window...
+        data.meta = {**ours, **data.meta}
     env = doc.get("ENV_VARIABLES") if isinstance(doc, dict) else None
     if isinstance(env, dict):
         npu = facts(data)
