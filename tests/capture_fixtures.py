@@ -62,20 +62,34 @@ def fake_clock() -> Iterator[FakeClock]:
             f.__defaults__ = value
 
 
+class RealClock:
+    """``FakeClock``'s interface on the real clock: ``advance`` sleeps."""
+
+    def advance(self, ms: float) -> None:
+        time.sleep(ms / 1000)
+
+
+@contextmanager
+def real_clock() -> Iterator[RealClock]:
+    yield RealClock()
+
+
 def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, str], int] | None
              = None, steps: int = 3, work: Callable[[int, int, str], float] | None = None,
-             **fields: Any) -> Path:
+             real: bool = False, **fields: Any) -> Path:
     """One capture per rank of a fake RL loop, its ranges timed on a fake clock: each stage
     takes ``STAGE_MS`` plus ``SLOW_MS`` per unit of ``slow[(rank, stage)]`` (or ``work(rank,
     step, stage)`` ms), and holds one ``<b>custom</b>`` range of ``CUSTOM_MS``; a step is its
     stages and nothing else. Exact times need the range file (``mstx``, the default here): a
-    capture without one takes its ranges from torch's trace, on torch's clock."""
+    capture without one takes its ranges from torch's trace, on torch's clock. ``real``: the
+    real clock (sleeps), for a test that lines the range file up with torch's ops."""
     slow = slow or {}
     cfg_fields = {"profile": True, "mstx": True, "profile_step_start": 1,
                   "profile_step_end": steps + 1, "profile_save_path": str(root), **fields}
     if (slow or work) and not cfg_fields["mstx"]:
         raise ValueError("make_run: slow/work times need the range file (mstx: true)")
-    with fake_clock() as clock:
+    clocks: Any = real_clock() if real else fake_clock()
+    with clocks as clock:
         for rank in ranks:
             with Profiler.from_config(cfg_fields, rank=rank) as prof:
                 for step in range(1, steps + 1):

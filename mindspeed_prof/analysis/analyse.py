@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs",
+__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs", "runs_of",
            "stage_rows"]
 
 #: Every row's columns are documented with its type in ``analysis.rows``.
@@ -318,8 +319,18 @@ def analyse_runs(root: Path | str, margin: float = DEFAULT_MARGIN,
                  progress: Progress | None = None, jobs: int = 1, cache: bool = True,
                  ray: str | None = None, run: str | None = None) -> list[Analysis]:
     """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
-    return [_finish(r) for r in split(_read_root(Path(root), margin, progress, jobs, cache,
-                                                 ray), run)]
+    return runs_of(_read_root(Path(root), margin, progress, jobs, cache, ray), run)
+
+
+def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
+    """``result`` (every capture under its root) as the runs ``run`` names (``runs.choose``),
+    each finished apart; ``result`` itself where it holds no capture. Skipped files belong to
+    no run: every answer lists them."""
+    runs, chosen = split(result.traces, result.root, run)
+    if not chosen:
+        return [_finish(result)]
+    return [_finish(dataclasses.replace(result, traces=traces, bad=list(result.bad), run=info,
+                                        runs=runs)) for info, traces in chosen]
 
 
 def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, cache: bool,

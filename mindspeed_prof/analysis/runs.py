@@ -17,20 +17,15 @@ file time), else the time in its id. ``analyse`` answers for the newest run unle
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.model import TraceData, rank_order, ranks_text
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
 from mindspeed_prof.formats.run import run_started
-
-if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["ALL", "LEGACY", "RunInfo", "UnknownRun", "choose", "describe", "group", "infos",
            "manifest_run", "runs_line", "split"]
@@ -183,16 +178,11 @@ def runs_line(root: Path, runs: list[RunInfo], chosen: RunInfo) -> str | None:
             f"--run ID|all")
 
 
-def split(result: Analysis, wanted: str | None = None) -> list[Analysis]:
-    """``result`` (every capture under its root, read) as the runs ``wanted`` (``choose``), each
-    holding that run's captures only; ``result`` itself where it holds no capture. Skipped
-    files belong to no run: every answer lists them."""
-    root = result.root
+def split(traces: list[TraceData], root: Path, wanted: str | None = None
+          ) -> tuple[list[RunInfo], list[tuple[RunInfo, list[TraceData]]]]:
+    """Every run of ``traces`` under ``root`` (newest first), and the runs ``wanted``
+    (``choose``) each with its own traces."""
     manifests = find_manifests(root) if root.is_dir() else []
-    groups = group(result.traces, root, manifests)
+    groups = group(traces, root, manifests)
     runs = infos(groups, root, manifests)
-    chosen = choose(runs, wanted)
-    if not chosen:
-        return [result]
-    return [dataclasses.replace(result, traces=groups[run.id], bad=list(result.bad), run=run,
-                                runs=runs) for run in chosen]
+    return runs, [(run, groups[run.id]) for run in choose(runs, wanted)]

@@ -8,7 +8,8 @@ import secrets
 import socket
 from pathlib import Path
 
-__all__ = ["claim_stem", "host_name", "inside", "process_token", "safe_name"]
+__all__ = ["CLAIM", "claim_stem", "host_name", "inside", "process_token", "release_stem",
+           "safe_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -52,27 +53,42 @@ CLAIM = ".claim"
 
 
 def claim_stem(folder: Path, stem: str) -> str:
-    """``stem``, or ``stem_r2``, ``stem_r3``... : the first whose claim this call creates.
+    """``stem``, or ``stem_r2``, ``stem_r3``...: the first no file is named by and whose claim
+    this call creates.
 
     The claim, ``folder/.<stem>.claim``, is created with ``O_EXCL``: of two processes (or two
-    jobs of one process) that reach the same stem, exactly one gets it, whatever the file
-    system's view of the folder; a stem is also passed over while a file of that name exists
-    (a capture from before claims were made). The empty claim file stays as the stem's mark.
+    jobs of one process) that reach the same stem, exactly one gets it, whatever each saw of
+    the folder. It stands until the capture's own files do (``release_stem``, after they are
+    written): a stem is taken while its claim or a file of its name exists.
     """
     folder.mkdir(parents=True, exist_ok=True)
     n, candidate = 1, stem
     while True:
         if not _taken(folder, candidate):
             try:
-                fd = os.open(folder / f".{candidate}{CLAIM}",
-                             os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(_claim(folder, candidate), os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o644)
             except FileExistsError:
                 pass
             else:
                 os.close(fd)
-                return candidate
+                if not _taken(folder, candidate):  # a capture released it just before
+                    return candidate
+                release_stem(folder, candidate)
         n += 1
         candidate = f"{stem}_r{n}"
+
+
+def release_stem(folder: Path, stem: str) -> None:
+    """The capture of ``stem`` is written (or wrote nothing): its claim is removed."""
+    try:
+        _claim(folder, stem).unlink(missing_ok=True)
+    except OSError:
+        pass  # a claim left behind only keeps the stem taken
+
+
+def _claim(folder: Path, stem: str) -> Path:
+    return folder / f".{stem}{CLAIM}"
 
 
 def _taken(folder: Path, stem: str) -> bool:

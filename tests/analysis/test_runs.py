@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis, _finish, analyse, analyse_runs
+from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_runs, runs_of
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.analysis.readers import Range, TraceData
-from mindspeed_prof.analysis.runs import UnknownRun, split
+from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.capture import run as run_id
 from mindspeed_prof.cli import main
@@ -233,8 +233,7 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
                                                           gap: float) -> None:
     traces = [_trace(f"run{i}", rank, steps, gap) for i, plan in enumerate(plans)
               for rank, steps in plan.items()]
-    results = [_finish(r) for r in split(Analysis(root=Path("/no/such/root"), traces=traces),
-                                         "all")]
+    results = runs_of(Analysis(root=Path("/no/such/root"), traces=traces), "all")
     assert sorted(r.run.id for r in results if r.run) == [f"run{i}" for i in range(len(plans))]
     for result in results:
         assert result.run is not None

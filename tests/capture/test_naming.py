@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from mindspeed_prof.capture.naming import claim_stem, process_token
+from mindspeed_prof.capture.naming import claim_stem, process_token, release_stem
 
 
 def test_a_stem_is_claimed_once_whoever_asks(tmp_path: Path) -> None:
@@ -29,6 +29,18 @@ def test_a_stem_is_claimed_once_whoever_asks(tmp_path: Path) -> None:
         t.join()
     assert len(set(got)) == 16 and "rank0_h_1_tok_step1" in got
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f".{s}.claim" for s in got)
+    for stem in got:  # the captures are written: their names hold the stems from now on
+        (tmp_path / f"{stem}.mstx.trace.json").write_text("{}")
+        release_stem(tmp_path, stem)
+    assert not list(tmp_path.glob(".*"))
+    assert claim_stem(tmp_path, "rank0_h_1_tok_step1") not in got
+
+
+def test_a_stem_is_taken_while_claimed_and_while_its_files_exist(tmp_path: Path) -> None:
+    first = claim_stem(tmp_path, "s")  # a capture running: nothing written yet
+    assert (first, claim_stem(tmp_path, "s")) == ("s", "s_r2")
+    release_stem(tmp_path, first)  # it wrote nothing: the stem is free again
+    assert claim_stem(tmp_path, "s") == "s"
 
 
 def test_a_stem_an_earlier_capture_holds_is_passed_over(tmp_path: Path) -> None:
