@@ -144,7 +144,7 @@ class ProfilerCallback(Callback):
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
 
-                write_run_summary(job["path"].parent)
+                write_run_summary(job["path"].parent, manifest.run)  # this job's run
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
 

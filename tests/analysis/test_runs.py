@@ -252,3 +252,15 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
         print_analysis(result, Console(file=buf, width=100), answers=None)
         for pct in re.findall(r"\((\d+)% of the step\)|│\s+(\d+)% │", buf.getvalue()):
             assert all(int(p) <= 100 for p in pct if p)
+
+
+def test_two_old_captures_of_one_rank_are_warned_of_before_the_verdict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Captures from before run ids, no manifest: one group, so two that claim rank 0 step 1
+    clash; the warning comes before any number it bears on, not under the tables."""
+    _old_range_file(tmp_path / "a" / "rank0_h_1_step1.mstx.trace.json", 0, 10.0)
+    _old_range_file(tmp_path / "b" / "rank0_h_1_step1.mstx.trace.json", 0, 30.0)
+    assert main(["analyse", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    warning = out.index("warning: rank 0, step 1: claimed by 2 captures")
+    assert warning < out.index("Verdict") and out.count("claimed by 2 captures") == 1
