@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from typing import Any
@@ -14,7 +13,9 @@ from mindspeed_prof.analysis.gate import Shift, shift
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
+from mindspeed_prof.analysis.runs import manifest_run
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
+from mindspeed_prof.formats.manifest import find_manifests
 
 __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
            "few_steps", "per_step", "slower_than"]
@@ -137,20 +138,19 @@ def _higher(a: float | None, b: float | None) -> float | None:
 
 
 def captured(x: Analysis) -> dict[str, list[Any]]:
-    """What a run captured: steps, levels, presets, backends, ranks and stages."""
+    """What a run captured: steps, levels, presets, backends (its own manifests'), ranks and
+    stages."""
     presets: set[str] = set()
     backends: set[str] = {t.kind for t in x.traces}
-    for path in sorted(x.root.rglob("manifest*.json")) if x.root.is_dir() else []:
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        overrides = (doc.get("job") or {}).get("overrides") or []
+    manifests = find_manifests(x.root) if x.root.is_dir() else []
+    folders = {p.parent for p, _ in manifests}
+    for path, m in manifests:
+        if x.run is not None and manifest_run(path, m, x.root, folders) != x.run.id:
+            continue  # another run's
+        overrides = m.job.get("overrides") or []
         presets.update(o.partition("=")[2] for o in overrides  # the group, or its old name
                        if isinstance(o, str) and o.startswith(("profiler=", "profiler_config=")))
-        backends.update(str(c["backend"]) for c in doc.get("captures") or []
+        backends.update(str(c["backend"]) for c in m.captures or []
                         if isinstance(c, dict) and c.get("backend"))
     return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),
             "level": sorted({str(t.meta["level"]) for t in x.traces if t.meta.get("level")}),

@@ -78,7 +78,8 @@ def group(traces: list[TraceData], root: Path,
     for _, m in manifests:
         if m.run:
             for capture in m.captures or []:
-                for f in capture.get("files") or []:
+                files = capture.get("files") if isinstance(capture, dict) else None
+                for f in files if isinstance(files, list) else []:
                     listed[_resolved(Path(str(f)))] = m.run
     out: dict[str, list[TraceData]] = defaultdict(list)
     for t in traces:

@@ -58,7 +58,8 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
                overrides=manifest.job.get("overrides", []),
                save_root=str(path.parent), note=nothing_captured(manifest, shared),
                error=manifest.error)  # a failed task's exception, one line
-    files = [Path(f) for c in manifest.captures or [] for f in c.get("files", [])]
+    files = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
+             for f in c.get("files") or []]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:

@@ -55,12 +55,13 @@ class Manifest(msgspec.Struct, kw_only=True):
     # -- known when the job ends (None, and not written, before) ---------------------------
     end_time: float | None = None
     duration_s: float | None = None
-    #: Each capture's record (``CaptureRecord.to_json``): its own files, exactly.
-    captures: list[dict[str, Any]] | None = None
+    #: Each capture's record (``CaptureRecord.to_json``): its own files, exactly. (Entries are
+    #: objects as written; a reader checks each, so one odd entry costs only itself.)
+    captures: list[Any] | None = None
     #: Anomalies seen: rank, step, stage, time, median...
-    triggers: list[dict[str, Any]] | None = None
+    triggers: list[Any] | None = None
     #: Files this job wrote under the save root (path, bytes), manifests excluded.
-    files: list[dict[str, Any]] | None = None
+    files: list[Any] | None = None
     #: The task's exception, one line.
     error: str | None = None
 
@@ -158,6 +159,8 @@ def capture_count(manifest: Manifest, shared: bool = False) -> int:
         return own
     stems = set()
     for f in manifest.files or []:
+        if not isinstance(f, dict):
+            continue
         path = Path(str(f.get("path", "")))
         npu = [i for i, part in enumerate(path.parts) if part.endswith(NPU_FOLDER)]
         if npu:
