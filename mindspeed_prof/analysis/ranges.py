@@ -6,14 +6,15 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.model import rank_order
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["NO_OP_RANGES", "no_op_rows", "p95", "range_rows", "self_times", "stage_of",
-           "stage_order", "stage_rows", "with_bare"]
+__all__ = ["NO_OP_RANGES", "nesting", "no_op_rows", "p95", "range_rows", "self_bare",
+           "self_times", "stage_of", "stage_order", "stage_rows", "with_bare"]
 
 #: How many of the ranges that hold a stage's no-op time ``no_op_rows`` names.
 NO_OP_RANGES = 3
@@ -49,12 +50,12 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
-def self_times(ranges: list[Range]) -> list[float]:
-    """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
-    out = [r.dur for r in ranges]
-    by_thread: dict[tuple[int | None, str], list[int]] = defaultdict(list)
+def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
+    """``(parent, child)`` index pairs of ``ranges``: each range and the one it lies directly
+    in on its thread (same rank, source and thread)."""
+    by_thread: dict[tuple[int | None, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(ranges):
-        by_thread[(r.rank, r.tid)].append(i)
+        by_thread[(r.rank, r.source, r.tid)].append(i)
     for idx in by_thread.values():
         idx.sort(key=lambda i: (ranges[i].ts, -ranges[i].dur))
         stack: list[int] = []
@@ -63,9 +64,16 @@ def self_times(ranges: list[Range]) -> list[float]:
             while stack and ranges[stack[-1]].ts + ranges[stack[-1]].dur <= r.ts:
                 stack.pop()
             if stack:
-                parent = ranges[stack[-1]]
-                out[stack[-1]] -= min(r.dur, parent.ts + parent.dur - r.ts)
+                yield stack[-1], i
             stack.append(i)
+
+
+def self_times(ranges: list[Range]) -> list[float]:
+    """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
+    out = [r.dur for r in ranges]
+    for p, c in nesting(ranges):
+        parent, child = ranges[p], ranges[c]
+        out[p] -= min(child.dur, parent.ts + parent.dur - child.ts)
     return [max(v, 0.0) for v in out]
 
 
@@ -132,19 +140,8 @@ def self_bare(ranges: list[Range]) -> list[float]:
     """Each range's ``bare`` time (us; 0 unknown) less that of the ranges directly nested in it
     on its thread: where the time no operator ran is, innermost first."""
     out = [r.bare or 0.0 for r in ranges]
-    by_thread: dict[tuple[int | None, str, str], list[int]] = defaultdict(list)
-    for i, r in enumerate(ranges):
-        by_thread[(r.rank, r.source, r.tid)].append(i)
-    for idx in by_thread.values():
-        idx.sort(key=lambda i: (ranges[i].ts, -ranges[i].dur))
-        stack: list[int] = []
-        for i in idx:
-            r = ranges[i]
-            while stack and ranges[stack[-1]].ts + ranges[stack[-1]].dur <= r.ts:
-                stack.pop()
-            if stack:
-                out[stack[-1]] -= r.bare or 0.0
-            stack.append(i)
+    for p, c in nesting(ranges):
+        out[p] -= ranges[c].bare or 0.0
     return [max(v, 0.0) for v in out]
 
 
