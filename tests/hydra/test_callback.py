@@ -667,7 +667,7 @@ def test_a_failed_analysis_after_the_job_is_one_warning(
 
     from mindspeed_prof.analysis import summary
 
-    def broken(root: Path) -> None:
+    def broken(root: Path, run: str | None = None) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(summary, "write_run_summary", broken)
