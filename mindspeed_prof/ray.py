@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.profiler import Profiler
+from mindspeed_prof.capture.run import resolve as resolve_run
 from mindspeed_prof.config.schema import EXTENSIONS
-from mindspeed_prof.config.validate import sections, validate
+from mindspeed_prof.config.validate import RUN_KEY, sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
@@ -31,7 +32,8 @@ __all__ = ["ProfilerMixin", "collect", "open_board", "save_root", "worker_config
 def worker_config(profiler_config: Any) -> dict[str, Any]:
     """``profiler_config`` as a plain dict for workers: every section validated, interpolations
     resolved, unset fields dropped and save paths made absolute (anchored where the Hydra job's
-    relative files go). Each worker picks its section with ``init_profiler(..., role=...)``."""
+    relative files go), and this driver's run id under ``run``, which every worker's captures
+    then carry. Each worker picks its section with ``init_profiler(..., role=...)``."""
     validate(profiler_config)  # every section that sets something; raises naming the key
     config = {name: dict(fields) for name, fields in sections(profiler_config).items()
               if name == "integrated" or fields}
@@ -39,7 +41,7 @@ def worker_config(profiler_config: Any) -> dict[str, Any]:
     for role, fields in config.items():
         if role == "integrated" or (role != EXTENSIONS and "profile_save_path" in fields):
             fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))
-    return config
+    return {**config, RUN_KEY: resolve_run()[0]}  # every worker: the driver's run
 
 
 def save_root(config: dict[str, Any], role: str = "integrated") -> Path:
@@ -67,7 +69,8 @@ class ProfilerMixin:
         prof.close()
         files = [Path(f) for c in prof.captures for f in c.files]
         summary = capture_summary([f for f in files if f.is_file()]) if files else {}
-        return {"rank": prof.rank, "role": prof.role, "host": socket.gethostname(),
+        return {"run": prof.run[0], "rank": prof.rank, "role": prof.role,
+                "host": socket.gethostname(),
                 "node": _node_id(),  # holds the files below
                 "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
                 "captures": [c.to_json() for c in prof.captures],

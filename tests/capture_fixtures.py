@@ -1,4 +1,5 @@
-"""Captures for tests: made by the engine on CPU, plus handmade torch_npu layouts."""
+"""Captures for tests: made by the engine on CPU on a fake clock, plus handmade torch_npu
+layouts."""
 
 from __future__ import annotations
 
@@ -6,34 +7,100 @@ import csv
 import json
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from mindspeed_prof import Profiler, mstx
+from mindspeed_prof.capture import ranges as _ranges
+from mindspeed_prof.capture import spans as _spans
 from mindspeed_prof.config.schema import STAGES
+
+#: Each stage's work on the fake clock, and one unit of ``slow``: exact, whatever the load.
+STAGE_MS = 5.0
+SLOW_MS = 30.0
+#: A custom range's length (``<b>custom</b>``, one per stage execution).
+CUSTOM_MS = 1.0
+
+
+class FakeClock:
+    """A ``perf_counter_ns`` that stands still until ``advance``: every range recorded on it
+    lasts exactly the time advanced inside it."""
+
+    def __init__(self) -> None:
+        self.now = time.perf_counter_ns()
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: float) -> None:
+        self.now += round(ms * 1e6)
+
+
+@contextmanager
+def fake_clock() -> Iterator[FakeClock]:
+    """The range recorder's clock (step, stage and custom ranges, range-file flushes) replaced
+    by a ``FakeClock`` while the block runs; torch's own clock (op traces) is left alone."""
+    clock = FakeClock()
+    enter, exit_ = _spans._Range.__enter__, _spans._Range.__exit__
+    saved: list[tuple[Any, str, Any]] = [(_ranges, "perf_counter_ns", _ranges.perf_counter_ns),
+                                         (_spans, "perf_counter_ns", _spans.perf_counter_ns)]
+    defaults = [(f, f.__defaults__) for f in (enter, exit_)]
+    try:
+        for module, name, _ in saved:
+            setattr(module, name, clock)
+        for f, _ in defaults:  # _Range binds the clock as a default argument
+            f.__defaults__ = (clock,)
+        yield clock
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+        for f, value in defaults:
+            f.__defaults__ = value
+
+
+class RealClock:
+    """``FakeClock``'s interface on the real clock: ``advance`` sleeps."""
+
+    def advance(self, ms: float) -> None:
+        time.sleep(ms / 1000)
+
+
+@contextmanager
+def real_clock() -> Iterator[RealClock]:
+    yield RealClock()
 
 
 def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, str], int] | None
-             = None, steps: int = 3, **fields: Any) -> Path:
-    """One capture per rank of a fake RL loop; ``slow[(rank, stage)]`` adds 30 ms units to it."""
+             = None, steps: int = 3, work: Callable[[int, int, str], float] | None = None,
+             real: bool = False, **fields: Any) -> Path:
+    """One capture per rank of a fake RL loop, its ranges timed on a fake clock: each stage
+    takes ``STAGE_MS`` plus ``SLOW_MS`` per unit of ``slow[(rank, stage)]`` (or ``work(rank,
+    step, stage)`` ms), and holds one ``<b>custom</b>`` range of ``CUSTOM_MS``; a step is its
+    stages and nothing else. Exact times need the range file (``mstx``, the default here): a
+    capture without one takes its ranges from torch's trace, on torch's clock. ``real``: the
+    real clock (sleeps), for a test that lines the range file up with torch's ops."""
     slow = slow or {}
-    for rank in ranks:
-        cfg = {"profile": True, "mstx": True, "profile_step_start": 1,
-                              "profile_step_end": steps + 1, "profile_save_path": str(root),
-                              **fields}
-        with Profiler.from_config(cfg, rank=rank) as prof:
-            for step in range(1, steps + 1):
-                with prof.step(step):
-                    for stage in STAGES:
-                        with prof.stage(stage):
-                            torch.randn(32, 32) @ torch.randn(32, 32)
-                            # 30 ms a unit of slowness: sleeping makes the stage at least that
-                            # long whatever the load, so a straggler stays one under noise
-                            time.sleep(0.03 * slow.get((rank, stage), 0))
-                            with mstx.range("<b>custom</b>"):
-                                pass
+    cfg_fields = {"profile": True, "mstx": True, "profile_step_start": 1,
+                  "profile_step_end": steps + 1, "profile_save_path": str(root), **fields}
+    if (slow or work) and not cfg_fields["mstx"]:
+        raise ValueError("make_run: slow/work times need the range file (mstx: true)")
+    clocks: Any = real_clock() if real else fake_clock()
+    with clocks as clock:
+        for rank in ranks:
+            with Profiler.from_config(cfg_fields, rank=rank) as prof:
+                for step in range(1, steps + 1):
+                    with prof.step(step):
+                        for stage in STAGES:
+                            with prof.stage(stage):
+                                torch.randn(32, 32) @ torch.randn(32, 32)  # ops for the trace
+                                clock.advance(work(rank, step, stage) if work else
+                                              STAGE_MS + SLOW_MS * slow.get((rank, stage), 0))
+                                with mstx.range("<b>custom</b>"):
+                                    clock.advance(CUSTOM_MS)
     return root
 
 

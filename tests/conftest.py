@@ -136,7 +136,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The analysis tests' shared run: two ranks, three steps, rank 1 slow in actor_update (90
-    ms: with two ranks it is a straggler unless rank 0's stage takes 60 ms, which a loaded
-    machine's stall did reach at 30)."""
+    """The analysis tests' shared run: two ranks, three steps, rank 1 slow in actor_update
+    (+90 ms on the fake clock, every step: a straggler whatever the machine's load)."""
     return make_run(tmp_path_factory.mktemp("run"), slow={(1, "actor_update"): 3})

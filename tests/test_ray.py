@@ -96,7 +96,7 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
     node = OmegaConf.structured(ProfilerConfig(actor={"stage": "actor_update"},
                                                rollout={"profile_save_path": "roll"}))
     cfg = worker_config(node)
-    assert sorted(cfg) == ["actor", "integrated", "rollout"]
+    assert sorted(cfg) == ["actor", "integrated", "rollout", "run"]  # run: the driver's id
     assert cfg["actor"] == {"stage": "actor_update"}
     assert Path(cfg["rollout"]["profile_save_path"]).is_absolute()
     node.critic = {"profile": True, "profile_step_start": 0}  # (profile off: a warning)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,13 @@ import msgspec
 
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.parallel import Progress, read_all
-from mindspeed_prof.analysis.ranges import range_rows
+from mindspeed_prof.analysis.ranges import (
+    no_op_rows,
+    range_rows,
+    stage_order,
+    stage_rows,
+    with_bare,
+)
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, read, separate, survey
 from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.model import (
@@ -28,6 +35,7 @@ from mindspeed_prof.analysis.rows import (
     InventoryRow,
     KernelRow,
     MemoryRow,
+    NoOpRow,
     OpRow,
     RangeRow,
     RuntimeRow,
@@ -36,12 +44,13 @@ from mindspeed_prof.analysis.rows import (
     Straggler,
     to_json,
 )
+from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
-from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats import capture_stem
 
-__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
+__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs", "runs_of",
+           "stage_rows"]
 
 #: Every row's columns are documented with its type in ``analysis.rows``.
 
@@ -51,10 +60,6 @@ DEFAULT_MARGIN = 0.2
 
 def _stem(path: Path) -> tuple[str, str]:
     return (str(path.parent), capture_stem(path))
-
-
-def _stage_order(name: str) -> tuple[int, str]:
-    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
 
 
 @dataclass
@@ -75,6 +80,9 @@ class Analysis:
     placement: list[dict[str, Any]] = field(default_factory=list)
     #: The user's pattern of communication kernels (``--comm-kernels``; ``readers.classify``).
     comm_kernels: str = ""
+    #: The run these captures are of, and every run under the root, newest first (``runs``).
+    run: RunInfo | None = None
+    runs: list[RunInfo] = field(default_factory=list)
 
     @property
     def ranges(self) -> list[Range]:
@@ -84,9 +92,9 @@ class Analysis:
             by_stem[_stem(t.path)].append(t)
         out: list[Range] = []
         for group in by_stem.values():
-            spans = [t for t in group if t.kind == "spans"]
-            for t in spans or group:
-                out.extend(t.ranges)
+            spans = [r for t in group if t.kind == "spans" for r in t.ranges]
+            ops = [r for t in group if t.kind != "spans" for r in t.ranges]
+            out.extend(with_bare(spans, ops) if spans else ops)  # op traces know bare times
         return out
 
     @property
@@ -150,6 +158,11 @@ class Analysis:
         """Custom ranges per name and rank (``ranges.range_rows``)."""
         return range_rows(self.ranges)
 
+    def no_op(self) -> list[NoOpRow]:
+        """Per stage and rank, the time no host operator ran, and the ranges that hold it
+        (``ranges.no_op_rows``; captures that record operators only)."""
+        return no_op_rows(self.ranges)
+
     def device(self, traces: list[TraceData] | None = None) -> list[DeviceRow]:
         """Device breakdown rows per rank and step (and stage), warmup steps marked; of
         ``traces`` (default: every capture)."""
@@ -197,7 +210,7 @@ class Analysis:
                                  peak_allocated_bytes=m.peak_allocated_bytes,
                                  peak_reserved_bytes=m.peak_reserved_bytes, top_ops=m.top_ops,
                                  timeline=m.timeline))
-            for stage, peak in sorted(m.by_stage.items(), key=lambda kv: _stage_order(kv[0])):
+            for stage, peak in sorted(m.by_stage.items(), key=lambda kv: stage_order(kv[0])):
                 out.append(MemoryRow(rank=t.rank, file=file, source=m.source, stage=stage,
                                      peak_allocated_bytes=peak))
         return out
@@ -266,9 +279,11 @@ class Analysis:
                 "the same step, so none can be named"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"root": str(self.root), "ranks": self.ranks,
+        return {"root": str(self.root), "run": self.run.json() if self.run else None,
+                "runs": [r.json() for r in self.runs], "ranks": self.ranks,
                 "stage_rank": to_json(self.stage_rank()), "per_step": to_json(self.per_step()),
                 "stragglers": to_json(self.stragglers()), "ranges": to_json(self.range_table()),
+                "no_op": to_json(self.no_op()),
                 "range_stragglers": to_json(self.stragglers("range")),
                 "device": to_json(self.device()), "comm": to_json(self.comm()),
                 "classified": to_json(classified(self.traces)),
@@ -278,18 +293,6 @@ class Analysis:
                 "problems": self.problems(), "skipped": self.bad, "notes": self.notes(),
                 "margin": self.margin, "noise_ms": self.noise_ms,
                 "warmup": sorted(self.warmup())}
-
-
-def stage_rows(ranges: list[Range]) -> list[StageRow]:
-    """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds."""
-    times: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
-    for r in ranges:
-        if r.kind == "stage":
-            times[(r.name, r.rank, r.source)].append(r.dur / 1000.0)
-    return [StageRow(stage=stage, rank=rank, source=source, count=len(ms), total_ms=sum(ms),
-                     mean_ms=sum(ms) / len(ms), max_ms=max(ms))
-            for (stage, rank, source), ms in sorted(times.items(), key=lambda kv: (
-                _stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2]))]
 
 
 def _finish(result: Analysis) -> Analysis:
@@ -310,12 +313,36 @@ def _rel(path: Path, root: Path) -> str:
 
 def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
             jobs: int = 1, cache: bool = True, ray: str | None = None,
-            comm_kernels: str = "") -> Analysis:
+            comm_kernels: str = "", run: str | None = None) -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
-    with ``ray``, a Ray address or "auto", on the nodes that hold them); unreadable ones are
-    listed in ``Analysis.bad``. ``comm_kernels``: a regex of more communication kernels
-    (``readers.classify``; ``ValueError`` when it is none)."""
-    root = Path(root)
+    with ``ray``, a Ray address or "auto", on the nodes that hold them) and answer for one run
+    (``runs``): the newest, or ``run`` (an id; ``runs.UnknownRun`` when none matches).
+    Unreadable captures are listed in ``Analysis.bad``. ``comm_kernels``: a regex of more
+    communication kernels (``readers.classify``; ``ValueError`` when it is none)."""
+    return analyse_runs(root, margin, progress, jobs, cache, ray, run, comm_kernels)[0]
+
+
+def analyse_runs(root: Path | str, margin: float = DEFAULT_MARGIN,
+                 progress: Progress | None = None, jobs: int = 1, cache: bool = True,
+                 ray: str | None = None, run: str | None = None,
+                 comm_kernels: str = "") -> list[Analysis]:
+    """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
+    return runs_of(_read_root(Path(root), margin, progress, jobs, cache, ray, comm_kernels), run)
+
+
+def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
+    """``result`` (every capture under its root) as the runs ``run`` names (``runs.choose``),
+    each finished apart; ``result`` itself where it holds no capture. Skipped files belong to
+    no run: every answer lists them."""
+    runs, chosen = split(result.traces, result.root, run)
+    if not chosen:
+        return [_finish(result)]
+    return [_finish(dataclasses.replace(result, traces=traces, bad=list(result.bad), run=info,
+                                        runs=runs)) for info, traces in chosen]
+
+
+def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, cache: bool,
+               ray: str | None, comm_kernels: str) -> Analysis:
     result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin,
                       comm_kernels=_pattern(comm_kernels))
     memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
@@ -338,7 +365,7 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
         else:
             result.traces.append(data)
     _read_all(result, memory)
-    return _finish(result)
+    return result
 
 
 def _pattern(comm_kernels: str) -> str:

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from typing import Any
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import Analysis, stage_rows
+from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.device_scope import counted, scope
-from mindspeed_prof.analysis.ranges import range_rows
+from mindspeed_prof.analysis.gate import Shift, shift
+from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
+from mindspeed_prof.analysis.runs import manifest_run
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
+from mindspeed_prof.formats.manifest import find_manifests
 
 __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
-           "slower_than"]
+           "few_steps", "per_step", "slower_than"]
 
-#: B is a regression when its mean time exceeds A's by more than this fraction.
+#: B is a regression when its steps' times shift by more than this fraction of A's (and the
+#: shift is real: ``gate``).
 DEFAULT_THRESHOLD = 0.1
 
 
@@ -47,23 +50,41 @@ class Comparison(msgspec.Struct, kw_only=True):
                 "floor_ms": self.floor_ms, "device_per": self.device_per}
 
 
-def _changes(kind: str, a: dict[tuple[str, int | None], tuple[float, int]],
-             b: dict[tuple[str, int | None], tuple[float, int]], threshold: float,
-             floor: float) -> list[Change]:
-    """One row per (name, rank) of either run, the costliest change first."""
+Means = dict[tuple[str, int | None], tuple[float, int]]
+Steps = dict[tuple[str, int | None], list[float]]
+
+
+def _changes(kind: str, a: Means, b: Means, threshold: float, floor: float,
+             steps: tuple[Steps, Steps] = ({}, {})) -> list[Change]:
+    """One row per (name, rank) of either run, the costliest change first; flagged by the
+    gate (``gate.shift`` of the per-step times ``steps``) at ``threshold``."""
     out = []
     for key in a.keys() | b.keys():
         (ma, na), (mb, nb) = a.get(key, (None, 0)), b.get(key, (None, 0))
         change = ratio(mb - ma, ma, None) if ma is not None and mb is not None else None
         diff = None if ma is None or mb is None else mb - ma
-        real = diff is not None and abs(diff) >= floor
-        out.append(Change(kind=kind, name=key[0], rank=key[1], a_mean_ms=ma, b_mean_ms=mb,
-                          change=change, count=nb or na,
-                          impact_ms=None if diff is None else diff * (nb or na),
-                          regression=real and change is not None and change > threshold,
-                          improvement=real and change is not None and change < -threshold))
+        sa, sb = steps[0].get(key, []), steps[1].get(key, [])
+        row = Change(kind=kind, name=key[0], rank=key[1], a_mean_ms=ma, b_mean_ms=mb,
+                     change=change, count=nb or na,
+                     impact_ms=None if diff is None else diff * (nb or na),
+                     a_steps_ms=sa, b_steps_ms=sb)
+        if sa and sb:
+            up, down = shift(sa, sb), shift(sb, sa)
+            row.shift_ms, row.p = up.shift_ms, up.p
+            row.regression = up.slower(statistics.median(sa), threshold, floor)
+            row.improvement = down.slower(statistics.median(sa), threshold, floor)
+        out.append(row)
     return sorted(out, key=lambda r: (-(abs(r.impact_ms) if r.impact_ms is not None else -1),
                                       r.name, rank_order(r.rank)))
+
+
+def per_step(x: Analysis, kind: str) -> Steps:
+    """Per (name, rank): its time in each counted step (executions in one step add up)."""
+    per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for r in x.counted():
+        if r.kind == kind and r.step is not None:
+            per[(r.name, r.rank)][r.step] += r.dur / 1000.0
+    return {key: [ms for _, ms in sorted(steps.items())] for key, steps in per.items()}
 
 
 def _floor(x: Analysis) -> float:
@@ -76,12 +97,13 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
 
     Warmup steps are left out unless the analyses were made with ``include_warmup``.
     """
-    def means(x: Analysis) -> dict[tuple[str, int | None], tuple[float, int]]:
+    def means(x: Analysis) -> Means:
         return {(r.stage, r.rank): (r.mean_ms, r.count) for r in stage_rows(x.counted())}
-    return _changes("stage", means(a), means(b), threshold, _floor(a))
+    return _changes("stage", means(a), means(b), threshold, _floor(a),
+                    (per_step(a, "stage"), per_step(b, "stage")))
 
 
-def _range_means(x: Analysis) -> dict[tuple[str, int | None], tuple[float, int]]:
+def _range_means(x: Analysis) -> Means:
     return {(r.name, r.rank): (r.mean_ms, r.count) for r in range_rows(x.counted())}
 
 
@@ -121,20 +143,19 @@ def _higher(a: float | None, b: float | None) -> float | None:
 
 
 def captured(x: Analysis) -> dict[str, list[Any]]:
-    """What a run captured: steps, levels, presets, backends, ranks and stages."""
+    """What a run captured: steps, levels, presets, backends (its own manifests'), ranks and
+    stages."""
     presets: set[str] = set()
     backends: set[str] = {t.kind for t in x.traces}
-    for path in sorted(x.root.rglob("manifest*.json")) if x.root.is_dir() else []:
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        overrides = (doc.get("job") or {}).get("overrides") or []
+    manifests = find_manifests(x.root) if x.root.is_dir() else []
+    folders = {p.parent for p, _ in manifests}
+    for path, m in manifests:
+        if x.run is not None and manifest_run(path, m, x.root, folders) != x.run.id:
+            continue  # another run's
+        overrides = m.job.get("overrides") or []
         presets.update(o.partition("=")[2] for o in overrides  # the group, or its old name
                        if isinstance(o, str) and o.startswith(("profiler=", "profiler_config=")))
-        backends.update(str(c["backend"]) for c in doc.get("captures") or []
+        backends.update(str(c["backend"]) for c in m.captures or []
                         if isinstance(c, dict) and c.get("backend"))
     return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),
             "level": sorted({str(t.meta["level"]) for t in x.traces if t.meta.get("level")}),
@@ -157,7 +178,8 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
     ma, mb = _memory_peaks(a), _memory_peaks(b)
     return Comparison(
         rows=compare(a, b, threshold),
-        ranges=_changes("range", _range_means(a), _range_means(b), threshold, _floor(a)),
+        ranges=_changes("range", _range_means(a), _range_means(b), threshold, _floor(a),
+                        (per_step(a, "range"), per_step(b, "range"))),
         device=[SideBySide(rank=rank, a=da.get(rank) or DeviceMeans(),
                            b=db.get(rank) or DeviceMeans())
                 for rank in sorted(da.keys() | db.keys(), key=rank_order)],
@@ -186,12 +208,41 @@ def _values(values: list[Any]) -> str:
 
 
 def slower_than(result: Comparison, fraction: float) -> list[str]:
-    """One line per stage or range whose mean in B exceeds A's by more than ``fraction`` and
-    by more than the noise floor (``result.floor_ms`` per execution), costliest first."""
-    return [f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
-            f"({r.change:+.1%}, over {fraction:.1%}; {r.impact_ms:+,.1f} ms over {r.count} "
-            f"run{'s' * (r.count != 1)})"
-            for r in (*result.rows, *result.ranges)
-            if r.change is not None and r.change > fraction and r.a_mean_ms is not None
-            and r.b_mean_ms is not None and r.impact_ms is not None
-            and r.b_mean_ms - r.a_mean_ms >= result.floor_ms]
+    """The gate: one line per stage or range that B runs slower than A (``gate``: a shift of
+    its per-step times that a rank test finds real, over ``fraction`` of A's median and over
+    the noise floor ``result.floor_ms``), costliest first."""
+    out = []
+    for r in (*result.rows, *result.ranges):
+        if not (r.a_steps_ms and r.b_steps_ms) or r.a_mean_ms is None or r.b_mean_ms is None:
+            continue
+        found = shift(r.a_steps_ms, r.b_steps_ms)
+        base = statistics.median(r.a_steps_ms)
+        if not found.slower(base, fraction, result.floor_ms):
+            continue
+        impact = f"{r.impact_ms:+,.1f} ms" if r.impact_ms is not None else "?"
+        out.append(
+            f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
+            f"({found.shift_ms / base:+.1%} a step, over {fraction:.1%}; {impact} over "
+            f"{r.count} run{'s' * (r.count != 1)}; "
+            f"{_evidence(found, len(r.a_steps_ms), len(r.b_steps_ms))})")
+    return out
+
+
+def _evidence(found: Shift, na: int, nb: int) -> str:
+    steps = f"{na} and {nb} step{'s' * (nb != 1)}"
+    if found.enough:
+        return f"p={found.p:.3g} over {steps}"
+    return f"slower in every step, but only {steps}: too few to tell it from noise"
+
+
+def few_steps(result: Comparison) -> str | None:
+    """One line when the runs hold too few steps for the gate's rank test (under three in
+    each): it then needs B slower in every step."""
+    rows = [r for r in (*result.rows, *result.ranges) if r.a_steps_ms and r.b_steps_ms]
+    if not rows or all(shift(r.a_steps_ms, r.b_steps_ms).enough for r in rows):
+        return None
+    na = min(len(r.a_steps_ms) for r in rows)
+    nb = min(len(r.b_steps_ms) for r in rows)
+    return (f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell a change "
+            "from step-to-step noise (it then needs B slower in every step); capture 3 steps "
+            "or more in each run, 6 to see a small change")

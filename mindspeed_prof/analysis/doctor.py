@@ -8,6 +8,7 @@ finding, and the captures found per rank are counted from what the captures them
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -15,14 +16,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis import analyse as _analyse
+from mindspeed_prof.analysis import parallel
 from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
+from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
+from mindspeed_prof.formats.manifest import Manifest, find_manifests
 
 __all__ = ["Finding", "Health", "doctor"]
 
 _RANK = re.compile(r"^rank(\d+)_")
-_MANIFEST = re.compile(r"^manifest(\.job\d+)?(\.rank\d+)?\.json$")
 _TAIL_BYTES = 64
 
 
@@ -56,6 +60,8 @@ class Health:
     #: The world sizes the captures record and the ranks captured of each
     #: (``{"world_size": 64, "ranks": [0]}``).
     worlds: list[dict[str, Any]] = field(default_factory=list)
+    #: Every run under the root, newest first (``runs.RunInfo`` as JSON).
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -69,13 +75,13 @@ class Health:
 
 
 def doctor(root: Path, skew_ms: float = 500.0) -> Health:
-    """Check every capture under ``root`` (a save root): file tails, manifests and the first
-    step range of each range file, then each capture through the readers (cached)."""
+    """Check every capture under ``root`` (a save root), of every run there: file tails,
+    manifests and the first step range of each range file, then each capture through the
+    readers (cached); ranks are expected run by run."""
     health = Health(root)
     files = [p for p in sorted(root.rglob("*")) if p.is_file()]
-    manifests = [_load(p) for p in files if _MANIFEST.match(p.name)]
-    manifests = [m for m in manifests if isinstance(m, dict)]
-    found: set[int] = set()
+    manifests = find_manifests(root)
+    named: dict[Path, int] = {}  # capture files named rank<r>_...
     first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
     for path in files:
         rel = str(path.relative_to(root))
@@ -89,7 +95,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         if not is_capture_file(path.name):
             continue
         if rank is not None:
-            found.add(rank)
+            named[path] = rank
         problem = _check_capture(path)
         if problem:
             kind, why = problem
@@ -97,22 +103,44 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         elif path.name.endswith(SPANS):
             _first_steps(path, first_step)
     flagged = {root / f.where for f in health.findings}
-    own, read, own_triggered = _check_readable(health, flagged)
-    health.ranks_found = sorted(found | read)
-    _check_ranks(health, manifests, found | own, found | read)
-    _check_windows(health, manifests, found | read)
+    # every run, read with as many processes as analyse uses
+    results = _analyse.analyse_runs(health.root, jobs=parallel.default_jobs(), run=ALL)
+    own, read, own_triggered = _check_readable(health, flagged, results)
+    # a file analyse could not read still says its rank ran: in every run (none is known)
+    read_paths = {t.path for r in results for t in r.traces}
+    found = {rank for path, rank in named.items() if path not in read_paths}
+    health.ranks_found = sorted(set(named.values()) | set().union(*read.values()))
+    runs = [r.run for r in results if r.run is not None]
+    health.runs = [r.json() for r in runs]
+    folders = {p.parent for p, _ in manifests}
+    by_run: dict[str, list[Manifest]] = defaultdict(list)
+    for path, m in manifests:
+        by_run[manifest_run(path, m, root, folders)].append(m)
+    summary = _load(root / CLUSTER_SUMMARY)
+    workers = summary.get("workers", []) if isinstance(summary, dict) else []
+    newest = runs[0].id if runs else LEGACY
+    every = [*read, *(r for r in by_run if r not in read)]
+    for run in every:
+        mine = [w for w in workers if isinstance(w, dict) and (w.get("run") or newest) == run]
+        seen = found | own.get(run, set()) | read.get(run, set())
+        _check_ranks(health, by_run.get(run, []), mine, found | own.get(run, set()), seen,
+                     run if len(every) > 1 else None)
+    health.ranks_expected = sorted(set(health.ranks_expected))
+    for run in every:
+        _check_windows(health, by_run.get(run, []),
+                       found | own.get(run, set()) | read.get(run, set()))
     if not health.captures_per_rank and not any(
             f.kind == "nothing_captured" for f in health.findings):
         health.findings.append(Finding(
             "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
             "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
-    summary = _load(root / CLUSTER_SUMMARY)
-    workers = summary.get("workers", []) if isinstance(summary, dict) else []
+    records = [c for _, m in manifests for c in m.captures or []] + [
+        c for w in workers if isinstance(w, dict) for c in w.get("captures", [])]
     health.triggered = [
         {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",
                                "reason", "files")}
-        for m in [*manifests, *workers] for c in m.get("captures", []) if c.get("trigger")]
+        for c in records if isinstance(c, dict) and c.get("trigger")]
     listed = {(t["rank"], t["trigger"], t["trigger_step"] if t["trigger_step"] is not None
                else t["step"]) for t in health.triggered}
     health.triggered += [  # captures no manifest lists (a Profiler without the Hydra callback)
@@ -122,18 +150,17 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     return health
 
 
-def _check_readable(health: Health, flagged: set[Path]
-                    ) -> tuple[set[int], set[int], list[Triggered]]:
-    """Every capture as ``analyse`` reads it: each one it skips, whole or in part, is a finding
-    (unless the cheap checks already named its file); its captures and their ranks are counted.
-    Returns the ranks of captures named as ours (``rank<r>_...``) and of every capture, and the
-    unplanned captures their metadata names."""
-    from mindspeed_prof.analysis.analyse import analyse
+def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.Analysis]
+                    ) -> tuple[dict[str, set[int]], dict[str, set[int]], list[Triggered]]:
+    """Every capture as ``analyse`` reads it, run by run (``results``): each one it skips,
+    whole or in part, is a finding (unless the cheap checks already named its file); its
+    captures and their ranks are counted. Returns, per run, the ranks of captures named as ours
+    (``rank<r>_...``) and of every capture, and the unplanned captures their metadata names."""
     from mindspeed_prof.analysis.capture_facts import worlds
-    from mindspeed_prof.analysis.parallel import default_jobs
     from mindspeed_prof.analysis.readers.model import rank_label
 
-    result = analyse(health.root, jobs=default_jobs())  # as many processes as analyse uses
+    result = dataclasses.replace(results[0], traces=[t for r in results for t in r.traces],
+                                 bad=list(dict.fromkeys(b for r in results for b in r.bad)))
     partial = {line for t in result.traces for line in t.problems}
     for line in result.bad:
         if any(line.startswith(f"{path}:") for path in flagged):
@@ -158,8 +185,12 @@ def _check_readable(health: Health, flagged: set[Path]
             health.disk_per_rank[t.rank] = health.disk_per_rank.get(t.rank, 0) + t.size
     health.captures_per_rank = {rank: len(s) for rank, s in sorted(
         stems.items(), key=lambda kv: (kv[0] == "?", int(kv[0]) if kv[0] != "?" else 0))}
-    ranks = {t.rank for t in result.traces if t.rank is not None}
-    own = {r for t in result.traces if (r := _rank(t.path.name)) is not None}
+    ranks: dict[str, set[int]] = defaultdict(set)
+    own: dict[str, set[int]] = defaultdict(set)
+    for r in results:
+        run = r.run.id if r.run is not None else LEGACY
+        ranks[run].update(t.rank for t in r.traces if t.rank is not None)
+        own[run].update(n for t in r.traces if (n := _rank(t.path.name)) is not None)
     return own, ranks, triggered(result)
 
 
@@ -207,40 +238,42 @@ def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
                 out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
 
 
-def _check_ranks(health: Health, manifests: list[dict[str, Any]], own: set[int],
-                 found: set[int]) -> None:
-    """Ranks expected: manifests, ``profile_ranks``, the cluster summary, else every rank up to
-    the highest of our own captures (another tool's captures say nothing of the ranks left
-    out); each one without a capture is a finding."""
-    expected = {m["rank"] for m in manifests if isinstance(m.get("rank"), int)}
+def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[str, Any]],
+                 own: set[int], found: set[int], run: str | None) -> None:
+    """Ranks expected of one run: its manifests, ``profile_ranks``, its workers in the cluster
+    summary, else every rank up to the highest of our own captures (another tool's captures
+    say nothing of the ranks left out); each one without a capture is a finding (naming the
+    run where the root holds several)."""
+    expected = {m.rank for m in manifests if isinstance(m.rank, int)}
     listed = False
     for m in manifests:
-        ranks = (m.get("profiler_config") or {}).get("integrated", {}).get("profile_ranks")
+        ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
         if isinstance(ranks, list):
             expected.update(r for r in ranks if isinstance(r, int))
             listed = True
-    summary = _load(health.root / CLUSTER_SUMMARY)
-    if isinstance(summary, dict):
-        for worker in summary.get("workers", []):
-            if worker.get("enabled") and isinstance(worker.get("rank"), int):
-                expected.add(worker["rank"])
+    for worker in workers:
+        if worker.get("enabled") and isinstance(worker.get("rank"), int):
+            expected.add(worker["rank"])
     if own and not listed:  # profile_ranks: all: every rank up to the highest seen
         expected.update(range(max(own) + 1))
-    health.ranks_expected = sorted(expected)
+    health.ranks_expected += sorted(expected)
+    where = "" if run is None else (
+        " among the captures without a run id" if run.startswith(LEGACY) else f" in run {run}")
     for rank in sorted(expected - found):
         health.findings.append(Finding("missing_rank", f"rank {rank}",
-                                       f"rank {rank}: expected, but no capture file found"))
+                                       f"rank {rank}: expected{where}, but no capture file "
+                                       "found"))
 
 
-def _check_windows(health: Health, manifests: list[dict[str, Any]], found: set[int]) -> None:
+def _check_windows(health: Health, manifests: list[Manifest], found: set[int]) -> None:
     for m in manifests:
-        window = (m.get("profiler_config") or {}).get("integrated", {})
-        if (m.get("status") in ("completed", "exited") and not m.get("captures")
-                and window.get("profile") and m.get("rank") not in found):
+        window = m.profiler_config.get("integrated") or {}
+        if (m.status in ("completed", "exited") and not m.captures
+                and window.get("profile") and m.rank not in found):
             start, end = window.get("profile_step_start"), window.get("profile_step_end")
             health.findings.append(Finding(
-                "nothing_captured", f"rank {m.get('rank')}",
-                f"rank {m.get('rank')}: the job {m.get('status')} but captured nothing (window "
+                "nothing_captured", f"rank {m.rank}",
+                f"rank {m.rank}: the job {m.status} but captured nothing (window "
                 f"[{start}, {end}): did the run reach step {start}? were the hooks called?)"))
 
 

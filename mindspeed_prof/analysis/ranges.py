@@ -1,16 +1,46 @@
-"""Custom ranges (``mstx.range``, ``mstx_timer_decorator``, user annotations): per name and rank."""
+"""Stage and custom ranges (``prof.stage``, ``mstx.range``, ``mstx_timer_decorator``, user
+annotations) per name and rank, and the time in them that no host operator ran."""
 
 from __future__ import annotations
 
 import bisect
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.model import rank_order
-from mindspeed_prof.analysis.rows import RangeRow
+from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
+from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["p95", "range_rows", "self_times", "stage_of"]
+__all__ = ["NO_OP_RANGES", "nesting", "no_op_rows", "p95", "range_rows", "self_bare",
+           "self_times", "stage_of", "stage_order", "stage_rows", "with_bare"]
+
+#: How many of the ranges that hold a stage's no-op time ``no_op_rows`` names.
+NO_OP_RANGES = 3
+
+
+def stage_order(name: str) -> tuple[int, str]:
+    """The RL loop's order of stages (``STAGES``), other names after them by name."""
+    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
+
+
+def stage_rows(ranges: list[Range]) -> list[StageRow]:
+    """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds, and the
+    time no host operator ran (where every execution's is known)."""
+    times: dict[tuple[str, int | None, str], list[Range]] = defaultdict(list)
+    for r in ranges:
+        if r.kind == "stage":
+            times[(r.name, r.rank, r.source)].append(r)
+    out = []
+    for (stage, rank, source), runs in sorted(times.items(), key=lambda kv: (
+            stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
+        ms = [r.dur / 1000.0 for r in runs]
+        bare = [r.bare for r in runs if r.bare is not None]
+        out.append(StageRow(stage=stage, rank=rank, source=source, count=len(ms),
+                            total_ms=sum(ms), mean_ms=sum(ms) / len(ms), max_ms=max(ms),
+                            no_op_ms=sum(bare) / 1000.0 if len(bare) == len(runs) else None))
+    return out
 
 
 def p95(values: list[float]) -> float:
@@ -20,12 +50,12 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
-def self_times(ranges: list[Range]) -> list[float]:
-    """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
-    out = [r.dur for r in ranges]
-    by_thread: dict[tuple[int | None, str], list[int]] = defaultdict(list)
+def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
+    """``(parent, child)`` index pairs of ``ranges``: each range and the one it lies directly
+    in on its thread (same rank, source and thread)."""
+    by_thread: dict[tuple[int | None, str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(ranges):
-        by_thread[(r.rank, r.tid)].append(i)
+        by_thread[(r.rank, r.source, r.tid)].append(i)
     for idx in by_thread.values():
         idx.sort(key=lambda i: (ranges[i].ts, -ranges[i].dur))
         stack: list[int] = []
@@ -34,9 +64,16 @@ def self_times(ranges: list[Range]) -> list[float]:
             while stack and ranges[stack[-1]].ts + ranges[stack[-1]].dur <= r.ts:
                 stack.pop()
             if stack:
-                parent = ranges[stack[-1]]
-                out[stack[-1]] -= min(r.dur, parent.ts + parent.dur - r.ts)
+                yield stack[-1], i
             stack.append(i)
+
+
+def self_times(ranges: list[Range]) -> list[float]:
+    """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
+    out = [r.dur for r in ranges]
+    for p, c in nesting(ranges):
+        parent, child = ranges[p], ranges[c]
+        out[p] -= min(child.dur, parent.ts + parent.dur - child.ts)
     return [max(v, 0.0) for v in out]
 
 
@@ -75,3 +112,62 @@ def range_rows(ranges: list[Range]) -> list[RangeRow]:
                              self_ms=sum(o for _, o, _ in runs), mean_ms=sum(ms) / len(ms),
                              p95_ms=p95(ms), max_ms=max(ms)))
     return sorted(rows, key=lambda r: (-r.total_ms, r.name, rank_order(r.rank)))
+
+
+def with_bare(spans: list[Range], traced: list[Range]) -> list[Range]:
+    """A range file's ranges with the ``bare`` times (no host operator running) of the same
+    capture's op trace: the n-th run of a stage or range in a step takes the n-th run's there
+    (the two files keep time on different clocks, never in a different order)."""
+    bare: dict[tuple[str, str, int | None], list[float | None]] = defaultdict(list)
+    for r in sorted(traced, key=lambda r: r.ts):
+        if r.kind in ("stage", "range"):
+            bare[(r.kind, r.name, r.step)].append(r.bare)
+    if not bare:
+        return spans
+    seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
+    out = list(spans)  # in their own order
+    for j in sorted(range(len(spans)), key=lambda j: spans[j].ts):
+        r = spans[j]
+        key = (r.kind, r.name, r.step)
+        runs, i = bare.get(key, []), seen[key]
+        seen[key] += 1
+        if i < len(runs) and runs[i] is not None:
+            out[j] = r._replace(bare=runs[i])
+    return out
+
+
+def self_bare(ranges: list[Range]) -> list[float]:
+    """Each range's ``bare`` time (us; 0 unknown) less that of the ranges directly nested in it
+    on its thread: where the time no operator ran is, innermost first."""
+    out = [r.bare or 0.0 for r in ranges]
+    for p, c in nesting(ranges):
+        out[p] -= ranges[c].bare or 0.0
+    return [max(v, 0.0) for v in out]
+
+
+def no_op_rows(ranges: list[Range]) -> list[NoOpRow]:
+    """Per stage and rank, in captures that record host operators: the time no operator ran
+    and the custom ranges inside the stage that hold it (``NO_OP_RANGES`` of them)."""
+    stages = [r for r in ranges if r.kind == "stage" and r.bare is not None]
+    if not stages:
+        return []
+    custom = [r for r in ranges if r.kind == "range" and r.bare is not None]
+    held: dict[tuple[str, int | None, str], dict[str, float]] = defaultdict(
+        lambda: defaultdict(float))
+    for r, own, stage in zip(custom, self_bare(custom), stage_of(custom, stages)):
+        if stage is not None and own > 0:
+            held[(stage, r.rank, r.source)][r.name] += own / 1000.0
+    runs: dict[tuple[str, int | None, str], list[Range]] = defaultdict(list)
+    for r in stages:
+        runs[(r.name, r.rank, r.source)].append(r)
+    out = []
+    for (stage, rank, source), rs in sorted(runs.items(), key=lambda kv: (
+            stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
+        total = sum(r.dur for r in rs) / 1000.0
+        bare = sum(r.bare or 0.0 for r in rs) / 1000.0
+        top = sorted(held.get((stage, rank, source), {}).items(), key=lambda kv: -kv[1])
+        out.append(NoOpRow(stage=stage, rank=rank, source=source, count=len(rs),
+                           total_ms=total, no_op_ms=bare,
+                           share=min(bare / total, 1.0) if total > 0 else 0.0,
+                           ranges=dict(top[:NO_OP_RANGES])))
+    return out

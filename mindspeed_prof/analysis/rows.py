@@ -15,10 +15,9 @@ import msgspec
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
 __all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
-           "DeviceVerdict",
-           "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict", "OpRow",
-           "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide", "StageRow",
-           "StepRow", "StepTime", "Straggler", "World", "to_json"]
+           "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict",
+           "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
+           "StageRow", "StepRow", "StepTime", "Straggler", "World", "to_json"]
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -30,7 +29,9 @@ class Row(msgspec.Struct, kw_only=True):
 
 
 class StageRow(Row, kw_only=True):
-    """One stage on one rank: executions, and total, mean and max ms per execution."""
+    """One stage on one rank: executions, and total, mean and max ms per execution;
+    ``no_op_ms``: of the total, the time no host operator ran (None: the capture records no
+    operators)."""
 
     stage: str
     rank: int | None
@@ -39,6 +40,24 @@ class StageRow(Row, kw_only=True):
     total_ms: float
     mean_ms: float
     max_ms: float
+    no_op_ms: float | None = None
+
+
+class NoOpRow(Row, kw_only=True):
+    """One stage on one rank, in captures that record host operators: of its ``total_ms``
+    over ``count`` executions, ``no_op_ms`` ran no operator on any thread (host-side Python,
+    waits, sleeps; ``share`` of the total, 0-1), and ``ranges``: the custom ranges inside the
+    stage that hold that time (name -> ms, each range less the ranges nested in it; the
+    largest first)."""
+
+    stage: str
+    rank: int | None
+    source: str = ""
+    count: int
+    total_ms: float
+    no_op_ms: float
+    share: float
+    ranges: dict[str, float] = {}
 
 
 class StepRow(Row, kw_only=True):
@@ -156,9 +175,11 @@ class InventoryRow(Row, kw_only=True):
 class Change(Row, kw_only=True):
     """A stage (``kind`` ``stage``) or custom range (``range``) on one rank in two runs: mean ms
     per execution in A (the baseline) and B, the relative ``change`` (None when either is
-    missing or A's is 0), flagged as a regression or an improvement beyond the threshold and
-    beyond the noise floor (a difference per execution under ``noise_ms``, or 1% of A's step,
-    is never flagged). In
+    missing or A's is 0), flagged as a regression or an improvement by ``compare``'s gate
+    (``analysis.gate``: a shift in the steps' times that a rank test finds real, over the
+    threshold and over the noise floor, a difference under ``noise_ms`` or 1% of A's step).
+    ``a_steps_ms``/``b_steps_ms``: its time in each counted step of each run, what the gate
+    compares; ``shift_ms`` (B - A, Hodges-Lehmann) and ``p`` (one-sided, B slower). In
     ``--json`` the name is under the kind (``{"stage": name}``; ranges: ``{"name": name}``)."""
 
     kind: str
@@ -173,6 +194,10 @@ class Change(Row, kw_only=True):
     #: ``(b_mean - a_mean) * count`` ms (None when either mean is missing). Rows sort by it.
     count: int = 0
     impact_ms: float | None = None
+    a_steps_ms: list[float] = []
+    b_steps_ms: list[float] = []
+    shift_ms: float | None = None
+    p: float | None = None
 
     def json(self) -> dict[str, Any]:
         out = super().json()

@@ -8,6 +8,7 @@ from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.analysis.rows import to_json
+from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import write_json
 
@@ -32,9 +33,15 @@ def write_capture_summary(files: list[Path]) -> Path | None:
     return path
 
 
-def write_run_summary(root: Path) -> Path:
+def write_run_summary(root: Path, run: str | None = None) -> Path | None:
+    """``analysis.json`` in ``root``: the analysis of the run ``run`` (a job's own, at its end;
+    None: the newest run there). None, and nothing written, where that run captured nothing."""
+    try:
+        result = analyse(root, run=run)
+    except UnknownRun:
+        return None
     path = Path(root) / ANALYSIS
-    write_json(path, analyse(root).to_json())
+    write_json(path, result.to_json())
     return path
 
 

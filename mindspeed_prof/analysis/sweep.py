@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import SWEEP_SUMMARY
-from mindspeed_prof.formats.manifest import capture_count, nothing_captured
+from mindspeed_prof.formats.manifest import (
+    Manifest,
+    capture_count,
+    find_manifests,
+    nothing_captured,
+)
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["SUMMARY_NAME", "sweep_summary"]
@@ -21,29 +25,41 @@ def _jobs(sweep_dir: Path) -> list[Path]:
                   key=lambda p: int(p.name))
 
 
+def _job_manifest(job_dir: Path, shared_roots: list[Path]) -> tuple[Path, Manifest, bool] | None:
+    """The job's manifest (the first rank's, of its newest run): in its own dir, else in a save
+    root the sweep's jobs share, where it names this job (its number and output dir); and
+    whether it came from a shared root."""
+    def first(found: list[tuple[Path, Manifest]]) -> tuple[Path, Manifest] | None:
+        return min(found, key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)),
+                   default=None)
+
+    own = first(find_manifests(job_dir))
+    if own is not None:
+        return (*own, False)
+    num, where = int(job_dir.name), job_dir.resolve()
+    theirs = [(p, m) for root in shared_roots for p, m in find_manifests(root, recursive=False)
+              if m.job.get("num") == num and (not m.job.get("output_dir") or Path(
+                  str(m.job["output_dir"])).resolve() == where)]
+    found = first(theirs)
+    return None if found is None else (*found, True)
+
+
 def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
-    manifests = sorted(job_dir.rglob("manifest.json"))
-    shared = not manifests
-    for root in shared_roots:
-        manifests += sorted(root.glob(f"manifest.job{job_dir.name}.json"))
     row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
                            "overrides": [], "save_root": None, "note": None, "error": None}
-    if not manifests:
+    found = _job_manifest(job_dir, shared_roots)
+    if found is None:
         return row
-    path = manifests[0]
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        row.update(status="unreadable", note=f"{path}: {err}")
-        return row
-    integrated = manifest.get("profiler_config", {}).get("integrated", {})
-    row.update(status=manifest.get("status"), stage=integrated.get("stage"),
-               captures=capture_count(manifest, shared), files=len(manifest.get("files", [])),
-               overrides=manifest.get("job", {}).get("overrides", []),
+    path, manifest, shared = found
+    integrated = manifest.profiler_config.get("integrated", {})
+    row.update(status=manifest.status, stage=integrated.get("stage"),
+               captures=capture_count(manifest, shared), files=len(manifest.files or []),
+               overrides=manifest.job.get("overrides", []),
                save_root=str(path.parent), note=nothing_captured(manifest, shared),
-               error=manifest.get("error"))  # a failed task's exception, one line
-    files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
+               error=manifest.error)  # a failed task's exception, one line
+    files = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
+             for f in c.get("files") or []]
     result = analyse_files(files, path.parent) if files else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:
@@ -60,8 +76,8 @@ def sweep_summary(sweep_dir: Path | str,
                   shared_roots: list[Path] | None = None) -> list[dict[str, Any]]:
     """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
 
-    ``shared_roots``: save roots outside the job dirs that jobs share (their manifests are
-    ``manifest.job<n>.json``).
+    ``shared_roots``: save roots outside the job dirs that jobs share (each manifest there
+    names its job's number and output dir).
     """
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():

@@ -2,9 +2,11 @@
 
 - ``step_time``: the step's length (median over steps of the median over ranks) and spread;
 - ``slowest``: the stage (or, where no stage was recorded, the custom range) that takes the
-  most of a step, and its share;
+  most of a step, and its share (of each rank's own step, its runs merged: never over 100%);
 - ``straggler``: the rank furthest behind the other ranks (``stragglers``: against the median
-  of the others, above the noise floor);
+  of the others, above the noise floor), named only when it is behind consistently
+  (``stragglers.behind``); else the largest one-off (``one_off``). ``steps``: how many steps the
+  verdict rests on (under three, it says so);
 - ``device``: what bounds the device (compute, exposed communication, exposed copies, idle) with
   each part's share of the step on the device, from the rows ``device_scope`` counts (captures
   with steps and without are never averaged together), and the time the classification rules
@@ -25,6 +27,8 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds, worlds_text
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
+from mindspeed_prof.analysis.readers.device import merge
+from mindspeed_prof.analysis.readers.intervals import covered, length
 from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
@@ -37,21 +41,28 @@ from mindspeed_prof.analysis.rows import (
     Straggler,
     World,
 )
-from mindspeed_prof.analysis.stragglers import find_stragglers, noise_floor, step_times
+from mindspeed_prof.analysis.stragglers import Behind, behind, noise_floor, step_times
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
-           "bound_of", "device", "memory", "slowest", "step_time", "straggler", "verdict"]
+           "bound_of", "compute_behind", "device", "memory", "rests_on", "slowest", "step_time",
+           "straggler", "verdict"]
 
 class Verdict(Row, kw_only=True):
     """Every part of the verdict; a part is None where the captures do not hold what it needs."""
 
     step: StepTime | None = None
     slowest: Share | None = None
+    #: The consistent straggler's worst step, and how consistently it is behind.
     straggler: Straggler | None = None
+    behind: Behind | None = None
+    #: No consistent straggler: the largest one-off (a rank behind in a step or few).
+    one_off: Straggler | None = None
+    #: The steps the verdict rests on (counted: warmup left out).
+    steps: int = 0
     device: DeviceVerdict | None = None
     memory: MemoryVerdict | None = None
     triggered: list[Triggered] = []
@@ -75,14 +86,22 @@ class Verdict(Row, kw_only=True):
             share = f" ({w.share:.0%} of the step)" if w.share is not None else ""
             where = f", longest on rank {rank_label(w.rank)}" if w.rank is not None else ""
             out.append(("slowest", f"{w.kind} {w.name}: {w.ms:,.1f} ms per step{share}{where}"))
-        if self.straggler:
-            g = self.straggler
-            out.append(("straggler", f"rank {rank_label(g.rank, g.source)} at {g.kind} {g.name}, "
-                        f"step {g.step}: {g.ms:,.1f} ms against {g.median_ms:,.1f} ms on the "
-                        f"other ranks ({g.ratio:.1f}x, {g.excess_ms:+,.1f} ms)"))
+        rests = (f"; the verdict rests on {self.steps} step{'s' * (self.steps != 1)}"
+                 if 0 < self.steps < 3 else "")
+        if self.straggler and self.behind:
+            g, b = self.straggler, self.behind
+            out.append(("straggler", f"rank {rank_label(g.rank, g.source)} at {g.kind} {g.name}: "
+                        f"behind in {b.behind} of {b.compared} step{'s' * (b.compared != 1)}, "
+                        f"{b.mean_excess_ms:+,.1f} ms a step on average; worst, step {g.step}: "
+                        f"{_against(g)}{rests}"))
+        elif self.one_off:
+            g = self.one_off
+            out.append(("straggler", f"no consistent straggler (largest one-off: rank "
+                        f"{rank_label(g.rank, g.source)} at {g.kind} {g.name}, step {g.step}: "
+                        f"{_against(g)}){rests}"))
         elif self.step and self.step.ranks > 1:
             out.append(("straggler", "none (no rank behind the others by more than the noise "
-                        "floor)"))
+                        f"floor){rests}"))
         out += _device_lines(self.device, self.worlds)
         if self.memory:
             m = self.memory
@@ -124,6 +143,11 @@ def _device_lines(d: DeviceVerdict | None, held: list[World]) -> list[tuple[str,
     if held:
         out.append(("ranks", worlds_text(held)))
     return out
+
+
+def _against(g: Straggler) -> str:
+    return (f"{g.ms:,.1f} ms against {g.median_ms:,.1f} ms on the other ranks ({g.ratio:.1f}x, "
+            f"{g.excess_ms:+,.1f} ms)")
 
 
 def _gb(n: float) -> str:
@@ -169,43 +193,73 @@ def step_time(result: Analysis) -> StepTime | None:
 
 def slowest(result: Analysis, step: StepTime | None) -> Share | None:
     """The stage taking the most of a step; where no stage was recorded (a light capture of
-    custom ranges), the custom range with the most self time per step."""
+    custom ranges), the custom range taking the most. A name's time in a step is the union of
+    its runs (two threads at once count once), cut to the rank's own step where that was
+    recorded: its share of that step is never over 100%."""
     ranges = [r for r in result.counted() if r.step is not None]
+    boxes: dict[tuple[int | None, str, int | None], tuple[float, float]] = {}
+    for r in ranges:
+        if r.kind == "step":
+            lo, hi = boxes.get((r.rank, r.source, r.step), (r.ts, r.ts + r.dur))
+            boxes[(r.rank, r.source, r.step)] = (min(lo, r.ts), max(hi, r.ts + r.dur))
     for kind in ("stage", "range"):
-        per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(
-            lambda: defaultdict(float))
+        spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
+            defaultdict(list))
         for r in ranges:
             if r.kind == kind:
-                per[(r.name, r.rank)][r.step] += r.dur / 1000.0  # type: ignore[index]
-        if not per:
+                spans[(r.name, r.rank, r.source, r.step)].append((r.ts, r.ts + r.dur))
+        if not spans:
             continue
-        mean = {key: sum(steps.values()) / len(steps) for key, steps in per.items()}
-        names: dict[str, list[tuple[float, int | None]]] = defaultdict(list)
-        for (name, rank), ms in mean.items():
-            names[name].append((ms, rank))
+        per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = (
+            defaultdict(list))
+        for (name, rank, source, n), intervals in spans.items():
+            merged, box = merge(intervals), boxes.get((rank, source, n))
+            if box is None:
+                per[(name, rank, source)].append((length(merged) / 1000.0, None))
+            else:
+                ms = covered(merged, *box) / 1000.0
+                per[(name, rank, source)].append(
+                    (ms, ms * 1000.0 / (box[1] - box[0]) if box[1] > box[0] else None))
+        names: dict[str, list[tuple[float, float | None, int | None]]] = defaultdict(list)
+        for (name, rank, _), runs in per.items():
+            shares = [x for _, x in runs if x is not None]
+            names[name].append((statistics.fmean(ms for ms, _ in runs),
+                                statistics.fmean(shares) if shares else None, rank))
         name, rows = max(names.items(), key=lambda kv: (
-            statistics.median(ms for ms, _ in kv[1]), kv[0]))
-        ms = statistics.median(m for m, _ in rows)
-        top, longest = max(rows, key=lambda r: r[0])
-        if len(rows) < 2 or top - min(m for m, _ in rows) < noise_floor(
+            statistics.median(ms for ms, _, _ in kv[1]), kv[0]))
+        ms = statistics.median(m for m, _, _ in rows)
+        top, _, longest = max(rows, key=lambda r: r[0])
+        if len(rows) < 2 or top - min(m for m, _, _ in rows) < noise_floor(
                 result.noise_ms, step.median_ms if step else None):
             longest = None  # no rank stands out
+        shares = [x for _, x, _ in rows if x is not None]
         return Share(kind=kind, name=name, ms=ms, rank=longest,
-                     share=ratio(ms, step.median_ms, None) if step else None)
+                     share=statistics.median(shares) if shares else None)
     return None
 
 
-def straggler(result: Analysis) -> Straggler | None:
-    """The rank furthest behind the others at a stage, else at a custom range, else (captures
-    without ranges, torch_npu's) in device compute time per step: the rank that computes
-    longest is the one the others wait for in their collectives."""
-    found = result.stragglers() or result.stragglers("range") or compute_stragglers(result)
-    return found[0] if found else None
+def straggler(result: Analysis) -> tuple[Behind | None, Straggler | None]:
+    """The rank furthest behind the others, consistently (``stragglers.behind``), at a stage,
+    else at a custom range, else (captures without ranges, torch_npu's) in device compute time
+    per step: the rank that computes longest is the one the others wait for in their
+    collectives. Without one: (None, the largest one-off, stages first)."""
+    counted = result.counted()
+    found = [behind(counted, "stage", result.margin, result.noise_ms),
+             behind(counted, "range", result.margin, result.noise_ms),
+             compute_behind(result)]
+    for rows in found:
+        if rows and rows[0].consistent:
+            return rows[0], None
+    for rows in found:
+        if rows:
+            return None, max((b.worst for b in rows), key=lambda g: (g.excess_ms, g.ratio))
+    return None, None
 
 
-def compute_stragglers(result: Analysis) -> list[Straggler]:
+def compute_behind(result: Analysis) -> list[Behind]:
     """Ranks whose device compute time in a step exceeds the other ranks' median by the
-    margin and the noise floor (``kind`` ``device``, ``name`` ``compute``)."""
+    margin and the noise floor (``kind`` ``device``, ``name`` ``compute``), and how
+    consistently (``stragglers.behind``)."""
     steps, _ = _device_steps(result)
     fake = [Range(rank=r.rank, kind="device", name="compute", step=r.step, ts=0.0,
                   dur=r.compute_ms * 1000.0, source=r.source)
@@ -213,7 +267,15 @@ def compute_stragglers(result: Analysis) -> list[Straggler]:
             and (result.include_warmup or not r.warmup)]
     fake += [Range(rank=None, kind="step", name="step", step=step, ts=0.0, dur=ms * 1000.0)
              for step, ms in steps.items()]  # the step length, for the noise floor's share
-    return find_stragglers(fake, "device", result.margin, result.noise_ms)
+    return behind(fake, "device", result.margin, result.noise_ms)
+
+
+def rests_on(result: Analysis, step: StepTime | None) -> int:
+    """How many steps the verdict rests on: those counted (steps, else stages, else the
+    device's steps)."""
+    steps = {r.step for r in result.counted() if r.kind in ("step", "stage")
+             and r.step is not None}
+    return len(steps) or (step.steps if step else 0)
 
 
 def bound_of(compute: float, comm: float, copy: float, idle: float) -> str:
@@ -264,9 +326,12 @@ def memory(result: Analysis) -> MemoryVerdict | None:
 def verdict(result: Analysis) -> Verdict:
     """Every part of the verdict of ``result``."""
     step = step_time(result)
-    out = Verdict(step=step, slowest=slowest(result, step), straggler=straggler(result),
-                  device=device(result), memory=memory(result), triggered=triggered(result),
-                  warmup_steps=sorted({s for _, s in result.warmup()}),
+    lag, one_off = straggler(result)
+    out = Verdict(step=step, slowest=slowest(result, step),
+                  straggler=lag.worst if lag else None, behind=lag, one_off=one_off,
+                  steps=rests_on(result, step), device=device(result), memory=memory(result),
+                  triggered=triggered(result), warmup_steps=sorted({s for _, s in
+                                                                   result.warmup()}),
                   worlds=worlds(result.traces))
     out.next = next_steps(result, out.straggler, out.slowest, out.device)
     return out

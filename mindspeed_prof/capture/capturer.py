@@ -6,7 +6,9 @@ turns a start into files under the save root and a stop into a ``CaptureRecord``
 - ``<save>/<role>/`` for whole steps (``stage: all``), ``<save>/<stage>/`` per stage execution
   (``<save>/<role>/<stage>/`` for a role other than ``integrated``); unplanned captures the
   same under ``<save>/triggered/``;
-- stems ``rank<r>_<host>_<pid>_step<s>[_<index>]``, never reusing one this process wrote.
+- stems ``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed with ``O_EXCL`` at the
+  start (``naming.claim_stem``), the claim released once the files are written: never one
+  another process or job took.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
-from mindspeed_prof.capture.naming import inside, safe_name
+from mindspeed_prof.capture.naming import inside, release_stem, safe_name
 from mindspeed_prof.capture.part import Host, Starting
 from mindspeed_prof.capture.plan import ALL
 from mindspeed_prof.capture.ranges import RangeTap
@@ -39,6 +41,7 @@ class Capturer:
         self.active: Backend | None = None
         self.record: CaptureRecord | None = None
         self._spans: SpanRecorder | None = None
+        self._target: CaptureTarget | None = None
         self._started = 0.0
 
     def start(self, starting: Starting) -> None:
@@ -56,6 +59,7 @@ class Capturer:
         folder = inside(host.save_root, *directory)
         target = CaptureTarget(folder, host.new_stem(folder, capture.step, capture.index),
                                host.rank, host.role, capture, metadata)
+        self._target = target
         backend = self._backend_for(starting)
         self.active = backend
         backend.start(target)
@@ -100,6 +104,8 @@ class Capturer:
             files = backend.stop()
         except Exception as err:
             return record, f"{type(err).__name__}: {err}"
+        finally:
+            self._release()
         record.files = [str(f) for f in files]
         record.seconds = round(time.time() - self._started, 6)
         return record, ""
@@ -113,6 +119,13 @@ class Capturer:
                 backend.stop()
             except Exception:
                 pass
+        self._release()
+
+    def _release(self) -> None:
+        """The capture's files are written (or never will be): its stem's claim goes."""
+        target, self._target = self._target, None
+        if target is not None:
+            release_stem(target.directory, target.stem)
 
     def _end(self) -> None:
         spans, self._spans = self._spans, None

@@ -13,7 +13,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.capture.naming import inside
+from mindspeed_prof.capture.naming import inside, release_stem
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import ALL
 from mindspeed_prof.capture.ranges import RangeTap
@@ -103,13 +103,17 @@ class Flight(Part):
                                backend="flight", steps=steps, reason=reason, trigger="flight",
                                recorded=["ranges"], trigger_step=at)
         started = time.time()
+        folder, stem = host.save_root, ""
         try:
             folder = inside(host.save_root, "flight")
-            path = self.ring.dump(folder / f"{host.new_stem(folder, first, 0)}{SPANS}",
-                                  metadata)
+            stem = host.new_stem(folder, first, 0)
+            path = self.ring.dump(folder / f"{stem}{SPANS}", metadata)
         except Exception as err:
             log.warning("mindspeed-prof: flight recorder dump (%s) failed: %s", reason, err)
             return None
+        finally:
+            if stem:
+                release_stem(folder, stem)
         record.files = [str(path)]
         record.seconds = round(time.time() - started, 6)
         host.captures.append(record)

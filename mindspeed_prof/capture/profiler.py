@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from time import perf_counter_ns
@@ -22,13 +22,14 @@ from typing import Any, ContextManager
 
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
+from mindspeed_prof.capture import run as _run
 from mindspeed_prof.capture.anomaly import AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
 from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooks import TrainerHook
-from mindspeed_prof.capture.naming import host_name, safe_name, unused_stem
+from mindspeed_prof.capture.naming import claim_stem, host_name, process_token, safe_name
 from mindspeed_prof.capture.ondemand import OnDemand
 from mindspeed_prof.capture.part import Part, Starting
 from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, Stop, Trigger
@@ -42,8 +43,9 @@ from mindspeed_prof.config.schema import (
     canonical_stage,
     field_key,
 )
-from mindspeed_prof.config.validate import validate
+from mindspeed_prof.config.validate import RUN_KEY, validate
 from mindspeed_prof.formats import anchor
+from mindspeed_prof.formats.run import valid_run_id
 
 __all__ = ["CaptureRecord", "OnCapture", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
@@ -94,8 +96,11 @@ class Profiler:
 
     def __init__(self, cfg: IntegratedConfig, *, rank: int | None = None,
                  role: str = "integrated", backend: Backend | None = None,
-                 on_capture: Sequence[OnCapture] = ()) -> None:
+                 on_capture: Sequence[OnCapture] = (), run: str | None = None) -> None:
         self.cfg = cfg
+        if run is not None and not valid_run_id(run):
+            raise ValueError(f"run={run!r}: a run id is 1-64 letters, digits, '_', '.' or '-'")
+        self._run: tuple[str, str] | None = (run, "given") if run is not None else None
         self.role = safe_name(canonical_role(role), "role")  # verl's ref: reference
         self.enabled = bool(cfg.profile)
         self._rank_arg = rank
@@ -131,15 +136,20 @@ class Profiler:
     @classmethod
     def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
                     backend: Backend | None = None,
-                    on_capture: Sequence[OnCapture] = ()) -> Profiler:
+                    on_capture: Sequence[OnCapture] = (), run: str | None = None) -> Profiler:
         """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
 
         ``role`` picks the section: ``integrated``'s settings with the role's own laid over
         them; captures go under ``<save>/<role>/``. An unknown role raises ``ConfigError``.
+        ``run``: the job's run id where the caller knows it (a worker's config carries its
+        driver's: ``ray.worker_config``); else resolved at the first capture (``capture.run``).
         """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
-        return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture)
+        if run is None and isinstance(cfg, Mapping):  # a worker's config: its driver's run
+            run = cfg.get(RUN_KEY)
+        return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture,
+                   run=run)
 
     # -- context managers -------------------------------------------------------------
     def step(self, step: int) -> ContextManager[Any]:
@@ -265,11 +275,18 @@ class Profiler:
             self._warned.add(key)
             log.warning(message)
 
+    @property
+    def run(self) -> tuple[str, str]:
+        """``(run id, how the ranks agreed on it)`` (``capture.run``), resolved on first use."""
+        if self._run is None:
+            self._run = _run.resolve()
+        return self._run
+
     def metadata(self, stage: str, step: int) -> dict[str, Any]:
         """What a capture's files record about it (the range file's header, the trace's):
         ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
-        out = {"rank": self.rank, "role": self.role, "stage": stage, "step": step,
-               "host": host_name(), "pid": os.getpid(),
+        out = {"run": self.run[0], "rank": self.rank, "role": self.role, "stage": stage,
+               "step": step, "host": host_name(), "pid": os.getpid(),
                "level": self.cfg.profile_level.value,
                "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
         if self.cfg.comm_kernels:
@@ -277,8 +294,10 @@ class Profiler:
         return out
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:
-        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_step{step}"
-        return unused_stem(folder, f"{stem}_{index}" if index else stem)
+        """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``
+        (``naming.claim_stem``): no other process or job gets it."""
+        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_{process_token()}_step{step}"
+        return claim_stem(folder, f"{stem}_{index}" if index else stem)
 
     # -- internals ----------------------------------------------------------------------
     def _step_end(self, step: int, failed: bool) -> None:

@@ -17,7 +17,8 @@ from mindspeed_prof.cli.common import (
     jobs_option,
     noise_option,
     placement_line,
-    read_captures,
+    read_runs,
+    run_line,
 )
 from mindspeed_prof.raylink import Unreachable
 
@@ -43,6 +44,10 @@ def add_parser(sub: Any) -> None:
                         "by this fraction (default 0.2 = 20%%)")
     a.add_argument("--top", type=int, default=10, metavar="N",
                    help="rows of each top list (default 10)")
+    a.add_argument("--run", metavar="ID|all",
+                   help="which run to answer for where PATH holds several (every run of an "
+                        "app writes to one save root): an id (or its first characters) from "
+                        "the first line, or all: each run apart (default: the newest)")
     noise_option(a)
     comm_kernels_option(a)
     jobs_option(a)
@@ -68,6 +73,7 @@ def report_requirement() -> str | None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from mindspeed_prof.analysis.runs import ALL, UnknownRun, describe
     from mindspeed_prof.views.text import print_analysis
 
     path = Path(args.path)
@@ -78,33 +84,55 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
     try:
-        result = read_captures(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray,
-                               comm_kernels=args.comm_kernels)
-        result.noise_ms = args.noise_ms
+        results = read_runs(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray,
+                            run=args.run, comm_kernels=args.comm_kernels)
     except Unreachable as err:
         error(str(err))
         return Exit.USAGE
-    if line := placement_line(result):
+    except UnknownRun as err:
+        error(str(err))
+        return Exit.USAGE
+    first = results[0]
+    every = args.run == ALL and len(results) > 1
+    line = None if every else run_line(first)
+    if line and args.json:
+        error(line)  # stdout is the JSON document
+    if line := placement_line(first):
         error(line)
-    for line in result.messages():
+    for line in dict.fromkeys(m for r in results for m in r.messages()):
         error(line)
-    if not result.traces:
-        if not result.bad:
+    if not any(r.traces for r in results):
+        if not first.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
     from mindspeed_prof.analysis.report import Answers, document
 
-    found = Answers(result)
-    for line in found.notes:
-        error(f"note: {line}")
-    if args.html:
-        from mindspeed_prof.views.html import write_report
+    console = Console()
+    docs = []
+    for result in results:
+        result.noise_ms = args.noise_ms
+        found = Answers(result)
+        for note in found.notes:
+            error(f"note: {note}")
+        if args.html:
+            from mindspeed_prof.views.html import write_report
 
-        print(f"report: {write_report(result, Path(args.html), found)}", file=sys.stderr)
+            html = Path(args.html)
+            if every and result.run is not None:
+                html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}"
+                                      f"{html.suffix}")
+            print(f"report: {write_report(result, html, found)}", file=sys.stderr)
+        if args.json:
+            docs.append(document(result, found))
+            continue
+        head = (f"run {describe(result.run)}" if every and result.run is not None
+                else run_line(result))
+        if head:
+            console.print(head, soft_wrap=True, highlight=False, markup=False)
+        print_analysis(result, console, top=args.top, answers=found)
     if args.json:
-        json.dump(document(result, found), sys.stdout, indent=2, default=str)
+        body = ({"runs": docs[0]["runs"], "results": docs} if every else docs[0])
+        json.dump(body, sys.stdout, indent=2, default=str)
         print()
-    else:
-        print_analysis(result, Console(), top=args.top, answers=found)
-    return exit_code(result)
+    return exit_code(*results) if every else exit_code(first)

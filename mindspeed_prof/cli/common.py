@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["EXIT_CODES", "Exit", "comm_kernels_option", "error", "exit_code", "jobs_option",
-           "noise_option", "placement_line", "read_captures"]
+           "noise_option", "placement_line", "read_captures", "read_runs", "run_line"]
 
 
 class Exit(IntEnum):
@@ -50,14 +50,22 @@ def error(message: str) -> None:
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
                   jobs: int | None = None, ray: str | None = None,
-                  comm_kernels: str = "") -> Any:
-    """``analyse(path)`` in ``jobs`` processes (default: the CPU count, capped) with a transient
-    progress bar of files and bytes (none when ``quiet``); ``comm_kernels``: as
+                  run: str | None = None, comm_kernels: str = "") -> Any:
+    """The analysis of one run under ``path`` (``run``, else the newest): ``read_runs``."""
+    return read_runs(path, margin, quiet, jobs, ray, run, comm_kernels)[0]
+
+
+def read_runs(path: Path, margin: float | None = None, quiet: bool = True,
+              jobs: int | None = None, ray: str | None = None,
+              run: str | None = None, comm_kernels: str = "") -> list[Any]:
+    """``analyse_runs(path)`` in ``jobs`` processes (default: the CPU count, capped) with a
+    transient progress bar of files and bytes (none when ``quiet``): one analysis per run
+    ``run`` names (None: the newest; ``all``: each, newest first); ``comm_kernels``: as
     ``--comm-kernels``."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse
+    from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse_runs
     from mindspeed_prof.analysis.parallel import default_jobs
 
     stderr = Console(stderr=True)
@@ -70,9 +78,9 @@ def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
         def progress(files: int, all_files: int, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
 
-        return analyse(path, margin=DEFAULT_MARGIN if margin is None else margin,
-                       progress=progress, jobs=default_jobs() if jobs is None else jobs,
-                       ray=ray, comm_kernels=comm_kernels)
+        return analyse_runs(path, margin=DEFAULT_MARGIN if margin is None else margin,
+                            progress=progress, jobs=default_jobs() if jobs is None else jobs,
+                            ray=ray, run=run, comm_kernels=comm_kernels)
 
 
 def noise_option(parser: Any) -> None:
@@ -119,6 +127,14 @@ def placement_line(result: Any) -> str | None:
         per[name] = per.get(name, 0) + 1
     counts = ", ".join(f"{host}: {n}" for host, n in sorted(per.items()))
     return f"read {len(result.placement)} captures on {len(per)} Ray nodes ({counts})"
+
+
+def run_line(result: Any) -> str | None:
+    """``3 runs under DIR; this is the newest, RUN (started ...); --run ID|all``, where the
+    root holds several runs (None otherwise)."""
+    from mindspeed_prof.analysis.runs import runs_line
+
+    return runs_line(result.root, result.runs, result.run) if result.run else None
 
 
 def _jobs(text: str) -> int:

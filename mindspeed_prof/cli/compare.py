@@ -15,6 +15,7 @@ from mindspeed_prof.cli.common import (
     exit_code,
     noise_option,
     read_captures,
+    run_line,
 )
 
 __all__ = ["add_parser", "run"]
@@ -26,14 +27,17 @@ def add_parser(sub: Any) -> None:
         description="Mean time per stage execution and rank in run A (the baseline) and run "
                     "B, per custom range too, device time per step and memory peaks; a change "
                     "beyond --threshold is flagged, runs that captured different things are "
-                    "named. Exit codes as for analyse, and 4 with --fail-over.")
+                    "named. A save root of several runs is read as its newest run. Exit codes "
+                    "as for analyse, and 4 with --fail-over.")
     c.add_argument("a", metavar="A", help="the baseline run: a save root, job dir or capture")
     c.add_argument("b", metavar="B", help="the run compared against A, in the same forms")
     c.add_argument("--threshold", type=float, default=0.1,
                    help="flag changes beyond this fraction (default 0.1 = 10%%)")
     c.add_argument("--fail-over", type=float, metavar="FRACTION",
-                   help="exit 4 when a stage or range mean in B exceeds A's by more than "
-                        "FRACTION (0.05 = 5%%): a CI gate")
+                   help="exit 4 when a stage or range on a rank runs slower in B than in A: "
+                        "its per-step times shifted by more than FRACTION (0.05 = 5%%) of A's "
+                        "and the noise floor, a shift a rank test over both runs' steps finds "
+                        "real (one-off stalls are not): a CI gate")
     c.add_argument("--include-warmup", action="store_true",
                    help="count warmup steps (left out by default)")
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -45,7 +49,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.compare import compare_runs, slower_than
+    from mindspeed_prof.analysis.compare import compare_runs, few_steps, slower_than
     from mindspeed_prof.views.text import print_compare, print_compare_details
 
     for given in (args.a, args.b):
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     a.include_warmup = b.include_warmup = args.include_warmup
     a.noise_ms = b.noise_ms = args.noise_ms
     for side, result in (("A", a), ("B", b)):
+        if line := run_line(result):  # each side: its newest run
+            error(f"{side}: {line}")
         for line in result.messages():
             error(f"{side}: {line}")
     for given, result in ((args.a, a), (args.b, b)):
@@ -66,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     for w in found.warnings:
         error(f"warning: {w}")
     slower = slower_than(found, args.fail_over) if args.fail_over is not None else []
+    if args.fail_over is not None and (few := few_steps(found)):
+        error(f"warning: {few}")
     if args.json:
         json.dump({"a": str(args.a), "b": str(args.b), "threshold": args.threshold,
                    "fail_over": args.fail_over, "slower": slower, **found.json()}, sys.stdout,

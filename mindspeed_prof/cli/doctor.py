@@ -11,7 +11,7 @@ from typing import Any
 from mindspeed_prof.analysis.readers.model import ranks_text
 from mindspeed_prof.cli.common import Exit
 
-__all__ = ["add_parser", "captures_line", "run"]
+__all__ = ["add_parser", "captures_line", "run", "runs_text"]
 
 DESCRIPTION = """\
 A run's captures checked before anyone opens a trace: missing ranks, empty,
@@ -61,6 +61,14 @@ def captures_line(per_rank: dict[str, int]) -> str:
     return f"captures: {sum(per_rank.values())} ({'; '.join(groups)})"
 
 
+def runs_text(runs: list[dict[str, Any]]) -> str:
+    """``runs: 2, newest first: RUN (started ..., ranks 0-1); ...``."""
+    from mindspeed_prof.analysis.runs import RunInfo, describe
+
+    return f"runs: {len(runs)}, newest first: " + "; ".join(
+        describe(RunInfo(**r)) for r in runs)
+
+
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.doctor import doctor
 
@@ -80,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         expected = (str(len(health.ranks_expected)) if health.ranks_expected
                     else "unknown: no manifest names them")
         print(f"ranks with captures: {ranks} (expected {expected})")
+        if len(health.runs) > 1:
+            print(runs_text(health.runs))
         if health.worlds:
             from mindspeed_prof.analysis.capture_facts import worlds_text
             from mindspeed_prof.analysis.rows import World

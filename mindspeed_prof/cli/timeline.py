@@ -14,6 +14,7 @@ from mindspeed_prof.cli.common import (
     jobs_option,
     placement_line,
     read_captures,
+    run_line,
 )
 from mindspeed_prof.raylink import Unreachable
 
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     except Unreachable as err:
         error(str(err))
         return Exit.USAGE
+    if line := run_line(result):  # one run's timeline: the newest
+        error(line.replace("; --run ID|all", ""))
     if line := placement_line(result):
         error(line)
     for line in result.messages():

@@ -37,8 +37,11 @@ from mindspeed_prof.config.schema import (
     canonical_stage,
 )
 
-__all__ = ["ConfigError", "MAX_PATTERN", "PLANNED_FIELDS", "pattern_problem", "sections",
+__all__ = ["MAX_PATTERN", "RUN_KEY", "ConfigError", "PLANNED_FIELDS", "pattern_problem", "sections",
            "validate"]
+
+#: Not a section: the driver's run id in a worker's config (``ray.worker_config``).
+RUN_KEY = "run"
 
 log = logging.getLogger("mindspeed_prof")
 
@@ -128,7 +131,7 @@ def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
         raise ConfigError(f"profiler_config: expected a mapping, got {type(cfg).__name__}")
     if "profiler_config" in cfg:
         return _tree(cfg["profiler_config"])
-    keys = [str(k) for k in cfg]
+    keys = [str(k) for k in cfg if k != RUN_KEY]
     known = set(SECTIONS) | set(ROLE_ALIASES)
     if not any(k in known for k in keys) and any(k in _FIELDS for k in keys):
         return None

@@ -1,31 +1,121 @@
-"""``manifest.json``: what a job profiled, with which config and versions, and what it wrote."""
+"""Manifests: what a job instance profiled, with which config and versions, and what it wrote.
+
+One file per job instance and rank, named by its run id (``manifest-<run>.json`` for rank 0,
+``manifest-<run>.rank<r>.json`` for the others), so a restart, a second run or a concurrent job
+in the same save root writes a manifest of its own. Manifests from before run ids
+(``manifest.json``, ``manifest.rank<r>.json``, ``manifest.job<n>[.rank<r>].json``) are read
+the same way; their ``run`` is empty.
+
+``Manifest`` is the one typed form: ``write_manifest`` writes it, ``read_manifest`` and
+``find_manifests`` read it back (a field is one line in ``Manifest``).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import socket
+import stat
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from mindspeed_prof.formats import NPU_FOLDER, capture_stem, is_capture_file
 
-__all__ = ["capture_count", "host_info", "list_files", "manifest_name", "nothing_captured",
-           "versions"]
+__all__ = ["MAX_MANIFEST_BYTES", "Manifest", "capture_count", "find_manifests", "host_info",
+           "is_manifest", "list_files", "manifest_name", "nothing_captured", "read_manifest",
+           "versions", "write_manifest"]
+
+#: A manifest larger than this is not read (one that lists a large root's files is a few MB).
+MAX_MANIFEST_BYTES = 64 * 2**20
+_NAME = re.compile(r"^manifest(-[A-Za-z0-9][A-Za-z0-9_.-]*?)?(\.job\d+)?(\.rank\d+)?\.json$")
 
 
-def manifest_name(rank: int, job: int | None = None) -> str:
-    """``manifest.json`` for rank 0, ``manifest.rank<r>.json`` for other ranks of the same job.
+class Manifest(msgspec.Struct, kw_only=True):
+    """One job instance's record on one rank, as written while it runs and when it ends."""
 
-    ``job`` (a multirun job number) is given when several jobs share one save root:
-    ``manifest.job<n>.json``, ``manifest.job<n>.rank<r>.json``.
-    """
-    parts = ["manifest"]
-    if job is not None:
-        parts.append(f"job{job}")
-    if rank:
-        parts.append(f"rank{rank}")
-    return ".".join(parts) + ".json"
+    #: running | completed | failed | exited
+    status: str = "running"
+    #: The job instance's run id (``formats.run``); "" in manifests from before run ids.
+    run: str = ""
+    #: How the ranks agreed on it (``capture.run``: given, env, torchrun, process group...).
+    run_how: str = ""
+    #: Hydra's job: name, num (multirun), overrides, output_dir.
+    job: dict[str, Any] = {}
+    rank: int | None = None
+    host: str = ""
+    pid: int | None = None
+    start_time: float | None = None
+    versions: dict[str, str | None] = {}
+    #: The job's checked settings, and the role sections as composed.
+    profiler_config: dict[str, Any] = {}
+    profiler_failed: bool = False
+    # -- known when the job ends (None, and not written, before) ---------------------------
+    end_time: float | None = None
+    duration_s: float | None = None
+    #: Each capture's record (``CaptureRecord.to_json``): its own files, exactly. (Entries are
+    #: objects as written; a reader checks each, so one odd entry costs only itself.)
+    captures: list[Any] | None = None
+    #: Anomalies seen: rank, step, stage, time, median...
+    triggers: list[Any] | None = None
+    #: Files this job wrote under the save root (path, bytes), manifests excluded.
+    files: list[Any] | None = None
+    #: The task's exception, one line.
+    error: str | None = None
+
+
+def manifest_name(run: str, rank: int) -> str:
+    """``manifest-<run>.json`` for rank 0, ``manifest-<run>.rank<r>.json`` for other ranks."""
+    return f"manifest-{run}{f'.rank{rank}' if rank else ''}.json"
+
+
+def is_manifest(name: str) -> bool:
+    """Whether ``name`` is a manifest's, of this version or an earlier one."""
+    return bool(_NAME.match(name))
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    """Write ``manifest`` at ``path`` atomically (readers see the old file or the new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    doc = {k: v for k, v in msgspec.to_builtins(manifest).items() if v is not None}
+    try:
+        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(doc), indent=2))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_manifest(path: Path) -> Manifest | None:
+    """The manifest at ``path``; None when it is not a regular file under
+    ``MAX_MANIFEST_BYTES`` holding a JSON object of the manifest's fields."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MANIFEST_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+        return msgspec.json.decode(raw, type=Manifest)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def find_manifests(root: Path, recursive: bool = True) -> list[tuple[Path, Manifest]]:
+    """Every manifest that can be read under ``root`` (in its folders too when
+    ``recursive``), with its path, in path order."""
+    if not root.is_dir():
+        return []
+    paths = root.rglob("manifest*.json") if recursive else root.glob("manifest*.json")
+    found = [(p, read_manifest(p)) for p in sorted(paths) if is_manifest(p.name)]
+    return [(p, m) for p, m in found if m is not None]
 
 
 def versions() -> dict[str, str | None]:
@@ -43,26 +133,35 @@ def host_info() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def list_files(root: Path) -> list[dict[str, Any]]:
-    """Every file under ``root`` (relative path and size), manifests excluded."""
+def list_files(root: Path, since: float | None = None) -> list[dict[str, Any]]:
+    """Every file under ``root`` (relative path and size), manifests and hidden files
+    excluded; with ``since`` (epoch seconds), only those written since then (a save root may
+    hold earlier runs' files)."""
     if not root.is_dir():
         return []
     out = []
     for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.name.startswith((".", "manifest")):
-            out.append({"path": str(p.relative_to(root)), "bytes": p.stat().st_size})
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        if (stat.S_ISREG(st.st_mode) and not p.name.startswith((".", "manifest"))
+                and (since is None or st.st_mtime >= since)):
+            out.append({"path": str(p.relative_to(root)), "bytes": st.st_size})
     return out
 
 
-def capture_count(manifest: dict[str, Any], shared: bool = False) -> int:
+def capture_count(manifest: Manifest, shared: bool = False) -> int:
     """A job's captures: its own profiler's, or, in a save root of its own, every capture there
     (Ray workers write theirs beside the driver's). One capture may be several files."""
-    own = len(manifest.get("captures", []))
+    own = len(manifest.captures or [])
     if shared:  # the root's files belong to several jobs
         return own
     stems = set()
-    for f in manifest.get("files", []):
-        path = Path(f["path"])
+    for f in manifest.files or []:
+        if not isinstance(f, dict):
+            continue
+        path = Path(str(f.get("path", "")))
         npu = [i for i, part in enumerate(path.parts) if part.endswith(NPU_FOLDER)]
         if npu:
             stems.add(Path(*path.parts[: npu[0] + 1]))
@@ -71,13 +170,13 @@ def capture_count(manifest: dict[str, Any], shared: bool = False) -> int:
     return max(own, len(stems))
 
 
-def nothing_captured(manifest: dict[str, Any], shared: bool = False) -> str | None:
+def nothing_captured(manifest: Manifest, shared: bool = False) -> str | None:
     """Why a finished job captured nothing (its chosen stage never ran...); None if it did."""
-    if manifest.get("profiler_failed"):
+    if manifest.profiler_failed:
         return "profiling failed in this job (its log names the cause)"
-    if capture_count(manifest, shared) or manifest.get("status") == "running":
+    if capture_count(manifest, shared) or manifest.status == "running":
         return None
-    cfg = manifest.get("profiler_config", {}).get("integrated", {})
+    cfg = manifest.profiler_config.get("integrated", {})
     start, end = cfg.get("profile_step_start"), cfg.get("profile_step_end")
     if isinstance(start, int) and isinstance(end, int):
         window = f"step {start}" if end - start == 1 else f"steps {start} to {end - 1}"

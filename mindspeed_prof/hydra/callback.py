@@ -23,7 +23,8 @@ log = logging.getLogger("mindspeed_prof")
 
 class ProfilerCallback(Callback):
     """Validates ``profiler_config`` before the task runs, builds ``mindspeed_prof.current()``,
-    and writes the job's ``manifest.json``; closes and finalises it however the task ends.
+    and writes the job's manifest (``manifest-<run>.json``: one per job instance and rank);
+    closes and finalises it however the task ends.
 
     Holds no open resources between jobs, so launchers that pickle callbacks can ship it.
     A multirun's summary is written at its end, or at exit when a job failed (Hydra's sweeper
@@ -61,35 +62,32 @@ class ProfilerCallback(Callback):
         save = hydra_save_root(Path(cfg.profile_save_path).expanduser(), hydra_cfg)
         cfg.profile_save_path = str(save)
         from mindspeed_prof.analysis.summary import after_capture
+        from mindspeed_prof.capture.run import start_job
 
-        profiler = Profiler(cfg, on_capture=after_capture(cfg))
+        job_num = _job_num(hydra_cfg)
+        run, how = start_job(job_num if _multirun(hydra_cfg) else None)
+        profiler = Profiler(cfg, on_capture=after_capture(cfg), run=run)
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
-        from mindspeed_prof.formats.manifest import host_info, manifest_name, versions
+        from mindspeed_prof.formats.manifest import Manifest, host_info, manifest_name, versions
 
         # the job's checked settings, and the role sections as composed
         resolved = {**sections(config.profiler_config), **to_sections(cfg)}
         # Several jobs of one sweep write into one save root outside their own dirs.
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
             Path(hydra_cfg.runtime.output_dir).resolve())
-        job_num = _job_num(hydra_cfg)
-        name = manifest_name(profiler.rank, job_num if shared else None)
         self._job = {
             "profiler": profiler,
-            "path": save / name,
+            "path": save / manifest_name(run, profiler.rank),
             "cwd": hydra_cfg.runtime.cwd,
             "shared": shared,
-            "manifest": {
-                "status": "running",
-                "job": {"name": hydra_cfg.job.name, "num": job_num,
-                        "overrides": list(hydra_cfg.overrides.task),
-                        "output_dir": hydra_cfg.runtime.output_dir},
-                "rank": profiler.rank,
-                **host_info(),
-                "start_time": time.time(),
-                "versions": versions(),
-                "profiler_config": resolved,
-            },
+            "manifest": Manifest(
+                status="running", run=run, run_how=how,
+                job={"name": hydra_cfg.job.name, "num": job_num,
+                     "overrides": list(hydra_cfg.overrides.task),
+                     "output_dir": hydra_cfg.runtime.output_dir},
+                rank=profiler.rank, **host_info(), start_time=time.time(),
+                versions=versions(), profiler_config=resolved),
         }
         _write(self._job)
         atexit.register(self._finish, "exited")  # sys.exit in the task skips on_job_end
@@ -128,15 +126,16 @@ class ProfilerCallback(Callback):
         from mindspeed_prof.formats.manifest import list_files
 
         manifest = job["manifest"]
-        manifest["status"] = "failed" if profiler.failed and status == "completed" else status
+        manifest.status = "failed" if profiler.failed and status == "completed" else status
         if error:
-            manifest["error"] = error  # the task's exception, one line
-        manifest["profiler_failed"] = profiler.failed
-        manifest["end_time"] = time.time()
-        manifest["duration_s"] = round(manifest["end_time"] - manifest["start_time"], 3)
-        manifest["captures"] = [c.to_json() for c in profiler.captures]
-        manifest["triggers"] = list(profiler.triggers)  # anomalies: rank, step, stage, median
-        manifest["files"] = list_files(job["path"].parent)
+            manifest.error = error  # the task's exception, one line
+        manifest.profiler_failed = profiler.failed
+        manifest.end_time = time.time()
+        manifest.duration_s = round(manifest.end_time - (manifest.start_time or 0.0), 3)
+        manifest.captures = [c.to_json() for c in profiler.captures]
+        manifest.triggers = list(profiler.triggers)  # anomalies: rank, step, stage, median
+        # what this job (and its Ray workers) wrote: not an earlier run's files in the root
+        manifest.files = list_files(job["path"].parent, since=manifest.start_time)
         _write(job)
         if _reports(profiler):
             log.info("%s", _where(job["path"].parent, Path(job["cwd"]), manifest,
@@ -145,7 +144,7 @@ class ProfilerCallback(Callback):
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
 
-                write_run_summary(job["path"].parent)
+                write_run_summary(job["path"].parent, manifest.run)  # this job's run
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
 
@@ -198,7 +197,7 @@ def _reports(profiler: Any) -> bool:
     return profiler.rank == (min(ranks) if isinstance(ranks, list) and ranks else 0)
 
 
-def _where(root: Path, cwd: Path, manifest: dict[str, Any], shared: bool) -> str:
+def _where(root: Path, cwd: Path, manifest: Any, shared: bool) -> str:
     """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
     from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 
@@ -212,10 +211,10 @@ def _where(root: Path, cwd: Path, manifest: dict[str, Any], shared: bool) -> str
 
 
 def _write(job: dict[str, Any]) -> None:
-    from mindspeed_prof.jsonio import write_json
+    from mindspeed_prof.formats.manifest import write_manifest
 
     try:
-        write_json(job["path"], job["manifest"])
+        write_manifest(job["path"], job["manifest"])
     except OSError as err:
         log.warning("mindspeed-prof: could not write %s: %s", job["path"], err)
 

@@ -14,22 +14,26 @@ from unittest import mock
 __all__ = ["MODULES", "process_state"]
 
 #: Modules whose globals hold process-wide state: the range sink, the current profilers, the
-#: live profilers and the signal handlers they replaced.
+#: live profilers and the signal handlers they replaced, the run id this process exported.
 MODULES = ("mindspeed_prof.mstx", "mindspeed_prof.capture.current",
-           "mindspeed_prof.capture.crash")
+           "mindspeed_prof.capture.crash", "mindspeed_prof.capture.run")
 
 
 @contextmanager
 def process_state() -> Iterator[None]:
     """Restore, on exit, the state of ``MODULES``, the SIGTERM/SIGINT handlers, ``atexit``
-    hooks mindspeed_prof registered inside, and ``torch_npu`` modules (the contract double)
-    imported inside.
+    hooks mindspeed_prof registered inside, the run id variable (``MINDSPEED_PROF_RUN``), and
+    ``torch_npu`` modules (the contract double) imported inside.
 
     Like Hydra's test utilities for its singletons: with it around every test, no test depends
     on which tests ran before it.
     """
     import importlib
+    import os
 
+    from mindspeed_prof.formats.run import RUN_ENV
+
+    run_env = os.environ.get(RUN_ENV)
     modules = [importlib.import_module(name) for name in MODULES]
     saved = [(m, _globals(m)) for m in modules]
     contents = {id(v): _contents(v) for _, g in saved for v in g.values()}
@@ -48,6 +52,10 @@ def process_state() -> Iterator[None]:
         with mock.patch.object(atexit, "register", recording):
             yield
     finally:
+        if run_env is None:
+            os.environ.pop(RUN_ENV, None)
+        else:
+            os.environ[RUN_ENV] = run_env
         for func in registered:
             atexit.unregister(func)
         for sig, handler in handlers.items():

@@ -132,14 +132,20 @@ def print_stage_rank(rows: list[StageRow], console: Console | None = None,
         r = stages[stage].get(rank)
         return f"{_ms(r.total_ms)} ({r.count})" if r else "-"
 
+    no_op = {stage: _no_op_share(list(by_rank.values())) for stage, by_rank in stages.items()}
+    shown = any(v != "-" for v in no_op.values())  # captures that record host operators
     table = _table(title)
     _column(table, "stage", right=False)
     for rank in ranks:
         _column(table, f"rank {rank_label(*rank)}")
+    if shown:
+        _column(table, "no op")
     for stage in stages:
-        table.add_row(stage, *[cell(stage, k) for k in ranks])
+        table.add_row(stage, *[cell(stage, k) for k in ranks], *([no_op[stage]] * shown))
     if _fits(console, table):
         console.print(table)
+        if shown:
+            console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
         return
     codes = _codes(stages)
     table = _table(title)
@@ -148,8 +154,26 @@ def print_stage_rank(rows: list[StageRow], console: Console | None = None,
         _column(table, codes[stage])
     for rank in ranks:
         table.add_row(rank_label(*rank), *[cell(stage, rank) for stage in stages])
+    if shown:
+        table.add_row("no op", *[no_op[stage] for stage in stages])
     console.print(table)
     _legend(console, codes)
+    if shown:
+        console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
+
+
+#: What the stage table's ``no op`` column says.
+NO_OP_NOTE = "no op: share of it no host operator ran (Python, waits, sleeps): see findings"
+
+
+def _no_op_share(rows: list[StageRow]) -> str:
+    """The share of these rows' time with no host operator running, over every rank where it
+    is known (``-`` where no capture records operators)."""
+    known = [r for r in rows if r.no_op_ms is not None]
+    total = sum(r.total_ms for r in known)
+    if not known or total <= 0:
+        return "-"
+    return f"{min(sum(r.no_op_ms or 0.0 for r in known) / total, 1.0):.0%}"
 
 
 def _print_per_step(steps: list[StepRow], console: Console) -> None:
@@ -260,6 +284,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         if i == 0:
             text.stylize("bold", 0, len(count(_captures(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
+    for w in result.clashes:  # before any number they bear on
+        _wrapped(console, f"warning: {w}", lead="warning:")
     print_verdict(answers.verdict, console)
     print_findings(answers.findings, console)
     print_stage_rank(result.stage_rank(), console)
@@ -282,7 +308,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         console.print(table)
     print_details(result, console, top)
     for w in result.warnings():
-        _wrapped(console, f"warning: {w}", lead="warning:")
+        if w not in result.clashes:  # said at the top
+            _wrapped(console, f"warning: {w}", lead="warning:")
 
 
 def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:

@@ -387,9 +387,10 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
                       include_warmup=True)
     doc = result.to_json()
     assert doc == {
-        "root": str(tmp_path), "ranks": [0, 1, 2], "stage_rank": to_json(result.stage_rank()),
+        "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
+        "stage_rank": to_json(result.stage_rank()),
         "per_step": to_json(result.per_step()), "stragglers": to_json(result.stragglers()),
-        "ranges": to_json(result.range_table()),
+        "ranges": to_json(result.range_table()), "no_op": to_json(result.no_op()),
         "range_stragglers": to_json(result.stragglers("range")),
         "device": to_json(result.device()), "comm": to_json(result.comm()),
         "classified": [{"rule": "deepep", "kind": "comm", "ms": 1.5, "kernels": 2},

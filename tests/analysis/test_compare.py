@@ -18,12 +18,14 @@ from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
 
 def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, first: float = 1.0,
-         ranks: tuple[int, ...] = (0,), steps: tuple[int, ...] = (1, 2, 3), **meta) -> Path:
-    """Steps with actor_update (``first`` x longer in the first step) holding a range ``fwd``."""
+         ranks: tuple[int, ...] = (0,), steps: tuple[int, ...] = (1, 2, 3), slow_steps: int = 1,
+         **meta) -> Path:
+    """Steps with actor_update (``first`` x longer in the first ``slow_steps`` steps) holding a
+    range ``fwd``."""
     for rank in ranks:
         events = []
         for step in steps:
-            t, k = step * 1_000_000, first if step == steps[0] else 1.0
+            t, k = step * 1_000_000, first if step in steps[:slow_steps] else 1.0
             events += [span(f"ProfilerStep#{step}", t, 900_000),
                        span("actor_update", t + 10, update_us * k),
                        span("fwd", t + 20, range_us * k)]
@@ -86,9 +88,10 @@ def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
 
 
 def test_warmup_left_out_unless_asked(tmp_path: Path) -> None:
-    meta: dict[str, Any] = {"window": [2, 3], "warmup_steps": 1}
-    a = _run(tmp_path / "a", **meta)
-    b = _run(tmp_path / "b", first=5.0, **meta)  # only the warmup step is slower
+    meta: dict[str, Any] = {"window": [7, 10], "warmup_steps": 6}
+    steps = tuple(range(1, 10))
+    a = _run(tmp_path / "a", steps=steps, **meta)
+    b = _run(tmp_path / "b", first=5.0, slow_steps=6, steps=steps, **meta)  # the warmup steps
     assert main(["compare", str(a), str(b), "--fail-over", "0.01"]) == 0
     assert main(["compare", str(a), str(b), "--fail-over", "0.01", "--include-warmup"]) == 4
 
@@ -266,8 +269,9 @@ def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
     assert found.rows[0].change == 0.1
     assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
     assert slower_than(found, 0.0999) == [
-        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0%, over 10.0%; "
-        "+10.0 ms over 1 run)"]
+        "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0% a step, over 10.0%; "
+        "+10.0 ms over 1 run; slower in every step, but only 1 and 1 step: too few to tell it "
+        "from noise)"]
 
 
 def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, capsys) -> None:
@@ -295,3 +299,55 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
     assert mixed.device_per == {"a": "step", "b": "capture"}
     assert ("device time is per step in A and per capture in B (a capture without steps is "
             "one whole): its table compares unlike things") in mixed.warnings
+
+
+def _jittery(root: Path, seed: int, run: str, planted_ms: float = 0.0) -> Path:
+    """Two ranks, six steps of the RL loop on the fake clock: each stage its own length (2-20
+    ms) with 0.2 ms of jitter, and in half of (rank, stage) a one-off 15 ms stall at a random
+    step (a thread that waited for a core); ``planted_ms`` more in rank 0's actor_update, every
+    step."""
+    import random
+
+    from capture_fixtures import make_run
+
+    from mindspeed_prof.config.schema import STAGES
+
+    base = {s: random.Random(f"{seed}-{s}").uniform(2.0, 20.0) for s in STAGES}
+    stalls = {(rank, s): rng.randrange(1, 7) if rng.random() < 0.5 else None
+              for rank in (0, 1) for s in STAGES
+              if (rng := random.Random(f"{seed}-{run}-{rank}-{s}"))}
+
+    def work(rank: int, step: int, stage: str) -> float:
+        jitter = random.Random(f"{seed}-{run}-{rank}-{step}-{stage}").gauss(0.0, 0.2)
+        stall = 15.0 if stalls[(rank, stage)] == step else 0.0
+        extra = planted_ms if (rank, stage) == (0, "actor_update") else 0.0
+        return max(base[stage] + jitter, 0.1) + stall + extra
+
+    return make_run(root, steps=6, work=work, profile_level="level_none")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_two_runs_of_one_config_pass_on_a_jittery_machine(tmp_path: Path, seed: int,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    a, b = _jittery(tmp_path / "a", seed, "a"), _jittery(tmp_path / "b", seed, "b")
+    assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 0
+    assert "slower:" not in capsys.readouterr().err
+    # the stalls move the means: a gate on one mean against a fixed floor failed here
+    from mindspeed_prof.analysis.analyse import analyse
+
+    found = compare_runs(analyse(a), analyse(b))
+    assert any(r.change is not None and r.change > 0.05 and r.a_mean_ms is not None
+               and r.b_mean_ms is not None and r.b_mean_ms - r.a_mean_ms >= found.floor_ms
+               for r in found.rows)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_stage_30_ms_slower_over_six_steps_fails_the_gate(
+        tmp_path: Path, seed: int, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _jittery(tmp_path / "a", seed, "a")
+    b = _jittery(tmp_path / "b", seed, "b", planted_ms=30.0)
+    assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 4
+    slower = [line for line in capsys.readouterr().err.splitlines() if "slower:" in line]
+    assert len(slower) == 1 and "stage 'actor_update' rank 0:" in slower[0]
+    assert "p=0.00" in slower[0] and "over 6 and 6 steps" in slower[0]

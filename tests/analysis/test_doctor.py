@@ -395,16 +395,16 @@ def test_doctor_reads_with_as_many_processes_as_analyse(
     from mindspeed_prof.analysis import parallel
 
     calls: list[object] = []
-    real = analyse_module.analyse
+    real = analyse_module.analyse_runs
 
     def spy(root: Path, **kwargs: Any) -> Any:
-        calls.append(kwargs.get("jobs"))
+        calls.append((kwargs.get("jobs"), kwargs.get("run")))
         return real(root, **kwargs)
 
-    monkeypatch.setattr(analyse_module, "analyse", spy)
+    monkeypatch.setattr(analyse_module, "analyse_runs", spy)
     monkeypatch.setattr(parallel, "default_jobs", lambda: 3)
     ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
-    assert doctor(tmp_path).healthy and calls == [3]
+    assert doctor(tmp_path).healthy and calls == [(3, "all")]  # every run, as analyse reads
 
 
 def test_a_temporary_name_with_a_suffix_after_tmp_is_a_temp_file(tmp_path: Path) -> None:

@@ -28,3 +28,23 @@ def test_profile_analysis_writes_summary_next_to_capture(tmp_path: Path) -> None
 
 def test_no_hook_without_profile_analysis() -> None:
     assert after_capture({"integrated": {"profile": True}}) == []
+
+
+def test_a_jobs_run_summary_is_of_its_own_run(tmp_path: Path) -> None:
+    """Two runs in one save root: a job's ``analysis.json`` analyses its run, not the other
+    (nor both); a run that captured nothing writes none."""
+    from capture_fixtures import make_run
+
+    from mindspeed_prof.analysis.summary import write_run_summary
+    from mindspeed_prof.capture import run
+
+    make_run(tmp_path, ranks=(0, 1), profile_level="level_none")
+    first = run.resolve()[0]
+    run.new_job()
+    make_run(tmp_path, ranks=(0,), profile_level="level_none")
+    path = write_run_summary(tmp_path, first)
+    assert path is not None
+    data = json.loads(path.read_text())
+    assert data["run"]["id"] == first and data["ranks"] == [0, 1]
+    assert len(data["runs"]) == 2
+    assert write_run_summary(tmp_path, "a-run-that-captured-nothing") is None

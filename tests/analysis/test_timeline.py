@@ -146,8 +146,9 @@ def test_a_ray_drivers_own_capture_is_its_own_track_after_the_workers(tmp_path: 
 
 @pytest.fixture(scope="module")
 def torch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two ranks at level0: a range file and a torch trace (Kineto's clock) per capture."""
-    return make_run(tmp_path_factory.mktemp("tl"), steps=3, profile_level="level0")
+    """Two ranks at level0: a range file and a torch trace (Kineto's clock) per capture, both
+    on the real clock."""
+    return make_run(tmp_path_factory.mktemp("tl"), steps=3, profile_level="level0", real=True)
 
 
 def test_torch_ops_fall_inside_the_stages_the_range_recorder_timed(torch_run: Path,

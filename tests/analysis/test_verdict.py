@@ -44,13 +44,75 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
     assert v.slowest is not None
     assert (v.slowest.kind, v.slowest.name, v.slowest.rank) == ("stage", "actor_generate", 1)
     assert v.slowest.ms == pytest.approx((20.0 + 260.0 / 3) / 2)  # the median of the two ranks
-    assert v.straggler is not None
-    assert (v.straggler.name, v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (
+    # behind in one step of three: a one-off, not a straggler
+    assert v.straggler is None and v.behind is None and v.one_off is not None
+    assert (v.one_off.name, v.one_off.rank, v.one_off.step, v.one_off.excess_ms) == (
         "actor_generate", 1, 2, 200.0)
     lines = dict(v.lines())
-    assert lines["straggler"].startswith("rank 1 at stage actor_generate, step 2: 220.0 ms "
-                                         "against 20.0 ms on the other ranks (11.0x, +200.0 ms)")
+    assert lines["straggler"] == (
+        "no consistent straggler (largest one-off: rank 1 at stage actor_generate, step 2: "
+        "220.0 ms against 20.0 ms on the other ranks (11.0x, +200.0 ms))")
     assert lines["slowest"].startswith("stage actor_generate: ")
+
+
+def test_a_rank_behind_in_most_steps_is_the_straggler() -> None:
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
+                                                 _steps(1, [60.0, 20.0, 220.0])])
+    v = verdict(result)
+    assert v.straggler is not None and v.behind is not None and v.one_off is None
+    assert (v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (1, 3, 200.0)
+    assert (v.behind.behind, v.behind.compared, v.behind.consistent) == (2, 3, True)
+    assert v.behind.mean_excess_ms == pytest.approx(80.0)
+    assert dict(v.lines())["straggler"] == (
+        "rank 1 at stage actor_generate: behind in 2 of 3 steps, +80.0 ms a step on average; "
+        "worst, step 3: 220.0 ms against 20.0 ms on the other ranks (11.0x, +200.0 ms)")
+
+
+@pytest.mark.parametrize(("generate", "consistent"), [
+    ([80.0, 81.0, 79.0, 82.0, 80.0, 21.0], True),  # most steps: 5 of 6
+    ([21.0, 80.0, 21.0, 21.0, 21.0, 21.0], False),  # one stall of six
+    ([21.0, 80.0, 21.0, 80.0, 21.0, 21.0], False),  # two of six, lag 20.7 +- 30.5 ms
+    # over the margin (20%) in one step only, but +3.9 ms in every step: far over its spread
+    ([23.9, 24.1, 23.9, 23.9, 23.9, 23.9], True),
+])
+def test_consistent_means_most_steps_or_far_over_the_spread(
+        generate: list[float], consistent: bool) -> None:
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * 6), _steps(2, [20.0] * 6),
+                                                 _steps(1, generate)])
+    v = verdict(result)
+    assert (v.straggler is not None) is consistent and (v.one_off is not None) is not consistent
+
+
+def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
+    """The issue's demo: two captured steps, rank 1 at 11.9 ms against 6.1 ms in step 3 only
+    (a thread that waited for a core): no consistent straggler, the one-off and how few steps
+    the verdict rests on are said."""
+    def two_steps(rank: int, update: list[float]) -> TraceData:
+        rows: list[tuple[str, str, int | None, float]] = []
+        for step, ms in zip((2, 3), update):
+            rows += [("step", f"ProfilerStep#{step}", step, ms + 30.0),
+                     ("stage", "actor_update", step, ms)]
+        return _data(rank, *rows)
+
+    v = verdict(Analysis(root=Path("run"), traces=[two_steps(0, [6.2, 6.1]),
+                                                   two_steps(1, [6.3, 11.9])]))
+    assert v.straggler is None and v.steps == 2
+    assert dict(v.lines())["straggler"] == (
+        "no consistent straggler (largest one-off: rank 1 at stage actor_update, step 3: "
+        "11.9 ms against 6.1 ms on the other ranks (2.0x, +5.8 ms)); the verdict rests on 2 "
+        "steps")
+    assert [n.kind for n in v.next] == ["relaunch", "live"]
+    assert "--ranks" not in v.next[1].command  # no rank singled out: every rank
+
+
+@pytest.mark.parametrize(("steps", "tail"), [
+    (1, "; the verdict rests on 1 step"), (2, "; the verdict rests on 2 steps"), (3, "")])
+def test_fewer_than_three_steps_say_what_the_verdict_rests_on(steps: int, tail: str) -> None:
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * steps),
+                                                 _steps(1, [20.0] * steps)])
+    v = verdict(result)
+    assert v.steps == steps and dict(v.lines())["straggler"] == (
+        f"none (no rank behind the others by more than the noise floor){tail}")
 
 
 def test_light_capture_of_ranges_names_the_slowest_range() -> None:

@@ -75,8 +75,10 @@ def test_sigkill_keeps_spans_up_to_last_completed_step(tmp_path: Path) -> None:
     proc = start(tmp_path, "level_none")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    (spans,) = (tmp_path / "out" / "integrated").iterdir()
+    spans, claim = sorted((tmp_path / "out" / "integrated").iterdir(),
+                          key=lambda p: p.name.startswith("."))
     assert {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"} <= steps_in(spans)
+    assert claim.name == f".{spans.name.split('.')[0]}.claim"  # killed: the stem stays taken
 
 
 # -- the handler itself, called in this process (the real handlers come back after each test) --

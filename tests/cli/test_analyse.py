@@ -105,9 +105,11 @@ def test_compare_has_no_margin_option(run_dir: Path) -> None:
 def test_html_report_is_self_contained_and_escaped(tmp_path: Path, run_dir: Path) -> None:
     shutil.copytree(run_dir, tmp_path / "run")
     hostile = tmp_path / "run" / "integrated" / "rank0_h_2_step1.pt.trace.json"
-    hostile.write_text(json.dumps({"traceEvents": [  # an op name the top-ops table shows
+    ours = next(hostile.parent.glob("*.mstx.trace.json"))
+    run = json.loads(ours.read_text())["mindspeed_prof"]["run"]  # a capture of the same run
+    hostile.write_text(json.dumps({"mindspeed_prof": {"run": run}, "traceEvents": [
         {"ph": "X", "cat": "cpu_op", "name": "<b>custom</b>", "pid": 1, "tid": 1, "ts": 0,
-         "dur": 10_000_000}]}))
+         "dur": 10_000_000}]}))  # an op name the top-ops table shows
     report = tmp_path / "r.html"
     assert cli("analyse", str(tmp_path / "run"), "--html", str(report)).returncode == 0
     text = report.read_text()

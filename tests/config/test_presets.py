@@ -55,6 +55,23 @@ def test_preset_values(conf) -> None:
     assert full.stage is Stage.all and full.profile_level is Level.level1
 
 
+def test_preset_windows_skip_the_warm_up_step_and_the_schema_keeps_mindspeed_rls(conf) -> None:
+    """Where the user sets no window, every preset that profiles starts at step 2 (step 1 is
+    warm-up); a config that picks no preset keeps MindSpeed-RL's defaults, [1, 2)."""
+    from mindspeed_prof.config import IntegratedConfig
+
+    windows = {name: (c.profile_step_start, c.profile_step_end, c.warmup_steps)
+               for name in PRESETS if name != "none"
+               for c in [validate(conf(f"profiler_config={name}").profiler_config)]}
+    assert windows == {"mstx_light": (2, 6, 0), "stage_scoped": (2, 4, 0),
+                       "memory_debug": (2, 3, 0), "full": (2, 4, 0), "dpo": (2, 3, 1)}
+    assert (IntegratedConfig().profile_step_start, IntegratedConfig().profile_step_end) == (1, 2)
+    mine = validate(conf("profiler_config=mstx_light", "profiler_config.integrated."
+                         "profile_step_start=1", "profiler_config.integrated.profile_step_end="
+                         "3").profiler_config)
+    assert (mine.profile_step_start, mine.profile_step_end) == (1, 3)  # the user's window
+
+
 def test_typo_in_preset_lists_options(conf) -> None:
     with pytest.raises(ConfigCompositionException) as err:
         conf("profiler_config=mstx_lite")

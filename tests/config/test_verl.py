@@ -55,7 +55,8 @@ def test_ppo_tree_with_the_line_composes_resolves_and_keeps_verls_nodes(verl) ->
     assert cfg.actor_rollout_ref.actor.profiler._target_ == VERL_TARGET
     assert cfg.global_profiler == plain.global_profiler
     assert OmegaConf.to_container(cfg.profiler_config.integrated) == {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False}
+        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False,
+        "profile_step_start": 2, "profile_step_end": 6}
     cfg = verl("ppo_trainer", "profiler_config=stage_scoped",
                "profiler_config.integrated.stage=actor_generate")
     assert cfg.profiler_config.integrated.stage == "actor_generate"

@@ -17,11 +17,18 @@ from mindspeed_prof.analysis.analyse import analyse
 STAGES3 = "actor_generate,actor_update,critic_update"
 
 
+def manifest_path(folder: Path) -> Path:
+    """The rank-0 manifest of the newest run in ``folder`` (``manifest-<run>.json``: each run
+    writes its own)."""
+    paths = [p for p in folder.glob("manifest-*.json") if ".rank" not in p.name]
+    return max(paths, key=lambda p: load_json(p)["start_time"])
+
+
 def manifests(app: Path) -> list[dict]:
     """The app's manifests: ``profiler_data/`` in the launch dir (``version_base=None``: no
     chdir), a multirun job's in ``profiler_data/<job>/``."""
-    paths = [app / "profiler_data" / "manifest.json",
-             *sorted(app.glob("profiler_data/*/manifest.job*.json"))]
+    paths = [*sorted((app / "profiler_data").glob("manifest-*.json")),
+             *sorted(app.glob("profiler_data/*/manifest-*.json"))]
     return [load_json(p) for p in paths if p.is_file()]
 
 
@@ -62,7 +69,7 @@ def check_sweep(app: Path) -> None:
     for job, stage in zip(jobs, STAGES3.split(",")):
         root = app / "profiler_data" / job.name  # the launch dir's, one folder per job
         assert not (job / "profiler_data").exists()
-        m = load_json(root / f"manifest.job{job.name}.json")
+        m = load_json(manifest_path(root))
         assert m["status"] == "completed" and m["profiler_config"]["integrated"]["stage"] == stage
         dirs = sorted(p.name for p in root.iterdir() if p.is_dir())
         assert dirs == [stage]
@@ -70,7 +77,8 @@ def check_sweep(app: Path) -> None:
                    for f in m["files"] if f["path"].endswith(".json"))
     summary = load_json(sweep / "sweep_summary.json")
     assert [j["stage"] for j in summary["jobs"]] == STAGES3.split(",")
-    assert all(j["captures"] == 1 and j["ms_per_stage"] > 0 for j in summary["jobs"])
+    # stage_scoped captures the stage in steps 2 and 3 (step 1 is warm-up)
+    assert all(j["captures"] == 2 and j["ms_per_stage"] > 0 for j in summary["jobs"])
 
 
 def test_stage_sweep_basic_launcher(app: Path) -> None:
@@ -84,12 +92,12 @@ def test_stage_sweep_says_when_the_chosen_stage_never_ran(app: Path) -> None:
     proc = run_app(app, "-m", "profiler_config=stage_scoped",
                    "profiler_config.integrated.stage=actor_update,critic_compute_values",
                    check=True)
-    never = "stage critic_compute_values never ran in this job (step 1)"
+    never = "stage critic_compute_values never ran in this job (steps 2 to 3)"
     assert f"job 1: {never}\n" in proc.stdout  # the sweep summary, under its table
     (sweep,) = app.glob("multirun/*/*")
     jobs = load_json(sweep / "sweep_summary.json")["jobs"]
-    assert [(j["captures"], j["note"]) for j in jobs] == [(1, None), (0, never)]
-    assert proc.stdout.count("mindspeed-prof: 1 capture in ") == 1
+    assert [(j["captures"], j["note"]) for j in jobs] == [(2, None), (0, never)]
+    assert proc.stdout.count("mindspeed-prof: 2 captures in ") == 1
     assert f"mindspeed-prof: nothing captured in profiler_data/1: {never}" in proc.stdout
 
 
@@ -117,7 +125,7 @@ def test_a_failed_job_still_gets_its_sweep_summary(app: Path, launcher: list[str
     assert [j["overrides"][-1] for j in jobs] == ["fail_at=0", "fail_at=2", "fail_at=0"]
     assert proc.stdout.count(f"Sweep {sweep.relative_to(app)}") == 1  # the table, once
     assert "job 1: fail_at=2; failed: RuntimeError: boom in critic_update\n" in proc.stdout
-    assert load_json(app / "profiler_data" / "1" / "manifest.job1.json")["error"] == (
+    assert load_json(manifest_path(app / "profiler_data" / "1"))["error"] == (
         "RuntimeError: boom in critic_update")
 
 
@@ -184,7 +192,7 @@ def test_callback_pickles(tmp_path: Path) -> None:
             with prof.step(step), prof.stage("actor_update"):
                 pass
         cb.on_job_end(cfg)
-        (m,) = [load_json(p) for p in out.rglob("manifest.json")]
+        (m,) = [load_json(p) for p in out.rglob("manifest-*.json")]
         return m
 
     first = pickle.loads(pickle.dumps(ProfilerCallback()))
@@ -210,7 +218,7 @@ def test_chdir_true_puts_captures_in_the_job_output_dir(app: Path) -> None:
     proc = run_app(app, "profiler_config=full", "hydra.job.chdir=true", check=True)
     (root,) = app.glob("outputs/*/*/profiler_data")
     assert not (app / "profiler_data").exists()
-    assert load_json(root / "manifest.json")["status"] == "completed"
+    assert load_json(manifest_path(root))["status"] == "completed"
     shown = root.relative_to(app)
     assert f"mindspeed-prof: 1 capture in {shown}; read them: mindspeed-prof analyse {shown}" \
         in proc.stdout + proc.stderr
@@ -220,10 +228,10 @@ def test_multirun_with_chdir_true_keeps_each_job_in_its_own_dir(app: Path) -> No
     run_app(app, "-m", "hydra.job.chdir=true", "profiler_config=stage_scoped",
             "profiler_config.integrated.stage=actor_generate,actor_update", check=True)
     (sweep,) = app.glob("multirun/*/*")
-    assert [load_json(sweep / n / "profiler_data" / "manifest.json")["profiler_config"]
+    assert [load_json(manifest_path(sweep / n / "profiler_data"))["profiler_config"]
             ["integrated"]["stage"] for n in ("0", "1")] == ["actor_generate", "actor_update"]
     jobs = load_json(sweep / "sweep_summary.json")["jobs"]
-    assert [j["captures"] for j in jobs] == [1, 1]
+    assert [j["captures"] for j in jobs] == [2, 2]  # steps 2 and 3 of each stage
 
 
 # -- a preset the app's own profiler_config block overrides ----------------------------------
@@ -270,7 +278,7 @@ def test_yaml_block_over_a_chosen_preset_is_named_in_one_line(app: Path) -> None
         assert f"profiler_config.integrated.{key}={have!r} (the preset's: {preset!r})" in line
     assert "profile_with_npu" not in line  # the block agrees with the preset there
     assert "delete these keys" in line and "_self_ before the profiler_config entry" in line
-    m = load_json(app / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(app / "profiler_data"))
     assert m["profiler_config"]["integrated"]["profile_level"] == "level1"  # Hydra's order
     # a field set on the command line is the user's choice: not named
     proc = run_app(app, "profiler_config=mstx_light", "profiler_config.integrated.mstx=false",
@@ -285,12 +293,12 @@ def test_self_first_lets_the_preset_win_and_none_keeps_the_block(app: Path) -> N
     msrl_app(app, self_first=True)
     proc = run_app(app, "profiler_config=full", check=True)
     assert "overrides the preset" not in proc.stdout + proc.stderr
-    got = load_json(app / "profiler_data" / "manifest.json")["profiler_config"]["integrated"]
+    got = load_json(manifest_path(app / "profiler_data"))["profiler_config"]["integrated"]
     assert (got["mstx"], got["profile_record_shapes"], got["profile_step_start"],
             got["profile_step_end"]) == (True, True, 2, 4)
     assert got["stage"] == "actor_update" and got["profile_ranks"] == [0]  # the rest: the block
     run_app(app, check=True)  # profiler_config: none sets nothing: the block stays whole
-    got = load_json(app / "profiler_data" / "manifest.json")["profiler_config"]["integrated"]
+    got = load_json(manifest_path(app / "profiler_data"))["profiler_config"]["integrated"]
     assert (got["profile"], got["profile_level"], got["profile_export_type"]) == (
         True, "level1", "db")
 
@@ -364,7 +372,7 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
                       "profiler_config.integrated.profile_step_start=2",
                       "profiler_config.integrated.profile_step_end=4", "+x=y")
     callback.on_job_start(cfg)
-    running = load_json(out / "profiler_data" / "manifest.json")
+    running = load_json(manifest_path(out / "profiler_data"))
     assert running["status"] == "running" and running["job"] == {
         "name": "t", "num": None, "overrides": [
             "profiler_config=mstx_light", "profiler_config.integrated.profile_step_start=2",
@@ -375,7 +383,7 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
     run_steps(range(1, 6))
     with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
         callback.on_job_end(cfg, Ended("COMPLETED"))
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "completed" and m["profiler_failed"] is False and "error" not in m
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
     assert m["duration_s"] == round(m["end_time"] - m["start_time"], 3) >= 0
@@ -386,7 +394,7 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
     assert caplog.messages[-1] == ("mindspeed-prof: 1 capture in outputs/profiler_data; read "
                                    "them: mindspeed-prof analyse outputs/profiler_data")
     callback.on_job_end(cfg, Ended("COMPLETED"))  # a second end (atexit) changes nothing
-    assert load_json(out / "profiler_data" / "manifest.json") == m
+    assert load_json(manifest_path(out / "profiler_data")) == m
 
 
 def test_a_job_that_raised_is_failed_with_its_error_in_one_line(
@@ -396,7 +404,7 @@ def test_a_job_that_raised_is_failed_with_its_error_in_one_line(
     callback.on_job_start(cfg)
     run_steps(range(1, 4))  # the demo's window: [2, 4)
     callback.on_job_end(cfg, Ended("FAILED", RuntimeError("\n  boom \x1b[2J here\nmore")))
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "failed" and m["error"] == "RuntimeError: boom \\x1b[2J here"
     assert [c["steps"] for c in m["captures"]] == [[2, 3]]
 
@@ -411,7 +419,7 @@ def test_a_job_end_without_a_known_success_is_failed(tmp_path: Path, callback: A
     cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
     callback.on_job_start(cfg)
     callback.on_job_end(cfg, ended)  # None: a launcher that passes no JobReturn
-    m = load_json(tmp_path / "o" / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(tmp_path / "o" / "profiler_data"))
     assert m["status"] == status and "error" not in m
 
 
@@ -566,10 +574,10 @@ def test_profiling_with_no_flight_recorder_nor_anomaly_writes_its_manifest(
                       "profiler_config.extensions.flight_recorder_steps=0",
                       "profiler_config.extensions.on_demand=false")
     callback.on_job_start(cfg)
-    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "running"
+    assert load_json(manifest_path(out / "profiler_data"))["status"] == "running"
     run_steps(range(1, 4))
     callback.on_job_end(cfg, Ended("COMPLETED"))
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "completed" and [c["steps"] for c in m["captures"]] == [[2, 3]]
     assert m["versions"]["hydra-core"].startswith("1.3")
 
@@ -580,10 +588,10 @@ def test_a_flight_recorder_alone_is_a_profiled_job(tmp_path: Path, callback: Any
     out = tmp_path / "outputs"
     cfg = compose_job(out, "profiler_config=none", "profiler_config.extensions.on_demand=false")
     callback.on_job_start(cfg)
-    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "running"
+    assert load_json(manifest_path(out / "profiler_data"))["status"] == "running"
     run_steps(range(1, 4))
     callback.on_job_end(cfg, Ended("COMPLETED"))
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "completed" and m["captures"] == []
     assert m["profiler_config"]["extensions"]["flight_recorder_steps"] == 3
 
@@ -626,7 +634,7 @@ def test_a_task_that_exits_is_finished_by_the_exit_hook_as_exited(
     run_steps(range(1, 4))
     ((hook, args),) = registered
     hook(*args)
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "exited" and [c["steps"] for c in m["captures"]] == [[2, 3]]
 
 
@@ -646,7 +654,7 @@ def test_a_completed_task_whose_profiling_failed_is_failed(
         run_steps(range(1, 4))
     with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
         callback.on_job_end(cfg, Ended("COMPLETED"))
-    m = load_json(out / "profiler_data" / "manifest.json")
+    m = load_json(manifest_path(out / "profiler_data"))
     assert m["status"] == "failed" and m["profiler_failed"] is True and "error" not in m
     assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in outputs/profiler_data: "
                                    "profiling failed in this job (its log names the cause)")
@@ -659,7 +667,7 @@ def test_a_failed_analysis_after_the_job_is_one_warning(
 
     from mindspeed_prof.analysis import summary
 
-    def broken(root: Path) -> None:
+    def broken(root: Path, run: str | None = None) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(summary, "write_run_summary", broken)
@@ -673,7 +681,7 @@ def test_a_failed_analysis_after_the_job_is_one_warning(
     assert caplog.messages == ["mindspeed-prof: analysis after the job failed: disk full"]
     # each capture's own summary came before, from the profiler's hook
     assert list((out / "profiler_data" / "integrated").glob("*.summary.json"))
-    assert load_json(out / "profiler_data" / "manifest.json")["status"] == "completed"
+    assert load_json(manifest_path(out / "profiler_data"))["status"] == "completed"
 
 
 def test_a_manifest_that_cannot_be_written_is_one_warning_naming_it(
@@ -681,17 +689,21 @@ def test_a_manifest_that_cannot_be_written_is_one_warning_naming_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import logging
 
-    from mindspeed_prof import jsonio
+    from mindspeed_prof.formats import manifest
+
+    tried: list[Path] = []
 
     def broken(path: Path, data: Any) -> None:
+        tried.append(path)
         raise OSError("read-only file system")
 
-    monkeypatch.setattr(jsonio, "write_json", broken)
+    monkeypatch.setattr(manifest, "write_manifest", broken)
     out = tmp_path / "outputs"
     cfg = compose_job(out, "profiler_config=mstx_light")
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         callback.on_job_start(cfg)
-    path = out / "profiler_data" / "manifest.json"
+    (path,) = tried
+    assert path.parent == out / "profiler_data" and path.name.startswith("manifest-")
     assert caplog.messages == [f"mindspeed-prof: could not write {path}: read-only file system"]
     callback.on_job_end(cfg, Ended("COMPLETED"))
 
@@ -723,10 +735,14 @@ def test_jobs_sharing_one_save_root_each_count_their_own_captures(
         with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
             callback.on_job_end(cfg, Ended("COMPLETED"))
         lines.append(caplog.messages[-1])
-    assert sorted(p.name for p in shared.glob("manifest*.json")) == [
-        "manifest.job0.json", "manifest.job1.json", "manifest.job2.json"]
-    second = load_json(shared / "manifest.job1.json")
-    assert len(second["files"]) > len(second["captures"][0]["files"])  # job 0's are there
+    written = sorted(shared.glob("manifest*.json"))
+    assert len(written) == 3 and all(p.name.startswith("manifest-") for p in written)
+    docs = sorted((load_json(p) for p in written), key=lambda m: m["job"]["num"])
+    assert len({m["run"] for m in docs}) == 3  # one run per job: never one verdict for two
+    second = docs[1]
+    # its own files only: job 0's captures, in the same root, are not listed as job 1's
+    assert sorted(f["path"] for f in second["files"]) == sorted(
+        str(Path(f).relative_to(shared)) for c in second["captures"] for f in c["files"])
     quoted = shlex.quote(str(shared))
     assert lines == [
         f"mindspeed-prof: 2 captures in {shared}; read them: mindspeed-prof analyse {quoted}",
@@ -787,7 +803,7 @@ def test_a_sweep_config_without_a_save_path_is_summarised_from_the_default_one(
     callback.on_job_start(cfg)
     run_steps(range(1, 4))
     callback.on_job_end(cfg, Ended("COMPLETED"))
-    assert (launch / "profiler_data" / "0" / "manifest.job0.json").is_file()
+    assert manifest_path(launch / "profiler_data" / "0").is_file()
     with open_dict(cfg):
         if dropped == "profiler_config":
             del cfg["profiler_config"]
@@ -817,7 +833,7 @@ def test_a_chdir_sweep_takes_no_stale_manifest_from_the_launch_dir(
         return cfg
 
     job(tmp_path / "earlier", 1, False)
-    assert (launch / "prof" / "1" / "manifest.job1.json").is_file()
+    assert manifest_path(launch / "prof" / "1").is_file()
     sweep = tmp_path / "multirun"
     job(sweep, 0, True)
     cfg = job(sweep, 1, True, "profiler_config.integrated.profile=false",
@@ -825,3 +841,31 @@ def test_a_chdir_sweep_takes_no_stale_manifest_from_the_launch_dir(
     callback.on_multirun_end(cfg)
     jobs = load_json(sweep / "sweep_summary.json")["jobs"]
     assert [(j["job"], j["status"]) for j in jobs] == [(0, "completed"), (1, "no manifest")]
+
+
+def test_a_restart_keeps_the_first_runs_manifest_and_each_run_is_answered_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job dies after step 3 (no end hook runs) and is restarted into the same save root:
+    the restart writes a manifest of its own, the first run's record (that it never finished)
+    stays, and analyse and doctor tell the two runs apart."""
+    from mindspeed_prof.analysis.doctor import doctor
+    from mindspeed_prof.hydra.callback import ProfilerCallback
+
+    exit_hooks(monkeypatch)
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler_config=mstx_light")
+    ProfilerCallback().on_job_start(cfg)
+    run_steps(range(1, 4))  # killed here
+    second = ProfilerCallback()
+    second.on_job_start(compose_job(out, "profiler_config=mstx_light"))
+    run_steps(range(1, 6))
+    second.on_job_end(cfg, Ended("COMPLETED"))
+    root = out / "profiler_data"
+    docs = sorted((load_json(p) for p in root.glob("manifest-*.json")),
+                  key=lambda m: m["start_time"])
+    assert [m["status"] for m in docs] == ["running", "completed"]
+    assert docs[0]["run"] != docs[1]["run"] and docs[1]["run_how"] == "process"
+    result = analyse(root)
+    assert result.run is not None and result.run.id == docs[1]["run"]
+    assert [r.id for r in result.runs] == [docs[1]["run"], docs[0]["run"]]
+    assert [r["id"] for r in doctor(root).runs] == [docs[1]["run"], docs[0]["run"]]

@@ -103,7 +103,8 @@ def test_sweep_over_a_stage_list_and_a_stage(app: Path) -> None:
     assert folders == [["actor_generate", "actor_update"], ["critic_update"]]
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     assert [j["stage"] for j in jobs] == [["actor_generate", "actor_update"], "critic_update"]
-    assert [j["captures"] for j in jobs] == [2, 1] and all(j["ms_per_stage"] for j in jobs)
+    # each stage in steps 2 and 3 (stage_scoped skips the warm-up step)
+    assert [j["captures"] for j in jobs] == [4, 2] and all(j["ms_per_stage"] for j in jobs)
 
 
 # -- verl's tree has a `profiler` group of its own -------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from capture_fixtures import make_run
 from helpers import count
 
-from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.analyse import analyse_runs
 from mindspeed_prof.views.html import write_report
 
 EV = {"ph": "X", "cat": "user_annotation", "name": "actor_update", "ts": 1.0, "dur": 5.0}
@@ -112,8 +112,12 @@ def test_hostile_files_one_line_each_rest_analysed(tmp_path: Path) -> None:
     files = build(tmp_path)
     count("hostile analysis files tried", len(files))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = analyse(tmp_path)
+    # the hostile files name no run: they are the run "legacy", apart from the good one
+    runs = analyse_runs(tmp_path, run="all")
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    (result,) = [r for r in runs if r.run is not None and r.run.legacy]
+    (good,) = [r for r in runs if r.run is not None and not r.run.legacy]
+    assert {r.rank for r in good.stage_rank()} == {0}  # the good run is still there
     assert grown_mb < 200, f"peak memory grew {grown_mb:.0f} MB"
     bad = {Path(line.split(": ", 1)[0]) for line in result.bad}
     assert bad == _named(files)
@@ -123,7 +127,7 @@ def test_hostile_files_one_line_each_rest_analysed(tmp_path: Path) -> None:
     assert noted == {p for p in files if any(k in p.name for k in NOTED)}
     read = {t.path for t in result.traces}
     assert {p for p, ok in files.items() if ok} <= read
-    assert {r.rank for r in result.stage_rank()} == {0, 7}  # the good run is still there
+    assert {r.rank for r in result.stage_rank()} == {7}
     report = write_report(result, tmp_path / "report.html").read_text()
     assert "<script>alert(1)" not in report and "&lt;script&gt;alert(1)" in report
     assert "<img src=x" not in report
@@ -136,6 +140,8 @@ def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
                            str(tmp_path), "--json"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
+    assert lines[0].startswith(f"mindspeed-prof: 2 runs under {tmp_path}; this is the newest")
+    lines = lines[1:]  # the newest run here: the hostile files, which name none
     skipped = [line for line in lines if line.startswith("mindspeed-prof: skipped ")]
     assert len(skipped) == len(_named(files))
     assert len(lines) - len(skipped) == len(NOTED)  # each a "note:" line

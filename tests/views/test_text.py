@@ -185,7 +185,7 @@ def test_presets_never_cut_and_list_only_changes() -> None:
     assert "profile_with_npu" not in text  # mstx_light sets it to its default
     assert changed_values(PRESETS["mstx_light"][1]) == {
         "profile": "true", "mstx": "true", "profile_level": "level_none",
-        "profile_with_cpu": "false"}
+        "profile_with_cpu": "false", "profile_step_start": 2, "profile_step_end": 6}
 
 
 def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:

@@ -241,7 +241,8 @@ def growing_stage(result: Analysis) -> list[Finding]:
                 continue
             xs, ys = [float(p[0]) for p in points], [p[1] for p in points]
             a, b, r2 = _fit(xs, ys)
-            first, last = a + b * xs[0], a + b * xs[-1]
+            # the fitted line at the first and last step: a share, so within 0-100%
+            first, last = (min(max(a + b * x, 0.0), 1.0) for x in (xs[0], xs[-1]))
             step_ms = statistics.fmean(p[3] for p in points)
             t = _Trend(who, [p[0] for p in points], first, last, r2, step_ms,
                        (points[0][2], points[-1][2]), (points[0][3], points[-1][3]))

@@ -14,7 +14,7 @@ from array import array
 from typing import Any
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
-from mindspeed_prof.analysis.readers.device import breakdown
+from mindspeed_prof.analysis.readers.device import breakdown, merge
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
@@ -26,6 +26,7 @@ from mindspeed_prof.analysis.readers.events import (
     Event,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
+from mindspeed_prof.analysis.readers.intervals import covered
 from mindspeed_prof.analysis.readers.model import (
     Memory,
     Range,
@@ -37,7 +38,7 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
 
-__all__ = ["PENDING", "REORDER", "Collector", "collect"]
+__all__ = ["PENDING", "REORDER", "Collector", "bare_times", "collect"]
 
 _STAGES = frozenset(STAGES)
 #: Host ops of a thread are put back in start order through a heap of this many (torch writes
@@ -109,6 +110,7 @@ class Collector:
         self.allocs: tuple[dict[str, Tally], dict[str, Tally]] = ({}, {})  # all, device
         self.seq = 0
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
+        self.tops = (array("d"), array("d"))  # start, end of each top-level host op
 
     def _thread(self, key: Any) -> _Thread:
         thread = self.threads.get(key)
@@ -146,6 +148,9 @@ class Collector:
             self._pop(thread)
         if stack:
             stack[-1][1] -= min(dur, stack[-1][0] - ts)
+        else:  # a top-level op: together they are the time the host ran operators
+            self.tops[0].append(ts)
+            self.tops[1].append(ts + dur)
         stack.append([ts + dur, dur, what])
 
     @staticmethod
@@ -263,6 +268,8 @@ class Collector:
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
+        if self.tops[0]:
+            data.ranges = bare_times(data.ranges, list(zip(*self.tops)))
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
@@ -349,6 +356,15 @@ class Collector:
         peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
                             default=None)
         return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
+
+
+def bare_times(ranges: list[Range], ops: list[tuple[float, float]]) -> list[Range]:
+    """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
+    that host operators (``ops``, on any thread) cover."""
+    merged = merge(ops)
+    starts = [a for a, _ in merged]
+    return [r._replace(bare=max(r.dur - covered(merged, r.ts, r.ts + r.dur, starts), 0.0))
+            if r.kind in ("stage", "range") else r for r in ranges]
 
 
 def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:

@@ -70,6 +70,9 @@ class Range(NamedTuple):
     dur: float
     source: str = ""
     tid: str = ""  # the recording thread, where known: ranges nest only within one thread
+    #: Of ``dur``, the time (us) no host operator ran on any thread (Python, waits, sleeps):
+    #: stage and custom ranges of captures that record operators; None elsewhere.
+    bare: float | None = None
 
 
 class Tally(msgspec.Struct, array_like=True):

@@ -56,7 +56,8 @@ def is_launch(name: str) -> bool:
 
 def read_env(folder: Path, data: TraceData) -> None:
     """``profiler_metadata.json``'s ENV_VARIABLES (torch_npu writes it beside the output), and
-    the job's world size where MindSpeed records its ``distributed_args``."""
+    the job's world size where MindSpeed records its ``distributed_args``, and the metadata our
+    backend added to it (``mindspeed_prof``: the run id, role, window...)."""
     path = folder / "profiler_metadata.json"
     if not path.is_file():
         return
@@ -68,6 +69,9 @@ def read_env(folder: Path, data: TraceData) -> None:
     world = world_size(doc.get("distributed_args")) if isinstance(doc, dict) else None
     if world is not None:
         data.meta["world_size"] = world
+    ours = doc.get("mindspeed_prof") if isinstance(doc, dict) else None
+    if isinstance(ours, dict):  # what our backend recorded: the run, role, window...
+        data.meta = {**ours, **data.meta}
     env = doc.get("ENV_VARIABLES") if isinstance(doc, dict) else None
     if isinstance(env, dict):
         npu = facts(data)

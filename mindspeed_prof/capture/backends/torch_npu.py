@@ -13,6 +13,7 @@ never raises on a bad value (it warns and falls back), so ``validate()`` runs fi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,10 @@ class TorchNpuBackend(Backend):
         )
         self._target = target
         self._prof.start()
+        # the run, rank and window in profiler_metadata.json, as the other backends' headers
+        add = getattr(self._prof, "add_metadata_json", None)
+        if add is not None:
+            add("mindspeed_prof", json.dumps(target.metadata))
 
     def sinks(self) -> list[RangeSink]:
         sinks: list[RangeSink] = []

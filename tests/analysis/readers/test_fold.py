@@ -389,3 +389,41 @@ def test_only_allocations_count_toward_an_ops_bytes() -> None:
     events = [*TREE, _mem(5, 100), _mem(15, 0), no_size, _mem(17, -8)]
     top = {o.op: (o.count, o.bytes) for o in _memory(events).top_ops}
     assert top == {"A": (1, 100)}
+
+
+def test_bare_time_is_a_ranges_time_no_host_op_covers_on_any_thread() -> None:
+    """Stage 0-100 us: ops 10-30 (holding a nested op) and 20-50 on another thread, 80-90: 50
+    us covered, 50 bare; the custom range 55-75 holds 20 of them; the step has no bare time."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0,
+               "dur": 100, "tid": 1, "pid": 1},
+              {"ph": "X", "cat": "user_annotation", "name": "actor_update", "ts": 0, "dur": 100,
+               "tid": 1, "pid": 1},
+              {"ph": "X", "cat": "user_annotation", "name": "wait", "ts": 55, "dur": 20,
+               "tid": 1, "pid": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 20, "tid": 1,
+               "pid": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "ts": 12, "dur": 5, "tid": 1,
+               "pid": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 20, "dur": 30, "tid": 2,
+               "pid": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "ts": 80, "dur": 10, "tid": 1,
+               "pid": 1}]
+    bare = {r.name: r.bare for r in _fold(events).ranges}
+    assert bare == {"ProfilerStep#1": None, "actor_update": 50.0, "wait": 20.0}
+    no_ops = _fold([e for e in events if e["cat"] != "cpu_op"])  # a capture of ranges only
+    assert {r.bare for r in no_ops.ranges} == {None}
+
+
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 300), st.integers(1, 3)),
+                max_size=30), st.integers(0, 900), st.integers(1, 500))
+def test_bare_time_is_within_the_range(ops: list[tuple[int, int, int]], start: int,
+                                       dur: int) -> None:
+    events = [{"ph": "X", "cat": "user_annotation", "name": "actor_update", "ts": start,
+               "dur": dur, "tid": 1, "pid": 1}]
+    events += [{"ph": "X", "cat": "cpu_op", "name": "op", "ts": ts, "dur": d, "tid": tid,
+                "pid": 1} for ts, d, tid in ops]
+    (stage,) = [r for r in _fold(events).ranges if r.kind == "stage"]
+    if not ops:
+        assert stage.bare is None
+    else:
+        assert stage.bare is not None and 0.0 <= stage.bare <= dur

@@ -166,3 +166,23 @@ def test_auto_falls_back_when_torch_npu_does_not_import(monkeypatch: pytest.Monk
         cfg = validate({"integrated": {"profile": True}})
         assert select_backend(cfg).name == "torch"
 
+
+
+def test_a_capture_records_its_run_for_the_analysis(torch_npu_double: Any,
+                                                    tmp_path: Path) -> None:
+    """torch_npu keeps what ``add_metadata_json`` is given in ``profiler_metadata.json``: the
+    run id and the rest of our header go there, and the reader takes them, so a torch_npu
+    folder is told apart from another run's like every other capture."""
+    from mindspeed_prof import Profiler
+    from mindspeed_prof.analysis.analyse import analyse
+
+    prof = Profiler.from_config({"profile": True, "profile_analysis": True,
+                                 "profile_save_path": str(tmp_path)}, rank=0, run="run-a")
+    with prof.step(1):
+        pass
+    prof.close()
+    (folder,) = [Path(f) for c in prof.captures for f in c.files]
+    meta = json.loads((folder / "profiler_metadata.json").read_text())["mindspeed_prof"]
+    assert (meta["run"], meta["rank"], meta["step"]) == ("run-a", 0, 1)
+    result = analyse(tmp_path)
+    assert result.run is not None and result.run.id == "run-a"

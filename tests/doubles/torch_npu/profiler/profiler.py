@@ -24,7 +24,13 @@ def tensorboard_trace_handler(
     return handler_fn
 
 
-class profile:
+class _KinetoProfile:
+    def add_metadata_json(self, key: str, value: str):
+        """As torch_npu: the value is JSON text, kept parsed for ``profiler_metadata.json``."""
+        self.metadata[key] = json.loads(value)
+
+
+class profile(_KinetoProfile):
     def __init__(
         self,
         *,
@@ -47,6 +53,7 @@ class profile:
                            with_flops=with_flops, with_modules=with_modules,
                            experimental_config=experimental_config)
         self.started = self.stopped = False
+        self.metadata = {}
         CREATED.append(self)
 
     def start(self):
@@ -74,7 +81,7 @@ class profile:
         with open(os.path.join(root, name), "w") as f:
             json.dump(info, f)
         with open(os.path.join(root, "profiler_metadata.json"), "w") as f:
-            json.dump({}, f)
+            json.dump(self.metadata, f)
         if analyse_flag:
             analyse(root)
 

@@ -1,0 +1,99 @@
+"""``compare``'s gate: the rank test by hand against exact counts, its properties on random
+steps, and the shift it reads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from mindspeed_prof.analysis.gate import (
+    ALPHA,
+    EXACT_SPLITS,
+    hodges_lehmann,
+    mann_whitney_greater,
+    shift,
+)
+
+
+@pytest.mark.parametrize(("a", "b", "p"), [
+    ([1.0, 2.0], [3.0, 4.0], 1 / 6),  # the top two of four: one split of six
+    ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], 1 / 20),
+    ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0], 1.0),  # B below A: every split is at least as high
+    # ties at mid-ranks 1, 2.5, 2.5, 4: B's sum 6.5; sums of two of them: 3.5 3.5 5 5 6.5 6.5
+    ([1.0, 2.0], [2.0, 3.0], 2 / 6),
+    ([5.0, 5.0], [5.0, 5.0], 1.0),  # all tied: no evidence
+    ([1.0], [2.0], 1 / 2),
+])
+def test_exact_p_by_hand(a: list[float], b: list[float], p: float) -> None:
+    assert mann_whitney_greater(a, b) == pytest.approx(p)
+
+
+def test_six_and_six_steps_fully_apart_is_the_smallest_p() -> None:
+    a, b = [10.0 + i / 10 for i in range(6)], [40.0 + i / 10 for i in range(6)]
+    assert mann_whitney_greater(a, b) == pytest.approx(1 / math.comb(12, 6))
+
+
+def test_the_normal_approximation_agrees_with_the_exact_count() -> None:
+    """Past ``EXACT_SPLITS`` splits the p-value is the normal approximation: on samples the
+    exact count can still do (10 and 10 steps: 184,756 splits), the two agree within 0.01."""
+    import random
+
+    import mindspeed_prof.analysis.gate as gate
+
+    rng = random.Random(7)
+    for _ in range(3):
+        a = [rng.gauss(10, 1) for _ in range(10)]
+        b = [rng.gauss(10.7, 1) for _ in range(10)]
+        limit = gate.EXACT_SPLITS
+        try:
+            gate.EXACT_SPLITS = math.comb(20, 10)
+            exact = mann_whitney_greater(a, b)
+            gate.EXACT_SPLITS = 0
+            approx = mann_whitney_greater(a, b)
+        finally:
+            gate.EXACT_SPLITS = limit
+        assert approx == pytest.approx(exact, abs=0.01)
+    assert math.comb(20, 10) > EXACT_SPLITS  # the default uses the approximation there
+
+
+steps = st.lists(st.floats(0.0, 1000.0, allow_nan=False), min_size=1, max_size=7)
+
+
+@given(steps, steps)
+def test_p_is_a_probability_and_the_two_sides_cover_every_split(a: list[float],
+                                                                b: list[float]) -> None:
+    up, down = mann_whitney_greater(a, b), mann_whitney_greater(b, a)
+    assert 0.0 < up <= 1.0 and 0.0 < down <= 1.0
+    assert up + down >= 1.0 - 1e-9  # a split at least as high, or at least as low: every one
+
+
+@given(steps, steps, st.floats(0.001, 100.0))
+def test_b_slower_never_raises_p_and_shifts_the_estimate(a: list[float], b: list[float],
+                                                         more: float) -> None:
+    later = [x + more for x in b]
+    assert hodges_lehmann(a, later) == pytest.approx(hodges_lehmann(a, b) + more, abs=1e-9)
+    # without ties the reference distribution is the same before and after: p can only fall
+    # (ties change it: mid-ranks make other splits possible)
+    assume(len({*a, *b}) == len(a) + len(b) and len({*a, *later}) == len(a) + len(later))
+    assert mann_whitney_greater(a, later) <= mann_whitney_greater(a, b) + 1e-12
+
+
+def test_hodges_lehmann_ignores_a_one_off_stall() -> None:
+    a = [10.0] * 6
+    assert hodges_lehmann(a, [10.0] * 5 + [25.0]) == 0.0  # the mean would say +2.5 ms
+    assert hodges_lehmann(a, [40.0] * 6) == 30.0
+
+
+def test_a_real_shift_needs_the_test_or_every_step_when_steps_are_few() -> None:
+    six = shift([10.0, 10.2, 9.9, 10.1, 10.0, 10.3], [40.0, 40.1, 39.8, 40.2, 40.0, 40.4])
+    assert six.enough and six.real and six.p < ALPHA and six.shift_ms == pytest.approx(30.0)
+    assert six.slower(10.0, 0.05, 1.0) and not six.slower(10.0, 3.5, 1.0)
+    assert not six.slower(10.0, 0.05, 31.0)  # under the noise floor
+    stall = shift([10.0] * 6, [10.0] * 5 + [25.0])
+    assert stall.enough and not stall.real and not stall.slower(10.0, 0.05, 1.0)
+    few = shift([10.0, 10.1], [12.0, 12.2])  # 1 in 6 at best: over ALPHA whatever the steps
+    assert not few.enough and few.real and few.slower(10.0, 0.05, 1.0)
+    assert not shift([10.0, 12.5], [12.0, 12.2]).real  # B not slower in every step
