@@ -88,7 +88,7 @@ def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
             got = super().__getitem__(index)
             if isinstance(index, slice) and not raced:
                 raced.append(True)
-                self.append((0, 5, 6))  # what another thread's range would do right now
+                self.append((0, 1, 5, 6))  # what another thread's range would do right now
             return got
 
     raced: list[bool] = []
@@ -97,8 +97,8 @@ def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
     with buf.range("a"):
         pass
     first = buf.take()
-    assert len(first) == 1 and buf.events == [(0, 5, 6)]
-    assert buf.keys[first[0][0]][:2] == ("a", "user_annotation")
+    assert len(first) == 1 and buf.events == [(0, 1, 5, 6)]
+    assert buf.keys[first[0][0]] == ("a", "user_annotation")
     assert buf.range("a") is buf.range("a") and buf.range("a") is not buf.range("a", "stage")
 
 
@@ -121,7 +121,7 @@ def test_range_buffer_take_loses_nothing_a_running_thread_records() -> None:
 
     worker = threading.Thread(target=record)
     worker.start()
-    taken: list[tuple[int, int, int]] = []
+    taken: list[tuple[int, int, int, int]] = []
     while worker.is_alive():
         taken += buf.take()
         done.set()
@@ -137,17 +137,19 @@ def test_range_times_keep_their_leading_zeros() -> None:
     buf = RangeBuffer()
     buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
     key, mark = buf.key("r"), buf.key("m", "mark")
-    lines = trace_body([(3, [(key, 2_000_050, 2_001_055), (key, 7_000, 7_999),
-                             (mark, 4_000_007, -1)])], buf, pid=1)
+    lines = trace_body([(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999),
+                             (mark, 9, 4_000_007, -1)])], buf, pid=1)
     events = [json.loads(line) for line in lines]
     assert [(e.get("ts"), e.get("dur")) for e in events] == [
         (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
+    assert [(e["ph"], e["pid"], e["tid"], e["name"]) for e in events] == [
+        ("X", 1, 9, "r"), ("X", 1, 8, "r"), ("i", 1, 9, "m")]
     assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
     assert [e["args"] for e in events] == [{"step": 3}] * 3
 
 
 def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
-    """``mark(name)`` records ``(key of (name, "mark", thread), now, -1)``: -1, no end."""
+    """``mark(name)`` records ``(key of (name, "mark"), thread, now, -1)``: -1, no end."""
     import threading
 
     from mindspeed_prof.capture import spans
@@ -157,8 +159,8 @@ def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
     buf = RangeBuffer()
     buf.key("before")  # key 0: the mark's key is 1
     buf.mark("m")
-    assert buf.events == [(1, 1_234, -1)]
-    assert buf.keys[1] == ("m", "mark", threading.get_native_id())
+    assert buf.events == [(1, threading.get_native_id(), 1_234, -1)]
+    assert buf.keys[1] == ("m", "mark")
 
 
 def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None:
@@ -192,8 +194,8 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
     buf = RangeBuffer()
     buf.wall0_ns = buf.perf0_ns
     key = buf.key("r")
-    assert buf.keys[key][:2] == ("r", "user_annotation")
-    lines = trace_body([(None, [(key, 0, 0), (key, 1_000_000, 3_000_000)])], buf, pid=1)
+    assert buf.keys[key] == ("r", "user_annotation")
+    lines = trace_body([(None, [(key, 1, 0, 0), (key, 1, 1_000_000, 3_000_000)])], buf, pid=1)
     assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
         ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
     assert '"dur": 2000.000' in lines[1]
@@ -202,7 +204,8 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
 def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
         tmp_path: Path, monkeypatch) -> None:
     """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
-    (what ``doctor`` knows as a leftover when the rename never came)."""
+    (what ``doctor`` knows as a leftover when the process died before the rename), and a write
+    or rename that fails leaves nothing."""
     import os
     from types import SimpleNamespace
 
@@ -218,13 +221,18 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
     meta = data["mindspeed_prof"]
     assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
 
+    renamed: list[tuple[str, str]] = []
+
     def no_rename(src: str, dst: str) -> None:
-        raise OSError("killed before the rename")
+        renamed.append((Path(src).name, Path(dst).name))
+        assert Path(src).read_bytes().endswith(b'"closed": true}\n')  # whole before the rename
+        raise OSError("failed at the rename")
 
     monkeypatch.setattr(spans, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
-    with pytest.raises(OSError, match="before the rename"):
+    with pytest.raises(OSError, match="at the rename"):
         write_trace(tmp_path / "v.json", [], buf, {})
-    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["v.json.tmp"]
+    assert renamed == [("v.json.tmp", "v.json")]
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
 
 
 def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) -> None:
