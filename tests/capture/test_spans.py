@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mindspeed_prof.capture.spans import SpanRecorder
 
@@ -254,3 +259,142 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
         rec.flush_due()
         assert written() == expected
     rec.close()
+
+
+# -- a full disk: the file keeps every range written whole, and stays complete JSON ---------
+class _Disk:
+    """A raw file on a disk with room for ``size`` bytes of it: a write past that writes what
+    fits (a short write) and, with nothing fitting, fails with ENOSPC, as a full disk does."""
+
+    def __init__(self, raw: Any, size: int) -> None:
+        self.raw, self.size, self.refused = raw, size, 0
+
+    def seek(self, offset: int) -> int:
+        return int(self.raw.seek(offset))
+
+    def write(self, data: bytes) -> int:
+        room = self.size - self.raw.tell()
+        if room <= 0:
+            self.refused += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return int(self.raw.write(data[:room]))
+
+    def truncate(self, size: int) -> int:
+        return int(self.raw.truncate(size))
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)
+
+
+def _record(path: Path, steps: list[list[str]], size: int | None,
+            monkeypatch: pytest.MonkeyPatch) -> list[OSError]:
+    """Record ``steps`` (each a list of range names) to ``path`` on a disk of ``size`` bytes
+    (None: no limit), flushing at each step's end and closing; the errors raised."""
+    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    real_open = open
+
+    def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
+        raw = real_open(file, mode, buffering=buffering)
+        return raw if size is None else _Disk(raw, size)
+
+    errors: list[OSError] = []
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns = 0
+    with monkeypatch.context() as mp:
+        mp.setattr(spans, "open", on_disk, raising=False)
+        try:
+            rec = SpanRecorder(path, {"rank": 0}, buffer=buf)
+        except OSError as err:
+            return [err]
+        for step, names in enumerate(steps, 1):
+            rec.step = step
+            for i, name in enumerate(names):
+                buf.events.append((buf.key(name), 7, 1_000 * i, 1_000 * i + 500))
+            try:
+                rec.flush()
+            except OSError as err:
+                errors.append(err)
+        try:
+            rec.close()
+        except OSError as err:
+            errors.append(err)
+    return errors
+
+
+steps_strategy = st.lists(st.lists(st.text(max_size=12), max_size=6), min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps_strategy, room=st.integers(0, 2_500))
+def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        steps: list[list[str]], room: int) -> None:
+    """Whatever the room on the disk, the range file is complete JSON holding the first ranges
+    of what a disk with room for all writes, as many as fit with the file's end: one more
+    would not have. The first failed write raises ENOSPC naming the file; nothing is written
+    after it. Where not even the header fits, no file is left."""
+    folder = tmp_path_factory.mktemp("disk")
+    full, cut = folder / "full.json", folder / "cut.json"
+    assert _record(full, steps, None, monkeypatch) == []
+    whole = full.read_bytes()
+    head = whole[:whole.index(b'"traceEvents": [') + len(b'"traceEvents": [')]
+    errors = _record(cut, steps, room, monkeypatch)
+    if room >= len(whole):
+        assert errors == [] and cut.read_bytes() == whole
+        return
+    assert len(errors) == 1 and errors[0].errno == errno.ENOSPC
+    assert errors[0].filename == str(cut)
+    if room < len(head) + len(b"\n]}\n"):
+        assert not cut.exists()
+        return
+    body = whole[len(head):-len(b'\n], "closed": true}\n')]
+    lines = body[1:].split(b",\n") if body else []
+
+    def kept(k: int) -> bytes:  # the file holding the first k ranges, not closed
+        return head + (b"\n" + b",\n".join(lines[:k]) if k else b"") + b"\n]}\n"
+
+    k = max(k for k in range(len(lines) + 1) if len(kept(k)) <= room)
+    assert cut.read_bytes() == kept(k)  # as many as fit: one more would not
+    data = json.loads(cut.read_bytes())
+    assert "closed" not in data and data["traceEvents"] == json.loads(whole)["traceEvents"][:k]
+
+
+def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ENOSPC the recorder never writes again: later flushes and the close are no-ops
+    even when room comes back (another process freed space), so the cut file stays as cut."""
+    from mindspeed_prof.capture import spans
+
+    disks: list[_Disk] = []
+    real_open = open
+
+    def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
+        disks.append(_Disk(real_open(file, mode, buffering=buffering), 10**6))
+        return disks[-1]
+
+    monkeypatch.setattr(spans, "open", on_disk, raising=False)
+    rec = SpanRecorder(tmp_path / "s.json", {"rank": 0})
+    for step in range(1, 4):
+        rec.step = step
+        with rec.range(f"step{step}_" + "x" * 60):
+            pass
+        if step == 3:
+            disks[0].size = rec.path.stat().st_size + 20  # less than a range's line
+            with pytest.raises(OSError, match="No space left on device: '.*s.json'"):
+                rec.flush()
+        else:
+            rec.flush()
+    cut = rec.path.read_bytes()
+    assert [e["args"]["step"] for e in json.loads(cut)["traceEvents"]] == [1, 2]
+    disks[0].size = 10**6
+    rec.mark("after")
+    rec.flush()
+    rec.close()
+    assert rec.path.read_bytes() == cut and disks[0].refused == 1
