@@ -240,6 +240,7 @@ class Profiler:
             return
         try:
             try:
+                self._tap.drain(self._step)  # to every listener, as this step's
                 self._capturer.flush()
             except Exception as err:
                 log.warning("mindspeed-prof: on signal %d, the range file: %s", signum, err)

@@ -199,9 +199,9 @@ class SpanRecorder:
     killed by SIGKILL loses only what was recorded since the last write.
 
     A write that fails (a full disk) raises ``OSError`` naming the file, after the file is cut
-    back to what the last complete write left (complete JSON, never closed); nothing more is
-    written to it. Only the process that opened the file writes it: in a forked child
-    ``flush`` and ``close`` do nothing.
+    back to the ranges written whole (complete JSON, not closed); nothing more is written to
+    it, and ``close`` raises that error again (the capture is not whole). Only the process that
+    opened the file writes it: in a forked child ``flush`` and ``close`` do nothing.
     """
 
     reusable = True
@@ -218,6 +218,7 @@ class SpanRecorder:
         self._interval_ns = int(interval_s * 1e9)
         self._due = 0
         self._done = 0  # bytes of the write under way already written
+        self._error: OSError | None = None  # what cut the file
         path.parent.mkdir(parents=True, exist_ok=True)
         # Unbuffered, written at explicit offsets: nothing waits in memory to be written by a
         # later flush (or by a forked child's exit), and every write's extent is known.
@@ -276,7 +277,11 @@ class SpanRecorder:
         self._count += len(lines)
 
     def close(self) -> None:
-        if not self.writable:
+        if os.getpid() != self._pid:
+            return
+        if self._error is not None:
+            raise self._error
+        if self._file.closed:
             return
         try:
             self.flush()
@@ -291,7 +296,8 @@ class SpanRecorder:
             self._write_at(self._tail_at, body + end)
         except OSError as err:
             self._cut(body, self._done)
-            raise _named(err, self.path) from err
+            self._error = _named(err, self.path)
+            raise self._error from err
 
     def _cut(self, body: bytes, done: int) -> None:
         """After a write of ``body`` failed ``done`` bytes in: the file keeps every range

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent('''
     import os, signal, sys, time
     from pathlib import Path
     import torch
-    from mindspeed_prof import Profiler
+    from mindspeed_prof import Profiler, mstx
     from mindspeed_prof.capture.backends.torch import TorchBackend
 
     out, mode, ops = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -44,6 +44,8 @@ SCRIPT = textwrap.dedent('''
         (out / "checkpoint.pt").write_bytes(b"saved")
         if mode == "exit":
             sys.exit(0)
+        if mode == "killed":  # the grace period is over before the step ends
+            os.kill(os.getpid(), signal.SIGKILL)
         stop.append(signum)  # "flag": training stops at the end of this step
 
     signal.signal(signal.SIGTERM, checkpoint)
@@ -57,6 +59,8 @@ SCRIPT = textwrap.dedent('''
                 for _ in range(ops):
                     x = x + 1
                 if step == 3:
+                    with mstx.range("before_the_signal"):
+                        pass
                     note("SENT")
                     os.kill(os.getpid(), signal.SIGTERM)
                     x = x + 1
@@ -95,3 +99,23 @@ def test_the_trainers_sigterm_handler_runs_before_any_export(tmp_path: Path, mod
         events = json.loads(path.read_text())["traceEvents"]
         steps = {e["name"] for e in events if str(e.get("name")).startswith("ProfilerStep#")}
         assert steps == {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"}, path
+
+
+def test_a_sigkill_after_the_handler_keeps_the_ranges_recorded_before_the_signal(
+        tmp_path: Path) -> None:
+    """The handler returns, then the process is SIGKILLed mid-step (the grace period ended):
+    the range file still holds what was recorded in that step before the signal, written out
+    by the signal handler (a step end would have written it, but none came)."""
+    script, out = tmp_path / "train.py", tmp_path / "out"
+    script.write_text(SCRIPT)
+    out.mkdir()
+    proc = subprocess.run([sys.executable, str(script), str(out), "killed", "10"],
+                          capture_output=True, text=True, timeout=600)
+    count("signals with a large capture open")
+    assert proc.returncode == -9, proc.stderr
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == ["SENT", "HANDLER"]
+    assert (out / "checkpoint.pt").read_bytes() == b"saved"
+    (ranges,) = (out / "integrated").glob("*.mstx.trace.json")
+    events = json.loads(ranges.read_text())["traceEvents"]
+    assert [(e["name"], e["args"]["step"]) for e in events if e["cat"] != "step"
+            and e["args"]["step"] == 3] == [("before_the_signal", 3)]
