@@ -12,10 +12,11 @@ The handlers and the ``atexit`` hook are installed while at least one profiler i
 removed when the last one closes, so a process that stopped profiling is left as it was.
 
 A forked child (a reward ``multiprocessing.Pool``, ``os.fork``) inherits its parent's
-profilers with their open files, the handlers and the exit hook. At the fork every profiler is
-disowned in the child (``os.register_at_fork``), which gets back the handlers the trainer had
-and no exit hook; the handlers and the hook also check the pid, for a child forked where no
-fork hook ran (``fork()`` called from C).
+profilers with their open files, the handlers and the exit hook. At the fork every profiler
+(``track``: live or not, an on-demand one may wake later) is disowned in the child
+(``os.register_at_fork``), which gets back the handlers the trainer had and no exit hook; the
+handlers and the hook also check the pid, for a child forked where no fork hook ran (``fork()``
+called from C).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Protocol
 
 from mindspeed_prof import mstx  # noqa: F401 - imported first: its fork hook runs before ours
 
-__all__ = ["unwatch", "watch"]
+__all__ = ["track", "unwatch", "watch"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -39,9 +40,19 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
+class _Disownable(Protocol):
+    def disown(self) -> None: ...
+
+
+_made: weakref.WeakSet[Any] = weakref.WeakSet()  # every profiler of this process
 _live: weakref.WeakSet[Any] = weakref.WeakSet()
 _previous: dict[int, Any] = {}  # signal -> the handler ours replaced
 _pid = os.getpid()  # the process the live profilers belong to
+
+
+def track(profiler: _Disownable) -> None:
+    """Disown ``profiler`` in any child this process forks from now on."""
+    _made.add(profiler)
 
 
 def watch(profiler: _Closable) -> None:
@@ -110,11 +121,12 @@ def _in_child() -> None:
     """After a fork, in the child: every profiler disowned, the trainer's handlers back."""
     global _pid
     _pid = os.getpid()
-    for profiler in list(_live):
+    for profiler in list(_made):
         try:
             profiler.disown()
         except Exception:  # the child must go on whatever a profiler left
             pass
+    _made.clear()
     _live.clear()
     atexit.unregister(_close_all)
     try:

@@ -106,6 +106,7 @@ class Profiler:
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
         _current.set_current(self)
+        crash.track(self)
         if self._live:
             crash.watch(self)
 
@@ -216,7 +217,7 @@ class Profiler:
 
     def disown(self) -> None:
         """In a forked child: off for good, its captures forgotten without writing, closing or
-        dumping anything (they are its parent's). Called for every live profiler at fork."""
+        dumping anything (they are its parent's). Called for every profiler at a fork."""
         self._closed, self._live, self._ondemand = True, False, None
         self.parts, self._flight = [], None
         self._lock = HookLock()  # another thread of the parent may have held it at the fork

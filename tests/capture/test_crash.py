@@ -267,7 +267,8 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
         tmp_path: Path, exit_hooks: list[tuple[str, Any]]) -> None:
     """What the fork hook does in the child, run here: the live profiler's range file is left
     byte for byte as the parent wrote it (closing and signals write nothing), its ranges go
-    nowhere, no flight dump is made, the trainer's handler is back and the exit hook gone."""
+    nowhere, no flight dump is made, an idle profiler never wakes, the trainer's handler is
+    back and the exit hook gone."""
     from mindspeed_prof import Profiler, current, mstx
 
     signal.signal(signal.SIGTERM, _mine)
@@ -281,10 +282,15 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
             pass
     prof.on_step_start(2)
     prof.on_stage_start("actor_update")
+    idle = Profiler.from_config({"profile_save_path": str(tmp_path / "idle")}, rank=0)
     (path,) = (tmp_path / "integrated").iterdir()
     before = path.read_bytes()
     assert signal.getsignal(signal.SIGTERM) is crash._on_signal and mstx.sinks()
     crash._in_child()
+    idle.wake()  # an on-demand request seen in the child: the idle profiler stays off
+    with idle.step(1):
+        pass
+    assert not idle._live and len(crash._live) == 0 and not (tmp_path / "idle").exists()
     assert signal.getsignal(signal.SIGTERM) is _mine and crash._previous.get(signal.SIGTERM) is None
     assert ("unregister", crash._close_all) == exit_hooks[-1] and len(crash._live) == 0
     assert mstx.sinks() == ()

@@ -34,7 +34,6 @@ SCRIPT = textwrap.dedent('''
                        "profile_save_path": out},
         "extensions": {"flight_recorder_steps": 4}}, rank=0)
     ctx = multiprocessing.get_context("fork")
-    started = ctx.SimpleQueue()  # inherited by the pool's workers
 
     def busy(seconds):
         started.put(os.getpid())
@@ -52,6 +51,9 @@ SCRIPT = textwrap.dedent('''
         assert os.waitstatus_to_exitcode(status) == 0, status
 
     for step in range(1, steps + 1):
+        # A fresh queue for each pool, inherited by its workers: a worker terminated right
+        # after its put may still hold the queue's lock.
+        started = ctx.SimpleQueue()
         with prof.step(step):
             with prof.stage("actor_generate"):
                 with mstx.range("in_parent"):
