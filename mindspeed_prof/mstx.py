@@ -251,7 +251,8 @@ def _set(new: tuple[RangeSink, ...]) -> None:
 
 
 def _new_lock_in_child() -> None:
-    """After a fork, in the child: a lock another thread of the parent held is held for good."""
+    """After a fork, in the child, a new lock: one another thread of the parent held at the
+    fork would stay held there for good."""
     global _lock
     _lock = threading.Lock()
 

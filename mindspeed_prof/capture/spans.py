@@ -1,8 +1,8 @@
 """Range recording: an in-memory buffer of ranges, and a Chrome trace file written from it.
 
 Both kinds of file are whole on disk whatever happens while they are written: a range file is
-complete JSON after every write, and after a failed one (a full disk) it is cut back to what the
-last complete write left; a dump (``write_trace``) appears under its name only once complete.
+complete JSON after every write, and after a failed one (a full disk) it is cut back to the
+ranges written whole; a dump (``write_trace``) appears under its name only once complete.
 A range file belongs to the process that opened it: a forked child never writes it.
 """
 
