@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -113,6 +114,9 @@ class _Cache(dict[str, ContextManager[Any]]):
     #: Every thread's cache (weakly). A class attribute, not a module global: it is derived
     #: state, which tools that snapshot and restore this module's globals must not rewind.
     registry: list[weakref.ref[_Cache]] = []
+    #: The registry's length at which the caches of ended threads are dropped from it (a
+    #: trainer may start a thread per step): it stays within twice the threads alive.
+    prune_at = 64
 
     def __missing__(self, name: str) -> ContextManager[Any]:
         with _lock:  # a sink change clears caches under the same lock: nothing stale stays
@@ -128,7 +132,11 @@ _local = threading.local()  # .cache: this thread's _Cache
 def _thread_cache() -> _Cache:
     cache = _local.cache = _Cache()
     with _lock:
-        _Cache.registry.append(weakref.ref(cache))
+        registry = _Cache.registry
+        registry.append(weakref.ref(cache))
+        if len(registry) >= _Cache.prune_at:
+            registry[:] = [ref for ref in registry if ref() is not None]
+            _Cache.prune_at = max(64, 2 * len(registry))
     return cache
 
 
@@ -240,6 +248,17 @@ def _set(new: tuple[RangeSink, ...]) -> None:
         for _, cache in live:
             if cache is not None:
                 cache.clear()
+
+
+def _new_lock_in_child() -> None:
+    """After a fork, in the child, a new lock: one another thread of the parent held at the
+    fork would stay held there for good."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def add_sink(sink: RangeSink) -> None:

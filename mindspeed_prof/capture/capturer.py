@@ -92,6 +92,11 @@ class Capturer:
         if self._spans is not None:
             self._spans.flush_due()
 
+    def flush(self) -> None:
+        """The range file written out now (on a signal)."""
+        if self._spans is not None:
+            self._spans.flush()
+
     def stop(self, reason: str) -> tuple[CaptureRecord | None, str]:
         """End the active capture: its record (None when none ran) and "" or what failed."""
         record, backend = self.record, self.active
@@ -126,6 +131,10 @@ class Capturer:
         target, self._target = self._target, None
         if target is not None:
             release_stem(target.directory, target.stem)
+
+    def disown(self) -> None:
+        """In a forked child: the capture forgotten, its backend never stopped (the parent's)."""
+        self.record, self.active, self._spans, self._backend = None, None, None, None
 
     def _end(self) -> None:
         spans, self._spans = self._spans, None

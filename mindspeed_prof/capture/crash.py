@@ -1,7 +1,22 @@
-"""Crash safety: SIGTERM, SIGINT and interpreter exit close every live profiler first.
+"""Crash safety: SIGTERM, SIGINT, interpreter exit and forks.
+
+On SIGTERM or SIGINT every live profiler keeps what is cheap to keep (its range file written
+out, its flight recorder dumped), then the handler the trainer had runs at once (its
+checkpoint): no capture's export runs before it. When that handler raises (``sys.exit``,
+SIGINT's ``KeyboardInterrupt``), the captures close as the exception leaves the trainer's
+steps, or at exit; when it returns, training goes on and so do the captures. Where the trainer
+had no handler, every live profiler is closed (nothing else waits for it), then the signal
+takes its default effect; an ignored signal stays ignored.
 
 The handlers and the ``atexit`` hook are installed while at least one profiler is live and
 removed when the last one closes, so a process that stopped profiling is left as it was.
+
+A forked child (a reward ``multiprocessing.Pool``, ``os.fork``) inherits its parent's
+profilers with their open files, the handlers and the exit hook. At the fork every profiler
+(``track``: live or not, an on-demand one may wake later) is disowned in the child
+(``os.register_at_fork``), which gets back the handlers the trainer had and no exit hook; the
+handlers and the hook also check the pid, for a child forked where no fork hook ran (``fork()``
+called from C).
 """
 
 from __future__ import annotations
@@ -14,7 +29,9 @@ import weakref
 from types import FrameType
 from typing import Any, Protocol
 
-__all__ = ["unwatch", "watch"]
+from mindspeed_prof import mstx  # noqa: F401 - imported first: its fork hook runs before ours
+
+__all__ = ["track", "unwatch", "watch"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -23,8 +40,19 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
+class _Disownable(Protocol):
+    def disown(self) -> None: ...
+
+
+_made: weakref.WeakSet[Any] = weakref.WeakSet()  # every profiler of this process
 _live: weakref.WeakSet[Any] = weakref.WeakSet()
 _previous: dict[int, Any] = {}  # signal -> the handler ours replaced
+_pid = os.getpid()  # the process the live profilers belong to
+
+
+def track(profiler: _Disownable) -> None:
+    """Disown ``profiler`` in any child this process forks from now on."""
+    _made.add(profiler)
 
 
 def watch(profiler: _Closable) -> None:
@@ -52,6 +80,10 @@ def unwatch(profiler: _Closable) -> None:
     atexit.unregister(_close_all)
     if threading.current_thread() is not threading.main_thread():
         return
+    _restore_handlers()
+
+
+def _restore_handlers() -> None:
     for sig, previous in list(_previous.items()):
         if signal.getsignal(sig) is _on_signal:  # else someone chained to ours: keep it
             signal.signal(sig, signal.SIG_DFL if previous is None else previous)
@@ -59,6 +91,8 @@ def unwatch(profiler: _Closable) -> None:
 
 
 def _close_all() -> None:
+    if os.getpid() != _pid:
+        return  # a forked child's exit: the profilers are its parent's
     for profiler in list(_live):
         try:
             profiler.close()
@@ -67,15 +101,39 @@ def _close_all() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    for profiler in list(_live):  # e.g. a flight-recorder dump, before captures close
-        try:
-            getattr(profiler, "on_signal", lambda _: None)(signum)
-        except Exception:
-            pass
-    previous = _previous.get(signum, signal.SIG_DFL)  # before closing restores it
-    _close_all()
+    previous = _previous.get(signum, signal.SIG_DFL)
+    if os.getpid() == _pid:
+        for profiler in list(_live):  # cheap: the range file written out, a flight dump
+            try:
+                getattr(profiler, "on_signal", lambda _: None)(signum)
+            except Exception:
+                pass
     if callable(previous):
-        previous(signum, frame)
-    elif previous == signal.SIG_DFL:
+        previous(signum, frame)  # the trainer's, at once; its exit closes the captures
+        return
+    _close_all()
+    if previous != signal.SIG_IGN:  # SIG_DFL, or None: a handler not set from Python
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+def _in_child() -> None:
+    """After a fork, in the child: every profiler disowned, the trainer's handlers back."""
+    global _pid
+    _pid = os.getpid()
+    for profiler in list(_made):
+        try:
+            profiler.disown()
+        except Exception:  # the child must go on whatever a profiler left
+            pass
+    _made.clear()
+    _live.clear()
+    atexit.unregister(_close_all)
+    try:
+        _restore_handlers()  # a handler chained to ours stays, and ours still chains on
+    except (ValueError, OSError):
+        pass
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_in_child)

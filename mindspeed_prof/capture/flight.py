@@ -8,6 +8,7 @@ on-demand request.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
 from pathlib import Path
@@ -68,31 +69,37 @@ class Flight(Part):
         self._tap = tap
         self.ring = FlightRecorder(steps, tap.listen(self._add))
         self._due = False  # a stage failed inside a step: dumped at the step's end
+        self._signalled = False  # dumped on a signal: the step it leaves is in that dump
+        self._pid = os.getpid()  # a forked child never dumps its parent's ring
+
+    def on_step_start(self, step: int) -> None:
+        self._signalled = False
 
     def _add(self, step: int | None, events: list[Event]) -> None:
         self.ring.add(step, events)
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
                      failed: bool) -> None:
-        if failed:
+        if failed and not self._signalled:
             if self._tap.in_step:
                 self._due = True  # dumped at the step's end, with the whole step
             else:
                 self.dump("error")
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
-        if failed or self._due:
-            self._due = False
+        if (failed or self._due) and not self._signalled:
             self.dump("error")
+        self._due = False
 
     def on_signal(self, signum: int) -> None:
         self.dump("signal")
+        self._signalled = True  # the trainer's handler may exit through the open step
 
     def dump(self, reason: str, at: int | None = None) -> Path | None:
         """Write the ring to ``<save>/flight/``; its path, or None when it could not be.
         ``at``: the step that asked for it (an anomaly's), recorded with the dump."""
         host = self.host
-        if host.failed:
+        if host.failed or os.getpid() != self._pid:
             return None
         self._tap.drain(host.step_now)
         steps = [s for s in self.ring.held_steps() if s is not None]
@@ -108,7 +115,7 @@ class Flight(Part):
             folder = inside(host.save_root, "flight")
             stem = host.new_stem(folder, first, 0)
             path = self.ring.dump(folder / f"{stem}{SPANS}", metadata)
-        except Exception as err:
+        except Exception as err:  # an OSError names the file; nothing of it is left
             log.warning("mindspeed-prof: flight recorder dump (%s) failed: %s", reason, err)
             return None
         finally:

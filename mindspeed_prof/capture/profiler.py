@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -28,14 +27,16 @@ from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
 from mindspeed_prof.capture.flight import Flight
+from mindspeed_prof.capture.hooklock import HookLock
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.naming import claim_stem, host_name, process_token, safe_name
 from mindspeed_prof.capture.ondemand import OnDemand
 from mindspeed_prof.capture.part import Part, Starting
 from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.capture.ranges import RangeTap
-from mindspeed_prof.capture.rank import resolve_rank
+from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
+from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
 from mindspeed_prof.capture.spans import STEP_RANGE
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
@@ -55,43 +56,21 @@ log = logging.getLogger("mindspeed_prof")
 OnCapture = Callable[[CaptureRecord], None]
 #: What the hooks return when they do nothing (reusable, reentrant).
 _OFF = nullcontext()
+#: How long a signal handler waits for another thread's hook before keeping nothing.
+_SIGNAL_WAIT_S = 0.25
 
 
 class ProfilerError(RuntimeError):
     """A capture failed and ``strict: true`` asked to stop training."""
 
 
-class _StepScope:
-    __slots__ = ("_prof", "_step")
-
-    def __init__(self, prof: Profiler, step: int) -> None:
-        self._prof, self._step = prof, step
-
-    def __enter__(self) -> None:
-        self._prof.on_step_start(self._step)
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
-        self._prof._step_end(self._step, failed=exc_type is not None)
-
-
-class _StageScope:
-    __slots__ = ("_prof", "_stage", "_step")
-
-    def __init__(self, prof: Profiler, stage: str, step: int | None) -> None:
-        self._prof, self._stage, self._step = prof, stage, step
-
-    def __enter__(self) -> None:
-        self._prof.on_stage_start(self._stage, self._step)
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
-        self._prof._stage_end(self._stage, self._step, failed=exc_type is not None)
-
-
 class Profiler:
     """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
-    ``ProfilerError`` instead); captures already written are never touched again.
+    ``ProfilerError`` instead); captures already written are never touched again. Its hooks
+    may be called from several threads (stages are kept per thread). It belongs to the process
+    that made it: in a forked child it is off, and writes, closes and dumps nothing.
     """
 
     def __init__(self, cfg: IntegratedConfig, *, rank: int | None = None,
@@ -106,7 +85,7 @@ class Profiler:
         self._rank_arg = rank
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)
         self.rank = (resolve_rank(rank) if self.enabled else
-                     _quiet_rank(rank) if unplanned else (rank or 0))
+                     quiet_rank(rank) if unplanned else (rank or 0))
         self.plan = CapturePlan.from_config(cfg, self.rank)
         self.save_root = Path(cfg.profile_save_path).expanduser().absolute()
         self.captures: list[CaptureRecord] = []
@@ -116,6 +95,8 @@ class Profiler:
         self.on_capture = list(on_capture)
         self._step: int | None = None
         self._closed = False
+        self._pid = os.getpid()
+        self._lock = HookLock()
         self._warned: set[str] = set()
         self._sched = Scheduler(self.plan)
         self._tap = RangeTap(self._fail)
@@ -130,6 +111,7 @@ class Profiler:
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
         _current.set_current(self)
+        crash.track(self)
         if self._live:
             crash.watch(self)
 
@@ -155,19 +137,19 @@ class Profiler:
     def step(self, step: int) -> ContextManager[Any]:
         """``with prof.step(n):`` around one training step (global step number, 1-based)."""
         if self._live:
-            return _StepScope(self, step)
+            return StepScope(self, step)
         self._step = step
         ondemand = self._ondemand
         if ondemand is not None and perf_counter_ns() >= ondemand.due_ns:
             ondemand.check(step)  # a clock read per step otherwise
             if self._live:
-                return _StepScope(self, step)
+                return StepScope(self, step)
         return _OFF
 
     def stage(self, name: str) -> ContextManager[Any]:
         """``with prof.stage("actor_update"):`` around one RL stage of the current step."""
         if self._live:
-            return _StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
+            return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
 
     def __enter__(self) -> Profiler:
@@ -185,13 +167,16 @@ class Profiler:
         if not self._live:
             self._step = step
             return
-        self._tap.drain(self._step)  # what was recorded since the last step end is that step's
-        self._step = step
-        for part in self.parts:
-            part.on_step_start(step)
-        self._apply(self._sched.step_start(step))
-        self._capturer.step_started(step)
-        self._tap.open("step", STEP_RANGE, step)
+        with self._lock:
+            if not self._live:
+                return
+            self._tap.drain(self._step)  # what was recorded since the last step end: that step's
+            self._step = step
+            for part in self.parts:
+                part.on_step_start(step)
+            self._apply(self._sched.step_start(step))
+            self._capturer.step_started(step)
+            self._tap.open("step", STEP_RANGE, step)
 
     def on_step_end(self, step: int) -> None:
         self._step_end(step, failed=False)
@@ -200,9 +185,12 @@ class Profiler:
         if not self._live:
             return
         stage = canonical_stage(stage)
-        step = self._step if step is None else step
-        self._apply(self._sched.stage_start(stage, step))
-        self._tap.open("stage", stage, step)
+        with self._lock:
+            if not self._live:
+                return
+            step = self._step if step is None else step
+            self._apply(self._sched.stage_start(stage, step))
+            self._tap.open("stage", stage, step)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
         self._stage_end(canonical_stage(stage), self._step if step is None else step,
@@ -215,26 +203,62 @@ class Profiler:
         """Stop any active capture and flush it; safe to call more than once."""
         if self._closed:
             return
-        self._closed = True
-        if self._live:
-            self._apply(self._sched.close())
-        self._live = False
-        self._ondemand = None  # a closed profiler takes no more requests
-        for part in self.parts:
-            part.on_close()
-        self._tap.stop()
+        if not self.owned:
+            self.disown()
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._live:
+                self._apply(self._sched.close())
+            self._live = False
+            self._ondemand = None  # a closed profiler takes no more requests
+            for part in self.parts:
+                part.on_close()
+            self._tap.stop()
+            _current.discard(self)
+            crash.unwatch(self)
+
+    @property
+    def owned(self) -> bool:
+        """Made by this process (not inherited by a forked child)."""
+        return os.getpid() == self._pid
+
+    def disown(self) -> None:
+        """In a forked child: off for good, its captures forgotten without writing, closing or
+        dumping anything (they are its parent's). Called for every profiler at a fork."""
+        self._closed, self._live, self._ondemand = True, False, None
+        self.parts, self._flight = [], None
+        self._lock = HookLock()  # another thread of the parent may have held it at the fork
+        self._capturer.disown()
+        self._tap.disown()
         _current.discard(self)
-        crash.unwatch(self)
 
     def dump_flight(self, reason: str = "request", at: int | None = None) -> Path | None:
         """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None.
         ``at``: the step that asked (an anomaly's), recorded with the dump."""
-        return self._flight.dump(reason, at) if self._flight is not None else None
+        if self._flight is None or not self.owned:
+            return None
+        return self._flight.dump(reason, at)
 
     def on_signal(self, signum: int) -> None:
-        """SIGTERM/SIGINT (called by the crash handler before ``close``)."""
-        for part in self.parts:
-            part.on_signal(signum)
+        """SIGTERM/SIGINT (called by the crash handler before the trainer's handler): keep
+        what is cheap to keep, the range file written out and the flight recorder dumped. The
+        capture is closed by what ends the process (the step the trainer's handler leaves,
+        ``close``, exit); nothing is kept when the signal interrupted a hook of this profiler."""
+        if not self.owned or not self._live or not self._lock.for_signal(_SIGNAL_WAIT_S):
+            return
+        try:
+            try:
+                self._tap.drain(self._step)  # to every listener, as this step's
+                self._capturer.flush()
+            except Exception as err:
+                log.warning("mindspeed-prof: on signal %d, the range file: %s", signum, err)
+            for part in self.parts:
+                part.on_signal(signum)
+        finally:
+            self._lock.release()
 
     # -- what parts may use (``part.Host``) ---------------------------------------------
     @property
@@ -267,7 +291,7 @@ class Profiler:
     def refresh_rank(self) -> int:
         """The rank again, where profiling is off: it may be known only now (torch.distributed)."""
         if not self.enabled:
-            self.rank = _quiet_rank(self._rank_arg)
+            self.rank = quiet_rank(self._rank_arg)
         return self.rank
 
     def warn_once(self, key: str, message: str) -> None:
@@ -303,25 +327,34 @@ class Profiler:
     def _step_end(self, step: int, failed: bool) -> None:
         if not self._live:
             return
-        took = self._tap.close("step", STEP_RANGE)
-        self._tap.drain(self._step)
-        for part in self.parts:
-            part.on_step_end(step, took, failed)
-        self._apply(self._sched.step_end(step, failed))
-        try:
-            self._capturer.flush_due()
-        except Exception as err:
-            self._fail("flush", err)
+        with self._lock:
+            if not self._live:
+                return
+            took = self._tap.close("step", STEP_RANGE)
+            self._tap.drain(self._step)
+            for part in self.parts:
+                part.on_step_end(step, took, failed)
+            self._apply(self._sched.step_end(step, failed))
+            try:
+                self._capturer.flush_due()
+            except Exception as err:
+                self._fail("flush", err)
 
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
         if not self._live:
             return
-        took = self._tap.close("stage", stage)
-        for part in self.parts:
-            part.on_stage_end(stage, self._step, took, failed)
-        self._apply(self._sched.stage_end(stage, step, failed))
+        with self._lock:
+            if not self._live:
+                return
+            took = self._tap.close("stage", stage)
+            for part in self.parts:
+                part.on_stage_end(stage, self._step, took, failed)
+            self._apply(self._sched.stage_end(stage, step, failed))
 
     def _apply(self, actions: list[Action]) -> None:
+        if actions and not self.owned:  # a child forked where no fork hook ran (see crash)
+            self.disown()
+            return
         for action in actions:
             if isinstance(action, Stop):
                 self._stop(action)
@@ -377,30 +410,10 @@ class Profiler:
                        "profiling is off for the rest of this run, training goes on "
                        f"(set {field_key('strict', self.role)}=true to stop instead)")
             log.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=_caller_level())
+            warnings.warn(message, RuntimeWarning, stacklevel=trainer_stacklevel())
         self.failed = True
         self._capturer.abort()
         self._tap.stop()
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _caller_level() -> int:
-    """``stacklevel`` for a warning raised by our caller: the first frame outside this package
-    (the trainer's ``with prof.step(...)`` line, however deep the fault was found)."""
-    frame, level = sys._getframe(2), 2
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _quiet_rank(explicit: int | None) -> int:
-    """The rank for a profiler that is otherwise off: a bad ``RANK`` means 0, not an error."""
-    try:
-        return resolve_rank(explicit)
-    except ValueError:
-        return explicit or 0
 
 
 def current(role: str | None = None) -> Profiler:

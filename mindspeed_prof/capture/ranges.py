@@ -10,6 +10,7 @@ own.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any, ContextManager
@@ -22,27 +23,38 @@ __all__ = ["Listener", "OpenRange", "RangeTap"]
 
 #: Takes the events recorded during ``step``.
 Listener = Callable[["int | None", list[Event]], None]
+#: Threads with open ranges before those that ended are looked for (and forgotten).
+_THREADS = 64
 
 
 class OpenRange:
-    """A step or stage range not closed yet, and the capture sinks' ranges entered with it."""
+    """A step or stage range not closed yet, the thread that opened it, and the capture sinks'
+    ranges entered with it."""
 
-    __slots__ = ("kind", "name", "start_ns", "entered")
+    __slots__ = ("kind", "name", "start_ns", "tid", "entered")
 
-    def __init__(self, kind: str, name: str, start_ns: int,
+    def __init__(self, kind: str, name: str, start_ns: int, tid: int,
                  entered: list[ContextManager[Any]]) -> None:
-        self.kind, self.name, self.start_ns, self.entered = kind, name, start_ns, entered
+        self.kind, self.name, self.start_ns, self.tid = kind, name, start_ns, tid
+        self.entered = entered
 
 
 class RangeTap:
     """Opens and closes the step and stage ranges; feeds the buffer's listeners.
+
+    Open ranges are kept per thread: two threads' stages may overlap in any order, and a
+    range is closed wherever it is in its thread's ranges (the innermost of its name), or, when
+    its thread has none of that name, the one another thread opened last (a hook-driven
+    trainer may end a stage on another thread). A range is recorded on the thread that opened
+    it. Threads that ended with ranges still open are forgotten once many threads are seen.
+    The caller serializes calls (the profiler's lock); custom ranges need no lock.
 
     ``on_error(what, err)`` is told about a sink that fails (the profiler decides what then).
     """
 
     def __init__(self, on_error: Callable[[str, Exception], None]) -> None:
         self._on_error = on_error
-        self._open: list[OpenRange] = []
+        self._open: dict[int, list[OpenRange]] = {}  # native thread id -> its ranges, in order
         self.buffer: RangeBuffer | None = None
         self._listeners: list[Listener] = []
         self._keys: dict[tuple[str, str], int] = {}
@@ -53,7 +65,12 @@ class RangeTap:
     @property
     def in_step(self) -> bool:
         """A step range is open (a stage's failure is dumped when its step ends)."""
-        return any(r.kind == "step" for r in self._open)
+        return any(r.kind == "step" for rs in list(self._open.values()) for r in rs)
+
+    @property
+    def open_count(self) -> int:
+        """Ranges open now, every thread's."""
+        return sum(len(rs) for rs in list(self._open.values()))
 
     def open(self, kind: str, name: str, step: int | None) -> None:
         entered: list[ContextManager[Any]] = []
@@ -66,15 +83,25 @@ class RangeTap:
                     entered.append(cm)
             except Exception as err:
                 self._on_error("range", err)
-        self._open.append(OpenRange(kind, name, perf_counter_ns(), entered))
+        tid = threading.get_native_id()
+        ranges = self._open.get(tid)
+        if ranges is None:
+            if len(self._open) >= _THREADS:
+                self._forget_ended_threads()
+            ranges = self._open[tid] = []
+        ranges.append(OpenRange(kind, name, perf_counter_ns(), tid, entered))
 
     def close(self, kind: str, name: str) -> int | None:
-        """End the innermost open range if it is ``name``; its duration in ns, else None."""
-        top = self._open[-1] if self._open else None
-        if top is None or top.kind != kind or top.name != name:
+        """End the open range ``name`` of ``kind`` (see the class); its duration in ns, or None
+        when no such range is open."""
+        found = self._find(kind, name)
+        if found is None:
             return None
-        self._open.pop()
-        for cm in reversed(top.entered):
+        ranges = self._open[found.tid]
+        ranges.remove(found)
+        if not ranges:
+            del self._open[found.tid]
+        for cm in reversed(found.entered):
             try:
                 cm.__exit__(None, None, None)
             except Exception as err:
@@ -84,8 +111,24 @@ class RangeTap:
             key = self._keys.get((name, kind))
             if key is None:
                 key = self._keys[(name, kind)] = self.buffer.key(name, kind)
-            self.buffer.events.append((key, top.start_ns, end))
-        return end - top.start_ns
+            self.buffer.events.append((key, found.tid, found.start_ns, end))
+        return end - found.start_ns
+
+    def _find(self, kind: str, name: str) -> OpenRange | None:
+        mine = self._open.get(threading.get_native_id(), ())
+        for r in reversed(mine):
+            if r.kind == kind and r.name == name:
+                return r
+        others = [r for rs in self._open.values() if rs is not mine for r in rs
+                  if r.kind == kind and r.name == name]
+        return max(others, key=lambda r: r.start_ns, default=None)
+
+    def _forget_ended_threads(self) -> None:
+        """Drop the open ranges of threads that ended without closing them."""
+        alive = {t.native_id for t in threading.enumerate()}
+        for tid in [tid for tid in self._open if tid not in alive]:
+            for r in self._open.pop(tid):
+                self._exit_quietly(r)
 
     # -- the buffer and its listeners -----------------------------------------------------
     def listen(self, listener: Listener) -> RangeBuffer:
@@ -124,21 +167,35 @@ class RangeTap:
 
     def detach(self) -> None:
         """End the capture sinks' ranges still open and stop sending to those sinks."""
-        for r in reversed(self._open):
-            entered, r.entered = r.entered, []
-            for cm in reversed(entered):
-                try:
-                    cm.__exit__(None, None, None)
-                except Exception:  # the capture is ending anyway
-                    pass
+        for ranges in list(self._open.values()):
+            for r in reversed(ranges):
+                self._exit_quietly(r)
         self._unhook(self._capture_sinks)
         self._capture_sinks = []
+
+    @staticmethod
+    def _exit_quietly(r: OpenRange) -> None:
+        entered, r.entered = r.entered, []
+        for cm in reversed(entered):
+            try:
+                cm.__exit__(None, None, None)
+            except Exception:  # the capture is ending anyway
+                pass
 
     def stop(self) -> None:
         """Nothing is recorded any more: every sink removed, every listener dropped."""
         self.detach()
         self._listeners = []
         self._unhook(list(self._added))
+
+    def disown(self) -> None:
+        """In a forked child: its sinks taken out of ``mstx``, everything forgotten; no range
+        is ended, written or handed to a listener."""
+        for sink in self._added:
+            mstx.remove_sink(sink)
+        self._added, self._capture_sinks, self._listeners = [], [], []
+        self._open = {}
+        self.buffer = None
 
     def _hook(self, sinks: list[RangeSink]) -> None:
         for sink in sinks:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["resolve_rank"]
+__all__ = ["quiet_rank", "resolve_rank"]
 
 
 def resolve_rank(explicit: int | None = None) -> int:
@@ -27,3 +27,11 @@ def resolve_rank(explicit: int | None = None) -> int:
             raise ValueError(f"environment variable RANK={env!r}: must be an integer >= 0")
         return value
     return 0
+
+
+def quiet_rank(explicit: int | None) -> int:
+    """The rank for a profiler that is otherwise off: a bad ``RANK`` means 0, not an error."""
+    try:
+        return resolve_rank(explicit)
+    except ValueError:
+        return explicit or 0

@@ -1,7 +1,14 @@
-"""Range recording: an in-memory buffer of ranges, and a Chrome trace file written from it."""
+"""Range recording: an in-memory buffer of ranges, and a Chrome trace file written from it.
+
+Both kinds of file are whole on disk whatever happens while they are written: a range file is
+complete JSON after every write, and after a failed one (a full disk) it is cut back to the
+ranges written whole; a dump (``write_trace``) appears under its name only once complete.
+A range file belongs to the process that opened it: a forked child never writes it.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -14,8 +21,10 @@ from typing import Any, Callable
 __all__ = ["Chunk", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
            "write_trace"]
 
-#: One recorded range: ``(key, start_ns, end_ns)``; ``end_ns`` is -1 for an instant mark.
-Event = tuple[int, int, int]
+#: One recorded range: ``(key, thread, start_ns, end_ns)``: ``key`` the index of its (name,
+#: category) in its buffer's ``keys``, ``thread`` the native id of the thread that started it,
+#: ``end_ns`` -1 for an instant mark.
+Event = tuple[int, int, int, int]
 #: Ranges recorded during one step: ``(step, events)``.
 Chunk = tuple["int | None", list[Event]]
 #: A ``step``-category range of this name is written as ``ProfilerStep#<step>``.
@@ -27,24 +36,29 @@ _TAIL = b"\n]}\n"
 _CLOSED = b'\n], "closed": true}\n'
 FORMAT = 2
 _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
+#: A range's and an instant mark's line: phase, pid, tid, "cat"/"name", start (and length) in
+#: microseconds with three decimals, and the rest (the step).
+_RANGE = '{"ph": "%s", "pid": %d, "tid": %d%s, "ts": %d.%03d, "dur": %d.%03d%s'
+_MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %d.%03d%s'
 
 
 class _Range:
     """Reusable context manager for one (name, category, thread): recording a range allocates
     one tuple; nesting and recursion pair correctly (a stack of start times)."""
 
-    __slots__ = ("_key", "_push", "_pop", "_append")
+    __slots__ = ("_key", "_tid", "_push", "_pop", "_append")
 
-    def __init__(self, key: int, append: Callable[[Event], None]) -> None:
+    def __init__(self, key: int, tid: int, append: Callable[[Event], None]) -> None:
         starts: list[int] = []
-        self._key, self._push, self._pop, self._append = key, starts.append, starts.pop, append
+        self._key, self._tid, self._append = key, tid, append
+        self._push, self._pop = starts.append, starts.pop
 
     def __enter__(self, _now: Callable[[], int] = perf_counter_ns) -> None:
         self._push(_now())
 
     def __exit__(self, exc_type: object, exc: object, tb: object,
                  _now: Callable[[], int] = perf_counter_ns) -> None:
-        self._append((self._key, self._pop(), _now()))
+        self._append((self._key, self._tid, self._pop(), _now()))
 
 
 class RangeBuffer:
@@ -52,28 +66,33 @@ class RangeBuffer:
 
     ``range(name)`` returns an object cached for (name, category, calling thread), so
     ``mstx`` may cache it too (``reusable``). Names are interned: an event holds a key into
-    ``keys`` (name, category, native thread id), formatted only when written.
+    ``keys`` (name, category), formatted only when written, and its thread's native id. The
+    keys grow with the names recorded, never with the threads: a trainer that starts a thread
+    per step keeps one key per name.
     """
 
     reusable = True
 
     def __init__(self) -> None:
-        self.keys: list[tuple[str, str, int]] = []
+        self.keys: list[tuple[str, str]] = []
         self.events: list[Event] = []
         self.wall0_ns = time.time_ns()
         self.perf0_ns = perf_counter_ns()
-        self._ids: dict[tuple[str, str, int], int] = {}
+        self._ids: dict[tuple[str, str], int] = {}
         self._local = threading.local()
         self._lock = threading.Lock()
 
     def key(self, name: str, cat: str = "user_annotation") -> int:
-        """The key of ``name`` in category ``cat`` on the calling thread."""
-        k = (name, cat, threading.get_native_id())
-        with self._lock:
-            found = self._ids.get(k)
-            if found is None:
-                found = self._ids[k] = len(self.keys)
-                self.keys.append(k)
+        """The key of ``name`` in category ``cat``."""
+        k = (name, cat)
+        found = self._ids.get(k)
+        if found is None:
+            with self._lock:
+                found = self._ids.get(k)
+                if found is None:
+                    found = len(self.keys)
+                    self.keys.append(k)  # before it is published: a key read has its entry
+                    self._ids[k] = found
         return found
 
     def range(self, name: str, cat: str = "user_annotation") -> _Range:
@@ -82,25 +101,21 @@ class RangeBuffer:
             cache = self._local.ranges = {}
         found = cache.get((name, cat))
         if found is None:
-            found = cache[(name, cat)] = _Range(self.key(name, cat), self.events.append)
+            found = cache[(name, cat)] = _Range(self.key(name, cat), threading.get_native_id(),
+                                                self.events.append)
         return found
 
     def mark(self, name: str) -> None:
-        self.events.append((self.key(name, "mark"), perf_counter_ns(), -1))
+        self.events.append((self.key(name, "mark"), threading.get_native_id(),
+                            perf_counter_ns(), -1))
 
-    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int]:
-        """An id-based range begins: its handle (the calling thread's key, the start time)."""
-        keys: dict[tuple[str, str], int] | None = getattr(self._local, "keys", None)
-        if keys is None or len(keys) > _CACHE_LIMIT:
-            keys = self._local.keys = {}
-        key = keys.get((name, cat))
-        if key is None:
-            key = keys[(name, cat)] = self.key(name, cat)
-        return key, perf_counter_ns()
+    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int, int]:
+        """An id-based range begins: its handle (key, the calling thread, the start time)."""
+        return self.key(name, cat), threading.get_native_id(), perf_counter_ns()
 
-    def range_end(self, handle: tuple[int, int]) -> None:
+    def range_end(self, handle: tuple[int, int, int]) -> None:
         """It ends, on any thread: recorded on the thread that started it."""
-        self.events.append((handle[0], handle[1], perf_counter_ns()))
+        self.events.append((handle[0], handle[1], handle[2], perf_counter_ns()))
 
     def take(self) -> list[Event]:
         """Every event recorded so far, removed from the buffer (other threads may append)."""
@@ -112,30 +127,31 @@ class RangeBuffer:
 
 
 def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
-               labels: dict[int, str] | None = None) -> list[str]:
-    """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps)."""
+               labels: dict[int, tuple[str, str]] | None = None) -> list[str]:
+    """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
+
+    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls."""
     labels = {} if labels is None else labels
     keys, offset = buffer.keys, buffer.wall0_ns - buffer.perf0_ns
     out = []
     for step, events in chunks:
         tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
-        for key, t0, t1 in events:
+        for key, tid, t0, t1 in events:
             label = labels.get(key)
             if label is None:
-                name, cat, tid = keys[key]
-                head = (f'{{"ph": "{"i" if cat == "mark" else "X"}", "pid": {pid}, '
-                        f'"tid": {tid}, "cat": {json.dumps(cat)}, "name": ')
+                name, cat = keys[key]
+                label = ("i" if cat == "mark" else "X", f', "cat": {json.dumps(cat)}, "name": ')
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
-                    label = f'{head}"{STEP_RANGE}#{step}"'
+                    label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
                 else:
-                    label = labels[key] = head + json.dumps(name)
+                    label = labels[key] = (label[0], label[1] + json.dumps(name))
             ts = t0 + offset
             if t1 >= 0:
                 dur = t1 - t0
-                out.append('%s, "ts": %d.%03d, "dur": %d.%03d%s' % (
-                    label, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail))
+                out.append(_RANGE % (label[0], pid, tid, label[1], ts // 1000, ts % 1000,
+                                     dur // 1000, dur % 1000, tail))
             else:
-                out.append('%s, "s": "t", "ts": %d.%03d%s' % (label, ts // 1000, ts % 1000, tail))
+                out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
     return out
 
 
@@ -148,15 +164,29 @@ def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
     return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
 
 
+def _named(err: OSError, path: Path) -> OSError:
+    """``err`` naming ``path`` (a write's error names no file)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, str(path))
+
+
 def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
                 metadata: dict[str, Any]) -> Path:
-    """Write ``chunks`` as one complete range file (written aside, then renamed into place)."""
+    """Write ``chunks`` as one complete range file: written aside, then renamed into place; a
+    write that fails (a full disk) leaves nothing behind."""
     body = ",\n".join(trace_body(chunks, buffer, os.getpid()))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _CLOSED)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_header(metadata, buffer) + ("\n" + body if body else "").encode() + _CLOSED)
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _named(err, path) from err
+        raise
     return path
 
 
@@ -167,6 +197,11 @@ class SpanRecorder:
     does so at most once per ``interval_s`` (a clock read otherwise): a trainer's steps are
     each written as they end, a tight loop of tiny steps writes 100 times a second. A process
     killed by SIGKILL loses only what was recorded since the last write.
+
+    A write that fails (a full disk) raises ``OSError`` naming the file, after the file is cut
+    back to the ranges written whole (complete JSON, not closed); nothing more is written to
+    it, and ``close`` raises that error again (the capture is not whole). Only the process that
+    opened the file writes it: in a forked child ``flush`` and ``close`` do nothing.
     """
 
     reusable = True
@@ -179,15 +214,23 @@ class SpanRecorder:
         self._pending: list[Chunk] = []
         self._pid = os.getpid()
         self._count = 0
-        self._labels: dict[int, str] = {}
+        self._labels: dict[int, tuple[str, str]] = {}
         self._interval_ns = int(interval_s * 1e9)
         self._due = 0
+        self._done = 0  # bytes of the write under way already written
+        self._error: OSError | None = None  # what cut the file
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "wb")  # noqa: SIM115 - kept open for in-place appends
-        self._file.write(_header(metadata, self.buffer))
-        self._tail_at = self._file.tell()
-        self._file.write(_TAIL)
-        self._file.flush()
+        # Unbuffered, written at explicit offsets: nothing waits in memory to be written by a
+        # later flush (or by a forked child's exit), and every write's extent is known.
+        self._file = open(path, "wb", buffering=0)  # noqa: SIM115 - kept open for appends
+        header = _header(metadata, self.buffer)
+        try:
+            self._write_at(0, header + _TAIL)
+        except OSError as err:  # not even the header fits: the file is removed
+            self._file.close()
+            path.unlink(missing_ok=True)
+            raise _named(err, path) from err
+        self._tail_at = len(header)
 
     def range(self, name: str, cat: str = "user_annotation") -> _Range:
         return self.buffer.range(name, cat)
@@ -195,10 +238,10 @@ class SpanRecorder:
     def mark(self, name: str) -> None:
         self.buffer.mark(name)
 
-    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int]:
+    def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int, int]:
         return self.buffer.range_start(name, cat)
 
-    def range_end(self, handle: tuple[int, int]) -> None:
+    def range_end(self, handle: tuple[int, int, int]) -> None:
         self.buffer.range_end(handle)
 
     def add(self, step: int | None, events: list[Event]) -> None:
@@ -212,6 +255,11 @@ class SpanRecorder:
         waiting = sum(len(e) for _, e in self._pending)
         return self._count + waiting + len(self.buffer.events)
 
+    @property
+    def writable(self) -> bool:
+        """Open, not cut by a failed write, and this process's (not a forked child's)."""
+        return not self._file.closed and os.getpid() == self._pid
+
     def flush_due(self) -> None:
         if perf_counter_ns() >= self._due:
             self.flush()
@@ -219,23 +267,64 @@ class SpanRecorder:
     def flush(self) -> None:
         self.add(self.step, self.buffer.take())
         self._due = perf_counter_ns() + self._interval_ns
-        if self._file.closed or not self._pending:
+        if not self._pending or not self.writable:
             return
         chunks, self._pending = self._pending, []
         lines = trace_body(chunks, self.buffer, self._pid, self._labels)
         body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
-        # One write over the old tail: the file only grows, so nothing is left to truncate.
-        self._file.seek(self._tail_at)
-        self._file.write(body + _TAIL)
-        self._file.flush()
+        self._replace_tail(body, _TAIL)  # the file only grows: nothing is left to truncate
         self._tail_at += len(body)
         self._count += len(lines)
 
     def close(self) -> None:
-        if not self._file.closed:
-            try:
-                self.flush()
-                self._file.seek(self._tail_at)
-                self._file.write(_CLOSED)  # longer than _TAIL: nothing is left to truncate
-            finally:
-                self._file.close()
+        if os.getpid() != self._pid:
+            return
+        if self._error is not None:
+            raise self._error
+        if self._file.closed:
+            return
+        try:
+            self.flush()
+            self._replace_tail(b"", _CLOSED)  # longer than _TAIL: nothing is left to truncate
+        finally:
+            self._file.close()
+
+    def _replace_tail(self, body: bytes, end: bytes) -> None:
+        """Write ``body + end`` over the tail; when that fails, cut the file and raise."""
+        self._done = 0
+        try:
+            self._write_at(self._tail_at, body + end)
+        except OSError as err:
+            self._cut(body, self._done)
+            self._error = _named(err, self.path)
+            raise self._error from err
+
+    def _cut(self, body: bytes, done: int) -> None:
+        """After a write of ``body`` failed ``done`` bytes in: the file keeps every range
+        written whole, its tail is written after the last of them (over bytes already on disk:
+        it needs no space), what the write added past it is truncated away, and the file is
+        closed for good."""
+        limit = max(done, len(_TAIL)) - len(_TAIL)
+        keep = len(body) if limit >= len(body) else max(body.rfind(b",\n", 1, limit + 2), 0)
+        at = self._tail_at + keep
+        try:
+            self._write_at(at, _TAIL)
+            self._file.truncate(at + len(_TAIL))
+        except OSError:
+            pass  # the error being raised says what went wrong
+        finally:
+            self._file.close()
+        self._tail_at = at
+        self._count += body.count(b"\n", 0, keep)  # a line starts after each
+
+    def _write_at(self, offset: int, data: bytes) -> None:
+        """``data`` written at ``offset``; ``_done`` counts the bytes written so far."""
+        view = memoryview(data)
+        self._file.seek(offset)
+        done = 0
+        while done < len(view):
+            written = self._file.write(view[done:])
+            if not written:  # a raw file may write part, or (never for a regular file) none
+                raise OSError(errno.EIO, "write made no progress")
+            done += written
+            self._done = done

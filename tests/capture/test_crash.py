@@ -126,10 +126,12 @@ def _live(monkeypatch: pytest.MonkeyPatch, profilers: list[Any], previous: dict[
     monkeypatch.setattr(crash, "_previous", previous)
 
 
-def test_handler_tells_then_closes_every_profiler_then_chains_to_the_previous_handler(
+def test_handler_tells_every_profiler_then_runs_the_trainers_handler_at_once(
         monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
-    """Every live profiler hears the signal (one failing does not stop the others), then all
-    are closed (a failing close neither), then the handler ours replaced gets the signal."""
+    """Every live profiler hears the signal (one failing does not stop the others), then the
+    handler ours replaced (the trainer's) gets it, with nothing closed before it: closing
+    exports the captures, which is what the trainer's checkpoint must not wait for. When
+    that handler returns, training goes on: still nothing is closed, nothing is sent."""
     log: list[tuple[Any, ...]] = []
 
     def previous(signum: int, frame: FrameType | None) -> None:
@@ -139,10 +141,27 @@ def test_handler_tells_then_closes_every_profiler_then_chains_to_the_previous_ha
     _live(monkeypatch, profilers, {signal.SIGTERM: previous})
     frame = sys._getframe()
     crash._on_signal(signal.SIGTERM, frame)
-    assert [entry[0] for entry in log] == ["signal"] * 2 + ["close"] * 3 + ["previous"]
     assert sorted(log[:2]) == [("signal", "a", signal.SIGTERM), ("signal", "c", signal.SIGTERM)]
-    assert sorted(log[2:5]) == [("close", "a"), ("close", "c"), ("close", "plain")]
-    assert log[5] == ("previous", signal.SIGTERM, frame)
+    assert log[2:] == [("previous", signal.SIGTERM, frame)]
+    assert kills == []
+
+
+def test_a_trainers_handler_that_exits_closes_the_captures_at_exit(
+        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    """The trainer's handler raises ``SystemExit``: it propagates from ours unchanged, and the
+    exit hook closes every live profiler afterwards (after the handler, not before)."""
+    log: list[tuple[Any, ...]] = []
+
+    def checkpoint_then_exit(signum: int, frame: FrameType | None) -> None:
+        log.append(("previous", signum))
+        raise SystemExit(0)
+
+    profilers = [_Watched("a", log)]
+    _live(monkeypatch, profilers, {signal.SIGTERM: checkpoint_then_exit})
+    with pytest.raises(SystemExit):
+        crash._on_signal(signal.SIGTERM, None)
+    crash._close_all()  # what atexit runs
+    assert log == [("signal", "a", signal.SIGTERM), ("previous", signal.SIGTERM), ("close", "a")]
     assert kills == []
 
 
@@ -245,3 +264,71 @@ def test_off_the_main_thread_only_the_exit_hook_is_set(
         worker.join()
     assert [name for name, _ in exit_hooks] == ["unregister", "register", "unregister"]
     assert signal.getsignal(signal.SIGTERM) is before and crash._previous == {}
+
+
+# -- forks: what a child inherits is disowned there ------------------------------------------
+def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_are_back(
+        tmp_path: Path, exit_hooks: list[tuple[str, Any]]) -> None:
+    """What the fork hook does in the child, run here: the live profiler's range file is left
+    byte for byte as the parent wrote it (closing and signals write nothing), its ranges go
+    nowhere, no flight dump is made, an idle profiler never wakes, the trainer's handler is
+    back and the exit hook gone."""
+    from mindspeed_prof import Profiler, current, mstx
+
+    signal.signal(signal.SIGTERM, _mine)
+    prof = Profiler.from_config({
+        "integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
+                       "profile_step_start": 1, "profile_step_end": 10,
+                       "profile_save_path": str(tmp_path)},
+        "extensions": {"flight_recorder_steps": 2}}, rank=0)
+    with prof.step(1):
+        with prof.stage("actor_update"):
+            pass
+    prof.on_step_start(2)
+    prof.on_stage_start("actor_update")
+    idle = Profiler.from_config({"profile_save_path": str(tmp_path / "idle")}, rank=0)
+    (path,) = (tmp_path / "integrated").iterdir()
+    before = path.read_bytes()
+    assert signal.getsignal(signal.SIGTERM) is crash._on_signal and mstx.sinks()
+    crash._in_child()
+    idle.wake()  # an on-demand request seen in the child: the idle profiler stays off
+    with idle.step(1):
+        pass
+    assert not idle._live and len(crash._live) == 0 and not (tmp_path / "idle").exists()
+    assert signal.getsignal(signal.SIGTERM) is _mine and crash._previous.get(signal.SIGTERM) is None
+    assert ("unregister", crash._close_all) == exit_hooks[-1] and len(crash._live) == 0
+    assert mstx.sinks() == ()
+    with mstx.range("in_child"):
+        pass
+    prof.on_signal(signal.SIGTERM)
+    assert prof.dump_flight("request") is None
+    prof.on_stage_end("actor_update")
+    prof.on_step_end(2)
+    prof.close()
+    crash._close_all()
+    assert path.read_bytes() == before and not (tmp_path / "flight").exists()
+    assert current() is not prof and prof.captures == []
+
+
+def test_a_profiler_made_in_another_process_is_disowned_at_its_first_action(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked where no fork hook ran (``fork()`` from C) has another pid: the
+    profiler's first start or stop, its close and the exit hook then write nothing."""
+    from mindspeed_prof import Profiler
+
+    prof = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "stage": "actor_update",
+        "profile_step_start": 1, "profile_step_end": 10, "profile_save_path": str(tmp_path)}},
+        rank=0)
+    prof.on_step_start(1)
+    prof.on_stage_start("actor_update")
+    (path,) = (tmp_path / "actor_update").iterdir()
+    before = path.read_bytes()
+    real = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: real + 1)
+    crash._close_all()
+    assert prof._live
+    prof.on_stage_end("actor_update")  # the capture's stop: the profiler is disowned instead
+    assert not prof._live and prof.captures == []
+    prof.close()
+    assert path.read_bytes() == before

@@ -38,7 +38,7 @@ def run(prof: Profiler, steps: range, fail_at: int | None = None) -> None:
 def test_ring_keeps_last_steps_and_extends_the_current_one() -> None:
     ring = FlightRecorder(2, RangeBuffer())
     for step in (1, 2, 2, 3):
-        ring.add(step, [(0, step, step + 1)])
+        ring.add(step, [(0, 1, step, step + 1)])
     ring.add(4, [])
     assert ring.held_steps() == [2, 3]
     with pytest.raises(ValueError, match="flight_recorder_steps"):
@@ -146,7 +146,7 @@ def test_sigterm_dumps_the_flight_recorder(tmp_path: Path) -> None:
 def test_a_step_added_in_two_parts_is_one_entry_of_the_ring() -> None:
     ring = FlightRecorder(3, RangeBuffer())
     for step in (7, 8, 9, 9, 10):
-        ring.add(step, [(0, step, step + 1)])
+        ring.add(step, [(0, 1, step, step + 1)])
     assert ring.held_steps() == [8, 9, 10]
 
 
@@ -183,7 +183,7 @@ def test_a_signal_dumps_the_ring_as_a_signal_dump_in_this_process(tmp_path: Path
 def test_a_one_step_ring_keeps_the_last_step() -> None:
     ring = FlightRecorder(1, RangeBuffer())
     for step in (1, 2):
-        ring.add(step, [(0, step, step + 1)])
+        ring.add(step, [(0, 1, step, step + 1)])
     assert ring.held_steps() == [2]
 
 
@@ -256,3 +256,25 @@ def test_a_dump_that_cannot_be_written_is_a_warning_and_no_path(
     (message,) = [r.getMessage() for r in caplog.records if "flight" in r.getMessage()]
     assert message.startswith("mindspeed-prof: flight recorder dump (request) failed: [Errno ")
     assert str(blocker) in message and prof.captures == []
+
+
+def test_a_signal_dumps_once_though_the_trainers_handler_exits_through_the_step(
+        tmp_path: Path) -> None:
+    """On a signal the ring is dumped ("signal"); the trainer's handler then leaves the open
+    stage and step by an exception: that failure is in the dump already, so no "error" dump
+    follows. A failure in a later step dumps again."""
+    prof = make(tmp_path)
+    run(prof, range(1, 3))
+    with pytest.raises(SystemExit):
+        with prof.step(3):
+            with prof.stage("actor_update"):
+                prof.on_signal(signal.SIGTERM)  # what the crash handler does first
+                raise SystemExit(0)  # the trainer's handler, after its checkpoint
+    with pytest.raises(RuntimeError):
+        run(prof, range(4, 6), fail_at=5)
+    prof.close()
+    dumps = {json.loads(p.read_text())["mindspeed_prof"]["reason"]: p
+             for p in (tmp_path / "flight").iterdir()}
+    assert sorted(dumps) == ["error", "signal"] and len(list((tmp_path / "flight").iterdir())) == 2
+    assert {e["args"]["step"] for e in events(dumps["signal"])} == {1, 2}  # 3 still open
+    assert {e["args"]["step"] for e in events(dumps["error"])} == {3, 4, 5}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mindspeed_prof.capture.spans import SpanRecorder
 
@@ -88,7 +93,7 @@ def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
             got = super().__getitem__(index)
             if isinstance(index, slice) and not raced:
                 raced.append(True)
-                self.append((0, 5, 6))  # what another thread's range would do right now
+                self.append((0, 1, 5, 6))  # what another thread's range would do right now
             return got
 
     raced: list[bool] = []
@@ -97,8 +102,8 @@ def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
     with buf.range("a"):
         pass
     first = buf.take()
-    assert len(first) == 1 and buf.events == [(0, 5, 6)]
-    assert buf.keys[first[0][0]][:2] == ("a", "user_annotation")
+    assert len(first) == 1 and buf.events == [(0, 1, 5, 6)]
+    assert buf.keys[first[0][0]] == ("a", "user_annotation")
     assert buf.range("a") is buf.range("a") and buf.range("a") is not buf.range("a", "stage")
 
 
@@ -121,7 +126,7 @@ def test_range_buffer_take_loses_nothing_a_running_thread_records() -> None:
 
     worker = threading.Thread(target=record)
     worker.start()
-    taken: list[tuple[int, int, int]] = []
+    taken: list[tuple[int, int, int, int]] = []
     while worker.is_alive():
         taken += buf.take()
         done.set()
@@ -137,17 +142,19 @@ def test_range_times_keep_their_leading_zeros() -> None:
     buf = RangeBuffer()
     buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
     key, mark = buf.key("r"), buf.key("m", "mark")
-    lines = trace_body([(3, [(key, 2_000_050, 2_001_055), (key, 7_000, 7_999),
-                             (mark, 4_000_007, -1)])], buf, pid=1)
+    lines = trace_body([(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999),
+                             (mark, 9, 4_000_007, -1)])], buf, pid=1)
     events = [json.loads(line) for line in lines]
     assert [(e.get("ts"), e.get("dur")) for e in events] == [
         (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
+    assert [(e["ph"], e["pid"], e["tid"], e["name"]) for e in events] == [
+        ("X", 1, 9, "r"), ("X", 1, 8, "r"), ("i", 1, 9, "m")]
     assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
     assert [e["args"] for e in events] == [{"step": 3}] * 3
 
 
 def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
-    """``mark(name)`` records ``(key of (name, "mark", thread), now, -1)``: -1, no end."""
+    """``mark(name)`` records ``(key of (name, "mark"), thread, now, -1)``: -1, no end."""
     import threading
 
     from mindspeed_prof.capture import spans
@@ -157,8 +164,8 @@ def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
     buf = RangeBuffer()
     buf.key("before")  # key 0: the mark's key is 1
     buf.mark("m")
-    assert buf.events == [(1, 1_234, -1)]
-    assert buf.keys[1] == ("m", "mark", threading.get_native_id())
+    assert buf.events == [(1, threading.get_native_id(), 1_234, -1)]
+    assert buf.keys[1] == ("m", "mark")
 
 
 def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None:
@@ -192,8 +199,8 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
     buf = RangeBuffer()
     buf.wall0_ns = buf.perf0_ns
     key = buf.key("r")
-    assert buf.keys[key][:2] == ("r", "user_annotation")
-    lines = trace_body([(None, [(key, 0, 0), (key, 1_000_000, 3_000_000)])], buf, pid=1)
+    assert buf.keys[key] == ("r", "user_annotation")
+    lines = trace_body([(None, [(key, 1, 0, 0), (key, 1, 1_000_000, 3_000_000)])], buf, pid=1)
     assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
         ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
     assert '"dur": 2000.000' in lines[1]
@@ -202,7 +209,8 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
 def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
         tmp_path: Path, monkeypatch) -> None:
     """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
-    (what ``doctor`` knows as a leftover when the rename never came)."""
+    (what ``doctor`` knows as a leftover when the process died before the rename), and a write
+    or rename that fails leaves nothing."""
     import os
     from types import SimpleNamespace
 
@@ -218,13 +226,18 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
     meta = data["mindspeed_prof"]
     assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
 
+    renamed: list[tuple[str, str]] = []
+
     def no_rename(src: str, dst: str) -> None:
-        raise OSError("killed before the rename")
+        renamed.append((Path(src).name, Path(dst).name))
+        assert Path(src).read_bytes().endswith(b'"closed": true}\n')  # whole before the rename
+        raise OSError("failed at the rename")
 
     monkeypatch.setattr(spans, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
-    with pytest.raises(OSError, match="before the rename"):
+    with pytest.raises(OSError, match="at the rename"):
         write_trace(tmp_path / "v.json", [], buf, {})
-    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["v.json.tmp"]
+    assert renamed == [("v.json.tmp", "v.json")]
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
 
 
 def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) -> None:
@@ -246,3 +259,144 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
         rec.flush_due()
         assert written() == expected
     rec.close()
+
+
+# -- a full disk: the file keeps every range written whole, and stays complete JSON ---------
+class _Disk:
+    """A raw file on a disk with room for ``size`` bytes of it: a write past that writes what
+    fits (a short write) and, with nothing fitting, fails with ENOSPC, as a full disk does."""
+
+    def __init__(self, raw: Any, size: int) -> None:
+        self.raw, self.size, self.refused = raw, size, 0
+
+    def seek(self, offset: int) -> int:
+        return int(self.raw.seek(offset))
+
+    def write(self, data: bytes) -> int:
+        room = self.size - self.raw.tell()
+        if room <= 0:
+            self.refused += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return int(self.raw.write(data[:room]))
+
+    def truncate(self, size: int) -> int:
+        return int(self.raw.truncate(size))
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)
+
+
+def _record(path: Path, steps: list[list[str]], size: int | None,
+            monkeypatch: pytest.MonkeyPatch) -> list[OSError]:
+    """Record ``steps`` (each a list of range names) to ``path`` on a disk of ``size`` bytes
+    (None: no limit), flushing at each step's end and closing; the errors raised."""
+    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture.spans import RangeBuffer
+
+    real_open = open
+
+    def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
+        raw = real_open(file, mode, buffering=buffering)
+        return raw if size is None else _Disk(raw, size)
+
+    errors: list[OSError] = []
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns = 0
+    with monkeypatch.context() as mp:
+        mp.setattr(spans, "open", on_disk, raising=False)
+        try:
+            rec = SpanRecorder(path, {"rank": 0}, buffer=buf)
+        except OSError as err:
+            return [err]
+        for step, names in enumerate(steps, 1):
+            rec.step = step
+            for i, name in enumerate(names):
+                buf.events.append((buf.key(name), 7, 1_000 * i, 1_000 * i + 500))
+            try:
+                rec.flush()
+            except OSError as err:
+                errors.append(err)
+        try:
+            rec.close()
+        except OSError as err:
+            errors.append(err)
+    return errors
+
+
+steps_strategy = st.lists(st.lists(st.text(max_size=12), max_size=6), min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps_strategy, room=st.integers(0, 2_500))
+def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        steps: list[list[str]], room: int) -> None:
+    """Whatever the room on the disk, the range file is complete JSON holding the first ranges
+    of what a disk with room for all writes, as many as fit with the file's end: one more
+    would not have. The first failed write raises ENOSPC naming the file, and the close raises
+    it again; nothing is written after it. Where not even the header fits, no file is left."""
+    folder = tmp_path_factory.mktemp("disk")
+    full, cut = folder / "full.json", folder / "cut.json"
+    assert _record(full, steps, None, monkeypatch) == []
+    whole = full.read_bytes()
+    head = whole[:whole.index(b'"traceEvents": [') + len(b'"traceEvents": [')]
+    errors = _record(cut, steps, room, monkeypatch)
+    if room >= len(whole):
+        assert errors == [] and cut.read_bytes() == whole
+        return
+    assert errors[0].errno == errno.ENOSPC and errors[0].filename == str(cut)
+    assert len(errors) <= 2 and all(e is errors[0] for e in errors)
+    if room < len(head) + len(b"\n]}\n"):
+        assert not cut.exists()
+        return
+    body = whole[len(head):-len(b'\n], "closed": true}\n')]
+    lines = body[1:].split(b",\n") if body else []
+
+    def kept(k: int) -> bytes:  # the file holding the first k ranges, not closed
+        return head + (b"\n" + b",\n".join(lines[:k]) if k else b"") + b"\n]}\n"
+
+    k = max(k for k in range(len(lines) + 1) if len(kept(k)) <= room)
+    assert cut.read_bytes() == kept(k)  # as many as fit: one more would not
+    data = json.loads(cut.read_bytes())
+    assert "closed" not in data and data["traceEvents"] == json.loads(whole)["traceEvents"][:k]
+
+
+def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After ENOSPC the recorder never writes again: later flushes and the close are no-ops
+    even when room comes back (another process freed space), so the cut file stays as cut."""
+    from mindspeed_prof.capture import spans
+
+    disks: list[_Disk] = []
+    real_open = open
+
+    def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
+        disks.append(_Disk(real_open(file, mode, buffering=buffering), 10**6))
+        return disks[-1]
+
+    monkeypatch.setattr(spans, "open", on_disk, raising=False)
+    rec = SpanRecorder(tmp_path / "s.json", {"rank": 0})
+    for step in range(1, 4):
+        rec.step = step
+        with rec.range(f"step{step}_" + "x" * 60):
+            pass
+        if step == 3:
+            disks[0].size = rec.path.stat().st_size + 20  # less than a range's line
+            with pytest.raises(OSError, match="No space left on device: '.*s.json'"):
+                rec.flush()
+        else:
+            rec.flush()
+    cut = rec.path.read_bytes()
+    assert [e["args"]["step"] for e in json.loads(cut)["traceEvents"]] == [1, 2]
+    disks[0].size = 10**6
+    rec.mark("after")
+    rec.flush()
+    with pytest.raises(OSError, match="No space left on device") as closing:
+        rec.close()  # the capture is not whole: its close says so
+    assert closing.value.filename == str(rec.path)
+    assert rec.path.read_bytes() == cut and disks[0].refused == 1

@@ -25,6 +25,7 @@ import inspect
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,20 +191,34 @@ class TorchBackend(Backend):
 
     def _memory_timeline(self, prof: Any, target: CaptureTarget) -> Path:
         path = target.directory / f"{target.stem}{MEMORY_TIMELINE}"
-        tmp = path.with_name(path.name + ".tmp.json")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            prof.export_memory_timeline(str(tmp), device="cpu")
-        with open(tmp, "rb") as src, gzip.open(path, "wb") as dst:
-            dst.write(src.read())
-        tmp.unlink()
-        return path
+
+        def write(tmp: Path) -> None:
+            raw = tmp.with_name(tmp.name + ".json")  # torch picks the format by the suffix
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                prof.export_memory_timeline(str(raw), device="cpu")
+            with open(raw, "rb") as src, gzip.open(tmp, "wb") as dst:
+                dst.write(src.read())
+
+        return _whole(path, write)
 
     def _dump_snapshot(self, target: CaptureTarget) -> Path:
         path = target.directory / f"{target.stem}{MEMORY_SNAPSHOT}"
         memory = self._torch.cuda.memory
         try:
-            memory._dump_snapshot(str(path))
+            return _whole(path, lambda tmp: memory._dump_snapshot(str(tmp)))
         finally:
             memory._record_memory_history(enabled=None)
-        return path
+
+
+def _whole(path: Path, write: Callable[[Path], None]) -> Path:
+    """``write(tmp)``, then ``tmp`` renamed to ``path``: a write that fails (a full disk) leaves
+    neither, nor what was written beside ``tmp`` (``<tmp>.*``)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        for leftover in tmp.parent.glob(tmp.name + "*"):
+            leftover.unlink(missing_ok=True)
+    return path

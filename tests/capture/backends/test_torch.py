@@ -125,3 +125,66 @@ def test_device_activity_without_an_accelerator_is_the_hosts_operators(
                     profile_level="level1", mstx=True)
     (trace,) = [f for f in files if f.name.endswith(".pt.trace.json")]
     assert any(e["name"] == "aten::mm" for e in ops(trace))
+
+
+# -- a full disk while a capture's memory files are written: nothing half-written is left ----
+def _full_disk(path: Path) -> None:
+    path.write_bytes(b"half of a file")
+    raise OSError(28, "No space left on device")
+
+
+def test_a_memory_timeline_that_cannot_be_written_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's export fails half-way, or the gzip copy does: no file is left under any name."""
+    import gzip as gzip_module
+
+    from mindspeed_prof.capture.backends import torch as torch_backend
+
+    suite = TestTorchBackend()
+    backend = suite.make_backend(profile_with_memory=True)
+    assert isinstance(backend, TorchBackend)
+    target = suite.target(tmp_path)
+    target.directory.mkdir(parents=True)
+
+    class Prof:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def export_memory_timeline(self, path: str, device: str) -> None:
+            if self.fail:
+                _full_disk(Path(path))
+            Path(path).write_text("{}")
+
+    with pytest.raises(OSError, match="No space"):
+        backend._memory_timeline(Prof(fail=True), target)
+    assert list(target.directory.iterdir()) == []
+
+    def gzip_full(path: Any, mode: str) -> Any:
+        _full_disk(Path(path))
+
+    monkeypatch.setattr(torch_backend, "gzip", type("G", (), {"open": staticmethod(gzip_full)}))
+    with pytest.raises(OSError, match="No space"):
+        backend._memory_timeline(Prof(fail=False), target)
+    assert list(target.directory.iterdir()) == []
+    monkeypatch.setattr(torch_backend, "gzip", gzip_module)
+    path = backend._memory_timeline(Prof(fail=False), target)
+    assert [p.name for p in target.directory.iterdir()] == [path.name]
+    assert gzip_module.decompress(path.read_bytes()) == b"{}"
+
+
+def test_a_cuda_memory_snapshot_that_cannot_be_written_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot fails half-way: nothing is left, and the allocator history is still
+    turned off."""
+    history: list[object] = []
+    monkeypatch.setattr(torch.cuda.memory, "_dump_snapshot", lambda path: _full_disk(Path(path)))
+    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history",
+                        lambda enabled="all", **kw: history.append(enabled))
+    suite = TestTorchBackend()
+    backend = suite.make_backend(profile_with_memory=True)
+    assert isinstance(backend, TorchBackend)
+    target = suite.target(tmp_path)
+    target.directory.mkdir(parents=True)
+    with pytest.raises(OSError, match="No space"):
+        backend._dump_snapshot(target)
+    assert list(target.directory.iterdir()) == [] and history == [None]
