@@ -31,9 +31,9 @@ def holdings(root: str) -> tuple[str, list[Capture]]:
     found = []
     try:
         for path in discover(here):
-            stamp = cache.stamp(path)
-            if stamp is not None:
-                found.append((str(path), *stamp))
+            key = cache.fingerprint(path)
+            if key is not None:
+                found.append((str(path), key.size, key.mtime_ns))
     except BadFile:
         pass  # no such root on this node
     return str(here), found

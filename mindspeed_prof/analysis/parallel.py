@@ -49,8 +49,8 @@ def read_encoded(path: Path, root: Path | None,
         return data
     try:
         return cache.encode(data)
-    except (OverflowError, TypeError, NotImplementedError):
-        return data
+    except (OverflowError, TypeError, NotImplementedError, ValueError):
+        return data  # ValueError: a name that is not UTF-8 (a file name's raw bytes)
 
 
 def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: bool = True,
@@ -59,8 +59,8 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
 
     Cache hits are served here; only the rest go to ``jobs`` worker processes.
     """
-    stamps = [cache.stamp(p) for p in paths]
-    sizes = [s[0] if s else 0 for s in stamps]
+    keys = [cache.fingerprint(p) for p in paths]
+    sizes = [k.size if k else 0 for k in keys]
     results: list[TraceData | str | None] = [None] * len(paths)
     done = [0, 0]
 
@@ -73,7 +73,7 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
 
     todo = []
     for i, path in enumerate(paths):
-        hit = cache.load(path, stamps[i]) if use_cache else None
+        hit = cache.load(path, keys[i]) if use_cache else None
         if hit is not None:
             finish(i, hit)
         else:
