@@ -32,7 +32,12 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, 
 
 
 class Refused(ValueError):
-    """A file not read: not a regular file, a link, too large or not JSON; one line."""
+    """A file not read: not a regular file, a link, too large or nested too deeply. ``str``:
+    one line naming the file; ``reason``: the same without the name."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 def open_regular(path: Path | str, *, follow: bool = False) -> int:
@@ -46,13 +51,13 @@ def open_regular(path: Path | str, *, follow: bool = False) -> int:
         fd = os.open(path, flags)
     except OSError as err:
         if err.errno == errno.ELOOP and not follow:
-            raise Refused(f"{path}: a symbolic link, not followed") from None
+            raise Refused(path, "a symbolic link, not followed") from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise Refused(f"{path}: {kind}, not a regular file")
+        raise Refused(path, f"{kind}, not a regular file")
     return fd
 
 
@@ -62,7 +67,7 @@ def read_bytes(path: Path | str, limit: int = MAX_JSON_BYTES, *, follow: bool = 
     try:
         size = os.fstat(fd).st_size
         if size > limit:
-            raise Refused(f"{path}: {size:,} bytes, over the {limit:,} read")
+            raise Refused(path, f"larger than {limit} bytes ({size})")
         chunks, got = [], 0
         while got <= limit:  # the size may have grown since fstat (or lie, as /proc's do)
             chunk = os.read(fd, min(limit + 1 - got, 1 << 20))
@@ -73,7 +78,7 @@ def read_bytes(path: Path | str, limit: int = MAX_JSON_BYTES, *, follow: bool = 
     finally:
         os.close(fd)
     if got > limit:
-        raise Refused(f"{path}: over the {limit:,} bytes read")
+        raise Refused(path, f"larger than {limit} bytes")
     return b"".join(chunks)
 
 
@@ -84,7 +89,7 @@ def read_json(path: Path | str, limit: int = MAX_JSON_BYTES, *, follow: bool = F
     try:
         return json.loads(raw)
     except RecursionError:
-        raise Refused(f"{path}: nested too deeply to read") from None
+        raise Refused(path, "nested too deeply to read") from None
 
 
 def within(path: Path, root: Path) -> bool:

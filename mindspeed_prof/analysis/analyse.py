@@ -38,6 +38,7 @@ from mindspeed_prof.analysis.rows import (
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.jsonio import within
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "stage_rows"]
 
@@ -316,11 +317,13 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
         results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache)
     else:
         try:
-            paths = [p for p in discover(root) if not is_memory_file(p.name)]
+            paths = _inside(result, root, [p for p in discover(root)
+                                           if not is_memory_file(p.name)])
         except BadFile as err:
             result.bad.append(str(err))
             return result
-        memory = ([p for p in sorted(root.rglob("*")) if is_memory_file(p.name) and p.is_file()]
+        memory = (_inside(result, root, [p for p in sorted(root.rglob("*"))
+                                         if is_memory_file(p.name) and p.is_file()])
                   if root.is_dir() else [root] if is_memory_file(root.name) else [])
         results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress)
     for data in results:
@@ -330,6 +333,17 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
             result.traces.append(data)
     _read_all(result, memory)
     return _finish(result)
+
+
+def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
+    """``paths`` below the folder ``root`` that lie inside it, links followed; each that
+    leads outside it is not read, one line in ``result.bad`` (its content is never shown)."""
+    if not root.is_dir():
+        return paths  # one file, named by the user: read wherever it is
+    inside = [p for p in paths if within(p, root)]
+    result.bad += [f"{p}: a link to a file outside {root}: not read (analyse its own folder)"
+                   for p in paths if p not in inside]
+    return inside
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:

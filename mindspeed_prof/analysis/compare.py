@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from typing import Any
@@ -14,6 +13,7 @@ from mindspeed_prof.analysis.ranges import range_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
+from mindspeed_prof.jsonio import read_json
 
 __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
            "slower_than"]
@@ -121,7 +121,7 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
     backends: set[str] = {t.kind for t in x.traces}
     for path in sorted(x.root.rglob("manifest*.json")) if x.root.is_dir() else []:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = read_json(path)  # bounded, never through a link
         except (OSError, ValueError):
             continue
         if not isinstance(doc, dict):

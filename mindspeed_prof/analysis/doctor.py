@@ -8,7 +8,7 @@ finding, and the captures found per rank are counted from what the captures them
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -18,6 +18,7 @@ from typing import Any
 from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
+from mindspeed_prof.jsonio import Refused, open_regular, read_json, within
 
 __all__ = ["Finding", "Health", "doctor"]
 
@@ -69,8 +70,9 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     """Check every capture under ``root`` (a save root): file tails, manifests and the first
     step range of each range file, then each capture through the readers (cached)."""
     health = Health(root)
-    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
-    manifests = [_load(p) for p in files if _MANIFEST.match(p.name)]
+    files = [p for p in sorted(root.rglob("*")) if p.is_file() and within(p, root)]
+    manifests = [_load(p, health) for p in sorted(root.rglob("manifest*.json"))
+                 if _MANIFEST.match(p.name)]  # a link or a FIFO among them: a finding
     manifests = [m for m in manifests if isinstance(m, dict)]
     found: set[int] = set()
     first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
@@ -104,7 +106,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
             "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
-    summary = _load(root / CLUSTER_SUMMARY)
+    summary = _load(root / CLUSTER_SUMMARY, health)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
     health.triggered = [
         {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",
@@ -158,9 +160,17 @@ def _check_readable(health: Health, flagged: set[Path]
     return own, ranks, triggered(result)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, health: Health | None = None, follow: bool = False) -> Any:
+    """A JSON file (bounded; through a link only when ``follow``, as for a capture); None when
+    it is missing or not JSON. One refused (a link, a FIFO, a device, too large) is a finding
+    in ``health``."""
     try:
-        return json.loads(path.read_text())
+        return read_json(path, follow=follow)
+    except Refused as err:
+        if health is not None:
+            rel = str(path.relative_to(health.root))
+            health.findings.append(Finding("unreadable", rel, f"{rel}: not read: {err.reason}"))
+        return None
     except (OSError, ValueError):
         return None
 
@@ -176,13 +186,18 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
         return "empty", "empty file"
     if path.name.endswith(".gz") or path.name.endswith(".db"):
         return None  # binary: their readers say what is wrong
-    with open(path, "rb") as f:
-        f.seek(max(0, size - _TAIL_BYTES))
-        tail = f.read().rstrip()
+    try:
+        fd = open_regular(path, follow=True)  # no FIFO put there since it was listed
+    except (OSError, Refused) as err:
+        return "unreadable", str(getattr(err, "reason", err))
+    try:
+        tail = os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES)).rstrip()
+    finally:
+        os.close(fd)
     if not tail.endswith(b"}"):
         return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
     if path.name.endswith(SPANS) and size < 4096:
-        data = _load(path)
+        data = _load(path, follow=True)
         if isinstance(data, dict) and not data.get("traceEvents") and (
                 data.get("closed") or "format" not in (data.get("mindspeed_prof") or {})):
             return "empty", "no ranges recorded (did the window's steps run?)"
@@ -190,7 +205,7 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
 
 
 def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
-    data = _load(path)
+    data = _load(path, follow=True)
     if not isinstance(data, dict):
         return
     host = str(data.get("mindspeed_prof", {}).get("host", "?"))

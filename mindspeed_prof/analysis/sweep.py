@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import SWEEP_SUMMARY
 from mindspeed_prof.formats.manifest import capture_count, nothing_captured
-from mindspeed_prof.jsonio import write_json
+from mindspeed_prof.jsonio import Refused, read_json, within, write_json
 
 __all__ = ["SUMMARY_NAME", "sweep_summary"]
 
@@ -33,9 +32,12 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
         return row
     path = manifests[0]
     try:
-        manifest = json.loads(path.read_text())
+        manifest = read_json(path)
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as err:
-        row.update(status="unreadable", note=f"{path}: {err}")
+        row.update(status="unreadable", note=str(err) if isinstance(err, Refused)
+                   else f"{path}: {err}")
         return row
     integrated = manifest.get("profiler_config", {}).get("integrated", {})
     row.update(status=manifest.get("status"), stage=integrated.get("stage"),
@@ -43,8 +45,12 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
                overrides=manifest.get("job", {}).get("overrides", []),
                save_root=str(path.parent), note=nothing_captured(manifest, shared),
                error=manifest.get("error"))  # a failed task's exception, one line
-    files = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
-    result = analyse_files(files, path.parent) if files else analyse(path.parent)
+    listed = [Path(f) for c in manifest.get("captures", []) for f in c.get("files", [])]
+    files = [f for f in listed if within(f, path.parent)]  # a manifest is read, not trusted
+    if len(files) < len(listed):
+        outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"
+        row["note"] = "; ".join(filter(None, [row["note"], outside]))
+    result = analyse_files(files, path.parent) if listed else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)

@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
         error(f"note: {line}")
     if args.html:
         from mindspeed_prof.views.html import write_report
+        from mindspeed_prof.views.safe import say
 
-        print(f"report: {write_report(result, Path(args.html), found)}", file=sys.stderr)
+        say(f"report: {write_report(result, Path(args.html), found)}", sys.stderr)
     if args.json:
         json.dump(document(result, found), sys.stdout, indent=2, default=str)
         print()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,10 +23,12 @@ from mindspeed_prof.capture.control import (
     wait,
     wait_for_workers,
 )
-from mindspeed_prof.capture.control.folder import CONTROL, REQUESTS
+from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, REQUESTS
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli.common import EXIT_CODES, Exit, error
 from mindspeed_prof.config.schema import Level, Stage
+from mindspeed_prof.jsonio import read_json
+from mindspeed_prof.views.safe import say
 
 __all__ = ["GRACE_S", "add_parser", "follow", "report", "run"]
 
@@ -82,7 +83,7 @@ def add_parser(sub: Any) -> None:
 
 def _request(args: argparse.Namespace) -> Request:
     if args.npu_config:
-        data = from_npu(json.loads(Path(args.npu_config).read_text()), "")
+        data = from_npu(read_json(args.npu_config, MAX_REQUEST_BYTES, follow=True), "")
         return Request.new(args.timeout, **{k: v for k, v in data.items()
                                             if k not in ("id", "created", "expires")})
     ranks = None
@@ -178,8 +179,8 @@ def follow(channel: Channel, request: Request, timeout: float, where: str, hint:
             error(f"capture: request {request.id} ignored: {why}")
             return Exit.NOT_RUNNING
         start = "" if request.start_step is None else f", from step {request.start_step}"
-        print(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
-              f"({where})", file=sys.stderr)
+        say(f"request {request.id}{start}: waiting up to {timeout:g} s for the job ({where})",
+            sys.stderr)
         status = wait(channel, request, timeout)
     finally:
         channel.close(request)
@@ -198,8 +199,8 @@ def _synchronised(channel: Channel, request: Request) -> Request:
     workers = wait_for_workers(channel, request, time.time() - RECENT_S, GRACE_S)
     start = start_step(workers, time.time())
     if start is None:
-        print(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
-              "look (with steps longer than a second, the same step)", file=sys.stderr)
+        say(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
+            "look (with steps longer than a second, the same step)", sys.stderr)
         return request
     return dataclasses.replace(request, start_step=start)
 
@@ -215,15 +216,15 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
     for a in sorted(acks, key=lambda a: (a.rank, a.role)):
         detail = ", ".join(a.files) if a.files else a.message or "no files yet"
         where = f" on {a.host}" if a.host else ""
-        print(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")
+        say(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")  # the job's words
         if a.status == "written" and a.message:
-            print(f"rank {a.rank} ({a.role}): {a.message}")
+            say(f"rank {a.rank} ({a.role}): {a.message}")
     short = [a for a in written if a.message]  # written, but not what was asked for
     starts = sorted({a.start_step for a in written if a.start_step is not None})
     if len(starts) > 1:
-        print(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
-              f"asked for {request.start_step}): a rank that saw the request late started "
-              "where it was, so compare those steps with care")
+        say(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
+            f"asked for {request.start_step}): a rank that saw the request late started "
+            "where it was, so compare those steps with care")
     if not written:
         error(f"capture: nothing written within {timeout:g} s (still capturing?)")
         return Exit.NOTHING
@@ -235,5 +236,5 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         a.host not in ("", host_name()) for a in written))
     option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
     for root in sorted({a.root for a in written if a.root}):
-        print(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
+        say(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
     return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import ranks_text
-from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.cli.common import Exit, error
 
 __all__ = ["add_parser", "captures_line", "run"]
 
@@ -63,10 +63,11 @@ def captures_line(per_rank: dict[str, int]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.doctor import doctor
+    from mindspeed_prof.views.safe import say
 
     root = Path(args.root)
     if not root.is_dir():
-        print(f"mindspeed-prof: doctor: {root}: no such directory", file=sys.stderr)
+        error(f"doctor: {root}: no such directory")
         return Exit.NOTHING
     health = doctor(root, skew_ms=args.skew_ms)
     if args.json:
@@ -74,18 +75,18 @@ def run(args: argparse.Namespace) -> int:
         print()
     else:
         for finding in health.findings:
-            print(finding.message)
-        print(captures_line(health.captures_per_rank))
+            say(finding.message)
+        say(captures_line(health.captures_per_rank))
         ranks = ranks_text(list(health.ranks_found)) or "none"
         expected = (str(len(health.ranks_expected)) if health.ranks_expected
                     else "unknown: no manifest names them")
-        print(f"ranks with captures: {ranks} (expected {expected})")
+        say(f"ranks with captures: {ranks} (expected {expected})")
         for note in health.notes:
-            print(f"note: {note}")
+            say(f"note: {note}")
         for rank, size in sorted(health.disk_per_rank.items()):
-            print(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
-                                             else f"{size / 1024:.1f} KB"))
+            say(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
+                                           else f"{size / 1024:.1f} KB"))
         for t in health.triggered:
-            print(f"triggered: {triggered_line(t)}")
-        print("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
+            say(f"triggered: {triggered_line(t)}")
+        say("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
     return Exit.OK if health.healthy else Exit.PARTIAL

@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
         error(result.shown(w))
-    print(f"timeline: {timeline.path}\n{len(timeline.tracks)} tracks, {timeline.events:,} "
-          f"events, {timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or "
-          "chrome://tracing")
+    from mindspeed_prof.views.safe import say
+
+    say(f"timeline: {timeline.path}")
+    say(f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
+        f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or chrome://tracing")
     return exit_code(result)

@@ -26,6 +26,7 @@ from typing import Any
 from mindspeed_prof.capture.control.channel import Status, Worker
 from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.jsonio import Refused, read_json, write_atomic
 
 __all__ = ["ACKS", "CONTROL", "MAX_REQUEST_BYTES", "REQUESTS", "WORKERS", "FolderChannel",
            "FolderSource", "read_acks", "write_request"]
@@ -66,33 +67,17 @@ def _folder(root: Path, *parts: str, create: bool = False) -> Path | None:
 
 
 def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
-    """``folder/name`` written aside then renamed in (a link at ``name`` is replaced, not
-    followed)."""
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
-                 0o644)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(values))
+    """``folder/name`` written through a new temporary file, then renamed in (a link at
+    ``name`` is replaced, not followed; one planted at a temporary name is never used)."""
     path = folder / name
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(values).encode())
     return path
 
 
 def _read_json(path: Path) -> Any:
-    """A regular file's JSON (never through a link); ``ValueError`` when not readable as such."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:  # checked before fdopen, which refuses a folder without closing the descriptor
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        f = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with f:
-        raw = f.read(MAX_REQUEST_BYTES + 1)
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise ValueError(f"larger than {MAX_REQUEST_BYTES} bytes")
-    return json.loads(raw)
+    """A regular file's JSON (never through a link, at most ``MAX_REQUEST_BYTES``);
+    ``Refused`` or ``json.JSONDecodeError`` (both ``ValueError``) when not readable as such."""
+    return read_json(path, MAX_REQUEST_BYTES)
 
 
 def write_request(root: Path, request: Request) -> Path:
@@ -212,12 +197,13 @@ class FolderSource:
             data = _read_json(path)
         except FileNotFoundError:
             return None  # removed meanwhile
-        except (OSError, ValueError, RecursionError) as err:
+        except (OSError, ValueError) as err:
             if isinstance(err, json.JSONDecodeError) and time.time() - mtime_ns / 1e9 < _GRACE_S:
                 return None  # maybe still being written: looked at again next time
             why = ("not complete JSON" if isinstance(err, json.JSONDecodeError)
                    else "unreadable")
-            self._ignore(path, key, why, f"{why} ({str(err)[:80]})")
+            said = err.reason if isinstance(err, Refused) else str(err)
+            self._ignore(path, key, why, f"{why} ({said[:80]})")
             return None
         try:
             if isinstance(data, dict) and "id" not in data and _NPU_KEYS & set(data):

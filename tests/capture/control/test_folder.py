@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -256,8 +257,10 @@ def test_a_request_is_put_only_into_a_real_requests_folder(tmp_path: Path) -> No
     assert str(not_folder.value) == f"{tmp_path}/control/requests is not a folder"
 
 
-def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(tmp_path: Path) -> None:
-    """The file is written aside under a known name first: a link put there is refused."""
+def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is written aside under a new name made exclusively: a link at the name earlier
+    versions used, or at the very name drawn for it, is never followed."""
     umask = os.umask(0o022)
     try:
         path = write_request(tmp_path, Request.new(60, steps=1))
@@ -267,11 +270,16 @@ def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(tmp_path: 
     target = tmp_path / "target"
     target.write_text("keep")
     request = Request.new(60, steps=1)
-    aside = path.parent / f".{request.id}.json.{os.getpid()}.tmp"
-    aside.symlink_to(target)
-    with pytest.raises(OSError):
-        write_request(tmp_path, request)
-    assert target.read_text() == "keep" and not (path.parent / f"{request.id}.json").exists()
+    (path.parent / f".{request.id}.json.{os.getpid()}.tmp").symlink_to(target)
+    drawn = path.parent / f".{request.id}.json.drawn.tmp"
+    drawn.symlink_to(target)
+    names = iter(["drawn", "next1234"])
+    monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: names)
+    written = write_request(tmp_path, request)
+    assert target.read_text() == "keep" and drawn.is_symlink()
+    assert json.loads(written.read_text()) == request.to_json() and not written.is_symlink()
+    assert sorted(p.name for p in path.parent.iterdir() if not p.is_symlink()) == sorted(
+        [path.name, written.name])  # the temporary file renamed, none left
 
 
 def test_a_request_file_is_read_up_to_64_kib_of_bytes(
@@ -288,13 +296,13 @@ def test_a_request_file_is_read_up_to_64_kib_of_bytes(
         assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / n}: unreadable (larger than 65536 "
-        "bytes)" for n in ("b.json", "c.json")]
+        f"bytes ({(folder / n).stat().st_size}))" for n in ("b.json", "c.json")]
 
 
 def test_what_is_not_a_regular_file_is_named_in_its_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """A link (even a dangling one) is refused by the open itself, whose error is cut to 80
-    characters; anything else not a regular file is said so."""
+    """A link (even a dangling one) is refused by the open itself; anything else not a regular
+    file is named for what it is."""
     outside = tmp_path / "secret.json"
     good = Request.new(60, steps=1)
     outside.write_text(json.dumps(good.to_json()))
@@ -307,16 +315,11 @@ def test_what_is_not_a_regular_file_is_named_in_its_warning(
         found = FolderSource(tmp_path / "root").poll(Worker(0, "actor", 1))
     assert [r.id for r in found] == [good.id]
 
-    def link_error(name: str) -> str:
-        error = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: '{folder / name}'"
-        assert len(error) > 80
-        return f"unreadable ({error[:80]})"
-
+    link = "unreadable (a symbolic link, not followed)"
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / name}: {why}" for name, why in (
-            ("dangling.json", link_error("dangling.json")),
-            ("fifo.json", "unreadable (not a regular file)"),
-            ("link.json", link_error("link.json")))]
+            ("dangling.json", link), ("fifo.json", "unreadable (a FIFO, not a regular file)"),
+            ("link.json", link))]
 
 
 def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
@@ -357,7 +360,7 @@ def test_five_warnings_a_look_and_the_rest_counted_by_kind(
         f"{said} {folder / 'a2.json'}: expired (the command that wrote it gave up)",
         f"{said} {folder / 'a3.json'}: malformed: preset='nope': allowed: mstx_light, "
         "stage_scoped, memory_debug, full, dpo",
-        f"{said} {folder / 'a4.json'}: unreadable (not a regular file)",
+        f"{said} {folder / 'a4.json'}: unreadable (a FIFO, not a regular file)",
         f"{said} {folder / 'a5.json'}: malformed: {objects[:160]}",
         f"mindspeed-prof: ignoring 5 more capture requests in {folder} (1 expired, 2 malformed, "
         "1 not complete JSON, 1 unreadable)"]
@@ -466,4 +469,5 @@ def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
     assert len(os.listdir("/proc/self/fd")) == before
     assert caplog.records[0].getMessage() == (
         "mindspeed-prof: ignoring capture request "
-        f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (not a regular file)")
+        f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (a folder, not a regular "
+        "file)")
