@@ -32,7 +32,9 @@ class Finding:
     """One problem: what kind, the file or rank it concerns, and one line for people."""
 
     #: missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew |
-    #: unreadable (analyse skips the capture) | partly_read (analyse skips part of it) |
+    #: unreadable (analyse skips the capture, or a manifest or summary was refused) |
+    #: worker_died | worker_timeout | worker_failed (a Ray worker gave no summary) |
+    #: partly_read (analyse skips part of it) |
     #: no_captures (nothing under the root that analyse would read) | interrupted (a range
     #: file never closed: its process was killed, or is still writing)
     kind: str
@@ -108,6 +110,8 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     _check_skew(health, first_step, skew_ms)
     summary = _load(root / CLUSTER_SUMMARY, health)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
+    workers = [w for w in workers if isinstance(w, dict)]
+    _check_workers(health, workers)
     health.triggered = [
         {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",
                                "reason", "files")}
@@ -215,6 +219,27 @@ def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
             if isinstance(step, int):
                 key = (host, step)
                 out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
+
+
+#: What a worker whose summary the Ray driver did not get is said to have done.
+_LOST = {"died": "died before its summary was collected",
+         "timeout": "gave no summary in time",
+         "failed": "failed to give its summary"}
+
+
+def _check_workers(health: Health, workers: list[dict[str, Any]]) -> None:
+    """Each Ray worker of the cluster summary whose summary did not come back (``collect``'s
+    ``died``, ``timeout`` and ``failed`` entries) is a finding naming its rank and actor."""
+    for w in workers:
+        status = w.get("status")
+        if status not in _LOST:
+            continue
+        rank = w.get("rank")
+        who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
+        actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
+        health.findings.append(Finding(
+            f"worker_{status}", who, f"{who}{actor}: {_LOST[status]} ({w.get('error', '')}); "
+            "whatever it wrote stays on its node's disk"))
 
 
 def _check_ranks(health: Health, manifests: list[dict[str, Any]], own: set[int],

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ from mindspeed_prof.capture.control import (
 )
 from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, REQUESTS
 from mindspeed_prof.capture.naming import host_name
-from mindspeed_prof.cli.common import EXIT_CODES, Exit, error
+from mindspeed_prof.cli.common import Exit, error, exit_help
 from mindspeed_prof.config.schema import Level, Stage
 from mindspeed_prof.jsonio import read_json
 from mindspeed_prof.views.safe import say
@@ -34,8 +38,6 @@ __all__ = ["GRACE_S", "add_parser", "follow", "report", "run"]
 
 #: How long to wait for the workers to tell their steps before posting a request.
 GRACE_S = 3.0
-#: What a worker told this long ago still counts (its step is carried forward at its rate).
-RECENT_S = 5.0
 #: A save root that did not exist: how long to wait for a job to look at it before giving up.
 NEW_ROOT_WAIT_S = 10.0
 
@@ -47,7 +49,7 @@ driver called mindspeed_prof.ray.open_board(), ray://ADDRESS (Ray Client) or
 --ray [ADDRESS] (the cluster's address; default: the one this machine runs):
 the request then reaches every worker through Ray, no shared filesystem needed.
 
-{EXIT_CODES}"""
+{exit_help("capture")}"""
 
 
 def add_parser(sub: Any) -> None:
@@ -129,7 +131,7 @@ def _no_job_yet(channel: Channel, request: Request) -> str:
     """Why to stop now: a save root that did not exist, and no worker looked in time."""
     if not getattr(channel, "made_root", False):
         return ""
-    if wait_for_workers(channel, request, time.time() - RECENT_S, NEW_ROOT_WAIT_S):
+    if wait_for_workers(channel, request, NEW_ROOT_WAIT_S):
         return ""
     return (f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
             "(the folder did not exist): is a job saving there running, with on_demand: "
@@ -158,32 +160,53 @@ def _through_ray(address: str, job: str | None, request: Request, timeout: float
         return Exit.NOT_RUNNING
 
 
+@contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does (so the request is withdrawn),
+    while inside; the handlers before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    before = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 def follow(channel: Channel, request: Request, timeout: float, where: str, hint: str,
            ray: str | None = None) -> int:
     """Ask where the workers are, post ``request`` to start on the same step on all of them,
-    wait for them, report; the exit code."""
-    try:
-        channel.open()
-    except OSError as err:
-        error(f"capture: {err}")
-        return Exit.NOT_RUNNING
-    try:
-        why = _no_job_yet(channel, request)
-        if why:
-            error(f"capture: {why}")
+    wait for them, report; the exit code. The request is withdrawn however the command ends
+    (done, timed out, Ctrl-C, SIGTERM, SIGHUP): that is its expiry, decided on this command's
+    clock alone."""
+    with _signals_stop():
+        try:
+            channel.open()
+        except OSError as err:
+            error(f"capture: {err}")
             return Exit.NOT_RUNNING
-        if request.steps and request.start_step is None:
-            request = _synchronised(channel, request)
-        why = channel.post(request)
-        if why:
-            error(f"capture: request {request.id} ignored: {why}")
-            return Exit.NOT_RUNNING
-        start = "" if request.start_step is None else f", from step {request.start_step}"
-        say(f"request {request.id}{start}: waiting up to {timeout:g} s for the job ({where})",
-            sys.stderr)
-        status = wait(channel, request, timeout)
-    finally:
-        channel.close(request)
+        try:
+            why = _no_job_yet(channel, request)
+            if why:
+                error(f"capture: {why}")
+                return Exit.NOT_RUNNING
+            if request.steps and request.start_step is None:
+                request = _synchronised(channel, request)
+            why = channel.post(request)
+            if why:
+                error(f"capture: request {request.id} ignored: {why}")
+                return Exit.NOT_RUNNING
+            start = "" if request.start_step is None else f", from step {request.start_step}"
+            say(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
+                f"({where})", sys.stderr)
+            status = wait(channel, request, timeout)
+        finally:
+            channel.close(request)
     if status.ignored:
         error(f"capture: request {request.id} ignored: {status.ignored}")
         return Exit.NOT_RUNNING
@@ -196,7 +219,7 @@ def follow(channel: Channel, request: Request, timeout: float, where: str, hint:
 def _synchronised(channel: Channel, request: Request) -> Request:
     """``request`` with the start step every worker it is for will reach after it has been
     seen by all (or unchanged when none told its step within ``GRACE_S``)."""
-    workers = wait_for_workers(channel, request, time.time() - RECENT_S, GRACE_S)
+    workers = wait_for_workers(channel, request, GRACE_S)  # stamped with our clock
     start = start_step(workers, time.time())
     if start is None:
         say(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "

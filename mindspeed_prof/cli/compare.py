@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_code, noise_option, read_captures
+from mindspeed_prof.cli.common import (
+    Exit,
+    error,
+    exit_code,
+    exit_help,
+    noise_option,
+    read_captures,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -16,10 +23,11 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "compare", help="two runs side by side, regressions flagged",
-        description="Mean time per stage execution and rank in run A (the baseline) and run "
-                    "B, per custom range too, device time per step and memory peaks; a change "
-                    "beyond --threshold is flagged, runs that captured different things are "
-                    "named. Exit codes as for analyse, and 4 with --fail-over.")
+        description="Mean time per stage execution and rank in run A (the baseline) and run\n"
+                    "B, per custom range too, device time per step and memory peaks; a change\n"
+                    "beyond --threshold is flagged, runs that captured different things are\n"
+                    "named.\n\n" + exit_help("compare"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("a", metavar="A", help="the baseline run: a save root, job dir or capture")
     c.add_argument("b", metavar="B", help="the run compared against A, in the same forms")
     c.add_argument("--threshold", type=float, default=0.1,

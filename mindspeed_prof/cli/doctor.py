@@ -9,21 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import ranks_text
-from mindspeed_prof.cli.common import Exit, error
+from mindspeed_prof.cli.common import Exit, error, exit_help
 
 __all__ = ["add_parser", "captures_line", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 A run's captures checked before anyone opens a trace: missing ranks, empty,
 truncated or temporary files, files analyse cannot read whole, windows that
-captured nothing, clock skew between hosts; then captures and disk used per
-rank, notes on how captures were read, and triggered captures.
+captured nothing, clock skew between hosts, Ray workers that gave no summary;
+then captures and disk used per rank, notes on how captures were read, and
+triggered captures.
 
-exit codes:
-  0  healthy
-  1  no such directory
-  3  findings (one line each)
-"""
+{exit_help("doctor")}"""
 
 
 def triggered_line(t: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from mindspeed_prof.cli.common import (
     Exit,
     error,
     exit_code,
+    exit_help,
     jobs_option,
     placement_line,
     read_captures,
@@ -23,9 +24,11 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     t = sub.add_parser(
         "timeline", help="every capture of a run merged into one Chrome trace",
-        description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into "
-                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per "
-                    "rank, role and host, with steps, stages and ranges on one wall clock.")
+        description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into\n"
+                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per\n"
+                    "rank, role and host, with steps, stages and ranges on one wall clock.\n\n"
+                    + exit_help("timeline"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("root", metavar="ROOT", help="a save root, a Hydra job or multirun dir")
     t.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="the merged trace (.json, or .json.gz to compress it)")
