@@ -39,6 +39,9 @@ class Refused(ValueError):
         super().__init__(f"{path}: {reason}")
         self.path, self.reason = path, reason
 
+    def __reduce__(self) -> tuple[type[Refused], tuple[Path | str, str]]:
+        return (Refused, (self.path, self.reason))  # it may cross a process pool
+
 
 def open_regular(path: Path | str, *, follow: bool = False) -> int:
     """A descriptor of ``path`` opened for reading, without blocking (a FIFO does not hang)

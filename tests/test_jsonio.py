@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import pickle
 import stat
 import tempfile
 import threading
@@ -43,6 +44,8 @@ def test_a_regular_file_is_read_whole_up_to_its_limit(tmp_path: Path) -> None:
     with pytest.raises(Refused, match=r"m\.json: larger than 99 bytes \(100\)$") as err:
         read_bytes(path, 99)
     assert err.value.reason == "larger than 99 bytes (100)"
+    back = pickle.loads(pickle.dumps(err.value))  # as a worker process hands it back
+    assert (str(back), back.reason) == (str(err.value), err.value.reason)
 
 
 def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
