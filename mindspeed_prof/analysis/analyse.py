@@ -340,10 +340,10 @@ def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
     leads outside it is not read, one line in ``result.bad`` (its content is never shown)."""
     if not root.is_dir():
         return paths  # one file, named by the user: read wherever it is
-    inside = [p for p in paths if within(p, root)]
+    outside = {p for p in paths if not within(p, root)}
     result.bad += [f"{p}: a link to a file outside {root}: not read (analyse its own folder)"
-                   for p in paths if p not in inside]
-    return inside
+                   for p in paths if p in outside]
+    return [p for p in paths if p not in outside]
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
