@@ -4,6 +4,7 @@ every exit table in ``docs/`` is generated from it, and checked to be."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,22 +13,35 @@ from mindspeed_prof.cli import COMMANDS, main
 from mindspeed_prof.cli.common import MEANINGS, Exit, exit_help, exit_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-_TABLE = re.compile(r"(?:^<!-- exit codes: (?P<command>\w+) -->\n)?(?P<table>^\| exit \| meaning "
-                    r"\|\n(?:^\|.*\|\n)+)", re.M)
+#: An exit table (indented too, as in a list item), and the marker naming its command.
+_TABLE = re.compile(r"(?:^[ \t]*<!-- exit codes: (?P<command>\w+) -->\n)?"
+                    r"(?P<table>^[ \t]*\| exit \| meaning \|\n(?:^[ \t]*\|.*\|\n)+)", re.M)
 
 
-def _tables() -> list[tuple[Path, str | None, str]]:
-    """Every exit table in ``docs/``: its file, the command its marker names, the table."""
-    return [(path, m["command"], m["table"]) for path in sorted(DOCS.rglob("*.md"))
-            for m in _TABLE.finditer(path.read_text())]
+def _tables(text: str) -> list[tuple[str | None, str]]:
+    """Every exit table in ``text``: the command its marker names, the table (dedented)."""
+    return [(m["command"], textwrap.dedent(m["table"])) for m in _TABLE.finditer(text)]
 
 
 def test_every_exit_table_in_the_docs_is_the_generated_one() -> None:
-    tables = _tables()
+    tables = [(path, *table) for path in sorted(DOCS.rglob("*.md"))
+              for table in _tables(path.read_text())]
     assert ("capture", exit_table("capture")) in {(c, t) for _, c, t in tables}
     for path, command, table in tables:
         assert command in MEANINGS, f"{path}: an exit table without <!-- exit codes: COMMAND -->"
         assert table == exit_table(command), f"{path}: {command}'s table is not the generated one"
+
+
+def test_a_table_written_by_hand_or_without_its_marker_is_found() -> None:
+    """What the check above stops: a list item's table copied from an older text, its marked
+    twin with a row changed, and the generated one, indented as in a list item."""
+    old = ("- On demand, exit codes:\n\n  | exit | meaning |\n  |---|---|\n  | 0 | done |\n"
+           "  | 2 | no job took the request |\n")
+    changed = "<!-- exit codes: capture -->\n" + exit_table("capture").replace("| 5 |", "| 2 |")
+    right = textwrap.indent("<!-- exit codes: capture -->\n" + exit_table("capture"), "  ")
+    found = _tables(f"{old}\ntext\n\n{changed}\n{right}")
+    assert [command for command, _ in found] == [None, "capture", "capture"]
+    assert [table == exit_table("capture") for _, table in found] == [False, False, True]
 
 
 @pytest.mark.parametrize("command", sorted(MEANINGS))
