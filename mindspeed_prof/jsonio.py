@@ -1,20 +1,125 @@
-"""Atomic JSON writes: readers see the old file or the new one, never half of one."""
+"""Our own files, both ways: written whole through a fresh temporary name, read bounded.
+
+Every file the analysis, the commands and the control folder read that is not a capture
+(manifests, summaries, sweep rows, requests, acks, cache entries) comes through ``read_bytes``
+or ``read_json``: a regular file (never a FIFO, a device or a folder), opened without blocking
+and, unless the caller says otherwise, never through a symbolic link, read up to a size limit.
+A refusal is ``Refused`` (a ``ValueError``) with one line naming the file and why.
+
+Writes go to a temporary file made with ``mkstemp`` in the target's folder (a new name, created
+exclusively: a link planted there is never followed) and are renamed over the target, so readers
+see the old file or the new one, never half of one.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json"]
+__all__ = ["MAX_JSON_BYTES", "Refused", "open_regular", "read_bytes", "read_json", "within",
+           "write_atomic", "write_json"]
+
+#: Our JSON files (manifests, cluster and sweep summaries) larger than this are not read.
+MAX_JSON_BYTES = 64 << 20
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+class Refused(ValueError):
+    """A file not read: not a regular file, a link, too large or nested too deeply. ``str``:
+    one line naming the file; ``reason``: the same without the name."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+    def __reduce__(self) -> tuple[type[Refused], tuple[Path | str, str]]:
+        return (Refused, (self.path, self.reason))  # it may cross a process pool
+
+
+def open_regular(path: Path | str, *, follow: bool = False) -> int:
+    """A descriptor of ``path`` opened for reading, without blocking (a FIFO does not hang)
+    and, unless ``follow``, not through a symbolic link; ``Refused`` unless it is a regular
+    file. ``OSError`` as ``os.open`` raises it (a missing file: ``FileNotFoundError``)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP and not follow:
+            raise Refused(path, "a symbolic link, not followed") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise Refused(path, f"{kind}, not a regular file")
+    return fd
+
+
+def read_bytes(path: Path | str, limit: int = MAX_JSON_BYTES, *, follow: bool = False) -> bytes:
+    """The whole of a regular file of at most ``limit`` bytes (see ``open_regular``)."""
+    fd = open_regular(path, follow=follow)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise Refused(path, f"larger than {limit} bytes ({size})")
+        chunks, got = [], 0
+        while got <= limit:  # the size may have grown since fstat (or lie, as /proc's do)
+            chunk = os.read(fd, min(limit + 1 - got, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    finally:
+        os.close(fd)
+    if got > limit:
+        raise Refused(path, f"larger than {limit} bytes")
+    return b"".join(chunks)
+
+
+def read_json(path: Path | str, limit: int = MAX_JSON_BYTES, *, follow: bool = False) -> Any:
+    """``read_bytes`` parsed as JSON: ``json.JSONDecodeError`` (a ``ValueError``) when it is
+    not JSON, ``Refused`` when it is nested too deeply to parse."""
+    raw = read_bytes(path, limit, follow=follow)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise Refused(path, "nested too deeply to read") from None
+
+
+def within(path: Path, root: Path) -> bool:
+    """Whether ``path``, links followed, lies inside ``root`` (links followed too)."""
+    try:
+        return Path(path).resolve().is_relative_to(Path(root).resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """``data`` as the whole of ``path``: written to a new temporary file in its folder
+    (``.<name>.<random>.tmp``), then renamed over it. Raises ``OSError`` as the writes do;
+    whatever fails leaves no temporary file behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name.lstrip('.')}.", suffix=".tmp",
+                               dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
+    """``data`` as indented JSON at ``path`` (its folder made), written whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, default=str))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(path, json.dumps(data, indent=2, default=str).encode())

@@ -3,7 +3,7 @@
     cfg = worker_config(hydra_cfg.profiler_config)            # on the driver: plain, resolved
     workers = [Worker.remote(rank=r, profiler_config=cfg) for r in range(n)]
     ...                                                        # Worker mixes in ProfilerMixin
-    summaries = collect(workers)                               # no shared filesystem needed
+    summaries = collect(workers, ranks=list(range(n)))        # no shared filesystem needed
     write_cluster_summary(save_root(cfg), summaries)
 
 ``open_board()`` on the driver, after ``ray.init``, lets ``mindspeed-prof capture --ray`` reach
@@ -25,8 +25,8 @@ from mindspeed_prof.config.validate import RUN_KEY, sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["ProfilerMixin", "collect", "open_board", "save_root", "worker_config",
-           "write_cluster_summary"]
+__all__ = ["COLLECT_TIMEOUT_S", "ProfilerMixin", "collect", "open_board", "save_root",
+           "worker_config", "write_cluster_summary"]
 
 
 def worker_config(profiler_config: Any) -> dict[str, Any]:
@@ -107,17 +107,68 @@ def open_board() -> Any:
     return _board
 
 
-def collect(workers: list[Any], method: str = "profiler_summary") -> list[dict[str, Any]]:
-    """Every worker's summary, gathered on the driver (sorted by rank)."""
+#: How long ``collect`` waits for the workers' summaries (a summary closes the worker's
+#: profiler, so it may wait for a last export).
+COLLECT_TIMEOUT_S = 300.0
+
+
+def collect(workers: list[Any], method: str = "profiler_summary",
+            timeout_s: float = COLLECT_TIMEOUT_S,
+            ranks: list[int] | None = None) -> list[dict[str, Any]]:
+    """Every worker's summary the driver gets within ``timeout_s``, sorted by rank, each with
+    ``status: ok``. A worker that did not answer is an entry of its own, ``status``: ``died``
+    (its process is gone: killed, crashed, out of memory), ``timeout`` (no answer in time:
+    stopped, hung or still exporting) or ``failed`` (``method`` raised); with ``worker`` (its
+    place in ``workers``), ``rank`` (``ranks[worker]`` when given, else None), ``actor`` (its
+    Ray actor id) and ``error`` (one line), and no captures. No worker's fault costs another's
+    summary, and none blocks for longer than ``timeout_s``."""
     import ray
 
-    summaries = ray.get([getattr(w, method).remote() for w in workers])
-    return sorted(summaries, key=lambda s: s["rank"])
+    refs = [getattr(w, method).remote() for w in workers]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
+    answered = set(ready)
+    out = []
+    for i, ref in enumerate(refs):
+        rank = ranks[i] if ranks is not None and i < len(ranks) else None
+        if ref not in answered:
+            out.append(_missing(workers[i], i, rank, "timeout",
+                                f"no answer within {timeout_s:g} s (stopped, hung or still "
+                                "exporting)"))
+            continue
+        try:
+            summary = ray.get(ref)
+        except ray.exceptions.RayActorError as err:
+            out.append(_missing(workers[i], i, rank, "died", _first_line(err)))
+        except ray.exceptions.RayError as err:
+            out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
+        else:
+            out.append({**summary, "status": "ok"})
+    return sorted(out, key=lambda s: (s["rank"] is None, s["rank"] or 0, s.get("worker", -1)))
+
+
+def _missing(worker: Any, index: int, rank: int | None, status: str,
+             error: str) -> dict[str, Any]:
+    """The entry of a worker whose summary did not come back."""
+    actor = getattr(worker, "_actor_id", None)
+    return {"rank": rank, "worker": index, "actor": actor.hex() if actor is not None else "",
+            "status": status, "error": error, "captures": [], "files": [], "stage_rank": [],
+            "per_step": []}
+
+
+def _first_line(err: BaseException) -> str:
+    """Ray's error as one line: its type and its first line of text that says something."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
 def write_cluster_summary(root: Path, summaries: list[dict[str, Any]]) -> Path:
-    """``cluster_summary.json`` in the save root: one entry per worker."""
+    """``cluster_summary.json`` in the save root: one entry per worker, and under ``missing``
+    each worker whose summary did not come back (``collect``'s ``died``, ``timeout``,
+    ``failed``)."""
     path = Path(root) / CLUSTER_SUMMARY
     write_json(path, {"workers": summaries,
-                      "stage_rank": [row for s in summaries for row in s["stage_rank"]]})
+                      "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
+                      "missing": [{k: s.get(k) for k in ("rank", "worker", "actor", "status",
+                                                         "error")}
+                                  for s in summaries if s.get("status", "ok") != "ok"]})
     return path

@@ -114,11 +114,18 @@ def verl_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for the whole test session, shut down at the end."""
+    """One local Ray cluster for the whole test session, shut down at the end. A start that
+    fails is tried again (``ray_start.TRIES`` in all); then every test using it fails with
+    the same one line."""
+    from ray_start import start
+
     ray = pytest.importorskip("ray")
     # a loaded machine starts a raylet in more than Ray's default 10 s wait
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    why = start(lambda: ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
+                                 log_to_driver=False), ray.shutdown)
+    if why:
+        pytest.fail(why, pytrace=False)
     yield ray
     ray.shutdown()
 

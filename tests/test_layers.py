@@ -17,13 +17,13 @@ ROOT = "mindspeed_prof"
 #: Each layer and the layers it may import (its own included). Modules not named here belong
 #: to the first prefix that matches.
 LAYERS: dict[str, set[str]] = {
-    "formats": {"formats"},
+    "formats": {"formats", "jsonio"},
     "config": {"config"},
     "jsonio": {"jsonio"},
     "raylink": {"raylink"},
     "mstx": {"mstx"},
     "capture": {"capture", "config", "formats", "jsonio", "mstx"},
-    "analysis.readers": {"analysis.readers", "config", "formats"},
+    "analysis.readers": {"analysis.readers", "config", "formats", "jsonio"},
     "analysis": {"analysis", "analysis.readers", "config", "formats", "jsonio", "raylink"},
     "views": {"views", "analysis", "analysis.readers", "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},

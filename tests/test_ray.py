@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +105,72 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
     node.critic = {"profile": True, "profile_step_start": 0}  # (profile off: a warning)
     with pytest.raises(ConfigError, match=r"profiler_config\.critic\.profile_step_start=0"):
         worker_config(node)
+
+
+class Stoppable(ProfilerMixin):
+    """A worker that captures one step, and tells its pid (to be killed or stopped)."""
+
+    def __init__(self, rank: int, cfg: dict[str, Any]) -> None:
+        self.init_profiler(cfg, rank=rank)
+
+    def step(self, step: int) -> int:
+        with self.profiler.step(step), self.profiler.stage("actor_update"):
+            pass
+        return os.getpid()
+
+
+def _until_dead(ray: Any, worker: Any, pid: int, timeout_s: float = 120.0) -> None:
+    """Wait (bounded) until Ray itself knows the SIGKILLed actor ``worker`` is gone."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(worker.step.remote(99), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue
+    raise AssertionError(f"Ray did not see worker pid {pid} die in {timeout_s:g} s")
+
+
+def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
+        ray_cluster: Any, tmp_path: Path) -> None:
+    """The probe: one of three workers SIGKILLed, one SIGSTOPped. ``collect`` returns the
+    healthy worker's summary whole, a ``died`` and a ``timeout`` entry for the others, within
+    its timeout; the cluster summary lists them and doctor names both."""
+    from mindspeed_prof.analysis.doctor import doctor
+
+    ray = ray_cluster
+    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+                                        "profile_step_end": 3,
+                                        "profile_save_path": str(tmp_path)}})
+    workers = [ray.remote(Stoppable).remote(r, cfg) for r in range(3)]
+    pids = ray.get([w.step.remote(1) for w in workers], timeout=180)
+    os.kill(pids[1], signal.SIGKILL)
+    _until_dead(ray, workers[1], pids[1])
+    os.kill(pids[2], signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        summaries = collect(workers, timeout_s=20.0, ranks=[0, 1, 2])
+        took = time.monotonic() - started
+    finally:
+        os.kill(pids[2], signal.SIGCONT)
+        ray.kill(workers[2])
+    assert 20.0 <= took < 60.0
+    assert [(s["rank"], s["status"]) for s in summaries] == [(0, "ok"), (1, "died"),
+                                                             (2, "timeout")]
+    healthy, died, stopped = summaries
+    assert healthy["files"] and all(Path(f["path"]).is_file() for f in healthy["files"])
+    assert [row["rank"] for row in healthy["stage_rank"]] == [0]
+    assert died["worker"] == 1 and died["error"].startswith("ActorDiedError: ")
+    assert died["actor"] == workers[1]._actor_id.hex() and died["captures"] == []
+    assert stopped["error"] == "no answer within 20 s (stopped, hung or still exporting)"
+    path = write_cluster_summary(tmp_path, summaries)
+    doc = json.loads(path.read_text())
+    assert [(m["rank"], m["status"]) for m in doc["missing"]] == [(1, "died"), (2, "timeout")]
+    assert [row["rank"] for row in doc["stage_rank"]] == [0]
+    found = {f.kind: f.message for f in doctor(tmp_path).findings}
+    assert found["worker_died"].startswith(f"rank 1 (actor {died['actor'][:12]}): died before "
+                                           "its summary was collected (ActorDiedError: ")
+    assert found["worker_timeout"] == (
+        f"rank 2 (actor {stopped['actor'][:12]}): gave no summary in time (no answer within "
+        "20 s (stopped, hung or still exporting)); whatever it wrote stays on its node's disk")

@@ -48,6 +48,7 @@ from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
 from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.jsonio import within
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs", "runs_of",
            "stage_rows"]
@@ -357,6 +358,7 @@ def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, 
         except BadFile as err:
             result.bad.append(str(err))
             return result
+        paths, memory = _inside(result, root, paths), _inside(result, root, memory)
         results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress,
                            comm_kernels=comm_kernels)
     for data in results:
@@ -373,6 +375,17 @@ def _pattern(comm_kernels: str) -> str:
     if problem:
         raise ValueError(f"comm_kernels={comm_kernels!r}: {problem}")
     return comm_kernels
+
+
+def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
+    """``paths`` below the folder ``root`` that lie inside it, links followed; each that
+    leads outside it is not read, one line in ``result.bad`` (its content is never shown)."""
+    if not root.is_dir():
+        return paths  # one file, named by the user: read wherever it is
+    outside = {p for p in paths if not within(p, root)}
+    result.bad += [f"{p}: a link to a file outside {root}: not read (analyse its own folder)"
+                   for p in paths if p in outside]
+    return [p for p in paths if p not in outside]
 
 
 def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:

@@ -1,4 +1,15 @@
-"""Per-capture analysis results cached next to each capture, keyed by size, mtime and version."""
+"""Per-capture analysis results cached next to each capture: served only when provably its own.
+
+An entry (``.<capture name>.analysis-cache``) is ``MAGIC``, a checksum of the rest of its own
+bytes, then msgpack of the analysis version, the capture's ``Fingerprint`` and the decoded data.
+It is served when all three hold: the checksum matches (a flipped bit, a cut or a foreign file
+is read again, never served), the version is this one, and the fingerprint equals the
+capture's now: size, mtime, ctime and inode (a file rewritten in place and its mtime put back
+with ``touch -r`` has a new ctime; another capture's entry copied here has another inode) and a
+hash of each file's first and last ``BLOCK`` bytes. The entry is opened without following a
+link or blocking (a FIFO or a link to ``/dev/zero`` there is refused at once), read up to a
+bound, and written through a fresh ``mkstemp`` name in its folder (``jsonio.write_atomic``).
+"""
 
 from __future__ import annotations
 
@@ -14,19 +25,38 @@ import msgspec
 from mindspeed_prof.analysis import readers
 from mindspeed_prof.analysis.readers import TraceData, read
 from mindspeed_prof.formats import CACHE
+from mindspeed_prof.jsonio import Refused, open_regular, read_bytes, write_atomic
 
-__all__ = ["Stamp", "analysis_version", "cache_path", "decode", "discard_partial", "encode",
-           "load", "read_cached", "stamp", "store"]
+__all__ = ["BLOCK", "MAGIC", "Fingerprint", "analysis_version", "cache_path", "decode",
+           "discard_partial", "encode", "fingerprint", "load", "read_cached", "store"]
 
 #: Bump when the entry layout changes; reader changes are caught by ``analysis_version``.
-FORMAT = 2
+FORMAT = 3
+#: An entry starts so, then a 16-byte BLAKE2b digest of everything after it.
+MAGIC = b"MSPCACH3"
+_DIGEST = 16
+_HEADER = len(MAGIC) + _DIGEST
+#: Bytes hashed at the start and at the end of each file of a capture.
+BLOCK = 4096
+#: An entry is read up to this many bytes more than twice its capture's size.
+_SLACK = 64 << 20
 
-Stamp = tuple[int, int]  # (bytes, newest mtime in ns)
+
+class Fingerprint(msgspec.Struct, frozen=True, array_like=True):
+    """What a capture is on disk: bytes, newest mtime and ctime (ns), the inode of the file
+    (the folder's for a torch_npu folder), and a digest of each file's name, stat and first
+    and last ``BLOCK`` bytes."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    digest: bytes
 
 
 class _Entry(msgspec.Struct):
     version: str
-    stamp: Stamp
+    fingerprint: Fingerprint
     data: msgspec.Raw
 
 
@@ -75,49 +105,83 @@ def cache_path(capture: Path) -> Path:
     return capture.with_name(f".{capture.name}{CACHE}")
 
 
-def stamp(capture: Path) -> Stamp | None:
-    """Size and newest mtime of a capture file or folder; None when it is gone."""
+def _ends(path: Path, size: int) -> bytes:
+    """The first and last ``BLOCK`` bytes of a regular file (b"" when it cannot be opened)."""
+    try:
+        fd = open_regular(path, follow=True)
+    except (OSError, Refused):
+        return b""
+    try:
+        head = os.pread(fd, BLOCK, 0)
+        return head if size <= BLOCK else head + os.pread(fd, BLOCK, max(BLOCK, size - BLOCK))
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def fingerprint(capture: Path) -> Fingerprint | None:
+    """The capture's ``Fingerprint`` (file or torch_npu folder); None when it is gone or is
+    not a regular file or folder."""
     try:
         st = capture.stat()
+        digest = hashlib.blake2b(digest_size=_DIGEST)
+        if capture.is_file():
+            digest.update(_ends(capture, st.st_size))
+            return Fingerprint(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                               digest.digest())
         if not capture.is_dir():
-            return (st.st_size, st.st_mtime_ns)
-        size, newest = 0, st.st_mtime_ns
-        for p in capture.rglob("*"):
+            return None
+        size, mtime, ctime = 0, st.st_mtime_ns, st.st_ctime_ns
+        for p in sorted(capture.rglob("*")):
             s = p.stat()
-            size += s.st_size if p.is_file() else 0
-            newest = max(newest, s.st_mtime_ns)
-        return (size, newest)
+            mtime, ctime = max(mtime, s.st_mtime_ns), max(ctime, s.st_ctime_ns)
+            regular = p.is_file()
+            size += s.st_size if regular else 0
+            digest.update(os.fsencode(p.relative_to(capture)) + b"\0" + repr(
+                (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)).encode())
+            if regular:
+                digest.update(_ends(p, s.st_size))
+        return Fingerprint(size, mtime, ctime, st.st_ino, digest.digest())
     except OSError:
         return None
 
 
-def load(capture: Path, key: Stamp | None) -> TraceData | None:
-    """The cached result for ``capture`` if its entry matches ``key`` and this version."""
+def _checksum(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=_DIGEST).digest()
+
+
+def load(capture: Path, key: Fingerprint | None) -> TraceData | None:
+    """The cached result for ``capture`` if its entry is whole and matches ``key`` and this
+    version; None otherwise (missing, refused, corrupt, stale or foreign: read again)."""
     if key is None:
         return None
     try:
-        entry = _entry.decode(cache_path(capture).read_bytes())
-        if entry.version != analysis_version() or tuple(entry.stamp) != key:
+        raw = read_bytes(cache_path(capture), 2 * key.size + _SLACK)
+    except (OSError, Refused):
+        return None
+    body = raw[_HEADER:]
+    if raw[:len(MAGIC)] != MAGIC or raw[len(MAGIC):_HEADER] != _checksum(body):
+        return None
+    try:
+        entry = _entry.decode(body)
+        if entry.version != analysis_version() or entry.fingerprint != key:
             return None
         data = decode(entry.data)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError, NotImplementedError):
-        return None  # missing, unreadable, corrupt or from another version: read again
+    except (msgspec.DecodeError, msgspec.ValidationError, NotImplementedError):
+        return None
     data.path = capture
     return data
 
 
-def store(capture: Path, key: Stamp, data: TraceData) -> None:
+def store(capture: Path, key: Fingerprint, data: TraceData) -> None:
     """Write the entry atomically; an interrupted or failed write leaves no entry behind."""
-    path = cache_path(capture)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        entry = _Entry(analysis_version(), key, msgspec.Raw(encode(data)))
-        tmp.write_bytes(_encoder.encode(entry))
-        os.replace(tmp, path)
-    except (OSError, NotImplementedError, OverflowError, TypeError):
-        pass  # a read-only folder, or a value msgpack cannot hold (ints past 64 bits): no entry
-    finally:
-        tmp.unlink(missing_ok=True)
+        body = _encoder.encode(_Entry(analysis_version(), key, msgspec.Raw(encode(data))))
+        write_atomic(cache_path(capture), MAGIC + _checksum(body) + body)
+    except (OSError, NotImplementedError, OverflowError, TypeError, ValueError):
+        pass  # a read-only folder, or a value msgpack cannot hold (ints past 64 bits, a
+        # name that is not UTF-8): no entry
 
 
 def discard_partial(capture: Path) -> None:
@@ -129,7 +193,7 @@ def discard_partial(capture: Path) -> None:
 
 def read_cached(capture: Path, root: Path | None = None) -> TraceData:
     """``readers.read`` through the cache; raises ``BadFile`` as it does."""
-    key = stamp(capture)  # taken before reading: a file changed meanwhile is read again next time
+    key = fingerprint(capture)  # taken before reading: a file changed meanwhile is read again
     data = load(capture, key)
     if data is None:
         data = read(capture, root)

@@ -16,6 +16,7 @@ from typing import Any
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
+from mindspeed_prof.jsonio import within
 from mindspeed_prof.raylink import connect
 
 __all__ = ["read_on_cluster"]
@@ -31,9 +32,11 @@ def holdings(root: str) -> tuple[str, list[Capture]]:
     found = []
     try:
         for path in discover(here):
-            stamp = cache.stamp(path)
-            if stamp is not None:
-                found.append((str(path), *stamp))
+            if here.is_dir() and not within(path, here):
+                continue  # a link out of the root: not read (as analyse does on one machine)
+            key = cache.fingerprint(path)
+            if key is not None:
+                found.append((str(path), key.size, key.mtime_ns))
     except BadFile:
         pass  # no such root on this node
     return str(here), found

@@ -9,7 +9,7 @@ finding, and the captures found per rank are counted from what the captures them
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -23,6 +23,7 @@ from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
+from mindspeed_prof.jsonio import Refused, open_regular, read_json, within
 
 __all__ = ["Finding", "Health", "doctor"]
 
@@ -35,7 +36,9 @@ class Finding:
     """One problem: what kind, the file or rank it concerns, and one line for people."""
 
     #: missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew |
-    #: unreadable (analyse skips the capture) | partly_read (analyse skips part of it) |
+    #: unreadable (analyse skips the capture, or a manifest or summary was refused) |
+    #: worker_died | worker_timeout | worker_failed (a Ray worker gave no summary) |
+    #: partly_read (analyse skips part of it) |
     #: no_captures (nothing under the root that analyse would read) | interrupted (a range
     #: file never closed: its process was killed, or is still writing)
     kind: str
@@ -79,8 +82,8 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     manifests and the first step range of each range file, then each capture through the
     readers (cached); ranks are expected run by run."""
     health = Health(root)
-    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
-    manifests = find_manifests(root)
+    files = [p for p in sorted(root.rglob("*")) if p.is_file() and within(p, root)]
+    manifests = find_manifests(root, refused=lambda err: _refused(health, err))
     named: dict[Path, int] = {}  # capture files named rank<r>_...
     first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
     for path in files:
@@ -116,7 +119,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     by_run: dict[str, list[Manifest]] = defaultdict(list)
     for path, m in manifests:
         by_run[manifest_run(path, m, root, folders)].append(m)
-    summary = _load(root / CLUSTER_SUMMARY)
+    summary = _load(root / CLUSTER_SUMMARY, health)
     workers = summary.get("workers", []) if isinstance(summary, dict) else []
     newest = runs[0].id if runs else LEGACY
     every = [*read, *(r for r in by_run if r not in read)]
@@ -135,6 +138,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
             "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
+    _check_workers(health, [w for w in workers if isinstance(w, dict)])
     records = [c for _, m in manifests for c in m.captures or []] + [
         c for w in workers if isinstance(w, dict) for c in w.get("captures", [])]
     health.triggered = [
@@ -194,11 +198,23 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
     return own, ranks, triggered(result)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, health: Health | None = None, follow: bool = False) -> Any:
+    """A JSON file (bounded; through a link only when ``follow``, as for a capture); None when
+    it is missing or not JSON. One refused (a link, a FIFO, a device, too large) is a finding
+    in ``health``."""
     try:
-        return json.loads(path.read_text())
+        return read_json(path, follow=follow)
+    except Refused as err:
+        if health is not None:
+            _refused(health, err)
+        return None
     except (OSError, ValueError):
         return None
+
+
+def _refused(health: Health, err: Refused) -> None:
+    rel = str(Path(err.path).relative_to(health.root))
+    health.findings.append(Finding("unreadable", rel, f"{rel}: not read: {err.reason}"))
 
 
 def _rank(name: str) -> int | None:
@@ -212,13 +228,18 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
         return "empty", "empty file"
     if path.name.endswith(".gz") or path.name.endswith(".db"):
         return None  # binary: their readers say what is wrong
-    with open(path, "rb") as f:
-        f.seek(max(0, size - _TAIL_BYTES))
-        tail = f.read().rstrip()
+    try:
+        fd = open_regular(path, follow=True)  # no FIFO put there since it was listed
+    except (OSError, Refused) as err:
+        return "unreadable", str(getattr(err, "reason", err))
+    try:
+        tail = os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES)).rstrip()
+    finally:
+        os.close(fd)
     if not tail.endswith(b"}"):
         return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
     if path.name.endswith(SPANS) and size < 4096:
-        data = _load(path)
+        data = _load(path, follow=True)
         if isinstance(data, dict) and not data.get("traceEvents") and (
                 data.get("closed") or "format" not in (data.get("mindspeed_prof") or {})):
             return "empty", "no ranges recorded (did the window's steps run?)"
@@ -226,7 +247,7 @@ def _check_capture(path: Path) -> tuple[str, str] | None:
 
 
 def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
-    data = _load(path)
+    data = _load(path, follow=True)
     if not isinstance(data, dict):
         return
     host = str(data.get("mindspeed_prof", {}).get("host", "?"))
@@ -236,6 +257,27 @@ def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
             if isinstance(step, int):
                 key = (host, step)
                 out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
+
+
+#: What a worker whose summary the Ray driver did not get is said to have done.
+_LOST = {"died": "died before its summary was collected",
+         "timeout": "gave no summary in time",
+         "failed": "failed to give its summary"}
+
+
+def _check_workers(health: Health, workers: list[dict[str, Any]]) -> None:
+    """Each Ray worker of the cluster summary whose summary did not come back (``collect``'s
+    ``died``, ``timeout`` and ``failed`` entries) is a finding naming its rank and actor."""
+    for w in workers:
+        status = w.get("status")
+        if status not in _LOST:
+            continue
+        rank = w.get("rank")
+        who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
+        actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
+        health.findings.append(Finding(
+            f"worker_{status}", who, f"{who}{actor}: {_LOST[status]} ({w.get('error', '')}); "
+            "whatever it wrote stays on its node's disk"))
 
 
 def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[str, Any]],

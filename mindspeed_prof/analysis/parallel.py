@@ -54,8 +54,8 @@ def read_encoded(path: Path, root: Path | None, use_cache: bool = True,
         return data
     try:
         return cache.encode(data)
-    except (OverflowError, TypeError, NotImplementedError):
-        return data
+    except (OverflowError, TypeError, NotImplementedError, ValueError):
+        return data  # ValueError: a name that is not UTF-8 (a file name's raw bytes)
 
 
 def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: bool = True,
@@ -67,8 +67,8 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
     ``comm_kernels`` (``readers.classify``) every capture is read again, past the cache.
     """
     use_cache = use_cache and not comm_kernels
-    stamps = [cache.stamp(p) for p in paths]
-    sizes = [s[0] if s else 0 for s in stamps]
+    keys = [cache.fingerprint(p) for p in paths]
+    sizes = [k.size if k else 0 for k in keys]
     results: list[TraceData | str | None] = [None] * len(paths)
     done = [0, 0]
 
@@ -81,7 +81,7 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
 
     todo = []
     for i, path in enumerate(paths):
-        hit = cache.load(path, stamps[i]) if use_cache else None
+        hit = cache.load(path, keys[i]) if use_cache else None
         if hit is not None:
             finish(i, hit)
         else:

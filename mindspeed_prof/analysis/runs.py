@@ -12,7 +12,8 @@ their names. A capture's run is, first that answers:
    their ranks then clash, and are reported apart as before.
 
 A run's start is its manifests' earliest ``start_time``, else its captures' earliest clock (or
-file time), else the time in its id. ``analyse`` answers for the newest run unless told which.
+file time), else the time in its id. ``analyse`` answers for the newest run unless told which
+(the newest with a run id, where any has one).
 """
 
 from __future__ import annotations
@@ -133,10 +134,12 @@ def infos(groups: dict[str, list[TraceData]], root: Path,
 
 
 def choose(runs: list[RunInfo], wanted: str | None) -> list[RunInfo]:
-    """The runs to answer for: the newest (``wanted`` None), every one (``all``), or the one
-    named (an id, or its first characters when they name one run only)."""
+    """The runs to answer for: the newest (``wanted`` None; of the runs with an id, where any
+    has one: captures without one are older tools' or another program's), every one
+    (``all``), or the one named (an id, or its first characters when they name one run
+    only)."""
     if not runs or wanted is None:
-        return runs[:1]
+        return [next((r for r in runs if not r.legacy), runs[0])] if runs else []
     if wanted == ALL:
         return runs
     exact = [r for r in runs if r.id == wanted]
@@ -173,8 +176,10 @@ def runs_line(root: Path, runs: list[RunInfo], chosen: RunInfo) -> str | None:
     newest, RUN (started ...); --run ID|all``. None for a root of one run."""
     if len(runs) < 2:
         return None
+    first = choose(runs, None)[0]
     which = ("the newest" if chosen.id == runs[0].id
-             else f"not the newest ({runs[0].id})")
+             else "the newest with a run id" if chosen.id == first.id
+             else f"not the newest ({first.id})")
     return (f"{len(runs)} runs under {root}; this is {which}, {describe(chosen)}; "
             f"--run ID|all")
 

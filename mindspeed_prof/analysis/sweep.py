@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from mindspeed_prof.formats.manifest import (
     find_manifests,
     nothing_captured,
 )
-from mindspeed_prof.jsonio import write_json
+from mindspeed_prof.jsonio import Refused, within, write_json
 
 __all__ = ["SUMMARY_NAME", "sweep_summary"]
 
@@ -25,15 +26,17 @@ def _jobs(sweep_dir: Path) -> list[Path]:
                   key=lambda p: int(p.name))
 
 
-def _job_manifest(job_dir: Path, shared_roots: list[Path]) -> tuple[Path, Manifest, bool] | None:
+def _job_manifest(job_dir: Path, shared_roots: list[Path],
+                  refused: Callable[[Refused], None]) -> tuple[Path, Manifest, bool] | None:
     """The job's manifest (the first rank's, of its newest run): in its own dir, else in a save
     root the sweep's jobs share, where it names this job (its number and output dir); and
-    whether it came from a shared root."""
+    whether it came from a shared root. ``refused`` is told of a manifest of its own dir not
+    read (a link, a FIFO, too large)."""
     def first(found: list[tuple[Path, Manifest]]) -> tuple[Path, Manifest] | None:
         return min(found, key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)),
                    default=None)
 
-    own = first(find_manifests(job_dir))
+    own = first(find_manifests(job_dir, refused=refused))
     if own is not None:
         return (*own, False)
     num, where = int(job_dir.name), job_dir.resolve()
@@ -48,8 +51,11 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
                            "overrides": [], "save_root": None, "note": None, "error": None}
-    found = _job_manifest(job_dir, shared_roots)
+    refused: list[Refused] = []
+    found = _job_manifest(job_dir, shared_roots, refused.append)
     if found is None:
+        if refused:
+            row.update(status="unreadable", note=str(refused[0]))
         return row
     path, manifest, shared = found
     integrated = manifest.profiler_config.get("integrated", {})
@@ -58,9 +64,13 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
                overrides=manifest.job.get("overrides", []),
                save_root=str(path.parent), note=nothing_captured(manifest, shared),
                error=manifest.error)  # a failed task's exception, one line
-    files = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
-             for f in c.get("files") or []]
-    result = analyse_files(files, path.parent) if files else analyse(path.parent)
+    listed = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
+              for f in c.get("files") or []]
+    files = [f for f in listed if within(f, path.parent)]  # a manifest is read, not trusted
+    if len(files) < len(listed):
+        outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"
+        row["note"] = "; ".join(filter(None, [row["note"], outside]))
+    result = analyse_files(files, path.parent) if listed else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:
         row["ms_per_step"] = sum(steps) / len(steps)

@@ -12,6 +12,7 @@ is aligned on step starts instead, and its track says so.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import statistics
@@ -267,7 +268,8 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
             other = {"origin_wall_us": origin, "tracks": result.tracks,
                      "aligned_on_step_starts": result.aligned_on_steps,
                      "warnings": result.warnings}
-            f.write(b'], "otherData": ' + _encode(other) + b"}\n")
+            # json escapes what msgspec cannot write: a path's bytes that are not UTF-8
+            f.write(b'], "otherData": ' + json.dumps(other).encode() + b"}\n")
             result.events = w.count
         os.replace(tmp, out)
     finally:

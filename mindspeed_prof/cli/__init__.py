@@ -17,7 +17,7 @@ from mindspeed_prof.cli import (
     sweep,
     timeline,
 )
-from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.cli.common import Exit, exit_help
 
 __all__ = ["COMMANDS", "main", "parser"]
 
@@ -25,16 +25,12 @@ __all__ = ["COMMANDS", "main", "parser"]
 #: the command and sets ``func`` (args -> exit code). A new command is a module and a line here.
 COMMANDS: list[ModuleType] = [demo, analyse, timeline, compare, sweep, presets, capture, doctor]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Profiling for RL post-training loops: run the demo, then read what a run captured.
 
-exit codes of analyse and compare:
-  0  every capture was read
-  1  nothing to read (no such path, or no captures under it)
-  2  bad usage
-  3  some files were skipped or partly read (each named on stderr)
-  4  compare --fail-over: a stage or range in B is slower than in A by more than allowed
-"""
+Exit codes of analyse and compare below; each command's --help gives its own.
+
+{exit_help("compare")}"""
 
 
 def parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from mindspeed_prof.cli.common import (
     comm_kernels_option,
     error,
     exit_code,
+    exit_help,
     jobs_option,
     noise_option,
     placement_line,
@@ -28,11 +29,11 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     a = sub.add_parser(
         "analyse", aliases=["analyze"], help="tables, stragglers and an HTML report of a run",
-        description="Read every capture under PATH and print time per stage and rank, per "
-                    "step, stragglers, custom ranges, device time, memory and top ops. Exit "
-                    "codes: 0 every capture was read, 1 nothing to read, 2 bad usage, 3 some "
-                    "files were skipped or partly read (named on stderr; notes, such as "
-                    "a trace without ProfilerStep ranges, do not count).")
+        description="Read every capture under PATH and print time per stage and rank, per\n"
+                    "step, stragglers, custom ranges, device time, memory and top ops. Notes\n"
+                    "(such as a trace without ProfilerStep ranges) do not change the exit code.\n"
+                    "\n" + exit_help("analyse"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("path", metavar="PATH",
                    help="a save root (profiler_data), a Hydra job or multirun dir, or one "
                         "capture file")
@@ -117,12 +118,13 @@ def run(args: argparse.Namespace) -> int:
             error(f"note: {note}")
         if args.html:
             from mindspeed_prof.views.html import write_report
+            from mindspeed_prof.views.safe import say
 
             html = Path(args.html)
             if every and result.run is not None:
                 html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}"
                                       f"{html.suffix}")
-            print(f"report: {write_report(result, html, found)}", file=sys.stderr)
+            say(f"report: {write_report(result, html, found)}", sys.stderr)
         if args.json:
             docs.append(document(result, found))
             continue

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +27,17 @@ from mindspeed_prof.capture.control import (
     wait,
     wait_for_workers,
 )
-from mindspeed_prof.capture.control.folder import CONTROL, REQUESTS
+from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, REQUESTS
 from mindspeed_prof.capture.naming import host_name
-from mindspeed_prof.cli.common import EXIT_CODES, Exit, error
+from mindspeed_prof.cli.common import Exit, error, exit_help
 from mindspeed_prof.config.schema import Level, Stage
+from mindspeed_prof.jsonio import read_json
+from mindspeed_prof.views.safe import say
 
 __all__ = ["GRACE_S", "add_parser", "follow", "report", "run"]
 
 #: How long to wait for the workers to tell their steps before posting a request.
 GRACE_S = 3.0
-#: What a worker told this long ago still counts (its step is carried forward at its rate).
-RECENT_S = 5.0
 #: A save root that did not exist: how long to wait for a job to look at it before giving up.
 NEW_ROOT_WAIT_S = 10.0
 
@@ -46,7 +49,7 @@ driver called mindspeed_prof.ray.open_board(), ray://ADDRESS (Ray Client) or
 --ray [ADDRESS] (the cluster's address; default: the one this machine runs):
 the request then reaches every worker through Ray, no shared filesystem needed.
 
-{EXIT_CODES}"""
+{exit_help("capture")}"""
 
 
 def add_parser(sub: Any) -> None:
@@ -82,7 +85,7 @@ def add_parser(sub: Any) -> None:
 
 def _request(args: argparse.Namespace) -> Request:
     if args.npu_config:
-        data = from_npu(json.loads(Path(args.npu_config).read_text()), "")
+        data = from_npu(read_json(args.npu_config, MAX_REQUEST_BYTES, follow=True), "")
         return Request.new(args.timeout, **{k: v for k, v in data.items()
                                             if k not in ("id", "created", "expires")})
     ranks = None
@@ -128,7 +131,7 @@ def _no_job_yet(channel: Channel, request: Request) -> str:
     """Why to stop now: a save root that did not exist, and no worker looked in time."""
     if not getattr(channel, "made_root", False):
         return ""
-    if wait_for_workers(channel, request, time.time() - RECENT_S, NEW_ROOT_WAIT_S):
+    if wait_for_workers(channel, request, NEW_ROOT_WAIT_S):
         return ""
     return (f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
             "(the folder did not exist): is a job saving there running, with on_demand: "
@@ -157,32 +160,53 @@ def _through_ray(address: str, job: str | None, request: Request, timeout: float
         return Exit.NOT_RUNNING
 
 
+@contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does (so the request is withdrawn),
+    while inside; the handlers before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    before = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 def follow(channel: Channel, request: Request, timeout: float, where: str, hint: str,
            ray: str | None = None) -> int:
     """Ask where the workers are, post ``request`` to start on the same step on all of them,
-    wait for them, report; the exit code."""
-    try:
-        channel.open()
-    except OSError as err:
-        error(f"capture: {err}")
-        return Exit.NOT_RUNNING
-    try:
-        why = _no_job_yet(channel, request)
-        if why:
-            error(f"capture: {why}")
+    wait for them, report; the exit code. The request is withdrawn however the command ends
+    (done, timed out, Ctrl-C, SIGTERM, SIGHUP): that is its expiry, decided on this command's
+    clock alone."""
+    with _signals_stop():
+        try:
+            channel.open()
+        except OSError as err:
+            error(f"capture: {err}")
             return Exit.NOT_RUNNING
-        if request.steps and request.start_step is None:
-            request = _synchronised(channel, request)
-        why = channel.post(request)
-        if why:
-            error(f"capture: request {request.id} ignored: {why}")
-            return Exit.NOT_RUNNING
-        start = "" if request.start_step is None else f", from step {request.start_step}"
-        print(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
-              f"({where})", file=sys.stderr)
-        status = wait(channel, request, timeout)
-    finally:
-        channel.close(request)
+        try:
+            why = _no_job_yet(channel, request)
+            if why:
+                error(f"capture: {why}")
+                return Exit.NOT_RUNNING
+            if request.steps and request.start_step is None:
+                request = _synchronised(channel, request)
+            why = channel.post(request)
+            if why:
+                error(f"capture: request {request.id} ignored: {why}")
+                return Exit.NOT_RUNNING
+            start = "" if request.start_step is None else f", from step {request.start_step}"
+            say(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
+                f"({where})", sys.stderr)
+            status = wait(channel, request, timeout)
+        finally:
+            channel.close(request)
     if status.ignored:
         error(f"capture: request {request.id} ignored: {status.ignored}")
         return Exit.NOT_RUNNING
@@ -195,11 +219,11 @@ def follow(channel: Channel, request: Request, timeout: float, where: str, hint:
 def _synchronised(channel: Channel, request: Request) -> Request:
     """``request`` with the start step every worker it is for will reach after it has been
     seen by all (or unchanged when none told its step within ``GRACE_S``)."""
-    workers = wait_for_workers(channel, request, time.time() - RECENT_S, GRACE_S)
+    workers = wait_for_workers(channel, request, GRACE_S)  # stamped with our clock
     start = start_step(workers, time.time())
     if start is None:
-        print(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
-              "look (with steps longer than a second, the same step)", file=sys.stderr)
+        say(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
+            "look (with steps longer than a second, the same step)", sys.stderr)
         return request
     return dataclasses.replace(request, start_step=start)
 
@@ -215,15 +239,15 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
     for a in sorted(acks, key=lambda a: (a.rank, a.role)):
         detail = ", ".join(a.files) if a.files else a.message or "no files yet"
         where = f" on {a.host}" if a.host else ""
-        print(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")
+        say(f"rank {a.rank} ({a.role}){where}: {a.status}: {detail}")  # the job's words
         if a.status == "written" and a.message:
-            print(f"rank {a.rank} ({a.role}): {a.message}")
+            say(f"rank {a.rank} ({a.role}): {a.message}")
     short = [a for a in written if a.message]  # written, but not what was asked for
     starts = sorted({a.start_step for a in written if a.start_step is not None})
     if len(starts) > 1:
-        print(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
-              f"asked for {request.start_step}): a rank that saw the request late started "
-              "where it was, so compare those steps with care")
+        say(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
+            f"asked for {request.start_step}): a rank that saw the request late started "
+            "where it was, so compare those steps with care")
     if not written:
         error(f"capture: nothing written within {timeout:g} s (still capturing?)")
         return Exit.NOTHING
@@ -235,5 +259,5 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         a.host not in ("", host_name()) for a in written))
     option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
     for root in sorted({a.root for a in written if a.root}):
-        print(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
+        say(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
     return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

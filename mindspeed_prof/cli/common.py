@@ -8,8 +8,9 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_CODES", "Exit", "comm_kernels_option", "error", "exit_code", "jobs_option",
-           "noise_option", "placement_line", "read_captures", "read_runs", "run_line"]
+__all__ = ["MEANINGS", "Exit", "comm_kernels_option", "error", "exit_code", "exit_help",
+           "exit_table", "jobs_option", "noise_option", "placement_line", "read_captures",
+           "read_runs", "run_line"]
 
 
 class Exit(IntEnum):
@@ -28,16 +29,60 @@ class Exit(IntEnum):
     NOT_RUNNING = 5
 
 
-#: The table as ``--help`` shows it.
-EXIT_CODES = """\
-exit codes:
-  0  done
-  1  nothing to read, or nothing written before the timeout
-  2  bad usage
-  3  partly done: some files skipped or partly read, some ranks failed, doctor findings
-  4  compare --fail-over: B slower than A beyond the allowed fraction
-  5  capture: no running job took the request
-"""
+_READ = {Exit.OK: "every capture was read",
+         Exit.NOTHING: "nothing to read (no such path, or no captures under it)",
+         Exit.USAGE: "bad usage (also --html without matplotlib, a Ray cluster that cannot "
+                     "be reached)",
+         Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)"}
+
+#: What each code means for each command that returns it: the one source of the exit-code
+#: texts of ``--help`` (``exit_help``) and of the docs' tables (``exit_table``, held to it by
+#: a test).
+MEANINGS: dict[str, dict[Exit, str]] = {
+    "analyse": _READ,
+    "compare": {**_READ, Exit.USAGE: "bad usage",
+                Exit.SLOWER: "--fail-over: a stage or range in B is slower than in A by more "
+                             "than allowed"},
+    "timeline": {Exit.OK: "every capture was merged",
+                 Exit.NOTHING: "nothing to merge (no such path, no captures, or none holds "
+                               "the --steps asked for)",
+                 Exit.USAGE: "bad usage (--steps or --detail not allowed, a Ray cluster that "
+                             "cannot be reached)",
+                 Exit.PARTIAL: "some files were skipped or partly read (each named on "
+                               "stderr)"},
+    "doctor": {Exit.OK: "healthy", Exit.NOTHING: "no such directory",
+               Exit.PARTIAL: "findings (one line each)"},
+    "sweep": {Exit.OK: "one row per job written", Exit.NOTHING: "no such directory, or no job "
+                                                                "under it wrote a manifest"},
+    "capture": {
+        Exit.OK: "every rank that took the request wrote its capture",
+        Exit.NOTHING: "a rank took the request but wrote nothing before the timeout (still "
+                      "capturing?), or no rank recorded what the request asked for",
+        Exit.USAGE: "bad usage (an argument not allowed, a --from file that is no request)",
+        Exit.PARTIAL: "some ranks wrote their capture, others failed or recorded less than "
+                      "asked",
+        Exit.NOT_RUNNING: "no job took the request: none is running (or it ended while the "
+                          "command waited), none is reachable (no Ray cluster at the address, "
+                          "no capture board), on_demand is false, the hooks are not called, "
+                          "or no worker matches the request"},
+}
+
+
+def exit_help(command: str) -> str:
+    """``command``'s exit codes as ``--help`` shows them, wrapped at 79 columns."""
+    import textwrap
+
+    lines = ["exit codes:"]
+    for code, meaning in sorted(MEANINGS[command].items()):
+        lines += textwrap.wrap(meaning, 79, initial_indent=f"  {int(code)}  ",
+                               subsequent_indent=" " * 5)
+    return "\n".join(lines) + "\n"
+
+
+def exit_table(command: str) -> str:
+    """``command``'s exit codes as the docs' Markdown table."""
+    rows = [f"| {int(code)} | {meaning} |" for code, meaning in sorted(MEANINGS[command].items())]
+    return "\n".join(["| exit | meaning |", "|---|---|", *rows]) + "\n"
 
 
 def error(message: str) -> None:

@@ -13,6 +13,7 @@ from mindspeed_prof.cli.common import (
     comm_kernels_option,
     error,
     exit_code,
+    exit_help,
     noise_option,
     read_captures,
     run_line,
@@ -24,11 +25,12 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     c = sub.add_parser(
         "compare", help="two runs side by side, regressions flagged",
-        description="Mean time per stage execution and rank in run A (the baseline) and run "
-                    "B, per custom range too, device time per step and memory peaks; a change "
-                    "beyond --threshold is flagged, runs that captured different things are "
-                    "named. A save root of several runs is read as its newest run. Exit codes "
-                    "as for analyse, and 4 with --fail-over.")
+        description="Mean time per stage execution and rank in run A (the baseline) and run\n"
+                    "B, per custom range too, device time per step and memory peaks; a change\n"
+                    "beyond --threshold is flagged, runs that captured different things are\n"
+                    "named. A save root of several runs is read as its newest run.\n\n"
+                    + exit_help("compare"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("a", metavar="A", help="the baseline run: a save root, job dir or capture")
     c.add_argument("b", metavar="B", help="the run compared against A, in the same forms")
     c.add_argument("--threshold", type=float, default=0.1,

@@ -9,21 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import ranks_text
-from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.cli.common import Exit, error, exit_help
 
 __all__ = ["add_parser", "captures_line", "run", "runs_text"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 A run's captures checked before anyone opens a trace: missing ranks, empty,
 truncated or temporary files, files analyse cannot read whole, windows that
-captured nothing, clock skew between hosts; then captures and disk used per
-rank, notes on how captures were read, and triggered captures.
+captured nothing, clock skew between hosts, Ray workers that gave no summary;
+then captures and disk used per rank, notes on how captures were read, and
+triggered captures.
 
-exit codes:
-  0  healthy
-  1  no such directory
-  3  findings (one line each)
-"""
+{exit_help("doctor")}"""
 
 
 def triggered_line(t: dict[str, Any]) -> str:
@@ -71,10 +68,11 @@ def runs_text(runs: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.doctor import doctor
+    from mindspeed_prof.views.safe import say
 
     root = Path(args.root)
     if not root.is_dir():
-        print(f"mindspeed-prof: doctor: {root}: no such directory", file=sys.stderr)
+        error(f"doctor: {root}: no such directory")
         return Exit.NOTHING
     health = doctor(root, skew_ms=args.skew_ms)
     if args.json:
@@ -82,25 +80,25 @@ def run(args: argparse.Namespace) -> int:
         print()
     else:
         for finding in health.findings:
-            print(finding.message)
-        print(captures_line(health.captures_per_rank))
+            say(finding.message)
+        say(captures_line(health.captures_per_rank))
         ranks = ranks_text(list(health.ranks_found)) or "none"
         expected = (str(len(health.ranks_expected)) if health.ranks_expected
                     else "unknown: no manifest names them")
-        print(f"ranks with captures: {ranks} (expected {expected})")
+        say(f"ranks with captures: {ranks} (expected {expected})")
         if len(health.runs) > 1:
-            print(runs_text(health.runs))
+            say(runs_text(health.runs))
         if health.worlds:
             from mindspeed_prof.analysis.capture_facts import worlds_text
             from mindspeed_prof.analysis.rows import World
 
-            print(f"world size: {worlds_text([World(**w) for w in health.worlds])}")
+            say(f"world size: {worlds_text([World(**w) for w in health.worlds])}")
         for note in health.notes:
-            print(f"note: {note}")
+            say(f"note: {note}")
         for rank, size in sorted(health.disk_per_rank.items()):
-            print(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
-                                             else f"{size / 1024:.1f} KB"))
+            say(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
+                                           else f"{size / 1024:.1f} KB"))
         for t in health.triggered:
-            print(f"triggered: {triggered_line(t)}")
-        print("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
+            say(f"triggered: {triggered_line(t)}")
+        say("healthy" if health.healthy else f"{len(health.findings)} finding(s)")
     return Exit.OK if health.healthy else Exit.PARTIAL

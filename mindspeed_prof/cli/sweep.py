@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error
+from mindspeed_prof.cli.common import Exit, error, exit_help
 
 __all__ = ["add_parser", "run"]
 
@@ -16,8 +16,10 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     s = sub.add_parser(
         "sweep", help="one row per job of a Hydra multirun",
-        description="Summarise every job of a Hydra multirun (-m) dir: stage, status, "
-                    "captures, time per step and per stage; writes sweep_summary.json there.")
+        description="Summarise every job of a Hydra multirun (-m) dir: stage, status,\n"
+                    "captures, time per step and per stage; writes sweep_summary.json there.\n\n"
+                    + exit_help("sweep"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("dir", metavar="DIR", help="the multirun dir, e.g. multirun/2026-11-30/10-00-00")
     s.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     s.set_defaults(func=run)

@@ -11,6 +11,7 @@ from mindspeed_prof.cli.common import (
     Exit,
     error,
     exit_code,
+    exit_help,
     jobs_option,
     placement_line,
     read_captures,
@@ -24,9 +25,11 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     t = sub.add_parser(
         "timeline", help="every capture of a run merged into one Chrome trace",
-        description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into "
-                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per "
-                    "rank, role and host, with steps, stages and ranges on one wall clock.")
+        description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into\n"
+                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per\n"
+                    "rank, role and host, with steps, stages and ranges on one wall clock.\n\n"
+                    + exit_help("timeline"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("root", metavar="ROOT", help="a save root, a Hydra job or multirun dir")
     t.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="the merged trace (.json, or .json.gz to compress it)")
@@ -80,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     timeline = write_timeline(result.traces, Path(args.output), detail, steps)
     for w in timeline.warnings:
         error(result.shown(w))
-    print(f"timeline: {timeline.path}\n{len(timeline.tracks)} tracks, {timeline.events:,} "
-          f"events, {timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or "
-          "chrome://tracing")
+    from mindspeed_prof.views.safe import say
+
+    say(f"timeline: {timeline.path}")
+    say(f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
+        f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or chrome://tracing")
     return exit_code(result)

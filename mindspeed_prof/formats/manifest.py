@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import stat
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import msgspec
 
 from mindspeed_prof.formats import NPU_FOLDER, capture_stem, is_capture_file
+from mindspeed_prof.jsonio import Refused, read_bytes
 
 __all__ = ["MAX_MANIFEST_BYTES", "Manifest", "capture_count", "find_manifests", "host_info",
            "is_manifest", "list_files", "manifest_name", "nothing_captured", "read_manifest",
@@ -88,33 +90,34 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def read_manifest(path: Path) -> Manifest | None:
+def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None
+                  ) -> Manifest | None:
     """The manifest at ``path``; None when it is not a regular file under
-    ``MAX_MANIFEST_BYTES`` holding a JSON object of the manifest's fields."""
+    ``MAX_MANIFEST_BYTES`` holding a JSON object of the manifest's fields (``jsonio``'s
+    bounded read). ``refused`` is told of a file not read (a link, a FIFO, too large)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        raw = read_bytes(path, MAX_MANIFEST_BYTES)
+    except Refused as err:
+        if refused is not None:
+            refused(err)
+        return None
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MANIFEST_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read(MAX_MANIFEST_BYTES + 1)
         return msgspec.json.decode(raw, type=Manifest)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    finally:
-        os.close(fd)
 
 
-def find_manifests(root: Path, recursive: bool = True) -> list[tuple[Path, Manifest]]:
+def find_manifests(root: Path, recursive: bool = True,
+                   refused: Callable[[Refused], None] | None = None
+                   ) -> list[tuple[Path, Manifest]]:
     """Every manifest that can be read under ``root`` (in its folders too when
-    ``recursive``), with its path, in path order."""
+    ``recursive``), with its path, in path order; ``refused`` is told of each not read."""
     if not root.is_dir():
         return []
     paths = root.rglob("manifest*.json") if recursive else root.glob("manifest*.json")
-    found = [(p, read_manifest(p)) for p in sorted(paths) if is_manifest(p.name)]
+    found = [(p, read_manifest(p, refused)) for p in sorted(paths) if is_manifest(p.name)]
     return [(p, m) for p, m in found if m is not None]
 
 

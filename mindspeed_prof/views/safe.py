@@ -1,26 +1,53 @@
-"""Names from captures shown to people: control characters and bidirectional overrides escaped.
+"""Text from files shown to people: every control, format and separator character escaped.
 
-A trace's op, range or file name is whatever the file says: an ESC would drive the terminal, a
-NUL or a right-to-left override would hide or reorder what a person reads. Every view prints
-such text through ``printable``.
+A trace's op, range or host name, a file's name, a manifest's override is whatever the file or
+the disk says: an ESC would drive the terminal, a NUL, a right-to-left override or a line
+separator would hide, reorder or split what a person reads, and a file name that is not UTF-8
+(Python holds its bytes as lone surrogates) cannot even be written to a UTF-8 terminal. Every
+view and command prints such text through ``printable`` (``cell`` for rich markup, ``say`` for a
+plain line): the one way text from outside reaches a screen or a report.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from typing import TextIO
 
-__all__ = ["printable"]
+__all__ = ["cell", "printable", "say"]
 
-#: C0 and C1 controls (tab and newline included: a name is one line), DEL, and the bidirectional
-#: embeddings, overrides and isolates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Unicode's control (Cc), format (Cf: bidirectional marks, embeddings, overrides and isolates,
+#: zero-width characters, the BOM...), line and paragraph separator (Zl, Zp) and surrogate (Cs)
+#: characters, as of Unicode 15.1 (tab and newline included: a name is one line).
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]")
 
 
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def printable(text: str) -> str:
-    """``text`` with every control or direction-changing character written as an escape."""
-    return _UNSAFE.sub(_escape, text)
+def printable(text: object) -> str:
+    """``text`` (``str()`` of anything) with every unsafe character written as an escape:
+    ``\\x1b``, ``\\u202e``, and a file name's undecodable byte as ``\\xff``."""
+    return _UNSAFE.sub(_escape, text if isinstance(text, str) else str(text))
+
+
+def cell(text: object) -> str:
+    """``printable(text)`` for rich: its ``[`` markup escaped too, so a name is shown as is."""
+    from rich.markup import escape
+
+    return escape(printable(text))
+
+
+def say(line: object, file: TextIO | None = None) -> None:
+    """Print one line of text from outside, escaped (stdout unless ``file``)."""
+    print(printable(line), file=file if file is not None else sys.stdout)

@@ -41,7 +41,7 @@ from mindspeed_prof.analysis.rows import (
 )
 from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.formats import capture_stem
-from mindspeed_prof.views.safe import printable
+from mindspeed_prof.views.safe import cell, printable
 
 __all__ = ["STAGE_CODES", "count", "headline", "no_device_text", "print_analysis", "print_compare",
            "print_compare_details", "print_details", "print_device", "print_memory",
@@ -107,7 +107,8 @@ def _legend(console: Console, codes: dict[str, str]) -> None:
         else:
             lines.append(pair)
     for line in lines:
-        console.print(line, style="dim", highlight=False, soft_wrap=True)
+        console.print(printable(line), style="dim", highlight=False, soft_wrap=True,
+                      markup=False)
 
 
 def _who(row: StageRow | StepRow | Straggler | DeviceRow) -> tuple[int | None, str]:
@@ -128,7 +129,7 @@ def print_stage_rank(rows: list[StageRow], console: Console | None = None,
     for r in rows:
         stages.setdefault(r.stage, {})[_who(r)] = r
 
-    def cell(stage: str, rank: tuple[int | None, str]) -> str:
+    def total(stage: str, rank: tuple[int | None, str]) -> str:
         r = stages[stage].get(rank)
         return f"{_ms(r.total_ms)} ({r.count})" if r else "-"
 
@@ -137,11 +138,11 @@ def print_stage_rank(rows: list[StageRow], console: Console | None = None,
     table = _table(title)
     _column(table, "stage", right=False)
     for rank in ranks:
-        _column(table, f"rank {rank_label(*rank)}")
+        _column(table, cell(f"rank {rank_label(*rank)}"))
     if shown:
         _column(table, "no op")
     for stage in stages:
-        table.add_row(stage, *[cell(stage, k) for k in ranks], *([no_op[stage]] * shown))
+        table.add_row(cell(stage), *[total(stage, k) for k in ranks], *([no_op[stage]] * shown))
     if _fits(console, table):
         console.print(table)
         if shown:
@@ -151,9 +152,9 @@ def print_stage_rank(rows: list[StageRow], console: Console | None = None,
     table = _table(title)
     _column(table, "rank")
     for stage in stages:
-        _column(table, codes[stage])
+        _column(table, cell(codes[stage]))
     for rank in ranks:
-        table.add_row(rank_label(*rank), *[cell(stage, rank) for stage in stages])
+        table.add_row(cell(rank_label(*rank)), *[total(stage, rank) for stage in stages])
     if shown:
         table.add_row("no op", *[no_op[stage] for stage in stages])
     console.print(table)
@@ -183,10 +184,10 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
     def build(names: dict[str, str]) -> Table:
         table = _table("Per step (ms)")
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
-            _column(table, col)
+            _column(table, cell(col))
         for row in steps:
             step = f"{row.step}{' w' if row.warmup else ''}"
-            table.add_row(rank_label(*_who(row)), step,
+            table.add_row(cell(rank_label(*_who(row))), step,
                           *([_ms(row.total)] if has_total else []),
                           *[_ms(row.stages.get(s)) for s in names])
         return table
@@ -280,7 +281,7 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
     console = console or Console()
     answers = answers or Answers(result)
     for i, line in enumerate(headline(result, console.width)):
-        text = Text(line)
+        text = Text(printable(line))
         if i == 0:
             text.stylize("bold", 0, len(count(_captures(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
@@ -321,7 +322,7 @@ def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
     for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
         _column(table, col)
     for row in rows:
-        table.add_row(_name(row.name, 26), str(row.step), rank_label(*_who(row)),
+        table.add_row(_name(row.name, 26), str(row.step), cell(rank_label(*_who(row))),
                       _ms(row.ms), _ms(row.median_ms), _ms(row.excess_ms), f"{row.ratio:.2f}x")
     return table
 
@@ -330,7 +331,8 @@ def print_compare(rows: list[Change], a: str, b: str,
                   console: Console | None = None) -> None:
     """``compare`` rows: mean ms per execution in A (the baseline) and B, change flagged."""
     console = console or Console()
-    console.print(f"A (baseline): {a}\nB: {b}", soft_wrap=True, highlight=False)
+    for line in (f"A (baseline): {a}", f"B: {b}"):
+        console.print(printable(line), soft_wrap=True, highlight=False, markup=False)
     if not rows:
         console.print("No stage ranges in either run.")
         return
@@ -359,7 +361,7 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
                ("ms/stage", "ms_per_stage")]
     columns = [(h, k) for h, k in columns if k in ("job", "status", "captures")
                or any(r.get(k) is not None for r in rows)]
-    console.print(f"[bold]Sweep[/bold] {sweep_dir}", soft_wrap=True, highlight=False)
+    console.print(f"[bold]Sweep[/bold] {cell(sweep_dir)}", soft_wrap=True, highlight=False)
     table = _table()
     for header, key in columns:
         _column(table, header, right=key not in ("stage", "status"))
@@ -373,16 +375,17 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
         failed = f"failed: {r['error']}" if r.get("error") else None
         line = "; ".join(filter(None, [" ".join(own), failed, r.get("note")]))
         if line:
-            console.print(f"job {r['job']}: {line}", soft_wrap=True, highlight=False,
-                          markup=False)
+            console.print(printable(f"job {r['job']}: {line}"), soft_wrap=True,
+                          highlight=False, markup=False)
 
 
 def _sweep_cell(value: Any, key: str) -> str:
+    """A sweep row's value for a cell (from its manifest: escaped)."""
     if key.startswith("ms_"):
         return _ms(value)
     if isinstance(value, list):
-        return ",".join(map(str, value))
-    return "-" if value is None else str(value)
+        return cell(",".join(map(str, value)))
+    return "-" if value is None else cell(value)
 
 
 def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
@@ -499,7 +502,7 @@ def print_device(rows: list[DeviceRow], console: Console,
         step = WHOLE if r.whole else f"{step_label(r.step)}{' w' if r.warmup else ''}"
         share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
         busy = "-" if share is None else f"{share:.0%}"
-        table.add_row(rank_label(*_who(r)), step, *[_ms(v) for v in (
+        table.add_row(cell(rank_label(*_who(r))), step, *[_ms(v) for v in (
             r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)], busy)
     console.print(table)
 
@@ -530,8 +533,8 @@ def print_memory(rows: list[MemoryRow], console: Console) -> None:
     for col in ("rank", "stage", "allocated", "reserved", "source"):
         _column(table, col, right=col not in ("stage", "source"))
     for r in rows:
-        table.add_row(rank_label(r.rank), r.stage or "(all)", _mb(r.peak_allocated_bytes),
-                      _mb(r.peak_reserved_bytes), r.source or "-")
+        table.add_row(rank_label(r.rank), cell(r.stage or "(all)"), _mb(r.peak_allocated_bytes),
+                      _mb(r.peak_reserved_bytes), cell(r.source or "-"))
     console.print(table)
     ops: dict[str, Tally] = {}
     for r in rows:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from capture_fixtures import make_run
 
+from mindspeed_prof import jsonio
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
@@ -164,11 +165,13 @@ def test_a_folder_capture_is_read_again_when_any_file_in_it_changes(
     for n, changed in enumerate((files[0], files[len(files) // 2], files[-1]), start=1):
         future = base + n * 10**9
         os.utime(changed, ns=(future, future))
-        assert cache.stamp(folder) == (sum(p.stat().st_size for p in files), future)
+        key = cache.fingerprint(folder)
+        assert key is not None
+        assert (key.size, key.mtime_ns) == (sum(p.stat().st_size for p in files), future)
         calls = counting(monkeypatch)
         assert cache.read_cached(folder) == first and len(calls) == 1, changed
         monkeypatch.undo()
-    assert cache.load(folder, cache.stamp(folder)) == first
+    assert cache.load(folder, cache.fingerprint(folder)) == first
 
 
 def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
@@ -188,9 +191,16 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
         paths.append(tmp_path / f"rank{rank}_h_1_step1.mstx.trace.json")
         paths[-1].write_text(json.dumps({"traceEvents": events}))
 
-    def stuck(*_: object) -> None:  # in the workers (forked): the write done, the rename not
-        time.sleep(60)
-    monkeypatch.setattr(cache, "os", types.SimpleNamespace(getpid=os.getpid, replace=stuck))
+    class StuckOs(types.SimpleNamespace):
+        """``os`` for the workers (forked): the write done, the rename never."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        @staticmethod
+        def replace(*_: object) -> None:
+            time.sleep(60)
+    monkeypatch.setattr(jsonio, "os", StuckOs())
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
 
     seen: list[Path] = []

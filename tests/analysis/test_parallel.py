@@ -111,7 +111,7 @@ def test_ctrl_c_stops_workers_and_leaves_only_whole_cache_entries(tmp_path: Path
     for entry in entries:  # no temporary file left; every entry whole
         assert entry.name.endswith(".analysis-cache")
         capture = entry.with_name(entry.name[1:-len(".analysis-cache")])
-        assert cache.load(capture, cache.stamp(capture)) is not None
+        assert cache.load(capture, cache.fingerprint(capture)) is not None
 
 
 @pytest.mark.parametrize("affinity,expected", [({0, 1, 2}, 3), (set(range(20)), 8), ({5}, 1)])

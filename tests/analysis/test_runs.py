@@ -267,3 +267,22 @@ def test_two_old_captures_of_one_rank_are_warned_of_before_the_verdict(
     out = capsys.readouterr().out
     warning = out.index("warning: rank 0, step 1: claimed by 2 captures")
     assert warning < out.index("Verdict") and out.count("claimed by 2 captures") == 1
+
+
+def test_the_default_run_is_the_newest_with_an_id_where_any_has_one() -> None:
+    """A foreign trace (or an older tool's) dropped into a save root later than our run does
+    not hide it: the answer is for the newest run with an id, and the first line says so;
+    with only captures without an id, the newest of those."""
+    from mindspeed_prof.analysis.runs import RunInfo, choose, runs_line
+
+    foreign = RunInfo(id="legacy", started=200.0, ranks=[None], captures=1, legacy=True)
+    ours = RunInfo(id="20261130-100000-3f9a2c", started=100.0, ranks=[0, 1], captures=2)
+    older = RunInfo(id="20261129-100000-000001", started=50.0, ranks=[0], captures=1)
+    runs = [foreign, ours, older]
+    assert choose(runs, None) == [ours]
+    assert choose(runs, "all") == runs and choose(runs, "legacy") == [foreign]
+    line = runs_line(Path("root"), runs, ours)
+    assert line is not None and "this is the newest with a run id, 20261130-100000-3f9a2c" in line
+    other = runs_line(Path("root"), runs, older)
+    assert other is not None and "not the newest (20261130-100000-3f9a2c)" in other
+    assert choose([foreign], None) == [foreign]

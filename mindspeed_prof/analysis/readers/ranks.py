@@ -3,12 +3,12 @@ job's world size a capture records."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from mindspeed_prof.analysis.readers.model import TraceData, rank_label, step_label, to_rank
 from mindspeed_prof.formats import MANIFEST, capture_stem
+from mindspeed_prof.jsonio import read_json
 
 __all__ = ["manifest_rank", "role_of", "separate", "world_size"]
 
@@ -29,7 +29,7 @@ def manifest_rank(path: Path, levels: int = 3) -> int | None:
             rel = str(path.relative_to(folder))
             for m in manifests:
                 try:
-                    doc = json.loads(m.read_bytes())
+                    doc = read_json(m)  # a regular file, bounded, never through a link
                 except (OSError, ValueError):
                     continue
                 files = doc.get("files") if isinstance(doc, dict) else None

@@ -53,6 +53,7 @@ class ControlBoard:
         self._delivered: set[tuple[str, int, str]] = set()
         self._seen: dict[str, dict[tuple[int, str], int]] = {}  # times asked since posting
         self._posted: dict[str, int] = {}  # when, in events seen by this board
+        self._deadline: dict[str, float] = {}  # the board's monotonic clock
         self._acks: dict[str, dict[tuple[int, str], Ack]] = {}
         self._workers: dict[tuple[int, str], int] = {}  # (rank, role): when it first asked
         self._told: dict[tuple[int, str], Worker] = {}  # where each worker last said it was
@@ -68,6 +69,8 @@ class ControlBoard:
             ident = data.get("id", "?") if isinstance(data, dict) else "?"
             return self._ignore(str(ident)[:128], f"malformed: {err}")
         self._requests[request.id] = request
+        # lives as long as the command said (its own clock's difference), on the board's clock
+        self._deadline[request.id] = time.monotonic() + request.expires - request.created
         self._seen[request.id] = {}
         self._posted[request.id] = next(self._events)
         self._acks[request.id] = {}
@@ -75,7 +78,7 @@ class ControlBoard:
 
     def poll(self, worker: dict[str, Any]) -> list[dict[str, Any]]:
         """The requests for this worker (a ``Worker`` as a dict) it has not had yet."""
-        now = time.time()
+        now, clock = time.time(), time.monotonic()
         try:
             told = Worker(**worker)
         except TypeError:
@@ -87,7 +90,7 @@ class ControlBoard:
         self._told[me] = Worker(rank, role, told.step, now, told.rate)
         found = []
         for request in list(self._requests.values()):
-            if request.expires < now:
+            if clock > self._deadline[request.id]:
                 self._drop(request.id, "expired (the command that posted it gave up)")
                 continue
             seen = self._seen[request.id]

@@ -7,6 +7,7 @@ wait loop) until every worker it reached has answered, the request is ignored, o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -93,21 +94,31 @@ class Channel(Protocol):
     def close(self, request: Request) -> None: ...
 
 
-def wait_for_workers(channel: Channel, request: Request, since: float,
-                     grace_s: float) -> list[Worker]:
-    """The workers ``request`` is for that told their step after ``since`` (epoch seconds),
-    waiting up to ``grace_s`` for the first of them and one look more for the others."""
+def wait_for_workers(channel: Channel, request: Request, grace_s: float) -> list[Worker]:
+    """The workers ``request`` is for that told their step while this command looked, waiting
+    up to ``grace_s`` for the first of them and one look more for the others.
+
+    A worker's ``time`` is its own clock (or its board's), which may be hours off ours: it is
+    never compared with ours. A worker counts once what it told changed since the first look
+    (or it appeared), and its ``time`` is then this command's clock when it was seen (so
+    ``start_step`` carries its step forward on one clock)."""
     deadline = time.monotonic() + grace_s
+    before = {(w.rank, w.role): (w.step, w.time) for w in channel.workers()}
+    found: dict[tuple[int, str], Worker] = {}
     first: float | None = None
     while True:
-        found = [w for w in channel.workers()
-                 if w.time >= since and request.for_worker(w.rank, w.role)]
-        if found and first is None:
-            first = time.monotonic()
-        now = time.monotonic()
-        if now >= deadline or (first is not None and now - first >= 1.2):
-            return found
         time.sleep(_POLL_S)
+        seen = time.time()
+        for w in channel.workers():
+            key = (w.rank, w.role)
+            if request.for_worker(w.rank, w.role) and before.get(key) != (w.step, w.time):
+                found[key] = dataclasses.replace(w, time=seen)
+                before[key] = (w.step, w.time)
+        now = time.monotonic()
+        if found and first is None:
+            first = now
+        if now >= deadline or (first is not None and now - first >= 1.2):
+            return [found[k] for k in sorted(found)]
 
 
 def wait(channel: Channel, request: Request, timeout_s: float) -> Status:

@@ -10,6 +10,11 @@ Whatever is in the folder is hostile input: a file is read only when it is a reg
 most ``MAX_REQUEST_BYTES``, never through a symbolic link; what the job writes goes only to the
 real ``control/`` folder inside the save root (a link there is not followed); each bad file is
 ignored with one warning (at most ``WARNINGS_PER_LOOK`` a look, the rest counted in one line).
+
+No decision here compares the job's clock with another machine's: a request lives until the
+command that wrote it withdraws it (it removes the file when it gives up), and a file is given
+``_GRACE_S`` to be completed counted on the job's own monotonic clock from when it was first
+seen incomplete.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 from mindspeed_prof.capture.control.channel import Status, Worker
 from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.jsonio import Refused, read_json, write_atomic
 
 __all__ = ["ACKS", "CONTROL", "MAX_REQUEST_BYTES", "REQUESTS", "WORKERS", "FolderChannel",
            "FolderSource", "read_acks", "write_request"]
@@ -39,7 +45,7 @@ MAX_REQUEST_BYTES = 64 * 1024
 MAX_FILES_PER_LOOK = 256
 #: Warnings about bad files per look; the rest are counted in one line.
 WARNINGS_PER_LOOK = 5
-_GRACE_S = 2.0  # a malformed file younger than this may still be being written
+_GRACE_S = 2.0  # a file seen incomplete for less than this may still be being written
 _SETTLE_S = 3.0  # the command, with no ranks named: settled once acks stop changing this long
 _NPU_KEYS = {"start_step", "active", "experimental_config", "is_rank", "prof_dir"}
 
@@ -66,33 +72,17 @@ def _folder(root: Path, *parts: str, create: bool = False) -> Path | None:
 
 
 def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
-    """``folder/name`` written aside then renamed in (a link at ``name`` is replaced, not
-    followed)."""
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
-                 0o644)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(values))
+    """``folder/name`` written through a new temporary file, then renamed in (a link at
+    ``name`` is replaced, not followed; one planted at a temporary name is never used)."""
     path = folder / name
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(values).encode())
     return path
 
 
 def _read_json(path: Path) -> Any:
-    """A regular file's JSON (never through a link); ``ValueError`` when not readable as such."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    try:  # checked before fdopen, which refuses a folder without closing the descriptor
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        f = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with f:
-        raw = f.read(MAX_REQUEST_BYTES + 1)
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise ValueError(f"larger than {MAX_REQUEST_BYTES} bytes")
-    return json.loads(raw)
+    """A regular file's JSON (never through a link, at most ``MAX_REQUEST_BYTES``);
+    ``Refused`` or ``json.JSONDecodeError`` (both ``ValueError``) when not readable as such."""
+    return read_json(path, MAX_REQUEST_BYTES)
 
 
 def write_request(root: Path, request: Request) -> Path:
@@ -143,6 +133,7 @@ class FolderSource:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._seen: set[str] = set()
+        self._incomplete: dict[str, float] = {}  # key: when first seen incomplete (monotonic)
         self._warned = 0  # warnings this look
         self._unsaid: dict[str, int] = {}  # reasons not warned about this look, counted
 
@@ -167,6 +158,7 @@ class FolderSource:
         entries = sorted((n, m) for n, m in names if n.endswith(".json") and n[:1] != ".")
         keys = {f"{name}@{mtime}" for name, mtime in entries}
         self._seen &= keys  # forget files that are gone: memory stays bounded by the folder
+        self._incomplete = {k: t for k, t in self._incomplete.items() if k in keys}
         self._warned, self._unsaid = 0, {}
         found = []
         for name, mtime_ns in [e for e in entries if f"{e[0]}@{e[1]}" not in self._seen][
@@ -212,12 +204,13 @@ class FolderSource:
             data = _read_json(path)
         except FileNotFoundError:
             return None  # removed meanwhile
-        except (OSError, ValueError, RecursionError) as err:
-            if isinstance(err, json.JSONDecodeError) and time.time() - mtime_ns / 1e9 < _GRACE_S:
+        except (OSError, ValueError) as err:
+            if isinstance(err, json.JSONDecodeError) and self._young(key):
                 return None  # maybe still being written: looked at again next time
             why = ("not complete JSON" if isinstance(err, json.JSONDecodeError)
                    else "unreadable")
-            self._ignore(path, key, why, f"{why} ({str(err)[:80]})")
+            said = err.reason if isinstance(err, Refused) else str(err)
+            self._ignore(path, key, why, f"{why} ({said[:80]})")
             return None
         try:
             if isinstance(data, dict) and "id" not in data and _NPU_KEYS & set(data):
@@ -226,10 +219,16 @@ class FolderSource:
         except (ValueError, TypeError) as err:
             self._ignore(path, key, "malformed", f"malformed: {str(err)[:160]}")
             return None
-        if request.expires < time.time():
-            self._ignore(path, key, "expired", "expired (the command that wrote it gave up)")
+        if request.expires <= request.created:
+            self._ignore(path, key, "expired", "expired (its timeout is not positive)")
             return None
-        return request
+        return request  # the command that wrote it withdraws it when it gives up
+
+    def _young(self, key: str) -> bool:
+        """Whether the file ``key`` was first seen incomplete less than ``_GRACE_S`` ago, on
+        this process's own clock (the file's mtime is another machine's, maybe far off)."""
+        first = self._incomplete.setdefault(key, time.monotonic())
+        return time.monotonic() - first < _GRACE_S
 
     def _ignore(self, path: Path, key: str, kind: str, why: str) -> None:
         self._seen.add(key)

@@ -180,7 +180,7 @@ class Ack:
         return ack if ok else None
 
 
-def from_npu(data: dict[str, Any], ident: str) -> dict[str, Any]:
+def from_npu(data: Any, ident: str) -> dict[str, Any]:
     """torch_npu's dynamic-profiling ``profiler_config.json`` as request fields (then checked
     by ``Request.parse`` like any other request).
 
@@ -192,6 +192,8 @@ def from_npu(data: dict[str, Any], ident: str) -> dict[str, Any]:
     ``experimental_config`` fields (aic_metrics, export_type, data_simplification, ...).
     A field of the wrong type is passed on as it is, so the check names it.
     """
+    if not isinstance(data, dict):
+        raise ValueError(f"a profiler_config.json is a JSON object, not {type(data).__name__}")
     now = time.time()
     exp = data.get("experimental_config")
     if exp is None:

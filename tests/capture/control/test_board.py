@@ -103,13 +103,17 @@ def test_status_tells_the_command_who_is_still_working() -> None:
 
 
 class _Clock:
-    """The board's ``time`` module with ``time()`` fixed at ``now`` (seconds since the epoch)."""
+    """The board's ``time`` module: ``time()`` (the wall clock, seconds since the epoch) at
+    ``now``, and ``monotonic()`` at ``tick``."""
 
-    def __init__(self, now: float) -> None:
-        self.now = now
+    def __init__(self, now: float, tick: float = 50.0) -> None:
+        self.now, self.tick = now, tick
 
     def time(self) -> float:
         return self.now
+
+    def monotonic(self) -> float:
+        return self.tick
 
 
 def at(board_time: float, monkeypatch: pytest.MonkeyPatch) -> _Clock:
@@ -118,8 +122,9 @@ def at(board_time: float, monkeypatch: pytest.MonkeyPatch) -> _Clock:
     return clock
 
 
-def request_at(ident: str, expires: float, **values: object) -> dict[str, object]:
-    return {"id": ident, "created": 0.0, "expires": expires, "steps": 1, **values}
+def request_at(ident: str, expires: float, created: float = 0.0,
+               **values: object) -> dict[str, object]:
+    return {"id": ident, "created": created, "expires": expires, "steps": 1, **values}
 
 
 def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,20 +140,29 @@ def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.Mon
     assert len(board.workers()) == 2
 
 
-def test_a_request_expires_after_its_expiry_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """At its expiry time a request is still taken; after it, it is dropped and later
-    requests are still handed out in the same look."""
+def test_a_request_lives_its_timeout_from_its_posting_on_the_boards_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request's timeout (``expires - created``, both the command's clock) is counted on the
+    board's monotonic clock from its posting: at its end it is still taken, after it dropped,
+    and later requests are still handed out in the same look. The command's clock being a day
+    off the board's changes nothing."""
     clock = at(1000.0, monkeypatch)
     board = ControlBoard()
-    assert board.post(request_at("now", 1000.0)) == ""
-    assert ids(board.poll(told(0, "actor", 1))) == ["now"]
-    assert board.post(request_at("old", 1000.5)) == ""
-    assert board.post(request_at("new", 2000.0)) == ""
-    clock.now = 1001.0
+    day = 86_400.0
+    assert board.post(request_at("now", 1000.0 - day, created=1000.0 - day)) == ""  # 0 s
+    assert ids(board.poll(told(0, "actor", 1))) == ["now"]  # at its end: still taken
+    assert board.post(request_at("old", 0.5 + day, created=day)) == ""  # 0.5 s
+    assert board.post(request_at("new", 1000.0 - day, created=-day)) == ""  # 1000 s
+    clock.tick += 1.0
     assert ids(board.poll(told(1, "actor", 1))) == ["new"]
     assert board.status("old")["ignored"] == "expired (the command that posted it gave up)"
     assert board.status("now")["ignored"] == "expired (the command that posted it gave up)"
     assert board.status("new")["ignored"] == ""
+    clock.tick += 999.0
+    assert ids(board.poll(told(2, "actor", 1))) == ["new"]  # at its end
+    clock.tick += 0.001
+    assert ids(board.poll(told(3, "actor", 1))) == []
+    assert board.status("new")["ignored"] == "expired (the command that posted it gave up)"
 
 
 def test_a_request_for_other_workers_does_not_hide_the_next_one() -> None:

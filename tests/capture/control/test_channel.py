@@ -62,23 +62,56 @@ class _Clock:
     def monotonic(self) -> float:
         return self.now
 
+    def time(self) -> float:
+        """The command's wall clock: 1,000,000 s past its monotonic one."""
+        return self.now + 1e6
+
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds if self.step is None else self.step
         assert len(self.sleeps) < 1000, "the wait does not stop"
 
 
-def test_waiting_for_workers_keeps_those_the_request_is_for_and_told_lately(
+def test_waiting_for_workers_keeps_those_the_request_is_for_that_told_while_it_looked(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(channel_module, "time", _Clock())
+    """Workers whose word changed after the first look, or who appeared, the request is for,
+    each stamped with the command's own clock when it was seen: their clocks (a day ahead,
+    an hour behind) are never compared with it."""
+    clock = _Clock()
+    monkeypatch.setattr(channel_module, "time", clock)
     request = Request.new(60, steps=1, role="actor")
-    channel = _Appear([Worker(0, "actor", 5, time=10.0), Worker(1, "critic", 5, time=10.0),
-                       Worker(2, "actor", 4, time=1.0)], first=3)
-    found = wait_for_workers(channel, request, since=5.0, grace_s=5.0)
-    assert [w.rank for w in found] == [0] and channel.looks >= 3
-    assert wait_for_workers(_Appear([], first=3), request, since=0.0, grace_s=0.3) == []
+    stale = Worker(3, "actor", 7, time=5.0)  # there before, never told again: not counted
+    looks = [[stale, Worker(0, "actor", 4, time=86_400.0)],
+             [stale, Worker(0, "actor", 4, time=86_400.0)],
+             [stale, Worker(0, "actor", 5, time=86_401.0), Worker(1, "critic", 5, time=9.0)],
+             [stale, Worker(0, "actor", 5, time=86_401.0), Worker(1, "critic", 5, time=9.0),
+              Worker(2, "actor", 2, time=-3_600.0, rate=4.0)]]
+    channel = _Scripted(looks)
+    found = wait_for_workers(channel, request, grace_s=5.0)
+    assert found == [Worker(0, "actor", 5, time=50.5 + 1e6),
+                     Worker(2, "actor", 2, time=50.75 + 1e6, rate=4.0)]
+    assert wait_for_workers(_Scripted([[]]), request, grace_s=0.3) == []
 
 
+class _Scripted:
+    """A channel whose ``workers`` at its n-th look are ``looks[n]`` (the last one after)."""
+
+    def __init__(self, looks: list[list[Worker]]) -> None:
+        self.looks_at, self.looks = looks, 0
+
+    def open(self) -> None: ...
+
+    def workers(self) -> list[Worker]:
+        self.looks += 1
+        return self.looks_at[min(self.looks, len(self.looks_at)) - 1]
+
+    def post(self, request: Request) -> str:
+        return ""
+
+    def status(self, request: Request) -> Status:
+        return Status()
+
+    def close(self, request: Request) -> None: ...
 
 
 class _Looks:
@@ -145,28 +178,29 @@ class _Appear:
 
 def test_waiting_for_workers_looks_1_2_s_more_after_the_first_or_up_to_the_grace(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    since = 1000.0
-    kept = [Worker(0, "actor", 5, time=since), Worker(1, "actor", 6, time=since + 3)]
-    others = [Worker(1, "critic", 5, time=since + 3), Worker(2, "actor", 5, time=since + 3),
-              Worker(0, "actor", 4, time=since - 0.5)]  # another role or rank; told too early
+    kept = [Worker(0, "actor", 5, time=3.0), Worker(1, "actor", 6, time=1.0)]
+    others = [Worker(1, "critic", 5, time=3.0), Worker(2, "actor", 5, time=3.0)]
     request = Request.new(60, steps=1, ranks=[0, 1], role="actor")
     clock = _Clock(now=50.0)
     monkeypatch.setattr(channel_module, "time", clock)
     channel = _Appear(others[:1] + kept + others[1:], first=3)
-    assert wait_for_workers(channel, request, since=since, grace_s=5.0) == kept
-    # first told at the third look (50.5 s), then looks up to 1.2 s later: 51.75 s
+    assert wait_for_workers(channel, request, grace_s=5.0) == [
+        Worker(0, "actor", 5, time=50.5 + 1e6), Worker(1, "actor", 6, time=50.5 + 1e6)]
+    # the first look (50 s) sees nobody, they appear at the third (50.5 s), then looks go on
+    # up to 1.2 s later: 51.75 s
     assert channel.looks == 8 and clock.sleeps == [0.25] * 7 and clock.now == 51.75
     clock.now, clock.sleeps = 50.0, []
     nobody = _Appear([], first=1)
-    assert wait_for_workers(nobody, request, since=since, grace_s=1.0) == []
+    assert wait_for_workers(nobody, request, grace_s=1.0) == []
     assert nobody.looks == 5 and clock.now == 51.0  # 50, 50.25, ... and 51 s: the grace is up
 
 
 def test_waiting_for_workers_stops_1_2_s_after_the_first_exactly(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock(now=0.25, step=0.6)  # 0.25, 0.85, 1.45 s: 1.2 s apart to the bit
+    clock = _Clock(now=-0.35, step=0.6)  # looks at -0.35, 0.25, 0.85, 1.45 s
     monkeypatch.setattr(channel_module, "time", clock)
     request = Request.new(60, steps=1)
-    channel = _Appear([Worker(0, "actor", 5, time=10.0)], first=1)
-    assert wait_for_workers(channel, request, since=0.0, grace_s=60.0) == channel._workers
-    assert channel.looks == 3
+    channel = _Appear([Worker(0, "actor", 5, time=10.0)], first=2)
+    assert wait_for_workers(channel, request, grace_s=60.0) == [
+        Worker(0, "actor", 5, time=0.25 + 1e6)]
+    assert channel.looks == 4  # first seen at 0.25 s, done at 1.45 s: 1.2 s apart to the bit

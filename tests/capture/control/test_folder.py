@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import stat
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,16 +46,21 @@ def test_each_request_once_oldest_first_whatever_its_start_step(tmp_path: Path) 
 
 
 def test_bad_files_are_ignored_with_one_warning_each(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = _Clock(mono=100.0)
+    monkeypatch.setattr(folder_module, "time", clock)
     folder = requests_dir(tmp_path)
     old = time.time() - 60
     old_file(folder / "partial.json", '{"id": "x", "created": 1, "exp')
     old_file(folder / "preset.json", json.dumps({"id": "p", "created": old,
                                                  "expires": old + 600, "preset": "nope"}))
-    old_file(folder / "expired.json", json.dumps({"id": "e", "created": old, "expires": old + 1}))
-    (folder / "young.json").write_text("{")  # being written right now: not warned about yet
+    old_file(folder / "expired.json", json.dumps({"id": "e", "created": old, "expires": old}))
     source = FolderSource(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        assert source.poll(Worker(0, "integrated", 1)) == []  # partial: maybe being written
+        (folder / "young.json").write_text("{")  # being written now: not warned about yet
+        clock.mono += 2.0
         for _ in range(3):
             assert source.poll(Worker(0, "integrated", 1)) == []
     warned = [r.getMessage() for r in caplog.records]
@@ -70,7 +76,7 @@ def test_a_thousand_bad_files_are_a_few_lines(tmp_path: Path,
     old = time.time() - 60
     for i in range(1000):
         (folder / f"r{i:04}.json").write_text(json.dumps({"id": f"e{i}", "created": old,
-                                                          "expires": old + 1}))
+                                                          "expires": old}))
     good = Request.new(60, steps=1)
     write_request(tmp_path, good)
     source = FolderSource(tmp_path)
@@ -256,8 +262,10 @@ def test_a_request_is_put_only_into_a_real_requests_folder(tmp_path: Path) -> No
     assert str(not_folder.value) == f"{tmp_path}/control/requests is not a folder"
 
 
-def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(tmp_path: Path) -> None:
-    """The file is written aside under a known name first: a link put there is refused."""
+def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is written aside under a new name made exclusively: a link at the name earlier
+    versions used, or at the very name drawn for it, is never followed."""
     umask = os.umask(0o022)
     try:
         path = write_request(tmp_path, Request.new(60, steps=1))
@@ -267,11 +275,16 @@ def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(tmp_path: 
     target = tmp_path / "target"
     target.write_text("keep")
     request = Request.new(60, steps=1)
-    aside = path.parent / f".{request.id}.json.{os.getpid()}.tmp"
-    aside.symlink_to(target)
-    with pytest.raises(OSError):
-        write_request(tmp_path, request)
-    assert target.read_text() == "keep" and not (path.parent / f"{request.id}.json").exists()
+    (path.parent / f".{request.id}.json.{os.getpid()}.tmp").symlink_to(target)
+    drawn = path.parent / f".{request.id}.json.drawn.tmp"
+    drawn.symlink_to(target)
+    names = iter(["drawn", "next1234"])
+    monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: names)
+    written = write_request(tmp_path, request)
+    assert target.read_text() == "keep" and drawn.is_symlink()
+    assert json.loads(written.read_text()) == request.to_json() and not written.is_symlink()
+    assert sorted(p.name for p in path.parent.iterdir() if not p.is_symlink()) == sorted(
+        [path.name, written.name])  # the temporary file renamed, none left
 
 
 def test_a_request_file_is_read_up_to_64_kib_of_bytes(
@@ -288,13 +301,13 @@ def test_a_request_file_is_read_up_to_64_kib_of_bytes(
         assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / n}: unreadable (larger than 65536 "
-        "bytes)" for n in ("b.json", "c.json")]
+        f"bytes ({(folder / n).stat().st_size}))" for n in ("b.json", "c.json")]
 
 
 def test_what_is_not_a_regular_file_is_named_in_its_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """A link (even a dangling one) is refused by the open itself, whose error is cut to 80
-    characters; anything else not a regular file is said so."""
+    """A link (even a dangling one) is refused by the open itself; anything else not a regular
+    file is named for what it is."""
     outside = tmp_path / "secret.json"
     good = Request.new(60, steps=1)
     outside.write_text(json.dumps(good.to_json()))
@@ -307,16 +320,11 @@ def test_what_is_not_a_regular_file_is_named_in_its_warning(
         found = FolderSource(tmp_path / "root").poll(Worker(0, "actor", 1))
     assert [r.id for r in found] == [good.id]
 
-    def link_error(name: str) -> str:
-        error = f"[Errno {errno.ELOOP}] {os.strerror(errno.ELOOP)}: '{folder / name}'"
-        assert len(error) > 80
-        return f"unreadable ({error[:80]})"
-
+    link = "unreadable (a symbolic link, not followed)"
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / name}: {why}" for name, why in (
-            ("dangling.json", link_error("dangling.json")),
-            ("fifo.json", "unreadable (not a regular file)"),
-            ("link.json", link_error("link.json")))]
+            ("dangling.json", link), ("fifo.json", "unreadable (a FIFO, not a regular file)"),
+            ("link.json", link))]
 
 
 def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
@@ -330,10 +338,13 @@ def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
 
 
 def test_five_warnings_a_look_and_the_rest_counted_by_kind(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = _Clock(mono=100.0)
+    monkeypatch.setattr(folder_module, "time", clock)
     folder = requests_dir(tmp_path)
     old = time.time() - 60
-    expired = json.dumps({"id": "e", "created": old, "expires": old + 1})
+    expired = json.dumps({"id": "e", "created": old, "expires": old - 1})
     malformed = json.dumps({"id": "m", "created": old, "expires": old + 600, "preset": "nope"})
     long_malformed = json.dumps({"id": "o", "created": old, "expires": old + 600,
                                  "overrides": []})
@@ -344,23 +355,27 @@ def test_five_warnings_a_look_and_the_rest_counted_by_kind(
         os.mkfifo(folder / f"{name}.json")
     source = FolderSource(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        assert source.poll(Worker(0, "actor", 1)) == []
-        assert source.poll(Worker(0, "actor", 2)) == []  # each file is warned about once
+        for step in range(1, 4):  # each file is warned about once; incomplete ones after 2 s
+            assert source.poll(Worker(0, "actor", step)) == []
+            clock.mono += 1.0
     objects = ("overrides=[]: must be an object of mstx, profile_with_memory, "
                "profile_record_shapes, profile_with_cpu, profile_with_npu, profile_with_module, "
                "with_stack, profile_level, aic_metrics")
     assert len(objects) > 160
     said = "mindspeed-prof: ignoring capture request"
+    incomplete = "not complete JSON (Expecting property name enclosed in double quotes: line 1 " \
+        "column 2 (char 1))"
     assert [r.getMessage() for r in caplog.records] == [
-        f"{said} {folder / 'a1.json'}: not complete JSON (Expecting property name enclosed in "
-        "double quotes: line 1 column 2 (char 1))",
-        f"{said} {folder / 'a2.json'}: expired (the command that wrote it gave up)",
+        f"{said} {folder / 'a2.json'}: expired (its timeout is not positive)",
         f"{said} {folder / 'a3.json'}: malformed: preset='nope': allowed: mstx_light, "
         "stage_scoped, memory_debug, full, dpo",
-        f"{said} {folder / 'a4.json'}: unreadable (not a regular file)",
+        f"{said} {folder / 'a4.json'}: unreadable (a FIFO, not a regular file)",
         f"{said} {folder / 'a5.json'}: malformed: {objects[:160]}",
-        f"mindspeed-prof: ignoring 5 more capture requests in {folder} (1 expired, 2 malformed, "
-        "1 not complete JSON, 1 unreadable)"]
+        f"{said} {folder / 'b1.json'}: expired (its timeout is not positive)",
+        f"mindspeed-prof: ignoring 3 more capture requests in {folder} (2 malformed, "
+        "1 unreadable)",
+        f"{said} {folder / 'a1.json'}: {incomplete}",  # at the third look: seen 2 s incomplete
+        f"{said} {folder / 'b4.json'}: {incomplete}"]
 
 
 def test_a_request_applied_before_a_restart_is_not_taken_again(tmp_path: Path) -> None:
@@ -415,23 +430,45 @@ def test_an_ack_that_cannot_be_written_is_one_warning(
         "is not a folder"]
 
 
-def test_an_incomplete_file_may_be_written_for_2_s_and_a_request_taken_until_it_expires(
+def test_an_incomplete_file_may_be_written_for_2_s_of_the_jobs_own_clock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    now = 1_700_000_000.0
-    monkeypatch.setattr(folder_module, "time", _Clock(wall=now))
+    """A file is warned about once it has been seen incomplete for 2 s on the job's monotonic
+    clock, however old its mtime (another machine's clock) says it is; one completed meanwhile
+    is taken. The request's own times, a day off the job's clock, decide nothing."""
+    wall = 1_700_000_000.0
+    clock = _Clock(mono=100.0, wall=wall)
+    monkeypatch.setattr(folder_module, "time", clock)
     folder = requests_dir(tmp_path)
-    for name, age_s in (("young.json", 1), ("two.json", 2)):
-        (folder / name).write_text("{")
-        mtime_ns = (1_700_000_000 - age_s) * 10**9
-        os.utime(folder / name, ns=(mtime_ns, mtime_ns))
-    last = Request(id="last", created=now - 10, expires=now, steps=1)  # expires right now
-    write_request(tmp_path, last)
+    for name in ("done.json", "left.json"):
+        old_file(folder / name, "{")
+    day = 86_400.0
+    source = FolderSource(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == ["last"]
+        assert source.poll(Worker(0, "actor", 1)) == []
+        clock.mono += 1.9
+        assert source.poll(Worker(0, "actor", 2)) == []
+        late = Request(id="late", created=wall - day, expires=wall - day + 10, steps=1)
+        (folder / "done.json").write_text(json.dumps(late.to_json()))  # completed: new mtime
+        clock.mono += 0.1
+        assert [r.id for r in source.poll(Worker(0, "actor", 3))] == ["late"]
+        assert source.poll(Worker(0, "actor", 4)) == []
     assert [r.getMessage() for r in caplog.records] == [
-        f"mindspeed-prof: ignoring capture request {folder / 'two.json'}: not complete JSON "
+        f"mindspeed-prof: ignoring capture request {folder / 'left.json'}: not complete JSON "
         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
+
+
+def test_a_request_from_a_command_whose_clock_is_far_off_is_taken(tmp_path: Path) -> None:
+    """Created a day ahead of the job's clock, or expired a day ago by it: taken all the same
+    (the command withdraws the file when it gives up); only a timeout of 0 or less is refused."""
+    day, now = 86_400.0, time.time()
+    ahead = Request(id="ahead", created=now + day, expires=now + day + 60, steps=1)
+    behind = Request(id="behind", created=now - day, expires=now - day + 60, steps=1)
+    none = Request(id="none", created=now, expires=now, steps=1)
+    for request in (ahead, behind, none):
+        write_request(tmp_path, request)
+    assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [
+        "ahead", "behind"]
 
 
 def test_a_torch_npu_config_is_named_after_its_file_and_its_time(tmp_path: Path) -> None:
@@ -466,4 +503,5 @@ def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
     assert len(os.listdir("/proc/self/fd")) == before
     assert caplog.records[0].getMessage() == (
         "mindspeed-prof: ignoring capture request "
-        f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (not a regular file)")
+        f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (a folder, not a regular "
+        "file)")
