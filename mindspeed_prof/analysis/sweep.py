@@ -11,9 +11,32 @@ from mindspeed_prof.formats import SWEEP_SUMMARY
 from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["SUMMARY_NAME", "sweep_summary"]
+__all__ = ["RECORDS", "SUMMARY_NAME", "record_job", "sweep_summary"]
 
 SUMMARY_NAME = SWEEP_SUMMARY
+#: Each profiled job of a multirun says here where its manifest is: ``job<num>.json``. The
+#: summary reads these, never the sweep's config, whose ``${hydra:...}`` save paths resolve
+#: only inside a job.
+RECORDS = ".mindspeed_prof"
+
+
+def record_job(sweep_dir: Path, num: int, manifest: Path, shared: bool) -> None:
+    """Note in ``sweep_dir`` that job ``num`` wrote ``manifest`` (an absolute path; ``shared``:
+    its save root holds other jobs' files too)."""
+    write_json(sweep_dir / RECORDS / f"job{num}.json",
+               {"job": num, "manifest": str(manifest), "shared": shared})
+
+
+def _records(sweep_dir: Path) -> dict[int, tuple[Path, bool]]:
+    """job num -> (its manifest, shared) from the jobs' records (unreadable ones skipped)."""
+    out: dict[int, tuple[Path, bool]] = {}
+    for path in sorted((sweep_dir / RECORDS).glob("job*.json")):
+        try:
+            record = json.loads(path.read_text()) if path.stat().st_size < 65536 else {}
+            out[int(record["job"])] = (Path(str(record["manifest"])), bool(record["shared"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
 
 
 def _jobs(sweep_dir: Path) -> list[Path]:
@@ -21,12 +44,8 @@ def _jobs(sweep_dir: Path) -> list[Path]:
                   key=lambda p: int(p.name))
 
 
-def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
-    manifests = sorted(job_dir.rglob("manifest.json"))
-    shared = not manifests
-    for root in shared_roots:
-        manifests += sorted(root.glob(f"manifest.job{job_dir.name}.json"))
-    row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
+def _job_row(num: int, manifests: list[Path], shared: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"job": num, "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
                            "overrides": [], "save_root": None, "note": None, "error": None}
     if not manifests:
@@ -56,17 +75,24 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     return row
 
 
-def sweep_summary(sweep_dir: Path | str,
-                  shared_roots: list[Path] | None = None) -> list[dict[str, Any]]:
+def sweep_summary(sweep_dir: Path | str) -> list[dict[str, Any]]:
     """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
 
-    ``shared_roots``: save roots outside the job dirs that jobs share (their manifests are
-    ``manifest.job<n>.json``).
+    A job's manifest is where its record says (``record_job``), else in its own dir
+    (``<sweep>/<num>/``, as jobs that predate the records wrote it).
     """
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"{sweep_dir}: not a multirun directory")
-    rows = [_job_row(j, shared_roots or []) for j in _jobs(sweep_dir)]
+    records = _records(sweep_dir)
+    dirs = {int(p.name): p for p in _jobs(sweep_dir)}
+    rows = []
+    for num in sorted(set(dirs) | set(records)):
+        if num in records:
+            manifest, shared = records[num]
+            rows.append(_job_row(num, [manifest] if manifest.is_file() else [], shared))
+        else:
+            rows.append(_job_row(num, sorted(dirs[num].rglob("manifest.json")), False))
     if not any(r["status"] != "no manifest" for r in rows):
         return rows  # nothing profiled in this sweep: no table, no file
     write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})

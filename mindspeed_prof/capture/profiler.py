@@ -136,9 +136,18 @@ class Profiler:
 
         ``role`` picks the section: ``integrated``'s settings with the role's own laid over
         them; captures go under ``<save>/<role>/``. An unknown role raises ``ConfigError``.
+
+        Inside a Hydra job whose callback made a profiler, the job's own config (same role,
+        same settings, the rank it resolved) gives that profiler: one profiler per job, whose
+        manifest counts what the task captured.
         """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
+        job = _current.job_profiler()
+        if (job is not None and not job._closed and backend is None and not on_capture
+                and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
+                and rank in (None, job.rank)):
+            return job
         return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture)
 
     # -- context managers -------------------------------------------------------------
