@@ -28,9 +28,12 @@ def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) ->
     root = tmp_path / "my run"
     result = Analysis(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])
     relaunch, live = verdict(result).next
-    assert relaunch.command == ("profiler_config=stage_scoped profiler_config.integrated.stage="
-                                "actor_generate profiler_config.integrated.profile_ranks=[1]")
-    assert "on rank 1" in relaunch.why
+    assert relaunch.overrides == ["profiler_config=stage_scoped",
+                                  "profiler_config.integrated.stage=actor_generate",
+                                  "profiler_config.integrated.profile_ranks=[1]"]
+    assert not relaunch.runnable and shlex.split(relaunch.command) == relaunch.overrides
+    assert "on rank 1" in relaunch.why and relaunch.why.endswith(
+        "add these overrides to the job's command line")
     assert shlex.split(live.command) == [
         "mindspeed-prof", "capture", str(root), "--stage", "actor_generate", "--ranks", "1",
         "--level", "level1", "--steps", "1"]  # the root quoted: it has a space
@@ -49,7 +52,7 @@ def test_without_a_straggler_the_slowest_stage_on_every_rank() -> None:
     relaunch, live = verdict(Analysis(root=Path("run"), traces=[
         _rank(0, 300.0), _rank(1, 300.0)])).next
     assert relaunch.command == "profiler_config=stage_scoped profiler_config.integrated.stage=" \
-                               "actor_generate"
+                               "actor_generate"  # nothing to quote
     assert "--ranks" not in live.command and "every rank" in relaunch.why
 
 

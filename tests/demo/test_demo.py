@@ -176,7 +176,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     assert "--stage actor_generate --ranks 1 --level level1" in live.command
     # the printed override, run as given: the stage-scoped capture of that stage on rank 1
     again = tmp_path / "again"
-    train(demo_cfg(again, *relaunch.command.split(), "demo.steps=4"), Console(quiet=True))
+    train(demo_cfg(again, *relaunch.overrides, "demo.steps=4"), Console(quiet=True))
     assert sorted(files_by_rank(again / "out")) == [1]
     scoped = analyse(again / "out")
     assert {r.name for r in scoped.ranges if r.kind == "stage"} == {"actor_generate"}
