@@ -27,8 +27,6 @@ def set_current(profiler: Any) -> None:
 def discard(profiler: Any) -> None:
     """Forget ``profiler`` (it closed); the role's slot empties, ``current()`` falls back."""
     role = profiler.role
-    if _job and _job[0] is profiler:
-        _job.clear()
     if _by_role.get(role) is profiler:
         del _by_role[role]
     _latest[:] = [p for p in _latest if p is not profiler]

@@ -15,6 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from mindspeed_prof.capture import current
 from mindspeed_prof.formats import hydra_save_root
 from mindspeed_prof.hydra.launch import command
 
@@ -54,8 +55,6 @@ class ProfilerCallback(Callback):
         _name_overridden_preset(config.profiler_config, list(hydra_cfg.overrides.task))
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)  # flight, anomaly
         if not (cfg.profile or unplanned or cfg.on_demand):  # current(): a disabled profiler
-            import mindspeed_prof.capture.current as current
-
             current.set_current(None)
             return
         from mindspeed_prof.capture.profiler import Profiler
@@ -78,8 +77,6 @@ class ProfilerCallback(Callback):
             Path(hydra_cfg.runtime.output_dir).resolve())
         job_num = _job_num(hydra_cfg)
         name = manifest_name(profiler.rank, job_num if shared else None)
-        import mindspeed_prof.capture.current as current
-
         current.set_job_profiler(profiler)  # the task's from_config(job config) gives it
         self._job = {
             "profiler": profiler,
@@ -117,7 +114,7 @@ class ProfilerCallback(Callback):
         atexit.register(self._summary_at_exit)  # a failed job: Hydra raises past the end hook
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep, self._sweep = self._sweep, None
+        sweep, self._sweep = self._sweep or _sweep_dir(config), None
         atexit.unregister(self._summary_at_exit)
         if sweep is not None:
             _sweep_summary(sweep)
@@ -137,6 +134,7 @@ class ProfilerCallback(Callback):
             return
         profiler = job["profiler"]
         profiler.close()
+        current.set_job_profiler(None)
         from mindspeed_prof.formats.manifest import list_files
 
         manifest = job["manifest"]
