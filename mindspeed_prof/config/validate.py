@@ -55,9 +55,11 @@ _warned: set[str] = set()  # one warning per distinct message per process
 
 
 def did_you_mean(name: Any, allowed: Any) -> str:
-    """`` (did you mean X?)`` for the allowed name closest to ``name``, or ``""``."""
-    close = difflib.get_close_matches(str(name), [str(a) for a in allowed], n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+    """`` (did you mean X?)`` for the allowed name closest to ``name`` (case aside), or
+    ``""``."""
+    by_lower = {str(a).lower(): str(a) for a in allowed}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
+    return f" (did you mean {by_lower[close[0]]}?)" if close else ""
 
 
 class ConfigError(ValueError):
