@@ -203,16 +203,16 @@ def merged_overrides(old: list[str], new: list[str]) -> list[str]:
     sets = {f"{GROUP}.{section}.{name}" for section, values in
             preset_sections(PRESETS[preset][1] if preset in PRESETS else {}).items()
             for name in values}
-    out = []
+    out, placed = [], set()
     for line in old:
         prefix, key = _key(line)
-        if key in wanted:
+        if key in wanted and key not in placed:
             spelled = line.lstrip("+~").partition("=")[0]
-            value = wanted.pop(key).partition("=")[2]
-            out.append(f"{prefix}{spelled}={value}")
-        elif key not in sets:
+            out.append(f"{prefix}{spelled}={wanted[key].partition('=')[2]}")
+            placed.add(key)
+        elif key not in wanted and key not in sets:
             out.append(line)
-    return out + list(wanted.values())
+    return out + [line for key, line in wanted.items() if key not in placed]
 
 
 def relaunch_line(job: dict[str, Any], new: list[str], here: Path) -> str | None:
