@@ -866,3 +866,29 @@ def test_from_config_of_the_jobs_config_is_the_jobs_profiler(tmp_path: Path,
     manifest = load_json(out / "profiler_data" / "manifest.json")
     assert [c["stage"] for c in manifest["captures"]] == ["actor_generate"]
     assert Profiler.from_config(task_cfg.profiler_config) is not job  # that job is over
+
+
+def test_a_sweep_over_interpolated_save_paths_is_summarised(
+        app: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Save paths that resolve only inside a job (``${hydra:...}``) or from the environment:
+    the multirun's end reads where each job wrote, no config, and summarises every job."""
+    import os
+
+    env_root = tmp_path_factory.mktemp("env root")
+    os.environ["PROF_ROOT"] = str(env_root)  # run_app passes the environment on
+    try:
+        proc = run_app(app, "-m", "profiler_config=mstx_light",
+                       "profiler_config.integrated.profile_save_path="
+                       "'${hydra:runtime.output_dir}/p','${hydra:sweep.dir}/${hydra:job.num}/q',"
+                       "'${oc.env:PROF_ROOT}/r'", check=True)
+    finally:
+        del os.environ["PROF_ROOT"]
+    assert "Callback ProfilerCallback" not in proc.stderr, proc.stderr
+    (sweep,) = app.glob("multirun/*/*")
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["job"], j["status"], j["captures"]) for j in jobs] == [
+        (0, "completed", 1), (1, "completed", 1), (2, "completed", 1)]
+    roots = [Path(j["save_root"]) for j in jobs]
+    assert roots[0] == (sweep / "0" / "p").resolve()
+    assert roots[1].resolve().is_relative_to((sweep / "1" / "q").resolve())
+    assert roots[2] == env_root / "r" and (env_root / "r" / "manifest.job2.json").is_file()
