@@ -6,7 +6,7 @@ imported here).
 
 ``profiler=<preset>`` (the mission's spelling) selects a preset too: each preset carries an
 entry of the ``profiler`` group in its defaults list, which the command line's ``profiler=x``
-sets (see ``mindspeed_prof.config.presets.with_alias_entry``). Where another source on the
+sets (see ``mindspeed_prof.config.presets.dispatcher``). Where another source on the
 app's search path has a ``profiler`` group (verl's config tree), that group is theirs:
 ``profiler=<our preset>`` gets one line naming ``profiler_config=<preset>``, and ``--help``
 never lists the alias. A name that is no preset gets one line with the closest one.
@@ -24,7 +24,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 __all__ = ["MindspeedProfConfigSource", "MindspeedProfSearchPath"]
 
-#: The presets' group (the key it fills) and its old name (kept as an alias where free).
+#: The presets' group (the key it fills) and its other spelling (an alias where free).
 GROUP, ALIAS = "profiler_config", "profiler"
 #: Where the alias finds the presets (not listed; see ``presets.HIDDEN``).
 HIDDEN = "mindspeed_prof/preset"

@@ -27,8 +27,8 @@ __all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESET
 
 #: The config group of the presets, and the package (the key) it fills.
 GROUP = "profiler_config"
-#: The group's old name, served as an alias where no other config source has a group of that
-#: name (verl has one: ``verl/trainer/config/profiler/``).
+#: The presets' other spelling (the mission's: ``profiler=<preset>``), served where no other
+#: config source has a group of that name (verl has one: ``verl/trainer/config/profiler/``).
 ALIAS = "profiler"
 
 #: A defaults-list entry that turns the Hydra callback on.
@@ -153,8 +153,8 @@ def unknown_preset_line(group: str, name: str) -> str:
 
 def alias_taken_line(name: str) -> str:
     """One line for ``profiler=<our preset>`` where another config tree owns ``profiler``."""
-    return (f"mindspeed-prof: profiler={name}: 'profiler' is another config group in this app "
-            f"(verl's profiler settings); select the preset with {GROUP}={name}")
+    return (f"mindspeed-prof: profiler={name}: 'profiler' is another config group of this app "
+            f"(verl has one); select the preset with {GROUP}={name}")
 
 
 def register() -> None:

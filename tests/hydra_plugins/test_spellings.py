@@ -149,3 +149,37 @@ def test_sweep_over_the_missions_spelling(app: Path) -> None:
     levels = [OmegaConf.load(app / "presets" / job / ".hydra" / "config.yaml")
               .profiler_config.integrated.profile_level for job in ("0", "1")]
     assert levels == ["level_none", "level1"]
+
+
+VERL_APP = '''import hydra
+
+@hydra.main(version_base=None, config_path="cfg", config_name="ppo_trainer")
+def main(cfg):
+    print("TASK", cfg.profiler_config.integrated.get("profile_level"))
+
+main()
+'''
+
+
+def test_verls_profiler_group_stays_verls(verl_tree: Path, tmp_path: Path,
+                                          composer: Any) -> None:
+    """In verl's tree ``profiler=<our preset>`` stops with one line naming the group to use;
+    ``profiler_config=`` selects it; re-selecting verl's own SFT default by hand is the one
+    thing the presets' alias entry costs there (docs/hydra.md says so)."""
+    from verl_wheel import add_defaults_line
+
+    from mindspeed_prof.config.presets import alias_taken_line
+
+    add_defaults_line(verl_tree, tmp_path / "cfg")
+    (tmp_path / "app.py").write_text(VERL_APP)
+    proc = run_app(tmp_path, "profiler=mstx_light", "hydra.run.dir=run")
+    assert proc.returncode == 1 and "TASK" not in proc.stdout
+    assert [line for line in proc.stderr.splitlines() if line] == [
+        alias_taken_line("mstx_light"),
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."]
+    assert "TASK level_none" in run_app(tmp_path, "profiler_config=mstx_light",
+                                        "hydra.run.dir=run", check=True).stdout
+    sft = composer(tmp_path / "cfg", "sft_trainer_engine", "profiler_config=full")
+    assert sft.profiler._target_ == "verl.utils.profiler.ProfilerConfig"
+    with pytest.raises(ConfigCompositionException, match="appears more than once"):
+        composer(tmp_path / "cfg", "sft_trainer_engine", "profiler=profiler")
