@@ -4,9 +4,12 @@ source, which serves the ``profiler_config`` presets, the callback option and th
 that does not use them pays only for this module (no torch, ray, torch_npu, nor mindspeed_prof
 imported here).
 
-The presets' old group name, ``profiler``, is served too, but only where no other source on the
-app's search path has a ``profiler`` group (verl's config tree has one): that is asked of the
-other sources the first time the name comes up, and never listed in ``--help``.
+``profiler=<preset>`` (the mission's spelling) selects a preset too: each preset carries an
+entry of the ``profiler`` group in its defaults list, which the command line's ``profiler=x``
+sets (see ``mindspeed_prof.config.presets.dispatcher``). Where another source on the
+app's search path has a ``profiler`` group (verl's config tree), that group is theirs:
+``profiler=<our preset>`` gets one line naming ``profiler_config=<preset>``, and ``--help``
+never lists the alias. A name that is no preset gets one line with the closest one.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 __all__ = ["MindspeedProfConfigSource", "MindspeedProfSearchPath"]
 
-#: The presets' group (the key it fills) and its old name (kept as an alias where free).
+#: The presets' group (the key it fills) and its other spelling (an alias where free).
 GROUP, ALIAS = "profiler_config", "profiler"
+#: Where the alias finds the presets (not listed; see ``presets.HIDDEN``).
+HIDDEN = "mindspeed_prof/preset"
 #: The config groups the source serves; any other path is answered without building anything.
 GROUPS = frozenset({"mindspeed_prof", GROUP, ALIAS, "profiler_sweep"})
 
@@ -44,6 +49,7 @@ class MindspeedProfConfigSource(ConfigSource):
         super().__init__(provider=provider, path=path)
         self._search_path = type(self).search_path
         self._alias_free: bool | None = None
+        self._theirs: dict[str, bool] = {}  # config key -> whether another source has it
 
     @staticmethod
     def scheme() -> str:
@@ -61,6 +67,24 @@ class MindspeedProfConfigSource(ConfigSource):
                                     package)
                 for group, name, node, package in configs()}
         return cls._configs
+
+    def _serve(self, key: str) -> tuple[Any, str | None]:
+        """The node and package of ``group/name``, as this app sees them; raises one line
+        (a composition error) for a preset name that is none, or that another tree owns."""
+        from hydra.errors import ConfigCompositionException
+
+        from mindspeed_prof.config import presets
+
+        group, _, name = key.rpartition("/")
+        if group not in (GROUP, ALIAS):  # a preset's body, the callback, the sweep
+            return self._built()[f"{GROUP}/{name}" if group == HIDDEN else key]
+        if group == ALIAS and not self.alias_free():
+            raise ConfigCompositionException(presets.alias_taken_line(name))
+        if f"{GROUP}/{name}" not in self._built():
+            raise ConfigCompositionException(presets.unknown_preset_line(group, name))
+        if group == ALIAS:
+            return presets.alias_node(name), ALIAS
+        return presets.dispatcher(name, alias=self.alias_free()), GROUP
 
     # -- the alias ----------------------------------------------------------------------------
     def alias_free(self) -> bool:
@@ -94,20 +118,34 @@ class MindspeedProfConfigSource(ConfigSource):
         return out
 
     def _key(self, path: str) -> str | None:
-        """``group/name`` in our configs for ``path`` (the alias read as the group), or None."""
+        """``group/name`` for a config ``path`` this source answers, or None: any name in the
+        preset groups that no other source has (a name that is no preset gets a one-line
+        error rather than Hydra's list), the alias only for our preset names where another
+        source owns the group, and the configs of our other groups."""
         key = path.strip("/").removesuffix(".yaml")
-        group, _, name = key.partition("/")
-        if group == ALIAS:
-            return f"{GROUP}/{name}" if self.alias_free() else None
-        return key if group in GROUPS else None
+        group, _, name = key.rpartition("/")
+        if group == HIDDEN:
+            return key if f"{GROUP}/{name}" in self._built() else None
+        if not name or group not in GROUPS:
+            return None
+        if group in (GROUP, ALIAS):
+            if group == ALIAS and not self.alias_free() and f"{GROUP}/{name}" not in self._built():
+                return None  # theirs: their options, their message
+            return None if self._elsewhere(key) else key
+        return key if key in self._built() else None
+
+    def _elsewhere(self, key: str) -> bool:
+        """Whether another source of the app has the config ``key`` (asked once per key)."""
+        if key not in self._theirs:
+            self._theirs[key] = any(_has_config(s, key) for s in self._others())
+        return self._theirs[key]
 
     # -- ConfigSource -------------------------------------------------------------------------
     def load_config(self, config_path: str) -> ConfigResult:
         key = self._key(self._normalize_file_name(config_path))
-        found = self._built().get(key) if key is not None else None
-        if found is None:
+        if key is None:
             raise ConfigLoadError(f"Config not found: {config_path}")
-        node, package = found
+        node, package = self._serve(key)
         return ConfigResult(config=node.copy(), path=f"{self.scheme()}://{self.path}",
                             provider=self.provider, header={"package": package})
 
@@ -121,8 +159,7 @@ class MindspeedProfConfigSource(ConfigSource):
         return path == "" or path in GROUPS  # "": the root, where --help starts listing
 
     def is_config(self, config_path: str) -> bool:
-        key = self._key(config_path)
-        return key is not None and key in self._built()
+        return self._key(config_path) is not None
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
         path = config_path.strip("/")
@@ -138,4 +175,11 @@ def _has_group(source: ConfigSource, group: str) -> bool:
     try:
         return bool(source.available() and source.is_group(group))
     except Exception:  # noqa: BLE001 - a source that cannot answer has no such group
+        return False
+
+
+def _has_config(source: ConfigSource, key: str) -> bool:
+    try:
+        return bool(source.available() and source.is_config(key))
+    except Exception:  # noqa: BLE001 - a source that cannot answer has no such config
         return False

@@ -3,16 +3,22 @@ stage-scoped capture of that stage, then only the ranks that matter) as commands
 
 From a light capture (whole steps at ``level_none`` or ``level0``, or ranges only): the
 stage-scoped capture that explains the slowest stage (the straggler's stage where there is
-one), on the straggler rank, at ``level1`` (device time per kernel and collective), as a
-relaunch override and as a ``mindspeed-prof capture`` request to a live job. From a capture
-that already holds the device's detail: the kernel or operator to look at and the ``timeline``
-command that shows it on the straggler rank, in the step it was slow.
+one), on the straggler rank, at ``level1`` (device time per kernel and collective), as the
+job's own command line with the new overrides (from the manifest the Hydra job wrote: its
+command, launch dir and overrides), and, while the job runs, as a ``mindspeed-prof capture``
+request to it. From a capture that already holds the device's detail: the kernel or operator
+to look at and the ``timeline`` command that shows it on the straggler rank, in the step it
+was slow.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
-from typing import TYPE_CHECKING
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
@@ -21,7 +27,8 @@ from mindspeed_prof.config.schema import STAGES
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
 
-__all__ = ["DETAILED", "GROUP", "NextStep", "next_steps"]
+__all__ = ["DETAILED", "GROUP", "NextStep", "alive", "job_manifest", "merged_overrides",
+           "next_steps", "relaunch_line"]
 
 #: The preset group a relaunch override selects (``profiler`` is only an alias, and not where
 #: another config source, such as verl's tree, has a ``profiler`` group).
@@ -31,13 +38,17 @@ DETAILED = ("level1", "level2")
 
 
 class NextStep(Row, kw_only=True):
-    """One thing to run next: ``kind`` (``relaunch``: an override of the job's command line;
-    ``live``: a request to the running job; ``timeline``: a view of what was captured),
-    ``why`` in a sentence, and the ``command``."""
+    """One thing to run next: ``kind`` (``relaunch``: the job's command line with new
+    overrides; ``live``: a request to the running job; ``timeline``: a view of what was
+    captured), ``why`` in a sentence, and the ``command``: a whole shell line where
+    ``runnable``, else (no manifest recorded the job's command) the ``overrides`` to add to
+    it. ``overrides``: the new ones a relaunch sets."""
 
     kind: str
     why: str
     command: str
+    runnable: bool = True
+    overrides: list[str] = []
 
 
 def _levels(result: Analysis) -> set[str]:
@@ -71,17 +82,22 @@ def next_steps(result: Analysis, straggler: Straggler | None, slowest: Share | N
         if stage is None or stage not in STAGES:
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
-        ranks = f" profiler_config.integrated.profile_ranks=[{rank}]" if rank is not None else ""
         live_ranks = f" --ranks {rank}" if rank is not None else ""
         why = (f"{stage} is where the time goes; a stage-scoped (level1) capture of it on "
                f"{who} shows its device time per kernel and collective")
-        return [
-            NextStep(kind="relaunch", why=why, command=(
-                f"{GROUP}=stage_scoped profiler_config.integrated.stage={stage}{ranks}")),
-            NextStep(kind="live", why="the same, asked of the running job", command=(
+        new = [f"{GROUP}=stage_scoped", f"profiler_config.integrated.stage={stage}", *(
+            [f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else [])]
+        manifest = job_manifest(Path(result.root))
+        line = relaunch_line(manifest.get("job", {}), new, Path.cwd()) if manifest else None
+        out = [NextStep(
+            kind="relaunch", overrides=new, runnable=line is not None,
+            why=why if line else f"{why}; add these overrides to the job's command line",
+            command=line or " ".join(shlex.quote(o) for o in new))]
+        if manifest is None or alive(manifest):  # no manifest: nothing says it ended
+            out.append(NextStep(kind="live", why="the same, asked of the running job", command=(
                 f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
-                "--steps 1")),
-        ]
+                "--steps 1")))
+        return out
     focus = _focus(result, device.bound if device else "compute")
     detail = str(rank) if rank is not None else "all"
     steps = f" --steps {step}:{step + 1}" if step is not None else ""
@@ -121,3 +137,95 @@ def _short(name: str, most: int = 60) -> str:
     """A kernel's name without its argument list, cut to ``most`` characters."""
     name = name.split("(", 1)[0] if "(" in name[1:] else name
     return name if len(name) <= most else name[:most - 3] + "..."
+
+
+# -- the relaunch line -------------------------------------------------------------------------
+#: Manifests larger than this are not read (a job's is a few KiB).
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+
+
+def job_manifest(root: Path) -> dict[str, Any] | None:
+    """The manifest of the newest job that wrote into ``root`` (or the folder above it: a
+    stage's or role's folder was given), or None."""
+    for folder in (root, root.parent):
+        found = []
+        for path in sorted(folder.glob("manifest*.json")) if folder.is_dir() else []:
+            try:
+                if path.is_file() and not path.is_symlink() and \
+                        path.stat().st_size <= MAX_MANIFEST_BYTES:
+                    found.append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        found = [m for m in found if isinstance(m, dict) and isinstance(m.get("job"), dict)]
+        if found:
+            return max(found, key=lambda m: _number(m.get("start_time")))
+    return None
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def alive(manifest: dict[str, Any]) -> bool:
+    """Whether the job may still run: its manifest says ``running`` and, on this host, its
+    process is there."""
+    if manifest.get("status") != "running":
+        return False
+    pid = manifest.get("pid")
+    if manifest.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process: it is there
+        pass
+    return True
+
+
+def _key(override: str) -> tuple[str, str]:
+    """``(prefix, key)`` of a Hydra override: ``+``/``++``/``~`` and the key (``profiler``,
+    the presets' alias, reads as their group)."""
+    body = override.lstrip("+~")
+    prefix = override[:len(override) - len(body)]
+    key = body.partition("=")[0].partition("@")[0]
+    return prefix, GROUP if key == "profiler" else key
+
+
+def merged_overrides(old: list[str], new: list[str]) -> list[str]:
+    """The job's ``old`` overrides with ``new`` ones: a new value replaces the old override of
+    the same key where it stood (keeping its ``+``, and ``profiler=`` for the preset where the
+    job chose it so); a new preset drops the old fields it sets itself, so that it is the
+    preset it says; the rest follow."""
+    from mindspeed_prof.config.presets import PRESETS, preset_sections
+
+    wanted = {_key(o)[1]: o for o in new}
+    preset = wanted.get(GROUP, "").partition("=")[2]
+    sets = {f"{GROUP}.{section}.{name}" for section, values in
+            preset_sections(PRESETS[preset][1] if preset in PRESETS else {}).items()
+            for name in values}
+    out, placed = [], set()
+    for line in old:
+        prefix, key = _key(line)
+        if key in wanted and key not in placed:
+            spelled = line.lstrip("+~").partition("=")[0]
+            out.append(f"{prefix}{spelled}={wanted[key].partition('=')[2]}")
+            placed.add(key)
+        elif key not in wanted and key not in sets:
+            out.append(line)
+    return out + [line for key, line in wanted.items() if key not in placed]
+
+
+def relaunch_line(job: dict[str, Any], new: list[str], here: Path) -> str | None:
+    """The job's command with its overrides and ``new`` merged in, quoted for a POSIX shell
+    (``cd`` to its launch dir first where that is not ``here``), or None when the manifest
+    holds no command (a job that predates it, or one not launched by Hydra)."""
+    words, cwd = job.get("command"), job.get("cwd")
+    old = job.get("overrides")
+    if not (isinstance(words, list) and words and all(isinstance(w, str) for w in words)):
+        return None
+    old = [o for o in old if isinstance(o, str)] if isinstance(old, list) else []
+    line = " ".join(shlex.quote(w) for w in [*words, *merged_overrides(old, new)])
+    if isinstance(cwd, str) and cwd and Path(cwd) != here:
+        line = f"cd {shlex.quote(cwd)} && {line}"
+    return line

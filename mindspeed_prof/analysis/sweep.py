@@ -13,12 +13,37 @@ from mindspeed_prof.formats.manifest import (
     capture_count,
     find_manifests,
     nothing_captured,
+    read_manifest,
 )
-from mindspeed_prof.jsonio import Refused, within, write_json
+from mindspeed_prof.jsonio import Refused, read_json, within, write_json
 
-__all__ = ["SUMMARY_NAME", "sweep_summary"]
+__all__ = ["RECORDS", "SUMMARY_NAME", "record_job", "sweep_summary"]
 
 SUMMARY_NAME = SWEEP_SUMMARY
+#: Each profiled job of a multirun says here where its manifest is: ``job<num>.json``. The
+#: summary reads these, never the sweep's config, whose ``${hydra:...}`` save paths resolve
+#: only inside a job.
+RECORDS = ".mindspeed_prof"
+_RECORD_BYTES = 1 << 16
+
+
+def record_job(sweep_dir: Path, num: int, manifest: Path, shared: bool) -> None:
+    """Note in ``sweep_dir`` that job ``num`` wrote ``manifest`` (an absolute path; ``shared``:
+    its save root holds other jobs' files too)."""
+    write_json(sweep_dir / RECORDS / f"job{num}.json",
+               {"job": num, "manifest": str(manifest), "shared": shared})
+
+
+def _records(sweep_dir: Path) -> dict[int, tuple[Path, bool]]:
+    """job num -> (its manifest, shared) from the jobs' records (unreadable ones skipped)."""
+    out: dict[int, tuple[Path, bool]] = {}
+    for path in sorted((sweep_dir / RECORDS).glob("job*.json")):
+        try:
+            record = read_json(path, _RECORD_BYTES)
+            out[int(record["job"])] = (Path(str(record["manifest"])), bool(record["shared"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
 
 
 def _jobs(sweep_dir: Path) -> list[Path]:
@@ -26,38 +51,24 @@ def _jobs(sweep_dir: Path) -> list[Path]:
                   key=lambda p: int(p.name))
 
 
-def _job_manifest(job_dir: Path, shared_roots: list[Path],
-                  refused: Callable[[Refused], None]) -> tuple[Path, Manifest, bool] | None:
-    """The job's manifest (the first rank's, of its newest run): in its own dir, else in a save
-    root the sweep's jobs share, where it names this job (its number and output dir); and
-    whether it came from a shared root. ``refused`` is told of a manifest of its own dir not
-    read (a link, a FIFO, too large)."""
-    def first(found: list[tuple[Path, Manifest]]) -> tuple[Path, Manifest] | None:
-        return min(found, key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)),
-                   default=None)
-
-    own = first(find_manifests(job_dir, refused=refused))
-    if own is not None:
-        return (*own, False)
-    num, where = int(job_dir.name), job_dir.resolve()
-    theirs = [(p, m) for root in shared_roots for p, m in find_manifests(root, recursive=False)
-              if m.job.get("num") == num and (not m.job.get("output_dir") or Path(
-                  str(m.job["output_dir"])).resolve() == where)]
-    found = first(theirs)
-    return None if found is None else (*found, True)
+def _own_manifest(job_dir: Path, refused: Callable[[Refused], None]
+                  ) -> tuple[Path, Manifest] | None:
+    """A job dir's manifest, as jobs that predate the records wrote it: the first rank's, of
+    its newest run."""
+    return min(find_manifests(job_dir, refused=refused),
+               key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)), default=None)
 
 
-def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
-    row: dict[str, Any] = {"job": int(job_dir.name), "status": "no manifest", "stage": None,
+def _job_row(num: int, found: tuple[Path, Manifest] | None, shared: bool,
+             refused: list[Refused]) -> dict[str, Any]:
+    row: dict[str, Any] = {"job": num, "status": "no manifest", "stage": None,
                            "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
                            "overrides": [], "save_root": None, "note": None, "error": None}
-    refused: list[Refused] = []
-    found = _job_manifest(job_dir, shared_roots, refused.append)
     if found is None:
         if refused:
             row.update(status="unreadable", note=str(refused[0]))
         return row
-    path, manifest, shared = found
+    path, manifest = found
     integrated = manifest.profiler_config.get("integrated", {})
     row.update(status=manifest.status, stage=integrated.get("stage"),
                captures=capture_count(manifest, shared), files=len(manifest.files or []),
@@ -82,17 +93,27 @@ def _job_row(job_dir: Path, shared_roots: list[Path]) -> dict[str, Any]:
     return row
 
 
-def sweep_summary(sweep_dir: Path | str,
-                  shared_roots: list[Path] | None = None) -> list[dict[str, Any]]:
+def sweep_summary(sweep_dir: Path | str) -> list[dict[str, Any]]:
     """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
 
-    ``shared_roots``: save roots outside the job dirs that jobs share (each manifest there
-    names its job's number and output dir).
+    A job's manifest is where its record says (``record_job``), else in its own dir
+    (``<sweep>/<num>/``, as jobs that predate the records wrote it).
     """
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"{sweep_dir}: not a multirun directory")
-    rows = [_job_row(j, shared_roots or []) for j in _jobs(sweep_dir)]
+    records = _records(sweep_dir)
+    dirs = {int(p.name): p for p in _jobs(sweep_dir)}
+    rows = []
+    for num in sorted(set(dirs) | set(records)):
+        refused: list[Refused] = []
+        if num in records:
+            path, shared = records[num]
+            manifest = read_manifest(path, refused.append)
+            found = None if manifest is None else (path, manifest)
+        else:
+            found, shared = _own_manifest(dirs[num], refused.append), False
+        rows.append(_job_row(num, found, shared, refused))
     if not any(r["status"] != "no manifest" for r in rows):
         return rows  # nothing profiled in this sweep: no table, no file
     write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["discard", "get_current", "set_current"]
+__all__ = ["discard", "get_current", "job_profiler", "set_current", "set_job_profiler"]
 
 _by_role: dict[str, Any] = {}
 _latest: list[Any] = []  # most recent last
+_job: list[Any] = []  # the Hydra job's profiler (the callback's), while its job runs
 
 
 def set_current(profiler: Any) -> None:
@@ -36,3 +37,13 @@ def get_current(role: str | None = None) -> Any:
     if role is not None:
         return _by_role.get(role)
     return _latest[-1] if _latest else None
+
+
+def set_job_profiler(profiler: Any) -> None:
+    """The Hydra callback's profiler for the job now running (``None``: no job's)."""
+    _job[:] = [] if profiler is None else [profiler]
+
+
+def job_profiler() -> Any:
+    """The running Hydra job's profiler, or None."""
+    return _job[0] if _job else None

@@ -125,11 +125,20 @@ class Profiler:
         them; captures go under ``<save>/<role>/``. An unknown role raises ``ConfigError``.
         ``run``: the job's run id where the caller knows it (a worker's config carries its
         driver's: ``ray.worker_config``); else resolved at the first capture (``capture.run``).
+
+        Inside a Hydra job whose callback made a profiler, the job's own config (same role,
+        same settings, the rank it resolved, no other run) gives that profiler: one profiler
+        per job, whose manifest counts what the task captured.
         """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
         if run is None and isinstance(cfg, Mapping):  # a worker's config: its driver's run
             run = cfg.get(RUN_KEY)
+        job = _current.job_profiler()
+        if (job is not None and not job._closed and backend is None and not on_capture
+                and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
+                and rank in (None, job.rank) and run in (None, job.run[0])):
+            return job
         return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture,
                    run=run)
 

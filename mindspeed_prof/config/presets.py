@@ -21,13 +21,14 @@ from mindspeed_prof.config.schema import (
     Stage,
 )
 
-__all__ = ["ALIAS", "CALLBACK_CONFIG", "GROUP", "PRESETS", "chosen_preset", "configs",
-           "overridden_fields", "overridden_line", "preset_sections", "register"]
+__all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESETS", "alias_node",
+           "alias_taken_line", "chosen_preset", "configs", "dispatcher", "overridden_fields",
+           "overridden_line", "preset_sections", "register", "unknown_preset_line"]
 
 #: The config group of the presets, and the package (the key) it fills.
 GROUP = "profiler_config"
-#: The group's old name, served as an alias where no other config source has a group of that
-#: name (verl has one: ``verl/trainer/config/profiler/``).
+#: The presets' other spelling (the mission's: ``profiler=<preset>``), served where no other
+#: config source has a group of that name (verl has one: ``verl/trainer/config/profiler/``).
 ALIAS = "profiler"
 
 #: A defaults-list entry that turns the Hydra callback on.
@@ -107,6 +108,63 @@ def configs() -> Iterator[tuple[str, str, Any, str | None]]:
         yield GROUP, name, _preset(fields), GROUP
 
 
+# -- the mission's spelling: profiler=<preset> ------------------------------------------------
+# Hydra matches a command line's ``profiler=x`` against the entries of the defaults lists it
+# composes whose key is ``profiler`` (group ``profiler``, filling the key ``profiler``), and an
+# app lists ``profiler_config: <preset>``. So the preset an app lists is a small dispatcher:
+#
+#   defaults:
+#     - /mindspeed_prof/callback
+#     - _self_
+#     - /profiler@_global_.profiler: []                        # ALIAS_ENTRY
+#     - /mindspeed_prof/preset@_global_.profiler_config: ${oc.select:profiler,<preset>}
+#
+# ``profiler=x`` sets the alias entry's choice, which Hydra records as the known choice
+# ``profiler``; the last entry reads it and loads the preset ``x`` itself (one preset, never
+# one laid over another), else the app's own. The app's ``_self_`` still merges after it, so
+# its ``profiler_config:`` block wins as it does with ``profiler_config=x``. The alias entry is
+# an empty list of options, not null: it selects nothing by itself and, unlike a null choice,
+# never clashes with another config's ``profiler`` entry (verl's SFT tree lists
+# ``profiler@profiler: profiler``), because Hydra records no choice for an options list.
+# Where another tree owns ``profiler`` the last entry names the preset outright.
+ALIAS_ENTRY: dict[str, list[str]] = {f"/{ALIAS}@_global_.{ALIAS}": []}
+#: The presets' bodies: a group of the ``mindspeed_prof`` tree that ``--help`` does not list.
+HIDDEN = "mindspeed_prof/preset"
+
+
+def dispatcher(name: str, alias: bool) -> Any:
+    """``profiler_config/<name>``: the defaults list above (``alias``: ``profiler=x`` may
+    choose another preset; else ``name`` outright)."""
+    from omegaconf import OmegaConf
+
+    choice = f"${{oc.select:{ALIAS},{name}}}" if alias else name
+    return OmegaConf.create({"defaults": [CALLBACK_CONFIG, "_self_", ALIAS_ENTRY,
+                                          {f"/{HIDDEN}@_global_.{GROUP}": choice}]})
+
+
+def alias_node(name: str) -> Any:
+    """``profiler/<name>``: the preset ``name`` at ``profiler_config``, the callback on (its own
+    content, at the key ``profiler`` where Hydra puts a group's content, is empty)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({"defaults": [CALLBACK_CONFIG, f"/{HIDDEN}/{name}@_global_.{GROUP}",
+                                          "_self_"]})
+
+
+def unknown_preset_line(group: str, name: str) -> str:
+    """One line for a preset name that is not one, with the closest name."""
+    from mindspeed_prof.config.validate import did_you_mean
+
+    return (f"mindspeed-prof: {group}={name}: no such preset{did_you_mean(name, PRESETS)}; "
+            f"presets: {', '.join(PRESETS)}")
+
+
+def alias_taken_line(name: str) -> str:
+    """One line for ``profiler=<our preset>`` where another config tree owns ``profiler``."""
+    return (f"mindspeed-prof: profiler={name}: 'profiler' is another config group of this app "
+            f"(verl has one); select the preset with {GROUP}={name}")
+
+
 def register() -> None:
     """Store every config in Hydra's ConfigStore (group and package ``profiler_config``).
 
@@ -123,14 +181,15 @@ def register() -> None:
 # -- a preset the primary config overrides ----------------------------------------------------
 def chosen_preset(overrides: list[str]) -> str | None:
     """The preset a command line chose (``profiler_config=x``, the alias ``profiler=x``, with
-    ``+`` or ``@profiler_config``), or None."""
-    chosen = None
+    ``+`` or ``@profiler_config``), or None. The alias's choice wins wherever it stands: the
+    preset the app lists loads the one it names (see ``dispatcher``)."""
+    chosen: dict[str, str] = {}
     for line in overrides:
         key, eq, value = line.lstrip("+").partition("=")
         group, _, package = key.partition("@")
         if eq and (group == GROUP or (group == ALIAS and package in ("", GROUP))):
-            chosen = value
-    return chosen
+            chosen[group] = value
+    return chosen.get(ALIAS, chosen.get(GROUP))
 
 
 def overridden_fields(preset: str, composed: dict[str, dict[str, Any]],

@@ -37,8 +37,8 @@ from mindspeed_prof.config.schema import (
     canonical_stage,
 )
 
-__all__ = ["MAX_PATTERN", "RUN_KEY", "ConfigError", "PLANNED_FIELDS", "pattern_problem", "sections",
-           "validate"]
+__all__ = ["MAX_PATTERN", "RUN_KEY", "ConfigError", "PLANNED_FIELDS", "did_you_mean",
+           "pattern_problem", "sections", "validate"]
 
 #: Not a section: the driver's run id in a worker's config (``ray.worker_config``).
 RUN_KEY = "run"
@@ -61,6 +61,14 @@ PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
 MAX_PATTERN = 1000
 
 _warned: set[str] = set()  # one warning per distinct message per process
+
+
+def did_you_mean(name: Any, allowed: Any) -> str:
+    """`` (did you mean X?)`` for the allowed name closest to ``name`` (case aside), or
+    ``""``."""
+    by_lower = {str(a).lower(): str(a) for a in allowed}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
+    return f" (did you mean {by_lower[close[0]]}?)" if close else ""
 
 
 class ConfigError(ValueError):
@@ -114,7 +122,8 @@ def _role(role: str) -> str:
     name = canonical_role(role)
     if name not in ROLES:
         aliases = ", ".join(f"{a} for {b}" for a, b in ROLE_ALIASES.items())
-        raise ConfigError(f"role {role!r}: unknown; allowed roles: {', '.join(ROLES)} "
+        hint = did_you_mean(role, [*ROLES, *ROLE_ALIASES])
+        raise ConfigError(f"role {role!r}: unknown{hint}; allowed roles: {', '.join(ROLES)} "
                           f"(verl's names too: {aliases})")
     return name
 
@@ -139,7 +148,8 @@ def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
     for key in keys:
         name = canonical_role(key)
         if key not in known:
-            raise ConfigError(f"profiler_config.{key}: unknown section; allowed sections: "
+            raise ConfigError(f"profiler_config.{key}: unknown section"
+                              f"{did_you_mean(key, [*SECTIONS, *ROLE_ALIASES])}; allowed sections: "
                               f"{', '.join(SECTIONS)} (verl's role names "
                               f"{', '.join(ROLE_ALIASES)} too)")
         if name in out:
@@ -230,9 +240,8 @@ def _known(section: str, name: str, allowed: tuple[str, ...]) -> None:
     if section == EXTENSIONS and name in MINDSPEED_RL_FIELDS:
         raise ConfigError(f"{key}: one of MindSpeed-RL's fields; set it as "
                           f"profiler_config.integrated.{name}")
-    close = difflib.get_close_matches(name, allowed, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    raise ConfigError(f"{key}: unknown field{hint}; allowed fields: {', '.join(allowed)}")
+    raise ConfigError(f"{key}: unknown field{did_you_mean(name, allowed)}; allowed fields: "
+                      f"{', '.join(allowed)}")
 
 
 def _show(value: Any) -> str:
@@ -311,9 +320,16 @@ def _enum(kind: type[Enum]) -> Callable[[Any], Enum]:
             return value
         if isinstance(value, str) and value in kind.__members__:
             return kind[value]
-        raise _Bad(f"allowed: {', '.join(kind.__members__)}")
+        raise _Bad(f"{_unknown(value, kind.__members__)}allowed: "
+                   f"{', '.join(kind.__members__)}")
 
     return convert
+
+
+def _unknown(value: Any, allowed: Any) -> str:
+    """``unknown (did you mean X?); `` where a name in ``allowed`` is close to ``value``."""
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    return f"unknown{hint}; " if hint else ""
 
 
 def _one_stage(value: Any) -> Stage | None:
@@ -330,7 +346,8 @@ def _stage(value: Any) -> Stage | list[Stage]:
     if not isinstance(value, (list, tuple)):
         stage = _one_stage(value)
         if stage is None:
-            raise _Bad(f"allowed: {names}, or a list of stages such as "
+            raise _Bad(f"{_unknown(value, [*Stage.__members__, *STAGE_ALIASES])}"
+                       f"allowed: {names}, or a list of stages such as "
                        f"[actor_generate, actor_update] (verl's names too: {aliases})")
         return stage
     entries = ", ".join(s.name for s in Stage if s is not Stage.all)
@@ -338,7 +355,8 @@ def _stage(value: Any) -> Stage | list[Stage]:
     for item in value:
         stage = _one_stage(item)
         if stage is None or stage is Stage.all:
-            why = "'all' stands alone (stage: all)" if stage is Stage.all else "unknown stage"
+            why = ("'all' stands alone (stage: all)" if stage is Stage.all else
+                   "unknown stage" + did_you_mean(item, [*Stage.__members__, *STAGE_ALIASES]))
             raise _Bad(f"bad entry {item!r}, {why}; allowed entries: {entries}", list(value))
         if stage not in stages:
             stages.append(stage)

@@ -6,6 +6,7 @@ import atexit
 import logging
 import os
 import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from mindspeed_prof.formats import hydra_chdir, hydra_save_root
+from mindspeed_prof.capture import current
+from mindspeed_prof.formats import hydra_save_root
+from mindspeed_prof.hydra.launch import command
 
 __all__ = ["ProfilerCallback"]
 
@@ -33,7 +36,8 @@ class ProfilerCallback(Callback):
 
     def __init__(self) -> None:
         self._job: dict[str, Any] | None = None
-        self._sweep: DictConfig | None = None  # the multirun's config until its summary is out
+        self._sweep: Path | None = None  # the multirun's dir until its summary is out
+        self._words: list[str] | None = None  # the multirun's command, as its driver saw it
 
     def on_job_start(self, config: DictConfig, *, task_function: Any = None,
                      **kwargs: Any) -> None:
@@ -52,8 +56,6 @@ class ProfilerCallback(Callback):
         _name_overridden_preset(config.profiler_config, list(hydra_cfg.overrides.task))
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)  # flight, anomaly
         if not (cfg.profile or unplanned or cfg.on_demand):  # current(): a disabled profiler
-            import mindspeed_prof.capture.current as current
-
             current.set_current(None)
             return
         from mindspeed_prof.capture.profiler import Profiler
@@ -70,12 +72,14 @@ class ProfilerCallback(Callback):
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
         from mindspeed_prof.formats.manifest import Manifest, host_info, manifest_name, versions
+        from mindspeed_prof.hydra.launch import launch_info
 
         # the job's checked settings, and the role sections as composed
         resolved = {**sections(config.profiler_config), **to_sections(cfg)}
         # Several jobs of one sweep write into one save root outside their own dirs.
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
             Path(hydra_cfg.runtime.output_dir).resolve())
+        current.set_job_profiler(profiler)  # the task's from_config(job config) gives it
         self._job = {
             "profiler": profiler,
             "path": save / manifest_name(run, profiler.rank),
@@ -85,11 +89,14 @@ class ProfilerCallback(Callback):
                 status="running", run=run, run_how=how,
                 job={"name": hydra_cfg.job.name, "num": job_num,
                      "overrides": list(hydra_cfg.overrides.task),
-                     "output_dir": hydra_cfg.runtime.output_dir},
+                     "output_dir": hydra_cfg.runtime.output_dir,
+                     **launch_info(hydra_cfg, self._words)},  # command, cwd
                 rank=profiler.rank, **host_info(), start_time=time.time(),
                 versions=versions(), profiler_config=resolved),
         }
         _write(self._job)
+        if _multirun(hydra_cfg) and job_num is not None:
+            _record(hydra_cfg, job_num, self._job)
         atexit.register(self._finish, "exited")  # sys.exit in the task skips on_job_end
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
@@ -100,29 +107,32 @@ class ProfilerCallback(Callback):
             self._finish("failed", _error_line(getattr(job_return, "_return_value", None)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._sweep = config
+        self._sweep = _sweep_dir(config)  # resolved now, as the launcher resolves it
+        self._words = command(list(sys.orig_argv), list(sys.argv))  # jobs may run elsewhere
         atexit.register(self._summary_at_exit)  # a failed job: Hydra raises past the end hook
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._sweep = None
+        sweep, self._sweep = self._sweep or _sweep_dir(config), None
         atexit.unregister(self._summary_at_exit)
-        _sweep_summary(config)
+        if sweep is not None:
+            _sweep_summary(sweep)
 
     def _summary_at_exit(self) -> None:
-        config, self._sweep = self._sweep, None
-        if config is None:
+        sweep, self._sweep = self._sweep, None
+        if sweep is None:
             return
         try:
-            _sweep_summary(config)
+            _sweep_summary(sweep)
         except Exception as err:  # at exit: one line, not a traceback
             log.warning("mindspeed-prof: could not write the sweep summary: %s", err)
 
     def _finish(self, status: str, error: str | None = None) -> None:
         job, self._job = self._job, None
-        if job is None:
+        if job is None or not job["profiler"].owned:  # a forked child: the parent's to write
             return
         profiler = job["profiler"]
         profiler.close()
+        current.set_job_profiler(None)
         from mindspeed_prof.formats.manifest import list_files
 
         manifest = job["manifest"]
@@ -159,21 +169,36 @@ def _error_line(err: Any) -> str | None:
     return line if len(line) <= 300 else line[:299] + "…"
 
 
-def _sweep_summary(config: DictConfig) -> None:
-    """``sweep_summary.json`` in the multirun dir, and its table, when a job was profiled."""
+def _sweep_dir(config: DictConfig) -> Path | None:
+    """The multirun's dir (``hydra.sweep.dir``, relative to the launch dir), or None with one
+    line where it cannot be resolved here."""
+    try:
+        return Path(str(config.hydra.sweep.dir))
+    except Exception as err:  # noqa: BLE001 - the jobs still run; only the summary is lost
+        log.warning("mindspeed-prof: no sweep summary: hydra.sweep.dir: %s",
+                    str(err).splitlines()[0])
+        return None
+
+
+def _record(hydra_cfg: Any, num: int, job: dict[str, Any]) -> None:
+    """Where this multirun job's manifest is, for the summary at the multirun's end."""
+    from mindspeed_prof.analysis.sweep import record_job
+
+    sweep = Path(str(hydra_cfg.sweep.dir))
+    if not sweep.is_absolute():  # relative to the launch dir, wherever the job runs
+        sweep = Path(hydra_cfg.runtime.cwd) / sweep
+    try:
+        record_job(sweep, num, Path(job["path"]).absolute(), job["shared"])
+    except OSError as err:
+        log.warning("mindspeed-prof: could not note job %s for the sweep summary: %s", num, err)
+
+
+def _sweep_summary(sweep: Path) -> None:
+    """``sweep_summary.json`` in the multirun dir, and its table, when a job was profiled:
+    from the jobs' records of where they wrote (no config is read again)."""
     from mindspeed_prof.analysis.sweep import sweep_summary
 
-    sweep = Path(config.hydra.sweep.dir)
-    save = Path(str(config.get("profiler_config", {}).get("integrated", {})
-                    .get("profile_save_path", "./profiler_data")))
-    if save.is_absolute():
-        shared = [save]  # jobs that share one save root
-    elif hydra_chdir(config.hydra.job.get("chdir")):
-        shared = []  # in each job's own dir
-    else:  # <launch dir>/<save>/<job num>/ per job
-        root = Path(config.hydra.runtime.cwd) / save
-        shared = [root / p.name for p in sweep.iterdir() if p.is_dir() and p.name.isdigit()]
-    rows = sweep_summary(sweep, shared_roots=shared)
+    rows = sweep_summary(sweep)
     if any(r["status"] != "no manifest" for r in rows):
         from mindspeed_prof.views.text import print_sweep
 

@@ -251,7 +251,7 @@ def print_verdict(v: Verdict, console: Console) -> None:
         console.print(f"  [bold]{n.kind:<{pad}}[/bold]{body[0]}", highlight=False)
         for more in body[1:]:
             console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
-        command = f"$ {printable(n.command)}"
+        command = f"{'$ ' if n.runnable else ''}{printable(n.command)}"  # $: a whole line
         lead = pad if 2 + pad + len(command) <= console.width else 2  # less indent, not 2 lines
         console.print(f"  {'':<{lead}}{command}", highlight=False, markup=False,
                       soft_wrap=True)  # one line, whatever its length: it is copied

@@ -7,11 +7,22 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.next_capture import (
+    alive,
+    job_manifest,
+    merged_overrides,
+    relaunch_line,
+)
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import CommRow, Tally
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
+from mindspeed_prof.config.presets import PRESETS, preset_sections
 
 
 def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) -> TraceData:
@@ -28,9 +39,12 @@ def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) ->
     root = tmp_path / "my run"
     result = Analysis(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])
     relaunch, live = verdict(result).next
-    assert relaunch.command == ("profiler_config=stage_scoped profiler_config.integrated.stage="
-                                "actor_generate profiler_config.integrated.profile_ranks=[1]")
-    assert "on rank 1" in relaunch.why
+    assert relaunch.overrides == ["profiler_config=stage_scoped",
+                                  "profiler_config.integrated.stage=actor_generate",
+                                  "profiler_config.integrated.profile_ranks=[1]"]
+    assert not relaunch.runnable and shlex.split(relaunch.command) == relaunch.overrides
+    assert "on rank 1" in relaunch.why and relaunch.why.endswith(
+        "add these overrides to the job's command line")
     assert shlex.split(live.command) == [
         "mindspeed-prof", "capture", str(root), "--stage", "actor_generate", "--ranks", "1",
         "--level", "level1", "--steps", "1"]  # the root quoted: it has a space
@@ -49,7 +63,7 @@ def test_without_a_straggler_the_slowest_stage_on_every_rank() -> None:
     relaunch, live = verdict(Analysis(root=Path("run"), traces=[
         _rank(0, 300.0), _rank(1, 300.0)])).next
     assert relaunch.command == "profiler_config=stage_scoped profiler_config.integrated.stage=" \
-                               "actor_generate"
+                               "actor_generate"  # nothing to quote
     assert "--ranks" not in live.command and "every rank" in relaunch.why
 
 
@@ -82,3 +96,125 @@ def test_communication_bound_npu_points_at_the_collective() -> None:
 
 def test_nothing_to_point_at_is_no_next_step() -> None:
     assert verdict(Analysis(root=Path("run"))).next == []
+
+
+# -- the relaunch line ---------------------------------------------------------------------
+NEW = ["profiler_config=stage_scoped", "profiler_config.integrated.stage=actor_generate",
+       "profiler_config.integrated.profile_ranks=[1]"]
+#: What stage_scoped sets itself (a relaunch selecting it drops the job's own values of these),
+#: as its definition says: the switches, the stage, the level and its window.
+SET_BY_PRESET = {f"profiler_config.{section}.{field}"
+                 for section, fields in preset_sections(PRESETS["stage_scoped"][1]).items()
+                 for field in fields}
+KEYS = ["profiler_config", "profiler", "profiler_config.integrated.stage",
+        "profiler_config.integrated.profile_ranks", "profiler_config.integrated.profile_level",
+        "profiler_config.integrated.profile_step_end", "demo.workers", "x", "hydra.run.dir"]
+VALUES = st.sampled_from(["1", "mstx_light", "a b", "${oc.env:HOME}", "[0,1]", "it's", ""])
+
+
+@st.composite
+def job_overrides(draw: st.DrawFn) -> list[str]:
+    keys = draw(st.lists(st.sampled_from(KEYS), unique=True, max_size=len(KEYS)))
+    return [f"{draw(st.sampled_from(['', '+', '++']))}{k}={draw(VALUES)}" for k in keys]
+
+
+def _key(line: str) -> str:
+    key = line.lstrip("+~").partition("=")[0]
+    return "profiler_config" if key == "profiler" else key
+
+
+@given(job_overrides())
+def test_new_values_replace_the_old_of_their_key_and_the_rest_stays(old: list[str]) -> None:
+    merged = merged_overrides(old, NEW)
+    keys = [_key(o) for o in merged]
+    assert len(keys) == len(set(keys))  # one value per key
+    for new in NEW:  # each new value, once, where the job had its key (with its + and spelling)
+        (line,) = [o for o in merged if _key(o) == _key(new)]
+        assert line.partition("=")[2] == new.partition("=")[2]
+        before = [o for o in old if _key(o) == _key(new)]
+        if before:
+            assert line.partition("=")[0] == before[0].partition("=")[0]
+    kept = [o for o in old if _key(o) not in {_key(n) for n in NEW} | SET_BY_PRESET]
+    assert [o for o in merged if o in kept] == kept  # the rest, in the job's order
+    assert all(o in kept or _key(o) in {_key(n) for n in NEW} for o in merged)
+
+
+def test_the_alias_the_job_used_is_the_one_replaced() -> None:
+    assert merged_overrides(["profiler=mstx_light", "demo.workers=0"], NEW) == [
+        "profiler=stage_scoped", "demo.workers=0", *NEW[1:]]
+    assert merged_overrides(["+profiler_config=mstx_light",
+                             "profiler_config.integrated.profile_level=level0"], NEW[:1]) == [
+        "+profiler_config=stage_scoped"]  # the preset's own level, not the job's
+
+
+@given(job_overrides(), st.lists(st.sampled_from(["python", "-m", "app.main", "my app.py",
+                                                  "--config-name=x y", "hydra.run.dir=$HOME"]),
+                                 min_size=1, max_size=4))
+def test_the_line_splits_back_into_the_words_and_overrides(old: list[str],
+                                                           words: list[str]) -> None:
+    here = Path("/launch dir")
+    line = relaunch_line({"command": words, "cwd": str(here), "overrides": old}, NEW, here)
+    assert line is not None and shlex.split(line) == [*words, *merged_overrides(old, NEW)]
+    elsewhere = relaunch_line({"command": words, "cwd": str(here), "overrides": old}, NEW,
+                              Path("/other"))
+    assert elsewhere == f"cd '/launch dir' && {line}"
+
+
+@pytest.mark.parametrize("job", [{}, {"command": []}, {"command": "python t.py"},
+                                 {"command": ["python", 3]}])
+def test_no_recorded_command_is_no_line(job: dict[str, Any]) -> None:
+    assert relaunch_line(job, NEW, Path("/")) is None
+
+
+def test_the_newest_jobs_manifest(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "profiler_data"
+    (root / "integrated").mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({"start_time": 1.0, "job": {"num": 0}}))
+    (root / "manifest.job1.json").write_text(json.dumps({"start_time": 2.0, "job": {"num": 1}}))
+    (root / "manifest.job2.json").write_text("[not a manifest")
+    (root / "manifest.job3.json").write_text(json.dumps(["no", "job"]))
+    (root / "manifest.job4.json").symlink_to(root / "manifest.json")
+    assert job_manifest(root) == {"start_time": 2.0, "job": {"num": 1}}
+    assert job_manifest(root / "integrated") == job_manifest(root)  # a stage's folder given
+    assert job_manifest(tmp_path / "nothing here") is None
+
+
+def test_alive_while_running_and_its_process_is_there() -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    here = socket.gethostname()
+    assert alive({"status": "running", "host": here, "pid": os.getpid()})
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    assert not alive({"status": "running", "host": here, "pid": int(ended.stdout)})
+    assert alive({"status": "running", "host": "another-host", "pid": 1})  # cannot tell
+    assert not alive({"status": "completed", "host": here, "pid": os.getpid()})
+    assert not alive({"status": "failed"})
+
+
+@pytest.mark.parametrize("status,live", [("running", True), ("completed", False),
+                                         ("exited", False)])
+def test_a_jobs_manifest_gives_its_line_and_the_live_one_while_it_runs(
+        tmp_path: Path, status: str, live: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import os
+    import socket
+
+    root = tmp_path / "profiler_data"
+    root.mkdir()
+    (root / "manifest.json").write_text(json.dumps({
+        "status": status, "host": socket.gethostname(), "pid": os.getpid(), "start_time": 1,
+        "job": {"command": ["python", "examples/train.py"], "cwd": str(tmp_path),
+                "overrides": ["profiler=mstx_light", "steps=8"]}}))
+    monkeypatch.chdir(tmp_path)
+    steps = verdict(Analysis(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])).next
+    assert [s.kind for s in steps] == (["relaunch", "live"] if live else ["relaunch"])
+    assert steps[0].runnable and steps[0].command == (
+        "python examples/train.py profiler=stage_scoped steps=8 "
+        "profiler_config.integrated.stage=actor_generate "
+        "'profiler_config.integrated.profile_ranks=[1]'")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import ConfigCompositionException
 
 from mindspeed_prof.config import STAGES, ConfigError, Level, Stage, validate
-from mindspeed_prof.config.presets import PRESETS
+from mindspeed_prof.config.presets import PRESETS, chosen_preset
 
 
 @pytest.fixture
@@ -72,11 +73,33 @@ def test_preset_windows_skip_the_warm_up_step_and_the_schema_keeps_mindspeed_rls
     assert (mine.profile_step_start, mine.profile_step_end) == (1, 3)  # the user's window
 
 
-def test_typo_in_preset_lists_options(conf) -> None:
+def test_typo_in_preset_names_the_closest(conf) -> None:
     with pytest.raises(ConfigCompositionException) as err:
         conf("profiler_config=mstx_lite")
-    assert "mstx_light" in str(err.value.__cause__ or err.value) or "Available options" in str(
-        err.value)
+    assert str(err.value) == (
+        "mindspeed-prof: profiler_config=mstx_lite: no such preset (did you mean mstx_light?); "
+        "presets: none, mstx_light, stage_scoped, memory_debug, full, dpo")
+    with pytest.raises(ConfigCompositionException, match=r"^mindspeed-prof: profiler=xyz: no "
+                                                         r"such preset; presets: none, "):
+        conf("profiler=xyz")  # nothing close: no guess
+
+
+@pytest.mark.parametrize("overrides,chosen", [
+    (["profiler_config=full"], "full"),
+    (["profiler=full"], "full"),
+    (["+profiler_config=full"], "full"),
+    (["profiler@profiler_config=dpo"], "dpo"),
+    (["profiler=full", "profiler_config=mstx_light"], "full"),  # the alias loads its own
+    (["profiler_config=mstx_light", "profiler=full"], "full"),
+    (["profiler_config=mstx_light", "profiler_config=dpo"], "dpo"),
+    (["profiler_config.integrated.stage=actor_update", "profiler@other=x"], None),
+])
+def test_chosen_preset_is_the_one_composed(conf, overrides: list[str],
+                                           chosen: str | None) -> None:
+    assert chosen_preset(overrides) == chosen
+    if chosen is not None and overrides[0][0] != "+" and "@" not in overrides[0]:
+        cfg = conf(*overrides, return_hydra_config=True)
+        assert cfg.hydra.runtime.choices["mindspeed_prof/preset@profiler_config"] == chosen
 
 
 def test_typos_rejected_by_validate_naming_field_and_choices(conf) -> None:
@@ -194,6 +217,8 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
         ratio=3.0, excess_ms=20.0)
     relaunch = next(s for s in next_steps(light, straggler, slowest, None)  # type: ignore[arg-type]
                     if s.kind == "relaunch")
-    c = validate(conf(*relaunch.command.split()).profiler_config)
+    assert not relaunch.runnable  # no manifest here: the overrides to add, quoted
+    assert shlex.split(relaunch.command) == relaunch.overrides
+    c = validate(conf(*relaunch.overrides).profiler_config)
     assert c.stage is Stage.actor_update and c.profile_level is Level.level1
     assert c.profile_ranks == ("all" if rank is None else [rank])

@@ -160,14 +160,16 @@ def test_role_errors_name_the_role() -> None:
                                           r"\(did you mean profile_level\?\)"):
         validate({"actor": {"profile_levl": "level1"}}, "actor")
     with pytest.raises(ConfigError, match=r"profiler_config\.rollout\.profile_level='level9': "
-                                          r"allowed: level_none, level0"):
+                                          r"unknown \(did you mean level2\?\); allowed: "
+                                          r"level_none, level0"):
         validate({"integrated": {"profile": True}, "rollout": {"profile_level": "level9"}})
     with pytest.raises(ConfigError, match=r"profiler_config\.actor\.stage='nope'"):
         validate({"actor": {"stage": "nope", "profile": True}}, "critic")
 
 
 def test_unknown_role_lists_allowed_roles() -> None:
-    with pytest.raises(ConfigError, match=r"role 'actress': unknown; allowed roles: integrated, "
+    with pytest.raises(ConfigError, match=r"role 'actress': unknown \(did you mean actor\?\); "
+                                          r"allowed roles: integrated, "
                                           r"actor, rollout, reference, critic, reward \(verl's "
                                           r"names too: ref for reference, reward_model for "
                                           r"reward\)"):
@@ -398,7 +400,38 @@ def test_a_value_of_no_level_is_one_line_naming_the_levels(value: object) -> Non
     with pytest.raises(ConfigError) as err:
         validate({"integrated": {"profile": True, "profile_export_type": "text",
                                  "profile_level": value}})
-    assert str(err.value).endswith(": allowed: level_none, level0, level1, level2")
+    hint = "unknown (did you mean level2?); " if value == "level9" else ""  # a name: the closest
+    assert str(err.value).endswith(f": {hint}allowed: level_none, level0, level1, level2")
+
+
+@pytest.mark.parametrize("field,value,closest", [
+    ("stage", "actor_gen", "actor_generate"), ("stage", "critic_updat", "critic_update"),
+    ("stage", "rollout_gen", "rollout_generate"),  # verl's name, read as ours
+    ("profile_level", "Level1", "level1"), ("profile_export_type", "txt", "text"),
+    ("profile_export_type", "DB", "db")])
+def test_a_misspelt_name_gets_the_closest_one(field: str, value: str, closest: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        check(**{field: value})
+    assert f"{KEY}.{field}={value!r}: unknown (did you mean {closest}?); allowed" in str(err.value)
+
+
+def test_a_misspelt_stage_in_a_list_and_a_name_close_to_none() -> None:
+    with pytest.raises(ConfigError, match=r"bad entry 'actor_updte', unknown stage \(did you "
+                                          r"mean actor_update\?\); allowed entries: "):
+        check(stage=["actor_generate", "actor_updte"])
+    with pytest.raises(ConfigError) as err:
+        check(profile_level="zzzzzz")
+    assert str(err.value) == f"{KEY}.profile_level='zzzzzz': allowed: level_none, level0, " \
+                             "level1, level2"  # no guess
+
+
+def test_a_misspelt_role_or_section_gets_the_closest_one() -> None:
+    with pytest.raises(ConfigError, match=r"^profiler_config\.critc: unknown section \(did you "
+                                          r"mean critic\?\); allowed sections: "):
+        validate({"critc": {}})
+    with pytest.raises(ConfigError, match=r"^role 'refernce': unknown \(did you mean "
+                                          r"reference\?\); "):
+        validate({}, "refernce")
 
 
 def test_a_bad_stage_names_verl_stage_names_too() -> None:

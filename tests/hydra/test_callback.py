@@ -364,9 +364,12 @@ def callback() -> Any:
 
 
 def test_a_job_in_process_writes_its_manifest_and_says_where(
-        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import logging
 
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "dev", "train.py", "-cn", "demo"])
+    monkeypatch.setattr(sys, "argv", ["train.py", "-cn", "demo"])
     out = tmp_path / "outputs"
     cfg = compose_job(out, "profiler_config=mstx_light",
                       "profiler_config.integrated.profile_step_start=2",
@@ -377,7 +380,9 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
         "name": "t", "num": None, "overrides": [
             "profiler_config=mstx_light", "profiler_config.integrated.profile_step_start=2",
             "profiler_config.integrated.profile_step_end=4", "+x=y"],
-        "output_dir": str(out)}
+        "output_dir": str(out), "cwd": str(tmp_path),
+        "command": ["python", "-X", "dev", "train.py", "--config-name=demo",
+                    f"hydra.runtime.output_dir={out}", "hydra.job.name=t"]}
     assert running["profiler_config"]["integrated"]["profile_step_start"] == 2
     assert running["rank"] == 0 and "captures" not in running
     run_steps(range(1, 6))
@@ -869,3 +874,66 @@ def test_a_restart_keeps_the_first_runs_manifest_and_each_run_is_answered_apart(
     assert result.run is not None and result.run.id == docs[1]["run"]
     assert [r.id for r in result.runs] == [docs[1]["run"], docs[0]["run"]]
     assert [r["id"] for r in doctor(root).runs] == [docs[1]["run"], docs[0]["run"]]
+
+
+def test_from_config_of_the_jobs_config_is_the_jobs_profiler(tmp_path: Path,
+                                                             callback: Any) -> None:
+    """The docs' loop builds its profiler with ``Profiler.from_config(cfg.profiler_config)``:
+    inside the job that is the callback's, so the manifest counts what the loop captured;
+    another role, rank or config gets a profiler of its own."""
+    import mindspeed_prof
+    from mindspeed_prof import Profiler
+
+    out = tmp_path / "outputs"
+    cfg = compose_job(out, "profiler=stage_scoped",
+                      "profiler_config.integrated.stage=actor_generate")
+    callback.on_job_start(cfg)
+    job = mindspeed_prof.current()
+    from omegaconf import open_dict
+
+    task_cfg = cfg.copy()  # what the task gets: a copy, without the hydra node
+    with open_dict(task_cfg):
+        del task_cfg["hydra"]
+    assert Profiler.from_config(task_cfg.profiler_config) is job
+    assert Profiler.from_config(task_cfg.profiler_config, rank=job.rank) is job
+    assert Profiler.from_config(task_cfg.profiler_config, rank=job.rank + 1) is not job
+    assert Profiler.from_config(task_cfg.profiler_config, role="actor") is not job
+    other = task_cfg.profiler_config.copy()
+    other.integrated.stage = "actor_update"
+    assert Profiler.from_config(other) is not job
+    prof = Profiler.from_config(task_cfg.profiler_config)
+    for step in (1, 2):
+        with prof.step(step), prof.stage("actor_generate"):
+            pass
+    prof.close()  # the loop closes it; the callback finishes the job
+    callback.on_job_end(cfg, Ended("COMPLETED"))
+    (path,) = (out / "profiler_data").glob("manifest-*.json")
+    manifest = load_json(path)
+    assert [c["stage"] for c in manifest["captures"]] == ["actor_generate"]
+    assert Profiler.from_config(task_cfg.profiler_config) is not job  # that job is over
+
+
+def test_a_sweep_over_interpolated_save_paths_is_summarised(
+        app: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Save paths that resolve only inside a job (``${hydra:...}``) or from the environment:
+    the multirun's end reads where each job wrote, no config, and summarises every job."""
+    import os
+
+    env_root = tmp_path_factory.mktemp("env root")
+    os.environ["PROF_ROOT"] = str(env_root)  # run_app passes the environment on
+    try:
+        proc = run_app(app, "-m", "profiler_config=mstx_light",
+                       "profiler_config.integrated.profile_save_path="
+                       "'${hydra:runtime.output_dir}/p','${hydra:sweep.dir}/${hydra:job.num}/q',"
+                       "'${oc.env:PROF_ROOT}/r'", check=True)
+    finally:
+        del os.environ["PROF_ROOT"]
+    assert "Callback ProfilerCallback" not in proc.stderr, proc.stderr
+    (sweep,) = app.glob("multirun/*/*")
+    jobs = load_json(sweep / "sweep_summary.json")["jobs"]
+    assert [(j["job"], j["status"], j["captures"]) for j in jobs] == [
+        (0, "completed", 1), (1, "completed", 1), (2, "completed", 1)]
+    roots = [Path(j["save_root"]) for j in jobs]
+    assert roots[0] == (sweep / "0" / "p").resolve()
+    assert roots[1].resolve().is_relative_to((sweep / "1" / "q").resolve())
+    assert roots[2] == env_root / "r" and len(list((env_root / "r").glob("manifest-*.json"))) == 1
