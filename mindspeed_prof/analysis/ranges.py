@@ -58,22 +58,27 @@ def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
         by_thread[(r.rank, r.source, r.tid)].append(i)
     for idx in by_thread.values():
         idx.sort(key=lambda i: (ranges[i].ts, -ranges[i].dur))
-        stack: list[int] = []
+        # relative to the thread's first start: at epoch microseconds ``ts + dur`` would round
+        base = ranges[idx[0]].ts
+        stack: list[tuple[int, float]] = []  # (index, end)
         for i in idx:
             r = ranges[i]
-            while stack and ranges[stack[-1]].ts + ranges[stack[-1]].dur <= r.ts:
+            ts = r.ts - base
+            while stack and stack[-1][1] <= ts:
                 stack.pop()
             if stack:
-                yield stack[-1], i
-            stack.append(i)
+                yield stack[-1][0], i
+            stack.append((i, ts + r.dur))
 
 
 def self_times(ranges: list[Range]) -> list[float]:
-    """Each range's duration minus that of the ranges directly nested in it on its thread (us)."""
+    """Each range's duration minus that of the ranges directly nested in it on its thread (us);
+    the overlap from the gap between starts, never ``ts + dur`` (at epoch microseconds it
+    rounds)."""
     out = [r.dur for r in ranges]
     for p, c in nesting(ranges):
         parent, child = ranges[p], ranges[c]
-        out[p] -= min(child.dur, parent.ts + parent.dur - child.ts)
+        out[p] -= min(child.dur, parent.dur - (child.ts - parent.ts))
     return [max(v, 0.0) for v in out]
 
 

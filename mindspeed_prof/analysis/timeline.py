@@ -177,7 +177,8 @@ def _step_starts(data: TraceData) -> dict[int, float]:
 
 def _align(traces: list[TraceData]) -> tuple[dict[int, float], list[TraceData]]:
     """Per trace (by ``id``), the microseconds that put its ``ts`` on the wall clock: from its
-    clock record, or else on the step starts of the traces aligned before it (returned too)."""
+    clock record, or else on the step starts of the traces aligned before it, in rank order
+    (never the order the files were found in; returned too)."""
     offsets: dict[int, float] = {}
     reference: dict[int, list[float]] = defaultdict(list)
     on_steps = []
@@ -189,7 +190,7 @@ def _align(traces: list[TraceData]) -> tuple[dict[int, float], list[TraceData]]:
         offsets[id(t)] = offset
         for step, ts in _step_starts(t).items():
             reference[step].append(ts + offset)
-    for t in on_steps:
+    for t in sorted(on_steps, key=lambda t: (rank_order(t.rank), t.source)):
         starts = _step_starts(t)
         common = [s for s in starts if s in reference]
         if common:

@@ -29,7 +29,7 @@ from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.device import merge
 from mindspeed_prof.analysis.readers.intervals import covered, length
-from mindspeed_prof.analysis.readers.model import Range, rank_label, ranks_text
+from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
@@ -197,17 +197,25 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
     its runs (two threads at once count once), cut to the rank's own step where that was
     recorded: its share of that step is never over 100%."""
     ranges = [r for r in result.counted() if r.step is not None]
+    # times relative to each step's first start: at epoch microseconds ``ts + dur`` rounds
+    first: dict[tuple[int | None, str, int | None], float] = {}
+    for r in ranges:
+        key = (r.rank, r.source, r.step)
+        first[key] = min(first.get(key, r.ts), r.ts)
     boxes: dict[tuple[int | None, str, int | None], tuple[float, float]] = {}
     for r in ranges:
         if r.kind == "step":
-            lo, hi = boxes.get((r.rank, r.source, r.step), (r.ts, r.ts + r.dur))
-            boxes[(r.rank, r.source, r.step)] = (min(lo, r.ts), max(hi, r.ts + r.dur))
+            key = (r.rank, r.source, r.step)
+            lo = r.ts - first[key]
+            a, b = boxes.get(key, (lo, lo + r.dur))
+            boxes[key] = (min(a, lo), max(b, lo + r.dur))
     for kind in ("stage", "range"):
         spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
             defaultdict(list))
         for r in ranges:
             if r.kind == kind:
-                spans[(r.name, r.rank, r.source, r.step)].append((r.ts, r.ts + r.dur))
+                lo = r.ts - first[(r.rank, r.source, r.step)]
+                spans[(r.name, r.rank, r.source, r.step)].append((lo, lo + r.dur))
         if not spans:
             continue
         per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = (
@@ -309,10 +317,11 @@ def device(result: Analysis) -> DeviceVerdict | None:
 
 
 def memory(result: Analysis) -> MemoryVerdict | None:
-    """The highest whole-capture peak, against the capacity its trace records."""
+    """The highest whole-capture peak, against the capacity its trace records; of equal peaks,
+    the lowest rank's (never the order the captures were found in)."""
     best: MemoryVerdict | None = None
     capacity = {t.rank: t.meta.get("device_memory_bytes") for t in result.traces}
-    for row in result.memory():
+    for row in sorted(result.memory(), key=lambda r: (rank_order(r.rank), r.source)):
         peak = row.peak_allocated_bytes
         if row.stage is not None or peak is None or (best and peak <= best.peak_bytes):
             continue

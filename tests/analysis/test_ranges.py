@@ -123,6 +123,13 @@ def test_self_times_by_hand_in_any_list_order() -> None:
         assert self_times(ranges) == want
 
 
+def test_self_times_at_epoch_microseconds_are_exact() -> None:
+    """At 2**51 us a double holds 0.5 us steps: a child starting 0.25 us before its parent's
+    end is nested in it (the parent's end summed there rounds to the child's start)."""
+    epoch = float(2**51)
+    assert self_times([_r("p", epoch, 10.25), _r("c", epoch + 10.0, 1.0)]) == [10.0, 1.0]
+
+
 def test_stage_of_is_the_run_holding_the_start_edges_included() -> None:
     stages = [_r("a_stage", 20, 10, "stage"), _r("b_stage", 0, 10, "stage")]  # names unsorted
     ranges = [_r("x", 5, 1), _r("y", 10, 1), _r("z", 25, 1), _r("w", 15, 1),

@@ -173,7 +173,7 @@ def env_issues(t: TraceData) -> EnvIssue | None:
     env = _facts(t).env
     if env is None:
         return None
-    flagged = {k: v for k, v in env.items() if k in ENV_RULES and ENV_RULES[k][0](v)}
+    flagged = {k: env[k] for k in ENV_RULES if k in env and ENV_RULES[k][0](env[k])}  # rules' order
     return EnvIssue(flagged) if flagged else None
 
 

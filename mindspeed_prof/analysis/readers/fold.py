@@ -103,6 +103,8 @@ class Collector:
         #: Device ops are kept relative to the first one's start: at epoch microseconds a double
         #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
         self.origin: float | None = None
+        #: Host ops (and allocations) likewise, relative to the first one's start.
+        self.host_origin: float | None = None
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.endless: list[Any] = [0, ""]
@@ -111,6 +113,12 @@ class Collector:
         self.seq = 0
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
         self.tops = (array("d"), array("d"))  # start, end of each top-level host op
+
+    def _host(self, ts: float) -> float:
+        """``ts`` relative to the first host op's start (exact near it: Sterbenz)."""
+        if self.host_origin is None:
+            self.host_origin = ts
+        return ts - self.host_origin
 
     def _thread(self, key: Any) -> _Thread:
         thread = self.threads.get(key)
@@ -204,7 +212,7 @@ class Collector:
                     if size > 0:
                         self.seq += 1
                         self._push(self._thread((ev.pid, ev.tid)),
-                                   (ts, _ALLOC, 0.0, self.seq, (size, dev)))
+                                   (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
                 continue
             if ev.ph != "X":
                 continue
@@ -242,7 +250,8 @@ class Collector:
                                          else None, str(ev.tid)))
             elif cat in HOST_CATS:
                 self.seq += 1
-                self._push(self._thread((ev.pid, ev.tid)), (ts, _OP, -dur, self.seq, ev.name))
+                self._push(self._thread((ev.pid, ev.tid)),
+                           (self._host(ts), _OP, -dur, self.seq, ev.name))
 
     def finish(self, data: TraceData, default_step: Any) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
@@ -260,8 +269,8 @@ class Collector:
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
-        for ts, end, n, _ in steps:
-            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, end - ts))
+        for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
+            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur))
         for name, ts, dur, step, tid in self.annotations:
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
@@ -269,7 +278,8 @@ class Collector:
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
         if self.tops[0]:
-            data.ranges = bare_times(data.ranges, list(zip(*self.tops)))
+            data.ranges = bare_times(data.ranges, list(zip(*self.tops)),
+                                     self.host_origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
@@ -358,13 +368,18 @@ class Collector:
         return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
 
 
-def bare_times(ranges: list[Range], ops: list[tuple[float, float]]) -> list[Range]:
+def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
+               origin: float = 0.0) -> list[Range]:
     """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
-    that host operators (``ops``, on any thread) cover."""
+    that host operators (``ops``, on any thread, their times relative to ``origin``) cover."""
     merged = merge(ops)
     starts = [a for a, _ in merged]
-    return [r._replace(bare=max(r.dur - covered(merged, r.ts, r.ts + r.dur, starts), 0.0))
-            if r.kind in ("stage", "range") else r for r in ranges]
+
+    def bare(r: Range) -> float:
+        lo = r.ts - origin
+        return max(r.dur - covered(merged, lo, lo + r.dur, starts), 0.0)
+
+    return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
 
 
 def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:

@@ -63,6 +63,18 @@ def test_self_time_is_duration_minus_direct_children() -> None:
                    "D": Tally(1, 3.0), "E": Tally(1, 5.0)}
 
 
+def test_times_at_epoch_microseconds_are_exact() -> None:
+    """At 2**51 us (2071) a double holds 0.5 us steps: a step's length is its own ``dur``, and a
+    child starting 0.25 us before its parent's end is nested in it (``ts + dur`` there rounds
+    to the child's start, which made the child a sibling and the step 10.0 us long)."""
+    epoch = float(2**51)
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": epoch,
+            "dur": 10.25, "pid": 1, "tid": 1}
+    data = _fold([step, _op("A", epoch, 10.25), _op("B", epoch + 10.0, 1.0)])
+    assert [(r.kind, r.dur) for r in data.ranges] == [("step", 10.25)]
+    assert data.ops == {"A": Tally(1, 10.0), "B": Tally(1, 1.0)}
+
+
 def test_host_ops_out_of_order_within_the_heap_give_the_same_self_times() -> None:
     for seed in range(5):
         shuffled = TREE[:]

@@ -208,12 +208,13 @@ def test_device_rows_of_steps_and_stages_from_overlap_analysis(tmp_path: Path) -
     data = _trace(db)
     read_profiler_db(db, data)
     assert data.device == [
-        # in 0-10 ms: computing 1-3, communication 4-7 (5-7 not overlapped), free 7-9
+        # in 0-10 ms: computing 1-3, communication 4-7 (5-7 not overlapped), free 7-9; its
+        # Stage (torch_npu's) the sum of computing, communication not overlapped and free
         DeviceRow(step=1, stage=None, compute_ms=2.0, comm_ms=3.0, overlap_ms=1.0,
-                  idle_ms=2.0, memcpy_ms=None, comm_exposed_ms=2.0),
+                  idle_ms=2.0, memcpy_ms=None, comm_exposed_ms=2.0, step_ms=6.0),
         # in 2-6 ms: computing 2-3, communication 4-6 (5-6 not overlapped), no free
         DeviceRow(step=1, stage="actor_update", compute_ms=1.0, comm_ms=2.0, overlap_ms=1.0,
-                  idle_ms=0.0, memcpy_ms=None, comm_exposed_ms=1.0)]
+                  idle_ms=0.0, memcpy_ms=None, comm_exposed_ms=1.0, step_ms=2.0)]
     assert data.problems == []
 
 
