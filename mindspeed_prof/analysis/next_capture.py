@@ -13,7 +13,6 @@ was slow.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import socket
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
@@ -150,10 +150,8 @@ def job_manifest(root: Path) -> dict[str, Any] | None:
     for folder in (root, root.parent):
         found = []
         for path in sorted(folder.glob("manifest*.json")) if folder.is_dir() else []:
-            try:
-                if path.is_file() and not path.is_symlink() and \
-                        path.stat().st_size <= MAX_MANIFEST_BYTES:
-                    found.append(json.loads(path.read_text()))
+            try:  # a regular file, not a link, of a bounded size
+                found.append(read_json(path, MAX_MANIFEST_BYTES))
             except (OSError, ValueError):
                 continue
         found = [m for m in found if isinstance(m, dict) and isinstance(m.get("job"), dict)]

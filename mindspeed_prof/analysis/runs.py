@@ -5,8 +5,10 @@ names and pids, so ranks of two runs are told apart by the run id their captures
 their names. A capture's run is, first that answers:
 
 1. the run id in its own header (``mindspeed_prof.run``: range files, torch traces);
-2. the run of a manifest whose own capture records list it;
-3. for captures from before run ids: the folder of the manifest they came with (the nearest
+2. the run of another file of the same capture (its stem, in its folder) that carries one: a
+   torch trace written beside the capture's db, a memory timeline;
+3. the run of a manifest whose own capture records list it;
+4. for captures from before run ids: the folder of the manifest they came with (the nearest
    folder above them, up to the root, holding a manifest), else the root itself: the run
    ``legacy`` (``legacy:<folder>`` below the root). One such group may still hold two old runs;
    their ranks then clash, and are reported apart as before.
@@ -82,11 +84,17 @@ def group(traces: list[TraceData], root: Path,
                 files = capture.get("files") if isinstance(capture, dict) else None
                 for f in files if isinstance(files, list) else []:
                     listed[_resolved(Path(str(f)))] = m.run
+    stems: dict[tuple[Path, str], str] = {}  # a capture's files: one run
+    for t in traces:
+        run = t.meta.get("run")
+        if isinstance(run, str) and run:
+            stems.setdefault((t.path.parent, capture_stem(t.path)), run)
     out: dict[str, list[TraceData]] = defaultdict(list)
     for t in traces:
         run = t.meta.get("run")
         if not isinstance(run, str) or not run:
-            run = listed.get(_resolved(t.path)) or _legacy_key(t.path, root, folders)
+            run = (stems.get((t.path.parent, capture_stem(t.path)))
+                   or listed.get(_resolved(t.path)) or _legacy_key(t.path, root, folders))
         out[run].append(t)
     return dict(out)
 

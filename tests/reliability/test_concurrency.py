@@ -54,10 +54,11 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Pa
     count("concurrent writers", len(workers) + 3)
 
     on_disk = {p for p in root.rglob("*") if p.is_file() and not p.name.startswith("manifest")}
-    manifests = sorted(root.glob("manifest.job*.json"))
-    assert [m.name for m in manifests] == [f"manifest.job{n}.json" for n in range(3)]
-    from_jobs = [Path(f) for m in manifests for c in json.loads(m.read_text())["captures"]
-                 for f in c["files"]]
+    records = [json.loads(m.read_text()) for m in sorted(root.glob("manifest-*.json"))]
+    jobs = [r for r in records if r["job"].get("num") is not None]  # the multirun's
+    assert sorted(r["job"]["num"] for r in jobs) == [0, 1, 2]
+    assert len({r["run"] for r in records}) == len(records)  # a run id each, one file each
+    from_jobs = [Path(f) for r in jobs for c in r["captures"] for f in c["files"]]
     from_ray = [Path(f["path"]) for s in summaries for f in s["files"]]
     listed = from_jobs + from_ray
     assert len(listed) == len(set(listed))  # no two writers produced the same file
@@ -66,4 +67,6 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Pa
         json.loads(f.read_text())
     assert {s["rank"] for s in summaries} == set(range(8))
     assert len(from_ray) == 8 * 2  # op trace + ranges, one capture each
-    assert len(from_jobs) == 3 * 2 * 2  # three jobs, two steps, op trace + ranges
+    # three jobs, one step (stage_scoped's window starts at step 2, ends before 3), op trace
+    # + ranges
+    assert len(from_jobs) == 3 * 1 * 2

@@ -136,12 +136,14 @@ def test_hostile_files_one_line_each_rest_analysed(tmp_path: Path) -> None:
 def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
     make_run(tmp_path, ranks=(0,), steps=1)
     files = build(tmp_path)
+    # the hostile files name no run: they are the run "legacy", apart from the good one
     proc = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
-                           str(tmp_path), "--json"], capture_output=True, text=True, timeout=300)
+                           str(tmp_path), "--json", "--run", "legacy"],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
-    assert lines[0].startswith(f"mindspeed-prof: 2 runs under {tmp_path}; this is the newest")
-    lines = lines[1:]  # the newest run here: the hostile files, which name none
+    assert lines[0].startswith(f"mindspeed-prof: 2 runs under {tmp_path}; this is the newest, legacy")
+    lines = lines[1:]
     skipped = [line for line in lines if line.startswith("mindspeed-prof: skipped ")]
     assert len(skipped) == len(_named(files))
     assert len(lines) - len(skipped) == len(NOTED)  # each a "note:" line
