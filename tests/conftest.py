@@ -21,12 +21,18 @@ if os.environ.get("MUTANT_UNDER_TEST"):  # under mutmut a failure is a kill: shr
     settings.load_profile("mutation")
 
 
+#: The run's hypothesis seed, for xdist's workers (set by the controller).
+_SEED = "MINDSPEED_PROF_TEST_SEED"
+
+
 @pytest.hookimpl(tryfirst=True)  # before hypothesis' own pytest_configure reads the option
 def pytest_configure(config: pytest.Config) -> None:
     """One seed for the whole run unless given; with a seed hypothesis skips its example
     database, so the seed alone replays the run."""
     if config.getoption("hypothesis_seed", None) is None:
-        config.option.hypothesis_seed = random.SystemRandom().randrange(2**32)
+        # xdist's workers inherit the environment: every worker takes the run's one seed
+        seed = os.environ.setdefault(_SEED, str(random.SystemRandom().randrange(2**32)))
+        config.option.hypothesis_seed = int(seed)
     # Subprocesses (CLI runs, scripts, Ray workers) import the package these tests import.
     os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
 
@@ -34,8 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        if "ray_cluster" in fixtures:
+        if "ray_cluster" in fixtures:  # one cluster: every test on it in one xdist worker
             item.add_marker(pytest.mark.ray)
+            item.add_marker(pytest.mark.xdist_group("ray"))
         if "app" in fixtures:
             item.add_marker(pytest.mark.hydra_app)
 
@@ -128,6 +135,24 @@ def ray_cluster():
         pytest.fail(why, pytrace=False)
     yield ray
     ray.shutdown()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its reliability counts to the controller."""
+    from helpers import COUNTS
+
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["counts"] = dict(COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """The controller adds up its workers' counts (xdist only)."""
+    from helpers import COUNTS
+
+    for what, n in getattr(node, "workeroutput", {}).get("counts", {}).items():
+        COUNTS[what] = COUNTS.get(what, 0) + n
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -164,7 +164,10 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     v = answers.verdict
     assert v.slowest is not None and (v.slowest.kind, v.slowest.name) == ("stage",
                                                                           "actor_generate")
-    assert v.slowest.share is not None and v.slowest.share > 0.5
+    # the median of two ranks, one of them 150 ms slower: at least half of that; its share of
+    # the step is the ranks' median share (rank 0's own is small), never over 100%
+    assert v.slowest.ms >= 150 / 2 and v.slowest.rank == 1
+    assert v.slowest.share is not None and 0.0 < v.slowest.share <= 1.0
     assert v.straggler is not None and (v.straggler.name, v.straggler.rank) == (
         "actor_generate", 1)
     assert v.straggler.excess_ms > 100
