@@ -38,11 +38,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers for the fixtures' kinds; under xdist (``--dist loadgroup``) a file's tests run
+    in one worker, so a module fixture (a reference tool's runs) is set up once, and every test
+    on the session's Ray cluster in one worker, so there is one cluster."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
-        if "ray_cluster" in fixtures:  # one cluster: every test on it in one xdist worker
+        if "ray_cluster" in fixtures:
             item.add_marker(pytest.mark.ray)
-            item.add_marker(pytest.mark.xdist_group("ray"))
+        group = "ray" if "ray_cluster" in fixtures else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
         if "app" in fixtures:
             item.add_marker(pytest.mark.hydra_app)
 
