@@ -40,8 +40,9 @@ class TelemetryPart(Part):
         self.wanted = tuple(cfg.telemetry)
         self._totals = StepTotals()
         self._lock = threading.Lock()  # counts may come from other threads than the hooks
-        self._kept: dict[int, dict[str, float]] = {}
-        self._last: dict[str, float] = {}
+        self._kept: dict[int, StepRecord] = {}  # flattened only when asked for
+        self._last: StepRecord | None = None
+        self._sends = any(name != "metrics" for name in self.wanted)
         self._pending: list[StepRecord] = []
         self._sinks: list[Sink] | None = None  # made at the first export (the rank known)
         self._closed = False
@@ -73,13 +74,12 @@ class TelemetryPart(Part):
                 self._totals.clear()
                 return
             record = self._totals.finish(step, took_ns, ranges)
-        flat = record.flat()
-        self._last = flat
+        self._last = record
         kept = self._kept
-        kept[step] = flat
+        kept[step] = record
         if len(kept) > KEEP_STEPS:
             del kept[next(iter(kept))]
-        if self._wants_sinks:
+        if self._sends:
             self._pending.append(record)
             if len(self._pending) >= self.every:
                 self._export()
@@ -103,14 +103,10 @@ class TelemetryPart(Part):
     def metrics(self, step: int | None = None) -> dict[str, float]:
         """The flat figures of the last finished step, or of ``step`` while it is among the
         last ``KEEP_STEPS`` ({} otherwise)."""
-        found = self._last if step is None else self._kept.get(step, {})
-        return dict(found)
+        found = self._last if step is None else self._kept.get(step)
+        return found.flat() if found is not None else {}
 
     # -- sending --------------------------------------------------------------------------
-    @property
-    def _wants_sinks(self) -> bool:
-        return any(name != "metrics" for name in self.wanted)
-
     def _export(self) -> None:
         record, self._pending = mean_record(self._pending), []
         host = self.host
