@@ -1,9 +1,10 @@
 """Live telemetry's cost per step: one training step's hooks (a step of the 6 RL stages, empty
 bodies, so the hooks are all there is) with telemetry on, against the same steps without it.
 
-Each side is a block of steps timed with ``per_call_ns`` (gc off in the loop); blocks of the two
-sides alternate (``Paired``: A,B then B,A) until the 95% interval of the geometric-mean ratio is
-within +-3% or the time budget is spent. Baselines:
+Each side is a block of steps timed with the process's CPU time (``time.process_time_ns``, gc
+off in the loop: wall time on a shared machine scatters with other processes' load); blocks of
+the two sides alternate (``Paired``: A,B then B,A) until the 95% interval of the geometric-mean
+ratio is within +-3% or the time budget is spent. Baselines:
 
 - profiling off (``prof.step`` a shared nullcontext, no clock read): what telemetry costs a
   trainer that profiles nothing; reported (telemetry takes the step and stage clock reads this
@@ -19,14 +20,16 @@ they are the share of a real step.
 
 from __future__ import annotations
 
+import gc
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.report import Report
-from benchmarks.timing import Paired, per_call_ns
+from benchmarks.timing import Paired
 
 __all__ = ["run"]
 
@@ -60,9 +63,19 @@ def _steps(prof: Any) -> Callable[[int], None]:
     return steps
 
 
+def _cpu_ns_per_step(steps: Callable[[int], None], n: int) -> float:
+    gc.disable()
+    try:
+        t0 = time.process_time_ns()
+        steps(n)
+        return (time.process_time_ns() - t0) / n
+    finally:
+        gc.enable()
+
+
 def _pair(report: Report, a: Callable[[int], None], b: Callable[[int], None]) -> Paired:
     n, budget = (50, 1.0) if report.quick else (500, 30.0)
-    return Paired().run(lambda: per_call_ns(a, n, 1), lambda: per_call_ns(b, n, 1),
+    return Paired().run(lambda: _cpu_ns_per_step(a, n), lambda: _cpu_ns_per_step(b, n),
                         min_pairs=5 if report.quick else 30, resolve=RESOLVE, budget_s=budget)
 
 
@@ -72,10 +85,10 @@ def _add(report: Report, figure: str, baseline: str, pairs: Paired, goal: float 
 
     ok = ("resolved" if pairs.half_width() <= RESOLVE
           else f"NOT resolved to +-{RESOLVE:.0%} in the time budget")
+    b_us, a_us = statistics.median(pairs.b) / 1e3, statistics.median(pairs.a) / 1e3
     report.add(figure, baseline, pairs.ratio, goal,
-               f"{statistics.median(pairs.b) / 1e3:.1f} us vs {statistics.median(pairs.a) / 1e3:.1f}"
-               f" us per step (medians), {len(pairs.a)} interleaved blocks; {ok}{note}",
-               ci=pairs.ci)
+               f"{b_us:.1f} us vs {a_us:.1f} us per step (medians, CPU time), "
+               f"{len(pairs.a)} interleaved blocks; {ok}{note}", ci=pairs.ci)
 
 
 def run(report: Report) -> None:
