@@ -11,8 +11,8 @@ ratio is within +-3% or the time budget is spent. Baselines:
   baseline never does).
 - the same profiler with the telemetry part taken out of its parts (the hooks still live, the
   same clock reads taken): the part's own bookkeeping, goal 1.5x.
-- ``telemetry: [metrics]`` against ``[metrics, tensorboard]``: the TensorBoard writer's
-  ``add_scalar`` per figure (8 per step) at every step (``telemetry_every: 1``); reported.
+- ``telemetry: [metrics]`` against ``[metrics, tensorboard]``: the TensorBoard writer's event
+  of 8 scalars at every step (``telemetry_every: 1``), its writer thread included; reported.
 
 The absolute microseconds per step are in each row: against a 38 ms demo step (``step_cost``)
 they are the share of a real step.
