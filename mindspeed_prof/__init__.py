@@ -12,6 +12,7 @@ __all__ = [
     "Profiler",
     "ProfilerError",
     "TrainerHook",
+    "across_ranks",
     "current",
     "mstx",
     "mstx_timer_decorator",
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from mindspeed_prof import mstx
     from mindspeed_prof.capture.hooks import TrainerHook
     from mindspeed_prof.capture.profiler import Profiler, ProfilerError, current
+    from mindspeed_prof.capture.telemetry import across_ranks
     from mindspeed_prof.config.validate import ConfigError, validate
     from mindspeed_prof.mstx import mstx_timer_decorator
 
@@ -33,6 +35,7 @@ _LAZY = {
     "ProfilerError": "mindspeed_prof.capture.profiler",
     "TrainerHook": "mindspeed_prof.capture.hooks",
     "current": "mindspeed_prof.capture.profiler",
+    "across_ranks": "mindspeed_prof.capture.telemetry.spread",
     "mstx_timer_decorator": "mindspeed_prof.mstx",
 }
 

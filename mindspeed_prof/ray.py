@@ -25,8 +25,9 @@ from mindspeed_prof.config.validate import RUN_KEY, sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["COLLECT_TIMEOUT_S", "ProfilerMixin", "collect", "open_board", "save_root",
-           "worker_config", "write_cluster_summary"]
+__all__ = ["COLLECT_TIMEOUT_S", "METRICS_TIMEOUT_S", "ProfilerMixin", "collect",
+           "gather_metrics", "open_board", "save_root", "worker_config",
+           "write_cluster_summary"]
 
 
 def worker_config(profiler_config: Any) -> dict[str, Any]:
@@ -60,6 +61,11 @@ class ProfilerMixin:
 
         self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role,
                                              on_capture=after_capture(profiler_config, role))
+
+    def profiler_metrics(self, step: int | None = None) -> dict[str, Any]:
+        """This worker's rank and ``prof.metrics(step)`` (``telemetry``), for
+        ``gather_metrics`` on the driver."""
+        return {"rank": self.profiler.rank, "metrics": self.profiler.metrics(step)}
 
     def profiler_summary(self) -> dict[str, Any]:
         """Close the profiler and describe what this worker wrote, read from its own files."""
@@ -144,6 +150,32 @@ def collect(workers: list[Any], method: str = "profiler_summary",
         else:
             out.append({**summary, "status": "ok"})
     return sorted(out, key=lambda s: (s["rank"] is None, s["rank"] or 0, s.get("worker", -1)))
+
+
+#: How long ``gather_metrics`` waits: a live figure that is late is left out, not waited for.
+METRICS_TIMEOUT_S = 10.0
+
+
+def gather_metrics(workers: list[Any], step: int | None = None,
+                   timeout_s: float = METRICS_TIMEOUT_S) -> dict[str, float]:
+    """On the driver: every worker's ``prof.metrics(step)`` (``ProfilerMixin.profiler_metrics``)
+    as ``across_ranks`` gives them, max, median and the slowest rank per figure, for the
+    driver's tracker. Workers that do not answer within ``timeout_s`` or fail are left out
+    (``prof/ranks`` counts those that answered)."""
+    import ray
+
+    from mindspeed_prof.capture.telemetry import across_ranks
+
+    refs = [w.profiler_metrics.remote(step) for w in workers]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
+    per_rank: dict[int, dict[str, float]] = {}
+    for ref in ready:
+        try:
+            got = ray.get(ref)
+        except ray.exceptions.RayError:
+            continue
+        per_rank[int(got["rank"])] = got["metrics"]
+    return across_ranks(per_rank)
 
 
 def _missing(worker: Any, index: int, rank: int | None, status: str,

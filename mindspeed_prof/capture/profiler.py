@@ -38,6 +38,7 @@ from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
 from mindspeed_prof.capture.spans import STEP_RANGE
+from mindspeed_prof.capture.telemetry import TelemetryPart
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
     canonical_role,
@@ -83,7 +84,7 @@ class Profiler:
         self.role = safe_name(canonical_role(role), "role")  # verl's ref: reference
         self.enabled = bool(cfg.profile)
         self._rank_arg = rank
-        unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)
+        unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor or cfg.telemetry)
         self.rank = (resolve_rank(rank) if self.enabled else
                      quiet_rank(rank) if unplanned else (rank or 0))
         self.plan = CapturePlan.from_config(cfg, self.rank)
@@ -104,9 +105,11 @@ class Profiler:
         self._flight = Flight(self, self._tap, cfg.flight_recorder_steps) \
             if cfg.flight_recorder_steps else None
         self._ondemand = OnDemand(self) if cfg.on_demand else None
+        self._telemetry = TelemetryPart(self) if cfg.telemetry else None
         parts: list[Part | None] = [self._ondemand,
                                     Budget(self) if cfg.max_disk_mb else None, self._flight,
-                                    AnomalyPart(self) if cfg.anomaly_factor else None]
+                                    AnomalyPart(self) if cfg.anomaly_factor else None,
+                                    self._telemetry]
         self.parts: list[Part] = [p for p in parts if p is not None]
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
@@ -160,6 +163,12 @@ class Profiler:
         if self._live:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
+
+    def metrics(self, step: int | None = None) -> dict[str, float]:
+        """The last finished step's figures on this rank as a flat dict for the trainer's
+        tracker (``prof/step/ms``, ``prof/stage/<s>/ms``, ``prof/range/<r>/ms``,
+        ``prof/count/<c>``); ``step``: one of the last 64 steps. {} without ``telemetry``."""
+        return self._telemetry.metrics(step) if self._telemetry is not None else {}
 
     def __enter__(self) -> Profiler:
         return self

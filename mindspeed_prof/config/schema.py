@@ -25,6 +25,7 @@ __all__ = [
     "ROLE_ALIASES",
     "SECTIONS",
     "STAGES",
+    "TELEMETRY_SINKS",
     "STAGE_ALIASES",
     "Stage",
     "canonical_role",
@@ -58,6 +59,10 @@ class Stage(Enum):
 STAGES: tuple[str, ...] = ("actor_generate", "actor_compute_log_prob",
                            "reference_compute_log_prob", "critic_compute_values", "actor_update",
                            "critic_update")
+
+#: Where ``telemetry`` may send each step's figures: ``metrics`` (``prof.metrics()`` only),
+#: ``ray`` (Ray's metrics API), ``tensorboard`` (event files under the save root).
+TELEMETRY_SINKS: tuple[str, ...] = ("metrics", "ray", "tensorboard")
 
 #: verl's names for stages that are ours under another name.
 STAGE_ALIASES: dict[str, str] = {"rollout_generate": "actor_generate",
@@ -176,6 +181,11 @@ class IntegratedConfig:
     max_disk_mb: int = 0
     # The analysis: device kernels this regex finds are communication (readers.classify).
     comm_kernels: str = ""
+    # Live telemetry (capture/telemetry): each step's figures on every rank, to the sinks named
+    # (TELEMETRY_SINKS; empty: off), every telemetry_every steps; custom ranges timed too.
+    telemetry: Any = ()
+    telemetry_every: int = 1
+    telemetry_ranges: bool = False
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

@@ -26,6 +26,7 @@ from mindspeed_prof.config.schema import (
     ROLES,
     SECTIONS,
     STAGE_ALIASES,
+    TELEMETRY_SINKS,
     AicMetrics,
     Backend,
     ExportType,
@@ -393,6 +394,23 @@ def _steps(value: Any) -> list[int]:
     return sorted(set(value))
 
 
+def _sinks(value: Any) -> tuple[str, ...]:
+    """``telemetry``: distinct names of ``TELEMETRY_SINKS`` (one name alone is a list of one)."""
+    allowed = (f"allowed: a list of {', '.join(TELEMETRY_SINKS)}, e.g. [metrics, tensorboard] "
+               "([] or null: off)")
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise _Bad(allowed)
+    out: list[str] = []
+    for item in items:
+        if item not in TELEMETRY_SINKS:
+            raise _Bad(f"bad entry {item!r}{did_you_mean(item, TELEMETRY_SINKS)}; {allowed}",
+                       list(items))
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
 _KINDS: dict[type, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _number, str: _path}
 _ENUMS: dict[str, type[Enum]] = {"profile_export_type": ExportType, "profile_level": Level,
                                  "backend": Backend, "aic_metrics": AicMetrics}
@@ -401,7 +419,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
        if type(default) in _KINDS},
     **{name: _enum(kind) for name, kind in _ENUMS.items()},
     "stage": _stage, "profile_ranks": _ranks, "profile_steps": _steps,
-    "comm_kernels": _regex,
+    "comm_kernels": _regex, "telemetry": _sinks,
 }
 assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 
@@ -434,6 +452,10 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
             f"{key('warmup_steps')}={c.warmup_steps}: warmup steps come before "
             "profile_step_start, and profile_steps replaces the window; set warmup_steps=0, "
             "or use profile_step_start and profile_step_end")
+    if c.telemetry_every < 1:
+        return ("telemetry_every",), (
+            f"{key('telemetry_every')}={c.telemetry_every}: must be an integer >= 1 (steps "
+            "between exports to the telemetry sinks)")
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
