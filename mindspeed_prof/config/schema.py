@@ -176,6 +176,10 @@ class IntegratedConfig:
     max_disk_mb: int = 0
     # The analysis: device kernels this regex finds are communication (readers.classify).
     comm_kernels: str = ""
+    # Model facts for MFU (counters, docs/counters.md): forward FLOPs per token (2 x the
+    # parameters of a dense model) and the peak TFLOPS of one device; 0: not given.
+    model_flops_per_token: float = 0.0
+    peak_tflops: float = 0.0
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.
