@@ -56,7 +56,7 @@ def check(name: Any, value: Any) -> float | list[float] | None:
         _warn(name, str(err))
         return None
     except Exception as err:  # a value whose conversion raised (a tensor on a lost device)
-        _warn(name, f"its value could not be read ({type(err).__name__}: {err})")
+        _warn(name, f"its value could not be read ({type(err).__name__}: {err}); {_ALLOWED}")
         return None
 
 
