@@ -60,6 +60,9 @@ def check(name: Any, value: Any) -> float | list[float] | None:
         return None
 
 
+_PLAIN = frozenset((int, float))
+
+
 def _value(value: Any) -> float | list[float]:
     kind = type(value)
     if kind is int or kind is float:
@@ -77,8 +80,13 @@ def _value(value: Any) -> float | list[float]:
         return _number(value)
     if not isinstance(value, Sequence):
         raise _Bad(f"a {kind.__name__} is not a count; {_ALLOWED}")
-    out = [v if type(v) is int else _number(v) for v in value]
-    return out
+    if set(map(type, value)) <= _PLAIN:  # plain numbers (as tolist() gives): C speed
+        try:
+            if math.isfinite(sum(value)):  # an inf or a NaN makes the sum inf or NaN
+                return list(value)
+        except OverflowError:  # an int too large for a float: checked one by one
+            pass
+    return [v if type(v) is int else _number(v) for v in value]
 
 
 def _number(v: Any) -> float:
@@ -117,8 +125,8 @@ def record(tap: RangeTap, parts: Sequence[Part], step: int | None, name: str, va
     if counted is None or counted == []:  # dropped, or an empty distribution: nothing to add
         return
     try:
-        step = step if tap.in_step else None
-        stage = tap.stage_here()
+        in_step, stage = tap.here()
+        step = step if in_step else None
         for part in parts:
             try:
                 part.on_count(name, counted, step, stage)

@@ -75,12 +75,17 @@ class RangeTap:
         """Ranges (and counts) go to the buffer's listeners."""
         return bool(self._listeners)
 
-    def stage_here(self) -> str | None:
-        """The innermost stage open on the calling thread (None: none)."""
+    def here(self) -> tuple[bool, str | None]:
+        """Whether a step is open (on any thread), and the innermost stage open on the calling
+        thread (None: none)."""
+        stage, step = None, False
         for r in reversed(self._open.get(threading.get_native_id(), ())):
-            if r.kind == "stage":
-                return r.name
-        return None
+            if r.kind == "stage" and stage is None:
+                stage = r.name
+            elif r.kind == "step":
+                step = True
+                break
+        return step or self.in_step, stage
 
     @property
     def open_count(self) -> int:

@@ -472,3 +472,34 @@ def test_check_keeps_ints_and_floats_as_given() -> None:
     assert count_module.check("a", 2.5) == 2.5
     assert count_module.check("a_b.c:d/e-f", (1, 2.0)) == [1, 2.0]
     assert count_module.STANDARD[-2:] == ("response_length", "reward")
+
+
+def test_the_analysis_reads_a_range_file_with_counts_as_one_without(tmp_path: Path) -> None:
+    """Counter events change nothing the analysis reads of ranges (until it reads counts)."""
+    from mindspeed_prof.analysis.analyse import analyse
+
+    prof = light(tmp_path / "with", end=4)
+    for step in (1, 2, 3):
+        with prof.step(step):
+            with prof.stage("actor_generate"):
+                prof.count("tokens_generated", 128)
+                prof.count("reward", [0.0, 1.0])
+                with mstx.range("decode"):
+                    prof.count("response_length", [4, 4])
+            prof.count("samples_kept", 2)
+    prof.close()
+    (path,) = (tmp_path / "with").rglob("*.mstx.trace.json")
+    trace = json.loads(path.read_text())
+    assert len(counts(trace)) == 12
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["ph"] != "C"]
+    bare = tmp_path / "without" / path.relative_to(tmp_path / "with")
+    bare.parent.mkdir(parents=True)
+    bare.write_text(json.dumps(trace))
+
+    def read(root: Path) -> Any:
+        result = analyse(root)
+        return ([(r.kind, r.name, r.rank, r.step, r.ts, r.dur) for r in result.ranges],
+                [note.replace("without", "with") for note in result.notes()])
+
+    assert read(tmp_path / "with") == read(tmp_path / "without")
+    assert {r[1] for r in read(tmp_path / "with")[0]} >= {"actor_generate", "decode"}
