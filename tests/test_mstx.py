@@ -349,7 +349,7 @@ def test_single_use_ranges_are_made_anew_and_a_reusable_sinks_own_is_handed_out(
 # -- counts ------------------------------------------------------------------------------------
 def test_count_goes_nowhere_while_no_profiler_counts() -> None:
     assert mstx._counters == ()
-    assert mstx.count("tokens_generated", 5) is None  # nothing to call, nothing raised
+    mstx.count("tokens_generated", 5)  # nothing to call, nothing raised
     mstx.add_sink(Recorder())  # a range sink takes no counts
     mstx.count("tokens_generated", [1, 2])
     assert mstx._counters == ()

@@ -16,15 +16,23 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from mindspeed_prof.capture.part import Part
     from mindspeed_prof.capture.ranges import RangeTap
 
-__all__ = ["NAME", "STANDARD", "check", "record"]
+__all__ = ["NAME", "STANDARD", "Countable", "check", "record"]
 
 log = logging.getLogger("mindspeed_prof")
+
+
+class _ToList(Protocol):
+    def tolist(self) -> Any: ...
+
+
+#: What ``count`` takes: a number, or a distribution (a sequence, a numpy array, a tensor).
+Countable = float | Sequence[float] | _ToList
 
 #: A counter's name: a letter or ``_`` first, then letters, digits and ``_ . : / -``; at most
 #: 100 characters.
@@ -68,7 +76,7 @@ def _value(value: Any) -> float | list[float]:
     if kind is int or kind is float:
         if kind is float and not math.isfinite(value):
             raise _Bad(f"the value {value} is not finite; {_ALLOWED}")
-        return value  # type: ignore[no-any-return]
+        return value  # type: ignore[no-any-return,unused-ignore]
     if isinstance(value, (str, bytes, bool)):
         raise _Bad(f"a {kind.__name__} is not a count; {_ALLOWED}")
     tolist = getattr(value, "tolist", None)

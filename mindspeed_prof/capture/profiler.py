@@ -166,7 +166,7 @@ class Profiler:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
 
-    def count(self, name: str, value: float | Sequence[float]) -> None:
+    def count(self, name: str, value: _count.Countable) -> None:
         """Add ``value`` to the counter ``name`` in this step and the thread's stage (a
         sequence: a distribution); docs/counters.md. Free unless a range recorder is on or a
         part takes counts; a bad name or value is dropped with one warning."""

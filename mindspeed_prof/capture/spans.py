@@ -26,8 +26,9 @@ __all__ = ["Chunk", "Count", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder
 Count = tuple["float | list[float]", "int | None", "str | None"]
 #: One recorded range: ``(key, thread, start_ns, end_ns)``: ``key`` the index of its (name,
 #: category) in its buffer's ``keys``, ``thread`` the native id of the thread that started it,
-#: ``end_ns`` -1 for an instant mark; for a count (category ``count``) a ``Count`` instead.
-Event = tuple[int, int, int, "int | Count"]
+#: ``end_ns`` -1 for an instant mark; for a count (category ``count``) a ``Count`` instead
+#: (typed ``Any``: an int everywhere but in counts, which ``trace_body`` tells apart).
+Event = tuple[int, int, int, Any]
 #: Ranges recorded during one step: ``(step, events)``.
 Chunk = tuple["int | None", list[Event]]
 #: A ``step``-category range of this name is written as ``ProfilerStep#<step>``.

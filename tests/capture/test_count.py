@@ -221,7 +221,7 @@ class _Unreadable:
         raise RuntimeError("device lost")
 
 
-BAD = [("", 1), ("has space", 1), ("9lives", 1), ("x" * 101, 1), (None, 1), (7, 1),
+BAD: list[tuple[Any, Any]] = [("", 1), ("has space", 1), ("9lives", 1), ("x" * 101, 1), (None, 1), (7, 1),
        ("nan", math.nan), ("inf", [1.0, math.inf]), ("neg_inf", np.array([-np.inf])),
        ("flag", True), ("text", "12"), ("nested", [[1, 2]]), ("flags", [1, False]),
        ("mapping", {"a": 1}), ("unreadable", _Unreadable()), ("obj", object())]

@@ -266,10 +266,10 @@ def test_a_stage_sweep_on_the_demos_ray_workers(tmp_path: Path) -> None:
 
 
 # -- the demo's counters -----------------------------------------------------------------------
-def demo_counts(root: Path) -> dict[int, dict[tuple[int, str], dict[str, Any]]]:
+def demo_counts(root: Path) -> dict[int, dict[tuple[int, str], Any]]:
     """Every range file's counts: rank -> (step, name) -> value(s), checking each count's
     stage (the update's tokens in ``actor_update``, the rest in ``actor_generate``)."""
-    out: dict[int, dict[tuple[int, str], dict[str, Any]]] = {}
+    out: dict[int, dict[tuple[int, str], Any]] = {}
     for path in root.rglob("*.mstx.trace.json"):
         trace = json.loads(path.read_text())
         rank = trace["mindspeed_prof"]["rank"]
