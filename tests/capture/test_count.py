@@ -364,7 +364,7 @@ steps_of_counts = st.lists(st.lists(st.tuples(st.text(max_size=8), values), max_
                            min_size=1, max_size=5)
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps_of_counts, room=st.integers(0, 2_000))
 def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(

@@ -309,6 +309,7 @@ def test_the_demos_captures_hold_its_counters_on_both_ranks(ray_cluster: Any,
             assert all(0.0 <= r <= 1.0 for r in c["reward"])
 
 
+@pytest.mark.slow
 def test_the_demos_planted_waste_and_long_tail_are_in_its_counters(tmp_path: Path) -> None:
     """``constant_reward_groups``: at least that share of groups has one reward for all its
     samples; ``filter_groups`` drops exactly those groups; ``long_tail``: some responses run
