@@ -17,6 +17,12 @@
   The per-step cost is the step hook plus the span recorder (``capture/spans.py``): at 10
   ranges per step its per-step write is a large share, unlike the old figure's flush per 100
   ranges.
+- Counts (``prof.count``/``mstx.count``, issue 33): with nothing recording, ``mstx.count`` and
+  ``prof.count`` on a profiler whose capture window has not begun, each against a disabled
+  ``mstx.range()`` (goal 1.0x: no dearer); recording (a capture on, inside a step and a stage),
+  one number and a 128-value distribution against a recorded ``mstx.range()`` under the same
+  capture (reported). Each figure is the median of per-block ratios, the two loops of a block
+  timed back to back, alternating which goes first.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.report import Report
@@ -142,6 +149,7 @@ def run(report: Report) -> None:
                "mstx.range() context manager, recording", t_ids_on / t_on, None,
                f"{t_ids_on:.0f} ns vs {t_on:.0f} ns; any thread may end it")
 
+    _counts(report, n, reps)
     tmp = Path(tempfile.mkdtemp())
     steps, blocks = (50, 2) if report.quick else (500, 15)
     ours, nulls, torchs = [], [], []
@@ -162,3 +170,87 @@ def run(report: Report) -> None:
                    f"{statistics.median(ours) / 1e3:.1f} us vs "
                    f"{statistics.median(base) / 1e3:.1f} us per step; per-block ratios "
                    f"{min(ratios):.3f}..{max(ratios):.3f}, {blocks} blocks of {steps} steps")
+
+
+def _blocks(subject: Callable[[int], None], base: Callable[[int], None], n: int,
+            blocks: int) -> tuple[float, float, float, float, float]:
+    """Median per-block ratio subject/base, its range, and each side's median ns per call."""
+    ratios, subs, bases = [], [], []
+    for i in range(blocks):
+        if i % 2:
+            s, b = per_call_ns(subject, n, 1), per_call_ns(base, n, 1)
+        else:
+            b, s = per_call_ns(base, n, 1), per_call_ns(subject, n, 1)
+        ratios.append(s / b)
+        subs.append(s)
+        bases.append(b)
+    return (statistics.median(ratios), min(ratios), max(ratios), statistics.median(subs),
+            statistics.median(bases))
+
+
+def _counts(report: Report, n: int, reps: int) -> None:
+    from mindspeed_prof import Profiler, mstx
+
+    blocks = 4 if report.quick else 21
+    rng, count = mstx.range, mstx.count
+
+    def loop_range(k: int) -> None:
+        for _ in range(k):
+            with rng("decode"):
+                pass
+
+    def loop_mstx_count(k: int) -> None:
+        for _ in range(k):
+            count("tokens_generated", 128)
+
+    mstx.set_sink(None)
+    assert not mstx._counters
+    figure = "one count (mstx.count), nothing recording"
+    ratio, lo, hi, t_c, t_r = _blocks(loop_mstx_count, loop_range, n, blocks)
+    report.add(figure, "mstx.range() context manager, nothing recording", ratio, 1.0,
+               f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
+               f"{blocks} blocks of {n:,}")
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        prof = Profiler.from_config({"integrated": {
+            "profile": True, "mstx": True, "profile_level": "level_none",
+            "profile_with_cpu": False, "profile_step_start": 3, "profile_step_end": 4,
+            "profile_save_path": str(tmp)}}, rank=0)
+
+        def loop_prof_count(k: int) -> None:
+            c = prof.count
+            for _ in range(k):
+                c("tokens_generated", 128)
+
+        with prof.step(1), prof.stage("actor_generate"):  # before the window: nothing records
+            ratio, lo, hi, t_c, t_r = _blocks(loop_prof_count, loop_range, n, blocks)
+        report.add("one count (prof.count), its profiler recording nothing (before the window)",
+                   "mstx.range() context manager, nothing recording", ratio, 1.0,
+                   f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
+                   f"{blocks} blocks of {n:,}")
+        with prof.step(2):
+            pass
+        values = [float(i) for i in range(128)]
+
+        def loop_dist(k: int) -> None:
+            c = prof.count
+            for _ in range(k):
+                c("response_length", values)
+
+        m = max(n // 10, 500)
+        with prof.step(3), prof.stage("actor_generate"):  # the capture records
+            buffer = prof._tap.buffer
+            assert buffer is not None and mstx._counters
+            for name, loop, what in (("one count (prof.count), recording", loop_prof_count,
+                                      "a number"),
+                                     ("one count of a 128-value distribution, recording",
+                                      loop_dist, "128 floats")):
+                ratio, lo, hi, t_c, t_r = _blocks(loop, loop_range, m, blocks)
+                buffer.take()  # nothing of the timed loops is written
+                report.add(name, "mstx.range() recorded by the same capture", ratio, None,
+                           f"{t_c:.0f} ns vs {t_r:.0f} ns ({what}, checked, with its step "
+                           f"and stage); per-block ratios {lo:.3f}..{hi:.3f}, {blocks} "
+                           f"blocks of {m:,}")
+        prof.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -20,9 +20,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ContextManager, Protocol, TypeVar
 
-__all__ = ["RangeSink", "active_sink", "add_sink", "end_on", "mark", "mark_end_range",
+__all__ = ["RangeSink", "active_sink", "add_counter", "add_sink", "count", "end_on", "mark",
+           "mark_end_range",
            "mark_start_range", "mstx_timer_decorator", "range", "range_end", "range_start",
-           "remove_sink", "set_sink", "sinks", "start_on"]
+           "remove_counter", "remove_sink", "set_sink", "sinks", "start_on"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
@@ -152,6 +153,33 @@ def mark(name: str) -> None:
     """An instant event named ``name`` in every recording profiler."""
     for sink in _sinks:
         sink.mark(name)
+
+
+#: Where counts go: the ``count`` of every profiler that records them (``add_counter``).
+_counters: tuple[Callable[[str, Any], None], ...] = ()
+
+
+def count(name: str, value: Any) -> None:
+    """Add ``value`` to the counter ``name`` in every profiler that records (a number; a
+    sequence of numbers is a distribution): ``Profiler.count`` for each. Free when none does;
+    a bad name or value is dropped with one warning (docs/counters.md)."""
+    for counter in _counters:
+        counter(name, value)
+
+
+def add_counter(counter: Callable[[str, Any], None]) -> None:
+    """Send counts to ``counter`` too (until ``remove_counter`` with the same object)."""
+    global _counters
+    with _lock:
+        if not any(c is counter for c in _counters):
+            _counters = _counters + (counter,)
+
+
+def remove_counter(counter: Callable[[str, Any], None]) -> None:
+    """Stop sending counts to ``counter``."""
+    global _counters
+    with _lock:
+        _counters = tuple(c for c in _counters if c is not counter)
 
 
 _ids = itertools.count(1)  # next() on a count is atomic: ids are unique across threads

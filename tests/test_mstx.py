@@ -344,3 +344,53 @@ def test_single_use_ranges_are_made_anew_and_a_reusable_sinks_own_is_handed_out(
         assert mstx.range("own") is buf.range("own")
     finally:
         mstx.set_sink(None)
+
+
+# -- counts ------------------------------------------------------------------------------------
+def test_count_goes_nowhere_while_no_profiler_counts() -> None:
+    assert mstx._counters == ()
+    mstx.count("tokens_generated", 5)  # nothing to call, nothing raised
+    mstx.add_sink(Recorder())  # a range sink takes no counts
+    mstx.count("tokens_generated", [1, 2])
+    assert mstx._counters == ()
+
+
+def test_count_reaches_each_counter_once_until_it_is_removed() -> None:
+    got: list[tuple[str, str, Any]] = []
+
+    def first(name: str, value: Any) -> None:
+        got.append(("first", name, value))
+
+    def second(name: str, value: Any) -> None:
+        got.append(("second", name, value))
+
+    mstx.add_counter(first)
+    mstx.add_counter(second)
+    mstx.add_counter(first)  # already there: still once
+    mstx.count("reward", [0.5])
+    mstx.remove_counter(first)
+    mstx.count("tokens_generated", 3)
+    mstx.remove_counter(first)  # not there: nothing changes
+    assert got == [("first", "reward", [0.5]), ("second", "reward", [0.5]),
+                   ("second", "tokens_generated", 3)]
+    mstx.remove_counter(second)
+    mstx.count("reward", [1.0])
+    assert len(got) == 3 and mstx._counters == ()
+
+
+def test_count_lands_in_the_capture_range_file(tmp_path) -> None:
+    import json
+
+    from mindspeed_prof import Profiler
+
+    prof = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False,
+        "profile_step_start": 1, "profile_step_end": 2, "profile_save_path": str(tmp_path)}},
+        rank=0)
+    with prof.step(1), prof.stage("actor_update"):
+        mstx.count("tokens_trained", 256)
+    prof.close()
+    (path,) = tmp_path.rglob("*.mstx.trace.json")
+    (event,) = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "C"]
+    assert (event["name"], event["cat"], event["args"]) == (
+        "tokens_trained", "count", {"value": 256, "step": 1, "stage": "actor_update"})

@@ -93,6 +93,12 @@ class Part:
                      failed: bool) -> None:
         """A stage ended; ``took_ns`` as for a step."""
 
+    def on_count(self, name: str, value: float | list[float], step: int | None,
+                 stage: str | None) -> None:
+        """A checked count (``Profiler.count``; a list: a distribution), in ``step`` (None
+        outside a step) and the calling thread's innermost ``stage`` (None outside one);
+        called whether or not anything records, from any thread."""
+
     def before_capture(self, starting: Starting) -> None:
         """A capture is about to start: change ``starting.cfg`` or set ``starting.skip``."""
 

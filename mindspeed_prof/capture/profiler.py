@@ -19,6 +19,7 @@ from time import perf_counter_ns
 from types import TracebackType
 from typing import Any, ContextManager
 
+from mindspeed_prof.capture import count as _count
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture import run as _run
@@ -100,7 +101,7 @@ class Profiler:
         self._lock = HookLock()
         self._warned: set[str] = set()
         self._sched = Scheduler(self.plan)
-        self._tap = RangeTap(self._fail)
+        self._tap = RangeTap(self._fail, self.count)  # mstx.count reaches self.count
         self._capturer = Capturer(self, self._tap, backend)
         self._flight = Flight(self, self._tap, cfg.flight_recorder_steps) \
             if cfg.flight_recorder_steps else None
@@ -111,6 +112,10 @@ class Profiler:
                                     AnomalyPart(self) if cfg.anomaly_factor else None,
                                     self._telemetry]
         self.parts: list[Part] = [p for p in parts if p is not None]
+        #: The parts that take counts (``Part.on_count``): they get every count.
+        self._counting = [p for p in self.parts if type(p).on_count is not Part.on_count]
+        if self._counting:
+            self._tap.count_always()
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
         _current.set_current(self)
@@ -169,6 +174,12 @@ class Profiler:
         tracker (``prof/step/ms``, ``prof/stage/<s>/ms``, ``prof/range/<r>/ms``,
         ``prof/count/<c>``); ``step``: one of the last 64 steps. {} without ``telemetry``."""
         return self._telemetry.metrics(step) if self._telemetry is not None else {}
+    def count(self, name: str, value: _count.Countable) -> None:
+        """Add ``value`` to the counter ``name`` in this step and the thread's stage (a
+        sequence: a distribution); docs/counters.md. Free unless a range recorder is on or a
+        part takes counts; a bad name or value is dropped with one warning."""
+        if (self._counting or self._tap.recording) and not self._closed:
+            _count.record(self._tap, self._counting, self._step, name, value, self.warn_once)
 
     def __enter__(self) -> Profiler:
         return self
@@ -333,6 +344,9 @@ class Profiler:
                "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
         if self.cfg.comm_kernels:
             out["comm_kernels"] = self.cfg.comm_kernels
+        if self.cfg.model_flops_per_token or self.cfg.peak_tflops:  # for MFU (0: not given)
+            out["model"] = {"flops_per_token": self.cfg.model_flops_per_token,
+                            "peak_tflops": self.cfg.peak_tflops}
         return out
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:

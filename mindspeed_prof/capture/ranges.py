@@ -52,8 +52,11 @@ class RangeTap:
     ``on_error(what, err)`` is told about a sink that fails (the profiler decides what then).
     """
 
-    def __init__(self, on_error: Callable[[str, Exception], None]) -> None:
+    def __init__(self, on_error: Callable[[str, Exception], None],
+                 counter: Callable[[str, Any], None] | None = None) -> None:
         self._on_error = on_error
+        #: Gets ``mstx.count``'s counts while the buffer records (always after ``count_always``).
+        self._counter, self._always = counter, False
         self._open: dict[int, list[OpenRange]] = {}  # native thread id -> its ranges, in order
         self.buffer: RangeBuffer | None = None
         self._listeners: list[Listener] = []
@@ -66,6 +69,23 @@ class RangeTap:
     def in_step(self) -> bool:
         """A step range is open (a stage's failure is dumped when its step ends)."""
         return any(r.kind == "step" for rs in list(self._open.values()) for r in rs)
+
+    @property
+    def recording(self) -> bool:
+        """Ranges (and counts) go to the buffer's listeners."""
+        return bool(self._listeners)
+
+    def here(self) -> tuple[bool, str | None]:
+        """Whether a step is open (on any thread), and the innermost stage open on the calling
+        thread (None: none)."""
+        stage, step = None, False
+        for r in reversed(self._open.get(threading.get_native_id(), ())):
+            if r.kind == "stage" and stage is None:
+                stage = r.name
+            elif r.kind == "step":
+                step = True
+                break
+        return step or self.in_step, stage
 
     @property
     def open_count(self) -> int:
@@ -137,6 +157,8 @@ class RangeTap:
             self.buffer = RangeBuffer()
         if not self._listeners:
             self._hook([self.buffer])
+            if self._counter is not None:
+                mstx.add_counter(self._counter)
         if listener not in self._listeners:
             self._listeners.append(listener)
         return self.buffer
@@ -145,6 +167,19 @@ class RangeTap:
         self._listeners = [li for li in self._listeners if li != listener]
         if not self._listeners and self.buffer is not None:
             self._unhook([self.buffer])
+            if not self._always:
+                self._uncount()
+
+    def count_always(self) -> None:
+        """``mstx.count`` reaches the counter whether or not anything records, until ``stop``
+        (a part of the profiler takes every count)."""
+        self._always = True
+        if self._counter is not None:
+            mstx.add_counter(self._counter)
+
+    def _uncount(self) -> None:
+        if self._counter is not None:
+            mstx.remove_counter(self._counter)
 
     def drain(self, step: int | None) -> None:
         """What the buffer holds, recorded during ``step``, to every listener."""
@@ -187,12 +222,14 @@ class RangeTap:
         self.detach()
         self._listeners = []
         self._unhook(list(self._added))
+        self._uncount()
 
     def disown(self) -> None:
         """In a forked child: its sinks taken out of ``mstx``, everything forgotten; no range
         is ended, written or handed to a listener."""
         for sink in self._added:
             mstx.remove_sink(sink)
+        self._uncount()
         self._added, self._capture_sinks, self._listeners = [], [], []
         self._open = {}
         self.buffer = None

@@ -18,13 +18,17 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Callable
 
-__all__ = ["Chunk", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
+__all__ = ["Chunk", "Count", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
            "write_trace"]
 
+#: A counter's value (``prof.count``): a number, or a list of them (a distribution), with the
+#: step and stage it was counted in (None: outside any).
+Count = tuple["float | list[float]", "int | None", "str | None"]
 #: One recorded range: ``(key, thread, start_ns, end_ns)``: ``key`` the index of its (name,
 #: category) in its buffer's ``keys``, ``thread`` the native id of the thread that started it,
-#: ``end_ns`` -1 for an instant mark.
-Event = tuple[int, int, int, int]
+#: ``end_ns`` -1 for an instant mark; for a count (category ``count``) a ``Count`` instead
+#: (typed ``Any``: an int everywhere but in counts, which ``trace_body`` tells apart).
+Event = tuple[int, int, int, Any]
 #: Ranges recorded during one step: ``(step, events)``.
 Chunk = tuple["int | None", list[Event]]
 #: A ``step``-category range of this name is written as ``ProfilerStep#<step>``.
@@ -40,6 +44,9 @@ _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts 
 #: microseconds with three decimals, and the rest (the step).
 _RANGE = '{"ph": "%s", "pid": %d, "tid": %d%s, "ts": %d.%03d, "dur": %d.%03d%s'
 _MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %d.%03d%s'
+#: A count's line (a Chrome counter event): its args are the value(s), its step and stage.
+_COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %d.%03d, "args": {"value%s": %s%s}}'
+_PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category: "X"
 
 
 class _Range:
@@ -109,6 +116,12 @@ class RangeBuffer:
         self.events.append((self.key(name, "mark"), threading.get_native_id(),
                             perf_counter_ns(), -1))
 
+    def add_count(self, name: str, value: float | list[float], step: int | None,
+                  stage: str | None) -> None:
+        """A checked count (``capture.count``), with the step and stage it was counted in."""
+        self.events.append((self.key(name, "count"), threading.get_native_id(),
+                            perf_counter_ns(), (value, step, stage)))
+
     def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int, int]:
         """An id-based range begins: its handle (key, the calling thread, the start time)."""
         return self.key(name, cat), threading.get_native_id(), perf_counter_ns()
@@ -140,19 +153,31 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
             label = labels.get(key)
             if label is None:
                 name, cat = keys[key]
-                label = ("i" if cat == "mark" else "X", f', "cat": {json.dumps(cat)}, "name": ')
+                label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
                     label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
                 else:
                     label = labels[key] = (label[0], label[1] + json.dumps(name))
             ts = t0 + offset
-            if t1 >= 0:
+            if type(t1) is not int:  # a count: its own step, not the chunk's
+                out.append(_count_line(pid, tid, label[1], ts, t1))
+            elif t1 >= 0:
                 dur = t1 - t0
                 out.append(_RANGE % (label[0], pid, tid, label[1], ts // 1000, ts % 1000,
                                      dur // 1000, dur % 1000, tail))
             else:
                 out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
     return out
+
+
+def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
+    """A count as a Chrome counter event: ``"value"`` (or ``"values"``), step and stage."""
+    value, step, stage = count
+    more = "" if step is None else f', "step": {step}'
+    if stage is not None:
+        more += f', "stage": {json.dumps(stage)}'
+    return _COUNT % (pid, tid, label, ts // 1000, ts % 1000,
+                     "s" if isinstance(value, list) else "", json.dumps(value), more)
 
 
 def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:

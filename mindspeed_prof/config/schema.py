@@ -186,6 +186,10 @@ class IntegratedConfig:
     telemetry: Any = ()
     telemetry_every: int = 1
     telemetry_ranges: bool = False
+    # Model facts for MFU (counters, docs/counters.md): forward FLOPs per token (2 x the
+    # parameters of a dense model) and the peak TFLOPS of one device; 0: not given.
+    model_flops_per_token: float = 0.0
+    peak_tflops: float = 0.0
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

@@ -56,7 +56,7 @@ _DEFAULTS = {f.name: getattr(IntegratedConfig(), f.name)
 PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
     "warmup_steps", "profile_steps", "profile_continuous_steps", "with_stack",
     "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth",
-    "comm_kernels"}
+    "comm_kernels", "model_flops_per_token", "peak_tflops"}
 #: The longest regex ``comm_kernels`` (or ``--comm-kernels``) may be: the analysis tries it on
 #: every kernel name.
 MAX_PATTERN = 1000
@@ -425,6 +425,8 @@ assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 
 
 # -- rules between fields ---------------------------------------------------------------------
+_MODEL_EXAMPLES = {"model_flops_per_token": "1.4e10 (2 x 7e9 parameters of a dense model)",
+                   "peak_tflops": "989 (one H100's dense BF16)"}
 Problem = tuple[tuple[str, ...], str]  # the fields to reset when lenient, and the message
 
 
@@ -456,6 +458,10 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
         return ("telemetry_every",), (
             f"{key('telemetry_every')}={c.telemetry_every}: must be an integer >= 1 (steps "
             "between exports to the telemetry sinks)")
+    for name in ("model_flops_per_token", "peak_tflops"):
+        if not 0 <= getattr(c, name) < float("inf"):  # NaN too
+            return (name,), (f"{key(name)}={getattr(c, name)}: must be a number >= 0 "
+                             f"(0: not given), e.g. {_MODEL_EXAMPLES[name]}")
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"

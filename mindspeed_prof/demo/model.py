@@ -47,6 +47,16 @@ class Policy(nn.Module):
             out[:, t] = prev
         return out
 
+    @torch.no_grad()
+    def decode_more(self, rows: int, steps: int, generator: torch.Generator) -> None:
+        """``steps`` more decode iterations for ``rows`` responses still running after the
+        answer (tokens the reward ignores): what a batch pays waiting for its longest ones."""
+        prev = torch.full((rows,), self.vocab, dtype=torch.long)
+        for t in range(steps):
+            probs = torch.softmax(self.mlp(self.prev(prev) + self.pos.weight[t % self.length]),
+                                  dim=-1)
+            prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
     def log_prob(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
         """Per-token log-probabilities of ``responses``, shape (batch, length)."""
         logp = torch.log_softmax(self.logits(prompts, responses), dim=-1)

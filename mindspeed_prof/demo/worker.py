@@ -10,6 +10,12 @@ import torch
 
 from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.demo.model import Critic, Policy, make_prompts, reward
+from mindspeed_prof.demo.rollout import (
+    kept_groups,
+    plant_constant_groups,
+    response_lengths,
+    zero_variance,
+)
 from mindspeed_prof.mstx import mstx_timer_decorator
 from mindspeed_prof.ray import ProfilerMixin
 
@@ -42,7 +48,8 @@ class IntegratedWorker(ProfilerMixin):
                 prompts = make_prompts(self.d["prompts"], self.d["length"], self.d["vocab"],
                                        self.gen).repeat_interleave(self.d["group"], dim=0)
                 responses = self.actor.generate(prompts, self.gen)
-                rewards = self._score(prompts, responses)
+                scored, kept, tokens = self._rollout(prompts, responses)
+                prompts, responses, rewards = prompts[kept], responses[kept], scored[kept]
             with self._stage("actor_compute_log_prob"), torch.no_grad():
                 old_logp = self.actor.log_prob(prompts, responses)
             with self._stage("reference_compute_log_prob"), torch.no_grad():
@@ -50,11 +57,39 @@ class IntegratedWorker(ProfilerMixin):
             with self._stage("critic_compute_values"), torch.no_grad():
                 values = self.critic(prompts)
             with self._stage("actor_update"):
+                prof.count("tokens_trained", tokens)
                 stats = self._update_actor(prompts, responses, old_logp, ref_logp,
                                            self._advantages(rewards, values))
             with self._stage("critic_update"):
                 stats["value_loss"] = self._update_critic(prompts, rewards)
-        return {"step": step, "rank": self.rank, "reward": rewards.mean().item(), **stats}
+        return {"step": step, "rank": self.rank, "reward": scored.mean().item(), **stats}
+
+    def _rollout(self, prompts: torch.Tensor,
+                 responses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Inside ``actor_generate``: the long tail decoded, the rewards (reward-constant groups
+        planted where asked), the samples kept for training (dynamic sampling where asked),
+        all of it counted; the rewards, the kept samples and their tokens."""
+        d, prof, group = self.d, self.profiler, self.d["group"]
+        lengths, cut = response_lengths(len(responses), d["length"], d.get("long_tail", 0.0),
+                                   d.get("long_tail_length", 64),
+                                   d.get("max_response_length", 0), self.gen)
+        longer = lengths > d["length"]
+        if bool(longer.any()):  # the batch decodes until its longest response ends
+            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d["length"],
+                                   self.gen)
+        rewards = plant_constant_groups(self._score(prompts, responses), group,
+                                        d.get("constant_reward_groups", 0.0), self.gen)
+        flat = zero_variance(rewards, group)
+        kept = kept_groups(flat, bool(d.get("filter_groups", False))).repeat_interleave(group)
+        prof.count("tokens_generated", int(lengths.sum()))
+        prof.count("response_length", lengths)
+        prof.count("responses_truncated", int(cut.sum()))
+        prof.count("reward", rewards)
+        prof.count("groups", len(flat))
+        prof.count("groups_zero_variance", int(flat.sum()))
+        prof.count("samples_kept", int(kept.sum()))
+        prof.count("samples_dropped", int((~kept).sum()))
+        return rewards, kept, int(lengths[kept].sum())
 
     def _stage(self, name: str) -> Any:
         return _Timed(self, name, self.profiler.stage(name))

@@ -8,7 +8,8 @@ Schema (one file per capture, ``*.pt.trace.db``)::
            pid INTEGER, tid INTEGER, args INTEGER)   -- ids into strings; args may be NULL
 
 ``ts_ns``/``dur_ns`` are the trace's microseconds times 1000. ``args`` keeps only the fields
-that analysis reads (shapes, step, stream, device); the rest of a torch event's args are dropped.
+that analysis reads (shapes, step, stream, device; a counter event's ``value``/``values`` and
+``stage``, docs/counters.md); the rest of a torch event's args are dropped.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 
 __all__ = ["KEPT_ARGS", "write_db", "read_db_events"]
 
-KEPT_ARGS = ("Input Dims", "step", "stream", "device", "Sequence number")
+KEPT_ARGS = ("Input Dims", "step", "stream", "device", "Sequence number", "value", "values",
+             "stage")
 
 _SCHEMA = """
 PRAGMA page_size = 1024;

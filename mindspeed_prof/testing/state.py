@@ -13,10 +13,12 @@ from unittest import mock
 
 __all__ = ["MODULES", "process_state"]
 
-#: Modules whose globals hold process-wide state: the range sink, the current profilers, the
-#: live profilers and the signal handlers they replaced, the run id this process exported.
+#: Modules whose globals hold process-wide state: the range sink and counters, the current
+#: profilers, the live profilers and the signal handlers they replaced, the run id this process
+#: exported, the bad counts already warned about.
 MODULES = ("mindspeed_prof.mstx", "mindspeed_prof.capture.current",
-           "mindspeed_prof.capture.crash", "mindspeed_prof.capture.run")
+           "mindspeed_prof.capture.crash", "mindspeed_prof.capture.run",
+           "mindspeed_prof.capture.count")
 
 
 @contextmanager

@@ -263,3 +263,77 @@ def test_a_stage_sweep_on_the_demos_ray_workers(tmp_path: Path) -> None:
     for job in jobs:
         traces = list((Path(job["save_root"]) / job["stage"]).glob("*.pt.trace.json"))
         assert sorted({t.name[:5] for t in traces}) == ["rank0", "rank1"]
+
+
+# -- the demo's counters -----------------------------------------------------------------------
+def demo_counts(root: Path) -> dict[int, dict[tuple[int, str], Any]]:
+    """Every range file's counts: rank -> (step, name) -> value(s), checking each count's
+    stage (the update's tokens in ``actor_update``, the rest in ``actor_generate``)."""
+    out: dict[int, dict[tuple[int, str], Any]] = {}
+    for path in root.rglob("*.mstx.trace.json"):
+        trace = json.loads(path.read_text())
+        rank = trace["mindspeed_prof"]["rank"]
+        for e in trace["traceEvents"]:
+            if e["ph"] != "C":
+                continue
+            args = e["args"]
+            assert args["stage"] == ("actor_update" if e["name"] == "tokens_trained"
+                                     else "actor_generate"), e
+            key = (args["step"], e["name"])
+            assert key not in out.setdefault(rank, {}), e  # one call per name and step
+            out[rank][key] = args.get("value", args.get("values"))
+    return out
+
+
+STANDARD = {"tokens_generated", "tokens_trained", "samples_kept", "samples_dropped", "groups",
+            "groups_zero_variance", "responses_truncated", "response_length", "reward"}
+
+
+def test_the_demos_captures_hold_its_counters_on_both_ranks(ray_cluster: Any,
+                                                            tmp_path: Path) -> None:
+    """As shipped (knobs off): every standard counter, each window step, both ranks; every
+    sample kept, none cut, the tokens trained those generated."""
+    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.steps=3"), Console(quiet=True))
+    got = demo_counts(tmp_path / "out")
+    assert sorted(got) == [0, 1]
+    for counted in got.values():
+        assert {step for step, _ in counted} == {2, 3}  # the preset's window, within 3 steps
+        for step in (2, 3):
+            c = {name: counted[(step, name)] for name in STANDARD}
+            assert c["groups"] == 8 and len(c["reward"]) == len(c["response_length"]) == 32
+            assert c["response_length"] == [4] * 32 and c["tokens_generated"] == 128
+            assert (c["samples_kept"], c["samples_dropped"], c["responses_truncated"]) == (
+                32, 0, 0)
+            assert c["tokens_trained"] == 128
+            assert 0 <= c["groups_zero_variance"] <= 8
+            assert all(0.0 <= r <= 1.0 for r in c["reward"])
+
+
+@pytest.mark.slow
+def test_the_demos_planted_waste_and_long_tail_are_in_its_counters(tmp_path: Path) -> None:
+    """``constant_reward_groups``: at least that share of groups has one reward for all its
+    samples; ``filter_groups`` drops exactly those groups; ``long_tail``: some responses run
+    to the length limit and are counted as cut."""
+    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.workers=0", "demo.steps=5",
+                   "demo.constant_reward_groups=0.5", "demo.filter_groups=true",
+                   "demo.long_tail=0.1", "demo.long_tail_length=64",
+                   "demo.max_response_length=48"),
+          Console(quiet=True))
+    (counted,) = demo_counts(tmp_path / "out").values()
+    planted = total = 0
+    for step in (2, 3, 4, 5):
+        c = {name: counted[(step, name)] for name in STANDARD}
+        rewards, lengths = c["reward"], c["response_length"]
+        groups = [rewards[i:i + 4] for i in range(0, 32, 4)]
+        flat = sum(max(g) - min(g) <= 1e-6 for g in groups)
+        assert c["groups"] == 8 and c["groups_zero_variance"] == flat
+        if flat < 8:  # dynamic sampling drops the flat groups (unless that is all of them)
+            assert (c["samples_kept"], c["samples_dropped"]) == (4 * (8 - flat), 4 * flat)
+        assert set(lengths) <= {4, 48} and c["tokens_generated"] == sum(lengths)
+        assert c["responses_truncated"] == lengths.count(48)
+        assert 0 < c["tokens_trained"] <= c["tokens_generated"]
+        planted += flat
+        total += 8
+    # the planted half, give or take the draw (unplanted, early groups are all-zero ~1 in 8)
+    assert planted >= total * 0.5 - 4
+    assert sum(counted[(s, "responses_truncated")] for s in (2, 3, 4, 5)) > 0
