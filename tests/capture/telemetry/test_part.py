@@ -172,3 +172,27 @@ def test_without_telemetry_the_hooks_stay_free_and_metrics_is_empty(tmp_path: Pa
         pass
     assert prof.metrics() == {} and prof.metrics(1) == {}
     prof.close()
+
+
+def test_prof_count_and_mstx_count_reach_telemetry_and_the_capture_alike(tmp_path: Path) -> None:
+    """The public ``prof.count``/``mstx.count`` reach the telemetry part on every step, and the
+    same counts land in the capture's range file of the window's step: one figure, two views."""
+    prof = _profiler(tmp_path, integrated={"profile": True, "mstx": True,
+                                           "profile_level": "level_none",
+                                           "profile_step_start": 2, "profile_step_end": 3})
+    seen = []
+    for step in (1, 2, 3):
+        with prof.step(step):
+            with prof.stage("actor_generate"):
+                prof.count("tokens_generated", 100 * step)
+                mstx.count("response_length", [float(step), 2.0 * step])
+        seen.append(prof.metrics())
+    prof.close()
+    assert [m["prof/count/tokens_generated"] for m in seen] == [100.0, 200.0, 300.0]
+    assert [m["prof/count/response_length/max"] for m in seen] == [2.0, 4.0, 6.0]
+    files = sorted(tmp_path.rglob("*.json"))
+    counted = [e for f in files if "traceEvents" in (doc := json.loads(f.read_text()))
+               for e in doc["traceEvents"] if e.get("ph") == "C"]
+    assert sorted((e["name"], e["args"]["step"], e["args"].get("value"),
+                   tuple(e["args"].get("values", ()))) for e in counted) == [
+        ("response_length", 2, None, (2.0, 4.0)), ("tokens_generated", 2, 200, ())]
