@@ -19,6 +19,7 @@ from time import perf_counter_ns
 from types import TracebackType
 from typing import Any, ContextManager
 
+from mindspeed_prof import mstx
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture import run as _run
@@ -26,6 +27,8 @@ from mindspeed_prof.capture.anomaly import AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
+from mindspeed_prof.capture.engine_part import EnginePart
+from mindspeed_prof.capture.engines import driver_for
 from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooklock import HookLock
 from mindspeed_prof.capture.hooks import TrainerHook
@@ -36,8 +39,8 @@ from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, S
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
-from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
-from mindspeed_prof.capture.spans import STEP_RANGE
+from mindspeed_prof.capture.scopes import IterationScope, StageScope, StepScope, trainer_stacklevel
+from mindspeed_prof.capture.spans import ITERATION, ITERATION_RANGE, STEP_RANGE
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
     canonical_role,
@@ -111,6 +114,7 @@ class Profiler:
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
         _current.set_current(self)
+        mstx.add_marker(self)  # mstx.iteration(i)
         crash.track(self)
         if self._live:
             crash.watch(self)
@@ -160,6 +164,45 @@ class Profiler:
         if self._live:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
+
+    def iteration(self, i: int) -> ContextManager[Any]:
+        """``with prof.iteration(i):`` around decode iteration ``i`` of the current stage (the
+        rollout's); with an iteration window (``iteration_count``) a capture covers only the
+        window's iterations. Kept in range files as ``iteration`` ranges."""
+        if self._live:
+            return IterationScope(self, int(i))
+        return _OFF
+
+    def on_iteration_start(self, iteration: int) -> None:
+        if not self._live:
+            return
+        with self._lock:
+            if not self._live:
+                return
+            self._apply(self._sched.iteration_start(iteration))
+            self._tap.open(ITERATION, f"{ITERATION_RANGE}{iteration}", self._step)
+            if self._capturer.record is not None:
+                self._capturer.record.iterations.append(iteration)
+
+    def on_iteration_end(self, iteration: int) -> None:
+        if not self._live:
+            return
+        with self._lock:
+            if not self._live:
+                return
+            self._tap.close(ITERATION, f"{ITERATION_RANGE}{iteration}")
+            self._apply(self._sched.iteration_end(iteration))
+
+    def attach_engine(self, engine: Any, kind: str = "auto", **options: Any) -> EnginePart:
+        """Drive ``engine``'s own profiler (a vLLM ``LLM``/``AsyncLLM``, an SGLang ``Engine``;
+        ``kind``: ``vllm``, ``sglang`` or ``auto``) with this profiler's captures: started and
+        stopped at each capture's edges (an iteration window's, else its stage's), its traces
+        kept under the save root with this rank and step (``engine_part``). ``options``:
+        ``profiler_dir`` (vLLM's trace folder, when not read from the engine), ``activities``,
+        ``with_stack``, ``record_shapes`` (SGLang's)."""
+        part = EnginePart(self, driver_for(engine, kind, **options))
+        self.parts.append(part)
+        return part
 
     def __enter__(self) -> Profiler:
         return self
@@ -227,6 +270,7 @@ class Profiler:
                 part.on_close()
             self._tap.stop()
             _current.discard(self)
+            mstx.remove_marker(self)
             crash.unwatch(self)
 
     @property
@@ -243,6 +287,7 @@ class Profiler:
         self._capturer.disown()
         self._tap.disown()
         _current.discard(self)
+        mstx.remove_marker(self)
 
     def dump_flight(self, reason: str = "request", at: int | None = None) -> Path | None:
         """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None.

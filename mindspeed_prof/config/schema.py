@@ -176,6 +176,11 @@ class IntegratedConfig:
     max_disk_mb: int = 0
     # The analysis: device kernels this regex finds are communication (readers.classify).
     comm_kernels: str = ""
+    # Windows inside generation: decode iterations (prof.iteration) of one stage in detail.
+    iteration_start: int = 0  # the first iteration captured (the trainer's numbering)
+    iteration_count: int = 0  # iterations captured from iteration_start; 0: the whole stage
+    iteration_stage: str = "actor_generate"  # the stage whose iterations are windowed
+    first_microbatch: bool = False  # only each step's first execution of a captured stage
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.
