@@ -143,7 +143,7 @@ def stamp(path: Path, block: dict[str, Any]) -> bool:
     with opener(path, "rb") as f:
         head = f.read(4096)
     start = len(head) - len(head.lstrip())
-    if not head[start:start + 1] == b"{" or b'"mindspeed_prof"' in head:
+    if head[start:start + 1] != b"{" or b'"mindspeed_prof"' in head:
         return False
     tmp = path.with_name(path.name + ".tmp")
     inserted = b'{"mindspeed_prof": ' + json.dumps(block).encode() + b","

@@ -18,8 +18,8 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Callable
 
-__all__ = ["Chunk", "Event", "ITERATION", "ITERATION_RANGE", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
-           "write_trace"]
+__all__ = ["Chunk", "Event", "ITERATION", "ITERATION_RANGE", "RangeBuffer", "STEP_RANGE",
+           "SpanRecorder", "trace_body", "write_trace"]
 
 #: One recorded range: ``(key, thread, start_ns, end_ns)``: ``key`` the index of its (name,
 #: category) in its buffer's ``keys``, ``thread`` the native id of the thread that started it,
