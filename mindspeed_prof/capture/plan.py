@@ -165,6 +165,9 @@ class Scheduler:
     #: An iteration window's execution waiting for its first iteration, and where it stands.
     _armed: Capture | None = None
     _phase: Phase = Phase.IDLE
+    _marked: bool = False  # an iteration was marked in the armed execution
+    #: An execution of the window's stage ended without a single iteration mark.
+    unmarked: bool = False
 
     @property
     def busy(self) -> bool:
@@ -246,7 +249,7 @@ class Scheduler:
             return []
         window = self.plan.iterations
         if window is not None:  # started at the window's first iteration
-            self._armed = Capture(stage, step, index)
+            self._armed, self._marked = Capture(stage, step, index), False
             self._phase, _ = decide(window, self._phase, "stage_start")
             return []
         return [self._start(Capture(stage, step, index))]
@@ -280,6 +283,7 @@ class Scheduler:
             self._depth -= 1
             return []
         assert self.plan.iterations is not None
+        self.unmarked = self.unmarked or not self._marked
         self._phase, verb = decide(self.plan.iterations, self._phase, "stage_end")
         self._armed = None
         if verb == "stop" and self.active is not None:
@@ -298,6 +302,7 @@ class Scheduler:
         window, armed = self.plan.iterations, self._armed
         if window is None or armed is None or (self.active is not None and self.active.trigger):
             return []
+        self._marked = True
         self._phase, verb = decide(window, self._phase, event, iteration)
         if verb == "start" and self.active is None:
             return [self._start(armed)]

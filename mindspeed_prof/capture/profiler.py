@@ -404,6 +404,12 @@ class Profiler:
             for part in self.parts:
                 part.on_stage_end(stage, self._step, took, failed)
             self._apply(self._sched.stage_end(stage, step, failed))
+            if self._sched.unmarked:  # an iteration window that can never start
+                self._sched.unmarked = False
+                self.warn_once("unmarked", f"mindspeed-prof: {stage} ran without prof.iteration "
+                               "marks, so its iteration window captured nothing; mark its decode "
+                               "iterations (docs/rollout.md), or set "
+                               f"{field_key('iteration_count', self.role)}=0")
 
     def _apply(self, actions: list[Action]) -> None:
         if actions and not self.owned:  # a child forked where no fork hook ran (see crash)

@@ -175,3 +175,18 @@ def test_iteration_marks_cost_nothing_without_a_profiler() -> None:
     prof = Profiler.from_config({"integrated": {"profile": False}}, rank=0)
     assert prof.iteration(1).__enter__() is None
     prof.close()
+
+
+def test_a_window_stage_without_marks_is_one_warning(tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    prof = _prof(tmp_path, level="level_none", iteration_count=2)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"), prof:
+        for step in (1, 2):
+            with prof.step(step), prof.stage("actor_generate"):
+                pass  # a rollout whose iterations nobody marks
+    assert not prof.captures
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "actor_generate ran without prof.iteration marks" in line
+    assert "profiler_config.extensions.iteration_count=0" in line
