@@ -27,8 +27,6 @@ from mindspeed_prof.capture.anomaly import AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
-from mindspeed_prof.capture.engine_part import EnginePart
-from mindspeed_prof.capture.engines import driver_for
 from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooklock import HookLock
 from mindspeed_prof.capture.hooks import TrainerHook
@@ -39,8 +37,9 @@ from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, S
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
-from mindspeed_prof.capture.scopes import IterationScope, StageScope, StepScope, trainer_stacklevel
-from mindspeed_prof.capture.spans import ITERATION, ITERATION_RANGE, STEP_RANGE
+from mindspeed_prof.capture.rollout import RolloutHooks
+from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
+from mindspeed_prof.capture.spans import STEP_RANGE
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
     canonical_role,
@@ -67,7 +66,7 @@ class ProfilerError(RuntimeError):
     """A capture failed and ``strict: true`` asked to stop training."""
 
 
-class Profiler:
+class Profiler(RolloutHooks):
     """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
@@ -164,45 +163,6 @@ class Profiler:
         if self._live:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
-
-    def iteration(self, i: int) -> ContextManager[Any]:
-        """``with prof.iteration(i):`` around decode iteration ``i`` of the current stage (the
-        rollout's); with an iteration window (``iteration_count``) a capture covers only the
-        window's iterations. Kept in range files as ``iteration`` ranges."""
-        if self._live:
-            return IterationScope(self, int(i))
-        return _OFF
-
-    def on_iteration_start(self, iteration: int) -> None:
-        if not self._live:
-            return
-        with self._lock:
-            if not self._live:
-                return
-            self._apply(self._sched.iteration_start(iteration))
-            self._tap.open(ITERATION, f"{ITERATION_RANGE}{iteration}", self._step)
-            if self._capturer.record is not None:
-                self._capturer.record.iterations.append(iteration)
-
-    def on_iteration_end(self, iteration: int) -> None:
-        if not self._live:
-            return
-        with self._lock:
-            if not self._live:
-                return
-            self._tap.close(ITERATION, f"{ITERATION_RANGE}{iteration}")
-            self._apply(self._sched.iteration_end(iteration))
-
-    def attach_engine(self, engine: Any, kind: str = "auto", **options: Any) -> EnginePart:
-        """Drive ``engine``'s own profiler (a vLLM ``LLM``/``AsyncLLM``, an SGLang ``Engine``;
-        ``kind``: ``vllm``, ``sglang`` or ``auto``) with this profiler's captures: started and
-        stopped at each capture's edges (an iteration window's, else its stage's), its traces
-        kept under the save root with this rank and step (``engine_part``). ``options``:
-        ``profiler_dir`` (vLLM's trace folder, when not read from the engine), ``activities``,
-        ``with_stack``, ``record_shapes`` (SGLang's)."""
-        part = EnginePart(self, driver_for(engine, kind, **options))
-        self.parts.append(part)
-        return part
 
     def __enter__(self) -> Profiler:
         return self
@@ -404,12 +364,7 @@ class Profiler:
             for part in self.parts:
                 part.on_stage_end(stage, self._step, took, failed)
             self._apply(self._sched.stage_end(stage, step, failed))
-            if self._sched.unmarked:  # an iteration window that can never start
-                self._sched.unmarked = False
-                self.warn_once("unmarked", f"mindspeed-prof: {stage} ran without prof.iteration "
-                               "marks, so its iteration window captured nothing; mark its decode "
-                               "iterations (docs/rollout.md), or set "
-                               f"{field_key('iteration_count', self.role)}=0")
+            self._check_marks(stage)
 
     def _apply(self, actions: list[Action]) -> None:
         if actions and not self.owned:  # a child forked where no fork hook ran (see crash)
