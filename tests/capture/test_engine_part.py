@@ -65,7 +65,7 @@ def test_vllm_is_started_and_stopped_at_the_window_edges(tmp_path: Path) -> None
         assert doc["mindspeed_prof"]["rank"] == 3
         assert doc["mindspeed_prof"]["step"] == capture.step
         assert doc["mindspeed_prof"]["iterations"] == [2, 3]
-        assert {e["name"] for e in doc["traceEvents"]} == {"decode_2", "decode_3"}
+        assert {e["name"] for e in doc["traceEvents"]} == {"decode_2", "decode_3", "aten::mm"}
 
 
 def test_engine_traces_join_the_analysis_with_their_rank_and_step(tmp_path: Path) -> None:
@@ -80,6 +80,8 @@ def test_engine_traces_join_the_analysis_with_their_rank_and_step(tmp_path: Path
         assert trace.rank == 3  # the trainer's, not the engine worker's distributedInfo 0
         assert trace.meta["step"] == step and trace.meta["engine"] == "vllm"
         assert trace.meta["run"] == prof.run[0]
+        assert "world_size" not in trace.meta  # the engine's own workers, not the job's
+    assert not [w for w in result.warnings() if "claimed by" in w]  # one capture each, no clash
 
 
 def test_manifest_entry_lists_the_engine_traces(tmp_path: Path) -> None:

@@ -150,6 +150,12 @@ def test_range_file_keeps_the_iteration_ranges(tmp_path: Path) -> None:
     assert [(e["name"], e["args"]) for e in iters] == [
         ("iteration", {"step": 1, "iteration": 1}), ("iteration", {"step": 1, "iteration": 2})]
     assert {e["name"] for e in events if e["cat"] == "user_annotation"} == {"work1", "work2"}
+    from mindspeed_prof.analysis.analyse import analyse
+
+    result = analyse(tmp_path)  # the iteration ranges are read as ranges of that step
+    rows = {r.name: r for r in result.range_table()}
+    assert rows["iteration"].count == 2 and rows["work1"].count == 1
+    assert not [w for w in result.warnings() if "claimed by" in w]
 
 
 def test_first_microbatch_captures_each_steps_first_execution_only(tmp_path: Path) -> None:
