@@ -40,8 +40,8 @@ class CaptureRecord:
     skipped_captures: int = 0
     recorded: list[str] = field(default_factory=list)
     trigger_step: int | None = None
-    #: The decode iterations marked while it ran (``Profiler.iteration``), and the rollout
-    #: engine whose traces its ``files`` list too (``attach_engine``).
+    #: The first and last decode iterations marked while it ran (``Profiler.iteration``), and
+    #: the rollout engine whose traces its ``files`` list too (``attach_engine``).
     iterations: list[int] = field(default_factory=list)
     engine: str = ""
 

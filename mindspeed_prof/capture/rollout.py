@@ -58,8 +58,10 @@ class RolloutHooks:
                 return
             self._apply(self._sched.iteration_start(iteration))
             self._tap.open(ITERATION, f"{ITERATION_RANGE}{iteration}", self._step)
-            if self._capturer.record is not None:
-                self._capturer.record.iterations.append(iteration)
+            record = self._capturer.record
+            if record is not None:  # [first, last]: a whole stage may run thousands
+                its = record.iterations
+                its[:] = [its[0] if its else iteration, iteration]
 
     def on_iteration_end(self, iteration: int) -> None:
         if not self._live:
