@@ -31,6 +31,9 @@ class EnginePart(Part):
         self.running: tuple[Capture, Path] | None = None
         #: Every engine trace kept, in capture order.
         self.files: list[Path] = []
+        #: Captures whose traces were not there at the engine's stop: looked for again at the
+        #: next capture's end and at close (vLLM may flush after ``stop_profile`` returns).
+        self.late: list[tuple[CaptureRecord, Path]] = []
 
     def before_capture(self, starting: Starting) -> None:
         if starting.skip or self.running is not None:
@@ -57,9 +60,26 @@ class EnginePart(Part):
             return
         self.running = None
         self._stop()
+        earlier, self.late = self.late, []
+        for record_late, folder in earlier:
+            if not self._collect(record_late, folder):
+                self.late.append((record_late, folder))
+        if not self._collect(record, running[1]):
+            self.late.append((record, running[1]))  # an engine that writes after its stop
+
+    def on_close(self) -> None:
+        if self.running is not None:  # a capture that never ended: the engine stops anyway
+            self.running = None
+            self._stop()
+        for record, folder in self.late:  # last look, before the manifest is written
+            self._collect(record, folder)
+        self.late = []
+
+    def _collect(self, record: CaptureRecord, folder: Path) -> bool:
+        """The capture's engine traces stamped and listed in its record; whether any came."""
         try:
-            files = self.driver.collect()
-            block = {**self.host.metadata(capture.stage, capture.step),
+            files = [f for f in self.driver.collect(folder) if str(f) not in record.files]
+            block = {**self.host.metadata(record.stage, record.step),
                      "engine": self.driver.kind}
             if record.iterations:
                 block["iterations"] = list(record.iterations)
@@ -67,15 +87,11 @@ class EnginePart(Part):
                 stamp(path, block)
         except Exception as err:
             self._warn("collect", err)
-            return
+            return True  # not looked for again
         self.files.extend(files)
         record.files.extend(str(f) for f in files)
         record.engine = self.driver.kind
-
-    def on_close(self) -> None:
-        if self.running is not None:  # a capture that never ended: the engine stops anyway
-            self.running = None
-            self._stop()
+        return bool(files)
 
     def _stop(self) -> None:
         try:

@@ -101,16 +101,18 @@ class EngineDriver:
     def stop(self) -> None:
         _call(self.engine.stop_profile)
 
-    def collect(self) -> list[Path]:
-        """The traces this capture wrote, inside its folder (vLLM's moved there)."""
-        folder = self._folder
+    def collect(self, folder: Path | None = None) -> list[Path]:
+        """The traces a capture wrote (the last one's, or the one of ``folder``), inside its
+        folder (vLLM's moved there from its own folder, found by the capture's prefix)."""
+        folder = self._folder if folder is None else folder
         if folder is None:
             return []
         if self.kind == "vllm":
             source = self.vllm_dir()
             if source is not None and source.is_dir() and source.resolve() != folder.resolve():
                 for path in sorted(source.iterdir()):
-                    if path.name.startswith(self._prefix) and path.is_file():
+                    if path.name.startswith((f"{folder.name}_", f"{folder.name}.")) \
+                            and path.is_file():
                         shutil.move(str(path), str(folder / path.name))
         return sorted(p for p in folder.rglob("*") if p.is_file()
                       and p.name.endswith(_TRACE_SUFFIXES))

@@ -141,3 +141,20 @@ def test_engine_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="allowed: auto, vllm, sglang"):
         prof.attach_engine(SglangEngine(), kind="trtllm")
     prof.close()
+
+
+def test_traces_flushed_after_the_stop_are_kept_later(tmp_path: Path) -> None:
+    engine = VllmLLM(tmp_path / "vllm_traces", late=True)  # vLLM may flush in the background
+    prof = _prof(tmp_path, iteration_start=0, iteration_count=1)
+    part = prof.attach_engine(engine)
+    with prof:
+        for step in (1, 2):
+            with prof.step(step), prof.stage("actor_generate"):
+                for i in range(3):
+                    with mstx.iteration(i):
+                        engine.step(i)
+            assert len(prof.captures[-1].files) == 1  # the range file; the engine's not yet
+            engine.flush()  # found at the next capture's end (step 1's) or at close (step 2's)
+    assert [len(c.files) for c in prof.captures] == [2, 2] and len(part.files) == 2
+    assert all(c.engine == "vllm" for c in prof.captures)
+    assert all(f.name.startswith(f"rank3_step{s}_") for f, s in zip(part.files, (1, 2)))

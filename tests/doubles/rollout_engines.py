@@ -64,8 +64,11 @@ class VllmLLM(_Engine):
     """``vllm.LLM``: ``start_profile(profile_prefix=None)``, ``stop_profile()``; the trace
     folder is ``llm_engine.vllm_config.profiler_config.torch_profiler_dir``."""
 
-    def __init__(self, torch_profiler_dir: Path, tp: int = 1, fail: str = "") -> None:
+    def __init__(self, torch_profiler_dir: Path, tp: int = 1, fail: str = "",
+                 late: bool = False) -> None:
         super().__init__(tp, fail)
+        self.late = late  # the traces flushed after stop_profile returned, at flush()
+        self._unwritten: list[tuple[Path, list[str]]] = []
         config = SimpleNamespace(profiler_config=SimpleNamespace(
             profiler="torch", torch_profiler_dir=str(torch_profiler_dir)))
         self.llm_engine = SimpleNamespace(vllm_config=config)
@@ -80,8 +83,18 @@ class VllmLLM(_Engine):
         self.profiling = False
         folder = Path(self.llm_engine.vllm_config.profiler_config.torch_profiler_dir)
         prefix = self._prefix or "worker"
-        self._write(folder, [f"{prefix}_dp0_pp0_tp{r}.{time.time_ns()}.pt.trace.json.gz"
-                             for r in range(self.tp)])
+        names = [f"{prefix}_dp0_pp0_tp{r}.{time.time_ns()}.pt.trace.json.gz"
+                 for r in range(self.tp)]
+        if self.late:
+            self._unwritten.append((folder, names))
+        else:
+            self._write(folder, names)
+
+    def flush(self) -> None:
+        """The background writer catches up."""
+        for folder, names in self._unwritten:
+            self._write(folder, names)
+        self._unwritten = []
 
 
 VllmLLM.__module__ = "vllm.entrypoints.llm"
