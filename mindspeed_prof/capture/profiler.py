@@ -113,10 +113,10 @@ class Profiler(RolloutHooks):
         #: Whether step and stage hooks do anything: a capture may start or a range is kept.
         self._live = self.plan.enabled or any(p.live for p in self.parts)
         _current.set_current(self)
-        mstx.add_marker(self)  # mstx.iteration(i)
         crash.track(self)
         if self._live:
             crash.watch(self)
+            mstx.add_marker(self)  # mstx.iteration(i): only profilers whose hooks run
 
     @classmethod
     def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
@@ -301,6 +301,7 @@ class Profiler(RolloutHooks):
         if not self._live and not self._closed:
             self._live = True
             crash.watch(self)
+            mstx.add_marker(self)
 
     def refresh_rank(self) -> int:
         """The rank again, where profiling is off: it may be known only now (torch.distributed)."""

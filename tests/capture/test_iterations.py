@@ -197,3 +197,14 @@ def test_a_window_stage_without_marks_is_one_warning(tmp_path: Path,
     (line,) = [r.getMessage() for r in caplog.records]
     assert "actor_generate ran without prof.iteration marks" in line
     assert "profiler_config.extensions.iteration_count=0" in line
+
+
+def test_only_live_profilers_receive_marks(tmp_path: Path) -> None:
+    before = mstx._markers  # other tests' profilers still open, if any
+    idle = [Profiler.from_config({"integrated": {"profile": False}}, rank=0) for _ in range(3)]
+    assert mstx._markers == before  # never closed, never asked: not told about marks
+    prof = _prof(tmp_path, level="level_none", iteration_count=1)
+    assert mstx._markers == (*before, prof)
+    prof.close()
+    assert mstx._markers == before
+    del idle
