@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ContextManager, Protocol, TypeVar
 
-__all__ = ["RangeSink", "active_sink", "add_counter", "add_sink", "count", "end_on", "mark",
-           "mark_end_range",
+__all__ = ["IterationMarker", "RangeSink", "active_sink", "add_counter", "add_marker", "add_sink",
+           "count", "end_on", "iteration", "mark", "mark_end_range", "remove_marker",
            "mark_start_range", "mstx_timer_decorator", "range", "range_end", "range_start",
            "remove_counter", "remove_sink", "set_sink", "sinks", "start_on"]
 
@@ -314,3 +314,38 @@ def sinks() -> tuple[RangeSink, ...]:
 def active_sink() -> RangeSink | None:
     """The most recently added sink, or ``None`` when nothing records."""
     return _sinks[-1] if _sinks else None
+
+
+# -- decode iterations (``Profiler.iteration``) ------------------------------------------------
+class IterationMarker(Protocol):
+    """What marks decode iterations: a profiler (``Profiler.iteration``)."""
+
+    def iteration(self, i: int) -> ContextManager[Any]: ...
+
+
+_markers: tuple[IterationMarker, ...] = ()
+
+
+def add_marker(marker: IterationMarker) -> None:
+    """Send ``iteration(i)`` to ``marker`` too (a profiler adds itself; until ``remove_marker``)."""
+    global _markers
+    with _lock:
+        if not any(m is marker for m in _markers):
+            _markers = _markers + (marker,)
+
+
+def remove_marker(marker: IterationMarker) -> None:
+    global _markers
+    with _lock:
+        _markers = tuple(m for m in _markers if m is not marker)
+
+
+def iteration(i: int) -> ContextManager[Any]:
+    """``with mstx.iteration(i):`` around decode iteration ``i`` of the current stage, in every
+    profiler of this process (``Profiler.iteration``); free when none is there."""
+    markers = _markers
+    if not markers:
+        return _NOOP
+    if len(markers) == 1:
+        return markers[0].iteration(i)
+    return _All([m.iteration(i) for m in markers])

@@ -6,6 +6,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Union
 
+from mindspeed_prof.capture.iterations import IterationWindow, Phase, decide
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
 __all__ = ["ALL", "Action", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Trigger"]
@@ -57,6 +58,7 @@ class Start:
 class Stop:
     capture: Capture
     reason: str  # window_end | left_window | stage_end | step_end | error | close | trigger_end
+    #              | iteration_end (an iteration window's last iteration ended)
 
 
 Action = Union[Start, Stop]
@@ -83,16 +85,24 @@ class CapturePlan:
     warmup: int = 0
     one_per_step: bool = False
     steps: tuple[int, ...] | None = None
+    #: A window over decode iterations inside one stage (its stage is then the one captured).
+    iterations: IterationWindow | None = None
+    #: Only each step's first execution of a captured stage (its first micro-batch).
+    first_only: bool = False
 
     @classmethod
     def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
         ranks = cfg.profile_ranks
         selected = ranks == "all" or rank in ranks
         listed = tuple(cfg.profile_steps) if cfg.profile_steps else None
-        return cls(enabled=bool(cfg.profile) and selected, stages=stage_names(cfg.stage),
+        window = (IterationWindow(cfg.iteration_start, cfg.iteration_count,
+                                  str(cfg.iteration_stage)) if cfg.iteration_count > 0 else None)
+        return cls(enabled=bool(cfg.profile) and selected,
+                   stages=(window.stage,) if window else stage_names(cfg.stage),
                    start=cfg.profile_step_start, end=cfg.profile_step_end,
                    warmup=cfg.warmup_steps, steps=listed,
-                   one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps)
+                   one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps,
+                   iterations=window, first_only=bool(cfg.first_microbatch))
 
     @property
     def whole_steps(self) -> bool:
@@ -152,6 +162,12 @@ class Scheduler:
     pending: deque[Trigger] = field(default_factory=deque)
     trigger: Trigger | None = None
     _until: int = 0
+    #: An iteration window's execution waiting for its first iteration, and where it stands.
+    _armed: Capture | None = None
+    _phase: Phase = Phase.IDLE
+    _marked: bool = False  # an iteration was marked in the armed execution
+    #: An execution of the window's stage ended without a single iteration mark.
+    unmarked: bool = False
 
     @property
     def busy(self) -> bool:
@@ -196,6 +212,7 @@ class Scheduler:
         return actions
 
     def step_end(self, step: int, failed: bool = False) -> list[Action]:
+        self._armed, self._phase = None, Phase.IDLE
         if self.trigger is not None:
             if failed or step >= self._until - 1:
                 self.trigger = None  # the unplanned window ends with this step
@@ -228,6 +245,13 @@ class Scheduler:
         assert step is not None
         index = self._executions[stage, step]
         self._executions[stage, step] += 1
+        if self.plan.first_only and index:
+            return []
+        window = self.plan.iterations
+        if window is not None:  # started at the window's first iteration
+            self._armed, self._marked = Capture(stage, step, index), False
+            self._phase, _ = decide(window, self._phase, "stage_start")
+            return []
         return [self._start(Capture(stage, step, index))]
 
     def _triggered_stage_start(self, stage: str, step: int | None) -> list[Action]:
@@ -245,6 +269,8 @@ class Scheduler:
         if self.active is not None and self.active.trigger:
             if self.active.stage != stage:
                 return []
+        elif self._armed is not None and stage == self._armed.stage:
+            return self._iteration_stage_end(failed)
         elif self.active is None or self.plan.whole_steps or stage not in self.plan.stages:
             return []
         if self._depth:
@@ -252,8 +278,40 @@ class Scheduler:
             return []
         return [self._stop("error" if failed else "stage_end")]
 
+    def _iteration_stage_end(self, failed: bool) -> list[Action]:
+        if self._depth:  # a nested execution of the stage ended, not the captured one
+            self._depth -= 1
+            return []
+        assert self.plan.iterations is not None
+        self.unmarked = self.unmarked or not self._marked
+        self._phase, verb = decide(self.plan.iterations, self._phase, "stage_end")
+        self._armed = None
+        if verb == "stop" and self.active is not None:
+            return [self._stop("error" if failed else "stage_end")]
+        return []
+
+    def iteration_start(self, iteration: int) -> list[Action]:
+        """Decode iteration ``iteration`` of the current stage begins."""
+        return self._iteration("iteration_start", iteration)
+
+    def iteration_end(self, iteration: int) -> list[Action]:
+        """It ended."""
+        return self._iteration("iteration_end", iteration)
+
+    def _iteration(self, event: str, iteration: int) -> list[Action]:
+        window, armed = self.plan.iterations, self._armed
+        if window is None or armed is None or (self.active is not None and self.active.trigger):
+            return []
+        self._marked = True
+        self._phase, verb = decide(window, self._phase, event, iteration)
+        if verb == "start" and self.active is None:
+            return [self._start(armed)]
+        if verb == "stop" and self.active is not None:
+            return [self._stop("iteration_end")]
+        return []
+
     def close(self) -> list[Action]:
-        self.trigger = None
+        self.trigger, self._armed, self._phase = None, None, Phase.IDLE
         self.pending.clear()
         return [self._stop("close")] if self.active is not None else []
 

@@ -19,6 +19,7 @@ from time import perf_counter_ns
 from types import TracebackType
 from typing import Any, ContextManager
 
+from mindspeed_prof import mstx
 from mindspeed_prof.capture import count as _count
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
@@ -37,6 +38,7 @@ from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, S
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
+from mindspeed_prof.capture.rollout import RolloutHooks
 from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
 from mindspeed_prof.capture.spans import STEP_RANGE
 from mindspeed_prof.capture.telemetry import TelemetryPart
@@ -66,7 +68,7 @@ class ProfilerError(RuntimeError):
     """A capture failed and ``strict: true`` asked to stop training."""
 
 
-class Profiler:
+class Profiler(RolloutHooks):
     """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
@@ -122,6 +124,7 @@ class Profiler:
         crash.track(self)
         if self._live:
             crash.watch(self)
+            mstx.add_marker(self)  # mstx.iteration(i): only profilers whose hooks run
 
     @classmethod
     def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
@@ -247,6 +250,7 @@ class Profiler:
                 part.on_close()
             self._tap.stop()
             _current.discard(self)
+            mstx.remove_marker(self)
             crash.unwatch(self)
 
     @property
@@ -263,6 +267,7 @@ class Profiler:
         self._capturer.disown()
         self._tap.disown()
         _current.discard(self)
+        mstx.remove_marker(self)
 
     def dump_flight(self, reason: str = "request", at: int | None = None) -> Path | None:
         """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None.
@@ -316,6 +321,7 @@ class Profiler:
         if not self._live and not self._closed:
             self._live = True
             crash.watch(self)
+            mstx.add_marker(self)
 
     def refresh_rank(self) -> int:
         """The rank again, where profiling is off: it may be known only now (torch.distributed)."""
@@ -382,6 +388,7 @@ class Profiler:
             for part in self.parts:
                 part.on_stage_end(stage, self._step, took, failed)
             self._apply(self._sched.stage_end(stage, step, failed))
+            self._check_marks(stage)
 
     def _apply(self, actions: list[Action]) -> None:
         if actions and not self.owned:  # a child forked where no fork hook ran (see crash)

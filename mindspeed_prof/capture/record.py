@@ -18,7 +18,8 @@ class CaptureRecord:
     ``trigger`` why an unplanned capture ran (``anomaly``, ``on_demand``, ``flight``);
     ``request`` the on-demand request it answers; ``skipped``/``skipped_captures``: the disk
     budget's reason and count; ``recorded``: what it holds (``ranges``, ``host ops``,
-    ``device ops``); ``trigger_step``: the step an anomaly was seen at (flight dumps).
+    ``device ops``); ``trigger_step``: the step an anomaly was seen at (flight dumps);
+    ``iterations``, ``engine``: see below.
     """
 
     stage: str
@@ -39,6 +40,10 @@ class CaptureRecord:
     skipped_captures: int = 0
     recorded: list[str] = field(default_factory=list)
     trigger_step: int | None = None
+    #: The first and last decode iterations marked while it ran (``Profiler.iteration``), and
+    #: the rollout engine whose traces its ``files`` list too (``attach_engine``).
+    iterations: list[int] = field(default_factory=list)
+    engine: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The manifest's form: optional fields only where they are set."""
@@ -50,6 +55,7 @@ class CaptureRecord:
         optional = {"level": self.level, "seconds": self.seconds, "trigger": self.trigger,
                     "request": self.request, "skipped": self.skipped,
                     "skipped_captures": self.skipped_captures,
-                    "trigger_step": self.trigger_step}
+                    "trigger_step": self.trigger_step, "iterations": list(self.iterations),
+                    "engine": self.engine}
         out.update({k: v for k, v in optional.items() if v})
         return out

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any, Protocol
 
-__all__ = ["StageScope", "StepScope", "trainer_stacklevel"]
+__all__ = ["IterationScope", "StageScope", "StepScope", "trainer_stacklevel"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -56,3 +56,24 @@ class StageScope:
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
         self._prof._stage_end(self._stage, self._step, failed=exc_type is not None)
+
+
+class _IterationHooks(Protocol):
+    def on_iteration_start(self, iteration: int) -> None: ...
+
+    def on_iteration_end(self, iteration: int) -> None: ...
+
+
+class IterationScope:
+    """``with prof.iteration(i):`` one decode iteration of the current stage."""
+
+    __slots__ = ("_prof", "_iteration")
+
+    def __init__(self, prof: _IterationHooks, iteration: int) -> None:
+        self._prof, self._iteration = prof, iteration
+
+    def __enter__(self) -> None:
+        self._prof.on_iteration_start(self._iteration)
+
+    def __exit__(self, *_: Any) -> None:
+        self._prof.on_iteration_end(self._iteration)

@@ -18,8 +18,8 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Callable
 
-__all__ = ["Chunk", "Count", "Event", "RangeBuffer", "STEP_RANGE", "SpanRecorder", "trace_body",
-           "write_trace"]
+__all__ = ["Chunk", "Count", "Event", "ITERATION", "ITERATION_RANGE", "RangeBuffer",
+           "STEP_RANGE", "SpanRecorder", "trace_body", "write_trace"]
 
 #: A counter's value (``prof.count``): a number, or a list of them (a distribution), with the
 #: step and stage it was counted in (None: outside any).
@@ -33,6 +33,10 @@ Event = tuple[int, int, int, Any]
 Chunk = tuple["int | None", list[Event]]
 #: A ``step``-category range of this name is written as ``ProfilerStep#<step>``.
 STEP_RANGE = "ProfilerStep"
+#: A decode iteration's range (``Profiler.iteration``): category and name ``iteration``, kept
+#: in the buffer as ``iteration#<i>`` and written with ``"args": {"step": S, "iteration": i}``.
+ITERATION = "iteration"
+ITERATION_RANGE = "iteration#"
 
 _TAIL = b"\n]}\n"
 #: The end a range file gets when its recorder closes it: a file still ending in ``_TAIL`` was
@@ -140,7 +144,7 @@ class RangeBuffer:
 
 
 def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
-               labels: dict[int, tuple[str, str]] | None = None) -> list[str]:
+               labels: dict[int, tuple[str, ...]] | None = None) -> list[str]:
     """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
 
     ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls."""
@@ -156,6 +160,9 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
                 label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
                     label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
+                elif cat == ITERATION and name.startswith(ITERATION_RANGE):
+                    label = labels[key] = (label[0], f'{label[1]}"{ITERATION}"',
+                                           name[len(ITERATION_RANGE):])
                 else:
                     label = labels[key] = (label[0], label[1] + json.dumps(name))
             ts = t0 + offset
@@ -164,7 +171,9 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
             elif t1 >= 0:
                 dur = t1 - t0
                 out.append(_RANGE % (label[0], pid, tid, label[1], ts // 1000, ts % 1000,
-                                     dur // 1000, dur % 1000, tail))
+                                     dur // 1000, dur % 1000,
+                                     _iteration_tail(step, label[2]) if len(label) > 2
+                                     else tail))
             else:
                 out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
     return out
@@ -178,6 +187,9 @@ def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
         more += f', "stage": {json.dumps(stage)}'
     return _COUNT % (pid, tid, label, ts // 1000, ts % 1000,
                      "s" if isinstance(value, list) else "", json.dumps(value), more)
+def _iteration_tail(step: int | None, iteration: str) -> str:
+    at = "" if step is None else f'"step": {step}, '
+    return f', "args": {{{at}"iteration": {iteration}}}}}'
 
 
 def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
@@ -239,7 +251,7 @@ class SpanRecorder:
         self._pending: list[Chunk] = []
         self._pid = os.getpid()
         self._count = 0
-        self._labels: dict[int, tuple[str, str]] = {}
+        self._labels: dict[int, tuple[str, ...]] = {}
         self._interval_ns = int(interval_s * 1e9)
         self._due = 0
         self._done = 0  # bytes of the write under way already written

@@ -190,6 +190,11 @@ class IntegratedConfig:
     # parameters of a dense model) and the peak TFLOPS of one device; 0: not given.
     model_flops_per_token: float = 0.0
     peak_tflops: float = 0.0
+    # Windows inside generation: decode iterations (prof.iteration) of one stage in detail.
+    iteration_start: int = 0  # the first iteration captured (the trainer's numbering)
+    iteration_count: int = 0  # iterations captured from iteration_start; 0: the whole stage
+    iteration_stage: str = "actor_generate"  # the stage whose iterations are windowed
+    first_microbatch: bool = False  # only each step's first execution of a captured stage
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

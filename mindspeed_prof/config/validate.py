@@ -36,6 +36,7 @@ from mindspeed_prof.config.schema import (
     Stage,
     canonical_role,
     canonical_stage,
+    stage_names,
 )
 
 __all__ = ["MAX_PATTERN", "RUN_KEY", "ConfigError", "PLANNED_FIELDS", "did_you_mean",
@@ -56,7 +57,8 @@ _DEFAULTS = {f.name: getattr(IntegratedConfig(), f.name)
 PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
     "warmup_steps", "profile_steps", "profile_continuous_steps", "with_stack",
     "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth",
-    "comm_kernels", "model_flops_per_token", "peak_tflops"}
+    "comm_kernels", "model_flops_per_token", "peak_tflops", "iteration_start", "iteration_count",
+    "iteration_stage", "first_microbatch"}
 #: The longest regex ``comm_kernels`` (or ``--comm-kernels``) may be: the analysis tries it on
 #: every kernel name.
 MAX_PATTERN = 1000
@@ -409,6 +411,15 @@ def _sinks(value: Any) -> tuple[str, ...]:
         if item not in out:
             out.append(item)
     return tuple(out)
+def _window_stage(value: Any) -> str:
+    """One stage other than ``all`` (verl's names read as ours)."""
+    stage = _one_stage(value)
+    if stage is None or stage is Stage.all:
+        entries = ", ".join(s.name for s in Stage if s is not Stage.all)
+        why = "'all' has no iterations" if stage is Stage.all else \
+            _unknown(value, [*Stage.__members__, *STAGE_ALIASES]).rstrip("; ") or "not a stage"
+        raise _Bad(f"{why}; allowed: one stage, {entries}")
+    return stage.value
 
 
 _KINDS: dict[type, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _number, str: _path}
@@ -419,7 +430,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
        if type(default) in _KINDS},
     **{name: _enum(kind) for name, kind in _ENUMS.items()},
     "stage": _stage, "profile_ranks": _ranks, "profile_steps": _steps,
-    "comm_kernels": _regex, "telemetry": _sinks,
+    "comm_kernels": _regex, "telemetry": _sinks, "iteration_stage": _window_stage,
 }
 assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 
@@ -465,7 +476,7 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
-    trigger = _trigger_problem(c, key)
+    trigger = _trigger_problem(c, key) or _window_problem(c, key)
     if trigger is not None:
         return trigger
     if not c.profile_save_path.strip():
@@ -480,6 +491,23 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
             f"{key('profile_export_type')}=db: not supported with mstx=true and "
             "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
             "allowed: text, or profile_level in level0, level1, level2")
+    return None
+
+
+def _window_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Iteration window fields (``capture.iterations``)."""
+    for name in ("iteration_start", "iteration_count"):
+        if getattr(c, name) < 0:
+            return (name,), (f"{key(name)}={getattr(c, name)}: must be an integer >= 0 "
+                             + ("(0: the whole stage, no iteration window)"
+                                if name == "iteration_count" else "(the first iteration "
+                                "captured, as prof.iteration numbers them)"))
+    stages = stage_names(c.stage)
+    if c.iteration_count and stages != ("all",) and c.iteration_stage not in stages:
+        return ("iteration_stage",), (
+            f"{key('iteration_stage')}={c.iteration_stage!r}: an iteration window captures "
+            f"inside that stage, which stage={list(stages)} does not capture; allowed: one of "
+            f"{', '.join(stages)}, or leave stage at all")
     return None
 
 

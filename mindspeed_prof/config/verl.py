@@ -56,12 +56,18 @@ MAPPED: dict[str, str] = {
     "trace_alloc_max_entries / stack_depth",
     "SFT trainer.profile_interval [a, b] (inclusive; -1: off)":
     "profile_step_start: a, profile_step_end: b + 1",
+    "rollout: tool_config.npu/torch.profile_token_start / profile_token_end (exclusive)":
+    "iteration_start / iteration_count = end - start (null end: to the stage's end)",
+    "rollout: tool_config.<tool>.delay_iterations / max_iterations (vLLM's; 0: no limit)":
+    "iteration_start / iteration_count",
+    "rollout: tool_config.<tool>.start_step / num_steps (SGLang's; null: no limit)":
+    "iteration_start / iteration_count",
 }
 NOT_MAPPED: tuple[str, ...] = (
     "global_profiler.tool: nsys, precision_debugger (not profiled; one warning)",
     "global_tool_config.nsys.*, tool_config.nsys.*",
     "npu mstx_domain_exclude: [communication] (verl hard-codes it; no field here)",
-    "tool_config.npu/torch.profile_token_start/end",
+    "profile_token_start/end (and their vLLM/SGLang spellings) of roles other than rollout",
     "tool_config.torch.schedule.*, torch.step_start/step_end (mini-batch schedule)",
     "torch_memory.context, stacks, kw_args, memory_snapshot_num_steps",
     "relocate_results, finish_hook_cmd, finish_hook_all_ranks, finish_hook_ranks",
@@ -105,7 +111,11 @@ def _ppo(cfg: Any, role: str) -> dict[str, Any]:
     if steps is not None and (not isinstance(steps, list) or not all(
             isinstance(s, int) and not isinstance(s, bool) for s in steps)):
         raise ConfigError(f"global_profiler.steps={steps!r}: allowed: null or a list of steps")
-    fields = _block(block, path, block.get("tool", gp.get("tool")), bool(steps))
+    tool = block.get("tool", gp.get("tool"))
+    fields = _block(block, path, tool, bool(steps))
+    if role == "rollout" and fields.get("backend"):
+        settings = (block.get("tool_config") or {}).get(tool) or {}
+        fields.update(_window(settings, f"{path}.tool_config.{tool}"))
     if steps:
         fields.update(_steps(sorted(set(steps))))
     fields["profile_continuous_steps"] = bool(gp.get("profile_continuous_steps", False))
@@ -180,6 +190,40 @@ def _torch(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
             "profile_with_npu": not contents or has("cuda"),
             "profile_with_memory": has("memory"), "profile_record_shapes": has("shapes"),
             "with_stack": has("stack"), "stage": _discrete(settings)}
+
+
+#: An iteration window open at its end: to the stage's end.
+OPEN_END = 2**31 - 1
+#: A window's (start, other, what other means) in verl's and the engines' spellings.
+_WINDOWS = (("profile_token_start", "profile_token_end", "end"),
+            ("delay_iterations", "max_iterations", "count, 0 none"),
+            ("start_step", "num_steps", "count"))
+
+
+def _window(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The rollout's window over decode iterations (response tokens): verl's
+    ``profile_token_start``/``end``, or vLLM's ``delay_iterations``/``max_iterations``, or
+    SGLang's ``start_step``/``num_steps``; ``{}`` when none is set (vLLM's 0/0 is none)."""
+    found = [(a, b, kind) for a, b, kind in _WINDOWS if settings.get(a) or settings.get(b)
+             or (kind != "count, 0 none" and (settings.get(a), settings.get(b)) != (None, None))]
+    if not found:
+        return {}
+    if len(found) > 1:
+        raise ConfigError(f"{where}: both {found[0][0]}/{found[0][1]} and {found[1][0]}/"
+                          f"{found[1][1]} set; allowed: one spelling of the window")
+    first, second, kind = found[0]
+    for key in (first, second):
+        value = settings.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise ConfigError(f"{where}.{key}={value!r}: allowed: null or an integer >= 0")
+    start, other = settings.get(first) or 0, settings.get(second)
+    if kind == "end" and other is not None and other <= start:
+        raise ConfigError(f"{where}.{second}={other}: allowed: greater than {first} ({start}) "
+                          "(the end is exclusive), or null")
+    count = (other - start if other is not None else OPEN_END) if kind == "end" else \
+        (other or OPEN_END)
+    return {"iteration_start": start, "iteration_count": count}
 
 
 def _contents(contents: Any, allowed: tuple[str, ...], key: str) -> Any:

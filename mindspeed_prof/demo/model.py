@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mindspeed_prof import mstx
+
 __all__ = ["Critic", "Policy", "make_prompts", "reward"]
 
 
@@ -41,10 +43,11 @@ class Policy(nn.Module):
         out = torch.empty(batch, self.length, dtype=torch.long)
         prev = torch.full((batch,), self.vocab, dtype=torch.long)
         for t in range(self.length):
-            h = self.prompt(prompts[:, t]) + self.prev(prev) + self.pos.weight[t]
-            probs = torch.softmax(self.mlp(h), dim=-1)
-            prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-            out[:, t] = prev
+            with mstx.iteration(t):  # one decode iteration (iteration windows: docs/rollout.md)
+                h = self.prompt(prompts[:, t]) + self.prev(prev) + self.pos.weight[t]
+                probs = torch.softmax(self.mlp(h), dim=-1)
+                prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+                out[:, t] = prev
         return out
 
     @torch.no_grad()

@@ -581,3 +581,36 @@ def test_comm_kernels_is_a_regex_named_when_it_is_not() -> None:
         check(comm_kernels="a" * 1001)
     # with profile off, a bad pattern is warned about and not used, as other planned fields
     assert check(profile=False, comm_kernels="ep_(dispatch").comm_kernels == ""
+
+
+# -- iteration windows -----------------------------------------------------------------------
+@pytest.mark.parametrize(("extensions", "integrated", "message"), [
+    ({"iteration_count": -1}, {}, r"^profiler_config\.extensions\.iteration_count=-1: must be an "
+                                  r"integer >= 0 \(0: the whole stage"),
+    ({"iteration_start": -3, "iteration_count": 2}, {},
+     r"^profiler_config\.extensions\.iteration_start=-3: must be an integer >= 0"),
+    ({"iteration_start": "two"}, {},
+     r"^profiler_config\.extensions\.iteration_start='two': must be an integer$"),
+    ({"iteration_stage": "all"}, {},
+     r"^profiler_config\.extensions\.iteration_stage='all': 'all' has no iterations; allowed: "
+     r"one stage, actor_generate"),
+    ({"iteration_stage": "actor_generat"}, {},
+     r"iteration_stage='actor_generat': unknown \(did you mean actor_generate\?\)"),
+    ({"iteration_count": 2, "iteration_stage": "actor_generate"}, {"stage": ["actor_update"]},
+     r"^profiler_config\.extensions\.iteration_stage='actor_generate': an iteration window "
+     r"captures inside that stage, which stage=\['actor_update'\] does not capture"),
+    ({"first_microbatch": "yes"}, {},
+     r"^profiler_config\.extensions\.first_microbatch='yes': must be true or false$"),
+])
+def test_bad_window_fields_name_the_field(extensions: dict[str, Any], integrated: dict[str, Any],
+                                          message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate({"integrated": {"profile": True, **integrated}, "extensions": extensions})
+
+
+def test_window_fields_read_verls_stage_name_and_default_off() -> None:
+    c = validate({"integrated": {"profile": True},
+                  "extensions": {"iteration_count": 3, "iteration_stage": "rollout_generate"}})
+    assert (c.iteration_start, c.iteration_count, c.iteration_stage) == (0, 3, "actor_generate")
+    d = validate({"integrated": {"profile": True}})
+    assert (d.iteration_count, d.first_microbatch) == (0, False)

@@ -229,3 +229,50 @@ def test_verl_fields_are_plain() -> None:
     fields = verl_fields(cfg, "critic")
     assert fields["profile_with_memory"] and fields["with_stack"]  # contents None: everything
     assert all(isinstance(v, (bool, int, str, list)) for v in fields.values())
+
+
+# -- the rollout's window over decode iterations ---------------------------------------------
+ROLLOUT = "actor_rollout_ref.rollout.profiler"
+
+
+def test_rollout_token_window_maps_to_an_iteration_window(verl) -> None:
+    cfg = verl("ppo_trainer", *npu("global_profiler.steps=[2]",
+                                   f"{ROLLOUT}.tool_config.npu.profile_token_start=4",
+                                   f"{ROLLOUT}.tool_config.npu.profile_token_end=8"))
+    r = from_verl(cfg, "rollout")
+    assert r.profile and (r.iteration_start, r.iteration_count) == (4, 4)
+    assert r.iteration_stage == "actor_generate"
+    assert from_verl(cfg, "actor").iteration_count == 0  # the engine's window: rollout only
+    open_end = verl("ppo_trainer", "global_profiler.tool=torch", "global_profiler.steps=[2]",
+                    f"{ACTOR}.enable=true", f"{ROLLOUT}.tool_config.torch.profile_token_start=3")
+    o = from_verl(open_end, "rollout")
+    assert o.iteration_start == 3 and o.iteration_count >= 2**31 - 1  # to the stage's end
+    assert from_verl(verl("ppo_trainer", *npu("global_profiler.steps=[2]")),
+                     "rollout").iteration_count == 0  # nulls: the whole stage
+
+
+@pytest.mark.parametrize(("keys", "window"), [
+    (("delay_iterations=5", "max_iterations=3"), (5, 3)),  # vLLM's spelling
+    (("start_step=2", "num_steps=6"), (2, 6)),  # SGLang's
+    (("delay_iterations=0", "max_iterations=0"), (0, 0)),  # vLLM's defaults: no window
+])
+def test_engine_spellings_are_aliases(verl, keys: tuple[str, ...],
+                                      window: tuple[int, int]) -> None:
+    cfg = verl("ppo_trainer", *npu("global_profiler.steps=[2]",
+                                   *[f"+{ROLLOUT}.tool_config.npu.{k}" for k in keys]))
+    r = from_verl(cfg, "rollout")
+    assert (r.iteration_start, r.iteration_count) == window
+
+
+def test_bad_rollout_window_names_verls_key(verl) -> None:
+    cfg = verl("ppo_trainer", *npu("global_profiler.steps=[2]",
+                                   f"{ROLLOUT}.tool_config.npu.profile_token_start=6",
+                                   f"{ROLLOUT}.tool_config.npu.profile_token_end=6"))
+    with pytest.raises(ConfigError, match=rf"^{ROLLOUT}\.tool_config\.npu\.profile_token_end=6: "
+                                          r"allowed: greater than profile_token_start \(6\)"):
+        from_verl(cfg, "rollout")
+    both = verl("ppo_trainer", *npu("global_profiler.steps=[2]",
+                                    f"{ROLLOUT}.tool_config.npu.profile_token_start=1",
+                                    f"+{ROLLOUT}.tool_config.npu.num_steps=2"))
+    with pytest.raises(ConfigError, match="allowed: one spelling of the window"):
+        from_verl(both, "rollout")

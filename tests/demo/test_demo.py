@@ -104,6 +104,20 @@ def test_in_process_mode(tmp_path: Path) -> None:
     assert len(result["rewards"]) == 3
 
 
+def test_in_process_iteration_window_captures_its_decode_iterations(tmp_path: Path) -> None:
+    train(demo_cfg(tmp_path, "profiler_config=stage_scoped", "demo.workers=0",
+                   "profiler_config.integrated.stage=actor_generate",
+                   "++profiler_config.extensions.iteration_start=1",
+                   "++profiler_config.extensions.iteration_count=2"), Console(quiet=True))
+    traces = sorted((tmp_path / "out" / "actor_generate").glob("*.pt.trace.json"))
+    assert len(traces) == 2  # steps 2 and 3
+    for path in traces:
+        events = json.loads(path.read_text())["traceEvents"]
+        names = {e["name"] for e in events if e.get("cat") == "user_annotation"}
+        assert {n for n in names if n.startswith("iteration#")} == {"iteration#1", "iteration#2"}
+        assert "aten::multinomial" in {e["name"] for e in events}
+
+
 @pytest.mark.ray
 @pytest.mark.hydra_app
 def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:

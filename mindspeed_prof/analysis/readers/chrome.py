@@ -43,7 +43,7 @@ def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> Trac
     if capacity is not None:
         meta = {**meta, "device_memory_bytes": capacity}
     world = world_size(trace.distributedInfo)
-    if world is not None:
+    if world is not None and not meta.get("engine"):  # a rollout engine's: its own workers
         meta = {**meta, "world_size": world}
     kind = "spans" if meta.get("kind") == "spans" else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,

@@ -244,7 +244,7 @@ class Collector:
             m = STEP_NAME.match(ev.name)
             if m:
                 self.steps.append((ts, ts + dur, int(m.group(1)), dur))
-            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
+            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step", "iteration"):
                 step = _num(ev.args.step) if ev.args is not None else None
                 self.annotations.append((ev.name, ts, dur, int(step) if step is not None
                                          else None, str(ev.tid)))

@@ -51,6 +51,12 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
     for r in t.ranges:
         if r.kind in ("step", "stage"):
             out.setdefault(r.step, set()).update([r.name] if r.kind == "stage" else [])
+    step, stage = t.meta.get("step"), t.meta.get("stage")
+    if not out and isinstance(step, int) and isinstance(stage, str) and stage != "all":
+        # a capture inside a stage without its range (an iteration window, a rollout engine's
+        # trace): the part of the step its header names; each engine file is its own part
+        engine = t.meta.get("engine")
+        return {step: {f"{stage}: {engine} {t.path.name}" if engine else stage}}
     for row in t.device:
         out.setdefault(row.step, set())
     return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
