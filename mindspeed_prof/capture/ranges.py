@@ -10,6 +10,7 @@ own.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from time import perf_counter_ns
@@ -25,6 +26,19 @@ __all__ = ["Listener", "OpenRange", "RangeTap"]
 Listener = Callable[["int | None", list[Event]], None]
 #: Threads with open ranges before those that ended are looked for (and forgotten).
 _THREADS = 64
+#: ``.tid``: this thread's native id, asked once (``get_native_id`` is a system call each time,
+#: and the step hooks need it twice a step).
+_local = threading.local()
+
+
+def _new_local_in_child() -> None:
+    """After a fork, the child's one thread has an id of its own: nothing inherited is kept."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_local_in_child)
 
 
 class OpenRange:
@@ -34,7 +48,7 @@ class OpenRange:
     __slots__ = ("kind", "name", "start_ns", "tid", "entered")
 
     def __init__(self, kind: str, name: str, start_ns: int, tid: int,
-                 entered: list[ContextManager[Any]]) -> None:
+                 entered: tuple[ContextManager[Any], ...]) -> None:
         self.kind, self.name, self.start_ns, self.tid = kind, name, start_ns, tid
         self.entered = entered
 
@@ -73,17 +87,13 @@ class RangeTap:
         return sum(len(rs) for rs in list(self._open.values()))
 
     def open(self, kind: str, name: str, step: int | None) -> None:
-        entered: list[ContextManager[Any]] = []
+        entered: tuple[ContextManager[Any], ...] = ()
         if self._capture_sinks:
-            label = f"{STEP_RANGE}#{step}" if kind == "step" else name
-            try:
-                for sink in self._capture_sinks:
-                    cm = sink.range(label, kind)
-                    cm.__enter__()
-                    entered.append(cm)
-            except Exception as err:
-                self._on_error("range", err)
-        tid = threading.get_native_id()
+            entered = self._enter_sinks(kind, name, step)
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
         ranges = self._open.get(tid)
         if ranges is None:
             if len(self._open) >= _THREADS:
@@ -94,28 +104,55 @@ class RangeTap:
     def close(self, kind: str, name: str) -> int | None:
         """End the open range ``name`` of ``kind`` (see the class); its duration in ns, or None
         when no such range is open."""
-        found = self._find(kind, name)
-        if found is None:
-            return None
-        ranges = self._open[found.tid]
-        ranges.remove(found)
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
+        ranges = self._open.get(tid, [])
+        found = ranges[-1] if ranges else None  # the usual case: this thread's innermost
+        if found is None or found.kind != kind or found.name != name:
+            found = self._find(kind, name, tid)
+            if found is None:
+                return None
+            ranges = self._open[found.tid]
+        if ranges[-1] is found:
+            ranges.pop()
+        else:
+            ranges.remove(found)
         if not ranges:
             del self._open[found.tid]
-        for cm in reversed(found.entered):
-            try:
-                cm.__exit__(None, None, None)
-            except Exception as err:
-                self._on_error("range", err)
+        if found.entered:
+            for cm in reversed(found.entered):
+                try:
+                    cm.__exit__(None, None, None)
+                except Exception as err:
+                    self._on_error("range", err)
         end = perf_counter_ns()
-        if self._listeners and self.buffer is not None:
+        buffer = self.buffer
+        if self._listeners and buffer is not None:
             key = self._keys.get((name, kind))
             if key is None:
-                key = self._keys[(name, kind)] = self.buffer.key(name, kind)
-            self.buffer.events.append((key, found.tid, found.start_ns, end))
+                key = self._keys[(name, kind)] = buffer.key(name, kind)
+            buffer.events.append((key, found.tid, found.start_ns, end))
         return end - found.start_ns
 
-    def _find(self, kind: str, name: str) -> OpenRange | None:
-        mine = self._open.get(threading.get_native_id(), ())
+    def _enter_sinks(self, kind: str, name: str, step: int | None
+                     ) -> tuple[ContextManager[Any], ...]:
+        """The capture sinks' ranges for a step or stage, entered (those that were, when one
+        fails)."""
+        label = f"{STEP_RANGE}#{step}" if kind == "step" else name
+        entered: list[ContextManager[Any]] = []
+        try:
+            for sink in self._capture_sinks:
+                cm = sink.range(label, kind)
+                cm.__enter__()
+                entered.append(cm)
+        except Exception as err:
+            self._on_error("range", err)
+        return tuple(entered)
+
+    def _find(self, kind: str, name: str, tid: int) -> OpenRange | None:
+        mine = self._open.get(tid, ())
         for r in reversed(mine):
             if r.kind == kind and r.name == name:
                 return r
@@ -131,15 +168,20 @@ class RangeTap:
                 self._exit_quietly(r)
 
     # -- the buffer and its listeners -----------------------------------------------------
-    def listen(self, listener: Listener) -> RangeBuffer:
-        """Hand ``listener`` every range from now on (at each ``drain``); the shared buffer."""
+    def shared_buffer(self) -> RangeBuffer:
+        """The buffer every listener's ranges are recorded in (made on first use)."""
         if self.buffer is None:
             self.buffer = RangeBuffer()
+        return self.buffer
+
+    def listen(self, listener: Listener) -> RangeBuffer:
+        """Hand ``listener`` every range from now on (at each ``drain``); the shared buffer."""
+        buffer = self.shared_buffer()
         if not self._listeners:
-            self._hook([self.buffer])
+            self._hook([buffer])
         if listener not in self._listeners:
             self._listeners.append(listener)
-        return self.buffer
+        return buffer
 
     def unlisten(self, listener: Listener) -> None:
         self._listeners = [li for li in self._listeners if li != listener]
@@ -175,7 +217,7 @@ class RangeTap:
 
     @staticmethod
     def _exit_quietly(r: OpenRange) -> None:
-        entered, r.entered = r.entered, []
+        entered, r.entered = r.entered, ()
         for cm in reversed(entered):
             try:
                 cm.__exit__(None, None, None)

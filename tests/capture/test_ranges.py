@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,14 +21,18 @@ NAMES = ("actor_update", "critic_update", "reward")
 
 
 class _Threads:
-    """``threading.get_native_id`` and the clock of ``ranges``, driven by the test: which
-    thread calls, and a clock that ticks at every read."""
+    """The calling thread's id as ``ranges`` knows it (``_local.tid``) and its clock, driven by
+    the test: which thread calls, and a clock that ticks at every read."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now = 0
         self.clock = itertools.count(1)
-        monkeypatch.setattr(ranges.threading, "get_native_id", lambda: self.now)
+        monkeypatch.setattr(ranges, "_local", self)
         monkeypatch.setattr(ranges, "perf_counter_ns", lambda: next(self.clock))
+
+    @property
+    def tid(self) -> int:
+        return self.now
 
 
 def _tap() -> tuple[RangeTap, list[Event]]:
@@ -162,3 +167,29 @@ def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
     assert tap.open_count == 1 and sorted(exited) == [f"left{i}" for i in range(4)]
     assert tap.close("stage", "alive") is not None
     tap.stop()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_records_its_own_thread_id() -> None:
+    """The thread id is asked once per thread and kept: a forked child's one thread, which
+    inherits the parent's kept id, records ranges under its own."""
+    tap, got = _tap()
+    tap.open("step", "ProfilerStep", 1)
+    tap.close("step", "ProfilerStep")  # the parent's id is kept now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            tap.open("step", "ProfilerStep", 2)
+            tap.close("step", "ProfilerStep")
+            tap.drain(2)
+            os.write(write, f"{got[-1][1]} {threading.get_native_id()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        recorded, own = f.read().split()
+    os.waitpid(pid, 0)
+    tap.drain(1)
+    assert got[0][1] == threading.get_native_id()
+    assert recorded == own != str(threading.get_native_id())
