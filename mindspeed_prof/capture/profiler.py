@@ -184,7 +184,8 @@ class Profiler:
                 tap.drain(self._step)  # what was recorded since the last step end: that step's
             self._step = step
             for part in self.parts:
-                part.on_step_start(step)
+                if part.live:  # a part that is not needs no step or stage hook (part.py)
+                    part.on_step_start(step)
             actions = self._sched.step_start(step)
             if actions:
                 self._apply(actions)
@@ -348,7 +349,8 @@ class Profiler:
             took = tap.close("step", STEP_RANGE)
             tap.drain(self._step)
             for part in self.parts:
-                part.on_step_end(step, took, failed)
+                if part.live:
+                    part.on_step_end(step, took, failed)
             actions = self._sched.step_end(step, failed)
             if actions:
                 self._apply(actions)

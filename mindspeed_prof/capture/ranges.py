@@ -10,11 +10,12 @@ own.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, ContextManager
+from typing import Any, ContextManager, NamedTuple, cast
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture.spans import STEP_RANGE, Event, RangeBuffer
@@ -41,16 +42,20 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_new_local_in_child)
 
 
-class OpenRange:
+class OpenRange(NamedTuple):
     """A step or stage range not closed yet, the thread that opened it, and the capture sinks'
     ranges entered with it."""
 
-    __slots__ = ("kind", "name", "start_ns", "tid", "entered")
+    kind: str
+    name: str
+    start_ns: int
+    tid: int
+    entered: tuple[ContextManager[Any], ...]
 
-    def __init__(self, kind: str, name: str, start_ns: int, tid: int,
-                 entered: tuple[ContextManager[Any], ...]) -> None:
-        self.kind, self.name, self.start_ns, self.tid = kind, name, start_ns, tid
-        self.entered = entered
+
+#: ``OpenRange`` made from its fields' tuple without a Python call (one is made per step).
+_open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[Any], ...]]],
+                            OpenRange], functools.partial(tuple.__new__, OpenRange))
 
 
 class RangeTap:
@@ -99,7 +104,7 @@ class RangeTap:
             if len(self._open) >= _THREADS:
                 self._forget_ended_threads()
             ranges = self._open[tid] = []
-        ranges.append(OpenRange(kind, name, perf_counter_ns(), tid, entered))
+        ranges.append(_open_range((kind, name, perf_counter_ns(), tid, entered)))
 
     def close(self, kind: str, name: str) -> int | None:
         """End the open range ``name`` of ``kind`` (see the class); its duration in ns, or None
@@ -194,7 +199,7 @@ class RangeTap:
         if buffer is None or not buffer.events:
             return
         events = buffer.take()
-        for listener in list(self._listeners):
+        for listener in self._listeners:  # unlisten makes a new list: this one stays whole
             try:
                 listener(step, events)
             except Exception as err:  # a range file that cannot be written: not the others
@@ -210,15 +215,17 @@ class RangeTap:
     def detach(self) -> None:
         """End the capture sinks' ranges still open and stop sending to those sinks."""
         for ranges in list(self._open.values()):
-            for r in reversed(ranges):
-                self._exit_quietly(r)
+            for i in reversed(range(len(ranges))):
+                r = ranges[i]
+                if r.entered:
+                    ranges[i] = r._replace(entered=())
+                    self._exit_quietly(r)
         self._unhook(self._capture_sinks)
         self._capture_sinks = []
 
     @staticmethod
     def _exit_quietly(r: OpenRange) -> None:
-        entered, r.entered = r.entered, ()
-        for cm in reversed(entered):
+        for cm in reversed(r.entered):
             try:
                 cm.__exit__(None, None, None)
             except Exception:  # the capture is ending anyway
