@@ -87,7 +87,7 @@ def test_any_interleaving_of_threads_records_every_closed_range_once(
         assert recorded == [(owner, (name, "stage")) for owner, name, _ in expected]
         assert all(start < end for _, _, start, end in got)
         assert tap.open_count == sum(len(rs) for rs in model.values())
-        assert set(tap._open) == {t for t, rs in model.items() if rs}
+        assert tap.open_threads == {t for t, rs in model.items() if rs}
 
 
 def test_real_threads_cross_and_a_hook_may_end_on_another_thread() -> None:
@@ -135,7 +135,7 @@ def test_real_threads_cross_and_a_hook_may_end_on_another_thread() -> None:
     assert by_name["reward"][0] == threading.get_native_id()
     actor, critic = by_name["actor_update"], by_name["critic_update"]
     assert actor[1] < critic[1] < actor[2] < critic[2]  # crossed
-    assert tap.open_count == 0 and tap._open == {}
+    assert tap.open_count == 0 and tap.open_threads == set()
 
 
 def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
@@ -193,3 +193,23 @@ def test_a_forked_child_records_its_own_thread_id() -> None:
     tap.drain(1)
     assert got[0][1] == threading.get_native_id()
     assert recorded == own != str(threading.get_native_id())
+
+
+def test_threads_that_ended_are_forgotten_even_with_nothing_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread keeps its empty list of open ranges while it may step again; a trainer that
+    starts a thread per step holds lists for at most ``_THREADS`` threads, not one per step."""
+    monkeypatch.setattr(ranges, "_THREADS", 4)
+    tap, got = _tap()
+
+    def step() -> None:
+        tap.open("stage", "reward", 1)
+        tap.close("stage", "reward")
+
+    for _ in range(20):
+        t = threading.Thread(target=step)
+        t.start()
+        t.join()
+    tap.drain(1)
+    assert len(got) == 20 and tap.open_count == 0 and tap.open_threads == set()
+    assert len(tap._open) <= 4
