@@ -4,6 +4,13 @@
   the buffer drained every 10 ranges as a trainer's step end does (goal 2.5x), and recorded into
   a range file with the time-gated flush check every 10 ranges (reported: the file's JSON is
   formatted per range, which a tight loop of tiny steps pays in full).
+- A whole step recorded by the flight recorder: ``with prof.step(n):`` around 10
+  ``mstx.range()``, the step hooks included, against the same loop with ``nullcontext()`` for
+  the step and each range (goal 2.5x). Stable on a loaded machine: blocks of steps interleaved
+  with blocks of the baseline (each subject block between two baseline blocks, its ratio to
+  their mean), each block timed on the thread's CPU clock (a preempted block is not charged
+  its wait), the median of the block ratios and its distribution-free 95% interval
+  (``interval.median_ci``); the verdict uses the interval's upper bound.
 - ``prof.step(n)`` with profiling off, its on-demand check (a clock read) included (goal 1.5x).
 - The anomaly detector's cost per step (3 stages and the step), reported.
 - The on-demand check through Ray (not with ``--quick``: it starts a Ray cluster): the same
@@ -24,12 +31,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from benchmarks.interval import median_ci
 from benchmarks.report import Report
 
 __all__ = ["run"]
 
 RANGES_PER_STEP = 10  # a trainer's cadence: ranges between two step-end flushes
+STEPS_PER_BLOCK = 300  # a block of steps: about 1-5 ms, shorter than most load swings
 
 
 def _time(fn: Callable[[int], None], n: int) -> float:
@@ -38,6 +48,18 @@ def _time(fn: Callable[[int], None], n: int) -> float:
         t0 = time.perf_counter_ns()
         fn(n)
         return (time.perf_counter_ns() - t0) / n
+    finally:
+        gc.enable()
+
+
+def _cpu_time(fn: Callable[[int], None], n: int) -> float:
+    """ns per call of ``fn(n)``'s loop on this thread's CPU clock: a block that another process
+    preempts is not charged for the time it waited (wall time is, by whole time slices)."""
+    gc.disable()
+    try:
+        t0 = time.thread_time_ns()
+        fn(n)
+        return (time.thread_time_ns() - t0) / n
     finally:
         gc.enable()
 
@@ -59,6 +81,43 @@ def _ratio(fn: Callable[[int], None], n: int, rounds: int) -> tuple[float, float
         ours.append(o)
         base.append(b)
     return statistics.median(ratios), statistics.median(ours), statistics.median(base)
+
+
+def _step_blocks(prof: Any, blocks: int) -> tuple[float, float, float, float, float]:
+    """Median ratio of a recorded step to the same loop of nullcontexts, its 95% interval, and
+    the median ns per step of each side: each block of recorded steps is timed between two
+    blocks of the baseline, and its ratio is to their mean (a load change within the three
+    moves both sides)."""
+    from mindspeed_prof import mstx
+
+    null = contextlib.nullcontext
+
+    def baseline(k: int) -> None:
+        for _ in range(k):
+            with null():
+                for _ in range(RANGES_PER_STEP):
+                    with null():
+                        pass
+
+    def steps(k: int) -> None:
+        step, rng = prof.step, mstx.range
+        for i in range(k):
+            with step(i):
+                for _ in range(RANGES_PER_STEP):
+                    with rng("forward"):
+                        pass
+
+    steps(STEPS_PER_BLOCK)  # warm: the ring full, the names cached
+    ratios, ours, base = [], [], []
+    for _ in range(blocks):
+        b1 = _cpu_time(baseline, STEPS_PER_BLOCK)
+        o = _cpu_time(steps, STEPS_PER_BLOCK)
+        b2 = _cpu_time(baseline, STEPS_PER_BLOCK)
+        ratios.append(2 * o / (b1 + b2))
+        ours.append(o)
+        base.append((b1 + b2) / 2)
+    ratio, lo, hi = median_ci(ratios)
+    return ratio, lo, hi, statistics.median(ours), statistics.median(base)
 
 
 def run(report: Report) -> None:
@@ -95,6 +154,14 @@ def run(report: Report) -> None:
     step_end = lambda: tap.drain(0)  # noqa: E731 - what a step end does with the buffer
     add(f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",
         _ratio(ranges, n, rounds), 2.5)
+    blocks = 21 if report.quick else 101
+    ratio, lo, hi, ours, base = _step_blocks(prof, blocks)
+    report.add(f"a step of {RANGES_PER_STEP} ranges recorded by the flight recorder "
+               "(`with prof.step(n)`, step hooks included)",
+               "the same loop of nullcontext()", ratio, 2.5,
+               f"{ours / 1000:.2f} us vs {base / 1000:.2f} us per step (medians); {blocks} "
+               f"blocks of {STEPS_PER_BLOCK} steps, each between two baseline blocks",
+               ci=(lo, hi))
     prof.close()
 
     rec = SpanRecorder(tmp / "hot.mstx.trace.json", {"rank": 0})

@@ -68,3 +68,23 @@ def test_verdict_follows_goal(quick: tuple[list[dict], str]) -> None:
 def test_figure_verdict(ratio: float, ci: tuple[float, float] | None, goal: float | None,
                         met: bool | None) -> None:
     assert Figure("g", "f", "b", ratio, goal, ci=ci).met is met
+
+
+_spec_ci = importlib.util.spec_from_file_location("bench_interval", ROOT / "benchmarks" / "interval.py")
+assert _spec_ci and _spec_ci.loader
+_interval = importlib.util.module_from_spec(_spec_ci)
+_spec_ci.loader.exec_module(_interval)
+
+
+@pytest.mark.parametrize("n,lo,hi", [(10, 2, 9), (25, 8, 18), (100, 40, 61)])
+def test_median_interval_is_the_order_statistic_one(n: int, lo: int, hi: int) -> None:
+    """The 95% interval of a median from ``n`` values is ``[x(k), x(n-k+1)]`` with the largest
+    ``k`` whose binomial tails stay within 5% (the published table's ranks), in any order."""
+    values = list(range(n, 0, -1))
+    assert _interval.median_ci(values) == ((n + 1) / 2, lo, hi)
+
+
+def test_median_interval_of_too_few_values_is_their_range() -> None:
+    assert _interval.median_ci([3.0, 1.0, 2.0]) == (2.0, 1.0, 3.0)
+    with pytest.raises(ValueError):
+        _interval.median_ci([])

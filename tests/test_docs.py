@@ -17,7 +17,8 @@ import pytest
 from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
+               *(ROOT / "docs").glob("*.md")])
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
@@ -208,15 +209,15 @@ def test_yaml_blocks_parse_and_their_profiler_config_validates(path: Path) -> No
 
 
 def test_the_fast_loop_leaves_out_every_registered_marker() -> None:
-    """The fast loop in docs/development.md names the markers pyproject.toml registers (pytest
+    """The fast loop in CONTRIBUTING.md names the markers pyproject.toml registers (pytest
     takes an unknown name in ``-m`` silently), and leaves each one out."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     block = re.search(r"^markers = \[(.*?)\]$", pyproject, re.M | re.S)
     assert block is not None, "pyproject.toml: no pytest markers"
     registered = set(re.findall(r'"(\w+):', block.group(1)))
-    dev = (ROOT / "docs" / "development.md").read_text()
+    dev = (ROOT / "CONTRIBUTING.md").read_text()
     m = re.search(r'^python -m pytest -m "([^"]+)"$', dev, re.M)
-    assert m is not None, "docs/development.md: no fast-loop command"
+    assert m is not None, "CONTRIBUTING.md: no fast-loop command"
     left_out = re.findall(r"not (\w+)", m.group(1))
     assert m.group(1) == " and ".join(f"not {name}" for name in left_out)
     assert set(left_out) == registered

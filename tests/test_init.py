@@ -61,3 +61,19 @@ def test_the_command_line_starts_without_config_or_capture_libraries() -> None:
             "'hydra', 'ray', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_version_is_written_in_one_place() -> None:
+    """``mindspeed_prof.__version__`` is the version: the build reads it (setuptools' ``attr``
+    for the ``dynamic`` version), and no other file of the project writes it."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert re.search(r'^dynamic = \["version"\]', project, re.M)
+    assert not re.search(r"^version\s*=", project, re.M)
+    assert 'version = { attr = "mindspeed_prof.__version__" }' in pyproject
+    written = re.compile(rf"""version_*\s*[=:]\s*["']{re.escape(mindspeed_prof.__version__)}["']""")
+    copies = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+              if p.suffix in (".py", ".toml", ".cfg", ".md", ".yaml")
+              and not {".git", ".venv", "tests"} & set(p.relative_to(ROOT).parts)
+              and written.search(p.read_text(errors="replace"))]
+    assert copies == ["mindspeed_prof/__init__.py"]

@@ -139,3 +139,37 @@ def test_the_checks_catch_what_they_are_for() -> None:
                            ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text")):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]
+
+
+FINDINGS = f"{ROOT}.analysis.findings"
+#: What every family of findings may import of ``analysis.findings``: the shared helpers.
+SHARED = {f"{FINDINGS}.common", f"{FINDINGS}.finding"}
+
+
+def _family(module: str) -> str | None:
+    """``cuda``, ``rl``, ``host``, ``npu`` (the subpackage and its modules), or None for the
+    package itself and its shared helpers."""
+    name = module.removeprefix(FINDINGS + ".")
+    if name == module or module in SHARED:
+        return None
+    return name.split(".")[0]
+
+
+def test_findings_families_share_only_the_common_helpers() -> None:
+    """Each family of findings (cuda, host, rl, the npu subpackage's modules) imports, of
+    ``analysis.findings``, the shared helpers and its own family only; inside the npu
+    subpackage, no module imports the package that gathers them (its ``__init__``)."""
+    edges = graph()
+    assert {f"{FINDINGS}.npu.captures", f"{FINDINGS}.common"} <= edges[f"{FINDINGS}.npu.ops"]
+    wrong = []
+    for module, targets in sorted(edges.items()):
+        family = _family(module)
+        if family is None:
+            continue
+        for target in sorted(t for t in targets if t.startswith(FINDINGS)):
+            if target in SHARED or (_family(target) == family and target != f"{FINDINGS}.npu"):
+                continue
+            wrong.append(f"{module} -> {target}")
+    assert wrong == []
+    assert _family(f"{FINDINGS}.npu.env") == _family(f"{FINDINGS}.npu") == "npu"
+    assert _family(f"{FINDINGS}.common") is None and _family(f"{FINDINGS}.cuda") == "cuda"

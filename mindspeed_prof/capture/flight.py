@@ -67,16 +67,14 @@ class Flight(Part):
     def __init__(self, host: Host, tap: RangeTap, steps: int) -> None:
         self.host = host
         self._tap = tap
-        self.ring = FlightRecorder(steps, tap.listen(self._add))
+        self.ring = FlightRecorder(steps, tap.shared_buffer())
+        tap.listen(self.ring.add)  # the ring itself: a step's end calls no more than that
         self._due = False  # a stage failed inside a step: dumped at the step's end
         self._signalled = False  # dumped on a signal: the step it leaves is in that dump
         self._pid = os.getpid()  # a forked child never dumps its parent's ring
 
     def on_step_start(self, step: int) -> None:
         self._signalled = False
-
-    def _add(self, step: int | None, events: list[Event]) -> None:
-        self.ring.add(step, events)
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
                      failed: bool) -> None:

@@ -182,8 +182,8 @@ class Scheduler:
     def step_start(self, step: int) -> list[Action]:
         if self.trigger is not None:
             return self._triggered_step_start(step)
-        actions = self._planned_step_start(step)
-        while self.active is None and self.trigger is None:
+        actions = self._planned_step_start(step) if self.plan.enabled else []
+        while self.pending and self.active is None and self.trigger is None:
             trigger = next((t for t in self.pending if t.due(step)), None)
             if trigger is None:
                 break

@@ -202,13 +202,19 @@ class Profiler(RolloutHooks):
         with self._lock:
             if not self._live:
                 return
-            self._tap.drain(self._step)  # what was recorded since the last step end: that step's
+            tap = self._tap
+            if tap.buffer is not None and tap.buffer.events:
+                tap.drain(self._step)  # what was recorded since the last step end: that step's
             self._step = step
             for part in self.parts:
-                part.on_step_start(step)
-            self._apply(self._sched.step_start(step))
-            self._capturer.step_started(step)
-            self._tap.open("step", STEP_RANGE, step)
+                if part.live:  # a part that is not needs no step or stage hook (part.py)
+                    part.on_step_start(step)
+            actions = self._sched.step_start(step)
+            if actions:
+                self._apply(actions)
+            if self._capturer.record is not None:
+                self._capturer.step_started(step)
+            tap.open("step", STEP_RANGE, step)
 
     def on_step_end(self, step: int) -> None:
         self._step_end(step, failed=False)
@@ -368,15 +374,20 @@ class Profiler(RolloutHooks):
         with self._lock:
             if not self._live:
                 return
-            took = self._tap.close("step", STEP_RANGE)
-            self._tap.drain(self._step)
+            tap = self._tap
+            took = tap.close("step", STEP_RANGE)
+            tap.drain(self._step)
             for part in self.parts:
-                part.on_step_end(step, took, failed)
-            self._apply(self._sched.step_end(step, failed))
-            try:
-                self._capturer.flush_due()
-            except Exception as err:
-                self._fail("flush", err)
+                if part.live:
+                    part.on_step_end(step, took, failed)
+            actions = self._sched.step_end(step, failed)
+            if actions:
+                self._apply(actions)
+            if self._capturer.record is not None:  # a range file is written only then
+                try:
+                    self._capturer.flush_due()
+                except Exception as err:
+                    self._fail("flush", err)
 
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
         if not self._live:

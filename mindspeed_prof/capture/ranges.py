@@ -10,10 +10,12 @@ own.
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import Any, ContextManager
+from typing import Any, ContextManager, NamedTuple, cast
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture.spans import STEP_RANGE, Event, RangeBuffer
@@ -25,18 +27,35 @@ __all__ = ["Listener", "OpenRange", "RangeTap"]
 Listener = Callable[["int | None", list[Event]], None]
 #: Threads with open ranges before those that ended are looked for (and forgotten).
 _THREADS = 64
+#: ``.tid``: this thread's native id, asked once (``get_native_id`` is a system call each time,
+#: and the step hooks need it twice a step).
+_local = threading.local()
 
 
-class OpenRange:
+def _new_local_in_child() -> None:
+    """After a fork, the child's one thread has an id of its own: nothing inherited is kept."""
+    global _local
+    _local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_local_in_child)
+
+
+class OpenRange(NamedTuple):
     """A step or stage range not closed yet, the thread that opened it, and the capture sinks'
     ranges entered with it."""
 
-    __slots__ = ("kind", "name", "start_ns", "tid", "entered")
+    kind: str
+    name: str
+    start_ns: int
+    tid: int
+    entered: tuple[ContextManager[Any], ...]
 
-    def __init__(self, kind: str, name: str, start_ns: int, tid: int,
-                 entered: list[ContextManager[Any]]) -> None:
-        self.kind, self.name, self.start_ns, self.tid = kind, name, start_ns, tid
-        self.entered = entered
+
+#: ``OpenRange`` made from its fields' tuple without a Python call (one is made per step).
+_open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[Any], ...]]],
+                            OpenRange], functools.partial(tuple.__new__, OpenRange))
 
 
 class RangeTap:
@@ -66,6 +85,13 @@ class RangeTap:
 
     # -- step and stage ranges ------------------------------------------------------------
     @property
+    def open_threads(self) -> set[int]:
+        """The threads with a range open now. A thread keeps its (empty) list of open ranges
+        until it is seen to have ended (with ``_THREADS`` threads known): a step costs no
+        list made and dropped."""
+        return {tid for tid, rs in list(self._open.items()) if rs}
+
+    @property
     def in_step(self) -> bool:
         """A step range is open (a stage's failure is dumped when its step ends)."""
         return any(r.kind == "step" for rs in list(self._open.values()) for r in rs)
@@ -93,49 +119,72 @@ class RangeTap:
         return sum(len(rs) for rs in list(self._open.values()))
 
     def open(self, kind: str, name: str, step: int | None) -> None:
-        entered: list[ContextManager[Any]] = []
+        entered: tuple[ContextManager[Any], ...] = ()
         if self._capture_sinks:
-            label = f"{STEP_RANGE}#{step}" if kind == "step" else name
-            try:
-                for sink in self._capture_sinks:
-                    cm = sink.range(label, kind)
-                    cm.__enter__()
-                    entered.append(cm)
-            except Exception as err:
-                self._on_error("range", err)
-        tid = threading.get_native_id()
+            entered = self._enter_sinks(kind, name, step)
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
         ranges = self._open.get(tid)
         if ranges is None:
             if len(self._open) >= _THREADS:
                 self._forget_ended_threads()
             ranges = self._open[tid] = []
-        ranges.append(OpenRange(kind, name, perf_counter_ns(), tid, entered))
+        ranges.append(_open_range((kind, name, perf_counter_ns(), tid, entered)))
 
     def close(self, kind: str, name: str) -> int | None:
         """End the open range ``name`` of ``kind`` (see the class); its duration in ns, or None
         when no such range is open."""
-        found = self._find(kind, name)
-        if found is None:
-            return None
-        ranges = self._open[found.tid]
-        ranges.remove(found)
-        if not ranges:
-            del self._open[found.tid]
-        for cm in reversed(found.entered):
-            try:
-                cm.__exit__(None, None, None)
-            except Exception as err:
-                self._on_error("range", err)
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
+        ranges = self._open.get(tid)
+        found = ranges[-1] if ranges else None  # the usual case: this thread's innermost
+        if found is None or found.kind != kind or found.name != name:
+            found = self._find(kind, name, tid)
+            if found is None:
+                return None
+            ranges = self._open[found.tid]
+        assert ranges is not None  # it holds found
+        if ranges[-1] is found:
+            ranges.pop()
+        else:
+            ranges.remove(found)
+        _, _, start, opener, entered = found  # one unpacking: a field read each costs more
+        if entered:
+            for cm in reversed(entered):
+                try:
+                    cm.__exit__(None, None, None)
+                except Exception as err:
+                    self._on_error("range", err)
         end = perf_counter_ns()
-        if self._listeners and self.buffer is not None:
+        buffer = self.buffer
+        if self._listeners and buffer is not None:
             key = self._keys.get((name, kind))
             if key is None:
-                key = self._keys[(name, kind)] = self.buffer.key(name, kind)
-            self.buffer.events.append((key, found.tid, found.start_ns, end))
-        return end - found.start_ns
+                key = self._keys[(name, kind)] = buffer.key(name, kind)
+            buffer.events.append((key, opener, start, end))
+        return end - start
 
-    def _find(self, kind: str, name: str) -> OpenRange | None:
-        mine = self._open.get(threading.get_native_id(), ())
+    def _enter_sinks(self, kind: str, name: str, step: int | None
+                     ) -> tuple[ContextManager[Any], ...]:
+        """The capture sinks' ranges for a step or stage, entered (those that were, when one
+        fails)."""
+        label = f"{STEP_RANGE}#{step}" if kind == "step" else name
+        entered: list[ContextManager[Any]] = []
+        try:
+            for sink in self._capture_sinks:
+                cm = sink.range(label, kind)
+                cm.__enter__()
+                entered.append(cm)
+        except Exception as err:
+            self._on_error("range", err)
+        return tuple(entered)
+
+    def _find(self, kind: str, name: str, tid: int) -> OpenRange | None:
+        mine = self._open.get(tid, ())
         for r in reversed(mine):
             if r.kind == kind and r.name == name:
                 return r
@@ -151,17 +200,22 @@ class RangeTap:
                 self._exit_quietly(r)
 
     # -- the buffer and its listeners -----------------------------------------------------
-    def listen(self, listener: Listener) -> RangeBuffer:
-        """Hand ``listener`` every range from now on (at each ``drain``); the shared buffer."""
+    def shared_buffer(self) -> RangeBuffer:
+        """The buffer every listener's ranges are recorded in (made on first use)."""
         if self.buffer is None:
             self.buffer = RangeBuffer()
+        return self.buffer
+
+    def listen(self, listener: Listener) -> RangeBuffer:
+        """Hand ``listener`` every range from now on (at each ``drain``); the shared buffer."""
+        buffer = self.shared_buffer()
         if not self._listeners:
-            self._hook([self.buffer])
+            self._hook([buffer])
             if self._counter is not None:
                 mstx.add_counter(self._counter)
         if listener not in self._listeners:
             self._listeners.append(listener)
-        return self.buffer
+        return buffer
 
     def unlisten(self, listener: Listener) -> None:
         self._listeners = [li for li in self._listeners if li != listener]
@@ -187,7 +241,7 @@ class RangeTap:
         if buffer is None or not buffer.events:
             return
         events = buffer.take()
-        for listener in list(self._listeners):
+        for listener in self._listeners:  # unlisten makes a new list: this one stays whole
             try:
                 listener(step, events)
             except Exception as err:  # a range file that cannot be written: not the others
@@ -203,15 +257,17 @@ class RangeTap:
     def detach(self) -> None:
         """End the capture sinks' ranges still open and stop sending to those sinks."""
         for ranges in list(self._open.values()):
-            for r in reversed(ranges):
-                self._exit_quietly(r)
+            for i in reversed(range(len(ranges))):
+                r = ranges[i]
+                if r.entered:
+                    ranges[i] = r._replace(entered=())
+                    self._exit_quietly(r)
         self._unhook(self._capture_sinks)
         self._capture_sinks = []
 
     @staticmethod
     def _exit_quietly(r: OpenRange) -> None:
-        entered, r.entered = r.entered, []
-        for cm in reversed(entered):
+        for cm in reversed(r.entered):
             try:
                 cm.__exit__(None, None, None)
             except Exception:  # the capture is ending anyway

@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--threshold", type=float, default=0.1,
                    help="flag changes beyond this fraction (default 0.1 = 10%%)")
     c.add_argument("--fail-over", type=float, metavar="FRACTION",
-                   help="exit 4 when a stage or range on a rank runs slower in B than in A: "
+                   help=f"exit {int(Exit.SLOWER)} when a stage or range on a rank runs slower in "
+                        "B than in A: "
                         "its per-step times shifted by more than FRACTION (0.05 = 5%%) of A's "
                         "and the noise floor, a shift a rank test over both runs' steps finds "
                         "real (one-off stalls are not): a CI gate")

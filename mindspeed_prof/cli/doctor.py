@@ -34,7 +34,8 @@ def triggered_line(t: dict[str, Any]) -> str:
 
 
 def add_parser(sub: Any) -> None:
-    d = sub.add_parser("doctor", help="health check of a run's captures (exit 3 on findings)",
+    d = sub.add_parser("doctor", help="health check of a run's captures "
+                                     f"(exit {int(Exit.PARTIAL)} on findings)",
                        description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("root", help="a save root (profile_save_path)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,14 +21,18 @@ NAMES = ("actor_update", "critic_update", "reward")
 
 
 class _Threads:
-    """``threading.get_native_id`` and the clock of ``ranges``, driven by the test: which
-    thread calls, and a clock that ticks at every read."""
+    """The calling thread's id as ``ranges`` knows it (``_local.tid``) and its clock, driven by
+    the test: which thread calls, and a clock that ticks at every read."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now = 0
         self.clock = itertools.count(1)
-        monkeypatch.setattr(ranges.threading, "get_native_id", lambda: self.now)
+        monkeypatch.setattr(ranges, "_local", self)
         monkeypatch.setattr(ranges, "perf_counter_ns", lambda: next(self.clock))
+
+    @property
+    def tid(self) -> int:
+        return self.now
 
 
 def _tap() -> tuple[RangeTap, list[Event]]:
@@ -82,7 +87,7 @@ def test_any_interleaving_of_threads_records_every_closed_range_once(
         assert recorded == [(owner, (name, "stage")) for owner, name, _ in expected]
         assert all(start < end for _, _, start, end in got)
         assert tap.open_count == sum(len(rs) for rs in model.values())
-        assert set(tap._open) == {t for t, rs in model.items() if rs}
+        assert tap.open_threads == {t for t, rs in model.items() if rs}
 
 
 def test_real_threads_cross_and_a_hook_may_end_on_another_thread() -> None:
@@ -130,7 +135,7 @@ def test_real_threads_cross_and_a_hook_may_end_on_another_thread() -> None:
     assert by_name["reward"][0] == threading.get_native_id()
     actor, critic = by_name["actor_update"], by_name["critic_update"]
     assert actor[1] < critic[1] < actor[2] < critic[2]  # crossed
-    assert tap.open_count == 0 and tap._open == {}
+    assert tap.open_count == 0 and tap.open_threads == set()
 
 
 def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
@@ -162,3 +167,49 @@ def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
     assert tap.open_count == 1 and sorted(exited) == [f"left{i}" for i in range(4)]
     assert tap.close("stage", "alive") is not None
     tap.stop()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_records_its_own_thread_id() -> None:
+    """The thread id is asked once per thread and kept: a forked child's one thread, which
+    inherits the parent's kept id, records ranges under its own."""
+    tap, got = _tap()
+    tap.open("step", "ProfilerStep", 1)
+    tap.close("step", "ProfilerStep")  # the parent's id is kept now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            tap.open("step", "ProfilerStep", 2)
+            tap.close("step", "ProfilerStep")
+            tap.drain(2)
+            os.write(write, f"{got[-1][1]} {threading.get_native_id()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        recorded, own = f.read().split()
+    os.waitpid(pid, 0)
+    tap.drain(1)
+    assert got[0][1] == threading.get_native_id()
+    assert recorded == own != str(threading.get_native_id())
+
+
+def test_threads_that_ended_are_forgotten_even_with_nothing_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread keeps its empty list of open ranges while it may step again; a trainer that
+    starts a thread per step holds lists for at most ``_THREADS`` threads, not one per step."""
+    monkeypatch.setattr(ranges, "_THREADS", 4)
+    tap, got = _tap()
+
+    def step() -> None:
+        tap.open("stage", "reward", 1)
+        tap.close("stage", "reward")
+
+    for _ in range(20):
+        t = threading.Thread(target=step)
+        t.start()
+        t.join()
+    tap.drain(1)
+    assert len(got) == 20 and tap.open_count == 0 and tap.open_threads == set()
+    assert len(tap._open) <= 4

@@ -35,8 +35,8 @@ def find(result: Analysis) -> tuple[list[Finding], list[str]]:
         try:
             found.extend(rule(result))
         except Exception as err:  # a rule's bug must not cost the rest of the report
-            notes.append(f"finding rule {rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__} "
-                         f"failed: {one_line(err)}")
+            family = rule.__module__.split("findings.", 1)[-1].split(".", 1)[0]  # npu.ops: npu
+            notes.append(f"finding rule {family}.{rule.__name__} failed: {one_line(err)}")
     found.sort(key=lambda f: (SEVERITIES.index(f.severity) if f.severity in SEVERITIES
                               else len(SEVERITIES), -(f.impact_ms or 0.0), f.rule))
     return found, notes

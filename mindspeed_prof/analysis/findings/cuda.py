@@ -20,11 +20,11 @@ steps are left out (the verdict names them), never averaged with steps.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.device_scope import parts, scope
+from mindspeed_prof.analysis.findings.common import files_text, severity, source_label
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.readers.device_streams import (
     KERNEL_WAIT_US,
@@ -47,8 +47,7 @@ from mindspeed_prof.analysis.stragglers import noise_floor
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
 
-__all__ = ["FIRE_SHARE", "RULES", "exposed_comm", "files_text", "idle_time",
-           "launch_overhead", "severity"]
+__all__ = ["FIRE_SHARE", "RULES", "exposed_comm", "idle_time", "launch_overhead"]
 
 #: A finding needs its time per step to be at least this share of the step (and the floor).
 FIRE_SHARE = 0.05
@@ -56,19 +55,6 @@ FIRE_SHARE = 0.05
 MEDIUM_SHARE, HIGH_SHARE = 0.10, 0.25
 #: Ranks listed one line each in a finding's detail.
 DETAIL_RANKS = 4
-
-
-def severity(share: float, medium: float = MEDIUM_SHARE, high: float = HIGH_SHARE) -> str:
-    """``high`` from ``high`` of the step on, ``medium`` from ``medium``, else ``low``."""
-    return "high" if share >= high else "medium" if share >= medium else "low"
-
-
-def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: int = 3) -> str:
-    """``a.json, b.json and 2 more (what)``: the files below the analysed root."""
-    names = sorted({result.shown(str(t.path)) for t in traces})
-    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more"
-                                       if len(names) > most else "")
-    return f"{shown} ({what})" if what else shown
 
 
 @dataclass
@@ -114,7 +100,7 @@ def _ranks(result: Analysis) -> list[_Rank]:
     for t in within.traces:
         if all(r.span_ms is None for r in t.device):
             continue  # no CUDA breakdown (torch_npu rows have no device window)
-        source = t.meta.get("source", "") if isinstance(t.meta.get("source"), str) else ""
+        source = source_label(t)
         steps = {r.step for r in t.device if r.step is not None and r.stage is None}
         kept = ({s for s in steps if (t.rank, source, s) not in skip}
                 if within.per == "step" else {None})
@@ -259,7 +245,7 @@ def idle_time(result: Analysis) -> list[Finding]:
               f"({ratio(parts[_IDLE_KINDS.index(kind)], gaps, 0.0):.0%} of {top.where})",
         detail="\n".join(_more(lines, said)),
         suggestion=_IDLE_ADVICE[kind][0].upper() + _IDLE_ADVICE[kind][1:] + ".",
-        severity=severity(share), impact_ms=idle,
+        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=idle,
         source=files_text(result, [t for _, w, _ in hits for t in w.traces],
                           "Kineto device ops and their launch calls"),
         ranks=_rank_list(said))]
@@ -314,7 +300,7 @@ def launch_overhead(result: Analysis) -> list[Finding]:
                    "(torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse small ops "
                    "(torch.compile, fused or foreach optimizers), or give each kernel more work "
                    "(larger batches or micro-batches).",
-        severity=severity(share), impact_ms=overhead,
+        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=overhead,
         source=files_text(result, [t for _, w, _ in hits for t in w.traces],
                           "Kineto device ops and their launch calls"),
         ranks=_rank_list(said))]
@@ -366,7 +352,7 @@ def exposed_comm(result: Analysis) -> list[Finding]:
                    "starts during backward (DDP bucket_cap_mb, Megatron overlap_grad_reduce, "
                    "FSDP prefetch) and avoid syncs that wait on collectives; if it stays high, "
                    "the interconnect or the parallel layout is the limit.",
-        severity=severity(share), impact_ms=exposed,
+        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=exposed,
         source=files_text(result, [t for _, w, *_ in hits for t in w.traces],
                           "Kineto device ops: communication kernels against compute kernels"),
         ranks=_rank_list(said))]

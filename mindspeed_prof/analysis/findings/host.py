@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.cuda import severity
+from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
 from mindspeed_prof.analysis.rows import NoOpRow

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.cuda import files_text, severity
+from mindspeed_prof.analysis.findings.common import files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.readers.device import merge
 from mindspeed_prof.analysis.readers.model import (

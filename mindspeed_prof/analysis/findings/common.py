@@ -1,0 +1,62 @@
+"""What every family of findings shares: severity from a share, the files and ranks a finding
+names, one-line titles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.readers.model import TraceData, rank_order
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+__all__ = ["cut", "files_text", "folder_of", "one_line_finding", "ranks_of", "severity",
+           "source_label"]
+
+
+def severity(share: float, medium: float, high: float) -> str:
+    """``high`` from ``high`` (a share of the step) on, ``medium`` from ``medium``, else
+    ``low``."""
+    return "high" if share >= high else "medium" if share >= medium else "low"
+
+
+def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: int = 3) -> str:
+    """``a.json, b.json and 2 more (what)``: the files below the analysed root."""
+    names = sorted({result.shown(str(t.path)) for t in traces})
+    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more"
+                                       if len(names) > most else "")
+    return f"{shown} ({what})" if what else shown
+
+
+def folder_of(result: Analysis, t: TraceData) -> str:
+    """The capture's path below the analysed root (its name when it is the root or outside)."""
+    try:
+        rel = t.path.relative_to(result.root)
+    except ValueError:
+        return t.path.name
+    return str(rel) if rel.parts else t.path.name
+
+
+def ranks_of(traces: Iterable[TraceData]) -> list[int | None]:
+    """The ranks of ``traces``, each once, in rank order."""
+    return sorted({t.rank for t in traces}, key=rank_order)
+
+
+def source_label(t: TraceData) -> str:
+    """The label that tells apart two captures of one rank (a header's ``source``), or ""."""
+    source = t.meta.get("source", "")
+    return source if isinstance(source, str) else ""
+
+
+def cut(text: str, most: int = 60) -> str:
+    """``text`` on one line, at most ``most`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def one_line_finding(**fields: Any) -> Finding:
+    """A finding whose title is one line whatever the names in it (a capture's own)."""
+    fields["title"] = " ".join(str(fields["title"]).split())
+    return Finding(**fields)

@@ -1,0 +1,74 @@
+"""What every torch_npu rule reads: the captures by rank, their facts, the files a finding
+cites, their steps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from mindspeed_prof.analysis.findings.common import folder_of, ranks_of
+from mindspeed_prof.analysis.readers.model import (
+    NpuFacts,
+    TraceData,
+    rank_order,
+    ranks_text,
+)
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+
+__all__ = ["MS", "facts_of", "files_of", "grouped", "host_step_ms", "npu_captures", "on_ranks",
+           "steps_of"]
+
+MS = 1000.0  # us per ms
+
+def npu_captures(result: Analysis) -> list[TraceData]:
+    """The torch_npu captures, by rank."""
+    return sorted((t for t in result.traces if t.kind == "npu" and t.npu is not None),
+                  key=lambda t: (rank_order(t.rank), str(t.path)))
+
+
+def facts_of(t: TraceData) -> NpuFacts:
+    assert t.npu is not None
+    return t.npu
+
+
+def files_of(result: Analysis, traces: Iterable[TraceData], key: str) -> str:
+    """``rank0_ascend_pt/kernel_details.csv``, or the file and the folders where several."""
+    traces = list(traces)
+    files = sorted({facts_of(t).sources.get(key, "?") for t in traces})
+    folders = [folder_of(result, t) for t in traces]
+    if len(folders) == 1:
+        return f"{folders[0]}/{files[0]}"
+    return f"{', '.join(files)} of {', '.join(folders)}"
+
+
+def steps_of(t: TraceData) -> int:
+    """Steps the capture holds (ProfilerStep ranges, else its device rows), at least 1."""
+    steps = {r.step for r in t.ranges if r.kind == "step"}
+    if not steps:
+        steps = {d.step for d in t.device if d.stage is None and d.step is not None}
+    return max(len(steps), 1)
+
+
+def host_step_ms(t: TraceData) -> float | None:
+    """The mean step on the host (ProfilerStep), else on the device (torch_npu's Stage)."""
+    host = [r.dur for r in t.ranges if r.kind == "step"]
+    if host:
+        return sum(host) / len(host) / MS
+    device = [d.step_ms for d in t.device if d.stage is None and d.step_ms]
+    return sum(device) / len(device) if device else None
+
+
+def on_ranks(traces: list[TraceData]) -> str:
+    ranks = ranks_of(traces)
+    return f"rank {ranks_text(ranks)}" if len(ranks) == 1 else f"ranks {ranks_text(ranks)}"
+
+
+def grouped(per_rank: list[tuple[TraceData, Any]]) -> list[list[tuple[TraceData, Any]]]:
+    """Ranks whose evidence reads the same, together (a finding names them once)."""
+    groups: dict[str, list[tuple[TraceData, Any]]] = {}
+    for t, ev in per_rank:
+        groups.setdefault(repr(ev.key()), []).append((t, ev))
+    return list(groups.values())
