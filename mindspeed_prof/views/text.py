@@ -278,6 +278,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
                    answers: Answers | None = None) -> None:
     from rich.text import Text
 
+    from mindspeed_prof.views.counted import print_ledger, print_throughput
+
     console = console or Console()
     answers = answers or Answers(result)
     for i, line in enumerate(headline(result, console.width)):
@@ -307,6 +309,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         for op in ops:
             table.add_row(_name(op.op, 56), str(op.count), _ms(op.self_ms))
         console.print(table)
+    print_throughput(result.throughput_stages(), result.model(), console)
+    print_ledger(result.ledger(), console)
     print_details(result, console, top)
     for w in result.warnings():
         if w not in result.clashes:  # said at the top
