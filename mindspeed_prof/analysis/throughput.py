@@ -141,7 +141,7 @@ def mfu(tokens: float | None, seconds: float, stage: str, model: Model
     mult = 3.0 if is_update(stage) else 1.0
     value = tokens * model.flops_per_token * mult / (seconds * model.peak_tflops * 1e12)
     if value > 1.0:
-        return None, (f"{OVER_PEAK} ({value:,.1f}x): the tokens, FLOPs per token or peak are "
+        return None, (f"{OVER_PEAK} ({value:,.2f}x): the tokens, FLOPs per token or peak are "
                       "wrong (tokens counted on every model-parallel rank? FLOPs of the whole "
                       "model on a sharded one?)")
     return value, None
