@@ -33,8 +33,8 @@ __all__ = ["OVER_PEAK", "RankRate", "StageThroughput", "ThroughputRow", "mfu", "
            "throughput_line", "throughput_rows"]
 
 Who = tuple[int | None, str]
-#: The stages the verdict's line names, at most.
-LINE_STAGES = 3
+#: The stages the verdict's line names, at most (generation, then the update stages).
+LINE_STAGES = 2
 #: How an MFU note starts when the inputs give more than the device's peak.
 OVER_PEAK = "over the peak"
 
@@ -253,10 +253,13 @@ def _trend(row: StageThroughput, rows: list[ThroughputRow]) -> None:
 
 
 def throughput_line(stages: list[StageThroughput]) -> str | None:
-    """The verdict's ``throughput`` line: each stage with tokens, tokens/s per rank (the
-    median), the slowest rank where there are several, MFU where known."""
+    """The verdict's ``throughput`` line: ``LINE_STAGES`` stages with tokens (generation and
+    training first), tokens/s per rank (the median), the slowest rank where ranks differ, MFU
+    where known."""
     parts = []
-    for s in [s for s in stages if s.tokens_per_s is not None][:LINE_STAGES]:
+    named = sorted((s for s in stages if s.tokens_per_s is not None), key=lambda s: (
+        s.stage != GENERATE, not is_update(s.stage)))  # generation, then training, first
+    for s in named[:LINE_STAGES]:
         text = f"{s.stage} {s.tokens_per_s:,.0f} tok/s per rank"
         if s.ranks > 1 and (s.min_tokens_per_s or 0.0) < (s.max_tokens_per_s or 0.0):
             text += (f" (slowest rank {rank_label(s.slowest_rank, s.slowest_source)}: "
