@@ -62,8 +62,8 @@ def rl_run(root: Path, ranks: Sequence[int] = (0, 1), steps: Sequence[int] = (1,
             events.append({"ph": "X", "pid": 1, "tid": 1, "cat": "step",
                            "name": f"ProfilerStep#{step}", "ts": start, "dur": t - start,
                            "args": {"step": step}})
-            for name, value, stage in calls(rank, step):
-                events.append(count(name, value, step, stage, ts=t - 1))
+            for name, value, where in calls(rank, step):
+                events.append(count(name, value, step, where, ts=t - 1))
             t += 1000.0
         write_range_file(root / f"rank{rank}_host_1_step{steps[0]}{SPANS}", rank, events,
                          model=model)

@@ -16,6 +16,7 @@ says the inputs are wrong instead.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
@@ -117,6 +118,10 @@ def _tokens(stage: str, counts: dict[str, CounterRow]) -> float | None:
     return _sum(counts, (name,)) if name else None
 
 
+def _samples(stage: str, counts: dict[str, CounterRow]) -> float | None:
+    return _sum(counts, _sample_names(stage))
+
+
 def _counted(own: dict[str, CounterRow], loose: dict[str, CounterRow],
              amount: Callable[[dict[str, CounterRow]], float | None]
              ) -> tuple[float | None, str]:
@@ -162,8 +167,8 @@ def throughput_rows(result: Analysis, model: Model) -> list[ThroughputRow]:
         own = counts.get((rank, source, step, stage), {})
         loose = counts.get((rank, source, step, None), {}) if (
             stage == GENERATE or is_update(stage)) else {}
-        tokens, where = _counted(own, loose, lambda c: _tokens(stage, c))
-        samples, held = _counted(own, loose, lambda c: _sum(c, _sample_names(stage)))
+        tokens, where = _counted(own, loose, functools.partial(_tokens, stage))
+        samples, held = _counted(own, loose, functools.partial(_samples, stage))
         if tokens is None and samples is None:
             continue
         where = where if tokens is not None else held

@@ -1,9 +1,9 @@
 """Findings: one line each with its numbers, the detail and where they came from, and what
 to do about it. One module per family of rules (``npu``: what Ascend's msprof-analyze advisor
-checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops; ``rl_ledger``: the RL ledger's waste and long tail
-(counters); ``host``: the
-host's side of a stage); each rule is a function of an ``Analysis`` that returns its findings
-(none where it has nothing to say).
+checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops; ``rl_ledger``:
+the RL ledger's waste and long tail, from counters; ``host``: the host's side of a stage);
+each rule is a function of an ``Analysis`` that returns its findings (none where it has
+nothing to say).
 
 ``find`` runs every rule: a rule that fails is left out with one note, never the analysis.
 """

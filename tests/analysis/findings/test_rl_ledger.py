@@ -62,7 +62,8 @@ def test_waste_under_the_noise_floor_is_no_finding(tmp_path: Path) -> None:
     """A 1 ms generation: 30% of it is 0.3 ms a step, under the 1 ms floor."""
     _run(tmp_path, [("groups", 10, None), ("groups_zero_variance", 3, None)], gen_ms=1.0)
     result = analyse(tmp_path)
-    assert result.ledger().lines[0].time_share == pytest.approx(0.3)
+    book = result.ledger()
+    assert book is not None and book.lines[0].time_share == pytest.approx(0.3)
     assert waste(result) == []
     result.noise_ms = 0.1
     assert [f.rule for f in waste(result)] == ["rl.zero_variance"]
@@ -82,7 +83,9 @@ def test_long_tail_at_the_thresholds(tmp_path: Path, top: float, severity: str |
     result = analyse(tmp_path)
     found = long_tail(result)
     share = (top - 100.0) / top
-    assert result.ledger().tail.share == pytest.approx(share)
+    book = result.ledger()
+    assert book is not None and book.tail is not None
+    assert book.tail.share == pytest.approx(share)
     if severity is None:
         assert found == []
         return
