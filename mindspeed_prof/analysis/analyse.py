@@ -139,7 +139,7 @@ class Analysis:
 
     def counters(self) -> list[CounterRow]:
         """Every counter, one row per rank, step, stage and name (``counts``)."""
-        return counter_rows(self)
+        return counter_rows(self.traces, self.run.id if self.run is not None else "")
 
     def counted_counters(self) -> list[CounterRow]:
         """``counters`` less warmup steps, unless ``include_warmup`` (as ``counted``)."""
@@ -152,16 +152,17 @@ class Analysis:
 
     def throughput(self) -> list[ThroughputRow]:
         """Tokens and samples per second per stage, rank and step (``throughput``)."""
-        return throughput_rows(self, self.model())
+        return throughput_rows(self.counted(), self.counted_counters(), self.model())
 
     def throughput_stages(self) -> list[StageThroughput]:
         """Per stage: the spread over ranks, the trend over steps, MFU (``throughput``)."""
         model = self.model()
-        return stage_summaries(throughput_rows(self, model), model)
+        return stage_summaries(throughput_rows(self.counted(), self.counted_counters(), model),
+                               model)
 
     def ledger(self) -> Ledger | None:
         """Generation time on samples not trained on, and the long tail (``ledger``)."""
-        return ledger(self)
+        return ledger(self.counted(), self.counted_counters())
 
     def stage_rank(self) -> list[StageRow]:
         """Per stage and rank: executions, total, mean and max milliseconds."""
@@ -336,7 +337,7 @@ class Analysis:
     def _counted_json(self) -> dict[str, Any]:
         """``counters``, ``throughput`` and ``ledger`` (empty, and None, without counters)."""
         model = self.model()
-        rows = throughput_rows(self, model)
+        rows = throughput_rows(self.counted(), self.counted_counters(), model)
         book = self.ledger()
         return {"counters": to_json(self.counters()),
                 "throughput": {"model": model.json(), "rows": to_json(rows),

@@ -11,15 +11,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mindspeed_prof.analysis.readers.counters import Count
 from mindspeed_prof.analysis.readers.model import TraceData, rank_order
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
-
-if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["DISTRIBUTIONS", "GENERATE", "MAX_PEAK_TFLOPS", "STANDARD", "CounterRow", "Model",
            "counter_rows", "is_update", "model_facts", "model_problem", "percentile"]
@@ -100,12 +97,11 @@ def _preferred(traces: list[TraceData]) -> list[TraceData]:
     return out
 
 
-def counter_rows(result: Analysis) -> list[CounterRow]:
-    """Every counter of the run, one row per (rank, source, step, stage, name), warmup steps
-    included; by rank, step, stage and name."""
-    run = result.run.id if result.run is not None else ""
+def counter_rows(traces: list[TraceData], run: str = "") -> list[CounterRow]:
+    """Every counter of ``traces`` (of the run ``run``), one row per (rank, source, step,
+    stage, name), warmup steps included; by rank, step, stage and name."""
     merged: dict[tuple[Any, ...], CounterRow] = {}
-    for t in _preferred(result.traces):
+    for t in _preferred(traces):
         source = t.meta.get("source", "")
         source = source if isinstance(source, str) else ""
         for c in t.counters:

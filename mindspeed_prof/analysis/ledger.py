@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, percentile
+from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
-
-if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["LEDGER_NAMES", "LINES", "Ledger", "LedgerLine", "Tail", "ledger", "line_of",
            "tail_of"]
@@ -99,11 +96,11 @@ class Ledger(Row, kw_only=True):
     tail: Tail | None = None
 
 
-def _generation(result: Analysis) -> dict[int | None, float]:
-    """Per counted step, the mean over ranks of each rank's ``actor_generate`` seconds."""
+def _generation(ranges: list[Range]) -> dict[int | None, float]:
+    """Per step, the mean over ranks of each rank's ``actor_generate`` seconds."""
     per: dict[int | None, dict[tuple[int | None, str], float]] = defaultdict(
         lambda: defaultdict(float))
-    for r in result.counted():
+    for r in ranges:
         if r.kind == "stage" and r.name == GENERATE:
             per[r.step][(r.rank, r.source)] += r.dur / 1e6
     return {s: statistics.fmean(by.values()) for s, by in per.items()}
@@ -237,13 +234,13 @@ def tail_of(steps: dict[int | None, dict[str, CounterRow]],
     return out
 
 
-def ledger(result: Analysis) -> Ledger | None:
-    """The ledger of the counted steps (None: no ledger counter recorded)."""
-    rows = result.counted_counters()
+def ledger(ranges: list[Range], rows: list[CounterRow]) -> Ledger | None:
+    """The ledger of the steps of ``ranges`` and ``rows`` (the counted ones: warmup left out
+    by the caller); None where no ledger counter was recorded."""
     if not any(c.name in LEDGER_NAMES for c in rows):
         return None
     steps = _pooled(rows)
-    generation = _generation(result)
+    generation = _generation(ranges)
     lines = [x for x in (line_of(spec, steps, generation) for spec in LINES) if x is not None]
     tail = tail_of(steps, generation)
     counted = {s for s in steps if any(n in LEDGER_NAMES for n in steps[s])}

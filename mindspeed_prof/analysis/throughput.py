@@ -20,15 +20,11 @@ import functools
 import statistics
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, Model, is_update
 from mindspeed_prof.analysis.ranges import stage_order
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
 from mindspeed_prof.analysis.rows import Row
-
-if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["OVER_PEAK", "RankRate", "StageThroughput", "ThroughputRow", "mfu", "stage_summaries",
            "throughput_line", "throughput_rows"]
@@ -152,15 +148,17 @@ def mfu(tokens: float | None, seconds: float, stage: str, model: Model
     return value, None
 
 
-def throughput_rows(result: Analysis, model: Model) -> list[ThroughputRow]:
-    """One row per stage run on a rank in a step that has tokens or samples counted."""
+def throughput_rows(ranges: list[Range], counters: list[CounterRow],
+                    model: Model) -> list[ThroughputRow]:
+    """One row per stage run on a rank in a step (of ``ranges``) that has tokens or samples
+    counted (``counters``)."""
     seconds: dict[tuple[str, int | None, str, int | None], float] = defaultdict(float)
-    for r in result.counted():
+    for r in ranges:
         if r.kind == "stage":
             seconds[(r.name, r.rank, r.source, r.step)] += r.dur / 1e6
     counts: dict[tuple[int | None, str, int | None, str | None], dict[str, CounterRow]] = (
         defaultdict(dict))
-    for c in result.counted_counters():
+    for c in counters:
         counts[(c.rank, c.source, c.step, c.stage)][c.name] = c
     out = []
     for (stage, rank, source, step), secs in seconds.items():

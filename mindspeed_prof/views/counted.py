@@ -6,12 +6,18 @@ from __future__ import annotations
 import textwrap
 
 from rich.console import Console
+from rich.table import Table
 
 from mindspeed_prof.analysis.counts import Model
 from mindspeed_prof.analysis.ledger import Ledger
 from mindspeed_prof.analysis.readers.model import rank_label
 from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.views.safe import cell, printable
+from mindspeed_prof.views.tables import codes as _codes
+from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import fits as _fits
+from mindspeed_prof.views.tables import legend as _legend
+from mindspeed_prof.views.tables import table as _table
 
 __all__ = ["LEDGER_NAMES", "count_text", "print_ledger", "print_throughput", "share_text"]
 
@@ -46,12 +52,10 @@ def _notes(console: Console, lines: list[str]) -> None:
 def print_throughput(stages: list[StageThroughput], model: Model, console: Console) -> None:
     """Per stage: tokens/s per rank (median, the slowest rank, the fastest), samples/s, the
     trend over the steps and MFU; under it, why an MFU is missing."""
-    from mindspeed_prof.views.text import _codes, _column, _fits, _legend, _table
-
     if not stages:
         return
 
-    def build(names: dict[str, str]) -> object:
+    def build(names: dict[str, str]) -> Table:
         table = _table("Throughput per rank (tokens and samples per second of stage time)")
         _column(table, "stage", right=False)
         for col in ("tok/s", "slowest", "fastest", "samples/s", "trend", "MFU"):
@@ -68,7 +72,7 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
 
     table = build({s.stage: s.stage for s in stages})
     codes: dict[str, str] = {}
-    if not _fits(console, table):  # type: ignore[arg-type]
+    if not _fits(console, table):
         codes = _codes(s.stage for s in stages)
         table = build(codes)
     console.print(table)
@@ -89,8 +93,6 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
 def print_ledger(book: Ledger | None, console: Console) -> None:
     """The ledger: each line's count of its whole and the generation seconds it took; the
     long tail of response lengths under it."""
-    from mindspeed_prof.views.text import _column, _table
-
     if book is None:
         return
     if book.lines:

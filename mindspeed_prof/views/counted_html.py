@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindspeed_prof.analysis.readers.model import rank_label
@@ -18,11 +19,11 @@ def _rate(value: float | None) -> str:
     return "" if value is None else f"{value:,.1f}"
 
 
-def counted_sections(result: Analysis) -> list[str]:
+def counted_sections(result: Analysis, _table: Callable[..., str],
+                     _esc: Callable[[str], str]) -> list[str]:
     """``<h2>`` sections: throughput per stage and per rank and step, the ledger lines and
-    the long tail (shares as percentages, MFU with why it is missing)."""
-    from mindspeed_prof.views.html import _esc, _table
-
+    the long tail (shares as percentages, MFU with why it is missing); ``_table`` and
+    ``_esc``: the report's own table and escaping (``views.html``)."""
     model = result.model()
     stages = result.throughput_stages()
     rows = result.throughput()

@@ -22,7 +22,6 @@ import msgspec
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.readers.events import Event
-    from mindspeed_prof.analysis.readers.model import TraceData
 
 __all__ = ["CATEGORY", "MAX_KEPT", "MAX_VALUES", "Count", "CounterFold", "counter_value"]
 
@@ -154,12 +153,12 @@ class CounterFold:
             else:
                 row.values.extend(values)
 
-    def finish(self, data: TraceData) -> None:
-        """``data.counters`` filled (in (step, stage, name) order); one problem line for the
-        records skipped."""
-        data.counters = [self.counts[k] for k in sorted(self.counts, key=lambda k: (
+    def finish(self, path: object) -> tuple[list[Count], list[str]]:
+        """The counters (in (step, stage, name) order) of the capture at ``path``, and one
+        problem line naming it for the records skipped."""
+        counts = [self.counts[k] for k in sorted(self.counts, key=lambda k: (
             k[0] is None, k[0] or 0, k[1] or "", k[2]))]
-        if self.skipped:
-            data.problems.append(
-                f"{data.path}: {self.skipped:,} counter event{'s' * (self.skipped != 1)} "
-                f"skipped (first: {self.first})")
+        if not self.skipped:
+            return counts, []
+        return counts, [f"{path}: {self.skipped:,} counter event{'s' * (self.skipped != 1)} "
+                        f"skipped (first: {self.first})"]

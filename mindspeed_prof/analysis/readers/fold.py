@@ -285,7 +285,8 @@ class Collector:
             data.ranges = bare_times(data.ranges, list(zip(*self.tops)),
                                      self.host_origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
-        self.counts.finish(data)
+        data.counters, skipped = self.counts.finish(data.path)
+        data.problems.extend(skipped)
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
         for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
