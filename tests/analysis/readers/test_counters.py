@@ -125,3 +125,19 @@ def test_json_writes_a_distribution_as_its_summary(tmp_path: Path) -> None:
     assert summary == {"n": 100, "sum": 5050.0, "min": 1.0, "p50": 50.5,
                        "p99": pytest.approx(99.01), "max": 100.0}
     json.dumps(row.json())
+
+
+def test_counters_survive_the_cache_and_the_workers_encoding(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    from mindspeed_prof.analysis import cache
+
+    path = write_range_file(tmp_path / "rank0.mstx.trace.json", 0, [
+        count("tokens_generated", 12, 1, "actor_generate"),
+        count("response_length", [3.0, 4.5], 1, "actor_generate"), count("odd", "x")])
+    first = cache.read_cached(path)
+    assert cache.cache_path(path).exists()
+    monkeypatch.setattr(cache, "read", lambda *a, **k: pytest.fail("read again"))
+    again = cache.read_cached(path)  # served from the entry
+    assert again.counters == first.counters == read(path).counters
+    assert again.problems == first.problems and len(again.problems) == 1
+    assert cache.decode(cache.encode(first)).counters == first.counters
