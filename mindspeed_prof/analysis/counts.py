@@ -126,8 +126,11 @@ def _add(row: CounterRow, c: Count) -> None:
     if c.value is not None:
         row.value = (row.value or 0.0) + c.value
         row.calls += c.calls
-    if c.values is not None:
-        row.values = [*(row.values or []), *c.values]
+    if c.values is not None:  # ``row`` holds its own list (``_row``): extended in place
+        if row.values is None:
+            row.values = list(c.values)
+        else:
+            row.values.extend(c.values)
 
 
 class Model(Row, kw_only=True):

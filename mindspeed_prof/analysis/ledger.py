@@ -119,8 +119,11 @@ def _pooled(rows: list[CounterRow]) -> dict[int | None, dict[str, CounterRow]]:
             if c.value is not None:
                 have.value = (have.value or 0.0) + c.value
                 have.calls += c.calls
-            if c.values:
-                have.values = [*(have.values or []), *c.values]
+            if c.values:  # ``have`` holds its own list: extended in place
+                if have.values is None:
+                    have.values = list(c.values)
+                else:
+                    have.values.extend(c.values)
     return out
 
 
