@@ -84,8 +84,9 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
     seen = set()
     for s in stages:
         if s.mfu_note and s.mfu_note not in seen and s.tokens_per_s is not None:
-            seen.add(s.mfu_note)
-            notes.append(f"MFU {s.stage}: {s.mfu_note}")
+            seen.add(s.mfu_note)  # a missing fact is every stage's; a bad value, one stage's
+            where = "" if s.mfu_note.startswith("no ") else f" {s.stage}"
+            notes.append(f"MFU{where}: {s.mfu_note}")
     notes += [f"model: {p}" for p in model.problems]
     _notes(console, notes)
 
