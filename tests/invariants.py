@@ -12,6 +12,10 @@ line naming the rule, the row and the figures.
 - ``findings_agree``: a device finding quotes, per rank, the means of the rows the verdict
   read (never a no-step row beside step rows), and says "per step" exactly when the verdict
   does;
+- ``counted_rows``: throughput and the RL ledger (counters): every ledger share, time
+  share and MFU in [0, 1] (or None with the reason), wasted seconds within the generation
+  seconds, percentiles in order; each stage's tokens/s recomputed from the per rank and step
+  rows, the verdict's throughput the same stages; a ledger finding quotes the ledger's counts;
 - ``exit_code``: as the README's table says (0 every capture read, 3 some part skipped, 1
   nothing read).
 
@@ -30,7 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["REL", "check_analysis", "check_compare_self", "check_doctor", "check_text",
-           "check_timeline", "counted_once", "decode", "device_rows", "device_sums",
+           "check_timeline", "counted_once", "counted_rows", "decode", "device_rows", "device_sums",
            "exit_code", "findings_agree", "finite", "printed_finite", "shares",
            "verdict_reads_rows"]
 
@@ -380,6 +384,80 @@ def findings_agree(doc: dict[str, Any]) -> None:
             assert said == per, f"{what}: the finding says {said!r}, the verdict {per!r}"
 
 
+# -- counters: throughput and the RL ledger -----------------------------------------------------
+
+_LEDGER_TITLE = re.compile(r"^(\d+)% of (?:generation time|the work generated).*: ([\d,.]+) of "
+                           r"([\d,.]+) \w+$")
+
+
+def _unit(x: Any, what: str) -> None:
+    if x is not None:
+        assert 0.0 <= x <= 1.0, f"counted_rows: {what} = {x}"
+
+
+def counted_rows(doc: dict[str, Any]) -> None:
+    """Ledger shares and MFU within [0, 1]; seconds within generation; throughput per stage
+    from its rows; the verdict's throughput the stages'; ledger findings quote the ledger."""
+    book = doc.get("ledger")
+    lines = {}
+    if book:
+        for x in book["lines"]:
+            lines[x["line"]] = x
+            where = f"ledger.{x['line']}"
+            _unit(x["share"], f"{where}.share")
+            _unit(x["time_share"], f"{where}.time_share")
+            assert 0.0 <= x["count"] <= x["of"] or x["share"] is None, f"counted_rows: {x}"
+            if x["seconds"] is not None:
+                assert 0.0 <= x["seconds"] <= x["generation_s"] * (1 + 1e-9) + ABS_MS, (
+                    f"counted_rows: {where}: {x['seconds']} s of {x['generation_s']} s")
+        t = book["tail"]
+        if t:
+            _unit(t["share"], "ledger.tail.share")
+            assert t["p50"] <= t["p95"] <= t["p99"] <= t["max"], f"counted_rows: tail {t}"
+            if t["seconds"] is not None:
+                assert 0.0 <= t["seconds"] <= t["generation_s"] * (1 + 1e-9) + ABS_MS, (
+                    f"counted_rows: tail {t}")
+    rows = doc["throughput"]["rows"]
+    for r in rows:
+        _unit(r["mfu"], f"throughput row {r['stage']} rank {r['rank']} step {r['step']} mfu")
+        if r["mfu"] is None and r["tokens"] is not None:
+            assert r["mfu_note"], f"counted_rows: no MFU and no reason: {r}"
+    stages = doc["throughput"]["stages"]
+    for s in stages:
+        _unit(s["mfu"], f"throughput {s['stage']} mfu")
+        per: dict[Any, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for r in rows:
+            if r["stage"] == s["stage"] and r["tokens"] is not None:
+                per[(r["rank"], r["source"])][0] += r["tokens"]
+                per[(r["rank"], r["source"])][1] += r["seconds"]
+        rates = [tok / sec for tok, sec in per.values() if sec > 0]
+        if s["tokens_per_s"] is None:
+            assert not rates, f"counted_rows: {s['stage']}: rows hold tokens/s {rates}"
+        else:
+            _close(s["tokens_per_s"], statistics.median(rates),
+                   f"counted_rows: {s['stage']} tokens_per_s")
+            _close(s["min_tokens_per_s"], min(rates), f"counted_rows: {s['stage']} min")
+    assert doc["verdict"].get("throughput", []) == stages, (
+        "counted_rows: the verdict's throughput is not the throughput table's")
+    for f in doc["findings"]:
+        rule = f["rule"]
+        if rule in ("rl.dropped", "rl.zero_variance", "rl.truncated"):
+            m = _LEDGER_TITLE.match(f["title"])
+            x = lines.get(rule.split(".", 1)[1])
+            assert m and x, f"counted_rows: {rule}: {f['title']!r} against {x}"
+            share = x["time_share"] if x["time_share"] is not None else x["share"]
+            assert abs(int(m.group(1)) - share * 100) <= 0.5 + 1e-9, (
+                f"counted_rows: {rule} says {m.group(1)}%, ledger {share}")
+            assert _f(m.group(2)) == round(x["count"]) and _f(m.group(3)) == round(x["of"]), (
+                f"counted_rows: {rule} quotes {m.group(2)} of {m.group(3)}, ledger {x}")
+        elif rule == "rl.long_tail":
+            t = (book or {}).get("tail")
+            assert t, f"counted_rows: {rule} without a tail in the ledger"
+            said = re.search(r"hold (\d+)% of generation", f["title"])
+            assert said and abs(int(said.group(1)) - t["share"] * 100) <= 0.5 + 1e-9, (
+                f"counted_rows: {rule}: {f['title']!r}, tail share {t['share']}")
+
+
 # -- exit codes ---------------------------------------------------------------------------------
 
 def exit_code(code: int, doc: dict[str, Any] | None) -> None:
@@ -400,6 +478,7 @@ def check_analysis(doc: dict[str, Any], code: int) -> None:
     counted_once(doc)
     verdict_reads_rows(doc)
     findings_agree(doc)
+    counted_rows(doc)
 
 
 # -- the other commands -------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def keep_invariants(got: Answer, broken: set[str]) -> None:
 
     assert got.doc is not None
     for check in ("finite", "shares", "device_sums", "counted_once", "verdict_reads_rows",
-                  "findings_agree"):
+                  "findings_agree", "counted_rows"):
         if check not in broken:
             getattr(invariants, check)(got.doc)
     invariants.exit_code(got.code, got.doc)

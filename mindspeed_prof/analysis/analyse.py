@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 
 from mindspeed_prof.analysis.capture_facts import classified
+from mindspeed_prof.analysis.counts import CounterRow, Model, counter_rows, model_facts
+from mindspeed_prof.analysis.ledger import Ledger, ledger
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.ranges import (
     no_op_rows,
@@ -46,6 +48,12 @@ from mindspeed_prof.analysis.rows import (
 )
 from mindspeed_prof.analysis.runs import RunInfo, split
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
+from mindspeed_prof.analysis.throughput import (
+    StageThroughput,
+    ThroughputRow,
+    stage_summaries,
+    throughput_rows,
+)
 from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.jsonio import within
@@ -84,6 +92,10 @@ class Analysis:
     #: The run these captures are of, and every run under the root, newest first (``runs``).
     run: RunInfo | None = None
     runs: list[RunInfo] = field(default_factory=list)
+    #: The user's model facts for MFU (``--flops-per-token``, ``--peak-tflops``): over the
+    #: captures' headers (``counts.model_facts``).
+    flops_per_token: float | None = None
+    peak_tflops: float | None = None
 
     @property
     def ranges(self) -> list[Range]:
@@ -124,6 +136,33 @@ class Analysis:
         ``include_warmup``. (The tables show every step, warmup steps marked.)"""
         skip = set() if self.include_warmup else self._warmup()
         return [r for r in self.ranges if (r.rank, r.source, r.step) not in skip]
+
+    def counters(self) -> list[CounterRow]:
+        """Every counter, one row per rank, step, stage and name (``counts``)."""
+        return counter_rows(self.traces, self.run.id if self.run is not None else "")
+
+    def counted_counters(self) -> list[CounterRow]:
+        """``counters`` less warmup steps, unless ``include_warmup`` (as ``counted``)."""
+        skip = set() if self.include_warmup else self._warmup()
+        return [c for c in self.counters() if (c.rank, c.source, c.step) not in skip]
+
+    def model(self) -> Model:
+        """FLOPs per token and peak for MFU: the user's, else the captures' headers."""
+        return model_facts(self.traces, self.flops_per_token, self.peak_tflops)
+
+    def throughput(self) -> list[ThroughputRow]:
+        """Tokens and samples per second per stage, rank and step (``throughput``)."""
+        return throughput_rows(self.counted(), self.counted_counters(), self.model())
+
+    def throughput_stages(self) -> list[StageThroughput]:
+        """Per stage: the spread over ranks, the trend over steps, MFU (``throughput``)."""
+        model = self.model()
+        return stage_summaries(throughput_rows(self.counted(), self.counted_counters(), model),
+                               model)
+
+    def ledger(self) -> Ledger | None:
+        """Generation time on samples not trained on, and the long tail (``ledger``)."""
+        return ledger(self.counted(), self.counted_counters())
 
     def stage_rank(self) -> list[StageRow]:
         """Per stage and rank: executions, total, mean and max milliseconds."""
@@ -293,7 +332,17 @@ class Analysis:
                 "inventory": to_json(self.inventory()), "warnings": self.warnings(),
                 "problems": self.problems(), "skipped": self.bad, "notes": self.notes(),
                 "margin": self.margin, "noise_ms": self.noise_ms,
-                "warmup": sorted(self.warmup())}
+                "warmup": sorted(self.warmup()), **self._counted_json()}
+
+    def _counted_json(self) -> dict[str, Any]:
+        """``counters``, ``throughput`` and ``ledger`` (empty, and None, without counters)."""
+        model = self.model()
+        rows = throughput_rows(self.counted(), self.counted_counters(), model)
+        book = self.ledger()
+        return {"counters": to_json(self.counters()),
+                "throughput": {"model": model.json(), "rows": to_json(rows),
+                               "stages": to_json(stage_summaries(rows, model))},
+                "ledger": book.json() if book else None}
 
 
 def _finish(result: Analysis) -> Analysis:

@@ -13,6 +13,8 @@
   beyond HTA's gave (DeepEP, NVSHMEM, the user's ``--comm-kernels``...);
 - ``worlds``: where captures record their job's world size, how many of its ranks they hold;
 - ``memory``: the highest peak against the device's capacity where a capture records it;
+- ``throughput``: tokens/s per rank of each stage that counts tokens (``prof.count``), the
+  slowest rank, MFU where the model's FLOPs per token and peak are known (``throughput``);
 - ``unusual``: captures the job took on its own (``triggered``) and warmup steps left out.
 
 Warmup steps are left out (``Analysis.counted``) of every figure.
@@ -42,6 +44,7 @@ from mindspeed_prof.analysis.rows import (
     World,
 )
 from mindspeed_prof.analysis.stragglers import Behind, behind, noise_floor, step_times
+from mindspeed_prof.analysis.throughput import StageThroughput, throughput_line
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
@@ -69,6 +72,9 @@ class Verdict(Row, kw_only=True):
     warmup_steps: list[int] = []
     #: World sizes the captures record, and the ranks of each captured.
     worlds: list[World] = []
+    #: Per stage with tokens or samples counted: tokens/s per rank, its spread, MFU
+    #: (``throughput``).
+    throughput: list[StageThroughput] = []
     #: What to run next (``next_capture``).
     next: list[NextStep] = []
 
@@ -103,6 +109,8 @@ class Verdict(Row, kw_only=True):
             out.append(("straggler", "none (no rank behind the others by more than the noise "
                         f"floor){rests}"))
         out += _device_lines(self.device, self.worlds)
+        if line := throughput_line(self.throughput):
+            out.append(("throughput", line))
         if self.memory:
             m = self.memory
             cap = (f" of {_gb(m.capacity_bytes)} ({m.share:.0%})"
@@ -341,6 +349,6 @@ def verdict(result: Analysis) -> Verdict:
                   steps=rests_on(result, step), device=device(result), memory=memory(result),
                   triggered=triggered(result), warmup_steps=sorted({s for _, s in
                                                                    result.warmup()}),
-                  worlds=worlds(result.traces))
+                  worlds=worlds(result.traces), throughput=result.throughput_stages())
     out.next = next_steps(result, out.straggler, out.slowest, out.device)
     return out

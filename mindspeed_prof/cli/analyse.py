@@ -49,10 +49,34 @@ def add_parser(sub: Any) -> None:
                    help="which run to answer for where PATH holds several (every run of an "
                         "app writes to one save root): an id (or its first characters) from "
                         "the first line, or all: each run apart (default: the newest)")
+    a.add_argument("--flops-per-token", type=_model("flops_per_token"), metavar="F",
+                   help="the model's forward FLOPs per token (2 x parameters for a dense "
+                        "model), for MFU; over the captures' model_flops_per_token")
+    a.add_argument("--peak-tflops", type=_model("peak_tflops"), metavar="P",
+                   help="one device's peak TFLOPS (at the training dtype), for MFU; over the "
+                        "captures' peak_tflops")
     noise_option(a)
     comm_kernels_option(a)
     jobs_option(a)
     a.set_defaults(func=run)
+
+
+def _model(field: str) -> Any:
+    """An argparse type for a model fact: a finite number over 0 (``counts.model_problem``)."""
+    def parse(text: str) -> float:
+        from mindspeed_prof.analysis.counts import model_problem
+
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        problem = model_problem(field, value) if value is not None else (
+            f"{field}={text!r}: not a number")
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return float(text)
+
+    return parse
 
 
 def report_requirement() -> str | None:
@@ -113,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     docs = []
     for result in results:
         result.noise_ms = args.noise_ms
+        result.flops_per_token, result.peak_tflops = args.flops_per_token, args.peak_tflops
         found = Answers(result)
         for note in found.notes:
             error(f"note: {note}")

@@ -442,6 +442,9 @@ def write_report(result: Analysis, path: Path, answers: Answers | None = None) -
         ["rank", "source", "step", "total", *stages, "warmup"], quiet=("source", "total")))
     parts.append(f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
         result.stragglers(), ["stage", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
+    from mindspeed_prof.views.counted_html import counted_sections
+
+    parts.extend(counted_sections(result, _table, _esc))
     parts.append("<h2>Custom ranges</h2>" + _table(
         result.range_table(), ["name", "rank", "stage", "count", "total_ms", "self_ms",
                                "mean_ms", "p95_ms", "max_ms"]))

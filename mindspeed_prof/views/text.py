@@ -8,7 +8,6 @@ below their own width, values wrap instead.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,21 +41,16 @@ from mindspeed_prof.analysis.rows import (
 from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import cell, printable
+from mindspeed_prof.views.tables import STAGE_CODES
+from mindspeed_prof.views.tables import codes as _codes
+from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import fits as _fits
+from mindspeed_prof.views.tables import legend as _legend
+from mindspeed_prof.views.tables import table as _table
 
 __all__ = ["STAGE_CODES", "count", "headline", "no_device_text", "print_analysis", "print_compare",
            "print_compare_details", "print_details", "print_device", "print_memory",
            "print_presets", "print_ranges", "print_stage_rank", "print_sweep", "print_top_lists"]
-
-#: Short column names for the RL stages, used when full names do not fit (a legend follows).
-STAGE_CODES = {
-    "actor_generate": "A.gen",
-    "actor_compute_log_prob": "A.logp",
-    "reference_compute_log_prob": "R.logp",
-    "critic_compute_values": "C.vals",
-    "actor_update": "A.upd",
-    "critic_update": "C.upd",
-}
-
 
 def count(n: int, noun: str) -> str:
     """``1 capture``, ``2 captures``."""
@@ -65,50 +59,6 @@ def count(n: int, noun: str) -> str:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
-
-
-def _table(title: str | None = None, **kwargs: Any) -> Table:
-    """A table at least as wide as its title, so the title never wraps word by word."""
-    return Table(title=title, min_width=len(title) if title else None, **kwargs)
-
-
-def _column(table: Table, header: str, right: bool = True) -> None:
-    """A column whose header is never cut: values wrap (or fold) before the header shrinks."""
-    table.add_column(header, justify="right" if right else "left", min_width=len(header),
-                     overflow="fold")
-
-
-def _fits(console: Console, table: Table) -> bool:
-    """Whether ``table`` at its natural width (nothing wrapped) fits the console."""
-    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
-    return natural <= console.width
-
-
-def _codes(names: Iterable[str]) -> dict[str, str]:
-    """A short column name per stage: the known codes, else the name if short, else S1, S2..."""
-    out: dict[str, str] = {}
-    others = 0
-    for name in names:
-        code = STAGE_CODES.get(name, name if len(name) <= 8 else "")
-        if not code:
-            others += 1
-            code = f"S{others}"
-        out[name] = code
-    return out
-
-
-def _legend(console: Console, codes: dict[str, str]) -> None:
-    """``A.gen = actor_generate`` pairs, packed into lines; a pair is never split."""
-    pairs = [f"{code} = {name}" for name, code in codes.items() if code != name]
-    lines: list[str] = []
-    for pair in pairs:
-        if lines and len(lines[-1]) + 2 + len(pair) <= console.width:
-            lines[-1] += "  " + pair
-        else:
-            lines.append(pair)
-    for line in lines:
-        console.print(printable(line), style="dim", highlight=False, soft_wrap=True,
-                      markup=False)
 
 
 def _who(row: StageRow | StepRow | Straggler | DeviceRow) -> tuple[int | None, str]:
@@ -278,6 +228,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
                    answers: Answers | None = None) -> None:
     from rich.text import Text
 
+    from mindspeed_prof.views.counted import print_ledger, print_throughput
+
     console = console or Console()
     answers = answers or Answers(result)
     for i, line in enumerate(headline(result, console.width)):
@@ -307,6 +259,8 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         for op in ops:
             table.add_row(_name(op.op, 56), str(op.count), _ms(op.self_ms))
         console.print(table)
+    print_throughput(result.throughput_stages(), result.model(), console)
+    print_ledger(result.ledger(), console)
     print_details(result, console, top)
     for w in result.warnings():
         if w not in result.clashes:  # said at the top

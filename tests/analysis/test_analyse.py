@@ -400,7 +400,9 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "inventory": to_json(result.inventory()), "warnings": [],
         "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
         "notes": ["rank1: a note"], "margin": 0.5, "noise_ms": 1.0,
-        "warmup": [(0, 1), (1, 1), (2, 1)]}
+        "warmup": [(0, 1), (1, 1), (2, 1)],
+        "counters": [], "throughput": {"model": result.model().json(), "rows": [],
+                                       "stages": []}, "ledger": None}
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]
     assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]

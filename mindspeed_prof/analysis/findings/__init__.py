@@ -1,8 +1,9 @@
 """Findings: one line each with its numbers, the detail and where they came from, and what
 to do about it. One module per family of rules (``npu``: what Ascend's msprof-analyze advisor
-checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops; ``host``: the
-host's side of a stage); each rule is a function of an ``Analysis`` that returns its findings
-(none where it has nothing to say).
+checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops; ``rl_ledger``:
+the RL ledger's waste and long tail, from counters; ``host``: the host's side of a stage);
+each rule is a function of an ``Analysis`` that returns its findings (none where it has
+nothing to say).
 
 ``find`` runs every rule: a rule that fails is left out with one note, never the analysis.
 """
@@ -21,9 +22,9 @@ __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
 def rules() -> list[Rule]:
     """Every rule, in the order they run."""
-    from mindspeed_prof.analysis.findings import cuda, host, npu, rl
+    from mindspeed_prof.analysis.findings import cuda, host, npu, rl, rl_ledger
 
-    return [*npu.RULES, *cuda.RULES, *rl.RULES, *host.RULES]
+    return [*npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
 
 
 def find(result: Analysis) -> tuple[list[Finding], list[str]]:

@@ -37,6 +37,10 @@ class EventArgs(msgspec.Struct):
     device_type: Number = msgspec.field(default=None, name="Device Type")
     #: Kineto's collective arguments on a kernel c10d launched (``readers.classify``).
     collective: Any = msgspec.field(default=None, name="Collective name")
+    #: A counter event's (``ph`` C, ``cat`` count; ``readers.counters``): any JSON, checked there.
+    value: Any = None
+    values: Any = None
+    stage: Any = None
 
 
 class Event(msgspec.Struct):

@@ -14,6 +14,7 @@ from array import array
 from typing import Any
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
+from mindspeed_prof.analysis.readers.counters import CounterFold
 from mindspeed_prof.analysis.readers.device import breakdown, merge
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
@@ -113,6 +114,7 @@ class Collector:
         self.seq = 0
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
         self.tops = (array("d"), array("d"))  # start, end of each top-level host op
+        self.counts = CounterFold()  # ``C`` events of category ``count`` (``readers.counters``)
 
     def _host(self, ts: float) -> float:
         """``ts`` relative to the first host op's start (exact near it: Sterbenz)."""
@@ -215,6 +217,8 @@ class Collector:
                                    (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
                 continue
             if ev.ph != "X":
+                if ev.ph == "C":
+                    self.counts.add(ev)
                 continue
             ts, dur = _num(ev.ts), _num(ev.dur)
             if ts is None or dur is None:
@@ -281,6 +285,8 @@ class Collector:
             data.ranges = bare_times(data.ranges, list(zip(*self.tops)),
                                      self.host_origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
+        data.counters, skipped = self.counts.finish(data.path)
+        data.problems.extend(skipped)
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
         for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from mindspeed_prof.analysis.readers.counters import Count
+
 __all__ = [
     "MAX_BYTES",
     "OUTSIDE",
@@ -355,13 +357,15 @@ class TraceData:
     #: Per rule of ``readers.classify`` that classified a device op of the capture: the ops
     #: and their device time (us).
     classified: dict[str, Tally] = field(default_factory=dict)
+    #: Counters per (step, stage, name) (``prof.count``; ``readers.counters``).
+    counters: list[Count] = field(default_factory=list)
 
     @property
     def holds_nothing(self) -> bool:
-        """Read whole, but no range, op, kernel, runtime call, device row, collective or
-        memory in it."""
+        """Read whole, but no range, op, kernel, runtime call, device row, collective,
+        memory or counter in it."""
         return not (self.ranges or self.ops or self.kernels or self.runtime or self.device
-                    or self.comm or self.memory is not None)
+                    or self.comm or self.memory is not None or self.counters)
 
 
 def one_line(err: BaseException) -> str:

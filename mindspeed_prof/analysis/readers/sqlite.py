@@ -30,7 +30,7 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
     if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
         meta["baseTimeNanoseconds"] = json.loads(meta_rows["baseTimeNanoseconds"])
     events = (Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
-                    args=EventArgs(step=json.loads(args).get("step") if args != "{}" else None))
+                    args=_args(args))
               for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path))
     fold = Collector()
     count = 0
@@ -43,3 +43,15 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
     return data
 
 
+
+
+def _args(text: str) -> EventArgs:
+    """The args the analysis reads of one row: the step, and a counter's value, values and
+    stage (``readers.counters`` checks them)."""
+    if text == "{}":
+        return EventArgs()
+    args = json.loads(text)
+    if not isinstance(args, dict):
+        return EventArgs()
+    return EventArgs(step=args.get("step"), value=args.get("value"), values=args.get("values"),
+                     stage=args.get("stage"))
