@@ -351,3 +351,35 @@ def test_the_demos_planted_waste_and_long_tail_are_in_its_counters(tmp_path: Pat
     # the planted half, give or take the draw (unplanted, early groups are all-zero ~1 in 8)
     assert planted >= total * 0.5 - 4
     assert sum(counted[(s, "responses_truncated")] for s in (2, 3, 4, 5)) > 0
+
+
+@pytest.mark.slow
+def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_numbers(
+        tmp_path: Path) -> None:
+    """Issue 33's walk: the demo's knobs plant reward-constant groups and a long tail; the
+    analysis names both as findings whose numbers are the counters' own, recomputed here."""
+    import numpy as np
+
+    from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.report import Answers
+
+    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.workers=0", "demo.steps=5",
+                   "demo.constant_reward_groups=0.5", "demo.long_tail=0.03"),
+          Console(quiet=True))
+    (counted,) = demo_counts(tmp_path / "out").values()
+    steps = sorted({step for step, _ in counted})
+    flat = sum(counted[(s, "groups_zero_variance")] for s in steps)
+    groups = sum(counted[(s, "groups")] for s in steps)
+    lengths = np.array([x for s in steps for x in counted[(s, "response_length")]])
+    assert flat >= groups * 0.4 and lengths.max() > np.percentile(lengths, 50)
+
+    found = {f.rule: f for f in Answers(analyse(tmp_path / "out")).findings}
+    zero = found["rl.zero_variance"]
+    assert zero.title.endswith(f": {flat:,} of {groups:,} groups"), zero.title
+    assert zero.detail.startswith(f"groups_zero_variance: {flat:,} of {groups:,} groups "
+                                  f"({flat / groups:.0%})"), zero.detail
+    assert 25 <= int(zero.title.split("%")[0]) <= 100 and zero.severity == "high"
+    tail = found["rl.long_tail"]
+    assert tail.title.endswith(f"length p50 {np.percentile(lengths, 50):,.0f}, p99 "
+                               f"{np.percentile(lengths, 99):,.0f}, max {lengths.max():,.0f}"), \
+        tail.title

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.counts import GENERATE
-from mindspeed_prof.analysis.findings.cuda import files_text, severity
+from mindspeed_prof.analysis.findings.common import files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.ledger import LedgerLine, Tail
 from mindspeed_prof.analysis.readers.model import rank_order
