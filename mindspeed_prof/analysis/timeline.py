@@ -25,11 +25,12 @@ import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Stats
+from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Stats, budget_line
 from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align
 from mindspeed_prof.analysis.timeline_clock import clock_offset_us
 from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, wall_events, write_detail
+from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
 __all__ = ["BudgetError", "StepWindow", "Timeline", "budget_line", "clock_offset_us",
@@ -195,12 +196,14 @@ class _Layout:
 
 def write_timeline(traces: Iterable[TraceData], out: Path,
                    detail: frozenset[int] | None = frozenset(),
-                   steps: StepWindow = StepWindow(), max_bytes: int | None = None) -> Timeline:
+                   steps: StepWindow = StepWindow(), max_bytes: int | None = None,
+                   fmt: str = "json") -> Timeline:
     """Merge ``traces`` into the Chrome trace ``out`` (gzipped when it ends in ``.gz``).
 
     ``detail``: ranks whose operator and kernel events are added (None: every rank).
     ``max_bytes``: the most bytes of (uncompressed) JSON to write: short operators merged, then
     operators of the slowest rank-steps only, as ``timeline_budget`` plans; None: no limit.
+    ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``timeline_perfetto``).
     """
     out = Path(out)
     result = Timeline(out)
@@ -224,7 +227,7 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
         stats = _stats(layout, result)
         plan = plan_budget(stats[0], stats[1], max_bytes)
     for attempt in range(6):  # an estimate: written again, with less, until it fits
-        written, tally = _write(out, layout, result, plan)
+        written, tally = _write(out, layout, result, plan, fmt)
         if max_bytes is None or written <= max_bytes:
             break
         if attempt == 5:
@@ -243,17 +246,18 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
     return result
 
 
-def _write(out: Path, layout: _Layout, result: Timeline,
-           plan: Plan | None) -> tuple[int, Tally]:
-    """Write the trace (through a temporary file); its JSON bytes and what the budget did."""
+def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
+           fmt: str = "json") -> tuple[int, Tally]:
+    """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
+    did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     opener: Any = gzip.open if out.name.endswith(".gz") else open
     tally = Tally()
     try:
         with opener(tmp, "wb") as f:
-            head = b'{"displayTimeUnit": "ms", "traceEvents": [\n'
+            w: Any = _Writer(f) if fmt == "json" else PerfettoWriter(f, layout.origin)
+            head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
             f.write(head)
-            w = _Writer(f)
             _emit(w, layout, plan, tally)
             w.flush()
             other = {"origin_wall_us": layout.origin, "tracks": result.tracks,
@@ -261,9 +265,13 @@ def _write(out: Path, layout: _Layout, result: Timeline,
                      "warnings": result.warnings}
             if plan is not None and plan.active:
                 other["budget"] = _budget_facts(plan, tally, None, layout)
-            # json escapes what msgspec cannot write: a path's bytes that are not UTF-8
-            tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
-            f.write(tail)
+            tail = b""
+            if fmt == "json":  # json escapes what msgspec cannot write: a path's non-UTF-8
+                tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
+                f.write(tail)
+            else:
+                w.other_data(other)
+                w.flush()
             result.events = w.count
         os.replace(tmp, out)
     finally:
@@ -271,7 +279,7 @@ def _write(out: Path, layout: _Layout, result: Timeline,
     return len(head) + w.bytes + len(tail), tally
 
 
-def _emit(w: _Writer, layout: _Layout, plan: Plan | None, tally: Tally,
+def _emit(w: Any, layout: _Layout, plan: Plan | None, tally: Tally,
           stats: Stats | None = None) -> None:
     """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
     steps = layout.steps
@@ -326,20 +334,6 @@ def _stats(layout: _Layout, result: Timeline) -> tuple[Stats, int]:
         result.warnings)
 
 
-def budget_line(facts: dict[str, Any], max_mb: float) -> str:
-    """One line on what the budget merged and left out."""
-    parts = []
-    if facts["merged_operators"]:
-        parts.append(f"{facts['merged_operators']:,} operators shorter than "
-                     f"{facts['merged_below_us']:g} us merged into {facts['merged_slices']:,} "
-                     "slices")
-    if facts["left_out_operators"]:
-        parts.append(f"{facts['left_out_operators']:,} operators left out (kept: those of "
-                     f"{len(facts.get('operators_of', [])):,} slowest rank-steps, and the "
-                     f"{facts['always_kept_per_rank']} longest of every rank)")
-    return f"to fit --max-mb {max_mb:g}: " + ("; ".join(parts) or "nothing merged")
-
-
 def _budget_facts(plan: Plan, tally: Tally, max_bytes: int | None,
                   layout: _Layout) -> dict[str, Any]:
     facts: dict[str, Any] = {
@@ -364,7 +358,7 @@ def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
             if len(h) > 1]
 
 
-def _header(w: _Writer, pid: int, label: str) -> None:
+def _header(w: Any, pid: int, label: str) -> None:
     w.add({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
     w.add({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
     for tid, name in THREADS.values():
@@ -381,7 +375,7 @@ def _window_span(c: _Capture, steps: StepWindow,
     return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
 
 
-def _write_ranges(w: _Writer, pid: int, data: TraceData, offset: float, origin: float,
+def _write_ranges(w: Any, pid: int, data: TraceData, offset: float, origin: float,
                   steps: StepWindow, span: tuple[float, float] | None) -> None:
     shift = offset - origin
     for r in data.ranges:

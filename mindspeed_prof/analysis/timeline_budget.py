@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ALWAYS", "CAP_US", "DEFAULT_MB", "BudgetError", "Plan", "Stats", "event_bytes",
-           "plan"]
+__all__ = ["ALWAYS", "CAP_US", "DEFAULT_MB", "BudgetError", "Plan", "Stats", "budget_line",
+           "event_bytes", "plan"]
 
 #: The default budget, in MB of uncompressed JSON: Perfetto's JSON importer holds the parsed
 #: trace in the tab's WebAssembly memory (4 GB at most), several times the text's size.
@@ -160,3 +160,17 @@ def _from_bin(hist: np.ndarray) -> np.ndarray:
 
     rev = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]
     return np.concatenate([rev, np.zeros((hist.shape[0], 1))], axis=1)
+
+
+def budget_line(facts: dict[str, Any], max_mb: float) -> str:
+    """One line on what the budget merged and left out."""
+    parts = []
+    if facts["merged_operators"]:
+        parts.append(f"{facts['merged_operators']:,} operators shorter than "
+                     f"{facts['merged_below_us']:g} us merged into {facts['merged_slices']:,} "
+                     "slices")
+    if facts["left_out_operators"]:
+        parts.append(f"{facts['left_out_operators']:,} operators left out (kept: those of "
+                     f"{len(facts.get('operators_of', [])):,} slowest rank-steps, and the "
+                     f"{facts['always_kept_per_rank']} longest of every rank)")
+    return f"to fit --max-mb {max_mb:g}: " + ("; ".join(parts) or "nothing merged")

@@ -165,3 +165,52 @@ def test_cli_max_mb(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["timeline", str(run), "-o", str(out), "--detail", "all",
                  "--max-mb", "0.01"]) == 1
     assert "raise --max-mb" in capsys.readouterr().err
+
+
+def test_perfetto_format_holds_the_same_slices_as_json(run: Path, tmp_path: Path) -> None:
+    """``--format perfetto``: each JSON slice is a begin and an end on its thread's track (ns on
+    the wall clock), each track named as in JSON; the budget applies to its bytes."""
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+
+    traces = analyse(run, jobs=1, cache=False).traces
+    as_json = tmp_path / "t.json"
+    write_timeline(traces, as_json, detail=frozenset({SLOW}), max_bytes=300_000)
+    trace = json.loads(as_json.read_text())
+    out = tmp_path / "t.pftrace"
+    result = write_timeline(traces, out, detail=frozenset({SLOW}), max_bytes=300_000,
+                            fmt="perfetto")
+    assert result.json_bytes == out.stat().st_size <= 300_000
+    packets = Trace.FromString(out.read_bytes()).packet
+    names = {p.track_descriptor.uuid: p.track_descriptor.thread.thread_name
+             or p.track_descriptor.process.process_name or p.track_descriptor.name
+             for p in packets if p.HasField("track_descriptor")}
+    origin_ns = round(trace["otherData"]["origin_wall_us"] * 1000)
+    open_: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    got = []
+    for p in packets:
+        ev = p.track_event
+        if ev.type == TrackEvent.TYPE_SLICE_BEGIN:
+            open_[ev.track_uuid].append((ev.name, p.timestamp))
+        elif ev.type == TrackEvent.TYPE_SLICE_END:
+            name, start = open_[ev.track_uuid].pop()
+            got.append((names[ev.track_uuid], name, start - origin_ns, p.timestamp - start))
+    thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+                    if e["name"] == "thread_name"}
+    want = [(thread_names[(e["pid"], e["tid"])], e["name"], round(e["ts"] * 1000),
+             round(e["dur"] * 1000)) for e in _slices(trace)]
+    assert sorted(got) == sorted(want)
+    assert any(n.startswith("merged: ") for _, n, _, _ in got)
+    assert any(name.startswith("rank 3 · integrated") for name in names.values())
+
+
+def test_perfetto_format_without_its_package_is_a_usage_error(
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "perfetto" or m.startswith("perfetto.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "perfetto", None)
+    out = tmp_path / "t.pftrace"
+    assert main(["timeline", str(run), "-o", str(out), "--format", "perfetto"]) == 2
+    assert "mindspeed-prof[perfetto]" in capsys.readouterr().err and not out.exists()
