@@ -20,7 +20,7 @@ analysed in 2 minutes of wall time (goal 1). The planted slow rank must be the v
 straggler and the planted slow link's ranks named by a finding (``ok``/``MISSED`` in the
 detail); torch_npu's matrix link rows (``--json`` ``comm``, kind ``link``) must put the slow
 link lowest. The timeline must be under its budget with every rank's steps and stages and at
-least its 16 longest operators. ``--quick``: 16 and 64 ranks, no Ray.
+least its 16 longest operators. ``--quick``: 4 and 16 ranks, no Ray.
 """
 
 from __future__ import annotations
@@ -106,31 +106,33 @@ def _timeline_ok(path: Path, ranks: int, steps: int, stages: bool) -> str:
     return "ok" if whole else "MISSED"
 
 
-def _one(kind: str, ranks: int, root: Path, tmp: Path, rows: dict[str, Any]) -> None:
+def _one(kind: str, ranks: int, root: Path, tmp: Path, rows: dict[str, Any],
+         parts: tuple[str, ...] = ("analyse", "doctor", "timeline")) -> None:
     out = tmp / f"{kind}-{ranks}.json"
-    _uncache(root)
-    first = measure(["analyse", "--json", "--jobs", "2", str(root)], out)
-    doc = json.loads(out.read_text())
-    rank_ok, link_ok = _named(doc, ranks)
-    checks = {"slow rank": rank_ok, "slow link": link_ok}
-    if kind == "npu":
-        checks["matrix link"] = _matrix_lowest(doc, ranks)
-    warm = measure(["analyse", "--json", "--jobs", "2", str(root)], out)
-    doctor = measure(["doctor", "--json", str(root)], out)
-    trace = tmp / f"{kind}-{ranks}.timeline.json"
-    timeline = measure(["timeline", str(root), "-o", str(trace), "--detail", "all",
-                        "--jobs", "2"], out)
-    size = trace.stat().st_size if trace.exists() else 0
-    complete = (_timeline_ok(trace, ranks, STEPS if kind == "kineto" else 1, kind == "kineto")
-                if size else "MISSED")
-    trace.unlink(missing_ok=True)
-    _uncache(root)
-    rows[f"{kind}-{ranks}"] = {"first": first, "warm": warm, "doctor": doctor,
-                               "timeline": timeline, "timeline_mb": size / 1e6,
-                               "timeline_whole": complete, "checks": checks,
-                               "input_mb": sum(p.stat().st_size for p in root.rglob("*")
-                                               if p.is_file()) / 1e6}
-    line = json.dumps({f"{kind}-{ranks}": rows[f"{kind}-{ranks}"]})
+    row: dict[str, Any] = rows.setdefault(f"{kind}-{ranks}", {})
+    row["input_mb"] = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6
+    if "analyse" in parts:
+        _uncache(root)
+        row["first"] = measure(["analyse", "--json", "--jobs", "2", str(root)], out)
+        doc = json.loads(out.read_text())
+        rank_ok, link_ok = _named(doc, ranks)
+        row["checks"] = {"slow rank": rank_ok, "slow link": link_ok}
+        if kind == "npu":
+            row["checks"]["matrix link"] = _matrix_lowest(doc, ranks)
+        row["warm"] = measure(["analyse", "--json", "--jobs", "2", str(root)], out)
+        _uncache(root)
+    if "doctor" in parts:
+        row["doctor"] = measure(["doctor", "--json", str(root)], out)
+    if "timeline" in parts:
+        trace = tmp / f"{kind}-{ranks}.timeline.json"
+        row["timeline"] = measure(["timeline", str(root), "-o", str(trace), "--detail", "all",
+                                   "--jobs", "2"], out)
+        size = trace.stat().st_size if trace.exists() else 0
+        row["timeline_mb"] = size / 1e6
+        row["timeline_whole"] = (_timeline_ok(trace, ranks, STEPS if kind == "kineto" else 1,
+                                              kind == "kineto") if size else "MISSED")
+        trace.unlink(missing_ok=True)
+    line = json.dumps({f"{kind}-{ranks}": row, "parts": parts})
     print(f"scale_detailed {line}", file=sys.stderr, flush=True)
     if os.environ.get("MINDSPEED_PROF_SCALE_LOG"):  # each root's numbers as soon as they are
         with open(os.environ["MINDSPEED_PROF_SCALE_LOG"], "a") as f:
@@ -157,7 +159,7 @@ def _text(m: dict[str, float]) -> str:
 
 
 def run(report: Report) -> None:
-    sizes = (16, 64) if report.quick else (64, 256, 1024)
+    sizes = (4, 16) if report.quick else (64, 256, 1024)
     tmp = Path(tempfile.mkdtemp(prefix="mindspeed-prof-scale-detailed-"))
     rows: dict[str, Any] = {}
     try:
