@@ -9,7 +9,7 @@ peak RSS (``ru_maxrss``: the largest single process; each worker is counted apar
 decoded), then again (every entry a hit: what is left when nothing is decoded: discovery,
 the cache's loads and the analysis across ranks). ``doctor --json``; ``timeline --detail all``
 at the default ``--max-mb`` (256). ``--ray``: ``analyse --ray`` on a local cluster of two
-nodes (``ray.cluster_utils.Cluster``, one CPU each), at 256 ranks of Kineto traces, against
+nodes (``ray.cluster_utils.Cluster``, one CPU each), at 64 ranks of Kineto traces, against
 ``--jobs 2`` on the same root; its Ray workers are not the launcher's children, so only its
 wall time counts.
 
@@ -168,9 +168,9 @@ def run(report: Report) -> None:
                 _one(kind, ranks, make(ranks), tmp, rows)
             _figures(report, kind, sizes, rows)
         if not report.quick:
-            ray = _ray(kineto_root(256), tmp)
-            jobs = rows["kineto-256"]["first"]
-            report.add("analyse --ray, 2 local nodes, 256 Kineto ranks: wall time",
+            ray = _ray(kineto_root(64), tmp)
+            jobs = rows["kineto-64"]["first"]
+            report.add("analyse --ray, 2 local nodes, 64 Kineto ranks: wall time",
                        "--jobs 2 on the same root", ray["wall"] / jobs["wall"], None,
                        f"{ray['wall']:.1f} s vs {jobs['wall']:.1f} s (exit {ray['rc']:.0f})")
     finally:
