@@ -194,7 +194,7 @@ def _figures(report: Report, kind: str, sizes: tuple[int, ...], rows: dict[str, 
         report.add(f"{label}, {what}: peak RSS growth", f"{have[0]} ranks",
                    b["rss"] / max(a["rss"], 1e-9), 1.25,
                    f"{b['rss']:.0f} MB vs {a['rss']:.0f} MB")
-    hi = rows[f"{kind}-{sizes[-1]}"]
+    hi = rows.get(f"{kind}-{sizes[-1]}", {})
     if "first" in hi:
         first = hi["first"]
         report.add(f"analyse --jobs 2, {sizes[-1]} {kind} ranks ({hi['input_mb']:,.0f} MB): "

@@ -156,11 +156,17 @@ def _captures(traces: Iterable[TraceData]) -> dict[TrackKey, list[_Capture]]:
     return tracks
 
 
-class _Writer:
-    """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes."""
+class _Over(OverflowError):
+    """The trace being written has passed its budget: stop, plan, write again."""
 
-    def __init__(self, f: IO[bytes] | None) -> None:
+
+class _Writer:
+    """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes
+    and stops (``_Over``) past ``limit``."""
+
+    def __init__(self, f: IO[bytes] | None, limit: int | None = None) -> None:
         self._f = f
+        self.limit = limit
         self._pending: list[bytes] = []
         self.count = 0
         self.bytes = 0
@@ -178,6 +184,8 @@ class _Writer:
             self.bytes += len(chunk)
             self.count += len(self._pending)
             self._pending = []
+            if self.limit is not None and self.bytes > self.limit:
+                raise _Over
 
 
 @dataclass
@@ -223,20 +231,19 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
         result.tracks.append(label)
         layout.tracks.append((pid, key, label, tracks[key]))
     plan, stats = None, None
-    if max_bytes is not None and _input_bytes(layout) > max_bytes * 0.8:
+    if max_bytes is not None and _input_bytes(layout) > 2 * max_bytes:  # surely over
         stats = _stats(layout, result)
         plan = plan_budget(stats[0], stats[1], max_bytes)
+    cap = max_bytes or 0
     for attempt in range(6):  # an estimate: written again, with less, until it fits
-        written, tally = _write(out, layout, result, plan, fmt)
-        if max_bytes is None or written <= max_bytes:
+        try:
+            written, tally = _write(out, layout, result, plan, fmt, max_bytes)
             break
-        if attempt == 5:
-            out.unlink()
-            raise BudgetError(f"{written / 1e6:,.1f} MB written for a budget of "
-                              f"{max_bytes / 1e6:,.1f} MB after {attempt + 1} tries")
-        stats = stats or _stats(layout, result)
-        plan = plan_budget(stats[0], stats[1],
-                           int(max_bytes * min(1.0, max_bytes / written) * 0.9 ** attempt))
+        except OverflowError:  # _Over, or the perfetto writer's
+            if attempt == 5:
+                raise BudgetError(f"over the budget of {cap / 1e6:,.1f} MB after 6 tries") from None
+            stats = stats or _stats(layout, result)
+            plan = plan_budget(*stats, cap if plan is None else int(cap * 0.85 ** (attempt + 1)))
     if plan is not None and plan.active:
         result.budget = _budget_facts(plan, tally, max_bytes, layout)
     for path in result.aligned_on_steps:
@@ -247,7 +254,7 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
 
 
 def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
-           fmt: str = "json") -> tuple[int, Tally]:
+           fmt: str = "json", limit: int | None = None) -> tuple[int, Tally]:
     """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
     did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -255,7 +262,8 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
     tally = Tally()
     try:
         with opener(tmp, "wb") as f:
-            w: Any = _Writer(f) if fmt == "json" else PerfettoWriter(f, layout.origin)
+            w: Any = _Writer(f, limit) if fmt == "json" else PerfettoWriter(f, layout.origin,
+                                                                            limit)
             head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
             f.write(head)
             _emit(w, layout, plan, tally)
@@ -273,6 +281,8 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
                 w.other_data(other)
                 w.flush()
             result.events = w.count
+        if limit is not None and len(head) + w.bytes + len(tail) > limit:
+            raise _Over
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -30,10 +30,11 @@ class PerfettoWriter:
     """``_Writer``'s interface (``add``, ``flush``, ``count``, ``bytes``) over Perfetto packets.
 
     ``origin_us``: added to every ``ts`` (microseconds from the earliest event) for the wall
-    clock, since Perfetto's timestamps are unsigned.
+    clock, since Perfetto's timestamps are unsigned. Past ``limit`` bytes, ``flush`` raises
+    ``OverflowError``.
     """
 
-    def __init__(self, f: IO[bytes] | None, origin_us: float) -> None:
+    def __init__(self, f: IO[bytes] | None, origin_us: float, limit: int | None = None) -> None:
         from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 
         self._f = f
@@ -44,6 +45,7 @@ class PerfettoWriter:
         self._tracks: dict[tuple[int, int | None], int] = {}
         self.count = 0
         self.bytes = 0
+        self.limit = limit
 
     def _uuid(self, pid: int, tid: int | None) -> int:
         uuid = self._tracks.get((pid, tid))
@@ -122,3 +124,5 @@ class PerfettoWriter:
             self._f.write(chunk)
         self.bytes += len(chunk)
         self._trace.Clear()
+        if self.limit is not None and self.bytes > self.limit:
+            raise OverflowError(f"{self.bytes} bytes written, over {self.limit}")
