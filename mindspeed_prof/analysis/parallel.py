@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -66,6 +67,17 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
     Cache hits are served here; only the rest go to ``jobs`` worker processes. With the user's
     ``comm_kernels`` (``readers.classify``) every capture is read again, past the cache.
     """
+    enabled = gc.isenabled()
+    gc.disable()  # decoded captures are acyclic: collections would rescan them all, per capture
+    try:
+        return _read_all(paths, root, jobs, use_cache, progress, comm_kernels)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_all(paths: list[Path], root: Path | None, jobs: int, use_cache: bool,
+              progress: Progress | None, comm_kernels: str) -> list[TraceData | str]:
     use_cache = use_cache and not comm_kernels
     keys = [cache.fingerprint(p) for p in paths]
     sizes = [k.size if k else 0 for k in keys]

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import TypeVar
 
 from mindspeed_prof.analysis.readers.model import Range, rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, Straggler
 
 __all__ = ["DEFAULT_NOISE_MS", "NOISE_SHARE", "SPREAD_FACTOR", "Behind", "behind",
-           "find_stragglers", "noise_floor"]
+           "find_stragglers", "medians_of_others", "noise_floor"]
 
 #: A difference under this many milliseconds is noise.
 DEFAULT_NOISE_MS = 1.0
@@ -30,6 +31,24 @@ NOISE_SHARE = 0.01
 #: Behind in few steps, a rank is still a straggler when its mean lag is over this many
 #: standard deviations of its lag from step to step (and over the noise floor).
 SPREAD_FACTOR = 3.0
+
+
+K = TypeVar("K")
+
+
+def medians_of_others(values: dict[K, float]) -> dict[K, float]:
+    """For each key, the median of the *other* keys' values (two keys at least): one sort,
+    then each median read off the sorted list with that key's value left out (not a median
+    per key of a fresh list, which is quadratic in the ranks)."""
+    order = sorted(values.items(), key=lambda kv: kv[1])
+    v = [x for _, x in order]
+    m = len(v) - 1  # the others
+    out = {}
+    for i, (key, _) in enumerate(order):
+        lo = v[m // 2 - 1 if m // 2 - 1 < i else m // 2] if m % 2 == 0 else 0.0
+        hi = v[m // 2 if m // 2 < i else m // 2 + 1]
+        out[key] = hi if m % 2 else (lo + hi) / 2
+    return out
 
 
 def noise_floor(noise_ms: float, step_ms: float | None) -> float:
@@ -68,8 +87,9 @@ def find_stragglers(ranges: list[Range], kind: str, margin: float,
         if len(by_rank) < 2:
             continue
         floor = noise_floor(noise_ms, steps.get(step))
+        medians = medians_of_others(by_rank)
         for who, ms in by_rank.items():
-            others = statistics.median(v for k, v in by_rank.items() if k != who)
+            others = medians[who]
             times = ratio(ms, others, None)
             if times is not None and ms > others * (1 + margin) and ms - others >= floor:
                 out.append(Straggler(kind=kind, name=name, step=step, rank=who[0],
@@ -107,11 +127,13 @@ def behind(ranges: list[Range], kind: str, margin: float,
         worst[(g.name, g.rank, g.source)].append(g)
     lags: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
     for (name, _), by_rank in per.items():
-        for who, ms in by_rank.items() if len(by_rank) >= 2 else ():
+        if len(by_rank) < 2 or not any((name, *who) in worst for who in by_rank):
+            continue
+        medians = medians_of_others(by_rank)
+        for who, ms in by_rank.items():
             key = (name, who[0], who[1])
             if key in worst:
-                lags[key].append(ms - statistics.median(v for k, v in by_rank.items()
-                                                        if k != who))
+                lags[key].append(ms - medians[who])
     steps = step_times(ranges)
     floor = noise_floor(noise_ms, statistics.median(steps.values()) if steps else None)
     out = []

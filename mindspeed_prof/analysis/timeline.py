@@ -15,9 +15,8 @@ import gzip
 import json
 import os
 import re
-import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,18 +24,21 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Stats, budget_line
+from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
+from mindspeed_prof.analysis.timeline_clock import align as _align
+from mindspeed_prof.analysis.timeline_clock import clock_offset_us
+from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, wall_events, write_detail
+from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
-__all__ = ["StepWindow", "Timeline", "parse_ranks", "parse_steps", "write_timeline"]
+__all__ = ["BudgetError", "StepWindow", "Timeline", "budget_line", "clock_offset_us",
+           "parse_ranks", "parse_steps", "write_timeline"]
 
 #: Roles in the order an RL loop runs them; other roles follow alphabetically.
 ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
-_DETAIL_TID = 10
-_SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
-_DEVICE_CATS = DEVICE_CATS | {""}  # torch_npu's device events have no category
 _HOST_IN_STEM = re.compile(r"^rank\d+_(.+)_\d+_step\d+")
 _CHUNK = 4096  # events encoded per write
 _encode = msgspec.json.Encoder().encode
@@ -123,6 +125,8 @@ class Timeline:
     bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     aligned_on_steps: list[str] = field(default_factory=list)
+    json_bytes: int = 0
+    budget: dict[str, Any] = field(default_factory=dict)
 
 
 def _role_order(role: str) -> tuple[int, str]:
@@ -139,21 +143,6 @@ def _key(data: TraceData) -> TrackKey:
     return TrackKey(_role_order(str(role)), rank_order(data.rank), host, data.rank)
 
 
-def clock_offset_us(data: TraceData) -> float | None:
-    """Microseconds to add to this capture's ``ts`` for wall-clock time; None without a record."""
-    clock = data.meta.get("clock")
-    if isinstance(clock, dict):
-        wall, trace = clock.get("wall_ns"), clock.get("trace_ns")
-        if isinstance(wall, (int, float)) and isinstance(trace, (int, float)):
-            return (wall - trace) / 1000.0
-    base = data.meta.get("baseTimeNanoseconds")
-    if isinstance(base, (int, float)) and not isinstance(base, bool):
-        return base / 1000.0
-    if data.kind == "npu":  # torch_npu converts its device clock to wall-clock microseconds
-        return 0.0
-    return None
-
-
 def _captures(traces: Iterable[TraceData]) -> dict[TrackKey, list[_Capture]]:
     """Traces grouped by track, then by capture; a range file's ranges win over an op trace's."""
     by_stem: dict[tuple[str, str], list[TraceData]] = defaultdict(list)
@@ -167,53 +156,20 @@ def _captures(traces: Iterable[TraceData]) -> dict[TrackKey, list[_Capture]]:
     return tracks
 
 
-def _step_starts(data: TraceData) -> dict[int, float]:
-    starts: dict[int, float] = {}
-    for r in data.ranges:
-        if r.kind == "step" and r.step is not None:
-            starts[r.step] = min(r.ts, starts.get(r.step, r.ts))
-    return starts
-
-
-def _align(traces: list[TraceData]) -> tuple[dict[int, float], list[TraceData]]:
-    """Per trace (by ``id``), the microseconds that put its ``ts`` on the wall clock: from its
-    clock record, or else on the step starts of the traces aligned before it, in rank order
-    (never the order the files were found in; returned too)."""
-    offsets: dict[int, float] = {}
-    reference: dict[int, list[float]] = defaultdict(list)
-    on_steps = []
-    for t in traces:
-        offset = clock_offset_us(t)
-        if offset is None:
-            on_steps.append(t)
-            continue
-        offsets[id(t)] = offset
-        for step, ts in _step_starts(t).items():
-            reference[step].append(ts + offset)
-    for t in sorted(on_steps, key=lambda t: (rank_order(t.rank), t.source)):
-        starts = _step_starts(t)
-        common = [s for s in starts if s in reference]
-        if common:
-            offset = statistics.median(statistics.median(reference[s]) - starts[s]
-                                       for s in common)
-        elif reference or not starts:  # no step in common: put its start at the first one
-            first = min((ts for ts_list in reference.values() for ts in ts_list), default=0.0)
-            offset = first - min((r.ts for r in t.ranges), default=0.0)
-        else:  # nothing aligned yet: this trace's own clock sets the axis for the rest
-            offset = 0.0
-        offsets[id(t)] = offset
-        for step, ts in starts.items():
-            reference[step].append(ts + offset)
-    return offsets, on_steps
+class _Over(OverflowError):
+    """The trace being written has passed its budget: stop, plan, write again."""
 
 
 class _Writer:
-    """Appends events to an open Chrome trace file in encoded chunks."""
+    """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes
+    and stops (``_Over``) past ``limit``."""
 
-    def __init__(self, f: IO[bytes]) -> None:
+    def __init__(self, f: IO[bytes] | None, limit: int | None = None) -> None:
         self._f = f
+        self.limit = limit
         self._pending: list[bytes] = []
         self.count = 0
+        self.bytes = 0
 
     def add(self, event: dict[str, Any]) -> None:
         self._pending.append(_encode(event))
@@ -222,17 +178,40 @@ class _Writer:
 
     def flush(self) -> None:
         if self._pending:
-            self._f.write((b"," if self.count else b"") + b",\n".join(self._pending) + b"\n")
+            chunk = (b"," if self.count else b"") + b",\n".join(self._pending) + b"\n"
+            if self._f is not None:
+                self._f.write(chunk)
+            self.bytes += len(chunk)
             self.count += len(self._pending)
             self._pending = []
+            if self.limit is not None and self.bytes > self.limit:
+                raise _Over
+
+
+@dataclass
+class _Layout:
+    """Everything but the events: the tracks in order, the clock, the window."""
+
+    tracks: list[tuple[int, TrackKey, str, list[_Capture]]]
+    offsets: dict[int, float]
+    origin: float
+    steps: StepWindow
+    detail: frozenset[int] | None
+
+    def with_detail(self, key: TrackKey) -> bool:
+        return self.detail is None or key.rank in self.detail
 
 
 def write_timeline(traces: Iterable[TraceData], out: Path,
                    detail: frozenset[int] | None = frozenset(),
-                   steps: StepWindow = StepWindow()) -> Timeline:
+                   steps: StepWindow = StepWindow(), max_bytes: int | None = None,
+                   fmt: str = "json") -> Timeline:
     """Merge ``traces`` into the Chrome trace ``out`` (gzipped when it ends in ``.gz``).
 
     ``detail``: ranks whose operator and kernel events are added (None: every rank).
+    ``max_bytes``: the most bytes of (uncompressed) JSON to write: short operators merged, then
+    operators of the slowest rank-steps only, as ``timeline_budget`` plans; None: no limit.
+    ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``timeline_perfetto``).
     """
     out = Path(out)
     result = Timeline(out)
@@ -244,41 +223,139 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
     result.warnings.extend(_duplicates(tracks))
     origin = min((r.ts + offsets[id(t)] for cs in tracks.values() for c in cs for t in c.ranges
                   for r in t.ranges if steps.everything or r.step in steps), default=0.0)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    opener: Any = gzip.open if out.name.endswith(".gz") else open
-    try:
-        with opener(tmp, "wb") as f:
-            f.write(b'{"displayTimeUnit": "ms", "traceEvents": [\n')
-            w = _Writer(f)
-            for pid, key in enumerate(sorted(tracks), start=1):
-                captures = tracks[key]
-                label = key.label()
-                if any(id(t) in marked for c in captures for t in c.ranges + c.details):
-                    label += " (clock: aligned on step starts)"
-                result.tracks.append(label)
-                _header(w, pid, label)
-                with_detail = detail is None or key.rank in detail
-                threads: dict[tuple[Any, Any], int] = {}
-                for c in captures:
-                    span = None if steps.everything else _window_span(c, steps, offsets)
-                    for t in c.ranges:
-                        _write_ranges(w, pid, t, offsets[id(t)], origin, steps, span)
-                    for t in c.details if with_detail and (span or steps.everything) else ():
-                        _write_detail(w, pid, t, offsets[id(t)], origin, span, threads)
-            w.flush()
-            other = {"origin_wall_us": origin, "tracks": result.tracks,
-                     "aligned_on_step_starts": result.aligned_on_steps,
-                     "warnings": result.warnings}
-            # json escapes what msgspec cannot write: a path's bytes that are not UTF-8
-            f.write(b'], "otherData": ' + json.dumps(other).encode() + b"}\n")
-            result.events = w.count
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    layout = _Layout([], offsets, origin, steps, detail)
+    for pid, key in enumerate(sorted(tracks), start=1):
+        label = key.label()
+        if any(id(t) in marked for c in tracks[key] for t in c.ranges + c.details):
+            label += " (clock: aligned on step starts)"
+        result.tracks.append(label)
+        layout.tracks.append((pid, key, label, tracks[key]))
+    plan, stats = None, None
+    if max_bytes is not None and _input_bytes(layout) > 2 * max_bytes:  # surely over
+        stats = _stats(layout, result)
+        plan = plan_budget(stats[0], stats[1], max_bytes)
+    cap = max_bytes or 0
+    for attempt in range(6):  # an estimate: written again, with less, until it fits
+        try:
+            written, tally = _write(out, layout, result, plan, fmt, max_bytes)
+            break
+        except OverflowError:  # _Over, or the perfetto writer's
+            if attempt == 5:
+                raise BudgetError(f"over the budget of {cap / 1e6:,.1f} MB after 6 tries") from None
+            stats = stats or _stats(layout, result)
+            plan = plan_budget(*stats, cap if plan is None else int(cap * 0.85 ** (attempt + 1)))
+    if plan is not None and plan.active:
+        result.budget = _budget_facts(plan, tally, max_bytes, layout)
     for path in result.aligned_on_steps:
         result.warnings.append(f"{path}: no clock record; aligned on step starts (track marked)")
     result.bytes = out.stat().st_size
+    result.json_bytes = written
     return result
+
+
+def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
+           fmt: str = "json", limit: int | None = None) -> tuple[int, Tally]:
+    """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
+    did."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    opener: Any = gzip.open if out.name.endswith(".gz") else open
+    tally = Tally()
+    try:
+        with opener(tmp, "wb") as f:
+            w: Any = _Writer(f, limit) if fmt == "json" else PerfettoWriter(f, layout.origin,
+                                                                            limit)
+            head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
+            f.write(head)
+            _emit(w, layout, plan, tally)
+            w.flush()
+            other = {"origin_wall_us": layout.origin, "tracks": result.tracks,
+                     "aligned_on_step_starts": result.aligned_on_steps,
+                     "warnings": result.warnings}
+            if plan is not None and plan.active:
+                other["budget"] = _budget_facts(plan, tally, None, layout)
+            tail = b""
+            if fmt == "json":  # json escapes what msgspec cannot write: a path's non-UTF-8
+                tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
+                f.write(tail)
+            else:
+                w.other_data(other)
+                w.flush()
+            result.events = w.count
+        if limit is not None and len(head) + w.bytes + len(tail) > limit:
+            raise _Over
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(head) + w.bytes + len(tail), tally
+
+
+def _emit(w: Any, layout: _Layout, plan: Plan | None, tally: Tally,
+          stats: Stats | None = None) -> None:
+    """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
+    steps = layout.steps
+    for pid, key, label, captures in layout.tracks:
+        _header(w, pid, label)
+        threads: dict[Any, int] = {}
+        for c in captures:
+            span = None if steps.everything else _window_span(c, steps, layout.offsets)
+            for t in c.ranges:
+                _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span)
+            if not layout.with_detail(key) or not (span or steps.everything):
+                continue
+            step_of = StepOf((r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)],
+                              r.step) for t in c.ranges for r in t.ranges
+                             if r.kind == "step" and r.step is not None)
+            for t in c.details:
+                events = wall_events(t, layout.offsets[id(t)], span)
+                if stats is None:
+                    write_detail(w.add, pid, events, layout.origin, threads, plan, step_of,
+                                 tally)
+                    continue
+                for thread, cat, name, ts, dur in events:
+                    stats.add(pid, step_of(ts), thread, name, cat, dur)
+            if stats is not None:
+                for t in c.ranges:
+                    for r in t.ranges:
+                        if r.kind == "step" and r.step is not None:
+                            cell = (pid, r.step)
+                            stats.step_us[cell] = max(stats.step_us.get(cell, 0.0), r.dur)
+
+
+def _input_bytes(layout: _Layout) -> float:
+    """The size of the detail files (a db's: unknown, so infinite), a bound on their events."""
+    total = 0.0
+    for _, key, _, captures in layout.tracks:
+        for c in captures if layout.with_detail(key) else ():
+            for t in c.details:
+                if t.kind == "db":
+                    return float("inf")
+                path = t.path / NPU_OUTPUT / "trace_view.json" if t.path.is_dir() else t.path
+                total += path.stat().st_size if path.is_file() else 0
+    return total
+
+
+def _stats(layout: _Layout, result: Timeline) -> tuple[Stats, int]:
+    """The detail's statistics, and the bytes of everything else."""
+    stats = Stats()
+    counter = _Writer(None)
+    _emit(counter, layout, None, Tally(), stats)
+    counter.flush()
+    return stats, counter.bytes + 2_000 + len(json.dumps(result.tracks)) + 60 * len(
+        result.warnings)
+
+
+def _budget_facts(plan: Plan, tally: Tally, max_bytes: int | None,
+                  layout: _Layout) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "merged_below_us": plan.below_us, "merged_operators": tally.merged,
+        "merged_slices": tally.slices, "left_out_operators": tally.left_out,
+        "always_kept_per_rank": ALWAYS}
+    if max_bytes is not None:
+        facts["max_bytes"] = max_bytes
+    if plan.full is not None:
+        ranks = {pid: key.rank for pid, key, _, _ in layout.tracks}
+        facts["operators_of"] = [[rank_label(ranks.get(pid)), step] for pid, step in plan.chosen]
+    return facts
 
 
 def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
@@ -291,7 +368,7 @@ def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
             if len(h) > 1]
 
 
-def _header(w: _Writer, pid: int, label: str) -> None:
+def _header(w: Any, pid: int, label: str) -> None:
     w.add({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
     w.add({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
     for tid, name in THREADS.values():
@@ -308,7 +385,7 @@ def _window_span(c: _Capture, steps: StepWindow,
     return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
 
 
-def _write_ranges(w: _Writer, pid: int, data: TraceData, offset: float, origin: float,
+def _write_ranges(w: Any, pid: int, data: TraceData, offset: float, origin: float,
                   steps: StepWindow, span: tuple[float, float] | None) -> None:
     shift = offset - origin
     for r in data.ranges:
@@ -321,51 +398,3 @@ def _write_ranges(w: _Writer, pid: int, data: TraceData, offset: float, origin: 
         if r.step is not None:
             event["args"] = {"step": r.step}
         w.add(event)
-
-
-def _write_detail(w: _Writer, pid: int, data: TraceData, offset: float, origin: float,
-                  span: tuple[float, float] | None, threads: dict[tuple[Any, Any], int]) -> None:
-    shift = offset - origin
-    for cat, name, ts, dur, opid, otid in _raw_events(data):
-        if cat in _SKIP_DETAIL or name.startswith("ProfilerStep#"):
-            continue
-        if span is not None and not span[0] <= ts + offset <= span[1]:
-            continue
-        tid = threads.get((opid, otid))
-        if tid is None:
-            tid = threads[(opid, otid)] = _DETAIL_TID + len(threads)
-            kind = "device" if cat in _DEVICE_CATS else "host"
-            w.add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                   "args": {"name": f"{kind} {opid}/{otid}"}})
-            w.add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                   "args": {"sort_index": tid}})
-        w.add({"ph": "X", "pid": pid, "tid": tid, "cat": cat, "name": name,
-               "ts": round(ts + shift, 3), "dur": round(dur, 3)})
-
-
-def _raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
-    """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
-    from mindspeed_prof.analysis.readers.chrome import stream_events
-    from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of
-
-    path = data.path
-    if data.kind == "db":
-        from mindspeed_prof.formats.sqlite_trace import read_db_events
-
-        for name, cat, ph, ts, dur, pid, tid, _ in read_db_events(path):
-            if ph == "X":
-                yield cat, name, ts, dur, pid, tid
-        return
-    if data.kind == "npu":  # a folder's trace_view.json, or a lone one (not a lone CSV or db)
-        path = path / NPU_OUTPUT / "trace_view.json" if path.is_dir() else path
-        if not path.is_file() or kind_of(path) not in (TRACE, TRACE_LIST):
-            return
-    for batch in stream_events(path):
-        for ev in batch:
-            if ev.ph != "X":
-                continue
-            try:
-                ts, dur = float(ev.ts), float(ev.dur)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                continue
-            yield ev.cat, ev.name, ts, dur, ev.pid, ev.tid

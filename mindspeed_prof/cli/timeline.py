@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import ranks_text
+from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
 from mindspeed_prof.cli.common import (
     Exit,
     error,
@@ -36,13 +37,32 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--detail", metavar="RANKS",
                    help="add operator and kernel events for these ranks (0,3,8-11 or all)")
     t.add_argument("--steps", metavar="A:B", help="only steps A..B-1 (A: and :B work too)")
+    t.add_argument("--max-mb", type=_megabytes, default=DEFAULT_MB, metavar="MB",
+                   help="the most MB of JSON to write (before gzip; default %(default)s, what a "
+                        "browser tab loads): short operators merged, then the slowest "
+                        "rank-steps' kept; 0: no limit")
+    t.add_argument("--format", choices=("json", "perfetto"), default="json",
+                   help="json: Chrome's trace format (default); perfetto: Perfetto's own "
+                        "protobuf, smaller and faster to open (needs mindspeed-prof[perfetto])")
     jobs_option(t)
     t.set_defaults(func=run)
 
 
+def _megabytes(text: str) -> float:
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = -1.0
+    if not mb >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size in MB, 0 or more (0: no limit)")
+    return mb
+
+
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.timeline import (
+        BudgetError,
         StepWindow,
+        budget_line,
         parse_ranks,
         parse_steps,
         write_timeline,
@@ -54,6 +74,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         error(str(err))
         return Exit.USAGE
+    if args.format == "perfetto":
+        from mindspeed_prof.analysis.timeline_perfetto import available
+
+        if not available():
+            error("--format perfetto needs the perfetto package: "
+                  "pip install 'mindspeed-prof[perfetto]'")
+            return Exit.USAGE
     if args.ray is not None and detail != frozenset():
         error("--detail reads operator events from local files: not with --ray")
         return Exit.USAGE
@@ -80,12 +107,21 @@ def run(args: argparse.Namespace) -> int:
             error(f"--steps {args.steps}: no capture holds those steps (they hold "
                   f"{ranks_text(list(have)) or 'no steps'}); nothing written")
             return Exit.NOTHING
-    timeline = write_timeline(result.traces, Path(args.output), detail, steps)
+    limit = int(args.max_mb * 1e6) or None
+    try:
+        timeline = write_timeline(result.traces, Path(args.output), detail, steps, limit,
+                                  args.format)
+    except BudgetError as err:
+        error(f"{err}: nothing written; narrow it with --steps A:B or raise --max-mb")
+        return Exit.NOTHING
     for w in timeline.warnings:
         error(result.shown(w))
+    if timeline.budget:
+        error(budget_line(timeline.budget, args.max_mb))
     from mindspeed_prof.views.safe import say
 
     say(f"timeline: {timeline.path}")
     say(f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
-        f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev or chrome://tracing")
+        f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev"
+        + (" or chrome://tracing" if args.format == "json" else ""))
     return exit_code(result)

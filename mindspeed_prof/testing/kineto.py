@@ -41,9 +41,10 @@ def _header(rank: int) -> dict[str, Any]:
 
 
 def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: int = 12,
-                with_steps: bool = True, stages: tuple[str, ...] = STAGES
-                ) -> Iterator[dict[str, Any]]:
-    """``cuda_trace``'s events, a step at a time."""
+                with_steps: bool = True, stages: tuple[str, ...] = STAGES,
+                comm_scale: float = 1.0) -> Iterator[dict[str, Any]]:
+    """``cuda_trace``'s events, a step at a time; NCCL kernels ``comm_scale`` times as long (a
+    slow link), queued on their stream as any kernel."""
     rng = random.Random(seed * 1000 + rank)
     host, dev = 100 + rank, rank
     ev: list[dict[str, Any]] = []
@@ -74,7 +75,7 @@ def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage:
                 t += 2
                 r = rng.random()
                 if r < 0.25:
-                    launch(rng.choice(_COMM), 13, rng.randint(40, 400), "kernel",
+                    launch(rng.choice(_COMM), 13, rng.randint(40, 400) * comm_scale, "kernel",
                            "cudaLaunchKernel")
                 elif r < 0.4:
                     name = rng.choice(_COPY)
