@@ -39,7 +39,7 @@ class _Stream:
     temporary file and memory keeps one block. A stream that came out of order is read back
     whole and sorted at the end (its memory then grows with it)."""
 
-    __slots__ = ("cols", "file", "in_order", "last", "marks", "spilled")
+    __slots__ = ("cols", "file", "in_order", "last", "marks", "n", "spilled")
 
     def __init__(self) -> None:
         self.cols: list[array[Any]] = [array(t) for t in _COLS]
@@ -48,26 +48,34 @@ class _Stream:
         self.in_order = True
         self.last = -_INF  # the latest start so far
         self.marks: list[float] = []  # each spilled block's first start
+        self.n = 0  # ops appended
 
     def __len__(self) -> int:
         return self.spilled * SLICE + len(self.cols[0])
 
-    def append(self, row: tuple[float, float, float, float, int]) -> None:
-        ts = self.cols[0]
-        if row[0] < self.last:
+    def append(self, ts: float, end: float, launch: float, call: float, name: int) -> None:
+        if ts < self.last:
             self.in_order = False
-        self.last = row[0]
-        for col, value in zip(self.cols, row):
-            col.append(value)
-        if len(ts) == SLICE and self.in_order:
-            if self.file is None:
-                self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-            self.file.seek(0, 2)
-            self.marks.append(ts[0])
-            for col in self.cols:
-                col.tofile(self.file)
-                del col[:]
-            self.spilled += 1
+        self.last = ts
+        cols = self.cols
+        cols[0].append(ts)
+        cols[1].append(end)
+        cols[2].append(launch)
+        cols[3].append(call)
+        cols[4].append(name)
+        self.n += 1
+        if len(cols[0]) == SLICE and self.in_order:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self.file is None:
+            self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.file.seek(0, 2)
+        self.marks.append(self.cols[0][0])
+        for col in self.cols:
+            col.tofile(self.file)
+            del col[:]
+        self.spilled += 1
 
     def set_launch(self, i: int, launch: float, call: float | None = None) -> None:
         """Op ``i``'s launch time and, unless None, its launch call's duration."""
@@ -170,8 +178,8 @@ class DeviceOps:
             i = self._ids[key] = len(self.names)
             self.names.append(key)
             self.tallies.append(Tally())
-        where = (stream, len(col))
-        col.append((ts, end, launch, call, i))
+        where = (stream, col.n)
+        col.append(ts, end, launch, call, i)
         tally = self.tallies[i]
         tally.count += 1
         tally.total += end - ts

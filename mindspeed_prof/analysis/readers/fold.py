@@ -13,6 +13,8 @@ import math
 from array import array
 from typing import Any
 
+import numpy as np
+
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.device import breakdown, merge
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
@@ -57,6 +59,25 @@ _NAN = float("nan")
 #: an op (``_OP``: ``order`` minus its duration, longer first; ``what`` its name) comes before
 #: an allocation at the same time (``_ALLOC``: ``what`` its (bytes, device type)).
 _OP, _ALLOC = 0, 1
+#: What ``Collector.add`` does with a complete event, by its category.
+_DEVICE, _RUNTIME, _OTHER, _UNREAD, _SKIP = range(5)
+_ROUTE: dict[str, int] = {**dict.fromkeys(DEVICE_CATS, _DEVICE),
+                          **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
+                          **dict.fromkeys(UNREAD_DEVICE, _UNREAD), "gpu_user_annotation": _SKIP}
+_RANGE_CATS = ("user_annotation", "stage", "step")
+#: A host event's name: its step number (``ProfilerStep#<n>``), ``_STAGE`` for a stage's
+#: name, ``_PLAIN`` for any other; remembered for the first ``_NAMES_MAX`` names.
+_STAGE, _PLAIN = "stage", "plain"
+_NAMES: dict[str, int | str] = {}
+_NAMES_MAX = 1 << 16
+
+
+def _name_kind(name: str) -> int | str:
+    m = STEP_NAME.match(name)
+    what: int | str = int(m.group(1)) if m else _STAGE if name in _STAGES else _PLAIN
+    if len(_NAMES) < _NAMES_MAX:
+        _NAMES[name] = what
+    return what
 
 
 class _Thread:
@@ -127,9 +148,11 @@ class Collector:
         return thread
 
     def _push(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        heapq.heappush(thread.heap, item)
-        if len(thread.heap) > REORDER:
-            self._take(thread, heapq.heappop(thread.heap))
+        heap = thread.heap
+        if len(heap) < REORDER:
+            heapq.heappush(heap, item)
+        else:  # the same as a push then a pop: the least of the heap and the item
+            self._take(thread, heapq.heappushpop(heap, item))
 
     def _take(self, thread: _Thread, item: tuple[Any, ...]) -> None:
         """The thread's next item in start order: an op, or an allocation that the innermost
@@ -179,19 +202,29 @@ class Collector:
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
         args = ev.args
-        corr = args.correlation if args else None
-        stream = (ev.pid, args.stream if args and args.stream is not None else ev.tid)
-        tally(self.kernels, ev.name, 1, dur)
-        launch = self.launches.get(corr) if corr is not None else None
+        name = ev.name
+        slot = self.kernels.get(name)
+        if slot is None:
+            slot = self.kernels[name] = Tally()
+        slot.count += 1
+        slot.total += dur
         if self.origin is None:
             self.origin = ts
-        ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
-        collective = args is not None and args.collective is not None
-        where = (self.device.add(stream, ts, ts + dur, ev.name, ts, collective=collective)
-                 if launch is None else
-                 self.device.add(stream, ts, ts + dur, ev.name, launch[0] - self.origin,
-                                 launch[1], collective))
-        if launch is None and corr is not None:  # its launch may come later in the file
+        origin = self.origin
+        ts -= origin  # exact for times near origin (Sterbenz), as a trace's are
+        if args is None:
+            self.device.add((ev.pid, ev.tid), ts, ts + dur, name, ts)
+            return
+        corr = args.correlation
+        stream = (ev.pid, args.stream if args.stream is not None else ev.tid)
+        collective = args.collective is not None
+        launch = self.launches.get(corr) if corr is not None else None
+        if launch is not None:
+            self.device.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1],
+                            collective)
+            return
+        where = self.device.add(stream, ts, ts + dur, name, ts, collective=collective)
+        if corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
                 kept = _newer_half(self.waiting)
@@ -200,58 +233,73 @@ class Collector:
 
     def add(self, events: list[Event]) -> None:
         """Fold a batch of events in (in file order)."""
+        route = _ROUTE
         for ev in events:
-            if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
-                ts = _num(ev.ts)
-                if ts is not None:
-                    a = ev.args
-                    size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
-                    for col, value in zip(self.memory, (ts, _num(a.allocated),
-                                                        _num(a.reserved), dev)):
-                        col.append(_NAN if value is None else value)
-                    if size > 0:
-                        self.seq += 1
-                        self._push(self._thread((ev.pid, ev.tid)),
-                                   (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
-                continue
             if ev.ph != "X":
+                if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
+                    self._memory_event(ev)
                 continue
-            ts, dur = _num(ev.ts), _num(ev.dur)
+            ts, dur = ev.ts, ev.dur
+            if ts.__class__ is not float or ts - ts != 0:  # type: ignore[operator]
+                ts = _num(ts)
+            if dur.__class__ is not float or dur - dur != 0:  # type: ignore[operator]
+                dur = _num(dur)
             if ts is None or dur is None:
                 _count(self.untimed, ev.name)
                 continue
-            if dur < 0:
-                _count(self.negative, ev.name)
-                continue
-            if dur > MAX_DUR_US:
-                _count(self.endless, ev.name)
+            if not 0 <= dur <= MAX_DUR_US:
+                _count(self.negative if dur < 0 else self.endless, ev.name)
                 continue
             cat = ev.cat
-            if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
-                continue
-            if cat in UNREAD_DEVICE:
-                self.unread[cat] = self.unread.get(cat, 0) + 1
-                continue
-            if cat in DEVICE_CATS:
+            kind = route.get(cat, _OTHER)
+            if kind == _DEVICE:
                 self._device_op(ev, ts, dur)
-                continue
-            if cat in RUNTIME_CATS:
-                tally(self.runtime, ev.name, 1, dur)
-                if ev.args is not None and ev.args.correlation is not None:
-                    self._launched(ev.args.correlation, ts,
-                                   dur if ev.name in LAUNCH_CALLS else _NAN)
-                continue
-            m = STEP_NAME.match(ev.name)
-            if m:
-                self.steps.append((ts, ts + dur, int(m.group(1)), dur))
-            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step"):
-                step = _num(ev.args.step) if ev.args is not None else None
-                self.annotations.append((ev.name, ts, dur, int(step) if step is not None
-                                         else None, str(ev.tid)))
-            elif cat in HOST_CATS:
+            elif kind == _RUNTIME:
+                name = ev.name
+                slot = self.runtime.get(name)
+                if slot is None:
+                    slot = self.runtime[name] = Tally()
+                slot.count += 1
+                slot.total += dur
+                args = ev.args
+                if args is not None and args.correlation is not None:
+                    self._launched(args.correlation, ts, dur if name in LAUNCH_CALLS else _NAN)
+            elif kind == _OTHER:
+                self._host_event(ev, cat, ts, dur)
+            elif kind == _UNREAD:
+                self.unread[cat] = self.unread.get(cat, 0) + 1
+            # _SKIP: Kineto's device-side copy of host annotations
+
+    def _memory_event(self, ev: Event) -> None:
+        ts = _num(ev.ts)
+        if ts is not None:
+            a = ev.args
+            assert a is not None
+            size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
+            for col, value in zip(self.memory, (ts, _num(a.allocated), _num(a.reserved), dev)):
+                col.append(_NAN if value is None else value)
+            if size > 0:
                 self.seq += 1
                 self._push(self._thread((ev.pid, ev.tid)),
-                           (self._host(ts), _OP, -dur, self.seq, ev.name))
+                           (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
+
+    def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
+        """A complete event that is neither device work nor a runtime call: a step, a stage
+        or custom range, or a host op."""
+        name = ev.name
+        what = _NAMES.get(name)
+        if what is None:
+            what = _name_kind(name)
+        if what.__class__ is int:
+            self.steps.append((ts, ts + dur, what, dur))  # type: ignore[arg-type]
+        elif what is _STAGE or cat in _RANGE_CATS:
+            step = _num(ev.args.step) if ev.args is not None else None
+            self.annotations.append((name, ts, dur, int(step) if step is not None
+                                     else None, str(ev.tid)))
+        elif cat in HOST_CATS:
+            self.seq += 1
+            self._push(self._thread((ev.pid, ev.tid)),
+                       (self._host(ts), _OP, -dur, self.seq, name))
 
     def finish(self, data: TraceData, default_step: Any) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
@@ -278,8 +326,8 @@ class Collector:
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
         if self.tops[0]:
-            data.ranges = bare_times(data.ranges, list(zip(*self.tops)),
-                                     self.host_origin or 0.0)  # host ops are kept relative
+            data.ranges = _bare_times(data.ranges, *self.tops,
+                                      self.host_origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
@@ -378,6 +426,38 @@ def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
     def bare(r: Range) -> float:
         lo = r.ts - origin
         return max(r.dur - covered(merged, lo, lo + r.dur, starts), 0.0)
+
+    return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
+
+
+def _bare_times(ranges: list[Range], starts: array[float], ends: array[float],
+                origin: float) -> list[Range]:
+    """``bare_times`` of ops given as two columns, merged in numpy (the same union: ``merge``
+    sorts by start, then end, and extends a piece while the next starts by its end); only the
+    pieces a range overlaps become Python floats, summed in the same order as ``covered``."""
+    lo_col = np.frombuffer(starts, dtype=np.float64)
+    hi_col = np.frombuffer(ends, dtype=np.float64)
+    order = np.lexsort((hi_col, lo_col))
+    lo_col, hi_col = lo_col[order], hi_col[order]
+    reach = np.maximum.accumulate(hi_col)
+    new = np.empty(len(lo_col), dtype=bool)
+    new[0] = True
+    np.greater(lo_col[1:], reach[:-1], out=new[1:])
+    firsts = np.flatnonzero(new)
+    piece_lo = lo_col[firsts]
+    piece_hi = reach[np.append(firsts[1:], len(lo_col)) - 1]
+    del lo_col, hi_col, reach, new, order
+
+    def bare(r: Range) -> float:
+        lo = r.ts - origin
+        hi = lo + r.dur
+        total = 0.0
+        if hi > lo:
+            i = max(int(np.searchsorted(piece_lo, lo, "right")) - 1, 0)
+            j = int(np.searchsorted(piece_lo, hi, "left"))
+            for a, b in zip(piece_lo[i:j].tolist(), piece_hi[i:j].tolist()):
+                total += max(0.0, min(b, hi) - max(a, lo))
+        return max(r.dur - total, 0.0)
 
     return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
 
