@@ -8,7 +8,6 @@ needs: ranges, op self times, kernel and runtime totals, the device breakdown an
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from array import array
 from typing import Any
@@ -20,50 +19,32 @@ from mindspeed_prof.analysis.readers.device import breakdown, merge
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
-    DEVICE_CATS,
     HOST_CATS,
-    RUNTIME_CATS,
     STEP_NAME,
     UNREAD_DEVICE,
     Event,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
+from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Split, match, split
+from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, REORDER, HostOps
 from mindspeed_prof.analysis.readers.intervals import covered
 from mindspeed_prof.analysis.readers.model import (
     Memory,
     Range,
-    Tally,
     TraceData,
     merge_tallies,
-    tally,
 )
+from mindspeed_prof.analysis.readers.totals import Totals
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "REORDER", "Collector", "bare_times", "collect"]
 
 _STAGES = frozenset(STAGES)
-#: Host ops of a thread are put back in start order through a heap of this many (torch writes
-#: them sorted already); ops further out of order are named in ``notes``.
-REORDER = 4096
 #: Launches waiting for their device op (and device ops for their launch): over this many, the
 #: older half is dropped, and ops that then miss their launch are named in ``problems``.
 PENDING = 1 << 16
-#: Host ops nested deeper than this on one thread (real traces nest a few dozen deep; a file of
-#: ops that all start together would otherwise nest without end) close the innermost first.
-MAX_DEPTH = 512
-#: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
-MAX_DUR_US = 1e11
 _NAN = float("nan")
-#: A thread's heap holds items of one shape, ``(ts, kind, order, seq, what)``, in start order:
-#: an op (``_OP``: ``order`` minus its duration, longer first; ``what`` its name) comes before
-#: an allocation at the same time (``_ALLOC``: ``what`` its (bytes, device type)).
-_OP, _ALLOC = 0, 1
-#: What ``Collector.add`` does with a complete event, by its category.
-_DEVICE, _RUNTIME, _OTHER, _UNREAD, _SKIP = range(5)
-_ROUTE: dict[str, int] = {**dict.fromkeys(DEVICE_CATS, _DEVICE),
-                          **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
-                          **dict.fromkeys(UNREAD_DEVICE, _UNREAD), "gpu_user_annotation": _SKIP}
 _RANGE_CATS = ("user_annotation", "stage", "step")
 #: A host event's name: its step number (``ProfilerStep#<n>``), ``_STAGE`` for a stage's
 #: name, ``_PLAIN`` for any other; remembered for the first ``_NAMES_MAX`` names.
@@ -78,21 +59,6 @@ def _name_kind(name: str) -> int | str:
     if len(_NAMES) < _NAMES_MAX:
         _NAMES[name] = what
     return what
-
-
-class _Thread:
-    """One host thread: its ops (and ``[memory]`` events) put back in start order through a
-    heap of ``REORDER``, ops nested on a stack for their self times."""
-
-    __slots__ = ("deep", "heap", "late", "last", "ops", "stack")
-
-    def __init__(self) -> None:
-        self.heap: list[tuple[Any, ...]] = []
-        self.stack: list[list[Any]] = []  # [end, self_us, name]
-        self.ops: dict[str, Tally] = {}  # name -> calls, self time
-        self.last = float("-inf")
-        self.late = 0
-        self.deep = 0  # ops that found the stack MAX_DEPTH deep
 
 
 class Collector:
@@ -112,9 +78,9 @@ class Collector:
         self.comm_kernels = comm_kernels
         self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
-        self.threads: dict[Any, _Thread] = {}
-        self.kernels: dict[str, Tally] = {}
-        self.runtime: dict[str, Tally] = {}
+        self.host = HostOps()
+        self.kernels = Totals()  # by name: runs, device us
+        self.runtime = Totals()  # by name: calls, us
         self.device = DeviceOps()
         self.launches: dict[Any, tuple[float, float]] = {}  # correlation -> start, counted dur
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
@@ -124,70 +90,16 @@ class Collector:
         #: Device ops are kept relative to the first one's start: at epoch microseconds a double
         #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
         self.origin: float | None = None
-        #: Host ops (and allocations) likewise, relative to the first one's start.
-        self.host_origin: float | None = None
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.endless: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
-        self.allocs: tuple[dict[str, Tally], dict[str, Tally]] = ({}, {})  # all, device
-        self.seq = 0
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
-        self.tops = (array("d"), array("d"))  # start, end of each top-level host op
 
-    def _host(self, ts: float) -> float:
-        """``ts`` relative to the first host op's start (exact near it: Sterbenz)."""
-        if self.host_origin is None:
-            self.host_origin = ts
-        return ts - self.host_origin
-
-    def _thread(self, key: Any) -> _Thread:
-        thread = self.threads.get(key)
-        if thread is None:
-            thread = self.threads[key] = _Thread()
-        return thread
-
-    def _push(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        heap = thread.heap
-        if len(heap) < REORDER:
-            heapq.heappush(heap, item)
-        else:  # the same as a push then a pop: the least of the heap and the item
-            self._take(thread, heapq.heappushpop(heap, item))
-
-    def _take(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        """The thread's next item in start order: an op, or an allocation that the innermost
-        op still open at its time made."""
-        ts, kind, order, _, what = item
-        stack = thread.stack
-        if ts < thread.last:
-            thread.late += 1
-        thread.last = ts
-        if kind == _ALLOC:
-            size, dev = what
-            for end, _, name in reversed(stack):
-                if end >= ts:
-                    tally(self.allocs[0], name, 1, size)
-                    if dev == 1:
-                        tally(self.allocs[1], name, 1, size)
-                    break
-            return
-        dur = -order
-        while stack and stack[-1][0] <= ts:
-            self._pop(thread)
-        if len(stack) >= MAX_DEPTH:
-            thread.deep += 1
-            self._pop(thread)
-        if stack:
-            stack[-1][1] -= min(dur, stack[-1][0] - ts)
-        else:  # a top-level op: together they are the time the host ran operators
-            self.tops[0].append(ts)
-            self.tops[1].append(ts + dur)
-        stack.append([ts + dur, dur, what])
-
-    @staticmethod
-    def _pop(thread: _Thread) -> None:
-        _, self_us, name = thread.stack.pop()
-        tally(thread.ops, name, 1, max(self_us, 0.0))
+    @property
+    def threads(self) -> dict[Any, Any]:
+        """Each host thread's state (``host_ops``), by (pid, tid)."""
+        return self.host.threads
 
     def _launched(self, corr: Any, ts: float, call: float) -> None:
         """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
@@ -201,13 +113,9 @@ class Collector:
             self.device.set_launch(where, ts - (self.origin or 0.0), call)
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
+        """A device op, one at a time (its kernel's tally is the batch's)."""
         args = ev.args
         name = ev.name
-        slot = self.kernels.get(name)
-        if slot is None:
-            slot = self.kernels[name] = Tally()
-        slot.count += 1
-        slot.total += dur
         if self.origin is None:
             self.origin = ts
         origin = self.origin
@@ -233,42 +141,125 @@ class Collector:
 
     def add(self, events: list[Event]) -> None:
         """Fold a batch of events in (in file order)."""
-        route = _ROUTE
-        for ev in events:
-            if ev.ph != "X":
-                if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
+        if not events:
+            return
+        sp = split(events)
+        for slot, idx in ((self.untimed, sp.untimed), (self.negative, sp.negative),
+                          (self.endless, sp.endless)):
+            if len(idx):
+                if not slot[0]:
+                    slot[1] = events[int(idx[0])].name
+                slot[0] += len(idx)
+        for i in sp.unread.tolist():
+            cat = events[i].cat
+            self.unread[cat] = self.unread.get(cat, 0) + 1
+        if len(sp.host):
+            names, host, op = _NAMES, self.host, self.host.op
+            for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
+                                  sp.dur[sp.host].tolist()):
+                ev = events[i]
+                if ev.ph != "X":
                     self._memory_event(ev)
-                continue
-            ts, dur = ev.ts, ev.dur
-            if ts.__class__ is not float or ts - ts != 0:  # type: ignore[operator]
-                ts = _num(ts)
-            if dur.__class__ is not float or dur - dur != 0:  # type: ignore[operator]
-                dur = _num(dur)
-            if ts is None or dur is None:
-                _count(self.untimed, ev.name)
-                continue
-            if not 0 <= dur <= MAX_DUR_US:
-                _count(self.negative if dur < 0 else self.endless, ev.name)
-                continue
-            cat = ev.cat
-            kind = route.get(cat, _OTHER)
-            if kind == _DEVICE:
-                self._device_op(ev, ts, dur)
-            elif kind == _RUNTIME:
-                name = ev.name
-                slot = self.runtime.get(name)
-                if slot is None:
-                    slot = self.runtime[name] = Tally()
-                slot.count += 1
-                slot.total += dur
-                args = ev.args
-                if args is not None and args.correlation is not None:
-                    self._launched(args.correlation, ts, dur if name in LAUNCH_CALLS else _NAN)
-            elif kind == _OTHER:
-                self._host_event(ev, cat, ts, dur)
-            elif kind == _UNREAD:
-                self.unread[cat] = self.unread.get(cat, 0) + 1
-            # _SKIP: Kineto's device-side copy of host annotations
+                    continue
+                cat, name = ev.cat, ev.name
+                what = names.get(name)
+                if what is _PLAIN and cat in HOST_CATS:  # the usual: a host op
+                    op((ev.pid, ev.tid), ts, dur, name)
+                else:
+                    self._host_event(ev, cat, ts, dur)
+            host.flush()
+        self.kernels.add([events[i].name for i in sp.device.tolist()], sp.dur[sp.device])
+        self.runtime.add([events[i].name for i in sp.runtime.tolist()], sp.dur[sp.runtime])
+        if len(sp.device) or len(sp.runtime):
+            self._launches(events, sp)
+
+    def _launches(self, events: list[Event], sp: Split) -> None:
+        """The batch's launch calls and device ops, in segments that end where the launches
+        kept would overflow ``PENDING`` (their older half is dropped there)."""
+        r_idx = [i for i in sp.runtime.tolist()
+                 if events[i].args is not None
+                 and events[i].args.correlation is not None]  # type: ignore[union-attr]
+        r_pos = np.array(r_idx, dtype=np.intp)
+        r_corr = [events[i].args.correlation for i in r_idx]  # type: ignore[union-attr]
+        r_ts = sp.ts[r_pos]
+        r_call = np.where([events[i].name in LAUNCH_CALLS for i in r_idx], sp.dur[r_pos],
+                          _NAN) if r_idx else np.zeros(0)
+        d_pos = sp.device
+        if len(d_pos) and self.origin is None:
+            self.origin = float(sp.ts[d_pos[0]])
+        r_lo = d_lo = 0
+        while r_lo < len(r_idx) or d_lo < len(d_pos):
+            r_hi, full = self._overflow(r_corr, r_lo)
+            end = r_idx[r_hi - 1] + 1 if full else len(events)
+            d_hi = int(np.searchsorted(d_pos, end))
+            self._segment(events, sp, r_pos[r_lo:r_hi], r_corr[r_lo:r_hi], r_ts[r_lo:r_hi],
+                          r_call[r_lo:r_hi], d_pos[d_lo:d_hi])
+            if len(self.launches) > PENDING:
+                self.launches = _newer_half(self.launches)
+                self.forgot = True
+            r_lo, d_lo = r_hi, d_hi
+
+    def _overflow(self, corr: list[Any], lo: int) -> tuple[int, bool]:
+        """Where the next segment of launch calls ends: after the one whose new id takes the
+        launches kept over ``PENDING`` (and True), else at the end (and False)."""
+        room = PENDING - len(self.launches)
+        if len(corr) - lo <= room:
+            return len(corr), False
+        launches = self.launches
+        seen: set[Any] = set()
+        for k in range(lo, len(corr)):
+            c = corr[k]
+            if c not in launches and c not in seen:
+                seen.add(c)
+                room -= 1
+                if room < 0:
+                    return k + 1, True
+        return len(corr), False
+
+    def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Any],
+                 r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray) -> None:
+        evs = [events[i] for i in d_pos.tolist()]
+        args = [e.args for e in evs]
+        d_corr = [None if a is None else a.correlation for a in args]
+        has = [c is not None for c in d_corr]
+        got = None
+        if not self.waiting:
+            with_id = d_pos[has] if len(d_pos) else d_pos
+            got = match(r_pos, r_corr, r_ts, r_call, with_id,
+                        [c for c in d_corr if c is not None], self.launches)
+        if got is None:  # one at a time
+            self._segment_each(events, sp, r_pos, r_corr, r_call, d_pos)
+            return
+        if len(r_corr):
+            self.launches.update(zip(r_corr, zip(r_ts.tolist(), r_call.tolist())))
+            self.saw_launch = True
+        if not len(d_pos):
+            return
+        origin = self.origin
+        assert origin is not None
+        ts = sp.ts[d_pos] - origin  # exact for times near origin (Sterbenz)
+        end = ts + sp.dur[d_pos]
+        launch = ts.copy()
+        call = np.full(len(d_pos), _NAN)
+        mask = np.array(has, dtype=bool)
+        launch[mask] = got[0] - origin
+        call[mask] = got[1]
+        streams = [e.tid if a is None or a.stream is None else a.stream
+                   for e, a in zip(evs, args)]
+        names = [e.name if a is None or a.collective is None else (e.name, True)
+                 for e, a in zip(evs, args)]
+        self.device.extend([e.pid for e in evs], streams, ts, end, launch, call, names)
+
+    def _segment_each(self, events: list[Event], sp: Split, r_pos: np.ndarray,
+                      r_corr: list[Any], r_call: np.ndarray, d_pos: np.ndarray) -> None:
+        """A segment one event at a time, in file order."""
+        calls = dict(zip(r_pos.tolist(), zip(r_corr, r_call.tolist())))
+        for i in sorted([*calls, *d_pos.tolist()]):
+            hit = calls.get(i)
+            if hit is None:
+                self._device_op(events[i], float(sp.ts[i]), float(sp.dur[i]))
+            else:
+                self._launched(hit[0], float(sp.ts[i]), hit[1])
 
     def _memory_event(self, ev: Event) -> None:
         ts = _num(ev.ts)
@@ -279,9 +270,7 @@ class Collector:
             for col, value in zip(self.memory, (ts, _num(a.allocated), _num(a.reserved), dev)):
                 col.append(_NAN if value is None else value)
             if size > 0:
-                self.seq += 1
-                self._push(self._thread((ev.pid, ev.tid)),
-                           (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
+                self.host.alloc((ev.pid, ev.tid), ts, size, dev)
 
     def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
         """A complete event that is neither device work nor a runtime call: a step, a stage
@@ -297,23 +286,13 @@ class Collector:
             self.annotations.append((name, ts, dur, int(step) if step is not None
                                      else None, str(ev.tid)))
         elif cat in HOST_CATS:
-            self.seq += 1
-            self._push(self._thread((ev.pid, ev.tid)),
-                       (self._host(ts), _OP, -dur, self.seq, name))
+            self.host.op((ev.pid, ev.tid), ts, dur, name)
 
     def finish(self, data: TraceData, default_step: Any) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
-        late = deep = 0
-        for thread in self.threads.values():
-            while thread.heap:
-                self._take(thread, heapq.heappop(thread.heap))
-            while thread.stack:
-                self._pop(thread)
-            late += thread.late
-            deep += thread.deep
-            merge_tallies(data.ops, thread.ops)
-        merge_tallies(data.kernels, self.kernels)
-        merge_tallies(data.runtime, self.runtime)
+        late, deep = self.host.finish(data.ops)
+        merge_tallies(data.kernels, self.kernels.as_dict())
+        merge_tallies(data.runtime, self.runtime.as_dict())
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
@@ -325,9 +304,9 @@ class Collector:
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
-        if self.tops[0]:
-            data.ranges = _bare_times(data.ranges, *self.tops,
-                                      self.host_origin or 0.0)  # host ops are kept relative
+        if self.host.tops[0]:
+            data.ranges = _bare_times(data.ranges, *self.host.tops,
+                                      self.host.origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
             data.memory = self._memory(data.ranges)
@@ -413,7 +392,7 @@ class Collector:
         points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
         peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
                             default=None)
-        return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
+        return from_events(points, peak_reserved, self.host.allocs[1 if device else 0], ranges)
 
 
 def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
