@@ -27,7 +27,7 @@ STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 Number = Union[int, float, str, None]
 
 
-class EventArgs(msgspec.Struct):
+class EventArgs(msgspec.Struct, gc=False):
     step: Union[int, float, str, None] = None
     correlation: Union[int, str, None] = None
     stream: Union[int, str, None] = None
@@ -39,7 +39,7 @@ class EventArgs(msgspec.Struct):
     collective: Any = msgspec.field(default=None, name="Collective name")
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""

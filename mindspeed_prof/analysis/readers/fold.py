@@ -8,6 +8,7 @@ needs: ranges, op self times, kernel and runtime totals, the device breakdown an
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from array import array
 from typing import Any
@@ -168,22 +169,27 @@ class Collector:
                 else:
                     self._host_event(ev, cat, ts, dur)
             host.flush()
-        self.kernels.add([events[i].name for i in sp.device.tolist()], sp.dur[sp.device])
-        self.runtime.add([events[i].name for i in sp.runtime.tolist()], sp.dur[sp.runtime])
-        if len(sp.device) or len(sp.runtime):
-            self._launches(events, sp)
+        devs = [events[i] for i in sp.device.tolist()]
+        calls = [events[i] for i in sp.runtime.tolist()]
+        self.kernels.add([e.name for e in devs], sp.dur[sp.device])
+        self.runtime.add(r_names := [e.name for e in calls], sp.dur[sp.runtime])
+        if devs or calls:
+            self._launches(events, sp, devs, calls, r_names)
 
-    def _launches(self, events: list[Event], sp: Split) -> None:
+    def _launches(self, events: list[Event], sp: Split, devs: list[Event],
+                  calls: list[Event], r_names: list[str]) -> None:
         """The batch's launch calls and device ops, in segments that end where the launches
         kept would overflow ``PENDING`` (their older half is dropped there)."""
-        r_idx = [i for i in sp.runtime.tolist()
-                 if events[i].args is not None
-                 and events[i].args.correlation is not None]  # type: ignore[union-attr]
-        r_pos = np.array(r_idx, dtype=np.intp)
-        r_corr = [events[i].args.correlation for i in r_idx]  # type: ignore[union-attr]
+        r_corr = [None if a is None else a.correlation for a in [e.args for e in calls]]
+        counted = np.array([n in LAUNCH_CALLS for n in r_names], dtype=bool)
+        r_pos = sp.runtime
+        if None in r_corr:  # calls without a correlation id launch nothing known
+            keep = [c is not None for c in r_corr]
+            r_corr = [c for c in r_corr if c is not None]
+            r_pos, counted = r_pos[keep], counted[keep]
+        r_idx = r_pos.tolist()
         r_ts = sp.ts[r_pos]
-        r_call = np.where([events[i].name in LAUNCH_CALLS for i in r_idx], sp.dur[r_pos],
-                          _NAN) if r_idx else np.zeros(0)
+        r_call = np.where(counted, sp.dur[r_pos], _NAN)
         d_pos = sp.device
         if len(d_pos) and self.origin is None:
             self.origin = float(sp.ts[d_pos[0]])
@@ -193,7 +199,7 @@ class Collector:
             end = r_idx[r_hi - 1] + 1 if full else len(events)
             d_hi = int(np.searchsorted(d_pos, end))
             self._segment(events, sp, r_pos[r_lo:r_hi], r_corr[r_lo:r_hi], r_ts[r_lo:r_hi],
-                          r_call[r_lo:r_hi], d_pos[d_lo:d_hi])
+                          r_call[r_lo:r_hi], d_pos[d_lo:d_hi], devs[d_lo:d_hi])
             if len(self.launches) > PENDING:
                 self.launches = _newer_half(self.launches)
                 self.forgot = True
@@ -217,8 +223,8 @@ class Collector:
         return len(corr), False
 
     def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Any],
-                 r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray) -> None:
-        evs = [events[i] for i in d_pos.tolist()]
+                 r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray,
+                 evs: list[Event]) -> None:
         args = [e.args for e in evs]
         d_corr = [None if a is None else a.correlation for a in args]
         has = [c is not None for c in d_corr]
@@ -444,8 +450,7 @@ def _bare_times(ranges: list[Range], starts: array[float], ends: array[float],
 def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
     """The later half of ``entries`` (in insertion order): dropping them half at a time costs
     O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
-    items = list(entries.items())
-    return dict(items[len(items) // 2:])
+    return dict(itertools.islice(entries.items(), len(entries) // 2, None))
 
 
 def _count(slot: list[Any], name: str) -> None:
