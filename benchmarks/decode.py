@@ -19,6 +19,13 @@ the median of the repeats:
 Figures: the CPU time per MB of analyse (start included) against the decode's (goal 2.5x);
 100 MB/s per core against analyse's MB/s per core (goal 1x: the ratio is 100 over ours, so
 at most 1 means met); peak RSS of the large trace against the small (goal 1.3x: flat).
+
+The NPU path the same way: torch_npu's text export (the real capture
+``tests/fixtures/torch_npu/text/rank0_ascend_pt`` with its ``trace_view.json`` events repeated
+6 and 60 times, as ``stream`` makes it; ``--quick``: 1 and 10), ``analyse --json`` on each,
+and ``msprof-analyze cluster -m all`` on the smaller (CPU time of its whole process tree;
+goal 0.2x). The db export is compared in ``references`` (the corpus' small sets only: no
+generator of large torch_npu databases here).
 """
 
 from __future__ import annotations
@@ -106,16 +113,64 @@ print(json.dumps([time.perf_counter() - t0, use.ru_utime + use.ru_stime, use.ru_
 """
 
 
+def _launch(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall and CPU seconds (the whole process tree's, as reaped) and peak RSS (MB: the
+    largest process's) of ``cmd``."""
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True,
+                         text=True, check=True, timeout=3600)
+    wall, cpu, rss_kb = json.loads(out.stdout)
+    return wall, cpu, rss_kb / 1024
+
+
 def analyse(path: Path) -> tuple[float, float, float]:
-    """Wall and CPU seconds and peak RSS (MB) of ``analyse --json`` on ``path``, uncached."""
+    """``_launch`` of ``analyse --json`` on ``path``, uncached."""
     from mindspeed_prof.analysis.cache import cache_path
 
     cache_path(path).unlink(missing_ok=True)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *_cli(), "analyse", "--json",
-                          str(path)], capture_output=True, text=True, check=True, timeout=3600)
-    wall, cpu, rss_kb = json.loads(out.stdout)
+    got = _launch([*_cli(), "analyse", "--json", str(path)])
     cache_path(path).unlink(missing_ok=True)
-    return wall, cpu, rss_kb / 1024
+    return got
+
+
+def _msprof(folder: Path, work: Path) -> tuple[float, float, float] | None:
+    """``_launch`` of ``msprof-analyze cluster -m all`` on a copy of ``folder`` (it writes into
+    its input); None when it is not installed."""
+    exe = Path(sys.executable).with_name("msprof-analyze")
+    if not exe.is_file():
+        return None
+    shutil.rmtree(work, ignore_errors=True)
+    data = work / "in" / folder.name
+    shutil.copytree(folder, data)
+    got = _launch([str(exe), "cluster", "-d", str(data.parent), "-m", "all", "-o", str(work / "out"),
+                   "--force"])
+    shutil.rmtree(work, ignore_errors=True)
+    return got
+
+
+def _npu(folder: Path, report: Report, start: float) -> None:
+    """torch_npu's text export (``stream``'s scaled fixture: ``trace_view.json`` events
+    repeated): ``analyse`` at two sizes, msprof-analyze on the smaller (minutes on the larger)."""
+    from benchmarks.stream import _npu_folder
+
+    rows = []
+    for k, repeat in enumerate((1, 10) if report.quick else (6, 60)):
+        npu = _npu_folder(folder, repeat)
+        mb = (npu / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size / MB
+        wall, cpu, rss = analyse(npu)
+        theirs = _msprof(npu, folder / "msprof") if k == 0 else None
+        rows.append((mb, wall, cpu, rss, theirs))
+        shutil.rmtree(npu)
+    for mb, wall, cpu, rss, theirs in rows:
+        detail = (f"{mb / cpu:.0f} MB/s per core ({mb / (cpu - start):.0f} with the start "
+                  f"taken off), wall {wall:.1f} s, peak RSS {rss:.0f} MB")
+        if theirs is None:
+            report.add(f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view",
+                       f"{_GOAL_MBS:.0f} MB/s per core", _GOAL_MBS / (mb / cpu), None, detail)
+        else:
+            report.add(f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view, CPU "
+                       "time", "msprof-analyze cluster -m all, CPU time", cpu / theirs[1], 0.2,
+                       f"{detail}; msprof-analyze: {mb / theirs[1]:.1f} MB/s per core, wall "
+                       f"{theirs[0]:.1f} s, largest process {theirs[2]:.0f} MB")
 
 
 def _trace(folder: Path, size: float) -> Path:
@@ -157,6 +212,7 @@ def run(report: Report) -> None:
                        f"{mb / cpu:.0f} vs {mb / d:.0f} MB/s per core; "
                        f"{mb / (cpu - start):.0f} MB/s with the start ({start:.2f} s) taken off;"
                        f" wall {wall:.1f} s ({mb / wall:.0f} MB/s), peak RSS {rss:.0f} MB")
+        _npu(folder, report, start)
         mb, d, wall, cpu, rss = rows[-1]
         report.add(f"{_GOAL_MBS:.0f} MB/s per core: {mb:.0f} MB Kineto trace",
                    "analyse --json, MB/s per core (CPU time, start included)",
