@@ -16,19 +16,22 @@ from typing import Any
 import numpy as np
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
-from mindspeed_prof.analysis.readers.device import breakdown, merge
+from mindspeed_prof.analysis.readers.device import breakdown
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
     HOST_CATS,
-    STEP_NAME,
+    NAMES,
+    PLAIN,
+    STAGE,
     UNREAD_DEVICE,
     Event,
+    name_kind,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Split, match, split
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, REORDER, HostOps
-from mindspeed_prof.analysis.readers.intervals import covered
+from mindspeed_prof.analysis.readers.intervals import bare_times, bare_times_of_columns
 from mindspeed_prof.analysis.readers.model import (
     Memory,
     Range,
@@ -47,19 +50,6 @@ _STAGES = frozenset(STAGES)
 PENDING = 1 << 16
 _NAN = float("nan")
 _RANGE_CATS = ("user_annotation", "stage", "step")
-#: A host event's name: its step number (``ProfilerStep#<n>``), ``_STAGE`` for a stage's
-#: name, ``_PLAIN`` for any other; remembered for the first ``_NAMES_MAX`` names.
-_STAGE, _PLAIN = "stage", "plain"
-_NAMES: dict[str, int | str] = {}
-_NAMES_MAX = 1 << 16
-
-
-def _name_kind(name: str) -> int | str:
-    m = STEP_NAME.match(name)
-    what: int | str = int(m.group(1)) if m else _STAGE if name in _STAGES else _PLAIN
-    if len(_NAMES) < _NAMES_MAX:
-        _NAMES[name] = what
-    return what
 
 
 class Collector:
@@ -96,11 +86,6 @@ class Collector:
         self.endless: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
-
-    @property
-    def threads(self) -> dict[Any, Any]:
-        """Each host thread's state (``host_ops``), by (pid, tid)."""
-        return self.host.threads
 
     def _launched(self, corr: Any, ts: float, call: float) -> None:
         """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
@@ -155,7 +140,7 @@ class Collector:
             cat = events[i].cat
             self.unread[cat] = self.unread.get(cat, 0) + 1
         if len(sp.host):
-            names, host, op = _NAMES, self.host, self.host.op
+            names, host, op = NAMES, self.host, self.host.op
             for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
                                   sp.dur[sp.host].tolist()):
                 ev = events[i]
@@ -164,7 +149,7 @@ class Collector:
                     continue
                 cat, name = ev.cat, ev.name
                 what = names.get(name)
-                if what is _PLAIN and cat in HOST_CATS:  # the usual: a host op
+                if what is PLAIN and cat in HOST_CATS:  # the usual: a host op
                     op((ev.pid, ev.tid), ts, dur, name)
                 else:
                     self._host_event(ev, cat, ts, dur)
@@ -282,12 +267,12 @@ class Collector:
         """A complete event that is neither device work nor a runtime call: a step, a stage
         or custom range, or a host op."""
         name = ev.name
-        what = _NAMES.get(name)
+        what = NAMES.get(name)
         if what is None:
-            what = _name_kind(name)
+            what = name_kind(name)
         if what.__class__ is int:
-            self.steps.append((ts, ts + dur, what, dur))  # type: ignore[arg-type]
-        elif what is _STAGE or cat in _RANGE_CATS:
+            self.steps.append((ts, ts + dur, what, dur))
+        elif what is STAGE or cat in _RANGE_CATS:
             step = _num(ev.args.step) if ev.args is not None else None
             self.annotations.append((name, ts, dur, int(step) if step is not None
                                      else None, str(ev.tid)))
@@ -311,7 +296,7 @@ class Collector:
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
         if self.host.tops[0]:
-            data.ranges = _bare_times(data.ranges, *self.host.tops,
+            data.ranges = bare_times_of_columns(data.ranges, *self.host.tops,
                                       self.host.origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         if self.memory[0]:
@@ -401,62 +386,10 @@ class Collector:
         return from_events(points, peak_reserved, self.host.allocs[1 if device else 0], ranges)
 
 
-def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
-               origin: float = 0.0) -> list[Range]:
-    """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
-    that host operators (``ops``, on any thread, their times relative to ``origin``) cover."""
-    merged = merge(ops)
-    starts = [a for a, _ in merged]
-
-    def bare(r: Range) -> float:
-        lo = r.ts - origin
-        return max(r.dur - covered(merged, lo, lo + r.dur, starts), 0.0)
-
-    return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
-
-
-def _bare_times(ranges: list[Range], starts: array[float], ends: array[float],
-                origin: float) -> list[Range]:
-    """``bare_times`` of ops given as two columns, merged in numpy (the same union: ``merge``
-    sorts by start, then end, and extends a piece while the next starts by its end); only the
-    pieces a range overlaps become Python floats, summed in the same order as ``covered``."""
-    lo_col = np.frombuffer(starts, dtype=np.float64)
-    hi_col = np.frombuffer(ends, dtype=np.float64)
-    order = np.lexsort((hi_col, lo_col))
-    lo_col, hi_col = lo_col[order], hi_col[order]
-    reach = np.maximum.accumulate(hi_col)
-    new = np.empty(len(lo_col), dtype=bool)
-    new[0] = True
-    np.greater(lo_col[1:], reach[:-1], out=new[1:])
-    firsts = np.flatnonzero(new)
-    piece_lo = lo_col[firsts]
-    piece_hi = reach[np.append(firsts[1:], len(lo_col)) - 1]
-    del lo_col, hi_col, reach, new, order
-
-    def bare(r: Range) -> float:
-        lo = r.ts - origin
-        hi = lo + r.dur
-        total = 0.0
-        if hi > lo:
-            i = max(int(np.searchsorted(piece_lo, lo, "right")) - 1, 0)
-            j = int(np.searchsorted(piece_lo, hi, "left"))
-            for a, b in zip(piece_lo[i:j].tolist(), piece_hi[i:j].tolist()):
-                total += max(0.0, min(b, hi) - max(a, lo))
-        return max(r.dur - total, 0.0)
-
-    return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
-
-
 def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
     """The later half of ``entries`` (in insertion order): dropping them half at a time costs
     O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
     return dict(itertools.islice(entries.items(), len(entries) // 2, None))
-
-
-def _count(slot: list[Any], name: str) -> None:
-    if not slot[0]:
-        slot[1] = name
-    slot[0] += 1
 
 
 def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
