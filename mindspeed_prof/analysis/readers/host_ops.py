@@ -94,6 +94,9 @@ class HostOps:
                 heapq.heappush(heap, item)
             return
         taken = len(new) - max(free, 0)
+        if free < 0 or taken * 16 < len(heap):  # few come out: a sort of the heap costs more
+            self._one_at_a_time(thread, new)
+            return
         items = heap + new
         order = np.lexsort((np.array([it[3] for it in items]),
                             np.array([it[2] for it in items], dtype=np.float64),
@@ -101,12 +104,16 @@ class HostOps:
                             np.array([it[0] for it in items], dtype=np.float64)))
         # when the heap gives out its j-th item, it holds the first max(free, 0) + j + 1 new
         arrival = order[:taken] - len(heap)
-        if free >= 0 and np.all(arrival <= free + np.arange(taken)):
+        if np.all(arrival <= free + np.arange(taken)):
             out = [items[k] for k in order[:taken].tolist()]
             thread.heap = [items[k] for k in order[taken:].tolist()]  # sorted: a heap
             self._take_all(thread, out)
             return
-        for item in new:  # one at a time
+        self._one_at_a_time(thread, new)
+
+    def _one_at_a_time(self, thread: _Thread, new: list[tuple[Any, ...]]) -> None:
+        heap = thread.heap
+        for item in new:
             if len(heap) < REORDER:
                 heapq.heappush(heap, item)
             else:

@@ -28,7 +28,7 @@ def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[obje
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_ITEM, max_size=80), st.integers(2, 30), st.sampled_from([1, 2, 3, 8, 4096]))
+@given(st.lists(_ITEM, max_size=120), st.integers(2, 30), st.sampled_from([1, 2, 3, 8, 20, 4096]))
 def test_batches_give_what_one_at_a_time_gives(items, batch, reorder) -> None:
     old = host_ops.REORDER
     host_ops.REORDER = reorder
