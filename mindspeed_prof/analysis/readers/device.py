@@ -17,6 +17,8 @@ from __future__ import annotations
 import bisect
 import itertools
 
+import numpy as np
+
 from mindspeed_prof.analysis.readers.device_ops import KINDS, DeviceOps
 from mindspeed_prof.analysis.readers.model import DeviceRow
 
@@ -195,23 +197,30 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
     if not ops.count:
         return []
     steps = sorted(steps, key=lambda s: s[1])
-    starts = [s[1] for s in steps]
+    starts = np.array([s[1] for s in steps], dtype=np.float64)
+    ends = np.array([s[2] for s in steps], dtype=np.float64)
 
-    def step_of(launch: float) -> int | None:
-        i = bisect.bisect_right(starts, launch) - 1
-        return steps[i][0] if i >= 0 and launch <= steps[i][2] else None
+    def step_index(launch: np.ndarray) -> np.ndarray:
+        """Each op's step's index in ``steps`` (-1: none): the last step that starts by its
+        launch, if it ends at or after it (``bisect_right``)."""
+        i = np.searchsorted(starts, launch, "right") - 1
+        if not len(ends):
+            return i
+        return np.where((i >= 0) & (launch <= ends[np.maximum(i, 0)]), i, -1)
 
     first: dict[int, float] = {}
     last_end, outside = 0.0, False
-    for part in ops.slices():
-        for ts, end, _, launch in part:
-            n = step_of(launch)
-            if n is None:
-                outside = True
-            else:
-                if n not in first:
-                    first[n] = ts  # in start order: the first seen is the earliest
-                last_end = max(last_end, end)
+    for ts, end, _, launch in ops.columns():
+        idx = step_index(launch)
+        inside = idx >= 0
+        if not inside.all():
+            outside = True
+        if inside.any():
+            kept, at = np.unique(idx[inside], return_index=True)
+            ts_in = ts[inside]
+            for pos, k in sorted(zip(at.tolist(), kept.tolist())):
+                first.setdefault(steps[k][0], float(ts_in[pos]))  # the first seen: earliest
+            last_end = max(last_end, float(end[inside].max()))
     firsts = sorted((lo, n) for n, lo in first.items())
     los = [lo for lo, _ in firsts]
     windows = _Group(_Windows(los, [*los[1:], last_end]))
@@ -221,16 +230,19 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
     s_ends = [stages[i][2] + stages[i][3] for i in order]
     reach = list(itertools.accumulate(s_ends, max))  # the latest end among stages so far
     runs: dict[int, _Group] = {}
-    for part in ops.slices():
-        for ts, end, kind, launch in part:
-            (rest if step_of(launch) is None else windows).add(ts, end, kind)
-            j = bisect.bisect_right(s_starts, launch) - 1
-            while j >= 0 and reach[j] >= launch:
-                if s_ends[j] >= launch:
+    for ts, end, kind, launch in ops.columns():
+        inside = (step_index(launch) >= 0).tolist()
+        below = (np.searchsorted(np.array(s_starts, dtype=np.float64), launch, "right")
+                 - 1).tolist()
+        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside,
+                                      below, launch.tolist()):
+            (windows if ok else rest).add(t, e, k)
+            while j >= 0 and reach[j] >= at:
+                if s_ends[j] >= at:
                     run = runs.get(order[j])
                     if run is None:
                         run = runs[order[j]] = _Group()
-                    run.add(ts, end, kind)
+                    run.add(t, e, k)
                 j -= 1
     rows: list[DeviceRow] = []
     windows.close()

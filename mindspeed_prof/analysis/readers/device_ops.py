@@ -15,8 +15,11 @@ from array import array
 from collections.abc import Iterator
 from typing import IO, Any
 
+import numpy as np
+
 from mindspeed_prof.analysis.readers.classify import KINDS, Classifier, classifier
 from mindspeed_prof.analysis.readers.model import Tally
+from mindspeed_prof.analysis.readers.totals import Totals, ids_of
 
 __all__ = ["KINDS", "SLICE", "DeviceOps"]
 
@@ -39,7 +42,7 @@ class _Stream:
     temporary file and memory keeps one block. A stream that came out of order is read back
     whole and sorted at the end (its memory then grows with it)."""
 
-    __slots__ = ("cols", "file", "in_order", "last", "marks", "spilled")
+    __slots__ = ("cols", "file", "in_order", "last", "marks", "n", "spilled")
 
     def __init__(self) -> None:
         self.cols: list[array[Any]] = [array(t) for t in _COLS]
@@ -48,26 +51,60 @@ class _Stream:
         self.in_order = True
         self.last = -_INF  # the latest start so far
         self.marks: list[float] = []  # each spilled block's first start
+        self.n = 0  # ops appended
 
     def __len__(self) -> int:
         return self.spilled * SLICE + len(self.cols[0])
 
-    def append(self, row: tuple[float, float, float, float, int]) -> None:
-        ts = self.cols[0]
-        if row[0] < self.last:
+    def append(self, ts: float, end: float, launch: float, call: float, name: int) -> None:
+        if ts < self.last:
             self.in_order = False
-        self.last = row[0]
-        for col, value in zip(self.cols, row):
-            col.append(value)
-        if len(ts) == SLICE and self.in_order:
-            if self.file is None:
-                self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-            self.file.seek(0, 2)
-            self.marks.append(ts[0])
-            for col in self.cols:
-                col.tofile(self.file)
-                del col[:]
-            self.spilled += 1
+        self.last = ts
+        cols = self.cols
+        cols[0].append(ts)
+        cols[1].append(end)
+        cols[2].append(launch)
+        cols[3].append(call)
+        cols[4].append(name)
+        self.n += 1
+        if len(cols[0]) == SLICE and self.in_order:
+            self._spill()
+
+    def extend(self, ts: np.ndarray, end: np.ndarray, launch: np.ndarray, call: np.ndarray,
+               name: np.ndarray) -> None:
+        """``append`` for each row of these columns, in order (the same blocks and spills)."""
+        n = len(ts)
+        if not n:
+            return
+        out = np.flatnonzero(ts[1:] < ts[:-1])
+        # the first op that comes out of order (against the one before it)
+        bad = 0 if ts[0] < self.last else int(out[0]) + 1 if len(out) else n
+        at = 0
+        cols = self.cols
+        while at < n:
+            stop = n if not self.in_order else min(n, at + SLICE - len(cols[0]))
+            if self.in_order and bad < stop:
+                stop = max(bad, at)
+                if stop == at:  # this op comes out of order: no more spills
+                    self.in_order = False
+                    continue
+            for col, part in zip(cols, (ts, end, launch, call, name)):
+                col.frombytes(part[at:stop].tobytes())
+            at = stop
+            if len(cols[0]) == SLICE and self.in_order:
+                self._spill()
+        self.last = float(ts[-1])
+        self.n += n
+
+    def _spill(self) -> None:
+        if self.file is None:
+            self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.file.seek(0, 2)
+        self.marks.append(self.cols[0][0])
+        for col in self.cols:
+            col.tofile(self.file)
+            del col[:]
+        self.spilled += 1
 
     def set_launch(self, i: int, launch: float, call: float | None = None) -> None:
         """Op ``i``'s launch time and, unless None, its launch call's duration."""
@@ -118,24 +155,49 @@ class _Stream:
 
 class _Cursor:
     """Reads a sorted stream forward: ``take(hi)`` gives its next ops that start before hi,
-    each with its kind's code (``codes``, by name id)."""
+    as pieces of its columns (start, end, launch, name id)."""
 
-    def __init__(self, stream: _Stream, codes: bytes) -> None:
+    def __init__(self, stream: _Stream) -> None:
         self.blocks = stream.blocks()
         self.block = next(self.blocks)
         self.at = 0
-        self.codes = codes
 
-    def take(self, hi: float, out: list[_Row]) -> None:
+    def take(self, hi: float, out: list[tuple[np.ndarray, ...]]) -> None:
         while self.block is not None:
             ts, end, launch, _, name = self.block
             j = bisect.bisect_left(ts, hi, self.at)
-            out += zip(ts[self.at:j], end[self.at:j], map(self.codes.__getitem__,
-                                                          name[self.at:j]), launch[self.at:j])
+            if j > self.at:
+                out.append(tuple(np.frombuffer(col, dtype=np.float64 if col.typecode == "d"
+                                               else np.int32)[self.at:j]
+                                 for col in (ts, end, launch, name)))
             if j < len(ts):
                 self.at = j
                 return
             self.block, self.at = next(self.blocks, None), 0  # type: ignore[arg-type]
+
+
+def _groups(pids: list[Any], streams: list[Any]) -> Iterator[tuple[Any, np.ndarray | None]]:
+    """Each distinct (pid, stream) in order of first sight, with where it is (None: all)."""
+    if set(map(type, pids)) == {int} == set(map(type, streams)):
+        try:
+            cols = np.array([pids, streams], dtype=np.int64)
+        except OverflowError:
+            cols = None
+        if cols is not None:
+            if (cols == cols[:, :1]).all():
+                yield (pids[0], streams[0]), None
+                return
+            _, first, which = np.unique(cols.T, axis=0, return_index=True,
+                                        return_inverse=True)
+            which = which.reshape(-1)
+            for k in np.argsort(first, kind="stable").tolist():
+                at = int(first[k])
+                yield (pids[at], streams[at]), np.flatnonzero(which == k)
+            return
+    table: dict[Any, int] = {}
+    sid = np.array(ids_of(table, list(zip(pids, streams))), dtype=np.intp)
+    for k, key in enumerate(table):
+        yield key, np.flatnonzero(sid == k)
 
 
 class DeviceOps:
@@ -149,12 +211,20 @@ class DeviceOps:
 
     def __init__(self) -> None:
         self.streams: dict[Any, _Stream] = {}
-        self.names: list[tuple[str, bool]] = []
-        self.tallies: list[Tally] = []  # per name id: runs, device us
-        self._ids: dict[tuple[str, bool], int] = {}
+        self.totals = Totals()  # per (name, collective), by name id: runs, device us
         self.count = 0
         self.table: Classifier = classifier()
         self._codes = b""  # each name id's kind code, by ``table``
+
+    @property
+    def names(self) -> list[tuple[str, bool]]:
+        """Each name id's (name, whether the trace gives it collective arguments)."""
+        return [(k, False) if k.__class__ is str else k for k in self.totals.ids]
+
+    @staticmethod
+    def key(name: str, collective: bool) -> str | tuple[str, bool]:
+        """What ``totals`` knows a name by: the name, or (name, True) for a collective."""
+        return (name, True) if collective else name
 
     def add(self, stream: Any, ts: float, end: float, name: str, launch: float,
             call: float = _NAN, collective: bool = False) -> tuple[Any, int]:
@@ -164,26 +234,35 @@ class DeviceOps:
         col = self.streams.get(stream)
         if col is None:
             col = self.streams[stream] = _Stream()
-        key = (name, collective)
-        i = self._ids.get(key)
-        if i is None:
-            i = self._ids[key] = len(self.names)
-            self.names.append(key)
-            self.tallies.append(Tally())
-        where = (stream, len(col))
-        col.append((ts, end, launch, call, i))
-        tally = self.tallies[i]
-        tally.count += 1
-        tally.total += end - ts
+        key = (name, True) if collective else name
+        totals = self.totals
+        totals.add_one(key, end - ts)
+        where = (stream, col.n)
+        col.append(ts, end, launch, call, totals.ids[key])
         self.count += 1
         return where
+
+    def extend(self, pids: list[Any], streams: list[Any], ts: np.ndarray, end: np.ndarray,
+               launch: np.ndarray, call: np.ndarray, keys: list[Any]) -> None:
+        """``add`` for many ops, in order (columns; each op's stream is its (pid, stream),
+        ``keys`` its ``key``)."""
+        ids = self.totals.add(keys, end - ts).astype(np.int32)
+        for stream, at in _groups(pids, streams):
+            col = self.streams.get(stream)
+            if col is None:
+                col = self.streams[stream] = _Stream()
+            if at is None:
+                col.extend(ts, end, launch, call, ids)
+            else:
+                col.extend(ts[at], end[at], launch[at], call[at], ids[at])
+        self.count += len(keys)
 
     def classify(self, table: Classifier) -> dict[str, Tally]:
         """Kinds by ``table`` from now on; how many ops, and how much device time (us), each
         of its rules classified (rules that classified nothing left out)."""
         self.table, self._codes = table, b""
         out: dict[str, Tally] = {}
-        for (name, collective), t in zip(self.names, self.tallies):
+        for (name, collective), t in zip(self.names, self.totals.tallies()):
             rule = table.rule_of(name, collective).name
             slot = out.get(rule)
             if slot is None:
@@ -207,16 +286,27 @@ class DeviceOps:
     def slices(self) -> Iterator[list[_Row]]:
         """Every op as (start, end, kind, launch), in start order, a time slice at a time: at
         most a block of each stream."""
+        for ts, end, kind, launch in self.columns():
+            yield list(zip(ts.tolist(), end.tolist(), kind.tolist(), launch.tolist()))
+
+    def columns(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """``slices`` as columns: start, end, kind code, launch; each slice in the order that
+        sorting its (start, end, kind, launch) tuples gives."""
         for col in self.streams.values():
             col.sort()
         cuts = sorted({t for col in self.streams.values() for t in col.marks})
-        cursors = [_Cursor(col, self.codes) for col in self.streams.values()]
+        cursors = [_Cursor(col) for col in self.streams.values()]
+        codes = np.frombuffer(self.codes, dtype=np.uint8)
         for hi in [*cuts, _INF]:
-            part: list[_Row] = []
+            pieces: list[tuple[np.ndarray, ...]] = []
             for cursor in cursors:
-                cursor.take(hi, part)
-            part.sort()
-            yield part
+                cursor.take(hi, pieces)
+            if not pieces:
+                continue
+            ts, end, launch, name = (np.concatenate(c) for c in zip(*pieces))
+            kind = codes[name]
+            order = np.lexsort((launch, kind, end, ts))
+            yield ts[order], end[order], kind[order], launch[order]
 
     def comm_clashes(self) -> list[str]:
         """Names of collectives that start before the previous one on their stream ends."""

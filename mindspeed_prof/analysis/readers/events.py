@@ -8,8 +8,11 @@ from typing import Any, Union
 
 import msgspec
 
-__all__ = ["DEVICE_CATS", "HOST_CATS", "RUNTIME_CATS", "STEP_NAME", "UNREAD_DEVICE", "Event",
-           "EventArgs", "Number", "TraceTop", "decode_events", "number"]
+from mindspeed_prof.config.schema import STAGES
+
+__all__ = ["DEVICE_CATS", "HOST_CATS", "NAMES", "PLAIN", "RUNTIME_CATS", "STAGE", "STEP_NAME",
+           "UNREAD_DEVICE", "Event", "EventArgs", "Number", "TraceTop", "decode_events",
+           "name_kind", "number"]
 
 #: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
 #: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
@@ -27,7 +30,7 @@ STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 Number = Union[int, float, str, None]
 
 
-class EventArgs(msgspec.Struct):
+class EventArgs(msgspec.Struct, gc=False):
     step: Union[int, float, str, None] = None
     correlation: Union[int, str, None] = None
     stream: Union[int, str, None] = None
@@ -43,7 +46,7 @@ class EventArgs(msgspec.Struct):
     stage: Any = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -90,3 +93,18 @@ def number(value: Number) -> float | None:
     return out if out == out and abs(out) != float("inf") else None
 
 
+_STAGES = frozenset(STAGES)
+#: A host event's name: its step number (``ProfilerStep#<n>``), ``STAGE`` for a stage's
+#: name, ``PLAIN`` for any other; remembered for the first ``NAMES_MAX`` names.
+STAGE, PLAIN = "stage", "plain"
+NAMES: dict[str, int | str] = {}
+NAMES_MAX = 1 << 16
+
+
+def name_kind(name: str) -> int | str:
+    """What a host event's name says it is (see ``NAMES``), remembered."""
+    m = STEP_NAME.match(name)
+    what: int | str = int(m.group(1)) if m else STAGE if name in _STAGES else PLAIN
+    if len(NAMES) < NAMES_MAX:
+        NAMES[name] = what
+    return what

@@ -8,71 +8,49 @@ needs: ranges, op self times, kernel and runtime totals, the device breakdown an
 from __future__ import annotations
 
 import bisect
-import heapq
+import itertools
 import math
 from array import array
 from typing import Any
 
+import numpy as np
+
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.counters import CounterFold
-from mindspeed_prof.analysis.readers.device import breakdown, merge
+from mindspeed_prof.analysis.readers.device import breakdown
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
-    DEVICE_CATS,
     HOST_CATS,
-    RUNTIME_CATS,
-    STEP_NAME,
+    NAMES,
+    PLAIN,
+    STAGE,
     UNREAD_DEVICE,
     Event,
+    name_kind,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
-from mindspeed_prof.analysis.readers.intervals import covered
+from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Split, match, split
+from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, REORDER, HostOps
+from mindspeed_prof.analysis.readers.intervals import bare_times, bare_times_of_columns
 from mindspeed_prof.analysis.readers.model import (
     Memory,
     Range,
-    Tally,
     TraceData,
     merge_tallies,
-    tally,
 )
+from mindspeed_prof.analysis.readers.totals import Totals
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "REORDER", "Collector", "bare_times", "collect"]
 
 _STAGES = frozenset(STAGES)
-#: Host ops of a thread are put back in start order through a heap of this many (torch writes
-#: them sorted already); ops further out of order are named in ``notes``.
-REORDER = 4096
 #: Launches waiting for their device op (and device ops for their launch): over this many, the
 #: older half is dropped, and ops that then miss their launch are named in ``problems``.
 PENDING = 1 << 16
-#: Host ops nested deeper than this on one thread (real traces nest a few dozen deep; a file of
-#: ops that all start together would otherwise nest without end) close the innermost first.
-MAX_DEPTH = 512
-#: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
-MAX_DUR_US = 1e11
 _NAN = float("nan")
-#: A thread's heap holds items of one shape, ``(ts, kind, order, seq, what)``, in start order:
-#: an op (``_OP``: ``order`` minus its duration, longer first; ``what`` its name) comes before
-#: an allocation at the same time (``_ALLOC``: ``what`` its (bytes, device type)).
-_OP, _ALLOC = 0, 1
-
-
-class _Thread:
-    """One host thread: its ops (and ``[memory]`` events) put back in start order through a
-    heap of ``REORDER``, ops nested on a stack for their self times."""
-
-    __slots__ = ("deep", "heap", "late", "last", "ops", "stack")
-
-    def __init__(self) -> None:
-        self.heap: list[tuple[Any, ...]] = []
-        self.stack: list[list[Any]] = []  # [end, self_us, name]
-        self.ops: dict[str, Tally] = {}  # name -> calls, self time
-        self.last = float("-inf")
-        self.late = 0
-        self.deep = 0  # ops that found the stack MAX_DEPTH deep
+_RANGE_CATS = ("user_annotation", "stage", "step")
 
 
 class Collector:
@@ -92,9 +70,9 @@ class Collector:
         self.comm_kernels = comm_kernels
         self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
-        self.threads: dict[Any, _Thread] = {}
-        self.kernels: dict[str, Tally] = {}
-        self.runtime: dict[str, Tally] = {}
+        self.host = HostOps()
+        self.kernels = Totals()  # by name: runs, device us
+        self.runtime = Totals()  # by name: calls, us
         self.device = DeviceOps()
         self.launches: dict[Any, tuple[float, float]] = {}  # correlation -> start, counted dur
         self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
@@ -104,69 +82,12 @@ class Collector:
         #: Device ops are kept relative to the first one's start: at epoch microseconds a double
         #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
         self.origin: float | None = None
-        #: Host ops (and allocations) likewise, relative to the first one's start.
-        self.host_origin: float | None = None
         self.untimed: list[Any] = [0, ""]
         self.negative: list[Any] = [0, ""]
         self.endless: list[Any] = [0, ""]
         self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
-        self.allocs: tuple[dict[str, Tally], dict[str, Tally]] = ({}, {})  # all, device
-        self.seq = 0
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
-        self.tops = (array("d"), array("d"))  # start, end of each top-level host op
         self.counts = CounterFold()  # ``C`` events of category ``count`` (``readers.counters``)
-
-    def _host(self, ts: float) -> float:
-        """``ts`` relative to the first host op's start (exact near it: Sterbenz)."""
-        if self.host_origin is None:
-            self.host_origin = ts
-        return ts - self.host_origin
-
-    def _thread(self, key: Any) -> _Thread:
-        thread = self.threads.get(key)
-        if thread is None:
-            thread = self.threads[key] = _Thread()
-        return thread
-
-    def _push(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        heapq.heappush(thread.heap, item)
-        if len(thread.heap) > REORDER:
-            self._take(thread, heapq.heappop(thread.heap))
-
-    def _take(self, thread: _Thread, item: tuple[Any, ...]) -> None:
-        """The thread's next item in start order: an op, or an allocation that the innermost
-        op still open at its time made."""
-        ts, kind, order, _, what = item
-        stack = thread.stack
-        if ts < thread.last:
-            thread.late += 1
-        thread.last = ts
-        if kind == _ALLOC:
-            size, dev = what
-            for end, _, name in reversed(stack):
-                if end >= ts:
-                    tally(self.allocs[0], name, 1, size)
-                    if dev == 1:
-                        tally(self.allocs[1], name, 1, size)
-                    break
-            return
-        dur = -order
-        while stack and stack[-1][0] <= ts:
-            self._pop(thread)
-        if len(stack) >= MAX_DEPTH:
-            thread.deep += 1
-            self._pop(thread)
-        if stack:
-            stack[-1][1] -= min(dur, stack[-1][0] - ts)
-        else:  # a top-level op: together they are the time the host ran operators
-            self.tops[0].append(ts)
-            self.tops[1].append(ts + dur)
-        stack.append([ts + dur, dur, what])
-
-    @staticmethod
-    def _pop(thread: _Thread) -> None:
-        _, self_us, name = thread.stack.pop()
-        tally(thread.ops, name, 1, max(self_us, 0.0))
 
     def _launched(self, corr: Any, ts: float, call: float) -> None:
         """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
@@ -180,20 +101,26 @@ class Collector:
             self.device.set_launch(where, ts - (self.origin or 0.0), call)
 
     def _device_op(self, ev: Event, ts: float, dur: float) -> None:
+        """A device op, one at a time (its kernel's tally is the batch's)."""
         args = ev.args
-        corr = args.correlation if args else None
-        stream = (ev.pid, args.stream if args and args.stream is not None else ev.tid)
-        tally(self.kernels, ev.name, 1, dur)
-        launch = self.launches.get(corr) if corr is not None else None
+        name = ev.name
         if self.origin is None:
             self.origin = ts
-        ts -= self.origin  # exact for times near origin (Sterbenz), as a trace's are
-        collective = args is not None and args.collective is not None
-        where = (self.device.add(stream, ts, ts + dur, ev.name, ts, collective=collective)
-                 if launch is None else
-                 self.device.add(stream, ts, ts + dur, ev.name, launch[0] - self.origin,
-                                 launch[1], collective))
-        if launch is None and corr is not None:  # its launch may come later in the file
+        origin = self.origin
+        ts -= origin  # exact for times near origin (Sterbenz), as a trace's are
+        if args is None:
+            self.device.add((ev.pid, ev.tid), ts, ts + dur, name, ts)
+            return
+        corr = args.correlation
+        stream = (ev.pid, args.stream if args.stream is not None else ev.tid)
+        collective = args.collective is not None
+        launch = self.launches.get(corr) if corr is not None else None
+        if launch is not None:
+            self.device.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1],
+                            collective)
+            return
+        where = self.device.add(stream, ts, ts + dur, name, ts, collective=collective)
+        if corr is not None:  # its launch may come later in the file
             self.waiting.setdefault(corr, []).append(where)
             if len(self.waiting) > PENDING:
                 kept = _newer_half(self.waiting)
@@ -202,74 +129,165 @@ class Collector:
 
     def add(self, events: list[Event]) -> None:
         """Fold a batch of events in (in file order)."""
-        for ev in events:
-            if ev.ph == "i" and ev.name == "[memory]" and ev.args is not None:
-                ts = _num(ev.ts)
-                if ts is not None:
-                    a = ev.args
-                    size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
-                    for col, value in zip(self.memory, (ts, _num(a.allocated),
-                                                        _num(a.reserved), dev)):
-                        col.append(_NAN if value is None else value)
-                    if size > 0:
-                        self.seq += 1
-                        self._push(self._thread((ev.pid, ev.tid)),
-                                   (self._host(ts), _ALLOC, 0.0, self.seq, (size, dev)))
-                continue
-            if ev.ph != "X":
-                if ev.ph == "C":
-                    self.counts.add(ev)
-                continue
-            ts, dur = _num(ev.ts), _num(ev.dur)
-            if ts is None or dur is None:
-                _count(self.untimed, ev.name)
-                continue
-            if dur < 0:
-                _count(self.negative, ev.name)
-                continue
-            if dur > MAX_DUR_US:
-                _count(self.endless, ev.name)
-                continue
-            cat = ev.cat
-            if cat == "gpu_user_annotation":  # Kineto's device-side copy of host annotations
-                continue
-            if cat in UNREAD_DEVICE:
-                self.unread[cat] = self.unread.get(cat, 0) + 1
-                continue
-            if cat in DEVICE_CATS:
-                self._device_op(ev, ts, dur)
-                continue
-            if cat in RUNTIME_CATS:
-                tally(self.runtime, ev.name, 1, dur)
-                if ev.args is not None and ev.args.correlation is not None:
-                    self._launched(ev.args.correlation, ts,
-                                   dur if ev.name in LAUNCH_CALLS else _NAN)
-                continue
-            m = STEP_NAME.match(ev.name)
-            if m:
-                self.steps.append((ts, ts + dur, int(m.group(1)), dur))
-            elif ev.name in _STAGES or cat in ("user_annotation", "stage", "step", "iteration"):
-                step = _num(ev.args.step) if ev.args is not None else None
-                self.annotations.append((ev.name, ts, dur, int(step) if step is not None
-                                         else None, str(ev.tid)))
-            elif cat in HOST_CATS:
-                self.seq += 1
-                self._push(self._thread((ev.pid, ev.tid)),
-                           (self._host(ts), _OP, -dur, self.seq, ev.name))
+        if not events:
+            return
+        sp = split(events)
+        for i in sp.counter.tolist():
+            self.counts.add(events[i])
+        for slot, idx in ((self.untimed, sp.untimed), (self.negative, sp.negative),
+                          (self.endless, sp.endless)):
+            if len(idx):
+                if not slot[0]:
+                    slot[1] = events[int(idx[0])].name
+                slot[0] += len(idx)
+        for i in sp.unread.tolist():
+            cat = events[i].cat
+            self.unread[cat] = self.unread.get(cat, 0) + 1
+        if len(sp.host):
+            names, host, op = NAMES, self.host, self.host.op
+            for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
+                                  sp.dur[sp.host].tolist()):
+                ev = events[i]
+                if ev.ph != "X":
+                    self._memory_event(ev)
+                    continue
+                cat, name = ev.cat, ev.name
+                what = names.get(name)
+                if what is PLAIN and cat in HOST_CATS:  # the usual: a host op
+                    op((ev.pid, ev.tid), ts, dur, name)
+                else:
+                    self._host_event(ev, cat, ts, dur)
+            host.flush()
+        devs = [events[i] for i in sp.device.tolist()]
+        calls = [events[i] for i in sp.runtime.tolist()]
+        self.kernels.add([e.name for e in devs], sp.dur[sp.device])
+        self.runtime.add(r_names := [e.name for e in calls], sp.dur[sp.runtime])
+        if devs or calls:
+            self._launches(events, sp, devs, calls, r_names)
+
+    def _launches(self, events: list[Event], sp: Split, devs: list[Event],
+                  calls: list[Event], r_names: list[str]) -> None:
+        """The batch's launch calls and device ops, in segments that end where the launches
+        kept would overflow ``PENDING`` (their older half is dropped there)."""
+        r_corr = [None if a is None else a.correlation for a in [e.args for e in calls]]
+        counted = np.array([n in LAUNCH_CALLS for n in r_names], dtype=bool)
+        r_pos = sp.runtime
+        if None in r_corr:  # calls without a correlation id launch nothing known
+            keep = [c is not None for c in r_corr]
+            r_corr = [c for c in r_corr if c is not None]
+            r_pos, counted = r_pos[keep], counted[keep]
+        r_idx = r_pos.tolist()
+        r_ts = sp.ts[r_pos]
+        r_call = np.where(counted, sp.dur[r_pos], _NAN)
+        d_pos = sp.device
+        if len(d_pos) and self.origin is None:
+            self.origin = float(sp.ts[d_pos[0]])
+        r_lo = d_lo = 0
+        while r_lo < len(r_idx) or d_lo < len(d_pos):
+            r_hi, full = self._overflow(r_corr, r_lo)
+            end = r_idx[r_hi - 1] + 1 if full else len(events)
+            d_hi = int(np.searchsorted(d_pos, end))
+            self._segment(events, sp, r_pos[r_lo:r_hi], r_corr[r_lo:r_hi], r_ts[r_lo:r_hi],
+                          r_call[r_lo:r_hi], d_pos[d_lo:d_hi], devs[d_lo:d_hi])
+            if len(self.launches) > PENDING:
+                self.launches = _newer_half(self.launches)
+                self.forgot = True
+            r_lo, d_lo = r_hi, d_hi
+
+    def _overflow(self, corr: list[Any], lo: int) -> tuple[int, bool]:
+        """Where the next segment of launch calls ends: after the one whose new id takes the
+        launches kept over ``PENDING`` (and True), else at the end (and False)."""
+        room = PENDING - len(self.launches)
+        if len(corr) - lo <= room:
+            return len(corr), False
+        launches = self.launches
+        seen: set[Any] = set()
+        for k in range(lo, len(corr)):
+            c = corr[k]
+            if c not in launches and c not in seen:
+                seen.add(c)
+                room -= 1
+                if room < 0:
+                    return k + 1, True
+        return len(corr), False
+
+    def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Any],
+                 r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray,
+                 evs: list[Event]) -> None:
+        args = [e.args for e in evs]
+        d_corr = [None if a is None else a.correlation for a in args]
+        has = [c is not None for c in d_corr]
+        got = None
+        if not self.waiting:
+            with_id = d_pos[has] if len(d_pos) else d_pos
+            got = match(r_pos, r_corr, r_ts, r_call, with_id,
+                        [c for c in d_corr if c is not None], self.launches)
+        if got is None:  # one at a time
+            self._segment_each(events, sp, r_pos, r_corr, r_call, d_pos)
+            return
+        if len(r_corr):
+            self.launches.update(zip(r_corr, zip(r_ts.tolist(), r_call.tolist())))
+            self.saw_launch = True
+        if not len(d_pos):
+            return
+        origin = self.origin
+        assert origin is not None
+        ts = sp.ts[d_pos] - origin  # exact for times near origin (Sterbenz)
+        end = ts + sp.dur[d_pos]
+        launch = ts.copy()
+        call = np.full(len(d_pos), _NAN)
+        mask = np.array(has, dtype=bool)
+        launch[mask] = got[0] - origin
+        call[mask] = got[1]
+        streams = [e.tid if a is None or a.stream is None else a.stream
+                   for e, a in zip(evs, args)]
+        names = [e.name if a is None or a.collective is None else (e.name, True)
+                 for e, a in zip(evs, args)]
+        self.device.extend([e.pid for e in evs], streams, ts, end, launch, call, names)
+
+    def _segment_each(self, events: list[Event], sp: Split, r_pos: np.ndarray,
+                      r_corr: list[Any], r_call: np.ndarray, d_pos: np.ndarray) -> None:
+        """A segment one event at a time, in file order."""
+        calls = dict(zip(r_pos.tolist(), zip(r_corr, r_call.tolist())))
+        for i in sorted([*calls, *d_pos.tolist()]):
+            hit = calls.get(i)
+            if hit is None:
+                self._device_op(events[i], float(sp.ts[i]), float(sp.dur[i]))
+            else:
+                self._launched(hit[0], float(sp.ts[i]), hit[1])
+
+    def _memory_event(self, ev: Event) -> None:
+        ts = _num(ev.ts)
+        if ts is not None:
+            a = ev.args
+            assert a is not None
+            size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
+            for col, value in zip(self.memory, (ts, _num(a.allocated), _num(a.reserved), dev)):
+                col.append(_NAN if value is None else value)
+            if size > 0:
+                self.host.alloc((ev.pid, ev.tid), ts, size, dev)
+
+    def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
+        """A complete event that is neither device work nor a runtime call: a step, a stage
+        or custom range, or a host op."""
+        name = ev.name
+        what = NAMES.get(name)
+        if what is None:
+            what = name_kind(name)
+        if what.__class__ is int:
+            self.steps.append((ts, ts + dur, what, dur))
+        elif what is STAGE or cat in _RANGE_CATS:
+            step = _num(ev.args.step) if ev.args is not None else None
+            self.annotations.append((name, ts, dur, int(step) if step is not None
+                                     else None, str(ev.tid)))
+        elif cat in HOST_CATS:
+            self.host.op((ev.pid, ev.tid), ts, dur, name)
 
     def finish(self, data: TraceData, default_step: Any) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
-        late = deep = 0
-        for thread in self.threads.values():
-            while thread.heap:
-                self._take(thread, heapq.heappop(thread.heap))
-            while thread.stack:
-                self._pop(thread)
-            late += thread.late
-            deep += thread.deep
-            merge_tallies(data.ops, thread.ops)
-        merge_tallies(data.kernels, self.kernels)
-        merge_tallies(data.runtime, self.runtime)
+        late, deep = self.host.finish(data.ops)
+        merge_tallies(data.kernels, self.kernels.as_dict())
+        merge_tallies(data.runtime, self.runtime.as_dict())
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
@@ -281,9 +299,9 @@ class Collector:
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
                                      step, ts, dur, tid=tid))
-        if self.tops[0]:
-            data.ranges = bare_times(data.ranges, list(zip(*self.tops)),
-                                     self.host_origin or 0.0)  # host ops are kept relative
+        if self.host.tops[0]:
+            data.ranges = bare_times_of_columns(data.ranges, *self.host.tops,
+                                      self.host.origin or 0.0)  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         data.counters, skipped = self.counts.finish(data.path)
         data.problems.extend(skipped)
@@ -371,34 +389,13 @@ class Collector:
         points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
         peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
                             default=None)
-        return from_events(points, peak_reserved, self.allocs[1 if device else 0], ranges)
-
-
-def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
-               origin: float = 0.0) -> list[Range]:
-    """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
-    that host operators (``ops``, on any thread, their times relative to ``origin``) cover."""
-    merged = merge(ops)
-    starts = [a for a, _ in merged]
-
-    def bare(r: Range) -> float:
-        lo = r.ts - origin
-        return max(r.dur - covered(merged, lo, lo + r.dur, starts), 0.0)
-
-    return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
+        return from_events(points, peak_reserved, self.host.allocs[1 if device else 0], ranges)
 
 
 def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
     """The later half of ``entries`` (in insertion order): dropping them half at a time costs
     O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
-    items = list(entries.items())
-    return dict(items[len(items) // 2:])
-
-
-def _count(slot: list[Any], name: str) -> None:
-    if not slot[0]:
-        slot[1] = name
-    slot[0] += 1
+    return dict(itertools.islice(entries.items(), len(entries) // 2, None))
 
 
 def collect(data: TraceData, events: list[Event], default_step: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import chrome, fold
+from mindspeed_prof.analysis.readers import chrome, fold, host_ops
 from mindspeed_prof.analysis.readers.device import merge, total
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
@@ -84,7 +84,7 @@ def test_host_ops_out_of_order_within_the_heap_give_the_same_self_times() -> Non
 
 
 def test_host_ops_out_of_order_beyond_the_heap_are_named(monkeypatch) -> None:
-    monkeypatch.setattr(fold, "REORDER", 2)
+    monkeypatch.setattr(host_ops, "REORDER", 2)
     events = [_op(f"op{i}", 100.0 - 10 * i, 5) for i in range(8)]  # latest first: 3 held, 5 late
     data = _fold(events)
     assert not data.problems  # every op is read: a note, not a part skipped
@@ -296,7 +296,7 @@ def test_memory_timeline_is_in_time_order_whatever_the_file_order() -> None:
 
 
 def test_late_ops_of_every_thread_make_one_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fold, "REORDER", 1)
+    monkeypatch.setattr(host_ops, "REORDER", 1)
     events = [{**_op(f"op{i}", 100.0 - 10 * i, 5), "pid": 4, "tid": tid}
               for tid in (2, 3) for i in range(4)]  # 2 late on each thread
     data = _fold(events)

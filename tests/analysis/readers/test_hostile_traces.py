@@ -23,7 +23,7 @@ def test_ops_that_all_start_together_keep_the_stack_bounded() -> None:
     fold = Collector()
     n = 3 * MAX_DEPTH
     fold.add([Event(ph="X", cat="cpu_op", name="a", ts=1.0, dur=0.5, pid=1, tid=1)] * n)
-    assert max(len(t.stack) for t in fold.threads.values()) <= MAX_DEPTH + 1
+    assert max(len(t.stack) for t in fold.host.threads.values()) <= MAX_DEPTH + 1
     data = TraceData(Path("same.json"), "torch", 0, "", 0)
     fold.finish(data, None)
     assert data.ops["a"].count == n

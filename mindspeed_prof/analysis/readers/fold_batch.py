@@ -1,0 +1,138 @@
+"""A batch of events sorted for ``fold.Collector`` in columns, and its device ops matched to
+their launches in numpy: the same results as taking the events one at a time, in file order.
+
+``split`` reads each event's fields once (list comprehensions) and decides in numpy what each
+is: untimed, out of range, device work, a runtime call, unread device work, or a host event
+(a step, range or op, and ``[memory]`` events), which the collector folds one at a time.
+
+``match`` gives each device op its launch: the last launch call with its correlation id before
+it in the batch, else the one the collector kept from earlier batches. It answers only where
+that is all there is to it: integer ids, no op still waiting for a launch from earlier, every
+op with an id matched; ``None`` otherwise, and the collector takes those events one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mindspeed_prof.analysis.readers.events import (
+    DEVICE_CATS,
+    RUNTIME_CATS,
+    UNREAD_DEVICE,
+    Event,
+    number,
+)
+
+__all__ = ["MAX_DUR_US", "Split", "floats", "match", "split"]
+
+#: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
+MAX_DUR_US = 1e11
+_DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER = range(5)
+_ROUTE: dict[str, int] = {**dict.fromkeys(DEVICE_CATS, _DEVICE),
+                          **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
+                          **dict.fromkeys(UNREAD_DEVICE, _UNREAD), "gpu_user_annotation": _SKIP}
+_PH = {"X": 0, "i": 1, "C": 3}  # complete, instant, counter (``readers.counters``)
+_NUMERIC = frozenset({int, float})
+
+
+def floats(values: list[Any]) -> np.ndarray:
+    """``number`` of each value as a float64 column, NaN where it gives None (``number`` never
+    gives NaN or infinity)."""
+    if set(map(type, values)) <= _NUMERIC:
+        try:
+            out = np.array(values, dtype=np.float64)
+        except OverflowError:
+            out = None
+        if out is not None:
+            out[~np.isfinite(out)] = np.nan
+            return out
+    return np.array([np.nan if v is None else v for v in map(number, values)],
+                    dtype=np.float64)
+
+
+@dataclass
+class Split:
+    """What each event of a batch is (indices in file order) and its times."""
+
+    ts: np.ndarray
+    dur: np.ndarray
+    untimed: np.ndarray
+    negative: np.ndarray
+    endless: np.ndarray
+    device: np.ndarray
+    runtime: np.ndarray
+    unread: np.ndarray
+    host: np.ndarray  # complete host events and ``[memory]`` events, in file order
+    counter: np.ndarray  # ``C`` events (``readers.counters`` keeps those of its category)
+
+
+def split(events: list[Event]) -> Split:
+    ph = np.fromiter(map(_PH.get, [e.ph for e in events], [2] * len(events)), dtype=np.int8,
+                     count=len(events))
+    route = np.fromiter(map(_ROUTE.get, [e.cat for e in events], [_OTHER] * len(events)),
+                        dtype=np.int8, count=len(events))
+    ts = floats([e.ts for e in events])
+    dur = floats([e.dur for e in events])
+    x = ph == 0
+    timed = ~(np.isnan(ts) | np.isnan(dur))
+    negative = x & timed & (dur < 0)
+    endless = x & timed & (dur > MAX_DUR_US)
+    ok = x & timed & ~negative & ~endless
+    memory = np.flatnonzero(ph == 1)
+    memory = memory[[events[i].name == "[memory]" and events[i].args is not None
+                     for i in memory.tolist()]] if len(memory) else memory
+    host = np.flatnonzero(ok & (route == _OTHER))
+    if len(memory):
+        host = np.sort(np.concatenate([host, memory]))
+    return Split(ts, dur, np.flatnonzero(x & ~timed), np.flatnonzero(negative),
+                 np.flatnonzero(endless), np.flatnonzero(ok & (route == _DEVICE)),
+                 np.flatnonzero(ok & (route == _RUNTIME)), np.flatnonzero(ok & (route == _UNREAD)),
+                 host, np.flatnonzero(ph == 3))
+
+
+def _ints(values: list[Any]) -> np.ndarray | None:
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    if set(map(type, values)) != {int}:
+        return None
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:
+        return None
+
+
+def match(r_pos: np.ndarray, r_corr: list[Any], r_ts: np.ndarray, r_call: np.ndarray,
+          d_pos: np.ndarray, d_corr: list[Any], launches: dict[Any, tuple[float, float]]
+          ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
+    file positions ``d_pos``; ``r_*``: launch calls), or None when that needs the one at a time
+    path (see the module's note)."""
+    rc, dc = _ints(r_corr), _ints(d_corr)
+    if rc is None or dc is None:
+        return None
+    nr, nd = len(rc), len(dc)
+    launch = np.empty(nd, dtype=np.float64)
+    call = np.empty(nd, dtype=np.float64)
+    ok = np.zeros(nd, dtype=bool)
+    if nr and nd:
+        corr = np.concatenate([rc, dc])
+        order = np.lexsort((np.concatenate([r_pos, d_pos]), corr))
+        s_corr = corr[order]
+        marker = np.where(order < nr, np.arange(len(order)), -1)
+        last = np.maximum.accumulate(marker)  # the last launch at or before, in (id, position)
+        where = np.empty(len(order), dtype=np.intp)
+        where[order] = np.arange(len(order))
+        r = last[where[nr:]]
+        ok = (r >= 0) & (s_corr[np.maximum(r, 0)] == dc)
+        ri = order[np.maximum(r, 0)]
+        launch[ok] = r_ts[ri[ok]]
+        call[ok] = r_call[ri[ok]]
+    for j in np.flatnonzero(~ok).tolist():
+        hit = launches.get(d_corr[j])
+        if hit is None:
+            return None
+        launch[j], call[j] = hit
+    return launch, call

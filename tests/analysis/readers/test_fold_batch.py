@@ -1,0 +1,103 @@
+"""A batch folded in columns (``fold_batch``) gives what one event at a time gives."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindspeed_prof.analysis.readers import fold
+from mindspeed_prof.analysis.readers.events import Event, EventArgs
+from mindspeed_prof.analysis.readers.fold import Collector
+from mindspeed_prof.analysis.readers.fold_batch import floats, match, split
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.testing.kineto import cuda_events
+
+
+def _event(d: dict[str, Any]) -> Event:
+    a = d.get("args") or {}
+    return Event(ph=d.get("ph", "X"), cat=d.get("cat", ""), name=d.get("name", ""),
+                 ts=d.get("ts"), dur=d.get("dur"), tid=d.get("tid"), pid=d.get("pid"),
+                 args=EventArgs(correlation=a.get("correlation"), stream=a.get("stream"))
+                 if a else None)
+
+
+def _fold(events: list[Event], batch: int) -> TraceData:
+    data = TraceData(Path("t.json"), "torch", 0, "", 0)
+    c = Collector()
+    for i in range(0, len(events), batch):
+        c.add(events[i:i + batch])
+    c.finish(data, None)
+    return data
+
+
+def _same(a: TraceData, b: TraceData) -> None:
+    assert a.ranges == b.ranges and a.ops == b.ops and a.kernels == b.kernels
+    assert a.runtime == b.runtime and a.device == b.device and a.problems == b.problems
+    assert a.stream_idle == b.stream_idle and a.launch_stats == b.launch_stats
+    assert a.classified == b.classified and a.notes == b.notes
+
+
+def test_floats_read_numbers_as_number_does() -> None:
+    got = floats([1, 2.5, "3.5", None, float("inf"), "x", float("nan"), 2**70])
+    assert got[:3].tolist() == [1.0, 2.5, 3.5] and got[7] == float(2**70)
+    assert np.isnan(got[3:7]).all()
+
+
+def test_split_sorts_events_by_what_they_are() -> None:
+    events = [_event(e) for e in (
+        {"cat": "kernel", "ts": 1, "dur": 2}, {"cat": "cuda_runtime", "ts": 1, "dur": 1},
+        {"cat": "cpu_op", "ts": 1, "dur": 1}, {"cat": "kernel", "ts": 1},
+        {"cat": "kernel", "ts": 1, "dur": -1}, {"cat": "kernel", "ts": 1, "dur": 1e12},
+        {"cat": "mtia_ccp_events", "ts": 1, "dur": 1}, {"ph": "i", "name": "[memory]",
+                                                         "ts": 1, "args": {"stream": 1}},
+        {"ph": "i", "name": "other", "ts": 1}, {"cat": "gpu_user_annotation", "ts": 1,
+                                                "dur": 1})]
+    sp = split(events)
+    assert (sp.device.tolist(), sp.runtime.tolist(), sp.host.tolist()) == ([0], [1], [2, 7])
+    assert (sp.untimed.tolist(), sp.negative.tolist(), sp.endless.tolist(),
+            sp.unread.tolist()) == ([3], [4], [5], [6])
+
+
+def test_match_takes_the_last_launch_before_each_op() -> None:
+    got = match(np.array([0, 2, 5]), [7, 8, 7], np.array([10.0, 20.0, 30.0]),
+                np.array([1.0, 2.0, 3.0]), np.array([1, 3, 6]), [7, 8, 7], {})
+    assert got is not None
+    assert got[0].tolist() == [10.0, 20.0, 30.0] and got[1].tolist() == [1.0, 2.0, 3.0]
+    kept = {9: (5.0, 0.5)}  # an earlier batch's launch
+    got = match(np.array([4]), [9], np.array([40.0]), np.array([4.0]), np.array([1]), [9], kept)
+    assert got is not None and got[0].tolist() == [5.0]  # its own launch comes after it
+    assert match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {}) is None
+    assert match(np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"],
+                 {}) is None  # ids that are not integers: one at a time
+
+
+@pytest.mark.parametrize("batch", [3, 50, 10_000])
+def test_any_batch_size_folds_as_one_event_at_a_time(batch: int) -> None:
+    events = [_event(e) for e in cuda_events(steps=3, kernels_per_stage=8, seed=2)]
+    _same(_fold(events, batch), _fold(events, 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.integers(2, 9))
+def test_shuffled_launches_and_overflow_fold_alike(seed: int, batch: int, pending: int) -> None:
+    """Kernels before their launches (waiting), launches kept over ``PENDING`` (their older
+    half dropped mid-batch): batches of any size give what one event at a time gives."""
+    rng = random.Random(seed)
+    events = [_event(e) for e in cuda_events(steps=2, kernels_per_stage=6, seed=seed % 7)]
+    window = rng.randint(1, 12)
+    for i in range(0, len(events), window):  # shuffled a window at a time
+        part = events[i:i + window]
+        rng.shuffle(part)
+        events[i:i + window] = part
+    old = fold.PENDING
+    fold.PENDING = pending
+    try:
+        _same(_fold(events, batch), _fold(events, 1))
+    finally:
+        fold.PENDING = old

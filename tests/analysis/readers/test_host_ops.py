@@ -1,0 +1,49 @@
+"""Host ops put back in start order a batch at a time give what one at a time gives."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mindspeed_prof.analysis.readers import host_ops
+from mindspeed_prof.analysis.readers.host_ops import HostOps
+from mindspeed_prof.analysis.readers.model import Tally
+
+_ITEM = st.tuples(st.integers(0, 60), st.integers(0, 25), st.sampled_from("abc"),
+                  st.integers(1, 2), st.booleans())
+
+
+def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[object, ...]:
+    host = HostOps()
+    for k, (ts, dur, name, tid, alloc) in enumerate(items):
+        if alloc:
+            host.alloc((1, tid), float(ts), float(dur + 1), 1)
+        else:
+            host.op((1, tid), float(ts), float(dur), name)
+        if (k + 1) % batch == 0:
+            host.flush()
+    ops: dict[str, Tally] = {}
+    late, deep = host.finish(ops)
+    return ops, late, deep, sorted(zip(*host.tops)), host.allocs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_ITEM, max_size=120), st.integers(2, 30), st.sampled_from([1, 2, 3, 8, 20, 4096]))
+def test_batches_give_what_one_at_a_time_gives(items, batch, reorder) -> None:
+    old = host_ops.REORDER
+    host_ops.REORDER = reorder
+    try:
+        assert _run(items, batch) == _run(items, 1)
+    finally:
+        host_ops.REORDER = old
+
+
+def test_a_batch_out_of_order_within_the_heap_comes_out_sorted() -> None:
+    host = HostOps()
+    for ts in (30, 10, 20, 0):
+        host.op((1, 1), float(ts), 5.0, f"op{ts}")
+    host.flush()
+    ops: dict[str, Tally] = {}
+    assert host.finish(ops) == (0, 0)  # none late: the heap put them back in order
+    assert host.origin == 30.0  # times are kept relative to the first item's
+    assert [t + 30.0 for t in host.tops[0]] == [0.0, 10.0, 20.0, 30.0]
