@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mindspeed_prof.analysis.readers.counters import Count
+from mindspeed_prof.analysis.readers.device_peak import peak_tflops as device_peak
 from mindspeed_prof.analysis.readers.model import TraceData, rank_order
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
@@ -160,7 +161,9 @@ def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = Non
                 peak_tflops: float | None = None) -> Model:
     """The model facts: the user's (``--flops-per-token``, ``--peak-tflops``) where given,
     else the captures' headers (their ``mindspeed_prof.model`` block); headers that disagree
-    give none, with a problem line."""
+    give none, with a problem line. A peak no flag or header gives is the device's where every
+    trace that names one names the same device of ``readers.device_peak``'s table."""
+    traces = list(traces)
     given = {"flops_per_token": flops_per_token, "peak_tflops": peak_tflops}
     seen: dict[str, set[float]] = {"flops_per_token": set(), "peak_tflops": set()}
     problems: list[str] = []
@@ -179,7 +182,16 @@ def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = Non
                 else:
                     seen[field].add(float(block[field]))
     out: dict[str, tuple[float | None, str | None]] = {}
+    if given["peak_tflops"] is None and not seen["peak_tflops"]:
+        devices = {str(t.meta["device_name"]) for t in traces if t.meta.get("device_name")}
+        known = {(name, peak) for name in devices if (peak := device_peak(name)) is not None}
+        if len(known) == 1 and len(devices) == 1:
+            ((name, peak),) = known
+            seen["peak_tflops"].add(peak)
+            out["peak_tflops"] = (peak, f"device {name}")
     for field, values in seen.items():
+        if field in out:
+            continue
         if given[field] is not None:
             out[field] = (given[field], "flag")
         elif len(values) == 1:

@@ -8,6 +8,7 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
+from mindspeed_prof.analysis.readers.device_peak import device_name
 from mindspeed_prof.analysis.readers.events import Event, TraceTop
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
@@ -42,6 +43,9 @@ def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> Trac
     capacity = device_memory(trace.deviceProperties)
     if capacity is not None:
         meta = {**meta, "device_memory_bytes": capacity}
+    named = device_name(trace.deviceProperties)
+    if named is not None:
+        meta = {**meta, "device_name": named}
     world = world_size(trace.distributedInfo)
     if world is not None and not meta.get("engine"):  # a rollout engine's: its own workers
         meta = {**meta, "world_size": world}
