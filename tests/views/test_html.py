@@ -17,7 +17,8 @@ from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.analysis.report import Answers
 from mindspeed_prof.analysis.rows import StepRow
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.views.html import MAX_BARS, _per_step, write_report
+from mindspeed_prof.views.html import MAX_BARS, write_report
+from mindspeed_prof.views.html.charts import _per_step
 from mindspeed_prof.views.palette import stage_colours
 
 CUSTOM = ["gen", "verl_update_actor", "奖励模型打分"]
@@ -179,7 +180,7 @@ def test_tables_drop_empty_columns_and_wrap_names(tmp_path: Path) -> None:
 
 
 def test_an_empty_column_is_named_under_its_table(tmp_path: Path) -> None:
-    from mindspeed_prof.views.html import _table
+    from mindspeed_prof.views.html.tables import table as _table
 
     rows = [{"name": "a", "stage": None, "ms": 1.0, "source": ""},
             {"name": "b", "stage": None, "ms": 2.0, "source": ""}]
