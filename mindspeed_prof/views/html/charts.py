@@ -13,9 +13,9 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.device_scope import parts as device_parts
 from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.report import Tables
 from mindspeed_prof.analysis.rows import DeviceRow, StepRow
 from mindspeed_prof.views.palette import DEVICE_COLOURS, stage_order
 from mindspeed_prof.views.safe import printable
@@ -112,7 +112,7 @@ def _width(n: int, per: float = 0.32, least: float = 5.0, most: float = 8.5) -> 
     return min(max(least, 1.5 + per * n), most)
 
 
-def charts(result: Analysis, colours: Mapping[str, str]) -> list[tuple[str, str, str]]:
+def charts(tables: Tables, colours: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """(id, caption, SVG) of each chart that has something to draw."""
     import matplotlib
 
@@ -129,17 +129,17 @@ def charts(result: Analysis, colours: Mapping[str, str]) -> list[tuple[str, str,
     with matplotlib.rc_context(rc), warnings.catch_warnings():
         # a name in a script no installed font holds is drawn as boxes (the tables have it)
         warnings.filterwarnings("ignore", "Glyph .* missing from font")
-        return _draw(result, colours, plt)
+        return _draw(tables, colours, plt)
 
 
-def _draw(result: Analysis, colours: Mapping[str, str], plt: Any) -> list[tuple[str, str, str]]:
+def _draw(tables: Tables, colours: Mapping[str, str], plt: Any) -> list[tuple[str, str, str]]:
     charts = []
-    if heat := _heatmap(result, colours, plt):
+    if heat := _heatmap(tables, colours, plt):
         charts.append(("heatmap", "Stage by rank: mean ms per execution", heat))
-    steps, what = _timeline(result, colours, plt)
+    steps, what = _timeline(tables, colours, plt)
     if steps:
         charts.append(("timeline", f"Stages per step (ms; {what})", steps))
-    ops = result.top_ops(15)
+    ops = tables.top_ops[:15]
     if ops:
         fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(ops) + 0.8))
         ax.barh([_short(o.op, 60) for o in ops][::-1], [o.self_ms for o in ops][::-1],
@@ -147,17 +147,17 @@ def _draw(result: Analysis, colours: Mapping[str, str], plt: Any) -> list[tuple[
         ax.tick_params(axis="y", labelsize=FONT_PT)
         ax.set_xlabel("self ms")
         charts.append(("top_ops", "Top host ops by self time (ms)", _svg(fig, "top_ops")))
-    device, what = _device_chart(result, plt)
+    device, what = _device_chart(tables, plt)
     if device:
         charts.append(("device", f"Device time per step (ms; {what})", device))
-    if memory := _memory_chart(result, plt):
+    if memory := _memory_chart(tables, plt):
         charts.append(("memory", "Memory over time (allocated MiB)", memory))
     return charts
 
 
-def _heatmap(result: Analysis, colours: Mapping[str, str], plt: Any) -> str:
+def _heatmap(tables: Tables, colours: Mapping[str, str], plt: Any) -> str:
     """Mean ms per stage (row) and rank (column); each row's tick in its stage's colour."""
-    rows = result.stage_rank()
+    rows = tables.stage_rank
     if not rows:
         return ""
     stages = stage_order(r.stage for r in rows)
@@ -230,9 +230,9 @@ def _stacked(plt: Any, name: str, labels: list[str], values: dict[str, list[floa
     return _svg(fig, name)
 
 
-def _timeline(result: Analysis, colours: Mapping[str, str], plt: Any) -> tuple[str, str]:
+def _timeline(tables: Tables, colours: Mapping[str, str], plt: Any) -> tuple[str, str]:
     """A stacked bar per rank and step, a stage a colour; and what a bar is."""
-    steps = result.per_step()
+    steps = tables.per_step
     stage_keys = stage_order(k for row in steps for k in row.stages)
     if not steps or not stage_keys:
         return "", ""
@@ -243,10 +243,10 @@ def _timeline(result: Analysis, colours: Mapping[str, str], plt: Any) -> tuple[s
     return _stacked(plt, "timeline", labels, values, colours, "ms"), what
 
 
-def _device_chart(result: Analysis, plt: Any) -> tuple[str, str]:
+def _device_chart(tables: Tables, plt: Any) -> tuple[str, str]:
     """A stacked bar per rank and step: compute, overlap, communication, copy, idle (a CUDA
     bar is its step's span: ``device_scope.parts``)."""
-    rows = [r for r in result.device() if r.stage is None and r.step is not None]
+    rows = [r for r in tables.device if r.stage is None and r.step is not None]
     if not rows:
         return "", ""
     parts: list[tuple[str, Callable[[DeviceRow], float]]] = [
@@ -259,9 +259,9 @@ def _device_chart(result: Analysis, plt: Any) -> tuple[str, str]:
     return _stacked(plt, "device", labels, values, DEVICE_COLOURS, "device ms"), what
 
 
-def _memory_chart(result: Analysis, plt: Any) -> str:
+def _memory_chart(tables: Tables, plt: Any) -> str:
     """Allocated bytes over time, a line per capture (rank) that has a timeline."""
-    lines = [r for r in result.memory() if r.stage is None and r.timeline]
+    lines = [r for r in tables.memory if r.stage is None and r.timeline]
     if not lines:
         return ""
     fig, ax = plt.subplots(figsize=(7.0, 3.4))

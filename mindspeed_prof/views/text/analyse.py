@@ -9,7 +9,7 @@ from rich.console import Console
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.model import ranks_text
-from mindspeed_prof.analysis.report import Answers
+from mindspeed_prof.analysis.report import Report, report
 from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column
@@ -17,6 +17,7 @@ from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import _captures, _ms, _name, _wrapped, count
 from mindspeed_prof.views.text.details import print_details
 from mindspeed_prof.views.text.stages import _print_per_step, _stragglers, print_stage_rank
+from mindspeed_prof.views.words import verdict_lines
 
 __all__ = ["headline", "print_analysis", "print_findings", "print_verdict"]
 
@@ -33,7 +34,7 @@ def headline(result: Analysis, width: int) -> list[str]:
 
 def print_verdict(v: Verdict, console: Console) -> None:
     """The verdict's lines, a label then a sentence wrapped under itself; then what to run."""
-    lines = v.lines()
+    lines = verdict_lines(v)
     if not lines:
         return
     pad = max(len(label) for label in [*(x for x, _ in lines), *(n.kind for n in v.next)]) + 2
@@ -74,14 +75,17 @@ def print_findings(findings: list[Finding], console: Console, most: int = 8) -> 
                       highlight=False)
 
 
-def print_analysis(result: Analysis, console: Console | None = None, top: int = 10,
-                   answers: Answers | None = None) -> None:
+def print_analysis(given: Report | Analysis, console: Console | None = None,
+                   top: int = 10) -> None:
+    """``analyse`` in the terminal: what ``given`` (a ``Report``, or an ``Analysis`` to make
+    one of) holds, each list of top rows cut to ``top``."""
     from rich.text import Text
 
     from mindspeed_prof.views.counted import print_ledger, print_throughput
 
     console = console or Console()
-    answers = answers or Answers(result)
+    rep = given if isinstance(given, Report) else report(given)
+    result, t = rep.result, rep.tables
     for i, line in enumerate(headline(result, console.width)):
         text = Text(printable(line))
         if i == 0:
@@ -89,18 +93,16 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         console.print(text, soft_wrap=True, highlight=False)
     for w in result.clashes:  # before any number they bear on
         _wrapped(console, f"warning: {w}", lead="warning:")
-    print_verdict(answers.verdict, console)
-    print_findings(answers.findings, console)
-    print_stage_rank(result.stage_rank(), console)
-    steps = result.per_step()
-    if steps:
-        _print_per_step(steps, console)
-    stragglers = result.stragglers()
-    if stragglers:
-        console.print(_stragglers(stragglers, "stage", result))
+    print_verdict(rep.verdict, console)
+    print_findings(rep.findings, console)
+    print_stage_rank(t.stage_rank, console)
+    if t.per_step:
+        _print_per_step(t.per_step, console)
+    if t.stragglers:
+        console.print(_stragglers(t.stragglers, "stage", result))
     else:
         console.print("No stragglers.")
-    ops = result.top_ops(top)
+    ops = t.top_ops[:top]
     if ops:
         table = _table(f"Top {len(ops)} ops by self time")
         table.add_column("op", overflow="fold", max_width=56)
@@ -109,9 +111,9 @@ def print_analysis(result: Analysis, console: Console | None = None, top: int = 
         for op in ops:
             table.add_row(_name(op.op, 56), str(op.count), _ms(op.self_ms))
         console.print(table)
-    print_throughput(result.throughput_stages(), result.model(), console)
-    print_ledger(result.ledger(), console)
-    print_details(result, console, top)
-    for w in result.warnings():
+    print_throughput(t.throughput_stages, t.model, console)
+    print_ledger(t.ledger, console)
+    print_details(rep, console, top)
+    for w in t.warnings:
         if w not in result.clashes:  # said at the top
             _wrapped(console, f"warning: {w}", lead="warning:")

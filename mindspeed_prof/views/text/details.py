@@ -6,9 +6,9 @@ from typing import Any
 
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.readers.model import WHOLE, Tally, rank_label, step_label, tally
 from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.report import Report
 from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow
 from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import column as _column
@@ -89,12 +89,13 @@ def print_device(rows: list[DeviceRow], console: Console,
     console.print(table)
 
 
-def print_top_lists(result: Analysis, console: Console, top: int = 10) -> None:
+def print_top_lists(rep: Report, console: Console, top: int = 10) -> None:
     """Device kernels by device time and runtime/launch calls by host time."""
+    t = rep.tables
     lists = (("device kernels (device ms)", [(r.name, r.count, r.device_ms)
-                                             for r in result.top_kernels(top)]),
+                                             for r in t.top_kernels[:top]]),
              ("runtime calls (host ms)", [(r.name, r.count, r.ms)
-                                          for r in result.top_runtime(top)]))
+                                          for r in t.top_runtime[:top]]))
     for title, rows in lists:
         if not rows:
             continue
@@ -132,12 +133,12 @@ def print_memory(rows: list[MemoryRow], console: Console) -> None:
         console.print(table)
 
 
-def print_details(result: Analysis, console: Console, top: int = 10) -> None:
+def print_details(rep: Report, console: Console, top: int = 10) -> None:
     """The tables after the stage tables: ranges, device time, top lists, memory, problems."""
-    print_ranges(result.range_table(), console, top=2 * top)
-    stragglers = result.stragglers("range")
-    if stragglers:
-        console.print(_stragglers(stragglers[:top], "range", result))
-    print_device(result.device(), console, result.unread_device())
-    print_top_lists(result, console, top)
-    print_memory(result.memory(), console)
+    t = rep.tables
+    print_ranges(t.range_table, console, top=2 * top)
+    if t.range_stragglers:
+        console.print(_stragglers(t.range_stragglers[:top], "range", rep.result))
+    print_device(t.device, console, t.unread_device)
+    print_top_lists(rep, console, top)
+    print_memory(t.memory, console)
