@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from counter_fixtures import rl_run
+from counter_fixtures import Call, rl_run
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.report import Settings, report
@@ -50,7 +50,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     yield seen
 
 
-def _calls(rank: int, step: int) -> list[tuple[str, Any, str]]:
+def _calls(rank: int, step: int) -> list[Call]:
     return [("tokens_generated", 4096, "actor_generate"), ("tokens_trained", 4096,
             "actor_update"), ("samples_kept", 6, "actor_update"),
             ("samples_dropped", 2, "actor_update")]
