@@ -107,3 +107,14 @@ def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
     assert list(doc)[:2] == ["verdict", "findings"]
     assert len(doc["top_ops"]) <= 15 and len(rep.tables.top_ops) >= len(doc["top_ops"])
     assert doc["stragglers"] == [s.json() for s in rep.tables.stragglers]
+
+
+def test_json_holds_what_the_analysis_writes_for_a_job_summary(run_dir: Path) -> None:
+    """``Report.json`` and ``Analysis.to_json`` (a job's summary) keep one layout: the same
+    keys in the same order and values, the report's verdict, findings and rule notes added."""
+    result = analyse(run_dir)
+    doc, own = report(result).json(), result.to_json()
+    assert [k for k in doc if k not in ("verdict", "findings")] == list(own)
+    assert {k: v for k, v in doc.items() if k not in ("verdict", "findings", "notes")} == {
+        k: v for k, v in own.items() if k != "notes"}
+    assert doc["notes"][:len(own["notes"])] == own["notes"]
