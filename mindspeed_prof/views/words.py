@@ -4,14 +4,19 @@ typed values (one place, so the two views say the same)."""
 from __future__ import annotations
 
 from mindspeed_prof.analysis.capture_facts import worlds_text
+from mindspeed_prof.analysis.counts import is_update
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.model import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
-from mindspeed_prof.analysis.throughput import throughput_line
+from mindspeed_prof.analysis.throughput import GENERATE, OVER_PEAK, StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered
 from mindspeed_prof.analysis.verdict import Verdict
 
-__all__ = ["no_device_text", "verdict_lines"]
+__all__ = ["LINE_STAGES", "no_device_text", "throughput_line", "verdict_lines"]
+
+#: The stages the verdict's throughput line names, at most (generation, then the update
+#: stages).
+LINE_STAGES = 2
 
 
 def no_device_text(unread: dict[str, int]) -> str:
@@ -115,3 +120,23 @@ def _triggered_text(t: Triggered) -> str:
             else f"{t.trigger.replace('_', '-')} capture")
     held = f", holds steps {ranks_text(t.steps)}" if t.steps else ""
     return f"{what} at step {t.step} on rank {rank_label(t.rank)}{held}"
+
+
+def throughput_line(stages: list[StageThroughput]) -> str | None:
+    """The verdict's ``throughput`` line: ``LINE_STAGES`` stages with tokens (generation and
+    training first), tokens/s per rank (the median), the slowest rank where ranks differ, MFU
+    where known."""
+    parts = []
+    named = sorted((s for s in stages if s.tokens_per_s is not None), key=lambda s: (
+        s.stage != GENERATE, not is_update(s.stage)))  # generation, then training, first
+    for s in named[:LINE_STAGES]:
+        text = f"{s.stage} {s.tokens_per_s:,.0f} tok/s per rank"
+        if s.ranks > 1 and (s.min_tokens_per_s or 0.0) < (s.max_tokens_per_s or 0.0):
+            text += (f" (slowest rank {rank_label(s.slowest_rank, s.slowest_source)}: "
+                     f"{s.min_tokens_per_s or 0.0:,.0f})")
+        if s.mfu is not None:
+            text += f", MFU {s.mfu:.0%}"
+        elif s.mfu_note and s.mfu_note.startswith(OVER_PEAK):
+            text += f", MFU not shown: {OVER_PEAK} (check tokens, FLOPs per token, peak)"
+        parts.append(text)
+    return "; ".join(parts) or None
