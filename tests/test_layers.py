@@ -109,11 +109,24 @@ def test_the_graph_is_read() -> None:
     edges = graph()
     assert "mindspeed_prof.analysis.readers.fold" in edges["mindspeed_prof.analysis.readers.chrome"]
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
-    assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html"]  # a lazy import
+    assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
+    assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]
 
 
 def test_no_import_cycles() -> None:
     assert _cycles(graph()) == []
+
+
+def test_the_text_and_html_views_do_not_import_each_other() -> None:
+    """The terminal never loads the report's modules (matplotlib behind them) and the report
+    never the terminal's (rich): what both say lives in ``views.words``."""
+    views = f"{ROOT}.views"
+    wrong = [f"{m} -> {t}" for m, targets in sorted(graph().items()) for t in sorted(targets)
+             for mine, other in (("text", "html"), ("html", "text"))
+             if (m == f"{views}.{mine}" or m.startswith(f"{views}.{mine}."))
+             and (t == f"{views}.{other}" or t.startswith(f"{views}.{other}."))]
+    assert wrong == []
+    assert f"{views}.words" in graph()[f"{views}.html.page"]
 
 
 def test_every_layer_imports_only_the_layers_below_it() -> None:

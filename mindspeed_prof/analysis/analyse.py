@@ -279,7 +279,7 @@ class Analysis:
     def messages(self) -> list[str]:
         """The stderr lines: each skipped file or part (``skipped ...``), then each note."""
         return ([f"skipped {self.shown(b)}" for b in self.bad]
-                + [f"note: {self.shown(n)}" for n in self.notes()])
+                + [f"note: {self.shown(n)}" for t in self.traces for n in t.notes])
 
     @property
     def has_device(self) -> bool:

@@ -1,32 +1,271 @@
-"""The whole answer for one analysis, in the order people read it: the verdict (with what to
-run next), the findings, then every table. ``--json`` is ``document``; the text and HTML views
-read the same parts."""
+"""The whole answer for one analysis, computed once: the verdict (with what to run next), the
+findings, then every table, each a typed row. The text view, the HTML view and ``--json``
+(``Report.json``) only read it.
+
+``Settings`` is the one way the user's choices reach the analysis (margin, noise floor, warmup,
+model facts); ``report`` applies them and computes every ``Analysis`` table once: the verdict
+and the findings read the same tables (``Tables``, through ``_Once``), never a second copy.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from mindspeed_prof.analysis.analyse import Analysis
+import msgspec
+
+from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, Analysis
+from mindspeed_prof.analysis.capture_facts import classified
+from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
-from mindspeed_prof.analysis.rows import to_json
+from mindspeed_prof.analysis.ledger import Ledger
+from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.rows import (
+    Classified,
+    CommRow,
+    DeviceRow,
+    InventoryRow,
+    KernelRow,
+    MemoryRow,
+    NoOpRow,
+    OpRow,
+    RangeRow,
+    RuntimeRow,
+    StageRow,
+    StepRow,
+    Straggler,
+    to_json,
+)
+from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS
+from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow
 from mindspeed_prof.analysis.verdict import Verdict, verdict
 
-__all__ = ["Answers", "document"]
+__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report"]
+
+#: The longest top list any view shows (the report's); shorter lists are its first rows.
+TOP_MOST = 25
+#: The top lists' length in ``--json`` and for the findings (``Analysis.top_*``' default).
+TOP_JSON = 15
 
 
-class Answers:
-    """The verdict and findings of ``result``, each computed once; ``notes``: rules that
-    failed (one line each)."""
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """What the user chose for an analysis (``analyse``/``compare`` options)."""
+
+    margin: float = DEFAULT_MARGIN
+    noise_ms: float = DEFAULT_NOISE_MS
+    include_warmup: bool = False
+    flops_per_token: float | None = None
+    peak_tflops: float | None = None
+    #: Rows of each top list the terminal shows (``--top``); the report's lists hold at least
+    #: ``TOP_MOST``.
+    top: int = 10
+
+    def apply(self, result: Analysis) -> Analysis:
+        """``result`` under these settings (a copy: ``result`` is left as it was)."""
+        return dataclasses.replace(result, margin=self.margin, noise_ms=self.noise_ms,
+                                   include_warmup=self.include_warmup,
+                                   flops_per_token=self.flops_per_token,
+                                   peak_tflops=self.peak_tflops)
+
+
+class Tables(msgspec.Struct, kw_only=True):
+    """Every table of an ``Analysis``, each computed once (its method's name and rows)."""
+
+    ranges: list[Range]
+    ranks: list[int | None]
+    warmup: set[tuple[int | None, int]]
+    counted: list[Range]
+    counters: list[CounterRow]
+    counted_counters: list[CounterRow]
+    model: Model
+    throughput: list[ThroughputRow]
+    throughput_stages: list[StageThroughput]
+    ledger: Ledger | None
+    stage_rank: list[StageRow]
+    per_step: list[StepRow]
+    stragglers: list[Straggler]
+    range_stragglers: list[Straggler]
+    range_table: list[RangeRow]
+    no_op: list[NoOpRow]
+    device: list[DeviceRow]
+    comm: list[CommRow]
+    classified: list[Classified]
+    top_ops: list[OpRow]
+    top_kernels: list[KernelRow]
+    top_runtime: list[RuntimeRow]
+    memory: list[MemoryRow]
+    inventory: list[InventoryRow]
+    warnings: list[str]
+    problems: list[str]
+    notes: list[str]
+    unread_device: dict[str, int]
+
+
+class _Once(Analysis):
+    """An ``Analysis`` whose every table is computed the first time it is asked for and read
+    back after: what the verdict and the findings read while a ``Report`` is made."""
 
     def __init__(self, result: Analysis) -> None:
-        self.result = result
-        self.verdict: Verdict = verdict(result)
-        self.findings: list[Finding]
-        self.findings, self.notes = find(result)
+        super().__init__(**{f.name: getattr(result, f.name)
+                            for f in dataclasses.fields(Analysis)})
+        self._memo: dict[tuple[str, Any], Any] = {}
+
+    def _once(self, name: str, compute: Any, key: Any = None) -> Any:
+        if (name, key) not in self._memo:
+            self._memo[(name, key)] = compute()
+        return self._memo[(name, key)]
+
+    @property
+    def ranges(self) -> list[Range]:
+        return self._once("ranges", lambda: super(_Once, self).ranges)
+
+    @property
+    def ranks(self) -> list[int | None]:
+        return self._once("ranks", lambda: super(_Once, self).ranks)
+
+    def warmup(self) -> set[tuple[int | None, int]]:
+        return self._once("warmup", super().warmup)
+
+    def _warmup(self) -> set[tuple[int | None, str, int]]:
+        return self._once("_warmup", super()._warmup)
+
+    def counted(self) -> list[Range]:
+        return self._once("counted", super().counted)
+
+    def counters(self) -> list[CounterRow]:
+        return self._once("counters", super().counters)
+
+    def counted_counters(self) -> list[CounterRow]:
+        return self._once("counted_counters", super().counted_counters)
+
+    def model(self) -> Model:
+        return self._once("model", super().model)
+
+    def throughput(self) -> list[ThroughputRow]:
+        return self._once("throughput", super().throughput)
+
+    def throughput_stages(self) -> list[StageThroughput]:
+        return self._once("throughput_stages", super().throughput_stages)
+
+    def ledger(self) -> Ledger | None:
+        return self._once("ledger", super().ledger)
+
+    def stage_rank(self) -> list[StageRow]:
+        return self._once("stage_rank", super().stage_rank)
+
+    def per_step(self) -> list[StepRow]:
+        return self._once("per_step", super().per_step)
+
+    def stragglers(self, kind: str = "stage") -> list[Straggler]:
+        return self._once("stragglers", lambda: super(_Once, self).stragglers(kind), kind)
+
+    def range_table(self) -> list[RangeRow]:
+        return self._once("range_table", super().range_table)
+
+    def no_op(self) -> list[NoOpRow]:
+        return self._once("no_op", super().no_op)
+
+    def device(self, traces: list[TraceData] | None = None) -> list[DeviceRow]:
+        if traces is not None:
+            return super().device(traces)
+        return self._once("device", super().device)
+
+    def comm(self) -> list[CommRow]:
+        return self._once("comm", super().comm)
+
+    def top_kernels(self, n: int = TOP_JSON) -> list[KernelRow]:
+        return self._once("top_kernels", lambda: super(_Once, self).top_kernels(n), n)
+
+    def top_runtime(self, n: int = TOP_JSON) -> list[RuntimeRow]:
+        return self._once("top_runtime", lambda: super(_Once, self).top_runtime(n), n)
+
+    def top_ops(self, n: int = TOP_JSON) -> list[OpRow]:
+        return self._once("top_ops", lambda: super(_Once, self).top_ops(n), n)
+
+    def memory(self) -> list[MemoryRow]:
+        return self._once("memory", super().memory)
+
+    def problems(self) -> list[str]:
+        return self._once("problems", super().problems)
+
+    def notes(self) -> list[str]:
+        return self._once("notes", super().notes)
+
+    def unread_device(self) -> dict[str, int]:
+        return self._once("unread_device", super().unread_device)
+
+    def inventory(self) -> list[InventoryRow]:
+        return self._once("inventory", super().inventory)
+
+    def warnings(self) -> list[str]:
+        return self._once("warnings", super().warnings)
+
+    def _unshared_steps(self) -> list[str]:
+        return self._once("_unshared_steps", super()._unshared_steps)
 
 
-def document(result: Analysis, given: Answers | None = None) -> dict[str, Any]:
-    """``analyse --json``: ``verdict`` and ``findings`` first, then the tables."""
-    a = given or Answers(result)
-    return {"verdict": a.verdict.json(), "findings": to_json(a.findings), **result.to_json(),
-            "notes": [*result.notes(), *a.notes]}
+class Report(msgspec.Struct, kw_only=True):
+    """The whole answer for one analysis. ``result`` is what was read (root, traces, skipped
+    files, clashes, runs); ``tables`` every table; ``rule_notes``: finding rules that failed."""
+
+    result: Analysis
+    settings: Settings
+    verdict: Verdict
+    findings: list[Finding]
+    rule_notes: list[str]
+    tables: Tables
+
+    def json(self) -> dict[str, Any]:
+        """``analyse --json``: ``verdict`` and ``findings`` first, then the tables."""
+        r, t = self.result, self.tables
+        return {"verdict": self.verdict.json(), "findings": to_json(self.findings),
+                "root": str(r.root), "run": r.run.json() if r.run else None,
+                "runs": [run.json() for run in r.runs], "ranks": t.ranks,
+                "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
+                "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
+                "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
+                "device": to_json(t.device), "comm": to_json(t.comm),
+                "classified": to_json(t.classified),
+                "top_ops": to_json(t.top_ops[:TOP_JSON]),
+                "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
+                "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
+                "memory": to_json(t.memory), "inventory": to_json(t.inventory),
+                "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
+                "notes": [*t.notes, *self.rule_notes],
+                "margin": r.margin, "noise_ms": r.noise_ms, "warmup": sorted(t.warmup),
+                "counters": to_json(t.counters),
+                "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
+                               "stages": to_json(t.throughput_stages)},
+                "ledger": t.ledger.json() if t.ledger else None}
+
+
+def report(result: Analysis, settings: Settings | None = None) -> Report:
+    """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
+    every table computed once, then the verdict and the findings from the same tables."""
+    if settings is None:
+        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
+                            include_warmup=result.include_warmup,
+                            flops_per_token=result.flops_per_token,
+                            peak_tflops=result.peak_tflops)
+    once = _Once(settings.apply(result))
+    most = max(TOP_MOST, settings.top)
+    tables = Tables(
+        ranges=once.ranges, ranks=once.ranks, warmup=once.warmup(), counted=once.counted(),
+        counters=once.counters(), counted_counters=once.counted_counters(), model=once.model(),
+        throughput=once.throughput(), throughput_stages=once.throughput_stages(),
+        ledger=once.ledger(), stage_rank=once.stage_rank(), per_step=once.per_step(),
+        stragglers=once.stragglers(), range_stragglers=once.stragglers("range"),
+        range_table=once.range_table(), no_op=once.no_op(), device=once.device(),
+        comm=once.comm(), classified=classified(once.traces),
+        top_ops=once.top_ops(most), top_kernels=once.top_kernels(most),
+        top_runtime=once.top_runtime(most), memory=once.memory(),
+        inventory=once.inventory(), warnings=once.warnings(), problems=once.problems(),
+        notes=once.notes(), unread_device=once.unread_device())
+    findings, rule_notes = find(once)
+    return Report(result=once, settings=settings, verdict=verdict(once), findings=findings,
+                  rule_notes=rule_notes, tables=tables)
+
+
+def document(result: Analysis | Report) -> dict[str, Any]:
+    """``analyse --json`` of ``result`` (a ``Report``, or an ``Analysis`` to make one of)."""
+    return (result if isinstance(result, Report) else report(result)).json()

@@ -23,15 +23,13 @@ from collections.abc import Callable
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, Model, is_update
 from mindspeed_prof.analysis.ranges import stage_order
-from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import Range, rank_order
 from mindspeed_prof.analysis.rows import Row
 
 __all__ = ["OVER_PEAK", "RankRate", "StageThroughput", "ThroughputRow", "mfu", "stage_summaries",
-           "throughput_line", "throughput_rows"]
+           "throughput_rows"]
 
 Who = tuple[int | None, str]
-#: The stages the verdict's line names, at most (generation, then the update stages).
-LINE_STAGES = 2
 #: How an MFU note starts when the inputs give more than the device's peak.
 OVER_PEAK = "over the peak"
 
@@ -253,23 +251,3 @@ def _trend(row: StageThroughput, rows: list[ThroughputRow]) -> None:
     row.slope = b
     start = a + b * steps[0]
     row.change = (b * (steps[-1] - steps[0])) / start if start > 0 else None
-
-
-def throughput_line(stages: list[StageThroughput]) -> str | None:
-    """The verdict's ``throughput`` line: ``LINE_STAGES`` stages with tokens (generation and
-    training first), tokens/s per rank (the median), the slowest rank where ranks differ, MFU
-    where known."""
-    parts = []
-    named = sorted((s for s in stages if s.tokens_per_s is not None), key=lambda s: (
-        s.stage != GENERATE, not is_update(s.stage)))  # generation, then training, first
-    for s in named[:LINE_STAGES]:
-        text = f"{s.stage} {s.tokens_per_s:,.0f} tok/s per rank"
-        if s.ranks > 1 and (s.min_tokens_per_s or 0.0) < (s.max_tokens_per_s or 0.0):
-            text += (f" (slowest rank {rank_label(s.slowest_rank, s.slowest_source)}: "
-                     f"{s.min_tokens_per_s or 0.0:,.0f})")
-        if s.mfu is not None:
-            text += f", MFU {s.mfu:.0%}"
-        elif s.mfu_note and s.mfu_note.startswith(OVER_PEAK):
-            text += f", MFU not shown: {OVER_PEAK} (check tokens, FLOPs per token, peak)"
-        parts.append(text)
-    return "; ".join(parts) or None

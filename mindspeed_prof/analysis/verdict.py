@@ -26,12 +26,12 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds, worlds_text
+from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.device import merge
 from mindspeed_prof.analysis.readers.intervals import covered, length
-from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import Range, rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
@@ -44,7 +44,7 @@ from mindspeed_prof.analysis.rows import (
     World,
 )
 from mindspeed_prof.analysis.stragglers import Behind, behind, noise_floor, step_times
-from mindspeed_prof.analysis.throughput import StageThroughput, throughput_line
+from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
@@ -77,96 +77,6 @@ class Verdict(Row, kw_only=True):
     throughput: list[StageThroughput] = []
     #: What to run next (``next_capture``).
     next: list[NextStep] = []
-
-    def lines(self) -> list[tuple[str, str]]:
-        """(label, sentence) pairs, the order ``analyse`` prints them."""
-        out = []
-        if self.step:
-            s = self.step
-            on = f"on {s.ranks} rank{'s' * (s.ranks != 1)}"
-            out.append(("step", f"{s.median_ms:,.1f} ms (1 step {on})" if s.steps == 1 else
-                        f"{s.median_ms:,.1f} ms (median of {s.steps} steps {on}; "
-                        f"{s.min_ms:,.1f}-{s.max_ms:,.1f} ms, spread {s.spread:.0%})"))
-        if self.slowest:
-            w = self.slowest
-            share = f" ({w.share:.0%} of the step)" if w.share is not None else ""
-            where = f", longest on rank {rank_label(w.rank)}" if w.rank is not None else ""
-            out.append(("slowest", f"{w.kind} {w.name}: {w.ms:,.1f} ms per step{share}{where}"))
-        rests = (f"; the verdict rests on {self.steps} step{'s' * (self.steps != 1)}"
-                 if 0 < self.steps < 3 else "")
-        if self.straggler and self.behind:
-            g, b = self.straggler, self.behind
-            out.append(("straggler", f"rank {rank_label(g.rank, g.source)} at {g.kind} {g.name}: "
-                        f"behind in {b.behind} of {b.compared} step{'s' * (b.compared != 1)}, "
-                        f"{b.mean_excess_ms:+,.1f} ms a step on average; worst, step {g.step}: "
-                        f"{_against(g)}{rests}"))
-        elif self.one_off:
-            g = self.one_off
-            out.append(("straggler", f"no consistent straggler (largest one-off: rank "
-                        f"{rank_label(g.rank, g.source)} at {g.kind} {g.name}, step {g.step}: "
-                        f"{_against(g)}){rests}"))
-        elif self.step and self.step.ranks > 1:
-            out.append(("straggler", "none (no rank behind the others by more than the noise "
-                        f"floor){rests}"))
-        out += _device_lines(self.device, self.worlds)
-        if line := throughput_line(self.throughput):
-            out.append(("throughput", line))
-        if self.memory:
-            m = self.memory
-            cap = (f" of {_gb(m.capacity_bytes)} ({m.share:.0%})"
-                   if m.capacity_bytes and m.share is not None else "")
-            out.append(("memory", f"peak {_gb(m.peak_bytes)} allocated{cap} on rank "
-                        f"{rank_label(m.rank)}"))
-        unusual = [_triggered_text(t) for t in self.triggered[:3]]
-        if len(self.triggered) > 3:
-            unusual.append(f"{len(self.triggered) - 3} more triggered captures")
-        if self.warmup_steps:
-            unusual.append(f"warmup step{'s' * (len(self.warmup_steps) > 1)} "
-                           f"{ranks_text(self.warmup_steps)} left out")
-        if unusual:
-            out.append(("unusual", "; ".join(unusual)))
-        return out
-
-
-def _device_lines(d: DeviceVerdict | None, held: list[World]) -> list[tuple[str, str]]:
-    """The device line, the time of the classification rules beyond HTA's, and the ranks
-    captured of each world size the captures record."""
-    out = []
-    if d:
-        shares = ", ".join(f"{k} {d.shares[k]:.0%}" for k in BOUNDS)
-        ms = {"compute": d.compute_ms, "communication": d.comm_ms, "copy": d.copy_ms,
-              "idle": d.idle_ms}[d.bound]
-        label = "idle (host-bound)" if d.bound == "idle" else f"{d.bound}-bound"
-        per = ("per step" if d.per == "step" else "per capture (no steps)" if d.ranks > 1
-               or d.steps > 1 else "in the capture (no steps)")
-        left = (f"; captures without steps left out: {', '.join(d.left_out[:3])}"
-                f"{f' and {len(d.left_out) - 3} more' if len(d.left_out) > 3 else ''}"
-                if d.left_out else "")
-        out.append(("device", f"{label}: {d.bound} {ms:,.1f} ms {per}; {shares} "
-                     f"(communication and copy: not overlapped){left}"))
-        if d.classified:
-            out.append(("classified", "communication found beyond NCCL's names: " + ", ".join(
-                f"{c.rule} {c.ms:,.1f} ms ({c.kernels:,} kernel run"
-                f"{'s' * (c.kernels != 1)})" for c in d.classified)))
-    if held:
-        out.append(("ranks", worlds_text(held)))
-    return out
-
-
-def _against(g: Straggler) -> str:
-    return (f"{g.ms:,.1f} ms against {g.median_ms:,.1f} ms on the other ranks ({g.ratio:.1f}x, "
-            f"{g.excess_ms:+,.1f} ms)")
-
-
-def _gb(n: float) -> str:
-    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
-
-
-def _triggered_text(t: Triggered) -> str:
-    what = (f"flight dump ({t.reason})" if t.trigger == "flight" and t.reason
-            else f"{t.trigger.replace('_', '-')} capture")
-    held = f", holds steps {ranks_text(t.steps)}" if t.steps else ""
-    return f"{what} at step {t.step} on rank {rank_label(t.rank)}{held}"
 
 
 def _device_steps(result: Analysis) -> tuple[dict[int, float], set[int | None]]:

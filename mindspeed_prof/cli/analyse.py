@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
     try:
-        results = read_runs(path, args.margin, quiet=args.json, jobs=args.jobs, ray=args.ray,
+        results = read_runs(path, quiet=args.json, jobs=args.jobs, ray=args.ray,
                             run=args.run, comm_kernels=args.comm_kernels)
     except Unreachable as err:
         error(str(err))
@@ -131,15 +131,16 @@ def run(args: argparse.Namespace) -> int:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
-    from mindspeed_prof.analysis.report import Answers, document
+    from mindspeed_prof.analysis.report import Settings, report
 
+    settings = Settings(margin=args.margin, noise_ms=args.noise_ms,
+                        flops_per_token=args.flops_per_token, peak_tflops=args.peak_tflops,
+                        top=args.top)
     console = Console()
     docs = []
     for result in results:
-        result.noise_ms = args.noise_ms
-        result.flops_per_token, result.peak_tflops = args.flops_per_token, args.peak_tflops
-        found = Answers(result)
-        for note in found.notes:
+        found = report(result, settings)
+        for note in found.rule_notes:
             error(f"note: {note}")
         if args.html:
             from mindspeed_prof.views.html import write_report
@@ -149,15 +150,15 @@ def run(args: argparse.Namespace) -> int:
             if every and result.run is not None:
                 html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}"
                                       f"{html.suffix}")
-            say(f"report: {write_report(result, html, found)}", sys.stderr)
+            say(f"report: {write_report(found, html)}", sys.stderr)
         if args.json:
-            docs.append(document(result, found))
+            docs.append(found.json())
             continue
         head = (f"run {describe(result.run)}" if every and result.run is not None
                 else run_line(result))
         if head:
             console.print(head, soft_wrap=True, highlight=False, markup=False)
-        print_analysis(result, console, top=args.top, answers=found)
+        print_analysis(found, console, top=args.top)
     if args.json:
         body = ({"runs": docs[0]["runs"], "results": docs} if every else docs[0])
         json.dump(body, sys.stdout, indent=2, default=str)

@@ -53,16 +53,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mindspeed_prof.analysis.compare import compare_runs, few_steps, slower_than
+    from mindspeed_prof.analysis.report import Settings
     from mindspeed_prof.views.text import print_compare, print_compare_details
 
     for given in (args.a, args.b):
         if not Path(given).exists():
             error(f"{given}: no such file or directory")
             return Exit.NOTHING
-    a = read_captures(Path(args.a), comm_kernels=args.comm_kernels)
-    b = read_captures(Path(args.b), comm_kernels=args.comm_kernels)
-    a.include_warmup = b.include_warmup = args.include_warmup
-    a.noise_ms = b.noise_ms = args.noise_ms
+    settings = Settings(noise_ms=args.noise_ms, include_warmup=args.include_warmup)
+    a = settings.apply(read_captures(Path(args.a), comm_kernels=args.comm_kernels))
+    b = settings.apply(read_captures(Path(args.b), comm_kernels=args.comm_kernels))
     for side, result in (("A", a), ("B", b)):
         if line := run_line(result):  # each side: its newest run
             error(f"{side}: {line}")

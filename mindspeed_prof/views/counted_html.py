@@ -10,7 +10,7 @@ from mindspeed_prof.analysis.readers.model import rank_label
 from mindspeed_prof.views.counted import LEDGER_NAMES, count_text, share_text
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.report import Tables
 
 __all__ = ["counted_sections"]
 
@@ -19,15 +19,15 @@ def _rate(value: float | None) -> str:
     return "" if value is None else f"{value:,.1f}"
 
 
-def counted_sections(result: Analysis, _table: Callable[..., str],
+def counted_sections(tables: Tables, _table: Callable[..., str],
                      _esc: Callable[[str], str]) -> list[str]:
     """``<h2>`` sections: throughput per stage and per rank and step, the ledger lines and
     the long tail (shares as percentages, MFU with why it is missing); ``_table`` and
     ``_esc``: the report's own table and escaping (``views.html``)."""
-    model = result.model()
-    stages = result.throughput_stages()
-    rows = result.throughput()
-    book = result.ledger()
+    model = tables.model
+    stages = tables.throughput_stages
+    rows = tables.throughput
+    book = tables.ledger
     out: list[str] = []
     if stages:
         summary: list[dict[str, Any]] = [{

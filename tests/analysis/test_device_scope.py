@@ -22,6 +22,7 @@ from mindspeed_prof.analysis.findings import cuda
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
 from mindspeed_prof.analysis.verdict import device, verdict
 from mindspeed_prof.cli import main
+from mindspeed_prof.views.words import verdict_lines
 
 #: The real CUDA and ROCm sets (Kineto traces with device ops).
 DEVICE_SETS = [n for n, s in SETS.items() if s["kind"] in ("kineto_cuda", "kineto_rocm")]
@@ -112,7 +113,7 @@ def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
     assert cuda.idle_time(alone)  # a finding there is to compare
     for rule in cuda.RULES:
         assert [f.title for f in rule(both)] == [f.title for f in rule(alone)], rule
-    line = dict(verdict(both).lines())["device"]
+    line = dict(verdict_lines(verdict(both)))["device"]
     assert "per step" in line and line.endswith(
         "captures without steps left out: benchmark_result_2869224_1695835535_trace.json.gz")
     whole = [r for r in both.device() if r.whole]
@@ -151,7 +152,7 @@ def test_captures_without_steps_are_each_their_own_unit(tmp_path: Path) -> None:
     v = device(result)
     assert v is not None and v.per == "capture" and v.steps == 0
     assert v.idle_ms == pytest.approx(sum(r.idle_ms for r in rows) / 2)
-    assert "per capture (no steps)" in dict(verdict(result).lines())["device"]
+    assert "per capture (no steps)" in dict(verdict_lines(verdict(result)))["device"]
     (idle,) = cuda.idle_time(result)
     assert "no steps" in idle.detail and "benchmark_result_493459" in idle.detail
     assert "benchmark_result_2869224" in idle.detail

@@ -249,7 +249,7 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
         buf = StringIO()
         from mindspeed_prof.views.text import print_analysis
 
-        print_analysis(result, Console(file=buf, width=100), answers=None)
+        print_analysis(result, Console(file=buf, width=100))
         text = " ".join(buf.getvalue().split())
         assert not re.search(r"-\d+%", text)  # no share below 0
         shares = re.findall(r"(\d+)% of (?:the|its|a) step|grew from (\d+)% to (\d+)%"

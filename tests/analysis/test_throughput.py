@@ -11,8 +11,9 @@ from counter_fixtures import rl_run
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.counts import Model
-from mindspeed_prof.analysis.throughput import mfu, throughput_line
+from mindspeed_prof.analysis.throughput import mfu
 from mindspeed_prof.cli import main
+from mindspeed_prof.views.words import throughput_line
 
 
 def _gen_ms(rank: int, step: int, stage: str) -> float:

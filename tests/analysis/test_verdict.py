@@ -12,6 +12,7 @@ from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.chrome import device_memory
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.verdict import bound_of, verdict
+from mindspeed_prof.views.words import verdict_lines
 
 
 def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], meta: Any = None,
@@ -48,7 +49,7 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
     assert v.straggler is None and v.behind is None and v.one_off is not None
     assert (v.one_off.name, v.one_off.rank, v.one_off.step, v.one_off.excess_ms) == (
         "actor_generate", 1, 2, 200.0)
-    lines = dict(v.lines())
+    lines = dict(verdict_lines(v))
     assert lines["straggler"] == (
         "no consistent straggler (largest one-off: rank 1 at stage actor_generate, step 2: "
         "220.0 ms against 20.0 ms on the other ranks (11.0x, +200.0 ms))")
@@ -63,7 +64,7 @@ def test_a_rank_behind_in_most_steps_is_the_straggler() -> None:
     assert (v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (1, 3, 200.0)
     assert (v.behind.behind, v.behind.compared, v.behind.consistent) == (2, 3, True)
     assert v.behind.mean_excess_ms == pytest.approx(80.0)
-    assert dict(v.lines())["straggler"] == (
+    assert dict(verdict_lines(v))["straggler"] == (
         "rank 1 at stage actor_generate: behind in 2 of 3 steps, +80.0 ms a step on average; "
         "worst, step 3: 220.0 ms against 20.0 ms on the other ranks (11.0x, +200.0 ms)")
 
@@ -97,7 +98,7 @@ def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
     v = verdict(Analysis(root=Path("run"), traces=[two_steps(0, [6.2, 6.1]),
                                                    two_steps(1, [6.3, 11.9])]))
     assert v.straggler is None and v.steps == 2
-    assert dict(v.lines())["straggler"] == (
+    assert dict(verdict_lines(v))["straggler"] == (
         "no consistent straggler (largest one-off: rank 1 at stage actor_update, step 3: "
         "11.9 ms against 6.1 ms on the other ranks (2.0x, +5.8 ms)); the verdict rests on 2 "
         "steps")
@@ -111,7 +112,7 @@ def test_fewer_than_three_steps_say_what_the_verdict_rests_on(steps: int, tail: 
     result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * steps),
                                                  _steps(1, [20.0] * steps)])
     v = verdict(result)
-    assert v.steps == steps and dict(v.lines())["straggler"] == (
+    assert v.steps == steps and dict(verdict_lines(v))["straggler"] == (
         f"none (no rank behind the others by more than the noise floor){tail}")
 
 
@@ -122,7 +123,8 @@ def test_light_capture_of_ranges_names_the_slowest_range() -> None:
     v = verdict(result)
     assert v.slowest is not None and (v.slowest.kind, v.slowest.name, v.slowest.share) == (
         "range", "bwd", 0.6)
-    assert v.straggler is None and "straggler" not in dict(v.lines())  # one rank: none to name
+    # one rank: none to name
+    assert v.straggler is None and "straggler" not in dict(verdict_lines(v))
 
 
 def test_warmup_steps_are_left_out_and_said() -> None:
@@ -132,7 +134,7 @@ def test_warmup_steps_are_left_out_and_said() -> None:
                                                       meta=meta)])
     v = verdict(result)
     assert v.step is not None and (v.step.median_ms, v.step.steps) == (100.0, 1)
-    assert v.warmup_steps == [1] and "warmup step 1 left out" in dict(v.lines())["unusual"]
+    assert v.warmup_steps == [1] and "warmup step 1 left out" in dict(verdict_lines(v))["unusual"]
 
 
 @pytest.mark.parametrize(("parts", "bound"), [
@@ -154,7 +156,7 @@ def test_device_verdict_counts_only_exposed_communication() -> None:
     assert (d.bound, d.compute_ms, d.comm_ms, d.copy_ms, d.idle_ms, d.steps) == (
         "compute", 40.0, 20.0, 1.0, 5.0, 2)
     assert d.shares["communication"] == pytest.approx(20.0 / 66.0)
-    assert dict(v.lines())["device"].startswith("compute-bound: compute 40.0 ms per step; "
+    assert dict(verdict_lines(v))["device"].startswith("compute-bound: compute 40.0 ms per step; "
                                                 "compute 61%, communication 30%")
 
 
@@ -177,7 +179,7 @@ def test_memory_against_the_capacity_the_trace_records() -> None:
                                                                             (1, 3 * 2**32))]
     m = verdict(Analysis(root=Path("."), traces=traces)).memory
     assert m is not None and (m.rank, m.peak_bytes, m.share) == (1, 3 * 2**32, 0.15)
-    assert verdict(Analysis(root=Path("."), traces=[traces[0]])).lines()[-1] == (
+    assert verdict_lines(verdict(Analysis(root=Path("."), traces=[traces[0]])))[-1] == (
         "memory", "peak 8.0 GiB allocated of 80.0 GiB (10%) on rank 0")
 
 
@@ -197,9 +199,9 @@ def test_a_flight_dump_is_unusual_at_the_step_that_triggered_it() -> None:
                      1, meta=meta)
     v = verdict(Analysis(root=Path("run"), traces=[dump]))
     assert [(t.trigger, t.step, t.steps) for t in v.triggered] == [("flight", 8, [6, 7, 8])]
-    assert dict(v.lines())["unusual"] == ("flight dump (anomaly) at step 8 on rank 0, holds "
+    assert dict(verdict_lines(v))["unusual"] == ("flight dump (anomaly) at step 8 on rank 0, holds "
                                           "steps 6-8")
 
 
 def test_nothing_to_say_is_no_lines() -> None:
-    assert verdict(Analysis(root=Path("."))).lines() == []
+    assert verdict_lines(verdict(Analysis(root=Path(".")))) == []

@@ -167,14 +167,14 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     """The issue's walk: a light capture names the slow stage and the straggler first, and the
     relaunch override it prints takes the stage-scoped capture of that stage on that rank."""
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import Answers
+    from mindspeed_prof.analysis.report import report
     from mindspeed_prof.views.text import print_analysis
 
     train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.steps=4",
                    "demo.slow_stage=actor_generate", "demo.slow_ms=400", "demo.slow_rank=1"),
           Console(quiet=True))
     result = analyse(tmp_path / "out")
-    answers = Answers(result)
+    answers = report(result)
     v = answers.verdict
     assert v.slowest is not None and (v.slowest.kind, v.slowest.name) == ("stage",
                                                                           "actor_generate")
@@ -187,7 +187,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
         "actor_generate", 1)
     assert v.straggler.excess_ms > 100
     console = Console(width=80, record=True, file=open(os.devnull, "w"))
-    print_analysis(result, console, answers=answers)
+    print_analysis(answers, console)
     head = console.export_text().splitlines()[:8]
     assert head[2] == "Verdict" and any(line.lstrip().startswith("slowest") and
                                         "actor_generate" in line for line in head)
@@ -361,7 +361,7 @@ def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_num
     import numpy as np
 
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import Answers
+    from mindspeed_prof.analysis.report import report
 
     train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.workers=0", "demo.steps=5",
                    "demo.constant_reward_groups=0.5", "demo.long_tail=0.03"),
@@ -373,7 +373,7 @@ def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_num
     lengths = np.array([x for s in steps for x in counted[(s, "response_length")]])
     assert flat >= groups * 0.4 and lengths.max() > np.percentile(lengths, 50)
 
-    found = {f.rule: f for f in Answers(analyse(tmp_path / "out")).findings}
+    found = {f.rule: f for f in report(analyse(tmp_path / "out")).findings}
     zero = found["rl.zero_variance"]
     assert zero.title.endswith(f": {flat:,} of {groups:,} groups"), zero.title
     assert zero.detail.startswith(f"groups_zero_variance: {flat:,} of {groups:,} groups "

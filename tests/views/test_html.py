@@ -14,11 +14,14 @@ import pytest
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.model import Range, TraceData
-from mindspeed_prof.analysis.report import Answers
+from mindspeed_prof.analysis.report import Report
+from mindspeed_prof.analysis.report import report as make_report
 from mindspeed_prof.analysis.rows import StepRow
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.views.html import MAX_BARS, _per_step, write_report
+from mindspeed_prof.views.html import MAX_BARS, write_report
+from mindspeed_prof.views.html.charts import _per_step
 from mindspeed_prof.views.palette import stage_colours
+from mindspeed_prof.views.words import verdict_lines
 
 CUSTOM = ["gen", "verl_update_actor", "奖励模型打分"]
 
@@ -44,8 +47,8 @@ def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
     return Analysis(root=Path("run"), traces=traces)
 
 
-def report(tmp_path: Path, result: Analysis, answers: Answers | None = None) -> str:
-    return write_report(result, tmp_path / "r.html", answers).read_text(encoding="utf-8")
+def report(tmp_path: Path, result: Analysis, answers: Report | None = None) -> str:
+    return write_report(answers or result, tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def section(page: str, sid: str) -> str:
@@ -82,7 +85,7 @@ def test_one_colour_per_stage_in_every_chart(tmp_path: Path) -> None:
 
 def test_the_verdict_and_findings_come_first(tmp_path: Path, run_dir: Path) -> None:
     result = analyse(run_dir)
-    answers = Answers(result)
+    answers = make_report(result)
     answers.findings = [
         Finding(rule="npu.a", severity="high", impact_ms=12.5, title="<b>hot</b> op 40%",
                 detail="first line\n<i>second</i> line", suggestion="fuse <it>",
@@ -91,7 +94,7 @@ def test_the_verdict_and_findings_come_first(tmp_path: Path, run_dir: Path) -> N
     page = report(tmp_path, result, answers)
     verdict = section(page, "verdict")
     pairs = re.findall(r"<dt>(.*?)</dt><dd( class=lead)?>(.*?)</dd>", verdict)
-    assert [(html.unescape(k), html.unescape(v)) for k, _, v in pairs] == answers.verdict.lines()
+    assert [(html.unescape(k), html.unescape(v)) for k, _, v in pairs] == verdict_lines(answers.verdict)
     assert [lead for _, lead, _ in pairs] == [" class=lead"] + [""] * (len(pairs) - 1)
     assert answers.verdict.next and all(html.escape(n.command) in verdict
                                         for n in answers.verdict.next)
@@ -111,8 +114,8 @@ def test_the_verdict_and_findings_come_first(tmp_path: Path, run_dir: Path) -> N
 
 def test_no_findings_and_a_failed_rule_are_said(tmp_path: Path) -> None:
     result = run(ranks=1, steps=1)
-    answers = Answers(result)
-    answers.findings, answers.notes = [], ["finding rule npu.x failed: boom"]
+    answers = make_report(result)
+    answers.findings, answers.rule_notes = [], ["finding rule npu.x failed: boom"]
     page = report(tmp_path, result, answers)
     assert "None: no rule found anything" in section(page, "findings")
     assert "<li>note: finding rule npu.x failed: boom</li>" in page
@@ -179,7 +182,7 @@ def test_tables_drop_empty_columns_and_wrap_names(tmp_path: Path) -> None:
 
 
 def test_an_empty_column_is_named_under_its_table(tmp_path: Path) -> None:
-    from mindspeed_prof.views.html import _table
+    from mindspeed_prof.views.html.tables import table as _table
 
     rows = [{"name": "a", "stage": None, "ms": 1.0, "source": ""},
             {"name": "b", "stage": None, "ms": 2.0, "source": ""}]

@@ -36,7 +36,7 @@ import pytest
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.model import Range, Tally, TraceData
-from mindspeed_prof.analysis.report import Answers
+from mindspeed_prof.analysis.report import report
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.views.gantt import FONT
 from mindspeed_prof.views.html import FONT_PT, write_report
@@ -188,9 +188,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for key, name in SETS.items():
         out[key] = write_report(analyse(unpack(name, tmp)), tmp / f"{key}.html")
     many = many_ranks()
-    answers = Answers(many)
+    answers = report(many)
     answers.findings = findings()
-    out["many"] = write_report(many, tmp / "many.html", answers)
+    out["many"] = write_report(answers, tmp / "many.html")
     return out
 
 

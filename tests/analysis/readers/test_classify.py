@@ -30,6 +30,7 @@ from mindspeed_prof.analysis.readers.classify import (
 from mindspeed_prof.analysis.readers.device_ops import DeviceOps
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
+from mindspeed_prof.views.words import verdict_lines
 
 #: Names as each library's sources (and, for dpsk::ep and NCCL, published traces) give them,
 #: with the rule that must decide them.
@@ -268,7 +269,7 @@ def test_expert_parallel_and_symmetric_memory_kernels_are_communication(
     moved = [after[r] for r in rules]
     assert sum(n for n, _ in moved) == before["nccl"][0] == 21
     assert sum(ms for _, ms in moved) == pytest.approx(before["nccl"][1])
-    line = dict(verdict(result).lines())["classified"]
+    line = dict(verdict_lines(verdict(result)))["classified"]
     assert all(f"{r} " in line for r in rules)
 
 

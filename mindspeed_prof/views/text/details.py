@@ -1,0 +1,144 @@
+"""The tables after the stage tables: custom ranges, device time, top lists, memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from mindspeed_prof.analysis.readers.model import WHOLE, Tally, rank_label, step_label, tally
+from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.report import Report
+from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow
+from mindspeed_prof.views.safe import cell
+from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import table as _table
+from mindspeed_prof.views.text.cells import _mb, _ms, _ms_whole, _name, _seconds, _who, _wrapped
+from mindspeed_prof.views.text.stages import _stragglers
+from mindspeed_prof.views.words import no_device_text
+
+__all__ = ["print_details", "print_device", "print_memory", "print_ranges",
+           "print_top_lists"]
+
+
+#: The narrowest the name column of the ranges table may get before its times lose decimals.
+_NAME_MIN = 14
+
+
+def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
+    """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name.
+
+    Times never wrap inside a number: when they and a name column of ``_NAME_MIN`` do not fit
+    the console, times of a second and more drop their decimals.
+    """
+    if not rows:
+        console.print("No custom ranges (mstx.range, record_function) in these captures.")
+        return
+    shown = rows[:top]
+    headers = ("rank", "n", "total", "self", "mean", "p95", "max")
+
+    def cells(fmt: Any) -> list[list[str]]:
+        return [[rank_label(r.rank), str(r.count),
+                 *[fmt(t) for t in (r.total_ms, r.self_ms, r.mean_ms, r.p95_ms, r.max_ms)]]
+                for r in shown]
+
+    def room(body: list[list[str]]) -> tuple[list[int], int]:
+        """Each time column's width, and what is left of the line for the name column."""
+        widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(headers)]
+        return widths, console.width - sum(widths) - 3 * (len(headers) + 1) - 1
+
+    unit = "ms"
+    body = cells(_ms)
+    widths, left = room(body)
+    if left < _NAME_MIN:
+        body = cells(_ms_whole)
+        widths, left = room(body)
+    if left < _NAME_MIN:  # ranges of an hour and more: seconds
+        unit, body = "s", cells(_seconds)
+        widths, left = room(body)
+    name = max(8, min(28, left))
+    table = _table(f"Custom ranges by total {unit} (top {len(shown)} of {len(rows)})")
+    table.add_column("range (stage)", overflow="fold", max_width=name)
+    for header, width in zip(headers, widths):
+        table.add_column(header, justify="right", min_width=width, no_wrap=True)
+    for r, row in zip(shown, body):
+        label = _name(r.name, name) + (f"\n[dim]in {_name(r.stage, max(8, name - 3))}[/dim]"
+                                       if r.stage else "")
+        table.add_row(label, *row)
+    console.print(table)
+
+
+def print_device(rows: list[DeviceRow], console: Console,
+                 unread: dict[str, int] | None = None) -> None:
+    """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
+    why not (``unread``: device events recorded but not read as device time)."""
+    steps = [r for r in rows if r.stage is None]
+    if not steps:
+        _wrapped(console, no_device_text(unread or {}), indent="")
+        return
+    table = _table("Device time per step (ms)",
+                   caption="overlap: communication during compute; copy: memcpy/memset")
+    for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
+        _column(table, col)
+    for r in steps:
+        step = WHOLE if r.whole else f"{step_label(r.step)}{' w' if r.warmup else ''}"
+        share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
+        busy = "-" if share is None else f"{share:.0%}"
+        table.add_row(cell(rank_label(*_who(r))), step, *[_ms(v) for v in (
+            r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)], busy)
+    console.print(table)
+
+
+def print_top_lists(rep: Report, console: Console, top: int = 10) -> None:
+    """Device kernels by device time and runtime/launch calls by host time."""
+    t = rep.tables
+    lists = (("device kernels (device ms)", [(r.name, r.count, r.device_ms)
+                                             for r in t.top_kernels[:top]]),
+             ("runtime calls (host ms)", [(r.name, r.count, r.ms)
+                                          for r in t.top_runtime[:top]]))
+    for title, rows in lists:
+        if not rows:
+            continue
+        table = _table(f"Top {len(rows)} {title}")
+        table.add_column("name", overflow="fold", max_width=56)
+        _column(table, "calls")
+        _column(table, "ms")
+        for name, calls, ms in rows:
+            table.add_row(_name(name, 56), str(calls), _ms(ms))
+        console.print(table)
+
+
+def print_memory(rows: list[MemoryRow], console: Console) -> None:
+    """Peak memory per rank (and stage), and the top allocating operators."""
+    if not rows:
+        return
+    table = _table("Memory peaks (MiB)")
+    for col in ("rank", "stage", "allocated", "reserved", "source"):
+        _column(table, col, right=col not in ("stage", "source"))
+    for r in rows:
+        table.add_row(rank_label(r.rank), cell(r.stage or "(all)"), _mb(r.peak_allocated_bytes),
+                      _mb(r.peak_reserved_bytes), cell(r.source or "-"))
+    console.print(table)
+    ops: dict[str, Tally] = {}
+    for r in rows:
+        for o in r.top_ops:
+            tally(ops, o.op, o.count, o.bytes)
+    if ops:
+        table = _table("Top allocating operators")
+        table.add_column("operator", overflow="fold", max_width=56)
+        _column(table, "allocs")
+        _column(table, "MiB")
+        for name, t in sorted(ops.items(), key=lambda kv: -kv[1].total)[:10]:
+            table.add_row(_name(name, 56), str(t.count), _mb(t.total))
+        console.print(table)
+
+
+def print_details(rep: Report, console: Console, top: int = 10) -> None:
+    """The tables after the stage tables: ranges, device time, top lists, memory, problems."""
+    t = rep.tables
+    print_ranges(t.range_table, console, top=2 * top)
+    if t.range_stragglers:
+        console.print(_stragglers(t.range_stragglers[:top], "range", rep.result))
+    print_device(t.device, console, t.unread_device)
+    print_top_lists(rep, console, top)
+    print_memory(t.memory, console)

@@ -1,0 +1,121 @@
+"""The stage tables of ``analyse``: time per stage and rank, per step, and stragglers.
+
+A table whose natural width exceeds the terminal switches to a narrower layout (short stage codes
+with a legend, or ranks as rows) rather than letting rich cut its headers."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.rows import StageRow, StepRow, Straggler
+from mindspeed_prof.views.safe import cell
+from mindspeed_prof.views.tables import codes as _codes
+from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import fits as _fits
+from mindspeed_prof.views.tables import legend as _legend
+from mindspeed_prof.views.tables import table as _table
+from mindspeed_prof.views.text.cells import _ms, _name, _who
+
+__all__ = ["NO_OP_NOTE", "print_stage_rank"]
+
+
+def print_stage_rank(rows: list[StageRow], console: Console | None = None,
+                     title: str = "Stage time per rank: total ms (executions)") -> None:
+    """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
+    ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
+    console = console or Console()
+    if not rows:
+        console.print("No stage ranges in these captures.", soft_wrap=True)
+        return
+    ranks = sorted({_who(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
+    stages: dict[str, dict[tuple[int | None, str], StageRow]] = {}
+    for r in rows:
+        stages.setdefault(r.stage, {})[_who(r)] = r
+
+    def total(stage: str, rank: tuple[int | None, str]) -> str:
+        r = stages[stage].get(rank)
+        return f"{_ms(r.total_ms)} ({r.count})" if r else "-"
+
+    no_op = {stage: _no_op_share(list(by_rank.values())) for stage, by_rank in stages.items()}
+    shown = any(v != "-" for v in no_op.values())  # captures that record host operators
+    table = _table(title)
+    _column(table, "stage", right=False)
+    for rank in ranks:
+        _column(table, cell(f"rank {rank_label(*rank)}"))
+    if shown:
+        _column(table, "no op")
+    for stage in stages:
+        table.add_row(cell(stage), *[total(stage, k) for k in ranks], *([no_op[stage]] * shown))
+    if _fits(console, table):
+        console.print(table)
+        if shown:
+            console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
+        return
+    codes = _codes(stages)
+    table = _table(title)
+    _column(table, "rank")
+    for stage in stages:
+        _column(table, cell(codes[stage]))
+    for rank in ranks:
+        table.add_row(cell(rank_label(*rank)), *[total(stage, rank) for stage in stages])
+    if shown:
+        table.add_row("no op", *[no_op[stage] for stage in stages])
+    console.print(table)
+    _legend(console, codes)
+    if shown:
+        console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
+
+
+#: What the stage table's ``no op`` column says.
+NO_OP_NOTE = "no op: share of it no host operator ran (Python, waits, sleeps): see findings"
+
+
+def _no_op_share(rows: list[StageRow]) -> str:
+    """The share of these rows' time with no host operator running, over every rank where it
+    is known (``-`` where no capture records operators)."""
+    known = [r for r in rows if r.no_op_ms is not None]
+    total = sum(r.total_ms for r in known)
+    if not known or total <= 0:
+        return "-"
+    return f"{min(sum(r.no_op_ms or 0.0 for r in known) / total, 1.0):.0%}"
+
+
+def _print_per_step(steps: list[StepRow], console: Console) -> None:
+    stages = list(dict.fromkeys(k for row in steps for k in row.stages))
+    has_total = any(row.total is not None for row in steps)
+
+    def build(names: dict[str, str]) -> Table:
+        table = _table("Per step (ms)")
+        for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
+            _column(table, cell(col))
+        for row in steps:
+            step = f"{row.step}{' w' if row.warmup else ''}"
+            table.add_row(cell(rank_label(*_who(row))), step,
+                          *([_ms(row.total)] if has_total else []),
+                          *[_ms(row.stages.get(s)) for s in names])
+        return table
+
+    table = build({s: s for s in stages})
+    if _fits(console, table):
+        console.print(table)
+        return
+    codes = _codes(stages)
+    console.print(build(codes))
+    _legend(console, codes)
+
+
+def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
+    """Stage or range stragglers: each rank's ms against the median of the other ranks."""
+    title = "Stragglers" if what == "stage" else "Range stragglers"
+    table = _table(f"{title} (> the other ranks' median + {result.margin:.0%}, "
+                   f"and by {result.noise_ms:g} ms or 1% of the step)")
+    table.add_column(what, overflow="fold", max_width=26)
+    for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
+        _column(table, col)
+    for row in rows:
+        table.add_row(_name(row.name, 26), str(row.step), cell(rank_label(*_who(row))),
+                      _ms(row.ms), _ms(row.median_ms), _ms(row.excess_ms), f"{row.ratio:.2f}x")
+    return table

@@ -1,0 +1,65 @@
+"""``sweep`` and ``presets``: a job per row with its own overrides; each preset's values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from mindspeed_prof.views.safe import cell, printable
+from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import table as _table
+from mindspeed_prof.views.text.cells import _ms
+
+__all__ = ["print_presets", "print_sweep"]
+
+
+def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
+                console: Console | None = None) -> None:
+    """One row per job; below it, one line per job with its own overrides and notes."""
+    console = console or Console()
+    columns = [("job", "job"), ("stage", "stage"), ("status", "status"),
+               ("captures", "captures"), ("ms/step", "ms_per_step"),
+               ("ms/stage", "ms_per_stage")]
+    columns = [(h, k) for h, k in columns if k in ("job", "status", "captures")
+               or any(r.get(k) is not None for r in rows)]
+    console.print(f"[bold]Sweep[/bold] {cell(sweep_dir)}", soft_wrap=True, highlight=False)
+    table = _table()
+    for header, key in columns:
+        _column(table, header, right=key not in ("stage", "status"))
+    for r in rows:
+        table.add_row(*[_sweep_cell(r.get(key), key) for _, key in columns])
+    console.print(table)
+    common = set.intersection(*(set(r["overrides"]) for r in rows)) if rows else set()
+    for r in rows:
+        own = [o for o in r["overrides"] if o not in common
+               and not o.split("=")[0].lstrip("+").endswith("integrated.stage")]
+        failed = f"failed: {r['error']}" if r.get("error") else None
+        line = "; ".join(filter(None, [" ".join(own), failed, r.get("note")]))
+        if line:
+            console.print(printable(f"job {r['job']}: {line}"), soft_wrap=True,
+                          highlight=False, markup=False)
+
+
+def _sweep_cell(value: Any, key: str) -> str:
+    """A sweep row's value for a cell (from its manifest: escaped)."""
+    if key.startswith("ms_"):
+        return _ms(value)
+    if isinstance(value, list):
+        return cell(",".join(map(str, value)))
+    return "-" if value is None else cell(value)
+
+
+def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
+                  console: Console | None = None) -> None:
+    """Each preset, the question it answers and the values it changes from the defaults."""
+    console = console or Console()
+    table = _table("profiler_config=<preset>: the question it answers, the values it changes",
+                   show_lines=True)
+    _column(table, "preset", right=False)
+    _column(table, "question and values", right=False)
+    for name, question, values in presets:
+        changed = " ".join(f"{k}={v}" for k, v in values.items()) or "(no changes)"
+        table.add_row(name, f"{question}\n[cyan]{changed}[/cyan]")
+    console.print(table)
