@@ -214,7 +214,7 @@ class Profiler(RolloutHooks):
                 self._apply(actions)
             if self._capturer.record is not None:
                 self._capturer.step_started(step)
-            tap.open("step", STEP_RANGE, step)
+            tap.open_step(step)
 
     def on_step_end(self, step: int) -> None:
         self._step_end(step, failed=False)
@@ -375,7 +375,7 @@ class Profiler(RolloutHooks):
             if not self._live:
                 return
             tap = self._tap
-            took = tap.close("step", STEP_RANGE)
+            took = tap.close_step()
             tap.drain(self._step)
             for part in self.parts:
                 if part.live:
