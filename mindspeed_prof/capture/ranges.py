@@ -110,7 +110,10 @@ class RangeTap:
     def here(self) -> tuple[bool, str | None]:
         """Whether a step is open (on any thread), and the innermost stage open on the calling
         thread (None: none)."""
-        tid = threading.get_native_id()
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
         steps = list(self._steps)
         # a stage opened before this thread's innermost step is outside it: not the step's
         after = next((start for start, opener, _ in reversed(steps) if opener == tid), None)
@@ -300,9 +303,14 @@ class RangeTap:
     def drain(self, step: int | None) -> None:
         """What the buffer holds, recorded during ``step``, to every listener."""
         buffer = self.buffer
-        if buffer is None or not buffer.events:
+        if buffer is None:
             return
-        events = buffer.take()
+        held = buffer.events  # what ``buffer.take()`` does, without its call (every step end)
+        n = len(held)
+        if not n:
+            return
+        events = held[:n]  # other threads may append meanwhile: only these n are removed
+        del held[:n]
         for listener in self._listeners:  # unlisten makes a new list: this one stays whole
             try:
                 listener(step, events)
