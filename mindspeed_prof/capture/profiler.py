@@ -40,7 +40,6 @@ from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.rollout import RolloutHooks
 from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
-from mindspeed_prof.capture.spans import STEP_RANGE
 from mindspeed_prof.capture.telemetry import TelemetryPart
 from mindspeed_prof.config.schema import (
     IntegratedConfig,

@@ -95,7 +95,8 @@ class RangeTap:
         """The threads with a range open now. A thread keeps its (empty) list of open ranges
         until it is seen to have ended (with ``_THREADS`` threads known): a step costs no
         list made and dropped."""
-        return {tid for tid, rs in list(self._open.items()) if rs} | {tid for _, tid, _ in self._steps}
+        stepping = {tid for _, tid, _ in list(self._steps)}
+        return {tid for tid, rs in list(self._open.items()) if rs} | stepping
 
     @property
     def in_step(self) -> bool:
@@ -260,9 +261,9 @@ class RangeTap:
         for tid in [tid for tid in self._open if tid not in alive]:
             for r in self._open.pop(tid):
                 self._exit_quietly(r)
-        for r in [r for r in self._steps if r[1] not in alive]:
-            self._steps.remove(r)
-            self._exit_all(r[2])
+        for step in [s for s in self._steps if s[1] not in alive]:
+            self._steps.remove(step)
+            self._exit_all(step[2])
 
     # -- the buffer and its listeners -----------------------------------------------------
     def shared_buffer(self) -> RangeBuffer:
