@@ -40,7 +40,6 @@ from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.rollout import RolloutHooks
 from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
-from mindspeed_prof.capture.spans import STEP_RANGE
 from mindspeed_prof.capture.telemetry import TelemetryPart
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
@@ -214,7 +213,7 @@ class Profiler(RolloutHooks):
                 self._apply(actions)
             if self._capturer.record is not None:
                 self._capturer.step_started(step)
-            tap.open("step", STEP_RANGE, step)
+            tap.open_step(step)
 
     def on_step_end(self, step: int) -> None:
         self._step_end(step, failed=False)
@@ -375,7 +374,7 @@ class Profiler(RolloutHooks):
             if not self._live:
                 return
             tap = self._tap
-            took = tap.close("step", STEP_RANGE)
+            took = tap.close_step()
             tap.drain(self._step)
             for part in self.parts:
                 if part.live:

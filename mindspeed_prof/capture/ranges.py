@@ -53,6 +53,9 @@ class OpenRange(NamedTuple):
     entered: tuple[ContextManager[Any], ...]
 
 
+#: An open step: its start (ns), the thread that opened it, the capture sinks' ranges entered
+#: with it (a plain tuple: one is made per step).
+OpenStep = tuple[int, int, tuple[ContextManager[Any], ...]]
 #: ``OpenRange`` made from its fields' tuple without a Python call (one is made per step).
 _open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[Any], ...]]],
                             OpenRange], functools.partial(tuple.__new__, OpenRange))
@@ -65,7 +68,9 @@ class RangeTap:
     range is closed wherever it is in its thread's ranges (the innermost of its name), or, when
     its thread has none of that name, the one another thread opened last (a hook-driven
     trainer may end a stage on another thread). A range is recorded on the thread that opened
-    it. Threads that ended with ranges still open are forgotten once many threads are seen.
+    it. Steps are kept apart, in the order they opened (every thread's): a step's hooks, twice
+    a step, touch only that list, and pair the same way. Threads that ended with ranges still
+    open are forgotten once many threads are seen.
     The caller serializes calls (the profiler's lock); custom ranges need no lock.
 
     ``on_error(what, err)`` is told about a sink that fails (the profiler decides what then).
@@ -77,6 +82,7 @@ class RangeTap:
         #: Gets ``mstx.count``'s counts while the buffer records (always after ``count_always``).
         self._counter, self._always = counter, False
         self._open: dict[int, list[OpenRange]] = {}  # native thread id -> its ranges, in order
+        self._steps: list[OpenStep] = []  # open steps, every thread's, in the order opened
         self.buffer: RangeBuffer | None = None
         self._listeners: list[Listener] = []
         self._keys: dict[tuple[str, str], int] = {}
@@ -89,12 +95,13 @@ class RangeTap:
         """The threads with a range open now. A thread keeps its (empty) list of open ranges
         until it is seen to have ended (with ``_THREADS`` threads known): a step costs no
         list made and dropped."""
-        return {tid for tid, rs in list(self._open.items()) if rs}
+        stepping = {tid for _, tid, _ in list(self._steps)}
+        return {tid for tid, rs in list(self._open.items()) if rs} | stepping
 
     @property
     def in_step(self) -> bool:
         """A step range is open (a stage's failure is dumped when its step ends)."""
-        return any(r.kind == "step" for rs in list(self._open.values()) for r in rs)
+        return bool(self._steps)
 
     @property
     def recording(self) -> bool:
@@ -104,21 +111,72 @@ class RangeTap:
     def here(self) -> tuple[bool, str | None]:
         """Whether a step is open (on any thread), and the innermost stage open on the calling
         thread (None: none)."""
-        stage, step = None, False
-        for r in reversed(self._open.get(threading.get_native_id(), ())):
-            if r.kind == "stage" and stage is None:
-                stage = r.name
-            elif r.kind == "step":
-                step = True
-                break
-        return step or self.in_step, stage
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
+        steps = list(self._steps)
+        # a stage opened before this thread's innermost step is outside it: not the step's
+        after = next((start for start, opener, _ in reversed(steps) if opener == tid), None)
+        stage = next((r.name for r in reversed(self._open.get(tid, ())) if r.kind == "stage"),
+                     None)
+        if stage is not None and after is not None:
+            found = next(r for r in reversed(self._open[tid]) if r.kind == "stage")
+            if found.start_ns < after:
+                stage = None
+        return bool(steps), stage
 
     @property
     def open_count(self) -> int:
         """Ranges open now, every thread's."""
-        return sum(len(rs) for rs in list(self._open.values()))
+        return sum(len(rs) for rs in list(self._open.values())) + len(self._steps)
+
+    def open_step(self, step: int | None) -> None:
+        """A step begins (``kind`` step: ``open`` comes here)."""
+        entered: tuple[ContextManager[Any], ...] = ()
+        if self._capture_sinks:
+            entered = self._enter_sinks("step", STEP_RANGE, step)
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
+        steps = self._steps
+        if len(steps) >= _THREADS:  # steps left open by threads that ended
+            self._forget_ended_threads()
+        steps.append((perf_counter_ns(), tid, entered))
+
+    def close_step(self) -> int | None:
+        """The step ends: this thread's innermost open step, else the one another thread
+        opened last. Its duration in ns, or None when no step is open."""
+        steps = self._steps
+        if not steps:
+            return None
+        try:
+            tid = _local.tid
+        except AttributeError:
+            tid = _local.tid = threading.get_native_id()
+        found = steps[-1]
+        if found[1] == tid:  # the usual case: this thread's, opened last
+            steps.pop()
+        else:
+            found = next((r for r in reversed(steps) if r[1] == tid), found)
+            steps.remove(found)
+        start, opener, entered = found
+        if entered:
+            self._exit_sinks(entered)
+        end = perf_counter_ns()
+        buffer = self.buffer
+        if self._listeners and buffer is not None:
+            key = self._keys.get((STEP_RANGE, "step"))
+            if key is None:
+                key = self._keys[(STEP_RANGE, "step")] = buffer.key(STEP_RANGE, "step")
+            buffer.events.append((key, opener, start, end))
+        return end - start
 
     def open(self, kind: str, name: str, step: int | None) -> None:
+        if kind == "step":
+            self.open_step(step)
+            return
         entered: tuple[ContextManager[Any], ...] = ()
         if self._capture_sinks:
             entered = self._enter_sinks(kind, name, step)
@@ -136,6 +194,8 @@ class RangeTap:
     def close(self, kind: str, name: str) -> int | None:
         """End the open range ``name`` of ``kind`` (see the class); its duration in ns, or None
         when no such range is open."""
+        if kind == "step":
+            return self.close_step() if name == STEP_RANGE else None
         try:
             tid = _local.tid
         except AttributeError:
@@ -154,11 +214,7 @@ class RangeTap:
             ranges.remove(found)
         _, _, start, opener, entered = found  # one unpacking: a field read each costs more
         if entered:
-            for cm in reversed(entered):
-                try:
-                    cm.__exit__(None, None, None)
-                except Exception as err:
-                    self._on_error("range", err)
+            self._exit_sinks(entered)
         end = perf_counter_ns()
         buffer = self.buffer
         if self._listeners and buffer is not None:
@@ -167,6 +223,13 @@ class RangeTap:
                 key = self._keys[(name, kind)] = buffer.key(name, kind)
             buffer.events.append((key, opener, start, end))
         return end - start
+
+    def _exit_sinks(self, entered: tuple[ContextManager[Any], ...]) -> None:
+        for cm in reversed(entered):
+            try:
+                cm.__exit__(None, None, None)
+            except Exception as err:
+                self._on_error("range", err)
 
     def _enter_sinks(self, kind: str, name: str, step: int | None
                      ) -> tuple[ContextManager[Any], ...]:
@@ -198,6 +261,9 @@ class RangeTap:
         for tid in [tid for tid in self._open if tid not in alive]:
             for r in self._open.pop(tid):
                 self._exit_quietly(r)
+        for step in [s for s in self._steps if s[1] not in alive]:
+            self._steps.remove(step)
+            self._exit_all(step[2])
 
     # -- the buffer and its listeners -----------------------------------------------------
     def shared_buffer(self) -> RangeBuffer:
@@ -238,9 +304,14 @@ class RangeTap:
     def drain(self, step: int | None) -> None:
         """What the buffer holds, recorded during ``step``, to every listener."""
         buffer = self.buffer
-        if buffer is None or not buffer.events:
+        if buffer is None:
             return
-        events = buffer.take()
+        held = buffer.events  # what ``buffer.take()`` does, without its call (every step end)
+        n = len(held)
+        if not n:
+            return
+        events = held[:n]  # other threads may append meanwhile: only these n are removed
+        del held[:n]
         for listener in self._listeners:  # unlisten makes a new list: this one stays whole
             try:
                 listener(step, events)
@@ -262,12 +333,22 @@ class RangeTap:
                 if r.entered:
                     ranges[i] = r._replace(entered=())
                     self._exit_quietly(r)
+        steps = self._steps
+        for i in reversed(range(len(steps))):
+            start, tid, entered = steps[i]
+            if entered:
+                steps[i] = (start, tid, ())
+                self._exit_all(entered)
         self._unhook(self._capture_sinks)
         self._capture_sinks = []
 
     @staticmethod
     def _exit_quietly(r: OpenRange) -> None:
-        for cm in reversed(r.entered):
+        RangeTap._exit_all(r.entered)
+
+    @staticmethod
+    def _exit_all(entered: tuple[ContextManager[Any], ...]) -> None:
+        for cm in reversed(entered):
             try:
                 cm.__exit__(None, None, None)
             except Exception:  # the capture is ending anyway
@@ -287,7 +368,7 @@ class RangeTap:
             mstx.remove_sink(sink)
         self._uncount()
         self._added, self._capture_sinks, self._listeners = [], [], []
-        self._open = {}
+        self._open, self._steps = {}, []
         self.buffer = None
 
     def _hook(self, sinks: list[RangeSink]) -> None:

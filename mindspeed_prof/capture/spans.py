@@ -55,21 +55,26 @@ _PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category:
 
 class _Range:
     """Reusable context manager for one (name, category, thread): recording a range allocates
-    one tuple; nesting and recursion pair correctly (a stack of start times)."""
+    one tuple; nesting and recursion pair correctly (the open start in a slot, the starts of
+    the ranges it is nested in on a stack: the usual, unnested range touches no list)."""
 
-    __slots__ = ("_key", "_tid", "_push", "_pop", "_append")
+    __slots__ = ("_key", "_tid", "_append", "_t0", "_outer")
 
     def __init__(self, key: int, tid: int, append: Callable[[Event], None]) -> None:
-        starts: list[int] = []
         self._key, self._tid, self._append = key, tid, append
-        self._push, self._pop = starts.append, starts.pop
+        self._t0 = -1  # the innermost open entry's start; -1: none open
+        self._outer: list[int] = []  # the starts of the open entries around it
 
     def __enter__(self, _now: Callable[[], int] = perf_counter_ns) -> None:
-        self._push(_now())
+        if self._t0 >= 0:  # entered again inside itself
+            self._outer.append(self._t0)
+        self._t0 = _now()
 
     def __exit__(self, exc_type: object, exc: object, tb: object,
                  _now: Callable[[], int] = perf_counter_ns) -> None:
-        self._append((self._key, self._tid, self._pop(), _now()))
+        t0, end = self._t0, _now()
+        self._t0 = self._outer.pop() if self._outer else -1
+        self._append((self._key, self._tid, t0, end))
 
 
 class RangeBuffer:

@@ -213,3 +213,34 @@ def test_threads_that_ended_are_forgotten_even_with_nothing_open(
     tap.drain(1)
     assert len(got) == 20 and tap.open_count == 0 and tap.open_threads == set()
     assert len(tap._open) <= 4
+
+
+def test_steps_pair_across_threads_and_a_stage_outside_the_step_is_not_its(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps are kept apart from stages: a thread ends its own innermost step, else the step
+    another thread opened last (a hook-driven trainer); ``here`` names the thread's innermost
+    stage only when it opened inside the thread's innermost step."""
+    threads = _Threads(monkeypatch)
+    tap, got = _tap()
+    threads.now = 1
+    tap.open("stage", "reward", None)  # outside any step
+    tap.open("step", "ProfilerStep", 1)
+    assert tap.here() == (True, None) and tap.in_step
+    tap.open("stage", "actor_update", 1)
+    assert tap.here() == (True, "actor_update")
+    threads.now = 2
+    assert tap.here() == (True, None)  # another thread: a step is open, no stage of its own
+    tap.open("step", "ProfilerStep", 2)  # thread 2's own step
+    threads.now = 3
+    assert tap.close("step", "ProfilerStep") is not None  # none of its own: the latest, 2's
+    assert got == [] and tap.open_count == 3
+    tap.drain(2)
+    assert [e[1] for e in got] == [2]
+    threads.now = 1
+    assert tap.close("stage", "actor_update") is not None
+    assert tap.close("step", "ProfilerStep") is not None
+    assert tap.close("step", "ProfilerStep") is None and not tap.in_step
+    assert tap.here() == (False, "reward")
+    tap.drain(1)
+    assert [(e[1], e[2] < e[3]) for e in got] == [(2, True), (1, True), (1, True)]
+    assert tap.open_count == 1 and tap.open_threads == {1}
