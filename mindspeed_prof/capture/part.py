@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.formats.header import CaptureHeader
 
 if TYPE_CHECKING:
     from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
@@ -62,7 +63,7 @@ class Host(Protocol):
     @property
     def busy(self) -> bool: ...
 
-    def metadata(self, stage: str, step: int) -> dict[str, Any]: ...
+    def metadata(self, stage: str, step: int) -> CaptureHeader: ...
 
     def new_stem(self, folder: Path, step: int, index: int) -> str: ...
 

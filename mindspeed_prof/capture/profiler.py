@@ -50,6 +50,7 @@ from mindspeed_prof.config.schema import (
 )
 from mindspeed_prof.config.validate import RUN_KEY, validate
 from mindspeed_prof.formats import anchor
+from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 from mindspeed_prof.formats.run import valid_run_id
 
 __all__ = ["CaptureRecord", "OnCapture", "Profiler", "ProfilerError", "TrainerHook", "current"]
@@ -347,19 +348,19 @@ class Profiler(RolloutHooks):
             self._run = _run.resolve()
         return self._run
 
-    def metadata(self, stage: str, step: int) -> dict[str, Any]:
+    def metadata(self, stage: str, step: int) -> CaptureHeader:
         """What a capture's files record about it (the range file's header, the trace's):
         ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
-        out = {"run": self.run[0], "rank": self.rank, "role": self.role, "stage": stage,
-               "step": step, "host": host_name(), "pid": os.getpid(),
-               "level": self.cfg.profile_level.value,
-               "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
-        if self.cfg.comm_kernels:
-            out["comm_kernels"] = self.cfg.comm_kernels
+        model = None
         if self.cfg.model_flops_per_token or self.cfg.peak_tflops:  # for MFU (0: not given)
-            out["model"] = {"flops_per_token": self.cfg.model_flops_per_token,
-                            "peak_tflops": self.cfg.peak_tflops}
-        return out
+            model = ModelFacts(flops_per_token=self.cfg.model_flops_per_token,
+                               peak_tflops=self.cfg.peak_tflops)
+        return CaptureHeader(run=self.run[0], rank=self.rank, role=self.role, stage=stage,
+                             step=step, host=host_name(), pid=os.getpid(),
+                             level=self.cfg.profile_level.value,
+                             window=[self.plan.start, self.plan.end],
+                             warmup_steps=self.plan.warmup,
+                             comm_kernels=self.cfg.comm_kernels or None, model=model)
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:
         """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``
