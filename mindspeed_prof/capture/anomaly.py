@@ -12,8 +12,9 @@ import bisect
 import logging
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Literal
+
+import msgspec
 
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import Trigger
@@ -58,9 +59,14 @@ class AnomalyDetector:
         return median
 
 
-@dataclass(frozen=True)
-class Anomaly:
-    """One trigger as the manifest records it (with the rank); ``action``: what was done."""
+#: What was done about an anomaly.
+Action = Literal["capture", "skipped: another capture is active",
+                 "skipped: anomaly_max_captures reached"]
+
+
+class Anomaly(msgspec.Struct, frozen=True):
+    """One trigger as the manifest records it (``triggers``, with the rank); ``action``: what
+    was done."""
 
     step: int | None
     stage: str | None
@@ -68,10 +74,8 @@ class Anomaly:
     duration_ms: float
     median_ms: float
     factor: float
-    action: str  # capture | skipped: <why>
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    action: Action
+    rank: int | None = None
 
 
 class AnomalyTrigger:
@@ -95,6 +99,7 @@ class AnomalyTrigger:
         if median is None or (self._fired and step == self._last_step):
             return None
         self._fired, self._last_step = True, step
+        action: Action
         if busy:
             action = "skipped: another capture is active"
         elif self.captures >= self.max_captures:
@@ -135,7 +140,7 @@ class AnomalyPart(Part):
         if found is None:
             return
         if len(host.triggers) < MAX_KEPT:
-            host.triggers.append({**found.to_json(), "rank": host.rank})
+            host.triggers.append(msgspec.structs.replace(found, rank=host.rank))
         if found.action != "capture":
             return
         if stage is not None and host.step_open:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.formats.header import CaptureHeader
 
 if TYPE_CHECKING:
+    from mindspeed_prof.capture.anomaly import Anomaly
     from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
     from mindspeed_prof.capture.record import CaptureRecord
 
@@ -49,7 +50,7 @@ class Host(Protocol):
     plan: CapturePlan
     failed: bool
     captures: list[CaptureRecord]
-    triggers: list[dict[str, Any]]
+    triggers: list[Anomaly]
 
     @property
     def step_now(self) -> int | None: ...

@@ -24,7 +24,7 @@ from mindspeed_prof.capture import count as _count
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture import run as _run
-from mindspeed_prof.capture.anomaly import AnomalyPart
+from mindspeed_prof.capture.anomaly import Anomaly, AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
@@ -95,7 +95,7 @@ class Profiler(RolloutHooks):
         self.save_root = Path(cfg.profile_save_path).expanduser().absolute()
         self.captures: list[CaptureRecord] = []
         #: Anomalies seen (JSON-ready, for the manifest): rank, step, stage, time, median...
-        self.triggers: list[dict[str, Any]] = []
+        self.triggers: list[Anomaly] = []
         self.failed = False
         self.on_capture = list(on_capture)
         self._step: int | None = None
