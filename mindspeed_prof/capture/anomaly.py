@@ -12,12 +12,12 @@ import bisect
 import logging
 import time
 from collections import deque
-from typing import Literal
 
 import msgspec
 
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import Trigger
+from mindspeed_prof.formats.anomaly import Action, Anomaly
 
 __all__ = ["Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
 
@@ -57,25 +57,6 @@ class AnomalyDetector:
         recent.append(duration_ns)
         bisect.insort(ordered, duration_ns)
         return median
-
-
-#: What was done about an anomaly.
-Action = Literal["capture", "skipped: another capture is active",
-                 "skipped: anomaly_max_captures reached"]
-
-
-class Anomaly(msgspec.Struct, frozen=True):
-    """One trigger as the manifest records it (``triggers``, with the rank); ``action``: what
-    was done."""
-
-    step: int | None
-    stage: str | None
-    time: float
-    duration_ms: float
-    median_ms: float
-    factor: float
-    action: Action
-    rank: int | None = None
 
 
 class AnomalyTrigger:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.formats.anomaly import Anomaly
 from mindspeed_prof.formats.header import CaptureHeader
 
 if TYPE_CHECKING:
-    from mindspeed_prof.capture.anomaly import Anomaly
     from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
     from mindspeed_prof.capture.record import CaptureRecord
 
