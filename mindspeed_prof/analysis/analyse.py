@@ -123,10 +123,9 @@ class Analysis:
         """(rank, source, step) of warmup steps: a role's warmup is not another's at its rank."""
         out: set[tuple[int | None, str, int]] = set()
         for t in self.traces:
-            window, n = t.meta.get("window"), t.meta.get("warmup_steps")
-            if isinstance(window, list) and window and isinstance(window[0], int) and (
-                    isinstance(n, int) and n > 0):
-                source = t.meta.get("source", "")
+            window, n = t.meta.window, t.meta.warmup_steps
+            if window and window[0] is not None and n is not None and n > 0:
+                source = t.clash_label
                 # the steps just before the window (MindSpeed-LLM's DPO warmup)
                 out.update((t.rank, source, s) for s in range(window[0] - n, window[0]))
         return out
@@ -214,7 +213,7 @@ class Analysis:
     def comm(self) -> list[CommRow]:
         """Communication per rank, step, kind and op type (torch_npu captures), as each reader
         folds it; ``source`` names the capture where two claim the same rank and step."""
-        return [msgspec.structs.replace(row, rank=t.rank, source=t.meta.get("source", ""))
+        return [msgspec.structs.replace(row, rank=t.rank, source=t.clash_label)
                 for t in self.traces for row in t.comm]
 
     def _top(self, field_name: str, n: int) -> list[tuple[str, Tally]]:
@@ -267,7 +266,7 @@ class Analysis:
         """Device events recorded but not read as device time, per Kineto category."""
         out: dict[str, int] = defaultdict(int)
         for t in self.traces:
-            for cat, count in (t.meta.get("unread_device") or {}).items():
+            for cat, count in (t.meta.unread_device or {}).items():
                 out[cat] += count
         return dict(out)
 
@@ -287,10 +286,10 @@ class Analysis:
 
     def inventory(self) -> list[InventoryRow]:
         return [InventoryRow(file=_rel(t.path, self.root), kind=t.kind, rank=t.rank,
-                             source=t.meta.get("source", ""), group=t.group, bytes=t.size,
+                             source=t.clash_label, group=t.group, bytes=t.size,
                              events=t.events,
                              steps=sorted({r.step for r in t.ranges if r.step is not None}),
-                             level=t.meta.get("level"))
+                             level=t.meta.level)
                 for t in self.traces]
 
     def warnings(self) -> list[str]:

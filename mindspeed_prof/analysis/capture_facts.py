@@ -41,10 +41,10 @@ def beyond_hta(rows: list[Classified]) -> list[Classified]:
 
 
 def worlds(traces: list[TraceData]) -> list[World]:
-    """Per world size the captures record (``meta["world_size"]``): the ranks captured."""
+    """Per world size the captures record (``meta.world_size``): the ranks captured."""
     ranks: dict[int, set[int | None]] = defaultdict(set)
     for t in traces:
-        size = t.meta.get("world_size")
+        size = t.meta.world_size
         if isinstance(size, int) and not isinstance(size, bool) and size > 0:
             ranks[size].add(t.rank)
     return [World(world_size=size, ranks=sorted(held, key=rank_order))

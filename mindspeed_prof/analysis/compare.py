@@ -158,7 +158,7 @@ def captured(x: Analysis) -> dict[str, list[Any]]:
         backends.update(str(c["backend"]) for c in m.captures or []
                         if isinstance(c, dict) and c.get("backend"))
     return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),
-            "level": sorted({str(t.meta["level"]) for t in x.traces if t.meta.get("level")}),
+            "level": sorted({t.meta.level for t in x.traces if t.meta.level}),
             "preset": sorted(presets), "backend": sorted(str(b) for b in backends),
             "ranks": x.ranks,
             "stages": sorted({r.name for r in x.ranges if r.kind == "stage"})}

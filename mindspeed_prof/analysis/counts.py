@@ -103,7 +103,7 @@ def counter_rows(traces: list[TraceData], run: str = "") -> list[CounterRow]:
     stage, name), warmup steps included; by rank, step, stage and name."""
     merged: dict[tuple[Any, ...], CounterRow] = {}
     for t in _preferred(traces):
-        source = t.meta.get("source", "")
+        source = t.clash_label
         source = source if isinstance(source, str) else ""
         for c in t.counters:
             key = (t.rank, source, c.step, c.stage, c.name)
@@ -168,22 +168,20 @@ def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = Non
     seen: dict[str, set[float]] = {"flops_per_token": set(), "peak_tflops": set()}
     problems: list[str] = []
     for t in traces:
-        block = t.meta.get("model")
-        if block is None:
+        block = t.meta.model
+        if block is None:  # (a block of the wrong type: dropped on reading, with a problem)
             continue
-        if not isinstance(block, dict):
-            problems.append(f"{t.path}: its model block is not an object; not used")
-            continue
-        for field in seen:
-            if field in block and block[field] not in (0, 0.0):
-                why = model_problem(field, block[field])
+        for field, value in (("flops_per_token", block.flops_per_token),
+                             ("peak_tflops", block.peak_tflops)):
+            if value is not None and value != 0:
+                why = model_problem(field, value)
                 if why:
                     problems.append(f"{t.path}: model.{why}; not used")
                 else:
-                    seen[field].add(float(block[field]))
+                    seen[field].add(float(value))
     out: dict[str, tuple[float | None, str | None]] = {}
     if given["peak_tflops"] is None and not seen["peak_tflops"]:
-        devices = {str(t.meta["device_name"]) for t in traces if t.meta.get("device_name")}
+        devices = {t.meta.device_name for t in traces if t.meta.device_name}
         known = {(name, peak) for name in devices if (peak := device_peak(name)) is not None}
         if len(known) == 1 and len(devices) == 1:
             ((name, peak),) = known

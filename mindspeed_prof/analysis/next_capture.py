@@ -52,7 +52,7 @@ class NextStep(Row, kw_only=True):
 
 
 def _levels(result: Analysis) -> set[str]:
-    return {str(t.meta.get("level")) for t in result.traces if t.meta.get("level")}
+    return {t.meta.level for t in result.traces if t.meta.level}
 
 
 def _detailed(result: Analysis) -> bool:

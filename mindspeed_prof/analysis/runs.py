@@ -86,13 +86,13 @@ def group(traces: list[TraceData], root: Path,
                     listed[_resolved(Path(str(f)))] = m.run
     stems: dict[tuple[Path, str], str] = {}  # a capture's files: one run
     for t in traces:
-        run = t.meta.get("run")
-        if isinstance(run, str) and run:
+        run = t.meta.run
+        if run:
             stems.setdefault((t.path.parent, capture_stem(t.path)), run)
     out: dict[str, list[TraceData]] = defaultdict(list)
     for t in traces:
-        run = t.meta.get("run")
-        if not isinstance(run, str) or not run:
+        run = t.meta.run
+        if not run:
             run = (stems.get((t.path.parent, capture_stem(t.path)))
                    or listed.get(_resolved(t.path)) or _legacy_key(t.path, root, folders))
         out[run].append(t)
@@ -108,11 +108,11 @@ def _resolved(path: Path) -> Path:
 
 def _trace_time(t: TraceData) -> float | None:
     """When a capture began, as its own clock says, else its file's time (epoch seconds)."""
-    clock = t.meta.get("clock")
-    if isinstance(clock, dict) and isinstance(clock.get("wall_ns"), int):
-        return float(clock["wall_ns"]) / 1e9
-    base = t.meta.get("baseTimeNanoseconds")
-    if isinstance(base, int) and base > 0:
+    clock = t.meta.clock
+    if clock is not None and isinstance(clock.wall_ns, int):
+        return float(clock.wall_ns) / 1e9
+    base = t.meta.base_time_ns
+    if base is not None and base > 0:
         return base / 1e9
     try:
         return t.path.stat().st_mtime

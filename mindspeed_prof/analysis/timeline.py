@@ -134,10 +134,9 @@ def _role_order(role: str) -> tuple[int, str]:
 
 
 def _key(data: TraceData) -> TrackKey:
-    meta = data.meta
-    role = meta.get("role") if isinstance(meta.get("role"), str) else data.group
-    host = meta.get("host")
-    if not isinstance(host, str):
+    role = data.meta.role if data.meta.role is not None else data.group
+    host = data.meta.host
+    if host is None:
         m = _HOST_IN_STEM.match(data.path.name)
         host = m.group(1) if m else ""
     return TrackKey(_role_order(str(role)), rank_order(data.rank), host, data.rank)

@@ -14,13 +14,11 @@ __all__ = ["align", "clock_offset_us"]
 
 def clock_offset_us(data: TraceData) -> float | None:
     """Microseconds to add to this capture's ``ts`` for wall-clock time; None without a record."""
-    clock = data.meta.get("clock")
-    if isinstance(clock, dict):
-        wall, trace = clock.get("wall_ns"), clock.get("trace_ns")
-        if isinstance(wall, (int, float)) and isinstance(trace, (int, float)):
-            return (wall - trace) / 1000.0
-    base = data.meta.get("baseTimeNanoseconds")
-    if isinstance(base, (int, float)) and not isinstance(base, bool):
+    clock = data.meta.clock
+    if clock is not None and clock.wall_ns is not None and clock.trace_ns is not None:
+        return (clock.wall_ns - clock.trace_ns) / 1000.0
+    base = data.meta.base_time_ns
+    if base is not None:
         return base / 1000.0
     if data.kind == "npu":  # torch_npu converts its device clock to wall-clock microseconds
         return 0.0

@@ -32,27 +32,23 @@ class Triggered(Row, kw_only=True):
     file: str
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def triggered(result: Analysis) -> list[Triggered]:
     """Every flight dump and triggered capture of ``result``, by rank then step."""
     out = []
     for t in result.traces:
         meta = t.meta
-        trigger = meta.get("trigger") if isinstance(meta.get("trigger"), str) else None
-        if meta.get("stage") == "flight" or t.group == "flight":
+        trigger = meta.trigger
+        if meta.stage == "flight" or t.group == "flight":
             trigger = "flight"
         if not trigger:
             continue
-        held = meta.get("steps")
-        steps = (sorted(s for s in held if _int(s) is not None) if isinstance(held, list)
+        held = meta.steps
+        steps = (sorted(s for s in held if s is not None) if held is not None
                  else sorted({r.step for r in t.ranges if r.step is not None}))
-        step = _int(meta.get("trigger_step"))
+        step = meta.trigger_step
         if step is None:
-            step = _int(meta.get("step")) if trigger != "flight" else None
-        reason = meta.get("reason") if isinstance(meta.get("reason"), str) else None
+            step = meta.step if trigger != "flight" else None
+        reason = meta.reason
         if step is None and steps:  # a capture starts at its step; a dump ends at its fault
             step = steps[-1] if trigger == "flight" else steps[0]
         out.append(Triggered(rank=t.rank, trigger=trigger, reason=reason, step=step,

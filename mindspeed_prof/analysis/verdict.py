@@ -238,7 +238,8 @@ def memory(result: Analysis) -> MemoryVerdict | None:
     """The highest whole-capture peak, against the capacity its trace records; of equal peaks,
     the lowest rank's (never the order the captures were found in)."""
     best: MemoryVerdict | None = None
-    capacity = {t.rank: t.meta.get("device_memory_bytes") for t in result.traces}
+    capacity: dict[int | None, float | None] = {t.rank: t.meta.device_memory_bytes
+                                                for t in result.traces}
     for row in sorted(result.memory(), key=lambda r: (rank_order(r.rank), r.source)):
         peak = row.peak_allocated_bytes
         if row.stage is not None or peak is None or (best and peak <= best.peak_bytes):

@@ -12,11 +12,12 @@ import bisect
 import logging
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
-from typing import Any
+
+import msgspec
 
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import Trigger
+from mindspeed_prof.formats.anomaly import Action, Anomaly
 
 __all__ = ["Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
 
@@ -58,22 +59,6 @@ class AnomalyDetector:
         return median
 
 
-@dataclass(frozen=True)
-class Anomaly:
-    """One trigger as the manifest records it (with the rank); ``action``: what was done."""
-
-    step: int | None
-    stage: str | None
-    time: float
-    duration_ms: float
-    median_ms: float
-    factor: float
-    action: str  # capture | skipped: <why>
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 class AnomalyTrigger:
     """Decides, per slow step or stage, whether to capture: at most one trigger per step, at
     most ``max_captures`` captures per run, never while another capture is active or queued.
@@ -95,6 +80,7 @@ class AnomalyTrigger:
         if median is None or (self._fired and step == self._last_step):
             return None
         self._fired, self._last_step = True, step
+        action: Action
         if busy:
             action = "skipped: another capture is active"
         elif self.captures >= self.max_captures:
@@ -135,7 +121,7 @@ class AnomalyPart(Part):
         if found is None:
             return
         if len(host.triggers) < MAX_KEPT:
-            host.triggers.append({**found.to_json(), "rank": host.rank})
+            host.triggers.append(msgspec.structs.replace(found, rank=host.rank))
         if found.action != "capture":
             return
         if stage is not None and host.step_open:

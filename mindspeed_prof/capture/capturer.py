@@ -54,8 +54,8 @@ class Capturer:
         metadata = host.metadata(capture.stage, capture.step)
         if capture.trigger:
             directory.insert(0, "triggered")
-            metadata["trigger"] = capture.trigger
-        metadata["level"] = cfg.profile_level.value
+            metadata.trigger = capture.trigger
+        metadata.level = cfg.profile_level.value
         folder = inside(host.save_root, *directory)
         target = CaptureTarget(folder, host.new_stem(folder, capture.step, capture.index),
                                host.rank, host.role, capture, metadata)

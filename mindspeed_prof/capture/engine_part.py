@@ -79,10 +79,10 @@ class EnginePart(Part):
         """The capture's engine traces stamped and listed in its record; whether any came."""
         try:
             files = [f for f in self.driver.collect(folder) if str(f) not in record.files]
-            block = {**self.host.metadata(record.stage, record.step),
-                     "engine": self.driver.kind}
+            block = self.host.metadata(record.stage, record.step)
+            block.engine = self.driver.kind
             if record.iterations:
-                block["iterations"] = list(record.iterations)
+                block.iterations = list(record.iterations)
             for path in files:
                 stamp(path, block)
         except Exception as err:

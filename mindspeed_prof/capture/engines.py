@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.formats.header import CaptureHeader, header_dict
+
 __all__ = ["ENGINES", "EngineDriver", "driver_for", "engine_kind", "stamp"]
 
 ENGINES = ("vllm", "sglang")
@@ -137,7 +139,7 @@ def driver_for(engine: Any, kind: str = "auto", **options: Any) -> EngineDriver:
     return EngineDriver(engine, engine_kind(engine, kind), **options)
 
 
-def stamp(path: Path, block: dict[str, Any]) -> bool:
+def stamp(path: Path, block: CaptureHeader) -> bool:
     """Write ``"mindspeed_prof": block`` first in the JSON object of ``path`` (plain or gzipped),
     rewritten aside and renamed into place; False (the file untouched) when it is not a JSON
     object or already has one."""
@@ -148,7 +150,7 @@ def stamp(path: Path, block: dict[str, Any]) -> bool:
     if head[start:start + 1] != b"{" or b'"mindspeed_prof"' in head:
         return False
     tmp = path.with_name(path.name + ".tmp")
-    inserted = b'{"mindspeed_prof": ' + json.dumps(block).encode() + b","
+    inserted = b'{"mindspeed_prof": ' + json.dumps(header_dict(block)).encode() + b","
     try:
         with opener(path, "rb") as src, opener(tmp, "wb") as dst:
             src.read(start + 1)

@@ -12,7 +12,6 @@ import os
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.capture.naming import inside, release_stem
 from mindspeed_prof.capture.part import Host, Part
@@ -21,6 +20,7 @@ from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.spans import Chunk, Event, RangeBuffer, write_trace
 from mindspeed_prof.formats import SPANS
+from mindspeed_prof.formats.header import CaptureHeader
 
 __all__ = ["Flight", "FlightRecorder"]
 
@@ -56,7 +56,7 @@ class FlightRecorder:
         """The steps in the ring, oldest first."""
         return [step for step, _ in self._ring]
 
-    def dump(self, path: Path, metadata: dict[str, Any]) -> Path:
+    def dump(self, path: Path, metadata: CaptureHeader) -> Path:
         """Write the ring as a range file (read like any other by ``analyse``)."""
         return write_trace(path, list(self._ring), self.buffer, metadata)
 
@@ -102,8 +102,8 @@ class Flight(Part):
         self._tap.drain(host.step_now)
         steps = [s for s in self.ring.held_steps() if s is not None]
         first = steps[0] if steps else host.step_now or 0
-        metadata = {**host.metadata("flight", first), "reason": reason, "steps": steps,
-                    "trigger_step": at}
+        metadata = host.metadata("flight", first)
+        metadata.reason, metadata.steps, metadata.trigger_step = reason, list(steps), at
         record = CaptureRecord(stage=ALL, step=first, index=0, rank=host.rank, role=host.role,
                                backend="flight", steps=steps, reason=reason, trigger="flight",
                                recorded=["ranges"], trigger_step=at)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.config.schema import IntegratedConfig
+from mindspeed_prof.formats.anomaly import Anomaly
+from mindspeed_prof.formats.header import CaptureHeader
 
 if TYPE_CHECKING:
     from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
@@ -48,7 +50,7 @@ class Host(Protocol):
     plan: CapturePlan
     failed: bool
     captures: list[CaptureRecord]
-    triggers: list[dict[str, Any]]
+    triggers: list[Anomaly]
 
     @property
     def step_now(self) -> int | None: ...
@@ -62,7 +64,7 @@ class Host(Protocol):
     @property
     def busy(self) -> bool: ...
 
-    def metadata(self, stage: str, step: int) -> dict[str, Any]: ...
+    def metadata(self, stage: str, step: int) -> CaptureHeader: ...
 
     def new_stem(self, folder: Path, step: int, index: int) -> str: ...
 

@@ -24,7 +24,7 @@ from mindspeed_prof.capture import count as _count
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
 from mindspeed_prof.capture import run as _run
-from mindspeed_prof.capture.anomaly import AnomalyPart
+from mindspeed_prof.capture.anomaly import Anomaly, AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
@@ -49,6 +49,7 @@ from mindspeed_prof.config.schema import (
 )
 from mindspeed_prof.config.validate import RUN_KEY, validate
 from mindspeed_prof.formats import anchor
+from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 from mindspeed_prof.formats.run import valid_run_id
 
 __all__ = ["CaptureRecord", "OnCapture", "Profiler", "ProfilerError", "TrainerHook", "current"]
@@ -93,7 +94,7 @@ class Profiler(RolloutHooks):
         self.save_root = Path(cfg.profile_save_path).expanduser().absolute()
         self.captures: list[CaptureRecord] = []
         #: Anomalies seen (JSON-ready, for the manifest): rank, step, stage, time, median...
-        self.triggers: list[dict[str, Any]] = []
+        self.triggers: list[Anomaly] = []
         self.failed = False
         self.on_capture = list(on_capture)
         self._step: int | None = None
@@ -346,19 +347,19 @@ class Profiler(RolloutHooks):
             self._run = _run.resolve()
         return self._run
 
-    def metadata(self, stage: str, step: int) -> dict[str, Any]:
+    def metadata(self, stage: str, step: int) -> CaptureHeader:
         """What a capture's files record about it (the range file's header, the trace's):
         ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
-        out = {"run": self.run[0], "rank": self.rank, "role": self.role, "stage": stage,
-               "step": step, "host": host_name(), "pid": os.getpid(),
-               "level": self.cfg.profile_level.value,
-               "window": [self.plan.start, self.plan.end], "warmup_steps": self.plan.warmup}
-        if self.cfg.comm_kernels:
-            out["comm_kernels"] = self.cfg.comm_kernels
+        model = None
         if self.cfg.model_flops_per_token or self.cfg.peak_tflops:  # for MFU (0: not given)
-            out["model"] = {"flops_per_token": self.cfg.model_flops_per_token,
-                            "peak_tflops": self.cfg.peak_tflops}
-        return out
+            model = ModelFacts(flops_per_token=self.cfg.model_flops_per_token,
+                               peak_tflops=self.cfg.peak_tflops)
+        return CaptureHeader(run=self.run[0], rank=self.rank, role=self.role, stage=stage,
+                             step=step, host=host_name(), pid=os.getpid(),
+                             level=self.cfg.profile_level.value,
+                             window=[self.plan.start, self.plan.end],
+                             warmup_steps=self.plan.warmup,
+                             comm_kernels=self.cfg.comm_kernels or None, model=model)
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:
         """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``

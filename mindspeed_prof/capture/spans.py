@@ -18,6 +18,10 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any, Callable
 
+import msgspec
+
+from mindspeed_prof.formats.header import KIND_SPANS, CaptureHeader, Clock, header_dict
+
 __all__ = ["Chunk", "Count", "Event", "ITERATION", "ITERATION_RANGE", "RangeBuffer",
            "STEP_RANGE", "SpanRecorder", "trace_body", "write_trace"]
 
@@ -197,12 +201,13 @@ def _iteration_tail(step: int | None, iteration: str) -> str:
     return f', "args": {{{at}"iteration": {iteration}}}}}'
 
 
-def _header(metadata: dict[str, Any], buffer: RangeBuffer) -> bytes:
+def _header(metadata: CaptureHeader, buffer: RangeBuffer) -> bytes:
     # ts are written on the wall clock: the (wall clock, trace clock) pair at the start is equal
-    clock = {"wall_ns": buffer.wall0_ns, "trace_ns": buffer.wall0_ns}
+    clock = Clock(wall_ns=buffer.wall0_ns, trace_ns=buffer.wall0_ns)
+    block = msgspec.structs.replace(metadata, kind=KIND_SPANS, format=FORMAT, clock=clock)
     head = {"schemaVersion": 1, "displayTimeUnit": "ms",
-            "distributedInfo": {"rank": metadata.get("rank", 0)},
-            "mindspeed_prof": {"kind": "spans", "format": FORMAT, **metadata, "clock": clock}}
+            "distributedInfo": {"rank": 0 if metadata.rank is None else metadata.rank},
+            "mindspeed_prof": header_dict(block)}
     return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
 
 
@@ -214,7 +219,7 @@ def _named(err: OSError, path: Path) -> OSError:
 
 
 def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
-                metadata: dict[str, Any]) -> Path:
+                metadata: CaptureHeader) -> Path:
     """Write ``chunks`` as one complete range file: written aside, then renamed into place; a
     write that fails (a full disk) leaves nothing behind."""
     body = ",\n".join(trace_body(chunks, buffer, os.getpid()))
@@ -248,7 +253,7 @@ class SpanRecorder:
 
     reusable = True
 
-    def __init__(self, path: Path, metadata: dict[str, Any], buffer: RangeBuffer | None = None,
+    def __init__(self, path: Path, metadata: CaptureHeader, buffer: RangeBuffer | None = None,
                  interval_s: float = 0.01) -> None:
         self.path = path
         self.buffer = RangeBuffer() if buffer is None else buffer

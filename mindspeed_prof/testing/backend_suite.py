@@ -17,6 +17,7 @@ from mindspeed_prof.capture.backends import Backend, CaptureTarget
 from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.config.validate import validate
+from mindspeed_prof.formats.header import CaptureHeader
 
 __all__ = ["BackendConformance"]
 
@@ -33,7 +34,7 @@ class BackendConformance:
     def target(self, root: Path, step: int = 1, rank: int = 0, stage: str = "all") -> CaptureTarget:
         return CaptureTarget(root / "integrated", f"rank{rank}_host_{os.getpid()}_step{step}",
                              rank, "integrated", Capture(stage, step),
-                             {"rank": rank, "stage": stage, "step": step})
+                             CaptureHeader(rank=rank, stage=stage, step=step))
 
     def load(self, path: Path) -> None:
         """Fail unless ``path`` (a file or folder the backend returned) is a readable capture."""

@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Mem
 from mindspeed_prof.analysis.rows import InventoryRow, MemoryRow, StepRow, to_json
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import span, write_trace
+from mindspeed_prof.formats.header import CaptureHeader, read_header
 
 
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:
@@ -287,7 +288,7 @@ def test_straggler_of_a_clashing_capture_names_its_source() -> None:
 
 
 def test_range_table_leaves_warmup_out_when_asked() -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta = CaptureHeader(window=[2, 3], warmup_steps=1)
     result = Analysis(root=Path("."), traces=[_data(
         0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
     assert [r.count for r in result.range_table()] == [2]
@@ -336,7 +337,7 @@ def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
 
 def test_inventory_row_of_a_capture() -> None:
     t = _data(3, ("step", "ProfilerStep#4", 4, 1.0), ("stage", "actor_update", 2, 1.0),
-              ("range", "fwd", None, 1.0), meta={"level": "level1", "source": "host-a"},
+              ("range", "fwd", None, 1.0), meta=CaptureHeader(level="level1"), clash_label="host-a",
               events=7)
     (row, other) = Analysis(root=Path("run"), traces=[t, _data(4)]).inventory()
     assert other.source == "" and other.level is None
@@ -368,7 +369,7 @@ def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None
 
 
 def test_json_holds_every_table(tmp_path: Path) -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta = CaptureHeader(window=[2, 3], warmup_steps=1)
     traces = [_data(r, ("step", "ProfilerStep#1", 1, 20.0), ("stage", "actor_update", 1, ms),
                     ("range", "fwd", 1, ms), meta=meta, kernels={"k": Tally(1, 5.0)},
                     runtime={"cudaLaunchKernel": Tally(2, 1.0)}, ops={"aten::mm": Tally(3, 2.0)},
@@ -428,7 +429,7 @@ def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
 
 
 def test_stage_and_step_tables_order_and_clashing_sources() -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta = CaptureHeader(window=[2, 3], warmup_steps=1)
     traces = [_data(r, ("step", "ProfilerStep#2", 2, 9.0), ("stage", "actor_update", 2, 4.0),
                     ("stage", "actor_update", 1, 6.0), ("range", "fwd", 2, 1.0), meta=meta)
               for r in (10, 2, None)]
@@ -486,7 +487,7 @@ def test_warmup_only_from_a_well_formed_window_and_count() -> None:
              {"window": [1, 3], "warmup_steps": 1.5}, {"window": [1, 3], "warmup_steps": None},
              {"window": None, "warmup_steps": 1}, {"window": [], "warmup_steps": 1},
              {"window": ["1", 3], "warmup_steps": 1}, {"warmup_steps": 1}]
-    traces = [_data(rank, meta=meta) for rank, meta in enumerate(metas)]
+    traces = [_data(rank, meta=read_header(meta, "x")[0]) for rank, meta in enumerate(metas)]
     assert Analysis(root=Path("."), traces=traces).warmup() == {(0, 3), (0, 4)}
 
 
@@ -514,7 +515,7 @@ def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
     traces = []
     for role, warmup in (("actor", 1), ("rollout", 0)):
         t = TraceData(Path(f"run/{role}/rank0_h_1_step1.pt.trace.json"), "torch", 0, role, 1,
-                      meta={"role": role, "window": [2, 3], "warmup_steps": warmup})
+                      meta=CaptureHeader(role=role, window=[2, 3], warmup_steps=warmup))
         t.ranges = [Range(0, "step", "ProfilerStep#1", 1, 0.0, 1000.0),
                     Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
                     Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2

@@ -15,6 +15,7 @@ from mindspeed_prof import jsonio
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
+from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,8 @@ def test_every_field_round_trips(capture: Path) -> None:
               "memory": Memory(source="torch_npu", peak_allocated_bytes=2**40,
                                timeline=[[1.0, 5, 6]],
                                top_ops=[Alloc(op="mm", count=1, bytes=3, max_bytes=3)]),
-              "meta": {"host": "h", "nested": {"a": [1, "b"]}}}
+              "meta": CaptureHeader(host="h", window=[1, None],
+                                    model=ModelFacts(peak_tflops=2.5))}
     for name, value in values.items():
         setattr(data, name, value)
     data.ranges.append(Range(0, "range", "odd \u00e9 \"name\"", None, 1.5, 0.25))
@@ -221,7 +223,7 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
 def test_a_value_msgpack_cannot_hold_is_named(capture: Path) -> None:
     """``encode`` names the type it cannot hold (the pool then sends a pickle instead)."""
     data = read(capture)
-    data.meta["odd"] = 1j
+    data.meta.host = 1j  # type: ignore[assignment]
     with pytest.raises(NotImplementedError, match=r"^cannot cache complex$"):
         cache.encode(data)
 

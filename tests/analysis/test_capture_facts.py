@@ -17,11 +17,12 @@ from mindspeed_prof.analysis.readers.model import Tally, TraceData
 from mindspeed_prof.analysis.rows import World
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
+from mindspeed_prof.formats.header import read_header
 from mindspeed_prof.views.words import verdict_lines
 
 
 def _trace(rank: int | None, **meta: object) -> TraceData:
-    return TraceData(Path(f"rank{rank}.json"), "torch", rank, "g", 1, meta=dict(meta))
+    return TraceData(Path(f"rank{rank}.json"), "torch", rank, "g", 1, meta=read_header(meta, "x")[0])
 
 
 def test_classified_sums_each_rule_in_the_tables_order() -> None:

@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.rows import DeviceMeans, Peaks, SideBySide
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, first: float = 1.0,
@@ -140,7 +141,7 @@ def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
                                                                include_warmup: bool) -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}
+    meta = CaptureHeader(window=[2, 3], warmup_steps=1)
     a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [40.0, 10.0, 10.0]},
                                           {"fwd": [4.0, 1.0, 1.0]}, meta=meta),
                   include_warmup=include_warmup)
@@ -168,7 +169,7 @@ def _device(step: int | None, compute: float, stage: str | None = None,
 
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: bool) -> None:
-    meta = {"window": [2, 4], "warmup_steps": 1}
+    meta = CaptureHeader(window=[2, 4], warmup_steps=1)
     rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0, memcpy=None),
             _device(None, 1000.0),  # launched outside every step
             _device(2, 7.0, stage="actor_update")]
@@ -239,9 +240,10 @@ def test_captured_reads_presets_and_backends_from_manifests(tmp_path: Path) -> N
               [{"backend": "torch_npu"}, {"backend": ""}])
     (root / "notes.json").write_text(json.dumps({"job": {"overrides": ["profiler=other"]}}))
     t = _traces(root, 3, {"actor_update": [1.0, 1.0], "critic_update": [1.0]}, {"fwd": [1.0]},
-                meta={"level": "level1"})
+                meta=CaptureHeader(level="level1"))
     t.ranges.append(Range(3, "step", "ProfilerStep#7", 7, 7e6, 10.0))
-    u = TraceData(root / "rank4.json", "torch", 4, "integrated", 1, meta={"level": "level0"})
+    u = TraceData(root / "rank4.json", "torch", 4, "integrated", 1,
+                  meta=CaptureHeader(level="level0"))
     got = captured(_analysis(root, t, u))
     assert got == {"steps": [1, 2, 7], "level": ["level0", "level1"],
                    "preset": ["mstx_light", "npu_level1"],

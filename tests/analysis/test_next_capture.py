@@ -23,11 +23,12 @@ from mindspeed_prof.analysis.readers.model import CommRow, Tally
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.presets import PRESETS, preset_sections
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) -> TraceData:
     t = TraceData(Path(f"run/rank{rank}.mstx.trace.json"), "spans", rank, "integrated", 1,
-                  meta={"level": level, "stage": "all"}, **fields)
+                  meta=CaptureHeader(level=level, stage="all"), **fields)
     for step in (1, 2):
         t.ranges += [Range(rank, "step", f"ProfilerStep#{step}", step, 0.0, 1e3 * (generate + 20)),
                      Range(rank, "stage", "actor_generate", step, 0.0, 1e3 * generate),

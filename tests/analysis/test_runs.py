@@ -25,6 +25,7 @@ from mindspeed_prof.capture import run as run_id
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats.manifest import Manifest, manifest_name, write_manifest
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 def _runs_of(root: Path) -> list[str]:
@@ -52,7 +53,7 @@ def test_the_newest_run_is_the_answer_and_its_first_line_says_so(
     result = analyse(root)
     assert result.run is not None and result.run.id == second
     assert [r.id for r in result.runs] == [second, first]
-    assert {t.meta["run"] for t in result.traces} == {second}
+    assert {t.meta.run for t in result.traces} == {second}
     assert [(r.stage, r.rank, r.count) for r in result.stage_rank()] == [
         (s, rank, 3) for s in STAGES for rank in (0, 1)]  # three steps each, not six
     v = verdict(result)
@@ -98,7 +99,7 @@ def test_all_runs_each_apart(two_runs: tuple[Path, str, str],
     root, first, second = two_runs
     results = analyse_runs(root, run="all")
     assert [r.run.id for r in results if r.run] == [second, first]
-    assert all(len({t.meta["run"] for t in r.traces}) == 1 for r in results)
+    assert all(len({t.meta.run for t in r.traces}) == 1 for r in results)
     assert main(["analyse", str(root), "--run", "all"]) == 0
     heads = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")]
     assert [h.split()[1] for h in heads] == [second, first]
@@ -206,7 +207,7 @@ def _trace(run: str, rank: int, steps: dict[int, list[tuple[str, float, float, s
     """A range file of ``run`` on ``rank``: per step, its stages (name, start offset, ms,
     thread); the step lasts ``gap`` ms past its last stage's end."""
     t = TraceData(Path(f"r/{run}/rank{rank}.mstx.trace.json"), "spans", rank, "integrated", 1,
-                  meta={"run": run, "kind": "spans", "rank": rank})
+                  meta=CaptureHeader(run=run, kind="spans", rank=rank))
     base = 0.0
     for step, stages in steps.items():
         end = max((off + ms for _, off, ms, _ in stages), default=0.0)
@@ -237,7 +238,7 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
     assert sorted(r.run.id for r in results if r.run) == [f"run{i}" for i in range(len(plans))]
     for result in results:
         assert result.run is not None
-        runs = {t.meta["run"] for t in result.traces}
+        runs = {t.meta.run for t in result.traces}
         assert runs == {result.run.id} and not result.clashes  # each rank once per run
         v = verdict(result)
         if v.slowest is not None and v.slowest.share is not None:

@@ -94,9 +94,14 @@ def test_mfu_needs_both_facts_and_says_why() -> None:
 def test_hostile_and_disagreeing_model_blocks_are_not_used(tmp_path: Path) -> None:
     rl_run(tmp_path / "a", ranks=(0,), calls=_calls, model={"flops_per_token": "big",
                                                             "peak_tflops": -1})
-    model = analyse(tmp_path / "a").model()
+    result = analyse(tmp_path / "a")
+    model = result.model()
     assert (model.flops_per_token, model.peak_tflops) == (None, None)
-    assert len(model.problems) == 2 and "not a number" in model.problems[0]
+    # the string is dropped on reading the header (one problem naming the file and key), the
+    # negative number when the model facts are taken
+    assert len(model.problems) == 1 and "peak_tflops=-1.0: allowed" in model.problems[0]
+    (odd,) = [p for p in result.problems() if "model.flops_per_token" in p]
+    assert odd.startswith(str(result.traces[0].path)) and "wrong type" in odd
     rl_run(tmp_path / "b", ranks=(0,), calls=_calls, model={"flops_per_token": 1e9})
     rl_run(tmp_path / "b2", ranks=(1,), calls=_calls, model={"flops_per_token": 2e9})
     for f in (tmp_path / "b2").iterdir():

@@ -23,6 +23,7 @@ from mindspeed_prof.analysis.timeline import (
 )
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.sqlite_trace import write_db
+from mindspeed_prof.formats.header import CaptureHeader, read_header
 
 WALL0_US = 1_790_000_000_000_000.0  # the wall-clock time of step 1 on every host
 STEP_US = 100_000.0
@@ -216,13 +217,13 @@ def test_parse_steps_edges() -> None:
 
 WALL_US = 1_000_000.0  # the wall clock at trace-clock 0 of every hand-built capture below
 CLOCK = {"clock": {"wall_ns": 1_000_000_000, "trace_ns": 0}}
-BASE = {"baseTimeNanoseconds": 1_000_000_000}
+BASE = CaptureHeader(base_time_ns=1_000_000_000)  # Kineto's baseTimeNanoseconds
 
 
 def spans(path: Path, ranges: list[Range], rank: int | None = 0, group: str = "actor",
           **meta: Any) -> TraceData:
     """A range file's reading, built by hand: its clock puts trace-clock 0 at ``WALL_US``."""
-    return TraceData(path, "spans", rank, group, 0, ranges=ranges, meta={**CLOCK, **meta})
+    return TraceData(path, "spans", rank, group, 0, ranges=ranges, meta=read_header({**CLOCK, **meta}, path)[0])
 
 
 def step(n: int, ts: float, dur: float = 100.0) -> Range:
@@ -267,7 +268,7 @@ def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
         {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 14.0, "pid": 1, "tid": 2},
         x("after the steps", 2000.0),
     ])
-    torch_data = TraceData(ops, "torch", 0, "actor", 0, meta=dict(BASE))
+    torch_data = TraceData(ops, "torch", 0, "actor", 0, meta=BASE)
     out = tmp_path / "t.json"
     write_timeline([ranges, torch_data], out, detail=None)
     trace = load(out)
@@ -301,7 +302,7 @@ def test_detail_of_a_db_capture_is_its_complete_events(tmp_path: Path) -> None:
         {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 11.0, "pid": 1, "tid": 2},
     ]}, Path(f"{stem}.pt.trace.db"))
     out = tmp_path / "t.json"
-    write_timeline([ranges, TraceData(db, "db", 0, "actor", 0, meta=dict(BASE))], out,
+    write_timeline([ranges, TraceData(db, "db", 0, "actor", 0, meta=BASE)], out,
                    detail=frozenset({0}))
     _, events = detail_events(load(out))
     assert events == [{"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "aten::mm",
@@ -346,7 +347,7 @@ def test_steps_window_spans_the_captures_steps_on_the_wall_clock(tmp_path: Path)
         x("late", 250.0),
     ])
     out = tmp_path / "t.json"
-    write_timeline([ranges, TraceData(ops, "torch", 0, "actor", 0, meta=dict(BASE))], out,
+    write_timeline([ranges, TraceData(ops, "torch", 0, "actor", 0, meta=BASE)], out,
                    detail=None, steps=parse_steps("2:3"))
     trace = load(out)
     assert trace["otherData"]["origin_wall_us"] == WALL_US + 100.0
@@ -407,7 +408,7 @@ def test_track_role_and_host_come_from_metadata_then_folder_and_file_name(
 def test_clock_offset_needs_both_halves_of_a_clock_record(tmp_path: Path) -> None:
     """Half a clock record is no record; torch_npu's times are wall-clock already (offset 0)."""
     def data(kind: str, **meta: Any) -> TraceData:
-        return TraceData(tmp_path / "c", kind, 0, "actor", 0, meta=meta)
+        return TraceData(tmp_path / "c", kind, 0, "actor", 0, meta=read_header(meta, "x")[0])
 
     assert clock_offset_us(data("torch", clock={"wall_ns": 5000, "trace_ns": None})) is None
     assert clock_offset_us(data("torch", clock={"trace_ns": 5000})) is None

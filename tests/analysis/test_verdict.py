@@ -12,14 +12,15 @@ from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.chrome import device_memory
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.verdict import bound_of, verdict
+from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.views.words import verdict_lines
 
 
-def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], meta: Any = None,
+def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], meta: CaptureHeader | None = None,
           **fields: Any) -> TraceData:
     """A capture of ``rank`` holding (kind, name, step, ms) ranges."""
     t = TraceData(Path(f"run/rank{rank}.pt.trace.json"), "torch", rank, "integrated", 1,
-                  meta=meta or {}, **fields)
+                  meta=meta or CaptureHeader(), **fields)
     t.ranges += [Range(rank, kind, name, step, 1000.0 * i, ms * 1000.0)
                  for i, (kind, name, step, ms) in enumerate(ranges)]
     return t
@@ -128,7 +129,7 @@ def test_light_capture_of_ranges_names_the_slowest_range() -> None:
 
 
 def test_warmup_steps_are_left_out_and_said() -> None:
-    meta = {"window": [2, 3], "warmup_steps": 1}  # MindSpeed-LLM's: warmup on step start-1
+    meta = CaptureHeader(window=[2, 3], warmup_steps=1)  # MindSpeed-LLM's: warmup on step start-1
     result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 900.0),
                                                       ("step", "ProfilerStep#2", 2, 100.0),
                                                       meta=meta)])
@@ -175,7 +176,7 @@ def test_npu_step_from_the_device_when_no_step_ranges() -> None:
 
 def test_memory_against_the_capacity_the_trace_records() -> None:
     traces = [_data(r, memory=Memory(source="trace", peak_allocated_bytes=peak),
-                    meta={"device_memory_bytes": 80 * 2**30}) for r, peak in ((0, 2**33),
+                    meta=CaptureHeader(device_memory_bytes=80 * 2**30)) for r, peak in ((0, 2**33),
                                                                             (1, 3 * 2**32))]
     m = verdict(Analysis(root=Path("."), traces=traces)).memory
     assert m is not None and (m.rank, m.peak_bytes, m.share) == (1, 3 * 2**32, 0.15)
@@ -194,7 +195,7 @@ def test_device_memory_from_kineto_properties(props: Any, size: int | None) -> N
 
 
 def test_a_flight_dump_is_unusual_at_the_step_that_triggered_it() -> None:
-    meta = {"stage": "flight", "reason": "anomaly", "steps": [6, 7, 8], "trigger_step": 8}
+    meta = CaptureHeader(stage="flight", reason="anomaly", steps=[6, 7, 8], trigger_step=8)
     dump = TraceData(Path("run/flight/rank0_h_1_step6.mstx.trace.json"), "spans", 0, "flight",
                      1, meta=meta)
     v = verdict(Analysis(root=Path("run"), traces=[dump]))

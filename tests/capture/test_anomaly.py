@@ -133,7 +133,7 @@ def test_anomaly_min_ms_from_the_config(tmp_path: Path, monkeypatch: pytest.Monk
         with prof.step(step):
             clock.ns += 20 * MS + (round(over_ms * MS) if step == 5 else 0)
     prof.close()
-    assert [t["step"] for t in prof.triggers] == ([5] if fires else [])
+    assert [t.step for t in prof.triggers] == ([5] if fires else [])
 
 
 def test_scheduler_runs_triggers_in_order_and_not_over_a_planned_capture() -> None:
@@ -177,9 +177,9 @@ def test_slow_step_captures_the_next_steps_under_triggered(
                     clock.ns += 10_000_000 * (8 if step in (8, 12) else 1)
     prof.close()
     (anomaly, again) = prof.triggers
-    assert anomaly["rank"] == 3 and anomaly["step"] == 8 and anomaly["stage"] == "actor_update"
-    assert anomaly["median_ms"] == 10 and anomaly["factor"] == 2.0
-    assert anomaly["action"] == "capture" and again["action"].startswith("skipped")
+    assert anomaly.rank == 3 and anomaly.step == 8 and anomaly.stage == "actor_update"
+    assert anomaly.median_ms == 10 and anomaly.factor == 2.0
+    assert anomaly.action == "capture" and again.action.startswith("skipped")
     flight, triggered = prof.captures
     assert flight.reason == "anomaly" and flight.steps == [6, 7, 8]
     assert triggered.trigger == "anomaly" and triggered.steps == [9, 10]
@@ -207,7 +207,7 @@ def test_the_flight_dump_for_an_anomaly_holds_the_anomalous_step_whole(
             clock.ns += 10_000_000 * (9 if step == 40 and not slow else 1)
     prof.close()
     (anomaly,) = prof.triggers
-    assert (anomaly["step"], anomaly["stage"]) == (40, slow)
+    assert (anomaly.step, anomaly.stage) == (40, slow)
     flight = prof.captures[0]
     assert flight.reason == "anomaly" and flight.steps == list(range(33, 41))
     assert flight.trigger_step == 40 and flight.to_json()["trigger_step"] == 40
@@ -262,7 +262,7 @@ class _Host:
                              "anomaly_capture_steps": 2, "anomaly_max_captures": 5})
         self.rank, self.save_root = 3, root
         self.capturing, self.busy, self.step_open = False, busy, False
-        self.triggers: list[dict[str, Any]] = []
+        self.triggers: list[Anomaly] = []
         self.dumps: list[tuple[str, int | None]] = []
         self.requests: list[Trigger] = []
 
@@ -292,7 +292,7 @@ def test_failed_or_unmeasured_ends_are_not_measured(tmp_path: Path) -> None:
     part.on_step_end(4, None, False)
     assert host.triggers == [] and host.dumps == [] and host.requests == []
     part.on_step_end(5, 30 * MS, False)  # the window is still [10, 10] ms
-    assert [(t["step"], t["stage"], t["median_ms"]) for t in host.triggers] == [(5, None, 10.0)]
+    assert [(t.step, t.stage, t.median_ms, t.rank) for t in host.triggers] == [(5, None, 10.0, 3)]
 
 
 def test_an_anomaly_while_busy_is_recorded_as_skipped_and_nothing_is_done(
@@ -300,17 +300,17 @@ def test_an_anomaly_while_busy_is_recorded_as_skipped_and_nothing_is_done(
     host = _Host(tmp_path, busy=True)
     part = _part(host)
     part.on_step_end(3, 30 * MS, False)
-    assert [(t["step"], t["action"]) for t in host.triggers] == [
+    assert [(t.step, t.action) for t in host.triggers] == [
         (3, "skipped: another capture is active")]
     assert host.dumps == [] and host.requests == []
 
 
 def test_anomalies_past_the_kept_maximum_are_acted_on_but_not_kept(tmp_path: Path) -> None:
     host = _Host(tmp_path)
-    host.triggers = [{"step": n} for n in range(MAX_KEPT)]
+    host.triggers = [Anomaly(n, None, 0.0, 1.0, 1.0, 2.0, "capture") for n in range(MAX_KEPT)]
     part = _part(host)
     part.on_step_end(3, 30 * MS, False)
-    assert len(host.triggers) == MAX_KEPT and host.triggers[-1] == {"step": MAX_KEPT - 1}
+    assert len(host.triggers) == MAX_KEPT and host.triggers[-1].step == MAX_KEPT - 1
     assert host.dumps == [("anomaly", 3)] and host.requests == [Trigger("anomaly", 2)]
 
 

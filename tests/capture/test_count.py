@@ -20,6 +20,7 @@ from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import count as count_module
 from mindspeed_prof.capture.part import Part
 from mindspeed_prof.config.validate import ConfigError, validate
+from mindspeed_prof.formats.header import ModelFacts
 
 
 def light(tmp_path: Path, start: int = 1, end: int = 3, rank: int = 3,
@@ -314,10 +315,10 @@ def test_the_header_carries_the_model_facts_when_given(tmp_path: Path) -> None:
     head = range_file(tmp_path / "given")["mindspeed_prof"]
     assert head["model"] == {"flops_per_token": 1.4e10, "peak_tflops": 989.0}
     half = light(tmp_path / "half", peak_tflops=312)
-    assert half.metadata("all", 1)["model"] == {"flops_per_token": 0.0, "peak_tflops": 312.0}
+    assert half.metadata("all", 1).model == ModelFacts(flops_per_token=0.0, peak_tflops=312.0)
     half.close()
     bare = light(tmp_path / "bare")
-    assert "model" not in bare.metadata("all", 1)
+    assert bare.metadata("all", 1).model is None
     bare.close()
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.capture.spans import RangeBuffer, SpanRecorder
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 def counts(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -21,7 +22,7 @@ def counts(trace: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_range_file_is_complete_json_after_every_flush(tmp_path: Path) -> None:
-    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", {"rank": 0})
+    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=0))
     for step in (1, 2, 3):
         rec.step = step
         rec.buffer.add_count("reward", [0.25] * step, step, "actor_generate")
@@ -95,7 +96,7 @@ def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
             mp.setattr(spans, "open", on_disk, raising=False)
             mp.setattr(spans, "perf_counter_ns", lambda: 1_000)
             try:
-                rec = SpanRecorder(path, {"rank": 0}, buffer=buf)
+                rec = SpanRecorder(path, CaptureHeader(rank=0), buffer=buf)
             except OSError:
                 return
             for step, counted in enumerate(steps, 1):

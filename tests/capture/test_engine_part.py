@@ -78,9 +78,9 @@ def test_engine_traces_join_the_analysis_with_their_rank_and_step(tmp_path: Path
     for path, step in zip(part.files, (1, 2)):
         trace = found[path.resolve()]
         assert trace.rank == 3  # the trainer's, not the engine worker's distributedInfo 0
-        assert trace.meta["step"] == step and trace.meta["engine"] == "vllm"
-        assert trace.meta["run"] == prof.run[0]
-        assert "world_size" not in trace.meta  # the engine's own workers, not the job's
+        assert trace.meta.step == step and trace.meta.engine == "vllm"
+        assert trace.meta.run == prof.run[0]
+        assert trace.meta.world_size is None  # the engine's own workers, not the job's
     assert not [w for w in result.warnings() if "claimed by" in w]  # one capture each, no clash
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mindspeed_prof.capture.engines import EngineDriver, engine_kind, stamp
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 @pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
@@ -20,12 +21,12 @@ def test_stamp_puts_our_block_first_and_keeps_the_rest(tmp_path: Path, name: str
     opener: Any = gzip.open if name.endswith(".gz") else open
     with opener(path, "wt") as f:
         f.write("  " + json.dumps(doc))
-    assert stamp(path, {"rank": 5, "step": 2})
+    assert stamp(path, CaptureHeader(rank=5, step=2))
     with opener(path, "rt") as f:
         text = f.read()
     assert text.startswith('{"mindspeed_prof": {"rank": 5, "step": 2},')
     assert json.loads(text) == {"mindspeed_prof": {"rank": 5, "step": 2}, **doc}
-    assert not stamp(path, {"rank": 6})  # already stamped: untouched
+    assert not stamp(path, CaptureHeader(rank=6))  # already stamped: untouched
     assert json.loads(opener(path, "rt").read())["mindspeed_prof"]["rank"] == 5
     assert [p.name for p in tmp_path.iterdir()] == [name]  # nothing left beside it
 
@@ -34,8 +35,8 @@ def test_stamp_leaves_arrays_alone_and_fills_empty_objects(tmp_path: Path) -> No
     array, empty = tmp_path / "a.json", tmp_path / "e.json"
     array.write_text('[{"ph": "X"}]')
     empty.write_text("{ }")
-    assert not stamp(array, {"rank": 1}) and array.read_text() == '[{"ph": "X"}]'
-    assert stamp(empty, {"rank": 1})
+    assert not stamp(array, CaptureHeader(rank=1)) and array.read_text() == '[{"ph": "X"}]'
+    assert stamp(empty, CaptureHeader(rank=1))
     assert json.loads(empty.read_text()) == {"mindspeed_prof": {"rank": 1}, "traceEvents": []}
 
 

@@ -418,7 +418,7 @@ def test_a_trace_records_the_communication_pattern_its_analysis_uses(tmp_path: P
         train(prof, range(1, 3), stages=("actor_update",))
     (trace,) = (tmp_path / "out" / "integrated").glob("*.pt.trace.json")
     assert json.loads(trace.read_text())["mindspeed_prof"]["comm_kernels"] == "my_a2a"
-    assert analyse(trace, cache=False).traces[0].meta["comm_kernels"] == "my_a2a"
+    assert analyse(trace, cache=False).traces[0].meta.comm_kernels == "my_a2a"
     with make(tmp_path / "plain") as prof:
         train(prof, range(1, 3), stages=("actor_update",))
     (trace,) = (tmp_path / "plain" / "out" / "integrated").glob("*.pt.trace.json")

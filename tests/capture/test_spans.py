@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.capture.spans import SpanRecorder
+from mindspeed_prof.formats.header import CaptureHeader
 
 
 def test_valid_after_each_flush_and_counts(tmp_path: Path) -> None:
-    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", {"rank": 2})
+    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=2))
     data = json.loads(rec.path.read_text())
     assert data["traceEvents"] == [] and data["distributedInfo"] == {"rank": 2}
     for step in (1, 2):
@@ -35,7 +36,7 @@ def test_valid_after_each_flush_and_counts(tmp_path: Path) -> None:
 
 
 def test_hostile_names_are_escaped(tmp_path: Path) -> None:
-    rec = SpanRecorder(tmp_path / "s.json", {})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader())
     for name in ('"]}', "\x00\n", "</script>"):
         with rec.range(name):
             pass
@@ -47,7 +48,7 @@ def test_hostile_names_are_escaped(tmp_path: Path) -> None:
 def test_hts_regex_finds_rank(tmp_path: Path) -> None:
     import re
 
-    rec = SpanRecorder(tmp_path / "s.json", {"rank": 7})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader(rank=7))
     rec.close()
     m = re.search(r'"rank":\s+(\d+)', rec.path.read_text())
     assert m is not None and m.group(1) == "7"
@@ -57,7 +58,7 @@ def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:
     import threading
     import time
 
-    rec = SpanRecorder(tmp_path / "s.json", {})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader())
 
     def work(depth: int) -> None:
         with rec.range("same"):
@@ -172,7 +173,7 @@ def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None
     """The recorder's ``mark``, ``range``, ``range_start`` and ``range_end`` go to its buffer
     with the name and category given (``user_annotation`` by default); an id range ends as
     started."""
-    rec = SpanRecorder(tmp_path / "s.json", {})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader())
     rec.mark("instant")
     plain = rec.range_start("plain")
     staged = rec.range_start("staged", "stage")
@@ -218,8 +219,8 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
     from mindspeed_prof.capture.spans import RangeBuffer, write_trace
 
     buf = RangeBuffer()
-    path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, {"rank": 3})
-    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, {})  # the folder exists
+    path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, CaptureHeader(rank=3))
+    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, CaptureHeader())  # the folder exists
     data = json.loads(path.read_text())
     assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (
         1, "ms", [])
@@ -235,7 +236,7 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
 
     monkeypatch.setattr(spans, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
     with pytest.raises(OSError, match="at the rename"):
-        write_trace(tmp_path / "v.json", [], buf, {})
+        write_trace(tmp_path / "v.json", [], buf, CaptureHeader())
     assert renamed == [("v.json.tmp", "v.json")]
     assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
 
@@ -245,7 +246,7 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
 
     now = [0]
     monkeypatch.setattr(spans, "perf_counter_ns", lambda: now[0])
-    rec = SpanRecorder(tmp_path / "s.json", {})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader())
 
     def written() -> int:
         return len(json.loads(rec.path.read_text())["traceEvents"])
@@ -309,7 +310,7 @@ def _record(path: Path, steps: list[list[str]], size: int | None,
     with monkeypatch.context() as mp:
         mp.setattr(spans, "open", on_disk, raising=False)
         try:
-            rec = SpanRecorder(path, {"rank": 0}, buffer=buf)
+            rec = SpanRecorder(path, CaptureHeader(rank=0), buffer=buf)
         except OSError as err:
             return [err]
         for step, names in enumerate(steps, 1):
@@ -380,7 +381,7 @@ def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
         return disks[-1]
 
     monkeypatch.setattr(spans, "open", on_disk, raising=False)
-    rec = SpanRecorder(tmp_path / "s.json", {"rank": 0})
+    rec = SpanRecorder(tmp_path / "s.json", CaptureHeader(rank=0))
     for step in range(1, 4):
         rec.step = step
         with rec.range(f"step{step}_" + "x" * 60):

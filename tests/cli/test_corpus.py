@@ -481,7 +481,7 @@ def test_a_text_export_with_analysis_db_reads_its_csvs(corpus: Path) -> None:
     assert not result.bad and ranks == [0, 1, 2, 3]
     for t in result.traces:
         assert (t.path / "ASCEND_PROFILER_OUTPUT" / "analysis.db").is_file()
-        assert t.meta["export"] == "text" and t.comm and t.device
+        assert t.meta.export == "text" and t.comm and t.device
         rows = _npu_kernel_rows(t.path)
         assert sum(k.count for k in t.kernels.values()) == rows
         assert (t.memory is not None) == (rows > 0)  # ranks 0 and 2 kept their memory CSVs
@@ -497,14 +497,14 @@ def test_analysis_db_beside_a_whole_text_export_changes_nothing(corpus: Path,
     both = shutil.copytree(text, tmp_path / "both" / "rank0_ascend_pt")
     shutil.copy(db, both / "ASCEND_PROFILER_OUTPUT" / "analysis.db")
     plain, mixed = read(text), read(both)
-    assert mixed.meta["export"] == plain.meta["export"] == "text"
+    assert mixed.meta.export == plain.meta.export == "text"
     for field in ("kernels", "runtime", "comm", "device", "memory", "ranges", "ops"):
         assert getattr(mixed, field) == getattr(plain, field), field
     alone = tmp_path / "alone" / "rank0_ascend_pt"
     (alone / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
     shutil.copy(text / "profiler_info_0.json", alone)
     shutil.copy(db, alone / "ASCEND_PROFILER_OUTPUT" / "analysis.db")
-    assert read(alone).meta["export"] == "db"
+    assert read(alone).meta.export == "db"
 
 
 def test_the_outside_row_has_one_name(corpus: Path, tmp_path: Path,

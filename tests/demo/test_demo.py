@@ -202,7 +202,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     assert sorted(files_by_rank(again / "out")) == [1]
     scoped = analyse(again / "out")
     assert {r.name for r in scoped.ranges if r.kind == "stage"} == {"actor_generate"}
-    assert {t.meta.get("level") for t in scoped.traces} == {"level1"}
+    assert {t.meta.level for t in scoped.traces} == {"level1"}
 
 
 def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(

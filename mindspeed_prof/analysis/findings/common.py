@@ -46,7 +46,7 @@ def ranks_of(traces: Iterable[TraceData]) -> list[int | None]:
 
 def source_label(t: TraceData) -> str:
     """The label that tells apart two captures of one rank (a header's ``source``), or ""."""
-    source = t.meta.get("source", "")
+    source = t.clash_label
     return source if isinstance(source, str) else ""
 
 

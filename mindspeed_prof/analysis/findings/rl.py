@@ -90,7 +90,7 @@ def _steps(result: Analysis) -> dict[Who, dict[int, _Step]]:
 def _traces(result: Analysis) -> dict[Who, list[TraceData]]:
     out: dict[Who, list[TraceData]] = defaultdict(list)
     for t in result.traces:
-        source = t.meta.get("source", "")
+        source = t.clash_label
         out[(t.rank, source if isinstance(source, str) else "")].append(t)
     return out
 

@@ -133,8 +133,8 @@ def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceD
         if rank is not None:
             data.rank = rank
             data.ranges = [r._replace(rank=rank) for r in data.ranges]
-    if not data.source and isinstance(data.meta.get("host"), str):
-        data.source = data.meta["host"]
+    if not data.source and data.meta.host:
+        data.source = data.meta.host
     return data
 
 

@@ -14,6 +14,7 @@ from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
 from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.analysis.readers.stream import TraceStream
+from mindspeed_prof.formats.header import KIND_SPANS, read_header
 
 __all__ = ["INTERRUPTED", "read_json", "stream_events"]
 
@@ -37,24 +38,20 @@ def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> Trac
             count += len(batch)
             fold.add(batch)
     trace = stream.top or TraceTop()
-    meta = trace.mindspeed_prof or {}
-    if trace.baseTimeNanoseconds is not None:
-        meta = {**meta, "baseTimeNanoseconds": trace.baseTimeNanoseconds}
-    capacity = device_memory(trace.deviceProperties)
-    if capacity is not None:
-        meta = {**meta, "device_memory_bytes": capacity}
-    named = device_name(trace.deviceProperties)
-    if named is not None:
-        meta = {**meta, "device_name": named}
-    world = world_size(trace.distributedInfo)
-    if world is not None and not meta.get("engine"):  # a rollout engine's: its own workers
-        meta = {**meta, "world_size": world}
-    kind = "spans" if meta.get("kind") == "spans" else "torch"
+    meta, odd = read_header(trace.mindspeed_prof, path)
+    meta.base_time_ns = trace.baseTimeNanoseconds
+    meta.device_memory_bytes = device_memory(trace.deviceProperties)
+    meta.device_name = device_name(trace.deviceProperties)
+    if not meta.engine:  # a rollout engine's: its own workers
+        meta.world_size = world_size(trace.distributedInfo)
+    kind = "spans" if meta.kind == KIND_SPANS else "torch"
     data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
                      events=count, meta=meta)
-    fold.finish(data, meta.get("step"))
+    fold.finish(data, meta.step)
     data.problems.extend(stream.problems())
-    if kind == "spans" and isinstance(meta.get("format"), int) and not trace.closed:
+    if odd:
+        data.problems.append(odd)
+    if kind == "spans" and meta.format is not None and not trace.closed:
         data.problems.append(f"{path}: {INTERRUPTED} (the process that wrote it was killed, or "
                              f"is still writing); {len(data.ranges):,} ranges kept")
     return data

@@ -325,7 +325,7 @@ class Collector:
             data.notes.append(f"{data.path}: {count:,} {UNREAD_DEVICE[cat]}, not read as "
                               "device time")
         if self.unread:
-            data.meta["unread_device"] = dict(self.unread)
+            data.meta.unread_device = dict(self.unread)
 
     def _device_rows(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
         """The per-step device breakdown, and what in it is doubtful. ``steps``: (number,
@@ -369,7 +369,7 @@ class Collector:
     def _recorded(data: TraceData) -> str:
         """The communication pattern the capture records (``comm_kernels`` in its metadata),
         "" when none; one that is no pattern is a problem, and left out."""
-        given = data.meta.get(CONFIG_RULE)
+        given = data.meta.comm_kernels
         if not given:
             return ""
         problem = pattern_problem(given) if isinstance(given, str) else "not a string"

@@ -6,11 +6,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
 from mindspeed_prof.analysis.readers.counters import Count
+from mindspeed_prof.formats.header import CaptureHeader
 
 __all__ = [
     "MAX_BYTES",
@@ -347,9 +348,13 @@ class TraceData:
     comm: list[CommRow] = field(default_factory=list)
     memory: Memory | None = None
     npu: NpuFacts | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    #: The capture's header (its own, or for another tool's capture what its reader found).
+    meta: CaptureHeader = field(default_factory=CaptureHeader)
     #: The host (or, failing that, the folder) the capture came from.
     source: str = ""
+    #: What tells this capture apart from another that claims the same rank and step (a
+    #: host, a folder, a role: ``readers.ranks``); "" when none does.
+    clash_label: str = ""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stream_idle: list[StreamIdle] = field(default_factory=list)
@@ -372,7 +377,7 @@ def one_line(err: BaseException) -> str:
     return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
 
 
-def to_rank(value: Any) -> int | None:
+def to_rank(value: object) -> int | None:
     """A rank from JSON: a non-negative int or digit string; anything else is no rank."""
     if isinstance(value, bool):
         return None
@@ -383,13 +388,13 @@ def to_rank(value: Any) -> int | None:
     return None
 
 
-def rank_of(path: Path, meta: dict[str, Any] | None, info: dict[str, Any] | None) -> int | None:
-    """Our own metadata's rank, else ``distributedInfo.rank``, else a rank in the file name."""
-    for source in (meta, info):
-        if isinstance(source, dict):
-            r = to_rank(source.get("rank"))
-            if r is not None:
-                return r
+def rank_of(path: Path, meta: CaptureHeader | None, info: object) -> int | None:
+    """Our own header's rank, else ``distributedInfo.rank``, else a rank in the file name."""
+    r = to_rank(meta.rank) if meta is not None else None
+    if r is None and isinstance(info, dict):
+        r = to_rank(info.get("rank"))
+    if r is not None:
+        return r
     m = _RANK_IN_NAME.search(path.name)
     return int(m.group(1)) if m else None
 

@@ -44,6 +44,7 @@ from mindspeed_prof.analysis.readers.sniff import (
     STEP_TRACE_TIME,
 )
 from mindspeed_prof.formats import NPU_FOLDER, NPU_OUTPUT
+from mindspeed_prof.formats.header import CaptureHeader
 
 __all__ = ["FILE_NAMES", "TRACE_VIEW", "npu_info", "output_files", "read_npu",
            "read_npu_file", "read_output"]
@@ -92,7 +93,7 @@ def read_npu(folder: Path, group: str) -> TraceData:
             f"{folder}: raw torch_npu capture, not parsed yet. On a machine with torch_npu run: "
             f"python -c \"import torch_npu; torch_npu.profiler.profiler.analyse('{folder}')\" "
             "(or set profile_analysis: true)")
-    data = TraceData(folder, "npu", rank, group, size, meta={"rank": rank, "level": level},
+    data = TraceData(folder, "npu", rank, group, size, meta=CaptureHeader(rank=rank, level=level),
                      source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name)
     facts(data)
     read_env(folder, data)
@@ -106,7 +107,7 @@ def read_npu_file(path: Path, kind: str, group: str) -> TraceData:
     read as the same file in a folder is; its rank is the one its name gives, if any."""
     rank = rank_of(path, None, None)
     data = TraceData(path, "npu", rank, group, path.stat().st_size,
-                     meta={"rank": rank, "level": None})
+                     meta=CaptureHeader(rank=rank))
     facts(data)
     read_output({kind: path}, data)
     _finish(path, data, f"{path}: ")
@@ -115,7 +116,7 @@ def read_npu_file(path: Path, kind: str, group: str) -> TraceData:
 
 def _finish(where: Path, data: TraceData, prefix: str) -> None:
     """The rank read (a db names it) into ``meta``; ``BadFile`` when every file failed."""
-    data.meta["rank"] = data.rank
+    data.meta.rank = data.rank
     if data.problems and data.holds_nothing:
         first = data.problems[0].replace(prefix, "", 1)
         raise BadFile(f"{where}: nothing readable ({first})")
@@ -147,7 +148,7 @@ def read_output(files: Files, data: TraceData) -> None:
     the text export's files. A text export at level1 and up writes analysis.db beside its
     CSVs: without the profiler db (lost, or not written yet) its CSVs hold the data."""
     if PROFILER_DB in files or (ANALYSIS_DB in files and not set(files) - {ANALYSIS_DB}):
-        data.meta["export"] = "db"
+        data.meta.export = "db"
         if ANALYSIS_DB in files:
             read_analysis_db(files[ANALYSIS_DB], data)
         if PROFILER_DB in files:
@@ -160,7 +161,7 @@ def _read_text(files: Files, data: TraceData) -> None:
     """Each file of the text export that is given; each file that cannot be read is a
     problem. Device rows come from step_trace_time.csv, else from trace_view.json's Overlap
     Analysis lanes, else from kernel_details.csv's tasks (``npu_busy``)."""
-    data.meta["export"] = "text"
+    data.meta.export = "text"
     if STEP_TRACE_TIME in files:
         read_step_trace(files[STEP_TRACE_TIME], data)
     tasks: list[Task] = []

@@ -18,6 +18,7 @@ from typing import Any
 from mindspeed_prof.analysis.readers.model import HcclOp, HcclTasks, NpuFacts, NpuOp, TraceData
 from mindspeed_prof.analysis.readers.npu_csv import step_number
 from mindspeed_prof.analysis.readers.ranks import world_size
+from mindspeed_prof.formats.header import merged, read_header
 
 __all__ = [
     "COPY_TASKS", "RATIOS", "LaunchOrder", "OpGroups", "TaskGroups", "api_name", "facts",
@@ -67,11 +68,13 @@ def read_env(folder: Path, data: TraceData) -> None:
         data.problems.append(f"{path}: not readable JSON ({type(err).__name__}); file skipped")
         return
     world = world_size(doc.get("distributed_args")) if isinstance(doc, dict) else None
+    ours, odd = read_header(doc.get("mindspeed_prof") if isinstance(doc, dict) else None, path)
+    if odd:
+        data.problems.append(odd)
+    # what our backend recorded (the run, role, window...) under what the folder says
+    data.meta = merged(ours, data.meta)
     if world is not None:
-        data.meta["world_size"] = world
-    ours = doc.get("mindspeed_prof") if isinstance(doc, dict) else None
-    if isinstance(ours, dict):  # what our backend recorded: the run, role, window...
-        data.meta = {**ours, **data.meta}
+        data.meta.world_size = world
     env = doc.get("ENV_VARIABLES") if isinstance(doc, dict) else None
     if isinstance(env, dict):
         npu = facts(data)

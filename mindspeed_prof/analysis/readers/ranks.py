@@ -51,11 +51,11 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
     for r in t.ranges:
         if r.kind in ("step", "stage"):
             out.setdefault(r.step, set()).update([r.name] if r.kind == "stage" else [])
-    step, stage = t.meta.get("step"), t.meta.get("stage")
-    if not out and isinstance(step, int) and isinstance(stage, str) and stage != "all":
+    step, stage = t.meta.step, t.meta.stage
+    if not out and step is not None and stage is not None and stage != "all":
         # a capture inside a stage without its range (an iteration window, a rollout engine's
         # trace): the part of the step its header names; each engine file is its own part
-        engine = t.meta.get("engine")
+        engine = t.meta.engine
         return {step: {f"{stage}: {engine} {t.path.name}" if engine else stage}}
     for row in t.device:
         out.setdefault(row.step, set())
@@ -64,8 +64,7 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
 
 def role_of(t: TraceData) -> str:
     """The role our own captures name in their metadata; empty for other tools' captures."""
-    role = t.meta.get("role")
-    return role if isinstance(role, str) else ""
+    return t.meta.role or ""
 
 
 def separate(traces: list[TraceData], root: Path) -> list[str]:
@@ -112,7 +111,7 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
             labels_of[id(t)] = [role_of(t), *labels_of.get(id(t), [])]
     for t in traces:
         if id(t) in labels_of:
-            label = t.meta["source"] = ", ".join(labels_of[id(t)])
+            label = t.clash_label = ", ".join(labels_of[id(t)])
             t.ranges = [r._replace(source=label) for r in t.ranges]
             for row in t.device:
                 row.source = label

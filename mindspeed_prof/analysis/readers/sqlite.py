@@ -10,6 +10,7 @@ from pathlib import Path
 from mindspeed_prof.analysis.readers.events import Event, EventArgs
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData, rank_of
+from mindspeed_prof.formats.header import read_header
 
 __all__ = ["BATCH", "read_db"]
 
@@ -25,10 +26,11 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
         meta_rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     finally:
         con.close()
-    meta = json.loads(meta_rows.get("mindspeed_prof", "{}") or "{}")
+    meta, odd = read_header(json.loads(meta_rows.get("mindspeed_prof", "null") or "null"), path)
     info = json.loads(meta_rows.get("distributedInfo", "{}") or "{}")
     if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
-        meta["baseTimeNanoseconds"] = json.loads(meta_rows["baseTimeNanoseconds"])
+        base = json.loads(meta_rows["baseTimeNanoseconds"])
+        meta.base_time_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
     events = (Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
                     args=_args(args))
               for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path))
@@ -39,7 +41,9 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
         fold.add(batch)
     data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=count,
                      meta=meta)
-    fold.finish(data, meta.get("step"))
+    fold.finish(data, meta.step)
+    if odd:
+        data.problems.append(odd)
     return data
 
 

@@ -11,6 +11,7 @@ from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.config.schema import IntegratedConfig
 from mindspeed_prof.formats import SPANS
+from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["Backend", "CaptureTarget", "RecordFunctionSink"]
@@ -25,7 +26,7 @@ class CaptureTarget:
     rank: int
     role: str
     capture: Capture
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: CaptureHeader = field(default_factory=CaptureHeader)
 
 
 class Backend(ABC):

@@ -33,6 +33,7 @@ from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordF
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
+from mindspeed_prof.formats.header import header_json
 from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
@@ -125,7 +126,7 @@ class TorchBackend(Backend):
             self._prof.start()
             del primer
         self._extra.append(RecordFunctionSink())
-        self._prof.add_metadata_json("mindspeed_prof", json.dumps(target.metadata))
+        self._prof.add_metadata_json("mindspeed_prof", header_json(target.metadata))
         dist = self._torch.distributed
         if not (dist.is_available() and dist.is_initialized()):
             self._prof.add_metadata_json("distributedInfo", json.dumps({"rank": target.rank}))

@@ -13,13 +13,13 @@ never raises on a bad value (it warns and falls back), so ``validate()`` runs fi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.config.schema import AicMetrics, ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import NPU_FOLDER
+from mindspeed_prof.formats.header import header_json
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["TorchNpuBackend", "npu_available"]
@@ -138,7 +138,7 @@ class TorchNpuBackend(Backend):
         # the run, rank and window in profiler_metadata.json, as the other backends' headers
         add = getattr(self._prof, "add_metadata_json", None)
         if add is not None:
-            add("mindspeed_prof", json.dumps(target.metadata))
+            add("mindspeed_prof", header_json(target.metadata))
 
     def sinks(self) -> list[RangeSink]:
         sinks: list[RangeSink] = []

@@ -25,6 +25,7 @@ from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.cli import main
+from mindspeed_prof.formats.header import CaptureHeader
 
 #: A step's plan: a stage and its ms, or ms outside every stage.
 Item = Union[tuple[str, float], float]
@@ -389,7 +390,7 @@ def test_any_ranges_never_crash_a_rule(ranges: list, roles: list) -> None:
         rs = [Range(rank, kind, name, step, ts, dur) for kind, name, step, rank, ts, dur
               in ranges if rank % len(roles) == k]
         traces.append(TraceData(Path(f"/r/{k}.json"), "spans", k, "x", 1, ranges=rs,
-                                meta={"role": role}))
+                                meta=CaptureHeader(role=role)))
     result = Analysis(root=Path("/r"), traces=traces)
     for rule in rl.RULES:
         for f in rule(result):

@@ -574,7 +574,7 @@ def _kineto_sets(root: Path) -> list[list[Path]]:
             folders.setdefault(p.parent, []).append(p)
     out = []
     for files in folders.values():
-        ranks = [rank_of(f, {}, _distributed_info(f)) for f in files] if len(files) > 1 else [0]
+        ranks = [rank_of(f, None, _distributed_info(f)) for f in files] if len(files) > 1 else [0]
         distinct = None not in ranks and len(set(ranks)) == len(ranks)
         out += [files] if distinct else [[f] for f in files]
     return out

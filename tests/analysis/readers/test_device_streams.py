@@ -275,7 +275,7 @@ def _sets(root: Path) -> list[list[Path]]:
             folders.setdefault(p.parent, []).append(p)
     out = []
     for files in folders.values():
-        ranks = [rank_of(f, {}, (_load(f) or {}).get("distributedInfo"))
+        ranks = [rank_of(f, None, (_load(f) or {}).get("distributedInfo"))
                  for f in files] if len(files) > 1 else [0]
         out += [files] if None not in ranks and len(set(ranks)) == len(ranks) else [
             [f] for f in files]

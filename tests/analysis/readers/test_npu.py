@@ -49,7 +49,7 @@ def _capture(torch_npu: Any, root: Path, worker: str) -> Path:
 def test_stage_as_cpu_op_and_device_kernels_without_cat(torch_npu: Any, tmp_path: Path) -> None:
     data = read(_capture(torch_npu, tmp_path, "rank2_host"))
     assert data.rank == 2  # profiler_info.json has none: the worker name gives it
-    assert data.meta["level"] == "level0"
+    assert data.meta.level == "level0"
     assert [(r.kind, r.name, r.step) for r in data.ranges] == [
         ("step", "ProfilerStep#1", 1), ("stage", "actor_update", 1)]
     assert data.kernels == {"MatMulV2": Tally(1, 80.0)} and "MatMulV2" not in data.ops

@@ -52,7 +52,7 @@ def test_steps_ops_kernels_comm_and_memory_come_from_the_profiler_db(npu) -> Non
     folder = npu("db/rank0_ascend_pt")
     db = folder / OUT / "ascend_pytorch_profiler_0.db"
     data = read(folder)
-    assert (data.kind, data.meta["export"], data.meta["level"]) == ("npu", "db", "level1")
+    assert (data.kind, data.meta.export, data.meta.level) == ("npu", "db", "level1")
     ((sid, start, end),) = _query(db, "SELECT id, startNs, endNs FROM STEP_TIME")
     (step,) = [r for r in data.ranges if r.kind == "step"]
     assert step.step == sid

@@ -84,7 +84,7 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
         re.search(r"_\d+$", k) for k in names if k.startswith("hcom_"))
     assert {k: (t.count, round(t.total, 3)) for k, t in data.kernels.items()} == {
         k: (c, round(us, 3)) for k, (c, us) in names.items()}
-    assert data.meta["level"] == "level0"
+    assert data.meta.level == "level0"
 
 
 def test_kernel_name_is_the_type_else_the_task_name() -> None:

@@ -30,7 +30,7 @@ def _rankless(npu, dest: Path, info: dict | None = None) -> Path:
 
 def test_profiler_info_without_a_rank_is_unknown_not_zero(npu, tmp_path: Path) -> None:
     data = read(_rankless(npu, tmp_path / "w_ascend_pt"))
-    assert data.rank is None and data.device and data.meta["level"] == "level1"
+    assert data.rank is None and data.device and data.meta.level == "level1"
 
 
 @pytest.mark.parametrize("rank_id", [3, "3"])  # torch_npu writes RANK's string as it is

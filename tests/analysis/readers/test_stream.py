@@ -24,6 +24,7 @@ from mindspeed_prof.analysis.readers.fold import collect
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.stream import INFLATE_ENV, TraceStream
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_trace
+from mindspeed_prof.formats.header import CaptureHeader
 
 # strings that look like event boundaries, brackets, escapes and the key itself
 _TRICKY = st.sampled_from(['}, {', '},{"ph": "X"}', '[', ']', '{', '"', '\\', 'traceEvents',
@@ -106,9 +107,12 @@ def _torch_like(tmp_path: Path, name: str = "rank0.pt.trace.json") -> Path:
 def _whole(path: Path) -> TraceData:
     raw = path.read_bytes()
     top = json.loads(raw)
-    meta = {"baseTimeNanoseconds": top["baseTimeNanoseconds"]}
+    meta = CaptureHeader(base_time_ns=top["baseTimeNanoseconds"])
     if "world_size" in top.get("distributedInfo", {}):  # what the job recorded, as read whole
-        meta["world_size"] = top["distributedInfo"]["world_size"]
+        meta.world_size = top["distributedInfo"]["world_size"]
+    names = {d["name"] for d in top.get("deviceProperties", [])}
+    if len(names) == 1:
+        meta.device_name = names.pop()
     data = TraceData(path, "torch", 0, "", len(raw), events=len(top["traceEvents"]), meta=meta)
     collect(data, decode_events(raw), None)
     return data
@@ -124,7 +128,7 @@ def test_streamed_trace_data_equals_whole_decoding(tmp_path: Path, monkeypatch,
     assert dataclasses.asdict(got) == dataclasses.asdict(want)
     assert got.device and got.memory is not None and got.memory.top_ops
     assert got.ops["aten::mm"].count > 0
-    assert got.meta["baseTimeNanoseconds"] == 1_700_000_000_000_000_000
+    assert got.meta.base_time_ns == 1_700_000_000_000_000_000
 
 
 def test_keys_after_the_array_and_a_decoy_key_before_it(tmp_path: Path) -> None:

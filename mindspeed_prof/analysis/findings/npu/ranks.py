@@ -120,7 +120,7 @@ def _breakdown_source(result: Analysis) -> str:
     """Where torch_npu's step breakdown is: step_trace_time.csv of a text export, StepTraceTime
     of a db (each reader falls back on the overlap analysis where those are missing)."""
     traces = [t for t in npu_captures(result) if any(d.stage is None for d in t.device)]
-    names = sorted({"StepTraceTime" if t.meta.get("export") == "db" else "step_trace_time.csv"
+    names = sorted({"StepTraceTime" if t.meta.export == "db" else "step_trace_time.csv"
                     for t in traces})
     return f"{', '.join(names)} of {', '.join(folder_of(result, t) for t in traces)}"
 
