@@ -126,6 +126,7 @@ def run(report: Report) -> None:
     from mindspeed_prof.capture.anomaly import AnomalyDetector
     from mindspeed_prof.capture.profiler import Profiler
     from mindspeed_prof.capture.spans import SpanRecorder
+    from mindspeed_prof.formats.header import CaptureHeader
 
     n, rounds = (20_000, 7) if report.quick else (100_000, 15)
     tmp = Path(tempfile.mkdtemp())
@@ -164,7 +165,7 @@ def run(report: Report) -> None:
                ci=(lo, hi))
     prof.close()
 
-    rec = SpanRecorder(tmp / "hot.mstx.trace.json", {"rank": 0})
+    rec = SpanRecorder(tmp / "hot.mstx.trace.json", CaptureHeader(rank=0))
     mstx.add_sink(rec)
     step_end = rec.flush_due
     add(f"mstx.range recorded to a range file (flush check every {RANGES_PER_STEP} ranges)",

@@ -150,13 +150,18 @@ def normalise(doc: Any, variant: Variant | None, root: Path) -> Any:
 
 def without_top_level(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` without what a trace's top level records and the JSON Array Format (a bare list
-    of events) cannot: the world sizes (distributedInfo), the memory capacity (deviceProperties).
-    Applied to the original and the variant alike."""
+    of events) cannot: the world sizes (distributedInfo), the memory capacity and the device's
+    peak (deviceProperties). Applied to the original and the variant alike."""
     verdict = dict(doc["verdict"])
     verdict.pop("worlds", None)
     if verdict.get("memory"):
         verdict["memory"] = {**verdict["memory"], "capacity_bytes": None, "share": None}
-    return {**doc, "verdict": verdict}
+    out = {**doc, "verdict": verdict}
+    model = (doc.get("throughput") or {}).get("model")
+    if model and str(model.get("peak_from")).startswith("device "):
+        out["throughput"] = {**doc["throughput"],
+                             "model": {**model, "peak_tflops": None, "peak_from": None}}
+    return out
 
 
 def _merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

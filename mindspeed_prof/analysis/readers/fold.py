@@ -50,7 +50,7 @@ _STAGES = frozenset(STAGES)
 #: older half is dropped, and ops that then miss their launch are named in ``problems``.
 PENDING = 1 << 16
 _NAN = float("nan")
-_RANGE_CATS = ("user_annotation", "stage", "step")
+_RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: prof.iteration
 
 
 class Collector:
