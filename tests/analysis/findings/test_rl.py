@@ -25,7 +25,7 @@ from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.cli import main
-from mindspeed_prof.formats.header import CaptureHeader
+from mindspeed_prof.formats.header import read_header
 
 #: A step's plan: a stage and its ms, or ms outside every stage.
 Item = Union[tuple[str, float], float]
@@ -384,13 +384,14 @@ _ranges = st.lists(st.tuples(st.sampled_from(["step", "stage", "range"]),
 @given(_ranges, st.lists(st.sampled_from(["actor", "critic", "", 7]), min_size=1, max_size=3))
 def test_any_ranges_never_crash_a_rule(ranges: list, roles: list) -> None:
     """Whatever ranges and roles the captures hold (steps without stages, stages without steps,
-    zero lengths, a role that is not a name): every RL rule answers, with finite numbers."""
+    zero lengths, a role that is not a name, read as the header reader reads it): every RL
+    rule answers, with finite numbers."""
     traces = []
     for k, role in enumerate(roles):
         rs = [Range(rank, kind, name, step, ts, dur) for kind, name, step, rank, ts, dur
               in ranges if rank % len(roles) == k]
         traces.append(TraceData(Path(f"/r/{k}.json"), "spans", k, "x", 1, ranges=rs,
-                                meta=CaptureHeader(role=role)))
+                                meta=read_header({"role": role}, f"/r/{k}.json")[0]))
     result = Analysis(root=Path("/r"), traces=traces)
     for rule in rl.RULES:
         for f in rule(result):
