@@ -107,7 +107,7 @@ def test_two_requests_at_once_are_applied_in_order_once(job: dict[str, Any]) -> 
     first, second = Request.new(60, steps=1, ranks=[0]), Request.new(60, steps=1, ranks=[0],
                                                                      stage="actor_update")
     assert ray.get([board.post.remote(r.to_json()) for r in (first, second)]) == ["", ""]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a loaded machine: a worker checks once a second at best
     while time.monotonic() < deadline:
         acks = [ray.get(board.status.remote(r.id))["acks"] for r in (first, second)]
         if all(a and a[0]["status"] == "written" for a in acks):
@@ -137,10 +137,16 @@ def test_a_board_that_is_gone_is_one_warning_and_training_goes_on(
     """Last in this module: it takes the board away."""
     ray = job["ray"]
     ray.kill(job["board"])
-    time.sleep(1.0)  # checks: the question in flight fails, no one asks again
+
+    def gone(report: dict[str, Any]) -> list[str]:
+        return [m for m in report["logged"] if "capture board" in m and "is gone" in m]
+
+    deadline = time.monotonic() + 60  # checks: the question in flight fails, no one asks again
     steps = ray.get([w.report.remote() for w in job["workers"]])
-    time.sleep(0.5)
+    while not all(gone(r) for r in steps) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        steps = ray.get([w.report.remote() for w in job["workers"]])
+    time.sleep(1.5)  # more checks would warn again: none does
     reports = ray.get([w.report.remote() for w in job["workers"]])
     for before, after in zip(steps, reports):
-        gone = [m for m in after["logged"] if "capture board" in m and "is gone" in m]
-        assert len(gone) == 1 and after["steps"] > before["steps"]
+        assert len(gone(after)) == 1 and after["steps"] > before["steps"]
