@@ -4,7 +4,9 @@ layouts."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -145,3 +147,31 @@ def npu_db(root: Path, rank: int = 1) -> Path:
     con.commit()
     con.close()
     return folder
+
+
+class FullDisk:
+    """A raw file on a disk with room for ``size`` bytes of it: a write past that writes what
+    fits (a short write) and, with nothing fitting, fails with ENOSPC, as a full disk does."""
+
+    def __init__(self, raw: Any, size: int) -> None:
+        self.raw, self.size, self.refused = raw, size, 0
+
+    def seek(self, offset: int) -> int:
+        return int(self.raw.seek(offset))
+
+    def write(self, data: bytes) -> int:
+        room = self.size - self.raw.tell()
+        if room <= 0:
+            self.refused += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return int(self.raw.write(data[:room]))
+
+    def truncate(self, size: int) -> int:
+        return int(self.raw.truncate(size))
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)

@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capture_fixtures import FullDisk
+
 from mindspeed_prof.capture.spans import RangeBuffer, SpanRecorder
 from mindspeed_prof.formats.header import CaptureHeader
 
@@ -39,32 +41,6 @@ def test_the_range_file_is_complete_json_after_every_flush(tmp_path: Path) -> No
     assert counts(got)[1]["name"] == 'we"ird\nname'
 
 
-class _Disk:
-    """A raw file with room for ``size`` bytes: a longer write writes what fits, then ENOSPC."""
-
-    def __init__(self, raw: Any, size: int) -> None:
-        self.raw, self.size = raw, size
-
-    def seek(self, offset: int) -> int:
-        return int(self.raw.seek(offset))
-
-    def write(self, data: bytes) -> int:
-        room = self.size - self.raw.tell()
-        if room <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return int(self.raw.write(data[:room]))
-
-    def truncate(self, size: int) -> int:
-        return int(self.raw.truncate(size))
-
-    def close(self) -> None:
-        self.raw.close()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self.raw.closed)
-
-
 values = st.one_of(st.integers(-10**12, 10**12),
                    st.floats(allow_nan=False, allow_infinity=False),
                    st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=5))
@@ -88,7 +64,7 @@ def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
     def write(path: Path, size: int | None) -> None:
         def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
             raw = real_open(file, mode, buffering=buffering)
-            return raw if size is None else _Disk(raw, size)
+            return raw if size is None else FullDisk(raw, size)
 
         buf = RangeBuffer()
         buf.wall0_ns = buf.perf0_ns = 0

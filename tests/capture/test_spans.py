@@ -12,6 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from capture_fixtures import FullDisk
+
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.formats.header import CaptureHeader
 
@@ -263,34 +265,6 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
 
 
 # -- a full disk: the file keeps every range written whole, and stays complete JSON ---------
-class _Disk:
-    """A raw file on a disk with room for ``size`` bytes of it: a write past that writes what
-    fits (a short write) and, with nothing fitting, fails with ENOSPC, as a full disk does."""
-
-    def __init__(self, raw: Any, size: int) -> None:
-        self.raw, self.size, self.refused = raw, size, 0
-
-    def seek(self, offset: int) -> int:
-        return int(self.raw.seek(offset))
-
-    def write(self, data: bytes) -> int:
-        room = self.size - self.raw.tell()
-        if room <= 0:
-            self.refused += 1
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return int(self.raw.write(data[:room]))
-
-    def truncate(self, size: int) -> int:
-        return int(self.raw.truncate(size))
-
-    def close(self) -> None:
-        self.raw.close()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self.raw.closed)
-
-
 def _record(path: Path, steps: list[list[str]], size: int | None,
             monkeypatch: pytest.MonkeyPatch) -> list[OSError]:
     """Record ``steps`` (each a list of range names) to ``path`` on a disk of ``size`` bytes
@@ -302,7 +276,7 @@ def _record(path: Path, steps: list[list[str]], size: int | None,
 
     def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
         raw = real_open(file, mode, buffering=buffering)
-        return raw if size is None else _Disk(raw, size)
+        return raw if size is None else FullDisk(raw, size)
 
     errors: list[OSError] = []
     buf = RangeBuffer()
@@ -373,11 +347,11 @@ def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
     even when room comes back (another process freed space), so the cut file stays as cut."""
     from mindspeed_prof.capture import spans
 
-    disks: list[_Disk] = []
+    disks: list[FullDisk] = []
     real_open = open
 
     def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
-        disks.append(_Disk(real_open(file, mode, buffering=buffering), 10**6))
+        disks.append(FullDisk(real_open(file, mode, buffering=buffering), 10**6))
         return disks[-1]
 
     monkeypatch.setattr(spans, "open", on_disk, raising=False)
