@@ -1,11 +1,13 @@
-"""README.md and docs/*.md hold together: every relative link and ``#anchor`` resolves (by
-GitHub's heading slugs), every ``mindspeed-prof <command> --flag`` they show is one the command
-line takes, and every YAML block parses as Hydra reads it (a ``profiler_config`` in one passes
-``validate``)."""
+"""README.md, CONTRIBUTING.md and docs/*.md hold together: every relative link and ``#anchor``
+resolves (by GitHub's heading slugs), every ``mindspeed-prof <command> --flag`` they show is one
+the command line takes, every YAML block parses as Hydra reads it (a ``profiler_config`` in one
+passes ``validate``), every repository path and ``mindspeed_prof.`` name they mention exists, and
+none names an issue by number (CHANGELOG.md keeps the history)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import sys
 import unicodedata
@@ -25,6 +27,15 @@ REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 HTML_ID = re.compile(r"<a\s[^>]*\b(?:id|name)=\"([^\"]+)\"")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 COMMAND_LINE = re.compile(r"(?:^|\s|\$ )mindspeed-prof\s+([a-z][\w-]*)([^#|;&]*)")
+#: A path in the repository as the docs name one (the folders no user's project has).
+REPO_PATH = re.compile(r"(?<![\w./-])((?:tests|mindspeed_prof|benchmarks|hydra_plugins|scripts"
+                       r"|examples)/[\w./-]*)")
+#: A dotted name in the package (a module, or a name in one).
+DOTTED = re.compile(r"(?<![\w./-])mindspeed_prof(?:\.\w+)+")
+#: An issue named by number: "issue 12", "issues 3 and 4", "(#20)", "#20,".
+ISSUE = re.compile(r"\bissues? #?\d+|(?<![\w&/#])#\d+\b(?![-\w])", re.I)
+#: What is not a user's page: the history, which names issues.
+CURRENT = [d for d in DOCS if d.name != "CHANGELOG.md"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +179,43 @@ def flags(args: str) -> Iterator[str]:
             yield token.split("=", 1)[0]
 
 
+def lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Every line of a file, numbered, code blocks included."""
+    yield from enumerate(path.read_text().splitlines(), 1)
+
+
+def repo_paths(path: Path) -> Iterator[tuple[int, str]]:
+    """The repository paths a file mentions, but a pattern (``benchmarks/<name>.py``,
+    ``tests/fixtures/corpus/*``)."""
+    for n, line in lines(path):
+        for m in REPO_PATH.finditer(line):
+            if line[m.end():m.end() + 1] not in ("<", "*", "{"):
+                yield n, m.group(1).rstrip(".")
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` is a module of the package or a name in one, or a key of a capture's
+    ``mindspeed_prof`` header (``mindspeed_prof.run``)."""
+    import msgspec
+
+    from mindspeed_prof.formats.header import CaptureHeader
+
+    parts = name.split(".")
+    if len(parts) == 2 and parts[1] in {f.name for f in msgspec.structs.fields(CaptureHeader)}:
+        return True
+    for i in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(found, attr):
+                return False
+            found = getattr(found, attr)
+        return True
+    return False
+
+
 # -- the tests --------------------------------------------------------------------------------
 def test_the_docs_exist_and_the_readme_links_each() -> None:
     linked = {(ROOT / t.partition("#")[0]).resolve() for _, t in links(ROOT / "README.md")}
@@ -206,6 +254,26 @@ def test_yaml_blocks_parse_and_their_profiler_config_validates(path: Path) -> No
         assert isinstance(doc, dict), f"{where(path, block.line)}: not a YAML mapping"
         if isinstance(doc.get("profiler_config"), dict):
             validate(doc)
+
+
+@pytest.mark.parametrize("path", CURRENT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_repository_path_mentioned_exists(path: Path) -> None:
+    bad = [f"{where(path, n)}: {p}" for n, p in repo_paths(path) if not (ROOT / p).exists()]
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", CURRENT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_package_name_mentioned_exists(path: Path) -> None:
+    bad = [f"{where(path, n)}: {name}" for n, line in lines(path)
+           for name in DOTTED.findall(line) if not resolves(name)]
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", CURRENT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_issue_is_named_by_number(path: Path) -> None:
+    """A page says what is true now; which issue changed it is the changelog's (and git's)."""
+    assert [f"{where(path, n)}: {m}" for n, line in lines(path)
+            for m in ISSUE.findall(line)] == []
 
 
 def test_the_fast_loop_leaves_out_every_registered_marker() -> None:
@@ -253,3 +321,18 @@ def test_checker_finds_what_is_broken(tmp_path: Path, monkeypatch: pytest.Monkey
     assert list(flags("DIR [--steps N] --ray=ADDR -j 2 -1 x-y")) == ["--steps", "--ray", "-j"]
     assert COMMAND_LINE.findall("$ mindspeed-prof capture d --stage s  # --not") == [
         ("capture", " d --stage s  ")]
+
+
+def test_mentions_are_found_and_checked(tmp_path: Path) -> None:
+    doc = tmp_path / "c.md"
+    doc.write_text("See `tests/test_docs.py`, tests/gone.py.\n```\npython benchmarks/x.py\n```\n"
+                   "`benchmarks/<name>.py`, `.mindspeed_prof/job<N>.json`, a/tests/no.py\n"
+                   "`mindspeed_prof.views.gantt.gantt_svg`, `mindspeed_prof.run`, "
+                   "`mindspeed_prof.views.gone`\n(issue 30) issues 3 and 4 (#20) `ProfilerStep#12` "
+                   "&#20; #1-2\n")
+    assert list(repo_paths(doc)) == [(1, "tests/test_docs.py"), (1, "tests/gone.py"),
+                                     (3, "benchmarks/x.py")]
+    assert [(n, resolves(name)) for n, line in lines(doc) for name in DOTTED.findall(line)] == [
+        (6, True), (6, True), (6, False)]
+    assert [m for _, line in lines(doc) for m in ISSUE.findall(line)] == [
+        "issue 30", "issues 3", "#20"]

@@ -3,23 +3,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.analysis.readers.model import rank_label
 from mindspeed_prof.views.counted import LEDGER_NAMES, count_text, share_text
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.report import Tables
+    from mindspeed_prof.analysis.rows import Row
 
 __all__ = ["counted_sections"]
+
+
+class _Table(Protocol):
+    """The report's table of rows (``views.html.tables.table``)."""
+
+    def __call__(self, rows: Sequence[Row | Mapping[str, object]], columns: list[str],
+                 quiet: Iterable[str] = ...) -> str: ...
 
 
 def _rate(value: float | None) -> str:
     return "" if value is None else f"{value:,.1f}"
 
 
-def counted_sections(tables: Tables, _table: Callable[..., str],
+def counted_sections(tables: Tables, _table: _Table,
                      _esc: Callable[[str], str]) -> list[str]:
     """``<h2>`` sections: throughput per stage and per rank and step, the ledger lines and
     the long tail (shares as percentages, MFU with why it is missing); ``_table`` and
@@ -30,7 +38,7 @@ def counted_sections(tables: Tables, _table: Callable[..., str],
     book = tables.ledger
     out: list[str] = []
     if stages:
-        summary: list[dict[str, Any]] = [{
+        summary: list[dict[str, object]] = [{
             "stage": s.stage, "ranks": s.ranks, "steps": s.steps,
             "tokens_per_s": _rate(s.tokens_per_s),
             "slowest": "" if s.min_tokens_per_s is None else

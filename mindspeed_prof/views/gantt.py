@@ -17,7 +17,7 @@ import math
 import unicodedata
 from collections.abc import Iterable, Mapping
 from html import escape
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -29,6 +29,7 @@ __all__ = ["FONT", "ROW", "gantt_svg", "text_width"]
 #: Font size, row height, the gap between step columns and around the legend (SVG units).
 FONT, ROW, GAP = 12, 20, 6
 _Key = tuple[Optional[int], str, Optional[int]]  # rank, source, step
+_Row = tuple[Optional[int], str]  # rank, source
 _NARROW = set("fijlrt.,:;'|!()[] -/\\")  # at most 0.42 em
 _WIDE = set("mwMW@%#&+<=>^~…")  # up to 1 em
 
@@ -69,11 +70,29 @@ def _label(text: str, room: float, x: float, y: float, anchor: str = "start") ->
             "</text>")
 
 
-def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
-              width: int = 960, colours: Mapping[str, str] | None = None) -> str:
-    """``steps`` steps from ``first`` (default: the first step captured), one row per rank;
-    ``colours``: stage name -> colour (default: ``palette.stage_colours`` of the stages
-    drawn; the report passes its own so that every chart agrees)."""
+class _Spans(NamedTuple):
+    """Each (rank, source, step)'s start and end, and the stage ranges of a step."""
+
+    starts: dict[_Key, float]
+    ends: dict[_Key, float]
+    stages: list[Range]
+
+
+class _Layout(NamedTuple):
+    """Where things go: the steps shown, the rows (rank, source) and their names, the width
+    of the name column, each step's longest span and its column's left edge, us -> units."""
+
+    shown: list[int]
+    rows: list[_Row]
+    names: dict[_Row, str]
+    label: float
+    longest: dict[int, float]
+    left: dict[int, float]
+    scale: float
+
+
+def _spans(ranges: Iterable[Range]) -> _Spans:
+    """The step spans; where a step has no step range (a stage-scoped capture), its stages'."""
     starts: dict[_Key, float] = {}
     ends: dict[_Key, float] = {}
     stages = []
@@ -85,18 +104,26 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
             starts[key], ends[key] = r.ts, r.ts + r.dur
         elif r.kind == "stage":
             stages.append(r)
-    for r in stages:  # no step range (a stage-scoped capture): the stages span the step
+    for r in stages:
         key = (r.rank, r.source, r.step)
         if key not in starts or key not in ends:
             starts[key] = min(starts.get(key, r.ts), r.ts)
             ends[key] = max(ends.get(key, r.ts + r.dur), r.ts + r.dur)
-    all_steps = sorted({k[2] for k in starts if k[2] is not None})
+    return _Spans(starts, ends, stages)
+
+
+def _shown_steps(spans: _Spans, first: int | None, steps: int) -> list[int]:
+    """``steps`` steps from ``first`` (default: the first captured)."""
+    all_steps = sorted({k[2] for k in spans.starts if k[2] is not None})
     if not all_steps:
-        return ""
+        return []
     first = all_steps[0] if first is None else first
-    shown = [s for s in all_steps if s >= first][:steps]
-    if not shown:
-        return ""
+    return [s for s in all_steps if s >= first][:steps]
+
+
+def _layout(spans: _Spans, shown: list[int], width: int) -> _Layout:
+    """Step ``N`` is a column as wide as its slowest rank, after a column of rank names."""
+    starts, ends = spans.starts, spans.ends
     rows = sorted({(k[0], k[1]) for k in starts if k[2] in shown},
                   key=lambda rs: (rank_order(rs[0]), rs[1]))
     names = {(rank, source): f"rank {printable(rank_label(rank, source))}"
@@ -109,43 +136,63 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
     for s in shown:
         left[s] = x
         x += longest[s] * scale + GAP
-    drawn = [r for r in stages if r.step in left and (r.rank, r.source) in names]
-    colours = dict(colours) if colours is not None else stage_colours(r.name for r in drawn)
+    return _Layout(shown, rows, names, label, longest, left, scale)
 
+
+def _step_heads(lay: _Layout) -> list[str]:
+    """Each step's label, the longest form that fits its column, and its tooltip."""
     out = []
-    for s in shown:  # the step labels: the longest form that fits the column, else a tooltip
-        room = math.floor((longest[s] * scale + GAP - 2) * 10) / 10  # as the SVG says it
-        ms = longest[s] / 1000
+    for s in lay.shown:
+        room = math.floor((lay.longest[s] * lay.scale + GAP - 2) * 10) / 10  # as the SVG says
+        ms = lay.longest[s] / 1000
         text = next((t for t in (f"step {s} ({ms:,.1f} ms)", f"step {s}", f"{s}")
                      if text_width(t) <= room), "")
-        out.append(f'<rect x="{left[s]:.1f}" y="0" width="{room:.1f}" height="{ROW}" '
+        out.append(f'<rect x="{lay.left[s]:.1f}" y="0" width="{room:.1f}" height="{ROW}" '
                    f'fill="#fff" fill-opacity="0" data-step="{s}"><title>step {s}: '
                    f'{ms:,.1f} ms on its slowest rank</title></rect>')
         if text:
-            out.append(f'<text x="{left[s]:.1f}" y="{ROW - 6}">{escape(text)}</text>')
-    row_of = {rs: i for i, rs in enumerate(rows)}
-    for rs, i in row_of.items():
+            out.append(f'<text x="{lay.left[s]:.1f}" y="{ROW - 6}">{escape(text)}</text>')
+    return out
+
+
+def _rank_rows(lay: _Layout, spans: _Spans) -> list[str]:
+    """Each rank's name and a grey bar per step it ran."""
+    out = []
+    for i, rs in enumerate(lay.rows):
         y = ROW * (i + 1)
-        out.append(_label(names[rs], label - GAP, 0, y + ROW - 6))
-        for s in shown:
+        out.append(_label(lay.names[rs], lay.label - GAP, 0, y + ROW - 6))
+        for s in lay.shown:
             key = (rs[0], rs[1], s)
-            if key in starts:
-                w = (ends[key] - starts[key]) * scale
-                out.append(f'<rect x="{left[s]:.1f}" y="{y + 3}" width="{w:.1f}" '
+            if key in spans.starts:
+                w = (spans.ends[key] - spans.starts[key]) * lay.scale
+                out.append(f'<rect x="{lay.left[s]:.1f}" y="{y + 3}" width="{w:.1f}" '
                            f'height="{ROW - 6}" fill="#eeeeee"/>')
-    for r in drawn:
-        key = (r.rank, r.source, r.step)
-        colour = colours.get(r.name) or stage_colours([r.name])[r.name]
-        colours.setdefault(r.name, colour)
-        x0 = left[r.step] + (r.ts - starts[key]) * scale  # type: ignore[index]
+    return out
+
+
+def _stage_bars(drawn: list[tuple[Range, int]], lay: _Layout, spans: _Spans,
+                colours: Mapping[str, str]) -> list[str]:
+    """A bar per stage where it ran inside its step, with a tooltip."""
+    row_of = {rs: i for i, rs in enumerate(lay.rows)}
+    out = []
+    for r, step in drawn:
+        colour = colours[r.name] or stage_colours([r.name])[r.name]
+        x0 = lay.left[step] + (r.ts - spans.starts[(r.rank, r.source, step)]) * lay.scale
         y = ROW * (row_of[(r.rank, r.source)] + 1)
         out.append(f'<rect class="stage" x="{x0:.1f}" y="{y + 3}" '
-                   f'width="{max(r.dur * scale, 0.5):.1f}" height="{ROW - 6}" fill="{colour}">'
-                   f'<title>{escape(printable(r.name))}, {escape(names[(r.rank, r.source)])}, '
-                   f'step {r.step}: {r.dur / 1000:.2f} ms</title></rect>')
-    y = ROW * (len(rows) + 1) + GAP
+                   f'width="{max(r.dur * lay.scale, 0.5):.1f}" height="{ROW - 6}" '
+                   f'fill="{colour}"><title>{escape(printable(r.name))}, '
+                   f'{escape(lay.names[(r.rank, r.source)])}, step {step}: '
+                   f'{r.dur / 1000:.2f} ms</title></rect>')
+    return out
+
+
+def _legend(names: list[str], colours: Mapping[str, str], width: int, y: float
+            ) -> tuple[list[str], float]:
+    """The legend from ``y`` down, wrapped at ``width``; and the top of its last line."""
+    out = []
     x = 0.0
-    for name in stage_order(r.name for r in drawn):  # the legend, wrapped
+    for name in names:
         text = _fit(printable(name), width / 2)
         item = 14 + text_width(text)
         if x and x + item > width:
@@ -154,8 +201,36 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
                    f'fill="{colours[name]}"/>')
         out.append(_label(printable(name), width / 2, x + 14, y + ROW - 6))
         x += item + 2 * GAP
+    return out, y
+
+
+def _all_colours(given: Mapping[str, str] | None, names: list[str]) -> dict[str, str]:
+    """``given`` (default: ``palette.stage_colours`` of ``names``), completed for ``names``."""
+    colours = dict(given) if given is not None else stage_colours(names)
+    for name in names:
+        colours.setdefault(name, stage_colours([name])[name])
+    return colours
+
+
+def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
+              width: int = 960, colours: Mapping[str, str] | None = None) -> str:
+    """``steps`` steps from ``first`` (default: the first step captured), one row per rank;
+    ``colours``: stage name -> colour (default: ``palette.stage_colours`` of the stages
+    drawn; the report passes its own so that every chart agrees)."""
+    spans = _spans(ranges)
+    shown = _shown_steps(spans, first, steps)
+    if not shown:
+        return ""
+    lay = _layout(spans, shown, width)
+    drawn = [(r, r.step) for r in spans.stages
+             if r.step is not None and r.step in lay.left and (r.rank, r.source) in lay.names]
+    stage_names = [r.name for r, _ in drawn]
+    full = _all_colours(colours, stage_names)
+    legend, y = _legend(stage_order(stage_names), full, width,
+                        ROW * (len(lay.rows) + 1) + GAP)
     height = y + ROW + GAP if drawn else y
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
             f'width="{width}" height="{height:.0f}" font-family="sans-serif" '
             f'font-size="{FONT}">')
-    return "\n".join([head, *out, "</svg>"])
+    return "\n".join([head, *_step_heads(lay), *_rank_rows(lay, spans),
+                      *_stage_bars(drawn, lay, spans, full), *legend, "</svg>"])

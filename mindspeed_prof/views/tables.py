@@ -4,7 +4,6 @@ whether a table fits, and short stage codes with their legend when it does not."
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -24,9 +23,11 @@ STAGE_CODES = {
 }
 
 
-def table(title: str | None = None, **kwargs: Any) -> Table:
+def table(title: str | None = None, *, caption: str | None = None,
+          show_lines: bool = False) -> Table:
     """A table at least as wide as its title, so the title never wraps word by word."""
-    return Table(title=title, min_width=len(title) if title else None, **kwargs)
+    return Table(title=title, min_width=len(title) if title else None, caption=caption,
+                 show_lines=show_lines)
 
 
 def column(table: Table, header: str, right: bool = True) -> None:

@@ -4,11 +4,11 @@ typed values (one place, so the two views say the same)."""
 from __future__ import annotations
 
 from mindspeed_prof.analysis.capture_facts import worlds_text
-from mindspeed_prof.analysis.counts import is_update
+from mindspeed_prof.analysis.counts import GENERATE, is_update
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.model import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
-from mindspeed_prof.analysis.throughput import GENERATE, OVER_PEAK, StageThroughput
+from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered
 from mindspeed_prof.analysis.verdict import Verdict
 

@@ -3,8 +3,10 @@ that fit their place (never over each other), a legend that wraps, a picture tha
 
 from __future__ import annotations
 
+import os
 import string
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -182,3 +184,36 @@ def test_text_width_is_an_upper_bound_of_the_wide_fallback_font(text: str) -> No
     font.set_size(FONT, 72)  # 72 dpi: one point is one unit
     drawn = sum(font.load_char(ord(c)).linearHoriAdvance / 65536 for c in text)  # unhinted
     assert text_width(text) >= drawn
+
+
+def _golden_ranges() -> list[Range]:
+    """Two ranks on their own clocks (one a straggler, one with a source), a rank whose stages
+    span its step (no step range), a rank the capture did not name, a long rank label, a name
+    to escape and enough stages for the legend to wrap."""
+    rs = ranges(0, 0.0, steps=4) + ranges(1, 3.6e9, slow=1.5, steps=4)
+    rs += [r._replace(source="host-b") for r in ranges(1, 7e6, steps=2)]
+    rs += [r for r in ranges(2, 5e5) if r.kind != "step"]
+    rs += [Range(None, "step", "ProfilerStep#2", 2, 0.0, 1e5, source="h" * 80),
+           Range(None, "stage", "<b>&\"odd\"</b>", 2, 10.0, 2e4, source="h" * 80)]
+    rs += [Range(0, "stage", f"custom_stage_{i}", 3, 300_000.0 + 1e3 * i, 900.0)
+           for i in range(12)]
+    return rs
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize(("name", "first", "steps", "width", "colours"), [
+    ("gantt_default.svg", None, 4, 960, None),
+    ("gantt_narrow.svg", 2, 3, 200, {"actor_generate": "#111111"}),
+    ("gantt_tiny.svg", 1, 4, 150, None),
+])
+def test_the_picture_is_pinned(name: str, first: int | None, steps: int, width: int,
+                               colours: dict[str, str] | None) -> None:
+    """The SVG byte for byte on a fixture that takes every branch (rewrite the files with
+    ``PIN=1`` only for a change meant to alter the picture)."""
+    svg = gantt_svg(_golden_ranges(), first=first, steps=steps, width=width, colours=colours)
+    path = GOLDEN / name
+    if os.environ.get("PIN"):
+        path.write_text(svg + "\n", encoding="utf-8")
+    assert svg + "\n" == path.read_text(encoding="utf-8")

@@ -200,7 +200,7 @@ def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
     assert max(len(line) for line in table_lines(text)) <= WIDTH
 
 
-# -- lists of ranks and steps, the first line, the ranges table (issue 20) --------------------
+# -- lists of ranks and steps, the first line, the ranges table ------------------------------
 
 
 def _parse_ranks(text: str) -> list[int | None]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.views.html.style import MAX_COLUMNS as _MAX_COLUMNS
@@ -27,11 +26,11 @@ def _header(column: str) -> str:
     return esc(column).replace("_", "_<wbr>")
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     return f"{v:,.3f}" if isinstance(v, float) else "" if v is None else str(v)
 
 
-def table(rows: Sequence[Row | dict[str, Any]], columns: list[str],
+def table(rows: Sequence[Row | Mapping[str, object]], columns: list[str],
            quiet: Iterable[str] = ("source",)) -> str:
     """Rows as an HTML table of ``columns`` (their ``--json`` keys: a column a row does not have
     is a ``KeyError``, never an empty cell), in a wrapper that scrolls when the page is too

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from rich.console import Console
 
@@ -37,7 +37,7 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
     shown = rows[:top]
     headers = ("rank", "n", "total", "self", "mean", "p95", "max")
 
-    def cells(fmt: Any) -> list[list[str]]:
+    def cells(fmt: Callable[[float | None], str]) -> list[list[str]]:
         return [[rank_label(r.rank), str(r.count),
                  *[fmt(t) for t in (r.total_ms, r.self_ms, r.mean_ms, r.p95_ms, r.max_ms)]]
                 for r in shown]

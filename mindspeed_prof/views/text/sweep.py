@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -15,7 +15,7 @@ from mindspeed_prof.views.text.cells import _ms
 __all__ = ["print_presets", "print_sweep"]
 
 
-def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
+def print_sweep(rows: Sequence[Mapping[str, object]], sweep_dir: Path,
                 console: Console | None = None) -> None:
     """One row per job; below it, one line per job with its own overrides and notes."""
     console = console or Console()
@@ -31,27 +31,34 @@ def print_sweep(rows: list[dict[str, Any]], sweep_dir: Path,
     for r in rows:
         table.add_row(*[_sweep_cell(r.get(key), key) for _, key in columns])
     console.print(table)
-    common = set.intersection(*(set(r["overrides"]) for r in rows)) if rows else set()
+    common = set.intersection(*(set(_overrides(r)) for r in rows)) if rows else set()
     for r in rows:
-        own = [o for o in r["overrides"] if o not in common
+        own = [o for o in _overrides(r) if o not in common
                and not o.split("=")[0].lstrip("+").endswith("integrated.stage")]
         failed = f"failed: {r['error']}" if r.get("error") else None
-        line = "; ".join(filter(None, [" ".join(own), failed, r.get("note")]))
+        note = r.get("note")
+        line = "; ".join(filter(None, [" ".join(own), failed, str(note) if note else None]))
         if line:
             console.print(printable(f"job {r['job']}: {line}"), soft_wrap=True,
                           highlight=False, markup=False)
 
 
-def _sweep_cell(value: Any, key: str) -> str:
+def _overrides(row: Mapping[str, object]) -> list[str]:
+    """A sweep row's command-line overrides."""
+    given = row["overrides"]
+    return [str(o) for o in given] if isinstance(given, list) else []
+
+
+def _sweep_cell(value: object, key: str) -> str:
     """A sweep row's value for a cell (from its manifest: escaped)."""
-    if key.startswith("ms_"):
+    if key.startswith("ms_") and (value is None or isinstance(value, (int, float))):
         return _ms(value)
     if isinstance(value, list):
         return cell(",".join(map(str, value)))
     return "-" if value is None else cell(value)
 
 
-def print_presets(presets: list[tuple[str, str, dict[str, Any]]],
+def print_presets(presets: Sequence[tuple[str, str, Mapping[str, object]]],
                   console: Console | None = None) -> None:
     """Each preset, the question it answers and the values it changes from the defaults."""
     console = console or Console()
