@@ -107,7 +107,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     edges = graph()
-    assert "mindspeed_prof.analysis.readers.fold" in edges["mindspeed_prof.analysis.readers.chrome"]
+    assert "mindspeed_prof.analysis.readers.fold" in edges["mindspeed_prof.analysis.readers.kineto.chrome"]
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
     assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
     assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]

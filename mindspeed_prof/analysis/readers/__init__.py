@@ -18,17 +18,13 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.chrome import read_json
-from mindspeed_prof.analysis.readers.memory import is_memory_file, is_memory_name
-from mindspeed_prof.analysis.readers.model import (
-    MAX_BYTES,
-    BadFile,
-    Range,
-    TraceData,
-    one_line,
-)
-from mindspeed_prof.analysis.readers.npu import TRACE_VIEW, read_npu, read_npu_file
-from mindspeed_prof.analysis.readers.npu_trace import ascend_trace
+from mindspeed_prof.analysis.readers.kineto.chrome import read_json
+from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, is_memory_name
+from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
+from mindspeed_prof.analysis.readers.labels import one_line
+from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, TraceData
+from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu, read_npu_file
+from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
     NOT_READ,
@@ -39,7 +35,6 @@ from mindspeed_prof.analysis.readers.sniff import (
     TRACE_LIST,
     kind_of,
 )
-from mindspeed_prof.analysis.readers.sqlite import read_db
 from mindspeed_prof.formats import (
     ANALYSIS,
     CLUSTER_SUMMARY,

@@ -17,9 +17,9 @@ import numpy as np
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.counters import CounterFold
-from mindspeed_prof.analysis.readers.device import breakdown
-from mindspeed_prof.analysis.readers.device_ops import DeviceOps
-from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
+from mindspeed_prof.analysis.readers.device.breakdown import breakdown
+from mindspeed_prof.analysis.readers.device.ops import DeviceOps
+from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
     HOST_CATS,
     NAMES,
@@ -380,7 +380,7 @@ class Collector:
         return ""
 
     def _memory(self, ranges: list[Range]) -> Memory:
-        from mindspeed_prof.analysis.readers.memory import from_events
+        from mindspeed_prof.analysis.readers.kineto.memory import from_events
 
         ts, allocated, reserved, dev = self.memory
         device = any(d == 1 for d in dev)  # with a GPU in the trace only device memory counts

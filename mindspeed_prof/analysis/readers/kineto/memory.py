@@ -17,6 +17,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.labels import one_line
 from mindspeed_prof.analysis.readers.model import (
     MAX_BYTES,
     Alloc,
@@ -24,7 +25,6 @@ from mindspeed_prof.analysis.readers.model import (
     Memory,
     Range,
     Tally,
-    one_line,
     tally,
 )
 from mindspeed_prof.analysis.readers.sniff import SNAPSHOT, kind_of

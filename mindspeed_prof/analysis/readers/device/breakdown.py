@@ -19,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from mindspeed_prof.analysis.readers.device_ops import KINDS, DeviceOps
+from mindspeed_prof.analysis.readers.device.ops import KINDS, DeviceOps
 from mindspeed_prof.analysis.readers.model import DeviceRow
 
 __all__ = ["Interval", "breakdown", "merge", "overlap", "total"]

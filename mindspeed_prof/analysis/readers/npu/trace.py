@@ -13,14 +13,14 @@ import msgspec
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, TraceData, tally
-from mindspeed_prof.analysis.readers.npu_facts import (
+from mindspeed_prof.analysis.readers.npu.facts import (
     COPY_TASKS,
     LaunchOrder,
     TaskGroups,
     api_name,
     facts,
 )
-from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
+from mindspeed_prof.analysis.readers.npu.text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["ASCEND", "LaneSpan", "ascend_trace", "read_trace_view", "stage_device_rows"]

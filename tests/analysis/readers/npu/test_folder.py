@@ -22,7 +22,7 @@ from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
 from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
 from mindspeed_prof.cli import main
 
-DOUBLES = Path(__file__).resolve().parents[2] / "doubles"
+DOUBLES = Path(__file__).resolve().parents[3] / "doubles"
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from mindspeed_prof.analysis.readers.model import (
     TraceData,
     tally,
 )
-from mindspeed_prof.analysis.readers.npu_busy import Task, is_comm, task
-from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
-from mindspeed_prof.analysis.readers.npu_facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.npu.busy import Task, is_comm, task
+from mindspeed_prof.analysis.readers.npu.facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.npu.tables import Table, number, step_number
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = [

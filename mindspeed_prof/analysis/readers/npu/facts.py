@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import HcclOp, HcclTasks, NpuFacts, NpuOp, TraceData
-from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.npu.tables import step_number
 from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.formats.header import merged, read_header
 

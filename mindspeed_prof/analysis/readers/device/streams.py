@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.model import LaunchStats, StreamIdle
 
 __all__ = ["KERNEL_WAIT_US", "LATE_US", "LAUNCH_CALLS", "PROMPT_US", "SLOW_CALL_US", "TINY_US",
