@@ -1,11 +1,12 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-What a file is comes from its content (``sniff``), whatever its name. One module per source:
-``chrome`` (torch/Kineto traces and range files ``*.mstx.trace.json``), ``sqlite``
-(``*.pt.trace.db``), ``npu`` (torch_npu ``*_ascend_pt`` folders and single files of their
-output: ``npu_text``/``npu_trace``/``npu_busy`` for the text export, ``npu_db`` for the db
-export), ``memory`` (allocator snapshots, memory timelines), ``ranks`` (manifest ranks,
-captures that claim the same rank and step).
+What a file is comes from its content (``sniff``), whatever its name. Two families of captures:
+``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``; ``sqlite``:
+``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines) and ``npu`` (``folder``:
+torch_npu ``*_ascend_pt`` folders and single files of their output; ``text``/``trace``/``busy``
+for the text export, ``db`` for the db export). Both read through the shared modules here:
+``fold`` (events into a ``TraceData``, ``model``), ``device`` (the device breakdown),
+``ranks`` (manifest ranks, captures that claim the same rank and step), ``labels``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@ and kernel launch statistics count them, from a trace's ``DeviceOps``."""
 
 from __future__ import annotations
 
-import bisect
-from typing import Any
+from array import array
+
+import numpy as np
 
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
+from mindspeed_prof.analysis.readers.events import Lane
 from mindspeed_prof.analysis.readers.model import LaunchStats, StreamIdle
 
 __all__ = ["KERNEL_WAIT_US", "LATE_US", "LAUNCH_CALLS", "PROMPT_US", "SLOW_CALL_US", "TINY_US",
@@ -36,6 +38,102 @@ PROMPT_US = 30.0
 
 
 
+class _Idle:
+    """A step's stream: its ops, busy time and the gaps before its ops (us) by cause."""
+
+    __slots__ = ("busy", "host", "kernel", "ops", "other")
+
+    def __init__(self) -> None:
+        self.ops = 0
+        self.busy = self.host = self.kernel = self.other = 0.0
+
+    def add(self, ts: float, end: float, launch: float, prev: float | None) -> None:
+        """An op, ``prev`` the end of the stream's op before it (None: the first)."""
+        self.ops += 1
+        self.busy += end - ts
+        if prev is None:
+            return
+        gap = ts - prev
+        if prev < launch < ts:
+            self.host += gap
+        elif gap < KERNEL_WAIT_US:
+            self.kernel += gap
+        else:
+            self.other += gap
+
+    def values(self) -> tuple[float, ...]:
+        return self.ops, self.busy, self.host, self.kernel, self.other
+
+    def row(self, step: int | None, device: str, stream: str) -> StreamIdle:
+        return StreamIdle(step=step, device=device, stream=stream, ops=self.ops,
+                          busy_ms=self.busy / 1e3, host_wait_ms=self.host / 1e3,
+                          kernel_wait_ms=self.kernel / 1e3, other_ms=self.other / 1e3)
+
+
+class _Launches:
+    """A step's counted launches: the sums ``LaunchStats`` reports (us)."""
+
+    __slots__ = ("cpu", "delay", "gpu", "late", "launches", "short", "short_cpu", "short_gpu",
+                 "slow_calls", "starved", "starved_cpu", "starved_gpu", "tiny")
+
+    def __init__(self) -> None:
+        self.launches = self.short = self.tiny = self.slow_calls = self.late = self.starved = 0
+        self.cpu = self.gpu = self.short_cpu = self.short_gpu = self.delay = 0.0
+        self.starved_cpu = self.starved_gpu = 0.0
+
+    def add(self, ts: float, end: float, launch: float, call: float) -> None:
+        """An op and its launch call's duration ``call``."""
+        dur = end - ts
+        delay = ts - launch - call
+        self.launches += 1
+        self.cpu += call
+        self.gpu += dur
+        if dur < call:
+            self.short += 1
+            self.short_cpu += call
+            self.short_gpu += dur
+            if delay < PROMPT_US and call <= SLOW_CALL_US:
+                self.starved += 1
+                self.starved_cpu += call
+                self.starved_gpu += dur
+        self.tiny += dur < TINY_US
+        if delay > 0:
+            self.delay += delay
+        self.slow_calls += call > SLOW_CALL_US
+        self.late += delay > LATE_US
+
+    def row(self, step: int | None) -> LaunchStats:
+        return LaunchStats(step=step, launches=self.launches, cpu_ms=self.cpu / 1e3,
+                           gpu_ms=self.gpu / 1e3, short=self.short,
+                           short_cpu_ms=self.short_cpu / 1e3, short_gpu_ms=self.short_gpu / 1e3,
+                           tiny=self.tiny, delay_ms=self.delay / 1e3, slow_calls=self.slow_calls,
+                           late=self.late, starved=self.starved,
+                           starved_cpu_ms=self.starved_cpu / 1e3,
+                           starved_gpu_ms=self.starved_gpu / 1e3)
+
+
+class _Steps:
+    """The step that launched an op: the last to start by its launch, if it holds it."""
+
+    def __init__(self, steps: list[tuple[int, float, float]]) -> None:
+        self.steps = sorted(steps, key=lambda s: s[1])
+        self.starts = np.array([s[1] for s in self.steps], dtype=np.float64)
+        self.ends = np.array([s[2] for s in self.steps], dtype=np.float64)
+        self.numbers = np.array([s[0] for s in self.steps], dtype=object)
+
+    def of(self, launch: array[float]) -> tuple[list[bool], list[int | None]]:
+        """Per op of a block (its ``launch`` column): whether a step launched it (HTA drops
+        the others), and that step's number; in a trace without steps, every op, None."""
+        if not self.steps:
+            return [True] * len(launch), [None] * len(launch)
+        at = np.frombuffer(launch, dtype=np.float64)
+        i = np.searchsorted(self.starts, at, "right") - 1
+        k = np.maximum(i, 0)
+        inside: list[bool] = ((i >= 0) & (at <= self.ends[k])).tolist()
+        numbers: list[int | None] = self.numbers[k].tolist()
+        return inside, numbers
+
+
 def stream_facts(ops: DeviceOps, steps: list[tuple[int, float, float]]
                  ) -> tuple[list[StreamIdle], list[LaunchStats]]:
     """Per step, each stream's idle time split as HTA's ``get_idle_time_breakdown`` splits it,
@@ -49,82 +147,40 @@ def stream_facts(ops: DeviceOps, steps: list[tuple[int, float, float]]
     whose call is not in the trace), never host wait. An op whose launch call ``LAUNCH_CALLS``
     counts adds to its step's ``LaunchStats``; a short one (shorter than its call, which took
     at most ``SLOW_CALL_US``) that started within ``PROMPT_US`` of the call's end is
-    ``starved``. One pass, a block of a
-    stream at a time.
+    ``starved``. One pass, a block of a stream at a time.
     """
     if not ops.count:
         return [], []
-    steps = sorted(steps, key=lambda s: s[1])
-    starts = [s[1] for s in steps]
-    idle: dict[tuple[int | None, Any], list[float]] = {}
-    calls: dict[int | None, list[float]] = {}
+    by_step = _Steps(steps)
+    idle: dict[tuple[int | None, Lane], _Idle] = {}
+    calls: dict[int | None, _Launches] = {}
     for key, col in ops.streams.items():
         col.sort()
         prev = None  # the end of the stream's previous op counted
         for block in col.blocks():
-            for ts, end, launch, call, _ in zip(*block):
-                if steps:
-                    i = bisect.bisect_right(starts, launch) - 1
-                    if i < 0 or launch > steps[i][2]:
-                        continue  # launched outside every step: no step's (HTA drops it)
-                    n: int | None = steps[i][0]
-                else:
-                    n = None
+            for ts, end, launch, call, _, counted, n in zip(*block, *by_step.of(block[2])):
+                if not counted:
+                    continue
                 slot = idle.get((n, key))
                 if slot is None:
-                    slot = idle[(n, key)] = [0.0] * 5  # ops, busy, host, kernel, other
-                slot[0] += 1
-                slot[1] += end - ts
-                if prev is not None:
-                    gap = ts - prev
-                    if prev < launch < ts:
-                        slot[2] += gap
-                    elif gap < KERNEL_WAIT_US:
-                        slot[3] += gap
-                    else:
-                        slot[4] += gap
+                    slot = idle[(n, key)] = _Idle()
+                slot.add(ts, end, launch, prev)
                 prev = end
                 if call == call:  # a counted launch call (NaN otherwise)
-                    dur = end - ts
                     c = calls.get(n)
                     if c is None:
-                        c = calls[n] = [0.0] * 13
-                    c[0] += 1
-                    c[1] += call
-                    c[2] += dur
-                    delay = ts - launch - call
-                    if dur < call:
-                        c[3] += 1
-                        c[4] += call
-                        c[5] += dur
-                        if delay < PROMPT_US and call <= SLOW_CALL_US:
-                            c[10] += 1
-                            c[11] += call
-                            c[12] += dur
-                    if dur < TINY_US:
-                        c[6] += 1
-                    if delay > 0:
-                        c[7] += delay
-                    if call > SLOW_CALL_US:
-                        c[8] += 1
-                    if delay > LATE_US:
-                        c[9] += 1
-    order: dict[int | None, int] = {n: k for k, (n, _, _) in enumerate(steps)}
-    named = sorted(((n, *_names(key)), v) for (n, key), v in idle.items())
+                        c = calls[n] = _Launches()
+                    c.add(ts, end, launch, call)
+    order: dict[int | None, int] = {n: k for k, (n, _, _) in enumerate(by_step.steps)}
+    named = sorted((((n, *_names(key)), v) for (n, key), v in idle.items()),
+                   key=lambda kv: (kv[0], kv[1].values()))
     named.sort(key=lambda kv: order.get(kv[0][0], -1))  # steps in order, streams by name
-    rows = [StreamIdle(step=n, device=dev, stream=stream, ops=int(v[0]), busy_ms=v[1] / 1e3,
-                       host_wait_ms=v[2] / 1e3, kernel_wait_ms=v[3] / 1e3, other_ms=v[4] / 1e3)
-            for (n, dev, stream), v in named]
-    stats = [LaunchStats(step=n, launches=int(c[0]), cpu_ms=c[1] / 1e3, gpu_ms=c[2] / 1e3,
-                         short=int(c[3]), short_cpu_ms=c[4] / 1e3, short_gpu_ms=c[5] / 1e3,
-                         tiny=int(c[6]), delay_ms=c[7] / 1e3, slow_calls=int(c[8]),
-                         late=int(c[9]), starved=int(c[10]), starved_cpu_ms=c[11] / 1e3,
-                         starved_gpu_ms=c[12] / 1e3)
-             for n, c in sorted(calls.items(), key=lambda kv: order.get(kv[0], -1))]
+    rows = [v.row(n, dev, stream) for (n, dev, stream), v in named]
+    stats = [c.row(n) for n, c in sorted(calls.items(), key=lambda kv: order.get(kv[0], -1))]
     return rows, stats
 
 
-def _names(stream: Any) -> tuple[str, str]:
+def _names(stream: object) -> tuple[str, str]:
     """A stream key's device and stream names: the reader's keys are (pid, stream)."""
     if isinstance(stream, tuple) and len(stream) == 2:
         return str(stream[0]), str(stream[1])

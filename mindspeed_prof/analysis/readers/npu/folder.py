@@ -156,7 +156,7 @@ def read_output(files: Files, data: TraceData) -> None:
 def _read_text(files: Files, data: TraceData) -> None:
     """Each file of the text export that is given; each file that cannot be read is a
     problem. Device rows come from step_trace_time.csv, else from trace_view.json's Overlap
-    Analysis lanes, else from kernel_details.csv's tasks (``npu_busy``)."""
+    Analysis lanes, else from kernel_details.csv's tasks (``busy``)."""
     data.meta.export = "text"
     if STEP_TRACE_TIME in files:
         read_step_trace(files[STEP_TRACE_TIME], data)

@@ -291,7 +291,7 @@ def _load(path: Path) -> dict | None:
 
 def _for_hta(files: list[Path], dst: Path) -> list[float] | None:
     """A copy HTA reads (uncompressed: quicker) without what it is known to miscount
-    (test_device.py: CUDA sync records, device-side annotations, ``stream`` on host events);
+    (test_breakdown.py: CUDA sync records, device-side annotations, ``stream`` on host events);
     returns what its driver-API launches (which HTA leaves out of its launch statistics) add:
     launches, cpu, gpu, shorter than their call, delay, slow, late. None: no CUDA device op
     to compare (CPU-only and MTIA traces)."""
@@ -333,7 +333,7 @@ def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
     decimals), and per rank the launch statistics equal to its kernel launch stats (counts
     exactly, times within 1e-9), our driver-API launches aside (Triton's cuLaunchKernel, HTA
     leaves them out: counted by hand from the raw events). HTA reads with its rounding of
-    fractional microseconds off (test_device.py shows it wrong)."""
+    fractional microseconds off (test_breakdown.py shows it wrong)."""
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
     compared, skipped = [], []
     for k, files in enumerate(_sets(corpus)):
