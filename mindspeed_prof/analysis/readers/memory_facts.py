@@ -18,6 +18,7 @@ _NAN = float("nan")
 
 
 def thin(points: list[tuple[float, float]]) -> list[list[float]]:
+    """At most ``POINTS`` of ``points``, evenly spaced, keeping the highest and the last."""
     if len(points) <= POINTS:
         return [list(p) for p in points]
     stride = len(points) / POINTS
@@ -42,8 +43,9 @@ def by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[str
 
 
 def top(sizes: dict[str, Tally]) -> list[Alloc]:
-    top = sorted(sizes.items(), key=lambda kv: -kv[1].total)[:_TOP]
-    return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in top]
+    """The ``_TOP`` ops that allocated the most bytes."""
+    most = sorted(sizes.items(), key=lambda kv: -kv[1].total)[:_TOP]
+    return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in most]
 
 
 def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
@@ -54,8 +56,6 @@ def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
     return Memory(source="trace", peak_allocated_bytes=max((p[1] for p in points), default=None),
                   peak_reserved_bytes=peak_reserved, by_stage=by_stage(points, ranges),
                   top_ops=top(allocs), timeline=thin(points))
-
-
 
 
 class MemoryEvents:

@@ -145,11 +145,11 @@ def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
     from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 
     ops = DeviceOps()
-    ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
-    ops.add(7, 6.0, 9.0, "ncclDevKernel_AllReduce", 6.0)
-    ops.add(7, 8.0, 12.0, "ncclDevKernel_AllGather", 8.0)  # starts before the last one ends
-    ops.add(8, 0.0, 1.0, "ncclDevKernel_AllReduce", 0.0)  # another stream: no clash
-    ops.add(7, 12.0, 13.0, "ncclDevKernel_Broadcast", 12.0)  # starts as the last one ends
+    ops.add((0, 7), 0.0, 5.0, "ampere_sgemm", 0.0)
+    ops.add((0, 7), 6.0, 9.0, "ncclDevKernel_AllReduce", 6.0)
+    ops.add((0, 7), 8.0, 12.0, "ncclDevKernel_AllGather", 8.0)  # starts before the last one ends
+    ops.add((0, 8), 0.0, 1.0, "ncclDevKernel_AllReduce", 0.0)  # another stream: no clash
+    ops.add((0, 7), 12.0, 13.0, "ncclDevKernel_Broadcast", 12.0)  # starts as the last one ends
     assert ops.comm_clashes() == ["ncclDevKernel_AllGather"]
     ops.close()
 
@@ -159,8 +159,8 @@ def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
     from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 
     ops = DeviceOps()
-    ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
-    ops.add(1, 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
+    ops.add((0, 1), 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
+    ops.add((0, 1), 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
     rows = breakdown(ops, [(1, 0.0, 10.0)], [])
     ops.close()
     assert [(r.step, r.span_ms, r.compute_ms) for r in rows] == [
