@@ -218,7 +218,8 @@ def _windows(ops: DeviceOps, steps: list[tuple[int, float, float]], step_of: _St
 
 
 class _StageRuns:
-    """Each stage run's ops: those it launched (launch within its host range)."""
+    """The second pass, a slice at a time: each op to the steps' windows or the rest, and to
+    each stage run that launched it (its launch within the run's host range)."""
 
     def __init__(self, stages: list[tuple[str, int | None, float, float]]) -> None:
         self.order = sorted(range(len(stages)), key=lambda i: stages[i][2])
@@ -227,21 +228,22 @@ class _StageRuns:
         self.reach = list(itertools.accumulate(self.ends, max))  # the latest end so far
         self.runs: dict[int, _Group] = {}
 
-    def below(self, launch: np.ndarray) -> list[int]:
-        """Per op, the last stage (in start order) that starts by its launch (-1: none)."""
-        out: list[int] = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
-        return out
-
-    def add(self, j: int, at: float, t: float, e: float, k: int) -> None:
-        """An op launched at ``at``: to each stage run from ``j`` down that holds ``at``."""
+    def feed(self, ts: np.ndarray, end: np.ndarray, kind: np.ndarray, launch: np.ndarray,
+             inside: list[bool], windows: _Group, rest: _Group) -> None:
+        """A slice of ops: each to the steps' windows (``inside``: a step launched it) or to
+        ``rest``, and to each stage run that launched it."""
         reach, ends, order, runs = self.reach, self.ends, self.order, self.runs
-        while j >= 0 and reach[j] >= at:
-            if ends[j] >= at:
-                run = runs.get(order[j])
-                if run is None:
-                    run = runs[order[j]] = _Group()
-                run.add(t, e, k)
-            j -= 1
+        below = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
+        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside, below,
+                                      launch.tolist()):
+            (windows if ok else rest).add(t, e, k)
+            while j >= 0 and reach[j] >= at:
+                if ends[j] >= at:
+                    run = runs.get(order[j])
+                    if run is None:
+                        run = runs[order[j]] = _Group()
+                    run.add(t, e, k)
+                j -= 1
 
 
 def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
@@ -266,12 +268,7 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
     rest = _Group()
     runs = _StageRuns(stages)
     for ts, end, kind, launch in ops.columns():
-        inside = (step_of(launch) >= 0).tolist()
-        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside,
-                                      runs.below(launch), launch.tolist()):
-            (windows if ok else rest).add(t, e, k)
-            if j >= 0:
-                runs.add(j, at, t, e, k)
+        runs.feed(ts, end, kind, launch, (step_of(launch) >= 0).tolist(), windows, rest)
     rows: list[DeviceRow] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):
