@@ -14,8 +14,12 @@ import mindspeed_prof
 PACKAGE = Path(mindspeed_prof.__file__).parent
 ROOT = "mindspeed_prof"
 
+#: The readers: the shared ones (``analysis.readers``: the fold, the model, the device breakdown,
+#: ...) and the two capture families on top of them.
+READERS = {"analysis.readers", "analysis.readers.kineto", "analysis.readers.npu"}
 #: Each layer and the layers it may import (its own included). Modules not named here belong
-#: to the first prefix that matches.
+#: to the first prefix that matches. Each capture family of readers may import the shared
+#: readers but not the other family; the shared readers import neither.
 LAYERS: dict[str, set[str]] = {
     "formats": {"formats", "jsonio"},
     "config": {"config"},
@@ -24,14 +28,20 @@ LAYERS: dict[str, set[str]] = {
     "mstx": {"mstx"},
     "capture": {"capture", "config", "formats", "jsonio", "mstx"},
     "analysis.readers": {"analysis.readers", "config", "formats", "jsonio"},
-    "analysis": {"analysis", "analysis.readers", "config", "formats", "jsonio", "raylink"},
-    "views": {"views", "analysis", "analysis.readers", "config", "formats"},
+    "analysis.readers.kineto": {"analysis.readers.kineto", "analysis.readers", "config",
+                                "formats", "jsonio"},
+    "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
+                             "jsonio"},
+    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink"},
+    "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
-    "hydra": {"hydra", "capture", "analysis", "analysis.readers", "views", "config", "formats",
+    "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
               "jsonio", "mstx"},
-    "ray": {"ray", "capture", "analysis", "analysis.readers", "config", "formats", "jsonio",
-            "raylink"},
+    "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio", "raylink"},
 }
+#: Packages that gather the layers below them: the readers' package (``read``, ``discover``)
+#: dispatches to both families.
+GATHERERS: dict[str, set[str]] = {"analysis.readers": READERS}
 
 
 def _module(path: Path) -> str:
@@ -107,7 +117,8 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     edges = graph()
-    assert "mindspeed_prof.analysis.readers.fold" in edges["mindspeed_prof.analysis.readers.chrome"]
+    assert "mindspeed_prof.analysis.readers.fold" in edges[
+        "mindspeed_prof.analysis.readers.kineto.chrome"]
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
     assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
     assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]
@@ -135,20 +146,47 @@ def test_every_layer_imports_only_the_layers_below_it() -> None:
         layer = _layer(module)
         if layer is None:  # cli, demo, the package itself: the top, anything goes
             continue
+        allowed = LAYERS[layer] | GATHERERS.get(module.removeprefix(ROOT + "."), set())
         for target in sorted(targets):
             there = _layer(target)
-            if there is not None and there not in LAYERS[layer]:
+            if there is not None and there not in allowed:
                 wrong.append(f"{module} -> {target}")
     assert wrong == []
 
 
+def test_the_reader_families_import_the_shared_readers_not_each_other() -> None:
+    """Kineto's readers and torch_npu's import the shared readers, never each other; the
+    shared readers import neither family (nor the package that gathers them)."""
+    readers = f"{ROOT}.analysis.readers"
+    edges = graph()
+    assert f"{readers}.fold" in edges[f"{readers}.kineto.chrome"]
+    assert f"{readers}.fold" in edges[f"{readers}.npu.trace"]
+    assert _layer(f"{readers}.npu.text") == "analysis.readers.npu"
+    assert _layer(f"{readers}.kineto.memory") == "analysis.readers.kineto"
+    assert _layer(f"{readers}.device.breakdown") == _layer(f"{readers}.labels") \
+        == "analysis.readers"
+    wrong = [f"{m} -> {t}" for m, targets in sorted(edges.items()) for t in sorted(targets)
+             if m.startswith(readers + ".") and t.startswith(readers)
+             and _layer(m) != _layer(t) and _layer(t) != "analysis.readers"]
+    wrong += [f"{m} -> {t}" for m, targets in sorted(edges.items()) for t in sorted(targets)
+              if _layer(m) == "analysis.readers" and m != readers and t == readers]
+    assert wrong == []
+
+
 def test_the_checks_catch_what_they_are_for() -> None:
-    """A cycle, an import from capture into analysis and one from a reader into the analysis
-    above it are each found (on a made-up graph)."""
+    """A cycle, an import from capture into analysis, one from a reader into the analysis
+    above it, from a shared reader into a family and from one family into the other are each
+    found (on a made-up graph)."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     for module, target in (("mindspeed_prof.capture.profiler", "mindspeed_prof.analysis.summary"),
                            ("mindspeed_prof.analysis.readers.fold",
                             "mindspeed_prof.analysis.analyse"),
+                           ("mindspeed_prof.analysis.readers.fold",
+                            "mindspeed_prof.analysis.readers.kineto.memory"),
+                           ("mindspeed_prof.analysis.readers.kineto.chrome",
+                            "mindspeed_prof.analysis.readers.npu.trace"),
+                           ("mindspeed_prof.analysis.readers.npu.text",
+                            "mindspeed_prof.analysis.readers.kineto.sqlite"),
                            ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text")):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]

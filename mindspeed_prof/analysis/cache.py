@@ -94,7 +94,7 @@ def analysis_version() -> str:
     package = Path(readers.__file__).parents[2]
     # What a capture decodes to is decided by the readers (and the file formats and stage
     # names they use); the analysis above them reads the cached data, so it is not counted.
-    sources = [*Path(readers.__file__).parent.glob("*.py"), package / "config" / "schema.py",
+    sources = [*Path(readers.__file__).parent.rglob("*.py"), package / "config" / "schema.py",
                *(package / "formats").glob("*.py")]
     for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())

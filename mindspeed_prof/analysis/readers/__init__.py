@@ -1,11 +1,12 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-What a file is comes from its content (``sniff``), whatever its name. One module per source:
-``chrome`` (torch/Kineto traces and range files ``*.mstx.trace.json``), ``sqlite``
-(``*.pt.trace.db``), ``npu`` (torch_npu ``*_ascend_pt`` folders and single files of their
-output: ``npu_text``/``npu_trace``/``npu_busy`` for the text export, ``npu_db`` for the db
-export), ``memory`` (allocator snapshots, memory timelines), ``ranks`` (manifest ranks,
-captures that claim the same rank and step).
+What a file is comes from its content (``sniff``), whatever its name. Two families of captures:
+``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``; ``sqlite``:
+``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines) and ``npu`` (``folder``:
+torch_npu ``*_ascend_pt`` folders and single files of their output; ``text``/``trace``/``busy``
+for the text export, ``db`` for the db export). Both read through the shared modules here:
+``fold`` (events into a ``TraceData``, ``model``), ``device`` (the device breakdown),
+``ranks`` (manifest ranks, captures that claim the same rank and step), ``labels``.
 """
 
 from __future__ import annotations
@@ -18,17 +19,13 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.chrome import read_json
-from mindspeed_prof.analysis.readers.memory import is_memory_file, is_memory_name
-from mindspeed_prof.analysis.readers.model import (
-    MAX_BYTES,
-    BadFile,
-    Range,
-    TraceData,
-    one_line,
-)
-from mindspeed_prof.analysis.readers.npu import TRACE_VIEW, read_npu, read_npu_file
-from mindspeed_prof.analysis.readers.npu_trace import ascend_trace
+from mindspeed_prof.analysis.readers.kineto.chrome import read_json
+from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, is_memory_name
+from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
+from mindspeed_prof.analysis.readers.labels import one_line
+from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, TraceData
+from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu, read_npu_file
+from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
     NOT_READ,
@@ -39,7 +36,6 @@ from mindspeed_prof.analysis.readers.sniff import (
     TRACE_LIST,
     kind_of,
 )
-from mindspeed_prof.analysis.readers.sqlite import read_db
 from mindspeed_prof.formats import (
     ANALYSIS,
     CLUSTER_SUMMARY,

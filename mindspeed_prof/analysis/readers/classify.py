@@ -13,7 +13,7 @@ expert-parallel type is still computation, and so are the MoE kernels that only 
 The user adds communication kernels with a regex (``--comm-kernels``, or the capture's
 ``profiler_config.extensions.comm_kernels``, recorded in the trace); those rules come first.
 ``hta`` marks the rules HTA's temporal breakdown shares: on traces no other rule touches, the
-two agree (``tests/analysis/readers/test_device.py``).
+two agree (``tests/analysis/readers/device/test_breakdown.py``).
 """
 
 from __future__ import annotations

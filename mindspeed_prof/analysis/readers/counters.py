@@ -16,7 +16,7 @@ line naming the file, how many were skipped and the first. Distributions past
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -48,21 +48,22 @@ class Count(msgspec.Struct, kw_only=True):
     values: list[float] | None = None
 
 
-def _finite(v: Any) -> float | None:
+def _finite(v: object) -> float | None:
     """A finite number (never a bool), else None."""
     kind = type(v)
     if kind is float:
-        return v if math.isfinite(v) else None
+        f = cast(float, v)
+        return f if math.isfinite(f) else None
     if kind is int:
         try:
-            out = float(v)
+            out = float(cast(int, v))
         except OverflowError:
             return None
         return out if math.isfinite(out) else None
     return None
 
 
-def counter_value(args: Any) -> tuple[float | None, list[float] | None, str | None]:
+def counter_value(args: object) -> tuple[float | None, list[float] | None, str | None]:
     """(scalar, distribution, why not) of one event's args: exactly one of the first two
     set, or the reason the record is hostile."""
     value = getattr(args, "value", None)
@@ -74,17 +75,17 @@ def counter_value(args: Any) -> tuple[float | None, list[float] | None, str | No
             return None, None, "values is not a list"
         if len(values) > MAX_VALUES:
             return None, None, f"a distribution of {len(values):,} values (over {MAX_VALUES:,})"
-        out = [_finite(v) for v in values]
-        if any(v is None for v in out):
+        out = [f for f in map(_finite, values) if f is not None]
+        if len(out) < len(values):
             return None, None, "a value that is not a finite number"
-        return None, out, None  # type: ignore[return-value]
+        return None, out, None
     number = _finite(value)
     if number is None:
         return None, None, "no value" if value is None else "a value that is not a finite number"
     return number, None, None
 
 
-def _step(raw: Any) -> tuple[int | None, bool]:
+def _step(raw: object) -> tuple[int | None, bool]:
     """(step, whether it is one): absent is None; an integer (or a whole float) is itself."""
     if raw is None:
         return None, True
@@ -104,7 +105,7 @@ class CounterFold:
         self.first = ""
         self.kept = 0
 
-    def _skip(self, name: Any, why: str) -> None:
+    def _skip(self, name: object, why: str) -> None:
         if not self.skipped:
             self.first = f"{str(name)[:60]!r}: {why}"
         self.skipped += 1

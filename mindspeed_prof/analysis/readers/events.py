@@ -4,15 +4,15 @@ types msgspec decodes into, and what Kineto's categories mean."""
 from __future__ import annotations
 
 import re
-from typing import Any, Union
+from typing import Union
 
 import msgspec
 
 from mindspeed_prof.config.schema import STAGES
 
 __all__ = ["DEVICE_CATS", "HOST_CATS", "NAMES", "PLAIN", "RUNTIME_CATS", "STAGE", "STEP_NAME",
-           "UNREAD_DEVICE", "Event", "EventArgs", "Number", "TraceTop", "decode_events",
-           "name_kind", "number"]
+           "UNREAD_DEVICE", "Corr", "Event", "EventArgs", "Id", "Lane", "Number", "TraceTop",
+           "decode_events", "name_kind", "number"]
 
 #: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
 #: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
@@ -28,22 +28,28 @@ UNREAD_DEVICE = {"mtia_ccp_events": "MTIA device events",
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
 Number = Union[int, float, str, None]
+#: A pid, tid or stream id as a trace writes it.
+Id = Union[int, str, None]
+#: A host thread (pid, tid) or a device stream (pid, stream).
+Lane = tuple[Id, Id]
+#: A launch's correlation id: what ties a device op to the call that launched it.
+Corr = Union[int, str]
 
 
 class EventArgs(msgspec.Struct, gc=False):
     step: Union[int, float, str, None] = None
-    correlation: Union[int, str, None] = None
-    stream: Union[int, str, None] = None
+    correlation: Union[Corr, None] = None
+    stream: Id = None
     bytes: Number = msgspec.field(default=None, name="Bytes")
     allocated: Number = msgspec.field(default=None, name="Total Allocated")
     reserved: Number = msgspec.field(default=None, name="Total Reserved")
     device_type: Number = msgspec.field(default=None, name="Device Type")
     #: Kineto's collective arguments on a kernel c10d launched (``readers.classify``).
-    collective: Any = msgspec.field(default=None, name="Collective name")
+    collective: object = msgspec.field(default=None, name="Collective name")
     #: A counter event's (``ph`` C, ``cat`` count; ``readers.counters``): any JSON, checked there.
-    value: Any = None
-    values: Any = None
-    stage: Any = None
+    value: object = None
+    values: object = None
+    stage: object = None
 
 
 class Event(msgspec.Struct, gc=False):
@@ -52,16 +58,16 @@ class Event(msgspec.Struct, gc=False):
     name: str = ""
     ts: Number = None
     dur: Number = None
-    tid: Union[int, str, None] = None
-    pid: Union[int, str, None] = None
+    tid: Id = None
+    pid: Id = None
     args: Union[EventArgs, None] = None
 
 
 class TraceTop(msgspec.Struct):
     traceEvents: list[Event] = []
-    mindspeed_prof: Union[dict[str, Any], None] = None
-    distributedInfo: Union[dict[str, Any], None] = None
-    deviceProperties: Any = None  # Kineto: a list, one entry per visible device
+    mindspeed_prof: Union[dict[str, object], None] = None
+    distributedInfo: Union[dict[str, object], None] = None
+    deviceProperties: object = None  # Kineto: a list, one entry per visible device
     baseTimeNanoseconds: Union[int, None] = None  # Kineto: wall-clock ns at ts 0
     closed: Union[bool, None] = None  # our range files: set when the recorder closed it
 

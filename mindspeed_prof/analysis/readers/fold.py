@@ -10,35 +10,32 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from array import array
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.counters import CounterFold
-from mindspeed_prof.analysis.readers.device import breakdown
-from mindspeed_prof.analysis.readers.device_ops import DeviceOps
-from mindspeed_prof.analysis.readers.device_streams import LAUNCH_CALLS, stream_facts
+from mindspeed_prof.analysis.readers.device.breakdown import breakdown
+from mindspeed_prof.analysis.readers.device.ops import DeviceOps
+from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import (
     HOST_CATS,
     NAMES,
     PLAIN,
     STAGE,
     UNREAD_DEVICE,
+    Corr,
     Event,
+    Lane,
     name_kind,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
-from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Split, match, split
+from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, match, split
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, REORDER, HostOps
 from mindspeed_prof.analysis.readers.intervals import bare_times, bare_times_of_columns
-from mindspeed_prof.analysis.readers.model import (
-    Memory,
-    Range,
-    TraceData,
-    merge_tallies,
-)
+from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
+from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.totals import Totals
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
@@ -51,6 +48,10 @@ _STAGES = frozenset(STAGES)
 PENDING = 1 << 16
 _NAN = float("nan")
 _RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: prof.iteration
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+#: Where ``DeviceOps.add`` put an op: its stream and its index there.
+_Where = tuple[Lane, int]
 
 
 class Collector:
@@ -71,25 +72,25 @@ class Collector:
         self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
         self.annotations: list[tuple[str, float, float, int | None, str]] = []
         self.host = HostOps()
-        self.kernels = Totals()  # by name: runs, device us
-        self.runtime = Totals()  # by name: calls, us
+        self.kernels = Totals[str]()  # by name: runs, device us
+        self.runtime = Totals[str]()  # by name: calls, us
         self.device = DeviceOps()
-        self.launches: dict[Any, tuple[float, float]] = {}  # correlation -> start, counted dur
-        self.waiting: dict[Any, list[tuple[Any, int]]] = {}  # correlation -> ops without launch
+        self.launches: dict[Corr, tuple[float, float]] = {}  # correlation -> start, counted dur
+        self.waiting: dict[Corr, list[_Where]] = {}  # correlation -> ops without launch
         self.dropped = 0  # device ops dropped while waiting for their launch
         self.forgot = False  # launches dropped: a later device op may miss its own
         self.saw_launch = False  # the trace records launches (correlation ids on runtime calls)
         #: Device ops are kept relative to the first one's start: at epoch microseconds a double
         #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
         self.origin: float | None = None
-        self.untimed: list[Any] = [0, ""]
-        self.negative: list[Any] = [0, ""]
-        self.endless: list[Any] = [0, ""]
-        self.memory = tuple(array("d") for _ in range(4))  # ts, allocated, reserved, device
+        self.untimed = Skipped("complete events ('X') without ts or dur")
+        self.negative = Skipped("events end before they start (negative dur)")
+        self.endless = Skipped(f"events last longer than {MAX_DUR_US / 3.6e9:.0f} hours")
+        self.memory = MemoryEvents()
         self.unread: dict[str, int] = {}  # UNREAD_DEVICE category -> events
         self.counts = CounterFold()  # ``C`` events of category ``count`` (``readers.counters``)
 
-    def _launched(self, corr: Any, ts: float, call: float) -> None:
+    def _launched(self, corr: Corr, ts: float, call: float) -> None:
         """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
         (NaN otherwise)."""
         self.launches[corr] = (ts, call)
@@ -134,30 +135,14 @@ class Collector:
         sp = split(events)
         for i in sp.counter.tolist():
             self.counts.add(events[i])
-        for slot, idx in ((self.untimed, sp.untimed), (self.negative, sp.negative),
-                          (self.endless, sp.endless)):
-            if len(idx):
-                if not slot[0]:
-                    slot[1] = events[int(idx[0])].name
-                slot[0] += len(idx)
+        self.untimed.add(events, sp.untimed)
+        self.negative.add(events, sp.negative)
+        self.endless.add(events, sp.endless)
         for i in sp.unread.tolist():
             cat = events[i].cat
             self.unread[cat] = self.unread.get(cat, 0) + 1
         if len(sp.host):
-            names, host, op = NAMES, self.host, self.host.op
-            for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
-                                  sp.dur[sp.host].tolist()):
-                ev = events[i]
-                if ev.ph != "X":
-                    self._memory_event(ev)
-                    continue
-                cat, name = ev.cat, ev.name
-                what = names.get(name)
-                if what is PLAIN and cat in HOST_CATS:  # the usual: a host op
-                    op((ev.pid, ev.tid), ts, dur, name)
-                else:
-                    self._host_event(ev, cat, ts, dur)
-            host.flush()
+            self._host(events, sp)
         devs = [events[i] for i in sp.device.tolist()]
         calls = [events[i] for i in sp.runtime.tolist()]
         self.kernels.add([e.name for e in devs], sp.dur[sp.device])
@@ -165,16 +150,35 @@ class Collector:
         if devs or calls:
             self._launches(events, sp, devs, calls, r_names)
 
+    def _host(self, events: list[Event], sp: Split) -> None:
+        """The batch's host events: ops, ranges, ``[memory]`` events."""
+        names, op = NAMES, self.host.op
+        for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
+                              sp.dur[sp.host].tolist()):
+            ev = events[i]
+            if ev.ph != "X":
+                alloc = self.memory.add(ev)
+                if alloc is not None:
+                    self.host.alloc((ev.pid, ev.tid), *alloc)
+                continue
+            cat, name = ev.cat, ev.name
+            what = names.get(name)
+            if what is PLAIN and cat in HOST_CATS:  # the usual: a host op
+                op((ev.pid, ev.tid), ts, dur, name)
+            else:
+                self._host_event(ev, cat, ts, dur)
+        self.host.flush()
+
     def _launches(self, events: list[Event], sp: Split, devs: list[Event],
                   calls: list[Event], r_names: list[str]) -> None:
         """The batch's launch calls and device ops, in segments that end where the launches
         kept would overflow ``PENDING`` (their older half is dropped there)."""
-        r_corr = [None if a is None else a.correlation for a in [e.args for e in calls]]
+        corrs = [None if a is None else a.correlation for a in [e.args for e in calls]]
         counted = np.array([n in LAUNCH_CALLS for n in r_names], dtype=bool)
         r_pos = sp.runtime
-        if None in r_corr:  # calls without a correlation id launch nothing known
-            keep = [c is not None for c in r_corr]
-            r_corr = [c for c in r_corr if c is not None]
+        r_corr: list[Corr] = [c for c in corrs if c is not None]
+        if len(r_corr) < len(corrs):  # calls without a correlation id launch nothing known
+            keep = [c is not None for c in corrs]
             r_pos, counted = r_pos[keep], counted[keep]
         r_idx = r_pos.tolist()
         r_ts = sp.ts[r_pos]
@@ -194,14 +198,14 @@ class Collector:
                 self.forgot = True
             r_lo, d_lo = r_hi, d_hi
 
-    def _overflow(self, corr: list[Any], lo: int) -> tuple[int, bool]:
+    def _overflow(self, corr: list[Corr], lo: int) -> tuple[int, bool]:
         """Where the next segment of launch calls ends: after the one whose new id takes the
         launches kept over ``PENDING`` (and True), else at the end (and False)."""
         room = PENDING - len(self.launches)
         if len(corr) - lo <= room:
             return len(corr), False
         launches = self.launches
-        seen: set[Any] = set()
+        seen: set[Corr] = set()
         for k in range(lo, len(corr)):
             c = corr[k]
             if c not in launches and c not in seen:
@@ -211,7 +215,7 @@ class Collector:
                     return k + 1, True
         return len(corr), False
 
-    def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Any],
+    def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Corr],
                  r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray,
                  evs: list[Event]) -> None:
         args = [e.args for e in evs]
@@ -246,7 +250,7 @@ class Collector:
         self.device.extend([e.pid for e in evs], streams, ts, end, launch, call, names)
 
     def _segment_each(self, events: list[Event], sp: Split, r_pos: np.ndarray,
-                      r_corr: list[Any], r_call: np.ndarray, d_pos: np.ndarray) -> None:
+                      r_corr: list[Corr], r_call: np.ndarray, d_pos: np.ndarray) -> None:
         """A segment one event at a time, in file order."""
         calls = dict(zip(r_pos.tolist(), zip(r_corr, r_call.tolist())))
         for i in sorted([*calls, *d_pos.tolist()]):
@@ -255,17 +259,6 @@ class Collector:
                 self._device_op(events[i], float(sp.ts[i]), float(sp.dur[i]))
             else:
                 self._launched(hit[0], float(sp.ts[i]), hit[1])
-
-    def _memory_event(self, ev: Event) -> None:
-        ts = _num(ev.ts)
-        if ts is not None:
-            a = ev.args
-            assert a is not None
-            size, dev = _num(a.bytes) or 0.0, _num(a.device_type)
-            for col, value in zip(self.memory, (ts, _num(a.allocated), _num(a.reserved), dev)):
-                col.append(_NAN if value is None else value)
-            if size > 0:
-                self.host.alloc((ev.pid, ev.tid), ts, size, dev)
 
     def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
         """A complete event that is neither device work nor a runtime call: a step, a stage
@@ -283,7 +276,7 @@ class Collector:
         elif cat in HOST_CATS:
             self.host.op((ev.pid, ev.tid), ts, dur, name)
 
-    def finish(self, data: TraceData, default_step: Any) -> None:
+    def finish(self, data: TraceData, default_step: object) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
         late, deep = self.host.finish(data.ops)
         merge_tallies(data.kernels, self.kernels.as_dict())
@@ -305,16 +298,11 @@ class Collector:
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         data.counters, skipped = self.counts.finish(data.path)
         data.problems.extend(skipped)
-        if self.memory[0]:
-            data.memory = self._memory(data.ranges)
-        for what, (count, first) in (("complete events ('X') without ts or dur", self.untimed),
-                                     ("events end before they start (negative dur)",
-                                      self.negative),
-                                     (f"events last longer than {MAX_DUR_US / 3.6e9:.0f} hours",
-                                      self.endless)):
-            if count:
-                data.problems.append(f"{data.path}: {count} {what}, ignored "
-                                     f"(first: {first[:60]!r})")
+        if len(self.memory):
+            data.memory = self.memory.memory(self.host.allocs[self.memory.on_device()],
+                                             data.ranges)
+        data.problems.extend(p for p in (s.problem(data.path) for s in
+                                         (self.untimed, self.negative, self.endless)) if p)
         if late:
             data.notes.append(f"{data.path}: {late:,} host ops out of order; self times "
                               "approximate")
@@ -379,26 +367,14 @@ class Collector:
                              f"{problem}; device kernels classified without it")
         return ""
 
-    def _memory(self, ranges: list[Range]) -> Memory:
-        from mindspeed_prof.analysis.readers.memory import from_events
 
-        ts, allocated, reserved, dev = self.memory
-        device = any(d == 1 for d in dev)  # with a GPU in the trace only device memory counts
-        keep = [i for i in range(len(ts)) if dev[i] == 1] if device else range(len(ts))
-        order = sorted(keep, key=ts.__getitem__)
-        points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
-        peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
-                            default=None)
-        return from_events(points, peak_reserved, self.host.allocs[1 if device else 0], ranges)
-
-
-def _newer_half(entries: dict[Any, Any]) -> dict[Any, Any]:
+def _newer_half(entries: dict[_K, _V]) -> dict[_K, _V]:
     """The later half of ``entries`` (in insertion order): dropping them half at a time costs
     O(1) an entry (a dict emptied from its front one key at a time rescans the gap each time)."""
     return dict(itertools.islice(entries.items(), len(entries) // 2, None))
 
 
-def collect(data: TraceData, events: list[Event], default_step: Any) -> None:
+def collect(data: TraceData, events: list[Event], default_step: object) -> None:
     """``Collector`` over one list of events (readers that hold them all: db, torch_npu)."""
     fold = Collector()
     fold.add(events)

@@ -14,7 +14,6 @@ op with an id matched; ``None`` otherwise, and the collector takes those events 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -22,11 +21,13 @@ from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     RUNTIME_CATS,
     UNREAD_DEVICE,
+    Corr,
     Event,
+    Number,
     number,
 )
 
-__all__ = ["MAX_DUR_US", "Split", "floats", "match", "split"]
+__all__ = ["MAX_DUR_US", "Skipped", "Split", "floats", "match", "split"]
 
 #: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
 MAX_DUR_US = 1e11
@@ -38,7 +39,7 @@ _PH = {"X": 0, "i": 1, "C": 3}  # complete, instant, counter (``readers.counters
 _NUMERIC = frozenset({int, float})
 
 
-def floats(values: list[Any]) -> np.ndarray:
+def floats(values: list[Number]) -> np.ndarray:
     """``number`` of each value as a float64 column, NaN where it gives None (``number`` never
     gives NaN or infinity)."""
     if set(map(type, values)) <= _NUMERIC:
@@ -93,7 +94,7 @@ def split(events: list[Event]) -> Split:
                  host, np.flatnonzero(ph == 3))
 
 
-def _ints(values: list[Any]) -> np.ndarray | None:
+def _ints(values: list[Corr]) -> np.ndarray | None:
     if not values:
         return np.zeros(0, dtype=np.int64)
     if set(map(type, values)) != {int}:
@@ -104,8 +105,8 @@ def _ints(values: list[Any]) -> np.ndarray | None:
         return None
 
 
-def match(r_pos: np.ndarray, r_corr: list[Any], r_ts: np.ndarray, r_call: np.ndarray,
-          d_pos: np.ndarray, d_corr: list[Any], launches: dict[Any, tuple[float, float]]
+def match(r_pos: np.ndarray, r_corr: list[Corr], r_ts: np.ndarray, r_call: np.ndarray,
+          d_pos: np.ndarray, d_corr: list[Corr], launches: dict[Corr, tuple[float, float]]
           ) -> tuple[np.ndarray, np.ndarray] | None:
     """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
     file positions ``d_pos``; ``r_*``: launch calls), or None when that needs the one at a time
@@ -136,3 +137,22 @@ def match(r_pos: np.ndarray, r_corr: list[Any], r_ts: np.ndarray, r_call: np.nda
             return None
         launch[j], call[j] = hit
     return launch, call
+
+
+class Skipped:
+    """Events of one kind left out: how many, and the first one's name."""
+
+    __slots__ = ("count", "first", "what")
+
+    def __init__(self, what: str) -> None:
+        self.what, self.count, self.first = what, 0, ""
+
+    def add(self, events: list[Event], idx: np.ndarray) -> None:
+        if len(idx):
+            if not self.count:
+                self.first = events[int(idx[0])].name
+            self.count += len(idx)
+
+    def problem(self, path: object) -> str | None:
+        return (f"{path}: {self.count} {self.what}, ignored (first: {self.first[:60]!r})"
+                if self.count else None)

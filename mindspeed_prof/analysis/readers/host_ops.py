@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mindspeed_prof.analysis.readers.events import Lane
 from mindspeed_prof.analysis.readers.model import Tally, tally
 
 __all__ = ["ALLOC", "MAX_DEPTH", "OP", "REORDER", "HostOps"]
@@ -31,6 +32,7 @@ MAX_DEPTH = 512
 #: an op (``OP``: ``order`` minus its duration, longer first; ``what`` its name) comes before
 #: an allocation at the same time (``ALLOC``: ``what`` its (bytes, device type)).
 OP, ALLOC = 0, 1
+_Item = tuple[float, int, float, int, "str | tuple[float, float | None]"]
 
 
 class _Thread:
@@ -39,8 +41,8 @@ class _Thread:
     __slots__ = ("deep", "heap", "late", "last", "new", "ops", "stack")
 
     def __init__(self) -> None:
-        self.heap: list[tuple[Any, ...]] = []
-        self.new: list[tuple[Any, ...]] = []
+        self.heap: list[_Item] = []
+        self.new: list[_Item] = []
         self.stack: list[list[Any]] = []  # [end, self_us, name]
         self.ops: dict[str, Tally] = {}  # name -> calls, self time
         self.last = float("-inf")
@@ -54,26 +56,26 @@ class HostOps:
     item's (``origin``)."""
 
     def __init__(self) -> None:
-        self.threads: dict[Any, _Thread] = {}
+        self.threads: dict[Lane, _Thread] = {}
         self.origin: float | None = None
         self.seq = 0
         self.allocs: tuple[dict[str, Tally], dict[str, Tally]] = ({}, {})  # all, device
         self.tops = (array("d"), array("d"))  # start, end of each top-level host op
 
-    def _thread(self, key: Any) -> _Thread:
+    def _thread(self, key: Lane) -> _Thread:
         thread = self.threads.get(key)
         if thread is None:
             thread = self.threads[key] = _Thread()
         return thread
 
-    def op(self, key: Any, ts: float, dur: float, name: str) -> None:
+    def op(self, key: Lane, ts: float, dur: float, name: str) -> None:
         """An op of thread ``key`` (taken in at the next ``flush``)."""
         if self.origin is None:
             self.origin = ts
         self.seq += 1
         self._thread(key).new.append((ts - self.origin, OP, -dur, self.seq, name))
 
-    def alloc(self, key: Any, ts: float, size: float, dev: float | None) -> None:
+    def alloc(self, key: Lane, ts: float, size: float, dev: float | None) -> None:
         if self.origin is None:
             self.origin = ts
         self.seq += 1
@@ -111,7 +113,7 @@ class HostOps:
             return
         self._one_at_a_time(thread, new)
 
-    def _one_at_a_time(self, thread: _Thread, new: list[tuple[Any, ...]]) -> None:
+    def _one_at_a_time(self, thread: _Thread, new: list[_Item]) -> None:
         heap = thread.heap
         for item in new:
             if len(heap) < REORDER:
@@ -119,18 +121,18 @@ class HostOps:
             else:
                 self._take_all(thread, [heapq.heappushpop(heap, item)])
 
-    def _take_all(self, thread: _Thread, items: list[tuple[Any, ...]]) -> None:
+    def _take_all(self, thread: _Thread, items: list[_Item]) -> None:
         """The thread's next items in start order: ops, or allocations that the innermost op
         still open at their time made."""
         stack = thread.stack
         last, late = thread.last, thread.late
         ops = thread.ops
         top_lo, top_hi = self.tops
-        for ts, kind, order, _, what in items:
+        for ts, _, order, _, what in items:
             if ts < last:
                 late += 1
             last = ts
-            if kind == ALLOC:
+            if isinstance(what, tuple):  # an allocation (``ALLOC``)
                 size, dev = what
                 for end, _, name in reversed(stack):
                     if end >= ts:

@@ -44,7 +44,7 @@ def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
                origin: float = 0.0) -> list[Range]:
     """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
     that host operators (``ops``, on any thread, their times relative to ``origin``) cover."""
-    from mindspeed_prof.analysis.readers.device import merge
+    from mindspeed_prof.analysis.readers.device.breakdown import merge
 
     merged = merge(ops)
     starts = [a for a, _ in merged]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import BinaryIO
+from io import BufferedIOBase
 
 import msgspec
 
@@ -45,7 +45,7 @@ class NotJson(Exception):
 class Scanner:
     """A pull scanner over ``f``; ``taken``: the bytes read from ``f`` so far."""
 
-    def __init__(self, f: BinaryIO, limit: int) -> None:
+    def __init__(self, f: BufferedIOBase, limit: int) -> None:
         self._f = f
         self._limit = limit
         self._buf = bytearray()  # what is read and not yet consumed starts at _pos
@@ -148,7 +148,7 @@ class Scanner:
                 m = _TRAILING.search(text)
                 if m is not None:
                     end = self._pos + int(m.group(1)) - 1
-                    if self._buf[end:end + 1] in (b",", b"]", b"}"):
+                    if bytes(self._buf[end:end + 1]) in (b",", b"]", b"}"):
                         self._pos = end
                         return
                 elif "truncated" in text and self._grow():

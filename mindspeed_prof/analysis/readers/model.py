@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -15,8 +13,6 @@ from mindspeed_prof.formats.header import CaptureHeader
 
 __all__ = [
     "MAX_BYTES",
-    "OUTSIDE",
-    "WHOLE",
     "Alloc",
     "BadFile",
     "CommRow",
@@ -34,23 +30,10 @@ __all__ = [
     "TraceData",
     "merge_tallies",
     "tally",
-    "one_line",
-    "rank_label",
-    "rank_of",
-    "rank_order",
-    "ranks_text",
-    "step_label",
-    "to_rank",
 ]
 
 #: Larger captures (after decompression) are refused with one line instead of read into memory.
 MAX_BYTES = 1024**3
-#: How every view names the row of device work launched outside every step (its step is None).
-OUTSIDE = "outside"
-#: How every view names the one row of a capture without steps (``DeviceRow.whole``).
-WHOLE = "no steps"
-#: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
-_RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
 
 
 class BadFile(Exception):
@@ -371,64 +354,3 @@ class TraceData:
         memory or counter in it."""
         return not (self.ranges or self.ops or self.kernels or self.runtime or self.device
                     or self.comm or self.memory is not None or self.counters)
-
-
-def one_line(err: BaseException) -> str:
-    return str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-
-
-def to_rank(value: object) -> int | None:
-    """A rank from JSON: a non-negative int or digit string; anything else is no rank."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
-def rank_of(path: Path, meta: CaptureHeader | None, info: object) -> int | None:
-    """Our own header's rank, else ``distributedInfo.rank``, else a rank in the file name."""
-    r = to_rank(meta.rank) if meta is not None else None
-    if r is None and isinstance(info, dict):
-        r = to_rank(info.get("rank"))
-    if r is not None:
-        return r
-    m = _RANK_IN_NAME.search(path.name)
-    return int(m.group(1)) if m else None
-
-
-def rank_label(rank: int | None, source: str = "") -> str:
-    """``3``, ``?`` for an unknown rank, ``3 (host-b)`` when two captures claim rank 3."""
-    text = "?" if rank is None else str(rank)
-    return f"{text} ({source})" if source else text
-
-
-def rank_order(rank: int | None) -> tuple[int, int]:
-    """A sort key that puts unknown ranks after every known one."""
-    return (1, 0) if rank is None else (0, rank)
-
-
-def step_label(step: int | None) -> str:
-    """``12``, or ``outside`` for work launched outside every step."""
-    return OUTSIDE if step is None else str(step)
-
-
-def ranks_text(ranks: Sequence[int | None]) -> str:
-    """``0-3, 8, ?``: runs of consecutive ranks shortened, unknown ranks last."""
-    known = sorted({r for r in ranks if r is not None})
-    parts: list[str] = []
-    i = 0
-    while i < len(known):
-        j = i
-        while j + 1 < len(known) and known[j + 1] == known[j] + 1:
-            j += 1
-        if j - i >= 2:
-            parts.append(f"{known[i]}-{known[j]}")
-        else:
-            parts.extend(str(r) for r in known[i:j + 1])
-        i = j + 1
-    if any(r is None for r in ranks):
-        parts.append("?")
-    return ", ".join(parts)

@@ -3,16 +3,43 @@ job's world size a capture records."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.model import TraceData, rank_label, step_label, to_rank
+from mindspeed_prof.analysis.readers.labels import rank_label, step_label
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.formats import MANIFEST, capture_stem
+from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.jsonio import read_json
 
-__all__ = ["manifest_rank", "role_of", "separate", "world_size"]
+__all__ = ["manifest_rank", "rank_of", "role_of", "separate", "to_rank", "world_size"]
 
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
+#: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
+
+
+def to_rank(value: object) -> int | None:
+    """A rank from JSON: a non-negative int or digit string; anything else is no rank."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def rank_of(path: Path, meta: CaptureHeader | None, info: object) -> int | None:
+    """Our own header's rank, else ``distributedInfo.rank``, else a rank in the file name."""
+    r = to_rank(meta.rank) if meta is not None else None
+    if r is None and isinstance(info, dict):
+        r = to_rank(info.get("rank"))
+    if r is not None:
+        return r
+    m = _RANK_IN_NAME.search(path.name)
+    return int(m.group(1)) if m else None
 
 
 def manifest_rank(path: Path, levels: int = 3) -> int | None:

@@ -18,8 +18,9 @@ import lzma
 import os
 import re
 from collections.abc import Callable, Iterator
+from io import BufferedIOBase
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -37,7 +38,9 @@ INFLATE_ENV = "MINDSPEED_PROF_MAX_INFLATE"
 _INFLATE = 100
 _FLOOR = 64 << 20  # any compressed file may inflate to this much, whatever its ratio
 #: Compressed formats by their first bytes, and how each opens.
-_MAGIC: dict[bytes, Callable[..., Any]] = {b"\x1f\x8b": gzip.open, b"\xfd7zXZ\x00": lzma.open}
+#: How a compressed file opens for reading bytes.
+Opener = Callable[[Path], BufferedIOBase]
+_MAGIC: dict[bytes, Opener] = {b"\x1f\x8b": gzip.GzipFile, b"\xfd7zXZ\x00": lzma.LZMAFile}
 _TRIES = 3  # cuts tried from the end before scanning
 _KEY = b'"traceEvents"'
 _OPEN = re.compile(rb"\s*:\s*\[")
@@ -61,18 +64,18 @@ def max_inflate() -> float:
     return ratio if ratio > 0 else float("inf")
 
 
-def compression(path: Path) -> Callable[..., Any] | None:
-    """How ``path`` decompresses (``gzip.open``, ``lzma.open``), told by its first bytes; None
+def compression(path: Path) -> Opener | None:
+    """How ``path`` decompresses (``GzipFile``, ``LZMAFile``), told by its first bytes; None
     for a plain file."""
     with open(path, "rb") as f:
         head = f.read(6)
     return next((opener for magic, opener in _MAGIC.items() if head.startswith(magic)), None)
 
 
-def open_bytes(path: Path) -> Any:
+def open_bytes(path: Path) -> BufferedIOBase:
     """``path`` opened for reading bytes, decompressed when it is gzip or xz (by content)."""
     opener = compression(path)
-    return opener(path, "rb") if opener is not None else open(path, "rb")
+    return opener(path) if opener is not None else open(path, "rb")
 
 
 def _candidates(buf: bytes) -> Iterator[int]:
@@ -216,7 +219,7 @@ class TraceStream(Generic[E, T]):
                                   "traceEvents; refused")
         yield from self._last(header, buf)
 
-    def _reader(self, f: Any) -> Callable[[], bytes]:
+    def _reader(self, f: BufferedIOBase) -> Callable[[], bytes]:
         """``read()``: the next chunk; sets ``_eof``; refuses a decompression bomb."""
         limit = float("inf")
         if self._compressed:

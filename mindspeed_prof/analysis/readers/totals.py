@@ -8,7 +8,7 @@ in the order the keys first came.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 
@@ -16,23 +16,23 @@ from mindspeed_prof.analysis.readers.model import Tally
 
 __all__ = ["Totals", "ids_of"]
 
+K = TypeVar("K", bound=Hashable)
 
-def ids_of(table: dict[Any, int], keys: Sequence[Hashable]) -> list[int]:
+
+def ids_of(table: dict[K, int], keys: Sequence[K]) -> list[int]:
     """Each key's id in ``table``, a new key getting the next id (in order of first sight)."""
     get = table.get
-    out = [get(k) for k in keys]
-    if None in out:
-        for i, k in enumerate(keys):
-            if out[i] is None:
-                out[i] = table.setdefault(k, len(table))
-    return out  # type: ignore[return-value]
+    found = [get(k) for k in keys]
+    if None not in found:
+        return cast("list[int]", found)
+    return [table.setdefault(k, len(table)) if i is None else i for i, k in zip(found, keys)]
 
 
-class Totals:
+class Totals(Generic[K]):
     """How many values and their sum per key, in first-seen order of the keys."""
 
     def __init__(self) -> None:
-        self.ids: dict[Any, int] = {}
+        self.ids: dict[K, int] = {}
         self._count = np.zeros(16, dtype=np.int64)
         self._total = np.zeros(16, dtype=np.float64)
 
@@ -46,7 +46,7 @@ class Totals:
                                                                 dtype=np.int64)])
             self._total = np.concatenate([self._total, np.zeros(size - len(self._total))])
 
-    def add(self, keys: Sequence[Hashable], values: np.ndarray) -> np.ndarray:
+    def add(self, keys: Sequence[K], values: np.ndarray) -> np.ndarray:
         """Add ``values`` (in order) to their ``keys``; the keys' ids."""
         if not len(keys):
             return np.zeros(0, dtype=np.intp)
@@ -56,7 +56,7 @@ class Totals:
         self._count += np.bincount(ids, minlength=len(self._count))
         return ids
 
-    def add_one(self, key: Hashable, value: float) -> None:
+    def add_one(self, key: K, value: float) -> None:
         i = self.ids.get(key)
         if i is None:
             i = self.ids[key] = len(self.ids)
@@ -64,7 +64,7 @@ class Totals:
         self._count[i] += 1
         self._total[i] += value
 
-    def keys(self) -> list[Any]:
+    def keys(self) -> list[K]:
         return list(self.ids)
 
     def tallies(self) -> list[Tally]:
@@ -73,5 +73,5 @@ class Totals:
         return [Tally(c, t) for c, t in zip(self._count[:n].tolist(),
                                             self._total[:n].tolist())]
 
-    def as_dict(self) -> dict[Any, Tally]:
+    def as_dict(self) -> dict[K, Tally]:
         return dict(zip(self.ids, self.tallies()))

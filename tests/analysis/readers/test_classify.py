@@ -27,7 +27,7 @@ from mindspeed_prof.analysis.readers.classify import (
     Classifier,
     classifier,
 )
-from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines

@@ -87,7 +87,7 @@ def test_ids_above_2_53_and_string_timestamps_parse(tmp_path: Path) -> None:
 
 
 # --- Found by content: any name, any key order, a large metadata object first, list form,
-# plain, gzip or xz (issue 30, symptom 1 and section 1) ---
+# plain, gzip or xz ---
 
 #: Small real Kineto traces of the corpus (each under 50 KB stored), decoded once.
 _SMALL = [name for name, s in SETS.items()

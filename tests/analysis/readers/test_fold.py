@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import chrome, fold, host_ops
-from mindspeed_prof.analysis.readers.device import merge, total
+from mindspeed_prof.analysis.readers import fold, host_ops
+from mindspeed_prof.analysis.readers.kineto import chrome
+from mindspeed_prof.analysis.readers.device.breakdown import merge, total
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     RUNTIME_CATS,

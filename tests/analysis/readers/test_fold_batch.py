@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.readers import fold
-from mindspeed_prof.analysis.readers.events import Event, EventArgs
+from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.fold_batch import floats, match, split
 from mindspeed_prof.analysis.readers.model import TraceData
@@ -69,7 +69,7 @@ def test_match_takes_the_last_launch_before_each_op() -> None:
                 np.array([1.0, 2.0, 3.0]), np.array([1, 3, 6]), [7, 8, 7], {})
     assert got is not None
     assert got[0].tolist() == [10.0, 20.0, 30.0] and got[1].tolist() == [1.0, 2.0, 3.0]
-    kept = {9: (5.0, 0.5)}  # an earlier batch's launch
+    kept: dict[Corr, tuple[float, float]] = {9: (5.0, 0.5)}  # an earlier batch's launch
     got = match(np.array([4]), [9], np.array([40.0]), np.array([4.0]), np.array([1]), [9], kept)
     assert got is not None and got[0].tolist() == [5.0]  # its own launch comes after it
     assert match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {}) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.device import merge
+from mindspeed_prof.analysis.readers.device.breakdown import merge
 from mindspeed_prof.analysis.readers.intervals import covered, length
 
 ints = st.integers(0, 60)

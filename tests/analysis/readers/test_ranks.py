@@ -12,7 +12,7 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
-from mindspeed_prof.analysis.readers.model import rank_label
+from mindspeed_prof.analysis.readers.labels import rank_label
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 

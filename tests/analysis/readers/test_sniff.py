@@ -17,8 +17,8 @@ import pytest
 from corpus import SETS
 
 from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, sniff
-from mindspeed_prof.analysis.readers.memory import load_snapshot
-from mindspeed_prof.analysis.readers.npu import FILE_NAMES
+from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot
+from mindspeed_prof.analysis.readers.npu.folder import FILE_NAMES
 from mindspeed_prof.analysis.readers.sniff import (
     DECIDE_BYTES,
     EXECUTION_TRACE,

@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis import readers
 from mindspeed_prof.analysis.readers import BadFile, read
 from mindspeed_prof.analysis.readers import stream as stream_mod
-from mindspeed_prof.analysis.readers.chrome import read_json
 from mindspeed_prof.analysis.readers.events import Event, decode_events
 from mindspeed_prof.analysis.readers.events import TraceTop as _Trace
 from mindspeed_prof.analysis.readers.fold import collect
+from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.stream import INFLATE_ENV, TraceStream
-from mindspeed_prof.testing.kineto import cuda_trace, span, write_trace
 from mindspeed_prof.formats.header import CaptureHeader
+from mindspeed_prof.testing.kineto import cuda_trace, span, write_trace
 
 # strings that look like event boundaries, brackets, escapes and the key itself
 _TRICKY = st.sampled_from(['}, {', '},{"ph": "X"}', '[', ']', '{', '"', '\\', 'traceEvents',

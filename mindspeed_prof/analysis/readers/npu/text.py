@@ -6,7 +6,6 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.analysis.readers.model import (
     CommRow,
@@ -16,9 +15,9 @@ from mindspeed_prof.analysis.readers.model import (
     TraceData,
     tally,
 )
-from mindspeed_prof.analysis.readers.npu_busy import Task, is_comm, task
-from mindspeed_prof.analysis.readers.npu_csv import Table, number, step_number
-from mindspeed_prof.analysis.readers.npu_facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.npu.busy import Task, is_comm, task
+from mindspeed_prof.analysis.readers.npu.facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.npu.tables import Table, number, step_number
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = [
@@ -89,7 +88,7 @@ def read_kernel_details(path: Path, data: TraceData, tasks: list[Task] | None = 
     """``kernel_details.csv`` (or msprof's ``op_summary``) -> ``kernels`` by op type (as
     op_statistic.csv counts them), and ``npu.ops``: the operators by name, core and shapes,
     with their OP State and PMU ratios. Each task's step, start, end and whether it
-    communicates go to ``tasks`` when given (``npu_busy``)."""
+    communicates go to ``tasks`` when given (``busy``)."""
     table = Table.open(path, ("Type", "Duration(us)"), data.problems, OP_SUMMARY_COLUMNS)
     if table is None:
         return False
@@ -166,7 +165,7 @@ def comm_family(op_name: str) -> str:
     return _INSTANCE.sub("", op_name.split("@")[0])
 
 
-def _load_json(path: Path, data: TraceData) -> Any:
+def _load_json(path: Path, data: TraceData) -> object:
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError) as err:
@@ -174,7 +173,7 @@ def _load_json(path: Path, data: TraceData) -> Any:
         return None
 
 
-def _bandwidth(info: dict[str, Any]) -> tuple[float, float]:
+def _bandwidth(info: dict[str, object]) -> tuple[float, float]:
     """Transit size (MB) and time (ms) over links: RDMA plus SDMA (which sums HCCS/PCIE/SIO)."""
     size = time = 0.0
     links = ("RDMA", "SDMA") if "SDMA" in info else ("RDMA", "HCCS", "PCIE", "SIO")
@@ -186,7 +185,7 @@ def _bandwidth(info: dict[str, Any]) -> tuple[float, float]:
     return size, time
 
 
-def _link_times(info: dict[str, Any]) -> dict[str, tuple[float, float]]:
+def _link_times(info: dict[str, object]) -> dict[str, tuple[float, float]]:
     """Transit size (MB) and time (ms) per link type that carried data (SDMA: HCCS+PCIE+SIO)."""
     out = {}
     for link, part in info.items():
@@ -252,8 +251,8 @@ def read_communication(path: Path, data: TraceData) -> None:
         data.comm.append(row)
 
 
-def _hccl_op(op_name: str, kind: str, step: int | None, times: dict[str, Any],
-             band: Any) -> HcclOp:
+def _hccl_op(op_name: str, kind: str, step: int | None, times: dict[str, object],
+             band: object) -> HcclOp:
     """One operator of ``communication.json`` with its SDMA and RDMA size and time."""
     op = HcclOp(name=op_name.split("@")[0], kind=kind, step=step,
                 elapse_ms=_ms(times, "Elapse Time(ms)"))
@@ -286,12 +285,12 @@ def read_communication_matrix(path: Path, data: TraceData) -> None:
                         else None))
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and value == value and abs(value) != float("inf"))
 
 
-def _ms(info: dict[str, Any], key: str) -> float:
+def _ms(info: dict[str, object], key: str) -> float:
     """A number of a communication file's object (0 when missing or not a finite number)."""
     value = info.get(key)
     if isinstance(value, str):
@@ -302,5 +301,5 @@ def _ms(info: dict[str, Any], key: str) -> float:
     return float(value) if isinstance(value, (int, float)) and _finite(value) else 0.0
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if value is None else str(value)

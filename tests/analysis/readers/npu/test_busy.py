@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.npu_busy import Task, is_comm, task, task_rows
+from mindspeed_prof.analysis.readers.npu.busy import Task, is_comm, task, task_rows
 
 
 def _t(step: int | None, start: str, dur: str, comm: bool = False) -> Task:

@@ -8,7 +8,7 @@ import pytest
 from capture_fixtures import make_run
 
 import mindspeed_prof.analysis.readers as readers
-import mindspeed_prof.analysis.readers.sqlite as sqlite_reader
+import mindspeed_prof.analysis.readers.kineto.sqlite as sqlite_reader
 from mindspeed_prof.analysis.readers import read
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from mindspeed_prof.analysis.readers.events import Event, EventArgs
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.model import TraceData, rank_of
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.formats.header import read_header
 
 __all__ = ["BATCH", "read_db"]

@@ -17,7 +17,7 @@ from npu_fixtures import unpack
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import MAX_BYTES, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, Memory, Tally
-from mindspeed_prof.analysis.readers.npu_text import MB
+from mindspeed_prof.analysis.readers.npu.text import MB
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -88,7 +88,7 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
 
 
 def test_kernel_name_is_the_type_else_the_task_name() -> None:
-    from mindspeed_prof.analysis.readers.npu_text import kernel_name
+    from mindspeed_prof.analysis.readers.npu.text import kernel_name
 
     assert kernel_name(" MatMul ", "aclnnMm_MatMul") == "MatMul"
     assert kernel_name("n/a", " aclnnMm_MatMul ") == "aclnnMm_MatMul"
@@ -187,7 +187,7 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
 
 
 def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
-    from mindspeed_prof.analysis.readers.npu_memory import TIMELINE_POINTS, memory_summary
+    from mindspeed_prof.analysis.readers.npu.memory import TIMELINE_POINTS, memory_summary
 
     n = 3 * TIMELINE_POINTS + 1
     records: list[tuple[str, float, float | None, float | None]] = [
@@ -505,7 +505,7 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
 
 
 def test_npu_memory_summary_by_hand() -> None:
-    from mindspeed_prof.analysis.readers.npu_memory import memory_summary
+    from mindspeed_prof.analysis.readers.npu.memory import memory_summary
 
     records = [("APP", 5.0, 10.0, 20.0), ("PTA", 3.0, 100.0, 200.0), ("PTA", 1.0, None, None),
                ("PTA", 2.0, 50.0, 300.0), ("PTA", 2.0, None, 1.0), ("Z", 4.0, None, None)]
@@ -543,7 +543,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
 
 
 def test_npu_memory_files_by_hand(npu, tmp_path: Path) -> None:
-    from mindspeed_prof.analysis.readers.npu_text import MB
+    from mindspeed_prof.analysis.readers.npu.text import MB
 
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     out = folder / OUT

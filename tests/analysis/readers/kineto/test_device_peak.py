@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mindspeed_prof.analysis.counts import model_facts
-from mindspeed_prof.analysis.readers.chrome import read_json as read_chrome
-from mindspeed_prof.analysis.readers.device_peak import device_name, peak_tflops
+from mindspeed_prof.analysis.readers.kineto.chrome import read_json as read_chrome
+from mindspeed_prof.analysis.readers.kineto.device_peak import device_name, peak_tflops
 
 
 @pytest.mark.parametrize(("name", "peak"), [

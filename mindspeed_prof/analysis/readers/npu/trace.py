@@ -5,27 +5,29 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Union
+from typing import Union
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.events import Event
+from mindspeed_prof.analysis.readers.events import Event, Id, Number
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, TraceData, tally
-from mindspeed_prof.analysis.readers.npu_facts import (
+from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, NpuFacts, TraceData, tally
+from mindspeed_prof.analysis.readers.npu.facts import (
     COPY_TASKS,
     LaunchOrder,
     TaskGroups,
     api_name,
     facts,
 )
-from mindspeed_prof.analysis.readers.npu_text import comm_family, device_row, kernel_name
+from mindspeed_prof.analysis.readers.npu.text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
 __all__ = ["ASCEND", "LaneSpan", "ascend_trace", "read_trace_view", "stage_device_rows"]
 
-Number = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
+#: A pid or tid as torch_npu writes it (a float in some versions' files).
+_Pid = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
 #: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
 _DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
                      "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
@@ -40,12 +42,11 @@ _PARTITION = ("Computing", "Communication(Not Overlapped)", "Free")
 
 
 class _Args(msgspec.Struct):
-    name: Any = None
-    step: Any = None
+    name: object = None
     #: An HCCL task's link and size (what byte alignment is judged on).
-    transport: Any = msgspec.field(default=None, name="transport type")
-    link: Any = msgspec.field(default=None, name="link type")
-    size: Any = msgspec.field(default=None, name="size(Byte)")
+    transport: object = msgspec.field(default=None, name="transport type")
+    link: object = msgspec.field(default=None, name="link type")
+    size: object = msgspec.field(default=None, name="size(Byte)")
 
 
 class _Event(msgspec.Struct):
@@ -54,8 +55,8 @@ class _Event(msgspec.Struct):
     name: str = ""
     ts: Number = None
     dur: Number = None
-    pid: int | float | str | None = None
-    tid: int | float | str | None = None
+    pid: _Pid = None
+    tid: _Pid = None
     args: _Args | None = None
 
 
@@ -68,7 +69,7 @@ class _Meta(msgspec.Struct):
 
     ph: str = ""
     name: str = ""
-    pid: int | float | str | None = None
+    pid: _Pid = None
     args: _Args | None = None
 
 
@@ -76,9 +77,11 @@ class _Names(msgspec.Struct):
     traceEvents: list[_Meta] = []
 
 
-def _num(value: Number) -> float | None:
+def _num(value: object) -> float | None:
+    if not isinstance(value, (int, float, str)):
+        return None
     try:
-        out = float(value)  # type: ignore[arg-type]
+        out = float(value)
     except (TypeError, ValueError):
         return None
     return out if math.isfinite(out) else None
@@ -94,15 +97,81 @@ def ascend_trace(path: Path) -> bool:
     return False
 
 
-def _processes(path: Path) -> dict[Any, str]:
+def _processes(path: Path) -> dict[_Pid, str]:
     """Process names by pid. torch_npu names the host process after its events, so the names
     are gathered in a pass of their own before any event is placed."""
-    procs: dict[Any, str] = {}
+    procs: dict[_Pid, str] = {}
     for batch in TraceStream(path, _Meta, _Names).batches():
         for ev in batch:
             if ev.ph == "M" and ev.name == "process_name" and ev.args is not None:
                 procs[ev.pid] = str(ev.args.name)
     return procs
+
+
+class _Device:
+    """What a pass keeps of the device's events, by process (``_BY_PROC``)."""
+
+    def __init__(self, data: TraceData, *, kernels: bool, comm: bool, runtime: bool) -> None:
+        self.data, self.kernels, self.comm, self.runtime = data, kernels, comm, runtime
+        self.overlap: dict[str, list[LaneSpan]] = defaultdict(list)
+        self.tasks = TaskGroups()
+        self.order = LaunchOrder()
+        self.longest: dict[str, float] = {}
+
+    def hardware(self, ev: _Event, ts: float, dur: float) -> None:
+        if self.kernels:
+            tally(self.data.kernels, kernel_name(None, ev.name), 1, dur)
+
+    def hccl(self, ev: _Event, ts: float, dur: float) -> None:
+        if ev.name.startswith("hcom_"):
+            self.tasks.op(ev.pid, ev.name, ts, dur)
+            if self.comm:
+                _add_comm(self.data, ev.name, dur)
+            return
+        self.tasks.seen = True
+        if ev.name in COPY_TASKS and ev.args is not None:
+            _copy_task(self.tasks, ev.pid, ev.args, ts, dur)
+
+    def cann(self, ev: _Event, ts: float, dur: float) -> None:
+        self.order.add(ev.name, ts)
+        if self.runtime:
+            tally(self.data.runtime, ev.name, 1, dur)
+            name = api_name(ev.name)
+            self.longest[name] = max(self.longest.get(name, 0.0), dur)
+
+    def lanes(self, ev: _Event, ts: float, dur: float) -> None:
+        if ev.name in _OVERLAP:
+            self.overlap[ev.name].append((ts, ts + dur, dur))
+
+    def add(self, proc: str, ev: _Event) -> None:
+        """A device process's event: a complete one with a time and a duration is kept."""
+        if ev.ph != "X":
+            return
+        ts, dur = _num(ev.ts), _num(ev.dur)
+        if ts is None or dur is None or dur < 0:
+            return
+        keep = _BY_PROC.get(proc)
+        if keep is not None:
+            keep(self, ev, ts, dur)
+
+    def into(self, npu: NpuFacts, source: str) -> None:
+        """The HCCL copy tasks, the CANN lane's order and its calls' longest into ``npu``."""
+        npu.sources["host"] = source
+        if self.tasks.seen:
+            npu.tasks = self.tasks.done()
+            npu.sources["tasks"] = source
+        npu.launch_sync = self.order.done()
+        if npu.launch_sync is not None:
+            npu.sources["order"] = source
+        if self.longest:
+            npu.api_max_us.update(self.longest)
+            npu.sources["api"] = source
+
+
+#: What each device process's events add (the other device processes: nothing).
+_BY_PROC: dict[str, Callable[[_Device, _Event, float, float], None]] = {
+    "Ascend Hardware": _Device.hardware, "HCCL": _Device.hccl, "CANN": _Device.cann,
+    "Overlap Analysis": _Device.lanes}
 
 
 def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
@@ -115,11 +184,8 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
     launches and stream synchronizations on the CANN lane.
     """
     procs = _processes(path)
-    overlap: dict[str, list[LaneSpan]] = defaultdict(list)
     fold = Collector()
-    tasks = TaskGroups()
-    order = LaunchOrder()
-    longest: dict[str, float] = {}
+    device = _Device(data, kernels=kernels, comm=comm, runtime=runtime)
     count = 0
     stream = TraceStream(path, _Event, _Trace)
     for batch in stream.batches():
@@ -127,54 +193,20 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
         host: list[Event] = []
         for ev in batch:
             proc = procs.get(ev.pid, "")
-            if proc not in _DEVICE:
-                if ev.cat or ev.ph == "X":
-                    host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
-                                      pid=_id(ev.pid), tid=_id(ev.tid)))
-                continue
-            if ev.ph != "X":
-                continue
-            ts, dur = _num(ev.ts), _num(ev.dur)
-            if ts is None or dur is None or dur < 0:
-                continue
-            if proc == "Ascend Hardware" and kernels:
-                tally(data.kernels, kernel_name(None, ev.name), 1, dur)
-            elif proc == "HCCL":
-                if ev.name.startswith("hcom_"):
-                    tasks.op(ev.pid, ev.name, ts, dur)
-                    if comm:
-                        _add_comm(data, ev.name, dur)
-                else:
-                    tasks.seen = True
-                    if ev.name in COPY_TASKS and ev.args is not None:
-                        _copy_task(tasks, ev.pid, ev.args, ts, dur)
-            elif proc == "CANN":
-                order.add(ev.name, ts)
-                if runtime:
-                    tally(data.runtime, ev.name, 1, dur)
-                    name = api_name(ev.name)
-                    longest[name] = max(longest.get(name, 0.0), dur)
-            elif proc == "Overlap Analysis" and ev.name in _OVERLAP:
-                overlap[ev.name].append((ts, ts + dur, dur))
+            if proc in _DEVICE:
+                device.add(proc, ev)
+            elif ev.cat or ev.ph == "X":
+                host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
+                                  pid=_id(ev.pid), tid=_id(ev.tid)))
         fold.add(host)
     data.events = count
     fold.finish(data, None)
     data.problems.extend(stream.problems())
-    npu = facts(data)
-    npu.sources["host"] = path.name
-    if tasks.seen:
-        npu.tasks = tasks.done()
-        npu.sources["tasks"] = path.name
-    npu.launch_sync = order.done()
-    if npu.launch_sync is not None:
-        npu.sources["order"] = path.name
-    if longest:
-        npu.api_max_us.update(longest)
-        npu.sources["api"] = path.name
-    return overlap
+    device.into(facts(data), path.name)
+    return device.overlap
 
 
-def _copy_task(tasks: TaskGroups, pid: Any, args: _Args, ts: float, dur: float) -> None:
+def _copy_task(tasks: TaskGroups, pid: _Pid, args: _Args, ts: float, dur: float) -> None:
     """An HCCL copy task that crosses a link (SDMA, not ON_CHIP), with its size."""
     if args.transport != "SDMA" or args.link == "ON_CHIP":
         return
@@ -183,7 +215,7 @@ def _copy_task(tasks: TaskGroups, pid: Any, args: _Args, ts: float, dur: float) 
         tasks.task(pid, ts, int(size), dur)
 
 
-def _id(value: Any) -> int | str | None:
+def _id(value: _Pid) -> Id:
     return value if isinstance(value, (int, str)) or value is None else str(value)
 
 

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
-from mindspeed_prof.analysis.readers.device import merge, overlap, total
+from mindspeed_prof.analysis.readers.device.breakdown import merge, overlap, total
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.readers.model import DeviceRow, rank_of
+from mindspeed_prof.analysis.readers.model import DeviceRow
+from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
@@ -141,25 +142,25 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
 
 
 def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
-    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+    from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 
     ops = DeviceOps()
-    ops.add(7, 0.0, 5.0, "ampere_sgemm", 0.0)
-    ops.add(7, 6.0, 9.0, "ncclDevKernel_AllReduce", 6.0)
-    ops.add(7, 8.0, 12.0, "ncclDevKernel_AllGather", 8.0)  # starts before the last one ends
-    ops.add(8, 0.0, 1.0, "ncclDevKernel_AllReduce", 0.0)  # another stream: no clash
-    ops.add(7, 12.0, 13.0, "ncclDevKernel_Broadcast", 12.0)  # starts as the last one ends
+    ops.add((0, 7), 0.0, 5.0, "ampere_sgemm", 0.0)
+    ops.add((0, 7), 6.0, 9.0, "ncclDevKernel_AllReduce", 6.0)
+    ops.add((0, 7), 8.0, 12.0, "ncclDevKernel_AllGather", 8.0)  # starts before the last one ends
+    ops.add((0, 8), 0.0, 1.0, "ncclDevKernel_AllReduce", 0.0)  # another stream: no clash
+    ops.add((0, 7), 12.0, 13.0, "ncclDevKernel_Broadcast", 12.0)  # starts as the last one ends
     assert ops.comm_clashes() == ["ncclDevKernel_AllGather"]
     ops.close()
 
 
 def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
-    from mindspeed_prof.analysis.readers.device import breakdown
-    from mindspeed_prof.analysis.readers.device_ops import DeviceOps
+    from mindspeed_prof.analysis.readers.device.breakdown import breakdown
+    from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 
     ops = DeviceOps()
-    ops.add(1, 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
-    ops.add(1, 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
+    ops.add((0, 1), 0.25, 0.5, "ampere_sgemm", 10.0)  # launched as step 1's host range ends
+    ops.add((0, 1), 0.5, 0.75, "ampere_sgemm", 10.5)  # after it: outside every step
     rows = breakdown(ops, [(1, 0.0, 10.0)], [])
     ops.close()
     assert [(r.step, r.span_ms, r.compute_ms) for r in rows] == [
@@ -293,8 +294,8 @@ _windows = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)), max_siz
 def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list,
                                                      stage_spans: list, block: int) -> None:
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
-    import mindspeed_prof.analysis.readers.device as device
-    import mindspeed_prof.analysis.readers.device_ops as device_ops
+    import mindspeed_prof.analysis.readers.device.breakdown as device
+    import mindspeed_prof.analysis.readers.device.ops as device_ops
 
     # a quarter-microsecond grid: pieces shorter than 1 us, still exact in binary floats
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
@@ -319,7 +320,7 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
 
 
 def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.readers.device_ops as device_ops
+    import mindspeed_prof.analysis.readers.device.ops as device_ops
 
     whole = analyse(cuda_dir, cache=False).device()
     monkeypatch.setattr(device_ops, "SLICE", 7)
@@ -556,7 +557,7 @@ def test_kinetos_first_format_categories_are_device_ops_as_hta_has_them(tmp_path
 @pytest.fixture(scope="module")
 def hta_corpus() -> Path:
     """Real traces (HTA's own test data among them), a set per folder."""
-    root = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
+    root = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
     if not root.is_dir():
         pytest.skip("no trace corpus in tests/fixtures/corpus")
     return root

@@ -5,7 +5,7 @@ other collective libraries, the trace's own collective arguments and the user's 
 belong to the step whose host range launched them (an op launched before the capture began is
 no step's, as HTA drops it), so where only HTA's rules apply the totals over steps equal HTA's
 temporal breakdown with ``include_last_profiler_step=True`` on the same trace. Where HTA counts
-otherwise it is wrong, each case checked by hand in ``tests/analysis/test_device.py``: it rounds
+otherwise it is wrong, each case checked by hand in the breakdown's tests: it rounds
 fractional-microsecond times inward (a short kernel shrinks, even below zero), counts CUDA sync
 events and host ops that carry a ``stream`` as device work, and ends the last step where its
 device-side annotation ends. It also counts ops launched before the first step or between
@@ -19,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from mindspeed_prof.analysis.readers.device_ops import KINDS, DeviceOps
+from mindspeed_prof.analysis.readers.device.ops import KINDS, DeviceOps
 from mindspeed_prof.analysis.readers.model import DeviceRow
 
 __all__ = ["Interval", "breakdown", "merge", "overlap", "total"]
@@ -182,6 +182,70 @@ class _Group:
                          memcpy_ms=us[_MEMCPY] / 1e3, idle_ms=(hi - lo - us[_BUSY]) / 1e3)
 
 
+class _StepOf:
+    """Each op's step's index in ``steps`` (sorted by start; -1: none): the last step that
+    starts by its launch, if it ends at or after it (``bisect_right``)."""
+
+    def __init__(self, steps: list[tuple[int, float, float]]) -> None:
+        self.starts = np.array([s[1] for s in steps], dtype=np.float64)
+        self.ends = np.array([s[2] for s in steps], dtype=np.float64)
+
+    def __call__(self, launch: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.starts, launch, "right") - 1
+        if not len(self.ends):
+            return i
+        return np.where((i >= 0) & (launch <= self.ends[np.maximum(i, 0)]), i, -1)
+
+
+def _windows(ops: DeviceOps, steps: list[tuple[int, float, float]], step_of: _StepOf
+             ) -> tuple[list[tuple[float, int]], float, bool]:
+    """The first pass: each step's first op (start, step number) in start order, the last
+    end of an op a step launched, and whether an op was launched outside every step."""
+    first: dict[int, float] = {}
+    last_end, outside = 0.0, False
+    for ts, end, _, launch in ops.columns():
+        idx = step_of(launch)
+        inside = idx >= 0
+        if not inside.all():
+            outside = True
+        if inside.any():
+            kept, at = np.unique(idx[inside], return_index=True)
+            ts_in = ts[inside]
+            for pos, k in sorted(zip(at.tolist(), kept.tolist())):
+                first.setdefault(steps[k][0], float(ts_in[pos]))  # the first seen: earliest
+            last_end = max(last_end, float(end[inside].max()))
+    return sorted((lo, n) for n, lo in first.items()), last_end, outside
+
+
+class _StageRuns:
+    """The second pass, a slice at a time: each op to the steps' windows or the rest, and to
+    each stage run that launched it (its launch within the run's host range)."""
+
+    def __init__(self, stages: list[tuple[str, int | None, float, float]]) -> None:
+        self.order = sorted(range(len(stages)), key=lambda i: stages[i][2])
+        self.starts = np.array([stages[i][2] for i in self.order], dtype=np.float64)
+        self.ends = [stages[i][2] + stages[i][3] for i in self.order]
+        self.reach = list(itertools.accumulate(self.ends, max))  # the latest end so far
+        self.runs: dict[int, _Group] = {}
+
+    def feed(self, ts: np.ndarray, end: np.ndarray, kind: np.ndarray, launch: np.ndarray,
+             inside: list[bool], windows: _Group, rest: _Group) -> None:
+        """A slice of ops: each to the steps' windows (``inside``: a step launched it) or to
+        ``rest``, and to each stage run that launched it."""
+        reach, ends, order, runs = self.reach, self.ends, self.order, self.runs
+        below = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
+        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside, below,
+                                      launch.tolist()):
+            (windows if ok else rest).add(t, e, k)
+            while j >= 0 and reach[j] >= at:
+                if ends[j] >= at:
+                    run = runs.get(order[j])
+                    if run is None:
+                        run = runs[order[j]] = _Group()
+                    run.add(t, e, k)
+                j -= 1
+
+
 def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
               stages: list[tuple[str, int | None, float, float]]) -> list[DeviceRow]:
     """Rows per step (``stage`` None) and per stage run: device milliseconds by kind.
@@ -197,53 +261,14 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
     if not ops.count:
         return []
     steps = sorted(steps, key=lambda s: s[1])
-    starts = np.array([s[1] for s in steps], dtype=np.float64)
-    ends = np.array([s[2] for s in steps], dtype=np.float64)
-
-    def step_index(launch: np.ndarray) -> np.ndarray:
-        """Each op's step's index in ``steps`` (-1: none): the last step that starts by its
-        launch, if it ends at or after it (``bisect_right``)."""
-        i = np.searchsorted(starts, launch, "right") - 1
-        if not len(ends):
-            return i
-        return np.where((i >= 0) & (launch <= ends[np.maximum(i, 0)]), i, -1)
-
-    first: dict[int, float] = {}
-    last_end, outside = 0.0, False
-    for ts, end, _, launch in ops.columns():
-        idx = step_index(launch)
-        inside = idx >= 0
-        if not inside.all():
-            outside = True
-        if inside.any():
-            kept, at = np.unique(idx[inside], return_index=True)
-            ts_in = ts[inside]
-            for pos, k in sorted(zip(at.tolist(), kept.tolist())):
-                first.setdefault(steps[k][0], float(ts_in[pos]))  # the first seen: earliest
-            last_end = max(last_end, float(end[inside].max()))
-    firsts = sorted((lo, n) for n, lo in first.items())
+    step_of = _StepOf(steps)
+    firsts, last_end, outside = _windows(ops, steps, step_of)
     los = [lo for lo, _ in firsts]
     windows = _Group(_Windows(los, [*los[1:], last_end]))
     rest = _Group()
-    order = sorted(range(len(stages)), key=lambda i: stages[i][2])
-    s_starts = [stages[i][2] for i in order]
-    s_ends = [stages[i][2] + stages[i][3] for i in order]
-    reach = list(itertools.accumulate(s_ends, max))  # the latest end among stages so far
-    runs: dict[int, _Group] = {}
+    runs = _StageRuns(stages)
     for ts, end, kind, launch in ops.columns():
-        inside = (step_index(launch) >= 0).tolist()
-        below = (np.searchsorted(np.array(s_starts, dtype=np.float64), launch, "right")
-                 - 1).tolist()
-        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside,
-                                      below, launch.tolist()):
-            (windows if ok else rest).add(t, e, k)
-            while j >= 0 and reach[j] >= at:
-                if s_ends[j] >= at:
-                    run = runs.get(order[j])
-                    if run is None:
-                        run = runs[order[j]] = _Group()
-                    run.add(t, e, k)
-                j -= 1
+        runs.feed(ts, end, kind, launch, (step_of(launch) >= 0).tolist(), windows, rest)
     rows: list[DeviceRow] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):
@@ -253,7 +278,8 @@ def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
         rest.close()
         rows.append(rest.row(None, None, rest.lo, rest.hi))
     for i, (name, step, _, _) in enumerate(stages):  # only the ops the stage launched
-        if i in runs:
-            runs[i].close()
-            rows.append(runs[i].row(step, name, runs[i].lo, runs[i].hi))
+        run = runs.runs.get(i)
+        if run is not None:
+            run.close()
+            rows.append(run.row(step, name, run.lo, run.hi))
     return rows

@@ -11,12 +11,12 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import HcclOp, HcclTasks, NpuFacts, NpuOp, TraceData
-from mindspeed_prof.analysis.readers.npu_csv import step_number
+from mindspeed_prof.analysis.readers.npu.tables import step_number
 from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.formats.header import merged, read_header
 
@@ -86,7 +86,9 @@ def _shape(text: str | None) -> str:
     return (text or "").strip().strip('"')
 
 
-def _ratio(cell: Any) -> float:
+def _ratio(cell: object) -> float:
+    if not isinstance(cell, (int, float, str, bytes)):
+        return 0.0
     try:
         value = float(cell)
     except (TypeError, ValueError):
@@ -142,14 +144,14 @@ class TaskGroups:
     """HCCL copy tasks placed in the operator whose span holds their start (``HcclTasks``)."""
 
     def __init__(self) -> None:
-        self.ops: dict[Any, list[tuple[float, float, str]]] = {}  # lane -> (start, end, name)
-        self.tasks: list[tuple[Any, float, int, float]] = []  # (lane, start, bytes, us)
+        self.ops: dict[Hashable, list[tuple[float, float, str]]] = {}  # lane -> (start, end, name)
+        self.tasks: list[tuple[Hashable, float, int, float]] = []  # (lane, start, bytes, us)
         self.seen = False  # any task at all: the capture has task detail (not level0)
 
-    def op(self, lane: Any, name: str, start: float, dur: float) -> None:
+    def op(self, lane: Hashable, name: str, start: float, dur: float) -> None:
         self.ops.setdefault(lane, []).append((start, start + dur, name))
 
-    def task(self, lane: Any, start: float, size: int, dur: float) -> None:
+    def task(self, lane: Hashable, start: float, size: int, dur: float) -> None:
         self.tasks.append((lane, start, size, dur))
 
     def done(self) -> list[HcclTasks]:
@@ -277,7 +279,7 @@ def _db_ops(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int]]
                  f"SUM(c.opState IN ({','.join(map(str, static + dynamic)) or 'NULL'}))")
     else:
         state = "0, 0"
-    groups: dict[tuple[Any, ...], NpuOp] = {}
+    groups: dict[tuple[object, ...], NpuOp] = {}
     for *key, count, total, most, n_static, n_stated in rows(
             f"SELECT {keys}, COUNT(*), SUM(t.endNs - t.startNs), MAX(t.endNs - t.startNs), "
             f"{state} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "

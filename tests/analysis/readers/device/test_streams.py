@@ -18,13 +18,14 @@ from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mindspeed_prof.analysis.readers.device_ops as device_ops
-import mindspeed_prof.analysis.readers.device_streams as device
+import mindspeed_prof.analysis.readers.device.ops as device_ops
+import mindspeed_prof.analysis.readers.device.streams as device
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import read_cached
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.readers.model import LaunchStats, StreamIdle, rank_of
+from mindspeed_prof.analysis.readers.model import LaunchStats, StreamIdle
+from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.testing.kineto import write_cuda_trace, write_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*")  # HTA's own deprecations
@@ -256,7 +257,7 @@ def test_stream_facts_equal_a_plain_reference(raw: list, step_spans: list, block
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    root = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
+    root = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
     if not root.is_dir():
         pytest.skip("no trace corpus in tests/fixtures/corpus")
     return root
@@ -265,7 +266,7 @@ def corpus() -> Path:
 def _sets(root: Path) -> list[list[Path]]:
     """The GPU sets' traces (``sets.json`` kinds ``kineto_cuda``, ``kineto_rocm``; not the
     pending ones), a set per folder, a set per file where a folder's files are not one rank
-    each (as tests/analysis/readers/test_device.py reads them)."""
+    each (as tests/analysis/readers/device/test_breakdown.py reads them)."""
     gpu = {s["path"] for s in json.loads((root / "sets.json").read_text())
            if s["kind"] in ("kineto_cuda", "kineto_rocm")} - pending()
     folders: dict[Path, list[Path]] = {}
@@ -290,7 +291,7 @@ def _load(path: Path) -> dict | None:
 
 def _for_hta(files: list[Path], dst: Path) -> list[float] | None:
     """A copy HTA reads (uncompressed: quicker) without what it is known to miscount
-    (test_device.py: CUDA sync records, device-side annotations, ``stream`` on host events);
+    (test_breakdown.py: CUDA sync records, device-side annotations, ``stream`` on host events);
     returns what its driver-API launches (which HTA leaves out of its launch statistics) add:
     launches, cpu, gpu, shorter than their call, delay, slow, late. None: no CUDA device op
     to compare (CPU-only and MTIA traces)."""
@@ -332,7 +333,7 @@ def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
     decimals), and per rank the launch statistics equal to its kernel launch stats (counts
     exactly, times within 1e-9), our driver-API launches aside (Triton's cuLaunchKernel, HTA
     leaves them out: counted by hand from the raw events). HTA reads with its rounding of
-    fractional microseconds off (test_device.py shows it wrong)."""
+    fractional microseconds off (test_breakdown.py shows it wrong)."""
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
     compared, skipped = [], []
     for k, files in enumerate(_sets(corpus)):

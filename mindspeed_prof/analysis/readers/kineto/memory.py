@@ -1,6 +1,6 @@
 """Memory: peaks, per-stage peaks, top allocating operators and a timeline, from torch's captures.
 
-Three sources: the ``[memory]`` events of a trace recorded with ``profile_memory``, torch's memory
+Two sources here (a trace's ``[memory]`` events are ``memory_facts``'): torch's memory
 timeline (``*.memory_timeline.json.gz``, CPU) and an allocator snapshot
 (``*.memory_snapshot.pickle``, or any pickle ``sniff`` finds to be one, whatever its name:
 ``torch.cuda.memory._snapshot()`` or torch_npu's, pickled). A snapshot is read with an
@@ -10,33 +10,28 @@ out of it.
 
 from __future__ import annotations
 
-import bisect
 import io
 import json
 import pickle
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.analysis.readers.labels import one_line
+from mindspeed_prof.analysis.readers.memory_facts import by_stage, thin, top
 from mindspeed_prof.analysis.readers.model import (
     MAX_BYTES,
-    Alloc,
     BadFile,
     Memory,
     Range,
     Tally,
-    one_line,
     tally,
 )
 from mindspeed_prof.analysis.readers.sniff import SNAPSHOT, kind_of
 from mindspeed_prof.analysis.readers.stream import open_bytes
 from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
 
-__all__ = ["POINTS", "from_events", "is_memory_file", "is_memory_name", "load_snapshot",
-           "read_memory"]
+__all__ = ["is_memory_file", "is_memory_name", "load_snapshot", "read_memory"]
 
-#: A timeline is thinned to at most this many points (the peak is always kept).
-POINTS = 200
-_TOP = 10
 _PLAIN = frozenset({"set", "frozenset", "list", "dict", "tuple", "int", "float", "str", "bytes",
                     "bool", "complex", "bytearray"})
 
@@ -70,45 +65,6 @@ def load_snapshot(raw: bytes) -> Any:
     return _PlainUnpickler(io.BytesIO(raw)).load()
 
 
-def _thin(points: list[tuple[float, float]]) -> list[list[float]]:
-    if len(points) <= POINTS:
-        return [list(p) for p in points]
-    stride = len(points) / POINTS
-    keep = {int(i * stride) for i in range(POINTS)} | {
-        max(range(len(points)), key=lambda i: points[i][1]), len(points) - 1}
-    return [list(points[i]) for i in sorted(keep)]
-
-
-def _by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[str, float]:
-    """Peak of ``points`` (sorted by time) within each stage's runs."""
-    times = [p[0] for p in points]
-    out: dict[str, float] = {}
-    for r in ranges:
-        if r.kind != "stage":
-            continue
-        lo = max(bisect.bisect_left(times, r.ts) - 1, 0)  # the level at the stage's start
-        hi = bisect.bisect_right(times, r.ts + r.dur)
-        if hi > lo and times[lo] <= r.ts + r.dur:
-            peak = max(p[1] for p in points[lo:hi])
-            out[r.name] = max(out.get(r.name, 0.0), peak)
-    return out
-
-
-def _top(sizes: dict[str, Tally]) -> list[Alloc]:
-    top = sorted(sizes.items(), key=lambda kv: -kv[1].total)[:_TOP]
-    return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in top]
-
-
-def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
-                allocs: dict[str, Tally], ranges: list[Range]) -> Memory:
-    """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
-    order, the peak reserved, and allocations per op (the reader finds the innermost host op
-    open at each allocation)."""
-    return Memory(source="trace", peak_allocated_bytes=max((p[1] for p in points), default=None),
-                  peak_reserved_bytes=peak_reserved, by_stage=_by_stage(points, ranges),
-                  top_ops=_top(allocs), timeline=_thin(points))
-
-
 def _read_bytes(path: Path) -> bytes:
     with open_bytes(path) as f:
         raw = f.read(MAX_BYTES + 1)
@@ -125,7 +81,7 @@ def _timeline(path: Path, ranges: list[Range]) -> Memory:
     points = sorted((float(t), float(sum(s))) for t, s in zip(*doc) if t >= 0)
     return Memory(source="timeline",
                   peak_allocated_bytes=max((p[1] for p in points), default=None),
-                  by_stage=_by_stage(points, ranges), timeline=_thin(points))
+                  by_stage=by_stage(points, ranges), timeline=thin(points))
 
 
 def _frame(frames: Any) -> str | None:
@@ -166,7 +122,7 @@ def _snapshot(path: Path) -> Memory:
         peak_a, peak_r = max(peak_a, allocated), max(peak_r, reserved)
     points.reverse()
     return Memory(source="snapshot", peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r,
-                  top_ops=_top(allocs), timeline=_thin(points))
+                  top_ops=top(allocs), timeline=thin(points))
 
 
 def read_memory(path: Path, ranges: list[Range] | None = None) -> Memory:

@@ -10,22 +10,23 @@ from typing import Any
 
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import collect
-from mindspeed_prof.analysis.readers.model import CommRow, HcclOp, TraceData, tally, to_rank
-from mindspeed_prof.analysis.readers.npu_csv import step_number
-from mindspeed_prof.analysis.readers.npu_facts import (
+from mindspeed_prof.analysis.readers.model import CommRow, HcclOp, TraceData, tally
+from mindspeed_prof.analysis.readers.npu.facts import (
     api_name,
     facts,
     hccl_ops_from_db,
     read_db_facts,
 )
-from mindspeed_prof.analysis.readers.npu_memory import memory_summary
-from mindspeed_prof.analysis.readers.npu_text import (
+from mindspeed_prof.analysis.readers.npu.memory import memory_summary
+from mindspeed_prof.analysis.readers.npu.tables import step_number
+from mindspeed_prof.analysis.readers.npu.text import (
     comm_family,
     device_row,
     kernel_name,
     link_rows,
 )
-from mindspeed_prof.analysis.readers.npu_trace import LaneSpan, stage_device_rows
+from mindspeed_prof.analysis.readers.npu.trace import LaneSpan, stage_device_rows
+from mindspeed_prof.analysis.readers.ranks import to_rank
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = ["read_analysis_db", "read_profiler_db"]

@@ -10,17 +10,12 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.model import (
-    BadFile,
-    TraceData,
-    rank_of,
-    to_rank,
-)
-from mindspeed_prof.analysis.readers.npu_busy import Task, task_rows
-from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
-from mindspeed_prof.analysis.readers.npu_facts import facts, read_env
-from mindspeed_prof.analysis.readers.npu_memory import read_memory
-from mindspeed_prof.analysis.readers.npu_text import (
+from mindspeed_prof.analysis.readers.model import BadFile, TraceData
+from mindspeed_prof.analysis.readers.npu.busy import Task, task_rows
+from mindspeed_prof.analysis.readers.npu.db import read_analysis_db, read_profiler_db
+from mindspeed_prof.analysis.readers.npu.facts import facts, read_env
+from mindspeed_prof.analysis.readers.npu.memory import read_memory
+from mindspeed_prof.analysis.readers.npu.text import (
     read_api_statistic,
     read_communication,
     read_communication_matrix,
@@ -28,7 +23,8 @@ from mindspeed_prof.analysis.readers.npu_text import (
     read_op_statistic,
     read_step_trace,
 )
-from mindspeed_prof.analysis.readers.npu_trace import read_trace_view, stage_device_rows
+from mindspeed_prof.analysis.readers.npu.trace import read_trace_view, stage_device_rows
+from mindspeed_prof.analysis.readers.ranks import rank_of, to_rank
 from mindspeed_prof.analysis.readers.sniff import (
     ANALYSIS_DB,
     API_STATISTIC,
@@ -160,7 +156,7 @@ def read_output(files: Files, data: TraceData) -> None:
 def _read_text(files: Files, data: TraceData) -> None:
     """Each file of the text export that is given; each file that cannot be read is a
     problem. Device rows come from step_trace_time.csv, else from trace_view.json's Overlap
-    Analysis lanes, else from kernel_details.csv's tasks (``npu_busy``)."""
+    Analysis lanes, else from kernel_details.csv's tasks (``busy``)."""
     data.meta.export = "text"
     if STEP_TRACE_TIME in files:
         read_step_trace(files[STEP_TRACE_TIME], data)

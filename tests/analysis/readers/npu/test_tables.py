@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.npu_csv import NAMED_ROWS, Table
+from mindspeed_prof.analysis.readers.npu.tables import NAMED_ROWS, Table
 
 HEADER = ["Name", "Type", "Duration(us)", "Wait(us)"]
 

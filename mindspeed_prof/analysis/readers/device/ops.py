@@ -1,5 +1,5 @@
 """Every device op of a trace, kept per stream in compact columns (``DeviceOps``), for the
-breakdown (``device``) and the streams' facts (``device_streams``).
+breakdown (``breakdown``) and the streams' facts (``streams``).
 
 An op is kept with its name (and whether the trace gives it c10d's collective arguments), not
 its kind: ``classify`` decides kinds once the whole trace is read, by the table of
@@ -13,11 +13,12 @@ import bisect
 import tempfile
 from array import array
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, Union
 
 import numpy as np
 
 from mindspeed_prof.analysis.readers.classify import KINDS, Classifier, classifier
+from mindspeed_prof.analysis.readers.events import Id, Lane
 from mindspeed_prof.analysis.readers.model import Tally
 from mindspeed_prof.analysis.readers.totals import Totals, ids_of
 
@@ -33,6 +34,8 @@ _INF = float("inf")
 _COLS = "ddddi"  # start, end, launch (us), launch call (us, NaN: none counted), name id
 _WIDTH = sum(array(t).itemsize for t in _COLS)  # bytes an op
 _Row = tuple[float, float, int, float]  # start, end, kind, launch
+#: What ``totals`` knows an op by: its name, or (name, True) for a collective.
+_Key = Union[str, tuple[str, bool]]
 _NAN = float("nan")
 
 
@@ -176,7 +179,7 @@ class _Cursor:
             self.block, self.at = next(self.blocks, None), 0  # type: ignore[arg-type]
 
 
-def _groups(pids: list[Any], streams: list[Any]) -> Iterator[tuple[Any, np.ndarray | None]]:
+def _groups(pids: list[Id], streams: list[Id]) -> Iterator[tuple[Lane, np.ndarray | None]]:
     """Each distinct (pid, stream) in order of first sight, with where it is (None: all)."""
     if set(map(type, pids)) == {int} == set(map(type, streams)):
         try:
@@ -194,7 +197,7 @@ def _groups(pids: list[Any], streams: list[Any]) -> Iterator[tuple[Any, np.ndarr
                 at = int(first[k])
                 yield (pids[at], streams[at]), np.flatnonzero(which == k)
             return
-    table: dict[Any, int] = {}
+    table: dict[Lane, int] = {}
     sid = np.array(ids_of(table, list(zip(pids, streams))), dtype=np.intp)
     for k, key in enumerate(table):
         yield key, np.flatnonzero(sid == k)
@@ -210,8 +213,8 @@ class DeviceOps:
     """
 
     def __init__(self) -> None:
-        self.streams: dict[Any, _Stream] = {}
-        self.totals = Totals()  # per (name, collective), by name id: runs, device us
+        self.streams: dict[Lane, _Stream] = {}
+        self.totals = Totals[_Key]()  # per (name, collective), by name id: runs, device us
         self.count = 0
         self.table: Classifier = classifier()
         self._codes = b""  # each name id's kind code, by ``table``
@@ -219,15 +222,15 @@ class DeviceOps:
     @property
     def names(self) -> list[tuple[str, bool]]:
         """Each name id's (name, whether the trace gives it collective arguments)."""
-        return [(k, False) if k.__class__ is str else k for k in self.totals.ids]
+        return [(k, False) if isinstance(k, str) else k for k in self.totals.ids]
 
     @staticmethod
-    def key(name: str, collective: bool) -> str | tuple[str, bool]:
+    def key(name: str, collective: bool) -> _Key:
         """What ``totals`` knows a name by: the name, or (name, True) for a collective."""
         return (name, True) if collective else name
 
-    def add(self, stream: Any, ts: float, end: float, name: str, launch: float,
-            call: float = _NAN, collective: bool = False) -> tuple[Any, int]:
+    def add(self, stream: Lane, ts: float, end: float, name: str, launch: float,
+            call: float = _NAN, collective: bool = False) -> tuple[Lane, int]:
         """Append an op (``call``: its launch call's duration, where it is one that
         ``LAUNCH_CALLS`` counts; ``collective``: the trace gives it c10d's collective
         arguments); returns where it is, for ``set_launch``."""
@@ -242,8 +245,8 @@ class DeviceOps:
         self.count += 1
         return where
 
-    def extend(self, pids: list[Any], streams: list[Any], ts: np.ndarray, end: np.ndarray,
-               launch: np.ndarray, call: np.ndarray, keys: list[Any]) -> None:
+    def extend(self, pids: list[Id], streams: list[Id], ts: np.ndarray, end: np.ndarray,
+               launch: np.ndarray, call: np.ndarray, keys: list[_Key]) -> None:
         """``add`` for many ops, in order (columns; each op's stream is its (pid, stream),
         ``keys`` its ``key``)."""
         ids = self.totals.add(keys, end - ts).astype(np.int32)
@@ -279,7 +282,7 @@ class DeviceOps:
                                  for name, collective in self.names[len(self._codes):])
         return self._codes
 
-    def set_launch(self, where: tuple[Any, int], launch: float,
+    def set_launch(self, where: tuple[Lane, int], launch: float,
                    call: float | None = None) -> None:
         self.streams[where[0]].set_launch(where[1], launch, call)
 

@@ -12,7 +12,7 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.readers.memory import load_snapshot, read_memory
+from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot, read_memory
 from mindspeed_prof.analysis.readers.model import Alloc, BadFile, Memory, Range
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
@@ -230,7 +230,7 @@ def test_timeline_of_another_shape_is_named(tmp_path: Path, doc, why) -> None:
 
 
 def test_memory_file_size_limit_at_its_edge(tmp_path: Path, monkeypatch) -> None:
-    import mindspeed_prof.analysis.readers.memory as memory
+    import mindspeed_prof.analysis.readers.kineto.memory as memory
 
     doc = json.dumps([[1], [[2]]]).encode()
     monkeypatch.setattr(memory, "MAX_BYTES", len(doc))

@@ -22,7 +22,7 @@ from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
 from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
 from mindspeed_prof.cli import main
 
-DOUBLES = Path(__file__).resolve().parents[2] / "doubles"
+DOUBLES = Path(__file__).resolve().parents[3] / "doubles"
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_pa
     assert (folder / "profiler_info_5.json").is_file() and read(folder).rank == 5
 
 
-# --- torch_npu's files on their own, and partial folders (issue 30, symptom 2) ---
+# --- torch_npu's files on their own, and partial folders ---
 
 _TEXT_SETS = ["npu_text_level0", "npu_text_level1", "npu_text_level2"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mindspeed_prof.analysis.readers.model import Alloc, Memory, Tally, TraceData, tally
-from mindspeed_prof.analysis.readers.npu_csv import Table, number
-from mindspeed_prof.analysis.readers.npu_text import KB, MB
+from mindspeed_prof.analysis.readers.npu.tables import Table, number
+from mindspeed_prof.analysis.readers.npu.text import KB, MB
 
 __all__ = ["TIMELINE_POINTS", "memory_summary", "read_memory"]
 

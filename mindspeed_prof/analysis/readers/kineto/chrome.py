@@ -8,11 +8,11 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.device_peak import device_name
 from mindspeed_prof.analysis.readers.events import Event, TraceTop
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.model import TraceData, rank_of
-from mindspeed_prof.analysis.readers.ranks import world_size
+from mindspeed_prof.analysis.readers.kineto.device_peak import device_name
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.ranks import rank_of, world_size
 from mindspeed_prof.analysis.readers.stream import TraceStream
 from mindspeed_prof.formats.header import KIND_SPANS, read_header
 

@@ -22,7 +22,7 @@ from mindspeed_prof.analysis.readers.model import (
     Tally,
     TraceData,
 )
-from mindspeed_prof.analysis.readers.npu_db import read_analysis_db, read_profiler_db
+from mindspeed_prof.analysis.readers.npu.db import read_analysis_db, read_profiler_db
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 MS = 1_000_000  # ns
