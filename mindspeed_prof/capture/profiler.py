@@ -48,9 +48,10 @@ from mindspeed_prof.config.schema import (
     field_key,
 )
 from mindspeed_prof.config.validate import RUN_KEY, validate
-from mindspeed_prof.formats import anchor
+from mindspeed_prof.formats.save_root import anchor
 from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 from mindspeed_prof.formats.run import valid_run_id
+from mindspeed_prof.formats.stem import Stem
 
 __all__ = ["CaptureRecord", "OnCapture", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
@@ -364,8 +365,8 @@ class Profiler(RolloutHooks):
     def new_stem(self, folder: Path, step: int, index: int) -> str:
         """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``
         (``naming.claim_stem``): no other process or job gets it."""
-        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_{process_token()}_step{step}"
-        return claim_stem(folder, f"{stem}_{index}" if index else stem)
+        stem = Stem(self.rank, host_name(), os.getpid(), step, process_token(), index)
+        return claim_stem(folder, stem.format())
 
     # -- internals ----------------------------------------------------------------------
     def _step_end(self, step: int, failed: bool) -> None:
