@@ -10,7 +10,8 @@ when another process took it first (1: none). Stems written before the token hav
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+import msgspec
 
 __all__ = ["Stem", "claimed", "rank_of"]
 
@@ -21,7 +22,7 @@ _STEMS = (re.compile(r"rank(\d+)_(.+)_(\d+)_([0-9a-f]{6})" + _TAIL),
 _RANK = re.compile(r"rank(\d+)_")
 
 
-class Stem(NamedTuple):
+class Stem(msgspec.Struct, frozen=True):
     """The fields of a capture's file stem."""
 
     rank: int

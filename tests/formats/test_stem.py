@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ def test_a_file_or_folder_of_the_stem_reads_as_the_stem(stem: Stem, suffix: str)
 def test_examples() -> None:
     stem = Stem(0, "node_1", 42, 2, "a1b2c3")
     assert stem.format() == "rank0_node_1_42_a1b2c3_step2"
-    assert stem._replace(index=3, claim=2).format() == "rank0_node_1_42_a1b2c3_step2_3_r2"
+    assert msgspec.structs.replace(stem, index=3, claim=2).format() == "rank0_node_1_42_a1b2c3_step2_3_r2"
     assert claimed("rank0_h_1_a1b2c3_step2", 3) == "rank0_h_1_a1b2c3_step2_r3"
     assert claimed("s", 1) == "s"
 
