@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from time import perf_counter_ns
 from types import TracebackType
-from typing import Any, ContextManager
+from typing import ContextManager
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture import count as _count
@@ -40,7 +40,8 @@ from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.rollout import RolloutHooks
-from mindspeed_prof.capture.scopes import StageScope, StepScope
+from mindspeed_prof.capture.scopes import StageScope
+from mindspeed_prof.capture.step_scope import StepScope
 from mindspeed_prof.capture.telemetry import TelemetryPart
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
@@ -121,7 +122,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             mstx.add_marker(self)  # mstx.iteration(i): only profilers whose hooks run
 
     @classmethod
-    def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
+    def from_config(cls, cfg: object, rank: int | None = None, role: str = "integrated",
                     backend: Backend | None = None,
                     on_capture: Sequence[OnCapture] = (), run: str | None = None) -> Profiler:
         """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
@@ -140,7 +141,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         if run is None and isinstance(cfg, Mapping):  # a worker's config: its driver's run
             run = cfg.get(RUN_KEY)
         job = _current.job_profiler()
-        if (job is not None and job._state.open and backend is None and not on_capture
+        if (isinstance(job, Profiler) and job._state.open and backend is None and not on_capture
                 and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
                 and rank in (None, job.rank) and run in (None, job.run[0])):
             return job
@@ -148,7 +149,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
                    run=run)
 
     # -- context managers -------------------------------------------------------------
-    def step(self, step: int) -> ContextManager[Any]:
+    def step(self, step: int) -> ContextManager[None]:
         """``with prof.step(n):`` around one training step (global step number, 1-based)."""
         if self._state is _LIVE:
             return StepScope(self, step)
@@ -160,7 +161,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
                 return StepScope(self, step)
         return _OFF
 
-    def stage(self, name: str) -> ContextManager[Any]:
+    def stage(self, name: str) -> ContextManager[None]:
         """``with prof.stage("actor_update"):`` around one RL stage of the current step."""
         if self._state is _LIVE:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
@@ -187,31 +188,10 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
 
     # -- TrainerHook --------------------------------------------------------------------
     def on_step_start(self, step: int) -> None:
-        ondemand = self._ondemand
-        if ondemand is not None and perf_counter_ns() >= ondemand.due_ns and self._state.open:
-            ondemand.check(step)
-        if self._state is not _LIVE:
-            self._step = step
-            return
-        with self._lock:
-            if self._state is not _LIVE:
-                return
-            tap = self._tap
-            if tap.buffer is not None and tap.buffer.events:
-                tap.drain(self._step)  # what was recorded since the last step end: that step's
-            self._step = step
-            for part in self.parts:
-                if part.live:  # a part that is not needs no step or stage hook (part.py)
-                    part.on_step_start(step)
-            actions = self._sched.step_start(step)
-            if actions:
-                self._apply(actions)
-            if self._capturer.record is not None:
-                self._capturer.step_started(step)
-            tap.open_step(step)
+        StepScope(self, step).__enter__()
 
     def on_step_end(self, step: int) -> None:
-        self._step_end(step, failed=False)
+        StepScope(self, step).__exit__(None)
 
     def on_stage_start(self, stage: str, step: int | None = None) -> None:
         if self._state is not _LIVE:
@@ -340,27 +320,6 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             log.warning(message)
 
     # -- internals ----------------------------------------------------------------------
-    def _step_end(self, step: int, failed: bool) -> None:
-        if self._state is not _LIVE:
-            return
-        with self._lock:
-            if self._state is not _LIVE:
-                return
-            tap = self._tap
-            took = tap.close_step()
-            tap.drain(self._step)
-            for part in self.parts:
-                if part.live:
-                    part.on_step_end(step, took, failed)
-            actions = self._sched.step_end(step, failed)
-            if actions:
-                self._apply(actions)
-            if self._capturer.record is not None:  # a range file is written only then
-                try:
-                    self._capturer.flush_due()
-                except Exception as err:
-                    self._fail("flush", err)
-
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
         if self._state is not _LIVE:
             return
