@@ -18,14 +18,16 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, ContextManager, Protocol, TypeVar
+from types import TracebackType
+from typing import Any, ContextManager, ParamSpec, Protocol, TypeVar, cast
 
 __all__ = ["IterationMarker", "RangeSink", "active_sink", "add_counter", "add_marker", "add_sink",
            "count", "end_on", "iteration", "mark", "mark_end_range", "remove_marker",
            "mark_start_range", "mstx_timer_decorator", "range", "range_end", "range_start",
            "remove_counter", "remove_sink", "set_sink", "sinks", "start_on"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts over
 _OPEN_LIMIT = 1 << 16  # id-based ranges open at once; beyond it the oldest is forgotten
 
@@ -40,7 +42,7 @@ class RangeSink(Protocol):
     them a range from ``range(name)`` is entered and exited.
     """
 
-    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]: ...
+    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[object]: ...
 
     def mark(self, name: str) -> None: ...
 
@@ -60,16 +62,17 @@ class _All:
 
     __slots__ = ("_ranges", "_reversed")
 
-    def __init__(self, ranges: list[ContextManager[Any]]) -> None:
+    def __init__(self, ranges: list[ContextManager[object]]) -> None:
         self._ranges, self._reversed = tuple(ranges), tuple(reversed(ranges))
 
     def __enter__(self) -> None:
         for r in self._ranges:
             r.__enter__()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         for r in self._reversed:
-            r.__exit__(*exc)
+            r.__exit__(exc_type, exc, tb)
 
 
 class _Fresh:
@@ -79,19 +82,20 @@ class _Fresh:
 
     def __init__(self, sinks: tuple[RangeSink, ...], name: str) -> None:
         self._sinks, self._name = sinks, name
-        self._open: list[list[ContextManager[Any]]] = []
+        self._open: list[list[ContextManager[object]]] = []
 
     def __enter__(self) -> None:
-        entered: list[ContextManager[Any]] = []
+        entered: list[ContextManager[object]] = []
         self._open.append(entered)
         for s in self._sinks:
             cm = s.range(self._name)
             cm.__enter__()
             entered.append(cm)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         for cm in reversed(self._open.pop()):
-            cm.__exit__(*exc)
+            cm.__exit__(exc_type, exc, tb)
 
 
 _NOOP = _Noop()
@@ -99,7 +103,7 @@ _sinks: tuple[RangeSink, ...] = ()
 _lock = threading.Lock()
 
 
-def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[Any]:
+def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[object]:
     if not sinks:
         return _NOOP
     if not all(getattr(s, "reusable", False) for s in sinks):
@@ -109,7 +113,7 @@ def _resolve(name: str, sinks: tuple[RangeSink, ...]) -> ContextManager[Any]:
     return _All([s.range(name) for s in sinks])
 
 
-class _Cache(dict[str, ContextManager[Any]]):
+class _Cache(dict[str, ContextManager[object]]):
     """One thread's name -> context manager map, emptied whenever the sinks change."""
 
     #: Every thread's cache (weakly). A class attribute, not a module global: it is derived
@@ -119,7 +123,7 @@ class _Cache(dict[str, ContextManager[Any]]):
     #: trainer may start a thread per step): it stays within twice the threads alive.
     prune_at = 64
 
-    def __missing__(self, name: str) -> ContextManager[Any]:
+    def __missing__(self, name: str) -> ContextManager[object]:
         with _lock:  # a sink change clears caches under the same lock: nothing stale stays
             if len(self) > _CACHE_LIMIT:
                 self.clear()
@@ -141,10 +145,10 @@ def _thread_cache() -> _Cache:
     return cache
 
 
-def range(name: str) -> ContextManager[Any]:  # noqa: A001 - the public name users type
+def range(name: str) -> ContextManager[object]:  # noqa: A001 - the public name users type
     """Context manager timing ``name`` in every recording profiler; free when none records."""
     try:
-        return _local.cache[name]
+        return _local.cache[name]  # type: ignore[no-any-return]  # .cache: a _Cache
     except AttributeError:  # this thread's first range
         return _thread_cache()[name]
 
@@ -184,12 +188,12 @@ def remove_counter(counter: Callable[[str, Any], None]) -> None:
 
 _ids = itertools.count(1)  # next() on a count is atomic: ids are unique across threads
 #: Open id-based ranges: id -> (its end, handle) for each sink that started it.
-_open: dict[int, list[tuple[Callable[[Any], None], Any]]] = {}
+_open: dict[int, list[tuple[Callable[[object], None], object]]] = {}
 #: (start, end) of id-based ranges for each sink, resolved when the sinks change.
-_id_ends: tuple[tuple[Callable[[str], Any], Callable[[Any], None]], ...] = ()
+_id_ends: tuple[tuple[Callable[[str], object], Callable[[object], None]], ...] = ()
 
 
-def _id_range(sink: RangeSink) -> tuple[Callable[[str], Any], Callable[[Any], None]]:
+def _id_range(sink: RangeSink) -> tuple[Callable[[str], object], Callable[[object], None]]:
     start, end = getattr(sink, "range_start", None), getattr(sink, "range_end", None)
     if start is not None and end is not None:
         return start, end
@@ -222,7 +226,7 @@ def range_end(range_id: int) -> None:
         end(handle)
 
 
-def start_on(sink: RangeSink, name: str) -> Any:
+def start_on(sink: RangeSink, name: str) -> object:
     """Start an id-based range on one sink: the handle ``end_on`` takes."""
     start = getattr(sink, "range_start", None)
     if start is not None:
@@ -232,17 +236,17 @@ def start_on(sink: RangeSink, name: str) -> Any:
     return cm
 
 
-def end_on(sink: RangeSink, handle: Any) -> None:
+def end_on(sink: RangeSink, handle: object) -> None:
     """End, on ``sink``, the range ``start_on`` returned ``handle`` for."""
     end = getattr(sink, "range_end", None)
     if end is not None:
         end(handle)
     else:
-        handle.__exit__(None, None, None)
+        cast(ContextManager[object], handle).__exit__(None, None, None)  # start_on's range
 
 
-def mark_start_range(message: str | None = None, color: Any = None, domain: Any = None,
-                     category: Any = None) -> int:
+def mark_start_range(message: str | None = None, color: object = None, domain: object = None,
+                     category: object = None) -> int:
     """verl's name for ``range_start`` (``color``, ``domain`` and ``category`` are ignored)."""
     return range_start(message or "range")
 
@@ -252,18 +256,18 @@ def mark_end_range(range_id: int) -> None:
     range_end(range_id)
 
 
-def mstx_timer_decorator(func: F) -> F:
+def mstx_timer_decorator(func: Callable[P, R]) -> Callable[P, R]:
     """MindSpeed-RL's decorator: times every call of ``func`` as a range named after it."""
     name = getattr(func, "__qualname__", getattr(func, "__name__", "function"))
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if not _sinks:
             return func(*args, **kwargs)
         with range(name):  # the range ends in __exit__, i.e. also on exceptions
             return func(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _set(new: tuple[RangeSink, ...]) -> None:
@@ -320,7 +324,7 @@ def active_sink() -> RangeSink | None:
 class IterationMarker(Protocol):
     """What marks decode iterations: a profiler (``Profiler.iteration``)."""
 
-    def iteration(self, i: int) -> ContextManager[Any]: ...
+    def iteration(self, i: int) -> ContextManager[object]: ...
 
 
 _markers: tuple[IterationMarker, ...] = ()
@@ -340,7 +344,7 @@ def remove_marker(marker: IterationMarker) -> None:
         _markers = tuple(m for m in _markers if m is not marker)
 
 
-def iteration(i: int) -> ContextManager[Any]:
+def iteration(i: int) -> ContextManager[object]:
     """``with mstx.iteration(i):`` around decode iteration ``i`` of the current stage, in every
     profiler of this process (``Profiler.iteration``); free when none is there."""
     markers = _markers

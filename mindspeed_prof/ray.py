@@ -22,7 +22,8 @@ from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.capture.run import resolve as resolve_run
 from mindspeed_prof.config.schema import EXTENSIONS
 from mindspeed_prof.config.validate import RUN_KEY, sections, validate
-from mindspeed_prof.formats import CLUSTER_SUMMARY, anchor
+from mindspeed_prof.formats import CLUSTER_SUMMARY
+from mindspeed_prof.formats.save_root import anchor
 from mindspeed_prof.jsonio import write_json
 
 __all__ = ["COLLECT_TIMEOUT_S", "METRICS_TIMEOUT_S", "ProfilerMixin", "collect",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,11 +22,12 @@ from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
+from mindspeed_prof.formats.stem import rank_of
 from mindspeed_prof.jsonio import Refused, open_regular, read_json, within
 
 __all__ = ["Finding", "Health", "doctor"]
 
-_RANK = re.compile(r"^rank(\d+)_")
+_rank = rank_of
 _TAIL_BYTES = 64
 
 
@@ -215,11 +215,6 @@ def _load(path: Path, health: Health | None = None, follow: bool = False) -> Any
 def _refused(health: Health, err: Refused) -> None:
     rel = str(Path(err.path).relative_to(health.root))
     health.findings.append(Finding("unreadable", rel, f"{rel}: not read: {err.reason}"))
-
-
-def _rank(name: str) -> int | None:
-    m = _RANK.match(name)
-    return int(m.group(1)) if m else None
 
 
 def _check_capture(path: Path) -> tuple[str, str] | None:

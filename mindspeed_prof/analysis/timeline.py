@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from mindspeed_prof.analysis.timeline_clock import clock_offset_us
 from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, wall_events, write_detail
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
+from mindspeed_prof.formats.stem import Stem
 
 __all__ = ["BudgetError", "StepWindow", "Timeline", "budget_line", "clock_offset_us",
            "parse_ranks", "parse_steps", "write_timeline"]
@@ -39,7 +39,6 @@ __all__ = ["BudgetError", "StepWindow", "Timeline", "budget_line", "clock_offset
 #: Roles in the order an RL loop runs them; other roles follow alphabetically.
 ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
-_HOST_IN_STEM = re.compile(r"^rank\d+_(.+)_\d+_step\d+")
 _CHUNK = 4096  # events encoded per write
 _encode = msgspec.json.Encoder().encode
 
@@ -137,8 +136,8 @@ def _key(data: TraceData) -> TrackKey:
     role = data.meta.role if data.meta.role is not None else data.group
     host = data.meta.host
     if host is None:
-        m = _HOST_IN_STEM.match(data.path.name)
-        host = m.group(1) if m else ""
+        stem = Stem.parse(data.path.name)
+        host = stem.host if stem else ""
     return TrackKey(_role_order(str(role)), rank_order(data.rank), host, data.rank)
 
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
-__all__ = ["discard", "get_current", "job_profiler", "set_current", "set_job_profiler"]
-
-_by_role: dict[str, Any] = {}
-_latest: list[Any] = []  # most recent last
-_job: list[Any] = []  # the Hydra job's profiler (the callback's), while its job runs
+__all__ = ["Kept", "discard", "get_current", "job_profiler", "set_current", "set_job_profiler"]
 
 
-def set_current(profiler: Any) -> None:
+class Kept(Protocol):
+    """A profiler as kept here (a ``capture.profiler.Profiler``: this module imports none)."""
+
+    @property
+    def role(self) -> str: ...
+
+
+_by_role: dict[str, Kept] = {}
+_latest: list[Kept] = []  # most recent last
+_job: list[Kept] = []  # the Hydra job's profiler (the callback's), while its job runs
+
+
+def set_current(profiler: Kept | None) -> None:
     """Make ``profiler`` current for its role (and for ``current()``); ``None`` clears all."""
     if profiler is None:
         _by_role.clear()
@@ -24,7 +32,7 @@ def set_current(profiler: Any) -> None:
     _latest.append(profiler)
 
 
-def discard(profiler: Any) -> None:
+def discard(profiler: Kept) -> None:
     """Forget ``profiler`` (it closed); the role's slot empties, ``current()`` falls back."""
     role = profiler.role
     if _by_role.get(role) is profiler:
@@ -32,18 +40,18 @@ def discard(profiler: Any) -> None:
     _latest[:] = [p for p in _latest if p is not profiler]
 
 
-def get_current(role: str | None = None) -> Any:
+def get_current(role: str | None = None) -> Kept | None:
     """The current profiler of ``role``, or with no role the one made most recently."""
     if role is not None:
         return _by_role.get(role)
     return _latest[-1] if _latest else None
 
 
-def set_job_profiler(profiler: Any) -> None:
+def set_job_profiler(profiler: Kept | None) -> None:
     """The Hydra callback's profiler for the job now running (``None``: no job's)."""
     _job[:] = [] if profiler is None else [profiler]
 
 
-def job_profiler() -> Any:
+def job_profiler() -> Kept | None:
     """The running Hydra job's profiler, or None."""
     return _job[0] if _job else None

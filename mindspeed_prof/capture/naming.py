@@ -8,6 +8,8 @@ import secrets
 import socket
 from pathlib import Path
 
+from mindspeed_prof.formats.stem import claimed
+
 __all__ = ["CLAIM", "claim_stem", "host_name", "inside", "process_token", "release_stem",
            "safe_name"]
 
@@ -76,7 +78,7 @@ def claim_stem(folder: Path, stem: str) -> str:
                     return candidate
                 release_stem(folder, candidate)
         n += 1
-        candidate = f"{stem}_r{n}"
+        candidate = claimed(stem, n)
 
 
 def release_stem(folder: Path, stem: str) -> None:

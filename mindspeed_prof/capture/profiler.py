@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from time import perf_counter_ns
 from types import TracebackType
-from typing import Any, ContextManager
+from typing import ContextManager
 
 from mindspeed_prof import mstx
 from mindspeed_prof.capture import count as _count
 from mindspeed_prof.capture import crash
 from mindspeed_prof.capture import current as _current
-from mindspeed_prof.capture import run as _run
+from mindspeed_prof.capture.actions import CaptureActions, OnCapture, ProfilerError
 from mindspeed_prof.capture.anomaly import Anomaly, AnomalyPart
 from mindspeed_prof.capture.backends import Backend
 from mindspeed_prof.capture.budget import Budget
@@ -31,44 +30,40 @@ from mindspeed_prof.capture.capturer import Capturer
 from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooklock import HookLock
 from mindspeed_prof.capture.hooks import TrainerHook
-from mindspeed_prof.capture.naming import claim_stem, host_name, process_token, safe_name
+from mindspeed_prof.capture.identity import CaptureIdentity
+from mindspeed_prof.capture.lifecycle import Event, State, next_state
+from mindspeed_prof.capture.naming import safe_name
 from mindspeed_prof.capture.ondemand import OnDemand
-from mindspeed_prof.capture.part import Part, Starting
-from mindspeed_prof.capture.plan import Action, CapturePlan, Scheduler, Start, Stop, Trigger
+from mindspeed_prof.capture.part import Part
+from mindspeed_prof.capture.plan import CapturePlan, Scheduler, Trigger
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.rollout import RolloutHooks
-from mindspeed_prof.capture.scopes import StageScope, StepScope, trainer_stacklevel
+from mindspeed_prof.capture.scopes import StageScope
+from mindspeed_prof.capture.step_scope import StepScope
 from mindspeed_prof.capture.telemetry import TelemetryPart
 from mindspeed_prof.config.schema import (
     IntegratedConfig,
     canonical_role,
     canonical_stage,
-    field_key,
 )
 from mindspeed_prof.config.validate import RUN_KEY, validate
-from mindspeed_prof.formats import anchor
-from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 from mindspeed_prof.formats.run import valid_run_id
+from mindspeed_prof.formats.save_root import anchor
 
 __all__ = ["CaptureRecord", "OnCapture", "Profiler", "ProfilerError", "TrainerHook", "current"]
 
 log = logging.getLogger("mindspeed_prof")
 
-#: Called with each capture's record once its files are written.
-OnCapture = Callable[[CaptureRecord], None]
 #: What the hooks return when they do nothing (reusable, reentrant).
 _OFF = nullcontext()
 #: How long a signal handler waits for another thread's hook before keeping nothing.
 _SIGNAL_WAIT_S = 0.25
+_LIVE = State.LIVE
 
 
-class ProfilerError(RuntimeError):
-    """A capture failed and ``strict: true`` asked to stop training."""
-
-
-class Profiler(RolloutHooks):
+class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
     """Captures the steps, stages and ranks that its ``profiler_config`` section asks for.
 
     Faults inside profiling are logged once and training goes on (``strict: true`` raises
@@ -98,7 +93,6 @@ class Profiler(RolloutHooks):
         self.failed = False
         self.on_capture = list(on_capture)
         self._step: int | None = None
-        self._closed = False
         self._pid = os.getpid()
         self._lock = HookLock()
         self._warned: set[str] = set()
@@ -118,16 +112,17 @@ class Profiler(RolloutHooks):
         self._counting = [p for p in self.parts if type(p).on_count is not Part.on_count]
         if self._counting:
             self._tap.count_always()
-        #: Whether step and stage hooks do anything: a capture may start or a range is kept.
-        self._live = self.plan.enabled or any(p.live for p in self.parts)
+        #: LIVE: step and stage hooks do something (a capture may start or a range is kept).
+        live = self.plan.enabled or any(p.live for p in self.parts)
+        self._state = _LIVE if live else State.DORMANT
         _current.set_current(self)
         crash.track(self)
-        if self._live:
+        if live:
             crash.watch(self)
             mstx.add_marker(self)  # mstx.iteration(i): only profilers whose hooks run
 
     @classmethod
-    def from_config(cls, cfg: Any, rank: int | None = None, role: str = "integrated",
+    def from_config(cls, cfg: object, rank: int | None = None, role: str = "integrated",
                     backend: Backend | None = None,
                     on_capture: Sequence[OnCapture] = (), run: str | None = None) -> Profiler:
         """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
@@ -146,7 +141,7 @@ class Profiler(RolloutHooks):
         if run is None and isinstance(cfg, Mapping):  # a worker's config: its driver's run
             run = cfg.get(RUN_KEY)
         job = _current.job_profiler()
-        if (job is not None and not job._closed and backend is None and not on_capture
+        if (isinstance(job, Profiler) and job._state.open and backend is None and not on_capture
                 and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
                 and rank in (None, job.rank) and run in (None, job.run[0])):
             return job
@@ -154,21 +149,21 @@ class Profiler(RolloutHooks):
                    run=run)
 
     # -- context managers -------------------------------------------------------------
-    def step(self, step: int) -> ContextManager[Any]:
+    def step(self, step: int) -> ContextManager[None]:
         """``with prof.step(n):`` around one training step (global step number, 1-based)."""
-        if self._live:
+        if self._state is _LIVE:
             return StepScope(self, step)
         self._step = step
         ondemand = self._ondemand
-        if ondemand is not None and perf_counter_ns() >= ondemand.due_ns:
+        if ondemand is not None and perf_counter_ns() >= ondemand.due_ns and self._state.open:
             ondemand.check(step)  # a clock read per step otherwise
-            if self._live:
+            if self._state is _LIVE:
                 return StepScope(self, step)
         return _OFF
 
-    def stage(self, name: str) -> ContextManager[Any]:
+    def stage(self, name: str) -> ContextManager[None]:
         """``with prof.stage("actor_update"):`` around one RL stage of the current step."""
-        if self._live:
+        if self._state is _LIVE:
             return StageScope(self, canonical_stage(name), self._step)  # verl's names: ours
         return _OFF
 
@@ -181,7 +176,7 @@ class Profiler(RolloutHooks):
         """Add ``value`` to the counter ``name`` in this step and the thread's stage (a
         sequence: a distribution); docs/counters.md. Free unless a range recorder is on or a
         part takes counts; a bad name or value is dropped with one warning."""
-        if (self._counting or self._tap.recording) and not self._closed:
+        if (self._counting or self._tap.recording) and self._state.open:
             _count.record(self._tap, self._counting, self._step, name, value, self.warn_once)
 
     def __enter__(self) -> Profiler:
@@ -193,38 +188,17 @@ class Profiler(RolloutHooks):
 
     # -- TrainerHook --------------------------------------------------------------------
     def on_step_start(self, step: int) -> None:
-        ondemand = self._ondemand
-        if ondemand is not None and perf_counter_ns() >= ondemand.due_ns:
-            ondemand.check(step)
-        if not self._live:
-            self._step = step
-            return
-        with self._lock:
-            if not self._live:
-                return
-            tap = self._tap
-            if tap.buffer is not None and tap.buffer.events:
-                tap.drain(self._step)  # what was recorded since the last step end: that step's
-            self._step = step
-            for part in self.parts:
-                if part.live:  # a part that is not needs no step or stage hook (part.py)
-                    part.on_step_start(step)
-            actions = self._sched.step_start(step)
-            if actions:
-                self._apply(actions)
-            if self._capturer.record is not None:
-                self._capturer.step_started(step)
-            tap.open_step(step)
+        StepScope(self, step).__enter__()
 
     def on_step_end(self, step: int) -> None:
-        self._step_end(step, failed=False)
+        StepScope(self, step).__exit__(None)
 
     def on_stage_start(self, stage: str, step: int | None = None) -> None:
-        if not self._live:
+        if self._state is not _LIVE:
             return
         stage = canonical_stage(stage)
         with self._lock:
-            if not self._live:
+            if self._state is not _LIVE:
                 return
             step = self._step if step is None else step
             self._apply(self._sched.stage_start(stage, step))
@@ -239,25 +213,36 @@ class Profiler(RolloutHooks):
 
     def close(self) -> None:
         """Stop any active capture and flush it; safe to call more than once."""
-        if self._closed:
+        if not self._state.open:
             return
         if not self.owned:
             self.disown()
             return
         with self._lock:
-            if self._closed:
+            was = self._state
+            if not self._go(Event.CLOSE):
                 return
-            self._closed = True
-            if self._live:
+            if was is _LIVE:
                 self._apply(self._sched.close())
-            self._live = False
-            self._ondemand = None  # a closed profiler takes no more requests
             for part in self.parts:
                 part.on_close()
             self._tap.stop()
             _current.discard(self)
             mstx.remove_marker(self)
             crash.unwatch(self)
+
+    def _go(self, event: Event) -> bool:
+        """Take the transition ``event`` (``lifecycle``); False where it is refused."""
+        state = next_state(self._state, event)
+        if state is None:
+            return False
+        self._state = state
+        return True
+
+    @property
+    def _live(self) -> bool:
+        """The step and stage hooks run (``State.LIVE``)."""
+        return self._state is _LIVE
 
     @property
     def owned(self) -> bool:
@@ -267,8 +252,9 @@ class Profiler(RolloutHooks):
     def disown(self) -> None:
         """In a forked child: off for good, its captures forgotten without writing, closing or
         dumping anything (they are its parent's). Called for every profiler at a fork."""
-        self._closed, self._live, self._ondemand = True, False, None
-        self.parts, self._flight = [], None
+        if not self._go(Event.DISOWN):
+            return
+        self.parts = []
         self._lock = HookLock()  # another thread of the parent may have held it at the fork
         self._capturer.disown()
         self._tap.disown()
@@ -278,7 +264,7 @@ class Profiler(RolloutHooks):
     def dump_flight(self, reason: str = "request", at: int | None = None) -> Path | None:
         """Write the flight recorder's last steps to ``<save>/flight/``; the path, or None.
         ``at``: the step that asked (an anomaly's), recorded with the dump."""
-        if self._flight is None or not self.owned:
+        if self._flight is None or self._state is State.DISOWNED or not self.owned:
             return None
         return self._flight.dump(reason, at)
 
@@ -287,7 +273,7 @@ class Profiler(RolloutHooks):
         what is cheap to keep, the range file written out and the flight recorder dumped. The
         capture is closed by what ends the process (the step the trainer's handler leaves,
         ``close``, exit); nothing is kept when the signal interrupted a hook of this profiler."""
-        if not self.owned or not self._live or not self._lock.for_signal(_SIGNAL_WAIT_S):
+        if not self.owned or self._state is not _LIVE or not self._lock.for_signal(_SIGNAL_WAIT_S):
             return
         try:
             try:
@@ -324,146 +310,27 @@ class Profiler(RolloutHooks):
 
     def wake(self) -> None:
         """Let the step and stage hooks run from now on (an on-demand request came)."""
-        if not self._live and not self._closed:
-            self._live = True
+        if self._go(Event.WAKE):
             crash.watch(self)
             mstx.add_marker(self)
-
-    def refresh_rank(self) -> int:
-        """The rank again, where profiling is off: it may be known only now (torch.distributed)."""
-        if not self.enabled:
-            self.rank = quiet_rank(self._rank_arg)
-        return self.rank
 
     def warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message)
 
-    @property
-    def run(self) -> tuple[str, str]:
-        """``(run id, how the ranks agreed on it)`` (``capture.run``), resolved on first use."""
-        if self._run is None:
-            self._run = _run.resolve()
-        return self._run
-
-    def metadata(self, stage: str, step: int) -> CaptureHeader:
-        """What a capture's files record about it (the range file's header, the trace's):
-        ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
-        model = None
-        if self.cfg.model_flops_per_token or self.cfg.peak_tflops:  # for MFU (0: not given)
-            model = ModelFacts(flops_per_token=self.cfg.model_flops_per_token,
-                               peak_tflops=self.cfg.peak_tflops)
-        return CaptureHeader(run=self.run[0], rank=self.rank, role=self.role, stage=stage,
-                             step=step, host=host_name(), pid=os.getpid(),
-                             level=self.cfg.profile_level.value,
-                             window=[self.plan.start, self.plan.end],
-                             warmup_steps=self.plan.warmup,
-                             comm_kernels=self.cfg.comm_kernels or None, model=model)
-
-    def new_stem(self, folder: Path, step: int, index: int) -> str:
-        """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``
-        (``naming.claim_stem``): no other process or job gets it."""
-        stem = f"rank{self.rank}_{host_name()}_{os.getpid()}_{process_token()}_step{step}"
-        return claim_stem(folder, f"{stem}_{index}" if index else stem)
-
     # -- internals ----------------------------------------------------------------------
-    def _step_end(self, step: int, failed: bool) -> None:
-        if not self._live:
-            return
-        with self._lock:
-            if not self._live:
-                return
-            tap = self._tap
-            took = tap.close_step()
-            tap.drain(self._step)
-            for part in self.parts:
-                if part.live:
-                    part.on_step_end(step, took, failed)
-            actions = self._sched.step_end(step, failed)
-            if actions:
-                self._apply(actions)
-            if self._capturer.record is not None:  # a range file is written only then
-                try:
-                    self._capturer.flush_due()
-                except Exception as err:
-                    self._fail("flush", err)
-
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None:
-        if not self._live:
+        if self._state is not _LIVE:
             return
         with self._lock:
-            if not self._live:
+            if self._state is not _LIVE:
                 return
             took = self._tap.close("stage", stage)
             for part in self.parts:
                 part.on_stage_end(stage, self._step, took, failed)
             self._apply(self._sched.stage_end(stage, step, failed))
             self._check_marks(stage)
-
-    def _apply(self, actions: list[Action]) -> None:
-        if actions and not self.owned:  # a child forked where no fork hook ran (see crash)
-            self.disown()
-            return
-        for action in actions:
-            if isinstance(action, Stop):
-                self._stop(action)
-            elif isinstance(action, Start):
-                self._start(action)
-
-    def _start(self, action: Start) -> None:
-        if self.failed:
-            return
-        capture = action.capture
-        starting = Starting(capture, self._sched.trigger if capture.trigger else None, self.cfg)
-        for part in self.parts:
-            part.before_capture(starting)
-        if starting.skip:
-            self._tell(self._unstarted(starting), starting.skip)
-            return
-        try:
-            self._capturer.start(starting)
-        except Exception as err:
-            self._tell(self._unstarted(starting), str(err))
-            self._fail("start", err)
-
-    def _stop(self, action: Stop) -> None:
-        record, error = self._capturer.stop(action.reason)
-        if record is None:
-            return
-        self.captures.append(record)
-        self._tell(record, error)
-        if error:
-            self._fail("stop", RuntimeError(error))
-            return
-        for callback in self.on_capture:
-            try:
-                callback(record)
-            except Exception as err:
-                log.warning("mindspeed-prof: after capture %s: %s", record.files, err)
-
-    def _unstarted(self, starting: Starting) -> CaptureRecord:
-        capture = starting.capture
-        return CaptureRecord(stage=capture.stage, step=capture.step, index=capture.index,
-                             rank=self.rank, role=self.role, backend="none",
-                             trigger=capture.trigger, request=starting.request)
-
-    def _tell(self, record: CaptureRecord, error: str) -> None:
-        for part in self.parts:
-            part.on_capture(record, error)
-
-    def _fail(self, what: str, err: Exception) -> None:
-        if self.cfg.strict:
-            raise ProfilerError(f"mindspeed-prof: capture {what} failed: {err}") from err
-        if not self.failed:
-            message = (f"mindspeed-prof: capture {what} failed ({type(err).__name__}: {err}); "
-                       "profiling is off for the rest of this run, training goes on "
-                       f"(set {field_key('strict', self.role)}=true to stop instead)")
-            log.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=trainer_stacklevel())
-        self.failed = True
-        self._capturer.abort()
-        self._tap.stop()
 
 
 def current(role: str | None = None) -> Profiler:

@@ -50,14 +50,14 @@ class OpenRange(NamedTuple):
     name: str
     start_ns: int
     tid: int
-    entered: tuple[ContextManager[Any], ...]
+    entered: tuple[ContextManager[object], ...]
 
 
 #: An open step: its start (ns), the thread that opened it, the capture sinks' ranges entered
 #: with it (a plain tuple: one is made per step).
-OpenStep = tuple[int, int, tuple[ContextManager[Any], ...]]
+OpenStep = tuple[int, int, tuple[ContextManager[object], ...]]
 #: ``OpenRange`` made from its fields' tuple without a Python call (one is made per step).
-_open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[Any], ...]]],
+_open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[object], ...]]],
                             OpenRange], functools.partial(tuple.__new__, OpenRange))
 
 
@@ -86,6 +86,7 @@ class RangeTap:
         self.buffer: RangeBuffer | None = None
         self._listeners: list[Listener] = []
         self._keys: dict[tuple[str, str], int] = {}
+        self._step_key = -1  # the step range's key in the buffer (-1: not asked yet)
         self._capture_sinks: list[RangeSink] = []
         self._added: list[RangeSink] = []
 
@@ -133,7 +134,7 @@ class RangeTap:
 
     def open_step(self, step: int | None) -> None:
         """A step begins (``kind`` step: ``open`` comes here)."""
-        entered: tuple[ContextManager[Any], ...] = ()
+        entered: tuple[ContextManager[object], ...] = ()
         if self._capture_sinks:
             entered = self._enter_sinks("step", STEP_RANGE, step)
         try:
@@ -167,9 +168,9 @@ class RangeTap:
         end = perf_counter_ns()
         buffer = self.buffer
         if self._listeners and buffer is not None:
-            key = self._keys.get((STEP_RANGE, "step"))
-            if key is None:
-                key = self._keys[(STEP_RANGE, "step")] = buffer.key(STEP_RANGE, "step")
+            key = self._step_key
+            if key < 0:
+                key = self._step_key = buffer.key(STEP_RANGE, "step")
             buffer.events.append((key, opener, start, end))
         return end - start
 
@@ -177,7 +178,7 @@ class RangeTap:
         if kind == "step":
             self.open_step(step)
             return
-        entered: tuple[ContextManager[Any], ...] = ()
+        entered: tuple[ContextManager[object], ...] = ()
         if self._capture_sinks:
             entered = self._enter_sinks(kind, name, step)
         try:
@@ -224,7 +225,7 @@ class RangeTap:
             buffer.events.append((key, opener, start, end))
         return end - start
 
-    def _exit_sinks(self, entered: tuple[ContextManager[Any], ...]) -> None:
+    def _exit_sinks(self, entered: tuple[ContextManager[object], ...]) -> None:
         for cm in reversed(entered):
             try:
                 cm.__exit__(None, None, None)
@@ -232,11 +233,11 @@ class RangeTap:
                 self._on_error("range", err)
 
     def _enter_sinks(self, kind: str, name: str, step: int | None
-                     ) -> tuple[ContextManager[Any], ...]:
+                     ) -> tuple[ContextManager[object], ...]:
         """The capture sinks' ranges for a step or stage, entered (those that were, when one
         fails)."""
         label = f"{STEP_RANGE}#{step}" if kind == "step" else name
-        entered: list[ContextManager[Any]] = []
+        entered: list[ContextManager[object]] = []
         try:
             for sink in self._capture_sinks:
                 cm = sink.range(label, kind)
@@ -347,7 +348,7 @@ class RangeTap:
         RangeTap._exit_all(r.entered)
 
     @staticmethod
-    def _exit_all(entered: tuple[ContextManager[Any], ...]) -> None:
+    def _exit_all(entered: tuple[ContextManager[object], ...]) -> None:
         for cm in reversed(entered):
             try:
                 cm.__exit__(None, None, None)
@@ -369,7 +370,7 @@ class RangeTap:
         self._uncount()
         self._added, self._capture_sinks, self._listeners = [], [], []
         self._open, self._steps = {}, []
-        self.buffer = None
+        self.buffer, self._step_key = None, -1
 
     def _hook(self, sinks: list[RangeSink]) -> None:
         for sink in sinks:

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 __all__ = ["CaptureRecord"]
+
+
+class _RecordKeys(TypedDict):
+    stage: str
+    step: int
+    index: int
+    rank: int
+    role: str
+    backend: str
+    steps: list[int]
+    warmup_steps: list[int]
+    reason: str
+    files: list[str]
+    recorded: list[str]
+
+
+class RecordJson(_RecordKeys, total=False):
+    """A record's manifest form (``CaptureRecord.to_json``): optional keys only where set."""
+
+    level: str
+    seconds: float
+    trigger: str
+    request: str
+    skipped: str
+    skipped_captures: int
+    trigger_step: int
+    iterations: list[int]
+    engine: str
 
 
 @dataclass
@@ -45,17 +73,29 @@ class CaptureRecord:
     iterations: list[int] = field(default_factory=list)
     engine: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecordJson:
         """The manifest's form: optional fields only where they are set."""
-        out: dict[str, Any] = {
+        out: RecordJson = {
             "stage": self.stage, "step": self.step, "index": self.index, "rank": self.rank,
             "role": self.role, "backend": self.backend, "steps": list(self.steps),
             "warmup_steps": list(self.warmup_steps), "reason": self.reason,
             "files": list(self.files), "recorded": list(self.recorded)}
-        optional = {"level": self.level, "seconds": self.seconds, "trigger": self.trigger,
-                    "request": self.request, "skipped": self.skipped,
-                    "skipped_captures": self.skipped_captures,
-                    "trigger_step": self.trigger_step, "iterations": list(self.iterations),
-                    "engine": self.engine}
-        out.update({k: v for k, v in optional.items() if v})
+        if self.level:
+            out["level"] = self.level
+        if self.seconds:
+            out["seconds"] = self.seconds
+        if self.trigger:
+            out["trigger"] = self.trigger
+        if self.request:
+            out["request"] = self.request
+        if self.skipped:
+            out["skipped"] = self.skipped
+        if self.skipped_captures:
+            out["skipped_captures"] = self.skipped_captures
+        if self.trigger_step:
+            out["trigger_step"] = self.trigger_step
+        if self.iterations:
+            out["iterations"] = list(self.iterations)
+        if self.engine:
+            out["engine"] = self.engine
         return out

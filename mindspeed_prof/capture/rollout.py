@@ -29,7 +29,9 @@ class RolloutHooks:
     """``iteration``, its hooks, and ``attach_engine``, for ``Profiler``."""
 
     if TYPE_CHECKING:  # the profiler's, which these hooks use
-        _live: bool
+        @property
+        def _live(self) -> bool: ...
+
         _lock: HookLock
         _sched: Scheduler
         _tap: RangeTap

@@ -1,4 +1,4 @@
-"""What ``prof.step(n)`` and ``prof.stage(name)`` return while a profiler is live: context
+"""What ``prof.stage(name)`` and ``prof.iteration(i)`` return while a profiler is live: context
 managers that call its hooks, telling the end whether an exception left the block; and where a
 warning raised from inside them points (the trainer's line)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Protocol
+from typing import Protocol
 
-__all__ = ["IterationScope", "StageScope", "StepScope", "trainer_stacklevel"]
+__all__ = ["IterationScope", "StageScope", "trainer_stacklevel"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -23,26 +23,9 @@ def trainer_stacklevel() -> int:
 
 
 class _Hooks(Protocol):
-    def on_step_start(self, step: int) -> None: ...
-
-    def _step_end(self, step: int, failed: bool) -> None: ...
-
     def on_stage_start(self, stage: str, step: int | None = None) -> None: ...
 
     def _stage_end(self, stage: str, step: int | None, failed: bool) -> None: ...
-
-
-class StepScope:
-    __slots__ = ("_prof", "_step")
-
-    def __init__(self, prof: _Hooks, step: int) -> None:
-        self._prof, self._step = prof, step
-
-    def __enter__(self) -> None:
-        self._prof.on_step_start(self._step)
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
-        self._prof._step_end(self._step, failed=exc_type is not None)
 
 
 class StageScope:
@@ -54,7 +37,7 @@ class StageScope:
     def __enter__(self) -> None:
         self._prof.on_stage_start(self._stage, self._step)
 
-    def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self._prof._stage_end(self._stage, self._step, failed=exc_type is not None)
 
 
@@ -75,5 +58,5 @@ class IterationScope:
     def __enter__(self) -> None:
         self._prof.on_iteration_start(self._iteration)
 
-    def __exit__(self, *_: Any) -> None:
+    def __exit__(self, *_: object) -> None:
         self._prof.on_iteration_end(self._iteration)

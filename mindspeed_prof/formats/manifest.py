@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -132,17 +132,29 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def host_info() -> dict[str, Any]:
+class HostInfo(TypedDict):
+    host: str
+    pid: int
+
+
+class FileEntry(TypedDict):
+    """A file a job wrote: its path under the save root, and its size."""
+
+    path: str
+    bytes: int
+
+
+def host_info() -> HostInfo:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def list_files(root: Path, since: float | None = None) -> list[dict[str, Any]]:
+def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
     """Every file under ``root`` (relative path and size), manifests and hidden files
     excluded; with ``since`` (epoch seconds), only those written since then (a save root may
     hold earlier runs' files)."""
     if not root.is_dir():
         return []
-    out = []
+    out: list[FileEntry] = []
     for p in sorted(root.rglob("*")):
         try:
             st = p.stat()

@@ -16,7 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from mindspeed_prof.capture import current
-from mindspeed_prof.formats import hydra_save_root
+from mindspeed_prof.formats.save_root import hydra_save_root
 from mindspeed_prof.hydra.launch import command
 
 __all__ = ["ProfilerCallback"]

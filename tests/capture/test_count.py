@@ -18,6 +18,7 @@ import torch
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import count as count_module
+from mindspeed_prof.capture.lifecycle import State
 from mindspeed_prof.capture.part import Part
 from mindspeed_prof.config.validate import ConfigError, validate
 from mindspeed_prof.formats.header import ModelFacts
@@ -274,7 +275,7 @@ def test_a_part_gets_every_count_whether_or_not_anything_records(
     def with_parts(self: Profiler, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
         self.parts += [taker, broken]  # as if built with it: a live part that counts
-        self._counting, self._live = [taker, broken], True
+        self._counting, self._state = [taker, broken], State.LIVE
         self._tap.count_always()
 
     monkeypatch.setattr(Profiler, "__init__", with_parts)

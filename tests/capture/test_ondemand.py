@@ -11,6 +11,7 @@ import pytest
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture.control import Request, read_acks, write_request
 from mindspeed_prof.capture.control import folder as folder_module
+from mindspeed_prof.capture.record import RecordJson
 
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
@@ -132,7 +133,7 @@ class RayWorker:
         self.mixin = ProfilerMixin()
         self.mixin.init_profiler(cfg, rank=rank)
 
-    def steps(self, first: int, last: int) -> list[dict[str, Any]]:
+    def steps(self, first: int, last: int) -> list[RecordJson]:
         prof = self.mixin.profiler
         for step in range(first, last + 1):
             with prof.step(step), prof.stage("actor_update"):
@@ -176,6 +177,7 @@ def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> N
 def test_the_look_is_due_at_its_instant_not_a_tick_after(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enter: str) -> None:
     from mindspeed_prof.capture import profiler as profiler_module
+    from mindspeed_prof.capture import step_scope
 
     prof = make(tmp_path)
     ondemand = prof._ondemand
@@ -183,6 +185,7 @@ def test_the_look_is_due_at_its_instant_not_a_tick_after(
     looked: list[int] = []
     monkeypatch.setattr(ondemand, "check", looked.append)
     monkeypatch.setattr(profiler_module, "perf_counter_ns", lambda: 5_000)
+    monkeypatch.setattr(step_scope, "perf_counter_ns", lambda: 5_000)
     ondemand.due_ns = 5_001
     getattr(prof, enter)(1)
     ondemand.due_ns = 5_000
