@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ def post(board: ControlBoard, **values: object) -> Request:
 
 
 def told(rank: int, role: str, step: int) -> dict[str, object]:
-    return asdict(Worker(rank, role, step))
+    return Worker(rank, role, step).to_json()
 
 
 def ids(found: list[dict[str, object]]) -> list[object]:
@@ -131,8 +130,8 @@ def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.Mon
     """The board keeps rank, role, step and rate as told, and its own clock as the time."""
     at(1000.0, monkeypatch)
     board = ControlBoard()
-    board.poll(asdict(Worker(3, "rollout", 17, time=5.0, rate=2.5)))
-    board.poll(asdict(Worker(1, "actor", None, time=7.0, rate=0.5)))
+    board.poll(Worker(3, "rollout", 17, time=5.0, rate=2.5).to_json())
+    board.poll(Worker(1, "actor", None, time=7.0, rate=0.5).to_json())
     assert board.workers() == [
         {"rank": 1, "role": "actor", "step": None, "time": 1000.0, "rate": 0.5},
         {"rank": 3, "role": "rollout", "step": 17, "time": 1000.0, "rate": 2.5}]
