@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.capture.run import resolve as resolve_run
@@ -32,10 +32,23 @@ if TYPE_CHECKING:
 
 __all__ = ["COLLECT_TIMEOUT_S", "METRICS_TIMEOUT_S", "ProfilerMixin", "collect",
            "gather_metrics", "open_board", "save_root", "worker_config",
-           "write_cluster_summary"]
+           "write_cluster_summary", "WorkerConfig"]
 
 
-def worker_config(profiler_config: object) -> dict[str, object]:
+class WorkerConfig(TypedDict, total=False):
+    """``worker_config``'s answer: each section set (its fields by name), and the run id."""
+
+    integrated: dict[str, object]
+    extensions: dict[str, object]
+    actor: dict[str, object]
+    rollout: dict[str, object]
+    reference: dict[str, object]
+    critic: dict[str, object]
+    reward: dict[str, object]
+    run: str
+
+
+def worker_config(profiler_config: object) -> WorkerConfig:
     """``profiler_config`` as a plain dict for workers: every section validated, interpolations
     resolved, unset fields dropped and save paths made absolute (anchored where the Hydra job's
     relative files go), and this driver's run id under ``run``, which every worker's captures
@@ -48,7 +61,8 @@ def worker_config(profiler_config: object) -> dict[str, object]:
     for role, fields in config.items():
         if role == "integrated" or (role != EXTENSIONS and "profile_save_path" in fields):
             fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))
-    return {**config, RUN_KEY: resolve_run()[0]}  # every worker: the driver's run
+    # the keys are SECTIONS' (validate refuses others) and RUN_KEY
+    return cast("WorkerConfig", {**config, RUN_KEY: resolve_run()[0]})  # the driver's run
 
 
 def save_root(config: Mapping[str, object], role: str = "integrated") -> Path:

@@ -19,7 +19,7 @@ def reward(prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
     return (prompts == responses).float().mean(dim=-1)
 
 
-class Policy(nn.Module):  # type: ignore[misc]  # torch is read as Any (not followed)
+class Policy(nn.Module):  # type: ignore[misc,unused-ignore]  # torch is read as Any
     """Autoregressive policy: position t sees prompt token t, the previous token and t itself."""
 
     def __init__(self, vocab: int, length: int, hidden: int = 64) -> None:
@@ -69,7 +69,7 @@ class Policy(nn.Module):  # type: ignore[misc]  # torch is read as Any (not foll
         return logp.gather(-1, responses.unsqueeze(-1)).squeeze(-1)
 
 
-class Critic(nn.Module):  # type: ignore[misc]  # as Policy
+class Critic(nn.Module):  # type: ignore[misc,unused-ignore]  # as Policy
     """Value head: expected reward of a prompt."""
 
     def __init__(self, vocab: int, length: int, hidden: int = 64) -> None:

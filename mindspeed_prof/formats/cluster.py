@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from mindspeed_prof.jsonio import Json, JsonObject
+from mindspeed_prof.jsonio import JsonObject
 
 __all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummary"]
 
@@ -36,8 +36,8 @@ class WorkerSummary(TypedDict, total=False):
     failed: bool
     captures: list[JsonObject]
     files: list[FileEntry]
-    stage_rank: list[Json]
-    per_step: list[Json]
+    stage_rank: list[JsonObject]
+    per_step: list[JsonObject]
     status: SummaryStatus
     worker: int
     actor: str

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.capture.control import Request, Worker
+from mindspeed_prof.capture.control import Request, Status, Worker
 from mindspeed_prof.capture.control import board as board_module
 from mindspeed_prof.capture.control.board import ControlBoard
+from mindspeed_prof.jsonio import Json, JsonObject
 
 
 def post(board: ControlBoard, **values: object) -> Request:
@@ -18,11 +19,11 @@ def post(board: ControlBoard, **values: object) -> Request:
     return request
 
 
-def told(rank: int, role: str, step: int) -> dict[str, object]:
+def told(rank: int, role: str, step: int) -> JsonObject:
     return Worker(rank, role, step).to_json()
 
 
-def ids(found: list[dict[str, object]]) -> list[object]:
+def ids(found: list[JsonObject]) -> list[Json]:
     return [r["id"] for r in found]
 
 
@@ -55,7 +56,7 @@ def test_a_request_no_worker_matches_is_ignored_once_every_worker_saw_it_twice(
         assert board.status(request.id)["ignored"] == ""  # rank 1 has seen it once only
         board.poll(told(1, "actor", 3))
         board.poll(told(0, "actor", 4))
-    why = board.status(request.id)["ignored"]
+    why = Status.parse(board.status(request.id)).ignored
     assert "ranks [7]" in why and "ranks [0, 1]" in why
     assert len(caplog.records) == 1 and board.logged() == [caplog.records[0].getMessage()]
 
@@ -68,7 +69,7 @@ def test_malformed_and_expired_requests_are_ignored_with_one_warning_each() -> N
     assert board.post(expired.to_json()) == ""
     for step in range(3):
         assert board.poll(told(0, "actor", step)) == []
-    assert "expired" in board.status(expired.id)["ignored"]
+    assert "expired" in Status.parse(board.status(expired.id)).ignored
     assert len(board.logged()) == 3
 
 
@@ -93,10 +94,10 @@ def test_status_tells_the_command_who_is_still_working() -> None:
     board.poll(told(0, "actor", 2))
     board.poll(told(1, "actor", 2))
     board.ack({"id": request.id, "rank": 0, "role": "actor", "status": "written", "files": []})
-    status = board.status(request.id)
-    assert status["settled"] and status["pending"] == [(1, "actor")]
-    assert [a["rank"] for a in status["acks"]] == [0]
-    assert [(w["rank"], w["step"]) for w in status["workers"]] == [(0, 2), (1, 2)]
+    status = Status.parse(board.status(request.id))
+    assert status.settled and status.pending == [(1, "actor")]
+    assert [a.rank for a in status.acks] == [0]
+    assert [(w.rank, w.step) for w in status.workers] == [(0, 2), (1, 2)]
     board.withdraw(request.id)
     assert board.poll(told(2, "actor", 3)) == []  # withdrawn: a worker started later does not take it
 
