@@ -29,8 +29,9 @@ MODULES = ("mindspeed_prof.mstx", "mindspeed_prof.capture.current",
 @contextmanager
 def process_state() -> Iterator[None]:
     """Restore, on exit, the state of ``MODULES``, the SIGTERM/SIGINT handlers, ``atexit``
-    hooks mindspeed_prof registered inside, the run id variable (``MINDSPEED_PROF_RUN``), and
-    ``torch_npu`` modules (the contract double) imported inside.
+    hooks registered inside that are mindspeed_prof's own (by the hook's module), the run id
+    variable (``MINDSPEED_PROF_RUN``), and ``torch_npu`` modules (the contract double)
+    imported inside.
 
     Like Hydra's test utilities for its singletons: with it around every test, no test depends
     on which tests ran before it.
