@@ -18,11 +18,17 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, Union
 
-__all__ = ["MAX_JSON_BYTES", "Refused", "open_regular", "read_bytes", "read_json", "within",
-           "write_atomic", "write_json"]
+__all__ = ["MAX_JSON_BYTES", "Json", "JsonObject", "Refused", "open_regular", "read_bytes",
+           "read_json", "within", "write_atomic", "write_json"]
+
+#: A JSON value as ``json.loads`` gives it (and ``msgspec.to_builtins`` makes of our records).
+Json: TypeAlias = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
+#: A JSON object.
+JsonObject: TypeAlias = dict[str, Json]
 
 #: Our JSON files (manifests, cluster and sweep summaries) larger than this are not read.
 MAX_JSON_BYTES = 64 << 20
@@ -119,7 +125,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Mapping[str, object]) -> None:
     """``data`` as indented JSON at ``path`` (its folder made), written whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=2, default=str).encode())

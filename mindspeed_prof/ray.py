@@ -15,38 +15,58 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.capture.run import resolve as resolve_run
 from mindspeed_prof.config.schema import EXTENSIONS
 from mindspeed_prof.config.validate import RUN_KEY, sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY
+from mindspeed_prof.formats.cluster import Missing, RankMetrics, SummaryStatus, WorkerSummary
 from mindspeed_prof.formats.save_root import anchor
 from mindspeed_prof.jsonio import write_json
 
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
 __all__ = ["COLLECT_TIMEOUT_S", "METRICS_TIMEOUT_S", "ProfilerMixin", "collect",
            "gather_metrics", "open_board", "save_root", "worker_config",
-           "write_cluster_summary"]
+           "write_cluster_summary", "WorkerConfig"]
 
 
-def worker_config(profiler_config: Any) -> dict[str, Any]:
+class WorkerConfig(TypedDict, total=False):
+    """``worker_config``'s answer: each section set (its fields by name), and the run id."""
+
+    integrated: dict[str, object]
+    extensions: dict[str, object]
+    actor: dict[str, object]
+    rollout: dict[str, object]
+    reference: dict[str, object]
+    critic: dict[str, object]
+    reward: dict[str, object]
+    run: str
+
+
+def worker_config(profiler_config: object) -> WorkerConfig:
     """``profiler_config`` as a plain dict for workers: every section validated, interpolations
     resolved, unset fields dropped and save paths made absolute (anchored where the Hydra job's
     relative files go), and this driver's run id under ``run``, which every worker's captures
     then carry. Each worker picks its section with ``init_profiler(..., role=...)``."""
     validate(profiler_config)  # every section that sets something; raises naming the key
-    config = {name: dict(fields) for name, fields in sections(profiler_config).items()
-              if name == "integrated" or fields}
+    config: dict[str, dict[str, object]] = {
+        name: dict(fields) for name, fields in sections(profiler_config).items()
+        if name == "integrated" or fields}
     config.setdefault("integrated", {})
     for role, fields in config.items():
         if role == "integrated" or (role != EXTENSIONS and "profile_save_path" in fields):
             fields["profile_save_path"] = str(anchor(validate(config, role).profile_save_path))
-    return {**config, RUN_KEY: resolve_run()[0]}  # every worker: the driver's run
+    # the keys are SECTIONS' (validate refuses others) and RUN_KEY
+    return cast("WorkerConfig", {**config, RUN_KEY: resolve_run()[0]})  # the driver's run
 
 
-def save_root(config: dict[str, Any], role: str = "integrated") -> Path:
+def save_root(config: Mapping[str, object], role: str = "integrated") -> Path:
     """Where ``role``'s workers write (``cluster_summary.json`` goes in ``integrated``'s)."""
     return Path(validate(config, role).profile_save_path)
 
@@ -56,19 +76,19 @@ class ProfilerMixin:
 
     profiler: Profiler
 
-    def init_profiler(self, profiler_config: dict[str, Any], rank: int,
+    def init_profiler(self, profiler_config: Mapping[str, object], rank: int,
                       role: str = "integrated") -> None:
         from mindspeed_prof.analysis.summary import after_capture
 
         self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role,
                                              on_capture=after_capture(profiler_config, role))
 
-    def profiler_metrics(self, step: int | None = None) -> dict[str, Any]:
+    def profiler_metrics(self, step: int | None = None) -> RankMetrics:
         """This worker's rank and ``prof.metrics(step)`` (``telemetry``), for
         ``gather_metrics`` on the driver."""
         return {"rank": self.profiler.rank, "metrics": self.profiler.metrics(step)}
 
-    def profiler_summary(self) -> dict[str, Any]:
+    def profiler_summary(self) -> WorkerSummary:
         """Close the profiler and describe what this worker wrote, read from its own files."""
         from mindspeed_prof.analysis.summary import capture_summary
 
@@ -96,10 +116,10 @@ def _node_id() -> str:
 
 
 #: The board this driver opened: Ray stops an actor once no handle to it is left.
-_board: Any = None
+_board: ActorHandle | None = None
 
 
-def open_board() -> Any:
+def open_board() -> ActorHandle:
     """On the driver, after ``ray.init``: this job's capture board, the actor
     ``board-<job id>`` in the namespace ``mindspeed_prof`` (opened once; it lives as long as
     the driver). Workers' on-demand checks find it by that name; ``capture --ray`` posts on it."""
@@ -119,9 +139,9 @@ def open_board() -> Any:
 COLLECT_TIMEOUT_S = 300.0
 
 
-def collect(workers: list[Any], method: str = "profiler_summary",
+def collect(workers: Sequence[ActorHandle], method: str = "profiler_summary",
             timeout_s: float = COLLECT_TIMEOUT_S,
-            ranks: list[int] | None = None) -> list[dict[str, Any]]:
+            ranks: list[int] | None = None) -> list[WorkerSummary]:
     """Every worker's summary the driver gets within ``timeout_s``, sorted by rank, each with
     ``status: ok``. A worker that did not answer is an entry of its own, ``status``: ``died``
     (its process is gone: killed, crashed, out of memory), ``timeout`` (no answer in time:
@@ -134,7 +154,7 @@ def collect(workers: list[Any], method: str = "profiler_summary",
     refs = [getattr(w, method).remote() for w in workers]
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
     answered = set(ready)
-    out = []
+    out: list[WorkerSummary] = []
     for i, ref in enumerate(refs):
         rank = ranks[i] if ranks is not None and i < len(ranks) else None
         if ref not in answered:
@@ -143,21 +163,22 @@ def collect(workers: list[Any], method: str = "profiler_summary",
                                 "exporting)"))
             continue
         try:
-            summary = ray.get(ref)
+            summary: WorkerSummary = ray.get(ref)
         except ray.exceptions.RayActorError as err:
             out.append(_missing(workers[i], i, rank, "died", _first_line(err)))
         except ray.exceptions.RayError as err:
             out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
         else:
             out.append({**summary, "status": "ok"})
-    return sorted(out, key=lambda s: (s["rank"] is None, s["rank"] or 0, s.get("worker", -1)))
+    return sorted(out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0,
+                                      s.get("worker", -1)))
 
 
 #: How long ``gather_metrics`` waits: a live figure that is late is left out, not waited for.
 METRICS_TIMEOUT_S = 10.0
 
 
-def gather_metrics(workers: list[Any], step: int | None = None,
+def gather_metrics(workers: Sequence[ActorHandle], step: int | None = None,
                    timeout_s: float = METRICS_TIMEOUT_S) -> dict[str, float]:
     """On the driver: every worker's ``prof.metrics(step)`` (``ProfilerMixin.profiler_metrics``)
     as ``across_ranks`` gives them, max, median and the slowest rank per figure, for the
@@ -172,15 +193,15 @@ def gather_metrics(workers: list[Any], step: int | None = None,
     per_rank: dict[int, dict[str, float]] = {}
     for ref in ready:
         try:
-            got = ray.get(ref)
+            got: RankMetrics = ray.get(ref)
         except ray.exceptions.RayError:
             continue
         per_rank[int(got["rank"])] = got["metrics"]
     return across_ranks(per_rank)
 
 
-def _missing(worker: Any, index: int, rank: int | None, status: str,
-             error: str) -> dict[str, Any]:
+def _missing(worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus,
+             error: str) -> WorkerSummary:
     """The entry of a worker whose summary did not come back."""
     actor = getattr(worker, "_actor_id", None)
     return {"rank": rank, "worker": index, "actor": actor.hex() if actor is not None else "",
@@ -194,14 +215,15 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
-def write_cluster_summary(root: Path, summaries: list[dict[str, Any]]) -> Path:
+def write_cluster_summary(root: Path, summaries: Sequence[WorkerSummary]) -> Path:
     """``cluster_summary.json`` in the save root: one entry per worker, and under ``missing``
     each worker whose summary did not come back (``collect``'s ``died``, ``timeout``,
     ``failed``)."""
     path = Path(root) / CLUSTER_SUMMARY
+    missing = [Missing(rank=s.get("rank"), worker=s.get("worker"), actor=s.get("actor"),
+                       status=s.get("status"), error=s.get("error"))
+               for s in summaries if s.get("status", "ok") != "ok"]
     write_json(path, {"workers": summaries,
                       "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
-                      "missing": [{k: s.get(k) for k in ("rank", "worker", "actor", "status",
-                                                         "error")}
-                                  for s in summaries if s.get("status", "ok") != "ok"]})
+                      "missing": missing})
     return path

@@ -49,7 +49,7 @@ def test_worker_config_is_plain_resolved_and_absolute() -> None:
     node = OmegaConf.create({"base": "rel_dir", "profiler_config": {"integrated": {
         "profile": True, "profile_save_path": "${base}/x"}}})
     cfg = worker_config(node.profiler_config)
-    path = cfg["integrated"]["profile_save_path"]
+    path = str(cfg["integrated"]["profile_save_path"])
     assert isinstance(cfg, dict) and Path(path).is_absolute() and path.endswith("rel_dir/x")
 
 
@@ -101,7 +101,7 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
     cfg = worker_config(node)
     assert sorted(cfg) == ["actor", "integrated", "rollout", "run"]  # run: the driver's id
     assert cfg["actor"] == {"stage": "actor_update"}
-    assert Path(cfg["rollout"]["profile_save_path"]).is_absolute()
+    assert Path(str(cfg["rollout"]["profile_save_path"])).is_absolute()
     node.critic = {"profile": True, "profile_step_start": 0}  # (profile off: a warning)
     with pytest.raises(ConfigError, match=r"profiler_config\.critic\.profile_step_start=0"):
         worker_config(node)

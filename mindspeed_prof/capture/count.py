@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from mindspeed_prof.capture.part import Part
@@ -28,7 +28,7 @@ log = logging.getLogger("mindspeed_prof")
 
 
 class _ToList(Protocol):
-    def tolist(self) -> Any: ...
+    def tolist(self) -> object: ...
 
 
 #: What ``count`` takes: a number, or a distribution (a sequence, a numpy array, a tensor).
@@ -52,7 +52,7 @@ class _Bad(Exception):
     """Why a count is dropped."""
 
 
-def check(name: Any, value: Any) -> float | list[float] | None:
+def check(name: object, value: object) -> float | list[float] | None:
     """``value`` as recorded (a number, or a list of numbers), or None: dropped, with one
     warning per name."""
     try:
@@ -71,19 +71,22 @@ def check(name: Any, value: Any) -> float | list[float] | None:
 _PLAIN = frozenset((int, float))
 
 
-def _value(value: Any) -> float | list[float]:
-    kind = type(value)
-    if kind is int or kind is float:
-        if kind is float and not math.isfinite(value):
+def _value(value: object) -> float | list[float]:
+    if type(value) is int:
+        return value
+    if type(value) is float:
+        if not math.isfinite(value):
             raise _Bad(f"the value {value} is not finite; {_ALLOWED}")
-        return value  # type: ignore[no-any-return,unused-ignore]
+        return value
+    kind = type(value)
     if isinstance(value, (str, bytes, bool)):
         raise _Bad(f"a {kind.__name__} is not a count; {_ALLOWED}")
     tolist = getattr(value, "tolist", None)
     if tolist is not None and not isinstance(value, Sequence):  # numpy, torch
-        value = tolist()
-        if not isinstance(value, list):  # a 0-d array or a numpy scalar
-            return _number(value)
+        listed: object = tolist()
+        if not isinstance(listed, list):  # a 0-d array or a numpy scalar
+            return _number(listed)
+        value = listed
     if isinstance(value, Real):
         return _number(value)
     if not isinstance(value, Sequence):
@@ -97,7 +100,7 @@ def _value(value: Any) -> float | list[float]:
     return [v if type(v) is int else _number(v) for v in value]
 
 
-def _number(v: Any) -> float:
+def _number(v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, Real):
         raise _Bad(f"{type(v).__name__} {_short(v)} is not a number; {_ALLOWED}")
     if isinstance(v, Integral):
@@ -108,12 +111,12 @@ def _number(v: Any) -> float:
     return f
 
 
-def _short(v: Any) -> str:
+def _short(v: object) -> str:
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _warn(name: Any, problem: str) -> None:
+def _warn(name: object, problem: str) -> None:
     shown = repr(name) if not isinstance(name, str) or len(name) <= 100 else \
         repr(name[:100] + "...")
     key = shown  # one warning per name, whatever is wrong with it
@@ -125,7 +128,7 @@ def _warn(name: Any, problem: str) -> None:
                 "warned once)", shown, problem)
 
 
-def record(tap: RangeTap, parts: Sequence[Part], step: int | None, name: str, value: Any,
+def record(tap: RangeTap, parts: Sequence[Part], step: int | None, name: str, value: object,
            warn_once: Callable[[str, str], None]) -> None:
     """Check one count, hand it to ``parts`` and, while ``tap`` records, to its buffer:
     counted in ``step`` (when a step is open) and the calling thread's innermost stage."""

@@ -26,8 +26,9 @@ import os
 import signal
 import threading
 import weakref
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Protocol
+from typing import Protocol, Union
 
 from mindspeed_prof import mstx  # noqa: F401 - imported first: its fork hook runs before ours
 
@@ -44,9 +45,12 @@ class _Disownable(Protocol):
     def disown(self) -> None: ...
 
 
-_made: weakref.WeakSet[Any] = weakref.WeakSet()  # every profiler of this process
-_live: weakref.WeakSet[Any] = weakref.WeakSet()
-_previous: dict[int, Any] = {}  # signal -> the handler ours replaced
+#: A signal's handler as ``signal.signal`` returns it (None: one not set from Python).
+_Handler = Union[Callable[[int, Union[FrameType, None]], object], int, signal.Handlers, None]
+
+_made: weakref.WeakSet[_Disownable] = weakref.WeakSet()  # every profiler of this process
+_live: weakref.WeakSet[_Closable] = weakref.WeakSet()
+_previous: dict[int, _Handler] = {}  # signal -> the handler ours replaced
 _pid = os.getpid()  # the process the live profilers belong to
 
 

@@ -25,35 +25,52 @@ import inspect
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO, Literal, Protocol
 
 from mindspeed_prof.formats.header import CaptureHeader, header_dict
 
-__all__ = ["ENGINES", "EngineDriver", "driver_for", "engine_kind", "stamp"]
+__all__ = ["ENGINES", "Engine", "EngineDriver", "EngineKind", "engine_kind", "stamp"]
 
-ENGINES = ("vllm", "sglang")
+#: The engines driven here.
+EngineKind = Literal["vllm", "sglang"]
+ENGINES: tuple[EngineKind, ...] = ("vllm", "sglang")
 #: The engine's own trace files (Kineto's JSON, plain or gzipped).
 _TRACE_SUFFIXES = (".json", ".json.gz")
 _CHUNK = 1 << 20
 
 
-def engine_kind(engine: Any, kind: str = "auto") -> str:
+class Engine(Protocol):
+    """A rollout engine with a profiler of its own (its methods may be coroutines)."""
+
+    @property
+    def start_profile(self) -> Callable[..., object]: ...
+
+    @property
+    def stop_profile(self) -> Callable[..., object]: ...
+
+
+def _kind(name: str) -> EngineKind | None:
+    return next((k for k in ENGINES if k == name), None)
+
+
+def engine_kind(engine: object, kind: str = "auto") -> EngineKind:
     """``vllm`` or ``sglang`` for ``engine``: ``kind`` when given, else from its class's module
     (``vllm.*``, ``sglang.*``). ``ValueError`` names what is allowed."""
     if kind != "auto":
-        if kind not in ENGINES:
+        known = _kind(kind)
+        if known is None:
             raise ValueError(f"attach_engine kind={kind!r}: allowed: auto, {', '.join(ENGINES)}")
-        return kind
-    module = type(engine).__module__.split(".")[0]
-    if module in ENGINES:
+        return known
+    module = _kind(type(engine).__module__.split(".")[0])
+    if module is not None:
         return module
     raise ValueError(f"attach_engine: cannot tell the engine kind of {type(engine).__qualname__} "
                      f"(module {type(engine).__module__}); pass kind= one of {', '.join(ENGINES)}")
 
 
-def _call(method: Callable[..., Any], **wanted: Any) -> None:
+def _call(method: Callable[..., object], **wanted: object) -> None:
     """``method`` with those of ``wanted`` it takes; a coroutine is run to its end (in a new
     loop, or, inside a running one, scheduled on it)."""
     try:
@@ -72,7 +89,7 @@ def _call(method: Callable[..., Any], **wanted: Any) -> None:
             loop.create_task(_wait(result))
 
 
-async def _wait(awaitable: Any) -> Any:
+async def _wait(awaitable: Awaitable[object]) -> object:
     return await awaitable
 
 
@@ -80,7 +97,8 @@ class EngineDriver:
     """Starts and stops one engine's profiler into a folder; ``collect`` returns the trace files
     of the capture that last stopped, in that folder."""
 
-    def __init__(self, engine: Any, kind: str, *, profiler_dir: str | Path | None = None,
+    def __init__(self, engine: Engine, kind: EngineKind, *,
+                 profiler_dir: str | Path | None = None,
                  activities: list[str] | None = None, with_stack: bool = False,
                  record_shapes: bool = False) -> None:
         self.engine, self.kind = engine, kind
@@ -125,7 +143,7 @@ class EngineDriver:
         if self._profiler_dir is not None:
             return self._profiler_dir
         for path in ("llm_engine.vllm_config.profiler_config", "vllm_config.profiler_config"):
-            node: Any = self.engine
+            node: object = self.engine
             for part in path.split("."):
                 node = getattr(node, part, None)
             found = getattr(node, "torch_profiler_dir", None)
@@ -135,16 +153,12 @@ class EngineDriver:
         return Path(env) if env else None
 
 
-def driver_for(engine: Any, kind: str = "auto", **options: Any) -> EngineDriver:
-    return EngineDriver(engine, engine_kind(engine, kind), **options)
-
-
 def stamp(path: Path, block: CaptureHeader) -> bool:
     """Write ``"mindspeed_prof": block`` first in the JSON object of ``path`` (plain or gzipped),
     rewritten aside and renamed into place; False (the file untouched) when it is not a JSON
     object or already has one."""
-    opener: Callable[..., Any] = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    gz = path.name.endswith(".gz")
+    with _open(path, "rb", gz) as f:
         head = f.read(4096)
     start = len(head) - len(head.lstrip())
     if head[start:start + 1] != b"{" or b'"mindspeed_prof"' in head:
@@ -152,7 +166,7 @@ def stamp(path: Path, block: CaptureHeader) -> bool:
     tmp = path.with_name(path.name + ".tmp")
     inserted = b'{"mindspeed_prof": ' + json.dumps(header_dict(block)).encode() + b","
     try:
-        with opener(path, "rb") as src, opener(tmp, "wb") as dst:
+        with _open(path, "rb", gz) as src, _open(tmp, "wb", gz) as dst:
             src.read(start + 1)
             dst.write(inserted)
             rest = src.read(_CHUNK)
@@ -165,3 +179,8 @@ def stamp(path: Path, block: CaptureHeader) -> bool:
     finally:
         tmp.unlink(missing_ok=True)
     return True
+
+
+def _open(path: Path, mode: Literal["rb", "wb"], gz: bool) -> gzip.GzipFile | BinaryIO:
+    """``path`` opened in binary ``mode``, through gzip when ``gz``."""
+    return gzip.open(path, mode) if gz else open(path, mode)

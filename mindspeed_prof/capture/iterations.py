@@ -28,8 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
 
-__all__ = ["IterationWindow", "Phase", "decide"]
+__all__ = ["Event", "IterationWindow", "Phase", "Verb", "decide"]
+
+#: What the trainer did.
+Event = Literal["stage_start", "stage_end", "iteration_start", "iteration_end"]
+#: What the capture does about it.
+Verb = Literal["start", "stop"]
 
 
 class Phase(Enum):
@@ -60,8 +66,8 @@ class IterationWindow:
         return isinstance(iteration, int) and self.first <= iteration < self.end
 
 
-def decide(window: IterationWindow, phase: Phase, event: str,
-           iteration: int | None = None) -> tuple[Phase, str | None]:
+def decide(window: IterationWindow, phase: Phase, event: Event,
+           iteration: int | None = None) -> tuple[Phase, Verb | None]:
     """The next phase and the verb (``"start"``, ``"stop"`` or None) for ``event``:
     ``stage_start``, ``stage_end``, ``iteration_start`` or ``iteration_end`` (with its
     ``iteration``)."""

@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Any
 
 from mindspeed_prof.capture.control.channel import RequestSource, Worker
 from mindspeed_prof.capture.control.folder import FolderSource
-from mindspeed_prof.capture.control.request import CAPTURE_FIELDS, Ack, Request
+from mindspeed_prof.capture.control.request import CAPTURE_FIELDS, Ack, AckStatus, Request
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.capture.part import Host, Part, Starting
 from mindspeed_prof.capture.plan import ALL, Trigger
@@ -38,7 +37,7 @@ def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
     overrides (in that order)."""
     from mindspeed_prof.config.presets import PRESETS
 
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     if request.preset:  # all of the preset's capture options, its defaults included
         defaults = IntegratedConfig()
         values.update({k: getattr(defaults, k) for k in CAPTURE_FIELDS})
@@ -47,13 +46,11 @@ def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
     if request.level:
         values["profile_level"] = request.level
     values.update(request.overrides)
-    if "profile_level" in values:
-        values["profile_level"] = Level[getattr(values["profile_level"], "value",
-                                                values["profile_level"])]
-    if "aic_metrics" in values:
-        values["aic_metrics"] = AicMetrics[getattr(values["aic_metrics"], "value",
-                                                   values["aic_metrics"])]
-    return dataclasses.replace(cfg, **values)
+    for key, kind in (("profile_level", Level), ("aic_metrics", AicMetrics)):
+        if key in values:  # a member's name is its value
+            values[key] = kind[str(getattr(values[key], "value", values[key]))]
+    # each value is one CAPTURE_FIELDS allows for its field (Request.checked), or the preset's
+    return dataclasses.replace(cfg, **values)  # type: ignore[arg-type]
 
 
 class OnDemand(Part):
@@ -148,7 +145,7 @@ class OnDemand(Part):
         self._ack(request, source, "failed" if error else "written", files, message, recorded,
                   first)
 
-    def _ack(self, request: Request, source: RequestSource, status: str,
+    def _ack(self, request: Request, source: RequestSource, status: AckStatus,
              files: list[str] | None = None, message: str = "",
              recorded: list[str] | None = None, start: int | None = None) -> None:
         host = self.host

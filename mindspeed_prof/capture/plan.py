@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Literal, Union
 
-from mindspeed_prof.capture.iterations import IterationWindow, Phase, decide
+from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
-__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "Trigger"]
+__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "StopReason",
+           "Trigger", "TriggerReason"]
 
 #: ``stage`` value that captures whole steps.
 ALL = "all"
+#: Why an unplanned capture runs.
+TriggerReason = Literal["anomaly", "on_demand"]
+#: Why a capture stopped: its window or run of listed steps ended, the step left the window,
+#: its stage or step ended, an error, the profiler closed, its trigger's steps were done, or
+#: an iteration window's last iteration ended.
+StopReason = Literal["window_end", "left_window", "stage_end", "step_end", "error", "close",
+                     "trigger_end", "iteration_end"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +31,7 @@ class Capture:
     stage: str
     step: int
     index: int = 0
-    trigger: str = ""  # why an unplanned capture runs (anomaly, on_demand); "" when planned
+    trigger: TriggerReason | Literal[""] = ""  # "" when planned
 
 
 @dataclass(frozen=True)
@@ -32,7 +40,7 @@ class Trigger:
     execution of ``stage`` in them, from ``start`` (None: the next step start with no capture
     active) on. ``level``/``preset`` override the config's; ``ident`` names the request."""
 
-    reason: str
+    reason: TriggerReason
     steps: int
     stage: str = ALL
     level: str | None = None
@@ -57,8 +65,7 @@ class Start:
 @dataclass(frozen=True)
 class Stop:
     capture: Capture
-    reason: str  # window_end | left_window | stage_end | step_end | error | close | trigger_end
-    #              | iteration_end (an iteration window's last iteration ended)
+    reason: StopReason
 
 
 Action = Union[Start, Stop]
@@ -298,7 +305,7 @@ class Scheduler:
         """It ended."""
         return self._iteration("iteration_end", iteration)
 
-    def _iteration(self, event: str, iteration: int) -> list[Action]:
+    def _iteration(self, event: Event, iteration: int) -> list[Action]:
         window, armed = self.plan.iterations, self._armed
         if window is None or armed is None or (self.active is not None and self.active.trigger):
             return []
@@ -319,7 +326,7 @@ class Scheduler:
         self.active = capture
         return Start(capture)
 
-    def _stop(self, reason: str) -> Stop:
+    def _stop(self, reason: StopReason) -> Stop:
         assert self.active is not None
         capture, self.active, self._depth = self.active, None, 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, ContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, ContextManager
 
 from mindspeed_prof.capture.engine_part import EnginePart
-from mindspeed_prof.capture.engines import driver_for
+from mindspeed_prof.capture.engines import Engine, EngineDriver, engine_kind
 from mindspeed_prof.capture.scopes import IterationScope
 from mindspeed_prof.capture.spans import ITERATION, ITERATION_RANGE
 from mindspeed_prof.config.schema import field_key
@@ -44,7 +45,7 @@ class RolloutHooks:
 
         def warn_once(self, key: str, message: str) -> None: ...
 
-    def iteration(self, i: int) -> ContextManager[Any]:
+    def iteration(self, i: int) -> ContextManager[object]:
         """``with prof.iteration(i):`` around decode iteration ``i`` of the current stage (the
         rollout's); with an iteration window (``iteration_count``) a capture covers only the
         window's iterations. Kept in range files as ``iteration`` ranges."""
@@ -74,14 +75,20 @@ class RolloutHooks:
             self._tap.close(ITERATION, f"{ITERATION_RANGE}{iteration}")
             self._apply(self._sched.iteration_end(iteration))
 
-    def attach_engine(self, engine: Any, kind: str = "auto", **options: Any) -> EnginePart:
+    def attach_engine(self, engine: Engine, kind: str = "auto", *,
+                      profiler_dir: str | Path | None = None,
+                      activities: list[str] | None = None, with_stack: bool = False,
+                      record_shapes: bool = False) -> EnginePart:
         """Drive ``engine``'s own profiler (a vLLM ``LLM``/``AsyncLLM``, an SGLang ``Engine``;
         ``kind``: ``vllm``, ``sglang`` or ``auto``) with this profiler's captures: started and
         stopped at each capture's edges (an iteration window's, else its stage's), its traces
         kept under the save root with this rank and step (``engine_part``). ``options``:
         ``profiler_dir`` (vLLM's trace folder, when not read from the engine), ``activities``,
         ``with_stack``, ``record_shapes`` (SGLang's)."""
-        part = EnginePart(self, driver_for(engine, kind, **options))  # type: ignore[arg-type]
+        driver = EngineDriver(engine, engine_kind(engine, kind), profiler_dir=profiler_dir,
+                              activities=activities, with_stack=with_stack,
+                              record_shapes=record_shapes)
+        part = EnginePart(self, driver)  # type: ignore[arg-type]
         self.parts.append(part)
         return part
 

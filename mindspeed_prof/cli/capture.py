@@ -7,7 +7,6 @@ board; both are followed by the same wait loop and reported the same way.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import signal
 import sys
 import threading
@@ -225,7 +224,7 @@ def _synchronised(channel: Channel, request: Request) -> Request:
         say(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
             "look (with steps longer than a second, the same step)", sys.stderr)
         return request
-    return dataclasses.replace(request, start_step=start)
+    return request.starting_at(start)
 
 
 def report(request: Request, status: Status, timeout: float, ray: str | None = None) -> int:

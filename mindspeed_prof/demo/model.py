@@ -19,7 +19,7 @@ def reward(prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
     return (prompts == responses).float().mean(dim=-1)
 
 
-class Policy(nn.Module):
+class Policy(nn.Module):  # type: ignore[misc,unused-ignore]  # torch is read as Any
     """Autoregressive policy: position t sees prompt token t, the previous token and t itself."""
 
     def __init__(self, vocab: int, length: int, hidden: int = 64) -> None:
@@ -37,8 +37,11 @@ class Policy(nn.Module):
         pos = torch.arange(self.length, device=prompts.device)
         return self.mlp(self.prompt(prompts) + self.prev(prev) + self.pos(pos))
 
-    @torch.no_grad()
     def generate(self, prompts: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        with torch.no_grad():
+            return self._generate(prompts, generator)
+
+    def _generate(self, prompts: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         batch = prompts.shape[0]
         out = torch.empty(batch, self.length, dtype=torch.long)
         prev = torch.full((batch,), self.vocab, dtype=torch.long)
@@ -50,15 +53,15 @@ class Policy(nn.Module):
                 out[:, t] = prev
         return out
 
-    @torch.no_grad()
     def decode_more(self, rows: int, steps: int, generator: torch.Generator) -> None:
         """``steps`` more decode iterations for ``rows`` responses still running after the
         answer (tokens the reward ignores): what a batch pays waiting for its longest ones."""
         prev = torch.full((rows,), self.vocab, dtype=torch.long)
-        for t in range(steps):
-            probs = torch.softmax(self.mlp(self.prev(prev) + self.pos.weight[t % self.length]),
-                                  dim=-1)
-            prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        with torch.no_grad():
+            for t in range(steps):
+                probs = torch.softmax(self.mlp(self.prev(prev) + self.pos.weight[t % self.length]),
+                                      dim=-1)
+                prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
     def log_prob(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
         """Per-token log-probabilities of ``responses``, shape (batch, length)."""
@@ -66,7 +69,7 @@ class Policy(nn.Module):
         return logp.gather(-1, responses.unsqueeze(-1)).squeeze(-1)
 
 
-class Critic(nn.Module):
+class Critic(nn.Module):  # type: ignore[misc,unused-ignore]  # as Policy
     """Value head: expected reward of a prompt."""
 
     def __init__(self, vocab: int, length: int, hidden: int = 64) -> None:

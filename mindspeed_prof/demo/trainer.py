@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import msgspec
 from omegaconf import DictConfig, OmegaConf
@@ -12,7 +12,8 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.rows import StageRow
 from mindspeed_prof.config import validate
-from mindspeed_prof.demo.worker import IntegratedWorker
+from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker, Timings
+from mindspeed_prof.formats.cluster import WorkerSummary
 from mindspeed_prof.ray import (
     collect,
     open_board,
@@ -23,15 +24,26 @@ from mindspeed_prof.ray import (
 from mindspeed_prof.raylink import without_token_notice
 from mindspeed_prof.views.text import count, print_stage_rank
 
-__all__ = ["train"]
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+__all__ = ["DemoResult", "train"]
 
 
-def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
+class DemoResult(TypedDict):
+    """The mean reward per step, every worker's profiler summary, and where they wrote."""
+
+    rewards: list[float]
+    summaries: list[WorkerSummary]
+    save_root: str
+
+
+def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
     """Run the demo; return the mean reward per step and every worker's profiler summary."""
     console = console or Console()
-    demo = cast("dict[str, Any]", OmegaConf.to_container(cfg.demo, resolve=True))
+    demo = DemoConfig.parse(OmegaConf.to_container(cfg.demo, resolve=True))
     prof_cfg = worker_config(cfg.profiler_config)
-    n = int(demo["workers"])
+    n = demo.workers
     started = time.perf_counter()
     if n > 0:
         import ray
@@ -51,21 +63,22 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
                               soft_wrap=True)
         remote = ray.remote(num_cpus=1)(IntegratedWorker)
         workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
-        call = lambda method, *a: ray.get([getattr(w, method).remote(*a) for w in workers])  # noqa: E731
     else:
         owns_ray = False
         local = [IntegratedWorker(0, demo, prof_cfg)]
-        call = lambda method, *a: [getattr(w, method)(*a) for w in local]  # noqa: E731
-    rewards = []
+    rewards: list[float] = []
+    summaries: list[WorkerSummary]
+    timings: list[Timings]
     try:
-        for step in range(1, int(demo["steps"]) + 1):
-            stats = call("train_step", step)
+        for step in range(1, demo.steps + 1):
+            stats: list[dict[str, float]] = _on_all(workers if n > 0 else local, "train_step",
+                                                    step)
             mean = sum(s["reward"] for s in stats) / len(stats)
             rewards.append(mean)
             console.print(f"step {step:3d}  reward {mean:.3f}  "
                           f"kl {stats[0]['kl']:.4f}  value_loss {stats[0]['value_loss']:.4f}")
         summaries = collect(workers) if n > 0 else [local[0].profiler_summary()]
-        timings = call("timings")
+        timings = _on_all(workers if n > 0 else local, "timings")
     finally:
         if owns_ray:
             import ray
@@ -81,7 +94,7 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
         console.print(f"{count(captures, 'capture')} from ranks {[s['rank'] for s in summaries]} "
                       f"under {root}\ncluster summary: {path}", soft_wrap=True, highlight=False)
     else:
-        steps = max(int(demo["steps"]), 1)  # the clock gives totals: the mean stands for max
+        steps = max(demo.steps, 1)  # the clock gives totals: the mean stands for max
         rows = [StageRow(stage=stage, rank=t["rank"], count=steps, total_ms=sec * 1000,
                          mean_ms=sec * 1000 / steps, max_ms=sec * 1000 / steps)
                 for t in timings for stage, sec in t["stage_seconds"].items()]
@@ -90,3 +103,14 @@ def train(cfg: DictConfig, console: Console | None = None) -> dict[str, Any]:
     console.print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {len(rewards)} steps, "
                   f"{time.perf_counter() - started:.1f} s")
     return {"rewards": rewards, "summaries": summaries, "save_root": str(root)}
+
+
+def _on_all(workers: list[IntegratedWorker] | list[ActorHandle], method: str,
+            *args: object) -> list[Any]:
+    """Every worker's answer to ``method(*args)``: called here, or through Ray when they are
+    actors."""
+    if workers and not isinstance(workers[0], IntegratedWorker):
+        import ray
+
+        return list(ray.get([getattr(w, method).remote(*args) for w in workers]))
+    return [getattr(w, method)(*args) for w in workers]

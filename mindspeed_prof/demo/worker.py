@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, TypedDict
 
+import msgspec
 import torch
 
 from mindspeed_prof.capture.profiler import Profiler
@@ -19,23 +22,66 @@ from mindspeed_prof.demo.rollout import (
 from mindspeed_prof.mstx import mstx_timer_decorator
 from mindspeed_prof.ray import ProfilerMixin
 
-__all__ = ["IntegratedWorker"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["DemoConfig", "IntegratedWorker", "Timings"]
+
+
+class DemoConfig(msgspec.Struct, kw_only=True):
+    """The ``demo`` section of the demo's config (``conf/demo.yaml`` says what each is)."""
+
+    workers: int
+    steps: int
+    prompts: int
+    group: int
+    length: int
+    vocab: int
+    hidden: int
+    actor_lr: float
+    critic_lr: float
+    ppo_epochs: int
+    clip: float
+    kl_coef: float
+    seed: int
+    slow_step: int | None = None
+    slow_stage: str | None = None
+    slow_ms: float = 0.0
+    slow_rank: int = 0
+    constant_reward_groups: float = 0.0
+    filter_groups: bool = False
+    long_tail: float = 0.0
+    long_tail_length: int = 64
+    max_response_length: int = 0
+
+    @classmethod
+    def parse(cls, data: object) -> DemoConfig:
+        """The section from its plain form (``msgspec.ValidationError`` naming a bad field)."""
+        return msgspec.convert(data, cls)
+
+
+class Timings(TypedDict):
+    """A worker's own clock: seconds per stage, all steps together."""
+
+    rank: int
+    stage_seconds: dict[str, float]
 
 
 class IntegratedWorker(ProfilerMixin):
     """One GRPO/PPO-style training step per ``train_step`` call, each stage under the profiler."""
 
-    def __init__(self, rank: int, demo: dict[str, Any], profiler_config: dict[str, Any]) -> None:
+    def __init__(self, rank: int, demo: DemoConfig, profiler_config: Mapping[str, object]
+                 ) -> None:
         torch.set_num_threads(1)
-        torch.manual_seed(demo["seed"])  # every rank starts from the same policy
+        torch.manual_seed(demo.seed)  # every rank starts from the same policy
         self.rank, self.d = rank, demo
-        self.gen = torch.Generator().manual_seed(demo["seed"] * 1000 + rank)
-        v, n = demo["vocab"], demo["length"]
-        self.actor = Policy(v, n, demo["hidden"])
+        self.gen = torch.Generator().manual_seed(demo.seed * 1000 + rank)
+        v, n = demo.vocab, demo.length
+        self.actor = Policy(v, n, demo.hidden)
         self.reference = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic = Critic(v, n, demo["hidden"])
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=demo["actor_lr"])
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=demo["critic_lr"])
+        self.critic = Critic(v, n, demo.hidden)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=demo.actor_lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=demo.critic_lr)
         self.init_profiler(profiler_config, rank=rank)
         self.stage_seconds: dict[str, float] = {}
 
@@ -43,10 +89,10 @@ class IntegratedWorker(ProfilerMixin):
         prof: Profiler = self.profiler
         with prof.step(step):
             with self._stage("actor_generate"):
-                if step == self.d.get("slow_step") and self.rank == 0:
+                if step == self.d.slow_step and self.rank == 0:
                     time.sleep(0.5)  # +demo.slow_step=N: one slow step on rank 0 (anomaly demo)
-                prompts = make_prompts(self.d["prompts"], self.d["length"], self.d["vocab"],
-                                       self.gen).repeat_interleave(self.d["group"], dim=0)
+                prompts = make_prompts(self.d.prompts, self.d.length, self.d.vocab,
+                                       self.gen).repeat_interleave(self.d.group, dim=0)
                 responses = self.actor.generate(prompts, self.gen)
                 scored, kept, tokens = self._rollout(prompts, responses)
                 prompts, responses, rewards = prompts[kept], responses[kept], scored[kept]
@@ -69,18 +115,17 @@ class IntegratedWorker(ProfilerMixin):
         """Inside ``actor_generate``: the long tail decoded, the rewards (reward-constant groups
         planted where asked), the samples kept for training (dynamic sampling where asked),
         all of it counted; the rewards, the kept samples and their tokens."""
-        d, prof, group = self.d, self.profiler, self.d["group"]
-        lengths, cut = response_lengths(len(responses), d["length"], d.get("long_tail", 0.0),
-                                   d.get("long_tail_length", 64),
-                                   d.get("max_response_length", 0), self.gen)
-        longer = lengths > d["length"]
+        d, prof, group = self.d, self.profiler, self.d.group
+        lengths, cut = response_lengths(len(responses), d.length, d.long_tail,
+                                        d.long_tail_length, d.max_response_length, self.gen)
+        longer = lengths > d.length
         if bool(longer.any()):  # the batch decodes until its longest response ends
-            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d["length"],
+            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d.length,
                                    self.gen)
         rewards = plant_constant_groups(self._score(prompts, responses), group,
-                                        d.get("constant_reward_groups", 0.0), self.gen)
+                                        d.constant_reward_groups, self.gen)
         flat = zero_variance(rewards, group)
-        kept = kept_groups(flat, bool(d.get("filter_groups", False))).repeat_interleave(group)
+        kept = kept_groups(flat, d.filter_groups).repeat_interleave(group)
         prof.count("tokens_generated", int(lengths.sum()))
         prof.count("response_length", lengths)
         prof.count("responses_truncated", int(cut.sum()))
@@ -91,7 +136,7 @@ class IntegratedWorker(ProfilerMixin):
         prof.count("samples_dropped", int((~kept).sum()))
         return rewards, kept, int(lengths[kept].sum())
 
-    def _stage(self, name: str) -> Any:
+    def _stage(self, name: str) -> _Timed:
         return _Timed(self, name, self.profiler.stage(name))
 
     @mstx_timer_decorator
@@ -100,14 +145,14 @@ class IntegratedWorker(ProfilerMixin):
 
     def _advantages(self, rewards: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """GRPO's group-normalised reward, minus what the critic already expected."""
-        g = rewards.view(-1, self.d["group"])
+        g = rewards.view(-1, self.d.group)
         norm = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-4)).flatten()
         return norm + (rewards - values)
 
     def _update_actor(self, prompts: torch.Tensor, responses: torch.Tensor, old: torch.Tensor,
                       ref: torch.Tensor, adv: torch.Tensor) -> dict[str, float]:
-        clip, beta = self.d["clip"], self.d["kl_coef"]
-        for _ in range(self.d["ppo_epochs"]):
+        clip, beta = self.d.clip, self.d.kl_coef
+        for _ in range(self.d.ppo_epochs):
             logp = self.actor.log_prob(prompts, responses)
             ratio = torch.exp(logp - old)
             a = adv.unsqueeze(-1)
@@ -124,9 +169,9 @@ class IntegratedWorker(ProfilerMixin):
         self.critic_opt.zero_grad()
         loss.backward()
         self.critic_opt.step()
-        return loss.item()
+        return float(loss.item())
 
-    def timings(self) -> dict[str, Any]:
+    def timings(self) -> Timings:
         return {"rank": self.rank, "stage_seconds": dict(self.stage_seconds)}
 
 
@@ -135,19 +180,21 @@ class _Timed:
 
     __slots__ = ("_w", "_name", "_inner", "_t0")
 
-    def __init__(self, worker: IntegratedWorker, name: str, inner: Any) -> None:
+    def __init__(self, worker: IntegratedWorker, name: str,
+                 inner: AbstractContextManager[object]) -> None:
         self._w, self._name, self._inner = worker, name, inner
 
     def __enter__(self) -> None:
         self._t0 = time.perf_counter()
         self._inner.__enter__()
         d = self._w.d
-        if self._name == d.get("slow_stage") and self._w.rank == d.get("slow_rank", 0):
-            time.sleep(float(d.get("slow_ms", 0)) / 1000.0)  # +demo.slow_stage=NAME
+        if self._name == d.slow_stage and self._w.rank == d.slow_rank:
+            time.sleep(d.slow_ms / 1000.0)  # +demo.slow_stage=NAME
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 tb: TracebackType | None) -> None:
         try:
-            self._inner.__exit__(*exc)
+            self._inner.__exit__(kind, err, tb)
         finally:
             seconds = self._w.stage_seconds
             seconds[self._name] = seconds.get(self._name, 0.0) + time.perf_counter() - self._t0

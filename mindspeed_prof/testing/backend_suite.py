@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
@@ -25,10 +25,10 @@ __all__ = ["BackendConformance"]
 class BackendConformance:
     backend_cls: ClassVar[type[Backend]]
 
-    def make_config(self, **fields: Any) -> IntegratedConfig:
+    def make_config(self, **fields: object) -> IntegratedConfig:
         return validate({"profile": True, "mstx": True, **fields})
 
-    def make_backend(self, **fields: Any) -> Backend:
+    def make_backend(self, **fields: object) -> Backend:
         return self.backend_cls(self.make_config(**fields))
 
     def target(self, root: Path, step: int = 1, rank: int = 0, stage: str = "all") -> CaptureTarget:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: 
         rank, steps, seed, kernels_per_stage, with_steps, stages))}
 
 
-def _header(rank: int) -> dict[str, Any]:
+def _header(rank: int) -> dict[str, object]:
     return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
                                                     "world_size": 2},
             "deviceProperties": [{"id": rank, "name": "NVIDIA H100", "totalGlobalMem": 85e9}]}
@@ -102,25 +102,29 @@ def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage:
     yield {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
 
 
-def write_cuda_trace(path: Path, **kwargs: Any) -> Path:
-    """``cuda_trace(**kwargs)`` as JSON, written an event at a time (any size, little memory)."""
+def write_cuda_trace(path: Path, rank: int = 0, steps: int = 4, seed: int = 0,
+                     kernels_per_stage: int = 12, with_steps: bool = True,
+                     stages: tuple[str, ...] = STAGES, comm_scale: float = 1.0) -> Path:
+    """``cuda_events(...)`` as a trace file, written an event at a time (any size, little
+    memory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
-        f.write(json.dumps(_header(kwargs.get("rank", 0)))[:-1] + ', "traceEvents": [')
-        for i, event in enumerate(cuda_events(**kwargs)):
+        f.write(json.dumps(_header(rank))[:-1] + ', "traceEvents": [')
+        for i, event in enumerate(cuda_events(rank, steps, seed, kernels_per_stage, with_steps,
+                                              stages, comm_scale)):
             f.write(", " + json.dumps(event) if i else json.dumps(event))
         f.write("]}")
     return path
 
 
 def span(name: str, ts: float, dur: float, cat: str = "user_annotation", tid: int = 1,
-         **args: Any) -> dict[str, Any]:
+         **args: object) -> dict[str, Any]:
     """One complete (``X``) event."""
     return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid,
             **({"args": args} if args else {})}
 
 
-def write_trace(path: Path, events: list[dict[str, Any]], **fields: Any) -> Path:
+def write_trace(path: Path, events: Sequence[Mapping[str, object]], **fields: object) -> Path:
     """A Chrome trace file of ``events`` with extra top-level ``fields``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"traceEvents": events, **fields}))

@@ -17,6 +17,16 @@ from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.analysis.analyse import analyse
 
 
+
+class _Unknown:
+    """An engine of no known kind (its module is neither vllm nor sglang)."""
+
+    def start_profile(self) -> None:
+        pass
+
+    def stop_profile(self) -> None:
+        pass
+
 def _prof(tmp_path: Path, rank: int = 3, **extensions: Any) -> Profiler:
     return Profiler.from_config({
         "integrated": {"profile": True, "profile_level": "level_none", "mstx": True,
@@ -137,7 +147,7 @@ def test_engine_kind(tmp_path: Path) -> None:
     prof = _prof(tmp_path)
     assert prof.attach_engine(SglangEngine()).driver.kind == "sglang"
     with pytest.raises(ValueError, match="kind="):
-        prof.attach_engine(object())
+        prof.attach_engine(_Unknown())
     with pytest.raises(ValueError, match="allowed: auto, vllm, sglang"):
         prof.attach_engine(SglangEngine(), kind="trtllm")
     prof.close()

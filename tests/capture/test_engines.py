@@ -14,6 +14,16 @@ from mindspeed_prof.capture.engines import EngineDriver, engine_kind, stamp
 from mindspeed_prof.formats.header import CaptureHeader
 
 
+class _Bare:
+    """An engine with a profiler and no configuration to read its folder from."""
+
+    def start_profile(self) -> None:
+        pass
+
+    def stop_profile(self) -> None:
+        pass
+
+
 @pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
 def test_stamp_puts_our_block_first_and_keeps_the_rest(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
@@ -65,6 +75,9 @@ def test_only_the_arguments_a_method_takes_are_passed(tmp_path: Path) -> None:
         def start_profile(self, **kwargs: Any) -> None:
             seen.append(kwargs)
 
+        def stop_profile(self) -> None:
+            pass
+
     EngineDriver(Old(), "sglang").start(tmp_path / "a")
     EngineDriver(New(), "sglang", with_stack=True).start(tmp_path / "b")
     assert seen[0] == {}
@@ -75,6 +88,6 @@ def test_only_the_arguments_a_method_takes_are_passed(tmp_path: Path) -> None:
 def test_vllm_folder_from_config_or_environment(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_TORCH_PROFILER_DIR", str(tmp_path / "env"))
-    assert EngineDriver(object(), "vllm").vllm_dir() == tmp_path / "env"
-    given = EngineDriver(object(), "vllm", profiler_dir=tmp_path / "given")
+    assert EngineDriver(_Bare(), "vllm").vllm_dir() == tmp_path / "env"
+    given = EngineDriver(_Bare(), "vllm", profiler_dir=tmp_path / "given")
     assert given.vllm_dir() == tmp_path / "given"

@@ -12,16 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture.iterations import IterationWindow, Phase, decide
+from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.capture.plan import CapturePlan, Scheduler, Start, Stop
 
 
 def test_table_starts_at_the_first_iteration_and_stops_after_the_last() -> None:
     w = IterationWindow(first=2, count=2)
     phase, verbs = Phase.IDLE, []
-    for event, i in [("stage_start", None), *[(e, i) for i in range(5) for e in
-                                               ("iteration_start", "iteration_end")],
-                     ("stage_end", None)]:
+    marks: tuple[Event, Event] = ("iteration_start", "iteration_end")
+    events: list[tuple[Event, int | None]] = [
+        ("stage_start", None), *[(e, i) for i in range(5) for e in marks], ("stage_end", None)]
+    for event, i in events:
         phase, verb = decide(w, phase, event, i)
         verbs.append((event, i, verb))
     assert [(e, i) for e, i, v in verbs if v] == [("iteration_start", 2), ("iteration_end", 3)]

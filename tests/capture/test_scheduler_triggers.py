@@ -7,6 +7,8 @@ and hands over to and from the planned window at step boundaries.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from mindspeed_prof.capture.plan import (
     ALL,
     Capture,
@@ -14,19 +16,25 @@ from mindspeed_prof.capture.plan import (
     Scheduler,
     Start,
     Stop,
+    StopReason,
     Trigger,
+    TriggerReason,
 )
+
+#: A capture's trigger ("" when planned).
+Why = TriggerReason | Literal[""]
 
 OFF = CapturePlan(enabled=False)
 UPDATE = "actor_update"
 GENERATE = "actor_generate"
 
 
-def start(stage: str, step: int, index: int = 0, trigger: str = "") -> Start:
+def start(stage: str, step: int, index: int = 0, trigger: Why = "") -> Start:
     return Start(Capture(stage, step, index, trigger))
 
 
-def stop(reason: str, stage: str, step: int, index: int = 0, trigger: str = "") -> Stop:
+def stop(reason: StopReason, stage: str, step: int, index: int = 0,
+         trigger: Why = "") -> Stop:
     return Stop(Capture(stage, step, index, trigger), reason)
 
 

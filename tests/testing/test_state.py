@@ -44,7 +44,7 @@ def test_our_atexit_hooks_registered_inside_are_dropped() -> None:
     code = ("import atexit\nfrom mindspeed_prof.testing.state import process_state\n"
             "ours = {'__name__': 'mindspeed_prof.probe', 'atexit': atexit}\n"
             "with process_state():\n"
-            "    exec(\"atexit.register(print, 'LEAKED')\", ours)\n"
+            "    exec(\"def hook(): print('LEAKED')\\natexit.register(hook)\", ours)\n"
             "    atexit.register(lambda: print('KEPT'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["KEPT"]  # ours dropped; a library's own hook kept

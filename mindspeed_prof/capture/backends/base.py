@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, ContextManager
+from typing import ClassVar, ContextManager
 
 from mindspeed_prof.capture.plan import Capture
 from mindspeed_prof.capture.spans import SpanRecorder
@@ -80,18 +80,19 @@ class RecordFunctionSink:
 
         self._record_function = record_function
 
-    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[Any]:
-        return self._record_function(name.replace('"', "'"))
+    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[object]:
+        cm: ContextManager[object] = self._record_function(name.replace('"', "'"))
+        return cm
 
     def mark(self, name: str) -> None:
         with self.range(name):
             pass
 
-    def range_start(self, name: str) -> ContextManager[Any]:
+    def range_start(self, name: str) -> ContextManager[object]:
         """An id-based range: a ``record_function`` of its own, ended by ``range_end``."""
         cm = self.range(name)
         cm.__enter__()
         return cm
 
-    def range_end(self, cm: ContextManager[Any]) -> None:
+    def range_end(self, cm: ContextManager[object]) -> None:
         cm.__exit__(None, None, None)

@@ -27,7 +27,7 @@ import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, ContextManager, TypedDict
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
@@ -37,7 +37,17 @@ from mindspeed_prof.formats.header import header_json
 from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["TorchBackend"]
+
+
+class MemoryHistory(TypedDict, total=False):
+    """The arguments of torch's ``_record_memory_history``."""
+
+    max_entries: int
+    stack_depth: int
 
 
 class _NvtxSink:
@@ -48,8 +58,9 @@ class _NvtxSink:
 
         self._nvtx = nvtx
 
-    def range(self, name: str, cat: str = "user_annotation") -> Any:
-        return self._nvtx.range(name)
+    def range(self, name: str, cat: str = "user_annotation") -> ContextManager[object]:
+        cm: ContextManager[object] = self._nvtx.range(name)
+        return cm
 
     def mark(self, name: str) -> None:
         self._nvtx.mark(name)
@@ -73,11 +84,11 @@ class TorchBackend(Backend):
         self._torch = torch
         self.cuda = bool(torch.cuda.is_available())
         self.activities = self._activities()
-        self._prof: Any = None
+        self._prof: torch.profiler.profile | None = None
         self._target: CaptureTarget | None = None
         self._extra: list[RangeSink] = []
 
-    def _activities(self) -> list[Any]:
+    def _activities(self) -> list[torch.profiler.ProfilerActivity]:
         from torch.profiler import ProfilerActivity
 
         acts = []
@@ -131,10 +142,10 @@ class TorchBackend(Backend):
         if not (dist.is_available() and dist.is_initialized()):
             self._prof.add_metadata_json("distributedInfo", json.dumps({"rank": target.rank}))
 
-    def memory_history(self) -> dict[str, Any]:
+    def memory_history(self) -> MemoryHistory:
         """CUDA memory history arguments (verl's torch_memory settings): ``max_entries`` from
         ``trace_alloc_max_entries``; ``stack_depth`` where this torch takes it."""
-        kwargs: dict[str, Any] = {"max_entries": self.cfg.trace_alloc_max_entries}
+        kwargs: MemoryHistory = {"max_entries": self.cfg.trace_alloc_max_entries}
         record = self._torch.cuda.memory._record_memory_history
         if "stack_depth" in inspect.signature(record).parameters:
             kwargs["stack_depth"] = self.cfg.stack_depth
@@ -168,7 +179,7 @@ class TorchBackend(Backend):
             written.extend(self._close_spans())
         return written
 
-    def _export(self, prof: Any, target: CaptureTarget) -> list[Path]:
+    def _export(self, prof: torch.profiler.profile, target: CaptureTarget) -> list[Path]:
         json_path = target.directory / f"{target.stem}{TRACE}"
         tmp = json_path.with_name(json_path.name + ".tmp")
         written = []
@@ -190,7 +201,7 @@ class TorchBackend(Backend):
             written.append(self._memory_timeline(prof, target))
         return written
 
-    def _memory_timeline(self, prof: Any, target: CaptureTarget) -> Path:
+    def _memory_timeline(self, prof: torch.profiler.profile, target: CaptureTarget) -> Path:
         path = target.directory / f"{target.stem}{MEMORY_TIMELINE}"
 
         def write(tmp: Path) -> None:

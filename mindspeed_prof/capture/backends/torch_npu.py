@@ -14,13 +14,16 @@ never raises on a bad value (it warns and falls back), so ``validate()`` runs fi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.config.schema import AicMetrics, ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import NPU_FOLDER
 from mindspeed_prof.formats.header import header_json
 from mindspeed_prof.mstx import RangeSink
+
+if TYPE_CHECKING:
+    import torch_npu
 
 __all__ = ["TorchNpuBackend", "npu_available"]
 
@@ -49,10 +52,20 @@ def npu_available() -> bool:
         return False
 
 
+class _Mstx(Protocol):
+    """``torch_npu.npu.mstx``: the calls made here."""
+
+    def mark(self, message: str, stream: None) -> object: ...
+
+    def range_start(self, message: str, stream: None) -> int: ...
+
+    def range_end(self, range_id: int) -> object: ...
+
+
 class _MstxSink:
     """Ranges through ``torch_npu.npu.mstx`` (recorded by the profiler when ``mstx`` is on)."""
 
-    def __init__(self, mstx: Any) -> None:
+    def __init__(self, mstx: _Mstx) -> None:
         self._mstx = mstx
 
     def range(self, name: str, cat: str = "user_annotation") -> _MstxRange:
@@ -71,7 +84,7 @@ class _MstxSink:
 class _MstxRange:
     __slots__ = ("_mstx", "_name", "_id")
 
-    def __init__(self, mstx: Any, name: str) -> None:
+    def __init__(self, mstx: _Mstx, name: str) -> None:
         self._mstx = mstx
         self._name = name
 
@@ -96,11 +109,11 @@ class TorchNpuBackend(Backend):
         import torch_npu
 
         self._npu = torch_npu
-        self._prof: Any = None
+        self._prof: torch_npu.profiler.profile | None = None
         self._target: CaptureTarget | None = None
         self._before: set[str] = set()
 
-    def experimental_config(self) -> Any:
+    def experimental_config(self) -> torch_npu.profiler._ExperimentalConfig:
         p, cfg = self._npu.profiler, self.cfg
         metrics = cfg.aic_metrics if cfg.profile_level in _AIC_LEVELS else AicMetrics.none
         return p._ExperimentalConfig(
@@ -111,7 +124,7 @@ class TorchNpuBackend(Backend):
             msprof_tx=cfg.mstx,
         )
 
-    def activities(self) -> list[Any]:
+    def activities(self) -> list[torch_npu.profiler.ProfilerActivity]:
         act, cfg = self._npu.profiler.ProfilerActivity, self.cfg
         acts = [act.NPU] if cfg.profile_with_npu or not cfg.profile_with_cpu else []
         if cfg.profile_with_cpu:  # (mstx alone still needs the device stream: NPU)

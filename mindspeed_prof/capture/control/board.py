@@ -8,8 +8,8 @@ waiting for the answer, which it picks up at its next look, and reports back whe
 The board hands each request to each (rank, role) once, so a restarted worker does not apply it
 again, and knows the step every worker was at. No shared filesystem is needed.
 
-What travels through Ray are plain dicts (``Request.to_json``, ``Ack.to_json``), parsed again on
-each side: a board is reached from outside the job.
+What travels through Ray is JSON-like data (each record's ``to_json``), parsed again on each
+side (its ``parse``): a board is reached from outside the job.
 """
 
 from __future__ import annotations
@@ -18,11 +18,15 @@ import itertools
 import logging
 import sys
 import time
-from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.capture.control.channel import Status, Worker
 from mindspeed_prof.capture.control.request import Ack, Request
+from mindspeed_prof.jsonio import Json, JsonObject
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
 
 __all__ = ["NAMESPACE", "BoardChannel", "BoardSource", "ControlBoard", "NotRunning",
            "board_name", "find_board"]
@@ -61,7 +65,7 @@ class ControlBoard:
         self._ignored: dict[str, str] = {}
         self._warnings: list[str] = []
 
-    def post(self, data: dict[str, Any]) -> str:
+    def post(self, data: object) -> str:
         """Take a request (JSON-like); "" when accepted, else why it is ignored."""
         try:
             request = Request.parse(data)
@@ -76,12 +80,11 @@ class ControlBoard:
         self._acks[request.id] = {}
         return ""
 
-    def poll(self, worker: dict[str, Any]) -> list[dict[str, Any]]:
-        """The requests for this worker (a ``Worker`` as a dict) it has not had yet."""
+    def poll(self, worker: object) -> list[JsonObject]:
+        """The requests for this worker (``Worker.to_json``) it has not had yet."""
         now, clock = time.time(), time.monotonic()
-        try:
-            told = Worker(**worker)
-        except TypeError:
+        told = Worker.parse(worker)
+        if told is None:
             return []
         rank, role = told.rank, told.role
         me = (rank, role)
@@ -104,18 +107,21 @@ class ControlBoard:
             self._check_matched(request)
         return found
 
-    def ack(self, data: dict[str, Any]) -> None:
+    def ack(self, data: object) -> None:
         """What a worker did about a request: status, host, node, save root and files."""
         ack = Ack.parse(data)
         acks = self._acks.get(ack.id) if ack is not None else None
         if ack is not None and acks is not None:
             acks[(ack.rank, ack.role)] = ack
 
-    def workers(self) -> list[dict[str, Any]]:
+    def workers(self) -> list[JsonObject]:
         """Every worker that asked, with the step it was at then."""
-        return [asdict(w) for _, w in sorted(self._told.items())]
+        return [w.to_json() for w in self._known()]
 
-    def status(self, ident: str) -> dict[str, Any]:
+    def _known(self) -> list[Worker]:
+        return [w for _, w in sorted(self._told.items())]
+
+    def status(self, ident: str) -> JsonObject:
         """The acks so far; ``ignored`` (why, or ""); ``pending``: the job's workers the
         request is for that have not finished; ``settled``: every worker has seen it."""
         acks = self._acks.get(ident, {})
@@ -125,9 +131,9 @@ class ControlBoard:
             w for w in workers if request.for_worker(*w)
             and not (w in acks and acks[w].done))
         seen = self._seen.get(ident, {})
-        return {"acks": [a.to_json() for a in acks.values()],
-                "ignored": self._ignored.get(ident, ""), "pending": pending,
-                "settled": bool(workers) and workers <= set(seen), "workers": self.workers()}
+        return Status(acks=list(acks.values()), ignored=self._ignored.get(ident, ""),
+                      pending=pending, settled=bool(workers) and workers <= set(seen),
+                      workers=self._known()).to_json()
 
     def withdraw(self, ident: str) -> None:
         """The command gave up or is done: no worker takes the request from now on."""
@@ -171,8 +177,8 @@ class BoardSource:
 
     def __init__(self, name: str, node: str = "") -> None:
         self.name = name
-        self._board: Any = None
-        self._pending: Any = None  # the ObjectRef of the question in flight
+        self._board: ActorHandle | None = None
+        self._pending: ObjectRef[list[Json]] | None = None  # the question in flight
         self._lookup_at = 0.0
         self._gone = False
         self._node = node
@@ -200,7 +206,7 @@ class BoardSource:
         board = self._find()
         if board is None:
             return []
-        found: list[Any] = []
+        found: object = []
         if self._pending is not None:
             ready, _ = ray.wait([self._pending], timeout=0)
             if not ready:
@@ -212,7 +218,7 @@ class BoardSource:
                 self._lost(err)
                 return []
         try:
-            self._pending = board.poll.remote(asdict(worker))
+            self._pending = board.poll.remote(worker.to_json())
         except ray.exceptions.RayError as err:
             self._lost(err)
         out = []
@@ -232,7 +238,7 @@ class BoardSource:
         except Exception as err:
             self._lost(err)
 
-    def _find(self) -> Any:
+    def _find(self) -> ActorHandle | None:
         if self._board is not None:
             return self._board
         now = time.monotonic()
@@ -258,7 +264,7 @@ class NotRunning(Exception):
     """No job to ask; the message is one line."""
 
 
-def find_board(job: str | None) -> Any:
+def find_board(job: str | None) -> ActorHandle:
     """The capture board of ``job`` (a Ray job id), or of the one job that has a board."""
     import ray
 
@@ -283,26 +289,26 @@ class BoardChannel:
     """The command's side of a job's board (Ray already connected). Ray errors reach the
     caller: the job may end while the command waits."""
 
-    def __init__(self, board: Any) -> None:
+    def __init__(self, board: ActorHandle) -> None:
         self.board = board
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def _call(self, method: str, *args: Json) -> object:
         import ray
 
-        return ray.get(getattr(self.board, method).remote(*args), timeout=_CALL_TIMEOUT_S)
+        answer: object = ray.get(getattr(self.board, method).remote(*args),
+                                 timeout=_CALL_TIMEOUT_S)
+        return answer
 
     def workers(self) -> list[Worker]:
-        return [Worker(**w) for w in self._call("workers")]
+        found = self._call("workers")
+        told = (Worker.parse(w) for w in (found if isinstance(found, list) else []))
+        return [w for w in told if w is not None]
 
     def post(self, request: Request) -> str:
         return str(self._call("post", request.to_json()))
 
     def status(self, request: Request) -> Status:
-        data = self._call("status", request.id)
-        acks = [a for a in (Ack.parse(x) for x in data["acks"]) if a is not None]
-        return Status(acks=acks, ignored=data["ignored"],
-                      pending=[tuple(p) for p in data["pending"]], settled=data["settled"],
-                      workers=[Worker(**w) for w in data["workers"]])
+        return Status.parse(self._call("status", request.id))
 
     def open(self) -> None:
         """Nothing to do: every worker tells the board its step at each look."""

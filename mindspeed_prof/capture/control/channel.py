@@ -7,13 +7,14 @@ wait loop) until every worker it reached has answered, the request is ignored, o
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from mindspeed_prof.capture.control.request import Ack, Request
+from mindspeed_prof.jsonio import JsonObject
 
 __all__ = ["LEAD_S", "Channel", "RequestSource", "Status", "Worker", "start_step", "wait",
            "wait_for_workers"]
@@ -25,16 +26,28 @@ _POLL_S = 0.25
 LEAD_S = 4.0
 
 
-@dataclass(frozen=True)
-class Worker:
+class Worker(msgspec.Struct, frozen=True):
     """A worker as it last told a channel: rank, role, the step it was at, when (``time``,
-    seconds since the epoch) and how fast it ran (``rate``, steps per second; 0 unknown)."""
+    seconds since the epoch) and how fast it ran (``rate``, steps per second; 0 unknown).
+    Crosses a board as ``to_json``, read back by ``parse``."""
 
     rank: int
     role: str
     step: int | None
     time: float = 0.0
     rate: float = 0.0
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = msgspec.to_builtins(self)
+        return out
+
+    @classmethod
+    def parse(cls, data: object) -> Worker | None:
+        """A worker from JSON, or None when it is not one."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError:
+            return None
 
 
 def start_step(workers: list[Worker], now: float, lead_s: float = LEAD_S) -> int | None:
@@ -56,17 +69,27 @@ class RequestSource(Protocol):
     def ack(self, request: Request, ack: Ack) -> None: ...
 
 
-@dataclass
-class Status:
+class Status(msgspec.Struct, kw_only=True):
     """What a channel knows of a request: the workers' acks; ``ignored``: why no worker will
     take it ("" when none); ``pending``: workers it is for that have not finished (as far as
-    the channel knows them); ``settled``: nothing more is expected to change."""
+    the channel knows them); ``settled``: nothing more is expected to change. Crosses a board
+    as ``to_json``, read back by ``parse``."""
 
-    acks: list[Ack] = field(default_factory=list)
+    acks: list[Ack] = []
     ignored: str = ""
-    pending: list[tuple[int, str]] = field(default_factory=list)
+    pending: list[tuple[int, str]] = []
     settled: bool = False
-    workers: list[Worker] = field(default_factory=list)
+    workers: list[Worker] = []
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = msgspec.to_builtins(self)
+        return out
+
+    @classmethod
+    def parse(cls, data: object) -> Status:
+        """A status from JSON; ``msgspec.ValidationError`` (a ``ValueError``) when it is not
+        one."""
+        return msgspec.convert(data, cls)
 
     def finished(self, request: Request) -> bool:
         """Every worker that answered is done, and nothing more is awaited."""
@@ -112,7 +135,7 @@ def wait_for_workers(channel: Channel, request: Request, grace_s: float) -> list
         for w in channel.workers():
             key = (w.rank, w.role)
             if request.for_worker(w.rank, w.role) and before.get(key) != (w.step, w.time):
-                found[key] = dataclasses.replace(w, time=seen)
+                found[key] = msgspec.structs.replace(w, time=seen)
                 before[key] = (w.step, w.time)
         now = time.monotonic()
         if found and first is None:

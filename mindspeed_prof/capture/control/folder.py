@@ -24,14 +24,14 @@ import logging
 import os
 import stat
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from mindspeed_prof.capture.control.channel import Status, Worker
 from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 from mindspeed_prof.capture.naming import host_name
-from mindspeed_prof.jsonio import Refused, read_json, write_atomic
+from mindspeed_prof.jsonio import Json, JsonObject, Refused, read_json, write_atomic
 
 __all__ = ["ACKS", "CONTROL", "MAX_REQUEST_BYTES", "REQUESTS", "WORKERS", "FolderChannel",
            "FolderSource", "read_acks", "write_request"]
@@ -71,7 +71,7 @@ def _folder(root: Path, *parts: str, create: bool = False) -> Path | None:
     return path
 
 
-def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
+def _write_json(folder: Path, name: str, values: JsonObject) -> Path:
     """``folder/name`` written through a new temporary file, then renamed in (a link at
     ``name`` is replaced, not followed; one planted at a temporary name is never used)."""
     path = folder / name
@@ -79,10 +79,11 @@ def _write_json(folder: Path, name: str, values: dict[str, Any]) -> Path:
     return path
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> Json:
     """A regular file's JSON (never through a link, at most ``MAX_REQUEST_BYTES``);
     ``Refused`` or ``json.JSONDecodeError`` (both ``ValueError``) when not readable as such."""
-    return read_json(path, MAX_REQUEST_BYTES)
+    data: Json = read_json(path, MAX_REQUEST_BYTES)
+    return data
 
 
 def write_request(root: Path, request: Request) -> Path:
@@ -115,15 +116,25 @@ def read_workers(root: Path) -> list[Worker]:
     out = []
     for path in sorted(folder.glob("*.json")) if folder is not None else []:
         try:
-            data = _read_json(path)
-            step = data["step"]
-            worker = Worker(int(data["rank"]), str(data["role"]),
-                            step if isinstance(step, int) else None, float(data["time"]),
-                            float(data.get("rate", 0.0)))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            worker = _told(_read_json(path))
+        except (OSError, ValueError, KeyError, TypeError):
             continue
         out.append(worker)
     return out
+
+
+def _told(data: Json) -> Worker:
+    """A worker file (anyone may write there): each field converted, a step that is not an
+    integer unknown, a missing rate 0; ``KeyError``, ``TypeError`` or ``ValueError`` when
+    it is not one."""
+    if not isinstance(data, dict):
+        raise TypeError("not an object")
+    step, rank, time_, rate = data["step"], data["rank"], data["time"], data.get("rate", 0.0)
+    if not isinstance(rank, (int, float, str)) or not isinstance(time_, (int, float, str)) \
+            or not isinstance(rate, (int, float, str)):
+        raise TypeError("not a number")
+    return Worker(int(rank), str(data["role"]), step if isinstance(step, int) else None,
+                  float(time_), float(rate))
 
 
 class FolderSource:
@@ -195,7 +206,7 @@ class FolderSource:
             folder = _folder(self.root, WORKERS, create=True)
             if folder is not None:
                 _write_json(folder, f"{worker.role}.rank{worker.rank}.json",
-                            {**asdict(worker), "host": host_name(), "pid": os.getpid()})
+                            {**worker.to_json(), "host": host_name(), "pid": os.getpid()})
         except OSError:
             pass  # a read-only or full disk: requests are still read
 
@@ -213,9 +224,10 @@ class FolderSource:
             self._ignore(path, key, why, f"{why} ({said[:80]})")
             return None
         try:
+            fields: object = data
             if isinstance(data, dict) and "id" not in data and _NPU_KEYS & set(data):
-                data = from_npu(data, f"npu-{_token(path.stem)}-{mtime_ns}")
-            request = Request.parse(data)
+                fields = from_npu(data, f"npu-{_token(path.stem)}-{mtime_ns}")
+            request = Request.parse(fields)
         except (ValueError, TypeError) as err:
             self._ignore(path, key, "malformed", f"malformed: {str(err)[:160]}")
             return None
@@ -287,7 +299,7 @@ class FolderChannel:
         return ""
 
     def status(self, request: Request) -> Status:
-        acks = [Ack(**{**a.to_json(), "root": str(self.root)}) for a in
+        acks = [msgspec.structs.replace(a, root=str(self.root)) for a in
                 read_acks(self.root, request.id)]  # the save root as this machine sees it
         state = json.dumps([(a.rank, a.role, a.status) for a in acks])
         if state != self._state:

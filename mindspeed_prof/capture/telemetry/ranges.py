@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from time import perf_counter_ns
-from typing import Any
 
 __all__ = ["RangeTimer"]
 
@@ -29,7 +28,7 @@ class _Timed:
     def __enter__(self) -> None:
         self._starts.append(perf_counter_ns())
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._starts:
             self._timer.add(self._name, perf_counter_ns() - self._starts.pop())
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.capture.telemetry.totals import StepRecord
+
+if TYPE_CHECKING:
+    from ray.util.metrics import Gauge
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from torch.utils.tensorboard import SummaryWriter
 
 __all__ = ["NotReady", "RaySink", "Sink", "TensorBoardSink", "TB_FOLDER"]
 
@@ -42,7 +47,7 @@ class RaySink:
     name = "ray"
 
     def __init__(self) -> None:
-        self._gauges: dict[str, Any] = {}
+        self._gauges: dict[str, Gauge] = {}
 
     def send(self, record: StepRecord, rank: int, role: str) -> None:
         ray = sys.modules.get("ray")
@@ -61,7 +66,7 @@ class RaySink:
                 for name, value in values.items():
                     gauge.set(value, tags={**base, tag: name})
 
-    def _gauge(self, kind: str, description: str, tags: tuple[str, ...]) -> Any:
+    def _gauge(self, kind: str, description: str, tags: tuple[str, ...]) -> Gauge:
         gauge = self._gauges.get(kind)
         if gauge is None:
             from ray.util.metrics import Gauge
@@ -84,26 +89,23 @@ class TensorBoardSink:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._writer: Any = None
-        self._summary: Any = None
+        self._open: tuple[SummaryWriter, type[Summary]] | None = None  # the writer, its type
 
     def send(self, record: StepRecord, rank: int, role: str) -> None:
-        writer = self._writer
-        if writer is None:
+        if self._open is None:
             try:
                 from tensorboard.compat.proto.summary_pb2 import Summary
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as err:
                 raise RuntimeError("needs the tensorboard package "
                                    "(pip install 'mindspeed-prof[tensorboard]')") from err
-            self._summary = Summary
-            writer = self._writer = SummaryWriter(str(self.folder), flush_secs=TB_FLUSH_S)
-        Summary = self._summary
-        values = [Summary.Value(tag=name, simple_value=value)
+            self._open = SummaryWriter(str(self.folder), flush_secs=TB_FLUSH_S), Summary
+        writer, summary = self._open
+        values = [summary.Value(tag=name, simple_value=value)
                   for name, value in record.flat().items()]
-        writer._get_file_writer().add_summary(Summary(value=values), record.step)
+        writer._get_file_writer().add_summary(summary(value=values), record.step)
 
     def close(self) -> None:
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
+        opened, self._open = self._open, None
+        if opened is not None:
+            opened[0].close()

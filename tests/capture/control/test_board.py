@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from typing import Any
 
 import pytest
 
-from mindspeed_prof.capture.control import Request, Worker
+from mindspeed_prof.capture.control import Request, Status, Worker
 from mindspeed_prof.capture.control import board as board_module
 from mindspeed_prof.capture.control.board import ControlBoard
+from mindspeed_prof.jsonio import Json, JsonObject
 
 
 def post(board: ControlBoard, **values: object) -> Request:
@@ -19,11 +19,11 @@ def post(board: ControlBoard, **values: object) -> Request:
     return request
 
 
-def told(rank: int, role: str, step: int) -> dict[str, object]:
-    return asdict(Worker(rank, role, step))
+def told(rank: int, role: str, step: int) -> JsonObject:
+    return Worker(rank, role, step).to_json()
 
 
-def ids(found: list[dict[str, object]]) -> list[object]:
+def ids(found: list[JsonObject]) -> list[Json]:
     return [r["id"] for r in found]
 
 
@@ -56,7 +56,7 @@ def test_a_request_no_worker_matches_is_ignored_once_every_worker_saw_it_twice(
         assert board.status(request.id)["ignored"] == ""  # rank 1 has seen it once only
         board.poll(told(1, "actor", 3))
         board.poll(told(0, "actor", 4))
-    why = board.status(request.id)["ignored"]
+    why = Status.parse(board.status(request.id)).ignored
     assert "ranks [7]" in why and "ranks [0, 1]" in why
     assert len(caplog.records) == 1 and board.logged() == [caplog.records[0].getMessage()]
 
@@ -69,7 +69,7 @@ def test_malformed_and_expired_requests_are_ignored_with_one_warning_each() -> N
     assert board.post(expired.to_json()) == ""
     for step in range(3):
         assert board.poll(told(0, "actor", step)) == []
-    assert "expired" in board.status(expired.id)["ignored"]
+    assert "expired" in Status.parse(board.status(expired.id)).ignored
     assert len(board.logged()) == 3
 
 
@@ -94,10 +94,10 @@ def test_status_tells_the_command_who_is_still_working() -> None:
     board.poll(told(0, "actor", 2))
     board.poll(told(1, "actor", 2))
     board.ack({"id": request.id, "rank": 0, "role": "actor", "status": "written", "files": []})
-    status = board.status(request.id)
-    assert status["settled"] and status["pending"] == [(1, "actor")]
-    assert [a["rank"] for a in status["acks"]] == [0]
-    assert [(w["rank"], w["step"]) for w in status["workers"]] == [(0, 2), (1, 2)]
+    status = Status.parse(board.status(request.id))
+    assert status.settled and status.pending == [(1, "actor")]
+    assert [a.rank for a in status.acks] == [0]
+    assert [(w.rank, w.step) for w in status.workers] == [(0, 2), (1, 2)]
     board.withdraw(request.id)
     assert board.poll(told(2, "actor", 3)) == []  # withdrawn: a worker started later does not take it
 
@@ -131,8 +131,8 @@ def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.Mon
     """The board keeps rank, role, step and rate as told, and its own clock as the time."""
     at(1000.0, monkeypatch)
     board = ControlBoard()
-    board.poll(asdict(Worker(3, "rollout", 17, time=5.0, rate=2.5)))
-    board.poll(asdict(Worker(1, "actor", None, time=7.0, rate=0.5)))
+    board.poll(Worker(3, "rollout", 17, time=5.0, rate=2.5).to_json())
+    board.poll(Worker(1, "actor", None, time=7.0, rate=0.5).to_json())
     assert board.workers() == [
         {"rank": 1, "role": "actor", "step": None, "time": 1000.0, "rate": 0.5},
         {"rank": 3, "role": "rollout", "step": 17, "time": 1000.0, "rate": 2.5}]

@@ -1,0 +1,61 @@
+"""``cluster_summary.json``'s rows: one per Ray worker, as ``mindspeed_prof.ray.collect`` gets
+them back (dicts through Ray, typed here)."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from mindspeed_prof.jsonio import JsonObject
+
+__all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummary"]
+
+#: ``ok``: the worker answered; else why not (its process is gone, no answer in time, or the
+#: summary method raised).
+SummaryStatus = Literal["ok", "died", "timeout", "failed"]
+
+
+class FileEntry(TypedDict):
+    """One file a worker wrote: its path on the worker's node, its size (None: gone)."""
+
+    path: str
+    bytes: int | None
+
+
+class WorkerSummary(TypedDict, total=False):
+    """What a worker wrote (``ProfilerMixin.profiler_summary``), or, with ``status`` other than
+    ``ok``, why the driver has no summary of it (``worker``: its place in the list, ``actor``:
+    its Ray actor id, ``error``: one line)."""
+
+    run: str
+    rank: int | None
+    role: str
+    host: str
+    node: str
+    pid: int
+    enabled: bool
+    failed: bool
+    captures: list[JsonObject]
+    files: list[FileEntry]
+    stage_rank: list[JsonObject]
+    per_step: list[JsonObject]
+    status: SummaryStatus
+    worker: int
+    actor: str
+    error: str
+
+
+class Missing(TypedDict):
+    """A worker without a summary, under ``missing``."""
+
+    rank: int | None
+    worker: int | None
+    actor: str | None
+    status: SummaryStatus | None
+    error: str | None
+
+
+class RankMetrics(TypedDict):
+    """A worker's live figures (``ProfilerMixin.profiler_metrics``)."""
+
+    rank: int
+    metrics: dict[str, float]
