@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = [
     "AicMetrics",
-    "Backend",
+    "BackendKind",
     "EXTENSIONS",
     "EXTENSION_FIELDS",
     "ExportType",
@@ -114,7 +114,7 @@ class ExportType(Enum):
     db = "db"
 
 
-class Backend(Enum):
+class BackendKind(Enum):
     """Which profiler records the capture."""
 
     auto = "auto"
@@ -159,7 +159,7 @@ class IntegratedConfig:
     profile_analysis: bool = False
     profile_ranks: Any = "all"
     # Extensions.
-    backend: Backend = Backend.auto
+    backend: BackendKind = BackendKind.auto
     warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
     profile_steps: Any = None  # a list of steps instead of the window (verl's steps)
     profile_continuous_steps: bool = True  # false: one capture per step (verl)

@@ -28,7 +28,7 @@ from mindspeed_prof.config.schema import (
     STAGE_ALIASES,
     TELEMETRY_SINKS,
     AicMetrics,
-    Backend,
+    BackendKind,
     ExportType,
     IntegratedConfig,
     Level,
@@ -424,7 +424,7 @@ def _window_stage(value: Any) -> str:
 
 _KINDS: dict[type, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _number, str: _path}
 _ENUMS: dict[str, type[Enum]] = {"profile_export_type": ExportType, "profile_level": Level,
-                                 "backend": Backend, "aic_metrics": AicMetrics}
+                                 "backend": BackendKind, "aic_metrics": AicMetrics}
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     **{name: _KINDS[type(default)] for name, default in _DEFAULTS.items()
        if type(default) in _KINDS},
