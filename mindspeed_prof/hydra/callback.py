@@ -196,13 +196,13 @@ def _record(hydra_cfg: Any, num: int, job: dict[str, Any]) -> None:
 def _sweep_summary(sweep: Path) -> None:
     """``sweep_summary.json`` in the multirun dir, and its table, when a job was profiled:
     from the jobs' records of where they wrote (no config is read again)."""
-    from mindspeed_prof.analysis.sweep import sweep_summary
+    from mindspeed_prof.analysis.sweep import as_dicts, profiled, sweep_summary
 
     rows = sweep_summary(sweep)
-    if any(r["status"] != "no manifest" for r in rows):
+    if profiled(rows):
         from mindspeed_prof.views.text import print_sweep
 
-        print_sweep(rows, sweep)
+        print_sweep(as_dicts(rows), sweep)
 
 
 def _name_overridden_preset(profiler_config: Any, overrides: list[str]) -> None:
