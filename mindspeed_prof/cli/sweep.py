@@ -6,14 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_help
+from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser(
         "sweep", help="one row per job of a Hydra multirun",
         description="Summarise every job of a Hydra multirun (-m) dir: stage, status,\n"

@@ -446,6 +446,11 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
     def key(name: str) -> str:
         return f"profiler_config.{where[name]}.{name}"
 
+    return next((p for rule in _RULES if (p := rule(c, key)) is not None), None)
+
+
+def _window_steps_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """The step window: 1-based, end after start."""
     if c.profile_step_start < 1:
         return ("profile_step_start",), (
             f"{key('profile_step_start')}={c.profile_step_start}: must be an integer >= 1 "
@@ -455,6 +460,11 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
             f"{key('profile_step_end')}={c.profile_step_end}: must be greater than "
             f"profile_step_start ({c.profile_step_start}); the window is [start, end), "
             f"so profile_step_end={c.profile_step_start + 1} captures one step")
+    return None
+
+
+def _count_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Counts and sizes: none negative, warmup only with the window, the model facts."""
     for name in ("warmup_steps", "flight_recorder_steps", "anomaly_max_captures",
                  "max_disk_mb"):
         if getattr(c, name) < 0:
@@ -476,14 +486,16 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
-    trigger = _trigger_problem(c, key) or _window_problem(c, key)
-    if trigger is not None:
-        return trigger
+    return None
+
+
+def _output_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Where and what a capture writes."""
     if not c.profile_save_path.strip():
         return ("profile_save_path",), f"{key('profile_save_path')}: must be a non-empty path"
     if not (c.profile_with_cpu or c.profile_with_npu or c.mstx):
         return ("profile_with_cpu", "profile_with_npu", "mstx"), (
-            f"profiler_config.{where['profile_with_cpu']}: nothing to collect: "
+            f"{key('profile_with_cpu').rsplit('.', 1)[0]}: nothing to collect: "
             "profile_with_cpu, profile_with_npu and mstx are all false; set at least one of "
             "them to true")
     if c.mstx and c.profile_level is Level.level_none and c.profile_export_type is ExportType.db:
@@ -530,3 +542,8 @@ def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem 
             f"{key('anomaly_capture_steps')}={c.anomaly_capture_steps}: must be an integer "
             ">= 1 (steps captured after an anomaly)")
     return None
+
+
+#: The rules between fields, in the order they are checked.
+_RULES: tuple[Callable[[IntegratedConfig, Callable[[str], str]], Problem | None], ...] = (
+    _window_steps_problem, _count_problem, _trigger_problem, _window_problem, _output_problem)
