@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TypeAlias
 
 __all__ = [
     "AicMetrics",
@@ -27,6 +27,7 @@ __all__ = [
     "STAGES",
     "TELEMETRY_SINKS",
     "STAGE_ALIASES",
+    "Section",
     "Stage",
     "canonical_role",
     "canonical_stage",
@@ -34,6 +35,10 @@ __all__ = [
     "stage_names",
     "to_sections",
 ]
+
+
+#: One section of ``profiler_config`` as given: field name -> value (``validate`` checks each).
+Section: TypeAlias = "dict[str, object]"
 
 
 class Stage(Enum):
@@ -145,7 +150,7 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Any = Stage.all  # one Stage name or a list of them (OmegaConf has no Union)
+    stage: Stage | list[Stage] = Stage.all  # one stage, or a list of them
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1
@@ -157,11 +162,11 @@ class IntegratedConfig:
     profile_with_npu: bool = True
     profile_with_module: bool = False
     profile_analysis: bool = False
-    profile_ranks: Any = "all"
+    profile_ranks: str | list[int] = "all"  # "all" or a sorted list of ranks
     # Extensions.
     backend: BackendKind = BackendKind.auto
     warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
-    profile_steps: Any = None  # a list of steps instead of the window (verl's steps)
+    profile_steps: list[int] | None = None  # a list of steps instead of the window (verl's steps)
     profile_continuous_steps: bool = True  # false: one capture per step (verl)
     with_stack: bool = False
     data_simplification: bool = True
@@ -183,7 +188,7 @@ class IntegratedConfig:
     comm_kernels: str = ""
     # Live telemetry (capture/telemetry): each step's figures on every rank, to the sinks named
     # (TELEMETRY_SINKS; empty: off), every telemetry_every steps; custom ranges timed too.
-    telemetry: Any = ()
+    telemetry: tuple[str, ...] = ()
     telemetry_every: int = 1
     telemetry_ranges: bool = False
     # Model facts for MFU (counters, docs/counters.md): forward FLOPs per token (2 x the
@@ -212,19 +217,19 @@ class ProfilerConfig:
     that role profiles with ``integrated`` and ``extensions`` overridden by it.
     """
 
-    integrated: dict[str, Any] = field(default_factory=dict)
-    extensions: dict[str, Any] = field(default_factory=dict)
-    actor: dict[str, Any] = field(default_factory=dict)
-    rollout: dict[str, Any] = field(default_factory=dict)
-    reference: dict[str, Any] = field(default_factory=dict)
-    critic: dict[str, Any] = field(default_factory=dict)
-    reward: dict[str, Any] = field(default_factory=dict)
+    integrated: Section = field(default_factory=dict)
+    extensions: Section = field(default_factory=dict)
+    actor: Section = field(default_factory=dict)
+    rollout: Section = field(default_factory=dict)
+    reference: Section = field(default_factory=dict)
+    critic: Section = field(default_factory=dict)
+    reward: Section = field(default_factory=dict)
 
 
-def to_sections(cfg: IntegratedConfig) -> dict[str, dict[str, Any]]:
+def to_sections(cfg: IntegratedConfig) -> dict[str, Section]:
     """Checked settings as plain ``integrated`` and ``extensions`` sections (as JSON writes
     them: enum members by name, stages by name)."""
-    def plain(value: Any) -> Any:
+    def plain(value: object) -> object:
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         return value.value if isinstance(value, Enum) else value
@@ -234,7 +239,8 @@ def to_sections(cfg: IntegratedConfig) -> dict[str, dict[str, Any]]:
             EXTENSIONS: {k: values[k] for k in EXTENSION_FIELDS}}
 
 
-def stage_names(stage: Any) -> tuple[str, ...]:
+def stage_names(stage: object) -> tuple[str, ...]:
     """A checked ``stage`` value (one ``Stage`` or name, or a list of them) as names."""
-    items = stage if isinstance(stage, (list, tuple)) else [stage]
+    items: list[object] | tuple[object, ...] = (
+        stage if isinstance(stage, (list, tuple)) else [stage])
     return tuple(str(getattr(s, "value", s)) for s in items)
