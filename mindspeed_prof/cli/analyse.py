@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from importlib import util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.cli.common import (
     Exit,
@@ -23,6 +24,10 @@ from mindspeed_prof.cli.common import (
     run_line,
 )
 from mindspeed_prof.raylink import Unreachable
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.report import Report
 
 __all__ = ["add_parser", "run"]
 
@@ -62,7 +67,7 @@ def add_parser(sub: Subparsers) -> None:
     a.set_defaults(func=run)
 
 
-def _model(field: str) -> Any:
+def _model(field: str) -> Callable[[str], float]:
     """An argparse type for a model fact: a finite number over 0 (``counts.model_problem``)."""
     def parse(text: str) -> float:
         from mindspeed_prof.analysis.counts import model_problem
@@ -96,7 +101,7 @@ def report_requirement() -> str | None:
     return "matplotlib"
 
 
-def _read(args: argparse.Namespace) -> list[Any] | Exit:
+def _read(args: argparse.Namespace) -> list[Analysis] | Exit:
     """The runs ``args`` ask for, or the exit code of why there are none to read."""
     from mindspeed_prof.analysis.runs import UnknownRun
 
@@ -115,7 +120,7 @@ def _read(args: argparse.Namespace) -> list[Any] | Exit:
         return Exit.USAGE
 
 
-def _say_lines(args: argparse.Namespace, results: list[Any], every: bool) -> None:
+def _say_lines(args: argparse.Namespace, results: list[Analysis], every: bool) -> None:
     """The run, placement and reading lines on stderr, each once."""
     line = None if every else run_line(results[0])
     if line and args.json:
@@ -126,7 +131,8 @@ def _say_lines(args: argparse.Namespace, results: list[Any], every: bool) -> Non
         error(line)
 
 
-def _write_html(args: argparse.Namespace, found: Any, result: Any, every: bool) -> None:
+def _write_html(args: argparse.Namespace, found: Report, result: Analysis,
+                every: bool) -> None:
     """``--html``: the report page, one per run when every run is asked for."""
     from mindspeed_prof.views.html import write_report
     from mindspeed_prof.views.safe import say
