@@ -7,6 +7,7 @@ differs there. ``validate()`` turns it into one checked, typed ``IntegratedConfi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeAlias
@@ -150,7 +151,7 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Stage | list[Stage] = Stage.all  # one stage, or a list of them
+    stage: Stage | str | Sequence[Stage | str] = Stage.all  # one stage or a list (checked: Stage)
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1

@@ -359,8 +359,8 @@ def test_checked_settings_round_trip_through_plain_sections(fields: dict, length
     plain = to_sections(first)
     assert all(type(v) in (bool, int, float, str, list, type(None))
                for section in plain.values() for v in section.values())
-    assert validate(plain) == first == validate(IntegratedConfig(**{
-        **plain["integrated"], **plain["extensions"]}))
+    given: dict[str, Any] = {**plain["integrated"], **plain["extensions"]}  # names, as a user
+    assert validate(plain) == first == validate(IntegratedConfig(**given))
 
 
 # -- messages and values at their edges -------------------------------------------------------
