@@ -78,13 +78,13 @@ class MindspeedProfConfigSource(ConfigSource):
     @classmethod
     def _built(cls) -> dict[str, tuple[DictConfig, str | None]]:
         if cls._configs is None:
-            from omegaconf import OmegaConf
+            from omegaconf import DictConfig, OmegaConf
 
             from mindspeed_prof.config.presets import configs
 
             cls._configs = {
-                f"{group}/{name}": (node if OmegaConf.is_config(node) else OmegaConf.create(node),
-                                    package)
+                f"{group}/{name}": (
+                    node if isinstance(node, DictConfig) else OmegaConf.create(node), package)
                 for group, name, node, package in configs()}
         return cls._configs
 
