@@ -7,10 +7,9 @@ differs there. ``validate()`` turns it into one checked, typed ``IntegratedConfi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 __all__ = [
     "AicMetrics",
@@ -151,7 +150,8 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Stage | str | Sequence[Stage | str] = Stage.all  # one stage or a list (checked: Stage)
+    # Four fields typed Any: OmegaConf.structured(IntegratedConfig) has no Union type.
+    stage: Any = Stage.all  # one Stage (or name), or a list of them
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1
@@ -163,11 +163,11 @@ class IntegratedConfig:
     profile_with_npu: bool = True
     profile_with_module: bool = False
     profile_analysis: bool = False
-    profile_ranks: str | list[int] = "all"  # "all" or a sorted list of ranks
+    profile_ranks: Any = "all"  # "all" or a sorted list of ranks
     # Extensions.
     backend: BackendKind = BackendKind.auto
     warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
-    profile_steps: list[int] | None = None  # a list of steps instead of the window (verl's steps)
+    profile_steps: Any = None  # a list of steps instead of the window (verl's steps)
     profile_continuous_steps: bool = True  # false: one capture per step (verl)
     with_stack: bool = False
     data_simplification: bool = True
@@ -189,7 +189,7 @@ class IntegratedConfig:
     comm_kernels: str = ""
     # Live telemetry (capture/telemetry): each step's figures on every rank, to the sinks named
     # (TELEMETRY_SINKS; empty: off), every telemetry_every steps; custom ranges timed too.
-    telemetry: tuple[str, ...] = ()
+    telemetry: Any = ()  # sink names
     telemetry_every: int = 1
     telemetry_ranges: bool = False
     # Model facts for MFU (counters, docs/counters.md): forward FLOPs per token (2 x the
@@ -216,15 +216,18 @@ class ProfilerConfig:
 
     A role's section holds only what differs (any field, checked the same way); a worker of
     that role profiles with ``integrated`` and ``extensions`` overridden by it.
+
+    The sections are ``dict[str, Any]``, not ``Section``: like ``IntegratedConfig`` this is an
+    OmegaConf structured config, whose values may be typed ``Any`` but not ``object``.
     """
 
-    integrated: Section = field(default_factory=dict)
-    extensions: Section = field(default_factory=dict)
-    actor: Section = field(default_factory=dict)
-    rollout: Section = field(default_factory=dict)
-    reference: Section = field(default_factory=dict)
-    critic: Section = field(default_factory=dict)
-    reward: Section = field(default_factory=dict)
+    integrated: dict[str, Any] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
+    actor: dict[str, Any] = field(default_factory=dict)
+    rollout: dict[str, Any] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+    critic: dict[str, Any] = field(default_factory=dict)
+    reward: dict[str, Any] = field(default_factory=dict)
 
 
 def to_sections(cfg: IntegratedConfig) -> dict[str, Section]:
