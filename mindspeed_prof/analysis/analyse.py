@@ -22,15 +22,10 @@ from mindspeed_prof.analysis.ranges import (
     with_bare,
 )
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, read, separate, survey
-from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
-from mindspeed_prof.analysis.readers.model import (
-    Tally,
-    merge_tallies,
-    rank_label,
-    rank_of,
-    rank_order,
-    ranks_text,
-)
+from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_memory
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import Tally, merge_tallies
+from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.analysis.rows import (
     CommRow,
     DeviceRow,

@@ -24,7 +24,7 @@ from typing import IO, Any
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Stats, budget_line
 from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align

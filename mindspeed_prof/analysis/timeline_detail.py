@@ -138,7 +138,7 @@ def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterab
 
 def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
-    from mindspeed_prof.analysis.readers.chrome import stream_events
+    from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
     from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of
 
     path = data.path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.model import ranks_text
+from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
 from mindspeed_prof.cli.common import (
     Exit,

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from mindspeed_prof.analysis.findings.finding import Finding
-from mindspeed_prof.analysis.readers.model import TraceData, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import TraceData
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis

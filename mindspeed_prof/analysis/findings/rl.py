@@ -23,14 +23,9 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.common import files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.readers.device import merge
-from mindspeed_prof.analysis.readers.model import (
-    Range,
-    TraceData,
-    rank_label,
-    rank_order,
-    ranks_text,
-)
+from mindspeed_prof.analysis.readers.device.breakdown import merge
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.analysis.readers.ranks import role_of
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
