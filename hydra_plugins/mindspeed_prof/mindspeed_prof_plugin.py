@@ -10,19 +10,39 @@ sets (see ``mindspeed_prof.config.presets.dispatcher``). Where another source on
 app's search path has a ``profiler`` group (verl's config tree), that group is theirs:
 ``profiler=<our preset>`` gets one line naming ``profiler_config=<preset>``, and ``--help``
 never lists the alias. A name that is no preset gets one line with the closest one.
+
+Whether ``profiler`` is free needs the app's other config sources. Hydra hands a source only
+``(provider, path)``; a ``SearchPathPlugin`` sees the search path before the primary config's
+``hydra.searchpath`` entries are added, and those entries live only in the ``ConfigRepository``
+that composes (a copy per composition, with sources made anew). No plugin kind, nor
+``Plugins.instance()`` or ``GlobalHydra``, reaches that repository, so the source finds it up
+the call stack: the nearest frame whose ``self`` is a ``ConfigRepository`` holding this source
+(every question Hydra asks a source comes from one of its methods). That code is the same in
+every hydra-core the project allows (1.3.0 to 1.3.8, checked against their sources);
+``CHECKED_HYDRA`` lists them, and tests/hydra_plugins/test_frame_walk.py fails on any other
+version and asks each repository entry point through the walk. Outside a composition (no such
+frame), the sources are made from the search path the plugin last saw.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-__all__ = ["MindspeedProfConfigSource", "MindspeedProfSearchPath"]
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from omegaconf import DictConfig
+
+__all__ = ["CHECKED_HYDRA", "MindspeedProfConfigSource", "MindspeedProfSearchPath"]
+
+#: The hydra-core versions whose ``ConfigRepository`` the frame walk was checked against.
+CHECKED_HYDRA = ("1.3.0", "1.3.1", "1.3.2", "1.3.3", "1.3.4", "1.3.5", "1.3.6", "1.3.7", "1.3.8")
 
 #: The presets' group (the key it fills) and its other spelling (an alias where free).
 GROUP, ALIAS = "profiler_config", "profiler"
@@ -41,7 +61,7 @@ class MindspeedProfSearchPath(SearchPathPlugin):
 class MindspeedProfConfigSource(ConfigSource):
     """``mindspeed_prof.config.presets.configs()`` as a config source, built on first use."""
 
-    _configs: dict[str, tuple[Any, str | None]] | None = None
+    _configs: dict[str, tuple[DictConfig, str | None]] | None = None
     #: The search path the plugin last added this source to.
     search_path: ConfigSearchPath | None = None
 
@@ -56,19 +76,19 @@ class MindspeedProfConfigSource(ConfigSource):
         return "mindspeed-prof"
 
     @classmethod
-    def _built(cls) -> dict[str, tuple[Any, str | None]]:
+    def _built(cls) -> dict[str, tuple[DictConfig, str | None]]:
         if cls._configs is None:
-            from omegaconf import OmegaConf
+            from omegaconf import DictConfig, OmegaConf
 
             from mindspeed_prof.config.presets import configs
 
             cls._configs = {
-                f"{group}/{name}": (node if OmegaConf.is_config(node) else OmegaConf.create(node),
-                                    package)
+                f"{group}/{name}": (
+                    node if isinstance(node, DictConfig) else OmegaConf.create(node), package)
                 for group, name, node, package in configs()}
         return cls._configs
 
-    def _serve(self, key: str) -> tuple[Any, str | None]:
+    def _serve(self, key: str) -> tuple[DictConfig, str | None]:
         """The node and package of ``group/name``, as this app sees them; raises one line
         (a composition error) for a preset name that is none, or that another tree owns."""
         from hydra.errors import ConfigCompositionException
@@ -94,16 +114,20 @@ class MindspeedProfConfigSource(ConfigSource):
         return self._alias_free
 
     def _others(self) -> list[ConfigSource]:
-        """The app's other config sources: those of the repository asking (found up the call
-        stack: Hydra gives a source no handle on its siblings, and the repository that
-        composes holds ``hydra.searchpath``'s entries too), else made from the search path the
-        plugin saw."""
-        frame = sys._getframe(1)
+        """The app's other config sources: those of the repository composing (see the module's
+        docstring), else made from the search path the plugin saw. Ours are told apart by
+        scheme: a second import of this module (a test runner's) makes a second class."""
+        from hydra._internal.config_repository import ConfigRepository
+
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
-            sources = getattr(frame.f_locals.get("self"), "sources", None)
-            if isinstance(sources, list) and any(s is self for s in sources):
-                return [s for s in sources if not isinstance(s, MindspeedProfConfigSource)]
-            frame = frame.f_back  # type: ignore[assignment]
+            repo = frame.f_locals.get("self")
+            if isinstance(repo, ConfigRepository) and any(s is self for s in repo.sources):
+                return [s for s in repo.sources if s.scheme() != self.scheme()]
+            frame = frame.f_back
+        return self._from_search_path()
+
+    def _from_search_path(self) -> list[ConfigSource]:
         from hydra._internal.sources_registry import SourcesRegistry
 
         out = []

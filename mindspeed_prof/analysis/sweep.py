@@ -1,10 +1,15 @@
-"""Sweep summary: one row per multirun job (stage, captures, time per step or stage)."""
+"""Sweep summary: one row per multirun job (stage, captures, time per step or stage).
+
+``SweepRow``/``SweepSummary`` are ``sweep_summary.json``'s rows and file, ``JobRecord`` a job's
+note of where it wrote; each is written and read here only.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.formats import SWEEP_SUMMARY
@@ -17,7 +22,8 @@ from mindspeed_prof.formats.manifest import (
 )
 from mindspeed_prof.jsonio import Refused, read_json, within, write_json
 
-__all__ = ["RECORDS", "SUMMARY_NAME", "record_job", "sweep_summary"]
+__all__ = ["RECORDS", "SUMMARY_NAME", "JobRecord", "SweepRow", "SweepSummary", "as_dicts",
+           "profiled", "read_summary", "record_job", "sweep_summary"]
 
 SUMMARY_NAME = SWEEP_SUMMARY
 #: Each profiled job of a multirun says here where its manifest is: ``job<num>.json``. The
@@ -27,11 +33,42 @@ RECORDS = ".mindspeed_prof"
 _RECORD_BYTES = 1 << 16
 
 
+class JobRecord(msgspec.Struct):
+    """``<sweep>/.mindspeed_prof/job<num>.json``: where job ``job`` wrote its manifest (an
+    absolute path; ``shared``: its save root holds other jobs' files too)."""
+
+    job: int
+    manifest: str
+    shared: bool
+
+
+class SweepRow(msgspec.Struct, kw_only=True):
+    """One job of a sweep (fields in the file's order; a file's missing ones: defaults)."""
+
+    job: int
+    status: str = "no manifest"
+    stage: str | list[str] | None = None
+    captures: int = 0
+    files: int = 0
+    ms_per_step: float | None = None
+    ms_per_stage: float | None = None
+    overrides: list[str] = []
+    save_root: str | None = None
+    note: str | None = None
+    error: str | None = None  # a failed task's exception, one line
+
+
+class SweepSummary(msgspec.Struct):
+    """``sweep_summary.json``: the multirun dir and one row per job."""
+
+    sweep_dir: str
+    jobs: list[SweepRow]
+
+
 def record_job(sweep_dir: Path, num: int, manifest: Path, shared: bool) -> None:
-    """Note in ``sweep_dir`` that job ``num`` wrote ``manifest`` (an absolute path; ``shared``:
-    its save root holds other jobs' files too)."""
+    """Note in ``sweep_dir`` that job ``num`` wrote ``manifest`` (see ``JobRecord``)."""
     write_json(sweep_dir / RECORDS / f"job{num}.json",
-               {"job": num, "manifest": str(manifest), "shared": shared})
+               msgspec.to_builtins(JobRecord(num, str(manifest), shared)))
 
 
 def _records(sweep_dir: Path) -> dict[int, tuple[Path, bool]]:
@@ -39,11 +76,20 @@ def _records(sweep_dir: Path) -> dict[int, tuple[Path, bool]]:
     out: dict[int, tuple[Path, bool]] = {}
     for path in sorted((sweep_dir / RECORDS).glob("job*.json")):
         try:
-            record = read_json(path, _RECORD_BYTES)
-            out[int(record["job"])] = (Path(str(record["manifest"])), bool(record["shared"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            record = msgspec.convert(read_json(path, _RECORD_BYTES), JobRecord, strict=False)
+        except (OSError, ValueError, msgspec.ValidationError):
             continue
+        out[record.job] = (Path(record.manifest), record.shared)
     return out
+
+
+def read_summary(path: Path) -> SweepSummary:
+    """A ``sweep_summary.json`` as written (a bare list of rows, as early versions wrote it,
+    too); ``ValueError`` (or ``msgspec.ValidationError``) for one that is neither."""
+    doc = read_json(path)
+    if isinstance(doc, list):
+        doc = {"sweep_dir": str(path.parent), "jobs": doc}
+    return msgspec.convert(doc, SweepSummary, strict=False)
 
 
 def _jobs(sweep_dir: Path) -> list[Path]:
@@ -59,41 +105,55 @@ def _own_manifest(job_dir: Path, refused: Callable[[Refused], None]
                key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)), default=None)
 
 
+def _names(value: object) -> str | list[str] | None:
+    """A manifest's ``stage`` as the row holds it (a manifest is read, not trusted)."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return None if value is None else str(value)
+
+
 def _job_row(num: int, found: tuple[Path, Manifest] | None, shared: bool,
-             refused: list[Refused]) -> dict[str, Any]:
-    row: dict[str, Any] = {"job": num, "status": "no manifest", "stage": None,
-                           "captures": 0, "files": 0, "ms_per_step": None, "ms_per_stage": None,
-                           "overrides": [], "save_root": None, "note": None, "error": None}
+             refused: list[Refused]) -> SweepRow:
     if found is None:
-        if refused:
-            row.update(status="unreadable", note=str(refused[0]))
-        return row
+        return (SweepRow(job=num, status="unreadable", note=str(refused[0])) if refused
+                else SweepRow(job=num))
     path, manifest = found
     integrated = manifest.profiler_config.get("integrated", {})
-    row.update(status=manifest.status, stage=integrated.get("stage"),
-               captures=capture_count(manifest, shared), files=len(manifest.files or []),
-               overrides=manifest.job.get("overrides", []),
-               save_root=str(path.parent), note=nothing_captured(manifest, shared),
-               error=manifest.error)  # a failed task's exception, one line
+    overrides = manifest.job.get("overrides", [])
+    row = SweepRow(job=num, status=manifest.status, stage=_names(integrated.get("stage")),
+                   captures=capture_count(manifest, shared), files=len(manifest.files or []),
+                   overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
+                   save_root=str(path.parent), note=nothing_captured(manifest, shared),
+                   error=manifest.error)
     listed = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
               for f in c.get("files") or []]
     files = [f for f in listed if within(f, path.parent)]  # a manifest is read, not trusted
     if len(files) < len(listed):
         outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"
-        row["note"] = "; ".join(filter(None, [row["note"], outside]))
+        row.note = "; ".join(filter(None, [row.note, outside]))
     result = analyse_files(files, path.parent) if listed else analyse(path.parent)
     steps = [r.total for r in result.per_step() if r.total is not None]
     if steps:
-        row["ms_per_step"] = sum(steps) / len(steps)
-    stages = row["stage"] if isinstance(row["stage"], list) else [row["stage"]]
+        row.ms_per_step = sum(steps) / len(steps)
+    stages = row.stage if isinstance(row.stage, list) else [row.stage]
     stage_rows = [r for r in result.stage_rank() if r.stage in stages]
     if stage_rows:
-        row["ms_per_stage"] = (sum(r.total_ms for r in stage_rows)
-                               / sum(r.count for r in stage_rows))
+        row.ms_per_stage = (sum(r.total_ms for r in stage_rows)
+                            / sum(r.count for r in stage_rows))
     return row
 
 
-def sweep_summary(sweep_dir: Path | str) -> list[dict[str, Any]]:
+def profiled(rows: list[SweepRow]) -> bool:
+    """Whether any job of the sweep wrote a manifest."""
+    return any(r.status != "no manifest" for r in rows)
+
+
+def as_dicts(rows: list[SweepRow]) -> list[dict[str, object]]:
+    """The rows as the file holds them (the text view and ``--json`` take these)."""
+    return [msgspec.structs.asdict(r) for r in rows]
+
+
+def sweep_summary(sweep_dir: Path | str) -> list[SweepRow]:
     """Summarise every job of a multirun dir and write ``sweep_summary.json`` into it.
 
     A job's manifest is where its record says (``record_job``), else in its own dir
@@ -114,7 +174,7 @@ def sweep_summary(sweep_dir: Path | str) -> list[dict[str, Any]]:
         else:
             found, shared = _own_manifest(dirs[num], refused.append), False
         rows.append(_job_row(num, found, shared, refused))
-    if not any(r["status"] != "no manifest" for r in rows):
+    if not profiled(rows):
         return rows  # nothing profiled in this sweep: no table, no file
-    write_json(sweep_dir / SUMMARY_NAME, {"sweep_dir": str(sweep_dir), "jobs": rows})
+    write_json(sweep_dir / SUMMARY_NAME, msgspec.to_builtins(SweepSummary(str(sweep_dir), rows)))
     return rows

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from importlib import util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.cli.common import (
     Exit,
+    Subparsers,
     comm_kernels_option,
     error,
     exit_code,
@@ -23,10 +25,14 @@ from mindspeed_prof.cli.common import (
 )
 from mindspeed_prof.raylink import Unreachable
 
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.report import Report
+
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     a = sub.add_parser(
         "analyse", aliases=["analyze"], help="tables, stragglers and an HTML report of a run",
         description="Read every capture under PATH and print time per stage and rank, per\n"
@@ -61,7 +67,7 @@ def add_parser(sub: Any) -> None:
     a.set_defaults(func=run)
 
 
-def _model(field: str) -> Any:
+def _model(field: str) -> Callable[[str], float]:
     """An argparse type for a model fact: a finite number over 0 (``counts.model_problem``)."""
     def parse(text: str) -> float:
         from mindspeed_prof.analysis.counts import model_problem
@@ -95,11 +101,9 @@ def report_requirement() -> str | None:
     return "matplotlib"
 
 
-def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from mindspeed_prof.analysis.runs import ALL, UnknownRun, describe
-    from mindspeed_prof.views.text import print_analysis
+def _read(args: argparse.Namespace) -> list[Analysis] | Exit:
+    """The runs ``args`` ask for, or the exit code of why there are none to read."""
+    from mindspeed_prof.analysis.runs import UnknownRun
 
     path = Path(args.path)
     if args.html and (missing := report_requirement()):
@@ -109,30 +113,54 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
     try:
-        results = read_runs(path, quiet=args.json, jobs=args.jobs, ray=args.ray,
-                            run=args.run, comm_kernels=args.comm_kernels)
-    except Unreachable as err:
+        return read_runs(path, quiet=args.json, jobs=args.jobs, ray=args.ray,
+                         run=args.run, comm_kernels=args.comm_kernels)
+    except (Unreachable, UnknownRun) as err:
         error(str(err))
         return Exit.USAGE
-    except UnknownRun as err:
-        error(str(err))
-        return Exit.USAGE
-    first = results[0]
-    every = args.run == ALL and len(results) > 1
-    line = None if every else run_line(first)
+
+
+def _say_lines(args: argparse.Namespace, results: list[Analysis], every: bool) -> None:
+    """The run, placement and reading lines on stderr, each once."""
+    line = None if every else run_line(results[0])
     if line and args.json:
         error(line)  # stdout is the JSON document
-    if line := placement_line(first):
+    if line := placement_line(results[0]):
         error(line)
     for line in dict.fromkeys(m for r in results for m in r.messages()):
         error(line)
+
+
+def _write_html(args: argparse.Namespace, found: Report, result: Analysis,
+                every: bool) -> None:
+    """``--html``: the report page, one per run when every run is asked for."""
+    from mindspeed_prof.views.html import write_report
+    from mindspeed_prof.views.safe import say
+
+    html = Path(args.html)
+    if every and result.run is not None:
+        html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}{html.suffix}")
+    say(f"report: {write_report(found, html)}", sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mindspeed_prof.analysis.report import Settings, report
+    from mindspeed_prof.analysis.runs import ALL, describe
+    from mindspeed_prof.views.text import print_analysis
+
+    results = _read(args)
+    if isinstance(results, Exit):
+        return results
+    first = results[0]
+    every = args.run == ALL and len(results) > 1
+    _say_lines(args, results, every)
     if not any(r.traces for r in results):
         if not first.bad:
             error(f"no captures under {args.path} (is profile: true, and does the window "
                   "[profile_step_start, profile_step_end) contain steps that ran?)")
         return Exit.NOTHING
-    from mindspeed_prof.analysis.report import Settings, report
-
     settings = Settings(margin=args.margin, noise_ms=args.noise_ms,
                         flops_per_token=args.flops_per_token, peak_tflops=args.peak_tflops,
                         top=args.top)
@@ -143,14 +171,7 @@ def run(args: argparse.Namespace) -> int:
         for note in found.rule_notes:
             error(f"note: {note}")
         if args.html:
-            from mindspeed_prof.views.html import write_report
-            from mindspeed_prof.views.safe import say
-
-            html = Path(args.html)
-            if every and result.run is not None:
-                html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}"
-                                      f"{html.suffix}")
-            say(f"report: {write_report(found, html)}", sys.stderr)
+            _write_html(args, found, result, every)
         if args.json:
             docs.append(found.json())
             continue

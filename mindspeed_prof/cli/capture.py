@@ -28,7 +28,7 @@ from mindspeed_prof.capture.control import (
 )
 from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, REQUESTS
 from mindspeed_prof.capture.naming import host_name
-from mindspeed_prof.cli.common import Exit, error, exit_help
+from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 from mindspeed_prof.config.schema import Level, Stage
 from mindspeed_prof.jsonio import read_json
 from mindspeed_prof.views.safe import say
@@ -51,7 +51,7 @@ the request then reaches every worker through Ray, no shared filesystem needed.
 {exit_help("capture")}"""
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     """Register ``capture`` on the CLI's sub-parsers."""
     c = sub.add_parser("capture", help="capture the next steps of a running job, now",
                        description=DESCRIPTION,

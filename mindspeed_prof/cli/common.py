@@ -6,11 +6,17 @@ import argparse
 import sys
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
-__all__ = ["MEANINGS", "Exit", "comm_kernels_option", "error", "exit_code", "exit_help",
-           "exit_table", "jobs_option", "noise_option", "placement_line", "read_captures",
-           "read_runs", "run_line"]
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
+
+#: What ``add_subparsers`` returns: each command's ``add_parser(sub)`` adds its parser there.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+__all__ = ["MEANINGS", "Exit", "Subparsers", "comm_kernels_option", "error", "exit_code",
+           "exit_help", "exit_table", "jobs_option", "noise_option", "placement_line",
+           "read_captures", "read_runs", "run_line"]
 
 
 class Exit(IntEnum):
@@ -95,14 +101,14 @@ def error(message: str) -> None:
 
 def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
                   jobs: int | None = None, ray: str | None = None,
-                  run: str | None = None, comm_kernels: str = "") -> Any:
+                  run: str | None = None, comm_kernels: str = "") -> Analysis:
     """The analysis of one run under ``path`` (``run``, else the newest): ``read_runs``."""
     return read_runs(path, margin, quiet, jobs, ray, run, comm_kernels)[0]
 
 
 def read_runs(path: Path, margin: float | None = None, quiet: bool = True,
               jobs: int | None = None, ray: str | None = None,
-              run: str | None = None, comm_kernels: str = "") -> list[Any]:
+              run: str | None = None, comm_kernels: str = "") -> list[Analysis]:
     """``analyse_runs(path)`` in ``jobs`` processes (default: the CPU count, capped) with a
     transient progress bar of files and bytes (none when ``quiet``): one analysis per run
     ``run`` names (None: the newest; ``all``: each, newest first); ``comm_kernels``: as
@@ -128,14 +134,14 @@ def read_runs(path: Path, margin: float | None = None, quiet: bool = True,
                             ray=ray, run=run, comm_kernels=comm_kernels)
 
 
-def noise_option(parser: Any) -> None:
+def noise_option(parser: argparse.ArgumentParser) -> None:
     """``--noise-ms MS``: differences between ranks or runs under this are noise."""
     parser.add_argument("--noise-ms", type=float, default=1.0, metavar="MS",
                         help="a difference under this many ms, or under 1%% of the step, is "
                              "noise: no straggler, no regression (default 1)")
 
 
-def comm_kernels_option(parser: Any) -> None:
+def comm_kernels_option(parser: argparse.ArgumentParser) -> None:
     """``--comm-kernels REGEX``: more device kernels counted as communication."""
     parser.add_argument("--comm-kernels", type=_pattern, default="", metavar="REGEX",
                         help="device kernels whose name this regex finds (re.search) are "
@@ -153,7 +159,7 @@ def _pattern(text: str) -> str:
     return text
 
 
-def jobs_option(parser: Any) -> None:
+def jobs_option(parser: argparse.ArgumentParser) -> None:
     """``--jobs N`` (processes that read captures) and ``--ray [ADDRESS]``."""
     parser.add_argument("--jobs", "-j", type=_jobs, metavar="N",
                         help="processes that read captures (default: the CPU count, at most 8)")
@@ -162,7 +168,7 @@ def jobs_option(parser: Any) -> None:
                              "the cluster this machine belongs to)")
 
 
-def placement_line(result: Any) -> str | None:
+def placement_line(result: Analysis) -> str | None:
     """``read 16 captures on 2 Ray nodes (host-a: 8, host-b: 8)`` after ``--ray``."""
     if not result.placement:
         return None
@@ -174,7 +180,7 @@ def placement_line(result: Any) -> str | None:
     return f"read {len(result.placement)} captures on {len(per)} Ray nodes ({counts})"
 
 
-def run_line(result: Any) -> str | None:
+def run_line(result: Analysis) -> str | None:
     """``3 runs under DIR; this is the newest, RUN (started ...); --run ID|all``, where the
     root holds several runs (None otherwise)."""
     from mindspeed_prof.analysis.runs import runs_line
@@ -192,7 +198,7 @@ def _jobs(text: str) -> int:
     return jobs
 
 
-def exit_code(*results: Any) -> Exit:
+def exit_code(*results: Analysis) -> Exit:
     if any(not r.traces for r in results):
         return Exit.NOTHING
     return Exit.PARTIAL if any(r.bad for r in results) else Exit.OK

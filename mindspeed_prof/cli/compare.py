@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.cli.common import (
     Exit,
+    Subparsers,
     comm_kernels_option,
     error,
     exit_code,
@@ -22,7 +22,7 @@ from mindspeed_prof.cli.common import (
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     c = sub.add_parser(
         "compare", help="two runs side by side, regressions flagged",
         description="Mean time per stage execution and rank in run A (the baseline) and run\n"

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
-from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.cli.common import Exit, Subparsers
 
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     # Never parsed by argparse: main() hands "demo ..." to Hydra (mindspeed-prof demo --help).
     sub.add_parser("demo", help="run the demo RL trainer on CPU; Hydra overrides follow "
                                 "(e.g. profiler_config=stage_scoped demo.workers=0)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.labels import ranks_text
-from mindspeed_prof.cli.common import Exit, error, exit_help
+from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 
 __all__ = ["add_parser", "captures_line", "run", "runs_text"]
 
@@ -33,7 +33,7 @@ def triggered_line(t: dict[str, Any]) -> str:
     return f"rank {t.get('rank')} step {step}: {t.get('trigger')} ({t.get('reason')}{held})"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     d = sub.add_parser("doctor", help="health check of a run's captures "
                                      f"(exit {int(Exit.PARTIAL)} on findings)",
                        description=DESCRIPTION,

@@ -7,12 +7,12 @@ import json
 import sys
 from typing import Any
 
-from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.cli.common import Exit, Subparsers
 
 __all__ = ["add_parser", "changed_values", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     r = sub.add_parser(
         "presets", help="every preset, the question it answers and what it changes",
         description="List the profiler_config=<preset> choices with the values each sets "

@@ -6,14 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from mindspeed_prof.cli.common import Exit, error, exit_help
+from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser(
         "sweep", help="one row per job of a Hydra multirun",
         description="Summarise every job of a Hydra multirun (-m) dir: stage, status,\n"
@@ -26,7 +25,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mindspeed_prof.analysis.sweep import sweep_summary
+    from mindspeed_prof.analysis.sweep import as_dicts, profiled, sweep_summary
     from mindspeed_prof.views.text import print_sweep
 
     try:
@@ -34,12 +33,12 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as err:
         error(str(err))
         return Exit.NOTHING
-    if not any(r["status"] != "no manifest" for r in rows):
+    if not profiled(rows):
         error(f"no job under {args.dir} wrote a manifest (was profile on?)")
         return Exit.NOTHING
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
+        json.dump(as_dicts(rows), sys.stdout, indent=2)
         print()
     else:
-        print_sweep(rows, Path(args.dir))
+        print_sweep(as_dicts(rows), Path(args.dir))
     return Exit.OK

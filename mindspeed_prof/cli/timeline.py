@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
 from mindspeed_prof.cli.common import (
     Exit,
+    Subparsers,
     error,
     exit_code,
     exit_help,
@@ -23,7 +23,7 @@ from mindspeed_prof.raylink import Unreachable
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subparsers) -> None:
     t = sub.add_parser(
         "timeline", help="every capture of a run merged into one Chrome trace",
         description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into\n"
@@ -58,6 +58,19 @@ def _megabytes(text: str) -> float:
     return mb
 
 
+def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> str | None:
+    """Why ``args`` cannot be honoured before anything is read (None: they can)."""
+    if args.format == "perfetto":
+        from mindspeed_prof.analysis.timeline_perfetto import available
+
+        if not available():
+            return ("--format perfetto needs the perfetto package: "
+                    "pip install 'mindspeed-prof[perfetto]'")
+    if args.ray is not None and detail != frozenset():
+        return "--detail reads operator events from local files: not with --ray"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.timeline import (
         BudgetError,
@@ -74,15 +87,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         error(str(err))
         return Exit.USAGE
-    if args.format == "perfetto":
-        from mindspeed_prof.analysis.timeline_perfetto import available
-
-        if not available():
-            error("--format perfetto needs the perfetto package: "
-                  "pip install 'mindspeed-prof[perfetto]'")
-            return Exit.USAGE
-    if args.ray is not None and detail != frozenset():
-        error("--detail reads operator events from local files: not with --ray")
+    if problem := _usage_problem(args, detail):
+        error(problem)
         return Exit.USAGE
     if args.ray is None and not Path(args.root).exists():
         error(f"{args.root}: no such file or directory")

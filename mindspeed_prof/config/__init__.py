@@ -5,7 +5,7 @@ from __future__ import annotations
 from mindspeed_prof.config.schema import (
     STAGES,
     AicMetrics,
-    Backend,
+    BackendKind,
     ExportType,
     IntegratedConfig,
     Level,
@@ -17,7 +17,7 @@ from mindspeed_prof.config.validate import ConfigError, validate
 __all__ = [
     "STAGES",
     "AicMetrics",
-    "Backend",
+    "BackendKind",
     "ConfigError",
     "ExportType",
     "IntegratedConfig",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.config.schema import (
     EXTENSION_FIELDS,
@@ -18,8 +18,12 @@ from mindspeed_prof.config.schema import (
     ROLES,
     STAGES,
     Level,
+    Section,
     Stage,
 )
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 __all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESETS", "alias_node",
            "alias_taken_line", "chosen_preset", "configs", "dispatcher", "overridden_fields",
@@ -33,18 +37,18 @@ ALIAS = "profiler"
 
 #: A defaults-list entry that turns the Hydra callback on.
 CALLBACK_CONFIG = "/mindspeed_prof/callback"
-_CALLBACK = {"hydra": {"callbacks": {"mindspeed_prof": {
+_CALLBACK: dict[str, object] = {"hydra": {"callbacks": {"mindspeed_prof": {
     "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
 
 
-def preset_sections(fields: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def preset_sections(fields: Section) -> dict[str, Section]:
     """A preset's values as the sections they go in, plain (enum members by name)."""
     values = {k: v.name if isinstance(v, Enum) else v for k, v in fields.items()}
     return {"integrated": {k: v for k, v in values.items() if k not in EXTENSION_FIELDS},
             EXTENSIONS: {k: v for k, v in values.items() if k in EXTENSION_FIELDS}}
 
 
-def _preset(fields: dict[str, Any]) -> Any:
+def _preset(fields: Section) -> DictConfig:
     """A preset's node: the callback on, then its sections, each open to new keys."""
     from omegaconf import OmegaConf
 
@@ -63,7 +67,7 @@ def _preset(fields: dict[str, Any]) -> Any:
 #: ``full`` and ``memory_debug`` always did; the schema keeps MindSpeed-RL's defaults (start 1,
 #: end 2) for a config that picks no preset. ``mstx_light`` holds four steps (ranges are cheap,
 #: and a straggler is named only when it is behind in most of them), ``stage_scoped`` two.
-PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+PRESETS: dict[str, tuple[str, Section]] = {
     "none": ("Profiling off; every hook is a no-op.", {}),
     "mstx_light": (
         "Which module or stage is slow, across ranks? Ranges only (MindSpeed-RL's lightweight "
@@ -97,7 +101,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def configs() -> Iterator[tuple[str, str, Any, str | None]]:
+def configs() -> Iterator[tuple[str, str, DictConfig | dict[str, object], str | None]]:
     """``(group, name, node, package)`` of every config mindspeed-prof gives Hydra."""
     yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
     # With -m, one job per RL stage:
@@ -132,7 +136,7 @@ ALIAS_ENTRY: dict[str, list[str]] = {f"/{ALIAS}@_global_.{ALIAS}": []}
 HIDDEN = "mindspeed_prof/preset"
 
 
-def dispatcher(name: str, alias: bool) -> Any:
+def dispatcher(name: str, alias: bool) -> DictConfig:
     """``profiler_config/<name>``: the defaults list above (``alias``: ``profiler=x`` may
     choose another preset; else ``name`` outright)."""
     from omegaconf import OmegaConf
@@ -142,7 +146,7 @@ def dispatcher(name: str, alias: bool) -> Any:
                                           {f"/{HIDDEN}@_global_.{GROUP}": choice}]})
 
 
-def alias_node(name: str) -> Any:
+def alias_node(name: str) -> DictConfig:
     """``profiler/<name>``: the preset ``name`` at ``profiler_config``, the callback on (its own
     content, at the key ``profiler`` where Hydra puts a group's content, is empty)."""
     from omegaconf import OmegaConf
@@ -192,8 +196,8 @@ def chosen_preset(overrides: list[str]) -> str | None:
     return chosen.get(ALIAS, chosen.get(GROUP))
 
 
-def overridden_fields(preset: str, composed: dict[str, dict[str, Any]],
-                      overrides: list[str]) -> list[tuple[str, Any, Any]]:
+def overridden_fields(preset: str, composed: dict[str, Section],
+                      overrides: list[str]) -> list[tuple[str, object, object]]:
     """``(key, composed value, preset value)`` for each field ``preset`` sets that the composed
     config holds otherwise, though the command line did not set it: another config of the
     app (its primary config's ``profiler_config`` block, merged after the preset) won."""
@@ -210,7 +214,7 @@ def overridden_fields(preset: str, composed: dict[str, dict[str, Any]],
     return out
 
 
-def overridden_line(preset: str, fields: list[tuple[str, Any, Any]]) -> str:
+def overridden_line(preset: str, fields: list[tuple[str, object, object]]) -> str:
     """One line naming each field of ``preset`` that the app's config overrode, and the fix."""
     named = ", ".join(f"{key}={have!r} (the preset's: {value!r})" for key, have, value in fields)
     return (f"mindspeed-prof: {GROUP}={preset}: the app's config overrides the preset's {named}, "

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
 
 __all__ = [
     "AicMetrics",
-    "Backend",
+    "BackendKind",
     "EXTENSIONS",
     "EXTENSION_FIELDS",
     "ExportType",
@@ -27,6 +27,7 @@ __all__ = [
     "STAGES",
     "TELEMETRY_SINKS",
     "STAGE_ALIASES",
+    "Section",
     "Stage",
     "canonical_role",
     "canonical_stage",
@@ -34,6 +35,10 @@ __all__ = [
     "stage_names",
     "to_sections",
 ]
+
+
+#: One section of ``profiler_config`` as given: field name -> value (``validate`` checks each).
+Section: TypeAlias = "dict[str, object]"
 
 
 class Stage(Enum):
@@ -114,7 +119,7 @@ class ExportType(Enum):
     db = "db"
 
 
-class Backend(Enum):
+class BackendKind(Enum):
     """Which profiler records the capture."""
 
     auto = "auto"
@@ -145,7 +150,8 @@ class IntegratedConfig:
 
     profile: bool = False
     mstx: bool = False
-    stage: Any = Stage.all  # one Stage name or a list of them (OmegaConf has no Union)
+    # Four fields typed Any: OmegaConf.structured(IntegratedConfig) has no Union type.
+    stage: Any = Stage.all  # one Stage (or name), or a list of them
     profile_save_path: str = "./profiler_data"
     profile_export_type: ExportType = ExportType.text
     profile_step_start: int = 1
@@ -157,9 +163,9 @@ class IntegratedConfig:
     profile_with_npu: bool = True
     profile_with_module: bool = False
     profile_analysis: bool = False
-    profile_ranks: Any = "all"
+    profile_ranks: Any = "all"  # "all" or a sorted list of ranks
     # Extensions.
-    backend: Backend = Backend.auto
+    backend: BackendKind = BackendKind.auto
     warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
     profile_steps: Any = None  # a list of steps instead of the window (verl's steps)
     profile_continuous_steps: bool = True  # false: one capture per step (verl)
@@ -183,7 +189,7 @@ class IntegratedConfig:
     comm_kernels: str = ""
     # Live telemetry (capture/telemetry): each step's figures on every rank, to the sinks named
     # (TELEMETRY_SINKS; empty: off), every telemetry_every steps; custom ranges timed too.
-    telemetry: Any = ()
+    telemetry: Any = ()  # sink names
     telemetry_every: int = 1
     telemetry_ranges: bool = False
     # Model facts for MFU (counters, docs/counters.md): forward FLOPs per token (2 x the
@@ -210,6 +216,9 @@ class ProfilerConfig:
 
     A role's section holds only what differs (any field, checked the same way); a worker of
     that role profiles with ``integrated`` and ``extensions`` overridden by it.
+
+    The sections are ``dict[str, Any]``, not ``Section``: like ``IntegratedConfig`` this is an
+    OmegaConf structured config, whose values may be typed ``Any`` but not ``object``.
     """
 
     integrated: dict[str, Any] = field(default_factory=dict)
@@ -221,10 +230,10 @@ class ProfilerConfig:
     reward: dict[str, Any] = field(default_factory=dict)
 
 
-def to_sections(cfg: IntegratedConfig) -> dict[str, dict[str, Any]]:
+def to_sections(cfg: IntegratedConfig) -> dict[str, Section]:
     """Checked settings as plain ``integrated`` and ``extensions`` sections (as JSON writes
     them: enum members by name, stages by name)."""
-    def plain(value: Any) -> Any:
+    def plain(value: object) -> object:
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         return value.value if isinstance(value, Enum) else value
@@ -234,7 +243,8 @@ def to_sections(cfg: IntegratedConfig) -> dict[str, dict[str, Any]]:
             EXTENSIONS: {k: values[k] for k in EXTENSION_FIELDS}}
 
 
-def stage_names(stage: Any) -> tuple[str, ...]:
+def stage_names(stage: object) -> tuple[str, ...]:
     """A checked ``stage`` value (one ``Stage`` or name, or a list of them) as names."""
-    items = stage if isinstance(stage, (list, tuple)) else [stage]
+    items: list[object] | tuple[object, ...] = (
+        stage if isinstance(stage, (list, tuple)) else [stage])
     return tuple(str(getattr(s, "value", s)) for s in items)

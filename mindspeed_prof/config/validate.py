@@ -13,10 +13,9 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from enum import Enum
-from typing import Any
 
 from mindspeed_prof.config.schema import (
     EXTENSION_FIELDS,
@@ -28,11 +27,12 @@ from mindspeed_prof.config.schema import (
     STAGE_ALIASES,
     TELEMETRY_SINKS,
     AicMetrics,
-    Backend,
+    BackendKind,
     ExportType,
     IntegratedConfig,
     Level,
     ProfilerConfig,
+    Section,
     Stage,
     canonical_role,
     canonical_stage,
@@ -66,7 +66,7 @@ MAX_PATTERN = 1000
 _warned: set[str] = set()  # one warning per distinct message per process
 
 
-def did_you_mean(name: Any, allowed: Any) -> str:
+def did_you_mean(name: object, allowed: Iterable[object]) -> str:
     """`` (did you mean X?)`` for the allowed name closest to ``name`` (case aside), or
     ``""``."""
     by_lower = {str(a).lower(): str(a) for a in allowed}
@@ -81,12 +81,12 @@ class ConfigError(ValueError):
 class _Bad(Exception):
     """A value a field cannot take: ``problem`` ends the message (``allowed: ...``)."""
 
-    def __init__(self, problem: str, shown: Any = None) -> None:
+    def __init__(self, problem: str, shown: object = None) -> None:
         super().__init__(problem)
         self.problem, self.shown = problem, shown
 
 
-def validate(cfg: Any, role: str = "integrated") -> IntegratedConfig:
+def validate(cfg: object, role: str = "integrated") -> IntegratedConfig:
     """Return the checked settings of ``role`` or raise ``ConfigError``.
 
     ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), a tree
@@ -108,7 +108,7 @@ def validate(cfg: Any, role: str = "integrated") -> IntegratedConfig:
     return _checked([*base, *own], role)
 
 
-def sections(cfg: Any) -> dict[str, dict[str, Any]]:
+def sections(cfg: object) -> dict[str, Section]:
     """``cfg`` as plain sections by their canonical names, holding what each sets (nulls
     dropped). A flat section is split: MindSpeed-RL's fields to ``integrated``, ours to
     ``extensions``. Values are not checked (``validate`` does that)."""
@@ -131,7 +131,7 @@ def _role(role: str) -> str:
     return name
 
 
-def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
+def _tree(cfg: object) -> dict[str, Section] | None:
     """``cfg``'s sections by canonical name (each a plain dict, nulls dropped), or ``None``
     when ``cfg`` is one flat section."""
     if isinstance(cfg, IntegratedConfig):
@@ -147,7 +147,7 @@ def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
     known = set(SECTIONS) | set(ROLE_ALIASES)
     if not any(k in known for k in keys) and any(k in _FIELDS for k in keys):
         return None
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Section] = {}
     for key in keys:
         name = canonical_role(key)
         if key not in known:
@@ -162,7 +162,7 @@ def _tree(cfg: Any) -> dict[str, dict[str, Any]] | None:
     return out
 
 
-def _container(value: Any) -> Any:
+def _container(value: object) -> object:
     """An OmegaConf node as plain Python (interpolations resolved); anything else as it is.
 
     omegaconf is imported only for its own nodes: a CLI command importing this module pays
@@ -174,7 +174,7 @@ def _container(value: Any) -> Any:
     return value
 
 
-def _plain(section: Any, key: str = "profiler_config") -> dict[str, Any]:
+def _plain(section: object, key: str = "profiler_config") -> Section:
     """A section's set fields (``null`` reads as unset: the value below it)."""
     if section is None:
         return {}
@@ -187,7 +187,7 @@ def _plain(section: Any, key: str = "profiler_config") -> dict[str, Any]:
 
 
 # -- merging and checking ---------------------------------------------------------------------
-def _checked(layers: list[tuple[str, dict[str, Any], tuple[str, ...]]],
+def _checked(layers: list[tuple[str, Section, tuple[str, ...]]],
              role: str) -> IntegratedConfig:
     """The ``(section, fields, allowed)`` layers over the defaults, each value checked as it
     is read, then the rules; ``role``'s settings."""
@@ -247,7 +247,7 @@ def _known(section: str, name: str, allowed: tuple[str, ...]) -> None:
                       f"{', '.join(allowed)}")
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return repr(value.value if isinstance(value, Enum) else value)
 
 
@@ -258,7 +258,7 @@ def _warn_once(message: str) -> None:
 
 
 # -- one field's value ------------------------------------------------------------------------
-def _bool(value: Any) -> bool:
+def _bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
@@ -266,7 +266,7 @@ def _bool(value: Any) -> bool:
     raise _Bad("must be true or false")
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -277,7 +277,7 @@ def _int(value: Any) -> int:
     raise _Bad("must be an integer")
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -288,7 +288,7 @@ def _number(value: Any) -> float:
     raise _Bad("must be a number")
 
 
-def _path(value: Any) -> str:
+def _path(value: object) -> str:
     if isinstance(value, str) or type(value).__name__.endswith("Path"):
         return str(value)
     raise _Bad("must be a path")
@@ -306,7 +306,7 @@ def pattern_problem(text: str) -> str | None:
     return None
 
 
-def _regex(value: Any) -> str:
+def _regex(value: object) -> str:
     """A Python regex of device kernel names (``comm_kernels``); "" for none."""
     if not isinstance(value, str):
         raise _Bad("must be a regular expression (a string), e.g. 'my_all2all|ep_dispatch'")
@@ -317,8 +317,8 @@ def _regex(value: Any) -> str:
     return value
 
 
-def _enum(kind: type[Enum]) -> Callable[[Any], Enum]:
-    def convert(value: Any) -> Enum:
+def _enum(kind: type[Enum]) -> Callable[[object], Enum]:
+    def convert(value: object) -> Enum:
         if isinstance(value, kind):
             return value
         if isinstance(value, str) and value in kind.__members__:
@@ -329,19 +329,19 @@ def _enum(kind: type[Enum]) -> Callable[[Any], Enum]:
     return convert
 
 
-def _unknown(value: Any, allowed: Any) -> str:
+def _unknown(value: object, allowed: Iterable[object]) -> str:
     """``unknown (did you mean X?); `` where a name in ``allowed`` is close to ``value``."""
     hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
     return f"unknown{hint}; " if hint else ""
 
 
-def _one_stage(value: Any) -> Stage | None:
+def _one_stage(value: object) -> Stage | None:
     if isinstance(value, Stage):
         return value
     return Stage.__members__.get(canonical_stage(value)) if isinstance(value, str) else None
 
 
-def _stage(value: Any) -> Stage | list[Stage]:
+def _stage(value: object) -> Stage | list[Stage]:
     """One ``Stage``, or a list of distinct stages other than ``all`` (MindSpeed-RL takes both);
     verl's names for our stages are read as ours."""
     names = ", ".join(s.name for s in Stage)
@@ -369,7 +369,7 @@ def _stage(value: Any) -> Stage | list[Stage]:
     return stages
 
 
-def _ranks(value: Any) -> str | list[int]:
+def _ranks(value: object) -> str | list[int]:
     """``"all"`` or a sorted list of distinct ints >= 0."""
     if value == "all":
         return "all"
@@ -384,7 +384,7 @@ def _ranks(value: Any) -> str | list[int]:
     return sorted(set(value))
 
 
-def _steps(value: Any) -> list[int]:
+def _steps(value: object) -> list[int]:
     """A sorted list of distinct steps >= 1 (verl's ``global_profiler.steps``)."""
     allowed = "allowed: null (the window profile_step_start..end) or a list of steps >= 1, " \
               "e.g. [2, 5]"
@@ -396,7 +396,7 @@ def _steps(value: Any) -> list[int]:
     return sorted(set(value))
 
 
-def _sinks(value: Any) -> tuple[str, ...]:
+def _sinks(value: object) -> tuple[str, ...]:
     """``telemetry``: distinct names of ``TELEMETRY_SINKS`` (one name alone is a list of one)."""
     allowed = (f"allowed: a list of {', '.join(TELEMETRY_SINKS)}, e.g. [metrics, tensorboard] "
                "([] or null: off)")
@@ -411,7 +411,7 @@ def _sinks(value: Any) -> tuple[str, ...]:
         if item not in out:
             out.append(item)
     return tuple(out)
-def _window_stage(value: Any) -> str:
+def _window_stage(value: object) -> str:
     """One stage other than ``all`` (verl's names read as ours)."""
     stage = _one_stage(value)
     if stage is None or stage is Stage.all:
@@ -419,13 +419,14 @@ def _window_stage(value: Any) -> str:
         why = "'all' has no iterations" if stage is Stage.all else \
             _unknown(value, [*Stage.__members__, *STAGE_ALIASES]).rstrip("; ") or "not a stage"
         raise _Bad(f"{why}; allowed: one stage, {entries}")
-    return stage.value
+    return stage.name
 
 
-_KINDS: dict[type, Callable[[Any], Any]] = {bool: _bool, int: _int, float: _number, str: _path}
+_KINDS: dict[type, Callable[[object], object]] = {bool: _bool, int: _int, float: _number,
+                                                   str: _path}
 _ENUMS: dict[str, type[Enum]] = {"profile_export_type": ExportType, "profile_level": Level,
-                                 "backend": Backend, "aic_metrics": AicMetrics}
-_CONVERT: dict[str, Callable[[Any], Any]] = {
+                                 "backend": BackendKind, "aic_metrics": AicMetrics}
+_CONVERT: dict[str, Callable[[object], object]] = {
     **{name: _KINDS[type(default)] for name, default in _DEFAULTS.items()
        if type(default) in _KINDS},
     **{name: _enum(kind) for name, kind in _ENUMS.items()},
@@ -446,6 +447,11 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
     def key(name: str) -> str:
         return f"profiler_config.{where[name]}.{name}"
 
+    return next((p for rule in _RULES if (p := rule(c, key)) is not None), None)
+
+
+def _window_steps_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """The step window: 1-based, end after start."""
     if c.profile_step_start < 1:
         return ("profile_step_start",), (
             f"{key('profile_step_start')}={c.profile_step_start}: must be an integer >= 1 "
@@ -455,6 +461,11 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
             f"{key('profile_step_end')}={c.profile_step_end}: must be greater than "
             f"profile_step_start ({c.profile_step_start}); the window is [start, end), "
             f"so profile_step_end={c.profile_step_start + 1} captures one step")
+    return None
+
+
+def _count_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Counts and sizes: none negative, warmup only with the window, the model facts."""
     for name in ("warmup_steps", "flight_recorder_steps", "anomaly_max_captures",
                  "max_disk_mb"):
         if getattr(c, name) < 0:
@@ -476,14 +487,16 @@ def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
-    trigger = _trigger_problem(c, key) or _window_problem(c, key)
-    if trigger is not None:
-        return trigger
+    return None
+
+
+def _output_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """Where and what a capture writes."""
     if not c.profile_save_path.strip():
         return ("profile_save_path",), f"{key('profile_save_path')}: must be a non-empty path"
     if not (c.profile_with_cpu or c.profile_with_npu or c.mstx):
         return ("profile_with_cpu", "profile_with_npu", "mstx"), (
-            f"profiler_config.{where['profile_with_cpu']}: nothing to collect: "
+            f"{key('profile_with_cpu').rsplit('.', 1)[0]}: nothing to collect: "
             "profile_with_cpu, profile_with_npu and mstx are all false; set at least one of "
             "them to true")
     if c.mstx and c.profile_level is Level.level_none and c.profile_export_type is ExportType.db:
@@ -530,3 +543,8 @@ def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem 
             f"{key('anomaly_capture_steps')}={c.anomaly_capture_steps}: must be an integer "
             ">= 1 (steps captured after an anomaly)")
     return None
+
+
+#: The rules between fields, in the order they are checked.
+_RULES: tuple[Callable[[IntegratedConfig, Callable[[str], str]], Problem | None], ...] = (
+    _window_steps_problem, _count_problem, _trigger_problem, _window_problem, _output_problem)

@@ -11,10 +11,9 @@ does not (``NOT_MAPPED``) is listed below and in the README.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from mindspeed_prof.config.schema import Stage, canonical_role
+from mindspeed_prof.config.schema import IntegratedConfig, Section, Stage, canonical_role
 from mindspeed_prof.config.validate import ConfigError, sections, validate
 
 __all__ = ["MAPPED", "NOT_MAPPED", "ROLE_PATHS", "from_verl", "verl_fields"]
@@ -80,12 +79,12 @@ _LEVELS = ("level_none", "level0", "level1", "level2")
 _warned: set[str] = set()
 
 
-def from_verl(cfg: Any, role: str = "actor") -> Any:
+def from_verl(cfg: object, role: str = "actor") -> IntegratedConfig:
     """``role``'s checked settings (an ``IntegratedConfig``) from verl's config."""
     return validate(sections(verl_fields(cfg, role)), canonical_role(role))
 
 
-def verl_fields(cfg: Any, role: str = "actor") -> dict[str, Any]:
+def verl_fields(cfg: object, role: str = "actor") -> Section:
     """Our fields (plain, flat) for ``role`` from verl's config; ``ConfigError`` names verl's
     key for a value verl itself would refuse."""
     if not isinstance(cfg, Mapping) and not type(cfg).__module__.startswith("omegaconf"):
@@ -97,16 +96,16 @@ def verl_fields(cfg: Any, role: str = "actor") -> dict[str, Any]:
     raise ConfigError("verl config: neither global_profiler (PPO) nor profiler (SFT) found")
 
 
-def _ppo(cfg: Any, role: str) -> dict[str, Any]:
+def _ppo(cfg: object, role: str) -> Section:
     paths = ROLE_PATHS.get(role)
     if paths is None:
         raise ConfigError(f"verl role {role!r}: allowed: {', '.join(ROLE_PATHS)} (and ref, "
                           "reward_model)")
-    found = [(p, _select(cfg, p)) for p in paths]
-    path, block = next(((p, b) for p, b in found if isinstance(b, Mapping)), (paths[0], None))
-    if block is None:
+    blocks = [(p, b) for p in paths if isinstance(b := _select(cfg, p), Mapping)]
+    if not blocks:
         raise ConfigError(f"verl config: no {' or '.join(paths)} block for role {role}")
-    gp = _select(cfg, "global_profiler") or {}
+    path, block = blocks[0]
+    gp = _mapping(_select(cfg, "global_profiler"), "global_profiler")
     steps = gp.get("steps")
     if steps is not None and (not isinstance(steps, list) or not all(
             isinstance(s, int) and not isinstance(s, bool) for s in steps)):
@@ -114,8 +113,8 @@ def _ppo(cfg: Any, role: str) -> dict[str, Any]:
     tool = block.get("tool", gp.get("tool"))
     fields = _block(block, path, tool, bool(steps))
     if role == "rollout" and fields.get("backend"):
-        settings = (block.get("tool_config") or {}).get(tool) or {}
-        fields.update(_window(settings, f"{path}.tool_config.{tool}"))
+        where = f"{path}.tool_config.{tool}"
+        fields.update(_window(_settings(block, tool, where), where))
     if steps:
         fields.update(_steps(sorted(set(steps))))
     fields["profile_continuous_steps"] = bool(gp.get("profile_continuous_steps", False))
@@ -125,14 +124,14 @@ def _ppo(cfg: Any, role: str) -> dict[str, Any]:
     return fields
 
 
-def _sft(cfg: Any) -> dict[str, Any]:
+def _sft(cfg: object) -> Section:
     interval = _select(cfg, "trainer.profile_interval") or [-1, -1]
     if not (isinstance(interval, list) and len(interval) == 2
             and all(isinstance(s, int) for s in interval)):
         raise ConfigError(f"trainer.profile_interval={interval!r}: allowed: [start, end] "
                           "(inclusive), -1 for off")
     on = -1 not in interval and 1 <= interval[0] <= interval[1]
-    block = _select(cfg, "profiler")
+    block = _mapping(_select(cfg, "profiler"), "profiler")
     fields = _block(block, "profiler", block.get("tool"), on)
     if on:
         fields.update(profile_step_start=interval[0], profile_step_end=interval[1] + 1)
@@ -141,23 +140,27 @@ def _sft(cfg: Any) -> dict[str, Any]:
     return fields
 
 
-def _block(block: Mapping[str, Any], path: str, tool: Any, has_steps: bool) -> dict[str, Any]:
+def _block(block: Mapping[str, object], path: str, tool: object, has_steps: bool) -> Section:
     """A role's ``profiler`` block: switch, ranks and the tool's settings."""
     enable = bool(block.get("enable", False))
-    if tool is not None and tool not in _TOOLS:
+    mapped = tool if isinstance(tool, str) and tool in _TOOLS else None
+    if tool is not None and mapped is None:
         if enable and has_steps:
             _warn_once(f"mindspeed-prof: {path}.tool={tool!r} has no mindspeed-prof backend "
                        f"(mapped: {', '.join(_TOOLS)}); this role is not profiled")
         return {"profile": False}
-    fields: dict[str, Any] = {"profile": bool(tool and enable and has_steps)}
-    ranks = block.get("ranks") or []
-    fields["profile_ranks"] = "all" if block.get("all_ranks") else sorted(set(ranks)) or [0]
-    if tool is None:
+    fields: Section = {"profile": bool(mapped and enable and has_steps)}
+    ranks = _listed(block.get("ranks") or [], f"{path}.ranks")
+    ints = [r for r in ranks if isinstance(r, int)]  # others: validate names them
+    fields["profile_ranks"] = ("all" if block.get("all_ranks")
+                               else (sorted(set(ints)) if len(ints) == len(ranks) else ranks)
+                               or [0])
+    if mapped is None:
         return fields
-    fields["backend"] = _TOOLS[tool]
-    tool_config = block.get("tool_config") or {}
-    settings = tool_config.get(tool) or {}
-    where = f"{path}.tool_config.{tool}"
+    fields["backend"] = _TOOLS[mapped]
+    where = f"{path}.tool_config.{mapped}"
+    settings = _settings(block, mapped, where)
+    tool = mapped
     if tool == "npu":
         fields.update(_npu(settings, where))
     elif tool == "torch":
@@ -170,7 +173,7 @@ def _block(block: Mapping[str, Any], path: str, tool: Any, has_steps: bool) -> d
     return fields
 
 
-def _npu(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _npu(settings: Mapping[str, object], where: str) -> Section:
     level = settings.get("level", "level0")
     if level not in _LEVELS:
         raise ConfigError(f"{where}.level={level!r}: allowed: {', '.join(_LEVELS)}")
@@ -183,7 +186,7 @@ def _npu(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
             "stage": _discrete(settings)}
 
 
-def _torch(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _torch(settings: Mapping[str, object], where: str) -> Section:
     contents = settings.get("contents", [])
     has = _contents(contents, _TORCH_CONTENTS, f"{where}.contents")
     return {"profile_level": "level0", "profile_with_cpu": True,
@@ -200,7 +203,7 @@ _WINDOWS = (("profile_token_start", "profile_token_end", "end"),
             ("start_step", "num_steps", "count"))
 
 
-def _window(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _window(settings: Mapping[str, object], where: str) -> Section:
     """The rollout's window over decode iterations (response tokens): verl's
     ``profile_token_start``/``end``, or vLLM's ``delay_iterations``/``max_iterations``, or
     SGLang's ``start_step``/``num_steps``; ``{}`` when none is set (vLLM's 0/0 is none)."""
@@ -212,12 +215,7 @@ def _window(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: both {found[0][0]}/{found[0][1]} and {found[1][0]}/"
                           f"{found[1][1]} set; allowed: one spelling of the window")
     first, second, kind = found[0]
-    for key in (first, second):
-        value = settings.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise ConfigError(f"{where}.{key}={value!r}: allowed: null or an integer >= 0")
-    start, other = settings.get(first) or 0, settings.get(second)
+    start, other = _count(settings, first, where) or 0, _count(settings, second, where)
     if kind == "end" and other is not None and other <= start:
         raise ConfigError(f"{where}.{second}={other}: allowed: greater than {first} ({start}) "
                           "(the end is exclusive), or null")
@@ -226,7 +224,16 @@ def _window(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"iteration_start": start, "iteration_count": count}
 
 
-def _contents(contents: Any, allowed: tuple[str, ...], key: str) -> Any:
+def _count(settings: Mapping[str, object], key: str, where: str) -> int | None:
+    """An engine's iteration count or index: null or an integer >= 0."""
+    value = settings.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 0):
+        raise ConfigError(f"{where}.{key}={value!r}: allowed: null or an integer >= 0")
+    return value
+
+
+def _contents(contents: object, allowed: tuple[str, ...], key: str) -> Callable[[str], bool]:
     """``has(name)`` for verl's ``contents`` list (``None``: everything, as verl)."""
     if contents is None:
         return lambda name: True
@@ -235,34 +242,58 @@ def _contents(contents: Any, allowed: tuple[str, ...], key: str) -> Any:
     return lambda name: name in contents
 
 
-def _discrete(settings: Mapping[str, Any]) -> Any:
+def _discrete(settings: Mapping[str, object]) -> str | list[str]:
     """verl's ``discrete: true`` (each annotated stage call its own capture): every stage."""
     if settings.get("discrete"):
         return [s.name for s in Stage if s is not Stage.all]
     return "all"
 
 
-def _steps(steps: list[int]) -> dict[str, Any]:
+def _steps(steps: list[int]) -> Section:
     """verl's step list: our window when consecutive, else ``profile_steps``."""
     if steps == list(range(steps[0], steps[-1] + 1)) and steps[0] >= 1:
         return {"profile_step_start": steps[0], "profile_step_end": steps[-1] + 1}
     return {"profile_steps": steps}
 
 
-def _select(cfg: Any, path: str) -> Any:
+def _select(cfg: object, path: str) -> object:
     """The node at ``path`` as plain Python, its interpolations resolved (only what is read:
     verl's ``${oc.select:...}`` defaults come from ``global_profiler``), or None."""
     if type(cfg).__module__.startswith("omegaconf"):
-        from omegaconf import OmegaConf
+        from omegaconf import Container, OmegaConf
 
-        node = OmegaConf.select(cfg, path, default=None)
-        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        if not isinstance(cfg, Container):
+            return None
+        found = OmegaConf.select(cfg, path, default=None)
+        return OmegaConf.to_container(found, resolve=True) if OmegaConf.is_config(found) else found
     node = cfg
     for part in path.split("."):
         if not isinstance(node, Mapping):
             return None
         node = node.get(part)
     return node
+
+
+def _mapping(value: object, key: str) -> Mapping[str, object]:
+    """A block of verl's config (empty when unset); ``ConfigError`` for one that is not a
+    mapping."""
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}={value!r}: allowed: a mapping")
+    return value
+
+
+def _settings(block: Mapping[str, object], tool: str, where: str) -> Mapping[str, object]:
+    """``block.tool_config.<tool>`` (empty when unset)."""
+    return _mapping(_mapping(block.get("tool_config"), where.rsplit(".", 1)[0]).get(tool), where)
+
+
+def _listed(value: object, key: str) -> list[object]:
+    """A list of verl's config; ``ConfigError`` for anything else."""
+    if not isinstance(value, list):
+        raise ConfigError(f"{key}={value!r}: allowed: a list")
+    return value
 
 
 def _warn_once(message: str) -> None:

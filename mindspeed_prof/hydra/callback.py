@@ -8,8 +8,9 @@ import os
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
@@ -18,6 +19,12 @@ from omegaconf import DictConfig
 from mindspeed_prof.capture import current
 from mindspeed_prof.formats.save_root import hydra_save_root
 from mindspeed_prof.hydra.launch import command
+
+if TYPE_CHECKING:
+    from hydra.conf import HydraConf
+
+    from mindspeed_prof.capture.profiler import Profiler
+    from mindspeed_prof.formats.manifest import Manifest
 
 __all__ = ["ProfilerCallback"]
 
@@ -35,7 +42,7 @@ class ProfilerCallback(Callback):
     """
 
     def __init__(self) -> None:
-        self._job: dict[str, Any] | None = None
+        self._job: _Job | None = None
         self._sweep: Path | None = None  # the multirun's dir until its summary is out
         self._words: list[str] | None = None  # the multirun's command, as its driver saw it
 
@@ -80,12 +87,12 @@ class ProfilerCallback(Callback):
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
             Path(hydra_cfg.runtime.output_dir).resolve())
         current.set_job_profiler(profiler)  # the task's from_config(job config) gives it
-        self._job = {
-            "profiler": profiler,
-            "path": save / manifest_name(run, profiler.rank),
-            "cwd": hydra_cfg.runtime.cwd,
-            "shared": shared,
-            "manifest": Manifest(
+        self._job = _Job(
+            profiler=profiler,
+            path=save / manifest_name(run, profiler.rank),
+            cwd=Path(hydra_cfg.runtime.cwd),
+            shared=shared,
+            manifest=Manifest(
                 status="running", run=run, run_how=how,
                 job={"name": hydra_cfg.job.name, "num": job_num,
                      "overrides": list(hydra_cfg.overrides.task),
@@ -93,7 +100,7 @@ class ProfilerCallback(Callback):
                      **launch_info(hydra_cfg, self._words)},  # command, cwd
                 rank=profiler.rank, **host_info(), start_time=time.time(),
                 versions=versions(), profiler_config=resolved),
-        }
+        )
         _write(self._job)
         if _multirun(hydra_cfg) and job_num is not None:
             _record(hydra_cfg, job_num, self._job)
@@ -128,14 +135,14 @@ class ProfilerCallback(Callback):
 
     def _finish(self, status: str, error: str | None = None) -> None:
         job, self._job = self._job, None
-        if job is None or not job["profiler"].owned:  # a forked child: the parent's to write
+        if job is None or not job.profiler.owned:  # a forked child: the parent's to write
             return
-        profiler = job["profiler"]
+        profiler = job.profiler
         profiler.close()
         current.set_job_profiler(None)
         from mindspeed_prof.formats.manifest import list_files
 
-        manifest = job["manifest"]
+        manifest = job.manifest
         manifest.status = "failed" if profiler.failed and status == "completed" else status
         if error:
             manifest.error = error  # the task's exception, one line
@@ -145,21 +152,32 @@ class ProfilerCallback(Callback):
         manifest.captures = [c.to_json() for c in profiler.captures]
         manifest.triggers = list(profiler.triggers)  # anomalies: rank, step, stage, median
         # what this job (and its Ray workers) wrote: not an earlier run's files in the root
-        manifest.files = list_files(job["path"].parent, since=manifest.start_time)
+        manifest.files = list_files(job.path.parent, since=manifest.start_time)
         _write(job)
         if _reports(profiler):
-            log.info("%s", _where(job["path"].parent, Path(job["cwd"]), manifest,
-                                  job["shared"]))
+            log.info("%s", _where(job.path.parent, job.cwd, manifest, job.shared))
         if profiler.cfg.profile_analysis:
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
 
-                write_run_summary(job["path"].parent, manifest.run)  # this job's run
+                write_run_summary(job.path.parent, manifest.run)  # this job's run
             except Exception as err:
                 log.warning("mindspeed-prof: analysis after the job failed: %s", err)
 
 
-def _error_line(err: Any) -> str | None:
+@dataclass(frozen=True)
+class _Job:
+    """A profiled job: its profiler, where its manifest goes, the launch dir, whether its save
+    root holds other jobs' files too, and the manifest (filled in as the job ends)."""
+
+    profiler: Profiler
+    path: Path
+    cwd: Path
+    shared: bool
+    manifest: Manifest
+
+
+def _error_line(err: object) -> str | None:
     """A task's exception as one printable line (``RuntimeError: boom``), or None."""
     if not isinstance(err, BaseException):
         return None
@@ -180,7 +198,7 @@ def _sweep_dir(config: DictConfig) -> Path | None:
         return None
 
 
-def _record(hydra_cfg: Any, num: int, job: dict[str, Any]) -> None:
+def _record(hydra_cfg: HydraConf, num: int, job: _Job) -> None:
     """Where this multirun job's manifest is, for the summary at the multirun's end."""
     from mindspeed_prof.analysis.sweep import record_job
 
@@ -188,7 +206,7 @@ def _record(hydra_cfg: Any, num: int, job: dict[str, Any]) -> None:
     if not sweep.is_absolute():  # relative to the launch dir, wherever the job runs
         sweep = Path(hydra_cfg.runtime.cwd) / sweep
     try:
-        record_job(sweep, num, Path(job["path"]).absolute(), job["shared"])
+        record_job(sweep, num, job.path.absolute(), job.shared)
     except OSError as err:
         log.warning("mindspeed-prof: could not note job %s for the sweep summary: %s", num, err)
 
@@ -196,16 +214,16 @@ def _record(hydra_cfg: Any, num: int, job: dict[str, Any]) -> None:
 def _sweep_summary(sweep: Path) -> None:
     """``sweep_summary.json`` in the multirun dir, and its table, when a job was profiled:
     from the jobs' records of where they wrote (no config is read again)."""
-    from mindspeed_prof.analysis.sweep import sweep_summary
+    from mindspeed_prof.analysis.sweep import as_dicts, profiled, sweep_summary
 
     rows = sweep_summary(sweep)
-    if any(r["status"] != "no manifest" for r in rows):
+    if profiled(rows):
         from mindspeed_prof.views.text import print_sweep
 
-        print_sweep(rows, sweep)
+        print_sweep(as_dicts(rows), sweep)
 
 
-def _name_overridden_preset(profiler_config: Any, overrides: list[str]) -> None:
+def _name_overridden_preset(profiler_config: object, overrides: list[str]) -> None:
     """One line when the app's config overrides fields of the preset the command line chose."""
     from mindspeed_prof.config.presets import chosen_preset, overridden_fields, overridden_line
     from mindspeed_prof.config.validate import sections
@@ -216,13 +234,13 @@ def _name_overridden_preset(profiler_config: Any, overrides: list[str]) -> None:
         log.warning("%s", overridden_line(preset, fields))
 
 
-def _reports(profiler: Any) -> bool:
+def _reports(profiler: Profiler) -> bool:
     """One rank tells where the captures are: rank 0, or the first rank in ``profile_ranks``."""
     ranks = profiler.cfg.profile_ranks
-    return profiler.rank == (min(ranks) if isinstance(ranks, list) and ranks else 0)
+    return bool(profiler.rank == (min(ranks) if isinstance(ranks, list) and ranks else 0))
 
 
-def _where(root: Path, cwd: Path, manifest: Any, shared: bool) -> str:
+def _where(root: Path, cwd: Path, manifest: Manifest, shared: bool) -> str:
     """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
     from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 
@@ -235,20 +253,20 @@ def _where(root: Path, cwd: Path, manifest: Any, shared: bool) -> str:
             f"read them: mindspeed-prof analyse {shlex.quote(shown)}")
 
 
-def _write(job: dict[str, Any]) -> None:
+def _write(job: _Job) -> None:
     from mindspeed_prof.formats.manifest import write_manifest
 
     try:
-        write_manifest(job["path"], job["manifest"])
+        write_manifest(job.path, job.manifest)
     except OSError as err:
-        log.warning("mindspeed-prof: could not write %s: %s", job["path"], err)
+        log.warning("mindspeed-prof: could not write %s: %s", job.path, err)
 
 
-def _multirun(hydra_cfg: Any) -> bool:
+def _multirun(hydra_cfg: HydraConf) -> bool:
     return str(getattr(hydra_cfg, "mode", "")).endswith("MULTIRUN")
 
 
-def _job_num(hydra_cfg: Any) -> int | None:
+def _job_num(hydra_cfg: HydraConf) -> int | None:
     try:
         return int(hydra_cfg.job.num)
     except Exception:

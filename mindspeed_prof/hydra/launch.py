@@ -14,7 +14,10 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hydra.conf import HydraConf
 
 __all__ = ["command", "launch_info"]
 
@@ -52,7 +55,7 @@ def _config_flags(hydra_args: list[str]) -> list[str]:
             if getattr(parsed, dest, None) is not None]
 
 
-def launch_info(hydra_cfg: Any, words: list[str] | None = None) -> dict[str, Any]:
+def launch_info(hydra_cfg: HydraConf, words: list[str] | None = None) -> dict[str, object]:
     """The manifest's ``job`` fields for a relaunch: ``command`` (the words above, with the
     job's own ``hydra.*`` overrides but Hydra's run mode) and ``cwd`` (the launch dir).
 

@@ -24,7 +24,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from mindspeed_prof.config import validate
 from mindspeed_prof.config.presets import PRESETS
-from mindspeed_prof.config.schema import stage_names
+from mindspeed_prof.config.schema import Stage, stage_names
 
 
 # -- stand-ins of MindSpeed-RL's config code ---------------------------------------------------
@@ -249,7 +249,7 @@ def test_a_full_block_is_read_unchanged_by_both(tmp_path: Path) -> None:
     assert profiler_start_role(pc, "actor_update") and not profiler_start_role(pc, "integrated")
     assert list(pc.profile_ranks) == [0]
     c = validate(cfg.profiler_config)
-    assert c.stage.value == "actor_update" and c.profile_ranks == [0] and c.profile_analysis
+    assert c.stage is Stage.actor_update and c.profile_ranks == [0] and c.profile_analysis
 
 
 def test_command_line_fields_stay_plain_for_mindspeed_rl(tmp_path: Path) -> None:

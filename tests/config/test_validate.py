@@ -359,8 +359,8 @@ def test_checked_settings_round_trip_through_plain_sections(fields: dict, length
     plain = to_sections(first)
     assert all(type(v) in (bool, int, float, str, list, type(None))
                for section in plain.values() for v in section.values())
-    assert validate(plain) == first == validate(IntegratedConfig(**{
-        **plain["integrated"], **plain["extensions"]}))
+    given: dict[str, Any] = {**plain["integrated"], **plain["extensions"]}  # names, as a user
+    assert validate(plain) == first == validate(IntegratedConfig(**given))
 
 
 # -- messages and values at their edges -------------------------------------------------------
@@ -614,3 +614,12 @@ def test_window_fields_read_verls_stage_name_and_default_off() -> None:
     assert (c.iteration_start, c.iteration_count, c.iteration_stage) == (0, 3, "actor_generate")
     d = validate({"integrated": {"profile": True}})
     assert (d.iteration_count, d.first_microbatch) == (0, False)
+
+
+def test_the_dataclasses_are_omegaconf_structured_configs() -> None:
+    """OmegaConf refuses ``object`` values and unions: the fields that hold either are Any."""
+    node = OmegaConf.structured(ProfilerConfig(actor={"stage": "actor_update"},
+                                               integrated={"profile": True}))
+    assert validate(node, "actor").stage is Stage.actor_update
+    flat = OmegaConf.structured(IntegratedConfig(profile=True, profile_ranks=[1]))
+    assert validate(flat).profile_ranks == [1]

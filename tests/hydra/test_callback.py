@@ -7,7 +7,7 @@ import subprocess
 import sys
 import types
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from helpers import load_json, run_app
@@ -764,8 +764,8 @@ def test_a_multirun_config_without_mode_is_not_a_multirun() -> None:
     """A Hydra config from before ``hydra.mode`` existed: a single run."""
     from mindspeed_prof.hydra.callback import _multirun
 
-    assert _multirun(types.SimpleNamespace()) is False
-    assert _multirun(types.SimpleNamespace(mode="RunMode.MULTIRUN")) is True
+    assert _multirun(cast(Any, types.SimpleNamespace())) is False
+    assert _multirun(cast(Any, types.SimpleNamespace(mode="RunMode.MULTIRUN"))) is True
 
 
 def test_a_preset_overridden_by_the_config_block_is_named_in_one_warning(

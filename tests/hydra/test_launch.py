@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_a_command_line_of_another_shape_is_no_command(orig: list[str], argv: li
 
 
 def test_launch_info_adds_the_jobs_hydra_overrides_but_its_run_mode() -> None:
-    hydra = SimpleNamespace(
+    hydra: Any = SimpleNamespace(  # HydraConf's fields that launch_info reads
         overrides=SimpleNamespace(hydra=["hydra.run.dir=out", "hydra.mode=MULTIRUN",
                                          "hydra.job.chdir=true"]),
         runtime=SimpleNamespace(cwd="/launch"))

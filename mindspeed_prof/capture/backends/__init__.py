@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget
-from mindspeed_prof.config.schema import Backend as BackendName
+from mindspeed_prof.config.schema import BackendKind as BackendName
 from mindspeed_prof.config.schema import IntegratedConfig
 
 __all__ = ["Backend", "CaptureTarget", "select_backend"]
