@@ -10,7 +10,8 @@ and the findings read the same tables (``Tables``, through ``_Once``), never a s
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 import msgspec
 
@@ -18,6 +19,7 @@ from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
+from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.ledger import Ledger
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.rows import (
@@ -34,6 +36,7 @@ from mindspeed_prof.analysis.rows import (
     StageRow,
     StepRow,
     Straggler,
+    StragglerKind,
     to_json,
 )
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS
@@ -46,6 +49,8 @@ __all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report"]
 TOP_MOST = 25
 #: The top lists' length in ``--json`` and for the findings (``Analysis.top_*``' default).
 TOP_JSON = 15
+
+T = TypeVar("T")
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,12 +113,13 @@ class _Once(Analysis):
     def __init__(self, result: Analysis) -> None:
         super().__init__(**{f.name: getattr(result, f.name)
                             for f in dataclasses.fields(Analysis)})
-        self._memo: dict[tuple[str, Any], Any] = {}
+        self._memo: dict[tuple[str, object], object] = {}
 
-    def _once(self, name: str, compute: Any, key: Any = None) -> Any:
+    def _once(self, name: str, compute: Callable[[], T], key: object = None) -> T:
+        """``compute()``, the first time ``name`` (with ``key``) is asked for; then its value."""
         if (name, key) not in self._memo:
             self._memo[(name, key)] = compute()
-        return self._memo[(name, key)]
+        return cast(T, self._memo[(name, key)])  # stored by this method, from ``compute``
 
     @property
     def ranges(self) -> list[Range]:
@@ -156,7 +162,7 @@ class _Once(Analysis):
     def per_step(self) -> list[StepRow]:
         return self._once("per_step", super().per_step)
 
-    def stragglers(self, kind: str = "stage") -> list[Straggler]:
+    def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         return self._once("stragglers", lambda: super(_Once, self).stragglers(kind), kind)
 
     def range_table(self) -> list[RangeRow]:
@@ -215,11 +221,16 @@ class Report(msgspec.Struct, kw_only=True):
     rule_notes: list[str]
     tables: Tables
 
-    def json(self) -> dict[str, Any]:
-        """``analyse --json``: ``verdict`` and ``findings`` first, then the tables."""
-        r, t = self.result, self.tables
+    def json(self) -> JsonObject:
+        """``analyse --json``: ``verdict`` and ``findings`` first, then the tables
+        (``summary``), the rules' notes added to the captures'."""
         return {"verdict": self.verdict.json(), "findings": to_json(self.findings),
-                "root": str(r.root), "run": r.run.json() if r.run else None,
+                **self.summary(), "notes": [*self.tables.notes, *self.rule_notes]}
+
+    def summary(self) -> JsonObject:
+        """The tables as ``--json`` writes them: a job's ``analysis.json``."""
+        r, t = self.result, self.tables
+        return {"root": str(r.root), "run": r.run.json() if r.run else None,
                 "runs": [run.json() for run in r.runs], "ranks": t.ranks,
                 "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
                 "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
@@ -231,9 +242,8 @@ class Report(msgspec.Struct, kw_only=True):
                 "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
                 "memory": to_json(t.memory), "inventory": to_json(t.inventory),
                 "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
-                "notes": [*t.notes, *self.rule_notes],
-                "margin": r.margin, "noise_ms": r.noise_ms, "warmup": sorted(t.warmup),
-                "counters": to_json(t.counters),
+                "notes": t.notes, "margin": r.margin, "noise_ms": r.noise_ms,
+                "warmup": sorted(t.warmup), "counters": to_json(t.counters),
                 "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
                                "stages": to_json(t.throughput_stages)},
                 "ledger": t.ledger.json() if t.ledger else None}
@@ -266,6 +276,6 @@ def report(result: Analysis, settings: Settings | None = None) -> Report:
                   rule_notes=rule_notes, tables=tables)
 
 
-def document(result: Analysis | Report) -> dict[str, Any]:
+def document(result: Analysis | Report) -> JsonObject:
     """``analyse --json`` of ``result`` (a ``Report``, or an ``Analysis`` to make one of)."""
     return (result if isinstance(result, Report) else report(result)).json()

@@ -8,23 +8,28 @@ its ``LinkShare``s and ``Alloc``, the readers' rows, are written with ``msgspec.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
+from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
 __all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
            "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict",
            "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
-           "StageRow", "StepRow", "StepTime", "Straggler", "World", "to_json"]
+           "StageRow", "StepRow", "StepTime", "Straggler", "StragglerKind", "World", "to_json"]
+
+#: What a straggler is slow at: a stage, or a custom range.
+StragglerKind = Literal["stage", "range"]
 
 
 class Row(msgspec.Struct, kw_only=True):
     """A row of a table; ``json()`` is its ``--json`` form."""
 
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.to_builtins(self)
+    def json(self) -> JsonObject:
+        out: JsonObject = msgspec.to_builtins(self)
         return out
 
 
@@ -72,8 +77,8 @@ class StepRow(Row, kw_only=True):
     stages: dict[str, float] = {}
     warmup: bool = False
 
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rank": self.rank, "source": self.source, "step": self.step}
+    def json(self) -> JsonObject:
+        out: JsonObject = {"rank": self.rank, "source": self.source, "step": self.step}
         if self.total is not None:
             out["total"] = self.total
         return {**out, **self.stages, "warmup": self.warmup}
@@ -85,7 +90,7 @@ class Straggler(Row, kw_only=True):
     ``ratio`` of the two and the time lost ``excess_ms``. In ``--json`` the name is under the
     kind (``{"stage": name}``)."""
 
-    kind: str
+    kind: StragglerKind
     name: str
     step: int
     rank: int | None
@@ -95,9 +100,10 @@ class Straggler(Row, kw_only=True):
     ratio: float
     excess_ms: float
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonObject:
         out = super().json()
-        out[out.pop("kind")] = out.pop("name")
+        del out["kind"]
+        out[self.kind] = out.pop("name")
         return out
 
 
@@ -169,7 +175,7 @@ class InventoryRow(Row, kw_only=True):
     bytes: int
     events: int
     steps: list[int]
-    level: Any = None
+    level: str | None = None
 
 
 class Change(Row, kw_only=True):
@@ -199,7 +205,7 @@ class Change(Row, kw_only=True):
     shift_ms: float | None = None
     p: float | None = None
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonObject:
         out = super().json()
         kind = out.pop("kind")
         out = {("stage" if kind == "stage" else "name"): out.pop("name"), **out}
@@ -231,7 +237,7 @@ class SideBySide(Row, kw_only=True):
     a: DeviceMeans | Peaks
     b: DeviceMeans | Peaks
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonObject:
         return {"rank": self.rank, **{f"a_{k}": v for k, v in self.a.json().items()},
                 **{f"b_{k}": v for k, v in self.b.json().items()}}
 
@@ -317,6 +323,6 @@ class MemoryVerdict(Row, kw_only=True):
     share: float | None = None
 
 
-def to_json(rows: list[Any]) -> list[dict[str, Any]]:
+def to_json(rows: Sequence[msgspec.Struct]) -> list[JsonObject]:
     """Rows as ``--json`` writes them."""
     return [r.json() if isinstance(r, Row) else msgspec.to_builtins(r) for r in rows]

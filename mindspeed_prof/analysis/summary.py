@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.analysis.report import report
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
@@ -41,7 +42,7 @@ def write_run_summary(root: Path, run: str | None = None) -> Path | None:
     except UnknownRun:
         return None
     path = Path(root) / ANALYSIS
-    write_json(path, result.to_json())
+    write_json(path, report(result).summary())
     return path
 
 
