@@ -8,12 +8,12 @@ from typing import Any
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.device_scope import counted, scope
 from mindspeed_prof.analysis.gate import Shift, shift
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.result import Analysis
 from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
 from mindspeed_prof.analysis.runs import manifest_run
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times

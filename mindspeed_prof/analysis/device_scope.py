@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["PARTS", "Scope", "counted", "has_steps", "parts", "scope"]
 

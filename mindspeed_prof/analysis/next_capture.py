@@ -25,7 +25,7 @@ from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["DETAILED", "GROUP", "NextStep", "alive", "job_manifest", "merged_overrides",
            "next_steps", "relaunch_line"]

@@ -15,13 +15,13 @@ from typing import TypeVar, cast
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
 from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.ledger import Ledger
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.rows import (
     Classified,
     CommRow,

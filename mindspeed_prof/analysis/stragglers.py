@@ -65,8 +65,8 @@ def step_times(ranges: list[Range]) -> dict[int, float]:
     return {step: statistics.median(ms) for step, ms in per.items()}
 
 
-def _per_step(ranges: list[Range], kind: StragglerKind) -> dict[tuple[str, int], dict[tuple[int | None,
-                                                                          str], float]]:
+def _per_step(ranges: list[Range], kind: StragglerKind
+              ) -> dict[tuple[str, int], dict[tuple[int | None, str], float]]:
     """``kind`` time per (name, step) and (rank, source): several runs in a step add up."""
     per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
         lambda: defaultdict(float))

@@ -48,7 +48,7 @@ from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
            "bound_of", "compute_behind", "device", "memory", "rests_on", "slowest", "step_time",

@@ -10,7 +10,7 @@ from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.readers.model import TraceData, rank_order
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["cut", "files_text", "folder_of", "one_line_finding", "ranks_of", "severity",
            "source_label"]

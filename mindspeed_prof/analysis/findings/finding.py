@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["SEVERITIES", "Finding", "Rule"]
 

@@ -15,7 +15,7 @@ from mindspeed_prof.analysis.readers.model import (
 )
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 
 __all__ = ["MS", "facts_of", "files_of", "grouped", "host_step_ms", "npu_captures", "on_ranks",

@@ -20,7 +20,7 @@ from mindspeed_prof.analysis.readers.model import (
 )
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["ENV_RULES", "EnvIssue", "EnvRule", "env_issues", "env_vars"]
 

@@ -24,7 +24,7 @@ from mindspeed_prof.analysis.readers.npu_facts import api_name, is_sync
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["COMPILE_APIS", "HOST_WAIT_SHARE", "LAUNCH_SYNC_RATIO", "HostCalls", "compile_calls",
            "host_wait", "host_waits", "launch_blocking", "runtime_compile", "synchronize_stream"]

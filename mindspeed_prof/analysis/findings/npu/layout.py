@@ -23,7 +23,7 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["ALIGN_BYTES", "ALIGN_MIN_BYTES", "Aligned", "Alignment", "alignment", "byte_alignment",
            "dynamic_shape", "dynamic_shapes"]

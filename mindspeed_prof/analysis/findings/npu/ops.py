@@ -27,7 +27,7 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["AICPU_MIN_US", "BOUND_RATIO", "FUSED_OPTIMIZERS", "VECTOR_SHARE", "NoBound",
            "VectorOp", "affinity", "affinity_apis", "aicpu", "aicpu_ops", "no_bound",

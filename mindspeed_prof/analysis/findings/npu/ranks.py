@@ -23,7 +23,7 @@ from mindspeed_prof.analysis.readers.model import (
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["PACKET_LIMITS", "SPREAD", "LinkSpread", "Packets", "RankSpread", "link_spread",
            "packets", "rank_spread", "slow_link", "slow_rank", "small_packets"]
