@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
 from mindspeed_prof.analysis.device_scope import counted, scope
 from mindspeed_prof.analysis.gate import Shift, shift
+from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -27,6 +28,10 @@ __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_ru
 DEFAULT_THRESHOLD = 0.1
 
 
+#: One thing a run captured (``captured``): a step, level, preset, backend, rank or stage.
+Fact = int | str | None
+
+
 class Comparison(msgspec.Struct, kw_only=True):
     """Everything ``compare A B`` reports: stages (``rows``) and custom ranges side by side,
     device means and memory peaks per rank, what the runs captured and how they differ."""
@@ -36,14 +41,14 @@ class Comparison(msgspec.Struct, kw_only=True):
     device: list[SideBySide]
     memory: list[SideBySide]
     warnings: list[str]
-    captured: dict[str, dict[str, list[Any]]]
+    captured: dict[str, dict[str, Sequence[Fact]]]
     #: What A's and B's device means are per: ``step``, or ``capture`` (no steps).
     device_per: dict[str, str] = {}
     #: A change per execution under this many ms is noise (the larger of ``noise_ms`` and 1%
     #: of A's step).
     floor_ms: float = 0.0
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonObject:
         return {"rows": to_json(self.rows), "ranges": to_json(self.ranges),
                 "device": to_json(self.device), "memory": to_json(self.memory),
                 "warnings": self.warnings, "captured": self.captured,
@@ -142,7 +147,7 @@ def _higher(a: float | None, b: float | None) -> float | None:
     return a if b is None else b if a is None else max(a, b)
 
 
-def captured(x: Analysis) -> dict[str, list[Any]]:
+def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
     """What a run captured: steps, levels, presets, backends (its own manifests'), ranks and
     stages."""
     presets: set[str] = set()
@@ -192,16 +197,17 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
 _LIST_CHARS = 24
 
 
-def _values(values: list[Any]) -> str:
+def _values(values: Sequence[Fact]) -> str:
     """``5-10, 16-21``, ``level0, level1``, ``none``; a long list of numbers as its count and
     bounds (``200 from 2 to 400``), so that one warning stays one short line."""
     if not values:
         return "none"
-    if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
-        text = ranks_text(values)
-        known = [v for v in values if v is not None]
+    numbers = [v for v in values if v is None or (isinstance(v, int) and not isinstance(v, bool))]
+    if len(numbers) == len(values):
+        text = ranks_text(numbers)
+        known = [v for v in numbers if v is not None]
         if len(text) > _LIST_CHARS and known:
-            unknown = ", ?" if None in values else ""
+            unknown = ", ?" if None in numbers else ""
             return f"{len(known)} from {min(known)} to {max(known)}{unknown}"
         return text
     return ", ".join(map(str, values))

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.report import report
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["after_capture", "capture_summary", "write_capture_summary", "write_run_summary"]
+__all__ = ["Captured", "after_capture", "capture_summary", "write_capture_summary",
+           "write_run_summary"]
 
 
-def capture_summary(files: list[Path]) -> dict[str, Any]:
+class Captured(Protocol):
+    """What the summary hook reads of a capture's record (``capture.record.CaptureRecord``)."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def files(self) -> Sequence[str]: ...
+
+
+def capture_summary(files: list[Path]) -> JsonObject:
     """Per-stage totals of one capture's files."""
     result = analyse_files(files, files[0].parent if files else Path("."))
     return {"files": [Path(f).name for f in files], "stage_rank": to_json(result.stage_rank()),
@@ -46,7 +58,7 @@ def write_run_summary(root: Path, run: str | None = None) -> Path | None:
     return path
 
 
-def after_capture(cfg: Any, role: str = "integrated") -> list[Callable[[Any], None]]:
+def after_capture(cfg: object, role: str = "integrated") -> list[Callable[[Captured], None]]:
     """``profile_analysis: true``: the ``on_capture`` hook that writes each capture's summary
     (torch_npu parses its own folders: not those). ``cfg`` is a checked section or a whole
     ``profiler_config``."""
@@ -57,7 +69,7 @@ def after_capture(cfg: Any, role: str = "integrated") -> list[Callable[[Any], No
     if not section.profile_analysis:
         return []
 
-    def summarize(record: Any) -> None:
+    def summarize(record: Captured) -> None:
         if record.backend != "torch_npu":
             write_capture_summary([Path(f) for f in record.files])
 
