@@ -21,8 +21,8 @@ __all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", 
            "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
            "StageRow", "StepRow", "StepTime", "Straggler", "StragglerKind", "World", "to_json"]
 
-#: What a straggler is slow at: a stage, or a custom range.
-StragglerKind = Literal["stage", "range"]
+#: What a straggler is slow at: a stage, a custom range, or (the verdict's) device compute.
+StragglerKind = Literal["stage", "range", "device"]
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -212,7 +212,14 @@ class Change(Row, kw_only=True):
         return out
 
 
-class DeviceMeans(Row, kw_only=True):
+class _Side(msgspec.Struct, kw_only=True):
+    """One run's numbers in a ``SideBySide`` (None: not recorded); ``json()`` by field name."""
+
+    def json(self) -> dict[str, float | None]:
+        return {name: getattr(self, name) for name in self.__struct_fields__}
+
+
+class DeviceMeans(_Side, kw_only=True):
     """Mean ms per (non-warmup) step of each device component."""
 
     compute_ms: float | None = None
@@ -222,7 +229,7 @@ class DeviceMeans(Row, kw_only=True):
     idle_ms: float | None = None
 
 
-class Peaks(Row, kw_only=True):
+class Peaks(_Side, kw_only=True):
     """Peak allocated and reserved bytes over a rank's captures (None: not recorded)."""
 
     peak_allocated_bytes: float | None = None

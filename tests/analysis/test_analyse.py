@@ -387,7 +387,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     traces[1].notes.append("rank1: a note")
     result = Analysis(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
                       include_warmup=True)
-    doc = report(result).summary()
+    doc: dict[str, Any] = report(result).summary()  # read as JSON
     assert doc == {
         "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
         "stage_rank": to_json(result.stage_rank()),

@@ -105,7 +105,7 @@ def test_settings_apply_to_a_copy_and_reach_every_table(run_dir: Path) -> None:
 
 def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
     rep = report(analyse(run_dir))
-    doc = rep.json()
+    doc: dict[str, Any] = rep.json()  # read as JSON
     assert list(doc)[:2] == ["verdict", "findings"]
     assert len(doc["top_ops"]) <= 15 and len(rep.tables.top_ops) >= len(doc["top_ops"])
     assert doc["stragglers"] == [s.json() for s in rep.tables.stragglers]
