@@ -8,20 +8,20 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.timeline_budget import Plan
+from mindspeed_prof.analysis.timeline_budget import Plan, Tally
+from mindspeed_prof.analysis.timeline_event import Id, Thread, TraceEvent
 from mindspeed_prof.formats import NPU_OUTPUT
 
-__all__ = ["DETAIL_TID", "StepOf", "Tally", "raw_events", "wall_events", "write_detail"]
+__all__ = ["DETAIL_TID", "Event", "StepOf", "raw_events", "wall_events", "write_detail"]
 
 DETAIL_TID = 10
 _SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
 _DEVICE_CATS = DEVICE_CATS | {""}  # torch_npu's device events have no category
 
-Event = tuple[Any, str, str, float, float]  # (thread, cat, name, wall-clock ts, dur)
+Event = tuple[Thread, str, str, float, float]  # (thread, cat, name, wall-clock ts, dur)
 
 
 class StepOf:
@@ -41,12 +41,15 @@ class StepOf:
 
 
 @dataclass
-class Tally:
-    """What the budget did: operators merged, slices they became, operators left out."""
+class _Run:
+    """Short operators being merged into one slice: the first, how many, where the last ends,
+    the kept slice they lie in (depth, its end) and their step."""
 
-    merged: int = 0
-    slices: int = 0
-    left_out: int = 0
+    first: Event
+    count: int
+    end: float
+    parent: tuple[int, float | None]
+    step: int | None
 
 
 def wall_events(data: TraceData, offset: float,
@@ -61,12 +64,12 @@ def wall_events(data: TraceData, offset: float,
         yield (opid, otid), cat, name, wall, dur
 
 
-def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterable[Event],
-                 origin: float, threads: dict[Any, int], plan: Plan | None,
+def write_detail(add: Callable[[TraceEvent], None], pid: int, events: Iterable[Event],
+                 origin: float, threads: dict[Thread, int], plan: Plan | None,
                  step_of: StepOf, tally: Tally) -> None:
     """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
 
-    def tid_of(thread: Any, cat: str) -> int:
+    def tid_of(thread: Thread, cat: str) -> int:
         tid = threads.get(thread)
         if tid is None:
             tid = threads[thread] = DETAIL_TID + len(threads)
@@ -90,14 +93,15 @@ def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterab
         tid_of(thread, cat)
     buffered.sort(key=lambda e: (threads[e[0]], e[3], -e[4]))
     always = plan.always_us.get(pid, float("inf"))
-    run: list[Any] = []  # [first event, count, end, parent, step]
+    run: _Run | None = None
     ends: list[float] = []  # the kept slices open on this thread, innermost last
-    thread_now = None
+    thread_now: Thread | None = None
 
     def flush() -> None:
-        if not run:
+        nonlocal run
+        if run is None:
             return
-        first, n, end = run[0], run[1], run[2]
+        first, n, end = run.first, run.count, run.end
         if n == 1:
             slice_(threads[first[0]], first[1], first[2], first[3], first[4])
         else:
@@ -106,7 +110,7 @@ def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterab
                  "dur": round(end - first[3], 3), "args": {"ops": n}})
             tally.merged += n
             tally.slices += 1
-        run.clear()
+        run = None
 
     for event in buffered:
         thread, cat, name, ts, dur = event
@@ -126,17 +130,17 @@ def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterab
             tally.left_out += 1
         else:
             parent = (len(ends), ends[-1] if ends else None)
-            if run and (run[3] != parent or run[4] != step):
+            if run is not None and (run.parent != parent or run.step != step):
                 flush()
-            if run:
-                run[1] += 1
-                run[2] = max(run[2], ts + dur)
+            if run is not None:
+                run.count += 1
+                run.end = max(run.end, ts + dur)
             else:
-                run.extend([event, 1, ts + dur, parent, step])
+                run = _Run(event, 1, ts + dur, parent, step)
     flush()
 
 
-def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
+def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
     from mindspeed_prof.analysis.readers.chrome import stream_events
     from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of

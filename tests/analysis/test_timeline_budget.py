@@ -12,8 +12,8 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.timeline import BudgetError, write_timeline
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, Plan
-from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, write_detail
+from mindspeed_prof.analysis.timeline_budget import ALWAYS, Plan, Tally
+from mindspeed_prof.analysis.timeline_detail import StepOf, write_detail
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_cuda_trace
 
