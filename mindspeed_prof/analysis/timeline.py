@@ -19,7 +19,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
 
 import msgspec
 
@@ -38,7 +37,7 @@ from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align
 from mindspeed_prof.analysis.timeline_clock import clock_offset_us
 from mindspeed_prof.analysis.timeline_detail import StepOf, wall_events, write_detail
-from mindspeed_prof.analysis.timeline_event import Thread, TraceEvent
+from mindspeed_prof.analysis.timeline_event import Out, Thread, TraceEvent
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 
@@ -172,7 +171,7 @@ class _Writer:
     """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes
     and stops (``_Over``) past ``limit``."""
 
-    def __init__(self, f: IO[bytes] | None, limit: int | None = None) -> None:
+    def __init__(self, f: Out | None, limit: int | None = None) -> None:
         self._f = f
         self.limit = limit
         self._pending: list[bytes] = []
@@ -266,10 +265,9 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
     """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
     did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    opener: Any = gzip.open if out.name.endswith(".gz") else open
     tally = Tally()
     try:
-        with opener(tmp, "wb") as f:
+        with gzip.open(tmp, "wb") if out.name.endswith(".gz") else open(tmp, "wb") as f:
             w: _Writer | PerfettoWriter = (_Writer(f, limit) if fmt == "json"
                                            else PerfettoWriter(f, layout.origin, limit))
             head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""

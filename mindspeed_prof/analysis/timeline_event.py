@@ -1,11 +1,11 @@
 """One event of a timeline as its writers take it (Chrome trace's fields): a process or thread
-name (``ph`` ``M``) or a complete slice (``X``)."""
+name (``ph`` ``M``) or a complete slice (``X``); and the file they write to."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
-__all__ = ["Id", "Thread", "TraceEvent"]
+__all__ = ["Id", "Out", "Thread", "TraceEvent"]
 
 #: A process or thread id as a capture records it.
 Id = int | str | None
@@ -26,3 +26,9 @@ class TraceEvent(TypedDict, total=False):
     ts: float
     dur: float
     args: dict[str, str | int]
+
+
+class Out(Protocol):
+    """Where a writer puts its bytes: a file open for binary writing, gzip's or not."""
+
+    def write(self, data: bytes, /) -> object: ...

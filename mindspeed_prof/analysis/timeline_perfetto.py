@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import Any
 
-from mindspeed_prof.analysis.timeline_event import TraceEvent
+from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
 
 __all__ = ["PerfettoWriter", "available"]
 
@@ -37,7 +37,7 @@ class PerfettoWriter:
     ``OverflowError``.
     """
 
-    def __init__(self, f: IO[bytes] | None, origin_us: float, limit: int | None = None) -> None:
+    def __init__(self, f: Out | None, origin_us: float, limit: int | None = None) -> None:
         from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 
         self._f = f
