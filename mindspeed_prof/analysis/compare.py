@@ -15,7 +15,15 @@ from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.result import Analysis
-from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
+from mindspeed_prof.analysis.rows import (
+    Change,
+    DeviceMeans,
+    DevicePer,
+    DeviceRow,
+    Peaks,
+    SideBySide,
+    to_json,
+)
 from mindspeed_prof.analysis.runs import manifest_run
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 from mindspeed_prof.formats.manifest import find_manifests
@@ -43,7 +51,7 @@ class Comparison(msgspec.Struct, kw_only=True):
     warnings: list[str]
     captured: dict[str, dict[str, Sequence[Fact]]]
     #: What A's and B's device means are per: ``step``, or ``capture`` (no steps).
-    device_per: dict[str, str] = {}
+    device_per: dict[str, DevicePer] = {}
     #: A change per execution under this many ms is noise (the larger of ``noise_ms`` and 1%
     #: of A's step).
     floor_ms: float = 0.0

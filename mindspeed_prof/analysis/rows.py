@@ -19,7 +19,8 @@ from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Lin
 __all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
            "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict",
            "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
-           "StageRow", "StepRow", "StepTime", "Straggler", "StragglerKind", "World", "to_json"]
+           "StageRow", "StepRow", "StepTime", "Straggler", "StragglerKind", "World", "to_json",
+           "Bound", "DevicePer"]
 
 #: What a straggler is slow at: a stage, a custom range, or (the verdict's) device compute.
 StragglerKind = Literal["stage", "range", "device"]
@@ -250,7 +251,10 @@ class SideBySide(Row, kw_only=True):
 
 
 #: What a device verdict can name, in the order ties are broken.
-BOUNDS = ("compute", "communication", "copy", "idle")
+Bound = Literal["compute", "communication", "copy", "idle"]
+BOUNDS: tuple[Bound, ...] = ("compute", "communication", "copy", "idle")
+#: What device time is per: a step, or (no capture has steps) a whole capture.
+DevicePer = Literal["step", "capture"]
 
 
 class StepTime(Row, kw_only=True):
@@ -271,7 +275,7 @@ class Share(Row, kw_only=True):
     ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
     the others by the noise floor)."""
 
-    kind: str
+    kind: Literal["stage", "range"]
     name: str
     ms: float
     share: float | None
@@ -307,7 +311,7 @@ class DeviceVerdict(Row, kw_only=True):
     in). ``classified``: device time of the classification rules HTA does not share (DeepEP,
     NVSHMEM, the user's...) that classified anything."""
 
-    bound: str
+    bound: Bound
     compute_ms: float
     comm_ms: float
     copy_ms: float
@@ -315,7 +319,7 @@ class DeviceVerdict(Row, kw_only=True):
     shares: dict[str, float]
     ranks: int
     steps: int
-    per: str = "step"
+    per: DevicePer = "step"
     left_out: list[str] = []
     classified: list[Classified] = []
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
@@ -35,6 +35,7 @@ from mindspeed_prof.analysis.readers.model import Range, rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
+    Bound,
     DeviceVerdict,
     MemoryVerdict,
     Row,
@@ -127,7 +128,8 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
             lo = r.ts - first[key]
             a, b = boxes.get(key, (lo, lo + r.dur))
             boxes[key] = (min(a, lo), max(b, lo + r.dur))
-    for kind in ("stage", "range"):
+    kinds: tuple[Literal["stage", "range"], ...] = ("stage", "range")
+    for kind in kinds:
         spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
             defaultdict(list))
         for r in ranges:
@@ -204,7 +206,7 @@ def rests_on(result: Analysis, step: StepTime | None) -> int:
     return len(steps) or (step.steps if step else 0)
 
 
-def bound_of(compute: float, comm: float, copy: float, idle: float) -> str:
+def bound_of(compute: float, comm: float, copy: float, idle: float) -> Bound:
     """The largest part of the step on the device (ties: the first of ``BOUNDS``)."""
     parts = dict(zip(BOUNDS, (compute, comm, copy, idle)))
     return max(BOUNDS, key=lambda k: (parts[k], -BOUNDS.index(k)))
@@ -223,7 +225,7 @@ def device(result: Analysis) -> DeviceVerdict | None:
             sums[k] += ms
     n = len(rows)
     total = sum(sums.values())
-    shares = {k: ratio(v, total, 0.0) for k, v in sums.items()}
+    shares: dict[str, float] = {k: ratio(v, total, 0.0) for k, v in sums.items()}
     return DeviceVerdict(bound=bound_of(*(sums[k] for k in BOUNDS)),
                          compute_ms=sums["compute"] / n, comm_ms=sums["communication"] / n,
                          copy_ms=sums["copy"] / n, idle_ms=sums["idle"] / n, shares=shares,

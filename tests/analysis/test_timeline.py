@@ -14,6 +14,7 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis import timeline
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.model import Range, TraceData
+from mindspeed_prof.analysis.timeline_event import TraceEvent
 from mindspeed_prof.analysis.timeline import (
     StepWindow,
     clock_offset_us,
@@ -490,7 +491,7 @@ def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
     monkeypatch.setattr(timeline, "_CHUNK", 3)
     f = io.BytesIO()
     w = timeline._Writer(f)
-    events = [{"n": n} for n in range(7)]
+    events: list[TraceEvent] = [{"ph": "X", "pid": n} for n in range(7)]
     for n, event in enumerate(events, start=1):
         w.add(event)
         assert w.count == n - n % 3 and bool(f.getvalue()) == (n >= 3)
