@@ -43,7 +43,8 @@ from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow
 from mindspeed_prof.analysis.verdict import Verdict, verdict
 
-__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report"]
+__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report",
+           "tables_json"]
 
 #: The longest top list any view shows (the report's); shorter lists are its first rows.
 TOP_MOST = 25
@@ -223,43 +224,15 @@ class Report(msgspec.Struct, kw_only=True):
 
     def json(self) -> JsonObject:
         """``analyse --json``: ``verdict`` and ``findings`` first, then the tables
-        (``summary``), the rules' notes added to the captures'."""
+        (``tables_json``), the rules' notes added to the captures'."""
         return {"verdict": self.verdict.json(), "findings": to_json(self.findings),
-                **self.summary(), "notes": [*self.tables.notes, *self.rule_notes]}
-
-    def summary(self) -> JsonObject:
-        """The tables as ``--json`` writes them: a job's ``analysis.json``."""
-        r, t = self.result, self.tables
-        return {"root": str(r.root), "run": r.run.json() if r.run else None,
-                "runs": [run.json() for run in r.runs], "ranks": t.ranks,
-                "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
-                "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
-                "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
-                "device": to_json(t.device), "comm": to_json(t.comm),
-                "classified": to_json(t.classified),
-                "top_ops": to_json(t.top_ops[:TOP_JSON]),
-                "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
-                "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
-                "memory": to_json(t.memory), "inventory": to_json(t.inventory),
-                "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
-                "notes": t.notes, "margin": r.margin, "noise_ms": r.noise_ms,
-                "warmup": sorted(t.warmup), "counters": to_json(t.counters),
-                "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
-                               "stages": to_json(t.throughput_stages)},
-                "ledger": t.ledger.json() if t.ledger else None}
+                **_tables_json(self.result, self.tables),
+                "notes": [*self.tables.notes, *self.rule_notes]}
 
 
-def report(result: Analysis, settings: Settings | None = None) -> Report:
-    """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
-    every table computed once, then the verdict and the findings from the same tables."""
-    if settings is None:
-        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
-                            include_warmup=result.include_warmup,
-                            flops_per_token=result.flops_per_token,
-                            peak_tflops=result.peak_tflops)
-    once = _Once(settings.apply(result))
-    most = max(TOP_MOST, settings.top)
-    tables = Tables(
+def _tables(once: _Once, most: int) -> Tables:
+    """Every table of ``once``, each computed once; top lists of ``most`` rows."""
+    return Tables(
         ranges=once.ranges, ranks=once.ranks, warmup=once.warmup(), counted=once.counted(),
         counters=once.counters(), counted_counters=once.counted_counters(), model=once.model(),
         throughput=once.throughput(), throughput_stages=once.throughput_stages(),
@@ -271,6 +244,46 @@ def report(result: Analysis, settings: Settings | None = None) -> Report:
         top_runtime=once.top_runtime(most), memory=once.memory(),
         inventory=once.inventory(), warnings=once.warnings(), problems=once.problems(),
         notes=once.notes(), unread_device=once.unread_device())
+
+
+def _tables_json(r: Analysis, t: Tables) -> JsonObject:
+    """The tables ``t`` of ``r`` as ``--json`` writes them."""
+    return {"root": str(r.root), "run": r.run.json() if r.run else None,
+            "runs": [run.json() for run in r.runs], "ranks": t.ranks,
+            "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
+            "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
+            "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
+            "device": to_json(t.device), "comm": to_json(t.comm),
+            "classified": to_json(t.classified),
+            "top_ops": to_json(t.top_ops[:TOP_JSON]),
+            "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
+            "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
+            "memory": to_json(t.memory), "inventory": to_json(t.inventory),
+            "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
+            "notes": t.notes, "margin": r.margin, "noise_ms": r.noise_ms,
+            "warmup": sorted(t.warmup), "counters": to_json(t.counters),
+            "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
+                           "stages": to_json(t.throughput_stages)},
+            "ledger": t.ledger.json() if t.ledger else None}
+
+
+def tables_json(result: Analysis) -> JsonObject:
+    """A job's ``analysis.json``: every table of ``result`` as ``--json`` writes it (each
+    computed once), without the verdict and findings (not computed)."""
+    once = _Once(result)
+    return _tables_json(once, _tables(once, TOP_MOST))
+
+
+def report(result: Analysis, settings: Settings | None = None) -> Report:
+    """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
+    every table computed once, then the verdict and the findings from the same tables."""
+    if settings is None:
+        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
+                            include_warmup=result.include_warmup,
+                            flops_per_token=result.flops_per_token,
+                            peak_tflops=result.peak_tflops)
+    once = _Once(settings.apply(result))
+    tables = _tables(once, max(TOP_MOST, settings.top))
     findings, rule_notes = find(once)
     return Report(result=once, settings=settings, verdict=verdict(once), findings=findings,
                   rule_notes=rule_notes, tables=tables)

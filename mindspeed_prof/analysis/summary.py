@@ -8,7 +8,7 @@ from typing import Protocol
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.analysis.jsonvalue import JsonObject
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report import tables_json
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
@@ -54,7 +54,7 @@ def write_run_summary(root: Path, run: str | None = None) -> Path | None:
     except UnknownRun:
         return None
     path = Path(root) / ANALYSIS
-    write_json(path, report(result).summary())
+    write_json(path, tables_json(result))
     return path
 
 

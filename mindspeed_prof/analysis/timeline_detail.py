@@ -64,80 +64,98 @@ def wall_events(data: TraceData, offset: float,
         yield (opid, otid), cat, name, wall, dur
 
 
+@dataclass
+class _Track:
+    """One track's detail: a thread per original thread (named when first seen), and its
+    slices."""
+
+    add: Callable[[TraceEvent], None]
+    pid: int
+    origin: float
+    threads: dict[Thread, int]
+
+    def tid_of(self, thread: Thread, cat: str) -> int:
+        tid = self.threads.get(thread)
+        if tid is None:
+            tid = self.threads[thread] = DETAIL_TID + len(self.threads)
+            kind = "device" if cat in _DEVICE_CATS else "host"
+            self.add({"ph": "M", "name": "thread_name", "pid": self.pid, "tid": tid,
+                      "args": {"name": f"{kind} {thread[0]}/{thread[1]}"}})
+            self.add({"ph": "M", "name": "thread_sort_index", "pid": self.pid, "tid": tid,
+                      "args": {"sort_index": tid}})
+        return tid
+
+    def slice_(self, event: Event) -> None:
+        thread, cat, name, ts, dur = event
+        self.add({"ph": "X", "pid": self.pid, "tid": self.tid_of(thread, cat), "cat": cat,
+                  "name": name, "ts": round(ts - self.origin, 3), "dur": round(dur, 3)})
+
+    def flush(self, run: _Run | None, tally: Tally) -> None:
+        """``run`` written: one operator as itself, several as one ``merged: N ops`` slice."""
+        if run is None:
+            return
+        first, n = run.first, run.count
+        if n == 1:
+            self.slice_(first)
+            return
+        self.add({"ph": "X", "pid": self.pid, "tid": self.threads[first[0]], "cat": "merged",
+                  "name": f"merged: {n} ops", "ts": round(first[3] - self.origin, 3),
+                  "dur": round(run.end - first[3], 3), "args": {"ops": n}})
+        tally.merged += n
+        tally.slices += 1
+
+
 def write_detail(add: Callable[[TraceEvent], None], pid: int, events: Iterable[Event],
                  origin: float, threads: dict[Thread, int], plan: Plan | None,
                  step_of: StepOf, tally: Tally) -> None:
     """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
-
-    def tid_of(thread: Thread, cat: str) -> int:
-        tid = threads.get(thread)
-        if tid is None:
-            tid = threads[thread] = DETAIL_TID + len(threads)
-            kind = "device" if cat in _DEVICE_CATS else "host"
-            add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                 "args": {"name": f"{kind} {thread[0]}/{thread[1]}"}})
-            add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                 "args": {"sort_index": tid}})
-        return tid
-
-    def slice_(tid: int, cat: str, name: str, ts: float, dur: float) -> None:
-        add({"ph": "X", "pid": pid, "tid": tid, "cat": cat, "name": name,
-             "ts": round(ts - origin, 3), "dur": round(dur, 3)})
-
+    track = _Track(add, pid, origin, threads)
     if plan is None or not plan.active:
-        for thread, cat, name, ts, dur in events:
-            slice_(tid_of(thread, cat), cat, name, ts, dur)
+        for event in events:
+            track.slice_(event)
         return
     buffered = list(events)  # one capture's: merging needs each thread in time order
     for thread, cat, _, _, _ in buffered:
-        tid_of(thread, cat)
+        track.tid_of(thread, cat)
     buffered.sort(key=lambda e: (threads[e[0]], e[3], -e[4]))
-    always = plan.always_us.get(pid, float("inf"))
+    _merge(track, buffered, plan, step_of, tally)
+
+
+def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf,
+           tally: Tally) -> None:
+    """``events`` (each thread's in time order) under ``plan``: the long ones and each rank's
+    longest as themselves, the short ones of a thread merged while they share the kept slice
+    around them and the step; the operators of cells out of its scope left out."""
+    always = plan.always_us.get(track.pid, float("inf"))
     run: _Run | None = None
     ends: list[float] = []  # the kept slices open on this thread, innermost last
     thread_now: Thread | None = None
-
-    def flush() -> None:
-        nonlocal run
-        if run is None:
-            return
-        first, n, end = run.first, run.count, run.end
-        if n == 1:
-            slice_(threads[first[0]], first[1], first[2], first[3], first[4])
-        else:
-            add({"ph": "X", "pid": pid, "tid": threads[first[0]], "cat": "merged",
-                 "name": f"merged: {n} ops", "ts": round(first[3] - origin, 3),
-                 "dur": round(end - first[3], 3), "args": {"ops": n}})
-            tally.merged += n
-            tally.slices += 1
-        run = None
-
-    for event in buffered:
-        thread, cat, name, ts, dur = event
+    for event in events:
+        thread, _, _, ts, dur = event
         if thread != thread_now:
-            flush()
+            track.flush(run, tally)
+            run, thread_now = None, thread
             ends.clear()
-            thread_now = thread
         while ends and ends[-1] <= ts:
             ends.pop()
         step = step_of(ts) if plan.full is not None else None
-        in_scope = plan.full is None or (pid, step) in plan.full
+        in_scope = plan.full is None or (track.pid, step) in plan.full
         if dur >= always or (in_scope and dur >= plan.below_us):
-            flush()
+            track.flush(run, tally)
+            run = None
             ends.append(ts + dur)
-            slice_(threads[thread], cat, name, ts, dur)
+            track.slice_(event)
         elif not in_scope:
             tally.left_out += 1
         else:
             parent = (len(ends), ends[-1] if ends else None)
-            if run is not None and (run.parent != parent or run.step != step):
-                flush()
-            if run is not None:
+            if run is not None and run.parent == parent and run.step == step:
                 run.count += 1
                 run.end = max(run.end, ts + dur)
             else:
+                track.flush(run, tally)
                 run = _Run(event, 1, ts + dur, parent, step)
-    flush()
+    track.flush(run, tally)
 
 
 def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:

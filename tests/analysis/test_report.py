@@ -112,7 +112,7 @@ def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
 
 
 def test_a_job_summary_is_the_json_less_verdict_findings_and_rule_notes(run_dir: Path) -> None:
-    """A job's ``analysis.json`` (``Report.summary``) and ``--json`` keep one layout: the same
+    """A job's ``analysis.json`` (``tables_json``) and ``--json`` keep one layout: the same
     keys in the same order and values, ``--json`` adding the verdict, findings and rule notes."""
     result = analyse(run_dir)
     written = write_run_summary(run_dir)
