@@ -22,6 +22,7 @@ from mindspeed_prof.analysis.rows import (
     DeviceRow,
     Peaks,
     SideBySide,
+    StageOrRange,
     to_json,
 )
 from mindspeed_prof.analysis.runs import manifest_run
@@ -67,7 +68,7 @@ Means = dict[tuple[str, int | None], tuple[float, int]]
 Steps = dict[tuple[str, int | None], list[float]]
 
 
-def _changes(kind: str, a: Means, b: Means, threshold: float, floor: float,
+def _changes(kind: StageOrRange, a: Means, b: Means, threshold: float, floor: float,
              steps: tuple[Steps, Steps] = ({}, {})) -> list[Change]:
     """One row per (name, rank) of either run, the costliest change first; flagged by the
     gate (``gate.shift`` of the per-step times ``steps``) at ``threshold``."""
@@ -91,7 +92,7 @@ def _changes(kind: str, a: Means, b: Means, threshold: float, floor: float,
                                       r.name, rank_order(r.rank)))
 
 
-def per_step(x: Analysis, kind: str) -> Steps:
+def per_step(x: Analysis, kind: StageOrRange) -> Steps:
     """Per (name, rank): its time in each counted step (executions in one step add up)."""
     per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for r in x.counted():

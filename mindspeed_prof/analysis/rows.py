@@ -16,12 +16,14 @@ import msgspec
 from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 
-__all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
-           "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict",
-           "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
-           "StageRow", "StepRow", "StepTime", "Straggler", "StragglerKind", "World", "to_json",
-           "Bound", "DevicePer"]
+__all__ = ["BOUNDS", "Alloc", "Bound", "Change", "Classified", "CommRow", "DeviceMeans",
+           "DevicePer", "DeviceRow", "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare",
+           "MemoryRow", "MemoryVerdict", "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row",
+           "RuntimeRow", "Share", "SideBySide", "StageOrRange", "StageRow", "StepRow", "StepTime",
+           "Straggler", "StragglerKind", "World", "to_json"]
 
+#: What a table row is about: a stage, or a custom range.
+StageOrRange = Literal["stage", "range"]
 #: What a straggler is slow at: a stage, a custom range, or (the verdict's) device compute.
 StragglerKind = Literal["stage", "range", "device"]
 
@@ -189,7 +191,7 @@ class Change(Row, kw_only=True):
     compares; ``shift_ms`` (B - A, Hodges-Lehmann) and ``p`` (one-sided, B slower). In
     ``--json`` the name is under the kind (``{"stage": name}``; ranges: ``{"name": name}``)."""
 
-    kind: str
+    kind: StageOrRange
     name: str
     rank: int | None
     a_mean_ms: float | None
@@ -275,7 +277,7 @@ class Share(Row, kw_only=True):
     ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
     the others by the noise floor)."""
 
-    kind: Literal["stage", "range"]
+    kind: StageOrRange
     name: str
     ms: float
     share: float | None

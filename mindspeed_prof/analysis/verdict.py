@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
@@ -40,6 +40,7 @@ from mindspeed_prof.analysis.rows import (
     MemoryVerdict,
     Row,
     Share,
+    StageOrRange,
     StepTime,
     Straggler,
     World,
@@ -128,7 +129,7 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
             lo = r.ts - first[key]
             a, b = boxes.get(key, (lo, lo + r.dur))
             boxes[key] = (min(a, lo), max(b, lo + r.dur))
-    kinds: tuple[Literal["stage", "range"], ...] = ("stage", "range")
+    kinds: tuple[StageOrRange, ...] = ("stage", "range")
     for kind in kinds:
         spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
             defaultdict(list))
