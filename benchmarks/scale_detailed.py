@@ -89,7 +89,7 @@ def _matrix_lowest(doc: dict[str, Any], ranks: int) -> bool:
 def _timeline_ok(path: Path, ranks: int, steps: int, stages: bool) -> str:
     """Every rank's steps, its stages (where the captures have some) and 16 operators (not
     merged) on its track, read back a batch of events at a time."""
-    from mindspeed_prof.analysis.readers.chrome import stream_events
+    from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
 
     counts: dict[str, dict[Any, int]] = {"steps": {}, "stages": {}, "ops": {}}
     for batch in stream_events(path):

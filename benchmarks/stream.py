@@ -81,9 +81,9 @@ def _analyse(trace: Path) -> tuple[float, float, float]:
 
 
 def _read_cost(folder: Path, report: Report) -> None:
-    from mindspeed_prof.analysis.readers.chrome import read_json
     from mindspeed_prof.analysis.readers.events import decode_events
     from mindspeed_prof.analysis.readers.fold import collect
+    from mindspeed_prof.analysis.readers.kineto.chrome import read_json
     from mindspeed_prof.analysis.readers.model import TraceData
     from mindspeed_prof.testing.kineto import write_cuda_trace
 

@@ -10,8 +10,8 @@ import msgspec
 
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, separate, survey
-from mindspeed_prof.analysis.readers.memory import is_memory_file, read_memory
-from mindspeed_prof.analysis.readers.model import rank_of
+from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_memory
+from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis, stem_key
 from mindspeed_prof.analysis.runs import split
 from mindspeed_prof.config.validate import pattern_problem

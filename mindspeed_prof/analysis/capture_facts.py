@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from mindspeed_prof.analysis.readers.classify import CLI_RULE, CONFIG_RULE, DEFAULT, RULES
-from mindspeed_prof.analysis.readers.model import TraceData, rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Classified, World
 
 __all__ = ["beyond_hta", "classified", "rule_kind", "worlds", "worlds_text"]

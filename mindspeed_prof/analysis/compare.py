@@ -12,7 +12,7 @@ from mindspeed_prof.analysis.device_scope import counted, scope
 from mindspeed_prof.analysis.gate import Shift, shift
 from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
-from mindspeed_prof.analysis.readers.model import rank_order, ranks_text
+from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.result import Analysis
 from mindspeed_prof.analysis.rows import (

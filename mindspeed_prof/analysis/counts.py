@@ -14,8 +14,9 @@ from collections.abc import Iterable
 
 from mindspeed_prof.analysis.jsonvalue import JsonObject
 from mindspeed_prof.analysis.readers.counters import Count
-from mindspeed_prof.analysis.readers.device_peak import peak_tflops as device_peak
-from mindspeed_prof.analysis.readers.model import TraceData, rank_order
+from mindspeed_prof.analysis.readers.kineto.device_peak import peak_tflops as device_peak
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis import parallel
 from mindspeed_prof.analysis.jsonvalue import JsonObject
-from mindspeed_prof.analysis.readers.chrome import INTERRUPTED
+from mindspeed_prof.analysis.readers.kineto.chrome import INTERRUPTED
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
@@ -171,7 +171,7 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
     captures and their ranks are counted. Returns, per run, the ranks of captures named as ours
     (``rank<r>_...``) and of every capture, and the unplanned captures their metadata names."""
     from mindspeed_prof.analysis.capture_facts import worlds
-    from mindspeed_prof.analysis.readers.model import rank_label
+    from mindspeed_prof.analysis.readers.labels import rank_label
 
     result = dataclasses.replace(results[0], traces=[t for r in results for t in r.traces],
                                  bad=list(dict.fromkeys(b for r in results for b in r.bad)))

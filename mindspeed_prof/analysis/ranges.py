@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from mindspeed_prof.analysis.readers import Range
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGES
 

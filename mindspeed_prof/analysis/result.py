@@ -20,13 +20,8 @@ from mindspeed_prof.analysis.ranges import (
     with_bare,
 )
 from mindspeed_prof.analysis.readers import Range, TraceData
-from mindspeed_prof.analysis.readers.model import (
-    Tally,
-    merge_tallies,
-    rank_label,
-    rank_order,
-    ranks_text,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import Tally, merge_tallies
 from mindspeed_prof.analysis.rows import (
     CommRow,
     DeviceRow,

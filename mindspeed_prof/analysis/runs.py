@@ -24,7 +24,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from mindspeed_prof.analysis.readers.model import TraceData, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.manifest import Manifest, find_manifests

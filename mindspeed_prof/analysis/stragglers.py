@@ -17,7 +17,8 @@ import statistics
 from collections import defaultdict
 from typing import TypeVar
 
-from mindspeed_prof.analysis.readers.model import Range, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, Straggler, StragglerKind
 

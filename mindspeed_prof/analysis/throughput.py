@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, Model, is_update
 from mindspeed_prof.analysis.ranges import stage_order
-from mindspeed_prof.analysis.readers.model import Range, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
 
 __all__ = ["OVER_PEAK", "RankRate", "StageThroughput", "ThroughputRow", "mfu", "stage_summaries",

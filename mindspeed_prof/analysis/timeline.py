@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.timeline_budget import (
     BudgetError,
     BudgetFacts,

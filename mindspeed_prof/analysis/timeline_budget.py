@@ -21,7 +21,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
-from mindspeed_prof.analysis.readers.model import rank_label
+from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.timeline_event import Thread
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
 
 __all__ = ["align", "clock_offset_us"]
 

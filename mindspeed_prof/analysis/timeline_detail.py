@@ -160,7 +160,7 @@ def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf,
 
 def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
-    from mindspeed_prof.analysis.readers.chrome import stream_events
+    from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
     from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of
 
     path = data.path

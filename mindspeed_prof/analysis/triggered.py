@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:

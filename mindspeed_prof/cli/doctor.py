@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.model import ranks_text
+from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.cli.common import Exit, error, exit_help
 
 __all__ = ["add_parser", "captures_line", "run", "runs_text"]

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mindspeed_prof.analysis.readers.model import ranks_text
+from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
 from mindspeed_prof.cli.common import (
     Exit,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from mindspeed_prof.analysis.counts import Model
 from mindspeed_prof.analysis.ledger import Ledger
-from mindspeed_prof.analysis.readers.model import rank_label
+from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.views.safe import cell, printable
 from mindspeed_prof.views.tables import codes as _codes

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mindspeed_prof.analysis.readers.model import rank_label
+from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.views.counted import LEDGER_NAMES, count_text, share_text
 
 if TYPE_CHECKING:

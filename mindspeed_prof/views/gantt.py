@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Optional
 
-from mindspeed_prof.analysis.readers.model import Range, rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.views.palette import stage_colours, stage_order
 from mindspeed_prof.views.safe import printable

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import is_update
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
-from mindspeed_prof.analysis.readers.model import rank_label, ranks_text
+from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
 from mindspeed_prof.analysis.throughput import GENERATE, OVER_PEAK, StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered

@@ -128,7 +128,7 @@ def test_an_interrupted_write_leaves_no_entry(capture: Path,
 def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     package = tmp_path / "mindspeed_prof"
-    files = ("analysis/readers/__init__.py", "analysis/readers/device.py", "config/schema.py",
+    files = ("analysis/readers/__init__.py", "analysis/readers/device/breakdown.py", "config/schema.py",
              "formats/__init__.py", "formats/sqlite_trace.py")
     for name in files:
         (package / name).parent.mkdir(parents=True, exist_ok=True)

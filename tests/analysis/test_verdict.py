@@ -9,7 +9,7 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.readers import Range, TraceData
-from mindspeed_prof.analysis.readers.chrome import device_memory
+from mindspeed_prof.analysis.readers.kineto.chrome import device_memory
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.verdict import bound_of, verdict
 from mindspeed_prof.formats.header import CaptureHeader

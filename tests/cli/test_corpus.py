@@ -30,7 +30,7 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.readers import read
-from mindspeed_prof.analysis.readers.model import WHOLE, rank_label, step_label
+from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
 from mindspeed_prof.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"

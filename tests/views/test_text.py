@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.readers.model import TraceData, ranks_text
+from mindspeed_prof.analysis.readers.labels import ranks_text
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
 from mindspeed_prof.cli.presets import changed_values
 from mindspeed_prof.config.presets import PRESETS

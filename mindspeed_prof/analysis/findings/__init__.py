@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.finding import SEVERITIES, Finding, Rule
-from mindspeed_prof.analysis.readers.model import one_line
+from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mindspeed_prof.analysis.findings.finding import Finding, Severity
-from mindspeed_prof.analysis.readers.model import TraceData, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import TraceData
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis

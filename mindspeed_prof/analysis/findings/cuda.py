@@ -26,21 +26,15 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.device_scope import parts, scope
 from mindspeed_prof.analysis.findings.common import files_text, severity, source_label
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.readers.device_streams import (
+from mindspeed_prof.analysis.readers.device.streams import (
     KERNEL_WAIT_US,
     LATE_US,
     PROMPT_US,
     SLOW_CALL_US,
     TINY_US,
 )
-from mindspeed_prof.analysis.readers.model import (
-    DeviceRow,
-    LaunchStats,
-    StreamIdle,
-    TraceData,
-    rank_label,
-    rank_order,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
 

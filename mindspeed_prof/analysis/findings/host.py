@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.rows import NoOpRow
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 

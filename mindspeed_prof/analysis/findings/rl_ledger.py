@@ -19,7 +19,7 @@ from mindspeed_prof.analysis.counts import GENERATE
 from mindspeed_prof.analysis.findings.common import files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
 from mindspeed_prof.analysis.ledger import LedgerLine, Tail
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mindspeed_prof.analysis.device_scope import parts as device_parts
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.report import Tables
 from mindspeed_prof.analysis.rows import DeviceRow, StepRow
 from mindspeed_prof.views.palette import DEVICE_COLOURS, stage_order

@@ -10,7 +10,7 @@ import msgspec
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.findings import Finding
-from mindspeed_prof.analysis.readers.model import WHOLE, rank_label, step_label
+from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
 from mindspeed_prof.analysis.report import Report, Tables, report
 from mindspeed_prof.views.html.charts import charts as _charts
 from mindspeed_prof.views.html.style import CSS as _CSS

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.findings import Finding
-from mindspeed_prof.analysis.readers.model import ranks_text
+from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.report import Report, report
 from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.views.safe import printable

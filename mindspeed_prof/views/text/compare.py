@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.compare import Comparison
-from mindspeed_prof.analysis.readers.model import rank_label
+from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.rows import Change
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column

@@ -6,7 +6,8 @@ from typing import Any
 
 from rich.console import Console
 
-from mindspeed_prof.analysis.readers.model import WHOLE, Tally, rank_label, step_label, tally
+from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
+from mindspeed_prof.analysis.readers.model import Tally, tally
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.report import Report
 from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.rows import StageRow, StepRow, Straggler
 from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import codes as _codes

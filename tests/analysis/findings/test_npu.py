@@ -28,8 +28,8 @@ from mindspeed_prof.analysis.readers.model import (
     Tally,
     TraceData,
 )
-from mindspeed_prof.analysis.readers.npu import read_npu
-from mindspeed_prof.analysis.readers.npu_facts import LaunchOrder, OpGroups, TaskGroups
+from mindspeed_prof.analysis.readers.npu.facts import LaunchOrder, OpGroups, TaskGroups
+from mindspeed_prof.analysis.readers.npu.folder import read_npu
 
 ROOT = Path("/captures")
 

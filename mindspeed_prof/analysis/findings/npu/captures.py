@@ -7,12 +7,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from mindspeed_prof.analysis.findings.common import folder_of, ranks_of
-from mindspeed_prof.analysis.readers.model import (
-    NpuFacts,
-    TraceData,
-    rank_order,
-    ranks_text,
-)
+from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import NpuFacts, TraceData
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis

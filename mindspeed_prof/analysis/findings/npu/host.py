@@ -17,11 +17,9 @@ from mindspeed_prof.analysis.findings.npu.captures import (
     steps_of,
 )
 from mindspeed_prof.analysis.findings.npu.layout import COMPILE_FIX
-from mindspeed_prof.analysis.readers.model import (
-    TraceData,
-    rank_label,
-)
-from mindspeed_prof.analysis.readers.npu_facts import api_name, is_sync
+from mindspeed_prof.analysis.readers.labels import rank_label
+from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.readers.npu.facts import api_name, is_sync
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:

@@ -16,10 +16,8 @@ from mindspeed_prof.analysis.findings.npu.captures import (
     on_ranks,
     steps_of,
 )
-from mindspeed_prof.analysis.readers.model import (
-    TraceData,
-    rank_label,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:

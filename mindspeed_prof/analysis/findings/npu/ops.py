@@ -18,12 +18,8 @@ from mindspeed_prof.analysis.findings.npu.captures import (
     on_ranks,
     steps_of,
 )
-from mindspeed_prof.analysis.readers.model import (
-    NpuOp,
-    TraceData,
-    rank_label,
-    rank_order,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import NpuOp, TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:

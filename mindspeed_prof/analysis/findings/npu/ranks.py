@@ -15,11 +15,8 @@ from mindspeed_prof.analysis.findings.npu.captures import (
     npu_captures,
     steps_of,
 )
-from mindspeed_prof.analysis.readers.model import (
-    TraceData,
-    rank_label,
-    rank_order,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:

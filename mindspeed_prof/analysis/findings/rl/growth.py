@@ -23,7 +23,7 @@ from mindspeed_prof.analysis.findings.rl.steps import (
     steps_text,
     who_text,
 )
-from mindspeed_prof.analysis.readers.model import rank_order
+from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
 

@@ -18,7 +18,7 @@ from mindspeed_prof.analysis.findings.rl.steps import (
     steps_of,
     traces_of,
 )
-from mindspeed_prof.analysis.readers.model import rank_label, rank_order
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.ranks import role_of
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times

@@ -8,13 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.common import files_text
-from mindspeed_prof.analysis.readers.model import (
-    Range,
-    TraceData,
-    rank_label,
-    rank_order,
-    ranks_text,
-)
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.model import Range, TraceData
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
