@@ -18,17 +18,23 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, Union
 
-__all__ = ["MAX_JSON_BYTES", "Json", "JsonObject", "Refused", "open_regular", "read_bytes",
-           "read_json", "within", "write_atomic", "write_json"]
+__all__ = ["MAX_JSON_BYTES", "Json", "JsonObject", "Jsonable", "JsonableObject", "Refused",
+           "open_regular", "read_bytes", "read_json", "within", "write_atomic", "write_json"]
 
 #: A JSON value as ``json.loads`` gives it (and ``msgspec.to_builtins`` makes of our records).
 Json: TypeAlias = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
 #: A JSON object.
 JsonObject: TypeAlias = dict[str, Json]
+#: A JSON value to write (``--json``, the summary files): read-only views, so that a
+#: ``list[int]`` or a mapping of rows is one too.
+Jsonable: TypeAlias = Union[None, bool, int, float, str, Sequence["Jsonable"],
+                            Mapping[str, "Jsonable"]]
+#: A JSON object to write.
+JsonableObject: TypeAlias = dict[str, Jsonable]
 
 #: Our JSON files (manifests, cluster and sweep summaries) larger than this are not read.
 MAX_JSON_BYTES = 64 << 20

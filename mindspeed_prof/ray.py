@@ -95,7 +95,8 @@ class ProfilerMixin:
         prof = self.profiler
         prof.close()
         files = [Path(f) for c in prof.captures for f in c.files]
-        summary = capture_summary([f for f in files if f.is_file()]) if files else {}
+        written = [f for f in files if f.is_file()]
+        summary = capture_summary(written) if written else None
         return {"run": prof.run[0], "rank": prof.rank, "role": prof.role,
                 "host": socket.gethostname(),
                 "node": _node_id(),  # holds the files below
@@ -103,8 +104,8 @@ class ProfilerMixin:
                 "captures": [c.to_json() for c in prof.captures],
                 "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}
                           for f in files],
-                "stage_rank": summary.get("stage_rank", []),
-                "per_step": summary.get("per_step", [])}
+                "stage_rank": summary["stage_rank"] if summary else [],
+                "per_step": summary["per_step"] if summary else []}
 
 
 def _node_id() -> str:

@@ -18,7 +18,6 @@ import glob
 import hashlib
 import os
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -60,14 +59,14 @@ class _Entry(msgspec.Struct):
     data: msgspec.Raw
 
 
-def _enc_hook(obj: Any) -> Any:
+def _enc_hook(obj: object) -> str:
     if isinstance(obj, Path):
         return str(obj)
     raise NotImplementedError(f"cannot cache {type(obj).__name__}")
 
 
-def _dec_hook(kind: type, obj: Any) -> Any:
-    if kind is Path:
+def _dec_hook(kind: type, obj: object) -> Path:
+    if kind is Path and isinstance(obj, str):
         return Path(obj)
     raise NotImplementedError(f"cannot decode {kind}")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
+from mindspeed_prof.analysis.result import Placement
 from mindspeed_prof.jsonio import within
 from mindspeed_prof.raylink import connect
 
@@ -74,7 +74,7 @@ def _reading(path: str, root: str, use_cache: bool,
 
 def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True,
                     comm_kernels: str = ""
-                    ) -> tuple[list[TraceData | str], list[dict[str, Any]]]:
+                    ) -> tuple[list[TraceData | str], list[Placement]]:
     """Every capture below ``root`` on any node, read where it lies, in a stable order, and
     where each was read: ``{"path", "node", "host", "bytes"}``. A ``root`` starting with ``~``
     is each node's own home. ``comm_kernels``: as ``parallel.read_all``."""
@@ -104,7 +104,7 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
                                                                     comm_kernels)
             for c in captures]
     results: list[TraceData | str] = []
-    placed = []
+    placed: list[Placement] = []
     for capture, (node, result) in zip(captures, ray.get(refs)):
         if isinstance(result, bytes):
             result = cache.decode(result)

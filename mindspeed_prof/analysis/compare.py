@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.device_scope import counted, scope
 from mindspeed_prof.analysis.gate import Shift, shift
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import Change, DeviceMeans, DeviceRow, Peaks, SideBySide, to_json
+from mindspeed_prof.analysis.result import Analysis
+from mindspeed_prof.analysis.rows import (
+    Change,
+    DeviceMeans,
+    DevicePer,
+    DeviceRow,
+    Peaks,
+    SideBySide,
+    StageOrRange,
+    to_json,
+)
 from mindspeed_prof.analysis.runs import manifest_run
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 from mindspeed_prof.formats.manifest import find_manifests
+from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
            "few_steps", "per_step", "slower_than"]
@@ -25,6 +35,10 @@ __all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_ru
 #: B is a regression when its steps' times shift by more than this fraction of A's (and the
 #: shift is real: ``gate``).
 DEFAULT_THRESHOLD = 0.1
+
+
+#: One thing a run captured (``captured``): a step, level, preset, backend, rank or stage.
+Fact = int | str | None
 
 
 class Comparison(msgspec.Struct, kw_only=True):
@@ -36,14 +50,14 @@ class Comparison(msgspec.Struct, kw_only=True):
     device: list[SideBySide]
     memory: list[SideBySide]
     warnings: list[str]
-    captured: dict[str, dict[str, list[Any]]]
+    captured: dict[str, dict[str, Sequence[Fact]]]
     #: What A's and B's device means are per: ``step``, or ``capture`` (no steps).
-    device_per: dict[str, str] = {}
+    device_per: dict[str, DevicePer] = {}
     #: A change per execution under this many ms is noise (the larger of ``noise_ms`` and 1%
     #: of A's step).
     floor_ms: float = 0.0
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonableObject:
         return {"rows": to_json(self.rows), "ranges": to_json(self.ranges),
                 "device": to_json(self.device), "memory": to_json(self.memory),
                 "warnings": self.warnings, "captured": self.captured,
@@ -54,7 +68,7 @@ Means = dict[tuple[str, int | None], tuple[float, int]]
 Steps = dict[tuple[str, int | None], list[float]]
 
 
-def _changes(kind: str, a: Means, b: Means, threshold: float, floor: float,
+def _changes(kind: StageOrRange, a: Means, b: Means, threshold: float, floor: float,
              steps: tuple[Steps, Steps] = ({}, {})) -> list[Change]:
     """One row per (name, rank) of either run, the costliest change first; flagged by the
     gate (``gate.shift`` of the per-step times ``steps``) at ``threshold``."""
@@ -78,7 +92,7 @@ def _changes(kind: str, a: Means, b: Means, threshold: float, floor: float,
                                       r.name, rank_order(r.rank)))
 
 
-def per_step(x: Analysis, kind: str) -> Steps:
+def per_step(x: Analysis, kind: StageOrRange) -> Steps:
     """Per (name, rank): its time in each counted step (executions in one step add up)."""
     per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for r in x.counted():
@@ -142,7 +156,7 @@ def _higher(a: float | None, b: float | None) -> float | None:
     return a if b is None else b if a is None else max(a, b)
 
 
-def captured(x: Analysis) -> dict[str, list[Any]]:
+def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
     """What a run captured: steps, levels, presets, backends (its own manifests'), ranks and
     stages."""
     presets: set[str] = set()
@@ -192,16 +206,17 @@ def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD)
 _LIST_CHARS = 24
 
 
-def _values(values: list[Any]) -> str:
+def _values(values: Sequence[Fact]) -> str:
     """``5-10, 16-21``, ``level0, level1``, ``none``; a long list of numbers as its count and
     bounds (``200 from 2 to 400``), so that one warning stays one short line."""
     if not values:
         return "none"
-    if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
-        text = ranks_text(values)
-        known = [v for v in values if v is not None]
+    numbers = [v for v in values if v is None or (isinstance(v, int) and not isinstance(v, bool))]
+    if len(numbers) == len(values):
+        text = ranks_text(numbers)
+        known = [v for v in numbers if v is not None]
         if len(text) > _LIST_CHARS and known:
-            unknown = ", ?" if None in values else ""
+            unknown = ", ?" if None in numbers else ""
             return f"{len(known)} from {min(known)} to {max(known)}{unknown}"
         return text
     return ", ".join(map(str, values))

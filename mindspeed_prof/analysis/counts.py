@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 from mindspeed_prof.analysis.readers.counters import Count
 from mindspeed_prof.analysis.readers.kineto.device_peak import peak_tflops as device_peak
@@ -19,6 +18,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = ["DISTRIBUTIONS", "GENERATE", "MAX_PEAK_TFLOPS", "STANDARD", "CounterRow", "Model",
            "counter_rows", "is_update", "model_facts", "model_problem", "percentile"]
@@ -61,8 +61,8 @@ class CounterRow(Row, kw_only=True):
         """Every value recorded: the scalar sum plus the distribution's values."""
         return (self.value or 0.0) + (math.fsum(self.values) if self.values else 0.0)
 
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run": self.run, "rank": self.rank, "source": self.source,
+    def json(self) -> JsonableObject:
+        out: JsonableObject = {"run": self.run, "rank": self.rank, "source": self.source,
                                "step": self.step, "stage": self.stage, "name": self.name,
                                "value": self.value, "calls": self.calls}
         if self.values:
@@ -102,7 +102,7 @@ def _preferred(traces: list[TraceData]) -> list[TraceData]:
 def counter_rows(traces: list[TraceData], run: str = "") -> list[CounterRow]:
     """Every counter of ``traces`` (of the run ``run``), one row per (rank, source, step,
     stage, name), warmup steps included; by rank, step, stage and name."""
-    merged: dict[tuple[Any, ...], CounterRow] = {}
+    merged: dict[tuple[int | None, str, int | None, str | None, str], CounterRow] = {}
     for t in _preferred(traces):
         source = t.clash_label
         source = source if isinstance(source, str) else ""
@@ -147,7 +147,7 @@ class Model(Row, kw_only=True):
     problems: list[str] = []
 
 
-def model_problem(field: str, value: Any) -> str | None:
+def model_problem(field: str, value: object) -> str | None:
     """Why ``value`` cannot be ``field`` (``flops_per_token``, ``peak_tflops``), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{field}={value!r}: not a number"

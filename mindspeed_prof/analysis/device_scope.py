@@ -19,14 +19,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
+from mindspeed_prof.analysis.rows import BOUNDS, Bound, DevicePer
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["PARTS", "Scope", "counted", "has_steps", "parts", "scope"]
+__all__ = ["Scope", "counted", "has_steps", "parts", "scope"]
 
-#: The parts of a row's device time, in the order ties are broken (``rows.BOUNDS``).
-PARTS = ("compute", "communication", "copy", "idle")
 
 
 def has_steps(t: TraceData) -> bool:
@@ -38,7 +37,7 @@ class Scope(NamedTuple):
     """``per`` ``step`` or ``capture``; the ``traces`` whose rows count; the captures without
     steps ``left_out`` beside captures with steps."""
 
-    per: str
+    per: DevicePer
     traces: list[TraceData]
     left_out: list[TraceData]
 
@@ -61,8 +60,8 @@ def counted(result: Analysis, within: Scope | None = None) -> list[DeviceRow]:
             and (result.include_warmup or not r.warmup)]
 
 
-def parts(r: DeviceRow) -> dict[str, float]:
-    """``PARTS`` of a row in ms: compute, communication no compute overlaps (torch_npu's own
+def parts(r: DeviceRow) -> dict[Bound, float]:
+    """``rows.BOUNDS`` of a row in ms: compute, communication no compute overlaps (torch_npu's own
     figure where it gives one), copy (CUDA: the busy time neither compute nor communication
     covers; torch_npu: none) and idle; none below 0 (a NaN is 0)."""
     comm = _pos(r.comm_ms)
@@ -70,7 +69,7 @@ def parts(r: DeviceRow) -> dict[str, float]:
                else comm - min(_pos(r.overlap_ms), comm))
     copy = (r.busy_ms - _pos(r.compute_ms) - exposed if r.busy_ms is not None
             else r.memcpy_ms or 0.0)
-    return dict(zip(PARTS, map(_pos, (r.compute_ms, exposed, copy, r.idle_ms))))
+    return dict(zip(BOUNDS, map(_pos, (r.compute_ms, exposed, copy, r.idle_ms))))
 
 
 def _pos(ms: float) -> float:

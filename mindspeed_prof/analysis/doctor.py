@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis import parallel
@@ -23,42 +23,50 @@ from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, capture_stem, is_capture_file
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
 from mindspeed_prof.formats.stem import rank_of
-from mindspeed_prof.jsonio import Refused, open_regular, read_json, within
+from mindspeed_prof.jsonio import JsonableObject, Refused, open_regular, read_json, within
 
-__all__ = ["Finding", "Health", "doctor"]
+__all__ = ["Health", "Problem", "ProblemKind", "doctor"]
 
-_rank = rank_of
 _TAIL_BYTES = 64
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem: what kind, the file or rank it concerns, and one line for people."""
+#: What a problem is: ``unreadable``: analyse skips the capture, or a manifest or summary was
+#: refused; ``worker_*``: a Ray worker gave no summary (``_LOST``); ``partly_read``: analyse
+#: skips part of it; ``no_captures``: nothing under the root that analyse would read;
+#: ``interrupted``: a range file never closed (its process was killed, or is still writing).
+ProblemKind = Literal["missing_rank", "empty", "truncated", "temp_file", "nothing_captured",
+                      "clock_skew", "unreadable", "worker_died", "worker_timeout",
+                      "worker_failed", "partly_read", "no_captures", "interrupted"]
+#: What a worker whose summary the Ray driver did not get is said to have done, by ``status``.
+_LOST: dict[str, tuple[ProblemKind, str]] = {
+    "died": ("worker_died", "died before its summary was collected"),
+    "timeout": ("worker_timeout", "gave no summary in time"),
+    "failed": ("worker_failed", "failed to give its summary")}
 
-    #: missing_rank | empty | truncated | temp_file | nothing_captured | clock_skew |
-    #: unreadable (analyse skips the capture, or a manifest or summary was refused) |
-    #: worker_died | worker_timeout | worker_failed (a Ray worker gave no summary) |
-    #: partly_read (analyse skips part of it) |
-    #: no_captures (nothing under the root that analyse would read) | interrupted (a range
-    #: file never closed: its process was killed, or is still writing)
-    kind: str
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem ``doctor`` found (a finding, in its output): what kind, the file or rank
+    it concerns, and one line for people."""
+
+    kind: ProblemKind
     where: str
     message: str
 
 
 @dataclass
 class Health:
-    """Findings (problems) and facts worth a line: captures and disk per rank, triggered
+    """Problems (``findings``) and facts worth a line: captures and disk per rank, triggered
     captures, notes on how captures were read (a trace without ProfilerStep ranges...)."""
 
     root: Path
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Problem] = field(default_factory=list)
     ranks_expected: list[int] = field(default_factory=list)
     ranks_found: list[int] = field(default_factory=list)
     #: Captures per rank as ``analyse`` reads them ("?" for a capture that names no rank).
     captures_per_rank: dict[str, int] = field(default_factory=dict)
     disk_per_rank: dict[int, int] = field(default_factory=dict)
-    triggered: list[dict[str, Any]] = field(default_factory=list)
+    triggered: list[JsonableObject] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: The world sizes the captures record and the ranks captured of each
     #: (``{"world_size": 64, "ranks": [0]}``).
@@ -70,8 +78,8 @@ class Health:
     def healthy(self) -> bool:
         return not self.findings
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+    def to_json(self) -> JsonableObject:
+        out: JsonableObject = asdict(self)
         out["root"] = str(self.root)
         out["healthy"] = self.healthy
         return out
@@ -88,11 +96,11 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     first_step: dict[tuple[str, int], float] = {}  # (host, step) -> earliest start, us
     for path in files:
         rel = str(path.relative_to(root))
-        rank = _rank(path.name)
+        rank = rank_of(path.name)
         if rank is not None:
             health.disk_per_rank[rank] = health.disk_per_rank.get(rank, 0) + path.stat().st_size
         if path.name.endswith(".tmp") or ".tmp." in path.name:
-            health.findings.append(Finding("temp_file", rel, f"{rel}: temporary file left "
+            health.findings.append(Problem("temp_file", rel, f"{rel}: temporary file left "
                                            "behind by an interrupted write"))
             continue
         if not is_capture_file(path.name):
@@ -102,7 +110,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         problem = _check_capture(path)
         if problem:
             kind, why = problem
-            health.findings.append(Finding(kind, rel, f"{rel}: {why}"))
+            health.findings.append(Problem(kind, rel, f"{rel}: {why}"))
         elif path.name.endswith(SPANS):
             _first_steps(path, first_step)
     flagged = {root / f.where for f in health.findings}
@@ -134,7 +142,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
                        found | own.get(run, set()) | read.get(run, set()))
     if not health.captures_per_rank and not any(
             f.kind == "nothing_captured" for f in health.findings):
-        health.findings.append(Finding(
+        health.findings.append(Problem(
             "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
             "folder that analyse reads)"))
     _check_skew(health, first_step, skew_ms)
@@ -170,13 +178,13 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
         if any(line.startswith(f"{path}:") for path in flagged):
             continue  # an empty or truncated file already has its finding
         where = result.shown(line).split(": ", 1)[0]
-        kind = ("interrupted" if INTERRUPTED in line else "partly_read" if line in partial
-                else "unreadable")
-        health.findings.append(Finding(kind, where, result.shown(line)))
+        kind: ProblemKind = ("interrupted" if INTERRUPTED in line
+                             else "partly_read" if line in partial else "unreadable")
+        health.findings.append(Problem(kind, where, result.shown(line)))
     for t in result.traces:
         if t.holds_nothing and t.path not in flagged:
             where = result.shown(str(t.path))
-            health.findings.append(Finding("empty", where, f"{where}: captured nothing (no "
+            health.findings.append(Problem("empty", where, f"{where}: captured nothing (no "
                                            "ranges, no ops): analyse counts it but has nothing "
                                            "to show"))
     health.notes = [result.shown(n) for n in result.notes()]
@@ -184,7 +192,7 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for t in result.traces:
         stems[rank_label(t.rank)].add((str(t.path.parent), capture_stem(t.path)))
-        if t.rank is not None and (t.path.is_dir() or _rank(t.path.name) is None):
+        if t.rank is not None and (t.path.is_dir() or rank_of(t.path.name) is None):
             # a torch_npu folder, or a file not named rank<r>_...: its bytes not counted yet
             health.disk_per_rank[t.rank] = health.disk_per_rank.get(t.rank, 0) + t.size
     health.captures_per_rank = {rank: len(s) for rank, s in sorted(
@@ -194,11 +202,11 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
     for r in results:
         run = r.run.id if r.run is not None else LEGACY
         ranks[run].update(t.rank for t in r.traces if t.rank is not None)
-        own[run].update(n for t in r.traces if (n := _rank(t.path.name)) is not None)
+        own[run].update(n for t in r.traces if (n := rank_of(t.path.name)) is not None)
     return own, ranks, triggered(result)
 
 
-def _load(path: Path, health: Health | None = None, follow: bool = False) -> Any:
+def _load(path: Path, health: Health | None = None, follow: bool = False) -> object:
     """A JSON file (bounded; through a link only when ``follow``, as for a capture); None when
     it is missing or not JSON. One refused (a link, a FIFO, a device, too large) is a finding
     in ``health``."""
@@ -214,10 +222,10 @@ def _load(path: Path, health: Health | None = None, follow: bool = False) -> Any
 
 def _refused(health: Health, err: Refused) -> None:
     rel = str(Path(err.path).relative_to(health.root))
-    health.findings.append(Finding("unreadable", rel, f"{rel}: not read: {err.reason}"))
+    health.findings.append(Problem("unreadable", rel, f"{rel}: not read: {err.reason}"))
 
 
-def _check_capture(path: Path) -> tuple[str, str] | None:
+def _check_capture(path: Path) -> tuple[ProblemKind, str] | None:
     size = path.stat().st_size
     if size == 0:
         return "empty", "empty file"
@@ -254,28 +262,23 @@ def _first_steps(path: Path, out: dict[tuple[str, int], float]) -> None:
                 out[key] = min(out.get(key, float("inf")), float(event.get("ts", 0)))
 
 
-#: What a worker whose summary the Ray driver did not get is said to have done.
-_LOST = {"died": "died before its summary was collected",
-         "timeout": "gave no summary in time",
-         "failed": "failed to give its summary"}
-
-
-def _check_workers(health: Health, workers: list[dict[str, Any]]) -> None:
+def _check_workers(health: Health, workers: list[dict[str, object]]) -> None:
     """Each Ray worker of the cluster summary whose summary did not come back (``collect``'s
     ``died``, ``timeout`` and ``failed`` entries) is a finding naming its rank and actor."""
     for w in workers:
-        status = w.get("status")
-        if status not in _LOST:
+        lost = _LOST.get(str(w.get("status")))
+        if lost is None:
             continue
+        kind, what = lost
         rank = w.get("rank")
         who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
         actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
-        health.findings.append(Finding(
-            f"worker_{status}", who, f"{who}{actor}: {_LOST[status]} ({w.get('error', '')}); "
+        health.findings.append(Problem(
+            kind, who, f"{who}{actor}: {what} ({w.get('error', '')}); "
             "whatever it wrote stays on its node's disk"))
 
 
-def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[str, Any]],
+def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[str, object]],
                  own: set[int], found: set[int], run: str | None) -> None:
     """Ranks expected of one run: its manifests, ``profile_ranks``, its workers in the cluster
     summary, else every rank up to the highest of our own captures (another tool's captures
@@ -289,15 +292,15 @@ def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[s
             expected.update(r for r in ranks if isinstance(r, int))
             listed = True
     for worker in workers:
-        if worker.get("enabled") and isinstance(worker.get("rank"), int):
-            expected.add(worker["rank"])
+        if worker.get("enabled") and isinstance(rank := worker.get("rank"), int):
+            expected.add(rank)
     if own and not listed:  # profile_ranks: all: every rank up to the highest seen
         expected.update(range(max(own) + 1))
     health.ranks_expected += sorted(expected)
     where = "" if run is None else (
         " among the captures without a run id" if run.startswith(LEGACY) else f" in run {run}")
     for rank in sorted(expected - found):
-        health.findings.append(Finding("missing_rank", f"rank {rank}",
+        health.findings.append(Problem("missing_rank", f"rank {rank}",
                                        f"rank {rank}: expected{where}, but no capture file "
                                        "found"))
 
@@ -308,7 +311,7 @@ def _check_windows(health: Health, manifests: list[Manifest], found: set[int]) -
         if (m.status in ("completed", "exited") and not m.captures
                 and window.get("profile") and m.rank not in found):
             start, end = window.get("profile_step_start"), window.get("profile_step_end")
-            health.findings.append(Finding(
+            health.findings.append(Problem(
                 "nothing_captured", f"rank {m.rank}",
                 f"rank {m.rank}: the job {m.status} but captured nothing (window "
                 f"[{start}, {end}): did the run reach step {start}? were the hooks called?)"))
@@ -325,7 +328,7 @@ def _check_skew(health: Health, first_step: dict[tuple[str, int], float], skew_m
         early, late = min(hosts, key=hosts.__getitem__), max(hosts, key=hosts.__getitem__)
         gap_ms = (hosts[late] - hosts[early]) / 1000
         if gap_ms > skew_ms:
-            health.findings.append(Finding(
+            health.findings.append(Problem(
                 "clock_skew", f"{early}, {late}",
                 f"hosts {early} and {late}: step {step} starts {gap_ms:.0f} ms apart (over "
                 f"{skew_ms:g} ms): clocks out of sync, so cross-host timelines are shifted"))

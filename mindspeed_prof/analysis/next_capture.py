@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
@@ -25,7 +26,7 @@ from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["DETAILED", "GROUP", "NextStep", "alive", "job_manifest", "merged_overrides",
            "next_steps", "relaunch_line"]
@@ -44,7 +45,7 @@ class NextStep(Row, kw_only=True):
     ``runnable``, else (no manifest recorded the job's command) the ``overrides`` to add to
     it. ``overrides``: the new ones a relaunch sets."""
 
-    kind: str
+    kind: Literal["relaunch", "live", "timeline"]
     why: str
     command: str
     runnable: bool = True
@@ -154,17 +155,18 @@ def job_manifest(root: Path) -> dict[str, Any] | None:
                 found.append(read_json(path, MAX_MANIFEST_BYTES))
             except (OSError, ValueError):
                 continue
-        found = [m for m in found if isinstance(m, dict) and isinstance(m.get("job"), dict)]
-        if found:
-            return max(found, key=lambda m: _number(m.get("start_time")))
+        jobs: list[dict[str, Any]] = [m for m in found if isinstance(m, dict)
+                                      and isinstance(m.get("job"), dict)]
+        if jobs:
+            return max(jobs, key=lambda m: _number(m.get("start_time")))
     return None
 
 
-def _number(value: Any) -> float:
+def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def alive(manifest: dict[str, Any]) -> bool:
+def alive(manifest: Mapping[str, object]) -> bool:
     """Whether the job may still run: its manifest says ``running`` and, on this host, its
     process is there."""
     if manifest.get("status") != "running":
@@ -200,7 +202,7 @@ def merged_overrides(old: list[str], new: list[str]) -> list[str]:
     wanted = {_key(o)[1]: o for o in new}
     preset = wanted.get(GROUP, "").partition("=")[2]
     sets = {f"{GROUP}.{section}.{name}" for section, values in
-            preset_sections(PRESETS[preset][1] if preset in PRESETS else {}).items()
+            preset_sections(PRESETS[preset].fields if preset in PRESETS else {}).items()
             for name in values}
     out, placed = [], set()
     for line in old:
@@ -214,7 +216,7 @@ def merged_overrides(old: list[str], new: list[str]) -> list[str]:
     return out + [line for key, line in wanted.items() if key not in placed]
 
 
-def relaunch_line(job: dict[str, Any], new: list[str], here: Path) -> str | None:
+def relaunch_line(job: Mapping[str, object], new: list[str], here: Path) -> str | None:
     """The job's command with its overrides and ``new`` merged in, quoted for a POSIX shell
     (``cd`` to its launch dir first where that is not ``here``), or None when the manifest
     holds no command (a job that predates it, or one not launched by Hydra)."""

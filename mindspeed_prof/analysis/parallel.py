@@ -8,8 +8,8 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from multiprocessing.pool import IMapIterator
 from pathlib import Path
-from typing import Any
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
@@ -136,7 +136,8 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
             signal.signal(signal.SIGINT, previous)
 
 
-def _next(results: Any, stop: threading.Event) -> tuple[int, bytes | TraceData | str]:
+def _next(results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: threading.Event
+          ) -> tuple[int, bytes | TraceData | str]:
     """The next result, checking for Ctrl-C every tenth of a second."""
     while not stop.is_set():
         try:

@@ -10,16 +10,17 @@ and the findings read the same tables (``Tables``, through ``_Once``), never a s
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
 from mindspeed_prof.analysis.ledger import Ledger
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.rows import (
     Classified,
     CommRow,
@@ -34,18 +35,23 @@ from mindspeed_prof.analysis.rows import (
     StageRow,
     StepRow,
     Straggler,
+    StragglerKind,
     to_json,
 )
 from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow
 from mindspeed_prof.analysis.verdict import Verdict, verdict
+from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report"]
+__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report",
+           "tables_json"]
 
 #: The longest top list any view shows (the report's); shorter lists are its first rows.
 TOP_MOST = 25
 #: The top lists' length in ``--json`` and for the findings (``Analysis.top_*``' default).
 TOP_JSON = 15
+
+T = TypeVar("T")
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,12 +114,13 @@ class _Once(Analysis):
     def __init__(self, result: Analysis) -> None:
         super().__init__(**{f.name: getattr(result, f.name)
                             for f in dataclasses.fields(Analysis)})
-        self._memo: dict[tuple[str, Any], Any] = {}
+        self._memo: dict[tuple[str, object], object] = {}
 
-    def _once(self, name: str, compute: Any, key: Any = None) -> Any:
+    def _once(self, name: str, compute: Callable[[], T], key: object = None) -> T:
+        """``compute()``, the first time ``name`` (with ``key``) is asked for; then its value."""
         if (name, key) not in self._memo:
             self._memo[(name, key)] = compute()
-        return self._memo[(name, key)]
+        return cast(T, self._memo[(name, key)])  # stored by this method, from ``compute``
 
     @property
     def ranges(self) -> list[Range]:
@@ -156,7 +163,7 @@ class _Once(Analysis):
     def per_step(self) -> list[StepRow]:
         return self._once("per_step", super().per_step)
 
-    def stragglers(self, kind: str = "stage") -> list[Straggler]:
+    def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         return self._once("stragglers", lambda: super(_Once, self).stragglers(kind), kind)
 
     def range_table(self) -> list[RangeRow]:
@@ -215,41 +222,17 @@ class Report(msgspec.Struct, kw_only=True):
     rule_notes: list[str]
     tables: Tables
 
-    def json(self) -> dict[str, Any]:
-        """``analyse --json``: ``verdict`` and ``findings`` first, then the tables."""
-        r, t = self.result, self.tables
+    def json(self) -> JsonableObject:
+        """``analyse --json``: ``verdict`` and ``findings`` first, then the tables
+        (``tables_json``), the rules' notes added to the captures'."""
         return {"verdict": self.verdict.json(), "findings": to_json(self.findings),
-                "root": str(r.root), "run": r.run.json() if r.run else None,
-                "runs": [run.json() for run in r.runs], "ranks": t.ranks,
-                "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
-                "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
-                "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
-                "device": to_json(t.device), "comm": to_json(t.comm),
-                "classified": to_json(t.classified),
-                "top_ops": to_json(t.top_ops[:TOP_JSON]),
-                "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
-                "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
-                "memory": to_json(t.memory), "inventory": to_json(t.inventory),
-                "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
-                "notes": [*t.notes, *self.rule_notes],
-                "margin": r.margin, "noise_ms": r.noise_ms, "warmup": sorted(t.warmup),
-                "counters": to_json(t.counters),
-                "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
-                               "stages": to_json(t.throughput_stages)},
-                "ledger": t.ledger.json() if t.ledger else None}
+                **_tables_json(self.result, self.tables),
+                "notes": [*self.tables.notes, *self.rule_notes]}
 
 
-def report(result: Analysis, settings: Settings | None = None) -> Report:
-    """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
-    every table computed once, then the verdict and the findings from the same tables."""
-    if settings is None:
-        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
-                            include_warmup=result.include_warmup,
-                            flops_per_token=result.flops_per_token,
-                            peak_tflops=result.peak_tflops)
-    once = _Once(settings.apply(result))
-    most = max(TOP_MOST, settings.top)
-    tables = Tables(
+def _tables(once: _Once, most: int) -> Tables:
+    """Every table of ``once``, each computed once; top lists of ``most`` rows."""
+    return Tables(
         ranges=once.ranges, ranks=once.ranks, warmup=once.warmup(), counted=once.counted(),
         counters=once.counters(), counted_counters=once.counted_counters(), model=once.model(),
         throughput=once.throughput(), throughput_stages=once.throughput_stages(),
@@ -261,11 +244,51 @@ def report(result: Analysis, settings: Settings | None = None) -> Report:
         top_runtime=once.top_runtime(most), memory=once.memory(),
         inventory=once.inventory(), warnings=once.warnings(), problems=once.problems(),
         notes=once.notes(), unread_device=once.unread_device())
+
+
+def _tables_json(r: Analysis, t: Tables) -> JsonableObject:
+    """The tables ``t`` of ``r`` as ``--json`` writes them."""
+    return {"root": str(r.root), "run": r.run.json() if r.run else None,
+            "runs": [run.json() for run in r.runs], "ranks": t.ranks,
+            "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
+            "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
+            "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
+            "device": to_json(t.device), "comm": to_json(t.comm),
+            "classified": to_json(t.classified),
+            "top_ops": to_json(t.top_ops[:TOP_JSON]),
+            "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
+            "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
+            "memory": to_json(t.memory), "inventory": to_json(t.inventory),
+            "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
+            "notes": t.notes, "margin": r.margin, "noise_ms": r.noise_ms,
+            "warmup": sorted(t.warmup), "counters": to_json(t.counters),
+            "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
+                           "stages": to_json(t.throughput_stages)},
+            "ledger": t.ledger.json() if t.ledger else None}
+
+
+def tables_json(result: Analysis) -> JsonableObject:
+    """A job's ``analysis.json``: every table of ``result`` as ``--json`` writes it (each
+    computed once), without the verdict and findings (not computed)."""
+    once = _Once(result)
+    return _tables_json(once, _tables(once, TOP_MOST))
+
+
+def report(result: Analysis, settings: Settings | None = None) -> Report:
+    """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
+    every table computed once, then the verdict and the findings from the same tables."""
+    if settings is None:
+        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
+                            include_warmup=result.include_warmup,
+                            flops_per_token=result.flops_per_token,
+                            peak_tflops=result.peak_tflops)
+    once = _Once(settings.apply(result))
+    tables = _tables(once, max(TOP_MOST, settings.top))
     findings, rule_notes = find(once)
     return Report(result=once, settings=settings, verdict=verdict(once), findings=findings,
                   rule_notes=rule_notes, tables=tables)
 
 
-def document(result: Analysis | Report) -> dict[str, Any]:
+def document(result: Analysis | Report) -> JsonableObject:
     """``analyse --json`` of ``result`` (a ``Report``, or an ``Analysis`` to make one of)."""
     return (result if isinstance(result, Report) else report(result)).json()

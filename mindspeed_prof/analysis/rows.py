@@ -8,23 +8,31 @@ its ``LinkShare``s and ``Alloc``, the readers' rows, are written with ``msgspec.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
+from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["BOUNDS", "Alloc", "Change", "Classified", "CommRow", "DeviceMeans", "DeviceRow",
-           "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare", "MemoryRow", "MemoryVerdict",
-           "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row", "RuntimeRow", "Share", "SideBySide",
-           "StageRow", "StepRow", "StepTime", "Straggler", "World", "to_json"]
+__all__ = ["BOUNDS", "Alloc", "Bound", "Change", "Classified", "CommRow", "DeviceMeans",
+           "DevicePer", "DeviceRow", "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare",
+           "MemoryRow", "MemoryVerdict", "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row",
+           "RuntimeRow", "Share", "SideBySide", "StageOrRange", "StageRow", "StepRow", "StepTime",
+           "Straggler", "StragglerKind", "World", "to_json"]
+
+#: What a table row is about: a stage, or a custom range.
+StageOrRange = Literal["stage", "range"]
+#: What a straggler is slow at: a stage, a custom range, or (the verdict's) device compute.
+StragglerKind = Literal["stage", "range", "device"]
 
 
 class Row(msgspec.Struct, kw_only=True):
     """A row of a table; ``json()`` is its ``--json`` form."""
 
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.to_builtins(self)
+    def json(self) -> JsonableObject:
+        out: JsonableObject = msgspec.to_builtins(self)
         return out
 
 
@@ -72,8 +80,8 @@ class StepRow(Row, kw_only=True):
     stages: dict[str, float] = {}
     warmup: bool = False
 
-    def json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rank": self.rank, "source": self.source, "step": self.step}
+    def json(self) -> JsonableObject:
+        out: JsonableObject = {"rank": self.rank, "source": self.source, "step": self.step}
         if self.total is not None:
             out["total"] = self.total
         return {**out, **self.stages, "warmup": self.warmup}
@@ -85,7 +93,7 @@ class Straggler(Row, kw_only=True):
     ``ratio`` of the two and the time lost ``excess_ms``. In ``--json`` the name is under the
     kind (``{"stage": name}``)."""
 
-    kind: str
+    kind: StragglerKind
     name: str
     step: int
     rank: int | None
@@ -95,9 +103,10 @@ class Straggler(Row, kw_only=True):
     ratio: float
     excess_ms: float
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonableObject:
         out = super().json()
-        out[out.pop("kind")] = out.pop("name")
+        del out["kind"]
+        out[self.kind] = out.pop("name")
         return out
 
 
@@ -169,7 +178,7 @@ class InventoryRow(Row, kw_only=True):
     bytes: int
     events: int
     steps: list[int]
-    level: Any = None
+    level: str | None = None
 
 
 class Change(Row, kw_only=True):
@@ -182,7 +191,7 @@ class Change(Row, kw_only=True):
     compares; ``shift_ms`` (B - A, Hodges-Lehmann) and ``p`` (one-sided, B slower). In
     ``--json`` the name is under the kind (``{"stage": name}``; ranges: ``{"name": name}``)."""
 
-    kind: str
+    kind: StageOrRange
     name: str
     rank: int | None
     a_mean_ms: float | None
@@ -199,14 +208,21 @@ class Change(Row, kw_only=True):
     shift_ms: float | None = None
     p: float | None = None
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonableObject:
         out = super().json()
         kind = out.pop("kind")
         out = {("stage" if kind == "stage" else "name"): out.pop("name"), **out}
         return out
 
 
-class DeviceMeans(Row, kw_only=True):
+class _Side(msgspec.Struct, kw_only=True):
+    """One run's numbers in a ``SideBySide`` (None: not recorded); ``json()`` by field name."""
+
+    def json(self) -> dict[str, float | None]:
+        return {name: getattr(self, name) for name in self.__struct_fields__}
+
+
+class DeviceMeans(_Side, kw_only=True):
     """Mean ms per (non-warmup) step of each device component."""
 
     compute_ms: float | None = None
@@ -216,7 +232,7 @@ class DeviceMeans(Row, kw_only=True):
     idle_ms: float | None = None
 
 
-class Peaks(Row, kw_only=True):
+class Peaks(_Side, kw_only=True):
     """Peak allocated and reserved bytes over a rank's captures (None: not recorded)."""
 
     peak_allocated_bytes: float | None = None
@@ -231,13 +247,16 @@ class SideBySide(Row, kw_only=True):
     a: DeviceMeans | Peaks
     b: DeviceMeans | Peaks
 
-    def json(self) -> dict[str, Any]:
+    def json(self) -> JsonableObject:
         return {"rank": self.rank, **{f"a_{k}": v for k, v in self.a.json().items()},
                 **{f"b_{k}": v for k, v in self.b.json().items()}}
 
 
 #: What a device verdict can name, in the order ties are broken.
-BOUNDS = ("compute", "communication", "copy", "idle")
+Bound = Literal["compute", "communication", "copy", "idle"]
+BOUNDS: tuple[Bound, ...] = ("compute", "communication", "copy", "idle")
+#: What device time is per: a step, or (no capture has steps) a whole capture.
+DevicePer = Literal["step", "capture"]
 
 
 class StepTime(Row, kw_only=True):
@@ -258,7 +277,7 @@ class Share(Row, kw_only=True):
     ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
     the others by the noise floor)."""
 
-    kind: str
+    kind: StageOrRange
     name: str
     ms: float
     share: float | None
@@ -294,7 +313,7 @@ class DeviceVerdict(Row, kw_only=True):
     in). ``classified``: device time of the classification rules HTA does not share (DeepEP,
     NVSHMEM, the user's...) that classified anything."""
 
-    bound: str
+    bound: Bound
     compute_ms: float
     comm_ms: float
     copy_ms: float
@@ -302,7 +321,7 @@ class DeviceVerdict(Row, kw_only=True):
     shares: dict[str, float]
     ranks: int
     steps: int
-    per: str = "step"
+    per: DevicePer = "step"
     left_out: list[str] = []
     classified: list[Classified] = []
 
@@ -317,6 +336,6 @@ class MemoryVerdict(Row, kw_only=True):
     share: float | None = None
 
 
-def to_json(rows: list[Any]) -> list[dict[str, Any]]:
+def to_json(rows: Sequence[msgspec.Struct]) -> list[JsonableObject]:
     """Rows as ``--json`` writes them."""
     return [r.json() if isinstance(r, Row) else msgspec.to_builtins(r) for r in rows]

@@ -20,7 +20,7 @@ from typing import TypeVar
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import Row, Straggler
+from mindspeed_prof.analysis.rows import Row, Straggler, StragglerKind
 
 __all__ = ["DEFAULT_NOISE_MS", "NOISE_SHARE", "SPREAD_FACTOR", "Behind", "behind",
            "find_stragglers", "medians_of_others", "noise_floor"]
@@ -66,8 +66,8 @@ def step_times(ranges: list[Range]) -> dict[int, float]:
     return {step: statistics.median(ms) for step, ms in per.items()}
 
 
-def _per_step(ranges: list[Range], kind: str) -> dict[tuple[str, int], dict[tuple[int | None,
-                                                                          str], float]]:
+def _per_step(ranges: list[Range], kind: StragglerKind
+              ) -> dict[tuple[str, int], dict[tuple[int | None, str], float]]:
     """``kind`` time per (name, step) and (rank, source): several runs in a step add up."""
     per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
         lambda: defaultdict(float))
@@ -77,7 +77,7 @@ def _per_step(ranges: list[Range], kind: str) -> dict[tuple[str, int], dict[tupl
     return per
 
 
-def find_stragglers(ranges: list[Range], kind: str, margin: float,
+def find_stragglers(ranges: list[Range], kind: StragglerKind, margin: float,
                     noise_ms: float = DEFAULT_NOISE_MS) -> list[Straggler]:
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time
@@ -106,7 +106,7 @@ class Behind(Row, kw_only=True):
     (``spread_ms``, the standard deviation; 0 for one step), its ``worst`` step, and whether
     that makes it ``consistent``: a straggler, not a one-off."""
 
-    kind: str
+    kind: StragglerKind
     name: str
     rank: int | None
     source: str = ""
@@ -118,7 +118,7 @@ class Behind(Row, kw_only=True):
     consistent: bool
 
 
-def behind(ranges: list[Range], kind: str, margin: float,
+def behind(ranges: list[Range], kind: StragglerKind, margin: float,
            noise_ms: float = DEFAULT_NOISE_MS) -> list[Behind]:
     """Every rank behind in at least one step (``find_stragglers``), with how consistently:
     consistent ones first, then by the mean lag, then by the worst step's."""

@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypedDict
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.analysis.report import tables_json
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
-from mindspeed_prof.jsonio import write_json
+from mindspeed_prof.jsonio import JsonableObject, write_json
 
-__all__ = ["after_capture", "capture_summary", "write_capture_summary", "write_run_summary"]
+__all__ = ["CaptureSummary", "Captured", "after_capture", "capture_summary",
+           "write_capture_summary", "write_run_summary"]
 
 
-def capture_summary(files: list[Path]) -> dict[str, Any]:
+class Captured(Protocol):
+    """What the summary hook reads of a capture's record (``capture.record.CaptureRecord``)."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def files(self) -> Sequence[str]: ...
+
+
+class CaptureSummary(TypedDict):
+    """``capture_summary``'s answer: the files read, three tables' rows, the files skipped."""
+
+    files: list[str]
+    stage_rank: list[JsonableObject]
+    per_step: list[JsonableObject]
+    top_ops: list[JsonableObject]
+    skipped: list[str]
+
+
+def capture_summary(files: list[Path]) -> CaptureSummary:
     """Per-stage totals of one capture's files."""
     result = analyse_files(files, files[0].parent if files else Path("."))
     return {"files": [Path(f).name for f in files], "stage_rank": to_json(result.stage_rank()),
@@ -41,11 +63,11 @@ def write_run_summary(root: Path, run: str | None = None) -> Path | None:
     except UnknownRun:
         return None
     path = Path(root) / ANALYSIS
-    write_json(path, result.to_json())
+    write_json(path, tables_json(result))
     return path
 
 
-def after_capture(cfg: Any, role: str = "integrated") -> list[Callable[[Any], None]]:
+def after_capture(cfg: object, role: str = "integrated") -> list[Callable[[Captured], None]]:
     """``profile_analysis: true``: the ``on_capture`` hook that writes each capture's summary
     (torch_npu parses its own folders: not those). ``cfg`` is a checked section or a whole
     ``profiler_config``."""
@@ -56,7 +78,7 @@ def after_capture(cfg: Any, role: str = "integrated") -> list[Callable[[Any], No
     if not section.profile_analysis:
         return []
 
-    def summarize(record: Any) -> None:
+    def summarize(record: Captured) -> None:
         if record.backend != "torch_npu":
             write_capture_summary([Path(f) for f in record.files])
 

@@ -18,17 +18,25 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
 
 import msgspec
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Stats, budget_line
+from mindspeed_prof.analysis.timeline_budget import (
+    BudgetError,
+    BudgetFacts,
+    Plan,
+    Stats,
+    Tally,
+    budget_facts,
+    budget_line,
+)
 from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align
 from mindspeed_prof.analysis.timeline_clock import clock_offset_us
-from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, wall_events, write_detail
+from mindspeed_prof.analysis.timeline_detail import StepOf, wall_events, write_detail
+from mindspeed_prof.analysis.timeline_event import Out, Thread, TraceEvent
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 from mindspeed_prof.formats.stem import Stem
@@ -125,7 +133,7 @@ class Timeline:
     warnings: list[str] = field(default_factory=list)
     aligned_on_steps: list[str] = field(default_factory=list)
     json_bytes: int = 0
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: BudgetFacts | None = None
 
 
 def _role_order(role: str) -> tuple[int, str]:
@@ -162,14 +170,14 @@ class _Writer:
     """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes
     and stops (``_Over``) past ``limit``."""
 
-    def __init__(self, f: IO[bytes] | None, limit: int | None = None) -> None:
+    def __init__(self, f: Out | None, limit: int | None = None) -> None:
         self._f = f
         self.limit = limit
         self._pending: list[bytes] = []
         self.count = 0
         self.bytes = 0
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: TraceEvent) -> None:
         self._pending.append(_encode(event))
         if len(self._pending) >= _CHUNK:
             self.flush()
@@ -243,7 +251,7 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
             stats = stats or _stats(layout, result)
             plan = plan_budget(*stats, cap if plan is None else int(cap * 0.85 ** (attempt + 1)))
     if plan is not None and plan.active:
-        result.budget = _budget_facts(plan, tally, max_bytes, layout)
+        result.budget = budget_facts(plan, tally, max_bytes, _ranks(layout))
     for path in result.aligned_on_steps:
         result.warnings.append(f"{path}: no clock record; aligned on step starts (track marked)")
     result.bytes = out.stat().st_size
@@ -256,12 +264,11 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
     """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
     did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    opener: Any = gzip.open if out.name.endswith(".gz") else open
     tally = Tally()
     try:
-        with opener(tmp, "wb") as f:
-            w: Any = _Writer(f, limit) if fmt == "json" else PerfettoWriter(f, layout.origin,
-                                                                            limit)
+        with gzip.open(tmp, "wb") if out.name.endswith(".gz") else open(tmp, "wb") as f:
+            w: _Writer | PerfettoWriter = (_Writer(f, limit) if fmt == "json"
+                                           else PerfettoWriter(f, layout.origin, limit))
             head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
             f.write(head)
             _emit(w, layout, plan, tally)
@@ -270,14 +277,14 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
                      "aligned_on_step_starts": result.aligned_on_steps,
                      "warnings": result.warnings}
             if plan is not None and plan.active:
-                other["budget"] = _budget_facts(plan, tally, None, layout)
+                other["budget"] = budget_facts(plan, tally, None, _ranks(layout))
             tail = b""
-            if fmt == "json":  # json escapes what msgspec cannot write: a path's non-UTF-8
-                tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
-                f.write(tail)
-            else:
+            if isinstance(w, PerfettoWriter):
                 w.other_data(other)
                 w.flush()
+            else:  # json escapes what msgspec cannot write: a path's non-UTF-8
+                tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
+                f.write(tail)
             result.events = w.count
         if limit is not None and len(head) + w.bytes + len(tail) > limit:
             raise _Over
@@ -287,13 +294,13 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
     return len(head) + w.bytes + len(tail), tally
 
 
-def _emit(w: Any, layout: _Layout, plan: Plan | None, tally: Tally,
+def _emit(w: _Writer | PerfettoWriter, layout: _Layout, plan: Plan | None, tally: Tally,
           stats: Stats | None = None) -> None:
     """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
     steps = layout.steps
     for pid, key, label, captures in layout.tracks:
         _header(w, pid, label)
-        threads: dict[Any, int] = {}
+        threads: dict[Thread, int] = {}
         for c in captures:
             span = None if steps.everything else _window_span(c, steps, layout.offsets)
             for t in c.ranges:
@@ -342,18 +349,9 @@ def _stats(layout: _Layout, result: Timeline) -> tuple[Stats, int]:
         result.warnings)
 
 
-def _budget_facts(plan: Plan, tally: Tally, max_bytes: int | None,
-                  layout: _Layout) -> dict[str, Any]:
-    facts: dict[str, Any] = {
-        "merged_below_us": plan.below_us, "merged_operators": tally.merged,
-        "merged_slices": tally.slices, "left_out_operators": tally.left_out,
-        "always_kept_per_rank": ALWAYS}
-    if max_bytes is not None:
-        facts["max_bytes"] = max_bytes
-    if plan.full is not None:
-        ranks = {pid: key.rank for pid, key, _, _ in layout.tracks}
-        facts["operators_of"] = [[rank_label(ranks.get(pid)), step] for pid, step in plan.chosen]
-    return facts
+def _ranks(layout: _Layout) -> dict[int, int | None]:
+    """Each track's rank, by pid."""
+    return {pid: key.rank for pid, key, _, _ in layout.tracks}
 
 
 def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
@@ -366,7 +364,7 @@ def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
             if len(h) > 1]
 
 
-def _header(w: Any, pid: int, label: str) -> None:
+def _header(w: _Writer | PerfettoWriter, pid: int, label: str) -> None:
     w.add({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
     w.add({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
     for tid, name in THREADS.values():
@@ -383,15 +381,15 @@ def _window_span(c: _Capture, steps: StepWindow,
     return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
 
 
-def _write_ranges(w: Any, pid: int, data: TraceData, offset: float, origin: float,
-                  steps: StepWindow, span: tuple[float, float] | None) -> None:
+def _write_ranges(w: _Writer | PerfettoWriter, pid: int, data: TraceData, offset: float,
+                  origin: float, steps: StepWindow, span: tuple[float, float] | None) -> None:
     shift = offset - origin
     for r in data.ranges:
         if not steps.everything and r.step not in steps and not (
                 r.step is None and span is not None and span[0] <= r.ts + offset <= span[1]):
             continue
         tid = THREADS.get(r.kind, THREADS["range"])[0]
-        event: dict[str, Any] = {"ph": "X", "pid": pid, "tid": tid, "name": r.name,
+        event: TraceEvent = {"ph": "X", "pid": pid, "tid": tid, "name": r.name,
                                  "ts": round(r.ts + shift, 3), "dur": round(r.dur, 3)}
         if r.step is not None:
             event["args"] = {"step": r.step}

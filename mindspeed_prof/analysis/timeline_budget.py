@@ -19,13 +19,16 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
+
+from mindspeed_prof.analysis.readers.labels import rank_label
+from mindspeed_prof.analysis.timeline_event import Thread
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ALWAYS", "CAP_US", "DEFAULT_MB", "BudgetError", "Plan", "Stats", "budget_line",
-           "event_bytes", "plan"]
+__all__ = ["ALWAYS", "CAP_US", "DEFAULT_MB", "BudgetError", "BudgetFacts", "Plan", "Stats",
+           "Tally", "budget_facts", "budget_line", "event_bytes", "plan"]
 
 #: The default budget, in MB of uncompressed JSON: Perfetto's JSON importer holds the parsed
 #: trace in the tab's WebAssembly memory (4 GB at most), several times the text's size.
@@ -42,6 +45,46 @@ _EVENT = 84
 MERGED_BYTES = 130
 
 
+class _Facts(TypedDict):
+    merged_below_us: float
+    merged_operators: int
+    merged_slices: int
+    left_out_operators: int
+    always_kept_per_rank: int
+
+
+class BudgetFacts(_Facts, total=False):
+    """What the budget did (``otherData.budget`` of the trace): operators merged below
+    ``merged_below_us`` into slices, left out, kept per rank; ``max_bytes`` the budget,
+    ``operators_of`` the [rank, step] cells whose operators were kept."""
+
+    max_bytes: int
+    operators_of: list[list[str | int | None]]
+
+
+@dataclass
+class Tally:
+    """What the budget did: operators merged, slices they became, operators left out."""
+
+    merged: int = 0
+    slices: int = 0
+    left_out: int = 0
+
+
+def budget_facts(plan: Plan, tally: Tally, max_bytes: int | None,
+                 ranks: dict[int, int | None]) -> BudgetFacts:
+    """What ``plan`` did, as ``tally`` counted it (``ranks``: each track's rank, by pid)."""
+    facts: BudgetFacts = {
+        "merged_below_us": plan.below_us, "merged_operators": tally.merged,
+        "merged_slices": tally.slices, "left_out_operators": tally.left_out,
+        "always_kept_per_rank": ALWAYS}
+    if max_bytes is not None:
+        facts["max_bytes"] = max_bytes
+    if plan.full is not None:
+        facts["operators_of"] = [[rank_label(ranks.get(pid)), step] for pid, step in plan.chosen]
+    return facts
+
+
 class BudgetError(ValueError):
     """Steps, stages, ranges and the longest operators alone exceed the budget."""
 
@@ -51,7 +94,7 @@ def event_bytes(name: str, cat: str) -> int:
     return _EVENT + len(name) + len(cat)
 
 
-Cell = tuple[int, Any]  # (track pid, step or None)
+Cell = tuple[int, int | None]  # (track pid, step or None)
 
 
 @dataclass
@@ -60,12 +103,13 @@ class Stats:
     thread), operators by bin; per track, its longest operators; per cell, its step's length."""
 
     cell_bytes: dict[Cell, list[float]] = field(default_factory=dict)
-    thread_counts: dict[tuple[Cell, Any], list[int]] = field(default_factory=dict)
+    thread_counts: dict[tuple[Cell, Thread], list[int]] = field(default_factory=dict)
     longest: dict[int, list[tuple[float, int, Cell]]] = field(default_factory=dict)
     step_us: dict[Cell, float] = field(default_factory=dict)
     operators: int = 0
 
-    def add(self, pid: int, step: Any, thread: Any, name: str, cat: str, dur: float) -> None:
+    def add(self, pid: int, step: int | None, thread: Thread, name: str, cat: str,
+            dur: float) -> None:
         cell = (pid, step)
         b = bisect_right(EDGES, dur) - 1 if dur > 0 else 0
         size = event_bytes(name, cat)
@@ -162,7 +206,7 @@ def _from_bin(hist: np.ndarray) -> np.ndarray:
     return np.concatenate([rev, np.zeros((hist.shape[0], 1))], axis=1)
 
 
-def budget_line(facts: dict[str, Any], max_mb: float) -> str:
+def budget_line(facts: BudgetFacts, max_mb: float) -> str:
     """One line on what the budget merged and left out."""
     parts = []
     if facts["merged_operators"]:

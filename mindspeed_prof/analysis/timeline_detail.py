@@ -8,20 +8,20 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.timeline_budget import Plan
+from mindspeed_prof.analysis.timeline_budget import Plan, Tally
+from mindspeed_prof.analysis.timeline_event import Id, Thread, TraceEvent
 from mindspeed_prof.formats import NPU_OUTPUT
 
-__all__ = ["DETAIL_TID", "StepOf", "Tally", "raw_events", "wall_events", "write_detail"]
+__all__ = ["DETAIL_TID", "Event", "StepOf", "raw_events", "wall_events", "write_detail"]
 
 DETAIL_TID = 10
 _SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
 _DEVICE_CATS = DEVICE_CATS | {""}  # torch_npu's device events have no category
 
-Event = tuple[Any, str, str, float, float]  # (thread, cat, name, wall-clock ts, dur)
+Event = tuple[Thread, str, str, float, float]  # (thread, cat, name, wall-clock ts, dur)
 
 
 class StepOf:
@@ -41,12 +41,15 @@ class StepOf:
 
 
 @dataclass
-class Tally:
-    """What the budget did: operators merged, slices they became, operators left out."""
+class _Run:
+    """Short operators being merged into one slice: the first, how many, where the last ends,
+    the kept slice they lie in (depth, its end) and their step."""
 
-    merged: int = 0
-    slices: int = 0
-    left_out: int = 0
+    first: Event
+    count: int
+    end: float
+    parent: tuple[int, float | None]
+    step: int | None
 
 
 def wall_events(data: TraceData, offset: float,
@@ -61,82 +64,101 @@ def wall_events(data: TraceData, offset: float,
         yield (opid, otid), cat, name, wall, dur
 
 
-def write_detail(add: Callable[[dict[str, Any]], None], pid: int, events: Iterable[Event],
-                 origin: float, threads: dict[Any, int], plan: Plan | None,
-                 step_of: StepOf, tally: Tally) -> None:
-    """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
+@dataclass
+class _Track:
+    """One track's detail: a thread per original thread (named when first seen), and its
+    slices."""
 
-    def tid_of(thread: Any, cat: str) -> int:
-        tid = threads.get(thread)
+    add: Callable[[TraceEvent], None]
+    pid: int
+    origin: float
+    threads: dict[Thread, int]
+
+    def tid_of(self, thread: Thread, cat: str) -> int:
+        tid = self.threads.get(thread)
         if tid is None:
-            tid = threads[thread] = DETAIL_TID + len(threads)
+            tid = self.threads[thread] = DETAIL_TID + len(self.threads)
             kind = "device" if cat in _DEVICE_CATS else "host"
-            add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                 "args": {"name": f"{kind} {thread[0]}/{thread[1]}"}})
-            add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                 "args": {"sort_index": tid}})
+            self.add({"ph": "M", "name": "thread_name", "pid": self.pid, "tid": tid,
+                      "args": {"name": f"{kind} {thread[0]}/{thread[1]}"}})
+            self.add({"ph": "M", "name": "thread_sort_index", "pid": self.pid, "tid": tid,
+                      "args": {"sort_index": tid}})
         return tid
 
-    def slice_(tid: int, cat: str, name: str, ts: float, dur: float) -> None:
-        add({"ph": "X", "pid": pid, "tid": tid, "cat": cat, "name": name,
-             "ts": round(ts - origin, 3), "dur": round(dur, 3)})
+    def slice_(self, event: Event) -> None:
+        thread, cat, name, ts, dur = event
+        self.add({"ph": "X", "pid": self.pid, "tid": self.tid_of(thread, cat), "cat": cat,
+                  "name": name, "ts": round(ts - self.origin, 3), "dur": round(dur, 3)})
 
+    def flush(self, run: _Run | None, tally: Tally) -> None:
+        """``run`` written: one operator as itself, several as one ``merged: N ops`` slice."""
+        if run is None:
+            return
+        first, n = run.first, run.count
+        if n == 1:
+            self.slice_(first)
+            return
+        self.add({"ph": "X", "pid": self.pid, "tid": self.threads[first[0]], "cat": "merged",
+                  "name": f"merged: {n} ops", "ts": round(first[3] - self.origin, 3),
+                  "dur": round(run.end - first[3], 3), "args": {"ops": n}})
+        tally.merged += n
+        tally.slices += 1
+
+
+def write_detail(add: Callable[[TraceEvent], None], pid: int, events: Iterable[Event],
+                 origin: float, threads: dict[Thread, int], plan: Plan | None,
+                 step_of: StepOf, tally: Tally) -> None:
+    """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
+    track = _Track(add, pid, origin, threads)
     if plan is None or not plan.active:
-        for thread, cat, name, ts, dur in events:
-            slice_(tid_of(thread, cat), cat, name, ts, dur)
+        for event in events:
+            track.slice_(event)
         return
     buffered = list(events)  # one capture's: merging needs each thread in time order
     for thread, cat, _, _, _ in buffered:
-        tid_of(thread, cat)
+        track.tid_of(thread, cat)
     buffered.sort(key=lambda e: (threads[e[0]], e[3], -e[4]))
-    always = plan.always_us.get(pid, float("inf"))
-    run: list[Any] = []  # [first event, count, end, parent, step]
+    _merge(track, buffered, plan, step_of, tally)
+
+
+def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf,
+           tally: Tally) -> None:
+    """``events`` (each thread's in time order) under ``plan``: the long ones and each rank's
+    longest as themselves, the short ones of a thread merged while they share the kept slice
+    around them and the step; the operators of cells out of its scope left out."""
+    always = plan.always_us.get(track.pid, float("inf"))
+    run: _Run | None = None
     ends: list[float] = []  # the kept slices open on this thread, innermost last
-    thread_now = None
-
-    def flush() -> None:
-        if not run:
-            return
-        first, n, end = run[0], run[1], run[2]
-        if n == 1:
-            slice_(threads[first[0]], first[1], first[2], first[3], first[4])
-        else:
-            add({"ph": "X", "pid": pid, "tid": threads[first[0]], "cat": "merged",
-                 "name": f"merged: {n} ops", "ts": round(first[3] - origin, 3),
-                 "dur": round(end - first[3], 3), "args": {"ops": n}})
-            tally.merged += n
-            tally.slices += 1
-        run.clear()
-
-    for event in buffered:
-        thread, cat, name, ts, dur = event
+    thread_now: Thread | None = None
+    for event in events:
+        thread, _, _, ts, dur = event
         if thread != thread_now:
-            flush()
+            track.flush(run, tally)
+            run, thread_now = None, thread
             ends.clear()
-            thread_now = thread
         while ends and ends[-1] <= ts:
             ends.pop()
         step = step_of(ts) if plan.full is not None else None
-        in_scope = plan.full is None or (pid, step) in plan.full
+        in_scope = plan.full is None or (track.pid, step) in plan.full
         if dur >= always or (in_scope and dur >= plan.below_us):
-            flush()
+            track.flush(run, tally)
+            run = None
             ends.append(ts + dur)
-            slice_(threads[thread], cat, name, ts, dur)
+            track.slice_(event)
         elif not in_scope:
             tally.left_out += 1
         else:
             parent = (len(ends), ends[-1] if ends else None)
-            if run and (run[3] != parent or run[4] != step):
-                flush()
-            if run:
-                run[1] += 1
-                run[2] = max(run[2], ts + dur)
+            if run is not None and run.parent == parent and run.step == step:
+                run.count += 1
+                run.end = max(run.end, ts + dur)
             else:
-                run.extend([event, 1, ts + dur, parent, step])
-    flush()
+                track.flush(run, tally)
+                run = _Run(event, 1, ts + dur, parent, step)
+    track.flush(run, tally)
 
 
-def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Any, Any]]:
+def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
     from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
     from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of

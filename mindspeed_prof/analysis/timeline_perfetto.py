@@ -10,7 +10,10 @@ of its own, ``mindspeed-prof``.
 from __future__ import annotations
 
 import json
-from typing import IO, Any
+from collections.abc import Mapping
+from typing import Any
+
+from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
 
 __all__ = ["PerfettoWriter", "available"]
 
@@ -34,7 +37,7 @@ class PerfettoWriter:
     ``OverflowError``.
     """
 
-    def __init__(self, f: IO[bytes] | None, origin_us: float, limit: int | None = None) -> None:
+    def __init__(self, f: Out | None, origin_us: float, limit: int | None = None) -> None:
         from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 
         self._f = f
@@ -53,7 +56,7 @@ class PerfettoWriter:
             uuid = self._tracks[(pid, tid)] = 2 + len(self._tracks)
         return uuid
 
-    def _packet(self) -> Any:
+    def _packet(self) -> Any:  # a protobuf TracePacket (the perfetto package has no types)
         packet = self._trace.packet.add()
         packet.trusted_packet_sequence_id = _SEQUENCE
         return packet
@@ -61,7 +64,7 @@ class PerfettoWriter:
     def _ns(self, us: float) -> int:
         return max(0, self._origin_ns + round(us * 1000))
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: TraceEvent) -> None:
         ph, pid = event["ph"], event["pid"]
         if ph == "M":
             name = event["name"]
@@ -101,7 +104,7 @@ class PerfettoWriter:
         if len(self._trace.packet) >= 8192:
             self.flush()
 
-    def other_data(self, other: dict[str, Any]) -> None:
+    def other_data(self, other: Mapping[str, object]) -> None:
         """``otherData`` as an instant event's annotations (each value as JSON text)."""
         track = self._packet().track_descriptor
         track.uuid = _META_UUID

@@ -36,10 +36,12 @@ from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
+    Bound,
     DeviceVerdict,
     MemoryVerdict,
     Row,
     Share,
+    StageOrRange,
     StepTime,
     Straggler,
     World,
@@ -49,7 +51,7 @@ from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
            "bound_of", "compute_behind", "device", "memory", "rests_on", "slowest", "step_time",
@@ -128,7 +130,8 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
             lo = r.ts - first[key]
             a, b = boxes.get(key, (lo, lo + r.dur))
             boxes[key] = (min(a, lo), max(b, lo + r.dur))
-    for kind in ("stage", "range"):
+    kinds: tuple[StageOrRange, ...] = ("stage", "range")
+    for kind in kinds:
         spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
             defaultdict(list))
         for r in ranges:
@@ -205,7 +208,7 @@ def rests_on(result: Analysis, step: StepTime | None) -> int:
     return len(steps) or (step.steps if step else 0)
 
 
-def bound_of(compute: float, comm: float, copy: float, idle: float) -> str:
+def bound_of(compute: float, comm: float, copy: float, idle: float) -> Bound:
     """The largest part of the step on the device (ties: the first of ``BOUNDS``)."""
     parts = dict(zip(BOUNDS, (compute, comm, copy, idle)))
     return max(BOUNDS, key=lambda k: (parts[k], -BOUNDS.index(k)))
@@ -224,7 +227,7 @@ def device(result: Analysis) -> DeviceVerdict | None:
             sums[k] += ms
     n = len(rows)
     total = sum(sums.values())
-    shares = {k: ratio(v, total, 0.0) for k, v in sums.items()}
+    shares: dict[str, float] = {k: ratio(v, total, 0.0) for k, v in sums.items()}
     return DeviceVerdict(bound=bound_of(*(sums[k] for k in BOUNDS)),
                          compute_ms=sums["compute"] / n, comm_ms=sums["communication"] / n,
                          copy_ms=sums["copy"] / n, idle_ms=sums["idle"] / n, shares=shares,

@@ -41,7 +41,7 @@ def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
     if request.preset:  # all of the preset's capture options, its defaults included
         defaults = IntegratedConfig()
         values.update({k: getattr(defaults, k) for k in CAPTURE_FIELDS})
-        values.update({k: v for k, v in PRESETS[request.preset][1].items()
+        values.update({k: v for k, v in PRESETS[request.preset].fields.items()
                        if k in CAPTURE_FIELDS})
     if request.level:
         values["profile_level"] = request.level
@@ -167,8 +167,8 @@ def asks_for_ops(request: Request) -> bool:
 
     level = request.overrides.get("profile_level", request.level)
     if level is None and request.preset:
-        preset = PRESETS[request.preset][1].get("profile_level")
-        level = getattr(preset, "value", preset) or "level0"
+        preset = PRESETS[request.preset].fields.get("profile_level", Level.level0)
+        level = preset.value if isinstance(preset, Level) else str(preset)
     return level not in (None, "level_none")
 
 

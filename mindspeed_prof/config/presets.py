@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.config.schema import (
     EXTENSION_FIELDS,
@@ -25,8 +25,9 @@ from mindspeed_prof.config.schema import (
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-__all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESETS", "alias_node",
-           "alias_taken_line", "chosen_preset", "configs", "dispatcher", "overridden_fields",
+__all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESETS", "Preset",
+           "alias_node", "alias_taken_line", "chosen_preset", "configs", "dispatcher",
+           "overridden_fields",
            "overridden_line", "preset_sections", "register", "unknown_preset_line"]
 
 #: The config group of the presets, and the package (the key) it fills.
@@ -59,7 +60,14 @@ def _preset(fields: Section) -> DictConfig:
            for name, section in body.items()}})
 
 
-#: name -> (the question it answers, its field values): only what differs from the defaults,
+class Preset(NamedTuple):
+    """A preset: the question it answers, and its field values."""
+
+    question: str
+    fields: Section
+
+
+#: name -> its preset; the values only what differs from the defaults,
 #: so a preset never writes a key MindSpeed-RL's DPO argument copy would pass on unasked
 #: (``profile_with_npu``: MindSpeed-LLM has no such flag).
 #:
@@ -67,32 +75,32 @@ def _preset(fields: Section) -> DictConfig:
 #: ``full`` and ``memory_debug`` always did; the schema keeps MindSpeed-RL's defaults (start 1,
 #: end 2) for a config that picks no preset. ``mstx_light`` holds four steps (ranges are cheap,
 #: and a straggler is named only when it is behind in most of them), ``stage_scoped`` two.
-PRESETS: dict[str, tuple[str, Section]] = {
-    "none": ("Profiling off; every hook is a no-op.", {}),
-    "mstx_light": (
+PRESETS: dict[str, Preset] = {
+    "none": Preset("Profiling off; every hook is a no-op.", {}),
+    "mstx_light": Preset(
         "Which module or stage is slow, across ranks? Ranges only (MindSpeed-RL's lightweight "
         "mode) of steps 2-5: tiny files, safe on a full-size run.",
         dict(profile=True, mstx=True, profile_level=Level.level_none, profile_with_cpu=False,
              profile_step_start=2, profile_step_end=6),
     ),
-    "stage_scoped": (
+    "stage_scoped": Preset(
         "What runs inside one stage? One level1 capture per execution of the chosen stage "
         "(set profiler_config.integrated.stage) in steps 2-3.",
         dict(profile=True, mstx=True, stage=Stage.actor_update, profile_level=Level.level1,
              profile_step_start=2, profile_step_end=4),
     ),
-    "memory_debug": (
+    "memory_debug": Preset(
         "Where does memory go? Memory and shapes for one step.",
         dict(profile=True, profile_level=Level.level1, profile_with_memory=True,
              profile_record_shapes=True, with_stack=True, profile_step_start=2,
              profile_step_end=3),
     ),
-    "full": (
+    "full": Preset(
         "Everything about whole steps: level1 ops of all stages, with shapes, for two steps.",
         dict(profile=True, mstx=True, profile_level=Level.level1, profile_record_shapes=True,
              profile_step_start=2, profile_step_end=4),
     ),
-    "dpo": (
+    "dpo": Preset(
         "MindSpeed-LLM's DPO path: step 1 as the warmup step before the window, then exactly "
         "[start, end) measured: step 2.",
         dict(profile=True, profile_level=Level.level1, warmup_steps=1, profile_step_start=2,
@@ -205,7 +213,7 @@ def overridden_fields(preset: str, composed: dict[str, Section],
         return []
     by_hand = {line.lstrip("+~").partition("=")[0] for line in overrides}
     out = []
-    for section, values in preset_sections(PRESETS[preset][1]).items():
+    for section, values in preset_sections(PRESETS[preset].fields).items():
         for name, value in values.items():
             key = f"{GROUP}.{section}.{name}"
             have = composed.get(section, {}).get(name, value)

@@ -3,9 +3,10 @@ them back (dicts through Ray, typed here)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, TypedDict
 
-from mindspeed_prof.jsonio import JsonObject
+from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummary"]
 
@@ -34,10 +35,10 @@ class WorkerSummary(TypedDict, total=False):
     pid: int
     enabled: bool
     failed: bool
-    captures: list[JsonObject]
+    captures: list[Mapping[str, object]]  # the captures' manifest records
     files: list[FileEntry]
-    stage_rank: list[JsonObject]
-    per_step: list[JsonObject]
+    stage_rank: list[JsonableObject]
+    per_step: list[JsonableObject]
     status: SummaryStatus
     worker: int
     actor: str

@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 from capture_fixtures import make_run, npu_db, npu_text
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files, stage_rows
-from mindspeed_prof.analysis.ranges import range_rows
+from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files
+from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
+from mindspeed_prof.analysis.report import tables_json
 from mindspeed_prof.analysis.rows import InventoryRow, MemoryRow, StepRow, to_json
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.testing.kineto import span, write_trace
 from mindspeed_prof.formats.header import CaptureHeader, read_header
+from mindspeed_prof.testing.kineto import span, write_trace
 
 
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:
@@ -386,7 +387,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     traces[1].notes.append("rank1: a note")
     result = Analysis(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
                       include_warmup=True)
-    doc = result.to_json()
+    doc: dict[str, Any] = tables_json(result)  # read as JSON
     assert doc == {
         "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
         "stage_rank": to_json(result.stage_rank()),

@@ -14,6 +14,7 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report import document
 from mindspeed_prof.raylink import Unreachable, connect
 from mindspeed_prof.analysis.readers import discover
 from mindspeed_prof.cli import main
@@ -35,7 +36,7 @@ def test_ray_gives_the_local_answer_read_on_every_node(ray_cluster: Any, run: Pa
     nodes = alive_nodes(ray_cluster)
     here = analyse(run, jobs=1, cache=False)
     there = analyse(run, ray="auto", cache=False)
-    assert json.dumps(there.to_json(), default=str) == json.dumps(here.to_json(), default=str)
+    assert json.dumps(document(there), default=str) == json.dumps(document(here), default=str)
     placed = there.placement
     assert [p["path"] for p in placed] == [str(p) for p in discover(run)]  # each read once
     assert len(placed) == 7  # six range files and the broken one

@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.device_scope import PARTS, counted, parts, scope
+from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings import cuda
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
+from mindspeed_prof.analysis.rows import BOUNDS
 from mindspeed_prof.analysis.verdict import device, verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines
@@ -55,7 +56,7 @@ def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Analysis]) 
         for r in result.device():
             assert r.span_ms is not None and r.busy_ms is not None, name
             got = parts(r)
-            assert list(got) == list(PARTS)
+            assert list(got) == list(BOUNDS)
             assert math.fsum(got.values()) == pytest.approx(r.span_ms, rel=1e-3, abs=1e-9), (
                 name, r)
             for part, ms in got.items():

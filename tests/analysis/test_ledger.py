@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,7 +86,7 @@ def test_planted_long_tail_by_hand(planted: Path) -> None:
 
 def test_the_planted_waste_and_tail_are_named_with_their_numbers(planted: Path) -> None:
     result = analyse(planted)
-    doc = document(result)
+    doc: dict[str, Any] = document(result)  # read as JSON
     counted_rows(doc)
     found = {f["rule"]: f for f in doc["findings"]}
     zv = found["rl.zero_variance"]

@@ -105,7 +105,7 @@ NEW = ["profiler_config=stage_scoped", "profiler_config.integrated.stage=actor_g
 #: What stage_scoped sets itself (a relaunch selecting it drops the job's own values of these),
 #: as its definition says: the switches, the stage, the level and its window.
 SET_BY_PRESET = {f"profiler_config.{section}.{field}"
-                 for section, fields in preset_sections(PRESETS["stage_scoped"][1]).items()
+                 for section, fields in preset_sections(PRESETS["stage_scoped"].fields).items()
                  for field in fields}
 KEYS = ["profiler_config", "profiler", "profiler_config.integrated.stage",
         "profiler_config.integrated.profile_ranks", "profiler_config.integrated.profile_level",

@@ -19,6 +19,7 @@ from capture_fixtures import make_run
 
 from mindspeed_prof.analysis import cache, parallel
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report import document
 from mindspeed_prof.analysis.readers import discover
 from mindspeed_prof.cli import main
 
@@ -33,7 +34,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def as_json(root: Path, jobs: int, cache: bool) -> str:
-    return json.dumps(analyse(root, jobs=jobs, cache=cache).to_json(), sort_keys=True,
+    return json.dumps(document(analyse(root, jobs=jobs, cache=cache)), sort_keys=True,
                       default=str)
 
 

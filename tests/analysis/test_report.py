@@ -4,6 +4,7 @@ settings reach the analysis through ``Settings`` alone; ``--json`` is ``Report.j
 from __future__ import annotations
 
 import functools
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from counter_fixtures import Call, rl_run
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.report import Settings, report
+from mindspeed_prof.analysis.summary import write_run_summary
 from mindspeed_prof.cli import main
 
 #: Not tables: a line of text made relative to the root (one call per line shown).
@@ -103,17 +105,19 @@ def test_settings_apply_to_a_copy_and_reach_every_table(run_dir: Path) -> None:
 
 def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
     rep = report(analyse(run_dir))
-    doc = rep.json()
+    doc: dict[str, Any] = rep.json()  # read as JSON
     assert list(doc)[:2] == ["verdict", "findings"]
     assert len(doc["top_ops"]) <= 15 and len(rep.tables.top_ops) >= len(doc["top_ops"])
     assert doc["stragglers"] == [s.json() for s in rep.tables.stragglers]
 
 
-def test_json_holds_what_the_analysis_writes_for_a_job_summary(run_dir: Path) -> None:
-    """``Report.json`` and ``Analysis.to_json`` (a job's summary) keep one layout: the same
-    keys in the same order and values, the report's verdict, findings and rule notes added."""
+def test_a_job_summary_is_the_json_less_verdict_findings_and_rule_notes(run_dir: Path) -> None:
+    """A job's ``analysis.json`` (``tables_json``) and ``--json`` keep one layout: the same
+    keys in the same order and values, ``--json`` adding the verdict, findings and rule notes."""
     result = analyse(run_dir)
-    doc, own = report(result).json(), result.to_json()
+    written = write_run_summary(run_dir)
+    assert written is not None
+    doc, own = json.loads(json.dumps(report(result).json())), json.loads(written.read_text())
     assert [k for k in doc if k not in ("verdict", "findings")] == list(own)
     assert {k: v for k, v in doc.items() if k not in ("verdict", "findings", "notes")} == {
         k: v for k, v in own.items() if k != "notes"}

@@ -14,6 +14,7 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis import timeline
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.model import Range, TraceData
+from mindspeed_prof.analysis.timeline_event import TraceEvent
 from mindspeed_prof.analysis.timeline import (
     StepWindow,
     clock_offset_us,
@@ -22,8 +23,8 @@ from mindspeed_prof.analysis.timeline import (
     write_timeline,
 )
 from mindspeed_prof.cli import main
-from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.formats.header import CaptureHeader, read_header
+from mindspeed_prof.formats.sqlite_trace import write_db
 
 WALL0_US = 1_790_000_000_000_000.0  # the wall-clock time of step 1 on every host
 STEP_US = 100_000.0
@@ -223,7 +224,8 @@ BASE = CaptureHeader(base_time_ns=1_000_000_000)  # Kineto's baseTimeNanoseconds
 def spans(path: Path, ranges: list[Range], rank: int | None = 0, group: str = "actor",
           **meta: Any) -> TraceData:
     """A range file's reading, built by hand: its clock puts trace-clock 0 at ``WALL_US``."""
-    return TraceData(path, "spans", rank, group, 0, ranges=ranges, meta=read_header({**CLOCK, **meta}, path)[0])
+    return TraceData(path, "spans", rank, group, 0, ranges=ranges,
+                     meta=read_header({**CLOCK, **meta}, path)[0])
 
 
 def step(n: int, ts: float, dur: float = 100.0) -> Range:
@@ -489,7 +491,7 @@ def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
     monkeypatch.setattr(timeline, "_CHUNK", 3)
     f = io.BytesIO()
     w = timeline._Writer(f)
-    events = [{"n": n} for n in range(7)]
+    events: list[TraceEvent] = [{"ph": "X", "pid": n} for n in range(7)]
     for n, event in enumerate(events, start=1):
         w.add(event)
         assert w.count == n - n % 3 and bool(f.getvalue()) == (n >= 3)

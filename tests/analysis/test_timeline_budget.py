@@ -12,8 +12,9 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.timeline import BudgetError, write_timeline
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, Plan
-from mindspeed_prof.analysis.timeline_detail import StepOf, Tally, write_detail
+from mindspeed_prof.analysis.timeline_budget import ALWAYS, Plan, Tally
+from mindspeed_prof.analysis.timeline_detail import StepOf, write_detail
+from mindspeed_prof.analysis.timeline_event import TraceEvent
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_cuda_trace
 
@@ -104,6 +105,7 @@ def test_over_budget_short_operators_merge_and_the_frame_and_longest_stay(
                    and e.get("cat") != "merged")
 
     assert short(trace) < short(whole) / 10
+    assert result.budget is not None
     assert trace["otherData"]["budget"]["merged_operators"] == result.budget[
         "merged_operators"] == sum(e["args"]["ops"] for e in merged)
     assert _nested(trace)
@@ -145,7 +147,7 @@ def test_a_run_of_short_operators_never_crosses_a_kept_slice() -> None:
     events = [(thread, "cpu_op", "short", ts, 1.0) for ts in (1.0, 3.0, 5.0, 12.0, 14.0)]
     events += [(thread, "cpu_op", "long", 0.0, 10.0), (thread, "cpu_op", "alone", 30.0, 1.0),
                (thread, "cpu_op", "long2", 20.0, 8.0)]
-    written: list[dict[str, Any]] = []
+    written: list[TraceEvent] = []
     write_detail(written.append, 1, events, 0.0, {}, Plan(below_us=5.0), StepOf([]), Tally())
     got = [(e["name"], e["ts"], e["dur"]) for e in written if e["ph"] == "X"]
     assert got == [("long", 0.0, 10.0), ("merged: 3 ops", 1.0, 5.0), ("merged: 2 ops", 12.0, 3.0),

@@ -71,7 +71,7 @@ def test_both_spellings_compose_the_same_config(composer: Any, primary: str) -> 
         assert isinstance(integrated, dict)
         want: dict[str, Any] = {} if primary == "app" else {  # demo.yaml's, after the preset
             "profile_save_path": "${hydra:runtime.output_dir}/profiler_data"}
-        want = {**preset_sections(PRESETS[preset][1])["integrated"], **want}
+        want = {**preset_sections(PRESETS[preset].fields)["integrated"], **want}
         if field:
             key, value = field.rsplit(".", 1)[1].split("=")
             want[key] = int(value) if value.isdigit() else value

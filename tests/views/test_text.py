@@ -184,7 +184,7 @@ def test_presets_never_cut_and_list_only_changes() -> None:
     for name, question, _ in presets:  # each description whole, word for word
         assert " ".join(question.split()) in " ".join(flat.split()), name
     assert "profile_with_npu" not in text  # mstx_light sets it to its default
-    assert changed_values(PRESETS["mstx_light"][1]) == {
+    assert changed_values(PRESETS["mstx_light"].fields) == {
         "profile": "true", "mstx": "true", "profile_level": "level_none",
         "profile_with_cpu": "false", "profile_step_start": 2, "profile_step_end": 6}
 

@@ -16,7 +16,7 @@ from mindspeed_prof.analysis.findings.finding import SEVERITIES, Finding, Rule
 from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 

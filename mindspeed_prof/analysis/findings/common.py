@@ -4,20 +4,22 @@ names, one-line titles."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.finding import Finding
+import msgspec
+
+from mindspeed_prof.analysis.findings.finding import Finding, Severity
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["cut", "files_text", "folder_of", "one_line_finding", "ranks_of", "severity",
+__all__ = ["cut", "files_text", "folder_of", "one_line", "ranks_of", "severity",
            "source_label"]
 
 
-def severity(share: float, medium: float, high: float) -> str:
+def severity(share: float, medium: float, high: float) -> Severity:
     """``high`` from ``high`` (a share of the step) on, ``medium`` from ``medium``, else
     ``low``."""
     return "high" if share >= high else "medium" if share >= medium else "low"
@@ -57,7 +59,6 @@ def cut(text: str, most: int = 60) -> str:
     return text if len(text) <= most else text[:most - 3] + "..."
 
 
-def one_line_finding(**fields: Any) -> Finding:
-    """A finding whose title is one line whatever the names in it (a capture's own)."""
-    fields["title"] = " ".join(str(fields["title"]).split())
-    return Finding(**fields)
+def one_line(finding: Finding) -> Finding:
+    """``finding`` with its title on one line whatever the names in it (a capture's own)."""
+    return msgspec.structs.replace(finding, title=" ".join(finding.title.split()))

@@ -39,7 +39,7 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["FIRE_SHARE", "RULES", "exposed_comm", "idle_time", "launch_overhead"]
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["SEVERITIES", "Finding", "Rule"]
+__all__ = ["SEVERITIES", "Finding", "Rule", "Severity"]
 
+#: How pressing a finding is.
+Severity = Literal["high", "medium", "low"]
 #: Most pressing first.
-SEVERITIES = ("high", "medium", "low")
+SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
 
 
 class Finding(Row, kw_only=True):
@@ -26,7 +28,7 @@ class Finding(Row, kw_only=True):
     title: str
     detail: str = ""
     suggestion: str = ""
-    severity: str = "medium"
+    severity: Severity = "medium"
     impact_ms: float | None = None
     source: str = ""
     ranks: list[int | None] = []

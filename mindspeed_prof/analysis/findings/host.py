@@ -18,7 +18,7 @@ from mindspeed_prof.analysis.rows import NoOpRow
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["HIGH_SHARE", "MEDIUM_SHARE", "MIN_SHARE", "RULES", "no_op"]
 

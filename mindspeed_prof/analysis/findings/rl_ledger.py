@@ -23,7 +23,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["ADVICE", "RULES", "TAIL_HIGH", "TAIL_MEDIUM", "WASTE_HIGH", "WASTE_MEDIUM",
            "long_tail", "waste"]

@@ -23,6 +23,7 @@ import mindspeed_prof.capture.spans as spans_mod
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
+from mindspeed_prof.analysis.findings.rl import coverage, growth
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import read_header
@@ -184,7 +185,7 @@ def test_gaps_agree_with_a_microsecond_grid(dur: int, stages: list) -> None:
     a 1 us grid counts, never negative, and its parts add up to it."""
     step = Range(0, "step", "ProfilerStep#1", 1, 0.0, float(dur))
     rs = [Range(0, "stage", name, 1, float(ts), float(d)) for ts, d, name in stages]
-    left, where = rl._gaps(step, rs)
+    left, where = coverage._gaps(step, rs)
     grid = sum(1 for t in range(dur) if not any(r.ts <= t < r.ts + r.dur for r in rs))
     assert left == pytest.approx(grid) and left >= 0
     assert sum(where.values()) == pytest.approx(left)
@@ -239,9 +240,9 @@ def test_a_longer_step_that_keeps_its_shares_is_no_trend(tmp_path: Path, clock: 
 
 
 def test_fit_is_least_squares() -> None:
-    a, b, r2 = rl._fit([1, 2, 3, 4], [40, 60, 42, 62])
+    a, b, r2 = growth._fit([1, 2, 3, 4], [40, 60, 42, 62])
     assert (a, b) == pytest.approx((39.0, 4.8)) and r2 == pytest.approx(576 / 2020)
-    assert rl._fit([1, 2, 3], [5, 5, 5]) == (5.0, 0.0, 1.0)
+    assert growth._fit([1, 2, 3], [5, 5, 5]) == (5.0, 0.0, 1.0)
 
 
 # -- (c) imbalance between roles -------------------------------------------------------------

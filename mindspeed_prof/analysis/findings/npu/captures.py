@@ -4,14 +4,14 @@ cites, their steps."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from mindspeed_prof.analysis.findings.common import folder_of, ranks_of
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.model import NpuFacts, TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 
 __all__ = ["MS", "facts_of", "files_of", "grouped", "host_step_ms", "npu_captures", "on_ranks",
@@ -62,9 +62,18 @@ def on_ranks(traces: list[TraceData]) -> str:
     return f"rank {ranks_text(ranks)}" if len(ranks) == 1 else f"ranks {ranks_text(ranks)}"
 
 
-def grouped(per_rank: list[tuple[TraceData, Any]]) -> list[list[tuple[TraceData, Any]]]:
+class Evidence(Protocol):
+    """What a rank's finding rests on; ``key()``: equal for evidence that reads the same."""
+
+    def key(self) -> object: ...
+
+
+E = TypeVar("E", bound=Evidence)
+
+
+def grouped(per_rank: list[tuple[TraceData, E]]) -> list[list[tuple[TraceData, E]]]:
     """Ranks whose evidence reads the same, together (a finding names them once)."""
-    groups: dict[str, list[tuple[TraceData, Any]]] = {}
+    groups: dict[str, list[tuple[TraceData, E]]] = {}
     for t, ev in per_rank:
         groups.setdefault(repr(ev.key()), []).append((t, ev))
     return list(groups.values())

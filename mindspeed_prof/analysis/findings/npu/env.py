@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from mindspeed_prof.analysis.findings.common import one_line_finding, ranks_of
-from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.findings.common import one_line, ranks_of
+from mindspeed_prof.analysis.findings.finding import Finding, Severity
 from mindspeed_prof.analysis.findings.npu.captures import (
     facts_of,
     files_of,
@@ -20,7 +20,7 @@ from mindspeed_prof.analysis.readers.model import (
 )
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["ENV_RULES", "EnvIssue", "EnvRule", "env_issues", "env_vars"]
 
@@ -74,7 +74,7 @@ class EnvIssue:
 
     flagged: dict[str, str]
 
-    def key(self) -> Any:
+    def key(self) -> list[tuple[str, str]]:
         return sorted(self.flagged.items())
 
 
@@ -95,13 +95,13 @@ def env_vars(result: Analysis) -> list[Finding]:
         traces = [t for t, _ in group]
         flagged = group[0][1].flagged
         names = ", ".join(f"{k}={v!r}" if v else f"{k} unset" for k, v in flagged.items())
-        severity = ("high" if "ASCEND_LAUNCH_BLOCKING" in flagged else
-                    "medium" if "ASCEND_GLOBAL_LOG_LEVEL" in flagged else "low")
-        out.append(one_line_finding(
+        severity: Severity = ("high" if "ASCEND_LAUNCH_BLOCKING" in flagged else
+                              "medium" if "ASCEND_GLOBAL_LOG_LEVEL" in flagged else "low")
+        out.append(one_line(Finding(
             rule="npu.env_vars",
             title=f"{len(flagged)} environment variable{'s' * (len(flagged) != 1)} off their "
                   f"recommended values on {on_ranks(traces)}: {names}",
             detail="\n".join(f"{k}={v!r}: {ENV_RULES[k].why}" for k, v in flagged.items()),
             suggestion="; ".join(ENV_RULES[k].fix for k in flagged),
-            severity=severity, source=files_of(result, traces, "env"), ranks=ranks_of(traces)))
+            severity=severity, source=files_of(result, traces, "env"), ranks=ranks_of(traces))))
     return out

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import one_line_finding, ranks_of
+from mindspeed_prof.analysis.findings.common import one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.npu.captures import (
     MS,
@@ -22,7 +23,7 @@ from mindspeed_prof.analysis.readers.npu.facts import api_name, is_sync
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["COMPILE_APIS", "HOST_WAIT_SHARE", "LAUNCH_SYNC_RATIO", "HostCalls", "compile_calls",
            "host_wait", "host_waits", "launch_blocking", "runtime_compile", "synchronize_stream"]
@@ -58,19 +59,17 @@ class HostCalls:
         return self.us / self.steps / MS
 
 
-def _calls(t: TraceData, pick: Any) -> HostCalls | None:
+def _calls(t: TraceData, pick: Callable[[str], bool]) -> HostCalls | None:
     longest = facts_of(t).api_max_us
-    apis: dict[str, list[Any]] = {}
+    apis: dict[str, tuple[int, float, float | None]] = {}
     for name, tally in t.runtime.items():
         api = api_name(name)
         if pick(api):
-            slot = apis.setdefault(api, [0, 0.0, longest.get(api)])
-            slot[0] += tally.count
-            slot[1] += tally.total
+            n, us, most = apis.get(api, (0, 0.0, longest.get(api)))
+            apis[api] = (n + tally.count, us + tally.total, most)
     if not apis:
         return None
-    return HostCalls({k: (v[0], v[1], v[2]) for k, v in apis.items()}, steps_of(t),
-                     host_step_ms(t))
+    return HostCalls(apis, steps_of(t), host_step_ms(t))
 
 
 def host_waits(t: TraceData) -> HostCalls | None:
@@ -114,7 +113,7 @@ def host_wait(result: Analysis) -> list[Finding]:
     if len(found) > 1:
         lines.append(f"all ranks: {sum(ow.us for _, ow in found) / MS:,.1f} ms")
     traces = [f[0] for f in found]
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.host_wait",
         title=f"The host waited on the device {w.per_step_ms:,.1f} ms per step on rank "
               f"{rank_label(t.rank)} ({share:.0%} of its {w.step_ms:,.1f} ms step): {api} "
@@ -124,7 +123,7 @@ def host_wait(result: Analysis) -> list[Finding]:
                    "printing device tensors inside the step (aten::_local_scalar_dense), or "
                    "move them after the next step's launches",
         severity="high" if share >= 0.5 else "medium",
-        source=files_of(result, traces, "api"), ranks=ranks_of(traces))]
+        source=files_of(result, traces, "api"), ranks=ranks_of(traces)))]
 
 
 def runtime_compile(result: Analysis) -> list[Finding]:
@@ -144,7 +143,7 @@ def runtime_compile(result: Analysis) -> list[Finding]:
         every = sum(oc.apis["aclopCompileAndExecute"][1] for _, oc in found) / MS
         lines.append(f"all ranks: aclopCompileAndExecute {every:,.1f} ms")
     traces = [f[0] for f in found]
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.runtime_compile",
         title=f"Operators compiled at run time on rank {rank_label(t.rank)}: "
               f"aclopCompileAndExecute {per_step:,.1f} ms per step in {n} call"
@@ -153,7 +152,7 @@ def runtime_compile(result: Analysis) -> list[Finding]:
         suggestion=f"Disable JIT compilation: {COMPILE_FIX}; where shapes stay dynamic, "
                    "HOST_CACHE_CAPACITY and ACLNN_CACHE_LIMIT keep compiled operators",
         severity="medium" if ratio(per_step, c.step_ms, 0.0) >= 0.05 else "low",
-        impact_ms=per_step, source=files_of(result, traces, "api"), ranks=ranks_of(traces))]
+        impact_ms=per_step, source=files_of(result, traces, "api"), ranks=ranks_of(traces)))]
 
 
 def _compile_ms(c: HostCalls) -> float:
@@ -174,7 +173,7 @@ def synchronize_stream(result: Analysis) -> list[Finding]:
         if ls is None or not ls[0] or ls[2] / ls[0] <= LAUNCH_SYNC_RATIO:
             continue
         launches, syncs, after = ls
-        out.append(one_line_finding(
+        out.append(one_line(Finding(
             rule="npu.synchronize_stream",
             title=f"The host synchronizes after {after / launches:.0%} of its {launches} "
                   f"operator launches on rank {rank_label(t.rank)} ({syncs} stream "
@@ -183,5 +182,5 @@ def synchronize_stream(result: Analysis) -> list[Finding]:
                    "launch",
             suggestion="Check ASCEND_LAUNCH_BLOCKING: if it is 1, unset it and restart the "
                        "job", severity="high", source=files_of(result, [t], "order"),
-            ranks=[t.rank]))
+            ranks=[t.rank])))
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import one_line_finding, ranks_of
+from mindspeed_prof.analysis.findings.common import one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.npu.captures import (
     MS,
@@ -21,7 +21,7 @@ from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["ALIGN_BYTES", "ALIGN_MIN_BYTES", "Aligned", "Alignment", "alignment", "byte_alignment",
            "dynamic_shape", "dynamic_shapes"]
@@ -108,7 +108,7 @@ def byte_alignment(result: Analysis) -> list[Finding]:
     per_step = max(al.unaligned_us / steps_of(t) / MS for t, al in found)
     ops_n = max(len(al.ops) for _, al in found)
     share = ratio(bad, judged, 0.0)
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.byte_alignment",
         title=f"{ops_n} communication op{'s' * (ops_n != 1)} copy sizes that are not a "
               f"multiple of {ALIGN_BYTES} B on {on_ranks(traces)}: {bad:,.1f} us of "
@@ -118,7 +118,7 @@ def byte_alignment(result: Analysis) -> list[Finding]:
                    f"multiple of {ALIGN_BYTES} bytes, e.g. by padding it; unaligned copies run "
                    "slower on SDMA",
         severity="low" if share < ALIGN_LOW else "high" if share >= ALIGN_HIGH else "medium",
-        impact_ms=per_step, source=files_of(result, traces, "tasks"), ranks=ranks_of(traces))]
+        impact_ms=per_step, source=files_of(result, traces, "tasks"), ranks=ranks_of(traces)))]
 
 
 # -- dynamic shape
@@ -140,11 +140,11 @@ def dynamic_shapes(result: Analysis) -> list[Finding]:
         return []
     traces = [t for t, _ in found]
     runs = ", ".join(f"{n:,} on rank {rank_label(t.rank)}" for t, (n, _) in found)
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.dynamic_shape",
         title=f"Every operator ran with a dynamic shape, none static ({runs}): operators are "
               "compiled at run time",
         detail="OP State of each operator run: 'dynamic' on all of them; msprof-analyze: "
                "\"Found all operators are dynamic shape\"",
         suggestion=f"Disable JIT compilation: {COMPILE_FIX}",
-        severity="medium", source=files_of(result, traces, "ops"), ranks=ranks_of(traces))]
+        severity="medium", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]

@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import cut, one_line_finding, ranks_of
+from mindspeed_prof.analysis.findings.common import cut, one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.npu.captures import (
     MS,
@@ -23,7 +23,7 @@ from mindspeed_prof.analysis.readers.model import NpuOp, TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["AICPU_MIN_US", "BOUND_RATIO", "FUSED_OPTIMIZERS", "VECTOR_SHARE", "NoBound",
            "VectorOp", "affinity", "affinity_apis", "aicpu", "aicpu_ops", "no_bound",
@@ -122,14 +122,14 @@ def vector_perf(result: Analysis) -> list[Finding]:
               f"{max((v.room for v in r), default=0.0):.1%} room, {len(b)} bound"
               for o, r, b in found if o is not t]
     traces = [f[0] for f in found]
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.vector_ops",
         title=f"Vector operators on rank {rank_label(t.rank)}: {'; '.join(parts)}",
         detail="\n".join(lines),
         suggestion="Look at these operators' shapes and formats (TransData runs where a format "
                    "changes: keep tensors in one format); bound ones move more data than they "
                    "compute: fuse them with their neighbours",
-        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces))]
+        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
 
 
 #: operator_bound_checker.py: an operator is bound by a unit whose ratio exceeds this.
@@ -188,7 +188,7 @@ def no_bound_ops(result: Analysis) -> list[Finding]:
     per_step = nb.us / steps_of(t) / MS
     lines = [f"rank {rank_label(o.rank)}: {n.runs} runs, {n.us / steps_of(o) / MS:,.2f} ms per "
              "step" for o, n in found]
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.no_bound",
         title=f"{nb.runs} operator runs are bound by no unit (no mte, cube, vector or scalar "
               f"ratio over {BOUND_RATIO:.0%}): {per_step:,.2f} ms per step on rank "
@@ -196,7 +196,7 @@ def no_bound_ops(result: Analysis) -> list[Finding]:
         detail="\n".join(["Longest first: " + ", ".join(nb.types()), *lines]),
         suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
                    "shapes and launch gaps: their units mostly wait",
-        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces))]
+        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
 
 
 #: aicpu_checker.py: AI CPU operators longer than this are reported.
@@ -222,7 +222,7 @@ def aicpu_ops(result: Analysis) -> list[Finding]:
              f"{'s' * (o.count != 1)}, longest {o.max_us:,.1f} us; {o.input_dtypes or '?'} -> "
              f"{o.output_dtypes or '?'}" for r, rops in found for o in rops]
     worst = per_step[id(t)]
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.aicpu",
         title=f"{len(ops)} operator{'s' * (len(ops) != 1)} ran on the AI CPU for over "
               f"{AICPU_MIN_US:.0f} us on rank {rank_label(t.rank)}: {names}",
@@ -230,7 +230,7 @@ def aicpu_ops(result: Analysis) -> list[Finding]:
         suggestion="Avoid AI CPU operators: use data types the AI Core handles (e.g. int32 or "
                    "float instead of int64/uint64 or double) so the operator runs there",
         severity="medium" if worst >= 1.0 else "low", impact_ms=worst,
-        source=files_of(result, traces, "ops"), ranks=ranks_of(traces))]
+        source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
 
 
 # -- affinity APIs
@@ -262,7 +262,7 @@ def affinity_apis(result: Analysis) -> list[Finding]:
     for op, seen in sorted(found.items()):
         traces = [t for t, _, _ in seen]
         calls = sum(c for _, c, _ in seen)
-        out.append(one_line_finding(
+        out.append(one_line(Finding(
             rule="npu.affinity_api",
             title=f"{op} has a fused NPU version: {fused[op]} ({calls} call"
                   f"{'s' * (calls != 1)} on {on_ranks(traces)})",
@@ -270,5 +270,5 @@ def affinity_apis(result: Analysis) -> list[Finding]:
                              f"{us / MS:,.2f} ms self time" for t, c, us in seen),
             suggestion=f"Replace the optimizer with {fused[op]} (same arguments): it updates "
                        "all parameters in a few fused kernels",
-            severity="low", source=files_of(result, traces, "host"), ranks=ranks_of(traces)))
+            severity="low", source=files_of(result, traces, "host"), ranks=ranks_of(traces))))
     return out

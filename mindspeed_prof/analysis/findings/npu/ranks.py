@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import folder_of, one_line_finding, ranks_of
+from mindspeed_prof.analysis.findings.common import folder_of, one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.npu.captures import (
     facts_of,
@@ -20,7 +20,7 @@ from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.result import Analysis
 
 __all__ = ["PACKET_LIMITS", "SPREAD", "LinkSpread", "Packets", "RankSpread", "link_spread",
            "packets", "rank_spread", "slow_link", "slow_rank", "small_packets"]
@@ -103,14 +103,14 @@ def slow_rank(result: Analysis) -> list[Finding]:
                 "and host operators",
     }
     ranks = sorted(s.parts["Computing"], key=rank_order)
-    return [one_line_finding(
+    return [one_line(Finding(
         rule="npu.slow_rank",
         title=f"Ranks differ by {gap:,.1f} ms in {words[first]} at step {s.step} (rank "
               f"{rank_label(hi)} {s.parts[first][hi]:,.1f} ms, rank {rank_label(lo)} "
               f"{s.parts[first][lo]:,.1f} ms; {ratio(gap, s.mean_ms, 0.0):.0%} of the step)",
         detail="\n".join(lines), suggestion="; ".join(advice[p] for p in flagged),
         severity="high" if ratio(top, s.mean_ms, 0.0) > 4 * SPREAD else "medium", impact_ms=top,
-        source=_breakdown_source(result), ranks=ranks)]
+        source=_breakdown_source(result), ranks=ranks))]
 
 
 def _breakdown_source(result: Analysis) -> str:
@@ -166,7 +166,7 @@ def slow_link(result: Analysis) -> list[Finding]:
             continue
         lo = min(s.gbps, key=lambda k: s.gbps[k])
         hi = max(s.gbps, key=lambda k: s.gbps[k])
-        out.append(one_line_finding(
+        out.append(one_line(Finding(
             rule="npu.slow_link",
             title=f"{s.link} bandwidth differs across ranks: {s.gbps[lo]:.2f}-{s.gbps[hi]:.2f} "
                   f"GB/s (mean {s.mean:.2f}, {s.spread:.0%} apart); slowest rank "
@@ -178,7 +178,7 @@ def slow_link(result: Analysis) -> list[Finding]:
                        "other jobs on the same links) and whether its operators move smaller "
                        "pieces",
             severity="medium", source=files_of(result, npu_captures(result), "hccl"),
-            ranks=sorted({r for _, r in s.gbps}, key=rank_order)))
+            ranks=sorted({r for _, r in s.gbps}, key=rank_order))))
     return out
 
 
@@ -229,7 +229,7 @@ def small_packets(result: Analysis) -> list[Finding]:
             continue
         t, p = max(found, key=lambda f: (f[1].ratio, f[1].small_ms))
         traces = [f[0] for f in found]
-        out.append(one_line_finding(
+        out.append(one_line(Finding(
             rule="npu.packet",
             title=f"{p.small} of {p.ops} {link} communications on rank {rank_label(t.rank)} "
                   f"move under {limit:g} MB ({p.ratio:.0%}, {p.small_ms:,.3f} ms)",
@@ -240,5 +240,5 @@ def small_packets(result: Analysis) -> list[Finding]:
                        "data parallelism, ZeRO-1/2 rather than 3 where memory allows, fused "
                        "optimizers and operators",
             severity="low", impact_ms=max(q.small_ms / steps_of(o) for o, q in found),
-            source=files_of(result, traces, "hccl"), ranks=ranks_of(traces)))
+            source=files_of(result, traces, "hccl"), ranks=ranks_of(traces))))
     return out

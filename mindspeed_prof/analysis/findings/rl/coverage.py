@@ -1,0 +1,121 @@
+"""``rl.uncovered``: time in a step that no stage covers (weight sync, resharding, data
+dispatch): the step's length less the union of its stages, per rank."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mindspeed_prof.analysis.findings.common import severity
+from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.findings.rl.steps import (
+    DETAIL_LINES,
+    HIGH_SHARE,
+    MEDIUM_SHARE,
+    Who,
+    of_ranks,
+    ranks_of,
+    source_of,
+    steps_of,
+    steps_text,
+    who_text,
+)
+from mindspeed_prof.analysis.readers.device.breakdown import merge
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.stragglers import noise_floor
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.result import Analysis
+
+__all__ = ["uncovered"]
+
+
+@dataclass
+class _Piece:
+    """Stages that overlap, as one span (us): the stage it starts with and the one that ends
+    it."""
+
+    start: float
+    end: float
+    first: str
+    last: str
+
+
+def _gaps(step: Range, stages: list[Range]) -> tuple[float, dict[str, float]]:
+    """The step's time (us) in no stage, and where it lies: ``before X``, ``between X and
+    Y``, ``after Y`` (X, Y the stages either side)."""
+    lo, hi = step.ts, step.ts + step.dur
+    spans = sorted((max(r.ts, lo), min(r.ts + r.dur, hi), r.name) for r in stages
+                   if r.ts < hi and r.ts + r.dur > lo)
+    pieces: list[_Piece] = []
+    for a, b, name in spans:
+        if pieces and a <= pieces[-1].end:
+            if b > pieces[-1].end:
+                pieces[-1].end, pieces[-1].last = b, name
+        else:
+            pieces.append(_Piece(a, b, name, name))
+    where: dict[str, float] = defaultdict(float)
+    if not pieces:
+        return step.dur, {"in the step": step.dur}
+    if pieces[0].start > lo:
+        where[f"before {pieces[0].first}"] += pieces[0].start - lo
+    for prev, nxt in zip(pieces, pieces[1:]):
+        where[f"between {prev.last} and {nxt.first}"] += nxt.start - prev.end
+    if hi > pieces[-1].end:
+        where[f"after {pieces[-1].last}"] += hi - pieces[-1].end
+    covered = sum(b - a for a, b in merge([(p.start, p.end) for p in pieces]))
+    return step.dur - covered, dict(where)
+
+
+def uncovered(result: Analysis) -> list[Finding]:
+    """Per rank, the time in a step that none of its stages covers, where it is over the
+    noise floor: weight sync, resharding, data dispatch and collection run there."""
+    hits: list[tuple[float, Who, float, dict[str, float], list[int]]] = []
+    for who, steps in steps_of(result).items():
+        rows = [(n, s) for n, s in sorted(steps.items()) if s.step is not None and s.stages]
+        if not rows:
+            continue
+        gaps: dict[str, float] = defaultdict(float)
+        left = 0.0
+        for _, s in rows:
+            assert s.step is not None
+            us, where = _gaps(s.step, s.stages)
+            left += us
+            for k, v in where.items():
+                gaps[k] += v
+        n = len(rows)
+        ms = left / n / 1000.0
+        step_ms = sum(s.step.dur for _, s in rows if s.step) / n / 1000.0
+        if step_ms > 0 and ms >= noise_floor(result.noise_ms, step_ms):
+            hits.append((ms, who, step_ms, {k: v / n / 1000.0 for k, v in gaps.items()},
+                         [k for k, _ in rows]))
+    if not hits:
+        return []
+    hits.sort(key=lambda h: (-h[0], rank_order(h[1][0]), h[1][1]))
+    ms, _, step_ms, gaps, _ = hits[0]
+    place, place_ms = max(gaps.items(), key=lambda kv: (kv[1], kv[0]))
+    lines = []
+    for m, w, s_ms, g, st in hits[:DETAIL_LINES]:
+        parts = ", ".join(f"{k} {v:,.1f}" for k, v in sorted(g.items(), key=lambda kv: -kv[1])
+                          if v > 0)
+        lines.append(f"{who_text(w)}: {m:,.1f} of {s_ms:,.1f} ms per step ({steps_text(st)}) in "
+                     f"no stage: {parts} ms")
+    if len(hits) > DETAIL_LINES:
+        lines.append(f"... and {len(hits) - DETAIL_LINES} more ranks")
+    lines.append("the step's own range less the union of its stage ranges")
+    share = ratio(ms, step_ms, 0.0)
+    return [Finding(
+        rule="rl.uncovered",
+        title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "
+              f"{of_ranks([h[1] for h in hits])}: most {place} ({place_ms:,.1f} ms)",
+        detail="\n".join(lines),
+        suggestion="Name what runs there (weight sync to the rollout engine, resharding, "
+                   "data dispatch and collection, logging): wrap it in mstx.range or record it "
+                   "as a stage, then shrink or overlap it (bucketed or colocated weight sync, "
+                   "asynchronous dispatch).",
+        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=ms,
+        source=source_of(result, [h[1] for h in hits]),
+        ranks=ranks_of([h[1] for h in hits]))]
