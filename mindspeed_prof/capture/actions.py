@@ -77,7 +77,7 @@ class CaptureActions:
         try:
             self._capturer.start(starting)
         except Exception as err:
-            self._tell(self._unstarted(starting), str(err))
+            self._tell(self._unstarted(starting), f"{type(err).__name__}: {err}")  # never ""
             self._fail("start", err)
 
     def _stop(self, action: Stop) -> None:

@@ -140,6 +140,8 @@ class OnDemand(Part):
         mine = [c for c in self.host.captures if c.request == request.id]
         files = [f for c in mine for f in c.files]
         recorded = sorted({what for c in mine for what in c.recorded})
+        if not error and not files:
+            error = "the capture wrote no files"
         message = error or _short_of(request, recorded, record)
         first = min((c.step for c in mine if c.files), default=None)
         self._ack(request, source, "failed" if error else "written", files, message, recorded,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,35 @@ def test_request_captures_next_steps_of_a_job_with_profiling_off(tmp_path: Path)
     assert names == {"ProfilerStep#3", "ProfilerStep#4", "actor_update"}
     (ack,) = read_acks(tmp_path, req.id)
     assert ack.status == "written" and ack.files == [str(spans)]
+
+
+@pytest.mark.parametrize("fault", ["start", "no files"])
+def test_a_capture_that_did_not_start_or_wrote_nothing_is_acknowledged_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    """The command exits 0 only on files: a start that raised without a message, or a
+    capture that wrote nothing, is ``failed`` with a reason, never ``written``."""
+    prof = make(tmp_path)
+    capturer = prof._capturer
+    if fault == "start":
+        def start(starting: object) -> None:
+            raise RuntimeError()
+        monkeypatch.setattr(capturer, "start", start)
+    else:
+        stop = capturer.stop
+
+        def stop_without_files(reason: str) -> tuple[Any, str]:
+            record, error = stop(reason)
+            if record is not None:
+                record.files = []
+            return record, error
+        monkeypatch.setattr(capturer, "stop", stop_without_files)
+    req = request(tmp_path, steps=1)
+    with pytest.warns(RuntimeWarning) if fault == "start" else contextlib.nullcontext():
+        run(prof, range(1, 4))
+    prof.close()
+    (ack,) = read_acks(tmp_path, req.id)
+    assert ack.status == "failed" and ack.files == []
+    assert ack.message == ("RuntimeError: " if fault == "start" else "the capture wrote no files")
 
 
 def test_two_requests_apply_in_order_once_across_restarts(tmp_path: Path) -> None:

@@ -39,7 +39,8 @@ class Worker:
 
     def run(self) -> int:
         prof = self.mixin.profiler
-        while not self.stopped.is_set() and self.steps < 6000:
+        deadline = time.monotonic() + 900  # the fixture stops it; this only if it never does
+        while not self.stopped.is_set() and time.monotonic() < deadline:
             self.steps += 1
             with prof.step(self.steps), prof.stage("actor_update"):
                 time.sleep(0.01)
@@ -83,7 +84,9 @@ def test_a_request_through_ray_reaches_every_worker(
     assert code == 0, out + err
     reports = ray.get([w.report.remote() for w in job["workers"]])
     for rank, got in enumerate(reports):
-        (capture,) = [c for c in got["captures"] if c.get("request")]
+        taken = [c for c in got["captures"] if c.get("request")]
+        assert len(taken) == 1, (rank, got["captures"], got["logged"])
+        (capture,) = taken
         (path,) = capture["files"]
         assert Path(path).is_file() and len(capture["steps"]) == 1
         assert f"rank {rank} (integrated) on {host_name()}: written: {path}" in out
