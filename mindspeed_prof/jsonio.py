@@ -22,8 +22,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, Union
 
-__all__ = ["MAX_JSON_BYTES", "Json", "JsonObject", "Jsonable", "JsonableObject", "Refused",
-           "open_regular", "read_bytes", "read_json", "within", "write_atomic", "write_json"]
+__all__ = [
+    "MAX_JSON_BYTES",
+    "Json",
+    "JsonObject",
+    "Jsonable",
+    "JsonableObject",
+    "Refused",
+    "open_regular",
+    "read_bytes",
+    "read_json",
+    "within",
+    "write_atomic",
+    "write_json",
+]
 
 #: A JSON value as ``json.loads`` gives it (and ``msgspec.to_builtins`` makes of our records).
 Json: TypeAlias = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
@@ -31,16 +43,22 @@ Json: TypeAlias = Union[None, bool, int, float, str, list["Json"], dict[str, "Js
 JsonObject: TypeAlias = dict[str, Json]
 #: A JSON value to write (``--json``, the summary files): read-only views, so that a
 #: ``list[int]`` or a mapping of rows is one too.
-Jsonable: TypeAlias = Union[None, bool, int, float, str, Sequence["Jsonable"],
-                            Mapping[str, "Jsonable"]]
+Jsonable: TypeAlias = Union[
+    None, bool, int, float, str, Sequence["Jsonable"], Mapping[str, "Jsonable"]
+]
 #: A JSON object to write.
 JsonableObject: TypeAlias = dict[str, Jsonable]
 
 #: Our JSON files (manifests, cluster and sweep summaries) larger than this are not read.
 MAX_JSON_BYTES = 64 << 20
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class Refused(ValueError):
@@ -119,8 +137,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
     """``data`` as the whole of ``path``: written to a new temporary file in its folder
     (``.<name>.<random>.tmp``), then renamed over it. Raises ``OSError`` as the writes do;
     whatever fails leaves no temporary file behind."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name.lstrip('.')}.", suffix=".tmp",
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name.lstrip('.')}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), mode)

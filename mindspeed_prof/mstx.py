@@ -21,10 +21,30 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ContextManager, ParamSpec, Protocol, TypeVar, cast
 
-__all__ = ["IterationMarker", "RangeSink", "active_sink", "add_counter", "add_marker", "add_sink",
-           "count", "end_on", "iteration", "mark", "mark_end_range", "remove_marker",
-           "mark_start_range", "mstx_timer_decorator", "range", "range_end", "range_start",
-           "remove_counter", "remove_sink", "set_sink", "sinks", "start_on"]
+__all__ = [
+    "IterationMarker",
+    "RangeSink",
+    "active_sink",
+    "add_counter",
+    "add_marker",
+    "add_sink",
+    "count",
+    "end_on",
+    "iteration",
+    "mark",
+    "mark_end_range",
+    "remove_marker",
+    "mark_start_range",
+    "mstx_timer_decorator",
+    "range",
+    "range_end",
+    "range_start",
+    "remove_counter",
+    "remove_sink",
+    "set_sink",
+    "sinks",
+    "start_on",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -69,8 +89,12 @@ class _All:
         for r in self._ranges:
             r.__enter__()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         for r in self._reversed:
             r.__exit__(exc_type, exc, tb)
 
@@ -92,8 +116,12 @@ class _Fresh:
             cm.__enter__()
             entered.append(cm)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         for cm in reversed(self._open.pop()):
             cm.__exit__(exc_type, exc, tb)
 
@@ -245,8 +273,9 @@ def end_on(sink: RangeSink, handle: object) -> None:
         cast(ContextManager[object], handle).__exit__(None, None, None)  # start_on's range
 
 
-def mark_start_range(message: str | None = None, color: object = None, domain: object = None,
-                     category: object = None) -> int:
+def mark_start_range(
+    message: str | None = None, color: object = None, domain: object = None, category: object = None
+) -> int:
     """verl's name for ``range_start`` (``color``, ``domain`` and ``category`` are ignored)."""
     return range_start(message or "range")
 

@@ -31,9 +31,18 @@ from mindspeed_prof.jsonio import write_json
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
-__all__ = ["COLLECT_TIMEOUT_S", "METRICS_TIMEOUT_S", "ProfilerMixin", "collect",
-           "gather_metrics", "open_board", "save_root", "worker_config",
-           "write_cluster_summary", "WorkerConfig"]
+__all__ = [
+    "COLLECT_TIMEOUT_S",
+    "METRICS_TIMEOUT_S",
+    "ProfilerMixin",
+    "collect",
+    "gather_metrics",
+    "open_board",
+    "save_root",
+    "worker_config",
+    "write_cluster_summary",
+    "WorkerConfig",
+]
 
 
 class WorkerConfig(TypedDict, total=False):
@@ -56,8 +65,10 @@ def worker_config(profiler_config: object) -> WorkerConfig:
     then carry. Each worker picks its section with ``init_profiler(..., role=...)``."""
     validate(profiler_config)  # every section that sets something; raises naming the key
     config: dict[str, dict[str, object]] = {
-        name: dict(fields) for name, fields in sections(profiler_config).items()
-        if name == "integrated" or fields}
+        name: dict(fields)
+        for name, fields in sections(profiler_config).items()
+        if name == "integrated" or fields
+    }
     config.setdefault("integrated", {})
     for role, fields in config.items():
         if role == "integrated" or (role != EXTENSIONS and "profile_save_path" in fields):
@@ -76,12 +87,14 @@ class ProfilerMixin:
 
     profiler: Profiler
 
-    def init_profiler(self, profiler_config: Mapping[str, object], rank: int,
-                      role: str = "integrated") -> None:
+    def init_profiler(
+        self, profiler_config: Mapping[str, object], rank: int, role: str = "integrated"
+    ) -> None:
         from mindspeed_prof.analysis.summary import after_capture
 
-        self.profiler = Profiler.from_config(profiler_config, rank=rank, role=role,
-                                             on_capture=after_capture(profiler_config, role))
+        self.profiler = Profiler.from_config(
+            profiler_config, rank=rank, role=role, on_capture=after_capture(profiler_config, role)
+        )
 
     def profiler_metrics(self, step: int | None = None) -> RankMetrics:
         """This worker's rank and ``prof.metrics(step)`` (``telemetry``), for
@@ -97,15 +110,22 @@ class ProfilerMixin:
         files = [Path(f) for c in prof.captures for f in c.files]
         written = [f for f in files if f.is_file()]
         summary = capture_summary(written) if written else None
-        return {"run": prof.run[0], "rank": prof.rank, "role": prof.role,
-                "host": socket.gethostname(),
-                "node": _node_id(),  # holds the files below
-                "pid": os.getpid(), "enabled": prof.plan.enabled, "failed": prof.failed,
-                "captures": [c.to_json() for c in prof.captures],
-                "files": [{"path": str(f), "bytes": f.stat().st_size if f.is_file() else None}
-                          for f in files],
-                "stage_rank": summary["stage_rank"] if summary else [],
-                "per_step": summary["per_step"] if summary else []}
+        return {
+            "run": prof.run[0],
+            "rank": prof.rank,
+            "role": prof.role,
+            "host": socket.gethostname(),
+            "node": _node_id(),  # holds the files below
+            "pid": os.getpid(),
+            "enabled": prof.plan.enabled,
+            "failed": prof.failed,
+            "captures": [c.to_json() for c in prof.captures],
+            "files": [
+                {"path": str(f), "bytes": f.stat().st_size if f.is_file() else None} for f in files
+            ],
+            "stage_rank": summary["stage_rank"] if summary else [],
+            "per_step": summary["per_step"] if summary else [],
+        }
 
 
 def _node_id() -> str:
@@ -130,8 +150,11 @@ def open_board() -> ActorHandle:
 
     global _board
     name = board_name(ray.get_runtime_context().get_job_id())
-    _board = ray.remote(num_cpus=0)(ControlBoard).options(
-        name=name, namespace=NAMESPACE, get_if_exists=True).remote()
+    _board = (
+        ray.remote(num_cpus=0)(ControlBoard)
+        .options(name=name, namespace=NAMESPACE, get_if_exists=True)
+        .remote()
+    )
     return _board
 
 
@@ -140,9 +163,12 @@ def open_board() -> ActorHandle:
 COLLECT_TIMEOUT_S = 300.0
 
 
-def collect(workers: Sequence[ActorHandle], method: str = "profiler_summary",
-            timeout_s: float = COLLECT_TIMEOUT_S,
-            ranks: list[int] | None = None) -> list[WorkerSummary]:
+def collect(
+    workers: Sequence[ActorHandle],
+    method: str = "profiler_summary",
+    timeout_s: float = COLLECT_TIMEOUT_S,
+    ranks: list[int] | None = None,
+) -> list[WorkerSummary]:
     """Every worker's summary the driver gets within ``timeout_s``, sorted by rank, each with
     ``status: ok``. A worker that did not answer is an entry of its own, ``status``: ``died``
     (its process is gone: killed, crashed, out of memory), ``timeout`` (no answer in time:
@@ -159,9 +185,15 @@ def collect(workers: Sequence[ActorHandle], method: str = "profiler_summary",
     for i, ref in enumerate(refs):
         rank = ranks[i] if ranks is not None and i < len(ranks) else None
         if ref not in answered:
-            out.append(_missing(workers[i], i, rank, "timeout",
-                                f"no answer within {timeout_s:g} s (stopped, hung or still "
-                                "exporting)"))
+            out.append(
+                _missing(
+                    workers[i],
+                    i,
+                    rank,
+                    "timeout",
+                    f"no answer within {timeout_s:g} s (stopped, hung or still exporting)",
+                )
+            )
             continue
         try:
             summary: WorkerSummary = ray.get(ref)
@@ -171,16 +203,18 @@ def collect(workers: Sequence[ActorHandle], method: str = "profiler_summary",
             out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
         else:
             out.append({**summary, "status": "ok"})
-    return sorted(out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0,
-                                      s.get("worker", -1)))
+    return sorted(
+        out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0, s.get("worker", -1))
+    )
 
 
 #: How long ``gather_metrics`` waits: a live figure that is late is left out, not waited for.
 METRICS_TIMEOUT_S = 10.0
 
 
-def gather_metrics(workers: Sequence[ActorHandle], step: int | None = None,
-                   timeout_s: float = METRICS_TIMEOUT_S) -> dict[str, float]:
+def gather_metrics(
+    workers: Sequence[ActorHandle], step: int | None = None, timeout_s: float = METRICS_TIMEOUT_S
+) -> dict[str, float]:
     """On the driver: every worker's ``prof.metrics(step)`` (``ProfilerMixin.profiler_metrics``)
     as ``across_ranks`` gives them, max, median and the slowest rank per figure, for the
     driver's tracker. Workers that do not answer within ``timeout_s`` or fail are left out
@@ -201,13 +235,22 @@ def gather_metrics(workers: Sequence[ActorHandle], step: int | None = None,
     return across_ranks(per_rank)
 
 
-def _missing(worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus,
-             error: str) -> WorkerSummary:
+def _missing(
+    worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus, error: str
+) -> WorkerSummary:
     """The entry of a worker whose summary did not come back."""
     actor = getattr(worker, "_actor_id", None)
-    return {"rank": rank, "worker": index, "actor": actor.hex() if actor is not None else "",
-            "status": status, "error": error, "captures": [], "files": [], "stage_rank": [],
-            "per_step": []}
+    return {
+        "rank": rank,
+        "worker": index,
+        "actor": actor.hex() if actor is not None else "",
+        "status": status,
+        "error": error,
+        "captures": [],
+        "files": [],
+        "stage_rank": [],
+        "per_step": [],
+    }
 
 
 def _first_line(err: BaseException) -> str:
@@ -221,10 +264,23 @@ def write_cluster_summary(root: Path, summaries: Sequence[WorkerSummary]) -> Pat
     each worker whose summary did not come back (``collect``'s ``died``, ``timeout``,
     ``failed``)."""
     path = Path(root) / CLUSTER_SUMMARY
-    missing = [Missing(rank=s.get("rank"), worker=s.get("worker"), actor=s.get("actor"),
-                       status=s.get("status"), error=s.get("error"))
-               for s in summaries if s.get("status", "ok") != "ok"]
-    write_json(path, {"workers": summaries,
-                      "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
-                      "missing": missing})
+    missing = [
+        Missing(
+            rank=s.get("rank"),
+            worker=s.get("worker"),
+            actor=s.get("actor"),
+            status=s.get("status"),
+            error=s.get("error"),
+        )
+        for s in summaries
+        if s.get("status", "ok") != "ok"
+    ]
+    write_json(
+        path,
+        {
+            "workers": summaries,
+            "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
+            "missing": missing,
+        },
+    )
     return path

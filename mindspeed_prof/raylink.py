@@ -18,8 +18,10 @@ _CONNECT_TIMEOUT_S = 3.0
 #: Ray's logger and the notice it logs whenever ``ray.init`` starts a local cluster with
 #: RAY_AUTH_MODE unset, or joins one with a token at hand: not news to someone who asked for
 #: a capture or an analysis.
-TOKEN_NOTICE = ("ray._private.authentication.authentication_token_setup",
-                "Token authentication is enabled for this Ray cluster.")
+TOKEN_NOTICE = (
+    "ray._private.authentication.authentication_token_setup",
+    "Token authentication is enabled for this Ray cluster.",
+)
 
 
 class Unreachable(Exception):
@@ -44,10 +46,13 @@ def connect(address: str | None) -> None:
     except (ConnectionError, RuntimeError, ValueError) as err:
         hint = ""
         if address not in (None, "auto") and "RAY_AUTH_MODE" not in os.environ:
-            hint = " (a cluster with token authentication: set RAY_AUTH_MODE=token, and " \
-                   "RAY_AUTH_TOKEN on another machine)"
-        raise Unreachable(f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}"
-                          f"{hint}") from None
+            hint = (
+                " (a cluster with token authentication: set RAY_AUTH_MODE=token, and "
+                "RAY_AUTH_TOKEN on another machine)"
+            )
+        raise Unreachable(
+            f"Ray cluster at {address or 'auto'}: {str(err).splitlines()[0]}{hint}"
+        ) from None
 
 
 class _DropMessage(logging.Filter):

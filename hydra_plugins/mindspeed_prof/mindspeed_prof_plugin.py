@@ -84,8 +84,11 @@ class MindspeedProfConfigSource(ConfigSource):
 
             cls._configs = {
                 f"{group}/{name}": (
-                    node if isinstance(node, DictConfig) else OmegaConf.create(node), package)
-                for group, name, node, package in configs()}
+                    node if isinstance(node, DictConfig) else OmegaConf.create(node),
+                    package,
+                )
+                for group, name, node, package in configs()
+            }
         return cls._configs
 
     def _serve(self, key: str) -> tuple[DictConfig, str | None]:
@@ -170,8 +173,12 @@ class MindspeedProfConfigSource(ConfigSource):
         if key is None:
             raise ConfigLoadError(f"Config not found: {config_path}")
         node, package = self._serve(key)
-        return ConfigResult(config=node.copy(), path=f"{self.scheme()}://{self.path}",
-                            provider=self.provider, header={"package": package})
+        return ConfigResult(
+            config=node.copy(),
+            path=f"{self.scheme()}://{self.path}",
+            provider=self.provider,
+            header={"package": package},
+        )
 
     def available(self) -> bool:
         return True

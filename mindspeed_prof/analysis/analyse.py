@@ -28,9 +28,16 @@ def _finish(result: Analysis) -> Analysis:
     return result
 
 
-def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress | None = None,
-            jobs: int = 1, cache: bool = True, ray: str | None = None,
-            comm_kernels: str = "", run: str | None = None) -> Analysis:
+def analyse(
+    root: Path | str,
+    margin: float = DEFAULT_MARGIN,
+    progress: Progress | None = None,
+    jobs: int = 1,
+    cache: bool = True,
+    ray: str | None = None,
+    comm_kernels: str = "",
+    run: str | None = None,
+) -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
     with ``ray``, a Ray address or "auto", on the nodes that hold them) and answer for one run
     (``runs``): the newest, or ``run`` (an id; ``runs.UnknownRun`` when none matches).
@@ -39,10 +46,16 @@ def analyse(root: Path | str, margin: float = DEFAULT_MARGIN, progress: Progress
     return analyse_runs(root, margin, progress, jobs, cache, ray, run, comm_kernels)[0]
 
 
-def analyse_runs(root: Path | str, margin: float = DEFAULT_MARGIN,
-                 progress: Progress | None = None, jobs: int = 1, cache: bool = True,
-                 ray: str | None = None, run: str | None = None,
-                 comm_kernels: str = "") -> list[Analysis]:
+def analyse_runs(
+    root: Path | str,
+    margin: float = DEFAULT_MARGIN,
+    progress: Progress | None = None,
+    jobs: int = 1,
+    cache: bool = True,
+    ray: str | None = None,
+    run: str | None = None,
+    comm_kernels: str = "",
+) -> list[Analysis]:
     """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
     return runs_of(_read_root(Path(root), margin, progress, jobs, cache, ray, comm_kernels), run)
 
@@ -54,20 +67,35 @@ def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
     runs, chosen = split(result.traces, result.root, run)
     if not chosen:
         return [_finish(result)]
-    return [_finish(dataclasses.replace(result, traces=traces, bad=list(result.bad), run=info,
-                                        runs=runs)) for info, traces in chosen]
+    return [
+        _finish(
+            dataclasses.replace(result, traces=traces, bad=list(result.bad), run=info, runs=runs)
+        )
+        for info, traces in chosen
+    ]
 
 
-def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, cache: bool,
-               ray: str | None, comm_kernels: str) -> Analysis:
-    result = Analysis(root=root if ray or root.is_dir() else root.parent, margin=margin,
-                      comm_kernels=_pattern(comm_kernels))
+def _read_root(
+    root: Path,
+    margin: float,
+    progress: Progress | None,
+    jobs: int,
+    cache: bool,
+    ray: str | None,
+    comm_kernels: str,
+) -> Analysis:
+    result = Analysis(
+        root=root if ray or root.is_dir() else root.parent,
+        margin=margin,
+        comm_kernels=_pattern(comm_kernels),
+    )
     memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
     if ray is not None:
         from mindspeed_prof.analysis.cluster import read_on_cluster
 
-        results, result.placement = read_on_cluster(root, None if ray == "auto" else ray, cache,
-                                                    comm_kernels)
+        results, result.placement = read_on_cluster(
+            root, None if ray == "auto" else ray, cache, comm_kernels
+        )
     else:
         try:
             paths, memory = survey(root)
@@ -75,8 +103,14 @@ def _read_root(root: Path, margin: float, progress: Progress | None, jobs: int, 
             result.bad.append(str(err))
             return result
         paths, memory = _inside(result, root, paths), _inside(result, root, memory)
-        results = read_all(paths, result.root, jobs=jobs, use_cache=cache, progress=progress,
-                           comm_kernels=comm_kernels)
+        results = read_all(
+            paths,
+            result.root,
+            jobs=jobs,
+            use_cache=cache,
+            progress=progress,
+            comm_kernels=comm_kernels,
+        )
     for data in results:
         if isinstance(data, str):
             result.bad.append(data)
@@ -99,8 +133,11 @@ def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
     if not root.is_dir():
         return paths  # one file, named by the user: read wherever it is
     outside = {p for p in paths if not within(p, root)}
-    result.bad += [f"{p}: a link to a file outside {root}: not read (analyse its own folder)"
-                   for p in paths if p in outside]
+    result.bad += [
+        f"{p}: a link to a file outside {root}: not read (analyse its own folder)"
+        for p in paths
+        if p in outside
+    ]
     return [p for p in paths if p not in outside]
 
 
@@ -125,23 +162,39 @@ def _read_all(result: Analysis, paths: list[Path]) -> None:
 
 
 def _add_memory(result: Analysis, path: Path) -> None:
-    same = sorted((t for t in result.traces if stem_key(t.path) == stem_key(path)
-                   and t.kind not in ("memory", "spans")), key=lambda t: t.kind != "torch")
+    same = sorted(
+        (
+            t
+            for t in result.traces
+            if stem_key(t.path) == stem_key(path) and t.kind not in ("memory", "spans")
+        ),
+        key=lambda t: t.kind != "torch",
+    )
     ranges = [r for t in result.traces if stem_key(t.path) == stem_key(path) for r in t.ranges]
     facts = read_memory(path, ranges)
     if same:
         own = same[0].memory
         if own is not None:  # a trace's [memory] events and a file: the file's timeline,
             facts = msgspec.structs.replace(  # the higher peaks
-                facts, peak_allocated_bytes=_most(own.peak_allocated_bytes,
-                                                  facts.peak_allocated_bytes),
+                facts,
+                peak_allocated_bytes=_most(own.peak_allocated_bytes, facts.peak_allocated_bytes),
                 peak_reserved_bytes=_most(own.peak_reserved_bytes, facts.peak_reserved_bytes),
-                top_ops=facts.top_ops or own.top_ops, by_stage=facts.by_stage or own.by_stage,
-                timeline=facts.timeline or own.timeline)
+                top_ops=facts.top_ops or own.top_ops,
+                by_stage=facts.by_stage or own.by_stage,
+                timeline=facts.timeline or own.timeline,
+            )
         same[0].memory = facts
         return
-    result.traces.append(TraceData(path, "memory", rank_of(path, None, None), path.parent.name,
-                                   path.stat().st_size, memory=facts))
+    result.traces.append(
+        TraceData(
+            path,
+            "memory",
+            rank_of(path, None, None),
+            path.parent.name,
+            path.stat().st_size,
+            memory=facts,
+        )
+    )
 
 
 def _most(a: float | None, b: float | None) -> float | None:

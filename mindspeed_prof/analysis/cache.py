@@ -26,8 +26,20 @@ from mindspeed_prof.analysis.readers import TraceData, read
 from mindspeed_prof.formats import CACHE
 from mindspeed_prof.jsonio import Refused, open_regular, read_bytes, write_atomic
 
-__all__ = ["BLOCK", "MAGIC", "Fingerprint", "analysis_version", "cache_path", "decode",
-           "discard_partial", "encode", "fingerprint", "load", "read_cached", "store"]
+__all__ = [
+    "BLOCK",
+    "MAGIC",
+    "Fingerprint",
+    "analysis_version",
+    "cache_path",
+    "decode",
+    "discard_partial",
+    "encode",
+    "fingerprint",
+    "load",
+    "read_cached",
+    "store",
+]
 
 #: Bump when the entry layout changes; reader changes are caught by ``analysis_version``.
 FORMAT = 3
@@ -93,8 +105,11 @@ def analysis_version() -> str:
     package = Path(readers.__file__).parents[2]
     # What a capture decodes to is decided by the readers (and the file formats and stage
     # names they use); the analysis above them reads the cached data, so it is not counted.
-    sources = [*Path(readers.__file__).parent.rglob("*.py"), package / "config" / "schema.py",
-               *(package / "formats").glob("*.py")]
+    sources = [
+        *Path(readers.__file__).parent.rglob("*.py"),
+        package / "config" / "schema.py",
+        *(package / "formats").glob("*.py"),
+    ]
     for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())
     return digest.hexdigest()[:16]
@@ -127,8 +142,9 @@ def fingerprint(capture: Path) -> Fingerprint | None:
         digest = hashlib.blake2b(digest_size=_DIGEST)
         if capture.is_file():
             digest.update(_ends(capture, st.st_size))
-            return Fingerprint(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                               digest.digest())
+            return Fingerprint(
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, digest.digest()
+            )
         if not capture.is_dir():
             return None
         size, mtime, ctime = 0, st.st_mtime_ns, st.st_ctime_ns
@@ -137,8 +153,11 @@ def fingerprint(capture: Path) -> Fingerprint | None:
             mtime, ctime = max(mtime, s.st_mtime_ns), max(ctime, s.st_ctime_ns)
             regular = p.is_file()
             size += s.st_size if regular else 0
-            digest.update(os.fsencode(p.relative_to(capture)) + b"\0" + repr(
-                (s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)).encode())
+            digest.update(
+                os.fsencode(p.relative_to(capture))
+                + b"\0"
+                + repr((s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)).encode()
+            )
             if regular:
                 digest.update(_ends(p, s.st_size))
         return Fingerprint(size, mtime, ctime, st.st_ino, digest.digest())
@@ -160,7 +179,7 @@ def load(capture: Path, key: Fingerprint | None) -> TraceData | None:
     except (OSError, Refused):
         return None
     body = raw[_HEADER:]
-    if raw[:len(MAGIC)] != MAGIC or raw[len(MAGIC):_HEADER] != _checksum(body):
+    if raw[: len(MAGIC)] != MAGIC or raw[len(MAGIC) : _HEADER] != _checksum(body):
         return None
     try:
         entry = _entry.decode(body)

@@ -32,8 +32,10 @@ def classified(traces: list[TraceData]) -> list[Classified]:
             ms[rule] += tally.total / 1000.0
             runs[rule] += tally.count
     order = [CLI_RULE, CONFIG_RULE, *_RULES]
-    return [Classified(rule=rule, kind=rule_kind(rule), ms=ms[rule], kernels=runs[rule])
-            for rule in sorted(ms, key=lambda n: (order.index(n) if n in order else -1, n))]
+    return [
+        Classified(rule=rule, kind=rule_kind(rule), ms=ms[rule], kernels=runs[rule])
+        for rule in sorted(ms, key=lambda n: (order.index(n) if n in order else -1, n))
+    ]
 
 
 def beyond_hta(rows: list[Classified]) -> list[Classified]:
@@ -48,14 +50,21 @@ def worlds(traces: list[TraceData]) -> list[World]:
         size = t.meta.world_size
         if isinstance(size, int) and not isinstance(size, bool) and size > 0:
             ranks[size].add(t.rank)
-    return [World(world_size=size, ranks=sorted(held, key=rank_order))
-            for size, held in sorted(ranks.items())]
+    return [
+        World(world_size=size, ranks=sorted(held, key=rank_order))
+        for size, held in sorted(ranks.items())
+    ]
 
 
 def worlds_text(held: list[World]) -> str:
     """``rank 0 of 64 captured``, ``2 of 64 ranks captured (0, 5)``; one part per world
     size."""
-    return "; ".join(
-        f"rank {rank_label(w.ranks[0])} of {w.world_size}" if len(w.ranks) == 1 else
-        f"{len(w.ranks)} of {w.world_size} ranks ({ranks_text(w.ranks)})"
-        for w in held) + " captured (the world size the traces record)"
+    return (
+        "; ".join(
+            f"rank {rank_label(w.ranks[0])} of {w.world_size}"
+            if len(w.ranks) == 1
+            else f"{len(w.ranks)} of {w.world_size} ranks ({ranks_text(w.ranks)})"
+            for w in held
+        )
+        + " captured (the world size the traces record)"
+    )

@@ -64,17 +64,18 @@ def _listing(root: str) -> Listing:
     return (ray.get_runtime_context().get_node_id(), socket.gethostname(), *holdings(root))
 
 
-def _reading(path: str, root: str, use_cache: bool,
-             comm_kernels: str = "") -> tuple[str, bytes | TraceData | str]:
+def _reading(
+    path: str, root: str, use_cache: bool, comm_kernels: str = ""
+) -> tuple[str, bytes | TraceData | str]:
     import ray
 
     node = ray.get_runtime_context().get_node_id()
     return node, read_encoded(Path(path), Path(root).expanduser(), use_cache, comm_kernels)
 
 
-def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = True,
-                    comm_kernels: str = ""
-                    ) -> tuple[list[TraceData | str], list[Placement]]:
+def read_on_cluster(
+    root: Path, address: str | None = None, use_cache: bool = True, comm_kernels: str = ""
+) -> tuple[list[TraceData | str], list[Placement]]:
     """Every capture below ``root`` on any node, read where it lies, in a stable order, and
     where each was read: ``{"path", "node", "host", "bytes"}``. A ``root`` starting with ``~``
     is each node's own home. ``comm_kernels``: as ``parallel.read_all``."""
@@ -88,8 +89,7 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
         return NodeAffinitySchedulingStrategy(node_id=node, soft=False)
 
     lister = ray.remote(num_cpus=0)(_listing)
-    listings = ray.get([lister.options(scheduling_strategy=on(n)).remote(str(root))
-                        for n in nodes])
+    listings = ray.get([lister.options(scheduling_strategy=on(n)).remote(str(root)) for n in nodes])
     hosts = {node: host for node, host, _, _ in listings}
     roots = {node: Path(there) for node, _, there, _ in listings}
     owner = assign(listings)
@@ -100,9 +100,12 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
 
     captures = sorted(owner, key=lambda c: (under_root(c), c[1:]))  # discover's order
     reader = ray.remote(num_cpus=1)(_reading)
-    refs = [reader.options(scheduling_strategy=on(owner[c])).remote(c[0], str(root), use_cache,
-                                                                    comm_kernels)
-            for c in captures]
+    refs = [
+        reader.options(scheduling_strategy=on(owner[c])).remote(
+            c[0], str(root), use_cache, comm_kernels
+        )
+        for c in captures
+    ]
     results: list[TraceData | str] = []
     placed: list[Placement] = []
     for capture, (node, result) in zip(captures, ray.get(refs)):
@@ -110,6 +113,7 @@ def read_on_cluster(root: Path, address: str | None = None, use_cache: bool = Tr
             result = cache.decode(result)
             result.path = under_root(capture)
         results.append(result)
-        placed.append({"path": capture[0], "node": node, "host": hosts.get(node, ""),
-                       "bytes": capture[1]})
+        placed.append(
+            {"path": capture[0], "node": node, "host": hosts.get(node, ""), "bytes": capture[1]}
+        )
     return results, placed

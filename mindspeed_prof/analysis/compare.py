@@ -29,8 +29,16 @@ from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 from mindspeed_prof.formats.manifest import find_manifests
 from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["DEFAULT_THRESHOLD", "Comparison", "captured", "compare", "compare_runs",
-           "few_steps", "per_step", "slower_than"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "Comparison",
+    "captured",
+    "compare",
+    "compare_runs",
+    "few_steps",
+    "per_step",
+    "slower_than",
+]
 
 #: B is a regression when its steps' times shift by more than this fraction of A's (and the
 #: shift is real: ``gate``).
@@ -58,18 +66,30 @@ class Comparison(msgspec.Struct, kw_only=True):
     floor_ms: float = 0.0
 
     def json(self) -> JsonableObject:
-        return {"rows": to_json(self.rows), "ranges": to_json(self.ranges),
-                "device": to_json(self.device), "memory": to_json(self.memory),
-                "warnings": self.warnings, "captured": self.captured,
-                "floor_ms": self.floor_ms, "device_per": self.device_per}
+        return {
+            "rows": to_json(self.rows),
+            "ranges": to_json(self.ranges),
+            "device": to_json(self.device),
+            "memory": to_json(self.memory),
+            "warnings": self.warnings,
+            "captured": self.captured,
+            "floor_ms": self.floor_ms,
+            "device_per": self.device_per,
+        }
 
 
 Means = dict[tuple[str, int | None], tuple[float, int]]
 Steps = dict[tuple[str, int | None], list[float]]
 
 
-def _changes(kind: StageOrRange, a: Means, b: Means, threshold: float, floor: float,
-             steps: tuple[Steps, Steps] = ({}, {})) -> list[Change]:
+def _changes(
+    kind: StageOrRange,
+    a: Means,
+    b: Means,
+    threshold: float,
+    floor: float,
+    steps: tuple[Steps, Steps] = ({}, {}),
+) -> list[Change]:
     """One row per (name, rank) of either run, the costliest change first; flagged by the
     gate (``gate.shift`` of the per-step times ``steps``) at ``threshold``."""
     out = []
@@ -78,18 +98,32 @@ def _changes(kind: StageOrRange, a: Means, b: Means, threshold: float, floor: fl
         change = ratio(mb - ma, ma, None) if ma is not None and mb is not None else None
         diff = None if ma is None or mb is None else mb - ma
         sa, sb = steps[0].get(key, []), steps[1].get(key, [])
-        row = Change(kind=kind, name=key[0], rank=key[1], a_mean_ms=ma, b_mean_ms=mb,
-                     change=change, count=nb or na,
-                     impact_ms=None if diff is None else diff * (nb or na),
-                     a_steps_ms=sa, b_steps_ms=sb)
+        row = Change(
+            kind=kind,
+            name=key[0],
+            rank=key[1],
+            a_mean_ms=ma,
+            b_mean_ms=mb,
+            change=change,
+            count=nb or na,
+            impact_ms=None if diff is None else diff * (nb or na),
+            a_steps_ms=sa,
+            b_steps_ms=sb,
+        )
         if sa and sb:
             up, down = shift(sa, sb), shift(sb, sa)
             row.shift_ms, row.p = up.shift_ms, up.p
             row.regression = up.slower(statistics.median(sa), threshold, floor)
             row.improvement = down.slower(statistics.median(sa), threshold, floor)
         out.append(row)
-    return sorted(out, key=lambda r: (-(abs(r.impact_ms) if r.impact_ms is not None else -1),
-                                      r.name, rank_order(r.rank)))
+    return sorted(
+        out,
+        key=lambda r: (
+            -(abs(r.impact_ms) if r.impact_ms is not None else -1),
+            r.name,
+            rank_order(r.rank),
+        ),
+    )
 
 
 def per_step(x: Analysis, kind: StageOrRange) -> Steps:
@@ -111,10 +145,18 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
 
     Warmup steps are left out unless the analyses were made with ``include_warmup``.
     """
+
     def means(x: Analysis) -> Means:
         return {(r.stage, r.rank): (r.mean_ms, r.count) for r in stage_rows(x.counted())}
-    return _changes("stage", means(a), means(b), threshold, _floor(a),
-                    (per_step(a, "stage"), per_step(b, "stage")))
+
+    return _changes(
+        "stage",
+        means(a),
+        means(b),
+        threshold,
+        _floor(a),
+        (per_step(a, "stage"), per_step(b, "stage")),
+    )
 
 
 def _range_means(x: Analysis) -> Means:
@@ -133,12 +175,16 @@ def _device_means(x: Analysis) -> dict[int | None, DeviceMeans]:
     per: dict[int | None, list[DeviceRow]] = defaultdict(list)
     for r in counted(x):
         per[r.rank].append(r)
-    return {rank: DeviceMeans(compute_ms=_mean([r.compute_ms for r in rows]),
-                              comm_ms=_mean([r.comm_ms for r in rows]),
-                              overlap_ms=_mean([r.overlap_ms for r in rows]),
-                              memcpy_ms=_mean([r.memcpy_ms for r in rows]),
-                              idle_ms=_mean([r.idle_ms for r in rows]))
-            for rank, rows in per.items()}
+    return {
+        rank: DeviceMeans(
+            compute_ms=_mean([r.compute_ms for r in rows]),
+            comm_ms=_mean([r.comm_ms for r in rows]),
+            overlap_ms=_mean([r.overlap_ms for r in rows]),
+            memcpy_ms=_mean([r.memcpy_ms for r in rows]),
+            idle_ms=_mean([r.idle_ms for r in rows]),
+        )
+        for rank, rows in per.items()
+    }
 
 
 def _memory_peaks(x: Analysis) -> dict[int | None, Peaks]:
@@ -146,8 +192,7 @@ def _memory_peaks(x: Analysis) -> dict[int | None, Peaks]:
     for r in x.memory():
         if r.stage is None:
             mine = out.setdefault(r.rank, Peaks())
-            mine.peak_allocated_bytes = _higher(mine.peak_allocated_bytes,
-                                                r.peak_allocated_bytes)
+            mine.peak_allocated_bytes = _higher(mine.peak_allocated_bytes, r.peak_allocated_bytes)
             mine.peak_reserved_bytes = _higher(mine.peak_reserved_bytes, r.peak_reserved_bytes)
     return out
 
@@ -167,39 +212,62 @@ def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
         if x.run is not None and manifest_run(path, m, x.root, folders) != x.run.id:
             continue  # another run's
         overrides = m.job.get("overrides") or []
-        presets.update(o.partition("=")[2] for o in overrides  # the group, or its old name
-                       if isinstance(o, str) and o.startswith(("profiler=", "profiler_config=")))
-        backends.update(str(c["backend"]) for c in m.captures or []
-                        if isinstance(c, dict) and c.get("backend"))
-    return {"steps": sorted({r.step for r in x.ranges if r.step is not None}),
-            "level": sorted({t.meta.level for t in x.traces if t.meta.level}),
-            "preset": sorted(presets), "backend": sorted(str(b) for b in backends),
-            "ranks": x.ranks,
-            "stages": sorted({r.name for r in x.ranges if r.kind == "stage"})}
+        presets.update(
+            o.partition("=")[2]
+            for o in overrides  # the group, or its old name
+            if isinstance(o, str) and o.startswith(("profiler=", "profiler_config="))
+        )
+        backends.update(
+            str(c["backend"]) for c in m.captures or [] if isinstance(c, dict) and c.get("backend")
+        )
+    return {
+        "steps": sorted({r.step for r in x.ranges if r.step is not None}),
+        "level": sorted({t.meta.level for t in x.traces if t.meta.level}),
+        "preset": sorted(presets),
+        "backend": sorted(str(b) for b in backends),
+        "ranks": x.ranks,
+        "stages": sorted({r.name for r in x.ranges if r.kind == "stage"}),
+    }
 
 
 def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
     """Everything ``compare`` reports: stages, ranges, device, memory and what differs."""
     ca, cb = captured(a), captured(b)
-    warnings = [f"runs differ in {k}: A {_values(ca[k])}; B {_values(cb[k])}"
-                for k in ca if ca[k] != cb[k]]
+    warnings = [
+        f"runs differ in {k}: A {_values(ca[k])}; B {_values(cb[k])}" for k in ca if ca[k] != cb[k]
+    ]
     da, db = _device_means(a), _device_means(b)
     per = {"a": scope(a).per, "b": scope(b).per}
     if da and db and per["a"] != per["b"]:
-        warnings.append(f"device time is per {per['a']} in A and per {per['b']} in B (a "
-                        "capture without steps is one whole): its table compares unlike "
-                        "things")
+        warnings.append(
+            f"device time is per {per['a']} in A and per {per['b']} in B (a "
+            "capture without steps is one whole): its table compares unlike "
+            "things"
+        )
     ma, mb = _memory_peaks(a), _memory_peaks(b)
     return Comparison(
         rows=compare(a, b, threshold),
-        ranges=_changes("range", _range_means(a), _range_means(b), threshold, _floor(a),
-                        (per_step(a, "range"), per_step(b, "range"))),
-        device=[SideBySide(rank=rank, a=da.get(rank) or DeviceMeans(),
-                           b=db.get(rank) or DeviceMeans())
-                for rank in sorted(da.keys() | db.keys(), key=rank_order)],
-        memory=[SideBySide(rank=rank, a=ma.get(rank) or Peaks(), b=mb.get(rank) or Peaks())
-                for rank in sorted(ma.keys() | mb.keys(), key=rank_order)],
-        warnings=warnings, captured={"a": ca, "b": cb}, floor_ms=_floor(a), device_per=per)
+        ranges=_changes(
+            "range",
+            _range_means(a),
+            _range_means(b),
+            threshold,
+            _floor(a),
+            (per_step(a, "range"), per_step(b, "range")),
+        ),
+        device=[
+            SideBySide(rank=rank, a=da.get(rank) or DeviceMeans(), b=db.get(rank) or DeviceMeans())
+            for rank in sorted(da.keys() | db.keys(), key=rank_order)
+        ],
+        memory=[
+            SideBySide(rank=rank, a=ma.get(rank) or Peaks(), b=mb.get(rank) or Peaks())
+            for rank in sorted(ma.keys() | mb.keys(), key=rank_order)
+        ],
+        warnings=warnings,
+        captured={"a": ca, "b": cb},
+        floor_ms=_floor(a),
+        device_per=per,
+    )
 
 
 #: Past this many characters, a list of steps or ranks in a warning is given by its bounds.
@@ -239,7 +307,8 @@ def slower_than(result: Comparison, fraction: float) -> list[str]:
             f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
             f"({found.shift_ms / base:+.1%} a step, over {fraction:.1%}; {impact} over "
             f"{r.count} run{'s' * (r.count != 1)}; "
-            f"{_evidence(found, len(r.a_steps_ms), len(r.b_steps_ms))})")
+            f"{_evidence(found, len(r.a_steps_ms), len(r.b_steps_ms))})"
+        )
     return out
 
 
@@ -258,6 +327,8 @@ def few_steps(result: Comparison) -> str | None:
         return None
     na = min(len(r.a_steps_ms) for r in rows)
     nb = min(len(r.b_steps_ms) for r in rows)
-    return (f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell a change "
-            "from step-to-step noise (it then needs B slower in every step); capture 3 steps "
-            "or more in each run, 6 to see a small change")
+    return (
+        f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell a change "
+        "from step-to-step noise (it then needs B slower in every step); capture 3 steps "
+        "or more in each run, 6 to see a small change"
+    )

@@ -20,15 +20,35 @@ from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["DISTRIBUTIONS", "GENERATE", "MAX_PEAK_TFLOPS", "STANDARD", "CounterRow", "Model",
-           "counter_rows", "is_update", "model_facts", "model_problem", "percentile"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "GENERATE",
+    "MAX_PEAK_TFLOPS",
+    "STANDARD",
+    "CounterRow",
+    "Model",
+    "counter_rows",
+    "is_update",
+    "model_facts",
+    "model_problem",
+    "percentile",
+]
 
 #: The generation stage.
 GENERATE = "actor_generate"
 #: The names the analysis knows (any other is shown as a plain counter).
-STANDARD = ("tokens_generated", "tokens_trained", "samples_kept", "samples_dropped", "groups",
-            "groups_zero_variance", "responses", "responses_truncated", "response_length",
-            "reward")
+STANDARD = (
+    "tokens_generated",
+    "tokens_trained",
+    "samples_kept",
+    "samples_dropped",
+    "groups",
+    "groups_zero_variance",
+    "responses",
+    "responses_truncated",
+    "response_length",
+    "reward",
+)
 #: Names whose values are a distribution (each value one observation).
 DISTRIBUTIONS = frozenset({"response_length", "reward"})
 #: A peak over this (TFLOPS per device) is no device's: refused as input.
@@ -62,13 +82,26 @@ class CounterRow(Row, kw_only=True):
         return (self.value or 0.0) + (math.fsum(self.values) if self.values else 0.0)
 
     def json(self) -> JsonableObject:
-        out: JsonableObject = {"run": self.run, "rank": self.rank, "source": self.source,
-                               "step": self.step, "stage": self.stage, "name": self.name,
-                               "value": self.value, "calls": self.calls}
+        out: JsonableObject = {
+            "run": self.run,
+            "rank": self.rank,
+            "source": self.source,
+            "step": self.step,
+            "stage": self.stage,
+            "name": self.name,
+            "value": self.value,
+            "calls": self.calls,
+        }
         if self.values:
             v = sorted(self.values)
-            out["values"] = {"n": len(v), "sum": math.fsum(v), "min": v[0],
-                             "p50": percentile(v, 50), "p99": percentile(v, 99), "max": v[-1]}
+            out["values"] = {
+                "n": len(v),
+                "sum": math.fsum(v),
+                "min": v[0],
+                "p50": percentile(v, 50),
+                "p99": percentile(v, 99),
+                "max": v[-1],
+            }
         else:
             out["values"] = None
         return out
@@ -113,14 +146,31 @@ def counter_rows(traces: list[TraceData], run: str = "") -> list[CounterRow]:
                 merged[key] = _row(c, run, t.rank, source)
             else:
                 _add(row, c)
-    return sorted(merged.values(), key=lambda r: (
-        rank_order(r.rank), r.source, r.step is None, r.step or 0, r.stage or "", r.name))
+    return sorted(
+        merged.values(),
+        key=lambda r: (
+            rank_order(r.rank),
+            r.source,
+            r.step is None,
+            r.step or 0,
+            r.stage or "",
+            r.name,
+        ),
+    )
 
 
 def _row(c: Count, run: str, rank: int | None, source: str) -> CounterRow:
-    return CounterRow(run=run, rank=rank, source=source, step=c.step, stage=c.stage,
-                      name=c.name, value=c.value, calls=c.calls,
-                      values=list(c.values) if c.values is not None else None)
+    return CounterRow(
+        run=run,
+        rank=rank,
+        source=source,
+        step=c.step,
+        stage=c.stage,
+        name=c.name,
+        value=c.value,
+        calls=c.calls,
+        values=list(c.values) if c.values is not None else None,
+    )
 
 
 def _add(row: CounterRow, c: Count) -> None:
@@ -158,8 +208,11 @@ def model_problem(field: str, value: object) -> str | None:
     return None
 
 
-def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = None,
-                peak_tflops: float | None = None) -> Model:
+def model_facts(
+    traces: Iterable[TraceData],
+    flops_per_token: float | None = None,
+    peak_tflops: float | None = None,
+) -> Model:
     """The model facts: the user's (``--flops-per-token``, ``--peak-tflops``) where given,
     else the captures' headers (their ``mindspeed_prof.model`` block); headers that disagree
     give none, with a problem line. A peak no flag or header gives is the device's where every
@@ -172,8 +225,10 @@ def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = Non
         block = t.meta.model
         if block is None:  # (a block of the wrong type: dropped on reading, with a problem)
             continue
-        for field, value in (("flops_per_token", block.flops_per_token),
-                             ("peak_tflops", block.peak_tflops)):
+        for field, value in (
+            ("flops_per_token", block.flops_per_token),
+            ("peak_tflops", block.peak_tflops),
+        ):
             if value is not None and value != 0:
                 why = model_problem(field, value)
                 if why:
@@ -197,10 +252,16 @@ def model_facts(traces: Iterable[TraceData], flops_per_token: float | None = Non
             out[field] = (values.pop(), "header")
         else:
             if len(values) > 1:
-                problems.append(f"the captures' headers disagree on model.{field} "
-                                f"({', '.join(f'{v:g}' for v in sorted(values))}): give it "
-                                f"with --{field.replace('_', '-')}")
+                problems.append(
+                    f"the captures' headers disagree on model.{field} "
+                    f"({', '.join(f'{v:g}' for v in sorted(values))}): give it "
+                    f"with --{field.replace('_', '-')}"
+                )
             out[field] = (None, None)
-    return Model(flops_per_token=out["flops_per_token"][0], flops_from=out["flops_per_token"][1],
-                 peak_tflops=out["peak_tflops"][0], peak_from=out["peak_tflops"][1],
-                 problems=problems)
+    return Model(
+        flops_per_token=out["flops_per_token"][0],
+        flops_from=out["flops_per_token"][1],
+        peak_tflops=out["peak_tflops"][0],
+        peak_from=out["peak_tflops"][1],
+        problems=problems,
+    )

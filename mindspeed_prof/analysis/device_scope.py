@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Scope", "counted", "has_steps", "parts", "scope"]
 
 
-
 def has_steps(t: TraceData) -> bool:
     """Whether ``t``'s device time is broken down per step."""
     return any(r.step is not None and r.stage is None for r in t.device)
@@ -55,9 +54,13 @@ def counted(result: Analysis, within: Scope | None = None) -> list[DeviceRow]:
     """The whole-step rows of the scope (without steps: each capture's whole row), rank and
     warmup set, warmup steps left out unless ``include_warmup``."""
     s = within or scope(result)
-    return [r for r in result.device(s.traces) if r.stage is None
-            and (r.step is not None or s.per == "capture")
-            and (result.include_warmup or not r.warmup)]
+    return [
+        r
+        for r in result.device(s.traces)
+        if r.stage is None
+        and (r.step is not None or s.per == "capture")
+        and (result.include_warmup or not r.warmup)
+    ]
 
 
 def parts(r: DeviceRow) -> dict[Bound, float]:
@@ -65,10 +68,12 @@ def parts(r: DeviceRow) -> dict[Bound, float]:
     figure where it gives one), copy (CUDA: the busy time neither compute nor communication
     covers; torch_npu: none) and idle; none below 0 (a NaN is 0)."""
     comm = _pos(r.comm_ms)
-    exposed = (_pos(r.comm_exposed_ms) if r.comm_exposed_ms is not None
-               else comm - min(_pos(r.overlap_ms), comm))
-    copy = (r.busy_ms - _pos(r.compute_ms) - exposed if r.busy_ms is not None
-            else r.memcpy_ms or 0.0)
+    exposed = (
+        _pos(r.comm_exposed_ms)
+        if r.comm_exposed_ms is not None
+        else comm - min(_pos(r.overlap_ms), comm)
+    )
+    copy = r.busy_ms - _pos(r.compute_ms) - exposed if r.busy_ms is not None else r.memcpy_ms or 0.0
     return dict(zip(BOUNDS, map(_pos, (r.compute_ms, exposed, copy, r.idle_ms))))
 
 

@@ -34,14 +34,27 @@ _TAIL_BYTES = 64
 #: refused; ``worker_*``: a Ray worker gave no summary (``_LOST``); ``partly_read``: analyse
 #: skips part of it; ``no_captures``: nothing under the root that analyse would read;
 #: ``interrupted``: a range file never closed (its process was killed, or is still writing).
-ProblemKind = Literal["missing_rank", "empty", "truncated", "temp_file", "nothing_captured",
-                      "clock_skew", "unreadable", "worker_died", "worker_timeout",
-                      "worker_failed", "partly_read", "no_captures", "interrupted"]
+ProblemKind = Literal[
+    "missing_rank",
+    "empty",
+    "truncated",
+    "temp_file",
+    "nothing_captured",
+    "clock_skew",
+    "unreadable",
+    "worker_died",
+    "worker_timeout",
+    "worker_failed",
+    "partly_read",
+    "no_captures",
+    "interrupted",
+]
 #: What a worker whose summary the Ray driver did not get is said to have done, by ``status``.
 _LOST: dict[str, tuple[ProblemKind, str]] = {
     "died": ("worker_died", "died before its summary was collected"),
     "timeout": ("worker_timeout", "gave no summary in time"),
-    "failed": ("worker_failed", "failed to give its summary")}
+    "failed": ("worker_failed", "failed to give its summary"),
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +113,11 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         if rank is not None:
             health.disk_per_rank[rank] = health.disk_per_rank.get(rank, 0) + path.stat().st_size
         if path.name.endswith(".tmp") or ".tmp." in path.name:
-            health.findings.append(Problem("temp_file", rel, f"{rel}: temporary file left "
-                                           "behind by an interrupted write"))
+            health.findings.append(
+                Problem(
+                    "temp_file", rel, f"{rel}: temporary file left behind by an interrupted write"
+                )
+            )
             continue
         if not is_capture_file(path.name):
             continue
@@ -134,36 +150,76 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     for run in every:
         mine = [w for w in workers if isinstance(w, dict) and (w.get("run") or newest) == run]
         seen = found | own.get(run, set()) | read.get(run, set())
-        _check_ranks(health, by_run.get(run, []), mine, found | own.get(run, set()), seen,
-                     run if len(every) > 1 else None)
+        _check_ranks(
+            health,
+            by_run.get(run, []),
+            mine,
+            found | own.get(run, set()),
+            seen,
+            run if len(every) > 1 else None,
+        )
     health.ranks_expected = sorted(set(health.ranks_expected))
     for run in every:
-        _check_windows(health, by_run.get(run, []),
-                       found | own.get(run, set()) | read.get(run, set()))
+        _check_windows(
+            health, by_run.get(run, []), found | own.get(run, set()) | read.get(run, set())
+        )
     if not health.captures_per_rank and not any(
-            f.kind == "nothing_captured" for f in health.findings):
-        health.findings.append(Problem(
-            "no_captures", ".", f"{root}: no captures found (no trace, range file or torch_npu "
-            "folder that analyse reads)"))
+        f.kind == "nothing_captured" for f in health.findings
+    ):
+        health.findings.append(
+            Problem(
+                "no_captures",
+                ".",
+                f"{root}: no captures found (no trace, range file or torch_npu "
+                "folder that analyse reads)",
+            )
+        )
     _check_skew(health, first_step, skew_ms)
     _check_workers(health, [w for w in workers if isinstance(w, dict)])
     records = [c for _, m in manifests for c in m.captures or []] + [
-        c for w in workers if isinstance(w, dict) for c in w.get("captures", [])]
+        c for w in workers if isinstance(w, dict) for c in w.get("captures", [])
+    ]
     health.triggered = [
-        {k: c.get(k) for k in ("rank", "step", "steps", "trigger_step", "stage", "trigger",
-                               "reason", "files")}
-        for c in records if isinstance(c, dict) and c.get("trigger")]
-    listed = {(t["rank"], t["trigger"], t["trigger_step"] if t["trigger_step"] is not None
-               else t["step"]) for t in health.triggered}
+        {
+            k: c.get(k)
+            for k in (
+                "rank",
+                "step",
+                "steps",
+                "trigger_step",
+                "stage",
+                "trigger",
+                "reason",
+                "files",
+            )
+        }
+        for c in records
+        if isinstance(c, dict) and c.get("trigger")
+    ]
+    listed = {
+        (t["rank"], t["trigger"], t["trigger_step"] if t["trigger_step"] is not None else t["step"])
+        for t in health.triggered
+    }
     health.triggered += [  # captures no manifest lists (a Profiler without the Hydra callback)
-        {"rank": t.rank, "step": t.step, "steps": t.steps, "trigger_step": t.step,
-         "stage": None, "trigger": t.trigger, "reason": t.reason, "files": [t.file]}
-        for t in own_triggered if (t.rank, t.trigger, t.step) not in listed]
+        {
+            "rank": t.rank,
+            "step": t.step,
+            "steps": t.steps,
+            "trigger_step": t.step,
+            "stage": None,
+            "trigger": t.trigger,
+            "reason": t.reason,
+            "files": [t.file],
+        }
+        for t in own_triggered
+        if (t.rank, t.trigger, t.step) not in listed
+    ]
     return health
 
 
-def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.Analysis]
-                    ) -> tuple[dict[str, set[int]], dict[str, set[int]], list[Triggered]]:
+def _check_readable(
+    health: Health, flagged: set[Path], results: list[_analyse.Analysis]
+) -> tuple[dict[str, set[int]], dict[str, set[int]], list[Triggered]]:
     """Every capture as ``analyse`` reads it, run by run (``results``): each one it skips,
     whole or in part, is a finding (unless the cheap checks already named its file); its
     captures and their ranks are counted. Returns, per run, the ranks of captures named as ours
@@ -171,22 +227,36 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
     from mindspeed_prof.analysis.capture_facts import worlds
     from mindspeed_prof.analysis.readers.labels import rank_label
 
-    result = dataclasses.replace(results[0], traces=[t for r in results for t in r.traces],
-                                 bad=list(dict.fromkeys(b for r in results for b in r.bad)))
+    result = dataclasses.replace(
+        results[0],
+        traces=[t for r in results for t in r.traces],
+        bad=list(dict.fromkeys(b for r in results for b in r.bad)),
+    )
     partial = {line for t in result.traces for line in t.problems}
     for line in result.bad:
         if any(line.startswith(f"{path}:") for path in flagged):
             continue  # an empty or truncated file already has its finding
         where = result.shown(line).split(": ", 1)[0]
-        kind: ProblemKind = ("interrupted" if INTERRUPTED in line
-                             else "partly_read" if line in partial else "unreadable")
+        kind: ProblemKind = (
+            "interrupted"
+            if INTERRUPTED in line
+            else "partly_read"
+            if line in partial
+            else "unreadable"
+        )
         health.findings.append(Problem(kind, where, result.shown(line)))
     for t in result.traces:
         if t.holds_nothing and t.path not in flagged:
             where = result.shown(str(t.path))
-            health.findings.append(Problem("empty", where, f"{where}: captured nothing (no "
-                                           "ranges, no ops): analyse counts it but has nothing "
-                                           "to show"))
+            health.findings.append(
+                Problem(
+                    "empty",
+                    where,
+                    f"{where}: captured nothing (no "
+                    "ranges, no ops): analyse counts it but has nothing "
+                    "to show",
+                )
+            )
     health.notes = [result.shown(n) for n in result.notes()]
     health.worlds = [w.json() for w in worlds(result.traces)]
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
@@ -195,8 +265,12 @@ def _check_readable(health: Health, flagged: set[Path], results: list[_analyse.A
         if t.rank is not None and (t.path.is_dir() or rank_of(t.path.name) is None):
             # a torch_npu folder, or a file not named rank<r>_...: its bytes not counted yet
             health.disk_per_rank[t.rank] = health.disk_per_rank.get(t.rank, 0) + t.size
-    health.captures_per_rank = {rank: len(s) for rank, s in sorted(
-        stems.items(), key=lambda kv: (kv[0] == "?", int(kv[0]) if kv[0] != "?" else 0))}
+    health.captures_per_rank = {
+        rank: len(s)
+        for rank, s in sorted(
+            stems.items(), key=lambda kv: (kv[0] == "?", int(kv[0]) if kv[0] != "?" else 0)
+        )
+    }
     ranks: dict[str, set[int]] = defaultdict(set)
     own: dict[str, set[int]] = defaultdict(set)
     for r in results:
@@ -243,8 +317,11 @@ def _check_capture(path: Path) -> tuple[ProblemKind, str] | None:
         return "truncated", "truncated (the file does not end a JSON document; killed mid-write?)"
     if path.name.endswith(SPANS) and size < 4096:
         data = _load(path, follow=True)
-        if isinstance(data, dict) and not data.get("traceEvents") and (
-                data.get("closed") or "format" not in (data.get("mindspeed_prof") or {})):
+        if (
+            isinstance(data, dict)
+            and not data.get("traceEvents")
+            and (data.get("closed") or "format" not in (data.get("mindspeed_prof") or {}))
+        ):
             return "empty", "no ranges recorded (did the window's steps run?)"
     return None
 
@@ -273,13 +350,24 @@ def _check_workers(health: Health, workers: list[dict[str, object]]) -> None:
         rank = w.get("rank")
         who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
         actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
-        health.findings.append(Problem(
-            kind, who, f"{who}{actor}: {what} ({w.get('error', '')}); "
-            "whatever it wrote stays on its node's disk"))
+        health.findings.append(
+            Problem(
+                kind,
+                who,
+                f"{who}{actor}: {what} ({w.get('error', '')}); "
+                "whatever it wrote stays on its node's disk",
+            )
+        )
 
 
-def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[str, object]],
-                 own: set[int], found: set[int], run: str | None) -> None:
+def _check_ranks(
+    health: Health,
+    manifests: list[Manifest],
+    workers: list[dict[str, object]],
+    own: set[int],
+    found: set[int],
+    run: str | None,
+) -> None:
     """Ranks expected of one run: its manifests, ``profile_ranks``, its workers in the cluster
     summary, else every rank up to the highest of our own captures (another tool's captures
     say nothing of the ranks left out); each one without a capture is a finding (naming the
@@ -297,24 +385,41 @@ def _check_ranks(health: Health, manifests: list[Manifest], workers: list[dict[s
     if own and not listed:  # profile_ranks: all: every rank up to the highest seen
         expected.update(range(max(own) + 1))
     health.ranks_expected += sorted(expected)
-    where = "" if run is None else (
-        " among the captures without a run id" if run.startswith(LEGACY) else f" in run {run}")
+    where = (
+        ""
+        if run is None
+        else (
+            " among the captures without a run id" if run.startswith(LEGACY) else f" in run {run}"
+        )
+    )
     for rank in sorted(expected - found):
-        health.findings.append(Problem("missing_rank", f"rank {rank}",
-                                       f"rank {rank}: expected{where}, but no capture file "
-                                       "found"))
+        health.findings.append(
+            Problem(
+                "missing_rank",
+                f"rank {rank}",
+                f"rank {rank}: expected{where}, but no capture file found",
+            )
+        )
 
 
 def _check_windows(health: Health, manifests: list[Manifest], found: set[int]) -> None:
     for m in manifests:
         window = m.profiler_config.get("integrated") or {}
-        if (m.status in ("completed", "exited") and not m.captures
-                and window.get("profile") and m.rank not in found):
+        if (
+            m.status in ("completed", "exited")
+            and not m.captures
+            and window.get("profile")
+            and m.rank not in found
+        ):
             start, end = window.get("profile_step_start"), window.get("profile_step_end")
-            health.findings.append(Problem(
-                "nothing_captured", f"rank {m.rank}",
-                f"rank {m.rank}: the job {m.status} but captured nothing (window "
-                f"[{start}, {end}): did the run reach step {start}? were the hooks called?)"))
+            health.findings.append(
+                Problem(
+                    "nothing_captured",
+                    f"rank {m.rank}",
+                    f"rank {m.rank}: the job {m.status} but captured nothing (window "
+                    f"[{start}, {end}): did the run reach step {start}? were the hooks called?)",
+                )
+            )
 
 
 def _check_skew(health: Health, first_step: dict[tuple[str, int], float], skew_ms: float) -> None:
@@ -328,8 +433,12 @@ def _check_skew(health: Health, first_step: dict[tuple[str, int], float], skew_m
         early, late = min(hosts, key=hosts.__getitem__), max(hosts, key=hosts.__getitem__)
         gap_ms = (hosts[late] - hosts[early]) / 1000
         if gap_ms > skew_ms:
-            health.findings.append(Problem(
-                "clock_skew", f"{early}, {late}",
-                f"hosts {early} and {late}: step {step} starts {gap_ms:.0f} ms apart (over "
-                f"{skew_ms:g} ms): clocks out of sync, so cross-host timelines are shifted"))
+            health.findings.append(
+                Problem(
+                    "clock_skew",
+                    f"{early}, {late}",
+                    f"hosts {early} and {late}: step {step} starts {gap_ms:.0f} ms apart (over "
+                    f"{skew_ms:g} ms): clocks out of sync, so cross-host timelines are shifted",
+                )
+            )
         return  # the first step seen on several hosts is enough

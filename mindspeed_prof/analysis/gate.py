@@ -99,13 +99,16 @@ class Shift:
         self.shift_ms = hodges_lehmann(a, b) if a and b else 0.0
         self.p = mann_whitney_greater(a, b)
         self.enough = _smallest_p(len(a), len(b)) <= ALPHA
-        self.real = (self.p <= ALPHA if self.enough
-                     else bool(a and b) and min(b) > max(a))
+        self.real = self.p <= ALPHA if self.enough else bool(a and b) and min(b) > max(a)
 
     def slower(self, base_ms: float, fraction: float, floor_ms: float) -> bool:
         """Real, over ``fraction`` of A's ``base_ms`` and at least ``floor_ms``."""
-        return (self.real and base_ms > 0 and self.shift_ms > fraction * base_ms
-                and self.shift_ms >= floor_ms)
+        return (
+            self.real
+            and base_ms > 0
+            and self.shift_ms > fraction * base_ms
+            and self.shift_ms >= floor_ms
+        )
 
 
 def shift(a: Sequence[float], b: Sequence[float]) -> Shift:

@@ -31,19 +31,30 @@ from mindspeed_prof.analysis.counts import GENERATE, CounterRow, percentile
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
 
-__all__ = ["LEDGER_NAMES", "LINES", "Ledger", "LedgerLine", "Tail", "ledger", "line_of",
-           "tail_of"]
+__all__ = ["LEDGER_NAMES", "LINES", "Ledger", "LedgerLine", "Tail", "ledger", "line_of", "tail_of"]
 
 #: (line, numerator, what it is a share of, unit, what the line means)
-LINES = (("dropped", "samples_dropped", "samples", "samples",
-          "samples dropped after generation"),
-         ("zero_variance", "groups_zero_variance", "groups", "groups",
-          "groups with zero reward variance"),
-         ("truncated", "responses_truncated", "responses", "responses",
-          "responses cut at the length limit"))
+LINES = (
+    ("dropped", "samples_dropped", "samples", "samples", "samples dropped after generation"),
+    (
+        "zero_variance",
+        "groups_zero_variance",
+        "groups",
+        "groups",
+        "groups with zero reward variance",
+    ),
+    (
+        "truncated",
+        "responses_truncated",
+        "responses",
+        "responses",
+        "responses cut at the length limit",
+    ),
+)
 #: The counters any ledger line reads: one of them recorded makes a ledger.
-LEDGER_NAMES = frozenset({"samples_dropped", "groups_zero_variance", "responses_truncated",
-                          "response_length"})
+LEDGER_NAMES = frozenset(
+    {"samples_dropped", "groups_zero_variance", "responses_truncated", "response_length"}
+)
 #: Steps named in a line's note, at most.
 NOTE_STEPS = 3
 
@@ -99,7 +110,8 @@ class Ledger(Row, kw_only=True):
 def _generation(ranges: list[Range]) -> dict[int | None, float]:
     """Per step, the mean over ranks of each rank's ``actor_generate`` seconds."""
     per: dict[int | None, dict[tuple[int | None, str], float]] = defaultdict(
-        lambda: defaultdict(float))
+        lambda: defaultdict(float)
+    )
     for r in ranges:
         if r.kind == "stage" and r.name == GENERATE:
             per[r.step][(r.rank, r.source)] += r.dur / 1e6
@@ -112,9 +124,14 @@ def _pooled(rows: list[CounterRow]) -> dict[int | None, dict[str, CounterRow]]:
     for c in rows:
         have = out[c.step].get(c.name)
         if have is None:
-            out[c.step][c.name] = CounterRow(rank=None, step=c.step, name=c.name, value=c.value,
-                                             calls=c.calls,
-                                             values=list(c.values) if c.values else None)
+            out[c.step][c.name] = CounterRow(
+                rank=None,
+                step=c.step,
+                name=c.name,
+                value=c.value,
+                calls=c.calls,
+                values=list(c.values) if c.values else None,
+            )
         else:
             if c.value is not None:
                 have.value = (have.value or 0.0) + c.value
@@ -152,9 +169,11 @@ def _label(step: int | None) -> str:
     return "outside the steps" if step is None else f"step {step}"
 
 
-def line_of(spec: tuple[str, str, str, str, str],
-            steps: dict[int | None, dict[str, CounterRow]],
-            generation: dict[int | None, float]) -> LedgerLine | None:
+def line_of(
+    spec: tuple[str, str, str, str, str],
+    steps: dict[int | None, dict[str, CounterRow]],
+    generation: dict[int | None, float],
+) -> LedgerLine | None:
     """One ledger line over the steps that record its counter (None: no step does)."""
     line, counter, whole_name, unit, means = spec
     out = LedgerLine(line=line, counter=counter, unit=unit, means=means)
@@ -193,8 +212,9 @@ def line_of(spec: tuple[str, str, str, str, str],
     return out
 
 
-def tail_of(steps: dict[int | None, dict[str, CounterRow]],
-            generation: dict[int | None, float]) -> Tail | None:
+def tail_of(
+    steps: dict[int | None, dict[str, CounterRow]], generation: dict[int | None, float]
+) -> Tail | None:
     """The long tail of ``response_length`` (None: no step records it)."""
     every: list[float] = []
     bad: list[str] = []
@@ -248,5 +268,6 @@ def ledger(ranges: list[Range], rows: list[CounterRow]) -> Ledger | None:
     tail = tail_of(steps, generation)
     counted = {s for s in steps if any(n in LEDGER_NAMES for n in steps[s])}
     timed = [generation[s] for s in counted if s in generation]
-    return Ledger(steps=len(counted), generation_s=sum(timed) if timed else None, lines=lines,
-                  tail=tail)
+    return Ledger(
+        steps=len(counted), generation_s=sum(timed) if timed else None, lines=lines, tail=tail
+    )

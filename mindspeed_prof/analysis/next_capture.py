@@ -28,8 +28,16 @@ from mindspeed_prof.jsonio import read_json
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["DETAILED", "GROUP", "NextStep", "alive", "job_manifest", "merged_overrides",
-           "next_steps", "relaunch_line"]
+__all__ = [
+    "DETAILED",
+    "GROUP",
+    "NextStep",
+    "alive",
+    "job_manifest",
+    "merged_overrides",
+    "next_steps",
+    "relaunch_line",
+]
 
 #: The preset group a relaunch override selects (``profiler`` is only an alias, and not where
 #: another config source, such as verl's tree, has a ``profiler`` group).
@@ -62,8 +70,9 @@ def _detailed(result: Analysis) -> bool:
     return bool(_levels(result) & set(DETAILED)) or any(t.kernels for t in result.traces)
 
 
-def _target(g: Straggler | None, slowest: Share | None
-            ) -> tuple[str | None, int | None, int | None]:
+def _target(
+    g: Straggler | None, slowest: Share | None
+) -> tuple[str | None, int | None, int | None]:
     """(stage, rank, step) the next capture should look at."""
     if g is not None and g.kind == "stage":
         return g.name, g.rank, g.step
@@ -73,8 +82,12 @@ def _target(g: Straggler | None, slowest: Share | None
     return stage, None, None  # no rank behind the others: every rank
 
 
-def next_steps(result: Analysis, straggler: Straggler | None, slowest: Share | None,
-               device: DeviceVerdict | None) -> list[NextStep]:
+def next_steps(
+    result: Analysis,
+    straggler: Straggler | None,
+    slowest: Share | None,
+    device: DeviceVerdict | None,
+) -> list[NextStep]:
     """What to run next, most useful first (empty where the captures say nothing to act on):
     from the verdict's straggler, slowest stage and device bound."""
     stage, rank, step = _target(straggler, slowest)
@@ -84,31 +97,61 @@ def next_steps(result: Analysis, straggler: Straggler | None, slowest: Share | N
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
         live_ranks = f" --ranks {rank}" if rank is not None else ""
-        why = (f"{stage} is where the time goes; a stage-scoped (level1) capture of it on "
-               f"{who} shows its device time per kernel and collective")
-        new = [f"{GROUP}=stage_scoped", f"profiler_config.integrated.stage={stage}", *(
-            [f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else [])]
+        why = (
+            f"{stage} is where the time goes; a stage-scoped (level1) capture of it on "
+            f"{who} shows its device time per kernel and collective"
+        )
+        new = [
+            f"{GROUP}=stage_scoped",
+            f"profiler_config.integrated.stage={stage}",
+            *([f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else []),
+        ]
         manifest = job_manifest(Path(result.root))
         line = relaunch_line(manifest.get("job", {}), new, Path.cwd()) if manifest else None
-        out = [NextStep(
-            kind="relaunch", overrides=new, runnable=line is not None,
-            why=why if line else f"{why}; add these overrides to the job's command line",
-            command=line or " ".join(shlex.quote(o) for o in new))]
+        out = [
+            NextStep(
+                kind="relaunch",
+                overrides=new,
+                runnable=line is not None,
+                why=why if line else f"{why}; add these overrides to the job's command line",
+                command=line or " ".join(shlex.quote(o) for o in new),
+            )
+        ]
         if manifest is None or alive(manifest):  # no manifest: nothing says it ended
-            out.append(NextStep(kind="live", why="the same, asked of the running job", command=(
-                f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
-                "--steps 1")))
+            out.append(
+                NextStep(
+                    kind="live",
+                    why="the same, asked of the running job",
+                    command=(
+                        f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
+                        "--steps 1"
+                    ),
+                )
+            )
         return out
     focus = _focus(result, device.bound if device else "compute")
     detail = str(rank) if rank is not None else "all"
     steps = f" --steps {step}:{step + 1}" if step is not None else ""
-    where = " ".join(filter(None, (
-        f"in {stage}" if stage else "", f"on rank {rank}" if rank is not None else "",
-        f"at step {step}" if step is not None else "")))
-    return [NextStep(kind="timeline", why=(
-        f"look at {focus or 'the slowest operators'}{' ' + where if where else ''}: the "
-        "merged timeline holds the operators and kernels (open it in Perfetto)"),
-        command=f"mindspeed-prof timeline {root} -o timeline.json --detail {detail}{steps}")]
+    where = " ".join(
+        filter(
+            None,
+            (
+                f"in {stage}" if stage else "",
+                f"on rank {rank}" if rank is not None else "",
+                f"at step {step}" if step is not None else "",
+            ),
+        )
+    )
+    return [
+        NextStep(
+            kind="timeline",
+            why=(
+                f"look at {focus or 'the slowest operators'}{' ' + where if where else ''}: the "
+                "merged timeline holds the operators and kernels (open it in Perfetto)"
+            ),
+            command=f"mindspeed-prof timeline {root} -o timeline.json --detail {detail}{steps}",
+        )
+    ]
 
 
 def _focus(result: Analysis, bound: str) -> str | None:
@@ -119,25 +162,31 @@ def _focus(result: Analysis, bound: str) -> str | None:
         ops = result.top_ops(1)
         if ops:
             return f"host operator {ops[0].op!r} ({ops[0].self_ms:,.1f} ms self)"
-    comm = sorted((c for c in result.comm() if c.kind != "link" and c.elapse_ms),
-                  key=lambda c: -(c.elapse_ms or 0.0))
+    comm = sorted(
+        (c for c in result.comm() if c.kind != "link" and c.elapse_ms),
+        key=lambda c: -(c.elapse_ms or 0.0),
+    )
     if bound == "communication" and comm:  # torch_npu: collectives are not kernels
-        return (f"communication op {comm[0].name!r} ({comm[0].elapse_ms:,.1f} ms, "
-                f"rank {comm[0].rank})")
+        return (
+            f"communication op {comm[0].name!r} ({comm[0].elapse_ms:,.1f} ms, rank {comm[0].rank})"
+        )
     want = "comm" if bound == "communication" else "memcpy" if bound == "copy" else "compute"
     table = classifier(result.comm_kernels)
     for k in result.top_kernels(50):
         if table.kind_of(k.name) == want:
             return f"kernel {_short(k.name)!r} ({k.device_ms:,.1f} ms)"
     kernels = result.top_kernels(1)
-    return f"kernel {_short(kernels[0].name)!r} ({kernels[0].device_ms:,.1f} ms)" if (
-        kernels) else None
+    return (
+        f"kernel {_short(kernels[0].name)!r} ({kernels[0].device_ms:,.1f} ms)"
+        if (kernels)
+        else None
+    )
 
 
 def _short(name: str, most: int = 60) -> str:
     """A kernel's name without its argument list, cut to ``most`` characters."""
     name = name.split("(", 1)[0] if "(" in name[1:] else name
-    return name if len(name) <= most else name[:most - 3] + "..."
+    return name if len(name) <= most else name[: most - 3] + "..."
 
 
 # -- the relaunch line -------------------------------------------------------------------------
@@ -155,8 +204,9 @@ def job_manifest(root: Path) -> dict[str, Any] | None:
                 found.append(read_json(path, MAX_MANIFEST_BYTES))
             except (OSError, ValueError):
                 continue
-        jobs: list[dict[str, Any]] = [m for m in found if isinstance(m, dict)
-                                      and isinstance(m.get("job"), dict)]
+        jobs: list[dict[str, Any]] = [
+            m for m in found if isinstance(m, dict) and isinstance(m.get("job"), dict)
+        ]
         if jobs:
             return max(jobs, key=lambda m: _number(m.get("start_time")))
     return None
@@ -187,7 +237,7 @@ def _key(override: str) -> tuple[str, str]:
     """``(prefix, key)`` of a Hydra override: ``+``/``++``/``~`` and the key (``profiler``,
     the presets' alias, reads as their group)."""
     body = override.lstrip("+~")
-    prefix = override[:len(override) - len(body)]
+    prefix = override[: len(override) - len(body)]
     key = body.partition("=")[0].partition("@")[0]
     return prefix, GROUP if key == "profiler" else key
 
@@ -201,9 +251,13 @@ def merged_overrides(old: list[str], new: list[str]) -> list[str]:
 
     wanted = {_key(o)[1]: o for o in new}
     preset = wanted.get(GROUP, "").partition("=")[2]
-    sets = {f"{GROUP}.{section}.{name}" for section, values in
-            preset_sections(PRESETS[preset].fields if preset in PRESETS else {}).items()
-            for name in values}
+    sets = {
+        f"{GROUP}.{section}.{name}"
+        for section, values in preset_sections(
+            PRESETS[preset].fields if preset in PRESETS else {}
+        ).items()
+        for name in values
+    }
     out, placed = [], set()
     for line in old:
         prefix, key = _key(line)

@@ -14,8 +14,15 @@ from pathlib import Path
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
 
-__all__ = ["MAX_JOBS", "POOL_MIN_BYTES", "Progress", "default_jobs", "read_all", "read_encoded",
-           "read_one"]
+__all__ = [
+    "MAX_JOBS",
+    "POOL_MIN_BYTES",
+    "Progress",
+    "default_jobs",
+    "read_all",
+    "read_encoded",
+    "read_one",
+]
 
 #: More processes than this rarely help: reading is bound by memory bandwidth and disk.
 MAX_JOBS = 8
@@ -33,8 +40,9 @@ def default_jobs() -> int:
     return max(1, min(cpus or 1, MAX_JOBS))
 
 
-def read_one(path: Path, root: Path | None, use_cache: bool = True,
-             comm_kernels: str = "") -> TraceData | str:
+def read_one(
+    path: Path, root: Path | None, use_cache: bool = True, comm_kernels: str = ""
+) -> TraceData | str:
     """One capture, or the one line saying why it cannot be read. The cache holds captures
     classified by the built-in table and their own patterns: with the user's
     ``comm_kernels`` a capture is read again."""
@@ -46,8 +54,9 @@ def read_one(path: Path, root: Path | None, use_cache: bool = True,
         return str(err)
 
 
-def read_encoded(path: Path, root: Path | None, use_cache: bool = True,
-                 comm_kernels: str = "") -> bytes | TraceData | str:
+def read_encoded(
+    path: Path, root: Path | None, use_cache: bool = True, comm_kernels: str = ""
+) -> bytes | TraceData | str:
     """``read_one`` for another process: msgpack travels 20x faster than a pickled TraceData
     (which is sent only when msgpack cannot hold a value, such as an int past 64 bits)."""
     data = read_one(path, root, use_cache, comm_kernels)
@@ -59,9 +68,14 @@ def read_encoded(path: Path, root: Path | None, use_cache: bool = True,
         return data  # ValueError: a name that is not UTF-8 (a file name's raw bytes)
 
 
-def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: bool = True,
-             progress: Progress | None = None,
-             comm_kernels: str = "") -> list[TraceData | str]:
+def read_all(
+    paths: list[Path],
+    root: Path | None,
+    jobs: int = 1,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    comm_kernels: str = "",
+) -> list[TraceData | str]:
     """Every capture read (or its one-line error), in the order given, whatever ``jobs`` is.
 
     Cache hits are served here; only the rest go to ``jobs`` worker processes. With the user's
@@ -76,8 +90,14 @@ def read_all(paths: list[Path], root: Path | None, jobs: int = 1, use_cache: boo
             gc.enable()
 
 
-def _read_all(paths: list[Path], root: Path | None, jobs: int, use_cache: bool,
-              progress: Progress | None, comm_kernels: str) -> list[TraceData | str]:
+def _read_all(
+    paths: list[Path],
+    root: Path | None,
+    jobs: int,
+    use_cache: bool,
+    progress: Progress | None,
+    comm_kernels: str,
+) -> list[TraceData | str]:
     use_cache = use_cache and not comm_kernels
     keys = [cache.fingerprint(p) for p in paths]
     sizes = [k.size if k else 0 for k in keys]
@@ -106,8 +126,15 @@ def _read_all(paths: list[Path], root: Path | None, jobs: int, use_cache: bool,
     return [r for r in results if r is not None]
 
 
-def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[int], jobs: int,
-             finish: Callable[[int, TraceData | str], None], comm_kernels: str = "") -> None:
+def _in_pool(
+    paths: list[Path],
+    root: Path | None,
+    use_cache: bool,
+    todo: list[int],
+    jobs: int,
+    finish: Callable[[int, TraceData | str], None],
+    comm_kernels: str = "",
+) -> None:
     """Read ``todo`` in ``jobs`` processes; Ctrl-C terminates them.
 
     A ``multiprocessing.Pool``, not a ``ProcessPoolExecutor``: the executor deadlocks at exit
@@ -119,8 +146,9 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
     pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
     try:
-        results = pool.imap_unordered(_indexed, [(i, paths[i], root, use_cache, comm_kernels)
-                                                 for i in todo])
+        results = pool.imap_unordered(
+            _indexed, [(i, paths[i], root, use_cache, comm_kernels) for i in todo]
+        )
         for _ in todo:
             i, result = _next(results, stop)
             finish(i, _decoded(result, paths[i]) if isinstance(result, bytes) else result)
@@ -136,8 +164,9 @@ def _in_pool(paths: list[Path], root: Path | None, use_cache: bool, todo: list[i
             signal.signal(signal.SIGINT, previous)
 
 
-def _next(results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: threading.Event
-          ) -> tuple[int, bytes | TraceData | str]:
+def _next(
+    results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: threading.Event
+) -> tuple[int, bytes | TraceData | str]:
     """The next result, checking for Ctrl-C every tenth of a second."""
     while not stop.is_set():
         try:
@@ -147,8 +176,7 @@ def _next(results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: thre
     raise KeyboardInterrupt
 
 
-def _indexed(job: tuple[int, Path, Path | None, bool, str]
-             ) -> tuple[int, bytes | TraceData | str]:
+def _indexed(job: tuple[int, Path, Path | None, bool, str]) -> tuple[int, bytes | TraceData | str]:
     i, path, root, use_cache, comm_kernels = job
     return i, read_encoded(path, root, use_cache, comm_kernels)
 

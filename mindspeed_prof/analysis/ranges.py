@@ -13,8 +13,19 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["NO_OP_RANGES", "nesting", "no_op_rows", "p95", "range_rows", "self_bare",
-           "self_times", "stage_of", "stage_order", "stage_rows", "with_bare"]
+__all__ = [
+    "NO_OP_RANGES",
+    "nesting",
+    "no_op_rows",
+    "p95",
+    "range_rows",
+    "self_bare",
+    "self_times",
+    "stage_of",
+    "stage_order",
+    "stage_rows",
+    "with_bare",
+]
 
 #: How many of the ranges that hold a stage's no-op time ``no_op_rows`` names.
 NO_OP_RANGES = 3
@@ -33,13 +44,23 @@ def stage_rows(ranges: list[Range]) -> list[StageRow]:
         if r.kind == "stage":
             times[(r.name, r.rank, r.source)].append(r)
     out = []
-    for (stage, rank, source), runs in sorted(times.items(), key=lambda kv: (
-            stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
+    for (stage, rank, source), runs in sorted(
+        times.items(), key=lambda kv: (stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])
+    ):
         ms = [r.dur / 1000.0 for r in runs]
         bare = [r.bare for r in runs if r.bare is not None]
-        out.append(StageRow(stage=stage, rank=rank, source=source, count=len(ms),
-                            total_ms=sum(ms), mean_ms=sum(ms) / len(ms), max_ms=max(ms),
-                            no_op_ms=sum(bare) / 1000.0 if len(bare) == len(runs) else None))
+        out.append(
+            StageRow(
+                stage=stage,
+                rank=rank,
+                source=source,
+                count=len(ms),
+                total_ms=sum(ms),
+                mean_ms=sum(ms) / len(ms),
+                max_ms=max(ms),
+                no_op_ms=sum(bare) / 1000.0 if len(bare) == len(runs) else None,
+            )
+        )
     return out
 
 
@@ -112,10 +133,19 @@ def range_rows(ranges: list[Range]) -> list[RangeRow]:
     for (name, rank), runs in groups.items():
         ms = [m for m, _, _ in runs]
         where = sorted({s for _, _, s in runs if s is not None})
-        rows.append(RangeRow(name=name, rank=rank, stage=", ".join(where) or None,
-                             count=len(ms), total_ms=sum(ms),
-                             self_ms=sum(o for _, o, _ in runs), mean_ms=sum(ms) / len(ms),
-                             p95_ms=p95(ms), max_ms=max(ms)))
+        rows.append(
+            RangeRow(
+                name=name,
+                rank=rank,
+                stage=", ".join(where) or None,
+                count=len(ms),
+                total_ms=sum(ms),
+                self_ms=sum(o for _, o, _ in runs),
+                mean_ms=sum(ms) / len(ms),
+                p95_ms=p95(ms),
+                max_ms=max(ms),
+            )
+        )
     return sorted(rows, key=lambda r: (-r.total_ms, r.name, rank_order(r.rank)))
 
 
@@ -158,7 +188,8 @@ def no_op_rows(ranges: list[Range]) -> list[NoOpRow]:
         return []
     custom = [r for r in ranges if r.kind == "range" and r.bare is not None]
     held: dict[tuple[str, int | None, str], dict[str, float]] = defaultdict(
-        lambda: defaultdict(float))
+        lambda: defaultdict(float)
+    )
     for r, own, stage in zip(custom, self_bare(custom), stage_of(custom, stages)):
         if stage is not None and own > 0:
             held[(stage, r.rank, r.source)][r.name] += own / 1000.0
@@ -166,13 +197,22 @@ def no_op_rows(ranges: list[Range]) -> list[NoOpRow]:
     for r in stages:
         runs[(r.name, r.rank, r.source)].append(r)
     out = []
-    for (stage, rank, source), rs in sorted(runs.items(), key=lambda kv: (
-            stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])):
+    for (stage, rank, source), rs in sorted(
+        runs.items(), key=lambda kv: (stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])
+    ):
         total = sum(r.dur for r in rs) / 1000.0
         bare = sum(r.bare or 0.0 for r in rs) / 1000.0
         top = sorted(held.get((stage, rank, source), {}).items(), key=lambda kv: -kv[1])
-        out.append(NoOpRow(stage=stage, rank=rank, source=source, count=len(rs),
-                           total_ms=total, no_op_ms=bare,
-                           share=min(bare / total, 1.0) if total > 0 else 0.0,
-                           ranges=dict(top[:NO_OP_RANGES])))
+        out.append(
+            NoOpRow(
+                stage=stage,
+                rank=rank,
+                source=source,
+                count=len(rs),
+                total_ms=total,
+                no_op_ms=bare,
+                share=min(bare / total, 1.0) if total > 0 else 0.0,
+                ranges=dict(top[:NO_OP_RANGES]),
+            )
+        )
     return out

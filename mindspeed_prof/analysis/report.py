@@ -43,8 +43,7 @@ from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow
 from mindspeed_prof.analysis.verdict import Verdict, verdict
 from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report",
-           "tables_json"]
+__all__ = ["TOP_MOST", "Report", "Settings", "Tables", "document", "report", "tables_json"]
 
 #: The longest top list any view shows (the report's); shorter lists are its first rows.
 TOP_MOST = 25
@@ -68,10 +67,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def apply(self, result: Analysis) -> Analysis:
         """``result`` under these settings (a copy: ``result`` is left as it was)."""
-        return dataclasses.replace(result, margin=self.margin, noise_ms=self.noise_ms,
-                                   include_warmup=self.include_warmup,
-                                   flops_per_token=self.flops_per_token,
-                                   peak_tflops=self.peak_tflops)
+        return dataclasses.replace(
+            result,
+            margin=self.margin,
+            noise_ms=self.noise_ms,
+            include_warmup=self.include_warmup,
+            flops_per_token=self.flops_per_token,
+            peak_tflops=self.peak_tflops,
+        )
 
 
 class Tables(msgspec.Struct, kw_only=True):
@@ -112,8 +115,7 @@ class _Once(Analysis):
     back after: what the verdict and the findings read while a ``Report`` is made."""
 
     def __init__(self, result: Analysis) -> None:
-        super().__init__(**{f.name: getattr(result, f.name)
-                            for f in dataclasses.fields(Analysis)})
+        super().__init__(**{f.name: getattr(result, f.name) for f in dataclasses.fields(Analysis)})
         self._memo: dict[tuple[str, object], object] = {}
 
     def _once(self, name: str, compute: Callable[[], T], key: object = None) -> T:
@@ -225,46 +227,84 @@ class Report(msgspec.Struct, kw_only=True):
     def json(self) -> JsonableObject:
         """``analyse --json``: ``verdict`` and ``findings`` first, then the tables
         (``tables_json``), the rules' notes added to the captures'."""
-        return {"verdict": self.verdict.json(), "findings": to_json(self.findings),
-                **_tables_json(self.result, self.tables),
-                "notes": [*self.tables.notes, *self.rule_notes]}
+        return {
+            "verdict": self.verdict.json(),
+            "findings": to_json(self.findings),
+            **_tables_json(self.result, self.tables),
+            "notes": [*self.tables.notes, *self.rule_notes],
+        }
 
 
 def _tables(once: _Once, most: int) -> Tables:
     """Every table of ``once``, each computed once; top lists of ``most`` rows."""
     return Tables(
-        ranges=once.ranges, ranks=once.ranks, warmup=once.warmup(), counted=once.counted(),
-        counters=once.counters(), counted_counters=once.counted_counters(), model=once.model(),
-        throughput=once.throughput(), throughput_stages=once.throughput_stages(),
-        ledger=once.ledger(), stage_rank=once.stage_rank(), per_step=once.per_step(),
-        stragglers=once.stragglers(), range_stragglers=once.stragglers("range"),
-        range_table=once.range_table(), no_op=once.no_op(), device=once.device(),
-        comm=once.comm(), classified=classified(once.traces),
-        top_ops=once.top_ops(most), top_kernels=once.top_kernels(most),
-        top_runtime=once.top_runtime(most), memory=once.memory(),
-        inventory=once.inventory(), warnings=once.warnings(), problems=once.problems(),
-        notes=once.notes(), unread_device=once.unread_device())
+        ranges=once.ranges,
+        ranks=once.ranks,
+        warmup=once.warmup(),
+        counted=once.counted(),
+        counters=once.counters(),
+        counted_counters=once.counted_counters(),
+        model=once.model(),
+        throughput=once.throughput(),
+        throughput_stages=once.throughput_stages(),
+        ledger=once.ledger(),
+        stage_rank=once.stage_rank(),
+        per_step=once.per_step(),
+        stragglers=once.stragglers(),
+        range_stragglers=once.stragglers("range"),
+        range_table=once.range_table(),
+        no_op=once.no_op(),
+        device=once.device(),
+        comm=once.comm(),
+        classified=classified(once.traces),
+        top_ops=once.top_ops(most),
+        top_kernels=once.top_kernels(most),
+        top_runtime=once.top_runtime(most),
+        memory=once.memory(),
+        inventory=once.inventory(),
+        warnings=once.warnings(),
+        problems=once.problems(),
+        notes=once.notes(),
+        unread_device=once.unread_device(),
+    )
 
 
 def _tables_json(r: Analysis, t: Tables) -> JsonableObject:
     """The tables ``t`` of ``r`` as ``--json`` writes them."""
-    return {"root": str(r.root), "run": r.run.json() if r.run else None,
-            "runs": [run.json() for run in r.runs], "ranks": t.ranks,
-            "stage_rank": to_json(t.stage_rank), "per_step": to_json(t.per_step),
-            "stragglers": to_json(t.stragglers), "ranges": to_json(t.range_table),
-            "no_op": to_json(t.no_op), "range_stragglers": to_json(t.range_stragglers),
-            "device": to_json(t.device), "comm": to_json(t.comm),
-            "classified": to_json(t.classified),
-            "top_ops": to_json(t.top_ops[:TOP_JSON]),
-            "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
-            "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
-            "memory": to_json(t.memory), "inventory": to_json(t.inventory),
-            "warnings": t.warnings, "problems": t.problems, "skipped": r.bad,
-            "notes": t.notes, "margin": r.margin, "noise_ms": r.noise_ms,
-            "warmup": sorted(t.warmup), "counters": to_json(t.counters),
-            "throughput": {"model": t.model.json(), "rows": to_json(t.throughput),
-                           "stages": to_json(t.throughput_stages)},
-            "ledger": t.ledger.json() if t.ledger else None}
+    return {
+        "root": str(r.root),
+        "run": r.run.json() if r.run else None,
+        "runs": [run.json() for run in r.runs],
+        "ranks": t.ranks,
+        "stage_rank": to_json(t.stage_rank),
+        "per_step": to_json(t.per_step),
+        "stragglers": to_json(t.stragglers),
+        "ranges": to_json(t.range_table),
+        "no_op": to_json(t.no_op),
+        "range_stragglers": to_json(t.range_stragglers),
+        "device": to_json(t.device),
+        "comm": to_json(t.comm),
+        "classified": to_json(t.classified),
+        "top_ops": to_json(t.top_ops[:TOP_JSON]),
+        "top_kernels": to_json(t.top_kernels[:TOP_JSON]),
+        "top_runtime": to_json(t.top_runtime[:TOP_JSON]),
+        "memory": to_json(t.memory),
+        "inventory": to_json(t.inventory),
+        "warnings": t.warnings,
+        "problems": t.problems,
+        "skipped": r.bad,
+        "notes": t.notes,
+        "margin": r.margin,
+        "noise_ms": r.noise_ms,
+        "warmup": sorted(t.warmup),
+        "counters": to_json(t.counters),
+        "throughput": {
+            "model": t.model.json(),
+            "rows": to_json(t.throughput),
+            "stages": to_json(t.throughput_stages),
+        },
+        "ledger": t.ledger.json() if t.ledger else None,
+    }
 
 
 def tables_json(result: Analysis) -> JsonableObject:
@@ -278,15 +318,24 @@ def report(result: Analysis, settings: Settings | None = None) -> Report:
     """The ``Report`` of ``result`` under ``settings`` (default: those ``result`` holds):
     every table computed once, then the verdict and the findings from the same tables."""
     if settings is None:
-        settings = Settings(margin=result.margin, noise_ms=result.noise_ms,
-                            include_warmup=result.include_warmup,
-                            flops_per_token=result.flops_per_token,
-                            peak_tflops=result.peak_tflops)
+        settings = Settings(
+            margin=result.margin,
+            noise_ms=result.noise_ms,
+            include_warmup=result.include_warmup,
+            flops_per_token=result.flops_per_token,
+            peak_tflops=result.peak_tflops,
+        )
     once = _Once(settings.apply(result))
     tables = _tables(once, max(TOP_MOST, settings.top))
     findings, rule_notes = find(once)
-    return Report(result=once, settings=settings, verdict=verdict(once), findings=findings,
-                  rule_notes=rule_notes, tables=tables)
+    return Report(
+        result=once,
+        settings=settings,
+        verdict=verdict(once),
+        findings=findings,
+        rule_notes=rule_notes,
+        tables=tables,
+    )
 
 
 def document(result: Analysis | Report) -> JsonableObject:

@@ -154,8 +154,9 @@ class Analysis:
     def throughput_stages(self) -> list[StageThroughput]:
         """Per stage: the spread over ranks, the trend over steps, MFU (``throughput``)."""
         model = self.model()
-        return stage_summaries(throughput_rows(self.counted(), self.counted_counters(), model),
-                               model)
+        return stage_summaries(
+            throughput_rows(self.counted(), self.counted_counters(), model), model
+        )
 
     def ledger(self) -> Ledger | None:
         """Generation time on samples not trained on, and the long tail (``ledger``)."""
@@ -173,8 +174,9 @@ class Analysis:
                 continue
             row = table.get((r.rank, r.source, r.step))
             if row is None:
-                row = table[(r.rank, r.source, r.step)] = StepRow(rank=r.rank, source=r.source,
-                                                                  step=r.step, stages={})
+                row = table[(r.rank, r.source, r.step)] = StepRow(
+                    rank=r.rank, source=r.source, step=r.step, stages={}
+                )
             if r.kind == "step":
                 row.total = (row.total or 0.0) + r.dur / 1000.0
             else:
@@ -182,8 +184,12 @@ class Analysis:
         warmup = self._warmup()
         for key, row in table.items():
             row.warmup = key in warmup
-        return [row for _, row in sorted(table.items(), key=lambda kv: (
-            rank_order(kv[0][0]), kv[0][1], kv[0][2]))]
+        return [
+            row
+            for _, row in sorted(
+                table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2])
+            )
+        ]
 
     def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         """Ranks whose stage (``kind="range"``: custom range) time in a step exceeds the median
@@ -204,15 +210,22 @@ class Analysis:
         """Device breakdown rows per rank and step (and stage), warmup steps marked; of
         ``traces`` (default: every capture)."""
         warmup = self._warmup()
-        return [msgspec.structs.replace(row, rank=t.rank,
-                                        warmup=(t.rank, row.source, row.step) in warmup)
-                for t in (self.traces if traces is None else traces) for row in t.device]
+        return [
+            msgspec.structs.replace(
+                row, rank=t.rank, warmup=(t.rank, row.source, row.step) in warmup
+            )
+            for t in (self.traces if traces is None else traces)
+            for row in t.device
+        ]
 
     def comm(self) -> list[CommRow]:
         """Communication per rank, step, kind and op type (torch_npu captures), as each reader
         folds it; ``source`` names the capture where two claim the same rank and step."""
-        return [msgspec.structs.replace(row, rank=t.rank, source=t.clash_label)
-                for t in self.traces for row in t.comm]
+        return [
+            msgspec.structs.replace(row, rank=t.rank, source=t.clash_label)
+            for t in self.traces
+            for row in t.comm
+        ]
 
     def _top(self, field_name: str, n: int) -> list[tuple[str, Tally]]:
         total: dict[str, Tally] = {}
@@ -222,18 +235,23 @@ class Analysis:
 
     def top_kernels(self, n: int = 15) -> list[KernelRow]:
         """Device kernels, copies and sets by device time."""
-        return [KernelRow(name=k, count=t.count, device_ms=t.total / 1000.0)
-                for k, t in self._top("kernels", n)]
+        return [
+            KernelRow(name=k, count=t.count, device_ms=t.total / 1000.0)
+            for k, t in self._top("kernels", n)
+        ]
 
     def top_runtime(self, n: int = 15) -> list[RuntimeRow]:
         """Runtime and launch calls (``cudaLaunchKernel``...) by host time."""
-        return [RuntimeRow(name=k, count=t.count, ms=t.total / 1000.0)
-                for k, t in self._top("runtime", n)]
+        return [
+            RuntimeRow(name=k, count=t.count, ms=t.total / 1000.0)
+            for k, t in self._top("runtime", n)
+        ]
 
     def top_ops(self, n: int = 15) -> list[OpRow]:
         """Host operators with the most self time, summed over every capture."""
-        return [OpRow(op=k, count=t.count, self_ms=t.total / 1000.0)
-                for k, t in self._top("ops", n)]
+        return [
+            OpRow(op=k, count=t.count, self_ms=t.total / 1000.0) for k, t in self._top("ops", n)
+        ]
 
     def memory(self) -> list[MemoryRow]:
         """Peak allocated/reserved bytes per capture (rank), then per stage where known."""
@@ -243,13 +261,27 @@ class Analysis:
             if m is None:
                 continue
             file = _rel(t.path, self.root)
-            out.append(MemoryRow(rank=t.rank, file=file, source=m.source,
-                                 peak_allocated_bytes=m.peak_allocated_bytes,
-                                 peak_reserved_bytes=m.peak_reserved_bytes, top_ops=m.top_ops,
-                                 timeline=m.timeline))
+            out.append(
+                MemoryRow(
+                    rank=t.rank,
+                    file=file,
+                    source=m.source,
+                    peak_allocated_bytes=m.peak_allocated_bytes,
+                    peak_reserved_bytes=m.peak_reserved_bytes,
+                    top_ops=m.top_ops,
+                    timeline=m.timeline,
+                )
+            )
             for stage, peak in sorted(m.by_stage.items(), key=lambda kv: stage_order(kv[0])):
-                out.append(MemoryRow(rank=t.rank, file=file, source=m.source, stage=stage,
-                                     peak_allocated_bytes=peak))
+                out.append(
+                    MemoryRow(
+                        rank=t.rank,
+                        file=file,
+                        source=m.source,
+                        stage=stage,
+                        peak_allocated_bytes=peak,
+                    )
+                )
         return out
 
     def problems(self) -> list[str]:
@@ -271,33 +303,47 @@ class Analysis:
     def shown(self, line: str) -> str:
         """A problem or note for people: the file it names relative to the analysed root."""
         prefix = f"{str(self.root).rstrip('/')}/"
-        return line[len(prefix):] if line.startswith(prefix) else line
+        return line[len(prefix) :] if line.startswith(prefix) else line
 
     def messages(self) -> list[str]:
         """The stderr lines: each skipped file or part (``skipped ...``), then each note."""
-        return ([f"skipped {self.shown(b)}" for b in self.bad]
-                + [f"note: {self.shown(n)}" for t in self.traces for n in t.notes])
+        return [f"skipped {self.shown(b)}" for b in self.bad] + [
+            f"note: {self.shown(n)}" for t in self.traces for n in t.notes
+        ]
 
     @property
     def has_device(self) -> bool:
         return any(t.device or t.kernels for t in self.traces)
 
     def inventory(self) -> list[InventoryRow]:
-        return [InventoryRow(file=_rel(t.path, self.root), kind=t.kind, rank=t.rank,
-                             source=t.clash_label, group=t.group, bytes=t.size,
-                             events=t.events,
-                             steps=sorted({r.step for r in t.ranges if r.step is not None}),
-                             level=t.meta.level)
-                for t in self.traces]
+        return [
+            InventoryRow(
+                file=_rel(t.path, self.root),
+                kind=t.kind,
+                rank=t.rank,
+                source=t.clash_label,
+                group=t.group,
+                bytes=t.size,
+                events=t.events,
+                steps=sorted({r.step for r in t.ranges if r.step is not None}),
+                level=t.meta.level,
+            )
+            for t in self.traces
+        ]
 
     def warnings(self) -> list[str]:
-        out = [f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
-               for t in self.traces if t.holds_nothing]
+        out = [
+            f"{_rel(t.path, self.root)}: captured nothing (no ranges, no ops)"
+            for t in self.traces
+            if t.holds_nothing
+        ]
         out += self.clashes
         out += self._unshared_steps()
         if not self.traces and not self.bad:
-            out.append(f"{self.root}: no captures found (is profile: true, and does the window "
-                       "[profile_step_start, profile_step_end) contain steps that ran?)")
+            out.append(
+                f"{self.root}: no captures found (is profile: true, and does the window "
+                "[profile_step_start, profile_step_end) contain steps that ran?)"
+            )
         return out
 
     def _unshared_steps(self) -> list[str]:
@@ -309,11 +355,14 @@ class Analysis:
                 steps[(r.rank, r.source)].add(r.step)
         if len(steps) < 2 or set.intersection(*steps.values()):
             return []
-        held = "; ".join(f"rank {rank_label(*k)}: {ranks_text(sorted(v))}"
-                         for k, v in sorted(steps.items(), key=lambda kv: (
-                             rank_order(kv[0][0]), kv[0][1])))
-        return [f"the ranks captured no step in common ({held}): stragglers compare ranks at "
-                "the same step, so none can be named"]
+        held = "; ".join(
+            f"rank {rank_label(*k)}: {ranks_text(sorted(v))}"
+            for k, v in sorted(steps.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1]))
+        )
+        return [
+            f"the ranks captured no step in common ({held}): stragglers compare ranks at "
+            "the same step, so none can be named"
+        ]
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -16,11 +16,39 @@ import msgspec
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, LinkShare
 from mindspeed_prof.jsonio import JsonableObject
 
-__all__ = ["BOUNDS", "Alloc", "Bound", "Change", "Classified", "CommRow", "DeviceMeans",
-           "DevicePer", "DeviceRow", "DeviceVerdict", "InventoryRow", "KernelRow", "LinkShare",
-           "MemoryRow", "MemoryVerdict", "NoOpRow", "OpRow", "Peaks", "RangeRow", "Row",
-           "RuntimeRow", "Share", "SideBySide", "StageOrRange", "StageRow", "StepRow", "StepTime",
-           "Straggler", "StragglerKind", "World", "to_json"]
+__all__ = [
+    "BOUNDS",
+    "Alloc",
+    "Bound",
+    "Change",
+    "Classified",
+    "CommRow",
+    "DeviceMeans",
+    "DevicePer",
+    "DeviceRow",
+    "DeviceVerdict",
+    "InventoryRow",
+    "KernelRow",
+    "LinkShare",
+    "MemoryRow",
+    "MemoryVerdict",
+    "NoOpRow",
+    "OpRow",
+    "Peaks",
+    "RangeRow",
+    "Row",
+    "RuntimeRow",
+    "Share",
+    "SideBySide",
+    "StageOrRange",
+    "StageRow",
+    "StepRow",
+    "StepTime",
+    "Straggler",
+    "StragglerKind",
+    "World",
+    "to_json",
+]
 
 #: What a table row is about: a stage, or a custom range.
 StageOrRange = Literal["stage", "range"]
@@ -248,8 +276,11 @@ class SideBySide(Row, kw_only=True):
     b: DeviceMeans | Peaks
 
     def json(self) -> JsonableObject:
-        return {"rank": self.rank, **{f"a_{k}": v for k, v in self.a.json().items()},
-                **{f"b_{k}": v for k, v in self.b.json().items()}}
+        return {
+            "rank": self.rank,
+            **{f"a_{k}": v for k, v in self.a.json().items()},
+            **{f"b_{k}": v for k, v in self.b.json().items()},
+        }
 
 
 #: What a device verdict can name, in the order ties are broken.

@@ -31,8 +31,19 @@ from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
 from mindspeed_prof.formats.run import run_started
 
-__all__ = ["ALL", "LEGACY", "RunInfo", "UnknownRun", "choose", "describe", "group", "infos",
-           "manifest_run", "runs_line", "split"]
+__all__ = [
+    "ALL",
+    "LEGACY",
+    "RunInfo",
+    "UnknownRun",
+    "choose",
+    "describe",
+    "group",
+    "infos",
+    "manifest_run",
+    "runs_line",
+    "split",
+]
 
 #: ``--run all``: every run, each analysed apart.
 ALL = "all"
@@ -74,8 +85,9 @@ def manifest_run(path: Path, manifest: Manifest, root: Path, folders: set[Path])
     return manifest.run or _legacy_key(path, root, folders)
 
 
-def group(traces: list[TraceData], root: Path,
-          manifests: list[tuple[Path, Manifest]]) -> dict[str, list[TraceData]]:
+def group(
+    traces: list[TraceData], root: Path, manifests: list[tuple[Path, Manifest]]
+) -> dict[str, list[TraceData]]:
     """The traces of each run (by ``run`` id), in the order they came."""
     folders = {p.parent for p, _ in manifests}
     listed: dict[Path, str] = {}
@@ -94,8 +106,11 @@ def group(traces: list[TraceData], root: Path,
     for t in traces:
         run = t.meta.run
         if not run:
-            run = (stems.get((t.path.parent, capture_stem(t.path)))
-                   or listed.get(_resolved(t.path)) or _legacy_key(t.path, root, folders))
+            run = (
+                stems.get((t.path.parent, capture_stem(t.path)))
+                or listed.get(_resolved(t.path))
+                or _legacy_key(t.path, root, folders)
+            )
         out[run].append(t)
     return dict(out)
 
@@ -121,8 +136,9 @@ def _trace_time(t: TraceData) -> float | None:
         return None
 
 
-def infos(groups: dict[str, list[TraceData]], root: Path,
-          manifests: list[tuple[Path, Manifest]]) -> list[RunInfo]:
+def infos(
+    groups: dict[str, list[TraceData]], root: Path, manifests: list[tuple[Path, Manifest]]
+) -> list[RunInfo]:
     """Each run's facts, newest first (unknown starts last, then by id)."""
     folders = {p.parent for p, _ in manifests}
     starts: dict[str, list[float]] = defaultdict(list)
@@ -133,12 +149,19 @@ def infos(groups: dict[str, list[TraceData]], root: Path,
     for run, traces in groups.items():
         started = min(starts[run], default=None)
         if started is None:  # the captures' own clocks, else the time in the id
-            started = min((x for x in map(_trace_time, traces) if x is not None),
-                          default=run_started(run))
+            started = min(
+                (x for x in map(_trace_time, traces) if x is not None), default=run_started(run)
+            )
         captures = len({(str(t.path.parent), capture_stem(t.path)) for t in traces})
-        out.append(RunInfo(id=run, started=started, captures=captures,
-                           ranks=sorted({t.rank for t in traces}, key=rank_order),
-                           legacy=run == LEGACY or run.startswith(f"{LEGACY}:")))
+        out.append(
+            RunInfo(
+                id=run,
+                started=started,
+                captures=captures,
+                ranks=sorted({t.rank for t in traces}, key=rank_order),
+                legacy=run == LEGACY or run.startswith(f"{LEGACY}:"),
+            )
+        )
     return sorted(out, key=lambda r: (r.started is None, -(r.started or 0.0), r.id))
 
 
@@ -169,10 +192,11 @@ def started_text(started: float | None) -> str:
 
 def describe(run: RunInfo) -> str:
     """``RUN (started ..., ranks 0-3)``; a legacy run says it has no run id."""
-    name = (f"{run.id} (captures without a run id{_below(run.id)}, "
-            if run.legacy else f"{run.id} (")
-    return (f"{name}started {started_text(run.started)}, rank{'s' * (len(run.ranks) != 1)} "
-            f"{ranks_text(run.ranks) or '-'})")
+    name = f"{run.id} (captures without a run id{_below(run.id)}, " if run.legacy else f"{run.id} ("
+    return (
+        f"{name}started {started_text(run.started)}, rank{'s' * (len(run.ranks) != 1)} "
+        f"{ranks_text(run.ranks) or '-'})"
+    )
 
 
 def _below(run_id: str) -> str:
@@ -186,15 +210,19 @@ def runs_line(root: Path, runs: list[RunInfo], chosen: RunInfo) -> str | None:
     if len(runs) < 2:
         return None
     first = choose(runs, None)[0]
-    which = ("the newest" if chosen.id == runs[0].id
-             else "the newest with a run id" if chosen.id == first.id
-             else f"not the newest ({first.id})")
-    return (f"{len(runs)} runs under {root}; this is {which}, {describe(chosen)}; "
-            f"--run ID|all")
+    which = (
+        "the newest"
+        if chosen.id == runs[0].id
+        else "the newest with a run id"
+        if chosen.id == first.id
+        else f"not the newest ({first.id})"
+    )
+    return f"{len(runs)} runs under {root}; this is {which}, {describe(chosen)}; --run ID|all"
 
 
-def split(traces: list[TraceData], root: Path, wanted: str | None = None
-          ) -> tuple[list[RunInfo], list[tuple[RunInfo, list[TraceData]]]]:
+def split(
+    traces: list[TraceData], root: Path, wanted: str | None = None
+) -> tuple[list[RunInfo], list[tuple[RunInfo, list[TraceData]]]]:
     """Every run of ``traces`` under ``root`` (newest first), and the runs ``wanted``
     (``choose``) each with its own traces."""
     manifests = find_manifests(root) if root.is_dir() else []

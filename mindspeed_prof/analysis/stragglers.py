@@ -22,8 +22,16 @@ from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, Straggler, StragglerKind
 
-__all__ = ["DEFAULT_NOISE_MS", "NOISE_SHARE", "SPREAD_FACTOR", "Behind", "behind",
-           "find_stragglers", "medians_of_others", "noise_floor"]
+__all__ = [
+    "DEFAULT_NOISE_MS",
+    "NOISE_SHARE",
+    "SPREAD_FACTOR",
+    "Behind",
+    "behind",
+    "find_stragglers",
+    "medians_of_others",
+    "noise_floor",
+]
 
 #: A difference under this many milliseconds is noise.
 DEFAULT_NOISE_MS = 1.0
@@ -66,19 +74,22 @@ def step_times(ranges: list[Range]) -> dict[int, float]:
     return {step: statistics.median(ms) for step, ms in per.items()}
 
 
-def _per_step(ranges: list[Range], kind: StragglerKind
-              ) -> dict[tuple[str, int], dict[tuple[int | None, str], float]]:
+def _per_step(
+    ranges: list[Range], kind: StragglerKind
+) -> dict[tuple[str, int], dict[tuple[int | None, str], float]]:
     """``kind`` time per (name, step) and (rank, source): several runs in a step add up."""
     per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
-        lambda: defaultdict(float))
+        lambda: defaultdict(float)
+    )
     for r in ranges:
         if r.kind == kind and r.step is not None:
             per[(r.name, r.step)][(r.rank, r.source)] += r.dur / 1000.0
     return per
 
 
-def find_stragglers(ranges: list[Range], kind: StragglerKind, margin: float,
-                    noise_ms: float = DEFAULT_NOISE_MS) -> list[Straggler]:
+def find_stragglers(
+    ranges: list[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
+) -> list[Straggler]:
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time
     lost, then the ratio). One row per rank and step: one-offs included."""
@@ -93,9 +104,19 @@ def find_stragglers(ranges: list[Range], kind: StragglerKind, margin: float,
             others = medians[who]
             times = ratio(ms, others, None)
             if times is not None and ms > others * (1 + margin) and ms - others >= floor:
-                out.append(Straggler(kind=kind, name=name, step=step, rank=who[0],
-                                     source=who[1], ms=ms, median_ms=others, ratio=times,
-                                     excess_ms=ms - others))
+                out.append(
+                    Straggler(
+                        kind=kind,
+                        name=name,
+                        step=step,
+                        rank=who[0],
+                        source=who[1],
+                        ms=ms,
+                        median_ms=others,
+                        ratio=times,
+                        excess_ms=ms - others,
+                    )
+                )
     return sorted(out, key=lambda s: (-s.excess_ms, -s.ratio))
 
 
@@ -118,8 +139,9 @@ class Behind(Row, kw_only=True):
     consistent: bool
 
 
-def behind(ranges: list[Range], kind: StragglerKind, margin: float,
-           noise_ms: float = DEFAULT_NOISE_MS) -> list[Behind]:
+def behind(
+    ranges: list[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
+) -> list[Behind]:
     """Every rank behind in at least one step (``find_stragglers``), with how consistently:
     consistent ones first, then by the mean lag, then by the worst step's."""
     per = _per_step(ranges, kind)
@@ -143,9 +165,29 @@ def behind(ranges: list[Range], kind: StragglerKind, margin: float,
         mean = statistics.fmean(lag)
         spread = statistics.stdev(lag) if len(lag) > 1 else 0.0
         consistent = 2 * len(rows) > len(lag) or (
-            len(lag) > 1 and mean >= floor and mean > SPREAD_FACTOR * spread)
-        out.append(Behind(kind=kind, name=name, rank=rank, source=source, behind=len(rows),
-                          compared=len(lag), mean_excess_ms=mean, spread_ms=spread,
-                          worst=rows[0], consistent=consistent))
-    return sorted(out, key=lambda b: (not b.consistent, -b.mean_excess_ms,
-                                      -b.worst.excess_ms, b.name, rank_order(b.rank)))
+            len(lag) > 1 and mean >= floor and mean > SPREAD_FACTOR * spread
+        )
+        out.append(
+            Behind(
+                kind=kind,
+                name=name,
+                rank=rank,
+                source=source,
+                behind=len(rows),
+                compared=len(lag),
+                mean_excess_ms=mean,
+                spread_ms=spread,
+                worst=rows[0],
+                consistent=consistent,
+            )
+        )
+    return sorted(
+        out,
+        key=lambda b: (
+            not b.consistent,
+            -b.mean_excess_ms,
+            -b.worst.excess_ms,
+            b.name,
+            rank_order(b.rank),
+        ),
+    )

@@ -13,8 +13,14 @@ from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
 from mindspeed_prof.jsonio import JsonableObject, write_json
 
-__all__ = ["CaptureSummary", "Captured", "after_capture", "capture_summary",
-           "write_capture_summary", "write_run_summary"]
+__all__ = [
+    "CaptureSummary",
+    "Captured",
+    "after_capture",
+    "capture_summary",
+    "write_capture_summary",
+    "write_run_summary",
+]
 
 
 class Captured(Protocol):
@@ -40,9 +46,13 @@ class CaptureSummary(TypedDict):
 def capture_summary(files: list[Path]) -> CaptureSummary:
     """Per-stage totals of one capture's files."""
     result = analyse_files(files, files[0].parent if files else Path("."))
-    return {"files": [Path(f).name for f in files], "stage_rank": to_json(result.stage_rank()),
-            "per_step": to_json(result.per_step()), "top_ops": to_json(result.top_ops(10)),
-            "skipped": result.bad}
+    return {
+        "files": [Path(f).name for f in files],
+        "stage_rank": to_json(result.stage_rank()),
+        "per_step": to_json(result.per_step()),
+        "top_ops": to_json(result.top_ops(10)),
+        "skipped": result.bad,
+    }
 
 
 def write_capture_summary(files: list[Path]) -> Path | None:

@@ -22,8 +22,18 @@ from mindspeed_prof.formats.manifest import (
 )
 from mindspeed_prof.jsonio import Refused, read_json, within, write_json
 
-__all__ = ["RECORDS", "SUMMARY_NAME", "JobRecord", "SweepRow", "SweepSummary", "as_dicts",
-           "profiled", "read_summary", "record_job", "sweep_summary"]
+__all__ = [
+    "RECORDS",
+    "SUMMARY_NAME",
+    "JobRecord",
+    "SweepRow",
+    "SweepSummary",
+    "as_dicts",
+    "profiled",
+    "read_summary",
+    "record_job",
+    "sweep_summary",
+]
 
 SUMMARY_NAME = SWEEP_SUMMARY
 #: Each profiled job of a multirun says here where its manifest is: ``job<num>.json``. The
@@ -67,8 +77,10 @@ class SweepSummary(msgspec.Struct):
 
 def record_job(sweep_dir: Path, num: int, manifest: Path, shared: bool) -> None:
     """Note in ``sweep_dir`` that job ``num`` wrote ``manifest`` (see ``JobRecord``)."""
-    write_json(sweep_dir / RECORDS / f"job{num}.json",
-               msgspec.to_builtins(JobRecord(num, str(manifest), shared)))
+    write_json(
+        sweep_dir / RECORDS / f"job{num}.json",
+        msgspec.to_builtins(JobRecord(num, str(manifest), shared)),
+    )
 
 
 def _records(sweep_dir: Path) -> dict[int, tuple[Path, bool]]:
@@ -93,16 +105,22 @@ def read_summary(path: Path) -> SweepSummary:
 
 
 def _jobs(sweep_dir: Path) -> list[Path]:
-    return sorted((p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
-                  key=lambda p: int(p.name))
+    return sorted(
+        (p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+        key=lambda p: int(p.name),
+    )
 
 
-def _own_manifest(job_dir: Path, refused: Callable[[Refused], None]
-                  ) -> tuple[Path, Manifest] | None:
+def _own_manifest(
+    job_dir: Path, refused: Callable[[Refused], None]
+) -> tuple[Path, Manifest] | None:
     """A job dir's manifest, as jobs that predate the records wrote it: the first rank's, of
     its newest run."""
-    return min(find_manifests(job_dir, refused=refused),
-               key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)), default=None)
+    return min(
+        find_manifests(job_dir, refused=refused),
+        key=lambda pm: (pm[1].rank or 0, -(pm[1].start_time or 0.0)),
+        default=None,
+    )
 
 
 def _names(value: object) -> str | list[str] | None:
@@ -112,21 +130,35 @@ def _names(value: object) -> str | list[str] | None:
     return None if value is None else str(value)
 
 
-def _job_row(num: int, found: tuple[Path, Manifest] | None, shared: bool,
-             refused: list[Refused]) -> SweepRow:
+def _job_row(
+    num: int, found: tuple[Path, Manifest] | None, shared: bool, refused: list[Refused]
+) -> SweepRow:
     if found is None:
-        return (SweepRow(job=num, status="unreadable", note=str(refused[0])) if refused
-                else SweepRow(job=num))
+        return (
+            SweepRow(job=num, status="unreadable", note=str(refused[0]))
+            if refused
+            else SweepRow(job=num)
+        )
     path, manifest = found
     integrated = manifest.profiler_config.get("integrated", {})
     overrides = manifest.job.get("overrides", [])
-    row = SweepRow(job=num, status=manifest.status, stage=_names(integrated.get("stage")),
-                   captures=capture_count(manifest, shared), files=len(manifest.files or []),
-                   overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
-                   save_root=str(path.parent), note=nothing_captured(manifest, shared),
-                   error=manifest.error)
-    listed = [Path(str(f)) for c in manifest.captures or [] if isinstance(c, dict)
-              for f in c.get("files") or []]
+    row = SweepRow(
+        job=num,
+        status=manifest.status,
+        stage=_names(integrated.get("stage")),
+        captures=capture_count(manifest, shared),
+        files=len(manifest.files or []),
+        overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
+        save_root=str(path.parent),
+        note=nothing_captured(manifest, shared),
+        error=manifest.error,
+    )
+    listed = [
+        Path(str(f))
+        for c in manifest.captures or []
+        if isinstance(c, dict)
+        for f in c.get("files") or []
+    ]
     files = [f for f in listed if within(f, path.parent)]  # a manifest is read, not trusted
     if len(files) < len(listed):
         outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"
@@ -138,8 +170,7 @@ def _job_row(num: int, found: tuple[Path, Manifest] | None, shared: bool,
     stages = row.stage if isinstance(row.stage, list) else [row.stage]
     stage_rows = [r for r in result.stage_rank() if r.stage in stages]
     if stage_rows:
-        row.ms_per_stage = (sum(r.total_ms for r in stage_rows)
-                            / sum(r.count for r in stage_rows))
+        row.ms_per_stage = sum(r.total_ms for r in stage_rows) / sum(r.count for r in stage_rows)
     return row
 
 

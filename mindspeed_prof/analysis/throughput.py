@@ -27,8 +27,15 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
 
-__all__ = ["OVER_PEAK", "RankRate", "StageThroughput", "ThroughputRow", "mfu", "stage_summaries",
-           "throughput_rows"]
+__all__ = [
+    "OVER_PEAK",
+    "RankRate",
+    "StageThroughput",
+    "ThroughputRow",
+    "mfu",
+    "stage_summaries",
+    "throughput_rows",
+]
 
 Who = tuple[int | None, str]
 #: How an MFU note starts when the inputs give more than the device's peak.
@@ -117,9 +124,11 @@ def _samples(stage: str, counts: dict[str, CounterRow]) -> float | None:
     return _sum(counts, _sample_names(stage))
 
 
-def _counted(own: dict[str, CounterRow], loose: dict[str, CounterRow],
-             amount: Callable[[dict[str, CounterRow]], float | None]
-             ) -> tuple[float | None, str]:
+def _counted(
+    own: dict[str, CounterRow],
+    loose: dict[str, CounterRow],
+    amount: Callable[[dict[str, CounterRow]], float | None],
+) -> tuple[float | None, str]:
     """An amount counted in the stage, else in no stage of its step (``loose``)."""
     inside = amount(own)
     if inside is not None or not loose:
@@ -127,8 +136,9 @@ def _counted(own: dict[str, CounterRow], loose: dict[str, CounterRow],
     return amount(loose), "step"
 
 
-def mfu(tokens: float | None, seconds: float, stage: str, model: Model
-        ) -> tuple[float | None, str | None]:
+def mfu(
+    tokens: float | None, seconds: float, stage: str, model: Model
+) -> tuple[float | None, str | None]:
     """(MFU 0-1, None) or (None, why not)."""
     if model.flops_per_token is None:
         return None, "no FLOPs per token (--flops-per-token, or model_flops_per_token)"
@@ -141,14 +151,17 @@ def mfu(tokens: float | None, seconds: float, stage: str, model: Model
     mult = 3.0 if is_update(stage) else 1.0
     value = tokens * model.flops_per_token * mult / (seconds * model.peak_tflops * 1e12)
     if value > 1.0:
-        return None, (f"{OVER_PEAK} ({value:,.2f}x): the tokens, FLOPs per token or peak are "
-                      "wrong (tokens counted on every model-parallel rank? FLOPs of the whole "
-                      "model on a sharded one?)")
+        return None, (
+            f"{OVER_PEAK} ({value:,.2f}x): the tokens, FLOPs per token or peak are "
+            "wrong (tokens counted on every model-parallel rank? FLOPs of the whole "
+            "model on a sharded one?)"
+        )
     return value, None
 
 
-def throughput_rows(ranges: list[Range], counters: list[CounterRow],
-                    model: Model) -> list[ThroughputRow]:
+def throughput_rows(
+    ranges: list[Range], counters: list[CounterRow], model: Model
+) -> list[ThroughputRow]:
     """One row per stage run on a rank in a step (of ``ranges``) that has tokens or samples
     counted (``counters``)."""
     seconds: dict[tuple[str, int | None, str, int | None], float] = defaultdict(float)
@@ -156,27 +169,50 @@ def throughput_rows(ranges: list[Range], counters: list[CounterRow],
         if r.kind == "stage":
             seconds[(r.name, r.rank, r.source, r.step)] += r.dur / 1e6
     counts: dict[tuple[int | None, str, int | None, str | None], dict[str, CounterRow]] = (
-        defaultdict(dict))
+        defaultdict(dict)
+    )
     for c in counters:
         counts[(c.rank, c.source, c.step, c.stage)][c.name] = c
     out = []
     for (stage, rank, source, step), secs in seconds.items():
         own = counts.get((rank, source, step, stage), {})
-        loose = counts.get((rank, source, step, None), {}) if (
-            stage == GENERATE or is_update(stage)) else {}
+        loose = (
+            counts.get((rank, source, step, None), {})
+            if (stage == GENERATE or is_update(stage))
+            else {}
+        )
         tokens, where = _counted(own, loose, functools.partial(_tokens, stage))
         samples, held = _counted(own, loose, functools.partial(_samples, stage))
         if tokens is None and samples is None:
             continue
         where = where if tokens is not None else held
         value, note = mfu(tokens, secs, stage, model)
-        out.append(ThroughputRow(
-            stage=stage, rank=rank, source=source, step=step, seconds=secs, tokens=tokens,
-            samples=samples, counted_in=where, mfu=value, mfu_note=note,
-            tokens_per_s=tokens / secs if tokens is not None and secs > 0 else None,
-            samples_per_s=samples / secs if samples is not None and secs > 0 else None))
-    return sorted(out, key=lambda r: (stage_order(r.stage), rank_order(r.rank), r.source,
-                                      r.step is None, r.step or 0))
+        out.append(
+            ThroughputRow(
+                stage=stage,
+                rank=rank,
+                source=source,
+                step=step,
+                seconds=secs,
+                tokens=tokens,
+                samples=samples,
+                counted_in=where,
+                mfu=value,
+                mfu_note=note,
+                tokens_per_s=tokens / secs if tokens is not None and secs > 0 else None,
+                samples_per_s=samples / secs if samples is not None and secs > 0 else None,
+            )
+        )
+    return sorted(
+        out,
+        key=lambda r: (
+            stage_order(r.stage),
+            rank_order(r.rank),
+            r.source,
+            r.step is None,
+            r.step or 0,
+        ),
+    )
 
 
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -208,15 +244,25 @@ def stage_summaries(rows: list[ThroughputRow], model: Model) -> list[StageThroug
         for r in mine:
             per[(r.rank, r.source)].append(r)
         ranks = []
-        for (rank, source), rs in sorted(per.items(), key=lambda kv: (rank_order(kv[0][0]),
-                                                                      kv[0][1])):
+        for (rank, source), rs in sorted(
+            per.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1])
+        ):
             secs = sum(r.seconds for r in rs)
             tokens, samples = _total([r.tokens for r in rs]), _total([r.samples for r in rs])
-            ranks.append(RankRate(rank=rank, source=source, seconds=secs, tokens=tokens,
-                                  samples=samples, tokens_per_s=_rate(tokens, secs),
-                                  samples_per_s=_rate(samples, secs)))
-        row = StageThroughput(stage=stage, ranks=len(ranks),
-                              steps=len({r.step for r in mine}), per_rank=ranks)
+            ranks.append(
+                RankRate(
+                    rank=rank,
+                    source=source,
+                    seconds=secs,
+                    tokens=tokens,
+                    samples=samples,
+                    tokens_per_s=_rate(tokens, secs),
+                    samples_per_s=_rate(samples, secs),
+                )
+            )
+        row = StageThroughput(
+            stage=stage, ranks=len(ranks), steps=len({r.step for r in mine}), per_rank=ranks
+        )
         rated = [x for x in ranks if x.tokens_per_s is not None]
         if rated:
             slow = min(rated, key=lambda x: (x.tokens_per_s or 0.0, rank_order(x.rank)))
@@ -227,9 +273,12 @@ def stage_summaries(rows: list[ThroughputRow], model: Model) -> list[StageThroug
             _trend(row, mine)
         sampled = [x.samples_per_s for x in ranks if x.samples_per_s is not None]
         row.samples_per_s = statistics.median(sampled) if sampled else None
-        row.mfu, row.mfu_note = mfu(_total([r.tokens for r in mine]),
-                                    sum(r.seconds for r in mine if r.tokens is not None),
-                                    stage, model)
+        row.mfu, row.mfu_note = mfu(
+            _total([r.tokens for r in mine]),
+            sum(r.seconds for r in mine if r.tokens is not None),
+            stage,
+            model,
+        )
         out.append(row)
     return out
 

@@ -41,8 +41,16 @@ from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 from mindspeed_prof.formats.stem import Stem
 
-__all__ = ["BudgetError", "StepWindow", "Timeline", "budget_line", "clock_offset_us",
-           "parse_ranks", "parse_steps", "write_timeline"]
+__all__ = [
+    "BudgetError",
+    "StepWindow",
+    "Timeline",
+    "budget_line",
+    "clock_offset_us",
+    "parse_ranks",
+    "parse_steps",
+    "write_timeline",
+]
 
 #: Roles in the order an RL loop runs them; other roles follow alphabetically.
 ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
@@ -110,8 +118,9 @@ class TrackKey:
         return self.role_order[1]
 
     def label(self) -> str:
-        return " · ".join([f"rank {rank_label(self.rank)}", self.role]
-                          + ([self.host] if self.host else []))
+        return " · ".join(
+            [f"rank {rank_label(self.rank)}", self.role] + ([self.host] if self.host else [])
+        )
 
 
 @dataclass
@@ -208,10 +217,14 @@ class _Layout:
         return self.detail is None or key.rank in self.detail
 
 
-def write_timeline(traces: Iterable[TraceData], out: Path,
-                   detail: frozenset[int] | None = frozenset(),
-                   steps: StepWindow = StepWindow(), max_bytes: int | None = None,
-                   fmt: str = "json") -> Timeline:
+def write_timeline(
+    traces: Iterable[TraceData],
+    out: Path,
+    detail: frozenset[int] | None = frozenset(),
+    steps: StepWindow = StepWindow(),
+    max_bytes: int | None = None,
+    fmt: str = "json",
+) -> Timeline:
     """Merge ``traces`` into the Chrome trace ``out`` (gzipped when it ends in ``.gz``).
 
     ``detail``: ranks whose operator and kernel events are added (None: every rank).
@@ -227,8 +240,17 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
     marked = {id(t) for t in on_steps}
     result.aligned_on_steps = [str(t.path) for t in on_steps]
     result.warnings.extend(_duplicates(tracks))
-    origin = min((r.ts + offsets[id(t)] for cs in tracks.values() for c in cs for t in c.ranges
-                  for r in t.ranges if steps.everything or r.step in steps), default=0.0)
+    origin = min(
+        (
+            r.ts + offsets[id(t)]
+            for cs in tracks.values()
+            for c in cs
+            for t in c.ranges
+            for r in t.ranges
+            if steps.everything or r.step in steps
+        ),
+        default=0.0,
+    )
     layout = _Layout([], offsets, origin, steps, detail)
     for pid, key in enumerate(sorted(tracks), start=1):
         label = key.label()
@@ -259,23 +281,33 @@ def write_timeline(traces: Iterable[TraceData], out: Path,
     return result
 
 
-def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
-           fmt: str = "json", limit: int | None = None) -> tuple[int, Tally]:
+def _write(
+    out: Path,
+    layout: _Layout,
+    result: Timeline,
+    plan: Plan | None,
+    fmt: str = "json",
+    limit: int | None = None,
+) -> tuple[int, Tally]:
     """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
     did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     tally = Tally()
     try:
         with gzip.open(tmp, "wb") if out.name.endswith(".gz") else open(tmp, "wb") as f:
-            w: _Writer | PerfettoWriter = (_Writer(f, limit) if fmt == "json"
-                                           else PerfettoWriter(f, layout.origin, limit))
+            w: _Writer | PerfettoWriter = (
+                _Writer(f, limit) if fmt == "json" else PerfettoWriter(f, layout.origin, limit)
+            )
             head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
             f.write(head)
             _emit(w, layout, plan, tally)
             w.flush()
-            other = {"origin_wall_us": layout.origin, "tracks": result.tracks,
-                     "aligned_on_step_starts": result.aligned_on_steps,
-                     "warnings": result.warnings}
+            other = {
+                "origin_wall_us": layout.origin,
+                "tracks": result.tracks,
+                "aligned_on_step_starts": result.aligned_on_steps,
+                "warnings": result.warnings,
+            }
             if plan is not None and plan.active:
                 other["budget"] = budget_facts(plan, tally, None, _ranks(layout))
             tail = b""
@@ -294,8 +326,13 @@ def _write(out: Path, layout: _Layout, result: Timeline, plan: Plan | None,
     return len(head) + w.bytes + len(tail), tally
 
 
-def _emit(w: _Writer | PerfettoWriter, layout: _Layout, plan: Plan | None, tally: Tally,
-          stats: Stats | None = None) -> None:
+def _emit(
+    w: _Writer | PerfettoWriter,
+    layout: _Layout,
+    plan: Plan | None,
+    tally: Tally,
+    stats: Stats | None = None,
+) -> None:
     """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
     steps = layout.steps
     for pid, key, label, captures in layout.tracks:
@@ -307,14 +344,16 @@ def _emit(w: _Writer | PerfettoWriter, layout: _Layout, plan: Plan | None, tally
                 _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span)
             if not layout.with_detail(key) or not (span or steps.everything):
                 continue
-            step_of = StepOf((r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)],
-                              r.step) for t in c.ranges for r in t.ranges
-                             if r.kind == "step" and r.step is not None)
+            step_of = StepOf(
+                (r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)], r.step)
+                for t in c.ranges
+                for r in t.ranges
+                if r.kind == "step" and r.step is not None
+            )
             for t in c.details:
                 events = wall_events(t, layout.offsets[id(t)], span)
                 if stats is None:
-                    write_detail(w.add, pid, events, layout.origin, threads, plan, step_of,
-                                 tally)
+                    write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
                     continue
                 for thread, cat, name, ts, dur in events:
                     stats.add(pid, step_of(ts), thread, name, cat, dur)
@@ -345,8 +384,7 @@ def _stats(layout: _Layout, result: Timeline) -> tuple[Stats, int]:
     counter = _Writer(None)
     _emit(counter, layout, None, Tally(), stats)
     counter.flush()
-    return stats, counter.bytes + 2_000 + len(json.dumps(result.tracks)) + 60 * len(
-        result.warnings)
+    return stats, counter.bytes + 2_000 + len(json.dumps(result.tracks)) + 60 * len(result.warnings)
 
 
 def _ranks(layout: _Layout) -> dict[int, int | None]:
@@ -358,10 +396,12 @@ def _duplicates(tracks: dict[TrackKey, list[_Capture]]) -> list[str]:
     hosts: dict[tuple[str, tuple[int, int], int | None], list[str]] = defaultdict(list)
     for key in tracks:
         hosts[(key.role, key.rank_order, key.rank)].append(key.host or "?")
-    return [f"rank {rank_label(rank)} ({role}) claimed by {len(h)} hosts "
-            f"({', '.join(sorted(h))}); kept one track each"
-            for (role, _, rank), h in sorted(hosts.items(), key=lambda kv: kv[0][:2])
-            if len(h) > 1]
+    return [
+        f"rank {rank_label(rank)} ({role}) claimed by {len(h)} hosts "
+        f"({', '.join(sorted(h))}); kept one track each"
+        for (role, _, rank), h in sorted(hosts.items(), key=lambda kv: kv[0][:2])
+        if len(h) > 1
+    ]
 
 
 def _header(w: _Writer | PerfettoWriter, pid: int, label: str) -> None:
@@ -369,28 +409,56 @@ def _header(w: _Writer | PerfettoWriter, pid: int, label: str) -> None:
     w.add({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
     for tid, name in THREADS.values():
         w.add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-        w.add({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-               "args": {"sort_index": tid}})
+        w.add(
+            {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
 
 
-def _window_span(c: _Capture, steps: StepWindow,
-                 offsets: dict[int, float]) -> tuple[float, float] | None:
+def _window_span(
+    c: _Capture, steps: StepWindow, offsets: dict[int, float]
+) -> tuple[float, float] | None:
     """Wall-clock start and end of the capture's steps inside the window."""
-    kept = [(r.ts + offsets[id(t)], r.ts + r.dur + offsets[id(t)]) for t in c.ranges
-            for r in t.ranges if r.kind == "step" and r.step in steps]
+    kept = [
+        (r.ts + offsets[id(t)], r.ts + r.dur + offsets[id(t)])
+        for t in c.ranges
+        for r in t.ranges
+        if r.kind == "step" and r.step in steps
+    ]
     return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
 
 
-def _write_ranges(w: _Writer | PerfettoWriter, pid: int, data: TraceData, offset: float,
-                  origin: float, steps: StepWindow, span: tuple[float, float] | None) -> None:
+def _write_ranges(
+    w: _Writer | PerfettoWriter,
+    pid: int,
+    data: TraceData,
+    offset: float,
+    origin: float,
+    steps: StepWindow,
+    span: tuple[float, float] | None,
+) -> None:
     shift = offset - origin
     for r in data.ranges:
-        if not steps.everything and r.step not in steps and not (
-                r.step is None and span is not None and span[0] <= r.ts + offset <= span[1]):
+        if (
+            not steps.everything
+            and r.step not in steps
+            and not (r.step is None and span is not None and span[0] <= r.ts + offset <= span[1])
+        ):
             continue
         tid = THREADS.get(r.kind, THREADS["range"])[0]
-        event: TraceEvent = {"ph": "X", "pid": pid, "tid": tid, "name": r.name,
-                                 "ts": round(r.ts + shift, 3), "dur": round(r.dur, 3)}
+        event: TraceEvent = {
+            "ph": "X",
+            "pid": pid,
+            "tid": tid,
+            "name": r.name,
+            "ts": round(r.ts + shift, 3),
+            "dur": round(r.dur, 3),
+        }
         if r.step is not None:
             event["args"] = {"step": r.step}
         w.add(event)

@@ -27,8 +27,20 @@ from mindspeed_prof.analysis.timeline_event import Thread
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ALWAYS", "CAP_US", "DEFAULT_MB", "BudgetError", "BudgetFacts", "Plan", "Stats",
-           "Tally", "budget_facts", "budget_line", "event_bytes", "plan"]
+__all__ = [
+    "ALWAYS",
+    "CAP_US",
+    "DEFAULT_MB",
+    "BudgetError",
+    "BudgetFacts",
+    "Plan",
+    "Stats",
+    "Tally",
+    "budget_facts",
+    "budget_line",
+    "event_bytes",
+    "plan",
+]
 
 #: The default budget, in MB of uncompressed JSON: Perfetto's JSON importer holds the parsed
 #: trace in the tab's WebAssembly memory (4 GB at most), several times the text's size.
@@ -71,13 +83,17 @@ class Tally:
     left_out: int = 0
 
 
-def budget_facts(plan: Plan, tally: Tally, max_bytes: int | None,
-                 ranks: dict[int, int | None]) -> BudgetFacts:
+def budget_facts(
+    plan: Plan, tally: Tally, max_bytes: int | None, ranks: dict[int, int | None]
+) -> BudgetFacts:
     """What ``plan`` did, as ``tally`` counted it (``ranks``: each track's rank, by pid)."""
     facts: BudgetFacts = {
-        "merged_below_us": plan.below_us, "merged_operators": tally.merged,
-        "merged_slices": tally.slices, "left_out_operators": tally.left_out,
-        "always_kept_per_rank": ALWAYS}
+        "merged_below_us": plan.below_us,
+        "merged_operators": tally.merged,
+        "merged_slices": tally.slices,
+        "left_out_operators": tally.left_out,
+        "always_kept_per_rank": ALWAYS,
+    }
     if max_bytes is not None:
         facts["max_bytes"] = max_bytes
     if plan.full is not None:
@@ -108,8 +124,9 @@ class Stats:
     step_us: dict[Cell, float] = field(default_factory=dict)
     operators: int = 0
 
-    def add(self, pid: int, step: int | None, thread: Thread, name: str, cat: str,
-            dur: float) -> None:
+    def add(
+        self, pid: int, step: int | None, thread: Thread, name: str, cat: str, dur: float
+    ) -> None:
         cell = (pid, step)
         b = bisect_right(EDGES, dur) - 1 if dur > 0 else 0
         size = event_bytes(name, cat)
@@ -151,8 +168,9 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     headers, steps, stages and ranges."""
     import numpy as np
 
-    always = {pid: min(d for d, _, _ in top) for pid, top in stats.longest.items()
-              if len(top) >= ALWAYS}
+    always = {
+        pid: min(d for d, _, _ in top) for pid, top in stats.longest.items() if len(top) >= ALWAYS
+    }
     cells = list(stats.cell_bytes)
     if not cells:
         return Plan(estimate=fixed)
@@ -168,16 +186,19 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     # runs of short operators: at most one more than twice the kept (nesting splits a run at
     # a kept slice's start and end); expected, were the kept ones scattered, s (k + 1) / (s + k)
     scattered = 1.5 * k_short * (k_kept + 1) / np.maximum(k_short + k_kept, 1)
-    np.add.at(runs, [index[c] for c, _ in rows],
-              np.minimum(np.minimum(k_short, 2 * k_kept + 1), scattered))
+    np.add.at(
+        runs,
+        [index[c] for c, _ in rows],
+        np.minimum(np.minimum(k_short, 2 * k_kept + 1), scattered),
+    )
     own = np.zeros((n, _BINS + 1))  # always-kept bytes below each threshold
     own_n = np.zeros((n, _BINS + 1))  # and how many: each splits a run in two
     own_total = np.zeros(n)
     for top in stats.longest.values():
         for dur, size, cell in top if len(top) >= ALWAYS else ():
             b = bisect_right(EDGES, dur) - 1 if dur > 0 else 0
-            own[index[cell], b + 1:] += size
-            own_n[index[cell], b + 1:] += 1
+            own[index[cell], b + 1 :] += size
+            own_n[index[cell], b + 1 :] += 1
             own_total[index[cell]] += size
     size_in = kept + (runs + 2 * own_n) * MERGED_BYTES + own
     totals = fixed + size_in.sum(axis=0)
@@ -188,9 +209,11 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     order = sorted(range(n), key=lambda i: (-stats.step_us.get(cells[i], 0.0), i))
     base = fixed + own_total.sum()
     if base > budget:
-        raise BudgetError(f"steps, stages, ranges and the {ALWAYS} longest operators of every "
-                          f"rank alone take {base / 1e6:,.0f} MB, over the budget of "
-                          f"{budget / 1e6:,.0f} MB")
+        raise BudgetError(
+            f"steps, stages, ranges and the {ALWAYS} longest operators of every "
+            f"rank alone take {base / 1e6:,.0f} MB, over the budget of "
+            f"{budget / 1e6:,.0f} MB"
+        )
     extra = np.cumsum([size_in[i, cap] - own_total[i] for i in order])
     fit = int(np.searchsorted(extra, budget - base, side="right"))
     estimate = int(base + (extra[fit - 1] if fit else 0))
@@ -210,11 +233,15 @@ def budget_line(facts: BudgetFacts, max_mb: float) -> str:
     """One line on what the budget merged and left out."""
     parts = []
     if facts["merged_operators"]:
-        parts.append(f"{facts['merged_operators']:,} operators shorter than "
-                     f"{facts['merged_below_us']:g} us merged into {facts['merged_slices']:,} "
-                     "slices")
+        parts.append(
+            f"{facts['merged_operators']:,} operators shorter than "
+            f"{facts['merged_below_us']:g} us merged into {facts['merged_slices']:,} "
+            "slices"
+        )
     if facts["left_out_operators"]:
-        parts.append(f"{facts['left_out_operators']:,} operators left out (kept: those of "
-                     f"{len(facts.get('operators_of', [])):,} slowest rank-steps, and the "
-                     f"{facts['always_kept_per_rank']} longest of every rank)")
+        parts.append(
+            f"{facts['left_out_operators']:,} operators left out (kept: those of "
+            f"{len(facts.get('operators_of', [])):,} slowest rank-steps, and the "
+            f"{facts['always_kept_per_rank']} longest of every rank)"
+        )
     return f"to fit --max-mb {max_mb:g}: " + ("; ".join(parts) or "nothing merged")

@@ -52,8 +52,7 @@ def align(traces: list[TraceData]) -> tuple[dict[int, float], list[TraceData]]:
         starts = _step_starts(t)
         common = [s for s in starts if s in reference]
         if common:
-            offset = statistics.median(statistics.median(reference[s]) - starts[s]
-                                       for s in common)
+            offset = statistics.median(statistics.median(reference[s]) - starts[s] for s in common)
         elif reference or not starts:  # no step in common: put its start at the first one
             first = min((ts for ts_list in reference.values() for ts in ts_list), default=0.0)
             offset = first - min((r.ts for r in t.ranges), default=0.0)

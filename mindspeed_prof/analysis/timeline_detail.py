@@ -52,8 +52,9 @@ class _Run:
     step: int | None
 
 
-def wall_events(data: TraceData, offset: float,
-                span: tuple[float, float] | None) -> Iterator[Event]:
+def wall_events(
+    data: TraceData, offset: float, span: tuple[float, float] | None
+) -> Iterator[Event]:
     """The operators and kernels of ``data`` on the wall clock (inside ``span`` if given)."""
     for cat, name, ts, dur, opid, otid in raw_events(data):
         if cat in _SKIP_DETAIL or name.startswith("ProfilerStep#"):
@@ -79,16 +80,39 @@ class _Track:
         if tid is None:
             tid = self.threads[thread] = DETAIL_TID + len(self.threads)
             kind = "device" if cat in _DEVICE_CATS else "host"
-            self.add({"ph": "M", "name": "thread_name", "pid": self.pid, "tid": tid,
-                      "args": {"name": f"{kind} {thread[0]}/{thread[1]}"}})
-            self.add({"ph": "M", "name": "thread_sort_index", "pid": self.pid, "tid": tid,
-                      "args": {"sort_index": tid}})
+            self.add(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": self.pid,
+                    "tid": tid,
+                    "args": {"name": f"{kind} {thread[0]}/{thread[1]}"},
+                }
+            )
+            self.add(
+                {
+                    "ph": "M",
+                    "name": "thread_sort_index",
+                    "pid": self.pid,
+                    "tid": tid,
+                    "args": {"sort_index": tid},
+                }
+            )
         return tid
 
     def slice_(self, event: Event) -> None:
         thread, cat, name, ts, dur = event
-        self.add({"ph": "X", "pid": self.pid, "tid": self.tid_of(thread, cat), "cat": cat,
-                  "name": name, "ts": round(ts - self.origin, 3), "dur": round(dur, 3)})
+        self.add(
+            {
+                "ph": "X",
+                "pid": self.pid,
+                "tid": self.tid_of(thread, cat),
+                "cat": cat,
+                "name": name,
+                "ts": round(ts - self.origin, 3),
+                "dur": round(dur, 3),
+            }
+        )
 
     def flush(self, run: _Run | None, tally: Tally) -> None:
         """``run`` written: one operator as itself, several as one ``merged: N ops`` slice."""
@@ -98,16 +122,32 @@ class _Track:
         if n == 1:
             self.slice_(first)
             return
-        self.add({"ph": "X", "pid": self.pid, "tid": self.threads[first[0]], "cat": "merged",
-                  "name": f"merged: {n} ops", "ts": round(first[3] - self.origin, 3),
-                  "dur": round(run.end - first[3], 3), "args": {"ops": n}})
+        self.add(
+            {
+                "ph": "X",
+                "pid": self.pid,
+                "tid": self.threads[first[0]],
+                "cat": "merged",
+                "name": f"merged: {n} ops",
+                "ts": round(first[3] - self.origin, 3),
+                "dur": round(run.end - first[3], 3),
+                "args": {"ops": n},
+            }
+        )
         tally.merged += n
         tally.slices += 1
 
 
-def write_detail(add: Callable[[TraceEvent], None], pid: int, events: Iterable[Event],
-                 origin: float, threads: dict[Thread, int], plan: Plan | None,
-                 step_of: StepOf, tally: Tally) -> None:
+def write_detail(
+    add: Callable[[TraceEvent], None],
+    pid: int,
+    events: Iterable[Event],
+    origin: float,
+    threads: dict[Thread, int],
+    plan: Plan | None,
+    step_of: StepOf,
+    tally: Tally,
+) -> None:
     """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
     track = _Track(add, pid, origin, threads)
     if plan is None or not plan.active:
@@ -121,8 +161,7 @@ def write_detail(add: Callable[[TraceEvent], None], pid: int, events: Iterable[E
     _merge(track, buffered, plan, step_of, tally)
 
 
-def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf,
-           tally: Tally) -> None:
+def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf, tally: Tally) -> None:
     """``events`` (each thread's in time order) under ``plan``: the long ones and each rank's
     longest as themselves, the short ones of a thread merged while they share the kept slice
     around them and the step; the operators of cells out of its scope left out."""

@@ -43,14 +43,25 @@ def triggered(result: Analysis) -> list[Triggered]:
         if not trigger:
             continue
         held = meta.steps
-        steps = (sorted(s for s in held if s is not None) if held is not None
-                 else sorted({r.step for r in t.ranges if r.step is not None}))
+        steps = (
+            sorted(s for s in held if s is not None)
+            if held is not None
+            else sorted({r.step for r in t.ranges if r.step is not None})
+        )
         step = meta.trigger_step
         if step is None:
             step = meta.step if trigger != "flight" else None
         reason = meta.reason
         if step is None and steps:  # a capture starts at its step; a dump ends at its fault
             step = steps[-1] if trigger == "flight" else steps[0]
-        out.append(Triggered(rank=t.rank, trigger=trigger, reason=reason, step=step,
-                             steps=steps, file=result.shown(str(t.path))))
+        out.append(
+            Triggered(
+                rank=t.rank,
+                trigger=trigger,
+                reason=reason,
+                step=step,
+                steps=steps,
+                file=result.shown(str(t.path)),
+            )
+        )
     return sorted(out, key=lambda r: (rank_order(r.rank), r.step or 0, r.file))

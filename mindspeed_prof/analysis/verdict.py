@@ -53,9 +53,24 @@ from mindspeed_prof.analysis.triggered import Triggered, triggered
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["BOUNDS", "DeviceVerdict", "MemoryVerdict", "Share", "StepTime", "Verdict",
-           "bound_of", "compute_behind", "device", "memory", "rests_on", "slowest", "step_time",
-           "straggler", "verdict"]
+__all__ = [
+    "BOUNDS",
+    "DeviceVerdict",
+    "MemoryVerdict",
+    "Share",
+    "StepTime",
+    "Verdict",
+    "bound_of",
+    "compute_behind",
+    "device",
+    "memory",
+    "rests_on",
+    "slowest",
+    "step_time",
+    "straggler",
+    "verdict",
+]
+
 
 class Verdict(Row, kw_only=True):
     """Every part of the verdict; a part is None where the captures do not hold what it needs."""
@@ -89,8 +104,12 @@ def _device_steps(result: Analysis) -> tuple[dict[int, float], set[int | None]]:
     ranks = set()
     for r in result.device():
         ms = r.step_ms if r.step_ms is not None else r.span_ms
-        if r.stage is None and r.step is not None and ms and (
-                result.include_warmup or not r.warmup):
+        if (
+            r.stage is None
+            and r.step is not None
+            and ms
+            and (result.include_warmup or not r.warmup)
+        ):
             per[r.step].append(ms)
             ranks.add(r.rank)
     return {step: statistics.median(v) for step, v in per.items()}, ranks
@@ -107,9 +126,14 @@ def step_time(result: Analysis) -> StepTime | None:
         return None
     ms = list(per_step.values())
     median = statistics.median(ms)
-    return StepTime(median_ms=median, min_ms=min(ms), max_ms=max(ms),
-                    spread=ratio(max(ms) - min(ms), median, 0.0),
-                    steps=len(ms), ranks=len(ranks))
+    return StepTime(
+        median_ms=median,
+        min_ms=min(ms),
+        max_ms=max(ms),
+        spread=ratio(max(ms) - min(ms), median, 0.0),
+        steps=len(ms),
+        ranks=len(ranks),
+    )
 
 
 def slowest(result: Analysis, step: StepTime | None) -> Share | None:
@@ -133,15 +157,15 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
     kinds: tuple[StageOrRange, ...] = ("stage", "range")
     for kind in kinds:
         spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
-            defaultdict(list))
+            defaultdict(list)
+        )
         for r in ranges:
             if r.kind == kind:
                 lo = r.ts - first[(r.rank, r.source, r.step)]
                 spans[(r.name, r.rank, r.source, r.step)].append((lo, lo + r.dur))
         if not spans:
             continue
-        per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = (
-            defaultdict(list))
+        per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = defaultdict(list)
         for (name, rank, source, n), intervals in spans.items():
             merged, box = merge(intervals), boxes.get((rank, source, n))
             if box is None:
@@ -149,22 +173,35 @@ def slowest(result: Analysis, step: StepTime | None) -> Share | None:
             else:
                 ms = covered(merged, *box) / 1000.0
                 per[(name, rank, source)].append(
-                    (ms, ms * 1000.0 / (box[1] - box[0]) if box[1] > box[0] else None))
+                    (ms, ms * 1000.0 / (box[1] - box[0]) if box[1] > box[0] else None)
+                )
         names: dict[str, list[tuple[float, float | None, int | None]]] = defaultdict(list)
         for (name, rank, _), runs in per.items():
             shares = [x for _, x in runs if x is not None]
-            names[name].append((statistics.fmean(ms for ms, _ in runs),
-                                statistics.fmean(shares) if shares else None, rank))
-        name, rows = max(names.items(), key=lambda kv: (
-            statistics.median(ms for ms, _, _ in kv[1]), kv[0]))
+            names[name].append(
+                (
+                    statistics.fmean(ms for ms, _ in runs),
+                    statistics.fmean(shares) if shares else None,
+                    rank,
+                )
+            )
+        name, rows = max(
+            names.items(), key=lambda kv: (statistics.median(ms for ms, _, _ in kv[1]), kv[0])
+        )
         ms = statistics.median(m for m, _, _ in rows)
         top, _, longest = max(rows, key=lambda r: r[0])
         if len(rows) < 2 or top - min(m for m, _, _ in rows) < noise_floor(
-                result.noise_ms, step.median_ms if step else None):
+            result.noise_ms, step.median_ms if step else None
+        ):
             longest = None  # no rank stands out
         shares = [x for _, x, _ in rows if x is not None]
-        return Share(kind=kind, name=name, ms=ms, rank=longest,
-                     share=statistics.median(shares) if shares else None)
+        return Share(
+            kind=kind,
+            name=name,
+            ms=ms,
+            rank=longest,
+            share=statistics.median(shares) if shares else None,
+        )
     return None
 
 
@@ -174,9 +211,11 @@ def straggler(result: Analysis) -> tuple[Behind | None, Straggler | None]:
     per step: the rank that computes longest is the one the others wait for in their
     collectives. Without one: (None, the largest one-off, stages first)."""
     counted = result.counted()
-    found = [behind(counted, "stage", result.margin, result.noise_ms),
-             behind(counted, "range", result.margin, result.noise_ms),
-             compute_behind(result)]
+    found = [
+        behind(counted, "stage", result.margin, result.noise_ms),
+        behind(counted, "range", result.margin, result.noise_ms),
+        compute_behind(result),
+    ]
     for rows in found:
         if rows and rows[0].consistent:
             return rows[0], None
@@ -191,20 +230,30 @@ def compute_behind(result: Analysis) -> list[Behind]:
     margin and the noise floor (``kind`` ``device``, ``name`` ``compute``), and how
     consistently (``stragglers.behind``)."""
     steps, _ = _device_steps(result)
-    fake = [Range(rank=r.rank, kind="device", name="compute", step=r.step, ts=0.0,
-                  dur=r.compute_ms * 1000.0, source=r.source)
-            for r in result.device() if r.stage is None and r.step is not None
-            and (result.include_warmup or not r.warmup)]
-    fake += [Range(rank=None, kind="step", name="step", step=step, ts=0.0, dur=ms * 1000.0)
-             for step, ms in steps.items()]  # the step length, for the noise floor's share
+    fake = [
+        Range(
+            rank=r.rank,
+            kind="device",
+            name="compute",
+            step=r.step,
+            ts=0.0,
+            dur=r.compute_ms * 1000.0,
+            source=r.source,
+        )
+        for r in result.device()
+        if r.stage is None and r.step is not None and (result.include_warmup or not r.warmup)
+    ]
+    fake += [
+        Range(rank=None, kind="step", name="step", step=step, ts=0.0, dur=ms * 1000.0)
+        for step, ms in steps.items()
+    ]  # the step length, for the noise floor's share
     return behind(fake, "device", result.margin, result.noise_ms)
 
 
 def rests_on(result: Analysis, step: StepTime | None) -> int:
     """How many steps the verdict rests on: those counted (steps, else stages, else the
     device's steps)."""
-    steps = {r.step for r in result.counted() if r.kind in ("step", "stage")
-             and r.step is not None}
+    steps = {r.step for r in result.counted() if r.kind in ("step", "stage") and r.step is not None}
     return len(steps) or (step.steps if step else 0)
 
 
@@ -228,30 +277,40 @@ def device(result: Analysis) -> DeviceVerdict | None:
     n = len(rows)
     total = sum(sums.values())
     shares: dict[str, float] = {k: ratio(v, total, 0.0) for k, v in sums.items()}
-    return DeviceVerdict(bound=bound_of(*(sums[k] for k in BOUNDS)),
-                         compute_ms=sums["compute"] / n, comm_ms=sums["communication"] / n,
-                         copy_ms=sums["copy"] / n, idle_ms=sums["idle"] / n, shares=shares,
-                         ranks=len({(r.rank, r.source) for r in rows}),
-                         steps=len({r.step for r in rows if r.step is not None}),
-                         per=within.per, left_out=[result.shown(str(t.path))
-                                                   for t in within.left_out],
-                         classified=beyond_hta(classified(result.traces)))
+    return DeviceVerdict(
+        bound=bound_of(*(sums[k] for k in BOUNDS)),
+        compute_ms=sums["compute"] / n,
+        comm_ms=sums["communication"] / n,
+        copy_ms=sums["copy"] / n,
+        idle_ms=sums["idle"] / n,
+        shares=shares,
+        ranks=len({(r.rank, r.source) for r in rows}),
+        steps=len({r.step for r in rows if r.step is not None}),
+        per=within.per,
+        left_out=[result.shown(str(t.path)) for t in within.left_out],
+        classified=beyond_hta(classified(result.traces)),
+    )
 
 
 def memory(result: Analysis) -> MemoryVerdict | None:
     """The highest whole-capture peak, against the capacity its trace records; of equal peaks,
     the lowest rank's (never the order the captures were found in)."""
     best: MemoryVerdict | None = None
-    capacity: dict[int | None, float | None] = {t.rank: t.meta.device_memory_bytes
-                                                for t in result.traces}
+    capacity: dict[int | None, float | None] = {
+        t.rank: t.meta.device_memory_bytes for t in result.traces
+    }
     for row in sorted(result.memory(), key=lambda r: (rank_order(r.rank), r.source)):
         peak = row.peak_allocated_bytes
         if row.stage is not None or peak is None or (best and peak <= best.peak_bytes):
             continue
         cap = capacity.get(row.rank)
         cap = float(cap) if isinstance(cap, (int, float)) and cap > 0 else None
-        best = MemoryVerdict(rank=row.rank, peak_bytes=peak, capacity_bytes=cap,
-                             share=ratio(peak, cap, None) if cap else None)
+        best = MemoryVerdict(
+            rank=row.rank,
+            peak_bytes=peak,
+            capacity_bytes=cap,
+            share=ratio(peak, cap, None) if cap else None,
+        )
     return best
 
 
@@ -259,11 +318,19 @@ def verdict(result: Analysis) -> Verdict:
     """Every part of the verdict of ``result``."""
     step = step_time(result)
     lag, one_off = straggler(result)
-    out = Verdict(step=step, slowest=slowest(result, step),
-                  straggler=lag.worst if lag else None, behind=lag, one_off=one_off,
-                  steps=rests_on(result, step), device=device(result), memory=memory(result),
-                  triggered=triggered(result), warmup_steps=sorted({s for _, s in
-                                                                   result.warmup()}),
-                  worlds=worlds(result.traces), throughput=result.throughput_stages())
+    out = Verdict(
+        step=step,
+        slowest=slowest(result, step),
+        straggler=lag.worst if lag else None,
+        behind=lag,
+        one_off=one_off,
+        steps=rests_on(result, step),
+        device=device(result),
+        memory=memory(result),
+        triggered=triggered(result),
+        warmup_steps=sorted({s for _, s in result.warmup()}),
+        worlds=worlds(result.traces),
+        throughput=result.throughput_stages(),
+    )
     out.next = next_steps(result, out.straggler, out.slowest, out.device)
     return out

@@ -97,9 +97,16 @@ class CaptureActions:
 
     def _unstarted(self, starting: Starting) -> CaptureRecord:
         capture = starting.capture
-        return CaptureRecord(stage=capture.stage, step=capture.step, index=capture.index,
-                             rank=self.rank, role=self.role, backend="none",
-                             trigger=capture.trigger, request=starting.request)
+        return CaptureRecord(
+            stage=capture.stage,
+            step=capture.step,
+            index=capture.index,
+            rank=self.rank,
+            role=self.role,
+            backend="none",
+            trigger=capture.trigger,
+            request=starting.request,
+        )
 
     def _tell(self, record: CaptureRecord, error: str) -> None:
         for part in self.parts:
@@ -109,9 +116,11 @@ class CaptureActions:
         if self.cfg.strict:
             raise ProfilerError(f"mindspeed-prof: capture {what} failed: {err}") from err
         if not self.failed:
-            message = (f"mindspeed-prof: capture {what} failed ({type(err).__name__}: {err}); "
-                       "profiling is off for the rest of this run, training goes on "
-                       f"(set {field_key('strict', self.role)}=true to stop instead)")
+            message = (
+                f"mindspeed-prof: capture {what} failed ({type(err).__name__}: {err}); "
+                "profiling is off for the rest of this run, training goes on "
+                f"(set {field_key('strict', self.role)}=true to stop instead)"
+            )
             log.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=trainer_stacklevel())
         self.failed = True

@@ -74,8 +74,9 @@ class AnomalyTrigger:
         self._last_step: int | None = None
         self._fired = False
 
-    def observe(self, step: int | None, stage: str | None, duration_ns: int,
-                busy: bool) -> Anomaly | None:
+    def observe(
+        self, step: int | None, stage: str | None, duration_ns: int, busy: bool
+    ) -> Anomaly | None:
         median = self.detector.observe(stage, duration_ns)
         if median is None or (self._fired and step == self._last_step):
             return None
@@ -88,8 +89,9 @@ class AnomalyTrigger:
         else:
             action = "capture"
             self.captures += 1
-        return Anomaly(step, stage, time.time(), duration_ns / 1e6, median / 1e6,
-                       self.detector.factor, action)
+        return Anomaly(
+            step, stage, time.time(), duration_ns / 1e6, median / 1e6, self.detector.factor, action
+        )
 
 
 class AnomalyPart(Part):
@@ -98,8 +100,9 @@ class AnomalyPart(Part):
     def __init__(self, host: Host) -> None:
         cfg = host.cfg
         self.host = host
-        self.trigger = AnomalyTrigger(cfg.anomaly_factor, cfg.anomaly_window,
-                                      cfg.anomaly_max_captures, cfg.anomaly_min_ms)
+        self.trigger = AnomalyTrigger(
+            cfg.anomaly_factor, cfg.anomaly_window, cfg.anomaly_max_captures, cfg.anomaly_min_ms
+        )
         self._fired: Anomaly | None = None  # a slow stage: acted on when its step ends
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
@@ -108,8 +111,7 @@ class AnomalyPart(Part):
         if self._fired is not None:
             self._act(self._fired)
 
-    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
-                     failed: bool) -> None:
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         if took_ns is not None and not failed:
             self._observe(step, stage, took_ns)
 
@@ -133,9 +135,17 @@ class AnomalyPart(Part):
         """The flight recorder's steps up to the slow one written, the next steps captured."""
         host, self._fired = self.host, None
         steps = host.cfg.anomaly_capture_steps
-        log.warning("mindspeed-prof: rank %d step %s %s took %.1f ms, over %g x its median "
-                    "%.1f ms: capturing the next %d steps under %s", host.rank, found.step,
-                    found.stage or "(whole step)", found.duration_ms, found.factor,
-                    found.median_ms, steps, host.save_root / "triggered")
+        log.warning(
+            "mindspeed-prof: rank %d step %s %s took %.1f ms, over %g x its median "
+            "%.1f ms: capturing the next %d steps under %s",
+            host.rank,
+            found.step,
+            found.stage or "(whole step)",
+            found.duration_ms,
+            found.factor,
+            found.median_ms,
+            steps,
+            host.save_root / "triggered",
+        )
         host.dump_flight("anomaly", found.step)
         host.request(Trigger("anomaly", steps))

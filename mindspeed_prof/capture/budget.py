@@ -63,8 +63,10 @@ class DiskBudget:
         used = bytes_under(self.root)  # 0 for a root not made yet
         if used + RANGES_STEP_BYTES <= self.limit:
             return ""
-        return (f"{self.root} already holds {used / 2**20:.1f} MB, and one step needs about "
-                f"{RANGES_STEP_BYTES // 1024} KB more")
+        return (
+            f"{self.root} already holds {used / 2**20:.1f} MB, and one step needs about "
+            f"{RANGES_STEP_BYTES // 1024} KB more"
+        )
 
     def choose(self, level: str, steps: int) -> tuple[str | None, str]:
         """The level to capture at (``None``: skip) and, when it differs, why."""
@@ -73,7 +75,7 @@ class DiskBudget:
         why = f"{used / 2**20:.1f} MB of max_disk_mb={self.limit // 2**20} used"
         if room <= 0:
             return None, why
-        for candidate in LEVELS[LEVELS.index(level):]:
+        for candidate in LEVELS[LEVELS.index(level) :]:
             estimate = self.per_step.get(candidate)
             if estimate is None or estimate * steps <= room:  # unmeasured: this capture measures
                 if candidate == level:
@@ -101,23 +103,33 @@ class Budget(Part):
         self._skipped: CaptureRecord | None = None
         full = self.budget.full_at_start()
         if full:
-            host.warn_once("skipped", f"mindspeed-prof: {field_key('max_disk_mb', host.role)}"
-                           f"={cfg.max_disk_mb}: {full}; no capture will be "
-                           "written (raise max_disk_mb, or clear the folder)")
+            host.warn_once(
+                "skipped",
+                f"mindspeed-prof: {field_key('max_disk_mb', host.role)}"
+                f"={cfg.max_disk_mb}: {full}; no capture will be "
+                "written (raise max_disk_mb, or clear the folder)",
+            )
 
     def before_capture(self, starting: Starting) -> None:
         capture, trigger, cfg = starting.capture, starting.trigger, starting.cfg
         plan = self.host.plan
-        steps = (trigger.steps if trigger is not None and capture.stage == ALL
-                 else 1 if capture.stage != ALL or plan.one_per_step
-                 else plan.run_end(capture.step) - capture.step)
+        steps = (
+            trigger.steps
+            if trigger is not None and capture.stage == ALL
+            else 1
+            if capture.stage != ALL or plan.one_per_step
+            else plan.run_end(capture.step) - capture.step
+        )
         level, why = self.budget.choose(cfg.profile_level.value, steps)
         if level is None:
             self._skip(starting, why)
         elif level != cfg.profile_level.value:
-            self.host.warn_once("lowered", f"mindspeed-prof: disk budget: capturing step "
-                                f"{capture.step} at {level} instead of "
-                                f"{cfg.profile_level.value} ({why})")
+            self.host.warn_once(
+                "lowered",
+                f"mindspeed-prof: disk budget: capturing step "
+                f"{capture.step} at {level} instead of "
+                f"{cfg.profile_level.value} ({why})",
+            )
             starting.cfg = dataclasses.replace(cfg, profile_level=Level[level])
 
     def on_capture(self, record: CaptureRecord, error: str) -> None:
@@ -129,13 +141,23 @@ class Budget(Part):
     def _skip(self, starting: Starting, why: str) -> None:
         host, capture = self.host, starting.capture
         starting.skip = f"disk budget: {why}"
-        host.warn_once("skipped", f"mindspeed-prof: disk budget: skipping captures from step "
-                       f"{capture.step} on while there is no room ({why})")
+        host.warn_once(
+            "skipped",
+            f"mindspeed-prof: disk budget: skipping captures from step "
+            f"{capture.step} on while there is no room ({why})",
+        )
         if self._skipped is not None:
             self._skipped.skipped_captures += 1
             return
-        self._skipped = CaptureRecord(stage=capture.stage, step=capture.step,
-                                      index=capture.index, rank=host.rank, role=host.role,
-                                      backend="none", reason="disk_budget", skipped=why,
-                                      skipped_captures=1)
+        self._skipped = CaptureRecord(
+            stage=capture.stage,
+            step=capture.step,
+            index=capture.index,
+            rank=host.rank,
+            role=host.role,
+            backend="none",
+            reason="disk_budget",
+            skipped=why,
+            skipped_captures=1,
+        )
         host.captures.append(self._skipped)

@@ -57,17 +57,31 @@ class Capturer:
             metadata.trigger = capture.trigger
         metadata.level = cfg.profile_level.value
         folder = inside(host.save_root, *directory)
-        target = CaptureTarget(folder, host.new_stem(folder, capture.step, capture.index),
-                               host.rank, host.role, capture, metadata)
+        target = CaptureTarget(
+            folder,
+            host.new_stem(folder, capture.step, capture.index),
+            host.rank,
+            host.role,
+            capture,
+            metadata,
+        )
         self._target = target
         backend = self._backend_for(starting)
         self.active = backend
         backend.start(target)
         self._started = time.time()
-        self.record = CaptureRecord(stage=capture.stage, step=capture.step, index=capture.index,
-                                    rank=host.rank, role=host.role, backend=backend.name,
-                                    level=cfg.profile_level.value, trigger=capture.trigger,
-                                    request=starting.request, recorded=backend.records())
+        self.record = CaptureRecord(
+            stage=capture.stage,
+            step=capture.step,
+            index=capture.index,
+            rank=host.rank,
+            role=host.role,
+            backend=backend.name,
+            level=cfg.profile_level.value,
+            trigger=capture.trigger,
+            request=starting.request,
+            recorded=backend.records(),
+        )
         spans = backend.spans
         if spans is not None:  # the range file is fed from the profiler's range buffer
             self._tap.drain(host.step_now)
@@ -143,4 +157,3 @@ class Capturer:
         self._tap.drain(self.host.step_now)
         if spans is not None:
             self._tap.unlisten(spans.add)
-

@@ -39,10 +39,21 @@ Countable = float | Sequence[float] | _ToList
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]{0,99}\Z")
 #: The names the analysis knows (any other is shown as a plain counter); the last two are
 #: distributions.
-STANDARD = ("tokens_generated", "tokens_trained", "samples_kept", "samples_dropped", "groups",
-            "groups_zero_variance", "responses_truncated", "response_length", "reward")
-_ALLOWED = ("allowed: a finite number, or a sequence of finite numbers (a distribution: a "
-            "list, tuple, numpy array or tensor)")
+STANDARD = (
+    "tokens_generated",
+    "tokens_trained",
+    "samples_kept",
+    "samples_dropped",
+    "groups",
+    "groups_zero_variance",
+    "responses_truncated",
+    "response_length",
+    "reward",
+)
+_ALLOWED = (
+    "allowed: a finite number, or a sequence of finite numbers (a distribution: a "
+    "list, tuple, numpy array or tensor)"
+)
 _WARNED_LIMIT = 256  # distinct warnings kept; beyond it no more are given
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
@@ -57,8 +68,10 @@ def check(name: object, value: object) -> float | list[float] | None:
     warning per name."""
     try:
         if not isinstance(name, str) or NAME.match(name) is None:
-            raise _Bad("bad name; allowed: a letter or '_' first, then letters, digits and "
-                       "'_', '.', ':', '/', '-', at most 100 characters, e.g. tokens_generated")
+            raise _Bad(
+                "bad name; allowed: a letter or '_' first, then letters, digits and "
+                "'_', '.', ':', '/', '-', at most 100 characters, e.g. tokens_generated"
+            )
         return _value(value)
     except _Bad as err:
         _warn(name, str(err))
@@ -117,19 +130,29 @@ def _short(v: object) -> str:
 
 
 def _warn(name: object, problem: str) -> None:
-    shown = repr(name) if not isinstance(name, str) or len(name) <= 100 else \
-        repr(name[:100] + "...")
+    shown = (
+        repr(name) if not isinstance(name, str) or len(name) <= 100 else repr(name[:100] + "...")
+    )
     key = shown  # one warning per name, whatever is wrong with it
     with _warned_lock:
         if key in _warned or len(_warned) >= _WARNED_LIMIT:
             return
         _warned.add(key)
-    log.warning("mindspeed-prof: count(%s, ...) dropped: %s (training goes on; this is "
-                "warned once)", shown, problem)
+    log.warning(
+        "mindspeed-prof: count(%s, ...) dropped: %s (training goes on; this is warned once)",
+        shown,
+        problem,
+    )
 
 
-def record(tap: RangeTap, parts: Sequence[Part], step: int | None, name: str, value: object,
-           warn_once: Callable[[str, str], None]) -> None:
+def record(
+    tap: RangeTap,
+    parts: Sequence[Part],
+    step: int | None,
+    name: str,
+    value: object,
+    warn_once: Callable[[str, str], None],
+) -> None:
     """Check one count, hand it to ``parts`` and, while ``tap`` records, to its buffer:
     counted in ``step`` (when a step is open) and the calling thread's innermost stage."""
     counted = check(name, value)
@@ -142,12 +165,17 @@ def record(tap: RangeTap, parts: Sequence[Part], step: int | None, name: str, va
             try:
                 part.on_count(name, counted, step, stage)
             except Exception as err:
-                warn_once(f"count:{type(part).__name__}",
-                          f"mindspeed-prof: {type(part).__name__}.on_count failed "
-                          f"({type(err).__name__}: {err}); training goes on")
+                warn_once(
+                    f"count:{type(part).__name__}",
+                    f"mindspeed-prof: {type(part).__name__}.on_count failed "
+                    f"({type(err).__name__}: {err}); training goes on",
+                )
         buffer = tap.buffer
         if tap.recording and buffer is not None:
             buffer.add_count(name, counted, step, stage)
     except Exception as err:  # never into training
-        warn_once("count", f"mindspeed-prof: a count was not recorded ({type(err).__name__}: "
-                           f"{err}); training goes on")
+        warn_once(
+            "count",
+            f"mindspeed-prof: a count was not recorded ({type(err).__name__}: "
+            f"{err}); training goes on",
+        )

@@ -39,9 +39,11 @@ class EnginePart(Part):
         if starting.skip or self.running is not None:
             return
         capture, host = starting.capture, self.host
-        name = (f"rank{host.rank}_step{capture.step}_{safe_name(capture.stage, 'stage')}"
-                f"{f'_{capture.index}' if capture.index else ''}_{os.getpid()}_"
-                f"{process_token()}")
+        name = (
+            f"rank{host.rank}_step{capture.step}_{safe_name(capture.stage, 'stage')}"
+            f"{f'_{capture.index}' if capture.index else ''}_{os.getpid()}_"
+            f"{process_token()}"
+        )
         try:
             folder = inside(host.save_root, host.role, "engine", name)
             self.driver.start(folder)
@@ -55,8 +57,11 @@ class EnginePart(Part):
         if running is None:
             return
         capture = running[0]
-        if (record.stage, record.step, record.index) != (capture.stage, capture.step,
-                                                         capture.index):
+        if (record.stage, record.step, record.index) != (
+            capture.stage,
+            capture.step,
+            capture.index,
+        ):
             return
         self.running = None
         self._stop()
@@ -100,6 +105,9 @@ class EnginePart(Part):
             self._warn("stop", err)
 
     def _warn(self, what: str, err: Exception) -> None:
-        self.host.warn_once(f"engine-{what}", f"mindspeed-prof: the {self.driver.kind} engine's "
-                            f"profiler {what} failed ({type(err).__name__}: {err}); training "
-                            "and mindspeed-prof's own captures go on")
+        self.host.warn_once(
+            f"engine-{what}",
+            f"mindspeed-prof: the {self.driver.kind} engine's "
+            f"profiler {what} failed ({type(err).__name__}: {err}); training "
+            "and mindspeed-prof's own captures go on",
+        )

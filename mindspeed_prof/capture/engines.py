@@ -66,8 +66,10 @@ def engine_kind(engine: object, kind: str = "auto") -> EngineKind:
     module = _kind(type(engine).__module__.split(".")[0])
     if module is not None:
         return module
-    raise ValueError(f"attach_engine: cannot tell the engine kind of {type(engine).__qualname__} "
-                     f"(module {type(engine).__module__}); pass kind= one of {', '.join(ENGINES)}")
+    raise ValueError(
+        f"attach_engine: cannot tell the engine kind of {type(engine).__qualname__} "
+        f"(module {type(engine).__module__}); pass kind= one of {', '.join(ENGINES)}"
+    )
 
 
 def _call(method: Callable[..., object], **wanted: object) -> None:
@@ -97,13 +99,18 @@ class EngineDriver:
     """Starts and stops one engine's profiler into a folder; ``collect`` returns the trace files
     of the capture that last stopped, in that folder."""
 
-    def __init__(self, engine: Engine, kind: EngineKind, *,
-                 profiler_dir: str | Path | None = None,
-                 activities: list[str] | None = None, with_stack: bool = False,
-                 record_shapes: bool = False) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        kind: EngineKind,
+        *,
+        profiler_dir: str | Path | None = None,
+        activities: list[str] | None = None,
+        with_stack: bool = False,
+        record_shapes: bool = False,
+    ) -> None:
         self.engine, self.kind = engine, kind
-        self.activities, self.with_stack, self.record_shapes = activities, with_stack, \
-            record_shapes
+        self.activities, self.with_stack, self.record_shapes = activities, with_stack, record_shapes
         self._profiler_dir = Path(profiler_dir) if profiler_dir else None
         self._folder: Path | None = None
         self._prefix = ""
@@ -114,9 +121,13 @@ class EngineDriver:
         if self.kind == "vllm":
             _call(self.engine.start_profile, profile_prefix=self._prefix)
         else:
-            _call(self.engine.start_profile, output_dir=str(folder),
-                  activities=self.activities, with_stack=self.with_stack,
-                  record_shapes=self.record_shapes)
+            _call(
+                self.engine.start_profile,
+                output_dir=str(folder),
+                activities=self.activities,
+                with_stack=self.with_stack,
+                record_shapes=self.record_shapes,
+            )
 
     def stop(self) -> None:
         _call(self.engine.stop_profile)
@@ -131,11 +142,14 @@ class EngineDriver:
             source = self.vllm_dir()
             if source is not None and source.is_dir() and source.resolve() != folder.resolve():
                 for path in sorted(source.iterdir()):
-                    if path.name.startswith((f"{folder.name}_", f"{folder.name}.")) \
-                            and path.is_file():
+                    if (
+                        path.name.startswith((f"{folder.name}_", f"{folder.name}."))
+                        and path.is_file()
+                    ):
                         shutil.move(str(path), str(folder / path.name))
-        return sorted(p for p in folder.rglob("*") if p.is_file()
-                      and p.name.endswith(_TRACE_SUFFIXES))
+        return sorted(
+            p for p in folder.rglob("*") if p.is_file() and p.name.endswith(_TRACE_SUFFIXES)
+        )
 
     def vllm_dir(self) -> Path | None:
         """vLLM's trace folder: given, else its config's ``torch_profiler_dir``, else the
@@ -161,7 +175,7 @@ def stamp(path: Path, block: CaptureHeader) -> bool:
     with _open(path, "rb", gz) as f:
         head = f.read(4096)
     start = len(head) - len(head.lstrip())
-    if head[start:start + 1] != b"{" or b'"mindspeed_prof"' in head:
+    if head[start : start + 1] != b"{" or b'"mindspeed_prof"' in head:
         return False
     tmp = path.with_name(path.name + ".tmp")
     inserted = b'{"mindspeed_prof": ' + json.dumps(header_dict(block)).encode() + b","

@@ -76,8 +76,7 @@ class Flight(Part):
     def on_step_start(self, step: int) -> None:
         self._signalled = False
 
-    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
-                     failed: bool) -> None:
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         if failed and not self._signalled:
             if self._tap.in_step:
                 self._due = True  # dumped at the step's end, with the whole step
@@ -104,9 +103,19 @@ class Flight(Part):
         first = steps[0] if steps else host.step_now or 0
         metadata = host.metadata("flight", first)
         metadata.reason, metadata.steps, metadata.trigger_step = reason, list(steps), at
-        record = CaptureRecord(stage=ALL, step=first, index=0, rank=host.rank, role=host.role,
-                               backend="flight", steps=steps, reason=reason, trigger="flight",
-                               recorded=["ranges"], trigger_step=at)
+        record = CaptureRecord(
+            stage=ALL,
+            step=first,
+            index=0,
+            rank=host.rank,
+            role=host.role,
+            backend="flight",
+            steps=steps,
+            reason=reason,
+            trigger="flight",
+            recorded=["ranges"],
+            trigger_step=at,
+        )
         started = time.time()
         folder, stem = host.save_root, ""
         try:

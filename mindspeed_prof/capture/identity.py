@@ -50,14 +50,23 @@ class CaptureIdentity:
         ``comm_kernels`` too where set, so every analysis of the trace classifies with it."""
         model = None
         if self.cfg.model_flops_per_token or self.cfg.peak_tflops:  # for MFU (0: not given)
-            model = ModelFacts(flops_per_token=self.cfg.model_flops_per_token,
-                               peak_tflops=self.cfg.peak_tflops)
-        return CaptureHeader(run=self.run[0], rank=self.rank, role=self.role, stage=stage,
-                             step=step, host=host_name(), pid=os.getpid(),
-                             level=self.cfg.profile_level.value,
-                             window=[self.plan.start, self.plan.end],
-                             warmup_steps=self.plan.warmup,
-                             comm_kernels=self.cfg.comm_kernels or None, model=model)
+            model = ModelFacts(
+                flops_per_token=self.cfg.model_flops_per_token, peak_tflops=self.cfg.peak_tflops
+            )
+        return CaptureHeader(
+            run=self.run[0],
+            rank=self.rank,
+            role=self.role,
+            stage=stage,
+            step=step,
+            host=host_name(),
+            pid=os.getpid(),
+            level=self.cfg.profile_level.value,
+            window=[self.plan.start, self.plan.end],
+            warmup_steps=self.plan.warmup,
+            comm_kernels=self.cfg.comm_kernels or None,
+            model=model,
+        )
 
     def new_stem(self, folder: Path, step: int, index: int) -> str:
         """``rank<r>_<host>_<pid>_<token>_step<s>[_<index>]``, claimed in ``folder``

@@ -66,8 +66,9 @@ class IterationWindow:
         return isinstance(iteration, int) and self.first <= iteration < self.end
 
 
-def decide(window: IterationWindow, phase: Phase, event: Event,
-           iteration: int | None = None) -> tuple[Phase, Verb | None]:
+def decide(
+    window: IterationWindow, phase: Phase, event: Event, iteration: int | None = None
+) -> tuple[Phase, Verb | None]:
     """The next phase and the verb (``"start"``, ``"stop"`` or None) for ``event``:
     ``stage_start``, ``stage_end``, ``iteration_start`` or ``iteration_end`` (with its
     ``iteration``)."""

@@ -10,8 +10,15 @@ from pathlib import Path
 
 from mindspeed_prof.formats.stem import claimed
 
-__all__ = ["CLAIM", "claim_stem", "host_name", "inside", "process_token", "release_stem",
-           "safe_name"]
+__all__ = [
+    "CLAIM",
+    "claim_stem",
+    "host_name",
+    "inside",
+    "process_token",
+    "release_stem",
+    "safe_name",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -68,8 +75,7 @@ def claim_stem(folder: Path, stem: str) -> str:
     while True:
         if not _taken(folder, candidate):
             try:
-                fd = os.open(_claim(folder, candidate), os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                             0o644)
+                fd = os.open(_claim(folder, candidate), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 pass
             else:

@@ -41,8 +41,9 @@ def variant(cfg: IntegratedConfig, request: Request) -> IntegratedConfig:
     if request.preset:  # all of the preset's capture options, its defaults included
         defaults = IntegratedConfig()
         values.update({k: getattr(defaults, k) for k in CAPTURE_FIELDS})
-        values.update({k: v for k, v in PRESETS[request.preset].fields.items()
-                       if k in CAPTURE_FIELDS})
+        values.update(
+            {k: v for k, v in PRESETS[request.preset].fields.items() if k in CAPTURE_FIELDS}
+        )
     if request.level:
         values["profile_level"] = request.level
     values.update(request.overrides)
@@ -58,13 +59,15 @@ class OnDemand(Part):
 
     live = False  # the profiler calls ``check`` when ``due_ns`` has passed; hooks only after
 
-    def __init__(self, host: Host, interval_s: float = 1.0,
-                 sources: list[RequestSource] | None = None) -> None:
+    def __init__(
+        self, host: Host, interval_s: float = 1.0, sources: list[RequestSource] | None = None
+    ) -> None:
         self.host = host
         self.interval_ns = int(interval_s * 1e9)
         self.due_ns = 0  # perf_counter_ns() at which the next look is due
         self.sources: list[RequestSource] = (
-            sources if sources is not None else _sources(host.save_root))
+            sources if sources is not None else _sources(host.save_root)
+        )
         self._taken: dict[str, tuple[Request, RequestSource]] = {}
         self._last: tuple[int, float] | None = None  # (step, time) at the previous look
 
@@ -83,23 +86,33 @@ class OnDemand(Part):
             try:
                 requests = source.poll(worker)
             except Exception as err:  # a broken source never stops training
-                host.warn_once(f"control-{id(source)}", "mindspeed-prof: could not read "
-                               f"capture requests: {type(err).__name__}: {err}")
+                host.warn_once(
+                    f"control-{id(source)}",
+                    f"mindspeed-prof: could not read capture requests: {type(err).__name__}: {err}",
+                )
                 self.due_ns += _BACKOFF * self.interval_ns
                 continue
             for request in requests:
                 try:
                     self._take(request, source, rank, step)
                 except Exception as err:
-                    host.warn_once(f"take-{request.id}", "mindspeed-prof: capture request "
-                                   f"{request.id} failed: {type(err).__name__}: {err}")
+                    host.warn_once(
+                        f"take-{request.id}",
+                        "mindspeed-prof: capture request "
+                        f"{request.id} failed: {type(err).__name__}: {err}",
+                    )
 
     def _take(self, request: Request, source: RequestSource, rank: int, step: int) -> None:
         host = self.host
         world = _world_size()
         if rank == 0 and world and request.ranks and min(request.ranks) >= world:
-            log.warning("mindspeed-prof: ignoring capture request %s: ranks %s do not exist "
-                        "(WORLD_SIZE=%d)", request.id, request.ranks, world)
+            log.warning(
+                "mindspeed-prof: ignoring capture request %s: ranks %s do not exist "
+                "(WORLD_SIZE=%d)",
+                request.id,
+                request.ranks,
+                world,
+            )
         if host.failed:
             self._ack(request, source, "failed", message="profiling failed earlier in this run")
             return
@@ -109,20 +122,37 @@ class OnDemand(Part):
             if path is not None:
                 files.append(str(path))
             elif not request.steps:
-                self._ack(request, source, "failed",
-                          message="the flight recorder is off (flight_recorder_steps: 0)")
+                self._ack(
+                    request,
+                    source,
+                    "failed",
+                    message="the flight recorder is off (flight_recorder_steps: 0)",
+                )
                 return
         if not request.steps:
             self._ack(request, source, "written", files)
             return
         self._taken[request.id] = (request, source)
         start = request.start_step
-        host.request(Trigger("on_demand", request.steps, stage=request.stage or ALL,
-                             level=request.level, preset=request.preset, ident=request.id,
-                             start=start))
+        host.request(
+            Trigger(
+                "on_demand",
+                request.steps,
+                stage=request.stage or ALL,
+                level=request.level,
+                preset=request.preset,
+                ident=request.id,
+                start=start,
+            )
+        )
         self._ack(request, source, "queued", files)
-        log.warning("mindspeed-prof: rank %d: capture request %s queued (%d steps%s)", rank,
-                    request.id, request.steps, "" if start is None else f" from step {start}")
+        log.warning(
+            "mindspeed-prof: rank %d: capture request %s queued (%d steps%s)",
+            rank,
+            request.id,
+            request.steps,
+            "" if start is None else f" from step {start}",
+        )
         host.wake()
 
     def before_capture(self, starting: Starting) -> None:
@@ -144,22 +174,41 @@ class OnDemand(Part):
             error = "the capture wrote no files"
         message = error or _short_of(request, recorded, record)
         first = min((c.step for c in mine if c.files), default=None)
-        self._ack(request, source, "failed" if error else "written", files, message, recorded,
-                  first)
+        self._ack(
+            request, source, "failed" if error else "written", files, message, recorded, first
+        )
 
-    def _ack(self, request: Request, source: RequestSource, status: AckStatus,
-             files: list[str] | None = None, message: str = "",
-             recorded: list[str] | None = None, start: int | None = None) -> None:
+    def _ack(
+        self,
+        request: Request,
+        source: RequestSource,
+        status: AckStatus,
+        files: list[str] | None = None,
+        message: str = "",
+        recorded: list[str] | None = None,
+        start: int | None = None,
+    ) -> None:
         host = self.host
-        ack = Ack(id=request.id, rank=host.rank, role=host.role, status=status,
-                  files=list(files or []), message=message, time=time.time(),
-                  root=str(host.save_root), host=host_name(), recorded=list(recorded or []),
-                  start_step=start if start is not None else request.start_step)
+        ack = Ack(
+            id=request.id,
+            rank=host.rank,
+            role=host.role,
+            status=status,
+            files=list(files or []),
+            message=message,
+            time=time.time(),
+            root=str(host.save_root),
+            host=host_name(),
+            recorded=list(recorded or []),
+            start_step=start if start is not None else request.start_step,
+        )
         try:
             source.ack(request, ack)
         except Exception as err:
-            host.warn_once(f"ack-{id(source)}", "mindspeed-prof: could not acknowledge "
-                           f"request {request.id}: {err}")
+            host.warn_once(
+                f"ack-{id(source)}",
+                f"mindspeed-prof: could not acknowledge request {request.id}: {err}",
+            )
 
 
 def asks_for_ops(request: Request) -> bool:
@@ -178,8 +227,10 @@ def _short_of(request: Request, recorded: list[str], record: CaptureRecord) -> s
     """Why the capture holds less than the request asked for ("" when it holds it)."""
     if not asks_for_ops(request) or {"host ops", "device ops"} & set(recorded):
         return ""
-    return (f"recorded {', '.join(recorded) or 'nothing'} only: the {record.backend} backend "
-            "records no operators here (the job's backend: none, or no activity to record)")
+    return (
+        f"recorded {', '.join(recorded) or 'nothing'} only: the {record.backend} backend "
+        "records no operators here (the job's backend: none, or no activity to record)"
+    )
 
 
 def _sources(root: Path) -> list[RequestSource]:

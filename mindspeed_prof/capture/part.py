@@ -91,12 +91,12 @@ class Part:
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         """A step ended; ``took_ns`` its length (None when its range was not open)."""
 
-    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
-                     failed: bool) -> None:
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         """A stage ended; ``took_ns`` as for a step."""
 
-    def on_count(self, name: str, value: float | list[float], step: int | None,
-                 stage: str | None) -> None:
+    def on_count(
+        self, name: str, value: float | list[float], step: int | None, stage: str | None
+    ) -> None:
         """A checked count (``Profiler.count``; a list: a distribution), in ``step`` (None
         outside a step) and the calling thread's innermost ``stage`` (None outside one);
         called whether or not anything records, from any thread."""

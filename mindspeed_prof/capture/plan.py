@@ -9,8 +9,18 @@ from typing import Literal, Union
 from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
-__all__ = ["ALL", "Action", "Capture", "CapturePlan", "Scheduler", "Start", "Stop", "StopReason",
-           "Trigger", "TriggerReason"]
+__all__ = [
+    "ALL",
+    "Action",
+    "Capture",
+    "CapturePlan",
+    "Scheduler",
+    "Start",
+    "Stop",
+    "StopReason",
+    "Trigger",
+    "TriggerReason",
+]
 
 #: ``stage`` value that captures whole steps.
 ALL = "all"
@@ -19,8 +29,16 @@ TriggerReason = Literal["anomaly", "on_demand"]
 #: Why a capture stopped: its window or run of listed steps ended, the step left the window,
 #: its stage or step ended, an error, the profiler closed, its trigger's steps were done, or
 #: an iteration window's last iteration ended.
-StopReason = Literal["window_end", "left_window", "stage_end", "step_end", "error", "close",
-                     "trigger_end", "iteration_end"]
+StopReason = Literal[
+    "window_end",
+    "left_window",
+    "stage_end",
+    "step_end",
+    "error",
+    "close",
+    "trigger_end",
+    "iteration_end",
+]
 
 
 @dataclass(frozen=True)
@@ -102,14 +120,22 @@ class CapturePlan:
         ranks = cfg.profile_ranks
         selected = ranks == "all" or rank in ranks
         listed = tuple(cfg.profile_steps) if cfg.profile_steps else None
-        window = (IterationWindow(cfg.iteration_start, cfg.iteration_count,
-                                  str(cfg.iteration_stage)) if cfg.iteration_count > 0 else None)
-        return cls(enabled=bool(cfg.profile) and selected,
-                   stages=(window.stage,) if window else stage_names(cfg.stage),
-                   start=cfg.profile_step_start, end=cfg.profile_step_end,
-                   warmup=cfg.warmup_steps, steps=listed,
-                   one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps,
-                   iterations=window, first_only=bool(cfg.first_microbatch))
+        window = (
+            IterationWindow(cfg.iteration_start, cfg.iteration_count, str(cfg.iteration_stage))
+            if cfg.iteration_count > 0
+            else None
+        )
+        return cls(
+            enabled=bool(cfg.profile) and selected,
+            stages=(window.stage,) if window else stage_names(cfg.stage),
+            start=cfg.profile_step_start,
+            end=cfg.profile_step_end,
+            warmup=cfg.warmup_steps,
+            steps=listed,
+            one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps,
+            iterations=window,
+            first_only=bool(cfg.first_microbatch),
+        )
 
     @property
     def whole_steps(self) -> bool:
@@ -211,8 +237,13 @@ class Scheduler:
         actions: list[Action] = []
         if self.active is not None and not self.plan.in_window(step):
             actions.append(self._stop("left_window"))
-        if (self.plan.whole_steps and self.active is None and not self.done
-                and step > self._covered and self.plan.in_window(step)):
+        if (
+            self.plan.whole_steps
+            and self.active is None
+            and not self.done
+            and step > self._covered
+            and self.plan.in_window(step)
+        ):
             actions.append(self._start(Capture(ALL, step)))
         if self.active is not None and self.plan.whole_steps:
             self._covered = step

@@ -72,9 +72,16 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
     that made it: in a forked child it is off, and writes, closes and dumps nothing.
     """
 
-    def __init__(self, cfg: IntegratedConfig, *, rank: int | None = None,
-                 role: str = "integrated", backend: Backend | None = None,
-                 on_capture: Sequence[OnCapture] = (), run: str | None = None) -> None:
+    def __init__(
+        self,
+        cfg: IntegratedConfig,
+        *,
+        rank: int | None = None,
+        role: str = "integrated",
+        backend: Backend | None = None,
+        on_capture: Sequence[OnCapture] = (),
+        run: str | None = None,
+    ) -> None:
         self.cfg = cfg
         if run is not None and not valid_run_id(run):
             raise ValueError(f"run={run!r}: a run id is 1-64 letters, digits, '_', '.' or '-'")
@@ -83,8 +90,9 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         self.enabled = bool(cfg.profile)
         self._rank_arg = rank
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor or cfg.telemetry)
-        self.rank = (resolve_rank(rank) if self.enabled else
-                     quiet_rank(rank) if unplanned else (rank or 0))
+        self.rank = (
+            resolve_rank(rank) if self.enabled else quiet_rank(rank) if unplanned else (rank or 0)
+        )
         self.plan = CapturePlan.from_config(cfg, self.rank)
         self.save_root = Path(cfg.profile_save_path).expanduser().absolute()
         self.captures: list[CaptureRecord] = []
@@ -99,14 +107,20 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         self._sched = Scheduler(self.plan)
         self._tap = RangeTap(self._fail, self.count)  # mstx.count reaches self.count
         self._capturer = Capturer(self, self._tap, backend)
-        self._flight = Flight(self, self._tap, cfg.flight_recorder_steps) \
-            if cfg.flight_recorder_steps else None
+        self._flight = (
+            Flight(self, self._tap, cfg.flight_recorder_steps)
+            if cfg.flight_recorder_steps
+            else None
+        )
         self._ondemand = OnDemand(self) if cfg.on_demand else None
         self._telemetry = TelemetryPart(self) if cfg.telemetry else None
-        parts: list[Part | None] = [self._ondemand,
-                                    Budget(self) if cfg.max_disk_mb else None, self._flight,
-                                    AnomalyPart(self) if cfg.anomaly_factor else None,
-                                    self._telemetry]
+        parts: list[Part | None] = [
+            self._ondemand,
+            Budget(self) if cfg.max_disk_mb else None,
+            self._flight,
+            AnomalyPart(self) if cfg.anomaly_factor else None,
+            self._telemetry,
+        ]
         self.parts: list[Part] = [p for p in parts if p is not None]
         #: The parts that take counts (``Part.on_count``): they get every count.
         self._counting = [p for p in self.parts if type(p).on_count is not Part.on_count]
@@ -122,9 +136,15 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             mstx.add_marker(self)  # mstx.iteration(i): only profilers whose hooks run
 
     @classmethod
-    def from_config(cls, cfg: object, rank: int | None = None, role: str = "integrated",
-                    backend: Backend | None = None,
-                    on_capture: Sequence[OnCapture] = (), run: str | None = None) -> Profiler:
+    def from_config(
+        cls,
+        cfg: object,
+        rank: int | None = None,
+        role: str = "integrated",
+        backend: Backend | None = None,
+        on_capture: Sequence[OnCapture] = (),
+        run: str | None = None,
+    ) -> Profiler:
         """Validate ``cfg`` (a ``profiler_config`` node, dict or dataclass) and build one.
 
         ``role`` picks the section: ``integrated``'s settings with the role's own laid over
@@ -141,12 +161,17 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         if run is None and isinstance(cfg, Mapping):  # a worker's config: its driver's run
             run = cfg.get(RUN_KEY)
         job = _current.job_profiler()
-        if (isinstance(job, Profiler) and job._state.open and backend is None and not on_capture
-                and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
-                and rank in (None, job.rank) and run in (None, job.run[0])):
+        if (
+            isinstance(job, Profiler)
+            and job._state.open
+            and backend is None
+            and not on_capture
+            and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
+            and rank in (None, job.rank)
+            and run in (None, job.run[0])
+        ):
             return job
-        return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture,
-                   run=run)
+        return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture, run=run)
 
     # -- context managers -------------------------------------------------------------
     def step(self, step: int) -> ContextManager[None]:
@@ -172,6 +197,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         tracker (``prof/step/ms``, ``prof/stage/<s>/ms``, ``prof/range/<r>/ms``,
         ``prof/count/<c>``); ``step``: one of the last 64 steps. {} without ``telemetry``."""
         return self._telemetry.metrics(step) if self._telemetry is not None else {}
+
     def count(self, name: str, value: _count.Countable) -> None:
         """Add ``value`` to the counter ``name`` in this step and the thread's stage (a
         sequence: a distribution); docs/counters.md. Free unless a range recorder is on or a
@@ -182,8 +208,12 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
     def __enter__(self) -> Profiler:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # -- TrainerHook --------------------------------------------------------------------
@@ -205,8 +235,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             self._tap.open("stage", stage, step)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
-        self._stage_end(canonical_stage(stage), self._step if step is None else step,
-                        failed=False)
+        self._stage_end(canonical_stage(stage), self._step if step is None else step, failed=False)
 
     def on_train_end(self) -> None:
         self.close()

@@ -57,8 +57,10 @@ class OpenRange(NamedTuple):
 #: with it (a plain tuple: one is made per step).
 OpenStep = tuple[int, int, tuple[ContextManager[object], ...]]
 #: ``OpenRange`` made from its fields' tuple without a Python call (one is made per step).
-_open_range = cast(Callable[[tuple[str, str, int, int, tuple[ContextManager[object], ...]]],
-                            OpenRange], functools.partial(tuple.__new__, OpenRange))
+_open_range = cast(
+    Callable[[tuple[str, str, int, int, tuple[ContextManager[object], ...]]], OpenRange],
+    functools.partial(tuple.__new__, OpenRange),
+)
 
 
 class RangeTap:
@@ -76,8 +78,11 @@ class RangeTap:
     ``on_error(what, err)`` is told about a sink that fails (the profiler decides what then).
     """
 
-    def __init__(self, on_error: Callable[[str, Exception], None],
-                 counter: Callable[[str, Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_error: Callable[[str, Exception], None],
+        counter: Callable[[str, Any], None] | None = None,
+    ) -> None:
         self._on_error = on_error
         #: Gets ``mstx.count``'s counts while the buffer records (always after ``count_always``).
         self._counter, self._always = counter, False
@@ -119,8 +124,7 @@ class RangeTap:
         steps = list(self._steps)
         # a stage opened before this thread's innermost step is outside it: not the step's
         after = next((start for start, opener, _ in reversed(steps) if opener == tid), None)
-        stage = next((r.name for r in reversed(self._open.get(tid, ())) if r.kind == "stage"),
-                     None)
+        stage = next((r.name for r in reversed(self._open.get(tid, ())) if r.kind == "stage"), None)
         if stage is not None and after is not None:
             found = next(r for r in reversed(self._open[tid]) if r.kind == "stage")
             if found.start_ns < after:
@@ -232,8 +236,9 @@ class RangeTap:
             except Exception as err:
                 self._on_error("range", err)
 
-    def _enter_sinks(self, kind: str, name: str, step: int | None
-                     ) -> tuple[ContextManager[object], ...]:
+    def _enter_sinks(
+        self, kind: str, name: str, step: int | None
+    ) -> tuple[ContextManager[object], ...]:
         """The capture sinks' ranges for a step or stage, entered (those that were, when one
         fails)."""
         label = f"{STEP_RANGE}#{step}" if kind == "step" else name
@@ -252,8 +257,13 @@ class RangeTap:
         for r in reversed(mine):
             if r.kind == kind and r.name == name:
                 return r
-        others = [r for rs in self._open.values() if rs is not mine for r in rs
-                  if r.kind == kind and r.name == name]
+        others = [
+            r
+            for rs in self._open.values()
+            if rs is not mine
+            for r in rs
+            if r.kind == kind and r.name == name
+        ]
         return max(others, key=lambda r: r.start_ns, default=None)
 
     def _forget_ended_threads(self) -> None:

@@ -22,7 +22,8 @@ def resolve_rank(explicit: int | None = None) -> int:
             value = int(env)
         except ValueError:
             raise ValueError(
-                f"environment variable RANK={env!r}: must be an integer >= 0") from None
+                f"environment variable RANK={env!r}: must be an integer >= 0"
+            ) from None
         if value < 0:
             raise ValueError(f"environment variable RANK={env!r}: must be an integer >= 0")
         return value

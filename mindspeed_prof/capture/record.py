@@ -76,10 +76,18 @@ class CaptureRecord:
     def to_json(self) -> RecordJson:
         """The manifest's form: optional fields only where they are set."""
         out: RecordJson = {
-            "stage": self.stage, "step": self.step, "index": self.index, "rank": self.rank,
-            "role": self.role, "backend": self.backend, "steps": list(self.steps),
-            "warmup_steps": list(self.warmup_steps), "reason": self.reason,
-            "files": list(self.files), "recorded": list(self.recorded)}
+            "stage": self.stage,
+            "step": self.step,
+            "index": self.index,
+            "rank": self.rank,
+            "role": self.role,
+            "backend": self.backend,
+            "steps": list(self.steps),
+            "warmup_steps": list(self.warmup_steps),
+            "reason": self.reason,
+            "files": list(self.files),
+            "recorded": list(self.recorded),
+        }
         if self.level:
             out["level"] = self.level
         if self.seconds:

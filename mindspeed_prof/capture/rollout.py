@@ -30,6 +30,7 @@ class RolloutHooks:
     """``iteration``, its hooks, and ``attach_engine``, for ``Profiler``."""
 
     if TYPE_CHECKING:  # the profiler's, which these hooks use
+
         @property
         def _live(self) -> bool: ...
 
@@ -75,19 +76,30 @@ class RolloutHooks:
             self._tap.close(ITERATION, f"{ITERATION_RANGE}{iteration}")
             self._apply(self._sched.iteration_end(iteration))
 
-    def attach_engine(self, engine: Engine, kind: str = "auto", *,
-                      profiler_dir: str | Path | None = None,
-                      activities: list[str] | None = None, with_stack: bool = False,
-                      record_shapes: bool = False) -> EnginePart:
+    def attach_engine(
+        self,
+        engine: Engine,
+        kind: str = "auto",
+        *,
+        profiler_dir: str | Path | None = None,
+        activities: list[str] | None = None,
+        with_stack: bool = False,
+        record_shapes: bool = False,
+    ) -> EnginePart:
         """Drive ``engine``'s own profiler (a vLLM ``LLM``/``AsyncLLM``, an SGLang ``Engine``;
         ``kind``: ``vllm``, ``sglang`` or ``auto``) with this profiler's captures: started and
         stopped at each capture's edges (an iteration window's, else its stage's), its traces
         kept under the save root with this rank and step (``engine_part``). ``options``:
         ``profiler_dir`` (vLLM's trace folder, when not read from the engine), ``activities``,
         ``with_stack``, ``record_shapes`` (SGLang's)."""
-        driver = EngineDriver(engine, engine_kind(engine, kind), profiler_dir=profiler_dir,
-                              activities=activities, with_stack=with_stack,
-                              record_shapes=record_shapes)
+        driver = EngineDriver(
+            engine,
+            engine_kind(engine, kind),
+            profiler_dir=profiler_dir,
+            activities=activities,
+            with_stack=with_stack,
+            record_shapes=record_shapes,
+        )
         part = EnginePart(self, driver)  # type: ignore[arg-type]
         self.parts.append(part)
         return part
@@ -96,7 +108,10 @@ class RolloutHooks:
         """At a stage's end: one warning when an iteration window's stage ran unmarked."""
         if self._sched.unmarked:  # an iteration window that can never start
             self._sched.unmarked = False
-            self.warn_once("unmarked", f"mindspeed-prof: {stage} ran without prof.iteration "
-                           "marks, so its iteration window captured nothing; mark its decode "
-                           "iterations (docs/rollout.md), or set "
-                           f"{field_key('iteration_count', self.role)}=0")
+            self.warn_once(
+                "unmarked",
+                f"mindspeed-prof: {stage} ran without prof.iteration "
+                "marks, so its iteration window captured nothing; mark its decode "
+                "iterations (docs/rollout.md), or set "
+                f"{field_key('iteration_count', self.role)}=0",
+            )

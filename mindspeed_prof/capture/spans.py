@@ -22,8 +22,18 @@ import msgspec
 
 from mindspeed_prof.formats.header import KIND_SPANS, CaptureHeader, Clock, header_dict
 
-__all__ = ["Chunk", "Count", "Event", "ITERATION", "ITERATION_RANGE", "RangeBuffer",
-           "STEP_RANGE", "SpanRecorder", "trace_body", "write_trace"]
+__all__ = [
+    "Chunk",
+    "Count",
+    "Event",
+    "ITERATION",
+    "ITERATION_RANGE",
+    "RangeBuffer",
+    "STEP_RANGE",
+    "SpanRecorder",
+    "trace_body",
+    "write_trace",
+]
 
 #: A counter's value (``prof.count``): a number, or a list of them (a distribution), with the
 #: step and stage it was counted in (None: outside any).
@@ -74,8 +84,9 @@ class _Range:
             self._outer.append(self._t0)
         self._t0 = _now()
 
-    def __exit__(self, exc_type: object, exc: object, tb: object,
-                 _now: Callable[[], int] = perf_counter_ns) -> None:
+    def __exit__(
+        self, exc_type: object, exc: object, tb: object, _now: Callable[[], int] = perf_counter_ns
+    ) -> None:
         t0, end = self._t0, _now()
         self._t0 = self._outer.pop() if self._outer else -1
         self._append((self._key, self._tid, t0, end))
@@ -121,19 +132,28 @@ class RangeBuffer:
             cache = self._local.ranges = {}
         found = cache.get((name, cat))
         if found is None:
-            found = cache[(name, cat)] = _Range(self.key(name, cat), threading.get_native_id(),
-                                                self.events.append)
+            found = cache[(name, cat)] = _Range(
+                self.key(name, cat), threading.get_native_id(), self.events.append
+            )
         return found
 
     def mark(self, name: str) -> None:
-        self.events.append((self.key(name, "mark"), threading.get_native_id(),
-                            perf_counter_ns(), -1))
+        self.events.append(
+            (self.key(name, "mark"), threading.get_native_id(), perf_counter_ns(), -1)
+        )
 
-    def add_count(self, name: str, value: float | list[float], step: int | None,
-                  stage: str | None) -> None:
+    def add_count(
+        self, name: str, value: float | list[float], step: int | None, stage: str | None
+    ) -> None:
         """A checked count (``capture.count``), with the step and stage it was counted in."""
-        self.events.append((self.key(name, "count"), threading.get_native_id(),
-                            perf_counter_ns(), (value, step, stage)))
+        self.events.append(
+            (
+                self.key(name, "count"),
+                threading.get_native_id(),
+                perf_counter_ns(),
+                (value, step, stage),
+            )
+        )
 
     def range_start(self, name: str, cat: str = "user_annotation") -> tuple[int, int, int]:
         """An id-based range begins: its handle (key, the calling thread, the start time)."""
@@ -152,8 +172,12 @@ class RangeBuffer:
         return chunk
 
 
-def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
-               labels: dict[int, tuple[str, ...]] | None = None) -> list[str]:
+def trace_body(
+    chunks: Iterable[Chunk],
+    buffer: RangeBuffer,
+    pid: int,
+    labels: dict[int, tuple[str, ...]] | None = None,
+) -> list[str]:
     """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
 
     ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls."""
@@ -170,8 +194,11 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
                     label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
                 elif cat == ITERATION and name.startswith(ITERATION_RANGE):
-                    label = labels[key] = (label[0], f'{label[1]}"{ITERATION}"',
-                                           name[len(ITERATION_RANGE):])
+                    label = labels[key] = (
+                        label[0],
+                        f'{label[1]}"{ITERATION}"',
+                        name[len(ITERATION_RANGE) :],
+                    )
                 else:
                     label = labels[key] = (label[0], label[1] + json.dumps(name))
             ts = t0 + offset
@@ -179,10 +206,20 @@ def trace_body(chunks: Iterable[Chunk], buffer: RangeBuffer, pid: int,
                 out.append(_count_line(pid, tid, label[1], ts, t1))
             elif t1 >= 0:
                 dur = t1 - t0
-                out.append(_RANGE % (label[0], pid, tid, label[1], ts // 1000, ts % 1000,
-                                     dur // 1000, dur % 1000,
-                                     _iteration_tail(step, label[2]) if len(label) > 2
-                                     else tail))
+                out.append(
+                    _RANGE
+                    % (
+                        label[0],
+                        pid,
+                        tid,
+                        label[1],
+                        ts // 1000,
+                        ts % 1000,
+                        dur // 1000,
+                        dur % 1000,
+                        _iteration_tail(step, label[2]) if len(label) > 2 else tail,
+                    )
+                )
             else:
                 out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
     return out
@@ -194,8 +231,18 @@ def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
     more = "" if step is None else f', "step": {step}'
     if stage is not None:
         more += f', "stage": {json.dumps(stage)}'
-    return _COUNT % (pid, tid, label, ts // 1000, ts % 1000,
-                     "s" if isinstance(value, list) else "", json.dumps(value), more)
+    return _COUNT % (
+        pid,
+        tid,
+        label,
+        ts // 1000,
+        ts % 1000,
+        "s" if isinstance(value, list) else "",
+        json.dumps(value),
+        more,
+    )
+
+
 def _iteration_tail(step: int | None, iteration: str) -> str:
     at = "" if step is None else f'"step": {step}, '
     return f', "args": {{{at}"iteration": {iteration}}}}}'
@@ -205,9 +252,12 @@ def _header(metadata: CaptureHeader, buffer: RangeBuffer) -> bytes:
     # ts are written on the wall clock: the (wall clock, trace clock) pair at the start is equal
     clock = Clock(wall_ns=buffer.wall0_ns, trace_ns=buffer.wall0_ns)
     block = msgspec.structs.replace(metadata, kind=KIND_SPANS, format=FORMAT, clock=clock)
-    head = {"schemaVersion": 1, "displayTimeUnit": "ms",
-            "distributedInfo": {"rank": 0 if metadata.rank is None else metadata.rank},
-            "mindspeed_prof": header_dict(block)}
+    head = {
+        "schemaVersion": 1,
+        "displayTimeUnit": "ms",
+        "distributedInfo": {"rank": 0 if metadata.rank is None else metadata.rank},
+        "mindspeed_prof": header_dict(block),
+    }
     return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
 
 
@@ -218,8 +268,9 @@ def _named(err: OSError, path: Path) -> OSError:
     return OSError(err.errno, err.strerror, str(path))
 
 
-def write_trace(path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer,
-                metadata: CaptureHeader) -> Path:
+def write_trace(
+    path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer, metadata: CaptureHeader
+) -> Path:
     """Write ``chunks`` as one complete range file: written aside, then renamed into place; a
     write that fails (a full disk) leaves nothing behind."""
     body = ",\n".join(trace_body(chunks, buffer, os.getpid()))
@@ -253,8 +304,13 @@ class SpanRecorder:
 
     reusable = True
 
-    def __init__(self, path: Path, metadata: CaptureHeader, buffer: RangeBuffer | None = None,
-                 interval_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        path: Path,
+        metadata: CaptureHeader,
+        buffer: RangeBuffer | None = None,
+        interval_s: float = 0.01,
+    ) -> None:
         self.path = path
         self.buffer = RangeBuffer() if buffer is None else buffer
         self.step: int | None = None

@@ -34,8 +34,11 @@ Exit codes of analyse and compare below; each command's --help gives its own.
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mindspeed-prof", description=DESCRIPTION,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="mindspeed-prof",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
@@ -52,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows up here, not at exit
         return code
     except KeyboardInterrupt:
-        print("mindspeed-prof: interrupted (no partial output or cache entry left)",
-              file=sys.stderr)
+        print(
+            "mindspeed-prof: interrupted (no partial output or cache entry left)", file=sys.stderr
+        )
         return 130
     except BrokenPipeError:
         # The reader went away (`mindspeed-prof analyse DIR --json | head`): not an error of

@@ -34,33 +34,55 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     a = sub.add_parser(
-        "analyse", aliases=["analyze"], help="tables, stragglers and an HTML report of a run",
+        "analyse",
+        aliases=["analyze"],
+        help="tables, stragglers and an HTML report of a run",
         description="Read every capture under PATH and print time per stage and rank, per\n"
-                    "step, stragglers, custom ranges, device time, memory and top ops. Notes\n"
-                    "(such as a trace without ProfilerStep ranges) do not change the exit code.\n"
-                    "\n" + exit_help("analyse"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    a.add_argument("path", metavar="PATH",
-                   help="a save root (profiler_data), a Hydra job or multirun dir, or one "
-                        "capture file")
+        "step, stragglers, custom ranges, device time, memory and top ops. Notes\n"
+        "(such as a trace without ProfilerStep ranges) do not change the exit code.\n"
+        "\n" + exit_help("analyse"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument(
+        "path",
+        metavar="PATH",
+        help="a save root (profiler_data), a Hydra job or multirun dir, or one capture file",
+    )
     a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    a.add_argument("--html", metavar="FILE",
-                   help="also write a self-contained HTML report (needs matplotlib)")
-    a.add_argument("--margin", type=float, default=0.2,
-                   help="a rank is a straggler when it exceeds the median of the other ranks "
-                        "by this fraction (default 0.2 = 20%%)")
-    a.add_argument("--top", type=int, default=10, metavar="N",
-                   help="rows of each top list (default 10)")
-    a.add_argument("--run", metavar="ID|all",
-                   help="which run to answer for where PATH holds several (every run of an "
-                        "app writes to one save root): an id (or its first characters) from "
-                        "the first line, or all: each run apart (default: the newest)")
-    a.add_argument("--flops-per-token", type=_model("flops_per_token"), metavar="F",
-                   help="the model's forward FLOPs per token (2 x parameters for a dense "
-                        "model), for MFU; over the captures' model_flops_per_token")
-    a.add_argument("--peak-tflops", type=_model("peak_tflops"), metavar="P",
-                   help="one device's peak TFLOPS (at the training dtype), for MFU; over the "
-                        "captures' peak_tflops")
+    a.add_argument(
+        "--html", metavar="FILE", help="also write a self-contained HTML report (needs matplotlib)"
+    )
+    a.add_argument(
+        "--margin",
+        type=float,
+        default=0.2,
+        help="a rank is a straggler when it exceeds the median of the other ranks "
+        "by this fraction (default 0.2 = 20%%)",
+    )
+    a.add_argument(
+        "--top", type=int, default=10, metavar="N", help="rows of each top list (default 10)"
+    )
+    a.add_argument(
+        "--run",
+        metavar="ID|all",
+        help="which run to answer for where PATH holds several (every run of an "
+        "app writes to one save root): an id (or its first characters) from "
+        "the first line, or all: each run apart (default: the newest)",
+    )
+    a.add_argument(
+        "--flops-per-token",
+        type=_model("flops_per_token"),
+        metavar="F",
+        help="the model's forward FLOPs per token (2 x parameters for a dense "
+        "model), for MFU; over the captures' model_flops_per_token",
+    )
+    a.add_argument(
+        "--peak-tflops",
+        type=_model("peak_tflops"),
+        metavar="P",
+        help="one device's peak TFLOPS (at the training dtype), for MFU; over the "
+        "captures' peak_tflops",
+    )
     noise_option(a)
     comm_kernels_option(a)
     jobs_option(a)
@@ -69,6 +91,7 @@ def add_parser(sub: Subparsers) -> None:
 
 def _model(field: str) -> Callable[[str], float]:
     """An argparse type for a model fact: a finite number over 0 (``counts.model_problem``)."""
+
     def parse(text: str) -> float:
         from mindspeed_prof.analysis.counts import model_problem
 
@@ -76,8 +99,11 @@ def _model(field: str) -> Callable[[str], float]:
             value = float(text)
         except ValueError:
             value = None
-        problem = model_problem(field, value) if value is not None else (
-            f"{field}={text!r}: not a number")
+        problem = (
+            model_problem(field, value)
+            if value is not None
+            else (f"{field}={text!r}: not a number")
+        )
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return float(text)
@@ -113,8 +139,14 @@ def _read(args: argparse.Namespace) -> list[Analysis] | Exit:
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
     try:
-        return read_runs(path, quiet=args.json, jobs=args.jobs, ray=args.ray,
-                         run=args.run, comm_kernels=args.comm_kernels)
+        return read_runs(
+            path,
+            quiet=args.json,
+            jobs=args.jobs,
+            ray=args.ray,
+            run=args.run,
+            comm_kernels=args.comm_kernels,
+        )
     except (Unreachable, UnknownRun) as err:
         error(str(err))
         return Exit.USAGE
@@ -131,8 +163,7 @@ def _say_lines(args: argparse.Namespace, results: list[Analysis], every: bool) -
         error(line)
 
 
-def _write_html(args: argparse.Namespace, found: Report, result: Analysis,
-                every: bool) -> None:
+def _write_html(args: argparse.Namespace, found: Report, result: Analysis, every: bool) -> None:
     """``--html``: the report page, one per run when every run is asked for."""
     from mindspeed_prof.views.html import write_report
     from mindspeed_prof.views.safe import say
@@ -158,12 +189,18 @@ def run(args: argparse.Namespace) -> int:
     _say_lines(args, results, every)
     if not any(r.traces for r in results):
         if not first.bad:
-            error(f"no captures under {args.path} (is profile: true, and does the window "
-                  "[profile_step_start, profile_step_end) contain steps that ran?)")
+            error(
+                f"no captures under {args.path} (is profile: true, and does the window "
+                "[profile_step_start, profile_step_end) contain steps that ran?)"
+            )
         return Exit.NOTHING
-    settings = Settings(margin=args.margin, noise_ms=args.noise_ms,
-                        flops_per_token=args.flops_per_token, peak_tflops=args.peak_tflops,
-                        top=args.top)
+    settings = Settings(
+        margin=args.margin,
+        noise_ms=args.noise_ms,
+        flops_per_token=args.flops_per_token,
+        peak_tflops=args.peak_tflops,
+        top=args.top,
+    )
     console = Console()
     docs = []
     for result in results:
@@ -175,13 +212,14 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             docs.append(found.json())
             continue
-        head = (f"run {describe(result.run)}" if every and result.run is not None
-                else run_line(result))
+        head = (
+            f"run {describe(result.run)}" if every and result.run is not None else run_line(result)
+        )
         if head:
             console.print(head, soft_wrap=True, highlight=False, markup=False)
         print_analysis(found, console, top=args.top)
     if args.json:
-        body = ({"runs": docs[0]["runs"], "results": docs} if every else docs[0])
+        body = {"runs": docs[0]["runs"], "results": docs} if every else docs[0]
         json.dump(body, sys.stdout, indent=2, default=str)
         print()
     return exit_code(*results) if every else exit_code(first)

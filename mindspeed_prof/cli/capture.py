@@ -53,57 +53,96 @@ the request then reaches every worker through Ray, no shared filesystem needed.
 
 def add_parser(sub: Subparsers) -> None:
     """Register ``capture`` on the CLI's sub-parsers."""
-    c = sub.add_parser("capture", help="capture the next steps of a running job, now",
-                       description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("target", nargs="?",
-                   help="the job's save root (profile_save_path), or ray://ADDRESS")
-    c.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help="reach a Ray job's workers through its cluster (default: auto)")
-    c.add_argument("--job", metavar="ID",
-                   help="with --ray: the Ray job to ask, where several have a capture board")
-    c.add_argument("--steps", type=int,
-                   help="steps to capture (default 2; 0 with --flight: the dump only)")
+    c = sub.add_parser(
+        "capture",
+        help="capture the next steps of a running job, now",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument(
+        "target", nargs="?", help="the job's save root (profile_save_path), or ray://ADDRESS"
+    )
+    c.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="reach a Ray job's workers through its cluster (default: auto)",
+    )
+    c.add_argument(
+        "--job",
+        metavar="ID",
+        help="with --ray: the Ray job to ask, where several have a capture board",
+    )
+    c.add_argument(
+        "--steps", type=int, help="steps to capture (default 2; 0 with --flight: the dump only)"
+    )
     c.add_argument("--ranks", help="comma-separated ranks, e.g. 0,3 (default: all)")
     c.add_argument("--role", help="only workers of this role (e.g. actor)")
-    c.add_argument("--stage", metavar="NAME",
-                   help="capture each execution of this stage instead of whole steps: "
-                   + ", ".join(s.value for s in Stage if s is not Stage.all))
-    c.add_argument("--level", metavar="LEVEL",
-                   help="profile_level for this capture (default: the job's): "
-                   + ", ".join(level.value for level in Level))
+    c.add_argument(
+        "--stage",
+        metavar="NAME",
+        help="capture each execution of this stage instead of whole steps: "
+        + ", ".join(s.value for s in Stage if s is not Stage.all),
+    )
+    c.add_argument(
+        "--level",
+        metavar="LEVEL",
+        help="profile_level for this capture (default: the job's): "
+        + ", ".join(level.value for level in Level),
+    )
     c.add_argument("--preset", help="take the capture options of this preset (e.g. full)")
-    c.add_argument("--flight", action="store_true",
-                   help="also write each rank's flight recorder (flight_recorder_steps > 0)")
-    c.add_argument("--from", dest="npu_config", metavar="FILE",
-                   help="a torch_npu dynamic-profiling profiler_config.json as the request")
-    c.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds to wait for the job (default 120)")
+    c.add_argument(
+        "--flight",
+        action="store_true",
+        help="also write each rank's flight recorder (flight_recorder_steps > 0)",
+    )
+    c.add_argument(
+        "--from",
+        dest="npu_config",
+        metavar="FILE",
+        help="a torch_npu dynamic-profiling profiler_config.json as the request",
+    )
+    c.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for the job (default 120)"
+    )
     c.set_defaults(func=run)
 
 
 def _request(args: argparse.Namespace) -> Request:
     if args.npu_config:
         data = from_npu(read_json(args.npu_config, MAX_REQUEST_BYTES, follow=True), "")
-        return Request.new(args.timeout, **{k: v for k, v in data.items()
-                                            if k not in ("id", "created", "expires")})
+        return Request.new(
+            args.timeout, **{k: v for k, v in data.items() if k not in ("id", "created", "expires")}
+        )
     ranks = None
     if args.ranks:
         try:
             ranks = sorted({int(r) for r in args.ranks.split(",") if r.strip()})
         except ValueError:
-            raise ValueError(f"--ranks={args.ranks!r}: comma-separated integers, "
-                             "e.g. 0,3") from None
+            raise ValueError(
+                f"--ranks={args.ranks!r}: comma-separated integers, e.g. 0,3"
+            ) from None
     steps = args.steps if args.steps is not None else (0 if args.flight else 2)
-    return Request.new(args.timeout, steps=steps, ranks=ranks, role=args.role,
-                       stage=args.stage, level=args.level, preset=args.preset,
-                       flight=args.flight)
+    return Request.new(
+        args.timeout,
+        steps=steps,
+        ranks=ranks,
+        role=args.role,
+        stage=args.stage,
+        level=args.level,
+        preset=args.preset,
+        flight=args.flight,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     target = None if args.target is None else str(args.target)
-    address = args.ray if args.ray is not None else (
-        target if target and target.startswith("ray://") else None)
+    address = (
+        args.ray
+        if args.ray is not None
+        else (target if target and target.startswith("ray://") else None)
+    )
     if (args.ray is None) == (target is None):  # neither, or both
         error("capture: give one of the job's save root, ray://ADDRESS or --ray [ADDRESS]")
         return Exit.USAGE
@@ -119,11 +158,14 @@ def run(args: argparse.Namespace) -> int:
     if root.exists() and not root.is_dir():
         error(f"capture: {root} is not a directory (give the save root)")
         return Exit.USAGE
-    where = (f"it looks at {root / CONTROL / REQUESTS} at most once a second, at a step "
-             "start")
-    return follow(FolderChannel(root), request, args.timeout, where,
-                  f"Is a job saving to {root} running, with on_demand: true, calling the step "
-                  "hooks?")
+    where = f"it looks at {root / CONTROL / REQUESTS} at most once a second, at a step start"
+    return follow(
+        FolderChannel(root),
+        request,
+        args.timeout,
+        where,
+        f"Is a job saving to {root} running, with on_demand: true, calling the step hooks?",
+    )
 
 
 def _no_job_yet(channel: Channel, request: Request) -> str:
@@ -132,9 +174,11 @@ def _no_job_yet(channel: Channel, request: Request) -> str:
         return ""
     if wait_for_workers(channel, request, NEW_ROOT_WAIT_S):
         return ""
-    return (f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
-            "(the folder did not exist): is a job saving there running, with on_demand: "
-            "true? (a job looks at a step start: with longer steps, make the folder first)")
+    return (
+        f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
+        "(the folder did not exist): is a job saving there running, with on_demand: "
+        "true? (a job looks at a step start: with longer steps, make the folder first)"
+    )
 
 
 def _through_ray(address: str, job: str | None, request: Request, timeout: float) -> int:
@@ -150,12 +194,16 @@ def _through_ray(address: str, job: str | None, request: Request, timeout: float
         error(f"capture: {err}")
         return Exit.NOT_RUNNING
     try:
-        return follow(channel, request, timeout, "each asks its board at most once a second, "
-                      "at a step start", "Are its workers running steps, with on_demand: "
-                      "true?", ray=address)
+        return follow(
+            channel,
+            request,
+            timeout,
+            "each asks its board at most once a second, at a step start",
+            "Are its workers running steps, with on_demand: true?",
+            ray=address,
+        )
     except ray.exceptions.RayError as err:
-        error(f"capture: the job's capture board is gone ({type(err).__name__}): the job "
-              "ended?")
+        error(f"capture: the job's capture board is gone ({type(err).__name__}): the job ended?")
         return Exit.NOT_RUNNING
 
 
@@ -169,6 +217,7 @@ def _signals_stop() -> Iterator[None]:
 
     def stop(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
+
     before = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
@@ -177,8 +226,14 @@ def _signals_stop() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def follow(channel: Channel, request: Request, timeout: float, where: str, hint: str,
-           ray: str | None = None) -> int:
+def follow(
+    channel: Channel,
+    request: Request,
+    timeout: float,
+    where: str,
+    hint: str,
+    ray: str | None = None,
+) -> int:
     """Ask where the workers are, post ``request`` to start on the same step on all of them,
     wait for them, report; the exit code. The request is withdrawn however the command ends
     (done, timed out, Ctrl-C, SIGTERM, SIGHUP): that is its expiry, decided on this command's
@@ -201,8 +256,10 @@ def follow(channel: Channel, request: Request, timeout: float, where: str, hint:
                 error(f"capture: request {request.id} ignored: {why}")
                 return Exit.NOT_RUNNING
             start = "" if request.start_step is None else f", from step {request.start_step}"
-            say(f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
-                f"({where})", sys.stderr)
+            say(
+                f"request {request.id}{start}: waiting up to {timeout:g} s for the job ({where})",
+                sys.stderr,
+            )
             status = wait(channel, request, timeout)
         finally:
             channel.close(request)
@@ -221,8 +278,11 @@ def _synchronised(channel: Channel, request: Request) -> Request:
     workers = wait_for_workers(channel, request, GRACE_S)  # stamped with our clock
     start = start_step(workers, time.time())
     if start is None:
-        say(f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
-            "look (with steps longer than a second, the same step)", sys.stderr)
+        say(
+            f"no worker told its step within {GRACE_S:g} s: each rank starts at its next "
+            "look (with steps longer than a second, the same step)",
+            sys.stderr,
+        )
         return request
     return request.starting_at(start)
 
@@ -244,9 +304,11 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
     short = [a for a in written if a.message]  # written, but not what was asked for
     starts = sorted({a.start_step for a in written if a.start_step is not None})
     if len(starts) > 1:
-        say(f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
+        say(
+            f"note: the ranks started at different steps ({', '.join(map(str, starts))}; "
             f"asked for {request.start_step}): a rank that saw the request late started "
-            "where it was, so compare those steps with care")
+            "where it was, so compare those steps with care"
+        )
     if not written:
         error(f"capture: nothing written within {timeout:g} s (still capturing?)")
         return Exit.NOTHING
@@ -254,8 +316,9 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         error("capture: no rank recorded what the request asked for (see above)")
         return Exit.NOTHING
     folder = "triggered" if request.steps else "flight"
-    remote = ray is not None and (len({a.node for a in written}) > 1 or any(
-        a.host not in ("", host_name()) for a in written))
+    remote = ray is not None and (
+        len({a.node for a in written}) > 1 or any(a.host not in ("", host_name()) for a in written)
+    )
     option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
     for root in sorted({a.root for a in written if a.root}):
         say(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")

@@ -14,9 +14,22 @@ if TYPE_CHECKING:
 #: What ``add_subparsers`` returns: each command's ``add_parser(sub)`` adds its parser there.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = ["MEANINGS", "Exit", "Subparsers", "comm_kernels_option", "error", "exit_code",
-           "exit_help", "exit_table", "jobs_option", "noise_option", "placement_line",
-           "read_captures", "read_runs", "run_line"]
+__all__ = [
+    "MEANINGS",
+    "Exit",
+    "Subparsers",
+    "comm_kernels_option",
+    "error",
+    "exit_code",
+    "exit_help",
+    "exit_table",
+    "jobs_option",
+    "noise_option",
+    "placement_line",
+    "read_captures",
+    "read_runs",
+    "run_line",
+]
 
 
 class Exit(IntEnum):
@@ -35,42 +48,51 @@ class Exit(IntEnum):
     NOT_RUNNING = 5
 
 
-_READ = {Exit.OK: "every capture was read",
-         Exit.NOTHING: "nothing to read (no such path, or no captures under it)",
-         Exit.USAGE: "bad usage (also --html without matplotlib, a Ray cluster that cannot "
-                     "be reached)",
-         Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)"}
+_READ = {
+    Exit.OK: "every capture was read",
+    Exit.NOTHING: "nothing to read (no such path, or no captures under it)",
+    Exit.USAGE: "bad usage (also --html without matplotlib, a Ray cluster that cannot be reached)",
+    Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)",
+}
 
 #: What each code means for each command that returns it: the one source of the exit-code
 #: texts of ``--help`` (``exit_help``) and of the docs' tables (``exit_table``, held to it by
 #: a test).
 MEANINGS: dict[str, dict[Exit, str]] = {
     "analyse": _READ,
-    "compare": {**_READ, Exit.USAGE: "bad usage",
-                Exit.SLOWER: "--fail-over: a stage or range in B is slower than in A by more "
-                             "than allowed"},
-    "timeline": {Exit.OK: "every capture was merged",
-                 Exit.NOTHING: "nothing to merge (no such path, no captures, or none holds "
-                               "the --steps asked for)",
-                 Exit.USAGE: "bad usage (--steps or --detail not allowed, a Ray cluster that "
-                             "cannot be reached)",
-                 Exit.PARTIAL: "some files were skipped or partly read (each named on "
-                               "stderr)"},
-    "doctor": {Exit.OK: "healthy", Exit.NOTHING: "no such directory",
-               Exit.PARTIAL: "findings (one line each)"},
-    "sweep": {Exit.OK: "one row per job written", Exit.NOTHING: "no such directory, or no job "
-                                                                "under it wrote a manifest"},
+    "compare": {
+        **_READ,
+        Exit.USAGE: "bad usage",
+        Exit.SLOWER: "--fail-over: a stage or range in B is slower than in A by more than allowed",
+    },
+    "timeline": {
+        Exit.OK: "every capture was merged",
+        Exit.NOTHING: "nothing to merge (no such path, no captures, or none holds "
+        "the --steps asked for)",
+        Exit.USAGE: "bad usage (--steps or --detail not allowed, a Ray cluster that "
+        "cannot be reached)",
+        Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)",
+    },
+    "doctor": {
+        Exit.OK: "healthy",
+        Exit.NOTHING: "no such directory",
+        Exit.PARTIAL: "findings (one line each)",
+    },
+    "sweep": {
+        Exit.OK: "one row per job written",
+        Exit.NOTHING: "no such directory, or no job under it wrote a manifest",
+    },
     "capture": {
         Exit.OK: "every rank that took the request wrote its capture",
         Exit.NOTHING: "a rank took the request but wrote nothing before the timeout (still "
-                      "capturing?), or no rank recorded what the request asked for",
+        "capturing?), or no rank recorded what the request asked for",
         Exit.USAGE: "bad usage (an argument not allowed, a --from file that is no request)",
-        Exit.PARTIAL: "some ranks wrote their capture, others failed or recorded less than "
-                      "asked",
+        Exit.PARTIAL: "some ranks wrote their capture, others failed or recorded less than asked",
         Exit.NOT_RUNNING: "no job took the request: none is running (or it ended while the "
-                          "command waited), none is reachable (no Ray cluster at the address, "
-                          "no capture board), on_demand is false, the hooks are not called, "
-                          "or no worker matches the request"},
+        "command waited), none is reachable (no Ray cluster at the address, "
+        "no capture board), on_demand is false, the hooks are not called, "
+        "or no worker matches the request",
+    },
 }
 
 
@@ -80,8 +102,9 @@ def exit_help(command: str) -> str:
 
     lines = ["exit codes:"]
     for code, meaning in sorted(MEANINGS[command].items()):
-        lines += textwrap.wrap(meaning, 79, initial_indent=f"  {int(code)}  ",
-                               subsequent_indent=" " * 5)
+        lines += textwrap.wrap(
+            meaning, 79, initial_indent=f"  {int(code)}  ", subsequent_indent=" " * 5
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -99,16 +122,28 @@ def error(message: str) -> None:
     print(f"mindspeed-prof: {printable(message)}", file=sys.stderr)
 
 
-def read_captures(path: Path, margin: float | None = None, quiet: bool = True,
-                  jobs: int | None = None, ray: str | None = None,
-                  run: str | None = None, comm_kernels: str = "") -> Analysis:
+def read_captures(
+    path: Path,
+    margin: float | None = None,
+    quiet: bool = True,
+    jobs: int | None = None,
+    ray: str | None = None,
+    run: str | None = None,
+    comm_kernels: str = "",
+) -> Analysis:
     """The analysis of one run under ``path`` (``run``, else the newest): ``read_runs``."""
     return read_runs(path, margin, quiet, jobs, ray, run, comm_kernels)[0]
 
 
-def read_runs(path: Path, margin: float | None = None, quiet: bool = True,
-              jobs: int | None = None, ray: str | None = None,
-              run: str | None = None, comm_kernels: str = "") -> list[Analysis]:
+def read_runs(
+    path: Path,
+    margin: float | None = None,
+    quiet: bool = True,
+    jobs: int | None = None,
+    ray: str | None = None,
+    run: str | None = None,
+    comm_kernels: str = "",
+) -> list[Analysis]:
     """``analyse_runs(path)`` in ``jobs`` processes (default: the CPU count, capped) with a
     transient progress bar of files and bytes (none when ``quiet``): one analysis per run
     ``run`` names (None: the newest; ``all``: each, newest first); ``comm_kernels``: as
@@ -120,34 +155,56 @@ def read_runs(path: Path, margin: float | None = None, quiet: bool = True,
     from mindspeed_prof.analysis.parallel import default_jobs
 
     stderr = Console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[files]}"),
-               DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=stderr, transient=True,
-                  disable=quiet or not stderr.is_terminal) as bar:
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[files]}"),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(
+        *columns, console=stderr, transient=True, disable=quiet or not stderr.is_terminal
+    ) as bar:
         task = bar.add_task(f"reading {path}", total=None, files="")
 
         def progress(files: int, all_files: int, done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, files=f"{files}/{all_files} files")
 
-        return analyse_runs(path, margin=DEFAULT_MARGIN if margin is None else margin,
-                            progress=progress, jobs=default_jobs() if jobs is None else jobs,
-                            ray=ray, run=run, comm_kernels=comm_kernels)
+        return analyse_runs(
+            path,
+            margin=DEFAULT_MARGIN if margin is None else margin,
+            progress=progress,
+            jobs=default_jobs() if jobs is None else jobs,
+            ray=ray,
+            run=run,
+            comm_kernels=comm_kernels,
+        )
 
 
 def noise_option(parser: argparse.ArgumentParser) -> None:
     """``--noise-ms MS``: differences between ranks or runs under this are noise."""
-    parser.add_argument("--noise-ms", type=float, default=1.0, metavar="MS",
-                        help="a difference under this many ms, or under 1%% of the step, is "
-                             "noise: no straggler, no regression (default 1)")
+    parser.add_argument(
+        "--noise-ms",
+        type=float,
+        default=1.0,
+        metavar="MS",
+        help="a difference under this many ms, or under 1%% of the step, is "
+        "noise: no straggler, no regression (default 1)",
+    )
 
 
 def comm_kernels_option(parser: argparse.ArgumentParser) -> None:
     """``--comm-kernels REGEX``: more device kernels counted as communication."""
-    parser.add_argument("--comm-kernels", type=_pattern, default="", metavar="REGEX",
-                        help="device kernels whose name this regex finds (re.search) are "
-                             "communication, before every built-in rule (NCCL, RCCL, HCCL, "
-                             "DeepEP, pplx, NVSHMEM, symmetric memory...): for a library they "
-                             "do not know; captures are then read again, past the cache")
+    parser.add_argument(
+        "--comm-kernels",
+        type=_pattern,
+        default="",
+        metavar="REGEX",
+        help="device kernels whose name this regex finds (re.search) are "
+        "communication, before every built-in rule (NCCL, RCCL, HCCL, "
+        "DeepEP, pplx, NVSHMEM, symmetric memory...): for a library they "
+        "do not know; captures are then read again, past the cache",
+    )
 
 
 def _pattern(text: str) -> str:
@@ -161,11 +218,21 @@ def _pattern(text: str) -> str:
 
 def jobs_option(parser: argparse.ArgumentParser) -> None:
     """``--jobs N`` (processes that read captures) and ``--ray [ADDRESS]``."""
-    parser.add_argument("--jobs", "-j", type=_jobs, metavar="N",
-                        help="processes that read captures (default: the CPU count, at most 8)")
-    parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                        help="read each capture on the Ray node that holds it (default address: "
-                             "the cluster this machine belongs to)")
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs,
+        metavar="N",
+        help="processes that read captures (default: the CPU count, at most 8)",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help="read each capture on the Ray node that holds it (default address: "
+        "the cluster this machine belongs to)",
+    )
 
 
 def placement_line(result: Analysis) -> str | None:

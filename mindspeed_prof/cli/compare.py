@@ -24,25 +24,35 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     c = sub.add_parser(
-        "compare", help="two runs side by side, regressions flagged",
+        "compare",
+        help="two runs side by side, regressions flagged",
         description="Mean time per stage execution and rank in run A (the baseline) and run\n"
-                    "B, per custom range too, device time per step and memory peaks; a change\n"
-                    "beyond --threshold is flagged, runs that captured different things are\n"
-                    "named. A save root of several runs is read as its newest run.\n\n"
-                    + exit_help("compare"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "B, per custom range too, device time per step and memory peaks; a change\n"
+        "beyond --threshold is flagged, runs that captured different things are\n"
+        "named. A save root of several runs is read as its newest run.\n\n" + exit_help("compare"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     c.add_argument("a", metavar="A", help="the baseline run: a save root, job dir or capture")
     c.add_argument("b", metavar="B", help="the run compared against A, in the same forms")
-    c.add_argument("--threshold", type=float, default=0.1,
-                   help="flag changes beyond this fraction (default 0.1 = 10%%)")
-    c.add_argument("--fail-over", type=float, metavar="FRACTION",
-                   help=f"exit {int(Exit.SLOWER)} when a stage or range on a rank runs slower in "
-                        "B than in A: "
-                        "its per-step times shifted by more than FRACTION (0.05 = 5%%) of A's "
-                        "and the noise floor, a shift a rank test over both runs' steps finds "
-                        "real (one-off stalls are not): a CI gate")
-    c.add_argument("--include-warmup", action="store_true",
-                   help="count warmup steps (left out by default)")
+    c.add_argument(
+        "--threshold",
+        type=float,
+        default=0.1,
+        help="flag changes beyond this fraction (default 0.1 = 10%%)",
+    )
+    c.add_argument(
+        "--fail-over",
+        type=float,
+        metavar="FRACTION",
+        help=f"exit {int(Exit.SLOWER)} when a stage or range on a rank runs slower in "
+        "B than in A: "
+        "its per-step times shifted by more than FRACTION (0.05 = 5%%) of A's "
+        "and the noise floor, a shift a rank test over both runs' steps finds "
+        "real (one-off stalls are not): a CI gate",
+    )
+    c.add_argument(
+        "--include-warmup", action="store_true", help="count warmup steps (left out by default)"
+    )
     c.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     noise_option(c)
     comm_kernels_option(c)
@@ -78,9 +88,18 @@ def run(args: argparse.Namespace) -> int:
     if args.fail_over is not None and (few := few_steps(found)):
         error(f"warning: {few}")
     if args.json:
-        json.dump({"a": str(args.a), "b": str(args.b), "threshold": args.threshold,
-                   "fail_over": args.fail_over, "slower": slower, **found.json()}, sys.stdout,
-                  indent=2)
+        json.dump(
+            {
+                "a": str(args.a),
+                "b": str(args.b),
+                "threshold": args.threshold,
+                "fail_over": args.fail_over,
+                "slower": slower,
+                **found.json(),
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
     else:
         console = Console()

@@ -11,8 +11,11 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     # Never parsed by argparse: main() hands "demo ..." to Hydra (mindspeed-prof demo --help).
-    sub.add_parser("demo", help="run the demo RL trainer on CPU; Hydra overrides follow "
-                                "(e.g. profiler_config=stage_scoped demo.workers=0)")
+    sub.add_parser(
+        "demo",
+        help="run the demo RL trainer on CPU; Hydra overrides follow "
+        "(e.g. profiler_config=stage_scoped demo.workers=0)",
+    )
 
 
 def run(overrides: list[str]) -> int:

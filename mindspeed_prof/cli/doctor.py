@@ -34,14 +34,20 @@ def triggered_line(t: dict[str, Any]) -> str:
 
 
 def add_parser(sub: Subparsers) -> None:
-    d = sub.add_parser("doctor", help="health check of a run's captures "
-                                     f"(exit {int(Exit.PARTIAL)} on findings)",
-                       description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = sub.add_parser(
+        "doctor",
+        help=f"health check of a run's captures (exit {int(Exit.PARTIAL)} on findings)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     d.add_argument("root", help="a save root (profile_save_path)")
     d.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    d.add_argument("--skew-ms", type=float, default=500.0,
-                   help="clock skew between hosts worth a finding (default 500 ms)")
+    d.add_argument(
+        "--skew-ms",
+        type=float,
+        default=500.0,
+        help="clock skew between hosts worth a finding (default 500 ms)",
+    )
     d.set_defaults(func=run)
 
 
@@ -63,8 +69,7 @@ def runs_text(runs: list[dict[str, Any]]) -> str:
     """``runs: 2, newest first: RUN (started ..., ranks 0-1); ...``."""
     from mindspeed_prof.analysis.runs import RunInfo, describe
 
-    return f"runs: {len(runs)}, newest first: " + "; ".join(
-        describe(RunInfo(**r)) for r in runs)
+    return f"runs: {len(runs)}, newest first: " + "; ".join(describe(RunInfo(**r)) for r in runs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
             say(finding.message)
         say(captures_line(health.captures_per_rank))
         ranks = ranks_text(list(health.ranks_found)) or "none"
-        expected = (str(len(health.ranks_expected)) if health.ranks_expected
-                    else "unknown: no manifest names them")
+        expected = (
+            str(len(health.ranks_expected))
+            if health.ranks_expected
+            else "unknown: no manifest names them"
+        )
         say(f"ranks with captures: {ranks} (expected {expected})")
         if len(health.runs) > 1:
             say(runs_text(health.runs))
@@ -97,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
         for note in health.notes:
             say(f"note: {note}")
         for rank, size in sorted(health.disk_per_rank.items()):
-            say(f"disk: rank {rank}: " + (f"{size / 2**20:.1f} MB" if size >= 2**20
-                                           else f"{size / 1024:.1f} KB"))
+            say(
+                f"disk: rank {rank}: "
+                + (f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 1024:.1f} KB")
+            )
         for t in health.triggered:
             say(f"triggered: {triggered_line(t)}")
         say("healthy" if health.healthy else f"{len(health.findings)} finding(s)")

@@ -14,11 +14,12 @@ __all__ = ["add_parser", "changed_values", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     r = sub.add_parser(
-        "presets", help="every preset, the question it answers and what it changes",
+        "presets",
+        help="every preset, the question it answers and what it changes",
         description="List the profiler_config=<preset> choices with the values each sets "
-                    "(those that differ from the defaults; --json: every value).")
-    r.add_argument("--json", action="store_true",
-                   help="every preset with all its values on stdout")
+        "(those that differ from the defaults; --json: every value).",
+    )
+    r.add_argument("--json", action="store_true", help="every preset with all its values on stdout")
     r.set_defaults(func=run)
 
 
@@ -33,8 +34,11 @@ def changed_values(fields: dict[str, Any]) -> dict[str, Any]:
     from mindspeed_prof.config.schema import IntegratedConfig
 
     defaults = asdict(IntegratedConfig())
-    return {k: str(v).lower() if isinstance(v, bool) else _plain(v)
-            for k, v in fields.items() if _plain(v) != _plain(defaults.get(k))}
+    return {
+        k: str(v).lower() if isinstance(v, bool) else _plain(v)
+        for k, v in fields.items()
+        if _plain(v) != _plain(defaults.get(k))
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         defaults = asdict(IntegratedConfig())
-        out = {name: {"question": q, **{k: _plain(v) for k, v in {**defaults, **fields}.items()}}
-               for name, (q, fields) in PRESETS.items()}
+        out = {
+            name: {"question": q, **{k: _plain(v) for k, v in {**defaults, **fields}.items()}}
+            for name, (q, fields) in PRESETS.items()
+        }
         json.dump(out, sys.stdout, indent=2)
         print()
         return Exit.OK
@@ -54,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     from mindspeed_prof.views.text import print_presets
 
-    print_presets([(name, q, changed_values(fields)) for name, (q, fields) in PRESETS.items()],
-                  Console())
+    print_presets(
+        [(name, q, changed_values(fields)) for name, (q, fields) in PRESETS.items()], Console()
+    )
     return Exit.OK

@@ -14,11 +14,13 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     s = sub.add_parser(
-        "sweep", help="one row per job of a Hydra multirun",
+        "sweep",
+        help="one row per job of a Hydra multirun",
         description="Summarise every job of a Hydra multirun (-m) dir: stage, status,\n"
-                    "captures, time per step and per stage; writes sweep_summary.json there.\n\n"
-                    + exit_help("sweep"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "captures, time per step and per stage; writes sweep_summary.json there.\n\n"
+        + exit_help("sweep"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("dir", metavar="DIR", help="the multirun dir, e.g. multirun/2026-11-30/10-00-00")
     s.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     s.set_defaults(func=run)

@@ -25,25 +25,44 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Subparsers) -> None:
     t = sub.add_parser(
-        "timeline", help="every capture of a run merged into one Chrome trace",
+        "timeline",
+        help="every capture of a run merged into one Chrome trace",
         description="Merge every capture under ROOT (all ranks, roles, hosts and stages) into\n"
-                    "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per\n"
-                    "rank, role and host, with steps, stages and ranges on one wall clock.\n\n"
-                    + exit_help("timeline"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "one Chrome trace for ui.perfetto.dev or chrome://tracing: a track per\n"
+        "rank, role and host, with steps, stages and ranges on one wall clock.\n\n"
+        + exit_help("timeline"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     t.add_argument("root", metavar="ROOT", help="a save root, a Hydra job or multirun dir")
-    t.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="the merged trace (.json, or .json.gz to compress it)")
-    t.add_argument("--detail", metavar="RANKS",
-                   help="add operator and kernel events for these ranks (0,3,8-11 or all)")
+    t.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the merged trace (.json, or .json.gz to compress it)",
+    )
+    t.add_argument(
+        "--detail",
+        metavar="RANKS",
+        help="add operator and kernel events for these ranks (0,3,8-11 or all)",
+    )
     t.add_argument("--steps", metavar="A:B", help="only steps A..B-1 (A: and :B work too)")
-    t.add_argument("--max-mb", type=_megabytes, default=DEFAULT_MB, metavar="MB",
-                   help="the most MB of JSON to write (before gzip; default %(default)s, what a "
-                        "browser tab loads): short operators merged, then the slowest "
-                        "rank-steps' kept; 0: no limit")
-    t.add_argument("--format", choices=("json", "perfetto"), default="json",
-                   help="json: Chrome's trace format (default); perfetto: Perfetto's own "
-                        "protobuf, smaller and faster to open (needs mindspeed-prof[perfetto])")
+    t.add_argument(
+        "--max-mb",
+        type=_megabytes,
+        default=DEFAULT_MB,
+        metavar="MB",
+        help="the most MB of JSON to write (before gzip; default %(default)s, what a "
+        "browser tab loads): short operators merged, then the slowest "
+        "rank-steps' kept; 0: no limit",
+    )
+    t.add_argument(
+        "--format",
+        choices=("json", "perfetto"),
+        default="json",
+        help="json: Chrome's trace format (default); perfetto: Perfetto's own "
+        "protobuf, smaller and faster to open (needs mindspeed-prof[perfetto])",
+    )
     jobs_option(t)
     t.set_defaults(func=run)
 
@@ -64,8 +83,10 @@ def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> s
         from mindspeed_prof.analysis.timeline_perfetto import available
 
         if not available():
-            return ("--format perfetto needs the perfetto package: "
-                    "pip install 'mindspeed-prof[perfetto]'")
+            return (
+                "--format perfetto needs the perfetto package: "
+                "pip install 'mindspeed-prof[perfetto]'"
+            )
     if args.ray is not None and detail != frozenset():
         return "--detail reads operator events from local files: not with --ray"
     return None
@@ -110,13 +131,16 @@ def run(args: argparse.Namespace) -> int:
     if not steps.everything:
         have = sorted({r.step for t in result.traces for r in t.ranges if r.step is not None})
         if not any(step in steps for step in have):
-            error(f"--steps {args.steps}: no capture holds those steps (they hold "
-                  f"{ranks_text(list(have)) or 'no steps'}); nothing written")
+            error(
+                f"--steps {args.steps}: no capture holds those steps (they hold "
+                f"{ranks_text(list(have)) or 'no steps'}); nothing written"
+            )
             return Exit.NOTHING
     limit = int(args.max_mb * 1e6) or None
     try:
-        timeline = write_timeline(result.traces, Path(args.output), detail, steps, limit,
-                                  args.format)
+        timeline = write_timeline(
+            result.traces, Path(args.output), detail, steps, limit, args.format
+        )
     except BudgetError as err:
         error(f"{err}: nothing written; narrow it with --steps A:B or raise --max-mb")
         return Exit.NOTHING
@@ -127,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.views.safe import say
 
     say(f"timeline: {timeline.path}")
-    say(f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
+    say(
+        f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
         f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev"
-        + (" or chrome://tracing" if args.format == "json" else ""))
+        + (" or chrome://tracing" if args.format == "json" else "")
+    )
     return exit_code(result)

@@ -25,10 +25,25 @@ from mindspeed_prof.config.schema import (
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-__all__ = ["ALIAS", "ALIAS_ENTRY", "CALLBACK_CONFIG", "GROUP", "HIDDEN", "PRESETS", "Preset",
-           "alias_node", "alias_taken_line", "chosen_preset", "configs", "dispatcher",
-           "overridden_fields",
-           "overridden_line", "preset_sections", "register", "unknown_preset_line"]
+__all__ = [
+    "ALIAS",
+    "ALIAS_ENTRY",
+    "CALLBACK_CONFIG",
+    "GROUP",
+    "HIDDEN",
+    "PRESETS",
+    "Preset",
+    "alias_node",
+    "alias_taken_line",
+    "chosen_preset",
+    "configs",
+    "dispatcher",
+    "overridden_fields",
+    "overridden_line",
+    "preset_sections",
+    "register",
+    "unknown_preset_line",
+]
 
 #: The config group of the presets, and the package (the key) it fills.
 GROUP = "profiler_config"
@@ -38,15 +53,22 @@ ALIAS = "profiler"
 
 #: A defaults-list entry that turns the Hydra callback on.
 CALLBACK_CONFIG = "/mindspeed_prof/callback"
-_CALLBACK: dict[str, object] = {"hydra": {"callbacks": {"mindspeed_prof": {
-    "_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}}}}
+_CALLBACK: dict[str, object] = {
+    "hydra": {
+        "callbacks": {
+            "mindspeed_prof": {"_target_": "mindspeed_prof.hydra.callback.ProfilerCallback"}
+        }
+    }
+}
 
 
 def preset_sections(fields: Section) -> dict[str, Section]:
     """A preset's values as the sections they go in, plain (enum members by name)."""
     values = {k: v.name if isinstance(v, Enum) else v for k, v in fields.items()}
-    return {"integrated": {k: v for k, v in values.items() if k not in EXTENSION_FIELDS},
-            EXTENSIONS: {k: v for k, v in values.items() if k in EXTENSION_FIELDS}}
+    return {
+        "integrated": {k: v for k, v in values.items() if k not in EXTENSION_FIELDS},
+        EXTENSIONS: {k: v for k, v in values.items() if k in EXTENSION_FIELDS},
+    }
 
 
 def _preset(fields: Section) -> DictConfig:
@@ -54,10 +76,15 @@ def _preset(fields: Section) -> DictConfig:
     from omegaconf import OmegaConf
 
     body = {**preset_sections(fields), **{role: {} for role in ROLES[1:]}}
-    return OmegaConf.create({
-        "defaults": [CALLBACK_CONFIG, "_self_"],
-        **{name: OmegaConf.create(section, flags={"struct": False})
-           for name, section in body.items()}})
+    return OmegaConf.create(
+        {
+            "defaults": [CALLBACK_CONFIG, "_self_"],
+            **{
+                name: OmegaConf.create(section, flags={"struct": False})
+                for name, section in body.items()
+            },
+        }
+    )
 
 
 class Preset(NamedTuple):
@@ -80,31 +107,60 @@ PRESETS: dict[str, Preset] = {
     "mstx_light": Preset(
         "Which module or stage is slow, across ranks? Ranges only (MindSpeed-RL's lightweight "
         "mode) of steps 2-5: tiny files, safe on a full-size run.",
-        dict(profile=True, mstx=True, profile_level=Level.level_none, profile_with_cpu=False,
-             profile_step_start=2, profile_step_end=6),
+        dict(
+            profile=True,
+            mstx=True,
+            profile_level=Level.level_none,
+            profile_with_cpu=False,
+            profile_step_start=2,
+            profile_step_end=6,
+        ),
     ),
     "stage_scoped": Preset(
         "What runs inside one stage? One level1 capture per execution of the chosen stage "
         "(set profiler_config.integrated.stage) in steps 2-3.",
-        dict(profile=True, mstx=True, stage=Stage.actor_update, profile_level=Level.level1,
-             profile_step_start=2, profile_step_end=4),
+        dict(
+            profile=True,
+            mstx=True,
+            stage=Stage.actor_update,
+            profile_level=Level.level1,
+            profile_step_start=2,
+            profile_step_end=4,
+        ),
     ),
     "memory_debug": Preset(
         "Where does memory go? Memory and shapes for one step.",
-        dict(profile=True, profile_level=Level.level1, profile_with_memory=True,
-             profile_record_shapes=True, with_stack=True, profile_step_start=2,
-             profile_step_end=3),
+        dict(
+            profile=True,
+            profile_level=Level.level1,
+            profile_with_memory=True,
+            profile_record_shapes=True,
+            with_stack=True,
+            profile_step_start=2,
+            profile_step_end=3,
+        ),
     ),
     "full": Preset(
         "Everything about whole steps: level1 ops of all stages, with shapes, for two steps.",
-        dict(profile=True, mstx=True, profile_level=Level.level1, profile_record_shapes=True,
-             profile_step_start=2, profile_step_end=4),
+        dict(
+            profile=True,
+            mstx=True,
+            profile_level=Level.level1,
+            profile_record_shapes=True,
+            profile_step_start=2,
+            profile_step_end=4,
+        ),
     ),
     "dpo": Preset(
         "MindSpeed-LLM's DPO path: step 1 as the warmup step before the window, then exactly "
         "[start, end) measured: step 2.",
-        dict(profile=True, profile_level=Level.level1, warmup_steps=1, profile_step_start=2,
-             profile_step_end=3),
+        dict(
+            profile=True,
+            profile_level=Level.level1,
+            warmup_steps=1,
+            profile_step_start=2,
+            profile_step_end=3,
+        ),
     ),
 }
 
@@ -114,8 +170,12 @@ def configs() -> Iterator[tuple[str, str, DictConfig | dict[str, object], str | 
     yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
     # With -m, one job per RL stage:
     #   python train.py -m profiler_config=stage_scoped +profiler_sweep=all_stages
-    yield "profiler_sweep", "all_stages", {"hydra": {"sweeper": {"params": {
-        "profiler_config.integrated.stage": ",".join(STAGES)}}}}, "_global_"
+    yield (
+        "profiler_sweep",
+        "all_stages",
+        {"hydra": {"sweeper": {"params": {"profiler_config.integrated.stage": ",".join(STAGES)}}}},
+        "_global_",
+    )
     for name, (_, fields) in PRESETS.items():
         yield GROUP, name, _preset(fields), GROUP
 
@@ -150,8 +210,16 @@ def dispatcher(name: str, alias: bool) -> DictConfig:
     from omegaconf import OmegaConf
 
     choice = f"${{oc.select:{ALIAS},{name}}}" if alias else name
-    return OmegaConf.create({"defaults": [CALLBACK_CONFIG, "_self_", ALIAS_ENTRY,
-                                          {f"/{HIDDEN}@_global_.{GROUP}": choice}]})
+    return OmegaConf.create(
+        {
+            "defaults": [
+                CALLBACK_CONFIG,
+                "_self_",
+                ALIAS_ENTRY,
+                {f"/{HIDDEN}@_global_.{GROUP}": choice},
+            ]
+        }
+    )
 
 
 def alias_node(name: str) -> DictConfig:
@@ -159,22 +227,27 @@ def alias_node(name: str) -> DictConfig:
     content, at the key ``profiler`` where Hydra puts a group's content, is empty)."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.create({"defaults": [CALLBACK_CONFIG, f"/{HIDDEN}/{name}@_global_.{GROUP}",
-                                          "_self_"]})
+    return OmegaConf.create(
+        {"defaults": [CALLBACK_CONFIG, f"/{HIDDEN}/{name}@_global_.{GROUP}", "_self_"]}
+    )
 
 
 def unknown_preset_line(group: str, name: str) -> str:
     """One line for a preset name that is not one, with the closest name."""
     from mindspeed_prof.config.validate import did_you_mean
 
-    return (f"mindspeed-prof: {group}={name}: no such preset{did_you_mean(name, PRESETS)}; "
-            f"presets: {', '.join(PRESETS)}")
+    return (
+        f"mindspeed-prof: {group}={name}: no such preset{did_you_mean(name, PRESETS)}; "
+        f"presets: {', '.join(PRESETS)}"
+    )
 
 
 def alias_taken_line(name: str) -> str:
     """One line for ``profiler=<our preset>`` where another config tree owns ``profiler``."""
-    return (f"mindspeed-prof: profiler={name}: 'profiler' is another config group of this app "
-            f"(verl has one); select the preset with {GROUP}={name}")
+    return (
+        f"mindspeed-prof: profiler={name}: 'profiler' is another config group of this app "
+        f"(verl has one); select the preset with {GROUP}={name}"
+    )
 
 
 def register() -> None:
@@ -204,8 +277,9 @@ def chosen_preset(overrides: list[str]) -> str | None:
     return chosen.get(ALIAS, chosen.get(GROUP))
 
 
-def overridden_fields(preset: str, composed: dict[str, Section],
-                      overrides: list[str]) -> list[tuple[str, object, object]]:
+def overridden_fields(
+    preset: str, composed: dict[str, Section], overrides: list[str]
+) -> list[tuple[str, object, object]]:
     """``(key, composed value, preset value)`` for each field ``preset`` sets that the composed
     config holds otherwise, though the command line did not set it: another config of the
     app (its primary config's ``profiler_config`` block, merged after the preset) won."""
@@ -225,7 +299,9 @@ def overridden_fields(preset: str, composed: dict[str, Section],
 def overridden_line(preset: str, fields: list[tuple[str, object, object]]) -> str:
     """One line naming each field of ``preset`` that the app's config overrode, and the fix."""
     named = ", ".join(f"{key}={have!r} (the preset's: {value!r})" for key, have, value in fields)
-    return (f"mindspeed-prof: {GROUP}={preset}: the app's config overrides the preset's {named}, "
-            "because its defaults list merges it after the preset (_self_ last, or missing); "
-            "to let the preset win, delete these keys from the app's profiler_config block, or "
-            "list _self_ before the profiler_config entry")
+    return (
+        f"mindspeed-prof: {GROUP}={preset}: the app's config overrides the preset's {named}, "
+        "because its defaults list merges it after the preset (_self_ last, or missing); "
+        "to let the preset win, delete these keys from the app's profiler_config block, or "
+        "list _self_ before the profiler_config entry"
+    )

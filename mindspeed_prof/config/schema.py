@@ -61,18 +61,25 @@ class Stage(Enum):
 
 
 #: The RL stages every PPO-style step runs, in that order (tables, sweeps, colours).
-STAGES: tuple[str, ...] = ("actor_generate", "actor_compute_log_prob",
-                           "reference_compute_log_prob", "critic_compute_values", "actor_update",
-                           "critic_update")
+STAGES: tuple[str, ...] = (
+    "actor_generate",
+    "actor_compute_log_prob",
+    "reference_compute_log_prob",
+    "critic_compute_values",
+    "actor_update",
+    "critic_update",
+)
 
 #: Where ``telemetry`` may send each step's figures: ``metrics`` (``prof.metrics()`` only),
 #: ``ray`` (Ray's metrics API), ``tensorboard`` (event files under the save root).
 TELEMETRY_SINKS: tuple[str, ...] = ("metrics", "ray", "tensorboard")
 
 #: verl's names for stages that are ours under another name.
-STAGE_ALIASES: dict[str, str] = {"rollout_generate": "actor_generate",
-                                 "ref_compute_log_prob": "reference_compute_log_prob",
-                                 "compute_values": "critic_compute_values"}
+STAGE_ALIASES: dict[str, str] = {
+    "rollout_generate": "actor_generate",
+    "ref_compute_log_prob": "reference_compute_log_prob",
+    "compute_values": "critic_compute_values",
+}
 
 #: The sections ``profiler_config`` may hold: MindSpeed-RL's ``integrated`` and verl's roles.
 ROLES: tuple[str, ...] = ("integrated", "actor", "rollout", "reference", "critic", "reward")
@@ -233,18 +240,22 @@ class ProfilerConfig:
 def to_sections(cfg: IntegratedConfig) -> dict[str, Section]:
     """Checked settings as plain ``integrated`` and ``extensions`` sections (as JSON writes
     them: enum members by name, stages by name)."""
+
     def plain(value: object) -> object:
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
         return value.value if isinstance(value, Enum) else value
 
     values = {name: plain(getattr(cfg, name)) for name in IntegratedConfig.__dataclass_fields__}
-    return {"integrated": {k: values[k] for k in MINDSPEED_RL_FIELDS},
-            EXTENSIONS: {k: values[k] for k in EXTENSION_FIELDS}}
+    return {
+        "integrated": {k: values[k] for k in MINDSPEED_RL_FIELDS},
+        EXTENSIONS: {k: values[k] for k in EXTENSION_FIELDS},
+    }
 
 
 def stage_names(stage: object) -> tuple[str, ...]:
     """A checked ``stage`` value (one ``Stage`` or name, or a list of them) as names."""
     items: list[object] | tuple[object, ...] = (
-        stage if isinstance(stage, (list, tuple)) else [stage])
+        stage if isinstance(stage, (list, tuple)) else [stage]
+    )
     return tuple(str(getattr(s, "value", s)) for s in items)

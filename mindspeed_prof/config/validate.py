@@ -39,8 +39,16 @@ from mindspeed_prof.config.schema import (
     stage_names,
 )
 
-__all__ = ["MAX_PATTERN", "RUN_KEY", "ConfigError", "PLANNED_FIELDS", "did_you_mean",
-           "pattern_problem", "sections", "validate"]
+__all__ = [
+    "MAX_PATTERN",
+    "RUN_KEY",
+    "ConfigError",
+    "PLANNED_FIELDS",
+    "did_you_mean",
+    "pattern_problem",
+    "sections",
+    "validate",
+]
 
 #: Not a section: the driver's run id in a worker's config (``ray.worker_config``).
 RUN_KEY = "run"
@@ -48,17 +56,30 @@ RUN_KEY = "run"
 log = logging.getLogger("mindspeed_prof")
 
 _FIELDS = MINDSPEED_RL_FIELDS + EXTENSION_FIELDS
-_DEFAULTS = {f.name: getattr(IntegratedConfig(), f.name)
-             for f in dataclass_fields(IntegratedConfig)}
+_DEFAULTS = {
+    f.name: getattr(IntegratedConfig(), f.name) for f in dataclass_fields(IntegratedConfig)
+}
 
 #: Fields that only planned captures use: with ``profile: false`` a bad value is a warning.
 #: The others drive what works without ``profile`` (backend, flight recorder, anomaly trigger,
 #: on-demand requests, disk budget, strict) and stop a bad run whatever ``profile`` says.
 PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
-    "warmup_steps", "profile_steps", "profile_continuous_steps", "with_stack",
-    "data_simplification", "aic_metrics", "trace_alloc_max_entries", "stack_depth",
-    "comm_kernels", "model_flops_per_token", "peak_tflops", "iteration_start", "iteration_count",
-    "iteration_stage", "first_microbatch"}
+    "warmup_steps",
+    "profile_steps",
+    "profile_continuous_steps",
+    "with_stack",
+    "data_simplification",
+    "aic_metrics",
+    "trace_alloc_max_entries",
+    "stack_depth",
+    "comm_kernels",
+    "model_flops_per_token",
+    "peak_tflops",
+    "iteration_start",
+    "iteration_count",
+    "iteration_stage",
+    "first_microbatch",
+}
 #: The longest regex ``comm_kernels`` (or ``--comm-kernels``) may be: the analysis tries it on
 #: every kernel name.
 MAX_PATTERN = 1000
@@ -99,8 +120,10 @@ def validate(cfg: object, role: str = "integrated") -> IntegratedConfig:
     tree = _tree(cfg)
     if tree is None:  # one flat section
         return _checked([(role, _plain(cfg), _FIELDS)], role)
-    base = [("integrated", tree.get("integrated", {}), MINDSPEED_RL_FIELDS),
-            (EXTENSIONS, tree.get(EXTENSIONS, {}), EXTENSION_FIELDS)]
+    base = [
+        ("integrated", tree.get("integrated", {}), MINDSPEED_RL_FIELDS),
+        (EXTENSIONS, tree.get(EXTENSIONS, {}), EXTENSION_FIELDS),
+    ]
     for name in ROLES[1:]:  # every role's section, so a bad one stops the run whoever asks
         if name != role and tree.get(name):
             _checked([*base, (name, tree[name], _FIELDS)], name)
@@ -116,8 +139,10 @@ def sections(cfg: object) -> dict[str, Section]:
     if tree is not None:
         return tree
     flat = _plain(cfg)
-    return {"integrated": {k: v for k, v in flat.items() if k not in EXTENSION_FIELDS},
-            EXTENSIONS: {k: v for k, v in flat.items() if k in EXTENSION_FIELDS}}
+    return {
+        "integrated": {k: v for k, v in flat.items() if k not in EXTENSION_FIELDS},
+        EXTENSIONS: {k: v for k, v in flat.items() if k in EXTENSION_FIELDS},
+    }
 
 
 # -- reading the sections ---------------------------------------------------------------------
@@ -126,8 +151,10 @@ def _role(role: str) -> str:
     if name not in ROLES:
         aliases = ", ".join(f"{a} for {b}" for a, b in ROLE_ALIASES.items())
         hint = did_you_mean(role, [*ROLES, *ROLE_ALIASES])
-        raise ConfigError(f"role {role!r}: unknown{hint}; allowed roles: {', '.join(ROLES)} "
-                          f"(verl's names too: {aliases})")
+        raise ConfigError(
+            f"role {role!r}: unknown{hint}; allowed roles: {', '.join(ROLES)} "
+            f"(verl's names too: {aliases})"
+        )
     return name
 
 
@@ -151,13 +178,17 @@ def _tree(cfg: object) -> dict[str, Section] | None:
     for key in keys:
         name = canonical_role(key)
         if key not in known:
-            raise ConfigError(f"profiler_config.{key}: unknown section"
-                              f"{did_you_mean(key, [*SECTIONS, *ROLE_ALIASES])}; allowed sections: "
-                              f"{', '.join(SECTIONS)} (verl's role names "
-                              f"{', '.join(ROLE_ALIASES)} too)")
+            raise ConfigError(
+                f"profiler_config.{key}: unknown section"
+                f"{did_you_mean(key, [*SECTIONS, *ROLE_ALIASES])}; allowed sections: "
+                f"{', '.join(SECTIONS)} (verl's role names "
+                f"{', '.join(ROLE_ALIASES)} too)"
+            )
         if name in out:
-            raise ConfigError(f"profiler_config.{key}: the section {name} is given twice "
-                              f"({key} is verl's name for it); keep one")
+            raise ConfigError(
+                f"profiler_config.{key}: the section {name} is given twice "
+                f"({key} is verl's name for it); keep one"
+            )
         out[name] = _plain(cfg[key], f"profiler_config.{key}")
     return out
 
@@ -187,13 +218,13 @@ def _plain(section: object, key: str = "profiler_config") -> Section:
 
 
 # -- merging and checking ---------------------------------------------------------------------
-def _checked(layers: list[tuple[str, Section, tuple[str, ...]]],
-             role: str) -> IntegratedConfig:
+def _checked(layers: list[tuple[str, Section, tuple[str, ...]]], role: str) -> IntegratedConfig:
     """The ``(section, fields, allowed)`` layers over the defaults, each value checked as it
     is read, then the rules; ``role``'s settings."""
     values = dict(_DEFAULTS)
-    where = {name: ("integrated" if name in MINDSPEED_RL_FIELDS else EXTENSIONS)
-             for name in _FIELDS}
+    where = {
+        name: ("integrated" if name in MINDSPEED_RL_FIELDS else EXTENSIONS) for name in _FIELDS
+    }
     if role != "integrated" and len(layers) == 1:  # a flat section given for a role
         where = dict.fromkeys(_FIELDS, role)
     bad: dict[str, str] = {}
@@ -225,9 +256,11 @@ def _checked(layers: list[tuple[str, Section, tuple[str, ...]]],
         for name in reset:
             setattr(cfg, name, _DEFAULTS[name])
     if ignored:
-        _warn_once("mindspeed-prof: profile is false, so these values are not used "
-                   f"(defaults instead; with profile: true they stop the run): "
-                   f"{'; '.join(ignored)}")
+        _warn_once(
+            "mindspeed-prof: profile is false, so these values are not used "
+            f"(defaults instead; with profile: true they stop the run): "
+            f"{'; '.join(ignored)}"
+        )
     return cfg
 
 
@@ -237,14 +270,18 @@ def _known(section: str, name: str, allowed: tuple[str, ...]) -> None:
         return
     key = f"profiler_config.{section}.{name}"
     if section == "integrated" and name in EXTENSION_FIELDS:
-        raise ConfigError(f"{key}: not one of MindSpeed-RL's fields, which are all "
-                          "profiler_config.integrated may hold (its config class rejects "
-                          f"any other key); set it as profiler_config.{EXTENSIONS}.{name}")
+        raise ConfigError(
+            f"{key}: not one of MindSpeed-RL's fields, which are all "
+            "profiler_config.integrated may hold (its config class rejects "
+            f"any other key); set it as profiler_config.{EXTENSIONS}.{name}"
+        )
     if section == EXTENSIONS and name in MINDSPEED_RL_FIELDS:
-        raise ConfigError(f"{key}: one of MindSpeed-RL's fields; set it as "
-                          f"profiler_config.integrated.{name}")
-    raise ConfigError(f"{key}: unknown field{did_you_mean(name, allowed)}; allowed fields: "
-                      f"{', '.join(allowed)}")
+        raise ConfigError(
+            f"{key}: one of MindSpeed-RL's fields; set it as profiler_config.integrated.{name}"
+        )
+    raise ConfigError(
+        f"{key}: unknown field{did_you_mean(name, allowed)}; allowed fields: {', '.join(allowed)}"
+    )
 
 
 def _show(value: object) -> str:
@@ -312,8 +349,10 @@ def _regex(value: object) -> str:
         raise _Bad("must be a regular expression (a string), e.g. 'my_all2all|ep_dispatch'")
     problem = pattern_problem(value)
     if problem:
-        raise _Bad(f"{problem}; allowed: a Python regular expression matched (re.search) "
-                   "against device kernel names, e.g. 'my_all2all|ep_dispatch', or '' for none")
+        raise _Bad(
+            f"{problem}; allowed: a Python regular expression matched (re.search) "
+            "against device kernel names, e.g. 'my_all2all|ep_dispatch', or '' for none"
+        )
     return value
 
 
@@ -323,8 +362,7 @@ def _enum(kind: type[Enum]) -> Callable[[object], Enum]:
             return value
         if isinstance(value, str) and value in kind.__members__:
             return kind[value]
-        raise _Bad(f"{_unknown(value, kind.__members__)}allowed: "
-                   f"{', '.join(kind.__members__)}")
+        raise _Bad(f"{_unknown(value, kind.__members__)}allowed: {', '.join(kind.__members__)}")
 
     return convert
 
@@ -349,23 +387,31 @@ def _stage(value: object) -> Stage | list[Stage]:
     if not isinstance(value, (list, tuple)):
         stage = _one_stage(value)
         if stage is None:
-            raise _Bad(f"{_unknown(value, [*Stage.__members__, *STAGE_ALIASES])}"
-                       f"allowed: {names}, or a list of stages such as "
-                       f"[actor_generate, actor_update] (verl's names too: {aliases})")
+            raise _Bad(
+                f"{_unknown(value, [*Stage.__members__, *STAGE_ALIASES])}"
+                f"allowed: {names}, or a list of stages such as "
+                f"[actor_generate, actor_update] (verl's names too: {aliases})"
+            )
         return stage
     entries = ", ".join(s.name for s in Stage if s is not Stage.all)
     stages: list[Stage] = []
     for item in value:
         stage = _one_stage(item)
         if stage is None or stage is Stage.all:
-            why = ("'all' stands alone (stage: all)" if stage is Stage.all else
-                   "unknown stage" + did_you_mean(item, [*Stage.__members__, *STAGE_ALIASES]))
+            why = (
+                "'all' stands alone (stage: all)"
+                if stage is Stage.all
+                else "unknown stage" + did_you_mean(item, [*Stage.__members__, *STAGE_ALIASES])
+            )
             raise _Bad(f"bad entry {item!r}, {why}; allowed entries: {entries}", list(value))
         if stage not in stages:
             stages.append(stage)
     if not stages:
-        raise _Bad(f"an empty list captures nothing; allowed: {names}, or a list of stages "
-                   "such as [actor_generate, actor_update]", [])
+        raise _Bad(
+            f"an empty list captures nothing; allowed: {names}, or a list of stages "
+            "such as [actor_generate, actor_update]",
+            [],
+        )
     return stages
 
 
@@ -386,8 +432,9 @@ def _ranks(value: object) -> str | list[int]:
 
 def _steps(value: object) -> list[int]:
     """A sorted list of distinct steps >= 1 (verl's ``global_profiler.steps``)."""
-    allowed = "allowed: null (the window profile_step_start..end) or a list of steps >= 1, " \
-              "e.g. [2, 5]"
+    allowed = (
+        "allowed: null (the window profile_step_start..end) or a list of steps >= 1, e.g. [2, 5]"
+    )
     if not isinstance(value, (list, tuple)) or not value:
         raise _Bad(allowed)
     for item in value:
@@ -398,52 +445,78 @@ def _steps(value: object) -> list[int]:
 
 def _sinks(value: object) -> tuple[str, ...]:
     """``telemetry``: distinct names of ``TELEMETRY_SINKS`` (one name alone is a list of one)."""
-    allowed = (f"allowed: a list of {', '.join(TELEMETRY_SINKS)}, e.g. [metrics, tensorboard] "
-               "([] or null: off)")
+    allowed = (
+        f"allowed: a list of {', '.join(TELEMETRY_SINKS)}, e.g. [metrics, tensorboard] "
+        "([] or null: off)"
+    )
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         raise _Bad(allowed)
     out: list[str] = []
     for item in items:
         if item not in TELEMETRY_SINKS:
-            raise _Bad(f"bad entry {item!r}{did_you_mean(item, TELEMETRY_SINKS)}; {allowed}",
-                       list(items))
+            raise _Bad(
+                f"bad entry {item!r}{did_you_mean(item, TELEMETRY_SINKS)}; {allowed}", list(items)
+            )
         if item not in out:
             out.append(item)
     return tuple(out)
+
+
 def _window_stage(value: object) -> str:
     """One stage other than ``all`` (verl's names read as ours)."""
     stage = _one_stage(value)
     if stage is None or stage is Stage.all:
         entries = ", ".join(s.name for s in Stage if s is not Stage.all)
-        why = "'all' has no iterations" if stage is Stage.all else \
-            _unknown(value, [*Stage.__members__, *STAGE_ALIASES]).rstrip("; ") or "not a stage"
+        why = (
+            "'all' has no iterations"
+            if stage is Stage.all
+            else _unknown(value, [*Stage.__members__, *STAGE_ALIASES]).rstrip("; ") or "not a stage"
+        )
         raise _Bad(f"{why}; allowed: one stage, {entries}")
     return stage.name
 
 
-_KINDS: dict[type, Callable[[object], object]] = {bool: _bool, int: _int, float: _number,
-                                                   str: _path}
-_ENUMS: dict[str, type[Enum]] = {"profile_export_type": ExportType, "profile_level": Level,
-                                 "backend": BackendKind, "aic_metrics": AicMetrics}
+_KINDS: dict[type, Callable[[object], object]] = {
+    bool: _bool,
+    int: _int,
+    float: _number,
+    str: _path,
+}
+_ENUMS: dict[str, type[Enum]] = {
+    "profile_export_type": ExportType,
+    "profile_level": Level,
+    "backend": BackendKind,
+    "aic_metrics": AicMetrics,
+}
 _CONVERT: dict[str, Callable[[object], object]] = {
-    **{name: _KINDS[type(default)] for name, default in _DEFAULTS.items()
-       if type(default) in _KINDS},
+    **{
+        name: _KINDS[type(default)]
+        for name, default in _DEFAULTS.items()
+        if type(default) in _KINDS
+    },
     **{name: _enum(kind) for name, kind in _ENUMS.items()},
-    "stage": _stage, "profile_ranks": _ranks, "profile_steps": _steps,
-    "comm_kernels": _regex, "telemetry": _sinks, "iteration_stage": _window_stage,
+    "stage": _stage,
+    "profile_ranks": _ranks,
+    "profile_steps": _steps,
+    "comm_kernels": _regex,
+    "telemetry": _sinks,
+    "iteration_stage": _window_stage,
 }
 assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 
 
 # -- rules between fields ---------------------------------------------------------------------
-_MODEL_EXAMPLES = {"model_flops_per_token": "1.4e10 (2 x 7e9 parameters of a dense model)",
-                   "peak_tflops": "989 (one H100's dense BF16)"}
+_MODEL_EXAMPLES = {
+    "model_flops_per_token": "1.4e10 (2 x 7e9 parameters of a dense model)",
+    "peak_tflops": "989 (one H100's dense BF16)",
+}
 Problem = tuple[tuple[str, ...], str]  # the fields to reset when lenient, and the message
 
 
 def _first_problem(c: IntegratedConfig, where: dict[str, str]) -> Problem | None:
     """The first rule ``c`` breaks, or None."""
+
     def key(name: str) -> str:
         return f"profiler_config.{where[name]}.{name}"
 
@@ -455,19 +528,20 @@ def _window_steps_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Pro
     if c.profile_step_start < 1:
         return ("profile_step_start",), (
             f"{key('profile_step_start')}={c.profile_step_start}: must be an integer >= 1 "
-            "(steps are 1-based)")
+            "(steps are 1-based)"
+        )
     if c.profile_step_end <= c.profile_step_start:
         return ("profile_step_start", "profile_step_end"), (
             f"{key('profile_step_end')}={c.profile_step_end}: must be greater than "
             f"profile_step_start ({c.profile_step_start}); the window is [start, end), "
-            f"so profile_step_end={c.profile_step_start + 1} captures one step")
+            f"so profile_step_end={c.profile_step_start + 1} captures one step"
+        )
     return None
 
 
 def _count_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
     """Counts and sizes: none negative, warmup only with the window, the model facts."""
-    for name in ("warmup_steps", "flight_recorder_steps", "anomaly_max_captures",
-                 "max_disk_mb"):
+    for name in ("warmup_steps", "flight_recorder_steps", "anomaly_max_captures", "max_disk_mb"):
         if getattr(c, name) < 0:
             off = "" if name == "warmup_steps" else " (0 turns it off)"
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 0{off}"
@@ -475,15 +549,19 @@ def _count_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | 
         return ("warmup_steps",), (
             f"{key('warmup_steps')}={c.warmup_steps}: warmup steps come before "
             "profile_step_start, and profile_steps replaces the window; set warmup_steps=0, "
-            "or use profile_step_start and profile_step_end")
+            "or use profile_step_start and profile_step_end"
+        )
     if c.telemetry_every < 1:
         return ("telemetry_every",), (
             f"{key('telemetry_every')}={c.telemetry_every}: must be an integer >= 1 (steps "
-            "between exports to the telemetry sinks)")
+            "between exports to the telemetry sinks)"
+        )
     for name in ("model_flops_per_token", "peak_tflops"):
         if not 0 <= getattr(c, name) < float("inf"):  # NaN too
-            return (name,), (f"{key(name)}={getattr(c, name)}: must be a number >= 0 "
-                             f"(0: not given), e.g. {_MODEL_EXAMPLES[name]}")
+            return (name,), (
+                f"{key(name)}={getattr(c, name)}: must be a number >= 0 "
+                f"(0: not given), e.g. {_MODEL_EXAMPLES[name]}"
+            )
     for name in ("trace_alloc_max_entries", "stack_depth"):
         if getattr(c, name) < 1:
             return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 1"
@@ -498,12 +576,14 @@ def _output_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem |
         return ("profile_with_cpu", "profile_with_npu", "mstx"), (
             f"{key('profile_with_cpu').rsplit('.', 1)[0]}: nothing to collect: "
             "profile_with_cpu, profile_with_npu and mstx are all false; set at least one of "
-            "them to true")
+            "them to true"
+        )
     if c.mstx and c.profile_level is Level.level_none and c.profile_export_type is ExportType.db:
         return ("profile_export_type",), (
             f"{key('profile_export_type')}=db: not supported with mstx=true and "
             "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
-            "allowed: text, or profile_level in level0, level1, level2")
+            "allowed: text, or profile_level in level0, level1, level2"
+        )
     return None
 
 
@@ -511,16 +591,21 @@ def _window_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem |
     """Iteration window fields (``capture.iterations``)."""
     for name in ("iteration_start", "iteration_count"):
         if getattr(c, name) < 0:
-            return (name,), (f"{key(name)}={getattr(c, name)}: must be an integer >= 0 "
-                             + ("(0: the whole stage, no iteration window)"
-                                if name == "iteration_count" else "(the first iteration "
-                                "captured, as prof.iteration numbers them)"))
+            return (name,), (
+                f"{key(name)}={getattr(c, name)}: must be an integer >= 0 "
+                + (
+                    "(0: the whole stage, no iteration window)"
+                    if name == "iteration_count"
+                    else "(the first iteration captured, as prof.iteration numbers them)"
+                )
+            )
     stages = stage_names(c.stage)
     if c.iteration_count and stages != ("all",) and c.iteration_stage not in stages:
         return ("iteration_stage",), (
             f"{key('iteration_stage')}={c.iteration_stage!r}: an iteration window captures "
             f"inside that stage, which stage={list(stages)} does not capture; allowed: one of "
-            f"{', '.join(stages)}, or leave stage at all")
+            f"{', '.join(stages)}, or leave stage at all"
+        )
     return None
 
 
@@ -529,22 +614,31 @@ def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem 
     if c.anomaly_factor != 0 and not c.anomaly_factor > 1:
         return ("anomaly_factor",), (
             f"{key('anomaly_factor')}={c.anomaly_factor}: must be 0 (off) or a number > 1, "
-            "e.g. 2.0 (a step twice its rolling median)")
+            "e.g. 2.0 (a step twice its rolling median)"
+        )
     if not 0 <= c.anomaly_min_ms < float("inf"):  # NaN too
         return ("anomaly_min_ms",), (
             f"{key('anomaly_min_ms')}={c.anomaly_min_ms}: must be a number >= 0 (the ms a "
-            "slow step or stage is over its median as well; 0: anomaly_factor alone decides)")
+            "slow step or stage is over its median as well; 0: anomaly_factor alone decides)"
+        )
     if c.anomaly_window < 2:
         return ("anomaly_window",), (
             f"{key('anomaly_window')}={c.anomaly_window}: must be an integer >= 2 "
-            "(steps in the rolling median)")
+            "(steps in the rolling median)"
+        )
     if c.anomaly_capture_steps < 1:
         return ("anomaly_capture_steps",), (
             f"{key('anomaly_capture_steps')}={c.anomaly_capture_steps}: must be an integer "
-            ">= 1 (steps captured after an anomaly)")
+            ">= 1 (steps captured after an anomaly)"
+        )
     return None
 
 
 #: The rules between fields, in the order they are checked.
 _RULES: tuple[Callable[[IntegratedConfig, Callable[[str], str]], Problem | None], ...] = (
-    _window_steps_problem, _count_problem, _trigger_problem, _window_problem, _output_problem)
+    _window_steps_problem,
+    _count_problem,
+    _trigger_problem,
+    _window_problem,
+    _output_problem,
+)

@@ -46,21 +46,27 @@ MAPPED: dict[str, str] = {
     "tool_config.npu.analysis": "profile_analysis",
     "tool_config.npu.discrete (true: each stage its own capture)": "stage: every stage "
     "(false: stage all)",
-    "npu: export type Db, msprof_tx, data_simplification (verl hard-codes them)":
-    "profile_export_type: db, mstx: true, data_simplification: true",
+    "npu: export type Db, msprof_tx, data_simplification (verl hard-codes them)": (
+        "profile_export_type: db, mstx: true, data_simplification: true"
+    ),
     "tool_config.torch.contents cuda, memory, shapes, stack": "profile_with_npu (the device), "
     "profile_with_memory, profile_record_shapes, with_stack",
     "tool_config.torch.discrete": "stage",
-    "tool_config.torch_memory.trace_alloc_max_entries / stack_depth":
-    "trace_alloc_max_entries / stack_depth",
-    "SFT trainer.profile_interval [a, b] (inclusive; -1: off)":
-    "profile_step_start: a, profile_step_end: b + 1",
-    "rollout: tool_config.npu/torch.profile_token_start / profile_token_end (exclusive)":
-    "iteration_start / iteration_count = end - start (null end: to the stage's end)",
-    "rollout: tool_config.<tool>.delay_iterations / max_iterations (vLLM's; 0: no limit)":
-    "iteration_start / iteration_count",
-    "rollout: tool_config.<tool>.start_step / num_steps (SGLang's; null: no limit)":
-    "iteration_start / iteration_count",
+    "tool_config.torch_memory.trace_alloc_max_entries / stack_depth": (
+        "trace_alloc_max_entries / stack_depth"
+    ),
+    "SFT trainer.profile_interval [a, b] (inclusive; -1: off)": (
+        "profile_step_start: a, profile_step_end: b + 1"
+    ),
+    "rollout: tool_config.npu/torch.profile_token_start / profile_token_end (exclusive)": (
+        "iteration_start / iteration_count = end - start (null end: to the stage's end)"
+    ),
+    "rollout: tool_config.<tool>.delay_iterations / max_iterations (vLLM's; 0: no limit)": (
+        "iteration_start / iteration_count"
+    ),
+    "rollout: tool_config.<tool>.start_step / num_steps (SGLang's; null: no limit)": (
+        "iteration_start / iteration_count"
+    ),
 }
 NOT_MAPPED: tuple[str, ...] = (
     "global_profiler.tool: nsys, precision_debugger (not profiled; one warning)",
@@ -99,16 +105,19 @@ def verl_fields(cfg: object, role: str = "actor") -> Section:
 def _ppo(cfg: object, role: str) -> Section:
     paths = ROLE_PATHS.get(role)
     if paths is None:
-        raise ConfigError(f"verl role {role!r}: allowed: {', '.join(ROLE_PATHS)} (and ref, "
-                          "reward_model)")
+        raise ConfigError(
+            f"verl role {role!r}: allowed: {', '.join(ROLE_PATHS)} (and ref, reward_model)"
+        )
     blocks = [(p, b) for p in paths if isinstance(b := _select(cfg, p), Mapping)]
     if not blocks:
         raise ConfigError(f"verl config: no {' or '.join(paths)} block for role {role}")
     path, block = blocks[0]
     gp = _mapping(_select(cfg, "global_profiler"), "global_profiler")
     steps = gp.get("steps")
-    if steps is not None and (not isinstance(steps, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) for s in steps)):
+    if steps is not None and (
+        not isinstance(steps, list)
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in steps)
+    ):
         raise ConfigError(f"global_profiler.steps={steps!r}: allowed: null or a list of steps")
     tool = block.get("tool", gp.get("tool"))
     fields = _block(block, path, tool, bool(steps))
@@ -126,10 +135,14 @@ def _ppo(cfg: object, role: str) -> Section:
 
 def _sft(cfg: object) -> Section:
     interval = _select(cfg, "trainer.profile_interval") or [-1, -1]
-    if not (isinstance(interval, list) and len(interval) == 2
-            and all(isinstance(s, int) for s in interval)):
-        raise ConfigError(f"trainer.profile_interval={interval!r}: allowed: [start, end] "
-                          "(inclusive), -1 for off")
+    if not (
+        isinstance(interval, list)
+        and len(interval) == 2
+        and all(isinstance(s, int) for s in interval)
+    ):
+        raise ConfigError(
+            f"trainer.profile_interval={interval!r}: allowed: [start, end] (inclusive), -1 for off"
+        )
     on = -1 not in interval and 1 <= interval[0] <= interval[1]
     block = _mapping(_select(cfg, "profiler"), "profiler")
     fields = _block(block, "profiler", block.get("tool"), on)
@@ -146,15 +159,19 @@ def _block(block: Mapping[str, object], path: str, tool: object, has_steps: bool
     mapped = tool if isinstance(tool, str) and tool in _TOOLS else None
     if tool is not None and mapped is None:
         if enable and has_steps:
-            _warn_once(f"mindspeed-prof: {path}.tool={tool!r} has no mindspeed-prof backend "
-                       f"(mapped: {', '.join(_TOOLS)}); this role is not profiled")
+            _warn_once(
+                f"mindspeed-prof: {path}.tool={tool!r} has no mindspeed-prof backend "
+                f"(mapped: {', '.join(_TOOLS)}); this role is not profiled"
+            )
         return {"profile": False}
     fields: Section = {"profile": bool(mapped and enable and has_steps)}
     ranks = _listed(block.get("ranks") or [], f"{path}.ranks")
     ints = [r for r in ranks if isinstance(r, int)]  # others: validate names them
-    fields["profile_ranks"] = ("all" if block.get("all_ranks")
-                               else (sorted(set(ints)) if len(ints) == len(ranks) else ranks)
-                               or [0])
+    fields["profile_ranks"] = (
+        "all"
+        if block.get("all_ranks")
+        else (sorted(set(ints)) if len(ints) == len(ranks) else ranks) or [0]
+    )
     if mapped is None:
         return fields
     fields["backend"] = _TOOLS[mapped]
@@ -178,57 +195,81 @@ def _npu(settings: Mapping[str, object], where: str) -> Section:
     if level not in _LEVELS:
         raise ConfigError(f"{where}.level={level!r}: allowed: {', '.join(_LEVELS)}")
     has = _contents(settings.get("contents", []), _NPU_CONTENTS, f"{where}.contents")
-    return {"profile_level": level, "profile_export_type": "db", "mstx": True,
-            "data_simplification": True, "profile_with_cpu": True,
-            "profile_with_npu": has("npu"), "profile_with_memory": has("memory"),
-            "profile_record_shapes": has("shapes"), "profile_with_module": has("module"),
-            "with_stack": has("stack"), "profile_analysis": bool(settings.get("analysis", False)),
-            "stage": _discrete(settings)}
+    return {
+        "profile_level": level,
+        "profile_export_type": "db",
+        "mstx": True,
+        "data_simplification": True,
+        "profile_with_cpu": True,
+        "profile_with_npu": has("npu"),
+        "profile_with_memory": has("memory"),
+        "profile_record_shapes": has("shapes"),
+        "profile_with_module": has("module"),
+        "with_stack": has("stack"),
+        "profile_analysis": bool(settings.get("analysis", False)),
+        "stage": _discrete(settings),
+    }
 
 
 def _torch(settings: Mapping[str, object], where: str) -> Section:
     contents = settings.get("contents", [])
     has = _contents(contents, _TORCH_CONTENTS, f"{where}.contents")
-    return {"profile_level": "level0", "profile_with_cpu": True,
-            "profile_with_npu": not contents or has("cuda"),
-            "profile_with_memory": has("memory"), "profile_record_shapes": has("shapes"),
-            "with_stack": has("stack"), "stage": _discrete(settings)}
+    return {
+        "profile_level": "level0",
+        "profile_with_cpu": True,
+        "profile_with_npu": not contents or has("cuda"),
+        "profile_with_memory": has("memory"),
+        "profile_record_shapes": has("shapes"),
+        "with_stack": has("stack"),
+        "stage": _discrete(settings),
+    }
 
 
 #: An iteration window open at its end: to the stage's end.
 OPEN_END = 2**31 - 1
 #: A window's (start, other, what other means) in verl's and the engines' spellings.
-_WINDOWS = (("profile_token_start", "profile_token_end", "end"),
-            ("delay_iterations", "max_iterations", "count, 0 none"),
-            ("start_step", "num_steps", "count"))
+_WINDOWS = (
+    ("profile_token_start", "profile_token_end", "end"),
+    ("delay_iterations", "max_iterations", "count, 0 none"),
+    ("start_step", "num_steps", "count"),
+)
 
 
 def _window(settings: Mapping[str, object], where: str) -> Section:
     """The rollout's window over decode iterations (response tokens): verl's
     ``profile_token_start``/``end``, or vLLM's ``delay_iterations``/``max_iterations``, or
     SGLang's ``start_step``/``num_steps``; ``{}`` when none is set (vLLM's 0/0 is none)."""
-    found = [(a, b, kind) for a, b, kind in _WINDOWS if settings.get(a) or settings.get(b)
-             or (kind != "count, 0 none" and (settings.get(a), settings.get(b)) != (None, None))]
+    found = [
+        (a, b, kind)
+        for a, b, kind in _WINDOWS
+        if settings.get(a)
+        or settings.get(b)
+        or (kind != "count, 0 none" and (settings.get(a), settings.get(b)) != (None, None))
+    ]
     if not found:
         return {}
     if len(found) > 1:
-        raise ConfigError(f"{where}: both {found[0][0]}/{found[0][1]} and {found[1][0]}/"
-                          f"{found[1][1]} set; allowed: one spelling of the window")
+        raise ConfigError(
+            f"{where}: both {found[0][0]}/{found[0][1]} and {found[1][0]}/"
+            f"{found[1][1]} set; allowed: one spelling of the window"
+        )
     first, second, kind = found[0]
     start, other = _count(settings, first, where) or 0, _count(settings, second, where)
     if kind == "end" and other is not None and other <= start:
-        raise ConfigError(f"{where}.{second}={other}: allowed: greater than {first} ({start}) "
-                          "(the end is exclusive), or null")
-    count = (other - start if other is not None else OPEN_END) if kind == "end" else \
-        (other or OPEN_END)
+        raise ConfigError(
+            f"{where}.{second}={other}: allowed: greater than {first} ({start}) "
+            "(the end is exclusive), or null"
+        )
+    count = (
+        (other - start if other is not None else OPEN_END) if kind == "end" else (other or OPEN_END)
+    )
     return {"iteration_start": start, "iteration_count": count}
 
 
 def _count(settings: Mapping[str, object], key: str, where: str) -> int | None:
     """An engine's iteration count or index: null or an integer >= 0."""
     value = settings.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                              or value < 0):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ConfigError(f"{where}.{key}={value!r}: allowed: null or an integer >= 0")
     return value
 

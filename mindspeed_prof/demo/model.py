@@ -59,8 +59,9 @@ class Policy(nn.Module):  # type: ignore[misc,unused-ignore]  # torch is read as
         prev = torch.full((rows,), self.vocab, dtype=torch.long)
         with torch.no_grad():
             for t in range(steps):
-                probs = torch.softmax(self.mlp(self.prev(prev) + self.pos.weight[t % self.length]),
-                                      dim=-1)
+                probs = torch.softmax(
+                    self.mlp(self.prev(prev) + self.pos.weight[t % self.length]), dim=-1
+                )
                 prev = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
     def log_prob(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
@@ -75,8 +76,9 @@ class Critic(nn.Module):  # type: ignore[misc,unused-ignore]  # as Policy
     def __init__(self, vocab: int, length: int, hidden: int = 64) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, hidden)
-        self.head = nn.Sequential(nn.Linear(hidden * length, hidden), nn.Tanh(),
-                                  nn.Linear(hidden, 1))
+        self.head = nn.Sequential(
+            nn.Linear(hidden * length, hidden), nn.Tanh(), nn.Linear(hidden, 1)
+        )
 
     def forward(self, prompts: torch.Tensor) -> torch.Tensor:
         return self.head(self.embed(prompts).flatten(1)).squeeze(-1)

@@ -11,8 +11,9 @@ import torch
 __all__ = ["kept_groups", "plant_constant_groups", "response_lengths", "zero_variance"]
 
 
-def response_lengths(n: int, base: int, tail: float, tail_length: int, limit: int,
-                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def response_lengths(
+    n: int, base: int, tail: float, tail_length: int, limit: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Each of ``n`` responses' length in tokens, ``base`` or for a share ``tail`` of them
     ``tail_length``, cut at ``limit`` (0: no limit); and which of them were cut."""
     lengths = torch.full((n,), base, dtype=torch.long)
@@ -23,8 +24,9 @@ def response_lengths(n: int, base: int, tail: float, tail_length: int, limit: in
     return lengths.clamp(max=limit), lengths > limit
 
 
-def plant_constant_groups(rewards: torch.Tensor, group: int, share: float,
-                          generator: torch.Generator) -> torch.Tensor:
+def plant_constant_groups(
+    rewards: torch.Tensor, group: int, share: float, generator: torch.Generator
+) -> torch.Tensor:
     """``rewards`` with a share ``share`` of its groups (``group`` consecutive samples each) set
     to their group's mean: every member the same reward, so GRPO learns nothing from them."""
     if share <= 0:

@@ -70,8 +70,7 @@ class Timings(TypedDict):
 class IntegratedWorker(ProfilerMixin):
     """One GRPO/PPO-style training step per ``train_step`` call, each stage under the profiler."""
 
-    def __init__(self, rank: int, demo: DemoConfig, profiler_config: Mapping[str, object]
-                 ) -> None:
+    def __init__(self, rank: int, demo: DemoConfig, profiler_config: Mapping[str, object]) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(demo.seed)  # every rank starts from the same policy
         self.rank, self.d = rank, demo
@@ -91,8 +90,9 @@ class IntegratedWorker(ProfilerMixin):
             with self._stage("actor_generate"):
                 if step == self.d.slow_step and self.rank == 0:
                     time.sleep(0.5)  # +demo.slow_step=N: one slow step on rank 0 (anomaly demo)
-                prompts = make_prompts(self.d.prompts, self.d.length, self.d.vocab,
-                                       self.gen).repeat_interleave(self.d.group, dim=0)
+                prompts = make_prompts(
+                    self.d.prompts, self.d.length, self.d.vocab, self.gen
+                ).repeat_interleave(self.d.group, dim=0)
                 responses = self.actor.generate(prompts, self.gen)
                 scored, kept, tokens = self._rollout(prompts, responses)
                 prompts, responses, rewards = prompts[kept], responses[kept], scored[kept]
@@ -104,26 +104,34 @@ class IntegratedWorker(ProfilerMixin):
                 values = self.critic(prompts)
             with self._stage("actor_update"):
                 prof.count("tokens_trained", tokens)
-                stats = self._update_actor(prompts, responses, old_logp, ref_logp,
-                                           self._advantages(rewards, values))
+                stats = self._update_actor(
+                    prompts, responses, old_logp, ref_logp, self._advantages(rewards, values)
+                )
             with self._stage("critic_update"):
                 stats["value_loss"] = self._update_critic(prompts, rewards)
         return {"step": step, "rank": self.rank, "reward": scored.mean().item(), **stats}
 
-    def _rollout(self, prompts: torch.Tensor,
-                 responses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def _rollout(
+        self, prompts: torch.Tensor, responses: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """Inside ``actor_generate``: the long tail decoded, the rewards (reward-constant groups
         planted where asked), the samples kept for training (dynamic sampling where asked),
         all of it counted; the rewards, the kept samples and their tokens."""
         d, prof, group = self.d, self.profiler, self.d.group
-        lengths, cut = response_lengths(len(responses), d.length, d.long_tail,
-                                        d.long_tail_length, d.max_response_length, self.gen)
+        lengths, cut = response_lengths(
+            len(responses),
+            d.length,
+            d.long_tail,
+            d.long_tail_length,
+            d.max_response_length,
+            self.gen,
+        )
         longer = lengths > d.length
         if bool(longer.any()):  # the batch decodes until its longest response ends
-            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d.length,
-                                   self.gen)
-        rewards = plant_constant_groups(self._score(prompts, responses), group,
-                                        d.constant_reward_groups, self.gen)
+            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d.length, self.gen)
+        rewards = plant_constant_groups(
+            self._score(prompts, responses), group, d.constant_reward_groups, self.gen
+        )
         flat = zero_variance(rewards, group)
         kept = kept_groups(flat, d.filter_groups).repeat_interleave(group)
         prof.count("tokens_generated", int(lengths.sum()))
@@ -149,8 +157,14 @@ class IntegratedWorker(ProfilerMixin):
         norm = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-4)).flatten()
         return norm + (rewards - values)
 
-    def _update_actor(self, prompts: torch.Tensor, responses: torch.Tensor, old: torch.Tensor,
-                      ref: torch.Tensor, adv: torch.Tensor) -> dict[str, float]:
+    def _update_actor(
+        self,
+        prompts: torch.Tensor,
+        responses: torch.Tensor,
+        old: torch.Tensor,
+        ref: torch.Tensor,
+        adv: torch.Tensor,
+    ) -> dict[str, float]:
         clip, beta = self.d.clip, self.d.kl_coef
         for _ in range(self.d.ppo_epochs):
             logp = self.actor.log_prob(prompts, responses)
@@ -180,8 +194,9 @@ class _Timed:
 
     __slots__ = ("_w", "_name", "_inner", "_t0")
 
-    def __init__(self, worker: IntegratedWorker, name: str,
-                 inner: AbstractContextManager[object]) -> None:
+    def __init__(
+        self, worker: IntegratedWorker, name: str, inner: AbstractContextManager[object]
+    ) -> None:
         self._w, self._name, self._inner = worker, name, inner
 
     def __enter__(self) -> None:
@@ -191,8 +206,9 @@ class _Timed:
         if self._name == d.slow_stage and self._w.rank == d.slow_rank:
             time.sleep(d.slow_ms / 1000.0)  # +demo.slow_stage=NAME
 
-    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             self._inner.__exit__(kind, err, tb)
         finally:

@@ -5,9 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
-    "ANALYSIS", "CACHE", "CLUSTER_SUMMARY", "DB", "MANIFEST", "MEMORY_SNAPSHOT", "MEMORY_TIMELINE",
-    "NPU_FOLDER", "NPU_OUTPUT", "SPANS", "SUMMARY", "SWEEP_SUMMARY", "TRACE", "TRACE_GZ",
-    "TRACE_STEM", "capture_stem", "is_capture_file",
+    "ANALYSIS",
+    "CACHE",
+    "CLUSTER_SUMMARY",
+    "DB",
+    "MANIFEST",
+    "MEMORY_SNAPSHOT",
+    "MEMORY_TIMELINE",
+    "NPU_FOLDER",
+    "NPU_OUTPUT",
+    "SPANS",
+    "SUMMARY",
+    "SWEEP_SUMMARY",
+    "TRACE",
+    "TRACE_GZ",
+    "TRACE_STEM",
+    "capture_stem",
+    "is_capture_file",
 ]
 
 #: torch Chrome trace, its gzipped form, and the SQLite export (``profile_export_type: db``).

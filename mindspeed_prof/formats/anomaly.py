@@ -10,8 +10,9 @@ import msgspec
 __all__ = ["Action", "Anomaly"]
 
 #: What was done about an anomaly.
-Action = Literal["capture", "skipped: another capture is active",
-                 "skipped: anomaly_max_captures reached"]
+Action = Literal[
+    "capture", "skipped: another capture is active", "skipped: anomaly_max_captures reached"
+]
 
 
 class Anomaly(msgspec.Struct, frozen=True):

@@ -14,8 +14,16 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-__all__ = ["KIND_SPANS", "CaptureHeader", "Clock", "ModelFacts", "header_dict", "header_json",
-           "merged", "read_header"]
+__all__ = [
+    "KIND_SPANS",
+    "CaptureHeader",
+    "Clock",
+    "ModelFacts",
+    "header_dict",
+    "header_json",
+    "merged",
+    "read_header",
+]
 
 #: ``kind`` of a range file (the span recorder's, a flight dump).
 KIND_SPANS = "spans"
@@ -106,8 +114,10 @@ def read_header(raw: object, where: object) -> tuple[CaptureHeader, str | None]:
     header = _lenient(raw, CaptureHeader, bad)
     if not bad:
         return header, None
-    return header, (f"{where}: its mindspeed_prof header has {', '.join(sorted(bad))} of the "
-                    "wrong type; ignored")
+    return header, (
+        f"{where}: its mindspeed_prof header has {', '.join(sorted(bad))} of the "
+        "wrong type; ignored"
+    )
 
 
 _S = TypeVar("_S", bound=msgspec.Struct)

@@ -26,9 +26,20 @@ import msgspec
 from mindspeed_prof.formats import NPU_FOLDER, capture_stem, is_capture_file
 from mindspeed_prof.jsonio import Refused, read_bytes
 
-__all__ = ["MAX_MANIFEST_BYTES", "Manifest", "capture_count", "find_manifests", "host_info",
-           "is_manifest", "list_files", "manifest_name", "nothing_captured", "read_manifest",
-           "versions", "write_manifest"]
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "Manifest",
+    "capture_count",
+    "find_manifests",
+    "host_info",
+    "is_manifest",
+    "list_files",
+    "manifest_name",
+    "nothing_captured",
+    "read_manifest",
+    "versions",
+    "write_manifest",
+]
 
 #: A manifest larger than this is not read (one that lists a large root's files is a few MB).
 MAX_MANIFEST_BYTES = 64 * 2**20
@@ -90,8 +101,7 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None
-                  ) -> Manifest | None:
+def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None) -> Manifest | None:
     """The manifest at ``path``; None when it is not a regular file under
     ``MAX_MANIFEST_BYTES`` holding a JSON object of the manifest's fields (``jsonio``'s
     bounded read). ``refused`` is told of a file not read (a link, a FIFO, too large)."""
@@ -109,9 +119,9 @@ def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None
         return None
 
 
-def find_manifests(root: Path, recursive: bool = True,
-                   refused: Callable[[Refused], None] | None = None
-                   ) -> list[tuple[Path, Manifest]]:
+def find_manifests(
+    root: Path, recursive: bool = True, refused: Callable[[Refused], None] | None = None
+) -> list[tuple[Path, Manifest]]:
     """Every manifest that can be read under ``root`` (in its folders too when
     ``recursive``), with its path, in path order; ``refused`` is told of each not read."""
     if not root.is_dir():
@@ -160,8 +170,11 @@ def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
             st = p.stat()
         except OSError:
             continue
-        if (stat.S_ISREG(st.st_mode) and not p.name.startswith((".", "manifest"))
-                and (since is None or st.st_mtime >= since)):
+        if (
+            stat.S_ISREG(st.st_mode)
+            and not p.name.startswith((".", "manifest"))
+            and (since is None or st.st_mtime >= since)
+        ):
             out.append({"path": str(p.relative_to(root)), "bytes": st.st_size})
     return out
 

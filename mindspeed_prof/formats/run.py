@@ -43,7 +43,8 @@ def run_started(run_id: str) -> float | None:
     if not m:
         return None
     try:
-        return datetime.strptime(m.group(1), "%Y%m%d-%H%M%S").replace(
-            tzinfo=timezone.utc).timestamp()
+        return (
+            datetime.strptime(m.group(1), "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+        )
     except ValueError:
         return None

@@ -61,9 +61,13 @@ def hydra_save_root(path: Path, hydra: HydraNode) -> Path:
         num = int(hydra.job.num) if multirun else None
     except (TypeError, ValueError):
         num = None
-    return job_save_root(path, launch_dir=Path(hydra.runtime.cwd),
-                         output_dir=Path(hydra.runtime.output_dir),
-                         chdir=hydra_chdir(hydra.job.chdir), job_num=num)
+    return job_save_root(
+        path,
+        launch_dir=Path(hydra.runtime.cwd),
+        output_dir=Path(hydra.runtime.output_dir),
+        chdir=hydra_chdir(hydra.job.chdir),
+        job_num=num,
+    )
 
 
 def hydra_chdir(value: bool | None) -> bool:
@@ -76,8 +80,9 @@ def hydra_chdir(value: bool | None) -> bool:
     return not version.base_at_least("1.2")
 
 
-def job_save_root(path: Path, *, launch_dir: Path, output_dir: Path, chdir: bool,
-                  job_num: int | None) -> Path:
+def job_save_root(
+    path: Path, *, launch_dir: Path, output_dir: Path, chdir: bool, job_num: int | None
+) -> Path:
     """Where a relative save ``path`` lives for a Hydra job: in the job's working directory,
     as the app's own relative files do. That is the job's output dir with ``hydra.job.chdir``
     true, else the launch dir (MindSpeed-RL's ``version_base=None`` apps: ``./profiler_data``

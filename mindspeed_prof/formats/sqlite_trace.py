@@ -23,8 +23,16 @@ from typing import Any
 
 __all__ = ["KEPT_ARGS", "write_db", "read_db_events"]
 
-KEPT_ARGS = ("Input Dims", "step", "stream", "device", "Sequence number", "value", "values",
-             "stage")
+KEPT_ARGS = (
+    "Input Dims",
+    "step",
+    "stream",
+    "device",
+    "Sequence number",
+    "value",
+    "values",
+    "stage",
+)
 
 _SCHEMA = """
 PRAGMA page_size = 1024;
@@ -50,18 +58,28 @@ def write_db(trace: dict[str, Any], db_path: Path) -> Path:
                     i = ids[text] = len(ids) + 1
                 return i
 
-            con.executemany("INSERT INTO meta VALUES (?, ?)",
-                            [(k, json.dumps(v)) for k, v in trace.items() if k != "traceEvents"])
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in trace.items() if k != "traceEvents"],
+            )
             rows = []
             for ev in trace.get("traceEvents", []):
                 if not isinstance(ev, dict):
                     continue
                 args = ev.get("args") or {}
                 kept = {k: args[k] for k in KEPT_ARGS if k in args}
-                rows.append((intern(str(ev.get("name", ""))), intern(str(ev.get("cat", ""))),
-                             ev.get("ph"), _ns(ev.get("ts")), _ns(ev.get("dur")),
-                             ev.get("pid"), ev.get("tid"),
-                             intern(json.dumps(kept)) if kept else None))
+                rows.append(
+                    (
+                        intern(str(ev.get("name", ""))),
+                        intern(str(ev.get("cat", ""))),
+                        ev.get("ph"),
+                        _ns(ev.get("ts")),
+                        _ns(ev.get("dur")),
+                        ev.get("pid"),
+                        ev.get("tid"),
+                        intern(json.dumps(kept)) if kept else None,
+                    )
+                )
             con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             con.executemany("INSERT INTO strings VALUES (?, ?)", [(i, s) for s, i in ids.items()])
             con.commit()
@@ -78,7 +96,8 @@ def read_db_events(db_path: Path) -> Iterable[tuple[str, str, str, float, float,
         cur = con.execute(
             "SELECT n.value, c.value, e.ph, e.ts_ns, e.dur_ns, e.pid, e.tid, a.value "
             "FROM events e JOIN strings n ON n.id = e.name JOIN strings c ON c.id = e.cat "
-            "LEFT JOIN strings a ON a.id = e.args")
+            "LEFT JOIN strings a ON a.id = e.args"
+        )
         for name, cat, ph, ts, dur, pid, tid, args in cur:
             yield (name, cat, ph, (ts or 0) / 1000.0, (dur or 0) / 1000.0, pid, tid, args or "{}")
     finally:

@@ -17,8 +17,10 @@ __all__ = ["Stem", "claimed", "rank_of"]
 
 _TAIL = r"_step(\d+)(?:_(\d+))?(?:_r(\d+))?"
 #: With the token (what is written), then without (older stems): an all-digit token reads as one.
-_STEMS = (re.compile(r"rank(\d+)_(.+)_(\d+)_([0-9a-f]{6})" + _TAIL),
-          re.compile(r"rank(\d+)_(.+)_(\d+)()" + _TAIL))
+_STEMS = (
+    re.compile(r"rank(\d+)_(.+)_(\d+)_([0-9a-f]{6})" + _TAIL),
+    re.compile(r"rank(\d+)_(.+)_(\d+)()" + _TAIL),
+)
 _RANK = re.compile(r"rank(\d+)_")
 
 
@@ -47,8 +49,15 @@ class Stem(msgspec.Struct, frozen=True):
             m = pattern.match(name)
             if m is not None:
                 rank, host, pid, token, step, index, claim = m.groups()
-                return cls(int(rank), host, int(pid), int(step), token or None,
-                           int(index or 0), int(claim or 1))
+                return cls(
+                    int(rank),
+                    host,
+                    int(pid),
+                    int(step),
+                    token or None,
+                    int(index or 0),
+                    int(claim or 1),
+                )
         return None
 
 

@@ -46,8 +46,7 @@ class ProfilerCallback(Callback):
         self._sweep: Path | None = None  # the multirun's dir until its summary is out
         self._words: list[str] | None = None  # the multirun's command, as its driver saw it
 
-    def on_job_start(self, config: DictConfig, *, task_function: Any = None,
-                     **kwargs: Any) -> None:
+    def on_job_start(self, config: DictConfig, *, task_function: Any = None, **kwargs: Any) -> None:
         if "profiler_config" not in config:
             return
         from mindspeed_prof.config.schema import to_sections
@@ -85,7 +84,8 @@ class ProfilerCallback(Callback):
         resolved = {**sections(config.profiler_config), **to_sections(cfg)}
         # Several jobs of one sweep write into one save root outside their own dirs.
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
-            Path(hydra_cfg.runtime.output_dir).resolve())
+            Path(hydra_cfg.runtime.output_dir).resolve()
+        )
         current.set_job_profiler(profiler)  # the task's from_config(job config) gives it
         self._job = _Job(
             profiler=profiler,
@@ -93,13 +93,22 @@ class ProfilerCallback(Callback):
             cwd=Path(hydra_cfg.runtime.cwd),
             shared=shared,
             manifest=Manifest(
-                status="running", run=run, run_how=how,
-                job={"name": hydra_cfg.job.name, "num": job_num,
-                     "overrides": list(hydra_cfg.overrides.task),
-                     "output_dir": hydra_cfg.runtime.output_dir,
-                     **launch_info(hydra_cfg, self._words)},  # command, cwd
-                rank=profiler.rank, **host_info(), start_time=time.time(),
-                versions=versions(), profiler_config=resolved),
+                status="running",
+                run=run,
+                run_how=how,
+                job={
+                    "name": hydra_cfg.job.name,
+                    "num": job_num,
+                    "overrides": list(hydra_cfg.overrides.task),
+                    "output_dir": hydra_cfg.runtime.output_dir,
+                    **launch_info(hydra_cfg, self._words),
+                },  # command, cwd
+                rank=profiler.rank,
+                **host_info(),
+                start_time=time.time(),
+                versions=versions(),
+                profiler_config=resolved,
+            ),
         )
         _write(self._job)
         if _multirun(hydra_cfg) and job_num is not None:
@@ -193,8 +202,9 @@ def _sweep_dir(config: DictConfig) -> Path | None:
     try:
         return Path(str(config.hydra.sweep.dir))
     except Exception as err:  # noqa: BLE001 - the jobs still run; only the summary is lost
-        log.warning("mindspeed-prof: no sweep summary: hydra.sweep.dir: %s",
-                    str(err).splitlines()[0])
+        log.warning(
+            "mindspeed-prof: no sweep summary: hydra.sweep.dir: %s", str(err).splitlines()[0]
+        )
         return None
 
 
@@ -249,8 +259,10 @@ def _where(root: Path, cwd: Path, manifest: Manifest, shared: bool) -> str:
     if reason:
         return f"mindspeed-prof: nothing captured in {shown}: {reason}"
     n = capture_count(manifest, shared)
-    return (f"mindspeed-prof: {n} capture{'' if n == 1 else 's'} in {shown}; "
-            f"read them: mindspeed-prof analyse {shlex.quote(shown)}")
+    return (
+        f"mindspeed-prof: {n} capture{'' if n == 1 else 's'} in {shown}; "
+        f"read them: mindspeed-prof analyse {shlex.quote(shown)}"
+    )
 
 
 def _write(job: _Job) -> None:

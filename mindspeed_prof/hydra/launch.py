@@ -22,12 +22,16 @@ if TYPE_CHECKING:
 __all__ = ["command", "launch_info"]
 
 #: Hydra's flags that choose the config (``dest`` in its argument parser -> the flag written).
-_CONFIG_FLAGS = {"config_path": "--config-path", "config_name": "--config-name",
-                 "config_dir": "--config-dir"}
+_CONFIG_FLAGS = {
+    "config_path": "--config-path",
+    "config_name": "--config-name",
+    "config_dir": "--config-dir",
+}
 
 
-def command(orig_argv: list[str], argv: list[str],
-            which: Callable[[str], str | None] = shutil.which) -> list[str]:
+def command(
+    orig_argv: list[str], argv: list[str], which: Callable[[str], str | None] = shutil.which
+) -> list[str]:
     """The words that start the app again: ``orig_argv`` without Hydra's ``argv[1:]``, plus
     the config flags among those. An installed script run through its interpreter
     (``/venv/bin/python /venv/bin/mindspeed-prof demo``) reads as its name where the shell
@@ -51,8 +55,11 @@ def _config_flags(hydra_args: list[str]) -> list[str]:
         parsed, _ = get_args_parser().parse_known_args(hydra_args)
     except SystemExit:  # Hydra parsed these already: only a changed argv gets here
         return []
-    return [f"{flag}={getattr(parsed, dest)}" for dest, flag in _CONFIG_FLAGS.items()
-            if getattr(parsed, dest, None) is not None]
+    return [
+        f"{flag}={getattr(parsed, dest)}"
+        for dest, flag in _CONFIG_FLAGS.items()
+        if getattr(parsed, dest, None) is not None
+    ]
 
 
 def launch_info(hydra_cfg: HydraConf, words: list[str] | None = None) -> dict[str, object]:
@@ -63,5 +70,4 @@ def launch_info(hydra_cfg: HydraConf, words: list[str] | None = None) -> dict[st
     the job in a worker process with a command line of its own)."""
     base = words if words is not None else command(list(sys.orig_argv), list(sys.argv))
     own = [o for o in hydra_cfg.overrides.hydra if not str(o).startswith("hydra.mode=")]
-    return {"command": [*base, *map(str, own)] if base else [],
-            "cwd": str(hydra_cfg.runtime.cwd)}
+    return {"command": [*base, *map(str, own)] if base else [], "cwd": str(hydra_cfg.runtime.cwd)}

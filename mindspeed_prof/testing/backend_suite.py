@@ -32,9 +32,14 @@ class BackendConformance:
         return self.backend_cls(self.make_config(**fields))
 
     def target(self, root: Path, step: int = 1, rank: int = 0, stage: str = "all") -> CaptureTarget:
-        return CaptureTarget(root / "integrated", f"rank{rank}_host_{os.getpid()}_step{step}",
-                             rank, "integrated", Capture(stage, step),
-                             CaptureHeader(rank=rank, stage=stage, step=step))
+        return CaptureTarget(
+            root / "integrated",
+            f"rank{rank}_host_{os.getpid()}_step{step}",
+            rank,
+            "integrated",
+            Capture(stage, step),
+            CaptureHeader(rank=rank, stage=stage, step=step),
+        )
 
     def load(self, path: Path) -> None:
         """Fail unless ``path`` (a file or folder the backend returned) is a readable capture."""

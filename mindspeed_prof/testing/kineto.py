@@ -19,30 +19,53 @@ from mindspeed_prof.config.schema import STAGES
 
 __all__ = ["cuda_events", "cuda_trace", "span", "write_cuda_trace", "write_trace"]
 
-_COMPUTE = ["ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4>",
-            "void at::native::reduce_kernel<512, 1>", "volta_fp16_s884gemm_fp16_256x128"]
-_COMM = ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclKernel_AllGather_RING_LL_Sum_int8_t",
-         "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"]
+_COMPUTE = [
+    "ampere_sgemm_128x64_tn",
+    "void at::native::vectorized_elementwise_kernel<4>",
+    "void at::native::reduce_kernel<512, 1>",
+    "volta_fp16_s884gemm_fp16_256x128",
+]
+_COMM = [
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+    "ncclKernel_AllGather_RING_LL_Sum_int8_t",
+    "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+]
 _COPY = ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)", "Memset (Device)"]
 
 
-def cuda_trace(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: int = 12,
-               with_steps: bool = True, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
+def cuda_trace(
+    rank: int = 0,
+    steps: int = 4,
+    seed: int = 0,
+    kernels_per_stage: int = 12,
+    with_steps: bool = True,
+    stages: tuple[str, ...] = STAGES,
+) -> dict[str, Any]:
     """A trace object (``traceEvents`` etc.) for ``rank``: ``steps`` steps, each a run of
     ``stages`` (annotations: other trainers' names make them custom ranges)."""
-    return {**_header(rank), "traceEvents": list(cuda_events(
-        rank, steps, seed, kernels_per_stage, with_steps, stages))}
+    return {
+        **_header(rank),
+        "traceEvents": list(cuda_events(rank, steps, seed, kernels_per_stage, with_steps, stages)),
+    }
 
 
 def _header(rank: int) -> dict[str, object]:
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank,
-                                                    "world_size": 2},
-            "deviceProperties": [{"id": rank, "name": "NVIDIA H100", "totalGlobalMem": 85e9}]}
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+        "deviceProperties": [{"id": rank, "name": "NVIDIA H100", "totalGlobalMem": 85e9}],
+    }
 
 
-def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage: int = 12,
-                with_steps: bool = True, stages: tuple[str, ...] = STAGES,
-                comm_scale: float = 1.0) -> Iterator[dict[str, Any]]:
+def cuda_events(
+    rank: int = 0,
+    steps: int = 4,
+    seed: int = 0,
+    kernels_per_stage: int = 12,
+    with_steps: bool = True,
+    stages: tuple[str, ...] = STAGES,
+    comm_scale: float = 1.0,
+) -> Iterator[dict[str, Any]]:
     """``cuda_trace``'s events, a step at a time; NCCL kernels ``comm_scale`` times as long (a
     slow link), queued on their stream as any kernel."""
     rng = random.Random(seed * 1000 + rank)
@@ -56,13 +79,32 @@ def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage:
         nonlocal t, corr
         corr += 1
         call = float(rng.randint(3, 8))
-        ev.append({"ph": "X", "cat": "cuda_runtime", "name": runtime, "pid": host, "tid": 1,
-                   "ts": t, "dur": call, "args": {"correlation": corr, "External id": corr}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": runtime,
+                "pid": host,
+                "tid": 1,
+                "ts": t,
+                "dur": call,
+                "args": {"correlation": corr, "External id": corr},
+            }
+        )
         start = max(t + rng.randint(5, 15), free[stream])
         free[stream] = start + dur
-        ev.append({"ph": "X", "cat": cat, "name": name, "pid": dev, "tid": stream, "ts": start,
-                   "dur": dur, "args": {"correlation": corr, "External id": corr,
-                                        "stream": stream, "device": dev}})
+        ev.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": dev,
+                "tid": stream,
+                "ts": start,
+                "dur": dur,
+                "args": {"correlation": corr, "External id": corr, "stream": stream, "device": dev},
+            }
+        )
         t += call + rng.randint(1, 4)
 
     for step in range(1, steps + 1):
@@ -75,53 +117,108 @@ def cuda_events(rank: int = 0, steps: int = 4, seed: int = 0, kernels_per_stage:
                 t += 2
                 r = rng.random()
                 if r < 0.25:
-                    launch(rng.choice(_COMM), 13, rng.randint(40, 400) * comm_scale, "kernel",
-                           "cudaLaunchKernel")
+                    launch(
+                        rng.choice(_COMM),
+                        13,
+                        rng.randint(40, 400) * comm_scale,
+                        "kernel",
+                        "cudaLaunchKernel",
+                    )
                 elif r < 0.4:
                     name = rng.choice(_COPY)
-                    launch(name, 20, rng.randint(5, 60),
-                           "gpu_memset" if name.startswith("Memset") else "gpu_memcpy",
-                           "cudaMemsetAsync" if name.startswith("Memset") else "cudaMemcpyAsync")
+                    launch(
+                        name,
+                        20,
+                        rng.randint(5, 60),
+                        "gpu_memset" if name.startswith("Memset") else "gpu_memcpy",
+                        "cudaMemsetAsync" if name.startswith("Memset") else "cudaMemcpyAsync",
+                    )
                 else:
-                    launch(rng.choice(_COMPUTE), 7, rng.randint(10, 200), "kernel",
-                           "cudaLaunchKernel")
-                ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": host, "tid": 1,
-                           "ts": op_start, "dur": t - op_start, "args": {}})
+                    launch(
+                        rng.choice(_COMPUTE), 7, rng.randint(10, 200), "kernel", "cudaLaunchKernel"
+                    )
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "name": "aten::mm",
+                        "pid": host,
+                        "tid": 1,
+                        "ts": op_start,
+                        "dur": t - op_start,
+                        "args": {},
+                    }
+                )
                 if rng.random() < 0.15:
                     t += rng.randint(100, 900)  # host busy elsewhere: the device idles
-            ev.append({"ph": "X", "cat": "user_annotation", "name": stage, "pid": host, "tid": 1,
-                       "ts": stage_start, "dur": t - stage_start})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": stage,
+                    "pid": host,
+                    "tid": 1,
+                    "ts": stage_start,
+                    "dur": t - stage_start,
+                }
+            )
             t += 3
         t = max(t, max(free.values()) - rng.randint(0, 300))  # the next step overlaps a little
         if with_steps:
-            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
-                       "pid": host, "tid": 1, "ts": step_start, "dur": t - step_start})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{step}",
+                    "pid": host,
+                    "tid": 1,
+                    "ts": step_start,
+                    "dur": t - step_start,
+                }
+            )
         t += 10
         yield from ev
         ev.clear()
     yield {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
 
 
-def write_cuda_trace(path: Path, rank: int = 0, steps: int = 4, seed: int = 0,
-                     kernels_per_stage: int = 12, with_steps: bool = True,
-                     stages: tuple[str, ...] = STAGES, comm_scale: float = 1.0) -> Path:
+def write_cuda_trace(
+    path: Path,
+    rank: int = 0,
+    steps: int = 4,
+    seed: int = 0,
+    kernels_per_stage: int = 12,
+    with_steps: bool = True,
+    stages: tuple[str, ...] = STAGES,
+    comm_scale: float = 1.0,
+) -> Path:
     """``cuda_events(...)`` as a trace file, written an event at a time (any size, little
     memory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         f.write(json.dumps(_header(rank))[:-1] + ', "traceEvents": [')
-        for i, event in enumerate(cuda_events(rank, steps, seed, kernels_per_stage, with_steps,
-                                              stages, comm_scale)):
+        for i, event in enumerate(
+            cuda_events(rank, steps, seed, kernels_per_stage, with_steps, stages, comm_scale)
+        ):
             f.write(", " + json.dumps(event) if i else json.dumps(event))
         f.write("]}")
     return path
 
 
-def span(name: str, ts: float, dur: float, cat: str = "user_annotation", tid: int = 1,
-         **args: object) -> dict[str, Any]:
+def span(
+    name: str, ts: float, dur: float, cat: str = "user_annotation", tid: int = 1, **args: object
+) -> dict[str, Any]:
     """One complete (``X``) event."""
-    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid,
-            **({"args": args} if args else {})}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "ts": ts,
+        "dur": dur,
+        "pid": 1,
+        "tid": tid,
+        **({"args": args} if args else {}),
+    }
 
 
 def write_trace(path: Path, events: Sequence[Mapping[str, object]], **fields: object) -> Path:

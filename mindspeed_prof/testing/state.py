@@ -21,9 +21,13 @@ _Saved = dict[object, object] | list[object]
 #: Modules whose globals hold process-wide state: the range sink and counters, the current
 #: profilers, the live profilers and the signal handlers they replaced, the run id this process
 #: exported, the bad counts already warned about.
-MODULES = ("mindspeed_prof.mstx", "mindspeed_prof.capture.current",
-           "mindspeed_prof.capture.crash", "mindspeed_prof.capture.run",
-           "mindspeed_prof.capture.count")
+MODULES = (
+    "mindspeed_prof.mstx",
+    "mindspeed_prof.capture.current",
+    "mindspeed_prof.capture.crash",
+    "mindspeed_prof.capture.run",
+    "mindspeed_prof.capture.count",
+)
 
 
 @contextmanager
@@ -50,8 +54,9 @@ def process_state() -> Iterator[None]:
     registered: list[Callable[..., object]] = []
     register = atexit.register
 
-    def recording(func: Callable[_P, _T], /, *args: _P.args,
-                  **kwargs: _P.kwargs) -> Callable[_P, _T]:
+    def recording(
+        func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Callable[_P, _T]:
         if _ours(func):  # libraries' own hooks are theirs to keep
             registered.append(func)
         return register(func, *args, **kwargs)
@@ -87,9 +92,14 @@ def _ours(func: Callable[..., object]) -> bool:
 
 
 def _globals(module: ModuleType) -> dict[str, object]:
-    return {k: v for k, v in vars(module).items()
-            if k.startswith("_") and not k.startswith("__") and not callable(v)
-            and not isinstance(v, ModuleType)}
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if k.startswith("_")
+        and not k.startswith("__")
+        and not callable(v)
+        and not isinstance(v, ModuleType)
+    }
 
 
 def _contents(value: object) -> _Saved | None:

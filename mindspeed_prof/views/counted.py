@@ -22,8 +22,11 @@ from mindspeed_prof.views.tables import table as _table
 __all__ = ["LEDGER_NAMES", "count_text", "print_ledger", "print_throughput", "share_text"]
 
 #: How the ledger table names its lines.
-LEDGER_NAMES = {"dropped": "dropped samples", "zero_variance": "zero-variance groups",
-                "truncated": "truncated responses"}
+LEDGER_NAMES = {
+    "dropped": "dropped samples",
+    "zero_variance": "zero-variance groups",
+    "truncated": "truncated responses",
+}
 
 
 def count_text(value: float | None) -> str:
@@ -45,8 +48,7 @@ def _rate(value: float | None) -> str:
 def _notes(console: Console, lines: list[str]) -> None:
     for line in lines:
         for i, part in enumerate(textwrap.wrap(printable(line), console.width - 2)):
-            console.print(("  " if i else "") + part, style="dim", highlight=False,
-                          markup=False)
+            console.print(("  " if i else "") + part, style="dim", highlight=False, markup=False)
 
 
 def print_throughput(stages: list[StageThroughput], model: Model, console: Console) -> None:
@@ -61,13 +63,24 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
         for col in ("tok/s", "slowest", "fastest", "samples/s", "trend", "MFU"):
             _column(table, col)
         for s in stages:
-            slow = "-" if s.min_tokens_per_s is None else (
-                f"{_rate(s.min_tokens_per_s)} (r{rank_label(s.slowest_rank, s.slowest_source)})"
-                if s.min_tokens_per_s < (s.max_tokens_per_s or 0.0) else
-                _rate(s.min_tokens_per_s))
-            table.add_row(cell(names[s.stage]), _rate(s.tokens_per_s), cell(slow),
-                          _rate(s.max_tokens_per_s), _rate(s.samples_per_s),
-                          "-" if s.change is None else f"{s.change:+.0%}", share_text(s.mfu))
+            slow = (
+                "-"
+                if s.min_tokens_per_s is None
+                else (
+                    f"{_rate(s.min_tokens_per_s)} (r{rank_label(s.slowest_rank, s.slowest_source)})"
+                    if s.min_tokens_per_s < (s.max_tokens_per_s or 0.0)
+                    else _rate(s.min_tokens_per_s)
+                )
+            )
+            table.add_row(
+                cell(names[s.stage]),
+                _rate(s.tokens_per_s),
+                cell(slow),
+                _rate(s.max_tokens_per_s),
+                _rate(s.samples_per_s),
+                "-" if s.change is None else f"{s.change:+.0%}",
+                share_text(s.mfu),
+            )
         return table
 
     table = build({s.stage: s.stage for s in stages})
@@ -78,9 +91,11 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
     console.print(table)
     if codes:
         _legend(console, codes)
-    notes = ["tok/s: the median over ranks of each rank's tokens over its time in the stage; "
-             "trend: the change over the steps of a least-squares line through each step's "
-             "median"]
+    notes = [
+        "tok/s: the median over ranks of each rank's tokens over its time in the stage; "
+        "trend: the change over the steps of a least-squares line through each step's "
+        "median"
+    ]
     seen = set()
     for s in stages:
         if s.mfu_note and s.mfu_note not in seen and s.tokens_per_s is not None:
@@ -102,26 +117,41 @@ def print_ledger(book: Ledger | None, console: Console) -> None:
         for col in ("count", "of", "share", "gen s", "of gen"):
             _column(table, col)
         for x in book.lines:
-            table.add_row(LEDGER_NAMES.get(x.line, x.line), count_text(x.count),
-                          count_text(x.of), share_text(x.share),
-                          "-" if x.seconds is None else f"{x.seconds:,.2f}",
-                          share_text(x.time_share))
+            table.add_row(
+                LEDGER_NAMES.get(x.line, x.line),
+                count_text(x.count),
+                count_text(x.of),
+                share_text(x.share),
+                "-" if x.seconds is None else f"{x.seconds:,.2f}",
+                share_text(x.time_share),
+            )
         console.print(table)
     notes = [f"{LEDGER_NAMES.get(x.line, x.line)}: {x.note}" for x in book.lines if x.note]
     t = book.tail
     if t is not None and t.responses:
-        held = (f" ({t.seconds:,.2f} s of {t.generation_s:,.2f} s)"
-                if t.seconds is not None and t.generation_s is not None else "")
-        text = (f"Long tail: {t.responses:,} responses, length p50 {count_text(t.p50)}, p95 "
-                f"{count_text(t.p95)}, p99 {count_text(t.p99)}, max {count_text(t.max)}; "
-                f"after 95% had finished, decode ran {share_text(t.share)} of generation"
-                f"{held}")
+        held = (
+            f" ({t.seconds:,.2f} s of {t.generation_s:,.2f} s)"
+            if t.seconds is not None and t.generation_s is not None
+            else ""
+        )
+        text = (
+            f"Long tail: {t.responses:,} responses, length p50 {count_text(t.p50)}, p95 "
+            f"{count_text(t.p95)}, p99 {count_text(t.p99)}, max {count_text(t.max)}; "
+            f"after 95% had finished, decode ran {share_text(t.share)} of generation"
+            f"{held}"
+        )
         for i, part in enumerate(textwrap.wrap(printable(text), console.width - 2)):
             console.print(("  " if i else "") + part, highlight=False, markup=False)
     if t is not None and t.note:
         notes.append(f"long tail: {t.note}")
-    gen = (f"{book.generation_s:,.2f} s of actor_generate in {book.steps} steps (the mean "
-           "over ranks); " if book.generation_s is not None else "")
-    notes.append(f"{gen}share: of the counted whole; of gen: of those steps' generation "
-                 "time; the lines may overlap (not added up); see docs/ledger.md")
+    gen = (
+        f"{book.generation_s:,.2f} s of actor_generate in {book.steps} steps (the mean "
+        "over ranks); "
+        if book.generation_s is not None
+        else ""
+    )
+    notes.append(
+        f"{gen}share: of the counted whole; of gen: of those steps' generation "
+        "time; the lines may overlap (not added up); see docs/ledger.md"
+    )
     _notes(console, notes)

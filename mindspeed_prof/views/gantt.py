@@ -67,8 +67,7 @@ def _label(text: str, room: float, x: float, y: float, anchor: str = "start") ->
     """A ``<text>`` of ``text`` cut to ``room``; a tooltip holds the whole of it when cut."""
     shown = _fit(text, room)
     tip = f"<title>{escape(text)}</title>" if shown != text else ""
-    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{tip}{escape(shown)}'
-            "</text>")
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{tip}{escape(shown)}</text>'
 
 
 class _Spans(NamedTuple):
@@ -125,10 +124,10 @@ def _shown_steps(spans: _Spans, first: int | None, steps: int) -> list[int]:
 def _layout(spans: _Spans, shown: list[int], width: int) -> _Layout:
     """Step ``N`` is a column as wide as its slowest rank, after a column of rank names."""
     starts, ends = spans.starts, spans.ends
-    rows = sorted({(k[0], k[1]) for k in starts if k[2] in shown},
-                  key=lambda rs: (rank_order(rs[0]), rs[1]))
-    names = {(rank, source): f"rank {printable(rank_label(rank, source))}"
-             for rank, source in rows}
+    rows = sorted(
+        {(k[0], k[1]) for k in starts if k[2] in shown}, key=lambda rs: (rank_order(rs[0]), rs[1])
+    )
+    names = {(rank, source): f"rank {printable(rank_label(rank, source))}" for rank, source in rows}
     label = min(max(text_width(n) for n in names.values()) + 2 * GAP, 0.3 * width)
     longest = {s: max(ends[k] - starts[k] for k in starts if k[2] == s) or 1.0 for s in shown}
     scale = ratio(width - label - GAP * len(shown), sum(longest.values()), 1.0)
@@ -146,11 +145,15 @@ def _step_heads(lay: _Layout) -> list[str]:
     for s in lay.shown:
         room = math.floor((lay.longest[s] * lay.scale + GAP - 2) * 10) / 10  # as the SVG says
         ms = lay.longest[s] / 1000
-        text = next((t for t in (f"step {s} ({ms:,.1f} ms)", f"step {s}", f"{s}")
-                     if text_width(t) <= room), "")
-        out.append(f'<rect x="{lay.left[s]:.1f}" y="0" width="{room:.1f}" height="{ROW}" '
-                   f'fill="#fff" fill-opacity="0" data-step="{s}"><title>step {s}: '
-                   f'{ms:,.1f} ms on its slowest rank</title></rect>')
+        text = next(
+            (t for t in (f"step {s} ({ms:,.1f} ms)", f"step {s}", f"{s}") if text_width(t) <= room),
+            "",
+        )
+        out.append(
+            f'<rect x="{lay.left[s]:.1f}" y="0" width="{room:.1f}" height="{ROW}" '
+            f'fill="#fff" fill-opacity="0" data-step="{s}"><title>step {s}: '
+            f"{ms:,.1f} ms on its slowest rank</title></rect>"
+        )
         if text:
             out.append(f'<text x="{lay.left[s]:.1f}" y="{ROW - 6}">{escape(text)}</text>')
     return out
@@ -166,13 +169,16 @@ def _rank_rows(lay: _Layout, spans: _Spans) -> list[str]:
             key = (rs[0], rs[1], s)
             if key in spans.starts:
                 w = (spans.ends[key] - spans.starts[key]) * lay.scale
-                out.append(f'<rect x="{lay.left[s]:.1f}" y="{y + 3}" width="{w:.1f}" '
-                           f'height="{ROW - 6}" fill="#eeeeee"/>')
+                out.append(
+                    f'<rect x="{lay.left[s]:.1f}" y="{y + 3}" width="{w:.1f}" '
+                    f'height="{ROW - 6}" fill="#eeeeee"/>'
+                )
     return out
 
 
-def _stage_bars(drawn: list[tuple[Range, int]], lay: _Layout, spans: _Spans,
-                colours: Mapping[str, str]) -> list[str]:
+def _stage_bars(
+    drawn: list[tuple[Range, int]], lay: _Layout, spans: _Spans, colours: Mapping[str, str]
+) -> list[str]:
     """A bar per stage where it ran inside its step, with a tooltip."""
     row_of = {rs: i for i, rs in enumerate(lay.rows)}
     out = []
@@ -180,16 +186,19 @@ def _stage_bars(drawn: list[tuple[Range, int]], lay: _Layout, spans: _Spans,
         colour = colours[r.name] or stage_colours([r.name])[r.name]
         x0 = lay.left[step] + (r.ts - spans.starts[(r.rank, r.source, step)]) * lay.scale
         y = ROW * (row_of[(r.rank, r.source)] + 1)
-        out.append(f'<rect class="stage" x="{x0:.1f}" y="{y + 3}" '
-                   f'width="{max(r.dur * lay.scale, 0.5):.1f}" height="{ROW - 6}" '
-                   f'fill="{colour}"><title>{escape(printable(r.name))}, '
-                   f'{escape(lay.names[(r.rank, r.source)])}, step {step}: '
-                   f'{r.dur / 1000:.2f} ms</title></rect>')
+        out.append(
+            f'<rect class="stage" x="{x0:.1f}" y="{y + 3}" '
+            f'width="{max(r.dur * lay.scale, 0.5):.1f}" height="{ROW - 6}" '
+            f'fill="{colour}"><title>{escape(printable(r.name))}, '
+            f"{escape(lay.names[(r.rank, r.source)])}, step {step}: "
+            f"{r.dur / 1000:.2f} ms</title></rect>"
+        )
     return out
 
 
-def _legend(names: list[str], colours: Mapping[str, str], width: int, y: float
-            ) -> tuple[list[str], float]:
+def _legend(
+    names: list[str], colours: Mapping[str, str], width: int, y: float
+) -> tuple[list[str], float]:
     """The legend from ``y`` down, wrapped at ``width``; and the top of its last line."""
     out = []
     x = 0.0
@@ -198,8 +207,7 @@ def _legend(names: list[str], colours: Mapping[str, str], width: int, y: float
         item = 14 + text_width(text)
         if x and x + item > width:
             x, y = 0.0, y + ROW
-        out.append(f'<rect x="{x:.1f}" y="{y + 4}" width="10" height="10" '
-                   f'fill="{colours[name]}"/>')
+        out.append(f'<rect x="{x:.1f}" y="{y + 4}" width="10" height="10" fill="{colours[name]}"/>')
         out.append(_label(printable(name), width / 2, x + 14, y + ROW - 6))
         x += item + 2 * GAP
     return out, y
@@ -213,8 +221,13 @@ def _all_colours(given: Mapping[str, str] | None, names: list[str]) -> dict[str,
     return colours
 
 
-def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
-              width: int = 960, colours: Mapping[str, str] | None = None) -> str:
+def gantt_svg(
+    ranges: Iterable[Range],
+    first: int | None = None,
+    steps: int = 4,
+    width: int = 960,
+    colours: Mapping[str, str] | None = None,
+) -> str:
     """``steps`` steps from ``first`` (default: the first step captured), one row per rank;
     ``colours``: stage name -> colour (default: ``palette.stage_colours`` of the stages
     drawn; the report passes its own so that every chart agrees)."""
@@ -223,15 +236,27 @@ def gantt_svg(ranges: Iterable[Range], first: int | None = None, steps: int = 4,
     if not shown:
         return ""
     lay = _layout(spans, shown, width)
-    drawn = [(r, r.step) for r in spans.stages
-             if r.step is not None and r.step in lay.left and (r.rank, r.source) in lay.names]
+    drawn = [
+        (r, r.step)
+        for r in spans.stages
+        if r.step is not None and r.step in lay.left and (r.rank, r.source) in lay.names
+    ]
     stage_names = [r.name for r, _ in drawn]
     full = _all_colours(colours, stage_names)
-    legend, y = _legend(stage_order(stage_names), full, width,
-                        ROW * (len(lay.rows) + 1) + GAP)
+    legend, y = _legend(stage_order(stage_names), full, width, ROW * (len(lay.rows) + 1) + GAP)
     height = y + ROW + GAP if drawn else y
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
-            f'width="{width}" height="{height:.0f}" font-family="sans-serif" '
-            f'font-size="{FONT}">')
-    return "\n".join([head, *_step_heads(lay), *_rank_rows(lay, spans),
-                      *_stage_bars(drawn, lay, spans, full), *legend, "</svg>"])
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
+        f'width="{width}" height="{height:.0f}" font-family="sans-serif" '
+        f'font-size="{FONT}">'
+    )
+    return "\n".join(
+        [
+            head,
+            *_step_heads(lay),
+            *_rank_rows(lay, spans),
+            *_stage_bars(drawn, lay, spans, full),
+            *legend,
+            "</svg>",
+        ]
+    )

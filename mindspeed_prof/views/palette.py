@@ -20,13 +20,27 @@ __all__ = ["DEVICE_COLOURS", "EXTRA", "OTHER", "STAGE_PALETTE", "stage_colours",
 #: MindSpeed-RL's stages, in ``STAGES`` order (Okabe-Ito without black and yellow).
 STAGE_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
 #: Every other stage name (Paul Tol's muted scheme, none of it in ``STAGE_PALETTE``).
-EXTRA = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
-         "#882255", "#AA4499")
+EXTRA = (
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#DDCC77",
+    "#CC6677",
+    "#882255",
+    "#AA4499",
+)
 #: The grey of an unknown part.
 OTHER = "#999999"
 #: The parts of a step on the device, the same in every chart that splits device time.
-DEVICE_COLOURS = {"compute only": "#4B5D9C", "comm during compute": "#B8860B",
-                  "comm only": "#C0392B", "copy only": "#7CAE3A", "idle": "#CFCFCF"}
+DEVICE_COLOURS = {
+    "compute only": "#4B5D9C",
+    "comm during compute": "#B8860B",
+    "comm only": "#C0392B",
+    "copy only": "#7CAE3A",
+    "idle": "#CFCFCF",
+}
 
 
 def stage_order(names: Iterable[str]) -> list[str]:

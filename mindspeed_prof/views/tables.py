@@ -23,17 +23,20 @@ STAGE_CODES = {
 }
 
 
-def table(title: str | None = None, *, caption: str | None = None,
-          show_lines: bool = False) -> Table:
+def table(
+    title: str | None = None, *, caption: str | None = None, show_lines: bool = False
+) -> Table:
     """A table at least as wide as its title, so the title never wraps word by word."""
-    return Table(title=title, min_width=len(title) if title else None, caption=caption,
-                 show_lines=show_lines)
+    return Table(
+        title=title, min_width=len(title) if title else None, caption=caption, show_lines=show_lines
+    )
 
 
 def column(table: Table, header: str, right: bool = True) -> None:
     """A column whose header is never cut: values wrap (or fold) before the header shrinks."""
-    table.add_column(header, justify="right" if right else "left", min_width=len(header),
-                     overflow="fold")
+    table.add_column(
+        header, justify="right" if right else "left", min_width=len(header), overflow="fold"
+    )
 
 
 def fits(console: Console, table: Table) -> bool:
@@ -65,5 +68,4 @@ def legend(console: Console, codes: dict[str, str]) -> None:
         else:
             lines.append(pair)
     for line in lines:
-        console.print(printable(line), style="dim", highlight=False, soft_wrap=True,
-                      markup=False)
+        console.print(printable(line), style="dim", highlight=False, soft_wrap=True, markup=False)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
+
 def rules() -> list[Rule]:
     """Every rule, in the order they run."""
     from mindspeed_prof.analysis.findings import cuda, host, npu, rl, rl_ledger
@@ -38,6 +39,11 @@ def find(result: Analysis) -> tuple[list[Finding], list[str]]:
         except Exception as err:  # a rule's bug must not cost the rest of the report
             family = rule.__module__.split("findings.", 1)[-1].split(".", 1)[0]  # npu.ops: npu
             notes.append(f"finding rule {family}.{rule.__name__} failed: {one_line(err)}")
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity) if f.severity in SEVERITIES
-                              else len(SEVERITIES), -(f.impact_ms or 0.0), f.rule))
+    found.sort(
+        key=lambda f: (
+            SEVERITIES.index(f.severity) if f.severity in SEVERITIES else len(SEVERITIES),
+            -(f.impact_ms or 0.0),
+            f.rule,
+        )
+    )
     return found, notes

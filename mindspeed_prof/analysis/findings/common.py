@@ -15,8 +15,7 @@ from mindspeed_prof.analysis.readers.model import TraceData
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["cut", "files_text", "folder_of", "one_line", "ranks_of", "severity",
-           "source_label"]
+__all__ = ["cut", "files_text", "folder_of", "one_line", "ranks_of", "severity", "source_label"]
 
 
 def severity(share: float, medium: float, high: float) -> Severity:
@@ -28,8 +27,9 @@ def severity(share: float, medium: float, high: float) -> Severity:
 def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: int = 3) -> str:
     """``a.json, b.json and 2 more (what)``: the files below the analysed root."""
     names = sorted({result.shown(str(t.path)) for t in traces})
-    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more"
-                                       if len(names) > most else "")
+    shown = ", ".join(names[:most]) + (
+        f" and {len(names) - most} more" if len(names) > most else ""
+    )
     return f"{shown} ({what})" if what else shown
 
 
@@ -56,7 +56,7 @@ def source_label(t: TraceData) -> str:
 def cut(text: str, most: int = 60) -> str:
     """``text`` on one line, at most ``most`` characters."""
     text = " ".join(text.split())
-    return text if len(text) <= most else text[:most - 3] + "..."
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def one_line(finding: Finding) -> Finding:

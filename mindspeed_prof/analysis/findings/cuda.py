@@ -96,8 +96,11 @@ def _ranks(result: Analysis) -> list[_Rank]:
             continue  # no CUDA breakdown (torch_npu rows have no device window)
         source = source_label(t)
         steps = {r.step for r in t.device if r.step is not None and r.stage is None}
-        kept = ({s for s in steps if (t.rank, source, s) not in skip}
-                if within.per == "step" else {None})
+        kept = (
+            {s for s in steps if (t.rank, source, s) not in skip}
+            if within.per == "step"
+            else {None}
+        )
         capture = result.shown(str(t.path)) if within.per == "capture" else ""
         who = out.get((t.rank, source, capture))
         if who is None:
@@ -108,15 +111,20 @@ def _ranks(result: Analysis) -> list[_Rank]:
                 (who.steps if row.stage is None else who.stages).append(row)
         who.idle += [r for r in t.stream_idle if r.step in kept]
         who.launches += [r for r in t.launch_stats if r.step in kept]
-    return sorted((w for w in out.values() if w.steps),
-                  key=lambda w: (rank_order(w.rank), w.source, w.capture))
+    return sorted(
+        (w for w in out.values() if w.steps),
+        key=lambda w: (rank_order(w.rank), w.source, w.capture),
+    )
 
 
 def _fires(result: Analysis, ms: float, span: float) -> bool:
     """Over the floor and ``FIRE_SHARE`` of a step it fits in (a part longer than its step is
     a broken row, never a finding)."""
-    return (ratio(ms, span, 0.0) >= FIRE_SHARE and ms <= span
-            and ms >= noise_floor(result.noise_ms, span))
+    return (
+        ratio(ms, span, 0.0) >= FIRE_SHARE
+        and ms <= span
+        and ms >= noise_floor(result.noise_ms, span)
+    )
 
 
 def _ranks_said(hits: list[tuple[float, _Rank]]) -> str:
@@ -140,14 +148,14 @@ def _more(lines: list[str], hits: list[tuple[float, _Rank]]) -> list[str]:
 _IDLE_KINDS = ("host wait", "kernel wait", "other")
 _IDLE_ADVICE = {
     "host wait": "the GPU waits for the host to launch work: find what the CPU does between "
-                 "launches (input pipeline: more DataLoader workers, pin_memory, non_blocking "
-                 "copies; Python overhead: CUDA graphs or torch.compile; .item() or other "
-                 "syncs in the loop)",
+    "launches (input pipeline: more DataLoader workers, pin_memory, non_blocking "
+    "copies; Python overhead: CUDA graphs or torch.compile; .item() or other "
+    "syncs in the loop)",
     "kernel wait": "back-to-back small kernels: fuse them (torch.compile, fused optimizers "
-                   "and kernels) or capture them in a CUDA graph",
+    "and kernels) or capture them in a CUDA graph",
     "other": "the stream waits on other work (events, NCCL, copies on other streams): "
-             "overlap communication and copies with compute, or reorder the work on the "
-             "busiest stream",
+    "overlap communication and copies with compute, or reorder the work on the "
+    "busiest stream",
 }
 #: The busiest stream's gaps explain the device's idle time when they add up to at least this
 #: share of it; else the split is of every stream's gaps together.
@@ -225,31 +233,54 @@ def idle_time(result: Analysis) -> list[Finding]:
     lines = []
     for ms, w, sp in hits[:DETAIL_RANKS]:
         b, e = sp.busiest, sp.every
-        lines.append(f"rank {w.label}: idle {ms:,.1f} of {w.span_ms:,.1f} ms {w.per}; "
-                     f"stream {sp.stream} (busiest, {sp.ops:,} ops): host wait {b[0]:,.1f}, "
-                     f"kernel wait {b[1]:,.1f}, other {b[2]:,.1f} ms; every stream: "
-                     f"{e[0]:,.1f}, {e[1]:,.1f}, {e[2]:,.1f} ms")
-    lines.append(f"HTA's idle time breakdown, per stream: host wait, an op launched after the "
-                 f"op before it ended; kernel wait, a gap under {KERNEL_WAIT_US:.0f} us; "
-                 "other, the rest")
-    return [Finding(
-        rule="cuda.idle_time",
-        title=f"GPU idle {share:.0%} of {_of(who)} ({idle:,.1f} ms{_per(who)}) on "
-              f"{_ranks_said(said)}: mostly {kind} "
-              f"({ratio(parts[_IDLE_KINDS.index(kind)], gaps, 0.0):.0%} of {top.where})",
-        detail="\n".join(_more(lines, said)),
-        suggestion=_IDLE_ADVICE[kind][0].upper() + _IDLE_ADVICE[kind][1:] + ".",
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=idle,
-        source=files_text(result, [t for _, w, _ in hits for t in w.traces],
-                          "Kineto device ops and their launch calls"),
-        ranks=_rank_list(said))]
+        lines.append(
+            f"rank {w.label}: idle {ms:,.1f} of {w.span_ms:,.1f} ms {w.per}; "
+            f"stream {sp.stream} (busiest, {sp.ops:,} ops): host wait {b[0]:,.1f}, "
+            f"kernel wait {b[1]:,.1f}, other {b[2]:,.1f} ms; every stream: "
+            f"{e[0]:,.1f}, {e[1]:,.1f}, {e[2]:,.1f} ms"
+        )
+    lines.append(
+        f"HTA's idle time breakdown, per stream: host wait, an op launched after the "
+        f"op before it ended; kernel wait, a gap under {KERNEL_WAIT_US:.0f} us; "
+        "other, the rest"
+    )
+    return [
+        Finding(
+            rule="cuda.idle_time",
+            title=f"GPU idle {share:.0%} of {_of(who)} ({idle:,.1f} ms{_per(who)}) on "
+            f"{_ranks_said(said)}: mostly {kind} "
+            f"({ratio(parts[_IDLE_KINDS.index(kind)], gaps, 0.0):.0%} of {top.where})",
+            detail="\n".join(_more(lines, said)),
+            suggestion=_IDLE_ADVICE[kind][0].upper() + _IDLE_ADVICE[kind][1:] + ".",
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=idle,
+            source=files_text(
+                result,
+                [t for _, w, _ in hits for t in w.traces],
+                "Kineto device ops and their launch calls",
+            ),
+            ranks=_rank_list(said),
+        )
+    ]
 
 
 # -- launch overhead ------------------------------------------------------------------------
 
-_LAUNCH_FIELDS = ("launches", "cpu_ms", "gpu_ms", "short", "short_cpu_ms", "short_gpu_ms",
-                  "tiny", "delay_ms", "slow_calls", "late", "starved", "starved_cpu_ms",
-                  "starved_gpu_ms")
+_LAUNCH_FIELDS = (
+    "launches",
+    "cpu_ms",
+    "gpu_ms",
+    "short",
+    "short_cpu_ms",
+    "short_gpu_ms",
+    "tiny",
+    "delay_ms",
+    "slow_calls",
+    "late",
+    "starved",
+    "starved_cpu_ms",
+    "starved_gpu_ms",
+)
 
 
 def launch_overhead(result: Analysis) -> list[Finding]:
@@ -279,28 +310,39 @@ def launch_overhead(result: Analysis) -> list[Finding]:
             f"{x['starved']:,.0f} of them run at once (calls {x['starved_cpu_ms']:,.1f} ms, "
             f"kernels {x['starved_gpu_ms']:,.1f} ms); {x['tiny']:,.0f} under {TINY_US:.0f} us; "
             f"launch delay {mean:,.1f} us on average, {x['late']:,.0f} over {LATE_US:.0f} us; "
-            f"{x['slow_calls']:,.0f} calls over {SLOW_CALL_US:.0f} us")
-    lines.append("HTA's kernel launch statistics: each device op against its launch call "
-                 "(cudaLaunchKernel, cudaMemcpyAsync...); its launch delay is its start less "
-                 f"the call's end; run at once: within {PROMPT_US:.0f} us of it")
+            f"{x['slow_calls']:,.0f} calls over {SLOW_CALL_US:.0f} us"
+        )
+    lines.append(
+        "HTA's kernel launch statistics: each device op against its launch call "
+        "(cudaLaunchKernel, cudaMemcpyAsync...); its launch delay is its start less "
+        f"the call's end; run at once: within {PROMPT_US:.0f} us of it"
+    )
     per = _per(who)
-    return [Finding(
-        rule="cuda.launch_overhead",
-        title=f"{v['starved']:,.0f} of {v['launches']:,.0f} kernels{per} are shorter than "
-              f"their launch call and run as soon as it returns on {_ranks_said(said)}: the "
-              f"GPU waits {overhead:,.1f} ms{per} on launches ({share:.0%} of {_of(who)})",
-        detail="\n".join(_more(lines, said)),
-        suggestion="Launch fewer, larger kernels: capture the step in a CUDA graph "
-                   "(torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse small ops "
-                   "(torch.compile, fused or foreach optimizers), or give each kernel more work "
-                   "(larger batches or micro-batches).",
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=overhead,
-        source=files_text(result, [t for _, w, _ in hits for t in w.traces],
-                          "Kineto device ops and their launch calls"),
-        ranks=_rank_list(said))]
+    return [
+        Finding(
+            rule="cuda.launch_overhead",
+            title=f"{v['starved']:,.0f} of {v['launches']:,.0f} kernels{per} are shorter than "
+            f"their launch call and run as soon as it returns on {_ranks_said(said)}: the "
+            f"GPU waits {overhead:,.1f} ms{per} on launches ({share:.0%} of {_of(who)})",
+            detail="\n".join(_more(lines, said)),
+            suggestion="Launch fewer, larger kernels: capture the step in a CUDA graph "
+            "(torch.cuda.graphs, torch.compile mode='reduce-overhead'), fuse small ops "
+            "(torch.compile, fused or foreach optimizers), or give each kernel more work "
+            "(larger batches or micro-batches).",
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=overhead,
+            source=files_text(
+                result,
+                [t for _, w, _ in hits for t in w.traces],
+                "Kineto device ops and their launch calls",
+            ),
+            ranks=_rank_list(said),
+        )
+    ]
 
 
 # -- exposed communication ------------------------------------------------------------------
+
 
 def _exposed(rows: list[DeviceRow]) -> float:
     return sum(parts(r)["communication"] for r in rows)
@@ -321,8 +363,9 @@ def exposed_comm(result: Analysis) -> list[Finding]:
             if r.stage is not None and r.comm_exposed_ms is None:
                 by_stage[r.stage] += parts(r)["communication"]
         top = max(by_stage.items(), key=lambda kv: (kv[1], kv[0]), default=None)
-        where = (f"; most in {top[0]} ({top[1] / who.n:,.1f} ms {who.per})"
-                 if top and top[1] > 0 else "")
+        where = (
+            f"; most in {top[0]} ({top[1] / who.n:,.1f} ms {who.per})" if top and top[1] > 0 else ""
+        )
         hits.append((exposed, who, comm, where))
     if not hits:
         return []
@@ -330,26 +373,37 @@ def exposed_comm(result: Analysis) -> list[Finding]:
     exposed, who, comm, _ = hits[0]
     share = ratio(exposed, who.span_ms, 0.0)
     said = [(h[0], h[1]) for h in hits]
-    lines = [f"rank {w.label}: communication {c:,.1f} ms {w.per}, {e:,.1f} ms of it while no "
-             f"compute ran, of a {w.span_ms:,.1f} ms step{where}"
-             for e, w, c, where in hits[:DETAIL_RANKS]]
-    lines.append("device breakdown: communication kernels' time (NCCL, DeepEP, NVSHMEM... as "
-                 "docs/classification.md lists them) less the part that overlaps compute "
-                 "kernels (HTA's temporal breakdown and comm/comp overlap)")
-    return [Finding(
-        rule="cuda.exposed_comm",
-        title=f"Communication not overlapped with compute: {exposed:,.1f} ms {who.per} "
-              f"({share:.0%} of the step, {ratio(exposed, comm, 0.0):.0%} of its "
-              f"communication) on {_ranks_said(said)}",
-        detail="\n".join(_more(lines, said)),
-        suggestion="Overlap communication with compute: bucket gradients so all-reduce "
-                   "starts during backward (DDP bucket_cap_mb, Megatron overlap_grad_reduce, "
-                   "FSDP prefetch) and avoid syncs that wait on collectives; if it stays high, "
-                   "the interconnect or the parallel layout is the limit.",
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=exposed,
-        source=files_text(result, [t for _, w, *_ in hits for t in w.traces],
-                          "Kineto device ops: communication kernels against compute kernels"),
-        ranks=_rank_list(said))]
+    lines = [
+        f"rank {w.label}: communication {c:,.1f} ms {w.per}, {e:,.1f} ms of it while no "
+        f"compute ran, of a {w.span_ms:,.1f} ms step{where}"
+        for e, w, c, where in hits[:DETAIL_RANKS]
+    ]
+    lines.append(
+        "device breakdown: communication kernels' time (NCCL, DeepEP, NVSHMEM... as "
+        "docs/classification.md lists them) less the part that overlaps compute "
+        "kernels (HTA's temporal breakdown and comm/comp overlap)"
+    )
+    return [
+        Finding(
+            rule="cuda.exposed_comm",
+            title=f"Communication not overlapped with compute: {exposed:,.1f} ms {who.per} "
+            f"({share:.0%} of the step, {ratio(exposed, comm, 0.0):.0%} of its "
+            f"communication) on {_ranks_said(said)}",
+            detail="\n".join(_more(lines, said)),
+            suggestion="Overlap communication with compute: bucket gradients so all-reduce "
+            "starts during backward (DDP bucket_cap_mb, Megatron overlap_grad_reduce, "
+            "FSDP prefetch) and avoid syncs that wait on collectives; if it stays high, "
+            "the interconnect or the parallel layout is the limit.",
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=exposed,
+            source=files_text(
+                result,
+                [t for _, w, *_ in hits for t in w.traces],
+                "Kineto device ops: communication kernels against compute kernels",
+            ),
+            ranks=_rank_list(said),
+        )
+    ]
 
 
 #: This family's rules, in the order they run.

@@ -33,8 +33,9 @@ DETAIL_LINES = 4
 def _where(row: NoOpRow) -> str:
     if not row.ranges:
         return "in no custom range (wrap the host code in mstx.range to name it)"
-    return "in " + ", ".join(f"range {name!r} {ms / row.count:,.1f} ms"
-                             for name, ms in row.ranges.items())
+    return "in " + ", ".join(
+        f"range {name!r} {ms / row.count:,.1f} ms" for name, ms in row.ranges.items()
+    )
 
 
 def no_op(result: Analysis) -> list[Finding]:
@@ -43,32 +44,44 @@ def no_op(result: Analysis) -> list[Finding]:
     lengths = step_times(result.counted())
     step_ms = sorted(lengths.values())[len(lengths) // 2] if lengths else None
     floor = noise_floor(result.noise_ms, step_ms)
-    hits = [r for r in result.no_op() if r.count and r.share >= MIN_SHARE
-            and r.no_op_ms / r.count >= floor]
+    hits = [
+        r
+        for r in result.no_op()
+        if r.count and r.share >= MIN_SHARE and r.no_op_ms / r.count >= floor
+    ]
     if not hits:
         return []
     hits.sort(key=lambda r: (-r.no_op_ms / r.count, r.stage, rank_order(r.rank)))
     top = hits[0]
     per, total = top.no_op_ms / top.count, top.total_ms / top.count
-    lines = [f"{r.stage} on rank {rank_label(r.rank, r.source)}: {r.no_op_ms / r.count:,.1f} of "
-             f"{r.total_ms / r.count:,.1f} ms per execution ({r.share:.0%}) "
-             f"{_where(r)}" for r in hits[:DETAIL_LINES]]
+    lines = [
+        f"{r.stage} on rank {rank_label(r.rank, r.source)}: {r.no_op_ms / r.count:,.1f} of "
+        f"{r.total_ms / r.count:,.1f} ms per execution ({r.share:.0%}) "
+        f"{_where(r)}"
+        for r in hits[:DETAIL_LINES]
+    ]
     if len(hits) > DETAIL_LINES:
         lines.append(f"... and {len(hits) - DETAIL_LINES} more stages and ranks")
-    lines.append("the stage's range less the union of the host operators on every thread; a "
-                 "custom range holds what is not nested in another")
-    return [Finding(
-        rule="host.no_op",
-        title=f"{top.stage} ran no operator for {per:,.1f} of {total:,.1f} ms per execution "
-              f"({top.share:.0%}) on rank {rank_label(top.rank, top.source)}: host-side "
-              f"Python, waits or sleeps, {_where(top)}",
-        detail="\n".join(lines),
-        suggestion="Its operators do not explain this time: look at the host code the ranges "
-                   "name (a queue or remote call waited on, a sleep, Python work between "
-                   "ops); with_stack=true shows the Python frames in the timeline.",
-        severity=severity(top.share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=per,
-        source="stage and custom ranges, host operators (cpu_op)",
-        ranks=sorted({r.rank for r in hits}, key=rank_order))]
+    lines.append(
+        "the stage's range less the union of the host operators on every thread; a "
+        "custom range holds what is not nested in another"
+    )
+    return [
+        Finding(
+            rule="host.no_op",
+            title=f"{top.stage} ran no operator for {per:,.1f} of {total:,.1f} ms per execution "
+            f"({top.share:.0%}) on rank {rank_label(top.rank, top.source)}: host-side "
+            f"Python, waits or sleeps, {_where(top)}",
+            detail="\n".join(lines),
+            suggestion="Its operators do not explain this time: look at the host code the ranges "
+            "name (a queue or remote call waited on, a sleep, Python work between "
+            "ops); with_stack=true shows the Python frames in the timeline.",
+            severity=severity(top.share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=per,
+            source="stage and custom ranges, host operators (cpu_op)",
+            ranks=sorted({r.rank for r in hits}, key=rank_order),
+        )
+    ]
 
 
 RULES: list[Rule] = [no_op]

@@ -25,8 +25,16 @@ from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["ADVICE", "RULES", "TAIL_HIGH", "TAIL_MEDIUM", "WASTE_HIGH", "WASTE_MEDIUM",
-           "long_tail", "waste"]
+__all__ = [
+    "ADVICE",
+    "RULES",
+    "TAIL_HIGH",
+    "TAIL_MEDIUM",
+    "WASTE_HIGH",
+    "WASTE_MEDIUM",
+    "long_tail",
+    "waste",
+]
 
 #: A ledger line's share of generation time at which it is a finding (medium), then high.
 WASTE_MEDIUM, WASTE_HIGH = 0.10, 0.25
@@ -36,23 +44,25 @@ TAIL_MEDIUM, TAIL_HIGH = 0.25, 0.50
 #: What to change, per ledger line.
 ADVICE = {
     "dropped": "Filter before generation instead of after it: skip prompts whose recent "
-               "groups were all solved or all failed (a pass-rate filter or curriculum), or "
-               "give dynamic sampling a budget (generate in smaller batches until the train "
-               "batch is full instead of over-generating a fixed multiple).",
+    "groups were all solved or all failed (a pass-rate filter or curriculum), or "
+    "give dynamic sampling a budget (generate in smaller batches until the train "
+    "batch is full instead of over-generating a fixed multiple).",
     "zero_variance": "A group whose rewards are all equal has zero advantage and teaches "
-                     "nothing: raise the group size (more responses per prompt make variance "
-                     "likelier), filter prompts that are always solved or never solved "
-                     "before generation, or drop such groups early (DAPO's dynamic "
-                     "sampling) with a generation budget.",
+    "nothing: raise the group size (more responses per prompt make variance "
+    "likelier), filter prompts that are always solved or never solved "
+    "before generation, or drop such groups early (DAPO's dynamic "
+    "sampling) with a generation budget.",
     "truncated": "Responses cut at the length limit are the longest, and the step waits for "
-                 "them: raise max response length if they are truncated answers, or shape "
-                 "the reward against overlong responses (DAPO's overlong penalty) and mask "
-                 "them from the loss so the model learns to finish.",
+    "them: raise max response length if they are truncated answers, or shape "
+    "the reward against overlong responses (DAPO's overlong penalty) and mask "
+    "them from the loss so the model learns to finish.",
 }
-TAIL_ADVICE = ("Generation waits for its longest responses: cap them (a lower max response "
-               "length), use partial rollouts (stop at a token budget and continue the rest "
-               "in the next step), or over-sample and drop the slowest responses so the batch "
-               "ends when most have finished.")
+TAIL_ADVICE = (
+    "Generation waits for its longest responses: cap them (a lower max response "
+    "length), use partial rollouts (stop at a token budget and continue the rest "
+    "in the next step), or over-sample and drop the slowest responses so the batch "
+    "ends when most have finished."
+)
 
 
 def _files(result: Analysis) -> str:
@@ -80,27 +90,39 @@ def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -
     per = _per_step(x.seconds, x.steps)
     if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):
         return None
-    where = ("of generation time" if x.time_share is not None else
-             "of the work generated (no actor_generate ranges to time it)")
-    seconds = (f" ({per:,.2f} s per step, {x.seconds:,.2f} s in {x.steps} "
-               f"step{'s' * (x.steps != 1)})" if per is not None and x.seconds is not None
-               else "")
-    detail = [f"{x.counter}: {x.count:,.0f} of {x.of:,.0f} {x.unit} ({x.share or 0.0:.0%}) "
-              f"over {x.steps} step{'s' * (x.steps != 1)}"]
+    where = (
+        "of generation time"
+        if x.time_share is not None
+        else "of the work generated (no actor_generate ranges to time it)"
+    )
+    seconds = (
+        f" ({per:,.2f} s per step, {x.seconds:,.2f} s in {x.steps} step{'s' * (x.steps != 1)})"
+        if per is not None and x.seconds is not None
+        else ""
+    )
+    detail = [
+        f"{x.counter}: {x.count:,.0f} of {x.of:,.0f} {x.unit} ({x.share or 0.0:.0%}) "
+        f"over {x.steps} step{'s' * (x.steps != 1)}"
+    ]
     if x.seconds is not None and x.generation_s is not None:
-        detail.append(f"{x.seconds:,.2f} s of {x.generation_s:,.2f} s of {GENERATE} (each "
-                      "step's share of its count times its generation time, the mean over "
-                      "ranks)")
+        detail.append(
+            f"{x.seconds:,.2f} s of {x.generation_s:,.2f} s of {GENERATE} (each "
+            "step's share of its count times its generation time, the mean over "
+            "ranks)"
+        )
     if x.note:
         detail.append(x.note)
     return Finding(
         rule=f"rl.{x.line}",
         title=f"{share:.0%} {where} went to {x.means}{seconds}: {x.count:,.0f} of "
-              f"{x.of:,.0f} {x.unit}",
-        detail="\n".join(detail), suggestion=ADVICE[x.line],
+        f"{x.of:,.0f} {x.unit}",
+        detail="\n".join(detail),
+        suggestion=ADVICE[x.line],
         severity=severity(share, WASTE_MEDIUM, WASTE_HIGH),
-        impact_ms=per * 1000.0 if per is not None else None, source=_files(result),
-        ranks=_ranks(result))
+        impact_ms=per * 1000.0 if per is not None else None,
+        source=_files(result),
+        ranks=_ranks(result),
+    )
 
 
 def waste(result: Analysis) -> list[Finding]:
@@ -118,13 +140,15 @@ def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
     per = _per_step(t.seconds, t.steps)
     if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):
         return None
-    seconds = (f" ({per:,.2f} s per step)" if per is not None else "")
-    detail = [f"response_length over {t.steps} step{'s' * (t.steps != 1)}: {t.responses:,} "
-              f"responses, p50 {t.p50:,.0f}, p95 {t.p95:,.0f}, p99 {t.p99:,.0f}, max "
-              f"{t.max:,.0f}",
-              "decode runs until the longest response ends: after 95% of responses have "
-              "finished, (max - p95) / max of its iterations remain, each step's own, "
-              "weighted by its generation time"]
+    seconds = f" ({per:,.2f} s per step)" if per is not None else ""
+    detail = [
+        f"response_length over {t.steps} step{'s' * (t.steps != 1)}: {t.responses:,} "
+        f"responses, p50 {t.p50:,.0f}, p95 {t.p95:,.0f}, p99 {t.p99:,.0f}, max "
+        f"{t.max:,.0f}",
+        "decode runs until the longest response ends: after 95% of responses have "
+        "finished, (max - p95) / max of its iterations remain, each step's own, "
+        "weighted by its generation time",
+    ]
     if t.seconds is not None and t.generation_s is not None:
         detail.append(f"{t.seconds:,.2f} s of {t.generation_s:,.2f} s of {GENERATE}")
     if t.note:
@@ -132,11 +156,14 @@ def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
     return Finding(
         rule="rl.long_tail",
         title=f"the longest 5% of responses hold {t.share:.0%} of generation time{seconds}: "
-              f"length p50 {t.p50:,.0f}, p99 {t.p99:,.0f}, max {t.max:,.0f}",
-        detail="\n".join(detail), suggestion=TAIL_ADVICE,
+        f"length p50 {t.p50:,.0f}, p99 {t.p99:,.0f}, max {t.max:,.0f}",
+        detail="\n".join(detail),
+        suggestion=TAIL_ADVICE,
         severity=severity(t.share, TAIL_MEDIUM, TAIL_HIGH),
-        impact_ms=per * 1000.0 if per is not None else None, source=_files(result),
-        ranks=_ranks(result))
+        impact_ms=per * 1000.0 if per is not None else None,
+        source=_files(result),
+        ranks=_ranks(result),
+    )
 
 
 def long_tail(result: Analysis) -> list[Finding]:

@@ -148,8 +148,15 @@ def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
         raise BadFile(f"{path}: not a Chrome trace ({one_line(err)})") from None
     except RecursionError:
         raise BadFile(f"{path}: nested too deeply to be a trace") from None
-    except (OSError, EOFError, UnicodeDecodeError, sqlite3.Error, ValueError, zlib.error,
-            lzma.LZMAError) as err:
+    except (
+        OSError,
+        EOFError,
+        UnicodeDecodeError,
+        sqlite3.Error,
+        ValueError,
+        zlib.error,
+        lzma.LZMAError,
+    ) as err:
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
 
 

@@ -138,8 +138,7 @@ class CounterFold:
             return
         key = (step, stage, name)
         row = self.counts.get(key)
-        if value is not None and row is not None and not math.isfinite(
-                (row.value or 0.0) + value):
+        if value is not None and row is not None and not math.isfinite((row.value or 0.0) + value):
             self._skip(name, "its sum is not a finite number")
             return
         if row is None:
@@ -157,9 +156,13 @@ class CounterFold:
     def finish(self, path: object) -> tuple[list[Count], list[str]]:
         """The counters (in (step, stage, name) order) of the capture at ``path``, and one
         problem line naming it for the records skipped."""
-        counts = [self.counts[k] for k in sorted(self.counts, key=lambda k: (
-            k[0] is None, k[0] or 0, k[1] or "", k[2]))]
+        counts = [
+            self.counts[k]
+            for k in sorted(self.counts, key=lambda k: (k[0] is None, k[0] or 0, k[1] or "", k[2]))
+        ]
         if not self.skipped:
             return counts, []
-        return counts, [f"{path}: {self.skipped:,} counter event{'s' * (self.skipped != 1)} "
-                        f"skipped (first: {self.first})"]
+        return counts, [
+            f"{path}: {self.skipped:,} counter event{'s' * (self.skipped != 1)} "
+            f"skipped (first: {self.first})"
+        ]

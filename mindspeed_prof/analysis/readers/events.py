@@ -10,9 +10,26 @@ import msgspec
 
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["DEVICE_CATS", "HOST_CATS", "NAMES", "PLAIN", "RUNTIME_CATS", "STAGE", "STEP_NAME",
-           "UNREAD_DEVICE", "Corr", "Event", "EventArgs", "Id", "Lane", "Number", "TraceTop",
-           "decode_events", "name_kind", "number"]
+__all__ = [
+    "DEVICE_CATS",
+    "HOST_CATS",
+    "NAMES",
+    "PLAIN",
+    "RUNTIME_CATS",
+    "STAGE",
+    "STEP_NAME",
+    "UNREAD_DEVICE",
+    "Corr",
+    "Event",
+    "EventArgs",
+    "Id",
+    "Lane",
+    "Number",
+    "TraceTop",
+    "decode_events",
+    "name_kind",
+    "number",
+]
 
 #: Kineto categories of work on the device, of host calls into the CUDA runtime/driver (and
 #: MTIA's), and of host operators (the capitalised ones: Kineto's first format, PyTorch 1.8's).
@@ -22,8 +39,10 @@ HOST_CATS = frozenset({"cpu_op", "Operator"})
 #: Device activity that is not read as device time, and how a note names it: MTIA's command
 #: processor events mix kernels with waits and DMA queues, none with a stream of kernels; CUPTI
 #: range-profiler records replay each kernel for its counters (no timeline).
-UNREAD_DEVICE = {"mtia_ccp_events": "MTIA device events",
-                 "cuda_profiler_range": "CUDA range-profiler records"}
+UNREAD_DEVICE = {
+    "mtia_ccp_events": "MTIA device events",
+    "cuda_profiler_range": "CUDA range-profiler records",
+}
 #: A step range: ``ProfilerStep#<n>``.
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -79,8 +98,6 @@ def decode_events(raw: bytes) -> list[Event]:
     """Events of a Chrome trace given as an object with ``traceEvents`` or as a bare list."""
     trace = _decoder.decode(raw)
     return trace if isinstance(trace, list) else trace.traceEvents
-
-
 
 
 def number(value: Number) -> float | None:

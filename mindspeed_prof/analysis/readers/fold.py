@@ -117,8 +117,7 @@ class Collector:
         collective = args.collective is not None
         launch = self.launches.get(corr) if corr is not None else None
         if launch is not None:
-            self.device.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1],
-                            collective)
+            self.device.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1], collective)
             return
         where = self.device.add(stream, ts, ts + dur, name, ts, collective=collective)
         if corr is not None:  # its launch may come later in the file
@@ -153,8 +152,7 @@ class Collector:
     def _host(self, events: list[Event], sp: Split) -> None:
         """The batch's host events: ops, ranges, ``[memory]`` events."""
         names, op = NAMES, self.host.op
-        for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(),
-                              sp.dur[sp.host].tolist()):
+        for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(), sp.dur[sp.host].tolist()):
             ev = events[i]
             if ev.ph != "X":
                 alloc = self.memory.add(ev)
@@ -169,8 +167,14 @@ class Collector:
                 self._host_event(ev, cat, ts, dur)
         self.host.flush()
 
-    def _launches(self, events: list[Event], sp: Split, devs: list[Event],
-                  calls: list[Event], r_names: list[str]) -> None:
+    def _launches(
+        self,
+        events: list[Event],
+        sp: Split,
+        devs: list[Event],
+        calls: list[Event],
+        r_names: list[str],
+    ) -> None:
         """The batch's launch calls and device ops, in segments that end where the launches
         kept would overflow ``PENDING`` (their older half is dropped there)."""
         corrs = [None if a is None else a.correlation for a in [e.args for e in calls]]
@@ -191,8 +195,16 @@ class Collector:
             r_hi, full = self._overflow(r_corr, r_lo)
             end = r_idx[r_hi - 1] + 1 if full else len(events)
             d_hi = int(np.searchsorted(d_pos, end))
-            self._segment(events, sp, r_pos[r_lo:r_hi], r_corr[r_lo:r_hi], r_ts[r_lo:r_hi],
-                          r_call[r_lo:r_hi], d_pos[d_lo:d_hi], devs[d_lo:d_hi])
+            self._segment(
+                events,
+                sp,
+                r_pos[r_lo:r_hi],
+                r_corr[r_lo:r_hi],
+                r_ts[r_lo:r_hi],
+                r_call[r_lo:r_hi],
+                d_pos[d_lo:d_hi],
+                devs[d_lo:d_hi],
+            )
             if len(self.launches) > PENDING:
                 self.launches = _newer_half(self.launches)
                 self.forgot = True
@@ -215,17 +227,32 @@ class Collector:
                     return k + 1, True
         return len(corr), False
 
-    def _segment(self, events: list[Event], sp: Split, r_pos: np.ndarray, r_corr: list[Corr],
-                 r_ts: np.ndarray, r_call: np.ndarray, d_pos: np.ndarray,
-                 evs: list[Event]) -> None:
+    def _segment(
+        self,
+        events: list[Event],
+        sp: Split,
+        r_pos: np.ndarray,
+        r_corr: list[Corr],
+        r_ts: np.ndarray,
+        r_call: np.ndarray,
+        d_pos: np.ndarray,
+        evs: list[Event],
+    ) -> None:
         args = [e.args for e in evs]
         d_corr = [None if a is None else a.correlation for a in args]
         has = [c is not None for c in d_corr]
         got = None
         if not self.waiting:
             with_id = d_pos[has] if len(d_pos) else d_pos
-            got = match(r_pos, r_corr, r_ts, r_call, with_id,
-                        [c for c in d_corr if c is not None], self.launches)
+            got = match(
+                r_pos,
+                r_corr,
+                r_ts,
+                r_call,
+                with_id,
+                [c for c in d_corr if c is not None],
+                self.launches,
+            )
         if got is None:  # one at a time
             self._segment_each(events, sp, r_pos, r_corr, r_call, d_pos)
             return
@@ -243,14 +270,22 @@ class Collector:
         mask = np.array(has, dtype=bool)
         launch[mask] = got[0] - origin
         call[mask] = got[1]
-        streams = [e.tid if a is None or a.stream is None else a.stream
-                   for e, a in zip(evs, args)]
-        names = [e.name if a is None or a.collective is None else (e.name, True)
-                 for e, a in zip(evs, args)]
+        streams = [e.tid if a is None or a.stream is None else a.stream for e, a in zip(evs, args)]
+        names = [
+            e.name if a is None or a.collective is None else (e.name, True)
+            for e, a in zip(evs, args)
+        ]
         self.device.extend([e.pid for e in evs], streams, ts, end, launch, call, names)
 
-    def _segment_each(self, events: list[Event], sp: Split, r_pos: np.ndarray,
-                      r_corr: list[Corr], r_call: np.ndarray, d_pos: np.ndarray) -> None:
+    def _segment_each(
+        self,
+        events: list[Event],
+        sp: Split,
+        r_pos: np.ndarray,
+        r_corr: list[Corr],
+        r_call: np.ndarray,
+        d_pos: np.ndarray,
+    ) -> None:
         """A segment one event at a time, in file order."""
         calls = dict(zip(r_pos.tolist(), zip(r_corr, r_call.tolist())))
         for i in sorted([*calls, *d_pos.tolist()]):
@@ -271,8 +306,9 @@ class Collector:
             self.steps.append((ts, ts + dur, what, dur))
         elif what is STAGE or cat in _RANGE_CATS:
             step = _num(ev.args.step) if ev.args is not None else None
-            self.annotations.append((name, ts, dur, int(step) if step is not None
-                                     else None, str(ev.tid)))
+            self.annotations.append(
+                (name, ts, dur, int(step) if step is not None else None, str(ev.tid))
+            )
         elif cat in HOST_CATS:
             self.host.op((ev.pid, ev.tid), ts, dur, name)
 
@@ -290,28 +326,38 @@ class Collector:
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            data.ranges.append(Range(data.rank, "stage" if name in _STAGES else "range", name,
-                                     step, ts, dur, tid=tid))
+            data.ranges.append(
+                Range(
+                    data.rank, "stage" if name in _STAGES else "range", name, step, ts, dur, tid=tid
+                )
+            )
         if self.host.tops[0]:
-            data.ranges = bare_times_of_columns(data.ranges, *self.host.tops,
-                                      self.host.origin or 0.0)  # host ops are kept relative
+            data.ranges = bare_times_of_columns(
+                data.ranges, *self.host.tops, self.host.origin or 0.0
+            )  # host ops are kept relative
         self._device_rows(data, [(n, s, d) for s, _, n, d in steps])
         data.counters, skipped = self.counts.finish(data.path)
         data.problems.extend(skipped)
         if len(self.memory):
-            data.memory = self.memory.memory(self.host.allocs[self.memory.on_device()],
-                                             data.ranges)
-        data.problems.extend(p for p in (s.problem(data.path) for s in
-                                         (self.untimed, self.negative, self.endless)) if p)
+            data.memory = self.memory.memory(self.host.allocs[self.memory.on_device()], data.ranges)
+        data.problems.extend(
+            p
+            for p in (s.problem(data.path) for s in (self.untimed, self.negative, self.endless))
+            if p
+        )
         if late:
-            data.notes.append(f"{data.path}: {late:,} host ops out of order; self times "
-                              "approximate")
+            data.notes.append(
+                f"{data.path}: {late:,} host ops out of order; self times approximate"
+            )
         if deep:
-            data.notes.append(f"{data.path}: {deep:,} host ops nested over {MAX_DEPTH} deep; "
-                              "self times approximate")
+            data.notes.append(
+                f"{data.path}: {deep:,} host ops nested over {MAX_DEPTH} deep; "
+                "self times approximate"
+            )
         for cat, count in self.unread.items():
-            data.notes.append(f"{data.path}: {count:,} {UNREAD_DEVICE[cat]}, not read as "
-                              "device time")
+            data.notes.append(
+                f"{data.path}: {count:,} {UNREAD_DEVICE[cat]}, not read as device time"
+            )
         if self.unread:
             data.meta.unread_device = dict(self.unread)
 
@@ -330,8 +376,7 @@ class Collector:
             for waiting in self.waiting.values():
                 for where in waiting:
                     self.device.set_launch(where, -math.inf)
-        data.classified = self.device.classify(classifier(self.comm_kernels,
-                                                          self._recorded(data)))
+        data.classified = self.device.classify(classifier(self.comm_kernels, self._recorded(data)))
         try:
             data.device = breakdown(self.device, steps, stages)
             data.stream_idle, data.launch_stats = stream_facts(self.device, steps)
@@ -339,19 +384,25 @@ class Collector:
         finally:
             self.device.close()
         if not steps:
-            data.notes.append(f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
-                              "device events form one row")
+            data.notes.append(
+                f"{data.path}: no ProfilerStep ranges; {self.device.count:,} "
+                "device events form one row"
+            )
             for row in data.device:
                 row.whole = row.stage is None
         if clashes:
-            data.problems.append(f"{data.path}: {len(clashes)} collectives overlap another on "
-                                 f"the same stream (first: {clashes[0][:60]!r}); their time is "
-                                 "counted once")
+            data.problems.append(
+                f"{data.path}: {len(clashes)} collectives overlap another on "
+                f"the same stream (first: {clashes[0][:60]!r}); their time is "
+                "counted once"
+            )
         missed = self.dropped + (sum(map(len, self.waiting.values())) if self.forgot else 0)
         if missed:
-            data.problems.append(f"{data.path}: launches and their device ops lie far apart in "
-                                 f"the file (over {PENDING} waiting): {missed} device ops may "
-                                 "count from their own start instead of their launch")
+            data.problems.append(
+                f"{data.path}: launches and their device ops lie far apart in "
+                f"the file (over {PENDING} waiting): {missed} device ops may "
+                "count from their own start instead of their launch"
+            )
 
     @staticmethod
     def _recorded(data: TraceData) -> str:
@@ -363,8 +414,10 @@ class Collector:
         problem = pattern_problem(given) if isinstance(given, str) else "not a string"
         if problem is None:
             return str(given)
-        data.problems.append(f"{data.path}: its {CONFIG_RULE} ({str(given)[:60]!r}) is "
-                             f"{problem}; device kernels classified without it")
+        data.problems.append(
+            f"{data.path}: its {CONFIG_RULE} ({str(given)[:60]!r}) is "
+            f"{problem}; device kernels classified without it"
+        )
         return ""
 
 

@@ -32,9 +32,12 @@ __all__ = ["MAX_DUR_US", "Skipped", "Split", "floats", "match", "split"]
 #: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
 MAX_DUR_US = 1e11
 _DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER = range(5)
-_ROUTE: dict[str, int] = {**dict.fromkeys(DEVICE_CATS, _DEVICE),
-                          **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
-                          **dict.fromkeys(UNREAD_DEVICE, _UNREAD), "gpu_user_annotation": _SKIP}
+_ROUTE: dict[str, int] = {
+    **dict.fromkeys(DEVICE_CATS, _DEVICE),
+    **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
+    **dict.fromkeys(UNREAD_DEVICE, _UNREAD),
+    "gpu_user_annotation": _SKIP,
+}
 _PH = {"X": 0, "i": 1, "C": 3}  # complete, instant, counter (``readers.counters``)
 _NUMERIC = frozenset({int, float})
 
@@ -50,8 +53,7 @@ def floats(values: list[Number]) -> np.ndarray:
         if out is not None:
             out[~np.isfinite(out)] = np.nan
             return out
-    return np.array([np.nan if v is None else v for v in map(number, values)],
-                    dtype=np.float64)
+    return np.array([np.nan if v is None else v for v in map(number, values)], dtype=np.float64)
 
 
 @dataclass
@@ -71,10 +73,14 @@ class Split:
 
 
 def split(events: list[Event]) -> Split:
-    ph = np.fromiter(map(_PH.get, [e.ph for e in events], [2] * len(events)), dtype=np.int8,
-                     count=len(events))
-    route = np.fromiter(map(_ROUTE.get, [e.cat for e in events], [_OTHER] * len(events)),
-                        dtype=np.int8, count=len(events))
+    ph = np.fromiter(
+        map(_PH.get, [e.ph for e in events], [2] * len(events)), dtype=np.int8, count=len(events)
+    )
+    route = np.fromiter(
+        map(_ROUTE.get, [e.cat for e in events], [_OTHER] * len(events)),
+        dtype=np.int8,
+        count=len(events),
+    )
     ts = floats([e.ts for e in events])
     dur = floats([e.dur for e in events])
     x = ph == 0
@@ -83,15 +89,28 @@ def split(events: list[Event]) -> Split:
     endless = x & timed & (dur > MAX_DUR_US)
     ok = x & timed & ~negative & ~endless
     memory = np.flatnonzero(ph == 1)
-    memory = memory[[events[i].name == "[memory]" and events[i].args is not None
-                     for i in memory.tolist()]] if len(memory) else memory
+    memory = (
+        memory[
+            [events[i].name == "[memory]" and events[i].args is not None for i in memory.tolist()]
+        ]
+        if len(memory)
+        else memory
+    )
     host = np.flatnonzero(ok & (route == _OTHER))
     if len(memory):
         host = np.sort(np.concatenate([host, memory]))
-    return Split(ts, dur, np.flatnonzero(x & ~timed), np.flatnonzero(negative),
-                 np.flatnonzero(endless), np.flatnonzero(ok & (route == _DEVICE)),
-                 np.flatnonzero(ok & (route == _RUNTIME)), np.flatnonzero(ok & (route == _UNREAD)),
-                 host, np.flatnonzero(ph == 3))
+    return Split(
+        ts,
+        dur,
+        np.flatnonzero(x & ~timed),
+        np.flatnonzero(negative),
+        np.flatnonzero(endless),
+        np.flatnonzero(ok & (route == _DEVICE)),
+        np.flatnonzero(ok & (route == _RUNTIME)),
+        np.flatnonzero(ok & (route == _UNREAD)),
+        host,
+        np.flatnonzero(ph == 3),
+    )
 
 
 def _ints(values: list[Corr]) -> np.ndarray | None:
@@ -105,9 +124,15 @@ def _ints(values: list[Corr]) -> np.ndarray | None:
         return None
 
 
-def match(r_pos: np.ndarray, r_corr: list[Corr], r_ts: np.ndarray, r_call: np.ndarray,
-          d_pos: np.ndarray, d_corr: list[Corr], launches: dict[Corr, tuple[float, float]]
-          ) -> tuple[np.ndarray, np.ndarray] | None:
+def match(
+    r_pos: np.ndarray,
+    r_corr: list[Corr],
+    r_ts: np.ndarray,
+    r_call: np.ndarray,
+    d_pos: np.ndarray,
+    d_corr: list[Corr],
+    launches: dict[Corr, tuple[float, float]],
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
     file positions ``d_pos``; ``r_*``: launch calls), or None when that needs the one at a time
     path (see the module's note)."""
@@ -154,5 +179,8 @@ class Skipped:
             self.count += len(idx)
 
     def problem(self, path: object) -> str | None:
-        return (f"{path}: {self.count} {self.what}, ignored (first: {self.first[:60]!r})"
-                if self.count else None)
+        return (
+            f"{path}: {self.count} {self.what}, ignored (first: {self.first[:60]!r})"
+            if self.count
+            else None
+        )

@@ -100,10 +100,14 @@ class HostOps:
             self._one_at_a_time(thread, new)
             return
         items = heap + new
-        order = np.lexsort((np.array([it[3] for it in items]),
-                            np.array([it[2] for it in items], dtype=np.float64),
-                            np.array([it[1] for it in items]),
-                            np.array([it[0] for it in items], dtype=np.float64)))
+        order = np.lexsort(
+            (
+                np.array([it[3] for it in items]),
+                np.array([it[2] for it in items], dtype=np.float64),
+                np.array([it[1] for it in items]),
+                np.array([it[0] for it in items], dtype=np.float64),
+            )
+        )
         # when the heap gives out its j-th item, it holds the first max(free, 0) + j + 1 new
         arrival = order[:taken] - len(heap)
         if np.all(arrival <= free + np.arange(taken)):

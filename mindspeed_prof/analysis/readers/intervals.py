@@ -24,8 +24,9 @@ def length(merged: list[Interval]) -> float:
     return sum(hi - lo for lo, hi in merged)
 
 
-def covered(merged: list[Interval], lo: float, hi: float,
-            starts: list[float] | None = None) -> float:
+def covered(
+    merged: list[Interval], lo: float, hi: float, starts: list[float] | None = None
+) -> float:
     """How much of ``[lo, hi]`` the disjoint, sorted ``merged`` intervals cover (``starts``:
     their starts, when the caller keeps them for many spans)."""
     if hi <= lo or not merged:
@@ -40,8 +41,9 @@ def covered(merged: list[Interval], lo: float, hi: float,
     return total
 
 
-def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
-               origin: float = 0.0) -> list[Range]:
+def bare_times(
+    ranges: list[Range], ops: list[tuple[float, float]], origin: float = 0.0
+) -> list[Range]:
     """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
     that host operators (``ops``, on any thread, their times relative to ``origin``) cover."""
     from mindspeed_prof.analysis.readers.device.breakdown import merge
@@ -56,8 +58,9 @@ def bare_times(ranges: list[Range], ops: list[tuple[float, float]],
     return [r._replace(bare=bare(r)) if r.kind in ("stage", "range") else r for r in ranges]
 
 
-def bare_times_of_columns(ranges: list[Range], starts: array[float], ends: array[float],
-                origin: float) -> list[Range]:
+def bare_times_of_columns(
+    ranges: list[Range], starts: array[float], ends: array[float], origin: float
+) -> list[Range]:
     """``bare_times`` of ops given as two columns, merged in numpy (the same union: ``merge``
     sorts by start, then end, and extends a piece while the next starts by its end); only the
     pieces a range overlaps become Python floats, summed in the same order as ``covered``."""

@@ -57,7 +57,7 @@ class Scanner:
         consumed yet)."""
         if not self._buf:
             self._fill()
-        return bytes(self._buf[self._pos:])
+        return bytes(self._buf[self._pos :])
 
     def _fill(self) -> bool:
         """Append the next chunk, dropping what was consumed; False at the end of the file."""
@@ -68,7 +68,7 @@ class Scanner:
         if not data:
             return False
         self.taken += len(data)
-        del self._buf[:self._pos]  # cheap: a bytearray drops its front without copying
+        del self._buf[: self._pos]  # cheap: a bytearray drops its front without copying
         self._pos = 0
         self._buf += data
         return True
@@ -142,13 +142,13 @@ class Scanner:
         wording) leaves the value to ``_scan_container``."""
         while True:  # the position stays at the value's start until it is passed
             try:
-                msgspec.json.decode(self._buf[self._pos:], type=msgspec.Raw)
+                msgspec.json.decode(self._buf[self._pos :], type=msgspec.Raw)
             except msgspec.DecodeError as err:
                 text = str(err)
                 m = _TRAILING.search(text)
                 if m is not None:
                     end = self._pos + int(m.group(1)) - 1
-                    if bytes(self._buf[end:end + 1]) in (b",", b"]", b"}"):
+                    if bytes(self._buf[end : end + 1]) in (b",", b"]", b"}"):
                         self._pos = end
                         return
                 elif "truncated" in text and self._grow():

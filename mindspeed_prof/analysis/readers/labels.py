@@ -45,7 +45,7 @@ def ranks_text(ranks: Sequence[int | None]) -> str:
         if j - i >= 2:
             parts.append(f"{known[i]}-{known[j]}")
         else:
-            parts.extend(str(r) for r in known[i:j + 1])
+            parts.extend(str(r) for r in known[i : j + 1])
         i = j + 1
     if any(r is None for r in ranks):
         parts.append("?")

@@ -23,7 +23,9 @@ def thin(points: list[tuple[float, float]]) -> list[list[float]]:
         return [list(p) for p in points]
     stride = len(points) / POINTS
     keep = {int(i * stride) for i in range(POINTS)} | {
-        max(range(len(points)), key=lambda i: points[i][1]), len(points) - 1}
+        max(range(len(points)), key=lambda i: points[i][1]),
+        len(points) - 1,
+    }
     return [list(points[i]) for i in sorted(keep)]
 
 
@@ -48,14 +50,23 @@ def top(sizes: dict[str, Tally]) -> list[Alloc]:
     return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in most]
 
 
-def from_events(points: list[tuple[float, float]], peak_reserved: float | None,
-                allocs: dict[str, Tally], ranges: list[Range]) -> Memory:
+def from_events(
+    points: list[tuple[float, float]],
+    peak_reserved: float | None,
+    allocs: dict[str, Tally],
+    ranges: list[Range],
+) -> Memory:
     """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
     order, the peak reserved, and allocations per op (the reader finds the innermost host op
     open at each allocation)."""
-    return Memory(source="trace", peak_allocated_bytes=max((p[1] for p in points), default=None),
-                  peak_reserved_bytes=peak_reserved, by_stage=by_stage(points, ranges),
-                  top_ops=top(allocs), timeline=thin(points))
+    return Memory(
+        source="trace",
+        peak_allocated_bytes=max((p[1] for p in points), default=None),
+        peak_reserved_bytes=peak_reserved,
+        by_stage=by_stage(points, ranges),
+        top_ops=top(allocs),
+        timeline=thin(points),
+    )
 
 
 class MemoryEvents:
@@ -77,8 +88,10 @@ class MemoryEvents:
         a = ev.args
         assert a is not None
         size, dev = number(a.bytes) or 0.0, number(a.device_type)
-        for col, value in zip((self.ts, self.allocated, self.reserved, self.device),
-                              (ts, number(a.allocated), number(a.reserved), dev)):
+        for col, value in zip(
+            (self.ts, self.allocated, self.reserved, self.device),
+            (ts, number(a.allocated), number(a.reserved), dev),
+        ):
             col.append(_NAN if value is None else value)
         return (ts, size, dev) if size > 0 else None
 
@@ -92,6 +105,5 @@ class MemoryEvents:
         keep = [i for i in range(len(ts)) if dev[i] == 1] if self.on_device() else range(len(ts))
         order = sorted(keep, key=ts.__getitem__)
         points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
-        peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]),
-                            default=None)
+        peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]), default=None)
         return from_events(points, peak_reserved, allocs, ranges)

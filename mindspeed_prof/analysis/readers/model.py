@@ -258,6 +258,8 @@ class NpuFacts(msgspec.Struct, kw_only=True):
     api_max_us: dict[str, float] = {}
     launch_sync: list[int] | None = None
     sources: dict[str, str] = {}
+
+
 class StreamIdle(msgspec.Struct, kw_only=True):
     """One CUDA stream in one step (``step`` None: a trace without steps): its ops, their time
     (``busy_ms``, summed) and the gaps before them split as HTA's idle time breakdown splits a
@@ -352,5 +354,13 @@ class TraceData:
     def holds_nothing(self) -> bool:
         """Read whole, but no range, op, kernel, runtime call, device row, collective,
         memory or counter in it."""
-        return not (self.ranges or self.ops or self.kernels or self.runtime or self.device
-                    or self.comm or self.memory is not None or self.counters)
+        return not (
+            self.ranges
+            or self.ops
+            or self.kernels
+            or self.runtime
+            or self.device
+            or self.comm
+            or self.memory is not None
+            or self.counters
+        )

@@ -61,8 +61,8 @@ def manifest_rank(path: Path, levels: int = 3) -> int | None:
                     continue
                 files = doc.get("files") if isinstance(doc, dict) else None
                 listed = not isinstance(files, list) or any(
-                    isinstance(f, dict) and str(f.get("path", "")).startswith(rel)
-                    for f in files)
+                    isinstance(f, dict) and str(f.get("path", "")).startswith(rel) for f in files
+                )
                 if listed and to_rank(doc.get("rank")) is not None:
                     ranks.add(to_rank(doc.get("rank")))
             return ranks.pop() if len(ranks) == 1 else None
@@ -107,7 +107,8 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     two roles are added up.
     """
     claims: dict[tuple[int | None, str, int | None], dict[tuple[str, str], list[TraceData]]] = (
-        defaultdict(dict))
+        defaultdict(dict)
+    )
     parts: dict[tuple[str, str], dict[int | None, set[str]]] = {}
     roles: dict[int | None, set[str]] = defaultdict(set)
     for t in traces:
@@ -123,8 +124,7 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     lines: dict[tuple[int | None, str, tuple[str, ...]], list[int | None]] = defaultdict(list)
     for (rank, role, step), by_capture in claims.items():
         ids = list(by_capture)
-        overlapping = {i for i in ids for j in ids
-                       if i != j and parts[i][step] & parts[j][step]}
+        overlapping = {i for i in ids for j in ids if i != j and parts[i][step] & parts[j][step]}
         if len(overlapping) < 2:
             continue
         groups = [by_capture[i] for i in ids if i in overlapping]
@@ -142,11 +142,13 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
             t.ranges = [r._replace(source=label) for r in t.ranges]
             for row in t.device:
                 row.source = label
-    return [f"rank {rank_label(rank)}{f' ({role})' if role else ''}, "
-            f"step{'s' if len(steps) > 1 else ''} "
-            f"{', '.join(map(step_label, steps))}: claimed by "
-            f"{len(labels)} captures ({', '.join(labels)}); reported apart, not added up"
-            for (rank, role, labels), steps in lines.items()]
+    return [
+        f"rank {rank_label(rank)}{f' ({role})' if role else ''}, "
+        f"step{'s' if len(steps) > 1 else ''} "
+        f"{', '.join(map(step_label, steps))}: claimed by "
+        f"{len(labels)} captures ({', '.join(labels)}); reported apart, not added up"
+        for (rank, role, labels), steps in lines.items()
+    ]
 
 
 def _labels(traces: list[TraceData], root: Path) -> list[str]:

@@ -34,11 +34,33 @@ from mindspeed_prof.analysis.readers.jsonscan import NotJson, Scanner, TooLong
 from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_bytes
 
 __all__ = [
-    "ANALYSIS_DB", "API_STATISTIC", "COMMUNICATION", "COMMUNICATION_MATRIX", "CSV_COLUMNS",
-    "DECIDE_BYTES", "EXECUTION_TRACE", "KERNEL_DETAILS", "MEMORY_RECORD", "NOT_READ",
-    "NPU_KINDS", "NPU_MODULE_MEM", "OPERATOR_DETAILS", "OPERATOR_MEMORY", "OP_STATISTIC",
-    "OP_SUMMARY", "PICKLE", "PROFILER_DB", "SNAPSHOT", "SNAPSHOT_KEYS", "STEP_TRACE_TIME",
-    "TORCH_DB", "TRACE", "TRACE_LIST", "Decision", "decide", "kind_of",
+    "ANALYSIS_DB",
+    "API_STATISTIC",
+    "COMMUNICATION",
+    "COMMUNICATION_MATRIX",
+    "CSV_COLUMNS",
+    "DECIDE_BYTES",
+    "EXECUTION_TRACE",
+    "KERNEL_DETAILS",
+    "MEMORY_RECORD",
+    "NOT_READ",
+    "NPU_KINDS",
+    "NPU_MODULE_MEM",
+    "OPERATOR_DETAILS",
+    "OPERATOR_MEMORY",
+    "OP_STATISTIC",
+    "OP_SUMMARY",
+    "PICKLE",
+    "PROFILER_DB",
+    "SNAPSHOT",
+    "SNAPSHOT_KEYS",
+    "STEP_TRACE_TIME",
+    "TORCH_DB",
+    "TRACE",
+    "TRACE_LIST",
+    "Decision",
+    "decide",
+    "kind_of",
 ]
 
 #: The most bytes (decompressed) read to decide what a file is.
@@ -56,8 +78,11 @@ EXECUTION_TRACE = "execution_trace"  # PyTorch's execution trace (``nodes``): no
 # torch_npu's output files, each named for the file torch_npu writes.
 KERNEL_DETAILS, OP_SUMMARY, STEP_TRACE_TIME = "kernel_details", "op_summary", "step_trace_time"
 OP_STATISTIC, API_STATISTIC = "op_statistic", "api_statistic"
-MEMORY_RECORD, OPERATOR_MEMORY, NPU_MODULE_MEM = ("memory_record", "operator_memory",
-                                                  "npu_module_mem")
+MEMORY_RECORD, OPERATOR_MEMORY, NPU_MODULE_MEM = (
+    "memory_record",
+    "operator_memory",
+    "npu_module_mem",
+)
 OPERATOR_DETAILS = "operator_details"  # recognised, not read
 COMMUNICATION, COMMUNICATION_MATRIX = "communication", "communication_matrix"
 PROFILER_DB, ANALYSIS_DB = "profiler_db", "analysis_db"
@@ -75,23 +100,30 @@ CSV_COLUMNS: dict[str, tuple[str, ...]] = {
     OPERATOR_DETAILS: ("Name", "Host Self Duration(us)", "Device Self Duration(us)"),
 }
 #: Kinds recognised and not read, and how a line naming one says what it is.
-NOT_READ = {OPERATOR_DETAILS: "torch_npu's operator_details.csv",
-            EXECUTION_TRACE: "a PyTorch execution trace",
-            PICKLE: "a pickle that is not an allocator snapshot (nothing in it was loaded)"}
+NOT_READ = {
+    OPERATOR_DETAILS: "torch_npu's operator_details.csv",
+    EXECUTION_TRACE: "a PyTorch execution trace",
+    PICKLE: "a pickle that is not an allocator snapshot (nothing in it was loaded)",
+}
 #: Every kind of torch_npu's output files that the torch_npu readers read.
-NPU_KINDS = frozenset({*CSV_COLUMNS, COMMUNICATION, COMMUNICATION_MATRIX, PROFILER_DB,
-                       ANALYSIS_DB}) - set(NOT_READ)
+NPU_KINDS = frozenset(
+    {*CSV_COLUMNS, COMMUNICATION, COMMUNICATION_MATRIX, PROFILER_DB, ANALYSIS_DB}
+) - set(NOT_READ)
 #: The keys ``torch.cuda.memory._snapshot()`` (and torch_npu's) puts first.
-SNAPSHOT_KEYS = frozenset({"segments", "device_traces", "allocator_settings",
-                           "external_annotations"})
+SNAPSHOT_KEYS = frozenset(
+    {"segments", "device_traces", "allocator_settings", "external_annotations"}
+)
 #: A key of communication.json's operators, and of communication_matrix.json's links.
-_COMM_MARKS = {"Communication Time Info": COMMUNICATION,
-               "Communication Bandwidth Info": COMMUNICATION,
-               "Transport Type": COMMUNICATION_MATRIX}
+_COMM_MARKS = {
+    "Communication Time Info": COMMUNICATION,
+    "Communication Bandwidth Info": COMMUNICATION,
+    "Transport Type": COMMUNICATION_MATRIX,
+}
 _STEP_KEY = re.compile(r"^step\d*$")
 _SQLITE = b"SQLite format 3\x00"
-_ANALYSIS_TABLES = frozenset({"StepTraceTime", "CommAnalyzerTime", "CommAnalyzerBandwidth",
-                              "CommAnalyzerMatrix"})
+_ANALYSIS_TABLES = frozenset(
+    {"StepTraceTime", "CommAnalyzerTime", "CommAnalyzerBandwidth", "CommAnalyzerMatrix"}
+)
 _STRINGS = ("UNICODE", "STRING")  # pickle opcodes that push a str (SHORT_BINUNICODE, ...)
 _SKIP_OPS = frozenset({"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"})
 
@@ -200,8 +232,7 @@ def _csv_kind(head: bytes) -> str | None:
     except (UnicodeDecodeError, csv.Error):
         return None
     columns = {c.strip() for c in header}
-    return next((kind for kind, needed in CSV_COLUMNS.items() if columns.issuperset(needed)),
-                None)
+    return next((kind for kind, needed in CSV_COLUMNS.items() if columns.issuperset(needed)), None)
 
 
 def _db_kind(path: Path) -> str | None:
@@ -233,8 +264,9 @@ def _pickle_kind(path: Path) -> Decision:
         pass  # cut at PICKLE_HEAD, or not a pickle: judged on the opcodes read
     names = [name for name, _ in ops]
     if names[:1] == ["EMPTY_DICT"]:
-        key = ops[2] if names[1:2] == ["MARK"] and len(ops) > 2 else ops[1] if len(ops) > 1 \
-            else None
+        key = (
+            ops[2] if names[1:2] == ["MARK"] and len(ops) > 2 else ops[1] if len(ops) > 1 else None
+        )
         if key is not None and any(s in key[0] for s in _STRINGS) and key[1] in SNAPSHOT_KEYS:
             return Decision(SNAPSHOT, len(head))
     return Decision(PICKLE, len(head))

@@ -26,8 +26,15 @@ import msgspec
 
 from mindspeed_prof.analysis.readers.model import BadFile
 
-__all__ = ["CHUNK", "INFLATE_ENV", "MAX_PIECE", "TraceStream", "compression", "max_inflate",
-           "open_bytes"]
+__all__ = [
+    "CHUNK",
+    "INFLATE_ENV",
+    "MAX_PIECE",
+    "TraceStream",
+    "compression",
+    "max_inflate",
+    "open_bytes",
+]
 
 #: Bytes read at a time.
 CHUNK = 4 << 20
@@ -163,8 +170,10 @@ class TraceStream(Generic[E, T]):
         """One line naming the file, when events were left out."""
         if not self.bad_events:
             return []
-        return [f"{self.path}: {self.bad_events:,} events not valid JSON or not events, left "
-                f"out (first: {self.first_bad!r})"]
+        return [
+            f"{self.path}: {self.bad_events:,} events not valid JSON or not events, left "
+            f"out (first: {self.first_bad!r})"
+        ]
 
     def _decode(self, buf: bytes, at: int) -> list[E]:
         """The events of ``buf[:at]`` (whole events separated by commas): decoded together,
@@ -182,8 +191,9 @@ class TraceStream(Generic[E, T]):
             except (msgspec.DecodeError, msgspec.ValidationError):
                 self.bad_events += 1
                 if not self.first_bad:
-                    self.first_bad = bytes(buf[lo:min(hi, lo + 60)]).strip().decode("utf-8",
-                                                                               "replace")
+                    self.first_bad = (
+                        bytes(buf[lo : min(hi, lo + 60)]).strip().decode("utf-8", "replace")
+                    )
         return out
 
     def batches(self) -> Iterator[list[E]]:
@@ -215,8 +225,9 @@ class TraceStream(Generic[E, T]):
                     break
                 buf += read()
                 if ended and len(buf) > MAX_PIECE:
-                    raise BadFile(f"{self.path}: more than {MAX_PIECE} bytes after "
-                                  "traceEvents; refused")
+                    raise BadFile(
+                        f"{self.path}: more than {MAX_PIECE} bytes after traceEvents; refused"
+                    )
         yield from self._last(header, buf)
 
     def _reader(self, f: BufferedIOBase) -> Callable[[], bytes]:
@@ -232,9 +243,11 @@ class TraceStream(Generic[E, T]):
             total += len(chunk)
             self._eof = not chunk
             if total > limit:
-                raise BadFile(f"{self.path}: inflates to more than {limit / 1e6:.0f} MB "
-                              f"({max_inflate():g}x its size); refused as a decompression "
-                              f"bomb ({INFLATE_ENV} sets the ratio, 0 for no limit)")
+                raise BadFile(
+                    f"{self.path}: inflates to more than {limit / 1e6:.0f} MB "
+                    f"({max_inflate():g}x its size); refused as a decompression "
+                    f"bomb ({INFLATE_ENV} sets the ratio, 0 for no limit)"
+                )
             return chunk
 
         return read
@@ -250,8 +263,9 @@ class TraceStream(Generic[E, T]):
                     if i < 0:
                         return None, buf
                 elif len(buf) > MAX_PIECE:
-                    raise BadFile(f"{self.path}: no traceEvents array in its first "
-                                  f"{MAX_PIECE} bytes; refused")
+                    raise BadFile(
+                        f"{self.path}: no traceEvents array in its first {MAX_PIECE} bytes; refused"
+                    )
                 else:
                     buf += read()
                     continue
@@ -259,7 +273,7 @@ class TraceStream(Generic[E, T]):
             if m is not None:
                 try:
                     self._top.decode(buf[:i] + _KEY + b":[]}")
-                    return buf[:i], buf[m.end():]
+                    return buf[:i], buf[m.end() :]
                 except msgspec.DecodeError:
                     pass  # the name inside a string or a nested object: look further
             pos = i + 1
@@ -277,8 +291,7 @@ class TraceStream(Generic[E, T]):
         at, ended = _scan(buf)
         if at <= 0 and not ended:
             if len(buf) > MAX_PIECE:
-                raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; "
-                              "refused")
+                raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; refused")
             return None
         return self._decode(buf, at), at, ended
 
@@ -299,15 +312,17 @@ class TraceStream(Generic[E, T]):
         at, ended = _scan(buf)
         close = buf.find(b"]", max(at, 0)) if ended else -1
         if close < 0:
-            raise BadFile(f"{self.path}: cut short or malformed near its end "
-                          f"({str(err)[:120]})") from None
+            raise BadFile(
+                f"{self.path}: cut short or malformed near its end ({str(err)[:120]})"
+            ) from None
         events = self._decode(buf, at) if at > 0 else []
         if header is not None:
             try:
-                self.top = self._top.decode(header + _KEY + b":[]" + buf[close + 1:])
+                self.top = self._top.decode(header + _KEY + b":[]" + buf[close + 1 :])
             except (msgspec.DecodeError, msgspec.ValidationError) as again:
-                raise BadFile(f"{self.path}: cut short or malformed near its end "
-                              f"({str(again)[:120]})") from None
+                raise BadFile(
+                    f"{self.path}: cut short or malformed near its end ({str(again)[:120]})"
+                ) from None
         return events
 
     def _take(self) -> list[E]:

@@ -42,8 +42,9 @@ class Totals(Generic[K]):
     def _room(self) -> None:
         if len(self.ids) > len(self._count):
             size = max(len(self.ids), 2 * len(self._count))
-            self._count = np.concatenate([self._count, np.zeros(size - len(self._count),
-                                                                dtype=np.int64)])
+            self._count = np.concatenate(
+                [self._count, np.zeros(size - len(self._count), dtype=np.int64)]
+            )
             self._total = np.concatenate([self._total, np.zeros(size - len(self._total))])
 
     def add(self, keys: Sequence[K], values: np.ndarray) -> np.ndarray:
@@ -70,8 +71,7 @@ class Totals(Generic[K]):
     def tallies(self) -> list[Tally]:
         """Each key's ``Tally``, in the order of ``keys()``."""
         n = len(self.ids)
-        return [Tally(c, t) for c, t in zip(self._count[:n].tolist(),
-                                            self._total[:n].tolist())]
+        return [Tally(c, t) for c, t in zip(self._count[:n].tolist(), self._total[:n].tolist())]
 
     def as_dict(self) -> dict[K, Tally]:
         return dict(zip(self.ids, self.tallies()))

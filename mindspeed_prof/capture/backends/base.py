@@ -56,8 +56,7 @@ class Backend(ABC):
         return ["ranges"] if self.spans is not None else []
 
     def _open_spans(self, target: CaptureTarget) -> SpanRecorder:
-        self.spans = SpanRecorder(target.directory / f"{target.stem}{SPANS}",
-                                  target.metadata)
+        self.spans = SpanRecorder(target.directory / f"{target.stem}{SPANS}", target.metadata)
         return self.spans
 
     def _close_spans(self) -> list[Path]:

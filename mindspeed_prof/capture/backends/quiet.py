@@ -27,7 +27,8 @@ __all__ = ["NOISE", "quiet_stderr"]
 NOISE = re.compile(
     rb"USDT:[^\n]*SyncActivityProfilerHandler\.cpp:\d+\] profiler_(start|stop)"
     rb"|\[W[^\n]*CPUAllocator\.cpp:\d+\] Memory block of unknown size was allocated before the "
-    rb"profiling started, profiler results will not include the deallocation event")
+    rb"profiling started, profiler results will not include the deallocation event"
+)
 
 _LOCK = threading.RLock()  # fd 2 is one per process
 
@@ -61,10 +62,13 @@ def _restore(saved: int, tmp: IO[bytes]) -> None:
     os.dup2(saved, 2)
     os.close(saved)
     tmp.seek(0)
-    kept = b"".join(line for line in tmp.read().splitlines(keepends=True)
-                    if not NOISE.fullmatch(line.rstrip(b"\r\n")))
+    kept = b"".join(
+        line
+        for line in tmp.read().splitlines(keepends=True)
+        if not NOISE.fullmatch(line.rstrip(b"\r\n"))
+    )
     while kept:
-        kept = kept[os.write(2, kept):]
+        kept = kept[os.write(2, kept) :]
 
 
 @contextmanager

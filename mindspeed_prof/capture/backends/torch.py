@@ -159,9 +159,14 @@ class TorchBackend(Backend):
 
         out = super().records()
         if self._prof is not None:
-            out += [what for act, what in ((ProfilerActivity.CPU, "host ops"),
-                                           (ProfilerActivity.CUDA, "device ops"))
-                    if act in self.activities]
+            out += [
+                what
+                for act, what in (
+                    (ProfilerActivity.CPU, "host ops"),
+                    (ProfilerActivity.CUDA, "device ops"),
+                )
+                if act in self.activities
+            ]
         return out
 
     def stop(self) -> list[Path]:
@@ -196,8 +201,12 @@ class TorchBackend(Backend):
             for leftover in tmp.parent.glob(tmp.name + "*"):
                 leftover.unlink(missing_ok=True)
         cfg = self.cfg
-        if (cfg.profile_with_memory and not self.cuda and cfg.profile_record_shapes
-                and self.with_stack):
+        if (
+            cfg.profile_with_memory
+            and not self.cuda
+            and cfg.profile_record_shapes
+            and self.with_stack
+        ):
             written.append(self._memory_timeline(prof, target))
         return written
 

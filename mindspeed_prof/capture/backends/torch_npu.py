@@ -27,15 +27,24 @@ if TYPE_CHECKING:
 
 __all__ = ["TorchNpuBackend", "npu_available"]
 
-_LEVELS = {Level.level_none: "Level_none", Level.level0: "Level0", Level.level1: "Level1",
-           Level.level2: "Level2"}
+_LEVELS = {
+    Level.level_none: "Level_none",
+    Level.level0: "Level0",
+    Level.level1: "Level1",
+    Level.level2: "Level2",
+}
 _EXPORT = {ExportType.text: "Text", ExportType.db: "Db"}
-_AIC = {AicMetrics.none: "AiCoreNone", AicMetrics.pipe_utilization: "PipeUtilization",
-        AicMetrics.arithmetic_utilization: "ArithmeticUtilization",
-        AicMetrics.memory: "Memory", AicMetrics.memory_l0: "MemoryL0",
-        AicMetrics.memory_ub: "MemoryUB",
-        AicMetrics.resource_conflict_ratio: "ResourceConflictRatio",
-        AicMetrics.l2_cache: "L2Cache", AicMetrics.memory_access: "MemoryAccess"}
+_AIC = {
+    AicMetrics.none: "AiCoreNone",
+    AicMetrics.pipe_utilization: "PipeUtilization",
+    AicMetrics.arithmetic_utilization: "ArithmeticUtilization",
+    AicMetrics.memory: "Memory",
+    AicMetrics.memory_l0: "MemoryL0",
+    AicMetrics.memory_ub: "MemoryUB",
+    AicMetrics.resource_conflict_ratio: "ResourceConflictRatio",
+    AicMetrics.l2_cache: "L2Cache",
+    AicMetrics.memory_access: "MemoryAccess",
+}
 #: The levels at which torch_npu records AI Core metrics.
 _AIC_LEVELS = (Level.level1, Level.level2)
 
@@ -143,8 +152,11 @@ class TorchNpuBackend(Backend):
             activities=self.activities(),
             experimental_config=self.experimental_config(),
             on_trace_ready=p.tensorboard_trace_handler(
-                dir_name=str(target.directory), worker_name=target.stem,
-                analyse_flag=cfg.profile_analysis, async_mode=False),
+                dir_name=str(target.directory),
+                worker_name=target.stem,
+                analyse_flag=cfg.profile_analysis,
+                async_mode=False,
+            ),
         )
         self._target = target
         self._prof.start()
@@ -171,8 +183,9 @@ class TorchNpuBackend(Backend):
         if cfg.profile_level is not Level.level_none:
             acts = self.activities()
             act = self._npu.profiler.ProfilerActivity
-            out += [what for a, what in ((act.CPU, "host ops"), (act.NPU, "device ops"))
-                    if a in acts]
+            out += [
+                what for a, what in ((act.CPU, "host ops"), (act.NPU, "device ops")) if a in acts
+            ]
         return out
 
     def stop(self) -> list[Path]:
@@ -181,5 +194,8 @@ class TorchNpuBackend(Backend):
         if prof is None or target is None:
             return []
         prof.stop()
-        return sorted(p for p in target.directory.iterdir()
-                      if p.name not in self._before and p.name.endswith(NPU_FOLDER))
+        return sorted(
+            p
+            for p in target.directory.iterdir()
+            if p.name not in self._before and p.name.endswith(NPU_FOLDER)
+        )

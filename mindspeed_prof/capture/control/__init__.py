@@ -25,6 +25,22 @@ from mindspeed_prof.capture.control.folder import (
 )
 from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 
-__all__ = ["ACKS", "CONTROL", "REQUESTS", "Ack", "Channel", "FolderChannel", "FolderSource",
-           "Request", "RequestSource", "Status", "Worker", "from_npu", "read_acks", "start_step",
-           "wait", "wait_for_workers", "write_request"]
+__all__ = [
+    "ACKS",
+    "CONTROL",
+    "REQUESTS",
+    "Ack",
+    "Channel",
+    "FolderChannel",
+    "FolderSource",
+    "Request",
+    "RequestSource",
+    "Status",
+    "Worker",
+    "from_npu",
+    "read_acks",
+    "start_step",
+    "wait",
+    "wait_for_workers",
+    "write_request",
+]

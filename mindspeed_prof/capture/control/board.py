@@ -28,8 +28,15 @@ if TYPE_CHECKING:
     from ray import ObjectRef
     from ray.actor import ActorHandle
 
-__all__ = ["NAMESPACE", "BoardChannel", "BoardSource", "ControlBoard", "NotRunning",
-           "board_name", "find_board"]
+__all__ = [
+    "NAMESPACE",
+    "BoardChannel",
+    "BoardSource",
+    "ControlBoard",
+    "NotRunning",
+    "board_name",
+    "find_board",
+]
 
 log = logging.getLogger("mindspeed_prof")
 
@@ -127,13 +134,21 @@ class ControlBoard:
         acks = self._acks.get(ident, {})
         request = self._requests.get(ident)
         workers = set(self._workers)
-        pending = [] if request is None else sorted(
-            w for w in workers if request.for_worker(*w)
-            and not (w in acks and acks[w].done))
+        pending = (
+            []
+            if request is None
+            else sorted(
+                w for w in workers if request.for_worker(*w) and not (w in acks and acks[w].done)
+            )
+        )
         seen = self._seen.get(ident, {})
-        return Status(acks=list(acks.values()), ignored=self._ignored.get(ident, ""),
-                      pending=pending, settled=bool(workers) and workers <= set(seen),
-                      workers=self._known()).to_json()
+        return Status(
+            acks=list(acks.values()),
+            ignored=self._ignored.get(ident, ""),
+            pending=pending,
+            settled=bool(workers) and workers <= set(seen),
+            workers=self._known(),
+        ).to_json()
 
     def withdraw(self, ident: str) -> None:
         """The command gave up or is done: no worker takes the request from now on."""
@@ -149,8 +164,11 @@ class ControlBoard:
             return  # a worker has not seen it twice, or came after it: others may come
         ranks = sorted({r for r, _ in workers})
         roles = sorted({role for _, role in workers})
-        self._drop(request.id, f"no worker matches (ranks {request.ranks}, role "
-                   f"{request.role}); the job's workers: ranks {ranks}, roles {roles}")
+        self._drop(
+            request.id,
+            f"no worker matches (ranks {request.ranks}, role "
+            f"{request.role}); the job's workers: ranks {ranks}, roles {roles}",
+        )
 
     def _drop(self, ident: str, why: str) -> None:
         self._requests.pop(ident, None)
@@ -255,9 +273,12 @@ class BoardSource:
 
     def _lost(self, err: Exception) -> None:
         self._gone, self._board, self._pending = True, None, None
-        log.warning("mindspeed-prof: the capture board %s is gone (%s); on-demand capture "
-                    "through Ray is off for this worker, training goes on", self.name,
-                    str(err).splitlines()[0] if str(err) else type(err).__name__)
+        log.warning(
+            "mindspeed-prof: the capture board %s is gone (%s); on-demand capture "
+            "through Ray is off for this worker, training goes on",
+            self.name,
+            str(err).splitlines()[0] if str(err) else type(err).__name__,
+        )
 
 
 class NotRunning(Exception):
@@ -268,20 +289,27 @@ def find_board(job: str | None) -> ActorHandle:
     """The capture board of ``job`` (a Ray job id), or of the one job that has a board."""
     import ray
 
-    names = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                   if a["namespace"] == NAMESPACE and a["name"].startswith(board_name("")))
+    names = sorted(
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == NAMESPACE and a["name"].startswith(board_name(""))
+    )
     if job is not None:
         if board_name(job) not in names:
-            raise NotRunning(f"no capture board for Ray job {job} (boards: "
-                             f"{', '.join(names) or 'none'})")
+            raise NotRunning(
+                f"no capture board for Ray job {job} (boards: {', '.join(names) or 'none'})"
+            )
         names = [board_name(job)]
     if not names:
-        raise NotRunning("no job on this Ray cluster has a capture board: is it running, and "
-                         "did its driver call mindspeed_prof.ray.open_board()?")
+        raise NotRunning(
+            "no job on this Ray cluster has a capture board: is it running, and "
+            "did its driver call mindspeed_prof.ray.open_board()?"
+        )
     if len(names) > 1:
         jobs = ", ".join(n.removeprefix(board_name("")) for n in names)
-        raise NotRunning(f"{len(names)} jobs have a capture board ({jobs}): choose one with "
-                         "--job ID")
+        raise NotRunning(
+            f"{len(names)} jobs have a capture board ({jobs}): choose one with --job ID"
+        )
     return ray.get_actor(names[0], namespace=NAMESPACE)
 
 
@@ -295,8 +323,7 @@ class BoardChannel:
     def _call(self, method: str, *args: Json) -> object:
         import ray
 
-        answer: object = ray.get(getattr(self.board, method).remote(*args),
-                                 timeout=_CALL_TIMEOUT_S)
+        answer: object = ray.get(getattr(self.board, method).remote(*args), timeout=_CALL_TIMEOUT_S)
         return answer
 
     def workers(self) -> list[Worker]:

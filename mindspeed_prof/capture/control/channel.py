@@ -16,8 +16,16 @@ import msgspec
 from mindspeed_prof.capture.control.request import Ack, Request
 from mindspeed_prof.jsonio import JsonObject
 
-__all__ = ["LEAD_S", "Channel", "RequestSource", "Status", "Worker", "start_step", "wait",
-           "wait_for_workers"]
+__all__ = [
+    "LEAD_S",
+    "Channel",
+    "RequestSource",
+    "Status",
+    "Worker",
+    "start_step",
+    "wait",
+    "wait_for_workers",
+]
 
 _POLL_S = 0.25
 #: How far ahead of the workers a request's start step is put: every worker looks at most
@@ -56,8 +64,14 @@ def start_step(workers: list[Worker], now: float, lead_s: float = LEAD_S) -> int
     known = [w for w in workers if w.step is not None]
     if not known:
         return None
-    return max(math.floor(w.step + max(w.rate, 0.0) * max(0.0, now - w.time + lead_s))
-               for w in known if w.step is not None) + 1
+    return (
+        max(
+            math.floor(w.step + max(w.rate, 0.0) * max(0.0, now - w.time + lead_s))
+            for w in known
+            if w.step is not None
+        )
+        + 1
+    )
 
 
 class RequestSource(Protocol):

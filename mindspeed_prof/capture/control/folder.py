@@ -33,8 +33,17 @@ from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.jsonio import Json, JsonObject, Refused, read_json, write_atomic
 
-__all__ = ["ACKS", "CONTROL", "MAX_REQUEST_BYTES", "REQUESTS", "WORKERS", "FolderChannel",
-           "FolderSource", "read_acks", "write_request"]
+__all__ = [
+    "ACKS",
+    "CONTROL",
+    "MAX_REQUEST_BYTES",
+    "REQUESTS",
+    "WORKERS",
+    "FolderChannel",
+    "FolderSource",
+    "read_acks",
+    "write_request",
+]
 
 log = logging.getLogger("mindspeed_prof")
 
@@ -130,11 +139,19 @@ def _told(data: Json) -> Worker:
     if not isinstance(data, dict):
         raise TypeError("not an object")
     step, rank, time_, rate = data["step"], data["rank"], data["time"], data.get("rate", 0.0)
-    if not isinstance(rank, (int, float, str)) or not isinstance(time_, (int, float, str)) \
-            or not isinstance(rate, (int, float, str)):
+    if (
+        not isinstance(rank, (int, float, str))
+        or not isinstance(time_, (int, float, str))
+        or not isinstance(rate, (int, float, str))
+    ):
         raise TypeError("not a number")
-    return Worker(int(rank), str(data["role"]), step if isinstance(step, int) else None,
-                  float(time_), float(rate))
+    return Worker(
+        int(rank),
+        str(data["role"]),
+        step if isinstance(step, int) else None,
+        float(time_),
+        float(rate),
+    )
 
 
 class FolderSource:
@@ -173,7 +190,8 @@ class FolderSource:
         self._warned, self._unsaid = 0, {}
         found = []
         for name, mtime_ns in [e for e in entries if f"{e[0]}@{e[1]}" not in self._seen][
-                :MAX_FILES_PER_LOOK]:
+            :MAX_FILES_PER_LOOK
+        ]:
             key = f"{name}@{mtime_ns}"
             request = self._read(folder / name, key, mtime_ns)
             if request is None:
@@ -185,8 +203,12 @@ class FolderSource:
                 found.append(request)
         if self._unsaid:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(self._unsaid.items()))
-            log.warning("mindspeed-prof: ignoring %d more capture requests in %s (%s)",
-                        sum(self._unsaid.values()), folder, reasons)
+            log.warning(
+                "mindspeed-prof: ignoring %d more capture requests in %s (%s)",
+                sum(self._unsaid.values()),
+                folder,
+                reasons,
+            )
         return found
 
     def ack(self, request: Request, ack: Ack) -> None:
@@ -205,8 +227,11 @@ class FolderSource:
         try:
             folder = _folder(self.root, WORKERS, create=True)
             if folder is not None:
-                _write_json(folder, f"{worker.role}.rank{worker.rank}.json",
-                            {**worker.to_json(), "host": host_name(), "pid": os.getpid()})
+                _write_json(
+                    folder,
+                    f"{worker.role}.rank{worker.rank}.json",
+                    {**worker.to_json(), "host": host_name(), "pid": os.getpid()},
+                )
         except OSError:
             pass  # a read-only or full disk: requests are still read
 
@@ -218,8 +243,7 @@ class FolderSource:
         except (OSError, ValueError) as err:
             if isinstance(err, json.JSONDecodeError) and self._young(key):
                 return None  # maybe still being written: looked at again next time
-            why = ("not complete JSON" if isinstance(err, json.JSONDecodeError)
-                   else "unreadable")
+            why = "not complete JSON" if isinstance(err, json.JSONDecodeError) else "unreadable"
             said = err.reason if isinstance(err, Refused) else str(err)
             self._ignore(path, key, why, f"{why} ({said[:80]})")
             return None
@@ -275,8 +299,12 @@ class FolderChannel:
         """Mark that a command asks: the workers tell their steps at their next look. A job
         with profiling off has written nothing yet, so the save root may not exist: it is
         made, and removed again by ``close`` if nothing was written into it."""
-        for path in (*reversed(self.root.parents), self.root, self.root / CONTROL,
-                     self.root / CONTROL / REQUESTS):
+        for path in (
+            *reversed(self.root.parents),
+            self.root,
+            self.root / CONTROL,
+            self.root / CONTROL / REQUESTS,
+        ):
             if not os.path.lexists(path):
                 path.mkdir()
                 self._made.append(path)
@@ -299,13 +327,16 @@ class FolderChannel:
         return ""
 
     def status(self, request: Request) -> Status:
-        acks = [msgspec.structs.replace(a, root=str(self.root)) for a in
-                read_acks(self.root, request.id)]  # the save root as this machine sees it
+        acks = [
+            msgspec.structs.replace(a, root=str(self.root))
+            for a in read_acks(self.root, request.id)
+        ]  # the save root as this machine sees it
         state = json.dumps([(a.rank, a.role, a.status) for a in acks])
         if state != self._state:
             self._state, self._changed = state, time.monotonic()
-        return Status(acks=acks, settled=time.monotonic() - self._changed >= _SETTLE_S,
-                      workers=self.workers())
+        return Status(
+            acks=acks, settled=time.monotonic() - self._changed >= _SETTLE_S, workers=self.workers()
+        )
 
     def close(self, request: Request) -> None:
         """The request withdrawn (a job started later must not take it), the mark removed."""

@@ -21,16 +21,27 @@ import msgspec
 from mindspeed_prof.config.schema import ROLES, AicMetrics, Level, Stage
 from mindspeed_prof.jsonio import JsonObject
 
-__all__ = ["CAPTURE_FIELDS", "DONE", "MAX_STEPS", "Ack", "AckStatus", "Option", "Request",
-           "from_npu"]
+__all__ = [
+    "CAPTURE_FIELDS",
+    "DONE",
+    "MAX_STEPS",
+    "Ack",
+    "AckStatus",
+    "Option",
+    "Request",
+    "from_npu",
+]
 
 #: A capture option's value: a switch, or a level's or AI Core metric's name.
 Option = bool | str
 #: Fields a request's ``overrides`` may set, with the values each takes.
 CAPTURE_FIELDS: dict[str, tuple[Option, ...]] = {
-    "mstx": (True, False), "profile_with_memory": (True, False),
-    "profile_record_shapes": (True, False), "profile_with_cpu": (True, False),
-    "profile_with_npu": (True, False), "profile_with_module": (True, False),
+    "mstx": (True, False),
+    "profile_with_memory": (True, False),
+    "profile_record_shapes": (True, False),
+    "profile_with_cpu": (True, False),
+    "profile_with_npu": (True, False),
+    "profile_with_module": (True, False),
     "with_stack": (True, False),
     "profile_level": tuple(level.value for level in Level),
     "aic_metrics": tuple(m.value for m in AicMetrics),
@@ -78,8 +89,14 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def new(cls, timeout_s: float, **values: object) -> Request:
         now = time.time()
-        return cls.parse({"id": f"{time.time_ns()}-{uuid.uuid4().hex[:8]}", "created": now,
-                          "expires": now + timeout_s, **values})
+        return cls.parse(
+            {
+                "id": f"{time.time_ns()}-{uuid.uuid4().hex[:8]}",
+                "created": now,
+                "expires": now + timeout_s,
+                **values,
+            }
+        )
 
     @classmethod
     def parse(cls, data: object) -> Request:
@@ -89,8 +106,9 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
         names = cls.__struct_fields__
         unknown = sorted(str(k) for k in data if k not in names)
         if unknown:
-            raise ValueError(f"unknown field {unknown[0][:40]!r}; allowed: "
-                             f"{', '.join(sorted(names))}")
+            raise ValueError(
+                f"unknown field {unknown[0][:40]!r}; allowed: {', '.join(sorted(names))}"
+            )
         missing = [n for n in ("id", "created", "expires") if n not in data]
         if missing:
             raise ValueError(f"field {missing[0]!r} missing")
@@ -123,8 +141,11 @@ def _bad(name: str, value: object, allowed: str) -> ValueError:
 
 def _id(r: Request) -> ValueError | None:
     ok = isinstance(r.id, str) and _ID.fullmatch(r.id)
-    return None if ok else _bad("id", r.id, "letters, digits, '_', '-' and '.' (at most 128), "
-                                "not a path")
+    return (
+        None
+        if ok
+        else _bad("id", r.id, "letters, digits, '_', '-' and '.' (at most 128), not a path")
+    )
 
 
 def _times(r: Request) -> ValueError | None:
@@ -146,8 +167,11 @@ def _steps(r: Request) -> ValueError | None:
 
 def _ranks(r: Request) -> ValueError | None:
     ranks: object = r.ranks
-    if ranks is None or (isinstance(ranks, list) and len(ranks) <= MAX_RANKS
-                         and all(_int(x) and 0 <= x < 1 << 31 for x in ranks)):
+    if ranks is None or (
+        isinstance(ranks, list)
+        and len(ranks) <= MAX_RANKS
+        and all(_int(x) and 0 <= x < 1 << 31 for x in ranks)
+    ):
         return None
     return _bad("ranks", ranks, "must be a list of integers >= 0")
 
@@ -159,8 +183,11 @@ def _start_step(r: Request) -> ValueError | None:
 
 
 def _choices(r: Request) -> ValueError | None:
-    for name, value, allowed in (("role", r.role, ROLES), ("stage", r.stage, _STAGES),
-                                 ("level", r.level, _LEVELS)):
+    for name, value, allowed in (
+        ("role", r.role, ROLES),
+        ("stage", r.stage, _STAGES),
+        ("level", r.level, _LEVELS),
+    ):
         if value is not None and value not in allowed:
             return _bad(name, value, f"allowed: {', '.join(allowed)}")
     return None
@@ -182,18 +209,29 @@ def _overrides(r: Request) -> ValueError | None:
         return _bad("overrides", overrides, f"must be an object of {', '.join(CAPTURE_FIELDS)}")
     for key, value in overrides.items():
         if key not in CAPTURE_FIELDS:
-            return ValueError(f"overrides.{str(key)[:40]}: unknown; allowed: "
-                              f"{', '.join(CAPTURE_FIELDS)}")
+            return ValueError(
+                f"overrides.{str(key)[:40]}: unknown; allowed: {', '.join(CAPTURE_FIELDS)}"
+            )
         values = CAPTURE_FIELDS[key]
         if not any(value is a if isinstance(a, bool) else value == a for a in values):
-            return ValueError(f"overrides.{key}={str(value)[:40]!r}: allowed: "
-                              f"{', '.join(str(a).lower() for a in values)}")
+            return ValueError(
+                f"overrides.{key}={str(value)[:40]!r}: allowed: "
+                f"{', '.join(str(a).lower() for a in values)}"
+            )
     return None
 
 
 #: A request's checks, in the order their errors are reported.
 _CHECKS: tuple[Callable[[Request], ValueError | None], ...] = (
-    _id, _times, _steps, _ranks, _start_step, _choices, _preset, _overrides)
+    _id,
+    _times,
+    _steps,
+    _ranks,
+    _start_step,
+    _choices,
+    _preset,
+    _overrides,
+)
 
 
 class Ack(msgspec.Struct, frozen=True, kw_only=True):
@@ -259,11 +297,24 @@ def from_npu(data: object, ident: str) -> dict[str, object]:
     if isinstance(level, str):
         level = level.lower()
     ranks = data.get("rank_list") if data.get("is_rank") else None
-    overrides = {ours: data[theirs] for theirs, ours in (
-        ("record_shapes", "profile_record_shapes"), ("profile_memory", "profile_with_memory"),
-        ("with_stack", "with_stack"), ("with_modules", "profile_with_module")) if theirs in data}
+    overrides = {
+        ours: data[theirs]
+        for theirs, ours in (
+            ("record_shapes", "profile_record_shapes"),
+            ("profile_memory", "profile_with_memory"),
+            ("with_stack", "with_stack"),
+            ("with_modules", "profile_with_module"),
+        )
+        if theirs in data
+    }
     start = data.get("start_step")
-    return {"id": ident, "created": now, "expires": now + 3600.0,
-            "steps": data.get("active", 1), "ranks": ranks or None, "level": level or None,
-            "overrides": overrides,
-            "start_step": None if isinstance(start, int) and start <= 0 else start}
+    return {
+        "id": ident,
+        "created": now,
+        "expires": now + 3600.0,
+        "steps": data.get("active", 1),
+        "ranks": ranks or None,
+        "level": level or None,
+        "overrides": overrides,
+        "start_step": None if isinstance(start, int) and start <= 0 else start,
+    }

@@ -51,21 +51,23 @@ class TelemetryPart(Part):
             mstx.add_sink(self.timer)
 
     # -- what the profiler tells it -------------------------------------------------------
-    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
-                     failed: bool) -> None:
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         if took_ns is not None and not failed:
             with self._lock:
                 self._totals.stage(stage, took_ns)
 
-    def on_count(self, name: str, value: float | Sequence[float], step: int | None,
-                 stage: str | None) -> None:
+    def on_count(
+        self, name: str, value: float | Sequence[float], step: int | None, stage: str | None
+    ) -> None:
         try:
             with self._lock:
                 self._totals.count(name, value)
         except (TypeError, ValueError) as err:
-            self.host.warn_once(f"telemetry-count-{name}",
-                                f"mindspeed-prof: telemetry: counter {name!r} not kept "
-                                f"({type(err).__name__}: {err}); a number or a list of numbers")
+            self.host.warn_once(
+                f"telemetry-count-{name}",
+                f"mindspeed-prof: telemetry: counter {name!r} not kept "
+                f"({type(err).__name__}: {err}); a number or a list of numbers",
+            )
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         ranges = self.timer.take() if self.timer is not None else {}
@@ -117,8 +119,10 @@ class TelemetryPart(Part):
             try:
                 sink.send(record, rank, host.role)
             except NotReady as err:
-                host.warn_once(f"telemetry-{sink.name}-not-ready",
-                               f"mindspeed-prof: telemetry to {sink.name}: {err}")
+                host.warn_once(
+                    f"telemetry-{sink.name}-not-ready",
+                    f"mindspeed-prof: telemetry to {sink.name}: {err}",
+                )
             except Exception as err:
                 self._sinks.remove(sink)
                 self._drop_warning(sink.name, err)
@@ -143,6 +147,8 @@ class TelemetryPart(Part):
         return sinks
 
     def _drop_warning(self, name: str, err: BaseException) -> None:
-        self.host.warn_once(f"telemetry-{name}",
-                            f"mindspeed-prof: telemetry to {name} is off for the rest of this "
-                            f"run ({type(err).__name__}: {err}); training goes on")
+        self.host.warn_once(
+            f"telemetry-{name}",
+            f"mindspeed-prof: telemetry to {name} is off for the rest of this "
+            f"run ({type(err).__name__}: {err}); training goes on",
+        )

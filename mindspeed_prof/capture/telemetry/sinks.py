@@ -52,15 +52,18 @@ class RaySink:
     def send(self, record: StepRecord, rank: int, role: str) -> None:
         ray = sys.modules.get("ray")
         if ray is None or not ray.is_initialized():
-            raise NotReady("this process is not in an initialised Ray job (ray.init not "
-                           "called, or not a Ray worker); sent once it is")
+            raise NotReady(
+                "this process is not in an initialised Ray job (ray.init not "
+                "called, or not a Ray worker); sent once it is"
+            )
         base = {"rank": str(rank), "role": role}
         if record.step_ms is not None:
             self._gauge("step_ms", "step time, ms", ()).set(record.step_ms, tags=base)
-        for kind, values, tag, what in (("stage_ms", record.stages, "stage", "stage time, ms"),
-                                        ("range_ms", record.ranges, "range",
-                                         "custom range time, ms"),
-                                        ("count", record.counts, "name", "counter per step")):
+        for kind, values, tag, what in (
+            ("stage_ms", record.stages, "stage", "stage time, ms"),
+            ("range_ms", record.ranges, "range", "custom range time, ms"),
+            ("count", record.counts, "name", "counter per step"),
+        ):
             if values:
                 gauge = self._gauge(kind, what, (tag,))
                 for name, value in values.items():
@@ -71,9 +74,11 @@ class RaySink:
         if gauge is None:
             from ray.util.metrics import Gauge
 
-            gauge = self._gauges[kind] = Gauge(f"mindspeed_prof_{kind}",
-                                               f"mindspeed-prof: {description}",
-                                               tag_keys=("rank", "role", *tags))
+            gauge = self._gauges[kind] = Gauge(
+                f"mindspeed_prof_{kind}",
+                f"mindspeed-prof: {description}",
+                tag_keys=("rank", "role", *tags),
+            )
         return gauge
 
     def close(self) -> None:
@@ -97,12 +102,14 @@ class TensorBoardSink:
                 from tensorboard.compat.proto.summary_pb2 import Summary
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as err:
-                raise RuntimeError("needs the tensorboard package "
-                                   "(pip install 'mindspeed-prof[tensorboard]')") from err
+                raise RuntimeError(
+                    "needs the tensorboard package (pip install 'mindspeed-prof[tensorboard]')"
+                ) from err
             self._open = SummaryWriter(str(self.folder), flush_secs=TB_FLUSH_S), Summary
         writer, summary = self._open
-        values = [summary.Value(tag=name, simple_value=value)
-                  for name, value in record.flat().items()]
+        values = [
+            summary.Value(tag=name, simple_value=value) for name, value in record.flat().items()
+        ]
         writer._get_file_writer().add_summary(summary(value=values), record.step)
 
     def close(self) -> None:

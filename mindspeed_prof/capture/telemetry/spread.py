@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 __all__ = ["across_ranks"]
 
 
-def across_ranks(per_rank: Mapping[int, Mapping[str, float]] | Sequence[Mapping[str, float]]
-                 ) -> dict[str, float]:
+def across_ranks(
+    per_rank: Mapping[int, Mapping[str, float]] | Sequence[Mapping[str, float]],
+) -> dict[str, float]:
     """``{<name>/max, <name>/median}`` for every name any rank reports, and for times (names
     ending ``/ms``) ``<name>/slowest_rank`` (the lowest rank among equals); ``prof/ranks``: how
     many ranks reported. A sequence is indexed by rank (``all_gather_object``'s list)."""

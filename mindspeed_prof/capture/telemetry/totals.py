@@ -83,11 +83,16 @@ class StepTotals:
         """The step's record (``ranges_ns``: custom ranges' totals, taken by the caller)."""
         counts = dict(self._counts)
         for name, (n, total, low, high) in self._dists.items():
-            counts.update({f"{name}/n": n, f"{name}/mean": total / n, f"{name}/min": low,
-                           f"{name}/max": high})
-        record = StepRecord(step, None if step_ns is None else step_ns / 1e6,
-                            {k: v / 1e6 for k, v in self._stages.items()},
-                            {k: v / 1e6 for k, v in ranges_ns.items()}, counts)
+            counts.update(
+                {f"{name}/n": n, f"{name}/mean": total / n, f"{name}/min": low, f"{name}/max": high}
+            )
+        record = StepRecord(
+            step,
+            None if step_ns is None else step_ns / 1e6,
+            {k: v / 1e6 for k, v in self._stages.items()},
+            {k: v / 1e6 for k, v in ranges_ns.items()},
+            counts,
+        )
         self.clear()
         return record
 
@@ -112,6 +117,10 @@ def mean_record(records: Sequence[StepRecord]) -> StepRecord:
         return {k: total / n for k, (total, n) in sums.items()}
 
     steps = [r.step_ms for r in records if r.step_ms is not None]
-    return StepRecord(last.step, sum(steps) / len(steps) if steps else None,
-                      mean([r.stages for r in records]), mean([r.ranges for r in records]),
-                      mean([r.counts for r in records]))
+    return StepRecord(
+        last.step,
+        sum(steps) / len(steps) if steps else None,
+        mean([r.stages for r in records]),
+        mean([r.ranges for r in records]),
+        mean([r.counts for r in records]),
+    )

@@ -37,9 +37,19 @@ FONT_PT = 9
 
 #: Fonts for names in Chinese or Japanese, where one is installed (matplotlib falls back on
 #: them glyph by glyph).
-_CJK = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans SC", "Source Han Sans SC",
-        "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback", "AR PL UMing CN",
-        "Microsoft YaHei", "SimHei", "PingFang SC")
+_CJK = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "AR PL UMing CN",
+    "Microsoft YaHei",
+    "SimHei",
+    "PingFang SC",
+)
 
 
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -58,7 +68,7 @@ _NAME_CHARS = 48  # longest name on a chart's axis or legend; the tables hold th
 def _short(text: str, n: int = _NAME_CHARS) -> str:
     """A name as a chart shows it: printable, at most ``n`` characters."""
     text = printable(text)
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def gid(kind: str, name: str, i: int = 0) -> str:
@@ -109,7 +119,7 @@ def _svg(fig: Figure, name: str) -> str:
 
     plt.close(fig)
     text = buf.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
+    text = text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: inline SVG in HTML
     # matplotlib repeats each label in an XML comment; a name holding "-->" could end it early.
     text = _COMMENT.sub("", text)
     return _ID.sub(lambda m: f"{m.group(1)}{name}-", text)
@@ -125,28 +135,41 @@ def _thin(fig: Figure, labels: Sequence[Text], pad: float = 2.0) -> int:
     boxes = [t.get_window_extent(renderer) for t in shown]
 
     def apart(a: Bbox, b: Bbox) -> bool:
-        return bool(a.x1 + pad <= b.x0 or b.x1 + pad <= a.x0 or a.y1 + pad <= b.y0
-                    or b.y1 + pad <= a.y0)
+        return bool(
+            a.x1 + pad <= b.x0 or b.x1 + pad <= a.x0 or a.y1 + pad <= b.y0 or b.y1 + pad <= a.y0
+        )
 
-    k = next((k for k in range(1, len(boxes)) if all(
-        apart(a, b) for a, b in zip(boxes[::k], boxes[k::k]))), len(boxes))
+    k = next(
+        (
+            k
+            for k in range(1, len(boxes))
+            if all(apart(a, b) for a, b in zip(boxes[::k], boxes[k::k]))
+        ),
+        len(boxes),
+    )
     for i, t in enumerate(shown):
         t.set_visible(i % k == 0)
     return k
 
 
-def _legend(ax: Axes, handles: Sequence[Artist | tuple[Artist, ...]], labels: list[str]
-            ) -> None:
+def _legend(ax: Axes, handles: Sequence[Artist | tuple[Artist, ...]], labels: list[str]) -> None:
     """A legend right of the plot (inside the picture: the SVG's box is fitted to it)."""
-    ax.legend(handles, labels, fontsize=FONT_PT, loc="upper left", bbox_to_anchor=(1.01, 1),
-              borderaxespad=0, frameon=False, ncol=1 if len(labels) <= 16 else 2)
+    ax.legend(
+        handles,
+        labels,
+        fontsize=FONT_PT,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+        borderaxespad=0,
+        frameon=False,
+        ncol=1 if len(labels) <= 16 else 2,
+    )
 
 
 def _bar_labels(fig: Figure, ax: Axes, labels: list[str]) -> None:
     """Bar labels along x: upright when short, else turned a quarter; then thinned."""
     turn = any(len(t) > 4 for t in labels)
-    ax.set_xticks(range(len(labels)), labels, fontsize=FONT_PT,
-                  rotation=90 if turn else 0)
+    ax.set_xticks(range(len(labels)), labels, fontsize=FONT_PT, rotation=90 if turn else 0)
     fig.draw_without_rendering()
     _thin(fig, ax.get_xticklabels())
 
@@ -163,12 +186,22 @@ def charts(tables: Tables, colours: Mapping[str, str]) -> list[tuple[str, str, s
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
-    sans = ["DejaVu Sans", *(f for f in _CJK if f in installed),
-            *matplotlib.rcParams["font.sans-serif"]]
-    with matplotlib.rc_context({"svg.fonttype": "path",  # text as paths: nothing to inject
-                                "svg.hashsalt": "mindspeed-prof",  # the same ids on every run
-                                "font.size": FONT_PT + 1, "font.sans-serif": sans}), \
-            warnings.catch_warnings():
+    sans = [
+        "DejaVu Sans",
+        *(f for f in _CJK if f in installed),
+        *matplotlib.rcParams["font.sans-serif"],
+    ]
+    with (
+        matplotlib.rc_context(
+            {
+                "svg.fonttype": "path",  # text as paths: nothing to inject
+                "svg.hashsalt": "mindspeed-prof",  # the same ids on every run
+                "font.size": FONT_PT + 1,
+                "font.sans-serif": sans,
+            }
+        ),
+        warnings.catch_warnings(),
+    ):
         # a name in a script no installed font holds is drawn as boxes (the tables have it)
         warnings.filterwarnings("ignore", "Glyph .* missing from font")
         return _draw(tables, colours)
@@ -184,8 +217,9 @@ def _draw(tables: Tables, colours: Mapping[str, str]) -> list[tuple[str, str, st
     ops = tables.top_ops[:15]
     if ops:
         fig, ax = _subplots((7.5, 0.3 * len(ops) + 0.8))
-        ax.barh([_short(o.op, 60) for o in ops][::-1], [o.self_ms for o in ops][::-1],
-                color="#4B5D9C")
+        ax.barh(
+            [_short(o.op, 60) for o in ops][::-1], [o.self_ms for o in ops][::-1], color="#4B5D9C"
+        )
         ax.tick_params(axis="y", labelsize=FONT_PT)
         ax.set_xlabel("self ms")
         charts.append(("top_ops", "Top host ops by self time (ms)", _svg(fig, "top_ops")))
@@ -209,53 +243,81 @@ def _heatmap(tables: Tables, colours: Mapping[str, str]) -> str:
         grid[stages.index(r.stage)][ranks.index((r.rank, r.source))] = r.mean_ms
     fig, ax = _subplots((_width(len(ranks), 0.9, 4.0, 8.0), 0.9 + 0.42 * len(stages)))
     im = ax.imshow(grid, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(ranks)), [_short(f"rank {rank_label(*k)}", 24) for k in ranks],
-                  fontsize=FONT_PT)
+    ax.set_xticks(
+        range(len(ranks)), [_short(f"rank {rank_label(*k)}", 24) for k in ranks], fontsize=FONT_PT
+    )
     ax.set_yticks(range(len(stages)), [_short(s) for s in stages], fontsize=FONT_PT)
     ax.tick_params(axis="y", length=9, width=7)
     for tick, s in zip(ax.yaxis.get_major_ticks(), stages):
         tick.tick1line.set_markeredgecolor(colours[s])
         tick.tick1line.set_gid(gid("swatch", s))
     top = max(max(r) for r in grid) or 1.0
-    notes = [ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=FONT_PT,
-                     color="black" if v > 0.6 * top else "white", gid=gid("cell", stages[i], j))
-             for i, row in enumerate(grid) for j, v in enumerate(row)]
+    notes = [
+        ax.text(
+            j,
+            i,
+            f"{v:.1f}",
+            ha="center",
+            va="center",
+            fontsize=FONT_PT,
+            color="black" if v > 0.6 * top else "white",
+            gid=gid("cell", stages[i], j),
+        )
+        for i, row in enumerate(grid)
+        for j, v in enumerate(row)
+    ]
     fig.colorbar(im, label="mean ms")
     fig.draw_without_rendering()
     renderer = _renderer(fig)
     cell = ax.get_window_extent(renderer)
     w, h = cell.width / len(ranks), cell.height / len(stages)
-    if any(t.get_window_extent(renderer).width > 0.9 * w
-           or t.get_window_extent(renderer).height > 0.9 * h for t in notes):
+    if any(
+        t.get_window_extent(renderer).width > 0.9 * w
+        or t.get_window_extent(renderer).height > 0.9 * h
+        for t in notes
+    ):
         for t in notes:  # the cells are too small for their numbers: the table has them
             t.remove()
     _thin(fig, ax.get_xticklabels())
     return _svg(fig, "heatmap")
 
 
-def _per_step(rows: Sequence[_R], parts: Sequence[tuple[str, Callable[[_R], float]]]
-              ) -> tuple[list[str], dict[str, list[float]], str]:
+def _per_step(
+    rows: Sequence[_R], parts: Sequence[tuple[str, Callable[[_R], float]]]
+) -> tuple[list[str], dict[str, list[float]], str]:
     """The bars of a stacked chart of ``rows`` (rank/step rows): one per rank and step, or,
     when that makes more than ``MAX_BARS`` bars and there are several ranks, one per step with
     the mean over ranks. Returns the bar labels, each part's values and what a bar is."""
     ranks = {(r.rank, r.source) for r in rows}
     if len(rows) <= MAX_BARS or len(ranks) < 2:
-        labels = [_short(f"r{rank_label(r.rank, r.source)}", 24)
-                  + f"/s{r.step}{'w' if r.warmup else ''}" for r in rows]
-        return labels, {name: [max(f(r), 0.0) for r in rows] for name, f in parts}, (
-            "bars: rank/step, w = warmup")
+        labels = [
+            _short(f"r{rank_label(r.rank, r.source)}", 24) + f"/s{r.step}{'w' if r.warmup else ''}"
+            for r in rows
+        ]
+        return (
+            labels,
+            {name: [max(f(r), 0.0) for r in rows] for name, f in parts},
+            ("bars: rank/step, w = warmup"),
+        )
     by_step: dict[int | None, list[_R]] = {}
     for r in rows:
         by_step.setdefault(r.step, []).append(r)
     steps = sorted(by_step, key=lambda s: -1 if s is None else s)  # a row has a step
-    values = {name: [sum(max(f(r), 0.0) for r in by_step[s]) / len(by_step[s]) for s in steps]
-              for name, f in parts}
+    values = {
+        name: [sum(max(f(r), 0.0) for r in by_step[s]) / len(by_step[s]) for s in steps]
+        for name, f in parts
+    }
     labels = [f"{s}{'w' if all(r.warmup for r in by_step[s]) else ''}" for s in steps]
     return labels, values, f"bars: steps, each the mean over {len(ranks)} ranks; w = warmup"
 
 
-def _stacked(name: str, labels: list[str], values: dict[str, list[float]],
-             colours: Mapping[str, str], ylabel: str) -> str:
+def _stacked(
+    name: str,
+    labels: list[str],
+    values: dict[str, list[float]],
+    colours: Mapping[str, str],
+    ylabel: str,
+) -> str:
     """Stacked bars, a part a colour, each bar's id naming its part (``gid``)."""
     fig, ax = _subplots((_width(len(labels)), 3.6))
     bottom = [0.0] * len(labels)
@@ -278,6 +340,7 @@ def _timeline(tables: Tables, colours: Mapping[str, str]) -> tuple[str, str]:
     stage_keys = stage_order(k for row in steps for k in row.stages)
     if not steps or not stage_keys:
         return "", ""
+
     def part(stage: str) -> Callable[[StepRow], float]:
         return lambda r: r.stages.get(stage, 0.0)
 
@@ -296,7 +359,8 @@ def _device_chart(tables: Tables) -> tuple[str, str]:
         ("comm during compute", lambda r: r.overlap_ms),
         ("comm only", lambda r: device_parts(r)["communication"]),
         ("copy only", lambda r: device_parts(r)["copy"]),  # none where not split out
-        ("idle", lambda r: r.idle_ms)]
+        ("idle", lambda r: r.idle_ms),
+    ]
     labels, values, what = _per_step(rows, parts)
     return _stacked("device", labels, values, DEVICE_COLOURS, "device ms"), what
 
@@ -310,8 +374,9 @@ def _memory_chart(tables: Tables) -> str:
     handles = []
     for r in lines:
         t0 = r.timeline[0][0]
-        handles += ax.plot([(p[0] - t0) / 1e3 for p in r.timeline],
-                           [p[1] / 2**20 for p in r.timeline])
+        handles += ax.plot(
+            [(p[0] - t0) / 1e3 for p in r.timeline], [p[1] / 2**20 for p in r.timeline]
+        )
     ax.set_xlabel("ms from the first sample")
     ax.set_ylabel("allocated MiB")
     ax.tick_params(labelsize=FONT_PT)

@@ -27,8 +27,7 @@ def _finding(f: Finding) -> str:
     """One line: the severity, the title and the time at stake; the detail, the suggestion and
     where the numbers came from folded under it."""
     sev = _esc(f.severity)
-    impact = (f" <span class='impact'>({f.impact_ms:,.1f} ms per step)</span>"
-              if f.impact_ms else "")
+    impact = f" <span class='impact'>({f.impact_ms:,.1f} ms per step)</span>" if f.impact_ms else ""
     line = f"<span class='sev {sev}'>{sev}</span><b>{_esc(f.title)}</b>{impact}"
     more = []
     if f.detail:
@@ -36,35 +35,52 @@ def _finding(f: Finding) -> str:
     if f.suggestion:
         more.append(f"<p><b>Suggestion:</b> {_lines(f.suggestion)}</p>")
     seen = ", ".join(rank_label(r) for r in f.ranks)
-    where = "; ".join(p for p in (f"from {f.source}" if f.source else "",
-                                  f"ranks {seen}" if seen else "") if p)
+    where = "; ".join(
+        p for p in (f"from {f.source}" if f.source else "", f"ranks {seen}" if seen else "") if p
+    )
     if where:
         more.append(f"<p><small>{_esc(where)}</small></p>")
     if not more:
         return f"<li class='{sev}'>{line}</li>"
-    return (f"<li class='{sev}'><details><summary>{line}</summary>"
-            f"<div class='more'>{''.join(more)}</div></details></li>")
+    return (
+        f"<li class='{sev}'><details><summary>{line}</summary>"
+        f"<div class='more'>{''.join(more)}</div></details></li>"
+    )
 
 
 def _answers(answers: Report) -> str:
     """The verdict, what to run next and the findings: the top of the report."""
     esc = _esc
     lines = verdict_lines(answers.verdict)
-    items = "".join(f"<dt>{esc(label)}</dt><dd{' class=lead' if i == 0 else ''}>{esc(text)}</dd>"
-                    for i, (label, text) in enumerate(lines))
-    out = ("<section id='verdict' class='headline'><h2>Verdict</h2>"
-           + (f"<dl class='verdict'>{items}</dl>" if items else
-              "<p>No verdict: these captures hold no steps, stages or device time.</p>"))
+    items = "".join(
+        f"<dt>{esc(label)}</dt><dd{' class=lead' if i == 0 else ''}>{esc(text)}</dd>"
+        for i, (label, text) in enumerate(lines)
+    )
+    out = "<section id='verdict' class='headline'><h2>Verdict</h2>" + (
+        f"<dl class='verdict'>{items}</dl>"
+        if items
+        else "<p>No verdict: these captures hold no steps, stages or device time.</p>"
+    )
     if answers.verdict.next:
-        out += "<div class='next'><b>Next</b>" + "".join(
-            f"<p>{esc(n.kind)}: {esc(n.why)}<br><code>{esc(n.command)}</code></p>"
-            for n in answers.verdict.next) + "</div>"
+        out += (
+            "<div class='next'><b>Next</b>"
+            + "".join(
+                f"<p>{esc(n.kind)}: {esc(n.why)}<br><code>{esc(n.command)}</code></p>"
+                for n in answers.verdict.next
+            )
+            + "</div>"
+        )
     out += "</section>"
     items = "".join(_finding(f) for f in answers.findings)
-    out += ("<section id='findings'><h2>Findings</h2>"
-            + (f"<ul class='findings'>{items}</ul>" if items else
-               "<p>None: no rule found anything to say about these captures.</p>")
-            + "</section>")
+    out += (
+        "<section id='findings'><h2>Findings</h2>"
+        + (
+            f"<ul class='findings'>{items}</ul>"
+            if items
+            else "<p>None: no rule found anything to say about these captures.</p>"
+        )
+        + "</section>"
+    )
     return out
 
 
@@ -79,61 +95,128 @@ def write_report(given: Report | Analysis, path: Path) -> Path:
     answers = given if isinstance(given, Report) else report(given)
     result, t = answers.result, answers.tables
     colours = stage_colours(_stage_names(t))
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-             f"<title>mindspeed-prof: {esc(str(result.root))}</title><style>{_CSS}</style>"
-             f"</head><body><h1>mindspeed-prof report</h1><p class='root'>"
-             f"{esc(str(result.root))}: {len(result.traces)} captures, ranks "
-             f"{esc(str(t.ranks))}</p>", _answers(answers)]
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>mindspeed-prof: {esc(str(result.root))}</title><style>{_CSS}</style>"
+        f"</head><body><h1>mindspeed-prof report</h1><p class='root'>"
+        f"{esc(str(result.root))}: {len(result.traces)} captures, ranks "
+        f"{esc(str(t.ranks))}</p>",
+        _answers(answers),
+    ]
     for name, caption, svg in _charts(t, colours):
-        parts.append(f"<figure id='{name}'><figcaption>{esc(caption)}</figcaption>{svg}"
-                     "</figure>")
+        parts.append(f"<figure id='{name}'><figcaption>{esc(caption)}</figcaption>{svg}</figure>")
     from mindspeed_prof.views.gantt import gantt_svg
 
     if gantt := gantt_svg(t.ranges, colours=colours):
         parts.append(f"<h2>Stages by rank and step (Gantt)</h2><figure id='gantt'>{gantt}</figure>")
-    parts.append("<h2>Stage by rank</h2>" + _table(
-        t.stage_rank, ["stage", "rank", "source", "count", "total_ms", "mean_ms",
-                              "max_ms"]))
+    parts.append(
+        "<h2>Stage by rank</h2>"
+        + _table(
+            t.stage_rank, ["stage", "rank", "source", "count", "total_ms", "mean_ms", "max_ms"]
+        )
+    )
     steps = t.per_step
     stages = stage_order(k for r in steps for k in r.stages)
-    parts.append("<h2>Per step (ms)</h2>" + _table(
-        [{**r.json(), "total": r.total, **{s: r.stages.get(s) for s in stages}} for r in steps],
-        ["rank", "source", "step", "total", *stages, "warmup"], quiet=("source", "total")))
-    parts.append(f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
-        t.stragglers, ["stage", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
+    parts.append(
+        "<h2>Per step (ms)</h2>"
+        + _table(
+            [{**r.json(), "total": r.total, **{s: r.stages.get(s) for s in stages}} for r in steps],
+            ["rank", "source", "step", "total", *stages, "warmup"],
+            quiet=("source", "total"),
+        )
+    )
+    parts.append(
+        f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>"
+        + _table(t.stragglers, ["stage", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"])
+    )
     from mindspeed_prof.views.counted_html import counted_sections
 
     parts.extend(counted_sections(t, _table, _esc))
-    parts.append("<h2>Custom ranges</h2>" + _table(
-        t.range_table, ["name", "rank", "stage", "count", "total_ms", "self_ms",
-                               "mean_ms", "p95_ms", "max_ms"]))
-    parts.append(f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>" + _table(
-        t.range_stragglers,
-        ["range", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]))
-    device = [{**msgspec.to_builtins(r), "step": WHOLE if r.whole else step_label(r.step)}
-              for r in t.device]
-    parts.append("<h2>Device time (ms)</h2>" + (_table(device, [
-        "rank", "source", "step", "stage",
-        "warmup", "span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms",
-        "idle_ms"]) if device else f"<p>{esc(no_device_text(t.unread_device))}</p>"))
-    parts.append("<h2>Top host ops by self time</h2>" + _table(t.top_ops[:25],
-                                                               ["op", "count", "self_ms"]))
-    parts.append("<h2>Top device kernels by device time</h2>" + _table(
-        t.top_kernels[:25], ["name", "count", "device_ms"]))
-    parts.append("<h2>Top runtime/launch calls</h2>" + _table(t.top_runtime[:25],
-                                                              ["name", "count", "ms"]))
+    parts.append(
+        "<h2>Custom ranges</h2>"
+        + _table(
+            t.range_table,
+            [
+                "name",
+                "rank",
+                "stage",
+                "count",
+                "total_ms",
+                "self_ms",
+                "mean_ms",
+                "p95_ms",
+                "max_ms",
+            ],
+        )
+    )
+    parts.append(
+        f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>"
+        + _table(
+            t.range_stragglers, ["range", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]
+        )
+    )
+    device = [
+        {**msgspec.to_builtins(r), "step": WHOLE if r.whole else step_label(r.step)}
+        for r in t.device
+    ]
+    parts.append(
+        "<h2>Device time (ms)</h2>"
+        + (
+            _table(
+                device,
+                [
+                    "rank",
+                    "source",
+                    "step",
+                    "stage",
+                    "warmup",
+                    "span_ms",
+                    "busy_ms",
+                    "compute_ms",
+                    "comm_ms",
+                    "overlap_ms",
+                    "memcpy_ms",
+                    "idle_ms",
+                ],
+            )
+            if device
+            else f"<p>{esc(no_device_text(t.unread_device))}</p>"
+        )
+    )
+    parts.append(
+        "<h2>Top host ops by self time</h2>" + _table(t.top_ops[:25], ["op", "count", "self_ms"])
+    )
+    parts.append(
+        "<h2>Top device kernels by device time</h2>"
+        + _table(t.top_kernels[:25], ["name", "count", "device_ms"])
+    )
+    parts.append(
+        "<h2>Top runtime/launch calls</h2>" + _table(t.top_runtime[:25], ["name", "count", "ms"])
+    )
     memory = t.memory
-    parts.append("<h2>Memory peaks (bytes)</h2>" + _table(
-        memory, ["rank", "stage", "source", "peak_allocated_bytes", "peak_reserved_bytes",
-                 "file"]))
-    allocs = [{"rank": m.rank, "op": o.op, "count": o.count, "bytes": o.bytes}
-              for m in memory for o in m.top_ops]
+    parts.append(
+        "<h2>Memory peaks (bytes)</h2>"
+        + _table(
+            memory,
+            ["rank", "stage", "source", "peak_allocated_bytes", "peak_reserved_bytes", "file"],
+        )
+    )
+    allocs = [
+        {"rank": m.rank, "op": o.op, "count": o.count, "bytes": o.bytes}
+        for m in memory
+        for o in m.top_ops
+    ]
     if allocs:
-        parts.append("<h2>Top allocating operators</h2>" + _table(
-            allocs, ["rank", "op", "count", "bytes"]))
-    parts.append("<h2>Inventory</h2>" + _table(
-        t.inventory, ["file", "kind", "rank", "group", "bytes", "events", "steps", "level"]))
+        parts.append(
+            "<h2>Top allocating operators</h2>" + _table(allocs, ["rank", "op", "count", "bytes"])
+        )
+    parts.append(
+        "<h2>Inventory</h2>"
+        + _table(
+            t.inventory, ["file", "kind", "rank", "group", "bytes", "events", "steps", "level"]
+        )
+    )
     notes = [f"<li>{esc(w)}</li>" for w in t.warnings]
     notes += [f"<li class='bad'>skipped: {esc(result.shown(b))}</li>" for b in result.bad]
     notes += [f"<li>note: {esc(result.shown(n))}</li>" for n in [*t.notes, *answers.rule_notes]]

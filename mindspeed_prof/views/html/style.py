@@ -49,6 +49,9 @@ li{overflow-wrap:anywhere}
 @media (max-width:960px){body{padding:.6em .8em}
 td,th{padding:3px 5px;font-size:.9em}.verdict dd.lead{font-size:1.15em}}
 @media (max-width:640px){.verdict{grid-template-columns:minmax(0,1fr)}}
-""" + "\n".join(f".w{i} td:nth-child({i}){{white-space:normal;overflow-wrap:anywhere;"
-                f"min-width:7em}}.w{i} td:nth-child({i}),.w{i} th:nth-child({i}){{"
-                "text-align:left}" for i in range(1, MAX_COLUMNS + 1))
+""" + "\n".join(
+    f".w{i} td:nth-child({i}){{white-space:normal;overflow-wrap:anywhere;"
+    f"min-width:7em}}.w{i} td:nth-child({i}),.w{i} th:nth-child({i}){{"
+    "text-align:left}"
+    for i in range(1, MAX_COLUMNS + 1)
+)

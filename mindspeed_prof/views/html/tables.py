@@ -30,8 +30,11 @@ def _cell(v: object) -> str:
     return f"{v:,.3f}" if isinstance(v, float) else "" if v is None else str(v)
 
 
-def table(rows: Sequence[Row | Mapping[str, object]], columns: list[str],
-           quiet: Iterable[str] = ("source",)) -> str:
+def table(
+    rows: Sequence[Row | Mapping[str, object]],
+    columns: list[str],
+    quiet: Iterable[str] = ("source",),
+) -> str:
     """Rows as an HTML table of ``columns`` (their ``--json`` keys: a column a row does not have
     is a ``KeyError``, never an empty cell), in a wrapper that scrolls when the page is too
     narrow; name columns (``WRAP``) wrap. A column empty in every row is left out, and named
@@ -43,12 +46,17 @@ def table(rows: Sequence[Row | Mapping[str, object]], columns: list[str],
     empty = [c for c in columns if not any(cells[c])]
     shown = [c for c in columns if c not in empty] or columns
     head = "".join(f"<th>{_header(c)}</th>" for c in shown)
-    body = "".join("<tr>" + "".join(f"<td>{esc(cells[c][i])}</td>" for c in shown) + "</tr>"
-                   for i in range(len(dicts)))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(cells[c][i])}</td>" for c in shown) + "</tr>"
+        for i in range(len(dicts))
+    )
     wrap = "".join(f" w{i}" for i, c in enumerate(shown, 1) if c in WRAP and i <= _MAX_COLUMNS)
     said = [c for c in empty if c not in set(quiet) and c not in shown]
-    note = (f"<p class='empty'>Empty in every row, left out: {esc(', '.join(said))}.</p>"
-            if said else "")
+    note = (
+        f"<p class='empty'>Empty in every row, left out: {esc(', '.join(said))}.</p>"
+        if said
+        else ""
+    )
     return f"<div class='tbl{wrap}'><table><tr>{head}</tr>{body}</table></div>{note}"
 
 

@@ -23,6 +23,20 @@ from mindspeed_prof.views.text.stages import print_stage_rank
 from mindspeed_prof.views.text.sweep import print_presets, print_sweep
 from mindspeed_prof.views.words import no_device_text
 
-__all__ = ["STAGE_CODES", "count", "headline", "no_device_text", "print_analysis", "print_compare",
-           "print_compare_details", "print_details", "print_device", "print_memory",
-           "print_presets", "print_ranges", "print_stage_rank", "print_sweep", "print_top_lists"]
+__all__ = [
+    "STAGE_CODES",
+    "count",
+    "headline",
+    "no_device_text",
+    "print_analysis",
+    "print_compare",
+    "print_compare_details",
+    "print_details",
+    "print_device",
+    "print_memory",
+    "print_presets",
+    "print_ranges",
+    "print_stage_rank",
+    "print_sweep",
+    "print_top_lists",
+]

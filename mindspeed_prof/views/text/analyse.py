@@ -27,8 +27,10 @@ def headline(result: Analysis, width: int) -> list[str]:
     when a long root would push the line past ``width``."""
     size = sum(t.size for t in result.traces)
     where = f"{count(_captures(result), 'capture')} under {result.root}"
-    what = (f"{count(len(result.ranks), 'rank')} {ranks_text(result.ranks) or '-'}, "
-            f"{count(size, 'byte')}")
+    what = (
+        f"{count(len(result.ranks), 'rank')} {ranks_text(result.ranks) or '-'}, "
+        f"{count(size, 'byte')}"
+    )
     return [f"{where}: {what}"] if len(where) + 2 + len(what) <= width else [f"{where}:", what]
 
 
@@ -54,8 +56,9 @@ def print_verdict(v: Verdict, console: Console) -> None:
             console.print(f"  {'':<{pad}}{more}", highlight=False, markup=False)
         command = f"{'$ ' if n.runnable else ''}{printable(n.command)}"  # $: a whole line
         lead = pad if 2 + pad + len(command) <= console.width else 2  # less indent, not 2 lines
-        console.print(f"  {'':<{lead}}{command}", highlight=False, markup=False,
-                      soft_wrap=True)  # one line, whatever its length: it is copied
+        console.print(
+            f"  {'':<{lead}}{command}", highlight=False, markup=False, soft_wrap=True
+        )  # one line, whatever its length: it is copied
 
 
 def print_findings(findings: list[Finding], console: Console, most: int = 8) -> None:
@@ -71,12 +74,10 @@ def print_findings(findings: list[Finding], console: Console, most: int = 8) -> 
             for line in textwrap.wrap(printable(f"-> {f.suggestion}"), width - 2):
                 console.print(f"    {line}", highlight=False, markup=False)
     if len(findings) > most:
-        console.print(f"  ... {len(findings) - most} more in --json and --html",
-                      highlight=False)
+        console.print(f"  ... {len(findings) - most} more in --json and --html", highlight=False)
 
 
-def print_analysis(given: Report | Analysis, console: Console | None = None,
-                   top: int = 10) -> None:
+def print_analysis(given: Report | Analysis, console: Console | None = None, top: int = 10) -> None:
     """``analyse`` in the terminal: what ``given`` (a ``Report``, or an ``Analysis`` to make
     one of) holds, each list of top rows cut to ``top``."""
     from rich.text import Text

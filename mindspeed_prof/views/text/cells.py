@@ -48,7 +48,7 @@ def _name(text: str, width: int = 60) -> str:
 
     text = printable(text)
     if len(text) > width:
-        text = text[: width // 2 - 1] + "..." + text[-(width // 2 - 2):]
+        text = text[: width // 2 - 1] + "..." + text[-(width // 2 - 2) :]
     return escape(text)
 
 
@@ -64,8 +64,15 @@ def _wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") ->
     from rich.text import Text
 
     text = printable(text)
-    for i, line in enumerate(textwrap.wrap(text, width=console.width, subsequent_indent=indent,
-                                           break_long_words=False, break_on_hyphens=False)):
+    for i, line in enumerate(
+        textwrap.wrap(
+            text,
+            width=console.width,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    ):
         out = Text(line)
         if i == 0 and lead and line.startswith(lead):
             out.stylize("yellow", 0, len(lead))

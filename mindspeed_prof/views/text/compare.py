@@ -16,8 +16,7 @@ from mindspeed_prof.views.text.cells import _mb, _ms, _name
 __all__ = ["print_compare", "print_compare_details"]
 
 
-def print_compare(rows: list[Change], a: str, b: str,
-                  console: Console | None = None) -> None:
+def print_compare(rows: list[Change], a: str, b: str, console: Console | None = None) -> None:
     """``compare`` rows: mean ms per execution in A (the baseline) and B, change flagged."""
     console = console or Console()
     for line in (f"A (baseline): {a}", f"B: {b}"):
@@ -35,9 +34,14 @@ def _changes(title: str, what: str, rows: list[Change]) -> Table:
     for col in ("rank", "A ms", "B ms", "change", "impact ms"):
         _column(table, col)
     for r in rows:
-        table.add_row(_name(r.name, 30), rank_label(r.rank), _ms(r.a_mean_ms),
-                      _ms(r.b_mean_ms), _change(r),
-                      "" if r.impact_ms is None else f"{r.impact_ms:+,.1f}")
+        table.add_row(
+            _name(r.name, 30),
+            rank_label(r.rank),
+            _ms(r.a_mean_ms),
+            _ms(r.b_mean_ms),
+            _change(r),
+            "" if r.impact_ms is None else f"{r.impact_ms:+,.1f}",
+        )
     return table
 
 
@@ -47,10 +51,14 @@ def print_compare_details(result: Comparison, console: Console) -> None:
         console.print(_changes("Mean ms per custom range execution", "range", result.ranges))
     if result.device:
         per = result.device_per or {"a": "step", "b": "step"}
-        table = _table(f"Device ms per {per['a']}, A -> B" if per["a"] == per["b"] else
-                       f"Device ms, A per {per['a']} -> B per {per['b']}",
-                       caption="per capture: a capture without steps is one whole"
-                       if "capture" in per.values() else None)
+        table = _table(
+            f"Device ms per {per['a']}, A -> B"
+            if per["a"] == per["b"]
+            else f"Device ms, A per {per['a']} -> B per {per['b']}",
+            caption="per capture: a capture without steps is one whole"
+            if "capture" in per.values()
+            else None,
+        )
         for col in ("rank", "compute", "comm", "overlap", "copy", "idle"):
             _column(table, col)
         for d in result.device:

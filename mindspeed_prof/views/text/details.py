@@ -18,8 +18,7 @@ from mindspeed_prof.views.text.cells import _mb, _ms, _ms_whole, _name, _seconds
 from mindspeed_prof.views.text.stages import _stragglers
 from mindspeed_prof.views.words import no_device_text
 
-__all__ = ["print_details", "print_device", "print_memory", "print_ranges",
-           "print_top_lists"]
+__all__ = ["print_details", "print_device", "print_memory", "print_ranges", "print_top_lists"]
 
 
 #: The narrowest the name column of the ranges table may get before its times lose decimals.
@@ -39,9 +38,14 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
     headers = ("rank", "n", "total", "self", "mean", "p95", "max")
 
     def cells(fmt: Callable[[float | None], str]) -> list[list[str]]:
-        return [[rank_label(r.rank), str(r.count),
-                 *[fmt(t) for t in (r.total_ms, r.self_ms, r.mean_ms, r.p95_ms, r.max_ms)]]
-                for r in shown]
+        return [
+            [
+                rank_label(r.rank),
+                str(r.count),
+                *[fmt(t) for t in (r.total_ms, r.self_ms, r.mean_ms, r.p95_ms, r.max_ms)],
+            ]
+            for r in shown
+        ]
 
     def room(body: list[list[str]]) -> tuple[list[int], int]:
         """Each time column's width, and what is left of the line for the name column."""
@@ -63,40 +67,51 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
     for header, width in zip(headers, widths):
         table.add_column(header, justify="right", min_width=width, no_wrap=True)
     for r, row in zip(shown, body):
-        label = _name(r.name, name) + (f"\n[dim]in {_name(r.stage, max(8, name - 3))}[/dim]"
-                                       if r.stage else "")
+        label = _name(r.name, name) + (
+            f"\n[dim]in {_name(r.stage, max(8, name - 3))}[/dim]" if r.stage else ""
+        )
         table.add_row(label, *row)
     console.print(table)
 
 
-def print_device(rows: list[DeviceRow], console: Console,
-                 unread: dict[str, int] | None = None) -> None:
+def print_device(
+    rows: list[DeviceRow], console: Console, unread: dict[str, int] | None = None
+) -> None:
     """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
     why not (``unread``: device events recorded but not read as device time)."""
     steps = [r for r in rows if r.stage is None]
     if not steps:
         _wrapped(console, no_device_text(unread or {}), indent="")
         return
-    table = _table("Device time per step (ms)",
-                   caption="overlap: communication during compute; copy: memcpy/memset")
+    table = _table(
+        "Device time per step (ms)",
+        caption="overlap: communication during compute; copy: memcpy/memset",
+    )
     for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
         _column(table, col)
     for r in steps:
         step = WHOLE if r.whole else f"{step_label(r.step)}{' w' if r.warmup else ''}"
         share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
         busy = "-" if share is None else f"{share:.0%}"
-        table.add_row(cell(rank_label(*_who(r))), step, *[_ms(v) for v in (
-            r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)], busy)
+        table.add_row(
+            cell(rank_label(*_who(r))),
+            step,
+            *[_ms(v) for v in (r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)],
+            busy,
+        )
     console.print(table)
 
 
 def print_top_lists(rep: Report, console: Console, top: int = 10) -> None:
     """Device kernels by device time and runtime/launch calls by host time."""
     t = rep.tables
-    lists = (("device kernels (device ms)", [(r.name, r.count, r.device_ms)
-                                             for r in t.top_kernels[:top]]),
-             ("runtime calls (host ms)", [(r.name, r.count, r.ms)
-                                          for r in t.top_runtime[:top]]))
+    lists = (
+        (
+            "device kernels (device ms)",
+            [(r.name, r.count, r.device_ms) for r in t.top_kernels[:top]],
+        ),
+        ("runtime calls (host ms)", [(r.name, r.count, r.ms) for r in t.top_runtime[:top]]),
+    )
     for title, rows in lists:
         if not rows:
             continue
@@ -117,8 +132,13 @@ def print_memory(rows: list[MemoryRow], console: Console) -> None:
     for col in ("rank", "stage", "allocated", "reserved", "source"):
         _column(table, col, right=col not in ("stage", "source"))
     for r in rows:
-        table.add_row(rank_label(r.rank), cell(r.stage or "(all)"), _mb(r.peak_allocated_bytes),
-                      _mb(r.peak_reserved_bytes), cell(r.source or "-"))
+        table.add_row(
+            rank_label(r.rank),
+            cell(r.stage or "(all)"),
+            _mb(r.peak_allocated_bytes),
+            _mb(r.peak_reserved_bytes),
+            cell(r.source or "-"),
+        )
     console.print(table)
     ops: dict[str, Tally] = {}
     for r in rows:

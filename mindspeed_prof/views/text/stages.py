@@ -22,8 +22,11 @@ from mindspeed_prof.views.text.cells import _ms, _name, _who
 __all__ = ["NO_OP_NOTE", "print_stage_rank"]
 
 
-def print_stage_rank(rows: list[StageRow], console: Console | None = None,
-                     title: str = "Stage time per rank: total ms (executions)") -> None:
+def print_stage_rank(
+    rows: list[StageRow],
+    console: Console | None = None,
+    title: str = "Stage time per rank: total ms (executions)",
+) -> None:
     """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
     ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
     console = console or Console()
@@ -93,9 +96,12 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
             _column(table, cell(col))
         for row in steps:
             step = f"{row.step}{' w' if row.warmup else ''}"
-            table.add_row(cell(rank_label(*_who(row))), step,
-                          *([_ms(row.total)] if has_total else []),
-                          *[_ms(row.stages.get(s)) for s in names])
+            table.add_row(
+                cell(rank_label(*_who(row))),
+                step,
+                *([_ms(row.total)] if has_total else []),
+                *[_ms(row.stages.get(s)) for s in names],
+            )
         return table
 
     table = build({s: s for s in stages})
@@ -110,12 +116,21 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
 def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
     """Stage or range stragglers: each rank's ms against the median of the other ranks."""
     title = "Stragglers" if what == "stage" else "Range stragglers"
-    table = _table(f"{title} (> the other ranks' median + {result.margin:.0%}, "
-                   f"and by {result.noise_ms:g} ms or 1% of the step)")
+    table = _table(
+        f"{title} (> the other ranks' median + {result.margin:.0%}, "
+        f"and by {result.noise_ms:g} ms or 1% of the step)"
+    )
     table.add_column(what, overflow="fold", max_width=26)
     for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
         _column(table, col)
     for row in rows:
-        table.add_row(_name(row.name, 26), str(row.step), cell(rank_label(*_who(row))),
-                      _ms(row.ms), _ms(row.median_ms), _ms(row.excess_ms), f"{row.ratio:.2f}x")
+        table.add_row(
+            _name(row.name, 26),
+            str(row.step),
+            cell(rank_label(*_who(row))),
+            _ms(row.ms),
+            _ms(row.median_ms),
+            _ms(row.excess_ms),
+            f"{row.ratio:.2f}x",
+        )
     return table

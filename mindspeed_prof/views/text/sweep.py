@@ -15,15 +15,24 @@ from mindspeed_prof.views.text.cells import _ms
 __all__ = ["print_presets", "print_sweep"]
 
 
-def print_sweep(rows: Sequence[Mapping[str, object]], sweep_dir: Path,
-                console: Console | None = None) -> None:
+def print_sweep(
+    rows: Sequence[Mapping[str, object]], sweep_dir: Path, console: Console | None = None
+) -> None:
     """One row per job; below it, one line per job with its own overrides and notes."""
     console = console or Console()
-    columns = [("job", "job"), ("stage", "stage"), ("status", "status"),
-               ("captures", "captures"), ("ms/step", "ms_per_step"),
-               ("ms/stage", "ms_per_stage")]
-    columns = [(h, k) for h, k in columns if k in ("job", "status", "captures")
-               or any(r.get(k) is not None for r in rows)]
+    columns = [
+        ("job", "job"),
+        ("stage", "stage"),
+        ("status", "status"),
+        ("captures", "captures"),
+        ("ms/step", "ms_per_step"),
+        ("ms/stage", "ms_per_stage"),
+    ]
+    columns = [
+        (h, k)
+        for h, k in columns
+        if k in ("job", "status", "captures") or any(r.get(k) is not None for r in rows)
+    ]
     console.print(f"[bold]Sweep[/bold] {cell(sweep_dir)}", soft_wrap=True, highlight=False)
     table = _table()
     for header, key in columns:
@@ -33,14 +42,18 @@ def print_sweep(rows: Sequence[Mapping[str, object]], sweep_dir: Path,
     console.print(table)
     common = set.intersection(*(set(_overrides(r)) for r in rows)) if rows else set()
     for r in rows:
-        own = [o for o in _overrides(r) if o not in common
-               and not o.split("=")[0].lstrip("+").endswith("integrated.stage")]
+        own = [
+            o
+            for o in _overrides(r)
+            if o not in common and not o.split("=")[0].lstrip("+").endswith("integrated.stage")
+        ]
         failed = f"failed: {r['error']}" if r.get("error") else None
         note = r.get("note")
         line = "; ".join(filter(None, [" ".join(own), failed, str(note) if note else None]))
         if line:
-            console.print(printable(f"job {r['job']}: {line}"), soft_wrap=True,
-                          highlight=False, markup=False)
+            console.print(
+                printable(f"job {r['job']}: {line}"), soft_wrap=True, highlight=False, markup=False
+            )
 
 
 def _overrides(row: Mapping[str, object]) -> list[str]:
@@ -58,12 +71,14 @@ def _sweep_cell(value: object, key: str) -> str:
     return "-" if value is None else cell(value)
 
 
-def print_presets(presets: Sequence[tuple[str, str, Mapping[str, object]]],
-                  console: Console | None = None) -> None:
+def print_presets(
+    presets: Sequence[tuple[str, str, Mapping[str, object]]], console: Console | None = None
+) -> None:
     """Each preset, the question it answers and the values it changes from the defaults."""
     console = console or Console()
-    table = _table("profiler_config=<preset>: the question it answers, the values it changes",
-                   show_lines=True)
+    table = _table(
+        "profiler_config=<preset>: the question it answers, the values it changes", show_lines=True
+    )
     _column(table, "preset", right=False)
     _column(table, "question and values", right=False)
     for name, question, values in presets:

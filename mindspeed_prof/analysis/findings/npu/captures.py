@@ -14,15 +14,26 @@ if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
 
-__all__ = ["MS", "facts_of", "files_of", "grouped", "host_step_ms", "npu_captures", "on_ranks",
-           "steps_of"]
+__all__ = [
+    "MS",
+    "facts_of",
+    "files_of",
+    "grouped",
+    "host_step_ms",
+    "npu_captures",
+    "on_ranks",
+    "steps_of",
+]
 
 MS = 1000.0  # us per ms
 
+
 def npu_captures(result: Analysis) -> list[TraceData]:
     """The torch_npu captures, by rank."""
-    return sorted((t for t in result.traces if t.kind == "npu" and t.npu is not None),
-                  key=lambda t: (rank_order(t.rank), str(t.path)))
+    return sorted(
+        (t for t in result.traces if t.kind == "npu" and t.npu is not None),
+        key=lambda t: (rank_order(t.rank), str(t.path)),
+    )
 
 
 def facts_of(t: TraceData) -> NpuFacts:

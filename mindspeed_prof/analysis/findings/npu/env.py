@@ -26,6 +26,7 @@ __all__ = ["ENV_RULES", "EnvIssue", "EnvRule", "env_issues", "env_vars"]
 
 # -- environment
 
+
 #: When msprof-analyze flags a variable torch_npu recorded (environment_variable_checker.py),
 #: why, and what to set. Values are as recorded ("" = unset); non-numbers count as 0, as there.
 class EnvRule(NamedTuple):
@@ -37,27 +38,46 @@ class EnvRule(NamedTuple):
 
 
 ENV_RULES: dict[str, EnvRule] = {
-    "ASCEND_GLOBAL_LOG_LEVEL": EnvRule(lambda v: v != "" and _int(v) != 3,
-                                "log level below error (0 debug, 1 info, 2 warning) slows "
-                                "training", "export ASCEND_GLOBAL_LOG_LEVEL=3"),
-    "HCCL_RDMA_TC": EnvRule(lambda v: v != "", "sets the DSCP of RoCE packets",
-                     "check it against the network's (default 132)"),
-    "HCCL_RDMA_SL": EnvRule(lambda v: v != "", "sets the RDMA NIC priority; it must match the "
-                     "NIC's PFC priority", "check it against the PFC priority (default 4)"),
-    "ACLNN_CACHE_LIMIT": EnvRule(lambda v: v == "" or _int(v) < 10000,
-                          "caches few aclnn operators (default 10000 or fewer)",
-                          "export ACLNN_CACHE_LIMIT=100000"),
-    "HOST_CACHE_CAPACITY": EnvRule(lambda v: v == "" or _int(v) == 0,
-                            "the dynamic-shape host cache is off",
-                            "export HOST_CACHE_CAPACITY=20"),
-    "PYTORCH_NPU_ALLOC_CONF": EnvRule(lambda v: "expandable_segments:True" not in v,
-                               "the allocator cannot grow segments: memory fragments",
-                               "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True"),
-    "ASCEND_LAUNCH_BLOCKING": EnvRule(lambda v: v != "" and _int(v) == 1,
-                               "every operator runs synchronously (a debugging mode)",
-                               "unset ASCEND_LAUNCH_BLOCKING"),
-    "HCCL_ALGO": EnvRule(lambda v: v != "", "fixes the cross-server algorithm instead of letting "
-                  "HCCL choose", "unset HCCL_ALGO"),
+    "ASCEND_GLOBAL_LOG_LEVEL": EnvRule(
+        lambda v: v != "" and _int(v) != 3,
+        "log level below error (0 debug, 1 info, 2 warning) slows training",
+        "export ASCEND_GLOBAL_LOG_LEVEL=3",
+    ),
+    "HCCL_RDMA_TC": EnvRule(
+        lambda v: v != "",
+        "sets the DSCP of RoCE packets",
+        "check it against the network's (default 132)",
+    ),
+    "HCCL_RDMA_SL": EnvRule(
+        lambda v: v != "",
+        "sets the RDMA NIC priority; it must match the NIC's PFC priority",
+        "check it against the PFC priority (default 4)",
+    ),
+    "ACLNN_CACHE_LIMIT": EnvRule(
+        lambda v: v == "" or _int(v) < 10000,
+        "caches few aclnn operators (default 10000 or fewer)",
+        "export ACLNN_CACHE_LIMIT=100000",
+    ),
+    "HOST_CACHE_CAPACITY": EnvRule(
+        lambda v: v == "" or _int(v) == 0,
+        "the dynamic-shape host cache is off",
+        "export HOST_CACHE_CAPACITY=20",
+    ),
+    "PYTORCH_NPU_ALLOC_CONF": EnvRule(
+        lambda v: "expandable_segments:True" not in v,
+        "the allocator cannot grow segments: memory fragments",
+        "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True",
+    ),
+    "ASCEND_LAUNCH_BLOCKING": EnvRule(
+        lambda v: v != "" and _int(v) == 1,
+        "every operator runs synchronously (a debugging mode)",
+        "unset ASCEND_LAUNCH_BLOCKING",
+    ),
+    "HCCL_ALGO": EnvRule(
+        lambda v: v != "",
+        "fixes the cross-server algorithm instead of letting HCCL choose",
+        "unset HCCL_ALGO",
+    ),
 }
 
 
@@ -83,8 +103,11 @@ def env_issues(t: TraceData) -> EnvIssue | None:
     env = facts_of(t).env
     if env is None:
         return None
-    flagged = {k: env[k] for k in ENV_RULES  # the rules' order
-               if k in env and ENV_RULES[k].flags(env[k])}
+    flagged = {
+        k: env[k]
+        for k in ENV_RULES  # the rules' order
+        if k in env and ENV_RULES[k].flags(env[k])
+    }
     return EnvIssue(flagged) if flagged else None
 
 
@@ -95,13 +118,27 @@ def env_vars(result: Analysis) -> list[Finding]:
         traces = [t for t, _ in group]
         flagged = group[0][1].flagged
         names = ", ".join(f"{k}={v!r}" if v else f"{k} unset" for k, v in flagged.items())
-        severity: Severity = ("high" if "ASCEND_LAUNCH_BLOCKING" in flagged else
-                              "medium" if "ASCEND_GLOBAL_LOG_LEVEL" in flagged else "low")
-        out.append(one_line(Finding(
-            rule="npu.env_vars",
-            title=f"{len(flagged)} environment variable{'s' * (len(flagged) != 1)} off their "
-                  f"recommended values on {on_ranks(traces)}: {names}",
-            detail="\n".join(f"{k}={v!r}: {ENV_RULES[k].why}" for k, v in flagged.items()),
-            suggestion="; ".join(ENV_RULES[k].fix for k in flagged),
-            severity=severity, source=files_of(result, traces, "env"), ranks=ranks_of(traces))))
+        severity: Severity = (
+            "high"
+            if "ASCEND_LAUNCH_BLOCKING" in flagged
+            else "medium"
+            if "ASCEND_GLOBAL_LOG_LEVEL" in flagged
+            else "low"
+        )
+        out.append(
+            one_line(
+                Finding(
+                    rule="npu.env_vars",
+                    title=(
+                        f"{len(flagged)} environment variable{'s' * (len(flagged) != 1)} off their "
+                        f"recommended values on {on_ranks(traces)}: {names}"
+                    ),
+                    detail="\n".join(f"{k}={v!r}: {ENV_RULES[k].why}" for k, v in flagged.items()),
+                    suggestion="; ".join(ENV_RULES[k].fix for k in flagged),
+                    severity=severity,
+                    source=files_of(result, traces, "env"),
+                    ranks=ranks_of(traces),
+                )
+            )
+        )
     return out

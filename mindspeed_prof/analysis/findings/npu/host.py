@@ -25,8 +25,18 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["COMPILE_APIS", "HOST_WAIT_SHARE", "LAUNCH_SYNC_RATIO", "HostCalls", "compile_calls",
-           "host_wait", "host_waits", "launch_blocking", "runtime_compile", "synchronize_stream"]
+__all__ = [
+    "COMPILE_APIS",
+    "HOST_WAIT_SHARE",
+    "LAUNCH_SYNC_RATIO",
+    "HostCalls",
+    "compile_calls",
+    "host_wait",
+    "host_waits",
+    "launch_blocking",
+    "runtime_compile",
+    "synchronize_stream",
+]
 
 # -- host side
 
@@ -83,17 +93,23 @@ def compile_calls(t: TraceData) -> HostCalls | None:
 
 
 def _api_lines(calls: HostCalls) -> list[str]:
-    return [f"{api}: {n} call{'s' * (n != 1)}, {us / MS:,.1f} ms"
-            + (f", longest {most / MS:,.1f} ms" if most is not None else "")
-            for api, (n, us, most) in sorted(calls.apis.items(), key=lambda kv: -kv[1][1])]
+    return [
+        f"{api}: {n} call{'s' * (n != 1)}, {us / MS:,.1f} ms"
+        + (f", longest {most / MS:,.1f} ms" if most is not None else "")
+        for api, (n, us, most) in sorted(calls.apis.items(), key=lambda kv: -kv[1][1])
+    ]
 
 
 def host_wait(result: Analysis) -> list[Finding]:
     found = []
     for t in npu_captures(result):
         w = host_waits(t)
-        if (w is not None and w.step_ms and w.per_step_ms >= HOST_WAIT_MIN_MS
-                and ratio(w.per_step_ms, w.step_ms, 0.0) >= HOST_WAIT_SHARE):
+        if (
+            w is not None
+            and w.step_ms
+            and w.per_step_ms >= HOST_WAIT_MIN_MS
+            and ratio(w.per_step_ms, w.step_ms, 0.0) >= HOST_WAIT_SHARE
+        ):
             found.append((t, w))
     if not found:
         return []
@@ -104,38 +120,58 @@ def host_wait(result: Analysis) -> list[Finding]:
     longest = f", longest {most / MS:,.1f} ms" if most is not None else ""
     lines = []
     for o, ow in found:
-        lines.append(f"rank {rank_label(o.rank)} ({ow.per_step_ms:,.1f} ms of a "
-                     f"{ow.step_ms or 0:,.1f} ms step): " + "; ".join(_api_lines(ow)))
+        lines.append(
+            f"rank {rank_label(o.rank)} ({ow.per_step_ms:,.1f} ms of a "
+            f"{ow.step_ms or 0:,.1f} ms step): " + "; ".join(_api_lines(ow))
+        )
         blockers = [(op, o.ops[op]) for op in BLOCKING_OPS if op in o.ops]
         if blockers:
-            lines.append(f"  host operators that wait on rank {rank_label(o.rank)}: " + ", ".join(
-                f"{op} {tl.count} calls {tl.total / MS:,.1f} ms self" for op, tl in blockers))
+            lines.append(
+                f"  host operators that wait on rank {rank_label(o.rank)}: "
+                + ", ".join(
+                    f"{op} {tl.count} calls {tl.total / MS:,.1f} ms self" for op, tl in blockers
+                )
+            )
     if len(found) > 1:
         lines.append(f"all ranks: {sum(ow.us for _, ow in found) / MS:,.1f} ms")
     traces = [f[0] for f in found]
-    return [one_line(Finding(
-        rule="npu.host_wait",
-        title=f"The host waited on the device {w.per_step_ms:,.1f} ms per step on rank "
-              f"{rank_label(t.rank)} ({share:.0%} of its {w.step_ms:,.1f} ms step): {api} "
-              f"{n} call{'s' * (n != 1)}{longest}",
-        detail="\n".join(lines),
-        suggestion="Keep the host ahead of the device: avoid tensor.item(), .cpu() and "
-                   "printing device tensors inside the step (aten::_local_scalar_dense), or "
-                   "move them after the next step's launches",
-        severity="high" if share >= 0.5 else "medium",
-        source=files_of(result, traces, "api"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.host_wait",
+                title=f"The host waited on the device {w.per_step_ms:,.1f} ms per step on rank "
+                f"{rank_label(t.rank)} ({share:.0%} of its {w.step_ms:,.1f} ms step): {api} "
+                f"{n} call{'s' * (n != 1)}{longest}",
+                detail="\n".join(lines),
+                suggestion="Keep the host ahead of the device: avoid tensor.item(), .cpu() and "
+                "printing device tensors inside the step (aten::_local_scalar_dense), or "
+                "move them after the next step's launches",
+                severity="high" if share >= 0.5 else "medium",
+                source=files_of(result, traces, "api"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 def runtime_compile(result: Analysis) -> list[Finding]:
-    found = [(t, c) for t in npu_captures(result) if (c := compile_calls(t)) is not None
-             and "aclopCompileAndExecute" in c.apis and _compile_ms(c) >= COMPILE_MIN_MS]
+    found = [
+        (t, c)
+        for t in npu_captures(result)
+        if (c := compile_calls(t)) is not None
+        and "aclopCompileAndExecute" in c.apis
+        and _compile_ms(c) >= COMPILE_MIN_MS
+    ]
     if not found:
         return []
     t, c = max(found, key=lambda f: _compile_ms(f[1]))
     n = c.apis["aclopCompileAndExecute"][0]
     per_step = _compile_ms(c)
-    of = (f" ({share:.0%} of its {c.step_ms:,.1f} ms step)"
-          if (share := ratio(per_step, c.step_ms, None)) is not None else "")
+    of = (
+        f" ({share:.0%} of its {c.step_ms:,.1f} ms step)"
+        if (share := ratio(per_step, c.step_ms, None)) is not None
+        else ""
+    )
     inner = c.apis.get("opCompile")
     compiling = f"; opCompile {inner[1] / c.steps / MS:,.1f} ms of it" if inner else ""
     lines = [f"rank {rank_label(o.rank)}: " + "; ".join(_api_lines(oc)) for o, oc in found]
@@ -143,16 +179,23 @@ def runtime_compile(result: Analysis) -> list[Finding]:
         every = sum(oc.apis["aclopCompileAndExecute"][1] for _, oc in found) / MS
         lines.append(f"all ranks: aclopCompileAndExecute {every:,.1f} ms")
     traces = [f[0] for f in found]
-    return [one_line(Finding(
-        rule="npu.runtime_compile",
-        title=f"Operators compiled at run time on rank {rank_label(t.rank)}: "
-              f"aclopCompileAndExecute {per_step:,.1f} ms per step in {n} call"
-              f"{'s' * (n != 1)}{of}{compiling}",
-        detail="\n".join(lines),
-        suggestion=f"Disable JIT compilation: {COMPILE_FIX}; where shapes stay dynamic, "
-                   "HOST_CACHE_CAPACITY and ACLNN_CACHE_LIMIT keep compiled operators",
-        severity="medium" if ratio(per_step, c.step_ms, 0.0) >= 0.05 else "low",
-        impact_ms=per_step, source=files_of(result, traces, "api"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.runtime_compile",
+                title=f"Operators compiled at run time on rank {rank_label(t.rank)}: "
+                f"aclopCompileAndExecute {per_step:,.1f} ms per step in {n} call"
+                f"{'s' * (n != 1)}{of}{compiling}",
+                detail="\n".join(lines),
+                suggestion=f"Disable JIT compilation: {COMPILE_FIX}; where shapes stay dynamic, "
+                "HOST_CACHE_CAPACITY and ACLNN_CACHE_LIMIT keep compiled operators",
+                severity="medium" if ratio(per_step, c.step_ms, 0.0) >= 0.05 else "low",
+                impact_ms=per_step,
+                source=files_of(result, traces, "api"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 def _compile_ms(c: HostCalls) -> float:
@@ -173,14 +216,23 @@ def synchronize_stream(result: Analysis) -> list[Finding]:
         if ls is None or not ls[0] or ls[2] / ls[0] <= LAUNCH_SYNC_RATIO:
             continue
         launches, syncs, after = ls
-        out.append(one_line(Finding(
-            rule="npu.synchronize_stream",
-            title=f"The host synchronizes after {after / launches:.0%} of its {launches} "
-                  f"operator launches on rank {rank_label(t.rank)} ({syncs} stream "
-                  "synchronizations): operators run one at a time",
-            detail=f"{after} of {syncs} aclrtSynchronizeStream calls come right after a node "
-                   "launch",
-            suggestion="Check ASCEND_LAUNCH_BLOCKING: if it is 1, unset it and restart the "
-                       "job", severity="high", source=files_of(result, [t], "order"),
-            ranks=[t.rank])))
+        out.append(
+            one_line(
+                Finding(
+                    rule="npu.synchronize_stream",
+                    title=f"The host synchronizes after {after / launches:.0%} of its {launches} "
+                    f"operator launches on rank {rank_label(t.rank)} ({syncs} stream "
+                    "synchronizations): operators run one at a time",
+                    detail=(
+                        f"{after} of {syncs} aclrtSynchronizeStream calls come right after a node "
+                        "launch"
+                    ),
+                    suggestion="Check ASCEND_LAUNCH_BLOCKING: if it is 1, unset it and restart the "
+                    "job",
+                    severity="high",
+                    source=files_of(result, [t], "order"),
+                    ranks=[t.rank],
+                )
+            )
+        )
     return out

@@ -23,8 +23,16 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["ALIGN_BYTES", "ALIGN_MIN_BYTES", "Aligned", "Alignment", "alignment", "byte_alignment",
-           "dynamic_shape", "dynamic_shapes"]
+__all__ = [
+    "ALIGN_BYTES",
+    "ALIGN_MIN_BYTES",
+    "Aligned",
+    "Alignment",
+    "alignment",
+    "byte_alignment",
+    "dynamic_shape",
+    "dynamic_shapes",
+]
 
 # -- byte alignment
 
@@ -100,31 +108,46 @@ def byte_alignment(result: Analysis) -> list[Finding]:
     for t, al in found:
         for op in al.ops:
             sizes = ", ".join(f"{s:,}" for s in op.sizes[:3])
-            lines.append(f"rank {rank_label(t.rank)} {op.op}: {op.bytes:,} B in {op.copies} "
-                         f"copies, {op.us:,.1f} us ({op.gbps:.2f} GB/s); {op.unaligned} "
-                         f"unaligned ({sizes} B) took {op.unaligned_us:,.1f} us")
+            lines.append(
+                f"rank {rank_label(t.rank)} {op.op}: {op.bytes:,} B in {op.copies} "
+                f"copies, {op.us:,.1f} us ({op.gbps:.2f} GB/s); {op.unaligned} "
+                f"unaligned ({sizes} B) took {op.unaligned_us:,.1f} us"
+            )
     bad = sum(al.unaligned_us for _, al in found)
     judged = sum(al.judged_us for _, al in found)
     per_step = max(al.unaligned_us / steps_of(t) / MS for t, al in found)
     ops_n = max(len(al.ops) for _, al in found)
     share = ratio(bad, judged, 0.0)
-    return [one_line(Finding(
-        rule="npu.byte_alignment",
-        title=f"{ops_n} communication op{'s' * (ops_n != 1)} copy sizes that are not a "
-              f"multiple of {ALIGN_BYTES} B on {on_ranks(traces)}: {bad:,.1f} us of "
-              f"{judged:,.1f} us of copies ({share:.0%})",
-        detail="\n".join(lines),
-        suggestion=f"Make each communicated tensor (gradient bucket, all-gather shard) a "
-                   f"multiple of {ALIGN_BYTES} bytes, e.g. by padding it; unaligned copies run "
-                   "slower on SDMA",
-        severity="low" if share < ALIGN_LOW else "high" if share >= ALIGN_HIGH else "medium",
-        impact_ms=per_step, source=files_of(result, traces, "tasks"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.byte_alignment",
+                title=f"{ops_n} communication op{'s' * (ops_n != 1)} copy sizes that are not a "
+                f"multiple of {ALIGN_BYTES} B on {on_ranks(traces)}: {bad:,.1f} us of "
+                f"{judged:,.1f} us of copies ({share:.0%})",
+                detail="\n".join(lines),
+                suggestion=f"Make each communicated tensor (gradient bucket, all-gather shard) a "
+                f"multiple of {ALIGN_BYTES} bytes, e.g. by padding it; unaligned copies run "
+                "slower on SDMA",
+                severity="low"
+                if share < ALIGN_LOW
+                else "high"
+                if share >= ALIGN_HIGH
+                else "medium",
+                impact_ms=per_step,
+                source=files_of(result, traces, "tasks"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 # -- dynamic shape
 
-COMPILE_FIX = ("torch_npu.npu.set_compile_mode(jit_compile=False) and "
-               "torch_npu.npu.config.allow_internal_format = False at the start of the script")
+COMPILE_FIX = (
+    "torch_npu.npu.set_compile_mode(jit_compile=False) and "
+    "torch_npu.npu.config.allow_internal_format = False at the start of the script"
+)
 
 
 def dynamic_shape(t: TraceData) -> tuple[int, int] | None:
@@ -140,11 +163,20 @@ def dynamic_shapes(result: Analysis) -> list[Finding]:
         return []
     traces = [t for t, _ in found]
     runs = ", ".join(f"{n:,} on rank {rank_label(t.rank)}" for t, (n, _) in found)
-    return [one_line(Finding(
-        rule="npu.dynamic_shape",
-        title=f"Every operator ran with a dynamic shape, none static ({runs}): operators are "
-              "compiled at run time",
-        detail="OP State of each operator run: 'dynamic' on all of them; msprof-analyze: "
-               "\"Found all operators are dynamic shape\"",
-        suggestion=f"Disable JIT compilation: {COMPILE_FIX}",
-        severity="medium", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.dynamic_shape",
+                title=(
+                    f"Every operator ran with a dynamic shape, none static ({runs}): operators are "
+                    "compiled at run time"
+                ),
+                detail="OP State of each operator run: 'dynamic' on all of them; msprof-analyze: "
+                '"Found all operators are dynamic shape"',
+                suggestion=f"Disable JIT compilation: {COMPILE_FIX}",
+                severity="medium",
+                source=files_of(result, traces, "ops"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]

@@ -25,9 +25,23 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["AICPU_MIN_US", "BOUND_RATIO", "FUSED_OPTIMIZERS", "VECTOR_SHARE", "NoBound",
-           "VectorOp", "affinity", "affinity_apis", "aicpu", "aicpu_ops", "no_bound",
-           "no_bound_ops", "unit_ratios", "vector_ops", "vector_perf"]
+__all__ = [
+    "AICPU_MIN_US",
+    "BOUND_RATIO",
+    "FUSED_OPTIMIZERS",
+    "VECTOR_SHARE",
+    "NoBound",
+    "VectorOp",
+    "affinity",
+    "affinity_apis",
+    "aicpu",
+    "aicpu_ops",
+    "no_bound",
+    "no_bound_ops",
+    "unit_ratios",
+    "vector_ops",
+    "vector_perf",
+]
 
 # -- AI core ops
 
@@ -70,14 +84,20 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
     """(the ``top`` with the most room to optimise, the ``top`` bound ones by time; every one
     where ``top`` is None), per msprof-analyze's vector check; empty without PMU ratios."""
     npu = facts_of(t)
-    vector = [o for o in npu.ops if o.core in ("AI_VECTOR_CORE", "MIX_AIV") and o.count
-              and "aiv_vec_ratio" in o.ratios]
+    vector = [
+        o
+        for o in npu.ops
+        if o.core in ("AI_VECTOR_CORE", "MIX_AIV") and o.count and "aiv_vec_ratio" in o.ratios
+    ]
     total = _op_time(t)
     by_type: dict[str, float] = defaultdict(float)
     for o in vector:
         by_type[o.type] += o.total_us
-    chosen = {k for k, us in by_type.items()
-              if total and (ratio(us, total, 0.0) >= VECTOR_SHARE or us >= VECTOR_MIN_US)}
+    chosen = {
+        k
+        for k, us in by_type.items()
+        if total and (ratio(us, total, 0.0) >= VECTOR_SHARE or us >= VECTOR_MIN_US)
+    }
     merged: dict[tuple[str, str, str], list[NpuOp]] = defaultdict(list)
     for o in vector:
         if o.type in chosen:
@@ -86,14 +106,34 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
     bounds: list[VectorOp] = []
     for (name, shape, _), ops in merged.items():
         runs = sum(o.count for o in ops)
-        vec, mte2, mte3 = (sum(o.ratios.get(f"aiv_{k}_ratio", 0.0) for o in ops) / runs
-                           for k in ("vec", "mte2", "mte3"))
-        bound = ("vec_mte2_mte3" if vec + mte2 + mte3 >= VECTOR_TOTAL else
-                 "mte2" if mte2 >= VECTOR_BOUND else "mte3" if mte3 >= VECTOR_BOUND else
-                 "vec" if vec >= VECTOR_BOUND else None)
+        vec, mte2, mte3 = (
+            sum(o.ratios.get(f"aiv_{k}_ratio", 0.0) for o in ops) / runs
+            for k in ("vec", "mte2", "mte3")
+        )
+        bound = (
+            "vec_mte2_mte3"
+            if vec + mte2 + mte3 >= VECTOR_TOTAL
+            else "mte2"
+            if mte2 >= VECTOR_BOUND
+            else "mte3"
+            if mte3 >= VECTOR_BOUND
+            else "vec"
+            if vec >= VECTOR_BOUND
+            else None
+        )
         room = 0.0 if bound else max(VECTOR_BOUND - vec, VECTOR_BOUND - mte2, VECTOR_BOUND - mte3)
-        v = VectorOp(name, shape, ops[-1].input_dtypes, vec, mte2, mte3,
-                     sum(o.total_us for o in ops), runs, bound, room)
+        v = VectorOp(
+            name,
+            shape,
+            ops[-1].input_dtypes,
+            vec,
+            mte2,
+            mte3,
+            sum(o.total_us for o in ops),
+            runs,
+            bound,
+            room,
+        )
         (bounds if bound else rooms).append(v)
     rooms.sort(key=lambda v: (-round(v.room, 4), v.name, v.shape))
     bounds.sort(key=lambda v: (-v.us, v.name, v.shape))
@@ -104,32 +144,55 @@ def vector_perf(result: Analysis) -> list[Finding]:
     found = [(t, r, b) for t in npu_captures(result) for r, b in [vector_ops(t)] if r or b]
     if not found:
         return []
-    t, rooms, bounds = max(found, key=lambda f: (max((v.room for v in f[1]), default=0.0),
-                                                 -rank_order(f[0].rank)[1]))
+    t, rooms, bounds = max(
+        found, key=lambda f: (max((v.room for v in f[1]), default=0.0), -rank_order(f[0].rank)[1])
+    )
     parts = []
     if rooms:
-        parts.append(f"{len(rooms)} with up to {rooms[0].room:.1%} room to optimise "
-                     f"({cut(rooms[0].name, 30)})")
+        parts.append(
+            f"{len(rooms)} with up to {rooms[0].room:.1%} room to optimise "
+            f"({cut(rooms[0].name, 30)})"
+        )
     if bounds:
-        parts.append(f"{len(bounds)} bound ({bounds[0].bound}: {cut(bounds[0].name, 30)} "
-                     f"{bounds[0].us:,.0f} us)")
-    lines = [f"room {v.room:5.1%}  {cut(v.name)} [{cut(v.shape, 40)}]: vec {v.vec:.2f} "
-             f"mte2 {v.mte2:.2f} mte3 {v.mte3:.2f}, {v.runs} run{'s' * (v.runs != 1)} "
-             f"{v.us:,.1f} us" for v in rooms]
-    lines += [f"bound {v.bound}  {cut(v.name)} [{cut(v.shape, 40)}]: vec {v.vec:.2f} "
-              f"mte2 {v.mte2:.2f} mte3 {v.mte3:.2f}, {v.us:,.1f} us" for v in bounds]
-    lines += [f"rank {rank_label(o.rank)}: {len(r)} with up to "
-              f"{max((v.room for v in r), default=0.0):.1%} room, {len(b)} bound"
-              for o, r, b in found if o is not t]
+        parts.append(
+            f"{len(bounds)} bound ({bounds[0].bound}: {cut(bounds[0].name, 30)} "
+            f"{bounds[0].us:,.0f} us)"
+        )
+    lines = [
+        f"room {v.room:5.1%}  {cut(v.name)} [{cut(v.shape, 40)}]: vec {v.vec:.2f} "
+        f"mte2 {v.mte2:.2f} mte3 {v.mte3:.2f}, {v.runs} run{'s' * (v.runs != 1)} "
+        f"{v.us:,.1f} us"
+        for v in rooms
+    ]
+    lines += [
+        f"bound {v.bound}  {cut(v.name)} [{cut(v.shape, 40)}]: vec {v.vec:.2f} "
+        f"mte2 {v.mte2:.2f} mte3 {v.mte3:.2f}, {v.us:,.1f} us"
+        for v in bounds
+    ]
+    lines += [
+        f"rank {rank_label(o.rank)}: {len(r)} with up to "
+        f"{max((v.room for v in r), default=0.0):.1%} room, {len(b)} bound"
+        for o, r, b in found
+        if o is not t
+    ]
     traces = [f[0] for f in found]
-    return [one_line(Finding(
-        rule="npu.vector_ops",
-        title=f"Vector operators on rank {rank_label(t.rank)}: {'; '.join(parts)}",
-        detail="\n".join(lines),
-        suggestion="Look at these operators' shapes and formats (TransData runs where a format "
-                   "changes: keep tensors in one format); bound ones move more data than they "
-                   "compute: fuse them with their neighbours",
-        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.vector_ops",
+                title=f"Vector operators on rank {rank_label(t.rank)}: {'; '.join(parts)}",
+                detail="\n".join(lines),
+                suggestion=(
+                    "Look at these operators' shapes and formats (TransData runs where a format "
+                    "changes: keep tensors in one format); bound ones move more data than they "
+                    "compute: fuse them with their neighbours"
+                ),
+                severity="low",
+                source=files_of(result, traces, "ops"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 #: operator_bound_checker.py: an operator is bound by a unit whose ratio exceeds this.
@@ -141,8 +204,10 @@ CORE_RATIOS: dict[str, tuple[str, ...]] = {
     "AI_CORE": ("aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio"),
     "AI_VECTOR_CORE": ("aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"),
 }
-CORE_RATIOS["MIX_AIC"] = CORE_RATIOS["MIX_AIV"] = (*CORE_RATIOS["AI_CORE"],
-                                                   *CORE_RATIOS["AI_VECTOR_CORE"])
+CORE_RATIOS["MIX_AIC"] = CORE_RATIOS["MIX_AIV"] = (
+    *CORE_RATIOS["AI_CORE"],
+    *CORE_RATIOS["AI_VECTOR_CORE"],
+)
 
 
 @dataclass
@@ -186,17 +251,28 @@ def no_bound_ops(result: Analysis) -> list[Finding]:
     t, nb = max(found, key=lambda f: f[1].us / steps_of(f[0]))
     traces = [f[0] for f in found]
     per_step = nb.us / steps_of(t) / MS
-    lines = [f"rank {rank_label(o.rank)}: {n.runs} runs, {n.us / steps_of(o) / MS:,.2f} ms per "
-             "step" for o, n in found]
-    return [one_line(Finding(
-        rule="npu.no_bound",
-        title=f"{nb.runs} operator runs are bound by no unit (no mte, cube, vector or scalar "
-              f"ratio over {BOUND_RATIO:.0%}): {per_step:,.2f} ms per step on rank "
-              f"{rank_label(t.rank)}",
-        detail="\n".join(["Longest first: " + ", ".join(nb.types()), *lines]),
-        suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
-                   "shapes and launch gaps: their units mostly wait",
-        severity="low", source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
+    lines = [
+        f"rank {rank_label(o.rank)}: {n.runs} runs, {n.us / steps_of(o) / MS:,.2f} ms per step"
+        for o, n in found
+    ]
+    return [
+        one_line(
+            Finding(
+                rule="npu.no_bound",
+                title=(
+                    f"{nb.runs} operator runs are bound by no unit (no mte, cube, vector or scalar "
+                    f"ratio over {BOUND_RATIO:.0%}): {per_step:,.2f} ms per step on rank "
+                    f"{rank_label(t.rank)}"
+                ),
+                detail="\n".join(["Longest first: " + ", ".join(nb.types()), *lines]),
+                suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
+                "shapes and launch gaps: their units mostly wait",
+                severity="low",
+                source=files_of(result, traces, "ops"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 #: aicpu_checker.py: AI CPU operators longer than this are reported.
@@ -213,31 +289,58 @@ def aicpu_ops(result: Analysis) -> list[Finding]:
     found = [(t, ops) for t in npu_captures(result) if (ops := aicpu(t))]
     if not found:
         return []
-    per_step = {id(t): sum(o.total_us for o in facts_of(t).ops if o.core == "AI_CPU")
-                / steps_of(t) / MS for t, _ in found}
+    per_step = {
+        id(t): sum(o.total_us for o in facts_of(t).ops if o.core == "AI_CPU") / steps_of(t) / MS
+        for t, _ in found
+    }
     t, ops = max(found, key=lambda f: per_step[id(f[0])])
     traces = [f[0] for f in found]
     names = ", ".join(f"{o.name} {o.max_us:,.1f} us" for o in ops[:3])
-    lines = [f"rank {rank_label(r.rank)} {o.name} ({o.type}): {o.count} run"
-             f"{'s' * (o.count != 1)}, longest {o.max_us:,.1f} us; {o.input_dtypes or '?'} -> "
-             f"{o.output_dtypes or '?'}" for r, rops in found for o in rops]
+    lines = [
+        f"rank {rank_label(r.rank)} {o.name} ({o.type}): {o.count} run"
+        f"{'s' * (o.count != 1)}, longest {o.max_us:,.1f} us; {o.input_dtypes or '?'} -> "
+        f"{o.output_dtypes or '?'}"
+        for r, rops in found
+        for o in rops
+    ]
     worst = per_step[id(t)]
-    return [one_line(Finding(
-        rule="npu.aicpu",
-        title=f"{len(ops)} operator{'s' * (len(ops) != 1)} ran on the AI CPU for over "
-              f"{AICPU_MIN_US:.0f} us on rank {rank_label(t.rank)}: {names}",
-        detail="\n".join(lines),
-        suggestion="Avoid AI CPU operators: use data types the AI Core handles (e.g. int32 or "
-                   "float instead of int64/uint64 or double) so the operator runs there",
-        severity="medium" if worst >= 1.0 else "low", impact_ms=worst,
-        source=files_of(result, traces, "ops"), ranks=ranks_of(traces)))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.aicpu",
+                title=f"{len(ops)} operator{'s' * (len(ops) != 1)} ran on the AI CPU for over "
+                f"{AICPU_MIN_US:.0f} us on rank {rank_label(t.rank)}: {names}",
+                detail="\n".join(lines),
+                suggestion=(
+                    "Avoid AI CPU operators: use data types the AI Core handles (e.g. int32 or "
+                    "float instead of int64/uint64 or double) so the operator runs there"
+                ),
+                severity="medium" if worst >= 1.0 else "low",
+                impact_ms=worst,
+                source=files_of(result, traces, "ops"),
+                ranks=ranks_of(traces),
+            )
+        )
+    ]
 
 
 # -- affinity APIs
 
 #: timeline_fusion_ops.yaml: optimizers with a fused NPU version.
-FUSED_OPTIMIZERS = {name: f"torch_npu.optim.NpuFused{name}" for name in (
-    "AdamW", "SGD", "Adadelta", "Lamb", "AdamP", "BertAdam", "RMSprop", "RMSpropTF", "Adam")}
+FUSED_OPTIMIZERS = {
+    name: f"torch_npu.optim.NpuFused{name}"
+    for name in (
+        "AdamW",
+        "SGD",
+        "Adadelta",
+        "Lamb",
+        "AdamP",
+        "BertAdam",
+        "RMSprop",
+        "RMSpropTF",
+        "Adam",
+    )
+}
 _OPTIMIZER = re.compile(r"^Optimizer\.step#(\w+)\.step$")
 
 
@@ -262,13 +365,25 @@ def affinity_apis(result: Analysis) -> list[Finding]:
     for op, seen in sorted(found.items()):
         traces = [t for t, _, _ in seen]
         calls = sum(c for _, c, _ in seen)
-        out.append(one_line(Finding(
-            rule="npu.affinity_api",
-            title=f"{op} has a fused NPU version: {fused[op]} ({calls} call"
-                  f"{'s' * (calls != 1)} on {on_ranks(traces)})",
-            detail="\n".join(f"rank {rank_label(t.rank)}: {c} call{'s' * (c != 1)}, "
-                             f"{us / MS:,.2f} ms self time" for t, c, us in seen),
-            suggestion=f"Replace the optimizer with {fused[op]} (same arguments): it updates "
-                       "all parameters in a few fused kernels",
-            severity="low", source=files_of(result, traces, "host"), ranks=ranks_of(traces))))
+        out.append(
+            one_line(
+                Finding(
+                    rule="npu.affinity_api",
+                    title=f"{op} has a fused NPU version: {fused[op]} ({calls} call"
+                    f"{'s' * (calls != 1)} on {on_ranks(traces)})",
+                    detail="\n".join(
+                        f"rank {rank_label(t.rank)}: {c} call{'s' * (c != 1)}, "
+                        f"{us / MS:,.2f} ms self time"
+                        for t, c, us in seen
+                    ),
+                    suggestion=(
+                        f"Replace the optimizer with {fused[op]} (same arguments): it updates "
+                        "all parameters in a few fused kernels"
+                    ),
+                    severity="low",
+                    source=files_of(result, traces, "host"),
+                    ranks=ranks_of(traces),
+                )
+            )
+        )
     return out

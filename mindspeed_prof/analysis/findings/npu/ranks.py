@@ -22,16 +22,26 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["PACKET_LIMITS", "SPREAD", "LinkSpread", "Packets", "RankSpread", "link_spread",
-           "packets", "rank_spread", "slow_link", "slow_rank", "small_packets"]
+__all__ = [
+    "PACKET_LIMITS",
+    "SPREAD",
+    "LinkSpread",
+    "Packets",
+    "RankSpread",
+    "link_spread",
+    "packets",
+    "rank_spread",
+    "slow_link",
+    "slow_rank",
+    "small_packets",
+]
 
 # -- across ranks
 
 #: slow_rank_analyzer.py / slow_link_analyzer.py: a spread (max - min) over this share of the
 #: mean step (of the mean bandwidth) is reported.
 SPREAD = 0.05
-_PARTS = (("Computing", "compute"), ("Communication", "exposed communication"),
-          ("Free", "free"))
+_PARTS = (("Computing", "compute"), ("Communication", "exposed communication"), ("Free", "free"))
 
 
 @dataclass
@@ -58,8 +68,9 @@ def rank_spread(result: Analysis) -> list[RankSpread]:
         for d in t.device:
             if d.stage is not None:
                 continue
-            exposed = d.comm_exposed_ms if d.comm_exposed_ms is not None else (
-                d.comm_ms - d.overlap_ms)
+            exposed = (
+                d.comm_exposed_ms if d.comm_exposed_ms is not None else (d.comm_ms - d.overlap_ms)
+            )
             by_step[d.step][t.rank] = (d.compute_ms, exposed, d.idle_ms)
     out = []
     for step, ranks in sorted(by_step.items(), key=lambda kv: rank_order(kv[0])):
@@ -87,38 +98,54 @@ def slow_rank(result: Analysis) -> list[Finding]:
     lines = []
     for p in flagged:
         g, h, low = s.gap(p)
-        lines.append(f"{words[p]}: {g:,.1f} ms apart, rank {rank_label(h)} "
-                     f"{s.parts[p][h]:,.1f} ms, rank {rank_label(low)} {s.parts[p][low]:,.1f} ms")
-    lines.append("each rank: " + "; ".join(
-        f"{rank_label(r)} " + "/".join(f"{s.parts[p][r]:,.1f}" for p, _ in _PARTS)
-        for r in sorted(s.parts["Computing"], key=rank_order)) + " ms (compute/exposed "
-        "communication/free)")
+        lines.append(
+            f"{words[p]}: {g:,.1f} ms apart, rank {rank_label(h)} "
+            f"{s.parts[p][h]:,.1f} ms, rank {rank_label(low)} {s.parts[p][low]:,.1f} ms"
+        )
+    lines.append(
+        "each rank: "
+        + "; ".join(
+            f"{rank_label(r)} " + "/".join(f"{s.parts[p][r]:,.1f}" for p, _ in _PARTS)
+            for r in sorted(s.parts["Computing"], key=rank_order)
+        )
+        + " ms (compute/exposed "
+        "communication/free)"
+    )
     advice = {
         "Computing": "balance the work across ranks (pipeline stages, batch or sequence "
-                     "lengths): the ranks that compute less wait for the others",
+        "lengths): the ranks that compute less wait for the others",
         "Communication": f"the rank with the least exposed communication (rank "
-                         f"{rank_label(s.gap('Communication')[2])}) arrives last at each "
-                         "collective and the others wait for it: look at what it does before",
+        f"{rank_label(s.gap('Communication')[2])}) arrives last at each "
+        "collective and the others wait for it: look at what it does before",
         "Free": "the rank with the most free time waits on its host: look at its data loading "
-                "and host operators",
+        "and host operators",
     }
     ranks = sorted(s.parts["Computing"], key=rank_order)
-    return [one_line(Finding(
-        rule="npu.slow_rank",
-        title=f"Ranks differ by {gap:,.1f} ms in {words[first]} at step {s.step} (rank "
-              f"{rank_label(hi)} {s.parts[first][hi]:,.1f} ms, rank {rank_label(lo)} "
-              f"{s.parts[first][lo]:,.1f} ms; {ratio(gap, s.mean_ms, 0.0):.0%} of the step)",
-        detail="\n".join(lines), suggestion="; ".join(advice[p] for p in flagged),
-        severity="high" if ratio(top, s.mean_ms, 0.0) > 4 * SPREAD else "medium", impact_ms=top,
-        source=_breakdown_source(result), ranks=ranks))]
+    return [
+        one_line(
+            Finding(
+                rule="npu.slow_rank",
+                title=f"Ranks differ by {gap:,.1f} ms in {words[first]} at step {s.step} (rank "
+                f"{rank_label(hi)} {s.parts[first][hi]:,.1f} ms, rank {rank_label(lo)} "
+                f"{s.parts[first][lo]:,.1f} ms; {ratio(gap, s.mean_ms, 0.0):.0%} of the step)",
+                detail="\n".join(lines),
+                suggestion="; ".join(advice[p] for p in flagged),
+                severity="high" if ratio(top, s.mean_ms, 0.0) > 4 * SPREAD else "medium",
+                impact_ms=top,
+                source=_breakdown_source(result),
+                ranks=ranks,
+            )
+        )
+    ]
 
 
 def _breakdown_source(result: Analysis) -> str:
     """Where torch_npu's step breakdown is: step_trace_time.csv of a text export, StepTraceTime
     of a db (each reader falls back on the overlap analysis where those are missing)."""
     traces = [t for t in npu_captures(result) if any(d.stage is None for d in t.device)]
-    names = sorted({"StepTraceTime" if t.meta.export == "db" else "step_trace_time.csv"
-                    for t in traces})
+    names = sorted(
+        {"StepTraceTime" if t.meta.export == "db" else "step_trace_time.csv" for t in traces}
+    )
     return f"{', '.join(names)} of {', '.join(folder_of(result, t) for t in traces)}"
 
 
@@ -152,8 +179,11 @@ def link_spread(result: Analysis) -> list[LinkSpread]:
                 if mb is not None and ms is not None:
                     moved[(h.step, t.rank)][0] += mb
                     moved[(h.step, t.rank)][1] += ms
-        gbps = {k: q for k, (mb, ms) in moved.items()
-                if mb >= 0 and (q := ratio(mb, ms, None)) is not None}
+        gbps = {
+            k: q
+            for k, (mb, ms) in moved.items()
+            if mb >= 0 and (q := ratio(mb, ms, None)) is not None
+        }
         if len({r for _, r in gbps}) >= 2:
             out.append(LinkSpread(link, gbps))
     return out
@@ -166,19 +196,32 @@ def slow_link(result: Analysis) -> list[Finding]:
             continue
         lo = min(s.gbps, key=lambda k: s.gbps[k])
         hi = max(s.gbps, key=lambda k: s.gbps[k])
-        out.append(one_line(Finding(
-            rule="npu.slow_link",
-            title=f"{s.link} bandwidth differs across ranks: {s.gbps[lo]:.2f}-{s.gbps[hi]:.2f} "
-                  f"GB/s (mean {s.mean:.2f}, {s.spread:.0%} apart); slowest rank "
-                  f"{rank_label(lo[1])} at step {lo[0]}",
-            detail="\n".join(f"rank {rank_label(r)} step {st}: {v:.3f} GB/s" for (st, r), v in
-                             sorted(s.gbps.items(), key=lambda kv: (rank_order(kv[0][1]),
-                                                                    rank_order(kv[0][0])))),
-            suggestion=f"Check the slowest rank's {s.link} links (cabling, link errors, "
-                       "other jobs on the same links) and whether its operators move smaller "
-                       "pieces",
-            severity="medium", source=files_of(result, npu_captures(result), "hccl"),
-            ranks=sorted({r for _, r in s.gbps}, key=rank_order))))
+        out.append(
+            one_line(
+                Finding(
+                    rule="npu.slow_link",
+                    title=(
+                        f"{s.link} bandwidth differs across ranks: "
+                        f"{s.gbps[lo]:.2f}-{s.gbps[hi]:.2f} GB/s "
+                        f"(mean {s.mean:.2f}, {s.spread:.0%} apart); "
+                        f"slowest rank {rank_label(lo[1])} at step {lo[0]}"
+                    ),
+                    detail="\n".join(
+                        f"rank {rank_label(r)} step {st}: {v:.3f} GB/s"
+                        for (st, r), v in sorted(
+                            s.gbps.items(),
+                            key=lambda kv: (rank_order(kv[0][1]), rank_order(kv[0][0])),
+                        )
+                    ),
+                    suggestion=f"Check the slowest rank's {s.link} links (cabling, link errors, "
+                    "other jobs on the same links) and whether its operators move smaller "
+                    "pieces",
+                    severity="medium",
+                    source=files_of(result, npu_captures(result), "hccl"),
+                    ranks=sorted({r for _, r in s.gbps}, key=rank_order),
+                )
+            )
+        )
     return out
 
 
@@ -223,22 +266,40 @@ def packets(t: TraceData) -> list[Packets]:
 def small_packets(result: Analysis) -> list[Finding]:
     out = []
     for link, (limit, most) in PACKET_LIMITS.items():
-        found = [(t, p) for t in npu_captures(result) for p in packets(t)
-                 if p.link == link and p.ratio > most]
+        found = [
+            (t, p)
+            for t in npu_captures(result)
+            for p in packets(t)
+            if p.link == link and p.ratio > most
+        ]
         if not found:
             continue
         t, p = max(found, key=lambda f: (f[1].ratio, f[1].small_ms))
         traces = [f[0] for f in found]
-        out.append(one_line(Finding(
-            rule="npu.packet",
-            title=f"{p.small} of {p.ops} {link} communications on rank {rank_label(t.rank)} "
-                  f"move under {limit:g} MB ({p.ratio:.0%}, {p.small_ms:,.3f} ms)",
-            detail="\n".join(f"rank {rank_label(o.rank)}: {q.small} of {q.ops} under {limit:g} "
-                             f"MB, {q.small_ms:,.3f} ms over {steps_of(o)} step"
-                             f"{'s' * (steps_of(o) != 1)}" for o, q in found),
-            suggestion="Fewer, larger transfers: a larger batch or gradient accumulation for "
-                       "data parallelism, ZeRO-1/2 rather than 3 where memory allows, fused "
-                       "optimizers and operators",
-            severity="low", impact_ms=max(q.small_ms / steps_of(o) for o, q in found),
-            source=files_of(result, traces, "hccl"), ranks=ranks_of(traces))))
+        out.append(
+            one_line(
+                Finding(
+                    rule="npu.packet",
+                    title=(
+                        f"{p.small} of {p.ops} {link} communications on rank {rank_label(t.rank)} "
+                        f"move under {limit:g} MB ({p.ratio:.0%}, {p.small_ms:,.3f} ms)"
+                    ),
+                    detail="\n".join(
+                        f"rank {rank_label(o.rank)}: {q.small} of {q.ops} under {limit:g} "
+                        f"MB, {q.small_ms:,.3f} ms over {steps_of(o)} step"
+                        f"{'s' * (steps_of(o) != 1)}"
+                        for o, q in found
+                    ),
+                    suggestion=(
+                        "Fewer, larger transfers: a larger batch or gradient accumulation for "
+                        "data parallelism, ZeRO-1/2 rather than 3 where memory allows, fused "
+                        "optimizers and operators"
+                    ),
+                    severity="low",
+                    impact_ms=max(q.small_ms / steps_of(o) for o, q in found),
+                    source=files_of(result, traces, "hccl"),
+                    ranks=ranks_of(traces),
+                )
+            )
+        )
     return out

@@ -28,8 +28,20 @@ from mindspeed_prof.analysis.findings.rl.growth import (
 from mindspeed_prof.analysis.findings.rl.roles import ROLE_MARGIN, role_imbalance
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
 
-__all__ = ["GENERATE", "GROWTH_REL", "MIN_R2", "MIN_STEPS", "ROLE_MARGIN", "RULES", "SAME_RANK",
-           "Rule", "generation_tail", "growing_stage", "role_imbalance", "uncovered"]
+__all__ = [
+    "GENERATE",
+    "GROWTH_REL",
+    "MIN_R2",
+    "MIN_STEPS",
+    "ROLE_MARGIN",
+    "RULES",
+    "SAME_RANK",
+    "Rule",
+    "generation_tail",
+    "growing_stage",
+    "role_imbalance",
+    "uncovered",
+]
 
 
 #: This family's rules, in the order they run.

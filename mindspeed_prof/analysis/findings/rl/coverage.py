@@ -48,8 +48,11 @@ def _gaps(step: Range, stages: list[Range]) -> tuple[float, dict[str, float]]:
     """The step's time (us) in no stage, and where it lies: ``before X``, ``between X and
     Y``, ``after Y`` (X, Y the stages either side)."""
     lo, hi = step.ts, step.ts + step.dur
-    spans = sorted((max(r.ts, lo), min(r.ts + r.dur, hi), r.name) for r in stages
-                   if r.ts < hi and r.ts + r.dur > lo)
+    spans = sorted(
+        (max(r.ts, lo), min(r.ts + r.dur, hi), r.name)
+        for r in stages
+        if r.ts < hi and r.ts + r.dur > lo
+    )
     pieces: list[_Piece] = []
     for a, b, name in spans:
         if pieces and a <= pieces[-1].end:
@@ -90,8 +93,15 @@ def uncovered(result: Analysis) -> list[Finding]:
         ms = left / n / 1000.0
         step_ms = sum(s.step.dur for _, s in rows if s.step) / n / 1000.0
         if step_ms > 0 and ms >= noise_floor(result.noise_ms, step_ms):
-            hits.append((ms, who, step_ms, {k: v / n / 1000.0 for k, v in gaps.items()},
-                         [k for k, _ in rows]))
+            hits.append(
+                (
+                    ms,
+                    who,
+                    step_ms,
+                    {k: v / n / 1000.0 for k, v in gaps.items()},
+                    [k for k, _ in rows],
+                )
+            )
     if not hits:
         return []
     hits.sort(key=lambda h: (-h[0], rank_order(h[1][0]), h[1][1]))
@@ -99,23 +109,30 @@ def uncovered(result: Analysis) -> list[Finding]:
     place, place_ms = max(gaps.items(), key=lambda kv: (kv[1], kv[0]))
     lines = []
     for m, w, s_ms, g, st in hits[:DETAIL_LINES]:
-        parts = ", ".join(f"{k} {v:,.1f}" for k, v in sorted(g.items(), key=lambda kv: -kv[1])
-                          if v > 0)
-        lines.append(f"{who_text(w)}: {m:,.1f} of {s_ms:,.1f} ms per step ({steps_text(st)}) in "
-                     f"no stage: {parts} ms")
+        parts = ", ".join(
+            f"{k} {v:,.1f}" for k, v in sorted(g.items(), key=lambda kv: -kv[1]) if v > 0
+        )
+        lines.append(
+            f"{who_text(w)}: {m:,.1f} of {s_ms:,.1f} ms per step ({steps_text(st)}) in "
+            f"no stage: {parts} ms"
+        )
     if len(hits) > DETAIL_LINES:
         lines.append(f"... and {len(hits) - DETAIL_LINES} more ranks")
     lines.append("the step's own range less the union of its stage ranges")
     share = ratio(ms, step_ms, 0.0)
-    return [Finding(
-        rule="rl.uncovered",
-        title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "
-              f"{of_ranks([h[1] for h in hits])}: most {place} ({place_ms:,.1f} ms)",
-        detail="\n".join(lines),
-        suggestion="Name what runs there (weight sync to the rollout engine, resharding, "
-                   "data dispatch and collection, logging): wrap it in mstx.range or record it "
-                   "as a stage, then shrink or overlap it (bucketed or colocated weight sync, "
-                   "asynchronous dispatch).",
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=ms,
-        source=source_of(result, [h[1] for h in hits]),
-        ranks=ranks_of([h[1] for h in hits]))]
+    return [
+        Finding(
+            rule="rl.uncovered",
+            title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "
+            f"{of_ranks([h[1] for h in hits])}: most {place} ({place_ms:,.1f} ms)",
+            detail="\n".join(lines),
+            suggestion="Name what runs there (weight sync to the rollout engine, resharding, "
+            "data dispatch and collection, logging): wrap it in mstx.range or record it "
+            "as a stage, then shrink or overlap it (bucketed or colocated weight sync, "
+            "asynchronous dispatch).",
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=ms,
+            source=source_of(result, [h[1] for h in hits]),
+            ranks=ranks_of([h[1] for h in hits]),
+        )
+    ]

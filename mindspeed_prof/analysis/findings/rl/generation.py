@@ -52,53 +52,81 @@ def generation_tail(result: Analysis) -> list[Finding]:
         slow = max(by, key=lambda w: (by[w], rank_order(w[0])))
         others = statistics.median(v for w, v in by.items() if w != slow)
         excess = by[slow] - others
-        tail = (others > 0 and by[slow] > others * (1 + result.margin)
-                and excess >= noise_floor(result.noise_ms, lengths.get(n)))
+        tail = (
+            others > 0
+            and by[slow] > others * (1 + result.margin)
+            and excess >= noise_floor(result.noise_ms, lengths.get(n))
+        )
         rows.append((n, slow, by[slow], others, tail))
     if not rows:
         return []
     excesses = [r[2] - r[3] for r in rows]
     ratios = [ratio(r[2], r[3], float("inf")) for r in rows]
     mid = statistics.median(excesses)
-    typical = statistics.median(lengths[r[0]] for r in rows if r[0] in lengths) if any(
-        r[0] in lengths for r in rows) else None
-    if not (statistics.median(ratios) > 1 + result.margin
-            and mid >= noise_floor(result.noise_ms, typical)):
+    typical = (
+        statistics.median(lengths[r[0]] for r in rows if r[0] in lengths)
+        if any(r[0] in lengths for r in rows)
+        else None
+    )
+    if not (
+        statistics.median(ratios) > 1 + result.margin
+        and mid >= noise_floor(result.noise_ms, typical)
+    ):
         return []
     tails = [r for r in rows if r[4]]
     if not tails:
         return []
     slowest = [r[1] for r in tails]
-    top, count = max(((w, slowest.count(w)) for w in set(slowest)),
-                     key=lambda wc: (wc[1], -rank_order(wc[0][0])[1]))
+    top, count = max(
+        ((w, slowest.count(w)) for w in set(slowest)),
+        key=lambda wc: (wc[1], -rank_order(wc[0][0])[1]),
+    )
     same = count >= SAME_RANK * len(tails)
-    lines = [f"step {n}: {who_text(w)} {ms:,.1f} ms against {o:,.1f} ms on the others"
-             for n, w, ms, o, t in tails[:DETAIL_LINES]]
+    lines = [
+        f"step {n}: {who_text(w)} {ms:,.1f} ms against {o:,.1f} ms on the others"
+        for n, w, ms, o, t in tails[:DETAIL_LINES]
+    ]
     if len(tails) > DETAIL_LINES:
         lines.append(f"... and {len(tails) - DETAIL_LINES} more steps")
-    lines.append(f"per step, {GENERATE} on its slowest rank against the median of the other "
-                 "ranks")
+    lines.append(f"per step, {GENERATE} on its slowest rank against the median of the other ranks")
     if same:
         where = f"mostly {who_text(top)} ({count} of {len(tails)})"
-        advice = (f"{who_text(top).capitalize()} is the slowest in {count} of {len(tails)} steps: "
-                  "a slow device or host rather than long rollouts; compare its capture with "
-                  "another rank's (mindspeed-prof compare) or capture it at level1.")
+        advice = (
+            f"{who_text(top).capitalize()} is the slowest in {count} of {len(tails)} steps: "
+            "a slow device or host rather than long rollouts; compare its capture with "
+            "another rank's (mindspeed-prof compare) or capture it at level1."
+        )
     else:
-        where = "the slowest rank varies (" + ", ".join(
-            rank_label(*w) for w in sorted(set(slowest), key=lambda w: (
-                rank_order(w[0]), w[1]))) + ")"
-        advice = ("The longest rollouts hold every rank's generation: cap or bucket response "
-                  "lengths, balance prompts across ranks by expected length, over-sample and "
-                  "drop the slowest rollouts, or generate asynchronously (partial rollouts).")
+        where = (
+            "the slowest rank varies ("
+            + ", ".join(
+                rank_label(*w) for w in sorted(set(slowest), key=lambda w: (rank_order(w[0]), w[1]))
+            )
+            + ")"
+        )
+        advice = (
+            "The longest rollouts hold every rank's generation: cap or bucket response "
+            "lengths, balance prompts across ranks by expected length, over-sample and "
+            "drop the slowest rollouts, or generate asynchronously (partial rollouts)."
+        )
     share = ratio(mid, typical, 0.0)
-    return [Finding(
-        rule="rl.generation_tail",
-        title=f"{GENERATE} waits for its slowest rank: {statistics.median(ratios):.1f}x the "
-              f"other ranks' median ({mid:+,.1f} ms) in {len(tails)} of {len(rows)} steps; "
-              f"{where}",
-        detail="\n".join(lines), suggestion=advice,
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=mid,
-        source=source_of(result, sorted({w for by in per.values() for w in by},
-                                      key=lambda w: (rank_order(w[0]), w[1])),
-                       f"{GENERATE} stage ranges"),
-        ranks=ranks_of(slowest))]
+    return [
+        Finding(
+            rule="rl.generation_tail",
+            title=f"{GENERATE} waits for its slowest rank: {statistics.median(ratios):.1f}x the "
+            f"other ranks' median ({mid:+,.1f} ms) in {len(tails)} of {len(rows)} steps; "
+            f"{where}",
+            detail="\n".join(lines),
+            suggestion=advice,
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=mid,
+            source=source_of(
+                result,
+                sorted(
+                    {w for by in per.values() for w in by}, key=lambda w: (rank_order(w[0]), w[1])
+                ),
+                f"{GENERATE} stage ranges",
+            ),
+            ranks=ranks_of(slowest),
+        )
+    ]

@@ -81,8 +81,9 @@ def growing_stage(result: Analysis) -> list[Finding]:
             for r in s.stages:
                 per[r.name] += r.dur
             for name, us in per.items():
-                shares[name].append((n, ratio(us, s.step.dur, 0.0), us / 1000.0,
-                                     s.step.dur / 1000.0))
+                shares[name].append(
+                    (n, ratio(us, s.step.dur, 0.0), us / 1000.0, s.step.dur / 1000.0)
+                )
         for name, points in shares.items():
             if len(points) < MIN_STEPS:
                 continue
@@ -91,36 +92,60 @@ def growing_stage(result: Analysis) -> list[Finding]:
             # the fitted line at the first and last step: a share, so within 0-100%
             first, last = (min(max(a + b * x, 0.0), 1.0) for x in (xs[0], xs[-1]))
             step_ms = statistics.fmean(p[3] for p in points)
-            t = _Trend(who, [p[0] for p in points], first, last, r2, step_ms,
-                       (points[0][2], points[-1][2]), (points[0][3], points[-1][3]))
-            if (b > 0 and r2 >= MIN_R2 and t.growth_ms >= noise_floor(result.noise_ms, step_ms)
-                    and last - first >= GROWTH_REL * max(first, 0.0)):
+            t = _Trend(
+                who,
+                [p[0] for p in points],
+                first,
+                last,
+                r2,
+                step_ms,
+                (points[0][2], points[-1][2]),
+                (points[0][3], points[-1][3]),
+            )
+            if (
+                b > 0
+                and r2 >= MIN_R2
+                and t.growth_ms >= noise_floor(result.noise_ms, step_ms)
+                and last - first >= GROWTH_REL * max(first, 0.0)
+            ):
                 trends[name].append(t)
     out = []
     for name, found in trends.items():
         found.sort(key=lambda t: (-t.growth_ms, rank_order(t.who[0]), t.who[1]))
         t = found[0]
-        lines = [f"{who_text(x.who)}: {x.first:.0%} -> {x.last:.0%} of the step (fit r^2 "
-                 f"{x.r2:.2f}, {steps_text(x.steps)}); {name} {x.stage_ms[0]:,.1f} -> "
-                 f"{x.stage_ms[1]:,.1f} ms, step {x.steps_ms[0]:,.1f} -> {x.steps_ms[1]:,.1f} ms"
-                 for x in found[:DETAIL_LINES]]
+        lines = [
+            f"{who_text(x.who)}: {x.first:.0%} -> {x.last:.0%} of the step (fit r^2 "
+            f"{x.r2:.2f}, {steps_text(x.steps)}); {name} {x.stage_ms[0]:,.1f} -> "
+            f"{x.stage_ms[1]:,.1f} ms, step {x.steps_ms[0]:,.1f} -> {x.steps_ms[1]:,.1f} ms"
+            for x in found[:DETAIL_LINES]
+        ]
         if len(found) > DETAIL_LINES:
             lines.append(f"... and {len(found) - DETAIL_LINES} more ranks")
-        lines.append("least-squares line through the stage's share of each step; growth: "
-                     "its rise from the first step to the last, in ms of the mean step")
-        advice = ("Responses getting longer as training goes on make generation grow: watch "
-                  "the response length, cap it (max new tokens) or balance it across ranks."
-                  if name == GENERATE else
-                  "Something in this stage grows with the step (longer sequences, a cache or "
-                  "buffer that is never freed, memory fragmentation): capture it at an early "
-                  "and a late step and compare them (mindspeed-prof compare).")
+        lines.append(
+            "least-squares line through the stage's share of each step; growth: "
+            "its rise from the first step to the last, in ms of the mean step"
+        )
+        advice = (
+            "Responses getting longer as training goes on make generation grow: watch "
+            "the response length, cap it (max new tokens) or balance it across ranks."
+            if name == GENERATE
+            else "Something in this stage grows with the step (longer sequences, a cache or "
+            "buffer that is never freed, memory fragmentation): capture it at an early "
+            "and a late step and compare them (mindspeed-prof compare)."
+        )
         held = [x.who for x in found]
-        out.append(Finding(
-            rule="rl.growing_stage",
-            title=f"{name}'s share of the step grew from {t.first:.0%} to {t.last:.0%} over "
-                  f"{steps_text(t.steps)} (+{t.growth_ms:,.1f} ms per step) on "
-                  f"{of_ranks(held)}",
-            detail="\n".join(lines), suggestion=advice,
-            severity=severity(t.last - t.first, MEDIUM_SHARE, HIGH_SHARE),
-            impact_ms=t.growth_ms, source=source_of(result, held), ranks=ranks_of(held)))
+        out.append(
+            Finding(
+                rule="rl.growing_stage",
+                title=f"{name}'s share of the step grew from {t.first:.0%} to {t.last:.0%} over "
+                f"{steps_text(t.steps)} (+{t.growth_ms:,.1f} ms per step) on "
+                f"{of_ranks(held)}",
+                detail="\n".join(lines),
+                suggestion=advice,
+                severity=severity(t.last - t.first, MEDIUM_SHARE, HIGH_SHARE),
+                impact_ms=t.growth_ms,
+                source=source_of(result, held),
+                ranks=ranks_of(held),
+            )
+        )
     return sorted(out, key=lambda f: -(f.impact_ms or 0.0))

@@ -59,11 +59,14 @@ def role_imbalance(result: Analysis) -> list[Finding]:
     common = sorted(set.intersection(*(set(v) for v in per.values())))
     if not common:
         return []
-    ms = {role: statistics.median(statistics.median(per[role][n].values()) for n in common)
-          for role in per}
+    ms = {
+        role: statistics.median(statistics.median(per[role][n].values()) for n in common)
+        for role in per
+    }
     lengths = step_times(result.counted())
-    step_ms = statistics.median(lengths[n] for n in common) if all(
-        n in lengths for n in common) else None
+    step_ms = (
+        statistics.median(lengths[n] for n in common) if all(n in lengths for n in common) else None
+    )
     floor = noise_floor(result.noise_ms, step_ms)
     hits = []
     for role, v in ms.items():
@@ -77,27 +80,41 @@ def role_imbalance(result: Analysis) -> list[Finding]:
     rest = sorted(name for name in ms if name != role)
     lines = []
     for name in sorted(ms, key=lambda k: (-ms[k], k)):
-        held = sorted({w for n in common for w in per[name][n]}, key=lambda w: (
-            rank_order(w[0]), w[1]))
+        held = sorted(
+            {w for n in common for w in per[name][n]}, key=lambda w: (rank_order(w[0]), w[1])
+        )
         total = sum(by_stage[name].values()) or 1.0
-        stages = ", ".join(f"{stage} {ms[name] * x / total:,.1f}" for stage, x in sorted(
-            by_stage[name].items(), key=lambda kv: -kv[1]))
-        lines.append(f"{name}: {ms[name]:,.1f} ms per step in its stages ({stages}) on ranks "
-                     f"{', '.join(rank_label(*w) for w in held)}")
-    lines.append(f"median over each role's ranks, then over the {len(common)} steps every "
-                 "role recorded; each role's stage ranges summed per step")
+        stages = ", ".join(
+            f"{stage} {ms[name] * x / total:,.1f}"
+            for stage, x in sorted(by_stage[name].items(), key=lambda kv: -kv[1])
+        )
+        lines.append(
+            f"{name}: {ms[name]:,.1f} ms per step in its stages ({stages}) on ranks "
+            f"{', '.join(rank_label(*w) for w in held)}"
+        )
+    lines.append(
+        f"median over each role's ranks, then over the {len(common)} steps every "
+        "role recorded; each role's stage ranges summed per step"
+    )
     share = ratio(excess, step_ms or v, 0.0)
-    return [Finding(
-        rule="rl.role_imbalance",
-        title=f"role {role} spends {v:,.1f} ms per step in its stages against {others:,.1f} "
-              f"ms for the other roles ({', '.join(rest)}): {ratio(v, others, 0.0):.1f}x, "
-              f"{excess:+,.1f} ms",
-        detail="\n".join(lines),
-        suggestion=f"Rebalance devices between roles: give {role} more devices (a larger "
-                   "data-parallel size or micro-batch), put the lighter roles on fewer devices "
-                   f"or colocate them with {role}, or run the roles asynchronously so the "
-                   "lighter ones do not wait.",
-        severity=severity(share, MEDIUM_SHARE, HIGH_SHARE), impact_ms=excess,
-        source=source_of(result, [w for name in per for n in common for w in per[name][n]],
-                       "stage ranges; roles from each capture's metadata"),
-        ranks=ranks_of([w for n in common for w in per[role][n]]))]
+    return [
+        Finding(
+            rule="rl.role_imbalance",
+            title=f"role {role} spends {v:,.1f} ms per step in its stages against {others:,.1f} "
+            f"ms for the other roles ({', '.join(rest)}): {ratio(v, others, 0.0):.1f}x, "
+            f"{excess:+,.1f} ms",
+            detail="\n".join(lines),
+            suggestion=f"Rebalance devices between roles: give {role} more devices (a larger "
+            "data-parallel size or micro-batch), put the lighter roles on fewer devices "
+            f"or colocate them with {role}, or run the roles asynchronously so the "
+            "lighter ones do not wait.",
+            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            impact_ms=excess,
+            source=source_of(
+                result,
+                [w for name in per for n in common for w in per[name][n]],
+                "stage ranges; roles from each capture's metadata",
+            ),
+            ranks=ranks_of([w for n in common for w in per[role][n]]),
+        )
+    ]

@@ -14,8 +14,21 @@ from mindspeed_prof.analysis.readers.model import Range, TraceData
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["DETAIL_LINES", "GENERATE", "HIGH_SHARE", "MEDIUM_SHARE", "Step", "Who", "of_ranks",
-           "ranks_of", "source_of", "steps_of", "steps_text", "traces_of", "who_text"]
+__all__ = [
+    "DETAIL_LINES",
+    "GENERATE",
+    "HIGH_SHARE",
+    "MEDIUM_SHARE",
+    "Step",
+    "Who",
+    "of_ranks",
+    "ranks_of",
+    "source_of",
+    "steps_of",
+    "steps_text",
+    "traces_of",
+    "who_text",
+]
 
 
 #: Shares of the step at which an RL finding is medium, then high.

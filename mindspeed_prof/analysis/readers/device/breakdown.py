@@ -57,7 +57,7 @@ def total(merged: list[Interval], lo: float = float("-inf"), hi: float = float("
     """Length of ``merged`` (sorted, disjoint) inside ``[lo, hi)``."""
     i = bisect.bisect_right(merged, (lo, float("inf"))) - 1  # the interval open at lo, if any
     out = 0.0
-    for a, b in merged[max(i, 0):]:
+    for a, b in merged[max(i, 0) :]:
         if a >= hi:
             break
         out += max(0.0, min(b, hi) - max(a, lo))
@@ -157,8 +157,11 @@ class _Group:
         del a[:i], b[:j]
         if k is not None:
             mine, other = self.sides[k], 2 * (_COMM_T if k == 1 else _COMPUTE)
-            bound = self.open[other] if self.open[other + 1] != -_INF else (
-                mine[-1][1] if mine else -_INF)
+            bound = (
+                self.open[other]
+                if self.open[other + 1] != -_INF
+                else (mine[-1][1] if mine else -_INF)
+            )
             n = 0
             while n < len(mine) and mine[n][1] <= bound:
                 n += 1
@@ -172,14 +175,25 @@ class _Group:
                 self._piece(u, a, b)
         self._pair(None)
 
-    def row(self, step: int | None, stage: str | None, lo: float, hi: float,
-            k: int | None = None) -> DeviceRow:
-        us = self.totals if k is None or self.windows is None else [
-            w[k] for w in self.windows.totals]
-        return DeviceRow(step=step, stage=stage, span_ms=(hi - lo) / 1e3,
-                         busy_ms=us[_BUSY] / 1e3, compute_ms=us[_COMPUTE] / 1e3,
-                         comm_ms=us[_COMM_T] / 1e3, overlap_ms=us[_OVERLAP] / 1e3,
-                         memcpy_ms=us[_MEMCPY] / 1e3, idle_ms=(hi - lo - us[_BUSY]) / 1e3)
+    def row(
+        self, step: int | None, stage: str | None, lo: float, hi: float, k: int | None = None
+    ) -> DeviceRow:
+        us = (
+            self.totals
+            if k is None or self.windows is None
+            else [w[k] for w in self.windows.totals]
+        )
+        return DeviceRow(
+            step=step,
+            stage=stage,
+            span_ms=(hi - lo) / 1e3,
+            busy_ms=us[_BUSY] / 1e3,
+            compute_ms=us[_COMPUTE] / 1e3,
+            comm_ms=us[_COMM_T] / 1e3,
+            overlap_ms=us[_OVERLAP] / 1e3,
+            memcpy_ms=us[_MEMCPY] / 1e3,
+            idle_ms=(hi - lo - us[_BUSY]) / 1e3,
+        )
 
 
 class _StepOf:
@@ -197,8 +211,9 @@ class _StepOf:
         return np.where((i >= 0) & (launch <= self.ends[np.maximum(i, 0)]), i, -1)
 
 
-def _windows(ops: DeviceOps, steps: list[tuple[int, float, float]], step_of: _StepOf
-             ) -> tuple[list[tuple[float, int]], float, bool]:
+def _windows(
+    ops: DeviceOps, steps: list[tuple[int, float, float]], step_of: _StepOf
+) -> tuple[list[tuple[float, int]], float, bool]:
     """The first pass: each step's first op (start, step number) in start order, the last
     end of an op a step launched, and whether an op was launched outside every step."""
     first: dict[int, float] = {}
@@ -228,14 +243,23 @@ class _StageRuns:
         self.reach = list(itertools.accumulate(self.ends, max))  # the latest end so far
         self.runs: dict[int, _Group] = {}
 
-    def feed(self, ts: np.ndarray, end: np.ndarray, kind: np.ndarray, launch: np.ndarray,
-             inside: list[bool], windows: _Group, rest: _Group) -> None:
+    def feed(
+        self,
+        ts: np.ndarray,
+        end: np.ndarray,
+        kind: np.ndarray,
+        launch: np.ndarray,
+        inside: list[bool],
+        windows: _Group,
+        rest: _Group,
+    ) -> None:
         """A slice of ops: each to the steps' windows (``inside``: a step launched it) or to
         ``rest``, and to each stage run that launched it."""
         reach, ends, order, runs = self.reach, self.ends, self.order, self.runs
         below = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
-        for t, e, k, ok, j, at in zip(ts.tolist(), end.tolist(), kind.tolist(), inside, below,
-                                      launch.tolist()):
+        for t, e, k, ok, j, at in zip(
+            ts.tolist(), end.tolist(), kind.tolist(), inside, below, launch.tolist()
+        ):
             (windows if ok else rest).add(t, e, k)
             while j >= 0 and reach[j] >= at:
                 if ends[j] >= at:
@@ -246,8 +270,11 @@ class _StageRuns:
                 j -= 1
 
 
-def breakdown(ops: DeviceOps, steps: list[tuple[int, float, float]],
-              stages: list[tuple[str, int | None, float, float]]) -> list[DeviceRow]:
+def breakdown(
+    ops: DeviceOps,
+    steps: list[tuple[int, float, float]],
+    stages: list[tuple[str, int | None, float, float]],
+) -> list[DeviceRow]:
     """Rows per step (``stage`` None) and per stage run: device milliseconds by kind.
 
     An op belongs to the step (stage) whose host range holds its launch. A step's device window

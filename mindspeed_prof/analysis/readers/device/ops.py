@@ -73,8 +73,14 @@ class _Stream:
         if len(cols[0]) == SLICE and self.in_order:
             self._spill()
 
-    def extend(self, ts: np.ndarray, end: np.ndarray, launch: np.ndarray, call: np.ndarray,
-               name: np.ndarray) -> None:
+    def extend(
+        self,
+        ts: np.ndarray,
+        end: np.ndarray,
+        launch: np.ndarray,
+        call: np.ndarray,
+        name: np.ndarray,
+    ) -> None:
         """``append`` for each row of these columns, in order (the same blocks and spills)."""
         n = len(ts)
         if not n:
@@ -170,9 +176,14 @@ class _Cursor:
             ts, end, launch, _, name = self.block
             j = bisect.bisect_left(ts, hi, self.at)
             if j > self.at:
-                out.append(tuple(np.frombuffer(col, dtype=np.float64 if col.typecode == "d"
-                                               else np.int32)[self.at:j]
-                                 for col in (ts, end, launch, name)))
+                out.append(
+                    tuple(
+                        np.frombuffer(col, dtype=np.float64 if col.typecode == "d" else np.int32)[
+                            self.at : j
+                        ]
+                        for col in (ts, end, launch, name)
+                    )
+                )
             if j < len(ts):
                 self.at = j
                 return
@@ -190,8 +201,7 @@ def _groups(pids: list[Id], streams: list[Id]) -> Iterator[tuple[Lane, np.ndarra
             if (cols == cols[:, :1]).all():
                 yield (pids[0], streams[0]), None
                 return
-            _, first, which = np.unique(cols.T, axis=0, return_index=True,
-                                        return_inverse=True)
+            _, first, which = np.unique(cols.T, axis=0, return_index=True, return_inverse=True)
             which = which.reshape(-1)
             for k in np.argsort(first, kind="stable").tolist():
                 at = int(first[k])
@@ -229,8 +239,16 @@ class DeviceOps:
         """What ``totals`` knows a name by: the name, or (name, True) for a collective."""
         return (name, True) if collective else name
 
-    def add(self, stream: Lane, ts: float, end: float, name: str, launch: float,
-            call: float = _NAN, collective: bool = False) -> tuple[Lane, int]:
+    def add(
+        self,
+        stream: Lane,
+        ts: float,
+        end: float,
+        name: str,
+        launch: float,
+        call: float = _NAN,
+        collective: bool = False,
+    ) -> tuple[Lane, int]:
         """Append an op (``call``: its launch call's duration, where it is one that
         ``LAUNCH_CALLS`` counts; ``collective``: the trace gives it c10d's collective
         arguments); returns where it is, for ``set_launch``."""
@@ -245,8 +263,16 @@ class DeviceOps:
         self.count += 1
         return where
 
-    def extend(self, pids: list[Id], streams: list[Id], ts: np.ndarray, end: np.ndarray,
-               launch: np.ndarray, call: np.ndarray, keys: list[_Key]) -> None:
+    def extend(
+        self,
+        pids: list[Id],
+        streams: list[Id],
+        ts: np.ndarray,
+        end: np.ndarray,
+        launch: np.ndarray,
+        call: np.ndarray,
+        keys: list[_Key],
+    ) -> None:
         """``add`` for many ops, in order (columns; each op's stream is its (pid, stream),
         ``keys`` its ``key``)."""
         ids = self.totals.add(keys, end - ts).astype(np.int32)
@@ -278,12 +304,13 @@ class DeviceOps:
     def codes(self) -> bytes:
         """Each name id's kind code (``KINDS``), by the table ``classify`` was given."""
         if len(self._codes) < len(self.names):
-            self._codes += bytes(_CODE[self.table.kind_of(name, collective)]
-                                 for name, collective in self.names[len(self._codes):])
+            self._codes += bytes(
+                _CODE[self.table.kind_of(name, collective)]
+                for name, collective in self.names[len(self._codes) :]
+            )
         return self._codes
 
-    def set_launch(self, where: tuple[Lane, int], launch: float,
-                   call: float | None = None) -> None:
+    def set_launch(self, where: tuple[Lane, int], launch: float, call: float | None = None) -> None:
         self.streams[where[0]].set_launch(where[1], launch, call)
 
     def slices(self) -> Iterator[list[_Row]]:
@@ -329,5 +356,3 @@ class DeviceOps:
     def close(self) -> None:
         for col in self.streams.values():
             col.close()
-
-

@@ -11,8 +11,15 @@ from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.events import Lane
 from mindspeed_prof.analysis.readers.model import LaunchStats, StreamIdle
 
-__all__ = ["KERNEL_WAIT_US", "LATE_US", "LAUNCH_CALLS", "PROMPT_US", "SLOW_CALL_US", "TINY_US",
-           "stream_facts"]
+__all__ = [
+    "KERNEL_WAIT_US",
+    "LATE_US",
+    "LAUNCH_CALLS",
+    "PROMPT_US",
+    "SLOW_CALL_US",
+    "TINY_US",
+    "stream_facts",
+]
 
 #: HTA's ``get_idle_time_breakdown`` default ``consecutive_kernel_delay``: a gap between two ops
 #: on a stream shorter than this (us: HTA's docstring says ns, but it compares it with the
@@ -22,8 +29,16 @@ KERNEL_WAIT_US = 30.0
 #: ``cudaLaunchKernelExC``, ``cudaMemcpyAsync``, ``cudaMemsetAsync``) and the driver API's
 #: ``cuLaunchKernel``/``cuLaunchKernelEx`` (Triton launches through it; HTA leaves them out).
 #: A graph launch (``cudaGraphLaunch``) runs many ops under one call: not counted.
-LAUNCH_CALLS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync",
-                          "cudaMemsetAsync", "cuLaunchKernel", "cuLaunchKernelEx"})
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+    }
+)
 #: HTA's ``get_cuda_kernel_launch_stats`` defaults: a launch call longer than this (us) is an
 #: outlier (``runtime_cutoff``), as is a launch delay longer than ``LATE_US``.
 SLOW_CALL_US = 50.0
@@ -35,7 +50,6 @@ TINY_US = 10.0
 #: A call over ``SLOW_CALL_US`` did more than launch (it blocked on a full launch queue, or
 #: copied pageable memory while the device worked): its op is not counted so.
 PROMPT_US = 30.0
-
 
 
 class _Idle:
@@ -65,16 +79,36 @@ class _Idle:
         return self.ops, self.busy, self.host, self.kernel, self.other
 
     def row(self, step: int | None, device: str, stream: str) -> StreamIdle:
-        return StreamIdle(step=step, device=device, stream=stream, ops=self.ops,
-                          busy_ms=self.busy / 1e3, host_wait_ms=self.host / 1e3,
-                          kernel_wait_ms=self.kernel / 1e3, other_ms=self.other / 1e3)
+        return StreamIdle(
+            step=step,
+            device=device,
+            stream=stream,
+            ops=self.ops,
+            busy_ms=self.busy / 1e3,
+            host_wait_ms=self.host / 1e3,
+            kernel_wait_ms=self.kernel / 1e3,
+            other_ms=self.other / 1e3,
+        )
 
 
 class _Launches:
     """A step's counted launches: the sums ``LaunchStats`` reports (us)."""
 
-    __slots__ = ("cpu", "delay", "gpu", "late", "launches", "short", "short_cpu", "short_gpu",
-                 "slow_calls", "starved", "starved_cpu", "starved_gpu", "tiny")
+    __slots__ = (
+        "cpu",
+        "delay",
+        "gpu",
+        "late",
+        "launches",
+        "short",
+        "short_cpu",
+        "short_gpu",
+        "slow_calls",
+        "starved",
+        "starved_cpu",
+        "starved_gpu",
+        "tiny",
+    )
 
     def __init__(self) -> None:
         self.launches = self.short = self.tiny = self.slow_calls = self.late = self.starved = 0
@@ -103,13 +137,22 @@ class _Launches:
         self.late += delay > LATE_US
 
     def row(self, step: int | None) -> LaunchStats:
-        return LaunchStats(step=step, launches=self.launches, cpu_ms=self.cpu / 1e3,
-                           gpu_ms=self.gpu / 1e3, short=self.short,
-                           short_cpu_ms=self.short_cpu / 1e3, short_gpu_ms=self.short_gpu / 1e3,
-                           tiny=self.tiny, delay_ms=self.delay / 1e3, slow_calls=self.slow_calls,
-                           late=self.late, starved=self.starved,
-                           starved_cpu_ms=self.starved_cpu / 1e3,
-                           starved_gpu_ms=self.starved_gpu / 1e3)
+        return LaunchStats(
+            step=step,
+            launches=self.launches,
+            cpu_ms=self.cpu / 1e3,
+            gpu_ms=self.gpu / 1e3,
+            short=self.short,
+            short_cpu_ms=self.short_cpu / 1e3,
+            short_gpu_ms=self.short_gpu / 1e3,
+            tiny=self.tiny,
+            delay_ms=self.delay / 1e3,
+            slow_calls=self.slow_calls,
+            late=self.late,
+            starved=self.starved,
+            starved_cpu_ms=self.starved_cpu / 1e3,
+            starved_gpu_ms=self.starved_gpu / 1e3,
+        )
 
 
 class _Steps:
@@ -134,8 +177,9 @@ class _Steps:
         return inside, numbers
 
 
-def stream_facts(ops: DeviceOps, steps: list[tuple[int, float, float]]
-                 ) -> tuple[list[StreamIdle], list[LaunchStats]]:
+def stream_facts(
+    ops: DeviceOps, steps: list[tuple[int, float, float]]
+) -> tuple[list[StreamIdle], list[LaunchStats]]:
     """Per step, each stream's idle time split as HTA's ``get_idle_time_breakdown`` splits it,
     and the step's kernel launches as HTA's ``get_cuda_kernel_launch_stats`` counts them.
 
@@ -172,8 +216,10 @@ def stream_facts(ops: DeviceOps, steps: list[tuple[int, float, float]]
                         c = calls[n] = _Launches()
                     c.add(ts, end, launch, call)
     order: dict[int | None, int] = {n: k for k, (n, _, _) in enumerate(by_step.steps)}
-    named = sorted((((n, *_names(key)), v) for (n, key), v in idle.items()),
-                   key=lambda kv: (kv[0], kv[1].values()))
+    named = sorted(
+        (((n, *_names(key)), v) for (n, key), v in idle.items()),
+        key=lambda kv: (kv[0], kv[1].values()),
+    )
     named.sort(key=lambda kv: order.get(kv[0][0], -1))  # steps in order, streams by name
     rows = [v.row(n, dev, stream) for (n, dev, stream), v in named]
     stats = [c.row(n) for n, c in sorted(calls.items(), key=lambda kv: order.get(kv[0], -1))]

@@ -45,15 +45,18 @@ def read_json(path: Path, group: str, size: int, comm_kernels: str = "") -> Trac
     if not meta.engine:  # a rollout engine's: its own workers
         meta.world_size = world_size(trace.distributedInfo)
     kind = "spans" if meta.kind == KIND_SPANS else "torch"
-    data = TraceData(path, kind, rank_of(path, meta, trace.distributedInfo), group, size,
-                     events=count, meta=meta)
+    data = TraceData(
+        path, kind, rank_of(path, meta, trace.distributedInfo), group, size, events=count, meta=meta
+    )
     fold.finish(data, meta.step)
     data.problems.extend(stream.problems())
     if odd:
         data.problems.append(odd)
     if kind == "spans" and meta.format is not None and not trace.closed:
-        data.problems.append(f"{path}: {INTERRUPTED} (the process that wrote it was killed, or "
-                             f"is still writing); {len(data.ranges):,} ranges kept")
+        data.problems.append(
+            f"{path}: {INTERRUPTED} (the process that wrote it was killed, or "
+            f"is still writing); {len(data.ranges):,} ranges kept"
+        )
     return data
 
 
@@ -78,5 +81,3 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-

@@ -35,8 +35,12 @@ def device_name(properties: object) -> str | None:
     """The name every device in Kineto's ``deviceProperties`` shares (None: none listed,
     they differ, or it is not a list of objects with names)."""
     listed = properties if isinstance(properties, list) else []
-    names = {str(n).strip() for p in listed if isinstance(p, dict)
-             if isinstance(n := p.get("name"), str) and n.strip()}
+    names = {
+        str(n).strip()
+        for p in listed
+        if isinstance(p, dict)
+        if isinstance(n := p.get("name"), str) and n.strip()
+    }
     return names.pop()[:200] if len(names) == 1 else None
 
 

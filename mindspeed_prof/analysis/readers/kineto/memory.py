@@ -32,8 +32,22 @@ from mindspeed_prof.formats import MEMORY_SNAPSHOT, MEMORY_TIMELINE
 
 __all__ = ["is_memory_file", "is_memory_name", "load_snapshot", "read_memory"]
 
-_PLAIN = frozenset({"set", "frozenset", "list", "dict", "tuple", "int", "float", "str", "bytes",
-                    "bool", "complex", "bytearray"})
+_PLAIN = frozenset(
+    {
+        "set",
+        "frozenset",
+        "list",
+        "dict",
+        "tuple",
+        "int",
+        "float",
+        "str",
+        "bytes",
+        "bool",
+        "complex",
+        "bytearray",
+    }
+)
 
 
 def is_memory_file(path: Path) -> bool:
@@ -56,8 +70,9 @@ class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if module in ("builtins", "__builtin__") and name in _PLAIN:  # __builtin__: protocol 2
             return getattr(__import__("builtins"), name)
-        raise pickle.UnpicklingError(f"refused {module}.{name}: only plain containers and "
-                                     "scalars are read from a snapshot")
+        raise pickle.UnpicklingError(
+            f"refused {module}.{name}: only plain containers and scalars are read from a snapshot"
+        )
 
 
 def load_snapshot(raw: bytes) -> Any:
@@ -75,13 +90,20 @@ def _read_bytes(path: Path) -> bytes:
 
 def _timeline(path: Path, ranges: list[Range]) -> Memory:
     doc = json.loads(_read_bytes(path))
-    if not (isinstance(doc, list) and len(doc) == 2 and all(isinstance(x, list) for x in doc)
-            and len(doc[0]) == len(doc[1])):
+    if not (
+        isinstance(doc, list)
+        and len(doc) == 2
+        and all(isinstance(x, list) for x in doc)
+        and len(doc[0]) == len(doc[1])
+    ):
         raise BadFile(f"{path}: not a memory timeline (expected [times, sizes by category])")
     points = sorted((float(t), float(sum(s))) for t, s in zip(*doc) if t >= 0)
-    return Memory(source="timeline",
-                  peak_allocated_bytes=max((p[1] for p in points), default=None),
-                  by_stage=by_stage(points, ranges), timeline=thin(points))
+    return Memory(
+        source="timeline",
+        peak_allocated_bytes=max((p[1] for p in points), default=None),
+        by_stage=by_stage(points, ranges),
+        timeline=thin(points),
+    )
 
 
 def _frame(frames: Any) -> str | None:
@@ -121,8 +143,13 @@ def _snapshot(path: Path) -> Memory:
             reserved += size
         peak_a, peak_r = max(peak_a, allocated), max(peak_r, reserved)
     points.reverse()
-    return Memory(source="snapshot", peak_allocated_bytes=peak_a, peak_reserved_bytes=peak_r,
-                  top_ops=top(allocs), timeline=thin(points))
+    return Memory(
+        source="snapshot",
+        peak_allocated_bytes=peak_a,
+        peak_reserved_bytes=peak_r,
+        top_ops=top(allocs),
+        timeline=thin(points),
+    )
 
 
 def read_memory(path: Path, ranges: list[Range] | None = None) -> Memory:
@@ -133,7 +160,16 @@ def read_memory(path: Path, ranges: list[Range] | None = None) -> Memory:
         return _timeline(path, ranges or [])
     except BadFile:
         raise
-    except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError, IndexError,
-            RecursionError, MemoryError) as err:
-        raise BadFile(f"{path}: unreadable memory file ({type(err).__name__}: "
-                      f"{one_line(err)})") from None
+    except (
+        OSError,
+        EOFError,
+        ValueError,
+        TypeError,
+        pickle.UnpicklingError,
+        IndexError,
+        RecursionError,
+        MemoryError,
+    ) as err:
+        raise BadFile(
+            f"{path}: unreadable memory file ({type(err).__name__}: {one_line(err)})"
+        ) from None

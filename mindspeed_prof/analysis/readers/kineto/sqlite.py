@@ -32,22 +32,20 @@ def read_db(path: Path, group: str, size: int) -> TraceData:
     if "baseTimeNanoseconds" in meta_rows:  # Kineto's wall-clock ns at ts 0
         base = json.loads(meta_rows["baseTimeNanoseconds"])
         meta.base_time_ns = base if isinstance(base, int) and not isinstance(base, bool) else None
-    events = (Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid,
-                    args=_args(args))
-              for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path))
+    events = (
+        Event(ph=ph or "", cat=cat, name=name, ts=ts, dur=dur, tid=tid, pid=pid, args=_args(args))
+        for name, cat, ph, ts, dur, pid, tid, args in read_db_events(path)
+    )
     fold = Collector()
     count = 0
     while batch := list(itertools.islice(events, BATCH)):
         count += len(batch)
         fold.add(batch)
-    data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=count,
-                     meta=meta)
+    data = TraceData(path, "db", rank_of(path, meta, info), group, size, events=count, meta=meta)
     fold.finish(data, meta.step)
     if odd:
         data.problems.append(odd)
     return data
-
-
 
 
 def _args(text: str) -> EventArgs:
@@ -58,5 +56,9 @@ def _args(text: str) -> EventArgs:
     args = json.loads(text)
     if not isinstance(args, dict):
         return EventArgs()
-    return EventArgs(step=args.get("step"), value=args.get("value"), values=args.get("values"),
-                     stage=args.get("stage"))
+    return EventArgs(
+        step=args.get("step"),
+        value=args.get("value"),
+        values=args.get("values"),
+        stage=args.get("stage"),
+    )

@@ -69,10 +69,19 @@ def task_rows(tasks: list[Task]) -> list[DeviceRow]:
         comm = _union((a, b) for a, b, comm in spans if comm)
         overlap = compute + comm - busy
         window = max(b for _, b, _ in spans) - spans[0][0]
-        rows.append(DeviceRow(
-            step=step, compute_ms=_ms(compute), comm_ms=_ms(comm), overlap_ms=_ms(overlap),
-            idle_ms=_ms(window - busy), comm_exposed_ms=_ms(comm - overlap),
-            step_ms=_ms(window), span_ms=_ms(window), busy_ms=_ms(busy)))
+        rows.append(
+            DeviceRow(
+                step=step,
+                compute_ms=_ms(compute),
+                comm_ms=_ms(comm),
+                overlap_ms=_ms(overlap),
+                idle_ms=_ms(window - busy),
+                comm_exposed_ms=_ms(comm - overlap),
+                step_ms=_ms(window),
+                span_ms=_ms(window),
+                busy_ms=_ms(busy),
+            )
+        )
     return rows
 
 

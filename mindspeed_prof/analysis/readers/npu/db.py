@@ -64,12 +64,14 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
     """Steps, host ops and ranges, kernels, runtime calls, collectives and memory of one rank."""
     with closing(_connect(path)) as con:
         tables = _tables(con)
-        strings: dict[int, str] = dict(_rows(con, "SELECT id, value FROM STRING_IDS", path,
-                                             data.problems)) if "STRING_IDS" in tables else {}
+        strings: dict[int, str] = (
+            dict(_rows(con, "SELECT id, value FROM STRING_IDS", path, data.problems))
+            if "STRING_IDS" in tables
+            else {}
+        )
         name = strings.get
         if "RANK_DEVICE_MAP" in tables and data.rank is None:
-            for (rank_id,) in _rows(con, "SELECT rankId FROM RANK_DEVICE_MAP", path,
-                                    data.problems):
+            for (rank_id,) in _rows(con, "SELECT rankId FROM RANK_DEVICE_MAP", path, data.problems):
                 if to_rank(rank_id) is not None:
                     data.rank = to_rank(rank_id)
         if "HOST_INFO" in tables:
@@ -85,8 +87,12 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
         if "CANN_API" in tables:
             longest = facts(data).api_max_us
             for api, count, ns, most in _rows(
-                    con, "SELECT name, COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) "
-                    "FROM CANN_API GROUP BY name", path, data.problems):
+                con,
+                "SELECT name, COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) "
+                "FROM CANN_API GROUP BY name",
+                path,
+                data.problems,
+            ):
                 tally(data.runtime, name(api, str(api)), count, (ns or 0) / 1000.0)
                 longest[api_name(str(name(api, str(api))))] = (most or 0) / 1000.0
         if "COMMUNICATION_OP" in tables and not data.comm:
@@ -95,37 +101,62 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
         read_db_facts(con, tables, strings, lambda sql: _rows(con, sql, path, data.problems), data)
 
 
-def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
-                 data: TraceData) -> None:
+def _host_events(
+    con: sqlite3.Connection, tables: set[str], name: Any, path: Path, data: TraceData
+) -> None:
     """PYTORCH_API ops (and ``ProfilerStep#N``), STEP_TIME when no step op, MSTX ranges."""
     events: list[Event] = []
     if "PYTORCH_API" in tables:
-        types = dict(_rows(con, "SELECT id, name FROM ENUM_API_TYPE", path, data.problems)) if (
-            "ENUM_API_TYPE" in tables) else {}
+        types = (
+            dict(_rows(con, "SELECT id, name FROM ENUM_API_TYPE", path, data.problems))
+            if ("ENUM_API_TYPE" in tables)
+            else {}
+        )
         for start, end, tid, api, kind in _rows(
-                con, "SELECT startNs, endNs, globalTid, name, type FROM PYTORCH_API", path,
-                data.problems):
+            con,
+            "SELECT startNs, endNs, globalTid, name, type FROM PYTORCH_API",
+            path,
+            data.problems,
+        ):
             s, e, api_type = _ns(start), _ns(end), types.get(kind, _API_OP)
             if s is None or e is None or e < s or api_type not in (_API_OP, _API_MSTX):
                 continue
             cat = "cpu_op" if api_type == _API_OP else "user_annotation"
-            events.append(Event(ph="X", cat=cat, name=name(api, str(api)), ts=s / 1000.0,
-                                dur=(e - s) / 1000.0, pid=0, tid=tid))
+            events.append(
+                Event(
+                    ph="X",
+                    cat=cat,
+                    name=name(api, str(api)),
+                    ts=s / 1000.0,
+                    dur=(e - s) / 1000.0,
+                    pid=0,
+                    tid=tid,
+                )
+            )
     if "MSTX_EVENTS" in tables:
-        for start, end, message in _rows(con, "SELECT startNs, endNs, message FROM MSTX_EVENTS",
-                                         path, data.problems):
+        for start, end, message in _rows(
+            con, "SELECT startNs, endNs, message FROM MSTX_EVENTS", path, data.problems
+        ):
             s, e = _ns(start), _ns(end)
             if s is not None and e is not None and e >= s:
-                events.append(Event(ph="X", cat="user_annotation",
-                                    name=name(message, str(message)), ts=s / 1000.0,
-                                    dur=(e - s) / 1000.0))
+                events.append(
+                    Event(
+                        ph="X",
+                        cat="user_annotation",
+                        name=name(message, str(message)),
+                        ts=s / 1000.0,
+                        dur=(e - s) / 1000.0,
+                    )
+                )
     if "STEP_TIME" in tables and not any(ev.name.startswith("ProfilerStep#") for ev in events):
-        for sid, start, end in _rows(con, "SELECT id, startNs, endNs FROM STEP_TIME", path,
-                                     data.problems):
+        for sid, start, end in _rows(
+            con, "SELECT id, startNs, endNs FROM STEP_TIME", path, data.problems
+        ):
             s, e = _ns(start), _ns(end)
             if s is not None and e is not None and e >= s:  # a step is known by its name
-                events.append(Event(ph="X", name=f"ProfilerStep#{sid}", ts=s / 1000.0,
-                                    dur=(e - s) / 1000.0))
+                events.append(
+                    Event(ph="X", name=f"ProfilerStep#{sid}", ts=s / 1000.0, dur=(e - s) / 1000.0)
+                )
     data.events = len(events)
     collect(data, events, None)
     if "PYTORCH_API" in tables:
@@ -136,32 +167,38 @@ def _host_events(con: sqlite3.Connection, tables: set[str], name: Any, path: Pat
 _OVERLAP_TYPES = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 
 
-def _overlap(con: sqlite3.Connection, path: Path,
-             data: TraceData) -> dict[str, list[LaneSpan]]:
+def _overlap(con: sqlite3.Connection, path: Path, data: TraceData) -> dict[str, list[LaneSpan]]:
     out: dict[str, list[LaneSpan]] = {}
-    for start, end, kind in _rows(con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS",
-                                  path, data.problems):
+    for start, end, kind in _rows(
+        con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS", path, data.problems
+    ):
         s, e = _ns(start), _ns(end)
         if s is not None and e is not None and e >= s and kind in range(len(_OVERLAP_TYPES)):
             out.setdefault(_OVERLAP_TYPES[kind], []).append((s / 1e3, e / 1e3, (e - s) / 1e3))
     return out
 
 
-def _kernels(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
-             data: TraceData) -> None:
+def _kernels(
+    con: sqlite3.Connection, tables: set[str], name: Any, path: Path, data: TraceData
+) -> None:
     """TASK joined with COMPUTE_TASK_INFO (by op type), and HCCL ops from COMMUNICATION_OP."""
     queries = []
     if {"TASK", "COMPUTE_TASK_INFO"} <= tables:
-        queries.append("SELECT c.opType, c.name, COUNT(*), SUM(t.endNs - t.startNs) FROM TASK t "
-                       "JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
-                       "GROUP BY c.opType, c.name")
+        queries.append(
+            "SELECT c.opType, c.name, COUNT(*), SUM(t.endNs - t.startNs) FROM TASK t "
+            "JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+            "GROUP BY c.opType, c.name"
+        )
     if "COMMUNICATION_OP" in tables:
-        queries.append("SELECT opType, opName, COUNT(*), SUM(endNs - startNs) "
-                       "FROM COMMUNICATION_OP GROUP BY opType, opName")
+        queries.append(
+            "SELECT opType, opName, COUNT(*), SUM(endNs - startNs) "
+            "FROM COMMUNICATION_OP GROUP BY opType, opName"
+        )
     for sql in queries:
         for op_type, op_name, count, ns in _rows(con, sql, path, data.problems):
-            tally(data.kernels, kernel_name(name(op_type), name(op_name)), count,
-                  (ns or 0) / 1000.0)
+            tally(
+                data.kernels, kernel_name(name(op_type), name(op_name)), count, (ns or 0) / 1000.0
+            )
 
 
 def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -> None:
@@ -173,14 +210,14 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
     """
     rows: dict[str, CommRow] = {}
     ops: list[HcclOp] = []
-    for op, ns in _rows(con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path,
-                        data.problems):
+    for op, ns in _rows(
+        con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path, data.problems
+    ):
         ops.append(HcclOp(name=name(op, str(op)), kind="collective", elapse_ms=(ns or 0) / 1e6))
         family = comm_family(name(op, str(op)))
         row = rows.get(family)
         if row is None:
-            row = rows[family] = CommRow(name=family, kind="collective", step=None,
-                                         elapse_ms=0.0)
+            row = rows[family] = CommRow(name=family, kind="collective", step=None, elapse_ms=0.0)
         row.count += 1
         row.elapse_ms = (row.elapse_ms or 0.0) + (ns or 0) / 1e6  # NULL where a time is missing
     data.comm.extend(rows.values())
@@ -189,14 +226,18 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
         npu.hccl, npu.sources["hccl"] = ops, "COMMUNICATION_OP"
 
 
-def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
-            data: TraceData) -> None:
+def _memory(
+    con: sqlite3.Connection, tables: set[str], name: Any, path: Path, data: TraceData
+) -> None:
     """MEMORY_RECORD, OP_MEMORY and NPU_MODULE_MEM (bytes, ns) as the CSVs give them."""
     records = []
     if "MEMORY_RECORD" in tables:
         for comp, ts, alloc, reserved in _rows(
-                con, "SELECT component, timestamp, totalAllocated, totalReserved "
-                "FROM MEMORY_RECORD", path, data.problems):
+            con,
+            "SELECT component, timestamp, totalAllocated, totalReserved FROM MEMORY_RECORD",
+            path,
+            data.problems,
+        ):
             t = _ns(ts)
             if t is not None:
                 records.append((name(comp, str(comp)), t / 1000.0, alloc, reserved))
@@ -207,10 +248,14 @@ def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
                 allocs.append((name(op, str(op)), float(size)))
     modules = []
     if "NPU_MODULE_MEM" in tables:
-        enum = dict(_rows(con, "SELECT id, name FROM ENUM_MODULE", path, data.problems)) if (
-            "ENUM_MODULE" in tables) else {}
-        for module, size in _rows(con, "SELECT moduleId, totalReserved FROM NPU_MODULE_MEM",
-                                  path, data.problems):
+        enum = (
+            dict(_rows(con, "SELECT id, name FROM ENUM_MODULE", path, data.problems))
+            if ("ENUM_MODULE" in tables)
+            else {}
+        )
+        for module, size in _rows(
+            con, "SELECT moduleId, totalReserved FROM NPU_MODULE_MEM", path, data.problems
+        ):
             if isinstance(size, (int, float)):
                 modules.append((enum.get(module, str(module)), float(size)))
     memory = memory_summary(records, allocs, modules)
@@ -218,8 +263,12 @@ def _memory(con: sqlite3.Connection, tables: set[str], name: Any, path: Path,
         data.memory = memory
 
 
-_STEP_TRACE_EXTRA = {"step_ms": "stage", "bubble_ms": "bubble", "preparing_ms": "preparing",
-                     "comm_exposed_no_recv_ms": "communication_not_overlapped_and_exclude_receive"}
+_STEP_TRACE_EXTRA = {
+    "step_ms": "stage",
+    "bubble_ms": "bubble",
+    "preparing_ms": "preparing",
+    "comm_exposed_no_recv_ms": "communication_not_overlapped_and_exclude_receive",
+}
 
 
 def read_analysis_db(path: Path, data: TraceData) -> None:
@@ -231,8 +280,9 @@ def read_analysis_db(path: Path, data: TraceData) -> None:
         if "CommAnalyzerTime" in tables:
             _comm_analyzer(con, tables, path, data)
             npu = facts(data)
-            npu.hccl = hccl_ops_from_db(con, lambda sql: _rows(con, sql, path,
-                                                                      data.problems), tables)
+            npu.hccl = hccl_ops_from_db(
+                con, lambda sql: _rows(con, sql, path, data.problems), tables
+            )
             npu.sources["hccl"] = "CommAnalyzerTime"
 
 
@@ -241,36 +291,59 @@ def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:
     cols = [d[0] for d in cur.description]
     missing = [c for c in ("computing", "communication_not_overlapped", "free") if c not in cols]
     if missing:
-        data.problems.append(f"{path}: StepTraceTime has no column {missing[0]!r}; "
-                             "table skipped")
+        data.problems.append(f"{path}: StepTraceTime has no column {missing[0]!r}; table skipped")
         return
     for values in cur:
         row = dict(zip(cols, values))
-        nums = [float(v) for c in ("computing", "communication_not_overlapped", "free")
-                if isinstance(v := row.get(c), (int, float))]
+        nums = [
+            float(v)
+            for c in ("computing", "communication_not_overlapped", "free")
+            if isinstance(v := row.get(c), (int, float))
+        ]
         if len(nums) < 3:
-            data.problems.append(f"{path}: StepTraceTime step {row.get('step')!r} has empty "
-                                 "times; row skipped")
+            data.problems.append(
+                f"{path}: StepTraceTime step {row.get('step')!r} has empty times; row skipped"
+            )
             continue
         computing, exposed, free = nums
         extra = {k: row.get(c) for k, c in _STEP_TRACE_EXTRA.items() if c in cols}
-        data.device.append(device_row(step_number(row.get("step")), computing, exposed,
-                                      row.get("overlapped"), row.get("communication"), free,
-                                      extra))
+        data.device.append(
+            device_row(
+                step_number(row.get("step")),
+                computing,
+                exposed,
+                row.get("overlapped"),
+                row.get("communication"),
+                free,
+                extra,
+            )
+        )
 
 
-def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
-                   data: TraceData) -> None:
+def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path, data: TraceData) -> None:
     rows: dict[tuple[int | None, str, str], CommRow] = {}
     for op, step, kind, elapse, transit, wait, sync, idle in _rows(
-            con, "SELECT hccl_op_name, step, type, elapse_time, transit_time, wait_time, "
-            "synchronization_time, idle_time FROM CommAnalyzerTime", path, data.problems):
+        con,
+        "SELECT hccl_op_name, step, type, elapse_time, transit_time, wait_time, "
+        "synchronization_time, idle_time FROM CommAnalyzerTime",
+        path,
+        data.problems,
+    ):
         key = (step_number(step), str(kind), comm_family(str(op)))
         row = rows.get(key)
         if row is None:
-            row = rows[key] = CommRow(name=key[2], kind=key[1], step=key[0], elapse_ms=0.0,
-                                      wait_ms=0.0, transit_ms=0.0, sync_ms=0.0, idle_ms=0.0,
-                                      size_mb=0.0, links={})
+            row = rows[key] = CommRow(
+                name=key[2],
+                kind=key[1],
+                step=key[0],
+                elapse_ms=0.0,
+                wait_ms=0.0,
+                transit_ms=0.0,
+                sync_ms=0.0,
+                idle_ms=0.0,
+                size_mb=0.0,
+                links={},
+            )
         row.count += 1
         row.elapse_ms = (row.elapse_ms or 0.0) + float(elapse or 0.0)
         row.wait_ms = (row.wait_ms or 0.0) + float(wait or 0.0)
@@ -282,8 +355,12 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path,
         links: dict[tuple[int | None, str, str], dict[str, list[float]]] = {}
         # One row per op, transport and packet size; size and time repeat on each: keep one.
         for op, step, kind, transport, size, transit in _rows(
-                con, "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
-                "transit_time FROM CommAnalyzerBandwidth", path, data.problems):
+            con,
+            "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
+            "transit_time FROM CommAnalyzerBandwidth",
+            path,
+            data.problems,
+        ):
             key = (step_number(step), str(kind), comm_family(str(op)))
             if key not in rows:
                 continue

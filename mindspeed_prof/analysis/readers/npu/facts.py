@@ -21,14 +21,32 @@ from mindspeed_prof.analysis.readers.ranks import world_size
 from mindspeed_prof.formats.header import merged, read_header
 
 __all__ = [
-    "COPY_TASKS", "RATIOS", "LaunchOrder", "OpGroups", "TaskGroups", "api_name", "facts",
-    "hccl_ops_from_db", "is_launch", "is_sync", "read_db_facts", "read_env",
+    "COPY_TASKS",
+    "RATIOS",
+    "LaunchOrder",
+    "OpGroups",
+    "TaskGroups",
+    "api_name",
+    "facts",
+    "hccl_ops_from_db",
+    "is_launch",
+    "is_sync",
+    "read_db_facts",
+    "read_env",
 ]
 
 #: The PMU ratios kept per operator (kernel_details.csv columns, TASK_PMU_INFO names).
-RATIOS = ("aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio",
-          "aic_fixpipe_ratio", "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio",
-          "aiv_mte3_ratio")
+RATIOS = (
+    "aic_mac_ratio",
+    "aic_scalar_ratio",
+    "aic_mte1_ratio",
+    "aic_mte2_ratio",
+    "aic_fixpipe_ratio",
+    "aiv_vec_ratio",
+    "aiv_scalar_ratio",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
+)
 #: HCCL tasks that copy data (the ones whose sizes decide alignment).
 COPY_TASKS = ("Memcpy", "Reduce_Inline")
 
@@ -104,15 +122,26 @@ class OpGroups:
         self.groups: dict[tuple[str, ...], NpuOp] = {}
         self.ratios = ratios
 
-    def add(self, key: tuple[str, str, str, str, str, str, str], us: float, state: str | None,
-            cells: list[str] | tuple[()] = ()) -> None:
+    def add(
+        self,
+        key: tuple[str, str, str, str, str, str, str],
+        us: float,
+        state: str | None,
+        cells: list[str] | tuple[()] = (),
+    ) -> None:
         op = self.groups.get(key)
         if op is None:
             name, kind, core, ins, outs, idt, odt = key
-            op = self.groups[key] = NpuOp(name=name, type=kind, core=core,
-                                          input_shapes=_shape(ins), output_shapes=_shape(outs),
-                                          input_dtypes=idt, output_dtypes=odt,
-                                          ratios=dict.fromkeys(self.ratios, 0.0))
+            op = self.groups[key] = NpuOp(
+                name=name,
+                type=kind,
+                core=core,
+                input_shapes=_shape(ins),
+                output_shapes=_shape(outs),
+                input_dtypes=idt,
+                output_dtypes=odt,
+                ratios=dict.fromkeys(self.ratios, 0.0),
+            )
         op.count += 1
         op.total_us += us
         if us > op.max_us:
@@ -157,8 +186,9 @@ class TaskGroups:
     def done(self) -> list[HcclTasks]:
         spans = {lane: sorted(ops) for lane, ops in self.ops.items()}
         starts = {lane: [s for s, _, _ in ops] for lane, ops in spans.items()}
-        out: dict[str, HcclTasks] = {name: HcclTasks(op=name, sizes={})
-                                     for ops in spans.values() for _, _, name in ops}
+        out: dict[str, HcclTasks] = {
+            name: HcclTasks(op=name, sizes={}) for ops in spans.values() for _, _, name in ops
+        }
         for lane, start, size, dur in self.tasks:
             ops = spans.get(lane, [])
             i = bisect.bisect_right(starts.get(lane, []), start) - 1
@@ -189,16 +219,18 @@ class LaunchOrder:
         self.calls.sort()
         launches = sum(1 for _, sync in self.calls if not sync)
         syncs = len(self.calls) - launches
-        after = sum(1 for (_, prev), (_, sync) in zip(self.calls, self.calls[1:])
-                    if sync and not prev)
+        after = sum(
+            1 for (_, prev), (_, sync) in zip(self.calls, self.calls[1:]) if sync and not prev
+        )
         return [launches, syncs, after]
 
 
 Rows = Callable[[str], Iterator[Any]]
 
 
-def read_db_facts(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
-                  rows: Rows, data: TraceData) -> None:
+def read_db_facts(
+    con: sqlite3.Connection, tables: set[str], strings: dict[int, str], rows: Rows, data: TraceData
+) -> None:
     """The profiler db's share: META_DATA's environment, COMPUTE_TASK_INFO operators with
     TASK_PMU_INFO ratios, COMMUNICATION_TASK_INFO copy tasks, the order of CANN_API launches
     and synchronizations (their longest calls come with the reader's CANN_API query).
@@ -258,8 +290,15 @@ def _wanted(strings: dict[int, str]) -> dict[str, list[int]]:
     return out
 
 
-_OP_COLUMNS = ("name", "opType", "taskType", "inputShapes", "outputShapes", "inputDataTypes",
-               "outputDataTypes")
+_OP_COLUMNS = (
+    "name",
+    "opType",
+    "taskType",
+    "inputShapes",
+    "outputShapes",
+    "inputDataTypes",
+    "outputDataTypes",
+)
 
 
 def _op_keys(columns: set[str]) -> str:
@@ -267,38 +306,63 @@ def _op_keys(columns: set[str]) -> str:
     return ", ".join(f"c.{c}" if c in columns else "NULL" for c in _OP_COLUMNS)
 
 
-def _db_ops(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int]],
-            strings: dict[int, str], rows: Rows, npu: NpuFacts) -> None:
+def _db_ops(
+    con: sqlite3.Connection,
+    tables: set[str],
+    ids: dict[str, list[int]],
+    strings: dict[int, str],
+    rows: Rows,
+    npu: NpuFacts,
+) -> None:
     columns = {r[1] for r in con.execute("PRAGMA table_info(COMPUTE_TASK_INFO)")}
     if not {"globalTaskId", "name"} <= columns:
         return
     keys = _op_keys(columns)
     static, dynamic = ids["static"], ids["dynamic"]
     if "opState" in columns:
-        state = (f"SUM(c.opState IN ({','.join(map(str, static)) or 'NULL'})), "
-                 f"SUM(c.opState IN ({','.join(map(str, static + dynamic)) or 'NULL'}))")
+        state = (
+            f"SUM(c.opState IN ({','.join(map(str, static)) or 'NULL'})), "
+            f"SUM(c.opState IN ({','.join(map(str, static + dynamic)) or 'NULL'}))"
+        )
     else:
         state = "0, 0"
     groups: dict[tuple[object, ...], NpuOp] = {}
     for *key, count, total, most, n_static, n_stated in rows(
-            f"SELECT {keys}, COUNT(*), SUM(t.endNs - t.startNs), MAX(t.endNs - t.startNs), "
-            f"{state} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
-            f"GROUP BY {keys}"):
+        f"SELECT {keys}, COUNT(*), SUM(t.endNs - t.startNs), MAX(t.endNs - t.startNs), "
+        f"{state} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId "
+        f"GROUP BY {keys}"
+    ):
         text = [strings.get(k, "") if k is not None else "" for k in key]
         groups[tuple(key)] = NpuOp(
-            name=text[0], type=text[1], core=text[2], input_shapes=_shape(text[3]),
-            output_shapes=_shape(text[4]), input_dtypes=text[5], output_dtypes=text[6],
-            count=int(count or 0), total_us=(total or 0) / 1000.0, max_us=(most or 0) / 1000.0,
-            static=int(n_static or 0), stated=int(n_stated or 0), ratios={})
+            name=text[0],
+            type=text[1],
+            core=text[2],
+            input_shapes=_shape(text[3]),
+            output_shapes=_shape(text[4]),
+            input_dtypes=text[5],
+            output_dtypes=text[6],
+            count=int(count or 0),
+            total_us=(total or 0) / 1000.0,
+            max_us=(most or 0) / 1000.0,
+            static=int(n_static or 0),
+            stated=int(n_stated or 0),
+            ratios={},
+        )
     metrics = {i: r for r in RATIOS for i in ids[r]}
-    if "TASK_PMU_INFO" in tables and metrics and _has(con, "TASK_PMU_INFO",
-                                                      {"globalTaskId", "name", "value"}):
+    if (
+        "TASK_PMU_INFO" in tables
+        and metrics
+        and _has(con, "TASK_PMU_INFO", {"globalTaskId", "name", "value"})
+    ):
         # Summed here, a task at a time: SQLite's join and GROUP BY over them is slower.
-        task_key = {r[0]: tuple(r[1:]) for r in rows(
-            f"SELECT c.globalTaskId, {keys} FROM COMPUTE_TASK_INFO c")}
+        task_key = {
+            r[0]: tuple(r[1:])
+            for r in rows(f"SELECT c.globalTaskId, {keys} FROM COMPUTE_TASK_INFO c")
+        }
         marks = ",".join(str(int(i)) for i in metrics)
-        for task, metric, value in rows("SELECT globalTaskId, name, value FROM TASK_PMU_INFO "
-                                        f"WHERE name IN ({marks})"):
+        for task, metric, value in rows(
+            f"SELECT globalTaskId, name, value FROM TASK_PMU_INFO WHERE name IN ({marks})"
+        ):
             op = groups.get(task_key.get(task, ()))
             if op is not None:
                 op.ratios[metrics[metric]] = op.ratios.get(metrics[metric], 0.0) + _ratio(value)
@@ -309,8 +373,14 @@ def _db_ops(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int]]
 _TASK_COLUMNS = {"globalTaskId", "taskType", "transportType", "linkType", "size", "opId"}
 
 
-def _db_tasks(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int]],
-              strings: dict[int, str], rows: Rows, npu: NpuFacts) -> None:
+def _db_tasks(
+    con: sqlite3.Connection,
+    tables: set[str],
+    ids: dict[str, list[int]],
+    strings: dict[int, str],
+    rows: Rows,
+    npu: NpuFacts,
+) -> None:
     columns = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_TASK_INFO)")}
     ops = {r[1] for r in con.execute("PRAGMA table_info(COMMUNICATION_OP)")}
     if not (columns >= _TASK_COLUMNS and ops >= {"opId", "opName"}):
@@ -318,8 +388,9 @@ def _db_tasks(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int
     if not any(True for _ in rows("SELECT 1 FROM COMMUNICATION_TASK_INFO LIMIT 1")):
         return  # level0: operators without their tasks
     enum = {"transport": "ENUM_HCCL_TRANSPORT_TYPE", "link": "ENUM_HCCL_LINK_TYPE"}
-    names = {k: dict(rows(f"SELECT id, name FROM {t}")) if t in tables else {}
-             for k, t in enum.items()}
+    names = {
+        k: dict(rows(f"SELECT id, name FROM {t}")) if t in tables else {} for k, t in enum.items()
+    }
     sdma = [i for i, v in names["transport"].items() if v == "SDMA"]
     on_chip = [i for i, v in names["link"].items() if v == "ON_CHIP"]
     copies = ids["copies"]
@@ -332,13 +403,14 @@ def _db_tasks(con: sqlite3.Connection, tables: set[str], ids: dict[str, list[int
         npu.sources["tasks"] = "COMMUNICATION_TASK_INFO"
         return
     for op_name, size, count, ns in rows(
-            "SELECT o.opName, c.size, COUNT(*), SUM(t.endNs - t.startNs) "
-            "FROM COMMUNICATION_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId "
-            "JOIN COMMUNICATION_OP o ON o.opId = c.opId "
-            f"WHERE c.taskType IN ({','.join(map(str, copies))}) "
-            f"AND c.transportType IN ({','.join(map(str, sdma))}) "
-            f"AND c.linkType NOT IN ({','.join(map(str, on_chip)) or '-1'}) "
-            "GROUP BY o.opName, c.size"):
+        "SELECT o.opName, c.size, COUNT(*), SUM(t.endNs - t.startNs) "
+        "FROM COMMUNICATION_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId "
+        "JOIN COMMUNICATION_OP o ON o.opId = c.opId "
+        f"WHERE c.taskType IN ({','.join(map(str, copies))}) "
+        f"AND c.transportType IN ({','.join(map(str, sdma))}) "
+        f"AND c.linkType NOT IN ({','.join(map(str, on_chip)) or '-1'}) "
+        "GROUP BY o.opName, c.size"
+    ):
         if not isinstance(size, int):
             continue
         op = strings.get(op_name, str(op_name))
@@ -356,16 +428,25 @@ def hccl_ops_from_db(con: sqlite3.Connection, rows: Rows, tables: set[str]) -> l
     if not _has(con, "CommAnalyzerTime", {"hccl_op_name", "step", "type", "elapse_time"}):
         return []  # the reader said so already
     for op, step, kind, elapse in rows(
-            "SELECT hccl_op_name, step, type, elapse_time FROM CommAnalyzerTime"):
+        "SELECT hccl_op_name, step, type, elapse_time FROM CommAnalyzerTime"
+    ):
         key = (str(op), str(step), str(kind))
-        ops[key] = HcclOp(name=str(op).split("@")[0], kind=str(kind), step=step_number(step),
-                          elapse_ms=float(elapse) if isinstance(elapse, (int, float)) else None)
-    if "CommAnalyzerBandwidth" not in tables or not _has(con, "CommAnalyzerBandwidth", {
-            "hccl_op_name", "step", "type", "transport_type", "transit_size", "transit_time"}):
+        ops[key] = HcclOp(
+            name=str(op).split("@")[0],
+            kind=str(kind),
+            step=step_number(step),
+            elapse_ms=float(elapse) if isinstance(elapse, (int, float)) else None,
+        )
+    if "CommAnalyzerBandwidth" not in tables or not _has(
+        con,
+        "CommAnalyzerBandwidth",
+        {"hccl_op_name", "step", "type", "transport_type", "transit_size", "transit_time"},
+    ):
         return list(ops.values())
     for op, step, kind, transport, size, time in rows(
-            "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
-            "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')"):
+        "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
+        "transit_time FROM CommAnalyzerBandwidth WHERE transport_type IN ('SDMA', 'RDMA')"
+    ):
         row = ops.get((str(op), str(step), str(kind)))
         if row is None:
             continue

@@ -42,8 +42,15 @@ from mindspeed_prof.analysis.readers.sniff import (
 from mindspeed_prof.formats import NPU_FOLDER, NPU_OUTPUT
 from mindspeed_prof.formats.header import CaptureHeader
 
-__all__ = ["FILE_NAMES", "TRACE_VIEW", "npu_info", "output_files", "read_npu",
-           "read_npu_file", "read_output"]
+__all__ = [
+    "FILE_NAMES",
+    "TRACE_VIEW",
+    "npu_info",
+    "output_files",
+    "read_npu",
+    "read_npu_file",
+    "read_output",
+]
 
 _INFO = re.compile(r"^profiler_info(?:_(\d+))?\.json$")
 _STAMP = re.compile(r"_\d+_\d{17}$")  # <worker>_<pid>_<YYYYmmddHHMMSSmmm>
@@ -88,9 +95,17 @@ def read_npu(folder: Path, group: str) -> TraceData:
         raise BadFile(
             f"{folder}: raw torch_npu capture, not parsed yet. On a machine with torch_npu run: "
             f"python -c \"import torch_npu; torch_npu.profiler.profiler.analyse('{folder}')\" "
-            "(or set profile_analysis: true)")
-    data = TraceData(folder, "npu", rank, group, size, meta=CaptureHeader(rank=rank, level=level),
-                     source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name)
+            "(or set profile_analysis: true)"
+        )
+    data = TraceData(
+        folder,
+        "npu",
+        rank,
+        group,
+        size,
+        meta=CaptureHeader(rank=rank, level=level),
+        source=_STAMP.sub("", folder.name[: -len(NPU_FOLDER)]) or folder.name,
+    )
     facts(data)
     read_env(folder, data)
     read_output(output_files(out), data)
@@ -102,8 +117,7 @@ def read_npu_file(path: Path, kind: str, group: str) -> TraceData:
     """One file of torch_npu's output on its own (``kind``: ``sniff``'s, or ``TRACE_VIEW``),
     read as the same file in a folder is; its rank is the one its name gives, if any."""
     rank = rank_of(path, None, None)
-    data = TraceData(path, "npu", rank, group, path.stat().st_size,
-                     meta=CaptureHeader(rank=rank))
+    data = TraceData(path, "npu", rank, group, path.stat().st_size, meta=CaptureHeader(rank=rank))
     facts(data)
     read_output({kind: path}, data)
     _finish(path, data, f"{path}: ")
@@ -121,12 +135,19 @@ def _finish(where: Path, data: TraceData, prefix: str) -> None:
 #: The kind of the file torch_npu's list-form trace is (decided by its processes, on reading).
 TRACE_VIEW = "trace_view"
 #: torch_npu's names for the files of ``ASCEND_PROFILER_OUTPUT``, by kind.
-FILE_NAMES = {STEP_TRACE_TIME: "step_trace_time.csv", KERNEL_DETAILS: "kernel_details.csv",
-              OP_STATISTIC: "op_statistic.csv", API_STATISTIC: "api_statistic.csv",
-              COMMUNICATION: "communication.json",
-              COMMUNICATION_MATRIX: "communication_matrix.json", TRACE_VIEW: "trace_view.json",
-              MEMORY_RECORD: "memory_record.csv", OPERATOR_MEMORY: "operator_memory.csv",
-              NPU_MODULE_MEM: "npu_module_mem.csv", ANALYSIS_DB: "analysis.db"}
+FILE_NAMES = {
+    STEP_TRACE_TIME: "step_trace_time.csv",
+    KERNEL_DETAILS: "kernel_details.csv",
+    OP_STATISTIC: "op_statistic.csv",
+    API_STATISTIC: "api_statistic.csv",
+    COMMUNICATION: "communication.json",
+    COMMUNICATION_MATRIX: "communication_matrix.json",
+    TRACE_VIEW: "trace_view.json",
+    MEMORY_RECORD: "memory_record.csv",
+    OPERATOR_MEMORY: "operator_memory.csv",
+    NPU_MODULE_MEM: "npu_module_mem.csv",
+    ANALYSIS_DB: "analysis.db",
+}
 Files = Mapping[str, Path]
 
 
@@ -161,8 +182,7 @@ def _read_text(files: Files, data: TraceData) -> None:
     if STEP_TRACE_TIME in files:
         read_step_trace(files[STEP_TRACE_TIME], data)
     tasks: list[Task] = []
-    kernels = KERNEL_DETAILS in files and read_kernel_details(files[KERNEL_DETAILS], data,
-                                                               tasks)
+    kernels = KERNEL_DETAILS in files and read_kernel_details(files[KERNEL_DETAILS], data, tasks)
     if not kernels and OP_SUMMARY in files:
         kernels = read_kernel_details(files[OP_SUMMARY], data, tasks)
     if not kernels and OP_STATISTIC in files:
@@ -173,25 +193,29 @@ def _read_text(files: Files, data: TraceData) -> None:
     comm = bool(data.comm)
     if COMMUNICATION_MATRIX in files:
         read_communication_matrix(files[COMMUNICATION_MATRIX], data)
-    read_memory(data, files.get(MEMORY_RECORD), files.get(OPERATOR_MEMORY),
-                files.get(NPU_MODULE_MEM))
+    read_memory(
+        data, files.get(MEMORY_RECORD), files.get(OPERATOR_MEMORY), files.get(NPU_MODULE_MEM)
+    )
     if TRACE_VIEW in files:
-        _read_trace_view(files[TRACE_VIEW], data, kernels=not kernels, comm=not comm,
-                         runtime=not runtime)
+        _read_trace_view(
+            files[TRACE_VIEW], data, kernels=not kernels, comm=not comm, runtime=not runtime
+        )
     if not data.device and tasks:
         data.device.extend(task_rows(tasks))
 
 
-def _read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
-                     runtime: bool) -> None:
+def _read_trace_view(
+    path: Path, data: TraceData, *, kernels: bool, comm: bool, runtime: bool
+) -> None:
     try:
         overlap = read_trace_view(path, data, kernels=kernels, comm=comm, runtime=runtime)
     except BadFile as err:  # names the file
         data.problems.append(f"{err}; host ranges and ops skipped")
         return
     except (msgspec.DecodeError, msgspec.ValidationError, OSError) as err:
-        data.problems.append(f"{path}: not a readable trace ({_first(err)}); "
-                             "host ranges and ops skipped")
+        data.problems.append(
+            f"{path}: not a readable trace ({_first(err)}); host ranges and ops skipped"
+        )
         return
     if not data.device:
         data.device.extend(stage_device_rows(data, overlap, ("step",)))

@@ -25,9 +25,11 @@ def _thin(points: list[list[float]]) -> list[list[float]]:
     return [points[i] for i in sorted(keep)]
 
 
-def memory_summary(records: list[tuple[str, float, float | None, float | None]],
-                   op_allocs: list[tuple[str, float]],
-                   modules: list[tuple[str, float]]) -> Memory | None:
+def memory_summary(
+    records: list[tuple[str, float, float | None, float | None]],
+    op_allocs: list[tuple[str, float]],
+    modules: list[tuple[str, float]],
+) -> Memory | None:
     """``memory`` from (component, us, allocated, reserved) records, op allocations, modules.
 
     Peaks come from the ``PTA+GE`` component (the framework's whole device memory: PyTorch's
@@ -46,19 +48,28 @@ def memory_summary(records: list[tuple[str, float, float | None, float | None]],
         out.component = main
         out.peak_allocated_bytes = int(peaks[main][0])
         out.peak_reserved_bytes = int(peaks[main][1])
-        out.components = {c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
-                          for c, (a, r) in sorted(peaks.items())}
-        out.timeline = _thin([[us, alloc or 0.0, reserved or 0.0]
-                              for comp, us, alloc, reserved in sorted(
-                                  (r for r in records if r[0] == main), key=lambda r: r[1])])
+        out.components = {
+            c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
+            for c, (a, r) in sorted(peaks.items())
+        }
+        out.timeline = _thin(
+            [
+                [us, alloc or 0.0, reserved or 0.0]
+                for comp, us, alloc, reserved in sorted(
+                    (r for r in records if r[0] == main), key=lambda r: r[1]
+                )
+            ]
+        )
     if op_allocs:
         by_op: dict[str, Tally] = {}
         largest: dict[str, float] = {}
         for name, size in op_allocs:
             tally(by_op, name, 1, size)
             largest[name] = max(largest.get(name, 0.0), size)
-        out.top_ops = [Alloc(op=n, count=t.count, bytes=int(t.total), max_bytes=int(largest[n]))
-                       for n, t in sorted(by_op.items(), key=lambda kv: -kv[1].total)[:20]]
+        out.top_ops = [
+            Alloc(op=n, count=t.count, bytes=int(t.total), max_bytes=int(largest[n]))
+            for n, t in sorted(by_op.items(), key=lambda kv: -kv[1].total)[:20]
+        ]
     if modules:
         mods: dict[str, float] = {}
         for name, size in modules:
@@ -67,21 +78,30 @@ def memory_summary(records: list[tuple[str, float, float | None, float | None]],
     return out
 
 
-def read_memory(data: TraceData, record: Path | None, operator: Path | None,
-                module: Path | None) -> None:
+def read_memory(
+    data: TraceData, record: Path | None, operator: Path | None, module: Path | None
+) -> None:
     """``memory_record.csv``, ``operator_memory.csv``, ``npu_module_mem.csv`` -> ``memory``."""
     records: list[tuple[str, float, float | None, float | None]] = []
     path = record
     if path is not None:
-        table = Table.open(path, ("Component", "Timestamp(us)", "Total Allocated(MB)",
-                                  "Total Reserved(MB)"), data.problems)
+        table = Table.open(
+            path,
+            ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"),
+            data.problems,
+        )
         for row in table.rows if table else ():
             us = number(row["Timestamp(us)"])
             if us is not None:
                 alloc, res = number(row["Total Allocated(MB)"]), number(row["Total Reserved(MB)"])
-                records.append((row["Component"].strip(), us,
-                                None if alloc is None else alloc * MB,
-                                None if res is None else res * MB))
+                records.append(
+                    (
+                        row["Component"].strip(),
+                        us,
+                        None if alloc is None else alloc * MB,
+                        None if res is None else res * MB,
+                    )
+                )
     allocs: list[tuple[str, float]] = []
     path = operator
     if path is not None:

@@ -46,8 +46,13 @@ class Table:
         self.path, self.header, self.rows = path, header, rows
 
     @classmethod
-    def open(cls, path: Path, required: tuple[str, ...], problems: list[str],
-             aliases: dict[str, str] | None = None) -> Table | None:
+    def open(
+        cls,
+        path: Path,
+        required: tuple[str, ...],
+        problems: list[str],
+        aliases: dict[str, str] | None = None,
+    ) -> Table | None:
         """``aliases``: other names of columns (``{"Op Name": "Name"}``), used under the
         reader's name when the file lacks that one."""
         try:
@@ -55,12 +60,13 @@ class Table:
                 reader = csv.reader(f)
                 header = [h.strip() for h in next(reader, [])]
                 if aliases:
-                    header = [aliases[h] if aliases.get(h, h) not in header else h
-                              for h in header]
+                    header = [aliases[h] if aliases.get(h, h) not in header else h for h in header]
                 missing = [c for c in required if c not in header]
                 if missing:
-                    problems.append(f"{path}: no column {missing[0]!r} (has: "
-                                    f"{', '.join(header[:8]) or 'no header'}); file skipped")
+                    problems.append(
+                        f"{path}: no column {missing[0]!r} (has: "
+                        f"{', '.join(header[:8]) or 'no header'}); file skipped"
+                    )
                     return None
                 rows = list(_rows(reader, header, path, problems))
         except (OSError, csv.Error) as err:
@@ -76,8 +82,9 @@ class Table:
 NAMED_ROWS = 3
 
 
-def _rows(reader: Iterator[list[str]], header: list[str], path: Path,
-          problems: list[str]) -> Iterator[dict[str, str]]:
+def _rows(
+    reader: Iterator[list[str]], header: list[str], path: Path, problems: list[str]
+) -> Iterator[dict[str, str]]:
     width = len(header)
     short: list[tuple[int, int]] = []  # (line, cells) of rows with fewer cells than the header
     last = 0
@@ -99,7 +106,7 @@ def _rows(reader: Iterator[list[str]], header: list[str], path: Path,
 def _short_rows(short: list[tuple[int, int]], width: int, last: int) -> str:
     """``line 17 has 31 of 32 columns; row skipped``, or a few lines named and the rest counted."""
     if len(short) == 1:
-        (line, cells), = short
+        ((line, cells),) = short
         cut = " (cut short?)" if line == last else ""
         return f"line {line} has {cells} of {width} columns{cut}; row skipped"
     named = ", ".join(str(line) for line, _ in short[:NAMED_ROWS])

@@ -21,9 +21,19 @@ from mindspeed_prof.analysis.readers.npu.tables import Table, number, step_numbe
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = [
-    "KB", "MB", "OP_SUMMARY_COLUMNS", "comm_family", "device_row", "kernel_name", "link_rows",
-    "read_api_statistic", "read_communication", "read_communication_matrix",
-    "read_kernel_details", "read_op_statistic", "read_step_trace",
+    "KB",
+    "MB",
+    "OP_SUMMARY_COLUMNS",
+    "comm_family",
+    "device_row",
+    "kernel_name",
+    "link_rows",
+    "read_api_statistic",
+    "read_communication",
+    "read_communication_matrix",
+    "read_kernel_details",
+    "read_op_statistic",
+    "read_step_trace",
 ]
 
 #: torch_npu's "MB" and "KB" are binary (2109.6015625 MB is a whole number of bytes).
@@ -33,13 +43,25 @@ KB = 1024
 _INSTANCE = re.compile(r"(?<=_)_\d+(?:_\d+)*$")
 #: msprof's ``op_summary_*.csv`` columns by kernel_details' names for them (torch_npu writes
 #: kernel_details from op_summary, renaming these).
-OP_SUMMARY_COLUMNS = {"Op Name": "Name", "OP Type": "Type", "Task Type": "Accelerator Core",
-                      "Task Start Time(us)": "Start Time(us)",
-                      "Task Duration(us)": "Duration(us)", "Task Wait Time(us)": "Wait Time(us)"}
+OP_SUMMARY_COLUMNS = {
+    "Op Name": "Name",
+    "OP Type": "Type",
+    "Task Type": "Accelerator Core",
+    "Task Start Time(us)": "Start Time(us)",
+    "Task Duration(us)": "Duration(us)",
+    "Task Wait Time(us)": "Wait Time(us)",
+}
 
 
-def device_row(step: int | None, compute: float, comm_exposed: float, overlap: float | None,
-               comm: float | None, free: float, extra: dict[str, float | None]) -> DeviceRow:
+def device_row(
+    step: int | None,
+    compute: float,
+    comm_exposed: float,
+    overlap: float | None,
+    comm: float | None,
+    free: float,
+    extra: dict[str, float | None],
+) -> DeviceRow:
     """One ``device`` row from torch_npu's breakdown (microseconds in, milliseconds out).
 
     Communication is kept whole (``comm_ms`` = Communication): ``compute + comm - overlap +
@@ -51,16 +73,26 @@ def device_row(step: int | None, compute: float, comm_exposed: float, overlap: f
     if overlap is None:
         overlap = max(comm - comm_exposed, 0.0)
     ms = {key: None if us is None else us / 1000.0 for key, us in extra.items()}
-    return DeviceRow(step=step, compute_ms=compute / 1000.0, comm_ms=comm / 1000.0,
-                     overlap_ms=overlap / 1000.0, idle_ms=free / 1000.0,
-                     comm_exposed_ms=comm_exposed / 1000.0, step_ms=ms.get("step_ms"),
-                     bubble_ms=ms.get("bubble_ms"), preparing_ms=ms.get("preparing_ms"),
-                     comm_exposed_no_recv_ms=ms.get("comm_exposed_no_recv_ms"))
+    return DeviceRow(
+        step=step,
+        compute_ms=compute / 1000.0,
+        comm_ms=comm / 1000.0,
+        overlap_ms=overlap / 1000.0,
+        idle_ms=free / 1000.0,
+        comm_exposed_ms=comm_exposed / 1000.0,
+        step_ms=ms.get("step_ms"),
+        bubble_ms=ms.get("bubble_ms"),
+        preparing_ms=ms.get("preparing_ms"),
+        comm_exposed_no_recv_ms=ms.get("comm_exposed_no_recv_ms"),
+    )
 
 
-_STEP_TRACE_EXTRA = {"step_ms": "Stage", "bubble_ms": "Bubble", "preparing_ms": "Preparing",
-                     "comm_exposed_no_recv_ms":
-                         "Communication(Not Overlapped and Exclude Receive)"}
+_STEP_TRACE_EXTRA = {
+    "step_ms": "Stage",
+    "bubble_ms": "Bubble",
+    "preparing_ms": "Preparing",
+    "comm_exposed_no_recv_ms": "Communication(Not Overlapped and Exclude Receive)",
+}
 
 
 def read_step_trace(path: Path, data: TraceData) -> None:
@@ -71,17 +103,28 @@ def read_step_trace(path: Path, data: TraceData) -> None:
     for row in table.rows:
         if row.get("Type", "rank").strip() not in ("rank", ""):  # a cluster file's stage rows
             continue
-        compute, exposed, free = (number(row[c]) for c in
-                                  ("Computing", "Communication(Not Overlapped)", "Free"))
+        compute, exposed, free = (
+            number(row[c]) for c in ("Computing", "Communication(Not Overlapped)", "Free")
+        )
         if compute is None or exposed is None or free is None:
-            data.problems.append(f"{path}: step {row.get('Step', '?')!r} has empty times; "
-                                 "row skipped")
+            data.problems.append(
+                f"{path}: step {row.get('Step', '?')!r} has empty times; row skipped"
+            )
             continue
-        extra = {key: number(row.get(col)) for key, col in _STEP_TRACE_EXTRA.items()
-                 if table.has(col)}
-        data.device.append(device_row(step_number(row.get("Step")), compute, exposed,
-                                      number(row.get("Overlapped")),
-                                      number(row.get("Communication")), free, extra))
+        extra = {
+            key: number(row.get(col)) for key, col in _STEP_TRACE_EXTRA.items() if table.has(col)
+        }
+        data.device.append(
+            device_row(
+                step_number(row.get("Step")),
+                compute,
+                exposed,
+                number(row.get("Overlapped")),
+                number(row.get("Communication")),
+                free,
+                extra,
+            )
+        )
 
 
 def read_kernel_details(path: Path, data: TraceData, tasks: list[Task] | None = None) -> bool:
@@ -101,17 +144,30 @@ def read_kernel_details(path: Path, data: TraceData, tasks: list[Task] | None = 
     for row in table.rows:
         dur = number(row["Duration(us)"])
         if tasks is not None:
-            one = task(step_number(row.get("Step Id")), row["Start Time(us)"],
-                       row["Duration(us)"], is_comm(row[core] if core else "", row.get("Name", "")))
+            one = task(
+                step_number(row.get("Step Id")),
+                row["Start Time(us)"],
+                row["Duration(us)"],
+                is_comm(row[core] if core else "", row.get("Name", "")),
+            )
             if one is not None:
                 tasks.append(one)
         if dur is not None and dur >= 0:
             tally(data.kernels, kernel_name(row["Type"], row.get("Name")), 1, dur)
-            groups.add((row.get("Name", "").strip(), row["Type"].strip(),
-                        row[core].strip() if core else "", row.get("Input Shapes", ""),
-                        row.get("Output Shapes", ""), row.get("Input Data Types", "").strip(),
-                        row.get("Output Data Types", "").strip()), dur,
-                       row[state] if state else None, [row[c] for c in ratios])
+            groups.add(
+                (
+                    row.get("Name", "").strip(),
+                    row["Type"].strip(),
+                    row[core].strip() if core else "",
+                    row.get("Input Shapes", ""),
+                    row.get("Output Shapes", ""),
+                    row.get("Input Data Types", "").strip(),
+                    row.get("Output Data Types", "").strip(),
+                ),
+                dur,
+                row[state] if state else None,
+                [row[c] for c in ratios],
+            )
     npu = facts(data)
     npu.ops = groups.done()
     npu.sources["ops"] = path.name
@@ -198,9 +254,10 @@ def _link_times(info: dict[str, object]) -> dict[str, tuple[float, float]]:
 
 def link_rows(sums: dict[str, list[float]]) -> dict[str, LinkShare]:
     """``links`` of a ``CommRow`` from [size MB, time ms] per link type: bandwidth in GB/s."""
-    return {link: LinkShare(size_mb=size, time_ms=time,
-                            bandwidth_gbps=ratio(size, time, None))
-            for link, (size, time) in sorted(sums.items())}
+    return {
+        link: LinkShare(size_mb=size, time_ms=time, bandwidth_gbps=ratio(size, time, None))
+        for link, (size, time) in sorted(sums.items())
+    }
 
 
 def read_communication(path: Path, data: TraceData) -> None:
@@ -216,17 +273,24 @@ def read_communication(path: Path, data: TraceData) -> None:
     hccl = facts(data).hccl
     facts(data).sources["hccl"] = path.name
     for step_key, kinds in doc.items():
-        for kind, ops in (kinds.items() if isinstance(kinds, dict) else ()):
-            for op_name, op in (ops.items() if isinstance(ops, dict) else ()):
+        for kind, ops in kinds.items() if isinstance(kinds, dict) else ():
+            for op_name, op in ops.items() if isinstance(ops, dict) else ():
                 times = op.get("Communication Time Info") if isinstance(op, dict) else None
                 if op_name == "Total Op Info" or not isinstance(times, dict):
                     continue
                 key = (step_number(step_key), kind, comm_family(op_name))
                 row = rows.get(key)
                 if row is None:
-                    row = rows[key] = CommRow(name=key[2], kind=kind, step=key[0],
-                                              elapse_ms=0.0, wait_ms=0.0, transit_ms=0.0,
-                                              sync_ms=0.0, idle_ms=0.0)
+                    row = rows[key] = CommRow(
+                        name=key[2],
+                        kind=kind,
+                        step=key[0],
+                        elapse_ms=0.0,
+                        wait_ms=0.0,
+                        transit_ms=0.0,
+                        sync_ms=0.0,
+                        idle_ms=0.0,
+                    )
                 row.count += 1
                 row.elapse_ms = (row.elapse_ms or 0.0) + _ms(times, "Elapse Time(ms)")
                 row.wait_ms = (row.wait_ms or 0.0) + _ms(times, "Wait Time(ms)")
@@ -237,8 +301,9 @@ def read_communication(path: Path, data: TraceData) -> None:
                 size, time = _bandwidth(band) if isinstance(band, dict) else (0.0, 0.0)
                 sizes[key][0] += size
                 sizes[key][1] += time
-                for link, (size, time) in (_link_times(band) if isinstance(band, dict)
-                                           else {}).items():
+                for link, (size, time) in (
+                    _link_times(band) if isinstance(band, dict) else {}
+                ).items():
                     slot = links[key].setdefault(link, [0.0, 0.0])
                     slot[0] += size
                     slot[1] += time
@@ -251,11 +316,13 @@ def read_communication(path: Path, data: TraceData) -> None:
         data.comm.append(row)
 
 
-def _hccl_op(op_name: str, kind: str, step: int | None, times: dict[str, object],
-             band: object) -> HcclOp:
+def _hccl_op(
+    op_name: str, kind: str, step: int | None, times: dict[str, object], band: object
+) -> HcclOp:
     """One operator of ``communication.json`` with its SDMA and RDMA size and time."""
-    op = HcclOp(name=op_name.split("@")[0], kind=kind, step=step,
-                elapse_ms=_ms(times, "Elapse Time(ms)"))
+    op = HcclOp(
+        name=op_name.split("@")[0], kind=kind, step=step, elapse_ms=_ms(times, "Elapse Time(ms)")
+    )
     for link in ("SDMA", "RDMA"):
         part = band.get(link) if isinstance(band, dict) else None
         if isinstance(part, dict):
@@ -270,24 +337,36 @@ def read_communication_matrix(path: Path, data: TraceData) -> None:
     if not isinstance(doc, dict):
         return
     for step_key, kinds in doc.items():
-        for ops in (kinds.values() if isinstance(kinds, dict) else ()):
-            for group_op, links in (ops.items() if isinstance(ops, dict) else ()):
-                for link, info in (links.items() if isinstance(links, dict) else ()):
+        for ops in kinds.values() if isinstance(kinds, dict) else ():
+            for group_op, links in ops.items() if isinstance(ops, dict) else ():
+                for link, info in links.items() if isinstance(links, dict) else ():
                     if not isinstance(info, dict):
                         continue
                     bandwidth = info.get("Bandwidth(GB/s)")
-                    data.comm.append(CommRow(
-                        name=group_op.split("@")[0], kind="link", step=step_number(step_key),
-                        link=str(link), transport=_text(info.get("Transport Type")), count=1,
-                        size_mb=_ms(info, "Transit Size(MB)"),
-                        transit_ms=_ms(info, "Transit Time(ms)"),
-                        bandwidth_gbps=_ms(info, "Bandwidth(GB/s)") if _finite(bandwidth)
-                        else None))
+                    data.comm.append(
+                        CommRow(
+                            name=group_op.split("@")[0],
+                            kind="link",
+                            step=step_number(step_key),
+                            link=str(link),
+                            transport=_text(info.get("Transport Type")),
+                            count=1,
+                            size_mb=_ms(info, "Transit Size(MB)"),
+                            transit_ms=_ms(info, "Transit Time(ms)"),
+                            bandwidth_gbps=_ms(info, "Bandwidth(GB/s)")
+                            if _finite(bandwidth)
+                            else None,
+                        )
+                    )
 
 
 def _finite(value: object) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and value == value and abs(value) != float("inf"))
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and value == value
+        and abs(value) != float("inf")
+    )
 
 
 def _ms(info: dict[str, object], key: str) -> float:

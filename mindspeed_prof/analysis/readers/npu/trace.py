@@ -29,9 +29,28 @@ __all__ = ["ASCEND", "LaneSpan", "ascend_trace", "read_trace_view", "stage_devic
 #: A pid or tid as torch_npu writes it (a float in some versions' files).
 _Pid = Union[int, float, str, None]  # noqa: UP007 - a runtime alias
 #: Processes torch_npu writes for the device; everything else (Python, ...) is the host.
-_DEVICE = frozenset({"Ascend Hardware", "HCCL", "Overlap Analysis", "NPU MEM", "HBM", "LLC",
-                     "Acc PMU", "QoS", "Stars Soc Info", "AI Core Freq", "CANN", "AI Core",
-                     "Device", "SIO", "PCIe", "HCCS", "NIC", "RoCE"})
+_DEVICE = frozenset(
+    {
+        "Ascend Hardware",
+        "HCCL",
+        "Overlap Analysis",
+        "NPU MEM",
+        "HBM",
+        "LLC",
+        "Acc PMU",
+        "QoS",
+        "Stars Soc Info",
+        "AI Core Freq",
+        "CANN",
+        "AI Core",
+        "Device",
+        "SIO",
+        "PCIe",
+        "HCCS",
+        "NIC",
+        "RoCE",
+    }
+)
 #: Processes only torch_npu's trace_view.json has: a list of events naming one is torch_npu's.
 ASCEND = frozenset({"Ascend Hardware", "CANN", "HCCL", "Overlap Analysis"})
 #: Start and end (absolute us) and the exact duration of an Overlap Analysis lane's interval.
@@ -91,8 +110,12 @@ def ascend_trace(path: Path) -> bool:
     """Whether a list of events names a process of ``ASCEND`` (read until one is named)."""
     for batch in TraceStream(path, _Meta, _Names).batches():
         for ev in batch:
-            if (ev.ph == "M" and ev.name == "process_name" and ev.args is not None
-                    and str(ev.args.name) in ASCEND):
+            if (
+                ev.ph == "M"
+                and ev.name == "process_name"
+                and ev.args is not None
+                and str(ev.args.name) in ASCEND
+            ):
                 return True
     return False
 
@@ -170,12 +193,16 @@ class _Device:
 
 #: What each device process's events add (the other device processes: nothing).
 _BY_PROC: dict[str, Callable[[_Device, _Event, float, float], None]] = {
-    "Ascend Hardware": _Device.hardware, "HCCL": _Device.hccl, "CANN": _Device.cann,
-    "Overlap Analysis": _Device.lanes}
+    "Ascend Hardware": _Device.hardware,
+    "HCCL": _Device.hccl,
+    "CANN": _Device.cann,
+    "Overlap Analysis": _Device.lanes,
+}
 
 
-def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
-                    runtime: bool) -> dict[str, list[LaneSpan]]:
+def read_trace_view(
+    path: Path, data: TraceData, *, kernels: bool, comm: bool, runtime: bool
+) -> dict[str, list[LaneSpan]]:
     """Host ranges/ops into ``data``; device kernels, HCCL ops and CANN calls where asked.
 
     Read a slice at a time in two passes (``stream``): memory does not grow with the file.
@@ -196,8 +223,17 @@ def read_trace_view(path: Path, data: TraceData, *, kernels: bool, comm: bool,
             if proc in _DEVICE:
                 device.add(proc, ev)
             elif ev.cat or ev.ph == "X":
-                host.append(Event(ph=ev.ph, cat=ev.cat, name=ev.name, ts=ev.ts, dur=ev.dur,
-                                  pid=_id(ev.pid), tid=_id(ev.tid)))
+                host.append(
+                    Event(
+                        ph=ev.ph,
+                        cat=ev.cat,
+                        name=ev.name,
+                        ts=ev.ts,
+                        dur=ev.dur,
+                        pid=_id(ev.pid),
+                        tid=_id(ev.tid),
+                    )
+                )
         fold.add(host)
     data.events = count
     fold.finish(data, None)
@@ -226,8 +262,9 @@ def _add_comm(data: TraceData, op_name: str, us: float) -> None:
             row.count += 1
             row.elapse_ms = (row.elapse_ms or 0.0) + us / 1000.0
             return
-    data.comm.append(CommRow(name=name, kind="collective", step=None, count=1,
-                             elapse_ms=us / 1000.0))
+    data.comm.append(
+        CommRow(name=name, kind="collective", step=None, count=1, elapse_ms=us / 1000.0)
+    )
 
 
 def _covered(intervals: list[LaneSpan], starts: list[float], lo: float, hi: float) -> float:
@@ -243,8 +280,9 @@ def _covered(intervals: list[LaneSpan], starts: list[float], lo: float, hi: floa
     return total
 
 
-def stage_device_rows(data: TraceData, overlap: dict[str, list[LaneSpan]],
-                      kinds: tuple[str, ...]) -> list[DeviceRow]:
+def stage_device_rows(
+    data: TraceData, overlap: dict[str, list[LaneSpan]], kinds: tuple[str, ...]
+) -> list[DeviceRow]:
     """Device rows for each range of ``kinds`` (``step``, ``stage``) from the overlap intervals.
 
     torch_npu's Overlap Analysis lays the device timeline out as Computing, Communication (and
@@ -264,8 +302,15 @@ def stage_device_rows(data: TraceData, overlap: dict[str, list[LaneSpan]],
             continue
         us = {n: _covered(lanes[n], starts[n], r.ts, r.ts + r.dur) for n in _OVERLAP}
         stage = sum(us[n] for n in _PARTITION)  # torch_npu's Stage: the three lanes' sum
-        row = device_row(r.step, us["Computing"], us["Communication(Not Overlapped)"], None,
-                         us["Communication"], us["Free"], {"step_ms": stage})
+        row = device_row(
+            r.step,
+            us["Computing"],
+            us["Communication(Not Overlapped)"],
+            None,
+            us["Communication"],
+            us["Free"],
+            {"step_ms": stage},
+        )
         row.stage = r.name if r.kind == "stage" else None
         rows.append(row)
     return rows
