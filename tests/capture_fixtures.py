@@ -48,8 +48,8 @@ def fake_clock() -> Iterator[FakeClock]:
     by a ``FakeClock`` while the block runs; torch's own clock (op traces) is left alone."""
     clock = FakeClock()
     enter, exit_ = _spans._Range.__enter__, _spans._Range.__exit__
-    saved: list[tuple[Any, str, Any]] = [(_ranges, "perf_counter_ns", _ranges.perf_counter_ns),
-                                         (_spans, "perf_counter_ns", _spans.perf_counter_ns)]
+    saved: list[tuple[Any, str, Any]] = [(_ranges, "perf_counter_ns", time.perf_counter_ns),
+                                         (_spans, "perf_counter_ns", time.perf_counter_ns)]
     defaults = [(f, f.__defaults__) for f in (enter, exit_)]
     try:
         for module, name, _ in saved:

@@ -124,7 +124,7 @@ def exposed(row: dict[str, Any]) -> float:
     row has it, else communication less the overlap."""
     if row.get("comm_exposed_ms") is not None:
         return float(row["comm_exposed_ms"])
-    return max(row["comm_ms"] - row["overlap_ms"], 0.0)
+    return max(float(row["comm_ms"] - row["overlap_ms"]), 0.0)
 
 
 def span(row: dict[str, Any]) -> float | None:
@@ -141,7 +141,7 @@ def copy_exposed(row: dict[str, Any]) -> float:
     busy time, busy less those two (copies beside a kernel are not counted twice), else every
     copy."""
     if row.get("busy_ms") is not None:
-        return max(row["busy_ms"] - row["compute_ms"] - exposed(row), 0.0)
+        return max(float(row["busy_ms"] - row["compute_ms"]) - exposed(row), 0.0)
     return float(row.get("memcpy_ms") or 0.0)
 
 

@@ -149,7 +149,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(
 
     def fail(*_: object) -> None:
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(jsonio.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError, match="No space"):
         write_atomic(path, b"new")
     monkeypatch.undo()

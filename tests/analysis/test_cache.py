@@ -12,7 +12,7 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof import jsonio
-from mindspeed_prof.analysis import cache
+from mindspeed_prof.analysis import cache, readers
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
 from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
@@ -70,13 +70,13 @@ def test_every_field_round_trips(capture: Path) -> None:
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The reads from disk ``cache.read_cached`` makes from now on."""
     calls: list[object] = []
-    real = cache.read
+    real = read
 
-    def read(path: Path, root: Path | None = None) -> TraceData:
+    def counted(path: Path, root: Path | None = None) -> TraceData:
         calls.append((path, root))
         return real(path, root)
 
-    monkeypatch.setattr(cache, "read", read)
+    monkeypatch.setattr(cache, "read", counted)
     return calls
 
 
@@ -119,7 +119,7 @@ def test_an_interrupted_write_leaves_no_entry(capture: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
-    monkeypatch.setattr(cache.os, "replace", interrupt)
+    monkeypatch.setattr(os, "replace", interrupt)
     with pytest.raises(KeyboardInterrupt):
         cache.read_cached(capture)
     assert sorted(p.name for p in capture.parent.iterdir() if p.name.startswith(".")) == []
@@ -134,7 +134,7 @@ def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyP
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(f"# {name}\n")
     real = cache.analysis_version()
-    monkeypatch.setattr(cache.readers, "__file__", str(package / "analysis/readers/__init__.py"))
+    monkeypatch.setattr(readers, "__file__", str(package / "analysis/readers/__init__.py"))
     versions = []
     try:
         for edit in files:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,6 @@ import pytest
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture.control import Request, read_acks, write_request
-from mindspeed_prof.capture.control import folder as folder_module
 from mindspeed_prof.capture.record import RecordJson
 
 
@@ -130,13 +130,13 @@ def test_the_check_is_time_gated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)}})
     (tmp_path / "control" / "requests").mkdir(parents=True)
     calls = []
-    real = folder_module.os.scandir
+    real = os.scandir
 
     def counting(path: Any) -> Any:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(folder_module.os, "scandir", counting)
+    monkeypatch.setattr(os, "scandir", counting)
     run(prof, range(1, 200))
     assert len(calls) == 1  # 199 steps well inside a second: one look
 

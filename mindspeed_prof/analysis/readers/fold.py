@@ -40,7 +40,7 @@ from mindspeed_prof.analysis.readers.totals import Totals
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.config.validate import pattern_problem
 
-__all__ = ["PENDING", "REORDER", "Collector", "bare_times", "collect"]
+__all__ = ["MAX_DEPTH", "MAX_DUR_US", "PENDING", "REORDER", "Collector", "bare_times", "collect"]
 
 _STAGES = frozenset(STAGES)
 #: Launches waiting for their device op (and device ops for their launch): over this many, the

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, cuda, find
+from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_trace
@@ -58,7 +59,7 @@ class Trace:
         return root
 
 
-def found(root: Path, rule: cuda.Rule, noise_ms: float = 1.0) -> list[Finding]:
+def found(root: Path, rule: Rule, noise_ms: float = 1.0) -> list[Finding]:
     result = analyse(root, cache=False)
     result.noise_ms = noise_ms
     out = rule(result)

@@ -18,6 +18,7 @@ from npu_fixtures import unpack
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, npu
+from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import (
     DeviceRow,
     HcclOp,
@@ -54,7 +55,7 @@ def run(*traces: TraceData) -> Analysis:
     return Analysis(root=ROOT, traces=list(traces))
 
 
-def rules(result: Analysis, rule: npu.Rule) -> list[Finding]:
+def rules(result: Analysis, rule: Rule) -> list[Finding]:
     out = rule(result)
     for f in out:  # every finding is one line with its numbers, a source and ranks
         assert f.title and "\n" not in f.title and f.rule.startswith("npu.")
