@@ -45,7 +45,9 @@ def _worker(preset: str, root: Path, start: int, end: int) -> Any:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from mindspeed_prof.demo.worker import IntegratedWorker
+    from omegaconf import OmegaConf
+
+    from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker
     from mindspeed_prof.ray import worker_config
 
     GlobalHydra.instance().clear()
@@ -56,7 +58,8 @@ def _worker(preset: str, root: Path, start: int, end: int) -> Any:
             f"profiler_config.integrated.profile_step_end={end}",
             f"profiler_config.integrated.profile_save_path={root / preset}"])
     GlobalHydra.instance().clear()
-    return IntegratedWorker(0, dict(cfg.demo), worker_config(cfg.profiler_config))
+    demo = DemoConfig.parse(OmegaConf.to_container(cfg.demo, resolve=True))
+    return IntegratedWorker(0, demo, worker_config(cfg.profiler_config))
 
 
 def _mstx_light_ab(report: Report, root: Path) -> float:

@@ -67,6 +67,10 @@ def job(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     remote = ray.remote(num_cpus=0, max_concurrency=2)(Worker)
     workers = [remote.remote(rank, str(root)) for rank in range(2)]
     running = [w.run.remote() for w in workers]
+    deadline = time.monotonic() + 300  # a loaded machine: actors may take minutes to start
+    while len(ray.get(board.workers.remote())) < len(workers):
+        assert time.monotonic() < deadline, "the workers never told the board their step"
+        time.sleep(0.2)
     yield {"ray": ray, "board": board, "workers": workers, "root": root,
            "address": ray.get_runtime_context().gcs_address}
     ray.get([w.stop.remote() for w in workers])
