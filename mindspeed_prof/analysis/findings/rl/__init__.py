@@ -11,7 +11,8 @@ metadata).
 - ``generation_tail``: the generation stage waiting for its slowest rank, step after step.
 
 A difference is noise under ``stragglers.noise_floor`` (``--noise-ms``, or 1% of the step).
-Warmup steps are left out unless ``include_warmup`` (``Analysis.counted``).
+Warmup steps are left out unless ``include_warmup`` (``Analysis.counted``). One module per
+rule; ``steps`` what they read, ``report`` how their findings read.
 """
 
 from __future__ import annotations

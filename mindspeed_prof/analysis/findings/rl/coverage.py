@@ -7,22 +7,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding
-from mindspeed_prof.analysis.findings.rl.steps import (
-    DETAIL_LINES,
-    HIGH_SHARE,
-    MEDIUM_SHARE,
-    Who,
-    of_ranks,
-    ranks_of,
-    source_of,
-    steps_of,
-    steps_text,
-    who_text,
-)
+from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
+from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, who_order, who_text
 from mindspeed_prof.analysis.readers.device.breakdown import merge
-from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
@@ -104,11 +92,11 @@ def uncovered(result: Analysis) -> list[Finding]:
             )
     if not hits:
         return []
-    hits.sort(key=lambda h: (-h[0], rank_order(h[1][0]), h[1][1]))
+    hits.sort(key=lambda h: (-h[0], who_order(h[1])))
     ms, _, step_ms, gaps, _ = hits[0]
     place, place_ms = max(gaps.items(), key=lambda kv: (kv[1], kv[0]))
     lines = []
-    for m, w, s_ms, g, st in hits[:DETAIL_LINES]:
+    for m, w, s_ms, g, st in hits:
         parts = ", ".join(
             f"{k} {v:,.1f}" for k, v in sorted(g.items(), key=lambda kv: -kv[1]) if v > 0
         )
@@ -116,23 +104,21 @@ def uncovered(result: Analysis) -> list[Finding]:
             f"{who_text(w)}: {m:,.1f} of {s_ms:,.1f} ms per step ({steps_text(st)}) in "
             f"no stage: {parts} ms"
         )
-    if len(hits) > DETAIL_LINES:
-        lines.append(f"... and {len(hits) - DETAIL_LINES} more ranks")
-    lines.append("the step's own range less the union of its stage ranges")
     share = ratio(ms, step_ms, 0.0)
+    held = [h[1] for h in hits]
     return [
-        Finding(
+        finding(
+            result,
+            held,
             rule="rl.uncovered",
             title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "
-            f"{of_ranks([h[1] for h in hits])}: most {place} ({place_ms:,.1f} ms)",
-            detail="\n".join(lines),
+            f"{of_ranks(held)}: most {place} ({place_ms:,.1f} ms)",
+            detail=detail(lines, "the step's own range less the union of its stage ranges"),
             suggestion="Name what runs there (weight sync to the rollout engine, resharding, "
             "data dispatch and collection, logging): wrap it in mstx.range or record it "
             "as a stage, then shrink or overlap it (bucketed or colocated weight sync, "
             "asynchronous dispatch).",
-            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            share=share,
             impact_ms=ms,
-            source=source_of(result, [h[1] for h in hits]),
-            ranks=ranks_of([h[1] for h in hits]),
         )
     ]

@@ -6,19 +6,9 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding
-from mindspeed_prof.analysis.findings.rl.steps import (
-    DETAIL_LINES,
-    GENERATE,
-    HIGH_SHARE,
-    MEDIUM_SHARE,
-    Who,
-    ranks_of,
-    source_of,
-    steps_of,
-    who_text,
-)
+from mindspeed_prof.analysis.findings.rl.report import detail, finding
+from mindspeed_prof.analysis.findings.rl.steps import GENERATE, Who, steps_of, who_order, who_text
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
@@ -84,11 +74,8 @@ def generation_tail(result: Analysis) -> list[Finding]:
     same = count >= SAME_RANK * len(tails)
     lines = [
         f"step {n}: {who_text(w)} {ms:,.1f} ms against {o:,.1f} ms on the others"
-        for n, w, ms, o, t in tails[:DETAIL_LINES]
+        for n, w, ms, o, t in tails
     ]
-    if len(tails) > DETAIL_LINES:
-        lines.append(f"... and {len(tails) - DETAIL_LINES} more steps")
-    lines.append(f"per step, {GENERATE} on its slowest rank against the median of the other ranks")
     if same:
         where = f"mostly {who_text(top)} ({count} of {len(tails)})"
         advice = (
@@ -99,9 +86,7 @@ def generation_tail(result: Analysis) -> list[Finding]:
     else:
         where = (
             "the slowest rank varies ("
-            + ", ".join(
-                rank_label(*w) for w in sorted(set(slowest), key=lambda w: (rank_order(w[0]), w[1]))
-            )
+            + ", ".join(rank_label(*w) for w in sorted(set(slowest), key=who_order))
             + ")"
         )
         advice = (
@@ -111,22 +96,22 @@ def generation_tail(result: Analysis) -> list[Finding]:
         )
     share = ratio(mid, typical, 0.0)
     return [
-        Finding(
+        finding(
+            result,
+            sorted({w for by in per.values() for w in by}, key=who_order),
             rule="rl.generation_tail",
             title=f"{GENERATE} waits for its slowest rank: {statistics.median(ratios):.1f}x the "
             f"other ranks' median ({mid:+,.1f} ms) in {len(tails)} of {len(rows)} steps; "
             f"{where}",
-            detail="\n".join(lines),
-            suggestion=advice,
-            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
-            impact_ms=mid,
-            source=source_of(
-                result,
-                sorted(
-                    {w for by in per.values() for w in by}, key=lambda w: (rank_order(w[0]), w[1])
-                ),
-                f"{GENERATE} stage ranges",
+            detail=detail(
+                lines,
+                f"per step, {GENERATE} on its slowest rank against the median of the other ranks",
+                of="steps",
             ),
-            ranks=ranks_of(slowest),
+            suggestion=advice,
+            share=share,
+            impact_ms=mid,
+            what=f"{GENERATE} stage ranges",
+            ranks=slowest,
         )
     ]

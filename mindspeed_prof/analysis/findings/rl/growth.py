@@ -8,22 +8,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding
-from mindspeed_prof.analysis.findings.rl.steps import (
-    DETAIL_LINES,
-    GENERATE,
-    HIGH_SHARE,
-    MEDIUM_SHARE,
-    Who,
-    of_ranks,
-    ranks_of,
-    source_of,
-    steps_of,
-    steps_text,
-    who_text,
-)
-from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
+from mindspeed_prof.analysis.findings.rl.steps import GENERATE, Who, steps_of, who_order, who_text
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
 
@@ -111,20 +98,14 @@ def growing_stage(result: Analysis) -> list[Finding]:
                 trends[name].append(t)
     out = []
     for name, found in trends.items():
-        found.sort(key=lambda t: (-t.growth_ms, rank_order(t.who[0]), t.who[1]))
+        found.sort(key=lambda t: (-t.growth_ms, who_order(t.who)))
         t = found[0]
         lines = [
             f"{who_text(x.who)}: {x.first:.0%} -> {x.last:.0%} of the step (fit r^2 "
             f"{x.r2:.2f}, {steps_text(x.steps)}); {name} {x.stage_ms[0]:,.1f} -> "
             f"{x.stage_ms[1]:,.1f} ms, step {x.steps_ms[0]:,.1f} -> {x.steps_ms[1]:,.1f} ms"
-            for x in found[:DETAIL_LINES]
+            for x in found
         ]
-        if len(found) > DETAIL_LINES:
-            lines.append(f"... and {len(found) - DETAIL_LINES} more ranks")
-        lines.append(
-            "least-squares line through the stage's share of each step; growth: "
-            "its rise from the first step to the last, in ms of the mean step"
-        )
         advice = (
             "Responses getting longer as training goes on make generation grow: watch "
             "the response length, cap it (max new tokens) or balance it across ranks."
@@ -135,17 +116,21 @@ def growing_stage(result: Analysis) -> list[Finding]:
         )
         held = [x.who for x in found]
         out.append(
-            Finding(
+            finding(
+                result,
+                held,
                 rule="rl.growing_stage",
                 title=f"{name}'s share of the step grew from {t.first:.0%} to {t.last:.0%} over "
                 f"{steps_text(t.steps)} (+{t.growth_ms:,.1f} ms per step) on "
                 f"{of_ranks(held)}",
-                detail="\n".join(lines),
+                detail=detail(
+                    lines,
+                    "least-squares line through the stage's share of each step; growth: "
+                    "its rise from the first step to the last, in ms of the mean step",
+                ),
                 suggestion=advice,
-                severity=severity(t.last - t.first, MEDIUM_SHARE, HIGH_SHARE),
+                share=t.last - t.first,
                 impact_ms=t.growth_ms,
-                source=source_of(result, held),
-                ranks=ranks_of(held),
             )
         )
     return sorted(out, key=lambda f: -(f.impact_ms or 0.0))

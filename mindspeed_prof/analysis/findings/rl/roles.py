@@ -7,18 +7,10 @@ import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding
-from mindspeed_prof.analysis.findings.rl.steps import (
-    HIGH_SHARE,
-    MEDIUM_SHARE,
-    Who,
-    ranks_of,
-    source_of,
-    steps_of,
-    traces_of,
-)
-from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.findings.rl.report import finding
+from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, traces_of, who_order
+from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.readers.ranks import role_of
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor, step_times
@@ -80,9 +72,7 @@ def role_imbalance(result: Analysis) -> list[Finding]:
     rest = sorted(name for name in ms if name != role)
     lines = []
     for name in sorted(ms, key=lambda k: (-ms[k], k)):
-        held = sorted(
-            {w for n in common for w in per[name][n]}, key=lambda w: (rank_order(w[0]), w[1])
-        )
+        held = sorted({w for n in common for w in per[name][n]}, key=who_order)
         total = sum(by_stage[name].values()) or 1.0
         stages = ", ".join(
             f"{stage} {ms[name] * x / total:,.1f}"
@@ -98,7 +88,9 @@ def role_imbalance(result: Analysis) -> list[Finding]:
     )
     share = ratio(excess, step_ms or v, 0.0)
     return [
-        Finding(
+        finding(
+            result,
+            [w for name in per for n in common for w in per[name][n]],
             rule="rl.role_imbalance",
             title=f"role {role} spends {v:,.1f} ms per step in its stages against {others:,.1f} "
             f"ms for the other roles ({', '.join(rest)}): {ratio(v, others, 0.0):.1f}x, "
@@ -108,13 +100,9 @@ def role_imbalance(result: Analysis) -> list[Finding]:
             "data-parallel size or micro-batch), put the lighter roles on fewer devices "
             f"or colocate them with {role}, or run the roles asynchronously so the "
             "lighter ones do not wait.",
-            severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
+            share=share,
             impact_ms=excess,
-            source=source_of(
-                result,
-                [w for name in per for n in common for w in per[name][n]],
-                "stage ranges; roles from each capture's metadata",
-            ),
-            ranks=ranks_of([w for n in common for w in per[role][n]]),
+            what="stage ranges; roles from each capture's metadata",
+            ranks=[w for n in common for w in per[role][n]],
         )
     ]

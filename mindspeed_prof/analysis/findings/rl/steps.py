@@ -1,5 +1,5 @@
-"""What the RL rules share: each rank's counted steps with their stage ranges, the captures
-they came from, and the words their findings use."""
+"""What the RL rules read: each rank's counted steps with their stage ranges, and the captures
+they came from."""
 
 from __future__ import annotations
 
@@ -7,40 +7,28 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.analysis.findings.common import files_text
-from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = [
-    "DETAIL_LINES",
-    "GENERATE",
-    "HIGH_SHARE",
-    "MEDIUM_SHARE",
-    "Step",
-    "Who",
-    "of_ranks",
-    "ranks_of",
-    "source_of",
-    "steps_of",
-    "steps_text",
-    "traces_of",
-    "who_text",
-]
+__all__ = ["GENERATE", "Step", "Who", "steps_of", "traces_of", "who_order", "who_text"]
 
 
-#: Shares of the step at which an RL finding is medium, then high.
-MEDIUM_SHARE, HIGH_SHARE = 0.05, 0.20
 #: The generation stage.
 GENERATE = "actor_generate"
-DETAIL_LINES = 4
 
 Who = tuple[int | None, str]  # rank, source
 
 
+def who_order(w: Who) -> tuple[tuple[int, int], str]:
+    """A sort key: by rank (unknown ranks last), then source."""
+    return rank_order(w[0]), w[1]
+
+
 def who_text(w: Who) -> str:
+    """``rank 3`` (with its source where two captures of a rank clash)."""
     return f"rank {rank_label(*w)}"
 
 
@@ -72,20 +60,3 @@ def traces_of(result: Analysis) -> dict[Who, list[TraceData]]:
         source = t.clash_label
         out[(t.rank, source if isinstance(source, str) else "")].append(t)
     return out
-
-
-def source_of(result: Analysis, who: list[Who], what: str = "step and stage ranges") -> str:
-    traces = traces_of(result)
-    return files_text(result, [t for w in who for t in traces.get(w, [])], what)
-
-
-def ranks_of(who: list[Who]) -> list[int | None]:
-    return sorted({w[0] for w in who}, key=rank_order)
-
-
-def of_ranks(hits: list[Who]) -> str:
-    return f"{who_text(hits[0])}" + (f" (of {len(hits)} ranks)" if len(hits) > 1 else "")
-
-
-def steps_text(steps: list[int]) -> str:
-    return f"step {steps[0]}" if len(steps) == 1 else f"steps {ranks_text(steps)}"
