@@ -13,11 +13,14 @@ import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from mindspeed_prof.config.schema import STAGES
 
-__all__ = ["cuda_events", "cuda_trace", "span", "write_cuda_trace", "write_trace"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
+__all__ = ["Shape", "cuda_events", "cuda_trace", "span", "write_cuda_trace", "write_trace"]
 
 _COMPUTE = [
     "ampere_sgemm_128x64_tn",
@@ -33,20 +36,21 @@ _COMM = [
 _COPY = ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)", "Memset (Device)"]
 
 
-def cuda_trace(
-    rank: int = 0,
-    steps: int = 4,
-    seed: int = 0,
-    kernels_per_stage: int = 12,
-    with_steps: bool = True,
-    stages: tuple[str, ...] = STAGES,
-) -> dict[str, Any]:
-    """A trace object (``traceEvents`` etc.) for ``rank``: ``steps`` steps, each a run of
-    ``stages`` (annotations: other trainers' names make them custom ranges)."""
-    return {
-        **_header(rank),
-        "traceEvents": list(cuda_events(rank, steps, seed, kernels_per_stage, with_steps, stages)),
-    }
+class Shape(TypedDict, total=False):
+    """``cuda_events``'s arguments after ``rank``, for the functions that pass them on (each
+    left out takes ``cuda_events``' default)."""
+
+    steps: int
+    seed: int
+    kernels_per_stage: int
+    with_steps: bool
+    stages: tuple[str, ...]
+    comm_scale: float
+
+
+def cuda_trace(rank: int = 0, **shape: Unpack[Shape]) -> dict[str, Any]:
+    """A trace object (``traceEvents`` etc.) for ``rank``: ``cuda_events(rank, **shape)``."""
+    return {**_header(rank), "traceEvents": list(cuda_events(rank, **shape))}
 
 
 def _header(rank: int) -> dict[str, object]:
@@ -66,8 +70,10 @@ def cuda_events(
     stages: tuple[str, ...] = STAGES,
     comm_scale: float = 1.0,
 ) -> Iterator[dict[str, Any]]:
-    """``cuda_trace``'s events, a step at a time; NCCL kernels ``comm_scale`` times as long (a
-    slow link), queued on their stream as any kernel."""
+    """CUDA events for ``rank``, a step at a time: ``steps`` steps, each a run of ``stages``
+    (annotations: other trainers' names make them custom ranges) of ``kernels_per_stage``
+    kernels; NCCL kernels ``comm_scale`` times as long (a slow link), queued on their stream as
+    any kernel."""
     rng = random.Random(seed * 1000 + rank)
     host, dev = 100 + rank, rank
     ev: list[dict[str, Any]] = []
@@ -182,24 +188,13 @@ def cuda_events(
     yield {"ph": "M", "name": "process_name", "pid": dev, "args": {"name": f"GPU {dev}"}}
 
 
-def write_cuda_trace(
-    path: Path,
-    rank: int = 0,
-    steps: int = 4,
-    seed: int = 0,
-    kernels_per_stage: int = 12,
-    with_steps: bool = True,
-    stages: tuple[str, ...] = STAGES,
-    comm_scale: float = 1.0,
-) -> Path:
-    """``cuda_events(...)`` as a trace file, written an event at a time (any size, little
-    memory)."""
+def write_cuda_trace(path: Path, rank: int = 0, **shape: Unpack[Shape]) -> Path:
+    """``cuda_events(rank, **shape)`` as a trace file, written an event at a time (any size,
+    little memory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         f.write(json.dumps(_header(rank))[:-1] + ', "traceEvents": [')
-        for i, event in enumerate(
-            cuda_events(rank, steps, seed, kernels_per_stage, with_steps, stages, comm_scale)
-        ):
+        for i, event in enumerate(cuda_events(rank, **shape)):
             f.write(", " + json.dumps(event) if i else json.dumps(event))
         f.write("]}")
     return path
