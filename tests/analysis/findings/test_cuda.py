@@ -97,6 +97,21 @@ def test_idle_host_wait(tmp_path: Path) -> None:
         "rank0.pt.trace.json (Kineto device ops and their launch calls)")
 
 
+def test_many_ranks_show_four_then_how_then_how_many_more(tmp_path: Path) -> None:
+    """Six ranks idle alike: the title names rank 0 of 6, the detail the first four ranks, how
+    it was measured and how many more; the source names three files and the rest's count."""
+    for rank in range(6):
+        _host_bound(Trace().step(1, 0, 10000), 0).write(tmp_path, rank)
+    (f,) = found(tmp_path, cuda.idle_time)
+    assert "on rank 0 (of 6 ranks): mostly host wait" in f.title and f.ranks == list(range(6))
+    lines = f.detail.splitlines()
+    assert [x.split(":")[0] for x in lines[:4]] == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    assert lines[4].startswith("HTA's idle time breakdown") and lines[5:] == [
+        "... and 2 more ranks"]
+    assert f.source == ("rank0.pt.trace.json, rank1.pt.trace.json, rank2.pt.trace.json and 3 "
+                        "more (Kineto device ops and their launch calls)")
+
+
 def test_idle_kernel_wait(tmp_path: Path) -> None:
     """Everything launched up front; 100 kernels of 50 us with 20 us between them: idle
     99 x 20 = 1.98 ms of a 6.98 ms window (28%), every gap kernel wait."""

@@ -23,7 +23,7 @@ import mindspeed_prof.capture.spans as spans_mod
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
-from mindspeed_prof.analysis.findings.rl import coverage, growth
+from mindspeed_prof.analysis.findings.rl import coverage, growth, report
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import read_header
@@ -400,3 +400,10 @@ def test_any_ranges_never_crash_a_rule(ranges: list, roles: list) -> None:
             assert f.impact_ms not in (float("inf"), float("-inf"))
     found, notes = find(result)
     assert notes == []
+
+
+def test_detail_shows_four_lines_then_how_many_more_then_how() -> None:
+    lines = [f"step {n}: rank 0" for n in range(6)]
+    assert report.detail(lines, "how", of="steps").splitlines() == [
+        *lines[:4], "... and 2 more steps", "how"]
+    assert report.detail(lines[:4], "how").splitlines() == [*lines[:4], "how"]
