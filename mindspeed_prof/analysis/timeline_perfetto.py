@@ -30,7 +30,7 @@ def available() -> bool:
 
 
 class PerfettoWriter:
-    """``_Writer``'s interface (``add``, ``flush``, ``count``, ``bytes``) over Perfetto packets.
+    """``JsonWriter``'s interface (``add``, ``flush``, ``count``, ``bytes``) over Perfetto packets.
 
     ``origin_us``: added to every ``ts`` (microseconds from the earliest event) for the wall
     clock, since Perfetto's timestamps are unsigned. Past ``limit`` bytes, ``flush`` raises

@@ -93,14 +93,9 @@ def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> s
 
 
 def run(args: argparse.Namespace) -> int:
-    from mindspeed_prof.analysis.timeline import (
-        BudgetError,
-        StepWindow,
-        budget_line,
-        parse_ranks,
-        parse_steps,
-        write_timeline,
-    )
+    from mindspeed_prof.analysis.timeline import write_timeline
+    from mindspeed_prof.analysis.timeline_budget import BudgetError, budget_line
+    from mindspeed_prof.analysis.timeline_window import StepWindow, parse_ranks, parse_steps
 
     try:
         steps = parse_steps(args.steps) if args.steps else StepWindow()

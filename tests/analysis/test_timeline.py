@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -11,17 +10,10 @@ from typing import Any
 import pytest
 from capture_fixtures import make_run
 
-from mindspeed_prof.analysis import timeline
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.model import Range, TraceData
-from mindspeed_prof.analysis.timeline_event import TraceEvent
-from mindspeed_prof.analysis.timeline import (
-    StepWindow,
-    clock_offset_us,
-    parse_ranks,
-    parse_steps,
-    write_timeline,
-)
+from mindspeed_prof.analysis.timeline import write_timeline
+from mindspeed_prof.analysis.timeline_window import parse_steps
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import CaptureHeader, read_header
 from mindspeed_prof.formats.sqlite_trace import write_db
@@ -182,18 +174,6 @@ def test_steps_window_keeps_only_those_steps(torch_run: Path, tmp_path: Path) ->
         assert ops and all(step["ts"] <= e["ts"] <= step["ts"] + step["dur"] for e in ops)
 
 
-def test_parse_steps_and_ranks() -> None:
-    assert 2 in parse_steps("2:4") and 3 in parse_steps("2:4") and 4 not in parse_steps("2:4")
-    assert 1 not in parse_steps("2:") and 10**6 in parse_steps("2:")
-    assert 5 in parse_steps("5") and 6 not in parse_steps("5")
-    assert parse_ranks("0,3,8-10") == {0, 3, 8, 9, 10} and parse_ranks("all") is None
-    for bad in ("x", "4:2", "1:2:3"):
-        with pytest.raises(ValueError, match="--steps"):
-            parse_steps(bad)
-    with pytest.raises(ValueError, match="--detail"):
-        parse_ranks("a-b")
-
-
 def test_cli_timeline(torch_run: Path, tmp_path: Path,
                       capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cluster.json"
@@ -203,17 +183,6 @@ def test_cli_timeline(torch_run: Path, tmp_path: Path,
     assert main(["timeline", str(torch_run), "-o", str(out), "--steps", "3:1"]) == 2
     assert "--steps '3:1'" in capsys.readouterr().err
     assert main(["timeline", str(tmp_path / "nothing"), "-o", str(out)]) == 1
-
-
-def test_parse_steps_edges() -> None:
-    """One step is ``A:A+1``; either side may be left open; ``A:A`` is empty and refused; what
-    is not a step number is in no window."""
-    assert parse_steps("5") == StepWindow(5, 6) and 4 not in parse_steps("5")
-    assert parse_steps(":3") == StepWindow(None, 3) and parse_steps("2:") == StepWindow(2, None)
-    with pytest.raises(ValueError, match="B must be greater than A"):
-        parse_steps("2:2")
-    assert None not in parse_steps("2:4") and "2" not in parse_steps("2:4")
-    assert None not in StepWindow()
 
 
 WALL_US = 1_000_000.0  # the wall clock at trace-clock 0 of every hand-built capture below
@@ -407,18 +376,6 @@ def test_track_role_and_host_come_from_metadata_then_folder_and_file_name(
                              "rank 2 · zeta · host-s", "rank 3 · zeta"]
 
 
-def test_clock_offset_needs_both_halves_of_a_clock_record(tmp_path: Path) -> None:
-    """Half a clock record is no record; torch_npu's times are wall-clock already (offset 0)."""
-    def data(kind: str, **meta: Any) -> TraceData:
-        return TraceData(tmp_path / "c", kind, 0, "actor", 0, meta=read_header(meta, "x")[0])
-
-    assert clock_offset_us(data("torch", clock={"wall_ns": 5000, "trace_ns": None})) is None
-    assert clock_offset_us(data("torch", clock={"trace_ns": 5000})) is None
-    assert clock_offset_us(data("spans", clock={"wall_ns": 5000, "trace_ns": 2000})) == 3.0
-    assert clock_offset_us(data("npu")) == 0.0
-    assert clock_offset_us(data("torch", baseTimeNanoseconds=True)) is None
-
-
 def test_ranks_claimed_twice_warn_in_rank_order_naming_an_unknown_host(tmp_path: Path) -> None:
     def claim(folder: str, rank: int, **meta: Any) -> TraceData:
         return spans(tmp_path / folder / "capture.mstx.trace.json", [step(1, 0.0)], rank, **meta)
@@ -484,17 +441,3 @@ def test_without_any_clock_record_the_first_capture_keeps_its_own_clock(tmp_path
     trace = load(out)
     assert trace["otherData"]["origin_wall_us"] == 0.0
     assert [e["ts"] for e in slices(trace, 1)] == [0.0]
-
-
-def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timeline, "_CHUNK", 3)
-    f = io.BytesIO()
-    w = timeline._Writer(f)
-    events: list[TraceEvent] = [{"ph": "X", "pid": n} for n in range(7)]
-    for n, event in enumerate(events, start=1):
-        w.add(event)
-        assert w.count == n - n % 3 and bool(f.getvalue()) == (n >= 3)
-    w.flush()
-    w.flush()  # nothing pending: nothing written
-    assert w.count == 7 and json.loads(b"[" + f.getvalue() + b"]") == events

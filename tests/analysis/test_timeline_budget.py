@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.timeline import BudgetError, write_timeline
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, Plan, Tally
+from mindspeed_prof.analysis.timeline import write_timeline
+from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Tally
 from mindspeed_prof.analysis.timeline_detail import StepOf, write_detail
 from mindspeed_prof.analysis.timeline_event import TraceEvent
 from mindspeed_prof.cli import main

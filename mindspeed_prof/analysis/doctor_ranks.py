@@ -1,0 +1,101 @@
+"""``doctor``'s checks of what a run's records expect: the ranks its manifests, its
+``profile_ranks`` and the cluster summary name, a window that captured something, and every Ray
+worker's summary collected."""
+
+from __future__ import annotations
+
+from mindspeed_prof.analysis.doctor_health import Health, Problem, ProblemKind
+from mindspeed_prof.analysis.runs import LEGACY
+from mindspeed_prof.formats.manifest import Manifest
+
+__all__ = ["check_ranks", "check_windows", "check_workers"]
+
+#: What a worker whose summary the Ray driver did not get is said to have done, by ``status``.
+_LOST: dict[str, tuple[ProblemKind, str]] = {
+    "died": ("worker_died", "died before its summary was collected"),
+    "timeout": ("worker_timeout", "gave no summary in time"),
+    "failed": ("worker_failed", "failed to give its summary"),
+}
+
+
+def check_workers(health: Health, workers: list[dict[str, object]]) -> None:
+    """Each Ray worker of the cluster summary whose summary did not come back (``collect``'s
+    ``died``, ``timeout`` and ``failed`` entries) is a finding naming its rank and actor."""
+    for w in workers:
+        lost = _LOST.get(str(w.get("status")))
+        if lost is None:
+            continue
+        kind, what = lost
+        rank = w.get("rank")
+        who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
+        actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
+        health.findings.append(
+            Problem(
+                kind,
+                who,
+                f"{who}{actor}: {what} ({w.get('error', '')}); "
+                "whatever it wrote stays on its node's disk",
+            )
+        )
+
+
+def check_ranks(
+    health: Health,
+    manifests: list[Manifest],
+    workers: list[dict[str, object]],
+    own: set[int],
+    found: set[int],
+    run: str | None,
+) -> None:
+    """Ranks expected of one run: its manifests, ``profile_ranks``, its workers in the cluster
+    summary, else every rank up to the highest of our own captures (another tool's captures
+    say nothing of the ranks left out); each one without a capture is a finding (naming the
+    run where the root holds several)."""
+    expected = {m.rank for m in manifests if isinstance(m.rank, int)}
+    listed = False
+    for m in manifests:
+        ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
+        if isinstance(ranks, list):
+            expected.update(r for r in ranks if isinstance(r, int))
+            listed = True
+    for worker in workers:
+        if worker.get("enabled") and isinstance(rank := worker.get("rank"), int):
+            expected.add(rank)
+    if own and not listed:  # profile_ranks: all: every rank up to the highest seen
+        expected.update(range(max(own) + 1))
+    health.ranks_expected += sorted(expected)
+    where = (
+        ""
+        if run is None
+        else (
+            " among the captures without a run id" if run.startswith(LEGACY) else f" in run {run}"
+        )
+    )
+    for rank in sorted(expected - found):
+        health.findings.append(
+            Problem(
+                "missing_rank",
+                f"rank {rank}",
+                f"rank {rank}: expected{where}, but no capture file found",
+            )
+        )
+
+
+def check_windows(health: Health, manifests: list[Manifest], found: set[int]) -> None:
+    for m in manifests:
+        window = m.profiler_config.get("integrated") or {}
+        if (
+            m.status in ("completed", "exited")
+            and not m.captures
+            and window.get("profile")
+            and m.rank not in found
+        ):
+            start, end = window.get("profile_step_start"), window.get("profile_step_end")
+            health.findings.append(
+                Problem(
+                    "nothing_captured",
+                    f"rank {m.rank}",
+                    f"rank {m.rank}: the job {m.status} but captured nothing (window "
+                    f"[{start}, {end}): did the run reach step {start}? were the hooks called?)",
+                )
+            )

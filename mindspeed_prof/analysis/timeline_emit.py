@@ -1,0 +1,115 @@
+"""A timeline's events, track by track: each track's names, its steps, stages and custom ranges
+in the window, and its operator detail (written, or counted for the budget instead)."""
+
+from __future__ import annotations
+
+from mindspeed_prof.analysis.readers import TraceData
+from mindspeed_prof.analysis.timeline_budget import Plan, Stats, Tally
+from mindspeed_prof.analysis.timeline_detail import StepOf, wall_events, write_detail
+from mindspeed_prof.analysis.timeline_event import Thread, TraceEvent
+from mindspeed_prof.analysis.timeline_tracks import Capture, Layout
+from mindspeed_prof.analysis.timeline_window import StepWindow
+from mindspeed_prof.analysis.timeline_writer import Writer
+
+__all__ = ["THREADS", "emit"]
+
+THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
+
+
+def emit(
+    w: Writer,
+    layout: Layout,
+    plan: Plan | None,
+    tally: Tally,
+    stats: Stats | None = None,
+) -> None:
+    """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
+    steps = layout.steps
+    for pid, key, label, captures in layout.tracks:
+        _header(w, pid, label)
+        threads: dict[Thread, int] = {}
+        for c in captures:
+            span = None if steps.everything else _window_span(c, steps, layout.offsets)
+            for t in c.ranges:
+                _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span)
+            if not layout.with_detail(key) or not (span or steps.everything):
+                continue
+            step_of = StepOf(
+                (r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)], r.step)
+                for t in c.ranges
+                for r in t.ranges
+                if r.kind == "step" and r.step is not None
+            )
+            for t in c.details:
+                events = wall_events(t, layout.offsets[id(t)], span)
+                if stats is None:
+                    write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
+                    continue
+                for thread, cat, name, ts, dur in events:
+                    stats.add(pid, step_of(ts), thread, name, cat, dur)
+            if stats is not None:
+                for t in c.ranges:
+                    for r in t.ranges:
+                        if r.kind == "step" and r.step is not None:
+                            cell = (pid, r.step)
+                            stats.step_us[cell] = max(stats.step_us.get(cell, 0.0), r.dur)
+
+
+def _header(w: Writer, pid: int, label: str) -> None:
+    w.add({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": label}})
+    w.add({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}})
+    for tid, name in THREADS.values():
+        w.add({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
+        w.add(
+            {
+                "ph": "M",
+                "name": "thread_sort_index",
+                "pid": pid,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
+
+
+def _window_span(
+    c: Capture, steps: StepWindow, offsets: dict[int, float]
+) -> tuple[float, float] | None:
+    """Wall-clock start and end of the capture's steps inside the window."""
+    kept = [
+        (r.ts + offsets[id(t)], r.ts + r.dur + offsets[id(t)])
+        for t in c.ranges
+        for r in t.ranges
+        if r.kind == "step" and r.step in steps
+    ]
+    return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
+
+
+def _write_ranges(
+    w: Writer,
+    pid: int,
+    data: TraceData,
+    offset: float,
+    origin: float,
+    steps: StepWindow,
+    span: tuple[float, float] | None,
+) -> None:
+    shift = offset - origin
+    for r in data.ranges:
+        if (
+            not steps.everything
+            and r.step not in steps
+            and not (r.step is None and span is not None and span[0] <= r.ts + offset <= span[1])
+        ):
+            continue
+        tid = THREADS.get(r.kind, THREADS["range"])[0]
+        event: TraceEvent = {
+            "ph": "X",
+            "pid": pid,
+            "tid": tid,
+            "name": r.name,
+            "ts": round(r.ts + shift, 3),
+            "dur": round(r.dur, 3),
+        }
+        if r.step is not None:
+            event["args"] = {"step": r.step}
+        w.add(event)

@@ -1,0 +1,104 @@
+"""A timeline's tracks: one per (host, role, rank), ordered by role then rank, each holding the
+captures (a stem's range file and op traces) it is drawn from; and the layout they make with
+the clock and the window."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mindspeed_prof.analysis.readers import TraceData
+from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.timeline_window import StepWindow
+from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.formats.stem import Stem
+
+__all__ = ["ROLE_ORDER", "Capture", "Layout", "TrackKey", "captures", "duplicates"]
+
+#: Roles in the order an RL loop runs them; other roles follow alphabetically.
+ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
+
+
+@dataclass(frozen=True, order=True)
+class TrackKey:
+    """One process track; ordered by role, then rank (unknown ranks last), then host."""
+
+    role_order: tuple[int, str]
+    rank_order: tuple[int, int]
+    host: str
+    rank: int | None = field(compare=False)
+
+    @property
+    def role(self) -> str:
+        return self.role_order[1]
+
+    def label(self) -> str:
+        return " · ".join(
+            [f"rank {rank_label(self.rank)}", self.role] + ([self.host] if self.host else [])
+        )
+
+
+@dataclass
+class Capture:
+    """One capture (a stem's range file and op trace): where its ranges and details come from."""
+
+    ranges: list[TraceData]
+    details: list[TraceData]
+
+
+@dataclass
+class Layout:
+    """Everything but the events: the tracks in order, the clock, the window."""
+
+    tracks: list[tuple[int, TrackKey, str, list[Capture]]]
+    offsets: dict[int, float]
+    origin: float
+    steps: StepWindow
+    detail: frozenset[int] | None
+
+    def with_detail(self, key: TrackKey) -> bool:
+        return self.detail is None or key.rank in self.detail
+
+    def ranks(self) -> dict[int, int | None]:
+        """Each track's rank, by pid."""
+        return {pid: key.rank for pid, key, _, _ in self.tracks}
+
+
+def _role_order(role: str) -> tuple[int, str]:
+    return (ROLE_ORDER.index(role) if role in ROLE_ORDER else len(ROLE_ORDER), role)
+
+
+def _key(data: TraceData) -> TrackKey:
+    role = data.meta.role if data.meta.role is not None else data.group
+    host = data.meta.host
+    if host is None:
+        stem = Stem.parse(data.path.name)
+        host = stem.host if stem else ""
+    return TrackKey(_role_order(str(role)), rank_order(data.rank), host, data.rank)
+
+
+def captures(traces: Iterable[TraceData]) -> dict[TrackKey, list[Capture]]:
+    """Traces grouped by track, then by capture; a range file's ranges win over an op trace's."""
+    by_stem: dict[tuple[str, str], list[TraceData]] = defaultdict(list)
+    for t in traces:
+        by_stem[(str(t.path.parent), capture_stem(t.path))].append(t)
+    tracks: dict[TrackKey, list[Capture]] = defaultdict(list)
+    for group in by_stem.values():
+        spans = [t for t in group if t.kind == "spans"]
+        detail = [t for t in group if t.kind != "spans"]
+        tracks[_key(group[0])].append(Capture(spans or group, detail))
+    return tracks
+
+
+def duplicates(tracks: dict[TrackKey, list[Capture]]) -> list[str]:
+    """A warning for each rank (of a role) that several hosts claim."""
+    hosts: dict[tuple[str, tuple[int, int], int | None], list[str]] = defaultdict(list)
+    for key in tracks:
+        hosts[(key.role, key.rank_order, key.rank)].append(key.host or "?")
+    return [
+        f"rank {rank_label(rank)} ({role}) claimed by {len(h)} hosts "
+        f"({', '.join(sorted(h))}); kept one track each"
+        for (role, _, rank), h in sorted(hosts.items(), key=lambda kv: kv[0][:2])
+        if len(h) > 1
+    ]
