@@ -70,11 +70,10 @@ class Flight(Part):
         self.ring = FlightRecorder(steps, tap.shared_buffer())
         tap.listen(self.ring.add)  # the ring itself: a step's end calls no more than that
         self._due = False  # a stage failed inside a step: dumped at the step's end
-        self._signalled = False  # dumped on a signal: the step it leaves is in that dump
-        self._pid = os.getpid()  # a forked child never dumps its parent's ring
-
-    def on_step_start(self, step: int) -> None:
+        #: Dumped on a signal while ranges were open: the handler may leave them failed, and
+        #: the dump already holds them (until none is open any more).
         self._signalled = False
+        self._pid = os.getpid()  # a forked child never dumps its parent's ring
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         if failed and not self._signalled:
@@ -82,15 +81,19 @@ class Flight(Part):
                 self._due = True  # dumped at the step's end, with the whole step
             else:
                 self.dump("error")
+        if self._signalled and not self._tap.open_count:
+            self._signalled = False
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         if (failed or self._due) and not self._signalled:
             self.dump("error")
         self._due = False
+        if self._signalled and not self._tap.open_count:
+            self._signalled = False
 
     def on_signal(self, signum: int) -> None:
         self.dump("signal")
-        self._signalled = True  # the trainer's handler may exit through the open step
+        self._signalled = self._tap.open_count > 0
 
     def dump(self, reason: str, at: int | None = None) -> Path | None:
         """Write the ring to ``<save>/flight/``; its path, or None when it could not be.

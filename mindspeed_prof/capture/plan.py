@@ -201,6 +201,21 @@ class Scheduler:
     _marked: bool = False  # an iteration was marked in the armed execution
     #: An execution of the window's stage ended without a single iteration mark.
     unmarked: bool = False
+    #: Nothing planned, queued or running: ``step_start`` and ``step_end`` would return no
+    #: action and change nothing, so the step hooks need not call them (a plain attribute, kept
+    #: by every method that changes what it reads: ``_settle``).
+    idle: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._settle()
+
+    def _settle(self) -> None:
+        self.idle = (
+            not self.plan.enabled
+            and self.active is None
+            and self.trigger is None
+            and not self.pending
+        )
 
     @property
     def busy(self) -> bool:
@@ -211,6 +226,7 @@ class Scheduler:
         """Queue ``trigger``: it starts at a step start when no capture is active and its start
         step has come (the first such in the order queued)."""
         self.pending.append(trigger)
+        self.idle = False
 
     def step_start(self, step: int) -> list[Action]:
         if self.trigger is not None:
@@ -231,6 +247,7 @@ class Scheduler:
             return []
         actions = [self._stop("trigger_end")] if self.active is not None else []
         self.trigger = None
+        self._settle()
         return actions + self.step_start(step)
 
     def _planned_step_start(self, step: int) -> list[Action]:
@@ -254,6 +271,7 @@ class Scheduler:
         if self.trigger is not None:
             if failed or step >= self._until - 1:
                 self.trigger = None  # the unplanned window ends with this step
+                self._settle()
                 return [self._stop("error" if failed else "trigger_end")] if self.active else []
             if self.active is not None and self.active.stage != ALL:
                 return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
@@ -351,10 +369,12 @@ class Scheduler:
     def close(self) -> list[Action]:
         self.trigger, self._armed, self._phase = None, None, Phase.IDLE
         self.pending.clear()
-        return [self._stop("close")] if self.active is not None else []
+        actions: list[Action] = [self._stop("close")] if self.active is not None else []
+        self._settle()
+        return actions
 
     def _start(self, capture: Capture) -> Start:
-        self.active = capture
+        self.active, self.idle = capture, False
         return Start(capture)
 
     def _stop(self, reason: StopReason) -> Stop:
@@ -362,4 +382,5 @@ class Scheduler:
         capture, self.active, self._depth = self.active, None, 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
+        self._settle()
         return Stop(capture, reason)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from time import perf_counter_ns
@@ -121,9 +121,13 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             AnomalyPart(self) if cfg.anomaly_factor else None,
             self._telemetry,
         ]
-        self.parts: list[Part] = [p for p in parts if p is not None]
-        #: The parts that take counts (``Part.on_count``): they get every count.
-        self._counting = [p for p in self.parts if type(p).on_count is not Part.on_count]
+        self.parts: list[Part] = []
+        self._step_starts: list[Callable[[int], None]] = []
+        self._step_ends: list[Callable[[int, int | None, bool], None]] = []
+        self._counting: list[Part] = []
+        for part in parts:
+            if part is not None:
+                self.add_part(part)
         if self._counting:
             self._tap.count_always()
         #: LIVE: step and stage hooks do something (a capture may start or a range is kept).
@@ -278,12 +282,23 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         """Made by this process (not inherited by a forked child)."""
         return os.getpid() == self._pid
 
+    def add_part(self, part: Part) -> None:
+        """One more part, told about every event from now on (a test's, or a plugin's)."""
+        self.parts.append(part)
+        kind = type(part)  # a step calls the live parts' own step hooks, bound, and no others
+        if part.live and kind.on_step_start is not Part.on_step_start:
+            self._step_starts.append(part.on_step_start)
+        if part.live and kind.on_step_end is not Part.on_step_end:
+            self._step_ends.append(part.on_step_end)
+        if kind.on_count is not Part.on_count:
+            self._counting.append(part)
+
     def disown(self) -> None:
         """In a forked child: off for good, its captures forgotten without writing, closing or
         dumping anything (they are its parent's). Called for every profiler at a fork."""
         if not self._go(Event.DISOWN):
             return
-        self.parts = []
+        self.parts, self._step_starts, self._step_ends, self._counting = [], [], [], []
         self._lock = HookLock()  # another thread of the parent may have held it at the fork
         self._capturer.disown()
         self._tap.disown()

@@ -4,6 +4,7 @@ every recorded step). It reads and runs the profiler's state (``Stepping``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Protocol
 
@@ -13,7 +14,6 @@ if TYPE_CHECKING:
     from mindspeed_prof.capture.capturer import Capturer
     from mindspeed_prof.capture.hooklock import HookLock
     from mindspeed_prof.capture.ondemand import OnDemand
-    from mindspeed_prof.capture.part import Part
     from mindspeed_prof.capture.plan import Action, Scheduler
     from mindspeed_prof.capture.ranges import RangeTap
 
@@ -32,7 +32,8 @@ class Stepping(Protocol):
     _tap: RangeTap
     _sched: Scheduler
     _capturer: Capturer
-    parts: list[Part]
+    _step_starts: list[Callable[[int], None]]
+    _step_ends: list[Callable[[int, int | None, bool], None]]
 
     def _apply(self, actions: list[Action]) -> None: ...
 
@@ -63,12 +64,13 @@ class StepScope:
             if tap.buffer is not None and tap.buffer.events:
                 tap.drain(prof._step)  # what was recorded since the last step end: that step's
             prof._step = step
-            for part in prof.parts:
-                if part.live:  # a part that is not needs no step or stage hook (part.py)
-                    part.on_step_start(step)
-            actions = prof._sched.step_start(step)
-            if actions:
-                prof._apply(actions)
+            for start in prof._step_starts:  # the live parts' own hooks (``add_part``)
+                start(step)
+            sched = prof._sched
+            if not sched.idle:
+                actions = sched.step_start(step)
+                if actions:
+                    prof._apply(actions)
             if prof._capturer.record is not None:
                 prof._capturer.step_started(step)
             tap.open_step(step)
@@ -84,12 +86,13 @@ class StepScope:
             tap = prof._tap
             took = tap.close_step()
             tap.drain(prof._step)
-            for part in prof.parts:
-                if part.live:
-                    part.on_step_end(step, took, failed)
-            actions = prof._sched.step_end(step, failed)
-            if actions:
-                prof._apply(actions)
+            for end in prof._step_ends:
+                end(step, took, failed)
+            sched = prof._sched
+            if not sched.idle:
+                actions = sched.step_end(step, failed)
+                if actions:
+                    prof._apply(actions)
             if prof._capturer.record is not None:  # a range file is written only then
                 try:
                     prof._capturer.flush_due()

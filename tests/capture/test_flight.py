@@ -278,3 +278,24 @@ def test_a_signal_dumps_once_though_the_trainers_handler_exits_through_the_step(
     assert sorted(dumps) == ["error", "signal"] and len(list((tmp_path / "flight").iterdir())) == 2
     assert {e["args"]["step"] for e in events(dumps["signal"])} == {1, 2}  # 3 still open
     assert {e["args"]["step"] for e in events(dumps["error"])} == {3, 4, 5}
+
+
+def test_a_signal_between_steps_does_not_hide_the_next_failure(tmp_path: Path) -> None:
+    """A signal with no range open (between steps; a trainer that takes SIGINT and goes on):
+    nothing can leave a range by it, so the next step's failure is dumped ("error"); a signal
+    inside a stage outside any step hides only that stage's failure."""
+    prof = make(tmp_path)
+    run(prof, range(1, 3))
+    prof.on_signal(signal.SIGINT)
+    with pytest.raises(RuntimeError):
+        run(prof, range(3, 5), fail_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        with prof.stage("actor_update"):
+            prof.on_signal(signal.SIGINT)
+            raise KeyboardInterrupt
+    with pytest.raises(RuntimeError):
+        run(prof, range(5, 7), fail_at=6)
+    prof.close()
+    reasons = sorted(json.loads(p.read_text())["mindspeed_prof"]["reason"]
+                     for p in (tmp_path / "flight").iterdir())
+    assert reasons == ["error", "error", "signal", "signal"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop
+from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.config.schema import STAGES, IntegratedConfig, Stage
 
 stages = st.sampled_from(STAGES)
@@ -262,3 +264,45 @@ def test_one_capture_per_step_when_asked() -> None:
         ("Start", 2), ("Stop", 2), ("Start", 3), ("Stop", 3), ("Start", 4), ("Stop", 4)]
     assert [a.reason for a in actions if isinstance(a, Stop)] == ["step_end", "step_end",
                                                                   "window_end"]
+
+
+def _quiet(sched: Scheduler) -> bool:
+    """Nothing planned, queued or running, stated from the scheduler's fields."""
+    return (not sched.plan.enabled and sched.active is None and sched.trigger is None
+            and not sched.pending)
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs(), st.booleans(), st.dictionaries(st.integers(1, 30), st.tuples(
+    st.integers(1, 3), st.sampled_from([ALL, *STAGES]), st.none() | st.integers(1, 30))))
+def test_idle_is_kept_and_an_idle_step_decides_nothing(run, planned, requests) -> None:
+    """``idle`` (what the step hooks read instead of calling ``step_start``/``step_end``)
+    equals its rule after every event, planned or not, with requests queued at any step; and
+    while it holds, a step's start and end return nothing and change nothing."""
+    plan, steps, body, fail_at = run
+    if not planned:
+        plan = CapturePlan(enabled=False)
+    sched = Scheduler(plan)
+
+    def step_hook(call, *args):
+        if sched.idle:
+            before = copy.deepcopy(sched)
+            assert call(*args) == [] and sched == before
+        else:
+            call(*args)
+        assert sched.idle == _quiet(sched)
+
+    for step in steps:
+        if step in requests:
+            n, stage, start = requests[step]
+            sched.request(Trigger("on_demand", n, stage, start=start))
+            assert sched.idle == _quiet(sched) and not sched.idle
+        step_hook(sched.step_start, step)
+        for stage, _ in body[step]:
+            sched.stage_start(stage, step)
+            assert sched.idle == _quiet(sched)
+            sched.stage_end(stage, step, failed=fail_at == step)
+            assert sched.idle == _quiet(sched)
+        step_hook(sched.step_end, step, fail_at == step)
+    sched.close()
+    assert sched.idle == (not plan.enabled)

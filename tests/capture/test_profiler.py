@@ -274,7 +274,7 @@ def test_step_end_hook_ends_a_step_that_went_well(tmp_path: Path) -> None:
     prof = make(tmp_path, mstx=True, profile_level="level_none", profile_step_start=1,
                 profile_step_end=3)
     heard = _Heard()
-    prof.parts.append(heard)
+    prof.add_part(heard)
     for step in (1, 2, 3):
         prof.on_step_start(step)
         prof.on_step_end(step)
@@ -290,7 +290,7 @@ def test_stage_end_hook_ends_the_stage_under_our_name(tmp_path: Path) -> None:
     prof = make(tmp_path, mstx=True, profile_level="level_none", stage="actor_generate",
                 profile_step_start=1, profile_step_end=2)
     heard = _Heard()
-    prof.parts.append(heard)
+    prof.add_part(heard)
     prof.on_step_start(1)
     prof.on_stage_start("rollout_generate")
     prof.on_stage_end("rollout_generate")
@@ -306,7 +306,7 @@ def test_a_signal_is_passed_to_every_part_with_its_number(tmp_path: Path) -> Non
 
     prof = make(tmp_path, mstx=True, profile_level="level_none")
     heard = _Heard()
-    prof.parts.append(heard)
+    prof.add_part(heard)
     prof.on_signal(signal.SIGTERM)
     prof.on_signal(signal.SIGINT)
     prof.close()
@@ -322,7 +322,7 @@ def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
                                                 "profile_save_path": str(blocker / "sub")}},
                                 rank=4, role="rollout")
     heard = _Heard()
-    prof.parts.append(heard)
+    prof.add_part(heard)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         train(prof, range(1, 2), stages=("actor_generate",))
@@ -341,7 +341,7 @@ def test_parts_hear_why_the_disk_budget_skipped_a_capture(tmp_path: Path) -> Non
                                  "stage": "actor_update", "max_disk_mb": 1,
                                  "profile_save_path": str(tmp_path)}, rank=0)
     heard = _Heard()
-    prof.parts.append(heard)
+    prof.add_part(heard)
     train(prof, range(1, 2), stages=("actor_update",))
     prof.close()
     assert [(r.step, r.backend, e) for r, e in heard.captured] == [
