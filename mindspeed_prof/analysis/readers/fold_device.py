@@ -1,9 +1,8 @@
 """``fold.Collector``'s device side: device ops tied to the launch calls that started them,
 and the per-step device breakdown they make.
 
-A device op counts from its launch (the runtime call with its correlation id). Launches wait
-for their ops and ops for their launch, ``PENDING`` of each at most: over that, the older half
-is dropped, and ops that then miss their launch are named in ``problems``.
+A device op counts from its launch: the runtime call with its correlation id, before or after
+it in the file.
 """
 
 from __future__ import annotations
@@ -53,43 +52,6 @@ class DeviceFold:
         #: Device ops are kept relative to the first one's start: at epoch microseconds a double
         #: holds 0.25 us steps, so an end summed there would round; relative, ``ts + dur`` is exact.
         self.origin: float | None = None
-
-    def _launched(self, corr: Corr, ts: float, call: float) -> None:
-        """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
-        (NaN otherwise)."""
-        self.launches[corr] = (ts, call)
-        self.saw_launch = True
-        if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
-            self.launches = _newer_half(self.launches)
-            self.forgot = True
-        for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
-            self.ops.set_launch(where, ts - (self.origin or 0.0), call)
-
-    def _device_op(self, ev: Event, ts: float, dur: float) -> None:
-        """A device op, one at a time (its kernel's tally is the batch's)."""
-        args = ev.args
-        name = ev.name
-        if self.origin is None:
-            self.origin = ts
-        origin = self.origin
-        ts -= origin  # exact for times near origin (Sterbenz), as a trace's are
-        if args is None:
-            self.ops.add((ev.pid, ev.tid), ts, ts + dur, name, ts)
-            return
-        corr = args.correlation
-        stream = (ev.pid, args.stream if args.stream is not None else ev.tid)
-        collective = args.collective is not None
-        launch = self.launches.get(corr) if corr is not None else None
-        if launch is not None:
-            self.ops.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1], collective)
-            return
-        where = self.ops.add(stream, ts, ts + dur, name, ts, collective=collective)
-        if corr is not None:  # its launch may come later in the file
-            self.waiting.setdefault(corr, []).append(where)
-            if len(self.waiting) > PENDING:
-                kept = _newer_half(self.waiting)
-                self.dropped += sum(len(w) for c, w in self.waiting.items() if c not in kept)
-                self.waiting = kept
 
     def add(
         self,
@@ -218,6 +180,43 @@ class DeviceFold:
                 self._device_op(events[i], float(sp.ts[i]), float(sp.dur[i]))
             else:
                 self._launched(hit[0], float(sp.ts[i]), hit[1])
+
+    def _launched(self, corr: Corr, ts: float, call: float) -> None:
+        """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
+        (NaN otherwise)."""
+        self.launches[corr] = (ts, call)
+        self.saw_launch = True
+        if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
+            self.launches = _newer_half(self.launches)
+            self.forgot = True
+        for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
+            self.ops.set_launch(where, ts - (self.origin or 0.0), call)
+
+    def _device_op(self, ev: Event, ts: float, dur: float) -> None:
+        """A device op, one at a time (its kernel's tally is the batch's)."""
+        args = ev.args
+        name = ev.name
+        if self.origin is None:
+            self.origin = ts
+        origin = self.origin
+        ts -= origin  # exact for times near origin (Sterbenz), as a trace's are
+        if args is None:
+            self.ops.add((ev.pid, ev.tid), ts, ts + dur, name, ts)
+            return
+        corr = args.correlation
+        stream = (ev.pid, args.stream if args.stream is not None else ev.tid)
+        collective = args.collective is not None
+        launch = self.launches.get(corr) if corr is not None else None
+        if launch is not None:
+            self.ops.add(stream, ts, ts + dur, name, launch[0] - origin, launch[1], collective)
+            return
+        where = self.ops.add(stream, ts, ts + dur, name, ts, collective=collective)
+        if corr is not None:  # its launch may come later in the file
+            self.waiting.setdefault(corr, []).append(where)
+            if len(self.waiting) > PENDING:
+                kept = _newer_half(self.waiting)
+                self.dropped += sum(len(w) for c, w in self.waiting.items() if c not in kept)
+                self.waiting = kept
 
     def finish(self, data: TraceData, steps: list[tuple[int, float, float]]) -> None:
         """The per-step device breakdown, and what in it is doubtful. ``steps``: (number,
