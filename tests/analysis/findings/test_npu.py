@@ -29,7 +29,7 @@ from mindspeed_prof.analysis.readers.model import (
     Tally,
     TraceData,
 )
-from mindspeed_prof.analysis.readers.npu.facts import LaunchOrder, OpGroups, TaskGroups
+from mindspeed_prof.analysis.readers.npu.facts_groups import LaunchOrder, OpGroups, TaskGroups
 from mindspeed_prof.analysis.readers.npu.folder import read_npu
 
 ROOT = Path("/captures")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import fold, host_ops
+from mindspeed_prof.analysis.readers import fold_device, host_ops
 from mindspeed_prof.analysis.readers.kineto import chrome
 from mindspeed_prof.analysis.readers.device.breakdown import merge, total
 from mindspeed_prof.analysis.readers.events import (
@@ -175,7 +175,7 @@ def test_kernels_before_their_launch_are_attributed_the_same() -> None:
 
 
 def test_launches_too_far_from_their_kernels_are_named(monkeypatch) -> None:
-    monkeypatch.setattr(fold, "PENDING", 4)
+    monkeypatch.setattr(fold_device, "PENDING", 4)
     events = _cuda_events()
     device_first = sorted(events, key=lambda e: e.get("cat") != "kernel")
     problems = _list_fold(device_first).problems
@@ -253,7 +253,7 @@ def _missed(problems: list[str]) -> int:
 def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """PENDING=4: the 5th waiting op keeps the newer half (3 of 5); 2 are dropped, named."""
-    monkeypatch.setattr(fold, "PENDING", 4)
+    monkeypatch.setattr(fold_device, "PENDING", 4)
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 5)]).problems) == 0
     assert _missed(_fold([_kernel(c, 10.0 * c) for c in range(1, 7)]).problems) == 2
     # the 7th: 5 waiting again (3, 4, 5, 6, 7 less the 2 dropped before): 2 more, 4 in all
@@ -265,7 +265,7 @@ def test_device_ops_waiting_for_their_launch_drop_the_older_half_past_the_limit(
 
 def test_launches_past_the_limit_are_forgotten_half_at_a_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fold, "PENDING", 4)
+    monkeypatch.setattr(fold_device, "PENDING", 4)
     four = [_launch(c, 10.0 * c) for c in range(1, 5)]
     assert _missed(_fold([*four, _kernel(1, 100.0)]).problems) == 0
     five = [_launch(c, 10.0 * c) for c in range(1, 6)]

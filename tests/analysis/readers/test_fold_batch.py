@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import fold
+from mindspeed_prof.analysis.readers import fold_device
 from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.fold_batch import floats, match, split
@@ -95,9 +95,9 @@ def test_shuffled_launches_and_overflow_fold_alike(seed: int, batch: int, pendin
         part = events[i:i + window]
         rng.shuffle(part)
         events[i:i + window] = part
-    old = fold.PENDING
-    fold.PENDING = pending
+    old = fold_device.PENDING
+    fold_device.PENDING = pending
     try:
         _same(_fold(events, batch), _fold(events, 1))
     finally:
-        fold.PENDING = old
+        fold_device.PENDING = old

@@ -10,7 +10,9 @@ import pytest
 
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, stream
 from mindspeed_prof.analysis.readers.events import Event
-from mindspeed_prof.analysis.readers.fold import MAX_DEPTH, MAX_DUR_US, Collector
+from mindspeed_prof.analysis.readers.fold import Collector
+from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US
+from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH
 
 
 def _op(name: str, ts: float, dur: float) -> dict[str, object]:

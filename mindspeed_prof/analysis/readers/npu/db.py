@@ -11,12 +11,8 @@ from typing import Any
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import collect
 from mindspeed_prof.analysis.readers.model import CommRow, HcclOp, TraceData, tally
-from mindspeed_prof.analysis.readers.npu.facts import (
-    api_name,
-    facts,
-    hccl_ops_from_db,
-    read_db_facts,
-)
+from mindspeed_prof.analysis.readers.npu.facts import api_name, facts
+from mindspeed_prof.analysis.readers.npu.facts_db import hccl_ops_from_db, read_db_facts
 from mindspeed_prof.analysis.readers.npu.memory import memory_summary
 from mindspeed_prof.analysis.readers.npu.tables import step_number
 from mindspeed_prof.analysis.readers.npu.text import (

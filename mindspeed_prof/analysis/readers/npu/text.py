@@ -16,7 +16,8 @@ from mindspeed_prof.analysis.readers.model import (
     tally,
 )
 from mindspeed_prof.analysis.readers.npu.busy import Task, is_comm, task
-from mindspeed_prof.analysis.readers.npu.facts import RATIOS, OpGroups, api_name, facts
+from mindspeed_prof.analysis.readers.npu.facts import RATIOS, api_name, facts
+from mindspeed_prof.analysis.readers.npu.facts_groups import OpGroups
 from mindspeed_prof.analysis.readers.npu.tables import Table, number, step_number
 from mindspeed_prof.analysis.readers.ratio import ratio
 

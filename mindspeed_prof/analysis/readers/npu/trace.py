@@ -14,13 +14,8 @@ import msgspec
 from mindspeed_prof.analysis.readers.events import Event, Id, Number
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, NpuFacts, TraceData, tally
-from mindspeed_prof.analysis.readers.npu.facts import (
-    COPY_TASKS,
-    LaunchOrder,
-    TaskGroups,
-    api_name,
-    facts,
-)
+from mindspeed_prof.analysis.readers.npu.facts import COPY_TASKS, api_name, facts
+from mindspeed_prof.analysis.readers.npu.facts_groups import LaunchOrder, TaskGroups
 from mindspeed_prof.analysis.readers.npu.text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
