@@ -135,7 +135,7 @@ def run(report: Report) -> None:
     report.add("one id-based range (range_start/range_end), capture off",
                "contextlib.nullcontext()", t_ids / t_null, 1.5,
                f"{t_ids:.0f} ns vs {t_null:.0f} ns")
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     buffer = RangeBuffer()
     mstx.add_sink(buffer)  # recording: the range buffer, as under a capture or the flight recorder

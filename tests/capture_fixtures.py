@@ -18,6 +18,7 @@ import torch
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture import ranges as _ranges
+from mindspeed_prof.capture import buffer as _buffer
 from mindspeed_prof.capture import spans as _spans
 from mindspeed_prof.config.schema import STAGES
 
@@ -47,14 +48,15 @@ def fake_clock() -> Iterator[FakeClock]:
     """The range recorder's clock (step, stage and custom ranges, range-file flushes) replaced
     by a ``FakeClock`` while the block runs; torch's own clock (op traces) is left alone."""
     clock = FakeClock()
-    enter, exit_ = _spans._Range.__enter__, _spans._Range.__exit__
+    enter, exit_ = _buffer.Range.__enter__, _buffer.Range.__exit__
     saved: list[tuple[Any, str, Any]] = [(_ranges, "perf_counter_ns", time.perf_counter_ns),
-                                         (_spans, "perf_counter_ns", time.perf_counter_ns)]
+                                         (_spans, "perf_counter_ns", time.perf_counter_ns),
+                                         (_buffer, "perf_counter_ns", time.perf_counter_ns)]
     defaults = [(f, f.__defaults__) for f in (enter, exit_)]
     try:
         for module, name, _ in saved:
             setattr(module, name, clock)
-        for f, _ in defaults:  # _Range binds the clock as a default argument
+        for f, _ in defaults:  # buffer.Range binds the clock as a default argument
             f.__defaults__ = (clock,)
         yield clock
     finally:

@@ -58,7 +58,7 @@ def test_decorator_keeps_return_and_ends_range_on_error() -> None:
 
 
 def test_each_sink_keeps_receiving_until_removed() -> None:
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     a, b = RangeBuffer(), RangeBuffer()
     mstx.add_sink(a)
@@ -94,7 +94,7 @@ def test_id_ranges_are_recorded_like_ranges_and_cross_threads() -> None:
     import threading
     import time
 
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     buf = RangeBuffer()
     mstx.add_sink(buf)
@@ -122,7 +122,7 @@ def test_id_ranges_are_recorded_like_ranges_and_cross_threads() -> None:
 def test_id_ranges_from_many_threads_are_all_recorded_once() -> None:
     import threading
 
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     buf = RangeBuffer()
     mstx.add_sink(buf)
@@ -153,7 +153,7 @@ def test_id_ranges_from_many_threads_are_all_recorded_once() -> None:
 
 
 def test_id_ranges_enter_and_exit_single_use_sinks_and_go_to_every_sink() -> None:
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     rec, buf = Recorder(), RangeBuffer()
     mstx.add_sink(rec)
@@ -168,7 +168,7 @@ def test_id_ranges_enter_and_exit_single_use_sinks_and_go_to_every_sink() -> Non
 
 
 def test_ranges_never_ended_are_forgotten_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     monkeypatch.setattr(mstx, "_OPEN_LIMIT", 3)
     mstx.add_sink(RangeBuffer())
@@ -291,7 +291,7 @@ def test_the_oldest_range_ended_by_another_thread_while_it_is_forgotten(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the limit the oldest open range is forgotten; if another thread ends it between
     finding it and dropping it, nothing fails."""
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     class Racing(dict):
         def __iter__(self) -> Any:
@@ -316,7 +316,7 @@ def test_single_use_ranges_are_made_anew_and_a_reusable_sinks_own_is_handed_out(
     import contextlib
     from collections.abc import Iterator
 
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     events: list[str] = []
 

@@ -5,7 +5,7 @@ A count is checked here: a bad name or value is dropped with one warning per nam
 raised into training. A checked count goes to the profiler's parts (``Part.on_count``) and,
 while a range recorder is on, to the range buffer with its step (None outside a step) and the
 innermost stage open on the calling thread; the range file writes it as a Chrome counter event
-(``spans.trace_body``).
+(``trace_file.trace_body``).
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ import time
 from collections import deque
 from pathlib import Path
 
+from mindspeed_prof.capture.buffer import Chunk, Event, RangeBuffer
 from mindspeed_prof.capture.naming import inside, release_stem
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import ALL
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.record import CaptureRecord
-from mindspeed_prof.capture.spans import Chunk, Event, RangeBuffer, write_trace
+from mindspeed_prof.capture.trace_file import write_trace
 from mindspeed_prof.formats import SPANS
 from mindspeed_prof.formats.header import CaptureHeader
 

@@ -18,7 +18,7 @@ from time import perf_counter_ns
 from typing import Any, ContextManager, NamedTuple, cast
 
 from mindspeed_prof import mstx
-from mindspeed_prof.capture.spans import STEP_RANGE, Event, RangeBuffer
+from mindspeed_prof.capture.buffer import STEP_RANGE, Event, RangeBuffer
 from mindspeed_prof.mstx import RangeSink
 
 __all__ = ["Listener", "OpenRange", "RangeTap"]

@@ -8,10 +8,10 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, ContextManager
 
+from mindspeed_prof.capture.buffer import ITERATION, ITERATION_RANGE
 from mindspeed_prof.capture.engine_part import EnginePart
 from mindspeed_prof.capture.engines import Engine, EngineDriver, engine_kind
 from mindspeed_prof.capture.scopes import IterationScope
-from mindspeed_prof.capture.spans import ITERATION, ITERATION_RANGE
 from mindspeed_prof.config.schema import field_key
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ class CaptureHeader(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     #: ``spans`` for a range file; absent in a Kineto trace.
     kind: str | None = None
-    #: The range file's format version (``capture.spans.FORMAT``).
+    #: The range file's format version (``capture.trace_file.FORMAT``).
     format: int | None = None
     #: The job instance's run id (``formats.run``).
     run: str | None = None

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from capture_fixtures import FullDisk
 
-from mindspeed_prof.capture.spans import RangeBuffer, SpanRecorder
+from mindspeed_prof.capture.buffer import RangeBuffer
+from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.formats.header import CaptureHeader
 
 
@@ -56,7 +57,7 @@ def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
         steps: list[list[tuple[str, Any]]], room: int) -> None:
     """Counts and ranges, flushed step by step to a disk with ``room`` bytes: the file is
     complete JSON holding the first events of the file a roomy disk gets."""
-    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture import buffer, spans
 
     folder = tmp_path_factory.mktemp("disk")
     real_open = open
@@ -71,6 +72,7 @@ def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
         with monkeypatch.context() as mp:
             mp.setattr(spans, "open", on_disk, raising=False)
             mp.setattr(spans, "perf_counter_ns", lambda: 1_000)
+            mp.setattr(buffer, "perf_counter_ns", lambda: 1_000)
             try:
                 rec = SpanRecorder(path, CaptureHeader(rank=0), buffer=buf)
             except OSError:

@@ -14,7 +14,7 @@ import pytest
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture.flight import FlightRecorder
-from mindspeed_prof.capture.spans import RangeBuffer
+from mindspeed_prof.capture.buffer import RangeBuffer
 
 
 def make(tmp_path: Path, **fields: Any) -> Profiler:

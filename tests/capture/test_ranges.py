@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.capture import ranges
 from mindspeed_prof.capture.ranges import RangeTap
-from mindspeed_prof.capture.spans import Event
+from mindspeed_prof.capture.buffer import Event
 
 NAMES = ("actor_update", "critic_update", "reward")
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_fixtures import FullDisk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from capture_fixtures import FullDisk
 
 from mindspeed_prof.capture.spans import SpanRecorder
 from mindspeed_prof.formats.header import CaptureHeader
@@ -87,90 +85,6 @@ def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:
         assert evs[0]["dur"] >= 20_000 * 0.9  # the sleep, in microseconds
 
 
-def test_range_buffer_take_keeps_an_append_made_while_it_copies() -> None:
-    """Another thread appends between take()'s copy and its delete: the event stays."""
-    from mindspeed_prof.capture.spans import RangeBuffer
-
-    class Racing(list):
-        def __getitem__(self, index):
-            got = super().__getitem__(index)
-            if isinstance(index, slice) and not raced:
-                raced.append(True)
-                self.append((0, 1, 5, 6))  # what another thread's range would do right now
-            return got
-
-    raced: list[bool] = []
-    buf = RangeBuffer()
-    buf.events = Racing()
-    with buf.range("a"):
-        pass
-    first = buf.take()
-    assert len(first) == 1 and buf.events == [(0, 1, 5, 6)]
-    assert buf.keys[first[0][0]] == ("a", "user_annotation")
-    assert buf.range("a") is buf.range("a") and buf.range("a") is not buf.range("a", "stage")
-
-
-def test_range_buffer_take_loses_nothing_a_running_thread_records() -> None:
-    import threading
-
-    from mindspeed_prof.capture.spans import RangeBuffer
-
-    buf = RangeBuffer()
-    done = threading.Event()
-    recorded = 0
-
-    def record() -> None:
-        nonlocal recorded
-        r = buf.range("worker")
-        while not done.is_set() or recorded < 20_000:
-            with r:
-                pass
-            recorded += 1
-
-    worker = threading.Thread(target=record)
-    worker.start()
-    taken: list[tuple[int, int, int, int]] = []
-    while worker.is_alive():
-        taken += buf.take()
-        done.set()
-    worker.join()
-    taken += buf.take()
-    assert len(taken) == recorded and len(set(taken)) == recorded
-
-
-def test_range_times_keep_their_leading_zeros() -> None:
-    """Nanoseconds are written as microseconds with three decimals: 1,005 ns is 1.005 us."""
-    from mindspeed_prof.capture.spans import RangeBuffer, trace_body
-
-    buf = RangeBuffer()
-    buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
-    key, mark = buf.key("r"), buf.key("m", "mark")
-    lines = trace_body([(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999),
-                             (mark, 9, 4_000_007, -1)])], buf, pid=1)
-    events = [json.loads(line) for line in lines]
-    assert [(e.get("ts"), e.get("dur")) for e in events] == [
-        (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
-    assert [(e["ph"], e["pid"], e["tid"], e["name"]) for e in events] == [
-        ("X", 1, 9, "r"), ("X", 1, 8, "r"), ("i", 1, 9, "m")]
-    assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
-    assert [e["args"] for e in events] == [{"step": 3}] * 3
-
-
-def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
-    """``mark(name)`` records ``(key of (name, "mark"), thread, now, -1)``: -1, no end."""
-    import threading
-
-    from mindspeed_prof.capture import spans
-    from mindspeed_prof.capture.spans import RangeBuffer
-
-    monkeypatch.setattr(spans, "perf_counter_ns", lambda: 1_234)
-    buf = RangeBuffer()
-    buf.key("before")  # key 0: the mark's key is 1
-    buf.mark("m")
-    assert buf.events == [(1, threading.get_native_id(), 1_234, -1)]
-    assert buf.keys[1] == ("m", "mark")
-
-
 def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None:
     """The recorder's ``mark``, ``range``, ``range_start`` and ``range_end`` go to its buffer
     with the name and category given (``user_annotation`` by default); an id range ends as
@@ -192,55 +106,6 @@ def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None
     assert "dur" not in instant
     assert plain_event["ts"] <= staged_event["ts"]
     assert staged_event["ts"] + staged_event["dur"] <= plain_event["ts"] + plain_event["dur"]
-
-
-def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() -> None:
-    """Only -1 marks an instant: a range ending at 0 ns is a range of 0 us; a 2 ms range is
-    2000 us."""
-    from mindspeed_prof.capture.spans import RangeBuffer, trace_body
-
-    buf = RangeBuffer()
-    buf.wall0_ns = buf.perf0_ns
-    key = buf.key("r")
-    assert buf.keys[key] == ("r", "user_annotation")
-    lines = trace_body([(None, [(key, 1, 0, 0), (key, 1, 1_000_000, 3_000_000)])], buf, pid=1)
-    assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
-        ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
-    assert '"dur": 2000.000' in lines[1]
-
-
-def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
-        tmp_path: Path, monkeypatch) -> None:
-    """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
-    (what ``doctor`` knows as a leftover when the process died before the rename), and a write
-    or rename that fails leaves nothing."""
-    import os
-    from types import SimpleNamespace
-
-    from mindspeed_prof.capture import spans
-    from mindspeed_prof.capture.spans import RangeBuffer, write_trace
-
-    buf = RangeBuffer()
-    path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, CaptureHeader(rank=3))
-    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, CaptureHeader())  # the folder exists
-    data = json.loads(path.read_text())
-    assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (
-        1, "ms", [])
-    meta = data["mindspeed_prof"]
-    assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
-
-    renamed: list[tuple[str, str]] = []
-
-    def no_rename(src: str, dst: str) -> None:
-        renamed.append((Path(src).name, Path(dst).name))
-        assert Path(src).read_bytes().endswith(b'"closed": true}\n')  # whole before the rename
-        raise OSError("failed at the rename")
-
-    monkeypatch.setattr(spans, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
-    with pytest.raises(OSError, match="at the rename"):
-        write_trace(tmp_path / "v.json", [], buf, CaptureHeader())
-    assert renamed == [("v.json.tmp", "v.json")]
-    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
 
 
 def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) -> None:
@@ -270,7 +135,7 @@ def _record(path: Path, steps: list[list[str]], size: int | None,
     """Record ``steps`` (each a list of range names) to ``path`` on a disk of ``size`` bytes
     (None: no limit), flushing at each step's end and closing; the errors raised."""
     from mindspeed_prof.capture import spans
-    from mindspeed_prof.capture.spans import RangeBuffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
 
     real_open = open
 

@@ -1,0 +1,155 @@
+"""A range file's text: the header, every recorded event as one JSON line, and the whole file
+written at once (``write_trace``: aside, then renamed into place; a failed write leaves nothing).
+The tail a range file ends with tells an open file (``TAIL``) from a closed one (``CLOSED``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from mindspeed_prof.capture.buffer import (
+    ITERATION,
+    ITERATION_RANGE,
+    STEP_RANGE,
+    Chunk,
+    Count,
+    RangeBuffer,
+)
+from mindspeed_prof.formats.header import KIND_SPANS, CaptureHeader, Clock, header_dict
+
+__all__ = ["CLOSED", "FORMAT", "TAIL", "named", "trace_body", "trace_header", "write_trace"]
+
+TAIL = b"\n]}\n"
+#: The end a range file gets when its recorder closes it: a file still ending in ``TAIL`` was
+#: never closed (its process was killed, or is still writing). Files of format 2 and later.
+CLOSED = b'\n], "closed": true}\n'
+FORMAT = 2
+#: A range's and an instant mark's line: phase, pid, tid, "cat"/"name", start (and length) in
+#: microseconds with three decimals, and the rest (the step).
+_RANGE = '{"ph": "%s", "pid": %d, "tid": %d%s, "ts": %d.%03d, "dur": %d.%03d%s'
+_MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %d.%03d%s'
+#: A count's line (a Chrome counter event): its args are the value(s), its step and stage.
+_COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %d.%03d, "args": {"value%s": %s%s}}'
+_PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category: "X"
+
+
+def trace_body(
+    chunks: Iterable[Chunk],
+    buffer: RangeBuffer,
+    pid: int,
+    labels: dict[int, tuple[str, ...]] | None = None,
+) -> list[str]:
+    """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
+
+    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls."""
+    labels = {} if labels is None else labels
+    keys, offset = buffer.keys, buffer.wall0_ns - buffer.perf0_ns
+    out = []
+    for step, events in chunks:
+        tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
+        for key, tid, t0, t1 in events:
+            label = labels.get(key)
+            if label is None:
+                name, cat = keys[key]
+                label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
+                if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
+                    label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
+                elif cat == ITERATION and name.startswith(ITERATION_RANGE):
+                    label = labels[key] = (
+                        label[0],
+                        f'{label[1]}"{ITERATION}"',
+                        name[len(ITERATION_RANGE) :],
+                    )
+                else:
+                    label = labels[key] = (label[0], label[1] + json.dumps(name))
+            ts = t0 + offset
+            if type(t1) is not int:  # a count: its own step, not the chunk's
+                out.append(_count_line(pid, tid, label[1], ts, t1))
+            elif t1 >= 0:
+                dur = t1 - t0
+                out.append(
+                    _RANGE
+                    % (
+                        label[0],
+                        pid,
+                        tid,
+                        label[1],
+                        ts // 1000,
+                        ts % 1000,
+                        dur // 1000,
+                        dur % 1000,
+                        _iteration_tail(step, label[2]) if len(label) > 2 else tail,
+                    )
+                )
+            else:
+                out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
+    return out
+
+
+def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
+    """A count as a Chrome counter event: ``"value"`` (or ``"values"``), step and stage."""
+    value, step, stage = count
+    more = "" if step is None else f', "step": {step}'
+    if stage is not None:
+        more += f', "stage": {json.dumps(stage)}'
+    return _COUNT % (
+        pid,
+        tid,
+        label,
+        ts // 1000,
+        ts % 1000,
+        "s" if isinstance(value, list) else "",
+        json.dumps(value),
+        more,
+    )
+
+
+def _iteration_tail(step: int | None, iteration: str) -> str:
+    at = "" if step is None else f'"step": {step}, '
+    return f', "args": {{{at}"iteration": {iteration}}}}}'
+
+
+def trace_header(metadata: CaptureHeader, buffer: RangeBuffer) -> bytes:
+    # ts are written on the wall clock: the (wall clock, trace clock) pair at the start is equal
+    clock = Clock(wall_ns=buffer.wall0_ns, trace_ns=buffer.wall0_ns)
+    block = msgspec.structs.replace(metadata, kind=KIND_SPANS, format=FORMAT, clock=clock)
+    head = {
+        "schemaVersion": 1,
+        "displayTimeUnit": "ms",
+        "distributedInfo": {"rank": 0 if metadata.rank is None else metadata.rank},
+        "mindspeed_prof": header_dict(block),
+    }
+    return json.dumps(head)[:-1].encode() + b', "traceEvents": ['
+
+
+def named(err: OSError, path: Path) -> OSError:
+    """``err`` naming ``path`` (a write's error names no file)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return OSError(err.errno, err.strerror, str(path))
+
+
+def write_trace(
+    path: Path, chunks: Iterable[Chunk], buffer: RangeBuffer, metadata: CaptureHeader
+) -> Path:
+    """Write ``chunks`` as one complete range file: written aside, then renamed into place; a
+    write that fails (a full disk) leaves nothing behind."""
+    body = ",\n".join(trace_body(chunks, buffer, os.getpid()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(
+                trace_header(metadata, buffer) + ("\n" + body if body else "").encode() + CLOSED
+            )
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise named(err, path) from err
+        raise
+    return path

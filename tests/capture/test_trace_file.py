@@ -1,0 +1,80 @@
+"""A range file's text and the whole-file write: times, edges and the write aside."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mindspeed_prof.formats.header import CaptureHeader
+
+
+def test_range_times_keep_their_leading_zeros() -> None:
+    """Nanoseconds are written as microseconds with three decimals: 1,005 ns is 1.005 us."""
+    from mindspeed_prof.capture.buffer import RangeBuffer
+    from mindspeed_prof.capture.trace_file import trace_body
+
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
+    key, mark = buf.key("r"), buf.key("m", "mark")
+    lines = trace_body([(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999),
+                             (mark, 9, 4_000_007, -1)])], buf, pid=1)
+    events = [json.loads(line) for line in lines]
+    assert [(e.get("ts"), e.get("dur")) for e in events] == [
+        (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
+    assert [(e["ph"], e["pid"], e["tid"], e["name"]) for e in events] == [
+        ("X", 1, 9, "r"), ("X", 1, 8, "r"), ("i", 1, 9, "m")]
+    assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
+    assert [e["args"] for e in events] == [{"step": 3}] * 3
+
+
+def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() -> None:
+    """Only -1 marks an instant: a range ending at 0 ns is a range of 0 us; a 2 ms range is
+    2000 us."""
+    from mindspeed_prof.capture.buffer import RangeBuffer
+    from mindspeed_prof.capture.trace_file import trace_body
+
+    buf = RangeBuffer()
+    buf.wall0_ns = buf.perf0_ns
+    key = buf.key("r")
+    assert buf.keys[key] == ("r", "user_annotation")
+    lines = trace_body([(None, [(key, 1, 0, 0), (key, 1, 1_000_000, 3_000_000)])], buf, pid=1)
+    assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
+        ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
+    assert '"dur": 2000.000' in lines[1]
+
+
+def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
+        tmp_path: Path, monkeypatch) -> None:
+    """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
+    (what ``doctor`` knows as a leftover when the process died before the rename), and a write
+    or rename that fails leaves nothing."""
+    from types import SimpleNamespace
+
+    from mindspeed_prof.capture import trace_file
+    from mindspeed_prof.capture.buffer import RangeBuffer
+    from mindspeed_prof.capture.trace_file import write_trace
+
+    buf = RangeBuffer()
+    path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, CaptureHeader(rank=3))
+    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, CaptureHeader())  # the folder exists
+    data = json.loads(path.read_text())
+    assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (
+        1, "ms", [])
+    meta = data["mindspeed_prof"]
+    assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
+
+    renamed: list[tuple[str, str]] = []
+
+    def no_rename(src: str, dst: str) -> None:
+        renamed.append((Path(src).name, Path(dst).name))
+        assert Path(src).read_bytes().endswith(b'"closed": true}\n')  # whole before the rename
+        raise OSError("failed at the rename")
+
+    monkeypatch.setattr(trace_file, "os", SimpleNamespace(getpid=os.getpid, replace=no_rename))
+    with pytest.raises(OSError, match="at the rename"):
+        write_trace(tmp_path / "v.json", [], buf, CaptureHeader())
+    assert renamed == [("v.json.tmp", "v.json")]
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
