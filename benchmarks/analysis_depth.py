@@ -3,11 +3,12 @@
 The trace is ``mindspeed_prof.testing.kineto.cuda_trace``: about 100k events (20 steps of the six
 stages; kernels on three streams, NCCL overlapping compute, copies, launches with correlation
 ids). Three figures, each from whole processes (medians over repeats, each a first analysis:
-the cache entry deleted before; peak RSS as the launcher sees it): the full ``tables_json(analyse(path))`` against decoding the same file with msgspec alone
-(what any analysis pays: reported); against ``analyse`` with the stage tables only (the same read,
-fewer tables: what the new tables cost; reported); and against HTA's ``get_temporal_breakdown``
-on the same trace (the same device question; goals 0.2x time, 0.5x memory). The device figures
-agree with HTA's exactly on this trace (``tests/analysis/test_device.py`` checks 1%).
+the cache entry deleted before; peak RSS as the launcher sees it): the full
+``tables_json(analyse(path))`` against decoding the same file with msgspec alone (what any
+analysis pays: reported); against ``analyse`` with the stage tables only (the same read, fewer
+tables: what the new tables cost; reported); and against HTA's ``get_temporal_breakdown`` on the
+same trace (the same device question; goals 0.2x time, 0.5x memory). The device figures agree
+with HTA's exactly on this trace (``tests/analysis/readers/device/test_breakdown.py`` checks 1%).
 """
 
 from __future__ import annotations

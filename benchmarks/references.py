@@ -7,8 +7,8 @@ torch_npu sets: ``mindspeed-prof analyse SET --json`` against ``msprof-analyze c
 text and db exports, the 4-rank qwen3 set and the GPT-3 set with its folders renamed
 ``*_ascend_pt`` (as published, msprof-analyze finds no ranks in it). CUDA sets: against a
 process that imports HTA and runs ``TraceAnalysis(SET, include_last_profiler_step=True)
-.get_temporal_breakdown()`` (the figures compared in ``tests/analysis/test_device.py``), on the
-multi-step Kineto traces HTA loads. Ours answers more from the same run (every section of
+.get_temporal_breakdown()`` (the figures compared in
+``tests/analysis/readers/device/test_breakdown.py``), on the multi-step Kineto traces HTA loads. Ours answers more from the same run (every section of
 ``--json``: stages, steps, device split, communication, top kernels, memory...); msprof-analyze
 gives the step split and communication, HTA the device split.
 

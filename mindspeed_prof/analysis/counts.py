@@ -216,7 +216,7 @@ def model_facts(
     """The model facts: the user's (``--flops-per-token``, ``--peak-tflops``) where given,
     else the captures' headers (their ``mindspeed_prof.model`` block); headers that disagree
     give none, with a problem line. A peak no flag or header gives is the device's where every
-    trace that names one names the same device of ``readers.device_peak``'s table."""
+    trace that names one names the same device of ``readers.kineto.device_peak``'s table."""
     traces = list(traces)
     given = {"flops_per_token": flops_per_token, "peak_tflops": peak_tflops}
     seen: dict[str, set[float]] = {"flops_per_token": set(), "peak_tflops": set()}
