@@ -37,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers for the fixtures' kinds; under xdist (``--dist loadgroup``) a file's tests run
     in one worker, so a module fixture (a reference tool's runs) is set up once, and every test

@@ -21,3 +21,24 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_demo_command_runs_the_demo() -> None:
     assert readme_command("demo-command").endswith("mindspeed-prof demo")
+
+
+def test_under_xdist_a_files_tests_run_in_one_worker() -> None:
+    """The README's ``-n 2 --dist loadgroup`` keeps each file's tests (and every Ray test) on
+    one worker, so a module fixture (a reference tool's runs, the Ray cluster) is set up once:
+    conftest marks the groups and this pytest and xdist honour them."""
+    import subprocess
+    import sys
+
+    files = ["tests/capture/test_naming.py", "tests/capture/test_lifecycle.py"]
+    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "-n", "2", "--dist",
+                           "loadgroup", "-v", "-p", "no:cacheprovider"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    workers: dict[str, set[str]] = {}
+    for line in proc.stdout.splitlines():
+        if " PASSED " in line and line.startswith("[gw"):
+            worker, test = line.split("]", 1)[0], line.split(" PASSED ", 1)[1]
+            workers.setdefault(test.split("::", 1)[0], set()).add(worker)
+    assert set(workers) == set(files)
+    assert all(len(w) == 1 for w in workers.values()), workers
