@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "AicMetrics",
@@ -24,14 +24,19 @@ __all__ = [
     "ROLES",
     "ROLE_ALIASES",
     "SECTIONS",
+    "PHASES",
     "STAGES",
     "TELEMETRY_SINKS",
+    "TRANSITIONS",
+    "WEIGHT_SYNC_PARTS",
+    "Phase",
     "STAGE_ALIASES",
     "Section",
     "Stage",
     "canonical_role",
     "canonical_stage",
     "field_key",
+    "phase_of",
     "stage_names",
     "to_sections",
 ]
@@ -69,6 +74,46 @@ STAGES: tuple[str, ...] = (
     "actor_update",
     "critic_update",
 )
+
+#: What an RL step does between generation and training, in the words RL frameworks use
+#: (verl, slime, NeMo-RL, OpenRLHF): a colocated engine sleeps (frees its memory) and wakes,
+#: models are offloaded and onloaded, weights are resharded and synced to the inference engine.
+TRANSITIONS: tuple[str, ...] = (
+    "weight_sync",
+    "reshard",
+    "offload",
+    "onload",
+    "engine_sleep",
+    "engine_wake",
+)
+
+#: The parts of ``weight_sync``, as ranges inside it, in the order they run.
+WEIGHT_SYNC_PARTS: tuple[str, ...] = (
+    "pause_generation",
+    "gather",
+    "transfer",
+    "load_weights",
+    "cache_reset",
+)
+
+#: The three parts of an RL step: generation (rollout), training (log-probs, values, updates)
+#: and the transitions between them.
+Phase: TypeAlias = Literal["generation", "training", "transition"]
+PHASES: tuple[Phase, ...] = ("generation", "training", "transition")
+
+
+def phase_of(stage: str) -> Phase | None:
+    """The part of the RL step ``stage`` (ours, or verl's name for one) belongs to; None for a
+    name that is none of the known stages."""
+    name = STAGE_ALIASES.get(stage, stage)
+    if name == "actor_generate":
+        return "generation"
+    if name in TRANSITIONS:
+        return "transition"
+    if name in STAGES or name in ("train_batch", "forward_backward"):
+        return "training"
+    return None  # reward scoring, embeddings, names of the user's own
+
 
 #: Where ``telemetry`` may send each step's figures: ``metrics`` (``prof.metrics()`` only),
 #: ``ray`` (Ray's metrics API), ``tensorboard`` (event files under the save root).
