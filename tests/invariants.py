@@ -231,19 +231,21 @@ def _close(a: float, b: float, what: str) -> None:
 
 
 def _step_times(doc: dict[str, Any]) -> tuple[dict[int, float], set[Any]]:
+    """Per step, the step the job lived: its slowest rank's (the per-step table's totals, else
+    the step on the device)."""
     per: dict[int, list[float]] = defaultdict(list)
     ranks = set()
     for r in doc["per_step"]:
         if r.get("total") is not None and not r["warmup"]:
             per[r["step"]].append(r["total"])
-            ranks.add(r["rank"])
+            ranks.add((r["rank"], r["source"]))
     if not per:  # no step ranges: the step on the device
         for r in doc["device"]:
             ms = r["step_ms"] if r.get("step_ms") is not None else r.get("span_ms")
             if r["stage"] is None and r["step"] is not None and ms and not r["warmup"]:
                 per[r["step"]].append(ms)
-                ranks.add(r["rank"])
-    return {s: statistics.median(v) for s, v in per.items()}, ranks
+                ranks.add((r["rank"], r["source"]))
+    return {s: max(v) for s, v in per.items()}, ranks
 
 
 def verdict_reads_rows(doc: dict[str, Any]) -> None:
@@ -262,8 +264,8 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
         assert (s["steps"], s["ranks"]) == (len(ms), len(ranks)), (
             f"verdict_reads_rows: step counts {s['steps']} steps on {s['ranks']} ranks; rows "
             f"hold {len(ms)} steps on {len(ranks)} ranks")
-    # slowest.share is the median over ranks of each rank's own share of its steps (its
-    # runs merged, cut to the step): never over 100% (``shares``), not ms / median step
+    # slowest.share is of the step the job lived, its time on its slowest rank: never over
+    # 100% (``shares``), not ms / median step
     rows = device_rows(doc)
     d = v["device"]
     if not rows:
@@ -288,34 +290,36 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
             f"verdict_reads_rows: device.ranks {d['ranks']}")
         assert d["steps"] == len({r["step"] for r in rows if r["step"] is not None}), (
             f"verdict_reads_rows: device.steps {d['steps']}")
-    g = v.get("straggler")
-    if g is not None:
+    for key in ("straggler", "one_off"):
+        g = v.get(key)
+        if g is None:
+            continue
         kind = g["kind"]
         if kind in ("stage", "range"):
             name = "stragglers" if kind == "stage" else "range_stragglers"
             table = doc[name]
             said = {**{k: x for k, x in g.items() if k not in ("kind", "name")}, kind: g["name"]}
             assert said in table, (
-                f"verdict_reads_rows: the verdict's straggler {said} is not a row of {name}")
+                f"verdict_reads_rows: the verdict's {key} {said} is not a row of {name}")
+            mine = [r for r in table if (r[kind], r["rank"], r["source"]) == (
+                g["name"], g["rank"], g["source"])]
+            assert g["excess_ms"] == max(r["excess_ms"] for r in mine), (
+                f"verdict_reads_rows: {g} is not the worst of its rows in {name}")
             b = v.get("behind")
-            if b is not None:  # behind in most steps: its worst step, its count of them
-                mine = [r for r in table if (r[kind], r["rank"], r["source"]) == (
-                    b["name"], b["rank"], b["source"])]
-                assert b["worst"] == g and b["behind"] == len(mine), (
+            if key == "straggler":  # named: its worst step, its count of them
+                assert b is not None and b["worst"] == g and b["behind"] == len(mine), (
                     f"verdict_reads_rows: behind {b} against {len(mine)} rows of {name}")
-                assert g["excess_ms"] == max(r["excess_ms"] for r in mine), (
-                    f"verdict_reads_rows: {g} is not the worst of its rows in {name}")
-            else:  # a one-off: the largest
-                top = max(table, key=lambda r: (r["excess_ms"], r["ratio"]))
-                assert said == top, (
-                    f"verdict_reads_rows: the one-off {said} is not the largest in {name}: {top}")
+                assert b["consistent"] and b["lag_ms"] > 0, f"verdict_reads_rows: {b}"
+            else:  # a one-off: none named
+                assert b is None, f"verdict_reads_rows: a one-off beside a straggler: {b}"
         else:  # device compute time: the row of that rank and step
             (row,) = [r for r in rows if (r["rank"], r["source"], r["step"]) == (
                 g["rank"], g["source"], g["step"])]
             _close(g["ms"], row["compute_ms"], "verdict_reads_rows: straggler.ms")
-    else:
-        assert not doc["stragglers"] and not doc["range_stragglers"], (
-            "verdict_reads_rows: stragglers listed but none in the verdict")
+    if v.get("straggler") is None and v.get("one_off") is None:
+        assert not doc["stragglers"], (
+            "verdict_reads_rows: stage stragglers listed but neither a straggler nor a one-off "
+            "in the verdict")
 
 
 # -- the findings against the verdict -----------------------------------------------------------

@@ -1,14 +1,15 @@
 """The next capture: the seed's best practice (a light capture to find the slow stage, then a
-stage-scoped capture of that stage, then only the ranks that matter) as commands to run.
+stage-scoped capture of that stage, then only the ranks that matter) as commands to run, for
+the verdict's first cause (``judgement.causes``: the finding that costs the most per step), or,
+where no cause clears the noise, for the stage where the time goes.
 
 From a light capture (whole steps at ``level_none`` or ``level0``, or ranges only): the
-stage-scoped capture that explains the slowest stage (the straggler's stage where there is
-one), on the straggler rank, at ``level1`` (device time per kernel and collective), as the
-job's own command line with the new overrides (from the manifest the Hydra job wrote: its
-command, launch dir and overrides), and, while the job runs, as a ``mindspeed-prof capture``
-request to it. From a capture that already holds the device's detail: the kernel or operator
-to look at and the ``timeline`` command that shows it on the straggler rank, in the step it
-was slow.
+stage-scoped capture of the cause's stage (the slowest stage's without a cause), on the
+cause's rank, at ``level1`` (device time per kernel and collective), as the job's own command
+line with the new overrides (from the manifest the Hydra job wrote: its command, launch dir
+and overrides), and, while the job runs, as a ``mindspeed-prof capture`` request to it. From a
+capture that already holds the device's detail: the kernel or operator to look at and the
+``timeline`` command that shows it on the cause's rank, in the step it was slowest.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ import shlex
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from mindspeed_prof.analysis.judgement.causes import Cause
+from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.readers.classify import classifier
-from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share, Straggler
+from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.jsonio import read_json
 
@@ -32,11 +35,13 @@ __all__ = [
     "DETAILED",
     "GROUP",
     "NextStep",
+    "Target",
     "alive",
     "job_manifest",
     "merged_overrides",
     "next_steps",
     "relaunch_line",
+    "target",
 ]
 
 #: The preset group a relaunch override selects (``profiler`` is only an alias, and not where
@@ -70,36 +75,54 @@ def _detailed(result: Analysis) -> bool:
     return bool(_levels(result) & set(DETAILED)) or any(t.kernels for t in result.traces)
 
 
-def _target(
-    g: Straggler | None, slowest: Share | None
-) -> tuple[str | None, int | None, int | None]:
-    """(stage, rank, step) the next capture should look at."""
-    if g is not None and g.kind == "stage":
-        return g.name, g.rank, g.step
+class Target(NamedTuple):
+    """What the next capture looks at: the ``stage`` (None: every stage), ``rank`` (None:
+    every rank), the ``step`` it was slowest in, and ``why`` in words."""
+
+    stage: str | None
+    rank: int | None
+    step: int | None
+    why: str
+
+
+def target(cause: Cause | None, behind: Lag | None, slowest: Share | None) -> Target:
+    """What to look at next: the first cause's stage, rank and step; a straggler at a range
+    or in device compute takes the slowest stage for its stage; without a cause, the slowest
+    stage on every rank."""
     stage = slowest.name if slowest and slowest.kind == "stage" else None
-    if g is not None:
-        return stage, g.rank, g.step
-    return stage, None, None  # no rank behind the others: every rank
+    if cause is not None:
+        if cause.rule == "ranks.straggler" and behind is not None:
+            if behind.kind == "stage":
+                return Target(behind.name, behind.rank, behind.worst.step, "")
+            return Target(stage, behind.rank, behind.worst.step, "")
+        return Target(cause.stage or stage, cause.rank, cause.step, cause.title)
+    return Target(stage, None, None, "")
 
 
 def next_steps(
     result: Analysis,
-    straggler: Straggler | None,
+    cause: Cause | None,
+    behind: Lag | None,
     slowest: Share | None,
     device: DeviceVerdict | None,
 ) -> list[NextStep]:
     """What to run next, most useful first (empty where the captures say nothing to act on):
-    from the verdict's straggler, slowest stage and device bound."""
-    stage, rank, step = _target(straggler, slowest)
+    for the verdict's first cause, else the slowest stage, and the device bound."""
+    stage, rank, step, _ = target(cause, behind, slowest)
     root = shlex.quote(str(result.root))
     if not _detailed(result):
         if stage is None or stage not in STAGES:
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
         live_ranks = f" --ranks {rank}" if rank is not None else ""
+        lead = (
+            f"{_cause_text(cause, stage)}"
+            if cause is not None
+            else f"{stage} is where the time goes"
+        )
         why = (
-            f"{stage} is where the time goes; a stage-scoped (level1) capture of it on "
-            f"{who} shows its device time per kernel and collective"
+            f"{lead}; a stage-scoped (level1) capture of {stage} on {who} shows its device "
+            "time per kernel and collective"
         )
         new = [
             f"{GROUP}=stage_scoped",
@@ -152,6 +175,23 @@ def next_steps(
             command=f"mindspeed-prof timeline {root} -o timeline.json --detail {detail}{steps}",
         )
     ]
+
+
+def _cause_text(cause: Cause, stage: str) -> str:
+    """The first cause in a few words: what it costs, and where."""
+    words = {
+        "ranks.straggler": "a rank behind the others",
+        "rl.growing_stage": f"{stage} grows with the step",
+        "rl.dropped": "generation on samples dropped",
+        "rl.zero_variance": "generation on groups with zero reward variance",
+        "rl.truncated": "generation on truncated responses",
+        "rl.long_tail": "generation waiting for its longest responses",
+        "rl.generation_tail": "generation waiting for its slowest rank",
+        "rl.uncovered": "time no stage covers",
+    }
+    what = words.get(cause.rule, cause.rule)
+    at = f" at {stage}" if cause.rule == "ranks.straggler" else ""
+    return f"the first cause, {what}{at}, costs {cause.cost_ms:,.1f} ms per step"
 
 
 def _focus(result: Analysis, bound: str) -> str | None:

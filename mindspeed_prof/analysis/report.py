@@ -18,6 +18,9 @@ import msgspec
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
+from mindspeed_prof.analysis.judgement.growth import Growth
+from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.ledger import Ledger
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis
@@ -34,11 +37,11 @@ from mindspeed_prof.analysis.rows import (
     RuntimeRow,
     StageRow,
     StepRow,
+    StepTime,
     Straggler,
     StragglerKind,
     to_json,
 )
-from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow
 from mindspeed_prof.analysis.verdict import Verdict, verdict
 from mindspeed_prof.jsonio import JsonableObject
@@ -167,6 +170,18 @@ class _Once(Analysis):
 
     def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         return self._once("stragglers", lambda: super(_Once, self).stragglers(kind), kind)
+
+    def counted_device(self) -> list[DeviceRow]:
+        return self._once("counted_device", super().counted_device)
+
+    def step_time(self) -> StepTime | None:
+        return self._once("step_time", super().step_time)
+
+    def lags(self) -> list[Lag]:
+        return self._once("lags", super().lags)
+
+    def growths(self) -> list[Growth]:
+        return self._once("growths", super().growths)
 
     def range_table(self) -> list[RangeRow]:
         return self._once("range_table", super().range_table)
@@ -331,7 +346,7 @@ def report(result: Analysis, settings: Settings | None = None) -> Report:
     return Report(
         result=once,
         settings=settings,
-        verdict=verdict(once),
+        verdict=verdict(once, findings),
         findings=findings,
         rule_notes=rule_notes,
         tables=tables,

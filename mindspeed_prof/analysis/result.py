@@ -11,6 +11,10 @@ from typing import TypedDict
 import msgspec
 
 from mindspeed_prof.analysis.counts import CounterRow, Model, counter_rows, model_facts
+from mindspeed_prof.analysis.judgement import judge
+from mindspeed_prof.analysis.judgement.growth import Growth
+from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.ledger import Ledger, ledger
 from mindspeed_prof.analysis.ranges import (
     no_op_rows,
@@ -34,11 +38,12 @@ from mindspeed_prof.analysis.rows import (
     RuntimeRow,
     StageRow,
     StepRow,
+    StepTime,
     Straggler,
     StragglerKind,
 )
 from mindspeed_prof.analysis.runs import RunInfo
-from mindspeed_prof.analysis.stragglers import DEFAULT_NOISE_MS, find_stragglers
+from mindspeed_prof.analysis.stragglers import find_stragglers
 from mindspeed_prof.analysis.throughput import (
     StageThroughput,
     ThroughputRow,
@@ -196,6 +201,23 @@ class Analysis:
         of the other ranks by ``margin`` and the noise floor (``stragglers``); warmup steps
         left out unless ``include_warmup``."""
         return find_stragglers(self.counted(), kind, self.margin, self.noise_ms)
+
+    def counted_device(self) -> list[DeviceRow]:
+        """``device`` less warmup steps, unless ``include_warmup`` (as ``counted``)."""
+        return [r for r in self.device() if self.include_warmup or not r.warmup]
+
+    def step_time(self) -> StepTime | None:
+        """The step as the job lived it: each its slowest rank's (``judgement.gating``)."""
+        return judge.step_time(self.counted(), self.counted_device())
+
+    def lags(self) -> list[Lag]:
+        """Every rank behind the others at a stage, a range or in device compute, judged
+        against the noise of its row (``judgement.lag``)."""
+        return judge.rank_lags(self.counted(), self.counted_device(), self.margin, self.noise_ms)
+
+    def growths(self) -> list[Growth]:
+        """Every stage's trend over the steps on each rank, judged (``judgement.growth``)."""
+        return judge.stage_growths(self.counted(), self.counted_device(), self.noise_ms)
 
     def range_table(self) -> list[RangeRow]:
         """Custom ranges per name and rank (``ranges.range_rows``)."""

@@ -291,8 +291,12 @@ DevicePer = Literal["step", "capture"]
 
 
 class StepTime(Row, kw_only=True):
-    """``median_ms`` of the steps (each step: the median over ranks), the fastest and slowest
-    step, ``spread`` ((max - min) / median), ``steps`` and ``ranks`` counted."""
+    """The step as the job lived it: each step takes its slowest rank's time (every rank waits
+    for it). ``median_ms`` of those steps, the fastest and slowest of them, ``spread`` ((max -
+    min) / median), ``steps`` and ``ranks`` counted; beside it, over ranks: ``fastest_ms``
+    (the median over steps of the fastest rank's step), ``rank_spread`` (the median over steps
+    of (slowest - fastest) / slowest), and ``gated_by`` (with ``gated_source``), the rank that
+    was slowest in ``gated`` of the steps, the most (None, 0: one rank)."""
 
     median_ms: float
     min_ms: float
@@ -300,19 +304,29 @@ class StepTime(Row, kw_only=True):
     spread: float
     steps: int
     ranks: int
+    fastest_ms: float | None = None
+    rank_spread: float | None = None
+    gated_by: int | None = None
+    gated_source: str = ""
+    gated: int = 0
 
 
 class Share(Row, kw_only=True):
-    """A stage (``kind`` ``stage``) or custom range (``range``): ``ms`` per step (its time per
-    step, the median over ranks of the mean over steps), ``share`` of the step (None: no step
-    ranges), ``rank`` the rank where it takes longest (None: one rank, or none longer than
-    the others by the noise floor)."""
+    """Where the time goes: a stage (``kind`` ``stage``; its time in a step) or, where no stage
+    was recorded, a custom range (``range``; its self time in a step, the ranges nested in it
+    left out). ``ms``: the median over steps of its time on its slowest rank in that step;
+    ``share``: the median over steps of that against the step the job lived (its slowest
+    rank's; None: no step ranges); ``others_ms``: the same for the other ranks' median (None:
+    one rank); ``rank``: the rank named behind the others there (``judgement.lag``; None:
+    none is); ``within``: for a range, the range it mostly ran in (None: none)."""
 
     kind: StageOrRange
     name: str
     ms: float
     share: float | None
     rank: int | None
+    others_ms: float | None = None
+    within: str | None = None
 
 
 class Classified(Row, kw_only=True):

@@ -1,16 +1,21 @@
-"""The verdict: what ``analyse`` says first, each part a pure function of an ``Analysis``.
+"""The verdict: what ``analyse`` says first, each part a pure function of an ``Analysis`` and
+its findings.
 
-- ``step_time``: the step's length (median over steps of the median over ranks) and spread;
-- ``slowest``: the stage (or, where no stage was recorded, the custom range) that takes the
-  most of a step, and its share (of each rank's own step, its runs merged: never over 100%);
-- ``straggler``: the rank furthest behind the other ranks (``stragglers``: against the median
-  of the others, above the noise floor), named only when it is behind consistently
-  (``stragglers.behind``); else the largest one-off (``one_off``). ``steps``: how many steps the
-  verdict rests on (under three, it says so);
-- ``device``: what bounds the device (compute, exposed communication, exposed copies, idle) with
-  each part's share of the step on the device, from the rows ``device_scope`` counts (captures
-  with steps and without are never averaged together), and the time the classification rules
-  beyond HTA's gave (DeepEP, NVSHMEM, the user's ``--comm-kernels``...);
+- ``step_time``: the step as the job lived it: each step its slowest rank's (every rank waits
+  for it), the median over steps, the spread over steps and over ranks, the rank that gated
+  most steps (``judgement.gating``);
+- ``slowest``: the stage (or, where no stage was recorded, the custom range by its self time,
+  with the range it ran in) that takes the most of a step on its slowest rank, and its share
+  of the step the job lived (never over 100%);
+- ``straggler``: the rank named behind the others (``judgement.lag``: a consistent lag that
+  clears the row's noise), or, where none is, the largest one-off; ``steps``: how many steps
+  the verdict rests on (under three, it says so);
+- ``causes``: the findings that cost time, ranked by the milliseconds per step each costs
+  (``judgement.causes``); Next acts on the first;
+- ``device``: what bounds the device (compute, exposed communication, exposed copies, idle)
+  with each part's share of the step on the device, from the rows ``device_scope`` counts
+  (captures with steps and without are never averaged together), and the time the
+  classification rules beyond HTA's gave (DeepEP, NVSHMEM, the user's ``--comm-kernels``...);
 - ``worlds``: where captures record their job's world size, how many of its ranks they hold;
 - ``memory``: the highest peak against the device's capacity where a capture records it;
 - ``throughput``: tokens/s per rank of each stage that counts tokens (``prof.count``), the
@@ -22,17 +27,18 @@ Warmup steps are left out (``Analysis.counted``) of every figure.
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
+from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.judgement.causes import Cause, causes
+from mindspeed_prof.analysis.judgement.cells import who_order
+from mindspeed_prof.analysis.judgement.lag import Lag, is_wait
+from mindspeed_prof.analysis.judgement.where import slowest
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
-from mindspeed_prof.analysis.readers.device.breakdown import merge
-from mindspeed_prof.analysis.readers.intervals import covered, length
 from mindspeed_prof.analysis.readers.labels import rank_order
-from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
@@ -41,12 +47,10 @@ from mindspeed_prof.analysis.rows import (
     MemoryVerdict,
     Row,
     Share,
-    StageOrRange,
     StepTime,
     Straggler,
     World,
 )
-from mindspeed_prof.analysis.stragglers import Behind, behind, noise_floor, step_times
 from mindspeed_prof.analysis.throughput import StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered, triggered
 
@@ -61,12 +65,11 @@ __all__ = [
     "StepTime",
     "Verdict",
     "bound_of",
-    "compute_behind",
     "device",
     "memory",
+    "named",
     "rests_on",
     "slowest",
-    "step_time",
     "straggler",
     "verdict",
 ]
@@ -77,13 +80,15 @@ class Verdict(Row, kw_only=True):
 
     step: StepTime | None = None
     slowest: Share | None = None
-    #: The consistent straggler's worst step, and how consistently it is behind.
+    #: The rank named behind the others: its worst step, and its lag over the steps.
     straggler: Straggler | None = None
-    behind: Behind | None = None
-    #: No consistent straggler: the largest one-off (a rank behind in a step or few).
+    behind: Lag | None = None
+    #: No rank named: the largest one-off (a rank behind in a step or few).
     one_off: Straggler | None = None
     #: The steps the verdict rests on (counted: warmup left out).
     steps: int = 0
+    #: The findings that cost time, most per step first (``judgement.causes``).
+    causes: list[Cause] = []
     device: DeviceVerdict | None = None
     memory: MemoryVerdict | None = None
     triggered: list[Triggered] = []
@@ -93,161 +98,43 @@ class Verdict(Row, kw_only=True):
     #: Per stage with tokens or samples counted: tokens/s per rank, its spread, MFU
     #: (``throughput``).
     throughput: list[StageThroughput] = []
-    #: What to run next (``next_capture``).
+    #: What to run next (``next_capture``): for the first cause, else the slowest stage.
     next: list[NextStep] = []
 
 
-def _device_steps(result: Analysis) -> tuple[dict[int, float], set[int | None]]:
-    """Per step, the median over ranks of the step on the device (torch_npu's Stage column,
-    else the device window), for captures without step ranges; and the ranks counted."""
-    per: dict[int, list[float]] = defaultdict(list)
-    ranks = set()
-    for r in result.device():
-        ms = r.step_ms if r.step_ms is not None else r.span_ms
-        if (
-            r.stage is None
-            and r.step is not None
-            and ms
-            and (result.include_warmup or not r.warmup)
-        ):
-            per[r.step].append(ms)
-            ranks.add(r.rank)
-    return {step: statistics.median(v) for step, v in per.items()}, ranks
-
-
-def step_time(result: Analysis) -> StepTime | None:
-    """The step's length and spread over the counted steps: from step ranges, else from the
-    device's steps (None: neither)."""
-    per_step = step_times(result.counted())
-    ranks = {r.rank for r in result.counted() if r.kind == "step"}
-    if not per_step:
-        per_step, ranks = _device_steps(result)
-    if not per_step:
+def named(lags: Sequence[Lag]) -> Lag | None:
+    """The rank the verdict names: of the consistent lags, the largest, a rank that computes
+    before one that waits in a collective (with two ranks, the one that arrives last makes
+    the other wait as long as it computed), stages before ranges before device compute."""
+    order = {"stage": 0, "range": 1, "device": 2}
+    found = [g for g in lags if g.consistent]
+    if not found:
         return None
-    ms = list(per_step.values())
-    median = statistics.median(ms)
-    return StepTime(
-        median_ms=median,
-        min_ms=min(ms),
-        max_ms=max(ms),
-        spread=ratio(max(ms) - min(ms), median, 0.0),
-        steps=len(ms),
-        ranks=len(ranks),
+    return min(
+        found,
+        key=lambda g: (is_wait(g.name), -round(g.lag_ms, 6), order[g.kind], who_order(g.who)),
     )
 
 
-def slowest(result: Analysis, step: StepTime | None) -> Share | None:
-    """The stage taking the most of a step; where no stage was recorded (a light capture of
-    custom ranges), the custom range taking the most. A name's time in a step is the union of
-    its runs (two threads at once count once), cut to the rank's own step where that was
-    recorded: its share of that step is never over 100%."""
-    ranges = [r for r in result.counted() if r.step is not None]
-    # times relative to each step's first start: at epoch microseconds ``ts + dur`` rounds
-    first: dict[tuple[int | None, str, int | None], float] = {}
-    for r in ranges:
-        key = (r.rank, r.source, r.step)
-        first[key] = min(first.get(key, r.ts), r.ts)
-    boxes: dict[tuple[int | None, str, int | None], tuple[float, float]] = {}
-    for r in ranges:
-        if r.kind == "step":
-            key = (r.rank, r.source, r.step)
-            lo = r.ts - first[key]
-            a, b = boxes.get(key, (lo, lo + r.dur))
-            boxes[key] = (min(a, lo), max(b, lo + r.dur))
-    kinds: tuple[StageOrRange, ...] = ("stage", "range")
-    for kind in kinds:
-        spans: dict[tuple[str, int | None, str, int | None], list[tuple[float, float]]] = (
-            defaultdict(list)
-        )
-        for r in ranges:
-            if r.kind == kind:
-                lo = r.ts - first[(r.rank, r.source, r.step)]
-                spans[(r.name, r.rank, r.source, r.step)].append((lo, lo + r.dur))
-        if not spans:
-            continue
-        per: dict[tuple[str, int | None, str], list[tuple[float, float | None]]] = defaultdict(list)
-        for (name, rank, source, n), intervals in spans.items():
-            merged, box = merge(intervals), boxes.get((rank, source, n))
-            if box is None:
-                per[(name, rank, source)].append((length(merged) / 1000.0, None))
-            else:
-                ms = covered(merged, *box) / 1000.0
-                per[(name, rank, source)].append(
-                    (ms, ms * 1000.0 / (box[1] - box[0]) if box[1] > box[0] else None)
-                )
-        names: dict[str, list[tuple[float, float | None, int | None]]] = defaultdict(list)
-        for (name, rank, _), runs in per.items():
-            shares = [x for _, x in runs if x is not None]
-            names[name].append(
-                (
-                    statistics.fmean(ms for ms, _ in runs),
-                    statistics.fmean(shares) if shares else None,
-                    rank,
-                )
-            )
-        name, rows = max(
-            names.items(), key=lambda kv: (statistics.median(ms for ms, _, _ in kv[1]), kv[0])
-        )
-        ms = statistics.median(m for m, _, _ in rows)
-        top, _, longest = max(rows, key=lambda r: r[0])
-        if len(rows) < 2 or top - min(m for m, _, _ in rows) < noise_floor(
-            result.noise_ms, step.median_ms if step else None
-        ):
-            longest = None  # no rank stands out
-        shares = [x for _, x, _ in rows if x is not None]
-        return Share(
-            kind=kind,
-            name=name,
-            ms=ms,
-            rank=longest,
-            share=statistics.median(shares) if shares else None,
-        )
-    return None
-
-
-def straggler(result: Analysis) -> tuple[Behind | None, Straggler | None]:
-    """The rank furthest behind the others, consistently (``stragglers.behind``), at a stage,
-    else at a custom range, else (captures without ranges, torch_npu's) in device compute time
-    per step: the rank that computes longest is the one the others wait for in their
-    collectives. Without one: (None, the largest one-off, stages first)."""
-    counted = result.counted()
-    found = [
-        behind(counted, "stage", result.margin, result.noise_ms),
-        behind(counted, "range", result.margin, result.noise_ms),
-        compute_behind(result),
+def straggler(lags: Sequence[Lag], margin: float) -> tuple[Lag | None, Straggler | None]:
+    """(The rank named behind the others, None) or, where none is, (None, the largest
+    one-off: a rank's step over the floor and ``margin`` behind the others', stages first)."""
+    lag = named(lags)
+    if lag is not None:
+        return lag, None
+    order = {"stage": 0, "range": 1, "device": 2}
+    offs = [
+        g.worst
+        for g in lags
+        if g.behind > 0 and g.worst.ms > g.worst.median_ms * (1 + margin) and not is_wait(g.name)
     ]
-    for rows in found:
-        if rows and rows[0].consistent:
-            return rows[0], None
-    for rows in found:
-        if rows:
-            return None, max((b.worst for b in rows), key=lambda g: (g.excess_ms, g.ratio))
-    return None, None
-
-
-def compute_behind(result: Analysis) -> list[Behind]:
-    """Ranks whose device compute time in a step exceeds the other ranks' median by the
-    margin and the noise floor (``kind`` ``device``, ``name`` ``compute``), and how
-    consistently (``stragglers.behind``)."""
-    steps, _ = _device_steps(result)
-    fake = [
-        Range(
-            rank=r.rank,
-            kind="device",
-            name="compute",
-            step=r.step,
-            ts=0.0,
-            dur=r.compute_ms * 1000.0,
-            source=r.source,
-        )
-        for r in result.device()
-        if r.stage is None and r.step is not None and (result.include_warmup or not r.warmup)
-    ]
-    fake += [
-        Range(rank=None, kind="step", name="step", step=step, ts=0.0, dur=ms * 1000.0)
-        for step, ms in steps.items()
-    ]  # the step length, for the noise floor's share
-    return behind(fake, "device", result.margin, result.noise_ms)
+    if not offs:
+        return None, None
+    kind = min(order[w.kind] for w in offs)
+    return None, max(
+        (w for w in offs if order[w.kind] == kind),
+        key=lambda w: (w.excess_ms, w.ratio, -rank_order(w.rank)[1]),
+    )
 
 
 def rests_on(result: Analysis, step: StepTime | None) -> int:
@@ -314,17 +201,19 @@ def memory(result: Analysis) -> MemoryVerdict | None:
     return best
 
 
-def verdict(result: Analysis) -> Verdict:
-    """Every part of the verdict of ``result``."""
-    step = step_time(result)
-    lag, one_off = straggler(result)
+def verdict(result: Analysis, findings: Sequence[Finding] = ()) -> Verdict:
+    """Every part of the verdict of ``result``, its causes from ``findings``."""
+    step = result.step_time()
+    lags = result.lags()
+    lag, one_off = straggler(lags, result.margin)
     out = Verdict(
         step=step,
-        slowest=slowest(result, step),
+        slowest=slowest(result.counted(), lags),
         straggler=lag.worst if lag else None,
         behind=lag,
         one_off=one_off,
         steps=rests_on(result, step),
+        causes=causes(findings, step.median_ms if step else None),
         device=device(result),
         memory=memory(result),
         triggered=triggered(result),
@@ -332,5 +221,7 @@ def verdict(result: Analysis) -> Verdict:
         worlds=worlds(result.traces),
         throughput=result.throughput_stages(),
     )
-    out.next = next_steps(result, out.straggler, out.slowest, out.device)
+    out.next = next_steps(
+        result, out.causes[0] if out.causes else None, lag, out.slowest, out.device
+    )
     return out

@@ -4,11 +4,10 @@ every rank and a page fault do not move."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["MAD_SD", "median_polish", "normal_sf", "robust_sd"]
+__all__ = ["MAD_SD", "median_polish", "robust_sd"]
 
 #: The MAD times this estimates the standard deviation of normal noise.
 MAD_SD = 1.4826
@@ -21,11 +20,6 @@ def robust_sd(values: Sequence[float], center: float | None = None) -> float:
         return 0.0
     mid = statistics.median(values) if center is None else center
     return MAD_SD * statistics.median(abs(v - mid) for v in values)
-
-
-def normal_sf(z: float) -> float:
-    """P(Z > z) for a standard normal Z."""
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
 def median_polish(

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import NamedTuple
 
-from mindspeed_prof.stats.robust import normal_sf, robust_sd
+from mindspeed_prof.stats.distributions import normal_sf
+from mindspeed_prof.stats.robust import robust_sd
 
 __all__ = ["EXACT_MOST", "MOST_POINTS", "Trend", "blocks", "mann_kendall", "theil_sen", "trend"]
 

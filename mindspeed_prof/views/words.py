@@ -5,14 +5,26 @@ from __future__ import annotations
 
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
+from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
-from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
+from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Share, StepTime, Straggler, World
 from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered
 from mindspeed_prof.analysis.verdict import Verdict
 
-__all__ = ["LINE_STAGES", "no_device_text", "throughput_line", "verdict_lines"]
+__all__ = [
+    "CAUSE_WORDS",
+    "LINE_CAUSES",
+    "LINE_STAGES",
+    "causes_text",
+    "ms_text",
+    "no_device_text",
+    "slowest_text",
+    "step_text",
+    "throughput_line",
+    "verdict_lines",
+]
 
 #: The stages the verdict's throughput line names, at most (generation, then the update
 #: stages).
@@ -40,22 +52,9 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
     text view and the report say the same)."""
     out = []
     if v.step:
-        s = v.step
-        on = f"on {s.ranks} rank{'s' * (s.ranks != 1)}"
-        out.append(
-            (
-                "step",
-                f"{s.median_ms:,.1f} ms (1 step {on})"
-                if s.steps == 1
-                else f"{s.median_ms:,.1f} ms (median of {s.steps} steps {on}; "
-                f"{s.min_ms:,.1f}-{s.max_ms:,.1f} ms, spread {s.spread:.0%})",
-            )
-        )
+        out.append(("step", step_text(v.step)))
     if v.slowest:
-        w = v.slowest
-        share = f" ({w.share:.0%} of the step)" if w.share is not None else ""
-        where = f", longest on rank {rank_label(w.rank)}" if w.rank is not None else ""
-        out.append(("slowest", f"{w.kind} {w.name}: {w.ms:,.1f} ms per step{share}{where}"))
+        out.append(("slowest", slowest_text(v.slowest)))
     rests = (
         f"; the verdict rests on {v.steps} step{'s' * (v.steps != 1)}" if 0 < v.steps < 3 else ""
     )
@@ -64,9 +63,9 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
         out.append(
             (
                 "straggler",
-                f"rank {rank_label(g.rank, g.source)} at {g.kind} {g.name}: "
-                f"behind in {b.behind} of {b.compared} step{'s' * (b.compared != 1)}, "
-                f"{b.mean_excess_ms:+,.1f} ms a step on average; worst, step {g.step}: "
+                f"rank {rank_label(g.rank, g.source)} at {_at(g.kind, g.name)}: "
+                f"{b.lag_ms:+,.1f} ms a step (median of {b.compared} steps, behind in "
+                f"{b.behind}; noise {b.noise_ms:,.1f} ms); worst, step {g.step}: "
                 f"{_against(g)}{rests}",
             )
         )
@@ -76,7 +75,7 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
             (
                 "straggler",
                 f"no consistent straggler (largest one-off: rank "
-                f"{rank_label(g.rank, g.source)} at {g.kind} {g.name}, step {g.step}: "
+                f"{rank_label(g.rank, g.source)} at {_at(g.kind, g.name)}, step {g.step}: "
                 f"{_against(g)}){rests}",
             )
         )
@@ -84,6 +83,8 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
         out.append(
             ("straggler", f"none (no rank behind the others by more than the noise floor){rests}")
         )
+    if v.causes:
+        out.append(("causes", causes_text(v.causes)))
     out += _device_lines(v.device, v.worlds)
     if line := throughput_line(v.throughput):
         out.append(("throughput", line))
@@ -157,6 +158,83 @@ def _device_lines(d: DeviceVerdict | None, held: list[World]) -> list[tuple[str,
     if held:
         out.append(("ranks", worlds_text(held)))
     return out
+
+
+#: The causes line names at most this many.
+LINE_CAUSES = 3
+#: A cause in a few words, per rule (others: the rule's name).
+CAUSE_WORDS = {
+    "ranks.straggler": "a rank behind",
+    "rl.growing_stage": "a stage growing",
+    "rl.dropped": "samples dropped",
+    "rl.zero_variance": "zero-variance groups",
+    "rl.truncated": "truncated responses",
+    "rl.long_tail": "long tail of responses",
+    "rl.generation_tail": "generation waiting",
+    "rl.uncovered": "time no stage covers",
+    "rl.role_imbalance": "a role behind",
+    "cuda.idle_time": "device idle",
+    "cuda.launch_overhead": "launch overhead",
+    "cuda.exposed_comm": "exposed communication",
+    "host.no_op": "host time outside operators",
+}
+
+
+def ms_text(ms: float) -> str:
+    """A time at the precision that shows it: ms below a second (never ``0.00 s``), else s."""
+    if abs(ms) >= 1000.0:
+        return f"{ms / 1000.0:,.2f} s"
+    return f"{ms:,.1f} ms" if abs(ms) >= 0.1 else f"{ms:,.3f} ms"
+
+
+def step_text(s: StepTime) -> str:
+    """The step line: the step the job lived (its slowest rank's), over steps and ranks."""
+    if s.ranks < 2:
+        on = "1 rank"
+        ranks = ""
+    else:
+        on = f"{s.ranks} ranks, each step its slowest rank's"
+        gated = f"{s.gated} of {s.steps}" if s.steps > 1 else "it"
+        ranks = (
+            f"; rank {rank_label(s.gated_by, s.gated_source)} slowest in {gated}, the fastest "
+            f"rank's step {s.fastest_ms or 0.0:,.1f} ms"
+        )
+    if s.steps == 1:
+        return f"{s.median_ms:,.1f} ms (1 step on {on}){ranks}"
+    return (
+        f"{s.median_ms:,.1f} ms (median of {s.steps} steps on {on}; "
+        f"{s.min_ms:,.1f}-{s.max_ms:,.1f} ms, spread {s.spread:.0%}){ranks}"
+    )
+
+
+def slowest_text(w: Share) -> str:
+    """The slowest line: the stage (or range, by self time) on its slowest rank, its share of
+    the step the job lived, the other ranks beside it."""
+    own = " self time" if w.kind == "range" else ""
+    on = " on its slowest rank" if w.others_ms is not None else ""
+    share = f" ({w.share:.0%} of the step)" if w.share is not None else ""
+    others = f"; {w.others_ms:,.1f} ms on the other ranks" if w.others_ms is not None else ""
+    behind = f", rank {rank_label(w.rank)} behind" if w.rank is not None else ""
+    inside = f", inside range {w.within}" if w.within else ""
+    return f"{w.kind} {w.name}: {w.ms:,.1f} ms{own} per step{on}{share}{others}{behind}{inside}"
+
+
+def causes_text(causes: list[Cause]) -> str:
+    """The causes line: the first ``LINE_CAUSES`` causes, most costly first, each its cost per
+    step and share of the step."""
+    parts = []
+    for c in causes[:LINE_CAUSES]:
+        where = f" at {c.stage}" if c.stage and c.rule == "ranks.straggler" else ""
+        who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
+        share = f", {c.share:.0%} of the step" if c.share is not None else ""
+        words = CAUSE_WORDS.get(c.rule, c.rule)
+        parts.append(f"{words}{where}{who} {ms_text(c.cost_ms)} per step{share}")
+    more = len(causes) - LINE_CAUSES
+    return "; ".join(parts) + (f"; {more} more in the findings" if more > 0 else "")
+
+
+def _at(kind: str, name: str) -> str:
+    return "device compute" if kind == "device" else f"{kind} {name}"
 
 
 def _against(g: Straggler) -> str:

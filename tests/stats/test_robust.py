@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindspeed_prof.stats.robust import median_polish, normal_sf, robust_sd
+from mindspeed_prof.stats.robust import median_polish, robust_sd
 
 
 def test_robust_sd_is_the_standard_deviation_of_normal_noise_and_ignores_an_outlier() -> None:
@@ -15,11 +15,6 @@ def test_robust_sd_is_the_standard_deviation_of_normal_noise_and_ignores_an_outl
     assert math.isclose(robust_sd([-0.6745, 0.0, 0.6745]), 1.0, rel_tol=1e-3)
     assert robust_sd([1.0, 1.0, 1.0, 1000.0]) == 0.0
     assert robust_sd([3.0]) == 0.0
-
-
-def test_normal_sf() -> None:
-    assert math.isclose(normal_sf(0.0), 0.5)
-    assert math.isclose(normal_sf(1.959964), 0.025, rel_tol=1e-5)
 
 
 @given(

@@ -1,18 +1,24 @@
 """Findings: one line each with its numbers, the detail and where they came from, and what
-to do about it. One module per family of rules (``npu``: what Ascend's msprof-analyze advisor
-checks; ``cuda``: HTA-style device questions; ``rl``: RL post-training loops; ``rl_ledger``:
-the RL ledger's waste and long tail, from counters; ``host``: the host's side of a stage);
-each rule is a function of an ``Analysis`` that returns its findings (none where it has
-nothing to say).
+to do about it. One module per family of rules (``ranks``: a rank the others wait for, the one
+rule that says so; ``npu``: what Ascend's msprof-analyze advisor checks; ``cuda``: HTA-style
+device questions; ``rl``: RL post-training loops; ``rl_ledger``: the RL ledger's waste and long
+tail, from counters; ``host``: the host's side of a stage); each rule is a function of an
+``Analysis`` that returns its findings (none where it has nothing to say).
 
-``find`` runs every rule: a rule that fails is left out with one note, never the analysis.
+``find`` runs every rule: a rule that fails is left out with one note, never the analysis. A
+finding's severity is the share of the step it costs (``judgement.causes``), where it says
+what it costs per step; the findings come most costly first, those without a cost by their
+severity among them: the order the verdict's causes and Next read.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from mindspeed_prof.analysis.findings.finding import SEVERITIES, Finding, Rule
+from mindspeed_prof.analysis.judgement.causes import severity_of
 from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:
@@ -23,9 +29,9 @@ __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
 def rules() -> list[Rule]:
     """Every rule, in the order they run."""
-    from mindspeed_prof.analysis.findings import cuda, host, npu, rl, rl_ledger
+    from mindspeed_prof.analysis.findings import cuda, host, npu, ranks, rl, rl_ledger
 
-    return [*npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
+    return [*ranks.RULES, *npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
 
 
 def find(result: Analysis) -> tuple[list[Finding], list[str]]:
@@ -39,6 +45,15 @@ def find(result: Analysis) -> tuple[list[Finding], list[str]]:
         except Exception as err:  # a rule's bug must not cost the rest of the report
             family = rule.__module__.split("findings.", 1)[-1].split(".", 1)[0]  # npu.ops: npu
             notes.append(f"finding rule {family}.{rule.__name__} failed: {one_line(err)}")
+    step = result.step_time()
+    found = [
+        msgspec.structs.replace(
+            f, severity=severity_of(f.impact_ms, step.median_ms if step else None, f.severity)
+        )
+        if f.impact_ms
+        else f
+        for f in found
+    ]
     found.sort(
         key=lambda f: (
             SEVERITIES.index(f.severity) if f.severity in SEVERITIES else len(SEVERITIES),

@@ -21,8 +21,10 @@ SEVERITIES: tuple[Severity, ...] = ("high", "medium", "low")
 class Finding(Row, kw_only=True):
     """``rule`` (its module and name, ``npu.byte_alignment``), ``title`` (one line with the
     numbers), ``detail`` (the evidence, a few lines), ``suggestion`` (what to do), ``severity``
-    (one of ``SEVERITIES``), ``impact_ms`` (the time at stake per step where it can be said),
-    ``source`` (the files or tables the numbers came from), ``ranks`` it was seen on."""
+    (one of ``SEVERITIES``; from the share of the step ``impact_ms`` is, where both are
+    known), ``impact_ms`` (what it costs per step, where it can be said: findings are ranked
+    by it), ``source`` (the files or tables the numbers came from), ``ranks`` it was seen on,
+    and where it is: the ``stage`` and ``step`` (None where it is not one)."""
 
     rule: str
     title: str
@@ -32,6 +34,8 @@ class Finding(Row, kw_only=True):
     impact_ms: float | None = None
     source: str = ""
     ranks: list[int | None] = []
+    stage: str | None = None
+    step: int | None = None
 
 
 Rule = Callable[["Analysis"], list[Finding]]

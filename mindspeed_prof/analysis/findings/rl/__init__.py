@@ -4,13 +4,14 @@ metadata).
 
 - ``uncovered``: time in a step that no stage covers (weight sync, resharding, data
   dispatch): the step's length less the union of its stages, per rank;
-- ``growing_stage``: one stage's share of the step growing over the steps (a least-squares
-  trend);
+- ``growing_stage``: one stage's own time growing over the steps (``judgement.growth``);
 - ``role_imbalance``: one role's stage time per step far above the other roles' (actor,
   reference, critic... on workers of their own);
-- ``generation_tail``: the generation stage waiting for its slowest rank, step after step.
+- ``generation_tail``: the generation stage waiting for its slowest rank, a different rank
+  from step to step (one rank slow in most steps is ``ranks.straggler``'s).
 
-A difference is noise under ``stragglers.noise_floor`` (``--noise-ms``, or 1% of the step).
+A difference is noise under ``judgement.noise.noise_floor`` (``--noise-ms``, or 1% of the
+step).
 Warmup steps are left out unless ``include_warmup`` (``Analysis.counted``). One module per
 rule; ``steps`` what they read, ``report`` how their findings read.
 """
@@ -20,20 +21,12 @@ from __future__ import annotations
 from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.findings.rl.coverage import uncovered
 from mindspeed_prof.analysis.findings.rl.generation import SAME_RANK, generation_tail
-from mindspeed_prof.analysis.findings.rl.growth import (
-    GROWTH_REL,
-    MIN_R2,
-    MIN_STEPS,
-    growing_stage,
-)
+from mindspeed_prof.analysis.findings.rl.growth import growing_stage
 from mindspeed_prof.analysis.findings.rl.roles import ROLE_MARGIN, role_imbalance
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
 
 __all__ = [
     "GENERATE",
-    "GROWTH_REL",
-    "MIN_R2",
-    "MIN_STEPS",
     "ROLE_MARGIN",
     "RULES",
     "SAME_RANK",

@@ -59,6 +59,8 @@ def finding(
     impact_ms: float,
     what: str = "step and stage ranges",
     ranks: list[Who] | None = None,
+    stage: str | None = None,
+    step: int | None = None,
 ) -> Finding:
     """An RL finding: severity from ``share`` of the step, the files of the captures of
     ``held`` (``what`` was read of them), the ranks of ``ranks`` (``held`` unless given)."""
@@ -72,4 +74,6 @@ def finding(
         impact_ms=impact_ms,
         source=files_text(result, [t for w in held for t in traces.get(w, [])], what),
         ranks=sorted({w[0] for w in (held if ranks is None else ranks)}, key=rank_order),
+        stage=stage,
+        step=step,
     )

@@ -1,0 +1,63 @@
+"""One ranked list of causes: every finding that costs time, by the milliseconds per step it
+costs. The verdict's ``cause`` line, Next and the findings list all read this order, so they
+never name different things first.
+
+A cause is a finding with a cost (``impact_ms``) that is at least ``medium``: a finding that
+costs under ``MEDIUM_SHARE`` of the step is still listed among the findings, but the verdict
+does not act on it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mindspeed_prof.analysis.findings.finding import Finding, Severity
+from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.rows import Row
+
+__all__ = ["HIGH_SHARE", "MEDIUM_SHARE", "Cause", "causes", "severity_of"]
+
+#: Shares of the step (the job lived it: its slowest rank's) at which a cost is medium, high.
+MEDIUM_SHARE, HIGH_SHARE = 0.05, 0.25
+
+
+class Cause(Row, kw_only=True):
+    """A finding that costs time: its ``rule`` and ``title``, ``cost_ms`` per step and its
+    ``share`` of the step (None: no step ranges), its ``severity``, and where it is:
+    ``stage``, ``rank``, ``step`` (each None where it is not one)."""
+
+    rule: str
+    title: str
+    cost_ms: float
+    share: float | None
+    severity: Severity
+    stage: str | None = None
+    rank: int | None = None
+    step: int | None = None
+
+
+def severity_of(cost_ms: float, step_ms: float | None, otherwise: Severity) -> Severity:
+    """A cost's severity from its share of the step (``otherwise`` where the step is not
+    known)."""
+    if not step_ms:
+        return otherwise
+    share = cost_ms / step_ms
+    return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
+
+
+def causes(findings: Sequence[Finding], step_ms: float | None) -> list[Cause]:
+    """The findings that cost time and are at least medium, in the findings' order (by cost:
+    ``findings.find``)."""
+    return [
+        Cause(
+            rule=f.rule,
+            title=f.title,
+            cost_ms=f.impact_ms,
+            share=ratio(f.impact_ms, step_ms, None) if step_ms else None,
+            severity=f.severity,
+            stage=f.stage,
+            rank=f.ranks[0] if len(f.ranks) == 1 else None,
+            step=f.step,
+        )
+        for f in findings
+        if f.impact_ms is not None and f.impact_ms > 0 and f.severity != "low"
+    ]

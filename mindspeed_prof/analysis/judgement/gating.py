@@ -1,0 +1,61 @@
+"""A step's time is the time of the rank that gates it: in synchronous RL every rank waits for
+the slowest before the next step, so the step the job lived is the longest of its ranks'. The
+spread over ranks stands beside it (the fastest rank's step), with the rank that gated most
+steps."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
+from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.rows import StepTime
+
+__all__ = ["gate", "gated", "step_time"]
+
+
+def gated(cells: Cells) -> dict[int, tuple[float, Who]]:
+    """Per step: the longest rank's milliseconds and that rank (ties: the lowest rank)."""
+    out = {}
+    for step, by in cells.items():
+        if by:
+            who = max(by, key=lambda w: (by[w], [-x for x in who_order(w)[0]], who_order(w)[1]))
+            out[step] = (by[who], who)
+    return out
+
+
+def gate(cells: Cells) -> dict[int, float]:
+    """Per step, the gating rank's milliseconds (``gated`` without the rank)."""
+    return {step: ms for step, (ms, _) in gated(cells).items()}
+
+
+def step_time(cells: Cells) -> StepTime | None:
+    """The step's time over the steps of ``cells`` (a step's milliseconds per rank): the
+    median gated step, the fastest and slowest gated step, their spread, the fastest rank's
+    step beside it and the rank that gated most steps; None without steps."""
+    gates = gated(cells)
+    if not gates:
+        return None
+    ms = [g for g, _ in gates.values()]
+    median = statistics.median(ms)
+    fastest = [min(cells[s].values()) for s in gates]
+    whos = {w for by in cells.values() for w in by}
+    count = Counter(w for _, w in gates.values())
+    top = min(count, key=lambda w: (-count[w], who_order(w)))
+    many = len(whos) > 1
+    return StepTime(
+        median_ms=median,
+        min_ms=min(ms),
+        max_ms=max(ms),
+        spread=ratio(max(ms) - min(ms), median, 0.0),
+        steps=len(ms),
+        ranks=len(whos),
+        fastest_ms=statistics.median(fastest) if many else None,
+        rank_spread=(
+            statistics.median(ratio(g - f, g, 0.0) for g, f in zip(ms, fastest)) if many else None
+        ),
+        gated_by=top[0] if many else None,
+        gated_source=top[1] if many else "",
+        gated=count[top] if many else 0,
+    )

@@ -1,0 +1,84 @@
+"""The judgements of one analysis, from its counted ranges and device rows: the step as the job
+lived it, every rank's lag at every row, every stage's trend. ``Analysis`` exposes each once
+(``step_time``, ``lags``, ``growths``); the verdict, the findings and Next read those."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+
+from mindspeed_prof.analysis.judgement.cells import Cells, per_step
+from mindspeed_prof.analysis.judgement.gating import gate
+from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
+from mindspeed_prof.analysis.judgement.growth import Growth, growths
+from mindspeed_prof.analysis.judgement.lag import Lag, lags
+from mindspeed_prof.analysis.readers.model import DeviceRow, Range
+from mindspeed_prof.analysis.rows import StepTime, StragglerKind
+
+__all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms", "step_time"]
+
+
+def step_cells(counted: Iterable[Range]) -> Cells:
+    """Each rank's steps from its step ranges (as the per-step table adds them up)."""
+    out: Cells = defaultdict(lambda: defaultdict(float))
+    for cells in per_step(counted, "step").values():
+        for step, by in cells.items():
+            for who, ms in by.items():
+                out[step][who] += ms
+    return out
+
+
+def device_steps(device: Iterable[DeviceRow]) -> Cells:
+    """Each rank's steps on the device (torch_npu's Stage column, else the device window), from
+    the counted device rows of whole steps."""
+    out: Cells = defaultdict(dict)
+    for r in device:
+        ms = r.step_ms if r.step_ms is not None else r.span_ms
+        if r.stage is None and r.step is not None and ms:
+            out[r.step][(r.rank, r.source)] = ms
+    return out
+
+
+def step_time(counted: list[Range], device: list[DeviceRow]) -> StepTime | None:
+    """The step as the job lived it (``judgement.gating``): from step ranges, else from the
+    device's steps; None where neither was recorded."""
+    return gated_time(step_cells(counted)) or gated_time(device_steps(device))
+
+
+def step_ms(counted: list[Range], device: list[DeviceRow]) -> float | None:
+    """The median gated step (for the floors' 1% of the step), or None."""
+    gates = gate(step_cells(counted)) or gate(device_steps(device))
+    return statistics.median(gates.values()) if gates else None
+
+
+def _compute(device: Iterable[DeviceRow]) -> Cells:
+    """Each rank's device compute per step: the rank that computes longest is the one the
+    others wait for in their collectives."""
+    out: Cells = defaultdict(dict)
+    for r in device:
+        if r.stage is None and r.step is not None:
+            out[r.step][(r.rank, r.source)] = r.compute_ms
+    return out
+
+
+def rank_lags(
+    counted: list[Range], device: list[DeviceRow], margin: float, noise_ms: float
+) -> list[Lag]:
+    """Every rank's lag at every stage and custom range (and, where no range was recorded, in
+    device compute), judged together (``judgement.lag``)."""
+    rows: dict[tuple[StragglerKind, str], Cells] = {}
+    kinds: tuple[StragglerKind, ...] = ("stage", "range")
+    for kind in kinds:
+        rows.update({(kind, name): cells for name, cells in per_step(counted, kind).items()})
+    if not rows:
+        compute = _compute(device)
+        if compute:
+            rows[("device", "compute")] = compute
+    return lags(rows, step_ms(counted, device), margin, noise_ms)
+
+
+def stage_growths(counted: list[Range], device: list[DeviceRow], noise_ms: float) -> list[Growth]:
+    """Every stage's trend over the steps on each rank, judged together
+    (``judgement.growth``)."""
+    return growths(per_step(counted, "stage"), step_ms(counted, device), noise_ms)

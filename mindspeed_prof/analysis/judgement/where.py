@@ -1,0 +1,151 @@
+"""Where the time goes: the stage (or, where no stage was recorded, the custom range by its
+self time) that takes the most of a step on its slowest rank, and its share of the step the
+job lived (its slowest rank's). Times in a step are each rank's own, the runs of one name
+merged (two threads at once count once) and cut to the rank's step where that was recorded:
+a share is never over 100%."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from mindspeed_prof.analysis.judgement.cells import Cells
+from mindspeed_prof.analysis.judgement.gating import gate
+from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.ranges import nesting
+from mindspeed_prof.analysis.readers.device.breakdown import merge
+from mindspeed_prof.analysis.readers.intervals import Interval, covered, length
+from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.analysis.rows import Share, StageOrRange
+
+__all__ = ["range_cells", "slowest", "stage_cells"]
+
+Key = tuple[int | None, str, int | None]  # rank, source, step
+
+
+def _boxes(ranges: Sequence[Range]) -> tuple[dict[Key, float], dict[Key, tuple[float, float]]]:
+    """Each rank's step's first start (times are taken from it: at epoch microseconds ``ts +
+    dur`` rounds) and its step range's box relative to it."""
+    first: dict[Key, float] = {}
+    for r in ranges:
+        key = (r.rank, r.source, r.step)
+        first[key] = min(first.get(key, r.ts), r.ts)
+    boxes: dict[Key, tuple[float, float]] = {}
+    for r in ranges:
+        if r.kind == "step":
+            key = (r.rank, r.source, r.step)
+            lo = r.ts - first[key]
+            a, b = boxes.get(key, (lo, lo + r.dur))
+            boxes[key] = (min(a, lo), max(b, lo + r.dur))
+    return first, boxes
+
+
+def _cells(
+    spans: dict[tuple[str, Key], list[Interval]], boxes: dict[Key, tuple[float, float]]
+) -> dict[str, Cells]:
+    out: dict[str, Cells] = defaultdict(lambda: defaultdict(dict))
+    for (name, key), intervals in spans.items():
+        merged, box = merge(intervals), boxes.get(key)
+        ms = (length(merged) if box is None else covered(merged, *box)) / 1000.0
+        if key[2] is not None:
+            out[name][key[2]][(key[0], key[1])] = ms
+    return out
+
+
+def stage_cells(ranges: Sequence[Range]) -> dict[str, Cells]:
+    """Per stage, its time per step and rank."""
+    first, boxes = _boxes(ranges)
+    spans: dict[tuple[str, Key], list[Interval]] = defaultdict(list)
+    for r in ranges:
+        if r.kind == "stage":
+            key = (r.rank, r.source, r.step)
+            lo = r.ts - first[key]
+            spans[(r.name, key)].append((lo, lo + r.dur))
+    return _cells(spans, boxes)
+
+
+def _less(lo: float, hi: float, cuts: list[Interval]) -> list[Interval]:
+    """``[lo, hi]`` less the merged ``cuts``."""
+    out, at = [], lo
+    for a, b in cuts:
+        if a > at:
+            out.append((at, min(a, hi)))
+        at = max(at, b)
+        if at >= hi:
+            break
+    if at < hi:
+        out.append((at, hi))
+    return out
+
+
+def range_cells(ranges: Sequence[Range]) -> tuple[dict[str, Cells], dict[str, dict[str, float]]]:
+    """Per custom range, its self time per step and rank (the ranges nested in it on its
+    thread left out), and the ranges each ran in (by the time it spent in them)."""
+    first, boxes = _boxes(ranges)
+    custom = [r for r in ranges if r.kind == "range" and r.step is not None]
+    children: dict[int, list[int]] = defaultdict(list)
+    within: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for p, c in nesting(custom):
+        children[p].append(c)
+        if custom[p].name != custom[c].name:
+            within[custom[c].name][custom[p].name] += custom[c].dur
+    spans: dict[tuple[str, Key], list[Interval]] = defaultdict(list)
+    for i, r in enumerate(custom):
+        key = (r.rank, r.source, r.step)
+        base = first[key]
+        cuts = merge(
+            [(custom[c].ts - base, custom[c].ts - base + custom[c].dur) for c in children[i]]
+        )
+        spans[(r.name, key)] += _less(r.ts - base, r.ts - base + r.dur, cuts)
+    return _cells(spans, boxes), within
+
+
+def _named(lags: Sequence[Lag], kind: str, name: str) -> int | None:
+    for g in lags:
+        if g.consistent and g.kind == kind and g.name == name:
+            return g.rank
+    return None
+
+
+def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
+    """The stage taking the most of a step on its slowest rank; where no stage was recorded
+    (a light capture of custom ranges), the custom range with the most self time, and the
+    range it mostly ran in. Its share is of the step the job lived, each step's own."""
+    ranges = [r for r in counted if r.step is not None]
+    gates = gate(step_cells(ranges))
+    stages = stage_cells(ranges)
+    rows, within = (stages, {}) if stages else range_cells(ranges)
+    kind: StageOrRange = "stage" if stages else "range"
+    if not rows:
+        return None
+    tops: dict[str, tuple[float, float | None, float | None]] = {}
+    for name, cells in rows.items():
+        most = [max(by.values()) for by in cells.values() if by]
+        if not most:
+            continue
+        shares = [ratio(max(by.values()), gates[s], 0.0) for s, by in cells.items() if s in gates]
+        others = [
+            statistics.median(sorted(by.values())[:-1]) for by in cells.values() if len(by) > 1
+        ]
+        tops[name] = (
+            statistics.median(most),
+            statistics.median(shares) if shares else None,
+            statistics.median(others) if others else None,
+        )
+    if not tops:
+        return None
+    name = max(tops, key=lambda n: (tops[n][0], n))
+    ms, share, others_ms = tops[name]
+    context = within.get(name)
+    return Share(
+        kind=kind,
+        name=name,
+        ms=ms,
+        share=share,
+        rank=_named(lags, kind, name),
+        others_ms=others_ms,
+        within=max(context, key=lambda p: (context[p], p)) if context else None,
+    )
