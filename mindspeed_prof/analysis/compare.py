@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import msgspec
 
 from mindspeed_prof.analysis.device_scope import counted, scope
-from mindspeed_prof.analysis.gate import Shift, shift
+from mindspeed_prof.analysis.gate import shift, slower
+from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -25,7 +26,6 @@ from mindspeed_prof.analysis.rows import (
     to_json,
 )
 from mindspeed_prof.analysis.runs import manifest_run
-from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 from mindspeed_prof.formats.manifest import find_manifests
 from mindspeed_prof.jsonio import JsonableObject
 
@@ -111,11 +111,10 @@ def _changes(
             b_steps_ms=sb,
         )
         if sa and sb:
-            up, down = shift(sa, sb), shift(sb, sa)
+            up = shift(sa, sb)
             row.shift_ms, row.p = up.shift_ms, up.p
-            row.regression = up.slower(statistics.median(sa), threshold, floor)
-            row.improvement = down.slower(statistics.median(sa), threshold, floor)
         out.append(row)
+    flag(out, threshold, floor)
     return sorted(
         out,
         key=lambda r: (
@@ -124,6 +123,16 @@ def _changes(
             rank_order(r.rank),
         ),
     )
+
+
+def flag(rows: list[Change], threshold: float, floor: float) -> None:
+    """Mark the ``rows`` B runs slower (``regression``) or faster (``improvement``) than A:
+    the gate over every row at once (``gate.slower``)."""
+    pairs = [(r.a_steps_ms, r.b_steps_ms) for r in rows]
+    up = slower(pairs, threshold, floor)
+    down = slower([(b, a) for a, b in pairs], threshold, floor)
+    for r, u, d in zip(rows, up, down, strict=True):
+        r.regression, r.improvement = u, d
 
 
 def per_step(x: Analysis, kind: StageOrRange) -> Steps:
@@ -136,8 +145,8 @@ def per_step(x: Analysis, kind: StageOrRange) -> Steps:
 
 
 def _floor(x: Analysis) -> float:
-    steps = step_times(x.counted())
-    return noise_floor(x.noise_ms, statistics.median(steps.values()) if steps else None)
+    step = x.step_time()
+    return noise_floor(x.noise_ms, step.median_ms if step else None)
 
 
 def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> list[Change]:
@@ -291,37 +300,35 @@ def _values(values: Sequence[Fact]) -> str:
 
 
 def slower_than(result: Comparison, fraction: float) -> list[str]:
-    """The gate: one line per stage or range that B runs slower than A (``gate``: a shift of
-    its per-step times that a rank test finds real, over ``fraction`` of A's median and over
-    the noise floor ``result.floor_ms``), costliest first."""
+    """The gate: one line per stage or range that B runs slower than A (``gate.slower``: a
+    shift of its per-step times over ``fraction`` of A's median and the noise floor
+    ``result.floor_ms``, which a rank test finds real over every row asked about), costliest
+    first."""
+    rows = [
+        r
+        for r in (*result.rows, *result.ranges)
+        if r.a_steps_ms and r.b_steps_ms and r.a_mean_ms is not None and r.b_mean_ms is not None
+    ]
+    flags = slower([(r.a_steps_ms, r.b_steps_ms) for r in rows], fraction, result.floor_ms)
     out = []
-    for r in (*result.rows, *result.ranges):
-        if not (r.a_steps_ms and r.b_steps_ms) or r.a_mean_ms is None or r.b_mean_ms is None:
+    for r, flagged in zip(rows, flags, strict=True):
+        if not flagged or r.a_mean_ms is None or r.b_mean_ms is None:
             continue
         found = shift(r.a_steps_ms, r.b_steps_ms)
         base = statistics.median(r.a_steps_ms)
-        if not found.slower(base, fraction, result.floor_ms):
-            continue
         impact = f"{r.impact_ms:+,.1f} ms" if r.impact_ms is not None else "?"
         out.append(
             f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
             f"({found.shift_ms / base:+.1%} a step, over {fraction:.1%}; {impact} over "
-            f"{r.count} run{'s' * (r.count != 1)}; "
-            f"{_evidence(found, len(r.a_steps_ms), len(r.b_steps_ms))})"
+            f"{r.count} run{'s' * (r.count != 1)}; p={found.p:.3g} over "
+            f"{len(r.a_steps_ms)} and {len(r.b_steps_ms)} steps, {len(rows)} rows asked)"
         )
     return out
 
 
-def _evidence(found: Shift, na: int, nb: int) -> str:
-    steps = f"{na} and {nb} step{'s' * (nb != 1)}"
-    if found.enough:
-        return f"p={found.p:.3g} over {steps}"
-    return f"slower in every step, but only {steps}: too few to tell it from noise"
-
-
 def few_steps(result: Comparison) -> str | None:
     """One line when the runs hold too few steps for the gate's rank test (under three in
-    each): it then needs B slower in every step."""
+    each): it calls nothing slower there."""
     rows = [r for r in (*result.rows, *result.ranges) if r.a_steps_ms and r.b_steps_ms]
     if not rows or all(shift(r.a_steps_ms, r.b_steps_ms).enough for r in rows):
         return None
@@ -329,6 +336,6 @@ def few_steps(result: Comparison) -> str | None:
     nb = min(len(r.b_steps_ms) for r in rows)
     return (
         f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell a change "
-        "from step-to-step noise (it then needs B slower in every step); capture 3 steps "
-        "or more in each run, 6 to see a small change"
+        "from step-to-step noise, so it calls nothing slower there; capture 4 steps or more "
+        "in each run, 6 to see a small change"
     )

@@ -3,14 +3,16 @@ noise of both runs?
 
 Each run gives the stage's time in each of its steps. B is slower when both hold:
 
-- the shift is real: B's steps tend to be longer than A's, by a one-sided Mann-Whitney U test
-  at ``ALPHA`` (exact over every split of the pooled steps, ties at mid-ranks, when there are at
-  most ``EXACT_SPLITS`` splits; else its normal approximation with the tie correction). A
-  one-off stall in either run moves one rank, not the test. Where the runs hold too few steps
-  for any split to be that rare (two and two steps: 1 in 6), B must be slower in every step
-  than A in any;
 - the shift is large: its Hodges-Lehmann estimate (the median of B - A over every pair of
-  steps) is over ``fraction`` of A's median and at least the noise floor.
+  steps) is over ``fraction`` of A's median and at least the noise floor;
+- the shift is real: B's steps tend to be longer than A's, by a one-sided Mann-Whitney U test
+  (exact over every split of the pooled steps, ties at mid-ranks, when there are at most
+  ``EXACT_SPLITS`` splits; else its normal approximation with the tie correction), at
+  ``ALPHA`` over every stage and range on every rank that is large enough to ask about
+  (Holm's correction: a run with more stages and ranks does not fail more often by chance).
+  A one-off stall in either run moves one rank, not the test. Runs with too few steps for any
+  split to be that rare (two and two steps: 1 in 6) cannot show a change: nothing is called
+  slower, and ``compare`` says how many steps it needs.
 
 A rank test needs no model of the noise: the same config run twice passes on a machine whose
 steps stall now and then, a stage 30 ms slower in every one of six steps fails.
@@ -23,9 +25,19 @@ import math
 import statistics
 from collections.abc import Sequence
 
-__all__ = ["ALPHA", "EXACT_SPLITS", "Shift", "hodges_lehmann", "mann_whitney_greater", "shift"]
+from mindspeed_prof.stats.multiple import holm
 
-#: The one-sided p-value under which a shift is real.
+__all__ = [
+    "ALPHA",
+    "EXACT_SPLITS",
+    "Shift",
+    "hodges_lehmann",
+    "mann_whitney_greater",
+    "shift",
+    "slower",
+]
+
+#: The chance, over every row the gate asks about, of calling a run slower that is not.
 ALPHA = 0.05
 #: Up to this many ways to split the pooled steps, the p-value is exact.
 EXACT_SPLITS = 20_000
@@ -89,28 +101,40 @@ def _smallest_p(na: int, nb: int) -> float:
 
 class Shift:
     """The gate's reading of one stage on one rank: ``shift_ms`` (Hodges-Lehmann), ``p``
-    (one-sided, B slower), whether the test could tell (``enough``: the runs hold enough steps
-    for p to reach ``ALPHA``) and whether the shift is ``real`` (p under ``ALPHA``, or, with
-    too few steps, B slower in every step than A in any)."""
+    (one-sided, B slower) and whether the test could tell (``enough``: the runs hold enough
+    steps for p to reach ``ALPHA``)."""
 
-    __slots__ = ("enough", "p", "real", "shift_ms")
+    __slots__ = ("enough", "p", "shift_ms")
 
     def __init__(self, a: Sequence[float], b: Sequence[float]) -> None:
         self.shift_ms = hodges_lehmann(a, b) if a and b else 0.0
         self.p = mann_whitney_greater(a, b)
         self.enough = _smallest_p(len(a), len(b)) <= ALPHA
-        self.real = self.p <= ALPHA if self.enough else bool(a and b) and min(b) > max(a)
 
-    def slower(self, base_ms: float, fraction: float, floor_ms: float) -> bool:
-        """Real, over ``fraction`` of A's ``base_ms`` and at least ``floor_ms``."""
-        return (
-            self.real
-            and base_ms > 0
-            and self.shift_ms > fraction * base_ms
-            and self.shift_ms >= floor_ms
-        )
+    def large(self, base_ms: float, fraction: float, floor_ms: float) -> bool:
+        """Over ``fraction`` of A's ``base_ms`` and at least ``floor_ms``."""
+        return base_ms > 0 and self.shift_ms > fraction * base_ms and self.shift_ms >= floor_ms
 
 
 def shift(a: Sequence[float], b: Sequence[float]) -> Shift:
     """``Shift`` of per-step times ``a`` (the baseline) and ``b``."""
     return Shift(a, b)
+
+
+def slower(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], fraction: float, floor_ms: float
+) -> list[bool]:
+    """Which of the (A's steps, B's steps) pairs B runs slower: a large shift (``Shift.large``
+    against A's median) that the rank test finds real at ``ALPHA`` over every pair with a
+    large shift and enough steps (Holm)."""
+    shifts = [shift(a, b) for a, b in pairs]
+    asked = [
+        i
+        for i, ((a, _), s) in enumerate(zip(pairs, shifts, strict=True))
+        if a and s.enough and s.large(statistics.median(a), fraction, floor_ms)
+    ]
+    real = holm([shifts[i].p for i in asked], ALPHA)
+    out = [False] * len(pairs)
+    for i, ok in zip(asked, real, strict=True):
+        out[i] = ok
+    return out

@@ -86,16 +86,15 @@ class Target(NamedTuple):
 
 
 def target(cause: Cause | None, behind: Lag | None, slowest: Share | None) -> Target:
-    """What to look at next: the first cause's stage, rank and step; a straggler at a range
-    or in device compute takes the slowest stage for its stage; without a cause, the slowest
-    stage on every rank."""
+    """What to look at next: the first cause's stage, rank and step (the named straggler's
+    where it is the first cause, or no cause was given; one at a range or in device compute
+    takes the slowest stage); without either, the slowest stage on every rank."""
     stage = slowest.name if slowest and slowest.kind == "stage" else None
-    if cause is not None:
-        if cause.rule == "ranks.straggler" and behind is not None:
-            if behind.kind == "stage":
-                return Target(behind.name, behind.rank, behind.worst.step, "")
-            return Target(stage, behind.rank, behind.worst.step, "")
+    if cause is not None and cause.rule != "ranks.straggler":
         return Target(cause.stage or stage, cause.rank, cause.step, cause.title)
+    if behind is not None:
+        where = behind.name if behind.kind == "stage" else stage
+        return Target(where, behind.rank, behind.worst.step, "")
     return Target(stage, None, None, "")
 
 

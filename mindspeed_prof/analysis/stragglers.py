@@ -1,46 +1,26 @@
-"""Stragglers: a rank slower than the other ranks at the same stage (or custom range) of a step.
+"""The stragglers table: a rank slower than the others at the same stage (or custom range) in
+one step.
 
 Each rank is measured against the median of the *other* ranks (a median that counts the rank
-itself can never be passed twice over with two ranks), and a difference is noise unless it is
-at least ``noise_ms`` and ``NOISE_SHARE`` of the step: a 1 ms wobble of a 0.4 ms range, or of a
-one-minute step, names nobody.
-
-A rank behind in one step is a one-off (a thread that waited for a core, a page fault); the
-verdict names a straggler only when it is ``consistent`` (``behind``): behind in most of the
-steps compared, or behind on average by far more than its own step-to-step spread
-(``SPREAD_FACTOR`` standard deviations of its lag).
+itself can never be passed twice over with two ranks), and a difference is listed when it is
+over ``--margin`` of that median and the noise floor (``judgement.noise``): a 1 ms wobble of a
+0.4 ms range, or of a one-minute step, is not listed. A row is one step: one-offs included.
+Which rank is *named* slow is ``judgement.lag``'s to say.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from typing import TypeVar
 
-from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.judgement.gating import gate
+from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS, noise_floor
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import Row, Straggler, StragglerKind
+from mindspeed_prof.analysis.rows import Straggler, StragglerKind
 
-__all__ = [
-    "DEFAULT_NOISE_MS",
-    "NOISE_SHARE",
-    "SPREAD_FACTOR",
-    "Behind",
-    "behind",
-    "find_stragglers",
-    "medians_of_others",
-    "noise_floor",
-]
-
-#: A difference under this many milliseconds is noise.
-DEFAULT_NOISE_MS = 1.0
-#: A difference under this share of the step is noise.
-NOISE_SHARE = 0.01
-#: Behind in few steps, a rank is still a straggler when its mean lag is over this many
-#: standard deviations of its lag from step to step (and over the noise floor).
-SPREAD_FACTOR = 3.0
-
+__all__ = ["find_stragglers", "medians_of_others"]
 
 K = TypeVar("K")
 
@@ -58,20 +38,6 @@ def medians_of_others(values: dict[K, float]) -> dict[K, float]:
         hi = v[m // 2 if m // 2 < i else m // 2 + 1]
         out[key] = hi if m % 2 else (lo + hi) / 2
     return out
-
-
-def noise_floor(noise_ms: float, step_ms: float | None) -> float:
-    """The smallest difference that is not noise, for a step of ``step_ms`` (None: unknown)."""
-    return max(noise_ms, NOISE_SHARE * step_ms if step_ms else 0.0)
-
-
-def step_times(ranges: list[Range]) -> dict[int, float]:
-    """Per step: the median over ranks of the step's own length (ms)."""
-    per: dict[int, list[float]] = defaultdict(list)
-    for r in ranges:
-        if r.kind == "step" and r.step is not None:
-            per[r.step].append(r.dur / 1000.0)
-    return {step: statistics.median(ms) for step, ms in per.items()}
 
 
 def _per_step(
@@ -93,7 +59,7 @@ def find_stragglers(
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time
     lost, then the ratio). One row per rank and step: one-offs included."""
-    steps = step_times(ranges)
+    steps = gate(step_cells(ranges))
     out = []
     for (name, step), by_rank in _per_step(ranges, kind).items():
         if len(by_rank) < 2:
@@ -118,76 +84,3 @@ def find_stragglers(
                     )
                 )
     return sorted(out, key=lambda s: (-s.excess_ms, -s.ratio))
-
-
-class Behind(Row, kw_only=True):
-    """A rank behind the others at one stage (or range) in ``behind`` of the ``compared``
-    steps (those where it and another rank ran it): its lag per compared step on average
-    (``mean_excess_ms``, against the other ranks' median) and from step to step
-    (``spread_ms``, the standard deviation; 0 for one step), its ``worst`` step, and whether
-    that makes it ``consistent``: a straggler, not a one-off."""
-
-    kind: StragglerKind
-    name: str
-    rank: int | None
-    source: str = ""
-    behind: int
-    compared: int
-    mean_excess_ms: float
-    spread_ms: float
-    worst: Straggler
-    consistent: bool
-
-
-def behind(
-    ranges: list[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
-) -> list[Behind]:
-    """Every rank behind in at least one step (``find_stragglers``), with how consistently:
-    consistent ones first, then by the mean lag, then by the worst step's."""
-    per = _per_step(ranges, kind)
-    worst: dict[tuple[str, int | None, str], list[Straggler]] = defaultdict(list)
-    for g in find_stragglers(ranges, kind, margin, noise_ms):
-        worst[(g.name, g.rank, g.source)].append(g)
-    lags: dict[tuple[str, int | None, str], list[float]] = defaultdict(list)
-    for (name, _), by_rank in per.items():
-        if len(by_rank) < 2 or not any((name, *who) in worst for who in by_rank):
-            continue
-        medians = medians_of_others(by_rank)
-        for who, ms in by_rank.items():
-            key = (name, who[0], who[1])
-            if key in worst:
-                lags[key].append(ms - medians[who])
-    steps = step_times(ranges)
-    floor = noise_floor(noise_ms, statistics.median(steps.values()) if steps else None)
-    out = []
-    for (name, rank, source), rows in worst.items():
-        lag = lags[(name, rank, source)]
-        mean = statistics.fmean(lag)
-        spread = statistics.stdev(lag) if len(lag) > 1 else 0.0
-        consistent = 2 * len(rows) > len(lag) or (
-            len(lag) > 1 and mean >= floor and mean > SPREAD_FACTOR * spread
-        )
-        out.append(
-            Behind(
-                kind=kind,
-                name=name,
-                rank=rank,
-                source=source,
-                behind=len(rows),
-                compared=len(lag),
-                mean_excess_ms=mean,
-                spread_ms=spread,
-                worst=rows[0],
-                consistent=consistent,
-            )
-        )
-    return sorted(
-        out,
-        key=lambda b: (
-            not b.consistent,
-            -b.mean_excess_ms,
-            -b.worst.excess_ms,
-            b.name,
-            rank_order(b.rank),
-        ),
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
+from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
@@ -18,7 +19,6 @@ __all__ = [
     "LINE_CAUSES",
     "LINE_STAGES",
     "causes_text",
-    "ms_text",
     "no_device_text",
     "slowest_text",
     "step_text",
@@ -180,13 +180,6 @@ CAUSE_WORDS = {
 }
 
 
-def ms_text(ms: float) -> str:
-    """A time at the precision that shows it: ms below a second (never ``0.00 s``), else s."""
-    if abs(ms) >= 1000.0:
-        return f"{ms / 1000.0:,.2f} s"
-    return f"{ms:,.1f} ms" if abs(ms) >= 0.1 else f"{ms:,.3f} ms"
-
-
 def step_text(s: StepTime) -> str:
     """The step line: the step the job lived (its slowest rank's), over steps and ranks."""
     if s.ranks < 2:
@@ -228,7 +221,7 @@ def causes_text(causes: list[Cause]) -> str:
         who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
         share = f", {c.share:.0%} of the step" if c.share is not None else ""
         words = CAUSE_WORDS.get(c.rule, c.rule)
-        parts.append(f"{words}{where}{who} {ms_text(c.cost_ms)} per step{share}")
+        parts.append(f"{words}{where}{who} {duration(c.cost_ms)} per step{share}")
     more = len(causes) - LINE_CAUSES
     return "; ".join(parts) + (f"; {more} more in the findings" if more > 0 else "")
 

@@ -29,7 +29,7 @@ from mindspeed_prof.formats.header import CaptureHeader
 def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) -> TraceData:
     t = TraceData(Path(f"run/rank{rank}.mstx.trace.json"), "spans", rank, "integrated", 1,
                   meta=CaptureHeader(level=level, stage="all"), **fields)
-    for step in (1, 2):
+    for step in (1, 2, 3):  # a straggler is named over three steps or more
         t.ranges += [Range(rank, "step", f"ProfilerStep#{step}", step, 0.0, 1e3 * (generate + 20)),
                      Range(rank, "stage", "actor_generate", step, 0.0, 1e3 * generate),
                      Range(rank, "stage", "actor_update", step, 0.0, 1e3 * 20.0)]

@@ -39,13 +39,17 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
                                                  _steps(1, [20.0, 220.0, 20.0])])
     v = verdict(result)
     assert v.step is not None
-    # per step: the median over ranks (35, 135, 35), then the median over steps
+    # per step: its slowest rank's (35, 235, 35: rank 1 gates step 2, ties go to rank 0),
+    # then the median over steps
     assert (v.step.median_ms, v.step.min_ms, v.step.max_ms, v.step.steps, v.step.ranks) == (
-        35.0, 35.0, 135.0, 3, 2)
-    assert v.step.spread == pytest.approx(100.0 / 35.0)
+        35.0, 35.0, 235.0, 3, 2)
+    assert v.step.spread == pytest.approx(200.0 / 35.0)
+    assert (v.step.gated_by, v.step.gated, v.step.fastest_ms) == (0, 2, 35.0)
     assert v.slowest is not None
-    assert (v.slowest.kind, v.slowest.name, v.slowest.rank) == ("stage", "actor_generate", 1)
-    assert v.slowest.ms == pytest.approx((20.0 + 260.0 / 3) / 2)  # the median of the two ranks
+    # per step, on its slowest rank: 20, 220, 20; the other rank 20; no rank named behind
+    assert (v.slowest.kind, v.slowest.name, v.slowest.rank) == ("stage", "actor_generate", None)
+    assert (v.slowest.ms, v.slowest.others_ms) == (20.0, 20.0)
+    assert v.slowest.share == pytest.approx(20.0 / 35.0)
     # behind in one step of three: a one-off, not a straggler
     assert v.straggler is None and v.behind is None and v.one_off is not None
     assert (v.one_off.name, v.one_off.rank, v.one_off.step, v.one_off.excess_ms) == (
@@ -57,27 +61,43 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
     assert lines["slowest"].startswith("stage actor_generate: ")
 
 
-def test_a_rank_behind_in_most_steps_is_the_straggler() -> None:
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
-                                                 _steps(1, [60.0, 20.0, 220.0])])
+def test_a_rank_behind_in_every_step_is_the_straggler_and_its_step_is_the_jobs() -> None:
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 21.0, 20.0, 19.0]),
+                                                 _steps(1, [60.0, 61.0, 220.0, 59.0])])
     v = verdict(result)
     assert v.straggler is not None and v.behind is not None and v.one_off is None
     assert (v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (1, 3, 200.0)
-    assert (v.behind.behind, v.behind.compared, v.behind.consistent) == (2, 3, True)
-    assert v.behind.mean_excess_ms == pytest.approx(80.0)
+    b = v.behind
+    assert (b.behind, b.compared, b.consistent, b.least_ms) == (4, 4, True, 40.0)
+    assert b.lag_ms == pytest.approx(40.0)  # the median lag: the stall is its worst step only
+    # the step is the straggler's: 75, 76, 235, 74 ms
+    assert v.step is not None and (v.step.median_ms, v.step.gated_by, v.step.gated) == (
+        75.5, 1, 4)
     assert dict(verdict_lines(v))["straggler"] == (
-        "rank 1 at stage actor_generate: behind in 2 of 3 steps, +80.0 ms a step on average; "
-        "worst, step 3: 220.0 ms against 20.0 ms on the other ranks (11.0x, +200.0 ms)")
+        f"rank 1 at stage actor_generate: +40.0 ms a step (median of 4 steps, behind in 4; "
+        f"noise {b.noise_ms:,.1f} ms); worst, step 3: 220.0 ms against 20.0 ms on the other "
+        "ranks (11.0x, +200.0 ms)")
+    assert [c.rule for c in v.causes] == ["ranks.straggler"] or v.causes == []
+
+
+def test_behind_in_two_steps_of_three_is_a_one_off_whatever_their_size() -> None:
+    """Lags of 40, 0 and 200 ms: the rank keeps no lag in every step."""
+    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
+                                                 _steps(1, [60.0, 20.0, 220.0])])
+    v = verdict(result)
+    assert v.straggler is None and v.one_off is not None and v.one_off.excess_ms == 200.0
 
 
 @pytest.mark.parametrize(("generate", "consistent"), [
-    ([80.0, 81.0, 79.0, 82.0, 80.0, 21.0], True),  # most steps: 5 of 6
+    ([80.0, 81.0, 79.0, 82.0, 80.0, 21.0], True),  # most steps: 5 of 6 (one let off)
+    ([80.0, 81.0, 79.0, 82.0, 21.0, 21.0], False),  # 4 of 6: two steps not behind
     ([21.0, 80.0, 21.0, 21.0, 21.0, 21.0], False),  # one stall of six
-    ([21.0, 80.0, 21.0, 80.0, 21.0, 21.0], False),  # two of six, lag 20.7 +- 30.5 ms
-    # over the margin (20%) in one step only, but +3.9 ms in every step: far over its spread
-    ([23.9, 24.1, 23.9, 23.9, 23.9, 23.9], True),
+    ([21.0, 80.0, 21.0, 80.0, 21.0, 21.0], False),  # two of six
+    # +3.9 ms in every step, no noise, but under the margin (20% of 20 ms)
+    ([23.9, 24.1, 23.9, 23.9, 23.9, 23.9], False),
+    ([24.5, 24.6, 24.5, 24.5, 24.5, 24.5], True),  # +4.5 ms: over it
 ])
-def test_consistent_means_most_steps_or_far_over_the_spread(
+def test_consistent_means_nearly_every_step_over_the_noise_and_the_margin(
         generate: list[float], consistent: bool) -> None:
     result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * 6), _steps(2, [20.0] * 6),
                                                  _steps(1, generate)])
@@ -168,10 +188,25 @@ def test_npu_step_from_the_device_when_no_step_ranges() -> None:
         step=50, compute_ms=60.0, comm_ms=50.0, overlap_ms=0.0, idle_ms=25.0,
         comm_exposed_ms=50.0, step_ms=136.0)])]
     v = verdict(Analysis(root=Path("run"), traces=traces))
-    assert v.step is not None and (v.step.median_ms, v.step.ranks) == (135.0, 2)
-    # no ranges: the rank that computes longest is the one the others wait for
-    assert v.straggler is not None and (v.straggler.kind, v.straggler.rank,
-                                        v.straggler.excess_ms) == ("device", 1, 51.0)
+    assert v.step is not None and (v.step.median_ms, v.step.ranks, v.step.gated_by) == (
+        136.0, 2, 1)
+    # no ranges: the rank that computes longest is the one the others wait for; one step
+    # names nobody (a one-off)
+    assert v.straggler is None and v.one_off is not None
+    assert (v.one_off.kind, v.one_off.rank, v.one_off.excess_ms) == ("device", 1, 51.0)
+
+
+def test_npu_rank_that_computes_longer_in_every_step_is_named() -> None:
+    def rows(compute: float) -> list[DeviceRow]:
+        return [DeviceRow(step=s, compute_ms=compute + 0.1 * s, comm_ms=100.0, overlap_ms=0.0,
+                          idle_ms=25.0, comm_exposed_ms=100.0, step_ms=134.0 + compute)
+                for s in range(1, 5)]
+    traces = [_data(0, device=rows(9.0)), _data(1, device=rows(60.0)),
+              _data(2, device=rows(9.5))]
+    v = verdict(Analysis(root=Path("run"), traces=traces))
+    assert v.behind is not None and (v.behind.kind, v.behind.rank) == ("device", 1)
+    assert v.behind.lag_ms == pytest.approx(50.75)  # 60 + s/10 against 9.25 + s/10
+    assert dict(verdict_lines(v))["straggler"].startswith("rank 1 at device compute: +50.8 ms")
 
 
 def test_memory_against_the_capacity_the_trace_records() -> None:

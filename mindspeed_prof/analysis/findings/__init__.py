@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mindspeed_prof.analysis.findings.finding import SEVERITIES, Finding, Rule
-from mindspeed_prof.analysis.judgement.causes import severity_of
+from mindspeed_prof.analysis.judgement.severity import severity_of
 from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:

@@ -15,13 +15,29 @@ from mindspeed_prof.analysis.readers.model import TraceData
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
 
-__all__ = ["cut", "files_text", "folder_of", "one_line", "ranks_of", "severity", "source_label"]
+__all__ = [
+    "cut",
+    "duration",
+    "files_text",
+    "folder_of",
+    "one_line",
+    "ranks_of",
+    "severity",
+    "source_label",
+]
 
 
 def severity(share: float, medium: float, high: float) -> Severity:
     """``high`` from ``high`` (a share of the step) on, ``medium`` from ``medium``, else
     ``low``."""
     return "high" if share >= high else "medium" if share >= medium else "low"
+
+
+def duration(ms: float) -> str:
+    """A time at the precision that shows it: ms below a second (never ``0.00 s``), else s."""
+    if abs(ms) >= 1000.0:
+        return f"{ms / 1000.0:,.2f} s"
+    return f"{ms:,.1f} ms" if abs(ms) >= 0.1 or ms == 0 else f"{ms:,.3f} ms"
 
 
 def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: int = 3) -> str:

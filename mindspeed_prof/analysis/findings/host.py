@@ -4,7 +4,7 @@
   Python, waits on a queue or a remote call, sleeps): its top operators cannot explain it, the
   custom ranges that hold that time can (``ranges.no_op_rows``).
 
-A time is noise under ``stragglers.noise_floor`` (``--noise-ms``, or 1% of the step).
+A time is noise under ``judgement.noise.noise_floor`` (``--noise-ms``, or 1% of the step).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.common import severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
+from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.rows import NoOpRow
-from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
@@ -41,9 +41,8 @@ def _where(row: NoOpRow) -> str:
 def no_op(result: Analysis) -> list[Finding]:
     """Stages whose time (per execution) is ``MIN_SHARE`` or more and over the noise floor
     with no host operator running: one finding, the largest first in its detail."""
-    lengths = step_times(result.counted())
-    step_ms = sorted(lengths.values())[len(lengths) // 2] if lengths else None
-    floor = noise_floor(result.noise_ms, step_ms)
+    step = result.step_time()
+    floor = noise_floor(result.noise_ms, step.median_ms if step else None)
     hits = [
         r
         for r in result.no_op()

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.common import files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
-from mindspeed_prof.analysis.judgement.causes import HIGH_SHARE, MEDIUM_SHARE
 from mindspeed_prof.analysis.judgement.cells import who_text
 from mindspeed_prof.analysis.judgement.lag import Lag, is_wait
+from mindspeed_prof.analysis.judgement.severity import HIGH_SHARE, MEDIUM_SHARE
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:

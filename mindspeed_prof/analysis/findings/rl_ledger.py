@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.counts import GENERATE
-from mindspeed_prof.analysis.findings.common import files_text, severity
+from mindspeed_prof.analysis.findings.common import duration, files_text, severity
 from mindspeed_prof.analysis.findings.finding import Finding, Rule
+from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.ledger import LedgerLine, Tail
 from mindspeed_prof.analysis.readers.labels import rank_order
-from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
@@ -75,8 +75,8 @@ def _ranks(result: Analysis) -> list[int | None]:
 
 
 def _step_ms(result: Analysis) -> float | None:
-    lengths = step_times(result.counted())
-    return sorted(lengths.values())[len(lengths) // 2] if lengths else None
+    step = result.step_time()
+    return step.median_ms if step else None
 
 
 def _per_step(seconds: float | None, steps: int) -> float | None:
@@ -96,7 +96,8 @@ def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -
         else "of the work generated (no actor_generate ranges to time it)"
     )
     seconds = (
-        f" ({per:,.2f} s per step, {x.seconds:,.2f} s in {x.steps} step{'s' * (x.steps != 1)})"
+        f" ({duration(per * 1000.0)} per step, {duration(x.seconds * 1000.0)} in {x.steps} "
+        f"step{'s' * (x.steps != 1)})"
         if per is not None and x.seconds is not None
         else ""
     )
@@ -106,7 +107,8 @@ def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -
     ]
     if x.seconds is not None and x.generation_s is not None:
         detail.append(
-            f"{x.seconds:,.2f} s of {x.generation_s:,.2f} s of {GENERATE} (each "
+            f"{duration(x.seconds * 1000.0)} of {duration(x.generation_s * 1000.0)} of "
+            f"{GENERATE} (each "
             "step's share of its count times its generation time, the mean over "
             "ranks)"
         )
@@ -140,7 +142,7 @@ def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
     per = _per_step(t.seconds, t.steps)
     if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):
         return None
-    seconds = f" ({per:,.2f} s per step)" if per is not None else ""
+    seconds = f" ({duration(per * 1000.0)} per step)" if per is not None else ""
     detail = [
         f"response_length over {t.steps} step{'s' * (t.steps != 1)}: {t.responses:,} "
         f"responses, p50 {t.p50:,.0f}, p95 {t.p95:,.0f}, p99 {t.p99:,.0f}, max "
@@ -150,7 +152,9 @@ def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
         "weighted by its generation time",
     ]
     if t.seconds is not None and t.generation_s is not None:
-        detail.append(f"{t.seconds:,.2f} s of {t.generation_s:,.2f} s of {GENERATE}")
+        detail.append(
+            f"{duration(t.seconds * 1000.0)} of {duration(t.generation_s * 1000.0)} of {GENERATE}"
+        )
     if t.note:
         detail.append(t.note)
     return Finding(

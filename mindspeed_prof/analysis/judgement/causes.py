@@ -2,9 +2,9 @@
 costs. The verdict's ``cause`` line, Next and the findings list all read this order, so they
 never name different things first.
 
-A cause is a finding with a cost (``impact_ms``) that is at least ``medium``: a finding that
-costs under ``MEDIUM_SHARE`` of the step is still listed among the findings, but the verdict
-does not act on it."""
+A cause is a finding with a cost (``impact_ms``) that is at least ``medium``
+(``judgement.severity``): a finding that costs less is still listed among the findings, but
+the verdict does not act on it."""
 
 from __future__ import annotations
 
@@ -14,10 +14,7 @@ from mindspeed_prof.analysis.findings.finding import Finding, Severity
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row
 
-__all__ = ["HIGH_SHARE", "MEDIUM_SHARE", "Cause", "causes", "severity_of"]
-
-#: Shares of the step (the job lived it: its slowest rank's) at which a cost is medium, high.
-MEDIUM_SHARE, HIGH_SHARE = 0.05, 0.25
+__all__ = ["Cause", "causes"]
 
 
 class Cause(Row, kw_only=True):
@@ -33,15 +30,6 @@ class Cause(Row, kw_only=True):
     stage: str | None = None
     rank: int | None = None
     step: int | None = None
-
-
-def severity_of(cost_ms: float, step_ms: float | None, otherwise: Severity) -> Severity:
-    """A cost's severity from its share of the step (``otherwise`` where the step is not
-    known)."""
-    if not step_ms:
-        return otherwise
-    share = cost_ms / step_ms
-    return "high" if share >= HIGH_SHARE else "medium" if share >= MEDIUM_SHARE else "low"
 
 
 def causes(findings: Sequence[Finding], step_ms: float | None) -> list[Cause]:

@@ -9,7 +9,7 @@ Kineto trace, answered per rank and step from what the readers keep.
 - ``exposed_comm``: communication kernels (NCCL, DeepEP, NVSHMEM... by ``readers.classify``)
   not overlapped with compute, a share of the step.
 
-Each fires where its time per step is over the noise floor (``stragglers.noise_floor``: the
+Each fires where its time per step is over the noise floor (``judgement.noise.noise_floor``: the
 ``--noise-ms`` floor or 1% of the step) and ``FIRE_SHARE`` of the step; severity grows with the
 share (``severity``). They read the captures the device verdict reads (``device_scope``):
 warmup steps are left out unless ``include_warmup``; where no capture has steps, each capture

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, TypeVar
 from mindspeed_prof.analysis.device_scope import scope
 from mindspeed_prof.analysis.findings.common import files_text, severity, source_label
 from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.stragglers import noise_floor
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import finding
 from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, traces_of, who_order
+from mindspeed_prof.analysis.judgement.gating import gate
+from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.readers.ranks import role_of
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.stragglers import noise_floor, step_times
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
@@ -55,7 +57,7 @@ def role_imbalance(result: Analysis) -> list[Finding]:
         role: statistics.median(statistics.median(per[role][n].values()) for n in common)
         for role in per
     }
-    lengths = step_times(result.counted())
+    lengths = gate(step_cells(result.counted()))
     step_ms = (
         statistics.median(lengths[n] for n in common) if all(n in lengths for n in common) else None
     )
