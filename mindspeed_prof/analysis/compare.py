@@ -129,8 +129,9 @@ def flag(rows: list[Change], threshold: float, floor: float) -> None:
     """Mark the ``rows`` B runs slower (``regression``) or faster (``improvement``) than A:
     the gate over every row at once (``gate.slower``)."""
     pairs = [(r.a_steps_ms, r.b_steps_ms) for r in rows]
-    up = slower(pairs, threshold, floor)
-    down = slower([(b, a) for a, b in pairs], threshold, floor)
+    bases = [statistics.median(a) if a else 0.0 for a, _ in pairs]  # A's: both ways
+    up = slower(pairs, threshold, floor, bases)
+    down = slower([(b, a) for a, b in pairs], threshold, floor, bases)
     for r, u, d in zip(rows, up, down, strict=True):
         r.regression, r.improvement = u, d
 

@@ -122,16 +122,22 @@ def shift(a: Sequence[float], b: Sequence[float]) -> Shift:
 
 
 def slower(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], fraction: float, floor_ms: float
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    fraction: float,
+    floor_ms: float,
+    bases: Sequence[float] | None = None,
 ) -> list[bool]:
     """Which of the (A's steps, B's steps) pairs B runs slower: a large shift (``Shift.large``
-    against A's median) that the rank test finds real at ``ALPHA`` over every pair with a
-    large shift and enough steps (Holm)."""
+    against ``bases``, by default A's median) that the rank test finds real at ``ALPHA`` over
+    every pair with a large shift and enough steps (Holm)."""
     shifts = [shift(a, b) for a, b in pairs]
+    base = (
+        list(bases) if bases is not None else [statistics.median(a) if a else 0.0 for a, _ in pairs]
+    )
     asked = [
         i
         for i, ((a, _), s) in enumerate(zip(pairs, shifts, strict=True))
-        if a and s.enough and s.large(statistics.median(a), fraction, floor_ms)
+        if a and s.enough and s.large(base[i], fraction, floor_ms)
     ]
     real = holm([shifts[i].p for i in asked], ALPHA)
     out = [False] * len(pairs)

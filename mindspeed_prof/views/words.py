@@ -217,7 +217,7 @@ def causes_text(causes: list[Cause]) -> str:
     step and share of the step."""
     parts = []
     for c in causes[:LINE_CAUSES]:
-        where = f" at {c.stage}" if c.stage and c.rule == "ranks.straggler" else ""
+        where = f" at {c.stage}" if c.stage else ""
         who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
         share = f", {c.share:.0%} of the step" if c.share is not None else ""
         words = CAUSE_WORDS.get(c.rule, c.rule)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.compare import captured, compare_runs, slower_than
+from mindspeed_prof.analysis.compare import captured, compare_runs, few_steps, slower_than
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.rows import DeviceMeans, Peaks, SideBySide
@@ -152,13 +152,21 @@ def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
 
 
 def test_threshold_reaches_stage_and_range_rows(tmp_path: Path) -> None:
-    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]},
-                                          {"fwd": [100.0]}))
-    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0]},
-                                          {"fwd": [105.0]}))
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0] * 6},
+                                          {"fwd": [100.0] * 6}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0] * 6},
+                                          {"fwd": [105.0] * 6}))
     assert [r.regression for r in compare_runs(a, b).rows] == [False]  # +5%, under 10%
     found = compare_runs(a, b, threshold=0.04)
     assert [r.regression for r in found.rows + found.ranges] == [True, True]
+
+
+def test_one_step_a_side_calls_nothing_slower_and_says_so(tmp_path: Path) -> None:
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [150.0]}))
+    found = compare_runs(a, b, threshold=0.04)
+    assert [r.regression for r in found.rows] == [False] and slower_than(found, 0.04) == []
+    assert (few_steps(found) or "").startswith("A holds 1 step, B 1: too few for the gate")
 
 
 def _device(step: int | None, compute: float, stage: str | None = None,
@@ -265,15 +273,14 @@ def test_compare_runs_says_what_each_run_captured(tmp_path: Path) -> None:
 
 
 def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
-    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0]}))
-    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [110.0]}))
+    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0] * 6}))
+    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [110.0] * 6}))
     found = compare_runs(a, b)
-    assert found.rows[0].change == 0.1
+    assert found.rows[0].change == pytest.approx(0.1)
     assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
     assert slower_than(found, 0.0999) == [
         "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0% a step, over 10.0%; "
-        "+10.0 ms over 1 run; slower in every step, but only 1 and 1 step: too few to tell it "
-        "from noise)"]
+        "+60.0 ms over 6 runs; p=0.00108 over 6 and 6 steps, 1 rows asked)"]
 
 
 def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, capsys) -> None:

@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.gate import (
     hodges_lehmann,
     mann_whitney_greater,
     shift,
+    slower,
 )
 
 
@@ -87,13 +88,24 @@ def test_hodges_lehmann_ignores_a_one_off_stall() -> None:
     assert hodges_lehmann(a, [40.0] * 6) == 30.0
 
 
-def test_a_real_shift_needs_the_test_or_every_step_when_steps_are_few() -> None:
-    six = shift([10.0, 10.2, 9.9, 10.1, 10.0, 10.3], [40.0, 40.1, 39.8, 40.2, 40.0, 40.4])
-    assert six.enough and six.real and six.p < ALPHA and six.shift_ms == pytest.approx(30.0)
-    assert six.slower(10.0, 0.05, 1.0) and not six.slower(10.0, 3.5, 1.0)
-    assert not six.slower(10.0, 0.05, 31.0)  # under the noise floor
-    stall = shift([10.0] * 6, [10.0] * 5 + [25.0])
-    assert stall.enough and not stall.real and not stall.slower(10.0, 0.05, 1.0)
-    few = shift([10.0, 10.1], [12.0, 12.2])  # 1 in 6 at best: over ALPHA whatever the steps
-    assert not few.enough and few.real and few.slower(10.0, 0.05, 1.0)
-    assert not shift([10.0, 12.5], [12.0, 12.2]).real  # B not slower in every step
+def test_a_shift_is_slower_when_large_and_real_over_every_row_asked() -> None:
+    six = ([10.0, 10.2, 9.9, 10.1, 10.0, 10.3], [40.0, 40.1, 39.8, 40.2, 40.0, 40.4])
+    s = shift(*six)
+    assert s.enough and s.p < ALPHA and s.shift_ms == pytest.approx(30.0)
+    assert s.large(10.0, 0.05, 1.0) and not s.large(10.0, 3.5, 1.0)
+    assert not s.large(10.0, 0.05, 31.0)  # under the noise floor
+    assert slower([six], 0.05, 1.0) == [True]
+    stall = ([10.0] * 6, [10.0] * 5 + [25.0])
+    assert shift(*stall).enough and slower([stall], 0.05, 1.0) == [False]
+    few = ([10.0, 10.1], [12.0, 12.2])  # 1 in 6 at best: no test can tell, nothing is called
+    assert not shift(*few).enough and slower([few], 0.05, 1.0) == [False]
+
+
+def test_many_rows_asked_need_a_smaller_p_each() -> None:
+    """Four and four steps fully apart: 1 in 70 for one row; over 12 rows (Holm: the
+    smallest against 0.05 / 12) not enough, with six steps a side (1 in 924) enough."""
+    four = ([10.0, 10.1, 10.2, 10.3], [20.0, 20.1, 20.2, 20.3])
+    assert slower([four], 0.05, 1.0) == [True]
+    assert slower([four] * 12, 0.05, 1.0) == [False] * 12
+    six = ([10.0 + i / 10 for i in range(6)], [20.0 + i / 10 for i in range(6)])
+    assert slower([six] * 12, 0.05, 1.0) == [True] * 12

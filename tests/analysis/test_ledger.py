@@ -17,6 +17,7 @@ from invariants import counted_rows
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.counts import percentile
+from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.ledger import Ledger, Tail
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.counters import Count
@@ -91,14 +92,16 @@ def test_the_planted_waste_and_tail_are_named_with_their_numbers(planted: Path) 
     found = {f["rule"]: f for f in doc["findings"]}
     zv = found["rl.zero_variance"]
     assert zv["title"] == ("25% of generation time went to groups with zero reward variance "
-                           "(0.06 s per step, 0.25 s in 4 steps): 64 of 256 groups")
-    assert zv["severity"] == "high" and zv["impact_ms"] == pytest.approx(62.5)
+                           "(62.5 ms per step, 250.0 ms in 4 steps): 64 of 256 groups")
+    assert zv["impact_ms"] == pytest.approx(62.5)
+    step = doc["verdict"]["step"]["median_ms"]  # severity: the share of the step it costs
+    assert zv["severity"] == ("high" if 62.5 >= 0.25 * step else "medium")
     assert "group size" in zv["suggestion"]
     p95 = float(np.percentile(np.array(LENGTHS * 2), 95))
     share = (4000.0 - p95) / 4000.0
     tail = found["rl.long_tail"]
     assert tail["title"] == (f"the longest 5% of responses hold {share:.0%} of generation time "
-                             f"({0.25 * share:,.2f} s per step): length p50 100, p99 "
+                             f"({duration(250 * share)} per step): length p50 100, p99 "
                              f"{float(np.percentile(np.array(LENGTHS * 2), 99)):,.0f}, max "
                              "4,000")
     assert "partial rollouts" in tail["suggestion"]

@@ -13,14 +13,16 @@ from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.rows import Change
 
 
-def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25
-        ) -> Analysis:
-    """One step of ``stage`` per rank, lasting the given milliseconds (exact in binary)."""
+def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25,
+        steps: int = 1) -> Analysis:
+    """``steps`` steps of ``stage`` per rank, each lasting the given milliseconds (exact in
+    binary)."""
     traces = []
     for rank, ms in ms_by_rank.items():
         t = TraceData(Path(f"rank{rank}_h_1_step1.mstx.trace.json"), "spans", rank,
                       "integrated", 1)
-        t.ranges.append(Range(rank, "stage", stage, 1, 0.0, ms * 1000.0))
+        t.ranges += [Range(rank, "stage", stage, step, 0.0, ms * 1000.0)
+                     for step in range(1, steps + 1)]
         traces.append(t)
     return Analysis(root=Path("."), traces=traces, margin=margin)
 
@@ -39,7 +41,8 @@ def test_straggler_margin_is_the_configured_one() -> None:
 
 
 def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> Change:
-    (row,) = compare(run({0: a_ms}), run({0: b_ms}), threshold)
+    """Six steps a side: enough for the gate's rank test to find a shift real (1 in 924)."""
+    (row,) = compare(run({0: a_ms}, steps=6), run({0: b_ms}, steps=6), threshold)
     return row
 
 
@@ -70,13 +73,13 @@ def test_compare_rows_for_stages_in_one_run_only() -> None:
 
 
 def test_compare_rows_by_impact_then_stage_and_rank() -> None:
-    a = run({0: 100.0, 1: 100.0}, stage="critic_update")
-    a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update").traces
-    b = run({1: 200.0, 0: 100.0}, stage="critic_update")
+    a = run({0: 100.0, 1: 100.0}, stage="critic_update", steps=6)
+    a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update", steps=6).traces
+    b = run({1: 200.0, 0: 100.0}, stage="critic_update", steps=6)
     rows = compare(a, b)
     # the costliest change first; rows missing from one run (no impact) last
     assert [(r.kind, r.name, r.rank, r.impact_ms) for r in rows] == [
-        ("stage", "critic_update", 1, 100.0), ("stage", "critic_update", 0, 0.0),
+        ("stage", "critic_update", 1, 600.0), ("stage", "critic_update", 0, 0.0),
         ("stage", "actor_update", 0, None), ("stage", "actor_update", 1, None)]
     assert [r.regression for r in rows] == [True, False, False, False]
     assert rows[0].json()["stage"] == "critic_update"

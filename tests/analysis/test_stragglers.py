@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.readers.model import Range
-from mindspeed_prof.analysis.stragglers import behind, find_stragglers, medians_of_others
+from mindspeed_prof.analysis.judgement.cells import per_step
+from mindspeed_prof.analysis.judgement.lag import lags
+from mindspeed_prof.analysis.stragglers import find_stragglers, medians_of_others
 
 
 @given(st.dictionaries(st.integers(0, 2000), st.floats(0, 1e6) | st.integers(0, 50),
@@ -28,5 +30,6 @@ def test_a_thousand_ranks_name_the_one_slow_rank() -> None:
     assert {(r.rank, r.step) for r in rows} == {(617, 1), (617, 2), (617, 3)}
     assert rows[0].median_ms == statistics.median(100 * (1.0 + (r % 7) / 100) for r in range(1024)
                                                   if r != 617)
-    (b,) = behind(ranges, "stage", 0.2)
-    assert b.rank == 617 and b.consistent and b.behind == b.compared == 3
+    named = [g for g in lags({("stage", "actor_update"): per_step(ranges, "stage")["actor_update"]},
+                             None, 0.2, 1.0) if g.consistent]
+    assert [(g.rank, g.behind, g.compared) for g in named] == [(617, 3, 3)]

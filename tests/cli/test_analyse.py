@@ -122,8 +122,9 @@ def test_html_report_is_self_contained_and_escaped(tmp_path: Path, run_dir: Path
 
 
 def test_compare_flags_regression(tmp_path: Path) -> None:
-    a = make_run(tmp_path / "a", ranks=(0,), steps=2)
-    b = make_run(tmp_path / "b", ranks=(0,), steps=2, slow={(0, "critic_update"): 2})
+    """Six steps a side: enough for the gate's rank test over every row it asks about."""
+    a = make_run(tmp_path / "a", ranks=(0,), steps=6)
+    b = make_run(tmp_path / "b", ranks=(0,), steps=6, slow={(0, "critic_update"): 2})
     proc = cli("compare", str(a), str(b), "--json")
     assert proc.returncode == 0
     rows = {r["stage"]: r for r in json.loads(proc.stdout)["rows"]}

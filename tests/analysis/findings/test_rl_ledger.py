@@ -10,6 +10,7 @@ from counter_fixtures import rl_run
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find
+from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.findings.rl_ledger import (
     TAIL_HIGH,
     TAIL_MEDIUM,
@@ -42,8 +43,8 @@ def test_dropped_samples_at_the_thresholds(tmp_path: Path, dropped: int,
     assert f.rule == "rl.dropped" and f.severity == severity
     # 2 steps x 2 ranks x dropped of 100; 0.1 s of generation a step (the mean rank)
     assert f.title == (f"{share:.0%} of generation time went to samples dropped after "
-                       f"generation ({0.1 * share:,.2f} s per step, {0.2 * share:,.2f} s in 2 "
-                       f"steps): {4 * dropped} of 400 samples")
+                       f"generation ({duration(100 * share)} per step, {duration(200 * share)} "
+                       f"in 2 steps): {4 * dropped} of 400 samples")
     assert f.impact_ms == pytest.approx(100 * share)
     assert "before generation" in f.suggestion and f.ranks == [0, 1]
     assert "rank0_host_1_step1.mstx.trace.json" in f.source
@@ -92,7 +93,7 @@ def test_long_tail_at_the_thresholds(tmp_path: Path, top: float, severity: str |
     (f,) = found
     assert f.severity == severity
     assert f.title == (f"the longest 5% of responses hold {share:.0%} of generation time "
-                       f"({0.1 * share:,.2f} s per step): length p50 100, p99 "
+                       f"({duration(100 * share)} per step): length p50 100, p99 "
                        f"{100 + 0.01 * (top - 100):,.0f}, max {top:,.0f}")
     assert "p95 100" in f.detail
 

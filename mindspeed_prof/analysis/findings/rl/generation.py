@@ -3,11 +3,13 @@ from step to step: the longest rollouts hold every rank. (One rank slowest in mo
 straggler: ``ranks.straggler`` names it.)
 
 Per step, the slowest rank's generation less the other ranks' median is the wait. It is a
-finding when, over at least ``MIN_STEPS`` steps, its median is over the floor, over the margin
-of the others' time and ``TAIL_NOISE`` times the row's noise (``judgement.lag.row_noise``: the
-spread of one rank's generation against the others' once each rank's and step's own time is
-taken out, which a tail that moves from rank to rank leaves as outliers), and no rank is the
-slowest in ``SAME_RANK`` of those steps."""
+finding when, over at least ``MIN_STEPS`` steps, the wait kept in nearly every step (as a
+straggler's lag is judged: ``judgement.lag.least``, one step in four let off) is over the
+floor, over the margin of the others' time and ``TAIL_NOISE`` times the row's noise
+(``judgement.lag.row_noise``: the spread of one rank's generation against the others' once
+each rank's and step's own time is taken out, which a tail that moves from rank to rank leaves
+as outliers), and no rank is the slowest in ``SAME_RANK`` of those steps. Its cost is the
+median wait."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
 from mindspeed_prof.analysis.judgement.cells import per_step, who_order, who_text
-from mindspeed_prof.analysis.judgement.lag import row_noise
+from mindspeed_prof.analysis.judgement.lag import least, row_noise
 from mindspeed_prof.analysis.judgement.noise import MIN_STEPS, noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -53,14 +55,15 @@ def generation_tail(result: Analysis) -> list[Finding]:
     step = result.step_time()
     floor = noise_floor(result.noise_ms, step.median_ms if step else None)
     noise = row_noise(cells)
-    waits = [ms - o for _, _, ms, o in rows]
+    waits = sorted(ms - o for _, _, ms, o in rows)
     mid, others = statistics.median(waits), statistics.median(o for *_, o in rows)
+    kept = waits[least(len(waits)) - 1]
     count = Counter(w for _, w, _, _ in rows)
     top, most = min(count.items(), key=lambda kv: (-kv[1], who_order(kv[0])))
     if (
-        mid < floor
-        or mid < result.margin * others
-        or mid < TAIL_NOISE * noise
+        kept < floor
+        or kept < result.margin * others
+        or kept < TAIL_NOISE * noise
         or most >= SAME_RANK * len(rows)
     ):
         return []
