@@ -207,16 +207,19 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
     the straggler's stage on its rank, or with no straggler the slowest stage on every rank."""
     from types import SimpleNamespace
 
+    from mindspeed_prof.analysis.judgement.lag import Lag
     from mindspeed_prof.analysis.next_capture import next_steps
     from mindspeed_prof.analysis.rows import Share, Straggler
 
     light = SimpleNamespace(traces=[], root=Path("profiler_data"))
     slowest = Share(kind="stage", name="actor_update", ms=10.0, share=0.5, rank=rank)
-    straggler = None if rank is None else Straggler(
-        kind="stage", name="actor_update", step=2, rank=rank, ms=30.0, median_ms=10.0,
-        ratio=3.0, excess_ms=20.0)
-    relaunch = next(s for s in next_steps(light, straggler, slowest, None)  # type: ignore[arg-type]
-                    if s.kind == "relaunch")
+    behind = None if rank is None else Lag(
+        kind="stage", name="actor_update", rank=rank, compared=4, behind=4, lag_ms=20.0,
+        least_ms=19.0, others_ms=10.0, noise_ms=0.1, consistent=True, worst=Straggler(
+            kind="stage", name="actor_update", step=2, rank=rank, ms=30.0, median_ms=10.0,
+            ratio=3.0, excess_ms=20.0))
+    relaunch = next(s for s in next_steps(light, None, behind, slowest,  # type: ignore[arg-type]
+                                          None) if s.kind == "relaunch")
     assert not relaunch.runnable  # no manifest here: the overrides to add, quoted
     assert shlex.split(relaunch.command) == relaunch.overrides
     c = validate(conf(*relaunch.overrides).profiler_config)

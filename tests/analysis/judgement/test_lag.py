@@ -4,6 +4,7 @@ well over the noise, the margin and the floor; what it rests on when it cannot t
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from judgement_fixtures import BASE, capture
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from mindspeed_prof.analysis.report import report
 from mindspeed_prof.config.schema import STAGES
 
 
-def _noise(seed: int, share: float):  # type: ignore[no-untyped-def]
+def _noise(seed: int, share: float) -> Callable[[int, int, str], float]:
     """Bounded jitter: each cell within +-``share`` of its stage's time."""
     rng = random.Random(seed)
     cells: dict[tuple[int, int, str], float] = {}
