@@ -25,6 +25,7 @@ __all__ = [
     "ROLE_ALIASES",
     "SECTIONS",
     "PHASES",
+    "STAGE_ORDER",
     "STAGES",
     "TELEMETRY_SINKS",
     "TRANSITIONS",
@@ -49,7 +50,8 @@ Section: TypeAlias = "dict[str, object]"
 class Stage(Enum):
     """What to capture: every step whole (``all``) or one stage per execution.
 
-    MindSpeed-RL's stages (``actor_image_embeds``: its multimodal actor), then verl's own.
+    MindSpeed-RL's stages (``actor_image_embeds``: its multimodal actor), then verl's own, then
+    the transitions between generation and training (``TRANSITIONS``).
     """
 
     all = "all"
@@ -63,6 +65,13 @@ class Stage(Enum):
     compute_rm_score = "compute_rm_score"
     train_batch = "train_batch"
     forward_backward = "forward_backward"
+    # The transitions between generation and training (``TRANSITIONS``).
+    weight_sync = "weight_sync"
+    reshard = "reshard"
+    offload = "offload"
+    onload = "onload"
+    engine_sleep = "engine_sleep"
+    engine_wake = "engine_wake"
 
 
 #: The RL stages every PPO-style step runs, in that order (tables, sweeps, colours).
@@ -95,6 +104,10 @@ WEIGHT_SYNC_PARTS: tuple[str, ...] = (
     "load_weights",
     "cache_reset",
 )
+
+#: Every stage the analysis knows by name, in the order tables list them and charts colour
+#: them: the RL stages, then the transitions.
+STAGE_ORDER: tuple[str, ...] = (*STAGES, *TRANSITIONS)
 
 #: The three parts of an RL step: generation (rollout), training (log-probs, values, updates)
 #: and the transitions between them.

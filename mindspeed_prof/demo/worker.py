@@ -1,4 +1,5 @@
-"""The demo's integrated worker: actor, reference and critic on one process, six RL stages."""
+"""The demo's integrated worker: actor, reference and critic on one process, six RL stages, and
+the transitions of a colocated step around them (weight sync, offload, onload)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import msgspec
 import torch
 
 from mindspeed_prof.capture.profiler import Profiler
+from mindspeed_prof.demo.colocated import Colocated
 from mindspeed_prof.demo.model import Critic, Policy, make_prompts, reward
 from mindspeed_prof.demo.rollout import (
     kept_groups,
@@ -53,6 +55,7 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     long_tail: float = 0.0
     long_tail_length: int = 64
     max_response_length: int = 0
+    transition_ms: float = 0.0
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:
@@ -81,21 +84,27 @@ class IntegratedWorker(ProfilerMixin):
         self.critic = Critic(v, n, demo.hidden)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=demo.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=demo.critic_lr)
+        self.colocated = Colocated(
+            self.actor, [self.actor_opt, self.critic_opt], demo.transition_ms
+        )
         self.init_profiler(profiler_config, rank=rank)
         self.stage_seconds: dict[str, float] = {}
 
     def train_step(self, step: int) -> dict[str, float]:
         prof: Profiler = self.profiler
         with prof.step(step):
+            self.colocated.weight_sync(self._stage)  # the engine generates with the new policy
+            self.colocated.offload(self._stage)
             with self._stage("actor_generate"):
                 if step == self.d.slow_step and self.rank == 0:
                     time.sleep(0.5)  # +demo.slow_step=N: one slow step on rank 0 (anomaly demo)
                 prompts = make_prompts(
                     self.d.prompts, self.d.length, self.d.vocab, self.gen
                 ).repeat_interleave(self.d.group, dim=0)
-                responses = self.actor.generate(prompts, self.gen)
+                responses = self.colocated.engine.generate(prompts, self.gen)
                 scored, kept, tokens = self._rollout(prompts, responses)
                 prompts, responses, rewards = prompts[kept], responses[kept], scored[kept]
+            self.colocated.onload(self._stage)
             with self._stage("actor_compute_log_prob"), torch.no_grad():
                 old_logp = self.actor.log_prob(prompts, responses)
             with self._stage("reference_compute_log_prob"), torch.no_grad():
@@ -128,7 +137,9 @@ class IntegratedWorker(ProfilerMixin):
         )
         longer = lengths > d.length
         if bool(longer.any()):  # the batch decodes until its longest response ends
-            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d.length, self.gen)
+            self.colocated.engine.decode_more(
+                int(longer.sum()), int(lengths.max()) - d.length, self.gen
+            )
         rewards = plant_constant_groups(
             self._score(prompts, responses), group, d.constant_reward_groups, self.gen
         )

@@ -8,7 +8,7 @@ from typing import Union
 
 import msgspec
 
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER
 
 __all__ = [
     "DEVICE_CATS",
@@ -116,7 +116,7 @@ def number(value: Number) -> float | None:
     return out if out == out and abs(out) != float("inf") else None
 
 
-_STAGES = frozenset(STAGES)
+_STAGES = frozenset(STAGE_ORDER)
 #: A host event's name: its step number (``ProfilerStep#<n>``), ``STAGE`` for a stage's
 #: name, ``PLAIN`` for any other; remembered for the first ``NAMES_MAX`` names.
 STAGE, PLAIN = "stage", "plain"

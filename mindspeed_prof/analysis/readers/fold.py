@@ -28,11 +28,11 @@ from mindspeed_prof.analysis.readers.intervals import bare_times_of_columns
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.totals import Totals
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER
 
 __all__ = ["Collector", "collect"]
 
-_STAGES = frozenset(STAGES)
+_STAGES = frozenset(STAGE_ORDER)
 _RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: prof.iteration
 
 

@@ -8,7 +8,9 @@ metadata).
   trend);
 - ``role_imbalance``: one role's stage time per step far above the other roles' (actor,
   reference, critic... on workers of their own);
-- ``generation_tail``: the generation stage waiting for its slowest rank, step after step.
+- ``generation_tail``: the generation stage waiting for its slowest rank, step after step;
+- ``transitions``: a transition between generation and training (weight sync, resharding,
+  offload, onload, the engine's sleep and wake) over a share of the step, with its knobs.
 
 A difference is noise under ``stragglers.noise_floor`` (``--noise-ms``, or 1% of the step).
 Warmup steps are left out unless ``include_warmup`` (``Analysis.counted``). One module per
@@ -28,6 +30,7 @@ from mindspeed_prof.analysis.findings.rl.growth import (
 )
 from mindspeed_prof.analysis.findings.rl.roles import ROLE_MARGIN, role_imbalance
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
+from mindspeed_prof.analysis.findings.rl.transitions import TRANSITION_SHARE, transitions
 
 __all__ = [
     "GENERATE",
@@ -37,13 +40,15 @@ __all__ = [
     "ROLE_MARGIN",
     "RULES",
     "SAME_RANK",
+    "TRANSITION_SHARE",
     "Rule",
     "generation_tail",
     "growing_stage",
     "role_imbalance",
+    "transitions",
     "uncovered",
 ]
 
 
 #: This family's rules, in the order they run.
-RULES: list[Rule] = [uncovered, growing_stage, role_imbalance, generation_tail]
+RULES: list[Rule] = [uncovered, growing_stage, role_imbalance, generation_tail, transitions]
