@@ -266,6 +266,30 @@ class IntegratedConfig:
     iteration_count: int = 0  # iterations captured from iteration_start; 0: the whole stage
     iteration_stage: str = "actor_generate"  # the stage whose iterations are windowed
     first_microbatch: bool = False  # only each step's first execution of a captured stage
+    # A captured stage's executions (mini-batches) inside a step, as torch.profiler.schedule
+    # walks steps: skip_first, then cycles of wait (none), warmup (recorded, discarded) and
+    # active (captured); schedule_active 0: every execution; repeat 0: cycles without end.
+    schedule_skip_first: int = 0
+    schedule_wait: int = 0
+    schedule_warmup: int = 0
+    schedule_active: int = 0
+    schedule_repeat: int = 0
+    schedule_stage: str = ""  # the stage the schedule walks ("": every captured stage)
+    # Device memory (capture/memory): each stage's peak allocated and reserved bytes as
+    # counters; on an out-of-memory error in a stage the allocator's snapshot under
+    # <save>/oom_<step>_<stage>_<time>/; profile_with_memory's history over this many captured
+    # steps at once (0: one per capture).
+    stage_memory: bool = False
+    oom_snapshot: bool = False
+    memory_window_steps: int = 0
+    # The host memory a capture may take, estimated before it starts (capture/estimate);
+    # over it, the level is lowered with one line saying why. 0: no limit.
+    capture_host_mb: int = 0
+    # After the last capture: a shell command on the chosen ranks (None: the captured ones;
+    # "all"; a list), and captures moved flat into the save root (verl's relocate_results).
+    finish_hook_cmd: str = ""
+    finish_hook_ranks: Any = None
+    relocate_results: bool = False
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

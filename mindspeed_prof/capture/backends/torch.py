@@ -87,6 +87,7 @@ class TorchBackend(Backend):
         self._prof: torch.profiler.profile | None = None
         self._target: CaptureTarget | None = None
         self._extra: list[RangeSink] = []
+        self._warmup = False
 
     def _activities(self) -> list[torch.profiler.ProfilerActivity]:
         from torch.profiler import ProfilerActivity
@@ -113,6 +114,13 @@ class TorchBackend(Backend):
         self._target = target
         target.directory.mkdir(parents=True, exist_ok=True)
         self._extra = []
+        self._warmup = target.capture.warmup  # a schedule's warmup: run, then discarded
+        if self._warmup:
+            if self.records_ops:
+                self._prof = self._torch.profiler.profile(activities=self.activities)
+                with quiet_stderr():
+                    self._prof.start()
+            return
         if cfg.mstx or not self.records_ops:
             self._open_spans(target)
         if cfg.mstx and self.cuda:
@@ -172,6 +180,12 @@ class TorchBackend(Backend):
     def stop(self) -> list[Path]:
         target, prof = self._target, self._prof
         self._prof, self._target, self._extra = None, None, []
+        if self._warmup:  # stopped without export: a warmup's data is discarded
+            self._warmup = False
+            if prof is not None:
+                with quiet_stderr():
+                    prof.stop()
+            return []
         written: list[Path] = []
         try:
             if target is not None and self.cfg.profile_with_memory and self.cuda:
