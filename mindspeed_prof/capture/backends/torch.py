@@ -106,6 +106,12 @@ class TorchBackend(Backend):
         return cfg.with_stack or cfg.profile_with_module or cfg.profile_level is Level.level2
 
     @property
+    def snapshots(self) -> bool:
+        """A CUDA memory snapshot per capture (not with a memory window: ``capture.memory``)."""
+        cfg = self.cfg
+        return cfg.profile_with_memory and self.cuda and not cfg.memory_window_steps
+
+    @property
     def records_ops(self) -> bool:
         return self.cfg.profile_level is not Level.level_none and bool(self.activities)
 
@@ -125,7 +131,7 @@ class TorchBackend(Backend):
             self._open_spans(target)
         if cfg.mstx and self.cuda:
             self._extra.append(_NvtxSink())
-        if cfg.profile_with_memory and self.cuda:
+        if self.snapshots:
             self._torch.cuda.memory._record_memory_history(**self.memory_history())
         if not self.records_ops:
             return
@@ -188,7 +194,7 @@ class TorchBackend(Backend):
             return []
         written: list[Path] = []
         try:
-            if target is not None and self.cfg.profile_with_memory and self.cuda:
+            if target is not None and self.snapshots:
                 written.append(self._dump_snapshot(target))
             if prof is not None and target is not None:
                 with quiet_stderr():
