@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mindspeed_prof.capture.finish import FinishPart
-from mindspeed_prof.capture.memory.allocator import device_allocator
+from mindspeed_prof.capture.memory.allocator import Allocator, HostMemory, device_allocator
 from mindspeed_prof.capture.memory.stage import StageMemory
 from mindspeed_prof.capture.memory.window import MemoryWindow
 from mindspeed_prof.capture.part import Host, Part
@@ -13,24 +13,26 @@ __all__ = ["job_parts"]
 
 
 def job_parts(host: Host) -> list[Part]:
-    """The parts ``host``'s config asks for. Memory parts only where a device allocator
-    exists (none on a host without CUDA or an NPU: one note when asked)."""
+    """The parts ``host``'s config asks for. Memory parts read the device's allocator; on a
+    host without CUDA or an NPU, stage peaks read the process's resident set instead, and the
+    OOM observer and the memory window (which need the allocator's snapshot) are off, with one
+    note."""
     cfg, out = host.cfg, list[Part]()
-    memory = (
-        cfg.stage_memory
-        or cfg.oom_snapshot
-        or (cfg.memory_window_steps and cfg.profile_with_memory and host.plan.enabled)
-    )
-    allocator = device_allocator() if memory else None
-    if memory and allocator is None:
+    window = bool(cfg.memory_window_steps and cfg.profile_with_memory and host.plan.enabled)
+    allocator = device_allocator() if cfg.stage_memory or cfg.oom_snapshot or window else None
+    if allocator is None and (cfg.oom_snapshot or window):
         host.warn_once(
             "no_allocator",
-            "mindspeed-prof: stage_memory, oom_snapshot and memory_window_steps read a CUDA or "
-            "NPU allocator; this process has neither, so they are off",
+            "mindspeed-prof: oom_snapshot and memory_window_steps read a CUDA or NPU "
+            "allocator's snapshot; this process has neither, so they are off",
         )
-    if allocator is not None and (cfg.stage_memory or cfg.oom_snapshot):
-        out.append(StageMemory(host, allocator, peaks=cfg.stage_memory, oom=cfg.oom_snapshot))
-    if allocator is not None and cfg.memory_window_steps and cfg.profile_with_memory:
+    peaks: Allocator | HostMemory | None = allocator
+    if peaks is None and cfg.stage_memory and HostMemory.available():
+        peaks = HostMemory()  # the host is the device: its resident set
+    if peaks is not None and (cfg.stage_memory or (cfg.oom_snapshot and allocator)):
+        oom = bool(cfg.oom_snapshot and allocator is not None)
+        out.append(StageMemory(host, peaks, peaks=cfg.stage_memory, oom=oom))
+    if allocator is not None and window:
         out.append(MemoryWindow(host, allocator, cfg.memory_window_steps))
     if cfg.finish_hook_cmd or cfg.relocate_results:
         out.append(FinishPart(host))

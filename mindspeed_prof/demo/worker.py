@@ -56,6 +56,7 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     long_tail_length: int = 64
     max_response_length: int = 0
     transition_ms: float = 0.0
+    leak_mb: float = 0.0
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:
@@ -89,6 +90,7 @@ class IntegratedWorker(ProfilerMixin):
         )
         self.init_profiler(profiler_config, rank=rank)
         self.stage_seconds: dict[str, float] = {}
+        self._kept: list[torch.Tensor] = []  # demo.leak_mb: what actor_update never frees
 
     def train_step(self, step: int) -> dict[str, float]:
         prof: Profiler = self.profiler
@@ -112,6 +114,8 @@ class IntegratedWorker(ProfilerMixin):
             with self._stage("critic_compute_values"), torch.no_grad():
                 values = self.critic(prompts)
             with self._stage("actor_update"):
+                if self.d.leak_mb > 0:  # kept across steps: its peak memory grows
+                    self._kept.append(torch.ones(int(self.d.leak_mb * (1 << 20)) // 4))
                 prof.count("tokens_trained", tokens)
                 stats = self._update_actor(
                     prompts, responses, old_logp, ref_logp, self._advantages(rewards, values)

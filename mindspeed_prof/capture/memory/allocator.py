@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
-__all__ = ["Allocator", "device_allocator", "is_oom"]
+__all__ = ["Allocator", "HostMemory", "device_allocator", "is_oom"]
 
 
 class Allocator(Protocol):
@@ -22,6 +22,35 @@ class Allocator(Protocol):
     ) -> None: ...
 
     def _dump_snapshot(self, filename: str = "dump_snapshot.pickle") -> None: ...
+
+
+class HostMemory:
+    """A host without a device: the process's peak resident set (``VmHWM`` of
+    ``/proc/self/status``), reset through ``/proc/self/clear_refs`` (Linux 4.0 on). It has
+    no history and no snapshot."""
+
+    STATUS, CLEAR = "/proc/self/status", "/proc/self/clear_refs"
+
+    @classmethod
+    def available(cls) -> bool:
+        try:
+            cls().reset_peak_memory_stats()
+            return cls().max_memory_allocated() > 0
+        except OSError:
+            return False
+
+    def reset_peak_memory_stats(self, device: None = None) -> None:
+        with open(self.CLEAR, "w") as f:
+            f.write("5")
+
+    def max_memory_allocated(self, device: None = None) -> int:
+        with open(self.STATUS) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    max_memory_reserved = max_memory_allocated
 
 
 def device_allocator() -> Allocator | None:

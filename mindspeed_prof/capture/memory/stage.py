@@ -10,18 +10,20 @@ import logging
 import sys
 import time
 
-from mindspeed_prof.capture.memory.allocator import Allocator, is_oom
+from mindspeed_prof.capture.memory.allocator import Allocator, HostMemory, is_oom
 from mindspeed_prof.capture.naming import inside, safe_name
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.formats import MEMORY_SNAPSHOT
 from mindspeed_prof.jsonio import write_json
 
-__all__ = ["PEAK_ALLOCATED", "PEAK_RESERVED", "StageMemory"]
+__all__ = ["PEAK_ALLOCATED", "PEAK_RESERVED", "PEAK_RSS", "StageMemory"]
 
 log = logging.getLogger("mindspeed_prof")
 
 #: The counters each stage gets (bytes; docs/counters.md).
 PEAK_ALLOCATED, PEAK_RESERVED = "memory_peak_allocated_bytes", "memory_peak_reserved_bytes"
+#: On a host without a device: the process's peak resident set in the stage.
+PEAK_RSS = "memory_peak_rss_bytes"
 
 
 class StageMemory(Part):
@@ -29,8 +31,11 @@ class StageMemory(Part):
     another gets its own; the outer one's is the larger of what it held before the inner one
     began and what the allocator saw since. ``oom``: the OOM observer."""
 
-    def __init__(self, host: Host, allocator: Allocator, *, peaks: bool, oom: bool) -> None:
+    def __init__(
+        self, host: Host, allocator: Allocator | HostMemory, *, peaks: bool, oom: bool
+    ) -> None:
         self.host, self.allocator, self.peaks, self.oom = host, allocator, peaks, oom
+        self._on_host = isinstance(allocator, HostMemory)
         self._carry: list[tuple[int, int]] = []  # per open stage: its peaks before a reset
 
     def _now(self) -> tuple[int, int]:
@@ -50,16 +55,21 @@ class StageMemory(Part):
             self._off(err)
 
     def before_stage_end(self, stage: str, step: int | None, failed: bool) -> None:
-        if failed and self.oom:
+        allocator = self.allocator
+        if failed and self.oom and not isinstance(allocator, HostMemory):
             err = sys.exc_info()[1]
             if is_oom(err):
-                self._dump(stage, step, err)
+                self._dump(allocator, stage, step, err)
         if not self.peaks or not self._carry:
             return
         try:
             allocated, reserved = _max(self._carry.pop(), self._now())
-            self.host.count(PEAK_ALLOCATED, allocated)
-            self.host.count(PEAK_RESERVED, reserved)
+            # one value per execution (a distribution): a step's peak is their largest
+            if self._on_host:
+                self.host.count(PEAK_RSS, [allocated])
+                return
+            self.host.count(PEAK_ALLOCATED, [allocated])
+            self.host.count(PEAK_RESERVED, [reserved])
         except Exception as err:
             self._off(err)
 
@@ -71,7 +81,9 @@ class StageMemory(Part):
             "it is off for this run, training goes on",
         )
 
-    def _dump(self, stage: str, step: int | None, err: BaseException | None) -> None:
+    def _dump(
+        self, allocator: Allocator, stage: str, step: int | None, err: BaseException | None
+    ) -> None:
         """The allocator's snapshot and what the error was, under the save root; never raises."""
         host = self.host
         try:
@@ -80,7 +92,7 @@ class StageMemory(Part):
             folder.mkdir(parents=True, exist_ok=True)
             stem = f"rank{host.rank}_{safe_name(host.role, 'role')}"
             snapshot = folder / f"{stem}{MEMORY_SNAPSHOT}"
-            self.allocator._dump_snapshot(str(snapshot))
+            allocator._dump_snapshot(str(snapshot))
             allocated, reserved = self._now()
             write_json(
                 folder / f"{stem}.oom.json",

@@ -19,8 +19,8 @@ import torch
 
 import mindspeed_prof.capture.job_parts as job_parts
 from mindspeed_prof import Profiler
-from mindspeed_prof.capture.memory.allocator import is_oom
-from mindspeed_prof.capture.memory.stage import PEAK_ALLOCATED, PEAK_RESERVED
+from mindspeed_prof.capture.memory.allocator import HostMemory, is_oom
+from mindspeed_prof.capture.memory.stage import PEAK_ALLOCATED, PEAK_RESERVED, PEAK_RSS
 
 DOUBLES = str(Path(__file__).resolve().parents[2] / "doubles")
 MB = 1 << 20
@@ -63,7 +63,7 @@ def counters(root: Path) -> dict[tuple[int, str, str], float]:
     for e in json.loads(path.read_text())["traceEvents"]:
         if e.get("ph") == "C":
             args = e["args"]
-            out[(args["step"], args["stage"], e["name"])] = args["value"]
+            (out[(args["step"], args["stage"], e["name"])],) = args["values"]
     return out
 
 
@@ -145,13 +145,24 @@ def test_a_memory_window_records_one_history_over_its_steps(tmp_path: Path, devi
     assert switches == ["all", None] * 3
 
 
-def test_without_a_device_one_note_and_nothing_else(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_on_a_host_without_a_device_stages_carry_the_resident_peak(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(job_parts, "device_allocator", lambda: None)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config(config(tmp_path, stage_memory=True), rank=0)
-    assert not any(type(p).__name__ == "StageMemory" for p in prof.parts)
+        prof = Profiler.from_config(config(tmp_path, stage_memory=True, oom_snapshot=True),
+                                    rank=0)
     (line,) = [r.getMessage() for r in caplog.records]
-    assert "has neither, so they are off" in line
+    assert "oom_snapshot and memory_window_steps read a CUDA or NPU allocator" in line
+    HostMemory().reset_peak_memory_stats()
+    before = HostMemory().max_memory_allocated()  # resident now
+    with prof.step(1):
+        with prof.stage("actor_generate"):
+            block = b"x" * (64 * MB)  # written: resident
+            del block
+        with prof.stage("actor_update"):
+            pass
     prof.close()
+    got = counters(tmp_path)
+    assert set(got) == {(1, "actor_generate", PEAK_RSS), (1, "actor_update", PEAK_RSS)}
+    assert got[(1, "actor_generate", PEAK_RSS)] >= before + 60 * MB
+    assert got[(1, "actor_update", PEAK_RSS)] < got[(1, "actor_generate", PEAK_RSS)]

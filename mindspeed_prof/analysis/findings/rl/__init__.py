@@ -9,6 +9,7 @@ metadata).
 - ``role_imbalance``: one role's stage time per step far above the other roles' (actor,
   reference, critic... on workers of their own);
 - ``generation_tail``: the generation stage waiting for its slowest rank, step after step;
+- ``memory_growth``: a stage's peak memory rising step over step (Mann-Kendall, Theil-Sen);
 - ``transitions``: a transition between generation and training (weight sync, resharding,
   offload, onload, the engine's sleep and wake) over a share of the step, with its knobs.
 
@@ -28,6 +29,7 @@ from mindspeed_prof.analysis.findings.rl.growth import (
     MIN_STEPS,
     growing_stage,
 )
+from mindspeed_prof.analysis.findings.rl.memory import memory_growth
 from mindspeed_prof.analysis.findings.rl.roles import ROLE_MARGIN, role_imbalance
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
 from mindspeed_prof.analysis.findings.rl.transitions import TRANSITION_SHARE, transitions
@@ -44,6 +46,7 @@ __all__ = [
     "Rule",
     "generation_tail",
     "growing_stage",
+    "memory_growth",
     "role_imbalance",
     "transitions",
     "uncovered",
@@ -51,4 +54,11 @@ __all__ = [
 
 
 #: This family's rules, in the order they run.
-RULES: list[Rule] = [uncovered, growing_stage, role_imbalance, generation_tail, transitions]
+RULES: list[Rule] = [
+    uncovered,
+    growing_stage,
+    role_imbalance,
+    generation_tail,
+    transitions,
+    memory_growth,
+]
