@@ -122,12 +122,14 @@ class Capturer:
             return None, ""
         record.reason = reason
         record.warmup_steps = [s for s in record.steps if self.host.plan.is_warmup(s)]
+        flushing = time.perf_counter()
         try:
             files = backend.stop()
         except Exception as err:
             return record, f"{type(err).__name__}: {err}"
         finally:
             self._release()
+        record.flush_seconds = round(time.perf_counter() - flushing, 6)
         if warmup:  # a schedule's warmup (torch.profiler.schedule's): its data discarded
             _discard(files)
             return None, ""

@@ -1,18 +1,21 @@
 """The profiler's parts for the job around its captures: device memory per stage and at an OOM
-(``memory.stage``), the memory window (``memory.window``), and the finish hook (``finish``)."""
+(``memory.stage``), the memory window (``memory.window``), the host-memory budget
+(``host_budget``) and the finish hook (``finish``)."""
 
 from __future__ import annotations
 
 from mindspeed_prof.capture.finish import FinishPart
+from mindspeed_prof.capture.host_budget import HostBudget
 from mindspeed_prof.capture.memory.allocator import Allocator, HostMemory, device_allocator
 from mindspeed_prof.capture.memory.stage import StageMemory
 from mindspeed_prof.capture.memory.window import MemoryWindow
 from mindspeed_prof.capture.part import Host, Part
+from mindspeed_prof.capture.ranges import RangeTap
 
 __all__ = ["job_parts"]
 
 
-def job_parts(host: Host) -> list[Part]:
+def job_parts(host: Host, tap: RangeTap) -> list[Part]:
     """The parts ``host``'s config asks for. Memory parts read the device's allocator; on a
     host without CUDA or an NPU, stage peaks read the process's resident set instead, and the
     OOM observer and the memory window (which need the allocator's snapshot) are off, with one
@@ -34,6 +37,15 @@ def job_parts(host: Host) -> list[Part]:
         out.append(StageMemory(host, peaks, peaks=cfg.stage_memory, oom=oom))
     if allocator is not None and window:
         out.append(MemoryWindow(host, allocator, cfg.memory_window_steps))
+    if cfg.capture_host_mb and host.plan.enabled:
+        if HostMemory.available():
+            out.append(HostBudget(host, tap, HostMemory()))
+        else:
+            host.warn_once(
+                "host_budget",
+                "mindspeed-prof: capture_host_mb reads the process's resident set from /proc "
+                "(Linux); this host has none, so captures run unchecked",
+            )
     if cfg.finish_hook_cmd or cfg.relocate_results:
         out.append(FinishPart(host))
     return out

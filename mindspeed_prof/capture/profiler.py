@@ -118,7 +118,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             self._flight,
             AnomalyPart(self) if cfg.anomaly_factor else None,
             self._telemetry,
-            *job_parts(self),  # memory per stage, at OOM, over a window; the finish hook
+            *job_parts(self, self._tap),  # memory, the host budget, the finish hook
         ]
         self.parts: list[Part] = []
         self._step_starts: list[Callable[[int], None]] = []
