@@ -57,6 +57,7 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     max_response_length: int = 0
     transition_ms: float = 0.0
     leak_mb: float = 0.0
+    minibatch_stages: bool = False
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:
@@ -113,13 +114,18 @@ class IntegratedWorker(ProfilerMixin):
                 ref_logp = self.reference.log_prob(prompts, responses)
             with self._stage("critic_compute_values"), torch.no_grad():
                 values = self.critic(prompts)
-            with self._stage("actor_update"):
-                if self.d.leak_mb > 0:  # kept across steps: its peak memory grows
-                    self._kept.append(torch.ones(int(self.d.leak_mb * (1 << 20)) // 4))
-                prof.count("tokens_trained", tokens)
-                stats = self._update_actor(
-                    prompts, responses, old_logp, ref_logp, self._advantages(rewards, values)
-                )
+            adv = self._advantages(rewards, values)
+            # demo.minibatch_stages: each PPO epoch its own execution of the stage (a mini-batch)
+            epochs = self.d.ppo_epochs if self.d.minibatch_stages else 1
+            for epoch in range(epochs):
+                with self._stage("actor_update"):
+                    if self.d.leak_mb > 0 and not epoch:  # kept across steps: its peak grows
+                        self._kept.append(torch.ones(int(self.d.leak_mb * (1 << 20)) // 4))
+                    if not epoch:
+                        prof.count("tokens_trained", tokens)
+                    stats = self._update_actor(
+                        prompts, responses, old_logp, ref_logp, adv, self.d.ppo_epochs // epochs
+                    )
             with self._stage("critic_update"):
                 stats["value_loss"] = self._update_critic(prompts, rewards)
         return {"step": step, "rank": self.rank, "reward": scored.mean().item(), **stats}
@@ -179,9 +185,10 @@ class IntegratedWorker(ProfilerMixin):
         old: torch.Tensor,
         ref: torch.Tensor,
         adv: torch.Tensor,
+        epochs: int,
     ) -> dict[str, float]:
         clip, beta = self.d.clip, self.d.kl_coef
-        for _ in range(self.d.ppo_epochs):
+        for _ in range(epochs):
             logp = self.actor.log_prob(prompts, responses)
             ratio = torch.exp(logp - old)
             a = adv.unsqueeze(-1)

@@ -124,3 +124,28 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
     assert f.detail.splitlines()[0].startswith(
         f"rank 0 {first}: {v[steps[0]] / (1 << 20):,.1f} -> {v[steps[-1]] / (1 << 20):,.1f} "
         f"MiB over steps 2-8, {slopes[first] / (1 << 20):+,.2f} MiB per step")
+
+
+def test_the_schedule_inside_a_step_on_the_demos_mini_batches(tmp_path: Path) -> None:
+    """``demo.minibatch_stages``: four PPO epochs, four executions of actor_update a step; the
+    schedule (skip 1, warm up 1, capture 2) keeps the third and fourth of each captured step."""
+    from mindspeed_prof.demo.trainer import train as run
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module("mindspeed_prof.conf", version_base=None):
+        cfg = compose("demo", overrides=[
+            "demo.steps=3", "demo.prompts=8", "demo.workers=0", "demo.ppo_epochs=4",
+            "demo.minibatch_stages=true", "profiler_config=stage_scoped",
+            "profiler_config.integrated.profile_level=level0",
+            f"profiler_config.integrated.profile_save_path={tmp_path / 'out'}",
+            "++profiler_config.extensions.schedule_skip_first=1",
+            "++profiler_config.extensions.schedule_warmup=1",
+            "++profiler_config.extensions.schedule_active=2"])
+    GlobalHydra.instance().clear()
+    result = run(cfg, Console(quiet=True))
+    (summary,) = result["summaries"]
+    got = sorted((c["step"], c["index"]) for c in summary["captures"])
+    assert got == [(s, i) for s in (2, 3) for i in (2, 3)]  # stage_scoped: steps 2 and 3
+    traces = sorted((tmp_path / "out" / "actor_update").glob("*.pt.trace.json"))
+    assert len(traces) == 4 and all(t.name.endswith(("_2.pt.trace.json", "_3.pt.trace.json"))
+                                    for t in traces)
