@@ -94,3 +94,35 @@ def test_no_transition_stage_no_finding_and_the_worst_rank_first(tmp_path: Path,
                               "(of 2 ranks): most engine_wake (30.0 ms, 30%)")
     assert f.ranks == [0, 1]
     assert KNOBS["engine_sleep"] in f.suggestion and KNOBS["engine_wake"] in f.suggestion
+
+
+def test_the_decorator_and_mstx_ranges_name_transitions_as_stages(tmp_path: Path) -> None:
+    """``mstx_timer_decorator`` on a method named like a transition (its range is named
+    ``Worker.weight_sync``) and ``mstx.range("offload")`` are stages of their step."""
+    from mindspeed_prof import mstx
+    from mindspeed_prof.mstx import mstx_timer_decorator
+
+    class Worker:
+        @mstx_timer_decorator
+        def weight_sync(self) -> None:
+            with mstx.range("transfer"):
+                sum(range(20_000))
+
+    prof = Profiler.from_config({"integrated": {
+        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_start": 1,
+        "profile_step_end": 3, "profile_save_path": str(tmp_path)},
+        "extensions": {"backend": "none"}}, rank=0)
+    w = Worker()
+    for step in (1, 2):
+        with prof.step(step):
+            w.weight_sync()
+            with mstx.range("offload"):
+                sum(range(20_000))
+    prof.close()
+    result = analyse(tmp_path)
+    assert {(r.stage, r.count) for r in result.stage_rank()} == {("weight_sync", 2),
+                                                                  ("offload", 2)}
+    assert {r.name for r in result.range_table()} == {"transfer"}
+    for row in result.phases():
+        assert set(row.transitions) == {"weight_sync", "offload"}
+        assert row.transition_ms == sum(row.transitions.values()) > 0
