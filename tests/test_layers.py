@@ -21,18 +21,19 @@ READERS = {"analysis.readers", "analysis.readers.kineto", "analysis.readers.npu"
 #: to the first prefix that matches. Each capture family of readers may import the shared
 #: readers but not the other family; the shared readers import neither.
 LAYERS: dict[str, set[str]] = {
+    "stats": {"stats"},
     "formats": {"formats", "jsonio"},
     "config": {"config"},
     "jsonio": {"jsonio"},
     "raylink": {"raylink"},
     "mstx": {"mstx"},
-    "capture": {"capture", "config", "formats", "jsonio", "mstx"},
+    "capture": {"capture", "config", "formats", "jsonio", "mstx", "stats"},
     "analysis.readers": {"analysis.readers", "config", "formats", "jsonio"},
     "analysis.readers.kineto": {"analysis.readers.kineto", "analysis.readers", "config",
                                 "formats", "jsonio"},
     "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
                              "jsonio"},
-    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink"},
+    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink", "stats"},
     "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
     "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
