@@ -100,7 +100,7 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
     """``demo.leak_mb`` keeps memory in actor_update every step; with ``stage_memory`` (on
     this CPU host: each stage's peak resident set) ``rl.memory_growth`` names it, its slope and
     values recomputed here from the range file's counters."""
-    from mindspeed_prof.analysis.findings.rl.trend import theil_sen
+    from mindspeed_prof.stats.trend import theil_sen
 
     root = demo(tmp_path, "demo.leak_mb=16", "demo.steps=8",
                 "profiler_config.integrated.profile_step_end=9",
@@ -112,7 +112,7 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
             a = e["args"]
             peaks[a["stage"]][a["step"]] = max(peaks[a["stage"]].get(a["step"], 0), *a["values"])
     assert set(peaks) >= {"actor_update", "weight_sync", "actor_generate"}
-    slopes = {st: theil_sen(sorted(v), [v[k] for k in sorted(v)]) for st, v in peaks.items()}
+    slopes = {st: theil_sen(sorted(v), [v[k] for k in sorted(v)])[0] for st, v in peaks.items()}
     assert slopes["actor_update"] >= 15 * (1 << 20)  # the 16 MiB a step it keeps
     (f,) = [f for f in report(analyse(root)).findings if f.rule == "rl.memory_growth"]
     top = max(slopes.values())

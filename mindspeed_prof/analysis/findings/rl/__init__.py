@@ -9,7 +9,8 @@ metadata).
 - ``role_imbalance``: one role's stage time per step far above the other roles' (actor,
   reference, critic... on workers of their own);
 - ``generation_tail``: the generation stage waiting for its slowest rank, step after step;
-- ``memory_growth``: a stage's peak memory rising step over step (Mann-Kendall, Theil-Sen);
+- ``memory_growth``: a stage's peak memory rising step over step (``stats.trend``: Mann-Kendall,
+  Theil-Sen);
 - ``transitions``: a transition between generation and training (weight sync, resharding,
   offload, onload, the engine's sleep and wake) over a share of the step, with its knobs.
 

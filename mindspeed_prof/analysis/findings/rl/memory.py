@@ -1,6 +1,6 @@
 """``rl.memory_growth``: a stage's peak memory rising step over step (a tensor kept across
 steps, a cache never freed, fragmentation), from the stage memory counters (``stage_memory``),
-by a rank-based trend (Mann-Kendall, Theil-Sen)."""
+by the rank-based trend of ``stats.trend`` (Mann-Kendall, Theil-Sen)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
 from mindspeed_prof.analysis.findings.rl.steps import Who, who_order, who_text
-from mindspeed_prof.analysis.findings.rl.trend import Trend, trend
 from mindspeed_prof.analysis.ranges import stage_order
+from mindspeed_prof.stats.trend import Trend, trend
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
@@ -20,8 +20,8 @@ __all__ = ["MEMORY_COUNTERS", "MIN_GROWTH_BYTES", "MIN_POINTS", "P_VALUE", "memo
 
 #: The counters read: a device's peak allocated bytes, else a host's peak resident set.
 MEMORY_COUNTERS = ("memory_peak_allocated_bytes", "memory_peak_rss_bytes")
-#: A trend needs this many steps, this Mann-Kendall p-value or less, and to grow at least
-#: this much over its steps (and 2% of where it started).
+#: A trend needs this many steps, this one-sided Mann-Kendall p-value of a rise or less, and to
+#: grow at least this much over its steps (and 2% of where it started).
 MIN_POINTS, P_VALUE, MIN_GROWTH_BYTES, MIN_GROWTH_REL = 5, 0.05, float(1 << 20), 0.02
 MIB = float(1 << 20)
 
@@ -42,10 +42,10 @@ def _series(result: Analysis) -> dict[tuple[str, str], dict[Who, dict[int, float
 
 def memory_growth(result: Analysis) -> list[Finding]:
     """Per counter, the stages and ranks whose peak rises over at least ``MIN_POINTS`` steps
-    with a Mann-Kendall p-value of ``P_VALUE`` or less and a Theil-Sen growth over the steps
-    of ``MIN_GROWTH_BYTES`` and ``MIN_GROWTH_REL`` of its first value: one finding per
-    counter (memory held across steps raises every later stage's peak alike), the steepest
-    first."""
+    with a one-sided Mann-Kendall p-value of ``P_VALUE`` or less (``stats.trend``) and a
+    Theil-Sen growth over the steps of ``MIN_GROWTH_BYTES`` and ``MIN_GROWTH_REL`` of its first
+    value: one finding per counter (memory held across steps raises every later stage's peak
+    alike), the steepest first."""
     hits: dict[str, list[tuple[float, str, Who, Trend, list[int], dict[int, float]]]] = defaultdict(
         list
     )
@@ -56,10 +56,8 @@ def memory_growth(result: Analysis) -> list[Finding]:
                 continue
             t = trend([float(s) for s in steps], [by_step[s] for s in steps])
             grown = t.slope * (steps[-1] - steps[0])
-            if (
-                t.s > 0
-                and t.p_value <= P_VALUE
-                and grown >= max(MIN_GROWTH_BYTES, MIN_GROWTH_REL * by_step[steps[0]])
+            if t.p_up <= P_VALUE and grown >= max(
+                MIN_GROWTH_BYTES, MIN_GROWTH_REL * by_step[steps[0]]
             ):
                 hits[name].append((t.slope, stage, who, t, steps, by_step))
     out = []
@@ -71,7 +69,7 @@ def memory_growth(result: Analysis) -> list[Finding]:
         lines = [
             f"{who_text(w)} {st}: {bs[sp[0]] / MIB:,.1f} -> {bs[sp[-1]] / MIB:,.1f} MiB over "
             f"{steps_text(sp)}, {tr.slope / MIB:+,.2f} MiB per step (Theil-Sen), "
-            f"Mann-Kendall p={tr.p_value:.3f}"
+            f"Mann-Kendall p={tr.p_up:.3f}"
             for _, st, w, tr, sp, bs in found
         ]
         grown = slope * (steps[-1] - steps[0])
@@ -83,7 +81,7 @@ def memory_growth(result: Analysis) -> list[Finding]:
                 rule="rl.memory_growth",
                 title=f"peak memory grows {slope / MIB:,.2f} MiB per step on {of_ranks(held)} "
                 f"{where}: {by_step[steps[0]] / MIB:,.1f} -> {by_step[steps[-1]] / MIB:,.1f} "
-                f"MiB over {steps_text(steps)} (p={t.p_value:.3f})",
+                f"MiB over {steps_text(steps)} (p={t.p_up:.3f})",
                 detail=detail(lines, f"{name} per step (its largest execution's)", of="stages"),
                 suggestion="Something allocated in a step outlives it (a tensor kept with its "
                 "graph, a list or cache never cleared, fragmentation); the first stage whose "
