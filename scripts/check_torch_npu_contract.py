@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 DOUBLE = Path(__file__).resolve().parents[1] / "tests" / "doubles" / "torch_npu"
-FILES = ["profiler/profiler.py", "profiler/experimental_config.py", "npu/mstx.py"]
+FILES = ["profiler/profiler.py", "profiler/experimental_config.py", "npu/mstx.py", "npu/memory.py"]
 ENUMS = {"ProfilerLevel", "AiCMetrics", "ExportType"}
 CONSTANTS = "torch_npu/profiler/analysis/prof_common_func/_constant.py"
 #: The release the double is written against, and one platform it ships a wheel for (the

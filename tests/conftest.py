@@ -113,6 +113,20 @@ def app(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture(scope="session", params=["verl==0.9.0", "verl==0.9.1"])
+def verl_release(request: pytest.FixtureRequest, verl_tree: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """Each release the clients tests run on, and its config tree (the pin's is ``verl_tree``)."""
+    from verl_wheel import PINNED, download_config_tree
+
+    if request.param == PINNED:
+        return request.param, verl_tree
+    got = download_config_tree(tmp_path_factory.mktemp("verl"), request.param)
+    if isinstance(got, str):
+        pytest.skip(f"SKIP: cannot download {request.param} ({got})")
+    return request.param, got
+
+
 @pytest.fixture(scope="session")
 def verl_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """verl's real config tree (``verl/trainer/config``) from its wheel, downloaded once."""

@@ -6,6 +6,8 @@ line naming the rule, the row and the figures.
 - ``shares``: every share, and every percentage a finding or the verdict prints, in [0, 100%];
 - ``device_sums``: per rank and step (and stage run) compute + exposed communication + copy +
   idle = the span on the device (within 0.1%), no part negative;
+- ``phase_sums``: per rank and step, generation + training + transitions + other stages +
+  uncovered = the step (``phases``), no part negative, the transitions' parts their sum;
 - ``counted_once``: each rank and step (each capture, kernel, op...) one row;
 - ``verdict_reads_rows``: the verdict is recomputed from the tables it summarises (the step
   from ``per_step``, the device split from ``device``, the straggler from its table);
@@ -35,7 +37,7 @@ from typing import Any
 
 __all__ = ["REL", "check_analysis", "check_compare_self", "check_doctor", "check_text",
            "check_timeline", "counted_once", "counted_rows", "decode", "device_rows", "device_sums",
-           "exit_code", "findings_agree", "finite", "printed_finite", "shares",
+           "exit_code", "findings_agree", "finite", "phase_sums", "printed_finite", "shares",
            "verdict_reads_rows"]
 
 #: How far a sum may be from its span, relative to the span (0.1%).
@@ -182,6 +184,24 @@ def device_sums(doc: dict[str, Any]) -> None:
                 REL * row["span_ms"] + ABS_MS), f"device_sums: {where}: busy + idle: {row}"
 
 
+PHASE_PARTS = ("generation_ms", "training_ms", "transition_ms", "other_ms", "uncovered_ms")
+
+
+def phase_sums(doc: dict[str, Any]) -> None:
+    """Per rank and step: no part negative, the parts add up to the step, and the
+    transitions' own parts add up to ``transition_ms``."""
+    for row in doc.get("phases", []):
+        where = f"rank {row['rank']} step {row['step']}"
+        for k in (*PHASE_PARTS, "step_ms"):
+            assert row[k] >= 0.0, f"phase_sums: {where}: {k} = {row[k]}"
+        got = sum(row[k] for k in PHASE_PARTS)
+        assert abs(got - row["step_ms"]) <= REL * row["step_ms"] + ABS_MS, (
+            f"phase_sums: {where}: parts {got!r} ms, step {row['step_ms']!r} ms: {row}")
+        inner = sum(row["transitions"].values())
+        assert abs(inner - row["transition_ms"]) <= REL * row["step_ms"] + ABS_MS, (
+            f"phase_sums: {where}: transitions {inner!r} ms, phase {row['transition_ms']!r}")
+
+
 # -- counted once -------------------------------------------------------------------------------
 
 def _dupes(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, ...]]:
@@ -194,6 +214,7 @@ def counted_once(doc: dict[str, Any]) -> None:
     row, each straggler once."""
     tables = {
         "per_step": ("rank", "source", "step"),
+        "phases": ("rank", "source", "step"),
         "stage_rank": ("stage", "rank", "source"),
         "ranges": ("name", "rank", "source"),
         "inventory": ("file", "source"),
@@ -479,6 +500,7 @@ def check_analysis(doc: dict[str, Any], code: int) -> None:
     exit_code(code, doc)
     shares(doc)
     device_sums(doc)
+    phase_sums(doc)
     counted_once(doc)
     verdict_reads_rows(doc)
     findings_agree(doc)

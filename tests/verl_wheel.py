@@ -9,18 +9,20 @@ import sys
 import zipfile
 from pathlib import Path
 
-__all__ = ["PINNED", "add_defaults_line", "download_config_tree"]
+__all__ = ["PINNED", "RELEASES", "add_defaults_line", "download_config_tree"]
 
 PINNED = "verl==0.9.1"
+#: The releases the clients tests compose: 0.9.0 (no finish hook, no memory window) and the pin.
+RELEASES = ("verl==0.9.0", PINNED)
 CONFIG = "verl/trainer/config/"
 
 
-def download_config_tree(folder: Path) -> Path | str:
-    """``verl/trainer/config`` of the pinned wheel under ``folder``, or why it could not be had
-    (no network, no index: one line)."""
+def download_config_tree(folder: Path, pinned: str = PINNED) -> Path | str:
+    """``verl/trainer/config`` of the ``pinned`` wheel under ``folder``, or why it could not be
+    had (no network, no index: one line)."""
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
                            "-q", "-d", str(folder), "--python-version", "3.11",
-                           "--only-binary=:all:", PINNED],
+                           "--only-binary=:all:", pinned],
                           capture_output=True, text=True, timeout=300)
     wheels = sorted(folder.glob("verl-*.whl"))
     if proc.returncode != 0 or not wheels:

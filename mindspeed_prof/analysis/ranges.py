@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER
 
 __all__ = [
     "NO_OP_RANGES",
@@ -32,8 +32,9 @@ NO_OP_RANGES = 3
 
 
 def stage_order(name: str) -> tuple[int, str]:
-    """The RL loop's order of stages (``STAGES``), other names after them by name."""
-    return (STAGES.index(name) if name in STAGES else len(STAGES), name)
+    """The RL loop's order of stages, then the transitions (``STAGE_ORDER``), other names after
+    them by name."""
+    return (STAGE_ORDER.index(name) if name in STAGE_ORDER else len(STAGE_ORDER), name)
 
 
 def stage_rows(ranges: list[Range]) -> list[StageRow]:

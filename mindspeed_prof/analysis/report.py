@@ -22,6 +22,7 @@ from mindspeed_prof.analysis.judgement.growth import Growth
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.ledger import Ledger
+from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis
 from mindspeed_prof.analysis.rows import (
@@ -95,6 +96,7 @@ class Tables(msgspec.Struct, kw_only=True):
     ledger: Ledger | None
     stage_rank: list[StageRow]
     per_step: list[StepRow]
+    phases: list[PhaseRow]
     stragglers: list[Straggler]
     range_stragglers: list[Straggler]
     range_table: list[RangeRow]
@@ -167,6 +169,9 @@ class _Once(Analysis):
 
     def per_step(self) -> list[StepRow]:
         return self._once("per_step", super().per_step)
+
+    def phases(self) -> list[PhaseRow]:
+        return self._once("phases", super().phases)
 
     def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         return self._once("stragglers", lambda: super(_Once, self).stragglers(kind), kind)
@@ -265,6 +270,7 @@ def _tables(once: _Once, most: int) -> Tables:
         ledger=once.ledger(),
         stage_rank=once.stage_rank(),
         per_step=once.per_step(),
+        phases=once.phases(),
         stragglers=once.stragglers(),
         range_stragglers=once.stragglers("range"),
         range_table=once.range_table(),
@@ -293,6 +299,7 @@ def _tables_json(r: Analysis, t: Tables) -> JsonableObject:
         "ranks": t.ranks,
         "stage_rank": to_json(t.stage_rank),
         "per_step": to_json(t.per_step),
+        "phases": to_json(t.phases),
         "stragglers": to_json(t.stragglers),
         "ranges": to_json(t.range_table),
         "no_op": to_json(t.no_op),

@@ -16,6 +16,7 @@ from mindspeed_prof.analysis.judgement.growth import Growth
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
 from mindspeed_prof.analysis.ledger import Ledger, ledger
+from mindspeed_prof.analysis.phases import PhaseRow, phase_rows
 from mindspeed_prof.analysis.ranges import (
     no_op_rows,
     range_rows,
@@ -195,6 +196,11 @@ class Analysis:
                 table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2])
             )
         ]
+
+    def phases(self) -> list[PhaseRow]:
+        """Per rank and step: the step split into generation, training, transitions, other
+        stages and time no stage covers (``phases``), warmup steps marked."""
+        return phase_rows(self.ranges, self._warmup())
 
     def stragglers(self, kind: StragglerKind = "stage") -> list[Straggler]:
         """Ranks whose stage (``kind="range"``: custom range) time in a step exceeds the median

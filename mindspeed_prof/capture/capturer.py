@@ -13,7 +13,9 @@ turns a start into files under the save root and a stop into a ``CaptureRecord``
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
 from mindspeed_prof.capture.naming import inside, release_stem, safe_name
@@ -114,17 +116,23 @@ class Capturer:
     def stop(self, reason: str) -> tuple[CaptureRecord | None, str]:
         """End the active capture: its record (None when none ran) and "" or what failed."""
         record, backend = self.record, self.active
+        warmup = self._target is not None and self._target.capture.warmup
         self._end()
         if record is None or backend is None:
             return None, ""
         record.reason = reason
         record.warmup_steps = [s for s in record.steps if self.host.plan.is_warmup(s)]
+        flushing = time.perf_counter()
         try:
             files = backend.stop()
         except Exception as err:
             return record, f"{type(err).__name__}: {err}"
         finally:
             self._release()
+        record.flush_seconds = round(time.perf_counter() - flushing, 6)
+        if warmup:  # a schedule's warmup (torch.profiler.schedule's): its data discarded
+            _discard(files)
+            return None, ""
         record.files = [str(f) for f in files]
         record.seconds = round(time.time() - self._started, 6)
         return record, ""
@@ -157,3 +165,12 @@ class Capturer:
         self._tap.drain(self.host.step_now)
         if spans is not None:
             self._tap.unlisten(spans.add)
+
+
+def _discard(paths: list[Path]) -> None:
+    """A warmup's files and folders, removed (what cannot be is left)."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

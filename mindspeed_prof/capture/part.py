@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from mindspeed_prof.capture.plan import Capture, CapturePlan, Trigger
     from mindspeed_prof.capture.record import CaptureRecord
 
-__all__ = ["Host", "Part", "Starting"]
+__all__ = ["Host", "Part", "Starting", "stage_hooked"]
 
 
 @dataclass
@@ -78,6 +78,10 @@ class Host(Protocol):
 
     def warn_once(self, key: str, message: str) -> None: ...
 
+    def count(self, name: str, value: float | list[float]) -> None: ...
+
+    def flush_ranges(self) -> None: ...
+
 
 class Part:
     """The hooks a ``Profiler`` calls on each of its parts, in order."""
@@ -90,6 +94,13 @@ class Part:
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         """A step ended; ``took_ns`` its length (None when its range was not open)."""
+
+    def on_stage_start(self, stage: str, step: int | None) -> None:
+        """A stage began (its range is open on the calling thread)."""
+
+    def before_stage_end(self, stage: str, step: int | None, failed: bool) -> None:
+        """A stage is ending: its range still open on the calling thread (a count made now is
+        the stage's); ``failed``: an exception leaves it (``sys.exc_info()`` holds it)."""
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         """A stage ended; ``took_ns`` as for a step."""
@@ -113,3 +124,12 @@ class Part:
 
     def on_close(self) -> None:
         """The profiler closed: no more events."""
+
+
+def stage_hooked(part: Part) -> bool:
+    """Whether ``part`` has a stage-start or a before-stage-end hook of its own."""
+    kind = type(part)
+    return part.live and (
+        kind.on_stage_start is not Part.on_stage_start
+        or kind.before_stage_end is not Part.before_stage_end
+    )

@@ -6,6 +6,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from mindspeed_prof.capture.inner_schedule import InnerSchedule
 from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.config.schema import IntegratedConfig, stage_names
 
@@ -50,6 +51,7 @@ class Capture:
     step: int
     index: int = 0
     trigger: TriggerReason | Literal[""] = ""  # "" when planned
+    warmup: bool = False  # a schedule's warmup: recorded, then discarded
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class CapturePlan:
     iterations: IterationWindow | None = None
     #: Only each step's first execution of a captured stage (its first micro-batch).
     first_only: bool = False
+    #: Which executions of a captured stage in a step are captured (``inner_schedule``).
+    inner: InnerSchedule | None = None
 
     @classmethod
     def from_config(cls, cfg: IntegratedConfig, rank: int) -> CapturePlan:
@@ -135,6 +139,7 @@ class CapturePlan:
             one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps,
             iterations=window,
             first_only=bool(cfg.first_microbatch),
+            inner=InnerSchedule.from_config(cfg),
         )
 
     @property
@@ -303,6 +308,9 @@ class Scheduler:
         self._executions[stage, step] += 1
         if self.plan.first_only and index:
             return []
+        inner = self.plan.inner
+        if inner is not None and inner.walks(stage) and (act := inner.action(index)) != "record":
+            return [] if act == "none" else [self._start(Capture(stage, step, index, warmup=True))]
         window = self.plan.iterations
         if window is not None:  # started at the window's first iteration
             self._armed, self._marked = Capture(stage, step, index), False

@@ -31,10 +31,11 @@ from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooklock import HookLock
 from mindspeed_prof.capture.hooks import TrainerHook
 from mindspeed_prof.capture.identity import CaptureIdentity
+from mindspeed_prof.capture.job_parts import job_parts
 from mindspeed_prof.capture.lifecycle import Event, State, next_state
 from mindspeed_prof.capture.naming import safe_name
 from mindspeed_prof.capture.ondemand import OnDemand
-from mindspeed_prof.capture.part import Part
+from mindspeed_prof.capture.part import Part, stage_hooked
 from mindspeed_prof.capture.plan import CapturePlan, Scheduler, Trigger
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.rank import quiet_rank, resolve_rank
@@ -107,11 +108,8 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         self._sched = Scheduler(self.plan)
         self._tap = RangeTap(self._fail, self.count)  # mstx.count reaches self.count
         self._capturer = Capturer(self, self._tap, backend)
-        self._flight = (
-            Flight(self, self._tap, cfg.flight_recorder_steps)
-            if cfg.flight_recorder_steps
-            else None
-        )
+        flight = cfg.flight_recorder_steps
+        self._flight = Flight(self, self._tap, flight) if flight else None
         self._ondemand = OnDemand(self) if cfg.on_demand else None
         self._telemetry = TelemetryPart(self) if cfg.telemetry else None
         parts: list[Part | None] = [
@@ -120,10 +118,12 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             self._flight,
             AnomalyPart(self) if cfg.anomaly_factor else None,
             self._telemetry,
+            *job_parts(self, self._tap),  # memory, the host budget, the finish hook
         ]
         self.parts: list[Part] = []
         self._step_starts: list[Callable[[int], None]] = []
         self._step_ends: list[Callable[[int, int | None, bool], None]] = []
+        self._stage_starts: list[Part] = []  # parts with stage-start or before-end hooks
         self._counting: list[Part] = []
         for part in parts:
             if part is not None:
@@ -237,6 +237,8 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             step = self._step if step is None else step
             self._apply(self._sched.stage_start(stage, step))
             self._tap.open("stage", stage, step)
+            for part in self._stage_starts:
+                part.on_stage_start(stage, step)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
         self._stage_end(canonical_stage(stage), self._step if step is None else step, failed=False)
@@ -292,6 +294,8 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             self._step_ends.append(part.on_step_end)
         if kind.on_count is not Part.on_count:
             self._counting.append(part)
+        if stage_hooked(part):
+            self._stage_starts.append(part)
 
     def disown(self) -> None:
         """In a forked child: off for good, its captures forgotten without writing, closing or
@@ -321,8 +325,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             return
         try:
             try:
-                self._tap.drain(self._step)  # to every listener, as this step's
-                self._capturer.flush()
+                self.flush_ranges()
             except Exception as err:
                 log.warning("mindspeed-prof: on signal %d, the range file: %s", signum, err)
             for part in self.parts:
@@ -331,6 +334,11 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
             self._lock.release()
 
     # -- what parts may use (``part.Host``) ---------------------------------------------
+    def flush_ranges(self) -> None:
+        """The ranges so far to every listener (as this step's), the range file written."""
+        self._tap.drain(self._step)
+        self._capturer.flush()
+
     @property
     def step_now(self) -> int | None:
         return self._step
@@ -370,6 +378,8 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         with self._lock:
             if self._state is not _LIVE:
                 return
+            for part in self._stage_starts:
+                part.before_stage_end(stage, step, failed)
             took = self._tap.close("stage", stage)
             for part in self.parts:
                 part.on_stage_end(stage, self._step, took, failed)

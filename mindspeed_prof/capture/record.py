@@ -27,6 +27,7 @@ class RecordJson(_RecordKeys, total=False):
 
     level: str
     seconds: float
+    flush_seconds: float
     trigger: str
     request: str
     skipped: str
@@ -62,6 +63,8 @@ class CaptureRecord:
     reason: str = ""
     files: list[str] = field(default_factory=list)
     seconds: float | None = None
+    #: How long the backend's stop held the rank (the trace written out), in seconds.
+    flush_seconds: float | None = None
     trigger: str = ""
     request: str = ""
     skipped: str = ""
@@ -92,6 +95,8 @@ class CaptureRecord:
             out["level"] = self.level
         if self.seconds:
             out["seconds"] = self.seconds
+        if self.flush_seconds is not None:
+            out["flush_seconds"] = self.flush_seconds
         if self.trigger:
             out["trigger"] = self.trigger
         if self.request:

@@ -25,6 +25,7 @@ __all__ = [
     "ROLE_ALIASES",
     "SECTIONS",
     "PHASES",
+    "STAGE_ORDER",
     "STAGES",
     "TELEMETRY_SINKS",
     "TRANSITIONS",
@@ -49,7 +50,8 @@ Section: TypeAlias = "dict[str, object]"
 class Stage(Enum):
     """What to capture: every step whole (``all``) or one stage per execution.
 
-    MindSpeed-RL's stages (``actor_image_embeds``: its multimodal actor), then verl's own.
+    MindSpeed-RL's stages (``actor_image_embeds``: its multimodal actor), then verl's own, then
+    the transitions between generation and training (``TRANSITIONS``).
     """
 
     all = "all"
@@ -63,6 +65,13 @@ class Stage(Enum):
     compute_rm_score = "compute_rm_score"
     train_batch = "train_batch"
     forward_backward = "forward_backward"
+    # The transitions between generation and training (``TRANSITIONS``).
+    weight_sync = "weight_sync"
+    reshard = "reshard"
+    offload = "offload"
+    onload = "onload"
+    engine_sleep = "engine_sleep"
+    engine_wake = "engine_wake"
 
 
 #: The RL stages every PPO-style step runs, in that order (tables, sweeps, colours).
@@ -95,6 +104,10 @@ WEIGHT_SYNC_PARTS: tuple[str, ...] = (
     "load_weights",
     "cache_reset",
 )
+
+#: Every stage the analysis knows by name, in the order tables list them and charts colour
+#: them: the RL stages, then the transitions.
+STAGE_ORDER: tuple[str, ...] = (*STAGES, *TRANSITIONS)
 
 #: The three parts of an RL step: generation (rollout), training (log-probs, values, updates)
 #: and the transitions between them.
@@ -253,6 +266,30 @@ class IntegratedConfig:
     iteration_count: int = 0  # iterations captured from iteration_start; 0: the whole stage
     iteration_stage: str = "actor_generate"  # the stage whose iterations are windowed
     first_microbatch: bool = False  # only each step's first execution of a captured stage
+    # A captured stage's executions (mini-batches) inside a step, as torch.profiler.schedule
+    # walks steps: skip_first, then cycles of wait (none), warmup (recorded, discarded) and
+    # active (captured); schedule_active 0: every execution; repeat 0: cycles without end.
+    schedule_skip_first: int = 0
+    schedule_wait: int = 0
+    schedule_warmup: int = 0
+    schedule_active: int = 0
+    schedule_repeat: int = 0
+    schedule_stage: str = ""  # the stage the schedule walks ("": every captured stage)
+    # Device memory (capture/memory): each stage's peak allocated and reserved bytes as
+    # counters; on an out-of-memory error in a stage the allocator's snapshot under
+    # <save>/oom_<step>_<stage>_<time>/; profile_with_memory's history over this many captured
+    # steps at once (0: one per capture).
+    stage_memory: bool = False
+    oom_snapshot: bool = False
+    memory_window_steps: int = 0
+    # The host memory a capture may take, estimated before it starts (capture/estimate);
+    # over it, the level is lowered with one line saying why. 0: no limit.
+    capture_host_mb: int = 0
+    # After the last capture: a shell command on the chosen ranks (None: the captured ones;
+    # "all"; a list), and captures moved flat into the save root (verl's relocate_results).
+    finish_hook_cmd: str = ""
+    finish_hook_ranks: Any = None
+    relocate_results: bool = False
 
 
 #: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.

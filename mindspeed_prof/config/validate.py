@@ -79,6 +79,9 @@ PLANNED_FIELDS = frozenset(MINDSPEED_RL_FIELDS[1:]) | {
     "iteration_count",
     "iteration_stage",
     "first_microbatch",
+    *("schedule_skip_first", "schedule_wait", "schedule_warmup", "schedule_active"),
+    *("schedule_repeat", "schedule_stage", "memory_window_steps", "capture_host_mb"),
+    *("finish_hook_cmd", "finish_hook_ranks", "relocate_results"),
 }
 #: The longest regex ``comm_kernels`` (or ``--comm-kernels``) may be: the analysis tries it on
 #: every kernel name.
@@ -356,6 +359,24 @@ def _regex(value: object) -> str:
     return value
 
 
+def _hook_ranks(value: object) -> object:
+    """``finish_hook_ranks``: None (the captured ranks), ``all``, or a list of ranks."""
+    if value is None or value == "all":
+        return value
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in value
+    ):
+        return sorted(set(value))
+    raise _Bad("allowed: null (the ranks that captured), all, or a list of ranks >= 0")
+
+
+def _schedule_stage(value: object) -> str:
+    """The stage a schedule walks: "" (every captured stage) or one stage."""
+    if value in ("", None):
+        return ""
+    return _window_stage(value)
+
+
 def _enum(kind: type[Enum]) -> Callable[[object], Enum]:
     def convert(value: object) -> Enum:
         if isinstance(value, kind):
@@ -502,6 +523,8 @@ _CONVERT: dict[str, Callable[[object], object]] = {
     "comm_kernels": _regex,
     "telemetry": _sinks,
     "iteration_stage": _window_stage,
+    "schedule_stage": _schedule_stage,
+    "finish_hook_ranks": _hook_ranks,
 }
 assert set(_CONVERT) == set(_FIELDS), set(_FIELDS) - set(_CONVERT)
 
@@ -634,11 +657,29 @@ def _trigger_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem 
     return None
 
 
+_SCHEDULE = ("schedule_skip_first", "schedule_wait", "schedule_warmup", "schedule_active")
+
+
+def _memory_problem(c: IntegratedConfig, key: Callable[[str], str]) -> Problem | None:
+    """The stage schedule, the memory window and the host budget: counts, none negative."""
+    for name in (*_SCHEDULE, "schedule_repeat", "memory_window_steps", "capture_host_mb"):
+        if getattr(c, name) < 0:
+            return (name,), f"{key(name)}={getattr(c, name)}: must be an integer >= 0 (0: off)"
+    if c.schedule_active == 0 and any(getattr(c, n) for n in (*_SCHEDULE[:3], "schedule_repeat")):
+        return _SCHEDULE[:3] + ("schedule_repeat",), (
+            f"{key('schedule_active')}=0: the schedule is off (every execution captured), so "
+            "skip_first, wait, warmup and repeat do nothing; set schedule_active to the "
+            "executions to capture, e.g. 1"
+        )
+    return None
+
+
 #: The rules between fields, in the order they are checked.
 _RULES: tuple[Callable[[IntegratedConfig, Callable[[str], str]], Problem | None], ...] = (
     _window_steps_problem,
     _count_problem,
     _trigger_problem,
     _window_problem,
+    _memory_problem,
     _output_problem,
 )

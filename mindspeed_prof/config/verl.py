@@ -5,7 +5,9 @@ is profiled as verl's config says.
 
 ``cfg`` is verl's composed config (PPO: ``global_profiler`` plus a ``profiler`` block per role;
 SFT: the ``profiler`` node and ``trainer.profile_interval``). What maps (``MAPPED``) and what
-does not (``NOT_MAPPED``) is listed below and in the README.
+does not (``NOT_MAPPED``) is listed below and in docs/verl.md; a role's settings that are set
+and not mapped are named in one warning line (once per job); a role whose block the tree lacks
+is off.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 from mindspeed_prof.config.schema import IntegratedConfig, Section, Stage, canonical_role
 from mindspeed_prof.config.validate import ConfigError, sections, validate
+from mindspeed_prof.config.verl_settings import extras, unmapped
 
 __all__ = ["MAPPED", "NOT_MAPPED", "ROLE_PATHS", "from_verl", "verl_fields"]
 
@@ -28,7 +31,7 @@ ROLE_PATHS: dict[str, tuple[str, ...]] = {
     "critic": ("critic.profiler",),
     "reward": ("reward_model.profiler", "reward.reward_model.profiler"),
 }
-#: verl setting -> ours (the README's table is this one).
+#: verl setting -> ours (docs/verl.md's table is this one).
 MAPPED: dict[str, str] = {
     "global_profiler.tool: npu | torch | torch_memory": "backend: torch_npu | torch | torch "
     "(torch_memory: profile_with_memory at level_none: the CUDA memory snapshot)",
@@ -67,15 +70,25 @@ MAPPED: dict[str, str] = {
     "rollout: tool_config.<tool>.start_step / num_steps (SGLang's; null: no limit)": (
         "iteration_start / iteration_count"
     ),
+    "<role>.profiler.finish_hook_cmd, finish_hook_all_ranks, finish_hook_ranks": (
+        "finish_hook_cmd, finish_hook_ranks (all; the list; [] the ranks that captured)"
+    ),
+    "<role>.profiler.relocate_results": "relocate_results",
+    "tool_config.torch_memory.memory_snapshot_num_steps": "memory_window_steps (and "
+    "oom_snapshot: true, verl's automatic OOM snapshots with the memory tool)",
+    "actor, critic: tool_config.torch.schedule / npu.schedule (active > 0, discrete: true)": (
+        "schedule_skip_first/wait/warmup/active/repeat, schedule_stage: the role's update stage"
+    ),
 }
 NOT_MAPPED: tuple[str, ...] = (
     "global_profiler.tool: nsys, precision_debugger (not profiled; one warning)",
     "global_tool_config.nsys.*, tool_config.nsys.*",
     "npu mstx_domain_exclude: [communication] (verl hard-codes it; no field here)",
     "profile_token_start/end (and their vLLM/SGLang spellings) of roles other than rollout",
-    "tool_config.torch.schedule.*, torch.step_start/step_end (mini-batch schedule)",
-    "torch_memory.context, stacks, kw_args, memory_snapshot_num_steps",
-    "relocate_results, finish_hook_cmd, finish_hook_all_ranks, finish_hook_ranks",
+    "tool_config.torch/npu.schedule with discrete: false (whole steps are captured), or of a "
+    "role without an update loop",
+    "torch.step_start/step_end (verl before 0.9)",
+    "global_tool_config.torch_memory.context, stacks, kw_args",
 )
 
 _TOOLS = {"npu": "torch_npu", "torch": "torch", "torch_memory": "torch"}
@@ -109,8 +122,8 @@ def _ppo(cfg: object, role: str) -> Section:
             f"verl role {role!r}: allowed: {', '.join(ROLE_PATHS)} (and ref, reward_model)"
         )
     blocks = [(p, b) for p in paths if isinstance(b := _select(cfg, p), Mapping)]
-    if not blocks:
-        raise ConfigError(f"verl config: no {' or '.join(paths)} block for role {role}")
+    if not blocks:  # a tree without this role (no reward model): nothing to profile
+        return {"profile": False}
     path, block = blocks[0]
     gp = _mapping(_select(cfg, "global_profiler"), "global_profiler")
     steps = gp.get("steps")
@@ -121,6 +134,13 @@ def _ppo(cfg: object, role: str) -> Section:
         raise ConfigError(f"global_profiler.steps={steps!r}: allowed: null or a list of steps")
     tool = block.get("tool", gp.get("tool"))
     fields = _block(block, path, tool, bool(steps))
+    if isinstance(tool, str) and tool in _TOOLS:
+        fields.update(
+            extras(block, _settings(block, tool, f"{path}.tool_config.{tool}"), tool, role)
+        )
+    notes = unmapped(gp, block, path, tool if isinstance(tool, str) else None, role)
+    if notes and fields.get("profile"):
+        _warn_once(f"mindspeed-prof: verl settings of {role} not mapped: {'; '.join(notes)}")
     if role == "rollout" and fields.get("backend"):
         where = f"{path}.tool_config.{tool}"
         fields.update(_window(_settings(block, tool, where), where))

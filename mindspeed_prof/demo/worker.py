@@ -1,4 +1,5 @@
-"""The demo's integrated worker: actor, reference and critic on one process, six RL stages."""
+"""The demo's integrated worker: actor, reference and critic on one process, six RL stages, and
+the transitions of a colocated step around them (weight sync, offload, onload)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import msgspec
 import torch
 
 from mindspeed_prof.capture.profiler import Profiler
+from mindspeed_prof.demo.colocated import Colocated
 from mindspeed_prof.demo.model import Critic, Policy, make_prompts, reward
 from mindspeed_prof.demo.rollout import (
     kept_groups,
@@ -53,6 +55,9 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     long_tail: float = 0.0
     long_tail_length: int = 64
     max_response_length: int = 0
+    transition_ms: float = 0.0
+    leak_mb: float = 0.0
+    minibatch_stages: bool = False
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:
@@ -81,32 +86,46 @@ class IntegratedWorker(ProfilerMixin):
         self.critic = Critic(v, n, demo.hidden)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=demo.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=demo.critic_lr)
+        self.colocated = Colocated(
+            self.actor, [self.actor_opt, self.critic_opt], demo.transition_ms
+        )
         self.init_profiler(profiler_config, rank=rank)
         self.stage_seconds: dict[str, float] = {}
+        self._kept: list[torch.Tensor] = []  # demo.leak_mb: what actor_update never frees
 
     def train_step(self, step: int) -> dict[str, float]:
         prof: Profiler = self.profiler
         with prof.step(step):
+            self.colocated.weight_sync(self._stage)  # the engine generates with the new policy
+            self.colocated.offload(self._stage)
             with self._stage("actor_generate"):
                 if step == self.d.slow_step and self.rank == 0:
                     time.sleep(0.5)  # +demo.slow_step=N: one slow step on rank 0 (anomaly demo)
                 prompts = make_prompts(
                     self.d.prompts, self.d.length, self.d.vocab, self.gen
                 ).repeat_interleave(self.d.group, dim=0)
-                responses = self.actor.generate(prompts, self.gen)
+                responses = self.colocated.engine.generate(prompts, self.gen)
                 scored, kept, tokens = self._rollout(prompts, responses)
                 prompts, responses, rewards = prompts[kept], responses[kept], scored[kept]
+            self.colocated.onload(self._stage)
             with self._stage("actor_compute_log_prob"), torch.no_grad():
                 old_logp = self.actor.log_prob(prompts, responses)
             with self._stage("reference_compute_log_prob"), torch.no_grad():
                 ref_logp = self.reference.log_prob(prompts, responses)
             with self._stage("critic_compute_values"), torch.no_grad():
                 values = self.critic(prompts)
-            with self._stage("actor_update"):
-                prof.count("tokens_trained", tokens)
-                stats = self._update_actor(
-                    prompts, responses, old_logp, ref_logp, self._advantages(rewards, values)
-                )
+            adv = self._advantages(rewards, values)
+            # demo.minibatch_stages: each PPO epoch its own execution of the stage (a mini-batch)
+            epochs = self.d.ppo_epochs if self.d.minibatch_stages else 1
+            for epoch in range(epochs):
+                with self._stage("actor_update"):
+                    if self.d.leak_mb > 0 and not epoch:  # kept across steps: its peak grows
+                        self._kept.append(torch.ones(int(self.d.leak_mb * (1 << 20)) // 4))
+                    if not epoch:
+                        prof.count("tokens_trained", tokens)
+                    stats = self._update_actor(
+                        prompts, responses, old_logp, ref_logp, adv, self.d.ppo_epochs // epochs
+                    )
             with self._stage("critic_update"):
                 stats["value_loss"] = self._update_critic(prompts, rewards)
         return {"step": step, "rank": self.rank, "reward": scored.mean().item(), **stats}
@@ -128,7 +147,9 @@ class IntegratedWorker(ProfilerMixin):
         )
         longer = lengths > d.length
         if bool(longer.any()):  # the batch decodes until its longest response ends
-            self.actor.decode_more(int(longer.sum()), int(lengths.max()) - d.length, self.gen)
+            self.colocated.engine.decode_more(
+                int(longer.sum()), int(lengths.max()) - d.length, self.gen
+            )
         rewards = plant_constant_groups(
             self._score(prompts, responses), group, d.constant_reward_groups, self.gen
         )
@@ -164,9 +185,10 @@ class IntegratedWorker(ProfilerMixin):
         old: torch.Tensor,
         ref: torch.Tensor,
         adv: torch.Tensor,
+        epochs: int,
     ) -> dict[str, float]:
         clip, beta = self.d.clip, self.d.kl_coef
-        for _ in range(self.d.ppo_epochs):
+        for _ in range(epochs):
             logp = self.actor.log_prob(prompts, responses)
             ratio = torch.exp(logp - old)
             a = adv.unsqueeze(-1)

@@ -1,11 +1,12 @@
 """One colour per stage in every chart of the HTML report (stacked steps, heat map rows, Gantt).
 
 MindSpeed-RL's stages (``config.schema.STAGES``, in the order a step runs them) always take the
-same colours (Okabe-Ito, colour-blind safe). Any other stage name (a trainer's own stages,
-``record_function`` ranges) takes the colour its name hashes to in a second palette (Paul Tol's
-muted; crc32, so the same in every run and process). Where names of one report hash alike,
-the names, in sorted order, each take the next colour still free; beyond the palette's size
-colours repeat.
+same colours (Okabe-Ito, colour-blind safe), and so do the transitions between generation and
+training (``TRANSITIONS``: darker, duller tones of their own). Any other stage name (a
+trainer's own stages, ``record_function`` ranges) takes the colour its name hashes to in a
+second palette (Paul Tol's muted; crc32, so the same in every run and process). Where names of
+one report hash alike, the names, in sorted order, each take the next colour still free; beyond
+the palette's size colours repeat.
 """
 
 from __future__ import annotations
@@ -13,12 +14,24 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER
 
-__all__ = ["DEVICE_COLOURS", "EXTRA", "OTHER", "STAGE_PALETTE", "stage_colours", "stage_order"]
+__all__ = [
+    "DEVICE_COLOURS",
+    "EXTRA",
+    "OTHER",
+    "STAGE_PALETTE",
+    "TRANSITION_PALETTE",
+    "stage_colours",
+    "stage_order",
+]
 
 #: MindSpeed-RL's stages, in ``STAGES`` order (Okabe-Ito without black and yellow).
 STAGE_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+#: The transitions, in ``TRANSITIONS`` order (none of them in the other palettes).
+TRANSITION_PALETTE = ("#8C564B", "#5D6D7E", "#A6761D", "#1B9E77", "#6A3D9A", "#B15928")
+#: Every fixed colour, by stage name.
+_FIXED = dict(zip(STAGE_ORDER, (*STAGE_PALETTE, *TRANSITION_PALETTE)))
 #: Every other stage name (Paul Tol's muted scheme, none of it in ``STAGE_PALETTE``).
 EXTRA = (
     "#332288",
@@ -44,10 +57,10 @@ DEVICE_COLOURS = {
 
 
 def stage_order(names: Iterable[str]) -> list[str]:
-    """``names`` once each: MindSpeed-RL's stages in the order a step runs them, then the rest
-    sorted."""
+    """``names`` once each: MindSpeed-RL's stages in the order a step runs them, the
+    transitions, then the rest sorted."""
     unique = set(names)
-    return [s for s in STAGES if s in unique] + sorted(unique.difference(STAGES))
+    return [s for s in STAGE_ORDER if s in unique] + sorted(unique.difference(STAGE_ORDER))
 
 
 def _slot(name: str) -> int:
@@ -59,8 +72,9 @@ def stage_colours(names: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     taken: set[int] = set()
     for name in stage_order(names):
-        if name in STAGES:
-            out[name] = STAGE_PALETTE[STAGES.index(name)]
+        fixed = _FIXED.get(name)
+        if fixed is not None:
+            out[name] = fixed
             continue
         slot = _slot(name)
         if len(taken) < len(EXTRA):

@@ -12,7 +12,8 @@ from mindspeed_prof.views.safe import printable
 
 __all__ = ["STAGE_CODES", "codes", "column", "fits", "legend", "table"]
 
-#: Short column names for the RL stages, used when full names do not fit (a legend follows).
+#: Short column names for the RL stages and the transitions, used when full names do not fit
+#: (a legend follows).
 STAGE_CODES = {
     "actor_generate": "A.gen",
     "actor_compute_log_prob": "A.logp",
@@ -20,6 +21,12 @@ STAGE_CODES = {
     "critic_compute_values": "C.vals",
     "actor_update": "A.upd",
     "critic_update": "C.upd",
+    "weight_sync": "W.sync",
+    "reshard": "reshard",
+    "offload": "offload",
+    "onload": "onload",
+    "engine_sleep": "E.sleep",
+    "engine_wake": "E.wake",
 }
 
 

@@ -392,6 +392,7 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
         "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
         "stage_rank": to_json(result.stage_rank()),
         "per_step": to_json(result.per_step()), "stragglers": to_json(result.stragglers()),
+        "phases": to_json(result.phases()),
         "ranges": to_json(result.range_table()), "no_op": to_json(result.no_op()),
         "range_stragglers": to_json(result.stragglers("range")),
         "device": to_json(result.device()), "comm": to_json(result.comm()),

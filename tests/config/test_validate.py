@@ -137,7 +137,8 @@ def test_stage_is_one_name_or_a_list(stage: object, expected: object) -> None:
     ([["actor_update"]], r"stage=.*: bad entry \['actor_update'\]"),
     ({"a": 1}, r"stage=\{'a': 1\}: allowed: all, actor_generate"),
     (3, r"stage=3: allowed: all, actor_generate, .*critic_update, actor_image_embeds, "
-        r".*forward_backward, or a list"),
+        r".*forward_backward, weight_sync, reshard, offload, onload, engine_sleep, "
+        r"engine_wake, or a list"),
 ])
 def test_bad_stage_names_key_and_allowed(stage: object, message: str) -> None:
     with pytest.raises(ConfigError, match=rf"{KEY}\.{message}"):
@@ -479,7 +480,8 @@ def test_an_empty_stage_list_message_in_full() -> None:
         f"{KEY}.stage=[]: an empty list captures nothing; allowed: all, actor_generate, "
         "actor_compute_log_prob, reference_compute_log_prob, critic_compute_values, "
         "actor_update, critic_update, actor_image_embeds, compute_rm_score, train_batch, "
-        "forward_backward, or a list of stages such as [actor_generate, actor_update]")
+        "forward_backward, weight_sync, reshard, offload, onload, engine_sleep, engine_wake, "
+        "or a list of stages such as [actor_generate, actor_update]")
 
 
 def test_a_field_in_the_wrong_section_message_in_full() -> None:

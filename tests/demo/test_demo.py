@@ -60,7 +60,8 @@ def test_mstx_light_shows_all_stages_for_both_ranks(ray_cluster: Any, tmp_path: 
     result = train(demo_cfg(tmp_path, "profiler_config=mstx_light"), Console(quiet=True))
     rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s["stage_rank"]}
     stages = {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
-              "critic_compute_values", "actor_update", "critic_update"}
+              "critic_compute_values", "actor_update", "critic_update",
+              "weight_sync", "offload", "onload"}  # the colocated step's transitions too
     assert rows == {(s, r) for s in stages for r in (0, 1)}
 
 

@@ -1,4 +1,5 @@
-"""One colour per stage: MindSpeed-RL's stages fixed, other names by their own hash."""
+"""One colour per stage: MindSpeed-RL's stages and the transitions fixed, other names by their
+own hash."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.views.palette import EXTRA, STAGE_PALETTE, stage_colours, stage_order
+from mindspeed_prof.config.schema import STAGE_ORDER, STAGES, TRANSITIONS
+from mindspeed_prof.views.palette import (
+    EXTRA,
+    STAGE_PALETTE,
+    TRANSITION_PALETTE,
+    stage_colours,
+    stage_order,
+)
 
-names = st.lists(st.text(min_size=1, max_size=30) | st.sampled_from(STAGES), max_size=20)
+names = st.lists(st.text(min_size=1, max_size=30) | st.sampled_from(STAGE_ORDER), max_size=20)
+FIXED = (*STAGE_PALETTE, *TRANSITION_PALETTE)
 
 
 @settings(max_examples=200, deadline=None)
@@ -24,13 +32,15 @@ def test_stages_first_in_their_own_colours_and_any_order_gives_one_mapping(
     colours = stage_colours(given_names)
     order = stage_order(given_names)
     assert list(colours) == order and set(order) == set(given_names)
-    ours = [n for n in order if n in STAGES]
-    assert order[:len(ours)] == [s for s in STAGES if s in ours]  # in the order a step runs
-    assert order[len(ours):] == sorted(set(given_names) - set(STAGES))
+    ours = [n for n in order if n in STAGE_ORDER]
+    # the RL stages in the order a step runs them, then the transitions
+    assert order[:len(ours)] == [s for s in (*STAGES, *TRANSITIONS) if s in ours]
+    assert order[len(ours):] == sorted(set(given_names) - set(STAGE_ORDER))
     for s in ours:
-        assert colours[s] == STAGE_PALETTE[STAGES.index(s)]
+        assert colours[s] == FIXED[STAGE_ORDER.index(s)]
+    assert len(set(FIXED)) == len(FIXED) and not set(FIXED) & set(EXTRA)
     others = [colours[n] for n in order[len(ours):]]
-    assert set(others) <= set(EXTRA) and not set(others) & set(STAGE_PALETTE)
+    assert set(others) <= set(EXTRA) and not set(others) & set(FIXED)
     if len(others) <= len(EXTRA):
         assert len(set(others)) == len(others)  # no two names of one report share a colour
     shuffled = list(given_names)
@@ -43,7 +53,7 @@ def test_stages_first_in_their_own_colours_and_any_order_gives_one_mapping(
 def test_names_of_different_hashes_keep_the_colour_of_their_own(given_names: list[str]) -> None:
     """A custom name's colour is the one it has alone, whatever other names the report holds,
     unless two of them hash alike; then each still has a colour of its own."""
-    custom = sorted(set(given_names) - set(STAGES))
+    custom = sorted(set(given_names) - set(STAGE_ORDER))
     alone = {n: stage_colours([n])[n] for n in custom}
     together = stage_colours(given_names)
     if len(set(alone.values())) == len(custom):

@@ -8,7 +8,7 @@ from typing import Union
 
 import msgspec
 
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER, TRANSITIONS
 
 __all__ = [
     "DEVICE_CATS",
@@ -28,6 +28,7 @@ __all__ = [
     "TraceTop",
     "decode_events",
     "name_kind",
+    "stage_named",
     "number",
 ]
 
@@ -116,7 +117,19 @@ def number(value: Number) -> float | None:
     return out if out == out and abs(out) != float("inf") else None
 
 
-_STAGES = frozenset(STAGES)
+_STAGES = frozenset(STAGE_ORDER)
+_TRANSITIONS = frozenset(TRANSITIONS)
+
+
+def stage_named(name: str) -> str | None:
+    """The stage a range's name is: a stage's name, or a transition's as the last part of a
+    decorated method's (``mstx_timer_decorator`` names ``Worker.weight_sync``); else None."""
+    if name in _STAGES:
+        return name
+    last = name.rpartition(".")[2]
+    return last if last in _TRANSITIONS else None
+
+
 #: A host event's name: its step number (``ProfilerStep#<n>``), ``STAGE`` for a stage's
 #: name, ``PLAIN`` for any other; remembered for the first ``NAMES_MAX`` names.
 STAGE, PLAIN = "stage", "plain"
@@ -127,7 +140,7 @@ NAMES_MAX = 1 << 16
 def name_kind(name: str) -> int | str:
     """What a host event's name says it is (see ``NAMES``), remembered."""
     m = STEP_NAME.match(name)
-    what: int | str = int(m.group(1)) if m else STAGE if name in _STAGES else PLAIN
+    what: int | str = int(m.group(1)) if m else STAGE if stage_named(name) else PLAIN
     if len(NAMES) < NAMES_MAX:
         NAMES[name] = what
     return what

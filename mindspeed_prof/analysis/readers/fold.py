@@ -19,6 +19,7 @@ from mindspeed_prof.analysis.readers.events import (
     UNREAD_DEVICE,
     Event,
     name_kind,
+    stage_named,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
@@ -28,11 +29,9 @@ from mindspeed_prof.analysis.readers.intervals import bare_times_of_columns
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.totals import Totals
-from mindspeed_prof.config.schema import STAGES
 
 __all__ = ["Collector", "collect"]
 
-_STAGES = frozenset(STAGES)
 _RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: prof.iteration
 
 
@@ -133,11 +132,9 @@ class Collector:
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            data.ranges.append(
-                Range(
-                    data.rank, "stage" if name in _STAGES else "range", name, step, ts, dur, tid=tid
-                )
-            )
+            stage = stage_named(name)
+            kind, name = ("stage", stage) if stage else ("range", name)
+            data.ranges.append(Range(data.rank, kind, name, step, ts, dur, tid=tid))
         if self.host.tops[0]:
             data.ranges = bare_times_of_columns(
                 data.ranges, *self.host.tops, self.host.origin or 0.0

@@ -15,7 +15,8 @@ class SpansOnlyBackend(Backend):
     name = "none"
 
     def start(self, target: CaptureTarget) -> None:
-        self._open_spans(target)
+        if not target.capture.warmup:  # a schedule's warmup: nothing to warm, nothing kept
+            self._open_spans(target)
 
     def stop(self) -> list[Path]:
         return self._close_spans()

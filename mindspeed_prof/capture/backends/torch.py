@@ -87,6 +87,7 @@ class TorchBackend(Backend):
         self._prof: torch.profiler.profile | None = None
         self._target: CaptureTarget | None = None
         self._extra: list[RangeSink] = []
+        self._warmup = False
 
     def _activities(self) -> list[torch.profiler.ProfilerActivity]:
         from torch.profiler import ProfilerActivity
@@ -105,6 +106,12 @@ class TorchBackend(Backend):
         return cfg.with_stack or cfg.profile_with_module or cfg.profile_level is Level.level2
 
     @property
+    def snapshots(self) -> bool:
+        """A CUDA memory snapshot per capture (not with a memory window: ``capture.memory``)."""
+        cfg = self.cfg
+        return cfg.profile_with_memory and self.cuda and not cfg.memory_window_steps
+
+    @property
     def records_ops(self) -> bool:
         return self.cfg.profile_level is not Level.level_none and bool(self.activities)
 
@@ -113,11 +120,18 @@ class TorchBackend(Backend):
         self._target = target
         target.directory.mkdir(parents=True, exist_ok=True)
         self._extra = []
+        self._warmup = target.capture.warmup  # a schedule's warmup: run, then discarded
+        if self._warmup:
+            if self.records_ops:
+                self._prof = self._torch.profiler.profile(activities=self.activities)
+                with quiet_stderr():
+                    self._prof.start()
+            return
         if cfg.mstx or not self.records_ops:
             self._open_spans(target)
         if cfg.mstx and self.cuda:
             self._extra.append(_NvtxSink())
-        if cfg.profile_with_memory and self.cuda:
+        if self.snapshots:
             self._torch.cuda.memory._record_memory_history(**self.memory_history())
         if not self.records_ops:
             return
@@ -172,9 +186,15 @@ class TorchBackend(Backend):
     def stop(self) -> list[Path]:
         target, prof = self._target, self._prof
         self._prof, self._target, self._extra = None, None, []
+        if self._warmup:  # stopped without export: a warmup's data is discarded
+            self._warmup = False
+            if prof is not None:
+                with quiet_stderr():
+                    prof.stop()
+            return []
         written: list[Path] = []
         try:
-            if target is not None and self.cfg.profile_with_memory and self.cuda:
+            if target is not None and self.snapshots:
                 written.append(self._dump_snapshot(target))
             if prof is not None and target is not None:
                 with quiet_stderr():

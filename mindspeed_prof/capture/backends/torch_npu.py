@@ -154,7 +154,7 @@ class TorchNpuBackend(Backend):
             on_trace_ready=p.tensorboard_trace_handler(
                 dir_name=str(target.directory),
                 worker_name=target.stem,
-                analyse_flag=cfg.profile_analysis,
+                analyse_flag=cfg.profile_analysis and not target.capture.warmup,
                 async_mode=False,
             ),
         )

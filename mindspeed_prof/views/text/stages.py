@@ -5,6 +5,8 @@ with a legend, or ranks as rows) rather than letting rich cut its headers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
@@ -90,8 +92,8 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
     stages = list(dict.fromkeys(k for row in steps for k in row.stages))
     has_total = any(row.total is not None for row in steps)
 
-    def build(names: dict[str, str]) -> Table:
-        table = _table("Per step (ms)")
+    def build(names: dict[str, str], title: str = "Per step (ms)") -> Table:
+        table = _table(title)
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
             _column(table, cell(col))
         for row in steps:
@@ -109,8 +111,24 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
         console.print(table)
         return
     codes = _codes(stages)
-    console.print(build(codes))
+    parts = _fitting(console, list(codes), lambda names: build({s: codes[s] for s in names}))
+    for i, names in enumerate(parts):
+        title = "Per step (ms)" + (f", {i + 1} of {len(parts)}" if len(parts) > 1 else "")
+        console.print(build({s: codes[s] for s in names}, title))
     _legend(console, codes)
+
+
+def _fitting(
+    console: Console, names: list[str], build: Callable[[list[str]], Table]
+) -> list[list[str]]:
+    """``names`` in runs, each as many as fit the console in one table (at least one)."""
+    parts: list[list[str]] = []
+    for name in names:
+        if parts and _fits(console, build([*parts[-1], name])):
+            parts[-1].append(name)
+        else:
+            parts.append([name])
+    return parts
 
 
 def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:

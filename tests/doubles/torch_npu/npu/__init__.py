@@ -1,3 +1,4 @@
+from . import memory  # noqa: F401
 from .mstx import mstx  # noqa: F401
 
 AVAILABLE = True

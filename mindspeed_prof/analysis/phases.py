@@ -1,0 +1,129 @@
+"""Each rank's step split into the three parts of an RL step: generation, training (log-probs,
+values, updates) and the transitions between them (weight sync, resharding, offload and onload,
+the engine's sleep and wake), with the time in stages of no phase (``other``: reward scoring,
+the trainer's own) and the time no stage covers (``uncovered``).
+
+The parts add up to the step: where stages overlap (two threads, a stage inside another), each
+instant of the step counts once, for the first phase in ``PRIORITY`` that runs then.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from mindspeed_prof.analysis.readers import Range
+from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.rows import Row
+from mindspeed_prof.config.schema import TRANSITIONS, phase_of
+
+__all__ = ["PRIORITY", "PhaseRow", "phase_rows", "split_step"]
+
+#: Which phase an instant counts for where stages of several phases overlap: the transition
+#: (the cost this table is there to show) first, then generation, training, other stages.
+PRIORITY: tuple[str, ...] = ("transition", "generation", "training", "other")
+
+
+class PhaseRow(Row, kw_only=True):
+    """One rank's step split into its parts (ms): ``generation_ms``, ``training_ms``,
+    ``transition_ms`` (``transitions``: each transition's part of it), ``other_ms`` (stages of no
+    phase) and ``uncovered_ms`` (no stage); they add up to ``step_ms``, the step's own length.
+    ``warmup``: a warmup step (left out of the findings unless asked)."""
+
+    rank: int | None
+    source: str = ""
+    step: int
+    step_ms: float
+    generation_ms: float
+    training_ms: float
+    transition_ms: float
+    other_ms: float
+    uncovered_ms: float
+    transitions: dict[str, float] = {}
+    warmup: bool = False
+
+
+def _phase(name: str) -> str:
+    return phase_of(name) or "other"
+
+
+def _winner(active: dict[str, int]) -> str | None:
+    """The stage an instant counts for, of the stages running then (name -> open count)."""
+    running = [n for n, k in active.items() if k > 0]
+    if not running:
+        return None
+    return min(
+        running,
+        key=lambda n: (
+            PRIORITY.index(_phase(n)),
+            TRANSITIONS.index(n) if n in TRANSITIONS else 0,
+            n,
+        ),
+    )
+
+
+def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
+    """The step's microseconds per part: each of ``PRIORITY`` and ``uncovered``, and each
+    transition by name (``t:<name>``); stages are clipped to the step. Times are taken
+    relative to the step's start (at epoch microseconds ``ts + dur`` rounds)."""
+    lo, hi = 0.0, step.dur
+    edges: list[tuple[float, int, str]] = []
+    for r in stages:
+        a, b = max(r.ts - step.ts, lo), min(r.ts - step.ts + r.dur, hi)
+        if b > a:
+            edges += [(a, 1, r.name), (b, -1, r.name)]
+    out: dict[str, float] = dict.fromkeys((*PRIORITY, "uncovered"), 0.0)
+    active: dict[str, int] = defaultdict(int)
+    at = lo
+    for t, delta, name in sorted(edges, key=lambda e: (e[0], e[1])):
+        winner = _winner(active)
+        if t > at and winner is not None:
+            phase = _phase(winner)
+            out[phase] += t - at
+            if phase == "transition":
+                out[f"t:{winner}"] = out.get(f"t:{winner}", 0.0) + t - at
+        at = max(at, t)
+        active[name] += delta
+    out["uncovered"] = max(step.dur - sum(out[p] for p in PRIORITY), 0.0)
+    return out
+
+
+def phase_rows(
+    ranges: list[Range], warmup: set[tuple[int | None, str, int]] | None = None
+) -> list[PhaseRow]:
+    """Per rank (and source) and step that has its own step range, the step split into its
+    parts (``split_step``), in rank then step order; ``warmup``: (rank, source, step) of
+    warmup steps."""
+    steps: dict[tuple[int | None, str, int], Range] = {}
+    stages: dict[tuple[int | None, str, int], list[Range]] = defaultdict(list)
+    for r in ranges:
+        if r.step is None or r.dur < 0:
+            continue
+        key = (r.rank, r.source, r.step)
+        if r.kind == "step":
+            if key not in steps or r.dur > steps[key].dur:
+                steps[key] = r
+        elif r.kind == "stage":
+            stages[key].append(r)
+    out = []
+    for key in sorted(steps, key=lambda k: (rank_order(k[0]), k[1], k[2])):
+        step = steps[key]
+        us = split_step(step, stages.get(key, []))
+        out.append(
+            PhaseRow(
+                rank=key[0],
+                source=key[1],
+                step=key[2],
+                step_ms=step.dur / 1000.0,
+                generation_ms=us["generation"] / 1000.0,
+                training_ms=us["training"] / 1000.0,
+                transition_ms=us["transition"] / 1000.0,
+                other_ms=us["other"] / 1000.0,
+                uncovered_ms=us["uncovered"] / 1000.0,
+                transitions={
+                    name: us[f"t:{name}"] / 1000.0 for name in TRANSITIONS if f"t:{name}" in us
+                },
+                warmup=key in (warmup or set()),
+            )
+        )
+    return out
