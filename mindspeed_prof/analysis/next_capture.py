@@ -25,7 +25,7 @@ from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share
-from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.config.schema import STAGE_ORDER
 from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def next_steps(
     stage, rank, step, _ = target(cause, behind, slowest)
     root = shlex.quote(str(result.root))
     if not _detailed(result):
-        if stage is None or stage not in STAGES:
+        if stage is None or stage not in STAGE_ORDER:
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
         live_ranks = f" --ranks {rank}" if rank is not None else ""
@@ -187,6 +187,7 @@ def _cause_text(cause: Cause, stage: str) -> str:
         "rl.long_tail": "generation waiting for its longest responses",
         "rl.generation_tail": "generation waiting for its slowest rank",
         "rl.uncovered": "time no stage covers",
+        "rl.transitions": f"the transitions, most {stage}",
     }
     what = words.get(cause.rule, cause.rule)
     at = f" at {stage}" if cause.rule == "ranks.straggler" else ""

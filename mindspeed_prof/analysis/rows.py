@@ -372,13 +372,15 @@ class DeviceVerdict(Row, kw_only=True):
 
 
 class MemoryVerdict(Row, kw_only=True):
-    """The highest ``peak_bytes`` allocated on any rank (``rank``), the device's
-    ``capacity_bytes`` where a capture records it, and ``share`` of it."""
+    """The highest ``peak_bytes`` allocated on any rank (``rank``; 0 where no capture records
+    a peak), the device's ``capacity_bytes`` where a capture records it, and ``share`` of it;
+    ``growth``: the memory growth finding's title, where a stage's peak grows step over step."""
 
     rank: int | None
     peak_bytes: float
     capacity_bytes: float | None = None
     share: float | None = None
+    growth: str | None = None
 
 
 def to_json(rows: Sequence[msgspec.Struct]) -> list[JsonableObject]:

@@ -10,6 +10,9 @@ its findings.
 - ``straggler``: the rank named behind the others (``judgement.lag``: a consistent lag that
   clears the row's noise), or, where none is, the largest one-off; ``steps``: how many steps
   the verdict rests on (under three, it says so);
+- ``phases``: the step the job lived split into generation, training (log-probs, values,
+  updates), the transitions between them (weight sync, resharding, offload and onload, the
+  engine's sleep and wake), other stages and time no stage covers (``judgement.where``);
 - ``causes``: the findings that cost time, ranked by the milliseconds per step each costs
   (``judgement.causes``); Next acts on the first;
 - ``device``: what bounds the device (compute, exposed communication, exposed copies, idle)
@@ -30,13 +33,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.judgement.causes import Cause, causes
 from mindspeed_prof.analysis.judgement.cells import who_order
 from mindspeed_prof.analysis.judgement.lag import Lag, is_wait
-from mindspeed_prof.analysis.judgement.where import slowest
+from mindspeed_prof.analysis.judgement.where import Phases, phases, slowest
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -87,6 +92,8 @@ class Verdict(Row, kw_only=True):
     one_off: Straggler | None = None
     #: The steps the verdict rests on (counted: warmup left out).
     steps: int = 0
+    #: The step split into generation, training and the transitions between them.
+    phases: Phases | None = None
     #: The findings that cost time, most per step first (``judgement.causes``).
     causes: list[Cause] = []
     device: DeviceVerdict | None = None
@@ -179,9 +186,10 @@ def device(result: Analysis) -> DeviceVerdict | None:
     )
 
 
-def memory(result: Analysis) -> MemoryVerdict | None:
+def memory(result: Analysis, findings: Sequence[Finding] = ()) -> MemoryVerdict | None:
     """The highest whole-capture peak, against the capacity its trace records; of equal peaks,
-    the lowest rank's (never the order the captures were found in)."""
+    the lowest rank's (never the order the captures were found in); and the growth step over
+    step the findings name (``rl.memory_growth``)."""
     best: MemoryVerdict | None = None
     capacity: dict[int | None, float | None] = {
         t.rank: t.meta.device_memory_bytes for t in result.traces
@@ -198,6 +206,11 @@ def memory(result: Analysis) -> MemoryVerdict | None:
             capacity_bytes=cap,
             share=ratio(peak, cap, None) if cap else None,
         )
+    grows = next((f.title for f in findings if f.rule == "rl.memory_growth"), None)
+    if grows is not None:
+        if best is None:
+            return MemoryVerdict(rank=None, peak_bytes=0.0, growth=grows)
+        best = msgspec.structs.replace(best, growth=grows)
     return best
 
 
@@ -213,9 +226,10 @@ def verdict(result: Analysis, findings: Sequence[Finding] = ()) -> Verdict:
         behind=lag,
         one_off=one_off,
         steps=rests_on(result, step),
+        phases=phases(result.phases(), result.include_warmup),
         causes=causes(findings, step.median_ms if step else None),
         device=device(result),
-        memory=memory(result),
+        memory=memory(result, findings),
         triggered=triggered(result),
         warmup_steps=sorted({s for _, s in result.warmup()}),
         worlds=worlds(result.traces),

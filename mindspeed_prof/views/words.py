@@ -7,6 +7,7 @@ from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
 from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.judgement.causes import Cause
+from mindspeed_prof.analysis.judgement.where import Phases
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Share, StepTime, Straggler, World
@@ -19,6 +20,7 @@ __all__ = [
     "LINE_CAUSES",
     "LINE_STAGES",
     "causes_text",
+    "phases_text",
     "no_device_text",
     "slowest_text",
     "step_text",
@@ -83,6 +85,8 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
         out.append(
             ("straggler", f"none (no rank behind the others by more than the noise floor){rests}")
         )
+    if v.phases and (v.phases.transition_ms or v.phases.generation_ms):
+        out.append(("phases", phases_text(v.phases)))
     if v.causes:
         out.append(("causes", causes_text(v.causes)))
     out += _device_lines(v.device, v.worlds)
@@ -95,9 +99,12 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
             if m.capacity_bytes and m.share is not None
             else ""
         )
-        out.append(
-            ("memory", f"peak {_gb(m.peak_bytes)} allocated{cap} on rank {rank_label(m.rank)}")
+        peak = (
+            f"peak {_gb(m.peak_bytes)} allocated{cap} on rank {rank_label(m.rank)}"
+            if m.peak_bytes
+            else ""
         )
+        out.append(("memory", "; ".join(filter(None, (peak, m.growth)))))
     unusual = [_triggered_text(t) for t in v.triggered[:3]]
     if len(v.triggered) > 3:
         unusual.append(f"{len(v.triggered) - 3} more triggered captures")
@@ -173,6 +180,7 @@ CAUSE_WORDS = {
     "rl.generation_tail": "generation waiting",
     "rl.uncovered": "time no stage covers",
     "rl.role_imbalance": "a role behind",
+    "rl.transitions": "transitions",
     "cuda.idle_time": "device idle",
     "cuda.launch_overhead": "launch overhead",
     "cuda.exposed_comm": "exposed communication",
@@ -212,12 +220,30 @@ def slowest_text(w: Share) -> str:
     return f"{w.kind} {w.name}: {w.ms:,.1f} ms{own} per step{on}{share}{others}{behind}{inside}"
 
 
+def phases_text(p: Phases) -> str:
+    """The phases line: the step the job lived split into generation, training and the
+    transitions between them (the largest named), each its ms and share."""
+
+    def part(name: str, ms: float) -> str:
+        return f"{name} {ms:,.1f} ms ({ms / p.step_ms:.0%})" if p.step_ms else f"{name} {ms:,.1f}"
+
+    parts = [part("generation", p.generation_ms), part("training", p.training_ms)]
+    if p.transition_ms:
+        top = f", most {p.top_transition} {p.top_ms:,.1f} ms" if p.top_transition else ""
+        parts.append(part("transitions", p.transition_ms) + top)
+    rest = p.other_ms + p.uncovered_ms
+    if rest:
+        parts.append(part("other", rest))
+    return "; ".join(parts) + f" (the median step's, its slowest rank's, of {p.steps})"
+
+
 def causes_text(causes: list[Cause]) -> str:
     """The causes line: the first ``LINE_CAUSES`` causes, most costly first, each its cost per
     step and share of the step."""
     parts = []
     for c in causes[:LINE_CAUSES]:
-        where = f" at {c.stage}" if c.stage else ""
+        at = " (most {})" if c.rule == "rl.transitions" else " at {}"
+        where = at.format(c.stage) if c.stage else ""
         who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
         share = f", {c.share:.0%} of the step" if c.share is not None else ""
         words = CAUSE_WORDS.get(c.rule, c.rule)

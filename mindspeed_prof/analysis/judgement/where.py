@@ -1,6 +1,7 @@
 """Where the time goes: the stage (or, where no stage was recorded, the custom range by its
 self time) that takes the most of a step on its slowest rank, and its share of the step the
-job lived (its slowest rank's). Times in a step are each rank's own, the runs of one name
+job lived (its slowest rank's); and that step split into generation, training and the
+transitions between them (``phases``). Times in a step are each rank's own, the runs of one name
 merged (two threads at once count once) and cut to the rank's step where that was recorded:
 a share is never over 100%."""
 
@@ -14,14 +15,15 @@ from mindspeed_prof.analysis.judgement.cells import Cells
 from mindspeed_prof.analysis.judgement.gating import gate
 from mindspeed_prof.analysis.judgement.judge import step_cells
 from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.device.breakdown import merge
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import Share, StageOrRange
+from mindspeed_prof.analysis.rows import Row, Share, StageOrRange
 
-__all__ = ["range_cells", "slowest", "stage_cells"]
+__all__ = ["Phases", "phases", "range_cells", "slowest", "stage_cells"]
 
 Key = tuple[int | None, str, int | None]  # rank, source, step
 
@@ -148,4 +150,49 @@ def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
         rank=_named(lags, kind, name),
         others_ms=others_ms,
         within=max(context, key=lambda p: (context[p], p)) if context else None,
+    )
+
+
+class Phases(Row, kw_only=True):
+    """The RL step split into its parts on the rank that gates each step, the median over the
+    counted steps (ms): ``generation_ms``, ``training_ms``, ``transition_ms`` (its largest,
+    ``top_transition``, with ``top_ms``), ``other_ms`` (stages of no phase) and
+    ``uncovered_ms`` (no stage), of ``step_ms``; ``steps`` they rest on."""
+
+    step_ms: float
+    generation_ms: float
+    training_ms: float
+    transition_ms: float
+    other_ms: float
+    uncovered_ms: float
+    top_transition: str | None = None
+    top_ms: float = 0.0
+    steps: int
+
+
+def phases(rows: Sequence[PhaseRow], include_warmup: bool = False) -> Phases | None:
+    """The parts of the step the job lived (``phases.PhaseRow`` of its gating rank in each
+    step), None where no stage of a known phase ran."""
+    by_step: dict[int, PhaseRow] = {}
+    for r in rows:
+        if (include_warmup or not r.warmup) and (
+            r.step not in by_step or r.step_ms > by_step[r.step].step_ms
+        ):
+            by_step[r.step] = r
+    gated = list(by_step.values())
+    if not gated or not any(r.generation_ms or r.training_ms or r.transition_ms for r in gated):
+        return None
+    names = {n for r in gated for n in r.transitions}
+    per = {n: statistics.median(r.transitions.get(n, 0.0) for r in gated) for n in names}
+    top = max(per, key=lambda n: (per[n], n)) if per else None
+    return Phases(
+        step_ms=statistics.median(r.step_ms for r in gated),
+        generation_ms=statistics.median(r.generation_ms for r in gated),
+        training_ms=statistics.median(r.training_ms for r in gated),
+        transition_ms=statistics.median(r.transition_ms for r in gated),
+        other_ms=statistics.median(r.other_ms for r in gated),
+        uncovered_ms=statistics.median(r.uncovered_ms for r in gated),
+        top_transition=top,
+        top_ms=per[top] if top else 0.0,
+        steps=len(gated),
     )

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KNOBS", "TRANSITION_SHARE", "transitions"]
 
-#: A transition is named when it takes at least this share of its rank's mean step (and the
-#: noise floor).
+#: A transition is named when it takes at least this share of its rank's median step (and
+#: the noise floor).
 TRANSITION_SHARE = 0.10
 
 #: What moves each transition, in verl's keys where it has one.
@@ -47,15 +47,16 @@ KNOBS: dict[str, str] = {
 
 
 class _Rank:
-    """One rank's counted steps: mean ms per step of each transition, of the step, and of
-    each weight-sync part."""
+    """One rank's counted steps: the median ms per step of each transition and of the step
+    (as the verdict's phases line reads them), and the mean of each weight-sync part."""
 
     def __init__(self, who: Who, rows: list[PhaseRow], parts: dict[str, float]) -> None:
         self.who = who
         self.steps = [r.step for r in rows]
-        self.step_ms = statistics.fmean(r.step_ms for r in rows)
+        self.step_ms = statistics.median(r.step_ms for r in rows)
+        self.total = statistics.median(r.transition_ms for r in rows)
         self.ms = {
-            name: sum(r.transitions.get(name, 0.0) for r in rows) / len(rows)
+            name: statistics.median(r.transitions.get(name, 0.0) for r in rows)
             for name in TRANSITIONS
         }
         self.parts = {k: v / len(rows) for k, v in parts.items()}
@@ -106,7 +107,7 @@ def transitions(result: Analysis) -> list[Finding]:
         x = _Rank(who, mine, parts.get(who, {}))
         named = x.named(noise_floor(result.noise_ms, x.step_ms))
         if named:
-            hits.append((sum(named.values()), x, named))
+            hits.append((x.total, x, named))
     if not hits:
         return []
     hits.sort(key=lambda h: (-h[0], who_order(h[1].who)))
@@ -125,8 +126,8 @@ def transitions(result: Analysis) -> list[Finding]:
             f"{ratio(named[biggest], top.step_ms, 0.0):.0%})",
             detail=detail(
                 [_line(x, nm) for _, x, nm in hits],
-                "each transition's stage ranges per step (overlaps counted once), mean over "
-                f"the counted steps; named from {TRANSITION_SHARE:.0%} of the step",
+                "each transition's stage ranges per step (overlaps counted once), the median "
+                f"over the counted steps; named from {TRANSITION_SHARE:.0%} of the step",
             ),
             suggestion="Shrink or hide the transitions: "
             + "; ".join(KNOBS[n] for n in knobs)
@@ -134,5 +135,6 @@ def transitions(result: Analysis) -> list[Finding]:
             share=share,
             impact_ms=ms,
             what="transition stage ranges",
+            stage=biggest,
         )
     ]
