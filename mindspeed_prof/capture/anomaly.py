@@ -1,5 +1,7 @@
-"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median and at
-least ``anomaly_min_ms`` over it.
+"""Anomaly trigger: a step or stage slower than ``factor`` times its rolling median, at least
+``anomaly_min_ms`` over it, and an outlier against the window's own noise (``OUTLIER_SDS``
+robust standard deviations of the durations in it, from their median absolute deviation): on
+a machine whose steps scatter, a step as slow as the scatter spends no capture.
 
 ``AnomalyDetector`` and ``AnomalyTrigger`` are pure decisions; ``AnomalyPart`` is the
 profiler's part that feeds them and, when one fires, dumps the flight recorder and queues a
@@ -18,6 +20,7 @@ import msgspec
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.plan import Trigger
 from mindspeed_prof.formats.anomaly import Action, Anomaly
+from mindspeed_prof.stats.robust import robust_sd
 
 __all__ = ["Anomaly", "AnomalyDetector", "AnomalyPart", "AnomalyTrigger"]
 
@@ -25,14 +28,17 @@ log = logging.getLogger("mindspeed_prof")
 
 #: Anomalies kept for the manifest, at most.
 MAX_KEPT = 1000
+#: A duration is an anomaly only this many robust standard deviations of its window over the
+#: window's median (the noise it is judged against).
+OUTLIER_SDS = 5.0
 
 
 class AnomalyDetector:
     """Rolling median of the last ``window`` durations per key (a stage name, or None: the step).
 
-    ``observe`` returns the median when the duration exceeds ``factor`` times it and exceeds
-    it by at least ``min_excess_ns`` (once the window is full), else None; every duration then
-    joins the window.
+    ``observe`` returns the median when the duration exceeds ``factor`` times it, exceeds it
+    by at least ``min_excess_ns`` and by ``OUTLIER_SDS`` robust standard deviations of the
+    window (once the window is full), else None; every duration then joins the window.
     """
 
     def __init__(self, factor: float, window: int, min_excess_ns: int = 0) -> None:
@@ -51,7 +57,11 @@ class AnomalyDetector:
         if n == self.window:
             mid = n // 2
             m = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-            if duration_ns > self.factor * m and duration_ns - m >= self.min_excess:
+            if (
+                duration_ns > self.factor * m
+                and duration_ns - m >= self.min_excess
+                and duration_ns - m >= OUTLIER_SDS * robust_sd(ordered, m)
+            ):
                 median = float(m)
             del ordered[bisect.bisect_left(ordered, recent.popleft())]
         recent.append(duration_ns)

@@ -148,6 +148,28 @@ def test_light_capture_of_ranges_names_the_slowest_range() -> None:
     assert v.straggler is None and "straggler" not in dict(verdict_lines(v))
 
 
+def test_nested_ranges_name_the_range_with_the_most_self_time_and_its_enclosing_one() -> None:
+    """Megatron's and DeepSeek's nesting: ``1F1B`` around ``dispatch(F)``, ``attn`` and
+    ``mlp``. The enclosing range holds the whole step but little time of its own: the answer
+    is ``dispatch(F)`` (67.8 ms self), inside ``1F1B``."""
+    t = TraceData(Path("run/rank0.pt.trace.json"), "torch", 0, "integrated", 1,
+                  meta=CaptureHeader())
+    for step in (1, 2, 3):
+        at = 200_000.0 * step
+        t.ranges += [Range(0, "step", f"ProfilerStep#{step}", step, at, 115_000.0),
+                     Range(0, "range", "1F1B", step, at, 112_200.0),
+                     Range(0, "range", "dispatch(F)", step, at + 100.0, 67_800.0),
+                     Range(0, "range", "attn", step, at + 68_000.0, 20_000.0),
+                     Range(0, "range", "mlp", step, at + 88_100.0, 24_000.0)]
+    v = verdict(Analysis(root=Path("run"), traces=[t]))
+    assert v.slowest is not None
+    assert (v.slowest.kind, v.slowest.name, v.slowest.within) == ("range", "dispatch(F)", "1F1B")
+    assert v.slowest.ms == pytest.approx(67.8)
+    assert v.slowest.share == pytest.approx(67.8 / 115.0)
+    assert dict(verdict_lines(v))["slowest"] == (
+        "range dispatch(F): 67.8 ms self time per step (59% of the step), inside range 1F1B")
+
+
 def test_warmup_steps_are_left_out_and_said() -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)  # MindSpeed-LLM's: warmup on step start-1
     result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 900.0),

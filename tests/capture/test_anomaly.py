@@ -43,7 +43,8 @@ def test_detector_matches_statistics_median(values: list[int], window: int, fact
             assert got is None
             continue
         median = statistics.median(values[i - window:i])
-        slow = v > factor * median and v - median >= excess
+        spread = 1.4826 * statistics.median(abs(x - median) for x in values[i - window:i])
+        slow = v > factor * median and v - median >= excess and v - median >= 5 * spread
         assert got == (median if slow else None)
 
 
@@ -56,16 +57,25 @@ def test_detector_keys_are_separate() -> None:
 
 
 def test_detector_edges_exactly_factor_times_and_a_half_ns_over() -> None:
-    """Exactly ``factor`` x the median is not slower; with no minimum excess given, half a
-    nanosecond over an even window's median (1.5 ns) is enough."""
+    """Exactly ``factor`` x the median is not slower; with no minimum excess given and a window
+    without noise, a nanosecond over is enough; a window that scatters as much as the slow
+    duration is over it is noise, and nothing is slow."""
     det = AnomalyDetector(2.0, 2)
     for d in (10, 10):
         det.observe("s", d)
     assert det.observe("s", 20) is None
     det = AnomalyDetector(1.1, 2)
-    for d in (1, 2):
+    for d in (2, 2):
         det.observe("s", d)
-    assert det.observe("s", 2) == 1.5
+    assert det.observe("s", 3) == 2.0
+    det = AnomalyDetector(1.1, 4)
+    for d in (100, 150, 90, 160):  # robust sd 44.5: 5x it is 222 over the median, 125
+        det.observe("s", d)
+    assert det.observe("s", 340) is None
+    det = AnomalyDetector(1.1, 4)
+    for d in (100, 150, 90, 160):
+        det.observe("s", d)
+    assert det.observe("s", 350) == 125.0
 
 
 MS = 1_000_000
@@ -76,17 +86,17 @@ def test_anomaly_min_ms_defaults_to_5() -> None:
 
 
 def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
-    trig = AnomalyTrigger(2.0, 2, max_captures=2, min_ms=MIN_MS)
-    for step in (1, 2):
+    trig = AnomalyTrigger(2.0, 4, max_captures=2, min_ms=MIN_MS)
+    for step in (1, 2, 3, 4):
         assert trig.observe(step, "a", 10 * MS, busy=False) is None
         assert trig.observe(step, None, 10 * MS, busy=False) is None
-    first = trig.observe(3, "a", 50 * MS, busy=False)
+    first = trig.observe(5, "a", 50 * MS, busy=False)
     assert first is not None and first.action == "capture" and first.median_ms == 10
-    assert trig.observe(3, None, 50 * MS, busy=False) is None  # one trigger per step
-    busy = trig.observe(4, "a", 90 * MS, busy=True)
+    assert trig.observe(5, None, 50 * MS, busy=False) is None  # one trigger per step
+    busy = trig.observe(6, "a", 90 * MS, busy=True)
     assert busy is not None and busy.action.startswith("skipped: another capture")
-    assert trig.observe(5, "a", 500 * MS, busy=False).action == "capture"  # type: ignore[union-attr]
-    assert trig.observe(6, "a", 5000 * MS, busy=False).action == (  # type: ignore[union-attr]
+    assert trig.observe(7, "a", 500 * MS, busy=False).action == "capture"  # type: ignore[union-attr]
+    assert trig.observe(8, "a", 5000 * MS, busy=False).action == (  # type: ignore[union-attr]
         "skipped: anomaly_max_captures reached")
 
 
