@@ -24,7 +24,8 @@ _ENCODE = msgspec.json.Encoder()
 #: Tables whose rows are keyed (rank, step, name...): compared as sets of rows, since their
 #: order follows the order the files were found in.
 _TABLES = ("device", "per_step", "stage_rank", "ranges", "comm", "memory", "inventory",
-           "stragglers", "range_stragglers", "problems", "skipped", "notes", "warnings")
+           "stragglers", "range_stragglers", "problems", "skipped", "notes", "warnings",
+           "phases")
 
 
 def _rank_text(text: str, ranks: dict[int, int]) -> str:
@@ -132,7 +133,7 @@ def normalise(doc: Any, variant: Variant | None, root: Path) -> Any:
             return items
         if isinstance(node, str):
             return text(node)
-        if isinstance(node, int) and not isinstance(node, bool) and key == "rank":
+        if isinstance(node, int) and not isinstance(node, bool) and key in ("rank", "gated_by"):
             return ranks.get(node, node)
         return node
 
@@ -180,13 +181,16 @@ def boundary(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
     """``doc`` without what a split changes: the device rows of the steps either side of each
     cut (a step's device window ends at the next step's first op, which the other half
     holds) and of the work outside every step (each half holds some: both claim it, and are
-    reported apart, with a warning), the device verdict and device findings read from them,
-    the next capture chosen from them, and the runs' capture counts."""
+    reported apart, with a warning), the device verdict and device findings (and the causes
+    they are) read from them, the next capture chosen from them, and the runs' capture
+    counts."""
     cut = {(rank, s) for _, rank, before, after in variant.cuts for s in (before, after, None)}
     out = dict(doc)
     out["device"] = [r for r in doc["device"] if (r["rank"], r["step"]) not in cut]
     out["warnings"] = [w for w in doc["warnings"] if "claimed by" not in w]
     out["verdict"] = {k: v for k, v in doc["verdict"].items() if k not in ("device", "next")}
+    out["verdict"]["causes"] = [c for c in doc["verdict"].get("causes", [])
+                                if not c["rule"].startswith("cuda.")]
     out["findings"] = [f for f in doc["findings"] if not f["rule"].startswith("cuda.")]
     for key in _RUNS:  # a cut trace is two captures of its run
         if isinstance(out.get(key), dict):

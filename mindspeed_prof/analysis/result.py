@@ -55,9 +55,8 @@ from mindspeed_prof.formats import capture_stem
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "Placement", "stem_key"]
 
-#: Every row's columns are documented with its type in ``analysis.rows``.
-
-#: A rank is a straggler when its stage time exceeds the median over ranks by this fraction.
+#: A rank is a straggler when its stage time exceeds the other ranks' by this fraction (every
+#: row's columns are documented with its type in ``analysis.rows``).
 DEFAULT_MARGIN = 0.2
 
 

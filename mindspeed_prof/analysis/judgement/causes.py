@@ -40,7 +40,8 @@ def causes(findings: Sequence[Finding], step_ms: float | None) -> list[Cause]:
             rule=f.rule,
             title=f.title,
             cost_ms=f.impact_ms,
-            share=ratio(f.impact_ms, step_ms, None) if step_ms else None,
+            # a cost that is a mean over steps can pass the median step: a share is at most 1
+            share=min(ratio(f.impact_ms, step_ms, 0.0), 1.0) if step_ms else None,
             severity=f.severity,
             stage=f.stage,
             rank=f.ranks[0] if len(f.ranks) == 1 else None,

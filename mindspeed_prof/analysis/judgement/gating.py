@@ -12,21 +12,26 @@ from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import StepTime
 
-__all__ = ["gate", "gated", "step_time"]
+__all__ = ["TIE_MS", "gate", "gated", "step_time"]
+
+#: Steps this close (a microsecond) took as long: their ranks gate it together.
+TIE_MS = 1e-3
 
 
-def gated(cells: Cells) -> dict[int, tuple[float, Who]]:
-    """Per step: the longest rank's milliseconds and that rank (ties: the lowest rank)."""
+def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:
+    """Per step: the longest rank's milliseconds and the ranks that took that long (one, but
+    for a tie: within ``TIE_MS``, a clock's rounding), in rank order."""
     out = {}
     for step, by in cells.items():
         if by:
-            who = max(by, key=lambda w: (by[w], [-x for x in who_order(w)[0]], who_order(w)[1]))
-            out[step] = (by[who], who)
+            most = max(by.values())
+            tied = sorted((w for w, ms in by.items() if ms >= most - TIE_MS), key=who_order)
+            out[step] = (most, tied)
     return out
 
 
 def gate(cells: Cells) -> dict[int, float]:
-    """Per step, the gating rank's milliseconds (``gated`` without the rank)."""
+    """Per step, the gating rank's milliseconds (``gated`` without the ranks)."""
     return {step: ms for step, (ms, _) in gated(cells).items()}
 
 
@@ -41,8 +46,13 @@ def step_time(cells: Cells) -> StepTime | None:
     median = statistics.median(ms)
     fastest = [min(cells[s].values()) for s in gates]
     whos = {w for by in cells.values() for w in by}
-    count = Counter(w for _, w in gates.values())
-    top = min(count, key=lambda w: (-count[w], who_order(w)))
+    count = Counter(w for _, tied in gates.values() for w in tied)
+    most = max(count.values())
+    tied = sorted((w for w in count if count[w] == most), key=who_order)
+    # a tie names the rank where the tied agree on it, and no capture's label
+    top = (
+        tied[0] if len(tied) == 1 else (tied[0][0] if len({w[0] for w in tied}) == 1 else None, "")
+    )
     many = len(whos) > 1
     return StepTime(
         median_ms=median,
@@ -57,5 +67,5 @@ def step_time(cells: Cells) -> StepTime | None:
         ),
         gated_by=top[0] if many else None,
         gated_source=top[1] if many else "",
-        gated=count[top] if many else 0,
+        gated=most if many else 0,
     )
