@@ -242,14 +242,14 @@ def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two runs of one config pass ``compare --fail-over``; a stage made 300 ms slower fails,
     named with what it costs. (The gate's floor is wide here: these are timed runs on a
-    shared CPU.)"""
+    shared CPU. Four steps a run: the fewest the gate's rank test can call a change on.)"""
     from mindspeed_prof.cli import main
 
     runs = {}
     for name, extra in (("a", ()), ("b", ()), ("slow", ("demo.slow_stage=critic_update",
                                                          "demo.slow_ms=300"))):
         train(demo_cfg(tmp_path / name, "profiler_config=mstx_light", "demo.workers=0",
-                       *extra),
+                       "demo.steps=5", *extra),
               Console(quiet=True))
         runs[name] = str(tmp_path / name / "out")
     gate = ["--fail-over", "0.5", "--noise-ms", "50"]

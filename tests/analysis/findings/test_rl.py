@@ -354,11 +354,12 @@ def test_generation_tail_needs_most_steps_and_other_ranks(tmp_path: Path, clock:
 
 
 def test_generation_tail_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
-    """Sleeps: each step another of four ranks generates 80 ms against the others' 40."""
-    _tail(tmp_path, real, {1: 0, 2: 1, 3: 2, 4: 3}, slow_ms=80.0, ranks=4, steps=4)
+    """Sleeps: each step another of four ranks generates 99 ms against the others' 40 (a
+    margin for a loaded machine's late wake-ups, which the rule reads as noise)."""
+    _tail(tmp_path, real, {1: 0, 2: 1, 3: 2, 4: 3}, slow_ms=99.0, ranks=4, steps=4)
     (f,) = rule_of(analyse(tmp_path, cache=False), rl.generation_tail)
     assert f.impact_ms is not None
-    assert 30 < f.impact_ms < 60 and f.title.endswith("the slowest rank changes (0, 1, 2, 3)")
+    assert 40 < f.impact_ms < 80 and f.title.endswith("the slowest rank changes (0, 1, 2, 3)")
 
 
 # -- every rule, and the views ---------------------------------------------------------------
