@@ -3,9 +3,11 @@ typed values (one place, so the two views say the same)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
-from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
+from mindspeed_prof.analysis.readers.events import NOT_RECORDED, UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
 from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
@@ -19,8 +21,22 @@ __all__ = ["LINE_STAGES", "no_device_text", "throughput_line", "verdict_lines"]
 LINE_STAGES = 2
 
 
-def no_device_text(unread: dict[str, int]) -> str:
-    """Why there is no device table: CPU-only captures, or device events not read as time."""
+def no_device_text(unread: dict[str, int], memory_sources: Iterable[str | None] = ()) -> str:
+    """Why there is no device table: what is missing (launches without device activity), a
+    device's memory without a timeline (an allocator snapshot), device events not read as
+    time, or no device in the captures at all. ``memory_sources``: the memory rows' sources."""
+    launches = unread.get(NOT_RECORDED, 0)
+    unread = {cat: n for cat, n in unread.items() if cat != NOT_RECORDED}
+    if launches:
+        return (
+            f"No device data: {launches:,} kernel launches were recorded, but no device "
+            "activity: device activity not recorded (was CUPTI / the device profiler on?)."
+        )
+    if not unread and "snapshot" in set(memory_sources):
+        return (
+            "No device timeline: these captures hold a device's memory (an allocator "
+            "snapshot), but no kernels, copies or collectives were recorded."
+        )
     if not unread:
         return (
             "No device data: these are CPU-only captures (no kernels, copies or "

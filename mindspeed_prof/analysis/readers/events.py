@@ -14,6 +14,7 @@ __all__ = [
     "DEVICE_CATS",
     "HOST_CATS",
     "NAMES",
+    "NOT_RECORDED",
     "PLAIN",
     "RUNTIME_CATS",
     "STAGE",
@@ -43,6 +44,9 @@ UNREAD_DEVICE = {
     "mtia_ccp_events": "MTIA device events",
     "cuda_profiler_range": "CUDA range-profiler records",
 }
+#: Of ``unread_device``: kernel launches of a capture that recorded no device activity at all
+#: (``readers.missing``): how many, under this key.
+NOT_RECORDED = "launches_without_device"
 #: A step range: ``ProfilerStep#<n>``.
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 

@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, s
 from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot
 from mindspeed_prof.analysis.readers.npu.folder import FILE_NAMES
 from mindspeed_prof.analysis.readers.sniff import (
+    CHROME,
     DECIDE_BYTES,
     EXECUTION_TRACE,
     OP_SUMMARY,
@@ -154,7 +155,8 @@ def test_compressed_and_plain_traces_under_any_name(corpus: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize("content, kind", [
-    (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', TRACE_LIST),
+    (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', CHROME),  # no torch category
+    (b'[{"name": "a", "cat": "cpu_op", "ph": "X", "ts": 1}]', TRACE_LIST),
     (b'  [\n {"ph": "M"}]', TRACE_LIST),
     (b"[]", None), (b"[1, 2]", None), (b"[[1, 2], [[3]]]", None), (b'[{"name": "a"}]', None),
     (b'{"traceEvents": {"a": 1}}', None),  # not an array of events
