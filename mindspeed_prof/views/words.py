@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
-from mindspeed_prof.analysis.readers.events import NOT_RECORDED, UNREAD_DEVICE
+from mindspeed_prof.analysis.readers.events import NOT_RECORDED, OTHER_TOOL, UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
 from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
@@ -26,7 +26,8 @@ def no_device_text(unread: dict[str, int], memory_sources: Iterable[str | None] 
     device's memory without a timeline (an allocator snapshot), device events not read as
     time, or no device in the captures at all. ``memory_sources``: the memory rows' sources."""
     launches = unread.get(NOT_RECORDED, 0)
-    unread = {cat: n for cat, n in unread.items() if cat != NOT_RECORDED}
+    other = unread.get(OTHER_TOOL, 0)
+    unread = {cat: n for cat, n in unread.items() if cat not in (NOT_RECORDED, OTHER_TOOL)}
     if launches:
         return (
             f"No device data: {launches:,} kernel launches were recorded, but no device "
@@ -36,6 +37,11 @@ def no_device_text(unread: dict[str, int], memory_sources: Iterable[str | None] 
         return (
             "No device timeline: these captures hold a device's memory (an allocator "
             "snapshot), but no kernels, copies or collectives were recorded."
+        )
+    if not unread and other:
+        return (
+            f"No device breakdown: these captures are other tools' Chrome traces; their "
+            f"{other:,} events are read as ranges of their processes, not as device time."
         )
     if not unread:
         return (

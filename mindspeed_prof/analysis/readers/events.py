@@ -15,6 +15,7 @@ __all__ = [
     "HOST_CATS",
     "NAMES",
     "NOT_RECORDED",
+    "OTHER_TOOL",
     "PLAIN",
     "RUNTIME_CATS",
     "STAGE",
@@ -47,6 +48,9 @@ UNREAD_DEVICE = {
 #: Of ``unread_device``: kernel launches of a capture that recorded no device activity at all
 #: (``readers.missing``): how many, under this key.
 NOT_RECORDED = "launches_without_device"
+#: Of ``unread_device``: the events of another tool's Chrome trace (``readers.generic``), read
+#: as ranges, never as device time.
+OTHER_TOOL = "other_tool_events"
 #: A step range: ``ProfilerStep#<n>``.
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 

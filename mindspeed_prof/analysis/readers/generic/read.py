@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mindspeed_prof.analysis.readers.events import OTHER_TOOL
 from mindspeed_prof.analysis.readers.generic.events import Event, Top
 from mindspeed_prof.analysis.readers.generic.fold import Fold
 from mindspeed_prof.analysis.readers.generic.owner import pid_ranks
@@ -43,6 +44,7 @@ def read_generic(path: Path, group: str, size: int, root: Path | None = None) ->
         path, KIND, rank, group, size, events=fold.events, meta=CaptureHeader(rank=rank)
     )
     data.ranges = fold.ranges(ranks)
+    data.meta.unread_device = {OTHER_TOOL: fold.events}
     first = min((r.ts for r in data.ranges), default=0.0)
     if first > EPOCH_US:
         data.meta.base_time_ns = 0  # already on the wall clock
