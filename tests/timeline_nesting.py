@@ -21,7 +21,8 @@ def timeline_events(path: Path) -> list[dict[str, Any]]:
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     doc = msgspec.json.decode(raw)
-    return doc["traceEvents"] if isinstance(doc, dict) else doc
+    events: list[dict[str, Any]] = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return events
 
 
 def nesting_errors(events: list[dict[str, Any]], limit: int = 5) -> list[str]:

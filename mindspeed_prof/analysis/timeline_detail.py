@@ -205,8 +205,8 @@ def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id
     from mindspeed_prof.analysis.readers.sniff import CHROME, TRACE, TRACE_LIST, kind_of
 
     path = data.path
-    if data.kind == "chrome":  # another tool's: every event is drawn as a range already
-        return
+    if data.kind not in ("torch", "db", "npu"):  # another tool's trace (drawn as ranges),
+        return  # a range file, a memory file: no operators
     if data.kind == "db":
         from mindspeed_prof.formats.sqlite_trace import read_db_events
 

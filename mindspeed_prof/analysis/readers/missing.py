@@ -28,7 +28,4 @@ def mark_missing(data: TraceData) -> None:
     n = launches(data.runtime)
     if n:
         data.meta.unread_device = {NOT_RECORDED: n}
-        data.notes.append(
-            f"{data.path}: {n:,} kernel launches, device activity not recorded "
-            "(was CUPTI / the device profiler on?)"
-        )
+        data.notes.append(f"{data.path}: {n:,} launches, device activity not recorded")

@@ -10,7 +10,6 @@ from mindspeed_prof.analysis.readers.events import OTHER_TOOL
 from mindspeed_prof.analysis.readers.generic.events import Event, Top
 from mindspeed_prof.analysis.readers.generic.fold import Fold
 from mindspeed_prof.analysis.readers.generic.owner import pid_ranks
-from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ranks import to_rank
 from mindspeed_prof.analysis.readers.stream import TraceStream
@@ -50,17 +49,15 @@ def read_generic(path: Path, group: str, size: int, root: Path | None = None) ->
         data.meta.base_time_ns = 0  # already on the wall clock
     data.problems.extend(stream.problems())
     data.problems.extend(fold.problems(path))
-    data.notes.append(_note(path, fold, sorted({r for r in ranks.values() if r is not None})))
+    data.notes.extend(_notes(path, fold))
     return data
 
 
-def _note(path: Path, fold: Fold, ranks: list[int]) -> str:
-    """How the file was read, in one line: its ranges, ranks, and what was not read as time."""
-    parts = [f"{len(fold.spans):,} ranges"]
-    if len(ranks) > 1:
-        parts[0] += f" of ranks {ranks_text(list(ranks))}"
+def _notes(path: Path, fold: Fold) -> list[str]:
+    """How the file was read, a line each: its ranges, what was not kept, what is not time."""
+    out = [f"{path}: another tool's trace: {len(fold.spans):,} ranges"]
     if fold.dropped:
-        parts.append(f"{fold.dropped:,} more not kept")
+        out.append(f"{path}: {fold.dropped:,} more duration events not kept")
     if fold.counters:
-        parts.append(f"{fold.counters:,} counter samples not read as time")
-    return f"{path}: another tool's Chrome trace: " + "; ".join(parts)
+        out.append(f"{path}: {fold.counters:,} counter samples not read")
+    return out
