@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ def timeline_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def nesting_errors(events: list[dict[str, Any]], limit: int = 5) -> list[str]:
+def nesting_errors(events: Iterable[Mapping[str, Any]], limit: int = 5) -> list[str]:
     """The first ``limit`` slices that overlap a slice of their thread without nesting."""
     lanes: dict[tuple[Any, Any], list[tuple[int, int, str]]] = defaultdict(list)
     for e in events:

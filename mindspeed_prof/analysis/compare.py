@@ -276,7 +276,8 @@ _LIST_CHARS = 24
 
 def _values(values: Sequence[Fact]) -> str:
     """``5-10, 16-21``, ``level0, level1``, ``none``; a long list of numbers as its count and
-    bounds (``200 from 2 to 400``), a long list of names as its count (``8 (see --json)``), so that one warning stays one short line."""
+    bounds (``200 from 2 to 400``), a long list of names as its count (``8 (see --json)``),
+    so that one warning stays one short line."""
     if not values:
         return "none"
     numbers = [v for v in values if v is None or (isinstance(v, int) and not isinstance(v, bool))]

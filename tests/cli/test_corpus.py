@@ -576,8 +576,10 @@ def test_notes_are_not_problems(corpus: Path) -> None:
         if result.notes():
             noted.append(name)
     assert sorted(noted) == [
-        "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
-        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_simple_add",
+        "chrome_rl_phases_4rank", "chrome_tlparse_3rank", "chrome_vendor_bigtid",
+        "chrome_viztracer_multithread", "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
+        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_launches_no_device",
+        "kineto_cuda_simple_add",
         "kineto_cuda_with_execution_trace", "kineto_mtia_inference", "kineto_mtia_single_rank",
         "kineto_nccl_v100_rank1_of_2", "kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton",
         "kineto_rocm_sglang_decode_mi300x", "kineto_rocm_vllm_decode_full_graph",
