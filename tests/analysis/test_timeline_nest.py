@@ -77,3 +77,20 @@ def test_a_timeline_without_ranges_holds_ops_and_says_so(tmp_path: Path, capsys)
         "kernels shown"
     assert sorted(e["name"] for e in written if e["ph"] == "X") == ["aten::add", "aten::mm",
                                                                     "gemm"]
+
+
+def test_ranges_of_two_threads_get_a_row_each_and_keep_their_length(tmp_path: Path) -> None:
+    """Overlapping ranges of two threads are two rows, never one cut to fit the other."""
+    events = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+              {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 5, "dur": 10},
+              {"ph": "X", "name": "c", "pid": 1, "tid": 2, "ts": 6, "dur": 2}]
+    (tmp_path / "cap").mkdir()
+    (tmp_path / "cap" / "phases.json").write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "t.json"
+    assert main(["timeline", str(tmp_path / "cap"), "-o", str(out)]) == 0
+    written = json.loads(out.read_text())["traceEvents"]
+    slices = {e["name"]: (e["tid"], e["dur"]) for e in written if e["ph"] == "X"}
+    assert slices["a"][1] == 10 and slices["b"][1] == 10 and slices["c"][1] == 2
+    assert slices["a"][0] != slices["b"][0] == slices["c"][0]
+    rows = {e["tid"]: e["args"]["name"] for e in written if e.get("name") == "thread_name"}
+    assert rows[slices["a"][0]] == "ranges" and rows[slices["b"][0]] == "ranges · 2"
