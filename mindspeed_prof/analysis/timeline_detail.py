@@ -148,16 +148,17 @@ def write_detail(
     step_of: StepOf,
     tally: Tally,
 ) -> None:
-    """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
+    """Slices of ``events`` on track ``pid``, one detail thread per original thread, each
+    thread's in start order (longest first), as the writer keeps them nested."""
     track = _Track(add, pid, origin, threads)
-    if plan is None or not plan.active:
-        for event in events:
-            track.slice_(event)
-        return
-    buffered = list(events)  # one capture's: merging needs each thread in time order
+    buffered = list(events)  # one capture's: nesting and merging need each thread in order
     for thread, cat, _, _, _ in buffered:
         track.tid_of(thread, cat)
     buffered.sort(key=lambda e: (threads[e[0]], e[3], -e[4]))
+    if plan is None or not plan.active:
+        for event in buffered:
+            track.slice_(event)
+        return
     _merge(track, buffered, plan, step_of, tally)
 
 

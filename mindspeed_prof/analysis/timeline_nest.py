@@ -26,9 +26,12 @@ class Nester:
         self.clamped = 0
 
     def clamp(self, event: TraceEvent) -> None:
+        ts, dur = event.get("ts"), event.get("dur")
+        if ts is None or dur is None:  # not a slice of ours: nothing to keep inside
+            return
         key = (event["pid"], event.get("tid", 0))
-        start = ns(event["ts"])
-        end = start + ns(event["dur"])
+        start = ns(ts)
+        end = start + ns(dur)
         stack = self._open.get(key)
         if stack is None:
             stack = self._open[key] = []

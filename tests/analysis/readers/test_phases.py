@@ -70,3 +70,27 @@ def test_separators_and_case_do_not_matter(name: str, seps: list[str]) -> None:
 ])
 def test_whole_steps(name: str, step: bool) -> None:
     assert is_step(name) is step
+
+
+def test_a_torch_trace_names_them_too(tmp_path) -> None:
+    """record_function ranges of a framework's own names in a torch trace (verl's
+    ``marked_timer``, a trainer's ``update_weights``) are our stages, in their step."""
+    import json
+
+    from mindspeed_prof.analysis.readers import read
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "user_annotation", "name": "update_weights", "pid": 1, "tid": 1,
+         "ts": 10, "dur": 30},
+        {"ph": "X", "cat": "user_annotation", "name": "gen", "pid": 1, "tid": 1, "ts": 50,
+         "dur": 40},
+        {"ph": "X", "cat": "user_annotation", "name": "my_loss", "pid": 1, "tid": 1, "ts": 91,
+         "dur": 2},
+    ]
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    got = sorted((r.kind, r.name, r.step) for r in read(path).ranges)
+    assert got == [("range", "my_loss", 4), ("stage", "actor_generate", 4),
+                   ("stage", "weight_sync", 4), ("step", "ProfilerStep#4", 4)]
