@@ -1,12 +1,15 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-What a file is comes from its content (``sniff``), whatever its name. Two families of captures:
-``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``; ``sqlite``:
-``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines) and ``npu`` (``folder``:
-torch_npu ``*_ascend_pt`` folders and single files of their output; ``text``/``trace``/``busy``
-for the text export, ``db`` for the db export). Both read through the shared modules here:
-``fold`` (events into a ``TraceData``, ``model``), ``device`` (the device breakdown),
-``ranks`` (manifest ranks, captures that claim the same rank and step), ``labels``.
+What a file is comes from its content (``sniff``), whatever its name. Three families of
+captures: ``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``;
+``sqlite``: ``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines), ``npu``
+(``folder``: torch_npu ``*_ascend_pt`` folders and single files of their output; ``msprof``:
+CANN msprof export folders; ``text``/``trace``/``busy`` for the text export, ``db`` for the db
+export) and ``generic`` (other tools' Chrome traces, their RL phases read as our stages by
+``phases``). They read through the shared modules here: ``fold`` (events into a ``TraceData``,
+``model``), ``device`` (the device breakdown), ``ranks`` (manifest ranks, captures that claim
+the same rank and step), ``missing`` (device activity a capture says happened and did not
+record), ``labels``.
 """
 
 from __future__ import annotations
