@@ -3,11 +3,9 @@ typed values (one place, so the two views say the same)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
-from mindspeed_prof.analysis.readers.events import NOT_RECORDED, OTHER_TOOL, UNREAD_DEVICE
+from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
 from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
 from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
@@ -21,10 +19,13 @@ __all__ = ["LINE_STAGES", "no_device_text", "throughput_line", "verdict_lines"]
 LINE_STAGES = 2
 
 
-def no_device_text(unread: dict[str, int], memory_sources: Iterable[str | None] = ()) -> str:
+def no_device_text(unread: dict[str, int], memory_sources: list[str | None] | None = None) -> str:
     """Why there is no device table: what is missing (launches without device activity), a
-    device's memory without a timeline (an allocator snapshot), device events not read as
-    time, or no device in the captures at all. ``memory_sources``: the memory rows' sources."""
+    device's memory without a timeline (an allocator snapshot), another tool's events, device
+    events not read as time, or no device in the captures at all. ``memory_sources``: the
+    memory rows' sources."""
+    from mindspeed_prof.analysis.readers.events import NOT_RECORDED, OTHER_TOOL
+
     launches = unread.get(NOT_RECORDED, 0)
     other = unread.get(OTHER_TOOL, 0)
     unread = {cat: n for cat, n in unread.items() if cat not in (NOT_RECORDED, OTHER_TOOL)}
@@ -33,7 +34,7 @@ def no_device_text(unread: dict[str, int], memory_sources: Iterable[str | None] 
             f"No device data: {launches:,} kernel launches were recorded, but no device "
             "activity: device activity not recorded (was CUPTI / the device profiler on?)."
         )
-    if not unread and "snapshot" in set(memory_sources):
+    if not unread and "snapshot" in (memory_sources or []):
         return (
             "No device timeline: these captures hold a device's memory (an allocator "
             "snapshot), but no kernels, copies or collectives were recorded."
