@@ -31,7 +31,7 @@ from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align
 from mindspeed_prof.analysis.timeline_emit import emit
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
-from mindspeed_prof.analysis.timeline_tracks import Layout, captures, duplicates
+from mindspeed_prof.analysis.timeline_tracks import Layout, captures, duplicates, lanes
 from mindspeed_prof.analysis.timeline_window import EVERY_STEP, StepWindow
 from mindspeed_prof.analysis.timeline_writer import JsonWriter, Over, Writer
 from mindspeed_prof.formats import NPU_OUTPUT
@@ -80,8 +80,8 @@ def write_timeline(
     traces = list(traces)
     if detail is not None and not detail and not any(_told(t) for t in traces):
         detail, result.all_detail = None, True  # else it holds little more than names
-    tracks = captures(traces)
     offsets, on_steps = _align(traces)
+    tracks = lanes(captures(traces), offsets)
     marked = {id(t) for t in on_steps}
     result.aligned_on_steps = [str(t.path) for t in on_steps]
     result.warnings.extend(duplicates(tracks))
