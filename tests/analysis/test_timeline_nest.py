@@ -94,3 +94,21 @@ def test_ranges_of_two_threads_get_a_row_each_and_keep_their_length(tmp_path: Pa
     assert slices["a"][0] != slices["b"][0] == slices["c"][0]
     rows = {e["tid"]: e["args"]["name"] for e in written if e.get("name") == "thread_name"}
     assert rows[slices["a"][0]] == "ranges" and rows[slices["b"][0]] == "ranges · 2"
+
+
+def test_captures_of_one_rank_that_overlap_get_a_track_each(tmp_path: Path) -> None:
+    """Two captures of rank 0 at the same time: two tracks (``capture 2``); a third after
+    both shares the first's."""
+    folder = tmp_path / "cap" / "rank_0"
+    folder.mkdir(parents=True)
+    epoch = 1.7e15
+    for name, ts in (("a.json", 0.0), ("b.json", 5.0), ("c.json", 50.0)):
+        events = [{"ph": "X", "name": "phase", "pid": 1, "tid": 1, "ts": epoch + ts, "dur": 10}]
+        (folder / name).write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "t.json"
+    assert main(["timeline", str(tmp_path / "cap"), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["otherData"]["tracks"] == ["rank 0 · rank_0", "rank 0 · rank_0 · capture 2"]
+    assert doc["otherData"]["warnings"] == []
+    pids = [e["pid"] for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert sorted(pids) == [1, 1, 2]
