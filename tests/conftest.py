@@ -8,6 +8,7 @@ import random
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from capture_fixtures import make_run
@@ -67,6 +68,27 @@ def _isolated_process_state() -> Iterator[None]:
     signal handlers, atexit hooks, the torch_npu double), whichever tests ran before."""
     with process_state():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _timelines_nest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every JSON timeline a test writes in this process keeps Perfetto's nesting: on each
+    thread, slices nest or do not overlap (``timeline_nesting``)."""
+    from timeline_nesting import nesting_errors, timeline_events
+
+    from mindspeed_prof.analysis import timeline
+
+    write = timeline._write  # every timeline is written through it, whoever asks
+
+    def checked(out: Path, *args: Any, **kwargs: Any) -> Any:
+        written = write(out, *args, **kwargs)
+        fmt = kwargs.get("fmt", args[3] if len(args) > 3 else "json")
+        if fmt == "json":
+            errors = nesting_errors(timeline_events(out))
+            assert not errors, f"{out}: slices not nested: {errors}"
+        return written
+
+    monkeypatch.setattr(timeline, "_write", checked)
 
 APP = textwrap.dedent('''
     import os, sys, time

@@ -61,7 +61,8 @@ UNSEEN = ("metadata_30k", "metadata_1m", "list_form")
 
 
 def kind(name: str) -> str:
-    return "npu" if SETS[name]["kind"].startswith("npu") else "kineto"
+    """``npu`` for the folders of torch_npu and msprof (their names are fixed), else ``kineto``."""
+    return "npu" if SETS[name]["kind"].startswith(("npu", "msprof")) else "kineto"
 
 
 @functools.cache

@@ -19,8 +19,8 @@ difference out of an answer. The parts of a recipe (docs/invariants.md has the t
   every ``ts`` and ``dur``, growing with the value (``Variant.slack_ms``);
 - ``ranks``: a permutation of the job's ranks (``Variant.ranks``).
 
-torch_npu folders take ``reorder``, ``rename`` and ``nest`` (their times and ranks live in
-CSV and SQLite tables). Files that are not captures are copied as they are.
+torch_npu folders and msprof exports take ``reorder``, ``rename`` and ``nest`` (their times
+and ranks live in CSV and SQLite tables). Files that are not captures are copied as they are.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ _ENCODE = msgspec.json.Encoder(decimal_format="number")
 #: A rank in a file or folder name, as the readers take it (``rank3_``, ``rank-3.``).
 NPU_FOLDER = "_ascend_pt"
 NPU_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+MSPROF_OUTPUT = "mindstudio_profiler_output"  # an msprof export's: its folder is kept whole
 #: Kineto's categories of device work (``readers.events.DEVICE_CATS``, written out here so
 #: the variants do not lean on the package they test).
 _DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset",
@@ -221,7 +222,7 @@ def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
     rng = random.Random(recipe.seed)
     names = _Names(rng)
     npu_folders = {p.relative_to(src) for p in src.rglob("*") if p.is_dir() and (
-        p.name.endswith(NPU_FOLDER) or (p / NPU_OUTPUT).is_dir())}
+        p.name.endswith(NPU_FOLDER) or (p / NPU_OUTPUT).is_dir() or (p / MSPROF_OUTPUT).is_dir())}
     out = Variant(recipe, dest, src)
     dest.mkdir(parents=True)
     folders: dict[Path, Path] = {}

@@ -286,7 +286,8 @@ _LIST_CHARS = 24
 
 def _values(values: Sequence[Fact]) -> str:
     """``5-10, 16-21``, ``level0, level1``, ``none``; a long list of numbers as its count and
-    bounds (``200 from 2 to 400``), so that one warning stays one short line."""
+    bounds (``200 from 2 to 400``), a long list of names as its count (``8 (see --json)``),
+    so that one warning stays one short line."""
     if not values:
         return "none"
     numbers = [v for v in values if v is None or (isinstance(v, int) and not isinstance(v, bool))]
@@ -297,7 +298,10 @@ def _values(values: Sequence[Fact]) -> str:
             unknown = ", ?" if None in numbers else ""
             return f"{len(known)} from {min(known)} to {max(known)}{unknown}"
         return text
-    return ", ".join(map(str, values))
+    text = ", ".join(map(str, values))
+    if len(text) > _LIST_CHARS and len(values) > 1:  # named in full in --json's "captured"
+        return f"{len(values)} (see --json)"
+    return text
 
 
 def slower_than(result: Comparison, fraction: float) -> list[str]:

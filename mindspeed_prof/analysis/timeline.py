@@ -31,7 +31,7 @@ from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
 from mindspeed_prof.analysis.timeline_clock import align as _align
 from mindspeed_prof.analysis.timeline_emit import emit
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
-from mindspeed_prof.analysis.timeline_tracks import Layout, captures, duplicates
+from mindspeed_prof.analysis.timeline_tracks import Layout, captures, duplicates, lanes
 from mindspeed_prof.analysis.timeline_window import EVERY_STEP, StepWindow
 from mindspeed_prof.analysis.timeline_writer import JsonWriter, Over, Writer
 from mindspeed_prof.formats import NPU_OUTPUT
@@ -41,11 +41,16 @@ __all__ = ["Timeline", "write_timeline"]
 
 @dataclass
 class Timeline:
-    """What was written: tracks, event count, bytes, and the problems worth a line each."""
+    """What was written: tracks, event count (``slices``: the slices among them, the rest are
+    names), bytes, and the problems worth a line each; ``all_detail``: no capture had ranges,
+    so every rank's operators and kernels were added without being asked for (steps alone
+    are not ranges that tell what ran)."""
 
     path: Path
     tracks: list[str] = field(default_factory=list)
     events: int = 0
+    slices: int = 0
+    all_detail: bool = False
     bytes: int = 0
     warnings: list[str] = field(default_factory=list)
     aligned_on_steps: list[str] = field(default_factory=list)
@@ -63,7 +68,9 @@ def write_timeline(
 ) -> Timeline:
     """Merge ``traces`` into the Chrome trace ``out`` (gzipped when it ends in ``.gz``).
 
-    ``detail``: ranks whose operator and kernel events are added (None: every rank).
+    ``detail``: ranks whose operator and kernel events are added (None: every rank); none
+    asked for (empty) and no capture with a stage or custom range: every rank's, within
+    ``max_bytes``.
     ``max_bytes``: the most bytes of (uncompressed) JSON to write: short operators merged, then
     operators of the slowest rank-steps only, as ``timeline_budget`` plans; None: no limit.
     ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``timeline_perfetto``).
@@ -71,8 +78,10 @@ def write_timeline(
     out = Path(out)
     result = Timeline(out)
     traces = list(traces)
-    tracks = captures(traces)
+    if detail is not None and not detail and not any(_told(t) for t in traces):
+        detail, result.all_detail = None, True  # else it holds little more than names
     offsets, on_steps = _align(traces)
+    tracks = lanes(captures(traces), offsets)
     marked = {id(t) for t in on_steps}
     result.aligned_on_steps = [str(t.path) for t in on_steps]
     result.warnings.extend(duplicates(tracks))
@@ -117,6 +126,11 @@ def write_timeline(
     return result
 
 
+def _told(data: TraceData) -> bool:
+    """Whether a capture's ranges tell what ran (stages, custom ranges); steps alone do not."""
+    return any(r.kind != "step" for r in data.ranges)
+
+
 def _write(
     out: Path,
     layout: Layout,
@@ -153,7 +167,7 @@ def _write(
             else:  # json escapes what msgspec cannot write: a path's non-UTF-8
                 tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
                 f.write(tail)
-            result.events = w.count
+            result.events, result.slices = w.count, w.slices
         if limit is not None and len(head) + w.bytes + len(tail) > limit:
             raise Over
         os.replace(tmp, out)

@@ -148,16 +148,17 @@ def write_detail(
     step_of: StepOf,
     tally: Tally,
 ) -> None:
-    """Slices of ``events`` on track ``pid``, one detail thread per original thread."""
+    """Slices of ``events`` on track ``pid``, one detail thread per original thread, each
+    thread's in start order (longest first), as the writer keeps them nested."""
     track = _Track(add, pid, origin, threads)
-    if plan is None or not plan.active:
-        for event in events:
-            track.slice_(event)
-        return
-    buffered = list(events)  # one capture's: merging needs each thread in time order
+    buffered = list(events)  # one capture's: nesting and merging need each thread in order
     for thread, cat, _, _, _ in buffered:
         track.tid_of(thread, cat)
     buffered.sort(key=lambda e: (threads[e[0]], e[3], -e[4]))
+    if plan is None or not plan.active:
+        for event in buffered:
+            track.slice_(event)
+        return
     _merge(track, buffered, plan, step_of, tally)
 
 
@@ -200,9 +201,13 @@ def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf, tall
 def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
     from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
-    from mindspeed_prof.analysis.readers.sniff import TRACE, TRACE_LIST, kind_of
+    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW
+    from mindspeed_prof.analysis.readers.npu.msprof import is_msprof, msprof_files
+    from mindspeed_prof.analysis.readers.sniff import CHROME, TRACE, TRACE_LIST, kind_of
 
     path = data.path
+    if data.kind not in ("torch", "db", "npu"):  # another tool's trace (drawn as ranges),
+        return  # a range file, a memory file: no operators
     if data.kind == "db":
         from mindspeed_prof.formats.sqlite_trace import read_db_events
 
@@ -210,9 +215,11 @@ def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id
             if ph == "X":
                 yield cat, name, ts, dur, pid, tid
         return
-    if data.kind == "npu":  # a folder's trace_view.json, or a lone one (not a lone CSV or db)
-        path = path / NPU_OUTPUT / "trace_view.json" if path.is_dir() else path
-        if not path.is_file() or kind_of(path) not in (TRACE, TRACE_LIST):
+    if data.kind == "npu":  # a folder's trace_view.json (msprof's timeline), or a lone one
+        if path.is_dir():
+            timeline = msprof_files(path)[0].get(TRACE_VIEW) if is_msprof(path) else None
+            path = timeline or path / NPU_OUTPUT / "trace_view.json"
+        if not path.is_file() or kind_of(path) not in (TRACE, TRACE_LIST, CHROME):
             return
     for batch in stream_events(path):
         for ev in batch:

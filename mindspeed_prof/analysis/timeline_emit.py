@@ -11,9 +11,12 @@ from mindspeed_prof.analysis.timeline_tracks import Capture, Layout
 from mindspeed_prof.analysis.timeline_window import StepWindow
 from mindspeed_prof.analysis.timeline_writer import Writer
 
-__all__ = ["THREADS", "emit"]
+__all__ = ["RANGE_TIDS", "THREADS", "emit"]
 
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
+#: Rows of custom ranges of a second, third... recording thread: numbered from here, past any
+#: detail row (``timeline_detail.DETAIL_TID`` and up).
+RANGE_TIDS = 1 << 20
 
 
 def emit(
@@ -28,10 +31,11 @@ def emit(
     for pid, key, label, captures in layout.tracks:
         _header(w, pid, label)
         threads: dict[Thread, int] = {}
+        rows: dict[str, int] = {}
         for c in captures:
             span = None if steps.everything else _window_span(c, steps, layout.offsets)
             for t in c.ranges:
-                _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span)
+                _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span, rows)
             if not layout.with_detail(key) or not (span or steps.everything):
                 continue
             step_of = StepOf(
@@ -84,6 +88,25 @@ def _window_span(
     return (min(a for a, _ in kept), max(b for _, b in kept)) if kept else None
 
 
+def _range_row(w: Writer, pid: int, thread: str, rows: dict[str, int]) -> int:
+    """The row of custom ranges recorded on ``thread``: the ``ranges`` row for the first thread
+    seen, a row of its own (``ranges · <thread>``) for each other, so ranges of two threads
+    never overlap on one row."""
+    tid = rows.get(thread)
+    if tid is None:
+        tid = rows[thread] = THREADS["range"][0] if not rows else RANGE_TIDS + len(rows)
+        if tid != THREADS["range"][0]:
+            name = f"{THREADS['range'][1]} · {thread}"
+            w.add(
+                {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+            )
+            w.add(
+                {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                 "args": {"sort_index": tid}}
+            )  # fmt: skip
+    return tid
+
+
 def _write_ranges(
     w: Writer,
     pid: int,
@@ -92,6 +115,7 @@ def _write_ranges(
     origin: float,
     steps: StepWindow,
     span: tuple[float, float] | None,
+    rows: dict[str, int],
 ) -> None:
     shift = offset - origin
     for r in data.ranges:
@@ -101,7 +125,7 @@ def _write_ranges(
             and not (r.step is None and span is not None and span[0] <= r.ts + offset <= span[1])
         ):
             continue
-        tid = THREADS.get(r.kind, THREADS["range"])[0]
+        tid = THREADS[r.kind][0] if r.kind in ("step", "stage") else _range_row(w, pid, r.tid, rows)
         event: TraceEvent = {
             "ph": "X",
             "pid": pid,

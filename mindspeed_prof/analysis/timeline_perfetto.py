@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
+from mindspeed_prof.analysis.timeline_nest import Nester
 
 __all__ = ["PerfettoWriter", "available"]
 
@@ -47,8 +48,10 @@ class PerfettoWriter:
         self._origin_ns = max(0, round(origin_us * 1000))
         self._tracks: dict[tuple[int, int | None], int] = {}
         self.count = 0
+        self.slices = 0
         self.bytes = 0
         self.limit = limit
+        self.nest = Nester()
 
     def _uuid(self, pid: int, tid: int | None) -> int:
         uuid = self._tracks.get((pid, tid))
@@ -82,6 +85,8 @@ class PerfettoWriter:
                 track.thread.thread_name = event["args"]["name"]
             self.count += 1
             return
+        self.nest.clamp(event)
+        self.slices += 1
         uuid = self._uuid(pid, event["tid"])
         start = self._ns(event["ts"])
         packet = self._packet()

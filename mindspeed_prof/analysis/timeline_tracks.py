@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
@@ -14,7 +14,7 @@ from mindspeed_prof.analysis.timeline_window import StepWindow
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.stem import Stem
 
-__all__ = ["ROLE_ORDER", "Capture", "Layout", "TrackKey", "captures", "duplicates"]
+__all__ = ["ROLE_ORDER", "Capture", "Layout", "TrackKey", "captures", "duplicates", "lanes"]
 
 #: Roles in the order an RL loop runs them; other roles follow alphabetically.
 ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
@@ -28,6 +28,9 @@ class TrackKey:
     rank_order: tuple[int, int]
     host: str
     rank: int | None = field(compare=False)
+    #: Captures of one worker whose times overlap (two runs aligned on step starts, say) get a
+    #: track each: 0 for the first, then 2, 3...
+    lane: int = 0
 
     @property
     def role(self) -> str:
@@ -35,7 +38,9 @@ class TrackKey:
 
     def label(self) -> str:
         return " · ".join(
-            [f"rank {rank_label(self.rank)}", self.role] + ([self.host] if self.host else [])
+            [f"rank {rank_label(self.rank)}", self.role]
+            + ([self.host] if self.host else [])
+            + ([f"capture {self.lane}"] if self.lane else [])
         )
 
 
@@ -91,11 +96,46 @@ def captures(traces: Iterable[TraceData]) -> dict[TrackKey, list[Capture]]:
     return tracks
 
 
+def _span(c: Capture, offsets: dict[int, float]) -> tuple[float, float] | None:
+    """A capture's ranges' start and end on the wall clock; None without ranges."""
+    ends = [
+        (r.ts + offsets[id(t)], r.ts + r.dur + offsets[id(t)]) for t in c.ranges for r in t.ranges
+    ]
+    return (min(a for a, _ in ends), max(b for _, b in ends)) if ends else None
+
+
+def lanes(
+    tracks: dict[TrackKey, list[Capture]], offsets: dict[int, float]
+) -> dict[TrackKey, list[Capture]]:
+    """Each track's captures, in start order, on as few tracks as keep their times apart: a
+    capture that starts before the last one on a track ends (or whose times are unknown: no
+    ranges) goes to the next track of that worker, so no two captures' slices overlap."""
+    out: dict[TrackKey, list[Capture]] = {}
+    for key, caps in tracks.items():
+        if len(caps) == 1:
+            out[key] = caps
+            continue
+        spans = [(_span(c, offsets), i, c) for i, c in enumerate(caps)]
+        spans.sort(key=lambda s: (s[0] is None, s[0] or (0.0, 0.0), s[1]))
+        ends: list[float] = []  # per lane, where its last capture ends
+        for span, _, c in spans:
+            lane = next(
+                (n for n, end in enumerate(ends) if span is not None and end <= span[0]), None
+            )
+            if lane is None:
+                lane = len(ends)
+                ends.append(float("-inf"))
+            ends[lane] = span[1] if span is not None else float("inf")
+            out.setdefault(replace(key, lane=lane + 1 if lane else 0), []).append(c)
+    return out
+
+
 def duplicates(tracks: dict[TrackKey, list[Capture]]) -> list[str]:
     """A warning for each rank (of a role) that several hosts claim."""
     hosts: dict[tuple[str, tuple[int, int], int | None], list[str]] = defaultdict(list)
     for key in tracks:
-        hosts[(key.role, key.rank_order, key.rank)].append(key.host or "?")
+        if not key.lane:  # a worker's other captures: not another host
+            hosts[(key.role, key.rank_order, key.rank)].append(key.host or "?")
     return [
         f"rank {rank_label(rank)} ({role}) claimed by {len(h)} hosts "
         f"({', '.join(sorted(h))}); kept one track each"

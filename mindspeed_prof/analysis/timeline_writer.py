@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
+from mindspeed_prof.analysis.timeline_nest import Nester
 from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
 
 __all__ = ["JsonWriter", "Over", "Writer"]
@@ -20,16 +21,22 @@ class Over(OverflowError):
 
 class JsonWriter:
     """Appends events to an open Chrome trace file in encoded chunks; counts the JSON bytes
-    and stops (``Over``) past ``limit``."""
+    and stops (``Over``) past ``limit``; ``slices``: the ``X`` events among ``count``, each
+    kept inside the slice it starts in (``Nester``)."""
 
     def __init__(self, f: Out | None, limit: int | None = None) -> None:
         self._f = f
         self.limit = limit
         self._pending: list[bytes] = []
         self.count = 0
+        self.slices = 0
         self.bytes = 0
+        self.nest = Nester()
 
     def add(self, event: TraceEvent) -> None:
+        if event["ph"] == "X":
+            self.nest.clamp(event)
+            self.slices += 1
         self._pending.append(_encode(event))
         if len(self._pending) >= _CHUNK:
             self.flush()

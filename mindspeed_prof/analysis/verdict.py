@@ -196,7 +196,12 @@ def memory(result: Analysis, findings: Sequence[Finding] = ()) -> MemoryVerdict 
     }
     for row in sorted(result.memory(), key=lambda r: (rank_order(r.rank), r.source)):
         peak = row.peak_allocated_bytes
-        if row.stage is not None or peak is None or (best and peak <= best.peak_bytes):
+        if (
+            row.stage is not None
+            or peak is None
+            or row.source == "host"
+            or (best and peak <= best.peak_bytes)
+        ):  # host memory is never a device's peak
             continue
         cap = capacity.get(row.rank)
         cap = float(cap) if isinstance(cap, (int, float)) and cap > 0 else None

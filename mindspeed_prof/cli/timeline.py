@@ -147,8 +147,10 @@ def run(args: argparse.Namespace) -> int:
 
     say(f"timeline: {timeline.path}")
     say(
-        f"{len(timeline.tracks)} tracks, {timeline.events:,} events, "
+        f"{len(timeline.tracks)} tracks, {timeline.slices:,} slices, "
         f"{timeline.bytes / 1e6:,.1f} MB: open it in ui.perfetto.dev"
         + (" or chrome://tracing" if args.format == "json" else "")
     )
+    if timeline.all_detail:
+        say("no stages or ranges in these captures: every rank's operators and kernels shown")
     return exit_code(result)

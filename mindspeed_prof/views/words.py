@@ -33,8 +33,31 @@ __all__ = [
 LINE_STAGES = 2
 
 
-def no_device_text(unread: dict[str, int]) -> str:
-    """Why there is no device table: CPU-only captures, or device events not read as time."""
+def no_device_text(unread: dict[str, int], memory_sources: list[str | None] | None = None) -> str:
+    """Why there is no device table: what is missing (launches without device activity), a
+    device's memory without a timeline (an allocator snapshot), another tool's events, device
+    events not read as time, or no device in the captures at all. ``memory_sources``: the
+    memory rows' sources."""
+    from mindspeed_prof.analysis.readers.events import NOT_RECORDED, OTHER_TOOL
+
+    launches = unread.get(NOT_RECORDED, 0)
+    other = unread.get(OTHER_TOOL, 0)
+    unread = {cat: n for cat, n in unread.items() if cat not in (NOT_RECORDED, OTHER_TOOL)}
+    if launches:
+        return (
+            f"No device data: {launches:,} kernel launches were recorded, but no device "
+            "activity: device activity not recorded (was CUPTI / the device profiler on?)."
+        )
+    if not unread and "snapshot" in (memory_sources or []):
+        return (
+            "No device timeline: these captures hold a device's memory (an allocator "
+            "snapshot), but no kernels, copies or collectives were recorded."
+        )
+    if not unread and other:
+        return (
+            f"No device breakdown: these captures are other tools' Chrome traces; their "
+            f"{other:,} events are read as ranges of their processes, not as device time."
+        )
     if not unread:
         return (
             "No device data: these are CPU-only captures (no kernels, copies or "

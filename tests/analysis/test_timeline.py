@@ -258,10 +258,10 @@ def test_detail_threads_names_and_slices(tmp_path: Path) -> None:
          "dur": 2.346},
         {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "aten::add", "ts": 20.0,
          "dur": 1.0},
+        {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "after the steps", "ts": 2000.0,
+         "dur": 1.0},  # each thread's in start order, as they are kept nested
         {"ph": "X", "pid": 1, "tid": 11, "cat": "kernel", "name": "gemm", "ts": 11.0, "dur": 5.0},
         {"ph": "X", "pid": 1, "tid": 12, "cat": "", "name": "npu op", "ts": 12.0, "dur": 1.0},
-        {"ph": "X", "pid": 1, "tid": 10, "cat": "cpu_op", "name": "after the steps", "ts": 2000.0,
-         "dur": 1.0},
     ]
 
 

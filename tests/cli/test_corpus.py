@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from timeline_nesting import nesting_errors
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.readers import read
@@ -67,6 +68,10 @@ PAIRS = [(a, b) for a, b in [
     ("kineto_no_distributed_info", "kineto_cpu_rank_non_gpu"),
     ("kineto_rocm_mi300x_rccl_rank0_of_8", "kineto_rocm_mi250"),
     ("kineto_cuda_h100_bert_metadata_first", "kineto_rocm_mi300x_bert_metadata_first"),
+    ("kineto_cuda_simple_add", "kineto_cuda_launches_no_device"),
+    ("kineto_cuda_h100_bert_metadata_first", "kineto_cuda_host_memory_only"),
+    ("chrome_tlparse_3rank", "chrome_rl_phases_4rank"),
+    ("chrome_viztracer_multithread", "chrome_vendor_bigtid"),
     # Not yet: compare's "A: note: graph_execution.json.gz: no ProfilerStep ranges; 434 device
     # events form one row" is 81 columns besides the file's name, and compare of two
     # captures without steps shows no device table (issue 30, symptom 7):
@@ -115,11 +120,16 @@ def _columns(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- what every output line must be ------------------------------------------------------------
 
 
+#: A command printed to be pasted (Next's relaunch overrides, a ``$`` command): never wrapped.
+COMMAND = re.compile(r"^\s*(\$ mindspeed-prof |profiler_config=)")
+
+
 def assert_fits(text: str, *paths: Path | str, below: Path | None = None) -> None:
     """No line wider than 80, except by the length of a path it names: a root or an output,
-    or (``below``) a file below that root at the start of the line, as doctor names them."""
+    or (``below``) a file below that root at the start of the line, as doctor names them; a
+    command to paste is whole on its line."""
     for line in text.splitlines():
-        if len(line) <= WIDTH:
+        if len(line) <= WIDTH or COMMAND.match(line):
             continue
         named = [str(p) for p in paths if str(p) in line]
         if below is not None:
@@ -222,10 +232,15 @@ def test_every_command(name: str, corpus: Path, tmp_path: Path,
     timeline = run(capsys, "timeline", str(root), "-o", str(merged), "--jobs", "1")
     assert timeline.code == code
     assert_fits(timeline.out, merged)
-    head, counts = timeline.out.splitlines()
+    head, counts, *rest = timeline.out.splitlines()
     trace = json.loads(merged.read_text(encoding="utf-8"))
+    slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
     assert head == f"timeline: {merged}"
-    assert counts.startswith(f"{len(trace['otherData']['tracks'])} tracks, ")
+    assert counts.startswith(f"{len(trace['otherData']['tracks'])} tracks, {slices:,} slices, ")
+    told = bool(doc["ranges"] or doc["stage_rank"])
+    assert rest == ([] if told else [
+        "no stages or ranges in these captures: every rank's operators and kernels shown"])
+    assert not nesting_errors(trace["traceEvents"])
     noted = problem_lines(timeline.err, root)
     aligned = trace["otherData"]["aligned_on_step_starts"]  # then one line for each of these
     assert noted == stderr + [
@@ -266,12 +281,26 @@ def check_text_view(out: str, doc: dict[str, Any]) -> None:
             (flat(rank_label(d["rank"], d.get("source", ""))), flat(row_label(d)),
              f"{d['compute_ms']:,.2f}") for d in steps]
     else:
-        joined = " ".join(out.split())
-        assert "No device breakdown" in joined or "CPU-only captures" in joined
+        assert no_device_sentence(doc) in " ".join(out.split())
     assert ("No stage ranges in these captures." in lines) == (not doc["stage_rank"])
     assert any(line.strip().startswith("Custom ranges by total ms") for line in lines) == bool(
         doc["ranges"])
     assert ("Memory peaks (MiB)" in out) == bool(doc["memory"])
+
+
+def no_device_sentence(doc: dict[str, Any]) -> str:
+    """What the views must say where there is no device table, from what ``--json`` holds:
+    launches without device activity as missing, a device's snapshot as device memory, other
+    tools' traces as such, never CPU-only for any of them."""
+    if any("device activity not recorded" in n for n in doc["notes"]):
+        return "device activity not recorded (was CUPTI / the device profiler on?)"
+    if any(i["kind"] == "chrome" for i in doc["inventory"]):
+        return "No device breakdown: these captures are other tools' Chrome traces"
+    if any(m["source"] == "snapshot" for m in doc["memory"]):
+        return "No device timeline: these captures hold a device's memory"
+    if any("not read as device time" in n for n in doc["notes"]):
+        return "No device breakdown"
+    return "CPU-only captures"
 
 
 def row_label(d: dict[str, Any]) -> str:
@@ -288,7 +317,7 @@ def check_html_view(page: str, doc: dict[str, Any]) -> None:
     device = sections["Device time (ms)"]
     assert html_rows(device) == len(doc["device"])
     if not doc["device"]:
-        assert "No device breakdown" in device or "CPU-only captures" in device
+        assert html.escape(no_device_sentence(doc)) in " ".join(device.split())
     assert "<td>?</td>" not in device  # a row outside every step is named, as in the text
     for d in doc["device"]:
         assert f"<td>{row_label(d)}</td>" in device
@@ -391,6 +420,8 @@ def raw_counts(doc: dict[str, Any]) -> Counter[str]:
             counts["ops"] += 1
         elif cat in ("mtia_ccp_events", "cuda_profiler_range"):
             counts[cat] += 1
+        elif cat in ("cuda_runtime", "cuda_driver") and "LaunchKernel" in name:
+            counts["launches"] += 1
     return counts
 
 
@@ -421,11 +452,18 @@ def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
             if counts[cat]:
                 assert f"{path}: {counts[cat]:,} {what}, not read as device time" in data.notes
                 unread[cat] += counts[cat]
+        missing = counts["device"] == 0 and counts["launches"] > 0 and not unread
+        assert [n for n in data.notes if "device activity" in n] == (
+            [f"{path}: {counts['launches']:,} launches, device activity not recorded"]
+            if missing else [])
         assert not data.problems
     out = " ".join(run(capsys, "analyse", str(root), "--jobs", "1").out.split())
     devices = sum(raw_counts(d)["device"] for d in raws.values())
+    launches = sum(raw_counts(d)["launches"] for d in raws.values())
     assert ("Device time per step (ms)" in out) == (devices > 0)
-    assert ("CPU-only captures" in out) == (devices == 0 and not unread)
+    assert ("CPU-only captures" in out) == (devices == 0 and not unread and not launches)
+    assert ("device activity not recorded (was CUPTI / the device profiler on?)" in out) == (
+        devices == 0 and not unread and launches > 0)
     for cat, count in unread.items():
         assert f"No device breakdown: these captures hold {count:,}" in out and f"({cat})" in out
 
@@ -538,8 +576,10 @@ def test_notes_are_not_problems(corpus: Path) -> None:
         if result.notes():
             noted.append(name)
     assert sorted(noted) == [
-        "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
-        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_simple_add",
+        "chrome_rl_phases_4rank", "chrome_tlparse_3rank", "chrome_vendor_bigtid",
+        "chrome_viztracer_multithread", "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
+        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_launches_no_device",
+        "kineto_cuda_simple_add",
         "kineto_cuda_with_execution_trace", "kineto_mtia_inference", "kineto_mtia_single_rank",
         "kineto_nccl_v100_rank1_of_2", "kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton",
         "kineto_rocm_sglang_decode_mi300x", "kineto_rocm_vllm_decode_full_graph",

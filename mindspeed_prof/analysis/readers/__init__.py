@@ -1,12 +1,15 @@
 """Readers: every capture kind below a path, decoded into ranges, op times and device facts.
 
-What a file is comes from its content (``sniff``), whatever its name. Two families of captures:
-``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``; ``sqlite``:
-``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines) and ``npu`` (``folder``:
-torch_npu ``*_ascend_pt`` folders and single files of their output; ``text``/``trace``/``busy``
-for the text export, ``db`` for the db export). Both read through the shared modules here:
-``fold`` (events into a ``TraceData``, ``model``), ``device`` (the device breakdown),
-``ranks`` (manifest ranks, captures that claim the same rank and step), ``labels``.
+What a file is comes from its content (``sniff``), whatever its name. Three families of
+captures: ``kineto`` (``chrome``: torch/Kineto traces and range files ``*.mstx.trace.json``;
+``sqlite``: ``*.pt.trace.db``; ``memory``: allocator snapshots, memory timelines), ``npu``
+(``folder``: torch_npu ``*_ascend_pt`` folders and single files of their output; ``msprof``:
+CANN msprof export folders; ``text``/``trace``/``busy`` for the text export, ``db`` for the db
+export) and ``generic`` (other tools' Chrome traces, their RL phases read as our stages by
+``phases``). They read through the shared modules here: ``fold`` (events into a ``TraceData``,
+``model``), ``device`` (the device breakdown), ``ranks`` (manifest ranks, captures that claim
+the same rank and step), ``missing`` (device activity a capture says happened and did not
+record), ``labels``.
 """
 
 from __future__ import annotations
@@ -19,15 +22,20 @@ from pathlib import Path
 
 import msgspec
 
+from mindspeed_prof.analysis.readers.generic.owner import folder_rank
+from mindspeed_prof.analysis.readers.generic.read import read_generic
 from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, is_memory_name
 from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
 from mindspeed_prof.analysis.readers.labels import one_line
+from mindspeed_prof.analysis.readers.missing import mark_missing
 from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, TraceData
 from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu, read_npu_file
+from mindspeed_prof.analysis.readers.npu.msprof import MSPROF_OUTPUT, is_msprof, read_msprof
 from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
+    CHROME,
     NOT_READ,
     NPU_KINDS,
     SNAPSHOT,
@@ -61,7 +69,7 @@ __all__ = [
 _OURS = (SUMMARY, CLUSTER_SUMMARY, SWEEP_SUMMARY, ANALYSIS)
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 #: Kinds read as a capture of their own (``sniff``'s); memory files are joined to captures.
-CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, TORCH_DB, *NPU_KINDS})
+CAPTURE_KINDS = frozenset({TRACE, TRACE_LIST, CHROME, TORCH_DB, *NPU_KINDS})
 _CAPTURE, _MEMORY = "capture", "memory"
 
 
@@ -82,22 +90,29 @@ def _kind(p: Path) -> str | None:
 def survey(root: Path) -> tuple[list[Path], list[Path]]:
     """The captures below ``root`` and its memory files (allocator snapshots, memory
     timelines), each sorted. Captures: our capture files, Chrome traces and torch_npu output
-    files by content (``sniff``), whatever their names; ``*_ascend_pt`` folders and any folder
-    holding an ``ASCEND_PROFILER_OUTPUT`` (also when that is the root), read whole."""
+    files by content (``sniff``), whatever their names; ``*_ascend_pt`` folders, any folder
+    holding an ``ASCEND_PROFILER_OUTPUT`` and any msprof export (a folder holding
+    ``mindstudio_profiler_output``), also when that is the root, read whole."""
     root = Path(root)
     if root.is_file():
         return ([], [root]) if is_memory_file(root) else ([root], [])
     if not root.is_dir():
         raise BadFile(f"{root}: no such file or directory")
-    if root.name.endswith(NPU_FOLDER):
+    if root.name.endswith(NPU_FOLDER) or is_msprof(root):
         return [root], []
-    if root.name == NPU_OUTPUT:  # the output of a torch_npu capture: the capture
+    if root.name in (NPU_OUTPUT, MSPROF_OUTPUT):  # a capture's output: the capture
         return [root.parent], []
     found: dict[str, set[Path]] = {_CAPTURE: set(), _MEMORY: set()}
+    msprof = {p.parent for p in root.rglob(MSPROF_OUTPUT) if p.is_dir()}
+    found[_CAPTURE].update(
+        p for p in msprof if not any(part.endswith(NPU_FOLDER) for part in p.parts)
+    )
     for p in root.rglob("*"):
         parts = p.relative_to(root).parts
         if any(part.endswith(NPU_FOLDER) for part in parts[:-1]):
             continue  # inside a torch_npu capture: read with its folder
+        if any(parent in msprof for parent in p.parents):
+            continue  # inside an msprof export: read with its folder
         if p.is_dir():
             if p.name.endswith(NPU_FOLDER):
                 found[_CAPTURE].add(p)
@@ -118,30 +133,34 @@ def discover(root: Path) -> Iterator[Path]:
 def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceData:
     """Decode one capture; raise ``BadFile`` with one line naming it when it cannot be read.
 
-    A capture whose own content names no rank takes its manifest's (``ranks.manifest_rank``);
-    failing that its rank stays unknown (None). ``comm_kernels``: the user's pattern of
+    A capture whose own content names no rank takes its manifest's (``ranks.manifest_rank``),
+    else the one a folder above it names (``rank_3/``); failing that its rank stays unknown
+    (None). ``comm_kernels``: the user's pattern of
     communication kernels (``readers.classify``).
     """
     path = Path(path)
-    data = _read(path, _group(path, root), comm_kernels)
+    data = _read(path, _group(path, root), comm_kernels, root)
     if data.rank is None:
         rank = manifest_rank(path)
+        if rank is None and not any(r.rank is not None for r in data.ranges):
+            rank = folder_rank(path, root)
         if rank is not None:
             data.rank = rank
             data.ranges = [r._replace(rank=rank) for r in data.ranges]
     if not data.source and data.meta.host:
         data.source = data.meta.host
+    mark_missing(data)
     return data
 
 
-def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
+def _read(path: Path, group: str, comm_kernels: str, root: Path | None) -> TraceData:
     try:
         if path.is_dir():
-            return read_npu(path, group)
+            return read_msprof(path, group) if is_msprof(path) else read_npu(path, group)
         size = path.stat().st_size
         if size == 0:
             raise BadFile(f"{path}: empty file")
-        return _read_file(path, group, size, comm_kernels)
+        return _read_file(path, group, size, comm_kernels, root)
     except BadFile:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError) as err:
@@ -160,7 +179,9 @@ def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
 
 
-def _read_file(path: Path, group: str, size: int, comm_kernels: str) -> TraceData:
+def _read_file(
+    path: Path, group: str, size: int, comm_kernels: str, root: Path | None = None
+) -> TraceData:
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
@@ -169,8 +190,10 @@ def _read_file(path: Path, group: str, size: int, comm_kernels: str) -> TraceDat
         raise BadFile(f"{path}: {NOT_READ[kind]}; not read")
     if kind in NPU_KINDS:
         return read_npu_file(path, kind, group)
-    if kind == TRACE_LIST and ascend_trace(path):
+    if kind in (TRACE_LIST, CHROME) and ascend_trace(path):
         return read_npu_file(path, TRACE_VIEW, group)
+    if kind == CHROME and not is_capture_file(path.name):
+        return read_generic(path, group, size, root)
     if kind == TORCH_DB or (kind is None and path.name.endswith(".db")):
         return read_db(path, group, size)
     return read_json(path, group, size, comm_kernels)

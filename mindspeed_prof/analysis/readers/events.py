@@ -8,12 +8,14 @@ from typing import Union
 
 import msgspec
 
-from mindspeed_prof.config.schema import STAGE_ORDER, TRANSITIONS
+from mindspeed_prof.analysis.readers.phases import stage_of
 
 __all__ = [
     "DEVICE_CATS",
     "HOST_CATS",
     "NAMES",
+    "NOT_RECORDED",
+    "OTHER_TOOL",
     "PLAIN",
     "RUNTIME_CATS",
     "STAGE",
@@ -28,7 +30,6 @@ __all__ = [
     "TraceTop",
     "decode_events",
     "name_kind",
-    "stage_named",
     "number",
 ]
 
@@ -44,6 +45,12 @@ UNREAD_DEVICE = {
     "mtia_ccp_events": "MTIA device events",
     "cuda_profiler_range": "CUDA range-profiler records",
 }
+#: Of ``unread_device``: kernel launches of a capture that recorded no device activity at all
+#: (``readers.missing``): how many, under this key.
+NOT_RECORDED = "launches_without_device"
+#: Of ``unread_device``: the events of another tool's Chrome trace (``readers.generic``), read
+#: as ranges, never as device time.
+OTHER_TOOL = "other_tool_events"
 #: A step range: ``ProfilerStep#<n>``.
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -117,19 +124,6 @@ def number(value: Number) -> float | None:
     return out if out == out and abs(out) != float("inf") else None
 
 
-_STAGES = frozenset(STAGE_ORDER)
-_TRANSITIONS = frozenset(TRANSITIONS)
-
-
-def stage_named(name: str) -> str | None:
-    """The stage a range's name is: a stage's name, or a transition's as the last part of a
-    decorated method's (``mstx_timer_decorator`` names ``Worker.weight_sync``); else None."""
-    if name in _STAGES:
-        return name
-    last = name.rpartition(".")[2]
-    return last if last in _TRANSITIONS else None
-
-
 #: A host event's name: its step number (``ProfilerStep#<n>``), ``STAGE`` for a stage's
 #: name, ``PLAIN`` for any other; remembered for the first ``NAMES_MAX`` names.
 STAGE, PLAIN = "stage", "plain"
@@ -140,7 +134,7 @@ NAMES_MAX = 1 << 16
 def name_kind(name: str) -> int | str:
     """What a host event's name says it is (see ``NAMES``), remembered."""
     m = STEP_NAME.match(name)
-    what: int | str = int(m.group(1)) if m else STAGE if stage_named(name) else PLAIN
+    what: int | str = int(m.group(1)) if m else STAGE if stage_of(name) else PLAIN
     if len(NAMES) < NAMES_MAX:
         NAMES[name] = what
     return what

@@ -19,7 +19,6 @@ from mindspeed_prof.analysis.readers.events import (
     UNREAD_DEVICE,
     Event,
     name_kind,
-    stage_named,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
@@ -28,6 +27,7 @@ from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
 from mindspeed_prof.analysis.readers.intervals import bare_times_of_columns
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
+from mindspeed_prof.analysis.readers.phases import stage_of
 from mindspeed_prof.analysis.readers.totals import Totals
 
 __all__ = ["Collector", "collect"]
@@ -132,9 +132,9 @@ class Collector:
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            stage = stage_named(name)
-            kind, name = ("stage", stage) if stage else ("range", name)
-            data.ranges.append(Range(data.rank, kind, name, step, ts, dur, tid=tid))
+            stage = stage_of(name)  # ours, verl's, or another framework's name for one
+            kind = "stage" if stage is not None else "range"
+            data.ranges.append(Range(data.rank, kind, stage or name, step, ts, dur, tid=tid))
         if self.host.tops[0]:
             data.ranges = bare_times_of_columns(
                 data.ranges, *self.host.tops, self.host.origin or 0.0

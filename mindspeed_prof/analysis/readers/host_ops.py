@@ -141,7 +141,7 @@ class HostOps:
                 for end, _, name in reversed(stack):
                     if end >= ts:
                         tally(self.allocs[0], name, 1, size)
-                        if dev == 1:
+                        if dev:  # a device's (CUDA 1, ROCm 6...), not the CPU's 0
                             tally(self.allocs[1], name, 1, size)
                         break
                 continue

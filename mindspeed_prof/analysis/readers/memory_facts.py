@@ -9,7 +9,7 @@ from array import array
 from mindspeed_prof.analysis.readers.events import Event, number
 from mindspeed_prof.analysis.readers.model import Alloc, Memory, Range, Tally
 
-__all__ = ["POINTS", "MemoryEvents", "by_stage", "from_events", "thin", "top"]
+__all__ = ["HOST", "POINTS", "MemoryEvents", "by_stage", "from_events", "thin", "top"]
 
 #: A timeline is thinned to at most this many points (the peak is always kept).
 POINTS = 200
@@ -50,17 +50,22 @@ def top(sizes: dict[str, Tally]) -> list[Alloc]:
     return [Alloc(op=k, count=t.count, bytes=int(t.total)) for k, t in most]
 
 
+#: ``Memory.source`` of a trace whose ``[memory]`` events are all the host's (Device Type 0).
+HOST = "host"
+
+
 def from_events(
     points: list[tuple[float, float]],
     peak_reserved: float | None,
     allocs: dict[str, Tally],
     ranges: list[Range],
+    source: str = "trace",
 ) -> Memory:
     """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
     order, the peak reserved, and allocations per op (the reader finds the innermost host op
-    open at each allocation)."""
+    open at each allocation); ``source``: ``trace`` (a device's) or ``HOST``."""
     return Memory(
-        source="trace",
+        source=source,
         peak_allocated_bytes=max((p[1] for p in points), default=None),
         peak_reserved_bytes=peak_reserved,
         by_stage=by_stage(points, ranges),
@@ -96,14 +101,25 @@ class MemoryEvents:
         return (ts, size, dev) if size > 0 else None
 
     def on_device(self) -> bool:
-        """With a GPU in the trace only device memory counts."""
-        return any(d == 1 for d in self.device)
+        """With a device's events in the trace (Device Type other than 0, the CPU: CUDA's 1,
+        ROCm's 6, ...) only device memory counts."""
+        return any(d == d and d != 0 for d in self.device)
+
+    def on_host(self) -> bool:
+        """Every event is the host's (Device Type 0): host memory, never a device's peak."""
+        return bool(len(self.device)) and all(d == 0 for d in self.device)
 
     def memory(self, allocs: dict[str, Tally], ranges: list[Range]) -> Memory:
         """The facts (``allocs``: the allocations per op of what ``on_device`` says counts)."""
         ts, allocated, reserved, dev = self.ts, self.allocated, self.reserved, self.device
-        keep = [i for i in range(len(ts)) if dev[i] == 1] if self.on_device() else range(len(ts))
+        device = self.on_device()
+        keep = (
+            [i for i in range(len(ts)) if dev[i] == dev[i] and dev[i] != 0]
+            if device
+            else range(len(ts))
+        )
         order = sorted(keep, key=ts.__getitem__)
         points = [(ts[i], allocated[i]) for i in order if allocated[i] == allocated[i]]
         peak_reserved = max((reserved[i] for i in keep if reserved[i] == reserved[i]), default=None)
-        return from_events(points, peak_reserved, allocs, ranges)
+        source = HOST if self.on_host() else "trace"
+        return from_events(points, peak_reserved, allocs, ranges, source)

@@ -13,7 +13,15 @@ from mindspeed_prof.formats import MANIFEST, capture_stem
 from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.jsonio import read_json
 
-__all__ = ["manifest_rank", "rank_of", "role_of", "separate", "to_rank", "world_size"]
+__all__ = [
+    "manifest_rank",
+    "name_rank",
+    "rank_of",
+    "role_of",
+    "separate",
+    "to_rank",
+    "world_size",
+]
 
 _MANIFEST_PREFIX = MANIFEST.split(".")[0]
 #: ``rank3_host_1.pt.trace.json``, ``rank-3.json.gz``, ``trace_rank_3.json``: a rank in a name.
@@ -36,9 +44,12 @@ def rank_of(path: Path, meta: CaptureHeader | None, info: object) -> int | None:
     r = to_rank(meta.rank) if meta is not None else None
     if r is None and isinstance(info, dict):
         r = to_rank(info.get("rank"))
-    if r is not None:
-        return r
-    m = _RANK_IN_NAME.search(path.name)
+    return r if r is not None else name_rank(path.name)
+
+
+def name_rank(name: str) -> int | None:
+    """The rank a file or folder name gives (``rank3_host.json``, ``rank_3``), else None."""
+    m = _RANK_IN_NAME.search(name)
     return int(m.group(1)) if m else None
 
 

@@ -9,7 +9,10 @@
   any other pickle is ``PICKLE``, never read.
 - JSON, plain or compressed (gzip, xz): an object's top-level keys are streamed (``jsonscan``,
   values skipped, never built) until ``traceEvents`` or a mark of another kind; an array's
-  first element is looked at for ``ph`` (Chrome's JSON Array Format).
+  first element is looked at for ``ph`` (Chrome's JSON Array Format). The first events
+  (``PEEK_EVENTS``, within ``PEEK_BYTES``) tell torch.profiler's and our own traces (a
+  category of ``TORCH_CATS``, a ``ProfilerStep#``) from another tool's (``CHROME``: duration,
+  counter or instant events of no such category).
 - Anything else: a CSV whose header holds the columns of one of torch_npu's files.
 
 At most ``DECIDE_BYTES`` (decompressed) are read to decide; a file not decided by then is not
@@ -36,6 +39,7 @@ from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_
 __all__ = [
     "ANALYSIS_DB",
     "API_STATISTIC",
+    "CHROME",
     "COMMUNICATION",
     "COMMUNICATION_MATRIX",
     "CSV_COLUMNS",
@@ -50,11 +54,14 @@ __all__ = [
     "OPERATOR_MEMORY",
     "OP_STATISTIC",
     "OP_SUMMARY",
+    "PEEK_BYTES",
+    "PEEK_EVENTS",
     "PICKLE",
     "PROFILER_DB",
     "SNAPSHOT",
     "SNAPSHOT_KEYS",
     "STEP_TRACE_TIME",
+    "TORCH_CATS",
     "TORCH_DB",
     "TRACE",
     "TRACE_LIST",
@@ -71,6 +78,23 @@ PICKLE_HEAD = 1 << 12
 # Kinds. Chrome traces: an object with ``traceEvents`` (torch/Kineto, our range files), or a
 # list of events (torch_npu's trace_view.json, other tools' JSON Array Format).
 TRACE, TRACE_LIST = "trace", "trace_list"
+#: A Chrome trace (either form) written by another tool (``readers.generic``).
+CHROME = "chrome"
+#: Categories torch.profiler/Kineto (both schemas) and our range files write: an event of one
+#: of these among the first makes a trace theirs.
+TORCH_CATS = frozenset(
+    {
+        "cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver",
+        "cuda_sync", "python_function", "user_annotation", "gpu_user_annotation", "ac2g",
+        "async_cpu_to_gpu", "async", "async_gpu", "cpu_instant_event", "fwdbwd", "Trace",
+        "overhead", "mtia_runtime", "mtia_ccp_events", "cuda_profiler_range", "Operator",
+        "Kernel", "Runtime", "Memcpy", "Memset", "stage", "step", "range", "mark", "count",
+        "iteration",
+    }
+)  # fmt: skip
+#: Of a trace, the most events and bytes looked at to tell whose it is.
+PEEK_EVENTS, PEEK_BYTES = 256, 4 << 20
+_THEIRS_PH = frozenset({"X", "B", "E", "C", "i", "I", "b", "e", "n"})
 TORCH_DB = "torch_db"  # our ``*.pt.trace.db``
 SNAPSHOT = "snapshot"  # an allocator snapshot, ``torch.cuda.memory._snapshot()`` pickled
 PICKLE = "pickle"  # any other pickle: not read
@@ -120,6 +144,8 @@ _COMM_MARKS = {
     "Transport Type": COMMUNICATION_MATRIX,
 }
 _STEP_KEY = re.compile(r"^step\d*$")
+#: Top-level keys only torch.profiler and our range files write before their events.
+_TORCH_KEYS = frozenset({"schemaVersion", "deviceProperties", "distributedInfo", "mindspeed_prof"})
 _SQLITE = b"SQLite format 3\x00"
 _ANALYSIS_TABLES = frozenset(
     {"StepTraceTime", "CommAnalyzerTime", "CommAnalyzerBandwidth", "CommAnalyzerMatrix"}
@@ -179,10 +205,12 @@ def _object_kind(scan: Scanner) -> str | None:
     """A trace when a top-level key ``traceEvents`` holds an array; torch_npu's communication
     files by the keys inside their first step; PyTorch's execution trace by ``schema`` and then
     ``nodes``."""
-    seen = set()
+    seen: set[str] = set()
     for key in scan.each_key():
         if key == "traceEvents":
-            return TRACE if scan.peek() == ord("[") else None
+            if scan.peek() != ord("["):
+                return None
+            return TRACE if seen & _TORCH_KEYS else _events_kind(scan, TRACE)
         if key == "nodes" and "schema" in seen:
             return EXECUTION_TRACE
         seen.add(key)
@@ -211,16 +239,56 @@ def _mark(scan: Scanner, depth: int) -> str | None:
 
 
 def _array_kind(scan: Scanner) -> str | None:
-    """A list of events: the first element is an object with a ``ph`` (phase) key."""
-    for _ in scan.each_element():
-        if scan.peek() != ord("{"):
-            return None
-        for key in scan.each_key():
-            if key == "ph":
-                return TRACE_LIST
-            scan.skip()
+    """A list of events: the first element is an object with a ``ph`` (phase) key; then whose
+    (``_events_kind``)."""
+    return _events_kind(scan, TRACE_LIST, first_has_ph=True)
+
+
+def _events_kind(scan: Scanner, torch: str, first_has_ph: bool = False) -> str | None:
+    """The array of events that comes next (at most ``PEEK_EVENTS`` of them, ``PEEK_BYTES``):
+    ``torch`` (``TRACE`` or ``TRACE_LIST``) when one is torch's or ours (a category of
+    ``TORCH_CATS``, a ``ProfilerStep#`` name) or none says, ``CHROME`` when only another
+    tool's events (duration, counter or instant events of other categories) come first.
+    ``first_has_ph``: None unless the first element is an object with a ``ph`` key (a read
+    error before that is the caller's)."""
+    theirs = judged = False
+    start = scan.taken
+    try:
+        for n, _ in enumerate(scan.each_element()):
+            fields = _fields(scan)
+            if n == 0 and first_has_ph and (fields is None or fields[0] is None):
+                return None
+            judged = True
+            if fields is None:
+                return torch
+            ph, cat, name = fields
+            if cat in TORCH_CATS or name.startswith("ProfilerStep#"):
+                return torch
+            theirs = theirs or ph in _THEIRS_PH
+            if n + 1 >= PEEK_EVENTS or scan.taken - start > PEEK_BYTES:
+                break
+    except (NotJson, TooLong):
+        if first_has_ph and not judged:
+            raise
+    if first_has_ph and not judged:
+        return None  # an empty list: no event says it is a trace
+    return CHROME if theirs else torch
+
+
+def _fields(scan: Scanner) -> tuple[str | None, str, str] | None:
+    """An event's ``ph`` (None: no such key), ``cat`` and ``name`` ("" where absent or not a
+    string); None when the element is not an object."""
+    if scan.peek() != ord("{"):
         return None
-    return None
+    found: dict[str, str | None] = {"ph": None, "cat": "", "name": ""}
+    for key in scan.each_key():
+        if key in found and scan.peek() == ord('"'):
+            found[key] = scan.key()
+        else:
+            if key == "ph":
+                found["ph"] = ""
+            scan.skip()
+    return found["ph"], found["cat"] or "", found["name"] or ""
 
 
 def _csv_kind(head: bytes) -> str | None:

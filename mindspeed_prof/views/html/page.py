@@ -181,7 +181,7 @@ def write_report(given: Report | Analysis, path: Path) -> Path:
                 ],
             )
             if device
-            else f"<p>{esc(no_device_text(t.unread_device))}</p>"
+            else f"<p>{esc(no_device_text(t.unread_device, [m.source for m in t.memory]))}</p>"
         )
     )
     parts.append(

@@ -75,13 +75,18 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
 
 
 def print_device(
-    rows: list[DeviceRow], console: Console, unread: dict[str, int] | None = None
+    rows: list[DeviceRow],
+    console: Console,
+    unread: dict[str, int] | None = None,
+    memory: list[MemoryRow] | None = None,
 ) -> None:
     """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
-    why not (``unread``: device events recorded but not read as device time)."""
+    why not (``unread``: device events recorded but not read as device time; ``memory``: the
+    memory rows, whose sources say whether a device's memory was recorded)."""
     steps = [r for r in rows if r.stage is None]
     if not steps:
-        _wrapped(console, no_device_text(unread or {}), indent="")
+        sources = [m.source for m in memory or []]
+        _wrapped(console, no_device_text(unread or {}, sources), indent="")
         return
     table = _table(
         "Device time per step (ms)",
@@ -160,6 +165,6 @@ def print_details(rep: Report, console: Console, top: int = 10) -> None:
     print_ranges(t.range_table, console, top=2 * top)
     if t.range_stragglers:
         console.print(_stragglers(t.range_stragglers[:top], "range", rep.result))
-    print_device(t.device, console, t.unread_device)
+    print_device(t.device, console, t.unread_device, t.memory)
     print_top_lists(rep, console, top)
     print_memory(t.memory, console)

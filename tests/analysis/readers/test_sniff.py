@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.readers import BadFile, discover, jsonscan, read, s
 from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot
 from mindspeed_prof.analysis.readers.npu.folder import FILE_NAMES
 from mindspeed_prof.analysis.readers.sniff import (
+    CHROME,
     DECIDE_BYTES,
     EXECUTION_TRACE,
     OP_SUMMARY,
@@ -36,6 +37,9 @@ from mindspeed_prof.formats.sqlite_trace import write_db
 
 #: Files of the corpus not named as torch_npu names them, and what each is.
 _OTHER_CSV = {"l2_cache.csv": None, "static_op_mem.csv": None, "test.csv": "kernel_details"}
+#: msprof's CSVs, named ``<kind>_<timestamp>.csv``: the kind each is (task_time: none read).
+_MSPROF_CSV = {"op_summary": "op_summary", "op_statistic": "op_statistic",
+               "api_statistic": "api_statistic", "task_time": None}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +47,27 @@ def corpus(corpus_set: Callable[[str], Path]) -> Path:
     """Every corpus set, unpacked side by side."""
     (root,) = {corpus_set(name).parent for name in SETS}
     return root
+
+
+#: What torch.profiler and our range files write (written out here, not the package's): their
+#: categories, and the top-level keys only they write.
+_TORCH_CATS = {
+    "cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync",
+    "python_function", "user_annotation", "gpu_user_annotation", "ac2g", "async_cpu_to_gpu",
+    "async", "async_gpu", "cpu_instant_event", "fwdbwd", "Trace", "overhead", "mtia_runtime",
+    "mtia_ccp_events", "cuda_profiler_range", "Operator", "Kernel", "Runtime", "Memcpy", "Memset",
+    "stage", "step", "range", "mark", "count", "iteration"}
+_TORCH_KEYS = {"schemaVersion", "deviceProperties", "distributedInfo", "mindspeed_prof"}
+
+
+def _whose(events: list[Any], torch: str) -> str:
+    """Of the first 256 events: torch's when one has a torch category or a ProfilerStep name,
+    another tool's (``chrome``) when one is a duration, counter or instant event."""
+    first = [e for e in events[:256] if isinstance(e, dict)]
+    if any(e.get("cat") in _TORCH_CATS or str(e.get("name", "")).startswith("ProfilerStep#")
+           for e in first):
+        return torch
+    return CHROME if any(e.get("ph") in set("XBECiIben") for e in first) else torch
 
 
 def _reference(path: Path) -> str | None:
@@ -64,13 +89,18 @@ def _reference(path: Path) -> str | None:
         names = {name: kind for kind, name in FILE_NAMES.items()}
         if path.name == "operator_details.csv":
             return "operator_details"
+        msprof = re.fullmatch(r"([a-z_]+)_\d+\.csv", path.name)
+        if msprof and msprof.group(1) in _MSPROF_CSV:
+            return _MSPROF_CSV[msprof.group(1)]
         return names[path.name] if path.name in names else _OTHER_CSV[path.name]
     if isinstance(doc, list):
-        return TRACE_LIST if doc and isinstance(doc[0], dict) and "ph" in doc[0] else None
+        if not (doc and isinstance(doc[0], dict) and "ph" in doc[0]):
+            return None
+        return _whose(doc, TRACE_LIST)
     if not isinstance(doc, dict):
         return None
     if isinstance(doc.get("traceEvents"), list):
-        return TRACE
+        return TRACE if _TORCH_KEYS & set(doc) else _whose(doc["traceEvents"], TRACE)
     if "schema" in doc and "nodes" in doc:
         return EXECUTION_TRACE
     ops = [op for step in doc.values() if isinstance(step, dict)
@@ -95,7 +125,7 @@ def test_every_corpus_file_is_what_reading_it_whole_says(corpus: Path) -> None:
         kind = kind_of(path)
         assert kind == _reference(path), path
         seen.add(kind)
-    assert {TRACE, TRACE_LIST, EXECUTION_TRACE, PROFILER_DB, "analysis_db", "kernel_details",
+    assert {TRACE, TRACE_LIST, CHROME, EXECUTION_TRACE, PROFILER_DB, "analysis_db", "kernel_details",
             "step_trace_time", "communication", "communication_matrix", "api_statistic",
             "op_statistic", "memory_record", "operator_memory", "npu_module_mem",
             "operator_details", None} <= seen
@@ -154,7 +184,8 @@ def test_compressed_and_plain_traces_under_any_name(corpus: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize("content, kind", [
-    (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', TRACE_LIST),
+    (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', CHROME),  # no torch category
+    (b'[{"name": "a", "cat": "cpu_op", "ph": "X", "ts": 1}]', TRACE_LIST),
     (b'  [\n {"ph": "M"}]', TRACE_LIST),
     (b"[]", None), (b"[1, 2]", None), (b"[[1, 2], [[3]]]", None), (b'[{"name": "a"}]', None),
     (b'{"traceEvents": {"a": 1}}', None),  # not an array of events

@@ -19,6 +19,7 @@ from mindspeed_prof.analysis.readers.npu.busy import Task, is_comm, task
 from mindspeed_prof.analysis.readers.npu.facts import RATIOS, api_name, facts
 from mindspeed_prof.analysis.readers.npu.facts_groups import OpGroups
 from mindspeed_prof.analysis.readers.npu.tables import Table, number, step_number
+from mindspeed_prof.analysis.readers.npu.tasks import is_control
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 __all__ = [
@@ -143,6 +144,8 @@ def read_kernel_details(path: Path, data: TraceData, tasks: list[Task] | None = 
     if not table.has("Start Time(us)"):
         tasks = None
     for row in table.rows:
+        if is_control(row[core] if core else None, row["Type"], row.get("Name")):
+            continue  # the runtime's own tasks: not kernels, not device work
         dur = number(row["Duration(us)"])
         if tasks is not None:
             one = task(

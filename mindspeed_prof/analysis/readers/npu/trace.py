@@ -16,6 +16,7 @@ from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, NpuFacts, TraceData, tally
 from mindspeed_prof.analysis.readers.npu.facts import COPY_TASKS, api_name, facts
 from mindspeed_prof.analysis.readers.npu.facts_groups import LaunchOrder, TaskGroups
+from mindspeed_prof.analysis.readers.npu.tasks import is_control
 from mindspeed_prof.analysis.readers.npu.text import comm_family, device_row, kernel_name
 from mindspeed_prof.analysis.readers.stream import TraceStream
 
@@ -137,7 +138,7 @@ class _Device:
         self.longest: dict[str, float] = {}
 
     def hardware(self, ev: _Event, ts: float, dur: float) -> None:
-        if self.kernels:
+        if self.kernels and not is_control(ev.name):
             tally(self.data.kernels, kernel_name(None, ev.name), 1, dur)
 
     def hccl(self, ev: _Event, ts: float, dur: float) -> None:

@@ -421,8 +421,12 @@ def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: P
     events = json.loads((folder / OUT / "trace_view.json").read_bytes())
     hardware = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
                 and e["args"]["name"] == "Ascend Hardware"}
+    control = {"EVENT_RECORD", "EVENT_WAIT", "PROFILING_ENABLE", "PROFILING_DISABLE"}
     tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
-    assert sum(t.count for t in data.kernels.values()) == len(tasks) > 0
+    kernels = [e for e in tasks if e["name"] not in control]  # the runtime's: not kernels
+    assert len(tasks) - len(kernels) == 28  # 16 event records, 10 waits, profiling on and off
+    assert sum(t.count for t in data.kernels.values()) == len(kernels) > 0
+    assert not control & set(data.kernels)
 
 
 def test_kernel_details_without_a_column_falls_back_to_op_statistic(npu, tmp_path: Path) -> None:
