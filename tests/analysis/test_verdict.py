@@ -39,12 +39,12 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
                                                  _steps(1, [20.0, 220.0, 20.0])])
     v = verdict(result)
     assert v.step is not None
-    # per step: its slowest rank's (35, 235, 35: rank 1 gates step 2, ties go to rank 0),
-    # then the median over steps
+    # per step: its slowest rank's (35, 235, 35: rank 1 gates step 2, both ranks the tied
+    # steps 1 and 3), then the median over steps
     assert (v.step.median_ms, v.step.min_ms, v.step.max_ms, v.step.steps, v.step.ranks) == (
         35.0, 35.0, 235.0, 3, 2)
     assert v.step.spread == pytest.approx(200.0 / 35.0)
-    assert (v.step.gated_by, v.step.gated, v.step.fastest_ms) == (0, 2, 35.0)
+    assert (v.step.gated_by, v.step.gated, v.step.fastest_ms) == (1, 3, 35.0)
     assert v.slowest is not None
     # per step, on its slowest rank: 20, 220, 20; the other rank 20; no rank named behind
     assert (v.slowest.kind, v.slowest.name, v.slowest.rank) == ("stage", "actor_generate", None)

@@ -5,6 +5,7 @@ steps."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 
@@ -23,9 +24,10 @@ def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:
     for a tie: within ``TIE_MS``, a clock's rounding), in rank order."""
     out = {}
     for step, by in cells.items():
-        if by:
-            most = max(by.values())
-            tied = sorted((w for w, ms in by.items() if ms >= most - TIE_MS), key=who_order)
+        known = {w: ms for w, ms in by.items() if math.isfinite(ms)}
+        if known:
+            most = max(known.values())
+            tied = sorted((w for w, ms in known.items() if ms >= most - TIE_MS), key=who_order)
             out[step] = (most, tied)
     return out
 
@@ -44,7 +46,7 @@ def step_time(cells: Cells) -> StepTime | None:
         return None
     ms = [g for g, _ in gates.values()]
     median = statistics.median(ms)
-    fastest = [min(cells[s].values()) for s in gates]
+    fastest = [min(ms for ms in cells[s].values() if math.isfinite(ms)) for s in gates]
     whos = {w for by in cells.values() for w in by}
     count = Counter(w for _, tied in gates.values() for w in tied)
     most = max(count.values())
