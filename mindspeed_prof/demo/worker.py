@@ -53,6 +53,7 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     long_tail: float = 0.0
     long_tail_length: int = 64
     max_response_length: int = 0
+    ray_address: str | None = None
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:

@@ -471,6 +471,7 @@ def test_only_the_first_profiled_rank_says_where(
 
     out = tmp_path / "outputs"
     said = []
+    monkeypatch.setenv("WORLD_SIZE", "4")  # torchrun's: a job of four ranks
     for rank, ranks in ((2, "[2,3]"), (3, "[2,3]"), (1, "all"), (0, "all")):
         monkeypatch.setenv("RANK", str(rank))
         cfg = compose_job(out / str(rank), "profiler_config=mstx_light",
@@ -482,6 +483,54 @@ def test_only_the_first_profiled_rank_says_where(
             callback.on_job_end(cfg, Ended("COMPLETED"))
         said.append(any("read them" in m for m in caplog.messages))
     assert said == [True, False, False, True]
+
+
+def test_a_job_of_one_process_says_where_whatever_profile_ranks_names(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ray driver (the demo's, MindSpeed-RL's) is rank 0 of no world: it is the job, and
+    its workers' ranks are those ``profile_ranks`` names. It says where, and what its
+    workers wrote is counted (here: a file a rank-1 worker wrote in its save root)."""
+    import logging
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_ranks=[1]",
+                      "profiler_config.extensions.flight_recorder_steps=3")
+    callback.on_job_start(cfg)
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in o/profiler_data: no "
+                                   "rank of profile_ranks [1] wrote a capture here")
+
+
+def test_profile_ranks_naming_no_rank_of_the_job_is_said_once(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``profile_ranks: [7]`` in a job of two ranks: rank 0 says so when the job starts and
+    in its last line; rank 1 says nothing."""
+    import logging
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    said: dict[int, list[str]] = {}
+    for rank in (1, 0):
+        monkeypatch.setenv("RANK", str(rank))
+        cfg = compose_job(tmp_path / str(rank), "profiler_config=mstx_light",
+                          "profiler_config.integrated.profile_ranks=[7]",
+                          "profiler_config.extensions.flight_recorder_steps=3")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+            callback.on_job_start(cfg)
+            run_steps(range(1, 4))
+            callback.on_job_end(cfg, Ended("COMPLETED"))
+        said[rank] = [m for m in caplog.messages if "mindspeed-prof" in m]
+    assert said[1] == []
+    assert said[0] == [
+        "mindspeed-prof: profile_ranks [7] names no rank of this job (ranks 0-1): nothing "
+        "will be captured",
+        "mindspeed-prof: nothing captured in 0/profiler_data: profile_ranks [7] names no rank "
+        "of this job (ranks 0-1)"]
 
 
 def test_nothing_captured_is_said_with_its_reason(tmp_path: Path, callback: Any,
