@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-__all__ = ["install_line", "installed_from"]
+__all__ = ["install_line", "installed_from", "line_for"]
 
 DIST = "mindspeed-prof"
 
@@ -18,10 +18,10 @@ def installed_from() -> Path | None:
     """The folder this copy was installed from (a clone), or None (the index, or unknown)."""
     from importlib import metadata
 
-    try:
-        text = metadata.distribution(DIST).read_text("direct_url.json")
-        record = json.loads(text) if text else None
-    except (metadata.PackageNotFoundError, ValueError, OSError):
+    try:  # the install's record; a clone's own *.egg-info, found first from it, has none
+        texts = [d.read_text("direct_url.json") for d in metadata.distributions(name=DIST)]
+        record = next((json.loads(t) for t in texts if t), None)
+    except (ValueError, OSError):
         return None
     if not isinstance(record, dict) or "dir_info" not in record:
         return None  # the index, an archive or a VCS URL: the index's name is the way
@@ -29,10 +29,14 @@ def installed_from() -> Path | None:
     return Path(unquote(url.path)) if url.scheme == "file" and url.path else None
 
 
-def install_line(extra: str, source: Path | None = None, cwd: Path | None = None) -> str:
-    """``pip install ...[extra]`` for this copy: from ``source`` (default: ``installed_from()``)
-    where it came from a folder (``.`` when that is ``cwd``), else from the index."""
-    source = source if source is not None else installed_from()
+def install_line(extra: str, cwd: Path | None = None) -> str:
+    """``pip install ...[extra]`` for this copy (see ``line_for``)."""
+    return line_for(extra, installed_from(), cwd)
+
+
+def line_for(extra: str, source: Path | None, cwd: Path | None = None) -> str:
+    """``pip install ...[extra]`` from ``source``, the folder a copy came from (``.`` when that
+    is ``cwd``, default the current folder), or from the index (``source`` None)."""
     if source is None:
         target = DIST
     else:

@@ -63,8 +63,9 @@ HIDDEN = "mindspeed_prof/preset"
 GROUPS = frozenset({"mindspeed_prof", GROUP, ALIAS, "profiler_sweep"})
 #: The groups people type (``mindspeed_prof`` holds the callback: not listed, not suggested).
 TYPED = (GROUP, ALIAS, "profiler_sweep")
-#: How close a key must be to one of ``TYPED`` to be read as a misspelling of it.
-CLOSE = 0.8
+#: How close a key must be to one of ``TYPED`` to be read as a misspelling of it; and to
+#: ``profiler_config`` where a section of it follows (``profilr_config.integrated.stage``).
+CLOSE, CLOSE_SECTION = 0.8, 0.6
 
 
 class MindspeedProfSearchPath(SearchPathPlugin):
@@ -234,10 +235,10 @@ class MindspeedProfConfigSource(ConfigSource):
         value = override.value()
         if path in TYPED:
             if not isinstance(value, (list, dict)) and not (isinstance(value, str) and value):
-                _fail(presets.not_a_name_line(path, value))
+                _fail(presets.not_a_name_line(path, override.input_line or path))
             return
         top = path.split(".", 1)[0]
-        meant = _closest(top, [g for g in TYPED if g != ALIAS or self.alias_free()])
+        meant = _meant(path, [g for g in TYPED if g != ALIAS or self.alias_free()])
         if override.is_add() and meant != "profiler_sweep":  # "+key=...": a key, as asked
             return
         if meant is None or primary is None or top in primary:
@@ -249,12 +250,26 @@ class MindspeedProfConfigSource(ConfigSource):
 
 def _close(path: str) -> bool:
     """Whether ``path``'s first key is close to, but none of, the groups people type."""
-    top = path.split(".", 1)[0]
-    return top not in GROUPS and _closest(top, TYPED) is not None
+    return path.split(".", 1)[0] not in GROUPS and _meant(path, TYPED) is not None
 
 
-def _closest(key: str, names: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(key, list(names), n=1, cutoff=CLOSE)
+def _meant(path: str, names: Iterable[str]) -> str | None:
+    """The group ``path``'s first key is a misspelling of, or None. A key with fields under
+    it can only mean ``profiler_config``: closer to it than ``CLOSE`` (0.8), or than
+    ``CLOSE_SECTION`` (0.6) where the next key is a section of it (``integrated``...)."""
+    top, dot, rest = path.partition(".")
+    if not dot:
+        return _closest(top, names, CLOSE)
+    if _closest(top, [GROUP], CLOSE_SECTION) is None:
+        return None
+    from mindspeed_prof.config.schema import ROLE_ALIASES, SECTIONS
+
+    section = rest.split(".", 1)[0]
+    return _closest(top, [GROUP], CLOSE_SECTION if section in {*SECTIONS, *ROLE_ALIASES} else CLOSE)
+
+
+def _closest(key: str, names: Iterable[str], cutoff: float) -> str | None:
+    close = difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)
     return close[0] if close and close[0] != key else None
 
 

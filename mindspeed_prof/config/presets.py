@@ -260,12 +260,11 @@ def unknown_preset_line(group: str, name: str) -> str:
     )
 
 
-def not_a_name_line(group: str, value: object) -> str:
-    """One line for ``profiler_config=null`` (or any value that is no name) on the command line,
-    which Hydra answers with a traceback."""
-    shown = "null" if value is None else repr(value) if isinstance(value, str) else str(value)
+def not_a_name_line(group: str, override: str) -> str:
+    """One line for ``profiler_config=null`` (or any value that is no name: ``override`` as
+    typed) on the command line, which Hydra answers with a traceback."""
     return (
-        f"mindspeed-prof: {group}={shown}: a preset's name is needed; profiling off is "
+        f"mindspeed-prof: {override}: a preset's name is needed; profiling off is "
         f"{group}=none; presets: {', '.join(PRESETS)}"
     )
 

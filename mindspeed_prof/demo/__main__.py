@@ -52,19 +52,19 @@ def knob_problem(args: list[str]) -> str | None:
         overrides = OverridesParser.create().parse_overrides(parsed.overrides)
     except (SystemExit, HydraException):
         return None
+    knobs = [o for o in overrides if o.key_or_group.startswith("demo.") and not o.is_delete()]
     base = _yaml_knobs()
-    for o in overrides:
-        key = o.key_or_group
-        if not key.startswith("demo.") or o.is_delete():
-            continue
-        try:
-            values = list(o.sweep_iterator()) if o.is_sweep_override() else [o.value()]
-        except HydraException:  # a sweep of a kind with no list of values (glob)
-            continue
-        for value in values:
-            if line := problem({**base, key.removeprefix("demo."): value}):
-                return line
-    return None
+    base.update(
+        {o.key_or_group[5:]: o.value() for o in knobs if not o.is_sweep_override()}
+    )  # the values of a sweep: each over the rest
+    tries: list[dict[str, object]] = [base]
+    for o in knobs:
+        if o.is_sweep_override():
+            try:
+                tries += [{**base, o.key_or_group[5:]: v} for v in o.sweep_iterator()]
+            except HydraException:  # a sweep of a kind with no list of values (glob)
+                continue
+    return next((line for knob in tries if (line := problem(knob))), None)
 
 
 def _yaml_knobs() -> dict[str, object]:

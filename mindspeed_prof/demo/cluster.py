@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mindspeed_prof.raylink import without_token_notice
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 __all__ = ["ATTEMPTS", "NODE_WAIT_S", "Cluster", "endpoints", "start"]
 
@@ -105,7 +105,7 @@ def _join(address: str, workers: int, init: Callable[..., Any]) -> None:
         )
 
 
-def endpoints(nodes: list[Mapping[str, object]]) -> list[str]:
+def endpoints(nodes: Sequence[Mapping[str, object]]) -> list[str]:
     """Each alive node's Prometheus endpoint (Ray's metrics export port), from ``ray.nodes()``."""
     return [
         f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"

@@ -86,7 +86,7 @@ def problem(section: Mapping[str, object]) -> str | None:
     for name, (ok, allowed) in RANGES.items():
         value = getattr(d, name, None)
         if isinstance(value, (int, float)) and not ok(value):
-            return f"demo.{name}={value}: must be {allowed}"
+            return f"demo.{name}={_show(section.get(name, value))}: must be {allowed}"
     if d.slow_stage is not None and d.slow_stage not in STAGES:
         return (
             f"demo.slow_stage={d.slow_stage!r}: not a stage of the demo"

@@ -95,7 +95,29 @@ def test_the_capture_board_follows_extensions_on_demand(
     train(demo_cfg(tmp_path, "profiler_config=mstx_light",
                    f"profiler_config.extensions.on_demand={str(on_demand).lower()}"), console)
     assert opened == ([True] if on_demand else [])
-    assert ("capture while it runs:" in console.export_text()) == on_demand
+    # a run of seconds: no live-capture line, which would be gone before it is pasted
+    assert "capture while it runs" not in console.export_text()
+
+
+def test_the_live_capture_line_is_printed_where_it_can_be_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only with a minute or more left, saying until when it works."""
+    import types
+
+    import ray
+
+    import mindspeed_prof.demo.trainer as trainer
+
+    monkeypatch.setattr(ray, "get_runtime_context",
+                        lambda: types.SimpleNamespace(gcs_address="10.0.0.1:6379"))
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    assert trainer._capture_line(trainer.LIVE_MIN_S - 1, 12) is None
+    assert trainer._capture_line(754.4, 2000) == (
+        "capture while it runs (valid until the demo ends, about 754 s from now, at step "
+        "2000): mindspeed-prof capture --ray 10.0.0.1:6379")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # Ray asks for it with an explicit address
+    assert str(trainer._capture_line(60, 30)).endswith(
+        ": RAY_AUTH_MODE=token mindspeed-prof capture --ray 10.0.0.1:6379")
 
 
 def test_in_process_mode(tmp_path: Path) -> None:
@@ -138,7 +160,7 @@ def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     assert "actor_update" in proc.stdout and "reward" in proc.stdout
     (manifest,) = root.glob("manifest-*.json")  # the driver's, of this run
     assert json.loads(manifest.read_text())["status"] == "completed"
-    assert "4 captures from ranks [0, 1]" in proc.stdout
+    assert "4 captures from ranks 0, 1 under" in proc.stdout
     assert "mindspeed-prof: 4 captures in run/profiler_data; read them: mindspeed-prof analyse " \
            "run/profiler_data" in proc.stdout
     # Nothing the user did not ask for: Ray's token notice, torch's markers (workers' included).
@@ -248,10 +270,12 @@ def summary(cwd: Path) -> tuple[Path, list[dict[str, Any]]]:
     return sweep, json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
 
 
-def test_every_stage_sweep_summarises_the_demo(tmp_path: Path) -> None:
+def test_every_stage_sweep_summarises_the_demo(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     """``-m profiler=stage_scoped +profiler_sweep=all_stages`` on the demo (its save path is
     ``${hydra:runtime.output_dir}/profiler_data``): one job per stage, each capturing its stage
-    in its own dir, and the summary the multirun's end writes counts them."""
+    in its own dir, and the summary the multirun's end writes counts them. ``analyse`` of the
+    multirun dir answers for the sweep (one row per job), not for its newest job alone."""
     from mindspeed_prof.config.schema import STAGES
 
     proc = run_demo(tmp_path, "-m", "profiler=stage_scoped", "+profiler_sweep=all_stages",
@@ -265,6 +289,19 @@ def test_every_stage_sweep_summarises_the_demo(tmp_path: Path) -> None:
         assert job["stage"] in folders and not set(folders) & (set(STAGES) - {job["stage"]})
         assert job["ms_per_stage"] > 0
     assert proc.stdout.count(f"Sweep {sweep.relative_to(tmp_path)}") == 1  # its table
+    from mindspeed_prof.cli import main
+
+    capsys.readouterr()
+    assert main(["analyse", str(sweep)]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"mindspeed-prof: {sweep} is a Hydra multirun of 6 jobs, each its own run: one row per "
+        f"job (mindspeed-prof sweep {sweep}); one job's answer: mindspeed-prof analyse "
+        f"{sweep / '0'}, or each apart: --run all"]
+    assert f"Sweep {sweep}" in out and all(stage in out for stage in STAGES)
+    assert "Verdict" not in out  # no one job's verdict passed off as the sweep's
+    assert main(["analyse", str(sweep), "--run", "all", "--json"]) == 0  # each job, as asked
+    assert len(json.loads(capsys.readouterr().out)["results"]) == 6
 
 
 @pytest.mark.ray

@@ -986,3 +986,61 @@ def test_a_sweep_over_interpolated_save_paths_is_summarised(
     assert roots[0] == (sweep / "0" / "p").resolve()
     assert roots[1].resolve().is_relative_to((sweep / "1" / "q").resolve())
     assert roots[2] == env_root / "r" and len(list((env_root / "r").glob("manifest-*.json"))) == 1
+
+
+# -- what the command line set, under none; a bad RANK; where the live figures go -------------
+def test_a_field_typed_under_none_is_checked_and_profiling_off_is_said(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """``profile: false`` warns about a stale value of a config file, but a typo just typed
+    stops the job; a good one is said once to capture nothing, with how to turn it on."""
+    import logging
+
+    bad = compose_job(tmp_path / "a", "profiler_config=none",
+                      "profiler_config.integrated.stage=actor_generat")
+    with pytest.raises(SystemExit, match=r"^mindspeed-prof: invalid config: profiler_config"
+                                         r"\.integrated\.stage='actor_generat': unknown \(did "
+                                         r"you mean actor_generate\?\)"):
+        callback.on_job_start(bad)
+    good = compose_job(tmp_path / "b", "profiler_config=none",
+                       "profiler_config.integrated.stage=actor_generate")
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_start(good)
+        callback.on_job_end(good, Ended("COMPLETED"))
+        callback.on_job_start(good)  # the next job of a multirun: said already
+    said = [m for m in caplog.messages if "profiling is off" in m]
+    assert said == [
+        "mindspeed-prof: profiling is off (profile: false), so "
+        "profiler_config.integrated.stage=actor_generate captures nothing; to profile, pick a "
+        "preset: profiler_config=stage_scoped (mindspeed-prof presets lists them), or add "
+        "profiler_config.integrated.profile=true"]
+    assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in b/profiler_data: "
+                                   "profiling was off (profile: false)")
+
+
+def test_a_rank_that_is_no_rank_stops_a_profiled_job_in_one_line(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "abc")
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
+    with pytest.raises(SystemExit) as stop:
+        callback.on_job_start(cfg)
+    assert str(stop.value).startswith(
+        "mindspeed-prof: cannot profile this job: environment variable RANK='abc'")
+    assert "\n" not in str(stop.value)
+    assert not list(tmp_path.rglob("manifest*.json"))  # before anything is written
+
+
+def test_where_the_live_figures_go_is_said_once_as_the_job_starts(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light",
+                      "profiler_config.extensions.telemetry=[metrics,tensorboard]")
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_start(cfg)
+        run_steps(range(1, 3))
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    said = [m for m in caplog.messages if "live figures" in m]
+    assert said == ["mindspeed-prof: live figures, every step: tensorboard --logdir "
+                    "o/profiler_data/telemetry"]
