@@ -227,25 +227,26 @@ class MindspeedProfConfigSource(ConfigSource):
         would reject with a traceback (a group given no name) or with advice that misleads (a
         key close to one of our groups, that neither the app's primary config nor another
         source has); nothing otherwise, or when Hydra is asking for another reason."""
-        from mindspeed_prof.config import presets
-
-        override, primary = _asked_for_override()
+        override, composing = _asked_for_override()
         if override is None or override.key_or_group != path or override.is_delete():
             return
         value = override.value()
         if path in TYPED:
             if not isinstance(value, (list, dict)) and not (isinstance(value, str) and value):
-                _fail(presets.not_a_name_line(path, override.input_line or path))
+                from mindspeed_prof.config.presets import not_a_name_line
+
+                _fail(not_a_name_line(path, override.input_line or path))
             return
         top = path.split(".", 1)[0]
         meant = _meant(path, [g for g in TYPED if g != ALIAS or self.alias_free()])
-        if override.is_add() and meant != "profiler_sweep":  # "+key=...": a key, as asked
+        if meant is None or (override.is_add() and meant != "profiler_sweep"):
+            return  # "+key=...": a key added, as asked (only the sweep is used with "+")
+        primary = _primary_keys(*composing)
+        if primary is None or top in primary or any(_has_group(s, top) for s in self._others()):
             return
-        if meant is None or primary is None or top in primary:
-            return
-        if any(_has_group(s, top) for s in self._others()):
-            return
-        _fail(presets.misspelt_line(override.input_line or path, top, meant))
+        from mindspeed_prof.config.presets import misspelt_line
+
+        _fail(misspelt_line(override.input_line or path, top, meant))
 
 
 def _close(path: str) -> bool:
@@ -273,10 +274,10 @@ def _closest(key: str, names: Iterable[str], cutoff: float) -> str | None:
     return close[0] if close and close[0] != key else None
 
 
-def _asked_for_override() -> tuple[Override | None, frozenset[str] | None]:
-    """The override Hydra is asking about (``Overrides.__init__``'s loop variable) and the top
-    keys of the primary config (None: unknown), where the question comes from there; else
-    ``(None, None)``."""
+def _asked_for_override() -> tuple[Override | None, tuple[object, object]]:
+    """The override Hydra is asking about (``Overrides.__init__``'s loop variable), and the
+    repository and primary config's name that compose (``create_defaults_list``'s), where
+    the question comes from there; else ``(None, (None, None))``."""
     from hydra._internal.defaults_list import Overrides
 
     frame: FrameType | None = sys._getframe(1)
@@ -287,9 +288,9 @@ def _asked_for_override() -> tuple[Override | None, frozenset[str] | None]:
             if isinstance(here.get("self"), Overrides):
                 override = here.get("override")
         elif override is not None and frame.f_code.co_name == "create_defaults_list":
-            return override, _primary_keys(here.get("repo"), here.get("config_name"))
+            return override, (here.get("repo"), here.get("config_name"))
         frame = frame.f_back
-    return None, None
+    return None, (None, None)
 
 
 def _primary_keys(repo: object, name: object) -> frozenset[str] | None:

@@ -422,3 +422,47 @@ def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_num
     assert tail.title.endswith(f"length p50 {np.percentile(lengths, 50):,.0f}, p99 "
                                f"{np.percentile(lengths, 99):,.0f}, max {lengths.max():,.0f}"), \
         tail.title
+
+
+@pytest.mark.slow
+def test_live_figures_are_where_the_demo_says(ray_cluster: Any, tmp_path: Path) -> None:
+    """``telemetry: [metrics, ray]``: the demo prints the Prometheus endpoint once, and both
+    ranks' stage gauges are there while it trains (polled from a thread; Ray's agent exports
+    some seconds after a gauge is set)."""
+    import re
+    import threading
+    import time
+    import urllib.request
+
+    from mindspeed_prof.demo.cluster import endpoints
+
+    (url,) = endpoints(ray_cluster.nodes())
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            try:
+                body = urllib.request.urlopen(url, timeout=5).read().decode()
+            except OSError:
+                body = ""
+            seen.update(re.findall(r'ray_mindspeed_prof_stage_ms\{[^}]*rank="(\d+)"', body))
+            done.wait(2.0)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    started = time.monotonic()
+    try:
+        train(demo_cfg(tmp_path, "profiler_config=none", "demo.steps=80",
+                       "demo.slow_stage=critic_update", "demo.slow_ms=250",
+                       "profiler_config.extensions.telemetry=[metrics,ray]"), console)
+        while seen != {"0", "1"} and time.monotonic() - started < 120:
+            time.sleep(1.0)  # the last export may still be on its way
+    finally:
+        done.set()
+        poller.join(10)
+    lines = [x for x in console.export_text().splitlines() if "live figures" in x]
+    assert lines == [f"live figures: Prometheus at {url} (gauges ray_mindspeed_prof_*, some "
+                     "seconds behind)"]
+    assert seen == {"0", "1"}
