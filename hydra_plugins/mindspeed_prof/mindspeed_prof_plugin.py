@@ -9,7 +9,15 @@ entry of the ``profiler`` group in its defaults list, which the command line's `
 sets (see ``mindspeed_prof.config.presets.dispatcher``). Where another source on the
 app's search path has a ``profiler`` group (verl's config tree), that group is theirs:
 ``profiler=<our preset>`` gets one line naming ``profiler_config=<preset>``, and ``--help``
-never lists the alias. A name that is no preset gets one line with the closest one.
+lists the alias only where it is ours. A name that is no preset gets one line with the closest
+one; the design card's names (``stage-scoped``) are read as the presets they name.
+
+Overrides Hydra would reject badly get one line too: ``profiler_config=null`` (Hydra: a
+traceback) and a misspelt group or key (``profilr=full``: Hydra suggests ``+profilr=full``).
+Hydra asks every source whether each override's key is a group, from ``Overrides.__init__``
+(its loop's ``override`` at hand) inside ``create_defaults_list`` (the primary config's name at
+hand); the source reads both from those frames. Inside ``@hydra.main`` such a line is a
+``SystemExit``: Hydra adds a ``HYDRA_FULL_ERROR`` hint to any exception it reports.
 
 Whether ``profiler`` is free needs the app's other config sources. Hydra hands a source only
 ``(provider, path)``; a ``SearchPathPlugin`` sees the search path before the primary config's
@@ -26,8 +34,9 @@ frame), the sources are made from the search path the plugin last saw.
 
 from __future__ import annotations
 
+import difflib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
@@ -35,8 +44,10 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from types import FrameType
 
+    from hydra.core.override_parser.types import Override
     from omegaconf import DictConfig
 
 __all__ = ["CHECKED_HYDRA", "MindspeedProfConfigSource", "MindspeedProfSearchPath"]
@@ -50,6 +61,11 @@ GROUP, ALIAS = "profiler_config", "profiler"
 HIDDEN = "mindspeed_prof/preset"
 #: The config groups the source serves; any other path is answered without building anything.
 GROUPS = frozenset({"mindspeed_prof", GROUP, ALIAS, "profiler_sweep"})
+#: The groups people type (``mindspeed_prof`` holds the callback: not listed, not suggested).
+TYPED = (GROUP, ALIAS, "profiler_sweep")
+#: How close a key must be to one of ``TYPED`` to be read as a misspelling of it; and to
+#: ``profiler_config`` where a section of it follows (``profilr_config.integrated.stage``).
+CLOSE, CLOSE_SECTION = 0.8, 0.6
 
 
 class MindspeedProfSearchPath(SearchPathPlugin):
@@ -94,17 +110,16 @@ class MindspeedProfConfigSource(ConfigSource):
     def _serve(self, key: str) -> tuple[DictConfig, str | None]:
         """The node and package of ``group/name``, as this app sees them; raises one line
         (a composition error) for a preset name that is none, or that another tree owns."""
-        from hydra.errors import ConfigCompositionException
-
         from mindspeed_prof.config import presets
 
-        group, _, name = key.rpartition("/")
+        group, _, typed = key.rpartition("/")
+        name = presets.canonical(typed) or typed
         if group not in (GROUP, ALIAS):  # a preset's body, the callback, the sweep
             return self._built()[f"{GROUP}/{name}" if group == HIDDEN else key]
         if group == ALIAS and not self.alias_free():
-            raise ConfigCompositionException(presets.alias_taken_line(name))
+            _fail(presets.alias_taken_line(typed))
         if f"{GROUP}/{name}" not in self._built():
-            raise ConfigCompositionException(presets.unknown_preset_line(group, name))
+            _fail(presets.unknown_preset_line(group, typed))
         if group == ALIAS:
             return presets.alias_node(name), ALIAS
         return presets.dispatcher(name, alias=self.alias_free()), GROUP
@@ -152,7 +167,9 @@ class MindspeedProfConfigSource(ConfigSource):
         key = path.strip("/").removesuffix(".yaml")
         group, _, name = key.rpartition("/")
         if group == HIDDEN:
-            return key if f"{GROUP}/{name}" in self._built() else None
+            from mindspeed_prof.config.presets import canonical
+
+            return key if f"{GROUP}/{canonical(name) or name}" in self._built() else None
         if not name or group not in GROUPS:
             return None
         if group in (GROUP, ALIAS):
@@ -185,6 +202,8 @@ class MindspeedProfConfigSource(ConfigSource):
 
     def is_group(self, config_path: str) -> bool:
         path = config_path.strip("/")
+        if path in TYPED or _close(path):  # an override's key, maybe: one Hydra would reject?
+            self._check_override(path)
         if path == ALIAS:
             return self.alias_free()
         return path == "" or path in GROUPS  # "": the root, where --help starts listing
@@ -194,12 +213,112 @@ class MindspeedProfConfigSource(ConfigSource):
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
         path = config_path.strip("/")
-        if path == "":  # --help lists groups from here: the alias is not shown
-            return sorted(GROUPS - {ALIAS}) if results_filter in (None, ObjectType.GROUP) else []
+        if path == "":  # --help lists groups from here: those people type
+            shown = [g for g in TYPED if g != ALIAS or self.alias_free()]
+            return sorted(shown) if results_filter in (None, ObjectType.GROUP) else []
         if not self.is_group(path) or results_filter == ObjectType.GROUP:
             return []
         group = GROUP if path == ALIAS else path
         return sorted(k.split("/", 1)[1] for k in self._built() if k.startswith(group + "/"))
+
+    # -- overrides Hydra would reject badly ---------------------------------------------------
+    def _check_override(self, path: str) -> None:
+        """One line (``_fail``) where the command line's override of key ``path`` is one Hydra
+        would reject with a traceback (a group given no name) or with advice that misleads (a
+        key close to one of our groups, that neither the app's primary config nor another
+        source has); nothing otherwise, or when Hydra is asking for another reason."""
+        override, composing = _asked_for_override()
+        if override is None or override.key_or_group != path or override.is_delete():
+            return
+        value = override.value()
+        if path in TYPED:
+            if not isinstance(value, (list, dict)) and not (isinstance(value, str) and value):
+                from mindspeed_prof.config.presets import not_a_name_line
+
+                _fail(not_a_name_line(path, override.input_line or path))
+            return
+        top = path.split(".", 1)[0]
+        meant = _meant(path, [g for g in TYPED if g != ALIAS or self.alias_free()])
+        if meant is None or (override.is_add() and meant != "profiler_sweep"):
+            return  # "+key=...": a key added, as asked (only the sweep is used with "+")
+        primary = _primary_keys(*composing)
+        if primary is None or top in primary or any(_has_group(s, top) for s in self._others()):
+            return
+        from mindspeed_prof.config.presets import misspelt_line
+
+        _fail(misspelt_line(override.input_line or path, top, meant))
+
+
+def _close(path: str) -> bool:
+    """Whether ``path``'s first key is close to, but none of, the groups people type."""
+    return path.split(".", 1)[0] not in GROUPS and _meant(path, TYPED) is not None
+
+
+def _meant(path: str, names: Iterable[str]) -> str | None:
+    """The group ``path``'s first key is a misspelling of, or None. A key with fields under
+    it can only mean ``profiler_config``: closer to it than ``CLOSE`` (0.8), or than
+    ``CLOSE_SECTION`` (0.6) where the next key is a section of it (``integrated``...)."""
+    top, dot, rest = path.partition(".")
+    if not dot:
+        return _closest(top, names, CLOSE)
+    if _closest(top, [GROUP], CLOSE_SECTION) is None:
+        return None
+    from mindspeed_prof.config.schema import ROLE_ALIASES, SECTIONS
+
+    section = rest.split(".", 1)[0]
+    return _closest(top, [GROUP], CLOSE_SECTION if section in {*SECTIONS, *ROLE_ALIASES} else CLOSE)
+
+
+def _closest(key: str, names: Iterable[str], cutoff: float) -> str | None:
+    close = difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)
+    return close[0] if close and close[0] != key else None
+
+
+def _asked_for_override() -> tuple[Override | None, tuple[object, object]]:
+    """The override Hydra is asking about (``Overrides.__init__``'s loop variable), and the
+    repository and primary config's name that compose (``create_defaults_list``'s), where
+    the question comes from there; else ``(None, (None, None))``."""
+    from hydra._internal.defaults_list import Overrides
+
+    frame: FrameType | None = sys._getframe(1)
+    override = None
+    while frame is not None:
+        here = frame.f_locals
+        if override is None and frame.f_code.co_name == "__init__":
+            if isinstance(here.get("self"), Overrides):
+                override = here.get("override")
+        elif override is not None and frame.f_code.co_name == "create_defaults_list":
+            return override, (here.get("repo"), here.get("config_name"))
+        frame = frame.f_back
+    return None, (None, None)
+
+
+def _primary_keys(repo: object, name: object) -> frozenset[str] | None:
+    """The top keys of the primary config ``name`` as ``repo`` loads it (no name: none; None
+    where it cannot be read, so that nothing is called a typo)."""
+    if name is None:
+        return frozenset()
+    try:
+        loaded = repo.load_config(name)  # type: ignore[attr-defined]  # a ConfigRepository
+    except Exception:  # noqa: BLE001 - unreadable here: Hydra says why, later
+        return None
+    return None if loaded is None else frozenset(str(k) for k in loaded.config)
+
+
+def _fail(line: str) -> NoReturn:
+    """Stop composing with ``line``: alone on stderr inside ``@hydra.main`` (a ``SystemExit``,
+    which Hydra's reporter lets through), a composition error elsewhere (the compose API)."""
+    from hydra.errors import ConfigCompositionException
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if (
+            frame.f_code.co_name == "run_and_report"
+            and frame.f_globals.get("__name__") == "hydra._internal.utils"
+        ):
+            raise SystemExit(line)
+        frame = frame.f_back
+    raise ConfigCompositionException(line)
 
 
 def _has_group(source: ConfigSource, group: str) -> bool:

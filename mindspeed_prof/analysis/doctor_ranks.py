@@ -51,7 +51,7 @@ def check_ranks(
     summary, else every rank up to the highest of our own captures (another tool's captures
     say nothing of the ranks left out); each one without a capture is a finding (naming the
     run where the root holds several)."""
-    expected = {m.rank for m in manifests if isinstance(m.rank, int)}
+    expected = {m.rank for m in manifests if isinstance(m.rank, int) and _selected(m)}
     listed = False
     for m in manifests:
         ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
@@ -89,6 +89,7 @@ def check_windows(health: Health, manifests: list[Manifest], found: set[int]) ->
             and not m.captures
             and window.get("profile")
             and m.rank not in found
+            and _selected(m)
         ):
             start, end = window.get("profile_step_start"), window.get("profile_step_end")
             health.findings.append(
@@ -99,3 +100,10 @@ def check_windows(health: Health, manifests: list[Manifest], found: set[int]) ->
                     f"[{start}, {end}): did the run reach step {start}? were the hooks called?)",
                 )
             )
+
+
+def _selected(m: Manifest) -> bool:
+    """Whether a manifest's rank is one its own ``profile_ranks`` captures on: a rank left
+    out on purpose (a Ray driver, rank 0 of ``profile_ranks: [1]``) is expected to have none."""
+    ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
+    return not isinstance(ranks, list) or m.rank in ranks

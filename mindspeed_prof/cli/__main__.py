@@ -6,4 +6,5 @@ import sys
 
 from mindspeed_prof.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not in a child process multiprocessing spawns
+    sys.exit(main())

@@ -181,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.runs import ALL, describe
     from mindspeed_prof.views.text import print_analysis
 
+    if args.run is None and args.ray is None and (jobs := _sweep_jobs(Path(args.path))):
+        return _as_sweep(args, jobs)
     results = _read(args)
     if isinstance(results, Exit):
         return results
@@ -223,3 +225,38 @@ def run(args: argparse.Namespace) -> int:
         json.dump(body, sys.stdout, indent=2, default=str)
         print()
     return exit_code(*results) if every else exit_code(first)
+
+
+def _sweep_jobs(path: Path) -> list[Path]:
+    """A Hydra multirun dir's job dirs, where ``path`` is one with several jobs (else [])."""
+    from mindspeed_prof.analysis.sweep import RECORDS, SUMMARY_NAME
+
+    if not path.is_dir() or not any(
+        (path / name).exists() for name in ("multirun.yaml", RECORDS, SUMMARY_NAME)
+    ):
+        return []
+    jobs = sorted((p for p in path.iterdir() if p.is_dir() and p.name.isdecimal()), key=_num)
+    return jobs if len(jobs) > 1 else []
+
+
+def _num(path: Path) -> int:
+    return int(path.name)
+
+
+def _as_sweep(args: argparse.Namespace, jobs: list[Path]) -> int:
+    """A sweep's answer is one row per job (``sweep``), not the newest job's alone: one line
+    saying so and how to read one job, then the sweep's table (or its ``--json``)."""
+    import shlex
+
+    from mindspeed_prof.cli import sweep
+
+    where = shlex.quote(str(args.path))
+    error(
+        f"{args.path} is a Hydra multirun of {len(jobs)} jobs, each its own run: one row per "
+        f"job (mindspeed-prof sweep {where}); one job's answer: mindspeed-prof analyse "
+        f"{shlex.quote(str(jobs[0]))}, or each apart: --run all"
+        + (" (--html reads one run)" if args.html else "")
+    )
+    if args.html:
+        return Exit.USAGE
+    return int(sweep.run(argparse.Namespace(dir=args.path, json=args.json)))

@@ -109,6 +109,32 @@ def add_parser(sub: Subparsers) -> None:
     c.set_defaults(func=run)
 
 
+def _choice_problem(args: argparse.Namespace) -> str | None:
+    """One line for a ``--stage``, ``--level``, ``--role`` or ``--preset`` that is none of its
+    values, with the closest one; None when each is one (a preset's other spelling is read as
+    the preset, in ``args``)."""
+    from mindspeed_prof.config.presets import PRESETS, canonical
+    from mindspeed_prof.config.schema import ROLES
+    from mindspeed_prof.config.validate import did_you_mean
+
+    if args.preset is not None:
+        args.preset = canonical(args.preset) or args.preset
+    choices = {
+        "stage": [s.value for s in Stage if s is not Stage.all],
+        "level": [level.value for level in Level],
+        "role": list(ROLES),
+        "preset": [p for p in PRESETS if p != "none"],
+    }
+    for flag, allowed in choices.items():
+        value = getattr(args, flag)
+        if value is not None and value not in allowed:
+            return (
+                f"--{flag} {value}: no such {flag}{did_you_mean(value, allowed)}; "
+                f"{flag}s: {', '.join(allowed)}"
+            )
+    return None
+
+
 def _request(args: argparse.Namespace) -> Request:
     if args.npu_config:
         data = from_npu(read_json(args.npu_config, MAX_REQUEST_BYTES, follow=True), "")
@@ -145,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if (args.ray is None) == (target is None):  # neither, or both
         error("capture: give one of the job's save root, ray://ADDRESS or --ray [ADDRESS]")
+        return Exit.USAGE
+    if why := _choice_problem(args):
+        error(f"capture: {why}")
         return Exit.USAGE
     try:
         request = _request(args)

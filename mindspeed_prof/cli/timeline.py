@@ -83,10 +83,9 @@ def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> s
         from mindspeed_prof.analysis.timeline_perfetto import available
 
         if not available():
-            return (
-                "--format perfetto needs the perfetto package: "
-                "pip install 'mindspeed-prof[perfetto]'"
-            )
+            from mindspeed_prof.extras import install_line
+
+            return f"--format perfetto needs the perfetto package: {install_line('perfetto')}"
     if args.ray is not None and detail != frozenset():
         return "--detail reads operator events from local files: not with --ray"
     return None

@@ -34,10 +34,14 @@ __all__ = [
     "PRESETS",
     "Preset",
     "alias_node",
+    "SPELLINGS",
     "alias_taken_line",
+    "canonical",
     "chosen_preset",
     "configs",
     "dispatcher",
+    "misspelt_line",
+    "not_a_name_line",
     "overridden_fields",
     "overridden_line",
     "preset_sections",
@@ -165,6 +169,20 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+#: Other spellings of the presets' names: the design card's (``lightweight-mstx``,
+#: ``stage-scoped``, ``memory-debug``); any name with ``-`` for ``_`` is read too.
+SPELLINGS: dict[str, str] = {"lightweight-mstx": "mstx_light", "lightweight_mstx": "mstx_light"}
+
+
+def canonical(name: str) -> str | None:
+    """The preset ``name`` stands for (itself, another spelling of it), or None."""
+    name = SPELLINGS.get(name, name)
+    if name in PRESETS:
+        return name
+    name = name.replace("-", "_")
+    return name if name in PRESETS else SPELLINGS.get(name)
+
+
 def configs() -> Iterator[tuple[str, str, DictConfig | dict[str, object], str | None]]:
     """``(group, name, node, package)`` of every config mindspeed-prof gives Hydra."""
     yield "mindspeed_prof", "callback", _CALLBACK, "_global_"
@@ -242,6 +260,24 @@ def unknown_preset_line(group: str, name: str) -> str:
     )
 
 
+def not_a_name_line(group: str, override: str) -> str:
+    """One line for ``profiler_config=null`` (or any value that is no name: ``override`` as
+    typed) on the command line, which Hydra answers with a traceback."""
+    return (
+        f"mindspeed-prof: {override}: a preset's name is needed; profiling off is "
+        f"{group}=none; presets: {', '.join(PRESETS)}"
+    )
+
+
+def misspelt_line(override: str, key: str, meant: str) -> str:
+    """One line for an override whose first key is no group nor key of the app, but close to
+    one of ours (``profilr=full``): the override as meant, not Hydra's ``+profilr=full``."""
+    return (
+        f"mindspeed-prof: {override}: no config group or key '{key}' in this app "
+        f"(did you mean {override.replace(key, meant, 1)}?)"
+    )
+
+
 def alias_taken_line(name: str) -> str:
     """One line for ``profiler=<our preset>`` where another config tree owns ``profiler``."""
     return (
@@ -273,7 +309,7 @@ def chosen_preset(overrides: list[str]) -> str | None:
         key, eq, value = line.lstrip("+").partition("=")
         group, _, package = key.partition("@")
         if eq and (group == GROUP or (group == ALIAS and package in ("", GROUP))):
-            chosen[group] = value
+            chosen[group] = canonical(value) or value
     return chosen.get(ALIAS, chosen.get(GROUP))
 
 

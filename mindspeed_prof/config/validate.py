@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import fields as dataclass_fields
 from enum import Enum
 
@@ -110,28 +110,33 @@ class _Bad(Exception):
         self.problem, self.shown = problem, shown
 
 
-def validate(cfg: object, role: str = "integrated") -> IntegratedConfig:
+def validate(
+    cfg: object, role: str = "integrated", typed: Collection[str] = ()
+) -> IntegratedConfig:
     """Return the checked settings of ``role`` or raise ``ConfigError``.
 
     ``cfg`` is a ``profiler_config`` node (DictConfig, dict, or ``ProfilerConfig``), a tree
     holding one (``{"profiler_config": ...}``), or one flat section (``IntegratedConfig``, or a
     mapping of any fields). A role's settings are ``integrated`` and ``extensions`` with the
     role's section laid over them. Every section that sets something is checked, so a bad
-    ``actor`` section stops the run whichever role asks.
+    ``actor`` section stops the run whichever role asks. ``typed``: the fields the command
+    line set, whose bad values stop the run even with ``profile: false`` (a typo just typed,
+    not a stale value of a config file).
     """
     role = _role(role)
     tree = _tree(cfg)
+    warned = PLANNED_FIELDS - frozenset(typed)
     if tree is None:  # one flat section
-        return _checked([(role, _plain(cfg), _FIELDS)], role)
+        return _checked([(role, _plain(cfg), _FIELDS)], role, warned)
     base = [
         ("integrated", tree.get("integrated", {}), MINDSPEED_RL_FIELDS),
         (EXTENSIONS, tree.get(EXTENSIONS, {}), EXTENSION_FIELDS),
     ]
     for name in ROLES[1:]:  # every role's section, so a bad one stops the run whoever asks
         if name != role and tree.get(name):
-            _checked([*base, (name, tree[name], _FIELDS)], name)
+            _checked([*base, (name, tree[name], _FIELDS)], name, warned)
     own = [(role, tree[role], _FIELDS)] if role != "integrated" and tree.get(role) else []
-    return _checked([*base, *own], role)
+    return _checked([*base, *own], role, warned)
 
 
 def sections(cfg: object) -> dict[str, Section]:
@@ -221,9 +226,14 @@ def _plain(section: object, key: str = "profiler_config") -> Section:
 
 
 # -- merging and checking ---------------------------------------------------------------------
-def _checked(layers: list[tuple[str, Section, tuple[str, ...]]], role: str) -> IntegratedConfig:
+def _checked(
+    layers: list[tuple[str, Section, tuple[str, ...]]],
+    role: str,
+    warned: frozenset[str] = PLANNED_FIELDS,
+) -> IntegratedConfig:
     """The ``(section, fields, allowed)`` layers over the defaults, each value checked as it
-    is read, then the rules; ``role``'s settings."""
+    is read, then the rules; ``role``'s settings. With ``profile: false``, a bad value of a
+    field in ``warned`` is a warning and its default is used."""
     values = dict(_DEFAULTS)
     where = {
         name: ("integrated" if name in MINDSPEED_RL_FIELDS else EXTENSIONS) for name in _FIELDS
@@ -246,14 +256,14 @@ def _checked(layers: list[tuple[str, Section, tuple[str, ...]]], role: str) -> I
     lenient = not values["profile"]
     ignored: list[str] = []
     for name, message in bad.items():
-        if not (lenient and name in PLANNED_FIELDS):
+        if not (lenient and name in warned):
             raise ConfigError(message)
         ignored.append(message)
         values[name] = _DEFAULTS[name]
     cfg = IntegratedConfig(**values)
     while (problem := _first_problem(cfg, where)) is not None:
         reset, message = problem
-        if not (lenient and all(name in PLANNED_FIELDS for name in reset)):
+        if not (lenient and all(name in warned for name in reset)):
             raise ConfigError(message)
         ignored.append(message)
         for name in reset:

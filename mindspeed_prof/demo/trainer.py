@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import msgspec
 from omegaconf import DictConfig, OmegaConf
@@ -12,6 +12,9 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.rows import StageRow
 from mindspeed_prof.config import validate
+from mindspeed_prof.demo import knobs
+from mindspeed_prof.demo.cluster import Cluster, endpoints, start
+from mindspeed_prof.demo.local import ProcessWorker
 from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker, Timings
 from mindspeed_prof.formats.cluster import WorkerSummary
 from mindspeed_prof.ray import (
@@ -21,10 +24,11 @@ from mindspeed_prof.ray import (
     worker_config,
     write_cluster_summary,
 )
-from mindspeed_prof.raylink import without_token_notice
 from mindspeed_prof.views.text import count, print_stage_rank
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ray.actor import ActorHandle
 
 __all__ = ["DemoResult", "train"]
@@ -41,67 +45,53 @@ class DemoResult(TypedDict):
 def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
     """Run the demo; return the mean reward per step and every worker's profiler summary."""
     console = console or Console()
-    demo = DemoConfig.parse(OmegaConf.to_container(cfg.demo, resolve=True))
+    demo = knobs.checked(OmegaConf.to_container(cfg.demo, resolve=True))  # type: ignore[arg-type]
     prof_cfg = worker_config(cfg.profiler_config)
-    n = demo.workers
+    checked = validate(prof_cfg)
     started = time.perf_counter()
-    if n > 0:
-        import ray
-
-        owns_ray = not ray.is_initialized()
-        if owns_ray:
-            with without_token_notice():
-                # address="local": the demo's own cluster, even where `ray start` runs one
-                ray.init(
-                    address="local",
-                    num_cpus=max(n, 1),
-                    include_dashboard=False,
-                    log_to_driver=True,
-                    configure_logging=False,
-                )
-            if validate(prof_cfg).on_demand:
-                open_board()  # lives with this driver: `capture --ray` reaches the workers
-                token = (
-                    "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") == "token" else ""
-                )  # Ray asks for it with an explicit address
-                console.print(
-                    f"capture while it runs: {token}mindspeed-prof capture --ray "
-                    f"{ray.get_runtime_context().gcs_address}",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-        remote = ray.remote(num_cpus=1)(IntegratedWorker)
-        workers = [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
-    else:
-        owns_ray = False
-        local = [IntegratedWorker(0, demo, prof_cfg)]
+    cluster, workers = _start_workers(demo, prof_cfg, console)
+    if cluster is not None:
+        for line in _live_lines(checked.telemetry):
+            _say(console, line)
+        if checked.on_demand:
+            open_board()  # lives with this driver: `capture --ray` reaches the workers
+    _say(console, _ranks_note(checked.profile_ranks, len(workers)))
     rewards: list[float] = []
     summaries: list[WorkerSummary]
     timings: list[Timings]
     try:
         for step in range(1, demo.steps + 1):
-            stats: list[dict[str, float]] = _on_all(workers if n > 0 else local, "train_step", step)
+            begun = time.perf_counter()
+            stats: list[dict[str, float]] = _on_all(workers, "train_step", step)
             mean = sum(s["reward"] for s in stats) / len(stats)
             rewards.append(mean)
             console.print(
                 f"step {step:3d}  reward {mean:.3f}  "
                 f"kl {stats[0]['kl']:.4f}  value_loss {stats[0]['value_loss']:.4f}"
             )
-        summaries = collect(workers) if n > 0 else [local[0].profiler_summary()]
-        timings = _on_all(workers if n > 0 else local, "timings")
+            if step == 2 and cluster is not None and checked.on_demand:
+                left = (time.perf_counter() - begun) * (demo.steps - step)
+                _say(console, _capture_line(left, demo.steps))
+        summaries = collect(workers) if cluster else _on_all(workers, "profiler_summary")
+        timings = _on_all(workers, "timings")
     finally:
-        if owns_ray:
+        for w in workers:
+            if isinstance(w, ProcessWorker):
+                w.close()
+        if cluster is not None and cluster.connected:
             import ray
 
-            ray.shutdown()
+            ray.shutdown()  # the demo's own cluster stops; a joined one only loses this driver
     root = save_root(prof_cfg)
     rows = [msgspec.convert(row, StageRow) for s in summaries for row in s["stage_rank"]]
     if rows:
         print_stage_rank(rows, console, title="Captured stage time per rank: total ms (executions)")
         path = write_cluster_summary(root, summaries)
         captures = sum(len(s["captures"]) for s in summaries)
+        wrote = [s["rank"] for s in summaries if s.get("files")]  # not those left out
         console.print(
-            f"{count(captures, 'capture')} from ranks {[s['rank'] for s in summaries]} "
+            f"{count(captures, 'capture')} from rank{'s' * (len(wrote) != 1)} "
+            f"{', '.join(map(str, wrote))} "
             f"under {root}\ncluster summary: {path}",
             soft_wrap=True,
             highlight=False,
@@ -132,13 +122,87 @@ def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
     return {"rewards": rewards, "summaries": summaries, "save_root": str(root)}
 
 
-def _on_all(
-    workers: list[IntegratedWorker] | list[ActorHandle], method: str, *args: object
-) -> list[Any]:
-    """Every worker's answer to ``method(*args)``: called here, or through Ray when they are
-    actors."""
-    if workers and not isinstance(workers[0], IntegratedWorker):
-        import ray
+Workers = list[IntegratedWorker] | list[ProcessWorker] | list["ActorHandle"]
 
-        return list(ray.get([getattr(w, method).remote(*args) for w in workers]))
-    return [getattr(w, method)(*args) for w in workers]
+
+def _start_workers(
+    demo: DemoConfig, prof_cfg: Mapping[str, object], console: Console
+) -> tuple[Cluster | None, Workers]:
+    """The cluster (None: none) and the workers: one in this process (``demo.workers=0``),
+    Ray actors, or, where Ray did not start, child processes."""
+    n = demo.workers
+    if n == 0:
+        return None, [IntegratedWorker(0, demo, prof_cfg)]
+    cluster = start(n, demo.ray_address, lambda line: _say(console, line))
+    if cluster is None:
+        return None, [ProcessWorker(rank, demo, prof_cfg) for rank in range(n)]
+    import ray
+
+    remote = ray.remote(num_cpus=1)(IntegratedWorker)
+    return cluster, [remote.remote(rank, demo, prof_cfg) for rank in range(n)]
+
+
+#: How long a run must have left for the live-capture line to be worth printing: time to
+#: paste it, for ``capture`` to reach the workers and for them to capture their steps.
+LIVE_MIN_S = 60.0
+
+
+def _say(console: Console, line: str | None) -> None:
+    if line:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+
+
+def _capture_line(left_s: float, steps: int) -> str | None:
+    """``capture --ray`` for this run, with how long it stays valid, where the run is long
+    enough to use it (``left_s``: about the time left); None otherwise."""
+    if left_s < LIVE_MIN_S:
+        return None
+    import ray
+
+    token = "RAY_AUTH_MODE=token " if os.environ.get("RAY_AUTH_MODE") == "token" else ""
+    return (
+        f"capture while it runs (valid until the demo ends, about {left_s:.0f} s from now, "
+        f"at step {steps}): {token}mindspeed-prof capture --ray "
+        f"{ray.get_runtime_context().gcs_address}"
+    )
+
+
+def _live_lines(sinks: tuple[str, ...]) -> list[str]:
+    """Where Ray's metrics are (``telemetry: [ray]``): each node's Prometheus endpoint."""
+    if "ray" not in sinks:
+        return []
+    import ray
+
+    return [
+        f"live figures: Prometheus at {url} (gauges ray_mindspeed_prof_*, some seconds behind)"
+        for url in endpoints(ray.nodes())
+    ]
+
+
+def _ranks_note(profile_ranks: object, workers: int) -> str | None:
+    """The ranks ``profile_ranks`` names that the demo's workers do not have, where any."""
+    if not isinstance(profile_ranks, list):
+        return None
+    absent = [r for r in profile_ranks if r >= workers]
+    if not absent:
+        return None
+    tail = ": nothing will be captured" if len(absent) == len(profile_ranks) else ""
+    return (
+        f"mindspeed-prof demo: profile_ranks {profile_ranks}: no worker of the demo's "
+        f"{workers} (ranks 0-{workers - 1}) has rank {', '.join(map(str, absent))}{tail}"
+    )
+
+
+def _on_all(workers: Workers, method: str, *args: object) -> list[Any]:
+    """Every worker's answer to ``method(*args)``: called here, in their processes (all asked
+    first, so they run at once), or through Ray when they are actors."""
+    if workers and isinstance(workers[0], IntegratedWorker):
+        return [getattr(w, method)(*args) for w in workers]
+    if workers and isinstance(workers[0], ProcessWorker):
+        local = cast("list[ProcessWorker]", workers)
+        for w in local:
+            w.call(method, *args)
+        return [w.result() for w in local]
+    import ray
+
+    return list(ray.get([getattr(w, method).remote(*args) for w in workers]))

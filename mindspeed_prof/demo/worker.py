@@ -58,6 +58,7 @@ class DemoConfig(msgspec.Struct, kw_only=True):
     transition_ms: float = 0.0
     leak_mb: float = 0.0
     minibatch_stages: bool = False
+    ray_address: str | None = None
 
     @classmethod
     def parse(cls, data: object) -> DemoConfig:

@@ -205,6 +205,11 @@ def nothing_captured(manifest: Manifest, shared: bool = False) -> str | None:
     if capture_count(manifest, shared) or manifest.status == "running":
         return None
     cfg = manifest.profiler_config.get("integrated", {})
+    if not cfg.get("profile"):
+        return "profiling was off (profile: false)"
+    ranks = cfg.get("profile_ranks")
+    if isinstance(ranks, list) and manifest.rank not in ranks:
+        return f"no rank of profile_ranks {ranks} wrote a capture here"
     start, end = cfg.get("profile_step_start"), cfg.get("profile_step_end")
     if isinstance(start, int) and isinstance(end, int):
         window = f"step {start}" if end - start == 1 else f"steps {start} to {end - 1}"
@@ -215,4 +220,8 @@ def nothing_captured(manifest: Manifest, shared: bool = False) -> str | None:
         return f"stages {', '.join(map(str, stage))} never ran in this job ({window})"
     if stage != "all":
         return f"stage {stage} never ran in this job ({window})"
-    return f"no step of {window} ran in this job"
+    return (
+        f"{window} never ran in this job"
+        if window.startswith("step ")
+        else (f"none of {window} ran in this job")
+    )

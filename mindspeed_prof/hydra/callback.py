@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from omegaconf import DictConfig
 
 from mindspeed_prof.capture import current
 from mindspeed_prof.formats.save_root import hydra_save_root
+from mindspeed_prof.hydra import lines
 from mindspeed_prof.hydra.launch import command
 
 if TYPE_CHECKING:
@@ -45,6 +44,7 @@ class ProfilerCallback(Callback):
         self._job: _Job | None = None
         self._sweep: Path | None = None  # the multirun's dir until its summary is out
         self._words: list[str] | None = None  # the multirun's command, as its driver saw it
+        self._said: set[str] = set()  # the notes given (a multirun's jobs: once in all)
 
     def on_job_start(self, config: DictConfig, *, task_function: Any = None, **kwargs: Any) -> None:
         if "profiler_config" not in config:
@@ -52,14 +52,17 @@ class ProfilerCallback(Callback):
         from mindspeed_prof.config.schema import to_sections
         from mindspeed_prof.config.validate import ConfigError, sections, validate
 
-        try:
-            cfg = validate(config.profiler_config)
+        hydra_cfg = HydraConfig.get()
+        overrides = list(hydra_cfg.overrides.task)
+        typed = lines.typed_fields(overrides)
+        try:  # what the command line set stops the run even with profile: false
+            cfg = validate(config.profiler_config, typed=typed)
         except ConfigError as err:
             # Hydra turns callback exceptions into warnings; SystemExit stops the job.
             raise SystemExit(f"mindspeed-prof: invalid config: {err}") from None
         self._job = None
-        hydra_cfg = HydraConfig.get()
-        _name_overridden_preset(config.profiler_config, list(hydra_cfg.overrides.task))
+        _name_overridden_preset(config.profiler_config, overrides)
+        self._say_once(lines.off_note(cfg.profile, typed))
         unplanned = bool(cfg.flight_recorder_steps or cfg.anomaly_factor)  # flight, anomaly
         if not (cfg.profile or unplanned or cfg.on_demand):  # current(): a disabled profiler
             current.set_current(None)
@@ -74,7 +77,15 @@ class ProfilerCallback(Callback):
 
         job_num = _job_num(hydra_cfg)
         run, how = start_job(job_num if _multirun(hydra_cfg) else None)
-        profiler = Profiler(cfg, on_capture=after_capture(cfg), run=run)
+        try:
+            profiler = Profiler(cfg, on_capture=after_capture(cfg), run=run)
+        except ValueError as err:  # a RANK that is no rank: before training, one line
+            raise SystemExit(f"mindspeed-prof: cannot profile this job: {err}") from None
+        world = lines.world_size()
+        if lines.reports(profiler.rank, cfg.profile_ranks, world):
+            self._say_once(lines.ranks_note(cfg.profile_ranks, world))
+            cwd = Path(hydra_cfg.runtime.cwd)
+            self._say_once(lines.telemetry_note(cfg.telemetry, save, cwd), logging.INFO)
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
         from mindspeed_prof.formats.manifest import Manifest, host_info, manifest_name, versions
@@ -142,6 +153,11 @@ class ProfilerCallback(Callback):
         except Exception as err:  # at exit: one line, not a traceback
             log.warning("mindspeed-prof: could not write the sweep summary: %s", err)
 
+    def _say_once(self, line: str | None, level: int = logging.WARNING) -> None:
+        if line and line not in self._said:
+            self._said.add(line)
+            log.log(level, "%s", line)
+
     def _finish(self, status: str, error: str | None = None) -> None:
         job, self._job = self._job, None
         if job is None or not job.profiler.owned:  # a forked child: the parent's to write
@@ -163,8 +179,9 @@ class ProfilerCallback(Callback):
         # what this job (and its Ray workers) wrote: not an earlier run's files in the root
         manifest.files = list_files(job.path.parent, since=manifest.start_time)
         _write(job)
-        if _reports(profiler):
-            log.info("%s", _where(job.path.parent, job.cwd, manifest, job.shared))
+        world = lines.world_size()
+        if lines.reports(profiler.rank, profiler.cfg.profile_ranks, world):
+            log.info("%s", lines.where_line(job.path.parent, job.cwd, manifest, job.shared, world))
         if profiler.cfg.profile_analysis:
             try:
                 from mindspeed_prof.analysis.summary import write_run_summary
@@ -242,27 +259,6 @@ def _name_overridden_preset(profiler_config: object, overrides: list[str]) -> No
     fields = overridden_fields(preset, sections(profiler_config), overrides) if preset else []
     if preset and fields:
         log.warning("%s", overridden_line(preset, fields))
-
-
-def _reports(profiler: Profiler) -> bool:
-    """One rank tells where the captures are: rank 0, or the first rank in ``profile_ranks``."""
-    ranks = profiler.cfg.profile_ranks
-    return bool(profiler.rank == (min(ranks) if isinstance(ranks, list) and ranks else 0))
-
-
-def _where(root: Path, cwd: Path, manifest: Manifest, shared: bool) -> str:
-    """``mindspeed-prof: 2 captures in outputs/...; read them: mindspeed-prof analyse ...``."""
-    from mindspeed_prof.formats.manifest import capture_count, nothing_captured
-
-    shown = os.path.relpath(root, cwd) if root.is_relative_to(cwd) else str(root)
-    reason = nothing_captured(manifest, shared)
-    if reason:
-        return f"mindspeed-prof: nothing captured in {shown}: {reason}"
-    n = capture_count(manifest, shared)
-    return (
-        f"mindspeed-prof: {n} capture{'' if n == 1 else 's'} in {shown}; "
-        f"read them: mindspeed-prof analyse {shlex.quote(shown)}"
-    )
 
 
 def _write(job: _Job) -> None:

@@ -30,22 +30,46 @@ _CONFIG_FLAGS = {
 
 
 def command(
-    orig_argv: list[str], argv: list[str], which: Callable[[str], str | None] = shutil.which
+    orig_argv: list[str],
+    argv: list[str],
+    which: Callable[[str], str | None] = shutil.which,
+    shebang: Callable[[str], str | None] | None = None,
 ) -> list[str]:
     """The words that start the app again: ``orig_argv`` without Hydra's ``argv[1:]``, plus
-    the config flags among those. An installed script run through its interpreter
-    (``/venv/bin/python /venv/bin/mindspeed-prof demo``) reads as its name where the shell
-    finds that same file."""
+    the config flags among those. A script the kernel ran through the interpreter its first
+    line names (an installed ``mindspeed-prof``: Python sees ``/venv/bin/python
+    /venv/bin/mindspeed-prof demo``) reads as it was typed: its name where the shell finds
+    that same file, else its path."""
     hydra_args = argv[1:]
     cut = len(orig_argv) - len(hydra_args)
     if cut < 1 or orig_argv[cut:] != hydra_args:  # not the shape Python gives: only argv
         return []
     words = list(orig_argv[:cut])
-    if len(words) >= 2 and os.path.isabs(words[1]) and not words[1].endswith(".py"):
+    if len(words) >= 2 and (shebang or _shebang)(words[1]) == words[0]:
         name = os.path.basename(words[1])
-        if which(name) == words[1]:
-            words = [name, *words[2:]]
+        found = which(name)
+        words = [name if found and _same(found, words[1]) else words[1], *words[2:]]
     return words + _config_flags(hydra_args)
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (None: no such line, or not a file)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.read(512).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    return words[0] if words else None
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a == b
 
 
 def _config_flags(hydra_args: list[str]) -> list[str]:

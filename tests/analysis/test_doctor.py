@@ -488,3 +488,15 @@ def test_a_note_on_how_a_capture_was_read_is_a_note_not_a_finding(tmp_path: Path
     health = doctor(tmp_path)
     assert health.healthy
     assert health.notes == ["worker.json: 1 CUDA range-profiler records, not read as device time"]
+
+
+def test_a_rank_its_own_profile_ranks_leaves_out_is_not_expected(tmp_path: Path) -> None:
+    """A Ray driver's manifest (rank 0) of a job that captures on rank 1 only, as the
+    verdict's relaunch line asks: healthy, neither missing nor blamed for capturing nothing."""
+    (written,) = capture(tmp_path, ranks=(1,))
+    run = json.loads(written.read_text())["mindspeed_prof"]["run"]  # the driver's run
+    (tmp_path / f"manifest-{run}.json").write_text(json.dumps({
+        "run": run, "rank": 0, "status": "completed", "captures": [],
+        "profiler_config": {"integrated": {"profile": True, "profile_ranks": [1]}}}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [1] and health.findings == []

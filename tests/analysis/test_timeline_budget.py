@@ -215,4 +215,6 @@ def test_perfetto_format_without_its_package_is_a_usage_error(
     monkeypatch.setitem(sys.modules, "perfetto", None)
     out = tmp_path / "t.pftrace"
     assert main(["timeline", str(run), "-o", str(out), "--format", "perfetto"]) == 2
-    assert "mindspeed-prof[perfetto]" in capsys.readouterr().err and not out.exists()
+    from mindspeed_prof.extras import install_line
+
+    assert install_line("perfetto") in capsys.readouterr().err and not out.exists()

@@ -165,3 +165,32 @@ def test_the_report_says_when_ranks_started_at_different_steps(
         capsys.readouterr().out
     assert report(request, Status(acks=acks[:1]), 10) == Exit.OK
     assert "different steps" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--stage", "actor_generat"], "--stage actor_generat: no such stage (did you mean "
+                                   "actor_generate?); stages: actor_generate, "),
+    (["--level", "leve1"], "--level leve1: no such level (did you mean level1?); levels: "
+                           "level_none, level0, level1, level2"),
+    (["--role", "actr"], "--role actr: no such role (did you mean actor?); roles: integrated, "),
+    (["--preset", "ful"], "--preset ful: no such preset (did you mean full?); presets: "
+                          "mstx_light, stage_scoped, memory_debug, full, dpo"),
+    (["--preset", "none"], "--preset none: no such preset; presets: mstx_light, "),
+])
+def test_a_misspelt_choice_gets_the_closest_before_anything_is_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str) -> None:
+    root = tmp_path / "root"
+    assert main(["capture", str(root), *args]) == Exit.USAGE
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"mindspeed-prof: capture: {line}"), err
+    assert not root.exists()  # no request posted, no folder made
+
+
+def test_the_cards_preset_spelling_is_the_preset(tmp_path: Path) -> None:
+    """``--preset stage-scoped`` is ``stage_scoped`` (the request is posted as such)."""
+    import argparse
+
+    from mindspeed_prof.cli.capture import _choice_problem
+
+    args = argparse.Namespace(stage=None, level=None, role=None, preset="stage-scoped")
+    assert _choice_problem(args) is None and args.preset == "stage_scoped"

@@ -96,7 +96,29 @@ def test_the_capture_board_follows_extensions_on_demand(
     train(demo_cfg(tmp_path, "profiler_config=mstx_light",
                    f"profiler_config.extensions.on_demand={str(on_demand).lower()}"), console)
     assert opened == ([True] if on_demand else [])
-    assert ("capture while it runs:" in console.export_text()) == on_demand
+    # a run of seconds: no live-capture line, which would be gone before it is pasted
+    assert "capture while it runs" not in console.export_text()
+
+
+def test_the_live_capture_line_is_printed_where_it_can_be_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only with a minute or more left, saying until when it works."""
+    import types
+
+    import ray
+
+    import mindspeed_prof.demo.trainer as trainer
+
+    monkeypatch.setattr(ray, "get_runtime_context",
+                        lambda: types.SimpleNamespace(gcs_address="10.0.0.1:6379"))
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    assert trainer._capture_line(trainer.LIVE_MIN_S - 1, 12) is None
+    assert trainer._capture_line(754.4, 2000) == (
+        "capture while it runs (valid until the demo ends, about 754 s from now, at step "
+        "2000): mindspeed-prof capture --ray 10.0.0.1:6379")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # Ray asks for it with an explicit address
+    assert str(trainer._capture_line(60, 30)).endswith(
+        ": RAY_AUTH_MODE=token mindspeed-prof capture --ray 10.0.0.1:6379")
 
 
 def test_in_process_mode(tmp_path: Path) -> None:
@@ -139,7 +161,7 @@ def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
     assert "actor_update" in proc.stdout and "reward" in proc.stdout
     (manifest,) = root.glob("manifest-*.json")  # the driver's, of this run
     assert json.loads(manifest.read_text())["status"] == "completed"
-    assert "4 captures from ranks [0, 1]" in proc.stdout
+    assert "4 captures from ranks 0, 1 under" in proc.stdout
     assert "mindspeed-prof: 4 captures in run/profiler_data; read them: mindspeed-prof analyse " \
            "run/profiler_data" in proc.stdout
     # Nothing the user did not ask for: Ray's token notice, torch's markers (workers' included).
@@ -279,10 +301,12 @@ def summary(cwd: Path) -> tuple[Path, list[dict[str, Any]]]:
     return sweep, json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
 
 
-def test_every_stage_sweep_summarises_the_demo(tmp_path: Path) -> None:
+def test_every_stage_sweep_summarises_the_demo(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     """``-m profiler=stage_scoped +profiler_sweep=all_stages`` on the demo (its save path is
     ``${hydra:runtime.output_dir}/profiler_data``): one job per stage, each capturing its stage
-    in its own dir, and the summary the multirun's end writes counts them."""
+    in its own dir, and the summary the multirun's end writes counts them. ``analyse`` of the
+    multirun dir answers for the sweep (one row per job), not for its newest job alone."""
     from mindspeed_prof.config.schema import STAGES
 
     proc = run_demo(tmp_path, "-m", "profiler=stage_scoped", "+profiler_sweep=all_stages",
@@ -296,6 +320,19 @@ def test_every_stage_sweep_summarises_the_demo(tmp_path: Path) -> None:
         assert job["stage"] in folders and not set(folders) & (set(STAGES) - {job["stage"]})
         assert job["ms_per_stage"] > 0
     assert proc.stdout.count(f"Sweep {sweep.relative_to(tmp_path)}") == 1  # its table
+    from mindspeed_prof.cli import main
+
+    capsys.readouterr()
+    assert main(["analyse", str(sweep)]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"mindspeed-prof: {sweep} is a Hydra multirun of 6 jobs, each its own run: one row per "
+        f"job (mindspeed-prof sweep {sweep}); one job's answer: mindspeed-prof analyse "
+        f"{sweep / '0'}, or each apart: --run all"]
+    assert f"Sweep {sweep}" in out and all(stage in out for stage in STAGES)
+    assert "Verdict" not in out  # no one job's verdict passed off as the sweep's
+    assert main(["analyse", str(sweep), "--run", "all", "--json"]) == 0  # each job, as asked
+    assert len(json.loads(capsys.readouterr().out)["results"]) == 6
 
 
 @pytest.mark.ray
@@ -417,3 +454,47 @@ def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_num
     assert tail.title.endswith(f"length p50 {np.percentile(lengths, 50):,.0f}, p99 "
                                f"{np.percentile(lengths, 99):,.0f}, max {lengths.max():,.0f}"), \
         tail.title
+
+
+@pytest.mark.slow
+def test_live_figures_are_where_the_demo_says(ray_cluster: Any, tmp_path: Path) -> None:
+    """``telemetry: [metrics, ray]``: the demo prints the Prometheus endpoint once, and both
+    ranks' stage gauges are there while it trains (polled from a thread; Ray's agent exports
+    some seconds after a gauge is set)."""
+    import re
+    import threading
+    import time
+    import urllib.request
+
+    from mindspeed_prof.demo.cluster import endpoints
+
+    (url,) = endpoints(ray_cluster.nodes())
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            try:
+                body = urllib.request.urlopen(url, timeout=5).read().decode()
+            except OSError:
+                body = ""
+            seen.update(re.findall(r'ray_mindspeed_prof_stage_ms\{[^}]*rank="(\d+)"', body))
+            done.wait(2.0)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    started = time.monotonic()
+    try:
+        train(demo_cfg(tmp_path, "profiler_config=none", "demo.steps=80",
+                       "demo.slow_stage=critic_update", "demo.slow_ms=250",
+                       "profiler_config.extensions.telemetry=[metrics,ray]"), console)
+        while seen != {"0", "1"} and time.monotonic() - started < 120:
+            time.sleep(1.0)  # the last export may still be on its way
+    finally:
+        done.set()
+        poller.join(10)
+    lines = [x for x in console.export_text().splitlines() if "live figures" in x]
+    assert lines == [f"live figures: Prometheus at {url} (gauges ray_mindspeed_prof_*, some "
+                     "seconds behind)"]
+    assert seen == {"0", "1"}

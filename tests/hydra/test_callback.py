@@ -471,6 +471,7 @@ def test_only_the_first_profiled_rank_says_where(
 
     out = tmp_path / "outputs"
     said = []
+    monkeypatch.setenv("WORLD_SIZE", "4")  # torchrun's: a job of four ranks
     for rank, ranks in ((2, "[2,3]"), (3, "[2,3]"), (1, "all"), (0, "all")):
         monkeypatch.setenv("RANK", str(rank))
         cfg = compose_job(out / str(rank), "profiler_config=mstx_light",
@@ -482,6 +483,54 @@ def test_only_the_first_profiled_rank_says_where(
             callback.on_job_end(cfg, Ended("COMPLETED"))
         said.append(any("read them" in m for m in caplog.messages))
     assert said == [True, False, False, True]
+
+
+def test_a_job_of_one_process_says_where_whatever_profile_ranks_names(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ray driver (the demo's, MindSpeed-RL's) is rank 0 of no world: it is the job, and
+    its workers' ranks are those ``profile_ranks`` names. It says where, and what its
+    workers wrote is counted (here: a file a rank-1 worker wrote in its save root)."""
+    import logging
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light",
+                      "profiler_config.integrated.profile_ranks=[1]",
+                      "profiler_config.extensions.flight_recorder_steps=3")
+    callback.on_job_start(cfg)
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in o/profiler_data: no "
+                                   "rank of profile_ranks [1] wrote a capture here")
+
+
+def test_profile_ranks_naming_no_rank_of_the_job_is_said_once(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``profile_ranks: [7]`` in a job of two ranks: rank 0 says so when the job starts and
+    in its last line; rank 1 says nothing."""
+    import logging
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    said: dict[int, list[str]] = {}
+    for rank in (1, 0):
+        monkeypatch.setenv("RANK", str(rank))
+        cfg = compose_job(tmp_path / str(rank), "profiler_config=mstx_light",
+                          "profiler_config.integrated.profile_ranks=[7]",
+                          "profiler_config.extensions.flight_recorder_steps=3")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+            callback.on_job_start(cfg)
+            run_steps(range(1, 4))
+            callback.on_job_end(cfg, Ended("COMPLETED"))
+        said[rank] = [m for m in caplog.messages if "mindspeed-prof" in m]
+    assert said[1] == []
+    assert said[0] == [
+        "mindspeed-prof: profile_ranks [7] names no rank of this job (ranks 0-1): nothing "
+        "will be captured",
+        "mindspeed-prof: nothing captured in 0/profiler_data: profile_ranks [7] names no rank "
+        "of this job (ranks 0-1)"]
 
 
 def test_nothing_captured_is_said_with_its_reason(tmp_path: Path, callback: Any,
@@ -937,3 +986,61 @@ def test_a_sweep_over_interpolated_save_paths_is_summarised(
     assert roots[0] == (sweep / "0" / "p").resolve()
     assert roots[1].resolve().is_relative_to((sweep / "1" / "q").resolve())
     assert roots[2] == env_root / "r" and len(list((env_root / "r").glob("manifest-*.json"))) == 1
+
+
+# -- what the command line set, under none; a bad RANK; where the live figures go -------------
+def test_a_field_typed_under_none_is_checked_and_profiling_off_is_said(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """``profile: false`` warns about a stale value of a config file, but a typo just typed
+    stops the job; a good one is said once to capture nothing, with how to turn it on."""
+    import logging
+
+    bad = compose_job(tmp_path / "a", "profiler_config=none",
+                      "profiler_config.integrated.stage=actor_generat")
+    with pytest.raises(SystemExit, match=r"^mindspeed-prof: invalid config: profiler_config"
+                                         r"\.integrated\.stage='actor_generat': unknown \(did "
+                                         r"you mean actor_generate\?\)"):
+        callback.on_job_start(bad)
+    good = compose_job(tmp_path / "b", "profiler_config=none",
+                       "profiler_config.integrated.stage=actor_generate")
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_start(good)
+        callback.on_job_end(good, Ended("COMPLETED"))
+        callback.on_job_start(good)  # the next job of a multirun: said already
+    said = [m for m in caplog.messages if "profiling is off" in m]
+    assert said == [
+        "mindspeed-prof: profiling is off (profile: false), so "
+        "profiler_config.integrated.stage=actor_generate captures nothing; to profile, pick a "
+        "preset: profiler_config=stage_scoped (mindspeed-prof presets lists them), or add "
+        "profiler_config.integrated.profile=true"]
+    assert caplog.messages[-1] == ("mindspeed-prof: nothing captured in b/profiler_data: "
+                                   "profiling was off (profile: false)")
+
+
+def test_a_rank_that_is_no_rank_stops_a_profiled_job_in_one_line(
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RANK", "abc")
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
+    with pytest.raises(SystemExit) as stop:
+        callback.on_job_start(cfg)
+    assert str(stop.value).startswith(
+        "mindspeed-prof: cannot profile this job: environment variable RANK='abc'")
+    assert "\n" not in str(stop.value)
+    assert not list(tmp_path.rglob("manifest*.json"))  # before anything is written
+
+
+def test_where_the_live_figures_go_is_said_once_as_the_job_starts(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light",
+                      "profiler_config.extensions.telemetry=[metrics,tensorboard]")
+    with caplog.at_level(logging.INFO, logger="mindspeed_prof"):
+        callback.on_job_start(cfg)
+        run_steps(range(1, 3))
+        callback.on_job_end(cfg, Ended("COMPLETED"))
+    said = [m for m in caplog.messages if "live figures" in m]
+    assert said == ["mindspeed-prof: live figures, every step: tensorboard --logdir "
+                    "o/profiler_data/telemetry"]

@@ -118,3 +118,23 @@ def test_the_docs_show_this_file_as_it_is() -> None:
     shown = {lang: text for lang, text in blocks if text.startswith(('"""A tiny RL', "defaults:"))}
     assert shown["python"] == (REPO / "examples" / "train.py").read_text()
     assert shown["yaml"] == (REPO / "examples" / "conf" / "config.yaml").read_text()
+
+
+def test_a_field_set_under_none_is_checked_and_profiling_off_is_said_once(repo: Path) -> None:
+    """The design card's own example on an app whose preset is ``none``: it trains, captures
+    nothing and says so once, with how to turn profiling on; a typo in it stops before
+    training, in one line, as it does with a preset."""
+    proc = run(repo, "python examples/train.py profiler_config.integrated.stage=actor_generate")
+    assert said(proc) == [
+        "profiling is off (profile: false), so profiler_config.integrated.stage=actor_generate "
+        "captures nothing; to profile, pick a preset: profiler_config=stage_scoped "
+        "(mindspeed-prof presets lists them), or add profiler_config.integrated.profile=true"]
+    assert "step 6  reward" in proc.stdout and not (repo / "profiler_data").exists()
+    env = {**ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{ENV.get('PATH', '')}"}
+    typo = subprocess.run(
+        ["bash", "-c", "python examples/train.py profiler_config.integrated.stage=actor_generat"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert typo.returncode == 1 and "step 1" not in typo.stdout
+    (line,) = typo.stderr.splitlines()
+    assert line.startswith("mindspeed-prof: invalid config: profiler_config.integrated.stage="
+                           "'actor_generat': unknown (did you mean actor_generate?)")

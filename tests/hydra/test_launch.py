@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,16 +45,39 @@ def test_the_words_before_hydras_arguments(typed: str, argv: list[str],
     assert command(shlex.split(typed), argv, which=nowhere) == words
 
 
-def test_an_installed_script_reads_as_its_name_where_the_shell_finds_it() -> None:
+def test_an_installed_script_reads_as_typed_its_name_where_the_shell_finds_it() -> None:
+    """The kernel ran the script through the interpreter its ``#!`` line names: the relaunch
+    starts with the script, by name where the shell finds that file, else by its path (as
+    typed: ``.venv/bin/mindspeed-prof``), never with the interpreter before it."""
     orig = [f"{VENV}/python", f"{VENV}/mindspeed-prof", "demo", "profiler=x"]
     argv = ["mindspeed-prof demo", "profiler=x"]
+    ours = {f"{VENV}/mindspeed-prof": f"{VENV}/python"}.get  # its first line: #!/venv/bin/python
     found = {"mindspeed-prof": f"{VENV}/mindspeed-prof"}
-    assert command(orig, argv, which=found.get) == ["mindspeed-prof", "demo"]
-    # not on PATH (or another file of that name first): the interpreter and the path
-    assert command(orig, argv, which=nowhere) == [f"{VENV}/python", f"{VENV}/mindspeed-prof",
-                                                  "demo"]
-    assert command(orig, argv, which={"mindspeed-prof": "/usr/bin/mindspeed-prof"}.get) == [
+    assert command(orig, argv, which=found.get, shebang=ours) == ["mindspeed-prof", "demo"]
+    # not on PATH (or another file of that name first): the script's path, as typed
+    assert command(orig, argv, which=nowhere, shebang=ours) == [f"{VENV}/mindspeed-prof", "demo"]
+    assert command(orig, argv, which={"mindspeed-prof": "/usr/bin/mindspeed-prof"}.get,
+                   shebang=ours) == [f"{VENV}/mindspeed-prof", "demo"]
+    typed = ["/venv/bin/python", ".venv/bin/mindspeed-prof", "demo", "profiler=x"]  # relative
+    assert command(typed, argv, which=nowhere, shebang={typed[1]: typed[0]}.get) == [
+        ".venv/bin/mindspeed-prof", "demo"]
+    # a script Python was asked to run (python /venv/bin/tool): the interpreter stays
+    other = {f"{VENV}/mindspeed-prof": "/usr/bin/python3"}.get
+    assert command(orig, argv, which=found.get, shebang=other) == [
         f"{VENV}/python", f"{VENV}/mindspeed-prof", "demo"]
+
+
+def test_a_real_script_is_read_by_its_first_line(tmp_path: Path) -> None:
+    """The shebang is read from the file itself (a venv's console script)."""
+    script = tmp_path / "bin" / "tool"
+    script.parent.mkdir()
+    python = str(tmp_path / "bin" / "python")
+    script.write_text(f"#!{python}\nimport sys\n")
+    orig, argv = [python, str(script), "a=1"], ["tool", "a=1"]
+    assert command(orig, argv, which={"tool": str(script)}.get) == ["tool"]
+    assert command(orig, argv, which=nowhere) == [str(script)]
+    script.write_text("print(1)\n")  # no first line naming the interpreter: as Python saw it
+    assert command(orig, argv, which={"tool": str(script)}.get) == [python, str(script)]
 
 
 @pytest.mark.parametrize("orig,argv", [

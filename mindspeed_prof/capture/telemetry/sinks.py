@@ -102,8 +102,10 @@ class TensorBoardSink:
                 from tensorboard.compat.proto.summary_pb2 import Summary
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as err:
+                from mindspeed_prof.extras import install_line
+
                 raise RuntimeError(
-                    "needs the tensorboard package (pip install 'mindspeed-prof[tensorboard]')"
+                    f"needs the tensorboard package ({install_line('tensorboard')})"
                 ) from err
             self._open = SummaryWriter(str(self.folder), flush_secs=TB_FLUSH_S), Summary
         writer, summary = self._open

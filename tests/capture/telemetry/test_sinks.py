@@ -15,6 +15,7 @@ from capture_fixtures import fake_clock
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture.telemetry.sinks import NotReady, RaySink
 from mindspeed_prof.capture.telemetry.totals import StepRecord
+from mindspeed_prof.extras import install_line
 
 STAGE_MS = {"actor_generate": 6.0, "actor_update": 4.0}
 SLOW_MS = 50.0  # rank 1's actor_update, every step
@@ -84,8 +85,8 @@ def test_tensorboard_missing_is_one_warning_and_the_figures_are_still_kept(
         prof = _train(tmp_path, 0, 3, clock, telemetry=["metrics", "tensorboard"])
     assert _warnings(caplog) == [
         "mindspeed-prof: telemetry to tensorboard is off for the rest of this run "
-        "(RuntimeError: needs the tensorboard package (pip install "
-        "'mindspeed-prof[tensorboard]')); training goes on"]
+        f"(RuntimeError: needs the tensorboard package ({install_line('tensorboard')})); "
+        "training goes on"]
     assert prof.metrics()["prof/stage/actor_generate/ms"] == pytest.approx(9.0)
     assert not (tmp_path / "telemetry").exists()
 
