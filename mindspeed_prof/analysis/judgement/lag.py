@@ -14,14 +14,18 @@ once each rank's and each step's typical time is taken out (a median polish), gr
 noise of one lag against the others' median. A rank is named (``consistent``) only when all
 of these hold:
 
-- ``least_ms`` is at least ``NOISE_TIMES`` the noise, over the floor (``--noise-ms``, 1% of
-  the step) and over ``margin`` (``--margin``) of the other ranks' time: a real but
-  negligible lag names nobody;
-- so many steps that far behind are unlikely from noise alone (``p``: the binomial chance of
-  that many lags over ``least_ms``, each by Student's t over the noise's degrees of freedom),
-  at ``ALPHA`` over every rank and row that gets this far (Holm's correction: more ranks and
-  stages do not mean more false alarms);
-- it rests on at least ``MIN_STEPS`` steps.
+- ``least_ms`` is over the floor (``--noise-ms``, 1% of the step) and over ``margin``
+  (``--margin``) of the other ranks' time: a real but negligible lag names nobody;
+- it rests on at least ``MIN_STEPS`` steps;
+- lags that consistent are unlikely from noise alone, by either of two tests (``p``: twice
+  the smaller of their p-values), at ``ALPHA`` over every rank and row that gets this far
+  (Holm's correction: more ranks and stages do not mean more false alarms):
+  - against the row's noise, where ``least_ms`` is at least ``NOISE_TIMES`` it: the
+    binomial chance of that many lags over ``least_ms``, each by Student's t over the
+    noise's degrees of freedom (a few steps suffice for a lag far over the noise);
+  - by their signs alone: the chance of the rank being behind in that many of its steps
+    if each were a coin's toss (enough steps tell a lag that moves with the machine's load
+    from noise, which measures it as noise).
 
 Everything else is a one-off: the largest single step behind (``worst``) is still said, as
 such.
@@ -120,10 +124,10 @@ def row_noise(cells: Cells) -> float:
 
 def _row_lags(
     kind: StragglerKind, name: str, cells: Cells, floor: float, margin: float
-) -> list[tuple[Lag, float]]:
-    """Each rank's ``Lag`` at one row, not yet judged, with the noise's degrees of freedom;
-    ``behind`` counts the steps it was over the floor and ``margin`` behind (the rows of the
-    stragglers table)."""
+) -> list[tuple[Lag, float, int]]:
+    """Each rank's ``Lag`` at one row, not yet judged, with the noise's degrees of freedom and
+    the steps it was behind at all; ``behind`` counts the steps it was over the floor and
+    ``margin`` behind (the rows of the stragglers table)."""
     steps, whos = _table(cells)
     if not steps or len(whos) < 2:
         return []
@@ -163,7 +167,7 @@ def _row_lags(
             noise_ms=sd_lag,
             worst=worst,
         )
-        out.append((lag, df))
+        out.append((lag, df, sum(x > 0 for x in lags_)))
     return out
 
 
@@ -174,24 +178,32 @@ def least(n: int) -> int:
 
 
 def _short(g: Lag, floor: float, margin: float) -> str:
-    """Why ``g`` cannot be named whatever the test says ("" when it can)."""
+    """Why ``g`` cannot be named whatever the tests say ("" when it can)."""
     if g.compared < MIN_STEPS:
         return f"rests on {g.compared} step{'s' * (g.compared != 1)}"
     if g.least_ms < margin * g.others_ms:
         return "under the margin"
     if g.least_ms < floor:
         return f"under the noise floor in {least(g.compared)} of {g.compared} steps"
-    if g.least_ms < NOISE_TIMES * g.noise_ms:
-        return "within the noise"
     return ""
 
 
-def _p(g: Lag, df: float) -> float:
-    """The chance from noise alone of ``compared - least + 1`` lags of ``compared`` at least
-    ``least_ms``: a binomial tail over each lag's t tail."""
-    q = t_sf(g.least_ms / g.noise_ms, df) if g.noise_ms > 0 else 0.0
-    n, k = g.compared, g.compared - least(g.compared) + 1
+def _tail(n: int, k: int, q: float) -> float:
+    """P(at least ``k`` of ``n``) for a binomial of ``q``."""
     return math.fsum(math.comb(n, i) * q**i * (1 - q) ** (n - i) for i in range(k, n + 1))
+
+
+def _p(g: Lag, df: float, ahead: int) -> float:
+    """The chance of lags this consistent from noise alone: twice the smaller of the noise's
+    test (``compared - least + 1`` lags of ``compared`` at least ``least_ms``, each a t tail;
+    only where ``least_ms`` is ``NOISE_TIMES`` the noise) and the signs' (behind in ``ahead``
+    of ``compared`` steps, each a coin's toss)."""
+    n = g.compared
+    by_noise = 1.0
+    if g.least_ms >= NOISE_TIMES * g.noise_ms:
+        q = t_sf(g.least_ms / g.noise_ms, df) if g.noise_ms > 0 else 0.0
+        by_noise = _tail(n, n - least(n) + 1, q)
+    return min(1.0, 2 * min(by_noise, _tail(n, ahead, 0.5)))
 
 
 def lags(
@@ -205,17 +217,17 @@ def lags(
     step and the rank."""
     floor = noise_floor(noise_ms, step_ms)
     found = [
-        (g, df)
+        (g, df, ahead)
         for (kind, name), cells in rows.items()
-        for g, df in _row_lags(kind, name, cells, floor, margin)
+        for g, df, ahead in _row_lags(kind, name, cells, floor, margin)
         if g.lag_ms > 0 or g.worst.excess_ms >= floor
     ]
-    shorts = [_short(g, floor, margin) for g, _ in found]
+    shorts = [_short(g, floor, margin) for g, _, _ in found]
     tested = [i for i, short in enumerate(shorts) if not short]
-    ps = {i: _p(found[i][0], found[i][1]) for i in tested}
+    ps = {i: _p(*found[i]) for i in tested}
     cleared = dict(zip(tested, holm([ps[i] for i in tested], ALPHA), strict=True))
     out = []
-    for i, (g, _) in enumerate(found):
+    for i, (g, _, _) in enumerate(found):
         short = shorts[i] or ("" if cleared[i] else "within the noise")
         out.append(msgspec.structs.replace(g, p=ps.get(i, 1.0), consistent=not short, short=short))
     return sorted(
