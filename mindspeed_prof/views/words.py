@@ -267,10 +267,13 @@ def causes_text(causes: list[Cause]) -> str:
     for c in causes[:LINE_CAUSES]:
         at = " (most {})" if c.rule == "rl.transitions" else " at {}"
         where = at.format(c.stage) if c.stage else ""
-        who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
         share = f", {c.share:.0%} of the step" if c.share is not None else ""
-        words = CAUSE_WORDS.get(c.rule, c.rule)
-        parts.append(f"{words}{where}{who} {duration(c.cost_ms)} per step{share}")
+        if c.rule == "ranks.straggler" and c.rank is not None:
+            words = f"rank {rank_label(c.rank)} behind{where}"
+        else:
+            who = f" (rank {rank_label(c.rank)})" if c.rank is not None else ""
+            words = f"{CAUSE_WORDS.get(c.rule, c.rule)}{where}{who}"
+        parts.append(f"{words}: {duration(c.cost_ms)} per step{share}")
     more = len(causes) - LINE_CAUSES
     return "; ".join(parts) + (f"; {more} more in the findings" if more > 0 else "")
 
