@@ -8,6 +8,7 @@ its ``LinkShare``s and ``Alloc``, the readers' rows, are written with ``msgspec.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -130,6 +131,29 @@ class Straggler(Row, kw_only=True):
     median_ms: float
     ratio: float
     excess_ms: float
+
+    @classmethod
+    def of(
+        cls,
+        kind: StragglerKind,
+        name: str,
+        step: int,
+        who: tuple[int | None, str],
+        ms: float,
+        others_ms: float,
+    ) -> Straggler:
+        """A rank (``who``: its rank and label) at ``ms`` in a step against ``others_ms``."""
+        return cls(
+            kind=kind,
+            name=name,
+            step=step,
+            rank=who[0],
+            source=who[1],
+            ms=ms,
+            median_ms=others_ms,
+            ratio=ms / others_ms if others_ms else math.inf,
+            excess_ms=ms - others_ms,
+        )
 
     def json(self) -> JsonableObject:
         out = super().json()

@@ -10,14 +10,13 @@ Which rank is *named* slow is ``judgement.lag``'s to say.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TypeVar
 
+from mindspeed_prof.analysis.judgement.cells import per_step
 from mindspeed_prof.analysis.judgement.gating import gate
 from mindspeed_prof.analysis.judgement.judge import step_cells
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS, noise_floor
 from mindspeed_prof.analysis.readers.model import Range
-from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Straggler, StragglerKind
 
 __all__ = ["find_stragglers", "medians_of_others"]
@@ -40,19 +39,6 @@ def medians_of_others(values: dict[K, float]) -> dict[K, float]:
     return out
 
 
-def _per_step(
-    ranges: list[Range], kind: StragglerKind
-) -> dict[tuple[str, int], dict[tuple[int | None, str], float]]:
-    """``kind`` time per (name, step) and (rank, source): several runs in a step add up."""
-    per: dict[tuple[str, int], dict[tuple[int | None, str], float]] = defaultdict(
-        lambda: defaultdict(float)
-    )
-    for r in ranges:
-        if r.kind == kind and r.step is not None:
-            per[(r.name, r.step)][(r.rank, r.source)] += r.dur / 1000.0
-    return per
-
-
 def find_stragglers(
     ranges: list[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
 ) -> list[Straggler]:
@@ -61,26 +47,14 @@ def find_stragglers(
     lost, then the ratio). One row per rank and step: one-offs included."""
     steps = gate(step_cells(ranges))
     out = []
-    for (name, step), by_rank in _per_step(ranges, kind).items():
-        if len(by_rank) < 2:
-            continue
-        floor = noise_floor(noise_ms, steps.get(step))
-        medians = medians_of_others(by_rank)
-        for who, ms in by_rank.items():
-            others = medians[who]
-            times = ratio(ms, others, None)
-            if times is not None and ms > others * (1 + margin) and ms - others >= floor:
-                out.append(
-                    Straggler(
-                        kind=kind,
-                        name=name,
-                        step=step,
-                        rank=who[0],
-                        source=who[1],
-                        ms=ms,
-                        median_ms=others,
-                        ratio=times,
-                        excess_ms=ms - others,
-                    )
-                )
+    for name, cells in per_step(ranges, kind).items():
+        for step, by_rank in cells.items():
+            if len(by_rank) < 2:
+                continue
+            floor = noise_floor(noise_ms, steps.get(step))
+            medians = medians_of_others(by_rank)
+            for who, ms in by_rank.items():
+                others = medians[who]
+                if others > 0 and ms > others * (1 + margin) and ms - others >= floor:
+                    out.append(Straggler.of(kind, name, step, who, ms, others))
     return sorted(out, key=lambda s: (-s.excess_ms, -s.ratio))

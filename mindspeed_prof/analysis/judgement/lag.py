@@ -41,7 +41,6 @@ import msgspec
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
 from mindspeed_prof.analysis.judgement.noise import ALPHA, MIN_STEPS, noise_floor
-from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, Straggler, StragglerKind
 from mindspeed_prof.stats.distributions import t_sf
 from mindspeed_prof.stats.multiple import holm
@@ -142,17 +141,7 @@ def _row_lags(
             if w in by:
                 rows.append((by[w], statistics.median(v for k, v in by.items() if k != w), s))
         ms, o, s = max(rows, key=lambda r: (r[0] - r[1], -r[2]))
-        worst = Straggler(
-            kind=kind,
-            name=name,
-            step=s,
-            rank=w[0],
-            source=w[1],
-            ms=ms,
-            median_ms=o,
-            ratio=ratio(ms, o, math.inf),
-            excess_ms=ms - o,
-        )
+        worst = Straggler.of(kind, name, s, w, ms, o)
         lags_ = sorted(ms - o for ms, o, _ in rows)
         lag = Lag(
             kind=kind,
