@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
-from mindspeed_prof.analysis.readers.device.breakdown import merge
-from mindspeed_prof.analysis.readers.intervals import covered, length
+from mindspeed_prof.analysis.readers.intervals import covered, length, merge
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio

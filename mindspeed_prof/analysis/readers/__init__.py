@@ -19,13 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, is_memory_name
-from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
 from mindspeed_prof.analysis.readers.labels import one_line
 from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, TraceData
-from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu, read_npu_file
-from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
     NOT_READ,
@@ -135,6 +131,9 @@ def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceD
 
 
 def _read(path: Path, group: str, comm_kernels: str) -> TraceData:
+    # the readers (and numpy, sqlite3) are imported when a capture needs them, not at start
+    from mindspeed_prof.analysis.readers.npu.folder import read_npu
+
     try:
         if path.is_dir():
             return read_npu(path, group)
@@ -164,6 +163,11 @@ def _read_file(path: Path, group: str, size: int, comm_kernels: str) -> TraceDat
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
+    from mindspeed_prof.analysis.readers.kineto.chrome import read_json
+    from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
+    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu_file
+    from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
+
     kind = kind_of(path)
     if kind in NOT_READ:
         raise BadFile(f"{path}: {NOT_READ[kind]}; not read")

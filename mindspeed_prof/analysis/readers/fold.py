@@ -24,7 +24,7 @@ from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
 from mindspeed_prof.analysis.readers.fold_device import DeviceFold
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
-from mindspeed_prof.analysis.readers.intervals import bare_times_of_columns
+from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.totals import Totals
@@ -138,10 +138,11 @@ class Collector:
                     data.rank, "stage" if name in _STAGES else "range", name, step, ts, dur, tid=tid
                 )
             )
-        if self.host.tops[0]:
-            data.ranges = bare_times_of_columns(
-                data.ranges, *self.host.tops, self.host.origin or 0.0
-            )  # host ops are kept relative
+        if self.host.any_tops():  # host ops are kept relative to their origin
+            try:
+                data.ranges = bare_times(data.ranges, self.host.tops(), self.host.origin or 0.0)
+            finally:
+                self.host.close()
         self.device.finish(data, [(n, s, d) for s, _, n, d in steps])
         data.counters, skipped = self.counts.finish(data.path)
         data.problems.extend(skipped)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
 from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, who_order, who_text
-from mindspeed_prof.analysis.readers.device.breakdown import merge
+from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.stragglers import noise_floor
