@@ -202,8 +202,8 @@ def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id
     """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
     from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
     from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW
-    from mindspeed_prof.analysis.readers.npu.msprof import is_msprof, msprof_files
-    from mindspeed_prof.analysis.readers.sniff import CHROME, TRACE, TRACE_LIST, kind_of
+    from mindspeed_prof.analysis.readers.npu.msprof import msprof_files
+    from mindspeed_prof.analysis.readers.sniff import CHROME, TRACE, TRACE_LIST, is_msprof, kind_of
 
     path = data.path
     if data.kind not in ("torch", "db", "npu"):  # another tool's trace (drawn as ranges),

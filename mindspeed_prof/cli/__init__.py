@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from types import ModuleType
 
-from mindspeed_prof.cli import (
-    analyse,
-    capture,
-    compare,
-    demo,
-    doctor,
-    presets,
-    sweep,
-    timeline,
-)
 from mindspeed_prof.cli.common import Exit, exit_help
 
-__all__ = ["COMMANDS", "main", "parser"]
+__all__ = ["COMMANDS", "NAMES", "main", "parser"]
 
-#: Subcommand modules, in ``--help`` order. Each has ``add_parser(subparsers)``, which registers
-#: the command and sets ``func`` (args -> exit code). A new command is a module and a line here.
-COMMANDS: list[ModuleType] = [demo, analyse, timeline, compare, sweep, presets, capture, doctor]
+#: Subcommand modules of this package, in ``--help`` order. Each has ``add_parser(subparsers)``,
+#: which registers the command and sets ``func`` (args -> exit code). A new command is a module
+#: and a line here. A command line that names one imports only that one (its start pays for
+#: its own imports, not every command's).
+NAMES = ["demo", "analyse", "timeline", "compare", "sweep", "presets", "capture", "doctor"]
+
+
+def command(name: str) -> ModuleType:
+    """The subcommand module ``name`` (imported on first use)."""
+    return importlib.import_module(f"mindspeed_prof.cli.{name}")
+
+
+def __getattr__(name: str) -> list[ModuleType]:
+    if name == "COMMANDS":  # every subcommand module, imported
+        return [command(n) for n in NAMES]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DESCRIPTION = f"""\
 Profiling for RL post-training loops: run the demo, then read what a run captured.
@@ -33,15 +38,16 @@ Exit codes of analyse and compare below; each command's --help gives its own.
 {exit_help("compare")}"""
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command, or only ``only`` where it names one."""
     p = argparse.ArgumentParser(
         prog="mindspeed-prof",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name in [only] if only in NAMES else NAMES:
+        command(name).add_parser(sub)
     return p
 
 
@@ -49,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv[:1] == ["demo"]:
-            return demo.run(argv[1:])
-        args = parser().parse_args(argv)
+            return int(command("demo").run(argv[1:]))
+        args = parser(argv[0] if argv else None).parse_args(argv)
         code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows up here, not at exit
         return code

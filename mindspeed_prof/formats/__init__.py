@@ -13,6 +13,7 @@ __all__ = [
     "MEMORY_SNAPSHOT",
     "MEMORY_TIMELINE",
     "NPU_FOLDER",
+    "MSPROF_OUTPUT",
     "NPU_OUTPUT",
     "SPANS",
     "SUMMARY",
@@ -39,6 +40,8 @@ SUMMARY = ".summary.json"
 #: torch_npu's capture folders end so; parsed output lives in this sub-folder.
 NPU_FOLDER = "_ascend_pt"
 NPU_OUTPUT = "ASCEND_PROFILER_OUTPUT"
+#: The folder a CANN ``msprof`` export writes its timeline and CSVs to.
+MSPROF_OUTPUT = "mindstudio_profiler_output"
 
 #: Cached analysis of a capture, next to it: ``.<capture name>`` + this (msgpack).
 CACHE = ".analysis-cache"

@@ -20,7 +20,16 @@ from mindspeed_prof.config.schema import STAGES
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing's from Python 3.11
 
-__all__ = ["Shape", "cuda_events", "cuda_trace", "span", "write_cuda_trace", "write_trace"]
+__all__ = [
+    "Shape",
+    "cuda_events",
+    "cuda_trace",
+    "host_events",
+    "span",
+    "write_cuda_trace",
+    "write_host_trace",
+    "write_trace",
+]
 
 _COMPUTE = [
     "ampere_sgemm_128x64_tn",
@@ -195,6 +204,94 @@ def write_cuda_trace(path: Path, rank: int = 0, **shape: Unpack[Shape]) -> Path:
     with open(path, "w") as f:
         f.write(json.dumps(_header(rank))[:-1] + ', "traceEvents": [')
         for i, event in enumerate(cuda_events(rank, **shape)):
+            f.write(", " + json.dumps(event) if i else json.dumps(event))
+        f.write("]}")
+    return path
+
+
+_HOST_OPS = [  # a top-level op and the ops it calls, as a CPU step's trace nests them
+    ("aten::linear", ("aten::t", "aten::addmm")),
+    ("aten::layer_norm", ("aten::native_layer_norm",)),
+    ("aten::gelu", ()),
+    ("aten::add_", ()),
+    ("aten::matmul", ("aten::mm",)),
+]
+
+
+def host_events(
+    steps: int = 4, seed: int = 0, ops_per_stage: int = 100
+) -> Iterator[dict[str, Any]]:
+    """Host ops only (``cpu_op``, no device), as a CPU training step or a host-heavy trace
+    writes them, a step at a time: ``steps`` steps of the six stages, each ``ops_per_stage``
+    top-level ops with the ops they call nested inside, on the main thread and, for one op in
+    four, an autograd thread; gaps between top-level ops. About 150 bytes an event."""
+    rng = random.Random(seed)
+    t = 1_000_000.0
+    ev: list[dict[str, Any]] = []
+
+    def op(name: str, tid: int, ts: float, dur: float) -> None:
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 100,
+                "tid": tid,
+                "ts": ts,
+                "dur": dur,
+                "args": {"Sequence number": len(ev)},
+            }
+        )
+
+    for step in range(1, steps + 1):
+        step_start = t
+        for stage in STAGES:
+            stage_start = t
+            for _ in range(ops_per_stage):
+                name, calls = rng.choice(_HOST_OPS)
+                tid = 2 if rng.random() < 0.25 else 1
+                start = t
+                t += 1
+                for call in calls:
+                    dur = float(rng.randint(2, 30))
+                    op(call, tid, t, dur)
+                    t += dur + 1
+                op(name, tid, start, t + 1 - start)
+                t += 1 + rng.randint(1, 20)
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": stage,
+                    "pid": 100,
+                    "tid": 1,
+                    "ts": stage_start,
+                    "dur": t - stage_start,
+                }
+            )
+            t += 3
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 100,
+                "tid": 1,
+                "ts": step_start,
+                "dur": t - step_start,
+            }
+        )
+        t += 10
+        yield from ev
+        ev.clear()
+
+
+def write_host_trace(path: Path, steps: int = 4, ops_per_stage: int = 100) -> Path:
+    """``host_events`` as a Kineto trace file, written an event at a time (any size)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(json.dumps(_header(0))[:-1] + ', "traceEvents": [')
+        for i, event in enumerate(host_events(steps, ops_per_stage=ops_per_stage)):
             f.write(", " + json.dumps(event) if i else json.dumps(event))
         f.write("]}")
     return path

@@ -17,8 +17,7 @@ from mindspeed_prof.analysis.judgement.judge import step_cells
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
-from mindspeed_prof.analysis.readers.device.breakdown import merge
-from mindspeed_prof.analysis.readers.intervals import Interval, covered, length
+from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, Share, StageOrRange

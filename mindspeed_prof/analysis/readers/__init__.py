@@ -23,16 +23,10 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis.readers.generic.owner import folder_rank
-from mindspeed_prof.analysis.readers.generic.read import read_generic
-from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, is_memory_name
-from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
 from mindspeed_prof.analysis.readers.labels import one_line
 from mindspeed_prof.analysis.readers.missing import mark_missing
 from mindspeed_prof.analysis.readers.model import MAX_BYTES, BadFile, Range, TraceData
-from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu, read_npu_file
-from mindspeed_prof.analysis.readers.npu.msprof import MSPROF_OUTPUT, is_msprof, read_msprof
-from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 from mindspeed_prof.analysis.readers.ranks import manifest_rank, separate
 from mindspeed_prof.analysis.readers.sniff import (
     CHROME,
@@ -42,12 +36,14 @@ from mindspeed_prof.analysis.readers.sniff import (
     TORCH_DB,
     TRACE,
     TRACE_LIST,
+    is_msprof,
     kind_of,
 )
 from mindspeed_prof.formats import (
     ANALYSIS,
     CLUSTER_SUMMARY,
     MANIFEST,
+    MSPROF_OUTPUT,
     NPU_FOLDER,
     NPU_OUTPUT,
     SUMMARY,
@@ -154,6 +150,10 @@ def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceD
 
 
 def _read(path: Path, group: str, comm_kernels: str, root: Path | None) -> TraceData:
+    # the readers (and numpy, sqlite3) are imported when a capture needs them, not at start
+    from mindspeed_prof.analysis.readers.npu.folder import read_npu
+    from mindspeed_prof.analysis.readers.npu.msprof import read_msprof
+
     try:
         if path.is_dir():
             return read_msprof(path, group) if is_msprof(path) else read_npu(path, group)
@@ -185,6 +185,12 @@ def _read_file(
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
+    from mindspeed_prof.analysis.readers.generic.read import read_generic
+    from mindspeed_prof.analysis.readers.kineto.chrome import read_json
+    from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
+    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu_file
+    from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
+
     kind = kind_of(path)
     if kind in NOT_READ:
         raise BadFile(f"{path}: {NOT_READ[kind]}; not read")

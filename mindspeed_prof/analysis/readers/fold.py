@@ -9,6 +9,8 @@ host side is ``host_ops``, its device side ``fold_device``.
 from __future__ import annotations
 
 import bisect
+from array import array
+from collections.abc import Iterator
 
 from mindspeed_prof.analysis.readers.counters import CounterFold
 from mindspeed_prof.analysis.readers.events import (
@@ -18,21 +20,50 @@ from mindspeed_prof.analysis.readers.events import (
     STAGE,
     UNREAD_DEVICE,
     Event,
+    Id,
     name_kind,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
 from mindspeed_prof.analysis.readers.fold_device import DeviceFold
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
-from mindspeed_prof.analysis.readers.intervals import bare_times_of_columns
+from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.phases import stage_of
 from mindspeed_prof.analysis.readers.totals import Totals
 
-__all__ = ["Collector", "collect"]
+__all__ = ["Annotations", "Collector", "collect"]
 
 _RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: prof.iteration
+
+
+class Annotations:
+    """Stage and custom ranges as they are read, in compact columns (a range file is nothing
+    else): times in ``array``s, each name and thread's text kept once."""
+
+    __slots__ = ("dur", "names", "steps", "strs", "tids", "ts")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ts, self.dur = array("d"), array("d")
+        self.steps: list[int | None] = []
+        self.tids: list[str] = []
+        self.strs: dict[object, str] = {}  # each name (and thread id, as text) once
+
+    def add(self, name: str, ts: float, dur: float, step: int | None, tid: Id) -> None:
+        strs = self.strs
+        self.names.append(strs.setdefault(name, name))
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.steps.append(step)
+        text = strs.get((tid,))
+        if text is None:
+            text = strs[(tid,)] = str(tid)
+        self.tids.append(text)
+
+    def rows(self) -> Iterator[tuple[str, float, float, int | None, str]]:
+        return zip(self.names, self.ts, self.dur, self.steps, self.tids)
 
 
 class Collector:
@@ -49,7 +80,7 @@ class Collector:
 
     def __init__(self, comm_kernels: str = "") -> None:
         self.steps: list[tuple[float, float, int, float]] = []  # start, end, number, dur
-        self.annotations: list[tuple[str, float, float, int | None, str]] = []
+        self.annotations = Annotations()
         self.host = HostOps()
         self.kernels = Totals[str]()  # by name: runs, device us
         self.runtime = Totals[str]()  # by name: calls, us
@@ -112,9 +143,7 @@ class Collector:
             self.steps.append((ts, ts + dur, what, dur))
         elif what is STAGE or cat in _RANGE_CATS:
             step = _num(ev.args.step) if ev.args is not None else None
-            self.annotations.append(
-                (name, ts, dur, int(step) if step is not None else None, str(ev.tid))
-            )
+            self.annotations.add(name, ts, dur, int(step) if step is not None else None, ev.tid)
         elif cat in HOST_CATS:
             self.host.op((ev.pid, ev.tid), ts, dur, name)
 
@@ -128,17 +157,18 @@ class Collector:
         fallback = default_step if isinstance(default_step, int) else None
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
             data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur))
-        for name, ts, dur, step, tid in self.annotations:
+        for name, ts, dur, step, tid in self.annotations.rows():
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
             stage = stage_of(name)  # ours, verl's, or another framework's name for one
             kind = "stage" if stage is not None else "range"
             data.ranges.append(Range(data.rank, kind, stage or name, step, ts, dur, tid=tid))
-        if self.host.tops[0]:
-            data.ranges = bare_times_of_columns(
-                data.ranges, *self.host.tops, self.host.origin or 0.0
-            )  # host ops are kept relative
+        if self.host.any_tops():  # host ops are kept relative to their origin
+            try:
+                data.ranges = bare_times(data.ranges, self.host.tops(), self.host.origin or 0.0)
+            finally:
+                self.host.close()
         self.device.finish(data, [(n, s, d) for s, _, n, d in steps])
         data.counters, skipped = self.counts.finish(data.path)
         data.problems.extend(skipped)

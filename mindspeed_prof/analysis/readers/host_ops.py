@@ -12,13 +12,14 @@ items come out either way, in the same order.
 from __future__ import annotations
 
 import heapq
-from array import array
 from typing import Any
 
 import numpy as np
 
 from mindspeed_prof.analysis.readers.events import Lane
+from mindspeed_prof.analysis.readers.host_tops import top_spans
 from mindspeed_prof.analysis.readers.model import Tally, tally
+from mindspeed_prof.analysis.readers.spill import Spilled
 
 __all__ = ["ALLOC", "MAX_DEPTH", "OP", "REORDER", "HostOps"]
 
@@ -36,9 +37,10 @@ _Item = tuple[float, int, float, int, "str | tuple[float, float | None]"]
 
 
 class _Thread:
-    """One host thread: its heap, its items not yet pushed (``new``), its stack of open ops."""
+    """One host thread: its heap, its items not yet pushed (``new``), its stack of open ops,
+    its top-level ops' spans (``tops``, on disk a block at a time)."""
 
-    __slots__ = ("deep", "heap", "late", "last", "new", "ops", "stack")
+    __slots__ = ("deep", "heap", "late", "last", "new", "ops", "stack", "tops")
 
     def __init__(self) -> None:
         self.heap: list[_Item] = []
@@ -48,19 +50,19 @@ class _Thread:
         self.last = float("-inf")
         self.late = 0
         self.deep = 0  # ops that found the stack MAX_DEPTH deep
+        self.tops: Spilled = top_spans()
 
 
 class HostOps:
     """Every thread's ops: self times per name, allocations per op name (``allocs``: all,
-    device), the start and end of each top-level op (``tops``). Times relative to the first
-    item's (``origin``)."""
+    device), the start and end of each top-level op (each thread's ``tops``; ``tops()`` gives
+    them all). Times relative to the first item's (``origin``)."""
 
     def __init__(self) -> None:
         self.threads: dict[Lane, _Thread] = {}
         self.origin: float | None = None
         self.seq = 0
         self.allocs: tuple[dict[str, Tally], dict[str, Tally]] = ({}, {})  # all, device
-        self.tops = (array("d"), array("d"))  # start, end of each top-level host op
 
     def _thread(self, key: Lane) -> _Thread:
         thread = self.threads.get(key)
@@ -86,6 +88,7 @@ class HostOps:
         for thread in self.threads.values():
             if thread.new:
                 self._flush(thread)
+                thread.tops.settle()
 
     def _flush(self, thread: _Thread) -> None:
         new, thread.new = thread.new, []
@@ -131,7 +134,7 @@ class HostOps:
         stack = thread.stack
         last, late = thread.last, thread.late
         ops = thread.ops
-        top_lo, top_hi = self.tops
+        top_lo, top_hi = thread.tops.cols
         for ts, _, order, _, what in items:
             if ts < last:
                 late += 1
@@ -173,10 +176,22 @@ class HostOps:
             self._take_all(thread, rest)
             while thread.stack:
                 _pop(thread.stack, thread.ops)
+            thread.tops.settle()
             late += thread.late
             deep += thread.deep
             merge_tallies(ops, thread.ops)
         return late, deep
+
+    def tops(self) -> list[Spilled]:
+        """Each thread's top-level ops (after ``finish``)."""
+        return [thread.tops for thread in self.threads.values()]
+
+    def any_tops(self) -> bool:
+        return any(len(thread.tops) for thread in self.threads.values())
+
+    def close(self) -> None:
+        for thread in self.threads.values():
+            thread.tops.close()
 
 
 def _pop(stack: list[list[Any]], ops: dict[str, Tally]) -> None:

@@ -35,8 +35,10 @@ from typing import NamedTuple
 
 from mindspeed_prof.analysis.readers.jsonscan import NotJson, Scanner, TooLong
 from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_bytes
+from mindspeed_prof.formats import MSPROF_OUTPUT
 
 __all__ = [
+    "is_msprof",
     "ANALYSIS_DB",
     "API_STATISTIC",
     "CHROME",
@@ -338,3 +340,8 @@ def _pickle_kind(path: Path) -> Decision:
         if key is not None and any(s in key[0] for s in _STRINGS) and key[1] in SNAPSHOT_KEYS:
             return Decision(SNAPSHOT, len(head))
     return Decision(PICKLE, len(head))
+
+
+def is_msprof(folder: Path) -> bool:
+    """Whether ``folder`` is a CANN msprof export: it holds ``mindstudio_profiler_output``."""
+    return (folder / MSPROF_OUTPUT).is_dir()

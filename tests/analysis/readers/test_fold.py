@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.readers import fold_device, host_ops
 from mindspeed_prof.analysis.readers.kineto import chrome
-from mindspeed_prof.analysis.readers.device.breakdown import merge, total
+from mindspeed_prof.analysis.readers.device.breakdown import total
+from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     RUNTIME_CATS,

@@ -24,7 +24,13 @@ def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[obje
             host.flush()
     ops: dict[str, Tally] = {}
     late, deep = host.finish(ops)
-    return ops, late, deep, sorted(zip(*host.tops)), host.allocs
+    return ops, late, deep, _tops(host), host.allocs
+
+
+def _tops(host: HostOps) -> list[tuple[float, float]]:
+    """Every thread's top-level (start, end), read back from disk and memory, sorted."""
+    return sorted((lo, hi) for run in host.tops() for block in run.blocks()
+                  for lo, hi in zip(*block))
 
 
 @settings(max_examples=60, deadline=None)
@@ -46,4 +52,4 @@ def test_a_batch_out_of_order_within_the_heap_comes_out_sorted() -> None:
     ops: dict[str, Tally] = {}
     assert host.finish(ops) == (0, 0)  # none late: the heap put them back in order
     assert host.origin == 30.0  # times are kept relative to the first item's
-    assert [t + 30.0 for t in host.tops[0]] == [0.0, 10.0, 20.0, 30.0]
+    assert [lo + 30.0 for lo, _ in _tops(host)] == [0.0, 10.0, 20.0, 30.0]

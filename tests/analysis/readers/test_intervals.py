@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.device.breakdown import merge
-from mindspeed_prof.analysis.readers.intervals import covered, length
+from mindspeed_prof.analysis.readers.intervals import covered, length, merge
 
 ints = st.integers(0, 60)
 spans = st.lists(st.tuples(ints, ints).map(lambda t: (float(min(t)), float(max(t)))),

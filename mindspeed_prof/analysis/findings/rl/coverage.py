@@ -11,7 +11,7 @@ from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
 from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, who_order, who_text
 from mindspeed_prof.analysis.judgement.noise import noise_floor
-from mindspeed_prof.analysis.readers.device.breakdown import merge
+from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 

@@ -22,21 +22,10 @@ import numpy as np
 from mindspeed_prof.analysis.readers.device.ops import KINDS, DeviceOps
 from mindspeed_prof.analysis.readers.model import DeviceRow
 
-__all__ = ["Interval", "breakdown", "merge", "overlap", "total"]
+__all__ = ["Interval", "breakdown", "overlap", "total"]
 
 Interval = tuple[float, float]
 _INF = float("inf")
-
-
-def merge(spans: list[Interval]) -> list[Interval]:
-    """The union of ``spans`` as sorted, disjoint intervals."""
-    out: list[list[float]] = []
-    for ts, end in sorted(spans):
-        if out and ts <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], end)
-        else:
-            out.append([ts, end])
-    return [(a, b) for a, b in out]
 
 
 def overlap(a: list[Interval], b: list[Interval]) -> list[Interval]:

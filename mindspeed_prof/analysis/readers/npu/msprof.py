@@ -23,20 +23,14 @@ from mindspeed_prof.analysis.readers.sniff import (
     TRACE_LIST,
     kind_of,
 )
+from mindspeed_prof.formats import MSPROF_OUTPUT
 from mindspeed_prof.formats.header import CaptureHeader
 
-__all__ = ["MSPROF_OUTPUT", "is_msprof", "msprof_files", "read_msprof"]
+__all__ = ["msprof_files", "read_msprof"]
 
-#: The folder msprof's export writes its timeline and CSVs to.
-MSPROF_OUTPUT = "mindstudio_profiler_output"
 _TIMELINE = re.compile(r"^msprof_[^/]*\.json$")
 #: The CSVs read; the others (task_time, communication...) are views of the same tasks.
 _READ = (OP_SUMMARY, OP_STATISTIC, API_STATISTIC)
-
-
-def is_msprof(folder: Path) -> bool:
-    """Whether ``folder`` is an msprof export: it holds ``mindstudio_profiler_output``."""
-    return (folder / MSPROF_OUTPUT).is_dir()
 
 
 def msprof_files(folder: Path) -> tuple[dict[str, Path], list[Path]]:

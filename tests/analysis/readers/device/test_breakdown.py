@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
-from mindspeed_prof.analysis.readers.device.breakdown import merge, overlap, total
+from mindspeed_prof.analysis.readers.device.breakdown import overlap, total
+from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
 from mindspeed_prof.analysis.readers.model import DeviceRow
 from mindspeed_prof.analysis.readers.ranks import rank_of
