@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.judgement.where import Share
 from mindspeed_prof.analysis.readers.classify import classifier
-from mindspeed_prof.analysis.rows import DeviceVerdict, Row, Share
+from mindspeed_prof.analysis.rows import DeviceVerdict, Row
 from mindspeed_prof.config.schema import STAGE_ORDER
 from mindspeed_prof.jsonio import read_json
 

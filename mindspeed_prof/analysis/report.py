@@ -18,6 +18,7 @@ import msgspec
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model
 from mindspeed_prof.analysis.findings import Finding, find
+from mindspeed_prof.analysis.judgement.gating import StepTime
 from mindspeed_prof.analysis.judgement.growth import Growth
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
@@ -38,7 +39,6 @@ from mindspeed_prof.analysis.rows import (
     RuntimeRow,
     StageRow,
     StepRow,
-    StepTime,
     Straggler,
     StragglerKind,
     to_json,

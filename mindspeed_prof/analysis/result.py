@@ -12,6 +12,7 @@ import msgspec
 
 from mindspeed_prof.analysis.counts import CounterRow, Model, counter_rows, model_facts
 from mindspeed_prof.analysis.judgement import judge
+from mindspeed_prof.analysis.judgement.gating import StepTime
 from mindspeed_prof.analysis.judgement.growth import Growth
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS
@@ -39,7 +40,6 @@ from mindspeed_prof.analysis.rows import (
     RuntimeRow,
     StageRow,
     StepRow,
-    StepTime,
     Straggler,
     StragglerKind,
 )

@@ -39,12 +39,10 @@ __all__ = [
     "RangeRow",
     "Row",
     "RuntimeRow",
-    "Share",
     "SideBySide",
     "StageOrRange",
     "StageRow",
     "StepRow",
-    "StepTime",
     "Straggler",
     "StragglerKind",
     "World",
@@ -312,45 +310,6 @@ Bound = Literal["compute", "communication", "copy", "idle"]
 BOUNDS: tuple[Bound, ...] = ("compute", "communication", "copy", "idle")
 #: What device time is per: a step, or (no capture has steps) a whole capture.
 DevicePer = Literal["step", "capture"]
-
-
-class StepTime(Row, kw_only=True):
-    """The step as the job lived it: each step takes its slowest rank's time (every rank waits
-    for it). ``median_ms`` of those steps, the fastest and slowest of them, ``spread`` ((max -
-    min) / median), ``steps`` and ``ranks`` counted; beside it, over ranks: ``fastest_ms``
-    (the median over steps of the fastest rank's step), ``rank_spread`` (the median over steps
-    of (slowest - fastest) / slowest), and ``gated_by`` (with ``gated_source``), the rank that
-    was slowest in ``gated`` of the steps, the most (None, 0: one rank)."""
-
-    median_ms: float
-    min_ms: float
-    max_ms: float
-    spread: float
-    steps: int
-    ranks: int
-    fastest_ms: float | None = None
-    rank_spread: float | None = None
-    gated_by: int | None = None
-    gated_source: str = ""
-    gated: int = 0
-
-
-class Share(Row, kw_only=True):
-    """Where the time goes: a stage (``kind`` ``stage``; its time in a step) or, where no stage
-    was recorded, a custom range (``range``; its self time in a step, the ranges nested in it
-    left out). ``ms``: the median over steps of its time on its slowest rank in that step;
-    ``share``: the median over steps of that against the step the job lived (its slowest
-    rank's; None: no step ranges); ``others_ms``: the same for the other ranks' median (None:
-    one rank); ``rank``: the rank named behind the others there (``judgement.lag``; None:
-    none is); ``within``: for a range, the range it mostly ran in (None: none)."""
-
-    kind: StageOrRange
-    name: str
-    ms: float
-    share: float | None
-    rank: int | None
-    others_ms: float | None = None
-    within: str | None = None
 
 
 class Classified(Row, kw_only=True):

@@ -40,8 +40,9 @@ from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.judgement.causes import Cause, causes
 from mindspeed_prof.analysis.judgement.cells import who_order
+from mindspeed_prof.analysis.judgement.gating import StepTime
 from mindspeed_prof.analysis.judgement.lag import Lag, is_wait
-from mindspeed_prof.analysis.judgement.where import Phases, phases, slowest
+from mindspeed_prof.analysis.judgement.where import Phases, Share, phases, slowest
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.ratio import ratio
@@ -51,8 +52,6 @@ from mindspeed_prof.analysis.rows import (
     DeviceVerdict,
     MemoryVerdict,
     Row,
-    Share,
-    StepTime,
     Straggler,
     World,
 )

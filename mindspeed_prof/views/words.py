@@ -7,10 +7,11 @@ from mindspeed_prof.analysis.capture_facts import worlds_text
 from mindspeed_prof.analysis.counts import GENERATE, is_update
 from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.judgement.causes import Cause
-from mindspeed_prof.analysis.judgement.where import Phases
+from mindspeed_prof.analysis.judgement.gating import StepTime
+from mindspeed_prof.analysis.judgement.where import Phases, Share
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
-from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Share, StepTime, Straggler, World
+from mindspeed_prof.analysis.rows import BOUNDS, DeviceVerdict, Straggler, World
 from mindspeed_prof.analysis.throughput import OVER_PEAK, StageThroughput
 from mindspeed_prof.analysis.triggered import Triggered
 from mindspeed_prof.analysis.verdict import Verdict

@@ -209,7 +209,8 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
 
     from mindspeed_prof.analysis.judgement.lag import Lag
     from mindspeed_prof.analysis.next_capture import next_steps
-    from mindspeed_prof.analysis.rows import Share, Straggler
+    from mindspeed_prof.analysis.judgement.where import Share
+    from mindspeed_prof.analysis.rows import Straggler
 
     light = SimpleNamespace(traces=[], root=Path("profiler_data"))
     slowest = Share(kind="stage", name="actor_update", ms=10.0, share=0.5, rank=rank)

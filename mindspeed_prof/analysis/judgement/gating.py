@@ -11,12 +11,33 @@ from collections import Counter
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import StepTime
+from mindspeed_prof.analysis.rows import Row
 
-__all__ = ["TIE_MS", "gate", "gated", "step_time"]
+__all__ = ["TIE_MS", "StepTime", "gate", "gated", "step_time"]
 
 #: Steps this close (a microsecond) took as long: their ranks gate it together.
 TIE_MS = 1e-3
+
+
+class StepTime(Row, kw_only=True):
+    """The step as the job lived it: each step takes its slowest rank's time (every rank waits
+    for it). ``median_ms`` of those steps, the fastest and slowest of them, ``spread`` ((max -
+    min) / median), ``steps`` and ``ranks`` counted; beside it, over ranks: ``fastest_ms``
+    (the median over steps of the fastest rank's step), ``rank_spread`` (the median over steps
+    of (slowest - fastest) / slowest), and ``gated_by`` (with ``gated_source``), the rank that
+    was slowest in ``gated`` of the steps, the most (None, 0: one rank)."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    spread: float
+    steps: int
+    ranks: int
+    fastest_ms: float | None = None
+    rank_spread: float | None = None
+    gated_by: int | None = None
+    gated_source: str = ""
+    gated: int = 0
 
 
 def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:

@@ -9,12 +9,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from mindspeed_prof.analysis.judgement.cells import Cells, per_step
-from mindspeed_prof.analysis.judgement.gating import gate
+from mindspeed_prof.analysis.judgement.gating import StepTime, gate
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
 from mindspeed_prof.analysis.judgement.lag import Lag, lags
 from mindspeed_prof.analysis.readers.model import DeviceRow, Range
-from mindspeed_prof.analysis.rows import StepTime, StragglerKind
+from mindspeed_prof.analysis.rows import StragglerKind
 
 __all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms", "step_time"]
 

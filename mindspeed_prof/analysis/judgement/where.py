@@ -20,9 +20,28 @@ from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.rows import Row, Share, StageOrRange
+from mindspeed_prof.analysis.rows import Row, StageOrRange
 
-__all__ = ["Phases", "phases", "range_cells", "slowest", "stage_cells"]
+__all__ = ["Phases", "Share", "phases", "range_cells", "slowest", "stage_cells"]
+
+
+class Share(Row, kw_only=True):
+    """Where the time goes: a stage (``kind`` ``stage``; its time in a step) or, where no stage
+    was recorded, a custom range (``range``; its self time in a step, the ranges nested in it
+    left out). ``ms``: the median over steps of its time on its slowest rank in that step;
+    ``share``: the median over steps of that against the step the job lived (its slowest
+    rank's; None: no step ranges); ``others_ms``: the same for the other ranks' median (None:
+    one rank); ``rank``: the rank named behind the others there (``judgement.lag``; None:
+    none is); ``within``: for a range, the range it mostly ran in (None: none)."""
+
+    kind: StageOrRange
+    name: str
+    ms: float
+    share: float | None
+    rank: int | None
+    others_ms: float | None = None
+    within: str | None = None
+
 
 Key = tuple[int | None, str, int | None]  # rank, source, step
 
