@@ -26,7 +26,10 @@ Each run is scored from ``analyse``'s report:
   time is the first cause; Next looks at the first cause's stage and rank; a named straggler is
   a finding of its own, and the slowest stage names no other rank);
 - slope error: a growth's ms per step (the finding's: the median over its ranks) against the
-  planted one.
+  planted one;
+- `compare --fail-over 0.05` (its default floor): on two healthy runs of the demo (a false
+  alarm when it fails), and on a healthy run against the one with a stage 80 ms slower (a miss
+  when it does not name that stage).
 
 Goals: false alarms 0 quiet, at most 5% under load; misses and mislocations at most 5%;
 inconsistent answers 0; the worst slope error at most 20%. Each row says how many runs it
@@ -153,6 +156,8 @@ class Tally:
     mislocated: list[int] = field(default_factory=lambda: [0, 0])
     inconsistent: int = 0
     missed: dict[str, int] = field(default_factory=dict)
+    gate_alarms: list[int] = field(default_factory=lambda: [0, 0])  # compare, same config
+    gate_misses: list[int] = field(default_factory=lambda: [0, 0])  # compare, a slower stage
     slope: list[float] = field(default_factory=list)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
@@ -196,6 +201,14 @@ def _figures(report: Report, where: str, t: Tally, alarm_goal: float) -> None:
     if t.slope:
         report.add(f"growth slope error (worst), {where}", "the planted slope", max(t.slope), 0.2,
                    f"{len(t.slope)} growth runs")
+    if t.gate_alarms[1]:
+        report.add(f"compare --fail-over 0.05 on one config twice, {where}",
+                   f"{t.gate_alarms[1]} pairs of healthy runs", _rate(t.gate_alarms), alarm_goal,
+                   f"{t.gate_alarms[0]} of {t.gate_alarms[1]} failed{ex('gate alarm')}")
+    if t.gate_misses[1]:
+        report.add(f"compare --fail-over 0.05 missing a stage 80 ms slower, {where}",
+                   f"{t.gate_misses[1]} pairs", _rate(t.gate_misses), 0.05,
+                   f"{t.gate_misses[0]} of {t.gate_misses[1]}")
 
 
 def _synthetic(seeds: int) -> Tally:
@@ -227,10 +240,36 @@ def _demo(seeds: int, scenarios: Iterable[str], busy: int) -> Tally:
                     out = root / f"{scenario}-{seed}"
                     truth = demo.run(scenario, seed, out)
                     t.add(score(make_report(analyse(out, cache=False)), truth), scenario)
+        _gate(t, root, seeds, scenarios)
     finally:
         demo.close()
         shutil.rmtree(root, ignore_errors=True)
     return t
+
+
+def _gate(t: Tally, root: Path, seeds: int, scenarios: Iterable[str]) -> None:
+    """``compare --fail-over 0.05`` (its default floor) on two healthy runs of one config (a
+    false alarm when it names anything slower), and on a healthy run against the run with a
+    stage 80 ms slower on every rank (a miss when it does not name that stage)."""
+    from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.compare import compare_runs, slower_than
+
+    def slower(a: Path, b: Path) -> list[str]:
+        return slower_than(compare_runs(analyse(a, cache=False), analyse(b, cache=False)), 0.05)
+
+    for seed in range(seeds):
+        a = root / f"healthy-{seed}"
+        b = root / f"healthy-{(seed + 1) % seeds}"
+        if seeds > 1:
+            said = slower(a, b)
+            t.gate_alarms[0] += bool(said)
+            t.gate_alarms[1] += 1
+            if said:
+                t.examples.setdefault("gate alarm", []).append(said[0])
+        if "stage" in scenarios:
+            said = slower(a, root / f"stage-{seed}")
+            t.gate_misses[0] += not any("critic_compute_values" in line for line in said)
+            t.gate_misses[1] += 1
 
 
 def run(report: Report) -> None:

@@ -177,15 +177,38 @@ def test_a_capture_without_steps_is_read_whole(tmp_path: Path) -> None:
 
 
 def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
-    """Only warmup step 1 idles; step 2 is busy through: nothing, unless warmup counts."""
-    t = Trace().step(1, 0, 10000).step(2, 10000, 10000)
-    _host_bound(t, 0).op(10001, 10020, 9000)
+    """Only warmup step 1 idles; steps 2 and 3 are busy through: nothing. Counted, the warmup
+    step is one step of three that idles: a one-off, still nothing."""
+    t = Trace().step(1, 0, 10000).step(2, 10000, 10000).step(3, 20000, 10000)
+    _host_bound(t, 0).op(10001, 10020, 9000).op(20001, 20020, 9000)
     # the window [2, 4) and its warmup step just before it (MindSpeed-LLM's DPO warmup)
     t.write(tmp_path, mindspeed_prof={"rank": 0, "window": [2, 4], "warmup_steps": 1})
     result = analyse(tmp_path, cache=False)
     assert result.warmup() == {(0, 1)} and cuda.idle_time(result) == []
     result.include_warmup = True
-    assert cuda.idle_time(result)
+    assert {r.step for r in result.counted_device()} >= {1, 2, 3}
+    assert cuda.idle_time(result) == []
+
+
+def test_a_device_idle_in_most_steps_fires_and_in_one_step_does_not(tmp_path: Path) -> None:
+    """Host-bound in steps 1 to 4 of 4: named; in step 1 of 4 only (a host stall), though its
+    mean over the steps is over the threshold: a one-off, not named."""
+    every, once = tmp_path / "every", tmp_path / "once"
+    t = Trace()
+    for step in range(4):
+        t.step(step + 1, 10000 * step, 10000)
+        _host_bound(t, 10000 * step)
+    t.write(every)
+    t = Trace()
+    for step in range(4):
+        t.step(step + 1, 10000 * step, 10000)
+        if step == 0:
+            _host_bound(t, 0)
+        else:
+            t.op(10000 * step + 1, 10000 * step + 20, 9500)
+    t.write(once)
+    assert cuda.idle_time(analyse(every, cache=False))
+    assert cuda.idle_time(analyse(once, cache=False)) == []
 
 
 def test_ranks_named_worst_first(tmp_path: Path) -> None:
@@ -298,8 +321,9 @@ def test_cuda_findings_in_analyse_text_and_json(tmp_path: Path,
 #: What the rules find on the corpus' GPU sets: per rule, the ms per step of the rank shown
 #: (and, for idle time, what it mostly is).
 CORPUS: dict[str, dict[str, tuple[float, str]]] = {
-    "kineto_nccl_rank0_of_2": {"cuda.idle_time": (167.7, "host wait"),
-                               "cuda.exposed_comm": (13.2, "")},
+    # exposed communication 10.2, 10.5 and 18.9 ms of 220 ms steps: over 5% on average only
+    # because of its last step, so no finding (a rule holds in nearly every step)
+    "kineto_nccl_rank0_of_2": {"cuda.idle_time": (167.7, "host wait")},
     "kineto_nccl_rank0_of_16": {"cuda.idle_time": (169.6, "other"),
                                 "cuda.exposed_comm": (32.1, "")},
     "kineto_nccl_v100_rank1_of_2": {"cuda.idle_time": (146.5, "host wait"),

@@ -10,8 +10,10 @@ Kineto trace, answered per rank and step from what the readers keep.
   not overlapped with compute, a share of the step.
 
 Each fires where its time per step is over the noise floor (``judgement.noise.noise_floor``: the
-``--noise-ms`` floor or 1% of the step) and ``FIRE_SHARE`` of the step; severity grows with the
-share (``severity``). They read the captures the device verdict reads (``device_scope``):
+``--noise-ms`` floor or 1% of the step) and ``FIRE_SHARE`` of the step, on average and in
+nearly every step (``ranks.consistent``: one step in four let off, as a rank's lag is judged:
+a one-off host stall is not a host-bound device); severity grows with the share
+(``severity``). They read the captures the device verdict reads (``device_scope``):
 warmup steps are left out unless ``include_warmup``; where no capture has steps, each capture
 is one whole, its own unit, named by its file; captures without steps beside captures with
 steps are left out (the verdict names them), never averaged with steps. One module per rule

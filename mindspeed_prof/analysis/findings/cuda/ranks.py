@@ -4,6 +4,7 @@ time per step is a finding (``fires``), and the finding that names the ranks it 
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from mindspeed_prof.analysis.device_scope import scope
 from mindspeed_prof.analysis.findings.common import files_text, severity, source_label
 from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.judgement.lag import least
 from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
@@ -133,15 +135,52 @@ def fires(result: Analysis, ms: float, span: float) -> bool:
     )
 
 
+def _steps(who: Rank) -> list[Rank]:
+    """``who`` one step at a time (its rows of that step only)."""
+    return [
+        Rank(
+            who.rank,
+            who.source,
+            who.capture,
+            who.traces,
+            steps=[row],
+            stages=[r for r in who.stages if r.step == row.step],
+            idle=[r for r in who.idle if r.step == row.step],
+            launches=[r for r in who.launches if r.step == row.step],
+        )
+        for row in who.steps
+    ]
+
+
+def consistent(
+    result: Analysis, who: Rank, measure: Callable[[Rank], tuple[float, T] | None]
+) -> bool:
+    """Whether the time ``measure`` gives holds in nearly every step of ``who`` (as a lag is
+    judged: ``judgement.lag.least``, one step in four let off), not only on average: a
+    one-off stall of the host is not a host-bound device. Captures without steps: one whole."""
+    if who.per != "per step" or len(who.steps) < 2:
+        return True
+    each = sorted(
+        got[0] if got is not None else 0.0 for got in (measure(one) for one in _steps(who))
+    )
+    kept = each[least(len(each)) - 1]
+    return fires(result, kept, statistics.median(r.span_ms or 0.0 for r in who.steps))
+
+
 def fired(
     result: Analysis, measure: Callable[[Rank], tuple[float, T] | None]
 ) -> list[tuple[float, Rank, T]]:
     """The ranks where the time per step ``measure`` gives (with what else it measured; None:
-    nothing to measure) ``fires``, worst first."""
+    nothing to measure) ``fires``, and holds in nearly every step (``consistent``), worst
+    first."""
     hits: list[tuple[float, Rank, T]] = []
     for who in ranks(result):
         got = measure(who)
-        if got is not None and fires(result, got[0], who.span_ms):
+        if (
+            got is not None
+            and fires(result, got[0], who.span_ms)
+            and consistent(result, who, measure)
+        ):
             hits.append((got[0], who, got[1]))
     hits.sort(key=lambda h: (-h[0], rank_order(h[1].rank)))
     return hits
