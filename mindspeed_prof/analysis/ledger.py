@@ -28,6 +28,7 @@ import statistics
 from collections import defaultdict
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, percentile
+from mindspeed_prof.analysis.judgement.lag import least
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
 
@@ -62,7 +63,9 @@ NOTE_STEPS = 3
 class LedgerLine(Row, kw_only=True):
     """One kind of waste over the steps that counted it: ``count`` of ``of`` (``share``, 0-1),
     ``seconds`` of the ``generation_s`` of those steps (``time_share``, 0-1; None where no
-    step has generation time), ``steps`` counted, ``note``: steps left out and why."""
+    step has generation time), ``steps`` counted, ``kept_share``: the share it keeps in
+    nearly every step (``judgement.lag.least``: one step in four let off; a one-off step's
+    waste is not the run's), ``note``: steps left out and why."""
 
     line: str
     counter: str
@@ -75,6 +78,7 @@ class LedgerLine(Row, kw_only=True):
     generation_s: float | None = None
     time_share: float | None = None
     steps: int = 0
+    kept_share: float | None = None
     note: str | None = None
 
 
@@ -180,6 +184,7 @@ def line_of(
     bad: list[str] = []
     seconds = gen = 0.0
     timed = False
+    each: list[float] = []
     for step in sorted(steps, key=lambda s: (s is None, s or 0)):
         counts = steps[step]
         if counter not in counts:
@@ -196,6 +201,7 @@ def line_of(
         out.steps += 1
         out.count += n
         out.of += d
+        each.append(n / d)
         if step in generation:
             timed = True
             seconds += n / d * generation[step]
@@ -206,6 +212,8 @@ def line_of(
         out.note = f"left out: {_steps_text(bad)} (a count over its whole, or no whole)"
     if out.of > 0:
         out.share = min(out.count / out.of, 1.0)
+    if each:
+        out.kept_share = min(sorted(each)[least(len(each)) - 1], 1.0)
     if timed:
         out.seconds, out.generation_s = min(seconds, gen), gen
         out.time_share = min(seconds / gen, 1.0) if gen > 0 else 0.0

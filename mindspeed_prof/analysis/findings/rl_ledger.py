@@ -3,7 +3,9 @@ generation time goes on work that is not trained on, or on the long tail of resp
 
 - ``waste``: one finding per ledger line (dropped samples, zero-variance groups, truncated
   responses) whose share of generation time is at least ``WASTE_MEDIUM`` (high from
-  ``WASTE_HIGH``) and whose seconds per step are over the noise floor;
+  ``WASTE_HIGH``), whose share is at least that in nearly every step too (``kept_share``: a
+  one-off step's waste is not the run's) and whose seconds per step are over the noise
+  floor;
 - ``long_tail``: the share of generation after 95% of responses had finished, at least
   ``TAIL_MEDIUM`` (high from ``TAIL_HIGH``).
 
@@ -85,7 +87,7 @@ def _per_step(seconds: float | None, steps: int) -> float | None:
 
 def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -> Finding | None:
     share = x.time_share if x.time_share is not None else x.share
-    if share is None or share < WASTE_MEDIUM:
+    if share is None or share < WASTE_MEDIUM or (x.kept_share or 0.0) < WASTE_MEDIUM:
         return None
     per = _per_step(x.seconds, x.steps)
     if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):

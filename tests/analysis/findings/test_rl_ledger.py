@@ -105,3 +105,19 @@ def test_no_counters_no_ledger_findings(tmp_path: Path) -> None:
     found, notes = find(result)
     assert not notes and not [f for f in found if f.rule.startswith(("rl.dropped",
                                                                      "rl.long_tail"))]
+
+
+def test_waste_in_one_step_of_four_is_no_finding(tmp_path: Path) -> None:
+    """Every sample dropped in step 1, none in steps 2 to 4: 25% over the run, but not the
+    share the run keeps (a one-off step's waste)."""
+    rl_run(tmp_path, ranks=(0,), steps=(1, 2, 3, 4),
+           calls=lambda rank, step: [("samples_kept", 0 if step == 1 else 100, None),
+                                     ("samples_dropped", 100 if step == 1 else 0, None)],
+           stage_ms=lambda rank, step, stage: 100.0 if stage == "actor_generate" else 20.0)
+    result = analyse(tmp_path)
+    book = result.ledger()
+    assert book is not None
+    (dropped,) = [x for x in book.lines if x.line == "dropped"]
+    assert dropped.share == 0.25 and dropped.kept_share == 0.0
+    assert waste(result) == []
+
