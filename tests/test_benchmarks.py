@@ -43,7 +43,7 @@ def test_every_group_gives_figures_with_numbers(quick: tuple[list[dict], str]) -
         if f in hta_missing:
             assert math.isnan(f["ratio"]) and f["met"] is False  # a missing baseline is no pass
             continue
-        assert math.isfinite(f["ratio"]) and f["ratio"] > 0, f
+        assert math.isfinite(f["ratio"]) and f["ratio"] >= 0, f  # a rate of false alarms: 0 at best
         if f["ci"]:
             lo, hi = f["ci"]
             assert lo <= f["ratio"] <= hi, f

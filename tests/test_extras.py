@@ -47,7 +47,7 @@ def test_the_line_fits_the_install(tmp_path: Path) -> None:
 
 def test_this_checkout_is_a_clone_install() -> None:
     """The tests run from an install of this repository (editable or not): its folder."""
-    root = Path(extras.__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1]  # this checkout, installed either way
     if extras.installed_from() is None:
         pytest.skip("SKIP: mindspeed-prof is not installed from a folder here")
     assert extras.install_line("report", cwd=root) == "pip install '.[report]'"

@@ -171,7 +171,8 @@ def rich_rows(text: str, title: str, key: int = 1) -> list[list[str]]:
     """The body rows of the rich table titled ``title``, each cell without spaces (``flat``):
     continuation lines (column ``key``, which never wraps, empty) are joined to their row."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == title)
+    first = re.compile(rf"{re.escape(title)}(, 1 of \d+)?")  # a table split to fit: its first
+    start = next(i for i, line in enumerate(lines) if first.fullmatch(line.strip()))
     rows: list[list[str]] = []
     body = False
     for line in lines[start + 1:]:

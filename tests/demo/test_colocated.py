@@ -115,7 +115,8 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
             peaks[a["stage"]][a["step"]] = max(peaks[a["stage"]].get(a["step"], 0), *a["values"])
     assert set(peaks) >= {"actor_update", "weight_sync", "actor_generate"}
     slopes = {st: theil_sen(sorted(v), [v[k] for k in sorted(v)])[0] for st, v in peaks.items()}
-    assert slopes["actor_update"] >= 15 * (1 << 20)  # the 16 MiB a step it keeps
+    # the 16 MiB a step it keeps, less what the step frees of pages it held before (RSS)
+    assert slopes["actor_update"] >= 12 * (1 << 20)
     (f,) = [f for f in report(analyse(root)).findings if f.rule == "rl.memory_growth"]
     top = max(slopes.values())
     assert f.title.startswith(f"peak memory grows {top / (1 << 20):,.2f} MiB per step on rank 0 ")

@@ -102,7 +102,15 @@ MEASURE = r"""<script>(function () {
       })),
       overflowing: cells.filter(function (c) {
         return c.scrollWidth > c.clientWidth + 1;
-      }).map(function (c) { return c.textContent.slice(0, 60); })});
+      }).map(function (c) { return c.textContent.slice(0, 60); }),
+      midword: [].concat.apply([], cells.map(function (c) {
+        return Array.from(c.childNodes).filter(function (n) {
+          if (n.nodeType !== 3 || /\s/.test(n.textContent.trim())) { return false; }
+          var r = document.createRange();
+          r.selectNodeContents(n);
+          return r.getClientRects().length > 1;
+        }).map(function (n) { return n.textContent.slice(0, 60); });
+      }))});
   });
   document.querySelectorAll('body *').forEach(function (el) {
     var up = el.parentElement;
@@ -261,6 +269,7 @@ def test_nothing_overlaps_or_overflows(browser: str, reports: dict[str, Path], r
         assert t["scrolls"] and inside(t["box"], [0, t["box"][1], viewport, t["box"][3]]), t
         assert t["font"] >= TABLE_PX, (t["title"], t["font"])
         assert t["overflowing"] == [], t["title"]
+        assert t["midword"] == [], (t["title"], "a name broken inside a word")
         if width >= 1280:
             assert t["table"] <= t["inner"] + 1, (t["title"], "does not fit", t["table"],
                                                   t["inner"])
@@ -275,17 +284,20 @@ def test_every_gantt_step_is_on_the_page_at_800(browser: str, reports: dict[str,
 
 
 def test_the_measuring_catches_an_overflow_and_an_overlap(browser: str, tmp_path: Path) -> None:
-    """The checks can fail: a table wider than the window outside any wrapper, and two labels
-    drawn on one spot, are seen."""
+    """The checks can fail: a table wider than the window outside any wrapper, a name broken
+    inside a word, and two labels drawn on one spot, are seen."""
     page = tmp_path / "bad.html"
     page.write_text(
         "<!doctype html><html><body><table><tr>" + "<td>wide_cell_text</td>" * 80
-        + "</tr></table><figure id='gantt'><svg xmlns='http://www.w3.org/2000/svg' "
+        + "</tr></table><div class='tbl'><table style='width:60px'><tr><td style='white-space:"
+        "normal;overflow-wrap:anywhere'>reference_compute_log_prob</td></tr></table></div>"
+        "<figure id='gantt'><svg xmlns='http://www.w3.org/2000/svg' "
         "viewBox='0 0 200 50' width='200' height='50'><text x='0' y='20'>step 1</text>"
         "<text x='5' y='22'>step 2</text><rect x='150' y='0' width='100' height='10' "
         "data-step='3'/></svg></figure></body></html>", encoding="utf-8")
     got = layout(browser, page, 800)
     assert got["page"] > got["viewport"] and got["wide"]
+    assert got["tables"][0]["midword"] == ["reference_compute_log_prob"]
     (chart,) = got["charts"]
     assert overlapping(chart["texts"]) and not inside(chart["content"], chart["viewBox"])
     with pytest.raises(AssertionError):

@@ -85,8 +85,15 @@ def test_stage_rank_table_fits_any_rank_count(ranks: int) -> None:
     if "stage" in cells:  # stages as rows: every rank a column, every stage name whole
         assert cells == ["stage", *[f"rank {r}" for r in range(ranks)]]
         assert all(s in text for s in STAGES)
-    else:  # ranks as rows: stage codes, explained below the table
-        assert cells == ["rank", *[STAGE_CODES[s] for s in STAGES]]
+    else:  # ranks as rows: stage codes, explained below the table, in parts that fit
+        parts = split_tables(text)
+        assert all(part[0] == "rank" for part in parts)
+        assert [c for part in parts for c in part[1:]] == [STAGE_CODES[s] for s in STAGES]
+        assert len(parts) == 1 or all(f", {i} of {len(parts)}" in text
+                                      for i in range(1, len(parts) + 1))
+        bodies = [[line for line in part.splitlines() if line.startswith("│")]
+                  for part in text.split("┏")[1:]]
+        assert [len(b) for b in bodies] == [ranks] * len(parts)  # a rank a line: no cell wraps
         assert all(f"{STAGE_CODES[s]} = {s}" in text for s in STAGES)
     assert ranks > 2 or "stage" in cells  # the natural layout whenever it fits
 
@@ -97,6 +104,27 @@ def test_unknown_long_stage_names_get_codes_and_a_legend() -> None:
     assert_readable(text)
     assert headers(text) == ["rank", "S1", "S2", "short"]
     assert "S1 = a_custom_stage_with_a_long_name" in text and "short =" not in text
+
+
+@pytest.mark.parametrize("ms", [12.5, 12_345.678])
+def test_straggler_stage_names_are_never_cut(ms: float) -> None:
+    """Every stage, the longest too (``reference_compute_log_prob``), whole in the stragglers
+    table at 80 columns, or as its code with the legend under the table: never cut mid-name."""
+    from types import SimpleNamespace
+
+    from mindspeed_prof.analysis.rows import Straggler
+    from mindspeed_prof.views.text.stages import _print_stragglers
+
+    rows = [Straggler.of("stage", s, step=i, who=(12, ""), ms=ms * 2, others_ms=ms)
+            for i, s in enumerate(STAGES)]
+    text = render(_print_stragglers, rows, "stage",
+                  SimpleNamespace(margin=0.15, noise_ms=5.0))
+    assert_readable(text)
+    body = [line.strip("│").split("│")[0].strip() for line in table_lines(text)
+            if line.startswith("│")]
+    named = {s: s if s in body else STAGE_CODES[s] for s in STAGES}
+    assert body == [named[s] for s in STAGES]  # one line a row: no name folded
+    assert all(f"{code} = {s}" in text for s, code in named.items() if code != s)
 
 
 def test_empty_stage_table_is_one_line_not_a_wrapped_title() -> None:

@@ -1,8 +1,10 @@
 """The report page: the verdict, what to run next and the findings on top (one line each, the
-detail and the suggestion folded in a ``<details>``), then the charts and the tables."""
+detail and the suggestion under it in an open ``<details>``), then the charts and the tables;
+tables with no rows are named once at the end, not shown empty."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
 from mindspeed_prof.analysis.report import Report, Tables, report
 from mindspeed_prof.views.html.charts import charts as _charts
 from mindspeed_prof.views.html.style import CSS as _CSS
+from mindspeed_prof.views.html.tables import NONE
 from mindspeed_prof.views.html.tables import esc as _esc
 from mindspeed_prof.views.html.tables import lines as _lines
 from mindspeed_prof.views.html.tables import table as _table
@@ -22,10 +25,13 @@ from mindspeed_prof.views.words import no_device_text, verdict_lines
 
 __all__ = ["write_report"]
 
+#: A section's title, where the section starts with it.
+_TITLE = re.compile(r"<h2>(.*?)</h2>")
+
 
 def _finding(f: Finding) -> str:
     """One line: the severity, the title and the time at stake; the detail, the suggestion and
-    where the numbers came from folded under it."""
+    where the numbers came from under it, open (the why and what to do are the point)."""
     sev = _esc(f.severity)
     impact = f" <span class='impact'>({f.impact_ms:,.1f} ms per step)</span>" if f.impact_ms else ""
     line = f"<span class='sev {sev}'>{sev}</span><b>{_esc(f.title)}</b>{impact}"
@@ -43,7 +49,7 @@ def _finding(f: Finding) -> str:
     if not more:
         return f"<li class='{sev}'>{line}</li>"
     return (
-        f"<li class='{sev}'><details><summary>{line}</summary>"
+        f"<li class='{sev}'><details open><summary>{line}</summary>"
         f"<div class='more'>{''.join(more)}</div></details></li>"
     )
 
@@ -222,6 +228,10 @@ def write_report(given: Report | Analysis, path: Path) -> Path:
     notes += [f"<li>note: {esc(result.shown(n))}</li>" for n in [*t.notes, *answers.rule_notes]]
     if notes:
         parts.append("<h2>Warnings</h2><ul>" + "".join(notes) + "</ul>")
+    absent = [m[1] for part in parts if part.endswith(NONE) and (m := _TITLE.match(part))]
+    parts = [part for part in parts if not part.endswith(NONE)]
+    if absent:  # a light capture's empty tables, named once rather than each a "None."
+        parts.append(f"<p class='empty'>Not in these captures: {', '.join(absent)}.</p>")
     parts.append("</body></html>")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

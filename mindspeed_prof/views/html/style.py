@@ -50,7 +50,7 @@ li{overflow-wrap:anywhere}
 td,th{padding:3px 5px;font-size:.9em}.verdict dd.lead{font-size:1.15em}}
 @media (max-width:640px){.verdict{grid-template-columns:minmax(0,1fr)}}
 """ + "\n".join(
-    f".w{i} td:nth-child({i}){{white-space:normal;overflow-wrap:anywhere;"
+    f".w{i} td:nth-child({i}){{white-space:normal;overflow-wrap:break-word;"
     f"min-width:7em}}.w{i} td:nth-child({i}),.w{i} th:nth-child({i}){{"
     "text-align:left}"
     for i in range(1, MAX_COLUMNS + 1)

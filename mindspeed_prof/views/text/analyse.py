@@ -16,7 +16,7 @@ from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import _captures, _ms, _name, _wrapped, count
 from mindspeed_prof.views.text.details import print_details
-from mindspeed_prof.views.text.stages import _print_per_step, _stragglers, print_stage_rank
+from mindspeed_prof.views.text.stages import _print_per_step, _print_stragglers, print_stage_rank
 from mindspeed_prof.views.words import verdict_lines
 
 __all__ = ["headline", "print_analysis", "print_findings", "print_verdict"]
@@ -100,7 +100,7 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
     if t.per_step:
         _print_per_step(t.per_step, console)
     if t.stragglers:
-        console.print(_stragglers(t.stragglers, "stage", result))
+        _print_stragglers(t.stragglers, "stage", result, console)
     else:
         console.print("No stragglers.")
     ops = t.top_ops[:top]

@@ -15,7 +15,7 @@ from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import _mb, _ms, _ms_whole, _name, _seconds, _who, _wrapped
-from mindspeed_prof.views.text.stages import _stragglers
+from mindspeed_prof.views.text.stages import _print_stragglers
 from mindspeed_prof.views.words import no_device_text
 
 __all__ = ["print_details", "print_device", "print_memory", "print_ranges", "print_top_lists"]
@@ -164,7 +164,7 @@ def print_details(rep: Report, console: Console, top: int = 10) -> None:
     t = rep.tables
     print_ranges(t.range_table, console, top=2 * top)
     if t.range_stragglers:
-        console.print(_stragglers(t.range_stragglers[:top], "range", rep.result))
+        _print_stragglers(t.range_stragglers[:top], "range", rep.result, console)
     print_device(t.device, console, t.unread_device, t.memory)
     print_top_lists(rep, console, top)
     print_memory(t.memory, console)

@@ -60,15 +60,21 @@ def print_stage_rank(
             console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
         return
     codes = _codes(stages)
-    table = _table(title)
-    _column(table, "rank")
-    for stage in stages:
-        _column(table, cell(codes[stage]))
-    for rank in ranks:
-        table.add_row(cell(rank_label(*rank)), *[total(stage, rank) for stage in stages])
-    if shown:
-        table.add_row("no op", *[no_op[stage] for stage in stages])
-    console.print(table)
+
+    def by_rank(names: list[str], part: str = "") -> Table:
+        table = _table(title + part)
+        _column(table, "rank")
+        for stage in names:
+            _column(table, cell(codes[stage]))
+        for rank in ranks:
+            table.add_row(cell(rank_label(*rank)), *[total(stage, rank) for stage in names])
+        if shown:
+            table.add_row("no op", *[no_op[stage] for stage in names])
+        return table
+
+    parts = _fitting(console, list(stages), by_rank)
+    for i, names in enumerate(parts):
+        console.print(by_rank(names, f", {i + 1} of {len(parts)}" if len(parts) > 1 else ""))
     _legend(console, codes)
     if shown:
         console.print(NO_OP_NOTE, style="dim", highlight=False, soft_wrap=True)
@@ -131,24 +137,36 @@ def _fitting(
     return parts
 
 
-def _stragglers(rows: list[Straggler], what: str, result: Analysis) -> Table:
-    """Stage or range stragglers: each rank's ms against the median of the other ranks."""
+def _print_stragglers(rows: list[Straggler], what: str, result: Analysis, console: Console) -> None:
+    """Stage or range stragglers: each rank's ms against the median of the other ranks; stage
+    names as codes with a legend where the names would not fit (never cut mid-name)."""
     title = "Stragglers" if what == "stage" else "Range stragglers"
-    table = _table(
-        f"{title} (> the other ranks' median + {result.margin:.0%}, "
-        f"and by {result.noise_ms:g} ms or 1% of the step)"
-    )
-    table.add_column(what, overflow="fold", max_width=26)
-    for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
-        _column(table, col)
-    for row in rows:
-        table.add_row(
-            _name(row.name, 26),
-            str(row.step),
-            cell(rank_label(*_who(row))),
-            _ms(row.ms),
-            _ms(row.median_ms),
-            _ms(row.excess_ms),
-            f"{row.ratio:.2f}x",
+
+    def build(names: dict[str, str]) -> Table:
+        table = _table(
+            f"{title} (> the other ranks' median + {result.margin:.0%}, "
+            f"and by {result.noise_ms:g} ms or 1% of the step)"
         )
-    return table
+        table.add_column(what, overflow="fold", max_width=26)
+        for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):
+            _column(table, col)
+        for row in rows:
+            table.add_row(
+                _name(names.get(row.name, row.name), 26),
+                str(row.step),
+                cell(rank_label(*_who(row))),
+                _ms(row.ms),
+                _ms(row.median_ms),
+                _ms(row.excess_ms),
+                f"{row.ratio:.2f}x",
+            )
+        return table
+
+    table = build({})
+    codes: dict[str, str] = {}
+    if what == "stage" and not _fits(console, table):
+        codes = _codes(dict.fromkeys(row.name for row in rows))
+        table = build(codes)
+    console.print(table)
+    if codes:
+        _legend(console, codes)
