@@ -336,3 +336,34 @@ def test_mentions_are_found_and_checked(tmp_path: Path) -> None:
         (6, True), (6, True), (6, False)]
     assert [m for _, line in lines(doc) for m in ISSUE.findall(line)] == [
         "issue 30", "issues 3", "#20"]
+
+
+def test_config_md_lists_every_field_with_its_default() -> None:
+    """docs/config.md's two field tables hold every field of the schema, each once, with the
+    schema's default (read as YAML reads it: an enum by its name, a tuple as a list)."""
+    import dataclasses
+    import enum
+
+    import yaml
+
+    from mindspeed_prof.config.schema import IntegratedConfig
+
+    text = (ROOT / "docs" / "config.md").read_text()
+    tables = re.findall(r"^\| `(?:integrated|extensions)` field .*?\n\n", text, re.M | re.S)
+    assert len(tables) == 2
+    rows = [row for table in tables for row in re.findall(r"^\| ([a-z_0-9]+) \| (.*?) \|",
+                                                           table, re.M)]
+    documented = dict(rows)
+    assert len(documented) == len(rows), "a field documented twice"
+
+    def plain(value: object) -> object:
+        if isinstance(value, enum.Enum):
+            return value.name
+        return list(value) if isinstance(value, tuple) else value
+
+    fields = {f.name: plain(f.default) for f in dataclasses.fields(IntegratedConfig)}
+    assert set(fields) - set(documented) == set(), "fields missing from docs/config.md"
+    assert set(documented) - set(fields) == set(), "rows that are no field"
+    wrong = {k: (documented[k], v) for k, v in fields.items()
+             if yaml.safe_load(documented[k]) != v}
+    assert wrong == {}
