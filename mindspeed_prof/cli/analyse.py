@@ -23,6 +23,7 @@ from mindspeed_prof.cli.common import (
     read_runs,
     run_line,
 )
+from mindspeed_prof.cli.output import written
 from mindspeed_prof.raylink import Unreachable
 
 if TYPE_CHECKING:
@@ -171,7 +172,9 @@ def _write_html(args: argparse.Namespace, found: Report, result: Analysis, every
     html = Path(args.html)
     if every and result.run is not None:
         html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}{html.suffix}")
-    say(f"report: {write_report(found, html)}", sys.stderr)
+    with written(html) as tmp:  # never a report cut short under its name
+        write_report(found, tmp)
+    say(f"report: {html}", sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
