@@ -13,6 +13,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from mindspeed_prof.capture import crash
 from mindspeed_prof.capture.buffer import Chunk, Event, RangeBuffer
 from mindspeed_prof.capture.naming import inside, release_stem
 from mindspeed_prof.capture.part import Host, Part
@@ -81,13 +82,13 @@ class Flight(Part):
             if self._tap.in_step:
                 self._due = True  # dumped at the step's end, with the whole step
             else:
-                self.dump("error")
+                self.dump(_failed())
         if self._signalled and not self._tap.open_count:
             self._signalled = False
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         if (failed or self._due) and not self._signalled:
-            self.dump("error")
+            self.dump(_failed())
         self._due = False
         if self._signalled and not self._tap.open_count:
             self._signalled = False
@@ -136,3 +137,9 @@ class Flight(Part):
         record.seconds = round(time.time() - started, 6)
         host.captures.append(record)
         return path
+
+
+def _failed() -> str:
+    """Why a step or stage failed: ``signal`` once SIGTERM or SIGINT came (a preemption's
+    handler exiting through the step), else ``error``."""
+    return "signal" if crash.signalled() else "error"
