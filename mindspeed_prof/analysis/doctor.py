@@ -21,7 +21,11 @@ from mindspeed_prof.analysis.doctor_files import (
     refused,
 )
 from mindspeed_prof.analysis.doctor_health import Health, Problem
-from mindspeed_prof.analysis.doctor_killed import check_killed, unfinished_rename
+from mindspeed_prof.analysis.doctor_killed import (
+    check_elsewhere,
+    check_killed,
+    unfinished_rename,
+)
 from mindspeed_prof.analysis.doctor_ranks import check_ranks, check_windows, check_workers
 from mindspeed_prof.analysis.doctor_readable import check_readable
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
@@ -113,6 +117,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     check_killed(health, by_run, results)
     check_skew(health, first_step, skew_ms)
     check_workers(health, [w for w in workers if isinstance(w, dict)])
+    check_elsewhere(health, [w for w in workers if isinstance(w, dict)], read_paths)
     records = [c for _, m in manifests for c in m.captures or []] + [
         c for w in workers if isinstance(w, dict) for c in w.get("captures", [])
     ]

@@ -17,7 +17,8 @@ __all__ = ["Health", "Problem", "ProblemKind"]
 #: skips part of it; ``no_captures``: nothing under the root that analyse would read;
 #: ``interrupted``: a range file never closed (its process was killed, or is still writing);
 #: ``killed``: a job whose manifest says running and whose process is gone (``doctor_killed``);
-#: ``unfinished_rename``: a whole trace under its temporary name.
+#: ``unfinished_rename``: a whole trace under its temporary name; ``elsewhere``: captures the
+#: cluster summary names outside the root; ``worker_restarted``: a Ray actor restarted.
 ProblemKind = Literal[
     "missing_rank",
     "empty",
@@ -34,6 +35,8 @@ ProblemKind = Literal[
     "interrupted",
     "killed",
     "unfinished_rename",
+    "elsewhere",
+    "worker_restarted",
 ]
 
 

@@ -1,7 +1,8 @@
-"""``doctor``'s checks of a run that was stopped from outside: a job killed (a preemption
-without a handler, SIGKILL) whose manifest still says ``running``, with the steps of its window
-that have no op-level trace; and a complete trace left under its temporary name (the process
-stopped between the export and its rename)."""
+"""``doctor``'s checks of a run that was stopped or spread from outside: a job killed (a
+preemption without a handler, SIGKILL) whose manifest still says ``running``, with the steps of
+its window that have no op-level trace; a complete trace left under its temporary name (the
+process stopped between the export and its rename); captures the cluster summary names outside
+the root (another node's disk), and workers Ray restarted."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import socket
 from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
+from mindspeed_prof.analysis.cluster import elsewhere, restarts
 from mindspeed_prof.analysis.doctor_health import Health, Problem
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.runs import LEGACY
 from mindspeed_prof.formats import is_capture_file
 from mindspeed_prof.formats.manifest import Manifest
 
-__all__ = ["check_killed", "unfinished_rename"]
+__all__ = ["check_elsewhere", "check_killed", "unfinished_rename"]
 
 _TMP = ".tmp"
 
@@ -108,3 +110,19 @@ def _ran(missing: list[int], seen: set[int]) -> str:
     files saw run (a later one may have run after the range file's last write)."""
     did = [s for s in missing if s in seen]
     return f" ({ranks_text(did)} ran: their ranges are in the range file)" if did else ""
+
+
+def check_elsewhere(health: Health, workers: list[dict[str, object]], read: set[Path]) -> None:
+    """Each rank whose captures the cluster summary names outside the root is a finding saying
+    where they are (folder, node, host), in place of "no capture file found" for that rank;
+    each worker Ray restarted is a finding naming the restart and its earlier files."""
+    away = elsewhere(health.root, workers, {p.name for p in read})
+    ranks = {f"rank {a.rank}" for a in away if a.rank is not None}
+    health.findings[:] = [
+        f for f in health.findings if not (f.kind == "missing_rank" and f.where in ranks)
+    ]
+    for a in away:
+        who = f"rank {a.rank}" if a.rank is not None else a.folder
+        health.findings.append(Problem("elsewhere", who, a.line(health.root)))
+    for line in restarts(workers):
+        health.findings.append(Problem("worker_restarted", line.split(" (", 1)[0], line))
