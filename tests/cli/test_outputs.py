@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from mindspeed_prof.cli.common import Exit
 PROG = [sys.executable, "-m", "mindspeed_prof.cli"]
 
 
-def _mount(where: Path, *options: str) -> Iterator[Path]:
+def _mount(where: Path, *options: str) -> Generator[Path, None, None]:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root (the injected faults' tests run instead)")
     where.mkdir()
@@ -221,3 +221,48 @@ def test_a_written_report_is_whole_and_named(run_dir: Path, tmp_path: Path,
     assert _leftovers(tmp_path) == ["report.html"]
     assert (tmp_path / "report.html").read_text().rstrip().endswith("</html>")
     assert f"report: {tmp_path / 'report.html'}" in err
+
+
+# --- sweep_summary.json -------------------------------------------------------------------------
+
+def _sweep(at: Path) -> Path:
+    """A multirun dir of two jobs, each with the manifest its callback wrote."""
+    from mindspeed_prof.formats.manifest import Manifest, write_manifest
+
+    for num in (0, 1):
+        write_manifest(at / str(num) / f"manifest-run{num}.json",
+                       Manifest(status="completed", run=f"run{num}", rank=0))
+    (at / "multirun.yaml").write_text("hydra: {}\n")
+    return at
+
+
+def test_sweep_summary_in_an_injected_read_only_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from mindspeed_prof.analysis import sweep
+
+    def read_only(path: Path, data: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(sweep, "write_json", read_only)
+    multirun = _sweep(tmp_path / "multirun")
+    assert main(["sweep", str(multirun)]) == Exit.UNWRITTEN
+    _one_line(capsys.readouterr().err, str(multirun / sweep.SUMMARY_NAME),
+              "Read-only file system")
+
+
+def test_sweep_summary_in_a_real_read_only_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The sweep dir made on a tmpfs, which is then remounted read-only."""
+    mounted = _mount(tmp_path / "disk", "size=64k")
+    disk = next(mounted)  # the generator held: collecting it unmounts
+    try:
+        multirun = _sweep(disk)
+        remount = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True,
+                                 text=True)
+        if remount.returncode != 0:
+            pytest.skip(f"cannot remount read-only here ({remount.stderr.strip()})")
+        assert main(["sweep", str(multirun)]) == Exit.UNWRITTEN
+        _one_line(capsys.readouterr().err, "sweep_summary.json", "Read-only file system")
+    finally:
+        mounted.close()
