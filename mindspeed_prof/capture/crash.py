@@ -28,6 +28,7 @@ import atexit
 import os
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from types import FrameType
 from typing import Protocol, Union
 
 from mindspeed_prof import mstx  # noqa: F401 - imported first: its fork hook runs before ours
+from mindspeed_prof.capture.hooklock import HookLock
 
 __all__ = ["exporting", "signalled", "track", "unwatch", "watch"]
 
@@ -84,13 +86,29 @@ def exporting() -> Iterator[None]:
             ).start()
 
 
+#: How long the signal waits, after an export, for the hooks to return and the profilers to
+#: close: past it, it takes its effect anyway (a hook that never returns does not keep a
+#: preempted job alive).
+AFTER_EXPORT_WAIT_S = 30.0
+
+
 def _after_export(signum: int) -> None:
+    """On a thread of its own: wait for the hook that exported to return, keep what is cheap
+    (``on_signal``), close every profiler, then send the signal again."""
+    deadline = time.monotonic() + AFTER_EXPORT_WAIT_S
     for profiler in list(_live):
+        lock = getattr(profiler, "_lock", None)  # the profiler's hook lock (``HookLock``)
+        if isinstance(lock, HookLock) and lock.acquire(
+            timeout=max(0.0, deadline - time.monotonic())
+        ):
+            lock.release()
         try:
             getattr(profiler, "on_signal", lambda _: None)(signum)
         except Exception:
             pass
-    _close_all()
+    closer = threading.Thread(target=_close_all, name="mindspeed-prof-close", daemon=True)
+    closer.start()
+    closer.join(max(0.0, deadline - time.monotonic()))
     _pending.clear()
     os.kill(os.getpid(), signum)  # our handler, with nothing live: the signal's own effect
 
