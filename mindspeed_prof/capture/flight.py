@@ -75,6 +75,7 @@ class Flight(Part):
         #: Dumped on a signal while ranges were open: the handler may leave them failed, and
         #: the dump already holds them (until none is open any more).
         self._signalled = False
+        self._signal_dumped = False  # a dump for a signal was written (``on_close``)
         self._pid = os.getpid()  # a forked child never dumps its parent's ring
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
@@ -97,9 +98,17 @@ class Flight(Part):
         self.dump("signal")
         self._signalled = self._tap.open_count > 0
 
+    def on_close(self) -> None:
+        """A signal came but no dump was written for it (the signal interrupted this
+        profiler's hook, and the trainer's handler exited from there): dumped now."""
+        if crash.signalled() and not self._signal_dumped:
+            self.dump("signal")
+
     def dump(self, reason: str, at: int | None = None) -> Path | None:
         """Write the ring to ``<save>/flight/``; its path, or None when it could not be.
         ``at``: the step that asked for it (an anomaly's), recorded with the dump."""
+        if reason == "signal":
+            self._signal_dumped = True
         host = self.host
         if host.failed or os.getpid() != self._pid:
             return None
