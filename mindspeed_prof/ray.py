@@ -13,6 +13,7 @@ the workers of this job (see ``mindspeed_prof.capture.control.board``).
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,13 @@ from mindspeed_prof.capture.run import resolve as resolve_run
 from mindspeed_prof.config.schema import EXTENSIONS
 from mindspeed_prof.config.validate import RUN_KEY, sections, validate
 from mindspeed_prof.formats import CLUSTER_SUMMARY
-from mindspeed_prof.formats.cluster import Missing, RankMetrics, SummaryStatus, WorkerSummary
+from mindspeed_prof.formats.cluster import (
+    FileEntry,
+    Missing,
+    RankMetrics,
+    SummaryStatus,
+    WorkerSummary,
+)
 from mindspeed_prof.formats.save_root import anchor
 from mindspeed_prof.jsonio import write_json
 
@@ -123,9 +130,51 @@ class ProfilerMixin:
             "files": [
                 {"path": str(f), "bytes": f.stat().st_size if f.is_file() else None} for f in files
             ],
+            **_restart(prof, files),
             "stage_rank": summary["stage_rank"] if summary else [],
             "per_step": summary["per_step"] if summary else [],
         }
+
+
+def _restart(prof: Profiler, files: list[Path]) -> WorkerSummary:
+    """``restarted`` and ``earlier_files`` where Ray restarted this actor: the files of this
+    run and rank that another process left in the folders this one wrote to (one listing per
+    folder, no walk of the save root); {} otherwise."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return {}
+    try:
+        restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+    except Exception:  # outside an actor: a task, the driver
+        return {}
+    if not restarted:
+        return {}
+    from mindspeed_prof.formats.stem import rank_of
+
+    run = re.compile(rb'"run":\s*"' + re.escape(prof.run[0].encode()) + rb'"')
+    mine = {f.resolve() for f in files}
+    earlier: list[FileEntry] = []
+    for folder in sorted({f.parent for f in files}):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            if rank_of(name) != prof.rank or path.resolve() in mine or not path.is_file():
+                continue
+            if _head_matches(path, run):
+                earlier.append({"path": str(path), "bytes": path.stat().st_size})
+    return {"restarted": True, "earlier_files": earlier}
+
+
+def _head_matches(path: Path, pattern: re.Pattern[bytes]) -> bool:
+    """Whether the header at the start of ``path`` (its first 64 KiB) matches ``pattern``."""
+    try:
+        with open(path, "rb") as f:
+            return pattern.search(f.read(1 << 16)) is not None
+    except OSError:
+        return False
 
 
 def _node_id() -> str:
@@ -202,7 +251,7 @@ def collect(
         except ray.exceptions.RayError as err:
             out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
         else:
-            out.append({**summary, "status": "ok"})
+            out.append({**summary, "status": "restarted" if summary.get("restarted") else "ok"})
     return sorted(
         out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0, s.get("worker", -1))
     )

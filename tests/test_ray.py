@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +241,99 @@ def test_a_slow_rank_shows_on_rays_metrics_endpoint_and_on_the_driver(
     assert found[("1", "actor_update")] >= 400.0 > found[("0", "actor_update")], found
     assert ("0", "actor_generate") in found and ("1", "actor_generate") in found
     assert list(tmp_path.iterdir()) == []  # telemetry is no capture: nothing written
+
+
+class Restartable(ProfilerMixin):
+    def __init__(self, rank: int, cfg: Mapping[str, Any]) -> None:
+        self.init_profiler(cfg, rank=rank)
+
+    def step(self, step: int) -> int:
+        with self.profiler.step(step), self.profiler.stage("actor_update"):
+            time.sleep(0.02)
+        self.profiler.flush_ranges()
+        return os.getpid()
+
+
+def test_a_restarted_actor_is_named_restarted_with_its_earlier_files(
+        ray_cluster: Any, tmp_path: Path) -> None:
+    """Ray restarts a killed actor (``max_restarts``): its new process profiles the same rank
+    into the same folder. ``collect`` says ``restarted``, not ``ok``, and the summary lists the
+    range file the earlier process left; doctor names the restart."""
+    from mindspeed_prof.analysis.doctor import doctor
+
+    ray = ray_cluster
+    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+                                        "profile_step_end": 3,
+                                        "profile_save_path": str(tmp_path)}})
+    worker = ray.remote(max_restarts=1, max_task_retries=0)(Restartable).remote(1, cfg)
+    first = ray.get(worker.step.remote(1), timeout=180)
+    ray.kill(worker, no_restart=False)
+    deadline = time.monotonic() + 120
+    while True:  # the restarted process answers
+        try:
+            second = ray.get(worker.step.remote(1), timeout=30)
+            break
+        except ray.exceptions.RayActorError:
+            assert time.monotonic() < deadline, "Ray did not restart the actor"
+            time.sleep(0.5)
+    assert second != first
+    ray.get(worker.step.remote(2), timeout=60)
+    (summary,) = collect([worker], ranks=[1])
+    assert summary["status"] == "restarted" and summary["restarted"] is True
+    earlier = [Path(f["path"]).name for f in summary["earlier_files"]]
+    assert earlier and all(f"_{first}_" in name for name in earlier)
+    assert all(f"_{second}_" in Path(f["path"]).name for f in summary["files"])
+    write_cluster_summary(tmp_path, [summary])
+    (restart,) = [f for f in doctor(tmp_path).findings if f.kind == "worker_restarted"]
+    assert restart.where == "rank 1" and earlier[0] in restart.message
+
+
+class _Context:
+    """Ray's runtime context in a restarted actor, as ``profiler_summary`` asks it."""
+
+    was_current_actor_reconstructed = True
+
+    def get_node_id(self) -> str:
+        return "c3" * 28
+
+
+class _Ray:
+    """The ``ray`` module of a worker process (initialised), as far as the summary uses it."""
+
+    @staticmethod
+    def is_initialized() -> bool:
+        return True
+
+    @staticmethod
+    def get_runtime_context() -> _Context:
+        return _Context()
+
+
+def test_a_restarted_workers_summary_lists_its_earlier_files_of_this_run_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a Ray cluster: the earlier process's range file (this run, this rank) is listed;
+    another run's file and another rank's in the same folder are not."""
+    base = {"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
+                           "profile_step_end": 3, "profile_save_path": str(tmp_path)}}
+    cfg = worker_config(base)
+
+    def train(rank: int, config: Mapping[str, Any]) -> list[str]:
+        worker = Restartable.__new__(Restartable)
+        Restartable.__init__(worker, rank, config)
+        for step in (1, 2):
+            worker.step(step)
+        worker.profiler.close()
+        return [f for c in worker.profiler.captures for f in c.files]
+
+    earlier = train(1, cfg)  # the process Ray restarted
+    other_run = train(1, {**cfg, "run": "an-earlier-run"})
+    other_rank = train(0, cfg)
+    monkeypatch.setitem(sys.modules, "ray", _Ray())
+    worker = Restartable.__new__(Restartable)
+    Restartable.__init__(worker, 1, cfg)
+    worker.step(1)
+    summary = worker.profiler_summary()
+    assert summary["restarted"] is True and summary["node"] == "c3" * 28
+    listed = {f["path"] for f in summary["earlier_files"]}
+    assert listed == set(earlier) and not listed & set(other_run + other_rank)
+    assert not listed & {f["path"] for f in summary["files"]}

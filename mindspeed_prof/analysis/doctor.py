@@ -21,6 +21,11 @@ from mindspeed_prof.analysis.doctor_files import (
     refused,
 )
 from mindspeed_prof.analysis.doctor_health import Health, Problem
+from mindspeed_prof.analysis.doctor_killed import (
+    check_elsewhere,
+    check_killed,
+    unfinished_rename,
+)
 from mindspeed_prof.analysis.doctor_ranks import check_ranks, check_windows, check_workers
 from mindspeed_prof.analysis.doctor_readable import check_readable
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
@@ -48,7 +53,8 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             health.disk_per_rank[rank] = health.disk_per_rank.get(rank, 0) + path.stat().st_size
         if path.name.endswith(".tmp") or ".tmp." in path.name:
             health.findings.append(
-                Problem(
+                unfinished_rename(path, root, check_capture(path) is None)
+                or Problem(
                     "temp_file", rel, f"{rel}: temporary file left behind by an interrupted write"
                 )
             )
@@ -108,8 +114,10 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
                 "folder that analyse reads)",
             )
         )
+    check_killed(health, by_run, results)
     check_skew(health, first_step, skew_ms)
     check_workers(health, [w for w in workers if isinstance(w, dict)])
+    check_elsewhere(health, [w for w in workers if isinstance(w, dict)], read_paths)
     records = [c for _, m in manifests for c in m.captures or []] + [
         c for w in workers if isinstance(w, dict) for c in w.get("captures", [])
     ]

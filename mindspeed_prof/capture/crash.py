@@ -6,7 +6,10 @@ checkpoint): no capture's export runs before it. When that handler raises (``sys
 SIGINT's ``KeyboardInterrupt``), the captures close as the exception leaves the trainer's
 steps, or at exit; when it returns, training goes on and so do the captures. Where the trainer
 had no handler, every live profiler is closed (nothing else waits for it), then the signal
-takes its default effect; an ignored signal stays ignored.
+takes its default effect; an ignored signal stays ignored. A signal without a trainer's handler
+that lands while a capture is exported (``exporting``) waits for the export to end (its rename
+done) and the hook that ran it to return: a thread then closes every profiler (the range file
+holds every finished step) and sends the signal again, which takes its effect.
 
 The handlers and the ``atexit`` hook are installed while at least one profiler is live and
 removed when the last one closes, so a process that stopped profiling is left as it was.
@@ -25,14 +28,17 @@ import atexit
 import os
 import signal
 import threading
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Protocol, Union
 
 from mindspeed_prof import mstx  # noqa: F401 - imported first: its fork hook runs before ours
+from mindspeed_prof.capture.hooklock import HookLock
 
-__all__ = ["track", "unwatch", "watch"]
+__all__ = ["exporting", "signalled", "track", "unwatch", "watch"]
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -52,6 +58,59 @@ _made: weakref.WeakSet[_Disownable] = weakref.WeakSet()  # every profiler of thi
 _live: weakref.WeakSet[_Closable] = weakref.WeakSet()
 _previous: dict[int, _Handler] = {}  # signal -> the handler ours replaced
 _pid = os.getpid()  # the process the live profilers belong to
+_exporting = 0  # exports under way (``exporting``)
+_pending: list[int] = []  # a signal that waits for the exports to end
+_received: list[int] = []  # the signals our handler took in this process
+
+
+def signalled() -> bool:
+    """Whether SIGTERM or SIGINT came to this process while a profiler watched it (an
+    exception now leaving a step is the signal's, not the trainer's error)."""
+    return bool(_received)
+
+
+@contextmanager
+def exporting() -> Iterator[None]:
+    """Around a capture's export: a signal without a trainer's handler waits for it."""
+    global _exporting
+    _exporting += 1
+    try:
+        yield
+    finally:
+        _exporting -= 1
+        if not _exporting and _pending and os.getpid() == _pid:
+            # the hook that exported still runs on this thread: close from another one, which
+            # waits for the hook to return (its lock), then sends the signal again
+            threading.Thread(
+                target=_after_export, args=(_pending[0],), name="mindspeed-prof-signal"
+            ).start()
+
+
+#: How long the signal waits, after an export, for the hooks to return and the profilers to
+#: close: past it, it takes its effect anyway (a hook that never returns does not keep a
+#: preempted job alive).
+AFTER_EXPORT_WAIT_S = 30.0
+
+
+def _after_export(signum: int) -> None:
+    """On a thread of its own: wait for the hook that exported to return, keep what is cheap
+    (``on_signal``), close every profiler, then send the signal again."""
+    deadline = time.monotonic() + AFTER_EXPORT_WAIT_S
+    for profiler in list(_live):
+        lock = getattr(profiler, "_lock", None)  # the profiler's hook lock (``HookLock``)
+        if isinstance(lock, HookLock) and lock.acquire(
+            timeout=max(0.0, deadline - time.monotonic())
+        ):
+            lock.release()
+        try:
+            getattr(profiler, "on_signal", lambda _: None)(signum)
+        except Exception:
+            pass
+    closer = threading.Thread(target=_close_all, name="mindspeed-prof-close", daemon=True)
+    closer.start()
+    closer.join(max(0.0, deadline - time.monotonic()))
+    _pending.clear()
+    os.kill(os.getpid(), signum)  # our handler, with nothing live: the signal's own effect
 
 
 def track(profiler: _Disownable) -> None:
@@ -107,6 +166,11 @@ def _close_all() -> None:
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     previous = _previous.get(signum, signal.SIG_DFL)
     if os.getpid() == _pid:
+        _received[:] = [signum]
+        if _exporting and not callable(previous) and previous != signal.SIG_IGN:
+            if not _pending:  # after the export (``exporting``)
+                _pending.append(signum)
+            return
         for profiler in list(_live):  # cheap: the range file written out, a flight dump
             try:
                 getattr(profiler, "on_signal", lambda _: None)(signum)
@@ -123,8 +187,10 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def _in_child() -> None:
     """After a fork, in the child: every profiler disowned, the trainer's handlers back."""
-    global _pid
-    _pid = os.getpid()
+    global _pid, _exporting
+    _pid, _exporting = os.getpid(), 0
+    _pending.clear()
+    _received.clear()
     for profiler in list(_made):
         try:
             profiler.disown()

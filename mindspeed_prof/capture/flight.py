@@ -13,6 +13,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from mindspeed_prof.capture import crash
 from mindspeed_prof.capture.buffer import Chunk, Event, RangeBuffer
 from mindspeed_prof.capture.naming import inside, release_stem
 from mindspeed_prof.capture.part import Host, Part
@@ -74,6 +75,7 @@ class Flight(Part):
         #: Dumped on a signal while ranges were open: the handler may leave them failed, and
         #: the dump already holds them (until none is open any more).
         self._signalled = False
+        self._signal_dumped = False  # a dump for a signal was written (``on_close``)
         self._pid = os.getpid()  # a forked child never dumps its parent's ring
 
     def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
@@ -81,13 +83,13 @@ class Flight(Part):
             if self._tap.in_step:
                 self._due = True  # dumped at the step's end, with the whole step
             else:
-                self.dump("error")
+                self.dump(_failed())
         if self._signalled and not self._tap.open_count:
             self._signalled = False
 
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         if (failed or self._due) and not self._signalled:
-            self.dump("error")
+            self.dump(_failed())
         self._due = False
         if self._signalled and not self._tap.open_count:
             self._signalled = False
@@ -96,9 +98,17 @@ class Flight(Part):
         self.dump("signal")
         self._signalled = self._tap.open_count > 0
 
+    def on_close(self) -> None:
+        """A signal came but no dump was written for it (the signal interrupted this
+        profiler's hook, and the trainer's handler exited from there): dumped now."""
+        if crash.signalled() and not self._signal_dumped:
+            self.dump("signal")
+
     def dump(self, reason: str, at: int | None = None) -> Path | None:
         """Write the ring to ``<save>/flight/``; its path, or None when it could not be.
         ``at``: the step that asked for it (an anomaly's), recorded with the dump."""
+        if reason == "signal":
+            self._signal_dumped = True
         host = self.host
         if host.failed or os.getpid() != self._pid:
             return None
@@ -136,3 +146,9 @@ class Flight(Part):
         record.seconds = round(time.time() - started, 6)
         host.captures.append(record)
         return path
+
+
+def _failed() -> str:
+    """Why a step or stage failed: ``signal`` once SIGTERM or SIGINT came (a preemption's
+    handler exiting through the step), else ``error``."""
+    return "signal" if crash.signalled() else "error"

@@ -21,7 +21,16 @@ from mindspeed_prof.capture.buffer import (
 )
 from mindspeed_prof.formats.header import KIND_SPANS, CaptureHeader, Clock, header_dict
 
-__all__ = ["CLOSED", "FORMAT", "TAIL", "named", "trace_body", "trace_header", "write_trace"]
+__all__ = [
+    "CLOSED",
+    "FORMAT",
+    "TAIL",
+    "ends_whole",
+    "named",
+    "trace_body",
+    "trace_header",
+    "write_trace",
+]
 
 TAIL = b"\n]}\n"
 #: The end a range file gets when its recorder closes it: a file still ending in ``TAIL`` was
@@ -153,3 +162,15 @@ def write_trace(
             raise named(err, path) from err
         raise
     return path
+
+
+def ends_whole(path: Path) -> bool:
+    """Whether ``path`` is a non-empty file that ends a JSON object (a Chrome trace written to
+    its end: an exporter cut short stops mid-event)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 64))
+            return size > 0 and f.read().rstrip().endswith(b"}")
+    except OSError:
+        return False

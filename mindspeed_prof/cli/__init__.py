@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from types import ModuleType
 
-from mindspeed_prof.cli.common import Exit, exit_help
+from mindspeed_prof.cli.common import Exit, error, exit_help
 
 __all__ = ["COMMANDS", "NAMES", "main", "parser"]
 
@@ -52,22 +51,26 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mindspeed_prof.cli.output import Unwritten, guarded_stdout, silence_stdout
+
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv[:1] == ["demo"]:
-            return int(command("demo").run(argv[1:]))
-        args = parser(argv[0] if argv else None).parse_args(argv)
-        code = int(args.func(args))
-        sys.stdout.flush()  # a closed pipe shows up here, not at exit
-        return code
+        with guarded_stdout():
+            if argv[:1] == ["demo"]:
+                return int(command("demo").run(argv[1:]))
+            args = parser(argv[0] if argv else None).parse_args(argv)
+            code = int(args.func(args))
+            sys.stdout.flush()  # a closed pipe or a full disk shows up here, not at exit
+            return code
     except KeyboardInterrupt:
         print(
             "mindspeed-prof: interrupted (no partial output or cache entry left)", file=sys.stderr
         )
         return 130
-    except BrokenPipeError:
-        # The reader went away (`mindspeed-prof analyse DIR --json | head`): not an error of
-        # ours. Point stdout at devnull so the flush at exit does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return Exit.NOTHING
+    except Unwritten as err:
+        # A full disk, a read-only folder, or the reader went away (`analyse DIR | head`):
+        # one line, and for stdout, point it at devnull so the flush at exit does not fail again.
+        if err.where == "stdout":
+            silence_stdout()
+        error(str(err))
+        return Exit.UNWRITTEN

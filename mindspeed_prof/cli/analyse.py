@@ -23,10 +23,12 @@ from mindspeed_prof.cli.common import (
     read_runs,
     run_line,
 )
+from mindspeed_prof.cli.output import written
 from mindspeed_prof.raylink import Unreachable
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.cluster import Away
     from mindspeed_prof.analysis.report import Report
 
 __all__ = ["add_parser", "run"]
@@ -171,7 +173,9 @@ def _write_html(args: argparse.Namespace, found: Report, result: Analysis, every
     html = Path(args.html)
     if every and result.run is not None:
         html = html.with_name(f"{html.stem}-{result.run.id.replace(':', '_')}{html.suffix}")
-    say(f"report: {write_report(found, html)}", sys.stderr)
+    with written(html) as tmp:  # never a report cut short under its name
+        write_report(found, tmp)
+    say(f"report: {html}", sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     first = results[0]
     every = args.run == ALL and len(results) > 1
     _say_lines(args, results, every)
+    away = _elsewhere(args, results)
     if not any(r.traces for r in results):
         if not first.bad:
             error(
@@ -212,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             _write_html(args, found, result, every)
         if args.json:
-            docs.append(found.json())
+            doc = found.json()
+            if args.ray is None:
+                doc["elsewhere"] = [a._asdict() for a in away.get(_run_id(result), [])]
+            docs.append(doc)
             continue
         head = (
             f"run {describe(result.run)}" if every and result.run is not None else run_line(result)
@@ -224,7 +232,34 @@ def run(args: argparse.Namespace) -> int:
         body = {"runs": docs[0]["runs"], "results": docs} if every else docs[0]
         json.dump(body, sys.stdout, indent=2, default=str)
         print()
-    return exit_code(*results) if every else exit_code(first)
+    code = exit_code(*results) if every else exit_code(first)
+    return Exit.PARTIAL if code == Exit.OK and any(away.values()) else code
+
+
+def _run_id(result: Analysis) -> str | None:
+    return result.run.id if result.run is not None else None
+
+
+def _elsewhere(args: argparse.Namespace, results: list[Analysis]) -> dict[str | None, list[Away]]:
+    """Per run: the captures a cluster summary names outside the analysed root (one line each
+    on stderr), and the workers Ray restarted (one line each). Nothing with ``--ray``, which
+    reads every node."""
+    from mindspeed_prof.analysis.cluster import elsewhere, restarts, summary_workers
+
+    if args.ray is not None:
+        return {}
+    root = Path(args.path)
+    workers = summary_workers(root)
+    if not workers:
+        return {}
+    read = {t.path.name for r in results for t in r.traces}
+    away: dict[str | None, list[Away]] = {}
+    for result in results:
+        run = _run_id(result)
+        away[run] = elsewhere(root, workers, read, run)
+        for line in [a.line(root) for a in away[run]] + restarts(workers, run):
+            error(line)
+    return away
 
 
 def _sweep_jobs(path: Path) -> list[Path]:

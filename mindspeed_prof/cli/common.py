@@ -46,13 +46,22 @@ class Exit(IntEnum):
     SLOWER = 4
     #: ``capture``: no running job took the request (none running, none reachable, ignored).
     NOT_RUNNING = 5
+    #: An output could not be written whole (a full disk, a read-only folder, a closed pipe).
+    UNWRITTEN = 6
 
+
+#: Every command that writes (stdout, ``-o``, ``--html``) can end so.
+_UNWRITTEN = (
+    "an output could not be written (a full disk, a read-only folder, stdout closed by its "
+    "reader): one line names it; no file is left cut short under its name"
+)
 
 _READ = {
     Exit.OK: "every capture was read",
     Exit.NOTHING: "nothing to read (no such path, or no captures under it)",
     Exit.USAGE: "bad usage (also --html without matplotlib, a Ray cluster that cannot be reached)",
     Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)",
+    Exit.UNWRITTEN: _UNWRITTEN,
 }
 
 #: What each code means for each command that returns it: the one source of the exit-code
@@ -72,15 +81,18 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         Exit.USAGE: "bad usage (--steps or --detail not allowed, a Ray cluster that "
         "cannot be reached)",
         Exit.PARTIAL: "some files were skipped or partly read (each named on stderr)",
+        Exit.UNWRITTEN: _UNWRITTEN,
     },
     "doctor": {
         Exit.OK: "healthy",
         Exit.NOTHING: "no such directory",
         Exit.PARTIAL: "findings (one line each)",
+        Exit.UNWRITTEN: _UNWRITTEN,
     },
     "sweep": {
         Exit.OK: "one row per job written",
         Exit.NOTHING: "no such directory, or no job under it wrote a manifest",
+        Exit.UNWRITTEN: _UNWRITTEN,
     },
     "capture": {
         Exit.OK: "every rank that took the request wrote its capture",
@@ -92,6 +104,7 @@ MEANINGS: dict[str, dict[Exit, str]] = {
         "command waited), none is reachable (no Ray cluster at the address, "
         "no capture board), on_demand is false, the hooks are not called, "
         "or no worker matches the request",
+        Exit.UNWRITTEN: _UNWRITTEN,
     },
 }
 

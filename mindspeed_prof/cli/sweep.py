@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
+from mindspeed_prof.cli.output import Unwritten
 
 __all__ = ["add_parser", "run"]
 
@@ -27,7 +28,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mindspeed_prof.analysis.sweep import as_dicts, profiled, sweep_summary
+    from mindspeed_prof.analysis.sweep import SUMMARY_NAME, as_dicts, profiled, sweep_summary
     from mindspeed_prof.views.text import print_sweep
 
     try:
@@ -35,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as err:
         error(str(err))
         return Exit.NOTHING
+    except OSError as err:  # the summary file: a read-only folder, a full disk
+        raise Unwritten(str(Path(args.dir) / SUMMARY_NAME), err) from err
     if not profiled(rows):
         error(f"no job under {args.dir} wrote a manifest (was profile on?)")
         return Exit.NOTHING

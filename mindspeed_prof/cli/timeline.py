@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
@@ -18,7 +19,11 @@ from mindspeed_prof.cli.common import (
     read_captures,
     run_line,
 )
+from mindspeed_prof.cli.output import Unwritten
 from mindspeed_prof.raylink import Unreachable
+
+if TYPE_CHECKING:
+    from mindspeed_prof.analysis.analyse import Analysis
 
 __all__ = ["add_parser", "run"]
 
@@ -91,6 +96,16 @@ def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> s
     return None
 
 
+def _say_reading(result: Analysis) -> None:
+    """The run, placement and reading lines on stderr."""
+    if line := run_line(result):  # one run's timeline: the newest
+        error(line.replace("; --run ID|all", ""))
+    if line := placement_line(result):
+        error(line)
+    for line in result.messages():
+        error(line)
+
+
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.timeline import write_timeline
     from mindspeed_prof.analysis.timeline_budget import BudgetError, budget_line
@@ -113,12 +128,7 @@ def run(args: argparse.Namespace) -> int:
     except Unreachable as err:
         error(str(err))
         return Exit.USAGE
-    if line := run_line(result):  # one run's timeline: the newest
-        error(line.replace("; --run ID|all", ""))
-    if line := placement_line(result):
-        error(line)
-    for line in result.messages():
-        error(line)
+    _say_reading(result)
     if not result.traces:
         error(f"{args.root}: no captures to merge")
         return Exit.NOTHING
@@ -138,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     except BudgetError as err:
         error(f"{err}: nothing written; narrow it with --steps A:B or raise --max-mb")
         return Exit.NOTHING
+    except OSError as err:  # a full disk, a read-only folder: written through a temporary name
+        raise Unwritten(args.output, err) from err
     for w in timeline.warnings:
         error(result.shown(w))
     if timeline.budget:

@@ -10,9 +10,10 @@ from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummary"]
 
-#: ``ok``: the worker answered; else why not (its process is gone, no answer in time, or the
-#: summary method raised).
-SummaryStatus = Literal["ok", "died", "timeout", "failed"]
+#: ``ok``: the worker answered; ``restarted``: it answered, from a process Ray restarted (the
+#: files of its earlier process under ``earlier_files``); else why not (its process is gone, no
+#: answer in time, or the summary method raised).
+SummaryStatus = Literal["ok", "restarted", "died", "timeout", "failed"]
 
 
 class FileEntry(TypedDict):
@@ -37,6 +38,10 @@ class WorkerSummary(TypedDict, total=False):
     failed: bool
     captures: list[Mapping[str, object]]  # the captures' manifest records
     files: list[FileEntry]
+    #: Ray restarted this actor (``was_current_actor_reconstructed``): the summary is its new
+    #: process's; ``earlier_files``: what its earlier processes of this run left beside its own.
+    restarted: bool
+    earlier_files: list[FileEntry]
     stage_rank: list[JsonableObject]
     per_step: list[JsonableObject]
     status: SummaryStatus

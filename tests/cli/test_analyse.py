@@ -66,7 +66,7 @@ def test_closed_pipe_is_not_a_traceback(run_dir: Path) -> None:
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the command writes anything (it is still importing)
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=300) == 1
+    assert proc.wait(timeout=300) == 6  # the output was cut short, not "nothing to read" (1)
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception" not in err
 
 

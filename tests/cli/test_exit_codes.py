@@ -58,6 +58,7 @@ def test_the_table_has_one_meaning_per_code_and_every_command_that_reads() -> No
     assert set(MEANINGS) == names
     for meanings in MEANINGS.values():
         assert Exit.OK in meanings and all(isinstance(c, Exit) for c in meanings)
-    assert [int(c) for c in Exit] == list(range(6))  # never renumbered: scripts depend on it
+    assert [int(c) for c in Exit] == list(range(7))  # never renumbered: scripts depend on it
     assert exit_table("doctor") == ("| exit | meaning |\n|---|---|\n| 0 | healthy |\n"
-                                    "| 1 | no such directory |\n| 3 | findings (one line each) |\n")
+                                    "| 1 | no such directory |\n| 3 | findings (one line each) |\n"
+                                    f"| 6 | {MEANINGS['analyse'][Exit.UNWRITTEN]} |\n")

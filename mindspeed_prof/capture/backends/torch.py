@@ -29,8 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ContextManager, TypedDict
 
+from mindspeed_prof.capture import crash
 from mindspeed_prof.capture.backends.base import Backend, CaptureTarget, RecordFunctionSink
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
+from mindspeed_prof.capture.trace_file import ends_whole
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
 from mindspeed_prof.formats.header import header_json
@@ -209,14 +211,21 @@ class TorchBackend(Backend):
         tmp = json_path.with_name(json_path.name + ".tmp")
         written = []
         try:  # a half-written export (disk full) is removed; the final name appears complete
-            prof.export_chrome_trace(str(tmp))
-            if self.cfg.profile_export_type is ExportType.db:
-                with open(tmp, "rb") as f:
-                    trace = json.load(f)
-                written.append(write_db(trace, target.directory / f"{target.stem}{DB}"))
-            else:
+            with crash.exporting():  # a SIGTERM without a handler waits for the rename
+                prof.export_chrome_trace(str(tmp))
+                if self.cfg.profile_export_type is ExportType.db:
+                    with open(tmp, "rb") as f:
+                        trace = json.load(f)
+                    written.append(write_db(trace, target.directory / f"{target.stem}{DB}"))
+                else:
+                    os.replace(tmp, json_path)
+                    written.append(json_path)
+        except (KeyboardInterrupt, SystemExit):
+            # a signal's exception (the trainer's handler exits) once the exporter wrote the
+            # whole trace: it gets its final name before the exception goes on
+            if self.cfg.profile_export_type is not ExportType.db and ends_whole(tmp):
                 os.replace(tmp, json_path)
-                written.append(json_path)
+            raise
         finally:  # torch's exporter may leave its own "<tmp>.tmp" behind too
             for leftover in tmp.parent.glob(tmp.name + "*"):
                 leftover.unlink(missing_ok=True)
