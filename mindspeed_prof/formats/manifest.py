@@ -12,18 +12,19 @@ the same way; their ``run`` is empty.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
 
 import msgspec
 
-from mindspeed_prof.formats import NPU_FOLDER, capture_stem, is_capture_file
+from mindspeed_prof.formats import CLUSTER_SUMMARY, NPU_FOLDER, capture_stem, is_capture_file
 from mindspeed_prof.jsonio import Refused, read_bytes
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "find_manifests",
     "host_info",
     "is_manifest",
+    "job_files",
     "list_files",
     "manifest_name",
     "nothing_captured",
@@ -177,6 +179,64 @@ def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
         ):
             out.append({"path": str(p.relative_to(root)), "bytes": st.st_size})
     return out
+
+
+def job_files(
+    root: Path, captures: Sequence[MutableMapping[str, Any]], run: str = ""
+) -> list[FileEntry]:
+    """What the job wrote under ``root``, relative path and size, without walking ``root``:
+    the files of its ``captures`` (manifest records; a folder: the files in it), and those its
+    Ray workers reported in ``root``'s cluster summary for ``run``. A file that is gone (its
+    folder deleted) is listed nowhere: it is taken out of its capture's ``files`` too."""
+    out: dict[str, int] = {}
+    root = root.expanduser().absolute()
+    for capture in captures:
+        files = capture.get("files")
+        if isinstance(files, list):
+            capture["files"] = [f for f in files if _add(root, Path(str(f)), out)]
+    for f in _workers_files(root, run):
+        _add(root, Path(f), out)
+    return [{"path": path, "bytes": size} for path, size in sorted(out.items())]
+
+
+def _add(root: Path, path: Path, out: dict[str, int]) -> bool:
+    """``path``'s files (a folder: those in it) into ``out`` where under ``root``; whether
+    it is still there."""
+    path = root / path  # relative: under the root; absolute: as it is
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    found = [(path, st)] if stat.S_ISREG(st.st_mode) else []
+    if stat.S_ISDIR(st.st_mode):
+        for p in path.rglob("*"):
+            try:
+                found.append((p, p.stat()))
+            except OSError:
+                continue
+    for p, s in found:
+        if stat.S_ISREG(s.st_mode) and p.is_relative_to(root):
+            out[str(p.relative_to(root))] = s.st_size
+    return True
+
+
+def _workers_files(root: Path, run: str) -> list[str]:
+    """The files ``root``'s cluster summary says this run's Ray workers wrote (none where
+    there is none, or it cannot be read)."""
+    if not run:
+        return []
+    try:
+        summary = json.loads(read_bytes(root / CLUSTER_SUMMARY))
+    except (OSError, ValueError):
+        return []
+    rows = summary.get("workers") if isinstance(summary, dict) else None
+    paths = []
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and row.get("run") == run:
+            for f in row.get("files") or []:
+                if isinstance(f, dict) and isinstance(f.get("path"), str):
+                    paths.append(f["path"])
+    return paths
 
 
 def capture_count(manifest: Manifest, shared: bool = False) -> int:
