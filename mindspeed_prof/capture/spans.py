@@ -21,23 +21,28 @@ from mindspeed_prof.capture.buffer import Chunk, Event, Range, RangeBuffer
 from mindspeed_prof.capture.trace_file import CLOSED, TAIL, named, trace_body, trace_header
 from mindspeed_prof.formats.header import CaptureHeader
 
-__all__ = ["MAX_WAITING", "SpanRecorder"]
+__all__ = ["HANDOFF_WAIT_S", "MAX_WAITING", "SpanRecorder"]
 
 log = logging.getLogger("mindspeed_prof")
 
 #: Ranges handed to the writer thread and not written yet, at the most (a few MB of memory):
 #: past this the file system has stalled for long, and new steps' ranges are dropped.
 MAX_WAITING = 100_000
+#: How long a hand-off waits for an idle writer to write what it was handed: a write that
+#: takes longer (a stalled file system) goes on without the step. Waiting while writes are
+#: quick leaves the writer asleep, not runnable, once the step goes on: a ``fork()`` from C
+#: (no fork hook runs) then never catches it holding the interpreter's lock.
+HANDOFF_WAIT_S = 0.005
 
 
 class SpanRecorder:
     """A range file fed from a ``RangeBuffer``: complete JSON after every write.
 
     ``flush_due()``, called at every step end, hands what was recorded to the writer thread at
-    most once per ``interval_s`` (a clock read otherwise) and never waits for the disk: a
-    trainer's steps are each written as they end, a tight loop of tiny steps 100 times a
-    second. ``flush()`` and ``close()`` wait until everything recorded is written. A process
-    killed by SIGKILL loses only what was not written yet.
+    most once per ``interval_s`` (a clock read otherwise), waiting at most ``HANDOFF_WAIT_S``
+    for it to be written: a trainer's steps are each written as they end, a tight loop of tiny
+    steps 100 times a second. ``flush()`` and ``close()`` wait until everything recorded is
+    written. A process killed by SIGKILL loses only what was not written yet.
 
     A write that fails (a full disk) cuts the file back to the ranges written whole (complete
     JSON, not closed); nothing more is written to it; the next ``flush_due`` or ``flush``
@@ -74,6 +79,7 @@ class SpanRecorder:
         self._waiting = 0
         self._closing = False
         self._writer: threading.Thread | None = None
+        self._busy = False  # the writer holds a batch
         self.dropped = 0  # ranges dropped while the file system stalled
         self._closing_told = False
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,13 +165,20 @@ class SpanRecorder:
                         self._waiting,
                     )
                 return
+            idle = not self._busy and not self._queue
             self._queue.extend(chunks)
             self._waiting += n
             self._cond.notify()
-        if self._writer is None:
-            self._writer = threading.Thread(target=self._write_loop, name="mindspeed-prof-ranges")
-            self._writer.daemon = True
-            self._writer.start()
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._write_loop, name="mindspeed-prof-ranges", daemon=True
+                )
+                self._writer.start()
+            if idle:  # a quick write is waited for; a stalled one is not
+                self._cond.wait_for(self._settled, HANDOFF_WAIT_S)
+
+    def _settled(self) -> bool:
+        return not self._queue and not self._busy
 
     def _raise_once(self) -> None:
         if self._error is not None and not self._told:
@@ -181,7 +194,7 @@ class SpanRecorder:
                     cond.wait()
                 if not self._queue:
                     return
-                chunks, self._queue = self._queue, []
+                chunks, self._queue, self._busy = self._queue, [], True
             try:
                 if self.writable:
                     self._write(chunks)
@@ -192,6 +205,7 @@ class SpanRecorder:
             finally:
                 with cond:
                     self._waiting -= sum(len(e) for _, e in chunks)
+                    self._busy = False
                     cond.notify_all()
 
     def _write(self, chunks: list[Chunk]) -> None:
