@@ -17,7 +17,7 @@ import os
 import re
 import socket
 import stat
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
@@ -181,19 +181,23 @@ def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
     return out
 
 
-def job_files(
-    root: Path, captures: Sequence[MutableMapping[str, Any]], run: str = ""
-) -> list[FileEntry]:
+def job_files(root: Path, captures: list[Any], run: str = "") -> list[FileEntry]:
     """What the job wrote under ``root``, relative path and size, without walking ``root``:
     the files of its ``captures`` (manifest records; a folder: the files in it), and those its
     Ray workers reported in ``root``'s cluster summary for ``run``. A file that is gone (its
-    folder deleted) is listed nowhere: it is taken out of its capture's ``files`` too."""
+    folder deleted) is listed nowhere: it is taken out of its capture's ``files`` too, and a
+    capture whose files are all gone out of ``captures``."""
     out: dict[str, int] = {}
     root = root.expanduser().absolute()
+    kept = []
     for capture in captures:
-        files = capture.get("files")
-        if isinstance(files, list):
+        files = capture.get("files") if isinstance(capture, MutableMapping) else None
+        if isinstance(files, list) and files:
             capture["files"] = [f for f in files if _add(root, Path(str(f)), out)]
+            if not capture["files"]:
+                continue
+        kept.append(capture)
+    captures[:] = kept
     for f in _workers_files(root, run):
         _add(root, Path(f), out)
     return [{"path": path, "bytes": size} for path, size in sorted(out.items())]
