@@ -35,7 +35,6 @@ __all__ = [
     "host_info",
     "is_manifest",
     "job_files",
-    "list_files",
     "manifest_name",
     "nothing_captured",
     "read_manifest",
@@ -158,27 +157,6 @@ class FileEntry(TypedDict):
 
 def host_info() -> HostInfo:
     return {"host": socket.gethostname(), "pid": os.getpid()}
-
-
-def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
-    """Every file under ``root`` (relative path and size), manifests and hidden files
-    excluded; with ``since`` (epoch seconds), only those written since then (a save root may
-    hold earlier runs' files)."""
-    if not root.is_dir():
-        return []
-    out: list[FileEntry] = []
-    for p in sorted(root.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        if (
-            stat.S_ISREG(st.st_mode)
-            and not p.name.startswith((".", "manifest"))
-            and (since is None or st.st_mtime >= since)
-        ):
-            out.append({"path": str(p.relative_to(root)), "bytes": st.st_size})
-    return out
 
 
 def job_files(root: Path, captures: list[Any], run: str = "") -> list[FileEntry]:
