@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 #: Figure groups, in the order they run and appear; each is ``benchmarks/<name>.py``.
 MODULES = ["markers", "hot_path", "step_cost", "db_size", "analysis", "analysis_depth",
            "hydra_start", "scale", "cache_key", "stream", "decode", "references", "telemetry",
-           "iterations", "scale_detailed", "judgement", "capture_estimate"]
+           "iterations", "scale_detailed", "judgement", "capture_estimate", "disk_budget"]
 
 
 def machine() -> str:

@@ -76,6 +76,8 @@ class CaptureActions:
             return
         try:
             self._capturer.start(starting)
+            if starting.steps:  # the rest of the window in a capture of its own
+                self._sched.cut = capture.step + starting.steps - 1
         except Exception as err:
             self._tell(self._unstarted(starting), f"{type(err).__name__}: {err}")  # never ""
             self._fail("start", err)

@@ -27,12 +27,14 @@ __all__ = ["Host", "Part", "Starting", "stage_hooked"]
 @dataclass
 class Starting:
     """A capture about to start: parts may change the config it records with (an on-demand
-    request's level, the disk budget's lower level) or skip it (``skip``: why)."""
+    request's level, the disk budget's lower level), end a whole-steps window's capture after
+    ``steps`` steps (the window goes on in a capture of its own), or skip it (``skip``: why)."""
 
     capture: Capture
     trigger: Trigger | None
     cfg: IntegratedConfig
     skip: str = ""
+    steps: int = 0
 
     @property
     def request(self) -> str:
@@ -54,6 +56,9 @@ class Host(Protocol):
 
     @property
     def step_now(self) -> int | None: ...
+
+    @property
+    def run(self) -> tuple[str, str]: ...
 
     @property
     def capturing(self) -> bool: ...

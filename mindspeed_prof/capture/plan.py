@@ -101,8 +101,7 @@ class CapturePlan:
     ``start``), since no step before it comes.
     ``stages``: ``(ALL,)`` for whole steps, else the stages whose executions are captured.
     ``one_per_step``: whole steps captured one step per capture instead of one capture over
-    consecutive steps (verl's ``profile_continuous_steps: false``; the disk budget can then
-    lower or skip each step).
+    consecutive steps (verl's ``profile_continuous_steps: false``).
     """
 
     enabled: bool
@@ -136,7 +135,7 @@ class CapturePlan:
             end=cfg.profile_step_end,
             warmup=cfg.warmup_steps,
             steps=listed,
-            one_per_step=cfg.max_disk_mb > 0 or not cfg.profile_continuous_steps,
+            one_per_step=not cfg.profile_continuous_steps,
             iterations=window,
             first_only=bool(cfg.first_microbatch),
             inner=InnerSchedule.from_config(cfg),
@@ -194,6 +193,8 @@ class Scheduler:
     active: Capture | None = None
     done: bool = False  # a planned whole-steps capture ended by an error or close: no more
     _covered: int = 0  # the last step a planned whole-steps capture covered
+    #: The last step of the active whole-steps capture, where a part ended it early (0: none).
+    cut: int = 0
     _depth: int = 0
     _executions: dict[tuple[str, int], int] = field(default_factory=lambda: defaultdict(int))
     #: Unplanned captures: requested, and the one running with its first step not captured.
@@ -289,7 +290,7 @@ class Scheduler:
             return [self._stop("step_end")]  # a stage left open by a hook-driven trainer
         if not self.plan.in_window(step + 1):
             return [self._stop("window_end")]  # the window's, or a run of listed steps', end
-        if self.plan.one_per_step:
+        if self.plan.one_per_step or 0 < self.cut <= step:
             return [self._stop("step_end")]
         return []
 
@@ -387,7 +388,7 @@ class Scheduler:
 
     def _stop(self, reason: StopReason) -> Stop:
         assert self.active is not None
-        capture, self.active, self._depth = self.active, None, 0
+        capture, self.active, self._depth, self.cut = self.active, None, 0, 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
         self._settle()

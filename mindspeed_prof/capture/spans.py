@@ -1,14 +1,19 @@
 """``SpanRecorder``: a range file fed from a ``RangeBuffer``, complete JSON after every write.
 
 It is whole on disk whatever happens while it is written: after a failed write (a full disk)
-it is cut back to the ranges written whole. It belongs to the process that opened it: a forked
-child never writes it.
+it is cut back to the ranges written whole. Steps are written by a thread of its own, so a file
+system that stalls never holds a step: what waits is kept in memory up to ``MAX_WAITING``
+ranges, and past that dropped (counted, one warning). A file removed while it is written (its
+save root deleted) is noticed at the next write: nothing more is written to it, and the next
+flush raises. It belongs to the process that opened it: a forked child never writes it.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
+import threading
 from pathlib import Path
 from time import perf_counter_ns
 
@@ -16,21 +21,35 @@ from mindspeed_prof.capture.buffer import Chunk, Event, Range, RangeBuffer
 from mindspeed_prof.capture.trace_file import CLOSED, TAIL, named, trace_body, trace_header
 from mindspeed_prof.formats.header import CaptureHeader
 
-__all__ = ["SpanRecorder"]
+__all__ = ["HANDOFF_WAIT_S", "MAX_WAITING", "SpanRecorder"]
+
+log = logging.getLogger("mindspeed_prof")
+
+#: Ranges handed to the writer thread and not written yet, at the most (a few MB of memory):
+#: past this the file system has stalled for long, and new steps' ranges are dropped.
+MAX_WAITING = 100_000
+#: How long a hand-off waits for an idle writer to write what it was handed: a write that
+#: takes longer (a stalled file system) goes on without the step. Waiting while writes are
+#: quick leaves the writer asleep, not runnable, once the step goes on: a ``fork()`` from C
+#: (no fork hook runs) then never catches it holding the interpreter's lock.
+HANDOFF_WAIT_S = 0.005
 
 
 class SpanRecorder:
-    """A range file fed from a ``RangeBuffer``: complete JSON after every ``flush()``.
+    """A range file fed from a ``RangeBuffer``: complete JSON after every write.
 
-    ``flush()`` writes everything recorded so far; ``flush_due()``, called at every step end,
-    does so at most once per ``interval_s`` (a clock read otherwise): a trainer's steps are
-    each written as they end, a tight loop of tiny steps writes 100 times a second. A process
-    killed by SIGKILL loses only what was recorded since the last write.
+    ``flush_due()``, called at every step end, hands what was recorded to the writer thread at
+    most once per ``interval_s`` (a clock read otherwise), waiting at most ``HANDOFF_WAIT_S``
+    for it to be written: a trainer's steps are each written as they end, a tight loop of tiny
+    steps 100 times a second. ``flush()`` and ``close()`` wait until everything recorded is
+    written. A process killed by SIGKILL loses only what was not written yet.
 
-    A write that fails (a full disk) raises ``OSError`` naming the file, after the file is cut
-    back to the ranges written whole (complete JSON, not closed); nothing more is written to
-    it, and ``close`` raises that error again (the capture is not whole). Only the process that
-    opened the file writes it: in a forked child ``flush`` and ``close`` do nothing.
+    A write that fails (a full disk) cuts the file back to the ranges written whole (complete
+    JSON, not closed); nothing more is written to it; the next ``flush_due`` or ``flush``
+    raises ``OSError`` naming the file, and ``close`` raises it again (the capture is not
+    whole). A file removed while open raises ``FileNotFoundError`` the same way. Only the
+    process that opened the file writes it: in a forked child ``flush`` and ``close`` do
+    nothing.
     """
 
     reusable = True
@@ -53,6 +72,16 @@ class SpanRecorder:
         self._due = 0
         self._done = 0  # bytes of the write under way already written
         self._error: OSError | None = None  # what cut the file
+        self._told = False  # the error was raised to the caller once
+        #: Handed to the writer thread: chunks waiting, and ranges waiting or being written.
+        self._cond = threading.Condition()
+        self._queue: list[Chunk] = []
+        self._waiting = 0
+        self._closing = False
+        self._writer: threading.Thread | None = None
+        self._busy = False  # the writer holds a batch
+        self.dropped = 0  # ranges dropped while the file system stalled
+        self._closing_told = False
         path.parent.mkdir(parents=True, exist_ok=True)
         # Unbuffered, written at explicit offsets: nothing waits in memory to be written by a
         # later flush (or by a forked child's exit), and every write's extent is known.
@@ -85,40 +114,148 @@ class SpanRecorder:
 
     @property
     def count(self) -> int:
-        """Ranges written so far plus those waiting for the next flush."""
+        """Ranges written so far plus those waiting to be written (not those dropped)."""
         waiting = sum(len(e) for _, e in self._pending)
-        return self._count + waiting + len(self.buffer.events)
+        return self._count + self._waiting + waiting + len(self.buffer.events)
 
     @property
     def writable(self) -> bool:
         """Open, not cut by a failed write, and this process's (not a forked child's)."""
-        return not self._file.closed and os.getpid() == self._pid
+        return not self._file.closed and self._error is None and os.getpid() == self._pid
 
     def flush_due(self) -> None:
         if perf_counter_ns() >= self._due:
-            self.flush()
+            self._hand_off()
 
     def flush(self) -> None:
+        """Everything recorded so far written; raises what cut the file (once)."""
+        if os.getpid() != self._pid:
+            return
+        self._hand_off()
+        self.wait()
+        self._raise_once()
+
+    def wait(self) -> None:
+        """Until what was handed to the writer thread is written (or cut)."""
+        with self._cond:
+            while self._waiting and self._writer is not None and self._writer.is_alive():
+                self._cond.wait(0.1)
+
+    def _hand_off(self) -> None:
+        """What was recorded, to the writer thread (started on first use); never waits for
+        the disk. Past ``MAX_WAITING`` ranges waiting, it is dropped and counted."""
+        if os.getpid() != self._pid:
+            return
         self.add(self.step, self.buffer.take())
         self._due = perf_counter_ns() + self._interval_ns
+        self._raise_once()
         if not self._pending or not self.writable:
+            self._pending = []
             return
         chunks, self._pending = self._pending, []
+        n = sum(len(e) for _, e in chunks)
+        with self._cond:
+            if self._waiting + n > MAX_WAITING:
+                self.dropped += n
+                if self.dropped == n:
+                    log.warning(
+                        "mindspeed-prof: %s: the file system has not taken the last %d ranges; "
+                        "new steps' ranges are dropped (counted) until it does, training goes on",
+                        self.path,
+                        self._waiting,
+                    )
+                return
+            idle = not self._busy and not self._queue
+            self._queue.extend(chunks)
+            self._waiting += n
+            self._cond.notify()
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._write_loop, name="mindspeed-prof-ranges", daemon=True
+                )
+                self._writer.start()
+            if idle:  # a quick write is waited for; a stalled one is not
+                self._cond.wait_for(self._settled, HANDOFF_WAIT_S)
+
+    def _settled(self) -> bool:
+        return not self._queue and not self._busy
+
+    def _raise_once(self) -> None:
+        if self._error is not None and not self._told:
+            self._told = True
+            raise self._error
+
+    def _write_loop(self) -> None:
+        """The writer thread: each batch handed to it, written; ends at ``close``."""
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._queue and not self._closing:
+                    cond.wait()
+                if not self._queue:
+                    return
+                chunks, self._queue, self._busy = self._queue, [], True
+            try:
+                if self.writable:
+                    self._write(chunks)
+            except OSError:
+                pass  # kept in ``_error``: the caller's next flush raises it
+            except Exception as err:  # a bug, not the disk: the file is not written again
+                self._error = OSError(errno.EIO, f"{type(err).__name__}: {err}", str(self.path))
+            finally:
+                with cond:
+                    self._waiting -= sum(len(e) for _, e in chunks)
+                    self._busy = False
+                    cond.notify_all()
+
+    def _write(self, chunks: list[Chunk]) -> None:
+        if self._removed():
+            self._file.close()
+            self._error = FileNotFoundError(
+                errno.ENOENT,
+                "removed while being written; nothing more is written to it",
+                str(self.path),
+            )
+            raise self._error
         lines = trace_body(chunks, self.buffer, self._pid, self._labels)
         body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
         self._replace_tail(body, TAIL)  # the file only grows: nothing is left to truncate
         self._tail_at += len(body)
         self._count += len(lines)
 
+    def _removed(self) -> bool:
+        """The open file has no name left (its save root deleted): an ``fstat``, no lookup."""
+        try:
+            return os.fstat(self._file.fileno()).st_nlink == 0
+        except (AttributeError, OSError, ValueError):  # a file object with no descriptor
+            return False
+
     def close(self) -> None:
+        """Everything recorded written, the file closed (``CLOSED``); raises what cut it."""
         if os.getpid() != self._pid:
             return
-        if self._error is not None:
-            raise self._error
-        if self._file.closed:
+        if self._file.closed and self._error is None:
             return
         try:
             self.flush()
+        except OSError:
+            pass  # raised below, as every close of a cut file does
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._writer is not None:
+            self._writer.join()
+        if self.dropped and not self._closing_told:
+            self._closing_told = True
+            log.warning(
+                "mindspeed-prof: %s: %d ranges were dropped while its file system stalled",
+                self.path,
+                self.dropped,
+            )
+        if self._error is not None:
+            self._file.close()
+            raise self._error
+        try:
             self._replace_tail(b"", CLOSED)  # longer than TAIL: nothing is left to truncate
         finally:
             self._file.close()

@@ -12,18 +12,19 @@ the same way; their ``run`` is empty.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
 
 import msgspec
 
-from mindspeed_prof.formats import NPU_FOLDER, capture_stem, is_capture_file
+from mindspeed_prof.formats import CLUSTER_SUMMARY, NPU_FOLDER, capture_stem, is_capture_file
 from mindspeed_prof.jsonio import Refused, read_bytes
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "find_manifests",
     "host_info",
     "is_manifest",
-    "list_files",
+    "job_files",
     "manifest_name",
     "nothing_captured",
     "read_manifest",
@@ -158,25 +159,66 @@ def host_info() -> HostInfo:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def list_files(root: Path, since: float | None = None) -> list[FileEntry]:
-    """Every file under ``root`` (relative path and size), manifests and hidden files
-    excluded; with ``since`` (epoch seconds), only those written since then (a save root may
-    hold earlier runs' files)."""
-    if not root.is_dir():
+def job_files(root: Path, captures: list[Any], run: str = "") -> list[FileEntry]:
+    """What the job wrote under ``root``, relative path and size, without walking ``root``:
+    the files of its ``captures`` (manifest records; a folder: the files in it), and those its
+    Ray workers reported in ``root``'s cluster summary for ``run``. A file that is gone (its
+    folder deleted) is listed nowhere: it is taken out of its capture's ``files`` too, and a
+    capture whose files are all gone out of ``captures``."""
+    out: dict[str, int] = {}
+    root = root.expanduser().absolute()
+    kept = []
+    for capture in captures:
+        files = capture.get("files") if isinstance(capture, MutableMapping) else None
+        if isinstance(files, list) and files:
+            capture["files"] = [f for f in files if _add(root, Path(str(f)), out)]
+            if not capture["files"]:
+                continue
+        kept.append(capture)
+    captures[:] = kept
+    for f in _workers_files(root, run):
+        _add(root, Path(f), out)
+    return [{"path": path, "bytes": size} for path, size in sorted(out.items())]
+
+
+def _add(root: Path, path: Path, out: dict[str, int]) -> bool:
+    """``path``'s files (a folder: those in it) into ``out`` where under ``root``; whether
+    it is still there."""
+    path = root / path  # relative: under the root; absolute: as it is
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    found = [(path, st)] if stat.S_ISREG(st.st_mode) else []
+    if stat.S_ISDIR(st.st_mode):
+        for p in path.rglob("*"):
+            try:
+                found.append((p, p.stat()))
+            except OSError:
+                continue
+    for p, s in found:
+        if stat.S_ISREG(s.st_mode) and p.is_relative_to(root):
+            out[str(p.relative_to(root))] = s.st_size
+    return True
+
+
+def _workers_files(root: Path, run: str) -> list[str]:
+    """The files ``root``'s cluster summary says this run's Ray workers wrote (none where
+    there is none, or it cannot be read)."""
+    if not run:
         return []
-    out: list[FileEntry] = []
-    for p in sorted(root.rglob("*")):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        if (
-            stat.S_ISREG(st.st_mode)
-            and not p.name.startswith((".", "manifest"))
-            and (since is None or st.st_mtime >= since)
-        ):
-            out.append({"path": str(p.relative_to(root)), "bytes": st.st_size})
-    return out
+    try:
+        summary = json.loads(read_bytes(root / CLUSTER_SUMMARY))
+    except (OSError, ValueError):
+        return []
+    rows = summary.get("workers") if isinstance(summary, dict) else None
+    paths = []
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and row.get("run") == run:
+            for f in row.get("files") or []:
+                if isinstance(f, dict) and isinstance(f.get("path"), str):
+                    paths.append(f["path"])
+    return paths
 
 
 def capture_count(manifest: Manifest, shared: bool = False) -> int:

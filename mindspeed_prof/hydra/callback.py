@@ -165,7 +165,7 @@ class ProfilerCallback(Callback):
         profiler = job.profiler
         profiler.close()
         current.set_job_profiler(None)
-        from mindspeed_prof.formats.manifest import list_files
+        from mindspeed_prof.formats.manifest import job_files
 
         manifest = job.manifest
         manifest.status = "failed" if profiler.failed and status == "completed" else status
@@ -176,8 +176,9 @@ class ProfilerCallback(Callback):
         manifest.duration_s = round(manifest.end_time - (manifest.start_time or 0.0), 3)
         manifest.captures = [c.to_json() for c in profiler.captures]
         manifest.triggers = list(profiler.triggers)  # anomalies: rank, step, stage, median
-        # what this job (and its Ray workers) wrote: not an earlier run's files in the root
-        manifest.files = list_files(job.path.parent, since=manifest.start_time)
+        # what this job (and its Ray workers) wrote, as they recorded it: the root is not
+        # walked (it may hold a dataset), and a file gone since is listed nowhere
+        manifest.files = job_files(job.path.parent, manifest.captures or [], manifest.run)
         _write(job)
         world = lines.world_size()
         if lines.reports(profiler.rank, profiler.cfg.profile_ranks, world):

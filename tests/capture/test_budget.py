@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -13,7 +15,8 @@ import torch
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture import budget as budget_module
-from mindspeed_prof.capture.budget import Budget, DiskBudget, bytes_under
+from mindspeed_prof.capture.budget import LEVELS, Budget, Choice, DiskBudget, bytes_under
+from mindspeed_prof.capture.ledger import Ledger
 from mindspeed_prof.capture.part import Starting
 from mindspeed_prof.capture.plan import ALL, Capture, CapturePlan, Trigger
 from mindspeed_prof.capture.record import CaptureRecord
@@ -23,19 +26,49 @@ from mindspeed_prof.config.validate import ConfigError, validate
 MB = 1024 * 1024
 
 
-def test_choose_lowers_then_skips(tmp_path: Path) -> None:
-    budget = DiskBudget(1, tmp_path)
-    assert budget.choose("level1", 3) == ("level1", "")  # unmeasured: this capture measures
+class _Used:
+    """The ledger's figure, set by hand."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def __call__(self) -> int:
+        return self.bytes
+
+
+def test_choose_lowers_then_skips() -> None:
+    used = _Used()
+    budget = DiskBudget(1, used)
+    assert budget.choose("level1", 1) == Choice("level1", 1)  # unmeasured: this capture measures
     budget.learn("level1", MB // 2, 1)
     budget.learn("level0", MB // 8, 1)
-    level, why = budget.choose("level1", 3)
-    assert level == "level0" and "level1 would need about 1.5 MB" in why
+    choice = budget.choose("level1", 3)
+    assert choice.level == "level0" and choice.steps == 3
+    assert "level1 would need about 1.5 MB" in choice.why
     budget.learn("level_none", 1000, 1)
-    (tmp_path / "big").write_bytes(b"x" * (MB - 10_000))
-    assert budget.choose("level1", 3)[0] == "level_none"
-    (tmp_path / "more").write_bytes(b"x" * 20_000)
-    level, why = budget.choose("level0", 1)
-    assert level is None and "of max_disk_mb=1 used" in why
+    used.bytes = MB - 10_000
+    assert budget.choose("level1", 3).level == "level_none"
+    used.bytes += 20_000
+    choice = budget.choose("level0", 1)
+    assert choice.level is None and "of max_disk_mb=1 used" in choice.why
+
+
+def test_an_unmeasured_level_is_measured_by_one_step_then_the_window_goes_on() -> None:
+    """A window of 10 steps at a level not measured yet: one step measures it; once measured,
+    the rest is one capture where it fits, else as many steps as fit at the highest level
+    that holds one."""
+    used = _Used()
+    budget = DiskBudget(10, used)
+    first = budget.choose("level1", 10)
+    assert first == Choice("level1", 1, "level1 not measured yet: one step measures it")
+    budget.learn("level1", MB // 2, 1)
+    assert budget.choose("level1", 9) == Choice("level1", 9)  # 4.5 MB fits
+    budget.learn("level0", MB // 4, 1)
+    budget.learn("level_none", 2 * MB, 1)  # a level that costs more than one above it
+    used.bytes = 8 * MB
+    partial = budget.choose("level1", 9)  # 2 MB left: 8 steps of level0 or 4 of level1
+    assert (partial.level, partial.steps) == ("level1", 4)
+    assert "9 steps at level1 would need about 4.5 MB" in partial.why
 
 
 def test_negative_budget_is_rejected() -> None:
@@ -46,8 +79,9 @@ def test_negative_budget_is_rejected() -> None:
 @pytest.mark.parametrize("stage", ["actor_update", "all"])
 def test_large_captures_stay_within_one_step_of_the_budget(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str) -> None:
-    """Every capture shape: one capture per stage execution, and a whole-step window (taken
-    one step per capture under a budget, so that it is lowered or stopped mid-window)."""
+    """Every capture shape: one capture per stage execution, and a whole-step window (one
+    capture where it fits; split, with one warning, only to measure a level or where room
+    runs out), lowered or stopped so the job's output stays within one step of the budget."""
     prof = Profiler.from_config({
         "profile": True, "backend": "torch", "stage": stage, "profile_level": "level1",
         "profile_record_shapes": True, "profile_step_start": 1,
@@ -62,60 +96,46 @@ def test_large_captures_stay_within_one_step_of_the_budget(
     sizes = [sum(bytes_under(Path(f)) for f in c.files) for c in prof.captures]
     largest = max(sizes)
     assert largest > 0
-    assert bytes_under(tmp_path) <= MB + largest  # overshoot: at most one capture (one step)
-    assert all(len(c.steps) <= 1 for c in prof.captures)
+    assert sum(sizes) <= MB + largest  # overshoot: at most one capture (one step)
     levels = [c.level for c in prof.captures if not c.skipped]
     assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
-    skipped = [c for c in prof.captures if c.skipped]
-    assert skipped and skipped[0].reason == "disk_budget"
     messages = [r.getMessage() for r in caplog.records]
-    assert sum("skipping captures" in m for m in messages) == 1
     assert sum("instead of level1" in m for m in messages) <= 1
+    if stage == "all":  # never one file per step: a few captures, the last holding the rest
+        taken = [c for c in prof.captures if not c.skipped]
+        assert len(taken) <= 2 * len(LEVELS) and max(len(c.steps) for c in taken) > 10
+        assert sorted(s for c in taken for s in c.steps) == list(range(1, 30))
+        assert sum("are split" in m for m in messages) == 1
+    else:
+        skipped = [c for c in prof.captures if c.skipped]
+        assert skipped and skipped[0].reason == "disk_budget"
+        assert sum("skipping captures" in m for m in messages) == 1
 
 
-def test_save_root_already_full_warns_before_the_first_step(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB + 1))
-    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config({
-            "profile": True, "backend": "torch", "profile_step_start": 1,
-            "profile_step_end": 3, "max_disk_mb": 1, "profile_save_path": str(tmp_path)},
-            rank=0)
-        before = [r.getMessage() for r in caplog.records]
-        for step in range(1, 4):
-            with prof.step(step):
-                pass
-        prof.close()
-    assert len(before) == 1 and "profiler_config.extensions.max_disk_mb=1" in before[0]
-    assert str(tmp_path) in before[0] and "1.0 MB" in before[0]
-    assert len(caplog.records) == 1  # the skip itself does not warn again
-    assert [c.reason for c in prof.captures] == ["disk_budget"]
-    assert bytes_under(tmp_path) < MB + 1 + 64 * 1024  # a manifest at most
+def test_a_window_that_fits_is_one_capture_whatever_the_root_holds(tmp_path: Path) -> None:
+    """A save root already holding more than the budget (a dataset, an earlier run) does not
+    count: only what this job writes does; the window is one capture once its level is
+    measured (the first step measures it)."""
+    (tmp_path / "dataset.bin").write_bytes(b"x" * (2 * MB))
+    prof = Profiler.from_config({
+        "profile": True, "backend": "none", "profile_step_start": 1, "profile_step_end": 40,
+        "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0, run="one-window")
+    for step in range(1, 40):
+        with prof.step(step):
+            pass
+    prof.close()
+    assert [c.steps for c in prof.captures] == [[1], list(range(2, 40))]
+    assert all(Path(f).is_file() for c in prof.captures for f in c.files)
 
 
-def test_budget_with_room_for_a_step_says_nothing(tmp_path: Path) -> None:
-    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB - 65 * 1024))
-    assert DiskBudget(1, tmp_path).full_at_start() == ""
-    (tmp_path / "more.bin").write_bytes(b"x" * 2048)
-    assert "already holds" in DiskBudget(1, tmp_path).full_at_start()
-
-
-def test_a_save_root_not_made_yet_holds_nothing(tmp_path: Path) -> None:
-    root = tmp_path / "not_yet"
-    assert bytes_under(root) == 0
-    assert DiskBudget(1, root).full_at_start() == ""
-    assert DiskBudget(1, root).choose("level1", 3) == ("level1", "")
-    assert not root.exists()  # asking made nothing
-
-
-def test_learns_the_largest_cost_per_step_of_each_level(tmp_path: Path) -> None:
-    budget = DiskBudget(4, tmp_path)
+def test_learns_the_largest_cost_per_step_of_each_level() -> None:
+    budget = DiskBudget(4, _Used())
     budget.learn("level1", 3 * MB, 1)
     budget.learn("level1", MB // 4, 1)  # a cheap step after an expensive one
     budget.learn("level1", 0, 0)  # no steps: teaches nothing
     assert budget.per_step == {"level1": 3 * MB}
-    level, why = budget.choose("level1", 2)  # 6 MB: the largest cost decides
-    assert level == "level0" and "level1 would need about 6.0 MB" in why
+    choice = budget.choose("level1", 2)  # 6 MB: the largest cost decides
+    assert choice.level == "level0" and "level1 would need about 6.0 MB" in choice.why
 
 
 def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> None:
@@ -142,8 +162,8 @@ def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> 
 # -- exact sizes, edges and messages --------------------------------------------------------
 def test_bytes_under_adds_every_file_and_skips_one_gone_since_the_listing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file removed between the folder's listing and its stat counts 0, and the files
-    listed after it still count."""
+    """A capture's folder: a file removed between the folder's listing and its stat counts 0,
+    and the files listed after it still count."""
     (tmp_path / "a").write_bytes(b"x" * 3)
     (tmp_path / "c").write_bytes(b"x" * 5)
     assert bytes_under(tmp_path / "a") == 3 and bytes_under(tmp_path / "empty") == 0
@@ -153,55 +173,29 @@ def test_bytes_under_adds_every_file_and_skips_one_gone_since_the_listing(
     assert bytes_under(tmp_path) == 8
 
 
-def test_full_at_start_fits_one_step_exactly_and_says_how_much_is_held(tmp_path: Path) -> None:
-    """64 KB short of 1 MB leaves room for exactly one step of ranges; one byte more does not."""
-    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB - 64 * 1024))
-    assert DiskBudget(1, tmp_path).full_at_start() == ""
-    (tmp_path / "more.bin").write_bytes(b"x")
-    assert DiskBudget(1, tmp_path).full_at_start() == (
-        f"{tmp_path} already holds 0.9 MB, and one step needs about 64 KB more")  # 15/16 MB
-
-
-def test_choose_edges_of_the_room_left(tmp_path: Path) -> None:
+def test_choose_edges_of_the_room_left() -> None:
     """No room (used == limit) skips; one byte left lets an unmeasured level measure; an
     estimate that exactly fills the room fits. ``why`` gives the MB used and the limit."""
-    budget = DiskBudget(2, tmp_path)
-    (tmp_path / "held").write_bytes(b"x" * (2 * MB))
-    assert budget.choose("level1", 1) == (None, "2.0 MB of max_disk_mb=2 used")
-    (tmp_path / "held").write_bytes(b"x" * (2 * MB - 1))
-    assert budget.choose("level1", 1) == ("level1", "")
-    (tmp_path / "held").write_bytes(b"x" * (3 * MB // 2))
+    used = _Used()
+    budget = DiskBudget(2, used)
+    used.bytes = 2 * MB
+    assert budget.choose("level1", 1) == Choice(None, 0, "2.0 MB of max_disk_mb=2 used")
+    used.bytes = 2 * MB - 1
+    assert budget.choose("level1", 1) == Choice("level1", 1)
+    used.bytes = 3 * MB // 2
     budget.learn("level1", MB // 4, 1)
-    assert budget.choose("level1", 2) == ("level1", "")  # 2 x 0.25 MB = the 0.5 MB left
+    assert budget.choose("level1", 2) == Choice("level1", 2)  # 2 x 0.25 MB = the 0.5 MB left
     budget.learn("level1", MB // 2, 1)
-    assert budget.choose("level1", 2) == (
-        "level0", "1.5 MB of max_disk_mb=2 used; level1 would need about 1.0 MB")
+    assert budget.choose("level1", 2) == Choice(
+        "level0", 1, "1.5 MB of max_disk_mb=2 used; level1 would need about 1.0 MB; "
+        "level0 not measured yet: one step measures it")
 
 
-def test_choose_with_no_save_root_yet_has_the_whole_budget(tmp_path: Path) -> None:
-    budget = DiskBudget(1, tmp_path / "not_yet")
-    budget.learn("level1", MB, 1)
-    assert budget.choose("level1", 1) == ("level1", "")  # 1 MB per step fills 1 MB exactly
-
-
-def test_learn_keeps_the_cost_per_step_even_when_nothing_was_written(tmp_path: Path) -> None:
-    budget = DiskBudget(4, tmp_path)
+def test_learn_keeps_the_cost_per_step_even_when_nothing_was_written() -> None:
+    budget = DiskBudget(4, _Used())
     budget.learn("level1", 6 * MB, 3)
     budget.learn("level_none", 0, 2)
     assert budget.per_step == {"level1": 2 * MB, "level_none": 0.0}
-
-
-def test_full_save_root_warning_names_the_roles_field(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / "earlier_run.bin").write_bytes(b"x" * (MB + 1))
-    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config({"profile": True, "max_disk_mb": 1,
-                                     "profile_save_path": str(tmp_path)}, rank=0, role="actor")
-    prof.close()
-    assert [r.getMessage() for r in caplog.records] == [
-        f"mindspeed-prof: profiler_config.actor.max_disk_mb=1: {tmp_path} already holds 1.0 MB,"
-        " and one step needs about 64 KB more; no capture will be written (raise max_disk_mb,"
-        " or clear the folder)"]
 
 
 # -- the part, on a host double --------------------------------------------------------------
@@ -212,7 +206,7 @@ class _Host:
     def __init__(self, root: Path, plan: CapturePlan) -> None:
         self.cfg = validate({"profile": True, "max_disk_mb": 1, "profile_level": "level1"})
         self.plan, self.save_root = plan, root
-        self.rank, self.role = 5, "actor"
+        self.rank, self.role, self.run = 5, "actor", ("r1", "given")
         self.captures: list[CaptureRecord] = []
         self.warned: list[tuple[str, str]] = []
 
@@ -233,7 +227,7 @@ def _starting(host: _Host, capture: Capture, trigger: Trigger | None = None) -> 
     (Capture(ALL, 2), Trigger("anomaly", 3), True, 3),  # a triggered run of whole steps
     (Capture("actor_update", 2), Trigger("anomaly", 3), True, 1),  # each stage execution
     (Capture("actor_update", 2), None, False, 1),
-    (Capture(ALL, 2), None, True, 1),  # one step per capture
+    (Capture(ALL, 2), None, True, 1),  # one step per capture (continuous steps off)
     (Capture(ALL, 2), None, False, 3),  # the window [1, 5) from step 2: steps 2, 3, 4
 ])
 def test_each_capture_is_estimated_for_the_steps_it_will_hold(
@@ -243,9 +237,9 @@ def test_each_capture_is_estimated_for_the_steps_it_will_hold(
                                                one_per_step=one_per_step))
     asked: list[tuple[str, int]] = []
 
-    def choose(level: str, n: int) -> tuple[str | None, str]:
+    def choose(level: str, n: int) -> Choice:
         asked.append((level, n))
-        return level, ""
+        return Choice(level, n)
 
     monkeypatch.setattr(part.budget, "choose", choose)
     part.before_capture(_starting(host, capture, trigger))
@@ -265,7 +259,7 @@ def test_a_lowered_capture_warns_under_lowered_with_the_reason(tmp_path: Path) -
 
 def test_skipped_captures_make_one_record_that_counts_them(tmp_path: Path) -> None:
     part, host = _budget(tmp_path)
-    (tmp_path / "held").write_bytes(b"x" * MB)
+    part.ledger.add(MB)  # what this job wrote so far
     firsts = [_starting(host, Capture("actor_update", step, index=1)) for step in (3, 4, 5)]
     for starting in firsts:
         part.before_capture(starting)
@@ -282,7 +276,7 @@ def test_skipped_captures_make_one_record_that_counts_them(tmp_path: Path) -> No
 
 def test_one_skip_is_counted_once(tmp_path: Path) -> None:
     part, host = _budget(tmp_path)
-    (tmp_path / "held").write_bytes(b"x" * MB)
+    part.ledger.add(MB)  # what this job wrote so far
     part.before_capture(_starting(host, Capture(ALL, 3)))
     assert [(c.stage, c.skipped_captures) for c in host.captures] == [(ALL, 1)]
 
@@ -300,5 +294,109 @@ def test_only_a_written_capture_with_a_level_teaches_its_cost(tmp_path: Path) ->
     part.on_capture(record([], "level1"), "")  # nothing written
     part.on_capture(record([str(written)], None), "")  # no level
     assert part.budget.per_step == {}
+    assert part.ledger.mine == 1000  # what it wrote counts, whether or not it teaches
     part.on_capture(record([str(written)], "level1"), "")
-    assert part.budget.per_step == {"level1": 500.0}
+    assert part.budget.per_step == {"level1": 500.0} and part.ledger.used == 2000
+
+
+# -- the root is never walked: a crowded or slow save root costs a step nothing --------------
+def test_a_crowded_slow_root_is_never_walked_nor_its_files_statted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save root holding 2,000 files of a dataset, whose every stat would take 1 ms (a slow
+    NFS, as a double): over a 60-step window under a budget, no file of the dataset is ever
+    statted and its folder never listed, on any thread; what the job writes counts."""
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    for i in range(2000):
+        (dataset / f"shard{i}.bin").write_bytes(b"x" * 1000)
+    touched: list[str] = []
+    real_stat, real_scandir, real_walk = os.stat, os.scandir, os.walk
+
+    def slow_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(path).startswith(str(dataset)):
+            touched.append(str(path))
+            time.sleep(0.001)
+        return real_stat(path, *args, **kwargs)
+
+    def listing(real: Any) -> Any:
+        def look(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+            if str(path) in (str(tmp_path), str(dataset)):
+                touched.append(str(path))
+            return real(path, *args, **kwargs)
+        return look
+
+    monkeypatch.setattr(os, "stat", slow_stat)
+    monkeypatch.setattr(os, "scandir", listing(real_scandir))
+    monkeypatch.setattr(os, "walk", listing(real_walk))
+    prof = Profiler.from_config({
+        "profile": True, "backend": "none", "profile_step_start": 1, "profile_step_end": 61,
+        "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0, run="crowded")
+    for step in range(1, 61):
+        with prof.step(step):
+            pass
+    prof.close()
+    ledger = next(p for p in prof.parts if isinstance(p, Budget)).ledger
+    assert touched == []
+    assert ledger.mine == sum(Path(f).stat().st_size for c in prof.captures for f in c.files)
+    assert [len(c.steps) for c in prof.captures] == [1, 59]
+
+
+def test_the_job_s_ranks_count_each_other_through_the_ledger(tmp_path: Path) -> None:
+    """Two ranks of one job share a root: each counts what the other published; a third
+    process of another job (another run) does not count."""
+    a, b = Ledger(tmp_path, "rank0"), Ledger(tmp_path, "rank1")
+    other = Ledger(tmp_path, "rank0")
+    for ledger, run in ((a, "job"), (b, "job"), (other, "another")):
+        ledger._folder = tmp_path / ".budget" / run  # as ``share`` sets it, without its thread
+    a.add(3 * MB)
+    other.add(50 * MB)
+    for ledger in (a, other, b):
+        ledger.look()
+    assert (b.others, b.used) == (3 * MB, 3 * MB)
+    b.add(MB)
+    b.look()
+    a.look()
+    assert a.used == 4 * MB and a.others == MB
+
+
+def test_the_ledger_looks_off_the_training_thread_and_rate_limited(tmp_path: Path) -> None:
+    """``share`` starts the thread: it looks once at once, then no more than once per
+    interval, and once more at ``close``; the caller never looks."""
+    seen: list[str] = []
+    ledger = Ledger(tmp_path, "rank0", interval_s=3600.0)
+    real = ledger.look
+
+    def look() -> None:
+        seen.append(threading.current_thread().name)
+        real()
+
+    ledger.look = look  # type: ignore[method-assign]
+    ledger.add(10)
+    ledger.share("job")
+    ledger.share("job")  # one thread whatever
+    deadline = time.monotonic() + 30
+    while len(seen) < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ledger.add(20)
+    ledger.close()
+    assert ledger._thread is not None
+    ledger._thread.join(30)
+    assert seen == ["mindspeed-prof-ledger"] * 2  # the first look, and the last at close
+    assert (tmp_path / ".budget" / "job" / "rank0").read_text() == "30"
+
+
+def test_memory_stays_bounded_over_a_long_run(tmp_path: Path) -> None:
+    """3,000 steps under a budget: the budget keeps nothing per step (its figures are a few
+    numbers), and the window is still one capture after the first measuring step."""
+    prof = Profiler.from_config({
+        "profile": True, "backend": "none", "profile_level": "level_none",
+        "profile_step_start": 1, "profile_step_end": 3001, "max_disk_mb": 10,
+        "profile_save_path": str(tmp_path)},
+        rank=0, run="long")
+    part = next(p for p in prof.parts if isinstance(p, Budget))
+    for step in range(1, 3001):
+        with prof.step(step):
+            pass
+    prof.close()
+    assert len(prof.captures) == 2 and len(part.budget.per_step) <= len(LEVELS)
+    assert vars(part.ledger).keys() == vars(Ledger(tmp_path, "x")).keys()

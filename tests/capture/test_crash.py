@@ -287,6 +287,7 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
     prof.on_step_start(2)
     prof.on_stage_start("actor_update")
     idle = Profiler.from_config({"profile_save_path": str(tmp_path / "idle")}, rank=0)
+    prof.flush_ranges()  # the parent's writer thread done: the file as the parent left it
     (path,) = [p for p in (tmp_path / "integrated").iterdir() if not p.name.startswith(".")]  # not the claim
     before = path.read_bytes()
     assert signal.getsignal(signal.SIGTERM) is crash._on_signal and mstx.sinks()

@@ -336,10 +336,12 @@ def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
 
 
 def test_parts_hear_why_the_disk_budget_skipped_a_capture(tmp_path: Path) -> None:
-    (tmp_path / "earlier_run.bin").write_bytes(b"x" * 1024 * 1024)
     prof = Profiler.from_config({"profile": True, "mstx": True, "profile_level": "level_none",
                                  "stage": "actor_update", "max_disk_mb": 1,
                                  "profile_save_path": str(tmp_path)}, rank=0)
+    from mindspeed_prof.capture.budget import Budget
+
+    next(p for p in prof.parts if isinstance(p, Budget)).ledger.add(1024 * 1024)  # written
     heard = _Heard()
     prof.add_part(heard)
     train(prof, range(1, 2), stages=("actor_update",))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
+import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +119,7 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
     rec = SpanRecorder(tmp_path / "s.json", CaptureHeader())
 
     def written() -> int:
+        rec.wait()  # the writer thread done with what flush_due handed it
         return len(json.loads(rec.path.read_text())["traceEvents"])
 
     rec.mark("m")
@@ -240,3 +244,124 @@ def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
         rec.close()  # the capture is not whole: its close says so
     assert closing.value.filename == str(rec.path)
     assert rec.path.read_bytes() == cut and disks[0].refused == 1
+
+
+# -- a stalled file system: the step never waits; the close still writes every step ---------
+class StalledFile:
+    """A raw file whose writes wait until ``release`` is set (a file system that stalls); the
+    header, written at the open, passes."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.release, self.blocked = raw, threading.Event(), threading.Event()
+        self.writes = 0
+
+    def seek(self, offset: int) -> int:
+        return int(self.raw.seek(offset))
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.writes > 1:  # not the header's
+            self.blocked.set()
+            self.release.wait()
+        return int(self.raw.write(data))
+
+    def truncate(self, size: int) -> int:
+        return int(self.raw.truncate(size))
+
+    def fileno(self) -> int:
+        return int(self.raw.fileno())
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)
+
+
+def _stalled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SpanRecorder, StalledFile]:
+    from mindspeed_prof.capture import spans
+
+    files: list[StalledFile] = []
+    real_open = open
+
+    def on_disk(file: Path, mode: str, buffering: int = -1) -> Any:
+        files.append(StalledFile(real_open(file, mode, buffering=buffering)))
+        return files[-1]
+
+    monkeypatch.setattr(spans, "open", on_disk, raising=False)
+    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=0), interval_s=0)
+    return rec, files[0]
+
+
+def _steps(path: Path) -> list[int]:
+    return [e["args"]["step"] for e in json.loads(path.read_text())["traceEvents"]]
+
+
+def test_a_stalled_file_system_never_holds_a_step_and_the_close_writes_every_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the writer thread's write is stuck, 50 steps end (each handed off at its end)
+    without waiting; once the file system answers, the close writes every one of them."""
+    rec, disk = _stalled(tmp_path, monkeypatch)
+    for step in range(1, 51):
+        rec.step = step
+        with rec.range("s"):
+            pass
+        rec.flush_due()  # returns while the write of step 1 is stuck
+        if step == 1:
+            assert disk.blocked.wait(30)
+    assert not disk.release.is_set() and rec.count == 50 and rec.dropped == 0
+    disk.release.set()
+    rec.close()
+    assert _steps(rec.path) == list(range(1, 51))
+    assert json.loads(rec.path.read_text())["closed"] is True
+
+
+def test_past_the_bound_a_stalled_file_system_s_ranges_are_dropped_counted_and_warned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Memory stays bounded: past ``MAX_WAITING`` ranges waiting, a step's ranges are dropped
+    and counted, with one warning as it starts and one at the close giving the count; the
+    steps handed off before stay whole."""
+    from mindspeed_prof.capture import spans
+
+    monkeypatch.setattr(spans, "MAX_WAITING", 6)
+    rec, disk = _stalled(tmp_path, monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        for step in range(1, 11):
+            rec.step = step
+            for _ in range(2):
+                with rec.range("s"):
+                    pass
+            rec.flush_due()
+            if step == 1:
+                assert disk.blocked.wait(30)
+        disk.release.set()
+        rec.close()
+    kept = _steps(rec.path)
+    assert rec.dropped == 20 - len(kept) and rec.dropped >= 10
+    assert kept == sorted(kept) and kept[:2] == [1, 1] and len(kept) <= 2 + 6
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2 and "dropped (counted)" in messages[0]
+    assert messages[1] == f"mindspeed-prof: {rec.path}: {rec.dropped} ranges were dropped " \
+                          "while its file system stalled"
+
+
+def test_a_range_file_removed_mid_run_is_noticed_at_the_next_write(tmp_path: Path) -> None:
+    """Its folder deleted (``rm -rf``): the next flush raises FileNotFoundError naming the
+    file, nothing is written to the unlinked file nor a new one made under the old name, and
+    the close raises it again (the capture is not whole)."""
+    folder = tmp_path / "root"
+    rec = SpanRecorder(folder / "s.mstx.trace.json", CaptureHeader(rank=0))
+    rec.step = 1
+    rec.mark("one")
+    rec.flush()
+    shutil.rmtree(folder)
+    rec.step = 2
+    rec.mark("two")
+    with pytest.raises(FileNotFoundError, match="removed while being written") as raised:
+        rec.flush()
+    assert raised.value.filename == str(rec.path)
+    rec.flush()  # said once
+    with pytest.raises(FileNotFoundError):
+        rec.close()
+    assert not folder.exists()

@@ -14,7 +14,6 @@ from mindspeed_prof.formats.manifest import (
     Manifest,
     find_manifests,
     is_manifest,
-    list_files,
     manifest_name,
     read_manifest,
     write_manifest,
@@ -74,16 +73,3 @@ def test_links_fifos_devices_and_huge_files_are_not_read(tmp_path: Path) -> None
     with open(tmp_path / "manifest-big.json", "wb") as f:
         f.truncate(MAX_MANIFEST_BYTES + 1)
     assert [p.name for p, _ in find_manifests(tmp_path)] == ["manifest-r1.json"]
-
-
-def test_files_since_the_job_started_leave_an_earlier_runs_out(tmp_path: Path) -> None:
-    old, new = tmp_path / "a" / "old.json", tmp_path / "a" / "new.json"
-    old.parent.mkdir()
-    old.write_text("{}")
-    new.write_text("{}")
-    (tmp_path / ".hidden.claim").write_text("")
-    (tmp_path / "manifest-r1.json").write_text("{}")
-    os.utime(old, (100.0, 100.0))
-    os.utime(new, (200.0, 200.0))
-    assert [f["path"] for f in list_files(tmp_path)] == ["a/new.json", "a/old.json"]
-    assert [f["path"] for f in list_files(tmp_path, since=150.0)] == ["a/new.json"]
