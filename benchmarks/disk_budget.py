@@ -140,7 +140,7 @@ def run(report: Report) -> None:
         _ms_per_step(empty, steps, 1000)  # warm: imports, the first thread, the allocator
         for label, root in (("empty", empty), (f"{files:,} files", _crowded(files))):
             slow = _SlowStat(root / "dataset")
-            os.stat = slow  # type: ignore[assignment]
+            os.stat = slow
             try:
                 off, on = [], []
                 for _ in range(_rounds(report)):
