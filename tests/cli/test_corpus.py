@@ -191,8 +191,17 @@ def rich_rows(text: str, title: str, key: int = 1) -> list[list[str]]:
 
 
 def html_sections(page: str) -> dict[str, str]:
-    return {part.split("</h2>", 1)[0]: part.split("</h2>", 1)[1]
-            for part in page.split("<h2>")[1:]}
+    """Each section's body by its title, names whole (without the ``<wbr>`` break points); a
+    table the page leaves out for having no rows, named in its "Not in these captures" line,
+    as an empty body."""
+    page = page.replace("<wbr>", "")
+    out = {part.split("</h2>", 1)[0]: part.split("</h2>", 1)[1]
+           for part in page.split("<h2>")[1:]}
+    absent = re.search(r"<p class='empty'>Not in these captures: (.*?)\.</p>", page)
+    for title in absent[1].split(", ") if absent else []:
+        assert title not in out
+        out[title] = ""
+    return out
 
 
 def html_rows(section: str) -> int:

@@ -104,8 +104,8 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
     values recomputed here from the range file's counters."""
     from mindspeed_prof.stats.trend import theil_sen
 
-    root = demo(tmp_path, "demo.leak_mb=16", "demo.steps=8",
-                "profiler_config.integrated.profile_step_end=9",
+    root = demo(tmp_path, "demo.leak_mb=16", "demo.steps=12",
+                "profiler_config.integrated.profile_step_end=13",
                 "++profiler_config.extensions.stage_memory=true")
     (path,) = root.rglob("*.mstx.trace.json")
     peaks: dict[str, dict[int, float]] = defaultdict(dict)
@@ -126,7 +126,7 @@ def test_a_leak_is_named_as_memory_growth_with_the_counters_figures(tmp_path: Pa
     v, steps = peaks[first], sorted(peaks[first])
     assert f.detail.splitlines()[0].startswith(
         f"rank 0 {first}: {v[steps[0]] / (1 << 20):,.1f} -> {v[steps[-1]] / (1 << 20):,.1f} "
-        f"MiB over steps 2-8, {slopes[first] / (1 << 20):+,.2f} MiB per step")
+        f"MiB over steps 2-12, {slopes[first] / (1 << 20):+,.2f} MiB per step")
 
 
 def test_the_schedule_inside_a_step_on_the_demos_mini_batches(tmp_path: Path) -> None:
