@@ -34,6 +34,7 @@ from mindspeed_prof.capture.backends.quiet import quiet_stderr
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
 from mindspeed_prof.formats.header import header_json
+from mindspeed_prof.formats.shell import writable_name
 from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
@@ -209,7 +210,8 @@ class TorchBackend(Backend):
         tmp = json_path.with_name(json_path.name + ".tmp")
         written = []
         try:  # a half-written export (disk full) is removed; the final name appears complete
-            prof.export_chrome_trace(str(tmp))
+            with writable_name(tmp) as name:  # Kineto writes the name unescaped into the trace
+                prof.export_chrome_trace(name)
             if self.cfg.profile_export_type is ExportType.db:
                 with open(tmp, "rb") as f:
                     trace = json.load(f)
