@@ -33,8 +33,8 @@ def test_every_odd_word_reads_back_to_its_bytes() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(words=st.lists(st.text(st.characters(blacklist_characters="\0",
-                                            blacklist_categories=("Cs",))) | st.sampled_from(ODD),
+@given(words=st.lists(st.text(st.characters(exclude_characters="\0",
+                                            exclude_categories=["Cs"])) | st.sampled_from(ODD),
                       min_size=1, max_size=20))
 def test_any_words_read_back_to_their_bytes(words: list[str]) -> None:
     assert bash_reads(words) == [os.fsencode(w) for w in words]
