@@ -231,8 +231,9 @@ class MindspeedProfConfigSource(ConfigSource):
         if override is None or override.key_or_group != path or override.is_delete():
             return
         value = override.value()
-        if path in TYPED:
-            if not isinstance(value, (list, dict)) and not (isinstance(value, str) and value):
+        if path in TYPED:  # a name, a dict, or a list of names (``[1]``: Hydra's TypeError)
+            names = value if isinstance(value, list) else [value]
+            if not isinstance(value, dict) and not all(isinstance(v, str) and v for v in names):
                 from mindspeed_prof.config.presets import not_a_name_line
 
                 _fail(not_a_name_line(path, override.input_line or path))

@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis, stem_key
 from mindspeed_prof.analysis.runs import split
 from mindspeed_prof.config.validate import pattern_problem
+from mindspeed_prof.formats.header import HEADER_NOTE
 from mindspeed_prof.jsonio import within
 
 __all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs", "runs_of"]
@@ -69,10 +70,23 @@ def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
         return [_finish(result)]
     return [
         _finish(
-            dataclasses.replace(result, traces=traces, bad=list(result.bad), run=info, runs=runs)
+            dataclasses.replace(
+                result,
+                traces=traces,
+                bad=result.bad + _refused(result, traces),
+                run=info,
+                runs=runs,
+            )
         )
         for info, traces in chosen
     ]
+
+
+def _refused(result: Analysis, traces: list[TraceData]) -> list[str]:
+    """The header notes of the captures of other runs: a header refused (a run id that is no
+    run id) is said in every answer, not only in the run its capture fell into."""
+    own = {id(t) for t in traces}
+    return [p for t in result.traces if id(t) not in own for p in t.problems if HEADER_NOTE in p]
 
 
 def _read_root(

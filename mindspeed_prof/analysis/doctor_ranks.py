@@ -53,10 +53,16 @@ def check_ranks(
     run where the root holds several)."""
     expected = {m.rank for m in manifests if isinstance(m.rank, int) and _selected(m)}
     listed = False
+    # a rank profile_ranks names is expected only where the job has it (below its manifests'
+    # world size, or seen), never only because the list named it: [7] in a job of two ranks
+    world = max((w for m in manifests if isinstance(w := m.job.get("world_size"), int)), default=0)
+    seen = found | {m.rank for m in manifests}
     for m in manifests:
         ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
         if isinstance(ranks, list):
-            expected.update(r for r in ranks if isinstance(r, int))
+            expected.update(
+                r for r in ranks if isinstance(r, int) and (0 <= r < world or r in seen)
+            )
             listed = True
     for worker in workers:
         if worker.get("enabled") and isinstance(rank := worker.get("rank"), int):

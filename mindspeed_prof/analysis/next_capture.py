@@ -15,7 +15,6 @@ capture that already holds the device's detail: the kernel or operator to look a
 from __future__ import annotations
 
 import os
-import shlex
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from mindspeed_prof.analysis.judgement.where import Share
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row
 from mindspeed_prof.config.schema import STAGE_ORDER
+from mindspeed_prof.formats.shell import command, quote
 from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def next_steps(
     """What to run next, most useful first (empty where the captures say nothing to act on):
     for the verdict's first cause, else the slowest stage, and the device bound."""
     stage, rank, step, _ = target(cause, behind, slowest)
-    root = shlex.quote(str(result.root))
+    root = quote(str(result.root))
     if not _detailed(result):
         if stage is None or stage not in STAGE_ORDER:
             return []
@@ -137,7 +137,7 @@ def next_steps(
                 overrides=new,
                 runnable=line is not None,
                 why=why if line else f"{why}; add these overrides to the job's command line",
-                command=line or " ".join(shlex.quote(o) for o in new),
+                command=line or command(new),
             )
         ]
         if manifest is None or alive(manifest):  # no manifest: nothing says it ended
@@ -320,7 +320,7 @@ def relaunch_line(job: Mapping[str, object], new: list[str], here: Path) -> str 
     if not (isinstance(words, list) and words and all(isinstance(w, str) for w in words)):
         return None
     old = [o for o in old if isinstance(o, str)] if isinstance(old, list) else []
-    line = " ".join(shlex.quote(w) for w in [*words, *merged_overrides(old, new)])
+    line = command([*words, *merged_overrides(old, new)])
     if isinstance(cwd, str) and cwd and Path(cwd) != here:
-        line = f"cd {shlex.quote(cwd)} && {line}"
+        line = f"cd {quote(cwd)} && {line}"
     return line

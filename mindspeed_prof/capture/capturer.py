@@ -24,6 +24,7 @@ from mindspeed_prof.capture.plan import ALL
 from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.record import CaptureRecord
 from mindspeed_prof.capture.spans import SpanRecorder
+from mindspeed_prof.formats.header import header_json
 
 __all__ = ["Capturer"]
 
@@ -58,6 +59,7 @@ class Capturer:
             directory.insert(0, "triggered")
             metadata.trigger = capture.trigger
         metadata.level = cfg.profile_level.value
+        header_json(metadata)  # a header that cannot be written fails here, before any file
         folder = inside(host.save_root, *directory)
         target = CaptureTarget(
             folder,

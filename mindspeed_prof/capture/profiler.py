@@ -29,7 +29,7 @@ from mindspeed_prof.capture.budget import Budget
 from mindspeed_prof.capture.capturer import Capturer
 from mindspeed_prof.capture.flight import Flight
 from mindspeed_prof.capture.hooklock import HookLock
-from mindspeed_prof.capture.hooks import TrainerHook
+from mindspeed_prof.capture.hooks import TrainerHook, as_step, stage_step
 from mindspeed_prof.capture.identity import CaptureIdentity
 from mindspeed_prof.capture.job_parts import job_parts
 from mindspeed_prof.capture.lifecycle import Event, State, next_state
@@ -180,6 +180,8 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
     # -- context managers -------------------------------------------------------------
     def step(self, step: int) -> ContextManager[None]:
         """``with prof.step(n):`` around one training step (global step number, 1-based)."""
+        if type(step) is not int:  # a numpy or tensor step; or no integer: warned, not profiled
+            return _OFF if (given := as_step(step, self.warn_once)) is None else self.step(given)
         if self._state is _LIVE:
             return StepScope(self, step)
         self._step = step
@@ -234,14 +236,15 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         with self._lock:
             if self._state is not _LIVE:
                 return
-            step = self._step if step is None else step
+            step = stage_step(step, self._step, self.warn_once)
             self._apply(self._sched.stage_start(stage, step))
             self._tap.open("stage", stage, step)
             for part in self._stage_starts:
                 part.on_stage_start(stage, step)
 
     def on_stage_end(self, stage: str, step: int | None = None) -> None:
-        self._stage_end(canonical_stage(stage), self._step if step is None else step, failed=False)
+        step = stage_step(step, self._step, self.warn_once)
+        self._stage_end(canonical_stage(stage), step, failed=False)
 
     def on_train_end(self) -> None:
         self.close()
@@ -275,8 +278,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
         return True
 
     @property
-    def _live(self) -> bool:
-        """The step and stage hooks run (``State.LIVE``)."""
+    def _live(self) -> bool:  # the step and stage hooks run (``State.LIVE``)
         return self._state is _LIVE
 
     @property
@@ -389,9 +391,7 @@ class Profiler(CaptureActions, CaptureIdentity, RolloutHooks):
 
 def current(role: str | None = None) -> Profiler:
     """The profiler of this process (set by the Hydra callback or ``from_config``): the one
-    made last, or with ``role`` the open one of that role.
-
-    Without one, a disabled profiler whose hooks all do nothing.
+    made last, or with ``role`` the open one of that role; else a disabled one (hooks do nothing).
     """
     prof = _current.get_current(role)
     if prof is None:

@@ -82,11 +82,11 @@ class SpanRecorder:
         self._busy = False  # the writer holds a batch
         self.dropped = 0  # ranges dropped while the file system stalled
         self._closing_told = False
+        header = trace_header(metadata, self.buffer)  # before the file: a bad header opens none
         path.parent.mkdir(parents=True, exist_ok=True)
         # Unbuffered, written at explicit offsets: nothing waits in memory to be written by a
         # later flush (or by a forked child's exit), and every write's extent is known.
         self._file = open(path, "wb", buffering=0)  # noqa: SIM115 - kept open for appends
-        header = trace_header(metadata, self.buffer)
         try:
             self._write_at(0, header + TAIL)
         except OSError as err:  # not even the header fits: the file is removed

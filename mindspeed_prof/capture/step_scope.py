@@ -8,6 +8,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Protocol
 
+from mindspeed_prof.capture.hooks import as_step
 from mindspeed_prof.capture.lifecycle import State
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ class Stepping(Protocol):
 
     def _fail(self, what: str, err: Exception) -> None: ...
 
+    def warn_once(self, key: str, message: str) -> None: ...
+
 
 class StepScope:
     """``with prof.step(n):`` on a live profiler; ``on_step_start`` and ``on_step_end`` run its
@@ -47,10 +50,13 @@ class StepScope:
     __slots__ = ("_prof", "_step")
 
     def __init__(self, prof: Stepping, step: int) -> None:
-        self._prof, self._step = prof, step
+        self._prof = prof  # a step that is no integer: a scope that does nothing (``as_step``)
+        self._step = step if type(step) is int else as_step(step, prof.warn_once)
 
     def __enter__(self) -> None:
         prof, step = self._prof, self._step
+        if step is None:
+            return
         ondemand = prof._ondemand
         if ondemand is not None and perf_counter_ns() >= ondemand.due_ns and prof._state.open:
             ondemand.check(step)
@@ -77,7 +83,7 @@ class StepScope:
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         prof, step = self._prof, self._step
-        if prof._state is not _LIVE:
+        if prof._state is not _LIVE or step is None:
             return
         with prof._lock:
             if prof._state is not _LIVE:

@@ -281,15 +281,14 @@ def _num(path: Path) -> int:
 def _as_sweep(args: argparse.Namespace, jobs: list[Path]) -> int:
     """A sweep's answer is one row per job (``sweep``), not the newest job's alone: one line
     saying so and how to read one job, then the sweep's table (or its ``--json``)."""
-    import shlex
-
     from mindspeed_prof.cli import sweep
+    from mindspeed_prof.formats.shell import quote
 
-    where = shlex.quote(str(args.path))
+    where = quote(str(args.path))
     error(
         f"{args.path} is a Hydra multirun of {len(jobs)} jobs, each its own run: one row per "
         f"job (mindspeed-prof sweep {where}); one job's answer: mindspeed-prof analyse "
-        f"{shlex.quote(str(jobs[0]))}, or each apart: --run all"
+        f"{quote(str(jobs[0]))}, or each apart: --run all"
         + (" (--html reads one run)" if args.html else "")
     )
     if args.html:

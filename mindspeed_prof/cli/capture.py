@@ -30,6 +30,7 @@ from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, RE
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 from mindspeed_prof.config.schema import Level, Stage
+from mindspeed_prof.formats.shell import quote
 from mindspeed_prof.jsonio import read_json
 from mindspeed_prof.views.safe import say
 
@@ -348,7 +349,7 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
     remote = ray is not None and (
         len({a.node for a in written}) > 1 or any(a.host not in ("", host_name()) for a in written)
     )
-    option = "" if not remote else " --ray" if ray == "auto" else f" --ray {ray}"
+    option = "" if not remote else " --ray" if ray == "auto" else f" --ray {quote(str(ray))}"
     for root in sorted({a.root for a in written if a.root}):
-        say(f"analyse: mindspeed-prof analyse {Path(root) / folder}{option}")
+        say(f"analyse: mindspeed-prof analyse {quote(str(Path(root) / folder))}{option}")
     return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

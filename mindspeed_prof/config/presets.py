@@ -262,7 +262,10 @@ def unknown_preset_line(group: str, name: str) -> str:
 
 def not_a_name_line(group: str, override: str) -> str:
     """One line for ``profiler_config=null`` (or any value that is no name: ``override`` as
-    typed) on the command line, which Hydra answers with a traceback."""
+    typed, ``[1]`` too) on the command line, which Hydra answers with a traceback."""
+    if group == "profiler_sweep":
+        sweeps = [name for g, name, _, _ in configs() if g == group]
+        return f"mindspeed-prof: {override}: a sweep's name is needed; sweeps: {', '.join(sweeps)}"
     return (
         f"mindspeed-prof: {override}: a preset's name is needed; profiling off is "
         f"{group}=none; presets: {', '.join(PRESETS)}"

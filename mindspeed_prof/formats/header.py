@@ -15,6 +15,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 __all__ = [
+    "HEADER_NOTE",
     "KIND_SPANS",
     "CaptureHeader",
     "Clock",
@@ -112,12 +113,58 @@ def read_header(raw: object, where: object) -> tuple[CaptureHeader, str | None]:
         return CaptureHeader(), f"{where}: its mindspeed_prof header is not an object; ignored"
     bad: list[str] = []
     header = _lenient(raw, CaptureHeader, bad)
-    if not bad:
+    invalid = _invalid(header)
+    if not bad and not invalid:
         return header, None
-    return header, (
-        f"{where}: its mindspeed_prof header has {', '.join(sorted(bad))} of the "
-        "wrong type; ignored"
-    )
+    said = [f"{', '.join(sorted(bad))} of the wrong type"] if bad else []
+    return header, f"{where}: {HEADER_NOTE} has {'; '.join(said + invalid)}; ignored"
+
+
+#: What every problem line about a header says after the file's name.
+HEADER_NOTE = "its mindspeed_prof header"
+
+
+#: Bounds on a header's numbers, as config bounds them (a rank of 10**12 is no rank).
+MAX_RANK, MAX_STEP, MAX_PID = 1 << 20, 1 << 53, 1 << 32
+#: The longest text a header's name fields (role, stage, host...) may hold, and a pattern.
+MAX_NAME, MAX_PATTERN = 128, 1024
+_NAMES = ("role", "stage", "host", "level", "trigger", "engine", "reason", "kind")
+_INTS = {"rank": MAX_RANK, "step": MAX_STEP, "trigger_step": MAX_STEP, "warmup_steps": MAX_STEP}
+
+
+def _invalid(header: CaptureHeader) -> list[str]:
+    """What of ``header`` is of the right type but out of bounds, validated as config is (a run
+    id of 1-64 ``[A-Za-z0-9_.-]``, ranks and steps >= 0, names short and printable): each such
+    field is dropped from ``header`` (None) and named, with why, in the list returned."""
+    from mindspeed_prof.formats.run import valid_run_id  # formats.run imports nothing of ours
+
+    out: list[str] = []
+
+    def drop(name: str, why: str) -> None:
+        setattr(header, name, None)
+        out.append(f"{name} {why}")
+
+    if header.run is not None and not valid_run_id(header.run):
+        drop("run", f"that is no run id ({_shown(header.run)}: 1-64 of A-Z a-z 0-9 _ . -)")
+    for name, top in _INTS.items():
+        value = getattr(header, name)
+        if value is not None and not 0 <= value < top:
+            drop(name, f"out of range ({_shown(str(value))}: 0 to {top - 1})")
+    if header.pid is not None and not 0 < header.pid < MAX_PID:
+        drop("pid", f"out of range ({_shown(str(header.pid))})")
+    for name in _NAMES:
+        value = getattr(header, name)
+        if value is not None and not (0 < len(value) <= MAX_NAME and value.isprintable()):
+            drop(name, f"that is no name ({_shown(value)}: 1-{MAX_NAME} printable characters)")
+    if header.comm_kernels is not None and len(header.comm_kernels) > MAX_PATTERN:
+        drop("comm_kernels", f"longer than {MAX_PATTERN} characters")
+    return out
+
+
+def _shown(text: str) -> str:
+    """``text`` short and on one line: its first 20 characters, and its length if longer."""
+    head = ascii(text[:20])
+    return head if len(text) <= 20 else f"{head}... {len(text):,} characters"
 
 
 _S = TypeVar("_S", bound=msgspec.Struct)

@@ -34,7 +34,7 @@ def new_run_id(now: float | None = None, token: str | None = None) -> str:
 def valid_run_id(text: object) -> bool:
     """Whether ``text`` can name a run: 1-64 of letters, digits, ``_ . -``, not starting with a
     dot or dash (it goes into file names)."""
-    return isinstance(text, str) and bool(_SAFE.match(text))
+    return isinstance(text, str) and bool(_SAFE.fullmatch(text))  # "$" matches before a "\n"
 
 
 def run_started(run_id: str) -> float | None:

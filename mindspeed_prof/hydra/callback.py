@@ -68,6 +68,7 @@ class ProfilerCallback(Callback):
             current.set_current(None)
             return
         from mindspeed_prof.capture.profiler import Profiler
+        from mindspeed_prof.capture.rank import resolve_rank
 
         # a relative path where the app's own files go: the launch dir unless hydra.job.chdir
         save = hydra_save_root(Path(cfg.profile_save_path).expanduser(), hydra_cfg)
@@ -77,9 +78,10 @@ class ProfilerCallback(Callback):
 
         job_num = _job_num(hydra_cfg)
         run, how = start_job(job_num if _multirun(hydra_cfg) else None)
-        try:
+        try:  # a RANK that is no rank stops the job before training, in one line (not only
+            resolve_rank()  # where it profiles: a flight recorder's dumps carry the rank too)
             profiler = Profiler(cfg, on_capture=after_capture(cfg), run=run)
-        except ValueError as err:  # a RANK that is no rank: before training, one line
+        except ValueError as err:
             raise SystemExit(f"mindspeed-prof: cannot profile this job: {err}") from None
         world = lines.world_size()
         if lines.reports(profiler.rank, cfg.profile_ranks, world):
@@ -112,6 +114,7 @@ class ProfilerCallback(Callback):
                     "num": job_num,
                     "overrides": list(hydra_cfg.overrides.task),
                     "output_dir": hydra_cfg.runtime.output_dir,
+                    "world_size": world,  # the ranks doctor expects of profile_ranks
                     **launch_info(hydra_cfg, self._words),
                 },  # command, cwd
                 rank=profiler.rank,

@@ -8,12 +8,12 @@ Each is said once per job: by the process ``reports`` picks, never by every rank
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.config.validate import PLANNED_FIELDS
+from mindspeed_prof.formats.shell import quote
 
 if TYPE_CHECKING:
     from mindspeed_prof.formats.manifest import Manifest
@@ -115,7 +115,7 @@ def telemetry_note(sinks: tuple[str, ...] | list[str], save: Path, cwd: Path) ->
         return None
     return (
         "mindspeed-prof: live figures, every step: tensorboard --logdir "
-        f"{shlex.quote(shown(save / 'telemetry', cwd))}"
+        f"{quote(shown(save / 'telemetry', cwd))}"
     )
 
 
@@ -133,5 +133,5 @@ def where_line(root: Path, cwd: Path, manifest: Manifest, shared: bool, world: i
         return f"mindspeed-prof: nothing captured in {there}: {reason}"
     return (
         f"mindspeed-prof: {n} capture{'' if n == 1 else 's'} in {there}; "
-        f"read them: mindspeed-prof analyse {shlex.quote(there)}"
+        f"read them: mindspeed-prof analyse {quote(there)}"
     )

@@ -241,16 +241,35 @@ def test_no_captures_names_the_root(tmp_path: Path) -> None:
         "folder that analyse reads)")
 
 
-def test_profile_ranks_name_the_ranks_expected(tmp_path: Path) -> None:
-    """A manifest's ``profile_ranks`` is the list: no rank below the highest seen is assumed."""
+@pytest.mark.parametrize(("world", "expected", "missing"), [
+    (4, [0, 2, 3], ["rank 3"]),  # the job has a rank 3: it is missing
+    (3, [0, 2], []),  # profile_ranks names a rank 3 the job of three ranks does not have
+    (None, [0, 2], []),  # the job's size unknown: a rank named only by the list is not expected
+])
+def test_profile_ranks_name_the_ranks_expected(
+        tmp_path: Path, world: int | None, expected: list[int], missing: list[str]) -> None:
+    """A manifest's ``profile_ranks`` is the list: no rank below the highest seen is assumed,
+    and none is expected only because the list names it."""
     ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
     ranges(tmp_path / "rank2_h_2_step1.mstx.trace.json", {1: 100.0}, rank=2)
     (tmp_path / "manifest.rank0.json").write_text(json.dumps({
-        "rank": 0, "status": "running", "captures": [],
+        "rank": 0, "status": "running", "captures": [], "job": {"world_size": world},
         "profiler_config": {"integrated": {"profile": True, "profile_ranks": [0, 2, 3]}}}))
     health = doctor(tmp_path)
-    assert health.ranks_expected == [0, 2, 3]
-    assert [(f.kind, f.where) for f in health.findings] == [("missing_rank", "rank 3")]
+    assert health.ranks_expected == expected
+    assert [f.where for f in health.findings if f.kind == "missing_rank"] == missing
+
+
+def test_profile_ranks_naming_no_rank_of_the_job_expects_none_of_them(tmp_path: Path) -> None:
+    """``profile_ranks: [7]`` in a job of two ranks: both ranks' manifests, no capture. Doctor
+    said ``rank 7: expected, but no capture file found``; the job has no rank 7."""
+    for rank in (0, 1):
+        (tmp_path / f"manifest.rank{rank}.json").write_text(json.dumps({
+            "rank": rank, "status": "completed", "captures": [], "job": {"world_size": 2},
+            "profiler_config": {"integrated": {"profile": True, "profile_ranks": [7]}}}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == []
+    assert not [f for f in health.findings if "rank 7" in f.message]
 
 
 def test_a_manifest_without_a_profiler_config_is_read(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ def test_the_documented_anomaly_example_triggers(tmp_path: Path) -> None:
 
 BAD = [
     ("profiler_config=null", not_a_name_line("profiler_config", "profiler_config=null")),
+    ("profiler_config=[1]", not_a_name_line("profiler_config", "profiler_config=[1]")),
     ("profilr=full", misspelt_line("profilr=full", "profilr", "profiler")),
     ("profiler_confg.integrated.stage=actor_generate", misspelt_line(
         "profiler_confg.integrated.stage=actor_generate", "profiler_confg", "profiler_config")),

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mindspeed_prof.formats.header import (
+    MAX_NAME,
+    MAX_RANK,
     CaptureHeader,
     Clock,
     ModelFacts,
@@ -13,6 +19,7 @@ from mindspeed_prof.formats.header import (
     merged,
     read_header,
 )
+from mindspeed_prof.formats.run import valid_run_id
 
 
 def test_written_keys_and_order_are_those_of_the_dict_it_replaces() -> None:
@@ -56,3 +63,47 @@ def test_merged_keeps_the_fields_set_over_those_under() -> None:
     under = CaptureHeader(run="r", rank=1, level="level0")
     over = CaptureHeader(rank=4, world_size=8)
     assert merged(under, over) == CaptureHeader(run="r", rank=4, level="level0", world_size=8)
+
+
+# -- fields validated as config validates them (issue 42, item 11) ---------------------------
+@pytest.mark.parametrize(("field", "value"), [
+    ("run", "z" * 5000), ("run", "r1\n"), ("run", ""), ("run", "../up"), ("run", "a b"),
+    ("run", "-flag"), ("rank", -1), ("rank", 10**12), ("step", -3), ("pid", 0),
+    ("stage", "x" * 5000), ("host", "h\x1b[31m"), ("role", ""), ("comm_kernels", "a" * 5000),
+])
+def test_a_field_out_of_bounds_is_dropped_with_one_line_naming_the_file(
+        field: str, value: object) -> None:
+    header, problem = read_header({"run": "r1", "rank": 3, field: value}, "/r/a.json")
+    assert getattr(header, field) is None
+    assert problem is not None and problem.startswith(f"/r/a.json: its mindspeed_prof header has "
+                                                      f"{field} ")
+    assert problem.endswith("; ignored") and "\n" not in problem and len(problem) < 300
+    kept = {"run": "r1", "rank": 3}
+    assert {k: getattr(header, k) for k in kept if k != field} == {
+        k: v for k, v in kept.items() if k != field}
+
+
+def test_the_fields_config_allows_are_kept() -> None:
+    raw = {"run": "a" * 64, "rank": MAX_RANK - 1, "step": 0, "stage": "s" * MAX_NAME,
+           "host": "node-1.example", "pid": 1}
+    header, problem = read_header(raw, "f")
+    assert problem is None and header == CaptureHeader(**raw)  # type: ignore[arg-type]
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.dictionaries(st.sampled_from([*CaptureHeader.__struct_fields__, "x"]), JSONISH))
+def test_whatever_a_header_holds_what_is_kept_is_valid(raw: dict[str, object]) -> None:
+    header, problem = read_header(raw, "f")
+    assert header.run is None or valid_run_id(header.run)
+    assert header.rank is None or 0 <= header.rank < MAX_RANK
+    for name in ("role", "stage", "host", "level", "trigger", "engine", "reason", "kind"):
+        value = getattr(header, name)
+        assert value is None or (0 < len(value) <= MAX_NAME and value.isprintable())
+    assert problem is None or (problem.startswith("f: ") and "\n" not in problem)

@@ -370,6 +370,7 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
 
     monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "dev", "train.py", "-cn", "demo"])
     monkeypatch.setattr(sys, "argv", ["train.py", "-cn", "demo"])
+    monkeypatch.setenv("WORLD_SIZE", "1")
     out = tmp_path / "outputs"
     cfg = compose_job(out, "profiler_config=mstx_light",
                       "profiler_config.integrated.profile_step_start=2",
@@ -380,7 +381,7 @@ def test_a_job_in_process_writes_its_manifest_and_says_where(
         "name": "t", "num": None, "overrides": [
             "profiler_config=mstx_light", "profiler_config.integrated.profile_step_start=2",
             "profiler_config.integrated.profile_step_end=4", "+x=y"],
-        "output_dir": str(out), "cwd": str(tmp_path),
+        "output_dir": str(out), "world_size": 1, "cwd": str(tmp_path),
         "command": ["python", "-X", "dev", "train.py", "--config-name=demo",
                     f"hydra.runtime.output_dir={out}", "hydra.job.name=t"]}
     assert running["profiler_config"]["integrated"]["profile_step_start"] == 2
@@ -1017,15 +1018,23 @@ def test_a_field_typed_under_none_is_checked_and_profiling_off_is_said(
                                    "profiling was off (profile: false)")
 
 
+@pytest.mark.parametrize("bad", ["abc", "\u0663", "1_0"])
+@pytest.mark.parametrize("preset", [
+    ("profiler_config=mstx_light",),
+    ("profiler_config=none", "profiler_config.extensions.flight_recorder_steps=3"),
+], ids=["profiled", "flight-only"])
 def test_a_rank_that_is_no_rank_stops_a_profiled_job_in_one_line(
-        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RANK", "abc")
-    cfg = compose_job(tmp_path / "o", "profiler_config=mstx_light")
+        tmp_path: Path, callback: Any, monkeypatch: pytest.MonkeyPatch, bad: str,
+        preset: tuple[str, ...]) -> None:
+    """``RANK=\u0663`` (an Arabic-Indic 3) and ``1_0`` were ranks 3 and 10; a flight recorder
+    alone took a bad RANK for rank 0. Each stops the job before training, in one line."""
+    monkeypatch.setenv("RANK", bad)
+    cfg = compose_job(tmp_path / "o", *preset)
     with pytest.raises(SystemExit) as stop:
         callback.on_job_start(cfg)
-    assert str(stop.value).startswith(
-        "mindspeed-prof: cannot profile this job: environment variable RANK='abc'")
-    assert "\n" not in str(stop.value)
+    assert str(stop.value) == (
+        f"mindspeed-prof: cannot profile this job: environment variable RANK={bad!r} is no "
+        "rank: a rank is ASCII digits 0-9 only (0, 1, 12)")
     assert not list(tmp_path.rglob("manifest*.json"))  # before anything is written
 
 

@@ -138,3 +138,25 @@ def test_a_field_set_under_none_is_checked_and_profiling_off_is_said_once(repo: 
     (line,) = typo.stderr.splitlines()
     assert line.startswith("mindspeed-prof: invalid config: profiler_config.integrated.stage="
                            "'actor_generat': unknown (did you mean actor_generate?)")
+
+
+REJECTED = [
+    "profiler_config=null",
+    "profiler_config=[1]",
+    "profiler=null",
+    "+profiler_sweep=null",
+    "profilr=full",
+    "profiler_config.integrated.profile=maybe",
+    "profiler_config.integrated=5",
+]
+
+
+@pytest.mark.parametrize("override", REJECTED)
+def test_an_override_rejected_is_one_line_before_training(repo: Path, override: str) -> None:
+    """``profiler_config=null`` was a 25-line Hydra traceback on this app; ``[1]`` 50 lines."""
+    env = {**ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{ENV.get('PATH', '')}"}
+    proc = subprocess.run(["python", "examples/train.py", override], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "step 1" not in proc.stdout, proc.stdout + proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"mindspeed-prof: {override if 'integrated' not in override else ''}")

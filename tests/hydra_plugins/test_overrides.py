@@ -61,13 +61,27 @@ def _rejected(composed: Any, override: str) -> str:
 
 
 @pytest.mark.parametrize("group", ["profiler_config", "profiler"])
-@pytest.mark.parametrize("value", ["null", "", "1", "true", "3.5"])
+@pytest.mark.parametrize("value", ["null", "", "1", "true", "3.5", "[1]", "[mstx_light,1]",
+                                   "[null]", "['']"])
 def test_a_preset_group_given_no_name_is_one_line(composed: Any, group: str, value: str) -> None:
+    """``[1]`` was Hydra's ``TypeError: argument of type 'int' is not iterable``."""
     override = f"{group}={value}"
     assert _rejected(composed, override) == not_a_name_line(group, override)
     assert not_a_name_line(group, override).startswith(
         f"mindspeed-prof: {override}: a preset's name is needed; profiling off is {group}=none; "
         "presets: none, mstx_light,")
+
+
+@pytest.mark.parametrize("value", ["null", "[1]", "''"])
+def test_the_sweep_given_no_name_names_the_sweeps(composed: Any, value: str) -> None:
+    override = f"+profiler_sweep={value}"
+    assert _rejected(composed, override) == (
+        f"mindspeed-prof: {override}: a sweep's name is needed; sweeps: all_stages")
+
+
+def test_a_list_of_preset_names_is_hydras_to_compose(composed: Any) -> None:
+    """Hydra merges a list of a group's configs: names, as Hydra reads them, are let through."""
+    assert composed("profiler_config=[mstx_light]").profiler_config.integrated.profile is True
 
 
 def _edits(word: str) -> st.SearchStrategy[str]:
@@ -134,6 +148,7 @@ def test_the_cards_spellings_are_the_presets(composed: Any, spelling: str, prese
     ("profiler_confg.integrated.stage=actor_generate", misspelt_line(
         "profiler_confg.integrated.stage=actor_generate", "profiler_confg", "profiler_config")),
     ("profiler_config=null", not_a_name_line("profiler_config", "profiler_config=null")),
+    ("profiler_config=[1]", not_a_name_line("profiler_config", "profiler_config=[1]")),
 ])
 def test_each_is_all_the_app_prints(app: Path, override: str, line: str) -> None:
     """As users run it: the line alone on stderr (no HYDRA_FULL_ERROR hint), exit 1, the task

@@ -149,6 +149,11 @@ def _array(buf: bytes, at: int) -> bytearray:
     return doc
 
 
+#: Kineto's last member, the path it wrote to, unescaped (a tab, ``"``, ``\\`` or a byte that is
+#: no UTF-8 in the save root): dropped where the document's end does not decode with it.
+_TRACE_NAME = re.compile(rb'\s*,\s*"traceName"\s*:\s*".*"\s*\}\s*\Z', re.S)
+
+
 class TraceStream(Generic[E, T]):
     """The events of ``path`` in batches (``batches()``); then ``top``: the document without
     its events (None for a bare list). ``top_type`` has a ``traceEvents`` list of ``event``."""
@@ -317,12 +322,15 @@ class TraceStream(Generic[E, T]):
             ) from None
         events = self._decode(buf, at) if at > 0 else []
         if header is not None:
-            try:
-                self.top = self._top.decode(header + _KEY + b":[]" + buf[close + 1 :])
-            except (msgspec.DecodeError, msgspec.ValidationError) as again:
-                raise BadFile(
-                    f"{self.path}: cut short or malformed near its end ({str(again)[:120]})"
-                ) from None
+            tail = bytes(buf[close + 1 :])
+            for end in (tail, _TRACE_NAME.sub(b"}", tail)):
+                try:
+                    self.top = self._top.decode(header + _KEY + b":[]" + end)
+                    break
+                except (msgspec.DecodeError, msgspec.ValidationError) as again:
+                    problem = str(again)[:120]
+            else:
+                raise BadFile(f"{self.path}: cut short or malformed near its end ({problem})")
         return events
 
     def _take(self) -> list[E]:

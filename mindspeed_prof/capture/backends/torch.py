@@ -36,6 +36,7 @@ from mindspeed_prof.capture.trace_file import ends_whole
 from mindspeed_prof.config.schema import ExportType, IntegratedConfig, Level
 from mindspeed_prof.formats import DB, MEMORY_SNAPSHOT, MEMORY_TIMELINE, TRACE
 from mindspeed_prof.formats.header import header_json
+from mindspeed_prof.formats.shell import writable_name
 from mindspeed_prof.formats.sqlite_trace import write_db
 from mindspeed_prof.mstx import RangeSink
 
@@ -212,7 +213,8 @@ class TorchBackend(Backend):
         written = []
         try:  # a half-written export (disk full) is removed; the final name appears complete
             with crash.exporting():  # a SIGTERM without a handler waits for the rename
-                prof.export_chrome_trace(str(tmp))
+                with writable_name(tmp) as name:  # Kineto writes the name unescaped into the trace
+                    prof.export_chrome_trace(name)
                 if self.cfg.profile_export_type is ExportType.db:
                     with open(tmp, "rb") as f:
                         trace = json.load(f)

@@ -14,7 +14,15 @@ from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _captures, _ms, _name, _wrapped, count
+from mindspeed_prof.views.text.cells import (
+    _captures,
+    _ms,
+    _name,
+    _wrapped,
+    count,
+    left_out,
+    limited,
+)
 from mindspeed_prof.views.text.details import print_details
 from mindspeed_prof.views.text.stages import _print_per_step, _print_stragglers, print_stage_rank
 from mindspeed_prof.views.words import verdict_lines
@@ -99,8 +107,10 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
     print_stage_rank(t.stage_rank, console)
     if t.per_step:
         _print_per_step(t.per_step, console)
-    if t.stragglers:
-        _print_stragglers(t.stragglers, "stage", result, console)
+    if t.stragglers:  # the most time lost first
+        shown, left = limited(t.stragglers, ends=False)
+        _print_stragglers(shown, "stage", result, console)
+        left_out(console, left, len(t.stragglers), "straggler", ends=False)
     else:
         console.print("No stragglers.")
     ops = t.top_ops[:top]

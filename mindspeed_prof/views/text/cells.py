@@ -4,6 +4,7 @@ row's rank, and plain text wrapped at the console's width."""
 from __future__ import annotations
 
 import textwrap
+from typing import TypeVar
 
 from rich.console import Console
 
@@ -12,7 +13,9 @@ from mindspeed_prof.analysis.rows import DeviceRow, StageRow, StepRow, Straggler
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import printable
 
-__all__ = ["count"]
+__all__ = ["ROW_LIMIT", "count", "left_out", "limited"]
+
+_R = TypeVar("_R")
 
 
 def count(n: int, noun: str) -> str:
@@ -77,3 +80,34 @@ def _wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") ->
         if i == 0 and lead and line.startswith(lead):
             out.stylize("yellow", 0, len(lead))
         console.print(out, soft_wrap=True, highlight=False)
+
+
+#: The most rows one table shows in the terminal: past it, the first and last halves and a line
+#: saying how many were left out (``--json`` and ``--html`` have every row). A trace of 100,000
+#: steps is then printed in about the time ``--json`` takes, not rendered row by row.
+ROW_LIMIT = 100
+
+
+def limited(rows: list[_R], limit: int = ROW_LIMIT, ends: bool = True) -> tuple[list[_R], int]:
+    """``rows`` as a table shows them, and how many it leaves out: all up to ``limit``; past
+    it the first and last ``limit // 2`` (``ends``: rows in step order) or the first ``limit``
+    (rows ranked, most first)."""
+    if len(rows) <= limit:
+        return rows, 0
+    if not ends:
+        return rows[:limit], len(rows) - limit
+    half = limit // 2
+    return rows[:half] + rows[-half:], len(rows) - 2 * half
+
+
+def left_out(console: Console, left: int, total: int, what: str, ends: bool = True) -> None:
+    """The line under a table ``limited`` cut: how many rows it left out and how to see all."""
+    if left:
+        which = "the first and last shown" if ends else "the first shown"
+        console.print(
+            f"  ... {left:,} of {total:,} {what} rows left out ({which}); add --json (or --html) "
+            "for every row",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )

@@ -14,7 +14,17 @@ from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow
 from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _mb, _ms, _ms_whole, _name, _seconds, _who, _wrapped
+from mindspeed_prof.views.text.cells import (
+    _mb,
+    _ms,
+    _ms_whole,
+    _name,
+    _seconds,
+    _who,
+    _wrapped,
+    left_out,
+    limited,
+)
 from mindspeed_prof.views.text.stages import _print_stragglers
 from mindspeed_prof.views.words import no_device_text
 
@@ -83,18 +93,21 @@ def print_device(
     """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
     why not (``unread``: device events recorded but not read as device time; ``memory``: the
     memory rows, whose sources say whether a device's memory was recorded)."""
-    steps = [r for r in rows if r.stage is None]
-    if not steps:
+    every = [r for r in rows if r.stage is None]
+    if not every:
         sources = [m.source for m in memory or []]
         _wrapped(console, no_device_text(unread or {}, sources), indent="")
         return
+    steps, left = limited(every)
     table = _table(
         "Device time per step (ms)",
         caption="overlap: communication during compute; copy: memcpy/memset",
     )
     for col in ("rank", "step", "compute", "comm", "overlap", "copy", "idle", "busy"):
         _column(table, col)
-    for r in steps:
+    for i, r in enumerate(steps):
+        if left and i == len(steps) // 2:  # where rows were left out
+            table.add_row(*["..."] * len(table.columns))
         step = WHOLE if r.whole else f"{step_label(r.step)}{' w' if r.warmup else ''}"
         share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
         busy = "-" if share is None else f"{share:.0%}"
@@ -105,6 +118,7 @@ def print_device(
             busy,
         )
     console.print(table)
+    left_out(console, left, len(every), "device time")
 
 
 def print_top_lists(rep: Report, console: Console, top: int = 10) -> None:

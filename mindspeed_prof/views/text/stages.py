@@ -19,7 +19,7 @@ from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import fits as _fits
 from mindspeed_prof.views.tables import legend as _legend
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _ms, _name, _who
+from mindspeed_prof.views.text.cells import _ms, _name, _who, left_out, limited
 
 __all__ = ["NO_OP_NOTE", "print_stage_rank"]
 
@@ -94,15 +94,18 @@ def _no_op_share(rows: list[StageRow]) -> str:
     return f"{min(sum(r.no_op_ms or 0.0 for r in known) / total, 1.0):.0%}"
 
 
-def _print_per_step(steps: list[StepRow], console: Console) -> None:
-    stages = list(dict.fromkeys(k for row in steps for k in row.stages))
-    has_total = any(row.total is not None for row in steps)
+def _print_per_step(rows: list[StepRow], console: Console) -> None:
+    stages = list(dict.fromkeys(k for row in rows for k in row.stages))
+    has_total = any(row.total is not None for row in rows)
+    steps, left = limited(rows)
 
     def build(names: dict[str, str], title: str = "Per step (ms)") -> Table:
         table = _table(title)
         for col in ("rank", "step", *(["total"] if has_total else []), *names.values()):
             _column(table, cell(col))
-        for row in steps:
+        for i, row in enumerate(steps):
+            if left and i == len(steps) // 2:  # where rows were left out
+                table.add_row(*["..."] * len(table.columns))
             step = f"{row.step}{' w' if row.warmup else ''}"
             table.add_row(
                 cell(rank_label(*_who(row))),
@@ -115,12 +118,14 @@ def _print_per_step(steps: list[StepRow], console: Console) -> None:
     table = build({s: s for s in stages})
     if _fits(console, table):
         console.print(table)
+        left_out(console, left, len(rows), "per-step")
         return
     codes = _codes(stages)
     parts = _fitting(console, list(codes), lambda names: build({s: codes[s] for s in names}))
     for i, names in enumerate(parts):
         title = "Per step (ms)" + (f", {i + 1} of {len(parts)}" if len(parts) > 1 else "")
         console.print(build({s: codes[s] for s in names}, title))
+    left_out(console, left, len(rows), "per-step")
     _legend(console, codes)
 
 
