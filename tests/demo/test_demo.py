@@ -145,8 +145,11 @@ def test_in_process_iteration_window_captures_its_decode_iterations(tmp_path: Pa
 
 @pytest.mark.ray
 @pytest.mark.hydra_app
-def test_module_entry_point_stage_scoped(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "COLUMNS"))}
+def test_module_entry_point_stage_scoped(ray_cluster: Any, tmp_path: Path) -> None:
+    """``python -m mindspeed_prof.demo`` on the session's cluster (``RAY_ADDRESS``, as a user
+    joins one they started: a cluster's start is another test's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLUMNS")}
+    env["RAY_ADDRESS"] = "auto"
     proc = subprocess.run(
         [sys.executable, "-m", "mindspeed_prof.demo", "profiler_config=stage_scoped",
          "profiler_config.integrated.stage=actor_update", "demo.steps=4", "demo.prompts=8",
