@@ -9,6 +9,7 @@ import gzip
 import json
 import logging
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_store import Store
 
 import mindspeed_prof.analysis.readers.device.ops as device_ops
 import mindspeed_prof.analysis.readers.device.streams as device
@@ -29,6 +31,7 @@ from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.testing.kineto import write_cuda_trace, write_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*")  # HTA's own deprecations
+_STORE = Store("hta_streams", "holistictraceanalysis")
 
 _T0 = 1_000_000_000  # us: HTA downcasts small integer columns (an int8 ts + dur overflows)
 
@@ -58,10 +61,29 @@ def _write(tmp_path: Path, events: list[dict]) -> Path:
     return root
 
 
-def _hta(root: Path) -> tuple[dict[tuple[int, str], list[float]], dict[int, list[float]]]:
+def _hta(root: Path, label: str = "", sets: tuple[str, ...] = ()) -> tuple[
+        dict[tuple[int, str], list[float]], dict[int, list[float]]]:
     """HTA's idle time per (rank, stream): [host wait, kernel wait, other] us; and its launch
     statistics per rank: launches, cpu us, gpu us, shorter than their call, delay us, calls
-    over 50 us, delays over 100 us."""
+    over 50 us, delays over 100 us. Kept in tests/fixtures/reference (``reference_store``)."""
+    got = _STORE.figures(_hta_live, root, label or _test_name(), sets, _hta_options())
+    if "error" in got:
+        raise RuntimeError(f"HTA cannot read {label}: {got['error']}")
+    split = {(rank, stream): v for rank, stream, v in got["idle"]}
+    return split, {rank: v for rank, v in got["launch"]}
+
+
+def _hta_options() -> str:
+    return f"HTA_DISABLE_NS_ROUNDING={os.environ.get('HTA_DISABLE_NS_ROUNDING')}"
+
+
+def _test_name() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0].rsplit("::", 1)[-1]
+
+
+def _hta_live(root: Path) -> dict[str, Any]:
+    """HTA run on ``root``: its figures as JSON, or the error it raised (it cannot load every
+    trace: CPU-only, MTIA, no kernels)."""
     from hta.trace_analysis import TraceAnalysis
 
     logging.disable(logging.WARNING)
@@ -70,6 +92,8 @@ def _hta(root: Path) -> tuple[dict[tuple[int, str], list[float]], dict[int, list
         ranks = list(ta.t.traces)
         idle, _ = ta.get_idle_time_breakdown(ranks=ranks, visualize=False)
         launch = ta.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
+    except Exception as err:  # noqa: BLE001 - kept as the figure: the test says which
+        return {"error": type(err).__name__}
     finally:
         logging.disable(logging.NOTSET)
     kinds = ["host_wait", "kernel_wait", "other"]
@@ -82,7 +106,8 @@ def _hta(root: Path) -> tuple[dict[tuple[int, str], list[float]], dict[int, list
                          float(d.launch_delay.sum()), int((d.cpu_duration > 50).sum()),
                          int((d.launch_delay > 100).sum())]
              for rank, d in launch.items()}
-    return split, stats
+    return {"idle": [[rank, stream, v] for (rank, stream), v in sorted(split.items())],
+            "launch": [[rank, v] for rank, v in sorted(stats.items())]}
 
 
 def _ours_split(rows: list[StreamIdle], rank: int) -> dict[tuple[int, str], list[float]]:
@@ -343,9 +368,10 @@ def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
             skipped.append(f"{name}: no CUDA device ops")
             continue
         try:
-            split, stats = _hta(tmp_path / f"hta{k}")
-        except Exception as err:  # HTA cannot load every trace (CPU-only, MTIA, no kernels)
-            skipped.append(f"{name}: {type(err).__name__}")
+            split, stats = _hta(tmp_path / f"hta{k}", name,
+                                (files[0].relative_to(corpus).parts[0],))
+        except RuntimeError as err:  # HTA cannot load every trace (CPU-only, MTIA, no kernels)
+            skipped.append(f"{name}: {err}")
             continue
         mine = tmp_path / f"ours{k}"
         mine.mkdir()
