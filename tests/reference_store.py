@@ -12,6 +12,8 @@ tests see the same types.
 
 ``scripts/reference_fixtures.py`` renews every fixture: it runs the reference tests with
 ``MINDSPEED_PROF_REFERENCE=renew``, under which every call runs the tool and writes its figures.
+``MINDSPEED_PROF_REFERENCE=live`` runs every call live and writes nothing (the tests as they were
+before the fixtures: to time them, or to see the tools agree today).
 ``tests/analysis/test_reference_fixtures.py`` checks each fixture against the corpus sets it was
 made from (their digest, as checked in) and the installed tool.
 """
@@ -37,7 +39,8 @@ from mindspeed_prof.formats import CACHE
 __all__ = ["FIXTURES", "RENEW", "Store", "digest", "set_digest"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reference"
-#: The environment variable scripts/reference_fixtures.py sets to ``renew``.
+#: ``renew`` (scripts/reference_fixtures.py sets it): every call live, its figures written;
+#: ``live``: every call live, nothing written.
 RENEW = "MINDSPEED_PROF_REFERENCE"
 _LOCK = threading.Lock()
 
@@ -85,11 +88,12 @@ class Store:
         call depends on (environment variables it sets)."""
         key = hashlib.sha256("\0".join((_source(call), options, digest(inputs))).encode())
         key_hex = key.hexdigest()[:32]
-        renew = os.environ.get(RENEW) == "renew"
+        mode = os.environ.get(RENEW, "")
+        renew = mode == "renew"
         kept = self.entries.get(key_hex)
-        if kept is not None and not renew:
+        if kept is not None and mode not in ("renew", "live"):
             return kept["figures"]
-        if not renew:
+        if kept is None and not renew:
             warnings.warn(f"{self.path.name}: no fixture for {label} with {self.tool} "
                           f"{self.version}: ran it live (renew: python scripts/"
                           f"reference_fixtures.py)", stacklevel=2)

@@ -74,10 +74,15 @@ def test_kept_figures_only_for_the_same_input_call_and_version(
         Store("s", "pytest").figures(call, src, "a", options="X=1")
     with pytest.warns(UserWarning, match="ran it live"):
         Store("s", "pytest").figures(_count, src, "a")
+    monkeypatch.setenv(RENEW, "live")  # every call live, nothing written, nothing said
+    before = (tmp_path / "kept" / "s.json").read_text()
+    assert Store("s", "pytest").figures(call, src, "a") == {"files": 1}
+    assert len(calls) == 4 and (tmp_path / "kept" / "s.json").read_text() == before
+    monkeypatch.delenv(RENEW)
     monkeypatch.setattr(reference_store, "version", lambda tool: "0.0")  # another version
     with pytest.warns(UserWarning, match="with pytest 0.0: ran it live"):
         Store("s", "pytest").figures(call, src, "a")
-    assert len(calls) == 4
+    assert len(calls) == 5
 
 
 def test_entries_name_the_digest_of_their_sets(tmp_path: Path,
