@@ -3,9 +3,10 @@
 Running HTA and msprof-analyze on the corpus takes minutes; what the reference tests compare of
 their output is a few figures per input. :meth:`Store.figures` answers a call of a tool on an
 input from ``tests/fixtures/reference/<store>.json`` when the fixture was made from the same
-thing: the same bytes of input (every file the tool reads, after the test prepared them), the same
-call (the source of the function that runs the tool and picks its figures, and its options) and
-the same version of the tool as installed. Anything else, and the tool runs live (with a warning
+thing: the same bytes of input (every file the tool reads, or the set's files where the call
+prepares the tool's copy itself), the same call (the source of the function that runs the tool
+and picks its figures, of the functions it prepares the input with, and its options) and the
+same version of the tool as installed. Anything else, and the tool runs live (with a warning
 naming the script that renews the fixture), so a fixture can never stand in for an output it was
 not made from. The figures come back through a JSON round trip either way: live or kept, the
 tests see the same types.
@@ -45,14 +46,18 @@ RENEW = "MINDSPEED_PROF_REFERENCE"
 _LOCK = threading.Lock()
 
 
-def digest(root: Path) -> str:
-    """Every file under ``root`` (or ``root`` itself): relative path and bytes, hashed; not our
-    analysis cache's entries (written next to a capture our side reads)."""
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.endswith(CACHE)
-                   ) if root.is_dir() else [root]
+def digest(root: Path | list[Path]) -> str:
+    """Every file under ``root`` (or the files given): relative path (name) and bytes, hashed;
+    not our analysis cache's entries (written next to a capture our side reads)."""
+    if isinstance(root, list):
+        files = root
+    else:
+        files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.endswith(CACHE)
+                       ) if root.is_dir() else [root]
     h = hashlib.sha256()
     for p in files:
-        rel = p.relative_to(root).as_posix() if root.is_dir() else p.name
+        rel = p.relative_to(root).as_posix() if isinstance(root, Path) and root.is_dir() else (
+            p.name)
         h.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:32]
 
@@ -81,12 +86,15 @@ class Store:
             doc.get("entries", {}) if doc.get("version") == self.version else {})
         self.live: list[str] = []  # the labels of the calls that ran the tool
 
-    def figures(self, call: Callable[[Path], Any], inputs: Path, label: str,
-                sets: tuple[str, ...] = (), options: str = "") -> Any:
-        """``call(inputs)``'s figures (JSON), kept or live. ``label`` names the entry for
-        people; ``sets`` the corpus sets the input is made from; ``options`` whatever else the
-        call depends on (environment variables it sets)."""
-        key = hashlib.sha256("\0".join((_source(call), options, digest(inputs))).encode())
+    def figures(self, call: Callable[[Any], Any], inputs: Path | list[Path], label: str,
+                sets: tuple[str, ...] = (), options: str = "",
+                code: tuple[Callable[..., Any], ...] = ()) -> Any:
+        """``call(inputs)``'s figures (JSON), kept or live. ``inputs``: a folder, or files;
+        ``label`` names the entry for people; ``sets`` the corpus sets the input is made from;
+        ``options`` whatever else the call depends on (environment variables); ``code`` the
+        functions it calls to prepare the tool's input (their source is keyed too)."""
+        source = "\0".join(_source(f) for f in (call, *code))
+        key = hashlib.sha256("\0".join((source, options, digest(inputs))).encode())
         key_hex = key.hexdigest()[:32]
         mode = os.environ.get(RENEW, "")
         renew = mode == "renew"
