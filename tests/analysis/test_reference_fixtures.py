@@ -5,6 +5,7 @@ call and version it was made from."""
 from __future__ import annotations
 
 import json
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
@@ -93,3 +94,25 @@ def test_entries_name_the_digest_of_their_sets(tmp_path: Path,
     Store("s", "pytest").figures(_count, tmp_path, "x", sets=(name,))
     (entry,) = json.loads((tmp_path / "s.json").read_text())["entries"].values()
     assert entry["sets"] == {name: set_digest(name)}
+
+
+def _files(files: list[Path]) -> dict[str, int]:
+    return {"files": len(files)}
+
+
+def test_files_and_the_code_that_prepares_them_are_keyed(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reference_store, "FIXTURES", tmp_path / "kept")
+    monkeypatch.setenv(RENEW, "renew")
+    f = tmp_path / "a.json"
+    f.write_text("{}")
+    Store("s", "pytest").figures(_files, [f], "a", code=(_count,))
+    monkeypatch.delenv(RENEW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # kept: nothing said
+        assert Store("s", "pytest").figures(_files, [f], "a", code=(_count,)) == {"files": 1}
+    with pytest.warns(UserWarning, match="ran it live"):  # another preparing code
+        Store("s", "pytest").figures(_files, [f], "a", code=(_files,))
+    f.write_text("{ }")  # another file
+    with pytest.warns(UserWarning, match="ran it live"):
+        Store("s", "pytest").figures(_files, [f], "a", code=(_count,))
