@@ -37,7 +37,7 @@ from corpus import CORPUS, SETS
 
 from mindspeed_prof.formats import CACHE
 
-__all__ = ["FIXTURES", "RENEW", "Store", "digest", "set_digest"]
+__all__ = ["FIXTURES", "RENEW", "Store", "digest", "set_digest", "set_of"]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reference"
 #: ``renew`` (scripts/reference_fixtures.py sets it): every call live, its figures written;
@@ -60,6 +60,12 @@ def digest(root: Path | list[Path]) -> str:
             p.name)
         h.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:32]
+
+
+def set_of(path: Path) -> tuple[str, ...]:
+    """The corpus set a file lies in (its name, alone), or none (``sets.json``)."""
+    top = path.relative_to(CORPUS).parts[0]
+    return tuple(name for name, s in SETS.items() if s["path"] == top)
 
 
 def set_digest(name: str) -> str:

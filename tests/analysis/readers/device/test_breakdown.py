@@ -14,7 +14,7 @@ import pytest
 from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_store import Store
+from reference_store import Store, set_of
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
@@ -676,7 +676,7 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
         name = "/".join(files[0].relative_to(hta_corpus).parts[:-1] + (
             (files[0].name,) if len(files) == 1 else ()))
         got = _STORE.figures(_hta_of_set, files, name,
-                             (files[0].relative_to(hta_corpus).parts[0],),
+                             set_of(files[0]),
                              "HTA_DISABLE_NS_ROUNDING=1", (_for_hta, _hta_live))
         if "few_steps" in got:
             skipped.append(f"{name}: fewer than two steps")

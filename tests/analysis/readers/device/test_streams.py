@@ -19,7 +19,7 @@ import pytest
 from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_store import Store
+from reference_store import Store, set_of
 
 import mindspeed_prof.analysis.readers.device.ops as device_ops
 import mindspeed_prof.analysis.readers.device.streams as device
@@ -374,7 +374,7 @@ def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
     compared, skipped = [], []
     for k, files in enumerate(_sets(corpus)):
         name = str(files[0].relative_to(corpus))
-        got = _STORE.figures(_hta_of_set, files, name, (files[0].relative_to(corpus).parts[0],),
+        got = _STORE.figures(_hta_of_set, files, name, set_of(files[0]),
                              "HTA_DISABLE_NS_ROUNDING=1", (_for_hta, _hta_live))
         if "no_device_ops" in got:
             skipped.append(f"{name}: no CUDA device ops")
