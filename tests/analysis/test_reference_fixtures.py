@@ -4,7 +4,9 @@ call and version it was made from."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import warnings
 from importlib.metadata import version
 from pathlib import Path
@@ -116,3 +118,18 @@ def test_files_and_the_code_that_prepares_them_are_keyed(tmp_path: Path,
     f.write_text("{ }")  # another file
     with pytest.warns(UserWarning, match="ran it live"):
         Store("s", "pytest").figures(_files, [f], "a", code=(_count,))
+
+
+def test_the_script_renews_every_store() -> None:
+    """scripts/reference_fixtures.py runs every test file that keeps a tool's output."""
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("reference_fixtures",
+                                                  root / "scripts" / "reference_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    texts = [(root / f).read_text() for f in script.TESTS]
+    assert set(re.findall(r'Store\("(\w+)"', "".join(texts))) == set(STORES)
+    keeping = {p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
+               if 'Store("' in p.read_text() and p.name != Path(__file__).name}
+    assert keeping == set(script.TESTS)
