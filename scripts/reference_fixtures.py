@@ -6,7 +6,7 @@ keyed by a digest of the tool's input, the call and the tool's version
 (``tests/reference_store.py``).
 Run it after changing a corpus set, the input a test prepares for a tool, or the pinned version
 of HTA or msprof-analyze, and commit the JSON beside the change; the tests' exit status is this
-script's. About 5 minutes on two cores.
+script's. About 6 minutes of CPU (33 minutes on 2 cores at a load of 15-35).
 
     python scripts/reference_fixtures.py
 """

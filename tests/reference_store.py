@@ -103,17 +103,16 @@ class Store:
         key = hashlib.sha256("\0".join((source, options, digest(inputs))).encode())
         key_hex = key.hexdigest()[:32]
         mode = os.environ.get(RENEW, "")
-        renew = mode == "renew"
         kept = self.entries.get(key_hex)
         if kept is not None and mode not in ("renew", "live"):
             return kept["figures"]
-        if kept is None and not renew:
+        if kept is None and not mode:
             warnings.warn(f"{self.path.name}: no fixture for {label} with {self.tool} "
                           f"{self.version}: ran it live (renew: python scripts/"
                           f"reference_fixtures.py)", stacklevel=2)
         self.live.append(label)
         figures = json.loads(json.dumps(call(inputs)))
-        if renew:
+        if mode == "renew":
             self._write(key_hex, {"label": label,
                                   "sets": {s: set_digest(s) for s in sets},
                                   "figures": figures})
