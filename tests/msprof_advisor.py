@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-__all__ = ["Advice", "advise", "category", "executable", "read_xlsx"]
+__all__ = ["Advice", "advise", "category", "executable", "from_json", "read_xlsx", "to_json"]
 
 
 def executable() -> str | None:
@@ -72,6 +72,19 @@ def advise(src: Path, work: Path, timeout: float = 600.0) -> Advice:
                                    for r in rows[1:]]
         advice.problems = {str(r["category"]): r for r in advice.sheets.get("problems", [])}
     return advice
+
+
+def to_json(advice: Advice, work: Path) -> dict[str, Any]:
+    """What the tests read of an :class:`Advice` as JSON (``work``'s path out of its errors)."""
+    return {"xlsx": advice.xlsx.name if advice.xlsx else None, "problems": advice.problems,
+            "sheets": advice.sheets,
+            "errors": [line.replace(str(work), "WORK") for line in advice.errors]}
+
+
+def from_json(doc: dict[str, Any]) -> Advice:
+    """The :class:`Advice` of :func:`to_json`'s figures (``xlsx`` by its name alone)."""
+    return Advice(problems=doc["problems"], sheets=doc["sheets"], errors=doc["errors"],
+                  xlsx=Path(doc["xlsx"]) if doc["xlsx"] else None)
 
 
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cluster", "MsprofError", "advisor_overall", "cluster", "executable"]
+__all__ = ["Cluster", "MsprofError", "advisor_overall", "cluster", "cluster_from_json",
+           "cluster_to_json", "executable"]
 
 US = 1000.0  # microseconds per millisecond
 OUTPUT = "cluster_analysis_output"
@@ -116,6 +117,21 @@ class Cluster:
     time_summary: dict[tuple[int, int | None], dict[str, float]] = field(default_factory=dict)
     #: rank -> votes; the slow_rank recipe (empty: no slow rank found).
     slow_rank: dict[int, int] = field(default_factory=dict)
+
+
+def cluster_to_json(c: Cluster) -> dict[str, Any]:
+    """A :class:`Cluster` as JSON (its keys as lists): :func:`cluster_from_json` reads it."""
+    return {"kind": c.kind, "steps": [[*k, v] for k, v in c.steps.items()],
+            "comm": [[*k, v] for k, v in c.comm.items()],
+            "time_summary": [[*k, v] for k, v in c.time_summary.items()],
+            "slow_rank": [[k, v] for k, v in c.slow_rank.items()]}
+
+
+def cluster_from_json(doc: dict[str, Any]) -> Cluster:
+    return Cluster(doc["kind"], steps={(r, s): v for r, s, v in doc["steps"]},
+                   comm={(r, s, op): v for r, s, op, v in doc["comm"]},
+                   time_summary={(r, s): v for r, s, v in doc["time_summary"]},
+                   slow_rank={r: v for r, v in doc["slow_rank"]})
 
 
 def cluster(src: Path, work: Path, mode: str = "all", timeout: float = 300.0) -> Cluster:

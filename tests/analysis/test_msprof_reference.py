@@ -3,8 +3,10 @@ of the corpus (``tests/fixtures/corpus``) and two sets derived from it.
 
 Ours is read only through ``mindspeed-prof analyse --json`` (the ``device`` and ``comm`` keys);
 theirs through ``tests/msprof_ref.py`` (msprof-analyze 26.2.0, in the ``test`` extra, run as a
-subprocess on a copy of each set). Every msprof-analyze call is made once, all of them at once
-in a pool of threads, by the module fixture ``ref`` (each call takes 3-20 s of the machine).
+subprocess on a copy of each set). Its figures are kept in
+``tests/fixtures/reference/msprof_reference.json`` (``reference_store``); a call whose input or
+tool differs from the fixture's runs live, once, all such calls at once in a pool of threads, by
+the module fixture ``ref`` (each call takes 3-20 s of the machine).
 
 What is compared, and where msprof-analyze cannot answer (each recorded in a test below):
 
@@ -38,7 +40,7 @@ import json
 import re
 import shutil
 import sqlite3
-import time
+import tempfile
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,6 +51,7 @@ from typing import Any, Callable
 import msprof_ref
 import pytest
 from corpus import npu_sets, unpack
+from reference_store import Store
 
 from mindspeed_prof.cli import main
 
@@ -80,7 +83,6 @@ class Ref:
     sets: dict[str, Path]
     ours: dict[str, dict[str, Any]]
     theirs: dict[str, Any] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
 
     def cluster(self, key: str) -> msprof_ref.Cluster:
         found = self.theirs[key]
@@ -134,8 +136,35 @@ def analyse_json(root: Path) -> dict[str, Any]:
     return doc
 
 
+def _cluster_live(mode: str, src: Path) -> dict[str, Any]:
+    """``cluster -m MODE`` on ``src`` (in a folder of its own): its Cluster, or its error."""
+    with tempfile.TemporaryDirectory() as work:
+        try:
+            return {"cluster": msprof_ref.cluster_to_json(msprof_ref.cluster(src, Path(work),
+                                                                             mode))}
+        except msprof_ref.MsprofError as err:  # kept: some are expected (see the tests)
+            return {"error": str(err).replace(work, "WORK")}
+
+
+def _advisor_live(src: Path) -> dict[str, Any]:
+    """``advisor computation`` on one rank folder: its Overall Summary, or its error."""
+    with tempfile.TemporaryDirectory() as work:
+        try:
+            return {"overall": msprof_ref.advisor_overall(src, Path(work))}
+        except msprof_ref.MsprofError as err:
+            return {"error": str(err).replace(work, "WORK")}
+
+
+def _theirs(doc: dict[str, Any]) -> Any:
+    if "error" in doc:
+        return msprof_ref.MsprofError(doc["error"])
+    return doc["overall"] if "overall" in doc else msprof_ref.cluster_from_json(doc["cluster"])
+
+
 @pytest.fixture(scope="module")
 def ref(tmp_path_factory: pytest.TempPathFactory) -> Ref:
+    """Ours, and theirs as kept in tests/fixtures/reference/msprof_reference.json
+    (``reference_store``), the calls whose input or tool differs run live, at once."""
     base = tmp_path_factory.mktemp("msprof")
     theirs_in, ours_in = base / "theirs", base / "ours"  # ours writes cache files next to its
     sets: dict[str, Path] = {}
@@ -146,37 +175,34 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> Ref:
                                             root / "gpt3_renamed")
         sets["slow5"] = slow5(sets["npu_db_level1"], root / "slow5")
     theirs = {name: theirs_in / path.name for name, path in sets.items()}
-    jobs: dict[str, Callable[[], Any]] = {}
-    runs = base / "runs"
+    made_from = {"gpt3_renamed": "npu_text_gpt3_csv_only", "slow5": "npu_db_level1"}
+    jobs: dict[str, tuple[Callable[[Path], Any], Path, str]] = {}
     # the longest first, so the pool's tail is short
     for name in ["npu_db_level0", "npu_db_level1", "npu_db_level2", "npu_text_qwen3_4rank_pp2",
                  "npu_text_level0", "npu_text_level1", "npu_text_level2", "gpt3_renamed"]:
-        jobs[f"all:{name}"] = partial(msprof_ref.cluster, theirs[name], runs / f"all-{name}")
+        jobs[f"all:{name}"] = (partial(_cluster_live, "all"), theirs[name], name)
     for name in DB_SETS:
-        jobs[f"summary:{name}"] = partial(
-            msprof_ref.cluster, theirs[name], runs / f"summary-{name}", "cluster_time_summary")
+        jobs[f"summary:{name}"] = (partial(_cluster_live, "cluster_time_summary"),
+                                   theirs[name], name)
         for rank in (0, 1):
-            jobs[f"advisor:{name}:{rank}"] = partial(
-                msprof_ref.advisor_overall, theirs[name] / f"rank{rank}_ascend_pt",
-                runs / f"advisor-{name}-{rank}")
-    jobs["slow_rank:slow5"] = lambda: msprof_ref.cluster(theirs["slow5"], runs / "slow5",
-                                                         "slow_rank")
-    jobs["all:npu_text_gpt3_csv_only"] = lambda: msprof_ref.cluster(
-        theirs["npu_text_gpt3_csv_only"], runs / "gpt3")
+            jobs[f"advisor:{name}:{rank}"] = (_advisor_live,
+                                              theirs[name] / f"rank{rank}_ascend_pt", name)
+    jobs["slow_rank:slow5"] = (partial(_cluster_live, "slow_rank"), theirs["slow5"], "slow5")
+    jobs["all:npu_text_gpt3_csv_only"] = (partial(_cluster_live, "all"),
+                                          theirs["npu_text_gpt3_csv_only"],
+                                          "npu_text_gpt3_csv_only")
+    store = Store("msprof_reference", "msprof-analyze")
 
-    def timed(key: str) -> tuple[Any, float]:
-        t0 = time.perf_counter()
-        try:
-            return jobs[key](), time.perf_counter() - t0
-        except msprof_ref.MsprofError as err:  # kept: some are expected (see the tests)
-            return err, time.perf_counter() - t0
+    def one(key: str) -> Any:
+        call, src, name = jobs[key]
+        return _theirs(store.figures(call, src, key, (made_from.get(name, name),)))
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        futures: dict[str, Future[tuple[Any, float]]] = {k: pool.submit(timed, k) for k in jobs}
+        futures: dict[str, Future[Any]] = {k: pool.submit(one, k) for k in jobs}
         ours = {name: analyse_json(ours_in / path.name) for name, path in sets.items()}
         result = Ref({n: ours_in / p.name for n, p in sets.items()}, ours)
         for key, fut in futures.items():
-            result.theirs[key], result.seconds[key] = fut.result()
+            result.theirs[key] = fut.result()
     return result
 
 

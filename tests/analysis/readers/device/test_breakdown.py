@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from corpus import pending
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_store import Store, set_of
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
@@ -24,6 +28,7 @@ from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*")  # HTA's own pandas deprecations
+_STORE = Store("hta_breakdown", "holistictraceanalysis")
 
 
 @pytest.fixture(scope="module")
@@ -47,27 +52,37 @@ def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
     return {k: 1000 * sum(getattr(r, k) for r in steps) for k in _MS}
 
 
-@pytest.mark.reference
-def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
+def _hta_overlap_live(root: Path) -> dict[str, Any]:
+    """HTA's temporal breakdown and communication/computation overlap of ``root``, per rank."""
+    from hta.trace_analysis import TraceAnalysis
+
     logging.disable(logging.WARNING)
     try:
-        from hta.trace_analysis import TraceAnalysis
-
-        hta = TraceAnalysis(trace_dir=str(cuda_dir), include_last_profiler_step=True)
+        hta = TraceAnalysis(trace_dir=str(root), include_last_profiler_step=True)
         breakdown = hta.get_temporal_breakdown(visualize=False).set_index("rank")
         overlap_pct = hta.get_comm_comp_overlap(visualize=False).set_index("rank")
     finally:
         logging.disable(logging.NOTSET)
+    return {"ranks": [[int(rank), {k: float(breakdown.loc[rank, k]) for k in (
+        "compute_time(us)", "idle_time(us)", "non_compute_time(us)", "kernel_time(us)")}
+        | {"overlap_pct": float(overlap_pct.loc[rank, "comp_comm_overlap_pctg"])}]
+        for rank in breakdown.index]}
+
+
+@pytest.mark.reference
+def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
+    got = _STORE.figures(_hta_overlap_live, cuda_dir, _test_name())
+    breakdown = {rank: figures for rank, figures in got["ranks"]}
     rows = analyse(cuda_dir).device()
     for rank in (0, 1):
-        ours, ref = _sums(rows, rank), breakdown.loc[rank]
+        ours, ref = _sums(rows, rank), breakdown[rank]
         assert ours["compute_ms"] == pytest.approx(ref["compute_time(us)"], rel=0.01)
         assert ours["idle_ms"] == pytest.approx(ref["idle_time(us)"], rel=0.01)
         assert ours["busy_ms"] - ours["compute_ms"] == pytest.approx(
             ref["non_compute_time(us)"], rel=0.01)
         assert ours["span_ms"] == pytest.approx(ref["kernel_time(us)"], rel=0.01)
         assert 100 * ours["overlap_ms"] / ours["comm_ms"] == pytest.approx(
-            overlap_pct.loc[rank, "comp_comm_overlap_pctg"], rel=0.01)
+            ref["overlap_pct"], rel=0.01)
         assert ours["comm_ms"] > 0 and ours["memcpy_ms"] > 0 and ours["idle_ms"] > 0
 
 
@@ -374,20 +389,38 @@ def _ours(root: Path) -> dict[str | None, dict[str, float]]:
     return out
 
 
-def _hta(root: Path) -> dict[int, dict[str, float]]:
-    """HTA's temporal breakdown per rank, every step included."""
+def _hta(root: Path, label: str = "",
+         sets: tuple[str, ...] = ()) -> dict[int, dict[str, float]]:
+    """HTA's temporal breakdown per rank, every step included; kept in tests/fixtures/reference
+    (``reference_store``)."""
+    got = _STORE.figures(_hta_live, root, label or _test_name(), sets,
+                         f"HTA_DISABLE_NS_ROUNDING={os.environ.get('HTA_DISABLE_NS_ROUNDING')}")
+    if "error" in got:
+        raise RuntimeError(got["error"])
+    return {rank: figures for rank, figures in got["ranks"]}
+
+
+def _test_name() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0].rsplit("::", 1)[-1]
+
+
+def _hta_live(root: Path) -> dict[str, Any]:
+    """HTA's temporal breakdown of ``root`` as JSON, or the error it raised."""
     from hta.trace_analysis import TraceAnalysis
 
     logging.disable(logging.WARNING)
     try:
         df = TraceAnalysis(trace_dir=str(root), include_last_profiler_step=True
                            ).get_temporal_breakdown(visualize=False)
+    except Exception as err:  # noqa: BLE001 - HTA cannot load every trace: kept as the figure
+        return {"error": type(err).__name__}
     finally:
         logging.disable(logging.NOTSET)
-    return {int(r["rank"]): {"compute": float(r["compute_time(us)"]),
-                             "noncompute": float(r["non_compute_time(us)"]),
-                             "idle": float(r["idle_time(us)"]),
-                             "span": float(r["kernel_time(us)"])} for _, r in df.iterrows()}
+    return {"ranks": [[int(r["rank"]), {"compute": float(r["compute_time(us)"]),
+                                        "noncompute": float(r["non_compute_time(us)"]),
+                                        "idle": float(r["idle_time(us)"]),
+                                        "span": float(r["kernel_time(us)"])}]
+                      for _, r in df.iterrows()]}
 
 
 def _us(compute: float, noncompute: float, idle: float, span: float) -> dict[str, float]:
@@ -614,9 +647,17 @@ def _for_hta(files: list[Path], dst: Path) -> int:
             if e.get("cat") not in DEVICE_CATS and isinstance(args, dict) and "stream" in args:
                 e = {**e, "args": {k: v for k, v in args.items() if k != "stream"}}
             kept.append(e)
-        text = json.dumps({**trace, "traceEvents": kept}).encode()
-        (dst / f.name).write_bytes(gzip.compress(text) if gz else text)
+        text = json.dumps({**trace, "traceEvents": kept})  # uncompressed: quicker, either side
+        (dst / f.name.removesuffix(".gz")).write_text(text)
     return len(steps)
+
+
+def _hta_of_set(files: list[Path]) -> dict[str, Any]:
+    """HTA's temporal breakdown of a set's copy for HTA (``_for_hta``), or why there is none."""
+    with tempfile.TemporaryDirectory() as work:
+        if _for_hta(files, Path(work) / "hta") < 2:
+            return {"few_steps": True}
+        return _hta_live(Path(work) / "hta")
 
 
 @pytest.mark.reference
@@ -634,14 +675,16 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
     for k, files in enumerate(_kineto_sets(hta_corpus)):
         name = "/".join(files[0].relative_to(hta_corpus).parts[:-1] + (
             (files[0].name,) if len(files) == 1 else ()))
-        if _for_hta(files, tmp_path / f"hta{k}") < 2:
+        got = _STORE.figures(_hta_of_set, files, name,
+                             set_of(files[0]),
+                             "HTA_DISABLE_NS_ROUNDING=1", (_for_hta, _hta_live))
+        if "few_steps" in got:
             skipped.append(f"{name}: fewer than two steps")
             continue
-        try:
-            ref = _hta(tmp_path / f"hta{k}")
-        except Exception as err:  # HTA cannot load every trace
-            skipped.append(f"{name}: HTA cannot load it ({type(err).__name__})")
+        if "error" in got:  # HTA cannot load every trace
+            skipped.append(f"{name}: HTA cannot load it ({got['error']})")
             continue
+        ref = {rank: figures for rank, figures in got["ranks"]}
         mine = tmp_path / f"ours{k}"
         mine.mkdir()
         for f in files:
