@@ -33,7 +33,7 @@ from mindspeed_prof.formats.cluster import (
     WorkerSummary,
 )
 from mindspeed_prof.formats.save_root import anchor
-from mindspeed_prof.jsonio import write_json
+from mindspeed_prof.jsonio import open_regular, write_json
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -171,10 +171,15 @@ def _restart(prof: Profiler, files: list[Path]) -> WorkerSummary:
 def _head_matches(path: Path, pattern: re.Pattern[bytes]) -> bool:
     """Whether the header at the start of ``path`` (its first 64 KiB) matches ``pattern``."""
     try:
-        with open(path, "rb") as f:
-            return pattern.search(f.read(1 << 16)) is not None
+        fd = open_regular(path)  # a FIFO or a link planted in a capture folder is not read
     except OSError:
         return False
+    try:
+        return pattern.search(os.read(fd, 1 << 16)) is not None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _node_id() -> str:

