@@ -106,15 +106,27 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
     _notes(console, notes)
 
 
+def _time_unit(seconds: list[float | None]) -> tuple[str, float]:
+    """Seconds, or milliseconds where every value is under a second (a demo's generation)."""
+    known = [abs(x) for x in seconds if x is not None]
+    return ("ms", 1000.0) if known and max(known) < 1.0 else ("s", 1.0)
+
+
+def _duration(seconds: float) -> str:
+    unit, scale = _time_unit([seconds])
+    return f"{seconds * scale:,.2f} {unit}"
+
+
 def print_ledger(book: Ledger | None, console: Console) -> None:
     """The ledger: each line's count of its whole and the generation seconds it took; the
     long tail of response lengths under it."""
     if book is None:
         return
+    unit, scale = _time_unit([x.seconds for x in book.lines])
     if book.lines:
         table = _table("RL ledger: generation spent on work not trained on")
         _column(table, "line", right=False)
-        for col in ("count", "of", "share", "gen s", "of gen"):
+        for col in ("count", "of", "share", f"gen {unit}", "of gen"):
             _column(table, col)
         for x in book.lines:
             table.add_row(
@@ -122,7 +134,7 @@ def print_ledger(book: Ledger | None, console: Console) -> None:
                 count_text(x.count),
                 count_text(x.of),
                 share_text(x.share),
-                "-" if x.seconds is None else f"{x.seconds:,.2f}",
+                "-" if x.seconds is None else f"{x.seconds * scale:,.2f}",
                 share_text(x.time_share),
             )
         console.print(table)
@@ -130,7 +142,7 @@ def print_ledger(book: Ledger | None, console: Console) -> None:
     t = book.tail
     if t is not None and t.responses:
         held = (
-            f" ({t.seconds:,.2f} s of {t.generation_s:,.2f} s)"
+            f" ({_duration(t.seconds)} of {_duration(t.generation_s)})"
             if t.seconds is not None and t.generation_s is not None
             else ""
         )
@@ -145,7 +157,7 @@ def print_ledger(book: Ledger | None, console: Console) -> None:
     if t is not None and t.note:
         notes.append(f"long tail: {t.note}")
     gen = (
-        f"{book.generation_s:,.2f} s of actor_generate in {book.steps} steps (the mean "
+        f"{_duration(book.generation_s)} of actor_generate in {book.steps} steps (the mean "
         "over ranks); "
         if book.generation_s is not None
         else ""

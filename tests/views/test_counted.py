@@ -51,7 +51,7 @@ def test_text_at_80_columns(every_stage: Path) -> None:
     assert max(len(line) for line in verdict.splitlines()[1:]) <= WIDTH
     assert "Throughput per rank" in text and "RL ledger" in text and "Long tail:" in text
     assert "A.upd = actor_update" in text  # stage codes and their legend
-    for header in ("tok/s", "slowest", "fastest", "samples/s", "trend", "MFU", "gen s"):
+    for header in ("tok/s", "slowest", "fastest", "samples/s", "trend", "MFU", "gen ms"):
         assert header in text
     assert "zero-variance groups" in text and "dropped samples" in text
 
@@ -96,3 +96,24 @@ def test_the_verdict_names_the_throughput(every_stage: Path, capsys) -> None:
     rate = f"{gen['tokens_per_s']:,.0f}"
     assert f"throughput actor_generate {rate} tok/s per rank (slowest rank 3: " in text
     assert f"MFU {gen['mfu']:.0%}" in text
+
+
+def test_ledger_seconds_under_one_read_in_milliseconds() -> None:
+    """A demo's generation is milliseconds: the ledger's time column switches to ms rather
+    than printing 0.00 s; seconds stay seconds."""
+    from mindspeed_prof.analysis.ledger import Ledger, LedgerLine
+    from mindspeed_prof.views.counted import print_ledger
+
+    def text(seconds: float) -> str:
+        line = LedgerLine(line="zero_variance", counter="c", unit="groups", means="m", count=2,
+                          of=8, share=0.25, seconds=seconds,
+                          generation_s=seconds * 4, time_share=0.25)
+        book = Ledger(lines=[line], steps=2, generation_s=seconds * 4)
+        out = io.StringIO()
+        print_ledger(book, Console(file=out, width=WIDTH, color_system=None))
+        return out.getvalue()
+
+    small = text(0.0042)
+    assert "gen ms" in small and "4.20" in small and "16.80 ms of actor_generate" in small
+    big = text(3.5)
+    assert "gen s" in big and "3.50" in big and "14.00 s of actor_generate" in big
