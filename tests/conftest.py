@@ -76,7 +76,7 @@ def _timelines_nest(monkeypatch: pytest.MonkeyPatch) -> None:
     thread, slices nest or do not overlap (``timeline_nesting``)."""
     from timeline_nesting import nesting_errors, timeline_events
 
-    from mindspeed_prof.analysis import timeline
+    from mindspeed_prof.analysis.timeline import build as timeline
 
     write = timeline._write  # every timeline is written through it, whoever asks
 

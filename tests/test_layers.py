@@ -35,6 +35,13 @@ LAYERS: dict[str, set[str]] = {
     "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
                              "jsonio"},
     "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink", "stats"},
+    # The timeline is drawn from what the readers give, not from an analysis; nothing in the
+    # package but its command imports it.
+    "analysis.timeline": {"analysis.timeline", *READERS, "config", "formats", "jsonio"},
+    # The doctor reads as ``analyse`` reads (the analysis below it); nothing imports it but
+    # its command.
+    "analysis.doctor": {"analysis.doctor", "analysis", *READERS, "config", "formats", "jsonio",
+                        "raylink", "stats"},
     "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
     "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
@@ -124,6 +131,10 @@ def test_the_graph_is_read() -> None:
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
     assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
     assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]
+    assert "mindspeed_prof.analysis.timeline.detail" in edges[
+        "mindspeed_prof.analysis.timeline.emit"]
+    assert "mindspeed_prof.analysis.doctor.health" in edges["mindspeed_prof.analysis.doctor.ranks"]
+    assert "mindspeed_prof.analysis.timeline.build" in edges["mindspeed_prof.analysis.timeline"]
 
 
 def test_no_import_cycles() -> None:
@@ -189,9 +200,31 @@ def test_the_checks_catch_what_they_are_for() -> None:
                             "mindspeed_prof.analysis.readers.npu.trace"),
                            ("mindspeed_prof.analysis.readers.npu.text",
                             "mindspeed_prof.analysis.readers.kineto.sqlite"),
-                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text")):
+                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text"),
+                           ("mindspeed_prof.analysis.timeline.emit",
+                            "mindspeed_prof.analysis.analyse"),
+                           ("mindspeed_prof.analysis.verdict", "mindspeed_prof.analysis.timeline"),
+                           ("mindspeed_prof.analysis.analyse",
+                            "mindspeed_prof.analysis.doctor.health"),
+                           ("mindspeed_prof.views.text.analyse",
+                            "mindspeed_prof.analysis.doctor.check"),
+                           ("mindspeed_prof.analysis.doctor.killed", "mindspeed_prof.ray")):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]
+
+
+def test_the_timeline_and_the_doctor_are_packages_with_layers_of_their_own() -> None:
+    """Every module of ``analysis.timeline`` and ``analysis.doctor`` belongs to its package's
+    layer (not the analysis's), and no loose ``timeline_*`` or ``doctor*`` module is left
+    beside them."""
+    edges = graph()
+    for package in ("timeline", "doctor"):
+        modules = [m for m in edges if m.startswith(f"{ROOT}.analysis.{package}.")]
+        assert len(modules) >= 5 and f"{ROOT}.analysis.{package}" in edges
+        assert {_layer(m) for m in modules} == {f"analysis.{package}"}
+    loose = [p.name for p in (PACKAGE / "analysis").glob("*.py")
+             if p.stem.startswith(("timeline", "doctor"))]
+    assert loose == []
 
 
 FINDINGS = f"{ROOT}.analysis.findings"

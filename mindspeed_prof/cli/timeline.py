@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.labels import ranks_text
-from mindspeed_prof.analysis.timeline_budget import DEFAULT_MB
+from mindspeed_prof.analysis.timeline.budget import DEFAULT_MB
 from mindspeed_prof.cli.common import (
     Exit,
     Subparsers,
@@ -85,7 +85,7 @@ def _megabytes(text: str) -> float:
 def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> str | None:
     """Why ``args`` cannot be honoured before anything is read (None: they can)."""
     if args.format == "perfetto":
-        from mindspeed_prof.analysis.timeline_perfetto import available
+        from mindspeed_prof.analysis.timeline.perfetto import available
 
         if not available():
             from mindspeed_prof.extras import install_line
@@ -108,8 +108,8 @@ def _say_reading(result: Analysis) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mindspeed_prof.analysis.timeline import write_timeline
-    from mindspeed_prof.analysis.timeline_budget import BudgetError, budget_line
-    from mindspeed_prof.analysis.timeline_window import StepWindow, parse_ranks, parse_steps
+    from mindspeed_prof.analysis.timeline.budget import BudgetError, budget_line
+    from mindspeed_prof.analysis.timeline.window import StepWindow, parse_ranks, parse_steps
 
     try:
         steps = parse_steps(args.steps) if args.steps else StepWindow()

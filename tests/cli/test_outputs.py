@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis import timeline as timeline_module
+from mindspeed_prof.analysis.timeline import build as timeline_module
 from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import Exit
 

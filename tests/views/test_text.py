@@ -113,11 +113,11 @@ def test_straggler_stage_names_are_never_cut(ms: float) -> None:
     from types import SimpleNamespace
 
     from mindspeed_prof.analysis.rows import Straggler
-    from mindspeed_prof.views.text.stages import _print_stragglers
+    from mindspeed_prof.views.text.stages import print_stragglers
 
     rows = [Straggler.of("stage", s, step=i, who=(12, ""), ms=ms * 2, others_ms=ms)
             for i, s in enumerate(STAGES)]
-    text = render(_print_stragglers, rows, "stage",
+    text = render(print_stragglers, rows, "stage",
                   SimpleNamespace(margin=0.15, noise_ms=5.0))
     assert_readable(text)
     body = [line.strip("│").split("│")[0].strip() for line in table_lines(text)

@@ -19,7 +19,7 @@ from mindspeed_prof.analysis.report import report
 from mindspeed_prof.analysis.rows import StepRow
 from mindspeed_prof.views.text import print_analysis
 from mindspeed_prof.views.text.cells import ROW_LIMIT, limited
-from mindspeed_prof.views.text.stages import _print_per_step
+from mindspeed_prof.views.text.stages import print_per_step
 
 
 def rendered(print_it: object, *args: object, width: int = 120) -> list[str]:
@@ -31,7 +31,7 @@ def rendered(print_it: object, *args: object, width: int = 120) -> list[str]:
 def test_100000_steps_print_a_bounded_table_and_say_what_was_left_out() -> None:
     rows = [StepRow(rank=r, step=s, total=1.0, stages={"actor_update": 0.5})
             for r in (0, 1) for s in range(1, 50_001)]
-    lines = rendered(_print_per_step, rows)
+    lines = rendered(print_per_step, rows)
     steps = [int(m.group(1)) for line in lines if (m := re.match(r"│ +\d+ │ +(\d+) │", line))]
     half = ROW_LIMIT // 2
     assert steps == list(range(1, half + 1)) + list(range(50_001 - half, 50_001))
@@ -44,7 +44,7 @@ def test_100000_steps_print_a_bounded_table_and_say_what_was_left_out() -> None:
 
 def test_a_table_within_the_limit_is_whole_and_says_nothing_more() -> None:
     rows = [StepRow(rank=0, step=s, total=1.0) for s in range(1, ROW_LIMIT + 1)]
-    lines = rendered(_print_per_step, rows)
+    lines = rendered(print_per_step, rows)
     assert not any("left out" in line or "..." in line for line in lines)
     assert limited(rows) == (rows, 0)
 

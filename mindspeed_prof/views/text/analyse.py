@@ -15,16 +15,16 @@ from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import (
-    _captures,
-    _ms,
-    _name,
-    _wrapped,
+    capture_total,
     count,
     left_out,
     limited,
+    ms_cell,
+    name_cell,
+    print_wrapped,
 )
 from mindspeed_prof.views.text.details import print_details
-from mindspeed_prof.views.text.stages import _print_per_step, _print_stragglers, print_stage_rank
+from mindspeed_prof.views.text.stages import print_per_step, print_stage_rank, print_stragglers
 from mindspeed_prof.views.words import verdict_lines
 
 __all__ = ["headline", "print_analysis", "print_findings", "print_verdict"]
@@ -34,7 +34,7 @@ def headline(result: Analysis, width: int) -> list[str]:
     """``2 captures under ROOT: 2 ranks 0, 1, 4,096 bytes``; the counts on a line of their own
     when a long root would push the line past ``width``."""
     size = sum(t.size for t in result.traces)
-    where = f"{count(_captures(result), 'capture')} under {result.root}"
+    where = f"{count(capture_total(result), 'capture')} under {result.root}"
     what = (
         f"{count(len(result.ranks), 'rank')} {ranks_text(result.ranks) or '-'}, "
         f"{count(size, 'byte')}"
@@ -98,18 +98,18 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
     for i, line in enumerate(headline(result, console.width)):
         text = Text(printable(line))
         if i == 0:
-            text.stylize("bold", 0, len(count(_captures(result), "capture")))
+            text.stylize("bold", 0, len(count(capture_total(result), "capture")))
         console.print(text, soft_wrap=True, highlight=False)
     for w in result.clashes:  # before any number they bear on
-        _wrapped(console, f"warning: {w}", lead="warning:")
+        print_wrapped(console, f"warning: {w}", lead="warning:")
     print_verdict(rep.verdict, console)
     print_findings(rep.findings, console)
     print_stage_rank(t.stage_rank, console)
     if t.per_step:
-        _print_per_step(t.per_step, console)
+        print_per_step(t.per_step, console)
     if t.stragglers:  # the most time lost first
         shown, left = limited(t.stragglers, ends=False)
-        _print_stragglers(shown, "stage", result, console)
+        print_stragglers(shown, "stage", result, console)
         left_out(console, left, len(t.stragglers), "straggler", ends=False)
     else:
         console.print("No stragglers.")
@@ -120,11 +120,11 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
         _column(table, "calls")
         _column(table, "self ms")
         for op in ops:
-            table.add_row(_name(op.op, 56), str(op.count), _ms(op.self_ms))
+            table.add_row(name_cell(op.op, 56), str(op.count), ms_cell(op.self_ms))
         console.print(table)
     print_throughput(t.throughput_stages, t.model, console)
     print_ledger(t.ledger, console)
     print_details(rep, console, top)
     for w in t.warnings:
         if w not in result.clashes:  # said at the top
-            _wrapped(console, f"warning: {w}", lead="warning:")
+            print_wrapped(console, f"warning: {w}", lead="warning:")

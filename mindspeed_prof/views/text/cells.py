@@ -13,7 +13,20 @@ from mindspeed_prof.analysis.rows import DeviceRow, StageRow, StepRow, Straggler
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import printable
 
-__all__ = ["ROW_LIMIT", "count", "left_out", "limited"]
+__all__ = [
+    "ROW_LIMIT",
+    "capture_total",
+    "count",
+    "left_out",
+    "limited",
+    "mb_cell",
+    "ms_cell",
+    "ms_whole_cell",
+    "name_cell",
+    "print_wrapped",
+    "rank_source",
+    "seconds_cell",
+]
 
 _R = TypeVar("_R")
 
@@ -23,29 +36,29 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def _ms(value: float | None) -> str:
+def ms_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
-def _mb(value: float | None) -> str:
+def mb_cell(value: float | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.1f}"
 
 
-def _ms_whole(value: float | None) -> str:
+def ms_whole_cell(value: float | None) -> str:
     """Milliseconds at 1,000 and over without decimals (five digits say enough there)."""
-    return _ms(value) if value is None or abs(value) < 1000 else f"{value:,.0f}"
+    return ms_cell(value) if value is None or abs(value) < 1000 else f"{value:,.0f}"
 
 
-def _seconds(value: float | None) -> str:
+def seconds_cell(value: float | None) -> str:
     return "-" if value is None else f"{value / 1000:,.1f}"
 
 
-def _who(row: StageRow | StepRow | Straggler | DeviceRow) -> tuple[int | None, str]:
+def rank_source(row: StageRow | StepRow | Straggler | DeviceRow) -> tuple[int | None, str]:
     """A row's rank and, when two captures claim that rank and step, its source."""
     return row.rank, row.source
 
 
-def _name(text: str, width: int = 60) -> str:
+def name_cell(text: str, width: int = 60) -> str:
     """A trace name for a cell: escaped for rich markup, shortened in the middle."""
     from rich.markup import escape
 
@@ -55,12 +68,12 @@ def _name(text: str, width: int = 60) -> str:
     return escape(text)
 
 
-def _captures(result: Analysis) -> int:
+def capture_total(result: Analysis) -> int:
     """Captures, not files: a capture's trace and range file share one stem."""
     return len({(str(t.path.parent), capture_stem(t.path)) for t in result.traces})
 
 
-def _wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") -> None:
+def print_wrapped(console: Console, text: str, indent: str = "  ", lead: str = "") -> None:
     """Plain ``text`` wrapped at the console's width on spaces, never inside a word (a path
     longer than a line keeps a line of its own), later lines indented; ``lead`` (a word at its
     start, such as ``warning:``) in yellow."""

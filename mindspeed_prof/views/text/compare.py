@@ -11,7 +11,7 @@ from mindspeed_prof.analysis.rows import Change
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _mb, _ms, _name
+from mindspeed_prof.views.text.cells import mb_cell, ms_cell, name_cell
 
 __all__ = ["print_compare", "print_compare_details"]
 
@@ -35,10 +35,10 @@ def _changes(title: str, what: str, rows: list[Change]) -> Table:
         _column(table, col)
     for r in rows:
         table.add_row(
-            _name(r.name, 30),
+            name_cell(r.name, 30),
             rank_label(r.rank),
-            _ms(r.a_mean_ms),
-            _ms(r.b_mean_ms),
+            ms_cell(r.a_mean_ms),
+            ms_cell(r.b_mean_ms),
             _change(r),
             "" if r.impact_ms is None else f"{r.impact_ms:+,.1f}",
         )
@@ -63,7 +63,7 @@ def print_compare_details(result: Comparison, console: Console) -> None:
             _column(table, col)
         for d in result.device:
             a, b = d.a.json(), d.b.json()
-            table.add_row(rank_label(d.rank), *[f"{_ms(a[k])} -> {_ms(b[k])}" for k in a])
+            table.add_row(rank_label(d.rank), *[f"{ms_cell(a[k])} -> {ms_cell(b[k])}" for k in a])
         console.print(table)
     if result.memory:
         table = _table("Peak memory MiB, A -> B")
@@ -71,7 +71,7 @@ def print_compare_details(result: Comparison, console: Console) -> None:
             _column(table, col)
         for m in result.memory:
             a, b = m.a.json(), m.b.json()
-            table.add_row(rank_label(m.rank), *[f"{_mb(a[k])} -> {_mb(b[k])}" for k in a])
+            table.add_row(rank_label(m.rank), *[f"{mb_cell(a[k])} -> {mb_cell(b[k])}" for k in a])
         console.print(table)
 
 

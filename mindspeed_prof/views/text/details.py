@@ -15,17 +15,17 @@ from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import (
-    _mb,
-    _ms,
-    _ms_whole,
-    _name,
-    _seconds,
-    _who,
-    _wrapped,
     left_out,
     limited,
+    mb_cell,
+    ms_cell,
+    ms_whole_cell,
+    name_cell,
+    print_wrapped,
+    rank_source,
+    seconds_cell,
 )
-from mindspeed_prof.views.text.stages import _print_stragglers
+from mindspeed_prof.views.text.stages import print_stragglers
 from mindspeed_prof.views.words import no_device_text
 
 __all__ = ["print_details", "print_device", "print_memory", "print_ranges", "print_top_lists"]
@@ -63,13 +63,13 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
         return widths, console.width - sum(widths) - 3 * (len(headers) + 1) - 1
 
     unit = "ms"
-    body = cells(_ms)
+    body = cells(ms_cell)
     widths, left = room(body)
     if left < _NAME_MIN:
-        body = cells(_ms_whole)
+        body = cells(ms_whole_cell)
         widths, left = room(body)
     if left < _NAME_MIN:  # ranges of an hour and more: seconds
-        unit, body = "s", cells(_seconds)
+        unit, body = "s", cells(seconds_cell)
         widths, left = room(body)
     name = max(8, min(28, left))
     table = _table(f"Custom ranges by total {unit} (top {len(shown)} of {len(rows)})")
@@ -77,8 +77,8 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
     for header, width in zip(headers, widths):
         table.add_column(header, justify="right", min_width=width, no_wrap=True)
     for r, row in zip(shown, body):
-        label = _name(r.name, name) + (
-            f"\n[dim]in {_name(r.stage, max(8, name - 3))}[/dim]" if r.stage else ""
+        label = name_cell(r.name, name) + (
+            f"\n[dim]in {name_cell(r.stage, max(8, name - 3))}[/dim]" if r.stage else ""
         )
         table.add_row(label, *row)
     console.print(table)
@@ -96,7 +96,7 @@ def print_device(
     every = [r for r in rows if r.stage is None]
     if not every:
         sources = [m.source for m in memory or []]
-        _wrapped(console, no_device_text(unread or {}, sources), indent="")
+        print_wrapped(console, no_device_text(unread or {}, sources), indent="")
         return
     steps, left = limited(every)
     table = _table(
@@ -112,9 +112,9 @@ def print_device(
         share = ratio(r.busy_ms, r.span_ms, None) if r.busy_ms is not None and r.span_ms else None
         busy = "-" if share is None else f"{share:.0%}"
         table.add_row(
-            cell(rank_label(*_who(r))),
+            cell(rank_label(*rank_source(r))),
             step,
-            *[_ms(v) for v in (r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)],
+            *[ms_cell(v) for v in (r.compute_ms, r.comm_ms, r.overlap_ms, r.memcpy_ms, r.idle_ms)],
             busy,
         )
     console.print(table)
@@ -139,7 +139,7 @@ def print_top_lists(rep: Report, console: Console, top: int = 10) -> None:
         _column(table, "calls")
         _column(table, "ms")
         for name, calls, ms in rows:
-            table.add_row(_name(name, 56), str(calls), _ms(ms))
+            table.add_row(name_cell(name, 56), str(calls), ms_cell(ms))
         console.print(table)
 
 
@@ -154,8 +154,8 @@ def print_memory(rows: list[MemoryRow], console: Console) -> None:
         table.add_row(
             rank_label(r.rank),
             cell(r.stage or "(all)"),
-            _mb(r.peak_allocated_bytes),
-            _mb(r.peak_reserved_bytes),
+            mb_cell(r.peak_allocated_bytes),
+            mb_cell(r.peak_reserved_bytes),
             cell(r.source or "-"),
         )
     console.print(table)
@@ -169,7 +169,7 @@ def print_memory(rows: list[MemoryRow], console: Console) -> None:
         _column(table, "allocs")
         _column(table, "MiB")
         for name, t in sorted(ops.items(), key=lambda kv: -kv[1].total)[:10]:
-            table.add_row(_name(name, 56), str(t.count), _mb(t.total))
+            table.add_row(name_cell(name, 56), str(t.count), mb_cell(t.total))
         console.print(table)
 
 
@@ -178,7 +178,7 @@ def print_details(rep: Report, console: Console, top: int = 10) -> None:
     t = rep.tables
     print_ranges(t.range_table, console, top=2 * top)
     if t.range_stragglers:
-        _print_stragglers(t.range_stragglers[:top], "range", rep.result, console)
+        print_stragglers(t.range_stragglers[:top], "range", rep.result, console)
     print_device(t.device, console, t.unread_device, t.memory)
     print_top_lists(rep, console, top)
     print_memory(t.memory, console)

@@ -19,9 +19,9 @@ from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import fits as _fits
 from mindspeed_prof.views.tables import legend as _legend
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _ms, _name, _who, left_out, limited
+from mindspeed_prof.views.text.cells import left_out, limited, ms_cell, name_cell, rank_source
 
-__all__ = ["NO_OP_NOTE", "print_stage_rank"]
+__all__ = ["NO_OP_NOTE", "print_per_step", "print_stage_rank", "print_stragglers"]
 
 
 def print_stage_rank(
@@ -35,14 +35,14 @@ def print_stage_rank(
     if not rows:
         console.print("No stage ranges in these captures.", soft_wrap=True)
         return
-    ranks = sorted({_who(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
+    ranks = sorted({rank_source(r) for r in rows}, key=lambda k: (rank_order(k[0]), k[1]))
     stages: dict[str, dict[tuple[int | None, str], StageRow]] = {}
     for r in rows:
-        stages.setdefault(r.stage, {})[_who(r)] = r
+        stages.setdefault(r.stage, {})[rank_source(r)] = r
 
     def total(stage: str, rank: tuple[int | None, str]) -> str:
         r = stages[stage].get(rank)
-        return f"{_ms(r.total_ms)} ({r.count})" if r else "-"
+        return f"{ms_cell(r.total_ms)} ({r.count})" if r else "-"
 
     no_op = {stage: _no_op_share(list(by_rank.values())) for stage, by_rank in stages.items()}
     shown = any(v != "-" for v in no_op.values())  # captures that record host operators
@@ -94,7 +94,7 @@ def _no_op_share(rows: list[StageRow]) -> str:
     return f"{min(sum(r.no_op_ms or 0.0 for r in known) / total, 1.0):.0%}"
 
 
-def _print_per_step(rows: list[StepRow], console: Console) -> None:
+def print_per_step(rows: list[StepRow], console: Console) -> None:
     stages = list(dict.fromkeys(k for row in rows for k in row.stages))
     has_total = any(row.total is not None for row in rows)
     steps, left = limited(rows)
@@ -108,10 +108,10 @@ def _print_per_step(rows: list[StepRow], console: Console) -> None:
                 table.add_row(*["..."] * len(table.columns))
             step = f"{row.step}{' w' if row.warmup else ''}"
             table.add_row(
-                cell(rank_label(*_who(row))),
+                cell(rank_label(*rank_source(row))),
                 step,
-                *([_ms(row.total)] if has_total else []),
-                *[_ms(row.stages.get(s)) for s in names],
+                *([ms_cell(row.total)] if has_total else []),
+                *[ms_cell(row.stages.get(s)) for s in names],
             )
         return table
 
@@ -142,7 +142,7 @@ def _fitting(
     return parts
 
 
-def _print_stragglers(rows: list[Straggler], what: str, result: Analysis, console: Console) -> None:
+def print_stragglers(rows: list[Straggler], what: str, result: Analysis, console: Console) -> None:
     """Stage or range stragglers: each rank's ms against the median of the other ranks; stage
     names as codes with a legend where the names would not fit (never cut mid-name)."""
     title = "Stragglers" if what == "stage" else "Range stragglers"
@@ -157,12 +157,12 @@ def _print_stragglers(rows: list[Straggler], what: str, result: Analysis, consol
             _column(table, col)
         for row in rows:
             table.add_row(
-                _name(names.get(row.name, row.name), 26),
+                name_cell(names.get(row.name, row.name), 26),
                 str(row.step),
-                cell(rank_label(*_who(row))),
-                _ms(row.ms),
-                _ms(row.median_ms),
-                _ms(row.excess_ms),
+                cell(rank_label(*rank_source(row))),
+                ms_cell(row.ms),
+                ms_cell(row.median_ms),
+                ms_cell(row.excess_ms),
                 f"{row.ratio:.2f}x",
             )
         return table

@@ -10,7 +10,7 @@ from rich.console import Console
 from mindspeed_prof.views.safe import cell, printable
 from mindspeed_prof.views.tables import column as _column
 from mindspeed_prof.views.tables import table as _table
-from mindspeed_prof.views.text.cells import _ms
+from mindspeed_prof.views.text.cells import ms_cell
 
 __all__ = ["print_presets", "print_sweep"]
 
@@ -65,7 +65,7 @@ def _overrides(row: Mapping[str, object]) -> list[str]:
 def _sweep_cell(value: object, key: str) -> str:
     """A sweep row's value for a cell (from its manifest: escaped)."""
     if key.startswith("ms_") and (value is None or isinstance(value, (int, float))):
-        return _ms(value)
+        return ms_cell(value)
     if isinstance(value, list):
         return cell(",".join(map(str, value)))
     return "-" if value is None else cell(value)

@@ -47,7 +47,12 @@ from msprof_advisor import Advice, advise, category, executable, from_json, to_j
 from reference_store import Store
 
 from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.findings import Finding, find, npu
+from mindspeed_prof.analysis.findings import Finding, find
+from mindspeed_prof.analysis.findings.npu import env as env_rules
+from mindspeed_prof.analysis.findings.npu import host as host_rules
+from mindspeed_prof.analysis.findings.npu import layout as layout_rules
+from mindspeed_prof.analysis.findings.npu import ops as ops_rules
+from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
 from mindspeed_prof.analysis.readers.model import TraceData
 
 pytestmark = [pytest.mark.reference,
@@ -197,7 +202,7 @@ def test_environment_variables_are_the_advisors(runs: dict[str, Run]) -> None:
         theirs = {r["Environment"]: r["Value"] or "" for r in
                   run.advice.sheets["Environment Variable Issues"]}
         for t in run.captures():
-            issue = npu.env_issues(t)
+            issue = env_rules.env_issues(t)
             assert issue is not None and issue.flagged == theirs, (run.name, t.rank)
         assert all(k in run.rule("npu.env_vars")[0].title for k in theirs)
 
@@ -211,7 +216,7 @@ def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
         assert theirs
         matches = []
         for t in run.captures():
-            al = npu.alignment(t)
+            al = layout_rules.alignment(t)
             ours = {a.op: a for a in (al.ops if al else [])}
             if all(_same_alignment(ours.get(str(r["op name"])), r) for r in theirs) and (
                     len(ours) == len(theirs)):
@@ -221,7 +226,7 @@ def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
         assert all(str(r["op name"]) in finding.detail for r in theirs)
 
 
-def _same_alignment(a: npu.Aligned | None, row: dict[str, Any]) -> bool:
+def _same_alignment(a: layout_rules.Aligned | None, row: dict[str, Any]) -> bool:
     return a is not None and a.bytes == int(float(row["total size(Byte)"])) and (
         abs(a.us - float(row["duration(us)"])) < 1e-3) and (
         abs(a.unaligned_us - float(row["abnormal duration(us)"])) < 1e-3) and (
@@ -250,10 +255,10 @@ def test_vector_operators_and_their_room_are_the_advisors(runs: dict[str, Run]) 
         assert rooms and bounds
 
         def agrees(t: TraceData) -> bool:
-            every_room, every_bound = npu.vector_ops(t, top=None)
+            every_room, every_bound = ops_rules.vector_ops(t, top=None)
             room = {(v.name, v.shape): v.room * 100 for v in every_room}
             bound = {(v.name, v.shape): v.bound for v in every_bound}
-            top, top_bound = npu.vector_ops(t)
+            top, top_bound = ops_rules.vector_ops(t)
             # the advisor's top five (its order of ties varies run to run): each one ours with
             # the same room, and the most room the same; its bound ones ours, as bound
             return (all(abs(room.get((n, s), -1) - v) < 0.006 for n, s, v in rooms)
@@ -276,10 +281,10 @@ def test_dynamic_shape_needs_an_op_state(runs: dict[str, Run]) -> None:
         if (run.name, "operator dynamic shape issues") in NO_EVIDENCE:
             # the advisor's claim has nothing under it: no state was recorded
             assert "OP State" not in header
-            assert npu.dynamic_shape(run.capture(rank)) is None
+            assert layout_rules.dynamic_shape(run.capture(rank)) is None
             assert not run.rule("npu.dynamic_shape")
         else:
-            runs_, static = npu.dynamic_shape(run.capture(rank)) or (0, -1)
+            runs_, static = layout_rules.dynamic_shape(run.capture(rank)) or (0, -1)
             assert runs_ > 0 and static == 0
             assert rank in run.rule("npu.dynamic_shape")[0].ranks
 
@@ -289,7 +294,7 @@ def test_affinity_apis_are_the_advisors(runs: dict[str, Run]) -> None:
     assert checked
     for run in checked:
         theirs = {str(r["Affinity API"]) for r in run.advice.sheets["Affinity API Issues"]}
-        ours = {api for t in run.captures() for api, _, _ in npu.affinity(t).values()}
+        ours = {api for t in run.captures() for api, _, _ in ops_rules.affinity(t).values()}
         assert theirs == ours, run.name
         assert all(any(api in f.title for f in run.rule("npu.affinity_api")) for api in theirs)
 
@@ -304,9 +309,9 @@ def test_slow_rank_is_the_advisors_spread(runs: dict[str, Run]) -> None:
     for run in checked:
         theirs = {m.group(1): float(m.group(2)) for m in _SLOW.finditer(
             run.problems()["slow rank"]["description"] or "")}
-        (spread,) = npu.rank_spread(run.result)  # one step on these sets
+        (spread,) = ranks_rules.rank_spread(run.result)  # one step on these sets
         ours = {p: spread.gap(p)[0] for p in spread.parts
-                if spread.gap(p)[0] / spread.mean_ms > npu.SPREAD}
+                if spread.gap(p)[0] / spread.mean_ms > ranks_rules.SPREAD}
         assert ours.keys() == theirs.keys(), run.name
         assert all(abs(ours[p] - theirs[p]) < 1e-3 for p in ours)
         assert bool(run.rule("npu.slow_rank")) == bool(theirs)
@@ -330,7 +335,7 @@ def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
         theirs = {m.group(1): tuple(map(float, m.group(2, 3, 4))) for m in _LINK.finditer(
             run.problems()["slow link"]["description"] or "")}
         assert theirs.keys() == {"RDMA", "SDMA"}
-        ours = {s.link: s for s in npu.link_spread(run.result)}
+        ours = {s.link: s for s in ranks_rules.link_spread(run.result)}
         for link, (mean, most, least) in theirs.items():
             if link not in ours:
                 assert mean == most == least == 0, (run.name, link)
@@ -340,7 +345,7 @@ def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
             assert abs(max(values) - most) < 2e-3 and abs(min(values) - least) < 2e-3
             spread = (most - least) / mean if mean else 0.0
             flagged = [f for f in run.rule("npu.slow_link") if f.title.startswith(link)]
-            assert bool(flagged) == (spread > npu.SPREAD), (run.name, link, spread)
+            assert bool(flagged) == (spread > ranks_rules.SPREAD), (run.name, link, spread)
 
 
 def test_no_bound_operators_are_the_advisors_less_the_vector_bound(
@@ -353,7 +358,7 @@ def test_no_bound_operators_are_the_advisors_less_the_vector_bound(
         theirs = run.advice.sheets[str(problem["sheet"]).replace(
             "RANK", "Rank {} RANK".format(problem["rank"]), 1)[:31]]
         assert len(theirs) == int(float(problem["problem count"]))
-        nb = npu.no_bound(t)
+        nb = ops_rules.no_bound(t)
         assert nb is not None
         key = _op_key
         their_runs = Counter(key(str(r["op_name"]), str(r["input_shapes"]),
@@ -363,7 +368,7 @@ def test_no_bound_operators_are_the_advisors_less_the_vector_bound(
         assert all(their_runs[k] == o.count for k, o in ours.items())
         extra = [every[k] for k in their_runs if k not in ours]
         # every operator only they count is bound on its own unit (over 80%)
-        assert extra and all(max(npu.unit_ratios(o).values()) > npu.BOUND_RATIO for o in extra)
+        assert extra and all(max(ops_rules.unit_ratios(o).values()) > ops_rules.BOUND_RATIO for o in extra)
         assert all(their_runs[key(o.name, o.input_shapes, o.output_shapes)] == o.count
                    for o in extra)
         assert len(theirs) == nb.runs + sum(o.count for o in extra)
@@ -396,7 +401,7 @@ def test_small_packets_are_the_advisors_less_its_total_rows(runs: dict[str, Run]
             small_ms = float(m.group(4))
             matched = []
             for t in run.captures():
-                p = next((p for p in npu.packets(t) if p.link == link), None)
+                p = next((p for p in ranks_rules.packets(t) if p.link == link), None)
                 if p and p.small == small and abs(p.small_ms - small_ms) < 1e-4:
                     # the advisor also counts each "Total Op Info" row that moved data
                     totals = _total_rows(t, link)
@@ -435,8 +440,8 @@ def test_the_issues_host_figures(runs: dict[str, Run]) -> None:
     """Issue 24's figures on npu_text_level1: aclopCompileAndExecute 28.7 ms and
     aclrtSynchronizeStreamWithTimeout 191 ms over its two ranks, from api_statistic.csv."""
     run = runs["npu_text_level1"]
-    waits = [npu.host_waits(t) for t in run.captures()]
-    compiles = [npu.compile_calls(t) for t in run.captures()]
+    waits = [host_rules.host_waits(t) for t in run.captures()]
+    compiles = [host_rules.compile_calls(t) for t in run.captures()]
     with_stats = {}
     for t in run.captures():
         with open(t.path / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv", newline="") as f:

@@ -18,6 +18,11 @@ from npu_fixtures import unpack
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.analyse import Analysis, analyse
 from mindspeed_prof.analysis.findings import Finding, find, npu
+from mindspeed_prof.analysis.findings.npu import env as env_rules
+from mindspeed_prof.analysis.findings.npu import host as host_rules
+from mindspeed_prof.analysis.findings.npu import layout as layout_rules
+from mindspeed_prof.analysis.findings.npu import ops as ops_rules
+from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
 from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import (
     DeviceRow,
@@ -83,7 +88,7 @@ def rules(result: Analysis, rule: Rule) -> list[Finding]:
     ("ASCEND_ENHANCE_ENABLE", "1", False),  # recorded, but no rule of the advisor's
 ])
 def test_env_vars_at_their_edges(name: str, value: str, flagged: bool) -> None:
-    found = rules(run(capture(env={name: value})), npu.env_vars)
+    found = rules(run(capture(env={name: value})), env_rules.env_vars)
     assert bool(found) == flagged
     if flagged:
         (f,) = found
@@ -96,7 +101,7 @@ def test_env_vars_group_ranks_that_read_the_same() -> None:
     same = {"ACLNN_CACHE_LIMIT": "", "HOST_CACHE_CAPACITY": "20"}
     other = {"ACLNN_CACHE_LIMIT": "", "HOST_CACHE_CAPACITY": "0"}
     found = rules(run(capture(0, env=same), capture(1, env=same), capture(2, env=other),
-                      capture(3, env=None)), npu.env_vars)
+                      capture(3, env=None)), env_rules.env_vars)
     assert sorted(f.ranks for f in found) == [[0, 1], [2]]
     assert "1 environment variable" in next(f.title for f in found if f.ranks == [0, 1])
 
@@ -113,13 +118,13 @@ def tasks(**sizes: list[float]) -> list[HcclTasks]:
 def test_alignment_judges_copies_over_512_bytes_only() -> None:
     t = capture(tasks=tasks(a=[512, 4, 10.0, 1024, 2, 30.0], b=[513, 1, 5.0, 2048, 1, 15.0],
                             c=[511, 3, 9.0]))
-    al = npu.alignment(t)
+    al = layout_rules.alignment(t)
     assert al is not None and al.judged_us == 50.0  # 512 and 511 are not judged
     (b,) = al.ops
     assert (b.op, b.bytes, b.copies, b.unaligned, b.unaligned_us, b.sizes) == (
         "b", 513 + 2048, 2, 1, 5.0, [513])
     assert b.gbps == pytest.approx((513 + 2048) / 1e9 / 20e-6)
-    (f,) = rules(run(t), npu.byte_alignment)
+    (f,) = rules(run(t), layout_rules.byte_alignment)
     assert "1 communication op " in f.title and "5.0 us of 50.0 us" in f.title
     assert f.severity == "low" and f.impact_ms == pytest.approx(0.005)
 
@@ -128,14 +133,14 @@ def test_alignment_judges_copies_over_512_bytes_only() -> None:
                                                   (69.9, "medium"), (70.0, "high")])
 def test_alignment_severity_is_the_advisors_share(bad_us: float, severity: str) -> None:
     t = capture(tasks=tasks(a=[1000, 1, bad_us, 1024, 1, 100.0 - bad_us]))
-    (f,) = rules(run(t), npu.byte_alignment)
+    (f,) = rules(run(t), layout_rules.byte_alignment)
     assert f.severity == severity
 
 
 def test_alignment_without_task_detail_or_unaligned_copies_finds_nothing() -> None:
-    assert npu.alignment(capture(tasks=None)) is None
-    assert not rules(run(capture(tasks=None)), npu.byte_alignment)
-    assert not rules(run(capture(tasks=tasks(a=[1024, 3, 10.0]))), npu.byte_alignment)
+    assert layout_rules.alignment(capture(tasks=None)) is None
+    assert not rules(run(capture(tasks=None)), layout_rules.byte_alignment)
+    assert not rules(run(capture(tasks=tasks(a=[1024, 3, 10.0]))), layout_rules.byte_alignment)
 
 
 def test_task_groups_place_copies_in_the_operator_that_holds_them() -> None:
@@ -166,12 +171,12 @@ def test_dynamic_shape_needs_states_and_no_static_one() -> None:
     dynamic = NpuOp(name="a", type="A", core="AI_CORE", count=3, stated=3, static=0)
     static = NpuOp(name="b", type="B", core="AI_CORE", count=1, stated=1, static=1)
     unknown = NpuOp(name="c", type="C", core="AI_CORE", count=5)
-    assert npu.dynamic_shape(capture(ops=[dynamic, unknown])) == (3, 0)
-    assert npu.dynamic_shape(capture(ops=[unknown])) is None
-    (f,) = rules(run(capture(ops=[dynamic])), npu.dynamic_shapes)
+    assert layout_rules.dynamic_shape(capture(ops=[dynamic, unknown])) == (3, 0)
+    assert layout_rules.dynamic_shape(capture(ops=[unknown])) is None
+    (f,) = rules(run(capture(ops=[dynamic])), layout_rules.dynamic_shapes)
     assert "jit_compile=False" in f.suggestion and "allow_internal_format" in f.suggestion
-    assert not rules(run(capture(ops=[dynamic, static])), npu.dynamic_shapes)
-    assert not rules(run(capture(ops=[unknown])), npu.dynamic_shapes)
+    assert not rules(run(capture(ops=[dynamic, static])), layout_rules.dynamic_shapes)
+    assert not rules(run(capture(ops=[unknown])), layout_rules.dynamic_shapes)
 
 
 @pytest.mark.parametrize(("vec", "mte2", "mte3", "bound"), [
@@ -182,7 +187,7 @@ def test_dynamic_shape_needs_states_and_no_static_one() -> None:
 def test_vector_bound_and_room_at_the_edges(vec: float, mte2: float, mte3: float,
                                             bound: str | None) -> None:
     t = capture(ops=[op("v", aiv_vec_ratio=vec, aiv_mte2_ratio=mte2, aiv_mte3_ratio=mte3)])
-    rooms, bounds = npu.vector_ops(t)
+    rooms, bounds = ops_rules.vector_ops(t)
     if bound:
         assert [v.bound for v in bounds] == [bound] and not rooms
     else:
@@ -196,11 +201,11 @@ def test_vector_ops_look_at_types_with_a_percent_of_the_time() -> None:
     kept = op("kept", us=1.0, aiv_vec_ratio=0.1, aiv_mte2_ratio=0.1, aiv_mte3_ratio=0.1)
     left = op("left", us=0.99, aiv_vec_ratio=0.1, aiv_mte2_ratio=0.1, aiv_mte3_ratio=0.1)
     cube = op("cube", core="AI_CORE", us=98.01)
-    rooms, _ = npu.vector_ops(capture(ops=[kept, left, cube]))
+    rooms, _ = ops_rules.vector_ops(capture(ops=[kept, left, cube]))
     assert [v.name for v in rooms] == ["kept"]  # 1.00 of 100 us: 1%; 0.99: under
     # communication counts in the whole where kernel_details has no HCCL rows (the db)
     hccl = [HcclOp(name="hcom_x", kind="collective", elapse_ms=0.1)]
-    rooms, _ = npu.vector_ops(capture(ops=[kept, left, cube], hccl=hccl))
+    rooms, _ = ops_rules.vector_ops(capture(ops=[kept, left, cube], hccl=hccl))
     assert not rooms
 
 
@@ -210,13 +215,13 @@ def test_vector_ops_keep_the_top_five_and_merge_names_and_shapes() -> None:
     # v0 runs once more on a mixed core: one operator by name and shapes, its means over both
     ops.append(op("v0", core="MIX_AIV", count=2, aiv_vec_ratio=0.15, aiv_mte2_ratio=0.15,
                   aiv_mte3_ratio=0.15))
-    rooms, _ = npu.vector_ops(capture(ops=ops))
+    rooms, _ = ops_rules.vector_ops(capture(ops=ops))
     assert [v.name for v in rooms] == ["v1", "v2", "v3", "v4", "v5"]
-    every, _ = npu.vector_ops(capture(ops=ops), top=None)
+    every, _ = ops_rules.vector_ops(capture(ops=ops), top=None)
     v0 = next(v for v in every if v.name == "v0")
     assert len(every) == 7 and v0.runs == 3 and v0.vec == pytest.approx(0.1)  # 0.3 / 3
     assert v0.room == pytest.approx(0.6)
-    (f,) = rules(run(capture(ops=ops)), npu.vector_perf)
+    (f,) = rules(run(capture(ops=ops)), ops_rules.vector_perf)
     assert "69.0% room" in f.title and f.detail.count("\n") == 4
 
 
@@ -226,17 +231,17 @@ def test_no_bound_reads_each_core_s_own_units() -> None:
     # bound on its vector unit's mte2, with no aic_ ratio: the advisor calls it unbound
     vector = op("add", us=50.0, aiv_mte2_ratio=0.9, aic_mte2_ratio=0.0)
     idle = op("idle", us=50.0, aiv_vec_ratio=0.0)
-    nb = npu.no_bound(capture(ops=[cube, busy, vector, idle]))
+    nb = ops_rules.no_bound(capture(ops=[cube, busy, vector, idle]))
     assert nb is not None and [o.name for o in nb.ops] == ["mm"] and nb.runs == 1
-    assert npu.unit_ratios(vector) == {"aiv_vec_ratio": 0.0, "aiv_scalar_ratio": 0.0,
+    assert ops_rules.unit_ratios(vector) == {"aiv_vec_ratio": 0.0, "aiv_scalar_ratio": 0.0,
                                        "aiv_mte2_ratio": 0.9, "aiv_mte3_ratio": 0.0}
 
 
 def test_no_bound_needs_a_run_over_20_us() -> None:
     short = op("mm", core="AI_CORE", us=20.0, aic_mac_ratio=0.5)
-    assert npu.no_bound(capture(ops=[short])) is None
+    assert ops_rules.no_bound(capture(ops=[short])) is None
     longer = op("mm", core="AI_CORE", us=20.5, aic_mac_ratio=0.5, kind="MatMul")
-    (f,) = rules(run(capture(ops=[longer])), npu.no_bound_ops)
+    (f,) = rules(run(capture(ops=[longer])), ops_rules.no_bound_ops)
     assert f.title.startswith("1 operator runs") and "MatMul" in f.detail
 
 
@@ -244,19 +249,19 @@ def test_aicpu_operators_over_20_us() -> None:
     ops = [op("cast_a", core="AI_CPU", us=20.0), op("cast_b", core="AI_CPU", us=40.0, count=2,
                                                     most=30.0),
            op("mm", core="AI_CORE", us=500.0)]
-    assert [o.name for o in npu.aicpu(capture(ops=ops))] == ["cast_b"]
-    (f,) = rules(run(capture(ops=ops, steps=2)), npu.aicpu_ops)
+    assert [o.name for o in ops_rules.aicpu(capture(ops=ops))] == ["cast_b"]
+    (f,) = rules(run(capture(ops=ops, steps=2)), ops_rules.aicpu_ops)
     assert "cast_b 30.0 us" in f.title and f.impact_ms == pytest.approx(0.03)  # 60 us / 2
     assert f.severity == "low"
-    assert not rules(run(capture(ops=ops[:1] + ops[2:])), npu.aicpu_ops)
+    assert not rules(run(capture(ops=ops[:1] + ops[2:])), ops_rules.aicpu_ops)
 
 
 def test_affinity_apis_of_optimizer_steps() -> None:
     host = {"Optimizer.step#SGD.step": Tally(2, 1500.0), "Optimizer.step#Mine.step": Tally(1, 5),
             "Optimizer.zero_grad#SGD.zero_grad": Tally(1, 5.0)}
-    assert npu.affinity(capture(host=host)) == {
+    assert ops_rules.affinity(capture(host=host)) == {
         "Optimizer.step#SGD.step": ("torch_npu.optim.NpuFusedSGD", 2, 1500.0)}
-    (f,) = rules(run(capture(0, host=host), capture(1, host=host)), npu.affinity_apis)
+    (f,) = rules(run(capture(0, host=host), capture(1, host=host)), ops_rules.affinity_apis)
     assert "torch_npu.optim.NpuFusedSGD" in f.title and "4 calls" in f.title
     assert f.ranks == [0, 1]
 
@@ -274,11 +279,11 @@ def test_slow_rank_at_five_percent_of_the_step(gap: float, found: bool) -> None:
     # steps of 100 and 100 + gap, their mean 100 + gap / 2: over 5% from gap = 5.128
     a = capture(0, device=[row(60, 40, 0)])
     b = capture(1, device=[row(60, 40, gap)])
-    (spread,) = npu.rank_spread(run(a, b))
+    (spread,) = ranks_rules.rank_spread(run(a, b))
     assert spread.gap("Free") == (pytest.approx(gap), 1, 0)
     mean = 100 + gap / 2
-    out = rules(run(a, b), npu.slow_rank)
-    assert bool(out) == (gap / mean > npu.SPREAD) == found
+    out = rules(run(a, b), ranks_rules.slow_rank)
+    assert bool(out) == (gap / mean > ranks_rules.SPREAD) == found
     if found:
         assert "free" in out[0].title and out[0].impact_ms == pytest.approx(gap)
 
@@ -287,12 +292,12 @@ def test_slow_rank_names_the_worst_step_and_part() -> None:
     a = capture(0, device=[row(60, 40, 0, step=1), row(60, 40, 0, step=2)])
     b = capture(1, device=[row(90, 10, 0, step=1), row(61, 39, 0, step=2)])
     c = capture(2, device=[row(60, 40, 0, step=3)])  # a step of its own: no spread
-    assert [s.step for s in npu.rank_spread(run(a, b, c))] == [1, 2]
-    (f,) = rules(run(a, b, c), npu.slow_rank)
+    assert [s.step for s in ranks_rules.rank_spread(run(a, b, c))] == [1, 2]
+    (f,) = rules(run(a, b, c), ranks_rules.slow_rank)
     assert f.title.startswith("Ranks differ by 30.0 ms in") and "step 1" in f.title
     assert "compute" in f.detail and "exposed communication" in f.detail
     assert f.severity == "high"  # 30 of 100 ms
-    assert not rules(run(a), npu.slow_rank)
+    assert not rules(run(a), ranks_rules.slow_rank)
 
 
 def link(rank: int, **gbps: float) -> TraceData:
@@ -307,22 +312,22 @@ def test_slow_link_at_five_percent_of_the_mean(slow: float, found: bool) -> None
     # 20 and 19.1: 0.9 / 19.55 = 4.6%; 20 and 19: 1 / 19.5 = 5.1%
     fast = 20.0
     result = run(link(0, sdma=fast), link(1, sdma=slow))
-    (s,) = npu.link_spread(result)
+    (s,) = ranks_rules.link_spread(result)
     assert s.link == "SDMA" and s.mean == pytest.approx((fast + slow) / 2)
     spread = (fast - slow) / ((fast + slow) / 2)
     assert s.spread == pytest.approx(spread)
-    out = rules(result, npu.slow_link)
-    assert bool(out) == (spread > npu.SPREAD) == found
+    out = rules(result, ranks_rules.slow_link)
+    assert bool(out) == (spread > ranks_rules.SPREAD) == found
     if found:
         assert "slowest rank 1" in out[0].title and "19.00-20.00 GB/s" in out[0].title
 
 
 def test_slow_link_edge_exactly() -> None:
     # (20 - x) / ((20 + x) / 2) = 0.05 -> x = 20 * 1.95 / 2.05
-    edge = 20 * (1 - npu.SPREAD / 2) / (1 + npu.SPREAD / 2)
-    assert not rules(run(link(0, sdma=20.0), link(1, sdma=edge + 1e-9)), npu.slow_link)
-    assert rules(run(link(0, sdma=20.0), link(1, sdma=edge - 1e-6)), npu.slow_link)
-    assert not npu.link_spread(run(link(0, sdma=20.0)))  # one rank
+    edge = 20 * (1 - ranks_rules.SPREAD / 2) / (1 + ranks_rules.SPREAD / 2)
+    assert not rules(run(link(0, sdma=20.0), link(1, sdma=edge + 1e-9)), ranks_rules.slow_link)
+    assert rules(run(link(0, sdma=20.0), link(1, sdma=edge - 1e-6)), ranks_rules.slow_link)
+    assert not ranks_rules.link_spread(run(link(0, sdma=20.0)))  # one rank
 
 
 # ------------------------------------------------------------------------------ small packets
@@ -335,17 +340,17 @@ def comm(*mb: float, link: str = "sdma") -> list[HcclOp]:
 
 def test_packets_under_16_mb_sdma_over_a_fifth() -> None:
     # 1 small of 5: 20%, not more than a fifth; 16 MB itself is not small; 0 MB not counted
-    assert not rules(run(capture(hccl=comm(15.99, 16, 17, 18, 19, 0))), npu.small_packets)
-    (p,) = npu.packets(capture(hccl=comm(15.99, 16, 17, 18, 19, 0)))
+    assert not rules(run(capture(hccl=comm(15.99, 16, 17, 18, 19, 0))), ranks_rules.small_packets)
+    (p,) = ranks_rules.packets(capture(hccl=comm(15.99, 16, 17, 18, 19, 0)))
     assert (p.ops, p.small, p.small_ms) == (5, 1, 0.5)
-    (f,) = rules(run(capture(hccl=comm(1, 2, 16, 17))), npu.small_packets)
+    (f,) = rules(run(capture(hccl=comm(1, 2, 16, 17))), ranks_rules.small_packets)
     assert "2 of 4 SDMA" in f.title and "under 16 MB" in f.title and f.impact_ms == 1.0
 
 
 def test_packets_under_1_mb_rdma() -> None:
-    (f,) = rules(run(capture(hccl=comm(0.99, 1.0, link="rdma"))), npu.small_packets)
+    (f,) = rules(run(capture(hccl=comm(0.99, 1.0, link="rdma"))), ranks_rules.small_packets)
     assert "1 of 2 RDMA" in f.title
-    assert not rules(run(capture(hccl=comm(1.0, 1.0, link="rdma"))), npu.small_packets)
+    assert not rules(run(capture(hccl=comm(1.0, 1.0, link="rdma"))), ranks_rules.small_packets)
 
 
 # ------------------------------------------------------------------------------ host side
@@ -362,9 +367,9 @@ def test_host_wait_from_a_tenth_of_the_step(wait_ms: float, found: bool) -> None
     t = capture(runtime=waits(wait_ms * 1000), step_ms=100.0,
                 api_max_us={"aclrtSynchronizeStreamWithTimeout": 8000.0},
                 host={"aten::_local_scalar_dense": Tally(3, 9000.0)})
-    w = npu.host_waits(t)
+    w = host_rules.host_waits(t)
     assert w is not None and w.us == pytest.approx(wait_ms * 1000) and w.steps == 1
-    out = rules(run(t), npu.host_wait)
+    out = rules(run(t), host_rules.host_wait)
     assert bool(out) == found
     if found:
         assert f"{wait_ms:.1f} ms per step" in out[0].title and "longest 8.0 ms" in out[0].title
@@ -372,14 +377,14 @@ def test_host_wait_from_a_tenth_of_the_step(wait_ms: float, found: bool) -> None
 
 
 def test_host_wait_needs_a_millisecond_and_is_high_from_half_the_step() -> None:
-    assert not rules(run(capture(runtime=waits(990.0), step_ms=2.0)), npu.host_wait)
+    assert not rules(run(capture(runtime=waits(990.0), step_ms=2.0)), host_rules.host_wait)
     (f,) = rules(run(capture(runtime=waits(100_000.0), step_ms=150.0, steps=2)),
-                 npu.host_wait)
+                 host_rules.host_wait)
     assert "50.0 ms per step" in f.title and f.severity == "medium"  # 100 ms over 2 steps
     (f,) = rules(run(capture(runtime=waits(150_000.0), step_ms=150.0, steps=2)),
-                 npu.host_wait)
+                 host_rules.host_wait)
     assert f.severity == "high"
-    assert not rules(run(capture(runtime=waits(1e6), step_ms=None)), npu.host_wait)
+    assert not rules(run(capture(runtime=waits(1e6), step_ms=None)), host_rules.host_wait)
 
 
 @pytest.mark.parametrize(("us", "found", "severity"), [
@@ -388,7 +393,7 @@ def test_host_wait_needs_a_millisecond_and_is_high_from_half_the_step() -> None:
 def test_runtime_compile_from_a_millisecond_per_step(us: float, found: bool,
                                                      severity: str | None) -> None:
     runtime = {"AscendCL@aclopCompileAndExecute": Tally(19, us), "opCompile": Tally(19, 300.0)}
-    out = rules(run(capture(runtime=runtime, step_ms=100.0)), npu.runtime_compile)
+    out = rules(run(capture(runtime=runtime, step_ms=100.0)), host_rules.runtime_compile)
     assert bool(out) == found
     if found:
         (f,) = out
@@ -406,10 +411,10 @@ def test_synchronize_stream_after_more_than_half_the_launches() -> None:
     order.add("aclrtSynchronizeStreamWithTimeout", 0.5)  # right after launch 0 too
     assert order.done() == [4, 3, 2]  # 0.5 follows launch 0, 1.0 follows 0.5: not a launch
     half = capture(launch_sync=[4, 3, 2])
-    assert not rules(run(half), npu.synchronize_stream)
-    (f,) = rules(run(capture(launch_sync=[4, 3, 3])), npu.synchronize_stream)
+    assert not rules(run(half), host_rules.synchronize_stream)
+    (f,) = rules(run(capture(launch_sync=[4, 3, 3])), host_rules.synchronize_stream)
     assert "75% of its 4" in f.title and "ASCEND_LAUNCH_BLOCKING" in f.suggestion
-    assert not rules(run(capture(launch_sync=None)), npu.synchronize_stream)
+    assert not rules(run(capture(launch_sync=None)), host_rules.synchronize_stream)
     assert LaunchOrder().done() is None
 
 
@@ -433,7 +438,7 @@ _text = st.text(max_size=8)
 _num = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
 _facts = st.builds(
     NpuFacts,
-    env=st.none() | st.dictionaries(st.sampled_from(sorted(npu.ENV_RULES)) | _text, _text),
+    env=st.none() | st.dictionaries(st.sampled_from(sorted(env_rules.ENV_RULES)) | _text, _text),
     hccl=st.lists(st.builds(HcclOp, name=_text, kind=st.sampled_from(["collective", "p2p"]),
                             step=st.none() | st.integers(-2, 3), elapse_ms=st.none() | _num,
                             sdma_mb=st.none() | _num, sdma_ms=st.none() | _num,

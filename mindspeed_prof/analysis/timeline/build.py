@@ -1,13 +1,5 @@
-"""``mindspeed-prof timeline``: every capture under a root merged into one Chrome trace.
-
-One process track per (host, role, rank), named ``rank 3 · actor · host-a`` and sorted by role
-then rank; inside it one thread track each for steps, stages and custom ranges, and with
-``--detail`` one per original thread for operators and kernels. Every capture records a
-(wall-clock, trace-clock) pair at its start (``clock`` in a range file's metadata, Kineto's
-``baseTimeNanoseconds`` in a torch trace; torch_npu writes wall-clock times); events are put on
-that one wall-clock axis, shown relative to the earliest event. A capture without such a record
-is aligned on step starts instead, and its track says so.
-"""
+"""The timeline written: the captures laid out on tracks, aligned on one clock, planned to
+the size budget and emitted through a JSON or Perfetto writer (see the package)."""
 
 from __future__ import annotations
 
@@ -19,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.timeline_budget import (
+from mindspeed_prof.analysis.timeline.budget import (
     BudgetError,
     BudgetFacts,
     Plan,
@@ -27,13 +19,13 @@ from mindspeed_prof.analysis.timeline_budget import (
     Tally,
     budget_facts,
 )
-from mindspeed_prof.analysis.timeline_budget import plan as plan_budget
-from mindspeed_prof.analysis.timeline_clock import align as _align
-from mindspeed_prof.analysis.timeline_emit import emit
-from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
-from mindspeed_prof.analysis.timeline_tracks import Layout, captures, duplicates, lanes
-from mindspeed_prof.analysis.timeline_window import EVERY_STEP, StepWindow
-from mindspeed_prof.analysis.timeline_writer import JsonWriter, Over, Writer
+from mindspeed_prof.analysis.timeline.budget import plan as plan_budget
+from mindspeed_prof.analysis.timeline.clock import align as _align
+from mindspeed_prof.analysis.timeline.emit import emit
+from mindspeed_prof.analysis.timeline.perfetto import PerfettoWriter
+from mindspeed_prof.analysis.timeline.tracks import Layout, captures, duplicates, lanes
+from mindspeed_prof.analysis.timeline.window import EVERY_STEP, StepWindow
+from mindspeed_prof.analysis.timeline.writer import JsonWriter, Over, Writer
 from mindspeed_prof.formats import NPU_OUTPUT
 
 __all__ = ["Timeline", "write_timeline"]
@@ -72,8 +64,8 @@ def write_timeline(
     asked for (empty) and no capture with a stage or custom range: every rank's, within
     ``max_bytes``.
     ``max_bytes``: the most bytes of (uncompressed) JSON to write: short operators merged, then
-    operators of the slowest rank-steps only, as ``timeline_budget`` plans; None: no limit.
-    ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``timeline_perfetto``).
+    operators of the slowest rank-steps only, as ``budget`` plans; None: no limit.
+    ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``perfetto``).
     """
     out = Path(out)
     result = Timeline(out)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import msgspec
 
-from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
-from mindspeed_prof.analysis.timeline_nest import Nester
-from mindspeed_prof.analysis.timeline_perfetto import PerfettoWriter
+from mindspeed_prof.analysis.timeline.event import Out, TraceEvent
+from mindspeed_prof.analysis.timeline.nest import Nester
+from mindspeed_prof.analysis.timeline.perfetto import PerfettoWriter
 
 __all__ = ["JsonWriter", "Over", "Writer"]
 

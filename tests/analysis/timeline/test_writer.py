@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from mindspeed_prof.analysis import timeline_writer
-from mindspeed_prof.analysis.timeline_event import TraceEvent
+from mindspeed_prof.analysis.timeline import writer
+from mindspeed_prof.analysis.timeline.event import TraceEvent
 
 
 def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(timeline_writer, "_CHUNK", 3)
+    monkeypatch.setattr(writer, "_CHUNK", 3)
     f = io.BytesIO()
-    w = timeline_writer.JsonWriter(f)
+    w = writer.JsonWriter(f)
     events: list[TraceEvent] = [{"ph": "X", "pid": n} for n in range(7)]
     for n, event in enumerate(events, start=1):
         w.add(event)

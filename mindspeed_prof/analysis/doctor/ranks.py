@@ -4,7 +4,7 @@ worker's summary collected."""
 
 from __future__ import annotations
 
-from mindspeed_prof.analysis.doctor_health import Health, Problem, ProblemKind
+from mindspeed_prof.analysis.doctor.health import Health, Problem, ProblemKind
 from mindspeed_prof.analysis.runs import LEGACY
 from mindspeed_prof.formats.manifest import Manifest
 

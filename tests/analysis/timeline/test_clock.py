@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.model import TraceData
-from mindspeed_prof.analysis.timeline_clock import clock_offset_us
+from mindspeed_prof.analysis.timeline.clock import clock_offset_us
 from mindspeed_prof.formats.header import read_header
 
 

@@ -6,7 +6,7 @@ overlaps its parent instead of nesting in it."""
 
 from __future__ import annotations
 
-from mindspeed_prof.analysis.timeline_event import TraceEvent
+from mindspeed_prof.analysis.timeline.event import TraceEvent
 
 __all__ = ["Nester", "ns"]
 

@@ -12,9 +12,9 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.timeline import write_timeline
-from mindspeed_prof.analysis.timeline_budget import ALWAYS, BudgetError, Plan, Tally
-from mindspeed_prof.analysis.timeline_detail import StepOf, write_detail
-from mindspeed_prof.analysis.timeline_event import TraceEvent
+from mindspeed_prof.analysis.timeline.budget import ALWAYS, BudgetError, Plan, Tally
+from mindspeed_prof.analysis.timeline.detail import StepOf, write_detail
+from mindspeed_prof.analysis.timeline.event import TraceEvent
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_cuda_trace
 

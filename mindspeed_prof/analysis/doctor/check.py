@@ -13,21 +13,21 @@ from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis import parallel
-from mindspeed_prof.analysis.doctor_files import (
+from mindspeed_prof.analysis.doctor.files import (
     check_capture,
     check_skew,
     first_steps,
     load,
     refused,
 )
-from mindspeed_prof.analysis.doctor_health import Health, Problem
-from mindspeed_prof.analysis.doctor_killed import (
+from mindspeed_prof.analysis.doctor.health import Health, Problem
+from mindspeed_prof.analysis.doctor.killed import (
     check_elsewhere,
     check_killed,
     unfinished_rename,
 )
-from mindspeed_prof.analysis.doctor_ranks import check_ranks, check_windows, check_workers
-from mindspeed_prof.analysis.doctor_readable import check_readable
+from mindspeed_prof.analysis.doctor.ranks import check_ranks, check_windows, check_workers
+from mindspeed_prof.analysis.doctor.readable import check_readable
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, is_capture_file
 from mindspeed_prof.formats.manifest import Manifest, find_manifests

@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mindspeed_prof.analysis.timeline_event import Out, TraceEvent
-from mindspeed_prof.analysis.timeline_nest import Nester
+from mindspeed_prof.analysis.timeline.event import Out, TraceEvent
+from mindspeed_prof.analysis.timeline.nest import Nester
 
 __all__ = ["PerfettoWriter", "available"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mindspeed_prof.analysis.timeline_window import StepWindow, parse_ranks, parse_steps
+from mindspeed_prof.analysis.timeline.window import StepWindow, parse_ranks, parse_steps
 
 
 def test_parse_steps_and_ranks() -> None:

@@ -4,18 +4,18 @@ in the window, and its operator detail (written, or counted for the budget inste
 from __future__ import annotations
 
 from mindspeed_prof.analysis.readers import TraceData
-from mindspeed_prof.analysis.timeline_budget import Plan, Stats, Tally
-from mindspeed_prof.analysis.timeline_detail import StepOf, wall_events, write_detail
-from mindspeed_prof.analysis.timeline_event import Thread, TraceEvent
-from mindspeed_prof.analysis.timeline_tracks import Capture, Layout
-from mindspeed_prof.analysis.timeline_window import StepWindow
-from mindspeed_prof.analysis.timeline_writer import Writer
+from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
+from mindspeed_prof.analysis.timeline.detail import StepOf, wall_events, write_detail
+from mindspeed_prof.analysis.timeline.event import Thread, TraceEvent
+from mindspeed_prof.analysis.timeline.tracks import Capture, Layout
+from mindspeed_prof.analysis.timeline.window import StepWindow
+from mindspeed_prof.analysis.timeline.writer import Writer
 
 __all__ = ["RANGE_TIDS", "THREADS", "emit"]
 
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
 #: Rows of custom ranges of a second, third... recording thread: numbered from here, past any
-#: detail row (``timeline_detail.DETAIL_TID`` and up).
+#: detail row (``detail.DETAIL_TID`` and up).
 RANGE_TIDS = 1 << 20
 
 

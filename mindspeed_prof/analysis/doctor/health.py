@@ -13,10 +13,10 @@ __all__ = ["Health", "Problem", "ProblemKind"]
 
 
 #: What a problem is: ``unreadable``: analyse skips the capture, or a manifest or summary was
-#: refused; ``worker_*``: a Ray worker gave no summary (``doctor_ranks``); ``partly_read``: analyse
+#: refused; ``worker_*``: a Ray worker gave no summary (``ranks``); ``partly_read``: analyse
 #: skips part of it; ``no_captures``: nothing under the root that analyse would read;
 #: ``interrupted``: a range file never closed (its process was killed, or is still writing);
-#: ``killed``: a job whose manifest says running and whose process is gone (``doctor_killed``);
+#: ``killed``: a job whose manifest says running and whose process is gone (``killed``);
 #: ``unfinished_rename``: a whole trace under its temporary name; ``elsewhere``: captures the
 #: cluster summary names outside the root; ``worker_restarted``: a Ray actor restarted.
 ProblemKind = Literal[

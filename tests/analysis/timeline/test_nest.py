@@ -1,4 +1,4 @@
-"""Slices kept nested as Perfetto nests them (``timeline_nest``), and the check every timeline
+"""Slices kept nested as Perfetto nests them (``nest``), and the check every timeline
 the tests write passes through (``tests/timeline_nesting``): it catches 1 ns."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from timeline_nesting import nesting_errors
 
-from mindspeed_prof.analysis.timeline_event import TraceEvent
-from mindspeed_prof.analysis.timeline_nest import Nester
-from mindspeed_prof.analysis.timeline_writer import JsonWriter
+from mindspeed_prof.analysis.timeline.event import TraceEvent
+from mindspeed_prof.analysis.timeline.nest import Nester
+from mindspeed_prof.analysis.timeline.writer import JsonWriter
 from mindspeed_prof.cli import main
 
 

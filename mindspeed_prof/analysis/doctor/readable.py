@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis.capture_facts import worlds
-from mindspeed_prof.analysis.doctor_health import Health, Problem, ProblemKind
+from mindspeed_prof.analysis.doctor.health import Health, Problem, ProblemKind
 from mindspeed_prof.analysis.readers.kineto.chrome import INTERRUPTED
 from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.runs import LEGACY

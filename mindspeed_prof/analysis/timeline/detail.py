@@ -1,5 +1,5 @@
 """A timeline's operator detail: a capture's complete events read again from disk, put on the
-wall clock, and written to a track as they are or, under a size budget (``timeline_budget``),
+wall clock, and written to a track as they are or, under a size budget (``budget``),
 with short operators merged per thread into ``merged: N ops`` slices and the operators of cells
 out of the budget's scope left out (but for each rank's longest)."""
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.timeline_budget import Plan, Tally
-from mindspeed_prof.analysis.timeline_event import Id, Thread, TraceEvent
+from mindspeed_prof.analysis.timeline.budget import Plan, Tally
+from mindspeed_prof.analysis.timeline.event import Id, Thread, TraceEvent
 from mindspeed_prof.formats import NPU_OUTPUT
 
 __all__ = ["DETAIL_TID", "Event", "StepOf", "raw_events", "wall_events", "write_detail"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis.cluster import elsewhere, restarts
-from mindspeed_prof.analysis.doctor_health import Health, Problem
+from mindspeed_prof.analysis.doctor.health import Health, Problem
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.runs import LEGACY
 from mindspeed_prof.formats import is_capture_file

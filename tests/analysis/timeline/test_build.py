@@ -13,7 +13,7 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.analysis.timeline import write_timeline
-from mindspeed_prof.analysis.timeline_window import parse_steps
+from mindspeed_prof.analysis.timeline.window import parse_steps
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import CaptureHeader, read_header
 from mindspeed_prof.formats.sqlite_trace import write_db

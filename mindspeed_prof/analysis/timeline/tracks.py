@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
-from mindspeed_prof.analysis.timeline_window import StepWindow
+from mindspeed_prof.analysis.timeline.window import StepWindow
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.stem import Stem
 

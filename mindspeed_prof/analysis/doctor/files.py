@@ -7,7 +7,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from mindspeed_prof.analysis.doctor_health import Health, Problem, ProblemKind
+from mindspeed_prof.analysis.doctor.health import Health, Problem, ProblemKind
 from mindspeed_prof.formats import SPANS
 from mindspeed_prof.jsonio import Refused, open_regular, read_json
 

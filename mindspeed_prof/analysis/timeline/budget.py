@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 from mindspeed_prof.analysis.readers.labels import rank_label
-from mindspeed_prof.analysis.timeline_event import Thread
+from mindspeed_prof.analysis.timeline.event import Thread
 
 if TYPE_CHECKING:
     import numpy as np
