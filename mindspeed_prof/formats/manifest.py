@@ -115,11 +115,13 @@ class Manifest(msgspec.Struct, kw_only=True):
         return _window(self.profiler_config.get("integrated") or {})
 
 
-#: The manifest's lists: one entry of the wrong shape costs only itself (named in one line).
-_LISTS: dict[str, type[msgspec.Struct]] = {
+#: The manifest's lists where one entry of the wrong shape costs only itself (named in one
+#: line): where (``job.overrides``: ``job``'s ``overrides``) and each entry's type.
+_LISTS: dict[str, type] = {
     "captures": CaptureRecord,
     "triggers": Anomaly,
     "files": FileEntry,
+    "job.overrides": str,
 }
 
 
@@ -200,8 +202,10 @@ def _entries(doc: dict[str, Any]) -> list[str]:
     their names (``captures[2]``), at most five and how many more."""
     bad: list[str] = []
     for key, cls in _LISTS.items():
-        value = doc.get(key)
-        if not isinstance(value, list):
+        parent, _, name = key.rpartition(".")
+        holder = doc.get(parent) if parent else doc
+        value = holder.get(name) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or not isinstance(value, list):
             continue
         kept = []
         for i, entry in enumerate(value):
@@ -211,7 +215,7 @@ def _entries(doc: dict[str, Any]) -> list[str]:
                 bad.append(f"{key}[{i}]")
             else:
                 kept.append(entry)
-        doc[key] = kept
+        holder[name] = kept
     return bad[:5] + ([f"{len(bad) - 5} more"] if len(bad) > 5 else [])
 
 

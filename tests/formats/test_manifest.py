@@ -18,6 +18,7 @@ from mindspeed_prof.formats.manifest import (
     read_manifest,
     write_manifest,
 )
+from mindspeed_prof.formats.record import CaptureRecord
 
 
 def test_a_manifest_per_run_and_rank() -> None:
@@ -42,7 +43,7 @@ def test_written_while_running_then_whole_at_the_end(tmp_path: Path) -> None:
     running = json.loads(path.read_text())
     assert running["status"] == "running" and running["run"] == "r1"
     assert not {"captures", "files", "end_time", "error"} & set(running)  # not known yet
-    m.status, m.captures, m.files, m.end_time = "completed", [{"files": ["x"]}], [], 12.0
+    m.status, m.captures, m.files, m.end_time = "completed", [CaptureRecord(files=["x"])], [], 12.0
     write_manifest(path, m)
     assert read_manifest(path) == m
     assert not list(tmp_path.glob(".*.tmp"))  # written aside, renamed into place
