@@ -370,3 +370,20 @@ def test_config_md_lists_every_field_with_its_default() -> None:
     wrong = {k: (documented[k], v) for k, v in fields.items()
              if read(documented[k]) != v}
     assert wrong == {}
+
+
+def test_the_docs_list_the_counters_the_analysis_knows() -> None:
+    """README.md, docs/counters.md's table (with each name's kind) and docs/ledger.md's table
+    list exactly the standard counters of ``formats.counters``, in its order."""
+    from mindspeed_prof.formats.counters import STANDARD
+
+    readme = (ROOT / "README.md").read_text()
+    sentence = re.search(r"The names the analysis knows: (.*?); any other name", readme, re.S)
+    assert sentence is not None
+    assert re.findall(r"`(\w+)`", sentence[1]) == [c.name for c in STANDARD]
+    counters = (ROOT / "docs" / "counters.md").read_text().partition("## Standard names")[2]
+    rows = re.findall(r"^\| `(\w+)` \| (number|distribution) \|", counters, re.M)
+    assert rows == [(c.name, c.kind) for c in STANDARD]
+    ledger = (ROOT / "docs" / "ledger.md").read_text().partition("## Counters the analysis knows")[2]
+    table = ledger.partition("\n\n")[2].partition("\n\n")[0]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == [c.name for c in STANDARD]
