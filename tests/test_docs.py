@@ -387,3 +387,17 @@ def test_the_docs_list_the_counters_the_analysis_knows() -> None:
     ledger = (ROOT / "docs" / "ledger.md").read_text().partition("## Counters the analysis knows")[2]
     table = ledger.partition("\n\n")[2].partition("\n\n")[0]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == [c.name for c in STANDARD]
+
+
+def test_config_md_puts_each_field_in_the_section_the_schema_gives_it() -> None:
+    """docs/config.md's ``integrated`` table lists MindSpeed-RL's fields (those the schema
+    marks so in their metadata), its ``extensions`` table the others."""
+    from mindspeed_prof.config.schema import EXTENSION_FIELDS, MINDSPEED_RL_FIELDS
+
+    text = (ROOT / "docs" / "config.md").read_text()
+    listed = {}
+    for section in ("integrated", "extensions"):
+        table = re.search(rf"^\| `{section}` field .*?\n\n", text, re.M | re.S)
+        assert table is not None, section
+        listed[section] = set(re.findall(r"^\| ([a-z_0-9]+) \|", table[0], re.M))
+    assert listed == {"integrated": set(MINDSPEED_RL_FIELDS), "extensions": set(EXTENSION_FIELDS)}
