@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
+import msgspec
+
 from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.capture.run import resolve as resolve_run
 from mindspeed_prof.config.schema import EXTENSIONS
@@ -127,9 +129,7 @@ class ProfilerMixin:
             "enabled": prof.plan.enabled,
             "failed": prof.failed,
             "captures": [c.to_json() for c in prof.captures],
-            "files": [
-                {"path": str(f), "bytes": f.stat().st_size if f.is_file() else None} for f in files
-            ],
+            "files": [FileEntry(str(f), f.stat().st_size if f.is_file() else None) for f in files],
             **_restart(prof, files),
             "stage_rank": summary["stage_rank"] if summary else [],
             "per_step": summary["per_step"] if summary else [],
@@ -164,7 +164,7 @@ def _restart(prof: Profiler, files: list[Path]) -> WorkerSummary:
             if rank_of(name) != prof.rank or path.resolve() in mine or not path.is_file():
                 continue
             if _head_matches(path, run):
-                earlier.append({"path": str(path), "bytes": path.stat().st_size})
+                earlier.append(FileEntry(str(path), path.stat().st_size))
     return {"restarted": True, "earlier_files": earlier}
 
 
@@ -329,12 +329,10 @@ def write_cluster_summary(root: Path, summaries: Sequence[WorkerSummary]) -> Pat
         for s in summaries
         if s.get("status", "ok") != "ok"
     ]
-    write_json(
-        path,
-        {
-            "workers": summaries,
-            "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
-            "missing": missing,
-        },
-    )
+    summary = {
+        "workers": summaries,
+        "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
+        "missing": missing,
+    }
+    write_json(path, msgspec.to_builtins(summary))  # its files: FileEntry structs
     return path

@@ -370,3 +370,34 @@ def test_config_md_lists_every_field_with_its_default() -> None:
     wrong = {k: (documented[k], v) for k, v in fields.items()
              if read(documented[k]) != v}
     assert wrong == {}
+
+
+def test_the_docs_list_the_counters_the_analysis_knows() -> None:
+    """README.md, docs/counters.md's table (with each name's kind) and docs/ledger.md's table
+    list exactly the standard counters of ``formats.counters``, in its order."""
+    from mindspeed_prof.formats.counters import STANDARD
+
+    readme = (ROOT / "README.md").read_text()
+    sentence = re.search(r"The names the analysis knows: (.*?); any other name", readme, re.S)
+    assert sentence is not None
+    assert re.findall(r"`(\w+)`", sentence[1]) == [c.name for c in STANDARD]
+    counters = (ROOT / "docs" / "counters.md").read_text().partition("## Standard names")[2]
+    rows = re.findall(r"^\| `(\w+)` \| (number|distribution) \|", counters, re.M)
+    assert rows == [(c.name, c.kind) for c in STANDARD]
+    ledger = (ROOT / "docs" / "ledger.md").read_text().partition("## Counters the analysis knows")[2]
+    table = ledger.partition("\n\n")[2].partition("\n\n")[0]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == [c.name for c in STANDARD]
+
+
+def test_config_md_puts_each_field_in_the_section_the_schema_gives_it() -> None:
+    """docs/config.md's ``integrated`` table lists MindSpeed-RL's fields (those the schema
+    marks so in their metadata), its ``extensions`` table the others."""
+    from mindspeed_prof.config.schema import EXTENSION_FIELDS, MINDSPEED_RL_FIELDS
+
+    text = (ROOT / "docs" / "config.md").read_text()
+    listed = {}
+    for section in ("integrated", "extensions"):
+        table = re.search(rf"^\| `{section}` field .*?\n\n", text, re.M | re.S)
+        assert table is not None, section
+        listed[section] = set(re.findall(r"^\| ([a-z_0-9]+) \|", table[0], re.M))
+    assert listed == {"integrated": set(MINDSPEED_RL_FIELDS), "extensions": set(EXTENSION_FIELDS)}

@@ -39,7 +39,7 @@ def test_failing_worker_keeps_captures(ray_cluster: Any, tmp_path: Path) -> None
     failed = summaries[1]
     assert failed["captures"][-1]["reason"] == "error"
     for f in failed["files"]:
-        data = json.loads(Path(f["path"]).read_text())
+        data = json.loads(Path(f.path).read_text())
         assert "ProfilerStep#2" in {e["name"] for e in data["traceEvents"]}
     path = write_cluster_summary(tmp_path, summaries)
     assert [w["rank"] for w in json.loads(path.read_text())["workers"]] == [0, 1]
@@ -86,7 +86,7 @@ def test_verl_style_roles_on_separate_workers(ray_cluster: Any, tmp_path: Path) 
     rollouts = [ray.remote(RolloutWorker).remote(r, cfg) for r in range(2)]
     ray.get([w.update_actor.remote(1) for w in actors] + [w.generate.remote(1) for w in rollouts])
     summaries = collect(actors) + collect(rollouts)
-    files = {(s["role"], s["rank"]): sorted(Path(f["path"]).relative_to(tmp_path).parent.as_posix()
+    files = {(s["role"], s["rank"]): sorted(Path(f.path).relative_to(tmp_path).parent.as_posix()
                                             for f in s["files"]) for s in summaries}
     assert files == {("actor", 0): ["actor/actor_compute_log_prob", "actor/actor_update"],
                      ("actor", 1): ["actor/actor_compute_log_prob", "actor/actor_update"],
@@ -161,7 +161,7 @@ def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
     assert [(s["rank"], s["status"]) for s in summaries] == [(0, "ok"), (1, "died"),
                                                              (2, "timeout")]
     healthy, died, stopped = summaries
-    assert healthy["files"] and all(Path(f["path"]).is_file() for f in healthy["files"])
+    assert healthy["files"] and all(Path(f.path).is_file() for f in healthy["files"])
     assert [row["rank"] for row in healthy["stage_rank"]] == [0]
     assert died["worker"] == 1 and died["error"].startswith("ActorDiedError: ")
     assert died["actor"] == workers[1]._actor_id.hex() and died["captures"] == []
@@ -280,9 +280,9 @@ def test_a_restarted_actor_is_named_restarted_with_its_earlier_files(
     ray.get(worker.step.remote(2), timeout=60)
     (summary,) = collect([worker], ranks=[1])
     assert summary["status"] == "restarted" and summary["restarted"] is True
-    earlier = [Path(f["path"]).name for f in summary["earlier_files"]]
+    earlier = [Path(f.path).name for f in summary["earlier_files"]]
     assert earlier and all(f"_{first}_" in name for name in earlier)
-    assert all(f"_{second}_" in Path(f["path"]).name for f in summary["files"])
+    assert all(f"_{second}_" in Path(f.path).name for f in summary["files"])
     write_cluster_summary(tmp_path, [summary])
     (restart,) = [f for f in doctor(tmp_path).findings if f.kind == "worker_restarted"]
     assert restart.where == "rank 1" and earlier[0] in restart.message
@@ -334,6 +334,6 @@ def test_a_restarted_workers_summary_lists_its_earlier_files_of_this_run_only(
     worker.step(1)
     summary = worker.profiler_summary()
     assert summary["restarted"] is True and summary["node"] == "c3" * 28
-    listed = {f["path"] for f in summary["earlier_files"]}
+    listed = {f.path for f in summary["earlier_files"]}
     assert listed == set(earlier) and not listed & set(other_run + other_rank)
-    assert not listed & {f["path"] for f in summary["files"]}
+    assert not listed & {f.path for f in summary["files"]}

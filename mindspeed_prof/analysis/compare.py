@@ -221,15 +221,12 @@ def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
     for path, m in manifests:
         if x.run is not None and manifest_run(path, m, x.root, folders) != x.run.id:
             continue  # another run's
-        overrides = m.job.get("overrides") or []
         presets.update(
             o.partition("=")[2]
-            for o in overrides  # the group, or its old name
-            if isinstance(o, str) and o.startswith(("profiler=", "profiler_config="))
+            for o in m.job.overrides  # the group, or its old name
+            if o.startswith(("profiler=", "profiler_config="))
         )
-        backends.update(
-            str(c["backend"]) for c in m.captures or [] if isinstance(c, dict) and c.get("backend")
-        )
+        backends.update(c.backend for c in m.captures or [] if c.backend)
     return {
         "steps": sorted({r.step for r in x.ranges if r.step is not None}),
         "level": sorted({t.meta.level for t in x.traces if t.meta.level}),

@@ -18,6 +18,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.formats.counters import DISTRIBUTIONS, names
 from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = [
@@ -36,21 +37,9 @@ __all__ = [
 
 #: The generation stage.
 GENERATE = "actor_generate"
-#: The names the analysis knows (any other is shown as a plain counter).
-STANDARD = (
-    "tokens_generated",
-    "tokens_trained",
-    "samples_kept",
-    "samples_dropped",
-    "groups",
-    "groups_zero_variance",
-    "responses",
-    "responses_truncated",
-    "response_length",
-    "reward",
-)
-#: Names whose values are a distribution (each value one observation).
-DISTRIBUTIONS = frozenset({"response_length", "reward"})
+#: The names the analysis knows (any other is shown as a plain counter), and those whose
+#: values are a distribution (each value one observation): ``formats.counters``.
+STANDARD = names()
 #: A peak over this (TFLOPS per device) is no device's: refused as input.
 MAX_PEAK_TFLOPS = 1e5
 

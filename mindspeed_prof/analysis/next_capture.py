@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.judgement.lag import Lag
@@ -26,8 +25,8 @@ from mindspeed_prof.analysis.judgement.where import Share
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row
 from mindspeed_prof.config.schema import STAGE_ORDER
+from mindspeed_prof.formats.manifest import Job, Manifest, newest_job
 from mindspeed_prof.formats.shell import command, quote
-from mindspeed_prof.jsonio import read_json
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.result import Analysis
@@ -38,7 +37,6 @@ __all__ = [
     "NextStep",
     "Target",
     "alive",
-    "job_manifest",
     "merged_overrides",
     "next_steps",
     "relaunch_line",
@@ -129,8 +127,8 @@ def next_steps(
             f"profiler_config.integrated.stage={stage}",
             *([f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else []),
         ]
-        manifest = job_manifest(Path(result.root))
-        line = relaunch_line(manifest.get("job", {}), new, Path.cwd()) if manifest else None
+        manifest = newest_job(Path(result.root))
+        line = relaunch_line(manifest.job, new, Path.cwd()) if manifest else None
         out = [
             NextStep(
                 kind="relaunch",
@@ -231,39 +229,15 @@ def _short(name: str, most: int = 60) -> str:
 
 
 # -- the relaunch line -------------------------------------------------------------------------
-#: Manifests larger than this are not read (a job's is a few KiB).
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 
 
-def job_manifest(root: Path) -> dict[str, Any] | None:
-    """The manifest of the newest job that wrote into ``root`` (or the folder above it: a
-    stage's or role's folder was given), or None."""
-    for folder in (root, root.parent):
-        found = []
-        for path in sorted(folder.glob("manifest*.json")) if folder.is_dir() else []:
-            try:  # a regular file, not a link, of a bounded size
-                found.append(read_json(path, MAX_MANIFEST_BYTES))
-            except (OSError, ValueError):
-                continue
-        jobs: list[dict[str, Any]] = [
-            m for m in found if isinstance(m, dict) and isinstance(m.get("job"), dict)
-        ]
-        if jobs:
-            return max(jobs, key=lambda m: _number(m.get("start_time")))
-    return None
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) else 0.0
-
-
-def alive(manifest: Mapping[str, object]) -> bool:
+def alive(manifest: Manifest) -> bool:
     """Whether the job may still run: its manifest says ``running`` and, on this host, its
     process is there."""
-    if manifest.get("status") != "running":
+    if manifest.status != "running":
         return False
-    pid = manifest.get("pid")
-    if manifest.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+    pid = manifest.pid
+    if manifest.host != socket.gethostname() or pid is None or pid <= 0:
         return True
     try:
         os.kill(pid, 0)
@@ -311,16 +285,13 @@ def merged_overrides(old: list[str], new: list[str]) -> list[str]:
     return out + [line for key, line in wanted.items() if key not in placed]
 
 
-def relaunch_line(job: Mapping[str, object], new: list[str], here: Path) -> str | None:
+def relaunch_line(job: Job, new: list[str], here: Path) -> str | None:
     """The job's command with its overrides and ``new`` merged in, quoted for a POSIX shell
     (``cd`` to its launch dir first where that is not ``here``), or None when the manifest
     holds no command (a job that predates it, or one not launched by Hydra)."""
-    words, cwd = job.get("command"), job.get("cwd")
-    old = job.get("overrides")
-    if not (isinstance(words, list) and words and all(isinstance(w, str) for w in words)):
+    if not job.command:
         return None
-    old = [o for o in old if isinstance(o, str)] if isinstance(old, list) else []
-    line = command([*words, *merged_overrides(old, new)])
-    if isinstance(cwd, str) and cwd and Path(cwd) != here:
-        line = f"cd {quote(cwd)} && {line}"
+    line = command([*job.command, *merged_overrides(job.overrides, new)])
+    if job.cwd and Path(job.cwd) != here:
+        line = f"cd {quote(job.cwd)} && {line}"
     return line

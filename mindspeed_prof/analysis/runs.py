@@ -94,9 +94,8 @@ def group(
     for _, m in manifests:
         if m.run:
             for capture in m.captures or []:
-                files = capture.get("files") if isinstance(capture, dict) else None
-                for f in files if isinstance(files, list) else []:
-                    listed[_resolved(Path(str(f)))] = m.run
+                for f in capture.files:
+                    listed[_resolved(Path(f))] = m.run
     stems: dict[tuple[Path, str], str] = {}  # a capture's files: one run
     for t in traces:
         run = t.meta.run

@@ -123,13 +123,6 @@ def _own_manifest(
     )
 
 
-def _names(value: object) -> str | list[str] | None:
-    """A manifest's ``stage`` as the row holds it (a manifest is read, not trusted)."""
-    if isinstance(value, list):
-        return [str(v) for v in value]
-    return None if value is None else str(value)
-
-
 def _job_row(
     num: int, found: tuple[Path, Manifest] | None, shared: bool, refused: list[Refused]
 ) -> SweepRow:
@@ -140,25 +133,18 @@ def _job_row(
             else SweepRow(job=num)
         )
     path, manifest = found
-    integrated = manifest.profiler_config.get("integrated", {})
-    overrides = manifest.job.get("overrides", [])
     row = SweepRow(
         job=num,
         status=manifest.status,
-        stage=_names(integrated.get("stage")),
+        stage=manifest.window.stage,
         captures=capture_count(manifest, shared),
         files=len(manifest.files or []),
-        overrides=[str(o) for o in overrides] if isinstance(overrides, list) else [],
+        overrides=list(manifest.job.overrides),
         save_root=str(path.parent),
         note=nothing_captured(manifest, shared),
         error=manifest.error,
     )
-    listed = [
-        Path(str(f))
-        for c in manifest.captures or []
-        if isinstance(c, dict)
-        for f in c.get("files") or []
-    ]
+    listed = [Path(f) for c in manifest.captures or [] for f in c.files]
     files = [f for f in listed if within(f, path.parent)]  # a manifest is read, not trusted
     if len(files) < len(listed):
         outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Protocol
 
+from mindspeed_prof.formats.counters import names
+
 if TYPE_CHECKING:
     from mindspeed_prof.capture.part import Part
     from mindspeed_prof.capture.ranges import RangeTap
@@ -37,19 +39,8 @@ Countable = float | Sequence[float] | _ToList
 #: A counter's name: a letter or ``_`` first, then letters, digits and ``_ . : / -``; at most
 #: 100 characters.
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]{0,99}\Z")
-#: The names the analysis knows (any other is shown as a plain counter); the last two are
-#: distributions.
-STANDARD = (
-    "tokens_generated",
-    "tokens_trained",
-    "samples_kept",
-    "samples_dropped",
-    "groups",
-    "groups_zero_variance",
-    "responses_truncated",
-    "response_length",
-    "reward",
-)
+#: The names the analysis knows (any other is shown as a plain counter): ``formats.counters``.
+STANDARD = names()
 _ALLOWED = (
     "allowed: a finite number, or a sequence of finite numbers (a distribution: a "
     "list, tuple, numpy array or tensor)"

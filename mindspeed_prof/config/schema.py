@@ -7,7 +7,7 @@ differs there. ``validate()`` turns it into one checked, typed ``IntegratedConfi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Literal, TypeAlias
 
@@ -23,6 +23,7 @@ __all__ = [
     "ProfilerConfig",
     "ROLES",
     "ROLE_ALIASES",
+    "SECTION",
     "SECTIONS",
     "PHASES",
     "STAGE_ORDER",
@@ -207,28 +208,38 @@ class AicMetrics(Enum):
     memory_access = "memory_access"
 
 
+#: The key of a field's metadata that names its section of ``profiler_config``.
+SECTION = "section"
+
+
+def _rl(default: Any) -> Any:
+    """A field of MindSpeed-RL's own (``profiler_config.integrated``); a field without this
+    is an extension (``profiler_config.extensions``)."""
+    return field(default=default, metadata={SECTION: "integrated"})
+
+
 @dataclass
 class IntegratedConfig:
     """One role's checked settings: MindSpeed-RL's fields (names and defaults unchanged), then
     the extensions (``profiler_config.extensions`` in a config; each default keeps MindSpeed-RL's
     behaviour)."""
 
-    profile: bool = False
-    mstx: bool = False
+    profile: bool = _rl(False)
+    mstx: bool = _rl(False)
     # Four fields typed Any: OmegaConf.structured(IntegratedConfig) has no Union type.
-    stage: Any = Stage.all  # one Stage (or name), or a list of them
-    profile_save_path: str = "./profiler_data"
-    profile_export_type: ExportType = ExportType.text
-    profile_step_start: int = 1
-    profile_step_end: int = 2
-    profile_level: Level = Level.level0
-    profile_with_memory: bool = False
-    profile_record_shapes: bool = False
-    profile_with_cpu: bool = True
-    profile_with_npu: bool = True
-    profile_with_module: bool = False
-    profile_analysis: bool = False
-    profile_ranks: Any = "all"  # "all" or a sorted list of ranks
+    stage: Any = _rl(Stage.all)  # one Stage (or name), or a list of them
+    profile_save_path: str = _rl("./profiler_data")
+    profile_export_type: ExportType = _rl(ExportType.text)
+    profile_step_start: int = _rl(1)
+    profile_step_end: int = _rl(2)
+    profile_level: Level = _rl(Level.level0)
+    profile_with_memory: bool = _rl(False)
+    profile_record_shapes: bool = _rl(False)
+    profile_with_cpu: bool = _rl(True)
+    profile_with_npu: bool = _rl(True)
+    profile_with_module: bool = _rl(False)
+    profile_analysis: bool = _rl(False)
+    profile_ranks: Any = _rl("all")  # "all" or a sorted list of ranks
     # Extensions.
     backend: BackendKind = BackendKind.auto
     warmup_steps: int = 0  # steps before profile_step_start captured as warmup (MindSpeed-LLM)
@@ -292,10 +303,14 @@ class IntegratedConfig:
     relocate_results: bool = False
 
 
-#: MindSpeed-RL's fields: the only keys ``profiler_config.integrated`` may hold.
-MINDSPEED_RL_FIELDS: tuple[str, ...] = tuple(IntegratedConfig.__dataclass_fields__)[:15]
+#: MindSpeed-RL's fields (``_rl``): the only keys ``profiler_config.integrated`` may hold.
+MINDSPEED_RL_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(IntegratedConfig) if f.metadata.get(SECTION) == "integrated"
+)
 #: Our fields: ``profiler_config.extensions`` (or a role's section).
-EXTENSION_FIELDS: tuple[str, ...] = tuple(IntegratedConfig.__dataclass_fields__)[15:]
+EXTENSION_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(IntegratedConfig) if f.name not in MINDSPEED_RL_FIELDS
+)
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """``cluster_summary.json``'s rows: one per Ray worker, as ``mindspeed_prof.ray.collect`` gets
-them back (dicts through Ray, typed here)."""
+them back (dicts through Ray, typed here; each file a ``formats.record.FileEntry``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal, TypedDict
 
+from mindspeed_prof.formats.record import FileEntry
 from mindspeed_prof.jsonio import JsonableObject
 
 __all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummary"]
@@ -14,13 +15,6 @@ __all__ = ["FileEntry", "Missing", "RankMetrics", "SummaryStatus", "WorkerSummar
 #: files of its earlier process under ``earlier_files``); else why not (its process is gone, no
 #: answer in time, or the summary method raised).
 SummaryStatus = Literal["ok", "restarted", "died", "timeout", "failed"]
-
-
-class FileEntry(TypedDict):
-    """One file a worker wrote: its path on the worker's node, its size (None: gone)."""
-
-    path: str
-    bytes: int | None
 
 
 class WorkerSummary(TypedDict, total=False):

@@ -6,8 +6,10 @@ in the same save root writes a manifest of its own. Manifests from before run id
 (``manifest.json``, ``manifest.rank<r>.json``, ``manifest.job<n>[.rank<r>].json``) are read
 the same way; their ``run`` is empty.
 
-``Manifest`` is the one typed form: ``write_manifest`` writes it, ``read_manifest`` and
-``find_manifests`` read it back (a field is one line in ``Manifest``).
+``Manifest`` is the one typed form, its parts structs too (``Job``, ``formats.record``'s
+``CaptureRecord`` and ``FileEntry``, ``formats.anomaly``'s ``Anomaly``): ``write_manifest``
+writes it, ``read_manifest``, ``find_manifests`` and ``newest_job`` read it back (a field is one
+line in its struct).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import re
 import socket
 import stat
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
@@ -24,17 +26,22 @@ from typing import Any, TypedDict
 import msgspec
 
 from mindspeed_prof.formats import CLUSTER_SUMMARY, NPU_FOLDER, capture_stem, is_capture_file
+from mindspeed_prof.formats.anomaly import Anomaly
+from mindspeed_prof.formats.record import CaptureRecord, FileEntry
 from mindspeed_prof.jsonio import Refused, read_bytes, read_json
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
+    "Job",
     "Manifest",
+    "Window",
     "capture_count",
     "find_manifests",
     "host_info",
     "is_manifest",
     "job_files",
     "manifest_name",
+    "newest_job",
     "nothing_captured",
     "read_manifest",
     "versions",
@@ -46,6 +53,32 @@ MAX_MANIFEST_BYTES = 64 * 2**20
 _NAME = re.compile(r"^manifest(-[A-Za-z0-9][A-Za-z0-9_.-]*?)?(\.job\d+)?(\.rank\d+)?\.json$")
 
 
+class Job(msgspec.Struct, kw_only=True):
+    """Hydra's job, as the manifest records it (every field written)."""
+
+    name: str | None = None
+    #: The job's number in a multirun (None: a single run).
+    num: int | None = None
+    overrides: list[str] = []
+    output_dir: str | None = None
+    #: The ranks ``doctor`` expects of ``profile_ranks`` (absent before it was recorded).
+    world_size: int | None = None
+    #: The command that relaunches the job, and its launch dir (``hydra.launch``).
+    command: list[str] = []
+    cwd: str = ""
+
+
+class Window(msgspec.Struct, kw_only=True):
+    """What the readers read of the job's ``integrated`` section: the capture window."""
+
+    profile: bool = False
+    #: One stage's name or a list of them (None: not recorded).
+    stage: str | list[str] | None = None
+    profile_step_start: int | None = None
+    profile_step_end: int | None = None
+    profile_ranks: str | list[int] = "all"
+
+
 class Manifest(msgspec.Struct, kw_only=True):
     """One job instance's record on one rank, as written while it runs and when it ends."""
 
@@ -55,28 +88,56 @@ class Manifest(msgspec.Struct, kw_only=True):
     run: str = ""
     #: How the ranks agreed on it (``capture.run``: given, env, torchrun, process group...).
     run_how: str = ""
-    #: Hydra's job: name, num (multirun), overrides, output_dir.
-    job: dict[str, Any] = {}
+    job: Job = msgspec.field(default_factory=Job)
     rank: int | None = None
     host: str = ""
     pid: int | None = None
     start_time: float | None = None
     versions: dict[str, str | None] = {}
-    #: The job's checked settings, and the role sections as composed.
-    profiler_config: dict[str, Any] = {}
+    #: The job's checked settings, and the role sections as composed (``config.schema``).
+    profiler_config: dict[str, dict[str, Any]] = {}
     profiler_failed: bool = False
     # -- known when the job ends (None, and not written, before) ---------------------------
     end_time: float | None = None
     duration_s: float | None = None
-    #: Each capture's record (``CaptureRecord.to_json``): its own files, exactly. (Entries are
-    #: objects as written; a reader checks each, so one odd entry costs only itself.)
-    captures: list[Any] | None = None
+    #: Each capture's record: its own files, exactly.
+    captures: list[CaptureRecord] | None = None
     #: Anomalies seen: rank, step, stage, time, median...
-    triggers: list[Any] | None = None
-    #: Files this job wrote under the save root (path, bytes), manifests excluded.
-    files: list[Any] | None = None
+    triggers: list[Anomaly] | None = None
+    #: Files this job wrote under the save root, manifests excluded.
+    files: list[FileEntry] | None = None
     #: The task's exception, one line.
     error: str | None = None
+
+    @property
+    def window(self) -> Window:
+        """The ``integrated`` section's window (a field of the wrong type: its default)."""
+        return _window(self.profiler_config.get("integrated") or {})
+
+
+#: The manifest's lists where one entry of the wrong shape costs only itself (named in one
+#: line): where (``job.overrides``: ``job``'s ``overrides``) and each entry's type.
+_LISTS: dict[str, type] = {
+    "captures": CaptureRecord,
+    "triggers": Anomaly,
+    "files": FileEntry,
+    "job.overrides": str,
+}
+
+
+def _window(section: dict[str, Any]) -> Window:
+    try:
+        return msgspec.convert(section, Window)
+    except msgspec.ValidationError:
+        pass
+    kept = {}
+    for key, value in section.items():
+        try:
+            msgspec.convert({key: value}, Window)
+        except msgspec.ValidationError:
+            continue
+        kept[key] = value
+    return msgspec.convert(kept, Window)
 
 
 def manifest_name(run: str, rank: int) -> str:
@@ -104,19 +165,66 @@ def write_manifest(path: Path, manifest: Manifest) -> None:
 def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None) -> Manifest | None:
     """The manifest at ``path``; None when it is not a regular file under
     ``MAX_MANIFEST_BYTES`` holding a JSON object of the manifest's fields (``jsonio``'s
-    bounded read). ``refused`` is told of a file not read (a link, a FIFO, too large)."""
+    bounded read). Keys this version does not know are ignored, missing ones defaulted; an
+    entry of ``captures``, ``triggers`` or ``files`` of the wrong shape is left out.
+    ``refused`` is told, in one line naming the file and the field, of a file not read (a
+    link, a FIFO, too large, a field of the wrong type) and of the entries left out."""
     try:
-        raw = read_bytes(path, MAX_MANIFEST_BYTES)
+        doc = msgspec.json.decode(read_bytes(path, MAX_MANIFEST_BYTES))
     except Refused as err:
         if refused is not None:
             refused(err)
         return None
     except OSError:
         return None
-    try:
-        return msgspec.json.decode(raw, type=Manifest)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except msgspec.DecodeError:
+        if refused is not None:
+            refused(Refused(path, "not a manifest: not JSON"))
         return None
+    if not isinstance(doc, dict):
+        if refused is not None:
+            refused(Refused(path, "not a manifest: not a JSON object"))
+        return None
+    left_out = _entries(doc)
+    try:
+        manifest = msgspec.convert(doc, Manifest)
+    except msgspec.ValidationError as err:
+        if refused is not None:
+            refused(Refused(path, f"not a manifest: {_field_line(err)}"))
+        return None
+    if left_out and refused is not None:
+        refused(Refused(path, f"its {', '.join(left_out)} of the wrong shape; the rest read"))
+    return manifest
+
+
+def _entries(doc: dict[str, Any]) -> list[str]:
+    """Take the entries of the manifest's lists that are of the wrong shape out of ``doc``;
+    their names (``captures[2]``), at most five and how many more."""
+    bad: list[str] = []
+    for key, cls in _LISTS.items():
+        parent, _, name = key.rpartition(".")
+        holder = doc.get(parent) if parent else doc
+        value = holder.get(name) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or not isinstance(value, list):
+            continue
+        kept = []
+        for i, entry in enumerate(value):
+            try:
+                msgspec.convert(entry, cls)
+            except msgspec.ValidationError:
+                bad.append(f"{key}[{i}]")
+            else:
+                kept.append(entry)
+        holder[name] = kept
+    return bad[:5] + ([f"{len(bad) - 5} more"] if len(bad) > 5 else [])
+
+
+def _field_line(err: msgspec.ValidationError) -> str:
+    """msgspec's ``Expected `int`, got `str` - at `$.rank``` as ``rank: expected int, got
+    str`` (one line, the field first)."""
+    what, _, where = str(err).partition(" - at ")
+    field = where.strip("`").removeprefix("$.").removeprefix("$") or "the document"
+    return f"{field[:80]}: {what[:1].lower()}{what[1:200]}".replace("`", "")
 
 
 def find_manifests(
@@ -129,6 +237,16 @@ def find_manifests(
     paths = root.rglob("manifest*.json") if recursive else root.glob("manifest*.json")
     found = [(p, read_manifest(p, refused)) for p in sorted(paths) if is_manifest(p.name)]
     return [(p, m) for p, m in found if m is not None]
+
+
+def newest_job(root: Path) -> Manifest | None:
+    """The manifest of the newest job that wrote into ``root`` (or the folder above it: a
+    stage's or role's folder was given), by its start; None where there is none."""
+    for folder in (root, root.parent):
+        found = find_manifests(folder, recursive=False)
+        if found:
+            return max(found, key=lambda pm: pm[1].start_time or 0.0)[1]
+    return None
 
 
 def versions() -> dict[str, str | None]:
@@ -147,18 +265,11 @@ class HostInfo(TypedDict):
     pid: int
 
 
-class FileEntry(TypedDict):
-    """A file a job wrote: its path under the save root, and its size."""
-
-    path: str
-    bytes: int
-
-
 def host_info() -> HostInfo:
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 
-def job_files(root: Path, captures: list[Any], run: str = "") -> list[FileEntry]:
+def job_files(root: Path, captures: list[CaptureRecord], run: str = "") -> list[FileEntry]:
     """What the job wrote under ``root``, relative path and size, without walking ``root``:
     the files of its ``captures`` (manifest records; a folder: the files in it), and those its
     Ray workers reported in ``root``'s cluster summary for ``run``. A file that is gone (its
@@ -168,16 +279,15 @@ def job_files(root: Path, captures: list[Any], run: str = "") -> list[FileEntry]
     root = root.expanduser().absolute()
     kept = []
     for capture in captures:
-        files = capture.get("files") if isinstance(capture, MutableMapping) else None
-        if isinstance(files, list) and files:
-            capture["files"] = [f for f in files if _add(root, Path(str(f)), out)]
-            if not capture["files"]:
+        if capture.files:
+            capture.files = [f for f in capture.files if _add(root, Path(f), out)]
+            if not capture.files:
                 continue
         kept.append(capture)
     captures[:] = kept
     for f in _workers_files(root, run):
         _add(root, Path(f), out)
-    return [{"path": path, "bytes": size} for path, size in sorted(out.items())]
+    return [FileEntry(path, size) for path, size in sorted(out.items())]
 
 
 def _add(root: Path, path: Path, out: dict[str, int]) -> bool:
@@ -215,8 +325,10 @@ def _workers_files(root: Path, run: str) -> list[str]:
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and row.get("run") == run:
             for f in row.get("files") or []:
-                if isinstance(f, dict) and isinstance(f.get("path"), str):
-                    paths.append(f["path"])
+                try:  # a summary is read, not trusted: an odd entry costs only itself
+                    paths.append(msgspec.convert(f, FileEntry).path)
+                except msgspec.ValidationError:
+                    continue
     return paths
 
 
@@ -228,9 +340,7 @@ def capture_count(manifest: Manifest, shared: bool = False) -> int:
         return own
     stems = set()
     for f in manifest.files or []:
-        if not isinstance(f, dict):
-            continue
-        path = Path(str(f.get("path", "")))
+        path = Path(f.path)
         npu = [i for i, part in enumerate(path.parts) if part.endswith(NPU_FOLDER)]
         if npu:
             stems.add(Path(*path.parts[: npu[0] + 1]))
@@ -245,18 +355,18 @@ def nothing_captured(manifest: Manifest, shared: bool = False) -> str | None:
         return "profiling failed in this job (its log names the cause)"
     if capture_count(manifest, shared) or manifest.status == "running":
         return None
-    cfg = manifest.profiler_config.get("integrated", {})
-    if not cfg.get("profile"):
+    cfg = manifest.window
+    if not cfg.profile:
         return "profiling was off (profile: false)"
-    ranks = cfg.get("profile_ranks")
+    ranks = cfg.profile_ranks
     if isinstance(ranks, list) and manifest.rank not in ranks:
         return f"no rank of profile_ranks {ranks} wrote a capture here"
-    start, end = cfg.get("profile_step_start"), cfg.get("profile_step_end")
-    if isinstance(start, int) and isinstance(end, int):
+    start, end = cfg.profile_step_start, cfg.profile_step_end
+    if start is not None and end is not None:
         window = f"step {start}" if end - start == 1 else f"steps {start} to {end - 1}"
     else:
         window = "the profiled steps"
-    stage = cfg.get("stage", "all")
+    stage = "all" if cfg.stage is None else cfg.stage
     if isinstance(stage, list):
         return f"stages {', '.join(map(str, stage))} never ran in this job ({window})"
     if stage != "all":

@@ -90,7 +90,15 @@ class ProfilerCallback(Callback):
             self._say_once(lines.telemetry_note(cfg.telemetry, save, cwd), logging.INFO)
         if not (profiler.plan.enabled or unplanned):  # off here; on-demand requests only
             return
-        from mindspeed_prof.formats.manifest import Manifest, host_info, manifest_name, versions
+        import msgspec
+
+        from mindspeed_prof.formats.manifest import (
+            Job,
+            Manifest,
+            host_info,
+            manifest_name,
+            versions,
+        )
         from mindspeed_prof.hydra.launch import launch_info
 
         # the job's checked settings, and the role sections as composed
@@ -109,14 +117,17 @@ class ProfilerCallback(Callback):
                 status="running",
                 run=run,
                 run_how=how,
-                job={
-                    "name": hydra_cfg.job.name,
-                    "num": job_num,
-                    "overrides": list(hydra_cfg.overrides.task),
-                    "output_dir": hydra_cfg.runtime.output_dir,
-                    "world_size": world,  # the ranks doctor expects of profile_ranks
-                    **launch_info(hydra_cfg, self._words),
-                },  # command, cwd
+                job=msgspec.convert(
+                    {
+                        "name": hydra_cfg.job.name,
+                        "num": job_num,
+                        "overrides": list(hydra_cfg.overrides.task),
+                        "output_dir": hydra_cfg.runtime.output_dir,
+                        "world_size": world,  # the ranks doctor expects of profile_ranks
+                        **launch_info(hydra_cfg, self._words),  # command, cwd
+                    },
+                    Job,
+                ),
                 rank=profiler.rank,
                 **host_info(),
                 start_time=time.time(),
@@ -168,6 +179,8 @@ class ProfilerCallback(Callback):
         profiler = job.profiler
         profiler.close()
         current.set_job_profiler(None)
+        import msgspec
+
         from mindspeed_prof.formats.manifest import job_files
 
         manifest = job.manifest
@@ -177,7 +190,7 @@ class ProfilerCallback(Callback):
         manifest.profiler_failed = profiler.failed
         manifest.end_time = time.time()
         manifest.duration_s = round(manifest.end_time - (manifest.start_time or 0.0), 3)
-        manifest.captures = [c.to_json() for c in profiler.captures]
+        manifest.captures = [msgspec.structs.replace(c) for c in profiler.captures]
         manifest.triggers = list(profiler.triggers)  # anomalies: rank, step, stage, median
         # what this job (and its Ray workers) wrote, as they recorded it: the root is not
         # walked (it may hold a dataset), and a file gone since is listed nowhere

@@ -125,7 +125,7 @@ def where_line(root: Path, cwd: Path, manifest: Manifest, shared: bool, world: i
     from mindspeed_prof.formats.manifest import capture_count, nothing_captured
 
     there = shown(root, cwd)
-    ranks = (manifest.profiler_config.get("integrated") or {}).get("profile_ranks")
+    ranks = manifest.window.profile_ranks
     n = capture_count(manifest, shared)
     reason = None if n else _unmatched(ranks, world)
     reason = reason or nothing_captured(manifest, shared)

@@ -23,6 +23,7 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.cli.common import Exit
 from mindspeed_prof.formats.cluster import WorkerSummary
+from mindspeed_prof.formats.record import FileEntry
 from mindspeed_prof.ray import write_cluster_summary
 
 NODES = {0: "a1" * 28, 1: "b2" * 28}  # Ray node ids: 56 hex digits
@@ -35,7 +36,7 @@ def _summary(rank: int, files: list[Path], run: str, **more: Any) -> WorkerSumma
         "run": run, "rank": rank, "role": "integrated", "host": HOSTS[rank],
         "node": NODES[rank], "pid": 1000 + rank, "enabled": True, "failed": False,
         "captures": [{"rank": rank, "files": [str(f) for f in files]}],
-        "files": [{"path": str(f), "bytes": f.stat().st_size} for f in files],
+        "files": [FileEntry(str(f), f.stat().st_size) for f in files],
         "stage_rank": [], "per_step": [], "status": "ok"}
     return {**entry, **more}  # type: ignore[typeddict-item]
 

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.next_capture import (
     alive,
-    job_manifest,
     merged_overrides,
     relaunch_line,
 )
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.formats.manifest import Job, Manifest, newest_job, read_manifest
 from mindspeed_prof.analysis.readers.model import CommRow, Tally
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
@@ -154,17 +154,32 @@ def test_the_alias_the_job_used_is_the_one_replaced() -> None:
 def test_the_line_splits_back_into_the_words_and_overrides(old: list[str],
                                                            words: list[str]) -> None:
     here = Path("/launch dir")
-    line = relaunch_line({"command": words, "cwd": str(here), "overrides": old}, NEW, here)
+    job = Job(command=words, cwd=str(here), overrides=old)
+    line = relaunch_line(job, NEW, here)
     assert line is not None and shlex.split(line) == [*words, *merged_overrides(old, NEW)]
-    elsewhere = relaunch_line({"command": words, "cwd": str(here), "overrides": old}, NEW,
-                              Path("/other"))
+    elsewhere = relaunch_line(job, NEW, Path("/other"))
     assert elsewhere == f"cd '/launch dir' && {line}"
 
 
-@pytest.mark.parametrize("job", [{}, {"command": []}, {"command": "python t.py"},
-                                 {"command": ["python", 3]}])
-def test_no_recorded_command_is_no_line(job: dict[str, Any]) -> None:
-    assert relaunch_line(job, NEW, Path("/")) is None
+@pytest.mark.parametrize(("job", "said"), [
+    ({}, None), ({"command": []}, None), ({"command": "python t.py"}, "job.command"),
+    ({"command": ["python", 3]}, "job.command[1]")])
+def test_no_recorded_command_is_no_line(tmp_path: Path, job: dict[str, Any],
+                                        said: str | None) -> None:
+    """A manifest without a command has no line; one whose command is not a list of words
+    is not read, with one line naming the file and the field."""
+    import json
+
+    path = tmp_path / "manifest-r1.json"
+    path.write_text(json.dumps({"status": "completed", "job": job}))
+    lines: list[str] = []
+    manifest = read_manifest(path, lambda err: lines.append(str(err)))
+    if said is None:
+        assert manifest is not None and lines == []
+        assert relaunch_line(manifest.job, NEW, Path("/")) is None
+    else:
+        assert manifest is None and len(lines) == 1
+        assert lines[0].startswith(f"{path}: not a manifest: {said}: expected")
 
 
 def test_the_newest_jobs_manifest(tmp_path: Path) -> None:
@@ -177,9 +192,11 @@ def test_the_newest_jobs_manifest(tmp_path: Path) -> None:
     (root / "manifest.job2.json").write_text("[not a manifest")
     (root / "manifest.job3.json").write_text(json.dumps(["no", "job"]))
     (root / "manifest.job4.json").symlink_to(root / "manifest.json")
-    assert job_manifest(root) == {"start_time": 2.0, "job": {"num": 1}}
-    assert job_manifest(root / "integrated") == job_manifest(root)  # a stage's folder given
-    assert job_manifest(tmp_path / "nothing here") is None
+    (root / "manifest.job5.json").write_text(json.dumps({"start_time": 9.0, "job": {"num": "5"}}))
+    newest = newest_job(root)
+    assert newest is not None and newest.job.num == 1 and newest.start_time == 2.0
+    assert newest_job(root / "integrated") == newest  # a stage's folder given
+    assert newest_job(tmp_path / "nothing here") is None
 
 
 def test_alive_while_running_and_its_process_is_there() -> None:
@@ -189,13 +206,13 @@ def test_alive_while_running_and_its_process_is_there() -> None:
     import sys
 
     here = socket.gethostname()
-    assert alive({"status": "running", "host": here, "pid": os.getpid()})
+    assert alive(Manifest(status="running", host=here, pid=os.getpid()))
     ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                            capture_output=True, text=True, check=True)
-    assert not alive({"status": "running", "host": here, "pid": int(ended.stdout)})
-    assert alive({"status": "running", "host": "another-host", "pid": 1})  # cannot tell
-    assert not alive({"status": "completed", "host": here, "pid": os.getpid()})
-    assert not alive({"status": "failed"})
+    assert not alive(Manifest(status="running", host=here, pid=int(ended.stdout)))
+    assert alive(Manifest(status="running", host="another-host", pid=1))  # cannot tell
+    assert not alive(Manifest(status="completed", host=here, pid=os.getpid()))
+    assert not alive(Manifest(status="failed"))
 
 
 @pytest.mark.parametrize("status,live", [("running", True), ("completed", False),

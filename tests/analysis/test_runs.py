@@ -25,6 +25,7 @@ from mindspeed_prof.capture import run as run_id
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats.manifest import Manifest, manifest_name, write_manifest
+from mindspeed_prof.formats.record import CaptureRecord
 from mindspeed_prof.formats.header import CaptureHeader
 
 
@@ -151,7 +152,7 @@ def test_a_manifests_captures_join_its_run(tmp_path: Path) -> None:
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1,
          "tid": 1}]}))
     write_manifest(root / manifest_name(ours, 0),
-                   Manifest(run=ours, rank=0, captures=[{"files": [str(other)]}]))
+                   Manifest(run=ours, rank=0, captures=[CaptureRecord(files=[str(other)])]))
     result = analyse(root)
     assert result.runs and len(result.runs) == 1 and other in {t.path for t in result.traces}
 

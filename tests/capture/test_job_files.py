@@ -13,9 +13,10 @@ import pytest
 from mindspeed_prof import Profiler
 from mindspeed_prof.formats import CLUSTER_SUMMARY
 from mindspeed_prof.formats.manifest import job_files
+from mindspeed_prof.formats.record import CaptureRecord, FileEntry
 
 
-def _run(root: Path, steps: int = 3) -> list[dict[str, Any]]:
+def _run(root: Path, steps: int = 3) -> list[CaptureRecord]:
     prof = Profiler.from_config({
         "profile": True, "backend": "none", "stage": "actor_update", "profile_step_start": 1,
         "profile_step_end": steps + 1, "on_demand": False, "profile_save_path": str(root)},
@@ -24,7 +25,7 @@ def _run(root: Path, steps: int = 3) -> list[dict[str, Any]]:
         with prof.step(step), prof.stage("actor_update"):
             (root / "dataset" / f"written_meanwhile{step}.bin").write_bytes(b"y")  # another process's
     prof.close()
-    return [dict(c.to_json()) for c in prof.captures]
+    return list(prof.captures)
 
 
 def test_a_crowded_root_is_never_walked_and_only_the_job_s_files_are_listed(
@@ -47,9 +48,9 @@ def test_a_crowded_root_is_never_walked_and_only_the_job_s_files_are_listed(
     monkeypatch.setattr(os, "walk", lambda *a, **k: pytest.fail("the root was walked"))
     files = job_files(tmp_path, records, "mine")
     assert not any(p in (str(tmp_path), str(dataset)) for p in listed)
-    own = sorted(f for r in records for f in r["files"])
-    assert len(own) == 3 and sorted(str(tmp_path / f["path"]) for f in files) == own
-    assert all(f["bytes"] == (tmp_path / f["path"]).stat().st_size for f in files)
+    own = sorted(f for r in records for f in r.files)
+    assert len(own) == 3 and sorted(str(tmp_path / f.path) for f in files) == own
+    assert all(f.bytes == (tmp_path / f.path).stat().st_size for f in files)
 
 
 def test_workers_files_of_this_run_are_listed_where_they_are_still_there(tmp_path: Path) -> None:
@@ -66,8 +67,7 @@ def test_workers_files_of_this_run_are_listed_where_they_are_still_there(tmp_pat
                                       "bytes": 1}]},
         "not a row"]}
     (tmp_path / CLUSTER_SUMMARY).write_text(json.dumps(summary))
-    assert job_files(tmp_path, [], "mine") == [
-        {"path": "actor/rank1_w.mstx.trace.json", "bytes": 5}]
+    assert job_files(tmp_path, [], "mine") == [FileEntry("actor/rank1_w.mstx.trace.json", 5)]
     assert job_files(tmp_path, [], "") == []  # no run id: no worker is known to be this job's
     (tmp_path / CLUSTER_SUMMARY).write_text("{not json")
     assert job_files(tmp_path, [], "mine") == []
@@ -82,7 +82,7 @@ def test_a_capture_folder_is_listed_file_by_file_and_outside_files_are_not(
     (folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_bytes(b"[]")
     outside = tmp_path.parent / f"{tmp_path.name}_outside.json"
     outside.write_bytes(b"{}")
-    records: list[dict[str, Any]] = [{"files": [str(folder), str(outside)]}]
+    records = [CaptureRecord(files=[str(folder), str(outside)])]
     assert job_files(tmp_path, records, "") == [
-        {"path": "integrated/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json", "bytes": 2}]
-    assert records[0]["files"] == [str(folder), str(outside)]
+        FileEntry("integrated/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json", 2)]
+    assert records[0].files == [str(folder), str(outside)]

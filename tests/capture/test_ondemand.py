@@ -12,7 +12,6 @@ import pytest
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture.control import Request, read_acks, write_request
-from mindspeed_prof.capture.record import RecordJson
 
 
 def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
@@ -163,7 +162,7 @@ class RayWorker:
         self.mixin = ProfilerMixin()
         self.mixin.init_profiler(cfg, rank=rank)
 
-    def steps(self, first: int, last: int) -> list[RecordJson]:
+    def steps(self, first: int, last: int) -> list[dict[str, Any]]:
         prof = self.mixin.profiler
         for step in range(first, last + 1):
             with prof.step(step), prof.stage("actor_update"):

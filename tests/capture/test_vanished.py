@@ -8,7 +8,6 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import cast
 
 import pytest
 
@@ -46,7 +45,7 @@ def test_a_save_root_deleted_mid_window_is_noticed_with_one_warning_and_profilin
     assert len(messages) == 1 and "removed while being written" in messages[0]
     assert "mstx.trace.json" in messages[0] and "profiling is off" in messages[0]
     assert prof.failed and not root.exists()
-    records = [dict(c.to_json()) for c in prof.captures]
+    records = list(prof.captures)
     assert job_files(root, records, "vanish") == [] and records == []
     manifest = Manifest(status="completed", captures=records, files=[], profiler_failed=True)
     assert capture_count(manifest) == 0  # the last line: "profiling failed", not "1 capture"
@@ -71,11 +70,9 @@ def test_a_root_deleted_between_captures_gets_new_files_and_the_gone_ones_are_li
                 shutil.rmtree(root)
     prof.close()
     assert not prof.failed and caplog.records == []
-    records = [dict(c.to_json()) for c in prof.captures]
+    records = list(prof.captures)
     listed = job_files(root, records, "vanish2")
     kept = records  # the captures whose files were deleted: listed nowhere
-    assert [r["step"] for r in kept] == list(range(21, 41))
-    assert len(listed) == 20 and all((root / f["path"]).stat().st_size == f["bytes"]
-                                     for f in listed)
-    assert sorted(str(root / f["path"]) for f in listed) == sorted(
-        str(f) for r in kept for f in cast(list[str], r["files"]))
+    assert [r.step for r in kept] == list(range(21, 41))
+    assert len(listed) == 20 and all((root / f.path).stat().st_size == f.bytes for f in listed)
+    assert sorted(str(root / f.path) for f in listed) == sorted(f for r in kept for f in r.files)

@@ -49,8 +49,8 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
     for s in summaries:  # what came back through Ray matches the worker's files
         rank = s["rank"]
         assert rank is not None
-        assert sorted(Path(f["path"]) for f in s["files"]) == sorted(on_disk[rank])
-        assert all(Path(f["path"]).stat().st_size == f["bytes"] for f in s["files"])
+        assert sorted(Path(f.path) for f in s["files"]) == sorted(on_disk[rank])
+        assert all(Path(f.path).stat().st_size == f.bytes for f in s["files"])
         assert s["captures"] and not s["failed"]
     cluster = json.loads((root / "cluster_summary.json").read_text())
     assert [w["rank"] for w in cluster["workers"]] == [0, 1]

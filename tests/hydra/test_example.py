@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.analysis.next_capture import job_manifest
+from mindspeed_prof.formats.manifest import newest_job
 
 REPO = Path(__file__).resolve().parents[2]
 #: The demo's clock is the machine's: a multi-threaded op that waits for a core looks slow.
@@ -103,12 +103,11 @@ def test_the_printed_relaunch_line_runs_the_next_capture(repo: Path, where: str)
     assert line.endswith("python examples/train.py profiler=stage_scoped steps=4 "
                          f"profiler_config.integrated.stage={stage[1]}")
     run(here, line)  # pasted as printed
-    manifest = job_manifest(repo / "profiler_data")  # the newest job's
-    assert manifest is not None
-    assert manifest["profiler_config"]["integrated"]["stage"] == stage[1]
-    assert manifest["job"]["overrides"] == ["profiler=stage_scoped", "steps=4",
-                                            f"profiler_config.integrated.stage={stage[1]}"]
-    assert [c["stage"] for c in manifest["captures"]] == [stage[1]] * 2  # steps 2 and 3
+    manifest = newest_job(repo / "profiler_data")  # the newest job's
+    assert manifest is not None and manifest.window.stage == stage[1]
+    assert manifest.job.overrides == ["profiler=stage_scoped", "steps=4",
+                                      f"profiler_config.integrated.stage={stage[1]}"]
+    assert [c.stage for c in manifest.captures or []] == [stage[1]] * 2  # steps 2 and 3
     assert list((repo / "profiler_data" / stage[1]).glob("*.pt.trace.json"))
 
 

@@ -59,7 +59,7 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Pa
     assert sorted(r["job"]["num"] for r in jobs) == [0, 1, 2]
     assert len({r["run"] for r in records}) == len(records)  # a run id each, one file each
     from_jobs = [Path(f) for r in jobs for c in r["captures"] for f in c["files"]]
-    from_ray = [Path(f["path"]) for s in summaries for f in s["files"]]
+    from_ray = [Path(f.path) for s in summaries for f in s["files"]]
     listed = from_jobs + from_ray
     assert len(listed) == len(set(listed))  # no two writers produced the same file
     assert set(listed) == on_disk  # nothing missing from the manifests and summaries

@@ -31,6 +31,7 @@ from mindspeed_prof.analysis.doctor.readable import check_readable
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, is_capture_file
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
+from mindspeed_prof.formats.record import records_of
 from mindspeed_prof.formats.stem import rank_of
 from mindspeed_prof.jsonio import within
 
@@ -119,11 +120,11 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     check_workers(health, [w for w in workers if isinstance(w, dict)])
     check_elsewhere(health, [w for w in workers if isinstance(w, dict)], read_paths)
     records = [c for _, m in manifests for c in m.captures or []] + [
-        c for w in workers if isinstance(w, dict) for c in w.get("captures", [])
+        c for w in workers if isinstance(w, dict) for c in records_of(w.get("captures"))
     ]
     health.triggered = [
         {
-            k: c.get(k)
+            k: getattr(c, k)
             for k in (
                 "rank",
                 "step",
@@ -136,7 +137,7 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
             )
         }
         for c in records
-        if isinstance(c, dict) and c.get("trigger")
+        if c.trigger
     ]
     listed = {
         (t["rank"], t["trigger"], t["trigger_step"] if t["trigger_step"] is not None else t["step"])

@@ -92,9 +92,9 @@ def _killed(
         f"{who}{where}: killed (its manifest says running, and process {m.pid} on {m.host} "
         "is gone: a preemption or SIGKILL before the job ended)"
     )
-    window = m.profiler_config.get("integrated") or {}
-    start, end = window.get("profile_step_start"), window.get("profile_step_end")
-    if window.get("profile") and isinstance(start, int) and isinstance(end, int) and end > start:
+    window = m.window
+    start, end = window.profile_step_start, window.profile_step_end
+    if window.profile and start is not None and end is not None and end > start:
         seen = ran.get((run, m.rank), set())
         missing = sorted(set(range(start, end)) - traced.get((run, m.rank), set()))
         if missing:

@@ -55,14 +55,12 @@ def check_ranks(
     listed = False
     # a rank profile_ranks names is expected only where the job has it (below its manifests'
     # world size, or seen), never only because the list named it: [7] in a job of two ranks
-    world = max((w for m in manifests if isinstance(w := m.job.get("world_size"), int)), default=0)
+    world = max((m.job.world_size or 0 for m in manifests), default=0)
     seen = found | {m.rank for m in manifests}
     for m in manifests:
-        ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
+        ranks = m.window.profile_ranks
         if isinstance(ranks, list):
-            expected.update(
-                r for r in ranks if isinstance(r, int) and (0 <= r < world or r in seen)
-            )
+            expected.update(r for r in ranks if 0 <= r < world or r in seen)
             listed = True
     for worker in workers:
         if worker.get("enabled") and isinstance(rank := worker.get("rank"), int):
@@ -89,15 +87,15 @@ def check_ranks(
 
 def check_windows(health: Health, manifests: list[Manifest], found: set[int]) -> None:
     for m in manifests:
-        window = m.profiler_config.get("integrated") or {}
+        window = m.window
         if (
             m.status in ("completed", "exited")
             and not m.captures
-            and window.get("profile")
+            and window.profile
             and m.rank not in found
             and _selected(m)
         ):
-            start, end = window.get("profile_step_start"), window.get("profile_step_end")
+            start, end = window.profile_step_start, window.profile_step_end
             health.findings.append(
                 Problem(
                     "nothing_captured",
@@ -111,5 +109,5 @@ def check_windows(health: Health, manifests: list[Manifest], found: set[int]) ->
 def _selected(m: Manifest) -> bool:
     """Whether a manifest's rank is one its own ``profile_ranks`` captures on: a rank left
     out on purpose (a Ray driver, rank 0 of ``profile_ranks: [1]``) is expected to have none."""
-    ranks = (m.profiler_config.get("integrated") or {}).get("profile_ranks")
+    ranks = m.window.profile_ranks
     return not isinstance(ranks, list) or m.rank in ranks

@@ -11,7 +11,7 @@ from mindspeed_prof.analysis.readers.labels import rank_label, step_label
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.formats import MANIFEST, capture_stem
 from mindspeed_prof.formats.header import CaptureHeader
-from mindspeed_prof.jsonio import read_json
+from mindspeed_prof.formats.manifest import read_manifest
 
 __all__ = [
     "manifest_rank",
@@ -66,16 +66,12 @@ def manifest_rank(path: Path, levels: int = 3) -> int | None:
             ranks = set()
             rel = str(path.relative_to(folder))
             for m in manifests:
-                try:
-                    doc = read_json(m)  # a regular file, bounded, never through a link
-                except (OSError, ValueError):
+                manifest = read_manifest(m)  # a regular file, bounded, never through a link
+                if manifest is None or manifest.rank is None or manifest.rank < 0:
                     continue
-                files = doc.get("files") if isinstance(doc, dict) else None
-                listed = not isinstance(files, list) or any(
-                    isinstance(f, dict) and str(f.get("path", "")).startswith(rel) for f in files
-                )
-                if listed and to_rank(doc.get("rank")) is not None:
-                    ranks.add(to_rank(doc.get("rank")))
+                files = manifest.files
+                if files is None or any(f.path.startswith(rel) for f in files):
+                    ranks.add(manifest.rank)
             return ranks.pop() if len(ranks) == 1 else None
         if folder.parent == folder:
             break

@@ -286,6 +286,24 @@ def test_a_manifest_without_a_profiler_config_is_read(tmp_path: Path) -> None:
                                                            ("missing_rank", "rank 2")]
 
 
+def test_a_malformed_manifest_is_one_line_naming_the_file_and_field(tmp_path: Path) -> None:
+    """A manifest with a field of the wrong type is not read: one ``unreadable`` finding naming
+    it and the field; one with an odd capture entry is read, that entry named."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "manifest.rank1.json").write_text(json.dumps(
+        {"rank": 1, "status": "completed", "job": {"num": "one"}}))
+    (tmp_path / "manifest.rank2.json").write_text(json.dumps(
+        {"rank": 2, "status": "completed", "captures": ["odd"]}))
+    health = doctor(tmp_path)
+    said = [(f.kind, f.message) for f in health.findings if f.kind == "unreadable"]
+    assert said == [
+        ("unreadable", "manifest.rank1.json: not read: not a manifest: job.num: expected "
+                       "int | null, got str"),
+        ("unreadable", "manifest.rank2.json: not read: its captures[0] of the wrong shape; the "
+                       "rest read")]
+    assert health.ranks_expected == [0, 2]  # rank 1's manifest is not read
+
+
 def test_the_cluster_summary_names_ranks_and_triggered_captures(tmp_path: Path) -> None:
     """Each enabled worker of ``cluster_summary.json`` is expected (a disabled one is not), and
     its triggered captures are listed with the fields the manifest records."""
