@@ -178,9 +178,9 @@ class Profiler:
         ``run``: the job's run id where the caller knows it (a worker's config carries its
         driver's: ``ray.worker_config``); else resolved at the first capture (``capture.run``).
 
-        Inside a Hydra job whose callback made a profiler, the job's own config (same role,
-        same settings, the rank it resolved, no other run) gives that profiler: one profiler
-        per job, whose manifest counts what the task captured.
+        It always builds a profiler. Inside a Hydra job the callback has built the job's (whose
+        manifest counts what it captured): ``current()`` reaches it, and ``from_config`` of its
+        role says in one line that it builds a second one.
         """
         checked = validate(cfg, role)
         checked.profile_save_path = str(anchor(checked.profile_save_path))
@@ -190,13 +190,14 @@ class Profiler:
         if (
             isinstance(job, Profiler)
             and job._state.open
-            and backend is None
-            and not on_capture
-            and (job.role, job.cfg) == (safe_name(canonical_role(role), "role"), checked)
-            and rank in (None, job.rank)
-            and run in (None, job.run[0])
+            and job.role == safe_name(canonical_role(role), "role")
         ):
-            return job
+            job.warn_once(
+                "second",
+                "mindspeed-prof: Profiler.from_config inside a Hydra job builds a second "
+                "profiler beside the job's (captured twice, not in the job's manifest); "
+                "the job's is mindspeed_prof.current()",
+            )
         return cls(checked, rank=rank, role=role, backend=backend, on_capture=on_capture, run=run)
 
     # -- context managers -------------------------------------------------------------
