@@ -9,7 +9,7 @@ import hydra
 import torch
 from omegaconf import DictConfig
 
-from mindspeed_prof import Profiler
+import mindspeed_prof
 
 
 @hydra.main(version_base=None, config_path="conf", config_name="config")
@@ -22,7 +22,7 @@ def main(cfg: DictConfig) -> None:
     prompts = torch.eye(cfg.vocab).repeat(cfg.batch // cfg.vocab, 1)  # one-hot prompts
     target = prompts.argmax(-1)  # the reward: answer the prompt's own token
 
-    prof = Profiler.from_config(cfg.profiler_config)  # inside Hydra: the job's profiler
+    prof = mindspeed_prof.current()  # the job's profiler, which the presets' callback built
     for step in range(1, cfg.steps + 1):
         with prof.step(step):
             with prof.stage("actor_generate"):

@@ -1,4 +1,8 @@
-"""The process's current profilers, one per role, kept apart so that setting one imports nothing."""
+"""The process's current profilers, one per role, kept apart so that setting one imports nothing.
+
+The one rule for reaching a profiler one did not make (the Hydra callback's, say): ``current()``
+(``get_current``). ``Profiler.from_config`` always builds; the Hydra job's profiler is noted
+here only so that a second one built beside it is said."""
 
 from __future__ import annotations
 
@@ -53,5 +57,5 @@ def set_job_profiler(profiler: Kept | None) -> None:
 
 
 def job_profiler() -> Kept | None:
-    """The running Hydra job's profiler, or None."""
+    """The running Hydra job's profiler, or None (``from_config`` warns of a second one)."""
     return _job[0] if _job else None

@@ -107,7 +107,7 @@ class ProfilerCallback(Callback):
         shared = _multirun(hydra_cfg) and not save.resolve().is_relative_to(
             Path(hydra_cfg.runtime.output_dir).resolve()
         )
-        current.set_job_profiler(profiler)  # the task's from_config(job config) gives it
+        current.set_job_profiler(profiler)  # current() is it; from_config warns of a second
         self._job = _Job(
             profiler=profiler,
             path=save / manifest_name(run, profiler.rank),

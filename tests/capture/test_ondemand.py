@@ -206,7 +206,6 @@ def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> N
 def test_the_look_is_due_at_its_instant_not_a_tick_after(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enter: str) -> None:
     from mindspeed_prof.capture import profiler as profiler_module
-    from mindspeed_prof.capture import step_scope
 
     prof = make(tmp_path)
     ondemand = prof._ondemand
@@ -214,7 +213,6 @@ def test_the_look_is_due_at_its_instant_not_a_tick_after(
     looked: list[int] = []
     monkeypatch.setattr(ondemand, "check", looked.append)
     monkeypatch.setattr(profiler_module, "perf_counter_ns", lambda: 5_000)
-    monkeypatch.setattr(step_scope, "perf_counter_ns", lambda: 5_000)
     ondemand.due_ns = 5_001
     getattr(prof, enter)(1)
     ondemand.due_ns = 5_000

@@ -15,7 +15,6 @@ import pytest
 import torch
 
 from mindspeed_prof import Profiler
-from mindspeed_prof.capture.identity import CaptureIdentity
 
 STAGE = "actor_update"
 
@@ -122,14 +121,14 @@ def test_a_failed_start_leaves_no_file_and_no_descriptor(
     tmp_path: Path, level: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A header that cannot be written (the fault of a numpy step before ``as_step``)."""
-    real = CaptureIdentity.metadata
+    real = Profiler.metadata
 
-    def unwritable(self: CaptureIdentity, stage: str, step: int) -> Any:
+    def unwritable(self: Profiler, stage: str, step: int) -> Any:
         header = real(self, stage, step)
         header.step = object()  # type: ignore[assignment]
         return header
 
-    monkeypatch.setattr(CaptureIdentity, "metadata", unwritable)
+    monkeypatch.setattr(Profiler, "metadata", unwritable)
     before = open_fds()
     warns = pytest.warns(RuntimeWarning, match="capture start failed")
     with warns, make(tmp_path, profile_level=level) as prof:

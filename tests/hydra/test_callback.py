@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import types
@@ -926,11 +927,11 @@ def test_a_restart_keeps_the_first_runs_manifest_and_each_run_is_answered_apart(
     assert [r["id"] for r in doctor(root).runs] == [docs[1]["run"], docs[0]["run"]]
 
 
-def test_from_config_of_the_jobs_config_is_the_jobs_profiler(tmp_path: Path,
-                                                             callback: Any) -> None:
-    """The docs' loop builds its profiler with ``Profiler.from_config(cfg.profiler_config)``:
-    inside the job that is the callback's, so the manifest counts what the loop captured;
-    another role, rank or config gets a profiler of its own."""
+def test_the_jobs_profiler_is_current_and_from_config_builds_another(
+        tmp_path: Path, callback: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """One rule: the task reaches the callback's profiler with ``current()`` (the manifest counts
+    what the loop captured); ``from_config`` always builds, and of the job's role says once
+    that it built a second profiler beside the job's."""
     import mindspeed_prof
     from mindspeed_prof import Profiler
 
@@ -939,28 +940,32 @@ def test_from_config_of_the_jobs_config_is_the_jobs_profiler(tmp_path: Path,
                       "profiler_config.integrated.stage=actor_generate")
     callback.on_job_start(cfg)
     job = mindspeed_prof.current()
+    assert job.plan.enabled and job.cfg.stage.value == "actor_generate"  # the callback's
     from omegaconf import open_dict
 
     task_cfg = cfg.copy()  # what the task gets: a copy, without the hydra node
     with open_dict(task_cfg):
         del task_cfg["hydra"]
-    assert Profiler.from_config(task_cfg.profiler_config) is job
-    assert Profiler.from_config(task_cfg.profiler_config, rank=job.rank) is job
-    assert Profiler.from_config(task_cfg.profiler_config, rank=job.rank + 1) is not job
-    assert Profiler.from_config(task_cfg.profiler_config, role="actor") is not job
-    other = task_cfg.profiler_config.copy()
-    other.integrated.stage = "actor_update"
-    assert Profiler.from_config(other) is not job
-    prof = Profiler.from_config(task_cfg.profiler_config)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        second = Profiler.from_config(task_cfg.profiler_config)
+        also = Profiler.from_config(task_cfg.profiler_config)
+        actor = Profiler.from_config(task_cfg.profiler_config, role="actor")
+    assert len({id(job), id(second), id(also), id(actor)}) == 4
+    said = [r.getMessage() for r in caplog.records if "second profiler" in r.getMessage()]
+    assert len(said) == 1 and "mindspeed_prof.current()" in said[0]  # once; not for "actor"
+    for prof in (second, also, actor):
+        prof.close()
     for step in (1, 2):
-        with prof.step(step), prof.stage("actor_generate"):
+        with job.step(step), job.stage("actor_generate"):
             pass
-    prof.close()  # the loop closes it; the callback finishes the job
     callback.on_job_end(cfg, Ended("COMPLETED"))
     (path,) = (out / "profiler_data").glob("manifest-*.json")
     manifest = load_json(path)
     assert [c["stage"] for c in manifest["captures"]] == ["actor_generate"]
-    assert Profiler.from_config(task_cfg.profiler_config) is not job  # that job is over
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        Profiler.from_config(task_cfg.profiler_config).close()  # that job is over: no line
+    assert not [r for r in caplog.records if "second profiler" in r.getMessage()]
 
 
 def test_a_sweep_over_interpolated_save_paths_is_summarised(

@@ -64,7 +64,7 @@ def test_a_stage_by_the_group_and_a_field(repo: Path) -> None:
 
 
 def test_a_stage_sweep_reports_what_it_captured(repo: Path) -> None:
-    """``from_config`` in each job gives the callback's profiler: no job says it captured
+    """``current()`` in each job gives the callback's profiler: no job says it captured
     nothing, and the summary counts every capture."""
     proc = run(repo, "python examples/train.py -m profiler=stage_scoped "
                      "profiler_config.integrated.stage=actor_generate,actor_update")

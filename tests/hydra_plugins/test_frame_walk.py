@@ -71,3 +71,20 @@ def test_each_repository_question_finds_the_other_sources(
     (ours,) = [s for s in repo.get_sources() if isinstance(s, MindspeedProfConfigSource)]
     QUESTIONS[question](repo)
     assert ours._alias_free is False  # asked, and answered from the repository's sources
+
+
+def test_the_frames_the_source_reads_are_where_it_looks() -> None:
+    """What the walks read of hydra-core's own code, in the installed version: the reporter
+    ``run_and_report`` (a line there is a ``SystemExit``), ``Overrides.__init__``'s loop variable
+    ``override``, ``create_defaults_list``'s ``repo`` and ``config_name``, and the repository's
+    ``sources``. Any other shape: the walk finds nothing and the plugin's lines are lost."""
+    import inspect
+
+    from hydra._internal import defaults_list, utils
+
+    assert "run_and_report" in vars(utils)
+    assert re.search(r"for override in \w+", inspect.getsource(defaults_list.Overrides.__init__))
+    assert {"repo", "config_name"} <= set(inspect.signature(
+        defaults_list.create_defaults_list).parameters)
+    assert "self.sources = []" in inspect.getsource(ConfigRepository.initialize_sources)
+    assert "self.sources" in inspect.getsource(ConfigRepository.get_sources)
