@@ -25,7 +25,6 @@ LAYERS: dict[str, set[str]] = {
     "formats": {"formats", "jsonio"},
     "config": {"config"},
     "jsonio": {"jsonio"},
-    "raylink": {"raylink"},
     "mstx": {"mstx"},
     "extras": {"extras"},
     "capture": {"capture", "config", "extras", "formats", "jsonio", "mstx", "stats"},
@@ -34,12 +33,14 @@ LAYERS: dict[str, set[str]] = {
                                 "formats", "jsonio"},
     "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
                              "jsonio"},
-    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink", "stats"},
+    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "stats"},
     "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
     "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
               "jsonio", "mstx"},
-    "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio", "raylink"},
+    # Ray, a layer above capture and analysis (below cli and demo): they never import it, it
+    # plugs into them (``capture.plugins``, the reader ``analyse`` is handed).
+    "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio"},
 }
 #: Packages that gather the layers below them: the readers' package (``read``, ``discover``)
 #: dispatches to both families.
@@ -124,6 +125,8 @@ def test_the_graph_is_read() -> None:
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
     assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
     assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]
+    assert "mindspeed_prof.capture.plugins" in edges["mindspeed_prof.ray.board"]
+    assert "mindspeed_prof.ray.cluster" in edges["mindspeed_prof.cli.common"]  # lazy
 
 
 def test_no_import_cycles() -> None:
@@ -189,7 +192,9 @@ def test_the_checks_catch_what_they_are_for() -> None:
                             "mindspeed_prof.analysis.readers.npu.trace"),
                            ("mindspeed_prof.analysis.readers.npu.text",
                             "mindspeed_prof.analysis.readers.kineto.sqlite"),
-                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text")):
+                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text"),
+                           ("mindspeed_prof.capture.ondemand", "mindspeed_prof.ray.board"),
+                           ("mindspeed_prof.analysis.analyse", "mindspeed_prof.ray.cluster")):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]
 

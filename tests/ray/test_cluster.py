@@ -14,10 +14,11 @@ import pytest
 from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.report import document
-from mindspeed_prof.raylink import Unreachable, connect
 from mindspeed_prof.analysis.readers import discover
+from mindspeed_prof.analysis.report import document
 from mindspeed_prof.cli import main
+from mindspeed_prof.ray.cluster import reader
+from mindspeed_prof.ray.link import Unreachable, connect
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def alive_nodes(ray: Any) -> set[str]:
 def test_ray_gives_the_local_answer_read_on_every_node(ray_cluster: Any, run: Path) -> None:
     nodes = alive_nodes(ray_cluster)
     here = analyse(run, jobs=1, cache=False)
-    there = analyse(run, ray="auto", cache=False)
+    there = analyse(run, cluster=reader("auto"), cache=False)
     assert json.dumps(document(there), default=str) == json.dumps(document(here), default=str)
     placed = there.placement
     assert [p["path"] for p in placed] == [str(p) for p in discover(run)]  # each read once
@@ -85,6 +86,7 @@ from ray.cluster_utils import Cluster
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.ray import ProfilerMixin, collect, write_cluster_summary
+from mindspeed_prof.ray.cluster import reader
 
 out = Path(sys.argv[1])
 homes = {"a": out / "home-a", "b": out / "home-b"}  # each node's own disk: `~` on that node
@@ -121,7 +123,7 @@ try:
                for rank, n in enumerate("ab")]
     ray.get([w.steps.remote() for w in workers], timeout=180)
     summary = json.loads(write_cluster_summary(out, collect(workers)).read_text())
-    there = analyse("~/run", ray=cluster.address, cache=False)
+    there = analyse("~/run", cluster=reader(cluster.address), cache=False)
     merged = out / "merged"  # the same captures, gathered on one disk
     for home in homes.values():
         shutil.copytree(home / "run", merged, dirs_exist_ok=True)
@@ -186,7 +188,7 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
 def test_a_capture_several_nodes_hold_goes_to_the_least_loaded() -> None:
     """Worked by hand: A lists all three first (A 220); B then takes c1 (B 100, A 120) and c2
     (B 150, A 70); for c3 B's 150 is not below A's 70, so A keeps it."""
-    from mindspeed_prof.analysis.cluster import assign
+    from mindspeed_prof.ray.cluster import assign
 
     c1, c2, c3 = ("/s/c1", 100, 1), ("/s/c2", 50, 2), ("/s/c3", 70, 3)
     shared = [c1, c2, c3]
@@ -195,7 +197,7 @@ def test_a_capture_several_nodes_hold_goes_to_the_least_loaded() -> None:
 
 
 def test_a_capture_one_node_holds_is_read_there_whatever_its_load() -> None:
-    from mindspeed_prof.analysis.cluster import assign
+    from mindspeed_prof.ray.cluster import assign
 
     big, own, shared = ("/a/big", 10**9, 1), ("/b/own", 5, 1), ("/s/x", 10, 1)
     owner = assign([("A", "ha", "/a", [big, shared]), ("B", "hb", "/b", [own, shared])])
@@ -204,7 +206,7 @@ def test_a_capture_one_node_holds_is_read_there_whatever_its_load() -> None:
 
 
 def test_on_a_tie_the_first_node_keeps_the_capture() -> None:
-    from mindspeed_prof.analysis.cluster import assign
+    from mindspeed_prof.ray.cluster import assign
 
     x, z = ("/s/x", 10, 1), ("/b/z", 10, 2)
     owner = assign([("A", "", "/s", [x]), ("B", "", "/s", [z, x])])
@@ -212,7 +214,7 @@ def test_on_a_tie_the_first_node_keeps_the_capture() -> None:
 
 
 def test_a_node_holds_its_captures_but_not_memory_files(tmp_path: Path) -> None:
-    from mindspeed_prof.analysis.cluster import holdings
+    from mindspeed_prof.ray.cluster import holdings
 
     root = tmp_path / "run"
     trace = root / "integrated" / "rank0_h_1_step1.pt.trace.json"
@@ -226,7 +228,7 @@ def test_a_node_holds_its_captures_but_not_memory_files(tmp_path: Path) -> None:
 
 def test_a_node_without_the_root_holds_nothing_and_reads_tilde_as_its_home(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mindspeed_prof.analysis.cluster import holdings
+    from mindspeed_prof.ray.cluster import holdings
 
     monkeypatch.setenv("HOME", str(tmp_path))
     assert holdings("~/nowhere") == (str(tmp_path / "nowhere"), [])
