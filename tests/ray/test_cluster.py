@@ -18,7 +18,6 @@ from mindspeed_prof.analysis.readers import discover
 from mindspeed_prof.analysis.report import document
 from mindspeed_prof.cli import main
 from mindspeed_prof.ray.cluster import reader
-from mindspeed_prof.ray.link import Unreachable, connect
 
 
 @pytest.fixture(scope="module")
@@ -62,18 +61,6 @@ def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
     ray_cluster.get(worker.step.remote())
     summary = ray_cluster.get(worker.profiler_summary.remote())
     assert summary["node"] in alive_nodes(ray_cluster) and summary["files"]
-
-
-@pytest.mark.ray
-def test_an_unreachable_address_is_one_line_and_exit_2(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    with pytest.raises(Unreachable, match="127.0.0.1:1"):
-        connect("127.0.0.1:1")
-    assert main(["analyse", str(tmp_path), "--ray", "127.0.0.1:1"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1: cannot connect" in err
-    assert main(["timeline", str(tmp_path), "-o", str(tmp_path / "t.json"),
-                 "--ray", "ray://127.0.0.1:1"]) == 2
 
 
 TWO_NODES = '''

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from capture_fixtures import fake_clock
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.capture import plugins
@@ -25,6 +24,8 @@ def test_ray_not_initialised_waits_with_one_warning(tmp_path: Path,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     """The profiler loads the sink's module itself (``telemetry: [ray]``), and a process
     not in Ray warns once, keeps its figures, and neither imports nor starts Ray."""
+    from capture_fixtures import fake_clock  # not at the top: Ray's workers import this module
+
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     monkeypatch.delitem(sys.modules, "mindspeed_prof.ray.telemetry")
     monkeypatch.setattr(plugins, "_SINKS", {})
