@@ -141,7 +141,9 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     is the one ``analyse`` gives on one disk, and ``timeline --ray`` has both ranks' tracks."""
     script = tmp_path / "two_nodes.py"
     script.write_text(TWO_NODES)
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # the nodes' homes hold no token
+    # the nodes' homes hold no token; the workers' one run as a launcher sets it (else each
+    # worker's id is its own, unless an earlier test of this session exported one)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "MINDSPEED_PROF_RUN": "two-nodes"}
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=420)
