@@ -205,9 +205,9 @@ def _ray_check(tmp: Path, add: Callable[..., None], n: int, rounds: int) -> None
     """``prof.step(n)`` whose on-demand check also asks a Ray job's capture board."""
     import ray
 
-    from mindspeed_prof.capture.control.board import BoardSource, board_name
     from mindspeed_prof.capture.profiler import Profiler
     from mindspeed_prof.ray import open_board
+    from mindspeed_prof.ray.board import Board, board_name
 
     ray.init(num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
     try:
@@ -216,7 +216,7 @@ def _ray_check(tmp: Path, add: Callable[..., None], n: int, rounds: int) -> None
         off = Profiler.from_config({"integrated": {"profile_save_path": str(tmp)}}, rank=0)
         control = off._ondemand
         assert control is not None
-        control.sources.append(BoardSource(board_name(ray.get_runtime_context().get_job_id())))
+        control.sources.append(Board(board_name(ray.get_runtime_context().get_job_id())))
 
         def hooks(k: int) -> None:
             step = off.step

@@ -162,7 +162,7 @@ ABOVE_READERS = [p for p in sorted(PACKAGE.rglob("*.py"))
                  if p.relative_to(PACKAGE).parts[0] in ("analysis", "cli", "views", "formats")
                  and "readers" not in p.relative_to(PACKAGE).parts
                  or p.relative_to(PACKAGE).parts[:2] == ("capture", "control")
-                 or p.name in ("ray.py", "raylink.py")]
+                 or p.relative_to(PACKAGE).parts[0] == "ray"]
 #: Reads allowed elsewhere: the cache's version digest reads the package's own source.
 ALLOWED = {("analysis/cache.py", "read_bytes")}
 

@@ -25,7 +25,6 @@ LAYERS: dict[str, set[str]] = {
     "formats": {"formats", "jsonio"},
     "config": {"config"},
     "jsonio": {"jsonio"},
-    "raylink": {"raylink"},
     "mstx": {"mstx"},
     "extras": {"extras"},
     "capture": {"capture", "config", "extras", "formats", "jsonio", "mstx", "stats"},
@@ -34,19 +33,21 @@ LAYERS: dict[str, set[str]] = {
                                 "formats", "jsonio"},
     "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
                              "jsonio"},
-    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "raylink", "stats"},
+    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "stats"},
     # The timeline is drawn from what the readers give, not from an analysis; nothing in the
     # package but its command imports it.
     "analysis.timeline": {"analysis.timeline", *READERS, "config", "formats", "jsonio"},
     # The doctor reads as ``analyse`` reads (the analysis below it); nothing imports it but
     # its command.
     "analysis.doctor": {"analysis.doctor", "analysis", *READERS, "config", "formats", "jsonio",
-                        "raylink", "stats"},
+                        "stats"},
     "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
     "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
               "jsonio", "mstx"},
-    "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio", "raylink"},
+    # Ray, a layer above capture and analysis (below cli and demo): they never import it, it
+    # plugs into them (``capture.plugins``, the reader ``analyse`` is handed).
+    "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio"},
 }
 #: Packages that gather the layers below them: the readers' package (``read``, ``discover``)
 #: dispatches to both families.
@@ -135,6 +136,8 @@ def test_the_graph_is_read() -> None:
         "mindspeed_prof.analysis.timeline.emit"]
     assert "mindspeed_prof.analysis.doctor.health" in edges["mindspeed_prof.analysis.doctor.ranks"]
     assert "mindspeed_prof.analysis.timeline.build" in edges["mindspeed_prof.analysis.timeline"]
+    assert "mindspeed_prof.capture.plugins" in edges["mindspeed_prof.ray.board"]
+    assert "mindspeed_prof.ray.cluster" in edges["mindspeed_prof.cli.common"]  # lazy
 
 
 def test_no_import_cycles() -> None:
@@ -208,7 +211,9 @@ def test_the_checks_catch_what_they_are_for() -> None:
                             "mindspeed_prof.analysis.doctor.health"),
                            ("mindspeed_prof.views.text.analyse",
                             "mindspeed_prof.analysis.doctor.check"),
-                           ("mindspeed_prof.analysis.doctor.killed", "mindspeed_prof.ray")):
+                           ("mindspeed_prof.analysis.doctor.killed", "mindspeed_prof.ray"),
+                           ("mindspeed_prof.capture.ondemand", "mindspeed_prof.ray.board"),
+                           ("mindspeed_prof.analysis.analyse", "mindspeed_prof.ray.cluster")):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]
 

@@ -4,6 +4,7 @@ into an ``Analysis`` per run."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -12,13 +13,26 @@ from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, separate, survey
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.ranks import rank_of
-from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis, stem_key
+from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis, Placement, stem_key
 from mindspeed_prof.analysis.runs import split
 from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats.header import HEADER_NOTE
 from mindspeed_prof.jsonio import within
 
-__all__ = ["DEFAULT_MARGIN", "Analysis", "analyse", "analyse_files", "analyse_runs", "runs_of"]
+__all__ = [
+    "DEFAULT_MARGIN",
+    "Analysis",
+    "ClusterReader",
+    "analyse",
+    "analyse_files",
+    "analyse_runs",
+    "runs_of",
+]
+
+#: Reads every capture below a root on the machines that hold it (``use_cache``,
+#: ``comm_kernels`` as ``read_all``'s): the results in ``discover``'s order, and where each was
+#: read. A layer above gives one (``mindspeed_prof.ray.cluster.reader``).
+ClusterReader = Callable[[Path, bool, str], tuple[list[TraceData | str], list[Placement]]]
 
 
 def _finish(result: Analysis) -> Analysis:
@@ -35,16 +49,16 @@ def analyse(
     progress: Progress | None = None,
     jobs: int = 1,
     cache: bool = True,
-    ray: str | None = None,
+    cluster: ClusterReader | None = None,
     comm_kernels: str = "",
     run: str | None = None,
 ) -> Analysis:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
-    with ``ray``, a Ray address or "auto", on the nodes that hold them) and answer for one run
+    with ``cluster``, by it: on the nodes that hold them) and answer for one run
     (``runs``): the newest, or ``run`` (an id; ``runs.UnknownRun`` when none matches).
     Unreadable captures are listed in ``Analysis.bad``. ``comm_kernels``: a regex of more
     communication kernels (``readers.classify``; ``ValueError`` when it is none)."""
-    return analyse_runs(root, margin, progress, jobs, cache, ray, run, comm_kernels)[0]
+    return analyse_runs(root, margin, progress, jobs, cache, cluster, run, comm_kernels)[0]
 
 
 def analyse_runs(
@@ -53,12 +67,14 @@ def analyse_runs(
     progress: Progress | None = None,
     jobs: int = 1,
     cache: bool = True,
-    ray: str | None = None,
+    cluster: ClusterReader | None = None,
     run: str | None = None,
     comm_kernels: str = "",
 ) -> list[Analysis]:
     """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
-    return runs_of(_read_root(Path(root), margin, progress, jobs, cache, ray, comm_kernels), run)
+    return runs_of(
+        _read_root(Path(root), margin, progress, jobs, cache, cluster, comm_kernels), run
+    )
 
 
 def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
@@ -95,21 +111,17 @@ def _read_root(
     progress: Progress | None,
     jobs: int,
     cache: bool,
-    ray: str | None,
+    cluster: ClusterReader | None,
     comm_kernels: str,
 ) -> Analysis:
     result = Analysis(
-        root=root if ray or root.is_dir() else root.parent,
+        root=root if cluster is not None or root.is_dir() else root.parent,
         margin=margin,
         comm_kernels=_pattern(comm_kernels),
     )
-    memory: list[Path] = []  # read here, after the captures they are joined to (not with ray)
-    if ray is not None:
-        from mindspeed_prof.analysis.cluster import read_on_cluster
-
-        results, result.placement = read_on_cluster(
-            root, None if ray == "auto" else ray, cache, comm_kernels
-        )
+    memory: list[Path] = []  # read here, after the captures they are joined to (not by cluster)
+    if cluster is not None:
+        results, result.placement = cluster(root, cache, comm_kernels)
     else:
         try:
             paths, memory = survey(root)

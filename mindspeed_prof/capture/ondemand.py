@@ -1,7 +1,8 @@
 """On-demand capture: the profiler's part that takes ``mindspeed-prof capture`` requests.
 
 At most once per ``interval_s`` (a clock read per step otherwise) it asks its request sources
-(the control folder under the save root; in a Ray worker also its job's board) for requests,
+(the control folder under the save root; those of the layers above, ``capture.plugins``: in a
+Ray worker its job's board) for requests,
 queues each as an unplanned capture, applies the request's level, preset and options to that
 capture alone, and answers each request with an ``Ack`` on the source it came from. A source's
 fault is one warning and never reaches training.
@@ -12,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 from time import perf_counter_ns
 
+from mindspeed_prof.capture import plugins
 from mindspeed_prof.capture.control.channel import RequestSource, Worker
-from mindspeed_prof.capture.control.folder import FolderSource
+from mindspeed_prof.capture.control.folder import Folder
 from mindspeed_prof.capture.control.request import CAPTURE_FIELDS, Ack, AckStatus, Request
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.capture.part import Host, Part, Starting
@@ -234,19 +235,9 @@ def _short_of(request: Request, recorded: list[str], record: CaptureRecord) -> s
 
 
 def _sources(root: Path) -> list[RequestSource]:
-    """The save root's control folder; in a Ray worker (Ray already imported), its board too."""
-    sources: list[RequestSource] = [FolderSource(root)]
-    if "ray" in sys.modules:
-        from mindspeed_prof.capture.control.board import BoardSource
-
-        try:
-            board = BoardSource.here()
-        except Exception as err:  # never a reason to stop training
-            log.warning("mindspeed-prof: no on-demand capture through Ray: %s", err)
-            board = None
-        if board is not None:
-            sources.append(board)
-    return sources
+    """The save root's control folder, and the sources of the layers above (in a Ray worker,
+    Ray already imported: its board)."""
+    return [Folder(root), *plugins.sources()]
 
 
 def _world_size() -> int:

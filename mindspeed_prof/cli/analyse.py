@@ -24,7 +24,7 @@ from mindspeed_prof.cli.common import (
     run_line,
 )
 from mindspeed_prof.cli.output import written
-from mindspeed_prof.raylink import Unreachable
+from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis

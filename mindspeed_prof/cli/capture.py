@@ -1,7 +1,8 @@
 """``mindspeed-prof capture TARGET``: start a capture in a running job, wait until it is written.
 
-The request goes through a channel (``capture.control``): the job's save root, or its Ray
-board; both are followed by the same wait loop and reported the same way.
+The request goes through a carrier (``capture.control.Carrier``): the job's save root's folder,
+or its Ray board (``mindspeed_prof.ray.board``); both are followed by the same wait loop and
+reported the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.capture.control import (
-    Channel,
-    FolderChannel,
+    Carrier,
+    Folder,
+    Gone,
+    NotRunning,
     Request,
     Status,
     from_npu,
@@ -26,8 +29,7 @@ from mindspeed_prof.capture.control import (
     wait,
     wait_for_workers,
 )
-from mindspeed_prof.capture.control.folder import CONTROL, MAX_REQUEST_BYTES, REQUESTS
-from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.capture.control.folder import MAX_REQUEST_BYTES
 from mindspeed_prof.cli.common import Exit, Subparsers, error, exit_help
 from mindspeed_prof.config.schema import Level, Stage
 from mindspeed_prof.formats.shell import quote
@@ -38,8 +40,6 @@ __all__ = ["GRACE_S", "add_parser", "follow", "report", "run"]
 
 #: How long to wait for the workers to tell their steps before posting a request.
 GRACE_S = 3.0
-#: A save root that did not exist: how long to wait for a job to look at it before giving up.
-NEW_ROOT_WAIT_S = 10.0
 
 DESCRIPTION = f"""\
 Capture the next steps of a running job without a restart. The job takes the
@@ -182,59 +182,21 @@ def run(args: argparse.Namespace) -> int:
         error(f"capture: {err}")
         return Exit.USAGE
     if address is not None:
-        return _through_ray(address, args.job, request, args.timeout)
-    assert target is not None
-    root = Path(target).expanduser()
-    if root.exists() and not root.is_dir():
-        error(f"capture: {root} is not a directory (give the save root)")
-        return Exit.USAGE
-    where = f"it looks at {root / CONTROL / REQUESTS} at most once a second, at a step start"
-    return follow(
-        FolderChannel(root),
-        request,
-        args.timeout,
-        where,
-        f"Is a job saving to {root} running, with on_demand: true, calling the step hooks?",
-    )
+        from mindspeed_prof.ray.board import Board
 
-
-def _no_job_yet(channel: Channel, request: Request) -> str:
-    """Why to stop now: a save root that did not exist, and no worker looked in time."""
-    if not getattr(channel, "made_root", False):
-        return ""
-    if wait_for_workers(channel, request, NEW_ROOT_WAIT_S):
-        return ""
-    return (
-        f"no job looked at {getattr(channel, 'root', '')} within {NEW_ROOT_WAIT_S:g} s "
-        "(the folder did not exist): is a job saving there running, with on_demand: "
-        "true? (a job looks at a step start: with longer steps, make the folder first)"
-    )
-
-
-def _through_ray(address: str, job: str | None, request: Request, timeout: float) -> int:
-    import ray
-
-    from mindspeed_prof.capture.control.board import BoardChannel, NotRunning, find_board
-    from mindspeed_prof.raylink import Unreachable, connect
-
-    try:
-        connect(address)
-        channel = BoardChannel(find_board(job))
-    except (Unreachable, NotRunning) as err:
-        error(f"capture: {err}")
-        return Exit.NOT_RUNNING
-    try:
-        return follow(
-            channel,
-            request,
-            timeout,
-            "each asks its board at most once a second, at a step start",
-            "Are its workers running steps, with on_demand: true?",
-            ray=address,
-        )
-    except ray.exceptions.RayError as err:
-        error(f"capture: the job's capture board is gone ({type(err).__name__}): the job ended?")
-        return Exit.NOT_RUNNING
+        try:
+            carrier: Carrier = Board.reach(address, args.job)
+        except NotRunning as err:
+            error(f"capture: {err}")
+            return Exit.NOT_RUNNING
+    else:
+        assert target is not None
+        root = Path(target).expanduser()
+        if root.exists() and not root.is_dir():
+            error(f"capture: {root} is not a directory (give the save root)")
+            return Exit.USAGE
+        carrier = Folder(root)
+    return follow(carrier, request, args.timeout)
 
 
 @contextmanager
@@ -256,56 +218,53 @@ def _signals_stop() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def follow(
-    channel: Channel,
-    request: Request,
-    timeout: float,
-    where: str,
-    hint: str,
-    ray: str | None = None,
-) -> int:
+def follow(carrier: Carrier, request: Request, timeout: float) -> int:
     """Ask where the workers are, post ``request`` to start on the same step on all of them,
     wait for them, report; the exit code. The request is withdrawn however the command ends
     (done, timed out, Ctrl-C, SIGTERM, SIGHUP): that is its expiry, decided on this command's
     clock alone."""
     with _signals_stop():
         try:
-            channel.open()
+            carrier.open()
         except OSError as err:
             error(f"capture: {err}")
             return Exit.NOT_RUNNING
         try:
-            why = _no_job_yet(channel, request)
+            why = carrier.absent(request)
             if why:
                 error(f"capture: {why}")
                 return Exit.NOT_RUNNING
             if request.steps and request.start_step is None:
-                request = _synchronised(channel, request)
-            why = channel.post(request)
+                request = _synchronised(carrier, request)
+            why = carrier.post(request)
             if why:
                 error(f"capture: request {request.id} ignored: {why}")
                 return Exit.NOT_RUNNING
             start = "" if request.start_step is None else f", from step {request.start_step}"
             say(
-                f"request {request.id}{start}: waiting up to {timeout:g} s for the job ({where})",
+                f"request {request.id}{start}: waiting up to {timeout:g} s for the job "
+                f"({carrier.where})",
                 sys.stderr,
             )
-            status = wait(channel, request, timeout)
+            status = wait(carrier, request, timeout)
+        except Gone as err:
+            error(f"capture: {err}")
+            return Exit.NOT_RUNNING
         finally:
-            channel.close(request)
+            carrier.close(request)
     if status.ignored:
         error(f"capture: request {request.id} ignored: {status.ignored}")
         return Exit.NOT_RUNNING
     if not status.acks:
-        error(f"capture: no job took request {request.id} within {timeout:g} s. {hint}")
+        error(f"capture: no job took request {request.id} within {timeout:g} s. {carrier.hint}")
         return Exit.NOT_RUNNING
-    return report(request, status, timeout, ray)
+    return report(request, status, timeout, carrier)
 
 
-def _synchronised(channel: Channel, request: Request) -> Request:
+def _synchronised(carrier: Carrier, request: Request) -> Request:
     """``request`` with the start step every worker it is for will reach after it has been
     seen by all (or unchanged when none told its step within ``GRACE_S``)."""
-    workers = wait_for_workers(channel, request, GRACE_S)  # stamped with our clock
+    workers = wait_for_workers(carrier, request, GRACE_S)  # stamped with our clock
     start = start_step(workers, time.time())
     if start is None:
         say(
@@ -317,12 +276,9 @@ def _synchronised(channel: Channel, request: Request) -> Request:
     return request.starting_at(start)
 
 
-def report(request: Request, status: Status, timeout: float, ray: str | None = None) -> int:
-    """Where each worker's capture is, the ``analyse`` command, and the exit code.
-
-    With ``ray`` (the cluster's address), captures on several nodes, or on a node that is
-    not this machine, are analysed where they lie: ``analyse FOLDER --ray ADDRESS``.
-    """
+def report(request: Request, status: Status, timeout: float, carrier: Carrier | None = None) -> int:
+    """Where each worker's capture is, the ``analyse`` command (with what ``carrier`` says
+    it needs to read them where they lie), and the exit code."""
     acks = status.acks
     written = [a for a in acks if a.status == "written"]
     for a in sorted(acks, key=lambda a: (a.rank, a.role)):
@@ -346,10 +302,7 @@ def report(request: Request, status: Status, timeout: float, ray: str | None = N
         error("capture: no rank recorded what the request asked for (see above)")
         return Exit.NOTHING
     folder = "triggered" if request.steps else "flight"
-    remote = ray is not None and (
-        len({a.node for a in written}) > 1 or any(a.host not in ("", host_name()) for a in written)
-    )
-    option = "" if not remote else " --ray" if ray == "auto" else f" --ray {quote(str(ray))}"
+    option = carrier.analyse_option(written) if carrier is not None else ""
     for root in sorted({a.root for a in written if a.root}):
         say(f"analyse: mindspeed-prof analyse {quote(str(Path(root) / folder))}{option}")
     return Exit.OK if len(written) == len(acks) and not short else Exit.PARTIAL

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.analyse import Analysis, ClusterReader
 
 #: What ``add_subparsers`` returns: each command's ``add_parser(sub)`` adds its parser there.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -188,10 +188,19 @@ def read_runs(
             margin=DEFAULT_MARGIN if margin is None else margin,
             progress=progress,
             jobs=default_jobs() if jobs is None else jobs,
-            ray=ray,
+            cluster=_cluster(ray),
             run=run,
             comm_kernels=comm_kernels,
         )
+
+
+def _cluster(address: str | None) -> ClusterReader | None:
+    """``--ray [ADDRESS]``: the reader that reads each capture on the Ray node holding it."""
+    if address is None:
+        return None
+    from mindspeed_prof.ray.cluster import reader
+
+    return reader(address)
 
 
 def noise_option(parser: argparse.ArgumentParser) -> None:

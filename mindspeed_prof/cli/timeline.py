@@ -20,7 +20,7 @@ from mindspeed_prof.cli.common import (
     run_line,
 )
 from mindspeed_prof.cli.output import Unwritten
-from mindspeed_prof.raylink import Unreachable
+from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.analyse import Analysis

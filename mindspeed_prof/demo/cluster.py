@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from mindspeed_prof.raylink import without_token_notice
+from mindspeed_prof.ray.link import without_token_notice
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

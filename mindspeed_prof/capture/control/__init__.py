@@ -1,12 +1,16 @@
-"""On-demand capture requests: what a request is (``request``), the two sides and the one wait
-loop (``channel``), and the two carriers: a folder under the save root (``folder``) and a Ray
-job's board (``board``; Ray is imported only there, and only when used).
+"""On-demand capture requests: what a request is (``request``), the one carrier abstraction, its
+two sides and the one wait loop (``channel``), and the carrier through a folder under the save
+root (``folder``). A layer above adds its own carrier's worker side (``capture.plugins``:
+``mindspeed_prof.ray``'s board).
 """
 
 from __future__ import annotations
 
 from mindspeed_prof.capture.control.channel import (
+    Carrier,
     Channel,
+    Gone,
+    NotRunning,
     RequestSource,
     Status,
     Worker,
@@ -18,8 +22,7 @@ from mindspeed_prof.capture.control.folder import (
     ACKS,
     CONTROL,
     REQUESTS,
-    FolderChannel,
-    FolderSource,
+    Folder,
     read_acks,
     write_request,
 )
@@ -30,9 +33,11 @@ __all__ = [
     "CONTROL",
     "REQUESTS",
     "Ack",
+    "Carrier",
     "Channel",
-    "FolderChannel",
-    "FolderSource",
+    "Folder",
+    "Gone",
+    "NotRunning",
     "Request",
     "RequestSource",
     "Status",

@@ -1,8 +1,11 @@
-"""The two sides of on-demand capture, whatever carries the requests (a folder, a Ray board).
+"""On-demand capture's one abstraction, the ``Carrier`` that takes requests from the ``capture``
+command to a job's workers and their answers back: the save root's folder
+(``capture.control.folder``), a Ray job's board (``mindspeed_prof.ray.board``).
 
-A job's worker asks a ``RequestSource`` for requests at a step start and answers each with an
-``Ack``; the ``capture`` command posts a request on a ``Channel`` and waits (``wait``, the one
-wait loop) until every worker it reached has answered, the request is ignored, or time is up.
+A carrier has two sides. A job's worker asks it (its ``RequestSource`` side) for requests at a
+step start and answers each with an ``Ack``; the ``capture`` command posts a request on it (its
+``Channel`` side) and waits (``wait``, the one wait loop) until every worker it reached has
+answered, the request is ignored, or time is up.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from mindspeed_prof.jsonio import JsonObject
 
 __all__ = [
     "LEAD_S",
+    "Carrier",
     "Channel",
+    "Gone",
+    "NotRunning",
     "RequestSource",
     "Status",
     "Worker",
@@ -75,7 +81,7 @@ def start_step(workers: list[Worker], now: float, lead_s: float = LEAD_S) -> int
 
 
 class RequestSource(Protocol):
-    """A worker's side: the requests for it, each returned once (its start step is the
+    """A carrier's worker side: the requests for it, each returned once (its start step is the
     scheduler's to keep); ``worker`` says where it is, which the command plans with."""
 
     def poll(self, worker: Worker) -> list[Request]: ...
@@ -117,8 +123,9 @@ class Status(msgspec.Struct, kw_only=True):
 
 
 class Channel(Protocol):
-    """The command's side: ask the job's workers where they are (``open``), post a request,
-    follow it, and ``close`` (the request withdrawn) when done or given up."""
+    """A carrier's command side: ask the job's workers where they are (``open``), post a
+    request, follow it, and ``close`` (the request withdrawn) when done or given up. ``Gone``
+    from any of them: the carrier went away while the command waited."""
 
     def open(self) -> None: ...
 
@@ -129,6 +136,35 @@ class Channel(Protocol):
     def status(self, request: Request) -> Status: ...
 
     def close(self, request: Request) -> None: ...
+
+
+class Carrier(RequestSource, Channel, Protocol):
+    """A way requests travel between the command and a job's workers, both its sides, and what
+    the command says of it: ``where`` the workers look (while it waits), ``hint`` (what to
+    check when no job took a request)."""
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def hint(self) -> str: ...
+
+    def absent(self, request: Request) -> str:
+        """Why no job can take ``request`` (said before it is posted); "" when one may."""
+        ...
+
+    def analyse_option(self, written: list[Ack]) -> str:
+        """What ``analyse`` needs besides the folder to read the captures ``written`` (" --ray
+        ADDRESS" where they lie on other nodes); "" when nothing."""
+        ...
+
+
+class NotRunning(Exception):
+    """No job to ask through a carrier; the message is one line."""
+
+
+class Gone(Exception):
+    """The carrier went away while the command waited (the job ended); one line."""
 
 
 def wait_for_workers(channel: Channel, request: Request, grace_s: float) -> list[Worker]:

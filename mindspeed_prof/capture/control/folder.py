@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.capture.control.channel import Status, Worker
+from mindspeed_prof.capture.control.channel import Status, Worker, wait_for_workers
 from mindspeed_prof.capture.control.request import Ack, Request, from_npu
 from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.jsonio import Json, JsonObject, Refused, read_json, write_atomic
@@ -38,9 +38,9 @@ __all__ = [
     "CONTROL",
     "MAX_REQUEST_BYTES",
     "REQUESTS",
+    "NEW_ROOT_WAIT_S",
     "WORKERS",
-    "FolderChannel",
-    "FolderSource",
+    "Folder",
     "read_acks",
     "write_request",
 ]
@@ -56,6 +56,8 @@ MAX_FILES_PER_LOOK = 256
 WARNINGS_PER_LOOK = 5
 _GRACE_S = 2.0  # a file seen incomplete for less than this may still be being written
 _SETTLE_S = 3.0  # the command, with no ranks named: settled once acks stop changing this long
+#: A save root that did not exist: how long the command waits for a job to look at it.
+NEW_ROOT_WAIT_S = 10.0
 _NPU_KEYS = {"start_step", "active", "experimental_config", "is_rank", "prof_dir"}
 
 
@@ -154,17 +156,39 @@ def _told(data: Json) -> Worker:
     )
 
 
-class FolderSource:
-    """A worker's side of the folder: new requests for it, each returned once; bad, expired
-    or unreadable files are ignored with one warning each (bounded per look)."""
+class Folder:
+    """The carrier through the folder under a save root (``channel.Carrier``).
+
+    The worker's side (``poll``, ``ack``): new requests for it, each returned once; bad,
+    expired or unreadable files are ignored with one warning each (bounded per look). The
+    command's side (``open``, ``workers``, ``post``, ``status``, ``close``): the save root
+    need not exist yet (``open`` makes it, ``close`` removes it again if left empty)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # the worker's side
         self._seen: set[str] = set()
         self._incomplete: dict[str, float] = {}  # key: when first seen incomplete (monotonic)
         self._warned = 0  # warnings this look
         self._unsaid: dict[str, int] = {}  # reasons not warned about this look, counted
+        # the command's side
+        self._state = ""
+        self._changed = time.monotonic()
+        self._marker: Path | None = None
+        self._made: list[Path] = []  # folders this command made, removed again if left empty
 
+    @property
+    def where(self) -> str:
+        requests = self.root / CONTROL / REQUESTS
+        return f"it looks at {requests} at most once a second, at a step start"
+
+    @property
+    def hint(self) -> str:
+        return (
+            f"Is a job saving to {self.root} running, with on_demand: true, calling the step hooks?"
+        )
+
+    # -- the worker's side ----------------------------------------------------------------
     def poll(self, worker: Worker) -> list[Request]:
         """New requests for this worker, oldest first.
 
@@ -278,23 +302,7 @@ class FolderSource:
         folder = _folder(self.root, ACKS)
         return folder is not None and (folder / f"{ident}.{role}.rank{rank}.json").exists()
 
-
-def _token(text: str) -> str:
-    """``text`` reduced to the characters a request id may hold."""
-    cleaned = "".join(c if c.isalnum() or c in "_-." else "_" for c in text)
-    return cleaned.lstrip("._-")[:60] or "file"
-
-
-class FolderChannel:
-    """The command's side of the folder under a save root (which must exist)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._state = ""
-        self._changed = time.monotonic()
-        self._marker: Path | None = None
-        self._made: list[Path] = []  # folders this command made, removed again if left empty
-
+    # -- the command's side ---------------------------------------------------------------
     def open(self) -> None:
         """Mark that a command asks: the workers tell their steps at their next look. A job
         with profiling off has written nothing yet, so the save root may not exist: it is
@@ -318,6 +326,19 @@ class FolderChannel:
     def made_root(self) -> bool:
         """Whether the save root did not exist before ``open`` (no job had written there)."""
         return self.root in self._made
+
+    def absent(self, request: Request) -> str:
+        """A save root that did not exist, and no worker looked within ``NEW_ROOT_WAIT_S``."""
+        if not self.made_root or wait_for_workers(self, request, NEW_ROOT_WAIT_S):
+            return ""
+        return (
+            f"no job looked at {self.root} within {NEW_ROOT_WAIT_S:g} s (the folder did not "
+            "exist): is a job saving there running, with on_demand: true? (a job looks at a "
+            "step start: with longer steps, make the folder first)"
+        )
+
+    def analyse_option(self, written: list[Ack]) -> str:
+        return ""  # the captures are under the save root
 
     def workers(self) -> list[Worker]:
         return read_workers(self.root)
@@ -352,3 +373,9 @@ class FolderChannel:
             except OSError:
                 break
         self._made = []
+
+
+def _token(text: str) -> str:
+    """``text`` reduced to the characters a request id may hold."""
+    cleaned = "".join(c if c.isalnum() or c in "_-." else "_" for c in text)
+    return cleaned.lstrip("._-")[:60] or "file"

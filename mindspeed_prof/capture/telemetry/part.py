@@ -12,16 +12,11 @@ import threading
 from collections.abc import Sequence
 
 from mindspeed_prof import mstx
+from mindspeed_prof.capture import plugins
 from mindspeed_prof.capture.naming import inside
 from mindspeed_prof.capture.part import Host, Part
 from mindspeed_prof.capture.telemetry.ranges import RangeTimer
-from mindspeed_prof.capture.telemetry.sinks import (
-    TB_FOLDER,
-    NotReady,
-    RaySink,
-    Sink,
-    TensorBoardSink,
-)
+from mindspeed_prof.capture.telemetry.sinks import TB_FOLDER, NotReady, Sink, TensorBoardSink
 from mindspeed_prof.capture.telemetry.totals import StepRecord, StepTotals, mean_record
 
 __all__ = ["KEEP_STEPS", "TelemetryPart"]
@@ -135,15 +130,23 @@ class TelemetryPart(Part):
         host = self.host
         sinks: list[Sink] = []
         for name in self.wanted:
-            if name == "ray":
-                sinks.append(RaySink())
-            elif name == "tensorboard":
+            if name == "tensorboard":
                 try:
                     folder = inside(host.save_root, TB_FOLDER, host.role, f"rank{rank}")
                 except ValueError as err:
                     self._drop_warning(name, err)
                     continue
                 sinks.append(TensorBoardSink(folder))
+            elif name != "metrics":  # a layer above's (``ray``: mindspeed_prof.ray.telemetry)
+                try:
+                    found = plugins.sink(name)
+                except Exception as err:
+                    self._drop_warning(name, err)
+                    continue
+                if found is None:
+                    self._drop_warning(name, LookupError("no layer serves this sink"))
+                    continue
+                sinks.append(found)
         return sinks
 
     def _drop_warning(self, name: str, err: BaseException) -> None:

@@ -1,24 +1,23 @@
-"""Where telemetry goes besides ``prof.metrics()``: Ray's metrics API and TensorBoard event files.
+"""Where telemetry goes besides ``prof.metrics()``: TensorBoard event files here; Ray's metrics
+API from ``mindspeed_prof.ray.telemetry`` (a layer above, through ``capture.plugins``).
 
 A sink's ``send`` takes one record; ``NotReady`` means "not now, maybe later" (Ray not started
-yet in this process); any other exception ends the sink (the part warns once). Ray and
-TensorBoard are imported only by the sink that needs them.
+yet in this process); any other exception ends the sink (the part warns once). TensorBoard is
+imported only when the sink first sends.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mindspeed_prof.capture.telemetry.totals import StepRecord
 
 if TYPE_CHECKING:
-    from ray.util.metrics import Gauge
     from tensorboard.compat.proto.summary_pb2 import Summary
     from torch.utils.tensorboard import SummaryWriter
 
-__all__ = ["NotReady", "RaySink", "Sink", "TensorBoardSink", "TB_FOLDER"]
+__all__ = ["NotReady", "Sink", "TensorBoardSink", "TB_FOLDER"]
 
 #: Under the save root: ``telemetry/<role>/rank<r>/``, one TensorBoard run per rank.
 TB_FOLDER = "telemetry"
@@ -36,53 +35,6 @@ class Sink(Protocol):
     def send(self, record: StepRecord, rank: int, role: str) -> None: ...
 
     def close(self) -> None: ...
-
-
-class RaySink:
-    """Ray's metrics API: gauges ``mindspeed_prof_step_ms``, ``mindspeed_prof_stage_ms``,
-    ``mindspeed_prof_range_ms``, ``mindspeed_prof_count`` tagged with rank, role and the
-    stage, range or counter name. Ray's metrics agent exports them (Prometheus text on each
-    node's metrics export port, prefixed ``ray_``; the dashboard's Grafana)."""
-
-    name = "ray"
-
-    def __init__(self) -> None:
-        self._gauges: dict[str, Gauge] = {}
-
-    def send(self, record: StepRecord, rank: int, role: str) -> None:
-        ray = sys.modules.get("ray")
-        if ray is None or not ray.is_initialized():
-            raise NotReady(
-                "this process is not in an initialised Ray job (ray.init not "
-                "called, or not a Ray worker); sent once it is"
-            )
-        base = {"rank": str(rank), "role": role}
-        if record.step_ms is not None:
-            self._gauge("step_ms", "step time, ms", ()).set(record.step_ms, tags=base)
-        for kind, values, tag, what in (
-            ("stage_ms", record.stages, "stage", "stage time, ms"),
-            ("range_ms", record.ranges, "range", "custom range time, ms"),
-            ("count", record.counts, "name", "counter per step"),
-        ):
-            if values:
-                gauge = self._gauge(kind, what, (tag,))
-                for name, value in values.items():
-                    gauge.set(value, tags={**base, tag: name})
-
-    def _gauge(self, kind: str, description: str, tags: tuple[str, ...]) -> Gauge:
-        gauge = self._gauges.get(kind)
-        if gauge is None:
-            from ray.util.metrics import Gauge
-
-            gauge = self._gauges[kind] = Gauge(
-                f"mindspeed_prof_{kind}",
-                f"mindspeed-prof: {description}",
-                tag_keys=("rank", "role", *tags),
-            )
-        return gauge
-
-    def close(self) -> None:
-        self._gauges = {}
 
 
 class TensorBoardSink:

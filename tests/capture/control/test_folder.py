@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.capture.control import Ack, FolderChannel, FolderSource, Request, Worker, wait
+from mindspeed_prof.capture.control import Ack, Folder, Request, Worker, wait
 from mindspeed_prof.capture.control import folder as folder_module
 from mindspeed_prof.capture.control.folder import (
     MAX_REQUEST_BYTES,
@@ -40,7 +40,7 @@ def test_each_request_once_oldest_first_whatever_its_start_step(tmp_path: Path) 
     first, later = Request.new(60, steps=1), Request.new(60, steps=1, start_step=5)
     for r in (first, later):
         write_request(tmp_path, r)
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     assert [r.id for r in source.poll(Worker(0, "integrated", 1))] == [first.id, later.id]
     assert source.poll(Worker(0, "integrated", 2)) == []  # the scheduler keeps the start step
 
@@ -56,7 +56,7 @@ def test_bad_files_are_ignored_with_one_warning_each(
     old_file(folder / "preset.json", json.dumps({"id": "p", "created": old,
                                                  "expires": old + 600, "preset": "nope"}))
     old_file(folder / "expired.json", json.dumps({"id": "e", "created": old, "expires": old}))
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         assert source.poll(Worker(0, "integrated", 1)) == []  # partial: maybe being written
         (folder / "young.json").write_text("{")  # being written now: not warned about yet
@@ -79,7 +79,7 @@ def test_a_thousand_bad_files_are_a_few_lines(tmp_path: Path,
                                                           "expires": old}))
     good = Request.new(60, steps=1)
     write_request(tmp_path, good)
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     found = []
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 6):
@@ -99,7 +99,7 @@ def test_files_that_are_not_requests_are_never_followed_or_read_whole(tmp_path: 
     (folder / "dir.json").mkdir()
     old_file(folder / "huge.json", " " * (MAX_REQUEST_BYTES + 1))
     os.mkfifo(folder / "fifo.json")
-    assert FolderSource(tmp_path / "root").poll(Worker(0, "integrated", 1)) == []
+    assert Folder(tmp_path / "root").poll(Worker(0, "integrated", 1)) == []
 
 
 def test_a_linked_control_folder_is_not_followed(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_a_linked_control_folder_is_not_followed(tmp_path: Path) -> None:
     requests_dir(elsewhere)
     write_request(elsewhere, Request.new(60, steps=1))
     (root / "control").symlink_to(elsewhere / "control")
-    source = FolderSource(root)
+    source = Folder(root)
     assert source.poll(Worker(0, "integrated", 1)) == []
     source.ack(Request.new(60, steps=1), Ack(id="x", rank=0, role="integrated",
                                              status="written"))
@@ -118,7 +118,7 @@ def test_a_linked_control_folder_is_not_followed(tmp_path: Path) -> None:
 
 def test_an_ack_is_one_file_per_role_and_rank_in_the_save_root(tmp_path: Path) -> None:
     request = Request.new(60, steps=1)
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     for role in ("actor", "rollout"):  # verl numbers each role's ranks from 0
         source.ack(request, Ack(id=request.id, rank=0, role=role, status="written",
                                 files=[role]))
@@ -128,10 +128,10 @@ def test_an_ack_is_one_file_per_role_and_rank_in_the_save_root(tmp_path: Path) -
 
 
 def test_workers_tell_their_step_while_a_command_asks(tmp_path: Path) -> None:
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     source.poll(Worker(0, "actor", 39))
     assert list(tmp_path.iterdir()) == []  # nobody asked: a job writes nothing
-    channel = FolderChannel(tmp_path)
+    channel = Folder(tmp_path)
     channel.open()
     source.poll(Worker(1, "actor", 41, time=5.0, rate=2.5))
     source.poll(Worker(0, "actor", 40))
@@ -143,10 +143,10 @@ def test_workers_tell_their_step_while_a_command_asks(tmp_path: Path) -> None:
 
 def test_the_command_side_settles_and_withdraws(tmp_path: Path) -> None:
     request = Request.new(60, steps=1, ranks=[0])
-    channel = FolderChannel(tmp_path)
+    channel = Folder(tmp_path)
     channel.open()
     assert channel.post(request) == ""
-    FolderSource(tmp_path).ack(request, Ack(id=request.id, rank=0, role="integrated",
+    Folder(tmp_path).ack(request, Ack(id=request.id, rank=0, role="integrated",
                                             status="written", files=["f"]))
     status = wait(channel, request, 5)
     assert [a.status for a in status.acks] == ["written"] and status.finished(request)
@@ -197,11 +197,11 @@ def test_the_command_side_settles_once_acks_stop_changing_3_s(
     clock = _Clock(mono=100.0)
     monkeypatch.setattr(folder_module, "time", clock)
     request = Request.new(60, steps=1)
-    channel = FolderChannel(tmp_path)
+    channel = Folder(tmp_path)
     clock.mono = 110.0  # made long ago, first asked now: nothing is settled yet
     assert channel.status(request).settled is False
     clock.mono = 112.0
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     source.ack(request, Ack(id=request.id, rank=0, role="actor", status="queued"))
     assert channel.status(request).settled is False  # changed at 112 s
     clock.mono = 114.0
@@ -225,7 +225,7 @@ def test_a_save_root_whose_requests_folder_is_a_file_cannot_be_asked(tmp_path: P
     (tmp_path / "control").mkdir()
     (tmp_path / "control" / "requests").write_text("")
     with pytest.raises(OSError, match=f"^{tmp_path}/control/requests is not a folder$"):
-        FolderChannel(tmp_path).open()
+        Folder(tmp_path).open()
 
 
 def test_closing_twice_or_unopened_removes_only_what_it_made_and_left_empty(
@@ -233,9 +233,9 @@ def test_closing_twice_or_unopened_removes_only_what_it_made_and_left_empty(
     """The mark may be gone already (someone cleaned up); a folder the command made but left,
     because something was in it, is the job's from then on, even once emptied."""
     request = Request.new(60, steps=1)
-    FolderChannel(tmp_path).close(request)  # never opened: nothing to do
+    Folder(tmp_path).close(request)  # never opened: nothing to do
     root = tmp_path / "save"
-    channel = FolderChannel(root)
+    channel = Folder(root)
     channel.open()
     assert channel.made_root
     requests = root / "control" / "requests"
@@ -298,7 +298,7 @@ def test_a_request_file_is_read_up_to_64_kib_of_bytes(
     (folder / "c.json").write_text(json.dumps(wide, ensure_ascii=False), encoding="utf-8")
     assert [(folder / n).stat().st_size for n in ("a.json", "b.json")] == [65536, 65537]
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
+        assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / n}: unreadable (larger than 65536 "
         f"bytes ({(folder / n).stat().st_size}))" for n in ("b.json", "c.json")]
@@ -317,7 +317,7 @@ def test_what_is_not_a_regular_file_is_named_in_its_warning(
     (folder / "link.json").symlink_to(outside)
     write_request(tmp_path / "root", good)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        found = FolderSource(tmp_path / "root").poll(Worker(0, "actor", 1))
+        found = Folder(tmp_path / "root").poll(Worker(0, "actor", 1))
     assert [r.id for r in found] == [good.id]
 
     link = "unreadable (a symbolic link, not followed)"
@@ -334,7 +334,7 @@ def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
     (folder / ".hidden.json").write_text(json.dumps(hidden.to_json()))
     (folder / "other.txt").write_text(json.dumps(other.to_json()))
     (folder / "x").write_text(json.dumps(other.to_json()))
-    assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [first.id]
+    assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == [first.id]
 
 
 def test_five_warnings_a_look_and_the_rest_counted_by_kind(
@@ -353,7 +353,7 @@ def test_five_warnings_a_look_and_the_rest_counted_by_kind(
         old_file(folder / f"{name}.json", text)
     for name in ("a4", "b5"):
         os.mkfifo(folder / f"{name}.json")
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 4):  # each file is warned about once; incomplete ones after 2 s
             assert source.poll(Worker(0, "actor", step)) == []
@@ -383,13 +383,13 @@ def test_a_request_applied_before_a_restart_is_not_taken_again(tmp_path: Path) -
     applied, mine, others, other_role = (
         Request.new(60, steps=1), Request.new(60, steps=1, ranks=[0], role="actor"),
         Request.new(60, steps=1), Request.new(60, steps=1))
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     for request, rank, role in ((applied, 0, "actor"), (others, 1, "actor"),
                                 (other_role, 0, "critic")):
         write_request(tmp_path, request)
         source.ack(request, Ack(id=request.id, rank=rank, role=role, status="written"))
     write_request(tmp_path, mine)
-    found = FolderSource(tmp_path).poll(Worker(0, "actor", 1))
+    found = Folder(tmp_path).poll(Worker(0, "actor", 1))
     assert sorted(r.id for r in found) == sorted([mine.id, others.id, other_role.id])
 
 
@@ -407,9 +407,9 @@ def test_acks_are_read_for_their_request_only_and_bad_ones_skipped(tmp_path: Pat
 
 
 def test_a_worker_tells_its_host_and_process(tmp_path: Path) -> None:
-    channel = FolderChannel(tmp_path)
+    channel = Folder(tmp_path)
     channel.open()
-    FolderSource(tmp_path).poll(Worker(3, "actor", 9, time=5.0, rate=1.0))
+    Folder(tmp_path).poll(Worker(3, "actor", 9, time=5.0, rate=1.0))
     data = json.loads((tmp_path / "control" / "workers" / "actor.rank3.json").read_text())
     assert sorted(data) == ["host", "pid", "rank", "rate", "role", "step", "time"]
     assert data["pid"] == os.getpid() and isinstance(data["host"], str) and data["host"]
@@ -423,7 +423,7 @@ def test_an_ack_that_cannot_be_written_is_one_warning(
     (tmp_path / "control" / "acks").write_text("")
     request = Request.new(60, steps=1)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        FolderSource(tmp_path).ack(request, Ack(id=request.id, rank=0, role="actor",
+        Folder(tmp_path).ack(request, Ack(id=request.id, rank=0, role="actor",
                                                 status="written"))
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: could not acknowledge request {request.id}: {tmp_path}/control/acks "
@@ -443,7 +443,7 @@ def test_an_incomplete_file_may_be_written_for_2_s_of_the_jobs_own_clock(
     for name in ("done.json", "left.json"):
         old_file(folder / name, "{")
     day = 86_400.0
-    source = FolderSource(tmp_path)
+    source = Folder(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         assert source.poll(Worker(0, "actor", 1)) == []
         clock.mono += 1.9
@@ -467,7 +467,7 @@ def test_a_request_from_a_command_whose_clock_is_far_off_is_taken(tmp_path: Path
     none = Request(id="none", created=now, expires=now, steps=1)
     for request in (ahead, behind, none):
         write_request(tmp_path, request)
-    assert [r.id for r in FolderSource(tmp_path).poll(Worker(0, "actor", 1))] == [
+    assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == [
         "ahead", "behind"]
 
 
@@ -483,7 +483,7 @@ def test_a_torch_npu_config_is_named_after_its_file_and_its_time(tmp_path: Path)
                        ("profiler_config", {"start_step": 5, "active": 2})):
         (folder / f"{stem}.json").write_text(json.dumps(data))
         os.utime(folder / f"{stem}.json", ns=(mtime_ns, mtime_ns))
-    found = FolderSource(tmp_path).poll(Worker(0, "actor", 1))
+    found = Folder(tmp_path).poll(Worker(0, "actor", 1))
     assert [r.id for r in found] == [f"npu-file-{mtime_ns}", f"npu-Xy_cfg_-{mtime_ns}",
                                      f"npu-{'a' * 60}-{mtime_ns}",
                                      f"npu-profiler_config-{mtime_ns}"]
@@ -499,7 +499,7 @@ def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
     before = len(os.listdir("/proc/self/fd"))
     assert read_acks(tmp_path, "d") == [] and read_workers(tmp_path) == []
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        assert FolderSource(tmp_path).poll(Worker(0, "actor", 1)) == []
+        assert Folder(tmp_path).poll(Worker(0, "actor", 1)) == []
     assert len(os.listdir("/proc/self/fd")) == before
     assert caplog.records[0].getMessage() == (
         "mindspeed-prof: ignoring capture request "

@@ -1,5 +1,5 @@
 """Telemetry sinks: TensorBoard event files read back with TensorBoard's own reader; faults in a
-sink are one warning and training goes on. (Ray's metrics endpoint: ``tests/test_ray.py``.)"""
+sink are one warning and training goes on. (Ray's sink: ``tests/ray/test_telemetry.py``.)"""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import pytest
 from capture_fixtures import fake_clock
 
 from mindspeed_prof import Profiler
-from mindspeed_prof.capture.telemetry.sinks import NotReady, RaySink
-from mindspeed_prof.capture.telemetry.totals import StepRecord
 from mindspeed_prof.extras import install_line
 
 STAGE_MS = {"actor_generate": 6.0, "actor_update": 4.0}
@@ -127,18 +125,3 @@ def test_a_full_disk_midway_is_one_warning_and_the_steps_before_it_stay(
     scalars = _scalars(tmp_path / "telemetry" / "integrated" / "rank0")
     assert [s for s, _ in scalars["prof/step/ms"]] == [1, 2]
     assert steps == [1, 2] and prof.metrics(5)  # no write tried after the fault
-
-
-def test_ray_not_initialised_waits_with_one_warning(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.delitem(sys.modules, "ray", raising=False)
-    with pytest.raises(NotReady):
-        RaySink().send(StepRecord(1, 2.0), 0, "integrated")
-    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"), fake_clock() as clock:
-        prof = _train(tmp_path, 0, 3, clock, telemetry=["ray"])
-    assert _warnings(caplog) == [
-        "mindspeed-prof: telemetry to ray: this process is not in an initialised Ray job "
-        "(ray.init not called, or not a Ray worker); sent once it is"]
-    assert prof.metrics()["prof/step/ms"] == pytest.approx(16.0)
-    assert "ray" not in sys.modules  # nothing started or imported Ray

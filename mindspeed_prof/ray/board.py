@@ -2,11 +2,12 @@
 
 The driver opens the board (``mindspeed_prof.ray.open_board()``) as the named actor
 ``board-<Ray job id>`` in the namespace ``mindspeed_prof``; it lives as long as the driver.
-``mindspeed-prof capture --ray`` posts a request on it (``BoardChannel``); each worker's
-on-demand look (``BoardSource``, time-gated like the folder's) asks it for requests without
-waiting for the answer, which it picks up at its next look, and reports back where it wrote.
-The board hands each request to each (rank, role) once, so a restarted worker does not apply it
-again, and knows the step every worker was at. No shared filesystem is needed.
+``mindspeed-prof capture --ray`` posts a request on it; each worker's on-demand look (time-gated
+like the folder's) asks it for requests without waiting for the answer, which it picks up at its
+next look, and reports back where it wrote. ``Board`` is the carrier (``capture.control``'s
+``Carrier``, both its sides), registered on import as every Ray actor's request source. The board
+hands each request to each (rank, role) once, so a restarted worker does not apply it again, and
+knows the step every worker was at. No shared filesystem is needed.
 
 What travels through Ray is JSON-like data (each record's ``to_json``), parsed again on each
 side (its ``parse``): a board is reached from outside the job.
@@ -20,23 +21,18 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from mindspeed_prof.capture.control.channel import Status, Worker
+from mindspeed_prof.capture import plugins
+from mindspeed_prof.capture.control.channel import Gone, NotRunning, Status, Worker
 from mindspeed_prof.capture.control.request import Ack, Request
+from mindspeed_prof.capture.naming import host_name
+from mindspeed_prof.formats.shell import quote
 from mindspeed_prof.jsonio import Json, JsonObject
 
 if TYPE_CHECKING:
     from ray import ObjectRef
     from ray.actor import ActorHandle
 
-__all__ = [
-    "NAMESPACE",
-    "BoardChannel",
-    "BoardSource",
-    "ControlBoard",
-    "NotRunning",
-    "board_name",
-    "find_board",
-]
+__all__ = ["NAMESPACE", "Board", "ControlBoard", "board_name", "find_board", "open_board"]
 
 log = logging.getLogger("mindspeed_prof")
 
@@ -187,26 +183,47 @@ class ControlBoard:
         return list(self._warnings)
 
 
-class BoardSource:
-    """A worker's side: asks the board without waiting, and takes the answer at the next look.
+#: The board this driver opened: Ray stops an actor once no handle to it is left.
+_board: ActorHandle | None = None
 
-    Its faults never reach training: a board that is gone is one warning, then no more asking.
-    """
 
-    def __init__(self, name: str, node: str = "") -> None:
+def open_board() -> ActorHandle:
+    """On the driver, after ``ray.init``: this job's capture board, the actor
+    ``board-<job id>`` in the namespace ``mindspeed_prof`` (opened once; it lives as long as
+    the driver). Workers' on-demand checks find it by that name; ``capture --ray`` posts on it."""
+    import ray
+
+    global _board
+    name = board_name(ray.get_runtime_context().get_job_id())
+    _board = (
+        ray.remote(num_cpus=0)(ControlBoard)
+        .options(name=name, namespace=NAMESPACE, get_if_exists=True)
+        .remote()
+    )
+    return _board
+
+
+class Board:
+    """The carrier through a job's board. The worker's side (``poll``, ``ack``) asks the board
+    without waiting and takes the answer at the next look; its faults never reach training (a
+    board that is gone is one warning, then no more asking). The command's side (``open``,
+    ``workers``, ``post``, ``status``, ``close``), from ``reach``: Ray's errors are ``Gone``."""
+
+    def __init__(
+        self, name: str, node: str = "", board: ActorHandle | None = None, address: str = ""
+    ) -> None:
         self.name = name
-        self._board: ActorHandle | None = None
-        self._pending: ObjectRef[list[Json]] | None = None  # the question in flight
+        self._board = board
+        self._pending: ObjectRef[list[Json]] | None = None  # the worker's question in flight
         self._lookup_at = 0.0
         self._gone = False
         self._node = node
+        self.address = address  # the command's: the cluster it reached
 
     @classmethod
-    def here(cls) -> BoardSource | None:
-        """A source for this process when it is a Ray actor (a job's worker), else None.
-
-        Ray is not imported, nor started, for a process that has not done so itself.
-        """
+    def here(cls) -> Board | None:
+        """The worker's side for this process when it is a Ray actor (a job's worker), else
+        None. Ray is not imported, nor started, for a process that has not done so itself."""
         ray = sys.modules.get("ray")
         if ray is None or not ray.is_initialized():
             return None
@@ -215,6 +232,22 @@ class BoardSource:
             return None  # the driver, or a task: they do not run training steps
         return cls(board_name(context.get_job_id()), context.get_node_id())
 
+    @classmethod
+    def reach(cls, address: str, job: str | None) -> Board:
+        """The command's side: the board of ``job`` (or of the one job that has a board) on the
+        cluster at ``address`` ("auto": this machine's); ``NotRunning`` when there is none."""
+        from mindspeed_prof.ray.link import Unreachable, connect
+
+        try:
+            connect(address)
+        except Unreachable as err:
+            raise NotRunning(str(err)) from None
+        import ray
+
+        name = find_board(job)
+        return cls(name, board=ray.get_actor(name, namespace=NAMESPACE), address=address)
+
+    # -- the worker's side ----------------------------------------------------------------
     def poll(self, worker: Worker) -> list[Request]:
         """The answer to the previous question, and a new question asked."""
         if self._gone:
@@ -280,13 +313,63 @@ class BoardSource:
             str(err).splitlines()[0] if str(err) else type(err).__name__,
         )
 
+    # -- the command's side ---------------------------------------------------------------
+    where = "each asks its board at most once a second, at a step start"
+    hint = "Are its workers running steps, with on_demand: true?"
 
-class NotRunning(Exception):
-    """No job to ask; the message is one line."""
+    def _call(self, method: str, *args: Json) -> object:
+        import ray
+
+        try:
+            answer: object = ray.get(
+                getattr(self._board, method).remote(*args), timeout=_CALL_TIMEOUT_S
+            )
+        except ray.exceptions.RayError as err:
+            raise Gone(
+                f"the job's capture board is gone ({type(err).__name__}): the job ended?"
+            ) from None
+        return answer
+
+    def open(self) -> None:
+        """Nothing to do: every worker tells the board its step at each look."""
+
+    def absent(self, request: Request) -> str:
+        return ""  # ``reach`` found the board: its job runs
+
+    def workers(self) -> list[Worker]:
+        found = self._call("workers")
+        told = (Worker.parse(w) for w in (found if isinstance(found, list) else []))
+        return [w for w in told if w is not None]
+
+    def post(self, request: Request) -> str:
+        return str(self._call("post", request.to_json()))
+
+    def status(self, request: Request) -> Status:
+        return Status.parse(self._call("status", request.id))
+
+    def close(self, request: Request) -> None:
+        try:  # a worker started later must not take it
+            self._call("withdraw", request.id)
+        except Gone:
+            pass
+
+    def analyse_option(self, written: list[Ack]) -> str:
+        """``--ray`` where the captures sit on several nodes, or on one that is not this
+        machine: ``analyse`` then reads them where they lie."""
+        remote = len({a.node for a in written}) > 1 or any(
+            a.host not in ("", host_name()) for a in written
+        )
+        if not remote:
+            return ""
+        return " --ray" if self.address == "auto" else f" --ray {quote(self.address)}"
 
 
-def find_board(job: str | None) -> ActorHandle:
-    """The capture board of ``job`` (a Ray job id), or of the one job that has a board."""
+plugins.add_source("ray", Board.here)
+
+
+def find_board(job: str | None) -> str:
+    """The name of the capture board of ``job`` (a Ray job id), or of the one job that has a
+    board; ``NotRunning`` when there is none, or several."""
     import ray
 
     names = sorted(
@@ -310,40 +393,4 @@ def find_board(job: str | None) -> ActorHandle:
         raise NotRunning(
             f"{len(names)} jobs have a capture board ({jobs}): choose one with --job ID"
         )
-    return ray.get_actor(names[0], namespace=NAMESPACE)
-
-
-class BoardChannel:
-    """The command's side of a job's board (Ray already connected). Ray errors reach the
-    caller: the job may end while the command waits."""
-
-    def __init__(self, board: ActorHandle) -> None:
-        self.board = board
-
-    def _call(self, method: str, *args: Json) -> object:
-        import ray
-
-        answer: object = ray.get(getattr(self.board, method).remote(*args), timeout=_CALL_TIMEOUT_S)
-        return answer
-
-    def workers(self) -> list[Worker]:
-        found = self._call("workers")
-        told = (Worker.parse(w) for w in (found if isinstance(found, list) else []))
-        return [w for w in told if w is not None]
-
-    def post(self, request: Request) -> str:
-        return str(self._call("post", request.to_json()))
-
-    def status(self, request: Request) -> Status:
-        return Status.parse(self._call("status", request.id))
-
-    def open(self) -> None:
-        """Nothing to do: every worker tells the board its step at each look."""
-
-    def close(self, request: Request) -> None:
-        import ray
-
-        try:  # a worker started later must not take it
-            self._call("withdraw", request.id)
-        except ray.exceptions.RayError:
-            pass
+    return str(names[0])

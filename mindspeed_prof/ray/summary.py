@@ -1,0 +1,121 @@
+"""``cluster_summary.json`` on the driver: every worker's summary
+(``ProfilerMixin.profiler_summary``) collected through Ray, and those that did not come back,
+written in the save root. The rows'
+shapes are ``formats.cluster``'s (read by ``analyse`` and ``doctor`` without Ray).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from mindspeed_prof.formats import CLUSTER_SUMMARY
+from mindspeed_prof.formats.cluster import Missing, SummaryStatus, WorkerSummary
+from mindspeed_prof.jsonio import write_json
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+__all__ = ["COLLECT_TIMEOUT_S", "collect", "write_cluster_summary"]
+
+
+#: How long ``collect`` waits for the workers' summaries (a summary closes the worker's
+#: profiler, so it may wait for a last export).
+COLLECT_TIMEOUT_S = 300.0
+
+
+def collect(
+    workers: Sequence[ActorHandle],
+    method: str = "profiler_summary",
+    timeout_s: float = COLLECT_TIMEOUT_S,
+    ranks: list[int] | None = None,
+) -> list[WorkerSummary]:
+    """Every worker's summary the driver gets within ``timeout_s``, sorted by rank, each with
+    ``status: ok``. A worker that did not answer is an entry of its own, ``status``: ``died``
+    (its process is gone: killed, crashed, out of memory), ``timeout`` (no answer in time:
+    stopped, hung or still exporting) or ``failed`` (``method`` raised); with ``worker`` (its
+    place in ``workers``), ``rank`` (``ranks[worker]`` when given, else None), ``actor`` (its
+    Ray actor id) and ``error`` (one line), and no captures. No worker's fault costs another's
+    summary, and none blocks for longer than ``timeout_s``."""
+    import ray
+
+    refs = [getattr(w, method).remote() for w in workers]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
+    answered = set(ready)
+    out: list[WorkerSummary] = []
+    for i, ref in enumerate(refs):
+        rank = ranks[i] if ranks is not None and i < len(ranks) else None
+        if ref not in answered:
+            out.append(
+                _missing(
+                    workers[i],
+                    i,
+                    rank,
+                    "timeout",
+                    f"no answer within {timeout_s:g} s (stopped, hung or still exporting)",
+                )
+            )
+            continue
+        try:
+            summary: WorkerSummary = ray.get(ref)
+        except ray.exceptions.RayActorError as err:
+            out.append(_missing(workers[i], i, rank, "died", _first_line(err)))
+        except ray.exceptions.RayError as err:
+            out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
+        else:
+            out.append({**summary, "status": "restarted" if summary.get("restarted") else "ok"})
+    return sorted(
+        out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0, s.get("worker", -1))
+    )
+
+
+def _missing(
+    worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus, error: str
+) -> WorkerSummary:
+    """The entry of a worker whose summary did not come back."""
+    actor = getattr(worker, "_actor_id", None)
+    return {
+        "rank": rank,
+        "worker": index,
+        "actor": actor.hex() if actor is not None else "",
+        "status": status,
+        "error": error,
+        "captures": [],
+        "files": [],
+        "stage_rank": [],
+        "per_step": [],
+    }
+
+
+def _first_line(err: BaseException) -> str:
+    """Ray's error as one line: its type and its first line of text that says something."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
+
+
+def write_cluster_summary(root: Path, summaries: Sequence[WorkerSummary]) -> Path:
+    """``cluster_summary.json`` in the save root: one entry per worker, and under ``missing``
+    each worker whose summary did not come back (``collect``'s ``died``, ``timeout``,
+    ``failed``)."""
+    path = Path(root) / CLUSTER_SUMMARY
+    missing = [
+        Missing(
+            rank=s.get("rank"),
+            worker=s.get("worker"),
+            actor=s.get("actor"),
+            status=s.get("status"),
+            error=s.get("error"),
+        )
+        for s in summaries
+        if s.get("status", "ok") != "ok"
+    ]
+    summary = {
+        "workers": summaries,
+        "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
+        "missing": missing,
+    }
+    write_json(path, msgspec.to_builtins(summary))  # its files: FileEntry structs
+    return path
