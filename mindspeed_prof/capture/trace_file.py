@@ -62,6 +62,7 @@ def trace_body(
     labels = {} if labels is None else labels
     keys, offset, ms = buffer.keys, buffer.wall0_ns - buffer.perf0_ns, _MS
     heads: dict[tuple[int, int], str] = {}  # a plain range's line up to its "ts" value
+    stepped: dict[int, tuple[str, str]] = {}  # a step range's label up to its step
     out: list[str] = []
     append = out.append
     for step, events in chunks:
@@ -74,10 +75,13 @@ def trace_body(
                 append(f'{head}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
                 continue
             label = labels.get(key)
-            if label is None:
+            if label is None and key in stepped:  # a step range: its name has the step
+                label = (stepped[key][0], f'{stepped[key][1]}{step}"')
+            elif label is None:
                 name, cat = keys[key]
                 label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
+                    stepped[key] = (label[0], f'{label[1]}"{STEP_RANGE}#')
                     label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
                 elif cat == ITERATION and name.startswith(ITERATION_RANGE):
                     label = labels[key] = (
