@@ -52,7 +52,9 @@ class Range:
     nothing open records nothing.
     """
 
-    __slots__ = ("_enter", "_exit")
+    #: ``_enter``/``_exit`` the callables ``__enter__``/``__exit__`` hand out; the rest what they
+    #: use, for a replacement of both (a test's clock).
+    __slots__ = ("_enter", "_exit", "_starts", "_key", "_tid", "_append")
 
     if TYPE_CHECKING:
 
@@ -66,6 +68,7 @@ class Range:
 
     def __init__(self, key: int, tid: int, append: Callable[[Event], None]) -> None:
         starts: list[int] = []  # the open entries' starts, innermost last
+        self._starts, self._key, self._tid, self._append = starts, key, tid, append
         pop = starts.pop
         # each next(): perf_counter_ns() pushed on ``starts``, all in C
         self._enter = map(starts.append, starmap(perf_counter_ns, repeat(()))).__next__
