@@ -81,9 +81,8 @@ def test_a_range_pairs_nested_entries_and_an_exit_with_none_open_records_nothing
     buf = RangeBuffer()
     r = buf.range("a")
     with r:
-        with r:
-            with r:
-                pass
+        with r, r:  # entered twice inside itself
+            pass
         with r:
             pass
     r.__exit__(None, None, None)
