@@ -64,12 +64,14 @@ def fake_clock() -> Iterator[FakeClock]:
     try:
         for module, name, _ in saved:
             setattr(module, name, clock)
-        Range.__enter__, Range.__exit__ = enter, exit_
+        setattr(Range, "__enter__", enter)
+        setattr(Range, "__exit__", exit_)
         yield clock
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
-        Range.__enter__, Range.__exit__ = hooks
+        setattr(Range, "__enter__", hooks[0])
+        setattr(Range, "__exit__", hooks[1])
 
 
 class RealClock:
