@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from itertools import repeat, starmap
+from operator import attrgetter
 from time import perf_counter_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Chunk",
@@ -42,27 +44,42 @@ _CACHE_LIMIT = 4096  # distinct names cached per thread before the cache starts 
 
 class Range:
     """Reusable context manager for one (name, category, thread): recording a range allocates
-    one tuple; nesting and recursion pair correctly (the open start in a slot, the starts of
-    the ranges it is nested in on a stack: the usual, unnested range touches no list)."""
+    one tuple; nesting and recursion pair correctly (the open starts on a stack).
 
-    __slots__ = ("_key", "_tid", "_append", "_t0", "_outer")
+    Its ``__enter__`` runs no Python frame: it is a C iterator's ``__next__`` (a clock read
+    pushed on the stack), reached through a ``property`` of a C getter; ``__exit__`` is one
+    small closure (a frame, the clock read, the event tuple and its append). An exit with
+    nothing open records nothing.
+    """
+
+    #: ``_enter``/``_exit`` the callables ``__enter__``/``__exit__`` hand out; the rest what they
+    #: use, for a replacement of both (a test's clock).
+    __slots__ = ("_enter", "_exit", "_starts", "_key", "_tid", "_append")
+
+    if TYPE_CHECKING:
+
+        def __enter__(self) -> None: ...
+
+        def __exit__(self, exc_type: object, exc: object, tb: object) -> None: ...
+
+    else:
+        __enter__ = property(attrgetter("_enter"))
+        __exit__ = property(attrgetter("_exit"))
 
     def __init__(self, key: int, tid: int, append: Callable[[Event], None]) -> None:
-        self._key, self._tid, self._append = key, tid, append
-        self._t0 = -1  # the innermost open entry's start; -1: none open
-        self._outer: list[int] = []  # the starts of the open entries around it
+        starts: list[int] = []  # the open entries' starts, innermost last
+        self._starts, self._key, self._tid, self._append = starts, key, tid, append
+        pop = starts.pop
+        # each next(): perf_counter_ns() pushed on ``starts``, all in C
+        self._enter = map(starts.append, starmap(perf_counter_ns, repeat(()))).__next__
 
-    def __enter__(self, _now: Callable[[], int] = perf_counter_ns) -> None:
-        if self._t0 >= 0:  # entered again inside itself
-            self._outer.append(self._t0)
-        self._t0 = _now()
+        def _exit(
+            exc_type: object, exc: object, tb: object, _now: Callable[[], int] = perf_counter_ns
+        ) -> None:
+            if starts:
+                append((key, tid, pop(), _now()))
 
-    def __exit__(
-        self, exc_type: object, exc: object, tb: object, _now: Callable[[], int] = perf_counter_ns
-    ) -> None:
-        t0, end = self._t0, _now()
-        self._t0 = self._outer.pop() if self._outer else -1
-        self._append((self._key, self._tid, t0, end))
+        self._exit = _exit
 
 
 class RangeBuffer:

@@ -44,6 +44,8 @@ _MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %d.%03d%s'
 #: A count's line (a Chrome counter event): its args are the value(s), its step and stage.
 _COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %d.%03d, "args": {"value%s": %s%s}}'
 _PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category: "X"
+#: The three decimals of each remainder 0..999: ``ms[n % 1000]`` is ``"%03d" % (n % 1000)``.
+_MS = tuple(f"{i:03d}" for i in range(1000))
 
 
 def trace_body(
@@ -54,18 +56,32 @@ def trace_body(
 ) -> list[str]:
     """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
 
-    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls."""
+    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls. A range whose
+    (key, thread) was written once in this call is written from its line's start, kept, and
+    its times (the ``%d.%03d`` of ``_RANGE``) by an f-string: a third of the instructions."""
     labels = {} if labels is None else labels
-    keys, offset = buffer.keys, buffer.wall0_ns - buffer.perf0_ns
-    out = []
+    keys, offset, ms = buffer.keys, buffer.wall0_ns - buffer.perf0_ns, _MS
+    heads: dict[tuple[int, int], str] = {}  # a plain range's line up to its "ts" value
+    stepped: dict[int, tuple[str, str]] = {}  # a step range's label up to its step
+    out: list[str] = []
+    append = out.append
     for step, events in chunks:
         tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
         for key, tid, t0, t1 in events:
+            head = heads.get((key, tid))
+            if head is not None and type(t1) is int and t1 >= 0:  # the usual range
+                ts, dur = t0 + offset, t1 - t0
+                dms = ms[dur % 1000]
+                append(f'{head}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
+                continue
             label = labels.get(key)
-            if label is None:
+            if label is None and key in stepped:  # a step range: its name has the step
+                label = (stepped[key][0], f'{stepped[key][1]}{step}"')
+            elif label is None:
                 name, cat = keys[key]
                 label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
                 if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
+                    stepped[key] = (label[0], f'{label[1]}"{STEP_RANGE}#')
                     label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
                 elif cat == ITERATION and name.startswith(ITERATION_RANGE):
                     label = labels[key] = (
@@ -77,10 +93,10 @@ def trace_body(
                     label = labels[key] = (label[0], label[1] + json.dumps(name))
             ts = t0 + offset
             if type(t1) is not int:  # a count: its own step, not the chunk's
-                out.append(_count_line(pid, tid, label[1], ts, t1))
+                append(_count_line(pid, tid, label[1], ts, t1))
             elif t1 >= 0:
                 dur = t1 - t0
-                out.append(
+                append(
                     _RANGE
                     % (
                         label[0],
@@ -94,8 +110,12 @@ def trace_body(
                         _iteration_tail(step, label[2]) if len(label) > 2 else tail,
                     )
                 )
+                if len(label) == 2 and labels.get(key) is label:  # cached: not a step range
+                    heads[(key, tid)] = (
+                        f'{{"ph": "{label[0]}", "pid": {pid}, "tid": {tid}{label[1]}, "ts": '
+                    )
             else:
-                out.append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
+                append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
     return out
 
 

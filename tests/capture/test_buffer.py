@@ -67,3 +67,39 @@ def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
     buf.mark("m")
     assert buf.events == [(1, threading.get_native_id(), 1_234, -1)]
     assert buf.keys[1] == ("m", "mark")
+
+
+def test_a_range_pairs_nested_entries_and_an_exit_with_none_open_records_nothing(
+        monkeypatch) -> None:
+    """Entered inside itself, each exit ends the innermost entry; its enter is a clock read
+    pushed in C, read at construction; an exit with nothing open adds no event."""
+    from mindspeed_prof.capture import buffer
+    from mindspeed_prof.capture.buffer import RangeBuffer
+
+    clock = iter(range(1, 100))
+    monkeypatch.setattr(buffer, "perf_counter_ns", lambda: next(clock))
+    buf = RangeBuffer()
+    r = buf.range("a")
+    with r:
+        with r, r:  # entered twice inside itself
+            pass
+        with r:
+            pass
+    r.__exit__(None, None, None)
+    me = threading.get_native_id()
+    assert buf.take() == [(0, me, 4, 5), (0, me, 3, 6), (0, me, 7, 8), (0, me, 2, 9)]  # 1: perf0
+
+
+def test_a_range_raises_nothing_of_its_own_and_lets_the_exception_through() -> None:
+    from mindspeed_prof.capture.buffer import RangeBuffer
+
+    buf = RangeBuffer()
+    r = buf.range("a")
+    try:
+        with r:
+            raise KeyError("x")
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("the exception was swallowed")
+    assert len(buf.take()) == 1 and buf.events == []

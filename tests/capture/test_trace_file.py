@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mindspeed_prof.formats.header import CaptureHeader
 
@@ -78,3 +80,34 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
         write_trace(tmp_path / "v.json", [], buf, CaptureHeader())
     assert renamed == [("v.json.tmp", "v.json")]
     assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 1]), st.sampled_from([7, 2**40]),
+                          st.integers(-10**19, 10**19), st.integers(-10**7, 10**19)),
+                max_size=20),
+       st.sampled_from([None, 0, 5]), st.booleans())
+def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> None:
+    """A (key, thread) seen once in a call is written from its kept line start: each event
+    gives the same line as when it is the first of its (key, thread) (the ``_RANGE`` path),
+    for any time (negative, below 1 us, past 2**63 ns) and with the times of ``%d.%03d``."""
+    from mindspeed_prof.capture.buffer import RangeBuffer
+    from mindspeed_prof.capture.trace_file import _RANGE, trace_body
+
+    buf = RangeBuffer()
+    if wall:
+        buf.wall0_ns = buf.perf0_ns
+    keys = [buf.key("r%s"), buf.key('"q"', "stage")]
+    evs = [(keys[k], tid, t0, t0 + d if d >= 0 else d) for k, tid, t0, d in events]
+    lines = trace_body([(step, evs)], buf, pid=3)
+    alone = [trace_body([(step, [e])], buf, pid=3)[0] for e in evs]
+    assert lines == alone
+    offset = buf.wall0_ns - buf.perf0_ns
+    for (key, tid, t0, t1), line in zip(evs, lines):
+        if t1 >= 0:
+            ts, dur = t0 + offset, t1 - t0
+            name, cat = buf.keys[key]
+            tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
+            assert line == _RANGE % ("X", 3, tid, f', "cat": {json.dumps(cat)}, "name": '
+                                     f'{json.dumps(name)}', ts // 1000, ts % 1000,
+                                     dur // 1000, dur % 1000, tail)
