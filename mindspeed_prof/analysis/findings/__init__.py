@@ -22,7 +22,9 @@ from mindspeed_prof.analysis.judgement.severity import severity_of
 from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
@@ -34,18 +36,18 @@ def rules() -> list[Rule]:
     return [*ranks.RULES, *npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
 
 
-def find(result: Analysis) -> tuple[list[Finding], list[str]]:
+def find(captures: Captures, tables: Tables, settings: Settings) -> tuple[list[Finding], list[str]]:
     """Every rule's findings, most pressing first (severity, then time at stake), and one
     note per rule that failed."""
     found: list[Finding] = []
     notes: list[str] = []
     for rule in rules():
         try:
-            found.extend(rule(result))
+            found.extend(rule(captures, tables, settings))
         except Exception as err:  # a rule's bug must not cost the rest of the report
             family = rule.__module__.split("findings.", 1)[-1].split(".", 1)[0]  # npu.ops: npu
             notes.append(f"finding rule {family}.{rule.__name__} failed: {one_line(err)}")
-    step = result.step_time()
+    step = tables.step_time
     found = [
         msgspec.structs.replace(
             f, severity=severity_of(f.impact_ms, step.median_ms if step else None, f.severity)
