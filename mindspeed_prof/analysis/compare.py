@@ -41,7 +41,7 @@ __all__ = [
     "compare_runs",
     "few_steps",
     "per_step",
-    "side",
+    "side_of",
     "slower_than",
 ]
 
@@ -62,7 +62,7 @@ class Side(NamedTuple):
     settings: Settings
 
 
-def side(captures: Captures, settings: Settings | None = None) -> Side:
+def side_of(captures: Captures, settings: Settings | None = None) -> Side:
     """``captures`` with its tables under ``settings`` (default: the CLI's)."""
     s = settings or Settings()
     return Side(captures, tables(captures, s), s)
