@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.compare import captured, compare_runs, few_steps, slower_than
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
@@ -122,9 +123,9 @@ def _traces(root: Path, rank: int | None, stages: dict[str, list[float]] | None 
     return t
 
 
-def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Analysis:
+def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Captures:
     root.mkdir(parents=True, exist_ok=True)
-    return Analysis(root=root, traces=list(traces), include_warmup=include_warmup)
+    return Captures(root=root, traces=list(traces), include_warmup=include_warmup)
 
 
 def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None:
@@ -293,8 +294,8 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
     b = unpack("kineto_cuda_simple_add", tmp_path / "b")
     found = compare_runs(analyse(a, cache=False), analyse(b, cache=False))
     (row,) = found.device
-    whole_a = [r for r in analyse(a, cache=False).device() if r.whole]
-    whole_b = [r for r in analyse(b, cache=False).device() if r.whole]
+    whole_a = [r for r in tables(analyse(a, cache=False)).device if r.whole]
+    whole_b = [r for r in tables(analyse(b, cache=False)).device if r.whole]
     assert row.rank == 0 and isinstance(row.a, DeviceMeans) and isinstance(row.b, DeviceMeans)
     assert (row.a.compute_ms, row.b.compute_ms) == (whole_a[0].compute_ms,
                                                     whole_b[0].compute_ms)

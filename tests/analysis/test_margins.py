@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.compare import DEFAULT_THRESHOLD, compare
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.rows import Change
 
 
 def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25,
-        steps: int = 1) -> Analysis:
+        steps: int = 1) -> Captures:
     """``steps`` steps of ``stage`` per rank, each lasting the given milliseconds (exact in
     binary)."""
     traces = []
@@ -24,20 +25,20 @@ def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float
         t.ranges += [Range(rank, "stage", stage, step, 0.0, ms * 1000.0)
                      for step in range(1, steps + 1)]
         traces.append(t)
-    return Analysis(root=Path("."), traces=traces, margin=margin)
+    return Captures(root=Path("."), traces=traces, margin=margin)
 
 
 @pytest.mark.parametrize("slow_ms,flagged", [(125.0, False), (125.0078125, True), (124.0, False)])
 def test_straggler_margin_edge(slow_ms: float, flagged: bool) -> None:
     # median 100 ms, margin 0.25: the edge is exactly 125 ms
-    found = run({0: 100.0, 1: 100.0, 2: slow_ms}).stragglers()
+    found = tables(run({0: 100.0, 1: 100.0, 2: slow_ms})).stragglers
     assert [(s.rank, s.ratio) for s in found] == ([(2, slow_ms / 100.0)] if flagged else [])
 
 
 def test_straggler_margin_is_the_configured_one() -> None:
     ranks = {0: 100.0, 1: 100.0, 2: 150.0}
-    assert run(ranks, margin=0.5).stragglers() == []
-    assert [s.rank for s in run(ranks, margin=0.375).stragglers()] == [2]
+    assert tables(run(ranks, margin=0.5)).stragglers == []
+    assert [s.rank for s in tables(run(ranks, margin=0.375)).stragglers] == [2]
 
 
 def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> Change:

@@ -1,4 +1,4 @@
-"""The report: every ``Analysis`` table computed once per ``analyse``, whatever the output;
+"""The report: every ``Captures`` table computed once per ``analyse``, whatever the output;
 settings reach the analysis through ``Settings`` alone; ``--json`` is ``Report.json``."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from counter_fixtures import Call, rl_run
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.report import Settings, report
+from mindspeed_prof.analysis.analyse import Captures, analyse
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.summary import write_run_summary
 from mindspeed_prof.cli import main
 
@@ -32,7 +33,7 @@ def _key(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Every call of an ``Analysis`` method or property, counted by method and arguments."""
+    """Every call of an ``Captures`` method or property, counted by method and arguments."""
     seen: Counter[str] = Counter()
 
     def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,13 +43,13 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
             return fn(self, *args, **kwargs)
         return wrapper
 
-    for name, attr in list(vars(Analysis).items()):
+    for name, attr in list(vars(Captures).items()):
         if name.startswith("__") or name in HELPERS:
             continue
         if isinstance(attr, property) and attr.fget is not None:
-            monkeypatch.setattr(Analysis, name, property(counted(name, attr.fget)))
+            monkeypatch.setattr(Captures, name, property(counted(name, attr.fget)))
         elif callable(attr):
-            monkeypatch.setattr(Analysis, name, counted(name, attr))
+            monkeypatch.setattr(Captures, name, counted(name, attr))
     yield seen
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
@@ -29,6 +29,7 @@ from mindspeed_prof.views.text import (
     print_stage_rank,
     print_sweep,
 )
+from mindspeed_prof.analysis.report.tables import tables
 
 WIDTH = 80
 
@@ -263,7 +264,7 @@ def test_ranks_text_shortens_runs() -> None:
 @given(root=st.text(alphabet="abc/_-", min_size=1, max_size=120), ranks=st.integers(1, 600))
 def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int) -> None:
     traces = [TraceData(Path(f"r{r}.pt.trace.json"), "torch", r, "g", 10) for r in range(ranks)]
-    result = Analysis(root=Path("/" + root), traces=traces)
+    result = Captures(root=Path("/" + root), traces=traces)
     lines = headline(result, WIDTH)
     where = f"{count(ranks, 'capture')} under {result.root}"
     what = f"{count(ranks, 'rank')} {ranks_text(list(range(ranks)))}, {count(10 * ranks, 'byte')}"

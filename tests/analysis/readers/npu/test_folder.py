@@ -21,6 +21,7 @@ from mindspeed_prof.analysis.readers import TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
 from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
 from mindspeed_prof.cli import main
+from mindspeed_prof.analysis.report.tables import tables
 
 DOUBLES = Path(__file__).resolve().parents[3] / "doubles"
 
@@ -62,7 +63,7 @@ def test_without_rank_anywhere_the_rank_is_unknown(torch_npu: Any, tmp_path: Pat
     folder = _capture(torch_npu, tmp_path, "worker")
     assert (folder / "profiler_info.json").is_file()
     result = analyse(tmp_path)
-    assert result.ranks == [None] and result.stage_rank()[0].rank is None
+    assert tables(result).ranks == [None] and tables(result).stage_rank[0].rank is None
 
 
 def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_path: Path,
@@ -110,7 +111,7 @@ def _figures(rows: list[DeviceRow]) -> list[tuple[Any, ...]]:
 def test_a_lone_trace_view_gives_the_device_figures_of_its_folder(
         corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
     """Alone (any name) or alone in a torch_npu folder, trace_view.json is torch_npu's: its
-    Overlap Analysis lanes give each step exactly the figures of step_trace_time.csv."""
+    Overlap Captures lanes give each step exactly the figures of step_trace_time.csv."""
     for folder in sorted(corpus_set(name).glob("*_ascend_pt")):
         whole = read(folder)
         trace_view = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"

@@ -18,6 +18,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import MAX_BYTES, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, Memory, Tally
 from mindspeed_prof.analysis.readers.npu.text import MB
+from mindspeed_prof.analysis.report.tables import tables
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -273,8 +274,8 @@ def test_a_folder_of_csvs_only_is_analysed_without_a_false_warning(npu, tmp_path
     result = analyse(tmp_path / "run")
     (data,) = result.traces
     assert data.ranges == [] and data.device and data.kernels and data.comm
-    assert result.warnings() == [] and result.bad == []
-    assert result.ranks == [1]
+    assert tables(result).warnings == [] and result.bad == []
+    assert tables(result).ranks == [1]
 
 
 def _copy(npu, tmp_path: Path) -> Path:
@@ -291,7 +292,7 @@ def test_a_renamed_column_is_one_line_and_the_rest_is_read(npu, tmp_path: Path) 
     assert str(path) in line and "'Computing'" in line
     (data,) = result.traces
     assert data.kernels and data.comm and data.memory and data.ranges
-    # the device breakdown then comes from trace_view.json's Overlap Analysis, within 0.1 us
+    # the device breakdown then comes from trace_view.json's Overlap Captures, within 0.1 us
     (row,) = data.device
     for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
                      ("overlap_ms", "Overlapped"), ("idle_ms", "Free")):
