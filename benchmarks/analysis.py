@@ -1,4 +1,4 @@
-"""``mindspeed-prof analyse`` against HTA (Holistic Trace Captures) on the same trace.
+"""``mindspeed-prof analyse`` against HTA (Holistic Trace Analysis) on the same trace.
 
 Ours is the command users run, ``mindspeed-prof analyse --json DIR``, timed as a whole
 process (interpreter start, imports, reading, every table, JSON out), each repeat a first

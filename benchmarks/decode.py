@@ -1,4 +1,4 @@
-"""Captures near the decode limit: ``analyse --json`` against a typed decode of what it reads.
+"""Analysis near the decode limit: ``analyse --json`` against a typed decode of what it reads.
 
 One generated CUDA-format Kineto trace (``mindspeed_prof.testing.kineto``, as ``stream`` makes
 them: host ops, launches with correlation ids, kernels on three streams, about 164 bytes an

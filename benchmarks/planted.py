@@ -50,9 +50,9 @@ class Truth:
 
 
 def synthetic(scenario: str, ranks: int, steps: int, seed: int) -> tuple[Any, Truth]:
-    """An ``Captures`` of ``ranks`` captures of ``steps`` steps with ``scenario`` planted."""
+    """``Captures`` of ``ranks`` captures of ``steps`` steps with ``scenario`` planted."""
     from mindspeed_prof.analysis.readers import Range, TraceData
-    from mindspeed_prof.analysis.result import Captures
+    from mindspeed_prof.analysis.report.captures import Captures
 
     rng = random.Random(seed)
     slow_rank, stage = rng.randrange(ranks), rng.choice(STAGES)

@@ -259,7 +259,7 @@ def _read_db(path: Path) -> Cluster:
 def advisor_overall(rank_folder: Path, work: Path, timeout: float = 300.0) -> dict[str, float]:
     """The advisor's Overall Summary of one rank (``advisor computation --agent``), in ms:
     computing, comm_not_overlapped, comm_wait, free, e2e. Its own computation: from
-    trace_view.json's Overlap Captures lanes (text) or the db's raw TASK, COMPUTE_TASK_INFO
+    trace_view.json's Overlap Analysis lanes (text) or the db's raw TASK, COMPUTE_TASK_INFO
     and COMMUNICATION_OP rows (db), over the whole capture."""
     data = _copy(rank_folder, work)
     proc = _run(["advisor", "computation", "-d", str(data), "-o", str(work / "out"), "-l", "en",

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from capture_fixtures import make_run, npu_db, npu_text
 
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_files
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
-from mindspeed_prof.analysis.report.report import analysis_json
 from mindspeed_prof.analysis.rows import InventoryRow, MemoryRow, StepRow, to_json
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats.header import CaptureHeader, read_header
 from mindspeed_prof.testing.kineto import span, write_trace
-from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.analysis.report.tables import tables, tables_json
 
 
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:
@@ -49,7 +49,7 @@ def test_straggler_named_with_stage_step_rank(run_dir: Path) -> None:
 
 
 def test_margin_controls_stragglers(run_dir: Path) -> None:
-    assert tables(analyse(run_dir, margin=1000.0)).stragglers == []
+    assert tables(analyse(run_dir), Settings(margin=1000.0)).stragglers == []
 
 
 def test_top_ops_and_inventory(run_dir: Path) -> None:
@@ -129,8 +129,8 @@ def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
     assert [(r.rank, r.step) for r in tables(result).per_step if r.warmup] == [(0, 1), (1, 1)]
     assert 1 not in {s.step for s in tables(result).stragglers}
     assert ("actor_update", 2, 1) in {(s.name, s.step, s.rank) for s in tables(result).stragglers}
-    result.include_warmup = True
-    assert ("actor_update", 1, 1) in {(s.name, s.step, s.rank) for s in tables(result).stragglers}
+    given = Settings(include_warmup=True)
+    assert ("actor_update", 1, 1) in {(s.name, s.step, s.rank) for s in tables(result, given).stragglers}
 
 
 def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
@@ -263,8 +263,8 @@ def test_a_stall_on_one_of_two_ranks_passes_twice_over_and_noise_names_nobody() 
     assert (s.name, s.rank, s.median_ms, round(s.ratio, 2), s.excess_ms) == (
         "actor_generate", 0, 19.0, 27.37, 501.0)
     assert tables(result).range_stragglers == []  # 6 ms is under 1% of the 1000 ms step
-    result.noise_ms = 0.05  # the 1% share still holds: 10 ms
-    assert tables(result).range_stragglers == []
+    given = Settings(noise_ms=0.05)  # the 1% share still holds: 10 ms
+    assert tables(result, given).range_stragglers == []
     short = [_data(r, ("step", "ProfilerStep#1", 1, 100.0), ("range", "fwd", 1, 13.0 - 6 * r),
                    ("range", "tiny", 1, 0.4 - 0.07 * r)) for r in (0, 1)]
     assert [s.name for s in tables(Captures(root=Path("."), traces=short)).range_stragglers] == [
@@ -274,11 +274,11 @@ def test_a_stall_on_one_of_two_ranks_passes_twice_over_and_noise_names_nobody() 
 def test_stragglers_under_the_noise_floor_and_at_zero() -> None:
     small = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.5, 0.5, 1.0))]
     assert tables(Captures(root=Path("."), traces=small)).stragglers == []  # 0.5 ms < 1 ms
-    assert [s.rank for s in Captures(root=Path("."), traces=small, noise_ms=0.5
-                                     ).stragglers()] == [2]
-    assert tables(Captures(root=Path("."), traces=small, noise_ms=0.51)).stragglers == []
+    small_run = Captures(root=Path("."), traces=small)
+    assert [s.rank for s in tables(small_run, Settings(noise_ms=0.5)).stragglers] == [2]
+    assert tables(small_run, Settings(noise_ms=0.51)).stragglers == []
     zero = [_data(r, ("stage", "actor_update", 1, ms)) for r, ms in enumerate((0.0, 0.0, 1.0))]
-    assert tables(Captures(root=Path("."), traces=zero, noise_ms=0.0)).stragglers == []
+    assert tables(Captures(root=Path("."), traces=zero), Settings(noise_ms=0.0)).stragglers == []
 
 
 def test_straggler_of_a_clashing_capture_names_its_source() -> None:
@@ -295,8 +295,8 @@ def test_range_table_leaves_warmup_out_when_asked() -> None:
         0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
     assert [r.count for r in tables(result).range_table] == [2]
     assert [(r.count, r.total_ms) for r in range_rows(tables(result).counted)] == [(1, 2.0)]
-    result.include_warmup = True
-    assert [r.count for r in range_rows(tables(result).counted)] == [2]
+    given = Settings(include_warmup=True)
+    assert [r.count for r in range_rows(tables(result, given).counted)] == [2]
 
 
 def test_top_tables_keep_the_fifteen_longest() -> None:
@@ -364,8 +364,8 @@ def test_a_capture_with_any_content_is_not_empty(what: str) -> None:
 
 def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None:
     files = sorted(run_dir.rglob("rank1_*.pt.trace.json"))
-    result = analyse_files(files, run_dir, margin=1000.0)
-    assert result.root == run_dir and result.margin == 1000.0
+    result = analyse_files(files, run_dir)
+    assert result.root == run_dir
     assert [i.file for i in tables(result).inventory] == [str(f.relative_to(run_dir)) for f in files]
     assert tables(result).stragglers == [] and tables(result).ranks == [1]
 
@@ -386,26 +386,26 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     traces[0].classified["deepep"] = Tally(2, 1500.0)
     traces[2].problems.append("rank2: a problem")
     traces[1].notes.append("rank1: a note")
-    result = Captures(root=tmp_path, traces=traces, bad=["x: unreadable"], margin=0.5,
-                      include_warmup=True)
-    doc: dict[str, Any] = analysis_json(result)  # read as JSON
+    result = Captures(root=tmp_path, traces=traces, bad=["x: unreadable"])
+    tabs = tables(result, Settings(margin=0.5, include_warmup=True))
+    doc: dict[str, Any] = tables_json(tabs)  # read as JSON
     assert doc == {
         "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
-        "stage_rank": to_json(tables(result).stage_rank),
-        "per_step": to_json(tables(result).per_step), "stragglers": to_json(tables(result).stragglers),
-        "phases": to_json(tables(result).phases),
-        "ranges": to_json(tables(result).range_table), "no_op": to_json(tables(result).no_op),
-        "range_stragglers": to_json(tables(result).range_stragglers),
-        "device": to_json(tables(result).device), "comm": to_json(tables(result).comm),
+        "stage_rank": to_json(tabs.stage_rank),
+        "per_step": to_json(tabs.per_step), "stragglers": to_json(tabs.stragglers),
+        "phases": to_json(tabs.phases),
+        "ranges": to_json(tabs.range_table), "no_op": to_json(tabs.no_op),
+        "range_stragglers": to_json(tabs.range_stragglers),
+        "device": to_json(tabs.device), "comm": to_json(tabs.comm),
         "classified": [{"rule": "deepep", "kind": "comm", "ms": 1.5, "kernels": 2},
                        {"rule": "compute", "kind": "compute", "ms": 0.015, "kernels": 3}],
-        "top_ops": to_json(tables(result).top_ops[:15]), "top_kernels": to_json(tables(result).top_kernels[:15]),
-        "top_runtime": to_json(tables(result).top_runtime[:15]), "memory": to_json(tables(result).memory),
-        "inventory": to_json(tables(result).inventory), "warnings": [],
+        "top_ops": to_json(tabs.top_ops[:15]), "top_kernels": to_json(tabs.top_kernels[:15]),
+        "top_runtime": to_json(tabs.top_runtime[:15]), "memory": to_json(tabs.memory),
+        "inventory": to_json(tabs.inventory), "warnings": [],
         "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
         "notes": ["rank1: a note"], "margin": 0.5, "noise_ms": 1.0,
         "warmup": [(0, 1), (1, 1), (2, 1)],
-        "counters": [], "throughput": {"model": tables(result).throughput.model.json(), "rows": [],
+        "counters": [], "throughput": {"model": tabs.throughput.model.json(), "rows": [],
                                        "stages": []}, "ledger": None}
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings import cuda
@@ -108,14 +109,14 @@ def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
     within = scope(both)
     assert within.per == "step" and [t.path.name for t in within.left_out] == [
         "benchmark_result_2869224_1695835535_trace.json.gz"]
-    assert counted(*answered(both)) == counted(alone)
-    v, v_alone = device(*answered(both)), device(alone)
+    assert counted(*answered(both)) == counted(*answered(alone))
+    v, v_alone = device(*answered(both)), device(*answered(alone))
     assert v is not None and v_alone is not None
     assert v.left_out == ["benchmark_result_2869224_1695835535_trace.json.gz"]
     assert msgspec_fields(v, "left_out") == msgspec_fields(v_alone, "left_out")
     assert cuda.idle_time(*answered(alone))  # a finding there is to compare
     for rule in cuda.RULES:
-        assert [f.title for f in rule(*answered(both))] == [f.title for f in rule(alone)], rule
+        assert [f.title for f in rule(*answered(both))] == [f.title for f in rule(*answered(alone))], rule
     line = dict(verdict_lines(verdict(*answered(both))))["device"]
     assert "per step" in line and line.endswith(
         "captures without steps left out: benchmark_result_2869224_1695835535_trace.json.gz")
@@ -147,16 +148,16 @@ def test_captures_without_steps_are_each_their_own_unit(tmp_path: Path) -> None:
         for f in unpack(name, tmp_path / name).iterdir():
             shutil.copy(f, root / f.name)
     result = analyse(root, cache=False)
-    result.noise_ms = 0.0
+    given = Settings(noise_ms=0.0)
     within = scope(result)
     assert within.per == "capture" and len(within.traces) == 2 and not within.left_out
-    rows = counted(*answered(result))
+    rows = counted(*answered(result, given))
     assert len(rows) == 2 and all(r.whole for r in rows)
-    v = device(*answered(result))
+    v = device(*answered(result, given))
     assert v is not None and v.per == "capture" and v.steps == 0
     assert v.idle_ms == pytest.approx(sum(r.idle_ms for r in rows) / 2)
-    assert "per capture (no steps)" in dict(verdict_lines(verdict(*answered(result))))["device"]
-    (idle,) = cuda.idle_time(*answered(result))
+    assert "per capture (no steps)" in dict(verdict_lines(verdict(*answered(result, given))))["device"]
+    (idle,) = cuda.idle_time(*answered(result, given))
     assert "no steps" in idle.detail and "benchmark_result_493459" in idle.detail
     assert "benchmark_result_2869224" in idle.detail
 
@@ -182,10 +183,10 @@ def test_subnormal_and_zero_durations_give_numbers_or_nothing(rows: list, steps:
                               idle_ms=idle, memcpy_ms=0.0, whole=not steps)]
         traces.append(t)
     result = Captures(root=Path("."), traces=traces)
-    result.noise_ms = 0.0
-    v = verdict(*answered(result))
+    given = Settings(noise_ms=0.0)
+    v = verdict(*answered(result, given))
     if v.device is not None:
         assert all(0.0 <= s <= 1.0 for s in v.device.shares.values())
     for rule in cuda.RULES:
-        for f in rule(*answered(result)):
+        for f in rule(*answered(result, given)):
             assert "nan" not in f.title and "inf" not in f.title

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.ranges import p95, range_rows, self_times, stage_of
 from mindspeed_prof.analysis.readers import Range
@@ -67,8 +69,8 @@ def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
     found = {(s.kind, s.name, s.step, s.rank) for s in tables(result).range_stragglers}
     assert found == {("range", name, step, 2) for name in ("outer", "inner") for step in (2, 3)}
     assert [r.warmup for r in tables(result).per_step if r.rank == 0] == [True, False, False]
-    result.include_warmup = True
-    assert {s.step for s in tables(result).range_stragglers} == {1, 2, 3}
+    given = Settings(include_warmup=True)
+    assert {s.step for s in tables(result, given).range_stragglers} == {1, 2, 3}
 
 
 def test_json_key_ranges(tmp_path: Path, capsys) -> None:
@@ -95,7 +97,7 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
 def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
     from mindspeed_prof.views.html import write_report
 
-    html = write_report(analyse(run_dir), tmp_path / "r.html").read_text().replace("<wbr>", "")
+    html = write_report(report(analyse(run_dir)), tmp_path / "r.html").read_text().replace("<wbr>", "")
     assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
 
 

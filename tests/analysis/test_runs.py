@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from helpers import answered
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_runs, runs_of
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.analysis.readers import Range, TraceData
@@ -252,7 +253,7 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
         buf = StringIO()
         from mindspeed_prof.views.text import print_analysis
 
-        print_analysis(result, Console(file=buf, width=100))
+        print_analysis(report(result), Console(file=buf, width=100))
         text = " ".join(buf.getvalue().split())
         assert not re.search(r"-\d+%", text)  # no share below 0
         shares = re.findall(r"(\d+)% of (?:the|its|a) step|grew from (\d+)% to (\d+)%"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from counter_fixtures import rl_run
 
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.counts import Model
 from mindspeed_prof.analysis.throughput import mfu
@@ -70,12 +71,12 @@ def test_spread_slowest_rank_and_trend(run: Path) -> None:
 
 def test_flags_override_the_header_and_mfu_by_hand(run: Path) -> None:
     result = analyse(run)
-    result.peak_tflops = 1000.0
-    gen, upd = tables(result).throughput.stages
+    given = Settings(peak_tflops=1000.0)
+    gen, upd = tables(result, given).throughput.stages
     assert gen.mfu == pytest.approx(18_000 * 1e9 / (1.2 * 1000e12))
     assert upd.mfu == pytest.approx(3 * 7200 * 1e9 / (0.45 * 1000e12))  # 9 rank-steps
-    assert tables(result).throughput.model.peak_from == "flag" and tables(result).throughput.model.flops_from == "header"
-    line = throughput_line(tables(result).throughput.stages)
+    assert tables(result, given).throughput.model.peak_from == "flag" and tables(result, given).throughput.model.flops_from == "header"
+    line = throughput_line(tables(result, given).throughput.stages)
     assert line == ("actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU 2%; "
                     "actor_update 16,000 tok/s per rank, MFU 5%")
 

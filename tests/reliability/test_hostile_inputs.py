@@ -14,6 +14,7 @@ from pathlib import Path
 from capture_fixtures import make_run
 from helpers import count
 
+from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.analyse import analyse_runs
 from mindspeed_prof.views.html import write_report
 from mindspeed_prof.analysis.report.tables import tables
@@ -129,7 +130,7 @@ def test_hostile_files_one_line_each_rest_analysed(tmp_path: Path) -> None:
     read = {t.path for t in result.traces}
     assert {p for p, ok in files.items() if ok} <= read
     assert {r.rank for r in tables(result).stage_rank} == {7}
-    report = write_report(result, tmp_path / "report.html").read_text()
+    report = write_report(make_report(result), tmp_path / "report.html").read_text()
     assert "<script>alert(1)" not in report and "&lt;script&gt;alert(1)" in report
     assert "<img src=x" not in report
 

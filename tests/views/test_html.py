@@ -48,7 +48,7 @@ def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
 
 
 def report(tmp_path: Path, result: Captures, answers: Report | None = None) -> str:
-    return write_report(answers or result, tmp_path / "r.html").read_text(encoding="utf-8")
+    return write_report(answers or make_report(result), tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def section(page: str, sid: str) -> str:

@@ -192,9 +192,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("reports")
     out = {}
     demo = make_run(tmp / "demo", slow={(1, "actor_update"): 3})
-    out["demo"] = write_report(analyse(demo), tmp / "demo.html")
+    out["demo"] = write_report(report(analyse(demo)), tmp / "demo.html")
     for key, name in SETS.items():
-        out[key] = write_report(analyse(unpack(name, tmp)), tmp / f"{key}.html")
+        out[key] = write_report(report(analyse(unpack(name, tmp))), tmp / f"{key}.html")
     many = many_ranks()
     answers = report(many)
     answers.findings = findings()

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.readers.model import TraceData
@@ -265,7 +266,7 @@ def test_ranks_text_shortens_runs() -> None:
 def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int) -> None:
     traces = [TraceData(Path(f"r{r}.pt.trace.json"), "torch", r, "g", 10) for r in range(ranks)]
     result = Captures(root=Path("/" + root), traces=traces)
-    lines = headline(result, WIDTH)
+    lines = headline(report(result), WIDTH)
     where = f"{count(ranks, 'capture')} under {result.root}"
     what = f"{count(ranks, 'rank')} {ranks_text(list(range(ranks)))}, {count(10 * ranks, 'byte')}"
     assert lines in ([f"{where}: {what}"], [f"{where}:", what])

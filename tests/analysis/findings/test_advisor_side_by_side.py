@@ -166,7 +166,7 @@ def test_the_advisor_reads_every_set_but_the_two_it_cannot(runs: dict[str, Run],
 @pytest.mark.parametrize("name", SETS)
 def test_every_advisor_category_has_our_finding(runs: dict[str, Run], name: str) -> None:
     run = runs[name]
-    for cat, row in tables(run).problems.items():
+    for cat, row in run.problems().items():
         if any(t.match(cat) for t in TABLES):
             continue  # checked in test_api_comparison_finds_nothing
         assert cat in RULE_OF, f"{name}: advisor category {row['sheet']!r} has no rule of ours"
@@ -188,7 +188,7 @@ def test_every_advisor_category_has_our_finding(runs: dict[str, Run], name: str)
 
 
 def _with(runs: dict[str, Run], cat: str) -> list[Run]:
-    out = [r for r in runs.values() if cat in tables(r).problems]
+    out = [r for r in runs.values() if cat in r.problems()]
     return out
 
 
@@ -209,7 +209,7 @@ def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
     checked = _with(runs, "byte alignment analysis")
     assert checked
     for run in checked:
-        theirs = run.advice.sheets["Byte Alignment Captures"]
+        theirs = run.advice.sheets["Byte Alignment Analysis"]
         assert theirs
         matches = []
         for t in run.captures():
@@ -241,7 +241,7 @@ def test_vector_operators_and_their_room_are_the_advisors(runs: dict[str, Run]) 
     for run in checked:
         rooms: list[tuple[str, str, float]] = []
         bounds: list[tuple[str, str, str]] = []
-        for row in run.advice.sheets["Vector Operator Perf Captures"]:
+        for row in run.advice.sheets["Vector Operator Perf Analysis"]:
             for line in str(row["Description"] or "").splitlines():
                 m = _VECTOR.match(line.strip())
                 assert m, line
@@ -271,7 +271,7 @@ def test_dynamic_shape_needs_an_op_state(runs: dict[str, Run]) -> None:
     checked = _with(runs, "operator dynamic shape issues")
     assert checked
     for run in checked:
-        rank = tables(run).problems["operator dynamic shape issues"]["rank"]
+        rank = run.problems()["operator dynamic shape issues"]["rank"]
         kernels = run.capture(rank).path / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
         with open(kernels, newline="", encoding="utf-8-sig") as f:
             header = next(csv.reader(f))
@@ -305,7 +305,7 @@ def test_slow_rank_is_the_advisors_spread(runs: dict[str, Run]) -> None:
     assert {r.name for r in checked} >= {"npu_text_level0", "npu_db_level1"}
     for run in checked:
         theirs = {m.group(1): float(m.group(2)) for m in _SLOW.finditer(
-            tables(run).problems["slow rank"]["description"] or "")}
+            run.problems()["slow rank"]["description"] or "")}
         (spread,) = npu.rank_spread(*answered(run.result))  # one step on these sets
         ours = {p: spread.gap(p)[0] for p in spread.parts
                 if spread.gap(p)[0] / spread.mean_ms > npu.SPREAD}
@@ -330,7 +330,7 @@ def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
     assert len(checked) >= 4
     for run in checked:
         theirs = {m.group(1): tuple(map(float, m.group(2, 3, 4))) for m in _LINK.finditer(
-            tables(run).problems["slow link"]["description"] or "")}
+            run.problems()["slow link"]["description"] or "")}
         assert theirs.keys() == {"RDMA", "SDMA"}
         ours = {s.link: s for s in npu.link_spread(*answered(run.result))}
         for link, (mean, most, least) in theirs.items():
@@ -350,7 +350,7 @@ def test_no_bound_operators_are_the_advisors_less_the_vector_bound(
     checked = _with(runs, "operator no bound issues")
     assert {r.name for r in checked} == {"npu_db_level1", "npu_db_level2"}
     for run in checked:
-        problem = tables(run).problems["operator no bound issues"]
+        problem = run.problems()["operator no bound issues"]
         t = run.capture(problem["rank"])
         theirs = run.advice.sheets[str(problem["sheet"]).replace(
             "RANK", "Rank {} RANK".format(problem["rank"]), 1)[:31]]
@@ -390,8 +390,8 @@ def test_small_packets_are_the_advisors_less_its_total_rows(runs: dict[str, Run]
     checked = _with(runs, "packet analysis")
     assert checked
     for run in checked:
-        row = run.advice.sheets["Packet Captures"][0]
-        for m in _PACKET.finditer(tables(run).problems["packet analysis"]["description"] or ""):
+        row = run.advice.sheets["Packet Analysis"][0]
+        for m in _PACKET.finditer(run.problems()["packet analysis"]["description"] or ""):
             link = m.group(1)
             small = int(float(row[f"Small {link} count"]))
             total = int(float(row[f"{link} total count"]))
@@ -420,7 +420,7 @@ def _total_rows(t: TraceData, link: str) -> int:
 def test_api_comparison_finds_nothing(runs: dict[str, Run]) -> None:
     seen = 0
     for run in runs.values():
-        for cat, row in tables(run).problems.items():
+        for cat, row in run.problems().items():
             if any(t.match(cat) for t in TABLES):
                 seen += 1
                 assert not row.get("suggestion")

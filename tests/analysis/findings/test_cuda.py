@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, cuda, find
 from mindspeed_prof.analysis.findings.finding import Rule
@@ -63,8 +64,8 @@ class Trace:
 
 def found(root: Path, rule: Rule, noise_ms: float = 1.0) -> list[Finding]:
     result = analyse(root, cache=False)
-    result.noise_ms = noise_ms
-    out = rule(*answered(result))
+    given = Settings(noise_ms=noise_ms)
+    out = rule(*answered(result, given))
     for f in out:
         assert "\n" not in f.title and f.severity in ("high", "medium", "low")
         assert f.impact_ms is not None and f.impact_ms > 0 and f.suggestion
@@ -187,9 +188,9 @@ def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
     t.write(tmp_path, mindspeed_prof={"rank": 0, "window": [2, 4], "warmup_steps": 1})
     result = analyse(tmp_path, cache=False)
     assert tables(result).warmup == {(0, 1)} and cuda.idle_time(*answered(result)) == []
-    result.include_warmup = True
-    assert {r.step for r in tables(result).counted_device} >= {1, 2, 3}
-    assert cuda.idle_time(*answered(result)) == []
+    given = Settings(include_warmup=True)
+    assert {r.step for r in tables(result, given).counted_device} >= {1, 2, 3}
+    assert cuda.idle_time(*answered(result, given)) == []
 
 
 def test_a_device_idle_in_most_steps_fires_and_in_one_step_does_not(tmp_path: Path) -> None:

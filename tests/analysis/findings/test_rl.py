@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
 from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
@@ -90,8 +91,8 @@ def run(root: Path, clock: Clock, plan: list[list[Item]], rank: int = 0,
     prof.close()
 
 
-def rule_of(result: Captures, rule: rl.Rule) -> list[Finding]:
-    found = rule(*answered(result))
+def rule_of(result: Captures, rule: rl.Rule, given: Settings | None = None) -> list[Finding]:
+    found = rule(*answered(result, given))
     for f in found:
         assert "\n" not in f.title and f.severity in ("high", "medium", "low")
         assert f.impact_ms is not None and f.impact_ms > 0 and f.source and f.suggestion
@@ -152,8 +153,8 @@ def test_uncovered_at_the_noise_floor(tmp_path: Path, clock: Clock, gap: float,
     half = (step_ms - gap) / 2
     run(tmp_path, clock, [[(GEN, half), gap, (UPD, half)]] * 2)
     result = analyse(tmp_path, cache=False)
-    result.noise_ms = noise_ms
-    got = rule_of(result, rl.uncovered)
+    given = Settings(noise_ms=noise_ms)
+    got = rule_of(result, rl.uncovered, given)
     assert bool(got) is found
     if found:
         assert got[0].impact_ms == pytest.approx(gap, abs=2e-3)
@@ -382,8 +383,8 @@ def test_warmup_steps_are_left_out(tmp_path: Path, clock: Clock) -> None:
     prof.close()
     result = analyse(tmp_path, cache=False)
     assert tables(result).warmup == {(0, 1)} and rl.uncovered(*answered(result)) == []
-    result.include_warmup = True
-    assert rule_of(result, rl.uncovered)
+    given = Settings(include_warmup=True)
+    assert rule_of(result, rl.uncovered, given)
 
 
 def test_rl_findings_in_analyse_text_and_json(tmp_path: Path, clock: Clock,

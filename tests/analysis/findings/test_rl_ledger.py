@@ -9,6 +9,7 @@ import pytest
 from counter_fixtures import rl_run
 
 from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find
 from mindspeed_prof.analysis.findings.common import duration
@@ -68,8 +69,8 @@ def test_waste_under_the_noise_floor_is_no_finding(tmp_path: Path) -> None:
     book = tables(result).ledger
     assert book is not None and book.lines[0].time_share == pytest.approx(0.3)
     assert waste(*answered(result)) == []
-    result.noise_ms = 0.1
-    assert [f.rule for f in waste(*answered(result))] == ["rl.zero_variance"]
+    given = Settings(noise_ms=0.1)
+    assert [f.rule for f in waste(*answered(result, given))] == ["rl.zero_variance"]
 
 
 def _tail(root: Path, top: float) -> Path:

@@ -12,6 +12,7 @@ import pytest
 
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
+from helpers import answered
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings.rl import transitions as rule

@@ -88,7 +88,7 @@ def test_what_a_rank_must_keep_over_n_steps() -> None:
 def test_under_three_steps_it_says_what_it_rests_on() -> None:
     rep = report(capture(2, 2, lambda r, n, s: BASE[s] * (2.0 if r == 1 else 1.0)))
     assert rep.verdict.behind is None and rep.verdict.one_off is not None
-    short = {g.short for g in rep.tables(result).lags if g.rank == 1}
+    short = {g.short for g in rep.tables.lags if g.rank == 1}
     assert short == {"rests on 2 steps"}
 
 

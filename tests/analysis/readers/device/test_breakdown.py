@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_store import Store, set_of
 
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.readers.device.breakdown import overlap, total
@@ -234,12 +235,12 @@ def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_pa
     result = analyse(cuda_dir)
     with open(tmp_path / "out.txt", "w") as out:
         console = Console(width=80, record=True, file=out)
-        print_analysis(result, console)
+        print_analysis(report(result), console)
     text = console.export_text()
     assert "Device time per step" in text and "Top 10 device kernels" in text
     lines = [line for line in text.splitlines() if str(cuda_dir) not in line]  # paths unbroken
     assert max(len(line) for line in lines) <= 80
-    html = write_report(result, tmp_path / "r.html").read_text()
+    html = write_report(report(result), tmp_path / "r.html").read_text()
     for section in ("id='device'", "Device time (ms)", "Top device kernels", "Top runtime",
                     "Top host ops", "Custom ranges"):
         assert section in html

@@ -111,7 +111,7 @@ def _figures(rows: list[DeviceRow]) -> list[tuple[Any, ...]]:
 def test_a_lone_trace_view_gives_the_device_figures_of_its_folder(
         corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
     """Alone (any name) or alone in a torch_npu folder, trace_view.json is torch_npu's: its
-    Overlap Captures lanes give each step exactly the figures of step_trace_time.csv."""
+    Overlap Analysis lanes give each step exactly the figures of step_trace_time.csv."""
     for folder in sorted(corpus_set(name).glob("*_ascend_pt")):
         whole = read(folder)
         trace_view = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"

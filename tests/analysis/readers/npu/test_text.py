@@ -292,7 +292,7 @@ def test_a_renamed_column_is_one_line_and_the_rest_is_read(npu, tmp_path: Path) 
     assert str(path) in line and "'Computing'" in line
     (data,) = result.traces
     assert data.kernels and data.comm and data.memory and data.ranges
-    # the device breakdown then comes from trace_view.json's Overlap Captures, within 0.1 us
+    # the device breakdown then comes from trace_view.json's Overlap Analysis, within 0.1 us
     (row,) = data.device
     for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
                      ("overlap_ms", "Overlapped"), ("idle_ms", "Free")):
