@@ -1,5 +1,5 @@
-"""The verdict: what ``analyse`` says first, each part a pure function of an ``Analysis`` and
-its findings.
+"""The verdict: what ``analyse`` says first, each part a pure function of the captures, their
+tables, the settings and the findings.
 
 - ``step_time``: the step as the job lived it: each step its slowest rank's (every rank waits
   for it), the median over steps, the spread over steps and over ranks, the rank that gated
@@ -25,7 +25,7 @@ its findings.
   slowest rank, MFU where the model's FLOPs per token and peak are known (``throughput``);
 - ``unusual``: captures the job took on its own (``triggered``) and warmup steps left out.
 
-Warmup steps are left out (``Analysis.counted``) of every figure.
+Warmup steps are left out (``Tables.counted``) of every figure.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 to do about it. One module per family of rules (``ranks``: a rank the others wait for, the one
 rule that says so; ``npu``: what Ascend's msprof-analyze advisor checks; ``cuda``: HTA-style
 device questions; ``rl``: RL post-training loops; ``rl_ledger``: the RL ledger's waste and long
-tail, from counters; ``host``: the host's side of a stage); each rule is a function of an
-``Analysis`` that returns its findings (none where it has nothing to say).
+tail, from counters; ``host``: the host's side of a stage); each rule is a function of the
+captures, their tables and the settings that returns its findings (none where it has nothing
+to say).
 
 ``find`` runs every rule: a rule that fails is left out with one note, never the analysis. A
 finding's severity is the share of the step it costs (``judgement.causes``), where it says

@@ -98,7 +98,7 @@ def _line(x: _Rank, names: dict[str, float]) -> str:
 
 def transitions(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Ranks on which a transition takes ``TRANSITION_SHARE`` of the mean step or more (and
-    the noise floor), from the step's split into its phases (``Analysis.phases``)."""
+    the noise floor), from the step's split into its phases (``Tables.phases``)."""
     rows: dict[Who, list[PhaseRow]] = defaultdict(list)
     for r in tables.phases:
         if not r.warmup or settings.include_warmup:
