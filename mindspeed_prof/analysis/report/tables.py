@@ -225,7 +225,7 @@ def _json(value: object) -> Jsonable:
     if isinstance(value, msgspec.Struct):  # a group of tables (``Throughput``)
         return tables_json(value)
     if isinstance(value, set):
-        return [list(v) for v in sorted(value)]
+        return sorted(value)  # (rank, step) pairs: arrays in JSON
     if isinstance(value, list) and value and isinstance(value[0], msgspec.Struct):
         return list(to_json(value))
     return value  # type: ignore[return-value]  # str, number, None, a list of them
