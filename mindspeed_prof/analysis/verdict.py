@@ -56,7 +56,7 @@ from mindspeed_prof.analysis.rows import (
     World,
 )
 from mindspeed_prof.analysis.throughput import StageThroughput
-from mindspeed_prof.analysis.triggered import Triggered, triggered
+from mindspeed_prof.analysis.triggered import Triggered
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.report.captures import Captures
@@ -240,7 +240,7 @@ def verdict(
         causes=causes(findings, step.median_ms if step else None),
         device=device(captures, tables, settings),
         memory=memory(captures, tables, settings, findings),
-        triggered=triggered(captures),
+        triggered=tables.triggered,
         warmup_steps=sorted({s for _, s in tables.warmup}),
         worlds=worlds(captures.traces),
         throughput=tables.throughput.stages,

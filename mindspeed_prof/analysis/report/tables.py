@@ -54,6 +54,7 @@ from mindspeed_prof.analysis.throughput import (
     stage_summaries,
     throughput_rows,
 )
+from mindspeed_prof.analysis.triggered import Triggered, triggered
 from mindspeed_prof.jsonio import Jsonable, JsonableObject
 
 __all__ = ["HIDDEN", "TOP", "Json", "Tables", "Throughput", "tables", "tables_json"]
@@ -150,6 +151,8 @@ class Tables(msgspec.Struct, kw_only=True, rename={"range_table": "ranges", "ran
     growths: Annotated[list[Growth], HIDDEN]
     #: Device events recorded but not read as device time, per Kineto category.
     unread_device: Annotated[dict[str, int], HIDDEN]
+    #: Unplanned captures (flight dumps, triggered, on demand): what triggered each.
+    triggered: Annotated[list[Triggered], HIDDEN]
 
 
 def tables(captures: Captures, settings: Settings | None = None) -> Tables:
@@ -205,6 +208,7 @@ def tables(captures: Captures, settings: Settings | None = None) -> Tables:
         lags=judge.rank_lags(counted, counted_device, s.margin, s.noise_ms),
         growths=judge.stage_growths(counted, counted_device, s.noise_ms),
         unread_device=compute.unread_device(traces),
+        triggered=triggered(c),
     )
 
 
