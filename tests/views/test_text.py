@@ -141,7 +141,7 @@ def test_title_never_wraps_in_a_narrow_table() -> None:
 
 def test_analysis_at_80_columns(run_dir: Path) -> None:
     result = analyse(run_dir)
-    text = render(print_analysis, result)
+    text = render(print_analysis, report(result))
     assert_readable(text)
     assert ["rank", "step", "total", *[STAGE_CODES[s] for s in STAGES]] in split_tables(text)
     for stage in STAGES:  # the legend names each code once
@@ -153,7 +153,7 @@ def test_analysis_counts_captures_not_files(run_dir: Path) -> None:
     result = analyse(run_dir)
     files = len(result.traces)
     assert files == 4  # two ranks, one capture each: a torch trace and a range file
-    assert render(print_analysis, result).startswith("2 captures under ")
+    assert render(print_analysis, report(result)).startswith("2 captures under ")
 
 
 def test_wide_values_wrap_but_headers_stay_whole() -> None:
@@ -226,7 +226,7 @@ def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
 
     root = tmp_path / "run"
     unpack("text/rank0_ascend_pt", root / "rank0_ascend_pt")
-    text = render(print_analysis, analyse(root, jobs=1, cache=False))
+    text = render(print_analysis, report(analyse(root, jobs=1, cache=False)))
     assert "Top allocating operators" in text and "aten::mm" in text
     assert max(len(line) for line in table_lines(text)) <= WIDTH
 
