@@ -10,7 +10,7 @@ verdict and the findings read but ``--json`` does not write left out (``HIDDEN``
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, get_args, get_origin
+from typing import Annotated, NamedTuple, get_args, get_origin
 
 import msgspec
 
@@ -60,11 +60,11 @@ from mindspeed_prof.jsonio import Jsonable, JsonableObject
 __all__ = ["HIDDEN", "TOP", "Json", "Tables", "Throughput", "tables", "tables_json"]
 
 
-class Json:
+class Json(NamedTuple):
     """How ``--json`` writes a table: ``shown`` or not, cut to its first ``most`` rows."""
 
-    def __init__(self, shown: bool = True, most: int | None = None) -> None:
-        self.shown, self.most = shown, most
+    shown: bool = True
+    most: int | None = None
 
 
 #: A table the verdict and the findings read that ``--json`` does not write.
@@ -84,7 +84,8 @@ class Throughput(msgspec.Struct, kw_only=True):
 
 class Tables(msgspec.Struct, kw_only=True, rename={"range_table": "ranges", "ranges": "_"}):
     """Every table of an analysis, in ``--json``'s order (each row's columns are documented
-    with its type in ``analysis.rows``)."""
+    with its type in ``analysis.rows``). ``--json`` calls the custom ranges' table ``ranges``;
+    the ranges themselves (``HIDDEN``) are renamed out of its way."""
 
     #: What was read, and the run it is of (every run under the root, newest first).
     root: str
@@ -215,12 +216,15 @@ def tables(captures: Captures, settings: Settings | None = None) -> Tables:
 @cache
 def _declared(struct: type[msgspec.Struct]) -> list[tuple[str, str, Json]]:
     """(field, JSON name, how it is written) of each field of ``struct``, in order."""
-    out = []
-    for f in msgspec.structs.fields(struct):
-        how = next((m for m in get_args(f.type)[1:] if isinstance(m, Json)), None)
-        out.append((f.name, f.encode_name, how or Json()))
-        assert how is None or get_origin(f.type) is Annotated
-    return out
+    return [
+        (f.name, f.encode_name, next((m for m in _metadata(f.type) if isinstance(m, Json)), Json()))
+        for f in msgspec.structs.fields(struct)
+    ]
+
+
+def _metadata(annotation: object) -> tuple[object, ...]:
+    """What ``Annotated[T, ...]`` adds to ``T`` (nothing for a plain type)."""
+    return get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
 
 
 def _json(value: object) -> Jsonable:
