@@ -28,12 +28,17 @@ __all__ = ["run"]
 OURS = textwrap.dedent('''
     import sys
     from mindspeed_prof.analysis.analyse import analyse
+    from mindspeed_prof.analysis.ranges import stage_rows
+    from mindspeed_prof.analysis.report import compute
     from mindspeed_prof.analysis.report.report import analysis_json
+    from mindspeed_prof.analysis.stragglers import find_stragglers
     a = analyse(sys.argv[1])
     if sys.argv[2] == "full":
         analysis_json(a)
-    else:
-        tables(a).stage_rank, tables(a).per_step, tables(a).stragglers
+    else:  # the stage tables only, from the functions ``tables`` calls
+        ranges, warmup = compute.merged_ranges(a.traces), compute.warmup_of(a.traces)
+        stage_rows(ranges), compute.per_step(ranges, warmup)
+        find_stragglers(compute.counted(ranges, warmup, False), "stage", 0.2, 1.0)
 ''')
 
 DECODE = textwrap.dedent('''
