@@ -4,7 +4,7 @@ The trace is ``mindspeed_prof.testing.kineto.cuda_trace``: about 100k events (20
 stages; kernels on three streams, NCCL overlapping compute, copies, launches with correlation
 ids). Three figures, each from whole processes (medians over repeats, each a first analysis:
 the cache entry deleted before; peak RSS as the launcher sees it): the full
-``tables_json(analyse(path))`` against decoding the same file with msgspec alone (what any
+``analysis_json(analyse(path))`` against decoding the same file with msgspec alone (what any
 analysis pays: reported); against ``analyse`` with the stage tables only (the same read, fewer
 tables: what the new tables cost; reported); and against HTA's ``get_temporal_breakdown`` on the
 same trace (the same device question; goals 0.2x time, 0.5x memory). The device figures agree
@@ -28,12 +28,17 @@ __all__ = ["run"]
 OURS = textwrap.dedent('''
     import sys
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import tables_json
+    from mindspeed_prof.analysis.ranges import stage_rows
+    from mindspeed_prof.analysis.report import compute
+    from mindspeed_prof.analysis.report.report import analysis_json
+    from mindspeed_prof.analysis.stragglers import find_stragglers
     a = analyse(sys.argv[1])
     if sys.argv[2] == "full":
-        tables_json(a)
-    else:
-        a.stage_rank(), a.per_step(), a.stragglers()
+        analysis_json(a)
+    else:  # the stage tables only, from the functions ``tables`` calls
+        ranges, warmup = compute.merged_ranges(a.traces), compute.warmup_of(a.traces)
+        stage_rows(ranges), compute.per_step(ranges, warmup)
+        find_stragglers(compute.counted(ranges, warmup, False), "stage", 0.2, 1.0)
 ''')
 
 DECODE = textwrap.dedent('''

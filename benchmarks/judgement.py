@@ -130,7 +130,7 @@ def score(rep: Any, truth: Truth) -> Score:
     elif kind == "growth":
         s.miss = rule != "rl.growing_stage"
         s.mislocated = not s.miss and stage != truth.stage
-        grew = [g.slope_ms for g in rep.result.growths() if g.consistent and g.stage == truth.stage]
+        grew = [g.slope_ms for g in rep.tables.growths if g.consistent and g.stage == truth.stage]
         if grew and truth.slope_ms:  # the slope the finding says: the median over its ranks
             s.slope_error = abs(statistics.median(grew) - truth.slope_ms) / truth.slope_ms
     elif kind == "stall":
@@ -212,7 +212,7 @@ def _figures(report: Report, where: str, t: Tally, alarm_goal: float) -> None:
 
 
 def _synthetic(seeds: int) -> Tally:
-    from mindspeed_prof.analysis.report import report as make_report
+    from mindspeed_prof.analysis.report.report import report as make_report
 
     t = Tally()
     for ranks in (2, 8):
@@ -228,7 +228,7 @@ def _synthetic(seeds: int) -> Tally:
 
 def _demo(seeds: int, scenarios: Iterable[str], busy: int) -> Tally:
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import report as make_report
+    from mindspeed_prof.analysis.report.report import report as make_report
 
     t = Tally()
     root = Path(tempfile.mkdtemp())
@@ -252,10 +252,10 @@ def _gate(t: Tally, root: Path, seeds: int, scenarios: Iterable[str]) -> None:
     false alarm when it names anything slower), and on a healthy run against the run with a
     stage 80 ms slower on every rank (a miss when it does not name that stage)."""
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.compare import compare_runs, slower_than
+    from mindspeed_prof.analysis.compare import compare_runs, side_of, slower_than
 
     def slower(a: Path, b: Path) -> list[str]:
-        return slower_than(compare_runs(analyse(a, cache=False), analyse(b, cache=False)), 0.05)
+        return slower_than(compare_runs(side_of(analyse(a, cache=False)), side_of(analyse(b, cache=False))), 0.05)
 
     for seed in range(seeds):
         a = root / f"healthy-{seed}"

@@ -50,9 +50,9 @@ class Truth:
 
 
 def synthetic(scenario: str, ranks: int, steps: int, seed: int) -> tuple[Any, Truth]:
-    """An ``Analysis`` of ``ranks`` captures of ``steps`` steps with ``scenario`` planted."""
+    """``Captures`` of ``ranks`` captures of ``steps`` steps with ``scenario`` planted."""
     from mindspeed_prof.analysis.readers import Range, TraceData
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
 
     rng = random.Random(seed)
     slow_rank, stage = rng.randrange(ranks), rng.choice(STAGES)
@@ -98,7 +98,7 @@ def synthetic(scenario: str, ranks: int, steps: int, seed: int) -> tuple[Any, Tr
             t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start,
                                   1e3 * (ts - start)))
         traces.append(t)
-    return Analysis(root=Path("run"), traces=traces), truth
+    return Captures(root=Path("run"), traces=traces), truth
 
 
 # -- the demo trainer, one process per rank --------------------------------------------------

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import mindspeed_prof
+from mindspeed_prof.analysis.report.captures import Captures
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import Tables, tables
 
 #: The folder holding the copy of the package these tests import (the working tree, an
 #: installed copy, or mutmut's ``mutants/``): every subprocess a test starts imports this one.
@@ -54,3 +57,10 @@ COUNTS: dict[str, int] = {}
 
 def count(what: str, n: int = 1) -> None:
     COUNTS[what] = COUNTS.get(what, 0) + n
+
+
+def answered(captures: Captures, settings: Settings | None = None) -> tuple[Captures, Tables, Settings]:
+    """``captures`` with its tables under ``settings`` (default: the CLI's): what a finding
+    rule, the verdict and Next take."""
+    s = settings or Settings()
+    return captures, tables(captures, s), s

@@ -1,12 +1,12 @@
 """Captures for the judgement tests: ranks of steps of the six RL stages, each cell's time
-given by a function of (rank, step, stage), as ``Analysis`` of in-memory ranges."""
+given by a function of (rank, step, stage), as ``Captures`` of in-memory ranges."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.config.schema import STAGES
 
@@ -14,7 +14,7 @@ from mindspeed_prof.config.schema import STAGES
 BASE = dict(zip(STAGES, (40.0, 10.0, 10.0, 5.0, 30.0, 10.0)))
 
 
-def capture(ranks: int, steps: int, ms: Callable[[int, int, str], float]) -> Analysis:
+def capture(ranks: int, steps: int, ms: Callable[[int, int, str], float]) -> Captures:
     """``ranks`` captures of ``steps`` steps; stage ``s`` of step ``n`` on rank ``r`` lasts
     ``ms(r, n, s)``, 0.5 ms outside the stages."""
     traces = []
@@ -31,4 +31,4 @@ def capture(ranks: int, steps: int, ms: Callable[[int, int, str], float]) -> Ana
             t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start,
                                   1e3 * (ts - start)))
         traces.append(t)
-    return Analysis(root=Path("run"), traces=traces)
+    return Captures(root=Path("run"), traces=traces)

@@ -264,3 +264,38 @@ def test_findings_families_share_only_the_common_helpers() -> None:
     assert wrong == []
     assert _family(f"{FINDINGS}.npu.env") == _family(f"{FINDINGS}.npu") == "npu"
     assert _family(f"{FINDINGS}.common") is None and _family(f"{FINDINGS}.cuda") == "cuda"
+
+
+REPORT = f"{ROOT}.analysis.report"
+#: ``analysis.report`` in the order an answer is made: what was read (``captures``) and chosen
+#: (``settings``), the tables computed from them (``compute``, ``tables``), then the verdict and
+#: the findings over the tables (``report``). Each module may import the ones named for it.
+REPORT_ORDER: dict[str, set[str]] = {
+    "captures": set(),
+    "settings": set(),
+    "compute": {"captures"},
+    "tables": {"captures", "compute", "settings"},
+    "report": {"captures", "settings", "tables"},
+}
+#: What judges the tables: computing them must not need it.
+JUDGES = (f"{ROOT}.analysis.findings", f"{ROOT}.analysis.verdict",
+          f"{ROOT}.analysis.next_capture", f"{ROOT}.views")
+
+
+def test_the_report_package_reads_computes_then_judges() -> None:
+    """Each module of ``analysis.report`` imports only the modules before it; the tables are
+    computed without the findings, the verdict, Next or a view (which read them), and those
+    read the tables, never ``report.report`` that runs them."""
+    edges = graph()
+    assert set(REPORT_ORDER) == {m.removeprefix(REPORT + ".") for m in edges
+                                 if m.startswith(REPORT + ".")}
+    wrong = [f"{REPORT}.{name} -> {t}" for name, allowed in REPORT_ORDER.items()
+             for t in sorted(edges[f"{REPORT}.{name}"])
+             if t.startswith(REPORT + ".") and t.removeprefix(REPORT + ".") not in allowed]
+    wrong += [f"{REPORT}.{name} -> {t}" for name in REPORT_ORDER if name != "report"
+              for t in sorted(edges[f"{REPORT}.{name}"]) if t.startswith(JUDGES)]
+    wrong += [f"{m} -> {t}" for m, targets in sorted(edges.items()) if m.startswith(JUDGES[:3])
+              for t in sorted(targets) if t == f"{REPORT}.report"]
+    assert wrong == []
+    assert f"{REPORT}.tables" in edges[f"{ROOT}.analysis.verdict"]
+    assert f"{ROOT}.analysis.findings" in edges[f"{REPORT}.report"]

@@ -1,5 +1,5 @@
 """``analyse(path)``: the captures below a folder read (here, in processes or on Ray nodes)
-into an ``Analysis`` per run."""
+into ``Captures`` per run."""
 
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, separate, survey
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_memory
 from mindspeed_prof.analysis.readers.ranks import rank_of
-from mindspeed_prof.analysis.result import DEFAULT_MARGIN, Analysis, Placement, stem_key
+from mindspeed_prof.analysis.report.captures import Captures, Placement, stem_key
 from mindspeed_prof.analysis.runs import split
 from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats.header import HEADER_NOTE
 from mindspeed_prof.jsonio import within
 
 __all__ = [
-    "DEFAULT_MARGIN",
-    "Analysis",
+    "Captures",
     "ClusterReader",
     "analyse",
     "analyse_files",
@@ -35,7 +34,7 @@ __all__ = [
 ClusterReader = Callable[[Path, bool, str], tuple[list[TraceData | str], list[Placement]]]
 
 
-def _finish(result: Analysis) -> Analysis:
+def _finish(result: Captures) -> Captures:
     """Parts of captures that could not be read are listed as skipped; clashes are kept apart."""
     for t in result.traces:
         result.bad.extend(t.problems)
@@ -45,39 +44,35 @@ def _finish(result: Analysis) -> Analysis:
 
 def analyse(
     root: Path | str,
-    margin: float = DEFAULT_MARGIN,
     progress: Progress | None = None,
     jobs: int = 1,
     cache: bool = True,
     cluster: ClusterReader | None = None,
     comm_kernels: str = "",
     run: str | None = None,
-) -> Analysis:
+) -> Captures:
     """Read every capture below ``root`` (in ``jobs`` processes, through the per-capture cache;
     with ``cluster``, by it: on the nodes that hold them) and answer for one run
     (``runs``): the newest, or ``run`` (an id; ``runs.UnknownRun`` when none matches).
-    Unreadable captures are listed in ``Analysis.bad``. ``comm_kernels``: a regex of more
+    Unreadable captures are listed in ``Captures.bad``. ``comm_kernels``: a regex of more
     communication kernels (``readers.classify``; ``ValueError`` when it is none)."""
-    return analyse_runs(root, margin, progress, jobs, cache, cluster, run, comm_kernels)[0]
+    return analyse_runs(root, progress, jobs, cache, cluster, run, comm_kernels)[0]
 
 
 def analyse_runs(
     root: Path | str,
-    margin: float = DEFAULT_MARGIN,
     progress: Progress | None = None,
     jobs: int = 1,
     cache: bool = True,
     cluster: ClusterReader | None = None,
     run: str | None = None,
     comm_kernels: str = "",
-) -> list[Analysis]:
+) -> list[Captures]:
     """``analyse`` for each run ``run`` names (``all``: every run, newest first), apart."""
-    return runs_of(
-        _read_root(Path(root), margin, progress, jobs, cache, cluster, comm_kernels), run
-    )
+    return runs_of(_read_root(Path(root), progress, jobs, cache, cluster, comm_kernels), run)
 
 
-def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
+def runs_of(result: Captures, run: str | None = None) -> list[Captures]:
     """``result`` (every capture under its root) as the runs ``run`` names (``runs.choose``),
     each finished apart; ``result`` itself where it holds no capture. Skipped files belong to
     no run: every answer lists them."""
@@ -98,7 +93,7 @@ def runs_of(result: Analysis, run: str | None = None) -> list[Analysis]:
     ]
 
 
-def _refused(result: Analysis, traces: list[TraceData]) -> list[str]:
+def _refused(result: Captures, traces: list[TraceData]) -> list[str]:
     """The header notes of the captures of other runs: a header refused (a run id that is no
     run id) is said in every answer, not only in the run its capture fell into."""
     own = {id(t) for t in traces}
@@ -107,16 +102,14 @@ def _refused(result: Analysis, traces: list[TraceData]) -> list[str]:
 
 def _read_root(
     root: Path,
-    margin: float,
     progress: Progress | None,
     jobs: int,
     cache: bool,
     cluster: ClusterReader | None,
     comm_kernels: str,
-) -> Analysis:
-    result = Analysis(
+) -> Captures:
+    result = Captures(
         root=root if cluster is not None or root.is_dir() else root.parent,
-        margin=margin,
         comm_kernels=_pattern(comm_kernels),
     )
     memory: list[Path] = []  # read here, after the captures they are joined to (not by cluster)
@@ -153,7 +146,7 @@ def _pattern(comm_kernels: str) -> str:
     return comm_kernels
 
 
-def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
+def _inside(result: Captures, root: Path, paths: list[Path]) -> list[Path]:
     """``paths`` below the folder ``root`` that lie inside it, links followed; each that
     leads outside it is not read, one line in ``result.bad`` (its content is never shown)."""
     if not root.is_dir():
@@ -167,15 +160,15 @@ def _inside(result: Analysis, root: Path, paths: list[Path]) -> list[Path]:
     return [p for p in paths if p not in outside]
 
 
-def analyse_files(files: list[Path], root: Path, margin: float = DEFAULT_MARGIN) -> Analysis:
+def analyse_files(files: list[Path], root: Path) -> Captures:
     """Like ``analyse`` for a known list of captures (a job's, from its manifest): each is
     classified with the pattern it records."""
-    result = Analysis(root=root, margin=margin)
+    result = Captures(root=root)
     _read_all(result, [Path(p) for p in files])
     return _finish(result)
 
 
-def _read_all(result: Analysis, paths: list[Path]) -> None:
+def _read_all(result: Captures, paths: list[Path]) -> None:
     """Captures first, then memory files, each joined to the capture of the same stem."""
     for path in sorted(paths, key=is_memory_file):
         try:
@@ -187,7 +180,7 @@ def _read_all(result: Analysis, paths: list[Path]) -> None:
             result.bad.append(str(err))
 
 
-def _add_memory(result: Analysis, path: Path) -> None:
+def _add_memory(result: Captures, path: Path) -> None:
     same = sorted(
         (
             t

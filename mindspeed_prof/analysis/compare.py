@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -14,7 +15,9 @@ from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.result import Analysis
+from mindspeed_prof.analysis.report.captures import Captures
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import Tables, tables
 from mindspeed_prof.analysis.rows import (
     Change,
     DeviceMeans,
@@ -32,11 +35,13 @@ from mindspeed_prof.jsonio import JsonableObject
 __all__ = [
     "DEFAULT_THRESHOLD",
     "Comparison",
+    "Side",
     "captured",
     "compare",
     "compare_runs",
     "few_steps",
     "per_step",
+    "side_of",
     "slower_than",
 ]
 
@@ -47,6 +52,20 @@ DEFAULT_THRESHOLD = 0.1
 
 #: One thing a run captured (``captured``): a step, level, preset, backend, rank or stage.
 Fact = int | str | None
+
+
+class Side(NamedTuple):
+    """One run compared: what was read, its tables, and the settings they were made under."""
+
+    captures: Captures
+    tables: Tables
+    settings: Settings
+
+
+def side_of(captures: Captures, settings: Settings | None = None) -> Side:
+    """``captures`` with its tables under ``settings`` (default: the CLI's)."""
+    s = settings or Settings()
+    return Side(captures, tables(captures, s), s)
 
 
 class Comparison(msgspec.Struct, kw_only=True):
@@ -136,28 +155,28 @@ def flag(rows: list[Change], threshold: float, floor: float) -> None:
         r.regression, r.improvement = u, d
 
 
-def per_step(x: Analysis, kind: StageOrRange) -> Steps:
+def per_step(x: Side, kind: StageOrRange) -> Steps:
     """Per (name, rank): its time in each counted step (executions in one step add up)."""
     per: dict[tuple[str, int | None], dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    for r in x.counted():
+    for r in x.tables.counted:
         if r.kind == kind and r.step is not None:
             per[(r.name, r.rank)][r.step] += r.dur / 1000.0
     return {key: [ms for _, ms in sorted(steps.items())] for key, steps in per.items()}
 
 
-def _floor(x: Analysis) -> float:
-    step = x.step_time()
-    return noise_floor(x.noise_ms, step.median_ms if step else None)
+def _floor(x: Side) -> float:
+    step = x.tables.step_time
+    return noise_floor(x.settings.noise_ms, step.median_ms if step else None)
 
 
-def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> list[Change]:
+def compare(a: Side, b: Side, threshold: float = DEFAULT_THRESHOLD) -> list[Change]:
     """One row per (stage, rank) present in either run: mean ms in A and B, change, flag.
 
     Warmup steps are left out unless the analyses were made with ``include_warmup``.
     """
 
-    def means(x: Analysis) -> Means:
-        return {(r.stage, r.rank): (r.mean_ms, r.count) for r in stage_rows(x.counted())}
+    def means(x: Side) -> Means:
+        return {(r.stage, r.rank): (r.mean_ms, r.count) for r in stage_rows(x.tables.counted)}
 
     return _changes(
         "stage",
@@ -169,8 +188,8 @@ def compare(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> l
     )
 
 
-def _range_means(x: Analysis) -> Means:
-    return {(r.name, r.rank): (r.mean_ms, r.count) for r in range_rows(x.counted())}
+def _range_means(x: Side) -> Means:
+    return {(r.name, r.rank): (r.mean_ms, r.count) for r in range_rows(x.tables.counted)}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -178,12 +197,12 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _device_means(x: Analysis) -> dict[int | None, DeviceMeans]:
+def _device_means(x: Side) -> dict[int | None, DeviceMeans]:
     """Per rank: mean ms per step of each device component, of the rows the device verdict
     reads (``device_scope.counted``: whole steps, warmup left out; where no capture has
     steps, per capture)."""
     per: dict[int | None, list[DeviceRow]] = defaultdict(list)
-    for r in counted(x):
+    for r in counted(x.captures, x.tables, x.settings):
         per[r.rank].append(r)
     return {
         rank: DeviceMeans(
@@ -197,9 +216,9 @@ def _device_means(x: Analysis) -> dict[int | None, DeviceMeans]:
     }
 
 
-def _memory_peaks(x: Analysis) -> dict[int | None, Peaks]:
+def _memory_peaks(x: Side) -> dict[int | None, Peaks]:
     out: dict[int | None, Peaks] = {}
-    for r in x.memory():
+    for r in x.tables.memory:
         if r.stage is None:
             mine = out.setdefault(r.rank, Peaks())
             mine.peak_allocated_bytes = _higher(mine.peak_allocated_bytes, r.peak_allocated_bytes)
@@ -211,15 +230,16 @@ def _higher(a: float | None, b: float | None) -> float | None:
     return a if b is None else b if a is None else max(a, b)
 
 
-def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
+def captured(x: Side) -> dict[str, Sequence[Fact]]:
     """What a run captured: steps, levels, presets, backends (its own manifests'), ranks and
     stages."""
+    c = x.captures
     presets: set[str] = set()
-    backends: set[str] = {t.kind for t in x.traces}
-    manifests = find_manifests(x.root) if x.root.is_dir() else []
+    backends: set[str] = {t.kind for t in c.traces}
+    manifests = find_manifests(c.root) if c.root.is_dir() else []
     folders = {p.parent for p, _ in manifests}
     for path, m in manifests:
-        if x.run is not None and manifest_run(path, m, x.root, folders) != x.run.id:
+        if c.run is not None and manifest_run(path, m, c.root, folders) != c.run.id:
             continue  # another run's
         presets.update(
             o.partition("=")[2]
@@ -228,23 +248,23 @@ def captured(x: Analysis) -> dict[str, Sequence[Fact]]:
         )
         backends.update(c.backend for c in m.captures or [] if c.backend)
     return {
-        "steps": sorted({r.step for r in x.ranges if r.step is not None}),
-        "level": sorted({t.meta.level for t in x.traces if t.meta.level}),
+        "steps": sorted({r.step for r in x.tables.ranges if r.step is not None}),
+        "level": sorted({t.meta.level for t in c.traces if t.meta.level}),
         "preset": sorted(presets),
         "backend": sorted(str(b) for b in backends),
-        "ranks": x.ranks,
-        "stages": sorted({r.name for r in x.ranges if r.kind == "stage"}),
+        "ranks": x.tables.ranks,
+        "stages": sorted({r.name for r in x.tables.ranges if r.kind == "stage"}),
     }
 
 
-def compare_runs(a: Analysis, b: Analysis, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
+def compare_runs(a: Side, b: Side, threshold: float = DEFAULT_THRESHOLD) -> Comparison:
     """Everything ``compare`` reports: stages, ranges, device, memory and what differs."""
     ca, cb = captured(a), captured(b)
     warnings = [
         f"runs differ in {k}: A {_values(ca[k])}; B {_values(cb[k])}" for k in ca if ca[k] != cb[k]
     ]
     da, db = _device_means(a), _device_means(b)
-    per = {"a": scope(a).per, "b": scope(b).per}
+    per = {"a": scope(a.captures).per, "b": scope(b.captures).per}
     if da and db and per["a"] != per["b"]:
         warnings.append(
             f"device time is per {per['a']} in A and per {per['b']} in B (a "

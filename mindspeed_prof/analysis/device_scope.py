@@ -19,10 +19,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
+from mindspeed_prof.analysis.report.compute import device_rows
 from mindspeed_prof.analysis.rows import BOUNDS, Bound, DevicePer
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["Scope", "counted", "has_steps", "parts", "scope"]
 
@@ -41,25 +44,27 @@ class Scope(NamedTuple):
     left_out: list[TraceData]
 
 
-def scope(result: Analysis) -> Scope:
+def scope(captures: Captures) -> Scope:
     """The captures the device verdict, findings and ``compare`` read (see the module)."""
-    device = [t for t in result.traces if t.device]
+    device = [t for t in captures.traces if t.device]
     stepped = [t for t in device if has_steps(t)]
     if stepped:
         return Scope("step", stepped, [t for t in device if not has_steps(t)])
     return Scope("capture", device, [])
 
 
-def counted(result: Analysis, within: Scope | None = None) -> list[DeviceRow]:
+def counted(
+    captures: Captures, tables: Tables, settings: Settings, within: Scope | None = None
+) -> list[DeviceRow]:
     """The whole-step rows of the scope (without steps: each capture's whole row), rank and
     warmup set, warmup steps left out unless ``include_warmup``."""
-    s = within or scope(result)
+    s = within or scope(captures)
     return [
         r
-        for r in result.device(s.traces)
+        for r in device_rows(s.traces, tables.warmup_steps)
         if r.stage is None
         and (r.step is not None or s.per == "capture")
-        and (result.include_warmup or not r.warmup)
+        and (settings.include_warmup or not r.warmup)
     ]
 
 

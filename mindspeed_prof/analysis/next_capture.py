@@ -23,13 +23,16 @@ from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.judgement.where import Share
 from mindspeed_prof.analysis.readers.classify import classifier
+from mindspeed_prof.analysis.report.compute import top_kernels
 from mindspeed_prof.analysis.rows import DeviceVerdict, Row
 from mindspeed_prof.config.schema import STAGE_ORDER
 from mindspeed_prof.formats.manifest import Job, Manifest, newest_job
 from mindspeed_prof.formats.shell import command, quote
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "DETAILED",
@@ -64,14 +67,16 @@ class NextStep(Row, kw_only=True):
     overrides: list[str] = []
 
 
-def _levels(result: Analysis) -> set[str]:
-    return {t.meta.level for t in result.traces if t.meta.level}
+def _levels(captures: Captures, tables: Tables, settings: Settings) -> set[str]:
+    return {t.meta.level for t in captures.traces if t.meta.level}
 
 
-def _detailed(result: Analysis) -> bool:
+def _detailed(captures: Captures, tables: Tables, settings: Settings) -> bool:
     """Whether the captures already hold device time per kernel (a level1+ or torch_npu or
     CUDA capture with kernels)."""
-    return bool(_levels(result) & set(DETAILED)) or any(t.kernels for t in result.traces)
+    return bool(_levels(captures, tables, settings) & set(DETAILED)) or any(
+        t.kernels for t in captures.traces
+    )
 
 
 class Target(NamedTuple):
@@ -98,7 +103,9 @@ def target(cause: Cause | None, behind: Lag | None, slowest: Share | None) -> Ta
 
 
 def next_steps(
-    result: Analysis,
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
     cause: Cause | None,
     behind: Lag | None,
     slowest: Share | None,
@@ -107,8 +114,8 @@ def next_steps(
     """What to run next, most useful first (empty where the captures say nothing to act on):
     for the verdict's first cause, else the slowest stage, and the device bound."""
     stage, rank, step, _ = target(cause, behind, slowest)
-    root = quote(str(result.root))
-    if not _detailed(result):
+    root = quote(str(captures.root))
+    if not _detailed(captures, tables, settings):
         if stage is None or stage not in STAGE_ORDER:
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
@@ -127,7 +134,7 @@ def next_steps(
             f"profiler_config.integrated.stage={stage}",
             *([f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else []),
         ]
-        manifest = newest_job(Path(result.root))
+        manifest = newest_job(Path(captures.root))
         line = relaunch_line(manifest.job, new, Path.cwd()) if manifest else None
         out = [
             NextStep(
@@ -150,7 +157,7 @@ def next_steps(
                 )
             )
         return out
-    focus = _focus(result, device.bound if device else "compute")
+    focus = _focus(captures, tables, settings, device.bound if device else "compute")
     detail = str(rank) if rank is not None else "all"
     steps = f" --steps {step}:{step + 1}" if step is not None else ""
     where = " ".join(
@@ -193,16 +200,16 @@ def _cause_text(cause: Cause, stage: str) -> str:
     return f"the first cause, {what}{at}, costs {cause.cost_ms:,.1f} ms per step"
 
 
-def _focus(result: Analysis, bound: str) -> str | None:
+def _focus(captures: Captures, tables: Tables, settings: Settings, bound: str) -> str | None:
     """What the device verdict points at: the longest communication kernel when exposed
     communication bounds the step, the longest compute kernel when compute does, the longest
     host operator when the device sits idle (the host is late)."""
     if bound == "idle":
-        ops = result.top_ops(1)
+        ops = tables.top_ops[:1]
         if ops:
             return f"host operator {ops[0].op!r} ({ops[0].self_ms:,.1f} ms self)"
     comm = sorted(
-        (c for c in result.comm() if c.kind != "link" and c.elapse_ms),
+        (c for c in tables.comm if c.kind != "link" and c.elapse_ms),
         key=lambda c: -(c.elapse_ms or 0.0),
     )
     if bound == "communication" and comm:  # torch_npu: collectives are not kernels
@@ -210,11 +217,11 @@ def _focus(result: Analysis, bound: str) -> str | None:
             f"communication op {comm[0].name!r} ({comm[0].elapse_ms:,.1f} ms, rank {comm[0].rank})"
         )
     want = "comm" if bound == "communication" else "memcpy" if bound == "copy" else "compute"
-    table = classifier(result.comm_kernels)
-    for k in result.top_kernels(50):
+    table = classifier(captures.comm_kernels)
+    for k in top_kernels(captures.traces, 50):
         if table.kind_of(k.name) == want:
             return f"kernel {_short(k.name)!r} ({k.device_ms:,.1f} ms)"
-    kernels = result.top_kernels(1)
+    kernels = tables.top_kernels[:1]
     return (
         f"kernel {_short(kernels[0].name)!r} ({kernels[0].device_ms:,.1f} ms)"
         if (kernels)

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Protocol, TypedDict
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
-from mindspeed_prof.analysis.report import tables_json
+from mindspeed_prof.analysis.ranges import stage_rows
+from mindspeed_prof.analysis.report.compute import merged_ranges, per_step, top_ops, warmup_of
+from mindspeed_prof.analysis.report.report import analysis_json
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.formats import ANALYSIS, SUMMARY, capture_stem
@@ -46,11 +48,12 @@ class CaptureSummary(TypedDict):
 def capture_summary(files: list[Path]) -> CaptureSummary:
     """Per-stage totals of one capture's files."""
     result = analyse_files(files, files[0].parent if files else Path("."))
+    ranges = merged_ranges(result.traces)  # three tables: not every one (``tables``)
     return {
         "files": [Path(f).name for f in files],
-        "stage_rank": to_json(result.stage_rank()),
-        "per_step": to_json(result.per_step()),
-        "top_ops": to_json(result.top_ops(10)),
+        "stage_rank": to_json(stage_rows(ranges)),
+        "per_step": to_json(per_step(ranges, warmup_of(result.traces))),
+        "top_ops": to_json(top_ops(result.traces, 10)),
         "skipped": result.bad,
     }
 
@@ -73,7 +76,7 @@ def write_run_summary(root: Path, run: str | None = None) -> Path | None:
     except UnknownRun:
         return None
     path = Path(root) / ANALYSIS
-    write_json(path, tables_json(result))
+    write_json(path, analysis_json(result))
     return path
 
 

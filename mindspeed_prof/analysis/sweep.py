@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.formats import SWEEP_SUMMARY
 from mindspeed_prof.formats.manifest import (
     Manifest,
@@ -149,12 +150,12 @@ def _job_row(
     if len(files) < len(listed):
         outside = f"{len(listed) - len(files)} listed files outside {path.parent} not read"
         row.note = "; ".join(filter(None, [row.note, outside]))
-    result = analyse_files(files, path.parent) if listed else analyse(path.parent)
-    steps = [r.total for r in result.per_step() if r.total is not None]
+    result = tables(analyse_files(files, path.parent) if listed else analyse(path.parent))
+    steps = [r.total for r in result.per_step if r.total is not None]
     if steps:
         row.ms_per_step = sum(steps) / len(steps)
     stages = row.stage if isinstance(row.stage, list) else [row.stage]
-    stage_rows = [r for r in result.stage_rank() if r.stage in stages]
+    stage_rows = [r for r in result.stage_rank if r.stage in stages]
     if stage_rows:
         row.ms_per_stage = sum(r.total_ms for r in stage_rows) / sum(r.count for r in stage_rows)
     return row

@@ -1,7 +1,7 @@
 """Throughput: per stage, rank and step, tokens and samples per second of that rank's own
 time in that stage in that step; per stage, the spread across ranks, the trend over steps and
 MFU (model FLOPs utilisation) where the model's FLOPs per token and the device's peak are
-known. Warmup steps are left out (``Analysis.counted``).
+known. Warmup steps are left out (``Tables.counted``).
 
 Tokens of a stage: ``tokens_generated`` for ``actor_generate``, ``tokens_trained`` for the
 update stages (``*_update``), recorded in the stage, or, where the stage records none, in no

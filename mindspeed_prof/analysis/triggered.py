@@ -14,7 +14,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
 
 __all__ = ["Triggered", "triggered"]
 
@@ -32,10 +32,10 @@ class Triggered(Row, kw_only=True):
     file: str
 
 
-def triggered(result: Analysis) -> list[Triggered]:
+def triggered(captures: Captures) -> list[Triggered]:
     """Every flight dump and triggered capture of ``result``, by rank then step."""
     out = []
-    for t in result.traces:
+    for t in captures.traces:
         meta = t.meta
         trigger = meta.trigger
         if meta.stage == "flight" or t.group == "flight":
@@ -61,7 +61,7 @@ def triggered(result: Analysis) -> list[Triggered]:
                 reason=reason,
                 step=step,
                 steps=steps,
-                file=result.shown(str(t.path)),
+                file=captures.shown(str(t.path)),
             )
         )
     return sorted(out, key=lambda r: (rank_order(r.rank), r.step or 0, r.file))

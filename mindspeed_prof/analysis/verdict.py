@@ -1,5 +1,5 @@
-"""The verdict: what ``analyse`` says first, each part a pure function of an ``Analysis`` and
-its findings.
+"""The verdict: what ``analyse`` says first, each part a pure function of the captures, their
+tables, the settings and the findings.
 
 - ``step_time``: the step as the job lived it: each step its slowest rank's (every rank waits
   for it), the median over steps, the spread over steps and over ranks, the rank that gated
@@ -25,7 +25,7 @@ its findings.
   slowest rank, MFU where the model's FLOPs per token and peak are known (``throughput``);
 - ``unusual``: captures the job took on its own (``triggered``) and warmup steps left out.
 
-Warmup steps are left out (``Analysis.counted``) of every figure.
+Warmup steps are left out (``Tables.counted``) of every figure.
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ from mindspeed_prof.analysis.rows import (
     World,
 )
 from mindspeed_prof.analysis.throughput import StageThroughput
-from mindspeed_prof.analysis.triggered import Triggered, triggered
+from mindspeed_prof.analysis.triggered import Triggered
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "BOUNDS",
@@ -143,10 +145,10 @@ def straggler(lags: Sequence[Lag], margin: float) -> tuple[Lag | None, Straggler
     )
 
 
-def rests_on(result: Analysis, step: StepTime | None) -> int:
+def rests_on(tables: Tables, step: StepTime | None) -> int:
     """How many steps the verdict rests on: those counted (steps, else stages, else the
     device's steps)."""
-    steps = {r.step for r in result.counted() if r.kind in ("step", "stage") and r.step is not None}
+    steps = {r.step for r in tables.counted if r.kind in ("step", "stage") and r.step is not None}
     return len(steps) or (step.steps if step else 0)
 
 
@@ -156,11 +158,11 @@ def bound_of(compute: float, comm: float, copy: float, idle: float) -> Bound:
     return max(BOUNDS, key=lambda k: (parts[k], -BOUNDS.index(k)))
 
 
-def device(result: Analysis) -> DeviceVerdict | None:
+def device(captures: Captures, tables: Tables, settings: Settings) -> DeviceVerdict | None:
     """The device split of the rows ``device_scope.counted`` gives (whole steps, warmup and work
     outside steps left out; where no capture has steps, whole captures), averaged."""
-    within = scope(result)
-    rows = counted(result, within)
+    within = scope(captures)
+    rows = counted(captures, tables, settings, within)
     if not rows:
         return None
     sums = dict.fromkeys(BOUNDS, 0.0)
@@ -180,20 +182,22 @@ def device(result: Analysis) -> DeviceVerdict | None:
         ranks=len({(r.rank, r.source) for r in rows}),
         steps=len({r.step for r in rows if r.step is not None}),
         per=within.per,
-        left_out=[result.shown(str(t.path)) for t in within.left_out],
-        classified=beyond_hta(classified(result.traces)),
+        left_out=[captures.shown(str(t.path)) for t in within.left_out],
+        classified=beyond_hta(classified(captures.traces)),
     )
 
 
-def memory(result: Analysis, findings: Sequence[Finding] = ()) -> MemoryVerdict | None:
+def memory(
+    captures: Captures, tables: Tables, settings: Settings, findings: Sequence[Finding] = ()
+) -> MemoryVerdict | None:
     """The highest whole-capture peak, against the capacity its trace records; of equal peaks,
     the lowest rank's (never the order the captures were found in); and the growth step over
     step the findings name (``rl.memory_growth``)."""
     best: MemoryVerdict | None = None
     capacity: dict[int | None, float | None] = {
-        t.rank: t.meta.device_memory_bytes for t in result.traces
+        t.rank: t.meta.device_memory_bytes for t in captures.traces
     }
-    for row in sorted(result.memory(), key=lambda r: (rank_order(r.rank), r.source)):
+    for row in sorted(tables.memory, key=lambda r: (rank_order(r.rank), r.source)):
         peak = row.peak_allocated_bytes
         if (
             row.stage is not None
@@ -218,28 +222,36 @@ def memory(result: Analysis, findings: Sequence[Finding] = ()) -> MemoryVerdict 
     return best
 
 
-def verdict(result: Analysis, findings: Sequence[Finding] = ()) -> Verdict:
+def verdict(
+    captures: Captures, tables: Tables, settings: Settings, findings: Sequence[Finding] = ()
+) -> Verdict:
     """Every part of the verdict of ``result``, its causes from ``findings``."""
-    step = result.step_time()
-    lags = result.lags()
-    lag, one_off = straggler(lags, result.margin)
+    step = tables.step_time
+    lags = tables.lags
+    lag, one_off = straggler(lags, settings.margin)
     out = Verdict(
         step=step,
-        slowest=slowest(result.counted(), lags),
+        slowest=slowest(tables.counted, lags),
         straggler=lag.worst if lag else None,
         behind=lag,
         one_off=one_off,
-        steps=rests_on(result, step),
-        phases=phases(result.phases(), result.include_warmup),
+        steps=rests_on(tables, step),
+        phases=phases(tables.phases, settings.include_warmup),
         causes=causes(findings, step.median_ms if step else None),
-        device=device(result),
-        memory=memory(result, findings),
-        triggered=triggered(result),
-        warmup_steps=sorted({s for _, s in result.warmup()}),
-        worlds=worlds(result.traces),
-        throughput=result.throughput_stages(),
+        device=device(captures, tables, settings),
+        memory=memory(captures, tables, settings, findings),
+        triggered=tables.triggered,
+        warmup_steps=sorted({s for _, s in tables.warmup}),
+        worlds=worlds(captures.traces),
+        throughput=tables.throughput.stages,
     )
     out.next = next_steps(
-        result, out.causes[0] if out.causes else None, lag, out.slowest, out.device
+        captures,
+        tables,
+        settings,
+        out.causes[0] if out.causes else None,
+        lag,
+        out.slowest,
+        out.device,
     )
     return out

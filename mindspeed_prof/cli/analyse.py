@@ -27,14 +27,17 @@ from mindspeed_prof.cli.output import written
 from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
     from mindspeed_prof.analysis.cluster import Away
-    from mindspeed_prof.analysis.report import Report
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.report import Report
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Subparsers) -> None:
+    from mindspeed_prof.analysis.report.settings import Settings
+
+    defaults = Settings()
     a = sub.add_parser(
         "analyse",
         aliases=["analyze"],
@@ -57,12 +60,16 @@ def add_parser(sub: Subparsers) -> None:
     a.add_argument(
         "--margin",
         type=float,
-        default=0.2,
+        default=defaults.margin,
         help="a rank is a straggler when it exceeds the median of the other ranks "
-        "by this fraction (default 0.2 = 20%%)",
+        f"by this fraction (default {defaults.margin:g} = {defaults.margin:.0%}%)",
     )
     a.add_argument(
-        "--top", type=int, default=10, metavar="N", help="rows of each top list (default 10)"
+        "--top",
+        type=int,
+        default=defaults.top,
+        metavar="N",
+        help=f"rows of each top list (default {defaults.top})",
     )
     a.add_argument(
         "--run",
@@ -129,7 +136,7 @@ def report_requirement() -> str | None:
     return "matplotlib"
 
 
-def _read(args: argparse.Namespace) -> list[Analysis] | Exit:
+def _read(args: argparse.Namespace) -> list[Captures] | Exit:
     """The runs ``args`` ask for, or the exit code of why there are none to read."""
     from mindspeed_prof.analysis.runs import UnknownRun
 
@@ -154,7 +161,7 @@ def _read(args: argparse.Namespace) -> list[Analysis] | Exit:
         return Exit.USAGE
 
 
-def _say_lines(args: argparse.Namespace, results: list[Analysis], every: bool) -> None:
+def _say_lines(args: argparse.Namespace, results: list[Captures], every: bool) -> None:
     """The run, placement and reading lines on stderr, each once."""
     line = None if every else run_line(results[0])
     if line and args.json:
@@ -165,7 +172,7 @@ def _say_lines(args: argparse.Namespace, results: list[Analysis], every: bool) -
         error(line)
 
 
-def _write_html(args: argparse.Namespace, found: Report, result: Analysis, every: bool) -> None:
+def _write_html(args: argparse.Namespace, found: Report, result: Captures, every: bool) -> None:
     """``--html``: the report page, one per run when every run is asked for."""
     from mindspeed_prof.views.html import write_report
     from mindspeed_prof.views.safe import say
@@ -181,7 +188,8 @@ def _write_html(args: argparse.Namespace, found: Report, result: Analysis, every
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.report import Settings, report
+    from mindspeed_prof.analysis.report.report import report
+    from mindspeed_prof.analysis.report.settings import Settings
     from mindspeed_prof.analysis.runs import ALL, describe
     from mindspeed_prof.views.text import print_analysis
 
@@ -227,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if head:
             console.print(head, soft_wrap=True, highlight=False, markup=False)
-        print_analysis(found, console, top=args.top)
+        print_analysis(found, console)
     if args.json:
         body = {"runs": docs[0]["runs"], "results": docs} if every else docs[0]
         json.dump(body, sys.stdout, indent=2, default=str)
@@ -236,11 +244,11 @@ def run(args: argparse.Namespace) -> int:
     return Exit.PARTIAL if code == Exit.OK and any(away.values()) else code
 
 
-def _run_id(result: Analysis) -> str | None:
+def _run_id(result: Captures) -> str | None:
     return result.run.id if result.run is not None else None
 
 
-def _elsewhere(args: argparse.Namespace, results: list[Analysis]) -> dict[str | None, list[Away]]:
+def _elsewhere(args: argparse.Namespace, results: list[Captures]) -> dict[str | None, list[Away]]:
     """Per run: the captures a cluster summary names outside the analysed root (one line each
     on stderr), and the workers Ray restarted (one line each). Nothing with ``--ray``, which
     reads every node."""

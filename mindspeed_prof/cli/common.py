@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis, ClusterReader
+    from mindspeed_prof.analysis.analyse import ClusterReader
+    from mindspeed_prof.analysis.report.captures import Captures
 
 #: What ``add_subparsers`` returns: each command's ``add_parser(sub)`` adds its parser there.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -137,34 +138,32 @@ def error(message: str) -> None:
 
 def read_captures(
     path: Path,
-    margin: float | None = None,
     quiet: bool = True,
     jobs: int | None = None,
     ray: str | None = None,
     run: str | None = None,
     comm_kernels: str = "",
-) -> Analysis:
-    """The analysis of one run under ``path`` (``run``, else the newest): ``read_runs``."""
-    return read_runs(path, margin, quiet, jobs, ray, run, comm_kernels)[0]
+) -> Captures:
+    """The captures of one run under ``path`` (``run``, else the newest): ``read_runs``."""
+    return read_runs(path, quiet, jobs, ray, run, comm_kernels)[0]
 
 
 def read_runs(
     path: Path,
-    margin: float | None = None,
     quiet: bool = True,
     jobs: int | None = None,
     ray: str | None = None,
     run: str | None = None,
     comm_kernels: str = "",
-) -> list[Analysis]:
+) -> list[Captures]:
     """``analyse_runs(path)`` in ``jobs`` processes (default: the CPU count, capped) with a
-    transient progress bar of files and bytes (none when ``quiet``): one analysis per run
+    transient progress bar of files and bytes (none when ``quiet``): the captures of each run
     ``run`` names (None: the newest; ``all``: each, newest first); ``comm_kernels``: as
     ``--comm-kernels``."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from mindspeed_prof.analysis.analyse import DEFAULT_MARGIN, analyse_runs
+    from mindspeed_prof.analysis.analyse import analyse_runs
     from mindspeed_prof.analysis.parallel import default_jobs
 
     stderr = Console(stderr=True)
@@ -185,7 +184,6 @@ def read_runs(
 
         return analyse_runs(
             path,
-            margin=DEFAULT_MARGIN if margin is None else margin,
             progress=progress,
             jobs=default_jobs() if jobs is None else jobs,
             cluster=_cluster(ray),
@@ -205,13 +203,16 @@ def _cluster(address: str | None) -> ClusterReader | None:
 
 def noise_option(parser: argparse.ArgumentParser) -> None:
     """``--noise-ms MS``: differences between ranks or runs under this are noise."""
+    from mindspeed_prof.analysis.report.settings import Settings
+
+    noise_ms = Settings().noise_ms
     parser.add_argument(
         "--noise-ms",
         type=float,
-        default=1.0,
+        default=noise_ms,
         metavar="MS",
         help="a difference under this many ms, or under 1%% of the step, is "
-        "noise: no straggler, no regression (default 1)",
+        f"noise: no straggler, no regression (default {noise_ms:g})",
     )
 
 
@@ -257,7 +258,7 @@ def jobs_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def placement_line(result: Analysis) -> str | None:
+def placement_line(result: Captures) -> str | None:
     """``read 16 captures on 2 Ray nodes (host-a: 8, host-b: 8)`` after ``--ray``."""
     if not result.placement:
         return None
@@ -269,7 +270,7 @@ def placement_line(result: Analysis) -> str | None:
     return f"read {len(result.placement)} captures on {len(per)} Ray nodes ({counts})"
 
 
-def run_line(result: Analysis) -> str | None:
+def run_line(result: Captures) -> str | None:
     """``3 runs under DIR; this is the newest, RUN (started ...); --run ID|all``, where the
     root holds several runs (None otherwise)."""
     from mindspeed_prof.analysis.runs import runs_line
@@ -287,7 +288,7 @@ def _jobs(text: str) -> int:
     return jobs
 
 
-def exit_code(*results: Analysis) -> Exit:
+def exit_code(*results: Captures) -> Exit:
     if any(not r.traces for r in results):
         return Exit.NOTHING
     return Exit.PARTIAL if any(r.bad for r in results) else Exit.OK

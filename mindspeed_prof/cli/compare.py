@@ -62,8 +62,8 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mindspeed_prof.analysis.compare import compare_runs, few_steps, slower_than
-    from mindspeed_prof.analysis.report import Settings
+    from mindspeed_prof.analysis.compare import compare_runs, few_steps, side_of, slower_than
+    from mindspeed_prof.analysis.report.settings import Settings
     from mindspeed_prof.views.text import print_compare, print_compare_details
 
     for given in (args.a, args.b):
@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
             error(f"{given}: no such file or directory")
             return Exit.NOTHING
     settings = Settings(noise_ms=args.noise_ms, include_warmup=args.include_warmup)
-    a = settings.apply(read_captures(Path(args.a), comm_kernels=args.comm_kernels))
-    b = settings.apply(read_captures(Path(args.b), comm_kernels=args.comm_kernels))
+    a = read_captures(Path(args.a), comm_kernels=args.comm_kernels)
+    b = read_captures(Path(args.b), comm_kernels=args.comm_kernels)
     for side, result in (("A", a), ("B", b)):
         if line := run_line(result):  # each side: its newest run
             error(f"{side}: {line}")
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for given, result in ((args.a, a), (args.b, b)):
         if not result.traces and not result.bad:
             error(f"no captures under {given}")
-    found = compare_runs(a, b, threshold=args.threshold)
+    found = compare_runs(side_of(a, settings), side_of(b, settings), threshold=args.threshold)
     for w in found.warnings:
         error(f"warning: {w}")
     slower = slower_than(found, args.fail_over) if args.fail_over is not None else []

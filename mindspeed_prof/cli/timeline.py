@@ -23,7 +23,7 @@ from mindspeed_prof.cli.output import Unwritten
 from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
 
 __all__ = ["add_parser", "run"]
 
@@ -96,7 +96,7 @@ def _usage_problem(args: argparse.Namespace, detail: frozenset[int] | None) -> s
     return None
 
 
-def _say_reading(result: Analysis) -> None:
+def _say_reading(result: Captures) -> None:
     """The run, placement and reading lines on stderr."""
     if line := run_line(result):  # one run's timeline: the newest
         error(line.replace("; --run ID|all", ""))

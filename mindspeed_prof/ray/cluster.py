@@ -18,7 +18,7 @@ from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.analyse import ClusterReader
 from mindspeed_prof.analysis.parallel import read_encoded
 from mindspeed_prof.analysis.readers import BadFile, TraceData, discover
-from mindspeed_prof.analysis.result import Placement
+from mindspeed_prof.analysis.report.captures import Placement
 from mindspeed_prof.jsonio import within
 from mindspeed_prof.ray.link import connect
 

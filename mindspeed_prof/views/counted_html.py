@@ -10,7 +10,7 @@ from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.views.counted import LEDGER_NAMES, count_text, share_text
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.report import Tables
+    from mindspeed_prof.analysis.report.tables import Tables
     from mindspeed_prof.analysis.rows import Row
 
 __all__ = ["counted_sections"]
@@ -35,9 +35,9 @@ def counted_sections(tables: Tables, _table: _Table, _esc: Callable[[str], str])
     """``<h2>`` sections: throughput per stage and per rank and step, the ledger lines and
     the long tail (shares as percentages, MFU with why it is missing); ``_table`` and
     ``_esc``: the report's own table and escaping (``views.html``)."""
-    model = tables.model
-    stages = tables.throughput_stages
-    rows = tables.throughput
+    model = tables.throughput.model
+    stages = tables.throughput.stages
+    rows = tables.throughput.rows
     book = tables.ledger
     out: list[str] = []
     if stages:

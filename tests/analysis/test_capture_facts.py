@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from corpus import unpack
 
+from helpers import answered
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds, worlds_text
 from mindspeed_prof.analysis.doctor import doctor
@@ -65,7 +66,7 @@ def rank0_of_64(tmp_path: Path) -> Path:
 def test_verdict_and_doctor_say_one_rank_of_64_was_captured(rank0_of_64: Path,
                                                             capsys) -> None:
     result = analyse(rank0_of_64, cache=False)
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.worlds == [World(world_size=64, ranks=[0])]
     assert dict(verdict_lines(v))["ranks"] == ("rank 0 of 64 captured (the world size the traces "
                                         "record)")
@@ -82,17 +83,18 @@ def test_verdict_and_doctor_say_one_rank_of_64_was_captured(rank0_of_64: Path,
 def test_two_jobs_in_one_folder_are_said_apart(tmp_path: Path) -> None:
     """HTA's trace_diff set: rank 3 of an 8-rank job and rank 1 of a 2-rank one."""
     result = analyse(unpack("kineto_trace_diff", tmp_path / "set"), cache=False)
-    assert dict(verdict_lines(verdict(result)))["ranks"] == (
+    assert dict(verdict_lines(verdict(*answered(result))))["ranks"] == (
         "rank 1 of 2; rank 3 of 8 captured (the world size the traces record)")
 
 
 def test_a_trace_without_a_world_size_says_nothing_of_it(tmp_path: Path) -> None:
     result = analyse(unpack("kineto_rocm_mi250", tmp_path / "set"), cache=False)
-    assert verdict(result).worlds == [] and "ranks" not in dict(verdict_lines(verdict(result)))
+    v = verdict(*answered(result))
+    assert v.worlds == [] and "ranks" not in dict(verdict_lines(v))
 
 
 def test_torch_npu_captures_give_the_world_size_mindspeed_records(tmp_path: Path) -> None:
     """MindSpeed's profiler_metadata.json holds distributed_args (world_size 4, PP2 DP2)."""
     result = analyse(unpack("npu_text_qwen3_4rank_pp2", tmp_path / "set"), cache=False)
     assert worlds(result.traces) == [World(world_size=4, ranks=[0, 1, 2, 3])]
-    assert dict(verdict_lines(verdict(result)))["ranks"].startswith("4 of 4 ranks (0-3) captured")
+    assert dict(verdict_lines(verdict(*answered(result))))["ranks"].startswith("4 of 4 ranks (0-3) captured")

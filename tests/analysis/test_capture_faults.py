@@ -14,6 +14,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import Exit
+from mindspeed_prof.analysis.report.tables import tables
 
 KILLED = textwrap.dedent("""
     import os, signal, sys
@@ -47,7 +48,7 @@ def test_a_killed_capture_is_interrupted_in_analyse_and_doctor(
     (spans,) = root.rglob("*.mstx.trace.json")
     assert json.loads(spans.read_text())["traceEvents"]  # what was flushed is kept
     result = analyse(root, cache=False)
-    (line,) = result.problems()
+    (line,) = tables(result).problems
     assert "interrupted: never closed" in line and "killed" in line
     assert main(["analyse", str(root)]) == Exit.PARTIAL
     assert "interrupted: never closed" in capsys.readouterr().err
@@ -66,7 +67,7 @@ def test_a_closed_capture_is_not(tmp_path: Path) -> None:
         pass
     prof.close()
     result = analyse(tmp_path, cache=False)
-    assert result.problems() == [] and result.traces
+    assert tables(result).problems == [] and result.traces
     (spans,) = tmp_path.rglob("*.mstx.trace.json")
     assert json.loads(spans.read_text())["closed"] is True
 
@@ -78,8 +79,8 @@ def test_ranks_that_share_no_step_are_named(tmp_path: Path) -> None:
         write_trace(tmp_path / f"rank{rank}.json", [span(f"ProfilerStep#{step}", 0, 100),
                                                      span("actor_update", 10, 50)],
                     distributedInfo={"rank": rank})
-    (line,) = [w for w in analyse(tmp_path, cache=False).warnings() if "no step" in w]
+    (line,) = [w for w in tables(analyse(tmp_path, cache=False)).warnings if "no step" in w]
     assert line.startswith("the ranks captured no step in common (rank 0: 1412; rank 1: 1489)")
     write_trace(tmp_path / "rank1.json", [span("ProfilerStep#1412", 0, 100)],
                 distributedInfo={"rank": 1})
-    assert [w for w in analyse(tmp_path, cache=False).warnings() if "no step" in w] == []
+    assert [w for w in tables(analyse(tmp_path, cache=False)).warnings if "no step" in w] == []

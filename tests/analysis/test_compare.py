@@ -8,8 +8,17 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.compare import captured, compare_runs, few_steps, slower_than
+from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.analysis.analyse import Captures, analyse
+from mindspeed_prof.analysis.compare import (
+    Side,
+    captured,
+    compare_runs,
+    few_steps,
+    side_of,
+    slower_than,
+)
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
 from mindspeed_prof.analysis.rows import DeviceMeans, Peaks, SideBySide
@@ -122,9 +131,9 @@ def _traces(root: Path, rank: int | None, stages: dict[str, list[float]] | None 
     return t
 
 
-def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Analysis:
+def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Side:
     root.mkdir(parents=True, exist_ok=True)
-    return Analysis(root=root, traces=list(traces), include_warmup=include_warmup)
+    return side_of(Captures(root=root, traces=list(traces)), Settings(include_warmup=include_warmup))
 
 
 def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None:
@@ -291,10 +300,10 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
 
     a = unpack("kineto_cuda_alexnet", tmp_path / "a")
     b = unpack("kineto_cuda_simple_add", tmp_path / "b")
-    found = compare_runs(analyse(a, cache=False), analyse(b, cache=False))
+    found = compare_runs(side_of(analyse(a, cache=False)), side_of(analyse(b, cache=False)))
     (row,) = found.device
-    whole_a = [r for r in analyse(a, cache=False).device() if r.whole]
-    whole_b = [r for r in analyse(b, cache=False).device() if r.whole]
+    whole_a = [r for r in tables(analyse(a, cache=False)).device if r.whole]
+    whole_b = [r for r in tables(analyse(b, cache=False)).device if r.whole]
     assert row.rank == 0 and isinstance(row.a, DeviceMeans) and isinstance(row.b, DeviceMeans)
     assert (row.a.compute_ms, row.b.compute_ms) == (whole_a[0].compute_ms,
                                                     whole_b[0].compute_ms)
@@ -304,7 +313,7 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "Device ms per capture, A -> B" in out and "capture without steps" in out
     stepped = unpack("kineto_nccl_rank0_of_2", tmp_path / "s")
-    mixed = compare_runs(analyse(stepped, cache=False), analyse(b, cache=False))
+    mixed = compare_runs(side_of(analyse(stepped, cache=False)), side_of(analyse(b, cache=False)))
     assert mixed.device_per == {"a": "step", "b": "capture"}
     assert ("device time is per step in A and per capture in B (a capture without steps is "
             "one whole): its table compares unlike things") in mixed.warnings
@@ -345,7 +354,7 @@ def test_two_runs_of_one_config_pass_on_a_jittery_machine(tmp_path: Path, seed: 
     # the stalls move the means: a gate on one mean against a fixed floor failed here
     from mindspeed_prof.analysis.analyse import analyse
 
-    found = compare_runs(analyse(a), analyse(b))
+    found = compare_runs(side_of(analyse(a)), side_of(analyse(b)))
     assert any(r.change is not None and r.change > 0.05 and r.a_mean_ms is not None
                and r.b_mean_ms is not None and r.b_mean_ms - r.a_mean_ms >= found.floor_ms
                for r in found.rows)

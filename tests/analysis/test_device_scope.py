@@ -16,7 +16,9 @@ from corpus import SETS, unpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings import cuda
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
@@ -24,6 +26,7 @@ from mindspeed_prof.analysis.rows import BOUNDS
 from mindspeed_prof.analysis.verdict import device, verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines
+from mindspeed_prof.analysis.report.tables import tables
 
 #: The real CUDA and ROCm sets (Kineto traces with device ops).
 DEVICE_SETS = [n for n, s in SETS.items() if s["kind"] in ("kineto_cuda", "kineto_rocm")]
@@ -41,19 +44,19 @@ def save(path: Path, trace: Any) -> Path:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Analysis]:
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Captures]:
     root = tmp_path_factory.mktemp("sets")
     return {name: analyse(unpack(name, root / name), cache=False) for name in DEVICE_SETS}
 
 
-def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Analysis]) -> None:
+def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Captures]) -> None:
     """Per rank and step (stage runs, work outside steps and captures without steps too):
     compute + exposed communication + copy + idle = the span to 0.1%, every part and share
     within [0, 100%] of it. A part over the span, or a copy the others already cover, would
     show as a sum over it."""
     rows = 0
     for name, result in corpus.items():
-        for r in result.device():
+        for r in tables(result).device:
             assert r.span_ms is not None and r.busy_ms is not None, name
             got = parts(r)
             assert list(got) == list(BOUNDS)
@@ -63,19 +66,19 @@ def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Analysis]) 
                 assert -1e-9 <= ms <= r.span_ms * (1 + 1e-9) + 1e-9, (name, part, r)
             assert r.overlap_ms <= min(r.comm_ms, r.compute_ms) + 1e-9
             rows += 1
-        v = device(result)
+        v = device(*answered(result))
         if v is not None:
             assert all(0.0 <= s <= 1.0 for s in v.shares.values()), name
             assert math.fsum(v.shares.values()) == pytest.approx(1.0)
     assert rows > 50
-    assert {n for n, r in corpus.items() if r.device()} == {
-        n for n, r in corpus.items() if r.top_kernels()}  # every set with kernels was checked
+    assert {n for n, r in corpus.items() if tables(r).device} == {
+        n for n, r in corpus.items() if tables(r).top_kernels[:15]}  # every set with kernels was checked
 
 
-def test_copies_under_compute_are_not_counted_twice(corpus: dict[str, Analysis]) -> None:
+def test_copies_under_compute_are_not_counted_twice(corpus: dict[str, Captures]) -> None:
     """Where a copy runs while a kernel computes, the copy part is less than the copies' own
     time (the old verdict added both, over the span): such rows exist in the corpus."""
-    overlapped = [r for result in corpus.values() for r in result.device()
+    overlapped = [r for result in corpus.values() for r in tables(result).device
                   if r.memcpy_ms and parts(r)["copy"] < r.memcpy_ms - 1e-6]
     assert overlapped
     for r in overlapped:
@@ -106,18 +109,18 @@ def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
     within = scope(both)
     assert within.per == "step" and [t.path.name for t in within.left_out] == [
         "benchmark_result_2869224_1695835535_trace.json.gz"]
-    assert counted(both) == counted(alone)
-    v, v_alone = device(both), device(alone)
+    assert counted(*answered(both)) == counted(*answered(alone))
+    v, v_alone = device(*answered(both)), device(*answered(alone))
     assert v is not None and v_alone is not None
     assert v.left_out == ["benchmark_result_2869224_1695835535_trace.json.gz"]
     assert msgspec_fields(v, "left_out") == msgspec_fields(v_alone, "left_out")
-    assert cuda.idle_time(alone)  # a finding there is to compare
+    assert cuda.idle_time(*answered(alone))  # a finding there is to compare
     for rule in cuda.RULES:
-        assert [f.title for f in rule(both)] == [f.title for f in rule(alone)], rule
-    line = dict(verdict_lines(verdict(both)))["device"]
+        assert [f.title for f in rule(*answered(both))] == [f.title for f in rule(*answered(alone))], rule
+    line = dict(verdict_lines(verdict(*answered(both))))["device"]
     assert "per step" in line and line.endswith(
         "captures without steps left out: benchmark_result_2869224_1695835535_trace.json.gz")
-    whole = [r for r in both.device() if r.whole]
+    whole = [r for r in tables(both).device if r.whole]
     assert len(whole) == 1 and whole[0].step is None and whole[0].stage is None
 
 
@@ -145,16 +148,16 @@ def test_captures_without_steps_are_each_their_own_unit(tmp_path: Path) -> None:
         for f in unpack(name, tmp_path / name).iterdir():
             shutil.copy(f, root / f.name)
     result = analyse(root, cache=False)
-    result.noise_ms = 0.0
+    given = Settings(noise_ms=0.0)
     within = scope(result)
     assert within.per == "capture" and len(within.traces) == 2 and not within.left_out
-    rows = counted(result)
+    rows = counted(*answered(result, given))
     assert len(rows) == 2 and all(r.whole for r in rows)
-    v = device(result)
+    v = device(*answered(result, given))
     assert v is not None and v.per == "capture" and v.steps == 0
     assert v.idle_ms == pytest.approx(sum(r.idle_ms for r in rows) / 2)
-    assert "per capture (no steps)" in dict(verdict_lines(verdict(result)))["device"]
-    (idle,) = cuda.idle_time(result)
+    assert "per capture (no steps)" in dict(verdict_lines(verdict(*answered(result, given))))["device"]
+    (idle,) = cuda.idle_time(*answered(result, given))
     assert "no steps" in idle.detail and "benchmark_result_493459" in idle.detail
     assert "benchmark_result_2869224" in idle.detail
 
@@ -179,11 +182,11 @@ def test_subnormal_and_zero_durations_give_numbers_or_nothing(rows: list, steps:
                               compute_ms=compute, comm_ms=comm, overlap_ms=overlap,
                               idle_ms=idle, memcpy_ms=0.0, whole=not steps)]
         traces.append(t)
-    result = Analysis(root=Path("."), traces=traces)
-    result.noise_ms = 0.0
-    v = verdict(result)
+    result = Captures(root=Path("."), traces=traces)
+    given = Settings(noise_ms=0.0)
+    v = verdict(*answered(result, given))
     if v.device is not None:
         assert all(0.0 <= s <= 1.0 for s in v.device.shares.values())
     for rule in cuda.RULES:
-        for f in rule(result):
+        for f in rule(*answered(result, given)):
             assert "nan" not in f.title and "inf" not in f.title

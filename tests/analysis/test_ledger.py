@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from invariants import counted_rows
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.counts import percentile
 from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.ledger import Ledger, Tail
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.counters import Count
-from mindspeed_prof.analysis.report import document
+from mindspeed_prof.analysis.report.report import document
+from mindspeed_prof.analysis.report.tables import tables
 
 #: Rank 0 generates for 200 ms a step, rank 1 for 300 ms: 0.25 s a step on the mean rank.
 GEN_MS = {0: 200.0, 1: 300.0}
@@ -38,7 +39,7 @@ def _planted(rank: int, step: int) -> list:
 
 
 def book_of(root: Path) -> Ledger:
-    book = analyse(root).ledger()
+    book = tables(analyse(root)).ledger
     assert book is not None
     return book
 
@@ -187,8 +188,8 @@ def _runs(draw: st.DrawFn) -> tuple[list[TraceData], dict]:
 @given(_runs())
 def test_shares_within_range_and_seconds_add_up(case: tuple[list[TraceData], dict]) -> None:
     traces, _ = case
-    result = Analysis(root=Path("."), traces=traces)
-    book = result.ledger()
+    result = Captures(root=Path("."), traces=traces)
+    book = tables(result).ledger
     if book is None:
         return
     counted_rows({"ledger": book.json(), "throughput": {"rows": [], "stages": []},

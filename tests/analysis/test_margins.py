@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis
-from mindspeed_prof.analysis.compare import DEFAULT_THRESHOLD, compare
+from mindspeed_prof.analysis.analyse import Captures
+from mindspeed_prof.analysis.compare import DEFAULT_THRESHOLD, Side, compare, side_of
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.rows import Change
 
 
 def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25,
-        steps: int = 1) -> Analysis:
+        steps: int = 1) -> Side:
     """``steps`` steps of ``stage`` per rank, each lasting the given milliseconds (exact in
     binary)."""
     traces = []
@@ -24,20 +25,20 @@ def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float
         t.ranges += [Range(rank, "stage", stage, step, 0.0, ms * 1000.0)
                      for step in range(1, steps + 1)]
         traces.append(t)
-    return Analysis(root=Path("."), traces=traces, margin=margin)
+    return side_of(Captures(root=Path("."), traces=traces), Settings(margin=margin))
 
 
 @pytest.mark.parametrize("slow_ms,flagged", [(125.0, False), (125.0078125, True), (124.0, False)])
 def test_straggler_margin_edge(slow_ms: float, flagged: bool) -> None:
     # median 100 ms, margin 0.25: the edge is exactly 125 ms
-    found = run({0: 100.0, 1: 100.0, 2: slow_ms}).stragglers()
+    found = run({0: 100.0, 1: 100.0, 2: slow_ms}).tables.stragglers
     assert [(s.rank, s.ratio) for s in found] == ([(2, slow_ms / 100.0)] if flagged else [])
 
 
 def test_straggler_margin_is_the_configured_one() -> None:
     ranks = {0: 100.0, 1: 100.0, 2: 150.0}
-    assert run(ranks, margin=0.5).stragglers() == []
-    assert [s.rank for s in run(ranks, margin=0.375).stragglers()] == [2]
+    assert run(ranks, margin=0.5).tables.stragglers == []
+    assert [s.rank for s in run(ranks, margin=0.375).tables.stragglers] == [2]
 
 
 def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> Change:
@@ -73,8 +74,9 @@ def test_compare_rows_for_stages_in_one_run_only() -> None:
 
 
 def test_compare_rows_by_impact_then_stage_and_rank() -> None:
-    a = run({0: 100.0, 1: 100.0}, stage="critic_update", steps=6)
-    a.traces += run({0: 10.0, 1: 10.0}, stage="actor_update", steps=6).traces
+    both = run({0: 100.0, 1: 100.0}, stage="critic_update", steps=6).captures
+    both.traces += run({0: 10.0, 1: 10.0}, stage="actor_update", steps=6).captures.traces
+    a = side_of(both)
     b = run({1: 200.0, 0: 100.0}, stage="critic_update", steps=6)
     rows = compare(a, b)
     # the costliest change first; rows missing from one run (no impact) last

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.analyse import Analysis
+from helpers import answered
+from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.next_capture import (
     alive,
     merged_overrides,
@@ -38,8 +39,8 @@ def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) 
 
 def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) -> None:
     root = tmp_path / "my run"
-    result = Analysis(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])
-    relaunch, live = verdict(result).next
+    result = Captures(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])
+    relaunch, live = verdict(*answered(result)).next
     assert relaunch.overrides == ["profiler_config=stage_scoped",
                                   "profiler_config.integrated.stage=actor_generate",
                                   "profiler_config.integrated.profile_ranks=[1]"]
@@ -53,16 +54,16 @@ def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) ->
 
 def test_the_live_command_parses_as_the_capture_cli_takes_it(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
-    live = verdict(Analysis(root=tmp_path / "run",
-                            traces=[_rank(0, 30.0), _rank(1, 300.0)])).next[1]
+    live = verdict(*answered(Captures(root=tmp_path / "run",
+                            traces=[_rank(0, 30.0), _rank(1, 300.0)]))).next[1]
     argv = shlex.split(live.command)[1:]
     # no job answers here: the request is valid and the CLI says it found nobody (exit 5)
     assert main([*argv, "--timeout", "0.5"]) == 5
 
 
 def test_without_a_straggler_the_slowest_stage_on_every_rank() -> None:
-    relaunch, live = verdict(Analysis(root=Path("run"), traces=[
-        _rank(0, 300.0), _rank(1, 300.0)])).next
+    relaunch, live = verdict(*answered(Captures(root=Path("run"), traces=[
+        _rank(0, 300.0), _rank(1, 300.0)]))).next
     assert relaunch.command == "profiler_config=stage_scoped profiler_config.integrated.stage=" \
                                "actor_generate"  # nothing to quote
     assert "--ranks" not in live.command and "every rank" in relaunch.why
@@ -71,7 +72,7 @@ def test_without_a_straggler_the_slowest_stage_on_every_rank() -> None:
 def test_a_detailed_capture_points_at_a_kernel_and_the_timeline() -> None:
     kernels = {"ampere_sgemm_128x64": Tally(10, 80_000.0), "ncclKernel_AllReduce": Tally(4, 1e5)}
     traces = [_rank(0, 30.0, "level1", kernels=kernels), _rank(1, 300.0, "level1")]
-    (step,) = verdict(Analysis(root=Path("run"), traces=traces)).next
+    (step,) = verdict(*answered(Captures(root=Path("run"), traces=traces))).next
     assert step.kind == "timeline"
     assert step.command == ("mindspeed-prof timeline run -o timeline.json --detail 1 "
                             "--steps 1:2")
@@ -90,13 +91,13 @@ def test_communication_bound_npu_points_at_the_collective() -> None:
                       comm_exposed_ms=100.0, step_ms=134.0)]
     npu = TraceData(Path("run/rank0_ascend_pt"), "npu", 0, "run", 1, device=rows, comm=comm,
                     kernels={"Conv2D": Tally(1, 3000.0)})
-    (step,) = verdict(Analysis(root=Path("run"), traces=[npu])).next
+    (step,) = verdict(*answered(Captures(root=Path("run"), traces=[npu]))).next
     assert "communication op 'hcom_allReduce_' (106.0 ms, rank 0)" in step.why
     assert step.command.endswith("--detail all")
 
 
 def test_nothing_to_point_at_is_no_next_step() -> None:
-    assert verdict(Analysis(root=Path("run"))).next == []
+    assert verdict(*answered(Captures(root=Path("run")))).next == []
 
 
 # -- the relaunch line ---------------------------------------------------------------------
@@ -230,7 +231,7 @@ def test_a_jobs_manifest_gives_its_line_and_the_live_one_while_it_runs(
         "job": {"command": ["python", "examples/train.py"], "cwd": str(tmp_path),
                 "overrides": ["profiler=mstx_light", "steps=8"]}}))
     monkeypatch.chdir(tmp_path)
-    steps = verdict(Analysis(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])).next
+    steps = verdict(*answered(Captures(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)]))).next
     assert [s.kind for s in steps] == (["relaunch", "live"] if live else ["relaunch"])
     assert steps[0].runnable and steps[0].command == (
         "python examples/train.py profiler=stage_scoped steps=8 "

@@ -9,15 +9,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.ranges import p95, range_rows, self_times, stage_of
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_trace
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def test_mstx_ranges_of_a_real_capture(run_dir: Path) -> None:
-    rows = analyse(run_dir).range_table()
+    rows = tables(analyse(run_dir)).range_table
     assert {(r.name, r.rank) for r in rows} == {("<b>custom</b>", 0), ("<b>custom</b>", 1)}
     for r in rows:  # one per stage and step, once although op trace and range file both hold it
         assert r.count == 3 * 6 and r.stage and r.max_ms >= r.p95_ms >= 0
@@ -39,19 +42,19 @@ def _nested(tmp_path: Path, rank: int = 0, scale: float = 1.0, **meta) -> Path:
 
 
 def test_self_time_where_ranges_nest_and_stage_found(tmp_path: Path) -> None:
-    rows = {r.name: r for r in analyse(_nested(tmp_path)).range_table()}
+    rows = {r.name: r for r in tables(analyse(_nested(tmp_path))).range_table}
     assert rows["outer"].total_ms == pytest.approx(30.0)
     assert rows["outer"].self_ms == pytest.approx(9.0)  # 10 - 4 - 3 per run
     assert rows["inner"].self_ms == rows["inner"].total_ms == pytest.approx(21.0)
     assert rows["other"].self_ms == pytest.approx(15.0)  # another thread: not nested
     assert {r.stage for r in rows.values()} == {"actor_update"}
-    assert [r.name for r in analyse(tmp_path).range_table()] == ["outer", "inner", "other"]
+    assert [r.name for r in tables(analyse(tmp_path)).range_table] == ["outer", "inner", "other"]
 
 
 def test_p95_matches_numpy(tmp_path: Path) -> None:
     durs = [1000.0 * d for d in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9)]
     events = [span("r", 10_000 * i, d) for i, d in enumerate(durs)]
-    (row,) = analyse(write_trace(tmp_path / "rank0.pt.trace.json", events)).range_table()
+    (row,) = tables(analyse(write_trace(tmp_path / "rank0.pt.trace.json", events))).range_table
     ms = [d / 1000 for d in durs]
     assert row.p95_ms == pytest.approx(float(np.percentile(ms, 95)))
     assert (row.count, row.max_ms, row.mean_ms) == (15, 9.0, pytest.approx(np.mean(ms)))
@@ -63,11 +66,11 @@ def test_range_stragglers_skip_warmup_steps(tmp_path: Path) -> None:
     _nested(tmp_path, rank=1, **meta)
     _nested(tmp_path, rank=2, scale=2.0, **meta)  # rank 2's ranges take twice as long
     result = analyse(tmp_path)
-    found = {(s.kind, s.name, s.step, s.rank) for s in result.stragglers("range")}
+    found = {(s.kind, s.name, s.step, s.rank) for s in tables(result).range_stragglers}
     assert found == {("range", name, step, 2) for name in ("outer", "inner") for step in (2, 3)}
-    assert [r.warmup for r in result.per_step() if r.rank == 0] == [True, False, False]
-    result.include_warmup = True
-    assert {s.step for s in result.stragglers("range")} == {1, 2, 3}
+    assert [r.warmup for r in tables(result).per_step if r.rank == 0] == [True, False, False]
+    given = Settings(include_warmup=True)
+    assert {s.step for s in tables(result, given).range_stragglers} == {1, 2, 3}
 
 
 def test_json_key_ranges(tmp_path: Path, capsys) -> None:
@@ -84,8 +87,8 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
               span("ok", 100, 300)]
     path = write_trace(tmp_path / "rank0.pt.trace.json", events)
     result = analyse(path)
-    assert [r.name for r in result.range_table()] == ["ok"]
-    assert len(result.problems()) == 2
+    assert [r.name for r in tables(result).range_table] == ["ok"]
+    assert len(tables(result).problems) == 2
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err
     assert "negative dur" in err and "'backwards'" in err and "without ts or dur" in err
@@ -94,7 +97,7 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
 def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
     from mindspeed_prof.views.html import write_report
 
-    html = write_report(analyse(run_dir), tmp_path / "r.html").read_text().replace("<wbr>", "")
+    html = write_report(report(analyse(run_dir)), tmp_path / "r.html").read_text().replace("<wbr>", "")
     assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
 
 

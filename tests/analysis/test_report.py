@@ -1,5 +1,6 @@
-"""The report: every ``Analysis`` table computed once per ``analyse``, whatever the output;
-settings reach the analysis through ``Settings`` alone; ``--json`` is ``Report.json``."""
+"""The report: every table computed once per ``analyse``, whatever the output; settings reach
+the analysis through ``Settings`` alone (the CLI's defaults among them); ``--json`` is
+``Report.json``, written from the declaration of ``Tables``."""
 
 from __future__ import annotations
 
@@ -8,47 +9,39 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+import msgspec
 import pytest
 from counter_fixtures import Call, rl_run
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
-from mindspeed_prof.analysis.report import Settings, report
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.judgement import judge
+from mindspeed_prof.analysis.report import compute
+from mindspeed_prof.analysis.report import report as report_module
+from mindspeed_prof.analysis.report import tables as tables_module
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import HIDDEN, TOP, Tables
 from mindspeed_prof.analysis.summary import write_run_summary
-from mindspeed_prof.cli import main
-
-#: Not tables: a line of text made relative to the root (one call per line shown).
-HELPERS = {"shown"}
-
-
-def _key(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """A call's method and the arguments that choose what it computes (``stragglers("range")``,
-    ``top_ops(25)``); a list argument (``device(traces)``) by its length."""
-    shown = [repr(a) if isinstance(a, (str, int, float)) or a is None else f"<{len(a)}>"
-             for a in (*args, *kwargs.values())]
-    return f"{name}({', '.join(shown)})"
-
+from mindspeed_prof.cli import main, parser
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """Every call of an ``Analysis`` method or property, counted by method and arguments."""
+    """Every call of ``tables`` (by ``report``) and of the functions that read the captures'
+    ranges and judge them (``merged_ranges``, ``find_stragglers``, ``judge.rank_lags``)."""
     seen: Counter[str] = Counter()
 
     def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            seen[_key(name, args, kwargs)] += 1
-            return fn(self, *args, **kwargs)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            seen[name] += 1
+            return fn(*args, **kwargs)
         return wrapper
 
-    for name, attr in list(vars(Analysis).items()):
-        if name.startswith("__") or name in HELPERS:
-            continue
-        if isinstance(attr, property) and attr.fget is not None:
-            monkeypatch.setattr(Analysis, name, property(counted(name, attr.fget)))
-        elif callable(attr):
-            monkeypatch.setattr(Analysis, name, counted(name, attr))
+    for module, name in ((report_module, "tables"), (compute, "merged_ranges"),
+                         (tables_module, "find_stragglers"), (judge, "rank_lags")):
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
     yield seen
 
 
@@ -71,17 +64,13 @@ def counted_run(tmp_path: Path) -> Path:
 def test_every_table_is_computed_once_per_analyse(how: list[str], calls: Counter[str],
                                                   counted_run: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever the output, ``analyse`` computes the tables once: the views, the verdict and
+    the findings read them, never a second copy."""
     args = [str(tmp_path / "r.html") if a == "REPORT" else a for a in how]
     assert main(["analyse", str(counted_run), *args]) == 0
     if how == ["--json"]:
         assert '"ledger": {' in capsys.readouterr().out
-    # the tables the views show were computed (the counters see them) ...
-    for table in ("ranges", "counted()", "stage_rank()", "per_step()", "stragglers('stage')",
-                  "stragglers('range')", "device()", "throughput_stages()", "ledger()",
-                  "warnings()", "memory()"):
-        assert any(k.startswith(table) for k in calls), (table, calls)
-    # ... and none twice
-    assert {k: n for k, n in calls.items() if n > 1} == {}
+    assert calls == {"tables": 1, "merged_ranges": 1, "find_stragglers": 2, "rank_lags": 1}
 
 
 def test_a_second_call_counts_again(calls: Counter[str], run_dir: Path) -> None:
@@ -90,17 +79,28 @@ def test_a_second_call_counts_again(calls: Counter[str], run_dir: Path) -> None:
     calls.clear()
     report(result)
     report(result)
-    assert calls["counted()"] == 2 and calls["stage_rank()"] == 2
+    assert calls["tables"] == 2 and calls["merged_ranges"] == 2
 
 
-def test_settings_apply_to_a_copy_and_reach_every_table(run_dir: Path) -> None:
+def test_settings_reach_every_table(run_dir: Path) -> None:
     result = analyse(run_dir)
     loose = report(result, Settings(margin=20.0))  # rank 1 is 16 times the others, not 21
     tight = report(result)
-    assert result.margin == 0.2 and loose.result.margin == 20.0
+    assert tight.settings == Settings() and loose.settings.margin == 20.0
     assert tight.tables.stragglers and not loose.tables.stragglers
     assert loose.json()["margin"] == 20.0 and loose.json()["stragglers"] == []
     assert loose.verdict.straggler is None and tight.verdict.straggler is not None
+
+
+def test_the_cli_defaults_are_the_settings() -> None:
+    """``analyse`` and ``compare`` with no option: the defaults ``Settings`` declares."""
+    default = Settings()
+    a = parser().parse_args(["analyse", "x"])
+    c = parser().parse_args(["compare", "a", "b"])
+    assert (a.margin, a.noise_ms, a.top, a.flops_per_token, a.peak_tflops) == (
+        default.margin, default.noise_ms, default.top, default.flops_per_token,
+        default.peak_tflops)
+    assert (c.noise_ms, c.include_warmup) == (default.noise_ms, default.include_warmup)
 
 
 def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
@@ -109,6 +109,22 @@ def test_json_is_every_table_once_the_verdict_first(run_dir: Path) -> None:
     assert list(doc)[:2] == ["verdict", "findings"]
     assert len(doc["top_ops"]) <= 15 and len(rep.tables.top_ops) >= len(doc["top_ops"])
     assert doc["stragglers"] == [s.json() for s in rep.tables.stragglers]
+
+
+def test_json_is_written_from_the_declaration(run_dir: Path) -> None:
+    """``--json``'s keys after the verdict and the findings are the fields of ``Tables`` in
+    their order, under their JSON name, but those ``HIDDEN``; each top list cut to ``TOP``."""
+    rep = report(analyse(run_dir), Settings(top=40))
+    doc: dict[str, Any] = rep.json()
+    shown = [f for f in msgspec.structs.fields(Tables) if HIDDEN not in get_args(f.type)]
+    assert list(doc)[2:] == [f.encode_name for f in shown]
+    assert "range_table" not in doc and doc["ranges"] == [r.json() for r in rep.tables.range_table]
+    assert TOP.most is not None
+    for top in ("top_ops", "top_kernels", "top_runtime"):
+        assert doc[top] == [r.json() for r in getattr(rep.tables, top)[: TOP.most]]
+    assert doc["throughput"] == {"model": rep.tables.throughput.model.json(),
+                                 "rows": [r.json() for r in rep.tables.throughput.rows],
+                                 "stages": [r.json() for r in rep.tables.throughput.stages]}
 
 
 def test_a_job_summary_is_the_json_less_verdict_findings_and_rule_notes(run_dir: Path) -> None:

@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_runs, runs_of
+from helpers import answered
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_runs, runs_of
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.runs import UnknownRun
@@ -27,6 +29,7 @@ from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats.manifest import Manifest, manifest_name, write_manifest
 from mindspeed_prof.formats.record import CaptureRecord
 from mindspeed_prof.formats.header import CaptureHeader
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _runs_of(root: Path) -> list[str]:
@@ -55,9 +58,9 @@ def test_the_newest_run_is_the_answer_and_its_first_line_says_so(
     assert result.run is not None and result.run.id == second
     assert [r.id for r in result.runs] == [second, first]
     assert {t.meta.run for t in result.traces} == {second}
-    assert [(r.stage, r.rank, r.count) for r in result.stage_rank()] == [
+    assert [(r.stage, r.rank, r.count) for r in tables(result).stage_rank] == [
         (s, rank, 3) for s in STAGES for rank in (0, 1)]  # three steps each, not six
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.straggler is None and v.one_off is None  # run 1's slow rank is not run 2's
     assert main(["analyse", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -72,7 +75,7 @@ def test_another_run_by_its_id_or_its_first_characters(two_runs: tuple[Path, str
     root, first, second = two_runs
     old = analyse(root, run=first)
     assert old.run is not None and old.run.id == first
-    v = verdict(old)
+    v = verdict(*answered(old))
     assert v.straggler is not None and (v.straggler.rank, v.straggler.name) == (
         1, "actor_update")
     assert v.behind is not None and (v.behind.behind, v.behind.compared) == (3, 3)
@@ -132,7 +135,7 @@ def test_one_rank_run_twice_is_never_its_own_straggler(tmp_path: Path,
     make_run(root, ranks=(0,), profile_level="level_none",
              slow={(0, "actor_generate"): 20})
     for result in analyse_runs(root, run="all"):
-        v = verdict(result)
+        v = verdict(*answered(result))
         assert v.straggler is None and v.one_off is None and not result.clashes
         assert v.slowest is not None and v.slowest.share is not None
         assert 0.0 < v.slowest.share <= 1.0
@@ -179,7 +182,7 @@ def test_captures_from_before_run_ids_are_grouped_by_their_manifests_folder(
             {"status": "completed", "rank": 0, "start_time": float(job)}))
     _old_range_file(root / "elsewhere" / "rank0_h_9_step1.mstx.trace.json", 0, 20.0)
     results = analyse_runs(root, run="all")
-    assert {r.run.id: [s.mean_ms for s in r.stage_rank()] for r in results if r.run} == {
+    assert {r.run.id: [s.mean_ms for s in tables(r).stage_rank] for r in results if r.run} == {
         "legacy:0": [10.0], "legacy:1": [30.0], "legacy": [20.0]}
     assert all(r.run and r.run.legacy and not r.clashes for r in results)
 
@@ -235,23 +238,23 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
                                                           gap: float) -> None:
     traces = [_trace(f"run{i}", rank, steps, gap) for i, plan in enumerate(plans)
               for rank, steps in plan.items()]
-    results = runs_of(Analysis(root=Path("/no/such/root"), traces=traces), "all")
+    results = runs_of(Captures(root=Path("/no/such/root"), traces=traces), "all")
     assert sorted(r.run.id for r in results if r.run) == [f"run{i}" for i in range(len(plans))]
     for result in results:
         assert result.run is not None
         runs = {t.meta.run for t in result.traces}
         assert runs == {result.run.id} and not result.clashes  # each rank once per run
-        v = verdict(result)
+        v = verdict(*answered(result))
         if v.slowest is not None and v.slowest.share is not None:
             assert 0.0 <= v.slowest.share <= 1.0 + 1e-9
-        for row in result.no_op():
+        for row in tables(result).no_op:
             assert 0.0 <= row.share <= 1.0
         for g in (v.straggler, v.one_off):
             assert g is None or g.rank in {t.rank for t in result.traces}
         buf = StringIO()
         from mindspeed_prof.views.text import print_analysis
 
-        print_analysis(result, Console(file=buf, width=100))
+        print_analysis(report(result), Console(file=buf, width=100))
         text = " ".join(buf.getvalue().split())
         assert not re.search(r"-\d+%", text)  # no share below 0
         shares = re.findall(r"(\d+)% of (?:the|its|a) step|grew from (\d+)% to (\d+)%"

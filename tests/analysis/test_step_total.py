@@ -10,6 +10,7 @@ import pytest
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.analysis.report.tables import tables
 
 GAP_S = 0.03  # work in each step outside any stage (data loading, logging...)
 
@@ -32,9 +33,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_step_total_includes_time_outside_stages(run_dir: Path) -> None:
     result = analyse(run_dir)
-    steps = {r.step: r for r in result.per_step()}
+    steps = {r.step: r for r in tables(result).per_step}
     assert sorted(steps) == [1, 2]
-    step_ranges = {r.step: r.dur / 1000.0 for r in result.ranges if r.kind == "step"}
+    step_ranges = {r.step: r.dur / 1000.0 for r in tables(result).ranges if r.kind == "step"}
     for step, row in steps.items():
         stages = sum(row.stages[s] for s in STAGES[:2])
         assert row.total == pytest.approx(step_ranges[step])  # the step range itself

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from counter_fixtures import rl_run
 
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.counts import Model
 from mindspeed_prof.analysis.throughput import mfu
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import throughput_line
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _gen_ms(rank: int, step: int, stage: str) -> float:
@@ -36,7 +38,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def test_rates_per_rank_and_step_by_hand(run: Path) -> None:
-    rows = {(r.stage, r.rank, r.step): r for r in analyse(run).throughput()}
+    rows = {(r.stage, r.rank, r.step): r for r in tables(analyse(run)).throughput.rows}
     g = rows[("actor_generate", 2, 3)]
     assert (g.seconds, g.tokens, g.samples) == (pytest.approx(0.2), 3000.0, 8.0)
     assert g.tokens_per_s == pytest.approx(15_000.0) and g.samples_per_s == pytest.approx(40.0)
@@ -51,7 +53,7 @@ def test_rates_per_rank_and_step_by_hand(run: Path) -> None:
 
 
 def test_spread_slowest_rank_and_trend(run: Path) -> None:
-    gen, upd = analyse(run).throughput_stages()
+    gen, upd = tables(analyse(run)).throughput.stages
     assert gen.stage == "actor_generate" and (gen.ranks, gen.steps) == (3, 3)
     # ranks 0 and 1: 6000 tokens in 0.3 s; rank 2: 6000 in 0.6 s
     assert gen.tokens_per_s == pytest.approx(20_000.0)
@@ -69,12 +71,12 @@ def test_spread_slowest_rank_and_trend(run: Path) -> None:
 
 def test_flags_override_the_header_and_mfu_by_hand(run: Path) -> None:
     result = analyse(run)
-    result.peak_tflops = 1000.0
-    gen, upd = result.throughput_stages()
+    given = Settings(peak_tflops=1000.0)
+    gen, upd = tables(result, given).throughput.stages
     assert gen.mfu == pytest.approx(18_000 * 1e9 / (1.2 * 1000e12))
     assert upd.mfu == pytest.approx(3 * 7200 * 1e9 / (0.45 * 1000e12))  # 9 rank-steps
-    assert result.model().peak_from == "flag" and result.model().flops_from == "header"
-    line = throughput_line(result.throughput_stages())
+    assert tables(result, given).throughput.model.peak_from == "flag" and tables(result, given).throughput.model.flops_from == "header"
+    line = throughput_line(tables(result, given).throughput.stages)
     assert line == ("actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU 2%; "
                     "actor_update 16,000 tok/s per rank, MFU 5%")
 
@@ -95,18 +97,18 @@ def test_hostile_and_disagreeing_model_blocks_are_not_used(tmp_path: Path) -> No
     rl_run(tmp_path / "a", ranks=(0,), calls=_calls, model={"flops_per_token": "big",
                                                             "peak_tflops": -1})
     result = analyse(tmp_path / "a")
-    model = result.model()
+    model = tables(result).throughput.model
     assert (model.flops_per_token, model.peak_tflops) == (None, None)
     # the string is dropped on reading the header (one problem naming the file and key), the
     # negative number when the model facts are taken
     assert len(model.problems) == 1 and "peak_tflops=-1.0: allowed" in model.problems[0]
-    (odd,) = [p for p in result.problems() if "model.flops_per_token" in p]
+    (odd,) = [p for p in tables(result).problems if "model.flops_per_token" in p]
     assert odd.startswith(str(result.traces[0].path)) and "wrong type" in odd
     rl_run(tmp_path / "b", ranks=(0,), calls=_calls, model={"flops_per_token": 1e9})
     rl_run(tmp_path / "b2", ranks=(1,), calls=_calls, model={"flops_per_token": 2e9})
     for f in (tmp_path / "b2").iterdir():
         f.rename(tmp_path / "b" / f.name)
-    model = analyse(tmp_path / "b").model()
+    model = tables(analyse(tmp_path / "b")).throughput.model
     assert model.flops_per_token is None and "disagree" in model.problems[0]
 
 
@@ -114,7 +116,7 @@ def test_counts_outside_a_stage_go_to_generation_and_update(tmp_path: Path) -> N
     rl_run(tmp_path, ranks=(0,), steps=(1,), calls=lambda rank, step: [
         ("tokens_generated", 500, None), ("tokens_trained", 400, None)],
         stages=("actor_generate", "actor_compute_log_prob", "actor_update"))
-    rows = {r.stage: r for r in analyse(tmp_path).throughput()}
+    rows = {r.stage: r for r in tables(analyse(tmp_path)).throughput.rows}
     assert set(rows) == {"actor_generate", "actor_update"}  # log prob counted nothing
     assert (rows["actor_generate"].tokens, rows["actor_generate"].counted_in) == (500.0, "step")
     assert rows["actor_update"].tokens == 400.0
@@ -126,14 +128,14 @@ def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
         doc = json.loads(f.read_text())
         doc["mindspeed_prof"].update(window=[2, 4], warmup_steps=1)
         f.write_text(json.dumps(doc))
-    assert {r.step for r in analyse(tmp_path).throughput()} == {2, 3}
+    assert {r.step for r in tables(analyse(tmp_path)).throughput.rows} == {2, 3}
 
 
 def test_no_counters_no_throughput_anywhere(tmp_path: Path, capsys) -> None:
     rl_run(tmp_path, ranks=(0, 1))
     result = analyse(tmp_path)
-    assert result.throughput() == [] and result.throughput_stages() == []
-    assert result.ledger() is None
+    assert tables(result).throughput.rows == [] and tables(result).throughput.stages == []
+    assert tables(result).ledger is None
     assert main(["analyse", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Throughput per rank" not in out and "RL ledger" not in out

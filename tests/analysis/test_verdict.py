@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis
+from helpers import answered
+from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.kineto.chrome import device_memory
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
@@ -35,9 +36,9 @@ def _steps(rank: int, generate: list[float], update: float = 10.0) -> TraceData:
 
 
 def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
+    result = Captures(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
                                                  _steps(1, [20.0, 220.0, 20.0])])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.step is not None
     # per step: its slowest rank's (35, 235, 35: rank 1 gates step 2, both ranks the tied
     # steps 1 and 3), then the median over steps
@@ -62,9 +63,9 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
 
 
 def test_a_rank_behind_in_every_step_is_the_straggler_and_its_step_is_the_jobs() -> None:
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 21.0, 20.0, 19.0]),
+    result = Captures(root=Path("run"), traces=[_steps(0, [20.0, 21.0, 20.0, 19.0]),
                                                  _steps(1, [60.0, 61.0, 220.0, 59.0])])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.straggler is not None and v.behind is not None and v.one_off is None
     assert (v.straggler.rank, v.straggler.step, v.straggler.excess_ms) == (1, 3, 200.0)
     b = v.behind
@@ -82,9 +83,9 @@ def test_a_rank_behind_in_every_step_is_the_straggler_and_its_step_is_the_jobs()
 
 def test_behind_in_two_steps_of_three_is_a_one_off_whatever_their_size() -> None:
     """Lags of 40, 0 and 200 ms: the rank keeps no lag in every step."""
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
+    result = Captures(root=Path("run"), traces=[_steps(0, [20.0, 20.0, 20.0]),
                                                  _steps(1, [60.0, 20.0, 220.0])])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.straggler is None and v.one_off is not None and v.one_off.excess_ms == 200.0
 
 
@@ -99,9 +100,9 @@ def test_behind_in_two_steps_of_three_is_a_one_off_whatever_their_size() -> None
 ])
 def test_consistent_means_nearly_every_step_over_the_noise_and_the_margin(
         generate: list[float], consistent: bool) -> None:
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * 6), _steps(2, [20.0] * 6),
+    result = Captures(root=Path("run"), traces=[_steps(0, [20.0] * 6), _steps(2, [20.0] * 6),
                                                  _steps(1, generate)])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert (v.straggler is not None) is consistent and (v.one_off is not None) is not consistent
 
 
@@ -116,8 +117,8 @@ def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
                      ("stage", "actor_update", step, ms)]
         return _data(rank, *rows)
 
-    v = verdict(Analysis(root=Path("run"), traces=[two_steps(0, [6.2, 6.1]),
-                                                   two_steps(1, [6.3, 11.9])]))
+    v = verdict(*answered(Captures(root=Path("run"), traces=[two_steps(0, [6.2, 6.1]),
+                                                   two_steps(1, [6.3, 11.9])])))
     assert v.straggler is None and v.steps == 2
     assert dict(verdict_lines(v))["straggler"] == (
         "no consistent straggler (largest one-off: rank 1 at stage actor_update, step 3: "
@@ -130,18 +131,18 @@ def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
 @pytest.mark.parametrize(("steps", "tail"), [
     (1, "; the verdict rests on 1 step"), (2, "; the verdict rests on 2 steps"), (3, "")])
 def test_fewer_than_three_steps_say_what_the_verdict_rests_on(steps: int, tail: str) -> None:
-    result = Analysis(root=Path("run"), traces=[_steps(0, [20.0] * steps),
+    result = Captures(root=Path("run"), traces=[_steps(0, [20.0] * steps),
                                                  _steps(1, [20.0] * steps)])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.steps == steps and dict(verdict_lines(v))["straggler"] == (
         f"none (no rank behind the others by more than the noise floor){tail}")
 
 
 def test_light_capture_of_ranges_names_the_slowest_range() -> None:
-    result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 100.0),
+    result = Captures(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 100.0),
                                                       ("range", "fwd", 1, 30.0),
                                                       ("range", "bwd", 1, 60.0))])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.slowest is not None and (v.slowest.kind, v.slowest.name, v.slowest.share) == (
         "range", "bwd", 0.6)
     # one rank: none to name
@@ -161,7 +162,7 @@ def test_nested_ranges_name_the_range_with_the_most_self_time_and_its_enclosing_
                      Range(0, "range", "dispatch(F)", step, at + 100.0, 67_800.0),
                      Range(0, "range", "attn", step, at + 68_000.0, 20_000.0),
                      Range(0, "range", "mlp", step, at + 88_100.0, 24_000.0)]
-    v = verdict(Analysis(root=Path("run"), traces=[t]))
+    v = verdict(*answered(Captures(root=Path("run"), traces=[t])))
     assert v.slowest is not None
     assert (v.slowest.kind, v.slowest.name, v.slowest.within) == ("range", "dispatch(F)", "1F1B")
     assert v.slowest.ms == pytest.approx(67.8)
@@ -172,10 +173,10 @@ def test_nested_ranges_name_the_range_with_the_most_self_time_and_its_enclosing_
 
 def test_warmup_steps_are_left_out_and_said() -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)  # MindSpeed-LLM's: warmup on step start-1
-    result = Analysis(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 900.0),
+    result = Captures(root=Path("run"), traces=[_data(0, ("step", "ProfilerStep#1", 1, 900.0),
                                                       ("step", "ProfilerStep#2", 2, 100.0),
                                                       meta=meta)])
-    v = verdict(result)
+    v = verdict(*answered(result))
     assert v.step is not None and (v.step.median_ms, v.step.steps) == (100.0, 1)
     assert v.warmup_steps == [1] and "warmup step 1 left out" in dict(verdict_lines(v))["unusual"]
 
@@ -193,7 +194,7 @@ def test_device_verdict_counts_only_exposed_communication() -> None:
                       memcpy_ms=1.0) for s in (1, 2)]
     rows.append(DeviceRow(step=1, stage="actor_update", compute_ms=999.0, comm_ms=0.0,
                           overlap_ms=0.0, idle_ms=0.0))  # a stage row: not the step's
-    v = verdict(Analysis(root=Path("run"), traces=[_data(0, device=rows)]))
+    v = verdict(*answered(Captures(root=Path("run"), traces=[_data(0, device=rows)])))
     assert v.device is not None
     d = v.device
     assert (d.bound, d.compute_ms, d.comm_ms, d.copy_ms, d.idle_ms, d.steps) == (
@@ -209,7 +210,7 @@ def test_npu_step_from_the_device_when_no_step_ranges() -> None:
     traces = [_data(0, device=rows), _data(1, device=[DeviceRow(
         step=50, compute_ms=60.0, comm_ms=50.0, overlap_ms=0.0, idle_ms=25.0,
         comm_exposed_ms=50.0, step_ms=136.0)])]
-    v = verdict(Analysis(root=Path("run"), traces=traces))
+    v = verdict(*answered(Captures(root=Path("run"), traces=traces)))
     assert v.step is not None and (v.step.median_ms, v.step.ranks, v.step.gated_by) == (
         136.0, 2, 1)
     # no ranges: the rank that computes longest is the one the others wait for; one step
@@ -225,7 +226,7 @@ def test_npu_rank_that_computes_longer_in_every_step_is_named() -> None:
                 for s in range(1, 5)]
     traces = [_data(0, device=rows(9.0)), _data(1, device=rows(60.0)),
               _data(2, device=rows(9.5))]
-    v = verdict(Analysis(root=Path("run"), traces=traces))
+    v = verdict(*answered(Captures(root=Path("run"), traces=traces)))
     assert v.behind is not None and (v.behind.kind, v.behind.rank) == ("device", 1)
     assert v.behind.lag_ms == pytest.approx(50.75)  # 60 + s/10 against 9.25 + s/10
     assert dict(verdict_lines(v))["straggler"].startswith("rank 1 at device compute: +50.8 ms")
@@ -235,9 +236,9 @@ def test_memory_against_the_capacity_the_trace_records() -> None:
     traces = [_data(r, memory=Memory(source="trace", peak_allocated_bytes=peak),
                     meta=CaptureHeader(device_memory_bytes=80 * 2**30)) for r, peak in ((0, 2**33),
                                                                             (1, 3 * 2**32))]
-    m = verdict(Analysis(root=Path("."), traces=traces)).memory
+    m = verdict(*answered(Captures(root=Path("."), traces=traces))).memory
     assert m is not None and (m.rank, m.peak_bytes, m.share) == (1, 3 * 2**32, 0.15)
-    assert verdict_lines(verdict(Analysis(root=Path("."), traces=[traces[0]])))[-1] == (
+    assert verdict_lines(verdict(*answered(Captures(root=Path("."), traces=[traces[0]]))))[-1] == (
         "memory", "peak 8.0 GiB allocated of 80.0 GiB (10%) on rank 0")
 
 
@@ -255,11 +256,11 @@ def test_a_flight_dump_is_unusual_at_the_step_that_triggered_it() -> None:
     meta = CaptureHeader(stage="flight", reason="anomaly", steps=[6, 7, 8], trigger_step=8)
     dump = TraceData(Path("run/flight/rank0_h_1_step6.mstx.trace.json"), "spans", 0, "flight",
                      1, meta=meta)
-    v = verdict(Analysis(root=Path("run"), traces=[dump]))
+    v = verdict(*answered(Captures(root=Path("run"), traces=[dump])))
     assert [(t.trigger, t.step, t.steps) for t in v.triggered] == [("flight", 8, [6, 7, 8])]
     assert dict(verdict_lines(v))["unusual"] == ("flight dump (anomaly) at step 8 on rank 0, holds "
                                           "steps 6-8")
 
 
 def test_nothing_to_say_is_no_lines() -> None:
-    assert verdict_lines(verdict(Analysis(root=Path(".")))) == []
+    assert verdict_lines(verdict(*answered(Captures(root=Path("."))))) == []

@@ -22,6 +22,7 @@ from mindspeed_prof.capture.lifecycle import State
 from mindspeed_prof.capture.part import Part
 from mindspeed_prof.config.validate import ConfigError, validate
 from mindspeed_prof.formats.header import ModelFacts
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def light(tmp_path: Path, start: int = 1, end: int = 3, rank: int = 3,
@@ -368,8 +369,8 @@ def test_the_analysis_reads_a_range_file_with_counts_as_one_without(tmp_path: Pa
 
     def read(root: Path) -> Any:
         result = analyse(root)
-        return ([(r.kind, r.name, r.rank, r.step, r.ts, r.dur) for r in result.ranges],
-                [note.replace("without", "with") for note in result.notes()])
+        return ([(r.kind, r.name, r.rank, r.step, r.ts, r.dur) for r in tables(result).ranges],
+                [note.replace("without", "with") for note in tables(result).notes])
 
     assert read(tmp_path / "with") == read(tmp_path / "without")
     assert {r[1] for r in read(tmp_path / "with")[0]} >= {"actor_generate", "decode"}

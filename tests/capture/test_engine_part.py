@@ -15,6 +15,7 @@ from doubles.rollout_engines import SglangEngine, VllmAsyncLLM, VllmLLM
 
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.tables import tables
 
 
 
@@ -91,7 +92,7 @@ def test_engine_traces_join_the_analysis_with_their_rank_and_step(tmp_path: Path
         assert trace.meta.step == step and trace.meta.engine == "vllm"
         assert trace.meta.run == prof.run[0]
         assert trace.meta.world_size is None  # the engine's own workers, not the job's
-    assert not [w for w in result.warnings() if "claimed by" in w]  # one capture each, no clash
+    assert not [w for w in tables(result).warnings if "claimed by" in w]  # one capture each, no clash
 
 
 def test_manifest_entry_lists_the_engine_traces(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.capture.plan import CapturePlan, Scheduler, Start, Stop
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def test_table_starts_at_the_first_iteration_and_stops_after_the_last() -> None:
@@ -155,9 +156,9 @@ def test_range_file_keeps_the_iteration_ranges(tmp_path: Path) -> None:
     from mindspeed_prof.analysis.analyse import analyse
 
     result = analyse(tmp_path)  # the iteration ranges are read as ranges of that step
-    rows = {r.name: r for r in result.range_table()}
+    rows = {r.name: r for r in tables(result).range_table}
     assert rows["iteration"].count == 2 and rows["work1"].count == 1
-    assert not [w for w in result.warnings() if "claimed by" in w]
+    assert not [w for w in tables(result).warnings if "claimed by" in w]
 
 
 def test_first_microbatch_captures_each_steps_first_execution_only(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from corpus import CORPUS, unpack
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.cli import main
+from mindspeed_prof.analysis.report.tables import tables
 
 #: Foreign phase names of the RL set and the stage each must be read as (written out here,
 #: not taken from the package's table).
@@ -98,11 +99,11 @@ def test_rl_phases_feed_stages_steps_and_the_straggler(sets: Path) -> None:
                 step += 1
             if span in RL_STAGES:
                 want[(rank, step, RL_STAGES[span])] += dur / 1000
-    rows = {(r.rank, r.step): r for r in result.per_step()}
+    rows = {(r.rank, r.step): r for r in tables(result).per_step}
     assert len(rows) == 12
     for (rank, step, stage), ms in want.items():
         assert rows[(rank, step)].stages[stage] == pytest.approx(ms, abs=1e-9)
-    lag = [s for s in result.stragglers() if s.rank == 2 and s.name == "actor_update"]
+    lag = [s for s in tables(result).stragglers if s.rank == 2 and s.name == "actor_update"]
     assert len(lag) == 3
 
 

@@ -219,8 +219,8 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
         least_ms=19.0, others_ms=10.0, noise_ms=0.1, consistent=True, worst=Straggler(
             kind="stage", name="actor_update", step=2, rank=rank, ms=30.0, median_ms=10.0,
             ratio=3.0, excess_ms=20.0))
-    relaunch = next(s for s in next_steps(light, None, behind, slowest,  # type: ignore[arg-type]
-                                          None) if s.kind == "relaunch")
+    relaunch = next(s for s in next_steps(light, None, None, None, behind,  # type: ignore[arg-type]
+                                          slowest, None) if s.kind == "relaunch")
     assert not relaunch.runnable  # no manifest here: the overrides to add, quoted
     assert shlex.split(relaunch.command) == relaunch.overrides
     c = validate(conf(*relaunch.overrides).profiler_config)

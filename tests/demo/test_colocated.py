@@ -15,7 +15,7 @@ from hydra.core.global_hydra import GlobalHydra
 from rich.console import Console
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import TRANSITIONS, WEIGHT_SYNC_PARTS
 from mindspeed_prof.demo.trainer import train
 

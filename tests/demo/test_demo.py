@@ -14,6 +14,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from rich.console import Console
 
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.config.presets import PRESETS
 from mindspeed_prof.demo.trainer import train
 
@@ -195,7 +196,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     """The issue's walk: a light capture names the slow stage and the straggler first, and the
     relaunch override it prints takes the stage-scoped capture of that stage on that rank."""
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import report
+    from mindspeed_prof.analysis.report.report import report
     from mindspeed_prof.views.text import print_analysis
 
     train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.steps=4",
@@ -235,7 +236,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     train(demo_cfg(again, *relaunch.overrides, "demo.steps=4"), Console(quiet=True))
     assert sorted(files_by_rank(again / "out")) == [1]
     scoped = analyse(again / "out")
-    assert {r.name for r in scoped.ranges if r.kind == "stage"} == {"actor_generate"}
+    assert {r.name for r in tables(scoped).ranges if r.kind == "stage"} == {"actor_generate"}
     assert {t.meta.level for t in scoped.traces} == {"level1"}
 
 
@@ -246,7 +247,7 @@ def test_the_ledger_run_names_its_waste_in_the_verdict_next_and_findings_alike(
     waste among the verdict's causes, and the verdict, Next and the findings name the same
     first cause."""
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import report
+    from mindspeed_prof.analysis.report.report import report
     from mindspeed_prof.views.words import verdict_lines
 
     train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.long_tail=0.05",
@@ -436,7 +437,7 @@ def test_the_demos_planted_waste_and_tail_are_named_by_the_ledger_with_their_num
     import numpy as np
 
     from mindspeed_prof.analysis.analyse import analyse
-    from mindspeed_prof.analysis.report import report
+    from mindspeed_prof.analysis.report.report import report
 
     train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.workers=0", "demo.steps=5",
                    "demo.constant_reward_groups=0.5", "demo.long_tail=0.03"),

@@ -14,6 +14,7 @@ import pytest
 from helpers import load_json, run_app
 
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.tables import tables
 
 STAGES3 = "actor_generate,actor_update,critic_update"
 
@@ -156,7 +157,7 @@ def test_sys_exit_still_flushes(app: Path) -> None:
     root = app / "profiler_data"
     result = analyse(root)
     assert not result.bad and {t.kind for t in result.traces} == {"torch", "spans"}
-    assert {(r.step, r.rank) for r in result.per_step()} == {(2, 0), (3, 0)}
+    assert {(r.step, r.rank) for r in tables(result).per_step} == {(2, 0), (3, 0)}
 
 
 @pytest.mark.parametrize("override", ["profiler_config.integrated.profile_step_start=0",

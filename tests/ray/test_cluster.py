@@ -15,7 +15,7 @@ from capture_fixtures import make_run
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import discover
-from mindspeed_prof.analysis.report import document
+from mindspeed_prof.analysis.report.report import document
 from mindspeed_prof.cli import main
 from mindspeed_prof.ray.cluster import reader
 
@@ -115,7 +115,7 @@ try:
     for home in homes.values():
         shutil.copytree(home / "run", merged, dirs_exist_ok=True)
     here = analyse(merged, jobs=1, cache=False)
-    from mindspeed_prof.analysis.report import document
+    from mindspeed_prof.analysis.report.report import document
     from mindspeed_prof.cli import main
     assert main(["timeline", "~/run", "-o", str(out / "t.json"), "--ray", cluster.address]) == 0
     events = json.loads((out / "t.json").read_text())["traceEvents"]

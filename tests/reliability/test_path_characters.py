@@ -17,7 +17,7 @@ import torch
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 
 NAMES = {"tab": "a\tb", "quote": 'a"b', "newline": "a\nb", "backslash": "a\\b",
          "spaces": "a  b ", "not-utf8": os.fsdecode(b"a\xffb"), "escape": "a\x1b[31mb"}

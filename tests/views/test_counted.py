@@ -12,6 +12,7 @@ from counter_fixtures import rl_run
 from invariants import check_analysis, check_text, decode
 from rich.console import Console
 
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
@@ -39,7 +40,7 @@ def every_stage(tmp_path: Path) -> Path:
 
 def _text(root: Path) -> str:
     out = io.StringIO()
-    print_analysis(analyse(root), Console(file=out, width=WIDTH, color_system=None))
+    print_analysis(report(analyse(root)), Console(file=out, width=WIDTH, color_system=None))
     return out.getvalue()
 
 

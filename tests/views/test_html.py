@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.model import Range, TraceData
-from mindspeed_prof.analysis.report import Report
-from mindspeed_prof.analysis.report import report as make_report
+from mindspeed_prof.analysis.report.report import Report
+from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.rows import StepRow
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.views.html import MAX_BARS, write_report
@@ -27,7 +27,7 @@ CUSTOM = ["gen", "verl_update_actor", "奖励模型打分"]
 
 
 def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
-        slow: float = 1.0) -> Analysis:
+        slow: float = 1.0) -> Captures:
     """``ranks`` ranks of ``steps`` steps of the stages ``names`` (default: MindSpeed-RL's and
     three of a trainer's own), each 10 ms, rank 1's ``slow`` times that."""
     names = [*STAGES, *CUSTOM] if names is None else names
@@ -44,11 +44,11 @@ def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
                 ts += dur
             t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, start, ts - start))
         traces.append(t)
-    return Analysis(root=Path("run"), traces=traces)
+    return Captures(root=Path("run"), traces=traces)
 
 
-def report(tmp_path: Path, result: Analysis, answers: Report | None = None) -> str:
-    return write_report(answers or result, tmp_path / "r.html").read_text(encoding="utf-8")
+def report(tmp_path: Path, result: Captures, answers: Report | None = None) -> str:
+    return write_report(answers or make_report(result), tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 def section(page: str, sid: str) -> str:
@@ -119,7 +119,7 @@ def test_no_findings_and_a_failed_rule_are_said(tmp_path: Path) -> None:
     page = report(tmp_path, result, answers)
     assert "None: no rule found anything" in section(page, "findings")
     assert "<li>note: finding rule npu.x failed: boom</li>" in page
-    empty = report(tmp_path, Analysis(root=Path("nothing")))
+    empty = report(tmp_path, Captures(root=Path("nothing")))
     assert "No verdict: these captures hold no steps" in section(empty, "verdict")
 
 

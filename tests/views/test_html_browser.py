@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.model import Range, Tally, TraceData
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.views.gantt import FONT
 from mindspeed_prof.views.html import FONT_PT, write_report
@@ -142,7 +142,7 @@ def unpack(name: str, dest: Path) -> Path:
     return root
 
 
-def many_ranks(ranks: int = 32, steps: int = 12) -> Analysis:
+def many_ranks(ranks: int = 32, steps: int = 12) -> Captures:
     """A made-up run: ``ranks`` ranks, ``steps`` steps (step 3 far shorter than the others),
     MindSpeed-RL's stages and three of a trainer's own (one long, one in Chinese), and
     host ops with long names."""
@@ -163,7 +163,7 @@ def many_ranks(ranks: int = 32, steps: int = 12) -> Analysis:
         t.ops = {f"aten::a_rather_long_operator_name_number_{i}_with_a_suffix":
                  Tally(count=3, total=1e5 / (i + 1)) for i in range(30)}
         traces.append(t)
-    return Analysis(root=Path("many"), traces=traces)
+    return Captures(root=Path("many"), traces=traces)
 
 
 def findings() -> list[Finding]:
@@ -192,9 +192,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("reports")
     out = {}
     demo = make_run(tmp / "demo", slow={(1, "actor_update"): 3})
-    out["demo"] = write_report(analyse(demo), tmp / "demo.html")
+    out["demo"] = write_report(report(analyse(demo)), tmp / "demo.html")
     for key, name in SETS.items():
-        out[key] = write_report(analyse(unpack(name, tmp)), tmp / f"{key}.html")
+        out[key] = write_report(report(analyse(unpack(name, tmp))), tmp / f"{key}.html")
     many = many_ranks()
     answers = report(many)
     answers.findings = findings()

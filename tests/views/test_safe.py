@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.safe import cell, printable, say
@@ -86,7 +87,7 @@ def _trace(tmp_path: Path) -> Path:
 def test_every_view_writes_escapes_not_controls(tmp_path: Path) -> None:
     path = _trace(tmp_path)
     out = io.StringIO()
-    print_analysis(analyse(tmp_path, cache=False), Console(file=out, width=120,
+    print_analysis(make_report(analyse(tmp_path, cache=False)), Console(file=out, width=120,
                                                            color_system=None))
     text = out.getvalue()
     assert "\\x1b[31mred" in text and "\x1b" not in text and "\u202e" not in text

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
@@ -29,6 +30,7 @@ from mindspeed_prof.views.text import (
     print_stage_rank,
     print_sweep,
 )
+from mindspeed_prof.analysis.report.tables import tables
 
 WIDTH = 80
 
@@ -139,7 +141,7 @@ def test_title_never_wraps_in_a_narrow_table() -> None:
 
 def test_analysis_at_80_columns(run_dir: Path) -> None:
     result = analyse(run_dir)
-    text = render(print_analysis, result)
+    text = render(print_analysis, report(result))
     assert_readable(text)
     assert ["rank", "step", "total", *[STAGE_CODES[s] for s in STAGES]] in split_tables(text)
     for stage in STAGES:  # the legend names each code once
@@ -151,7 +153,7 @@ def test_analysis_counts_captures_not_files(run_dir: Path) -> None:
     result = analyse(run_dir)
     files = len(result.traces)
     assert files == 4  # two ranks, one capture each: a torch trace and a range file
-    assert render(print_analysis, result).startswith("2 captures under ")
+    assert render(print_analysis, report(result)).startswith("2 captures under ")
 
 
 def test_wide_values_wrap_but_headers_stay_whole() -> None:
@@ -224,7 +226,7 @@ def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
 
     root = tmp_path / "run"
     unpack("text/rank0_ascend_pt", root / "rank0_ascend_pt")
-    text = render(print_analysis, analyse(root, jobs=1, cache=False))
+    text = render(print_analysis, report(analyse(root, jobs=1, cache=False)))
     assert "Top allocating operators" in text and "aten::mm" in text
     assert max(len(line) for line in table_lines(text)) <= WIDTH
 
@@ -263,8 +265,8 @@ def test_ranks_text_shortens_runs() -> None:
 @given(root=st.text(alphabet="abc/_-", min_size=1, max_size=120), ranks=st.integers(1, 600))
 def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int) -> None:
     traces = [TraceData(Path(f"r{r}.pt.trace.json"), "torch", r, "g", 10) for r in range(ranks)]
-    result = Analysis(root=Path("/" + root), traces=traces)
-    lines = headline(result, WIDTH)
+    result = Captures(root=Path("/" + root), traces=traces)
+    lines = headline(report(result), WIDTH)
     where = f"{count(ranks, 'capture')} under {result.root}"
     what = f"{count(ranks, 'rank')} {ranks_text(list(range(ranks)))}, {count(10 * ranks, 'byte')}"
     assert lines in ([f"{where}: {what}"], [f"{where}:", what])

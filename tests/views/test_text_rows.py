@@ -15,7 +15,7 @@ from rich.console import Console
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.rows import StepRow
 from mindspeed_prof.views.text import print_analysis
 from mindspeed_prof.views.text.cells import ROW_LIMIT, limited

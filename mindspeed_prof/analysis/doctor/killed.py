@@ -59,7 +59,7 @@ def gone(manifest: Manifest) -> bool:
 
 
 def check_killed(
-    health: Health, by_run: dict[str, list[Manifest]], results: list[_analyse.Analysis]
+    health: Health, by_run: dict[str, list[Manifest]], results: list[_analyse.Captures]
 ) -> None:
     """Each manifest still ``running`` whose process is gone (on this host) is a killed job:
     a finding naming its rank, pid and host, and the steps of its window with no op-level

@@ -21,7 +21,7 @@ __all__ = ["check_readable"]
 
 
 def check_readable(
-    health: Health, flagged: set[Path], results: list[_analyse.Analysis]
+    health: Health, flagged: set[Path], results: list[_analyse.Captures]
 ) -> tuple[dict[str, set[int]], dict[str, set[int]], list[Triggered]]:
     """Every capture as ``analyse`` reads it, run by run (``results``): each one it skips,
     whole or in part, is a finding (unless the cheap checks already named its file); its
@@ -57,7 +57,7 @@ def check_readable(
                     "to show",
                 )
             )
-    health.notes = [result.shown(n) for n in result.notes()]
+    health.notes = [result.shown(n) for t in result.traces for n in t.notes]
     health.worlds = [w.json() for w in worlds(result.traces)]
     stems: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for t in result.traces:

@@ -2,8 +2,9 @@
 to do about it. One module per family of rules (``ranks``: a rank the others wait for, the one
 rule that says so; ``npu``: what Ascend's msprof-analyze advisor checks; ``cuda``: HTA-style
 device questions; ``rl``: RL post-training loops; ``rl_ledger``: the RL ledger's waste and long
-tail, from counters; ``host``: the host's side of a stage); each rule is a function of an
-``Analysis`` that returns its findings (none where it has nothing to say).
+tail, from counters; ``host``: the host's side of a stage); each rule is a function of the
+captures, their tables and the settings that returns its findings (none where it has nothing
+to say).
 
 ``find`` runs every rule: a rule that fails is left out with one note, never the analysis. A
 finding's severity is the share of the step it costs (``judgement.causes``), where it says
@@ -22,7 +23,9 @@ from mindspeed_prof.analysis.judgement.severity import severity_of
 from mindspeed_prof.analysis.readers.labels import one_line
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
@@ -34,18 +37,18 @@ def rules() -> list[Rule]:
     return [*ranks.RULES, *npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
 
 
-def find(result: Analysis) -> tuple[list[Finding], list[str]]:
+def find(captures: Captures, tables: Tables, settings: Settings) -> tuple[list[Finding], list[str]]:
     """Every rule's findings, most pressing first (severity, then time at stake), and one
     note per rule that failed."""
     found: list[Finding] = []
     notes: list[str] = []
     for rule in rules():
         try:
-            found.extend(rule(result))
+            found.extend(rule(captures, tables, settings))
         except Exception as err:  # a rule's bug must not cost the rest of the report
             family = rule.__module__.split("findings.", 1)[-1].split(".", 1)[0]  # npu.ops: npu
             notes.append(f"finding rule {family}.{rule.__name__} failed: {one_line(err)}")
-    step = result.step_time()
+    step = tables.step_time
     found = [
         msgspec.structs.replace(
             f, severity=severity_of(f.impact_ms, step.median_ms if step else None, f.severity)

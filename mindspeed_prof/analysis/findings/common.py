@@ -13,7 +13,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
 
 __all__ = [
     "cut",
@@ -40,19 +40,19 @@ def duration(ms: float) -> str:
     return f"{ms:,.1f} ms" if abs(ms) >= 0.1 or ms == 0 else f"{ms:,.3f} ms"
 
 
-def files_text(result: Analysis, traces: Iterable[TraceData], what: str, most: int = 3) -> str:
+def files_text(captures: Captures, traces: Iterable[TraceData], what: str, most: int = 3) -> str:
     """``a.json, b.json and 2 more (what)``: the files below the analysed root."""
-    names = sorted({result.shown(str(t.path)) for t in traces})
+    names = sorted({captures.shown(str(t.path)) for t in traces})
     shown = ", ".join(names[:most]) + (
         f" and {len(names) - most} more" if len(names) > most else ""
     )
     return f"{shown} ({what})" if what else shown
 
 
-def folder_of(result: Analysis, t: TraceData) -> str:
+def folder_of(captures: Captures, t: TraceData) -> str:
     """The capture's path below the analysed root (its name when it is the root or outside)."""
     try:
-        rel = t.path.relative_to(result.root)
+        rel = t.path.relative_to(captures.root)
     except ValueError:
         return t.path.name
     return str(rel) if rel.parts else t.path.name

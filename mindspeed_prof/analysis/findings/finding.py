@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Literal
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["SEVERITIES", "Finding", "Rule", "Severity"]
 
@@ -38,4 +40,4 @@ class Finding(Row, kw_only=True):
     step: int | None = None
 
 
-Rule = Callable[["Analysis"], list[Finding]]
+Rule = Callable[["Captures", "Tables", "Settings"], list[Finding]]

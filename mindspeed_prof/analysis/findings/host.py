@@ -18,7 +18,9 @@ from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.rows import NoOpRow
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["HIGH_SHARE", "MEDIUM_SHARE", "MIN_SHARE", "RULES", "no_op"]
 
@@ -38,14 +40,14 @@ def _where(row: NoOpRow) -> str:
     )
 
 
-def no_op(result: Analysis) -> list[Finding]:
+def no_op(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Stages whose time (per execution) is ``MIN_SHARE`` or more and over the noise floor
     with no host operator running: one finding, the largest first in its detail."""
-    step = result.step_time()
-    floor = noise_floor(result.noise_ms, step.median_ms if step else None)
+    step = tables.step_time
+    floor = noise_floor(settings.noise_ms, step.median_ms if step else None)
     hits = [
         r
-        for r in result.no_op()
+        for r in tables.no_op
         if r.count and r.share >= MIN_SHARE and r.no_op_ms / r.count >= floor
     ]
     if not hits:

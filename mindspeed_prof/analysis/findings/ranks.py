@@ -19,7 +19,9 @@ from mindspeed_prof.analysis.judgement.severity import HIGH_SHARE, MEDIUM_SHARE
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["RULES", "straggler"]
 
@@ -71,15 +73,15 @@ def _advice(g: Lag) -> str:
     )
 
 
-def straggler(result: Analysis) -> list[Finding]:
+def straggler(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Each rank named behind the others (``judgement.lag``): its lag per step, the noise it
     cleared, the steps it rests on; ranks that wait for it in a collective as its detail."""
-    lags = result.lags()
+    lags = tables.lags
     named = [g for g in lags if g.consistent]
     causes = [g for g in named if not is_wait(g.name)] or named
-    step = result.step_time()
+    step = tables.step_time
     step_ms = step.median_ms if step else None
-    traces = {t.rank: t for t in result.traces}
+    traces = {t.rank: t for t in captures.traces}
     out = []
     for g in causes:
         victims = [v for v in named if v not in causes and v.kind == g.kind and v.who != g.who]
@@ -93,7 +95,7 @@ def straggler(result: Analysis) -> list[Finding]:
                 severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
                 impact_ms=g.lag_ms,
                 source=files_text(
-                    result,
+                    captures,
                     [traces[g.rank]] if g.rank in traces else [],
                     f"{_WHERE[g.kind]} times per step of every rank",
                 ),

@@ -25,7 +25,9 @@ from mindspeed_prof.analysis.ledger import LedgerLine, Tail
 from mindspeed_prof.analysis.readers.labels import rank_order
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "ADVICE",
@@ -67,17 +69,17 @@ TAIL_ADVICE = (
 )
 
 
-def _files(result: Analysis) -> str:
-    held = [t for t in result.traces if t.counters]
-    return files_text(result, held, "counters; actor_generate stage ranges")
+def _files(captures: Captures, tables: Tables, settings: Settings) -> str:
+    held = [t for t in captures.traces if t.counters]
+    return files_text(captures, held, "counters; actor_generate stage ranges")
 
 
-def _ranks(result: Analysis) -> list[int | None]:
-    return sorted({c.rank for c in result.counted_counters()}, key=rank_order)
+def _ranks(captures: Captures, tables: Tables, settings: Settings) -> list[int | None]:
+    return sorted({c.rank for c in tables.counted_counters}, key=rank_order)
 
 
-def _step_ms(result: Analysis) -> float | None:
-    step = result.step_time()
+def _step_ms(captures: Captures, tables: Tables, settings: Settings) -> float | None:
+    step = tables.step_time
     return step.median_ms if step else None
 
 
@@ -85,12 +87,20 @@ def _per_step(seconds: float | None, steps: int) -> float | None:
     return seconds / steps if seconds is not None and steps else None
 
 
-def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -> Finding | None:
+def _line_finding(
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
+    x: LedgerLine,
+    generation_s: float | None,
+) -> Finding | None:
     share = x.time_share if x.time_share is not None else x.share
     if share is None or share < WASTE_MEDIUM or (x.kept_share or 0.0) < WASTE_MEDIUM:
         return None
     per = _per_step(x.seconds, x.steps)
-    if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):
+    if per is not None and per * 1000.0 < noise_floor(
+        settings.noise_ms, _step_ms(captures, tables, settings)
+    ):
         return None
     where = (
         "of generation time"
@@ -124,25 +134,29 @@ def _line_finding(result: Analysis, x: LedgerLine, generation_s: float | None) -
         suggestion=ADVICE[x.line],
         severity=severity(share, WASTE_MEDIUM, WASTE_HIGH),
         impact_ms=per * 1000.0 if per is not None else None,
-        source=_files(result),
-        ranks=_ranks(result),
+        source=_files(captures, tables, settings),
+        ranks=_ranks(captures, tables, settings),
     )
 
 
-def waste(result: Analysis) -> list[Finding]:
+def waste(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """One finding per ledger line whose share of generation time is large."""
-    book = result.ledger()
+    book = tables.ledger
     if book is None:
         return []
-    found = [_line_finding(result, x, book.generation_s) for x in book.lines]
+    found = [_line_finding(captures, tables, settings, x, book.generation_s) for x in book.lines]
     return [f for f in found if f is not None]
 
 
-def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
+def _tail_finding(
+    captures: Captures, tables: Tables, settings: Settings, t: Tail
+) -> Finding | None:
     if t.share is None or t.share < TAIL_MEDIUM or not t.responses:
         return None
     per = _per_step(t.seconds, t.steps)
-    if per is not None and per * 1000.0 < noise_floor(result.noise_ms, _step_ms(result)):
+    if per is not None and per * 1000.0 < noise_floor(
+        settings.noise_ms, _step_ms(captures, tables, settings)
+    ):
         return None
     seconds = f" ({duration(per * 1000.0)} per step)" if per is not None else ""
     detail = [
@@ -167,17 +181,17 @@ def _tail_finding(result: Analysis, t: Tail) -> Finding | None:
         suggestion=TAIL_ADVICE,
         severity=severity(t.share, TAIL_MEDIUM, TAIL_HIGH),
         impact_ms=per * 1000.0 if per is not None else None,
-        source=_files(result),
-        ranks=_ranks(result),
+        source=_files(captures, tables, settings),
+        ranks=_ranks(captures, tables, settings),
     )
 
 
-def long_tail(result: Analysis) -> list[Finding]:
+def long_tail(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """The long tail of response lengths, where it holds much of generation."""
-    book = result.ledger()
+    book = tables.ledger
     if book is None or book.tail is None:
         return []
-    found = _tail_finding(result, book.tail)
+    found = _tail_finding(captures, tables, settings, book.tail)
     return [found] if found else []
 
 

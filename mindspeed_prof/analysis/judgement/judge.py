@@ -1,6 +1,6 @@
 """The judgements of one analysis, from its counted ranges and device rows: the step as the job
-lived it, every rank's lag at every row, every stage's trend. ``Analysis`` exposes each once
-(``step_time``, ``lags``, ``growths``); the verdict, the findings and Next read those."""
+lived it, every rank's lag at every row, every stage's trend. ``Tables`` holds each, computed
+once (``step_time``, ``lags``, ``growths``); the verdict, the findings and Next read those."""
 
 from __future__ import annotations
 

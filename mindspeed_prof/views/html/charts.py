@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from mindspeed_prof.analysis.device_scope import parts as device_parts
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
-from mindspeed_prof.analysis.report import Tables
+from mindspeed_prof.analysis.report.tables import Tables
 from mindspeed_prof.analysis.rows import DeviceRow, StepRow
 from mindspeed_prof.views.palette import DEVICE_COLOURS, stage_order
 from mindspeed_prof.views.safe import printable

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import msgspec
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
-from mindspeed_prof.analysis.report import Report, Tables, report
+from mindspeed_prof.analysis.report.report import Report
+from mindspeed_prof.analysis.report.tables import Tables
 from mindspeed_prof.views.html.charts import charts as _charts
 from mindspeed_prof.views.html.style import CSS as _CSS
 from mindspeed_prof.views.html.tables import NONE
@@ -94,12 +94,11 @@ def _stage_names(tables: Tables) -> Iterable[str]:
     return (r.name for r in tables.ranges if r.kind == "stage")
 
 
-def write_report(given: Report | Analysis, path: Path) -> Path:
-    """Write the HTML report of ``given`` (a ``Report``, or an ``Analysis`` to make one of) to
-    ``path``; every name from a trace is escaped."""
+def write_report(answers: Report, path: Path) -> Path:
+    """Write the HTML report of ``answers`` to ``path``; every name from a trace is
+    escaped."""
     esc = _esc
-    answers = given if isinstance(given, Report) else report(given)
-    result, t = answers.result, answers.tables
+    result, t = answers.captures, answers.tables
     colours = stage_colours(_stage_names(t))
     parts = [
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
@@ -133,7 +132,7 @@ def write_report(given: Report | Analysis, path: Path) -> Path:
         )
     )
     parts.append(
-        f"<h2>Stragglers (&gt; median + {result.margin:.0%})</h2>"
+        f"<h2>Stragglers (&gt; median + {answers.settings.margin:.0%})</h2>"
         + _table(t.stragglers, ["stage", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"])
     )
     from mindspeed_prof.views.counted_html import counted_sections
@@ -157,7 +156,7 @@ def write_report(given: Report | Analysis, path: Path) -> Path:
         )
     )
     parts.append(
-        f"<h2>Range stragglers (&gt; median + {result.margin:.0%})</h2>"
+        f"<h2>Range stragglers (&gt; median + {answers.settings.margin:.0%})</h2>"
         + _table(
             t.range_stragglers, ["range", "step", "rank", "ms", "median_ms", "excess_ms", "ratio"]
         )

@@ -6,10 +6,9 @@ import textwrap
 
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.findings import Finding
 from mindspeed_prof.analysis.readers.labels import ranks_text
-from mindspeed_prof.analysis.report import Report, report
+from mindspeed_prof.analysis.report.report import Report
 from mindspeed_prof.analysis.verdict import Verdict
 from mindspeed_prof.views.safe import printable
 from mindspeed_prof.views.tables import column as _column
@@ -30,15 +29,13 @@ from mindspeed_prof.views.words import verdict_lines
 __all__ = ["headline", "print_analysis", "print_findings", "print_verdict"]
 
 
-def headline(result: Analysis, width: int) -> list[str]:
+def headline(rep: Report, width: int) -> list[str]:
     """``2 captures under ROOT: 2 ranks 0, 1, 4,096 bytes``; the counts on a line of their own
     when a long root would push the line past ``width``."""
+    result, ranks = rep.captures, rep.tables.ranks
     size = sum(t.size for t in result.traces)
     where = f"{count(capture_total(result), 'capture')} under {result.root}"
-    what = (
-        f"{count(len(result.ranks), 'rank')} {ranks_text(result.ranks) or '-'}, "
-        f"{count(size, 'byte')}"
-    )
+    what = f"{count(len(ranks), 'rank')} {ranks_text(ranks) or '-'}, {count(size, 'byte')}"
     return [f"{where}: {what}"] if len(where) + 2 + len(what) <= width else [f"{where}:", what]
 
 
@@ -85,17 +82,16 @@ def print_findings(findings: list[Finding], console: Console, most: int = 8) -> 
         console.print(f"  ... {len(findings) - most} more in --json and --html", highlight=False)
 
 
-def print_analysis(given: Report | Analysis, console: Console | None = None, top: int = 10) -> None:
-    """``analyse`` in the terminal: what ``given`` (a ``Report``, or an ``Analysis`` to make
-    one of) holds, each list of top rows cut to ``top``."""
+def print_analysis(rep: Report, console: Console | None = None) -> None:
+    """``analyse`` in the terminal: what ``rep`` holds, each list of top rows cut to its
+    settings' ``top``."""
     from rich.text import Text
 
     from mindspeed_prof.views.counted import print_ledger, print_throughput
 
     console = console or Console()
-    rep = given if isinstance(given, Report) else report(given)
-    result, t = rep.result, rep.tables
-    for i, line in enumerate(headline(result, console.width)):
+    result, t, top = rep.captures, rep.tables, rep.settings.top
+    for i, line in enumerate(headline(rep, console.width)):
         text = Text(printable(line))
         if i == 0:
             text.stylize("bold", 0, len(count(capture_total(result), "capture")))
@@ -109,7 +105,7 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
         print_per_step(t.per_step, console)
     if t.stragglers:  # the most time lost first
         shown, left = limited(t.stragglers, ends=False)
-        print_stragglers(shown, "stage", result, console)
+        print_stragglers(shown, "stage", rep.settings, console)
         left_out(console, left, len(t.stragglers), "straggler", ends=False)
     else:
         console.print("No stragglers.")
@@ -122,7 +118,7 @@ def print_analysis(given: Report | Analysis, console: Console | None = None, top
         for op in ops:
             table.add_row(name_cell(op.op, 56), str(op.count), ms_cell(op.self_ms))
         console.print(table)
-    print_throughput(t.throughput_stages, t.model, console)
+    print_throughput(t.throughput.stages, t.throughput.model, console)
     print_ledger(t.ledger, console)
     print_details(rep, console, top)
     for w in t.warnings:

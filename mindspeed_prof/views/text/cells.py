@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from rich.console import Console
 
-from mindspeed_prof.analysis.analyse import Analysis
+from mindspeed_prof.analysis.report.captures import Captures
 from mindspeed_prof.analysis.rows import DeviceRow, StageRow, StepRow, Straggler
 from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.views.safe import printable
@@ -68,7 +68,7 @@ def name_cell(text: str, width: int = 60) -> str:
     return escape(text)
 
 
-def capture_total(result: Analysis) -> int:
+def capture_total(result: Captures) -> int:
     """Captures, not files: a capture's trace and range file share one stem."""
     return len({(str(t.path.parent), capture_stem(t.path)) for t in result.traces})
 

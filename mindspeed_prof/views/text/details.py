@@ -9,7 +9,7 @@ from rich.console import Console
 from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
 from mindspeed_prof.analysis.readers.model import Tally, tally
 from mindspeed_prof.analysis.readers.ratio import ratio
-from mindspeed_prof.analysis.report import Report
+from mindspeed_prof.analysis.report.report import Report
 from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow
 from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import column as _column
@@ -36,7 +36,7 @@ _NAME_MIN = 14
 
 
 def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
-    """Custom ranges per name and rank (``Analysis.range_table()``), the stage under the name.
+    """Custom ranges per name and rank (``Tables.range_table``), the stage under the name.
 
     Times never wrap inside a number: when they and a name column of ``_NAME_MIN`` do not fit
     the console, times of a second and more drop their decimals.
@@ -90,7 +90,7 @@ def print_device(
     unread: dict[str, int] | None = None,
     memory: list[MemoryRow] | None = None,
 ) -> None:
-    """Device time per rank and step (``Analysis.device()``, whole-step rows); without rows,
+    """Device time per rank and step (``Tables.device``, whole-step rows); without rows,
     why not (``unread``: device events recorded but not read as device time; ``memory``: the
     memory rows, whose sources say whether a device's memory was recorded)."""
     every = [r for r in rows if r.stage is None]
@@ -178,7 +178,7 @@ def print_details(rep: Report, console: Console, top: int = 10) -> None:
     t = rep.tables
     print_ranges(t.range_table, console, top=2 * top)
     if t.range_stragglers:
-        print_stragglers(t.range_stragglers[:top], "range", rep.result, console)
+        print_stragglers(t.range_stragglers[:top], "range", rep.settings, console)
     print_device(t.device, console, t.unread_device, t.memory)
     print_top_lists(rep, console, top)
     print_memory(t.memory, console)

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
-from mindspeed_prof.analysis.analyse import Analysis
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.rows import StageRow, StepRow, Straggler
 from mindspeed_prof.views.safe import cell
 from mindspeed_prof.views.tables import codes as _codes
@@ -30,7 +30,7 @@ def print_stage_rank(
     title: str = "Stage time per rank: total ms (executions)",
 ) -> None:
     """Stages as rows and ranks as columns; ranks as rows and stage codes as columns when the
-    ranks do not fit side by side. ``rows`` as ``Analysis.stage_rank()`` returns them."""
+    ranks do not fit side by side. ``rows`` as ``Tables.stage_rank`` holds them."""
     console = console or Console()
     if not rows:
         console.print("No stage ranges in these captures.", soft_wrap=True)
@@ -142,15 +142,17 @@ def _fitting(
     return parts
 
 
-def print_stragglers(rows: list[Straggler], what: str, result: Analysis, console: Console) -> None:
+def print_stragglers(
+    rows: list[Straggler], what: str, settings: Settings, console: Console
+) -> None:
     """Stage or range stragglers: each rank's ms against the median of the other ranks; stage
     names as codes with a legend where the names would not fit (never cut mid-name)."""
     title = "Stragglers" if what == "stage" else "Range stragglers"
 
     def build(names: dict[str, str]) -> Table:
         table = _table(
-            f"{title} (> the other ranks' median + {result.margin:.0%}, "
-            f"and by {result.noise_ms:g} ms or 1% of the step)"
+            f"{title} (> the other ranks' median + {settings.margin:.0%}, "
+            f"and by {settings.noise_ms:g} ms or 1% of the step)"
         )
         table.add_column(what, overflow="fold", max_width=26)
         for col in ("step", "rank", "ms", "others ms", "lost ms", "ratio"):

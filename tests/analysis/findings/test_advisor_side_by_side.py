@@ -46,7 +46,8 @@ import pytest
 from msprof_advisor import Advice, advise, category, executable, from_json, to_json
 from reference_store import Store
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from helpers import answered
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find
 from mindspeed_prof.analysis.findings.npu import env as env_rules
 from mindspeed_prof.analysis.findings.npu import host as host_rules
@@ -54,6 +55,7 @@ from mindspeed_prof.analysis.findings.npu import layout as layout_rules
 from mindspeed_prof.analysis.findings.npu import ops as ops_rules
 from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
 from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.report.tables import tables
 
 pytestmark = [pytest.mark.reference,
               pytest.mark.skipif(executable() is None,
@@ -97,9 +99,9 @@ def _unpack(name: str, dest: Path) -> Path:
 
 
 class Run:
-    def __init__(self, name: str, folder: Path, advice: Advice, result: Analysis) -> None:
+    def __init__(self, name: str, folder: Path, advice: Advice, result: Captures) -> None:
         self.name, self.folder, self.advice, self.result = name, folder, advice, result
-        self.findings: list[Finding] = find(result)[0]
+        self.findings: list[Finding] = find(*answered(result))[0]
 
     def rules(self) -> set[str]:
         return {f.rule for f in self.findings}
@@ -309,7 +311,7 @@ def test_slow_rank_is_the_advisors_spread(runs: dict[str, Run]) -> None:
     for run in checked:
         theirs = {m.group(1): float(m.group(2)) for m in _SLOW.finditer(
             run.problems()["slow rank"]["description"] or "")}
-        (spread,) = ranks_rules.rank_spread(run.result)  # one step on these sets
+        (spread,) = ranks_rules.rank_spread(*answered(run.result))  # one step on these sets
         ours = {p: spread.gap(p)[0] for p in spread.parts
                 if spread.gap(p)[0] / spread.mean_ms > ranks_rules.SPREAD}
         assert ours.keys() == theirs.keys(), run.name
@@ -335,7 +337,7 @@ def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
         theirs = {m.group(1): tuple(map(float, m.group(2, 3, 4))) for m in _LINK.finditer(
             run.problems()["slow link"]["description"] or "")}
         assert theirs.keys() == {"RDMA", "SDMA"}
-        ours = {s.link: s for s in ranks_rules.link_spread(run.result)}
+        ours = {s.link: s for s in ranks_rules.link_spread(*answered(run.result))}
         for link, (mean, most, least) in theirs.items():
             if link not in ours:
                 assert mean == most == least == 0, (run.name, link)

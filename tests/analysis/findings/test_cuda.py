@@ -13,12 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, cuda, find
 from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_trace
+from mindspeed_prof.analysis.report.tables import tables
 
 _T0 = 1_000_000_000  # us
 
@@ -61,8 +64,8 @@ class Trace:
 
 def found(root: Path, rule: Rule, noise_ms: float = 1.0) -> list[Finding]:
     result = analyse(root, cache=False)
-    result.noise_ms = noise_ms
-    out = rule(result)
+    given = Settings(noise_ms=noise_ms)
+    out = rule(*answered(result, given))
     for f in out:
         assert "\n" not in f.title and f.severity in ("high", "medium", "low")
         assert f.impact_ms is not None and f.impact_ms > 0 and f.suggestion
@@ -184,10 +187,10 @@ def test_warmup_steps_are_left_out(tmp_path: Path) -> None:
     # the window [2, 4) and its warmup step just before it (MindSpeed-LLM's DPO warmup)
     t.write(tmp_path, mindspeed_prof={"rank": 0, "window": [2, 4], "warmup_steps": 1})
     result = analyse(tmp_path, cache=False)
-    assert result.warmup() == {(0, 1)} and cuda.idle_time(result) == []
-    result.include_warmup = True
-    assert {r.step for r in result.counted_device()} >= {1, 2, 3}
-    assert cuda.idle_time(result) == []
+    assert tables(result).warmup == {(0, 1)} and cuda.idle_time(*answered(result)) == []
+    given = Settings(include_warmup=True)
+    assert {r.step for r in tables(result, given).counted_device} >= {1, 2, 3}
+    assert cuda.idle_time(*answered(result, given)) == []
 
 
 def test_a_device_idle_in_most_steps_fires_and_in_one_step_does_not(tmp_path: Path) -> None:
@@ -207,8 +210,8 @@ def test_a_device_idle_in_most_steps_fires_and_in_one_step_does_not(tmp_path: Pa
         else:
             t.op(10000 * step + 1, 10000 * step + 20, 9500)
     t.write(once)
-    assert cuda.idle_time(analyse(every, cache=False))
-    assert cuda.idle_time(analyse(once, cache=False)) == []
+    assert cuda.idle_time(*answered(analyse(every, cache=False)))
+    assert cuda.idle_time(*answered(analyse(once, cache=False))) == []
 
 
 def test_ranks_named_worst_first(tmp_path: Path) -> None:
@@ -300,8 +303,8 @@ def test_overlapped_nccl_and_npu_rows_are_no_finding(tmp_path: Path) -> None:
     assert found(tmp_path, cuda.exposed_comm) == []
     npu = TraceData(Path("/r/rank0_ascend_pt"), "npu", 0, "x", 1, device=[DeviceRow(
         step=1, compute_ms=10, comm_ms=50, overlap_ms=0, idle_ms=40, comm_exposed_ms=50)])
-    result = Analysis(root=Path("/r"), traces=[npu])
-    assert [rule(result) for rule in cuda.RULES] == [[], [], []]  # torch_npu's: the npu rules'
+    result = Captures(root=Path("/r"), traces=[npu])
+    assert [rule(*answered(result)) for rule in cuda.RULES] == [[], [], []]  # torch_npu's: the npu rules'
 
 
 # -- every rule: views, the corpus, anything at all ------------------------------------------
@@ -348,7 +351,7 @@ def test_on_the_real_corpus(name: str, tmp_path: Path) -> None:
         pytest.skip("no trace corpus")
     shutil.copytree(src, tmp_path / name)
     result = analyse(tmp_path / name, cache=False)
-    got = {f.rule: f for rule in cuda.RULES for f in rule(result)}
+    got = {f.rule: f for rule in cuda.RULES for f in rule(*answered(result))}
     assert {k: round(f.impact_ms or 0, 1) for k, f in got.items()} == {
         k: ms for k, (ms, _) in CORPUS[name].items()}
     for rule, (_, kind) in CORPUS[name].items():
@@ -365,7 +368,7 @@ def test_npu_and_cpu_captures_find_nothing_here(tmp_path: Path) -> None:
             packed.with_suffix("").write_bytes(lzma.decompress(packed.read_bytes()))
             packed.unlink()
         result = analyse(tmp_path / name, cache=False)
-        assert [f for rule in cuda.RULES for f in rule(result)] == [], name
+        assert [f for rule in cuda.RULES for f in rule(*answered(result))] == [], name
 
 
 _ms = st.floats(0, 1e4, allow_nan=False)
@@ -389,12 +392,12 @@ def test_any_rows_never_crash_a_rule(traces: list) -> None:
     """Whatever rows the readers hand over (zero-length windows, rows without a window, more
     overlap than communication, steps that have no idle rows): every rule answers, with
     finite numbers and shares."""
-    result = Analysis(root=Path("/r"), traces=[
+    result = Captures(root=Path("/r"), traces=[
         TraceData(Path(f"/r/{k}.json"), "torch", rank, "x", 1, device=rows, stream_idle=idle,
                   launch_stats=stats)
         for k, (rows, idle, stats, rank) in enumerate(traces)])
     for rule in cuda.RULES:
-        for f in rule(result):
+        for f in rule(*answered(result)):
             assert f.impact_ms is not None and 0 < f.impact_ms < float("inf")
             assert "nan" not in f.title and "inf" not in f.title
-    assert find(result)[1] == []
+    assert find(*answered(result))[1] == []

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from helpers import answered
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find, host
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_trace
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _trace(path: Path, stall_us: float, ops_us: float = 30_000.0) -> Path:
@@ -34,17 +36,17 @@ def _trace(path: Path, stall_us: float, ops_us: float = 30_000.0) -> Path:
 
 def test_the_stall_is_named_with_its_range_and_the_numbers_add_up(tmp_path: Path) -> None:
     result = analyse(_trace(tmp_path / "rank0.pt.trace.json", stall_us=200_000.0))
-    (row,) = result.no_op()
+    (row,) = tables(result).no_op
     # per execution: 235 ms; ops cover 30 ms; the rest, 205 ms, ran no operator
     assert (row.stage, row.count) == ("actor_update", 2)
     assert row.total_ms == pytest.approx(470.0) and row.no_op_ms == pytest.approx(410.0)
     assert row.share == pytest.approx(410.0 / 470.0)
     # reward_wait holds 202 ms an execution of it, 1 of them inside "inner": 201 + 1
     assert row.ranges == pytest.approx({"reward_wait": 402.0, "inner": 2.0})
-    (stage,) = result.stage_rank()
+    (stage,) = tables(result).stage_rank
     assert stage.no_op_ms is not None and stage.no_op_ms == pytest.approx(410.0)
     assert stage.total_ms - stage.no_op_ms == pytest.approx(60.0)  # what the ops explain
-    (f,) = [f for f in find(result)[0] if f.rule == "host.no_op"]
+    (f,) = [f for f in find(*answered(result))[0] if f.rule == "host.no_op"]
     assert f.title == ("actor_update ran no operator for 205.0 of 235.0 ms per execution "
                        "(87%) on rank 0: host-side Python, waits or sleeps, in range "
                        "'reward_wait' 201.0 ms, range 'inner' 1.0 ms")
@@ -59,14 +61,14 @@ def test_the_share_of_no_op_time_that_names_a_stage(tmp_path: Path, stall_us: fl
                                                     found: bool) -> None:
     result = analyse(_trace(tmp_path / "rank0.pt.trace.json", stall_us=stall_us,
                             ops_us=60_000.0))
-    (row,) = result.no_op()
+    (row,) = tables(result).no_op
     assert (row.share >= host.MIN_SHARE) is found
-    assert bool(host.no_op(result)) is found
+    assert bool(host.no_op(*answered(result))) is found
 
 
 def test_captures_without_operators_have_no_no_op_time(run_dir: Path) -> None:
     result = analyse(run_dir)  # level0 op traces beside range files: ops are recorded
-    assert result.no_op() and all(r.no_op_ms >= 0.0 for r in result.no_op())
+    assert tables(result).no_op and all(r.no_op_ms >= 0.0 for r in tables(result).no_op)
     light = [t for t in result.traces if t.kind == "spans"]
     assert all(r.bare is None for t in light for r in t.ranges)  # a range file alone knows none
 
@@ -85,7 +87,7 @@ def test_a_stage_scoped_capture_of_a_planted_stall(tmp_path: Path,
                 torch.randn(64, 64) @ torch.randn(64, 64)
                 with mstx.range("reward_wait"):
                     time.sleep(0.2)
-    (row,) = analyse(tmp_path).no_op()
+    (row,) = tables(analyse(tmp_path)).no_op
     assert row.count == 2 and row.no_op_ms >= 400.0  # a sleep runs no operator, whatever the load
     assert row.ranges["reward_wait"] >= 400.0 and row.no_op_ms <= row.total_ms
     assert main(["analyse", str(tmp_path)]) == 0

@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from npu_fixtures import unpack
 
+from helpers import answered
 from mindspeed_prof.analysis import cache
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find, npu
 from mindspeed_prof.analysis.findings.npu import env as env_rules
 from mindspeed_prof.analysis.findings.npu import host as host_rules
@@ -56,12 +57,12 @@ def capture(rank: int | None = 0, *, step_ms: float | None = 100.0, steps: int =
     return t
 
 
-def run(*traces: TraceData) -> Analysis:
-    return Analysis(root=ROOT, traces=list(traces))
+def run(*traces: TraceData) -> Captures:
+    return Captures(root=ROOT, traces=list(traces))
 
 
-def rules(result: Analysis, rule: Rule) -> list[Finding]:
-    out = rule(result)
+def rules(result: Captures, rule: Rule) -> list[Finding]:
+    out = rule(*answered(result))
     for f in out:  # every finding is one line with its numbers, a source and ranks
         assert f.title and "\n" not in f.title and f.rule.startswith("npu.")
         assert f.severity in ("high", "medium", "low") and f.source and f.ranks
@@ -279,7 +280,7 @@ def test_slow_rank_at_five_percent_of_the_step(gap: float, found: bool) -> None:
     # steps of 100 and 100 + gap, their mean 100 + gap / 2: over 5% from gap = 5.128
     a = capture(0, device=[row(60, 40, 0)])
     b = capture(1, device=[row(60, 40, gap)])
-    (spread,) = ranks_rules.rank_spread(run(a, b))
+    (spread,) = ranks_rules.rank_spread(*answered(run(a, b)))
     assert spread.gap("Free") == (pytest.approx(gap), 1, 0)
     mean = 100 + gap / 2
     out = rules(run(a, b), ranks_rules.slow_rank)
@@ -292,7 +293,7 @@ def test_slow_rank_names_the_worst_step_and_part() -> None:
     a = capture(0, device=[row(60, 40, 0, step=1), row(60, 40, 0, step=2)])
     b = capture(1, device=[row(90, 10, 0, step=1), row(61, 39, 0, step=2)])
     c = capture(2, device=[row(60, 40, 0, step=3)])  # a step of its own: no spread
-    assert [s.step for s in ranks_rules.rank_spread(run(a, b, c))] == [1, 2]
+    assert [s.step for s in ranks_rules.rank_spread(*answered(run(a, b, c)))] == [1, 2]
     (f,) = rules(run(a, b, c), ranks_rules.slow_rank)
     assert f.title.startswith("Ranks differ by 30.0 ms in") and "step 1" in f.title
     assert "compute" in f.detail and "exposed communication" in f.detail
@@ -312,7 +313,7 @@ def test_slow_link_at_five_percent_of_the_mean(slow: float, found: bool) -> None
     # 20 and 19.1: 0.9 / 19.55 = 4.6%; 20 and 19: 1 / 19.5 = 5.1%
     fast = 20.0
     result = run(link(0, sdma=fast), link(1, sdma=slow))
-    (s,) = ranks_rules.link_spread(result)
+    (s,) = ranks_rules.link_spread(*answered(result))
     assert s.link == "SDMA" and s.mean == pytest.approx((fast + slow) / 2)
     spread = (fast - slow) / ((fast + slow) / 2)
     assert s.spread == pytest.approx(spread)
@@ -327,7 +328,7 @@ def test_slow_link_edge_exactly() -> None:
     edge = 20 * (1 - ranks_rules.SPREAD / 2) / (1 + ranks_rules.SPREAD / 2)
     assert not rules(run(link(0, sdma=20.0), link(1, sdma=edge + 1e-9)), ranks_rules.slow_link)
     assert rules(run(link(0, sdma=20.0), link(1, sdma=edge - 1e-6)), ranks_rules.slow_link)
-    assert not ranks_rules.link_spread(run(link(0, sdma=20.0)))  # one rank
+    assert not ranks_rules.link_spread(*answered(run(link(0, sdma=20.0))))  # one rank
 
 
 # ------------------------------------------------------------------------------ small packets
@@ -474,10 +475,10 @@ def test_hostile_facts_give_findings_or_none_never_an_exception(
         traces.append(t)
     result = run(*traces)
     for rule in npu.RULES:
-        for finding in rule(result):
+        for finding in rule(*answered(result)):
             assert finding.title and "\n" not in finding.title and "nan" not in finding.title
             assert finding.impact_ms is None or math.isfinite(finding.impact_ms)
-    _, notes = find(result)
+    _, notes = find(*answered(result))
     assert not notes, notes  # no rule failed
 
 
@@ -536,4 +537,4 @@ def test_an_unreadable_metadata_file_is_one_problem(tmp_path: Path) -> None:
     assert data.npu is not None and data.npu.env is None
     assert [p for p in data.problems if "profiler_metadata.json" in p]
     result = analyse(tmp_path, cache=False)
-    assert not find(result)[1]
+    assert not find(*answered(result))[1]

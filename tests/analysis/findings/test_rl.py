@@ -20,14 +20,17 @@ from hypothesis import strategies as st
 
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
+from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof import Profiler
-from mindspeed_prof.analysis.analyse import Analysis, analyse
+from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
 from mindspeed_prof.analysis.findings import ranks as ranks_rules
 from mindspeed_prof.analysis.findings.rl import coverage, report
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import read_header
+from mindspeed_prof.analysis.report.tables import tables
 
 #: A step's plan: a stage and its ms, or ms outside every stage.
 Item = Union[tuple[str, float], float]
@@ -88,8 +91,8 @@ def run(root: Path, clock: Clock, plan: list[list[Item]], rank: int = 0,
     prof.close()
 
 
-def rule_of(result: Analysis, rule: rl.Rule) -> list[Finding]:
-    found = rule(result)
+def rule_of(result: Captures, rule: rl.Rule, given: Settings | None = None) -> list[Finding]:
+    found = rule(*answered(result, given))
     for f in found:
         assert "\n" not in f.title and f.severity in ("high", "medium", "low")
         assert f.impact_ms is not None and f.impact_ms > 0 and f.source and f.suggestion
@@ -150,8 +153,8 @@ def test_uncovered_at_the_noise_floor(tmp_path: Path, clock: Clock, gap: float,
     half = (step_ms - gap) / 2
     run(tmp_path, clock, [[(GEN, half), gap, (UPD, half)]] * 2)
     result = analyse(tmp_path, cache=False)
-    result.noise_ms = noise_ms
-    got = rule_of(result, rl.uncovered)
+    given = Settings(noise_ms=noise_ms)
+    got = rule_of(result, rl.uncovered, given)
     assert bool(got) is found
     if found:
         assert got[0].impact_ms == pytest.approx(gap, abs=2e-3)
@@ -162,7 +165,7 @@ def test_no_gap_no_finding_and_steps_without_stages_are_not_uncovered(
     run(tmp_path / "a", clock, [[(GEN, 50), (UPD, 50)]] * 3)
     run(tmp_path / "b", clock, [[30.0]] * 3)  # a step that records no stage at all
     for root in (tmp_path / "a", tmp_path / "b"):
-        assert rl.uncovered(analyse(root, cache=False)) == []
+        assert rl.uncovered(*answered(analyse(root, cache=False))) == []
 
 
 def test_uncovered_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
@@ -173,7 +176,7 @@ def test_uncovered_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
     assert f.impact_ms is not None
     assert 60 <= f.impact_ms < 75 and "between actor_generate and actor_update" in f.title
     run(tmp_path / "none", real, [[(GEN, 150), (UPD, 150)]] * 2)
-    assert rl.uncovered(analyse(tmp_path / "none", cache=False)) == []
+    assert rl.uncovered(*answered(analyse(tmp_path / "none", cache=False))) == []
 
 
 _stage = st.tuples(st.integers(-50, 250), st.integers(0, 120), st.sampled_from([GEN, UPD]))
@@ -218,7 +221,7 @@ def test_a_constant_stage_whose_share_moves_is_never_growing(tmp_path: Path,
     """The issue's loop: actor_update 10.2 ms in every step while the other stage shrinks, so
     its share grows from 43% to 52%: no finding."""
     run(tmp_path, clock, [[(GEN, 13.5 - k), (UPD, 10.2)] for k in range(9)])
-    assert rl.growing_stage(analyse(tmp_path, cache=False)) == []
+    assert rl.growing_stage(*answered(analyse(tmp_path, cache=False))) == []
 
 
 @pytest.mark.parametrize(("gen", "found"), [
@@ -233,17 +236,17 @@ def test_a_constant_stage_whose_share_moves_is_never_growing(tmp_path: Path,
 def test_growing_stage_edges(tmp_path: Path, clock: Clock, gen: list[float],
                              found: bool) -> None:
     run(tmp_path, clock, _growing(gen))
-    got = [f for f in rl.growing_stage(analyse(tmp_path, cache=False)) if f.stage == GEN]
+    got = [f for f in rl.growing_stage(*answered(analyse(tmp_path, cache=False))) if f.stage == GEN]
     assert bool(got) is found
 
 
 def test_a_growing_stage_with_one_stall_is_still_growing_and_a_stall_is_no_trend(
         tmp_path: Path, clock: Clock) -> None:
     run(tmp_path / "grows", clock, _growing([40.0 + 6 * k + 90 * (k == 2) for k in range(12)]))
-    (f,) = rl.growing_stage(analyse(tmp_path / "grows", cache=False))
+    (f,) = rl.growing_stage(*answered(analyse(tmp_path / "grows", cache=False)))
     assert f.title.startswith("actor_generate grows +6.0 ms per step")
     run(tmp_path / "flat", clock, _growing([40.0 + 90 * (k == 7) for k in range(9)]))
-    assert rl.growing_stage(analyse(tmp_path / "flat", cache=False)) == []
+    assert rl.growing_stage(*answered(analyse(tmp_path / "flat", cache=False))) == []
 
 
 def test_responses_growing_are_said_only_where_they_grow(tmp_path: Path, clock: Clock) -> None:
@@ -259,7 +262,7 @@ def test_responses_growing_are_said_only_where_they_grow(tmp_path: Path, clock: 
                     prof.count("response_length", [100 + 20 * step * grows] * 4)
                     clock.advance(40 + 6 * step)
         prof.close()
-        (f,) = rl.growing_stage(analyse(root, cache=False))
+        (f,) = rl.growing_stage(*answered(analyse(root, cache=False)))
         assert ("responses counted grow longer" in f.suggestion) is grows
 
 
@@ -292,7 +295,7 @@ def test_role_imbalance_found(tmp_path: Path, clock: Clock) -> None:
 def test_role_imbalance_at_its_margin(tmp_path: Path, clock: Clock, critic_ms: float,
                                       found: bool) -> None:
     _roles(tmp_path, clock, {"actor": [(GEN, 100)], "critic": [(VAL, critic_ms)]})
-    assert bool(rl.role_imbalance(analyse(tmp_path, cache=False))) is found
+    assert bool(rl.role_imbalance(*answered(analyse(tmp_path, cache=False)))) is found
 
 
 def test_no_roles_no_imbalance(tmp_path: Path, clock: Clock) -> None:
@@ -301,7 +304,7 @@ def test_no_roles_no_imbalance(tmp_path: Path, clock: Clock) -> None:
     run(tmp_path / "one", clock, [[(GEN, 100), (REF, 5), (UPD, 300)]] * 3)
     _roles(tmp_path / "even", clock, {"actor": [(GEN, 100)], "reference": [(REF, 90)]})
     for root in (tmp_path / "one", tmp_path / "even"):
-        assert rl.role_imbalance(analyse(root, cache=False)) == []
+        assert rl.role_imbalance(*answered(analyse(root, cache=False))) == []
 
 
 # -- (d) the generation long tail ------------------------------------------------------------
@@ -329,8 +332,8 @@ def test_one_rank_slowest_in_every_step_is_a_straggler_not_a_tail(tmp_path: Path
                                                                   clock: Clock) -> None:
     _tail(tmp_path, clock, {1: 2, 2: 2, 3: 2, 4: 2})
     result = analyse(tmp_path, cache=False)
-    assert rl.generation_tail(result) == []
-    (f,) = ranks_rules.straggler(result)
+    assert rl.generation_tail(*answered(result)) == []
+    (f,) = ranks_rules.straggler(*answered(result))
     assert f.ranks == [2] and f.stage == GEN and f.impact_ms == pytest.approx(100.0)
     assert f.title.startswith("rank 2 is behind the other ranks at stage actor_generate: "
                               "+100.0 ms per step (median of 4 steps")
@@ -340,7 +343,7 @@ def test_one_rank_slowest_in_every_step_is_a_straggler_not_a_tail(tmp_path: Path
 def test_generation_tail_at_the_margin(tmp_path: Path, clock: Clock, slow_ms: float,
                                        found: bool) -> None:
     _tail(tmp_path, clock, {1: 1, 2: 2, 3: 3}, slow_ms=slow_ms, steps=3)
-    assert bool(rl.generation_tail(analyse(tmp_path, cache=False))) is found
+    assert bool(rl.generation_tail(*answered(analyse(tmp_path, cache=False)))) is found
 
 
 def test_generation_tail_needs_most_steps_and_other_ranks(tmp_path: Path, clock: Clock) -> None:
@@ -350,7 +353,7 @@ def test_generation_tail_needs_most_steps_and_other_ranks(tmp_path: Path, clock:
     _tail(tmp_path / "alone", clock, {1: 0, 2: 0}, ranks=1)
     _tail(tmp_path / "two", clock, {1: 0, 2: 1, 3: 0, 4: 1}, ranks=2)
     for root in (tmp_path / "once", tmp_path / "alone", tmp_path / "two"):
-        assert rl.generation_tail(analyse(root, cache=False)) == []
+        assert rl.generation_tail(*answered(analyse(root, cache=False))) == []
 
 
 def test_generation_tail_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
@@ -379,9 +382,9 @@ def test_warmup_steps_are_left_out(tmp_path: Path, clock: Clock) -> None:
                 clock.advance(50)
     prof.close()
     result = analyse(tmp_path, cache=False)
-    assert result.warmup() == {(0, 1)} and rl.uncovered(result) == []
-    result.include_warmup = True
-    assert rule_of(result, rl.uncovered)
+    assert tables(result).warmup == {(0, 1)} and rl.uncovered(*answered(result)) == []
+    given = Settings(include_warmup=True)
+    assert rule_of(result, rl.uncovered, given)
 
 
 def test_rl_findings_in_analyse_text_and_json(tmp_path: Path, clock: Clock,
@@ -417,12 +420,12 @@ def test_any_ranges_never_crash_a_rule(ranges: list, roles: list) -> None:
               in ranges if rank % len(roles) == k]
         traces.append(TraceData(Path(f"/r/{k}.json"), "spans", k, "x", 1, ranges=rs,
                                 meta=read_header({"role": role}, f"/r/{k}.json")[0]))
-    result = Analysis(root=Path("/r"), traces=traces)
+    result = Captures(root=Path("/r"), traces=traces)
     for rule in rl.RULES:
-        for f in rule(result):
+        for f in rule(*answered(result)):
             assert f.impact_ms is not None and f.impact_ms == f.impact_ms
             assert f.impact_ms not in (float("inf"), float("-inf"))
-    found, notes = find(result)
+    found, notes = find(*answered(result))
     assert notes == []
 
 

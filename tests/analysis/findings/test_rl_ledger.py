@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from counter_fixtures import rl_run
 
+from helpers import answered
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find
 from mindspeed_prof.analysis.findings.common import duration
@@ -19,6 +21,7 @@ from mindspeed_prof.analysis.findings.rl_ledger import (
     long_tail,
     waste,
 )
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _run(root: Path, calls: list, gen_ms: float = 100.0) -> Path:
@@ -34,7 +37,7 @@ def test_dropped_samples_at_the_thresholds(tmp_path: Path, dropped: int,
                                            severity: str | None) -> None:
     _run(tmp_path, [("samples_kept", 100 - dropped, None),
                     ("samples_dropped", dropped, None)])
-    found = waste(analyse(tmp_path))
+    found = waste(*answered(analyse(tmp_path)))
     if severity is None:
         assert found == []
         return
@@ -52,7 +55,7 @@ def test_dropped_samples_at_the_thresholds(tmp_path: Path, dropped: int,
 
 def test_truncated_responses_and_their_advice(tmp_path: Path) -> None:
     _run(tmp_path, [("responses", 50, None), ("responses_truncated", 20, None)])
-    (f,) = waste(analyse(tmp_path))
+    (f,) = waste(*answered(analyse(tmp_path)))
     assert f.rule == "rl.truncated" and f.severity == "high"
     assert f.title.startswith("40% of generation time went to responses cut at the length "
                               "limit") and f.title.endswith(": 80 of 200 responses")
@@ -63,11 +66,11 @@ def test_waste_under_the_noise_floor_is_no_finding(tmp_path: Path) -> None:
     """A 1 ms generation: 30% of it is 0.3 ms a step, under the 1 ms floor."""
     _run(tmp_path, [("groups", 10, None), ("groups_zero_variance", 3, None)], gen_ms=1.0)
     result = analyse(tmp_path)
-    book = result.ledger()
+    book = tables(result).ledger
     assert book is not None and book.lines[0].time_share == pytest.approx(0.3)
-    assert waste(result) == []
-    result.noise_ms = 0.1
-    assert [f.rule for f in waste(result)] == ["rl.zero_variance"]
+    assert waste(*answered(result)) == []
+    given = Settings(noise_ms=0.1)
+    assert [f.rule for f in waste(*answered(result, given))] == ["rl.zero_variance"]
 
 
 def _tail(root: Path, top: float) -> Path:
@@ -82,9 +85,9 @@ def _tail(root: Path, top: float) -> Path:
 def test_long_tail_at_the_thresholds(tmp_path: Path, top: float, severity: str | None) -> None:
     _tail(tmp_path, top)
     result = analyse(tmp_path)
-    found = long_tail(result)
+    found = long_tail(*answered(result))
     share = (top - 100.0) / top
-    book = result.ledger()
+    book = tables(result).ledger
     assert book is not None and book.tail is not None
     assert book.tail.share == pytest.approx(share)
     if severity is None:
@@ -101,8 +104,8 @@ def test_long_tail_at_the_thresholds(tmp_path: Path, top: float, severity: str |
 def test_no_counters_no_ledger_findings(tmp_path: Path) -> None:
     _run(tmp_path, [("tokens_generated", 10, "actor_generate")])
     result = analyse(tmp_path)
-    assert result.ledger() is None and waste(result) == [] and long_tail(result) == []
-    found, notes = find(result)
+    assert tables(result).ledger is None and waste(*answered(result)) == [] and long_tail(*answered(result)) == []
+    found, notes = find(*answered(result))
     assert not notes and not [f for f in found if f.rule.startswith(("rl.dropped",
                                                                      "rl.long_tail"))]
 
@@ -115,9 +118,9 @@ def test_waste_in_one_step_of_four_is_no_finding(tmp_path: Path) -> None:
                                      ("samples_dropped", 100 if step == 1 else 0, None)],
            stage_ms=lambda rank, step, stage: 100.0 if stage == "actor_generate" else 20.0)
     result = analyse(tmp_path)
-    book = result.ledger()
+    book = tables(result).ledger
     assert book is not None
     (dropped,) = [x for x in book.lines if x.line == "dropped"]
     assert dropped.share == 0.25 and dropped.kept_share == 0.0
-    assert waste(result) == []
+    assert waste(*answered(result)) == []
 

@@ -12,10 +12,12 @@ import pytest
 
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
+from helpers import answered
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings.rl import transitions as rule
 from mindspeed_prof.analysis.findings.rl.transitions import KNOBS, TRANSITION_SHARE
+from mindspeed_prof.analysis.report.tables import tables
 
 
 class Clock:
@@ -62,7 +64,7 @@ def plan_with(sync_ms: float) -> list[tuple[str, float]]:
 def test_a_transition_over_its_share_is_named_with_its_knobs(tmp_path: Path,
                                                              clock: Clock) -> None:
     run(tmp_path, clock, 3, [*plan_with(30.0), ("offload", 2.0), ("", 8.0)])
-    (f,) = rule(analyse(tmp_path))
+    (f,) = rule(*answered(analyse(tmp_path)))
     # the step: 30 + 40 + 70 + 2 + 8 = 150 ms; only weight_sync is over 10% of it, and the
     # transitions together (offload too, as the verdict's phases line counts them) 32 ms
     assert f.rule == "rl.transitions" and f.ranks == [0]
@@ -80,17 +82,17 @@ def test_the_share_edge_from_both_sides(tmp_path: Path, clock: Clock, sync_ms: f
     run(tmp_path, clock, 2, plan_with(sync_ms))
     step_ms = sync_ms + 40.0 + (100.0 - sync_ms)  # 140 ms
     assert (sync_ms / step_ms >= TRANSITION_SHARE) == named
-    assert bool(rule(analyse(tmp_path))) == named
+    assert bool(rule(*answered(analyse(tmp_path)))) == named
 
 
 def test_no_transition_stage_no_finding_and_the_worst_rank_first(tmp_path: Path,
                                                                   clock: Clock) -> None:
     run(tmp_path / "a", clock, 2, [("actor_generate", 50.0), ("", 50.0)])
-    assert rule(analyse(tmp_path / "a")) == []
+    assert rule(*answered(analyse(tmp_path / "a"))) == []
     run(tmp_path / "b", clock, 2, [("engine_sleep", 20.0), ("actor_update", 80.0)], rank=0)
     run(tmp_path / "b", clock, 2, [("engine_sleep", 20.0), ("engine_wake", 30.0),
                                    ("actor_update", 50.0)], rank=1)
-    (f,) = rule(analyse(tmp_path / "b"))
+    (f,) = rule(*answered(analyse(tmp_path / "b")))
     assert f.title.startswith("transitions take 50.0 ms per step (50% of the step) on rank 1 "
                               "(of 2 ranks): most engine_wake (30.0 ms, 30%)")
     assert f.ranks == [0, 1]
@@ -121,10 +123,10 @@ def test_the_decorator_and_mstx_ranges_name_transitions_as_stages(tmp_path: Path
                 sum(range(20_000))
     prof.close()
     result = analyse(tmp_path)
-    assert {(r.stage, r.count) for r in result.stage_rank()} == {("weight_sync", 2),
+    assert {(r.stage, r.count) for r in tables(result).stage_rank} == {("weight_sync", 2),
                                                                   ("offload", 2)}
-    assert {r.name for r in result.range_table()} == {"transfer"}
-    for row in result.phases():
+    assert {r.name for r in tables(result).range_table} == {"transfer"}
+    for row in tables(result).phases:
         assert set(row.transitions) == {"weight_sync", "offload"}
         assert row.transition_ms == pytest.approx(sum(row.transitions.values()))
         assert row.transition_ms > 0

@@ -9,8 +9,9 @@ from judgement_fixtures import BASE, capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.analysis.report.tables import tables
 
 
 @settings(max_examples=100, deadline=None)
@@ -27,7 +28,7 @@ def test_a_constant_stage_is_never_growing_whatever_the_others_do(
         return BASE[s] * (1 + rng.uniform(-share, share)) + shrink
 
     rep = report(capture(ranks, steps, ms))
-    assert not [g for g in rep.result.growths() if g.consistent and g.stage != other]
+    assert not [g for g in rep.tables.growths if g.consistent and g.stage != other]
     assert not [f for f in rep.findings if f.rule == "rl.growing_stage" and f.stage != other]
 
 
@@ -49,7 +50,7 @@ def test_a_steady_rise_is_named_with_its_slope(
 
     rep = report(capture(ranks, steps, ms))
     (f,) = [f for f in rep.findings if f.rule == "rl.growing_stage" and f.stage == stage]
-    grew = [g for g in rep.result.growths() if g.consistent and g.stage == stage]
+    grew = [g for g in rep.tables.growths if g.consistent and g.stage == stage]
     assert len(grew) == ranks
     assert all(abs(g.slope_ms - slope) <= 0.2 * slope for g in grew)
     assert f.impact_ms is not None and f.impact_ms > 0

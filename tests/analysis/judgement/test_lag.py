@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.judgement.lag import least
-from mindspeed_prof.analysis.report import report
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _noise(seed: int, share: float) -> Callable[[int, int, str], float]:
@@ -87,7 +88,7 @@ def test_what_a_rank_must_keep_over_n_steps() -> None:
 def test_under_three_steps_it_says_what_it_rests_on() -> None:
     rep = report(capture(2, 2, lambda r, n, s: BASE[s] * (2.0 if r == 1 else 1.0)))
     assert rep.verdict.behind is None and rep.verdict.one_off is not None
-    short = {g.short for g in rep.result.lags() if g.rank == 1}
+    short = {g.short for g in rep.tables.lags if g.rank == 1}
     assert short == {"rests on 2 steps"}
 
 
@@ -96,7 +97,7 @@ def test_two_ranks_waiting_in_a_collective_are_the_victims_not_the_cause() -> No
     with two ranks both lag, by the same; the one that computes is named."""
     from pathlib import Path
 
-    from mindspeed_prof.analysis.analyse import Analysis
+    from mindspeed_prof.analysis.analyse import Captures
     from mindspeed_prof.analysis.readers import Range, TraceData
 
     traces = []
@@ -110,7 +111,7 @@ def test_two_ranks_waiting_in_a_collective_are_the_victims_not_the_cause() -> No
                          Range(rank, "range", "forward", step, ts, 1e3 * fwd),
                          Range(rank, "range", "allreduce", step, ts + 1e3 * fwd, 1e3 * wait)]
         traces.append(t)
-    rep = report(Analysis(root=Path("run"), traces=traces))
+    rep = report(Captures(root=Path("run"), traces=traces))
     v = rep.verdict
     assert v.behind is not None and (v.behind.rank, v.behind.name) == (1, "forward")
     (f,) = [f for f in rep.findings if f.rule == "ranks.straggler"]

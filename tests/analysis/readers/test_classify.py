@@ -16,7 +16,8 @@ from corpus import unpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.analyse import Analysis, analyse, analyse_files
+from helpers import answered
+from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_files
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.readers.classify import (
     CLI_RULE,
@@ -31,6 +32,7 @@ from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines
+from mindspeed_prof.analysis.report.tables import tables
 
 #: Names as each library's sources (and, for dpsk::ep and NCCL, published traces) give them,
 #: with the rule that must decide them.
@@ -208,7 +210,7 @@ def _load(path: Path) -> Any:
 
 
 @pytest.fixture(scope="module")
-def nccl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Analysis]:
+def nccl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Captures]:
     root = unpack(_NCCL_SET, tmp_path_factory.mktemp("nccl") / "set")
     return next(root.iterdir()), analyse(root, cache=False)
 
@@ -249,60 +251,60 @@ _SYMMETRIC = {"allreduce": "void (anonymous namespace)::multimem_all_reduce_kern
 _VENDOR = {"allreduce": "vendor_kernel_a", "broadcast": "vendor_kernel_b"}
 
 
-def _rules(result: Analysis) -> dict[str, tuple[int, float]]:
+def _rules(result: Captures) -> dict[str, tuple[int, float]]:
     return {c.rule: (c.kernels, c.ms) for c in classified(result.traces)}
 
 
 @pytest.mark.parametrize(("names", "rules"), [
     (_DEEPEP, {"deepep"}), (_SYMMETRIC, {"symmetric-memory", "nvshmem"})])
 def test_expert_parallel_and_symmetric_memory_kernels_are_communication(
-        nccl: tuple[Path, Analysis], tmp_path: Path, names: dict[str, str],
+        nccl: tuple[Path, Captures], tmp_path: Path, names: dict[str, str],
         rules: set[str]) -> None:
     """The same kernels under DeepEP's (or torch symmetric memory's and NVSHMEM's) names, and
     without Kineto's collective arguments: the device rows are the NCCL trace's to the bit, and
     the time NCCL's rule classified moves whole to theirs."""
     path, original = nccl
     result = analyse(_renamed(path, tmp_path / "x", names.__getitem__), cache=False)
-    assert result.device() == original.device()
+    assert tables(result).device == tables(original).device
     before, after = _rules(original), _rules(result)
     assert set(after) - set(before) == rules and "nccl" not in after
     moved = [after[r] for r in rules]
     assert sum(n for n, _ in moved) == before["nccl"][0] == 21
     assert sum(ms for _, ms in moved) == pytest.approx(before["nccl"][1])
-    line = dict(verdict_lines(verdict(result)))["classified"]
+    line = dict(verdict_lines(verdict(*answered(result))))["classified"]
     assert all(f"{r} " in line for r in rules)
 
 
 def test_kinetos_collective_arguments_classify_a_vendors_kernels(
-        nccl: tuple[Path, Analysis], tmp_path: Path) -> None:
+        nccl: tuple[Path, Captures], tmp_path: Path) -> None:
     """Kernels no rule knows by name, that c10d launched: the trace's own arguments make them
     communication; without the arguments they are computation, and the time moves exactly."""
     path, original = nccl
     with_args = analyse(_renamed(path, tmp_path / "a", _VENDOR.__getitem__, True),
                         cache=False)
-    assert with_args.device() == original.device()
+    assert tables(with_args).device == tables(original).device
     assert _rules(with_args)["kineto-collective"] == _rules(original)["nccl"]
     bare = analyse(_renamed(path, tmp_path / "b", _VENDOR.__getitem__), cache=False)
-    assert all(r.comm_ms == 0.0 for r in bare.device())
+    assert all(r.comm_ms == 0.0 for r in tables(bare).device)
     kernels, ms = _rules(original)["nccl"]
     assert _rules(bare)["compute"][0] == _rules(original)["compute"][0] + kernels
     assert _rules(bare)["compute"][1] == pytest.approx(_rules(original)["compute"][1] + ms)
 
 
 def test_the_users_pattern_from_the_command_line_or_the_capture(
-        nccl: tuple[Path, Analysis], tmp_path: Path, capsys) -> None:
+        nccl: tuple[Path, Captures], tmp_path: Path, capsys) -> None:
     """``--comm-kernels`` and the ``comm_kernels`` a capture records put the vendor's kernels
     back with the communication: the rows are the NCCL trace's again."""
     path, original = nccl
     bare = _renamed(path, tmp_path / "bare", _VENDOR.__getitem__)
     flagged = analyse(bare, cache=False, comm_kernels=r"^vendor_kernel_[ab]$")
-    assert flagged.device() == original.device()
+    assert tables(flagged).device == tables(original).device
     assert _rules(flagged)[CLI_RULE] == _rules(original)["nccl"]
     recorded = _renamed(path, tmp_path / "rec", _VENDOR.__getitem__,
                         meta={"comm_kernels": "^vendor_"})
     files = sorted(recorded.iterdir())
     for result in (analyse(recorded, cache=False), analyse_files(files, recorded)):
-        assert result.device() == original.device()  # as after capture and later alike
+        assert tables(result).device == tables(original).device  # as after capture and later alike
         assert _rules(result)[CONFIG_RULE] == _rules(original)["nccl"]
     assert main(["analyse", str(bare), "--json", "--comm-kernels", "^vendor_"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -316,20 +318,20 @@ def test_the_users_pattern_from_the_command_line_or_the_capture(
         capsys.readouterr().err)
 
 
-def test_a_recorded_pattern_that_is_no_regex_is_one_problem(nccl: tuple[Path, Analysis],
+def test_a_recorded_pattern_that_is_no_regex_is_one_problem(nccl: tuple[Path, Captures],
                                                              tmp_path: Path) -> None:
     path, original = nccl
     root = _renamed(path, tmp_path / "bad", _VENDOR.__getitem__,
                     meta={"comm_kernels": "(vendor"})
     result = analyse(root, cache=False)
-    (problem,) = result.problems()
+    (problem,) = tables(result).problems
     assert problem.startswith(f"{root / path.name}: its comm_kernels ('(vendor') is not a "
                               "regular expression")
-    assert all(r.comm_ms == 0.0 for r in result.device())  # classified without it
+    assert all(r.comm_ms == 0.0 for r in tables(result).device)  # classified without it
 
 
 def test_compute_kernels_named_like_moe_bookkeeping_stay_compute(
-        nccl: tuple[Path, Analysis], tmp_path: Path) -> None:
+        nccl: tuple[Path, Captures], tmp_path: Path) -> None:
     """The trace's GEMMs renamed as DeepEP's layout kernel and DeepSeek's grouped GEMM: not a
     microsecond moves to communication."""
     path, original = nccl
@@ -342,7 +344,7 @@ def test_compute_kernels_named_like_moe_bookkeeping_stay_compute(
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / path.name).write_bytes(gzip.compress(json.dumps(trace).encode()))
     result = analyse(tmp_path / "g", cache=False)
-    assert renamed and result.device() == original.device()
+    assert renamed and tables(result).device == tables(original).device
     got, want = _rules(result), _rules(original)
     assert {k: n for k, (n, _) in got.items()} == {k: n for k, (n, _) in want.items()}
     assert {k: ms for k, (_, ms) in got.items()} == pytest.approx(

@@ -11,6 +11,7 @@ import pytest
 from counter_fixtures import count, write_db, write_range_file
 
 import mindspeed_prof.analysis.readers.counters as counters
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.counters import Count
@@ -111,7 +112,7 @@ def test_a_capture_counts_its_range_file_once_beside_its_db(tmp_path: Path) -> N
     write_range_file(tmp_path / "rank0_h_1_step1.mstx.trace.json", 0, calls)
     write_db(tmp_path / "rank0_h_1_step1.pt.trace.db", 0, calls)
     write_range_file(tmp_path / "rank1_h_1_step1.mstx.trace.json", 1, calls)
-    rows = analyse(tmp_path).counters()
+    rows = tables(analyse(tmp_path)).counters
     assert [(r.rank, r.name, r.value) for r in rows] == [(0, "tokens_generated", 64.0),
                                                          (1, "tokens_generated", 64.0)]
     assert rows[0].run == "run-20261202-ledger"
@@ -120,7 +121,7 @@ def test_a_capture_counts_its_range_file_once_beside_its_db(tmp_path: Path) -> N
 def test_json_writes_a_distribution_as_its_summary(tmp_path: Path) -> None:
     write_range_file(tmp_path / "rank0.mstx.trace.json", 0,
                      [count("response_length", [float(v) for v in range(1, 101)], 1, None)])
-    (row,) = analyse(tmp_path).counters()
+    (row,) = tables(analyse(tmp_path)).counters
     summary = row.json()["values"]
     assert summary == {"n": 100, "sum": 5050.0, "min": 1.0, "p50": 50.5,
                        "p99": pytest.approx(99.01), "max": 100.0}

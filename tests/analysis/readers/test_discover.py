@@ -21,6 +21,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import encode
 from mindspeed_prof.analysis.readers import TraceData, discover, read
 from mindspeed_prof.cli import main
+from mindspeed_prof.analysis.report.tables import tables
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +52,14 @@ def test_other_trainers_traces_are_found_by_content(torch_trace: Path, tmp_path:
     found = [p.relative_to(tmp_path).as_posix() for p in discover(tmp_path)]
     assert found == ["a/anything.json", "a/b/worker0.1700000000.pt.trace.json", "rank-3.json.gz"]
     result = analyse(tmp_path)
-    assert result.bad == [] and result.ranks == [3, None]
-    by_file = {i.file: i for i in result.inventory()}
+    assert result.bad == [] and tables(result).ranks == [3, None]
+    by_file = {i.file: i for i in tables(result).inventory}
     assert by_file["rank-3.json.gz"].events > 0
 
 
 def test_a_stage_recorded_with_record_function_counts(torch_trace: Path, tmp_path: Path) -> None:
     shutil.copy(torch_trace, tmp_path / "trace.json")
-    rows = analyse(tmp_path).stage_rank()
+    rows = tables(analyse(tmp_path)).stage_rank
     assert [(r.stage, r.count) for r in rows] == [("actor_update", 2)]
 
 

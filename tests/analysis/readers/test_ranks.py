@@ -13,6 +13,7 @@ import pytest
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.labels import rank_label
+from mindspeed_prof.analysis.report.tables import tables
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -43,10 +44,10 @@ def test_two_rankless_workers_are_kept_apart_not_summed(npu, tmp_path: Path) -> 
     _rankless(npu, tmp_path / "hostB_222_20250101000000000_ascend_pt")
     shutil.copy(npu("text/rank0_ascend_pt") / OUT / "trace_view.json", a / OUT)  # steps on A
     result = analyse(tmp_path)
-    assert result.ranks == [None]
-    (warning,) = result.warnings()
+    assert tables(result).ranks == [None]
+    (warning,) = tables(result).warnings
     assert warning.startswith("rank ?, step 50: claimed by 2 captures (hostA, hostB)")
-    steps = result.per_step()
+    steps = tables(result).per_step
     assert [(r.rank, r.source, r.step) for r in steps] == [(None, "hostA", 50)]
     step_ms = next(x for x in read(a).ranges if x.kind == "step").dur / 1000.0
     assert steps[0].total == pytest.approx(step_ms)  # not twice it
@@ -58,9 +59,9 @@ def test_one_rank_and_step_in_two_folders_are_kept_apart(npu, tmp_path: Path) ->
     for run in ("run1", "run2"):
         shutil.copytree(npu("text/rank0_ascend_pt"), tmp_path / run / "rank0_ascend_pt")
     result = analyse(tmp_path)
-    (warning,) = result.warnings()
+    (warning,) = tables(result).warnings
     assert "rank 0, step 50: claimed by 2 captures" in warning and "run1" in warning
-    steps = result.per_step()
+    steps = tables(result).per_step
     assert len(steps) == 2 and steps[0].total == pytest.approx(steps[1].total)
     assert steps[0].total is not None
     assert {r.source for r in steps} == {"run1/rank0_ascend_pt", "run2/rank0_ascend_pt"}
@@ -70,9 +71,9 @@ def test_two_ranks_of_one_run_do_not_clash(npu, tmp_path: Path) -> None:
     for name in ("text/rank0_ascend_pt", "text/rank1_ascend_pt"):
         shutil.copytree(npu(name), tmp_path / name.split("/")[1])
     result = analyse(tmp_path)
-    assert result.ranks == [0, 1] and result.warnings() == []
-    assert [(r.rank, r.step) for r in result.per_step()] == [(0, 50)]
-    assert result.per_step()[0].source == ""
+    assert tables(result).ranks == [0, 1] and tables(result).warnings == []
+    assert [(r.rank, r.step) for r in tables(result).per_step] == [(0, 50)]
+    assert tables(result).per_step[0].source == ""
 
 
 def _trace(path: Path, **top) -> Path:
@@ -116,8 +117,8 @@ def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: 
             {"ph": "X", "cat": "user_annotation", "name": stage, "ts": 10, "dur": 50,
              "pid": 1, "tid": 1, "args": {"step": 4}}]}))
     result = analyse(tmp_path)
-    assert result.warnings() == []
-    assert [(r.rank, r.step, r.stages) for r in result.per_step()] == [
+    assert tables(result).warnings == []
+    assert [(r.rank, r.step, r.stages) for r in tables(result).per_step] == [
         (0, 4, {"actor_generate": 0.05, "actor_update": 0.05})]
 
 
@@ -141,8 +142,8 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
     _role_run(tmp_path, "rollout", "actor_generate", 0.06)
     _role_run(tmp_path, "driver", "critic_update", 0.0)
     result = analyse(tmp_path)
-    assert result.warnings() == []
-    rows = {(r.source, r.step): r for r in result.per_step()}
+    assert tables(result).warnings == []
+    rows = {(r.source, r.step): r for r in tables(result).per_step}
     assert sorted(rows) == [(role, step) for role in ("actor", "driver", "rollout")
                             for step in (1, 2)]
     for step in (1, 2):  # each role's step is its own length, not the three added up
@@ -155,8 +156,8 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
         assert "actor_generate" not in rows[("actor", step)].stages
     # the actor's warmup step is its own, not the rollout's or the driver's at rank 0
     assert [key for key, r in rows.items() if r.warmup] == [("actor", 1)]
-    assert result.warmup() == {(0, 1)}
-    assert {(r.stage, r.source) for r in result.stage_rank()} == {
+    assert tables(result).warmup == {(0, 1)}
+    assert {(r.stage, r.source) for r in tables(result).stage_rank} == {
         ("actor_update", "actor"), ("actor_generate", "rollout"), ("critic_update", "driver")}
 
 
@@ -164,4 +165,4 @@ def test_one_role_at_ranks_0_and_1_is_not_labelled(tmp_path: Path) -> None:
     _role_run(tmp_path / "a", "actor", "actor_update", 0.0)
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     result = analyse(tmp_path / "a")
-    assert result.warnings() == [] and all(r.source == "" for r in result.per_step())
+    assert tables(result).warnings == [] and all(r.source == "" for r in tables(result).per_step)

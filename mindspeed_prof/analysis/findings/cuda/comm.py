@@ -17,7 +17,9 @@ from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["exposed_comm"]
 
@@ -39,10 +41,10 @@ def _measure(who: Rank) -> tuple[float, tuple[float, str]] | None:
     return exposed, (comm, where)
 
 
-def exposed_comm(result: Analysis) -> list[Finding]:
+def exposed_comm(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Communication time on the device that no compute overlaps, a share of the step (CUDA
     rows; torch_npu's exposed communication is the npu rules')."""
-    hits = fired(result, _measure)
+    hits = fired(captures, tables, settings, _measure)
     if not hits:
         return []
     exposed, who, (comm, _) = hits[0]
@@ -55,7 +57,9 @@ def exposed_comm(result: Analysis) -> list[Finding]:
     ]
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             said,
             lines,
             how="device breakdown: communication kernels' time (NCCL, DeepEP, NVSHMEM... as "

@@ -18,7 +18,9 @@ from mindspeed_prof.analysis.readers.device.streams import KERNEL_WAIT_US
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["EXPLAINS", "idle_time"]
 
@@ -88,10 +90,10 @@ def _measure(who: Rank) -> tuple[float, _Split] | None:
     return None if split is None else (idle, split)
 
 
-def idle_time(result: Analysis) -> list[Finding]:
+def idle_time(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """The GPU idle a share of the step, and why: its busiest stream's gaps split as HTA's
     idle time breakdown splits them."""
-    hits = fired(result, _measure)
+    hits = fired(captures, tables, settings, _measure)
     if not hits:
         return []
     idle, who, top = hits[0]
@@ -111,7 +113,9 @@ def idle_time(result: Analysis) -> list[Finding]:
         )
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             said,
             lines,
             how=f"HTA's idle time breakdown, per stream: host wait, an op launched after the "

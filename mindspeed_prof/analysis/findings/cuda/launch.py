@@ -22,7 +22,9 @@ from mindspeed_prof.analysis.readers.device.streams import (
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["launch_overhead"]
 
@@ -53,11 +55,11 @@ def _measure(who: Rank) -> tuple[float, dict[str, float]] | None:
     return v["starved_cpu_ms"] - v["starved_gpu_ms"], v
 
 
-def launch_overhead(result: Analysis) -> list[Finding]:
+def launch_overhead(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Kernels shorter than their launch call that the GPU ran as soon as the call returned:
     it waited on the host's launching longer than it ran them (HTA's kernel launch
     statistics). Kernels that queued behind earlier work cost nothing to launch."""
-    hits = fired(result, _measure)
+    hits = fired(captures, tables, settings, _measure)
     if not hits:
         return []
     overhead, who, v = hits[0]
@@ -77,7 +79,9 @@ def launch_overhead(result: Analysis) -> list[Finding]:
     per = who.each
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             said,
             lines,
             how="HTA's kernel launch statistics: each device op against its launch call "

@@ -19,7 +19,9 @@ from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, Stream
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "DETAIL_RANKS",
@@ -92,12 +94,12 @@ Hit = tuple[float, Rank]
 T = TypeVar("T")
 
 
-def ranks(result: Analysis) -> list[Rank]:
+def ranks(captures: Captures, tables: Tables, settings: Settings) -> list[Rank]:
     """Per rank and source, the CUDA rows of the counted steps of the captures the verdict
     reads (``device_scope.scope``): warmup steps left out (unless ``include_warmup``); where
     no capture has steps, each capture's one whole row, a unit of its own."""
-    skip = set() if result.include_warmup else result._warmup()
-    within = scope(result)
+    skip = set() if settings.include_warmup else tables.warmup_steps
+    within = scope(captures)
     out: dict[tuple[int | None, str, str], Rank] = {}
     for t in within.traces:
         if all(r.span_ms is None for r in t.device):
@@ -109,7 +111,7 @@ def ranks(result: Analysis) -> list[Rank]:
             if within.per == "step"
             else {None}
         )
-        capture = result.shown(str(t.path)) if within.per == "capture" else ""
+        capture = captures.shown(str(t.path)) if within.per == "capture" else ""
         who = out.get((t.rank, source, capture))
         if who is None:
             who = out[(t.rank, source, capture)] = Rank(t.rank, source, capture)
@@ -125,13 +127,13 @@ def ranks(result: Analysis) -> list[Rank]:
     )
 
 
-def fires(result: Analysis, ms: float, span: float) -> bool:
+def fires(captures: Captures, tables: Tables, settings: Settings, ms: float, span: float) -> bool:
     """Over the floor and ``FIRE_SHARE`` of a step it fits in (a part longer than its step is
     a broken row, never a finding)."""
     return (
         ratio(ms, span, 0.0) >= FIRE_SHARE
         and ms <= span
-        and ms >= noise_floor(result.noise_ms, span)
+        and ms >= noise_floor(settings.noise_ms, span)
     )
 
 
@@ -153,7 +155,11 @@ def _steps(who: Rank) -> list[Rank]:
 
 
 def consistent(
-    result: Analysis, who: Rank, measure: Callable[[Rank], tuple[float, T] | None]
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
+    who: Rank,
+    measure: Callable[[Rank], tuple[float, T] | None],
 ) -> bool:
     """Whether the time ``measure`` gives holds in nearly every step of ``who`` (as a lag is
     judged: ``judgement.lag.least``, one step in four let off), not only on average: a
@@ -164,22 +170,27 @@ def consistent(
         got[0] if got is not None else 0.0 for got in (measure(one) for one in _steps(who))
     )
     kept = each[least(len(each)) - 1]
-    return fires(result, kept, statistics.median(r.span_ms or 0.0 for r in who.steps))
+    return fires(
+        captures, tables, settings, kept, statistics.median(r.span_ms or 0.0 for r in who.steps)
+    )
 
 
 def fired(
-    result: Analysis, measure: Callable[[Rank], tuple[float, T] | None]
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
+    measure: Callable[[Rank], tuple[float, T] | None],
 ) -> list[tuple[float, Rank, T]]:
     """The ranks where the time per step ``measure`` gives (with what else it measured; None:
     nothing to measure) ``fires``, and holds in nearly every step (``consistent``), worst
     first."""
     hits: list[tuple[float, Rank, T]] = []
-    for who in ranks(result):
+    for who in ranks(captures, tables, settings):
         got = measure(who)
         if (
             got is not None
-            and fires(result, got[0], who.span_ms)
-            and consistent(result, who, measure)
+            and fires(captures, tables, settings, got[0], who.span_ms)
+            and consistent(captures, tables, settings, who, measure)
         ):
             hits.append((got[0], who, got[1]))
     hits.sort(key=lambda h: (-h[0], rank_order(h[1].rank)))
@@ -193,7 +204,9 @@ def ranks_said(hits: list[Hit]) -> str:
 
 
 def finding(
-    result: Analysis,
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
     hits: list[Hit],
     lines: list[str],
     *,
@@ -217,6 +230,6 @@ def finding(
         suggestion=suggestion,
         severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
         impact_ms=hits[0][0],
-        source=files_text(result, [t for _, w in hits for t in w.traces], what),
+        source=files_text(captures, [t for _, w in hits for t in w.traces], what),
         ranks=sorted({w.rank for _, w in hits}, key=rank_order),
     )

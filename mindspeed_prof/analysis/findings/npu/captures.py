@@ -11,7 +11,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 from mindspeed_prof.analysis.readers.model import NpuFacts, TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
 
 
 __all__ = [
@@ -28,10 +28,10 @@ __all__ = [
 MS = 1000.0  # us per ms
 
 
-def npu_captures(result: Analysis) -> list[TraceData]:
+def npu_captures(captures: Captures) -> list[TraceData]:
     """The torch_npu captures, by rank."""
     return sorted(
-        (t for t in result.traces if t.kind == "npu" and t.npu is not None),
+        (t for t in captures.traces if t.kind == "npu" and t.npu is not None),
         key=lambda t: (rank_order(t.rank), str(t.path)),
     )
 
@@ -41,11 +41,11 @@ def facts_of(t: TraceData) -> NpuFacts:
     return t.npu
 
 
-def files_of(result: Analysis, traces: Iterable[TraceData], key: str) -> str:
+def files_of(captures: Captures, traces: Iterable[TraceData], key: str) -> str:
     """``rank0_ascend_pt/kernel_details.csv``, or the file and the folders where several."""
     traces = list(traces)
     files = sorted({facts_of(t).sources.get(key, "?") for t in traces})
-    folders = [folder_of(result, t) for t in traces]
+    folders = [folder_of(captures, t) for t in traces]
     if len(folders) == 1:
         return f"{folders[0]}/{files[0]}"
     return f"{', '.join(files)} of {', '.join(folders)}"

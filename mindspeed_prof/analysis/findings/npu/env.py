@@ -20,7 +20,9 @@ from mindspeed_prof.analysis.readers.model import (
 )
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["ENV_RULES", "EnvIssue", "EnvRule", "env_issues", "env_vars"]
 
@@ -111,9 +113,9 @@ def env_issues(t: TraceData) -> EnvIssue | None:
     return EnvIssue(flagged) if flagged else None
 
 
-def env_vars(result: Analysis) -> list[Finding]:
+def env_vars(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     out = []
-    per_rank = [(t, e) for t in npu_captures(result) if (e := env_issues(t)) is not None]
+    per_rank = [(t, e) for t in npu_captures(captures) if (e := env_issues(t)) is not None]
     for group in grouped(per_rank):
         traces = [t for t, _ in group]
         flagged = group[0][1].flagged
@@ -136,7 +138,7 @@ def env_vars(result: Analysis) -> list[Finding]:
                     detail="\n".join(f"{k}={v!r}: {ENV_RULES[k].why}" for k, v in flagged.items()),
                     suggestion="; ".join(ENV_RULES[k].fix for k in flagged),
                     severity=severity,
-                    source=files_of(result, traces, "env"),
+                    source=files_of(captures, traces, "env"),
                     ranks=ranks_of(traces),
                 )
             )

@@ -23,7 +23,9 @@ from mindspeed_prof.analysis.readers.npu.facts import api_name, is_sync
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "COMPILE_APIS",
@@ -100,9 +102,9 @@ def _api_lines(calls: HostCalls) -> list[str]:
     ]
 
 
-def host_wait(result: Analysis) -> list[Finding]:
+def host_wait(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     found = []
-    for t in npu_captures(result):
+    for t in npu_captures(captures):
         w = host_waits(t)
         if (
             w is not None
@@ -147,17 +149,17 @@ def host_wait(result: Analysis) -> list[Finding]:
                 "printing device tensors inside the step (aten::_local_scalar_dense), or "
                 "move them after the next step's launches",
                 severity="high" if share >= 0.5 else "medium",
-                source=files_of(result, traces, "api"),
+                source=files_of(captures, traces, "api"),
                 ranks=ranks_of(traces),
             )
         )
     ]
 
 
-def runtime_compile(result: Analysis) -> list[Finding]:
+def runtime_compile(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     found = [
         (t, c)
-        for t in npu_captures(result)
+        for t in npu_captures(captures)
         if (c := compile_calls(t)) is not None
         and "aclopCompileAndExecute" in c.apis
         and _compile_ms(c) >= COMPILE_MIN_MS
@@ -191,7 +193,7 @@ def runtime_compile(result: Analysis) -> list[Finding]:
                 "HOST_CACHE_CAPACITY and ACLNN_CACHE_LIMIT keep compiled operators",
                 severity="medium" if ratio(per_step, c.step_ms, 0.0) >= 0.05 else "low",
                 impact_ms=per_step,
-                source=files_of(result, traces, "api"),
+                source=files_of(captures, traces, "api"),
                 ranks=ranks_of(traces),
             )
         )
@@ -209,9 +211,9 @@ def launch_blocking(t: TraceData) -> tuple[int, int, int] | None:
     return (order[0], order[1], order[2]) if order and len(order) == 3 else None
 
 
-def synchronize_stream(result: Analysis) -> list[Finding]:
+def synchronize_stream(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     out = []
-    for t in npu_captures(result):
+    for t in npu_captures(captures):
         ls = launch_blocking(t)
         if ls is None or not ls[0] or ls[2] / ls[0] <= LAUNCH_SYNC_RATIO:
             continue
@@ -230,7 +232,7 @@ def synchronize_stream(result: Analysis) -> list[Finding]:
                     suggestion="Check ASCEND_LAUNCH_BLOCKING: if it is 1, unset it and restart the "
                     "job",
                     severity="high",
-                    source=files_of(result, [t], "order"),
+                    source=files_of(captures, [t], "order"),
                     ranks=[t.rank],
                 )
             )

@@ -21,7 +21,9 @@ from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "ALIGN_BYTES",
@@ -99,8 +101,8 @@ def alignment(t: TraceData) -> Alignment | None:
     return Alignment(out, total)
 
 
-def byte_alignment(result: Analysis) -> list[Finding]:
-    found = [(t, al) for t in npu_captures(result) if (al := alignment(t)) is not None and al.ops]
+def byte_alignment(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
+    found = [(t, al) for t in npu_captures(captures) if (al := alignment(t)) is not None and al.ops]
     if not found:
         return []
     traces = [t for t, _ in found]
@@ -135,7 +137,7 @@ def byte_alignment(result: Analysis) -> list[Finding]:
                 if share >= ALIGN_HIGH
                 else "medium",
                 impact_ms=per_step,
-                source=files_of(result, traces, "tasks"),
+                source=files_of(captures, traces, "tasks"),
                 ranks=ranks_of(traces),
             )
         )
@@ -157,8 +159,8 @@ def dynamic_shape(t: TraceData) -> tuple[int, int] | None:
     return (stated, sum(o.static for o in ops)) if stated else None
 
 
-def dynamic_shapes(result: Analysis) -> list[Finding]:
-    found = [(t, s) for t in npu_captures(result) if (s := dynamic_shape(t)) and s[1] == 0]
+def dynamic_shapes(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
+    found = [(t, s) for t in npu_captures(captures) if (s := dynamic_shape(t)) and s[1] == 0]
     if not found:
         return []
     traces = [t for t, _ in found]
@@ -175,7 +177,7 @@ def dynamic_shapes(result: Analysis) -> list[Finding]:
                 '"Found all operators are dynamic shape"',
                 suggestion=f"Disable JIT compilation: {COMPILE_FIX}",
                 severity="medium",
-                source=files_of(result, traces, "ops"),
+                source=files_of(captures, traces, "ops"),
                 ranks=ranks_of(traces),
             )
         )

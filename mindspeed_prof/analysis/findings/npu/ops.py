@@ -23,7 +23,9 @@ from mindspeed_prof.analysis.readers.model import NpuOp, TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "AICPU_MIN_US",
@@ -140,8 +142,8 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
     return rooms[:top], bounds[:top]
 
 
-def vector_perf(result: Analysis) -> list[Finding]:
-    found = [(t, r, b) for t in npu_captures(result) for r, b in [vector_ops(t)] if r or b]
+def vector_perf(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
+    found = [(t, r, b) for t in npu_captures(captures) for r, b in [vector_ops(t)] if r or b]
     if not found:
         return []
     t, rooms, bounds = max(
@@ -188,7 +190,7 @@ def vector_perf(result: Analysis) -> list[Finding]:
                     "compute: fuse them with their neighbours"
                 ),
                 severity="low",
-                source=files_of(result, traces, "ops"),
+                source=files_of(captures, traces, "ops"),
                 ranks=ranks_of(traces),
             )
         )
@@ -244,8 +246,8 @@ def no_bound(t: TraceData) -> NoBound | None:
     return NoBound(ops, sum(o.count for o in ops), sum(o.total_us for o in ops))
 
 
-def no_bound_ops(result: Analysis) -> list[Finding]:
-    found = [(t, nb) for t in npu_captures(result) if (nb := no_bound(t)) is not None]
+def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
+    found = [(t, nb) for t in npu_captures(captures) if (nb := no_bound(t)) is not None]
     if not found:
         return []
     t, nb = max(found, key=lambda f: f[1].us / steps_of(f[0]))
@@ -268,7 +270,7 @@ def no_bound_ops(result: Analysis) -> list[Finding]:
                 suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
                 "shapes and launch gaps: their units mostly wait",
                 severity="low",
-                source=files_of(result, traces, "ops"),
+                source=files_of(captures, traces, "ops"),
                 ranks=ranks_of(traces),
             )
         )
@@ -285,8 +287,8 @@ def aicpu(t: TraceData) -> list[NpuOp]:
     return sorted(ops, key=lambda o: (-o.max_us, o.name))
 
 
-def aicpu_ops(result: Analysis) -> list[Finding]:
-    found = [(t, ops) for t in npu_captures(result) if (ops := aicpu(t))]
+def aicpu_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
+    found = [(t, ops) for t in npu_captures(captures) if (ops := aicpu(t))]
     if not found:
         return []
     per_step = {
@@ -317,7 +319,7 @@ def aicpu_ops(result: Analysis) -> list[Finding]:
                 ),
                 severity="medium" if worst >= 1.0 else "low",
                 impact_ms=worst,
-                source=files_of(result, traces, "ops"),
+                source=files_of(captures, traces, "ops"),
                 ranks=ranks_of(traces),
             )
         )
@@ -354,10 +356,10 @@ def affinity(t: TraceData) -> dict[str, tuple[str, int, float]]:
     return out
 
 
-def affinity_apis(result: Analysis) -> list[Finding]:
+def affinity_apis(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     found: dict[str, list[tuple[TraceData, int, float]]] = defaultdict(list)
     fused: dict[str, str] = {}
-    for t in npu_captures(result):
+    for t in npu_captures(captures):
         for op, (api, calls, us) in affinity(t).items():
             found[op].append((t, calls, us))
             fused[op] = api
@@ -381,7 +383,7 @@ def affinity_apis(result: Analysis) -> list[Finding]:
                         "all parameters in a few fused kernels"
                     ),
                     severity="low",
-                    source=files_of(result, traces, "host"),
+                    source=files_of(captures, traces, "host"),
                     ranks=ranks_of(traces),
                 )
             )

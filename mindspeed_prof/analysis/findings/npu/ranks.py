@@ -20,7 +20,9 @@ from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "PACKET_LIMITS",
@@ -61,10 +63,10 @@ class RankSpread:
         return values[hi] - values[lo], hi, lo
 
 
-def rank_spread(result: Analysis) -> list[RankSpread]:
+def rank_spread(captures: Captures, tables: Tables, settings: Settings) -> list[RankSpread]:
     """Per step on two or more ranks: the device breakdown of each rank."""
     by_step: dict[int | None, dict[int | None, tuple[float, float, float]]] = defaultdict(dict)
-    for t in npu_captures(result):
+    for t in npu_captures(captures):
         for d in t.device:
             if d.stage is not None:
                 continue
@@ -81,9 +83,9 @@ def rank_spread(result: Analysis) -> list[RankSpread]:
     return out
 
 
-def slow_rank(result: Analysis) -> list[Finding]:
+def slow_rank(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     worst: tuple[float, RankSpread, list[str]] | None = None
-    for s in rank_spread(result):
+    for s in rank_spread(captures, tables, settings):
         flagged = [p for p, _ in _PARTS if ratio(s.gap(p)[0], s.mean_ms, 0.0) > SPREAD]
         if flagged:
             top = max(s.gap(p)[0] for p in flagged)
@@ -132,21 +134,21 @@ def slow_rank(result: Analysis) -> list[Finding]:
                 suggestion="; ".join(advice[p] for p in flagged),
                 severity="high" if ratio(top, s.mean_ms, 0.0) > 4 * SPREAD else "medium",
                 impact_ms=top,
-                source=_breakdown_source(result),
+                source=_breakdown_source(captures, tables, settings),
                 ranks=ranks,
             )
         )
     ]
 
 
-def _breakdown_source(result: Analysis) -> str:
+def _breakdown_source(captures: Captures, tables: Tables, settings: Settings) -> str:
     """Where torch_npu's step breakdown is: step_trace_time.csv of a text export, StepTraceTime
     of a db (each reader falls back on the overlap analysis where those are missing)."""
-    traces = [t for t in npu_captures(result) if any(d.stage is None for d in t.device)]
+    traces = [t for t in npu_captures(captures) if any(d.stage is None for d in t.device)]
     names = sorted(
         {"StepTraceTime" if t.meta.export == "db" else "step_trace_time.csv" for t in traces}
     )
-    return f"{', '.join(names)} of {', '.join(folder_of(result, t) for t in traces)}"
+    return f"{', '.join(names)} of {', '.join(folder_of(captures, t) for t in traces)}"
 
 
 @dataclass
@@ -167,13 +169,13 @@ class LinkSpread:
         return spread if math.isfinite(spread) else 0.0
 
 
-def link_spread(result: Analysis) -> list[LinkSpread]:
+def link_spread(captures: Captures, tables: Tables, settings: Settings) -> list[LinkSpread]:
     """SDMA and RDMA bandwidth of each rank and step: what its operators moved over what time
     (msprof-analyze's slow link figures), on two or more ranks."""
     out = []
     for link in ("SDMA", "RDMA"):
         moved: dict[tuple[int | None, int | None], list[float]] = defaultdict(lambda: [0.0, 0.0])
-        for t in npu_captures(result):
+        for t in npu_captures(captures):
             for h in facts_of(t).hccl:
                 mb, ms = getattr(h, f"{link.lower()}_mb"), getattr(h, f"{link.lower()}_ms")
                 if mb is not None and ms is not None:
@@ -189,9 +191,9 @@ def link_spread(result: Analysis) -> list[LinkSpread]:
     return out
 
 
-def slow_link(result: Analysis) -> list[Finding]:
+def slow_link(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     out = []
-    for s in link_spread(result):
+    for s in link_spread(captures, tables, settings):
         if s.spread <= SPREAD:
             continue
         lo = min(s.gbps, key=lambda k: s.gbps[k])
@@ -217,7 +219,7 @@ def slow_link(result: Analysis) -> list[Finding]:
                     "other jobs on the same links) and whether its operators move smaller "
                     "pieces",
                     severity="medium",
-                    source=files_of(result, npu_captures(result), "hccl"),
+                    source=files_of(captures, npu_captures(captures), "hccl"),
                     ranks=sorted({r for _, r in s.gbps}, key=rank_order),
                 )
             )
@@ -263,12 +265,12 @@ def packets(t: TraceData) -> list[Packets]:
     return out
 
 
-def small_packets(result: Analysis) -> list[Finding]:
+def small_packets(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     out = []
     for link, (limit, most) in PACKET_LIMITS.items():
         found = [
             (t, p)
-            for t in npu_captures(result)
+            for t in npu_captures(captures)
             for p in packets(t)
             if p.link == link and p.ratio > most
         ]
@@ -297,7 +299,7 @@ def small_packets(result: Analysis) -> list[Finding]:
                     ),
                     severity="low",
                     impact_ms=max(q.small_ms / steps_of(o) for o, q in found),
-                    source=files_of(result, traces, "hccl"),
+                    source=files_of(captures, traces, "hccl"),
                     ranks=ranks_of(traces),
                 )
             )

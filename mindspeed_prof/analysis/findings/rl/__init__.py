@@ -16,7 +16,7 @@ metadata).
 
 A difference is noise under ``judgement.noise.noise_floor`` (``--noise-ms``, or 1% of the
 step).
-Warmup steps are left out unless ``include_warmup`` (``Analysis.counted``). One module per
+Warmup steps are left out unless ``include_warmup`` (``Tables.counted``). One module per
 rule; ``steps`` what they read, ``report`` how their findings read.
 """
 

@@ -16,7 +16,9 @@ from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["uncovered"]
 
@@ -61,11 +63,11 @@ def _gaps(step: Range, stages: list[Range]) -> tuple[float, dict[str, float]]:
     return step.dur - covered, dict(where)
 
 
-def uncovered(result: Analysis) -> list[Finding]:
+def uncovered(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Per rank, the time in a step that none of its stages covers, where it is over the
     noise floor: weight sync, resharding, data dispatch and collection run there."""
     hits: list[tuple[float, Who, float, dict[str, float], list[int]]] = []
-    for who, steps in steps_of(result).items():
+    for who, steps in steps_of(captures, tables, settings).items():
         rows = [(n, s) for n, s in sorted(steps.items()) if s.step is not None and s.stages]
         if not rows:
             continue
@@ -80,7 +82,7 @@ def uncovered(result: Analysis) -> list[Finding]:
         n = len(rows)
         ms = left / n / 1000.0
         step_ms = sum(s.step.dur for _, s in rows if s.step) / n / 1000.0
-        if step_ms > 0 and ms >= noise_floor(result.noise_ms, step_ms):
+        if step_ms > 0 and ms >= noise_floor(settings.noise_ms, step_ms):
             hits.append(
                 (
                     ms,
@@ -108,7 +110,9 @@ def uncovered(result: Analysis) -> list[Finding]:
     held = [h[1] for h in hits]
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             held,
             rule="rl.uncovered",
             title=f"{ms:,.1f} ms per step ({share:.0%} of the step) is in no stage on "

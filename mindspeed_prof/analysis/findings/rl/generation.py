@@ -27,7 +27,9 @@ from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["SAME_RANK", "TAIL_NOISE", "generation_tail"]
 
@@ -39,10 +41,10 @@ SAME_RANK = 0.75
 TAIL_NOISE = 3.0
 
 
-def generation_tail(result: Analysis) -> list[Finding]:
+def generation_tail(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Steps in which ``GENERATE`` waits for a slowest rank that changes from step to step, by
     more than the row's noise, the floor and the margin (``rl.generation_tail``)."""
-    cells = per_step(result.counted(), "stage").get(GENERATE, {})
+    cells = per_step(tables.counted, "stage").get(GENERATE, {})
     rows = []  # step, slowest, its ms, the others' median
     for n, by in sorted(cells.items()):
         if len(by) >= 2:
@@ -52,8 +54,8 @@ def generation_tail(result: Analysis) -> list[Finding]:
             )
     if len(rows) < MIN_STEPS:
         return []
-    step = result.step_time()
-    floor = noise_floor(result.noise_ms, step.median_ms if step else None)
+    step = tables.step_time
+    floor = noise_floor(settings.noise_ms, step.median_ms if step else None)
     noise = row_noise(cells)
     waits = sorted(ms - o for _, _, ms, o in rows)
     mid, others = statistics.median(waits), statistics.median(o for *_, o in rows)
@@ -62,7 +64,7 @@ def generation_tail(result: Analysis) -> list[Finding]:
     top, most = min(count.items(), key=lambda kv: (-kv[1], who_order(kv[0])))
     if (
         kept < floor
-        or kept < result.margin * others
+        or kept < settings.margin * others
         or kept < TAIL_NOISE * noise
         or most >= SAME_RANK * len(rows)
     ):
@@ -74,7 +76,9 @@ def generation_tail(result: Analysis) -> list[Finding]:
     slowest = sorted(count, key=who_order)
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             sorted({w for by in cells.values() for w in by}, key=who_order),
             rule="rl.generation_tail",
             title=f"{GENERATE} waits for its slowest rank: {mid:+,.1f} ms per step (median of "

@@ -21,16 +21,18 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.stats.trend import trend
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["growing_stage", "responses_grow"]
 
 
-def responses_grow(result: Analysis) -> bool:
+def responses_grow(captures: Captures, tables: Tables, settings: Settings) -> bool:
     """Whether the counted response lengths' median per step rises over the steps (the
     trend test at ``ALPHA``)."""
     per: dict[int, list[float]] = defaultdict(list)
-    for c in result.counted_counters():
+    for c in tables.counted_counters:
         if c.name == "response_length" and c.step is not None and c.values:
             per[c.step] += c.values
     if len(per) < 3:
@@ -48,13 +50,13 @@ def _line(g: Growth) -> str:
     )
 
 
-def growing_stage(result: Analysis) -> list[Finding]:
+def growing_stage(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Per stage, the ranks where its own time grows (``judgement.growth``)."""
     by_stage: dict[str, list[Growth]] = defaultdict(list)
-    for g in result.growths():
+    for g in tables.growths:
         if g.consistent:
             by_stage[g.stage].append(g)
-    step = result.step_time()
+    step = tables.step_time
     step_ms = step.median_ms if step else None
     out = []
     for stage, found in by_stage.items():
@@ -63,7 +65,7 @@ def growing_stage(result: Analysis) -> list[Finding]:
         rise = statistics.median(g.rise_ms for g in found)
         t = found[0]
         ranks = f"{who_text(t.who)}" + (f" and {len(found) - 1} more" if len(found) > 1 else "")
-        if stage == GENERATE and responses_grow(result):
+        if stage == GENERATE and responses_grow(captures, tables, settings):
             advice = (
                 "The responses counted grow longer too, and generation with them: watch the "
                 "response length, cap it (max new tokens) or balance it across ranks."
@@ -76,7 +78,9 @@ def growing_stage(result: Analysis) -> list[Finding]:
             )
         out.append(
             finding(
-                result,
+                captures,
+                tables,
+                settings,
                 [g.who for g in found],
                 rule="rl.growing_stage",
                 title=f"{stage} grows {slope:+,.1f} ms per step over steps {t.first_step}-"

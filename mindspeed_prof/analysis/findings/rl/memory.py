@@ -19,7 +19,9 @@ from mindspeed_prof.stats.multiple import holm
 from mindspeed_prof.stats.trend import Trend, trend
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["MEMORY_COUNTERS", "MIN_GROWTH_BYTES", "MIN_GROWTH_REL", "memory_growth"]
 
@@ -30,11 +32,13 @@ MIN_GROWTH_BYTES, MIN_GROWTH_REL = float(1 << 20), 0.02
 MIB = float(1 << 20)
 
 
-def _series(result: Analysis) -> dict[tuple[str, str], dict[Who, dict[int, float]]]:
+def _series(
+    captures: Captures, tables: Tables, settings: Settings
+) -> dict[tuple[str, str], dict[Who, dict[int, float]]]:
     """Per (counter, stage), rank and step: the stage's peak in that step (its largest
     execution's)."""
     out: dict[tuple[str, str], dict[Who, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    for c in result.counted_counters():
+    for c in tables.counted_counters:
         if c.name not in MEMORY_COUNTERS or c.step is None or c.stage is None:
             continue
         peaks = [*(c.values or []), *([c.value] if c.value is not None else [])]
@@ -44,14 +48,14 @@ def _series(result: Analysis) -> dict[tuple[str, str], dict[Who, dict[int, float
     return out
 
 
-def memory_growth(result: Analysis) -> list[Finding]:
+def memory_growth(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Per counter, the stages and ranks whose peak rises over at least ``MIN_TREND_STEPS``
     steps, by a Mann-Kendall trend that clears ``ALPHA`` over every series tested (Holm) and a
     Theil-Sen growth over the steps of ``MIN_GROWTH_BYTES`` and ``MIN_GROWTH_REL`` of its first
     value: one finding per counter (memory held across steps raises every later stage's peak
     alike), the steepest first."""
     tested: list[tuple[str, str, Who, Trend, list[int], dict[int, float]]] = []
-    for (name, stage), ranks in sorted(_series(result).items()):
+    for (name, stage), ranks in sorted(_series(captures, tables, settings).items()):
         for who, by_step in ranks.items():
             steps = sorted(by_step)
             if len(steps) >= MIN_TREND_STEPS:
@@ -82,7 +86,9 @@ def memory_growth(result: Analysis) -> list[Finding]:
         where = f"in {len(stages)} stages, most {stage}" if len(stages) > 1 else f"in {stage}"
         out.append(
             finding(
-                result,
+                captures,
+                tables,
+                settings,
                 held,
                 rule="rl.memory_growth",
                 title=f"peak memory grows {slope / MIB:,.2f} MiB per step on {of_ranks(held)} "

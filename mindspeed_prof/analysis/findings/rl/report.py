@@ -11,7 +11,9 @@ from mindspeed_prof.analysis.findings.rl.steps import Who, traces_of, who_text
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
     "DETAIL_LINES",
@@ -48,7 +50,9 @@ def detail(lines: list[str], how: str, of: str = "ranks") -> str:
 
 
 def finding(
-    result: Analysis,
+    captures: Captures,
+    tables: Tables,
+    settings: Settings,
     held: list[Who],
     *,
     rule: str,
@@ -64,7 +68,7 @@ def finding(
 ) -> Finding:
     """An RL finding: severity from ``share`` of the step, the files of the captures of
     ``held`` (``what`` was read of them), the ranks of ``ranks`` (``held`` unless given)."""
-    traces = traces_of(result)
+    traces = traces_of(captures, tables, settings)
     return Finding(
         rule=rule,
         title=title,
@@ -72,7 +76,7 @@ def finding(
         suggestion=suggestion,
         severity=severity(share, MEDIUM_SHARE, HIGH_SHARE),
         impact_ms=impact_ms,
-        source=files_text(result, [t for w in held for t in traces.get(w, [])], what),
+        source=files_text(captures, [t for w in held for t in traces.get(w, [])], what),
         ranks=sorted({w[0] for w in (held if ranks is None else ranks)}, key=rank_order),
         stage=stage,
         step=step,

@@ -18,7 +18,9 @@ from mindspeed_prof.analysis.readers.ranks import role_of
 from mindspeed_prof.analysis.readers.ratio import ratio
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["ROLE_MARGIN", "role_imbalance"]
 
@@ -28,18 +30,18 @@ __all__ = ["ROLE_MARGIN", "role_imbalance"]
 ROLE_MARGIN = 0.5
 
 
-def role_imbalance(result: Analysis) -> list[Finding]:
+def role_imbalance(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """A role whose stage time per step (median over its ranks, then over the steps every
     role recorded) exceeds the median of the other roles' by ``ROLE_MARGIN`` and the noise
     floor: where roles run on workers of their own, the others wait for it."""
     roles: dict[Who, str] = {}
-    for who, traces in traces_of(result).items():
+    for who, traces in traces_of(captures, tables, settings).items():
         named = {role_of(t) for t in traces} - {""}
         if len(named) == 1:
             roles[who] = named.pop()
     per: dict[str, dict[int, dict[Who, float]]] = defaultdict(lambda: defaultdict(dict))
     by_stage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for who, steps in steps_of(result).items():
+    for who, steps in steps_of(captures, tables, settings).items():
         role = roles.get(who)
         if role is None:
             continue
@@ -57,11 +59,11 @@ def role_imbalance(result: Analysis) -> list[Finding]:
         role: statistics.median(statistics.median(per[role][n].values()) for n in common)
         for role in per
     }
-    lengths = gate(step_cells(result.counted()))
+    lengths = gate(step_cells(tables.counted))
     step_ms = (
         statistics.median(lengths[n] for n in common) if all(n in lengths for n in common) else None
     )
-    floor = noise_floor(result.noise_ms, step_ms)
+    floor = noise_floor(settings.noise_ms, step_ms)
     hits = []
     for role, v in ms.items():
         others = statistics.median(x for r, x in ms.items() if r != role)
@@ -91,7 +93,9 @@ def role_imbalance(result: Analysis) -> list[Finding]:
     share = ratio(excess, step_ms or v, 0.0)
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             [w for name in per for n in common for w in per[name][n]],
             rule="rl.role_imbalance",
             title=f"role {role} spends {v:,.1f} ms per step in its stages against {others:,.1f} "

@@ -11,7 +11,9 @@ from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range, TraceData
 
 if TYPE_CHECKING:
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["GENERATE", "Step", "Who", "steps_of", "traces_of", "who_order", "who_text"]
 
@@ -40,10 +42,10 @@ class Step:
     stages: list[Range] = field(default_factory=list)
 
 
-def steps_of(result: Analysis) -> dict[Who, dict[int, Step]]:
+def steps_of(captures: Captures, tables: Tables, settings: Settings) -> dict[Who, dict[int, Step]]:
     """Per rank (and source) and counted step, the step range and stage ranges."""
     out: dict[Who, dict[int, Step]] = defaultdict(dict)
-    for r in result.counted():
+    for r in tables.counted:
         if r.step is None or r.kind not in ("step", "stage") or r.dur < 0:
             continue
         s = out[(r.rank, r.source)].setdefault(r.step, Step())
@@ -54,9 +56,9 @@ def steps_of(result: Analysis) -> dict[Who, dict[int, Step]]:
     return out
 
 
-def traces_of(result: Analysis) -> dict[Who, list[TraceData]]:
+def traces_of(captures: Captures, tables: Tables, settings: Settings) -> dict[Who, list[TraceData]]:
     out: dict[Who, list[TraceData]] = defaultdict(list)
-    for t in result.traces:
+    for t in captures.traces:
         source = t.clash_label
         out[(t.rank, source if isinstance(source, str) else "")].append(t)
     return out

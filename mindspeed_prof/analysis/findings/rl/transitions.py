@@ -17,7 +17,9 @@ from mindspeed_prof.config.schema import TRANSITIONS, WEIGHT_SYNC_PARTS
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.phases import PhaseRow
-    from mindspeed_prof.analysis.result import Analysis
+    from mindspeed_prof.analysis.report.captures import Captures
+    from mindspeed_prof.analysis.report.settings import Settings
+    from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = ["KNOBS", "TRANSITION_SHARE", "transitions"]
 
@@ -70,10 +72,10 @@ class _Rank:
         }
 
 
-def _parts(result: Analysis) -> dict[Who, dict[str, float]]:
+def _parts(captures: Captures, tables: Tables, settings: Settings) -> dict[Who, dict[str, float]]:
     """Per rank, each weight-sync part's ms summed over its steps (custom ranges)."""
     out: dict[Who, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for r in result.counted():
+    for r in tables.counted:
         if r.kind == "range" and r.name in WEIGHT_SYNC_PARTS and r.step is not None:
             out[(r.rank, r.source)][r.name] += r.dur / 1000.0
     return out
@@ -94,18 +96,18 @@ def _line(x: _Rank, names: dict[str, float]) -> str:
     )
 
 
-def transitions(result: Analysis) -> list[Finding]:
+def transitions(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Ranks on which a transition takes ``TRANSITION_SHARE`` of the mean step or more (and
-    the noise floor), from the step's split into its phases (``Analysis.phases``)."""
+    the noise floor), from the step's split into its phases (``Tables.phases``)."""
     rows: dict[Who, list[PhaseRow]] = defaultdict(list)
-    for r in result.phases():
-        if not r.warmup or result.include_warmup:
+    for r in tables.phases:
+        if not r.warmup or settings.include_warmup:
             rows[(r.rank, r.source)].append(r)
-    parts = _parts(result)
+    parts = _parts(captures, tables, settings)
     hits: list[tuple[float, _Rank, dict[str, float]]] = []
     for who, mine in rows.items():
         x = _Rank(who, mine, parts.get(who, {}))
-        named = x.named(noise_floor(result.noise_ms, x.step_ms))
+        named = x.named(noise_floor(settings.noise_ms, x.step_ms))
         if named:
             hits.append((x.total, x, named))
     if not hits:
@@ -118,7 +120,9 @@ def transitions(result: Analysis) -> list[Finding]:
     held = [h[1].who for h in hits]
     return [
         finding(
-            result,
+            captures,
+            tables,
+            settings,
             held,
             rule="rl.transitions",
             title=f"transitions take {ms:,.1f} ms per step ({share:.0%} of the step) on "

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_store import Store, set_of
 
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.readers.device.breakdown import overlap, total
@@ -26,6 +27,7 @@ from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
+from mindspeed_prof.analysis.report.tables import tables
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*")  # HTA's own pandas deprecations
 _STORE = Store("hta_breakdown", "holistictraceanalysis")
@@ -73,7 +75,7 @@ def _hta_overlap_live(root: Path) -> dict[str, Any]:
 def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
     got = _STORE.figures(_hta_overlap_live, cuda_dir, _test_name())
     breakdown = {rank: figures for rank, figures in got["ranks"]}
-    rows = analyse(cuda_dir).device()
+    rows = tables(analyse(cuda_dir)).device
     for rank in (0, 1):
         ours, ref = _sums(rows, rank), breakdown[rank]
         assert ours["compute_ms"] == pytest.approx(ref["compute_time(us)"], rel=0.01)
@@ -87,7 +89,7 @@ def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
 
 
 def test_rows_per_step_and_stage(cuda_dir: Path) -> None:
-    rows = [r for r in analyse(cuda_dir).device() if r.rank == 0]
+    rows = [r for r in tables(analyse(cuda_dir)).device if r.rank == 0]
     assert [r.step for r in rows if r.stage is None] == [1, 2, 3, 4]
     staged = {(r.step, r.stage) for r in rows if r.stage is not None}
     assert staged == {(s, name) for s in (1, 2, 3, 4) for name in STAGES}
@@ -103,22 +105,22 @@ def test_rows_per_step_and_stage(cuda_dir: Path) -> None:
 
 def test_three_top_lists_are_apart(cuda_dir: Path) -> None:
     result = analyse(cuda_dir)
-    host = {o.op for o in result.top_ops(50)}
-    kernels = {k.name for k in result.top_kernels(50)}
-    runtime = {k.name for k in result.top_runtime(50)}
+    host = {o.op for o in tables(result).top_ops[:50]}
+    kernels = {k.name for k in tables(result).top_kernels[:50]}
+    runtime = {k.name for k in tables(result).top_runtime[:50]}
     assert host == {"aten::mm"}
     assert runtime == {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync"}
     assert "ncclDevKernel_AllReduce_Sum_f32_RING_LL" in kernels and "Memset (Device)" in kernels
     trace = cuda_trace(rank=0, seed=5, steps=4)
     device_us = sum(e["dur"] for e in trace["traceEvents"]
                     if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
-    ours = analyse(cuda_dir / "rank0.pt.trace.json").top_kernels(100)
+    ours = tables(analyse(cuda_dir / "rank0.pt.trace.json")).top_kernels[:100]
     assert sum(k.device_ms for k in ours) == pytest.approx(device_us / 1000)
 
 
 def test_cpu_only_capture_says_no_device_data(run_dir: Path, capsys) -> None:
     result = analyse(run_dir)
-    assert result.device() == [] and not result.has_device and result.top_kernels() == []
+    assert tables(result).device == [] and not result.has_device and tables(result).top_kernels[:15] == []
     assert main(["analyse", str(run_dir)]) == 0
     assert "No device data" in capsys.readouterr().out
 
@@ -130,7 +132,7 @@ def test_stage_recorded_as_cpu_op_counts(tmp_path: Path) -> None:
                "pid": 1, "tid": 1}]
     path = tmp_path / "worker0.1700000000.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    rows = analyse(path).stage_rank()
+    rows = tables(analyse(path)).stage_rank
     assert [(r.stage, r.count, r.total_ms) for r in rows] == [("actor_update", 1, 0.05)]
 
 
@@ -143,11 +145,11 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
     path = tmp_path / "rank0.pt.trace.json"
     path.write_text(json.dumps(trace))
     result = analyse(path)
-    (problem,) = result.problems()
-    (note,) = result.notes()  # no steps is how the trace is, not a part left unread
+    (problem,) = tables(result).problems
+    (note,) = tables(result).notes  # no steps is how the trace is, not a part left unread
     assert str(path) in problem and "overlap" in problem
     assert str(path) in note and "no ProfilerStep" in note
-    (row,) = [r for r in result.device() if r.stage is None]
+    (row,) = [r for r in tables(result).device if r.stage is None]
     assert row.step is None and row.compute_ms > 0  # the rest is still analysed
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err.splitlines()
@@ -215,13 +217,13 @@ def test_other_trainers_trace_without_stages(tmp_path: Path) -> None:
     path = tmp_path / "worker0.1700000000.pt.trace.json"
     path.write_text(json.dumps(trace))
     result = analyse(path)
-    assert result.ranks == [3] and result.stage_rank() == []
-    ranges = {r.name: r for r in result.range_table()}
+    assert tables(result).ranks == [3] and tables(result).stage_rank == []
+    ranges = {r.name: r for r in tables(result).range_table}
     assert set(ranges) == set(names)
     assert all(r.count == 3 and r.stage is None for r in ranges.values())
-    rows = result.device()
+    rows = tables(result).device
     assert [r.step for r in rows] == [1, 2, 3] and all(r.stage is None for r in rows)
-    assert result.top_ops() and result.top_kernels() and not result.problems()
+    assert tables(result).top_ops[:15] and tables(result).top_kernels[:15] and not tables(result).problems
 
 
 def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_path: Path) -> None:
@@ -233,12 +235,12 @@ def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_pa
     result = analyse(cuda_dir)
     with open(tmp_path / "out.txt", "w") as out:
         console = Console(width=80, record=True, file=out)
-        print_analysis(result, console)
+        print_analysis(report(result), console)
     text = console.export_text()
     assert "Device time per step" in text and "Top 10 device kernels" in text
     lines = [line for line in text.splitlines() if str(cuda_dir) not in line]  # paths unbroken
     assert max(len(line) for line in lines) <= 80
-    html = write_report(result, tmp_path / "r.html").read_text()
+    html = write_report(report(result), tmp_path / "r.html").read_text()
     for section in ("id='device'", "Device time (ms)", "Top device kernels", "Top runtime",
                     "Top host ops", "Custom ranges"):
         assert section in html
@@ -250,7 +252,7 @@ def test_torch_npu_rows_without_copies_print_chart_and_compare(tmp_path: Path, c
 
     npu_text(tmp_path / "a", rank=0)
     npu_text(tmp_path / "b", rank=0)
-    (row,) = analyse(tmp_path / "a").device()
+    (row,) = tables(analyse(tmp_path / "a")).device
     assert row.memcpy_ms is None and row.compute_ms == 8.0  # from step_trace_time.csv
     assert main(["analyse", str(tmp_path / "a"), "--html", str(tmp_path / "r.html")]) == 0
     assert "Device time per step" in capsys.readouterr().out
@@ -338,9 +340,9 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
 def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatch) -> None:
     import mindspeed_prof.analysis.readers.device.ops as device_ops
 
-    whole = analyse(cuda_dir, cache=False).device()
+    whole = tables(analyse(cuda_dir, cache=False)).device
     monkeypatch.setattr(device_ops, "SLICE", 7)
-    assert analyse(cuda_dir, cache=False).device() == whole
+    assert tables(analyse(cuda_dir, cache=False)).device == whole
 
 
 # Hand-made traces, one per way HTA's temporal breakdown and ours can part: the figures are
@@ -377,7 +379,7 @@ def _hand_trace(tmp_path: Path, events: list[dict]) -> Path:
 def _ours(root: Path) -> dict[str | None, dict[str, float]]:
     """Microseconds summed over the whole-step rows ('steps') and the row without a step."""
     out: dict[str | None, dict[str, float]] = {}
-    for r in analyse(root, cache=False).device():
+    for r in tables(analyse(root, cache=False)).device:
         if r.stage is None:
             assert r.busy_ms is not None and r.span_ms is not None
             s = out.setdefault("steps" if r.step is not None else None,
@@ -461,7 +463,7 @@ def test_ops_launched_in_one_step_and_run_in_the_next_agree_with_hta(tmp_path: P
               _launch(21, 110), _op(21, 140, 10), _launch(22, 115),
               _op(22, 125, 10, name="ncclDevKernel_AllReduce", stream=13)]
     root = _hand_trace(tmp_path, events)
-    rows = [r for r in analyse(root, cache=False).device() if r.stage is None]
+    rows = [r for r in tables(analyse(root, cache=False)).device if r.stage is None]
     assert [r.step for r in rows] == [1, 2]
     for row, want in zip(rows, ((105, 30, 0, 0, 75), (25, 20, 10, 10, 5))):
         got = [1e3 * getattr(row, k) for k in ("span_ms", "compute_ms", "comm_ms",
@@ -500,7 +502,7 @@ def test_device_times_at_epoch_microseconds_keep_their_fractions(tmp_path: Path)
         events += [span("cudaLaunchKernel", t + k, 0.5, cat="cuda_runtime", correlation=k),
                    {**span("gemm", t + 20 + k, 0.3, cat="kernel", tid=7, correlation=k,
                            stream=7), "pid": 0}]
-    (row,) = analyse(write_trace(tmp_path / "rank0.pt.trace.json", events), cache=False).device()
+    (row,) = tables(analyse(write_trace(tmp_path / "rank0.pt.trace.json", events), cache=False)).device
     assert row.compute_ms * 1e3 == pytest.approx(3.0, abs=1e-9)
     assert row.span_ms is not None and row.span_ms * 1e3 == pytest.approx(9.3, abs=1e-9)
 
@@ -689,7 +691,7 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
         mine.mkdir()
         for f in files:
             shutil.copy(f, mine / f.name)
-        rows = [r for r in analyse(mine, cache=False).device()
+        rows = [r for r in tables(analyse(mine, cache=False)).device
                 if r.stage is None and r.step is not None]
         ours: dict = {}
         for r in rows:

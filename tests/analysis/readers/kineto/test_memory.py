@@ -16,6 +16,7 @@ from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot, read_me
 from mindspeed_prof.analysis.readers.model import Alloc, BadFile, Memory, Range
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.analysis.report.tables import tables
 
 MIB = 2**20
 
@@ -35,7 +36,7 @@ def test_timeline_and_trace_events_agree_on_the_peak(memory_run: Path) -> None:
     from_events = max(e["args"]["Total Allocated"]
                       for e in json.loads(trace.read_text())["traceEvents"]
                       if e.get("name") == "[memory]")
-    rows = analyse(memory_run).memory()
+    rows = tables(analyse(memory_run)).memory
     whole = [r for r in rows if r.stage is None]
     assert len(whole) == 1 and whole[0].rank == 0 and whole[0].source == "timeline"
     assert whole[0].peak_allocated_bytes == from_file == from_events > 0
@@ -75,7 +76,7 @@ def test_cuda_snapshot_peaks_and_allocators(tmp_path: Path) -> None:
     path = tmp_path / "actor" / "rank3_h_1_step2.memory_snapshot.pickle"
     path.parent.mkdir()
     path.write_bytes(pickle.dumps(_snapshot()))
-    (row,) = analyse(tmp_path).memory()
+    (row,) = tables(analyse(tmp_path)).memory
     assert row.rank == 3 and row.source == "snapshot"
     assert row.peak_allocated_bytes == 3 * MIB  # 2 MiB + 1 MiB before the free
     assert row.peak_reserved_bytes == 4 * MIB
@@ -112,8 +113,8 @@ def test_memory_file_cut_short_is_named_rest_analysed(memory_run: Path, tmp_path
     timeline.write_bytes(timeline.read_bytes()[:200])
     result = analyse(root)
     assert len(result.bad) == 1 and str(timeline) in result.bad[0]
-    assert result.stage_rank() and result.memory()  # the trace's own memory events remain
-    assert {r.source for r in result.memory()} == {"host"}  # a CPU run: host memory
+    assert tables(result).stage_rank and tables(result).memory  # the trace's own memory events remain
+    assert {r.source for r in tables(result).memory} == {"host"}  # a CPU run: host memory
     assert main(["analyse", str(root)]) == 3
     assert f"skipped {timeline.relative_to(root)}: " in capsys.readouterr().err
 
@@ -150,7 +151,7 @@ def test_snapshot_history_walked_back_by_hand(tmp_path: Path) -> None:
                          {"total_size": 0}, {"allocated_size": 0}], "device_traces": [trace]}
     path = tmp_path / "rank0_h_1_step1.memory_snapshot.pickle"
     path.write_bytes(pickle.dumps(snap))
-    (row,) = analyse(tmp_path).memory()
+    (row,) = tables(analyse(tmp_path)).memory
     assert row.peak_allocated_bytes == 2 * MIB and row.peak_reserved_bytes == 5 * MIB
     assert row.timeline == [[float(t), a * MIB] for t, a in [
         (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 2), (7, 2), (8, 0), (9, 0), (10, 0),
@@ -266,8 +267,8 @@ def test_a_snapshot_under_any_name_gives_the_peak_of_ours(tmp_path: Path, name: 
     for path in (ours, other):
         path.parent.mkdir()
         path.write_bytes(raw)
-    (expected,) = analyse(ours.parent).memory()
-    (found,) = analyse(other.parent).memory()
+    (expected,) = tables(analyse(ours.parent)).memory
+    (found,) = tables(analyse(other.parent)).memory
     assert expected.peak_allocated_bytes == 3 * MIB and expected.peak_reserved_bytes == 4 * MIB
     assert (found.source, found.peak_allocated_bytes, found.peak_reserved_bytes, found.top_ops,
             found.timeline) == (expected.source, expected.peak_allocated_bytes,

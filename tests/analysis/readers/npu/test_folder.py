@@ -21,6 +21,7 @@ from mindspeed_prof.analysis.readers import TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
 from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
 from mindspeed_prof.cli import main
+from mindspeed_prof.analysis.report.tables import tables
 
 DOUBLES = Path(__file__).resolve().parents[3] / "doubles"
 
@@ -62,7 +63,7 @@ def test_without_rank_anywhere_the_rank_is_unknown(torch_npu: Any, tmp_path: Pat
     folder = _capture(torch_npu, tmp_path, "worker")
     assert (folder / "profiler_info.json").is_file()
     result = analyse(tmp_path)
-    assert result.ranks == [None] and result.stage_rank()[0].rank is None
+    assert tables(result).ranks == [None] and tables(result).stage_rank[0].rank is None
 
 
 def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_path: Path,

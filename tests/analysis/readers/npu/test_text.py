@@ -18,6 +18,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import MAX_BYTES, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, Memory, Tally
 from mindspeed_prof.analysis.readers.npu.text import MB
+from mindspeed_prof.analysis.report.tables import tables
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 
@@ -273,8 +274,8 @@ def test_a_folder_of_csvs_only_is_analysed_without_a_false_warning(npu, tmp_path
     result = analyse(tmp_path / "run")
     (data,) = result.traces
     assert data.ranges == [] and data.device and data.kernels and data.comm
-    assert result.warnings() == [] and result.bad == []
-    assert result.ranks == [1]
+    assert tables(result).warnings == [] and result.bad == []
+    assert tables(result).ranks == [1]
 
 
 def _copy(npu, tmp_path: Path) -> Path:
