@@ -83,12 +83,6 @@ def test_mstx_light_shows_all_stages_for_both_ranks(
     assert rows == {(s, r) for s in stages for r in (0, 1)}
 
 
-def test_profile_ranks_selects_workers(ray_cluster: Any, tmp_path: Path) -> None:
-    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "profiler_config.integrated.profile_ranks=[1]"),
-          Console(quiet=True))
-    assert sorted(files_by_rank(tmp_path / "out")) == [1]
-
-
 def test_rewards_rise(ray_cluster: Any, tmp_path: Path) -> None:
     result = train(demo_cfg(tmp_path, "profiler_config=none", "demo.steps=10", "demo.prompts=32"),
                    Console(quiet=True))
