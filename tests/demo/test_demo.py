@@ -15,7 +15,7 @@ from hydra.core.global_hydra import GlobalHydra
 from rich.console import Console
 
 from mindspeed_prof.config.presets import PRESETS
-from mindspeed_prof.demo.trainer import train
+from mindspeed_prof.demo.trainer import DemoResult, train
 
 
 def demo_cfg(tmp_path: Path, *overrides: str) -> Any:
@@ -37,7 +37,7 @@ def files_by_rank(root: Path) -> dict[int, list[Path]]:
 
 @pytest.fixture(scope="module")
 def mstx_light_run(ray_cluster: Any,
-                   tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+                   tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Path]:
     """The demo on two Ray workers with ``mstx_light`` (3 steps, 8 prompts), run once for the
     tests that read it (each Ray run of the demo takes seconds: two new worker processes)."""
     from mindspeed_prof.testing.state import process_state
@@ -74,7 +74,7 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
 
 
 def test_mstx_light_shows_all_stages_for_both_ranks(
-        mstx_light_run: tuple[dict[str, Any], Path]) -> None:
+        mstx_light_run: tuple[DemoResult, Path]) -> None:
     result, _ = mstx_light_run
     rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s["stage_rank"]}
     stages = {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
@@ -391,7 +391,7 @@ STANDARD = {"tokens_generated", "tokens_trained", "samples_kept", "samples_dropp
 
 
 def test_the_demos_captures_hold_its_counters_on_both_ranks(
-        mstx_light_run: tuple[dict[str, Any], Path]) -> None:
+        mstx_light_run: tuple[DemoResult, Path]) -> None:
     """As shipped (knobs off): every standard counter, each window step, both ranks; every
     sample kept, none cut, the tokens trained those generated (the 3 steps of the shared
     ``mstx_light`` run)."""
