@@ -2,7 +2,7 @@
 
 One generated CUDA-format Kineto trace (``mindspeed_prof.testing.kineto``, as ``stream`` makes
 them: host ops, launches with correlation ids, kernels on three streams, about 164 bytes an
-event) at two sizes, 100 MB and 400 MB (``--quick``: 8 MB and 32 MB). On each, interleaved,
+event) at two sizes, 100 MB and 400 MB (``--quick``: 4 MB and 16 MB). On each, interleaved,
 the median of the repeats:
 
 - **decode alone**: the ``traceEvents`` array read 4 MiB at a time and each slice decoded by
@@ -22,7 +22,7 @@ at most 1 means met); peak RSS of the large trace against the small (goal 1.3x: 
 
 The NPU path the same way: torch_npu's text export (the real capture
 ``tests/fixtures/torch_npu/text/rank0_ascend_pt`` with its ``trace_view.json`` events repeated
-6 and 60 times, as ``stream`` makes it; ``--quick``: 1 and 10), ``analyse --json`` on each,
+6 and 60 times, as ``stream`` makes it; ``--quick``: 1 and 4), ``analyse --json`` on each,
 and ``msprof-analyze cluster -m all`` on the smaller (CPU time of its whole process tree;
 goal 0.2x; not in ``--quick``: it takes half a minute). The db export is compared in
 ``references`` (the corpus' small sets only: no generator of large torch_npu databases here).
@@ -168,7 +168,7 @@ def _npu(folder: Path, report: Report, start: float) -> None:
     from benchmarks.stream import _npu_folder
 
     rows = []
-    for k, repeat in enumerate((1, 10) if report.quick else (6, 60)):
+    for k, repeat in enumerate((1, 4) if report.quick else (6, 60)):
         npu = _npu_folder(folder, repeat)
         mb = (npu / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size / MB
         wall, cpu, rss = analyse(npu)
@@ -197,7 +197,7 @@ def _trace(folder: Path, size: float) -> Path:
 
 
 def run(report: Report) -> None:
-    sizes = [8 * MB, 32 * MB] if report.quick else [100 * MB, 400 * MB]
+    sizes = [4 * MB, 16 * MB] if report.quick else [100 * MB, 400 * MB]
     repeats = 1 if report.quick else 3
     folder = Path(tempfile.mkdtemp(prefix="mindspeed-prof-decode-"))
     try:

@@ -276,7 +276,7 @@ def run(report: Report) -> None:
     quick = report.quick
     load_now = os.getloadavg()[0]
     _figures(report, f"synthetic, 2 and 8 ranks (load {load_now:.1f})",
-             _synthetic(3 if quick else 40), 0.0)
+             _synthetic(1 if quick else 40), 0.0)
     scenarios = ("healthy", "straggler") if quick else DEMO
     seeds = 1 if quick else 4
     _figures(report, f"demo, quiet (load {os.getloadavg()[0]:.1f})",

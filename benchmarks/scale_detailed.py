@@ -21,7 +21,7 @@ idle two-core machine; the wall time here is in the detail). The planted slow ra
 straggler and the planted slow link's ranks named by a finding (``ok``/``MISSED`` in the
 detail); torch_npu's matrix link rows (``--json`` ``comm``, kind ``link``) must put the slow
 link lowest. The timeline must be under its budget with every rank's steps and stages and at
-least its 16 longest operators. ``--quick``: 4 and 16 ranks, no Ray.
+least its 16 longest operators. ``--quick``: 4 and 10 ranks, no Ray.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def _text(m: dict[str, float]) -> str:
 
 
 def run(report: Report) -> None:
-    sizes = (4, 16) if report.quick else (64, 256, 1024)
+    sizes = (4, 10) if report.quick else (64, 256, 1024)
     tmp = Path(tempfile.mkdtemp(prefix="mindspeed-prof-scale-detailed-"))
     rows: dict[str, Any] = {}
     try:

@@ -1,6 +1,6 @@
 """Streaming analysis: peak memory and time per MB of ``analyse`` as traces grow, per event mix.
 
-Four mixes, each written an event at a time at 40 MB and 400 MB (``--quick``: 2 MB and 16 MB;
+Four mixes, each written an event at a time at 40 MB and 400 MB (``--quick``: 2 MB and 8 MB;
 with ``MINDSPEED_PROF_BENCH_BIG=1`` also 1.5 GiB, which takes some minutes and as much free
 disk):
 
@@ -256,7 +256,7 @@ def _mix(folder: Path, report: Report, name: str, make: Callable[[Path, float], 
 
 
 def run(report: Report) -> None:
-    sizes = [2 * MB, 16 * MB] if report.quick else [40 * MB, 400 * MB]
+    sizes = [2 * MB, 8 * MB] if report.quick else [40 * MB, 400 * MB]
     if os.environ.get("MINDSPEED_PROF_BENCH_BIG") == "1":
         sizes.append(1.5 * 2**30)
     folder = Path(tempfile.mkdtemp(prefix="mindspeed-prof-stream-"))

@@ -36,6 +36,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.hypothesis_seed = int(seed)
     # Subprocesses (CLI runs, scripts, Ray workers) import the package these tests import.
     os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
+    # xdist hands out the groups in the order they are collected (see _heaviest_first), not
+    # sorted by how many tests each holds: one of few long tests (the benchmarks' smoke run)
+    # handed out last keeps one worker busy while the other idles.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
@@ -51,6 +56,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
         if "app" in fixtures:
             item.add_marker(pytest.mark.hydra_app)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = _heaviest_first(items)
+
+
+#: A rough cost per test, by its marks (pyproject's markers), to order the xdist groups.
+_COST = {"slow": 100, "ray": 20, "hydra_app": 20, "reference": 20}
+
+
+def _heaviest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items with their xdist groups in order of a rough cost (a test of the four marks
+    weighs 20 to 100 unmarked ones), heaviest first, collection order kept within a group:
+    the long groups start first and the short ones fill in at the end, on both workers."""
+    def group(item: pytest.Item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0]) if mark else item.nodeid
+
+    cost: dict[str, int] = {}
+    for item in items:
+        weight = max((w for m, w in _COST.items() if item.get_closest_marker(m)), default=1)
+        cost[group(item)] = cost.get(group(item), 0) + weight
+    return sorted(items, key=lambda item: -cost[group(item)])
 
 
 def _replay(config: pytest.Config) -> str:

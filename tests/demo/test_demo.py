@@ -16,7 +16,7 @@ from rich.console import Console
 
 from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.config.presets import PRESETS
-from mindspeed_prof.demo.trainer import train
+from mindspeed_prof.demo.trainer import DemoResult, train
 
 
 def demo_cfg(tmp_path: Path, *overrides: str) -> Any:
@@ -36,12 +36,29 @@ def files_by_rank(root: Path) -> dict[int, list[Path]]:
     return out
 
 
+@pytest.fixture(scope="module")
+def mstx_light_run(ray_cluster: Any,
+                   tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, Path]:
+    """The demo on two Ray workers with ``mstx_light`` (3 steps, 8 prompts), run once for the
+    tests that read it (each Ray run of the demo takes seconds: two new worker processes)."""
+    from mindspeed_prof.testing.state import process_state
+
+    tmp = tmp_path_factory.mktemp("mstx_light")
+    with process_state():
+        result = train(demo_cfg(tmp, "profiler_config=mstx_light"), Console(quiet=True))
+    return result, tmp / "out"
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
-def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: str) -> None:
-    result = train(demo_cfg(tmp_path, f"profiler_config={preset}"), Console(quiet=True))
+def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: str,
+                                     request: pytest.FixtureRequest) -> None:
+    if preset == "mstx_light":  # the same run as the tests below read
+        result, root = request.getfixturevalue("mstx_light_run")
+    else:
+        result = train(demo_cfg(tmp_path, f"profiler_config={preset}"), Console(quiet=True))
+        root = tmp_path / "out"
     summaries = result["summaries"]
     assert [s["rank"] for s in summaries] == [0, 1]
-    root = tmp_path / "out"
     if preset == "none":
         assert not root.exists()
         return
@@ -57,19 +74,14 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
     assert [w["rank"] for w in cluster["workers"]] == [0, 1]
 
 
-def test_mstx_light_shows_all_stages_for_both_ranks(ray_cluster: Any, tmp_path: Path) -> None:
-    result = train(demo_cfg(tmp_path, "profiler_config=mstx_light"), Console(quiet=True))
+def test_mstx_light_shows_all_stages_for_both_ranks(
+        mstx_light_run: tuple[DemoResult, Path]) -> None:
+    result, _ = mstx_light_run
     rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s["stage_rank"]}
     stages = {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
               "critic_compute_values", "actor_update", "critic_update",
               "weight_sync", "offload", "onload"}  # the colocated step's transitions too
     assert rows == {(s, r) for s in stages for r in (0, 1)}
-
-
-def test_profile_ranks_selects_workers(ray_cluster: Any, tmp_path: Path) -> None:
-    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "profiler_config.integrated.profile_ranks=[1]"),
-          Console(quiet=True))
-    assert sorted(files_by_rank(tmp_path / "out")) == [1]
 
 
 def test_rewards_rise(ray_cluster: Any, tmp_path: Path) -> None:
@@ -379,12 +391,12 @@ STANDARD = {"tokens_generated", "tokens_trained", "samples_kept", "samples_dropp
             "groups_zero_variance", "responses_truncated", "response_length", "reward"}
 
 
-def test_the_demos_captures_hold_its_counters_on_both_ranks(ray_cluster: Any,
-                                                            tmp_path: Path) -> None:
+def test_the_demos_captures_hold_its_counters_on_both_ranks(
+        mstx_light_run: tuple[DemoResult, Path]) -> None:
     """As shipped (knobs off): every standard counter, each window step, both ranks; every
-    sample kept, none cut, the tokens trained those generated."""
-    train(demo_cfg(tmp_path, "profiler_config=mstx_light", "demo.steps=3"), Console(quiet=True))
-    got = demo_counts(tmp_path / "out")
+    sample kept, none cut, the tokens trained those generated (the 3 steps of the shared
+    ``mstx_light`` run)."""
+    got = demo_counts(mstx_light_run[1])
     assert sorted(got) == [0, 1]
     for counted in got.values():
         assert {step for step, _ in counted} == {2, 3}  # the preset's window, within 3 steps
