@@ -148,7 +148,7 @@ def read_cluster_summary(
         missing=_valid(_list(doc, "missing", bad), Missing, bad),
     )
     if bad and refused is not None:
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
         refused(Refused(path, f"left out {'; '.join(bad[:3])}{more}; the rest read"))
     return summary
 
