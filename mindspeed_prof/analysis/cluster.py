@@ -4,12 +4,14 @@ root (another node's disk), and the workers Ray restarted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from mindspeed_prof.formats.cluster import FileEntry, Worker, WorkerSummary
 from mindspeed_prof.jsonio import within
 
-__all__ = ["Away", "elsewhere", "restarts", "summary_workers"]
+__all__ = ["Away", "answered", "elsewhere", "restarts", "summary_workers"]
 
 
 class Away(NamedTuple):
@@ -40,11 +42,11 @@ class Away(NamedTuple):
         )
 
 
-def summary_workers(root: Path) -> list[dict[str, object]]:
+def summary_workers(root: Path) -> list[Worker]:
     """The workers of the cluster summaries in ``root`` and its folders one level down (a
     Hydra job dir holds the save root); [] where there is none or it cannot be read."""
     from mindspeed_prof.formats import CLUSTER_SUMMARY
-    from mindspeed_prof.jsonio import Refused, read_json
+    from mindspeed_prof.formats.cluster import read_cluster_summary
 
     if not root.is_dir():
         return []
@@ -52,67 +54,49 @@ def summary_workers(root: Path) -> list[dict[str, object]]:
         folders = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
     except OSError:
         folders = [root]
-    workers: list[dict[str, object]] = []
+    workers: list[Worker] = []
     for folder in folders:
         path = folder / CLUSTER_SUMMARY
-        if not path.is_file():
-            continue
-        try:
-            data = read_json(path)
-        except (Refused, OSError, ValueError):
-            continue
-        found = data.get("workers") if isinstance(data, dict) else None
-        workers += [w for w in found or [] if isinstance(w, dict)]
+        summary = read_cluster_summary(path) if path.is_file() else None
+        workers += summary.workers if summary is not None else []
     return workers
 
 
+def answered(workers: Sequence[Worker], run: str | None = None) -> list[WorkerSummary]:
+    """The workers that gave their summary (of ``run``, where given: a summary without one
+    belongs to every run)."""
+    return [
+        w for w in workers if isinstance(w, WorkerSummary) and (run is None or w.run in ("", run))
+    ]
+
+
 def elsewhere(
-    root: Path, workers: list[dict[str, object]], read: set[str], run: str | None = None
+    root: Path, workers: Sequence[Worker], read: set[str], run: str | None = None
 ) -> list[Away]:
     """The files the summary's ``workers`` (of ``run``, where given) wrote that are not under
     ``root``: not read (``read``: the names of what analyse read) and not there, by their own
     path or as a copy of their save root (any tail of their path under ``root``)."""
-    groups: dict[tuple[object, str, str, str], list[int]] = {}
-    for w in workers:
-        if run is not None and w.get("run") not in (None, "", run):
-            continue
-        for entry in _entries(w.get("files")):
-            path, size = entry
+    groups: dict[tuple[int | None, str, str, str], list[int]] = {}
+    for w in answered(workers, run):
+        for path, size in _entries(w.files):
             if path.name in read or _under(root, path):
                 continue
-            key = (
-                w.get("rank"),
-                str(w.get("host") or ""),
-                str(w.get("node") or ""),
-                str(path.parent),
-            )
-            groups.setdefault(key, []).append(size)
+            groups.setdefault((w.rank, w.host, w.node, str(path.parent)), []).append(size)
     return [
-        Away(
-            rank if isinstance(rank, int) else None,
-            host,
-            node,
-            folder,
-            len(sizes),
-            sum(sizes),
-            Path(folder).is_dir(),
-        )
+        Away(rank, host, node, folder, len(sizes), sum(sizes), Path(folder).is_dir())
         for (rank, host, node, folder), sizes in sorted(groups.items(), key=_order)
     ]
 
 
-def restarts(workers: list[dict[str, object]], run: str | None = None) -> list[str]:
+def restarts(workers: Sequence[Worker], run: str | None = None) -> list[str]:
     """One line per worker Ray restarted: its rank, actor and the files its earlier
     processes left (``ray.ProfilerMixin.profiler_summary``'s ``earlier_files``)."""
     lines = []
-    for w in workers:
-        if w.get("status") != "restarted" or (
-            run is not None and w.get("run") not in (None, "", run)
-        ):
+    for w in answered(workers, run):
+        if w.status != "restarted":
             continue
-        rank = w.get("rank")
-        who = f"rank {rank}" if isinstance(rank, int) else "a worker"
-        earlier = [str(p) for p, _ in _entries(w.get("earlier_files"))]
+        who = f"rank {w.rank}" if w.rank is not None else "a worker"
+        earlier = [str(p) for p, _ in _entries(w.earlier_files or [])]
         files = (
             f"its earlier process left {len(earlier)} file{'s' if len(earlier) != 1 else ''}: "
             + ", ".join(earlier[:3])
@@ -121,23 +105,15 @@ def restarts(workers: list[dict[str, object]], run: str | None = None) -> list[s
             else "its earlier process left no file beside its own"
         )
         lines.append(
-            f"{who} (host {w.get('host') or '?'}, pid {w.get('pid', '?')}): restarted by Ray "
-            f"during the run; {files}"
+            f"{who} (host {w.host or '?'}, pid {w.pid if w.pid is not None else '?'}): "
+            f"restarted by Ray during the run; {files}"
         )
     return lines
 
 
-def _entries(files: object) -> list[tuple[Path, int]]:
+def _entries(files: list[FileEntry]) -> list[tuple[Path, int]]:
     """A summary's ``files`` (or ``earlier_files``) that were written: (path, bytes)."""
-    out = []
-    for f in files if isinstance(files, list) else []:
-        if (
-            isinstance(f, dict)
-            and isinstance(f.get("path"), str)
-            and isinstance(f.get("bytes"), int)
-        ):
-            out.append((Path(f["path"]), int(f["bytes"])))
-    return out
+    return [(Path(f.path), f.bytes) for f in files if f.bytes is not None]
 
 
 def _under(root: Path, path: Path) -> bool:
@@ -148,6 +124,6 @@ def _under(root: Path, path: Path) -> bool:
     return any((root / Path(*parts[i:])).exists() for i in range(1, len(parts)))
 
 
-def _order(item: tuple[tuple[object, str, str, str], list[int]]) -> tuple[int, int, str]:
+def _order(item: tuple[tuple[int | None, str, str, str], list[int]]) -> tuple[int, int, str]:
     rank = item[0][0]
-    return (0, rank, item[0][3]) if isinstance(rank, int) else (1, 0, item[0][3])
+    return (0, rank, item[0][3]) if rank is not None else (1, 0, item[0][3])

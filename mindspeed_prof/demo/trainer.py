@@ -16,7 +16,7 @@ from mindspeed_prof.demo import knobs
 from mindspeed_prof.demo.cluster import Cluster, endpoints, start
 from mindspeed_prof.demo.local import ProcessWorker
 from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker, Timings
-from mindspeed_prof.formats.cluster import WorkerSummary
+from mindspeed_prof.formats.cluster import Worker
 from mindspeed_prof.ray import (
     collect,
     open_board,
@@ -38,7 +38,7 @@ class DemoResult(TypedDict):
     """The mean reward per step, every worker's profiler summary, and where they wrote."""
 
     rewards: list[float]
-    summaries: list[WorkerSummary]
+    summaries: list[Worker]
     save_root: str
 
 
@@ -57,7 +57,7 @@ def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
             open_board()  # lives with this driver: `capture --ray` reaches the workers
     _say(console, _ranks_note(checked.profile_ranks, len(workers)))
     rewards: list[float] = []
-    summaries: list[WorkerSummary]
+    summaries: list[Worker]
     timings: list[Timings]
     try:
         for step in range(1, demo.steps + 1):
@@ -83,12 +83,12 @@ def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
 
             ray.shutdown()  # the demo's own cluster stops; a joined one only loses this driver
     root = save_root(prof_cfg)
-    rows = [msgspec.convert(row, StageRow) for s in summaries for row in s["stage_rank"]]
+    rows = [msgspec.convert(row, StageRow) for s in summaries for row in s.stage_rank]
     if rows:
         print_stage_rank(rows, console, title="Captured stage time per rank: total ms (executions)")
         path = write_cluster_summary(root, summaries)
-        captures = sum(len(s["captures"]) for s in summaries)
-        wrote = [s["rank"] for s in summaries if s.get("files")]  # not those left out
+        captures = sum(len(s.captures) for s in summaries)
+        wrote = [s.rank for s in summaries if s.files]  # not those left out
         console.print(
             f"{count(captures, 'capture')} from rank{'s' * (len(wrote) != 1)} "
             f"{', '.join(map(str, wrote))} "

@@ -27,8 +27,9 @@ import msgspec
 
 from mindspeed_prof.formats import CLUSTER_SUMMARY, NPU_FOLDER, capture_stem, is_capture_file
 from mindspeed_prof.formats.anomaly import Anomaly
-from mindspeed_prof.formats.record import CaptureRecord, FileEntry
-from mindspeed_prof.jsonio import Refused, read_bytes, read_json
+from mindspeed_prof.formats.cluster import WorkerSummary, read_cluster_summary
+from mindspeed_prof.formats.record import CaptureRecord, FileEntry, field_line
+from mindspeed_prof.jsonio import Refused, read_bytes
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -190,7 +191,7 @@ def read_manifest(path: Path, refused: Callable[[Refused], None] | None = None) 
         manifest = msgspec.convert(doc, Manifest)
     except msgspec.ValidationError as err:
         if refused is not None:
-            refused(Refused(path, f"not a manifest: {_field_line(err)}"))
+            refused(Refused(path, f"not a manifest: {field_line(err)}"))
         return None
     if left_out and refused is not None:
         refused(Refused(path, f"its {', '.join(left_out)} of the wrong shape; the rest read"))
@@ -217,14 +218,6 @@ def _entries(doc: dict[str, Any]) -> list[str]:
                 kept.append(entry)
         holder[name] = kept
     return bad[:5] + ([f"{len(bad) - 5} more"] if len(bad) > 5 else [])
-
-
-def _field_line(err: msgspec.ValidationError) -> str:
-    """msgspec's ``Expected `int`, got `str` - at `$.rank``` as ``rank: expected int, got
-    str`` (one line, the field first)."""
-    what, _, where = str(err).partition(" - at ")
-    field = where.strip("`").removeprefix("$.").removeprefix("$") or "the document"
-    return f"{field[:80]}: {what[:1].lower()}{what[1:200]}".replace("`", "")
 
 
 def find_manifests(
@@ -313,23 +306,12 @@ def _add(root: Path, path: Path, out: dict[str, int]) -> bool:
 
 def _workers_files(root: Path, run: str) -> list[str]:
     """The files ``root``'s cluster summary says this run's Ray workers wrote (none where
-    there is none, or it cannot be read)."""
-    if not run:
-        return []
-    try:
-        summary = read_json(root / CLUSTER_SUMMARY)
-    except (OSError, ValueError):
-        return []
-    rows = summary.get("workers") if isinstance(summary, dict) else None
-    paths = []
-    for row in rows if isinstance(rows, list) else []:
-        if isinstance(row, dict) and row.get("run") == run:
-            for f in row.get("files") or []:
-                try:  # a summary is read, not trusted: an odd entry costs only itself
-                    paths.append(msgspec.convert(f, FileEntry).path)
-                except msgspec.ValidationError:
-                    continue
-    return paths
+    there is none, or it cannot be read; an odd entry costs only itself)."""
+    summary = read_cluster_summary(root / CLUSTER_SUMMARY) if run else None
+    workers = summary.workers if summary is not None else []
+    return [
+        f.path for w in workers if isinstance(w, WorkerSummary) and w.run == run for f in w.files
+    ]
 
 
 def capture_count(manifest: Manifest, shared: bool = False) -> int:

@@ -12,10 +12,10 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["CaptureRecord", "FileEntry", "records_of"]
+__all__ = ["CaptureRecord", "FileEntry", "always", "field_line"]
 
 
-def _always(value: Any) -> Any:
+def always(value: Any) -> Any:
     """A default that is always written: ``omit_defaults`` leaves out only the defaults it can
     compare (a plain value, or ``list``'s), never those of another factory. A record read
     without the field (hand-written, hostile) gets ``value``."""
@@ -36,17 +36,17 @@ class CaptureRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     """
 
     # -- always written ---------------------------------------------------------------------
-    stage: str = _always("")
-    step: int = _always(0)
-    index: int = _always(0)
-    rank: int = _always(0)
-    role: str = _always("")
-    backend: str = _always("")
-    steps: list[int] = _always([])
-    warmup_steps: list[int] = _always([])
-    reason: str = _always("")
-    files: list[str] = _always([])
-    recorded: list[str] = _always([])
+    stage: str = always("")
+    step: int = always(0)
+    index: int = always(0)
+    rank: int = always(0)
+    role: str = always("")
+    backend: str = always("")
+    steps: list[int] = always([])
+    warmup_steps: list[int] = always([])
+    reason: str = always("")
+    files: list[str] = always([])
+    recorded: list[str] = always([])
     # -- written where set ------------------------------------------------------------------
     level: str | None = None
     seconds: float | None = None
@@ -76,13 +76,9 @@ class FileEntry(msgspec.Struct):
     bytes: int | None = None
 
 
-def records_of(entries: object) -> list[CaptureRecord]:
-    """The records of a list read from a file (a cluster summary's ``captures``): an entry of
-    the wrong shape, or anything but a list, costs only itself."""
-    out = []
-    for entry in entries if isinstance(entries, list) else []:
-        try:
-            out.append(msgspec.convert(entry, CaptureRecord))
-        except msgspec.ValidationError:
-            continue
-    return out
+def field_line(err: msgspec.ValidationError) -> str:
+    """msgspec's ``Expected `int`, got `str` - at `$.rank``` as ``rank: expected int, got
+    str`` (one line, the field first)."""
+    what, _, where = str(err).partition(" - at ")
+    field = where.strip("`").removeprefix("$.").removeprefix("$") or "the document"
+    return f"{field[:80]}: {what[:1].lower()}{what[1:200]}".replace("`", "")

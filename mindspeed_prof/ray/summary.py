@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from mindspeed_prof.formats import CLUSTER_SUMMARY
-from mindspeed_prof.formats.cluster import Missing, SummaryStatus, WorkerSummary
+from mindspeed_prof.formats.cluster import (
+    ClusterSummary,
+    LostWorker,
+    Missing,
+    SummaryStatus,
+    Worker,
+    WorkerSummary,
+)
 from mindspeed_prof.jsonio import write_json
 
 if TYPE_CHECKING:
@@ -32,7 +39,7 @@ def collect(
     method: str = "profiler_summary",
     timeout_s: float = COLLECT_TIMEOUT_S,
     ranks: list[int] | None = None,
-) -> list[WorkerSummary]:
+) -> list[Worker]:
     """Every worker's summary the driver gets within ``timeout_s``, sorted by rank, each with
     ``status: ok``. A worker that did not answer is an entry of its own, ``status``: ``died``
     (its process is gone: killed, crashed, out of memory), ``timeout`` (no answer in time:
@@ -45,7 +52,7 @@ def collect(
     refs = [getattr(w, method).remote() for w in workers]
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s) if refs else ([], [])
     answered = set(ready)
-    out: list[WorkerSummary] = []
+    out: list[Worker] = []
     for i, ref in enumerate(refs):
         rank = ranks[i] if ranks is not None and i < len(ranks) else None
         if ref not in answered:
@@ -66,28 +73,29 @@ def collect(
         except ray.exceptions.RayError as err:
             out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
         else:
-            out.append({**summary, "status": "restarted" if summary.get("restarted") else "ok"})
-    return sorted(
-        out, key=lambda s: (s.get("rank") is None, s.get("rank") or 0, s.get("worker", -1))
-    )
+            summary.status = "restarted" if summary.restarted else "ok"
+            out.append(summary)
+    return sorted(out, key=_order)
+
+
+def _order(row: Worker) -> tuple[bool, int, int]:
+    """By rank (None last), then by place in the driver's list."""
+    worker = row.worker if isinstance(row, LostWorker) and row.worker is not None else -1
+    return (row.rank is None, row.rank or 0, worker)
 
 
 def _missing(
     worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus, error: str
-) -> WorkerSummary:
+) -> LostWorker:
     """The entry of a worker whose summary did not come back."""
     actor = getattr(worker, "_actor_id", None)
-    return {
-        "rank": rank,
-        "worker": index,
-        "actor": actor.hex() if actor is not None else "",
-        "status": status,
-        "error": error,
-        "captures": [],
-        "files": [],
-        "stage_rank": [],
-        "per_step": [],
-    }
+    return LostWorker(
+        rank=rank,
+        worker=index,
+        actor=actor.hex() if actor is not None else "",
+        status=status,
+        error=error,
+    )
 
 
 def _first_line(err: BaseException) -> str:
@@ -96,26 +104,22 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
-def write_cluster_summary(root: Path, summaries: Sequence[WorkerSummary]) -> Path:
+def write_cluster_summary(root: Path, summaries: Sequence[Worker]) -> Path:
     """``cluster_summary.json`` in the save root: one entry per worker, and under ``missing``
     each worker whose summary did not come back (``collect``'s ``died``, ``timeout``,
-    ``failed``)."""
+    ``failed``) or came from a process Ray restarted (``restarted``)."""
     path = Path(root) / CLUSTER_SUMMARY
     missing = [
-        Missing(
-            rank=s.get("rank"),
-            worker=s.get("worker"),
-            actor=s.get("actor"),
-            status=s.get("status"),
-            error=s.get("error"),
-        )
+        Missing(rank=s.rank, status=s.status)
+        if isinstance(s, WorkerSummary)
+        else Missing(rank=s.rank, worker=s.worker, actor=s.actor, status=s.status, error=s.error)
         for s in summaries
-        if s.get("status", "ok") != "ok"
+        if (s.status or "ok") != "ok"
     ]
-    summary = {
-        "workers": summaries,
-        "stage_rank": [row for s in summaries for row in s.get("stage_rank", [])],
-        "missing": missing,
-    }
-    write_json(path, msgspec.to_builtins(summary))  # its files: FileEntry structs
+    summary = ClusterSummary(
+        workers=list(summaries),
+        stage_rank=[row for s in summaries for row in s.stage_rank],
+        missing=missing,
+    )
+    write_json(path, msgspec.to_builtins(summary))
     return path

@@ -92,5 +92,5 @@ def gather_metrics(
             got: RankMetrics = ray.get(ref)
         except ray.exceptions.RayError:
             continue
-        per_rank[int(got["rank"])] = got["metrics"]
+        per_rank[got.rank] = got.metrics
     return across_ranks(per_rank)

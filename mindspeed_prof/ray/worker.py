@@ -77,7 +77,7 @@ class ProfilerMixin:
     def profiler_metrics(self, step: int | None = None) -> RankMetrics:
         """This worker's rank and ``prof.metrics(step)`` (``telemetry``), for
         ``gather_metrics`` on the driver."""
-        return {"rank": self.profiler.rank, "metrics": self.profiler.metrics(step)}
+        return RankMetrics(rank=self.profiler.rank, metrics=self.profiler.metrics(step))
 
     def profiler_summary(self) -> WorkerSummary:
         """Close the profiler and describe what this worker wrote, read from its own files."""
@@ -88,36 +88,38 @@ class ProfilerMixin:
         files = [Path(f) for c in prof.captures for f in c.files]
         written = [f for f in files if f.is_file()]
         summary = capture_summary(written) if written else None
-        return {
-            "run": prof.run[0],
-            "rank": prof.rank,
-            "role": prof.role,
-            "host": socket.gethostname(),
-            "node": _node_id(),  # holds the files below
-            "pid": os.getpid(),
-            "enabled": prof.plan.enabled,
-            "failed": prof.failed,
-            "captures": [c.to_json() for c in prof.captures],
-            "files": [FileEntry(str(f), f.stat().st_size if f.is_file() else None) for f in files],
-            **_restart(prof, files),
-            "stage_rank": summary["stage_rank"] if summary else [],
-            "per_step": summary["per_step"] if summary else [],
-        }
+        earlier = _earlier_files(prof, files)
+        return WorkerSummary(
+            run=prof.run[0],
+            rank=prof.rank,
+            role=prof.role,
+            host=socket.gethostname(),
+            node=_node_id(),  # holds the files below
+            pid=os.getpid(),
+            enabled=prof.plan.enabled,
+            failed=prof.failed,
+            captures=list(prof.captures),
+            files=[FileEntry(str(f), f.stat().st_size if f.is_file() else None) for f in files],
+            restarted=earlier is not None,
+            earlier_files=earlier,
+            stage_rank=summary["stage_rank"] if summary else [],
+            per_step=summary["per_step"] if summary else [],
+        )
 
 
-def _restart(prof: Profiler, files: list[Path]) -> WorkerSummary:
-    """``restarted`` and ``earlier_files`` where Ray restarted this actor: the files of this
-    run and rank that another process left in the folders this one wrote to (one listing per
-    folder, no walk of the save root); {} otherwise."""
+def _earlier_files(prof: Profiler, files: list[Path]) -> list[FileEntry] | None:
+    """Where Ray restarted this actor, the files of this run and rank that another process
+    left in the folders this one wrote to (one listing per folder, no walk of the save root);
+    None otherwise."""
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
-        return {}
+        return None
     try:
         restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # outside an actor: a task, the driver
-        return {}
+        return None
     if not restarted:
-        return {}
+        return None
     from mindspeed_prof.formats.stem import rank_of
 
     run = re.compile(rb'"run":\s*"' + re.escape(prof.run[0].encode()) + rb'"')
@@ -134,7 +136,7 @@ def _restart(prof: Profiler, files: list[Path]) -> WorkerSummary:
                 continue
             if _head_matches(path, run):
                 earlier.append(FileEntry(str(path), path.stat().st_size))
-    return {"restarted": True, "earlier_files": earlier}
+    return earlier
 
 
 def _head_matches(path: Path, pattern: re.Pattern[bytes]) -> bool:

@@ -23,7 +23,7 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.cli.common import Exit
 from mindspeed_prof.formats.cluster import WorkerSummary
-from mindspeed_prof.formats.record import FileEntry
+from mindspeed_prof.formats.record import CaptureRecord, FileEntry
 from mindspeed_prof.ray import write_cluster_summary
 
 NODES = {0: "a1" * 28, 1: "b2" * 28}  # Ray node ids: 56 hex digits
@@ -32,13 +32,11 @@ HOSTS = {0: "driver-host", 1: "node-two"}
 
 def _summary(rank: int, files: list[Path], run: str, **more: Any) -> WorkerSummary:
     """A worker's summary as ``profiler_summary`` returns it and ``collect`` marks it."""
-    entry: WorkerSummary = {
-        "run": run, "rank": rank, "role": "integrated", "host": HOSTS[rank],
-        "node": NODES[rank], "pid": 1000 + rank, "enabled": True, "failed": False,
-        "captures": [{"rank": rank, "files": [str(f) for f in files]}],
-        "files": [FileEntry(str(f), f.stat().st_size) for f in files],
-        "stage_rank": [], "per_step": [], "status": "ok"}
-    return {**entry, **more}  # type: ignore[typeddict-item]
+    return WorkerSummary(
+        run=run, rank=rank, role="integrated", host=HOSTS[rank], node=NODES[rank],
+        pid=1000 + rank, enabled=True, failed=False,
+        captures=[CaptureRecord(rank=rank, files=[str(f) for f in files])],
+        files=[FileEntry(str(f), f.stat().st_size) for f in files], **{"status": "ok", **more})
 
 
 def _run_id(path: Path) -> str:
@@ -139,7 +137,7 @@ def test_a_restarted_worker_and_its_earlier_files_are_named(
     write_cluster_summary(root, [
         _summary(0, mine, run),
         _summary(1, again, run, status="restarted", restarted=True,
-                 earlier_files=[{"path": str(earlier), "bytes": earlier.stat().st_size}])])
+                 earlier_files=[FileEntry(str(earlier), earlier.stat().st_size)])])
     health = doctor(root)
     (restart,) = [f for f in health.findings if f.kind == "worker_restarted"]
     assert restart.where == "rank 1"

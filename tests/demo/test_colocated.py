@@ -147,7 +147,7 @@ def test_the_schedule_inside_a_step_on_the_demos_mini_batches(tmp_path: Path) ->
     GlobalHydra.instance().clear()
     result = run(cfg, Console(quiet=True))
     (summary,) = result["summaries"]
-    got = sorted((c["step"], c["index"]) for c in summary["captures"])
+    got = sorted((c.step, c.index) for c in summary.captures)
     assert got == [(s, i) for s in (2, 3) for i in (2, 3)]  # stage_scoped: steps 2 and 3
     traces = sorted((tmp_path / "out" / "actor_update").glob("*.pt.trace.json"))
     assert len(traces) == 4 and all(t.name.endswith(("_2.pt.trace.json", "_3.pt.trace.json"))

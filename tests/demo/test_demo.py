@@ -17,6 +17,7 @@ from rich.console import Console
 from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.config.presets import PRESETS
 from mindspeed_prof.demo.trainer import DemoResult, train
+from mindspeed_prof.formats.cluster import WorkerSummary
 
 
 def demo_cfg(tmp_path: Path, *overrides: str) -> Any:
@@ -58,18 +59,18 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
         result = train(demo_cfg(tmp_path, f"profiler_config={preset}"), Console(quiet=True))
         root = tmp_path / "out"
     summaries = result["summaries"]
-    assert [s["rank"] for s in summaries] == [0, 1]
+    assert [s.rank for s in summaries] == [0, 1]
     if preset == "none":
         assert not root.exists()
         return
     on_disk = files_by_rank(root)
     assert sorted(on_disk) == [0, 1]
     for s in summaries:  # what came back through Ray matches the worker's files
-        rank = s["rank"]
+        rank = s.rank
         assert rank is not None
-        assert sorted(Path(f.path) for f in s["files"]) == sorted(on_disk[rank])
-        assert all(Path(f.path).stat().st_size == f.bytes for f in s["files"])
-        assert s["captures"] and not s["failed"]
+        assert sorted(Path(f.path) for f in s.files) == sorted(on_disk[rank])
+        assert all(Path(f.path).stat().st_size == f.bytes for f in s.files)
+        assert isinstance(s, WorkerSummary) and s.captures and not s.failed
     cluster = json.loads((root / "cluster_summary.json").read_text())
     assert [w["rank"] for w in cluster["workers"]] == [0, 1]
 
@@ -77,7 +78,7 @@ def test_every_preset_on_two_workers(ray_cluster: Any, tmp_path: Path, preset: s
 def test_mstx_light_shows_all_stages_for_both_ranks(
         mstx_light_run: tuple[DemoResult, Path]) -> None:
     result, _ = mstx_light_run
-    rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s["stage_rank"]}
+    rows = {(r["stage"], r["rank"]) for s in result["summaries"] for r in s.stage_rank}
     stages = {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
               "critic_compute_values", "actor_update", "critic_update",
               "weight_sync", "offload", "onload"}  # the colocated step's transitions too

@@ -60,7 +60,7 @@ def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
     worker = Worker.remote()  # type: ignore[attr-defined]
     ray_cluster.get(worker.step.remote())
     summary = ray_cluster.get(worker.profiler_summary.remote())
-    assert summary["node"] in alive_nodes(ray_cluster) and summary["files"]
+    assert summary.node in alive_nodes(ray_cluster) and summary.files
 
 
 TWO_NODES = '''

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mindspeed_prof.formats.cluster import LostWorker, WorkerSummary
 from mindspeed_prof.ray import ProfilerMixin, collect, worker_config, write_cluster_summary
 
 
@@ -38,8 +39,8 @@ def test_failing_worker_keeps_captures(ray_cluster: Any, tmp_path: Path) -> None
         ray.get([w.step.remote(2) for w in workers])
     summaries = collect(workers)
     failed = summaries[1]
-    assert failed["captures"][-1]["reason"] == "error"
-    for f in failed["files"]:
+    assert failed.captures[-1].reason == "error"
+    for f in failed.files:
         data = json.loads(Path(f.path).read_text())
         assert "ProfilerStep#2" in {e["name"] for e in data["traceEvents"]}
     path = write_cluster_summary(tmp_path, summaries)
@@ -87,8 +88,9 @@ def test_verl_style_roles_on_separate_workers(ray_cluster: Any, tmp_path: Path) 
     rollouts = [ray.remote(RolloutWorker).remote(r, cfg) for r in range(2)]
     ray.get([w.update_actor.remote(1) for w in actors] + [w.generate.remote(1) for w in rollouts])
     summaries = collect(actors) + collect(rollouts)
-    files = {(s["role"], s["rank"]): sorted(Path(f.path).relative_to(tmp_path).parent.as_posix()
-                                            for f in s["files"]) for s in summaries}
+    files = {(s.role, s.rank): sorted(Path(f.path).relative_to(tmp_path).parent.as_posix()
+                                            for f in s.files) for s in summaries
+             if isinstance(s, WorkerSummary)}  # a lost worker: a key missing
     assert files == {("actor", 0): ["actor/actor_compute_log_prob", "actor/actor_update"],
                      ("actor", 1): ["actor/actor_compute_log_prob", "actor/actor_update"],
                      ("rollout", 0): ["rollout"], ("rollout", 1): []}
@@ -159,23 +161,24 @@ def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
         os.kill(pids[2], signal.SIGCONT)
         ray.kill(workers[2])
     assert 20.0 <= took < 60.0
-    assert [(s["rank"], s["status"]) for s in summaries] == [(0, "ok"), (1, "died"),
+    assert [(s.rank, s.status) for s in summaries] == [(0, "ok"), (1, "died"),
                                                              (2, "timeout")]
     healthy, died, stopped = summaries
-    assert healthy["files"] and all(Path(f.path).is_file() for f in healthy["files"])
-    assert [row["rank"] for row in healthy["stage_rank"]] == [0]
-    assert died["worker"] == 1 and died["error"].startswith("ActorDiedError: ")
-    assert died["actor"] == workers[1]._actor_id.hex() and died["captures"] == []
-    assert stopped["error"] == "no answer within 20 s (stopped, hung or still exporting)"
+    assert healthy.files and all(Path(f.path).is_file() for f in healthy.files)
+    assert [row["rank"] for row in healthy.stage_rank] == [0]
+    assert isinstance(died, LostWorker) and isinstance(stopped, LostWorker)
+    assert died.worker == 1 and str(died.error).startswith("ActorDiedError: ")
+    assert died.actor == workers[1]._actor_id.hex() and died.captures == []
+    assert stopped.error == "no answer within 20 s (stopped, hung or still exporting)"
     path = write_cluster_summary(tmp_path, summaries)
     doc = json.loads(path.read_text())
     assert [(m["rank"], m["status"]) for m in doc["missing"]] == [(1, "died"), (2, "timeout")]
     assert [row["rank"] for row in doc["stage_rank"]] == [0]
     found = {f.kind: f.message for f in doctor(tmp_path).findings}
-    assert found["worker_died"].startswith(f"rank 1 (actor {died['actor'][:12]}): died before "
+    assert found["worker_died"].startswith(f"rank 1 (actor {str(died.actor)[:12]}): died before "
                                            "its summary was collected (ActorDiedError: ")
     assert found["worker_timeout"] == (
-        f"rank 2 (actor {stopped['actor'][:12]}): gave no summary in time (no answer within "
+        f"rank 2 (actor {str(stopped.actor)[:12]}): gave no summary in time (no answer within "
         "20 s (stopped, hung or still exporting)); whatever it wrote stays on its node's disk")
 
 
@@ -215,10 +218,11 @@ def test_a_restarted_actor_is_named_restarted_with_its_earlier_files(
     assert second != first
     ray.get(worker.step.remote(2), timeout=60)
     (summary,) = collect([worker], ranks=[1])
-    assert summary["status"] == "restarted" and summary["restarted"] is True
-    earlier = [Path(f.path).name for f in summary["earlier_files"]]
+    assert isinstance(summary, WorkerSummary)
+    assert summary.status == "restarted" and summary.restarted is True
+    earlier = [Path(f.path).name for f in summary.earlier_files or []]
     assert earlier and all(f"_{first}_" in name for name in earlier)
-    assert all(f"_{second}_" in Path(f.path).name for f in summary["files"])
+    assert all(f"_{second}_" in Path(f.path).name for f in summary.files)
     write_cluster_summary(tmp_path, [summary])
     (restart,) = [f for f in doctor(tmp_path).findings if f.kind == "worker_restarted"]
     assert restart.where == "rank 1" and earlier[0] in restart.message
@@ -269,7 +273,7 @@ def test_a_restarted_workers_summary_lists_its_earlier_files_of_this_run_only(
     Restartable.__init__(worker, 1, cfg)
     worker.step(1)
     summary = worker.profiler_summary()
-    assert summary["restarted"] is True and summary["node"] == "c3" * 28
-    listed = {f.path for f in summary["earlier_files"]}
+    assert summary.restarted is True and summary.node == "c3" * 28
+    listed = {f.path for f in summary.earlier_files or []}
     assert listed == set(earlier) and not listed & set(other_run + other_rank)
-    assert not listed & {f.path for f in summary["files"]}
+    assert not listed & {f.path for f in summary.files}

@@ -59,13 +59,13 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Pa
     assert sorted(r["job"]["num"] for r in jobs) == [0, 1, 2]
     assert len({r["run"] for r in records}) == len(records)  # a run id each, one file each
     from_jobs = [Path(f) for r in jobs for c in r["captures"] for f in c["files"]]
-    from_ray = [Path(f.path) for s in summaries for f in s["files"]]
+    from_ray = [Path(f.path) for s in summaries for f in s.files]
     listed = from_jobs + from_ray
     assert len(listed) == len(set(listed))  # no two writers produced the same file
     assert set(listed) == on_disk  # nothing missing from the manifests and summaries
     for f in on_disk:
         json.loads(f.read_text())
-    assert {s["rank"] for s in summaries} == set(range(8))
+    assert {s.rank for s in summaries} == set(range(8))
     assert len(from_ray) == 8 * 2  # op trace + ranges, one capture each
     # three jobs, one step (stage_scoped's window starts at step 2, ends before 3), op trace
     # + ranges

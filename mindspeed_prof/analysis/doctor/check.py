@@ -13,11 +13,11 @@ from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
 from mindspeed_prof.analysis import parallel
+from mindspeed_prof.analysis.cluster import answered
 from mindspeed_prof.analysis.doctor.files import (
     check_capture,
     check_skew,
     first_steps,
-    load,
     refused,
 )
 from mindspeed_prof.analysis.doctor.health import Health, Problem
@@ -30,8 +30,8 @@ from mindspeed_prof.analysis.doctor.ranks import check_ranks, check_windows, che
 from mindspeed_prof.analysis.doctor.readable import check_readable
 from mindspeed_prof.analysis.runs import ALL, LEGACY, manifest_run
 from mindspeed_prof.formats import CLUSTER_SUMMARY, SPANS, is_capture_file
+from mindspeed_prof.formats.cluster import read_cluster_summary
 from mindspeed_prof.formats.manifest import Manifest, find_manifests
-from mindspeed_prof.formats.record import records_of
 from mindspeed_prof.formats.stem import rank_of
 from mindspeed_prof.jsonio import within
 
@@ -84,12 +84,12 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
     by_run: dict[str, list[Manifest]] = defaultdict(list)
     for path, m in manifests:
         by_run[manifest_run(path, m, root, folders)].append(m)
-    summary = load(root / CLUSTER_SUMMARY, health)
-    workers = summary.get("workers", []) if isinstance(summary, dict) else []
+    summary = read_cluster_summary(root / CLUSTER_SUMMARY, lambda err: refused(health, err))
+    workers = summary.workers if summary is not None else []
     newest = runs[0].id if runs else LEGACY
     every = [*read, *(r for r in by_run if r not in read)]
     for run in every:
-        mine = [w for w in workers if isinstance(w, dict) and (w.get("run") or newest) == run]
+        mine = [w for w in answered(workers) if (w.run or newest) == run]
         seen = found | own.get(run, set()) | read.get(run, set())
         check_ranks(
             health,
@@ -117,10 +117,10 @@ def doctor(root: Path, skew_ms: float = 500.0) -> Health:
         )
     check_killed(health, by_run, results)
     check_skew(health, first_step, skew_ms)
-    check_workers(health, [w for w in workers if isinstance(w, dict)])
-    check_elsewhere(health, [w for w in workers if isinstance(w, dict)], read_paths)
+    check_workers(health, workers)
+    check_elsewhere(health, workers, read_paths)
     records = [c for _, m in manifests for c in m.captures or []] + [
-        c for w in workers if isinstance(w, dict) for c in records_of(w.get("captures"))
+        c for w in workers for c in w.captures
     ]
     health.triggered = [
         {

@@ -16,17 +16,12 @@ __all__ = ["check_capture", "check_skew", "first_steps", "load", "refused"]
 _TAIL_BYTES = 64
 
 
-def load(path: Path, health: Health | None = None, follow: bool = False) -> object:
+def load(path: Path, follow: bool = False) -> object:
     """A JSON file (bounded; through a link only when ``follow``, as for a capture); None when
-    it is missing or not JSON. One refused (a link, a FIFO, a device, too large) is a finding
-    in ``health``."""
+    it is missing, refused (a link, a FIFO, a device, too large) or not JSON."""
     try:
         return read_json(path, follow=follow)
-    except Refused as err:
-        if health is not None:
-            refused(health, err)
-        return None
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # Refused is a ValueError
         return None
 
 

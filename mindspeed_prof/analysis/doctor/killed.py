@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 
 from mindspeed_prof.analysis import analyse as _analyse
@@ -17,6 +18,7 @@ from mindspeed_prof.analysis.doctor.health import Health, Problem
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.runs import LEGACY
 from mindspeed_prof.formats import is_capture_file
+from mindspeed_prof.formats.cluster import Worker
 from mindspeed_prof.formats.manifest import Manifest
 
 __all__ = ["check_elsewhere", "check_killed", "unfinished_rename"]
@@ -112,7 +114,7 @@ def _ran(missing: list[int], seen: set[int]) -> str:
     return f" ({ranks_text(did)} ran: their ranges are in the range file)" if did else ""
 
 
-def check_elsewhere(health: Health, workers: list[dict[str, object]], read: set[Path]) -> None:
+def check_elsewhere(health: Health, workers: Sequence[Worker], read: set[Path]) -> None:
     """Each rank whose captures the cluster summary names outside the root is a finding saying
     where they are (folder, node, host), in place of "no capture file found" for that rank;
     each worker Ray restarted is a finding naming the restart and its earlier files."""

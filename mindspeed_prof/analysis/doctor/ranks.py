@@ -4,8 +4,11 @@ worker's summary collected."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mindspeed_prof.analysis.doctor.health import Health, Problem, ProblemKind
 from mindspeed_prof.analysis.runs import LEGACY
+from mindspeed_prof.formats.cluster import LostWorker, Worker, WorkerSummary
 from mindspeed_prof.formats.manifest import Manifest
 
 __all__ = ["check_ranks", "check_windows", "check_workers"]
@@ -18,22 +21,25 @@ _LOST: dict[str, tuple[ProblemKind, str]] = {
 }
 
 
-def check_workers(health: Health, workers: list[dict[str, object]]) -> None:
+def check_workers(health: Health, workers: Sequence[Worker]) -> None:
     """Each Ray worker of the cluster summary whose summary did not come back (``collect``'s
     ``died``, ``timeout`` and ``failed`` entries) is a finding naming its rank and actor."""
     for w in workers:
-        lost = _LOST.get(str(w.get("status")))
-        if lost is None:
+        lost = _LOST.get(str(w.status))
+        if lost is None or not isinstance(w, LostWorker):
             continue
         kind, what = lost
-        rank = w.get("rank")
-        who = f"rank {rank}" if isinstance(rank, int) else f"worker {w.get('worker', '?')}"
-        actor = f" (actor {str(w.get('actor'))[:12]})" if w.get("actor") else ""
+        who = (
+            f"rank {w.rank}"
+            if w.rank is not None
+            else f"worker {w.worker if w.worker is not None else '?'}"
+        )
+        actor = f" (actor {w.actor[:12]})" if w.actor else ""
         health.findings.append(
             Problem(
                 kind,
                 who,
-                f"{who}{actor}: {what} ({w.get('error', '')}); "
+                f"{who}{actor}: {what} ({w.error or ''}); "
                 "whatever it wrote stays on its node's disk",
             )
         )
@@ -42,7 +48,7 @@ def check_workers(health: Health, workers: list[dict[str, object]]) -> None:
 def check_ranks(
     health: Health,
     manifests: list[Manifest],
-    workers: list[dict[str, object]],
+    workers: list[WorkerSummary],
     own: set[int],
     found: set[int],
     run: str | None,
@@ -62,9 +68,7 @@ def check_ranks(
         if isinstance(ranks, list):
             expected.update(r for r in ranks if 0 <= r < world or r in seen)
             listed = True
-    for worker in workers:
-        if worker.get("enabled") and isinstance(rank := worker.get("rank"), int):
-            expected.add(rank)
+    expected.update(w.rank for w in workers if w.enabled and w.rank is not None)
     if own and not listed:  # profile_ranks: all: every rank up to the highest seen
         expected.update(range(max(own) + 1))
     health.ranks_expected += sorted(expected)

@@ -325,6 +325,21 @@ def test_the_cluster_summary_names_ranks_and_triggered_captures(tmp_path: Path) 
         "files": ["rank0_h_1_step4.mstx.trace.json"]}]
 
 
+def test_a_cluster_summary_row_of_the_wrong_shape_is_named_and_the_rest_read(
+        tmp_path: Path) -> None:
+    """A worker row whose rank is not a number is left out, named in one finding with its
+    field; the other rows still say which ranks are expected."""
+    ranges(tmp_path / "rank0_h_1_step1.mstx.trace.json", {1: 100.0}, rank=0)
+    (tmp_path / "cluster_summary.json").write_text(json.dumps({"workers": [
+        {"rank": "two", "enabled": True}, {"rank": 3, "enabled": True}]}))
+    health = doctor(tmp_path)
+    assert health.ranks_expected == [0, 3]
+    assert [(f.kind, f.where, f.message) for f in health.findings] == [
+        ("unreadable", "cluster_summary.json", "cluster_summary.json: not read: left out "
+         "workers[0].rank: expected int | null, got str; the rest read"),
+        ("missing_rank", "rank 3", "rank 3: expected, but no capture file found")]
+
+
 def flight_dump(root: Path) -> str:
     """A flight dump of steps 6-8 asked for by an anomaly at step 8; its path under root."""
     rel = "flight/rank0_h_1_step6.mstx.trace.json"
