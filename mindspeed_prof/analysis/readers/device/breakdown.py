@@ -15,7 +15,6 @@ steps: here they form the row without a step.
 from __future__ import annotations
 
 import bisect
-import itertools
 
 import numpy as np
 
@@ -96,6 +95,53 @@ class _Group:
         self.windows = windows
         self.lo, self.hi = _INF, -_INF
 
+    def add_many(self, ts: np.ndarray, end: np.ndarray, kind: np.ndarray) -> None:
+        """Ops in start order at once: each union's pieces found in numpy, then closed in
+        order, as ``add`` one op at a time closes them (the same pieces, the same sums)."""
+        if not len(ts):
+            return
+        self._union(_BUSY, ts, end)
+        for u in (_COMPUTE, _COMM_T, _MEMCPY):
+            mine = kind == u - 1
+            if mine.any():
+                self._union(u, ts[mine], end[mine])
+        self.lo = min(self.lo, float(ts.min()))
+        self.hi = max(self.hi, float(end.max()))
+        # the other side's next piece starts no earlier than its open one or than this last op
+        self._trim(float(ts[-1]))
+
+    def _union(self, u: int, ts: np.ndarray, end: np.ndarray) -> None:
+        """``_feed`` of each op of one union: the pieces that close, in order; the last open."""
+        o, i = self.open, 2 * u
+        reach = np.maximum.accumulate(end)
+        if o[i + 1] != -_INF:
+            np.maximum(reach, o[i + 1], out=reach)
+        new = np.empty(len(ts), dtype=bool)
+        new[0] = bool(ts[0] > o[i + 1])
+        np.greater(ts[1:], reach[:-1], out=new[1:])
+        firsts = np.flatnonzero(new)
+        if not len(firsts):
+            o[i + 1] = float(reach[-1])
+            return
+        los = ts[firsts].tolist()
+        his = reach[firsts[1:] - 1].tolist()
+        if o[i + 1] != -_INF:  # the open piece closes at this slice's first new one
+            los.insert(0, o[i])
+            his.insert(0, float(reach[firsts[0] - 1]) if firsts[0] else o[i + 1])
+        for a, b in zip(los, his):
+            self._piece(u, a, b, trim=False)
+        o[i], o[i + 1] = los[-1], float(reach[-1])
+
+    def _trim(self, bound: float) -> None:
+        """Drop each side's pieces that end by where the other side's next piece can start."""
+        for k, other in ((0, 2 * _COMPUTE), (1, 2 * _COMM_T)):
+            mine = self.sides[k]
+            at = self.open[other] if self.open[other + 1] != -_INF else bound
+            n = 0
+            while n < len(mine) and mine[n][1] <= at:
+                n += 1
+            del mine[:n]
+
     def add(self, ts: float, end: float, kind: int) -> None:
         self._feed(_BUSY, ts, end)
         if kind < len(KINDS) - 1:  # compute, comm, memcpy: targets 1..3
@@ -121,12 +167,12 @@ class _Group:
         else:
             self.windows.add(target, a, b)
 
-    def _piece(self, u: int, a: float, b: float) -> None:
+    def _piece(self, u: int, a: float, b: float, trim: bool = True) -> None:
         self._put(u, a, b)
         if u in (_COMPUTE, _COMM_T):
             k = 0 if u == _COMM_T else 1
             self.sides[k].append((a, b))
-            self._pair(k)
+            self._pair(k if trim else None)
 
     def _pair(self, k: int | None) -> None:
         """``overlap``'s walk over the pieces in hand. After side ``k`` got one, the other
@@ -228,8 +274,8 @@ class _StageRuns:
     def __init__(self, stages: list[tuple[str, int | None, float, float]]) -> None:
         self.order = sorted(range(len(stages)), key=lambda i: stages[i][2])
         self.starts = np.array([stages[i][2] for i in self.order], dtype=np.float64)
-        self.ends = [stages[i][2] + stages[i][3] for i in self.order]
-        self.reach = list(itertools.accumulate(self.ends, max))  # the latest end so far
+        self.ends = np.array([stages[i][2] + stages[i][3] for i in self.order], dtype=np.float64)
+        self.reach = np.maximum.accumulate(self.ends) if len(self.ends) else self.ends
         self.runs: dict[int, _Group] = {}
 
     def feed(
@@ -238,25 +284,40 @@ class _StageRuns:
         end: np.ndarray,
         kind: np.ndarray,
         launch: np.ndarray,
-        inside: list[bool],
+        inside: np.ndarray,
         windows: _Group,
         rest: _Group,
     ) -> None:
         """A slice of ops: each to the steps' windows (``inside``: a step launched it) or to
         ``rest``, and to each stage run that launched it."""
-        reach, ends, order, runs = self.reach, self.ends, self.order, self.runs
-        below = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
-        for t, e, k, ok, j, at in zip(
-            ts.tolist(), end.tolist(), kind.tolist(), inside, below, launch.tolist()
-        ):
-            (windows if ok else rest).add(t, e, k)
-            while j >= 0 and reach[j] >= at:
-                if ends[j] >= at:
-                    run = runs.get(order[j])
-                    if run is None:
-                        run = runs[order[j]] = _Group()
-                    run.add(t, e, k)
+        windows.add_many(ts[inside], end[inside], kind[inside])
+        rest.add_many(ts[~inside], end[~inside], kind[~inside])
+        if not len(self.ends):
+            return
+        below = np.searchsorted(self.starts, launch, "right") - 1
+        at = np.maximum(below, 0)
+        ends, reach = self.ends, self.reach
+        # the usual: only the stage run that starts last by the launch can hold it
+        first = (below >= 0) & (ends[at] >= launch)
+        deeper = (below >= 1) & (reach[np.maximum(below - 1, 0)] >= launch)
+        members: dict[int, list[int]] = {}
+        sel = np.flatnonzero(first & ~deeper)
+        sel = sel[np.argsort(below[sel], kind="stable")]
+        js, cut = np.unique(below[sel], return_index=True)
+        for j, part in zip(js.tolist(), np.split(sel, cut[1:])):
+            members[j] = part.tolist()
+        for i in np.flatnonzero(deeper).tolist():  # nested or overlapping runs: walk them
+            j, when = int(below[i]), float(launch[i])
+            while j >= 0 and reach[j] >= when:
+                if ends[j] >= when:
+                    members.setdefault(j, []).append(i)
                 j -= 1
+        for j, rows in members.items():
+            idx = np.array(sorted(rows), dtype=np.intp)
+            run = self.runs.get(self.order[j])
+            if run is None:
+                run = self.runs[self.order[j]] = _Group()
+            run.add_many(ts[idx], end[idx], kind[idx])
 
 
 def breakdown(
@@ -284,7 +345,7 @@ def breakdown(
     rest = _Group()
     runs = _StageRuns(stages)
     for ts, end, kind, launch in ops.columns():
-        runs.feed(ts, end, kind, launch, (step_of(launch) >= 0).tolist(), windows, rest)
+        runs.feed(ts, end, kind, launch, step_of(launch) >= 0, windows, rest)
     rows: list[DeviceRow] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):
