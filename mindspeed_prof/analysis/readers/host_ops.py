@@ -149,8 +149,13 @@ class HostOps:
                         break
                 continue
             dur = -order
-            while stack and stack[-1][0] <= ts:
-                _pop(stack, ops)
+            while stack and stack[-1][0] <= ts:  # ``_pop``, inline: once an op
+                _, self_us, name = stack.pop()
+                slot = ops.get(name)
+                if slot is None:
+                    slot = ops[name] = Tally()
+                slot.count += 1
+                slot.total += max(self_us, 0.0)
             if len(stack) >= MAX_DEPTH:
                 thread.deep += 1
                 _pop(stack, ops)
