@@ -27,6 +27,8 @@ from mindspeed_prof.cli.output import written
 from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mindspeed_prof.analysis.cluster import Away
     from mindspeed_prof.analysis.report.captures import Captures
     from mindspeed_prof.analysis.report.report import Report
@@ -186,12 +188,9 @@ def _write_html(args: argparse.Namespace, found: Report, result: Captures, every
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from mindspeed_prof.analysis.report.report import report
     from mindspeed_prof.analysis.report.settings import Settings
     from mindspeed_prof.analysis.runs import ALL, describe
-    from mindspeed_prof.views.text import print_analysis
 
     if args.run is None and args.ray is None and (jobs := _sweep_jobs(Path(args.path))):
         return _as_sweep(args, jobs)
@@ -216,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         peak_tflops=args.peak_tflops,
         top=args.top,
     )
-    console = Console()
+    console: Console | None = None  # the tables' (rich and the views): not for --json
     docs = []
     for result in results:
         found = report(result, settings)
@@ -233,6 +232,12 @@ def run(args: argparse.Namespace) -> int:
         head = (
             f"run {describe(result.run)}" if every and result.run is not None else run_line(result)
         )
+        from mindspeed_prof.views.text import print_analysis
+
+        if console is None:
+            from rich.console import Console
+
+            console = Console()
         if head:
             console.print(head, soft_wrap=True, highlight=False, markup=False)
         print_analysis(found, console)

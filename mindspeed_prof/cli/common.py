@@ -160,11 +160,19 @@ def read_runs(
     transient progress bar of files and bytes (none when ``quiet``): the captures of each run
     ``run`` names (None: the newest; ``all``: each, newest first); ``comm_kernels``: as
     ``--comm-kernels``."""
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
     from mindspeed_prof.analysis.analyse import analyse_runs
     from mindspeed_prof.analysis.parallel import default_jobs
+
+    if quiet:  # no bar: rich is not imported (a tenth of a small capture's start)
+        return analyse_runs(
+            path,
+            jobs=default_jobs() if jobs is None else jobs,
+            cluster=_cluster(ray),
+            run=run,
+            comm_kernels=comm_kernels,
+        )
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     stderr = Console(stderr=True)
     columns = (
@@ -174,9 +182,7 @@ def read_runs(
         DownloadColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(
-        *columns, console=stderr, transient=True, disable=quiet or not stderr.is_terminal
-    ) as bar:
+    with Progress(*columns, console=stderr, transient=True, disable=not stderr.is_terminal) as bar:
         task = bar.add_task(f"reading {path}", total=None, files="")
 
         def progress(files: int, all_files: int, done: int, total: int) -> None:

@@ -151,12 +151,9 @@ def read(path: Path, root: Path | None = None, comm_kernels: str = "") -> TraceD
 
 def _read(path: Path, group: str, comm_kernels: str, root: Path | None) -> TraceData:
     # the readers (and numpy, sqlite3) are imported when a capture needs them, not at start
-    from mindspeed_prof.analysis.readers.npu.folder import read_npu
-    from mindspeed_prof.analysis.readers.npu.msprof import read_msprof
-
     try:
         if path.is_dir():
-            return read_msprof(path, group) if is_msprof(path) else read_npu(path, group)
+            return _read_folder(path, group)
         size = path.stat().st_size
         if size == 0:
             raise BadFile(f"{path}: empty file")
@@ -179,29 +176,41 @@ def _read(path: Path, group: str, comm_kernels: str, root: Path | None) -> Trace
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
 
 
+def _read_folder(path: Path, group: str) -> TraceData:
+    if is_msprof(path):
+        from mindspeed_prof.analysis.readers.npu.msprof import read_msprof
+
+        return read_msprof(path, group)
+    from mindspeed_prof.analysis.readers.npu.folder import read_npu
+
+    return read_npu(path, group)
+
+
 def _read_file(
     path: Path, group: str, size: int, comm_kernels: str, root: Path | None = None
 ) -> TraceData:
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
-    from mindspeed_prof.analysis.readers.generic.read import read_generic
-    from mindspeed_prof.analysis.readers.kineto.chrome import read_json
-    from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
-    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu_file
     from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
 
     kind = kind_of(path)
     if kind in NOT_READ:
         raise BadFile(f"{path}: {NOT_READ[kind]}; not read")
-    if kind in NPU_KINDS:
-        return read_npu_file(path, kind, group)
-    if kind in (TRACE_LIST, CHROME) and ascend_trace(path):
-        return read_npu_file(path, TRACE_VIEW, group)
+    if kind in NPU_KINDS or (kind in (TRACE_LIST, CHROME) and ascend_trace(path)):
+        from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu_file
+
+        return read_npu_file(path, kind if kind in NPU_KINDS else TRACE_VIEW, group)
     if kind == CHROME and not is_capture_file(path.name):
+        from mindspeed_prof.analysis.readers.generic.read import read_generic
+
         return read_generic(path, group, size, root)
     if kind == TORCH_DB or (kind is None and path.name.endswith(".db")):
+        from mindspeed_prof.analysis.readers.kineto.sqlite import read_db
+
         return read_db(path, group, size)
+    from mindspeed_prof.analysis.readers.kineto.chrome import read_json
+
     return read_json(path, group, size, comm_kernels)
 
 

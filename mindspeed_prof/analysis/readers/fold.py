@@ -26,7 +26,7 @@ from mindspeed_prof.analysis.readers.events import (
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
 from mindspeed_prof.analysis.readers.fold_device import DeviceFold
-from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
+from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, OP, HostOps
 from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
@@ -116,21 +116,28 @@ class Collector:
 
     def _host(self, events: list[Event], sp: Split) -> None:
         """The batch's host events: ops, ranges, ``[memory]`` events."""
-        names, op = NAMES, self.host.op
-        for i, ts, dur in zip(sp.host.tolist(), sp.ts[sp.host].tolist(), sp.dur[sp.host].tolist()):
-            ev = events[i]
+        host = self.host
+        get, threads = NAMES.get, host.threads
+        for ev, ts, dur in zip(
+            [events[i] for i in sp.host.tolist()], sp.ts[sp.host].tolist(), sp.dur[sp.host].tolist()
+        ):
             if ev.ph != "X":
                 alloc = self.memory.add(ev)
                 if alloc is not None:
-                    self.host.alloc((ev.pid, ev.tid), *alloc)
+                    host.alloc((ev.pid, ev.tid), *alloc)
                 continue
             cat, name = ev.cat, ev.name
-            what = names.get(name)
-            if what is PLAIN and cat in HOST_CATS:  # the usual: a host op
-                op((ev.pid, ev.tid), ts, dur, name)
+            if get(name) is PLAIN and cat in HOST_CATS:  # the usual: a host op (``HostOps.op``)
+                key = (ev.pid, ev.tid)
+                thread = threads.get(key)
+                if thread is None or host.origin is None:
+                    host.op(key, ts, dur, name)
+                else:
+                    host.seq += 1
+                    thread.new.append((ts - host.origin, OP, -dur, host.seq, name))
             else:
                 self._host_event(ev, cat, ts, dur)
-        self.host.flush()
+        host.flush()
 
     def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
         """A complete event that is neither device work nor a runtime call: a step, a stage

@@ -103,19 +103,14 @@ class HostOps:
             self._one_at_a_time(thread, new)
             return
         items = heap + new
-        order = np.lexsort(
-            (
-                np.array([it[3] for it in items]),
-                np.array([it[2] for it in items], dtype=np.float64),
-                np.array([it[1] for it in items]),
-                np.array([it[0] for it in items], dtype=np.float64),
-            )
-        )
+        # the items' own order (``seq`` tells every two apart); timsort runs through the
+        # stretches already in order
+        order = sorted(range(len(items)), key=items.__getitem__)
         # when the heap gives out its j-th item, it holds the first max(free, 0) + j + 1 new
-        arrival = order[:taken] - len(heap)
+        arrival = np.array(order[:taken]) - len(heap)
         if np.all(arrival <= free + np.arange(taken)):
-            out = [items[k] for k in order[:taken].tolist()]
-            thread.heap = [items[k] for k in order[taken:].tolist()]  # sorted: a heap
+            out = list(map(items.__getitem__, order[:taken]))
+            thread.heap = list(map(items.__getitem__, order[taken:]))  # sorted: a heap
             self._take_all(thread, out)
             return
         self._one_at_a_time(thread, new)
@@ -149,8 +144,13 @@ class HostOps:
                         break
                 continue
             dur = -order
-            while stack and stack[-1][0] <= ts:
-                _pop(stack, ops)
+            while stack and stack[-1][0] <= ts:  # ``_pop``, inline: once an op
+                _, self_us, name = stack.pop()
+                slot = ops.get(name)
+                if slot is None:
+                    slot = ops[name] = Tally()
+                slot.count += 1
+                slot.total += max(self_us, 0.0)
             if len(stack) >= MAX_DEPTH:
                 thread.deep += 1
                 _pop(stack, ops)

@@ -26,7 +26,6 @@ import contextlib
 import csv
 import io
 import lzma
-import pickletools
 import re
 import sqlite3
 import zlib
@@ -325,6 +324,8 @@ def _pickle_kind(path: Path) -> Decision:
         head = f.read(PICKLE_HEAD)
     ops: list[tuple[str, object]] = []
     try:
+        import pickletools  # only for a file that starts as a pickle
+
         for op, arg, _ in pickletools.genops(io.BytesIO(head)):
             if op.name not in _SKIP_OPS:
                 ops.append((op.name, arg))

@@ -21,8 +21,7 @@ K = TypeVar("K", bound=Hashable)
 
 def ids_of(table: dict[K, int], keys: Sequence[K]) -> list[int]:
     """Each key's id in ``table``, a new key getting the next id (in order of first sight)."""
-    get = table.get
-    found = [get(k) for k in keys]
+    found = list(map(table.get, keys))
     if None not in found:
         return cast("list[int]", found)
     return [table.setdefault(k, len(table)) if i is None else i for i, k in zip(found, keys)]

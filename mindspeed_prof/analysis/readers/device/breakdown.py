@@ -15,11 +15,10 @@ steps: here they form the row without a step.
 from __future__ import annotations
 
 import bisect
-import itertools
 
 import numpy as np
 
-from mindspeed_prof.analysis.readers.device.ops import KINDS, DeviceOps
+from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.model import DeviceRow
 
 __all__ = ["Interval", "breakdown", "overlap", "total"]
@@ -53,6 +52,18 @@ def total(merged: list[Interval], lo: float = float("-inf"), hi: float = float("
     return out
 
 
+_FEW = 8  # pieces under this many are added one at a time (numpy costs more)
+
+
+def _sum(into: float, values: np.ndarray) -> float:
+    """``into`` plus each of ``values`` in order: the float adding them one at a time gives
+    (``add.accumulate`` adds in order; ``sum`` would pair them)."""
+    out = np.empty(len(values) + 1, dtype=np.float64)
+    out[0] = into
+    out[1:] = values
+    return float(np.add.accumulate(out)[-1])
+
+
 _BUSY, _COMPUTE, _COMM_T, _MEMCPY, _OVERLAP = range(5)  # what a group totals
 _TARGETS = ("busy", "compute", "comm", "memcpy", "overlap")
 
@@ -61,12 +72,35 @@ class _Windows:
     """Lengths within each of the sorted windows ``[lo, hi)``, per target; each target's
     pieces arrive in order."""
 
-    __slots__ = ("at", "his", "los", "totals")
+    __slots__ = ("at", "his", "his_np", "los", "los_np", "totals")
 
     def __init__(self, los: list[float], his: list[float]) -> None:
         self.los, self.his = los, his
+        self.los_np = np.array(los, dtype=np.float64)
+        self.his_np = np.array(his, dtype=np.float64)  # in order too: each window's end
         self.totals = [[0.0] * len(los) for _ in _TARGETS]
         self.at = [0] * len(_TARGETS)
+
+    def add_many(self, target: int, a: np.ndarray, b: np.ndarray) -> None:
+        """``add`` of each piece in order: every (piece, window) share found in numpy, each
+        window's shares then added in piece order (the same floats)."""
+        k0 = np.maximum(np.searchsorted(self.his_np, a, "right"), self.at[target])
+        self.at[target] = int(k0[-1])
+        n = np.maximum(np.searchsorted(self.los_np, b, "left") - k0, 0)
+        if not n.any():
+            return
+        piece = np.repeat(np.arange(len(a)), n)
+        starts = np.cumsum(n) - n
+        k = k0[piece] + (np.arange(len(piece)) - starts[piece])
+        share = np.maximum(
+            0.0, np.minimum(b[piece], self.his_np[k]) - np.maximum(a[piece], self.los_np[k])
+        )
+        order = np.argsort(k, kind="stable")
+        k, share = k[order], share[order]
+        windows, at = np.unique(k, return_index=True)
+        totals = self.totals[target]
+        for w, part in zip(windows.tolist(), np.split(share, at[1:])):
+            totals[w] = _sum(totals[w], part)
 
     def add(self, target: int, a: float, b: float) -> None:
         los, his, totals = self.los, self.his, self.totals[target]
@@ -96,30 +130,68 @@ class _Group:
         self.windows = windows
         self.lo, self.hi = _INF, -_INF
 
-    def add(self, ts: float, end: float, kind: int) -> None:
-        self._feed(_BUSY, ts, end)
-        if kind < len(KINDS) - 1:  # compute, comm, memcpy: targets 1..3
-            self._feed(kind + 1, ts, end)
-        if ts < self.lo:
-            self.lo = ts
-        if end > self.hi:
-            self.hi = end
-
-    def _feed(self, u: int, ts: float, end: float) -> None:
-        o, i = self.open, 2 * u
-        if ts <= o[i + 1]:
-            if end > o[i + 1]:
-                o[i + 1] = end
+    def add_many(self, ts: np.ndarray, end: np.ndarray, kind: np.ndarray) -> None:
+        """Ops in start order (a slice of them): each union's pieces found in numpy, then
+        closed in order (the same pieces and sums as feeding the ops one at a time)."""
+        if not len(ts):
             return
+        self._union(_BUSY, ts, end)
+        for u in (_COMPUTE, _COMM_T, _MEMCPY):
+            mine = kind == u - 1
+            if mine.any():
+                self._union(u, ts[mine], end[mine])
+        self.lo = min(self.lo, float(ts.min()))
+        self.hi = max(self.hi, float(end.max()))
+        # the other side's next piece starts no earlier than its open one or than this last op
+        self._trim(float(ts[-1]))
+
+    def _union(self, u: int, ts: np.ndarray, end: np.ndarray) -> None:
+        """One union's ops: a piece grows while the next op starts by its end; the pieces that
+        close, in order, and the last one left open."""
+        o, i = self.open, 2 * u
+        reach = np.maximum.accumulate(end)
         if o[i + 1] != -_INF:
-            self._piece(u, o[i], o[i + 1])
-        o[i], o[i + 1] = ts, end
+            np.maximum(reach, o[i + 1], out=reach)
+        new = np.empty(len(ts), dtype=bool)
+        new[0] = bool(ts[0] > o[i + 1])
+        np.greater(ts[1:], reach[:-1], out=new[1:])
+        firsts = np.flatnonzero(new)
+        if not len(firsts):
+            o[i + 1] = float(reach[-1])
+            return
+        los = ts[firsts].tolist()
+        his = reach[firsts[1:] - 1].tolist()
+        if o[i + 1] != -_INF:  # the open piece closes at this slice's first new one
+            los.insert(0, o[i])
+            his.insert(0, float(reach[firsts[0] - 1]) if firsts[0] else o[i + 1])
+        if his:  # every piece but the last, which stays open
+            self._pieces(u, los[: len(his)], his)
+        o[i], o[i + 1] = los[-1], float(reach[-1])
+
+    def _trim(self, bound: float) -> None:
+        """Drop each side's pieces that end by where the other side's next piece can start."""
+        for k, other in ((0, 2 * _COMPUTE), (1, 2 * _COMM_T)):
+            mine = self.sides[k]
+            at = self.open[other] if self.open[other + 1] != -_INF else bound
+            n = 0
+            while n < len(mine) and mine[n][1] <= at:
+                n += 1
+            del mine[:n]
 
     def _put(self, target: int, a: float, b: float) -> None:
         if self.windows is None:
             self.totals[target] += b - a
         else:
             self.windows.add(target, a, b)
+
+    def _put_many(self, target: int, a: list[float], b: list[float]) -> None:
+        if len(a) < _FEW:
+            for x, y in zip(a, b):
+                self._put(target, x, y)
+        elif self.windows is None:
+            self.totals[target] = _sum(self.totals[target], np.subtract(b, a))
+        else:
+            self.windows.add_many(target, np.array(a), np.array(b))
 
     def _piece(self, u: int, a: float, b: float) -> None:
         self._put(u, a, b)
@@ -128,22 +200,34 @@ class _Group:
             self.sides[k].append((a, b))
             self._pair(k)
 
+    def _pieces(self, u: int, a: list[float], b: list[float]) -> None:
+        """``_piece`` of each, their overlaps walked once (``_trim`` drops what they pass)."""
+        self._put_many(u, a, b)
+        if u in (_COMPUTE, _COMM_T):
+            self.sides[0 if u == _COMM_T else 1].extend(zip(a, b))
+            self._pair(None)
+
     def _pair(self, k: int | None) -> None:
         """``overlap``'s walk over the pieces in hand. After side ``k`` got one, the other
         side's next piece starts no earlier than its open one (or, none open, than the op that
         closed this piece): side ``k``'s pieces that end by then meet nothing more."""
         a, b = self.sides
         i = j = 0
+        los: list[float] = []
+        his: list[float] = []
         while i < len(a) and j < len(b):
             (a0, a1), (b0, b1) = a[i], b[j]
             lo, hi = max(a0, b0), min(a1, b1)
             if lo < hi:
-                self._put(_OVERLAP, lo, hi)
+                los.append(lo)
+                his.append(hi)
             if a1 < b1:
                 i += 1
             else:
                 j += 1
         del a[:i], b[:j]
+        if los:
+            self._put_many(_OVERLAP, los, his)
         if k is not None:
             mine, other = self.sides[k], 2 * (_COMM_T if k == 1 else _COMPUTE)
             bound = (
@@ -228,8 +312,8 @@ class _StageRuns:
     def __init__(self, stages: list[tuple[str, int | None, float, float]]) -> None:
         self.order = sorted(range(len(stages)), key=lambda i: stages[i][2])
         self.starts = np.array([stages[i][2] for i in self.order], dtype=np.float64)
-        self.ends = [stages[i][2] + stages[i][3] for i in self.order]
-        self.reach = list(itertools.accumulate(self.ends, max))  # the latest end so far
+        self.ends = np.array([stages[i][2] + stages[i][3] for i in self.order], dtype=np.float64)
+        self.reach = np.maximum.accumulate(self.ends) if len(self.ends) else self.ends
         self.runs: dict[int, _Group] = {}
 
     def feed(
@@ -238,25 +322,40 @@ class _StageRuns:
         end: np.ndarray,
         kind: np.ndarray,
         launch: np.ndarray,
-        inside: list[bool],
+        inside: np.ndarray,
         windows: _Group,
         rest: _Group,
     ) -> None:
         """A slice of ops: each to the steps' windows (``inside``: a step launched it) or to
         ``rest``, and to each stage run that launched it."""
-        reach, ends, order, runs = self.reach, self.ends, self.order, self.runs
-        below = (np.searchsorted(self.starts, launch, "right") - 1).tolist()
-        for t, e, k, ok, j, at in zip(
-            ts.tolist(), end.tolist(), kind.tolist(), inside, below, launch.tolist()
-        ):
-            (windows if ok else rest).add(t, e, k)
-            while j >= 0 and reach[j] >= at:
-                if ends[j] >= at:
-                    run = runs.get(order[j])
-                    if run is None:
-                        run = runs[order[j]] = _Group()
-                    run.add(t, e, k)
+        windows.add_many(ts[inside], end[inside], kind[inside])
+        rest.add_many(ts[~inside], end[~inside], kind[~inside])
+        if not len(self.ends):
+            return
+        below = np.searchsorted(self.starts, launch, "right") - 1
+        at = np.maximum(below, 0)
+        ends, reach = self.ends, self.reach
+        # the usual: only the stage run that starts last by the launch can hold it
+        first = (below >= 0) & (ends[at] >= launch)
+        deeper = (below >= 1) & (reach[np.maximum(below - 1, 0)] >= launch)
+        members: dict[int, list[int]] = {}
+        sel = np.flatnonzero(first & ~deeper)
+        sel = sel[np.argsort(below[sel], kind="stable")]
+        js, cut = np.unique(below[sel], return_index=True)
+        for j, part in zip(js.tolist(), np.split(sel, cut[1:])):
+            members[j] = part.tolist()
+        for i in np.flatnonzero(deeper).tolist():  # nested or overlapping runs: walk them
+            j, when = int(below[i]), float(launch[i])
+            while j >= 0 and reach[j] >= when:
+                if ends[j] >= when:
+                    members.setdefault(j, []).append(i)
                 j -= 1
+        for j, rows in members.items():
+            idx = np.array(sorted(rows), dtype=np.intp)
+            run = self.runs.get(self.order[j])
+            if run is None:
+                run = self.runs[self.order[j]] = _Group()
+            run.add_many(ts[idx], end[idx], kind[idx])
 
 
 def breakdown(
@@ -284,7 +383,7 @@ def breakdown(
     rest = _Group()
     runs = _StageRuns(stages)
     for ts, end, kind, launch in ops.columns():
-        runs.feed(ts, end, kind, launch, (step_of(launch) >= 0).tolist(), windows, rest)
+        runs.feed(ts, end, kind, launch, step_of(launch) >= 0, windows, rest)
     rows: list[DeviceRow] = []
     windows.close()
     for k, (lo, n) in enumerate(firsts):

@@ -3,8 +3,6 @@ and kernel launch statistics count them, from a trace's ``DeviceOps``."""
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
@@ -50,6 +48,7 @@ TINY_US = 10.0
 #: A call over ``SLOW_CALL_US`` did more than launch (it blocked on a full launch queue, or
 #: copied pageable memory while the device worked): its op is not counted so.
 PROMPT_US = 30.0
+_NAN = float("nan")
 
 
 class _Idle:
@@ -61,19 +60,17 @@ class _Idle:
         self.ops = 0
         self.busy = self.host = self.kernel = self.other = 0.0
 
-    def add(self, ts: float, end: float, launch: float, prev: float | None) -> None:
-        """An op, ``prev`` the end of the stream's op before it (None: the first)."""
-        self.ops += 1
-        self.busy += end - ts
-        if prev is None:
-            return
+    def add(self, ts: np.ndarray, end: np.ndarray, launch: np.ndarray, prev: np.ndarray) -> None:
+        """Ops in start order, ``prev`` the end of the stream's op before each (NaN: none)."""
+        self.ops += len(ts)
+        self.busy = _sum(self.busy, end - ts)
         gap = ts - prev
-        if prev < launch < ts:
-            self.host += gap
-        elif gap < KERNEL_WAIT_US:
-            self.kernel += gap
-        else:
-            self.other += gap
+        has = prev == prev
+        host = has & (prev < launch) & (launch < ts)
+        kernel = has & ~host & (gap < KERNEL_WAIT_US)
+        self.host = _sum(self.host, gap[host])
+        self.kernel = _sum(self.kernel, gap[kernel])
+        self.other = _sum(self.other, gap[has & ~host & ~kernel])
 
     def values(self) -> tuple[float, ...]:
         return self.ops, self.busy, self.host, self.kernel, self.other
@@ -115,26 +112,25 @@ class _Launches:
         self.cpu = self.gpu = self.short_cpu = self.short_gpu = self.delay = 0.0
         self.starved_cpu = self.starved_gpu = 0.0
 
-    def add(self, ts: float, end: float, launch: float, call: float) -> None:
-        """An op and its launch call's duration ``call``."""
+    def add(self, ts: np.ndarray, end: np.ndarray, launch: np.ndarray, call: np.ndarray) -> None:
+        """Ops in start order and their launch calls' durations ``call``."""
         dur = end - ts
         delay = ts - launch - call
-        self.launches += 1
-        self.cpu += call
-        self.gpu += dur
-        if dur < call:
-            self.short += 1
-            self.short_cpu += call
-            self.short_gpu += dur
-            if delay < PROMPT_US and call <= SLOW_CALL_US:
-                self.starved += 1
-                self.starved_cpu += call
-                self.starved_gpu += dur
-        self.tiny += dur < TINY_US
-        if delay > 0:
-            self.delay += delay
-        self.slow_calls += call > SLOW_CALL_US
-        self.late += delay > LATE_US
+        self.launches += len(ts)
+        self.cpu = _sum(self.cpu, call)
+        self.gpu = _sum(self.gpu, dur)
+        short = dur < call
+        self.short += int(short.sum())
+        self.short_cpu = _sum(self.short_cpu, call[short])
+        self.short_gpu = _sum(self.short_gpu, dur[short])
+        starved = short & (delay < PROMPT_US) & (call <= SLOW_CALL_US)
+        self.starved += int(starved.sum())
+        self.starved_cpu = _sum(self.starved_cpu, call[starved])
+        self.starved_gpu = _sum(self.starved_gpu, dur[starved])
+        self.tiny += int((dur < TINY_US).sum())
+        self.delay = _sum(self.delay, delay[delay > 0])
+        self.slow_calls += int((call > SLOW_CALL_US).sum())
+        self.late += int((delay > LATE_US).sum())
 
     def row(self, step: int | None) -> LaunchStats:
         return LaunchStats(
@@ -162,19 +158,34 @@ class _Steps:
         self.steps = sorted(steps, key=lambda s: s[1])
         self.starts = np.array([s[1] for s in self.steps], dtype=np.float64)
         self.ends = np.array([s[2] for s in self.steps], dtype=np.float64)
-        self.numbers = np.array([s[0] for s in self.steps], dtype=object)
+        first: dict[int, int] = {}  # steps of one number count as one (the first's index)
+        self.canon = np.array(
+            [first.setdefault(s[0], k) for k, s in enumerate(self.steps)], dtype=np.intp
+        )
 
-    def of(self, launch: array[float]) -> tuple[list[bool], list[int | None]]:
+    def of(self, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per op of a block (its ``launch`` column): whether a step launched it (HTA drops
-        the others), and that step's number; in a trace without steps, every op, None."""
+        the others), and that step's index in ``steps``; in a trace without steps, every op,
+        index 0 (``number`` gives None). Steps of one number have the first's index."""
         if not self.steps:
-            return [True] * len(launch), [None] * len(launch)
-        at = np.frombuffer(launch, dtype=np.float64)
-        i = np.searchsorted(self.starts, at, "right") - 1
+            return np.ones(len(launch), dtype=bool), np.zeros(len(launch), dtype=np.intp)
+        i = np.searchsorted(self.starts, launch, "right") - 1
         k = np.maximum(i, 0)
-        inside: list[bool] = ((i >= 0) & (at <= self.ends[k])).tolist()
-        numbers: list[int | None] = self.numbers[k].tolist()
-        return inside, numbers
+        return (i >= 0) & (launch <= self.ends[k]), self.canon[k]
+
+    def number(self, k: int) -> int | None:
+        return self.steps[k][0] if self.steps else None
+
+
+def _sum(into: float, values: np.ndarray) -> float:
+    """``into`` plus each of ``values`` in order: the float that adding them one at a time
+    gives (``add.accumulate`` adds in order; ``sum`` would pair them)."""
+    if not len(values):
+        return into
+    out = np.empty(len(values) + 1, dtype=np.float64)
+    out[0] = into
+    out[1:] = values
+    return float(np.add.accumulate(out)[-1])
 
 
 def stream_facts(
@@ -200,21 +211,31 @@ def stream_facts(
     calls: dict[int | None, _Launches] = {}
     for key, col in ops.streams.items():
         col.sort()
-        prev = None  # the end of the stream's previous op counted
+        prev = _NAN  # the end of the stream's previous op counted (NaN: none yet)
         for block in col.blocks():
-            for ts, end, launch, call, _, counted, n in zip(*block, *by_step.of(block[2])):
-                if not counted:
-                    continue
+            ts, end, launch, call = (np.frombuffer(c, dtype=np.float64) for c in block[:4])
+            inside, step = by_step.of(launch)
+            sel = np.flatnonzero(inside)
+            if not len(sel):
+                continue
+            ts, end, launch, call, step = ts[sel], end[sel], launch[sel], call[sel], step[sel]
+            before = np.empty(len(sel), dtype=np.float64)
+            before[0], before[1:] = prev, end[:-1]
+            prev = float(end[-1])
+            firsts, at = np.unique(step, return_index=True)
+            for k in firsts[np.argsort(at)].tolist():  # each step's ops, in order
+                mine = np.flatnonzero(step == k)
+                n = by_step.number(k)
                 slot = idle.get((n, key))
                 if slot is None:
                     slot = idle[(n, key)] = _Idle()
-                slot.add(ts, end, launch, prev)
-                prev = end
-                if call == call:  # a counted launch call (NaN otherwise)
+                slot.add(ts[mine], end[mine], launch[mine], before[mine])
+                counted = mine[call[mine] == call[mine]]  # a counted launch call (NaN otherwise)
+                if len(counted):
                     c = calls.get(n)
                     if c is None:
                         c = calls[n] = _Launches()
-                    c.add(ts, end, launch, call)
+                    c.add(ts[counted], end[counted], launch[counted], call[counted])
     order: dict[int | None, int] = {n: k for k, (n, _, _) in enumerate(by_step.steps)}
     named = sorted(
         (((n, *_names(key)), v) for (n, key), v in idle.items()),
