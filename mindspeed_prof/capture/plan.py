@@ -167,9 +167,11 @@ class CapturePlan:
     def run_end(self, step: int) -> int:
         """The first step not captured by a whole-steps capture that starts at ``step``."""
         end = step + 1
-        while not self.one_per_step and self.in_window(end):
+        if self.one_per_step or not self.in_window(end):
+            return end
+        while self.steps and end + 1 in self.steps:  # a run of listed steps
             end += 1
-        return end
+        return end + 1 if self.steps else self.end
 
     def captured_steps(self) -> list[int]:
         if not self.enabled:
@@ -211,6 +213,11 @@ class Scheduler:
     #: action and change nothing, so the step hooks need not call them (a plain attribute, kept
     #: by every method that changes what it reads: ``_settle``).
     idle: bool = field(init=False)
+    #: ``[_lo, _hi)``: the window's steps around the active planned whole-steps capture (no
+    #: trigger, none queued), where a step start only notes its step and a step end (not
+    #: failed, no cut) before ``_hi - 1`` does nothing: both answer at once. ``_hi`` 0: none.
+    _lo: int = field(default=0, init=False)
+    _hi: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self._settle()
@@ -232,9 +239,12 @@ class Scheduler:
         """Queue ``trigger``: it starts at a step start when no capture is active and its start
         step has come (the first such in the order queued)."""
         self.pending.append(trigger)
-        self.idle = False
+        self.idle, self._hi = False, 0
 
     def step_start(self, step: int) -> list[Action]:
+        if self._lo <= step < self._hi:  # inside the active capture's window: nothing to do
+            self._covered = step
+            return []
         if self.trigger is not None:
             return self._triggered_step_start(step)
         actions = self._planned_step_start(step) if self.plan.enabled else []
@@ -273,6 +283,8 @@ class Scheduler:
         return actions
 
     def step_end(self, step: int, failed: bool = False) -> list[Action]:
+        if self._lo <= step + 1 < self._hi and not failed and not 0 < self.cut <= step:
+            return []  # the next step in the active capture's window (nothing armed: whole steps)
         self._armed, self._phase = None, Phase.IDLE
         if self.trigger is not None:
             if failed or step >= self._until - 1:
@@ -384,11 +396,14 @@ class Scheduler:
 
     def _start(self, capture: Capture) -> Start:
         self.active, self.idle = capture, False
+        if capture.stage == ALL and not (capture.trigger or self.trigger or self.pending):
+            self._lo, self._hi = capture.step, self.plan.run_end(capture.step)
         return Start(capture)
 
     def _stop(self, reason: StopReason) -> Stop:
         assert self.active is not None
         capture, self.active, self._depth, self.cut = self.active, None, 0, 0
+        self._hi = 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
         self._settle()
