@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
+from mindspeed_prof.capture.plan import ALL, Capture, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.config.schema import STAGES, IntegratedConfig, Stage
 
 stages = st.sampled_from(STAGES)
@@ -351,7 +351,7 @@ def test_the_shortcut_covers_the_window_steps_of_the_active_capture() -> None:
     """The shortcut is taken (a capture over the window, nothing queued) and left when a
     request is queued or the capture stops; the run of listed steps bounds it."""
     sched = Scheduler(CapturePlan(enabled=True, steps=(2, 3, 4, 7)))
-    assert sched.step_start(2) == [Start(sched.active)] and (sched._lo, sched._hi) == (2, 5)
+    assert sched.step_start(2) == [Start(Capture(ALL, 2))] and (sched._lo, sched._hi) == (2, 5)
     assert sched.step_end(2) == [] and sched.step_start(3) == [] and sched.step_end(3) == []
     sched.request(Trigger("on_demand", 1))
     assert sched._hi == 0 and sched.step_start(4) == [] and sched.step_end(4) != []
