@@ -27,9 +27,8 @@ __all__ = [
 ALL = "all"
 #: Why an unplanned capture runs.
 TriggerReason = Literal["anomaly", "on_demand"]
-#: Why a capture stopped: its window or run of listed steps ended, the step left the window,
-#: its stage or step ended, an error, the profiler closed, its trigger's steps were done, or
-#: an iteration window's last iteration ended.
+#: Why a capture stopped: its window (or run of listed steps) ended, the step left it, its
+#: stage or step ended, an error, the close, its trigger's steps or an iteration window ended.
 StopReason = Literal[
     "window_end",
     "left_window",
@@ -209,13 +208,10 @@ class Scheduler:
     _marked: bool = False  # an iteration was marked in the armed execution
     #: An execution of the window's stage ended without a single iteration mark.
     unmarked: bool = False
-    #: Nothing planned, queued or running: ``step_start`` and ``step_end`` would return no
-    #: action and change nothing, so the step hooks need not call them (a plain attribute, kept
-    #: by every method that changes what it reads: ``_settle``).
+    #: Nothing planned, queued or running: ``step_start`` and ``step_end`` would do nothing, so
+    #: the step hooks need not call them (kept by every method that changes what it reads).
     idle: bool = field(init=False)
-    #: ``[_lo, _hi)``: the window's steps around the active planned whole-steps capture (no
-    #: trigger, none queued), where a step start only notes its step and a step end (not
-    #: failed, no cut) before ``_hi - 1`` does nothing: both answer at once. ``_hi`` 0: none.
+    #: ``[_lo, _hi)``: the active planned capture's run of window steps, none queued (0: none)
     _lo: int = field(default=0, init=False)
     _hi: int = field(default=0, init=False)
 
@@ -223,12 +219,7 @@ class Scheduler:
         self._settle()
 
     def _settle(self) -> None:
-        self.idle = (
-            not self.plan.enabled
-            and self.active is None
-            and self.trigger is None
-            and not self.pending
-        )
+        self.idle = not (self.plan.enabled or self.active or self.trigger or self.pending)
 
     @property
     def busy(self) -> bool:
@@ -242,7 +233,7 @@ class Scheduler:
         self.idle, self._hi = False, 0
 
     def step_start(self, step: int) -> list[Action]:
-        if self._lo <= step < self._hi:  # inside the active capture's window: nothing to do
+        if self._lo <= step < self._hi:  # in the active capture's run: a start only notes it
             self._covered = step
             return []
         if self.trigger is not None:
@@ -402,8 +393,7 @@ class Scheduler:
 
     def _stop(self, reason: StopReason) -> Stop:
         assert self.active is not None
-        capture, self.active, self._depth, self.cut = self.active, None, 0, 0
-        self._hi = 0
+        capture, self.active, self._depth, self.cut, self._hi = self.active, None, 0, 0, 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
         self._settle()
