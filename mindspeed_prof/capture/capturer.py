@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mindspeed_prof.capture.backends import Backend, CaptureTarget, select_backend
@@ -46,6 +47,9 @@ class Capturer:
         self._spans: SpanRecorder | None = None
         self._target: CaptureTarget | None = None
         self._started = 0.0
+        #: At a step end: the range file written out (at most 100 times a second); the range
+        #: file's own method while one is written (a step end calls it with no frame between).
+        self.flush_due: Callable[[], None] = _nothing
 
     def start(self, starting: Starting) -> None:
         """Start the backend for ``starting``; raises what the backend raised (the backend,
@@ -91,7 +95,7 @@ class Capturer:
             self._tap.drain(host.step_now)
             spans.buffer = self._tap.listen(spans.add)
             spans.step = host.step_now
-            self._spans = spans
+            self._spans, self.flush_due = spans, spans.flush_due
         self._tap.attach([s for s in backend.sinks() if s is not spans])
 
     def _backend_for(self, starting: Starting) -> Backend:
@@ -100,15 +104,6 @@ class Capturer:
         if self._backend is None:
             self._backend = select_backend(self.host.cfg)
         return self._backend
-
-    def step_started(self, step: int) -> None:
-        if self.record is not None:
-            self.record.steps.append(step)
-
-    def flush_due(self) -> None:
-        """At a step end: the range file written out (at most 100 times a second)."""
-        if self._spans is not None:
-            self._spans.flush_due()
 
     def flush(self) -> None:
         """The range file written out now (on a signal)."""
@@ -159,14 +154,19 @@ class Capturer:
     def disown(self) -> None:
         """In a forked child: the capture forgotten, its backend never stopped (the parent's)."""
         self.record, self.active, self._spans, self._backend = None, None, None, None
+        self.flush_due = _nothing
 
     def _end(self) -> None:
-        spans, self._spans = self._spans, None
+        spans, self._spans, self.flush_due = self._spans, None, _nothing
         self.record, self.active = None, None
         self._tap.detach()
         self._tap.drain(self.host.step_now)
         if spans is not None:
             self._tap.unlisten(spans.add)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _discard(paths: list[Path]) -> None:

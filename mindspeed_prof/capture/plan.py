@@ -27,9 +27,8 @@ __all__ = [
 ALL = "all"
 #: Why an unplanned capture runs.
 TriggerReason = Literal["anomaly", "on_demand"]
-#: Why a capture stopped: its window or run of listed steps ended, the step left the window,
-#: its stage or step ended, an error, the profiler closed, its trigger's steps were done, or
-#: an iteration window's last iteration ended.
+#: Why a capture stopped: its window (or run of listed steps) ended, the step left it, its
+#: stage or step ended, an error, the close, its trigger's steps or an iteration window ended.
 StopReason = Literal[
     "window_end",
     "left_window",
@@ -167,9 +166,11 @@ class CapturePlan:
     def run_end(self, step: int) -> int:
         """The first step not captured by a whole-steps capture that starts at ``step``."""
         end = step + 1
-        while not self.one_per_step and self.in_window(end):
+        if self.one_per_step or not self.in_window(end):
+            return end
+        while self.steps and end + 1 in self.steps:  # a run of listed steps
             end += 1
-        return end
+        return end + 1 if self.steps else self.end
 
     def captured_steps(self) -> list[int]:
         if not self.enabled:
@@ -207,21 +208,18 @@ class Scheduler:
     _marked: bool = False  # an iteration was marked in the armed execution
     #: An execution of the window's stage ended without a single iteration mark.
     unmarked: bool = False
-    #: Nothing planned, queued or running: ``step_start`` and ``step_end`` would return no
-    #: action and change nothing, so the step hooks need not call them (a plain attribute, kept
-    #: by every method that changes what it reads: ``_settle``).
+    #: Nothing planned, queued or running: ``step_start`` and ``step_end`` would do nothing, so
+    #: the step hooks need not call them (kept by every method that changes what it reads).
     idle: bool = field(init=False)
+    #: ``[_lo, _hi)``: the active planned capture's run of window steps, none queued (0: none)
+    _lo: int = field(default=0, init=False)
+    _hi: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self._settle()
 
     def _settle(self) -> None:
-        self.idle = (
-            not self.plan.enabled
-            and self.active is None
-            and self.trigger is None
-            and not self.pending
-        )
+        self.idle = not (self.plan.enabled or self.active or self.trigger or self.pending)
 
     @property
     def busy(self) -> bool:
@@ -232,9 +230,12 @@ class Scheduler:
         """Queue ``trigger``: it starts at a step start when no capture is active and its start
         step has come (the first such in the order queued)."""
         self.pending.append(trigger)
-        self.idle = False
+        self.idle, self._hi = False, 0
 
     def step_start(self, step: int) -> list[Action]:
+        if self._lo <= step < self._hi:  # in the active capture's run: a start only notes it
+            self._covered = step
+            return []
         if self.trigger is not None:
             return self._triggered_step_start(step)
         actions = self._planned_step_start(step) if self.plan.enabled else []
@@ -273,6 +274,8 @@ class Scheduler:
         return actions
 
     def step_end(self, step: int, failed: bool = False) -> list[Action]:
+        if self._lo <= step + 1 < self._hi and not failed and not 0 < self.cut <= step:
+            return []  # the next step in the active capture's window (nothing armed: whole steps)
         self._armed, self._phase = None, Phase.IDLE
         if self.trigger is not None:
             if failed or step >= self._until - 1:
@@ -384,11 +387,13 @@ class Scheduler:
 
     def _start(self, capture: Capture) -> Start:
         self.active, self.idle = capture, False
+        if capture.stage == ALL and not (capture.trigger or self.trigger or self.pending):
+            self._lo, self._hi = capture.step, self.plan.run_end(capture.step)
         return Start(capture)
 
     def _stop(self, reason: StopReason) -> Stop:
         assert self.active is not None
-        capture, self.active, self._depth, self.cut = self.active, None, 0, 0
+        capture, self.active, self._depth, self.cut, self._hi = self.active, None, 0, 0, 0
         if capture.stage == ALL and not capture.trigger and reason in ("error", "close"):
             self.done = True
         self._settle()

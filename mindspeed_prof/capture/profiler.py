@@ -634,8 +634,9 @@ class StepScope:
                 actions = sched.step_start(step)
                 if actions:
                     prof._apply(actions)
-            if prof._capturer.record is not None:
-                prof._capturer.step_started(step)
+            record = prof._capturer.record
+            if record is not None:
+                record.steps.append(step)
             tap.open_step(step)
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
@@ -656,9 +657,10 @@ class StepScope:
                 actions = sched.step_end(step, failed)
                 if actions:
                     prof._apply(actions)
-            if prof._capturer.record is not None:  # a range file is written only then
+            capturer = prof._capturer
+            if capturer.record is not None:  # a range file is written only then
                 try:
-                    prof._capturer.flush_due()
+                    capturer.flush_due()
                 except Exception as err:
                     prof._fail("flush", err)
 

@@ -7,7 +7,7 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.capture.plan import ALL, CapturePlan, Scheduler, Start, Stop, Trigger
+from mindspeed_prof.capture.plan import ALL, Capture, CapturePlan, Scheduler, Start, Stop, Trigger
 from mindspeed_prof.config.schema import STAGES, IntegratedConfig, Stage
 
 stages = st.sampled_from(STAGES)
@@ -307,3 +307,54 @@ def test_idle_is_kept_and_an_idle_step_decides_nothing(run, planned, requests) -
         step_hook(sched.step_end, step, fail_at == step)
     sched.close()
     assert sched.idle == (not plan.enabled)
+
+
+class _NoShortcut(Scheduler):
+    """The scheduler without its in-window shortcut: every step start and end decided in full."""
+
+    def _start(self, capture):
+        started = super()._start(capture)
+        self._lo = self._hi = 0
+        return started
+
+
+def _fields(sched: Scheduler) -> dict:
+    return {k: v for k, v in vars(sched).items() if k not in ("_lo", "_hi")}
+
+
+@settings(max_examples=400, deadline=None)
+@given(runs(), st.lists(st.tuples(st.integers(1, 14), st.booleans(), st.integers(0, 3),
+                                  st.integers(0, 15)), min_size=1, max_size=14))
+def test_the_in_window_shortcut_decides_as_the_full_rules(run, events) -> None:
+    """Steps in any order (again, backwards, gaps), failed ones, a part's cut of the window
+    and requests queued at any step: the scheduler with its shortcut for steps inside the
+    active capture's window returns the same actions and ends in the same state, event by
+    event, as one that decides every step in full."""
+    plan = run[0]
+    fast, full = Scheduler(plan), _NoShortcut(plan)
+    for step, failed, cut, request in events:
+        if 1 <= request <= 3:  # a request now and then: the shortcut is left until it is done
+            for s in (fast, full):
+                s.request(Trigger("on_demand", request, ALL, start=step + 1))
+        started = fast.step_start(step)
+        assert started == full.step_start(step)
+        if cut and any(isinstance(a, Start) for a in started):
+            fast.cut = full.cut = step + cut - 1  # as a part that splits the window does
+        assert _fields(fast) == _fields(full)
+        assert fast.step_end(step, failed) == full.step_end(step, failed)
+        assert _fields(fast) == _fields(full)
+    assert fast.close() == full.close()
+    assert _fields(fast) == _fields(full)
+
+
+def test_the_shortcut_covers_the_window_steps_of_the_active_capture() -> None:
+    """The shortcut is taken (a capture over the window, nothing queued) and left when a
+    request is queued or the capture stops; the run of listed steps bounds it."""
+    sched = Scheduler(CapturePlan(enabled=True, steps=(2, 3, 4, 7)))
+    assert sched.step_start(2) == [Start(Capture(ALL, 2))] and (sched._lo, sched._hi) == (2, 5)
+    assert sched.step_end(2) == [] and sched.step_start(3) == [] and sched.step_end(3) == []
+    sched.request(Trigger("on_demand", 1))
+    assert sched._hi == 0 and sched.step_start(4) == [] and sched.step_end(4) != []
+    assert CapturePlan(enabled=True, start=3, end=9).run_end(5) == 9
+    assert CapturePlan(enabled=True, start=3, end=9, one_per_step=True).run_end(5) == 6
+    assert CapturePlan(enabled=True, steps=(2, 3, 4, 7)).run_end(1) == 5
