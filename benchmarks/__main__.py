@@ -22,26 +22,48 @@ from benchmarks.report import Report
 HERE = Path(__file__).resolve().parent
 
 #: Figure groups, in the order they run and appear; each is ``benchmarks/<name>.py``.
-MODULES = ["markers", "hot_path", "step_cost", "db_size", "analysis", "analysis_depth",
-           "hydra_start", "scale", "cache_key", "stream", "decode", "references", "telemetry",
-           "iterations", "scale_detailed", "judgement", "capture_estimate", "disk_budget"]
+MODULES = [
+    "markers",
+    "hot_path",
+    "step_cost",
+    "db_size",
+    "analysis",
+    "analysis_depth",
+    "hydra_start",
+    "scale",
+    "cache_key",
+    "stream",
+    "decode",
+    "references",
+    "telemetry",
+    "iterations",
+    "scale_detailed",
+    "judgement",
+    "capture_estimate",
+    "disk_budget",
+]
 
 
 def machine() -> str:
     import torch
 
-    return (f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"torch {torch.__version__}")
+    return (
+        f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"torch {torch.__version__}"
+    )
 
 
 def render(report: Report, groups: list[str]) -> str:
-    lines = ["# Benchmark results\n", f"Machine: {machine()}  ",
-             f"Run: `python -m benchmarks{' --quick' if report.quick else ''}`, "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Every ratio is measured "
-             "against a baseline in the same run; lower is better. Where a 95% interval is "
-             "given, the verdict uses its upper bound.\n",
-             "| figure | baseline | ratio [95% CI] | goal | verdict | detail |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# Benchmark results\n",
+        f"Machine: {machine()}  ",
+        f"Run: `python -m benchmarks{' --quick' if report.quick else ''}`, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Every ratio is measured "
+        "against a baseline in the same run; lower is better. Where a 95% interval is "
+        "given, the verdict uses its upper bound.\n",
+        "| figure | baseline | ratio [95% CI] | goal | verdict | detail |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += [f.line() for f in report.figures]
     lines.append("\n## Method\n")
     for name in groups:
@@ -66,13 +88,17 @@ def main() -> int:
         t0 = time.perf_counter()
         importlib.import_module(f"benchmarks.{name}").run(report)
         for f in report.figures[first:]:
-            print(f"{f.ratio:8.3f}x  {f.verdict:10}  {f.figure}  vs  {f.baseline}  {f.detail}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{f.ratio:8.3f}x  {f.verdict:10}  {f.figure}  vs  {f.baseline}  {f.detail}",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"   ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     text = render(report, groups)
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            [{**dataclasses.asdict(f), "met": f.met} for f in report.figures], indent=1))
+        Path(args.json).write_text(
+            json.dumps([{**dataclasses.asdict(f), "met": f.met} for f in report.figures], indent=1)
+        )
     print(text)
     if not args.only or args.out != str(HERE / "RESULTS.md"):
         Path(args.out).write_text(text)

@@ -27,7 +27,7 @@ from benchmarks.workload import level1_trace
 
 __all__ = ["run"]
 
-HTA = textwrap.dedent('''
+HTA = textwrap.dedent("""
     import json, logging, sys, time
     logging.disable(logging.WARNING)
     from hta.trace_analysis import TraceAnalysis
@@ -39,7 +39,7 @@ HTA = textwrap.dedent('''
     out = df[df["cat"] == ids["user_annotation"]].groupby("name")["dur"].sum()
     names = {table[i]: v for i, v in out.items()}
     print(json.dumps({"s": time.perf_counter() - t0, "n": len(names)}))
-''')
+""")
 
 
 def _cli() -> list[str]:
@@ -58,8 +58,10 @@ def run(report: Report) -> None:
         hta_dir = tmp / "hta"
         hta_dir.mkdir()
         shutil.copy(trace, hta_dir / "rank0.json")
-        ours = [first_analysis([*_cli(), "analyse", "--json", str(tmp / "run")], tmp / "run")
-                for _ in range(reps)]
+        ours = [
+            first_analysis([*_cli(), "analyse", "--json", str(tmp / "run")], tmp / "run")
+            for _ in range(reps)
+        ]
         stages = {r["stage"] for r in json.loads(str(ours[0]["stdout"]))["stage_rank"]}
         idle = timed_run([sys.executable, "-c", "pass"])
         try:
@@ -67,8 +69,13 @@ def run(report: Report) -> None:
         except Exception as err:  # not installed, or failing on this trace
             why = str(getattr(err, "stderr", "") or err).strip().splitlines()[-1][:100]
             for fig in ("time, HTA import included", "time, HTA import excluded", "peak RSS"):
-                report.add(f"analyse vs HTA: {fig}", "HTA", float("nan"), 0.2,
-                           f"HTA not runnable here (pip install HolisticTraceAnalysis): {why}")
+                report.add(
+                    f"analyse vs HTA: {fig}",
+                    "HTA",
+                    float("nan"),
+                    0.2,
+                    f"HTA not runnable here (pip install HolisticTraceAnalysis): {why}",
+                )
             return
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -77,14 +84,29 @@ def run(report: Report) -> None:
     t_hta_in = statistics.median(json.loads(str(h["stdout"]))["s"] for h in hta)
     rss_ours = max(int(o["rss_kb"]) for o in ours)  # type: ignore[call-overload]
     rss_hta = max(int(h["rss_kb"]) for h in hta)  # type: ignore[call-overload]
-    what = (f"{trace.stat().st_size / 1e6:.0f} MB trace; ours: every table of {len(stages)} "
-            f"stages, HTA: the user-annotation sums")
-    report.add("`mindspeed-prof analyse --json`, whole process: time",
-               "HTA, whole process (import included)", t_ours / t_hta, 0.2,
-               f"{t_ours:.2f} s vs {t_hta:.2f} s; {what}")
-    report.add("`mindspeed-prof analyse --json`, whole process: time",
-               "HTA after its import (import excluded)", t_ours / t_hta_in, 0.2,
-               f"{t_ours:.2f} s vs {t_hta_in:.2f} s")
-    report.add("`mindspeed-prof analyse --json`: peak RSS", "HTA, whole process",
-               rss_ours / rss_hta, 0.5, f"{rss_ours / 1024:.0f} MB vs {rss_hta / 1024:.0f} MB "
-               f"(bare interpreter {int(idle['rss_kb']) / 1024:.0f} MB)")  # type: ignore[call-overload]
+    what = (
+        f"{trace.stat().st_size / 1e6:.0f} MB trace; ours: every table of {len(stages)} "
+        f"stages, HTA: the user-annotation sums"
+    )
+    report.add(
+        "`mindspeed-prof analyse --json`, whole process: time",
+        "HTA, whole process (import included)",
+        t_ours / t_hta,
+        0.2,
+        f"{t_ours:.2f} s vs {t_hta:.2f} s; {what}",
+    )
+    report.add(
+        "`mindspeed-prof analyse --json`, whole process: time",
+        "HTA after its import (import excluded)",
+        t_ours / t_hta_in,
+        0.2,
+        f"{t_ours:.2f} s vs {t_hta_in:.2f} s",
+    )
+    report.add(
+        "`mindspeed-prof analyse --json`: peak RSS",
+        "HTA, whole process",
+        rss_ours / rss_hta,
+        0.5,
+        f"{rss_ours / 1024:.0f} MB vs {rss_hta / 1024:.0f} MB "
+        f"(bare interpreter {int(idle['rss_kb']) / 1024:.0f} MB)",
+    )  # type: ignore[call-overload]

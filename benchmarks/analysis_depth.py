@@ -25,7 +25,7 @@ from benchmarks.timing import first_analysis, timed_run
 
 __all__ = ["run"]
 
-OURS = textwrap.dedent('''
+OURS = textwrap.dedent("""
     import sys
     from mindspeed_prof.analysis.analyse import analyse
     from mindspeed_prof.analysis.ranges import stage_rows
@@ -39,22 +39,22 @@ OURS = textwrap.dedent('''
         ranges, warmup = compute.merged_ranges(a.traces), compute.warmup_of(a.traces)
         stage_rows(ranges), compute.per_step(ranges, warmup)
         find_stragglers(compute.counted(ranges, warmup, False), "stage", 0.2, 1.0)
-''')
+""")
 
-DECODE = textwrap.dedent('''
+DECODE = textwrap.dedent("""
     import sys
     from pathlib import Path
     from mindspeed_prof.analysis.readers.events import decode_events
     decode_events(Path(sys.argv[1]).read_bytes())
-''')
+""")
 
-HTA = textwrap.dedent('''
+HTA = textwrap.dedent("""
     import logging, sys
     logging.disable(logging.WARNING)
     from hta.trace_analysis import TraceAnalysis
     a = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=True)
     a.get_temporal_breakdown(visualize=False)
-''')
+""")
 
 
 def _median(runs: list[dict[str, object]], key: str) -> float:
@@ -67,35 +67,57 @@ def run(report: Report) -> None:
     tmp = Path(tempfile.mkdtemp())
     reps = 1 if report.quick else 3
     try:
-        trace = write_cuda_trace(tmp / "hta" / "rank0.json", steps=4 if report.quick else 20,
-                                 kernels_per_stage=280)
+        trace = write_cuda_trace(
+            tmp / "hta" / "rank0.json", steps=4 if report.quick else 20, kernels_per_stage=280
+        )
         py = sys.executable
-        full = [first_analysis([py, "-c", OURS, str(trace), "full"], trace)
-                    for _ in range(reps)]
-        stage = [first_analysis([py, "-c", OURS, str(trace), "stage"], trace)
-                     for _ in range(reps)]
+        full = [first_analysis([py, "-c", OURS, str(trace), "full"], trace) for _ in range(reps)]
+        stage = [first_analysis([py, "-c", OURS, str(trace), "stage"], trace) for _ in range(reps)]
         decode = [timed_run([py, "-c", DECODE, str(trace)]) for _ in range(reps)]
         size = f"{trace.stat().st_size / 1e6:.0f} MB CUDA-format trace"
         t_full = _median(full, "wall_s")
-        report.add("full analysis: time", "msgspec decode of the same trace",
-                   t_full / _median(decode, "wall_s"), None,
-                   f"{t_full:.2f} s vs {_median(decode, 'wall_s'):.2f} s; {size}")
-        report.add("full analysis: time", "stage tables only (same read)",
-                   t_full / _median(stage, "wall_s"), None,
-                   f"{t_full:.2f} s vs {_median(stage, 'wall_s'):.2f} s")
+        report.add(
+            "full analysis: time",
+            "msgspec decode of the same trace",
+            t_full / _median(decode, "wall_s"),
+            None,
+            f"{t_full:.2f} s vs {_median(decode, 'wall_s'):.2f} s; {size}",
+        )
+        report.add(
+            "full analysis: time",
+            "stage tables only (same read)",
+            t_full / _median(stage, "wall_s"),
+            None,
+            f"{t_full:.2f} s vs {_median(stage, 'wall_s'):.2f} s",
+        )
         try:
             hta = [timed_run([py, "-c", HTA, str(trace.parent)]) for _ in range(reps)]
         except Exception as err:  # not installed, or failing on this trace
             why = str(getattr(err, "stderr", "") or err).strip().splitlines()[-1][:100]
-            report.add("full analysis vs HTA temporal breakdown", "HTA", float("nan"), 0.2,
-                       f"HTA not runnable here (pip install holistictraceanalysis): {why}")
+            report.add(
+                "full analysis vs HTA temporal breakdown",
+                "HTA",
+                float("nan"),
+                0.2,
+                f"HTA not runnable here (pip install holistictraceanalysis): {why}",
+            )
             return
         t_hta = _median(hta, "wall_s")
-        report.add("full analysis: time", "HTA temporal breakdown, whole process",
-                   t_full / t_hta, 0.2, f"{t_full:.2f} s vs {t_hta:.2f} s")
+        report.add(
+            "full analysis: time",
+            "HTA temporal breakdown, whole process",
+            t_full / t_hta,
+            0.2,
+            f"{t_full:.2f} s vs {t_hta:.2f} s",
+        )
         rss = max(int(r["rss_kb"]) for r in full)  # type: ignore[call-overload]
         rss_hta = max(int(r["rss_kb"]) for r in hta)  # type: ignore[call-overload]
-        report.add("full analysis: peak RSS", "HTA temporal breakdown, whole process",
-                   rss / rss_hta, 0.5, f"{rss / 1024:.0f} MB vs {rss_hta / 1024:.0f} MB")
+        report.add(
+            "full analysis: peak RSS",
+            "HTA temporal breakdown, whole process",
+            rss / rss_hta,
+            0.5,
+            f"{rss / 1024:.0f} MB vs {rss_hta / 1024:.0f} MB",
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -55,8 +55,9 @@ def run(report: Report) -> None:
     try:
         paths = []
         for rank in range(_RANKS):
-            paths.append(Path(shutil.copy(trace, tmp / trace.name.replace("rank0_",
-                                                                          f"rank{rank}_"))))
+            paths.append(
+                Path(shutil.copy(trace, tmp / trace.name.replace("rank0_", f"rank{rank}_")))
+            )
         size = sum(p.stat().st_size for p in paths)
         cold = _seconds(lambda: analyse(tmp, jobs=1, cache=False), reps)
         key = _seconds(lambda: [cache.fingerprint(p) for p in paths], max(reps, 20))
@@ -66,12 +67,24 @@ def run(report: Report) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     what = f"{_RANKS} files, {size / 1e6:.0f} MB"
-    report.add("cache key: fingerprint of every capture (stat + first/last 4 KiB hashed)",
-               "a first analysis (cache off)", key / cold, 0.01,
-               f"{key * 1e3:.2f} ms vs {cold:.2f} s; {what}")
-    report.add("cache key alternative: a full BLAKE2b hash of every capture",
-               "a first analysis (cache off)", full / cold, None,
-               f"{full * 1e3:.0f} ms vs {cold:.2f} s; {what} (page cache warm: a lower bound)")
-    report.add("analyse served from the cache (fingerprints, checked entries)",
-               "a first analysis (cache off)", warm / cold, 0.1,
-               f"{warm * 1e3:.1f} ms vs {cold:.2f} s; {what}")
+    report.add(
+        "cache key: fingerprint of every capture (stat + first/last 4 KiB hashed)",
+        "a first analysis (cache off)",
+        key / cold,
+        0.01,
+        f"{key * 1e3:.2f} ms vs {cold:.2f} s; {what}",
+    )
+    report.add(
+        "cache key alternative: a full BLAKE2b hash of every capture",
+        "a first analysis (cache off)",
+        full / cold,
+        None,
+        f"{full * 1e3:.0f} ms vs {cold:.2f} s; {what} (page cache warm: a lower bound)",
+    )
+    report.add(
+        "analyse served from the cache (fingerprints, checked entries)",
+        "a first analysis (cache off)",
+        warm / cold,
+        0.1,
+        f"{warm * 1e3:.1f} ms vs {cold:.2f} s; {what}",
+    )

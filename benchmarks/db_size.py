@@ -71,11 +71,31 @@ def run(report: Report) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     what = f"{n} events, level1 with shapes"
-    report.add("db capture size", "text trace with the same content (the db's kept args)",
-               db / same, 0.3, f"{db:,} B vs {same:,} B; {what}")
-    report.add("db capture size", "the same-content text trace, gzipped", db / same_gz, 1.0,
-               f"{db:,} B vs {same_gz:,} B")
-    report.add("db capture size", "torch's full text trace (every arg), gzipped", db / full_gz,
-               1.0, f"{db:,} B vs {full_gz:,} B")
-    report.add("db capture size", "torch's full text trace (every arg)", db / full, None,
-               f"{db:,} B vs {full:,} B")
+    report.add(
+        "db capture size",
+        "text trace with the same content (the db's kept args)",
+        db / same,
+        0.3,
+        f"{db:,} B vs {same:,} B; {what}",
+    )
+    report.add(
+        "db capture size",
+        "the same-content text trace, gzipped",
+        db / same_gz,
+        1.0,
+        f"{db:,} B vs {same_gz:,} B",
+    )
+    report.add(
+        "db capture size",
+        "torch's full text trace (every arg), gzipped",
+        db / full_gz,
+        1.0,
+        f"{db:,} B vs {full_gz:,} B",
+    )
+    report.add(
+        "db capture size",
+        "torch's full text trace (every arg)",
+        db / full,
+        None,
+        f"{db:,} B vs {full:,} B",
+    )

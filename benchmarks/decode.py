@@ -99,7 +99,7 @@ def decode_alone(path: Path) -> tuple[float, int]:
     t0 = _cpu()
     with open(path, "rb") as f:
         buf = f.read(_SLICE)
-        buf = buf[buf.index(b'"traceEvents": [') + 16:]
+        buf = buf[buf.index(b'"traceEvents": [') + 16 :]
         while True:
             more = f.read(_SLICE)
             buf += more
@@ -108,7 +108,7 @@ def decode_alone(path: Path) -> tuple[float, int]:
                 continue
             cut += 0 if not more else 1
             count += len(decoder.decode(b"[" + buf[:cut] + b"]"))
-            buf = buf[cut + 2:]
+            buf = buf[cut + 2 :]
             if not more:
                 break
     return _cpu() - t0, count
@@ -131,8 +131,13 @@ print(json.dumps([time.perf_counter() - t0, use.ru_utime + use.ru_stime, use.ru_
 def _launch(cmd: list[str]) -> tuple[float, float, float]:
     """Wall and CPU seconds (the whole process tree's, as reaped) and peak RSS (MB: the
     largest process's) of ``cmd``."""
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True,
-                         text=True, check=True, timeout=3600)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    )
     wall, cpu, rss_kb = json.loads(out.stdout)
     return wall, cpu, rss_kb / 1024
 
@@ -156,8 +161,19 @@ def _msprof(folder: Path, work: Path) -> tuple[float, float, float] | None:
     shutil.rmtree(work, ignore_errors=True)
     data = work / "in" / folder.name
     shutil.copytree(folder, data)
-    got = _launch([str(exe), "cluster", "-d", str(data.parent), "-m", "all", "-o",
-                   str(work / "out"), "--force"])
+    got = _launch(
+        [
+            str(exe),
+            "cluster",
+            "-d",
+            str(data.parent),
+            "-m",
+            "all",
+            "-o",
+            str(work / "out"),
+            "--force",
+        ]
+    )
     shutil.rmtree(work, ignore_errors=True)
     return got
 
@@ -176,24 +192,38 @@ def _npu(folder: Path, report: Report, start: float) -> None:
         rows.append((mb, wall, cpu, rss, theirs))
         shutil.rmtree(npu)
     for mb, wall, cpu, rss, theirs in rows:
-        detail = (f"{mb / cpu:.0f} MB/s per core ({mb / (cpu - start):.0f} with the start "
-                  f"taken off), wall {wall:.1f} s, peak RSS {rss:.0f} MB")
+        detail = (
+            f"{mb / cpu:.0f} MB/s per core ({mb / (cpu - start):.0f} with the start "
+            f"taken off), wall {wall:.1f} s, peak RSS {rss:.0f} MB"
+        )
         if theirs is None:
-            report.add(f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view",
-                       f"{_GOAL_MBS:.0f} MB/s per core", _GOAL_MBS / (mb / cpu), None, detail)
+            report.add(
+                f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view",
+                f"{_GOAL_MBS:.0f} MB/s per core",
+                _GOAL_MBS / (mb / cpu),
+                None,
+                detail,
+            )
         else:
-            report.add(f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view, CPU "
-                       "time", "msprof-analyze cluster -m all, CPU time", cpu / theirs[1], 0.2,
-                       f"{detail}; msprof-analyze: {mb / theirs[1]:.1f} MB/s per core, wall "
-                       f"{theirs[0]:.1f} s, largest process {theirs[2]:.0f} MB")
+            report.add(
+                f"analyse --json, torch_npu text export: {mb:.0f} MB trace_view, CPU time",
+                "msprof-analyze cluster -m all, CPU time",
+                cpu / theirs[1],
+                0.2,
+                f"{detail}; msprof-analyze: {mb / theirs[1]:.1f} MB/s per core, wall "
+                f"{theirs[0]:.1f} s, largest process {theirs[2]:.0f} MB",
+            )
 
 
 def _trace(folder: Path, size: float) -> Path:
     from mindspeed_prof.testing.kineto import write_cuda_trace
 
     steps = max(1, round(size / (_EVENT_BYTES * _PER_STEP)))
-    return write_cuda_trace(folder / f"rank0_{size / MB:.0f}MB.pt.trace.json", steps=steps,
-                            kernels_per_stage=280 if size > 1e6 else 10)
+    return write_cuda_trace(
+        folder / f"rank0_{size / MB:.0f}MB.pt.trace.json",
+        steps=steps,
+        kernels_per_stage=280 if size > 1e6 else 10,
+    )
 
 
 def run(report: Report) -> None:
@@ -210,7 +240,7 @@ def run(report: Report) -> None:
             dec: list[float] = []
             ours: list[tuple[float, float, float]] = []
             for i in range(repeats):
-                for first in ((0, 1) if i % 2 == 0 else (1, 0)):
+                for first in (0, 1) if i % 2 == 0 else (1, 0):
                     if first == 0:
                         dec.append(decode_alone(trace)[0])
                     else:
@@ -222,18 +252,31 @@ def run(report: Report) -> None:
             rows.append((mb, d, wall, cpu, rss))
             trace.unlink()
         for mb, d, wall, cpu, rss in rows:
-            report.add(f"analyse --json, CPU time per MB: {mb:.0f} MB Kineto trace",
-                       "typed msgspec decode of its fields, alone", cpu / d, 2.5,
-                       f"{mb / cpu:.0f} vs {mb / d:.0f} MB/s per core; "
-                       f"{mb / (cpu - start):.0f} MB/s with the start ({start:.2f} s) taken off;"
-                       f" wall {wall:.1f} s ({mb / wall:.0f} MB/s), peak RSS {rss:.0f} MB")
+            report.add(
+                f"analyse --json, CPU time per MB: {mb:.0f} MB Kineto trace",
+                "typed msgspec decode of its fields, alone",
+                cpu / d,
+                2.5,
+                f"{mb / cpu:.0f} vs {mb / d:.0f} MB/s per core; "
+                f"{mb / (cpu - start):.0f} MB/s with the start ({start:.2f} s) taken off;"
+                f" wall {wall:.1f} s ({mb / wall:.0f} MB/s), peak RSS {rss:.0f} MB",
+            )
         _npu(folder, report, start)
         mb, d, wall, cpu, rss = rows[-1]
-        report.add(f"{_GOAL_MBS:.0f} MB/s per core: {mb:.0f} MB Kineto trace",
-                   "analyse --json, MB/s per core (CPU time, start included)",
-                   _GOAL_MBS / (mb / cpu), 1.0, f"{mb / cpu:.0f} MB/s per core")
+        report.add(
+            f"{_GOAL_MBS:.0f} MB/s per core: {mb:.0f} MB Kineto trace",
+            "analyse --json, MB/s per core (CPU time, start included)",
+            _GOAL_MBS / (mb / cpu),
+            1.0,
+            f"{mb / cpu:.0f} MB/s per core",
+        )
         (mb0, *_, r0), (mb1, *_, r1) = rows[0], rows[-1]
-        report.add(f"analyse --json, peak RSS: {mb1:.0f} MB trace", f"{mb0:.0f} MB trace",
-                   r1 / r0, 1.3, f"{r1:.0f} MB vs {r0:.0f} MB")
+        report.add(
+            f"analyse --json, peak RSS: {mb1:.0f} MB trace",
+            f"{mb0:.0f} MB trace",
+            r1 / r0,
+            1.3,
+            f"{r1:.0f} MB vs {r0:.0f} MB",
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -133,8 +133,9 @@ def run(report: Report) -> None:
 
     def add(figure: str, value: tuple[float, float, float], goal: float | None) -> None:
         ratio, ours, base = value
-        report.add(figure, "contextlib.nullcontext()", ratio, goal,
-                   f"{ours:.0f} ns vs {base:.0f} ns")
+        report.add(
+            figure, "contextlib.nullcontext()", ratio, goal, f"{ours:.0f} ns vs {base:.0f} ns"
+        )
 
     step_end: Callable[[], None] = lambda: None  # noqa: E731 - set per figure below
 
@@ -149,27 +150,36 @@ def run(report: Report) -> None:
     mstx.set_sink(None)
     add("mstx.range, nothing recording", _ratio(ranges, n, rounds), 1.5)
 
-    prof = Profiler.from_config({"flight_recorder_steps": 5,
-                                                "profile_save_path": str(tmp)}, rank=0)
+    prof = Profiler.from_config({"flight_recorder_steps": 5, "profile_save_path": str(tmp)}, rank=0)
     tap = prof._tap
     step_end = lambda: tap.drain(0)  # noqa: E731 - what a step end does with the buffer
-    add(f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",
-        _ratio(ranges, n, rounds), 2.5)
+    add(
+        f"mstx.range recorded by the flight recorder (drained every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds),
+        2.5,
+    )
     blocks = 21 if report.quick else 101
     ratio, lo, hi, ours, base = _step_blocks(prof, blocks)
-    report.add(f"a step of {RANGES_PER_STEP} ranges recorded by the flight recorder "
-               "(`with prof.step(n)`, step hooks included)",
-               "the same loop of nullcontext()", ratio, 2.5,
-               f"{ours / 1000:.2f} us vs {base / 1000:.2f} us per step (medians); {blocks} "
-               f"blocks of {STEPS_PER_BLOCK} steps, each between two baseline blocks",
-               ci=(lo, hi))
+    report.add(
+        f"a step of {RANGES_PER_STEP} ranges recorded by the flight recorder "
+        "(`with prof.step(n)`, step hooks included)",
+        "the same loop of nullcontext()",
+        ratio,
+        2.5,
+        f"{ours / 1000:.2f} us vs {base / 1000:.2f} us per step (medians); {blocks} "
+        f"blocks of {STEPS_PER_BLOCK} steps, each between two baseline blocks",
+        ci=(lo, hi),
+    )
     prof.close()
 
     rec = SpanRecorder(tmp / "hot.mstx.trace.json", CaptureHeader(rank=0))
     mstx.add_sink(rec)
     step_end = rec.flush_due
-    add(f"mstx.range recorded to a range file (flush check every {RANGES_PER_STEP} ranges)",
-        _ratio(ranges, n, rounds), None)
+    add(
+        f"mstx.range recorded to a range file (flush check every {RANGES_PER_STEP} ranges)",
+        _ratio(ranges, n, rounds),
+        None,
+    )
     mstx.remove_sink(rec)
     rec.close()
 
@@ -194,8 +204,7 @@ def run(report: Report) -> None:
                 observe(s, 1_000_000 + i % 7)
             observe(None, 3_000_000 + i % 7)
 
-    add("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n // 10, rounds),
-        None)
+    add("anomaly detector, one step of 3 stages (per step)", _ratio(detect, n // 10, rounds), None)
     if not report.quick:
         _ray_check(tmp, add, n, rounds)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -224,11 +233,17 @@ def _ray_check(tmp: Path, add: Callable[..., None], n: int, rounds: int) -> None
                 with step(i):
                     pass
 
-        add("prof.step(n), profiling off, on-demand check through Ray included",
-            _ratio(hooks, n, rounds), 1.5)
+        add(
+            "prof.step(n), profiling off, on-demand check through Ray included",
+            _ratio(hooks, n, rounds),
+            1.5,
+        )
         control.interval_ns = control.due_ns = 0
-        add("prof.step(n) with the check (folder and Ray board) due at every step",
-            _ratio(hooks, n // 100, rounds), None)
+        add(
+            "prof.step(n) with the check (folder and Ray board) due at every step",
+            _ratio(hooks, n // 100, rounds),
+            None,
+        )
         off.close()
     finally:
         ray.shutdown()

@@ -28,7 +28,7 @@ from benchmarks.timing import Paired
 
 __all__ = ["run"]
 
-APP = textwrap.dedent('''
+APP = textwrap.dedent("""
     import sys, types
     if sys.argv.pop(1) == "without":  # hide the plugin: Hydra imports an empty module instead
         for name in ("hydra_plugins.mindspeed_prof",
@@ -39,7 +39,7 @@ APP = textwrap.dedent('''
     def main(cfg):
         pass
     main()
-''')
+""")
 
 
 def run(report: Report) -> None:
@@ -50,10 +50,21 @@ def run(report: Report) -> None:
 
     def once(mode: str, cfg: str) -> float:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "app.py", mode, cfg, "hydra.run.dir=.",
-                        "hydra.output_subdir=null", "hydra/job_logging=disabled",
-                        "hydra/hydra_logging=disabled"], cwd=tmp, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "app.py",
+                mode,
+                cfg,
+                "hydra.run.dir=.",
+                "hydra.output_subdir=null",
+                "hydra/job_logging=disabled",
+                "hydra/hydra_logging=disabled",
+            ],
+            cwd=tmp,
+            check=True,
+            capture_output=True,
+        )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -65,26 +76,56 @@ def run(report: Report) -> None:
 
     budget = 1 if report.quick else 240  # about one triple a second; +-2% needs ~250 here
     try:
-        pairs = Paired().run(lambda: once("without", "plain"), with_plugin,
-                             min_pairs=3 if report.quick else 20, resolve=0.02,
-                             budget_s=budget)
-        probe = ("import time, hydra, hydra.core.config_store, hydra.plugins.search_path_plugin\n"
-                 "t = time.process_time()\n"
-                 "import hydra_plugins.mindspeed_prof.mindspeed_prof_plugin\n"
-                 "print(time.process_time() - t)")
-        own = statistics.median(float(subprocess.run(
-            [sys.executable, "-c", probe], cwd=tmp, check=True, capture_output=True,
-            text=True).stdout) for _ in range(2 if report.quick else 5))
+        pairs = Paired().run(
+            lambda: once("without", "plain"),
+            with_plugin,
+            min_pairs=3 if report.quick else 20,
+            resolve=0.02,
+            budget_s=budget,
+        )
+        probe = (
+            "import time, hydra, hydra.core.config_store, hydra.plugins.search_path_plugin\n"
+            "t = time.process_time()\n"
+            "import hydra_plugins.mindspeed_prof.mindspeed_prof_plugin\n"
+            "print(time.process_time() - t)"
+        )
+        own = statistics.median(
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", probe],
+                    cwd=tmp,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
+            for _ in range(2 if report.quick else 5)
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ok = "resolved" if pairs.half_width() <= 0.02 else "NOT resolved to +-2% in the budget"
-    report.add("Hydra app start with the plugin installed, whole-app A/B",
-               "the same app without it", pairs.ratio, 1.05,
-               f"{pairs.describe()}; {ok}", ci=pairs.ci)
+    report.add(
+        "Hydra app start with the plugin installed, whole-app A/B",
+        "the same app without it",
+        pairs.ratio,
+        1.05,
+        f"{pairs.describe()}; {ok}",
+        ci=pairs.ci,
+    )
     opted = Paired(a=list(pairs.a), b=opt_in)
-    report.add("Hydra app start opted in (`profiler_config: none` in defaults), whole-app A/B",
-               "the same app without the plugin", opted.ratio, None,
-               f"{opted.describe()}: composes a preset, runs the callback", ci=opted.ci)
+    report.add(
+        "Hydra app start opted in (`profiler_config: none` in defaults), whole-app A/B",
+        "the same app without the plugin",
+        opted.ratio,
+        None,
+        f"{opted.describe()}: composes a preset, runs the callback",
+        ci=opted.ci,
+    )
     base = statistics.median(pairs.a)
-    report.add("Hydra app start: the plugin module's own import", "the app's start without it",
-               (base + own) / base, None, f"{own * 1e3:.1f} ms per {base * 1e3:.0f} ms start")
+    report.add(
+        "Hydra app start: the plugin module's own import",
+        "the app's start without it",
+        (base + own) / base,
+        None,
+        f"{own * 1e3:.1f} ms per {base * 1e3:.0f} ms start",
+    )

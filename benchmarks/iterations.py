@@ -41,29 +41,57 @@ def run(report: Report) -> None:
 
     t_null = per_call_ns(loop_null, n, reps)
     t_none = per_call_ns(loop_mark, n, reps)
-    report.add("mstx.iteration(i), no profiler", "contextlib.nullcontext()", t_none / t_null, 1.5,
-               f"{t_none:.0f} ns vs {t_null:.0f} ns")
+    report.add(
+        "mstx.iteration(i), no profiler",
+        "contextlib.nullcontext()",
+        t_none / t_null,
+        1.5,
+        f"{t_none:.0f} ns vs {t_null:.0f} ns",
+    )
     off = Profiler.from_config({"integrated": {"profile": False}}, rank=0)
     t_off = per_call_ns(loop_mark, n, reps)
     off.close()
-    report.add("mstx.iteration(i), profiling off", "contextlib.nullcontext()", t_off / t_null,
-               1.5, f"{t_off:.0f} ns vs {t_null:.0f} ns")
+    report.add(
+        "mstx.iteration(i), profiling off",
+        "contextlib.nullcontext()",
+        t_off / t_null,
+        1.5,
+        f"{t_off:.0f} ns vs {t_null:.0f} ns",
+    )
 
     root = Path(tempfile.mkdtemp(prefix="bench_iterations_"))
     try:
-        prof = Profiler.from_config({
-            "integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                           "profile_step_start": 1, "profile_step_end": 3,
-                           "profile_save_path": str(root / "window")},
-            "extensions": {"backend": "none", "iteration_start": 10**9, "iteration_count": 1}},
-            rank=0)
+        prof = Profiler.from_config(
+            {
+                "integrated": {
+                    "profile": True,
+                    "mstx": True,
+                    "profile_level": "level_none",
+                    "profile_step_start": 1,
+                    "profile_step_end": 3,
+                    "profile_save_path": str(root / "window"),
+                },
+                "extensions": {"backend": "none", "iteration_start": 10**9, "iteration_count": 1},
+            },
+            rank=0,
+        )
         with prof.step(1), prof.stage("actor_generate"):  # armed, the window never reached
             t_armed = per_call_ns(loop_mark, n, reps)
         prof.close()
-        ranges = Profiler.from_config({"integrated": {
-            "profile": True, "mstx": True, "profile_level": "level_none",
-            "profile_step_start": 1, "profile_step_end": 3,
-            "profile_save_path": str(root / "ranges")}, "extensions": {"backend": "none"}}, rank=0)
+        ranges = Profiler.from_config(
+            {
+                "integrated": {
+                    "profile": True,
+                    "mstx": True,
+                    "profile_level": "level_none",
+                    "profile_step_start": 1,
+                    "profile_step_end": 3,
+                    "profile_save_path": str(root / "ranges"),
+                },
+                "extensions": {"backend": "none"},
+            },
+            rank=0,
+        )
         rng = mstx.range
 
         def loop_range(k: int) -> None:
@@ -76,5 +104,10 @@ def run(report: Report) -> None:
         ranges.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    report.add("mstx.iteration(i), a window armed, outside it", "mstx.range recorded to a "
-               "range file", t_armed / t_range, None, f"{t_armed:.0f} ns vs {t_range:.0f} ns")
+    report.add(
+        "mstx.iteration(i), a window armed, outside it",
+        "mstx.range recorded to a range file",
+        t_armed / t_range,
+        None,
+        f"{t_armed:.0f} ns vs {t_range:.0f} ns",
+    )

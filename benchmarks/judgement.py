@@ -84,24 +84,33 @@ def _consistent(rep: Any) -> list[str]:
 
     v, out = rep.verdict, []
     costed = [f for f in rep.findings if f.impact_ms and f.severity != "low"]
-    if v.causes and (not costed or costed[0].rule != v.causes[0].rule
-                     or costed[0].title != v.causes[0].title):
+    if v.causes and (
+        not costed or costed[0].rule != v.causes[0].rule or costed[0].title != v.causes[0].title
+    ):
         out.append("the first finding that costs time is not the first cause")
     if v.behind is not None:
-        said = [f for f in rep.findings if f.rule == "ranks.straggler"
-                and f.ranks == [v.behind.rank]]
+        said = [
+            f for f in rep.findings if f.rule == "ranks.straggler" and f.ranks == [v.behind.rank]
+        ]
         if not said:
             out.append("the named straggler has no finding")
-    if v.slowest is not None and v.slowest.rank is not None and (
-            v.behind is None or v.behind.rank != v.slowest.rank):
+    if (
+        v.slowest is not None
+        and v.slowest.rank is not None
+        and (v.behind is None or v.behind.rank != v.slowest.rank)
+    ):
         out.append("the slowest stage names a rank the straggler line does not")
     if v.next:
         want = target(v.causes[0] if v.causes else None, v.behind, v.slowest)
         text = " ".join(n.command + " " + n.why for n in v.next)
         if want.stage and want.stage not in text:
             out.append(f"Next does not look at {want.stage}")
-        if want.rank is not None and f"rank {want.rank}" not in text and \
-                f"--ranks {want.rank}" not in text and f"--detail {want.rank}" not in text:
+        if (
+            want.rank is not None
+            and f"rank {want.rank}" not in text
+            and f"--ranks {want.rank}" not in text
+            and f"--detail {want.rank}" not in text
+        ):
             out.append(f"Next does not look at rank {want.rank}")
     return out
 
@@ -136,8 +145,11 @@ def score(rep: Any, truth: Truth) -> Score:
     elif kind == "stall":
         s.miss = named is not None or bool(high) or v.one_off is None
         g = v.one_off
-        s.mislocated = not s.miss and g is not None and (g.rank, g.name, g.step) != (
-            truth.rank, truth.stage, truth.step)
+        s.mislocated = (
+            not s.miss
+            and g is not None
+            and (g.rank, g.name, g.step) != (truth.rank, truth.stage, truth.step)
+        )
     else:  # the ledger's: the rule of the same name
         s.miss = rule != f"rl.{kind}"
         s.mislocated = False
@@ -165,16 +177,22 @@ class Tally:
         self.runs += 1
         if s.miss or s.mislocated or s.false_alarm:
             self.missed[scenario] = self.missed.get(scenario, 0) + 1
-        for mark, into in ((s.false_alarm, self.alarms), (s.miss, self.misses),
-                           (s.mislocated, self.mislocated)):
+        for mark, into in (
+            (s.false_alarm, self.alarms),
+            (s.miss, self.misses),
+            (s.mislocated, self.mislocated),
+        ):
             if mark is not None:
                 into[0] += mark
                 into[1] += 1
         self.inconsistent += s.inconsistent
         if s.slope_error is not None:
             self.slope.append(s.slope_error)
-        for key, bad in (("alarm", s.false_alarm), ("miss", s.miss or s.mislocated),
-                         ("inconsistent", s.inconsistent)):
+        for key, bad in (
+            ("alarm", s.false_alarm),
+            ("miss", s.miss or s.mislocated),
+            ("inconsistent", s.inconsistent),
+        ):
             if bad and s.why:
                 self.examples.setdefault(key, []).append("; ".join(s.why))
 
@@ -187,28 +205,60 @@ def _figures(report: Report, where: str, t: Tally, alarm_goal: float) -> None:
     def ex(key: str) -> str:
         return f"; e.g. {t.examples[key][0]}" if key in t.examples else ""
 
-    report.add(f"false alarms, {where}", f"{t.alarms[1]} healthy runs", _rate(t.alarms),
-               alarm_goal, f"{t.alarms[0]} of {t.alarms[1]}{ex('alarm')}")
+    report.add(
+        f"false alarms, {where}",
+        f"{t.alarms[1]} healthy runs",
+        _rate(t.alarms),
+        alarm_goal,
+        f"{t.alarms[0]} of {t.alarms[1]}{ex('alarm')}",
+    )
     by = ", ".join(f"{k} {n}" for k, n in sorted(t.missed.items()))
-    report.add(f"planted causes missed, {where}", f"{t.misses[1]} planted runs",
-               _rate(t.misses), 0.05,
-               f"{t.misses[0]} of {t.misses[1]}{f' (by scenario: {by})' if by else ''}{ex('miss')}")
+    report.add(
+        f"planted causes missed, {where}",
+        f"{t.misses[1]} planted runs",
+        _rate(t.misses),
+        0.05,
+        f"{t.misses[0]} of {t.misses[1]}{f' (by scenario: {by})' if by else ''}{ex('miss')}",
+    )
     found = t.misses[1] - t.misses[0]
-    report.add(f"planted causes mislocated, {where}", f"{found} found",
-               _rate(t.mislocated), 0.05, f"{t.mislocated[0]} of {t.mislocated[1]}")
-    report.add(f"inconsistent answers, {where}", f"{t.runs} runs", t.inconsistent / max(t.runs, 1),
-               0.0, f"{t.inconsistent} of {t.runs}{ex('inconsistent')}")
+    report.add(
+        f"planted causes mislocated, {where}",
+        f"{found} found",
+        _rate(t.mislocated),
+        0.05,
+        f"{t.mislocated[0]} of {t.mislocated[1]}",
+    )
+    report.add(
+        f"inconsistent answers, {where}",
+        f"{t.runs} runs",
+        t.inconsistent / max(t.runs, 1),
+        0.0,
+        f"{t.inconsistent} of {t.runs}{ex('inconsistent')}",
+    )
     if t.slope:
-        report.add(f"growth slope error (worst), {where}", "the planted slope", max(t.slope), 0.2,
-                   f"{len(t.slope)} growth runs")
+        report.add(
+            f"growth slope error (worst), {where}",
+            "the planted slope",
+            max(t.slope),
+            0.2,
+            f"{len(t.slope)} growth runs",
+        )
     if t.gate_alarms[1]:
-        report.add(f"compare --fail-over 0.05 on one config twice, {where}",
-                   f"{t.gate_alarms[1]} pairs of healthy runs", _rate(t.gate_alarms), alarm_goal,
-                   f"{t.gate_alarms[0]} of {t.gate_alarms[1]} failed{ex('gate alarm')}")
+        report.add(
+            f"compare --fail-over 0.05 on one config twice, {where}",
+            f"{t.gate_alarms[1]} pairs of healthy runs",
+            _rate(t.gate_alarms),
+            alarm_goal,
+            f"{t.gate_alarms[0]} of {t.gate_alarms[1]} failed{ex('gate alarm')}",
+        )
     if t.gate_misses[1]:
-        report.add(f"compare --fail-over 0.05 missing a stage 80 ms slower, {where}",
-                   f"{t.gate_misses[1]} pairs", _rate(t.gate_misses), 0.05,
-                   f"{t.gate_misses[0]} of {t.gate_misses[1]}")
+        report.add(
+            f"compare --fail-over 0.05 missing a stage 80 ms slower, {where}",
+            f"{t.gate_misses[1]} pairs",
+            _rate(t.gate_misses),
+            0.05,
+            f"{t.gate_misses[0]} of {t.gate_misses[1]}",
+        )
 
 
 def _synthetic(seeds: int) -> Tally:
@@ -255,7 +305,9 @@ def _gate(t: Tally, root: Path, seeds: int, scenarios: Iterable[str]) -> None:
     from mindspeed_prof.analysis.compare import compare_runs, side_of, slower_than
 
     def slower(a: Path, b: Path) -> list[str]:
-        return slower_than(compare_runs(side_of(analyse(a, cache=False)), side_of(analyse(b, cache=False))), 0.05)
+        return slower_than(
+            compare_runs(side_of(analyse(a, cache=False)), side_of(analyse(b, cache=False))), 0.05
+        )
 
     for seed in range(seeds):
         a = root / f"healthy-{seed}"
@@ -275,16 +327,25 @@ def _gate(t: Tally, root: Path, seeds: int, scenarios: Iterable[str]) -> None:
 def run(report: Report) -> None:
     quick = report.quick
     load_now = os.getloadavg()[0]
-    _figures(report, f"synthetic, 2 and 8 ranks (load {load_now:.1f})",
-             _synthetic(1 if quick else 40), 0.0)
+    _figures(
+        report,
+        f"synthetic, 2 and 8 ranks (load {load_now:.1f})",
+        _synthetic(1 if quick else 40),
+        0.0,
+    )
     scenarios = ("healthy", "straggler") if quick else DEMO
     seeds = 1 if quick else 4
-    _figures(report, f"demo, quiet (load {os.getloadavg()[0]:.1f})",
-             _demo(seeds, scenarios, 0), 0.0)
+    _figures(
+        report, f"demo, quiet (load {os.getloadavg()[0]:.1f})", _demo(seeds, scenarios, 0), 0.0
+    )
     if not quick:
         busy = os.cpu_count() or 2
-        _figures(report, f"demo, {busy} busy processes (load {os.getloadavg()[0]:.1f})",
-                 _demo(seeds, scenarios, busy), 0.05)
+        _figures(
+            report,
+            f"demo, {busy} busy processes (load {os.getloadavg()[0]:.1f})",
+            _demo(seeds, scenarios, busy),
+            0.05,
+        )
 
 
 def main() -> None:  # pragma: no cover - a quick look by hand
@@ -297,4 +358,3 @@ def main() -> None:  # pragma: no cover - a quick look by hand
 
 if __name__ == "__main__":
     main()
-

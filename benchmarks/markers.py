@@ -48,10 +48,20 @@ RANGES_PER_STEP = 10
 def _ours(root: Path, steps: int) -> float:
     from mindspeed_prof import Profiler, mstx
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False,
-        "profile_step_start": 1, "profile_step_end": steps + 2,
-        "profile_save_path": str(root)}}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+                "profile_step_start": 1,
+                "profile_step_end": steps + 2,
+                "profile_save_path": str(root),
+            }
+        },
+        rank=0,
+    )
     rng = mstx.range
     with prof.step(1):  # starts the capture, untimed
         pass
@@ -120,10 +130,20 @@ def run(report: Report) -> None:
     t_null = per_call_ns(loop_null, n, reps)
     t_off = per_call_ns(loop_off, n, reps)
     t_rf = per_call_ns(loop_rf, n // 4, reps)
-    report.add("one range, capture off", "contextlib.nullcontext()", t_off / t_null, 1.5,
-               f"{t_off:.0f} ns vs {t_null:.0f} ns")
-    report.add("one range, capture off", "record_function, no profiler", t_off / t_rf, None,
-               f"{t_off:.0f} ns vs {t_rf:.0f} ns")
+    report.add(
+        "one range, capture off",
+        "contextlib.nullcontext()",
+        t_off / t_null,
+        1.5,
+        f"{t_off:.0f} ns vs {t_null:.0f} ns",
+    )
+    report.add(
+        "one range, capture off",
+        "record_function, no profiler",
+        t_off / t_rf,
+        None,
+        f"{t_off:.0f} ns vs {t_rf:.0f} ns",
+    )
 
     def loop_ids(k: int) -> None:
         start, end = mstx.range_start, mstx.range_end
@@ -131,12 +151,20 @@ def run(report: Report) -> None:
             end(start("step"))
 
     t_ids = per_call_ns(loop_ids, n, reps)
-    report.add("one id-based range (range_start/range_end), capture off",
-               "mstx.range() context manager, capture off", t_ids / t_off, 1.0,
-               f"{t_ids:.0f} ns vs {t_off:.0f} ns")
-    report.add("one id-based range (range_start/range_end), capture off",
-               "contextlib.nullcontext()", t_ids / t_null, 1.5,
-               f"{t_ids:.0f} ns vs {t_null:.0f} ns")
+    report.add(
+        "one id-based range (range_start/range_end), capture off",
+        "mstx.range() context manager, capture off",
+        t_ids / t_off,
+        1.0,
+        f"{t_ids:.0f} ns vs {t_off:.0f} ns",
+    )
+    report.add(
+        "one id-based range (range_start/range_end), capture off",
+        "contextlib.nullcontext()",
+        t_ids / t_null,
+        1.5,
+        f"{t_ids:.0f} ns vs {t_null:.0f} ns",
+    )
     from mindspeed_prof.capture.buffer import RangeBuffer
 
     buffer = RangeBuffer()
@@ -147,9 +175,13 @@ def run(report: Report) -> None:
         t_on = per_call_ns(loop_off, n, reps)
     finally:
         mstx.set_sink(None)
-    report.add("one id-based range, recording (range buffer)",
-               "mstx.range() context manager, recording", t_ids_on / t_on, None,
-               f"{t_ids_on:.0f} ns vs {t_on:.0f} ns; any thread may end it")
+    report.add(
+        "one id-based range, recording (range buffer)",
+        "mstx.range() context manager, recording",
+        t_ids_on / t_on,
+        None,
+        f"{t_ids_on:.0f} ns vs {t_on:.0f} ns; any thread may end it",
+    )
 
     _counts(report, n, reps)
     tmp = Path(tempfile.mkdtemp())
@@ -159,28 +191,38 @@ def run(report: Report) -> None:
         _ours(tmp / "warm", steps)  # first-use costs (lazy imports, the first file) untimed
         _torch(steps)
         for i in range(blocks):  # interleaved, the order turned each block
-            sides = [lambda: ours.append(_ours(tmp / str(i), steps)),
-                     lambda: nulls.append(_null(steps)), lambda: torchs.append(_torch(steps))]
+            sides = [
+                lambda: ours.append(_ours(tmp / str(i), steps)),
+                lambda: nulls.append(_null(steps)),
+                lambda: torchs.append(_torch(steps)),
+            ]
             for k in range(3):
                 sides[(i + k) % 3]()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     per_step = f"steps of {RANGES_PER_STEP} ranges, step hook and flush included"
-    for base, name, goal in ((torchs, "record_function under a live torch profiler, per step",
-                              0.25),
-                             (nulls, "nullcontext() for the step and each range", None)):
+    for base, name, goal in (
+        (torchs, "record_function under a live torch profiler, per step", 0.25),
+        (nulls, "nullcontext() for the step and each range", None),
+    ):
         ratios = [o / b for o, b in zip(ours, base)]
         mid, lo, hi = median_ci(ratios)
-        report.add(f"capture on (mstx_light): one training step's ranges ({per_step})", name,
-                   mid, goal, ci=(lo, hi), detail=
-                   f"{statistics.median(ours) / 1e3:.1f} us vs "
-                   f"{statistics.median(base) / 1e3:.1f} us per step; per-block ratios "
-                   f"{min(ratios):.3f}..{max(ratios):.3f}, {blocks} interleaved blocks of {steps} "
-                   "steps")
+        report.add(
+            f"capture on (mstx_light): one training step's ranges ({per_step})",
+            name,
+            mid,
+            goal,
+            ci=(lo, hi),
+            detail=f"{statistics.median(ours) / 1e3:.1f} us vs "
+            f"{statistics.median(base) / 1e3:.1f} us per step; per-block ratios "
+            f"{min(ratios):.3f}..{max(ratios):.3f}, {blocks} interleaved blocks of {steps} "
+            "steps",
+        )
 
 
-def _blocks(subject: Callable[[int], None], base: Callable[[int], None], n: int,
-            blocks: int) -> tuple[float, float, float, float, float]:
+def _blocks(
+    subject: Callable[[int], None], base: Callable[[int], None], n: int, blocks: int
+) -> tuple[float, float, float, float, float]:
     """Median per-block ratio subject/base, its range, and each side's median ns per call."""
     ratios, subs, bases = [], [], []
     for i in range(blocks):
@@ -191,8 +233,13 @@ def _blocks(subject: Callable[[int], None], base: Callable[[int], None], n: int,
         ratios.append(s / b)
         subs.append(s)
         bases.append(b)
-    return (statistics.median(ratios), min(ratios), max(ratios), statistics.median(subs),
-            statistics.median(bases))
+    return (
+        statistics.median(ratios),
+        min(ratios),
+        max(ratios),
+        statistics.median(subs),
+        statistics.median(bases),
+    )
 
 
 def _counts(report: Report, n: int, reps: int) -> None:
@@ -214,15 +261,30 @@ def _counts(report: Report, n: int, reps: int) -> None:
     assert not mstx._counters
     figure = "one count (mstx.count), nothing recording"
     ratio, lo, hi, t_c, t_r = _blocks(loop_mstx_count, loop_range, n, blocks)
-    report.add(figure, "mstx.range() context manager, nothing recording", ratio, 1.0,
-               f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
-               f"{blocks} blocks of {n:,}")
+    report.add(
+        figure,
+        "mstx.range() context manager, nothing recording",
+        ratio,
+        1.0,
+        f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
+        f"{blocks} blocks of {n:,}",
+    )
     tmp = Path(tempfile.mkdtemp())
     try:
-        prof = Profiler.from_config({"integrated": {
-            "profile": True, "mstx": True, "profile_level": "level_none",
-            "profile_with_cpu": False, "profile_step_start": 3, "profile_step_end": 4,
-            "profile_save_path": str(tmp)}}, rank=0)
+        prof = Profiler.from_config(
+            {
+                "integrated": {
+                    "profile": True,
+                    "mstx": True,
+                    "profile_level": "level_none",
+                    "profile_with_cpu": False,
+                    "profile_step_start": 3,
+                    "profile_step_end": 4,
+                    "profile_save_path": str(tmp),
+                }
+            },
+            rank=0,
+        )
 
         def loop_prof_count(k: int) -> None:
             c = prof.count
@@ -231,10 +293,14 @@ def _counts(report: Report, n: int, reps: int) -> None:
 
         with prof.step(1), prof.stage("actor_generate"):  # before the window: nothing records
             ratio, lo, hi, t_c, t_r = _blocks(loop_prof_count, loop_range, n, blocks)
-        report.add("one count (prof.count), its profiler recording nothing (before the window)",
-                   "mstx.range() context manager, nothing recording", ratio, 1.0,
-                   f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
-                   f"{blocks} blocks of {n:,}")
+        report.add(
+            "one count (prof.count), its profiler recording nothing (before the window)",
+            "mstx.range() context manager, nothing recording",
+            ratio,
+            1.0,
+            f"{t_c:.0f} ns vs {t_r:.0f} ns; per-block ratios {lo:.3f}..{hi:.3f}, "
+            f"{blocks} blocks of {n:,}",
+        )
         with prof.step(2):
             pass
         values = [float(i) for i in range(128)]
@@ -248,16 +314,21 @@ def _counts(report: Report, n: int, reps: int) -> None:
         with prof.step(3), prof.stage("actor_generate"):  # the capture records
             buffer = prof._tap.buffer
             assert buffer is not None and mstx._counters
-            for name, loop, what in (("one count (prof.count), recording", loop_prof_count,
-                                      "a number"),
-                                     ("one count of a 128-value distribution, recording",
-                                      loop_dist, "128 floats")):
+            for name, loop, what in (
+                ("one count (prof.count), recording", loop_prof_count, "a number"),
+                ("one count of a 128-value distribution, recording", loop_dist, "128 floats"),
+            ):
                 ratio, lo, hi, t_c, t_r = _blocks(loop, loop_range, m, blocks)
                 buffer.take()  # nothing of the timed loops is written
-                report.add(name, "mstx.range() recorded by the same capture", ratio, None,
-                           f"{t_c:.0f} ns vs {t_r:.0f} ns ({what}, checked, with its step "
-                           f"and stage); per-block ratios {lo:.3f}..{hi:.3f}, {blocks} "
-                           f"blocks of {m:,}")
+                report.add(
+                    name,
+                    "mstx.range() recorded by the same capture",
+                    ratio,
+                    None,
+                    f"{t_c:.0f} ns vs {t_r:.0f} ns ({what}, checked, with its step "
+                    f"and stage); per-block ratios {lo:.3f}..{hi:.3f}, {blocks} "
+                    f"blocks of {m:,}",
+                )
         prof.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

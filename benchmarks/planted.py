@@ -25,16 +25,21 @@ from typing import Any
 
 __all__ = ["Demo", "Truth", "load", "synthetic", "SYNTHETIC", "DEMO"]
 
-STAGES = ("actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
-          "critic_compute_values", "actor_update", "critic_update")
+STAGES = (
+    "actor_generate",
+    "actor_compute_log_prob",
+    "reference_compute_log_prob",
+    "critic_compute_values",
+    "actor_update",
+    "critic_update",
+)
 #: Each stage's typical ms in the synthetic captures.
 BASE = dict(zip(STAGES, (8.0, 2.0, 2.0, 1.0, 6.0, 2.0)))
 #: Their step, about (stages and 0.5 ms outside them).
 STEP = sum(BASE.values()) + 0.5
 #: The synthetic scenarios and the demo's.
 SYNTHETIC = ("healthy", "straggler", "stage", "growth", "stall", "victim")
-DEMO = ("healthy", "straggler", "stage", "growth", "stall", "zero_variance", "dropped",
-        "long_tail")
+DEMO = ("healthy", "straggler", "stage", "growth", "stall", "zero_variance", "dropped", "long_tail")
 
 
 @dataclass(frozen=True)
@@ -89,14 +94,16 @@ def synthetic(scenario: str, ranks: int, steps: int, seed: int) -> tuple[Any, Tr
                     fwd = 3.0 * (1 + rng.gauss(0, 0.03)) + 3.0 * (rank == slow_rank)
                     wait = 0.5 + 3.0 * (rank != slow_rank)
                     t.ranges.append(Range(rank, "range", "forward", step, 1e3 * ts, 1e3 * fwd))
-                    t.ranges.append(Range(rank, "range", "allreduce", step, 1e3 * (ts + fwd),
-                                          1e3 * wait))
+                    t.ranges.append(
+                        Range(rank, "range", "allreduce", step, 1e3 * (ts + fwd), 1e3 * wait)
+                    )
                     ms = max(ms, fwd + wait + 0.1)
                 t.ranges.append(Range(rank, "stage", name, step, 1e3 * ts, 1e3 * ms))
                 ts += ms
             ts += 0.5  # outside every stage
-            t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start,
-                                  1e3 * (ts - start)))
+            t.ranges.append(
+                Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start, 1e3 * (ts - start))
+            )
         traces.append(t)
     return Captures(root=Path("run"), traces=traces), truth
 
@@ -149,8 +156,9 @@ def _rank_main(rank: int, ranks: int, jobs: Any, done: Any, barrier: Any) -> Non
 
     from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker
 
-    conf = OmegaConf.to_container(OmegaConf.load(
-        Path(__file__).resolve().parents[1] / "conf" / "demo.yaml"))
+    conf = OmegaConf.to_container(
+        OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "demo.yaml")
+    )
     assert isinstance(conf, dict)
     while True:
         job = jobs.get()
@@ -180,10 +188,18 @@ def _rank_main(rank: int, ranks: int, jobs: Any, done: Any, barrier: Any) -> Non
                 self._step = step
                 return super().train_step(step)
 
-        prof = {"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                               "profile_with_cpu": False, "profile_save_path": root,
-                               "profile_step_start": WINDOW[0], "profile_step_end": WINDOW[1]},
-                "extensions": {"backend": "none", "on_demand": False}}
+        prof = {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+                "profile_save_path": root,
+                "profile_step_start": WINDOW[0],
+                "profile_step_end": WINDOW[1],
+            },
+            "extensions": {"backend": "none", "on_demand": False},
+        }
         os.environ["MINDSPEED_PROF_RUN"] = f"bench-{scenario}-{seed}"  # one run, every rank
         worker = Planted(rank, demo, prof)
         for step in range(1, WINDOW[1] + 1):
@@ -204,9 +220,14 @@ class Demo:
         self.jobs = [ctx.Queue() for _ in range(ranks)]
         self.done = ctx.Queue()
         self.barrier = ctx.Barrier(ranks)  # kept: the children open it after it is pickled
-        self.procs = [ctx.Process(target=_rank_main, args=(r, ranks, self.jobs[r], self.done,
-                                                          self.barrier), daemon=True)
-                      for r in range(ranks)]
+        self.procs = [
+            ctx.Process(
+                target=_rank_main,
+                args=(r, ranks, self.jobs[r], self.done, self.barrier),
+                daemon=True,
+            )
+            for r in range(ranks)
+        ]
         for p in self.procs:
             p.start()
 

@@ -51,24 +51,39 @@ from benchmarks.report import Report
 __all__ = ["run"]
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "corpus"
-NPU = ["npu_text_level0", "npu_text_level1", "npu_text_level2", "npu_db_level0",
-       "npu_db_level1", "npu_db_level2", "npu_text_qwen3_4rank_pp2", "npu_text_gpt3_csv_only"]
-CUDA = ["kineto_nccl_v100_rank1_of_2", "kineto_trace_diff/control", "kineto_trace_diff/test",
-        "kineto_nccl_2rank_sampled", "kineto_cuda_v100_ns_resolution", "kineto_nccl_rank0_of_2",
-        "kineto_nccl_rank0_of_16", "kineto_tb_resnet50_2021"]
+NPU = [
+    "npu_text_level0",
+    "npu_text_level1",
+    "npu_text_level2",
+    "npu_db_level0",
+    "npu_db_level1",
+    "npu_db_level2",
+    "npu_text_qwen3_4rank_pp2",
+    "npu_text_gpt3_csv_only",
+]
+CUDA = [
+    "kineto_nccl_v100_rank1_of_2",
+    "kineto_trace_diff/control",
+    "kineto_trace_diff/test",
+    "kineto_nccl_2rank_sampled",
+    "kineto_cuda_v100_ns_resolution",
+    "kineto_nccl_rank0_of_2",
+    "kineto_nccl_rank0_of_16",
+    "kineto_tb_resnet50_2021",
+]
 
-HTA = textwrap.dedent('''
+HTA = textwrap.dedent("""
     import logging, sys
     logging.disable(logging.WARNING)
     from hta.trace_analysis import TraceAnalysis
     df = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=True
                        ).get_temporal_breakdown(visualize=False)
     assert len(df), "no ranks"
-''')
+""")
 
 # Runs the command, sampling the summed RSS of its process tree; prints its wall time, the
 # largest single process's peak (ru_maxrss of the reaped tree) and the sampled tree peak.
-_LAUNCHER = textwrap.dedent('''
+_LAUNCHER = textwrap.dedent("""
     import json, resource, subprocess, sys, tempfile, time
     try:
         import psutil
@@ -100,13 +115,18 @@ _LAUNCHER = textwrap.dedent('''
     use = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"wall_s": wall, "rss_kb": use.ru_maxrss, "cpu_s": use.ru_utime +
                       use.ru_stime, "tree_kb": tree // 1024 if psutil else None}))
-''')
+""")
 
 
 def _measure(cmd: list[str], ok: str = "0") -> dict[str, Any]:
     """``cmd`` run by the launcher; an exit status outside ``ok`` (e.g. "0,3") is an error."""
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, ok, *cmd], capture_output=True,
-                         text=True, check=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, ok, *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
@@ -152,8 +172,9 @@ def _msprof(root: Path, work: Path) -> dict[str, Any]:
     data = work / "in" / root.name
     shutil.copytree(root, data)
     # (MSPROF_ANALYZE_LOG_FILE is unset: its log goes to stderr, which the launcher drops)
-    got = _measure([exe, "cluster", "-d", str(data), "-m", "all", "-o", str(work / "out"),
-                    "--force"])
+    got = _measure(
+        [exe, "cluster", "-d", str(data), "-m", "all", "-o", str(work / "out"), "--force"]
+    )
     result = work / "out" / "cluster_analysis_output"
     if not result.is_dir() or not any(result.iterdir()):  # it exits 0 on errors
         raise RuntimeError(f"msprof-analyze wrote nothing for {root.name}")
@@ -169,24 +190,45 @@ def _side(runs: dict[str, list[dict[str, Any]]]) -> tuple[float, int, int | None
     walls = {name: statistics.median(r["wall_s"] for r in rs) for name, rs in runs.items()}
     rss = max(r["rss_kb"] for rs in runs.values() for r in rs)
     trees = [r["tree_kb"] for rs in runs.values() for r in rs if r["tree_kb"] is not None]
-    return sum(walls.values()), rss, max(trees) if trees else None, ", ".join(
-        f"{name.split('/')[-1]} {s:.2f}" for name, s in walls.items())
+    return (
+        sum(walls.values()),
+        rss,
+        max(trees) if trees else None,
+        ", ".join(f"{name.split('/')[-1]} {s:.2f}" for name, s in walls.items()),
+    )
 
 
-def _compare(report: Report, what: str, other: str, ours: dict[str, list[dict[str, Any]]],
-             theirs: dict[str, list[dict[str, Any]]], answers: str) -> None:
+def _compare(
+    report: Report,
+    what: str,
+    other: str,
+    ours: dict[str, list[dict[str, Any]]],
+    theirs: dict[str, list[dict[str, Any]]],
+    answers: str,
+) -> None:
     t_ours, rss_ours, tree_ours, per_ours = _side(ours)
     t_them, rss_them, tree_them, per_them = _side(theirs)
     n = len(ours)
-    report.add(f"`mindspeed-prof analyse --json` on the corpus' {what}: time",
-               f"{other}, whole process", t_ours / t_them, 0.2,
-               f"{t_ours:.2f} s vs {t_them:.2f} s over {n} set{'s' * (n > 1)} "
-               f"(ours: {per_ours}; theirs: {per_them} s); {answers}")
-    tree = (f"; whole process tree, summed: {tree_ours / 1024:.0f} MB vs "
-            f"{tree_them / 1024:.0f} MB" if tree_ours and tree_them else "")
-    report.add(f"`mindspeed-prof analyse --json` on the corpus' {what}: peak RSS",
-               f"{other}, its largest process", rss_ours / rss_them, 0.5,
-               f"{rss_ours / 1024:.0f} MB vs {rss_them / 1024:.0f} MB{tree}")
+    report.add(
+        f"`mindspeed-prof analyse --json` on the corpus' {what}: time",
+        f"{other}, whole process",
+        t_ours / t_them,
+        0.2,
+        f"{t_ours:.2f} s vs {t_them:.2f} s over {n} set{'s' * (n > 1)} "
+        f"(ours: {per_ours}; theirs: {per_them} s); {answers}",
+    )
+    tree = (
+        f"; whole process tree, summed: {tree_ours / 1024:.0f} MB vs {tree_them / 1024:.0f} MB"
+        if tree_ours and tree_them
+        else ""
+    )
+    report.add(
+        f"`mindspeed-prof analyse --json` on the corpus' {what}: peak RSS",
+        f"{other}, its largest process",
+        rss_ours / rss_them,
+        0.5,
+        f"{rss_ours / 1024:.0f} MB vs {rss_them / 1024:.0f} MB{tree}",
+    )
 
 
 def run(report: Report) -> None:
@@ -195,8 +237,7 @@ def run(report: Report) -> None:
     reps = 1 if report.quick else 3
     tmp = Path(tempfile.mkdtemp(prefix="bench-ref-"))
     try:
-        sets = {name: _unpack(name, tmp / "sets" / name.replace("/", "-")) for name in
-                npu + cuda}
+        sets = {name: _unpack(name, tmp / "sets" / name.replace("/", "-")) for name in npu + cuda}
         ours: dict[str, list[dict[str, Any]]] = {n: [] for n in sets}
         start: dict[str, list[dict[str, Any]]] = {n: [] for n in sets}
         empty = tmp / "empty"
@@ -224,24 +265,52 @@ def run(report: Report) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for key, what, other, names, theirs, answers in (
-            ("msprof", "torch_npu sets", "msprof-analyze cluster -m all", npu, msprof,
-             "theirs: step split and communication; ours: every --json section"),
-            ("hta", "CUDA traces", "HTA temporal breakdown", cuda, hta,
-             "theirs: the temporal breakdown; ours: every --json section")):
+        (
+            "msprof",
+            "torch_npu sets",
+            "msprof-analyze cluster -m all",
+            npu,
+            msprof,
+            "theirs: step split and communication; ours: every --json section",
+        ),
+        (
+            "hta",
+            "CUDA traces",
+            "HTA temporal breakdown",
+            cuda,
+            hta,
+            "theirs: the temporal breakdown; ours: every --json section",
+        ),
+    ):
         if key in missing:
             for fig, goal in (("time", 0.2), ("peak RSS", 0.5)):
-                report.add(f"`mindspeed-prof analyse --json` on the corpus' {what}: {fig}",
-                           other, float("nan"), goal,
-                           f"{other.split()[0]} not runnable here: {missing[key]}")
+                report.add(
+                    f"`mindspeed-prof analyse --json` on the corpus' {what}: {fig}",
+                    other,
+                    float("nan"),
+                    goal,
+                    f"{other.split()[0]} not runnable here: {missing[key]}",
+                )
             continue
         _compare(report, what, other, {n: ours[n] for n in names}, theirs, answers)
-        _start_figure(report, what, other, {n: start[n] for n in names}, theirs,
-                      0.05 if key == "msprof" else 0.15)
+        _start_figure(
+            report,
+            what,
+            other,
+            {n: start[n] for n in names},
+            theirs,
+            0.05 if key == "msprof" else 0.15,
+        )
 
 
-def _start_figure(report: Report, what: str, other: str,
-                  start: dict[str, list[dict[str, Any]]],
-                  theirs: dict[str, list[dict[str, Any]]], goal: float) -> None:
+def _start_figure(
+    report: Report,
+    what: str,
+    other: str,
+    start: dict[str, list[dict[str, Any]]],
+    theirs: dict[str, list[dict[str, Any]]],
+    goal: float,
+) -> None:
     def cpu(runs: dict[str, list[dict[str, Any]]]) -> float:
         return float(sum(statistics.median(r["cpu_s"] for r in rs) for rs in runs.values()))
 
@@ -249,8 +318,12 @@ def _start_figure(report: Report, what: str, other: str,
     t_them = _side(theirs)[0]
     c_start, c_them = cpu(start), cpu(theirs)
     n = len(start)
-    report.add(f"`mindspeed-prof analyse`'s own start (imports, discovery), the corpus' {what}: "
-               "CPU time", f"{other}, whole process tree, CPU time", c_start / c_them, goal,
-               f"{c_start:.2f} s vs {c_them:.2f} s of CPU over {n} set{'s' * (n > 1)} "
-               f"({c_start / n:.3f} s a start; peak RSS {rss / 1024:.0f} MB); wall: "
-               f"{t_start:.2f} s vs {t_them:.2f} s ({t_start / t_them:.3f}x)")
+    report.add(
+        f"`mindspeed-prof analyse`'s own start (imports, discovery), the corpus' {what}: CPU time",
+        f"{other}, whole process tree, CPU time",
+        c_start / c_them,
+        goal,
+        f"{c_start:.2f} s vs {c_them:.2f} s of CPU over {n} set{'s' * (n > 1)} "
+        f"({c_start / n:.3f} s a start; peak RSS {rss / 1024:.0f} MB); wall: "
+        f"{t_start:.2f} s vs {t_them:.2f} s ({t_start / t_them:.3f}x)",
+    )

@@ -40,8 +40,10 @@ class Figure:
     def line(self) -> str:
         ci = f" [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if self.ci else ""
         goal = f"<= {self.goal:g}x" if self.goal is not None else "-"
-        return f"| {self.figure} | {self.baseline} | {self.ratio:.3f}{ci} | {goal} | " \
-               f"{self.verdict} | {self.detail} |"
+        return (
+            f"| {self.figure} | {self.baseline} | {self.ratio:.3f}{ci} | {goal} | "
+            f"{self.verdict} | {self.detail} |"
+        )
 
 
 @dataclass
@@ -52,8 +54,15 @@ class Report:
     group: str = ""
     figures: list[Figure] = field(default_factory=list)
 
-    def add(self, figure: str, baseline: str, ratio: float, goal: float | None,
-            detail: str = "", ci: tuple[float, float] | None = None) -> Figure:
+    def add(
+        self,
+        figure: str,
+        baseline: str,
+        ratio: float,
+        goal: float | None,
+        detail: str = "",
+        ci: tuple[float, float] | None = None,
+    ) -> Figure:
         fig = Figure(self.group, figure, baseline, ratio, goal, detail, ci)
         self.figures.append(fig)
         return fig

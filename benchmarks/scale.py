@@ -46,9 +46,16 @@ def _light_capture(root: Path, steps: int) -> Path:
     from mindspeed_prof import Profiler, mstx
     from mindspeed_prof.config.schema import STAGES
 
-    cfg = {"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                          "profile_step_start": 1, "profile_step_end": steps + 1,
-                          "profile_save_path": str(root)}}
+    cfg = {
+        "integrated": {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "profile_step_start": 1,
+            "profile_step_end": steps + 1,
+            "profile_save_path": str(root),
+        }
+    }
     with Profiler.from_config(cfg, rank=0) as prof:
         for step in range(1, steps + 1):
             with prof.step(step):
@@ -74,8 +81,13 @@ def run(report: Report) -> None:
             one.append(_seconds(lambda: analyse(root, jobs=1, cache=False)))
             two.append(_seconds(lambda: analyse(root, jobs=2, cache=False)))
         t1, t2 = statistics.median(one), statistics.median(two)
-        report.add("analyse --jobs 2: time", "--jobs 1 on the same 16 rank files", t2 / t1, 0.75,
-                   f"{t2:.2f} s vs {t1:.2f} s; {RANKS} files, {mb:.0f} MB")
+        report.add(
+            "analyse --jobs 2: time",
+            "--jobs 1 on the same 16 rank files",
+            t2 / t1,
+            0.75,
+            f"{t2:.2f} s vs {t1:.2f} s; {RANKS} files, {mb:.0f} MB",
+        )
 
         first, second = [], []
         for i in range(reps):
@@ -83,25 +95,40 @@ def run(report: Report) -> None:
             first.append(_seconds(lambda: analyse(fresh, jobs=1)))
             second.append(_seconds(lambda: analyse(fresh, jobs=1)))
         f, s = statistics.median(first), statistics.median(second)
-        report.add("analyse, second run (cache hits): time", "first run (reads, writes entries)",
-                   s / f, 0.1, f"{s * 1e3:.0f} ms vs {f * 1e3:.0f} ms; {RANKS} files, {mb:.0f} MB")
+        report.add(
+            "analyse, second run (cache hits): time",
+            "first run (reads, writes entries)",
+            s / f,
+            0.1,
+            f"{s * 1e3:.0f} ms vs {f * 1e3:.0f} ms; {RANKS} files, {mb:.0f} MB",
+        )
 
         steps = 100 if report.quick else 1000
         light = _ranks(_light_capture(tmp / "light-src", steps), tmp / "light")
         traces = analyse(light, jobs=1, cache=False).traces
         out = tmp / "timeline.json"
         read_s = statistics.median(
-            _seconds(lambda: analyse(light, jobs=1, cache=False)) for _ in range(reps))
+            _seconds(lambda: analyse(light, jobs=1, cache=False)) for _ in range(reps)
+        )
         build_s = statistics.median(
-            _seconds(lambda: write_timeline(traces, out)) for _ in range(reps))
+            _seconds(lambda: write_timeline(traces, out)) for _ in range(reps)
+        )
         per = out.stat().st_size / (RANKS * steps)
         projected = per * 64 * 1000
-        report.add("timeline, light capture: size of 64 ranks x 1,000 steps", "200 MB",
-                   projected / 200e6, 0.5,
-                   f"{per:.0f} B per rank-step ({RANKS} ranks x {steps} steps: "
-                   f"{out.stat().st_size / 1e6:.1f} MB) -> {projected / 1e6:.0f} MB")
-        report.add("timeline, light capture: time to build for 16 ranks",
-                   "reading the 16 range files", build_s / read_s, None,
-                   f"{build_s:.2f} s vs {read_s:.2f} s; {RANKS} ranks x {steps} steps")
+        report.add(
+            "timeline, light capture: size of 64 ranks x 1,000 steps",
+            "200 MB",
+            projected / 200e6,
+            0.5,
+            f"{per:.0f} B per rank-step ({RANKS} ranks x {steps} steps: "
+            f"{out.stat().st_size / 1e6:.1f} MB) -> {projected / 1e6:.0f} MB",
+        )
+        report.add(
+            "timeline, light capture: time to build for 16 ranks",
+            "reading the 16 range files",
+            build_s / read_s,
+            None,
+            f"{build_s:.2f} s vs {read_s:.2f} s; {RANKS} ranks x {steps} steps",
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

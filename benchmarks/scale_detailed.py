@@ -57,8 +57,14 @@ def _cli() -> list[str]:
 def measure(args: list[str], out: Path) -> dict[str, float]:
     """``mindspeed-prof ARGS`` with stdout to ``out``: rc, wall s, CPU s, peak RSS MB."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    proc = subprocess.run([sys.executable, "-c", _LAUNCHER, str(out), *_cli(), *args],
-                          capture_output=True, text=True, check=True, env=env, timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, str(out), *_cli(), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=3600,
+    )
     rc, wall, cpu, rss = json.loads(proc.stdout)
     return {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss / 1024}
 
@@ -70,7 +76,7 @@ def _uncache(root: Path) -> None:
 
 def _named(doc: dict[str, Any], ranks: int) -> tuple[bool, bool]:
     """Is the planted slow rank the verdict's straggler; is a link rank named in a finding?"""
-    straggler = (doc["verdict"].get("behind") or doc["verdict"].get("straggler") or {})
+    straggler = doc["verdict"].get("behind") or doc["verdict"].get("straggler") or {}
     a, b = slow_link(ranks)
     link = any(f"rank {a}" in f["title"] or f"rank {b}" in f["title"] for f in doc["findings"])
     return straggler.get("rank") == slow_rank(ranks), link
@@ -78,8 +84,11 @@ def _named(doc: dict[str, Any], ranks: int) -> tuple[bool, bool]:
 
 def _matrix_lowest(doc: dict[str, Any], ranks: int) -> bool:
     """torch_npu: the lowest-bandwidth HCCS link of the matrix is the planted one."""
-    rows = [c for c in doc["comm"] if c["kind"] == "link" and c.get("transport") == "HCCS"
-            and c.get("bandwidth_gbps")]
+    rows = [
+        c
+        for c in doc["comm"]
+        if c["kind"] == "link" and c.get("transport") == "HCCS" and c.get("bandwidth_gbps")
+    ]
     if not rows:
         return False
     low = min(rows, key=lambda c: c["bandwidth_gbps"])
@@ -101,14 +110,24 @@ def _timeline_ok(path: Path, ranks: int, steps: int, stages: bool) -> str:
                 bucket = "ops"
             if bucket is not None:
                 counts[bucket][ev.pid] = counts[bucket].get(ev.pid, 0) + 1
-    whole = (len(counts["steps"]) == ranks and all(n == steps for n in counts["steps"].values())
-             and (not stages or len(counts["stages"]) == ranks)
-             and len(counts["ops"]) == ranks and all(n >= 16 for n in counts["ops"].values()))
+    whole = (
+        len(counts["steps"]) == ranks
+        and all(n == steps for n in counts["steps"].values())
+        and (not stages or len(counts["stages"]) == ranks)
+        and len(counts["ops"]) == ranks
+        and all(n >= 16 for n in counts["ops"].values())
+    )
     return "ok" if whole else "MISSED"
 
 
-def _one(kind: str, ranks: int, root: Path, tmp: Path, rows: dict[str, Any],
-         parts: tuple[str, ...] = ("analyse", "doctor", "timeline")) -> None:
+def _one(
+    kind: str,
+    ranks: int,
+    root: Path,
+    tmp: Path,
+    rows: dict[str, Any],
+    parts: tuple[str, ...] = ("analyse", "doctor", "timeline"),
+) -> None:
     out = tmp / f"{kind}-{ranks}.json"
     row: dict[str, Any] = rows.setdefault(f"{kind}-{ranks}", {})
     row["input_mb"] = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6
@@ -126,12 +145,16 @@ def _one(kind: str, ranks: int, root: Path, tmp: Path, rows: dict[str, Any],
         row["doctor"] = measure(["doctor", "--json", str(root)], out)
     if "timeline" in parts:
         trace = tmp / f"{kind}-{ranks}.timeline.json"
-        row["timeline"] = measure(["timeline", str(root), "-o", str(trace), "--detail", "all",
-                                   "--jobs", "2"], out)
+        row["timeline"] = measure(
+            ["timeline", str(root), "-o", str(trace), "--detail", "all", "--jobs", "2"], out
+        )
         size = trace.stat().st_size if trace.exists() else 0
         row["timeline_mb"] = size / 1e6
-        row["timeline_whole"] = (_timeline_ok(trace, ranks, STEPS if kind == "kineto" else 1,
-                                              kind == "kineto") if size else "MISSED")
+        row["timeline_whole"] = (
+            _timeline_ok(trace, ranks, STEPS if kind == "kineto" else 1, kind == "kineto")
+            if size
+            else "MISSED"
+        )
         trace.unlink(missing_ok=True)
     line = json.dumps({f"{kind}-{ranks}": row, "parts": parts})
     print(f"scale_detailed {line}", file=sys.stderr, flush=True)
@@ -148,8 +171,7 @@ def _ray(root: Path, tmp: Path) -> dict[str, float]:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         _uncache(root)
-        return measure(["analyse", "--json", "--ray", cluster.address, str(root)],
-                       tmp / "ray.json")
+        return measure(["analyse", "--json", "--ray", cluster.address, str(root)], tmp / "ray.json")
     finally:
         _uncache(root)
         cluster.shutdown()
@@ -171,9 +193,13 @@ def run(report: Report) -> None:
         if not report.quick:
             ray = _ray(kineto_root(64), tmp)
             jobs = rows["kineto-64"]["first"]
-            report.add("analyse --ray, 2 local nodes, 64 Kineto ranks: wall time",
-                       "--jobs 2 on the same root", ray["wall"] / jobs["wall"], None,
-                       f"{ray['wall']:.1f} s vs {jobs['wall']:.1f} s (exit {ray['rc']:.0f})")
+            report.add(
+                "analyse --ray, 2 local nodes, 64 Kineto ranks: wall time",
+                "--jobs 2 on the same root",
+                ray["wall"] / jobs["wall"],
+                None,
+                f"{ray['wall']:.1f} s vs {jobs['wall']:.1f} s (exit {ray['rc']:.0f})",
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -181,33 +207,53 @@ def run(report: Report) -> None:
 def _figures(report: Report, kind: str, sizes: tuple[int, ...], rows: dict[str, Any]) -> None:
     """Growth of each command from the smallest to the largest root it ran on; the largest
     root's time, checks and timeline."""
-    for label, key in (("analyse --jobs 2 (first)", "first"), ("analyse (cache hits)", "warm"),
-                       ("doctor", "doctor"), ("timeline --detail all", "timeline")):
+    for label, key in (
+        ("analyse --jobs 2 (first)", "first"),
+        ("analyse (cache hits)", "warm"),
+        ("doctor", "doctor"),
+        ("timeline --detail all", "timeline"),
+    ):
         have = [n for n in sizes if key in rows.get(f"{kind}-{n}", {})]
         if len(have) < 2:
             continue
         a, b = rows[f"{kind}-{have[0]}"][key], rows[f"{kind}-{have[-1]}"][key]
         what = f"{have[0]} -> {have[-1]} {kind} ranks"
-        report.add(f"{label}, {what}: CPU time growth", "the rank ratio",
-                   (b["cpu"] / max(a["cpu"], 1e-9)) / (have[-1] / have[0]), 1.1,
-                   f"{have[-1]}: {_text(b)}; {have[0]}: {_text(a)}")
-        report.add(f"{label}, {what}: peak RSS growth", f"{have[0]} ranks",
-                   b["rss"] / max(a["rss"], 1e-9), 1.25,
-                   f"{b['rss']:.0f} MB vs {a['rss']:.0f} MB")
+        report.add(
+            f"{label}, {what}: CPU time growth",
+            "the rank ratio",
+            (b["cpu"] / max(a["cpu"], 1e-9)) / (have[-1] / have[0]),
+            1.1,
+            f"{have[-1]}: {_text(b)}; {have[0]}: {_text(a)}",
+        )
+        report.add(
+            f"{label}, {what}: peak RSS growth",
+            f"{have[0]} ranks",
+            b["rss"] / max(a["rss"], 1e-9),
+            1.25,
+            f"{b['rss']:.0f} MB vs {a['rss']:.0f} MB",
+        )
     hi = rows.get(f"{kind}-{sizes[-1]}", {})
     if "first" in hi:
         first = hi["first"]
-        report.add(f"analyse --jobs 2, {sizes[-1]} {kind} ranks ({hi['input_mb']:,.0f} MB): "
-                   "CPU s / 2 cores", "2 minutes", first["cpu"] / 2 / 120.0,
-                   1.0 if kind == "kineto" else None,
-                   f"{_text(first)}; {hi['input_mb'] / max(first['cpu'], 1e-9):.1f} MB per "
-                   "CPU s; " + ", ".join(f"{k}: {'ok' if v else 'MISSED'}"
-                                          for k, v in hi["checks"].items()))
+        report.add(
+            f"analyse --jobs 2, {sizes[-1]} {kind} ranks ({hi['input_mb']:,.0f} MB): "
+            "CPU s / 2 cores",
+            "2 minutes",
+            first["cpu"] / 2 / 120.0,
+            1.0 if kind == "kineto" else None,
+            f"{_text(first)}; {hi['input_mb'] / max(first['cpu'], 1e-9):.1f} MB per "
+            "CPU s; "
+            + ", ".join(f"{k}: {'ok' if v else 'MISSED'}" for k, v in hi["checks"].items()),
+        )
     big = [n for n in sizes if "timeline" in rows.get(f"{kind}-{n}", {})]
     if big:
         row = rows[f"{kind}-{big[-1]}"]
-        report.add(f"timeline --detail all, {big[-1]} {kind} ranks: size", "--max-mb 256",
-                   row["timeline_mb"] / 256.0, 1.0,
-                   f"{row['timeline_mb']:.1f} MB from {row['input_mb']:,.0f} MB; steps, "
-                   f"stages, 16 longest per rank: {row['timeline_whole']}; "
-                   f"{_text(row['timeline'])}")
+        report.add(
+            f"timeline --detail all, {big[-1]} {kind} ranks: size",
+            "--max-mb 256",
+            row["timeline_mb"] / 256.0,
+            1.0,
+            f"{row['timeline_mb']:.1f} MB from {row['input_mb']:,.0f} MB; steps, "
+            f"stages, 16 longest per rank: {row['timeline_whole']}; "
+            f"{_text(row['timeline'])}",
+        )

@@ -25,8 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MB_PER_RANK", "STEPS", "cache_dir", "kineto_root", "npu_root", "slow_link",
-           "slow_rank"]
+__all__ = ["MB_PER_RANK", "STEPS", "cache_dir", "kineto_root", "npu_root", "slow_link", "slow_rank"]
 
 MB_PER_RANK = 5
 STEPS = 4
@@ -45,8 +44,10 @@ def slow_link(ranks: int) -> tuple[int, int]:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("MINDSPEED_PROF_SCALE_CACHE")
-                or Path(tempfile.gettempdir()) / "mindspeed-prof-scale-detailed")
+    return Path(
+        os.environ.get("MINDSPEED_PROF_SCALE_CACHE")
+        or Path(tempfile.gettempdir()) / "mindspeed-prof-scale-detailed"
+    )
 
 
 def _cached(name: str, make: Any) -> Path:
@@ -62,8 +63,11 @@ def _cached(name: str, make: Any) -> Path:
 def _events(seed: int, stretch: float, comm: float) -> list[dict[str, Any]]:
     from mindspeed_prof.testing.kineto import cuda_events
 
-    events = list(cuda_events(rank=0, steps=STEPS, seed=seed,
-                              kernels_per_stage=_KERNELS_PER_STAGE, comm_scale=comm))
+    events = list(
+        cuda_events(
+            rank=0, steps=STEPS, seed=seed, kernels_per_stage=_KERNELS_PER_STAGE, comm_scale=comm
+        )
+    )
     t0 = 1_000_000.0
     for e in events if stretch != 1.0 else ():  # x1.25: whole us stay exact
         if "ts" in e:
@@ -77,9 +81,12 @@ def _body(events: list[dict[str, Any]]) -> bytes:
 
 
 def _header(rank: int, ranks: int) -> bytes:
-    head = {"schemaVersion": 1, "baseTimeNanoseconds": _BASE_NS,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85e9}]}
+    head = {
+        "schemaVersion": 1,
+        "baseTimeNanoseconds": _BASE_NS,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks},
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85e9}],
+    }
     return json.dumps(head).encode()[:-1]
 
 
@@ -93,8 +100,13 @@ def kineto_root(ranks: int) -> Path:
         slow = _body(_events(0, 1.25, 1.0))
         link = _body(_events(1, 1.0, 4.0))
         for rank in range(ranks):
-            body = (slow if rank == slow_rank(ranks) else link if rank in slow_link(ranks)
-                    else bodies[rank % _SEEDS])
+            body = (
+                slow
+                if rank == slow_rank(ranks)
+                else link
+                if rank in slow_link(ranks)
+                else bodies[rank % _SEEDS]
+            )
             name = f"rank{rank}_node{rank // 8}_{4000 + rank}_step1.pt.trace.json"
             (folder / name).write_bytes(_header(rank, ranks) + body)
 
@@ -125,13 +137,16 @@ def npu_root(ranks: int) -> Path:
                 (folder / rel).parent.mkdir(parents=True, exist_ok=True)
                 (folder / rel).write_bytes(data)
             (folder / f"profiler_info_{rank}.json").write_text(
-                json.dumps({**info, "rank_id": rank}))
+                json.dumps({**info, "rank_id": rank})
+            )
             out = folder / "ASCEND_PROFILER_OUTPUT"
             (out / "communication_matrix.json").write_text(_matrix(matrix, rank, ranks))
             (out / "communication.json").write_text(
-                _slower(comm) if rank in slow_link(ranks) else comm)
+                _slower(comm) if rank in slow_link(ranks) else comm
+            )
             (out / "step_trace_time.csv").write_text(
-                _stretched(steps, 1.25) if rank == slow_rank(ranks) else steps)
+                _stretched(steps, 1.25) if rank == slow_rank(ranks) else steps
+            )
 
     return _cached(f"npu-{ranks}", make)
 
@@ -150,8 +165,11 @@ def _matrix(text: str, rank: int, ranks: int) -> str:
                     src, dst = (int(x) for x in key.split("-"))
                     src, dst = rank, group + (dst + rank) % 8
                     if {src, dst} == {a, b}:
-                        row = {**row, "Transit Time(ms)": row["Transit Time(ms)"] * 4,
-                               "Bandwidth(GB/s)": row["Bandwidth(GB/s)"] / 4}
+                        row = {
+                            **row,
+                            "Transit Time(ms)": row["Transit Time(ms)"] * 4,
+                            "Bandwidth(GB/s)": row["Bandwidth(GB/s)"] / 4,
+                        }
                     renamed[f"{src}-{dst}"] = row
                 ops[op] = renamed
     return json.dumps(doc)

@@ -52,11 +52,16 @@ def _worker(preset: str, root: Path, start: int, end: int) -> Any:
 
     GlobalHydra.instance().clear()
     with initialize_config_module("mindspeed_prof.conf", version_base=None):
-        cfg = compose("demo", overrides=[
-            f"profiler_config={preset}", *DEMO,
-            f"profiler_config.integrated.profile_step_start={start}",
-            f"profiler_config.integrated.profile_step_end={end}",
-            f"profiler_config.integrated.profile_save_path={root / preset}"])
+        cfg = compose(
+            "demo",
+            overrides=[
+                f"profiler_config={preset}",
+                *DEMO,
+                f"profiler_config.integrated.profile_step_start={start}",
+                f"profiler_config.integrated.profile_step_end={end}",
+                f"profiler_config.integrated.profile_save_path={root / preset}",
+            ],
+        )
     GlobalHydra.instance().clear()
     demo = DemoConfig.parse(OmegaConf.to_container(cfg.demo, resolve=True))
     return IntegratedWorker(0, demo, worker_config(cfg.profiler_config))
@@ -89,13 +94,27 @@ def _mstx_light_ab(report: Report, root: Path) -> float:
     for _ in range(1 if report.quick else 3):  # warm-up: allocator, first capture start
         once_a()
         once_b()
-    pairs = Paired().run(once_a, once_b, min_pairs=5 if report.quick else 60, resolve=RESOLVE,
-                         budget_s=1 if report.quick else 50)
+    pairs = Paired().run(
+        once_a,
+        once_b,
+        min_pairs=5 if report.quick else 60,
+        resolve=RESOLVE,
+        budget_s=1 if report.quick else 50,
+    )
     b.profiler.close()
-    ok = ("resolved" if pairs.half_width() <= RESOLVE
-          else f"NOT resolved to +-{RESOLVE:.0%} in the time budget")
-    report.add("demo training step, profiler=mstx_light, A/B", "the same step with "
-               "profiler=none", pairs.ratio, 1.02, f"{pairs.describe()}; {ok}", ci=pairs.ci)
+    ok = (
+        "resolved"
+        if pairs.half_width() <= RESOLVE
+        else f"NOT resolved to +-{RESOLVE:.0%} in the time budget"
+    )
+    report.add(
+        "demo training step, profiler=mstx_light, A/B",
+        "the same step with profiler=none",
+        pairs.ratio,
+        1.02,
+        f"{pairs.describe()}; {ok}",
+        ci=pairs.ci,
+    )
     return statistics.median(pairs.a)
 
 
@@ -103,10 +122,20 @@ def _hooks_per_step(root: Path, steps: int) -> float:
     from mindspeed_prof import Profiler, mstx
     from mindspeed_prof.config.schema import STAGES
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False,
-        "profile_step_start": 1, "profile_step_end": steps + 1,
-        "profile_save_path": str(root / "hooks")}}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+                "profile_step_start": 1,
+                "profile_step_end": steps + 1,
+                "profile_save_path": str(root / "hooks"),
+            }
+        },
+        rank=0,
+    )
 
     @mstx.mstx_timer_decorator
     def decorated() -> None:
@@ -143,11 +172,15 @@ def _torch_presets(report: Report, root: Path) -> None:
     base = medians["none"]
     for preset in presets:
         ratios = [m / b for m, b in zip(medians[preset], base)]
-        report.add(f"demo training step, profiler={preset} (every step captured)",
-                   "the same step with profiler=none", statistics.median(ratios), None,
-                   f"{statistics.median(medians[preset]) * 1e3:.1f} ms vs "
-                   f"{statistics.median(base) * 1e3:.1f} ms; per-round ratios "
-                   f"{min(ratios):.2f}..{max(ratios):.2f}, {rounds} rounds of {steps} steps")
+        report.add(
+            f"demo training step, profiler={preset} (every step captured)",
+            "the same step with profiler=none",
+            statistics.median(ratios),
+            None,
+            f"{statistics.median(medians[preset]) * 1e3:.1f} ms vs "
+            f"{statistics.median(base) * 1e3:.1f} ms; per-round ratios "
+            f"{min(ratios):.2f}..{max(ratios):.2f}, {rounds} rounds of {steps} steps",
+        )
 
 
 def run(report: Report) -> None:
@@ -155,10 +188,14 @@ def run(report: Report) -> None:
     try:
         base = _mstx_light_ab(report, root)
         hooks = _hooks_per_step(root, 100 if report.quick else 3000)
-        report.add("demo training step, profiler=mstx_light: the hooks' own cost",
-                   "the median profiler=none step", (base + hooks) / base, None,
-                   f"{hooks * 1e6:.0f} us of hooks per {base * 1e3:.1f} ms step (tight loop: "
-                   "1 step, 6 stages, 1 decorated call, 1 flush)")
+        report.add(
+            "demo training step, profiler=mstx_light: the hooks' own cost",
+            "the median profiler=none step",
+            (base + hooks) / base,
+            None,
+            f"{hooks * 1e6:.0f} us of hooks per {base * 1e3:.1f} ms step (tight loop: "
+            "1 step, 6 stages, 1 decorated call, 1 flush)",
+        )
         _torch_presets(report, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -64,8 +64,11 @@ def _trace(folder: Path, size: float) -> Path:
     from mindspeed_prof.testing.kineto import write_cuda_trace
 
     steps = max(1, round(size / (_EVENT_BYTES * _PER_STEP)))
-    return write_cuda_trace(folder / f"rank0_{size / MB:.0f}MB.pt.trace.json", steps=steps,
-                            kernels_per_stage=280 if size > 1e6 else 10)
+    return write_cuda_trace(
+        folder / f"rank0_{size / MB:.0f}MB.pt.trace.json",
+        steps=steps,
+        kernels_per_stage=280 if size > 1e6 else 10,
+    )
 
 
 # The child's wall and CPU seconds and peak RSS, from a small launcher process (so the peak
@@ -85,8 +88,13 @@ def _analyse(trace: Path) -> tuple[float, float, float]:
     from mindspeed_prof.analysis.cache import cache_path
 
     cache_path(trace).unlink(missing_ok=True)
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *_cli(), "analyse", "--json",
-                          str(trace)], capture_output=True, text=True, check=True, timeout=1800)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *_cli(), "analyse", "--json", str(trace)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    )
     wall, cpu, rss_kb = json.loads(out.stdout)
     return wall, cpu, rss_kb / 1024
 
@@ -98,8 +106,9 @@ def _read_cost(folder: Path, report: Report) -> None:
     from mindspeed_prof.analysis.readers.model import TraceData
     from mindspeed_prof.testing.kineto import write_cuda_trace
 
-    trace = write_cuda_trace(folder / "hta" / "rank0.json", steps=4 if report.quick else 20,
-                             kernels_per_stage=280)
+    trace = write_cuda_trace(
+        folder / "hta" / "rank0.json", steps=4 if report.quick else 20, kernels_per_stage=280
+    )
 
     def streamed() -> float:
         t0 = time.perf_counter()
@@ -118,9 +127,13 @@ def _read_cost(folder: Path, report: Report) -> None:
         for fn, out in ((whole, a), (streamed, b)) if i % 2 else ((streamed, b), (whole, a)):
             out.append(fn())
     t_a, t_b = statistics.median(a), statistics.median(b)
-    report.add("reading the 100k-event trace a slice at a time: time",
-               "decoding it whole, the same fold", t_b / t_a, 1.2,
-               f"{t_b:.3f} s vs {t_a:.3f} s; {trace.stat().st_size / MB:.0f} MB")
+    report.add(
+        "reading the 100k-event trace a slice at a time: time",
+        "decoding it whole, the same fold",
+        t_b / t_a,
+        1.2,
+        f"{t_b:.3f} s vs {t_a:.3f} s; {trace.stat().st_size / MB:.0f} MB",
+    )
 
 
 def _npu_folder(folder: Path, repeat: int) -> Path:
@@ -157,8 +170,9 @@ def _host_trace(folder: Path, size: float) -> Path:
 
     # host_events: about 140 bytes an event, 6 stages x 200 ops x 1.8 events a step
     steps = max(1, round(size / (140 * 6 * 200 * 1.8)))
-    return write_host_trace(folder / f"rank0_host_{size / MB:.0f}MB.pt.trace.json", steps=steps,
-                            ops_per_stage=200)
+    return write_host_trace(
+        folder / f"rank0_host_{size / MB:.0f}MB.pt.trace.json", steps=steps, ops_per_stage=200
+    )
 
 
 def _range_file(folder: Path, size: float) -> Path:
@@ -167,10 +181,15 @@ def _range_file(folder: Path, size: float) -> Path:
     from mindspeed_prof.config.schema import STAGES
 
     path = folder / f"rank0_bench_1_abcdef_step1_{size / MB:.0f}MB.json"
-    head = {"schemaVersion": 1, "distributedInfo": {"rank": 0},
-            "mindspeed_prof": {"kind": "spans", "format": 2, "rank": 0}}
-    line = '{"ph": "X", "pid": 1, "tid": %d, "cat": "%s", "name": "%s", "ts": %d.%03d, ' \
-           '"dur": %d.%03d, "args": {"step": %d}}'
+    head = {
+        "schemaVersion": 1,
+        "distributedInfo": {"rank": 0},
+        "mindspeed_prof": {"kind": "spans", "format": 2, "rank": 0},
+    }
+    line = (
+        '{"ph": "X", "pid": 1, "tid": %d, "cat": "%s", "name": "%s", "ts": %d.%03d, '
+        '"dur": %d.%03d, "args": {"step": %d}}'
+    )
     t, step, written = 1_700_000_000_000_000, 0, 0
     with open(path, "w") as f:
         f.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
@@ -181,14 +200,47 @@ def _range_file(folder: Path, size: float) -> Path:
             for stage in STAGES:
                 s0 = t
                 for k in range(4):
-                    lines.append(line % (2, "user_annotation", f"range{k}", t // 1000, t % 1000,
-                                         1_900 + k, 567, step))
+                    lines.append(
+                        line
+                        % (
+                            2,
+                            "user_annotation",
+                            f"range{k}",
+                            t // 1000,
+                            t % 1000,
+                            1_900 + k,
+                            567,
+                            step,
+                        )
+                    )
                     t += 2_000_000 + 17_000 * k
-                lines.append(line % (1, "stage", stage, s0 // 1000, s0 % 1000,
-                                     (t - s0) // 1000, (t - s0) % 1000, step))
+                lines.append(
+                    line
+                    % (
+                        1,
+                        "stage",
+                        stage,
+                        s0 // 1000,
+                        s0 % 1000,
+                        (t - s0) // 1000,
+                        (t - s0) % 1000,
+                        step,
+                    )
+                )
                 t += 1_000_000
-            lines.append(line % (1, "step", f"ProfilerStep#{step}", t0 // 1000, t0 % 1000,
-                                 (t - t0) // 1000, (t - t0) % 1000, step))
+            lines.append(
+                line
+                % (
+                    1,
+                    "step",
+                    f"ProfilerStep#{step}",
+                    t0 // 1000,
+                    t0 % 1000,
+                    (t - t0) // 1000,
+                    (t - t0) % 1000,
+                    step,
+                )
+            )
             text = sep + ",\n".join(lines)
             sep = ",\n"
             f.write(text)
@@ -233,8 +285,14 @@ def _decode(trace: Path) -> float:
     return use.ru_utime + use.ru_stime - t0
 
 
-def _mix(folder: Path, report: Report, name: str, make: Callable[[Path, float], Path],
-         sizes: list[float], t0: float) -> None:
+def _mix(
+    folder: Path,
+    report: Report,
+    name: str,
+    make: Callable[[Path, float], Path],
+    sizes: list[float],
+    t0: float,
+) -> None:
     rows = []
     for size in sizes:
         trace = make(folder, size)
@@ -246,13 +304,24 @@ def _mix(folder: Path, report: Report, name: str, make: Callable[[Path, float], 
         rows.append((mb, wall, rss, busy / mb, busy / dec))
         shutil.rmtree(trace) if trace.is_dir() else trace.unlink()
     (mb0, _, r0, p0, x0), (mb1, _, r1, p1, x1) = rows[0], rows[-1]
-    report.add(f"analyse, peak RSS, {name}: {mb1:.0f} MB", f"{mb0:.0f} MB", r1 / r0, 1.3,
-               ", ".join(f"{mb:.0f} MB: {rss:.0f} MB RSS" for mb, _, rss, _, _ in rows))
-    report.add(f"analyse, CPU time over a typed decode of the same file, {name}: {mb1:.0f} MB",
-               f"the same at {mb0:.0f} MB", x1 / x0, 1.3,
-               "; ".join(f"{mb:.0f} MB: {x:.2f}x the decode, {1e3 * per:.1f} ms/MB "
-                         f"({wall:.0f} s wall)" for mb, wall, _, per, x in rows)
-               + f" (analyse's CPU less the same command's on a 0.1 MB trace, {t0:.2f} s)")
+    report.add(
+        f"analyse, peak RSS, {name}: {mb1:.0f} MB",
+        f"{mb0:.0f} MB",
+        r1 / r0,
+        1.3,
+        ", ".join(f"{mb:.0f} MB: {rss:.0f} MB RSS" for mb, _, rss, _, _ in rows),
+    )
+    report.add(
+        f"analyse, CPU time over a typed decode of the same file, {name}: {mb1:.0f} MB",
+        f"the same at {mb0:.0f} MB",
+        x1 / x0,
+        1.3,
+        "; ".join(
+            f"{mb:.0f} MB: {x:.2f}x the decode, {1e3 * per:.1f} ms/MB ({wall:.0f} s wall)"
+            for mb, wall, _, per, x in rows
+        )
+        + f" (analyse's CPU less the same command's on a 0.1 MB trace, {t0:.2f} s)",
+    )
 
 
 def run(report: Report) -> None:

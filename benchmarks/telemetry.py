@@ -40,9 +40,13 @@ RESOLVE = 0.03
 def _profiler(root: Path, name: str, telemetry: list[str]) -> Any:
     from mindspeed_prof import Profiler
 
-    return Profiler.from_config({"integrated": {"profile_save_path": str(root / name)},
-                                 "extensions": {"telemetry": telemetry, "on_demand": False}},
-                                rank=0)
+    return Profiler.from_config(
+        {
+            "integrated": {"profile_save_path": str(root / name)},
+            "extensions": {"telemetry": telemetry, "on_demand": False},
+        },
+        rank=0,
+    )
 
 
 def _steps(prof: Any) -> Callable[[int], None]:
@@ -75,20 +79,35 @@ def _cpu_ns_per_step(steps: Callable[[int], None], n: int) -> float:
 
 def _pair(report: Report, a: Callable[[int], None], b: Callable[[int], None]) -> Paired:
     n, budget = (50, 1.0) if report.quick else (500, 30.0)
-    return Paired().run(lambda: _cpu_ns_per_step(a, n), lambda: _cpu_ns_per_step(b, n),
-                        min_pairs=5 if report.quick else 30, resolve=RESOLVE, budget_s=budget)
+    return Paired().run(
+        lambda: _cpu_ns_per_step(a, n),
+        lambda: _cpu_ns_per_step(b, n),
+        min_pairs=5 if report.quick else 30,
+        resolve=RESOLVE,
+        budget_s=budget,
+    )
 
 
-def _add(report: Report, figure: str, baseline: str, pairs: Paired, goal: float | None,
-         note: str = "") -> None:
+def _add(
+    report: Report, figure: str, baseline: str, pairs: Paired, goal: float | None, note: str = ""
+) -> None:
     import statistics
 
-    ok = ("resolved" if pairs.half_width() <= RESOLVE
-          else f"NOT resolved to +-{RESOLVE:.0%} in the time budget")
+    ok = (
+        "resolved"
+        if pairs.half_width() <= RESOLVE
+        else f"NOT resolved to +-{RESOLVE:.0%} in the time budget"
+    )
     b_us, a_us = statistics.median(pairs.b) / 1e3, statistics.median(pairs.a) / 1e3
-    report.add(figure, baseline, pairs.ratio, goal,
-               f"{b_us:.1f} us vs {a_us:.1f} us per step (medians, CPU time), "
-               f"{len(pairs.a)} interleaved blocks; {ok}{note}", ci=pairs.ci)
+    report.add(
+        figure,
+        baseline,
+        pairs.ratio,
+        goal,
+        f"{b_us:.1f} us vs {a_us:.1f} us per step (medians, CPU time), "
+        f"{len(pairs.a)} interleaved blocks; {ok}{note}",
+        ci=pairs.ci,
+    )
 
 
 def run(report: Report) -> None:
@@ -101,25 +120,42 @@ def run(report: Report) -> None:
         step_on = _steps(on)
         for warm in (_steps(off), step_on, _steps(bare)):
             warm(20)
-        _add(report, "telemetry: [metrics], one step of 6 stages (per step)",
-             "the same step, profiling off (hooks a nullcontext)",
-             _pair(report, _steps(off), step_on), None)
-        _add(report, "telemetry: [metrics], one step of 6 stages (per step)",
-             "the same live hooks without the telemetry part", _pair(report, _steps(bare),
-                                                                     step_on), 1.5)
+        _add(
+            report,
+            "telemetry: [metrics], one step of 6 stages (per step)",
+            "the same step, profiling off (hooks a nullcontext)",
+            _pair(report, _steps(off), step_on),
+            None,
+        )
+        _add(
+            report,
+            "telemetry: [metrics], one step of 6 stages (per step)",
+            "the same live hooks without the telemetry part",
+            _pair(report, _steps(bare), step_on),
+            1.5,
+        )
         try:
             import tensorboard  # noqa: F401
         except ImportError:
-            report.add("telemetry: [metrics, tensorboard], one step of 6 stages (per step)",
-                       "telemetry: [metrics]", float("nan"), None,
-                       "tensorboard not installed (pip install 'mindspeed-prof[tensorboard]')")
+            report.add(
+                "telemetry: [metrics, tensorboard], one step of 6 stages (per step)",
+                "telemetry: [metrics]",
+                float("nan"),
+                None,
+                "tensorboard not installed (pip install 'mindspeed-prof[tensorboard]')",
+            )
         else:
             tb = _profiler(root, "tb", ["metrics", "tensorboard"])
             step_tb = _steps(tb)
             step_tb(20)
-            _add(report, "telemetry: [metrics, tensorboard], one step of 6 stages (per step)",
-                 "telemetry: [metrics]", _pair(report, step_on, step_tb), None,
-                 "; 8 scalars written per step (telemetry_every: 1)")
+            _add(
+                report,
+                "telemetry: [metrics, tensorboard], one step of 6 stages (per step)",
+                "telemetry: [metrics]",
+                _pair(report, step_on, step_tb),
+                None,
+                "; 8 scalars written per step (telemetry_every: 1)",
+            )
             tb.close()
         for prof in (off, on, bare):
             prof.close()

@@ -44,11 +44,19 @@ class Paired:
     a: list[float] = field(default_factory=list)
     b: list[float] = field(default_factory=list)
 
-    def run(self, once_a: Callable[[], float], once_b: Callable[[], float], *, min_pairs: int,
-            resolve: float, budget_s: float) -> Paired:
+    def run(
+        self,
+        once_a: Callable[[], float],
+        once_b: Callable[[], float],
+        *,
+        min_pairs: int,
+        resolve: float,
+        budget_s: float,
+    ) -> Paired:
         t_end = time.perf_counter() + budget_s
-        while len(self.a) < min_pairs or (self.half_width() > resolve
-                                          and time.perf_counter() < t_end):
+        while len(self.a) < min_pairs or (
+            self.half_width() > resolve and time.perf_counter() < t_end
+        ):
             if len(self.a) % 2:
                 b = once_b()
                 a = once_a()
@@ -80,9 +88,11 @@ class Paired:
         return (math.exp(m - h), math.exp(m + h))
 
     def describe(self, unit: float = 1e3, suffix: str = "ms") -> str:
-        return (f"{statistics.median(self.b) * unit:.2f} {suffix} vs "
-                f"{statistics.median(self.a) * unit:.2f} {suffix} (medians), "
-                f"{len(self.a)} interleaved pairs")
+        return (
+            f"{statistics.median(self.b) * unit:.2f} {suffix} vs "
+            f"{statistics.median(self.a) * unit:.2f} {suffix} (medians), "
+            f"{len(self.a)} interleaved pairs"
+        )
 
 
 # Runs ``cmd`` in a child and reports the child's wall time (process start included) and
@@ -103,8 +113,14 @@ print(json.dumps({"wall_s": wall, "rss_kb": resource.getrusage(resource.RUSAGE_C
 def timed_run(cmd: Sequence[str], cwd: str | None = None) -> dict[str, object]:
     """``cmd``'s wall seconds (``wall_s``), peak RSS (``rss_kb``) and its whole stdout (an
     ``analyse --json`` document is read back from it)."""
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True,
-                         text=True, check=True, timeout=600, cwd=cwd)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        cwd=cwd,
+    )
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 

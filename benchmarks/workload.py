@@ -18,10 +18,17 @@ def level1_trace(ops_per_stage: int, steps: int = 3) -> Path:
     from mindspeed_prof.config.schema import STAGES
 
     root = Path(tempfile.mkdtemp(prefix="mindspeed-prof-bench-"))
-    cfg = {"integrated": {"profile": True, "profile_level": "level1",
-                          "profile_record_shapes": True, "profile_export_type": "text",
-                          "profile_step_start": 1, "profile_step_end": steps + 1,
-                          "profile_save_path": str(root)}}
+    cfg = {
+        "integrated": {
+            "profile": True,
+            "profile_level": "level1",
+            "profile_record_shapes": True,
+            "profile_export_type": "text",
+            "profile_step_start": 1,
+            "profile_step_end": steps + 1,
+            "profile_save_path": str(root),
+        }
+    }
     a, b = torch.randn(16, 16), torch.randn(16, 16)
     with Profiler.from_config(cfg, rank=0) as prof:
         for step in range(1, steps + 1):

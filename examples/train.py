@@ -29,8 +29,9 @@ def main(cfg: DictConfig) -> None:
                 with torch.no_grad():
                     answers = torch.distributions.Categorical(logits=actor(prompts)).sample()
             with prof.stage("reference_compute_log_prob"):
-                ref_logp = torch.log_softmax(reference(prompts), -1).gather(
-                    1, answers[:, None]).squeeze(1)
+                ref_logp = (
+                    torch.log_softmax(reference(prompts), -1).gather(1, answers[:, None]).squeeze(1)
+                )
             rewards = (answers == target).float()
             advantages = (rewards - rewards.mean()) / (rewards.std() + 1e-6)  # GRPO: vs the group
             with prof.stage("actor_update"):

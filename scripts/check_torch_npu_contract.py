@@ -30,8 +30,13 @@ CONSTANTS = "torch_npu/profiler/analysis/prof_common_func/_constant.py"
 #: The release the double is written against, and one platform it ships a wheel for (the
 #: Python sources checked here are the same in every platform's wheel).
 PINNED = "torch_npu==2.14.0"
-PLATFORM = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
-            "--only-binary=:all:"]
+PLATFORM = [
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.11",
+    "--only-binary=:all:",
+]
 
 
 def functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -41,8 +46,11 @@ def functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
             out[node.name] = node
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and not item.name.startswith("_") or (
-                        isinstance(item, ast.FunctionDef) and item.name == "__init__"):
+                if (
+                    isinstance(item, ast.FunctionDef)
+                    and not item.name.startswith("_")
+                    or (isinstance(item, ast.FunctionDef) and item.name == "__init__")
+                ):
                     out[f"{node.name}.{item.name}"] = item
     return out
 
@@ -113,17 +121,21 @@ def compare(wheel: Path) -> list[str]:
                     continue
                 want, got = params(fn), params(real_fns[name])
                 got_cmp = [(n, k, d) for n, k, d in got]
-                want_cmp = [(n, k, d if got_d != "<expr>" else "<expr>")
-                            for (n, k, d), (_, _, got_d) in zip(want, got)]
+                want_cmp = [
+                    (n, k, d if got_d != "<expr>" else "<expr>")
+                    for (n, k, d), (_, _, got_d) in zip(want, got)
+                ]
                 if [p[:2] for p in want] != [p[:2] for p in got] or want_cmp != got_cmp:
-                    problems.append(f"{rel}: {name} parameters differ:\n  double {want}\n"
-                                    f"  wheel  {got}")
+                    problems.append(
+                        f"{rel}: {name} parameters differ:\n  double {want}\n  wheel  {got}"
+                    )
                 checked += 1
             real_enums, double_enums = enums(real, consts), enums(double, consts)
             for cls, members in double_enums.items():
                 if real_enums.get(cls) != members:
-                    problems.append(f"{rel}: {cls} differs:\n  double {members}\n"
-                                    f"  wheel  {real_enums.get(cls)}")
+                    problems.append(
+                        f"{rel}: {cls} differs:\n  double {members}\n  wheel  {real_enums.get(cls)}"
+                    )
                 checked += 1
     if not problems:
         print(f"OK: {checked} signatures and enums of the double match {wheel.name}")
@@ -133,16 +145,33 @@ def compare(wheel: Path) -> list[str]:
 def download(folder: Path) -> Path | None:
     """The pinned wheel downloaded into ``folder``, or None (with one line why) if impossible."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
-                           "-q", "-d", str(folder), *PLATFORM, PINNED],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "-q",
+            "-d",
+            str(folder),
+            *PLATFORM,
+            PINNED,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     wheels = sorted(folder.glob("torch_npu-*.whl"))
     if proc.returncode != 0 or not wheels:
         reason = (proc.stderr.strip().splitlines() or ["no wheel written"])[-1]
         print(f"SKIP: torch_npu contract check: cannot download {PINNED} ({reason})")
         return None
-    print(f"downloaded {wheels[0].name} ({wheels[0].stat().st_size / 1e6:.0f} MB) in "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"downloaded {wheels[0].name} ({wheels[0].stat().st_size / 1e6:.0f} MB) in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
     return wheels[0]
 
 

@@ -84,8 +84,11 @@ def diff(a: Path, b: Path) -> int:
         if x == y:
             continue
         differ += 1
-        lines = list(difflib.unified_diff(x.splitlines(), y.splitlines(), str(left), str(right),
-                                          n=0, lineterm=""))
+        lines = list(
+            difflib.unified_diff(
+                x.splitlines(), y.splitlines(), str(left), str(right), n=0, lineterm=""
+            )
+        )
         print(f"{name}: differs ({len(lines)} diff lines)")
         print("\n".join(lines[:12]))
     print(f"{len(names)} files, {differ} differ")

@@ -21,10 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "reference"
 #: The test files whose reference tools' outputs are kept.
-TESTS = ["tests/analysis/readers/device/test_streams.py",
-         "tests/analysis/readers/device/test_breakdown.py",
-         "tests/analysis/findings/test_advisor_side_by_side.py",
-         "tests/analysis/test_msprof_reference.py"]
+TESTS = [
+    "tests/analysis/readers/device/test_streams.py",
+    "tests/analysis/readers/device/test_breakdown.py",
+    "tests/analysis/findings/test_advisor_side_by_side.py",
+    "tests/analysis/test_msprof_reference.py",
+]
 
 
 def main() -> int:
@@ -32,10 +34,15 @@ def main() -> int:
     for old in FIXTURES.glob("*.json"):  # entries no test asks for any more go too
         old.unlink()
     env = {**os.environ, "MINDSPEED_PROF_REFERENCE": "renew"}
-    code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
-                            "-m", "reference", *TESTS], cwd=ROOT, env=env)
-    print(f"reference_fixtures: {'wrote' if code == 0 else 'tests failed; wrote'} "
-          f"{', '.join(sorted(p.name for p in FIXTURES.glob('*.json')))}")
+    code = subprocess.call(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-m", "reference", *TESTS],
+        cwd=ROOT,
+        env=env,
+    )
+    print(
+        f"reference_fixtures: {'wrote' if code == 0 else 'tests failed; wrote'} "
+        f"{', '.join(sorted(p.name for p in FIXTURES.glob('*.json')))}"
+    )
     return code
 
 

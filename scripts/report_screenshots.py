@@ -31,15 +31,24 @@ from pathlib import Path
 #: Where to look for the browser, in order (``CHROMIUM`` first when set).
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: Headless, offline, no sandbox (CI runs as root), no GPU, nothing from the user's profile.
-FLAGS = ("--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
-         "--disable-extensions", "--disable-background-networking", "--mute-audio",
-         "--no-default-browser-check")
+FLAGS = (
+    "--headless=new",
+    "--disable-gpu",
+    "--no-sandbox",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--mute-audio",
+    "--no-default-browser-check",
+)
 INSTALL = "apt-get install -y chromium"
 TIMEOUT_S = 120
 _HEIGHT = re.compile(r"<pre id=\"page-height\">(\d+)</pre>")
-_MEASURE = ("<script>(function(){var p=document.createElement('pre');p.id='page-height';"
-            "p.textContent=String(Math.ceil(document.documentElement.scrollHeight));"
-            "document.body.appendChild(p);})();</script>")
+_MEASURE = (
+    "<script>(function(){var p=document.createElement('pre');p.id='page-height';"
+    "p.textContent=String(Math.ceil(document.documentElement.scrollHeight));"
+    "document.body.appendChild(p);})();</script>"
+)
 
 
 def find_chromium() -> str | None:
@@ -52,19 +61,32 @@ def find_chromium() -> str | None:
 
 def missing() -> str:
     """One line: what is missing and how to install it."""
-    return (f"chromium not found (looked for $CHROMIUM, {', '.join(NAMES)}): {INSTALL}, or "
-            "set CHROMIUM to a Chromium or Chrome binary")
+    return (
+        f"chromium not found (looked for $CHROMIUM, {', '.join(NAMES)}): {INSTALL}, or "
+        "set CHROMIUM to a Chromium or Chrome binary"
+    )
 
 
 def _run(browser: str, page: Path, width: int, height: int, *extra: str) -> str:
     with tempfile.TemporaryDirectory(prefix="report-browser-") as profile:
         proc = subprocess.run(
-            [browser, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-             "--virtual-time-budget=2000", *extra, page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=TIMEOUT_S)
+            [
+                browser,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--virtual-time-budget=2000",
+                *extra,
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
     if proc.returncode != 0:
-        raise RuntimeError(f"{browser} exited {proc.returncode}: "
-                           f"{proc.stderr.strip().splitlines()[-1:]}")
+        raise RuntimeError(
+            f"{browser} exited {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"
+        )
     return proc.stdout
 
 
@@ -98,8 +120,13 @@ def screenshot(browser: str, page: Path, png: Path, width: int, most: int = 1600
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", type=Path, help="captures to analyse, or a report (.html)")
-    ap.add_argument("-o", "--out", type=Path, default=Path("report-screenshots"),
-                    help="folder for report.html and the PNGs")
+    ap.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        default=Path("report-screenshots"),
+        help="folder for report.html and the PNGs",
+    )
     ap.add_argument("--widths", type=int, nargs="+", default=[1280, 800])
     args = ap.parse_args(argv)
     browser = find_chromium()

@@ -48,9 +48,11 @@ def fake_clock() -> Iterator[FakeClock]:
     """The range recorder's clock (step, stage and custom ranges, range-file flushes) replaced
     by a ``FakeClock`` while the block runs; torch's own clock (op traces) is left alone."""
     clock = FakeClock()
-    saved: list[tuple[Any, str, Any]] = [(_ranges, "perf_counter_ns", time.perf_counter_ns),
-                                         (_spans, "perf_counter_ns", time.perf_counter_ns),
-                                         (_buffer, "perf_counter_ns", time.perf_counter_ns)]
+    saved: list[tuple[Any, str, Any]] = [
+        (_ranges, "perf_counter_ns", time.perf_counter_ns),
+        (_spans, "perf_counter_ns", time.perf_counter_ns),
+        (_buffer, "perf_counter_ns", time.perf_counter_ns),
+    ]
     Range = _buffer.Range
     hooks = (Range.__dict__["__enter__"], Range.__dict__["__exit__"])
 
@@ -86,9 +88,15 @@ def real_clock() -> Iterator[RealClock]:
     yield RealClock()
 
 
-def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, str], int] | None
-             = None, steps: int = 3, work: Callable[[int, int, str], float] | None = None,
-             real: bool = False, **fields: Any) -> Path:
+def make_run(
+    root: Path,
+    ranks: tuple[int, ...] = (0, 1),
+    slow: dict[tuple[int, str], int] | None = None,
+    steps: int = 3,
+    work: Callable[[int, int, str], float] | None = None,
+    real: bool = False,
+    **fields: Any,
+) -> Path:
     """One capture per rank of a fake RL loop, its ranges timed on a fake clock: each stage
     takes ``STAGE_MS`` plus ``SLOW_MS`` per unit of ``slow[(rank, stage)]`` (or ``work(rank,
     step, stage)`` ms), and holds one ``<b>custom</b>`` range of ``CUSTOM_MS``; a step is its
@@ -96,8 +104,14 @@ def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, 
     capture without one takes its ranges from torch's trace, on torch's clock. ``real``: the
     real clock (sleeps), for a test that lines the range file up with torch's ops."""
     slow = slow or {}
-    cfg_fields = {"profile": True, "mstx": True, "profile_step_start": 1,
-                  "profile_step_end": steps + 1, "profile_save_path": str(root), **fields}
+    cfg_fields = {
+        "profile": True,
+        "mstx": True,
+        "profile_step_start": 1,
+        "profile_step_end": steps + 1,
+        "profile_save_path": str(root),
+        **fields,
+    }
     if (slow or work) and not cfg_fields["mstx"]:
         raise ValueError("make_run: slow/work times need the range file (mstx: true)")
     clocks: Any = real_clock() if real else fake_clock()
@@ -109,8 +123,11 @@ def make_run(root: Path, ranks: tuple[int, ...] = (0, 1), slow: dict[tuple[int, 
                         for stage in STAGES:
                             with prof.stage(stage):
                                 torch.randn(32, 32) @ torch.randn(32, 32)  # ops for the trace
-                                clock.advance(work(rank, step, stage) if work else
-                                              STAGE_MS + SLOW_MS * slow.get((rank, stage), 0))
+                                clock.advance(
+                                    work(rank, step, stage)
+                                    if work
+                                    else STAGE_MS + SLOW_MS * slow.get((rank, stage), 0)
+                                )
                                 with mstx.range("<b>custom</b>"):
                                     clock.advance(CUSTOM_MS)
     return root
@@ -125,12 +142,33 @@ def npu_text(root: Path, rank: int = 0) -> Path:
     (folder / "profiler_metadata.json").write_text("{}")
     base = 1764496800000000
     events = [
-        {"ph": "X", "name": "ProfilerStep#2", "pid": "1", "tid": 7, "ts": f"{base}.000",
-         "dur": 9000.5, "cat": "cpu_op"},
-        {"ph": "X", "name": "actor_update", "pid": "1", "tid": 7, "ts": f"{base + 100}.250",
-         "dur": 5000, "args": {"id": 2 ** 64 + 5}},
-        {"ph": "X", "name": "aten::mm", "pid": "1", "tid": 7, "ts": f"{base + 200}", "dur": 300,
-         "cat": "cpu_op"},
+        {
+            "ph": "X",
+            "name": "ProfilerStep#2",
+            "pid": "1",
+            "tid": 7,
+            "ts": f"{base}.000",
+            "dur": 9000.5,
+            "cat": "cpu_op",
+        },
+        {
+            "ph": "X",
+            "name": "actor_update",
+            "pid": "1",
+            "tid": 7,
+            "ts": f"{base + 100}.250",
+            "dur": 5000,
+            "args": {"id": 2**64 + 5},
+        },
+        {
+            "ph": "X",
+            "name": "aten::mm",
+            "pid": "1",
+            "tid": 7,
+            "ts": f"{base + 200}",
+            "dur": 300,
+            "cat": "cpu_op",
+        },
         {"ph": "M", "name": "process_name", "pid": "1", "args": {"name": "Python"}},
     ]
     (out / "trace_view.json").write_text(json.dumps(events))
@@ -149,8 +187,10 @@ def npu_db(root: Path, rank: int = 1) -> Path:
     con = sqlite3.connect(out / f"ascend_pytorch_profiler_{rank}.db")
     con.execute("CREATE TABLE STRING_IDS(id INTEGER, value TEXT)")
     con.execute("CREATE TABLE STEP_TIME(id INTEGER, startNs INTEGER, endNs INTEGER)")
-    con.execute("CREATE TABLE MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType INTEGER, "
-                "rangeId INTEGER, category INTEGER, message INTEGER, globalTid INTEGER)")
+    con.execute(
+        "CREATE TABLE MSTX_EVENTS(startNs INTEGER, endNs INTEGER, eventType INTEGER, "
+        "rangeId INTEGER, category INTEGER, message INTEGER, globalTid INTEGER)"
+    )
     con.execute("INSERT INTO STRING_IDS VALUES (1, 'actor_update')")
     con.execute("INSERT INTO STEP_TIME VALUES (2, 1000000, 9000000)")
     con.execute("INSERT INTO MSTX_EVENTS VALUES (2000000, 6000000, 2, 1, 0, 1, 7)")

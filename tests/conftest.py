@@ -68,6 +68,7 @@ def _heaviest_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """The items with their xdist groups in order of a rough cost (a test of the four marks
     weighs 20 to 100 unmarked ones), heaviest first, collection order kept within a group:
     the long groups start first and the short ones fill in at the end, on both workers."""
+
     def group(item: pytest.Item) -> str:
         mark = item.get_closest_marker("xdist_group")
         return str(mark.args[0]) if mark else item.nodeid
@@ -116,7 +117,8 @@ def _timelines_nest(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(timeline, "_write", checked)
 
-APP = textwrap.dedent('''
+
+APP = textwrap.dedent("""
     import os, sys, time
     import hydra
     from omegaconf import DictConfig
@@ -140,9 +142,9 @@ APP = textwrap.dedent('''
 
     if __name__ == "__main__":
         main()
-''')
+""")
 
-CONFIG = textwrap.dedent('''
+CONFIG = textwrap.dedent("""
     defaults:
       - profiler_config: none
       - _self_
@@ -150,7 +152,7 @@ CONFIG = textwrap.dedent('''
     stages: [actor_generate, actor_update, critic_update]
     fail_at: 0
     exit_at: 0
-''')
+""")
 
 
 @pytest.fixture
@@ -162,8 +164,9 @@ def app(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session", params=["verl==0.9.0", "verl==0.9.1"])
-def verl_release(request: pytest.FixtureRequest, verl_tree: Path,
-                 tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def verl_release(
+    request: pytest.FixtureRequest, verl_tree: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path]:
     """Each release the clients tests run on, and its config tree (the pin's is ``verl_tree``)."""
     from verl_wheel import PINNED, download_config_tree
 
@@ -196,8 +199,12 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     # a loaded machine starts a raylet in more than Ray's default 10 s wait
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "60")
-    why = start(lambda: ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
-                                 log_to_driver=False), ray.shutdown)
+    why = start(
+        lambda: ray.init(
+            num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False
+        ),
+        ray.shutdown,
+    )
     if why:
         pytest.fail(why, pytrace=False)
     yield ray

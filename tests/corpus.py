@@ -17,7 +17,8 @@ __all__ = ["CORPUS", "SETS", "npu_sets", "pending", "unpack"]
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus"
 SETS: dict[str, dict[str, Any]] = {
-    s["name"]: s for s in json.loads((CORPUS / "sets.json").read_text(encoding="utf-8"))}
+    s["name"]: s for s in json.loads((CORPUS / "sets.json").read_text(encoding="utf-8"))
+}
 
 
 def pending() -> set[str]:
@@ -27,8 +28,7 @@ def pending() -> set[str]:
 
 def npu_sets() -> list[str]:
     """Every torch_npu set (text and db exports) not pending, in sets.json's order."""
-    return [name for name, s in SETS.items()
-            if s["kind"].startswith("npu") and "pending" not in s]
+    return [name for name, s in SETS.items() if s["kind"].startswith("npu") and "pending" not in s]
 
 
 def unpack(name: str, dest: Path) -> Path:

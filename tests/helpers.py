@@ -34,8 +34,14 @@ def run_app(app: Path, *args: str, check: bool = False) -> subprocess.CompletedP
     package (and its Hydra plugin, found by Hydra's own discovery)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
     env["PYTHONPATH"] = tested_path(None)
-    proc = subprocess.run([sys.executable, "app.py", *args], cwd=app, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "app.py", *args],
+        cwd=app,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"app failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -59,7 +65,9 @@ def count(what: str, n: int = 1) -> None:
     COUNTS[what] = COUNTS.get(what, 0) + n
 
 
-def answered(captures: Captures, settings: Settings | None = None) -> tuple[Captures, Tables, Settings]:
+def answered(
+    captures: Captures, settings: Settings | None = None
+) -> tuple[Captures, Tables, Settings]:
     """``captures`` with its tables under ``settings`` (default: the CLI's): what a finding
     rule, the verdict and Next take."""
     s = settings or Settings()

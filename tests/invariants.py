@@ -35,23 +35,39 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["REL", "check_analysis", "check_compare_self", "check_doctor", "check_text",
-           "check_timeline", "counted_once", "counted_rows", "decode", "device_rows", "device_sums",
-           "exit_code", "findings_agree", "finite", "phase_sums", "printed_finite", "shares",
-           "verdict_reads_rows"]
+__all__ = [
+    "REL",
+    "check_analysis",
+    "check_compare_self",
+    "check_doctor",
+    "check_text",
+    "check_timeline",
+    "counted_once",
+    "counted_rows",
+    "decode",
+    "device_rows",
+    "device_sums",
+    "exit_code",
+    "findings_agree",
+    "finite",
+    "phase_sums",
+    "printed_finite",
+    "shares",
+    "verdict_reads_rows",
+]
 
 #: How far a sum may be from its span, relative to the span (0.1%).
 REL = 1e-3
 #: How far apart two figures derived from the same rows may be, in ms (summation order).
 ABS_MS = 1e-6
 PARTS = ("compute", "communication", "copy", "idle")
-_SHORT = {"compute": "compute_ms", "communication": "comm_ms", "copy": "copy_ms",
-          "idle": "idle_ms"}
+_SHORT = {"compute": "compute_ms", "communication": "comm_ms", "copy": "copy_ms", "idle": "idle_ms"}
 
 
 def decode(text: str) -> Any:
     """JSON as the CLI wrote it; a NaN or Infinity token (``json.dumps``' default lets them
     through) fails here, naming it."""
+
     def refuse(token: str) -> Any:
         raise AssertionError(f"finite: {token} in the JSON output")
 
@@ -75,8 +91,9 @@ def finite(doc: Any) -> None:
         if isinstance(value, float):
             assert math.isfinite(value), f"finite: {path} = {value}"
         elif isinstance(value, str):
-            assert value.strip().lower() not in {"nan", "inf", "-inf", "infinity",
-                                                 "-infinity"}, f"finite: {path} = {value!r}"
+            assert value.strip().lower() not in {"nan", "inf", "-inf", "infinity", "-infinity"}, (
+                f"finite: {path} = {value!r}"
+            )
 
 
 # -- shares -------------------------------------------------------------------------------------
@@ -112,7 +129,7 @@ def shares(doc: dict[str, Any]) -> None:
         for text in (f["title"], *f["detail"].splitlines()):
             # "N% of X", "(N%)" and "N% -> M%" are shares of a whole; "N% apart" is a spread
             for m in _PERCENT.finditer(text):
-                after = text[m.end():m.end() + 8]
+                after = text[m.end() : m.end() + 8]
                 if after.startswith((" apart", " more", " faster", " slower")):
                     continue
                 p = float(m.group(1).replace(",", ""))
@@ -120,6 +137,7 @@ def shares(doc: dict[str, Any]) -> None:
 
 
 # -- device rows --------------------------------------------------------------------------------
+
 
 def exposed(row: dict[str, Any]) -> float:
     """A row's communication not overlapped with compute: torch_npu's own column where the
@@ -148,8 +166,12 @@ def copy_exposed(row: dict[str, Any]) -> float:
 
 
 def parts(row: dict[str, Any]) -> dict[str, float]:
-    return {"compute": row["compute_ms"], "communication": exposed(row),
-            "copy": copy_exposed(row), "idle": row["idle_ms"]}
+    return {
+        "compute": row["compute_ms"],
+        "communication": exposed(row),
+        "copy": copy_exposed(row),
+        "idle": row["idle_ms"],
+    }
 
 
 def _where(row: dict[str, Any]) -> str:
@@ -163,8 +185,17 @@ def device_sums(doc: dict[str, Any]) -> None:
     communication, and compute + exposed communication + copy + idle = the span (0.1%)."""
     for row in doc["device"]:
         where = _where(row)
-        for k in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms", "memcpy_ms", "span_ms",
-                  "busy_ms", "comm_exposed_ms", "step_ms"):
+        for k in (
+            "compute_ms",
+            "comm_ms",
+            "overlap_ms",
+            "idle_ms",
+            "memcpy_ms",
+            "span_ms",
+            "busy_ms",
+            "comm_exposed_ms",
+            "step_ms",
+        ):
             if row.get(k) is not None:
                 assert row[k] >= 0.0, f"device_sums: {where}: {k} = {row[k]}"
         slack = ABS_MS + REL * max(row["comm_ms"], row["compute_ms"])
@@ -174,14 +205,17 @@ def device_sums(doc: dict[str, Any]) -> None:
         got = sum(parts(row).values())
         assert abs(got - total) <= REL * total + ABS_MS, (
             f"device_sums: {where}: compute + exposed comm + copy + idle = {got!r} ms, "
-            f"span {total!r} ms: {row}")
+            f"span {total!r} ms: {row}"
+        )
         copies = row.get("memcpy_ms") or 0.0
         assert copy_exposed(row) <= copies + REL * total + ABS_MS, (
             f"device_sums: {where}: copy not covered {copy_exposed(row)!r} ms, more than "
-            f"every copy ({copies!r} ms): {row}")
+            f"every copy ({copies!r} ms): {row}"
+        )
         if row.get("busy_ms") is not None and row.get("span_ms") is not None:
             assert abs(row["busy_ms"] + row["idle_ms"] - row["span_ms"]) <= (
-                REL * row["span_ms"] + ABS_MS), f"device_sums: {where}: busy + idle: {row}"
+                REL * row["span_ms"] + ABS_MS
+            ), f"device_sums: {where}: busy + idle: {row}"
 
 
 PHASE_PARTS = ("generation_ms", "training_ms", "transition_ms", "other_ms", "uncovered_ms")
@@ -196,13 +230,16 @@ def phase_sums(doc: dict[str, Any]) -> None:
             assert row[k] >= 0.0, f"phase_sums: {where}: {k} = {row[k]}"
         got = sum(row[k] for k in PHASE_PARTS)
         assert abs(got - row["step_ms"]) <= REL * row["step_ms"] + ABS_MS, (
-            f"phase_sums: {where}: parts {got!r} ms, step {row['step_ms']!r} ms: {row}")
+            f"phase_sums: {where}: parts {got!r} ms, step {row['step_ms']!r} ms: {row}"
+        )
         inner = sum(row["transitions"].values())
         assert abs(inner - row["transition_ms"]) <= REL * row["step_ms"] + ABS_MS, (
-            f"phase_sums: {where}: transitions {inner!r} ms, phase {row['transition_ms']!r}")
+            f"phase_sums: {where}: transitions {inner!r} ms, phase {row['transition_ms']!r}"
+        )
 
 
 # -- counted once -------------------------------------------------------------------------------
+
 
 def _dupes(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, ...]]:
     seen = Counter(tuple(r.get(k) for k in keys) for r in rows)
@@ -234,10 +271,12 @@ def counted_once(doc: dict[str, Any]) -> None:
     dupes = _dupes(whole, "rank", "source", "step")
     assert not dupes, f"counted_once: device repeats (rank, source, step) = {dupes[:3]}"
     assert doc["ranks"] == sorted(set(doc["ranks"]), key=lambda r: (r is None, r or 0)), (
-        f"counted_once: ranks {doc['ranks']}")
+        f"counted_once: ranks {doc['ranks']}"
+    )
 
 
 # -- the verdict against its rows ---------------------------------------------------------------
+
 
 def device_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows a device answer reads: whole steps (no stage runs), warmup left out; the rows
@@ -284,7 +323,8 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
         _close(s["max_ms"], max(ms), "verdict_reads_rows: step.max_ms")
         assert (s["steps"], s["ranks"]) == (len(ms), len(ranks)), (
             f"verdict_reads_rows: step counts {s['steps']} steps on {s['ranks']} ranks; rows "
-            f"hold {len(ms)} steps on {len(ranks)} ranks")
+            f"hold {len(ms)} steps on {len(ranks)} ranks"
+        )
     # slowest.share is of the step the job lived, its time on its slowest rank: never over
     # 100% (``shares``), not ms / median step
     rows = device_rows(doc)
@@ -302,15 +342,21 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
             _close(d[_SHORT[k]], sums[k] / n, f"verdict_reads_rows: device.{_SHORT[k]}")
         total = sum(sums.values())
         for k in PARTS:
-            _close(d["shares"][k], sums[k] / total if total > 0 else 0.0,
-                   f"verdict_reads_rows: device.shares.{k}")
+            _close(
+                d["shares"][k],
+                sums[k] / total if total > 0 else 0.0,
+                f"verdict_reads_rows: device.shares.{k}",
+            )
         top = max(PARTS, key=lambda k: (sums[k], -PARTS.index(k)))
         assert d["bound"] == top or math.isclose(sums[d["bound"]], sums[top], rel_tol=1e-12), (
-            f"verdict_reads_rows: bound {d['bound']}, rows say {top}: {sums}")
+            f"verdict_reads_rows: bound {d['bound']}, rows say {top}: {sums}"
+        )
         assert d["ranks"] == len({(r["rank"], r["source"]) for r in rows}), (
-            f"verdict_reads_rows: device.ranks {d['ranks']}")
+            f"verdict_reads_rows: device.ranks {d['ranks']}"
+        )
         assert d["steps"] == len({r["step"] for r in rows if r["step"] is not None}), (
-            f"verdict_reads_rows: device.steps {d['steps']}")
+            f"verdict_reads_rows: device.steps {d['steps']}"
+        )
     for key in ("straggler", "one_off"):
         g = v.get(key)
         if g is None:
@@ -321,26 +367,36 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
             table = doc[name]
             said = {**{k: x for k, x in g.items() if k not in ("kind", "name")}, kind: g["name"]}
             assert said in table, (
-                f"verdict_reads_rows: the verdict's {key} {said} is not a row of {name}")
-            mine = [r for r in table if (r[kind], r["rank"], r["source"]) == (
-                g["name"], g["rank"], g["source"])]
+                f"verdict_reads_rows: the verdict's {key} {said} is not a row of {name}"
+            )
+            mine = [
+                r
+                for r in table
+                if (r[kind], r["rank"], r["source"]) == (g["name"], g["rank"], g["source"])
+            ]
             assert g["excess_ms"] == max(r["excess_ms"] for r in mine), (
-                f"verdict_reads_rows: {g} is not the worst of its rows in {name}")
+                f"verdict_reads_rows: {g} is not the worst of its rows in {name}"
+            )
             b = v.get("behind")
             if key == "straggler":  # named: its worst step, its count of them
                 assert b is not None and b["worst"] == g and b["behind"] == len(mine), (
-                    f"verdict_reads_rows: behind {b} against {len(mine)} rows of {name}")
+                    f"verdict_reads_rows: behind {b} against {len(mine)} rows of {name}"
+                )
                 assert b["consistent"] and b["lag_ms"] > 0, f"verdict_reads_rows: {b}"
             else:  # a one-off: none named
                 assert b is None, f"verdict_reads_rows: a one-off beside a straggler: {b}"
         else:  # device compute time: the row of that rank and step
-            (row,) = [r for r in rows if (r["rank"], r["source"], r["step"]) == (
-                g["rank"], g["source"], g["step"])]
+            (row,) = [
+                r
+                for r in rows
+                if (r["rank"], r["source"], r["step"]) == (g["rank"], g["source"], g["step"])
+            ]
             _close(g["ms"], row["compute_ms"], "verdict_reads_rows: straggler.ms")
     if v.get("straggler") is None and v.get("one_off") is None:
         assert not doc["stragglers"], (
             "verdict_reads_rows: stage stragglers listed but neither a straggler nor a one-off "
-            "in the verdict")
+            "in the verdict"
+        )
 
 
 # -- the findings against the verdict -----------------------------------------------------------
@@ -348,8 +404,10 @@ def verdict_reads_rows(doc: dict[str, Any]) -> None:
 _NUM = r"(-?[\d,]+\.\d)"
 _WHOLE = re.compile(r"^(.+) \(([^()]+), no steps\)$")
 _IDLE = re.compile(rf"^rank (.+?): idle {_NUM} of {_NUM} ms (per step|in the capture);")
-_COMM = re.compile(rf"^rank (.+?): communication {_NUM} ms (per step|in the capture), {_NUM} "
-                   rf"ms of it while no compute ran, of a {_NUM} ms step")
+_COMM = re.compile(
+    rf"^rank (.+?): communication {_NUM} ms (per step|in the capture), {_NUM} "
+    rf"ms of it while no compute ran, of a {_NUM} ms step"
+)
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -364,7 +422,8 @@ def _f(text: str) -> float:
 def _near(quoted: str, exact: float, what: str) -> None:
     """A figure printed to one decimal is the exact one rounded (0.05, and a hair)."""
     assert abs(_f(quoted) - exact) <= 0.05 + 1e-6 * abs(exact), (
-        f"{what}: says {quoted}, rows {exact:.4f}")
+        f"{what}: says {quoted}, rows {exact:.4f}"
+    )
 
 
 def findings_agree(doc: dict[str, Any]) -> None:
@@ -387,13 +446,24 @@ def findings_agree(doc: dict[str, Any]) -> None:
         for m in quoted:
             label = m.group(1)
             whole = _WHOLE.match(label)  # a capture without steps: "R (FILE, no steps)"
-            mine = [r for r in by_rank.get(whole.group(1) if whole else label, [])
-                    if r.get("span_ms") is not None and (r["step"] is None or not whole)]
-            assert mine, (f"findings_agree: {rule} quotes rank {label}, whose rows the verdict "
-                          f"did not read ({f['title']!r})")
+            mine = [
+                r
+                for r in by_rank.get(whole.group(1) if whole else label, [])
+                if r.get("span_ms") is not None and (r["step"] is None or not whole)
+            ]
+            assert mine, (
+                f"findings_agree: {rule} quotes rank {label}, whose rows the verdict "
+                f"did not read ({f['title']!r})"
+            )
             if whole and len(mine) > 1:  # several captures of the rank: the one it names
-                mine = [min(mine, key=lambda r: abs(r["span_ms"] - _f(m.groups()[-2 if rule
-                                                    == "cuda.idle_time" else -1])))]
+                mine = [
+                    min(
+                        mine,
+                        key=lambda r: abs(
+                            r["span_ms"] - _f(m.groups()[-2 if rule == "cuda.idle_time" else -1])
+                        ),
+                    )
+                ]
             n = len(mine)
             per = "per step" if d and d["steps"] else "in the capture"
             what = f"findings_agree: {rule}, rank {label}"
@@ -411,8 +481,10 @@ def findings_agree(doc: dict[str, Any]) -> None:
 
 # -- counters: throughput and the RL ledger -----------------------------------------------------
 
-_LEDGER_TITLE = re.compile(r"^(\d+)% of (?:generation time|the work generated).*: ([\d,.]+) of "
-                           r"([\d,.]+) \w+$")
+_LEDGER_TITLE = re.compile(
+    r"^(\d+)% of (?:generation time|the work generated).*: ([\d,.]+) of "
+    r"([\d,.]+) \w+$"
+)
 
 
 def _unit(x: Any, what: str) -> None:
@@ -434,14 +506,16 @@ def counted_rows(doc: dict[str, Any]) -> None:
             assert 0.0 <= x["count"] <= x["of"] or x["share"] is None, f"counted_rows: {x}"
             if x["seconds"] is not None:
                 assert 0.0 <= x["seconds"] <= x["generation_s"] * (1 + 1e-9) + ABS_MS, (
-                    f"counted_rows: {where}: {x['seconds']} s of {x['generation_s']} s")
+                    f"counted_rows: {where}: {x['seconds']} s of {x['generation_s']} s"
+                )
         t = book["tail"]
         if t:
             _unit(t["share"], "ledger.tail.share")
             assert t["p50"] <= t["p95"] <= t["p99"] <= t["max"], f"counted_rows: tail {t}"
             if t["seconds"] is not None:
                 assert 0.0 <= t["seconds"] <= t["generation_s"] * (1 + 1e-9) + ABS_MS, (
-                    f"counted_rows: tail {t}")
+                    f"counted_rows: tail {t}"
+                )
     rows = doc["throughput"]["rows"]
     for r in rows:
         _unit(r["mfu"], f"throughput row {r['stage']} rank {r['rank']} step {r['step']} mfu")
@@ -459,11 +533,15 @@ def counted_rows(doc: dict[str, Any]) -> None:
         if s["tokens_per_s"] is None:
             assert not rates, f"counted_rows: {s['stage']}: rows hold tokens/s {rates}"
         else:
-            _close(s["tokens_per_s"], statistics.median(rates),
-                   f"counted_rows: {s['stage']} tokens_per_s")
+            _close(
+                s["tokens_per_s"],
+                statistics.median(rates),
+                f"counted_rows: {s['stage']} tokens_per_s",
+            )
             _close(s["min_tokens_per_s"], min(rates), f"counted_rows: {s['stage']} min")
     assert doc["verdict"].get("throughput", []) == stages, (
-        "counted_rows: the verdict's throughput is not the throughput table's")
+        "counted_rows: the verdict's throughput is not the throughput table's"
+    )
     for f in doc["findings"]:
         rule = f["rule"]
         if rule in ("rl.dropped", "rl.zero_variance", "rl.truncated"):
@@ -472,18 +550,22 @@ def counted_rows(doc: dict[str, Any]) -> None:
             assert m and x, f"counted_rows: {rule}: {f['title']!r} against {x}"
             share = x["time_share"] if x["time_share"] is not None else x["share"]
             assert abs(int(m.group(1)) - share * 100) <= 0.5 + 1e-9, (
-                f"counted_rows: {rule} says {m.group(1)}%, ledger {share}")
+                f"counted_rows: {rule} says {m.group(1)}%, ledger {share}"
+            )
             assert _f(m.group(2)) == round(x["count"]) and _f(m.group(3)) == round(x["of"]), (
-                f"counted_rows: {rule} quotes {m.group(2)} of {m.group(3)}, ledger {x}")
+                f"counted_rows: {rule} quotes {m.group(2)} of {m.group(3)}, ledger {x}"
+            )
         elif rule == "rl.long_tail":
             t = (book or {}).get("tail")
             assert t, f"counted_rows: {rule} without a tail in the ledger"
             said = re.search(r"hold (\d+)% of generation", f["title"])
             assert said and abs(int(said.group(1)) - t["share"] * 100) <= 0.5 + 1e-9, (
-                f"counted_rows: {rule}: {f['title']!r}, tail share {t['share']}")
+                f"counted_rows: {rule}: {f['title']!r}, tail share {t['share']}"
+            )
 
 
 # -- exit codes ---------------------------------------------------------------------------------
+
 
 def exit_code(code: int, doc: dict[str, Any] | None) -> None:
     """0 every capture read, 3 some part skipped or partly read (``problems``), 1 nothing."""
@@ -510,8 +592,9 @@ def check_analysis(doc: dict[str, Any], code: int) -> None:
 # -- the other commands -------------------------------------------------------------------------
 
 _DEVICE_LINE = re.compile(r"compute (\d+)%, communication (\d+)%, copy (\d+)%, idle (\d+)%")
-_NOT_A_NUMBER = re.compile(r"(?<![\w.])-?(?:nan|inf)(?:\s*(?:ms|%|x|MiB|GiB|GB/s)|\b)",
-                           re.IGNORECASE)
+_NOT_A_NUMBER = re.compile(
+    r"(?<![\w.])-?(?:nan|inf)(?:\s*(?:ms|%|x|MiB|GiB|GB/s)|\b)", re.IGNORECASE
+)
 
 
 def printed_finite(text: str) -> None:
@@ -531,8 +614,8 @@ def check_text(text: str, doc: dict[str, Any]) -> None:
     if m and d:
         said = [int(x) for x in m.groups()]
         assert said == [round(d["shares"][k] * 100) for k in PARTS] or all(
-            abs(a - d["shares"][k] * 100) <= 0.5 + 1e-9 for a, k in zip(said, PARTS)), (
-            f"check_text: device line {m.group(0)!r}, json shares {d['shares']}")
+            abs(a - d["shares"][k] * 100) <= 0.5 + 1e-9 for a, k in zip(said, PARTS)
+        ), f"check_text: device line {m.group(0)!r}, json shares {d['shares']}"
 
 
 def check_doctor(health: dict[str, Any], code: int, doc: dict[str, Any] | None) -> None:
@@ -544,10 +627,11 @@ def check_doctor(health: dict[str, Any], code: int, doc: dict[str, Any] | None) 
     assert bool(health["findings"]) == (code == 3), f"doctor: exit {code}: {health['findings']}"
     if doc is not None:
         assert sum(health["captures_per_rank"].values()) == len(doc["inventory"]), (
-            f"doctor: captures {health['captures_per_rank']}, analyse read "
-            f"{len(doc['inventory'])}")
+            f"doctor: captures {health['captures_per_rank']}, analyse read {len(doc['inventory'])}"
+        )
         assert health["ranks_found"] == [r for r in doc["ranks"] if r is not None], (
-            f"doctor: ranks {health['ranks_found']}, analyse {doc['ranks']}")
+            f"doctor: ranks {health['ranks_found']}, analyse {doc['ranks']}"
+        )
 
 
 def _means(doc: dict[str, Any]) -> dict[Any, dict[str, float]]:
@@ -556,9 +640,13 @@ def _means(doc: dict[str, Any]) -> dict[Any, dict[str, float]]:
     per: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for r in device_rows(doc):
         per[r["rank"]].append(r)
-    return {rank: {k: sum(r[k] for r in rows) / len(rows)
-                   for k in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms")}
-            for rank, rows in per.items()}
+    return {
+        rank: {
+            k: sum(r[k] for r in rows) / len(rows)
+            for k in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms")
+        }
+        for rank, rows in per.items()
+    }
 
 
 def check_compare_self(cmp: dict[str, Any], code: int, doc: dict[str, Any]) -> None:
@@ -570,8 +658,9 @@ def check_compare_self(cmp: dict[str, Any], code: int, doc: dict[str, Any]) -> N
     assert cmp["slower"] == [], f"compare: slower {cmp['slower']}"
     for table in ("rows", "ranges"):
         for row in cmp[table]:
-            assert row["change"] in (0.0, None) and not row["regression"] and not row[
-                "improvement"], f"compare: {table} {row}"
+            assert (
+                row["change"] in (0.0, None) and not row["regression"] and not row["improvement"]
+            ), f"compare: {table} {row}"
             assert row["impact_ms"] in (0.0, None), f"compare: {table} {row}"
     means = _means(doc)
     for row in cmp["device"]:
@@ -581,8 +670,8 @@ def check_compare_self(cmp: dict[str, Any], code: int, doc: dict[str, Any]) -> N
             if row["rank"] in means and a is not None:
                 _close(a, means[row["rank"]][k], f"compare: rank {row['rank']} {k}")
     assert {r["rank"] for r in cmp["device"]} == set(means), (
-        f"compare: device ranks {[r['rank'] for r in cmp['device']]}, "
-        f"rows {sorted(means, key=str)}")
+        f"compare: device ranks {[r['rank'] for r in cmp['device']]}, rows {sorted(means, key=str)}"
+    )
 
 
 def check_timeline(trace: dict[str, Any], code: int, doc: dict[str, Any]) -> None:
@@ -593,9 +682,11 @@ def check_timeline(trace: dict[str, Any], code: int, doc: dict[str, Any]) -> Non
     tracks = len(trace["otherData"]["tracks"])
     ranks = len({(r["rank"], r["source"]) for r in doc["inventory"]})
     assert ranks <= tracks <= len(doc["inventory"]), (
-        f"timeline: {tracks} tracks for {ranks} ranks in {len(doc['inventory'])} captures")
+        f"timeline: {tracks} tracks for {ranks} ranks in {len(doc['inventory'])} captures"
+    )
     for e in trace["traceEvents"]:
         for k in ("ts", "dur"):
             x = e.get(k)
             assert x is None or (isinstance(x, (int, float)) and math.isfinite(x)), (
-                f"timeline: {k} = {x!r} in {e}")
+                f"timeline: {k} = {x!r} in {e}"
+            )

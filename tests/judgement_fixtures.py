@@ -28,7 +28,8 @@ def capture(ranks: int, steps: int, ms: Callable[[int, int, str], float]) -> Cap
                 t.ranges.append(Range(rank, "stage", stage, step, 1e3 * ts, 1e3 * d))
                 ts += d
             ts += 0.5
-            t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start,
-                                  1e3 * (ts - start)))
+            t.ranges.append(
+                Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start, 1e3 * (ts - start))
+            )
         traces.append(t)
     return Captures(root=Path("run"), traces=traces)

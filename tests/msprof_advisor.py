@@ -58,37 +58,55 @@ def advise(src: Path, work: Path, timeout: float = 600.0) -> Advice:
     out.mkdir(parents=True)
     env = dict(os.environ, MSPROF_ANALYZE_LOG_FILE=str(work / "msprof.log"), TQDM_DISABLE="1")
     env.pop("AGENT_MODE", None)
-    proc = subprocess.run([exe, "advisor", "all", "-d", str(data), "-o", str(out), "-l", "en",
-                           "--force"], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-    advice = Advice(errors=[ln for ln in (proc.stderr + proc.stdout).splitlines()
-                            if "[ERROR]" in ln], stdout=proc.stdout)
+    proc = subprocess.run(
+        [exe, "advisor", "all", "-d", str(data), "-o", str(out), "-l", "en", "--force"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    advice = Advice(
+        errors=[ln for ln in (proc.stderr + proc.stdout).splitlines() if "[ERROR]" in ln],
+        stdout=proc.stdout,
+    )
     books = sorted((out / "log").glob("mstt_advisor_*.xlsx"))
     if books:
         advice.xlsx = books[-1]
         for name, rows in read_xlsx(books[-1]).items():
             head = [h or f"col{i}" for i, h in enumerate(rows[0])] if rows else []
-            advice.sheets[name] = [dict(zip(head, r + [None] * (len(head) - len(r))))
-                                   for r in rows[1:]]
+            advice.sheets[name] = [
+                dict(zip(head, r + [None] * (len(head) - len(r)))) for r in rows[1:]
+            ]
         advice.problems = {str(r["category"]): r for r in advice.sheets.get("problems", [])}
     return advice
 
 
 def to_json(advice: Advice, work: Path) -> dict[str, Any]:
     """What the tests read of an :class:`Advice` as JSON (``work``'s path out of its errors)."""
-    return {"xlsx": advice.xlsx.name if advice.xlsx else None, "problems": advice.problems,
-            "sheets": advice.sheets,
-            "errors": [line.replace(str(work), "WORK") for line in advice.errors]}
+    return {
+        "xlsx": advice.xlsx.name if advice.xlsx else None,
+        "problems": advice.problems,
+        "sheets": advice.sheets,
+        "errors": [line.replace(str(work), "WORK") for line in advice.errors],
+    }
 
 
 def from_json(doc: dict[str, Any]) -> Advice:
     """The :class:`Advice` of :func:`to_json`'s figures (``xlsx`` by its name alone)."""
-    return Advice(problems=doc["problems"], sheets=doc["sheets"], errors=doc["errors"],
-                  xlsx=Path(doc["xlsx"]) if doc["xlsx"] else None)
+    return Advice(
+        problems=doc["problems"],
+        sheets=doc["sheets"],
+        errors=doc["errors"],
+        xlsx=Path(doc["xlsx"]) if doc["xlsx"] else None,
+    )
 
 
-_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
-       "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships"}
+_NS = {
+    "m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+    "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+}
 
 
 def _col(ref: str) -> int:
@@ -106,8 +124,9 @@ def read_xlsx(path: Path) -> dict[str, list[list[str | None]]]:
         for si in ET.fromstring(z.read("xl/sharedStrings.xml")).findall("m:si", _NS):
             shared.append("".join(t.text or "" for t in si.iter(f"{{{_NS['m']}}}t")))
     book = ET.fromstring(z.read("xl/workbook.xml"))
-    rels = {r.get("Id"): r.get("Target")
-            for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))}
+    rels = {
+        r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))
+    }
     out: dict[str, list[list[str | None]]] = {}
     for sheet in book.find("m:sheets", _NS) or ():
         target = str(rels[sheet.get(f"{{{_NS['r']}}}id")]).lstrip("/")

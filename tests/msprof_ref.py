@@ -33,35 +33,75 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Cluster", "MsprofError", "advisor_overall", "cluster", "cluster_from_json",
-           "cluster_to_json", "executable"]
+__all__ = [
+    "Cluster",
+    "MsprofError",
+    "advisor_overall",
+    "cluster",
+    "cluster_from_json",
+    "cluster_to_json",
+    "executable",
+]
 
 US = 1000.0  # microseconds per millisecond
 OUTPUT = "cluster_analysis_output"
 
 #: cluster_step_trace_time.csv column -> key (us there, ms here).
-STEP_CSV = {"Computing": "computing", "Communication(Not Overlapped)": "comm_not_overlapped",
-            "Overlapped": "overlapped", "Communication": "communication", "Free": "free",
-            "Stage": "stage", "Bubble": "bubble", "Preparing": "preparing"}
+STEP_CSV = {
+    "Computing": "computing",
+    "Communication(Not Overlapped)": "comm_not_overlapped",
+    "Overlapped": "overlapped",
+    "Communication": "communication",
+    "Free": "free",
+    "Stage": "stage",
+    "Bubble": "bubble",
+    "Preparing": "preparing",
+}
 #: ClusterStepTraceTime (db) column -> key.
-STEP_DB = {"computing": "computing", "communication_not_overlapped": "comm_not_overlapped",
-           "overlapped": "overlapped", "communication": "communication", "free": "free",
-           "stage": "stage", "bubble": "bubble", "preparing": "preparing"}
+STEP_DB = {
+    "computing": "computing",
+    "communication_not_overlapped": "comm_not_overlapped",
+    "overlapped": "overlapped",
+    "communication": "communication",
+    "free": "free",
+    "stage": "stage",
+    "bubble": "bubble",
+    "preparing": "preparing",
+}
 #: ClusterTimeSummary (recipe cluster_time_summary) column -> key (us there, ms here).
-SUMMARY = {"stepTime": "step_time", "computation": "computing",
-           "communicationNotOverlapComputation": "comm_not_overlapped",
-           "communicationOverlapComputation": "overlapped", "communication": "communication",
-           "free": "free", "memory": "memory",
-           "memoryNotOverlapComputationCommunication": "memory_not_overlapped"}
+SUMMARY = {
+    "stepTime": "step_time",
+    "computation": "computing",
+    "communicationNotOverlapComputation": "comm_not_overlapped",
+    "communicationOverlapComputation": "overlapped",
+    "communication": "communication",
+    "free": "free",
+    "memory": "memory",
+    "memoryNotOverlapComputationCommunication": "memory_not_overlapped",
+}
 #: Communication times, as cluster_communication.json and ClusterCommunicationTime name them.
-TIME_JSON = {"Elapse Time(ms)": "elapse_ms", "Wait Time(ms)": "wait_ms",
-             "Transit Time(ms)": "transit_ms", "Synchronization Time(ms)": "sync_ms",
-             "Idle Time(ms)": "idle_ms"}
-TIME_DB = {"elapsed_time": "elapse_ms", "wait_time": "wait_ms", "transit_time": "transit_ms",
-           "synchronization_time": "sync_ms", "idle_time": "idle_ms"}
+TIME_JSON = {
+    "Elapse Time(ms)": "elapse_ms",
+    "Wait Time(ms)": "wait_ms",
+    "Transit Time(ms)": "transit_ms",
+    "Synchronization Time(ms)": "sync_ms",
+    "Idle Time(ms)": "idle_ms",
+}
+TIME_DB = {
+    "elapsed_time": "elapse_ms",
+    "wait_time": "wait_ms",
+    "transit_time": "transit_ms",
+    "synchronization_time": "sync_ms",
+    "idle_time": "idle_ms",
+}
 #: The advisor's Overall Summary rows -> key (ms as it prints them, 3 decimals).
-OVERALL = {"Computing Time": "computing", "Uncovered Communication Time": "comm_not_overlapped",
-           "-- Wait": "comm_wait", "Free Time": "free", "E2E Time": "e2e"}
+OVERALL = {
+    "Computing Time": "computing",
+    "Uncovered Communication Time": "comm_not_overlapped",
+    "-- Wait": "comm_wait",
+    "Free Time": "free",
+    "E2E Time": "e2e",
+}
 
 
 class MsprofError(RuntimeError):
@@ -73,8 +113,9 @@ def executable() -> str:
     beside = Path(sys.executable).with_name("msprof-analyze")
     found = str(beside) if beside.is_file() else shutil.which("msprof-analyze")
     if found is None:
-        raise MsprofError("msprof-analyze is not installed: it is in the test extra "
-                          "(pip install -e '.[test]')")
+        raise MsprofError(
+            "msprof-analyze is not installed: it is in the test extra (pip install -e '.[test]')"
+        )
     return found
 
 
@@ -82,8 +123,15 @@ def _run(args: list[str], work: Path, timeout: float) -> subprocess.CompletedPro
     env = {k: v for k, v in os.environ.items() if k != "AGENT_MODE"}
     env["MSPROF_ANALYZE_LOG_FILE"] = str(work / "msprof_analyze.log")  # not into $TMPDIR
     env["TQDM_DISABLE"] = "1"
-    proc = subprocess.run([executable(), *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [executable(), *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     (work / "stdout.log").write_text(proc.stdout)
     (work / "stderr.log").write_text(proc.stderr)
     return proc
@@ -121,17 +169,23 @@ class Cluster:
 
 def cluster_to_json(c: Cluster) -> dict[str, Any]:
     """A :class:`Cluster` as JSON (its keys as lists): :func:`cluster_from_json` reads it."""
-    return {"kind": c.kind, "steps": [[*k, v] for k, v in c.steps.items()],
-            "comm": [[*k, v] for k, v in c.comm.items()],
-            "time_summary": [[*k, v] for k, v in c.time_summary.items()],
-            "slow_rank": [[k, v] for k, v in c.slow_rank.items()]}
+    return {
+        "kind": c.kind,
+        "steps": [[*k, v] for k, v in c.steps.items()],
+        "comm": [[*k, v] for k, v in c.comm.items()],
+        "time_summary": [[*k, v] for k, v in c.time_summary.items()],
+        "slow_rank": [[k, v] for k, v in c.slow_rank.items()],
+    }
 
 
 def cluster_from_json(doc: dict[str, Any]) -> Cluster:
-    return Cluster(doc["kind"], steps={(r, s): v for r, s, v in doc["steps"]},
-                   comm={(r, s, op): v for r, s, op, v in doc["comm"]},
-                   time_summary={(r, s): v for r, s, v in doc["time_summary"]},
-                   slow_rank={r: v for r, v in doc["slow_rank"]})
+    return Cluster(
+        doc["kind"],
+        steps={(r, s): v for r, s, v in doc["steps"]},
+        comm={(r, s, op): v for r, s, op, v in doc["comm"]},
+        time_summary={(r, s): v for r, s, v in doc["time_summary"]},
+        slow_rank={r: v for r, v in doc["slow_rank"]},
+    )
 
 
 def cluster(src: Path, work: Path, mode: str = "all", timeout: float = 300.0) -> Cluster:
@@ -142,16 +196,16 @@ def cluster(src: Path, work: Path, mode: str = "all", timeout: float = 300.0) ->
     """
     data = _copy(src, work)
     out = work / "out"
-    proc = _run(["cluster", "-d", str(data), "-m", mode, "-o", str(out), "--force"], work,
-                timeout)
+    proc = _run(["cluster", "-d", str(data), "-m", mode, "-o", str(out), "--force"], work, timeout)
     result = out / OUTPUT
     if not result.is_dir() or not any(result.iterdir()):
         raise MsprofError(f"cluster -m {mode} on {src.name}: no output\n{_errors(proc)}")
     parsed = read_output(result)
     need = {"all": "steps", "cluster_time_summary": "time_summary", "slow_rank": "slow_rank"}
     if mode in need and not getattr(parsed, need[mode]):
-        raise MsprofError(f"cluster -m {mode} on {src.name}: nothing of it in {result}\n"
-                          f"{_errors(proc)}")
+        raise MsprofError(
+            f"cluster -m {mode} on {src.name}: nothing of it in {result}\n{_errors(proc)}"
+        )
     return parsed
 
 
@@ -171,7 +225,8 @@ def _float(value: Any) -> float | None:
 def read_output(result: Path) -> Cluster:
     """A ``cluster_analysis_output`` folder: its text files, else ``cluster_analysis.db``."""
     if (result / "cluster_step_trace_time.csv").is_file() or (
-            result / "cluster_communication.json").is_file():
+        result / "cluster_communication.json"
+    ).is_file():
         return _read_text(result)
     db = result / "cluster_analysis.db"
     if not db.is_file():
@@ -188,8 +243,10 @@ def _read_text(result: Path) -> Cluster:
                 if row.get("Type", "rank").strip() != "rank":  # pipeline-stage max rows
                     continue
                 res.steps[(int(row["Index"]), _step(row["Step"]))] = {
-                    key: v / US for col, key in STEP_CSV.items()
-                    if (v := _float(row.get(col))) is not None}
+                    key: v / US
+                    for col, key in STEP_CSV.items()
+                    if (v := _float(row.get(col))) is not None
+                }
     path = result / "cluster_communication.json"
     if path.is_file():
         for _group, steps in json.loads(path.read_text()).items():
@@ -200,15 +257,18 @@ def _read_text(result: Path) -> Cluster:
                         continue
                     for rank, info in per_rank.items():
                         times = info.get("Communication Time Info", {})
-                        entry: dict[str, Any] = {key: float(times.get(col) or 0.0)
-                                                 for col, key in TIME_JSON.items()}
+                        entry: dict[str, Any] = {
+                            key: float(times.get(col) or 0.0) for col, key in TIME_JSON.items()
+                        }
                         entry["group"] = group
                         entry["links"] = {
-                            link: {"size_mb": float(v.get("Transit Size(MB)") or 0.0),
-                                   "time_ms": float(v.get("Transit Time(ms)") or 0.0),
-                                   "bandwidth_gbps": _float(v.get("Bandwidth(GB/s)"))}
-                            for link, v in (info.get("Communication Bandwidth Info")
-                                            or {}).items()}
+                            link: {
+                                "size_mb": float(v.get("Transit Size(MB)") or 0.0),
+                                "time_ms": float(v.get("Transit Time(ms)") or 0.0),
+                                "bandwidth_gbps": _float(v.get("Bandwidth(GB/s)")),
+                            }
+                            for link, v in (info.get("Communication Bandwidth Info") or {}).items()
+                        }
                         res.comm[(int(rank), _step(step), op)] = entry
     return res
 
@@ -228,8 +288,10 @@ def _read_db(path: Path) -> Cluster:
         for row in rows("ClusterStepTraceTime"):
             if row["type"] == "rank":
                 res.steps[(int(row["index"]), _step(row["step"]))] = {
-                    key: v / US for col, key in STEP_DB.items()
-                    if (v := _float(row.get(col))) is not None}
+                    key: v / US
+                    for col, key in STEP_DB.items()
+                    if (v := _float(row.get(col))) is not None
+                }
         for row in rows("ClusterCommunicationTime"):
             if row["hccl_op_name"] == "Total Op Info":
                 continue
@@ -244,11 +306,14 @@ def _read_db(path: Path) -> Cluster:
                 found["links"][row["band_type"]] = {
                     "size_mb": float(row["transit_size"] or 0.0),
                     "time_ms": float(row["transit_time"] or 0.0),
-                    "bandwidth_gbps": _float(row["bandwidth"])}
+                    "bandwidth_gbps": _float(row["bandwidth"]),
+                }
         for row in rows("ClusterTimeSummary"):
             res.time_summary[(int(row["rank"]), _step(row["step"]))] = {
-                key: v / US for col, key in SUMMARY.items()
-                if (v := _float(row.get(col))) is not None}
+                key: v / US
+                for col, key in SUMMARY.items()
+                if (v := _float(row.get(col))) is not None
+            }
         for row in rows("SlowRank"):
             res.slow_rank[int(row["rankId"])] = int(row["slowAffectCount"])
     finally:
@@ -262,14 +327,29 @@ def advisor_overall(rank_folder: Path, work: Path, timeout: float = 300.0) -> di
     trace_view.json's Overlap Analysis lanes (text) or the db's raw TASK, COMPUTE_TASK_INFO
     and COMMUNICATION_OP rows (db), over the whole capture."""
     data = _copy(rank_folder, work)
-    proc = _run(["advisor", "computation", "-d", str(data), "-o", str(work / "out"), "-l", "en",
-                 "--force", "--agent"], work, timeout)
+    proc = _run(
+        [
+            "advisor",
+            "computation",
+            "-d",
+            str(data),
+            "-o",
+            str(work / "out"),
+            "-l",
+            "en",
+            "--force",
+            "--agent",
+        ],
+        work,
+        timeout,
+    )
     try:
         doc = json.loads(proc.stdout)
         table = doc["message"]["Overall Summary"]
     except (ValueError, KeyError, TypeError):
-        raise MsprofError(f"advisor on {rank_folder.name}: no Overall Summary\n"
-                          f"{_errors(proc)}") from None
+        raise MsprofError(
+            f"advisor on {rank_folder.name}: no Overall Summary\n{_errors(proc)}"
+        ) from None
     head = table["headers"]
     out = {}
     for values in table["data"]:
@@ -278,6 +358,8 @@ def advisor_overall(rank_folder: Path, work: Path, timeout: float = 300.0) -> di
         if key and key not in out:  # "-- Wait" appears once, under Uncovered Communication
             out[key] = float(row["Duration(ms)"])
     if set(out) != set(OVERALL.values()):
-        raise MsprofError(f"advisor on {rank_folder.name}: Overall Summary lacks "
-                          f"{sorted(set(OVERALL.values()) - set(out))}")
+        raise MsprofError(
+            f"advisor on {rank_folder.name}: Overall Summary lacks "
+            f"{sorted(set(OVERALL.values()) - set(out))}"
+        )
     return out

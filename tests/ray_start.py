@@ -13,8 +13,13 @@ TRIES = 3
 PAUSE_S = 5.0
 
 
-def start(init: Callable[[], object], shutdown: Callable[[], object], tries: int = TRIES,
-          pause_s: float | None = None, sleep: Callable[[float], object] = time.sleep) -> str:
+def start(
+    init: Callable[[], object],
+    shutdown: Callable[[], object],
+    tries: int = TRIES,
+    pause_s: float | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+) -> str:
     """Call ``init`` until it returns, at most ``tries`` times, ``shutdown`` (clearing what
     a failed start left) and a pause between tries. Returns "" once started, else one line:
     how many tries and the last error's first line."""

@@ -52,12 +52,16 @@ def digest(root: Path | list[Path]) -> str:
     if isinstance(root, list):
         files = root
     else:
-        files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.endswith(CACHE)
-                       ) if root.is_dir() else [root]
+        files = (
+            sorted(p for p in root.rglob("*") if p.is_file() and not p.name.endswith(CACHE))
+            if root.is_dir()
+            else [root]
+        )
     h = hashlib.sha256()
     for p in files:
-        rel = p.relative_to(root).as_posix() if isinstance(root, Path) and root.is_dir() else (
-            p.name)
+        rel = (
+            p.relative_to(root).as_posix() if isinstance(root, Path) and root.is_dir() else (p.name)
+        )
         h.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:32]
 
@@ -89,12 +93,19 @@ class Store:
         self.version = version(tool)
         doc = json.loads(self.path.read_text()) if self.path.is_file() else {}
         self.entries: dict[str, Any] = (
-            doc.get("entries", {}) if doc.get("version") == self.version else {})
+            doc.get("entries", {}) if doc.get("version") == self.version else {}
+        )
         self.live: list[str] = []  # the labels of the calls that ran the tool
 
-    def figures(self, call: Callable[[Any], Any], inputs: Path | list[Path], label: str,
-                sets: tuple[str, ...] = (), options: str = "",
-                code: tuple[Callable[..., Any], ...] = ()) -> Any:
+    def figures(
+        self,
+        call: Callable[[Any], Any],
+        inputs: Path | list[Path],
+        label: str,
+        sets: tuple[str, ...] = (),
+        options: str = "",
+        code: tuple[Callable[..., Any], ...] = (),
+    ) -> Any:
         """``call(inputs)``'s figures (JSON), kept or live. ``inputs``: a folder, or files;
         ``label`` names the entry for people; ``sets`` the corpus sets the input is made from;
         ``options`` whatever else the call depends on (environment variables); ``code`` the
@@ -107,15 +118,19 @@ class Store:
         if kept is not None and mode not in ("renew", "live"):
             return kept["figures"]
         if kept is None and not mode:
-            warnings.warn(f"{self.path.name}: no fixture for {label} with {self.tool} "
-                          f"{self.version}: ran it live (renew: python scripts/"
-                          f"reference_fixtures.py)", stacklevel=2)
+            warnings.warn(
+                f"{self.path.name}: no fixture for {label} with {self.tool} "
+                f"{self.version}: ran it live (renew: python scripts/"
+                f"reference_fixtures.py)",
+                stacklevel=2,
+            )
         self.live.append(label)
         figures = json.loads(json.dumps(call(inputs)))
         if mode == "renew":
-            self._write(key_hex, {"label": label,
-                                  "sets": {s: set_digest(s) for s in sets},
-                                  "figures": figures})
+            self._write(
+                key_hex,
+                {"label": label, "sets": {s: set_digest(s) for s in sets}, "figures": figures},
+            )
         return figures
 
     def _write(self, key: str, entry: dict[str, Any]) -> None:
@@ -124,7 +139,8 @@ class Store:
             if doc.get("version") != self.version:
                 doc = {"tool": self.tool, "version": self.version, "entries": {}}
             doc["entries"][key] = entry
-            doc["entries"] = dict(sorted(doc["entries"].items(),
-                                         key=lambda kv: (kv[1]["label"], kv[0])))
+            doc["entries"] = dict(
+                sorted(doc["entries"].items(), key=lambda kv: (kv[1]["label"], kv[0]))
+            )
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")

@@ -27,9 +27,22 @@ Figure = _report.Figure
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], str]:
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--out",
-                           str(out / "r.md"), "--json", str(out / "r.json")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--out",
+            str(out / "r.md"),
+            "--json",
+            str(out / "r.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads((out / "r.json").read_text()), (out / "r.md").read_text()
 
@@ -56,21 +69,35 @@ def test_verdict_follows_goal(quick: tuple[list[dict], str]) -> None:
         bound = f["ci"][1] if f["ci"] else f["ratio"]
         want = None if f["goal"] is None else (not math.isnan(bound) and bound <= f["goal"])
         assert f["met"] is want, f
-        row = next(line for line in text.splitlines()
-                   if line.startswith(f"| {f['figure']} | {f['baseline']} |"))
+        row = next(
+            line
+            for line in text.splitlines()
+            if line.startswith(f"| {f['figure']} | {f['baseline']} |")
+        )
         assert {None: "| report |", True: "| met |", False: "| **missed** |"}[want] in row
     assert sum(f["goal"] is not None for f in figures) >= 8  # goals are judged, not just shown
 
 
-@pytest.mark.parametrize("ratio,ci,goal,met", [
-    (1.01, None, 1.02, True), (1.03, None, 1.02, False), (1.01, (1.00, 1.03), 1.02, False),
-    (1.01, (1.005, 1.015), 1.02, True), (float("nan"), None, 0.2, False), (5.0, None, None, None)])
-def test_figure_verdict(ratio: float, ci: tuple[float, float] | None, goal: float | None,
-                        met: bool | None) -> None:
+@pytest.mark.parametrize(
+    "ratio,ci,goal,met",
+    [
+        (1.01, None, 1.02, True),
+        (1.03, None, 1.02, False),
+        (1.01, (1.00, 1.03), 1.02, False),
+        (1.01, (1.005, 1.015), 1.02, True),
+        (float("nan"), None, 0.2, False),
+        (5.0, None, None, None),
+    ],
+)
+def test_figure_verdict(
+    ratio: float, ci: tuple[float, float] | None, goal: float | None, met: bool | None
+) -> None:
     assert Figure("g", "f", "b", ratio, goal, ci=ci).met is met
 
 
-_spec_ci = importlib.util.spec_from_file_location("bench_interval", ROOT / "benchmarks" / "interval.py")
+_spec_ci = importlib.util.spec_from_file_location(
+    "bench_interval", ROOT / "benchmarks" / "interval.py"
+)
 assert _spec_ci and _spec_ci.loader
 _interval = importlib.util.module_from_spec(_spec_ci)
 _spec_ci.loader.exec_module(_interval)

@@ -31,9 +31,25 @@ def test_under_xdist_a_files_tests_run_in_one_worker() -> None:
     import sys
 
     files = ["tests/capture/test_naming.py", "tests/capture/test_lifecycle.py"]
-    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "-n", "2", "--dist",
-                           "loadgroup", "-v", "-p", "no:cacheprovider"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *files,
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     workers: dict[str, set[str]] = {}
     for line in proc.stdout.splitlines():

@@ -24,14 +24,17 @@ def wheel(tmp_path: Path, edit: tuple[str, str, str] | None = None) -> Path:
                 assert edit[1] in text
                 text = text.replace(edit[1], edit[2], 1)
             zf.writestr(f"torch_npu/{rel}", text)
-        zf.writestr("torch_npu/profiler/analysis/prof_common_func/_constant.py",
-                    "class Constant:\n    pass\n")
+        zf.writestr(
+            "torch_npu/profiler/analysis/prof_common_func/_constant.py",
+            "class Constant:\n    pass\n",
+        )
     return path
 
 
 def check(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(path)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_identical_wheel_passes(tmp_path: Path) -> None:
@@ -51,7 +54,10 @@ def test_missing_function_is_named(tmp_path: Path) -> None:
 
 
 def test_changed_default_is_named(tmp_path: Path) -> None:
-    edit = ("npu/mstx.py", "def range_end(range_id: int, domain: str = 'default')",
-            "def range_end(range_id: int, domain: str = 'other')")
+    edit = (
+        "npu/mstx.py",
+        "def range_end(range_id: int, domain: str = 'default')",
+        "def range_end(range_id: int, domain: str = 'other')",
+    )
     proc = check(wheel(tmp_path, edit))
     assert proc.returncode == 1 and "range_end parameters differ" in proc.stdout, proc.stdout

@@ -23,8 +23,10 @@ from mindspeed_prof.hydra.lines import typed_fields
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 APPS = {"mindspeed-prof demo": None, "python examples/train.py": ROOT / "examples" / "conf"}
-_START = re.compile(r"(?:^|`|\$ |&& |\s)((?:[A-Z_]+=\S+ )*(?:mindspeed-prof demo|"
-                    r"python examples/train\.py)(?:[ \t][^`\n]*)?)")
+_START = re.compile(
+    r"(?:^|`|\$ |&& |\s)((?:[A-Z_]+=\S+ )*(?:mindspeed-prof demo|"
+    r"python examples/train\.py)(?:[ \t][^`\n]*)?)"
+)
 
 
 def commands(text: str) -> list[str]:
@@ -57,8 +59,12 @@ def _jobs(args: list[str]) -> list[list[str]]:
     if "-m" not in args:
         return [overrides]
     parsed = OverridesParser.create().parse_overrides(overrides)
-    choices = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
-               if o.is_sweep_override() else [str(o.input_line)] for o in parsed]
+    choices = [
+        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+        if o.is_sweep_override()
+        else [str(o.input_line)]
+        for o in parsed
+    ]
     return [list(job) for job in itertools.product(*choices)]
 
 
@@ -83,9 +89,12 @@ def _compose(conf: Path | None, overrides: list[str]) -> Any:
 def test_the_commands_are_found() -> None:
     found = {c for _, c in documented()}
     assert "mindspeed-prof demo demo.slow_step=8 profiler_config.extensions.anomaly_factor=2" in (
-        found)
-    assert "mindspeed-prof demo -m profiler_config=stage_scoped " \
-           "profiler_config.integrated.stage=actor_generate,actor_update,critic_update" in found
+        found
+    )
+    assert (
+        "mindspeed-prof demo -m profiler_config=stage_scoped "
+        "profiler_config.integrated.stage=actor_generate,actor_update,critic_update" in found
+    )
     assert "python examples/train.py profiler=mstx_light" in found
     assert len(found) >= 15
 

@@ -19,8 +19,14 @@ import pytest
 from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
-               *(ROOT / "docs").glob("*.md")])
+DOCS = sorted(
+    [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "CHANGELOG.md",
+        *(ROOT / "docs").glob("*.md"),
+    ]
+)
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
@@ -28,8 +34,10 @@ HTML_ID = re.compile(r"<a\s[^>]*\b(?:id|name)=\"([^\"]+)\"")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 COMMAND_LINE = re.compile(r"(?:^|\s|\$ )mindspeed-prof\s+([a-z][\w-]*)([^#|;&]*)")
 #: A path in the repository as the docs name one (the folders no user's project has).
-REPO_PATH = re.compile(r"(?<![\w./-])((?:tests|mindspeed_prof|benchmarks|hydra_plugins|scripts"
-                       r"|examples)/[\w./-]*)")
+REPO_PATH = re.compile(
+    r"(?<![\w./-])((?:tests|mindspeed_prof|benchmarks|hydra_plugins|scripts"
+    r"|examples)/[\w./-]*)"
+)
 #: A dotted name in the package (a module, or a name in one).
 DOTTED = re.compile(r"(?<![\w./-])mindspeed_prof(?:\.\w+)+")
 #: An issue named by number: "issue 12", "issues 3 and 4", "(#20)", "#20,".
@@ -81,8 +89,11 @@ def slug(heading: str) -> str:
     for i in range(0, len(parts), 3):  # outside code: a link shows its text, HTML nothing
         parts[i] = re.sub(r"<[^>]+>", "", re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", parts[i]))
     text = "".join(p for i, p in enumerate(parts) if i % 3 != 1)
-    kept = (c for c in text.strip().lower()
-            if c in " -" or unicodedata.category(c)[0] in "LMN" or unicodedata.category(c) == "Pc")
+    kept = (
+        c
+        for c in text.strip().lower()
+        if c in " -" or unicodedata.category(c)[0] in "LMN" or unicodedata.category(c) == "Pc"
+    )
     return "".join(kept).replace(" ", "-")
 
 
@@ -119,7 +130,7 @@ def links(path: Path) -> Iterator[tuple[int, str]]:
     for n, para in paragraphs(path):
         bare = CODE_SPAN.sub(lambda m: "\n" * m.group().count("\n"), para)
         for m in LINK.finditer(bare):
-            yield n + bare[:m.start()].count("\n"), m.group(1)
+            yield n + bare[: m.start()].count("\n"), m.group(1)
         for i, line in enumerate(bare.split("\n"), n):
             ref = REF_DEF.match(line)
             if ref:
@@ -157,7 +168,7 @@ def command_lines(path: Path, commands: set[str]) -> Iterator[tuple[int, str, st
             if not found and head in commands and rest:
                 found = [(head, rest)]
             for command, args in found:
-                yield n + para[:m.start()].count("\n"), command, args
+                yield n + para[: m.start()].count("\n"), command, args
 
 
 def options() -> dict[str, set[str]]:
@@ -189,7 +200,7 @@ def repo_paths(path: Path) -> Iterator[tuple[int, str]]:
     ``tests/fixtures/corpus/*``)."""
     for n, line in lines(path):
         for m in REPO_PATH.finditer(line):
-            if line[m.end():m.end() + 1] not in ("<", "*", "{"):
+            if line[m.end() : m.end() + 1] not in ("<", "*", "{"):
                 yield n, m.group(1).rstrip(".")
 
 
@@ -225,8 +236,11 @@ def test_the_docs_exist_and_the_readme_links_each() -> None:
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_and_anchor_resolves(path: Path) -> None:
-    bad = [f"{where(path, n)}: ({t}) {why}" for n, t in links(path)
-           if (why := broken(path, t)) is not None]
+    bad = [
+        f"{where(path, n)}: ({t}) {why}"
+        for n, t in links(path)
+        if (why := broken(path, t)) is not None
+    ]
     assert bad == []
 
 
@@ -238,8 +252,11 @@ def test_every_command_line_flag_exists(path: Path) -> None:
         if command not in known:
             bad.append(f"{where(path, n)}: mindspeed-prof {command}: no such command")
             continue
-        bad += [f"{where(path, n)}: mindspeed-prof {command} {flag}: no such option"
-                for flag in flags(args) if flag not in known[command]]
+        bad += [
+            f"{where(path, n)}: mindspeed-prof {command} {flag}: no such option"
+            for flag in flags(args)
+            if flag not in known[command]
+        ]
     assert bad == []
 
 
@@ -264,16 +281,19 @@ def test_every_repository_path_mentioned_exists(path: Path) -> None:
 
 @pytest.mark.parametrize("path", CURRENT, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_package_name_mentioned_exists(path: Path) -> None:
-    bad = [f"{where(path, n)}: {name}" for n, line in lines(path)
-           for name in DOTTED.findall(line) if not resolves(name)]
+    bad = [
+        f"{where(path, n)}: {name}"
+        for n, line in lines(path)
+        for name in DOTTED.findall(line)
+        if not resolves(name)
+    ]
     assert bad == []
 
 
 @pytest.mark.parametrize("path", CURRENT, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_issue_is_named_by_number(path: Path) -> None:
     """A page says what is true now; which issue changed it is the changelog's (and git's)."""
-    assert [f"{where(path, n)}: {m}" for n, line in lines(path)
-            for m in ISSUE.findall(line)] == []
+    assert [f"{where(path, n)}: {m}" for n, line in lines(path) for m in ISSUE.findall(line)] == []
 
 
 def test_the_fast_loop_leaves_out_every_registered_marker() -> None:
@@ -292,17 +312,24 @@ def test_the_fast_loop_leaves_out_every_registered_marker() -> None:
 
 
 # -- the checker itself -----------------------------------------------------------------------
-@pytest.mark.parametrize(("heading", "anchor"), [
-    ("Config: `profiler_config`", "config-profiler_config"),
-    ("Presets (`profiler_config=<name>`)", "presets-profiler_configname"),
-    ("`mindspeed-prof doctor <save> [--json] [--skew-ms MS]`",
-     "mindspeed-prof-doctor-save---json---skew-ms-ms"),
-    ("What `analyse` and `compare` report", "what-analyse-and-compare-report"),
-    ("Big runs: parallel, cached and Ray-distributed analysis",
-     "big-runs-parallel-cached-and-ray-distributed-analysis"),
-    ("MindSpeed-RL-style integrated worker", "mindspeed-rl-style-integrated-worker"),
-    ("Über [the link](x.md) 2.0", "über-the-link-20"),
-])
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        ("Config: `profiler_config`", "config-profiler_config"),
+        ("Presets (`profiler_config=<name>`)", "presets-profiler_configname"),
+        (
+            "`mindspeed-prof doctor <save> [--json] [--skew-ms MS]`",
+            "mindspeed-prof-doctor-save---json---skew-ms-ms",
+        ),
+        ("What `analyse` and `compare` report", "what-analyse-and-compare-report"),
+        (
+            "Big runs: parallel, cached and Ray-distributed analysis",
+            "big-runs-parallel-cached-and-ray-distributed-analysis",
+        ),
+        ("MindSpeed-RL-style integrated worker", "mindspeed-rl-style-integrated-worker"),
+        ("Über [the link](x.md) 2.0", "über-the-link-20"),
+    ],
+)
 def test_slug_follows_github(heading: str, anchor: str) -> None:
     assert slug(heading) == anchor
 
@@ -311,31 +338,49 @@ def test_checker_finds_what_is_broken(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     (tmp_path / "a.md").write_text("# Top\n## Top\n```\n# not a heading\n```\n")
     doc = tmp_path / "b.md"
-    doc.write_text("[ok](a.md#top-1) [gone](a.md#not-a-heading) [none](c.md) `[code](x.md)`\n"
-                   "[self](#here)\n## Here\n[web](https://example.com)\n")
+    doc.write_text(
+        "[ok](a.md#top-1) [gone](a.md#not-a-heading) [none](c.md) `[code](x.md)`\n"
+        "[self](#here)\n## Here\n[web](https://example.com)\n"
+    )
     assert [(n, broken(doc, t)) for n, t in links(doc)] == [
-        (1, None), (1, "no heading #not-a-heading in a.md"), (1, "no such file c.md"),
-        (2, None), (4, None)]
+        (1, None),
+        (1, "no heading #not-a-heading in a.md"),
+        (1, "no such file c.md"),
+        (2, None),
+        (4, None),
+    ]
     known = options()
     assert "--html" in known["analyse"] and "-m" in known["demo"]
     assert list(flags("DIR [--steps N] --ray=ADDR -j 2 -1 x-y")) == ["--steps", "--ray", "-j"]
     assert COMMAND_LINE.findall("$ mindspeed-prof capture d --stage s  # --not") == [
-        ("capture", " d --stage s  ")]
+        ("capture", " d --stage s  ")
+    ]
 
 
 def test_mentions_are_found_and_checked(tmp_path: Path) -> None:
     doc = tmp_path / "c.md"
-    doc.write_text("See `tests/test_docs.py`, tests/gone.py.\n```\npython benchmarks/x.py\n```\n"
-                   "`benchmarks/<name>.py`, `.mindspeed_prof/job<N>.json`, a/tests/no.py\n"
-                   "`mindspeed_prof.views.gantt.gantt_svg`, `mindspeed_prof.run`, "
-                   "`mindspeed_prof.views.gone`\n(issue 30) issues 3 and 4 (#20) `ProfilerStep#12` "
-                   "&#20; #1-2\n")
-    assert list(repo_paths(doc)) == [(1, "tests/test_docs.py"), (1, "tests/gone.py"),
-                                     (3, "benchmarks/x.py")]
+    doc.write_text(
+        "See `tests/test_docs.py`, tests/gone.py.\n```\npython benchmarks/x.py\n```\n"
+        "`benchmarks/<name>.py`, `.mindspeed_prof/job<N>.json`, a/tests/no.py\n"
+        "`mindspeed_prof.views.gantt.gantt_svg`, `mindspeed_prof.run`, "
+        "`mindspeed_prof.views.gone`\n(issue 30) issues 3 and 4 (#20) `ProfilerStep#12` "
+        "&#20; #1-2\n"
+    )
+    assert list(repo_paths(doc)) == [
+        (1, "tests/test_docs.py"),
+        (1, "tests/gone.py"),
+        (3, "benchmarks/x.py"),
+    ]
     assert [(n, resolves(name)) for n, line in lines(doc) for name in DOTTED.findall(line)] == [
-        (6, True), (6, True), (6, False)]
+        (6, True),
+        (6, True),
+        (6, False),
+    ]
     assert [m for _, line in lines(doc) for m in ISSUE.findall(line)] == [
-        "issue 30", "issues 3", "#20"]
+        "issue 30",
+        "issues 3",
+        "#20",
+    ]
 
 
 def test_config_md_lists_every_field_with_its_default() -> None:
@@ -349,8 +394,9 @@ def test_config_md_lists_every_field_with_its_default() -> None:
     text = (ROOT / "docs" / "config.md").read_text()
     tables = re.findall(r"^\| `(?:integrated|extensions)` field .*?\n\n", text, re.M | re.S)
     assert len(tables) == 2
-    rows = [row for table in tables for row in re.findall(r"^\| ([a-z_0-9]+) \| (.*?) \|",
-                                                           table, re.M)]
+    rows = [
+        row for table in tables for row in re.findall(r"^\| ([a-z_0-9]+) \| (.*?) \|", table, re.M)
+    ]
     documented = dict(rows)
     assert len(documented) == len(rows), "a field documented twice"
 
@@ -367,8 +413,7 @@ def test_config_md_lists_every_field_with_its_default() -> None:
     fields = {f.name: plain(f.default) for f in dataclasses.fields(IntegratedConfig)}
     assert set(fields) - set(documented) == set(), "fields missing from docs/config.md"
     assert set(documented) - set(fields) == set(), "rows that are no field"
-    wrong = {k: (documented[k], v) for k, v in fields.items()
-             if read(documented[k]) != v}
+    wrong = {k: (documented[k], v) for k, v in fields.items() if read(documented[k]) != v}
     assert wrong == {}
 
 
@@ -384,7 +429,9 @@ def test_the_docs_list_the_counters_the_analysis_knows() -> None:
     counters = (ROOT / "docs" / "counters.md").read_text().partition("## Standard names")[2]
     rows = re.findall(r"^\| `(\w+)` \| (number|distribution) \|", counters, re.M)
     assert rows == [(c.name, c.kind) for c in STANDARD]
-    ledger = (ROOT / "docs" / "ledger.md").read_text().partition("## Counters the analysis knows")[2]
+    ledger = (
+        (ROOT / "docs" / "ledger.md").read_text().partition("## Counters the analysis knows")[2]
+    )
     table = ledger.partition("\n\n")[2].partition("\n\n")[0]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == [c.name for c in STANDARD]
 

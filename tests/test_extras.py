@@ -20,16 +20,25 @@ class Dist:
         return None if self.record is None else json.dumps(self.record)
 
 
-@pytest.mark.parametrize("record,source", [
-    (None, None),  # from the index: pip writes no record
-    ({"url": "https://files.example/mindspeed_prof-0.1.0.tar.gz", "archive_info": {}}, None),
-    ({"url": "git+https://example/repo", "vcs_info": {"vcs": "git"}}, None),
-    ({"url": "file:///home/me/mindspeed-prof", "dir_info": {}}, Path("/home/me/mindspeed-prof")),
-    ({"url": "file:///home/me/my%20clone", "dir_info": {"editable": True}},
-     Path("/home/me/my clone")),
-])
-def test_where_this_copy_came_from(monkeypatch: pytest.MonkeyPatch, record: object,
-                                   source: Path | None) -> None:
+@pytest.mark.parametrize(
+    "record,source",
+    [
+        (None, None),  # from the index: pip writes no record
+        ({"url": "https://files.example/mindspeed_prof-0.1.0.tar.gz", "archive_info": {}}, None),
+        ({"url": "git+https://example/repo", "vcs_info": {"vcs": "git"}}, None),
+        (
+            {"url": "file:///home/me/mindspeed-prof", "dir_info": {}},
+            Path("/home/me/mindspeed-prof"),
+        ),
+        (
+            {"url": "file:///home/me/my%20clone", "dir_info": {"editable": True}},
+            Path("/home/me/my clone"),
+        ),
+    ],
+)
+def test_where_this_copy_came_from(
+    monkeypatch: pytest.MonkeyPatch, record: object, source: Path | None
+) -> None:
     from importlib import metadata
 
     # a clone's own egg-info (no record) found first, then the install's

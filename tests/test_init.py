@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_documented_names_are_exported() -> None:
     readme = "\n".join(p.read_text() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
-    imported = {n.strip() for line in re.findall(r"from mindspeed_prof import ([\w, ]+)", readme)
-                for n in line.split(",")}
+    imported = {
+        n.strip()
+        for line in re.findall(r"from mindspeed_prof import ([\w, ]+)", readme)
+        for n in line.split(",")
+    }
     used = set(re.findall(r"mindspeed_prof\.(\w+)\(", readme))
     named = {"ProfilerError", "ConfigError"}
     assert imported | used | named <= set(mindspeed_prof.__all__)
@@ -39,17 +42,23 @@ def test_type_checkers_see_every_export() -> None:
     """Names imported under ``if TYPE_CHECKING:`` are exactly ``__all__`` (no ``Any`` left to a
     module ``__getattr__``)."""
     tree = ast.parse((ROOT / "mindspeed_prof" / "__init__.py").read_text())
-    (block,) = [n for n in tree.body if isinstance(n, ast.If)
-                and getattr(n.test, "id", None) == "TYPE_CHECKING"]
-    seen = {a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom)
-            for a in n.names}
+    (block,) = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING"
+    ]
+    seen = {
+        a.asname or a.name for n in block.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
     assert seen == set(mindspeed_prof.__all__)
     assert (ROOT / "mindspeed_prof" / "py.typed").is_file()
 
 
 def test_importing_the_package_imports_nothing_heavy() -> None:
-    code = ("import sys, mindspeed_prof; print(sorted(m for m in ('torch', 'omegaconf', 'ray') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, mindspeed_prof; print(sorted(m for m in ('torch', 'omegaconf', 'ray') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -57,8 +66,10 @@ def test_importing_the_package_imports_nothing_heavy() -> None:
 def test_the_command_line_starts_without_config_or_capture_libraries() -> None:
     """``mindspeed-prof analyse`` and friends never need omegaconf, hydra, torch or ray at
     start (omegaconf alone was 50 ms of every command)."""
-    code = ("import sys, mindspeed_prof.cli; print(sorted(m for m in ('torch', 'omegaconf', "
-            "'hydra', 'ray', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys, mindspeed_prof.cli; print(sorted(m for m in ('torch', 'omegaconf', "
+        "'hydra', 'ray', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -72,10 +83,14 @@ def test_the_version_is_written_in_one_place() -> None:
     assert not re.search(r"^version\s*=", project, re.M)
     assert 'version = { attr = "mindspeed_prof.__version__" }' in pyproject
     written = re.compile(rf"""version_*\s*[=:]\s*["']{re.escape(mindspeed_prof.__version__)}["']""")
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.split()  # the project's files, not build/
-    copies = [name for name in tracked
-              if Path(name).suffix in (".py", ".toml", ".cfg", ".md", ".yaml")
-              and not name.startswith("tests/")
-              and written.search((ROOT / name).read_text(errors="replace"))]
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()  # the project's files, not build/
+    copies = [
+        name
+        for name in tracked
+        if Path(name).suffix in (".py", ".toml", ".cfg", ".md", ".yaml")
+        and not name.startswith("tests/")
+        and written.search((ROOT / name).read_text(errors="replace"))
+    ]
     assert copies == ["mindspeed_prof/__init__.py"]

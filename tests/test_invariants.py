@@ -47,8 +47,7 @@ SMALL_BYTES = 400_000
 
 
 def packed_bytes(name: str) -> int:
-    return sum(p.stat().st_size for p in (CORPUS / SETS[name]["path"]).rglob("*")
-               if p.is_file())
+    return sum(p.stat().st_size for p in (CORPUS / SETS[name]["path"]).rglob("*") if p.is_file())
 
 
 SMALL = [n for n in READ if packed_bytes(n) <= SMALL_BYTES]
@@ -58,6 +57,7 @@ KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 # -- every set unpacked, every command run once per session --------------------------------------
+
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
@@ -88,10 +88,14 @@ def commands(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
         root = str(here)
         merged = out_dir / f"{name}.json"
         timeline = cli("timeline", root, "-o", str(merged), "--jobs", "1")
-        return Commands(json=json, text=cli("analyse", root, "--jobs", "1"),
-                        doctor=cli("doctor", root, "--json"),
-                        compare=cli("compare", root, root, "--json"), timeline=timeline,
-                        trace=decode(merged.read_text()) if merged.exists() else None)
+        return Commands(
+            json=json,
+            text=cli("analyse", root, "--jobs", "1"),
+            doctor=cli("doctor", root, "--json"),
+            compare=cli("compare", root, root, "--json"),
+            timeline=timeline,
+            trace=decode(merged.read_text()) if merged.exists() else None,
+        )
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COLUMNS", "80")
@@ -109,12 +113,10 @@ CHECKS = {
     "counted_rows": lambda c: counted_rows(c.json.doc),
     "text": lambda c: check_text(c.text.out, c.json.doc),
     "doctor": lambda c: check_doctor(decode(c.doctor.out), c.doctor.code, c.json.doc),
-    "compare_self": lambda c: check_compare_self(decode(c.compare.out), c.compare.code,
-                                                 c.json.doc),
+    "compare_self": lambda c: check_compare_self(decode(c.compare.out), c.compare.code, c.json.doc),
     "timeline": lambda c: check_timeline(c.trace or {}, c.timeline.code, c.json.doc),
 }
-CASES = [pytest.param(n, k, id=f"{n}-{k}", marks=known(KNOWN, n, k))
-         for n in READ for k in CHECKS]
+CASES = [pytest.param(n, k, id=f"{n}-{k}", marks=known(KNOWN, n, k)) for n in READ for k in CHECKS]
 
 
 @pytest.mark.parametrize(("name", "check"), CASES)
@@ -142,16 +144,30 @@ def test_cli_as_a_program(corpus: Path, commands: Any) -> None:
     for name in ("kineto_trace_compare", "npu_db_level0", "kineto_cpu_only_gloo"):
         c = commands(name)  # first: it unpacks the set (whichever test of it ran before)
         proc = subprocess.run(
-            [sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(corpus / name),
-             "--json", "--jobs", "1"], capture_output=True, text=True, timeout=120,
-            env={**os.environ, "COLUMNS": "80"})
+            [
+                sys.executable,
+                "-m",
+                "mindspeed_prof.cli",
+                "analyse",
+                str(corpus / name),
+                "--json",
+                "--jobs",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "80"},
+        )
         assert (proc.returncode, decode(proc.stdout)) == (c.json.code, c.json.doc)
 
 
 def test_an_empty_folder_reads_nothing(tmp_path: Path) -> None:
     """Exit 1, one line, no JSON: nothing to read is not an answer."""
-    for argv in (("analyse", str(tmp_path), "--json"), ("timeline", str(tmp_path), "-o",
-                                                          str(tmp_path / "t.json"))):
+    for argv in (
+        ("analyse", str(tmp_path), "--json"),
+        ("timeline", str(tmp_path), "-o", str(tmp_path / "t.json")),
+    ):
         run = cli(*argv)
         assert (run.code, run.out) == (1, "") and len(run.err.splitlines()) == 1, argv
     exit_code(1, None)

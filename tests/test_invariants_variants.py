@@ -68,8 +68,10 @@ def kind(name: str) -> str:
 @functools.cache
 def traces_in(name: str) -> list[tuple[str, int, int | None]]:
     """Each trace of a kineto set: its file name, its ProfilerStep ranges, its rank."""
-    return [(p.name.removesuffix(".xz"), len(steps_of(doc)), trace_rank(doc, p.name)[0])
-            for p, doc in traces_of(CORPUS / SETS[name]["path"])]
+    return [
+        (p.name.removesuffix(".xz"), len(steps_of(doc)), trace_rank(doc, p.name)[0])
+        for p, doc in traces_of(CORPUS / SETS[name]["path"])
+    ]
 
 
 def by_name(name: str) -> bool:
@@ -82,9 +84,14 @@ def by_name(name: str) -> bool:
 #: its rank (two captures of one rank that claim no step in common are one rank's steps, but
 #: each half of a cut holds work outside every step, which both then claim).
 SPLIT_BYTES = 1_500_000
-SPLIT = [n for n in READ if kind(n) == "kineto" and packed_bytes(n) <= SPLIT_BYTES
-         and max((s for _, s, _ in traces_in(n)), default=0) >= 2
-         and len({r for _, _, r in traces_in(n)}) == len(traces_in(n))]
+SPLIT = [
+    n
+    for n in READ
+    if kind(n) == "kineto"
+    and packed_bytes(n) <= SPLIT_BYTES
+    and max((s for _, s, _ in traces_in(n)), default=0) >= 2
+    and len({r for _, _, r in traces_in(n)}) == len(traces_in(n))
+]
 
 
 def applies(name: str, part: str) -> bool:
@@ -98,19 +105,29 @@ def applies(name: str, part: str) -> bool:
 UNOWNED = "a known limit of reading a split trace a file at a time (docs/invariants.md)"
 KNOWN: dict[tuple[str, str], tuple[str, str]] = {
     ("kineto_rocm_mi300x_rccl_rank0_of_8", "split"): (
-        UNOWNED, "each half holds device work launched outside every step: both claim rank "
+        UNOWNED,
+        "each half holds device work launched outside every step: both claim rank "
         "0's 'outside' row, so the halves are two captures of rank 0 reported apart (a "
         "source on every row of rank 0, a 'claimed by 2 captures' warning), not one rank's "
-        "steps"),
+        "steps",
+    ),
     # a step's device window ends at the next step's first op, which the other half holds
-    **{(n, "boundary"): (UNOWNED, "a trace cut at a step is read a file at a time: the step "
-                         "before the cut ends at its own last op (not the next step's "
-                         "first), and ops it launched that ran past the cut are its own "
-                         "again") for n in SPLIT if n != "kineto_rocm_mi250"},
+    **{
+        (n, "boundary"): (
+            UNOWNED,
+            "a trace cut at a step is read a file at a time: the step "
+            "before the cut ends at its own last op (not the next step's "
+            "first), and ops it launched that ran past the cut are its own "
+            "again",
+        )
+        for n in SPLIT
+        if n != "kineto_rocm_mi250"
+    },
 }
 
 
 # -- the originals, and a variant's answer against its original's --------------------------------
+
 
 @pytest.fixture(scope="session")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -130,6 +147,7 @@ def originals() -> Any:
     ``test_invariants``: ``invariants_run.original``)."""
     return original
 
+
 @pytest.fixture(scope="session")
 def made(tmp_path_factory: pytest.TempPathFactory, sources: Any) -> Any:
     """``made(name, recipe)``: the variant and its answer, once per session (the tests that
@@ -144,8 +162,14 @@ def made(tmp_path_factory: pytest.TempPathFactory, sources: Any) -> Any:
     return write
 
 
-def check_answer(name: str, variant: Variant, got: Answer, want: Answer, want_root: Path,
-                 base: Variant | None = None) -> None:
+def check_answer(
+    name: str,
+    variant: Variant,
+    got: Answer,
+    want: Answer,
+    want_root: Path,
+    base: Variant | None = None,
+) -> None:
     """The variant's answer is the original's, normalised; every invariant the original
     keeps holds on it too."""
     assert got.doc is not None, f"nothing read (exit {got.code}): {got.err.strip()}"
@@ -169,15 +193,23 @@ def keep_invariants(got: Answer, broken: set[str]) -> None:
     import invariants
 
     assert got.doc is not None
-    for check in ("finite", "shares", "device_sums", "counted_once", "verdict_reads_rows",
-                  "findings_agree", "counted_rows"):
+    for check in (
+        "finite",
+        "shares",
+        "device_sums",
+        "counted_once",
+        "verdict_reads_rows",
+        "findings_agree",
+        "counted_rows",
+    ):
         if check not in broken:
             getattr(invariants, check)(got.doc)
     invariants.exit_code(got.code, got.doc)
 
 
-def baseline(name: str, recipe: Recipe, sources: Any, originals: Any, where: Path
-             ) -> tuple[Answer, Path, Variant | None]:
+def baseline(
+    name: str, recipe: Recipe, sources: Any, originals: Any, where: Path
+) -> tuple[Answer, Path, Variant | None]:
     """What a variant made by ``recipe`` must answer: the original's, or (shifted clocks) the
     original's with its times on the shifted grid."""
     base = recipe.baseline()
@@ -188,13 +220,18 @@ def baseline(name: str, recipe: Recipe, sources: Any, originals: Any, where: Pat
     return answer(made.root), made.root, made
 
 
-CASES = [pytest.param(n, p, id=f"{n}-{p}", marks=known(KNOWN, n, p))
-         for p in PARTS for n in READ if applies(n, p)]
+CASES = [
+    pytest.param(n, p, id=f"{n}-{p}", marks=known(KNOWN, n, p))
+    for p in PARTS
+    for n in READ
+    if applies(n, p)
+]
 
 
 @pytest.mark.parametrize(("name", "part"), CASES)
-def test_variant(name: str, part: str, sources: Any, originals: Any, made: Any,
-                 tmp_path: Path) -> None:
+def test_variant(
+    name: str, part: str, sources: Any, originals: Any, made: Any, tmp_path: Path
+) -> None:
     recipe = PARTS[part]
     if part == "split":  # test_split_boundary reads it too
         variant, got = made(name, recipe)
@@ -213,12 +250,16 @@ BY_FILE = [pytest.param(n, p, id=f"{n}-{p}") for p in UNSEEN for n in READ if _o
 
 
 @pytest.mark.parametrize(("name", "part"), BY_FILE)
-def test_variant_by_file(name: str, part: str, sources: Any, originals: Any,
-                         tmp_path: Path) -> None:
+def test_variant_by_file(
+    name: str, part: str, sources: Any, originals: Any, tmp_path: Path
+) -> None:
     """A metadata object first and the JSON Array Format, passed by file name."""
     variant = make(sources(name), tmp_path / "variant", PARTS[part])
-    files = [p for p in variant.root.rglob("*") if p.is_file() and p.name.endswith(
-        (".json", ".json.gz")) and not p.name.startswith(".")]
+    files = [
+        p
+        for p in variant.root.rglob("*")
+        if p.is_file() and p.name.endswith((".json", ".json.gz")) and not p.name.startswith(".")
+    ]
     traces = [p for p in files if str(p.relative_to(variant.root)) in variant.paths]
     (path,) = traces
     want_root, want = originals(name)
@@ -226,8 +267,9 @@ def test_variant_by_file(name: str, part: str, sources: Any, originals: Any,
     check_answer(name, variant, got, want, want_root)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=known(KNOWN, n, "boundary"))
-                                  for n in SPLIT])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=known(KNOWN, n, "boundary")) for n in SPLIT]
+)
 def test_split_boundary(name: str, originals: Any, made: Any) -> None:
     """A trace split in two at a step: the device rows of the steps either side of the cut,
     and what is read from them, as in the whole trace (the union of the steps)."""
@@ -237,8 +279,7 @@ def test_split_boundary(name: str, originals: Any, made: Any) -> None:
     assert got.doc is not None and want.doc is not None
     a, b = normalise(want.doc, None, want_root), normalise(got.doc, variant, variant.root)
     for doc in (a, b):  # each half counts its own events, and is a capture of its run
-        doc["inventory"] = [{k: v for k, v in r.items() if k != "events"}
-                            for r in doc["inventory"]]
+        doc["inventory"] = [{k: v for k, v in r.items() if k != "events"} for r in doc["inventory"]]
         doc["run"] = {k: v for k, v in doc["run"].items() if k != "captures"}
         doc["runs"] = [{k: v for k, v in run.items() if k != "captures"} for run in doc["runs"]]
     diff = same(a, b)
@@ -248,13 +289,17 @@ def test_split_boundary(name: str, originals: Any, made: Any) -> None:
 # -- every command on a variant -------------------------------------------------------------------
 
 WORKING = Recipe(seed=12, reorder=1, rename=True, nest=2, compress=True)
-COMMANDS = [pytest.param(n, marks=known(KNOWN_ON_MAIN, n, "compare_self"))
-            for n in SMALL if kind(n) == "kineto"]
+COMMANDS = [
+    pytest.param(n, marks=known(KNOWN_ON_MAIN, n, "compare_self"))
+    for n in SMALL
+    if kind(n) == "kineto"
+]
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_variant_commands(name: str, originals: Any, made: Any,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_variant_commands(
+    name: str, originals: Any, made: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """doctor, the text and ``compare`` on a variant that keeps the ranks (renumbered ranks are other ranks to compare: ``test_variant`` and ``test_combinations``
     hold them): doctor says what it says of the original (normalised), the text keeps the
     invariants, and compare of the original against the variant finds no change."""
@@ -267,8 +312,10 @@ def test_variant_commands(name: str, originals: Any, made: Any,
 
     doctor, doctor_a = cli("doctor", root, "--json"), cli("doctor", str(want_root), "--json")
     check_doctor(decode(doctor.out), doctor.code, got.doc)
-    assert not same(normalise(decode(doctor_a.out), None, want_root),
-                    normalise(decode(doctor.out), variant, variant.root))
+    assert not same(
+        normalise(decode(doctor_a.out), None, want_root),
+        normalise(decode(doctor.out), variant, variant.root),
+    )
 
     text = cli("analyse", root, "--jobs", "1")
     assert text.code == got.code
@@ -278,8 +325,10 @@ def test_variant_commands(name: str, originals: Any, made: Any,
     check_compare_self(decode(compare.out), compare.code, want.doc)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=known(KNOWN, n, "timeline"))
-                                  for n in SMALL if kind(n) == "kineto"])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=known(KNOWN, n, "timeline")) for n in SMALL if kind(n) == "kineto"],
+)
 def test_variant_timeline(name: str, originals: Any, made: Any, tmp_path: Path) -> None:
     """The merged timeline of the variant: the invariants, and the original's events on the
     original's clock."""
@@ -309,15 +358,25 @@ def cases(draw: st.DrawFn) -> tuple[str, Recipe]:
     name = draw(st.sampled_from(DRAWN))
     alone = len({r for _, _, r in traces_in(name)}) == len(traces_in(name))
     return name, Recipe(
-        seed=draw(st.integers(0, 2**32 - 1)), reorder=draw(st.integers(0, 2)),
-        metadata=draw(st.sampled_from([0, 30_000])), list_form=draw(st.booleans()),
-        compress=draw(st.booleans()), rename=draw(st.booleans()), nest=draw(st.integers(0, 3)),
-        split=alone and draw(st.booleans()), shift_us=draw(st.sampled_from([0.0, 1e15])),
-        fraction_ns=draw(st.sampled_from([0.0, 0.001, 0.5, 0.999])), ranks=draw(st.booleans()))
+        seed=draw(st.integers(0, 2**32 - 1)),
+        reorder=draw(st.integers(0, 2)),
+        metadata=draw(st.sampled_from([0, 30_000])),
+        list_form=draw(st.booleans()),
+        compress=draw(st.booleans()),
+        rename=draw(st.booleans()),
+        nest=draw(st.integers(0, 3)),
+        split=alone and draw(st.booleans()),
+        shift_us=draw(st.sampled_from([0.0, 1e15])),
+        fraction_ns=draw(st.sampled_from([0.0, 0.001, 0.5, 0.999])),
+        ranks=draw(st.booleans()),
+    )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(case=cases())
 def test_combinations(case: tuple[str, Recipe], sources: Any, originals: Any) -> None:
     """Any combination of the parts, with any parameters, on any small set: its original's

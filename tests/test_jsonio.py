@@ -30,6 +30,7 @@ def _bounded(call: Callable[[], object], seconds: float = 30.0) -> object:
             out.append(call())
         except BaseException as err:  # noqa: BLE001 - handed to the test
             out.append(err)
+
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
@@ -80,7 +81,8 @@ def test_what_is_not_a_regular_file_is_refused_at_once(tmp_path: Path, kind: str
     got = _bounded(lambda: read_json(path))
     reason = {"fifo": "a FIFO, not a regular file", "folder": "a folder, not a regular file"}
     assert isinstance(got, Refused) and got.reason == reason.get(
-        kind, "a symbolic link, not followed")
+        kind, "a symbolic link, not followed"
+    )
     assert str(got) == f"{path}: {got.reason}"
 
 
@@ -97,7 +99,8 @@ def test_follow_reads_through_a_link_to_a_regular_file_only(tmp_path: Path) -> N
 
 
 def test_json_nested_past_the_parser_is_refused_and_bad_json_is_a_value_error(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     deep, bad = tmp_path / "deep.json", tmp_path / "bad.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     bad.write_text('{"a": ')
@@ -122,7 +125,8 @@ def test_within_follows_links_both_ways(tmp_path: Path) -> None:
 
 
 def test_a_write_never_follows_a_link_planted_at_its_temporary_name(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     victim = tmp_path / "victim"
     victim.write_text("keep")
     path = tmp_path / "out" / "manifest.json"
@@ -143,12 +147,14 @@ def test_a_write_never_follows_a_link_planted_at_its_temporary_name(
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.json"
     path.write_text("old")
 
     def fail(*_: object) -> None:
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError, match="No space"):
         write_atomic(path, b"new")
@@ -158,11 +164,14 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(
 
 PACKAGE = Path(mindspeed_prof.__file__).parent
 #: Modules above the trace readers: every file they read is one of ours, read through jsonio.
-ABOVE_READERS = [p for p in sorted(PACKAGE.rglob("*.py"))
-                 if p.relative_to(PACKAGE).parts[0] in ("analysis", "cli", "views", "formats")
-                 and "readers" not in p.relative_to(PACKAGE).parts
-                 or p.relative_to(PACKAGE).parts[:2] == ("capture", "control")
-                 or p.relative_to(PACKAGE).parts[0] == "ray"]
+ABOVE_READERS = [
+    p
+    for p in sorted(PACKAGE.rglob("*.py"))
+    if p.relative_to(PACKAGE).parts[0] in ("analysis", "cli", "views", "formats")
+    and "readers" not in p.relative_to(PACKAGE).parts
+    or p.relative_to(PACKAGE).parts[:2] == ("capture", "control")
+    or p.relative_to(PACKAGE).parts[0] == "ray"
+]
 #: Reads allowed elsewhere: the cache's version digest reads the package's own source.
 ALLOWED = {("analysis/cache.py", "read_bytes")}
 
@@ -181,14 +190,20 @@ def _reads(path: Path) -> list[str]:
             modes = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)]
             if not any(isinstance(m, str) and set(m) & set("wax") for m in modes):
                 found.append(name)
-        elif name in ("read_text", "read_bytes") and isinstance(f, ast.Attribute) or (
-                name in ("load", "loads") and isinstance(f, ast.Attribute)
-                and isinstance(f.value, ast.Name) and f.value.id == "json"):
+        elif (
+            name in ("read_text", "read_bytes")
+            and isinstance(f, ast.Attribute)
+            or (
+                name in ("load", "loads")
+                and isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "json"
+            )
+        ):
             found.append(name)
     return [n for n in found if (str(path.relative_to(PACKAGE)), n) not in ALLOWED]
 
 
 def test_no_module_above_the_readers_reads_a_file_but_through_jsonio() -> None:
     assert len(ABOVE_READERS) > 30
-    assert {str(p.relative_to(PACKAGE)): _reads(p) for p in ABOVE_READERS
-            if _reads(p)} == {}
+    assert {str(p.relative_to(PACKAGE)): _reads(p) for p in ABOVE_READERS if _reads(p)} == {}

@@ -29,22 +29,48 @@ LAYERS: dict[str, set[str]] = {
     "extras": {"extras"},
     "capture": {"capture", "config", "extras", "formats", "jsonio", "mstx", "stats"},
     "analysis.readers": {"analysis.readers", "config", "formats", "jsonio"},
-    "analysis.readers.kineto": {"analysis.readers.kineto", "analysis.readers", "config",
-                                "formats", "jsonio"},
-    "analysis.readers.npu": {"analysis.readers.npu", "analysis.readers", "config", "formats",
-                             "jsonio"},
+    "analysis.readers.kineto": {
+        "analysis.readers.kineto",
+        "analysis.readers",
+        "config",
+        "formats",
+        "jsonio",
+    },
+    "analysis.readers.npu": {
+        "analysis.readers.npu",
+        "analysis.readers",
+        "config",
+        "formats",
+        "jsonio",
+    },
     "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "stats"},
     # The timeline is drawn from what the readers give, not from an analysis; nothing in the
     # package but its command imports it.
     "analysis.timeline": {"analysis.timeline", *READERS, "config", "formats", "jsonio"},
     # The doctor reads as ``analyse`` reads (the analysis below it); nothing imports it but
     # its command.
-    "analysis.doctor": {"analysis.doctor", "analysis", *READERS, "config", "formats", "jsonio",
-                        "stats"},
+    "analysis.doctor": {
+        "analysis.doctor",
+        "analysis",
+        *READERS,
+        "config",
+        "formats",
+        "jsonio",
+        "stats",
+    },
     "views": {"views", "analysis", *READERS, "config", "formats"},
     "testing": {"testing", "capture", "config", "formats", "mstx"},
-    "hydra": {"hydra", "capture", "analysis", *READERS, "views", "config", "formats",
-              "jsonio", "mstx"},
+    "hydra": {
+        "hydra",
+        "capture",
+        "analysis",
+        *READERS,
+        "views",
+        "config",
+        "formats",
+        "jsonio",
+        "mstx",
+    },
     # Ray, a layer above capture and analysis (below cli and demo): they never import it, it
     # plugs into them (``capture.plugins``, the reader ``analyse`` is handed).
     "ray": {"ray", "capture", "analysis", *READERS, "config", "formats", "jsonio"},
@@ -71,8 +97,12 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == ROOT)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.split(".")[0] == ROOT:
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == ROOT
+        ):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 out.add(sub if _exists(sub) else node.module)
@@ -86,8 +116,14 @@ def graph() -> dict[str, set[str]]:
 
 def _layer(module: str) -> str | None:
     name = module.removeprefix(ROOT + ".")
-    return next((layer for layer in sorted(LAYERS, key=len, reverse=True)
-                 if name == layer or name.startswith(layer + ".")), None)
+    return next(
+        (
+            layer
+            for layer in sorted(LAYERS, key=len, reverse=True)
+            if name == layer or name.startswith(layer + ".")
+        ),
+        None,
+    )
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -127,13 +163,16 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read() -> None:
     edges = graph()
-    assert "mindspeed_prof.analysis.readers.fold" in edges[
-        "mindspeed_prof.analysis.readers.kineto.chrome"]
+    assert (
+        "mindspeed_prof.analysis.readers.fold"
+        in edges["mindspeed_prof.analysis.readers.kineto.chrome"]
+    )
     assert "mindspeed_prof.capture.capturer" in edges["mindspeed_prof.capture.profiler"]
     assert "mindspeed_prof.views.gantt" in edges["mindspeed_prof.views.html.page"]  # lazy
     assert "mindspeed_prof.views.text.details" in edges["mindspeed_prof.views.text.analyse"]
-    assert "mindspeed_prof.analysis.timeline.detail" in edges[
-        "mindspeed_prof.analysis.timeline.emit"]
+    assert (
+        "mindspeed_prof.analysis.timeline.detail" in edges["mindspeed_prof.analysis.timeline.emit"]
+    )
     assert "mindspeed_prof.analysis.doctor.health" in edges["mindspeed_prof.analysis.doctor.ranks"]
     assert "mindspeed_prof.analysis.timeline.build" in edges["mindspeed_prof.analysis.timeline"]
     assert "mindspeed_prof.capture.plugins" in edges["mindspeed_prof.ray.board"]
@@ -148,10 +187,14 @@ def test_the_text_and_html_views_do_not_import_each_other() -> None:
     """The terminal never loads the report's modules (matplotlib behind them) and the report
     never the terminal's (rich): what both say lives in ``views.words``."""
     views = f"{ROOT}.views"
-    wrong = [f"{m} -> {t}" for m, targets in sorted(graph().items()) for t in sorted(targets)
-             for mine, other in (("text", "html"), ("html", "text"))
-             if (m == f"{views}.{mine}" or m.startswith(f"{views}.{mine}."))
-             and (t == f"{views}.{other}" or t.startswith(f"{views}.{other}."))]
+    wrong = [
+        f"{m} -> {t}"
+        for m, targets in sorted(graph().items())
+        for t in sorted(targets)
+        for mine, other in (("text", "html"), ("html", "text"))
+        if (m == f"{views}.{mine}" or m.startswith(f"{views}.{mine}."))
+        and (t == f"{views}.{other}" or t.startswith(f"{views}.{other}."))
+    ]
     assert wrong == []
     assert f"{views}.words" in graph()[f"{views}.html.page"]
 
@@ -179,13 +222,24 @@ def test_the_reader_families_import_the_shared_readers_not_each_other() -> None:
     assert f"{readers}.fold" in edges[f"{readers}.npu.trace"]
     assert _layer(f"{readers}.npu.text") == "analysis.readers.npu"
     assert _layer(f"{readers}.kineto.memory") == "analysis.readers.kineto"
-    assert _layer(f"{readers}.device.breakdown") == _layer(f"{readers}.labels") \
-        == "analysis.readers"
-    wrong = [f"{m} -> {t}" for m, targets in sorted(edges.items()) for t in sorted(targets)
-             if m.startswith(readers + ".") and t.startswith(readers)
-             and _layer(m) != _layer(t) and _layer(t) != "analysis.readers"]
-    wrong += [f"{m} -> {t}" for m, targets in sorted(edges.items()) for t in sorted(targets)
-              if _layer(m) == "analysis.readers" and m != readers and t == readers]
+    assert (
+        _layer(f"{readers}.device.breakdown") == _layer(f"{readers}.labels") == "analysis.readers"
+    )
+    wrong = [
+        f"{m} -> {t}"
+        for m, targets in sorted(edges.items())
+        for t in sorted(targets)
+        if m.startswith(readers + ".")
+        and t.startswith(readers)
+        and _layer(m) != _layer(t)
+        and _layer(t) != "analysis.readers"
+    ]
+    wrong += [
+        f"{m} -> {t}"
+        for m, targets in sorted(edges.items())
+        for t in sorted(targets)
+        if _layer(m) == "analysis.readers" and m != readers and t == readers
+    ]
     assert wrong == []
 
 
@@ -194,26 +248,27 @@ def test_the_checks_catch_what_they_are_for() -> None:
     above it, from a shared reader into a family and from one family into the other are each
     found (on a made-up graph)."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    for module, target in (("mindspeed_prof.capture.profiler", "mindspeed_prof.analysis.summary"),
-                           ("mindspeed_prof.analysis.readers.fold",
-                            "mindspeed_prof.analysis.analyse"),
-                           ("mindspeed_prof.analysis.readers.fold",
-                            "mindspeed_prof.analysis.readers.kineto.memory"),
-                           ("mindspeed_prof.analysis.readers.kineto.chrome",
-                            "mindspeed_prof.analysis.readers.npu.trace"),
-                           ("mindspeed_prof.analysis.readers.npu.text",
-                            "mindspeed_prof.analysis.readers.kineto.sqlite"),
-                           ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text"),
-                           ("mindspeed_prof.analysis.timeline.emit",
-                            "mindspeed_prof.analysis.analyse"),
-                           ("mindspeed_prof.analysis.verdict", "mindspeed_prof.analysis.timeline"),
-                           ("mindspeed_prof.analysis.analyse",
-                            "mindspeed_prof.analysis.doctor.health"),
-                           ("mindspeed_prof.views.text.analyse",
-                            "mindspeed_prof.analysis.doctor.check"),
-                           ("mindspeed_prof.analysis.doctor.killed", "mindspeed_prof.ray"),
-                           ("mindspeed_prof.capture.ondemand", "mindspeed_prof.ray.board"),
-                           ("mindspeed_prof.analysis.analyse", "mindspeed_prof.ray.cluster")):
+    for module, target in (
+        ("mindspeed_prof.capture.profiler", "mindspeed_prof.analysis.summary"),
+        ("mindspeed_prof.analysis.readers.fold", "mindspeed_prof.analysis.analyse"),
+        ("mindspeed_prof.analysis.readers.fold", "mindspeed_prof.analysis.readers.kineto.memory"),
+        (
+            "mindspeed_prof.analysis.readers.kineto.chrome",
+            "mindspeed_prof.analysis.readers.npu.trace",
+        ),
+        (
+            "mindspeed_prof.analysis.readers.npu.text",
+            "mindspeed_prof.analysis.readers.kineto.sqlite",
+        ),
+        ("mindspeed_prof.analysis.sweep", "mindspeed_prof.views.text"),
+        ("mindspeed_prof.analysis.timeline.emit", "mindspeed_prof.analysis.analyse"),
+        ("mindspeed_prof.analysis.verdict", "mindspeed_prof.analysis.timeline"),
+        ("mindspeed_prof.analysis.analyse", "mindspeed_prof.analysis.doctor.health"),
+        ("mindspeed_prof.views.text.analyse", "mindspeed_prof.analysis.doctor.check"),
+        ("mindspeed_prof.analysis.doctor.killed", "mindspeed_prof.ray"),
+        ("mindspeed_prof.capture.ondemand", "mindspeed_prof.ray.board"),
+        ("mindspeed_prof.analysis.analyse", "mindspeed_prof.ray.cluster"),
+    ):
         layer, there = _layer(module), _layer(target)
         assert layer is not None and there is not None and there not in LAYERS[layer]
 
@@ -227,8 +282,11 @@ def test_the_timeline_and_the_doctor_are_packages_with_layers_of_their_own() -> 
         modules = [m for m in edges if m.startswith(f"{ROOT}.analysis.{package}.")]
         assert len(modules) >= 5 and f"{ROOT}.analysis.{package}" in edges
         assert {_layer(m) for m in modules} == {f"analysis.{package}"}
-    loose = [p.name for p in (PACKAGE / "analysis").glob("*.py")
-             if p.stem.startswith(("timeline", "doctor"))]
+    loose = [
+        p.name
+        for p in (PACKAGE / "analysis").glob("*.py")
+        if p.stem.startswith(("timeline", "doctor"))
+    ]
     assert loose == []
 
 
@@ -278,8 +336,12 @@ REPORT_ORDER: dict[str, set[str]] = {
     "report": {"captures", "settings", "tables"},
 }
 #: What judges the tables: computing them must not need it.
-JUDGES = (f"{ROOT}.analysis.findings", f"{ROOT}.analysis.verdict",
-          f"{ROOT}.analysis.next_capture", f"{ROOT}.views")
+JUDGES = (
+    f"{ROOT}.analysis.findings",
+    f"{ROOT}.analysis.verdict",
+    f"{ROOT}.analysis.next_capture",
+    f"{ROOT}.views",
+)
 
 
 def test_the_report_package_reads_computes_then_judges() -> None:
@@ -287,15 +349,29 @@ def test_the_report_package_reads_computes_then_judges() -> None:
     computed without the findings, the verdict, Next or a view (which read them), and those
     read the tables, never ``report.report`` that runs them."""
     edges = graph()
-    assert set(REPORT_ORDER) == {m.removeprefix(REPORT + ".") for m in edges
-                                 if m.startswith(REPORT + ".")}
-    wrong = [f"{REPORT}.{name} -> {t}" for name, allowed in REPORT_ORDER.items()
-             for t in sorted(edges[f"{REPORT}.{name}"])
-             if t.startswith(REPORT + ".") and t.removeprefix(REPORT + ".") not in allowed]
-    wrong += [f"{REPORT}.{name} -> {t}" for name in REPORT_ORDER if name != "report"
-              for t in sorted(edges[f"{REPORT}.{name}"]) if t.startswith(JUDGES)]
-    wrong += [f"{m} -> {t}" for m, targets in sorted(edges.items()) if m.startswith(JUDGES[:3])
-              for t in sorted(targets) if t == f"{REPORT}.report"]
+    assert set(REPORT_ORDER) == {
+        m.removeprefix(REPORT + ".") for m in edges if m.startswith(REPORT + ".")
+    }
+    wrong = [
+        f"{REPORT}.{name} -> {t}"
+        for name, allowed in REPORT_ORDER.items()
+        for t in sorted(edges[f"{REPORT}.{name}"])
+        if t.startswith(REPORT + ".") and t.removeprefix(REPORT + ".") not in allowed
+    ]
+    wrong += [
+        f"{REPORT}.{name} -> {t}"
+        for name in REPORT_ORDER
+        if name != "report"
+        for t in sorted(edges[f"{REPORT}.{name}"])
+        if t.startswith(JUDGES)
+    ]
+    wrong += [
+        f"{m} -> {t}"
+        for m, targets in sorted(edges.items())
+        if m.startswith(JUDGES[:3])
+        for t in sorted(targets)
+        if t == f"{REPORT}.report"
+    ]
     assert wrong == []
     assert f"{REPORT}.tables" in edges[f"{ROOT}.analysis.verdict"]
     assert f"{ROOT}.analysis.findings" in edges[f"{REPORT}.report"]

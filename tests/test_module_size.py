@@ -23,10 +23,14 @@ EXEMPT: dict[str, str] = {
 
 
 def _lines() -> dict[str, int]:
-    modules = [p for root in ("mindspeed_prof", "hydra_plugins") for p in (REPO / root).rglob("*.py")]
+    modules = [
+        p for root in ("mindspeed_prof", "hydra_plugins") for p in (REPO / root).rglob("*.py")
+    ]
     assert len(modules) > 100  # the package itself was found
-    return {p.relative_to(REPO).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
-            for p in modules}
+    return {
+        p.relative_to(REPO).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in modules
+    }
 
 
 def test_every_module_is_at_most_400_lines() -> None:
@@ -39,5 +43,4 @@ def test_every_exemption_has_a_reason_and_is_needed() -> None:
     back under the rule), with a reason of at least a sentence."""
     lines = _lines()
     assert all(len(reason.split()) >= 8 for reason in EXEMPT.values()), EXEMPT
-    assert {name: lines.get(name) for name in EXEMPT
-            if lines.get(name, 0) <= LIMIT} == {}
+    assert {name: lines.get(name) for name in EXEMPT if lines.get(name, 0) <= LIMIT} == {}

@@ -140,8 +140,10 @@ def test_id_ranges_from_many_threads_are_all_recorded_once() -> None:
             t.start()
         for t in threads:
             t.join()
-        enders = [threading.Thread(target=lambda part=ids[i::4]: list(map(mstx.range_end, part)))
-                  for i in range(4)]
+        enders = [
+            threading.Thread(target=lambda part=ids[i::4]: list(map(mstx.range_end, part)))
+            for i in range(4)
+        ]
         for t in enders:
             t.start()
         for t in enders:
@@ -184,8 +186,10 @@ def test_id_range_lands_in_the_capture_range_file(tmp_path) -> None:
 
     from mindspeed_prof import Profiler
 
-    prof = Profiler.from_config({"profile": True, "mstx": True, "backend": "none",
-                                 "profile_save_path": str(tmp_path)}, rank=0)
+    prof = Profiler.from_config(
+        {"profile": True, "mstx": True, "backend": "none", "profile_save_path": str(tmp_path)},
+        rank=0,
+    )
     with prof.step(1):
         range_id = mstx.range_start("your_tag_name")
         with prof.stage("actor_update"):
@@ -283,12 +287,17 @@ def test_decorator_names_a_callable_without_qualname_by_its_name_or_function() -
         assert timed_named(1) == 2 and timed_partial(3) == 8
     finally:
         mstx.set_sink(None)
-    assert rec.events == [("enter", "named_callable"), ("exit", "named_callable"),
-                          ("enter", "function"), ("exit", "function")]
+    assert rec.events == [
+        ("enter", "named_callable"),
+        ("exit", "named_callable"),
+        ("enter", "function"),
+        ("exit", "function"),
+    ]
 
 
 def test_the_oldest_range_ended_by_another_thread_while_it_is_forgotten(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Past the limit the oldest open range is forgotten; if another thread ends it between
     finding it and dropping it, nothing fails."""
     from mindspeed_prof.capture.buffer import RangeBuffer
@@ -371,8 +380,11 @@ def test_count_reaches_each_counter_once_until_it_is_removed() -> None:
     mstx.remove_counter(first)
     mstx.count("tokens_generated", 3)
     mstx.remove_counter(first)  # not there: nothing changes
-    assert got == [("first", "reward", [0.5]), ("second", "reward", [0.5]),
-                   ("second", "tokens_generated", 3)]
+    assert got == [
+        ("first", "reward", [0.5]),
+        ("second", "reward", [0.5]),
+        ("second", "tokens_generated", 3),
+    ]
     mstx.remove_counter(second)
     mstx.count("reward", [1.0])
     assert len(got) == 3 and mstx._counters == ()
@@ -383,14 +395,27 @@ def test_count_lands_in_the_capture_range_file(tmp_path) -> None:
 
     from mindspeed_prof import Profiler
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_with_cpu": False,
-        "profile_step_start": 1, "profile_step_end": 2, "profile_save_path": str(tmp_path)}},
-        rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+                "profile_step_start": 1,
+                "profile_step_end": 2,
+                "profile_save_path": str(tmp_path),
+            }
+        },
+        rank=0,
+    )
     with prof.step(1), prof.stage("actor_update"):
         mstx.count("tokens_trained", 256)
     prof.close()
     (path,) = tmp_path.rglob("*.mstx.trace.json")
     (event,) = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "C"]
     assert (event["name"], event["cat"], event["args"]) == (
-        "tokens_trained", "count", {"value": 256, "step": 1, "stage": "actor_update"})
+        "tokens_trained",
+        "count",
+        {"value": 256, "step": 1, "stage": "actor_update"},
+    )

@@ -28,16 +28,21 @@ DICT_ANY_CEILING = 1.0
 
 def count(source: str) -> tuple[int, int]:
     """``Any`` names and ``dict[str, Any]`` annotations among the code tokens of ``source``."""
-    names = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
-             if t.type in (tokenize.NAME, tokenize.OP)]
+    names = [
+        t.string
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type in (tokenize.NAME, tokenize.OP)
+    ]
     pattern = ["dict", "[", "str", ",", "Any", "]"]
-    dicts = sum(names[i:i + 6] == pattern for i in range(len(names)))
+    dicts = sum(names[i : i + 6] == pattern for i in range(len(names)))
     return names.count("Any"), dicts
 
 
 def test_count_sees_code_only() -> None:
-    source = ('from typing import Any\n# Any in a comment\nx: dict[str, Any] = {}\n'
-              'y = "dict[str, Any]"\nz: dict[str, int | Any] = {}\n')
+    source = (
+        "from typing import Any\n# Any in a comment\nx: dict[str, Any] = {}\n"
+        'y = "dict[str, Any]"\nz: dict[str, int | Any] = {}\n'
+    )
     assert count(source) == (3, 1)
 
 

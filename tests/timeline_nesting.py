@@ -33,7 +33,8 @@ def nesting_errors(events: Iterable[Mapping[str, Any]], limit: int = 5) -> list[
         if e.get("ph") == "X":
             start = round(float(e["ts"]) * 1000)
             lanes[(e["pid"], e.get("tid"))].append(
-                (start, start + round(float(e["dur"]) * 1000), str(e.get("name"))))
+                (start, start + round(float(e["dur"]) * 1000), str(e.get("name")))
+            )
     errors: list[str] = []
     for lane, slices in lanes.items():
         slices.sort(key=lambda s: (s[0], -s[1]))
@@ -42,8 +43,10 @@ def nesting_errors(events: Iterable[Mapping[str, Any]], limit: int = 5) -> list[
             while stack and stack[-1][1] <= start:
                 stack.pop()
             if stack and end > stack[-1][1]:
-                errors.append(f"{lane}: {name!r} [{start}, {end}] ns ends "
-                              f"{end - stack[-1][1]} ns past {stack[-1][2]!r}")
+                errors.append(
+                    f"{lane}: {name!r} [{start}, {end}] ns ends "
+                    f"{end - stack[-1][1]} ns past {stack[-1][2]!r}"
+                )
                 if len(errors) >= limit:
                     return errors
             stack.append((start, end, name))

@@ -59,8 +59,15 @@ NPU_OUTPUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUTPUT = "mindstudio_profiler_output"  # an msprof export's: its folder is kept whole
 #: Kineto's categories of device work (``readers.events.DEVICE_CATS``, written out here so
 #: the variants do not lean on the package they test).
-_DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset",
-           "gpu_user_annotation"}
+_DEVICE = {
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "gpu_user_annotation",
+}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
@@ -86,8 +93,11 @@ class Recipe:
 
     @property
     def name(self) -> str:
-        parts = [f.name for f in dataclasses.fields(self) if f.name != "seed"
-                 and getattr(self, f.name) not in (False, 0, 0.0)]
+        parts = [
+            f.name
+            for f in dataclasses.fields(self)
+            if f.name != "seed" and getattr(self, f.name) not in (False, 0, 0.0)
+        ]
         return "+".join(parts) or "copy"
 
     def baseline(self) -> Recipe | None:
@@ -116,6 +126,7 @@ class Variant:
 
 # -- reading and writing traces -------------------------------------------------------------------
 
+
 def _open(path: Path) -> bytes:
     """A file's bytes, unpacked (``.gz``; ``.xz``, as the corpus keeps some files)."""
     raw = path.read_bytes()
@@ -142,8 +153,11 @@ def traces_of(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Every Chrome trace object below ``root`` outside torch_npu folders."""
     for path in sorted(root.rglob("*")):
         parts = path.relative_to(root).parts
-        if path.is_file() and not path.name.startswith(".") and not any(
-                p.endswith(NPU_FOLDER) or p == NPU_OUTPUT for p in parts):
+        if (
+            path.is_file()
+            and not path.name.startswith(".")
+            and not any(p.endswith(NPU_FOLDER) or p == NPU_OUTPUT for p in parts)
+        ):
             doc = load_trace(path)
             if doc is not None:
                 yield path, doc
@@ -152,11 +166,13 @@ def traces_of(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
 def _write(path: Path, doc: Any) -> None:
     raw = _ENCODE.encode(doc)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(gzip.compress(raw, compresslevel=1, mtime=0)
-                     if path.name.endswith(".gz") else raw)
+    path.write_bytes(
+        gzip.compress(raw, compresslevel=1, mtime=0) if path.name.endswith(".gz") else raw
+    )
 
 
 # -- names ----------------------------------------------------------------------------------------
+
 
 class _Names:
     """Fresh random names (hex: never ``rank`` nor ``.pt.trace``), each sorting before the one
@@ -173,12 +189,10 @@ class _Names:
 
 
 def _suffix(name: str) -> str:
-    return ".json.gz" if name.endswith(".json.gz") else ".json" if name.endswith(
-        ".json") else ""
+    return ".json.gz" if name.endswith(".json.gz") else ".json" if name.endswith(".json") else ""
 
 
-def _new_name(name: str, rank: int | None, recipe: Recipe, names: _Names,
-              tag: str = "") -> str:
+def _new_name(name: str, rank: int | None, recipe: Recipe, names: _Names, tag: str = "") -> str:
     """A trace's new name: random (``rename``), its suffix toggled (``compress``), a rank
     token where the rank must come from the name."""
     suffix = _suffix(name)
@@ -190,7 +204,8 @@ def _new_name(name: str, rank: int | None, recipe: Recipe, names: _Names,
     if rank is not None:
         if RANK_IN_NAME.search(stem):
             stem = RANK_IN_NAME.sub(
-                lambda m: m.group(0)[: m.start(1) - m.start(0)] + str(rank), stem)
+                lambda m: m.group(0)[: m.start(1) - m.start(0)] + str(rank), stem
+            )
         else:  # where the original had it: ``rank<r>_...`` names mindspeed-prof's own
             lead = re.match(r"rank\d+_", name)  # captures (doctor expects ranks 0..r)
             stem = f"rank{rank}_{stem}" if lead else f"{stem}_rank{rank}"
@@ -216,13 +231,20 @@ def _folder(rel: Path, recipe: Recipe, names: _Names, done: dict[Path, Path]) ->
 
 # -- a variant ------------------------------------------------------------------------------------
 
+
 def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
     """``src`` (an unpacked set) written to ``dest`` (which must not exist) as ``recipe``
     says."""
     rng = random.Random(recipe.seed)
     names = _Names(rng)
-    npu_folders = {p.relative_to(src) for p in src.rglob("*") if p.is_dir() and (
-        p.name.endswith(NPU_FOLDER) or (p / NPU_OUTPUT).is_dir() or (p / MSPROF_OUTPUT).is_dir())}
+    npu_folders = {
+        p.relative_to(src)
+        for p in src.rglob("*")
+        if p.is_dir()
+        and (
+            p.name.endswith(NPU_FOLDER) or (p / NPU_OUTPUT).is_dir() or (p / MSPROF_OUTPUT).is_dir()
+        )
+    }
     out = Variant(recipe, dest, src)
     dest.mkdir(parents=True)
     folders: dict[Path, Path] = {}
@@ -245,8 +267,14 @@ def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
         rel = path.relative_to(src)
         if path.is_dir() or path.name.startswith("."):
             continue
-        npu = next((Path(*rel.parts[:i]) for i in range(1, len(rel.parts))
-                    if Path(*rel.parts[:i]) in npu_folders), None)
+        npu = next(
+            (
+                Path(*rel.parts[:i])
+                for i in range(1, len(rel.parts))
+                if Path(*rel.parts[:i]) in npu_folders
+            ),
+            None,
+        )
         if npu is not None:  # inside a torch_npu folder: its own names stay
             where = nested(npu) / _folder(npu, recipe, names, folders)
             new = where / rel.relative_to(npu)
@@ -271,8 +299,12 @@ def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
             doc["distributedInfo"] = {**doc["distributedInfo"], "rank": new_rank}
         # a rank in the name where the name is where it comes from (or will, in list form),
         # or where the original name carries one
-        in_name = new_rank if rank is not None and (
-            not inside or recipe.list_form or name_rank(path.name) is not None) else None
+        in_name = (
+            new_rank
+            if rank is not None
+            and (not inside or recipe.list_form or name_rank(path.name) is not None)
+            else None
+        )
         cut = split(doc, rng) if recipe.split else None
         parts = cut[0] if cut else None
         pieces = parts or [doc]
@@ -280,8 +312,13 @@ def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
             out.cuts.append((str(rel), rank, cut[1], cut[2]))
         for i, piece in enumerate(pieces):
             if recipe.fraction_ns or recipe.shift_us or recipe.quantise_us:
-                retime(piece["traceEvents"], rng, recipe.fraction_ns, recipe.shift_us,
-                       recipe.quantise_us)
+                retime(
+                    piece["traceEvents"],
+                    rng,
+                    recipe.fraction_ns,
+                    recipe.shift_us,
+                    recipe.quantise_us,
+                )
             if recipe.shift_us and isinstance(piece.get("baseTimeNanoseconds"), int):
                 piece["baseTimeNanoseconds"] -= int(recipe.shift_us * 1000)
             if recipe.metadata:
@@ -291,16 +328,22 @@ def make(src: Path, dest: Path, recipe: Recipe) -> Variant:
                 if recipe.metadata:  # first stays first
                     piece = {"metadata": piece.pop("metadata"), **piece}
             body: Any = piece["traceEvents"] if recipe.list_form else piece
-            name = _new_name(path.name, in_name, recipe, names,
-                             f".part{i + 1}" if parts and not recipe.rename else "")
+            name = _new_name(
+                path.name,
+                in_name,
+                recipe,
+                names,
+                f".part{i + 1}" if parts and not recipe.rename else "",
+            )
             where = nested(rel) / parent / name
             _write(dest / where, body)
             out.paths[str(where)] = str(rel)
     for old, new in folders.items():
         out.paths.setdefault(str(new), str(old))
     for top, deeper in nests.items():
-        out.paths.setdefault(str(deeper / _folder(top.parent, recipe, names, folders)),
-                             str(top.parent))
+        out.paths.setdefault(
+            str(deeper / _folder(top.parent, recipe, names, folders)), str(top.parent)
+        )
     out.ranks = {new: old for old, new in ranks.items()}
     if recipe.fraction_ns:
         out.slack_ms = _slack(src, recipe)
@@ -334,8 +377,18 @@ def _permutation(src: Path, rng: random.Random) -> dict[int, int]:
 def _rewrites(recipe: Recipe) -> bool:
     """Whether the recipe changes what a trace holds (else only names, folders and
     compression change, and the bytes are copied)."""
-    return any((recipe.reorder, recipe.metadata, recipe.list_form, recipe.split,
-                recipe.shift_us, recipe.quantise_us, recipe.fraction_ns, recipe.ranks))
+    return any(
+        (
+            recipe.reorder,
+            recipe.metadata,
+            recipe.list_form,
+            recipe.split,
+            recipe.shift_us,
+            recipe.quantise_us,
+            recipe.fraction_ns,
+            recipe.ranks,
+        )
+    )
 
 
 def _recompress(path: Path, new: Path) -> None:
@@ -371,8 +424,14 @@ def _slack(src: Path, recipe: Recipe) -> float:
     worst = 0.0
     for _, doc in traces_of(src):
         events = doc["traceEvents"]
-        top = max((abs(float(e["ts"])) + abs(float(e.get("dur") or 0)) for e in events
-                   if isinstance(e, dict) and number(e.get("ts")) is not None), default=0.0)
+        top = max(
+            (
+                abs(float(e["ts"])) + abs(float(e.get("dur") or 0))
+                for e in events
+                if isinstance(e, dict) and number(e.get("ts")) is not None
+            ),
+            default=0.0,
+        )
         top += abs(recipe.shift_us)
         each = recipe.fraction_ns / 1000 + math.ulp(top)  # us: the fraction, and rounding
         worst = max(worst, 2 * len(events) * each / 1000)

@@ -23,9 +23,22 @@ _ENCODE = msgspec.json.Encoder()
 
 #: Tables whose rows are keyed (rank, step, name...): compared as sets of rows, since their
 #: order follows the order the files were found in.
-_TABLES = ("device", "per_step", "stage_rank", "ranges", "comm", "memory", "inventory",
-           "stragglers", "range_stragglers", "problems", "skipped", "notes", "warnings",
-           "phases")
+_TABLES = (
+    "device",
+    "per_step",
+    "stage_rank",
+    "ranges",
+    "comm",
+    "memory",
+    "inventory",
+    "stragglers",
+    "range_stragglers",
+    "problems",
+    "skipped",
+    "notes",
+    "warnings",
+    "phases",
+)
 
 
 def _rank_text(text: str, ranks: dict[int, int]) -> str:
@@ -36,16 +49,16 @@ def _rank_text(text: str, ranks: dict[int, int]) -> str:
         n = int(m.group(2))
         return f"{m.group(1)}{ranks.get(n, n)}"
 
-    text = re.sub(r"(\brank |\branks |--ranks |--detail |profile_ranks=\[|\brank)(\d+)",
-                  back, text)
+    text = re.sub(r"(\brank |\branks |--ranks |--detail |profile_ranks=\[|\brank)(\d+)", back, text)
     return re.sub(r"(\branks? (?:\d+, )+)(\d+)", back, text)
 
 
 def _key(row: Any) -> bytes:
     """A table row's identity: its fields but the measured ones (floats), which may move."""
     if isinstance(row, dict):
-        return _ENCODE.encode({k: v for k, v in row.items()
-                               if isinstance(v, (str, int, bool)) or v is None})
+        return _ENCODE.encode(
+            {k: v for k, v in row.items() if isinstance(v, (str, int, bool)) or v is None}
+        )
     return _ENCODE.encode(row)
 
 
@@ -57,6 +70,7 @@ _SOURCE = re.compile(r"^(.*?)(?: and (\d+) more)? \(([^()]*)\)$")
 def _files(text: str) -> str:
     """Lists of files in a line put in one order: the package lists them in the order it
     found them (by name), which renaming changes."""
+
     def listed(m: re.Match[str]) -> str:
         items = m.group(1).split(", ")
         if all("." in x or "/" in x for x in items):
@@ -98,8 +112,7 @@ def normalise(doc: Any, variant: Variant | None, root: Path) -> Any:
     """
     paths = sorted((variant.paths if variant else {}).items(), key=lambda kv: -len(kv[0]))
     ranks = variant.ranks if variant else {}
-    names = {Path(new).name: Path(old).name or "<root>" for new, old in paths
-             if Path(new).name}
+    names = {Path(new).name: Path(old).name or "<root>" for new, old in paths if Path(new).name}
     names[root.name] = "<root>"
 
     def text(s: str) -> str:
@@ -119,8 +132,10 @@ def normalise(doc: Any, variant: Variant | None, root: Path) -> Any:
                 elif k == "source" and isinstance(v, str) and key == "findings":
                     out[k] = _source(text(v))
                 elif k == "captures_per_rank":
-                    out[k] = {str(ranks.get(int(r), int(r))) if r.isdigit() else r: n
-                              for r, n in v.items()}
+                    out[k] = {
+                        str(ranks.get(int(r), int(r))) if r.isdigit() else r: n
+                        for r, n in v.items()
+                    }
                 else:
                     out[k] = walk(v, k)
             return out
@@ -142,8 +157,7 @@ def normalise(doc: Any, variant: Variant | None, root: Path) -> Any:
         for row in out.get("memory", []):  # a trace's timeline is in its own clock
             if row.get("source") == "snapshot":  # an allocator snapshot's is not retimed
                 continue
-            row["timeline"] = [[p[0] - variant.recipe.shift_us, *p[1:]]
-                               for p in row["timeline"]]
+            row["timeline"] = [[p[0] - variant.recipe.shift_us, *p[1:]] for p in row["timeline"]]
     if variant and variant.cuts and isinstance(out, dict) and "inventory" in out:
         out["inventory"] = _merged(out["inventory"])
     return out
@@ -160,8 +174,10 @@ def without_top_level(doc: dict[str, Any]) -> dict[str, Any]:
     out = {**doc, "verdict": verdict}
     model = (doc.get("throughput") or {}).get("model")
     if model and str(model.get("peak_from")).startswith("device "):
-        out["throughput"] = {**doc["throughput"],
-                             "model": {**model, "peak_tflops": None, "peak_from": None}}
+        out["throughput"] = {
+            **doc["throughput"],
+            "model": {**model, "peak_tflops": None, "peak_from": None},
+        }
     return out
 
 
@@ -189,8 +205,9 @@ def boundary(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
     out["device"] = [r for r in doc["device"] if (r["rank"], r["step"]) not in cut]
     out["warnings"] = [w for w in doc["warnings"] if "claimed by" not in w]
     out["verdict"] = {k: v for k, v in doc["verdict"].items() if k not in ("device", "next")}
-    out["verdict"]["causes"] = [c for c in doc["verdict"].get("causes", [])
-                                if not c["rule"].startswith("cuda.")]
+    out["verdict"]["causes"] = [
+        c for c in doc["verdict"].get("causes", []) if not c["rule"].startswith("cuda.")
+    ]
     out["findings"] = [f for f in doc["findings"] if not f["rule"].startswith("cuda.")]
     for key in _RUNS:  # a cut trace is two captures of its run
         if isinstance(out.get(key), dict):
@@ -198,8 +215,7 @@ def boundary(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
         elif isinstance(out.get(key), list):
             out[key] = [{k: v for k, v in run.items() if k != "captures"} for run in out[key]]
     if "inventory" in out:
-        out["inventory"] = [{k: v for k, v in r.items() if k != "events"}
-                            for r in doc["inventory"]]
+        out["inventory"] = [{k: v for k, v in r.items() if k != "events"} for r in doc["inventory"]]
     return out
 
 
@@ -209,8 +225,7 @@ def tops(a: dict[str, Any], b: dict[str, Any], slack: float) -> list[str]:
     within slack of the other list's last (its cut), and the order may change only where
     figures lie within slack of each other."""
     out = []
-    for key, value in (("top_kernels", "device_ms"), ("top_ops", "self_ms"),
-                       ("top_runtime", "ms")):
+    for key, value in (("top_kernels", "device_ms"), ("top_ops", "self_ms"), ("top_runtime", "ms")):
         name = "op" if key == "top_ops" else "name"
         x = {r[name]: r for r in a.pop(key, [])}
         y = {r[name]: r for r in b.pop(key, [])}
@@ -242,7 +257,8 @@ def _text_close(a: str, b: str, slack: float) -> bool:
     for x, y in zip(na, nb):
         digits = len(x.split(".")[1]) if "." in x else 0
         if abs(float(x.replace(",", "")) - float(y.replace(",", ""))) > (
-                slack + 10.0 ** -digits + 1e-9):
+            slack + 10.0**-digits + 1e-9
+        ):
             return False
     return True
 

@@ -13,16 +13,33 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FRACTION_US", "RANK_IN_NAME", "metadata", "name_rank", "number", "retime", "shuffled", "split",
-           "steps_of", "trace_rank"]
+__all__ = [
+    "FRACTION_US",
+    "RANK_IN_NAME",
+    "metadata",
+    "name_rank",
+    "number",
+    "retime",
+    "shuffled",
+    "split",
+    "steps_of",
+    "trace_rank",
+]
 
 _ENCODE = msgspec.json.Encoder(decimal_format="number")
 #: A rank in a file or folder name, as the readers take it (``rank3_``, ``rank-3.``).
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d+)(?=[^0-9]|$)", re.IGNORECASE)
 #: Kineto's categories of device work (``readers.events.DEVICE_CATS``, written out here so
 #: the variants do not lean on the package they test).
-_DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset",
-           "gpu_user_annotation"}
+_DEVICE = {
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "gpu_user_annotation",
+}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: The grid of the fractions ``retime`` adds (us): 2**-20 us, about a thousandth of a ns.
 FRACTION_US = Decimal(1) / Decimal(2**20)
@@ -47,8 +64,11 @@ def metadata(size: int, rng: random.Random) -> dict[str, Any]:
     while n < size:
         key = f"k{len(out):06d}"
         text = "".join(rng.choices(string.ascii_letters + ' "\\{}[],:', k=200))
-        out[key] = {"text": text, "values": [rng.random() for _ in range(8)],
-                    "nested": {"n": len(out), "list": [{"ts": 1, "dur": 2}]}}
+        out[key] = {
+            "text": text,
+            "values": [rng.random() for _ in range(8)],
+            "nested": {"n": len(out), "list": [{"ts": 1, "dur": 2}]},
+        }
         n += len(_ENCODE.encode(out[key])) + len(key) + 4
     return out
 
@@ -61,8 +81,13 @@ def number(x: Any) -> Decimal | None:
     return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
 
 
-def retime(events: list[Any], rng: random.Random, fraction_ns: float = 0.0,
-           shift_us: float = 0.0, quantise_us: float = 0.0) -> None:
+def retime(
+    events: list[Any],
+    rng: random.Random,
+    fraction_ns: float = 0.0,
+    shift_us: float = 0.0,
+    quantise_us: float = 0.0,
+) -> None:
     """Fractions, shift or quantisation of every event's ``ts`` and ``dur``, in place.
 
     A fraction is a multiple of ``FRACTION_US`` (2**-20 us), growing with the value it is
@@ -73,8 +98,9 @@ def retime(events: list[Any], rng: random.Random, fraction_ns: float = 0.0,
     longer: dict[Decimal, Decimal] = {}
     if fraction_ns:
         for key, out in (("ts", add), ("dur", longer)):
-            values = sorted({t for e in events if isinstance(e, dict)
-                             and (t := number(e.get(key))) is not None})
+            values = sorted(
+                {t for e in events if isinstance(e, dict) and (t := number(e.get(key))) is not None}
+            )
             cuts = sorted(rng.randint(0, most) for _ in values)
             out.update((t, FRACTION_US * c) for t, c in zip(values, cuts))
     shift = Decimal(repr(shift_us)) if shift_us else Decimal(0)
@@ -113,13 +139,18 @@ def trace_rank(doc: dict[str, Any], name: str) -> tuple[int | None, bool]:
 def steps_of(doc: dict[str, Any]) -> list[tuple[Decimal, int]]:
     """A trace's host ``ProfilerStep#<n>`` ranges (start, n), in time order (Kineto copies
     them onto the device as ``gpu_user_annotation``: not those)."""
-    return sorted((ts, int(m.group(1))) for e in doc["traceEvents"] if isinstance(e, dict)
-                  and (m := _STEP.match(str(e.get("name", "")))) and e.get("ph") == "X"
-                  and e.get("cat") not in _DEVICE and (ts := number(e.get("ts"))) is not None)
+    return sorted(
+        (ts, int(m.group(1)))
+        for e in doc["traceEvents"]
+        if isinstance(e, dict)
+        and (m := _STEP.match(str(e.get("name", ""))))
+        and e.get("ph") == "X"
+        and e.get("cat") not in _DEVICE
+        and (ts := number(e.get("ts"))) is not None
+    )
 
 
-def split(doc: dict[str, Any], rng: random.Random
-           ) -> tuple[list[dict[str, Any]], int, int] | None:
+def split(doc: dict[str, Any], rng: random.Random) -> tuple[list[dict[str, Any]], int, int] | None:
     """Two traces cut at the start of a step (not the first), and the numbers of the steps
     either side of the cut; None with fewer than 2 steps."""
     events = doc["traceEvents"]
@@ -153,5 +184,3 @@ def split(doc: dict[str, Any], rng: random.Random
         else:
             halves[0 if first(e) else 1].append(e)
     return [{**doc, "traceEvents": h} for h in halves], before, after
-
-

@@ -20,10 +20,26 @@ CONFIG = "verl/trainer/config/"
 def download_config_tree(folder: Path, pinned: str = PINNED) -> Path | str:
     """``verl/trainer/config`` of the ``pinned`` wheel under ``folder``, or why it could not be
     had (no network, no index: one line)."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
-                           "-q", "-d", str(folder), "--python-version", "3.11",
-                           "--only-binary=:all:", pinned],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "-q",
+            "-d",
+            str(folder),
+            "--python-version",
+            "3.11",
+            "--only-binary=:all:",
+            pinned,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     wheels = sorted(folder.glob("verl-*.whl"))
     if proc.returncode != 0 or not wheels:
         lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith("WARNING")]

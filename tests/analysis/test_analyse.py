@@ -100,11 +100,11 @@ def test_empty_window_warns(tmp_path: Path) -> None:
     result = analyse(tmp_path)
     assert not result.traces and tables(result).warnings == [
         f"{tmp_path}: no captures found (is profile: true, and does the window "
-        "[profile_step_start, profile_step_end) contain steps that ran?)"]
+        "[profile_step_start, profile_step_end) contain steps that ran?)"
+    ]
 
 
-def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
-                                                               monkeypatch) -> None:
+def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path, monkeypatch) -> None:
     doubles = Path(__file__).resolve().parents[1] / "doubles"
     monkeypatch.syspath_prepend(str(doubles))
     import sys
@@ -123,18 +123,29 @@ def test_raw_npu_capture_parsed_with_torch_npu_when_it_imports(tmp_path: Path,
 
 def test_warmup_steps_marked_and_left_out_of_stragglers(tmp_path: Path) -> None:
     # 90 ms slow: rank 0's stage would have to stall 60 ms to hide it (30 ms was seen under load)
-    make_run(tmp_path, ranks=(0, 1), steps=3, warmup_steps=1, profile_step_start=2,
-             slow={(1, "actor_update"): 3})  # step 1 warmup, [2, 4) measured
+    make_run(
+        tmp_path,
+        ranks=(0, 1),
+        steps=3,
+        warmup_steps=1,
+        profile_step_start=2,
+        slow={(1, "actor_update"): 3},
+    )  # step 1 warmup, [2, 4) measured
     result = analyse(tmp_path)
     assert [(r.rank, r.step) for r in tables(result).per_step if r.warmup] == [(0, 1), (1, 1)]
     assert 1 not in {s.step for s in tables(result).stragglers}
     assert ("actor_update", 2, 1) in {(s.name, s.step, s.rank) for s in tables(result).stragglers}
     given = Settings(include_warmup=True)
-    assert ("actor_update", 1, 1) in {(s.name, s.step, s.rank) for s in tables(result, given).stragglers}
+    assert ("actor_update", 1, 1) in {
+        (s.name, s.step, s.rank) for s in tables(result, given).stragglers
+    }
 
 
-def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
-                  memory: Sequence[tuple[float, float, float | None, float | None]]) -> Path:
+def _memory_trace(
+    path: Path,
+    stages: dict[str, tuple[float, float]],
+    memory: Sequence[tuple[float, float, float | None, float | None]],
+) -> Path:
     """Step 1 (0..1000 us) holding ``stages`` (start, end) and an ``aten::empty`` op at
     150..160 us; ``memory``: [memory] events (ts, bytes, allocated, reserved) on its thread."""
     events = [span("ProfilerStep#1", 0, 1000)]
@@ -142,17 +153,22 @@ def _memory_trace(path: Path, stages: dict[str, tuple[float, float]],
     events.append(span("aten::empty", 150, 10, cat="cpu_op"))
     for ts, size, alloc, reserved in memory:
         args = {"Bytes": size, "Device Type": 0}
-        args.update({k: v for k, v in (("Total Allocated", alloc), ("Total Reserved", reserved))
-                     if v is not None})
-        events.append({"ph": "i", "name": "[memory]", "ts": ts, "pid": 1, "tid": 1,
-                       "args": args})
+        args.update(
+            {
+                k: v
+                for k, v in (("Total Allocated", alloc), ("Total Reserved", reserved))
+                if v is not None
+            }
+        )
+        events.append({"ph": "i", "name": "[memory]", "ts": ts, "pid": 1, "tid": 1, "args": args})
     return write_trace(path, events)
 
 
 def _timeline(path: Path, points: list[tuple[float, list[float]]]) -> Path:
     """torch's memory timeline: [times], [sizes by category] (their sum is allocated)."""
-    path.write_bytes(gzip.compress(json.dumps([[t for t, _ in points],
-                                               [s for _, s in points]]).encode()))
+    path.write_bytes(
+        gzip.compress(json.dumps([[t for t, _ in points], [s for _, s in points]]).encode())
+    )
     return path
 
 
@@ -163,12 +179,16 @@ def test_memory_file_joined_to_its_own_capture(tmp_path: Path) -> None:
     stages = {"actor_update": (100.0, 400.0), "critic_update": (500.0, 900.0)}
     events = [(155.0, 100.0, 100.0, 4096.0), (600.0, 200.0, 300.0, 8192.0)]
     _memory_trace(folder / "rank0_h_1_step1.pt.trace.json", stages, events)
-    _timeline(folder / "rank0_h_1_step1.memory_timeline.json.gz",
-              [(120.0, [40.0, 40.0]), (450.0, [100.0, 100.0]), (700.0, [10.0, 20.0])])
+    _timeline(
+        folder / "rank0_h_1_step1.memory_timeline.json.gz",
+        [(120.0, [40.0, 40.0]), (450.0, [100.0, 100.0]), (700.0, [10.0, 20.0])],
+    )
     # rank 1: stages elsewhere in time, a lower trace peak than its file's
-    _memory_trace(folder / "rank1_h_1_step1.pt.trace.json",
-                  {"actor_update": (10.0, 50.0), "critic_update": (60.0, 90.0)},
-                  [(155.0, 50.0, 50.0, None)])
+    _memory_trace(
+        folder / "rank1_h_1_step1.pt.trace.json",
+        {"actor_update": (10.0, 50.0), "critic_update": (60.0, 90.0)},
+        [(155.0, 50.0, 50.0, None)],
+    )
     _timeline(folder / "rank1_h_1_step1.memory_timeline.json.gz", [(20.0, [500.0])])
     # rank 2: an empty timeline file: everything from the trace's own events
     _memory_trace(folder / "rank2_h_1_step1.pt.trace.json", stages, events)
@@ -196,30 +216,51 @@ def test_memory_file_joined_to_its_own_capture(tmp_path: Path) -> None:
     assert rows[(2, "actor_update")].peak_allocated_bytes == 100.0
     assert rows[(2, "critic_update")].peak_allocated_bytes == 300.0
     assert (rows[(3, None)].peak_allocated_bytes, rows[(3, None)].peak_reserved_bytes) == (
-        None, None)
+        None,
+        None,
+    )
 
 
 def test_memory_file_without_a_trace_is_its_own_capture(tmp_path: Path) -> None:
     """A range file is not a trace to join: a timeline beside one (and a second memory file of
     the same stem) each stand as their own capture."""
     folder = tmp_path / "actor"
-    write_trace(folder / "rank4_h_1_step1.mstx.trace.json",
-                [span("ProfilerStep#1", 0, 1000), span("actor_update", 100, 300)],
-                mindspeed_prof={"kind": "spans"})
-    timeline = _timeline(folder / "rank4_h_1_step1.memory_timeline.json.gz",
-                         [(150.0, [64.0]), (350.0, [32.0])])
+    write_trace(
+        folder / "rank4_h_1_step1.mstx.trace.json",
+        [span("ProfilerStep#1", 0, 1000), span("actor_update", 100, 300)],
+        mindspeed_prof={"kind": "spans"},
+    )
+    timeline = _timeline(
+        folder / "rank4_h_1_step1.memory_timeline.json.gz", [(150.0, [64.0]), (350.0, [32.0])]
+    )
     snapshot = folder / "rank4_h_1_step1.memory_snapshot.pickle"
     snapshot.write_bytes(pickle.dumps({"segments": [{"allocated_size": 16, "total_size": 32}]}))
     result = analyse(tmp_path)
     assert not result.bad
     inv = sorted(tables(result).inventory, key=lambda i: i.file)
     assert [(i.file, i.kind, i.rank, i.group, i.bytes) for i in inv] == [
-        ("actor/rank4_h_1_step1.memory_snapshot.pickle", "memory", 4, "actor",
-         snapshot.stat().st_size),
-        ("actor/rank4_h_1_step1.memory_timeline.json.gz", "memory", 4, "actor",
-         timeline.stat().st_size),
-        ("actor/rank4_h_1_step1.mstx.trace.json", "spans", 4, "actor",
-         (folder / "rank4_h_1_step1.mstx.trace.json").stat().st_size)]
+        (
+            "actor/rank4_h_1_step1.memory_snapshot.pickle",
+            "memory",
+            4,
+            "actor",
+            snapshot.stat().st_size,
+        ),
+        (
+            "actor/rank4_h_1_step1.memory_timeline.json.gz",
+            "memory",
+            4,
+            "actor",
+            timeline.stat().st_size,
+        ),
+        (
+            "actor/rank4_h_1_step1.mstx.trace.json",
+            "spans",
+            4,
+            "actor",
+            (folder / "rank4_h_1_step1.mstx.trace.json").stat().st_size,
+        ),
+    ]
     rows = {(r.source, r.stage): r for r in tables(result).memory}
     assert set(rows) == {("snapshot", None), ("timeline", None), ("timeline", "actor_update")}
     assert rows[("timeline", "actor_update")].peak_allocated_bytes == 64.0
@@ -227,48 +268,79 @@ def test_memory_file_without_a_trace_is_its_own_capture(tmp_path: Path) -> None:
     assert rows[("timeline", None)].top_ops == [] and rows[("snapshot", None)].timeline == []
 
 
-def _data(rank: int | None, *ranges: tuple[str, str, int | None, float], source: str = "",
-          **fields: Any) -> TraceData:
+def _data(
+    rank: int | None, *ranges: tuple[str, str, int | None, float], source: str = "", **fields: Any
+) -> TraceData:
     """A capture of ``rank`` holding (kind, name, step, ms) ranges, one after the other."""
-    t = TraceData(Path(f"run/rank{rank}{source}.pt.trace.json"), "torch", rank, "integrated", 1,
-                  **fields)
-    t.ranges += [Range(rank, kind, name, step, 1000.0 * i, ms * 1000.0, source)
-                 for i, (kind, name, step, ms) in enumerate(ranges)]
+    t = TraceData(
+        Path(f"run/rank{rank}{source}.pt.trace.json"), "torch", rank, "integrated", 1, **fields
+    )
+    t.ranges += [
+        Range(rank, kind, name, step, 1000.0 * i, ms * 1000.0, source)
+        for i, (kind, name, step, ms) in enumerate(ranges)
+    ]
     return t
 
 
 def test_stragglers_sum_a_steps_runs_and_sort_by_time_lost() -> None:
     runs = {0: 10.0, 1: 10.0, 2: 16.0, 3: 30.0}
-    traces = [_data(r, ("stage", "actor_update", 1, ms / 2), ("stage", "actor_update", 1, ms / 2),
-                    ("step", "ProfilerStep#1", 1, 100.0 * (r + 1)),  # steps: not a stage
-                    ("stage", "actor_update", None, 50.0 * r))  # outside every step
-              for r, ms in runs.items()]
+    traces = [
+        _data(
+            r,
+            ("stage", "actor_update", 1, ms / 2),
+            ("stage", "actor_update", 1, ms / 2),
+            ("step", "ProfilerStep#1", 1, 100.0 * (r + 1)),  # steps: not a stage
+            ("stage", "actor_update", None, 50.0 * r),
+        )  # outside every step
+        for r, ms in runs.items()
+    ]
     traces.insert(0, _data(0, ("stage", "critic_update", 1, 5.0)))  # on one rank only
     found = tables(Captures(root=Path("run"), traces=traces)).stragglers
     # each rank against the median of the *other* ranks: rank 3 against (10, 10, 16)
     assert [(s.kind, s.name, s.step, s.rank, s.ms, s.median_ms) for s in found] == [
-        ("stage", "actor_update", 1, 3, 30.0, 10.0), ("stage", "actor_update", 1, 2, 16.0, 10.0)]
+        ("stage", "actor_update", 1, 3, 30.0, 10.0),
+        ("stage", "actor_update", 1, 2, 16.0, 10.0),
+    ]
     assert [(s.ratio, s.excess_ms) for s in found] == [(3.0, 20.0), (1.6, 6.0)]
 
 
 def test_a_stall_on_one_of_two_ranks_passes_twice_over_and_noise_names_nobody() -> None:
     # the issue's case: a 501 ms stall on rank 0 of two; a median counting rank 0 itself
     # gives 1.98x at most. 13 ms against 7 ms, and 0.4 against 0.33 ms, are noise in a 1 s step.
-    traces = [_data(r, ("step", "ProfilerStep#1", 1, 1000.0),
-                    ("stage", "actor_generate", 1, 520.0 if r == 0 else 19.0),
-                    ("range", "fwd", 1, 13.0 if r == 0 else 7.0),
-                    ("range", "tiny", 1, 0.4 if r == 0 else 0.33)) for r in (0, 1)]
+    traces = [
+        _data(
+            r,
+            ("step", "ProfilerStep#1", 1, 1000.0),
+            ("stage", "actor_generate", 1, 520.0 if r == 0 else 19.0),
+            ("range", "fwd", 1, 13.0 if r == 0 else 7.0),
+            ("range", "tiny", 1, 0.4 if r == 0 else 0.33),
+        )
+        for r in (0, 1)
+    ]
     result = Captures(root=Path("."), traces=traces)
     (s,) = tables(result).stragglers
     assert (s.name, s.rank, s.median_ms, round(s.ratio, 2), s.excess_ms) == (
-        "actor_generate", 0, 19.0, 27.37, 501.0)
+        "actor_generate",
+        0,
+        19.0,
+        27.37,
+        501.0,
+    )
     assert tables(result).range_stragglers == []  # 6 ms is under 1% of the 1000 ms step
     given = Settings(noise_ms=0.05)  # the 1% share still holds: 10 ms
     assert tables(result, given).range_stragglers == []
-    short = [_data(r, ("step", "ProfilerStep#1", 1, 100.0), ("range", "fwd", 1, 13.0 - 6 * r),
-                   ("range", "tiny", 1, 0.4 - 0.07 * r)) for r in (0, 1)]
+    short = [
+        _data(
+            r,
+            ("step", "ProfilerStep#1", 1, 100.0),
+            ("range", "fwd", 1, 13.0 - 6 * r),
+            ("range", "tiny", 1, 0.4 - 0.07 * r),
+        )
+        for r in (0, 1)
+    ]
     assert [s.name for s in tables(Captures(root=Path("."), traces=short)).range_stragglers] == [
-        "fwd"]  # a 100 ms step: the floor is 1 ms
+        "fwd"
+    ]  # a 100 ms step: the floor is 1 ms
 
 
 def test_stragglers_under_the_noise_floor_and_at_zero() -> None:
@@ -282,17 +354,21 @@ def test_stragglers_under_the_noise_floor_and_at_zero() -> None:
 
 
 def test_straggler_of_a_clashing_capture_names_its_source() -> None:
-    traces = [_data(0, ("stage", "actor_update", 1, 10.0), source="h1"),
-              _data(0, ("stage", "actor_update", 1, 10.0), source="h2"),
-              _data(0, ("stage", "actor_update", 1, 20.0), source="h3")]
+    traces = [
+        _data(0, ("stage", "actor_update", 1, 10.0), source="h1"),
+        _data(0, ("stage", "actor_update", 1, 10.0), source="h2"),
+        _data(0, ("stage", "actor_update", 1, 20.0), source="h3"),
+    ]
     (s,) = tables(Captures(root=Path("."), traces=traces)).stragglers
     assert (s.rank, s.source, s.ms) == (0, "h3", 20.0)
 
 
 def test_range_table_leaves_warmup_out_when_asked() -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)
-    result = Captures(root=Path("."), traces=[_data(
-        0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)])
+    result = Captures(
+        root=Path("."),
+        traces=[_data(0, ("range", "fwd", 1, 8.0), ("range", "fwd", 2, 2.0), meta=meta)],
+    )
     assert [r.count for r in tables(result).range_table] == [2]
     assert [(r.count, r.total_ms) for r in range_rows(tables(result).counted)] == [(1, 2.0)]
     given = Settings(include_warmup=True)
@@ -302,30 +378,50 @@ def test_range_table_leaves_warmup_out_when_asked() -> None:
 def test_top_tables_keep_the_fifteen_longest() -> None:
     def times() -> dict[str, Tally]:
         return {f"k{i:02d}": Tally(i % 3 + 1, 1000.0 * i) for i in range(20)}
+
     t = _data(0, kernels=times(), runtime=times(), ops=times())
     result = Captures(root=Path("."), traces=[t, _data(1, kernels={"k00": Tally(4, 99_000.0)})])
     expect = [("k00", 5, 99.0)] + [(f"k{i:02d}", i % 3 + 1, float(i)) for i in range(19, 5, -1)]
     assert [(k.name, k.count, k.device_ms) for k in tables(result).top_kernels[:15]] == expect
     assert [(k.name, k.ms) for k in tables(result).top_runtime[:15]] == [
-        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
+        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)
+    ]
     assert [(k.op, k.self_ms) for k in tables(result).top_ops[:15]] == [
-        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)]
+        (f"k{i:02d}", float(i)) for i in range(19, 4, -1)
+    ]
     assert len(tables(result).top_ops[:3]) == 3
 
 
 def test_memory_rows_stages_in_loop_order_defaults_filled() -> None:
-    by_stage = {"critic_update": 3.0, "zeta": 4.0, "actor_compute_log_prob": 2.0,
-                "actor_generate": 1.0}
+    by_stage = {
+        "critic_update": 3.0,
+        "zeta": 4.0,
+        "actor_compute_log_prob": 2.0,
+        "actor_generate": 1.0,
+    }
     t = _data(0, memory=Memory(source="trace", peak_allocated_bytes=9.0, by_stage=by_stage))
     (whole, *stages) = tables(Captures(root=Path("run"), traces=[t])).memory
-    assert whole == MemoryRow(rank=0, file="rank0.pt.trace.json", source="trace", stage=None,
-                              peak_allocated_bytes=9.0, peak_reserved_bytes=None, top_ops=[],
-                              timeline=[])
-    assert all((r.rank, r.file, r.source, r.peak_reserved_bytes) == (
-        0, "rank0.pt.trace.json", "trace", None) for r in stages)
+    assert whole == MemoryRow(
+        rank=0,
+        file="rank0.pt.trace.json",
+        source="trace",
+        stage=None,
+        peak_allocated_bytes=9.0,
+        peak_reserved_bytes=None,
+        top_ops=[],
+        timeline=[],
+    )
+    assert all(
+        (r.rank, r.file, r.source, r.peak_reserved_bytes)
+        == (0, "rank0.pt.trace.json", "trace", None)
+        for r in stages
+    )
     assert [(r.stage, r.peak_allocated_bytes) for r in stages] == [
-        ("actor_generate", 1.0), ("actor_compute_log_prob", 2.0), ("critic_update", 3.0),
-        ("zeta", 4.0)]
+        ("actor_generate", 1.0),
+        ("actor_compute_log_prob", 2.0),
+        ("critic_update", 3.0),
+        ("zeta", 4.0),
+    ]
 
 
 def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
@@ -338,49 +434,83 @@ def test_files_named_relative_to_the_root_else_whole(tmp_path: Path) -> None:
 
 
 def test_inventory_row_of_a_capture() -> None:
-    t = _data(3, ("step", "ProfilerStep#4", 4, 1.0), ("stage", "actor_update", 2, 1.0),
-              ("range", "fwd", None, 1.0), meta=CaptureHeader(level="level1"), clash_label="host-a",
-              events=7)
+    t = _data(
+        3,
+        ("step", "ProfilerStep#4", 4, 1.0),
+        ("stage", "actor_update", 2, 1.0),
+        ("range", "fwd", None, 1.0),
+        meta=CaptureHeader(level="level1"),
+        clash_label="host-a",
+        events=7,
+    )
     (row, other) = tables(Captures(root=Path("run"), traces=[t, _data(4)])).inventory
     assert other.source == "" and other.level is None
-    assert row == InventoryRow(file="rank3.pt.trace.json", kind="torch", rank=3,
-                               source="host-a", group="integrated", bytes=1, events=7,
-                               steps=[2, 4], level="level1")
+    assert row == InventoryRow(
+        file="rank3.pt.trace.json",
+        kind="torch",
+        rank=3,
+        source="host-a",
+        group="integrated",
+        bytes=1,
+        events=7,
+        steps=[2, 4],
+        level="level1",
+    )
 
 
 @pytest.mark.parametrize("what", ["ranges", "ops", "kernels", "device", "comm", "memory"])
 def test_a_capture_with_any_content_is_not_empty(what: str) -> None:
     content: dict[str, Any] = {
-        "ranges": [Range(0, "range", "r", 1, 0.0, 1.0)], "ops": {"aten::mm": Tally(1, 1.0)},
+        "ranges": [Range(0, "range", "r", 1, 0.0, 1.0)],
+        "ops": {"aten::mm": Tally(1, 1.0)},
         "kernels": {"k": Tally(1, 1.0)},
         "device": [DeviceRow(step=1, compute_ms=0.0, comm_ms=0.0, overlap_ms=0.0, idle_ms=0.0)],
-        "comm": [CommRow(name="x", kind="collective", step=1)], "memory": Memory(source="trace")}
+        "comm": [CommRow(name="x", kind="collective", step=1)],
+        "memory": Memory(source="trace"),
+    }
     full = _data(0, **{what: content[what]})
     empty = _data(1)
     result = Captures(root=Path("run"), traces=[full, empty], clashes=["rank 0 step 1: twice"])
-    assert tables(result).warnings == ["rank1.pt.trace.json: captured nothing (no ranges, no ops)",
-                                 "rank 0 step 1: twice"]
+    assert tables(result).warnings == [
+        "rank1.pt.trace.json: captured nothing (no ranges, no ops)",
+        "rank 0 step 1: twice",
+    ]
 
 
 def test_analyse_files_reads_a_given_list(tmp_path: Path, run_dir: Path) -> None:
     files = sorted(run_dir.rglob("rank1_*.pt.trace.json"))
     result = analyse_files(files, run_dir)
     assert result.root == run_dir
-    assert [i.file for i in tables(result).inventory] == [str(f.relative_to(run_dir)) for f in files]
+    assert [i.file for i in tables(result).inventory] == [
+        str(f.relative_to(run_dir)) for f in files
+    ]
     assert tables(result).stragglers == [] and tables(result).ranks == [1]
 
 
 def test_json_holds_every_table(tmp_path: Path) -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)
-    traces = [_data(r, ("step", "ProfilerStep#1", 1, 20.0), ("stage", "actor_update", 1, ms),
-                    ("range", "fwd", 1, ms), meta=meta, kernels={"k": Tally(1, 5.0)},
-                    runtime={"cudaLaunchKernel": Tally(2, 1.0)}, ops={"aten::mm": Tally(3, 2.0)},
-                    device=[DeviceRow(step=1, stage=None, compute_ms=1.0, comm_ms=0.0,
-                                      overlap_ms=0.0, idle_ms=0.0)],
-                    comm=[CommRow(name="hcom_allReduce_", kind="collective", step=1, count=1,
-                                  elapse_ms=ms)],
-                    memory=Memory(source="trace", peak_allocated_bytes=1.0))
-              for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))]
+    traces = [
+        _data(
+            r,
+            ("step", "ProfilerStep#1", 1, 20.0),
+            ("stage", "actor_update", 1, ms),
+            ("range", "fwd", 1, ms),
+            meta=meta,
+            kernels={"k": Tally(1, 5.0)},
+            runtime={"cudaLaunchKernel": Tally(2, 1.0)},
+            ops={"aten::mm": Tally(3, 2.0)},
+            device=[
+                DeviceRow(
+                    step=1, stage=None, compute_ms=1.0, comm_ms=0.0, overlap_ms=0.0, idle_ms=0.0
+                )
+            ],
+            comm=[
+                CommRow(name="hcom_allReduce_", kind="collective", step=1, count=1, elapse_ms=ms)
+            ],
+            memory=Memory(source="trace", peak_allocated_bytes=1.0),
+        )
+        for r, ms in ((0, 1.0), (1, 1.0), (2, 5.0))
+    ]
     for t in traces:
         t.classified = {"compute": Tally(1, 5.0)}
     traces[0].classified["deepep"] = Tally(2, 1500.0)
@@ -390,39 +520,79 @@ def test_json_holds_every_table(tmp_path: Path) -> None:
     tabs = tables(result, Settings(margin=0.5, include_warmup=True))
     doc: dict[str, Any] = tables_json(tabs)  # read as JSON
     assert doc == {
-        "root": str(tmp_path), "run": None, "runs": [], "ranks": [0, 1, 2],
+        "root": str(tmp_path),
+        "run": None,
+        "runs": [],
+        "ranks": [0, 1, 2],
         "stage_rank": to_json(tabs.stage_rank),
-        "per_step": to_json(tabs.per_step), "stragglers": to_json(tabs.stragglers),
+        "per_step": to_json(tabs.per_step),
+        "stragglers": to_json(tabs.stragglers),
         "phases": to_json(tabs.phases),
-        "ranges": to_json(tabs.range_table), "no_op": to_json(tabs.no_op),
+        "ranges": to_json(tabs.range_table),
+        "no_op": to_json(tabs.no_op),
         "range_stragglers": to_json(tabs.range_stragglers),
-        "device": to_json(tabs.device), "comm": to_json(tabs.comm),
-        "classified": [{"rule": "deepep", "kind": "comm", "ms": 1.5, "kernels": 2},
-                       {"rule": "compute", "kind": "compute", "ms": 0.015, "kernels": 3}],
-        "top_ops": to_json(tabs.top_ops[:15]), "top_kernels": to_json(tabs.top_kernels[:15]),
-        "top_runtime": to_json(tabs.top_runtime[:15]), "memory": to_json(tabs.memory),
-        "inventory": to_json(tabs.inventory), "warnings": [],
-        "problems": ["rank2: a problem"], "skipped": ["x: unreadable"],
-        "notes": ["rank1: a note"], "margin": 0.5, "noise_ms": 1.0,
+        "device": to_json(tabs.device),
+        "comm": to_json(tabs.comm),
+        "classified": [
+            {"rule": "deepep", "kind": "comm", "ms": 1.5, "kernels": 2},
+            {"rule": "compute", "kind": "compute", "ms": 0.015, "kernels": 3},
+        ],
+        "top_ops": to_json(tabs.top_ops[:15]),
+        "top_kernels": to_json(tabs.top_kernels[:15]),
+        "top_runtime": to_json(tabs.top_runtime[:15]),
+        "memory": to_json(tabs.memory),
+        "inventory": to_json(tabs.inventory),
+        "warnings": [],
+        "problems": ["rank2: a problem"],
+        "skipped": ["x: unreadable"],
+        "notes": ["rank1: a note"],
+        "margin": 0.5,
+        "noise_ms": 1.0,
         "warmup": [(0, 1), (1, 1), (2, 1)],
-        "counters": [], "throughput": {"model": tabs.throughput.model.json(), "rows": [],
-                                       "stages": []}, "ledger": None}
+        "counters": [],
+        "throughput": {"model": tabs.throughput.model.json(), "rows": [], "stages": []},
+        "ledger": None,
+    }
     assert [s["rank"] for s in doc["stragglers"]] == [2]
     assert [(s["range"], s["rank"]) for s in doc["range_stragglers"]] == [("fwd", 2)]
     assert doc["stage_rank"][0]["count"] == 1 and doc["device"][0]["warmup"]
     assert [(d["rank"], d["step"], d["compute_ms"]) for d in doc["device"]] == [
-        (0, 1, 1.0), (1, 1, 1.0), (2, 1, 1.0)]
+        (0, 1, 1.0),
+        (1, 1, 1.0),
+        (2, 1, 1.0),
+    ]
     assert [(c["rank"], c["name"], c["count"], c["elapse_ms"]) for c in doc["comm"]] == [
-        (0, "hcom_allReduce_", 1, 1.0), (1, "hcom_allReduce_", 1, 1.0),
-        (2, "hcom_allReduce_", 1, 5.0)]
+        (0, "hcom_allReduce_", 1, 1.0),
+        (1, "hcom_allReduce_", 1, 1.0),
+        (2, "hcom_allReduce_", 1, 5.0),
+    ]
     assert doc["comm"][2] == {  # every column, None where the reader did not give it
-        "name": "hcom_allReduce_", "kind": "collective", "step": 1, "count": 1,
-        "elapse_ms": 5.0, "wait_ms": None, "transit_ms": None, "sync_ms": None,
-        "idle_ms": None, "size_mb": None, "bandwidth_gbps": None, "links": None, "link": None,
-        "transport": None, "rank": 2, "source": ""}
+        "name": "hcom_allReduce_",
+        "kind": "collective",
+        "step": 1,
+        "count": 1,
+        "elapse_ms": 5.0,
+        "wait_ms": None,
+        "transit_ms": None,
+        "sync_ms": None,
+        "idle_ms": None,
+        "size_mb": None,
+        "bandwidth_gbps": None,
+        "links": None,
+        "link": None,
+        "transport": None,
+        "rank": 2,
+        "source": "",
+    }
     assert doc["top_runtime"] == [{"name": "cudaLaunchKernel", "count": 6, "ms": 0.003}]
-    assert doc["per_step"][0] == {"rank": 0, "source": "", "step": 1, "total": 20.0,
-                                  "actor_update": 1.0, "warmup": True}
+    assert doc["per_step"][0] == {
+        "rank": 0,
+        "source": "",
+        "step": 1,
+        "total": 20.0,
+        "actor_update": 1.0,
+        "warmup": True,
+    }
     json.dumps(doc)  # every table is plain JSON
 
 
@@ -433,39 +603,71 @@ def test_torch_npu_folder_analysed_alone_is_named(tmp_path: Path) -> None:
 
 def test_stage_and_step_tables_order_and_clashing_sources() -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)
-    traces = [_data(r, ("step", "ProfilerStep#2", 2, 9.0), ("stage", "actor_update", 2, 4.0),
-                    ("stage", "actor_update", 1, 6.0), ("range", "fwd", 2, 1.0), meta=meta)
-              for r in (10, 2, None)]
-    traces += [_data(0, ("step", "ProfilerStep#1", 1, 3.0), source="h2"),
-               _data(0, ("step", "ProfilerStep#2", 2, 5.0), source="h1")]
+    traces = [
+        _data(
+            r,
+            ("step", "ProfilerStep#2", 2, 9.0),
+            ("stage", "actor_update", 2, 4.0),
+            ("stage", "actor_update", 1, 6.0),
+            ("range", "fwd", 2, 1.0),
+            meta=meta,
+        )
+        for r in (10, 2, None)
+    ]
+    traces += [
+        _data(0, ("step", "ProfilerStep#1", 1, 3.0), source="h2"),
+        _data(0, ("step", "ProfilerStep#2", 2, 5.0), source="h1"),
+    ]
     result = Captures(root=Path("run"), traces=traces)
     rows = tables(result).stage_rank
     assert [(r.rank, r.count, r.mean_ms, r.max_ms) for r in rows] == [
-        (2, 2, 5.0, 6.0), (10, 2, 5.0, 6.0), (None, 2, 5.0, 6.0)]
+        (2, 2, 5.0, 6.0),
+        (10, 2, 5.0, 6.0),
+        (None, 2, 5.0, 6.0),
+    ]
     assert [(r.rank, r.count) for r in stage_rows(tables(result).counted)] == [
-        (2, 1), (10, 1), (None, 1)]
+        (2, 1),
+        (10, 1),
+        (None, 1),
+    ]
     steps = tables(result).per_step
     assert [(r.rank, r.source, r.step) for r in steps] == [
-        (0, "h1", 2), (0, "h2", 1), (2, "", 1), (2, "", 2), (10, "", 1), (10, "", 2),
-        (None, "", 1), (None, "", 2)]
-    assert steps[2] == StepRow(rank=2, step=1, total=None, stages={"actor_update": 6.0},
-                               warmup=True)
-    assert steps[3] == StepRow(rank=2, step=2, total=9.0, stages={"actor_update": 4.0},
-                               warmup=False)
-    assert steps[2].json() == {"rank": 2, "source": "", "step": 1, "actor_update": 6.0,
-                               "warmup": True}
+        (0, "h1", 2),
+        (0, "h2", 1),
+        (2, "", 1),
+        (2, "", 2),
+        (10, "", 1),
+        (10, "", 2),
+        (None, "", 1),
+        (None, "", 2),
+    ]
+    assert steps[2] == StepRow(
+        rank=2, step=1, total=None, stages={"actor_update": 6.0}, warmup=True
+    )
+    assert steps[3] == StepRow(
+        rank=2, step=2, total=9.0, stages={"actor_update": 4.0}, warmup=False
+    )
+    assert steps[2].json() == {
+        "rank": 2,
+        "source": "",
+        "step": 1,
+        "actor_update": 6.0,
+        "warmup": True,
+    }
     clash = [_data(0, ("stage", "actor_update", 1, 1.0), source=h) for h in ("h1", "h2")]
     assert [r.source for r in tables(Captures(root=Path("."), traces=clash)).stage_rank] == [
-        "h1", "h2"]
+        "h1",
+        "h2",
+    ]
 
 
-def test_memory_file_joins_the_json_trace_before_a_db_of_the_same_capture(
-        tmp_path: Path) -> None:
+def test_memory_file_joins_the_json_trace_before_a_db_of_the_same_capture(tmp_path: Path) -> None:
     root = make_run(tmp_path, ranks=(0,), steps=1, profile_export_type="db", mstx=False)
     (db,) = root.rglob("*.pt.trace.db")
     stem = db.name[: -len(".pt.trace.db")]
-    trace = _memory_trace(db.with_name(stem + ".pt.trace.json"), {},
-                          [(155.0, 100.0, 100.0, 4096.0)])
+    trace = _memory_trace(
+        db.with_name(stem + ".pt.trace.json"), {}, [(155.0, 100.0, 100.0, 4096.0)]
+    )
     _timeline(db.with_name(stem + ".memory_timeline.json.gz"), [(120.0, [80.0])])
     (row,) = [r for r in tables(analyse(root)).memory if r.stage is None]
     assert row.file == str(trace.relative_to(root))
@@ -479,17 +681,28 @@ def test_range_file_stands_for_the_op_trace_of_its_own_folder_only() -> None:
         t.ranges.append(Range(0, "stage", "actor_update", 1, 0.0, ms * 1000.0))
         return t
 
-    result = Captures(root=Path("."), traces=[capture("actor", "spans", 1.0),
-                                              capture("actor", "torch", 2.0),
-                                              capture("critic", "torch", 4.0)])
+    result = Captures(
+        root=Path("."),
+        traces=[
+            capture("actor", "spans", 1.0),
+            capture("actor", "torch", 2.0),
+            capture("critic", "torch", 4.0),
+        ],
+    )
     assert sorted(r.dur for r in tables(result).ranges) == [1000.0, 4000.0]
 
 
 def test_warmup_only_from_a_well_formed_window_and_count() -> None:
-    metas = [{"window": [5, 6], "warmup_steps": 2}, {"window": [1, 3], "warmup_steps": 0},
-             {"window": [1, 3], "warmup_steps": 1.5}, {"window": [1, 3], "warmup_steps": None},
-             {"window": None, "warmup_steps": 1}, {"window": [], "warmup_steps": 1},
-             {"window": ["1", 3], "warmup_steps": 1}, {"warmup_steps": 1}]
+    metas = [
+        {"window": [5, 6], "warmup_steps": 2},
+        {"window": [1, 3], "warmup_steps": 0},
+        {"window": [1, 3], "warmup_steps": 1.5},
+        {"window": [1, 3], "warmup_steps": None},
+        {"window": None, "warmup_steps": 1},
+        {"window": [], "warmup_steps": 1},
+        {"window": ["1", 3], "warmup_steps": 1},
+        {"warmup_steps": 1},
+    ]
     traces = [_data(rank, meta=read_header(meta, "x")[0]) for rank, meta in enumerate(metas)]
     assert tables(Captures(root=Path("."), traces=traces)).warmup == {(0, 3), (0, 4)}
 
@@ -501,13 +714,16 @@ def test_missing_path_is_named(tmp_path: Path) -> None:
 
 
 def test_analyse_files_joins_a_memory_file_listed_before_its_trace(tmp_path: Path) -> None:
-    trace = _memory_trace(tmp_path / "rank0_h_1_step1.pt.trace.json",
-                          {"actor_update": (100.0, 400.0)}, [(155.0, 100.0, 100.0, 4096.0)])
-    timeline = _timeline(tmp_path / "rank0_h_1_step1.memory_timeline.json.gz",
-                         [(120.0, [300.0])])
+    trace = _memory_trace(
+        tmp_path / "rank0_h_1_step1.pt.trace.json",
+        {"actor_update": (100.0, 400.0)},
+        [(155.0, 100.0, 100.0, 4096.0)],
+    )
+    timeline = _timeline(tmp_path / "rank0_h_1_step1.memory_timeline.json.gz", [(120.0, [300.0])])
     result = analyse_files([timeline, trace], tmp_path)
     assert [(t.kind, t.memory and t.memory.source) for t in result.traces] == [
-        ("torch", "timeline")]
+        ("torch", "timeline")
+    ]
     assert tables(result).memory[0].peak_allocated_bytes == 300.0
 
 
@@ -517,14 +733,24 @@ def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
 
     traces = []
     for role, warmup in (("actor", 1), ("rollout", 0)):
-        t = TraceData(Path(f"run/{role}/rank0_h_1_step1.pt.trace.json"), "torch", 0, role, 1,
-                      meta=CaptureHeader(role=role, window=[2, 3], warmup_steps=warmup))
-        t.ranges = [Range(0, "step", "ProfilerStep#1", 1, 0.0, 1000.0),
-                    Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
-                    Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2
-                    Range(0, "stage", "actor_update", 2, 1300.0, 200.0)]
-        t.device = [DeviceRow(step=s, stage=None, compute_ms=1.0, comm_ms=0.0, overlap_ms=0.0,
-                              idle_ms=0.0) for s in (1, 2)]
+        t = TraceData(
+            Path(f"run/{role}/rank0_h_1_step1.pt.trace.json"),
+            "torch",
+            0,
+            role,
+            1,
+            meta=CaptureHeader(role=role, window=[2, 3], warmup_steps=warmup),
+        )
+        t.ranges = [
+            Range(0, "step", "ProfilerStep#1", 1, 0.0, 1000.0),
+            Range(0, "step", "ProfilerStep#2", 2, 1000.0, 1000.0),
+            Range(0, "stage", "actor_update", 2, 1100.0, 100.0),  # two runs in step 2
+            Range(0, "stage", "actor_update", 2, 1300.0, 200.0),
+        ]
+        t.device = [
+            DeviceRow(step=s, stage=None, compute_ms=1.0, comm_ms=0.0, overlap_ms=0.0, idle_ms=0.0)
+            for s in (1, 2)
+        ]
         traces.append(t)
     result = Captures(root=Path("run"), traces=traces)
     assert separate(traces, result.root) == []
@@ -533,7 +759,13 @@ def test_warmup_of_one_role_is_not_another_roles_at_the_same_rank() -> None:
     assert [(r.source, r.step) for r in tables(result).device if r.warmup] == marked
     assert tables(result).warmup == {(0, 1)}
     assert [(r.source, r.step) for r in tables(result).counted if r.kind == "step"] == [
-        ("actor", 2), ("rollout", 1), ("rollout", 2)]
+        ("actor", 2),
+        ("rollout", 1),
+        ("rollout", 2),
+    ]
     assert [(r.source, r.step, r.stages.get("actor_update")) for r in tables(result).per_step] == [
-        ("actor", 1, None), ("actor", 2, pytest.approx(0.3)), ("rollout", 1, None),
-        ("rollout", 2, pytest.approx(0.3))]
+        ("actor", 1, None),
+        ("actor", 2, pytest.approx(0.3)),
+        ("rollout", 1, None),
+        ("rollout", 2, pytest.approx(0.3)),
+    ]

@@ -33,6 +33,7 @@ def capture(torch_trace: Path, tmp_path: Path) -> Path:
 def no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object) -> TraceData:
         raise AssertionError("read from disk instead of the cache")
+
     monkeypatch.setattr(cache, "read", fail)
 
 
@@ -43,24 +44,39 @@ def test_second_read_comes_from_the_cache(capture: Path, monkeypatch: pytest.Mon
     no_reading(monkeypatch)
     assert cache.read_cached(capture) == first
     assert capture not in set(discover(capture.parent)) - {capture} and all(
-        not p.name.startswith(".") for p in discover(capture.parent))
+        not p.name.startswith(".") for p in discover(capture.parent)
+    )
 
 
 def test_every_field_round_trips(capture: Path) -> None:
     """Fields are serialised generically: a field added to TraceData is cached with no edit."""
     data = read(capture)
-    values = {"events": 7, "kernels": {"k": Tally(2, 3.5)}, "runtime": {"launch": Tally(1, 0.5)},
-              "device": [DeviceRow(step=1, compute_ms=1.25, comm_ms=0.5, overlap_ms=0.25,
-                                   idle_ms=0.0, comm_exposed_ms=0.25)],
-              "comm": [CommRow(name="allreduce", kind="collective", step=None, count=2)],
-              "memory": Memory(source="torch_npu", peak_allocated_bytes=2**40,
-                               timeline=[[1.0, 5, 6]],
-                               top_ops=[Alloc(op="mm", count=1, bytes=3, max_bytes=3)]),
-              "meta": CaptureHeader(host="h", window=[1, None],
-                                    model=ModelFacts(peak_tflops=2.5))}
+    values = {
+        "events": 7,
+        "kernels": {"k": Tally(2, 3.5)},
+        "runtime": {"launch": Tally(1, 0.5)},
+        "device": [
+            DeviceRow(
+                step=1,
+                compute_ms=1.25,
+                comm_ms=0.5,
+                overlap_ms=0.25,
+                idle_ms=0.0,
+                comm_exposed_ms=0.25,
+            )
+        ],
+        "comm": [CommRow(name="allreduce", kind="collective", step=None, count=2)],
+        "memory": Memory(
+            source="torch_npu",
+            peak_allocated_bytes=2**40,
+            timeline=[[1.0, 5, 6]],
+            top_ops=[Alloc(op="mm", count=1, bytes=3, max_bytes=3)],
+        ),
+        "meta": CaptureHeader(host="h", window=[1, None], model=ModelFacts(peak_tflops=2.5)),
+    }
     for name, value in values.items():
         setattr(data, name, value)
-    data.ranges.append(Range(0, "range", "odd \u00e9 \"name\"", None, 1.5, 0.25))
+    data.ranges.append(Range(0, "range", 'odd \u00e9 "name"', None, 1.5, 0.25))
     back = cache.decode(cache.encode(data))
     assert back == data
     assert all(type(a) is type(b) for a, b in zip(back.ranges, data.ranges))
@@ -81,8 +97,9 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 
 @pytest.mark.parametrize("change", ["rewritten", "truncated", "touched"])
-def test_a_changed_capture_is_read_again(capture: Path, change: str,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_capture_is_read_again(
+    capture: Path, change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache.read_cached(capture)
     raw = capture.read_bytes()
     if change == "rewritten":  # same size, other content
@@ -102,8 +119,9 @@ def test_a_changed_capture_is_read_again(capture: Path, change: str,
 
 
 @pytest.mark.parametrize("entry", [b"", b"\x00garbage\xff" * 10, None])
-def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(capture: Path, entry: bytes | None,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(
+    capture: Path, entry: bytes | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     good = cache.read_cached(capture)
     path = cache.cache_path(capture)
     if entry is None:  # an entry written by another analysis version
@@ -115,21 +133,29 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(capture: Path, entry:
     assert cache.read_cached(capture) == good and len(calls) == 1  # rebuilt: a hit now
 
 
-def test_an_interrupted_write_leaves_no_entry(capture: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_write_leaves_no_entry(
+    capture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
+
     monkeypatch.setattr(os, "replace", interrupt)
     with pytest.raises(KeyboardInterrupt):
         cache.read_cached(capture)
     assert sorted(p.name for p in capture.parent.iterdir() if p.name.startswith(".")) == []
 
 
-def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
+def test_the_version_follows_the_source_that_decodes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     package = tmp_path / "mindspeed_prof"
-    files = ("analysis/readers/__init__.py", "analysis/readers/device/breakdown.py", "config/schema.py",
-             "formats/__init__.py", "formats/sqlite_trace.py")
+    files = (
+        "analysis/readers/__init__.py",
+        "analysis/readers/device/breakdown.py",
+        "config/schema.py",
+        "formats/__init__.py",
+        "formats/sqlite_trace.py",
+    )
     for name in files:
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(f"# {name}\n")
@@ -155,7 +181,8 @@ def test_the_version_follows_the_source_that_decodes(monkeypatch: pytest.MonkeyP
 
 
 def test_a_folder_capture_is_read_again_when_any_file_in_it_changes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A torch_npu folder: a file deep inside rewritten in place, at the same size, changes
     neither the folder's size nor its own mtime; the newest mtime of its files does."""
     from npu_fixtures import unpack
@@ -177,7 +204,8 @@ def test_a_folder_capture_is_read_again_when_any_file_in_it_changes(
 
 
 def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Workers stopped between writing an entry and renaming it leave no temporary file."""
     import signal
     import threading
@@ -186,8 +214,10 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
 
     from mindspeed_prof.analysis import parallel
 
-    events = [{"ph": "X", "cat": "stage", "name": "s", "ts": i, "dur": 1, "pid": 1, "tid": 1}
-              for i in range(200)]
+    events = [
+        {"ph": "X", "cat": "stage", "name": "s", "ts": i, "dur": 1, "pid": 1, "tid": 1}
+        for i in range(200)
+    ]
     paths = []
     for rank in range(3):
         paths.append(tmp_path / f"rank{rank}_h_1_step1.mstx.trace.json")
@@ -202,6 +232,7 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
         @staticmethod
         def replace(*_: object) -> None:
             time.sleep(60)
+
     monkeypatch.setattr(jsonio, "os", StuckOs())
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
 
@@ -213,6 +244,7 @@ def test_ctrl_c_in_a_pool_removes_what_workers_left_half_written(
             seen.extend(tmp_path.glob(".*.tmp"))
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
+
     threading.Thread(target=ctrl_c_once_written, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         parallel.read_all(paths, tmp_path, jobs=2)
@@ -229,7 +261,8 @@ def test_a_value_msgpack_cannot_hold_is_named(capture: Path) -> None:
 
 
 def test_a_capture_in_the_root_given_as_dot_is_grouped_as_dot(
-        capture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    capture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The root reaches the reader: a capture lying directly in ``.`` has group ``.``, where
     without a root its folder's name is empty."""
     monkeypatch.chdir(capture.parent)
@@ -240,14 +273,19 @@ def test_a_capture_in_the_root_given_as_dot_is_grouped_as_dot(
 
 
 def test_discard_partial_removes_only_this_captures_temporary_files(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Only ``.<name>.analysis-cache.<pid>.tmp`` of this capture goes (a name holding glob
     characters included); one another process removed first is no error."""
     capture = tmp_path / "rank[0]_x.pt.trace.json"
     entry = cache.cache_path(capture)
     mine = [entry.with_name(f"{entry.name}.{pid}.tmp") for pid in (11, 12, 13)]
-    kept = [entry, tmp_path / ".rank0_x.pt.trace.json.analysis-cache.11.tmp",
-            tmp_path / f"{entry.name}.tmp", tmp_path / "other.11.tmp"]
+    kept = [
+        entry,
+        tmp_path / ".rank0_x.pt.trace.json.analysis-cache.11.tmp",
+        tmp_path / f"{entry.name}.tmp",
+        tmp_path / "other.11.tmp",
+    ]
     for p in mine + kept:
         p.write_bytes(b"x")
     gone = mine[1]
@@ -258,6 +296,7 @@ def test_discard_partial_removes_only_this_captures_temporary_files(
             if p == gone:
                 p.unlink()  # another process's cleanup got there first
             yield p
+
     monkeypatch.setattr(Path, "glob", glob)
     cache.discard_partial(capture)
     monkeypatch.undo()

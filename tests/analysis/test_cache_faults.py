@@ -25,8 +25,7 @@ from mindspeed_prof.formats import CACHE
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("run"), ranks=(0, 1), steps=2,
-                    profile_level="level0")
+    return make_run(tmp_path_factory.mktemp("run"), ranks=(0, 1), steps=2, profile_level="level0")
 
 
 @pytest.fixture
@@ -64,7 +63,7 @@ def test_no_single_bit_flip_of_an_entry_changes_the_answer(captures: dict[int, P
         for at, bit in flips:  # flipped in place, then put back
             os.pwrite(fd, bytes([good[at] ^ 1 << bit]), at)
             assert cache.load(capture, key) is None, f"byte {at} bit {bit}: served damaged"
-            os.pwrite(fd, good[at:at + 1], at)
+            os.pwrite(fd, good[at : at + 1], at)
     finally:
         os.close(fd)
     assert entry.read_bytes() == good
@@ -94,13 +93,16 @@ def _same_size_and_mtime(a: Path, b: Path) -> None:
 
 
 def test_another_captures_entry_with_its_size_and_mtime_is_not_served(
-        captures: dict[int, Path]) -> None:
+    captures: dict[int, Path],
+) -> None:
     """The probe: rank 1's entry copied next to rank 0's capture of the same size and mtime
     showed rank 0 as rank 1."""
     zero, one = captures[0], captures[1]
     _same_size_and_mtime(zero, one)
     assert (zero.stat().st_size, zero.stat().st_mtime_ns) == (
-        one.stat().st_size, one.stat().st_mtime_ns)
+        one.stat().st_size,
+        one.stat().st_mtime_ns,
+    )
     assert cache.read_cached(one).rank == 1
     shutil.copyfile(cache.cache_path(one), cache.cache_path(zero))
     got = cache.read_cached(zero)
@@ -121,7 +123,8 @@ def _rewrite_in_place(path: Path, at: int, old: bytes, new: bytes) -> None:
 
 @pytest.mark.parametrize("where", ["head", "middle", "tail"])
 def test_a_same_size_rewrite_with_its_mtime_put_back_is_read_again(
-        captures: dict[int, Path], where: str) -> None:
+    captures: dict[int, Path], where: str
+) -> None:
     capture = captures[0]
     first = cache.read_cached(capture)
     raw = capture.read_bytes()
@@ -132,7 +135,10 @@ def test_a_same_size_rewrite_with_its_mtime_put_back_is_read_again(
     _rewrite_in_place(capture, at, f'"{name}"'.encode(), b'"' + b"z" * len(name) + b'"')
     after = capture.stat()
     assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-        before.st_size, before.st_mtime_ns, before.st_ino)
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
     again = cache.read_cached(capture)
     assert again == read(capture) and "z" * len(name) in again.ops
 
@@ -158,7 +164,8 @@ def test_a_fifo_entry_is_refused_at_once_and_replaced(captures: dict[int, Path])
 
 
 def test_an_entry_linked_to_dev_zero_or_too_large_is_refused_unread(
-        captures: dict[int, Path]) -> None:
+    captures: dict[int, Path],
+) -> None:
     import tracemalloc
 
     capture = captures[0]
@@ -182,7 +189,8 @@ def test_an_entry_linked_to_dev_zero_or_too_large_is_refused_unread(
 
 
 def test_links_planted_at_temporary_names_are_never_followed(
-        captures: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    captures: dict[int, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Links at the names earlier versions wrote through (``<entry>.<pid>.tmp``, for this
     process and its neighbours), and at the very name the next temporary file is given: the
     file they point to outside the folder is untouched, and the entry is written whole."""
@@ -205,15 +213,24 @@ def test_links_planted_at_temporary_names_are_never_followed(
 
 
 def test_analyse_ends_with_the_right_answer_over_a_fifo_and_a_dev_zero_entry(
-        run: Path, tmp_path: Path) -> None:
+    run: Path, tmp_path: Path
+) -> None:
     """The probe's two hangs, through the command: a FIFO at one capture's entry, a link to
     ``/dev/zero`` at another's, under a 2 GiB address-space limit."""
+
     def analyse(root: Path) -> dict[str, object]:
         limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))"
         proc = subprocess.run(
-            [sys.executable, "-c", f"{limit}; from mindspeed_prof.cli import main; import sys; "
-             f"sys.exit(main(['analyse', {str(root)!r}, '--json', '--jobs', '1']))"],
-            capture_output=True, text=True, timeout=120)
+            [
+                sys.executable,
+                "-c",
+                f"{limit}; from mindspeed_prof.cli import main; import sys; "
+                f"sys.exit(main(['analyse', {str(root)!r}, '--json', '--jobs', '1']))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         return dict(json.loads(proc.stdout))
 
@@ -226,12 +243,14 @@ def test_analyse_ends_with_the_right_answer_over_a_fifo_and_a_dev_zero_entry(
     cache.cache_path(paths[1]).symlink_to("/dev/zero")
     got, right = analyse(root), analyse(clean)
     assert got["stage_rank"] == right["stage_rank"] and got["top_ops"] == right["top_ops"]
-    assert all(cache.cache_path(p).is_file() and not cache.cache_path(p).is_symlink()
-               for p in paths)
+    assert all(
+        cache.cache_path(p).is_file() and not cache.cache_path(p).is_symlink() for p in paths
+    )
 
 
-def test_a_name_that_is_not_utf8_gets_no_entry_and_the_same_answer(tmp_path: Path,
-                                                                  run: Path) -> None:
+def test_a_name_that_is_not_utf8_gets_no_entry_and_the_same_answer(
+    tmp_path: Path, run: Path
+) -> None:
     source = next(p for p in discover(run) if p.name.endswith(".mstx.trace.json"))
     odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/rank0_\xff\xfe_1_step1.mstx.trace.json"))
     shutil.copy2(source, odd)

@@ -43,7 +43,8 @@ def killed_run(tmp_path: Path, at: int) -> Path:
 
 @pytest.mark.parametrize("at", [1, 3])
 def test_a_killed_capture_is_interrupted_in_analyse_and_doctor(
-        tmp_path: Path, at: int, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, at: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = killed_run(tmp_path, at)
     (spans,) = root.rglob("*.mstx.trace.json")
     assert json.loads(spans.read_text())["traceEvents"]  # what was flushed is kept
@@ -60,9 +61,17 @@ def test_a_killed_capture_is_interrupted_in_analyse_and_doctor(
 def test_a_closed_capture_is_not(tmp_path: Path) -> None:
     from mindspeed_prof import Profiler
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none",
-        "profile_save_path": str(tmp_path)}, "extensions": {"backend": "none"}})
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_save_path": str(tmp_path),
+            },
+            "extensions": {"backend": "none"},
+        }
+    )
     with prof.step(1):
         pass
     prof.close()
@@ -76,11 +85,14 @@ def test_ranks_that_share_no_step_are_named(tmp_path: Path) -> None:
     from mindspeed_prof.testing.kineto import span, write_trace
 
     for rank, step in ((0, 1412), (1, 1489)):
-        write_trace(tmp_path / f"rank{rank}.json", [span(f"ProfilerStep#{step}", 0, 100),
-                                                     span("actor_update", 10, 50)],
-                    distributedInfo={"rank": rank})
+        write_trace(
+            tmp_path / f"rank{rank}.json",
+            [span(f"ProfilerStep#{step}", 0, 100), span("actor_update", 10, 50)],
+            distributedInfo={"rank": rank},
+        )
     (line,) = [w for w in tables(analyse(tmp_path, cache=False)).warnings if "no step" in w]
     assert line.startswith("the ranks captured no step in common (rank 0: 1412; rank 1: 1489)")
-    write_trace(tmp_path / "rank1.json", [span("ProfilerStep#1412", 0, 100)],
-                distributedInfo={"rank": 1})
+    write_trace(
+        tmp_path / "rank1.json", [span("ProfilerStep#1412", 0, 100)], distributedInfo={"rank": 1}
+    )
     assert [w for w in tables(analyse(tmp_path, cache=False)).warnings if "no step" in w] == []

@@ -27,25 +27,38 @@ from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 from mindspeed_prof.formats.header import CaptureHeader
 
 
-def _run(root: Path, update_us: float = 10_000.0, range_us: float = 2000.0, first: float = 1.0,
-         ranks: tuple[int, ...] = (0,), steps: tuple[int, ...] = (1, 2, 3), slow_steps: int = 1,
-         **meta) -> Path:
+def _run(
+    root: Path,
+    update_us: float = 10_000.0,
+    range_us: float = 2000.0,
+    first: float = 1.0,
+    ranks: tuple[int, ...] = (0,),
+    steps: tuple[int, ...] = (1, 2, 3),
+    slow_steps: int = 1,
+    **meta,
+) -> Path:
     """Steps with actor_update (``first`` x longer in the first ``slow_steps`` steps) holding a
     range ``fwd``."""
     for rank in ranks:
         events = []
         for step in steps:
             t, k = step * 1_000_000, first if step in steps[:slow_steps] else 1.0
-            events += [span(f"ProfilerStep#{step}", t, 900_000),
-                       span("actor_update", t + 10, update_us * k),
-                       span("fwd", t + 20, range_us * k)]
-        write_trace(root / f"rank{rank}_h_1_step1.pt.trace.json", events,
-                    mindspeed_prof={"rank": rank, "level": "level1", **meta})
+            events += [
+                span(f"ProfilerStep#{step}", t, 900_000),
+                span("actor_update", t + 10, update_us * k),
+                span("fwd", t + 20, range_us * k),
+            ]
+        write_trace(
+            root / f"rank{rank}_h_1_step1.pt.trace.json",
+            events,
+            mindspeed_prof={"rank": rank, "level": "level1", **meta},
+        )
     return root
 
 
-@pytest.mark.parametrize(("b_us", "code"),
-                         [(110_000.0 * (1 - 1e-6), 0), (110_000.0 * (1 + 1e-6), 4)])
+@pytest.mark.parametrize(
+    ("b_us", "code"), [(110_000.0 * (1 - 1e-6), 0), (110_000.0 * (1 + 1e-6), 4)]
+)
 def test_fail_over_at_its_edge(tmp_path: Path, b_us: float, code: int, capsys) -> None:
     a = _run(tmp_path / "a", update_us=100_000.0)
     b = _run(tmp_path / "b", update_us=b_us)
@@ -65,7 +78,8 @@ def test_fail_over_on_a_range(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("noise", [None, "0.5"])
 def test_fail_over_holds_on_noise_and_fails_on_a_regression_over_the_floor(
-        tmp_path: Path, noise: str | None, capsys) -> None:
+    tmp_path: Path, noise: str | None, capsys
+) -> None:
     # the issue's case: 0.092 -> 0.097 ms is +5.4%, and 5 us of a 900 ms step is noise
     a = _run(tmp_path / "a", range_us=92.0)
     b = _run(tmp_path / "b", range_us=97.0)
@@ -94,7 +108,10 @@ def test_warns_once_per_difference(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(a), str(b)]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if "warning" in x]
     assert [x.split("runs differ in ")[1].split(":")[0] for x in lines] == [
-        "steps", "level", "ranks"]
+        "steps",
+        "level",
+        "ranks",
+    ]
 
 
 def test_warmup_left_out_unless_asked(tmp_path: Path) -> None:
@@ -120,40 +137,58 @@ def test_json_has_stages_ranges_device_memory(tmp_path: Path, capsys) -> None:
     assert "Device ms per step" in text and "->" in text
 
 
-def _traces(root: Path, rank: int | None, stages: dict[str, list[float]] | None = None,
-            ranges: dict[str, list[float]] | None = None, **fields: Any) -> TraceData:
+def _traces(
+    root: Path,
+    rank: int | None,
+    stages: dict[str, list[float]] | None = None,
+    ranges: dict[str, list[float]] | None = None,
+    **fields: Any,
+) -> TraceData:
     """One capture of ``rank``: each stage's and range's runs (ms), one per step from 1."""
     t = TraceData(root / f"rank{rank}.mstx.trace.json", "spans", rank, "integrated", 1, **fields)
     for kind, runs in (("stage", stages or {}), ("range", ranges or {})):
         for name, ms in runs.items():
-            t.ranges += [Range(rank, kind, name, step, step * 1e6, m * 1000.0)
-                         for step, m in enumerate(ms, 1)]
+            t.ranges += [
+                Range(rank, kind, name, step, step * 1e6, m * 1000.0)
+                for step, m in enumerate(ms, 1)
+            ]
     return t
 
 
 def _analysis(root: Path, *traces: TraceData, include_warmup: bool = False) -> Side:
     root.mkdir(parents=True, exist_ok=True)
-    return side_of(Captures(root=root, traces=list(traces)), Settings(include_warmup=include_warmup))
+    return side_of(
+        Captures(root=root, traces=list(traces)), Settings(include_warmup=include_warmup)
+    )
 
 
 def test_rows_sorted_by_name_then_rank_unknown_rank_last(tmp_path: Path) -> None:
     ranks = (10, 2, None, 0, 1)
-    a = _analysis(tmp_path / "a", *[_traces(tmp_path, r, {"actor_update": [8.0]},
-                                            {"fwd": [2.0]}) for r in ranks])
+    a = _analysis(
+        tmp_path / "a",
+        *[_traces(tmp_path, r, {"actor_update": [8.0]}, {"fwd": [2.0]}) for r in ranks],
+    )
     found = compare_runs(a, a)
     assert [(r.kind, r.name, r.rank) for r in found.rows] == [
-        ("stage", "actor_update", k) for k in (0, 1, 2, 10, None)]
+        ("stage", "actor_update", k) for k in (0, 1, 2, 10, None)
+    ]
     assert [(r.kind, r.name, r.rank) for r in found.ranges] == [
-        ("range", "fwd", k) for k in (0, 1, 2, 10, None)]
+        ("range", "fwd", k) for k in (0, 1, 2, 10, None)
+    ]
 
 
 @pytest.mark.parametrize("include_warmup", [False, True])
-def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
-                                                               include_warmup: bool) -> None:
+def test_warmup_steps_in_stage_and_range_means_only_when_asked(
+    tmp_path: Path, include_warmup: bool
+) -> None:
     meta = CaptureHeader(window=[2, 3], warmup_steps=1)
-    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [40.0, 10.0, 10.0]},
-                                          {"fwd": [4.0, 1.0, 1.0]}, meta=meta),
-                  include_warmup=include_warmup)
+    a = _analysis(
+        tmp_path / "a",
+        _traces(
+            tmp_path, 0, {"actor_update": [40.0, 10.0, 10.0]}, {"fwd": [4.0, 1.0, 1.0]}, meta=meta
+        ),
+        include_warmup=include_warmup,
+    )
     found = compare_runs(a, a)
     (stage,), (rng,) = found.rows, found.ranges
     assert stage.a_mean_ms == (20.0 if include_warmup else 10.0)
@@ -161,10 +196,12 @@ def test_warmup_steps_in_stage_and_range_means_only_when_asked(tmp_path: Path,
 
 
 def test_threshold_reaches_stage_and_range_rows(tmp_path: Path) -> None:
-    a = _analysis(tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0] * 6},
-                                          {"fwd": [100.0] * 6}))
-    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0] * 6},
-                                          {"fwd": [105.0] * 6}))
+    a = _analysis(
+        tmp_path / "a", _traces(tmp_path, 0, {"actor_update": [100.0] * 6}, {"fwd": [100.0] * 6})
+    )
+    b = _analysis(
+        tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [105.0] * 6}, {"fwd": [105.0] * 6})
+    )
     assert [r.regression for r in compare_runs(a, b).rows] == [False]  # +5%, under 10%
     found = compare_runs(a, b, threshold=0.04)
     assert [r.regression for r in found.rows + found.ranges] == [True, True]
@@ -178,22 +215,38 @@ def test_one_step_a_side_calls_nothing_slower_and_says_so(tmp_path: Path) -> Non
     assert (few_steps(found) or "").startswith("A holds 1 step, B 1: too few for the gate")
 
 
-def _device(step: int | None, compute: float, stage: str | None = None,
-            memcpy: float | None = 0.5) -> DeviceRow:
-    return DeviceRow(step=step, stage=stage, compute_ms=compute, comm_ms=compute / 10,
-                     overlap_ms=compute / 20, memcpy_ms=memcpy, idle_ms=1.0)
+def _device(
+    step: int | None, compute: float, stage: str | None = None, memcpy: float | None = 0.5
+) -> DeviceRow:
+    return DeviceRow(
+        step=step,
+        stage=stage,
+        compute_ms=compute,
+        comm_ms=compute / 10,
+        overlap_ms=compute / 20,
+        memcpy_ms=memcpy,
+        idle_ms=1.0,
+    )
 
 
 @pytest.mark.parametrize("include_warmup", [False, True])
 def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: bool) -> None:
     meta = CaptureHeader(window=[2, 4], warmup_steps=1)
-    rows = [_device(1, 500.0), _device(2, 10.0), _device(3, 20.0, memcpy=None),
-            _device(None, 1000.0),  # launched outside every step
-            _device(2, 7.0, stage="actor_update")]
-    a = _analysis(tmp_path / "a", _traces(tmp_path, 1, meta=meta, device=rows),
-                  _traces(tmp_path, None, device=[_device(1, 3.0, memcpy=None),
-                                                  _device(2, 5.0, memcpy=None)]),
-                  include_warmup=include_warmup)
+    rows = [
+        _device(1, 500.0),
+        _device(2, 10.0),
+        _device(3, 20.0, memcpy=None),
+        _device(None, 1000.0),  # launched outside every step
+        _device(2, 7.0, stage="actor_update"),
+    ]
+    a = _analysis(
+        tmp_path / "a",
+        _traces(tmp_path, 1, meta=meta, device=rows),
+        _traces(
+            tmp_path, None, device=[_device(1, 3.0, memcpy=None), _device(2, 5.0, memcpy=None)]
+        ),
+        include_warmup=include_warmup,
+    )
     b = _analysis(tmp_path / "b", _traces(tmp_path, 1, device=[_device(1, 30.0)]))
     dev = compare_runs(a, b).device
     mean = (500.0 + 10.0 + 20.0) / 3 if include_warmup else 15.0
@@ -213,36 +266,71 @@ def test_device_means_per_rank_over_whole_steps(tmp_path: Path, include_warmup: 
 
 def test_memory_peaks_per_rank_the_highest_whole_capture_peak(tmp_path: Path) -> None:
     def mem(alloc: float | None, reserved: float | None, **by_stage: float) -> dict[str, Any]:
-        return {"memory": Memory(source="trace", peak_allocated_bytes=alloc,
-                                 peak_reserved_bytes=reserved, by_stage=by_stage)}
+        return {
+            "memory": Memory(
+                source="trace",
+                peak_allocated_bytes=alloc,
+                peak_reserved_bytes=reserved,
+                by_stage=by_stage,
+            )
+        }
 
-    a = _analysis(tmp_path / "a",
-                  _traces(tmp_path, 0, **mem(900.0, 1000.0, actor_update=900.0)),
-                  _traces(tmp_path, 0, **mem(700.0, None, actor_update=700.0)),
-                  _traces(tmp_path, 1, **mem(0.0, 64.0)),
-                  _traces(tmp_path, None, **mem(None, None)))
-    b = _analysis(tmp_path / "b", _traces(tmp_path, 0, **mem(1200.0, 2048.0)),
-                  _traces(tmp_path, 1))  # rank 1 recorded no memory in B
+    a = _analysis(
+        tmp_path / "a",
+        _traces(tmp_path, 0, **mem(900.0, 1000.0, actor_update=900.0)),
+        _traces(tmp_path, 0, **mem(700.0, None, actor_update=700.0)),
+        _traces(tmp_path, 1, **mem(0.0, 64.0)),
+        _traces(tmp_path, None, **mem(None, None)),
+    )
+    b = _analysis(
+        tmp_path / "b", _traces(tmp_path, 0, **mem(1200.0, 2048.0)), _traces(tmp_path, 1)
+    )  # rank 1 recorded no memory in B
     found = compare_runs(a, b).memory
     assert found == [
-        SideBySide(rank=0, a=Peaks(peak_allocated_bytes=900.0, peak_reserved_bytes=1000.0),
-                   b=Peaks(peak_allocated_bytes=1200.0, peak_reserved_bytes=2048.0)),
-        SideBySide(rank=1, a=Peaks(peak_allocated_bytes=0.0, peak_reserved_bytes=64.0),
-                   b=Peaks()),
-        SideBySide(rank=None, a=Peaks(), b=Peaks())]
+        SideBySide(
+            rank=0,
+            a=Peaks(peak_allocated_bytes=900.0, peak_reserved_bytes=1000.0),
+            b=Peaks(peak_allocated_bytes=1200.0, peak_reserved_bytes=2048.0),
+        ),
+        SideBySide(rank=1, a=Peaks(peak_allocated_bytes=0.0, peak_reserved_bytes=64.0), b=Peaks()),
+        SideBySide(rank=None, a=Peaks(), b=Peaks()),
+    ]
     assert [r.json() for r in found] == [
-        {"rank": 0, "a_peak_allocated_bytes": 900.0, "a_peak_reserved_bytes": 1000.0,
-         "b_peak_allocated_bytes": 1200.0, "b_peak_reserved_bytes": 2048.0},
-        {"rank": 1, "a_peak_allocated_bytes": 0.0, "a_peak_reserved_bytes": 64.0,
-         "b_peak_allocated_bytes": None, "b_peak_reserved_bytes": None},
-        {"rank": None, "a_peak_allocated_bytes": None, "a_peak_reserved_bytes": None,
-         "b_peak_allocated_bytes": None, "b_peak_reserved_bytes": None}]
+        {
+            "rank": 0,
+            "a_peak_allocated_bytes": 900.0,
+            "a_peak_reserved_bytes": 1000.0,
+            "b_peak_allocated_bytes": 1200.0,
+            "b_peak_reserved_bytes": 2048.0,
+        },
+        {
+            "rank": 1,
+            "a_peak_allocated_bytes": 0.0,
+            "a_peak_reserved_bytes": 64.0,
+            "b_peak_allocated_bytes": None,
+            "b_peak_reserved_bytes": None,
+        },
+        {
+            "rank": None,
+            "a_peak_allocated_bytes": None,
+            "a_peak_reserved_bytes": None,
+            "b_peak_allocated_bytes": None,
+            "b_peak_reserved_bytes": None,
+        },
+    ]
 
 
 def _manifest(folder: Path, name: str, overrides: list, captures: list) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(json.dumps({"status": "completed", "job": {
-        "name": "train", "num": 0, "overrides": overrides}, "captures": captures}))
+    (folder / name).write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "job": {"name": "train", "num": 0, "overrides": overrides},
+                "captures": captures,
+            }
+        )
+    )
 
 
 def test_captured_reads_presets_and_backends_from_manifests(tmp_path: Path) -> None:
@@ -251,21 +339,39 @@ def test_captured_reads_presets_and_backends_from_manifests(tmp_path: Path) -> N
     (root / "0" / "manifest.json").write_text("{not json")  # skipped, the rest still read
     (root / "1").mkdir()
     (root / "1" / "manifest.json").write_text("[1, 2]")  # not an object: skipped
-    _manifest(root / "2", "manifest.json", ["trainer.lr=0.1", "profiler=mstx_light", 3],
-              [{"backend": "mstx", "step": 1}, {"step": 2}, "odd"])
-    _manifest(root, "manifest.rank1.json", ["profiler_config=npu_level1"],
-              [{"backend": "torch_npu"}, {"backend": ""}])
+    _manifest(
+        root / "2",
+        "manifest.json",
+        ["trainer.lr=0.1", "profiler=mstx_light", 3],
+        [{"backend": "mstx", "step": 1}, {"step": 2}, "odd"],
+    )
+    _manifest(
+        root,
+        "manifest.rank1.json",
+        ["profiler_config=npu_level1"],
+        [{"backend": "torch_npu"}, {"backend": ""}],
+    )
     (root / "notes.json").write_text(json.dumps({"job": {"overrides": ["profiler=other"]}}))
-    t = _traces(root, 3, {"actor_update": [1.0, 1.0], "critic_update": [1.0]}, {"fwd": [1.0]},
-                meta=CaptureHeader(level="level1"))
+    t = _traces(
+        root,
+        3,
+        {"actor_update": [1.0, 1.0], "critic_update": [1.0]},
+        {"fwd": [1.0]},
+        meta=CaptureHeader(level="level1"),
+    )
     t.ranges.append(Range(3, "step", "ProfilerStep#7", 7, 7e6, 10.0))
-    u = TraceData(root / "rank4.json", "torch", 4, "integrated", 1,
-                  meta=CaptureHeader(level="level0"))
+    u = TraceData(
+        root / "rank4.json", "torch", 4, "integrated", 1, meta=CaptureHeader(level="level0")
+    )
     got = captured(_analysis(root, t, u))
-    assert got == {"steps": [1, 2, 7], "level": ["level0", "level1"],
-                   "preset": ["mstx_light", "npu_level1"],
-                   "backend": ["mstx", "spans", "torch", "torch_npu"], "ranks": [3, 4],
-                   "stages": ["actor_update", "critic_update"]}
+    assert got == {
+        "steps": [1, 2, 7],
+        "level": ["level0", "level1"],
+        "preset": ["mstx_light", "npu_level1"],
+        "backend": ["mstx", "spans", "torch", "torch_npu"],
+        "ranks": [3, 4],
+        "stages": ["actor_update", "critic_update"],
+    }
 
 
 def test_compare_runs_says_what_each_run_captured(tmp_path: Path) -> None:
@@ -289,7 +395,8 @@ def test_slower_than_is_strictly_over_the_fraction(tmp_path: Path) -> None:
     assert slower_than(found, 0.1) == []  # exactly at the fraction is not slower
     assert slower_than(found, 0.0999) == [
         "stage 'actor_update' rank 0: 100.000 ms -> 110.000 ms (+10.0% a step, over 10.0%; "
-        "+60.0 ms over 6 runs; p=0.00108 over 6 and 6 steps, 1 rows asked)"]
+        "+60.0 ms over 6 runs; p=0.00108 over 6 and 6 steps, 1 rows asked)"
+    ]
 
 
 def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, capsys) -> None:
@@ -305,8 +412,7 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
     whole_a = [r for r in tables(analyse(a, cache=False)).device if r.whole]
     whole_b = [r for r in tables(analyse(b, cache=False)).device if r.whole]
     assert row.rank == 0 and isinstance(row.a, DeviceMeans) and isinstance(row.b, DeviceMeans)
-    assert (row.a.compute_ms, row.b.compute_ms) == (whole_a[0].compute_ms,
-                                                    whole_b[0].compute_ms)
+    assert (row.a.compute_ms, row.b.compute_ms) == (whole_a[0].compute_ms, whole_b[0].compute_ms)
     assert found.device_per == {"a": "capture", "b": "capture"}
     assert not any("device time is per" in w for w in found.warnings)
     assert main(["compare", str(a), str(b)]) == 0
@@ -315,8 +421,10 @@ def test_two_captures_without_steps_show_their_device_table(tmp_path: Path, caps
     stepped = unpack("kineto_nccl_rank0_of_2", tmp_path / "s")
     mixed = compare_runs(side_of(analyse(stepped, cache=False)), side_of(analyse(b, cache=False)))
     assert mixed.device_per == {"a": "step", "b": "capture"}
-    assert ("device time is per step in A and per capture in B (a capture without steps is "
-            "one whole): its table compares unlike things") in mixed.warnings
+    assert (
+        "device time is per step in A and per capture in B (a capture without steps is "
+        "one whole): its table compares unlike things"
+    ) in mixed.warnings
 
 
 def _jittery(root: Path, seed: int, run: str, planted_ms: float = 0.0) -> Path:
@@ -331,9 +439,12 @@ def _jittery(root: Path, seed: int, run: str, planted_ms: float = 0.0) -> Path:
     from mindspeed_prof.config.schema import STAGES
 
     base = {s: random.Random(f"{seed}-{s}").uniform(2.0, 20.0) for s in STAGES}
-    stalls = {(rank, s): rng.randrange(1, 7) if rng.random() < 0.5 else None
-              for rank in (0, 1) for s in STAGES
-              if (rng := random.Random(f"{seed}-{run}-{rank}-{s}"))}
+    stalls = {
+        (rank, s): rng.randrange(1, 7) if rng.random() < 0.5 else None
+        for rank in (0, 1)
+        for s in STAGES
+        if (rng := random.Random(f"{seed}-{run}-{rank}-{s}"))
+    }
 
     def work(rank: int, step: int, stage: str) -> float:
         jitter = random.Random(f"{seed}-{run}-{rank}-{step}-{stage}").gauss(0.0, 0.2)
@@ -345,9 +456,9 @@ def _jittery(root: Path, seed: int, run: str, planted_ms: float = 0.0) -> Path:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_two_runs_of_one_config_pass_on_a_jittery_machine(tmp_path: Path, seed: int,
-                                                          capsys: pytest.CaptureFixture[str]
-                                                          ) -> None:
+def test_two_runs_of_one_config_pass_on_a_jittery_machine(
+    tmp_path: Path, seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _jittery(tmp_path / "a", seed, "a"), _jittery(tmp_path / "b", seed, "b")
     assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 0
     assert "slower:" not in capsys.readouterr().err
@@ -355,14 +466,20 @@ def test_two_runs_of_one_config_pass_on_a_jittery_machine(tmp_path: Path, seed: 
     from mindspeed_prof.analysis.analyse import analyse
 
     found = compare_runs(side_of(analyse(a)), side_of(analyse(b)))
-    assert any(r.change is not None and r.change > 0.05 and r.a_mean_ms is not None
-               and r.b_mean_ms is not None and r.b_mean_ms - r.a_mean_ms >= found.floor_ms
-               for r in found.rows)
+    assert any(
+        r.change is not None
+        and r.change > 0.05
+        and r.a_mean_ms is not None
+        and r.b_mean_ms is not None
+        and r.b_mean_ms - r.a_mean_ms >= found.floor_ms
+        for r in found.rows
+    )
 
 
 @pytest.mark.parametrize("seed", range(2))
 def test_a_stage_30_ms_slower_over_six_steps_fails_the_gate(
-        tmp_path: Path, seed: int, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     a = _jittery(tmp_path / "a", seed, "a")
     b = _jittery(tmp_path / "b", seed, "b", planted_ms=30.0)
     assert main(["compare", str(a), str(b), "--fail-over", "0.05"]) == 4

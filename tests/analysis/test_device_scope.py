@@ -61,7 +61,9 @@ def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Captures]) 
             got = parts(r)
             assert list(got) == list(BOUNDS)
             assert math.fsum(got.values()) == pytest.approx(r.span_ms, rel=1e-3, abs=1e-9), (
-                name, r)
+                name,
+                r,
+            )
             for part, ms in got.items():
                 assert -1e-9 <= ms <= r.span_ms * (1 + 1e-9) + 1e-9, (name, part, r)
             assert r.overlap_ms <= min(r.comm_ms, r.compute_ms) + 1e-9
@@ -72,19 +74,25 @@ def test_the_parts_of_every_row_add_up_to_its_span(corpus: dict[str, Captures]) 
             assert math.fsum(v.shares.values()) == pytest.approx(1.0)
     assert rows > 50
     assert {n for n, r in corpus.items() if tables(r).device} == {
-        n for n, r in corpus.items() if tables(r).top_kernels[:15]}  # every set with kernels was checked
+        n for n, r in corpus.items() if tables(r).top_kernels[:15]
+    }  # every set with kernels was checked
 
 
 def test_copies_under_compute_are_not_counted_twice(corpus: dict[str, Captures]) -> None:
     """Where a copy runs while a kernel computes, the copy part is less than the copies' own
     time (the old verdict added both, over the span): such rows exist in the corpus."""
-    overlapped = [r for result in corpus.values() for r in tables(result).device
-                  if r.memcpy_ms and parts(r)["copy"] < r.memcpy_ms - 1e-6]
+    overlapped = [
+        r
+        for result in corpus.values()
+        for r in tables(result).device
+        if r.memcpy_ms and parts(r)["copy"] < r.memcpy_ms - 1e-6
+    ]
     assert overlapped
     for r in overlapped:
         assert r.memcpy_ms is not None and r.span_ms is not None
         assert r.compute_ms + (r.comm_ms - r.overlap_ms) + r.memcpy_ms + r.idle_ms > (
-            r.span_ms + 1e-6)
+            r.span_ms + 1e-6
+        )
 
 
 @pytest.fixture
@@ -99,8 +107,7 @@ def mixed(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
-                                                              tmp_path: Path) -> None:
+def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path, tmp_path: Path) -> None:
     """The verdict and every finding read the stepped capture's rows only, as they do of that
     capture alone; the capture without steps is named as left out, and is its own row in the
     device table."""
@@ -108,7 +115,8 @@ def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
     alone = analyse(unpack("kineto_nccl_rank0_of_2", tmp_path / "alone"), cache=False)
     within = scope(both)
     assert within.per == "step" and [t.path.name for t in within.left_out] == [
-        "benchmark_result_2869224_1695835535_trace.json.gz"]
+        "benchmark_result_2869224_1695835535_trace.json.gz"
+    ]
     assert counted(*answered(both)) == counted(*answered(alone))
     v, v_alone = device(*answered(both)), device(*answered(alone))
     assert v is not None and v_alone is not None
@@ -116,10 +124,13 @@ def test_a_capture_without_steps_is_never_averaged_with_steps(mixed: Path,
     assert msgspec_fields(v, "left_out") == msgspec_fields(v_alone, "left_out")
     assert cuda.idle_time(*answered(alone))  # a finding there is to compare
     for rule in cuda.RULES:
-        assert [f.title for f in rule(*answered(both))] == [f.title for f in rule(*answered(alone))], rule
+        assert [f.title for f in rule(*answered(both))] == [
+            f.title for f in rule(*answered(alone))
+        ], rule
     line = dict(verdict_lines(verdict(*answered(both))))["device"]
     assert "per step" in line and line.endswith(
-        "captures without steps left out: benchmark_result_2869224_1695835535_trace.json.gz")
+        "captures without steps left out: benchmark_result_2869224_1695835535_trace.json.gz"
+    )
     whole = [r for r in tables(both).device if r.whole]
     assert len(whole) == 1 and whole[0].step is None and whole[0].stage is None
 
@@ -131,11 +142,10 @@ def msgspec_fields(v: Any, *skip: str) -> dict[str, Any]:
     return out
 
 
-def test_the_device_table_names_the_row_of_a_capture_without_steps(mixed: Path,
-                                                                     capsys) -> None:
+def test_the_device_table_names_the_row_of_a_capture_without_steps(mixed: Path, capsys) -> None:
     assert main(["analyse", str(mixed)]) == 0
     out = capsys.readouterr().out
-    table = out[out.index("Device time per step"):]
+    table = out[out.index("Device time per step") :]
     assert "no steps" in table and "outside" not in table
 
 
@@ -156,7 +166,9 @@ def test_captures_without_steps_are_each_their_own_unit(tmp_path: Path) -> None:
     v = device(*answered(result, given))
     assert v is not None and v.per == "capture" and v.steps == 0
     assert v.idle_ms == pytest.approx(sum(r.idle_ms for r in rows) / 2)
-    assert "per capture (no steps)" in dict(verdict_lines(verdict(*answered(result, given))))["device"]
+    assert (
+        "per capture (no steps)" in dict(verdict_lines(verdict(*answered(result, given))))["device"]
+    )
     (idle,) = cuda.idle_time(*answered(result, given))
     assert "no steps" in idle.detail and "benchmark_result_493459" in idle.detail
     assert "benchmark_result_2869224" in idle.detail
@@ -164,13 +176,16 @@ def test_captures_without_steps_are_each_their_own_unit(tmp_path: Path) -> None:
 
 # -- no division by a zero or subnormal duration -------------------------------------------
 
-_tiny = st.sampled_from([0.0, 5e-324, 1e-310, 2.2250738585072014e-308, -1.0, 1e-3, 1.0,
-                         1e12, float("nan")])
+_tiny = st.sampled_from(
+    [0.0, 5e-324, 1e-310, 2.2250738585072014e-308, -1.0, 1e-3, 1.0, 1e12, float("nan")]
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_tiny, _tiny, _tiny, _tiny, _tiny, _tiny), min_size=1, max_size=4),
-       st.booleans())
+@given(
+    st.lists(st.tuples(_tiny, _tiny, _tiny, _tiny, _tiny, _tiny), min_size=1, max_size=4),
+    st.booleans(),
+)
 def test_subnormal_and_zero_durations_give_numbers_or_nothing(rows: list, steps: bool) -> None:
     """Device rows whose times are zero, subnormal, negative, huge or NaN (as a hostile trace
     may give them): the verdict and the CUDA findings answer with finite shares in [0, 1] or
@@ -178,9 +193,19 @@ def test_subnormal_and_zero_durations_give_numbers_or_nothing(rows: list, steps:
     traces = []
     for k, (span, busy, compute, comm, overlap, idle) in enumerate(rows):
         t = TraceData(Path(f"rank{k}.pt.trace.json"), "torch", k, "g", 1)
-        t.device = [DeviceRow(step=1 if steps else None, span_ms=span, busy_ms=busy,
-                              compute_ms=compute, comm_ms=comm, overlap_ms=overlap,
-                              idle_ms=idle, memcpy_ms=0.0, whole=not steps)]
+        t.device = [
+            DeviceRow(
+                step=1 if steps else None,
+                span_ms=span,
+                busy_ms=busy,
+                compute_ms=compute,
+                comm_ms=comm,
+                overlap_ms=overlap,
+                idle_ms=idle,
+                memcpy_ms=0.0,
+                whole=not steps,
+            )
+        ]
         traces.append(t)
     result = Captures(root=Path("."), traces=traces)
     given = Settings(noise_ms=0.0)

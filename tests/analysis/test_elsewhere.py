@@ -33,10 +33,18 @@ HOSTS = {0: "driver-host", 1: "node-two"}
 def _summary(rank: int, files: list[Path], run: str, **more: Any) -> WorkerSummary:
     """A worker's summary as ``profiler_summary`` returns it and ``collect`` marks it."""
     return WorkerSummary(
-        run=run, rank=rank, role="integrated", host=HOSTS[rank], node=NODES[rank],
-        pid=1000 + rank, enabled=True, failed=False,
+        run=run,
+        rank=rank,
+        role="integrated",
+        host=HOSTS[rank],
+        node=NODES[rank],
+        pid=1000 + rank,
+        enabled=True,
+        failed=False,
         captures=[CaptureRecord(rank=rank, files=[str(f) for f in files])],
-        files=[FileEntry(str(f), f.stat().st_size) for f in files], **{"status": "ok", **more})
+        files=[FileEntry(str(f), f.stat().st_size) for f in files],
+        **{"status": "ok", **more},
+    )
 
 
 def _run_id(path: Path) -> str:
@@ -60,32 +68,44 @@ def two_nodes(tmp_path: Path) -> tuple[Path, Path, list[Path]]:
 
 
 def _analyse(root: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(root),
-                           *more], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(root), *more],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_analyse_names_the_ranks_whose_captures_are_on_another_node(
-        two_nodes: tuple[Path, Path, list[Path]]) -> None:
+    two_nodes: tuple[Path, Path, list[Path]],
+) -> None:
     root, other, moved = two_nodes
     shutil.rmtree(other.parent.parent)  # on the other node's disk only
     proc = _analyse(root, "--json")
     assert proc.returncode == Exit.PARTIAL, proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "cluster summary" in x]
-    assert line.startswith("mindspeed-prof: rank 1: the cluster summary names "
-                           f"{len(moved)} files (")
+    assert line.startswith(
+        f"mindspeed-prof: rank 1: the cluster summary names {len(moved)} files ("
+    )
     assert f"under {other} on node {NODES[1][:12]} (host node-two)" in line
     assert "not on this machine" in line and "--ray" in line
     doc = json.loads(proc.stdout)
     assert doc["ranks"] == [0]
     (away,) = doc["elsewhere"]
     assert (away["rank"], away["node"], away["folder"], away["files"], away["here"]) == (
-        1, NODES[1], str(other), len(moved), False)
+        1,
+        NODES[1],
+        str(other),
+        len(moved),
+        False,
+    )
     text = _analyse(root)  # the tables too: one line, exit 3
     assert text.returncode == Exit.PARTIAL and text.stderr.count("cluster summary") == 1
 
 
 def test_a_folder_on_this_machine_outside_the_root_is_named_too(
-        two_nodes: tuple[Path, Path, list[Path]]) -> None:
+    two_nodes: tuple[Path, Path, list[Path]],
+) -> None:
     root, other, _ = two_nodes
     proc = _analyse(root)
     assert proc.returncode == Exit.PARTIAL
@@ -93,7 +113,8 @@ def test_a_folder_on_this_machine_outside_the_root_is_named_too(
 
 
 def test_nothing_is_said_once_the_files_are_under_the_root(
-        two_nodes: tuple[Path, Path, list[Path]]) -> None:
+    two_nodes: tuple[Path, Path, list[Path]],
+) -> None:
     """Copied under the analysed root (``rsync`` from the node), by name: read, not elsewhere;
     and a copy of the whole root elsewhere still finds its own files."""
     root, other, moved = two_nodes
@@ -122,7 +143,8 @@ def test_doctor_says_where_they_are(two_nodes: tuple[Path, Path, list[Path]]) ->
 
 
 def test_a_restarted_worker_and_its_earlier_files_are_named(
-        two_nodes: tuple[Path, Path, list[Path]]) -> None:
+    two_nodes: tuple[Path, Path, list[Path]],
+) -> None:
     """Ray restarted rank 1's actor: the summary is its new process's (``restarted``); the
     earlier process's range file is beside it."""
     root, other, moved = two_nodes
@@ -134,10 +156,20 @@ def test_a_restarted_worker_and_its_earlier_files_are_named(
     files = sorted((root / "integrated-node2").glob("rank1_*"))
     again = [f for f in files if f.name != earlier.name]
     mine = sorted((root / "integrated").glob("rank0_*"))
-    write_cluster_summary(root, [
-        _summary(0, mine, run),
-        _summary(1, again, run, status="restarted", restarted=True,
-                 earlier_files=[FileEntry(str(earlier), earlier.stat().st_size)])])
+    write_cluster_summary(
+        root,
+        [
+            _summary(0, mine, run),
+            _summary(
+                1,
+                again,
+                run,
+                status="restarted",
+                restarted=True,
+                earlier_files=[FileEntry(str(earlier), earlier.stat().st_size)],
+            ),
+        ],
+    )
     health = doctor(root)
     (restart,) = [f for f in health.findings if f.kind == "worker_restarted"]
     assert restart.where == "rank 1"

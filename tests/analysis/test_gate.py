@@ -19,15 +19,18 @@ from mindspeed_prof.analysis.gate import (
 )
 
 
-@pytest.mark.parametrize(("a", "b", "p"), [
-    ([1.0, 2.0], [3.0, 4.0], 1 / 6),  # the top two of four: one split of six
-    ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], 1 / 20),
-    ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0], 1.0),  # B below A: every split is at least as high
-    # ties at mid-ranks 1, 2.5, 2.5, 4: B's sum 6.5; sums of two of them: 3.5 3.5 5 5 6.5 6.5
-    ([1.0, 2.0], [2.0, 3.0], 2 / 6),
-    ([5.0, 5.0], [5.0, 5.0], 1.0),  # all tied: no evidence
-    ([1.0], [2.0], 1 / 2),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "p"),
+    [
+        ([1.0, 2.0], [3.0, 4.0], 1 / 6),  # the top two of four: one split of six
+        ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], 1 / 20),
+        ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0], 1.0),  # B below A: every split is at least as high
+        # ties at mid-ranks 1, 2.5, 2.5, 4: B's sum 6.5; sums of two of them: 3.5 3.5 5 5 6.5 6.5
+        ([1.0, 2.0], [2.0, 3.0], 2 / 6),
+        ([5.0, 5.0], [5.0, 5.0], 1.0),  # all tied: no evidence
+        ([1.0], [2.0], 1 / 2),
+    ],
+)
 def test_exact_p_by_hand(a: list[float], b: list[float], p: float) -> None:
     assert mann_whitney_greater(a, b) == pytest.approx(p)
 
@@ -64,16 +67,18 @@ steps = st.lists(st.floats(0.0, 1000.0, allow_nan=False), min_size=1, max_size=7
 
 
 @given(steps, steps)
-def test_p_is_a_probability_and_the_two_sides_cover_every_split(a: list[float],
-                                                                b: list[float]) -> None:
+def test_p_is_a_probability_and_the_two_sides_cover_every_split(
+    a: list[float], b: list[float]
+) -> None:
     up, down = mann_whitney_greater(a, b), mann_whitney_greater(b, a)
     assert 0.0 < up <= 1.0 and 0.0 < down <= 1.0
     assert up + down >= 1.0 - 1e-9  # a split at least as high, or at least as low: every one
 
 
 @given(steps, steps, st.floats(0.001, 100.0))
-def test_b_slower_never_raises_p_and_shifts_the_estimate(a: list[float], b: list[float],
-                                                         more: float) -> None:
+def test_b_slower_never_raises_p_and_shifts_the_estimate(
+    a: list[float], b: list[float], more: float
+) -> None:
     later = [x + more for x in b]
     assert hodges_lehmann(a, later) == pytest.approx(hodges_lehmann(a, b) + more, abs=1e-9)
     # without ties the reference distribution is the same before and after: p can only fall

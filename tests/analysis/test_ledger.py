@@ -32,10 +32,15 @@ LENGTHS = [100.0] * 95 + [1000.0, 1200.0, 1500.0, 2000.0, 4000.0]
 def _planted(rank: int, step: int) -> list:
     """Per rank and step: 32 groups, 8 of them reward-constant (25%); 60 samples kept and 4
     dropped; 2 of 100 responses truncated; a long tail of lengths."""
-    return [("groups", 32, None), ("groups_zero_variance", 8, None),
-            ("samples_kept", 60, None), ("samples_dropped", 4, None),
-            ("responses", 100, None), ("responses_truncated", 2, None),
-            ("response_length", LENGTHS, "actor_generate")]
+    return [
+        ("groups", 32, None),
+        ("groups_zero_variance", 8, None),
+        ("samples_kept", 60, None),
+        ("samples_dropped", 4, None),
+        ("responses", 100, None),
+        ("responses_truncated", 2, None),
+        ("response_length", LENGTHS, "actor_generate"),
+    ]
 
 
 def book_of(root: Path) -> Ledger:
@@ -52,9 +57,13 @@ def tail_of(root: Path) -> Tail:
 
 @pytest.fixture
 def planted(tmp_path: Path) -> Path:
-    return rl_run(tmp_path, ranks=(0, 1), steps=(1, 2, 3, 4), calls=_planted,
-                  stage_ms=lambda rank, step, stage: GEN_MS[rank] if stage == "actor_generate"
-                  else 50.0)
+    return rl_run(
+        tmp_path,
+        ranks=(0, 1),
+        steps=(1, 2, 3, 4),
+        calls=_planted,
+        stage_ms=lambda rank, step, stage: GEN_MS[rank] if stage == "actor_generate" else 50.0,
+    )
 
 
 def test_planted_waste_by_hand(planted: Path) -> None:
@@ -78,9 +87,11 @@ def test_planted_long_tail_by_hand(planted: Path) -> None:
     pooled = np.array(LENGTHS * 2)  # one step: both ranks' lengths
     p95, top = float(np.percentile(pooled, 95)), float(pooled.max())
     assert tail.responses == 800 and tail.steps == 4
-    assert (tail.p50, tail.p99, tail.max) == (pytest.approx(float(np.percentile(pooled, 50))),
-                                              pytest.approx(float(np.percentile(pooled, 99))),
-                                              4000.0)
+    assert (tail.p50, tail.p99, tail.max) == (
+        pytest.approx(float(np.percentile(pooled, 50))),
+        pytest.approx(float(np.percentile(pooled, 99))),
+        4000.0,
+    )
     assert tail.p95 == pytest.approx(p95)
     assert tail.share == pytest.approx((top - p95) / top)
     assert tail.seconds == pytest.approx(4 * 0.25 * (top - p95) / top)
@@ -92,8 +103,10 @@ def test_the_planted_waste_and_tail_are_named_with_their_numbers(planted: Path) 
     counted_rows(doc)
     found = {f["rule"]: f for f in doc["findings"]}
     zv = found["rl.zero_variance"]
-    assert zv["title"] == ("25% of generation time went to groups with zero reward variance "
-                           "(62.5 ms per step, 250.0 ms in 4 steps): 64 of 256 groups")
+    assert zv["title"] == (
+        "25% of generation time went to groups with zero reward variance "
+        "(62.5 ms per step, 250.0 ms in 4 steps): 64 of 256 groups"
+    )
     assert zv["impact_ms"] == pytest.approx(62.5)
     step = doc["verdict"]["step"]["median_ms"]  # severity: the share of the step it costs
     assert zv["severity"] == ("high" if 62.5 >= 0.25 * step else "medium")
@@ -101,10 +114,12 @@ def test_the_planted_waste_and_tail_are_named_with_their_numbers(planted: Path) 
     p95 = float(np.percentile(np.array(LENGTHS * 2), 95))
     share = (4000.0 - p95) / 4000.0
     tail = found["rl.long_tail"]
-    assert tail["title"] == (f"the longest 5% of responses hold {share:.0%} of generation time "
-                             f"({duration(250 * share)} per step): length p50 100, p99 "
-                             f"{float(np.percentile(np.array(LENGTHS * 2), 99)):,.0f}, max "
-                             "4,000")
+    assert tail["title"] == (
+        f"the longest 5% of responses hold {share:.0%} of generation time "
+        f"({duration(250 * share)} per step): length p50 100, p99 "
+        f"{float(np.percentile(np.array(LENGTHS * 2), 99)):,.0f}, max "
+        "4,000"
+    )
     assert "partial rollouts" in tail["suggestion"]
     # under the thresholds: 6% dropped, 2% truncated
     assert "rl.dropped" not in found and "rl.truncated" not in found
@@ -118,15 +133,25 @@ def test_a_count_over_its_whole_leaves_its_step_out_and_says_so(tmp_path: Path) 
     rl_run(tmp_path, ranks=(0,), steps=(1, 2, 3), calls=calls)
     (zv,) = book_of(tmp_path).lines
     assert (zv.count, zv.of, zv.steps) == (32.0, 128.0, 2)
-    assert zv.note == ("left out: step 2: groups_zero_variance 70 of groups 64 (a count over "
-                       "its whole, or no whole)")
+    assert zv.note == (
+        "left out: step 2: groups_zero_variance 70 of groups 64 (a count over "
+        "its whole, or no whole)"
+    )
     assert zv.share == pytest.approx(0.25)
 
 
 def test_a_line_without_its_whole_and_no_generation_time(tmp_path: Path) -> None:
-    rl_run(tmp_path, ranks=(0,), steps=(1,), stages=("actor_update",),
-           calls=lambda rank, step: [("samples_dropped", 5, None),
-                                     ("groups", 10, None), ("groups_zero_variance", 5, None)])
+    rl_run(
+        tmp_path,
+        ranks=(0,),
+        steps=(1,),
+        stages=("actor_update",),
+        calls=lambda rank, step: [
+            ("samples_dropped", 5, None),
+            ("groups", 10, None),
+            ("groups_zero_variance", 5, None),
+        ],
+    )
     book = book_of(tmp_path)
     lines = {x.line: x for x in book.lines}
     assert lines["dropped"].share is None and "without samples" in str(lines["dropped"].note)
@@ -135,15 +160,23 @@ def test_a_line_without_its_whole_and_no_generation_time(tmp_path: Path) -> None
     assert book.generation_s is None
 
 
-@pytest.mark.parametrize("calls, of", [
-    ([("responses", 40, None), ("response_length", [5.0] * 10, None)], 40.0),
-    ([("response_length", [5.0] * 10, None), ("samples_kept", 30, None)], 10.0),
-    ([("samples_kept", 30, None), ("samples_dropped", 10, None)], 40.0),
-])
-def test_responses_default_to_the_lengths_then_the_samples(tmp_path: Path, calls: list,
-                                                           of: float) -> None:
-    rl_run(tmp_path, ranks=(0,), steps=(1,),
-           calls=lambda rank, step: [("responses_truncated", 4, None), *calls])
+@pytest.mark.parametrize(
+    "calls, of",
+    [
+        ([("responses", 40, None), ("response_length", [5.0] * 10, None)], 40.0),
+        ([("response_length", [5.0] * 10, None), ("samples_kept", 30, None)], 10.0),
+        ([("samples_kept", 30, None), ("samples_dropped", 10, None)], 40.0),
+    ],
+)
+def test_responses_default_to_the_lengths_then_the_samples(
+    tmp_path: Path, calls: list, of: float
+) -> None:
+    rl_run(
+        tmp_path,
+        ranks=(0,),
+        steps=(1,),
+        calls=lambda rank, step: [("responses_truncated", 4, None), *calls],
+    )
     lines = {x.line: x for x in book_of(tmp_path).lines}
     assert (lines["truncated"].count, lines["truncated"].of) == (4.0, of)
 
@@ -155,6 +188,7 @@ def test_percentile_is_numpys_linear() -> None:
 
 
 # -- property: random counter sets ----------------------------------------------------------
+
 
 @st.composite
 def _runs(draw: st.DrawFn) -> tuple[list[TraceData], dict]:
@@ -171,16 +205,37 @@ def _runs(draw: st.DrawFn) -> tuple[list[TraceData], dict]:
                 dur = draw(st.floats(1.0, 5e5))
                 ranges.append(Range(rank, "stage", "actor_generate", step, t, dur))
                 t += dur + 1
-            for name in ("groups", "groups_zero_variance", "samples_kept", "samples_dropped",
-                         "responses_truncated"):
+            for name in (
+                "groups",
+                "groups_zero_variance",
+                "samples_kept",
+                "samples_dropped",
+                "responses_truncated",
+            ):
                 if draw(st.booleans()):
-                    counts.append(Count(name=name, step=step, value=float(
-                        draw(st.integers(0, 50))), calls=1))
+                    counts.append(
+                        Count(name=name, step=step, value=float(draw(st.integers(0, 50))), calls=1)
+                    )
             if draw(st.booleans()):
-                counts.append(Count(name="response_length", step=step, stage="actor_generate",
-                                    values=draw(st.lists(st.floats(0, 8192), max_size=40))))
-        traces.append(TraceData(Path(f"rank{rank}.mstx.trace.json"), "spans", rank, "", 0,
-                                ranges=ranges, counters=counts))
+                counts.append(
+                    Count(
+                        name="response_length",
+                        step=step,
+                        stage="actor_generate",
+                        values=draw(st.lists(st.floats(0, 8192), max_size=40)),
+                    )
+                )
+        traces.append(
+            TraceData(
+                Path(f"rank{rank}.mstx.trace.json"),
+                "spans",
+                rank,
+                "",
+                0,
+                ranges=ranges,
+                counters=counts,
+            )
+        )
     return traces, {}
 
 
@@ -192,8 +247,14 @@ def test_shares_within_range_and_seconds_add_up(case: tuple[list[TraceData], dic
     book = tables(result).ledger
     if book is None:
         return
-    counted_rows({"ledger": book.json(), "throughput": {"rows": [], "stages": []},
-                  "verdict": {}, "findings": []})
+    counted_rows(
+        {
+            "ledger": book.json(),
+            "throughput": {"rows": [], "stages": []},
+            "verdict": {},
+            "findings": [],
+        }
+    )
     gen: dict[int | None, list[float]] = {}
     for t in traces:
         for r in t.ranges:
@@ -211,9 +272,15 @@ def test_shares_within_range_and_seconds_add_up(case: tuple[list[TraceData], dic
         seconds = total = 0.0
         for step, have in counts.items():
             n = have.get(x.counter)
-            d = have.get("groups") if x.line == "zero_variance" else (
-                have["samples_kept"] + have.get("samples_dropped", 0.0)
-                if "samples_kept" in have else None)
+            d = (
+                have.get("groups")
+                if x.line == "zero_variance"
+                else (
+                    have["samples_kept"] + have.get("samples_dropped", 0.0)
+                    if "samples_kept" in have
+                    else None
+                )
+            )
             if n is None or d is None or n > d or d == 0:
                 continue
             seconds += n / d * per_step.get(step, 0.0)

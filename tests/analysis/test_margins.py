@@ -14,16 +14,17 @@ from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.rows import Change
 
 
-def run(ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25,
-        steps: int = 1) -> Side:
+def run(
+    ms_by_rank: dict[int, float], stage: str = "actor_update", margin: float = 0.25, steps: int = 1
+) -> Side:
     """``steps`` steps of ``stage`` per rank, each lasting the given milliseconds (exact in
     binary)."""
     traces = []
     for rank, ms in ms_by_rank.items():
-        t = TraceData(Path(f"rank{rank}_h_1_step1.mstx.trace.json"), "spans", rank,
-                      "integrated", 1)
-        t.ranges += [Range(rank, "stage", stage, step, 0.0, ms * 1000.0)
-                     for step in range(1, steps + 1)]
+        t = TraceData(Path(f"rank{rank}_h_1_step1.mstx.trace.json"), "spans", rank, "integrated", 1)
+        t.ranges += [
+            Range(rank, "stage", stage, step, 0.0, ms * 1000.0) for step in range(1, steps + 1)
+        ]
         traces.append(t)
     return side_of(Captures(root=Path("."), traces=traces), Settings(margin=margin))
 
@@ -47,13 +48,16 @@ def _compare(a_ms: float, b_ms: float, threshold: float = DEFAULT_THRESHOLD) -> 
     return row
 
 
-@pytest.mark.parametrize("b_ms,regression,improvement", [
-    (128.0, False, False),          # +0.0: unchanged
-    (144.0, False, False),          # +12.5%: exactly at the threshold is not a regression
-    (144.0078125, True, False),     # just over
-    (112.0, False, False),          # -12.5%: exactly at the threshold is not an improvement
-    (111.9921875, False, True),     # just under
-])
+@pytest.mark.parametrize(
+    "b_ms,regression,improvement",
+    [
+        (128.0, False, False),  # +0.0: unchanged
+        (144.0, False, False),  # +12.5%: exactly at the threshold is not a regression
+        (144.0078125, True, False),  # just over
+        (112.0, False, False),  # -12.5%: exactly at the threshold is not an improvement
+        (111.9921875, False, True),  # just under
+    ],
+)
 def test_compare_threshold_edge(b_ms: float, regression: bool, improvement: bool) -> None:
     row = _compare(128.0, b_ms, threshold=0.125)
     assert (row.regression, row.improvement) == (regression, improvement)
@@ -81,7 +85,10 @@ def test_compare_rows_by_impact_then_stage_and_rank() -> None:
     rows = compare(a, b)
     # the costliest change first; rows missing from one run (no impact) last
     assert [(r.kind, r.name, r.rank, r.impact_ms) for r in rows] == [
-        ("stage", "critic_update", 1, 600.0), ("stage", "critic_update", 0, 0.0),
-        ("stage", "actor_update", 0, None), ("stage", "actor_update", 1, None)]
+        ("stage", "critic_update", 1, 600.0),
+        ("stage", "critic_update", 0, 0.0),
+        ("stage", "actor_update", 0, None),
+        ("stage", "actor_update", 1, None),
+    ]
     assert [r.regression for r in rows] == [True, False, False, False]
     assert rows[0].json()["stage"] == "critic_update"

@@ -59,15 +59,31 @@ pytestmark = pytest.mark.reference  # msprof-analyze runs beside ours
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 #: Sets compared with ``cluster -m all`` (the gpt3 set as its renamed copy, see above).
-CLUSTER_SETS = ["npu_text_level0", "npu_text_level1", "npu_text_level2", "npu_db_level0",
-                "npu_db_level1", "npu_db_level2", "npu_text_qwen3_4rank_pp2", "gpt3_renamed"]
+CLUSTER_SETS = [
+    "npu_text_level0",
+    "npu_text_level1",
+    "npu_text_level2",
+    "npu_db_level0",
+    "npu_db_level1",
+    "npu_db_level2",
+    "npu_text_qwen3_4rank_pp2",
+    "gpt3_renamed",
+]
 DB_SETS = ["npu_db_level0", "npu_db_level1", "npu_db_level2"]
 #: Where msprof-analyze writes no communication (and why).
-NO_COMM = {"npu_text_level0": "level0 text export: no communication.json",
-           "npu_db_level0": "level0 db export: no CommAnalyzerTime, no communication groups"}
+NO_COMM = {
+    "npu_text_level0": "level0 text export: no communication.json",
+    "npu_db_level0": "level0 db export: no CommAnalyzerTime, no communication groups",
+}
 #: Ours (``device`` key) <- theirs (``msprof_ref.Cluster.steps``), both ms.
-DEVICE = {"compute_ms": "computing", "comm_ms": "communication", "overlap_ms": "overlapped",
-          "comm_exposed_ms": "comm_not_overlapped", "idle_ms": "free", "step_ms": "stage"}
+DEVICE = {
+    "compute_ms": "computing",
+    "comm_ms": "communication",
+    "overlap_ms": "overlapped",
+    "comm_exposed_ms": "comm_not_overlapped",
+    "idle_ms": "free",
+    "step_ms": "stage",
+}
 TIMES = ("elapse_ms", "wait_ms", "transit_ms", "sync_ms", "idle_ms")
 #: An op instance's number (README: an op is named by its type, ``hcom_allReduce_``).
 INSTANCE = re.compile(r"(?<=_)_\d+(?:_\d+)*$")
@@ -105,8 +121,9 @@ def slow5(src: Path, dest: Path) -> Path:
     ranks 0 and 1 with collectives 1% longer and shorter (so five distinct times, which the
     recipe's Dixon test needs), rank 4 copies rank 0 with each collective starting later and
     lasting ``SLOW_FACTOR`` as long: it arrives last, so it waits least."""
-    for rank, (base, factor) in enumerate([(0, 1.0), (1, 1.0), (0, 1.01), (1, 0.99),
-                                           (0, SLOW_FACTOR)]):
+    for rank, (base, factor) in enumerate(
+        [(0, 1.0), (1, 1.0), (0, 1.01), (1, 0.99), (0, SLOW_FACTOR)]
+    ):
         folder = dest / f"rank{rank}_ascend_pt"
         shutil.copytree(src / f"rank{base}_ascend_pt", folder)
         out = folder / OUT
@@ -114,15 +131,22 @@ def slow5(src: Path, dest: Path) -> Path:
         if rank != base:
             info = json.loads((folder / f"profiler_info_{base}.json").read_text())
             (folder / f"profiler_info_{base}.json").unlink()
-            (folder / f"profiler_info_{rank}.json").write_text(json.dumps({**info,
-                                                                          "rank_id": rank}))
+            (folder / f"profiler_info_{rank}.json").write_text(
+                json.dumps({**info, "rank_id": rank})
+            )
             (out / f"ascend_pytorch_profiler_{base}.db").rename(
-                out / f"ascend_pytorch_profiler_{rank}.db")
-        with contextlib.closing(sqlite3.connect(out / f"ascend_pytorch_profiler_{rank}.db")) \
-                as con, con:
+                out / f"ascend_pytorch_profiler_{rank}.db"
+            )
+        with (
+            contextlib.closing(sqlite3.connect(out / f"ascend_pytorch_profiler_{rank}.db")) as con,
+            con,
+        ):
             con.execute("UPDATE RANK_DEVICE_MAP SET rankId = ?, deviceId = ?", (rank, rank))
-            con.execute("UPDATE COMMUNICATION_OP SET startNs = endNs - "
-                        "CAST(ROUND((endNs - startNs) * ?) AS INTEGER)", (factor,))
+            con.execute(
+                "UPDATE COMMUNICATION_OP SET startNs = endNs - "
+                "CAST(ROUND((endNs - startNs) * ?) AS INTEGER)",
+                (factor,),
+            )
     return dest
 
 
@@ -140,8 +164,9 @@ def _cluster_live(mode: str, src: Path) -> dict[str, Any]:
     """``cluster -m MODE`` on ``src`` (in a folder of its own): its Cluster, or its error."""
     with tempfile.TemporaryDirectory() as work:
         try:
-            return {"cluster": msprof_ref.cluster_to_json(msprof_ref.cluster(src, Path(work),
-                                                                             mode))}
+            return {
+                "cluster": msprof_ref.cluster_to_json(msprof_ref.cluster(src, Path(work), mode))
+            }
         except msprof_ref.MsprofError as err:  # kept: some are expected (see the tests)
             return {"error": str(err).replace(work, "WORK")}
 
@@ -171,26 +196,41 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> Ref:
     for root in (theirs_in, ours_in):
         for name in npu_sets():
             sets[name] = unpack(name, root / name)
-        sets["gpt3_renamed"] = gpt3_renamed(sets["npu_text_gpt3_csv_only"],
-                                            root / "gpt3_renamed")
+        sets["gpt3_renamed"] = gpt3_renamed(sets["npu_text_gpt3_csv_only"], root / "gpt3_renamed")
         sets["slow5"] = slow5(sets["npu_db_level1"], root / "slow5")
     theirs = {name: theirs_in / path.name for name, path in sets.items()}
     made_from = {"gpt3_renamed": "npu_text_gpt3_csv_only", "slow5": "npu_db_level1"}
     jobs: dict[str, tuple[Callable[[Path], Any], Path, str]] = {}
     # the longest first, so the pool's tail is short
-    for name in ["npu_db_level0", "npu_db_level1", "npu_db_level2", "npu_text_qwen3_4rank_pp2",
-                 "npu_text_level0", "npu_text_level1", "npu_text_level2", "gpt3_renamed"]:
+    for name in [
+        "npu_db_level0",
+        "npu_db_level1",
+        "npu_db_level2",
+        "npu_text_qwen3_4rank_pp2",
+        "npu_text_level0",
+        "npu_text_level1",
+        "npu_text_level2",
+        "gpt3_renamed",
+    ]:
         jobs[f"all:{name}"] = (partial(_cluster_live, "all"), theirs[name], name)
     for name in DB_SETS:
-        jobs[f"summary:{name}"] = (partial(_cluster_live, "cluster_time_summary"),
-                                   theirs[name], name)
+        jobs[f"summary:{name}"] = (
+            partial(_cluster_live, "cluster_time_summary"),
+            theirs[name],
+            name,
+        )
         for rank in (0, 1):
-            jobs[f"advisor:{name}:{rank}"] = (_advisor_live,
-                                              theirs[name] / f"rank{rank}_ascend_pt", name)
+            jobs[f"advisor:{name}:{rank}"] = (
+                _advisor_live,
+                theirs[name] / f"rank{rank}_ascend_pt",
+                name,
+            )
     jobs["slow_rank:slow5"] = (partial(_cluster_live, "slow_rank"), theirs["slow5"], "slow5")
-    jobs["all:npu_text_gpt3_csv_only"] = (partial(_cluster_live, "all"),
-                                          theirs["npu_text_gpt3_csv_only"],
-                                          "npu_text_gpt3_csv_only")
+    jobs["all:npu_text_gpt3_csv_only"] = (
+        partial(_cluster_live, "all"),
+        theirs["npu_text_gpt3_csv_only"],
+        "npu_text_gpt3_csv_only",
+    )
     store = Store("msprof_reference", "msprof-analyze")
 
     def one(key: str) -> Any:
@@ -221,8 +261,11 @@ def by_rank_step(rows: list[dict[str, Any]]) -> dict[tuple[int, int | None], dic
 @pytest.mark.parametrize("name", CLUSTER_SETS)
 def test_device_rows_agree_with_cluster_step_trace(name: str, ref: Ref) -> None:
     theirs = ref.cluster(f"all:{name}")
-    assert theirs.kind == ("text" if name in ("npu_text_level0", "npu_text_level1",
-                                              "npu_text_level2", "gpt3_renamed") else "db")
+    assert theirs.kind == (
+        "text"
+        if name in ("npu_text_level0", "npu_text_level1", "npu_text_level2", "gpt3_renamed")
+        else "db"
+    )
     ours = by_rank_step(ref.ours[name]["device"])
     assert set(ours) == set(theirs.steps) and len(ours) >= 2  # every rank, every step
     for key, th in theirs.steps.items():
@@ -231,8 +274,9 @@ def test_device_rows_agree_with_cluster_step_trace(name: str, ref: Ref) -> None:
         for mine, their in DEVICE.items():
             assert ours[key][mine] == pytest.approx(th[their], abs=tol), (key, mine)
         # the step's parts add up the same way on both sides
-        assert ours[key]["compute_ms"] + ours[key]["comm_exposed_ms"] + ours[key]["idle_ms"] \
-            == pytest.approx(th["computing"] + th["comm_not_overlapped"] + th["free"], abs=tol)
+        assert ours[key]["compute_ms"] + ours[key]["comm_exposed_ms"] + ours[key][
+            "idle_ms"
+        ] == pytest.approx(th["computing"] + th["comm_not_overlapped"] + th["free"], abs=tol)
 
 
 def test_gpt3_as_published_is_not_found_by_msprof_analyze(ref: Ref) -> None:
@@ -260,8 +304,9 @@ def test_device_rows_agree_with_cluster_time_summary(name: str, ref: Ref) -> Non
         assert ours[key]["overlap_ms"] == pytest.approx(th["overlapped"], abs=tol)
         assert ours[key]["comm_ms"] == pytest.approx(th["communication"], abs=tol)
         assert 0 < th["memory_not_overlapped"] <= th["memory"]
-        assert ours[key]["idle_ms"] == pytest.approx(th["free"] + th["memory_not_overlapped"],
-                                                     abs=tol)
+        assert ours[key]["idle_ms"] == pytest.approx(
+            th["free"] + th["memory_not_overlapped"], abs=tol
+        )
         assert ours[key]["memcpy_ms"] is None
         assert steps[key] == pytest.approx(th["step_time"], abs=tol)  # the host ProfilerStep
 
@@ -280,9 +325,15 @@ def fold(comm: dict[tuple[int, int | None, str], dict[str, Any]]) -> dict[tuple,
     size and time per link type (those that carried data)."""
     out: dict[tuple, dict[str, Any]] = {}
     for (rank, step, op), e in comm.items():
-        row = out.setdefault((rank, step, INSTANCE.sub("", op)), {
-            "count": 0, **{k: 0.0 for k in TIMES}, "links": defaultdict(lambda: [0.0, 0.0]),
-            "ops": []})
+        row = out.setdefault(
+            (rank, step, INSTANCE.sub("", op)),
+            {
+                "count": 0,
+                **{k: 0.0 for k in TIMES},
+                "links": defaultdict(lambda: [0.0, 0.0]),
+                "ops": [],
+            },
+        )
         row["count"] += 1
         row["ops"].append(e)
         for k in TIMES:
@@ -322,7 +373,8 @@ def test_comm_agrees_with_cluster_communication(name: str, ref: Ref) -> None:
             if th["count"] == 1:  # one op: its own bandwidth, as msprof-analyze rounds it
                 (op,) = th["ops"]
                 assert mine["bandwidth_gbps"] == pytest.approx(
-                    op["links"][link]["bandwidth_gbps"], abs=1e-4), (key, link)
+                    op["links"][link]["bandwidth_gbps"], abs=1e-4
+                ), (key, link)
         # the row's own size and bandwidth: RDMA plus SDMA (which holds HCCS, PCIE and SIO)
         size = sum(th["links"][k][0] for k in ("RDMA", "SDMA") if k in th["links"])
         ms = sum(th["links"][k][1] for k in ("RDMA", "SDMA") if k in th["links"])
@@ -339,8 +391,18 @@ def test_level0_comm_is_elapse_only_where_msprof_analyze_has_none(name: str, ref
     assert sorted((r, n) for r, _, n in ours) == [(0, "hcom_allReduce_"), (1, "hcom_allReduce_")]
     for row in ours.values():
         assert row["count"] == 4 and row["elapse_ms"] > 50
-        assert all(row[k] is None for k in ("wait_ms", "transit_ms", "sync_ms", "idle_ms",
-                                            "size_mb", "bandwidth_gbps", "links"))
+        assert all(
+            row[k] is None
+            for k in (
+                "wait_ms",
+                "transit_ms",
+                "sync_ms",
+                "idle_ms",
+                "size_mb",
+                "bandwidth_gbps",
+                "links",
+            )
+        )
 
 
 def raw_db(folder: Path) -> sqlite3.Connection:
@@ -360,20 +422,24 @@ def test_profiler_db_alone_gives_elapse_and_no_wait(ref: Ref) -> None:
     for rank in (0, 1):
         (th,) = [v for (r, _, n), v in theirs.items() if r == rank and n == "hcom_allReduce_"]
         row = ours[(rank, None, "hcom_allReduce_")]  # the profiler db's ops carry no step
-        assert (row["count"], row["elapse_ms"]) == (th["count"], pytest.approx(th["elapse_ms"],
-                                                                              rel=1e-6))
+        assert (row["count"], row["elapse_ms"]) == (
+            th["count"],
+            pytest.approx(th["elapse_ms"], rel=1e-6),
+        )
         assert row["wait_ms"] is None and row["links"] is None
     per_op = {op: e for (r, _, op), e in ref.cluster("all:npu_db_level1").comm.items() if r == 0}
     with contextlib.closing(raw_db(ref.sets["npu_db_level1"] / "rank0_ascend_pt")) as con:
         names = dict(con.execute("SELECT id, value FROM STRING_IDS"))
-        wait_ns = {names[o]: w for o, w in con.execute(
-            "SELECT opName, waitNs FROM COMMUNICATION_OP")}
+        wait_ns = {
+            names[o]: w for o, w in con.execute("SELECT opName, waitNs FROM COMMUNICATION_OP")
+        }
         planes: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         for op, plane, ns in con.execute(
-                "SELECT o.opName, c.planeId, t.endNs - t.startNs FROM COMMUNICATION_TASK_INFO c "
-                "JOIN TASK t ON t.globalTaskId = c.globalTaskId "
-                "JOIN COMMUNICATION_OP o ON o.opId = c.opId WHERE c.taskType = "
-                "(SELECT id FROM STRING_IDS WHERE value = 'Notify_Wait')"):
+            "SELECT o.opName, c.planeId, t.endNs - t.startNs FROM COMMUNICATION_TASK_INFO c "
+            "JOIN TASK t ON t.globalTaskId = c.globalTaskId "
+            "JOIN COMMUNICATION_OP o ON o.opId = c.opId WHERE c.taskType = "
+            "(SELECT id FROM STRING_IDS WHERE value = 'Notify_Wait')"
+        ):
             planes[names[op]][plane] += ns / 1e6
     assert set(planes) == set(per_op) == set(wait_ns) and len(per_op) == 4
     for op, e in per_op.items():
@@ -408,8 +474,11 @@ def test_slow_rank_is_the_rank_others_wait_for(ref: Ref) -> None:
     slow-rank verdict yet (issue 24 adds ``verdict``; when it lands, assert here that it names
     rank 4): our per-rank communication says the same, rank 4's elapse being the outlier."""
     assert ref.cluster("slow_rank:slow5").slow_rank == {SLOW_RANK: 4}  # one vote per all-reduce
-    elapse = {r: row["elapse_ms"] for (r, _, n), row in our_comm(ref.ours["slow5"]).items()
-              if n == "hcom_allReduce_"}
+    elapse = {
+        r: row["elapse_ms"]
+        for (r, _, n), row in our_comm(ref.ours["slow5"]).items()
+        if n == "hcom_allReduce_"
+    }
     assert sorted(elapse) == [0, 1, 2, 3, 4]
     others = sorted(v for r, v in elapse.items() if r != SLOW_RANK)
     assert min(elapse, key=elapse.__getitem__) == SLOW_RANK
@@ -422,8 +491,15 @@ def test_slow_rank_is_the_rank_others_wait_for(ref: Ref) -> None:
 # -- the advisor's own overall split -------------------------------------------------------
 
 #: Task types the advisor leaves out of its E2E (its FILTER_TASK_TYPE): kernels and markers.
-ADVISOR_SKIPS = ("KERNEL_AICORE", "KERNEL_AIVEC", "FFTS_PLUS", "KERNEL_MIX_AIC",
-                 "KERNEL_MIX_AIV", "PROFILING_ENABLE", "PROFILING_DISABLE")
+ADVISOR_SKIPS = (
+    "KERNEL_AICORE",
+    "KERNEL_AIVEC",
+    "FFTS_PLUS",
+    "KERNEL_MIX_AIC",
+    "KERNEL_MIX_AIV",
+    "PROFILING_ENABLE",
+    "PROFILING_DISABLE",
+)
 
 
 def raw_window(folder: Path) -> dict[str, Any]:
@@ -433,20 +509,28 @@ def raw_window(folder: Path) -> dict[str, Any]:
         ops = con.execute(
             "SELECT MIN(s), MAX(e) FROM (SELECT t.startNs s, t.endNs e FROM TASK t JOIN "
             "COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId UNION ALL "
-            "SELECT startNs, endNs FROM COMMUNICATION_OP)").fetchone()
+            "SELECT startNs, endNs FROM COMMUNICATION_OP)"
+        ).fetchone()
         skip = ",".join(f"'{t}'" for t in ADVISOR_SKIPS)
         other = f"FROM TASK t JOIN STRING_IDS s ON s.id = t.taskType WHERE s.value NOT IN ({skip})"
-        first = con.execute(f"SELECT t.startNs, s.value {other} ORDER BY t.startNs LIMIT 1"
-                            ).fetchone()
+        first = con.execute(
+            f"SELECT t.startNs, s.value {other} ORDER BY t.startNs LIMIT 1"
+        ).fetchone()
         (last,) = con.execute(f"SELECT MAX(t.endNs) {other}").fetchone()
-    return {"op_start": ops[0], "op_end": ops[1], "task_start": first[0], "first_task": first[1],
-            "task_end": last}
+    return {
+        "op_start": ops[0],
+        "op_end": ops[1],
+        "task_start": first[0],
+        "first_task": first[1],
+        "task_end": last,
+    }
 
 
 @pytest.mark.parametrize("name", DB_SETS)
 @pytest.mark.parametrize("rank", [0, 1])
-def test_advisor_free_is_ours_plus_the_copy_before_the_first_kernel(name: str, rank: int,
-                                                                    ref: Ref) -> None:
+def test_advisor_free_is_ours_plus_the_copy_before_the_first_kernel(
+    name: str, rank: int, ref: Ref
+) -> None:
     """The advisor (db) computes Computing and Uncovered Communication from the raw intervals:
     they equal ours (and torch_npu's) to its 3 decimals. Its E2E, though, starts at the first
     device task of any kind, an H2D ``MEMCPY_ASYNC`` 4-6 ms before the first kernel, and its

@@ -28,12 +28,21 @@ from mindspeed_prof.formats.header import CaptureHeader
 
 
 def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) -> TraceData:
-    t = TraceData(Path(f"run/rank{rank}.mstx.trace.json"), "spans", rank, "integrated", 1,
-                  meta=CaptureHeader(level=level, stage="all"), **fields)
+    t = TraceData(
+        Path(f"run/rank{rank}.mstx.trace.json"),
+        "spans",
+        rank,
+        "integrated",
+        1,
+        meta=CaptureHeader(level=level, stage="all"),
+        **fields,
+    )
     for step in (1, 2, 3):  # a straggler is named over three steps or more
-        t.ranges += [Range(rank, "step", f"ProfilerStep#{step}", step, 0.0, 1e3 * (generate + 20)),
-                     Range(rank, "stage", "actor_generate", step, 0.0, 1e3 * generate),
-                     Range(rank, "stage", "actor_update", step, 0.0, 1e3 * 20.0)]
+        t.ranges += [
+            Range(rank, "step", f"ProfilerStep#{step}", step, 0.0, 1e3 * (generate + 20)),
+            Range(rank, "stage", "actor_generate", step, 0.0, 1e3 * generate),
+            Range(rank, "stage", "actor_update", step, 0.0, 1e3 * 20.0),
+        ]
     return t
 
 
@@ -41,31 +50,48 @@ def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) ->
     root = tmp_path / "my run"
     result = Captures(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)])
     relaunch, live = verdict(*answered(result)).next
-    assert relaunch.overrides == ["profiler_config=stage_scoped",
-                                  "profiler_config.integrated.stage=actor_generate",
-                                  "profiler_config.integrated.profile_ranks=[1]"]
+    assert relaunch.overrides == [
+        "profiler_config=stage_scoped",
+        "profiler_config.integrated.stage=actor_generate",
+        "profiler_config.integrated.profile_ranks=[1]",
+    ]
     assert not relaunch.runnable and shlex.split(relaunch.command) == relaunch.overrides
     assert "on rank 1" in relaunch.why and relaunch.why.endswith(
-        "add these overrides to the job's command line")
+        "add these overrides to the job's command line"
+    )
     assert shlex.split(live.command) == [
-        "mindspeed-prof", "capture", str(root), "--stage", "actor_generate", "--ranks", "1",
-        "--level", "level1", "--steps", "1"]  # the root quoted: it has a space
+        "mindspeed-prof",
+        "capture",
+        str(root),
+        "--stage",
+        "actor_generate",
+        "--ranks",
+        "1",
+        "--level",
+        "level1",
+        "--steps",
+        "1",
+    ]  # the root quoted: it has a space
 
 
 def test_the_live_command_parses_as_the_capture_cli_takes_it(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
-    live = verdict(*answered(Captures(root=tmp_path / "run",
-                            traces=[_rank(0, 30.0), _rank(1, 300.0)]))).next[1]
+    live = verdict(
+        *answered(Captures(root=tmp_path / "run", traces=[_rank(0, 30.0), _rank(1, 300.0)]))
+    ).next[1]
     argv = shlex.split(live.command)[1:]
     # no job answers here: the request is valid and the CLI says it found nobody (exit 5)
     assert main([*argv, "--timeout", "0.5"]) == 5
 
 
 def test_without_a_straggler_the_slowest_stage_on_every_rank() -> None:
-    relaunch, live = verdict(*answered(Captures(root=Path("run"), traces=[
-        _rank(0, 300.0), _rank(1, 300.0)]))).next
-    assert relaunch.command == "profiler_config=stage_scoped profiler_config.integrated.stage=" \
-                               "actor_generate"  # nothing to quote
+    relaunch, live = verdict(
+        *answered(Captures(root=Path("run"), traces=[_rank(0, 300.0), _rank(1, 300.0)]))
+    ).next
+    assert (
+        relaunch.command == "profiler_config=stage_scoped profiler_config.integrated.stage="
+        "actor_generate"
+    )  # nothing to quote
     assert "--ranks" not in live.command and "every rank" in relaunch.why
 
 
@@ -74,8 +100,7 @@ def test_a_detailed_capture_points_at_a_kernel_and_the_timeline() -> None:
     traces = [_rank(0, 30.0, "level1", kernels=kernels), _rank(1, 300.0, "level1")]
     (step,) = verdict(*answered(Captures(root=Path("run"), traces=traces))).next
     assert step.kind == "timeline"
-    assert step.command == ("mindspeed-prof timeline run -o timeline.json --detail 1 "
-                            "--steps 1:2")
+    assert step.command == ("mindspeed-prof timeline run -o timeline.json --detail 1 --steps 1:2")
     # no device rows: the compute kernel, not the longer communication one
     assert "kernel 'ampere_sgemm_128x64' (80.0 ms)" in step.why
     assert "in actor_generate on rank 1 at step 1" in step.why
@@ -84,13 +109,31 @@ def test_a_detailed_capture_points_at_a_kernel_and_the_timeline() -> None:
 def test_communication_bound_npu_points_at_the_collective() -> None:
     from mindspeed_prof.analysis.readers.model import DeviceRow
 
-    comm = [CommRow(name="hcom_allReduce_", kind="collective", step=50, count=4,
-                    elapse_ms=106.0), CommRow(name="hcom_broadcast_", kind="collective",
-                                              step=50, count=1, elapse_ms=1.0)]
-    rows = [DeviceRow(step=50, compute_ms=9.0, comm_ms=100.0, overlap_ms=0.0, idle_ms=25.0,
-                      comm_exposed_ms=100.0, step_ms=134.0)]
-    npu = TraceData(Path("run/rank0_ascend_pt"), "npu", 0, "run", 1, device=rows, comm=comm,
-                    kernels={"Conv2D": Tally(1, 3000.0)})
+    comm = [
+        CommRow(name="hcom_allReduce_", kind="collective", step=50, count=4, elapse_ms=106.0),
+        CommRow(name="hcom_broadcast_", kind="collective", step=50, count=1, elapse_ms=1.0),
+    ]
+    rows = [
+        DeviceRow(
+            step=50,
+            compute_ms=9.0,
+            comm_ms=100.0,
+            overlap_ms=0.0,
+            idle_ms=25.0,
+            comm_exposed_ms=100.0,
+            step_ms=134.0,
+        )
+    ]
+    npu = TraceData(
+        Path("run/rank0_ascend_pt"),
+        "npu",
+        0,
+        "run",
+        1,
+        device=rows,
+        comm=comm,
+        kernels={"Conv2D": Tally(1, 3000.0)},
+    )
     (step,) = verdict(*answered(Captures(root=Path("run"), traces=[npu]))).next
     assert "communication op 'hcom_allReduce_' (106.0 ms, rank 0)" in step.why
     assert step.command.endswith("--detail all")
@@ -101,16 +144,29 @@ def test_nothing_to_point_at_is_no_next_step() -> None:
 
 
 # -- the relaunch line ---------------------------------------------------------------------
-NEW = ["profiler_config=stage_scoped", "profiler_config.integrated.stage=actor_generate",
-       "profiler_config.integrated.profile_ranks=[1]"]
+NEW = [
+    "profiler_config=stage_scoped",
+    "profiler_config.integrated.stage=actor_generate",
+    "profiler_config.integrated.profile_ranks=[1]",
+]
 #: What stage_scoped sets itself (a relaunch selecting it drops the job's own values of these),
 #: as its definition says: the switches, the stage, the level and its window.
-SET_BY_PRESET = {f"profiler_config.{section}.{field}"
-                 for section, fields in preset_sections(PRESETS["stage_scoped"].fields).items()
-                 for field in fields}
-KEYS = ["profiler_config", "profiler", "profiler_config.integrated.stage",
-        "profiler_config.integrated.profile_ranks", "profiler_config.integrated.profile_level",
-        "profiler_config.integrated.profile_step_end", "demo.workers", "x", "hydra.run.dir"]
+SET_BY_PRESET = {
+    f"profiler_config.{section}.{field}"
+    for section, fields in preset_sections(PRESETS["stage_scoped"].fields).items()
+    for field in fields
+}
+KEYS = [
+    "profiler_config",
+    "profiler",
+    "profiler_config.integrated.stage",
+    "profiler_config.integrated.profile_ranks",
+    "profiler_config.integrated.profile_level",
+    "profiler_config.integrated.profile_step_end",
+    "demo.workers",
+    "x",
+    "hydra.run.dir",
+]
 VALUES = st.sampled_from(["1", "mstx_light", "a b", "${oc.env:HOME}", "[0,1]", "it's", ""])
 
 
@@ -143,17 +199,28 @@ def test_new_values_replace_the_old_of_their_key_and_the_rest_stays(old: list[st
 
 def test_the_alias_the_job_used_is_the_one_replaced() -> None:
     assert merged_overrides(["profiler=mstx_light", "demo.workers=0"], NEW) == [
-        "profiler=stage_scoped", "demo.workers=0", *NEW[1:]]
-    assert merged_overrides(["+profiler_config=mstx_light",
-                             "profiler_config.integrated.profile_level=level0"], NEW[:1]) == [
-        "+profiler_config=stage_scoped"]  # the preset's own level, not the job's
+        "profiler=stage_scoped",
+        "demo.workers=0",
+        *NEW[1:],
+    ]
+    assert merged_overrides(
+        ["+profiler_config=mstx_light", "profiler_config.integrated.profile_level=level0"], NEW[:1]
+    ) == ["+profiler_config=stage_scoped"]  # the preset's own level, not the job's
 
 
-@given(job_overrides(), st.lists(st.sampled_from(["python", "-m", "app.main", "my app.py",
-                                                  "--config-name=x y", "hydra.run.dir=$HOME"]),
-                                 min_size=1, max_size=4))
-def test_the_line_splits_back_into_the_words_and_overrides(old: list[str],
-                                                           words: list[str]) -> None:
+@given(
+    job_overrides(),
+    st.lists(
+        st.sampled_from(
+            ["python", "-m", "app.main", "my app.py", "--config-name=x y", "hydra.run.dir=$HOME"]
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_line_splits_back_into_the_words_and_overrides(
+    old: list[str], words: list[str]
+) -> None:
     here = Path("/launch dir")
     job = Job(command=words, cwd=str(here), overrides=old)
     line = relaunch_line(job, NEW, here)
@@ -162,11 +229,18 @@ def test_the_line_splits_back_into_the_words_and_overrides(old: list[str],
     assert elsewhere == f"cd '/launch dir' && {line}"
 
 
-@pytest.mark.parametrize(("job", "said"), [
-    ({}, None), ({"command": []}, None), ({"command": "python t.py"}, "job.command"),
-    ({"command": ["python", 3]}, "job.command[1]")])
-def test_no_recorded_command_is_no_line(tmp_path: Path, job: dict[str, Any],
-                                        said: str | None) -> None:
+@pytest.mark.parametrize(
+    ("job", "said"),
+    [
+        ({}, None),
+        ({"command": []}, None),
+        ({"command": "python t.py"}, "job.command"),
+        ({"command": ["python", 3]}, "job.command[1]"),
+    ],
+)
+def test_no_recorded_command_is_no_line(
+    tmp_path: Path, job: dict[str, Any], said: str | None
+) -> None:
     """A manifest without a command has no line; one whose command is not a list of words
     is not read, with one line naming the file and the field."""
     import json
@@ -208,32 +282,50 @@ def test_alive_while_running_and_its_process_is_there() -> None:
 
     here = socket.gethostname()
     assert alive(Manifest(status="running", host=here, pid=os.getpid()))
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True, check=True)
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert not alive(Manifest(status="running", host=here, pid=int(ended.stdout)))
     assert alive(Manifest(status="running", host="another-host", pid=1))  # cannot tell
     assert not alive(Manifest(status="completed", host=here, pid=os.getpid()))
     assert not alive(Manifest(status="failed"))
 
 
-@pytest.mark.parametrize("status,live", [("running", True), ("completed", False),
-                                         ("exited", False)])
+@pytest.mark.parametrize(
+    "status,live", [("running", True), ("completed", False), ("exited", False)]
+)
 def test_a_jobs_manifest_gives_its_line_and_the_live_one_while_it_runs(
-        tmp_path: Path, status: str, live: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, status: str, live: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import json
     import os
     import socket
 
     root = tmp_path / "profiler_data"
     root.mkdir()
-    (root / "manifest.json").write_text(json.dumps({
-        "status": status, "host": socket.gethostname(), "pid": os.getpid(), "start_time": 1,
-        "job": {"command": ["python", "examples/train.py"], "cwd": str(tmp_path),
-                "overrides": ["profiler=mstx_light", "steps=8"]}}))
+    (root / "manifest.json").write_text(
+        json.dumps(
+            {
+                "status": status,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "start_time": 1,
+                "job": {
+                    "command": ["python", "examples/train.py"],
+                    "cwd": str(tmp_path),
+                    "overrides": ["profiler=mstx_light", "steps=8"],
+                },
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     steps = verdict(*answered(Captures(root=root, traces=[_rank(0, 30.0), _rank(1, 300.0)]))).next
     assert [s.kind for s in steps] == (["relaunch", "live"] if live else ["relaunch"])
     assert steps[0].runnable and steps[0].command == (
         "python examples/train.py profiler=stage_scoped steps=8 "
         "profiler_config.integrated.stage=actor_generate "
-        "'profiler_config.integrated.profile_ranks=[1]'")
+        "'profiler_config.integrated.profile_ranks=[1]'"
+    )

@@ -27,19 +27,24 @@ from mindspeed_prof.cli import main
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four ranks (torch traces and range files), rank 2 slow, and one file that is no trace."""
-    root = make_run(tmp_path_factory.mktemp("par"), ranks=(0, 1, 2, 3), steps=2,
-                    profile_level="level0", slow={(2, "actor_update"): 1})
+    root = make_run(
+        tmp_path_factory.mktemp("par"),
+        ranks=(0, 1, 2, 3),
+        steps=2,
+        profile_level="level0",
+        slow={(2, "actor_update"): 1},
+    )
     (root / "integrated" / "rank9_broken.pt.trace.json").write_text('{"traceEvents": [')
     return root
 
 
 def as_json(root: Path, jobs: int, cache: bool) -> str:
-    return json.dumps(document(analyse(root, jobs=jobs, cache=cache)), sort_keys=True,
-                      default=str)
+    return json.dumps(document(analyse(root, jobs=jobs, cache=cache)), sort_keys=True, default=str)
 
 
-def test_jobs_give_the_same_json_as_one_process(run: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jobs_give_the_same_json_as_one_process(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     root = Path(shutil.copytree(run, tmp_path / "run"))
     one = as_json(root, 1, cache=False)
@@ -76,14 +81,16 @@ def test_default_jobs_is_capped() -> None:
     assert 1 <= parallel.default_jobs() <= parallel.MAX_JOBS
 
 
-def test_cli_jobs_and_ctrl_c(run: Path, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_jobs_and_ctrl_c(
+    run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         main(["analyse", str(run), "--jobs", "0"])
     assert "--jobs" in capsys.readouterr().err
 
     def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
+
     monkeypatch.setattr("mindspeed_prof.analysis.analyse.read_all", interrupted)
     assert main(["analyse", str(run), "--jobs", "2"]) == 130
     err = capsys.readouterr().err
@@ -91,14 +98,37 @@ def test_cli_jobs_and_ctrl_c(run: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_ctrl_c_stops_workers_and_leaves_only_whole_cache_entries(tmp_path: Path) -> None:
-    events = [{"ph": "X", "cat": "stage", "name": "actor_update", "ts": i * 10.0, "dur": 5.0,
-               "pid": 1, "tid": 1, "args": {"step": i}} for i in range(20_000)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "stage",
+            "name": "actor_update",
+            "ts": i * 10.0,
+            "dur": 5.0,
+            "pid": 1,
+            "tid": 1,
+            "args": {"step": i},
+        }
+        for i in range(20_000)
+    ]
     text = json.dumps({"mindspeed_prof": {"kind": "spans"}, "traceEvents": events})
     for rank in range(32):
         (tmp_path / f"rank{rank}_h_1_step1.mstx.trace.json").write_text(text)
-    proc = subprocess.Popen([sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(tmp_path),
-                             "--jobs", "2", "--json"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mindspeed_prof.cli",
+            "analyse",
+            str(tmp_path),
+            "--jobs",
+            "2",
+            "--json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".*")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -106,18 +136,20 @@ def test_ctrl_c_stops_workers_and_leaves_only_whole_cache_entries(tmp_path: Path
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == [
-        "mindspeed-prof: interrupted (no partial output or cache entry left)"]
+        "mindspeed-prof: interrupted (no partial output or cache entry left)"
+    ]
     entries = list(tmp_path.glob(".*"))
     assert entries and len(entries) < 32
     for entry in entries:  # no temporary file left; every entry whole
         assert entry.name.endswith(".analysis-cache")
-        capture = entry.with_name(entry.name[1:-len(".analysis-cache")])
+        capture = entry.with_name(entry.name[1 : -len(".analysis-cache")])
         assert cache.load(capture, cache.fingerprint(capture)) is not None
 
 
 @pytest.mark.parametrize("affinity,expected", [({0, 1, 2}, 3), (set(range(20)), 8), ({5}, 1)])
 def test_default_jobs_counts_the_cpus_this_process_may_use(
-        affinity: set[int], expected: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    affinity: set[int], expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: affinity, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)  # the machine's: not what may be used
     assert parallel.default_jobs() == expected
@@ -125,7 +157,8 @@ def test_default_jobs_counts_the_cpus_this_process_may_use(
 
 @pytest.mark.parametrize("cpus,expected", [(5, 5), (None, 1), (1, 1), (64, 8)])
 def test_default_jobs_without_affinity_counts_the_machines_cpus(
-        cpus: int | None, expected: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    cpus: int | None, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where ``os.sched_getaffinity`` is missing (macOS, Windows); an unknown count is 1."""
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
@@ -141,6 +174,7 @@ def pool_sizes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     def pool(*args: Any, **kwargs: Any) -> Any:
         sizes.append(args[0] if args else kwargs.get("processes"))
         return real(*args, **kwargs)
+
     monkeypatch.setattr(multiprocessing, "Pool", pool)
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     return sizes
@@ -148,7 +182,8 @@ def pool_sizes(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 @pytest.mark.parametrize("jobs,expected", [(2, 2), (7, 3)])
 def test_the_pool_has_jobs_workers_and_no_more_than_captures(
-        run: Path, pool_sizes: list[object], jobs: int, expected: int) -> None:
+    run: Path, pool_sizes: list[object], jobs: int, expected: int
+) -> None:
     paths = list(discover(run))[:3]
     one = parallel.read_all(paths, run, jobs=1, use_cache=False)
     assert parallel.read_all(paths, run, jobs=jobs, use_cache=False) == one
@@ -156,7 +191,8 @@ def test_the_pool_has_jobs_workers_and_no_more_than_captures(
 
 
 def test_a_pool_from_another_thread_reads_and_leaves_sigint_alone(
-        run: Path, pool_sizes: list[object]) -> None:
+    run: Path, pool_sizes: list[object]
+) -> None:
     """Only the main thread may set a signal handler: from another thread the pool runs
     without one; from the main thread the handler in place before is put back."""
     paths = list(discover(run))[:3]
@@ -171,6 +207,7 @@ def test_a_pool_from_another_thread_reads_and_leaves_sigint_alone(
             got.append(parallel.read_all(paths, run, jobs=2, use_cache=False))
         except BaseException as err:  # noqa: BLE001 - shown by the assertion below
             got.append(err)
+
     thread = threading.Thread(target=in_thread)
     thread.start()
     thread.join(timeout=120)

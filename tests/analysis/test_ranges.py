@@ -32,13 +32,19 @@ def _nested(tmp_path: Path, rank: int = 0, scale: float = 1.0, **meta) -> Path:
     events = []
     for step in (1, 2, 3):
         t = step * 100_000
-        events += [span(f"ProfilerStep#{step}", t, 90_000),
-                   span("actor_update", t + 1000, 80_000),
-                   span("outer", t + 2000, 10_000 * scale),
-                   span("inner", t + 3000, 4000 * scale), span("inner", t + 8000, 3000 * scale),
-                   span("other", t + 2500, 5000, tid=2)]
-    return write_trace(tmp_path / f"rank{rank}_h_1_step1.pt.trace.json", events,
-                       mindspeed_prof={"rank": rank, **meta})
+        events += [
+            span(f"ProfilerStep#{step}", t, 90_000),
+            span("actor_update", t + 1000, 80_000),
+            span("outer", t + 2000, 10_000 * scale),
+            span("inner", t + 3000, 4000 * scale),
+            span("inner", t + 8000, 3000 * scale),
+            span("other", t + 2500, 5000, tid=2),
+        ]
+    return write_trace(
+        tmp_path / f"rank{rank}_h_1_step1.pt.trace.json",
+        events,
+        mindspeed_prof={"rank": rank, **meta},
+    )
 
 
 def test_self_time_where_ranges_nest_and_stage_found(tmp_path: Path) -> None:
@@ -77,14 +83,27 @@ def test_json_key_ranges(tmp_path: Path, capsys) -> None:
     _nested(tmp_path)
     assert main(["analyse", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"name", "rank", "count", "total_ms", "mean_ms", "p95_ms", "max_ms", "self_ms",
-            "stage"} <= set(out["ranges"][0])
+    assert {
+        "name",
+        "rank",
+        "count",
+        "total_ms",
+        "mean_ms",
+        "p95_ms",
+        "max_ms",
+        "self_ms",
+        "stage",
+    } <= set(out["ranges"][0])
 
 
 def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
-    events = [span("ProfilerStep#1", 0, 100_000), span("actor_update", 10, 5000),
-              span("backwards", 50_000, -20), {"ph": "X", "name": "no_dur", "ts": 5},
-              span("ok", 100, 300)]
+    events = [
+        span("ProfilerStep#1", 0, 100_000),
+        span("actor_update", 10, 5000),
+        span("backwards", 50_000, -20),
+        {"ph": "X", "name": "no_dur", "ts": 5},
+        span("ok", 100, 300),
+    ]
     path = write_trace(tmp_path / "rank0.pt.trace.json", events)
     result = analyse(path)
     assert [r.name for r in tables(result).range_table] == ["ok"]
@@ -97,7 +116,9 @@ def test_bad_ranges_named_rest_analysed(tmp_path: Path, capsys) -> None:
 def test_report_escapes_range_names(run_dir: Path, tmp_path: Path) -> None:
     from mindspeed_prof.views.html import write_report
 
-    html = write_report(report(analyse(run_dir)), tmp_path / "r.html").read_text().replace("<wbr>", "")
+    html = (
+        write_report(report(analyse(run_dir)), tmp_path / "r.html").read_text().replace("<wbr>", "")
+    )
     assert "&lt;b&gt;custom&lt;/b&gt;" in html and "<b>custom</b>" not in html
 
 
@@ -135,16 +156,24 @@ def test_self_times_at_epoch_microseconds_are_exact() -> None:
 
 def test_stage_of_is_the_run_holding_the_start_edges_included() -> None:
     stages = [_r("a_stage", 20, 10, "stage"), _r("b_stage", 0, 10, "stage")]  # names unsorted
-    ranges = [_r("x", 5, 1), _r("y", 10, 1), _r("z", 25, 1), _r("w", 15, 1),
-              _r("v", 5, 1, rank=3)]
+    ranges = [_r("x", 5, 1), _r("y", 10, 1), _r("z", 25, 1), _r("w", 15, 1), _r("v", 5, 1, rank=3)]
     assert stage_of(ranges, stages) == ["b_stage", "b_stage", "a_stage", None, None]
 
 
 def test_range_rows_name_every_stage_and_order_ties_by_rank() -> None:
-    ranges = [_r("a_stage", 0, 10, "stage"), _r("b_stage", 20, 10, "stage"),
-              _r("loss", 1, 2), _r("loss", 21, 2),
-              _r("a_stage", 0, 10, "stage", rank=10), _r("loss", 1, 4, rank=10),
-              _r("a_stage", 0, 10, "stage", rank=2), _r("loss", 1, 4, rank=2)]
+    ranges = [
+        _r("a_stage", 0, 10, "stage"),
+        _r("b_stage", 20, 10, "stage"),
+        _r("loss", 1, 2),
+        _r("loss", 21, 2),
+        _r("a_stage", 0, 10, "stage", rank=10),
+        _r("loss", 1, 4, rank=10),
+        _r("a_stage", 0, 10, "stage", rank=2),
+        _r("loss", 1, 4, rank=2),
+    ]
     rows = range_rows(ranges)
-    assert [(r.rank, r.stage) for r in rows] == [(0, "a_stage, b_stage"), (2, "a_stage"),
-                                                (10, "a_stage")]
+    assert [(r.rank, r.stage) for r in rows] == [
+        (0, "a_stage, b_stage"),
+        (2, "a_stage"),
+        (10, "a_stage"),
+    ]

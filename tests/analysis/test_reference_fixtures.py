@@ -17,8 +17,12 @@ from corpus import SETS
 from reference_store import FIXTURES, RENEW, Store, set_digest
 
 #: The stores the reference tests keep, and their tools.
-STORES = {"hta_streams": "holistictraceanalysis", "hta_breakdown": "holistictraceanalysis",
-          "msprof_advisor": "msprof-analyze", "msprof_reference": "msprof-analyze"}
+STORES = {
+    "hta_streams": "holistictraceanalysis",
+    "hta_breakdown": "holistictraceanalysis",
+    "msprof_advisor": "msprof-analyze",
+    "msprof_reference": "msprof-analyze",
+}
 
 
 @pytest.mark.parametrize("name", sorted(STORES))
@@ -32,9 +36,16 @@ def test_each_fixture_is_of_the_sets_and_the_tool_installed(name: str) -> None:
     assert doc["tool"] == STORES[name]
     installed = version(doc["tool"])
     assert doc["version"] == installed, (
-        f"{path.name}: made with {doc['tool']} {doc['version']}, {installed} installed; {renew}")
-    stale = sorted({f"{entry['label']} ({s})" for entry in doc["entries"].values()
-                    for s, d in entry["sets"].items() if s not in SETS or set_digest(s) != d})
+        f"{path.name}: made with {doc['tool']} {doc['version']}, {installed} installed; {renew}"
+    )
+    stale = sorted(
+        {
+            f"{entry['label']} ({s})"
+            for entry in doc["entries"].values()
+            for s, d in entry["sets"].items()
+            if s not in SETS or set_digest(s) != d
+        }
+    )
     assert not stale, f"{path.name}: made from other files of {', '.join(stale)}; {renew}"
     assert doc["entries"] and any(entry["sets"] for entry in doc["entries"].values())
 
@@ -44,7 +55,8 @@ def _count(inputs: Path) -> dict[str, int]:
 
 
 def test_kept_figures_only_for_the_same_input_call_and_version(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(reference_store, "FIXTURES", tmp_path / "kept")
     calls: list[Path] = []
 
@@ -88,8 +100,9 @@ def test_kept_figures_only_for_the_same_input_call_and_version(
     assert len(calls) == 5
 
 
-def test_entries_name_the_digest_of_their_sets(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_name_the_digest_of_their_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(reference_store, "FIXTURES", tmp_path)
     monkeypatch.setenv(RENEW, "renew")
     name = next(iter(SETS))
@@ -102,8 +115,9 @@ def _files(files: list[Path]) -> dict[str, int]:
     return {"files": len(files)}
 
 
-def test_files_and_the_code_that_prepares_them_are_keyed(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_and_the_code_that_prepares_them_are_keyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(reference_store, "FIXTURES", tmp_path / "kept")
     monkeypatch.setenv(RENEW, "renew")
     f = tmp_path / "a.json"
@@ -123,13 +137,17 @@ def test_files_and_the_code_that_prepares_them_are_keyed(tmp_path: Path,
 def test_the_script_renews_every_store() -> None:
     """scripts/reference_fixtures.py runs every test file that keeps a tool's output."""
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("reference_fixtures",
-                                                  root / "scripts" / "reference_fixtures.py")
+    spec = importlib.util.spec_from_file_location(
+        "reference_fixtures", root / "scripts" / "reference_fixtures.py"
+    )
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     texts = [(root / f).read_text() for f in script.TESTS]
     assert set(re.findall(r'Store\("(\w+)"', "".join(texts))) == set(STORES)
-    keeping = {p.relative_to(root).as_posix() for p in (root / "tests").rglob("test_*.py")
-               if 'Store("' in p.read_text() and p.name != Path(__file__).name}
+    keeping = {
+        p.relative_to(root).as_posix()
+        for p in (root / "tests").rglob("test_*.py")
+        if 'Store("' in p.read_text() and p.name != Path(__file__).name
+    }
     assert keeping == set(script.TESTS)

@@ -26,6 +26,7 @@ from mindspeed_prof.analysis.report.tables import HIDDEN, TOP, Tables
 from mindspeed_prof.analysis.summary import write_run_summary
 from mindspeed_prof.cli import main, parser
 
+
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Every call of ``tables`` (by ``report``) and of the functions that read the captures'
@@ -37,33 +38,48 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             seen[name] += 1
             return fn(*args, **kwargs)
+
         return wrapper
 
-    for module, name in ((report_module, "tables"), (compute, "merged_ranges"),
-                         (tables_module, "find_stragglers"), (judge, "rank_lags")):
+    for module, name in (
+        (report_module, "tables"),
+        (compute, "merged_ranges"),
+        (tables_module, "find_stragglers"),
+        (judge, "rank_lags"),
+    ):
         monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
     yield seen
 
 
 def _calls(rank: int, step: int) -> list[Call]:
-    return [("tokens_generated", 4096, "actor_generate"), ("tokens_trained", 4096,
-            "actor_update"), ("samples_kept", 6, "actor_update"),
-            ("samples_dropped", 2, "actor_update")]
+    return [
+        ("tokens_generated", 4096, "actor_generate"),
+        ("tokens_trained", 4096, "actor_update"),
+        ("samples_kept", 6, "actor_update"),
+        ("samples_dropped", 2, "actor_update"),
+    ]
 
 
 @pytest.fixture
 def counted_run(tmp_path: Path) -> Path:
     """Two ranks, three steps, rank 1 slow in actor_update, counters recorded (the ledger)."""
-    return rl_run(tmp_path / "run", calls=_calls,
-                  stage_ms=lambda rank, step, stage: 200.0 if (rank, stage) == (
-                      1, "actor_update") else 100.0)
+    return rl_run(
+        tmp_path / "run",
+        calls=_calls,
+        stage_ms=lambda rank, step, stage: 200.0 if (rank, stage) == (1, "actor_update") else 100.0,
+    )
 
 
-@pytest.mark.parametrize("how", [[], ["--json"], ["--html", "REPORT"]],
-                         ids=["text", "json", "html"])
-def test_every_table_is_computed_once_per_analyse(how: list[str], calls: Counter[str],
-                                                  counted_run: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "how", [[], ["--json"], ["--html", "REPORT"]], ids=["text", "json", "html"]
+)
+def test_every_table_is_computed_once_per_analyse(
+    how: list[str],
+    calls: Counter[str],
+    counted_run: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Whatever the output, ``analyse`` computes the tables once: the views, the verdict and
     the findings read them, never a second copy."""
     args = [str(tmp_path / "r.html") if a == "REPORT" else a for a in how]
@@ -98,8 +114,12 @@ def test_the_cli_defaults_are_the_settings() -> None:
     a = parser().parse_args(["analyse", "x"])
     c = parser().parse_args(["compare", "a", "b"])
     assert (a.margin, a.noise_ms, a.top, a.flops_per_token, a.peak_tflops) == (
-        default.margin, default.noise_ms, default.top, default.flops_per_token,
-        default.peak_tflops)
+        default.margin,
+        default.noise_ms,
+        default.top,
+        default.flops_per_token,
+        default.peak_tflops,
+    )
     assert (c.noise_ms, c.include_warmup) == (default.noise_ms, default.include_warmup)
 
 
@@ -122,9 +142,11 @@ def test_json_is_written_from_the_declaration(run_dir: Path) -> None:
     assert TOP.most is not None
     for top in ("top_ops", "top_kernels", "top_runtime"):
         assert doc[top] == [r.json() for r in getattr(rep.tables, top)[: TOP.most]]
-    assert doc["throughput"] == {"model": rep.tables.throughput.model.json(),
-                                 "rows": [r.json() for r in rep.tables.throughput.rows],
-                                 "stages": [r.json() for r in rep.tables.throughput.stages]}
+    assert doc["throughput"] == {
+        "model": rep.tables.throughput.model.json(),
+        "rows": [r.json() for r in rep.tables.throughput.rows],
+        "stages": [r.json() for r in rep.tables.throughput.stages],
+    }
 
 
 def test_a_job_summary_is_the_json_less_verdict_findings_and_rule_notes(run_dir: Path) -> None:
@@ -136,5 +158,6 @@ def test_a_job_summary_is_the_json_less_verdict_findings_and_rule_notes(run_dir:
     doc, own = json.loads(json.dumps(report(result).json())), json.loads(written.read_text())
     assert [k for k in doc if k not in ("verdict", "findings")] == list(own)
     assert {k: v for k, v in doc.items() if k not in ("verdict", "findings", "notes")} == {
-        k: v for k, v in own.items() if k != "notes"}
-    assert doc["notes"][:len(own["notes"])] == own["notes"]
+        k: v for k, v in own.items() if k != "notes"
+    }
+    assert doc["notes"][: len(own["notes"])] == own["notes"]

@@ -33,8 +33,10 @@ from mindspeed_prof.analysis.report.tables import tables
 
 
 def _runs_of(root: Path) -> list[str]:
-    return [json.loads(p.read_text())["mindspeed_prof"]["run"]
-            for p in sorted(root.rglob("*.mstx.trace.json"))]
+    return [
+        json.loads(p.read_text())["mindspeed_prof"]["run"]
+        for p in sorted(root.rglob("*.mstx.trace.json"))
+    ]
 
 
 @pytest.fixture
@@ -52,54 +54,60 @@ def two_runs(tmp_path: Path) -> tuple[Path, str, str]:
 
 
 def test_the_newest_run_is_the_answer_and_its_first_line_says_so(
-        two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, first, second = two_runs
     result = analyse(root)
     assert result.run is not None and result.run.id == second
     assert [r.id for r in result.runs] == [second, first]
     assert {t.meta.run for t in result.traces} == {second}
     assert [(r.stage, r.rank, r.count) for r in tables(result).stage_rank] == [
-        (s, rank, 3) for s in STAGES for rank in (0, 1)]  # three steps each, not six
+        (s, rank, 3) for s in STAGES for rank in (0, 1)
+    ]  # three steps each, not six
     v = verdict(*answered(result))
     assert v.straggler is None and v.one_off is None  # run 1's slow rank is not run 2's
     assert main(["analyse", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert re.fullmatch(rf"2 runs under {re.escape(str(root))}; this is the newest, "
-                        rf"{second} \(started \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC, ranks 0, "
-                        r"1\); --run ID\|all", out[0]), out[0]
+    assert re.fullmatch(
+        rf"2 runs under {re.escape(str(root))}; this is the newest, "
+        rf"{second} \(started \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC, ranks 0, "
+        r"1\); --run ID\|all",
+        out[0],
+    ), out[0]
 
 
-def test_another_run_by_its_id_or_its_first_characters(two_runs: tuple[Path, str, str],
-                                                      capsys: pytest.CaptureFixture[str]
-                                                      ) -> None:
+def test_another_run_by_its_id_or_its_first_characters(
+    two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, first, second = two_runs
     old = analyse(root, run=first)
     assert old.run is not None and old.run.id == first
     v = verdict(*answered(old))
-    assert v.straggler is not None and (v.straggler.rank, v.straggler.name) == (
-        1, "actor_update")
+    assert v.straggler is not None and (v.straggler.rank, v.straggler.name) == (1, "actor_update")
     assert v.behind is not None and (v.behind.behind, v.behind.compared) == (3, 3)
-    unique = next(first[:n] for n in range(1, len(first) + 1)
-                  if not second.startswith(first[:n]))
+    unique = next(first[:n] for n in range(1, len(first) + 1) if not second.startswith(first[:n]))
     assert analyse(root, run=unique).run == old.run
     assert main(["analyse", str(root), "--run", first]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith(f"2 runs under {root}; this is not the newest ({second}), {first}")
 
 
-def test_an_unknown_run_names_those_there_are(two_runs: tuple[Path, str, str],
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_run_names_those_there_are(
+    two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, first, second = two_runs
     with pytest.raises(UnknownRun):
         analyse(root, run="nope")
     assert main(["analyse", str(root), "--run", "nope"]) == 2
     assert capsys.readouterr().err == (
         f"mindspeed-prof: --run nope: is no run here; runs here, newest first: {second}, "
-        f"{first} (or --run all)\n")
+        f"{first} (or --run all)\n"
+    )
 
 
-def test_all_runs_each_apart(two_runs: tuple[Path, str, str],
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_all_runs_each_apart(
+    two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, first, second = two_runs
     results = analyse_runs(root, run="all")
     assert [r.run.id for r in results if r.run] == [second, first]
@@ -115,7 +123,8 @@ def test_all_runs_each_apart(two_runs: tuple[Path, str, str],
 
 
 def test_json_names_the_run_and_the_line_goes_to_stderr(
-        two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    two_runs: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _, second = two_runs
     assert main(["analyse", str(root), "--json"]) == 0
     out, err = capsys.readouterr()
@@ -124,16 +133,15 @@ def test_json_names_the_run_and_the_line_goes_to_stderr(
     assert err.startswith(f"mindspeed-prof: 2 runs under {root}; this is the newest, {second}")
 
 
-def test_one_rank_run_twice_is_never_its_own_straggler(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]
-                                                       ) -> None:
+def test_one_rank_run_twice_is_never_its_own_straggler(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's case: an app run twice on one rank wrote both runs into one root; rank 0
     was called a straggler against itself and the slowest stage took 152% of the step."""
     root = tmp_path / "profiler_data"
     make_run(root, ranks=(0,), profile_level="level_none")
     run_id.new_job()
-    make_run(root, ranks=(0,), profile_level="level_none",
-             slow={(0, "actor_generate"): 20})
+    make_run(root, ranks=(0,), profile_level="level_none", slow={(0, "actor_generate"): 20})
     for result in analyse_runs(root, run="all"):
         v = verdict(*answered(result))
         assert v.straggler is None and v.one_off is None and not result.clashes
@@ -151,44 +159,89 @@ def test_a_manifests_captures_join_its_run(tmp_path: Path) -> None:
     make_run(root, ranks=(0,), profile_level="level_none")
     ours = run_id.resolve()[0]
     other = root / "integrated" / "rank0_worker.pt.trace.json"
-    other.write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1,
-         "tid": 1}]}))
-    write_manifest(root / manifest_name(ours, 0),
-                   Manifest(run=ours, rank=0, captures=[CaptureRecord(files=[str(other)])]))
+    other.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "name": "aten::mm",
+                        "ts": 1,
+                        "dur": 2,
+                        "pid": 1,
+                        "tid": 1,
+                    }
+                ]
+            }
+        )
+    )
+    write_manifest(
+        root / manifest_name(ours, 0),
+        Manifest(run=ours, rank=0, captures=[CaptureRecord(files=[str(other)])]),
+    )
     result = analyse(root)
     assert result.runs and len(result.runs) == 1 and other in {t.path for t in result.traces}
 
 
 def _old_range_file(path: Path, rank: int, ms: float) -> None:
     """A range file as mindspeed-prof wrote it before run ids (no ``run`` in its header)."""
-    events = [{"ph": "X", "pid": 1, "tid": 1, "cat": "step", "name": "ProfilerStep#1",
-               "ts": 0, "dur": ms * 1000 + 10, "args": {"step": 1}},
-              {"ph": "X", "pid": 1, "tid": 1, "cat": "stage", "name": "actor_update",
-               "ts": 5, "dur": ms * 1000, "args": {"step": 1}}]
+    events = [
+        {
+            "ph": "X",
+            "pid": 1,
+            "tid": 1,
+            "cat": "step",
+            "name": "ProfilerStep#1",
+            "ts": 0,
+            "dur": ms * 1000 + 10,
+            "args": {"step": 1},
+        },
+        {
+            "ph": "X",
+            "pid": 1,
+            "tid": 1,
+            "cat": "stage",
+            "name": "actor_update",
+            "ts": 5,
+            "dur": ms * 1000,
+            "args": {"step": 1},
+        },
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"mindspeed_prof": {"kind": "spans", "format": 2, "rank": rank},
-                                "traceEvents": events, "closed": True}))
+    path.write_text(
+        json.dumps(
+            {
+                "mindspeed_prof": {"kind": "spans", "format": 2, "rank": rank},
+                "traceEvents": events,
+                "closed": True,
+            }
+        )
+    )
 
 
-def test_captures_from_before_run_ids_are_grouped_by_their_manifests_folder(
-        tmp_path: Path) -> None:
+def test_captures_from_before_run_ids_are_grouped_by_their_manifests_folder(tmp_path: Path) -> None:
     """An old multirun's save root: a folder per job, each with its old manifest; a capture
     in no such folder is of the run ``legacy``."""
     root = tmp_path / "profiler_data"
     for job, ms in (("0", 10.0), ("1", 30.0)):
         _old_range_file(root / job / "integrated" / "rank0_h_1_step1.mstx.trace.json", 0, ms)
-        (root / job / f"manifest.job{job}.json").write_text(json.dumps(
-            {"status": "completed", "rank": 0, "start_time": float(job)}))
+        (root / job / f"manifest.job{job}.json").write_text(
+            json.dumps({"status": "completed", "rank": 0, "start_time": float(job)})
+        )
     _old_range_file(root / "elsewhere" / "rank0_h_9_step1.mstx.trace.json", 0, 20.0)
     results = analyse_runs(root, run="all")
     assert {r.run.id: [s.mean_ms for s in tables(r).stage_rank] for r in results if r.run} == {
-        "legacy:0": [10.0], "legacy:1": [30.0], "legacy": [20.0]}
+        "legacy:0": [10.0],
+        "legacy:1": [30.0],
+        "legacy": [20.0],
+    }
     assert all(r.run and r.run.legacy and not r.clashes for r in results)
 
 
 def test_doctor_reads_every_run_and_expects_ranks_run_by_run(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "profiler_data"
     make_run(root, ranks=(0, 1), profile_level="level_none")
     first = run_id.resolve()[0]
@@ -198,7 +251,8 @@ def test_doctor_reads_every_run_and_expects_ranks_run_by_run(
     health = doctor(root)
     assert [r["id"] for r in health.runs] == [second, first]
     assert [(f.kind, f.message) for f in health.findings] == [
-        ("missing_rank", f"rank 0: expected in run {second}, but no capture file found")]
+        ("missing_rank", f"rank 0: expected in run {second}, but no capture file found")
+    ]
     assert main(["doctor", str(root)]) == 3
     out = capsys.readouterr().out
     assert f"runs: 2, newest first: {second} (started " in out
@@ -206,38 +260,68 @@ def test_doctor_reads_every_run_and_expects_ranks_run_by_run(
 
 # -- every view's shares, on random roots of several runs --------------------------------------
 
-def _trace(run: str, rank: int, steps: dict[int, list[tuple[str, float, float, str]]],
-           gap: float) -> TraceData:
+
+def _trace(
+    run: str, rank: int, steps: dict[int, list[tuple[str, float, float, str]]], gap: float
+) -> TraceData:
     """A range file of ``run`` on ``rank``: per step, its stages (name, start offset, ms,
     thread); the step lasts ``gap`` ms past its last stage's end."""
-    t = TraceData(Path(f"r/{run}/rank{rank}.mstx.trace.json"), "spans", rank, "integrated", 1,
-                  meta=CaptureHeader(run=run, kind="spans", rank=rank))
+    t = TraceData(
+        Path(f"r/{run}/rank{rank}.mstx.trace.json"),
+        "spans",
+        rank,
+        "integrated",
+        1,
+        meta=CaptureHeader(run=run, kind="spans", rank=rank),
+    )
     base = 0.0
     for step, stages in steps.items():
         end = max((off + ms for _, off, ms, _ in stages), default=0.0)
-        t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, base * 1000,
-                              (end + gap) * 1000))
-        t.ranges += [Range(rank, "stage", name, step, (base + off) * 1000, ms * 1000, tid=tid,
-                           bare=ms * 1000 * 0.3)
-                     for name, off, ms, tid in stages]
+        t.ranges.append(
+            Range(rank, "step", f"ProfilerStep#{step}", step, base * 1000, (end + gap) * 1000)
+        )
+        t.ranges += [
+            Range(
+                rank,
+                "stage",
+                name,
+                step,
+                (base + off) * 1000,
+                ms * 1000,
+                tid=tid,
+                bare=ms * 1000 * 0.3,
+            )
+            for name, off, ms, tid in stages
+        ]
         base += end + gap + 1.0
     return t
 
 
-stage = st.tuples(st.sampled_from(STAGES[:3]), st.floats(0.0, 50.0), st.floats(0.1, 80.0),
-                  st.sampled_from(["1", "2"]))  # two threads: stages may overlap
+stage = st.tuples(
+    st.sampled_from(STAGES[:3]),
+    st.floats(0.0, 50.0),
+    st.floats(0.1, 80.0),
+    st.sampled_from(["1", "2"]),
+)  # two threads: stages may overlap
 step_stages = st.lists(stage, min_size=1, max_size=4)
-run_plan = st.dictionaries(st.integers(0, 2),  # rank -> steps (4 or more: trends are fitted)
-                           st.dictionaries(st.integers(1, 6), step_stages, min_size=1,
-                                           max_size=5), min_size=1, max_size=3)
+run_plan = st.dictionaries(
+    st.integers(0, 2),  # rank -> steps (4 or more: trends are fitted)
+    st.dictionaries(st.integers(1, 6), step_stages, min_size=1, max_size=5),
+    min_size=1,
+    max_size=3,
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(run_plan, min_size=1, max_size=3), st.floats(0.0, 20.0))
-def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, Any]],
-                                                          gap: float) -> None:
-    traces = [_trace(f"run{i}", rank, steps, gap) for i, plan in enumerate(plans)
-              for rank, steps in plan.items()]
+def test_no_share_is_over_100_percent_and_no_run_is_mixed(
+    plans: list[dict[int, Any]], gap: float
+) -> None:
+    traces = [
+        _trace(f"run{i}", rank, steps, gap)
+        for i, plan in enumerate(plans)
+        for rank, steps in plan.items()
+    ]
     results = runs_of(Captures(root=Path("/no/such/root"), traces=traces), "all")
     assert sorted(r.run.id for r in results if r.run) == [f"run{i}" for i in range(len(plans))]
     for result in results:
@@ -257,13 +341,17 @@ def test_no_share_is_over_100_percent_and_no_run_is_mixed(plans: list[dict[int, 
         print_analysis(report(result), Console(file=buf, width=100))
         text = " ".join(buf.getvalue().split())
         assert not re.search(r"-\d+%", text)  # no share below 0
-        shares = re.findall(r"(\d+)% of (?:the|its|a) step|grew from (\d+)% to (\d+)%"
-                            r"|│ (\d+)% │", text)
+        shares = re.findall(
+            r"(\d+)% of (?:the|its|a) step|grew from (\d+)% to (\d+)%"
+            r"|│ (\d+)% │",
+            text,
+        )
         assert all(int(p) <= 100 for found in shares for p in found if p)
 
 
 def test_two_old_captures_of_one_rank_are_warned_of_before_the_verdict(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Captures from before run ids, no manifest: one group, so two that claim rank 0 step 1
     clash; the warning comes before any number it bears on, not under the tables."""
     _old_range_file(tmp_path / "a" / "rank0_h_1_step1.mstx.trace.json", 0, 10.0)

@@ -18,10 +18,19 @@ GAP_S = 0.03  # work in each step outside any stage (data loading, logging...)
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gap")
-    with Profiler.from_config({"integrated": {
-            "profile": True, "mstx": True, "profile_level": "level_none",
-            "profile_step_start": 1, "profile_step_end": 3, "profile_save_path": str(root)}},
-            rank=0) as prof:
+    with Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(root),
+            }
+        },
+        rank=0,
+    ) as prof:
         for step in (1, 2):
             with prof.step(step):
                 for stage in STAGES[:2]:

@@ -12,8 +12,15 @@ from mindspeed_prof.analysis.summary import after_capture
 
 
 def test_profile_analysis_writes_summary_next_to_capture(tmp_path: Path) -> None:
-    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path),
-                          "stage": "actor_generate", "profile_analysis": True, "mstx": True}}
+    cfg = {
+        "integrated": {
+            "profile": True,
+            "profile_save_path": str(tmp_path),
+            "stage": "actor_generate",
+            "profile_analysis": True,
+            "mstx": True,
+        }
+    }
     with Profiler.from_config(cfg, on_capture=after_capture(cfg)) as prof:
         for step in (1, 2):
             with prof.step(step), prof.stage("actor_generate"):

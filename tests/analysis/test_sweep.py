@@ -22,10 +22,19 @@ from mindspeed_prof.analysis.sweep import (
 from mindspeed_prof.jsonio import write_json
 
 #: A row as the summary wrote it before the rows were typed (every key, in this order).
-OLD_ROW = {"job": 0, "status": "completed", "stage": ["actor_generate", "actor_update"],
-           "captures": 4, "files": 7, "ms_per_step": 12.5, "ms_per_stage": 3.25,
-           "overrides": ["profiler_config=stage_scoped"], "save_root": "/x/0/prof",
-           "note": None, "error": None}
+OLD_ROW = {
+    "job": 0,
+    "status": "completed",
+    "stage": ["actor_generate", "actor_update"],
+    "captures": 4,
+    "files": 7,
+    "ms_per_step": 12.5,
+    "ms_per_stage": 3.25,
+    "overrides": ["profiler_config=stage_scoped"],
+    "save_root": "/x/0/prof",
+    "note": None,
+    "error": None,
+}
 
 
 def test_a_summary_written_before_reads_back_unchanged(tmp_path: Path) -> None:
@@ -42,8 +51,9 @@ def test_a_bare_list_of_rows_and_missing_fields_read_with_defaults(tmp_path: Pat
     path = tmp_path / SUMMARY_NAME
     path.write_text(json.dumps([{"job": 3, "status": "failed", "stage": "critic_update"}]))
     summary = read_summary(path)
-    assert summary == SweepSummary(str(tmp_path), [SweepRow(job=3, status="failed",
-                                                            stage="critic_update")])
+    assert summary == SweepSummary(
+        str(tmp_path), [SweepRow(job=3, status="failed", stage="critic_update")]
+    )
     assert profiled(summary.jobs) and not profiled([SweepRow(job=0)])
 
 
@@ -57,9 +67,14 @@ def test_a_summary_that_is_no_summary_is_refused(tmp_path: Path) -> None:
 def test_job_records_round_trip_and_odd_ones_are_skipped(tmp_path: Path) -> None:
     record_job(tmp_path, 1, tmp_path / "a" / "manifest.json", True)
     assert json.loads((tmp_path / RECORDS / "job1.json").read_text()) == {
-        "job": 1, "manifest": str(tmp_path / "a" / "manifest.json"), "shared": True}
+        "job": 1,
+        "manifest": str(tmp_path / "a" / "manifest.json"),
+        "shared": True,
+    }
     (tmp_path / RECORDS / "job2.json").write_text('{"job": 2}')  # no manifest named
     (tmp_path / RECORDS / "job3.json").write_text("not json")
     (tmp_path / RECORDS / "job4.json").write_text('{"job": "4", "manifest": "m", "shared": 0}')
-    assert _records(tmp_path) == {1: (tmp_path / "a" / "manifest.json", True),
-                                  4: (Path("m"), False)}
+    assert _records(tmp_path) == {
+        1: (tmp_path / "a" / "manifest.json", True),
+        4: (Path("m"), False),
+    }

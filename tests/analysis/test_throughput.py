@@ -26,15 +26,23 @@ def _gen_ms(rank: int, step: int, stage: str) -> float:
 
 
 def _calls(rank: int, step: int) -> list:
-    return [("tokens_generated", 1000 * step, "actor_generate"),  # grows with the step
-            ("tokens_trained", 800, "actor_update"),
-            ("samples_kept", 6, None), ("samples_dropped", 2, None)]
+    return [
+        ("tokens_generated", 1000 * step, "actor_generate"),  # grows with the step
+        ("tokens_trained", 800, "actor_update"),
+        ("samples_kept", 6, None),
+        ("samples_dropped", 2, None),
+    ]
 
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
-    return rl_run(tmp_path, ranks=(0, 1, 2), stage_ms=_gen_ms, calls=_calls,
-                  model={"flops_per_token": 1e9, "peak_tflops": 10.0})
+    return rl_run(
+        tmp_path,
+        ranks=(0, 1, 2),
+        stage_ms=_gen_ms,
+        calls=_calls,
+        model={"flops_per_token": 1e9, "peak_tflops": 10.0},
+    )
 
 
 def test_rates_per_rank_and_step_by_hand(run: Path) -> None:
@@ -57,12 +65,16 @@ def test_spread_slowest_rank_and_trend(run: Path) -> None:
     assert gen.stage == "actor_generate" and (gen.ranks, gen.steps) == (3, 3)
     # ranks 0 and 1: 6000 tokens in 0.3 s; rank 2: 6000 in 0.6 s
     assert gen.tokens_per_s == pytest.approx(20_000.0)
-    assert (gen.min_tokens_per_s, gen.max_tokens_per_s) == (pytest.approx(10_000.0),
-                                                            pytest.approx(20_000.0))
+    assert (gen.min_tokens_per_s, gen.max_tokens_per_s) == (
+        pytest.approx(10_000.0),
+        pytest.approx(20_000.0),
+    )
     assert gen.slowest_rank == 2
     # per step the median rank: 10,000 -> 20,000 -> 30,000 tok/s: slope 10,000 a step
-    assert (gen.first_tokens_per_s, gen.last_tokens_per_s) == (pytest.approx(10_000.0),
-                                                               pytest.approx(30_000.0))
+    assert (gen.first_tokens_per_s, gen.last_tokens_per_s) == (
+        pytest.approx(10_000.0),
+        pytest.approx(30_000.0),
+    )
     assert gen.slope == pytest.approx(10_000.0) and gen.change == pytest.approx(2.0)
     # MFU pooled: 18,000 tokens x 1e9 / (1.2 s x 1e13) = 1.5: over the peak
     assert gen.mfu is None and "over the peak" in (gen.mfu_note or "")
@@ -75,27 +87,40 @@ def test_flags_override_the_header_and_mfu_by_hand(run: Path) -> None:
     gen, upd = tables(result, given).throughput.stages
     assert gen.mfu == pytest.approx(18_000 * 1e9 / (1.2 * 1000e12))
     assert upd.mfu == pytest.approx(3 * 7200 * 1e9 / (0.45 * 1000e12))  # 9 rank-steps
-    assert tables(result, given).throughput.model.peak_from == "flag" and tables(result, given).throughput.model.flops_from == "header"
+    assert (
+        tables(result, given).throughput.model.peak_from == "flag"
+        and tables(result, given).throughput.model.flops_from == "header"
+    )
     line = throughput_line(tables(result, given).throughput.stages)
-    assert line == ("actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU 2%; "
-                    "actor_update 16,000 tok/s per rank, MFU 5%")
+    assert line == (
+        "actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU 2%; "
+        "actor_update 16,000 tok/s per rank, MFU 5%"
+    )
 
 
 def test_mfu_needs_both_facts_and_says_why() -> None:
     assert mfu(10.0, 1.0, "actor_generate", Model()) == (
-        None, "no FLOPs per token (--flops-per-token, or model_flops_per_token)")
+        None,
+        "no FLOPs per token (--flops-per-token, or model_flops_per_token)",
+    )
     assert str(mfu(10.0, 1.0, "actor_generate", Model(flops_per_token=1.0))[1]).startswith(
-        "no peak")
+        "no peak"
+    )
     assert mfu(None, 1.0, "x", Model(flops_per_token=1.0, peak_tflops=1.0)) == (
-        None, "no tokens counted")
-    value, note = mfu(1e9, 1.0, "critic_update", Model(flops_per_token=100.0,
-                                                         peak_tflops=1.0))
+        None,
+        "no tokens counted",
+    )
+    value, note = mfu(1e9, 1.0, "critic_update", Model(flops_per_token=100.0, peak_tflops=1.0))
     assert note is None and value == pytest.approx(0.3)
 
 
 def test_hostile_and_disagreeing_model_blocks_are_not_used(tmp_path: Path) -> None:
-    rl_run(tmp_path / "a", ranks=(0,), calls=_calls, model={"flops_per_token": "big",
-                                                            "peak_tflops": -1})
+    rl_run(
+        tmp_path / "a",
+        ranks=(0,),
+        calls=_calls,
+        model={"flops_per_token": "big", "peak_tflops": -1},
+    )
     result = analyse(tmp_path / "a")
     model = tables(result).throughput.model
     assert (model.flops_per_token, model.peak_tflops) == (None, None)
@@ -113,9 +138,13 @@ def test_hostile_and_disagreeing_model_blocks_are_not_used(tmp_path: Path) -> No
 
 
 def test_counts_outside_a_stage_go_to_generation_and_update(tmp_path: Path) -> None:
-    rl_run(tmp_path, ranks=(0,), steps=(1,), calls=lambda rank, step: [
-        ("tokens_generated", 500, None), ("tokens_trained", 400, None)],
-        stages=("actor_generate", "actor_compute_log_prob", "actor_update"))
+    rl_run(
+        tmp_path,
+        ranks=(0,),
+        steps=(1,),
+        calls=lambda rank, step: [("tokens_generated", 500, None), ("tokens_trained", 400, None)],
+        stages=("actor_generate", "actor_compute_log_prob", "actor_update"),
+    )
     rows = {r.stage: r for r in tables(analyse(tmp_path)).throughput.rows}
     assert set(rows) == {"actor_generate", "actor_update"}  # log prob counted nothing
     assert (rows["actor_generate"].tokens, rows["actor_generate"].counted_in) == (500.0, "step")
@@ -146,15 +175,17 @@ def test_no_counters_no_throughput_anywhere(tmp_path: Path, capsys) -> None:
     assert doc["verdict"]["throughput"] == []
 
 
-@pytest.mark.parametrize("flag, value, said", [
-    ("--peak-tflops", "0", "allowed a finite number over 0"),
-    ("--peak-tflops", "nan", "allowed a finite number over 0"),
-    ("--peak-tflops", "1e9", "no device's peak"),
-    ("--flops-per-token", "-5", "allowed a finite number over 0"),
-    ("--flops-per-token", "many", "not a number"),
-])
-def test_model_flags_are_validated(run: Path, capsys, flag: str, value: str,
-                                   said: str) -> None:
+@pytest.mark.parametrize(
+    "flag, value, said",
+    [
+        ("--peak-tflops", "0", "allowed a finite number over 0"),
+        ("--peak-tflops", "nan", "allowed a finite number over 0"),
+        ("--peak-tflops", "1e9", "no device's peak"),
+        ("--flops-per-token", "-5", "allowed a finite number over 0"),
+        ("--flops-per-token", "many", "not a number"),
+    ],
+)
+def test_model_flags_are_validated(run: Path, capsys, flag: str, value: str, said: str) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["analyse", str(run), flag, value])
     assert exit_.value.code == 2
@@ -166,8 +197,10 @@ def test_the_verdict_line_and_text_never_print_mfu_over_100(run: Path, capsys) -
     assert main(["analyse", str(run), "--flops-per-token", "1e9"]) == 0
     out = capsys.readouterr().out
     flat = " ".join(out.split())
-    assert "throughput actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU " \
-           "not shown: over the peak" in flat
+    assert (
+        "throughput actor_generate 20,000 tok/s per rank (slowest rank 2: 10,000), MFU "
+        "not shown: over the peak" in flat
+    )
     assert "150%" not in flat and "480%" not in flat
     assert main(["analyse", str(run), "--peak-tflops", "100"]) == 0
     flat = " ".join(capsys.readouterr().out.split())

@@ -32,18 +32,23 @@ MIN_MS = validate({}).anomaly_min_ms
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 1000), max_size=60), st.integers(2, 9),
-       st.floats(1.01, 5.0), st.integers(0, 300))
-def test_detector_matches_statistics_median(values: list[int], window: int, factor: float,
-                                            excess: int) -> None:
+@given(
+    st.lists(st.integers(1, 1000), max_size=60),
+    st.integers(2, 9),
+    st.floats(1.01, 5.0),
+    st.integers(0, 300),
+)
+def test_detector_matches_statistics_median(
+    values: list[int], window: int, factor: float, excess: int
+) -> None:
     det = AnomalyDetector(factor, window, min_excess_ns=excess)
     for i, v in enumerate(values):
         got = det.observe("s", v)
         if i < window:
             assert got is None
             continue
-        median = statistics.median(values[i - window:i])
-        spread = 1.4826 * statistics.median(abs(x - median) for x in values[i - window:i])
+        median = statistics.median(values[i - window : i])
+        spread = 1.4826 * statistics.median(abs(x - median) for x in values[i - window : i])
         slow = v > factor * median and v - median >= excess and v - median >= 5 * spread
         assert got == (median if slow else None)
 
@@ -97,7 +102,8 @@ def test_trigger_once_per_step_at_most_max_and_never_when_busy() -> None:
     assert busy is not None and busy.action.startswith("skipped: another capture")
     assert trig.observe(7, "a", 500 * MS, busy=False).action == "capture"  # type: ignore[union-attr]
     assert trig.observe(8, "a", 5000 * MS, busy=False).action == (  # type: ignore[union-attr]
-        "skipped: anomaly_max_captures reached")
+        "skipped: anomaly_max_captures reached"
+    )
 
 
 def test_trigger_ignores_slowdowns_under_the_minimum_excess() -> None:
@@ -124,11 +130,17 @@ def test_minimum_excess_edge(min_ms: float, short_ns: int) -> None:
     assert (found is not None) == (over >= round(min_ms * MS))
 
 
-@pytest.mark.parametrize("min_ms,over_ms,fires", [
-    (3.0, 2.999999, False), (3.0, 3.0, True), (None, 4.999999, False), (None, 5.0, True)])
-def test_anomaly_min_ms_from_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        min_ms: float | None, over_ms: float,
-                                        fires: bool) -> None:
+@pytest.mark.parametrize(
+    "min_ms,over_ms,fires",
+    [(3.0, 2.999999, False), (3.0, 3.0, True), (None, 4.999999, False), (None, 5.0, True)],
+)
+def test_anomaly_min_ms_from_the_config(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    min_ms: float | None,
+    over_ms: float,
+    fires: bool,
+) -> None:
     """``extensions.anomaly_min_ms`` (default 5) reaches the trigger a profiler runs: a step
     3 to 5 ms over its 20 ms median passes the factor of 1.1 (22 ms) whatever the floor, and
     fires only at ``anomaly_min_ms`` over it."""
@@ -137,8 +149,9 @@ def test_anomaly_min_ms_from_the_config(tmp_path: Path, monkeypatch: pytest.Monk
     ext: dict[str, Any] = {"backend": "none", "anomaly_factor": 1.1, "anomaly_window": 3}
     if min_ms is not None:
         ext["anomaly_min_ms"] = min_ms
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
-                                 "extensions": ext}, rank=0)
+    prof = Profiler.from_config(
+        {"integrated": {"profile_save_path": str(tmp_path)}, "extensions": ext}, rank=0
+    )
     for step in range(1, 6):
         with prof.step(step):
             clock.ns += 20 * MS + (round(over_ms * MS) if step == 5 else 0)
@@ -156,8 +169,9 @@ def test_scheduler_runs_triggers_in_order_and_not_over_a_planned_capture() -> No
         events += sched.stage_start("actor_update", step)
         events += sched.stage_end("actor_update", step)
         events += sched.step_end(step)
-    starts = [(e.capture.stage, e.capture.step, e.capture.trigger) for e in events
-              if isinstance(e, Start)]
+    starts = [
+        (e.capture.stage, e.capture.step, e.capture.trigger) for e in events if isinstance(e, Start)
+    ]
     assert starts == [(ALL, 1, "on_demand"), ("actor_update", 3, "on_demand")]
     # The planned window [2, 3) was taken by the first trigger's second step: it stays undone.
     stops = [e.reason for e in events if isinstance(e, Stop)]
@@ -173,13 +187,22 @@ class Clock:
 
 
 def test_slow_step_captures_the_next_steps_under_triggered(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = Clock()
     monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
-    prof = Profiler.from_config({
-        "profile_save_path": str(tmp_path), "backend": "torch", "flight_recorder_steps": 3,
-        "anomaly_factor": 2.0, "anomaly_window": 4, "anomaly_capture_steps": 2,
-        "anomaly_max_captures": 1}, rank=3)
+    prof = Profiler.from_config(
+        {
+            "profile_save_path": str(tmp_path),
+            "backend": "torch",
+            "flight_recorder_steps": 3,
+            "anomaly_factor": 2.0,
+            "anomaly_window": 4,
+            "anomaly_capture_steps": 2,
+            "anomaly_max_captures": 1,
+        },
+        rank=3,
+    )
     for step in range(1, 16):
         with prof.step(step):
             with prof.stage("actor_update"):
@@ -201,13 +224,22 @@ def test_slow_step_captures_the_next_steps_under_triggered(
 
 @pytest.mark.parametrize("slow", ["actor_update", None])
 def test_the_flight_dump_for_an_anomaly_holds_the_anomalous_step_whole(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str | None) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str | None
+) -> None:
     clock = Clock()
     monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
-                                 "extensions": {"backend": "none", "flight_recorder_steps": 8,
-                                                "anomaly_factor": 3.0, "anomaly_window": 10}},
-                                rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {"profile_save_path": str(tmp_path)},
+            "extensions": {
+                "backend": "none",
+                "flight_recorder_steps": 8,
+                "anomaly_factor": 3.0,
+                "anomaly_window": 10,
+            },
+        },
+        rank=0,
+    )
     for step in range(1, 43):
         with prof.step(step):
             with prof.stage("actor_update"):
@@ -233,17 +265,20 @@ def test_anomaly_off_by_default(tmp_path: Path) -> None:
     assert not any(isinstance(p, AnomalyPart) for p in prof.parts) and not prof._live
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("anomaly_factor", 0.5, "must be 0 (off) or a number > 1"),
-    ("anomaly_factor", -2.0, "must be 0 (off) or a number > 1"),
-    ("anomaly_window", 1, "must be an integer >= 2"),
-    ("anomaly_capture_steps", 0, "must be an integer >= 1"),
-    ("anomaly_max_captures", -1, "must be an integer >= 0"),
-    ("anomaly_min_ms", -0.5, "must be a number >= 0"),
-    ("anomaly_min_ms", "nan", "must be a number >= 0"),
-    ("anomaly_min_ms", "5ms", "must be a number"),
-    ("flight_recorder_steps", -3, "must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("anomaly_factor", 0.5, "must be 0 (off) or a number > 1"),
+        ("anomaly_factor", -2.0, "must be 0 (off) or a number > 1"),
+        ("anomaly_window", 1, "must be an integer >= 2"),
+        ("anomaly_capture_steps", 0, "must be an integer >= 1"),
+        ("anomaly_max_captures", -1, "must be an integer >= 0"),
+        ("anomaly_min_ms", -0.5, "must be a number >= 0"),
+        ("anomaly_min_ms", "nan", "must be a number >= 0"),
+        ("anomaly_min_ms", "5ms", "must be a number"),
+        ("flight_recorder_steps", -3, "must be an integer >= 0"),
+    ],
+)
 def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: str) -> None:
     from mindspeed_prof.config.validate import ConfigError, validate
 
@@ -253,7 +288,8 @@ def test_bad_fields_rejected_with_their_name(field: str, value: Any, message: st
 
 
 def test_trigger_outside_any_step_fires_and_says_when_and_how_long(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A stage run outside any step (step None) fires like any other; the anomaly carries the
     wall time, its duration and the median in ms."""
     monkeypatch.setattr(anomaly_module, "time", SimpleNamespace(time=lambda: 1_700_000_000.5))
@@ -268,8 +304,15 @@ class _Host:
     """What ``AnomalyPart`` uses of its profiler; flight dumps and requests written down."""
 
     def __init__(self, root: Path, busy: bool = False) -> None:
-        self.cfg = validate({"anomaly_factor": 2.0, "anomaly_window": 2, "anomaly_min_ms": 0,
-                             "anomaly_capture_steps": 2, "anomaly_max_captures": 5})
+        self.cfg = validate(
+            {
+                "anomaly_factor": 2.0,
+                "anomaly_window": 2,
+                "anomaly_min_ms": 0,
+                "anomaly_capture_steps": 2,
+                "anomaly_max_captures": 5,
+            }
+        )
         self.rank, self.save_root = 3, root
         self.capturing, self.busy, self.step_open = False, busy, False
         self.triggers: list[Anomaly] = []
@@ -305,13 +348,13 @@ def test_failed_or_unmeasured_ends_are_not_measured(tmp_path: Path) -> None:
     assert [(t.step, t.stage, t.median_ms, t.rank) for t in host.triggers] == [(5, None, 10.0, 3)]
 
 
-def test_an_anomaly_while_busy_is_recorded_as_skipped_and_nothing_is_done(
-        tmp_path: Path) -> None:
+def test_an_anomaly_while_busy_is_recorded_as_skipped_and_nothing_is_done(tmp_path: Path) -> None:
     host = _Host(tmp_path, busy=True)
     part = _part(host)
     part.on_step_end(3, 30 * MS, False)
     assert [(t.step, t.action) for t in host.triggers] == [
-        (3, "skipped: another capture is active")]
+        (3, "skipped: another capture is active")
+    ]
     assert host.dumps == [] and host.requests == []
 
 
@@ -324,11 +367,10 @@ def test_anomalies_past_the_kept_maximum_are_acted_on_but_not_kept(tmp_path: Pat
     assert host.dumps == [("anomaly", 3)] and host.requests == [Trigger("anomaly", 2)]
 
 
-@pytest.mark.parametrize("stage,named", [(None, "(whole step)"),
-                                         ("actor_update", "actor_update")])
+@pytest.mark.parametrize("stage,named", [(None, "(whole step)"), ("actor_update", "actor_update")])
 def test_an_anomaly_warns_what_was_slow_and_where_the_next_steps_go(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str | None,
-        named: str) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str | None, named: str
+) -> None:
     host = _Host(tmp_path)
     part = _part(host)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
@@ -338,5 +380,6 @@ def test_an_anomaly_warns_what_was_slow_and_where_the_next_steps_go(
             part.on_stage_end(stage, 3, 30 * MS, False)
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: rank 3 step 3 {named} took 30.0 ms, over 2 x its median 10.0 ms: "
-        f"capturing the next 2 steps under {tmp_path / 'triggered'}"]
+        f"capturing the next 2 steps under {tmp_path / 'triggered'}"
+    ]
     assert host.dumps == [("anomaly", 3)] and host.requests == [Trigger("anomaly", 2)]

@@ -78,14 +78,25 @@ def test_negative_budget_is_rejected() -> None:
 
 @pytest.mark.parametrize("stage", ["actor_update", "all"])
 def test_large_captures_stay_within_one_step_of_the_budget(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, stage: str
+) -> None:
     """Every capture shape: one capture per stage execution, and a whole-step window (one
     capture where it fits; split, with one warning, only to measure a level or where room
     runs out), lowered or stopped so the job's output stays within one step of the budget."""
-    prof = Profiler.from_config({
-        "profile": True, "backend": "torch", "stage": stage, "profile_level": "level1",
-        "profile_record_shapes": True, "profile_step_start": 1,
-        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "torch",
+            "stage": stage,
+            "profile_level": "level1",
+            "profile_record_shapes": True,
+            "profile_step_start": 1,
+            "profile_step_end": 30,
+            "max_disk_mb": 1,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+    )
     x = torch.randn(4, 4)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 30):
@@ -117,9 +128,18 @@ def test_a_window_that_fits_is_one_capture_whatever_the_root_holds(tmp_path: Pat
     count: only what this job writes does; the window is one capture once its level is
     measured (the first step measures it)."""
     (tmp_path / "dataset.bin").write_bytes(b"x" * (2 * MB))
-    prof = Profiler.from_config({
-        "profile": True, "backend": "none", "profile_step_start": 1, "profile_step_end": 40,
-        "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0, run="one-window")
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "none",
+            "profile_step_start": 1,
+            "profile_step_end": 40,
+            "max_disk_mb": 1,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+        run="one-window",
+    )
     for step in range(1, 40):
         with prof.step(step):
             pass
@@ -140,10 +160,20 @@ def test_learns_the_largest_cost_per_step_of_each_level() -> None:
 
 def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> None:
     """The configured level is level1; once lowered, what a capture wrote is level0's cost."""
-    prof = Profiler.from_config({
-        "profile": True, "backend": "torch", "stage": "all", "profile_level": "level1",
-        "profile_record_shapes": True, "profile_step_start": 1,
-        "profile_step_end": 30, "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "torch",
+            "stage": "all",
+            "profile_level": "level1",
+            "profile_record_shapes": True,
+            "profile_step_start": 1,
+            "profile_step_end": 30,
+            "max_disk_mb": 1,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+    )
     budget = next(p for p in prof.parts if isinstance(p, Budget)).budget
     x = torch.randn(4, 4)
     for step in range(1, 30):
@@ -154,14 +184,18 @@ def test_a_lowered_capture_teaches_the_level_it_was_taken_at(tmp_path: Path) -> 
     taken = [c for c in prof.captures if not c.skipped]
     assert {c.level for c in taken} >= {"level1", "level0"}
     for level in ("level1", "level0"):
-        largest = max(sum(bytes_under(Path(f)) for f in c.files) / len(c.steps)
-                      for c in taken if c.level == level)
+        largest = max(
+            sum(bytes_under(Path(f)) for f in c.files) / len(c.steps)
+            for c in taken
+            if c.level == level
+        )
         assert budget.per_step[level] == largest
 
 
 # -- exact sizes, edges and messages --------------------------------------------------------
 def test_bytes_under_adds_every_file_and_skips_one_gone_since_the_listing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A capture's folder: a file removed between the folder's listing and its stat counts 0,
     and the files listed after it still count."""
     (tmp_path / "a").write_bytes(b"x" * 3)
@@ -187,8 +221,11 @@ def test_choose_edges_of_the_room_left() -> None:
     assert budget.choose("level1", 2) == Choice("level1", 2)  # 2 x 0.25 MB = the 0.5 MB left
     budget.learn("level1", MB // 2, 1)
     assert budget.choose("level1", 2) == Choice(
-        "level0", 1, "1.5 MB of max_disk_mb=2 used; level1 would need about 1.0 MB; "
-        "level0 not measured yet: one step measures it")
+        "level0",
+        1,
+        "1.5 MB of max_disk_mb=2 used; level1 would need about 1.0 MB; "
+        "level0 not measured yet: one step measures it",
+    )
 
 
 def test_learn_keeps_the_cost_per_step_even_when_nothing_was_written() -> None:
@@ -223,18 +260,27 @@ def _starting(host: _Host, capture: Capture, trigger: Trigger | None = None) -> 
     return Starting(capture, trigger, host.cfg)
 
 
-@pytest.mark.parametrize("capture,trigger,one_per_step,steps", [
-    (Capture(ALL, 2), Trigger("anomaly", 3), True, 3),  # a triggered run of whole steps
-    (Capture("actor_update", 2), Trigger("anomaly", 3), True, 1),  # each stage execution
-    (Capture("actor_update", 2), None, False, 1),
-    (Capture(ALL, 2), None, True, 1),  # one step per capture (continuous steps off)
-    (Capture(ALL, 2), None, False, 3),  # the window [1, 5) from step 2: steps 2, 3, 4
-])
+@pytest.mark.parametrize(
+    "capture,trigger,one_per_step,steps",
+    [
+        (Capture(ALL, 2), Trigger("anomaly", 3), True, 3),  # a triggered run of whole steps
+        (Capture("actor_update", 2), Trigger("anomaly", 3), True, 1),  # each stage execution
+        (Capture("actor_update", 2), None, False, 1),
+        (Capture(ALL, 2), None, True, 1),  # one step per capture (continuous steps off)
+        (Capture(ALL, 2), None, False, 3),  # the window [1, 5) from step 2: steps 2, 3, 4
+    ],
+)
 def test_each_capture_is_estimated_for_the_steps_it_will_hold(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: Capture,
-        trigger: Trigger | None, one_per_step: bool, steps: int) -> None:
-    part, host = _budget(tmp_path, CapturePlan(enabled=True, start=1, end=5,
-                                               one_per_step=one_per_step))
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capture: Capture,
+    trigger: Trigger | None,
+    one_per_step: bool,
+    steps: int,
+) -> None:
+    part, host = _budget(
+        tmp_path, CapturePlan(enabled=True, start=1, end=5, one_per_step=one_per_step)
+    )
     asked: list[tuple[str, int]] = []
 
     def choose(level: str, n: int) -> Choice:
@@ -252,9 +298,14 @@ def test_a_lowered_capture_warns_under_lowered_with_the_reason(tmp_path: Path) -
     starting = _starting(host, Capture(ALL, 7))
     part.before_capture(starting)
     assert starting.cfg.profile_level is Level.level0 and not starting.skip
-    assert host.warned == [("lowered", "mindspeed-prof: disk budget: capturing step 7 at "
-                            "level0 instead of level1 (0.0 MB of max_disk_mb=1 used; level1 "
-                            "would need about 2.0 MB)")]
+    assert host.warned == [
+        (
+            "lowered",
+            "mindspeed-prof: disk budget: capturing step 7 at "
+            "level0 instead of level1 (0.0 MB of max_disk_mb=1 used; level1 "
+            "would need about 2.0 MB)",
+        )
+    ]
 
 
 def test_skipped_captures_make_one_record_that_counts_them(tmp_path: Path) -> None:
@@ -266,12 +317,26 @@ def test_skipped_captures_make_one_record_that_counts_them(tmp_path: Path) -> No
     assert [s.skip for s in firsts] == ["disk budget: 1.0 MB of max_disk_mb=1 used"] * 3
     (record,) = host.captures
     assert (record.stage, record.step, record.index, record.rank, record.role) == (
-        "actor_update", 3, 1, 5, "actor")
+        "actor_update",
+        3,
+        1,
+        5,
+        "actor",
+    )
     assert (record.backend, record.reason, record.skipped, record.skipped_captures) == (
-        "none", "disk_budget", "1.0 MB of max_disk_mb=1 used", 3)
+        "none",
+        "disk_budget",
+        "1.0 MB of max_disk_mb=1 used",
+        3,
+    )
     assert host.warned == [  # the profiler's warn_once says the first only
-        ("skipped", f"mindspeed-prof: disk budget: skipping captures from step {step} on while "
-                    "there is no room (1.0 MB of max_disk_mb=1 used)") for step in (3, 4, 5)]
+        (
+            "skipped",
+            f"mindspeed-prof: disk budget: skipping captures from step {step} on while "
+            "there is no room (1.0 MB of max_disk_mb=1 used)",
+        )
+        for step in (3, 4, 5)
+    ]
 
 
 def test_one_skip_is_counted_once(tmp_path: Path) -> None:
@@ -287,8 +352,17 @@ def test_only_a_written_capture_with_a_level_teaches_its_cost(tmp_path: Path) ->
     written.write_bytes(b"x" * 1000)
 
     def record(files: list[str], level: str | None) -> CaptureRecord:
-        return CaptureRecord(stage=ALL, step=1, index=0, rank=0, role="integrated",
-                             backend="torch", level=level, steps=[1, 2], files=files)
+        return CaptureRecord(
+            stage=ALL,
+            step=1,
+            index=0,
+            rank=0,
+            role="integrated",
+            backend="torch",
+            level=level,
+            steps=[1, 2],
+            files=files,
+        )
 
     part.on_capture(record([str(written)], "level1"), "stop failed")  # an error
     part.on_capture(record([], "level1"), "")  # nothing written
@@ -301,7 +375,8 @@ def test_only_a_written_capture_with_a_level_teaches_its_cost(tmp_path: Path) ->
 
 # -- the root is never walked: a crowded or slow save root costs a step nothing --------------
 def test_a_crowded_slow_root_is_never_walked_nor_its_files_statted(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A save root holding 2,000 files of a dataset, whose every stat would take 1 ms (a slow
     NFS, as a double): over a 60-step window under a budget, no file of the dataset is ever
     statted and its folder never listed, on any thread; what the job writes counts."""
@@ -323,14 +398,24 @@ def test_a_crowded_slow_root_is_never_walked_nor_its_files_statted(
             if str(path) in (str(tmp_path), str(dataset)):
                 touched.append(str(path))
             return real(path, *args, **kwargs)
+
         return look
 
     monkeypatch.setattr(os, "stat", slow_stat)
     monkeypatch.setattr(os, "scandir", listing(real_scandir))
     monkeypatch.setattr(os, "walk", listing(real_walk))
-    prof = Profiler.from_config({
-        "profile": True, "backend": "none", "profile_step_start": 1, "profile_step_end": 61,
-        "max_disk_mb": 1, "profile_save_path": str(tmp_path)}, rank=0, run="crowded")
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "none",
+            "profile_step_start": 1,
+            "profile_step_end": 61,
+            "max_disk_mb": 1,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+        run="crowded",
+    )
     for step in range(1, 61):
         with prof.step(step):
             pass
@@ -388,11 +473,19 @@ def test_the_ledger_looks_off_the_training_thread_and_rate_limited(tmp_path: Pat
 def test_memory_stays_bounded_over_a_long_run(tmp_path: Path) -> None:
     """3,000 steps under a budget: the budget keeps nothing per step (its figures are a few
     numbers), and the window is still one capture after the first measuring step."""
-    prof = Profiler.from_config({
-        "profile": True, "backend": "none", "profile_level": "level_none",
-        "profile_step_start": 1, "profile_step_end": 3001, "max_disk_mb": 10,
-        "profile_save_path": str(tmp_path)},
-        rank=0, run="long")
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "none",
+            "profile_level": "level_none",
+            "profile_step_start": 1,
+            "profile_step_end": 3001,
+            "max_disk_mb": 10,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+        run="long",
+    )
     part = next(p for p in prof.parts if isinstance(p, Budget))
     for step in range(1, 3001):
         with prof.step(step):

@@ -70,7 +70,8 @@ def test_a_mark_is_an_instant_event_of_its_name(monkeypatch) -> None:
 
 
 def test_a_range_pairs_nested_entries_and_an_exit_with_none_open_records_nothing(
-        monkeypatch) -> None:
+    monkeypatch,
+) -> None:
     """Entered inside itself, each exit ends the innermost entry; its enter is a clock read
     pushed in C, read at construction; an exit with nothing open adds no event."""
     from mindspeed_prof.capture import buffer

@@ -38,23 +38,32 @@ def test_the_range_file_is_complete_json_after_every_flush(tmp_path: Path) -> No
     got = json.loads(rec.path.read_text())
     assert got["closed"] is True
     assert [e["args"] for e in counts(got)][:2] == [
-        {"values": [0.25], "step": 1, "stage": "actor_generate"}, {"value": 1}]
+        {"values": [0.25], "step": 1, "stage": "actor_generate"},
+        {"value": 1},
+    ]
     assert counts(got)[1]["name"] == 'we"ird\nname'
 
 
-values = st.one_of(st.integers(-10**12, 10**12),
-                   st.floats(allow_nan=False, allow_infinity=False),
-                   st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=5))
-steps_of_counts = st.lists(st.lists(st.tuples(st.text(max_size=8), values), max_size=4),
-                           min_size=1, max_size=5)
+values = st.one_of(
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=5),
+)
+steps_of_counts = st.lists(
+    st.lists(st.tuples(st.text(max_size=8), values), max_size=4), min_size=1, max_size=5
+)
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=steps_of_counts, room=st.integers(0, 2_000))
 def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
-        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-        steps: list[list[tuple[str, Any]]], room: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    steps: list[list[tuple[str, Any]]],
+    room: int,
+) -> None:
     """Counts and ranges, flushed step by step to a disk with ``room`` bytes: the file is
     complete JSON holding the first events of the file a roomy disk gets."""
     from mindspeed_prof.capture import buffer, spans
@@ -99,7 +108,7 @@ def test_a_full_disk_leaves_complete_json_holding_the_counts_that_fit(
         assert room < 200  # not even the header fitted
         return
     kept = json.loads(cut.read_bytes())["traceEvents"]
-    assert kept == whole[:len(kept)]
+    assert kept == whole[: len(kept)]
     for e in kept:
         if e["ph"] == "C":
             value = e["args"].get("value", e["args"].get("values"))

@@ -20,7 +20,7 @@ import pytest
 
 from mindspeed_prof.capture import crash
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import signal, sys, time, torch
     # As an interactive run has them, even when pytest was started with SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -36,14 +36,18 @@ SCRIPT = textwrap.dedent('''
         if step == 3:
             print("READY", flush=True)
         time.sleep(0.02)
-''')
+""")
 
 
 def start(tmp_path: Path, level: str) -> subprocess.Popen[str]:
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out"), level],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "out"), level],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.strip() == "READY", proc.stderr.read() if proc.stderr else line
@@ -58,7 +62,9 @@ def steps_in(path: Path) -> set[str]:
 
 # Python ends an unhandled KeyboardInterrupt by re-raising SIGINT, so both exit by signal.
 @pytest.mark.slow
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)])
+@pytest.mark.parametrize(
+    "sig,code", [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)]
+)
 def test_signal_flushes_then_keeps_its_effect(tmp_path: Path, sig: int, code: int) -> None:
     proc = start(tmp_path, "level0")
     proc.send_signal(sig)
@@ -75,8 +81,9 @@ def test_sigkill_keeps_spans_up_to_last_completed_step(tmp_path: Path) -> None:
     proc = start(tmp_path, "level_none")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    spans, claim = sorted((tmp_path / "out" / "integrated").iterdir(),
-                          key=lambda p: p.name.startswith("."))
+    spans, claim = sorted(
+        (tmp_path / "out" / "integrated").iterdir(), key=lambda p: p.name.startswith(".")
+    )
     assert {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"} <= steps_in(spans)
     assert claim.name == f".{spans.name.split('.')[0]}.claim"  # killed: the stem stays taken
 
@@ -127,7 +134,8 @@ def _live(monkeypatch: pytest.MonkeyPatch, profilers: list[Any], previous: dict[
 
 
 def test_handler_tells_every_profiler_then_runs_the_trainers_handler_at_once(
-        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]
+) -> None:
     """Every live profiler hears the signal (one failing does not stop the others), then the
     handler ours replaced (the trainer's) gets it, with nothing closed before it: closing
     exports the captures, which is what the trainer's checkpoint must not wait for. When
@@ -147,7 +155,8 @@ def test_handler_tells_every_profiler_then_runs_the_trainers_handler_at_once(
 
 
 def test_a_trainers_handler_that_exits_closes_the_captures_at_exit(
-        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]
+) -> None:
     """The trainer's handler raises ``SystemExit``: it propagates from ours unchanged, and the
     exit hook closes every live profiler afterwards (after the handler, not before)."""
     log: list[tuple[Any, ...]] = []
@@ -166,7 +175,8 @@ def test_a_trainers_handler_that_exits_closes_the_captures_at_exit(
 
 
 def test_handler_without_a_previous_one_resends_the_signal_to_its_default(
-        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]
+) -> None:
     """No handler was replaced (or it was ``SIG_DFL``): after closing, the default action is
     put back and the signal sent again to this process, so it ends as it would have."""
     log: list[tuple[Any, ...]] = []
@@ -182,7 +192,8 @@ def test_handler_without_a_previous_one_resends_the_signal_to_its_default(
 
 
 def test_handler_keeps_an_ignored_signal_ignored(
-        monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, kills: list[tuple[Any, ...]]
+) -> None:
     """``SIG_IGN`` before ours: the profilers still close, nothing is sent, nothing changes."""
     log: list[tuple[Any, ...]] = []
     profilers = [_Watched("a", log)]
@@ -210,7 +221,8 @@ def _mine(signum: int, frame: FrameType | None) -> None:
 
 
 def test_watch_installs_once_and_unwatch_of_the_last_puts_everything_back(
-        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]
+) -> None:
     log: list[tuple[Any, ...]] = []
     first, second = _CloseOnly(log), _CloseOnly(log)
     _live(monkeypatch, [], {})
@@ -231,7 +243,8 @@ def test_watch_installs_once_and_unwatch_of_the_last_puts_everything_back(
 
 
 def test_watch_keeps_a_signal_already_handled_and_installs_the_others(
-        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]
+) -> None:
     _live(monkeypatch, [], {signal.SIGTERM: signal.SIG_DFL})
     signal.signal(signal.SIGINT, _mine)
     crash.watch(_CloseOnly([]))
@@ -240,7 +253,8 @@ def test_watch_keeps_a_signal_already_handled_and_installs_the_others(
 
 
 def test_unwatch_puts_the_default_back_where_no_python_handler_was(
-        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]
+) -> None:
     """``None`` (a handler not set from Python) comes back as ``SIG_DFL``; a handler someone
     chained to ours after it is left in place, with what ours replaced."""
     watched = _CloseOnly([])
@@ -254,7 +268,8 @@ def test_unwatch_puts_the_default_back_where_no_python_handler_was(
 
 
 def test_off_the_main_thread_only_the_exit_hook_is_set(
-        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, exit_hooks: list[tuple[str, Any]]
+) -> None:
     watched = _CloseOnly([])
     _live(monkeypatch, [], {})
     before = signal.getsignal(signal.SIGTERM)
@@ -268,7 +283,8 @@ def test_off_the_main_thread_only_the_exit_hook_is_set(
 
 # -- forks: what a child inherits is disowned there ------------------------------------------
 def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_are_back(
-        tmp_path: Path, exit_hooks: list[tuple[str, Any]]) -> None:
+    tmp_path: Path, exit_hooks: list[tuple[str, Any]]
+) -> None:
     """What the fork hook does in the child, run here: the live profiler's range file is left
     byte for byte as the parent wrote it (closing and signals write nothing), its ranges go
     nowhere, no flight dump is made, an idle profiler never wakes, the trainer's handler is
@@ -276,11 +292,20 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
     from mindspeed_prof import Profiler, current, mstx
 
     signal.signal(signal.SIGTERM, _mine)
-    prof = Profiler.from_config({
-        "integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                       "profile_step_start": 1, "profile_step_end": 10,
-                       "profile_save_path": str(tmp_path)},
-        "extensions": {"flight_recorder_steps": 2}}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": 10,
+                "profile_save_path": str(tmp_path),
+            },
+            "extensions": {"flight_recorder_steps": 2},
+        },
+        rank=0,
+    )
     with prof.step(1):
         with prof.stage("actor_update"):
             pass
@@ -288,7 +313,9 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
     prof.on_stage_start("actor_update")
     idle = Profiler.from_config({"profile_save_path": str(tmp_path / "idle")}, rank=0)
     prof.flush_ranges()  # the parent's writer thread done: the file as the parent left it
-    (path,) = [p for p in (tmp_path / "integrated").iterdir() if not p.name.startswith(".")]  # not the claim
+    (path,) = [
+        p for p in (tmp_path / "integrated").iterdir() if not p.name.startswith(".")
+    ]  # not the claim
     before = path.read_bytes()
     assert signal.getsignal(signal.SIGTERM) is crash._on_signal and mstx.sinks()
     crash._in_child()
@@ -312,18 +339,31 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
 
 
 def test_a_profiler_made_in_another_process_is_disowned_at_its_first_action(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A child forked where no fork hook ran (``fork()`` from C) has another pid: the
     profiler's first start or stop, its close and the exit hook then write nothing."""
     from mindspeed_prof import Profiler
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "stage": "actor_update",
-        "profile_step_start": 1, "profile_step_end": 10, "profile_save_path": str(tmp_path)}},
-        rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "stage": "actor_update",
+                "profile_step_start": 1,
+                "profile_step_end": 10,
+                "profile_save_path": str(tmp_path),
+            }
+        },
+        rank=0,
+    )
     prof.on_step_start(1)
     prof.on_stage_start("actor_update")
-    (path,) = [p for p in (tmp_path / "actor_update").iterdir() if not p.name.startswith(".")]  # not the claim
+    (path,) = [
+        p for p in (tmp_path / "actor_update").iterdir() if not p.name.startswith(".")
+    ]  # not the claim
     before = path.read_bytes()
     real = os.getpid()
     monkeypatch.setattr(os, "getpid", lambda: real + 1)

@@ -18,7 +18,6 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.report.tables import tables
 
 
-
 class _Unknown:
     """An engine of no known kind (its module is neither vllm nor sglang)."""
 
@@ -28,12 +27,23 @@ class _Unknown:
     def stop_profile(self) -> None:
         pass
 
+
 def _prof(tmp_path: Path, rank: int = 3, **extensions: Any) -> Profiler:
-    return Profiler.from_config({
-        "integrated": {"profile": True, "profile_level": "level_none", "mstx": True,
-                       "stage": "actor_generate", "profile_step_start": 1,
-                       "profile_step_end": 3, "profile_save_path": str(tmp_path / "save")},
-        "extensions": {"backend": "torch", **extensions}}, rank=rank)
+    return Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "profile_level": "level_none",
+                "mstx": True,
+                "stage": "actor_generate",
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path / "save"),
+            },
+            "extensions": {"backend": "torch", **extensions},
+        },
+        rank=rank,
+    )
 
 
 def _train(prof: Profiler, engine: Any, steps: int = 2, iterations: int = 6) -> None:
@@ -54,7 +64,7 @@ def _edges(engine: Any, first: int, last: int) -> None:
     starts = [ns for name, ns, _ in engine.calls if name == "start_profile"]
     stops = [ns for name, ns, _ in engine.calls if name == "stop_profile"]
     assert len(starts) == len(stops) == 2
-    runs = [engine.iterations[k:k + 6] for k in (0, 6)]
+    runs = [engine.iterations[k : k + 6] for k in (0, 6)]
     for start, stop, run in zip(starts, stops, runs):
         by = {i: (t0, t1) for i, t0, t1 in run}
         assert (first == 0 or by[first - 1][1] <= start) and start <= by[first][0]
@@ -92,7 +102,9 @@ def test_engine_traces_join_the_analysis_with_their_rank_and_step(tmp_path: Path
         assert trace.meta.step == step and trace.meta.engine == "vllm"
         assert trace.meta.run == prof.run[0]
         assert trace.meta.world_size is None  # the engine's own workers, not the job's
-    assert not [w for w in tables(result).warnings if "claimed by" in w]  # one capture each, no clash
+    assert not [
+        w for w in tables(result).warnings if "claimed by" in w
+    ]  # one capture each, no clash
 
 
 def test_manifest_entry_lists_the_engine_traces(tmp_path: Path) -> None:
@@ -130,8 +142,9 @@ def test_async_vllm_coroutines_are_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fail", ["start_profile", "stop_profile"])
-def test_engine_faults_never_stop_training(tmp_path: Path, fail: str,
-                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_engine_faults_never_stop_training(
+    tmp_path: Path, fail: str, caplog: pytest.LogCaptureFixture
+) -> None:
     engine = VllmLLM(tmp_path / "vllm_traces", fail=fail)
     prof = _prof(tmp_path, iteration_start=1, iteration_count=2, strict=True)
     prof.attach_engine(engine)

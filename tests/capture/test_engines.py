@@ -81,12 +81,17 @@ def test_only_the_arguments_a_method_takes_are_passed(tmp_path: Path) -> None:
     EngineDriver(Old(), "sglang").start(tmp_path / "a")
     EngineDriver(New(), "sglang", with_stack=True).start(tmp_path / "b")
     assert seen[0] == {}
-    assert seen[1] == {"output_dir": str(tmp_path / "b"), "activities": None,
-                       "with_stack": True, "record_shapes": False}
+    assert seen[1] == {
+        "output_dir": str(tmp_path / "b"),
+        "activities": None,
+        "with_stack": True,
+        "record_shapes": False,
+    }
 
 
-def test_vllm_folder_from_config_or_environment(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vllm_folder_from_config_or_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VLLM_TORCH_PROFILER_DIR", str(tmp_path / "env"))
     assert EngineDriver(_Bare(), "vllm").vllm_dir() == tmp_path / "env"
     given = EngineDriver(_Bare(), "vllm", profiler_dir=tmp_path / "given")

@@ -52,13 +52,23 @@ class _FullDiskBackend(Backend):
 
 
 def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
-                                   "profile_save_path": str(tmp_path)}})
+    cfg = validate(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_end": 100,
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     backend = _FullDiskBackend(cfg)
     prof = Profiler(cfg, rank=0, backend=backend)
     trained = []
-    with caplog.at_level(logging.WARNING, "mindspeed_prof"), \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        caplog.at_level(logging.WARNING, "mindspeed_prof"),
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always")
         for step in range(1, 6):
             with prof.step(step), prof.stage("actor_update"):
@@ -74,25 +84,39 @@ def test_repeating_fault_warns_once(tmp_path: Path, caplog: pytest.LogCaptureFix
 
 
 def test_fault_warning_names_the_error_and_the_roles_strict_field(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The warning (and the log line) says what failed, the error's type and text, that only
     profiling stops, and where ``strict`` is set for this role."""
-    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
-                                   "profile_save_path": str(tmp_path)}}, "actor")
+    cfg = validate(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_end": 100,
+                "profile_save_path": str(tmp_path),
+            }
+        },
+        "actor",
+    )
     prof = Profiler(cfg, rank=0, role="actor", backend=_FullDiskBackend(cfg))
-    with caplog.at_level(logging.WARNING, "mindspeed_prof"), \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        caplog.at_level(logging.WARNING, "mindspeed_prof"),
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always")
         with prof.step(1):
             pass
         prof.close()
-    expected = ("mindspeed-prof: capture flush failed (OSError: [Errno 28] No space left on "
-                "device); profiling is off for the rest of this run, training goes on "
-                "(set profiler_config.actor.strict=true to stop instead)")
+    expected = (
+        "mindspeed-prof: capture flush failed (OSError: [Errno 28] No space left on "
+        "device); profiling is off for the rest of this run, training goes on "
+        "(set profiler_config.actor.strict=true to stop instead)"
+    )
     assert [str(w.message) for w in caught] == [expected]
     assert [r.getMessage() for r in caplog.records if "flush failed" in r.getMessage()] == [
-        expected]
-
+        expected
+    ]
 
 
 class _StopFailsBackend(Backend):
@@ -130,16 +154,21 @@ class _BrokenSinkBackend(Backend):
         return [_BrokenRange()]
 
 
-@pytest.mark.parametrize("backend_type,what,error", [
-    (_StopFailsBackend, "stop", "RuntimeError: OSError: disk gone"),
-    (_BrokenSinkBackend, "range", "RuntimeError: no ranges here"),
-])
+@pytest.mark.parametrize(
+    "backend_type,what,error",
+    [
+        (_StopFailsBackend, "stop", "RuntimeError: OSError: disk gone"),
+        (_BrokenSinkBackend, "range", "RuntimeError: no ranges here"),
+    ],
+)
 def test_a_failing_stop_or_range_sink_is_one_warning_naming_it(
-        tmp_path: Path, backend_type: type[Backend], what: str, error: str) -> None:
+    tmp_path: Path, backend_type: type[Backend], what: str, error: str
+) -> None:
     """``from_config`` hands the backend given to the profiler; its failure is warned about
     under its name, with the error."""
-    cfg = {"integrated": {"profile": True, "stage": "actor_update",
-                          "profile_save_path": str(tmp_path)}}
+    cfg = {
+        "integrated": {"profile": True, "stage": "actor_update", "profile_save_path": str(tmp_path)}
+    }
     backend = backend_type(validate(cfg))
     prof = Profiler.from_config(cfg, rank=0, backend=backend)
     with warnings.catch_warnings(record=True) as caught:
@@ -151,7 +180,8 @@ def test_a_failing_stop_or_range_sink_is_one_warning_naming_it(
     assert [str(w.message) for w in caught] == [
         f"mindspeed-prof: capture {what} failed ({error}); profiling is off for the rest of "
         "this run, training goes on (set profiler_config.extensions.strict=true to stop "
-        "instead)"]
+        "instead)"
+    ]
     assert prof.failed
 
 
@@ -159,8 +189,16 @@ def test_a_failing_stop_or_range_sink_is_one_warning_naming_it(
 def test_the_fault_warning_points_at_the_trainers_line(tmp_path: Path, where: str) -> None:
     """Python prints a warning with the line that caused it: the trainer's ``with`` line, not
     a line inside mindspeed-prof, however deep the fault was found."""
-    cfg = validate({"integrated": {"profile": True, "mstx": True, "profile_step_end": 100,
-                                   "profile_save_path": str(tmp_path)}})
+    cfg = validate(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_end": 100,
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     backend = _BrokenSinkBackend(cfg) if where == "stage" else _FullDiskBackend(cfg)
     prof = Profiler(cfg, rank=0, backend=backend)
     with warnings.catch_warnings(record=True) as caught:

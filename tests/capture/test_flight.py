@@ -103,8 +103,14 @@ def test_flight_off_records_nothing(tmp_path: Path) -> None:
 
 
 def test_flight_and_capture_share_one_buffer(tmp_path: Path) -> None:
-    prof = make(tmp_path, profile=True, mstx=True, profile_level="level_none",
-                profile_step_start=2, profile_step_end=3)
+    prof = make(
+        tmp_path,
+        profile=True,
+        mstx=True,
+        profile_level="level_none",
+        profile_step_start=2,
+        profile_step_end=3,
+    )
     run(prof, range(1, 5))
     prof.dump_flight("request")
     prof.close()
@@ -114,7 +120,7 @@ def test_flight_and_capture_share_one_buffer(tmp_path: Path) -> None:
     assert [e["name"] for e in events(dump)].count("custom") == 3
 
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import sys, time
     from mindspeed_prof import Profiler, mstx
     prof = Profiler.from_config({"flight_recorder_steps": 2,
@@ -125,14 +131,18 @@ SCRIPT = textwrap.dedent('''
                 time.sleep(0.01)
         if step == 3:
             print("READY", flush=True)
-''')
+""")
 
 
 def test_sigterm_dumps_the_flight_recorder(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=60)
@@ -197,21 +207,40 @@ def test_a_stage_failing_outside_any_step_dumps_at_once(tmp_path: Path) -> None:
 
 
 def test_a_dump_is_recorded_as_a_whole_steps_flight_capture_of_its_first_step(
-        tmp_path: Path) -> None:
-    prof = Profiler.from_config({"profile_save_path": str(tmp_path), "profile_level": "level1",
-                                 "flight_recorder_steps": 3}, rank=1, role="actor")
+    tmp_path: Path,
+) -> None:
+    prof = Profiler.from_config(
+        {"profile_save_path": str(tmp_path), "profile_level": "level1", "flight_recorder_steps": 3},
+        rank=1,
+        role="actor",
+    )
     run(prof, range(1, 11))
     path = prof.dump_flight("request", at=9)
     prof.close()
     (record,) = prof.captures
     assert (record.stage, record.step, record.index, record.rank, record.role) == (
-        "all", 8, 0, 1, "actor")
-    assert (record.backend, record.trigger, record.recorded, record.steps,
-            record.trigger_step) == ("flight", "flight", ["ranges"], [8, 9, 10], 9)
+        "all",
+        8,
+        0,
+        1,
+        "actor",
+    )
+    assert (record.backend, record.trigger, record.recorded, record.steps, record.trigger_step) == (
+        "flight",
+        "flight",
+        ["ranges"],
+        [8, 9, 10],
+        9,
+    )
     assert path is not None
     meta = json.loads(path.read_text())["mindspeed_prof"]
     assert (meta["stage"], meta["step"], meta["steps"], meta["trigger_step"], meta["level"]) == (
-        "flight", 8, [8, 9, 10], 9, "level1")
+        "flight",
+        8,
+        [8, 9, 10],
+        9,
+        "level1",
+    )
 
 
 def test_an_empty_ring_is_dumped_under_the_current_step_or_0(tmp_path: Path) -> None:
@@ -225,7 +254,8 @@ def test_an_empty_ring_is_dumped_under_the_current_step_or_0(tmp_path: Path) -> 
 
 
 def test_a_dump_is_named_after_its_first_step_and_timed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from types import SimpleNamespace
 
     from mindspeed_prof.capture import flight as flight_module
@@ -243,7 +273,8 @@ def test_a_dump_is_named_after_its_first_step_and_timed(
 
 
 def test_a_dump_that_cannot_be_written_is_a_warning_and_no_path(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import logging
 
     blocker = tmp_path / "file"
@@ -259,7 +290,8 @@ def test_a_dump_that_cannot_be_written_is_a_warning_and_no_path(
 
 
 def test_a_signal_dumps_once_though_the_trainers_handler_exits_through_the_step(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """On a signal the ring is dumped ("signal"); the trainer's handler then leaves the open
     stage and step by an exception: that failure is in the dump already, so no "error" dump
     follows. A failure in a later step dumps again."""
@@ -273,8 +305,10 @@ def test_a_signal_dumps_once_though_the_trainers_handler_exits_through_the_step(
     with pytest.raises(RuntimeError):
         run(prof, range(4, 6), fail_at=5)
     prof.close()
-    dumps = {json.loads(p.read_text())["mindspeed_prof"]["reason"]: p
-             for p in (tmp_path / "flight").iterdir()}
+    dumps = {
+        json.loads(p.read_text())["mindspeed_prof"]["reason"]: p
+        for p in (tmp_path / "flight").iterdir()
+    }
     assert sorted(dumps) == ["error", "signal"] and len(list((tmp_path / "flight").iterdir())) == 2
     assert {e["args"]["step"] for e in events(dumps["signal"])} == {1, 2}  # 3 still open
     assert {e["args"]["step"] for e in events(dumps["error"])} == {3, 4, 5}
@@ -296,6 +330,8 @@ def test_a_signal_between_steps_does_not_hide_the_next_failure(tmp_path: Path) -
     with pytest.raises(RuntimeError):
         run(prof, range(5, 7), fail_at=6)
     prof.close()
-    reasons = sorted(json.loads(p.read_text())["mindspeed_prof"]["reason"]
-                     for p in (tmp_path / "flight").iterdir())
+    reasons = sorted(
+        json.loads(p.read_text())["mindspeed_prof"]["reason"]
+        for p in (tmp_path / "flight").iterdir()
+    )
     assert reasons == ["error", "error", "signal", "signal"]

@@ -26,28 +26,43 @@ from mindspeed_prof.capture.host_budget import HostBudget
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(LEVELS[:-1]), st.floats(1e3, 1e9), st.sampled_from(LEVELS),
-       st.integers(1, 50), st.floats(0, 1e12))
+@given(
+    st.sampled_from(LEVELS[:-1]),
+    st.floats(1e3, 1e9),
+    st.sampled_from(LEVELS),
+    st.integers(1, 50),
+    st.floats(0, 1e12),
+)
 def test_the_first_level_that_fits_is_chosen(measured_at, trace, level, steps, limit) -> None:
     m = Measured(measured_at, trace)
     got = choose(m, level, steps, limit)
-    below = LEVELS[LEVELS.index(level):]
+    below = LEVELS[LEVELS.index(level) :]
     assert got.level in below and got.steps == steps
-    for skipped in below[:below.index(got.level)]:  # every level above the one chosen is over
+    for skipped in below[: below.index(got.level)]:  # every level above the one chosen is over
         assert estimate(m, skipped, steps).host_bytes > limit
     assert got.host_bytes <= limit or got.level == "level_none"
     e = estimate(m, level, steps)
-    assert e.trace_bytes == pytest.approx(trace * steps * LEVEL_FACTOR[level]
-                                          / LEVEL_FACTOR[measured_at])
-    assert e.host_bytes == pytest.approx(HOST_FIXED_BYTES
-                                         + HOST_PER_TRACE_BYTE[level] * e.trace_bytes)
+    assert e.trace_bytes == pytest.approx(
+        trace * steps * LEVEL_FACTOR[level] / LEVEL_FACTOR[measured_at]
+    )
+    assert e.host_bytes == pytest.approx(
+        HOST_FIXED_BYTES + HOST_PER_TRACE_BYTE[level] * e.trace_bytes
+    )
 
 
 def config(root: Path, start: int, host_mb: int) -> dict[str, Any]:
-    return {"integrated": {"profile": True, "mstx": True, "profile_level": "level1",
-                           "profile_with_cpu": True, "profile_step_start": start,
-                           "profile_step_end": start + 2, "profile_save_path": str(root)},
-            "extensions": {"backend": "torch", "capture_host_mb": host_mb}}
+    return {
+        "integrated": {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level1",
+            "profile_with_cpu": True,
+            "profile_step_start": start,
+            "profile_step_end": start + 2,
+            "profile_save_path": str(root),
+        },
+        "extensions": {"backend": "torch", "capture_host_mb": host_mb},
+    }
 
 
 def train(prof: Profiler, steps: int) -> None:
@@ -78,8 +93,9 @@ def test_a_capture_within_the_budget_keeps_its_level_and_is_measured(tmp_path: P
     assert not (tmp_path / ".calibration").exists()  # the calibration step is thrown away
 
 
-def test_over_the_budget_the_level_is_lowered_in_one_line(tmp_path: Path,
-                                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_over_the_budget_the_level_is_lowered_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         prof = Profiler.from_config(config(tmp_path, 2, 1), rank=0)
         train(prof, 3)
@@ -90,13 +106,14 @@ def test_over_the_budget_the_level_is_lowered_in_one_line(tmp_path: Path,
         f"from step 2 at level_none instead of level1: level1 would take about "
         f"{est.host_mb:,.0f} MB of host memory ({est.host_mb / 2:,.1f} MB a step, measured on "
         "step 1); level_none: about "
-        f"{choose(part(prof).measured, 'level1', 2, 0).host_mb:,.0f} MB")  # type: ignore[arg-type]
+        f"{choose(part(prof).measured, 'level1', 2, 0).host_mb:,.0f} MB"
+    )  # type: ignore[arg-type]
     assert [c.level for c in prof.captures] == ["level_none"]
 
 
-def test_no_step_before_the_window_runs_unchecked_saying_so(tmp_path: Path,
-                                                             caplog: pytest.LogCaptureFixture
-                                                             ) -> None:
+def test_no_step_before_the_window_runs_unchecked_saying_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         prof = Profiler.from_config(config(tmp_path, 1, 1), rank=0)
         train(prof, 2)

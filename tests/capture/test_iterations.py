@@ -22,7 +22,10 @@ def test_table_starts_at_the_first_iteration_and_stops_after_the_last() -> None:
     phase, verbs = Phase.IDLE, []
     marks: tuple[Event, Event] = ("iteration_start", "iteration_end")
     events: list[tuple[Event, int | None]] = [
-        ("stage_start", None), *[(e, i) for i in range(5) for e in marks], ("stage_end", None)]
+        ("stage_start", None),
+        *[(e, i) for i in range(5) for e in marks],
+        ("stage_end", None),
+    ]
     for event, i in events:
         phase, verb = decide(w, phase, event, i)
         verbs.append((event, i, verb))
@@ -45,8 +48,14 @@ def runs(draw: Any) -> tuple[CapturePlan, list[list[list[int]]], set[int]]:
     (increasing, with gaps); and iterations whose end mark never comes (a trainer that
     forgets one, or raises inside it)."""
     window = IterationWindow(draw(st.integers(0, 5)), draw(st.integers(1, 4)))
-    plan = CapturePlan(enabled=True, stages=(window.stage,), start=1, end=4,
-                       iterations=window, first_only=draw(st.booleans()))
+    plan = CapturePlan(
+        enabled=True,
+        stages=(window.stage,),
+        start=1,
+        end=4,
+        iterations=window,
+        first_only=draw(st.booleans()),
+    )
     steps = []
     for _ in range(draw(st.integers(1, 3))):  # steps 1..3: all inside the plan's window
         executions = []
@@ -83,7 +92,7 @@ def test_scheduler_captures_exactly_the_window_iterations(run: Any) -> None:
                         inside = None
                 if inside is not None:
                     inside.append(i)
-                for a in ([] if i in unended else sched.iteration_end(i)):
+                for a in [] if i in unended else sched.iteration_end(i):
                     assert isinstance(a, Stop) and a.reason == "iteration_end"
                     got.append((step, index, inside or []))
                     inside = None
@@ -100,11 +109,20 @@ def test_scheduler_captures_exactly_the_window_iterations(run: Any) -> None:
 
 def _prof(tmp_path: Path, **extensions: Any) -> Profiler:
     level = extensions.pop("level", "level1")
-    return Profiler.from_config({
-        "integrated": {"profile": True, "profile_level": level, "mstx": level == "level_none",
-                       "profile_step_start": 1, "profile_step_end": 3,
-                       "profile_save_path": str(tmp_path)},
-        "extensions": {"backend": "torch", **extensions}}, rank=0)
+    return Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "profile_level": level,
+                "mstx": level == "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path),
+            },
+            "extensions": {"backend": "torch", **extensions},
+        },
+        rank=0,
+    )
 
 
 def _rollout(prof: Profiler, steps: int = 2, iterations: int = 6, executions: int = 1) -> None:
@@ -128,15 +146,15 @@ def test_level1_trace_holds_only_the_window_iterations(tmp_path: Path) -> None:
     prof = _prof(tmp_path, iteration_start=2, iteration_count=3)
     _rollout(prof)
     assert [(c.stage, c.step, c.reason, c.iterations) for c in prof.captures] == [
-        ("actor_generate", s, "iteration_end", [2, 4]) for s in (1, 2)]
+        ("actor_generate", s, "iteration_end", [2, 4]) for s in (1, 2)
+    ]
     for c in prof.captures:
         (path,) = c.files
         events = json.loads(Path(path).read_text())["traceEvents"]
         marks = {e["name"]: e for e in events if e.get("cat") == "user_annotation"}
         assert {n for n in marks if n.startswith("work")} == {"work2", "work3", "work4"}
         lo = min(marks[f"iteration#{i}"]["ts"] for i in (2, 3, 4))
-        hi = max(marks[f"iteration#{i}"]["ts"] + marks[f"iteration#{i}"]["dur"]
-                 for i in (2, 3, 4))
+        hi = max(marks[f"iteration#{i}"]["ts"] + marks[f"iteration#{i}"]["dur"] for i in (2, 3, 4))
         mms = [e for e in events if e.get("name") == "aten::mm"]
         assert len(mms) == 3  # one per window iteration, none from the rest of the rollout
         assert all(lo <= e["ts"] and e["ts"] + e["dur"] <= hi for e in mms)
@@ -151,7 +169,9 @@ def test_range_file_keeps_the_iteration_ranges(tmp_path: Path) -> None:
     events = json.loads(Path(path).read_text())["traceEvents"]
     iters = [e for e in events if e["cat"] == "iteration"]
     assert [(e["name"], e["args"]) for e in iters] == [
-        ("iteration", {"step": 1, "iteration": 1}), ("iteration", {"step": 1, "iteration": 2})]
+        ("iteration", {"step": 1, "iteration": 1}),
+        ("iteration", {"step": 1, "iteration": 2}),
+    ]
     assert {e["name"] for e in events if e["cat"] == "user_annotation"} == {"work1", "work2"}
     from mindspeed_prof.analysis.analyse import analyse
 
@@ -164,18 +184,30 @@ def test_range_file_keeps_the_iteration_ranges(tmp_path: Path) -> None:
 def test_first_microbatch_captures_each_steps_first_execution_only(tmp_path: Path) -> None:
     prof = _prof(tmp_path, level="level_none", iteration_count=1, first_microbatch=True)
     _rollout(prof, steps=2, iterations=2, executions=3)
-    assert [(c.step, c.index, c.iterations) for c in prof.captures] == [(1, 0, [0, 0]), (2, 0, [0, 0])]
+    assert [(c.step, c.index, c.iterations) for c in prof.captures] == [
+        (1, 0, [0, 0]),
+        (2, 0, [0, 0]),
+    ]
 
 
 def test_first_microbatch_without_a_window_keeps_whole_first_executions(tmp_path: Path) -> None:
-    prof = Profiler.from_config({
-        "integrated": {"profile": True, "profile_level": "level_none", "mstx": True,
-                       "stage": "actor_generate", "profile_step_start": 1,
-                       "profile_step_end": 2, "profile_save_path": str(tmp_path)},
-        "extensions": {"backend": "torch", "first_microbatch": True}}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "profile_level": "level_none",
+                "mstx": True,
+                "stage": "actor_generate",
+                "profile_step_start": 1,
+                "profile_step_end": 2,
+                "profile_save_path": str(tmp_path),
+            },
+            "extensions": {"backend": "torch", "first_microbatch": True},
+        },
+        rank=0,
+    )
     _rollout(prof, steps=1, iterations=3, executions=2)
-    assert [(c.index, c.reason, c.iterations) for c in prof.captures] == [
-        (0, "stage_end", [0, 2])]
+    assert [(c.index, c.reason, c.iterations) for c in prof.captures] == [(0, "stage_end", [0, 2])]
 
 
 def test_iteration_marks_cost_nothing_without_a_profiler() -> None:
@@ -186,8 +218,9 @@ def test_iteration_marks_cost_nothing_without_a_profiler() -> None:
     prof.close()
 
 
-def test_a_window_stage_without_marks_is_one_warning(tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_a_window_stage_without_marks_is_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import logging
 
     prof = _prof(tmp_path, level="level_none", iteration_count=2)

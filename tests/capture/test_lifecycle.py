@@ -15,10 +15,18 @@ D, L, C, X = State.DORMANT, State.LIVE, State.CLOSED, State.DISOWNED
 W, CL, DI = Event.WAKE, Event.CLOSE, Event.DISOWN
 
 EXPECTED: dict[tuple[State, Event], State | None] = {
-    (D, W): L, (D, CL): C, (D, DI): X,
-    (L, W): None, (L, CL): C, (L, DI): X,
-    (C, W): None, (C, CL): None, (C, DI): X,
-    (X, W): None, (X, CL): None, (X, DI): None,
+    (D, W): L,
+    (D, CL): C,
+    (D, DI): X,
+    (L, W): None,
+    (L, CL): C,
+    (L, DI): X,
+    (C, W): None,
+    (C, CL): None,
+    (C, DI): X,
+    (X, W): None,
+    (X, CL): None,
+    (X, DI): None,
 }
 
 
@@ -37,8 +45,7 @@ def test_open_states() -> None:
 
 
 def test_profiler_follows_the_table(tmp_path: Path) -> None:
-    dormant = Profiler.from_config({"profile_save_path": str(tmp_path), "on_demand": True},
-                                   rank=0)
+    dormant = Profiler.from_config({"profile_save_path": str(tmp_path), "on_demand": True}, rank=0)
     assert dormant._state is D
     dormant.wake()
     assert dormant._state is L and dormant._live
@@ -54,8 +61,9 @@ def test_profiler_follows_the_table(tmp_path: Path) -> None:
     dormant.disown()
     assert dormant._state is X
 
-    live = Profiler.from_config({"profile_save_path": str(tmp_path),
-                                 "flight_recorder_steps": 2}, rank=0)
+    live = Profiler.from_config(
+        {"profile_save_path": str(tmp_path), "flight_recorder_steps": 2}, rank=0
+    )
     assert live._state is L
     live.disown()
     assert live._state is X and live.dump_flight() is None

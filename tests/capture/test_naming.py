@@ -78,14 +78,23 @@ print(prof.captures[0].files[0])
 
 def test_two_jobs_with_one_host_name_and_pid_keep_both_captures(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MINDSPEED_PROF_RUN"}
-    procs = [subprocess.Popen([sys.executable, "-c", SAME_HOST_AND_PID, str(tmp_path), job],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env) for job in ("job_a", "job_b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAME_HOST_AND_PID, str(tmp_path), job],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for job in ("job_a", "job_b")
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
     files = [Path(o.strip().splitlines()[-1]) for o, _ in outs]
     assert files[0] != files[1] and all("_4242_" in f.name for f in files)
     docs = [json.loads(f.read_text()) for f in files]
     assert [{e["name"] for e in d["traceEvents"]} & {"job_a", "job_b"} for d in docs] == [
-        {"job_a"}, {"job_b"}]  # neither overwrote the other
+        {"job_a"},
+        {"job_b"},
+    ]  # neither overwrote the other
     assert docs[0]["mindspeed_prof"]["run"] != docs[1]["mindspeed_prof"]["run"]

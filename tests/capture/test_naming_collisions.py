@@ -9,9 +9,16 @@ from mindspeed_prof import Profiler, mstx
 
 
 def capture_once(root: Path, marker: str, **fields: object) -> list[Path]:
-    prof = Profiler.from_config({"profile": True, "mstx": True,
-                                                "profile_level": "level_none",
-                                                "profile_save_path": str(root), **fields}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "profile_save_path": str(root),
+            **fields,
+        },
+        rank=0,
+    )
     with prof:
         with prof.step(1), prof.stage("actor_update"):
             with mstx.range(marker):
@@ -31,7 +38,10 @@ def test_second_job_in_one_process_gets_its_own_files(tmp_path: Path) -> None:
     assert len({*first, *second, *third}) == 3  # one spans file each, no name reused
     assert all(p.parent == first[0].parent for p in second + third)
     assert [ranges(f) & {"job1", "job2", "job3"} for f in (*first, *second, *third)] == [
-        {"job1"}, {"job2"}, {"job3"}]  # the earlier captures are intact
+        {"job1"},
+        {"job2"},
+        {"job3"},
+    ]  # the earlier captures are intact
 
 
 def test_stage_captures_twice_in_one_folder(tmp_path: Path) -> None:

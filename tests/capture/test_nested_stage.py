@@ -12,10 +12,20 @@ from mindspeed_prof import Profiler, mstx
 
 @pytest.mark.parametrize("depth", [2, 3])
 def test_nested_stage_is_one_capture_to_the_outer_exit(tmp_path: Path, depth: int) -> None:
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "stage": "actor_update",
-        "profile_step_start": 1, "profile_step_end": 3, "profile_save_path": str(tmp_path)}},
-        rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "stage": "actor_update",
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path),
+            }
+        },
+        rank=0,
+    )
 
     def stage(level: int) -> None:
         with prof.stage("actor_update"):
@@ -30,8 +40,7 @@ def test_nested_stage_is_one_capture_to_the_outer_exit(tmp_path: Path, depth: in
                 stage(1)
                 with mstx.range("outside"):
                     pass
-    assert [(c.step, c.reason) for c in prof.captures] == [(1, "stage_end"),
-                                                                (2, "stage_end")]
+    assert [(c.step, c.reason) for c in prof.captures] == [(1, "stage_end"), (2, "stage_end")]
     for c in prof.captures:
         (path,) = c.files
         names = {e["name"] for e in json.loads(Path(path).read_text())["traceEvents"]}

@@ -34,6 +34,7 @@ def request(tmp_path: Path, **values: Any) -> Request:
     write_request(tmp_path, req)
     return req
 
+
 def test_request_captures_next_steps_of_a_job_with_profiling_off(tmp_path: Path) -> None:
     prof = make(tmp_path)
     assert not prof.enabled and not prof._live
@@ -53,14 +54,17 @@ def test_request_captures_next_steps_of_a_job_with_profiling_off(tmp_path: Path)
 
 @pytest.mark.parametrize("fault", ["start", "no files"])
 def test_a_capture_that_did_not_start_or_wrote_nothing_is_acknowledged_failed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
     """The command exits 0 only on files: a start that raised without a message, or a
     capture that wrote nothing, is ``failed`` with a reason, never ``written``."""
     prof = make(tmp_path)
     capturer = prof._capturer
     if fault == "start":
+
         def start(starting: object) -> None:
             raise RuntimeError()
+
         monkeypatch.setattr(capturer, "start", start)
     else:
         stop = capturer.stop
@@ -70,6 +74,7 @@ def test_a_capture_that_did_not_start_or_wrote_nothing_is_acknowledged_failed(
             if record is not None:
                 record.files = []
             return record, error
+
         monkeypatch.setattr(capturer, "stop", stop_without_files)
     req = request(tmp_path, steps=1)
     with pytest.warns(RuntimeWarning) if fault == "start" else contextlib.nullcontext():
@@ -87,7 +92,9 @@ def test_two_requests_apply_in_order_once_across_restarts(tmp_path: Path) -> Non
     run(prof, range(1, 5))
     prof.close()
     assert [(c.request, c.step, c.stage) for c in prof.captures] == [
-        (first.id, 1, "all"), (second.id, 2, "actor_update")]
+        (first.id, 1, "all"),
+        (second.id, 2, "actor_update"),
+    ]
     restarted = make(tmp_path)  # a restarted job sees the same files: applies nothing again
     run(restarted, range(1, 4))
     restarted.close()
@@ -96,11 +103,15 @@ def test_two_requests_apply_in_order_once_across_restarts(tmp_path: Path) -> Non
 
 def test_ranks_and_role_select_workers(tmp_path: Path) -> None:
     request(tmp_path, steps=1, ranks=[1], role="actor")
-    workers = [Profiler.from_config({"actor": {"profile_save_path": str(tmp_path),
-                                               "backend": "none"}}, rank=r, role="actor")
-               for r in (0, 1)]
-    critic = Profiler.from_config({"critic": {"profile_save_path": str(tmp_path),
-                                              "backend": "none"}}, rank=1, role="critic")
+    workers = [
+        Profiler.from_config(
+            {"actor": {"profile_save_path": str(tmp_path), "backend": "none"}}, rank=r, role="actor"
+        )
+        for r in (0, 1)
+    ]
+    critic = Profiler.from_config(
+        {"critic": {"profile_save_path": str(tmp_path), "backend": "none"}}, rank=1, role="critic"
+    )
     for prof in (*workers, critic):
         prof._ondemand.interval_ns = 0  # type: ignore[union-attr]
         run(prof, range(1, 3))
@@ -111,10 +122,20 @@ def test_ranks_and_role_select_workers(tmp_path: Path) -> None:
 def test_level_override_and_torch_npu_config_format(tmp_path: Path) -> None:
     folder = tmp_path / "control" / "requests"
     folder.mkdir(parents=True)
-    (folder / "profiler_config.json").write_text(json.dumps({
-        "activities": ["CPU", "NPU"], "prof_dir": "./elsewhere", "start_step": 3, "active": 1,
-        "is_rank": True, "rank_list": [0], "record_shapes": True,
-        "experimental_config": {"profiler_level": "Level_none", "export_type": "text"}}))
+    (folder / "profiler_config.json").write_text(
+        json.dumps(
+            {
+                "activities": ["CPU", "NPU"],
+                "prof_dir": "./elsewhere",
+                "start_step": 3,
+                "active": 1,
+                "is_rank": True,
+                "rank_list": [0],
+                "record_shapes": True,
+                "experimental_config": {"profiler_level": "Level_none", "export_type": "text"},
+            }
+        )
+    )
     prof = make(tmp_path, backend="torch")
     run(prof, range(1, 6))
     prof.close()
@@ -187,15 +208,27 @@ def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> N
     from mindspeed_prof.capture.ondemand import asks_for_ops, variant
     from mindspeed_prof.config.validate import validate
 
-    light = validate({"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                                     "profile_with_cpu": False}})
+    light = validate(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+            }
+        }
+    )
     full = variant(light, Request.new(60, steps=1, preset="full"))
     assert (full.profile_level.value, full.profile_with_cpu, full.profile_record_shapes) == (
-        "level1", True, True)
+        "level1",
+        True,
+        True,
+    )
     level = variant(light, Request.new(60, steps=1, level="level2"))
     assert (level.profile_level.value, level.profile_with_cpu) == ("level2", False)
-    own = variant(light, Request.new(60, steps=1, preset="full",
-                                     overrides={"profile_with_cpu": False}))
+    own = variant(
+        light, Request.new(60, steps=1, preset="full", overrides={"profile_with_cpu": False})
+    )
     assert not own.profile_with_cpu  # the request's own options win over its preset's
     assert asks_for_ops(Request.new(60, steps=1, preset="full"))
     assert not asks_for_ops(Request.new(60, steps=1, preset="mstx_light"))
@@ -204,7 +237,8 @@ def test_a_preset_brings_all_its_capture_options_whatever_the_jobs_preset() -> N
 
 @pytest.mark.parametrize("enter", ["step", "on_step_start"])
 def test_the_look_is_due_at_its_instant_not_a_tick_after(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enter: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enter: str
+) -> None:
     from mindspeed_prof.capture import profiler as profiler_module
 
     prof = make(tmp_path)

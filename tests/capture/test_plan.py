@@ -22,13 +22,24 @@ def runs(draw):
     start = draw(st.integers(1, 6))
     end = draw(st.integers(start + 1, start + 5))
     warmup = draw(st.integers(0, 2))
-    targets = draw(st.one_of(st.just([ALL]), st.lists(stages, min_size=1, max_size=3,
-                                                        unique=True)))
-    listed = draw(st.one_of(st.none(), st.lists(st.integers(1, 14), min_size=1, max_size=5,
-                                                 unique=True).map(lambda v: tuple(sorted(v)))))
-    plan = CapturePlan(enabled=True, stages=tuple(targets), start=start, end=end,
-                       warmup=0 if listed else warmup, steps=listed,
-                       one_per_step=draw(st.booleans()))
+    targets = draw(st.one_of(st.just([ALL]), st.lists(stages, min_size=1, max_size=3, unique=True)))
+    listed = draw(
+        st.one_of(
+            st.none(),
+            st.lists(st.integers(1, 14), min_size=1, max_size=5, unique=True).map(
+                lambda v: tuple(sorted(v))
+            ),
+        )
+    )
+    plan = CapturePlan(
+        enabled=True,
+        stages=tuple(targets),
+        start=start,
+        end=end,
+        warmup=0 if listed else warmup,
+        steps=listed,
+        one_per_step=draw(st.booleans()),
+    )
     first = draw(st.integers(1, 8))
     gaps = draw(st.lists(st.integers(1, 3), min_size=1, max_size=10))
     steps, n = [], first
@@ -154,7 +165,8 @@ def test_warmup_steps_are_those_before_start(run) -> None:
     for a in actions:
         if isinstance(a, Start):
             assert plan.is_warmup(a.capture.step) == (
-                not plan.steps and a.capture.step < plan.start)
+                not plan.steps and a.capture.step < plan.start
+            )
 
 
 @settings(max_examples=300, deadline=None)
@@ -176,8 +188,12 @@ def test_stage_scoped_is_one_capture_per_execution(run) -> None:
 @given(runs(), st.integers(0, 7), st.lists(st.integers(0, 7), min_size=1, max_size=3))
 def test_unselected_rank_never_captures(run, rank, ranks) -> None:
     plan, *rest = run
-    cfg = IntegratedConfig(profile=True, profile_ranks=sorted(set(ranks)),
-                           profile_step_start=plan.start, profile_step_end=plan.end)
+    cfg = IntegratedConfig(
+        profile=True,
+        profile_ranks=sorted(set(ranks)),
+        profile_step_start=plan.start,
+        profile_step_end=plan.end,
+    )
     selected = CapturePlan.from_config(cfg, rank)
     assert selected.enabled == (rank in ranks)
     if not selected.enabled:
@@ -216,11 +232,13 @@ def test_dpo_warmup_is_the_step_before_start_as_mindspeed_llm() -> None:
 
 def test_listed_steps_one_capture_per_run_or_per_step() -> None:
     listed = CapturePlan(enabled=True, steps=(2, 3, 6))
-    assert whole_run(listed, list(range(1, 8))) == [([2, 3], "window_end"),
-                                                    ([6], "window_end")]
+    assert whole_run(listed, list(range(1, 8))) == [([2, 3], "window_end"), ([6], "window_end")]
     per_step = CapturePlan(enabled=True, steps=(2, 3, 6), one_per_step=True)
-    assert whole_run(per_step, list(range(1, 8))) == [([2], "step_end"), ([3], "window_end"),
-                                                      ([6], "window_end")]
+    assert whole_run(per_step, list(range(1, 8))) == [
+        ([2], "step_end"),
+        ([3], "window_end"),
+        ([6], "window_end"),
+    ]
     window = CapturePlan(enabled=True, start=2, end=4, one_per_step=True)
     assert whole_run(window, [1, 2, 3, 4]) == [([2], "step_end"), ([3], "window_end")]
     assert [listed.run_end(s) for s in (2, 3, 6)] == [4, 4, 7]
@@ -237,7 +255,9 @@ def test_from_config_maps_listed_and_discrete_steps() -> None:
     plan = CapturePlan.from_config(cfg, 0)
     assert plan.steps == (2, 5) and plan.one_per_step and plan.captured_steps() == [2, 5]
     # the disk budget keeps a window one capture (it splits one only where it must, and says so)
-    assert not CapturePlan.from_config(IntegratedConfig(profile=True, max_disk_mb=1), 0).one_per_step
+    assert not CapturePlan.from_config(
+        IntegratedConfig(profile=True, max_disk_mb=1), 0
+    ).one_per_step
     assert not CapturePlan.from_config(IntegratedConfig(profile=True), 0).one_per_step
 
 
@@ -250,7 +270,8 @@ def test_plan_takes_one_stage_or_a_list() -> None:
     one = CapturePlan.from_config(IntegratedConfig(profile=True, stage=Stage.actor_update), 0)
     assert one.stages == ("actor_update",) and not one.whole_steps
     both = CapturePlan.from_config(
-        IntegratedConfig(profile=True, stage=[Stage.actor_generate, "actor_update"]), 0)
+        IntegratedConfig(profile=True, stage=[Stage.actor_generate, "actor_update"]), 0
+    )
     assert both.stages == ("actor_generate", "actor_update")
     assert CapturePlan.from_config(IntegratedConfig(profile=True), 0).whole_steps
 
@@ -262,20 +283,41 @@ def test_one_capture_per_step_when_asked() -> None:
     for step in range(1, 7):
         actions += sched.step_start(step) + sched.step_end(step)
     assert [(type(a).__name__, a.capture.step) for a in actions] == [
-        ("Start", 2), ("Stop", 2), ("Start", 3), ("Stop", 3), ("Start", 4), ("Stop", 4)]
-    assert [a.reason for a in actions if isinstance(a, Stop)] == ["step_end", "step_end",
-                                                                  "window_end"]
+        ("Start", 2),
+        ("Stop", 2),
+        ("Start", 3),
+        ("Stop", 3),
+        ("Start", 4),
+        ("Stop", 4),
+    ]
+    assert [a.reason for a in actions if isinstance(a, Stop)] == [
+        "step_end",
+        "step_end",
+        "window_end",
+    ]
 
 
 def _quiet(sched: Scheduler) -> bool:
     """Nothing planned, queued or running, stated from the scheduler's fields."""
-    return (not sched.plan.enabled and sched.active is None and sched.trigger is None
-            and not sched.pending)
+    return (
+        not sched.plan.enabled
+        and sched.active is None
+        and sched.trigger is None
+        and not sched.pending
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(runs(), st.booleans(), st.dictionaries(st.integers(1, 30), st.tuples(
-    st.integers(1, 3), st.sampled_from([ALL, *STAGES]), st.none() | st.integers(1, 30))))
+@given(
+    runs(),
+    st.booleans(),
+    st.dictionaries(
+        st.integers(1, 30),
+        st.tuples(
+            st.integers(1, 3), st.sampled_from([ALL, *STAGES]), st.none() | st.integers(1, 30)
+        ),
+    ),
+)
 def test_idle_is_kept_and_an_idle_step_decides_nothing(run, planned, requests) -> None:
     """``idle`` (what the step hooks read instead of calling ``step_start``/``step_end``)
     equals its rule after every event, planned or not, with requests queued at any step; and
@@ -323,8 +365,14 @@ def _fields(sched: Scheduler) -> dict:
 
 
 @settings(max_examples=400, deadline=None)
-@given(runs(), st.lists(st.tuples(st.integers(1, 14), st.booleans(), st.integers(0, 3),
-                                  st.integers(0, 15)), min_size=1, max_size=14))
+@given(
+    runs(),
+    st.lists(
+        st.tuples(st.integers(1, 14), st.booleans(), st.integers(0, 3), st.integers(0, 15)),
+        min_size=1,
+        max_size=14,
+    ),
+)
 def test_the_in_window_shortcut_decides_as_the_full_rules(run, events) -> None:
     """Steps in any order (again, backwards, gaps), failed ones, a part's cut of the window
     and requests queued at any step: the scheduler with its shortcut for steps inside the

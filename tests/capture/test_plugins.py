@@ -30,23 +30,24 @@ class Stub:
 
 
 def test_a_registered_source_is_asked_beside_the_folder_and_a_broken_one_warns(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     stub = Stub(Request.new(60, steps=1))
 
     def broken() -> None:
         raise RuntimeError("no carrier here")
 
-    monkeypatch.setattr(plugins, "_SOURCES", {"stub": lambda: stub, "broken": broken,
-                                              "none": lambda: None})
+    monkeypatch.setattr(
+        plugins, "_SOURCES", {"stub": lambda: stub, "broken": broken, "none": lambda: None}
+    )
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config({"profile_save_path": str(tmp_path), "backend": "none"},
-                                    rank=0)
+        prof = Profiler.from_config({"profile_save_path": str(tmp_path), "backend": "none"}, rank=0)
     control = prof._ondemand
     assert control is not None
     assert [type(s) for s in control.sources] == [Folder, Stub]
     assert [r.getMessage() for r in caplog.records] == [
-        "mindspeed-prof: no on-demand capture through broken: no carrier here"]
+        "mindspeed-prof: no on-demand capture through broken: no carrier here"
+    ]
     control.interval_ns = 0
     for step in (1, 2, 3):
         with prof.step(step), prof.stage("actor_update"):
@@ -57,7 +58,8 @@ def test_a_registered_source_is_asked_beside_the_folder_and_a_broken_one_warns(
 
 
 def test_a_layers_module_is_imported_only_for_a_framework_the_process_imported(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(plugins, "SOURCES", {"no_such_framework": "no_such_module"})
     monkeypatch.setattr(plugins, "_SOURCES", {})
     assert plugins.sources() == []  # not imported: no_such_module would raise

@@ -64,7 +64,8 @@ def test_stage_scoped_two_captures(tmp_path: Path) -> None:
 
 
 def test_mindspeed_rl_stage_list_captures_each_stage_in_its_folder(tmp_path: Path) -> None:
-    block = OmegaConf.create(textwrap.dedent(f"""
+    block = OmegaConf.create(
+        textwrap.dedent(f"""
         profiler_config:
           integrated:
             profile: true
@@ -72,23 +73,29 @@ def test_mindspeed_rl_stage_list_captures_each_stage_in_its_folder(tmp_path: Pat
             profile_step_start: 2
             profile_step_end: 4
             profile_save_path: {tmp_path / "out"}
-        """))
+        """)
+    )
     with Profiler.from_config(block.profiler_config) as prof:
         train(prof, range(1, 5))
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["actor_generate", "actor_update"]
     for stage in ("actor_generate", "actor_update"):
         traces = sorted((out / stage).glob("*.pt.trace.json"))
-        assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json",
-                                                             "3.pt.trace.json"]
+        assert [t.name.split("_step")[1] for t in traces] == ["2.pt.trace.json", "3.pt.trace.json"]
         assert all(stage in names(t) for t in traces)
     assert [(c.stage, c.step) for c in prof.captures] == [
-        ("actor_generate", 2), ("actor_update", 2), ("actor_generate", 3), ("actor_update", 3)]
+        ("actor_generate", 2),
+        ("actor_update", 2),
+        ("actor_generate", 3),
+        ("actor_update", 3),
+    ]
 
 
 def test_role_captures_under_its_folder(tmp_path: Path) -> None:
-    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path / "out")},
-           "actor": {"stage": "actor_update"}}
+    cfg = {
+        "integrated": {"profile": True, "profile_save_path": str(tmp_path / "out")},
+        "actor": {"stage": "actor_update"},
+    }
     with Profiler.from_config(cfg, role="rollout") as rollout:
         train(rollout, range(1, 2), stages=("actor_generate",))
     with Profiler.from_config(cfg, role="actor") as actor:
@@ -133,8 +140,9 @@ def test_exception_in_stage_leaves_loadable_trace(tmp_path: Path) -> None:
 
 
 def test_mstx_ranges_only_inside_captures(tmp_path: Path) -> None:
-    prof = make(tmp_path, mstx=True, profile_level="level_none", profile_step_start=2,
-                profile_step_end=3)
+    prof = make(
+        tmp_path, mstx=True, profile_level="level_none", profile_step_start=2, profile_step_end=3
+    )
     assert mstx.active_sink() is None
     with prof.step(1):
         assert mstx.active_sink() is None
@@ -157,7 +165,9 @@ def test_dpo_warmup_is_the_step_before_the_window(tmp_path: Path) -> None:
     with make(tmp_path, warmup_steps=1, profile_step_start=1, profile_step_end=2) as first:
         train(first, range(1, 4), stages=("actor_update",))
     assert [(c.steps, c.warmup_steps) for c in resumed.captures + first.captures] == [
-        ([3, 4], []), ([1], [])]
+        ([3, 4], []),
+        ([1], []),
+    ]
 
 
 def test_resumed_run_keeps_global_window(tmp_path: Path) -> None:
@@ -187,9 +197,16 @@ def test_profiler_is_a_trainer_hook_and_current(tmp_path: Path) -> None:
 def test_unwritable_save_path_warns_once_and_training_goes_on(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    prof = Profiler.from_config({"integrated": {"profile": True, "stage": "actor_generate",
-                                                "profile_step_end": 4,
-                                                "profile_save_path": str(blocker / "sub")}})
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "stage": "actor_generate",
+                "profile_step_end": 4,
+                "profile_save_path": str(blocker / "sub"),
+            }
+        }
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         train(prof, range(1, 4))
@@ -200,36 +217,64 @@ def test_unwritable_save_path_warns_once_and_training_goes_on(tmp_path: Path) ->
 def test_strict_fails_fast(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    prof = Profiler.from_config({"profile": True, "strict": True,
-                                                "profile_save_path": str(blocker / "sub")})
+    prof = Profiler.from_config(
+        {"profile": True, "strict": True, "profile_save_path": str(blocker / "sub")}
+    )
     with pytest.raises(ProfilerError, match="capture start failed"):
         train(prof, range(1, 2))
 
 
 def test_on_capture_gets_each_record_and_its_faults_stay_out_of_training(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     seen: list[Any] = []
 
     def broken(record: Any) -> None:
         raise OSError("disk full")
 
-    cfg = {"integrated": {"profile": True, "profile_save_path": str(tmp_path), "mstx": True,
-                          "stage": "actor_update", "profile_step_end": 3}}
+    cfg = {
+        "integrated": {
+            "profile": True,
+            "profile_save_path": str(tmp_path),
+            "mstx": True,
+            "stage": "actor_update",
+            "profile_step_end": 3,
+        }
+    }
     with Profiler.from_config(cfg, on_capture=[broken, seen.append]) as prof:
         train(prof, range(1, 4))
     assert [(r.stage, r.step) for r in seen] == [("actor_update", 1), ("actor_update", 2)]
     assert seen == prof.captures and all(r.files for r in seen)
     assert [r.getMessage() for r in caplog.records if "disk full" in r.getMessage()] == [
-        f"mindspeed-prof: after capture {r.files}: disk full" for r in seen]
+        f"mindspeed-prof: after capture {r.files}: disk full" for r in seen
+    ]
 
 
 def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:
-    long = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_end": 4,
-        "profile_save_path": str(tmp_path / "long")}}, rank=0)
-    short = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_end": 2,
-        "profile_save_path": str(tmp_path / "short")}}, rank=0)
+    long = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_end": 4,
+                "profile_save_path": str(tmp_path / "long"),
+            }
+        },
+        rank=0,
+    )
+    short = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_end": 2,
+                "profile_save_path": str(tmp_path / "short"),
+            }
+        },
+        rank=0,
+    )
     for step in range(1, 4):
         with long.step(step), short.step(step):
             with mstx.range(f"custom{step}"):
@@ -257,8 +302,7 @@ class _Heard(Part):
     def on_step_end(self, step: int, took_ns: int | None, failed: bool) -> None:
         self.heard.append(("step_end", step, failed))
 
-    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None,
-                     failed: bool) -> None:
+    def on_stage_end(self, stage: str, step: int | None, took_ns: int | None, failed: bool) -> None:
         self.heard.append(("stage_end", stage, step, failed))
 
     def on_signal(self, signum: int) -> None:
@@ -271,8 +315,9 @@ class _Heard(Part):
 def test_step_end_hook_ends_a_step_that_went_well(tmp_path: Path) -> None:
     """``on_step_end(n)`` (a hook-driven trainer) is a step that did not fail: the window
     [1, 3) is one capture of steps 1 and 2 ended by the window, and parts hear failed=False."""
-    prof = make(tmp_path, mstx=True, profile_level="level_none", profile_step_start=1,
-                profile_step_end=3)
+    prof = make(
+        tmp_path, mstx=True, profile_level="level_none", profile_step_start=1, profile_step_end=3
+    )
     heard = _Heard()
     prof.add_part(heard)
     for step in (1, 2, 3):
@@ -280,15 +325,20 @@ def test_step_end_hook_ends_a_step_that_went_well(tmp_path: Path) -> None:
         prof.on_step_end(step)
     prof.close()
     assert [(c.steps, c.reason) for c in prof.captures] == [([1, 2], "window_end")]
-    assert heard.heard == [("step_end", 1, False), ("step_end", 2, False),
-                           ("step_end", 3, False)]
+    assert heard.heard == [("step_end", 1, False), ("step_end", 2, False), ("step_end", 3, False)]
 
 
 def test_stage_end_hook_ends_the_stage_under_our_name(tmp_path: Path) -> None:
     """verl's ``rollout_generate`` is our ``actor_generate``: its end hook (no step given: the
     current one) ends that stage's capture as a stage that went well."""
-    prof = make(tmp_path, mstx=True, profile_level="level_none", stage="actor_generate",
-                profile_step_start=1, profile_step_end=2)
+    prof = make(
+        tmp_path,
+        mstx=True,
+        profile_level="level_none",
+        stage="actor_generate",
+        profile_step_start=1,
+        profile_step_end=2,
+    )
     heard = _Heard()
     prof.add_part(heard)
     prof.on_step_start(1)
@@ -297,7 +347,8 @@ def test_stage_end_hook_ends_the_stage_under_our_name(tmp_path: Path) -> None:
     prof.on_step_end(1)
     prof.close()
     assert [(c.stage, c.step, c.reason) for c in prof.captures] == [
-        ("actor_generate", 1, "stage_end")]
+        ("actor_generate", 1, "stage_end")
+    ]
     assert heard.heard == [("stage_end", "actor_generate", 1, False), ("step_end", 1, False)]
 
 
@@ -318,9 +369,17 @@ def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
     rank and role, with backend ``none`` and the error."""
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    prof = Profiler.from_config({"integrated": {"profile": True, "stage": "actor_generate",
-                                                "profile_save_path": str(blocker / "sub")}},
-                                rank=4, role="rollout")
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "stage": "actor_generate",
+                "profile_save_path": str(blocker / "sub"),
+            }
+        },
+        rank=4,
+        role="rollout",
+    )
     heard = _Heard()
     prof.add_part(heard)
     with warnings.catch_warnings(record=True) as caught:
@@ -328,17 +387,32 @@ def test_parts_hear_of_a_capture_that_could_not_start(tmp_path: Path) -> None:
         train(prof, range(1, 2), stages=("actor_generate",))
     prof.close()
     ((record, error),) = heard.captured
-    assert (record.stage, record.step, record.index, record.rank, record.role, record.backend,
-            record.files) == ("actor_generate", 1, 0, 4, "rollout", "none", [])
+    assert (
+        record.stage,
+        record.step,
+        record.index,
+        record.rank,
+        record.role,
+        record.backend,
+        record.files,
+    ) == ("actor_generate", 1, 0, 4, "rollout", "none", [])
     assert error and prof.failed and heard.started == [1]
     (message,) = [str(w.message) for w in caught]
     assert message.startswith("mindspeed-prof: capture start failed (NotADirectoryError: ")
 
 
 def test_parts_hear_why_the_disk_budget_skipped_a_capture(tmp_path: Path) -> None:
-    prof = Profiler.from_config({"profile": True, "mstx": True, "profile_level": "level_none",
-                                 "stage": "actor_update", "max_disk_mb": 1,
-                                 "profile_save_path": str(tmp_path)}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "stage": "actor_update",
+            "max_disk_mb": 1,
+            "profile_save_path": str(tmp_path),
+        },
+        rank=0,
+    )
     from mindspeed_prof.capture.budget import Budget
 
     next(p for p in prof.parts if isinstance(p, Budget)).ledger.add(1024 * 1024)  # written
@@ -347,22 +421,22 @@ def test_parts_hear_why_the_disk_budget_skipped_a_capture(tmp_path: Path) -> Non
     train(prof, range(1, 2), stages=("actor_update",))
     prof.close()
     assert [(r.step, r.backend, e) for r, e in heard.captured] == [
-        (1, "none", "disk budget: 1.0 MB of max_disk_mb=1 used")]
+        (1, "none", "disk budget: 1.0 MB of max_disk_mb=1 used")
+    ]
 
 
 def test_an_off_profiler_with_a_bad_rank_variable_is_rank_0(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Profiling off but a flight recorder on: an unparsable ``RANK`` is not an error there,
     the rank is 0 (also when asked again)."""
     monkeypatch.setenv("RANK", "worker-3")
-    prof = Profiler.from_config({"flight_recorder_steps": 2,
-                                 "profile_save_path": str(tmp_path)})
+    prof = Profiler.from_config({"flight_recorder_steps": 2, "profile_save_path": str(tmp_path)})
     assert prof.rank == 0 and prof.refresh_rank() == 0
     prof.close()
 
 
-def test_wake_makes_a_sleeping_profiler_live_and_a_closed_one_stays_closed(
-        tmp_path: Path) -> None:
+def test_wake_makes_a_sleeping_profiler_live_and_a_closed_one_stays_closed(tmp_path: Path) -> None:
     """``wake`` (an on-demand request came) turns the hooks on and puts the profiler under the
     crash handler's watch; after ``close`` it does nothing."""
     from mindspeed_prof.capture import crash
@@ -401,14 +475,26 @@ def test_where_the_rank_comes_from(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_a_capture_file_says_which_stage_step_process_and_level(tmp_path: Path) -> None:
     import os
 
-    with make(tmp_path, rank=2, mstx=True, profile_level="level_none", profile_step_start=3,
-              profile_step_end=4) as prof:
+    with make(
+        tmp_path,
+        rank=2,
+        mstx=True,
+        profile_level="level_none",
+        profile_step_start=3,
+        profile_step_end=4,
+    ) as prof:
         train(prof, range(1, 5), stages=("actor_update",))
     (spans,) = (tmp_path / "out" / "integrated").iterdir()
     meta = json.loads(spans.read_text())["mindspeed_prof"]
-    assert (meta["rank"], meta["role"], meta["stage"], meta["step"], meta["pid"],
-            meta["level"], meta["window"]) == (2, "integrated", "all", 3, os.getpid(),
-                                                "level_none", [3, 4])
+    assert (
+        meta["rank"],
+        meta["role"],
+        meta["stage"],
+        meta["step"],
+        meta["pid"],
+        meta["level"],
+        meta["window"],
+    ) == (2, "integrated", "all", 3, os.getpid(), "level_none", [3, 4])
 
 
 def test_a_trace_records_the_communication_pattern_its_analysis_uses(tmp_path: Path) -> None:

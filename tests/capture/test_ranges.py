@@ -43,14 +43,14 @@ def _tap() -> tuple[RangeTap, list[Event]]:
     return tap, got
 
 
-ops = st.lists(st.tuples(st.integers(1, 3), st.booleans(), st.sampled_from(NAMES)),
-               max_size=60)
+ops = st.lists(st.tuples(st.integers(1, 3), st.booleans(), st.sampled_from(NAMES)), max_size=60)
 
 
 @settings(max_examples=300, deadline=None)
 @given(ops=ops)
 def test_any_interleaving_of_threads_records_every_closed_range_once(
-        ops: list[tuple[int, bool, str]]) -> None:
+    ops: list[tuple[int, bool, str]],
+) -> None:
     """Opens and closes from up to 3 threads in any order: a close ends the innermost open
     range of its name on its own thread, else the one another thread opened last, else
     nothing. Every range closed is recorded once, on the thread that opened it, with its
@@ -73,8 +73,13 @@ def test_any_interleaving_of_threads_records_every_closed_range_once(
             if mine:
                 owner, index = thread, mine[-1]
             else:
-                others = [(order, t, i) for t, rs in model.items() if t != thread
-                          for i, (n, order) in enumerate(rs) if n == name]
+                others = [
+                    (order, t, i)
+                    for t, rs in model.items()
+                    if t != thread
+                    for i, (n, order) in enumerate(rs)
+                    if n == name
+                ]
                 if not others:
                     assert took is None
                     continue
@@ -139,7 +144,8 @@ def test_real_threads_cross_and_a_hook_may_end_on_another_thread() -> None:
 
 
 def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A thread that ends with a range open (a hook never called) keeps it only until many
     threads have been seen: then its ranges are dropped, their capture sinks' ranges ended."""
     monkeypatch.setattr(ranges, "_THREADS", 4)
@@ -152,6 +158,7 @@ def test_ranges_of_threads_that_ended_without_closing_are_forgotten(
             def cm() -> Iterator[None]:
                 yield
                 exited.append(name)
+
             return cm()
 
         def mark(self, name: str) -> None:
@@ -196,7 +203,8 @@ def test_a_forked_child_records_its_own_thread_id() -> None:
 
 
 def test_threads_that_ended_are_forgotten_even_with_nothing_open(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A thread keeps its empty list of open ranges while it may step again; a trainer that
     starts a thread per step holds lists for at most ``_THREADS`` threads, not one per step."""
     monkeypatch.setattr(ranges, "_THREADS", 4)
@@ -216,7 +224,8 @@ def test_threads_that_ended_are_forgotten_even_with_nothing_open(
 
 
 def test_steps_pair_across_threads_and_a_stage_outside_the_step_is_not_its(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Steps are kept apart from stages: a thread ends its own innermost step, else the step
     another thread opened last (a hook-driven trainer); ``here`` names the thread's innermost
     stage only when it opened inside the thread's innermost step."""

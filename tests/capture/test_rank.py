@@ -26,8 +26,9 @@ def test_torch_distributed_wins_over_env(monkeypatch: pytest.MonkeyPatch, tmp_pa
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("bad", ["x", "-1", "abc", "\u0663", "1_0", "+3", "3.0", "0x1", "\uff11",
-                                 "1 2", "\u00b2"])
+@pytest.mark.parametrize(
+    "bad", ["x", "-1", "abc", "\u0663", "1_0", "+3", "3.0", "0x1", "\uff11", "1 2", "\u00b2"]
+)
 def test_a_rank_is_ascii_decimal_digits_only(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     """``int`` reads ``'\u0663'`` (an Arabic-Indic 3), ``1_0`` and ``+3`` as ranks; a launcher
     writes none of them: each is an error in one line naming RANK and what is allowed."""

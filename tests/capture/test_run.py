@@ -31,7 +31,8 @@ def test_given_first_then_the_launchers_variable(monkeypatch: pytest.MonkeyPatch
 
 
 def test_torchrun_standalone_gives_each_launch_and_restart_its_own(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "0A1B2C3D-4E5F-4a7b-8c9d-0e1f2a3b4c5d")
     assert run.resolve() == ("torchrun-0a1b2c3d4e5f", "torchrun")
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "2")
@@ -44,14 +45,17 @@ def test_a_made_id_is_exported_to_the_processes_this_one_starts() -> None:
     made, how = run.resolve()
     assert how == "process" and os.environ[RUN_ENV] == made
     assert run.resolve() == (made, "env")  # every later profiler of this process
-    child = subprocess.run([sys.executable, "-c", "from mindspeed_prof.capture import run; "
-                            "print(run.resolve()[0])"], capture_output=True, text=True,
-                           timeout=120, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "from mindspeed_prof.capture import run; print(run.resolve()[0])"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert child.stdout.strip() == made
 
 
-def test_each_hydra_job_of_a_process_is_a_run_of_its_own(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_hydra_job_of_a_process_is_a_run_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     first, _ = run.start_job()
     second, _ = run.start_job()
     assert first != second and os.environ[RUN_ENV] == second
@@ -64,8 +68,7 @@ def test_each_hydra_job_of_a_process_is_a_run_of_its_own(
     assert run.start_job() == ("outer", "env")  # a single run keeps the launcher's id
 
 
-def test_the_process_groups_store_gives_every_rank_the_first_ranks_id(
-        tmp_path: Path) -> None:
+def test_the_process_groups_store_gives_every_rank_the_first_ranks_id(tmp_path: Path) -> None:
     """Two ranks of a real gloo process group, neither given an id: the one that asks first
     puts its id in the store, the other reads it; both profilers' captures carry it."""
     code = f"""
@@ -84,8 +87,16 @@ print(json.dumps(prof.run))
 dist.destroy_process_group()
 """
     env = {k: v for k, v in os.environ.items() if k != RUN_ENV}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(r)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for r in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(r)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for r in (0, 1)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
     runs = {tuple(__import__("json").loads(o.strip().splitlines()[-1])) for o, _ in outs}
@@ -93,8 +104,10 @@ dist.destroy_process_group()
     assert how == "process group" and valid_run_id(made)
     import json
 
-    headers = [json.loads(p.read_text())["mindspeed_prof"]["run"]
-               for p in (tmp_path / "out").rglob("*.mstx.trace.json")]
+    headers = [
+        json.loads(p.read_text())["mindspeed_prof"]["run"]
+        for p in (tmp_path / "out").rglob("*.mstx.trace.json")
+    ]
     assert headers == [made, made]
 
 
@@ -106,9 +119,16 @@ def test_a_profiler_given_a_bad_id_says_so() -> None:
 def test_a_workers_config_carries_its_drivers_run(tmp_path: Path) -> None:
     from mindspeed_prof.ray import worker_config
 
-    cfg = worker_config({"integrated": {"profile": True, "mstx": True,
-                                        "profile_level": "level_none",
-                                        "profile_save_path": str(tmp_path)}})
+    cfg = worker_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     driver = run.resolve()[0]
     assert cfg["run"] == driver
     os.environ.pop(RUN_ENV)  # a worker process: nothing inherited from the driver

@@ -33,8 +33,7 @@ def start(stage: str, step: int, index: int = 0, trigger: Why = "") -> Start:
     return Start(Capture(stage, step, index, trigger))
 
 
-def stop(reason: StopReason, stage: str, step: int, index: int = 0,
-         trigger: Why = "") -> Stop:
+def stop(reason: StopReason, stage: str, step: int, index: int = 0, trigger: Why = "") -> Stop:
     return Stop(Capture(stage, step, index, trigger), reason)
 
 
@@ -116,8 +115,7 @@ def test_request_taken_at_the_step_start_that_leaves_the_window() -> None:
     sched.request(Trigger("on_demand", 1))
     assert sched.step_end(1) == []
     # the trainer resumes past the window without ending it at a step end
-    assert sched.step_start(6) == [stop("left_window", ALL, 1),
-                                   start(ALL, 6, trigger="on_demand")]
+    assert sched.step_start(6) == [stop("left_window", ALL, 1), start(ALL, 6, trigger="on_demand")]
     assert sched.step_end(6) == [stop("trigger_end", ALL, 6, trigger="on_demand")]
 
 
@@ -142,8 +140,7 @@ def test_trigger_ending_at_a_step_start_hands_over_to_the_planned_window() -> No
     sched.request(Trigger("on_demand", 2))
     assert sched.step_start(1) == [start(ALL, 1, trigger="on_demand")]
     assert sched.step_end(1) == []
-    assert sched.step_start(4) == [stop("trigger_end", ALL, 1, trigger="on_demand"),
-                                   start(ALL, 4)]
+    assert sched.step_start(4) == [stop("trigger_end", ALL, 1, trigger="on_demand"), start(ALL, 4)]
     assert sched.step_end(4) == []
     assert sched.step_end(5) == [stop("window_end", ALL, 4)]
 
@@ -330,7 +327,8 @@ def test_a_trigger_with_a_start_step_waits_for_it() -> None:
     assert sched.step_start(7) == [start(ALL, 7, trigger="on_demand")]
     assert sched.step_end(7) == []
     assert sched.step_start(8) == [] and sched.step_end(8) == [
-        stop("trigger_end", ALL, 7, trigger="on_demand")]
+        stop("trigger_end", ALL, 7, trigger="on_demand")
+    ]
 
 
 def test_a_late_start_still_captures_all_its_steps() -> None:
@@ -339,7 +337,8 @@ def test_a_late_start_still_captures_all_its_steps() -> None:
     assert sched.step_start(9) == [start(ALL, 9, trigger="on_demand")]  # this rank came late
     assert sched.step_end(9) == []
     assert sched.step_start(10) == [] and sched.step_end(10) == [
-        stop("trigger_end", ALL, 9, trigger="on_demand")]
+        stop("trigger_end", ALL, 9, trigger="on_demand")
+    ]
 
 
 def test_a_due_trigger_does_not_wait_behind_one_that_is_not() -> None:

@@ -84,7 +84,10 @@ def test_nested_and_recursive_ranges_pair_by_thread(tmp_path: Path) -> None:
     for evs in by_tid.values():  # inner ranges end first; each lies inside the next
         assert len(evs) == 3
         for inner, outer in zip(evs, evs[1:]):
-            assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+            assert (
+                outer["ts"] <= inner["ts"]
+                and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+            )
         assert evs[0]["dur"] >= 20_000 * 0.9  # the sleep, in microseconds
 
 
@@ -103,8 +106,11 @@ def test_span_recorder_marks_and_ranges_keep_their_names(tmp_path: Path) -> None
     rec.close()
     events = json.loads(rec.path.read_text())["traceEvents"]
     assert [(e["name"], e["cat"], e["ph"]) for e in events] == [
-        ("instant", "mark", "i"), ("staged", "stage", "X"), ("plain", "user_annotation", "X"),
-        ("entered", "user_annotation", "X")]
+        ("instant", "mark", "i"),
+        ("staged", "stage", "X"),
+        ("plain", "user_annotation", "X"),
+        ("entered", "user_annotation", "X"),
+    ]
     instant, staged_event, plain_event, _ = events
     assert "dur" not in instant
     assert plain_event["ts"] <= staged_event["ts"]
@@ -134,8 +140,9 @@ def test_flush_due_writes_at_once_then_every_10_ms(tmp_path: Path, monkeypatch) 
 
 
 # -- a full disk: the file keeps every range written whole, and stays complete JSON ---------
-def _record(path: Path, steps: list[list[str]], size: int | None,
-            monkeypatch: pytest.MonkeyPatch) -> list[OSError]:
+def _record(
+    path: Path, steps: list[list[str]], size: int | None, monkeypatch: pytest.MonkeyPatch
+) -> list[OSError]:
     """Record ``steps`` (each a list of range names) to ``path`` on a disk of ``size`` bytes
     (None: no limit), flushing at each step's end and closing; the errors raised."""
     from mindspeed_prof.capture import spans
@@ -174,12 +181,16 @@ def _record(path: Path, steps: list[list[str]], size: int | None,
 steps_strategy = st.lists(st.lists(st.text(max_size=12), max_size=6), min_size=1, max_size=8)
 
 
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=steps_strategy, room=st.integers(0, 2_500))
 def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
-        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-        steps: list[list[str]], room: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    steps: list[list[str]],
+    room: int,
+) -> None:
     """Whatever the room on the disk, the range file is complete JSON holding the first ranges
     of what a disk with room for all writes, as many as fit with the file's end: one more
     would not have. The first failed write raises ENOSPC naming the file, and the close raises
@@ -188,7 +199,7 @@ def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
     full, cut = folder / "full.json", folder / "cut.json"
     assert _record(full, steps, None, monkeypatch) == []
     whole = full.read_bytes()
-    head = whole[:whole.index(b'"traceEvents": [') + len(b'"traceEvents": [')]
+    head = whole[: whole.index(b'"traceEvents": [') + len(b'"traceEvents": [')]
     errors = _record(cut, steps, room, monkeypatch)
     if room >= len(whole):
         assert errors == [] and cut.read_bytes() == whole
@@ -198,7 +209,7 @@ def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
     if room < len(head) + len(b"\n]}\n"):
         assert not cut.exists()
         return
-    body = whole[len(head):-len(b'\n], "closed": true}\n')]
+    body = whole[len(head) : -len(b'\n], "closed": true}\n')]
     lines = body[1:].split(b",\n") if body else []
 
     def kept(k: int) -> bytes:  # the file holding the first k ranges, not closed
@@ -211,7 +222,8 @@ def test_a_full_disk_leaves_complete_json_holding_every_range_that_fit(
 
 
 def test_a_failed_write_is_cut_back_at_once_and_nothing_is_written_after(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After ENOSPC the recorder never writes again: later flushes and the close are no-ops
     even when room comes back (another process freed space), so the cut file stays as cut."""
     from mindspeed_prof.capture import spans
@@ -299,7 +311,8 @@ def _steps(path: Path) -> list[int]:
 
 
 def test_a_stalled_file_system_never_holds_a_step_and_the_close_writes_every_step(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While the writer thread's write is stuck, 50 steps end (each handed off at its end)
     without waiting; once the file system answers, the close writes every one of them."""
     rec, disk = _stalled(tmp_path, monkeypatch)
@@ -318,7 +331,8 @@ def test_a_stalled_file_system_never_holds_a_step_and_the_close_writes_every_ste
 
 
 def test_past_the_bound_a_stalled_file_system_s_ranges_are_dropped_counted_and_warned(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Memory stays bounded: past ``MAX_WAITING`` ranges waiting, a step's ranges are dropped
     and counted, with one warning as it starts and one at the close giving the count; the
     steps handed off before stay whole."""
@@ -342,8 +356,10 @@ def test_past_the_bound_a_stalled_file_system_s_ranges_are_dropped_counted_and_w
     assert kept == sorted(kept) and kept[:2] == [1, 1] and len(kept) <= 2 + 6
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2 and "dropped (counted)" in messages[0]
-    assert messages[1] == f"mindspeed-prof: {rec.path}: {rec.dropped} ranges were dropped " \
-                          "while its file system stalled"
+    assert (
+        messages[1] == f"mindspeed-prof: {rec.path}: {rec.dropped} ranges were dropped "
+        "while its file system stalled"
+    )
 
 
 def test_a_range_file_removed_mid_run_is_noticed_at_the_next_write(tmp_path: Path) -> None:

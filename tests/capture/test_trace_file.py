@@ -21,13 +21,22 @@ def test_range_times_keep_their_leading_zeros() -> None:
     buf = RangeBuffer()
     buf.wall0_ns = buf.perf0_ns  # trace time = the recorded time
     key, mark = buf.key("r"), buf.key("m", "mark")
-    lines = trace_body([(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999),
-                             (mark, 9, 4_000_007, -1)])], buf, pid=1)
+    lines = trace_body(
+        [(3, [(key, 9, 2_000_050, 2_001_055), (key, 8, 7_000, 7_999), (mark, 9, 4_000_007, -1)])],
+        buf,
+        pid=1,
+    )
     events = [json.loads(line) for line in lines]
     assert [(e.get("ts"), e.get("dur")) for e in events] == [
-        (2000.05, 1.005), (7.0, 0.999), (4000.007, None)]
+        (2000.05, 1.005),
+        (7.0, 0.999),
+        (4000.007, None),
+    ]
     assert [(e["ph"], e["pid"], e["tid"], e["name"]) for e in events] == [
-        ("X", 1, 9, "r"), ("X", 1, 8, "r"), ("i", 1, 9, "m")]
+        ("X", 1, 9, "r"),
+        ("X", 1, 8, "r"),
+        ("i", 1, 9, "m"),
+    ]
     assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
     assert [e["args"] for e in events] == [{"step": 3}] * 3
 
@@ -44,12 +53,15 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
     assert buf.keys[key] == ("r", "user_annotation")
     lines = trace_body([(None, [(key, 1, 0, 0), (key, 1, 1_000_000, 3_000_000)])], buf, pid=1)
     assert [(e["ph"], e["ts"], e["dur"]) for e in map(json.loads, lines)] == [
-        ("X", 0.0, 0.0), ("X", 1000.0, 2000.0)]
+        ("X", 0.0, 0.0),
+        ("X", 1000.0, 2000.0),
+    ]
     assert '"dur": 2000.000' in lines[1]
 
 
 def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
-        tmp_path: Path, monkeypatch) -> None:
+    tmp_path: Path, monkeypatch
+) -> None:
     """The file is a Chrome trace in ms with our header; it is written as ``<name>.tmp`` first
     (what ``doctor`` knows as a leftover when the process died before the rename), and a write
     or rename that fails leaves nothing."""
@@ -61,10 +73,11 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
 
     buf = RangeBuffer()
     path = write_trace(tmp_path / "a" / "b" / "t.json", [], buf, CaptureHeader(rank=3))
-    again = write_trace(tmp_path / "a" / "b" / "u.json", [], buf, CaptureHeader())  # the folder exists
+    again = write_trace(
+        tmp_path / "a" / "b" / "u.json", [], buf, CaptureHeader()
+    )  # the folder exists
     data = json.loads(path.read_text())
-    assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (
-        1, "ms", [])
+    assert (data["schemaVersion"], data["displayTimeUnit"], data["traceEvents"]) == (1, "ms", [])
     meta = data["mindspeed_prof"]
     assert (meta["kind"], meta["format"], meta["rank"]) == ("spans", 2, 3) and again.exists()
 
@@ -83,10 +96,19 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([0, 1]), st.sampled_from([7, 2**40]),
-                          st.integers(-10**19, 10**19), st.integers(-10**7, 10**19)),
-                max_size=20),
-       st.sampled_from([None, 0, 5]), st.booleans())
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 1]),
+            st.sampled_from([7, 2**40]),
+            st.integers(-(10**19), 10**19),
+            st.integers(-(10**7), 10**19),
+        ),
+        max_size=20,
+    ),
+    st.sampled_from([None, 0, 5]),
+    st.booleans(),
+)
 def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> None:
     """A (key, thread) seen once in a call is written from its kept line start: each event
     gives the same line as when it is the first of its (key, thread) (the ``_RANGE`` path),
@@ -108,6 +130,14 @@ def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> No
             ts, dur = t0 + offset, t1 - t0
             name, cat = buf.keys[key]
             tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
-            assert line == _RANGE % ("X", 3, tid, f', "cat": {json.dumps(cat)}, "name": '
-                                     f'{json.dumps(name)}', ts // 1000, ts % 1000,
-                                     dur // 1000, dur % 1000, tail)
+            assert line == _RANGE % (
+                "X",
+                3,
+                tid,
+                f', "cat": {json.dumps(cat)}, "name": {json.dumps(name)}',
+                ts // 1000,
+                ts % 1000,
+                dur // 1000,
+                dur % 1000,
+                tail,
+            )

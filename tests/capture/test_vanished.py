@@ -23,16 +23,28 @@ def _wait_written(prof: Profiler) -> None:
 
 
 def test_a_save_root_deleted_mid_window_is_noticed_with_one_warning_and_profiling_stops(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A 120-step window; the root deleted at step 20: one warning naming the range file,
     profiling off (training goes on), nothing written after (the root is not made again),
     and the job lists no capture file."""
     root = tmp_path / "save"
-    prof = Profiler.from_config({
-        "profile": True, "backend": "none", "profile_step_start": 1, "profile_step_end": 121,
-        "on_demand": False, "profile_save_path": str(root)}, rank=0, run="vanish")
-    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"), \
-            pytest.warns(RuntimeWarning, match="removed while being written"):
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "none",
+            "profile_step_start": 1,
+            "profile_step_end": 121,
+            "on_demand": False,
+            "profile_save_path": str(root),
+        },
+        rank=0,
+        run="vanish",
+    )
+    with (
+        caplog.at_level(logging.WARNING, logger="mindspeed_prof"),
+        pytest.warns(RuntimeWarning, match="removed while being written"),
+    ):
         for step in range(1, 121):
             with prof.step(step):
                 pass
@@ -53,15 +65,25 @@ def test_a_save_root_deleted_mid_window_is_noticed_with_one_warning_and_profilin
 
 
 def test_a_root_deleted_between_captures_gets_new_files_and_the_gone_ones_are_listed_nowhere(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """One capture per stage execution; the root deleted between two: the next capture writes
     a new file under a new root, and the job's list of files (and each capture's) holds only
     the files still there."""
     root = tmp_path / "save"
-    prof = Profiler.from_config({
-        "profile": True, "backend": "none", "stage": "actor_update", "profile_step_start": 1,
-        "profile_step_end": 41, "on_demand": False, "profile_save_path": str(root)},
-        rank=0, run="vanish2")
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "backend": "none",
+            "stage": "actor_update",
+            "profile_step_start": 1,
+            "profile_step_end": 41,
+            "on_demand": False,
+            "profile_save_path": str(root),
+        },
+        rank=0,
+        run="vanish2",
+    )
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for step in range(1, 41):
             with prof.step(step), prof.stage("actor_update"):

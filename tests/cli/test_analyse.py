@@ -13,8 +13,12 @@ from capture_fixtures import make_run
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mindspeed_prof.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_analyse_tables_and_json(run_dir: Path) -> None:
@@ -37,15 +41,21 @@ def test_one_broken_file_among_good_ones(tmp_path: Path, run_dir: Path) -> None:
     assert [s.split(":")[0] for s in data["skipped"]] == [str(broken)]  # --json: in full
     # stderr names it below the analysed root, as given
     assert proc.stderr.startswith(
-        "mindspeed-prof: skipped integrated/rank9_h_1_step1.pt.trace.json: ")
+        "mindspeed-prof: skipped integrated/rank9_h_1_step1.pt.trace.json: "
+    )
 
 
 @pytest.mark.parametrize("command", ["analyse", "compare"])
 def test_missing_path_is_one_line_naming_it(tmp_path: Path, command: str, run_dir: Path) -> None:
     given = "outputs/nope"
     args = [given] if command == "analyse" else [str(run_dir), given]
-    proc = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", command, *args],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mindspeed_prof.cli", command, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 1
     assert proc.stderr == f"mindspeed-prof: {given}: no such file or directory\n"
     assert proc.stdout == ""
@@ -61,8 +71,11 @@ def test_run_that_captured_nothing_is_one_line(tmp_path: Path) -> None:
 
 def test_closed_pipe_is_not_a_traceback(run_dir: Path) -> None:
     """``mindspeed-prof analyse DIR --json | head``: the reader leaves before the output ends."""
-    proc = subprocess.Popen([sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(run_dir),
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(run_dir), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the command writes anything (it is still importing)
     err = proc.stderr.read().decode()
@@ -71,13 +84,18 @@ def test_closed_pipe_is_not_a_traceback(run_dir: Path) -> None:
 
 
 def test_html_without_matplotlib_names_the_install(run_dir: Path, tmp_path: Path) -> None:
-    code = ("import sys; sys.modules['matplotlib'] = None; from mindspeed_prof.cli import main; "
-            f"sys.exit(main(['analyse', {str(run_dir)!r}, '--html', 'r.html']))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path)
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from mindspeed_prof.cli import main; "
+        f"sys.exit(main(['analyse', {str(run_dir)!r}, '--html', 'r.html']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("mindspeed-prof: --html needs matplotlib, which is not installed: "
-                           "pip install 'matplotlib>=3.7'\n")
+    assert proc.stderr == (
+        "mindspeed-prof: --html needs matplotlib, which is not installed: "
+        "pip install 'matplotlib>=3.7'\n"
+    )
     assert not (tmp_path / "r.html").exists()
 
 
@@ -107,16 +125,38 @@ def test_html_report_is_self_contained_and_escaped(tmp_path: Path, run_dir: Path
     hostile = tmp_path / "run" / "integrated" / "rank0_h_2_step1.pt.trace.json"
     ours = next(hostile.parent.glob("*.mstx.trace.json"))
     run = json.loads(ours.read_text())["mindspeed_prof"]["run"]  # a capture of the same run
-    hostile.write_text(json.dumps({"mindspeed_prof": {"run": run}, "traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "<b>custom</b>", "pid": 1, "tid": 1, "ts": 0,
-         "dur": 10_000_000}]}))  # an op name the top-ops table shows
+    hostile.write_text(
+        json.dumps(
+            {
+                "mindspeed_prof": {"run": run},
+                "traceEvents": [
+                    {
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "name": "<b>custom</b>",
+                        "pid": 1,
+                        "tid": 1,
+                        "ts": 0,
+                        "dur": 10_000_000,
+                    }
+                ],
+            }
+        )
+    )  # an op name the top-ops table shows
     report = tmp_path / "r.html"
     assert cli("analyse", str(tmp_path / "run"), "--html", str(report)).returncode == 0
     text = report.read_text()
     assert "<td>&lt;b&gt;custom&lt;/<wbr>b&gt;</td>" in text  # shown, escaped (breakable at /)
     assert text.count("<svg") == 4  # heat map, timeline, top ops, Gantt
-    for fetch in ('src="http', "src='http", 'href="http', "href='http", "<link", "@import",
-                  "<script"):
+    for fetch in (
+        'src="http',
+        "src='http",
+        'href="http',
+        "href='http",
+        "<link",
+        "@import",
+        "<script",
+    ):
         assert fetch not in text  # nothing to load over the network, nothing to run
     assert "<b>custom</b>" not in text
 
@@ -142,9 +182,17 @@ def test_presets_command() -> None:
 def test_sweep_command_from_files(tmp_path: Path) -> None:
     for job, stage in enumerate(("actor_generate", "critic_update")):
         root = make_run(tmp_path / str(job) / "profiler_data", ranks=(0,), steps=1, stage=stage)
-        (root / "manifest.json").write_text(json.dumps({
-            "status": "completed", "profiler_config": {"integrated": {"stage": stage}},
-            "captures": [{}], "files": [], "job": {"overrides": [f"stage={stage}"]}}))
+        (root / "manifest.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "profiler_config": {"integrated": {"stage": stage}},
+                    "captures": [{}],
+                    "files": [],
+                    "job": {"overrides": [f"stage={stage}"]},
+                }
+            )
+        )
     proc = cli("sweep", str(tmp_path), "--json")
     rows = json.loads(proc.stdout)
     assert [r["stage"] for r in rows] == ["actor_generate", "critic_update"]

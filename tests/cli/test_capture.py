@@ -18,8 +18,9 @@ from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import Exit
 
 
-def test_command_when_no_job_runs_says_so(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_when_no_job_runs_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["capture", str(tmp_path), "--timeout", "0.5"]) == Exit.NOT_RUNNING
     assert "no job took request" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # withdrawn, unmarked, the folders it made removed
@@ -27,17 +28,17 @@ def test_command_when_no_job_runs_says_so(tmp_path: Path,
 
 @pytest.mark.slow
 def test_command_on_a_root_no_job_saves_to_gives_up_soon_and_leaves_nothing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     started = time.monotonic()
-    assert main(["capture", str(tmp_path / "a" / "nope"), "--timeout", "120"]) == \
-        Exit.NOT_RUNNING
+    assert main(["capture", str(tmp_path / "a" / "nope"), "--timeout", "120"]) == Exit.NOT_RUNNING
     assert time.monotonic() - started < 30
     (line,) = capsys.readouterr().err.splitlines()[-1:]
     assert f"no job looked at {tmp_path / 'a' / 'nope'} within" in line
     assert list(tmp_path.iterdir()) == []  # what it made for the question, removed
 
 
-TRAINER = textwrap.dedent('''
+TRAINER = textwrap.dedent("""
     import sys, time
     import torch
     from mindspeed_prof import Profiler, mstx
@@ -53,7 +54,7 @@ TRAINER = textwrap.dedent('''
                 time.sleep(0.01)
         if step == 1:
             print("ready", flush=True)
-''')
+""")
 
 
 def start_job(tmp_path: Path, root: Path, ranks: int = 1, light: bool = False) -> list[Any]:
@@ -63,9 +64,12 @@ def start_job(tmp_path: Path, root: Path, ranks: int = 1, light: bool = False) -
     script.write_text(TRAINER)
     procs = []
     for rank in range(ranks):
-        proc = subprocess.Popen([sys.executable, str(script), str(root), str(rank),
-                                 "light" if light else "plain"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(root), str(rank), "light" if light else "plain"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         procs.append(proc)
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     return procs
@@ -82,8 +86,19 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
     root = tmp_path / "out"
     procs = start_job(tmp_path, root)
     try:
-        code = main(["capture", str(root), "--steps", "2", "--level", "level_none",
-                     "--flight", "--timeout", "60"])
+        code = main(
+            [
+                "capture",
+                str(root),
+                "--steps",
+                "2",
+                "--level",
+                "level_none",
+                "--flight",
+                "--timeout",
+                "60",
+            ]
+        )
     finally:
         stop_jobs(procs)
     out = capsys.readouterr().out
@@ -96,12 +111,12 @@ def test_command_against_a_running_job(tmp_path: Path, capsys: pytest.CaptureFix
 
 @pytest.mark.slow
 def test_a_light_job_asked_for_operators_records_them_on_the_same_step_on_both_ranks(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "out"
     procs = start_job(tmp_path, root, ranks=2, light=True)
     try:
-        code = main(["capture", str(root), "--steps", "2", "--level", "level1",
-                     "--timeout", "90"])
+        code = main(["capture", str(root), "--steps", "2", "--level", "level1", "--timeout", "90"])
     finally:
         stop_jobs(procs)
     out, err = capsys.readouterr()
@@ -112,20 +127,23 @@ def test_a_light_job_asked_for_operators_records_them_on_the_same_step_on_both_r
     for trace in traces:
         events = json.loads(trace.read_text())["traceEvents"]
         assert any(e.get("cat") == "cpu_op" for e in events)
-        steps.append(sorted(e["name"] for e in events if e.get("name", "").startswith(
-            "ProfilerStep#")))
+        steps.append(
+            sorted(e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#"))
+        )
     assert steps[0] == steps[1] and len(steps[0]) == 2, steps
 
 
 @pytest.mark.slow
 def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mindspeed_prof import Profiler
 
     root = tmp_path / "out"
     root.mkdir()
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(root)},
-                                 "extensions": {"backend": "none"}})
+    prof = Profiler.from_config(
+        {"integrated": {"profile_save_path": str(root)}, "extensions": {"backend": "none"}}
+    )
     assert prof._ondemand is not None
     prof._ondemand.interval_ns = 0
     done = threading.Event()
@@ -140,8 +158,7 @@ def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
     thread = threading.Thread(target=train)
     thread.start()
     try:
-        code = main(["capture", str(root), "--steps", "1", "--level", "level1",
-                     "--timeout", "30"])
+        code = main(["capture", str(root), "--steps", "1", "--level", "level1", "--timeout", "30"])
     finally:
         done.set()
         thread.join()
@@ -153,32 +170,58 @@ def test_asking_a_ranges_only_job_for_operators_says_it_cannot(
 
 
 def test_the_report_says_when_ranks_started_at_different_steps(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from mindspeed_prof.capture.control import Ack, Request, Status
     from mindspeed_prof.cli.capture import report
 
     request = Request.new(60, steps=1, start_step=40)
-    acks = [Ack(id=request.id, rank=r, role="actor", status="written", files=[f"f{r}"],
-                start_step=s, recorded=["ranges"]) for r, s in ((0, 40), (1, 43))]
+    acks = [
+        Ack(
+            id=request.id,
+            rank=r,
+            role="actor",
+            status="written",
+            files=[f"f{r}"],
+            start_step=s,
+            recorded=["ranges"],
+        )
+        for r, s in ((0, 40), (1, 43))
+    ]
     assert report(request, Status(acks=acks), 10) == Exit.OK
-    assert "the ranks started at different steps (40, 43; asked for 40)" in \
-        capsys.readouterr().out
+    assert "the ranks started at different steps (40, 43; asked for 40)" in capsys.readouterr().out
     assert report(request, Status(acks=acks[:1]), 10) == Exit.OK
     assert "different steps" not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args,line", [
-    (["--stage", "actor_generat"], "--stage actor_generat: no such stage (did you mean "
-                                   "actor_generate?); stages: actor_generate, "),
-    (["--level", "leve1"], "--level leve1: no such level (did you mean level1?); levels: "
-                           "level_none, level0, level1, level2"),
-    (["--role", "actr"], "--role actr: no such role (did you mean actor?); roles: integrated, "),
-    (["--preset", "ful"], "--preset ful: no such preset (did you mean full?); presets: "
-                          "mstx_light, stage_scoped, memory_debug, full, dpo"),
-    (["--preset", "none"], "--preset none: no such preset; presets: mstx_light, "),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ["--stage", "actor_generat"],
+            "--stage actor_generat: no such stage (did you mean "
+            "actor_generate?); stages: actor_generate, ",
+        ),
+        (
+            ["--level", "leve1"],
+            "--level leve1: no such level (did you mean level1?); levels: "
+            "level_none, level0, level1, level2",
+        ),
+        (
+            ["--role", "actr"],
+            "--role actr: no such role (did you mean actor?); roles: integrated, ",
+        ),
+        (
+            ["--preset", "ful"],
+            "--preset ful: no such preset (did you mean full?); presets: "
+            "mstx_light, stage_scoped, memory_debug, full, dpo",
+        ),
+        (["--preset", "none"], "--preset none: no such preset; presets: mstx_light, "),
+    ],
+)
 def test_a_misspelt_choice_gets_the_closest_before_anything_is_asked(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], line: str
+) -> None:
     root = tmp_path / "root"
     assert main(["capture", str(root), *args]) == Exit.USAGE
     err = capsys.readouterr().err.splitlines()

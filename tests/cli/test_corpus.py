@@ -38,8 +38,8 @@ from mindspeed_prof.analysis.report.tables import tables
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 #: Every set but those marked ``pending`` (read wrong for now; sets.json says why).
 SETS: list[dict[str, Any]] = [
-    s for s in json.loads((CORPUS / "sets.json").read_text(encoding="utf-8"))
-    if "pending" not in s]
+    s for s in json.loads((CORPUS / "sets.json").read_text(encoding="utf-8")) if "pending" not in s
+]
 NAMES = [s["name"] for s in SETS]
 KIND = {s["name"]: s["kind"] for s in SETS}
 WIDTH = 80
@@ -55,30 +55,34 @@ PARTLY_READ = {
 
 #: Pairs for ``compare``, each of one kind (and the text and db exports of one run); a pair
 #: with a pending set waits for it.
-PAIRS = [(a, b) for a, b in [
-    ("npu_text_level0", "npu_text_level1"),
-    ("npu_db_level0", "npu_db_level2"),
-    ("npu_text_level1", "npu_db_level1"),
-    ("npu_text_gpt3_csv_only", "npu_text_qwen3_4rank_pp2"),
-    ("kineto_trace_compare/base", "kineto_trace_compare/test"),
-    ("kineto_trace_diff/control", "kineto_trace_diff/test"),
-    ("kineto_nccl_rank0_of_2", "kineto_nccl_rank0_of_16"),
-    ("kineto_cuda_alexnet", "kineto_cuda_simple_add"),
-    ("kineto_tb_resnet50", "kineto_tb_resnet50_2021"),
-    ("kineto_mtia_inference", "kineto_mtia_single_rank"),
-    ("kineto_no_distributed_info", "kineto_cpu_rank_non_gpu"),
-    ("kineto_rocm_mi300x_rccl_rank0_of_8", "kineto_rocm_mi250"),
-    ("kineto_cuda_h100_bert_metadata_first", "kineto_rocm_mi300x_bert_metadata_first"),
-    ("kineto_cuda_simple_add", "kineto_cuda_launches_no_device"),
-    ("kineto_cuda_h100_bert_metadata_first", "kineto_cuda_host_memory_only"),
-    ("chrome_tlparse_3rank", "chrome_rl_phases_4rank"),
-    ("chrome_viztracer_multithread", "chrome_vendor_bigtid"),
-    # Not yet: compare's "A: note: graph_execution.json.gz: no ProfilerStep ranges; 434 device
-    # events form one row" is 81 columns besides the file's name, and compare of two
-    # captures without steps shows no device table (issue 30, symptom 7):
-    # ("kineto_rocm_vllm_decode_full_graph", "kineto_rocm_vllm_prefilldecode_piecewise"),
-    # ("kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton"),
-] if a.split("/")[0] in NAMES and b.split("/")[0] in NAMES]
+PAIRS = [
+    (a, b)
+    for a, b in [
+        ("npu_text_level0", "npu_text_level1"),
+        ("npu_db_level0", "npu_db_level2"),
+        ("npu_text_level1", "npu_db_level1"),
+        ("npu_text_gpt3_csv_only", "npu_text_qwen3_4rank_pp2"),
+        ("kineto_trace_compare/base", "kineto_trace_compare/test"),
+        ("kineto_trace_diff/control", "kineto_trace_diff/test"),
+        ("kineto_nccl_rank0_of_2", "kineto_nccl_rank0_of_16"),
+        ("kineto_cuda_alexnet", "kineto_cuda_simple_add"),
+        ("kineto_tb_resnet50", "kineto_tb_resnet50_2021"),
+        ("kineto_mtia_inference", "kineto_mtia_single_rank"),
+        ("kineto_no_distributed_info", "kineto_cpu_rank_non_gpu"),
+        ("kineto_rocm_mi300x_rccl_rank0_of_8", "kineto_rocm_mi250"),
+        ("kineto_cuda_h100_bert_metadata_first", "kineto_rocm_mi300x_bert_metadata_first"),
+        ("kineto_cuda_simple_add", "kineto_cuda_launches_no_device"),
+        ("kineto_cuda_h100_bert_metadata_first", "kineto_cuda_host_memory_only"),
+        ("chrome_tlparse_3rank", "chrome_rl_phases_4rank"),
+        ("chrome_viztracer_multithread", "chrome_vendor_bigtid"),
+        # Not yet: compare's "A: note: graph_execution.json.gz: no ProfilerStep ranges; 434 device
+        # events form one row" is 81 columns besides the file's name, and compare of two
+        # captures without steps shows no device table (issue 30, symptom 7):
+        # ("kineto_rocm_vllm_decode_full_graph", "kineto_rocm_vllm_prefilldecode_piecewise"),
+        # ("kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton"),
+    ]
+    if a.split("/")[0] in NAMES and b.split("/")[0] in NAMES
+]
 
 
 def expected_code(name: str) -> int:
@@ -146,7 +150,7 @@ def problem_lines(err: str, root: Path, lead: str = "") -> list[str]:
     out = []
     for line in err.splitlines():
         assert line.startswith(PREFIX + lead), line
-        body = line[len(PREFIX + lead):]
+        body = line[len(PREFIX + lead) :]
         rel = body.removeprefix("skipped ").removeprefix("note: ").split(": ", 1)[0]
         assert rel and (root / rel).exists(), f"names no file of {root}: {line!r}"
         assert len(line) - len(rel) <= WIDTH, line
@@ -156,11 +160,13 @@ def problem_lines(err: str, root: Path, lead: str = "") -> list[str]:
 
 def expected_lines(doc: dict[str, Any], root: Path) -> list[str]:
     """What ``--json`` says was skipped and noted, as stderr shows it (below the root)."""
+
     def shown(line: str) -> str:
         return line.removeprefix(f"{root}/")
 
-    return ([f"skipped {shown(b)}" for b in doc["skipped"]]
-            + [f"note: {shown(n)}" for n in doc["notes"]])
+    return [f"skipped {shown(b)}" for b in doc["skipped"]] + [
+        f"note: {shown(n)}" for n in doc["notes"]
+    ]
 
 
 def flat(text: str) -> str:
@@ -176,7 +182,7 @@ def rich_rows(text: str, title: str, key: int = 1) -> list[list[str]]:
     start = next(i for i, line in enumerate(lines) if first.fullmatch(line.strip()))
     rows: list[list[str]] = []
     body = False
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("┡"):
             body = True
             continue
@@ -196,8 +202,7 @@ def html_sections(page: str) -> dict[str, str]:
     table the page leaves out for having no rows, named in its "Not in these captures" line,
     as an empty body."""
     page = page.replace("<wbr>", "")
-    out = {part.split("</h2>", 1)[0]: part.split("</h2>", 1)[1]
-           for part in page.split("<h2>")[1:]}
+    out = {part.split("</h2>", 1)[0]: part.split("</h2>", 1)[1] for part in page.split("<h2>")[1:]}
     absent = re.search(r"<p class='empty'>Not in these captures: (.*?)\.</p>", page)
     for title in absent[1].split(", ") if absent else []:
         assert title not in out
@@ -214,8 +219,9 @@ def html_rows(section: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_every_command(name: str, corpus: Path, tmp_path: Path,
-                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command(
+    name: str, corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = corpus / name
     code = expected_code(name)
 
@@ -249,14 +255,18 @@ def test_every_command(name: str, corpus: Path, tmp_path: Path,
     assert head == f"timeline: {merged}"
     assert counts.startswith(f"{len(trace['otherData']['tracks'])} tracks, {slices:,} slices, ")
     told = bool(doc["ranges"] or doc["stage_rank"])
-    assert rest == ([] if told else [
-        "no stages or ranges in these captures: every rank's operators and kernels shown"])
+    assert rest == (
+        []
+        if told
+        else ["no stages or ranges in these captures: every rank's operators and kernels shown"]
+    )
     assert not nesting_errors(trace["traceEvents"])
     noted = problem_lines(timeline.err, root)
     aligned = trace["otherData"]["aligned_on_step_starts"]  # then one line for each of these
     assert noted == stderr + [
         f"{Path(p).relative_to(root)}: no clock record; aligned on step starts (track marked)"
-        for p in aligned]
+        for p in aligned
+    ]
 
     check_doctor(capsys, root, doc, code)
 
@@ -273,8 +283,7 @@ def check_text_view(out: str, doc: dict[str, Any]) -> None:
 
     def row_with(name: str, *cells: str) -> None:
         head = name[:20]
-        assert any(head in line and all(c in line for c in cells) for line in lines), (
-            name, cells)
+        assert any(head in line and all(c in line for c in cells) for line in lines), (name, cells)
 
     for k in doc["top_kernels"][:10]:
         row_with(k["name"], str(k["count"]), f"{k['device_ms']:,.2f}")
@@ -283,19 +292,26 @@ def check_text_view(out: str, doc: dict[str, Any]) -> None:
     if doc["per_step"]:
         rows = rich_rows(out, "Per step (ms)")
         assert [(r[0], r[1], r[2]) for r in rows] == [
-            (flat(rank_label(s["rank"], s.get("source", ""))), str(s["step"]),
-             f"{s['total']:,.2f}") for s in doc["per_step"]]
+            (flat(rank_label(s["rank"], s.get("source", ""))), str(s["step"]), f"{s['total']:,.2f}")
+            for s in doc["per_step"]
+        ]
     steps = [r for r in doc["device"] if r["stage"] is None]
     if steps:
         rows = rich_rows(out, "Device time per step (ms)")
         assert [(r[0], r[1], r[2]) for r in rows] == [
-            (flat(rank_label(d["rank"], d.get("source", ""))), flat(row_label(d)),
-             f"{d['compute_ms']:,.2f}") for d in steps]
+            (
+                flat(rank_label(d["rank"], d.get("source", ""))),
+                flat(row_label(d)),
+                f"{d['compute_ms']:,.2f}",
+            )
+            for d in steps
+        ]
     else:
         assert no_device_sentence(doc) in " ".join(out.split())
     assert ("No stage ranges in these captures." in lines) == (not doc["stage_rank"])
     assert any(line.strip().startswith("Custom ranges by total ms") for line in lines) == bool(
-        doc["ranges"])
+        doc["ranges"]
+    )
     assert ("Memory peaks (MiB)" in out) == bool(doc["memory"])
 
 
@@ -334,7 +350,8 @@ def check_html_view(page: str, doc: dict[str, Any]) -> None:
         assert f"<td>{row_label(d)}</td>" in device
     kernels = sections["Top device kernels by device time"]
     assert [html.escape(k["name"]) in kernels for k in doc["top_kernels"]] == [True] * len(
-        doc["top_kernels"])
+        doc["top_kernels"]
+    )
     ops = sections["Top host ops by self time"]
     assert all(html.escape(o["op"]) in ops for o in doc["top_ops"])
     warnings = sections.get("Warnings", "")
@@ -342,8 +359,9 @@ def check_html_view(page: str, doc: dict[str, Any]) -> None:
     assert warnings.count("<li>note: ") == len(doc["notes"])
 
 
-def check_doctor(capsys: pytest.CaptureFixture[str], root: Path, doc: dict[str, Any],
-                 code: int) -> None:
+def check_doctor(
+    capsys: pytest.CaptureFixture[str], root: Path, doc: dict[str, Any], code: int
+) -> None:
     """doctor reads what analyse reads: the same captures per rank, a finding for each part
     analyse skips (exit 3), the notes as notes; "healthy" only with captures and no finding."""
     text = run(capsys, "doctor", str(root))
@@ -359,10 +377,11 @@ def check_doctor(capsys: pytest.CaptureFixture[str], root: Path, doc: dict[str, 
     assert {f["kind"] for f in health["findings"]} <= {"partly_read"}
     assert health["notes"] == [n.removeprefix(f"{root}/") for n in doc["notes"]]
     lines = text.out.splitlines()
-    assert lines[:len(skipped)] == skipped
+    assert lines[: len(skipped)] == skipped
     assert f"captures: {sum(per_rank.values())} (" in text.out
     assert [line for line in lines if line.startswith("note: ")] == [
-        f"note: {n}" for n in health["notes"]]
+        f"note: {n}" for n in health["notes"]
+    ]
     assert lines[-1] == ("healthy" if code == 0 else f"{len(skipped)} finding(s)")
 
 
@@ -382,11 +401,15 @@ def test_compare(a: str, b: str, corpus: Path, capsys: pytest.CaptureFixture[str
     for side, root in (("A", root_a), ("B", root_b)):
         mine = [line for line in lines if line.startswith(f"{PREFIX}{side}: ")]
         problem_lines("\n".join(mine), root, f"{side}: ")
-    assert len(warnings) + sum(line.startswith((f"{PREFIX}A: ", f"{PREFIX}B: "))
-                               for line in lines) == len(lines)
+    assert len(warnings) + sum(
+        line.startswith((f"{PREFIX}A: ", f"{PREFIX}B: ")) for line in lines
+    ) == len(lines)
     per = doc["device_per"]
-    title = (f"Device ms per {per['a']}, A -> B" if per["a"] == per["b"] else
-             f"Device ms, A per {per['a']} -> B per {per['b']}")
+    title = (
+        f"Device ms per {per['a']}, A -> B"
+        if per["a"] == per["b"]
+        else f"Device ms, A per {per['a']} -> B per {per['b']}"
+    )
     assert bool(doc["device"]) == (title in text.out)
     if not doc["rows"]:
         assert "No stage ranges in either run." in text.out
@@ -438,8 +461,9 @@ def raw_counts(doc: dict[str, Any]) -> Counter[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in NAMES if KIND[n].startswith("kineto")])
-def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_kineto_events_read_as_the_raw_file_has_them(
+    name: str, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Every kernel, copy and host op counted, whatever the schema (torch <= 1.9 named them
     Kernel, Memcpy, Memset, Operator); a note where a trace has device work but no steps; MTIA
     and CUPTI range-profiler events named in a note and in the text, never as CPU-only."""
@@ -457,16 +481,22 @@ def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
         stepless = counts["device"] > 0 and counts["steps"] == 0
         assert [n for n in data.notes if "no ProfilerStep" in n] == (
             [f"{path}: no ProfilerStep ranges; {counts['device']:,} device events form one row"]
-            if stepless else [])
-        for cat, what in (("mtia_ccp_events", "MTIA device events"),
-                          ("cuda_profiler_range", "CUDA range-profiler records")):
+            if stepless
+            else []
+        )
+        for cat, what in (
+            ("mtia_ccp_events", "MTIA device events"),
+            ("cuda_profiler_range", "CUDA range-profiler records"),
+        ):
             if counts[cat]:
                 assert f"{path}: {counts[cat]:,} {what}, not read as device time" in data.notes
                 unread[cat] += counts[cat]
         missing = counts["device"] == 0 and counts["launches"] > 0 and not unread
         assert [n for n in data.notes if "device activity" in n] == (
             [f"{path}: {counts['launches']:,} launches, device activity not recorded"]
-            if missing else [])
+            if missing
+            else []
+        )
         assert not data.problems
     out = " ".join(run(capsys, "analyse", str(root), "--jobs", "1").out.split())
     devices = sum(raw_counts(d)["device"] for d in raws.values())
@@ -474,7 +504,8 @@ def test_kineto_events_read_as_the_raw_file_has_them(name: str, corpus: Path,
     assert ("Device time per step (ms)" in out) == (devices > 0)
     assert ("CPU-only captures" in out) == (devices == 0 and not unread and not launches)
     assert ("device activity not recorded (was CUPTI / the device profiler on?)" in out) == (
-        devices == 0 and not unread and launches > 0)
+        devices == 0 and not unread and launches > 0
+    )
     for cat, count in unread.items():
         assert f"No device breakdown: these captures hold {count:,}" in out and f"({cat})" in out
 
@@ -507,8 +538,9 @@ def test_a_short_row_is_one_line_and_the_rest_of_the_file_is_read(corpus: Path) 
     header, rows = csv_rows(path)
     whole = [r for _, r in rows if len(r) == len(header)]
     result = analyse(root, jobs=1)
-    assert result.bad == [f"{path}: line {line} has {len(header) - 1} of {len(header)} columns; "
-                          "row skipped"]
+    assert result.bad == [
+        f"{path}: line {line} has {len(header) - 1} of {len(header)} columns; row skipped"
+    ]
     (rank0,) = [t for t in result.traces if t.rank == 0]
     assert sum(k.count for k in rank0.kernels.values()) == len(whole) == len(rows) - 1
     duration = header.index("Duration(us)")
@@ -537,8 +569,9 @@ def test_a_text_export_with_analysis_db_reads_its_csvs(corpus: Path) -> None:
     assert tables(result).top_kernels[:15]
 
 
-def test_analysis_db_beside_a_whole_text_export_changes_nothing(corpus: Path,
-                                                                tmp_path: Path) -> None:
+def test_analysis_db_beside_a_whole_text_export_changes_nothing(
+    corpus: Path, tmp_path: Path
+) -> None:
     """A level1 text export with a level1 analysis.db put beside its CSVs reads the same; the
     same analysis.db alone (no CSVs, no profiler db) is read as the db export it is."""
     text = corpus / "npu_text_level1" / "rank0_ascend_pt"
@@ -556,22 +589,28 @@ def test_analysis_db_beside_a_whole_text_export_changes_nothing(corpus: Path,
     assert read(alone).meta.export == "db"
 
 
-def test_the_outside_row_has_one_name(corpus: Path, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_outside_row_has_one_name(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """kineto_trace_compare: two captures claim rank 1 with device work outside every step;
     the warning, the text's device table and the report all call that row ``outside``."""
     root = corpus / "kineto_trace_compare"
     text = run(capsys, "analyse", str(root), "--jobs", "1").out
-    assert ("warning: rank 1, steps 1009, 1010, outside: claimed by 2 captures "
-            "(base/base.json.gz, test/test.json.gz); reported apart, not added up") in " ".join(
-        text.split())
+    assert (
+        "warning: rank 1, steps 1009, 1010, outside: claimed by 2 captures "
+        "(base/base.json.gz, test/test.json.gz); reported apart, not added up"
+    ) in " ".join(text.split())
     rows = rich_rows(text, "Device time per step (ms)")
     assert [r[1] for r in rows].count("outside") == 2 and "?" not in [r[1] for r in rows]
     assert {r[0] for r in rows} == {"1(base/base.json.gz)", "1(test/test.json.gz)"}
     page = tmp_path / "r.html"
     run(capsys, "analyse", str(root), "--html", str(page), "--jobs", "1")
-    assert html_sections(page.read_text(encoding="utf-8"))["Device time (ms)"].count(
-        "<td>outside</td>") == 2
+    assert (
+        html_sections(page.read_text(encoding="utf-8"))["Device time (ms)"].count(
+            "<td>outside</td>"
+        )
+        == 2
+    )
 
 
 def test_notes_are_not_problems(corpus: Path) -> None:
@@ -587,11 +626,24 @@ def test_notes_are_not_problems(corpus: Path) -> None:
         if tables(result).notes:
             noted.append(name)
     assert sorted(noted) == [
-        "chrome_rl_phases_4rank", "chrome_tlparse_3rank", "chrome_vendor_bigtid",
-        "chrome_viztracer_multithread", "kineto_cuda_alexnet", "kineto_cuda_b200_vllm_eager", "kineto_cuda_cupti_profiler",
-        "kineto_cuda_event_sync_multi_stream", "kineto_cuda_launches_no_device",
+        "chrome_rl_phases_4rank",
+        "chrome_tlparse_3rank",
+        "chrome_vendor_bigtid",
+        "chrome_viztracer_multithread",
+        "kineto_cuda_alexnet",
+        "kineto_cuda_b200_vllm_eager",
+        "kineto_cuda_cupti_profiler",
+        "kineto_cuda_event_sync_multi_stream",
+        "kineto_cuda_launches_no_device",
         "kineto_cuda_simple_add",
-        "kineto_cuda_with_execution_trace", "kineto_mtia_inference", "kineto_mtia_single_rank",
-        "kineto_nccl_v100_rank1_of_2", "kineto_rocm_mi210_gpu_only", "kineto_rocm_mi300x_triton",
-        "kineto_rocm_sglang_decode_mi300x", "kineto_rocm_vllm_decode_full_graph",
-        "kineto_rocm_vllm_prefilldecode_piecewise", "kineto_trace_file_list"]
+        "kineto_cuda_with_execution_trace",
+        "kineto_mtia_inference",
+        "kineto_mtia_single_rank",
+        "kineto_nccl_v100_rank1_of_2",
+        "kineto_rocm_mi210_gpu_only",
+        "kineto_rocm_mi300x_triton",
+        "kineto_rocm_sglang_decode_mi300x",
+        "kineto_rocm_vllm_decode_full_graph",
+        "kineto_rocm_vllm_prefilldecode_piecewise",
+        "kineto_trace_file_list",
+    ]

@@ -51,8 +51,9 @@ def raw_hccl_db(root: Path) -> int:
 
 
 @pytest.mark.parametrize("level", [0, 1, 2])
-def test_text_and_db_exports_name_kernels_alike(level: int, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_and_db_exports_name_kernels_alike(
+    level: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text_root = unpack(f"npu_text_level{level}", tmp_path / "text")
     db_root = unpack(f"npu_db_level{level}", tmp_path / "db")
     text, db = analyse(text_root, capsys), analyse(db_root, capsys)
@@ -60,8 +61,11 @@ def test_text_and_db_exports_name_kernels_alike(level: int, tmp_path: Path,
     dk = {k["name"]: k["count"] for k in db["top_kernels"]}
     # no op instance listed apart: one row per HCCL op type, every instance of the raw rows in it
     assert not [n for n in (*tk, *dk) if INSTANCE.search(n)]
-    assert {n for n in tk if n.startswith("hcom_")} == {n for n in dk if n.startswith("hcom_")} \
+    assert (
+        {n for n in tk if n.startswith("hcom_")}
+        == {n for n in dk if n.startswith("hcom_")}
         == {"hcom_allReduce_"}
+    )
     assert tk["hcom_allReduce_"] == raw_hccl_text(text_root) == 8
     assert dk["hcom_allReduce_"] == raw_hccl_db(db_root) == 8
     # the other kernels: under the same names, as many times each (the top 15 by time; the last
@@ -73,4 +77,6 @@ def test_text_and_db_exports_name_kernels_alike(level: int, tmp_path: Path,
     # COMMUNICATION_OP; level1 and up: communication.json and analysis.db), one per rank
     for doc in (text, db):
         assert sorted((r["rank"], r["name"]) for r in doc["comm"] if r["kind"] != "link") == [
-            (0, "hcom_allReduce_"), (1, "hcom_allReduce_")]
+            (0, "hcom_allReduce_"),
+            (1, "hcom_allReduce_"),
+        ]

@@ -23,9 +23,13 @@ from mindspeed_prof.analysis.report.tables import tables
 #: Foreign phase names of the RL set and the stage each must be read as (written out here,
 #: not taken from the package's table).
 RL_STAGES = {
-    "rollout": "actor_generate", "engine sleep": "engine_sleep",
-    "actor model wake up": "onload", "compute log prob": "actor_compute_log_prob",
-    "train": "actor_update", "actor model sleep": "offload", "engine wake up": "engine_wake",
+    "rollout": "actor_generate",
+    "engine sleep": "engine_sleep",
+    "actor model wake up": "onload",
+    "compute log prob": "actor_compute_log_prob",
+    "train": "actor_update",
+    "actor model sleep": "offload",
+    "engine wake up": "engine_wake",
     "update weights from distributed": "weight_sync",
 }
 CONTROL = {"TASK_TIMEOUT_SET", "EVENT_RECORD", "EVENT_WAIT"}
@@ -34,9 +38,16 @@ CONTROL = {"TASK_TIMEOUT_SET", "EVENT_RECORD", "EVENT_WAIT"}
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("producers")
-    for name in ("chrome_viztracer_multithread", "chrome_tlparse_3rank", "chrome_rl_phases_4rank",
-                 "chrome_vendor_bigtid", "msprof_export", "kineto_cuda_launches_no_device",
-                 "kineto_cuda_host_memory_only", "snapshot_cuda_cs336"):
+    for name in (
+        "chrome_viztracer_multithread",
+        "chrome_tlparse_3rank",
+        "chrome_rl_phases_4rank",
+        "chrome_vendor_bigtid",
+        "msprof_export",
+        "kineto_cuda_launches_no_device",
+        "kineto_cuda_host_memory_only",
+        "snapshot_cuda_cs336",
+    ):
         unpack(name, root / name)
     return root
 
@@ -62,11 +73,18 @@ def _spans(events: list[dict[str, Any]]) -> list[tuple[Any, str, float]]:
     return out
 
 
-@pytest.mark.parametrize(("name", "ranks"), [
-    ("chrome_viztracer_multithread", {None}), ("chrome_tlparse_3rank", {0, 1, 2}),
-    ("chrome_rl_phases_4rank", {0, 1, 2, 3}), ("chrome_vendor_bigtid", {1})])
-def test_every_duration_event_is_a_range_of_its_rank(sets: Path, name: str,
-                                                     ranks: set[int | None]) -> None:
+@pytest.mark.parametrize(
+    ("name", "ranks"),
+    [
+        ("chrome_viztracer_multithread", {None}),
+        ("chrome_tlparse_3rank", {0, 1, 2}),
+        ("chrome_rl_phases_4rank", {0, 1, 2, 3}),
+        ("chrome_vendor_bigtid", {1}),
+    ],
+)
+def test_every_duration_event_is_a_range_of_its_rank(
+    sets: Path, name: str, ranks: set[int | None]
+) -> None:
     result = analyse(sets / name, jobs=1)
     assert not result.bad and not result.clashes  # no false "claimed by N captures"
     assert {t.rank for t in result.traces} == ranks
@@ -119,7 +137,8 @@ def test_msprof_export_is_one_capture_read_once(sets: Path, capsys) -> None:
     for r in rows:
         want[r["OP Type"]].append(float(r["Task Duration(us)"]))
     assert {k: (v.count, round(v.total, 6)) for k, v in t.kernels.items()} == {
-        k: (len(v), round(sum(v), 6)) for k, v in want.items()}
+        k: (len(v), round(sum(v), 6)) for k, v in want.items()
+    }
     assert not CONTROL & set(t.kernels)
     (api,) = root.rglob("api_statistic_*.csv")
     with open(api, newline="", encoding="utf-8") as f:
@@ -134,14 +153,19 @@ def test_launches_without_device_activity_are_missing_not_cpu_only(sets: Path, c
     root = sets / "kineto_cuda_launches_no_device"
     (path,) = root.glob("*.json")
     doc = json.loads(path.read_bytes())
-    launches = sum(1 for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime"
-                   and "LaunchKernel" in e.get("name", ""))
+    launches = sum(
+        1
+        for e in doc["traceEvents"]
+        if e.get("cat") == "cuda_runtime" and "LaunchKernel" in e.get("name", "")
+    )
     assert launches == 79 and len(doc["deviceProperties"]) == 8
     assert main(["analyse", str(root)]) == 0
     captured = capsys.readouterr()
     text = " ".join(captured.out.split())
-    assert f"{launches} kernel launches were recorded, but no device activity: device " \
+    assert (
+        f"{launches} kernel launches were recorded, but no device activity: device "
         "activity not recorded (was CUPTI / the device profiler on?)" in text
+    )
     assert "CPU-only" not in text
     assert f"{path.name}: {launches} launches, device activity not recorded" in captured.err
 
@@ -151,8 +175,9 @@ def test_host_memory_is_host_memory_never_a_device_peak(sets: Path, capsys) -> N
     (path,) = root.glob("*.json")
     events = json.loads(path.read_bytes())["traceEvents"]
     host = [e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]"]
-    assert host and all(e["args"]["Device Type"] == 0 for e in events
-                        if e.get("name") == "[memory]")
+    assert host and all(
+        e["args"]["Device Type"] == 0 for e in events if e.get("name") == "[memory]"
+    )
     assert main(["analyse", str(root), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (row,) = [m for m in doc["memory"] if m["stage"] is None]
@@ -183,12 +208,18 @@ def test_the_sets_are_what_the_generator_writes(tmp_path: Path) -> None:
         runpy.run_path(str(script), run_name="__main__")
     finally:
         os.chdir(cwd)
-    for name in ("chrome_rl_phases_4rank", "chrome_vendor_bigtid", "msprof_export",
-                 "kineto_cuda_launches_no_device", "kineto_cuda_host_memory_only"):
+    for name in (
+        "chrome_rl_phases_4rank",
+        "chrome_vendor_bigtid",
+        "msprof_export",
+        "kineto_cuda_launches_no_device",
+        "kineto_cuda_host_memory_only",
+    ):
         made = work / "tests" / "fixtures" / "corpus" / name
         files = sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
-        assert files == sorted(p.relative_to(CORPUS / name)
-                               for p in (CORPUS / name).rglob("*") if p.is_file()), name
+        assert files == sorted(
+            p.relative_to(CORPUS / name) for p in (CORPUS / name).rglob("*") if p.is_file()
+        ), name
         for rel in files:
             a, b = (made / rel).read_bytes(), (CORPUS / name / rel).read_bytes()
             if rel.suffix == ".xz":

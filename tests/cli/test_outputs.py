@@ -31,11 +31,16 @@ def _mount(where: Path, *options: str) -> Generator[Path, None, None]:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a tmpfs needs root (the injected faults' tests run instead)")
     where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); "
-                    "the injected faults' tests run instead")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({done.stderr.strip()}); "
+            "the injected faults' tests run instead"
+        )
     try:
         yield where
     finally:
@@ -68,13 +73,20 @@ def _leftovers(folder: Path) -> list[str]:
 
 # --- stdout ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [["analyse"], ["analyse", "--json"], ["doctor"]],
-                         ids=["analyse", "json", "doctor"])
+
+@pytest.mark.parametrize(
+    "args", [["analyse"], ["analyse", "--json"], ["doctor"]], ids=["analyse", "json", "doctor"]
+)
 def test_stdout_on_a_full_device_is_one_line(run_dir: Path, args: list[str]) -> None:
     """``analyse DIR > /dev/full``: every write fails with ENOSPC."""
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([*PROG, *args, str(run_dir)], stdout=full, stderr=subprocess.PIPE,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            [*PROG, *args, str(run_dir)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     lines = proc.stderr.splitlines()
     assert proc.returncode == Exit.UNWRITTEN, proc.stderr
     assert _one_line(lines[-1], "stdout", "No space left on device", "cut short")
@@ -83,14 +95,20 @@ def test_stdout_on_a_full_device_is_one_line(run_dir: Path, args: list[str]) -> 
 
 @pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
 def test_stdout_closed_by_its_reader_is_one_line_not_no_captures(
-        run_dir: Path, json_out: bool) -> None:
+    run_dir: Path, json_out: bool
+) -> None:
     """``analyse DIR | head`` where head has gone: a pipe with no reader, before the command
     writes anything."""
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the command starts
     try:
-        proc = subprocess.run([*PROG, "analyse", str(run_dir), *(["--json"] * json_out)],
-                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+        proc = subprocess.run(
+            [*PROG, "analyse", str(run_dir), *(["--json"] * json_out)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     finally:
         os.close(write)
     assert proc.returncode == Exit.UNWRITTEN != Exit.NOTHING
@@ -100,14 +118,20 @@ def test_stdout_closed_by_its_reader_is_one_line_not_no_captures(
 
 def test_compare_onto_a_full_device_is_one_line(run_dir: Path) -> None:
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([*PROG, "compare", str(run_dir), str(run_dir)], stdout=full,
-                              stderr=subprocess.PIPE, text=True, timeout=300)
+        proc = subprocess.run(
+            [*PROG, "compare", str(run_dir), str(run_dir)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     assert proc.returncode == Exit.UNWRITTEN
     _one_line(proc.stderr.splitlines()[-1], "stdout", "No space left on device")
     assert "Traceback" not in proc.stderr
 
 
 # --- files: the timeline and the HTML report ---------------------------------------------------
+
 
 class _FullAfter:
     """A file whose writes fail with ENOSPC once it would pass ``room`` bytes (after a short
@@ -147,21 +171,33 @@ def _timeline(run_dir: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> t
     return code, capsys.readouterr().err
 
 
-def test_timeline_onto_an_injected_full_disk(run_dir: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_timeline_onto_an_injected_full_disk(
+    run_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     real_open = open
-    monkeypatch.setattr(timeline_module, "open", lambda file, mode: _FullAfter(
-        real_open(file, mode), 4096), raising=False)
+    monkeypatch.setattr(
+        timeline_module,
+        "open",
+        lambda file, mode: _FullAfter(real_open(file, mode), 4096),
+        raising=False,
+    )
     code, err = _timeline(run_dir, tmp_path / "merged.json", capsys)
     assert code == Exit.UNWRITTEN
-    _one_line(err, str(tmp_path / "merged.json"), "No space left on device",
-              "nothing written under that name")
+    _one_line(
+        err,
+        str(tmp_path / "merged.json"),
+        "No space left on device",
+        "nothing written under that name",
+    )
     assert _leftovers(tmp_path) == []  # neither the output nor its temporary file
 
 
-def test_timeline_onto_a_real_full_disk(run_dir: Path, small_disk: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_timeline_onto_a_real_full_disk(
+    run_dir: Path, small_disk: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _fill(small_disk)
     code, err = _timeline(run_dir, small_disk / "merged.json", capsys)
     assert code == Exit.UNWRITTEN
@@ -169,8 +205,9 @@ def test_timeline_onto_a_real_full_disk(run_dir: Path, small_disk: Path,
     assert _leftovers(small_disk) == ["filler"]
 
 
-def test_timeline_into_a_read_only_folder(run_dir: Path, read_only: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_timeline_into_a_read_only_folder(
+    run_dir: Path, read_only: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, err = _timeline(run_dir, read_only / "merged.json", capsys)
     assert code == Exit.UNWRITTEN
     _one_line(err, "merged.json", "Read-only file system")
@@ -185,8 +222,12 @@ def _html(run_dir: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple
 
 @pytest.mark.parametrize("fault", [errno.ENOSPC, errno.EROFS], ids=["full", "read_only"])
 def test_html_report_onto_an_injected_fault_leaves_no_cut_report(
-        run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], fault: int) -> None:
+    run_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fault: int,
+) -> None:
     """The page is written whole at once: the double writes its first 64 KiB, then fails (a
     full disk), or fails at once (a read-only folder)."""
     real = Path.write_text
@@ -204,8 +245,9 @@ def test_html_report_onto_an_injected_fault_leaves_no_cut_report(
     assert _leftovers(out.parent) == []
 
 
-def test_html_report_onto_a_real_full_disk(run_dir: Path, small_disk: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_report_onto_a_real_full_disk(
+    run_dir: Path, small_disk: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _fill(small_disk)
     code, err = _html(run_dir, small_disk / "report.html", capsys)
     assert code == Exit.UNWRITTEN
@@ -213,8 +255,9 @@ def test_html_report_onto_a_real_full_disk(run_dir: Path, small_disk: Path,
     assert _leftovers(small_disk) == ["filler"]
 
 
-def test_a_written_report_is_whole_and_named(run_dir: Path, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_written_report_is_whole_and_named(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The rename path: the report is there, whole, and nothing else beside it."""
     code, err = _html(run_dir, tmp_path / "report.html", capsys)
     assert code == Exit.OK, err
@@ -225,20 +268,23 @@ def test_a_written_report_is_whole_and_named(run_dir: Path, tmp_path: Path,
 
 # --- sweep_summary.json -------------------------------------------------------------------------
 
+
 def _sweep(at: Path) -> Path:
     """A multirun dir of two jobs, each with the manifest its callback wrote."""
     from mindspeed_prof.formats.manifest import Manifest, write_manifest
 
     for num in (0, 1):
-        write_manifest(at / str(num) / f"manifest-run{num}.json",
-                       Manifest(status="completed", run=f"run{num}", rank=0))
+        write_manifest(
+            at / str(num) / f"manifest-run{num}.json",
+            Manifest(status="completed", run=f"run{num}", rank=0),
+        )
     (at / "multirun.yaml").write_text("hydra: {}\n")
     return at
 
 
 def test_sweep_summary_in_an_injected_read_only_folder(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mindspeed_prof.analysis import sweep
 
     def read_only(path: Path, data: object) -> None:
@@ -247,19 +293,20 @@ def test_sweep_summary_in_an_injected_read_only_folder(
     monkeypatch.setattr(sweep, "write_json", read_only)
     multirun = _sweep(tmp_path / "multirun")
     assert main(["sweep", str(multirun)]) == Exit.UNWRITTEN
-    _one_line(capsys.readouterr().err, str(multirun / sweep.SUMMARY_NAME),
-              "Read-only file system")
+    _one_line(capsys.readouterr().err, str(multirun / sweep.SUMMARY_NAME), "Read-only file system")
 
 
 def test_sweep_summary_in_a_real_read_only_folder(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The sweep dir made on a tmpfs, which is then remounted read-only."""
     mounted = _mount(tmp_path / "disk", "size=64k")
     disk = next(mounted)  # the generator held: collecting it unmounts
     try:
         multirun = _sweep(disk)
-        remount = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True,
-                                 text=True)
+        remount = subprocess.run(
+            ["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True
+        )
         if remount.returncode != 0:
             pytest.skip(f"cannot remount read-only here ({remount.stderr.strip()})")
         assert main(["sweep", str(multirun)]) == Exit.UNWRITTEN

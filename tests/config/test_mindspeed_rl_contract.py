@@ -36,8 +36,10 @@ class BaseConfig:
         for key, value in config_dict.items():
             key = key.replace("-", "_")
             if not hasattr(self, key):
-                raise ValueError(f"The key: {key} is missing, causing the setup to fail. Please "
-                                 "check. If necessary, register it in the config file.")
+                raise ValueError(
+                    f"The key: {key} is missing, causing the setup to fail. Please "
+                    "check. If necessary, register it in the config file."
+                )
             setattr(self, key, value)
 
 
@@ -76,11 +78,17 @@ def grpo_profiler_args(pc: ProfilerConfig, rank: int = 0) -> dict[str, Any] | No
             ranks = [0]
         if rank not in ranks:
             return None
-    levels = {"level_none": "Level_none", "level0": "Level0", "level1": "Level1",
-              "level2": "Level2"}
+    levels = {
+        "level_none": "Level_none",
+        "level0": "Level0",
+        "level1": "Level1",
+        "level2": "Level2",
+    }
     if pc.profile_level not in levels:
-        raise ValueError(f"profiler_level only supports level0, 1, 2, and level_none, but gets "
-                         f"{pc.profile_level}")
+        raise ValueError(
+            f"profiler_level only supports level0, 1, 2, and level_none, but gets "
+            f"{pc.profile_level}"
+        )
     if pc.profile_export_type == "text":
         export = "Text"
     elif pc.profile_export_type == "db":
@@ -90,8 +98,14 @@ def grpo_profiler_args(pc: ProfilerConfig, rank: int = 0) -> dict[str, Any] | No
     all_steps = pc.stage == "all"
     skip_first = pc.profile_step_start - 1 if all_steps else 0
     active = pc.profile_step_end - pc.profile_step_start if all_steps else 1
-    return {"level": levels[pc.profile_level], "export": export, "skip_first": skip_first,
-            "active": active, "save": pc.profile_save_path, "mstx": pc.mstx}
+    return {
+        "level": levels[pc.profile_level],
+        "export": export,
+        "skip_first": skip_first,
+        "active": active,
+        "save": pc.profile_save_path,
+        "mstx": pc.mstx,
+    }
 
 
 def profiler_start_role(pc: ProfilerConfig, role: str) -> bool:
@@ -114,10 +128,10 @@ def megatron_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-step-end", type=int, default=12)
     p.add_argument("--profile-ranks", nargs="+", type=int, default=[0])
     p.add_argument("--profile-export-type", choices=["text", "db"], default="text")
-    p.add_argument("--profile-level", choices=["level_none", "level0", "level1", "level2"],
-                   default="level0")
-    for flag in ("data-simplification", "with-stack", "with-memory", "record-shapes",
-                 "with-cpu"):
+    p.add_argument(
+        "--profile-level", choices=["level_none", "level0", "level1", "level2"], default="level0"
+    )
+    for flag in ("data-simplification", "with-stack", "with-memory", "record-shapes", "with-cpu"):
         p.add_argument(f"--profile-{flag}", action="store_true")
     p.add_argument("--profile-save-path", type=str, default="./profile_dir")
     return p
@@ -198,7 +212,8 @@ def app(tmp_path: Path, block: str = "") -> Path:
     it), the README's one line added, and maybe a profiler_config block."""
     (tmp_path / "model").mkdir(parents=True, exist_ok=True)
     (tmp_path / "model" / "qwen25_7b.yaml").write_text("qwen25_7b:\n  num_layers: 2\n")
-    (tmp_path / "config.yaml").write_text(textwrap.dedent("""
+    (tmp_path / "config.yaml").write_text(
+        textwrap.dedent("""
         defaults:
           - model:
               - qwen25_7b
@@ -206,15 +221,19 @@ def app(tmp_path: Path, block: str = "") -> Path:
         megatron_training:
           model: qwen25_7b
           global_batch_size: 4
-        """) + textwrap.dedent(block))
+        """)
+        + textwrap.dedent(block)
+    )
     return tmp_path
 
 
 def composed(root: Path, *overrides: str) -> DictConfig:
     GlobalHydra.instance().clear()
     try:
-        with pytest.warns(UserWarning, match="missing `_self_`"), \
-                initialize_config_dir(config_dir=str(root), version_base=None):
+        with (
+            pytest.warns(UserWarning, match="missing `_self_`"),
+            initialize_config_dir(config_dir=str(root), version_base=None),
+        ):
             return compose("config", overrides=list(overrides))
     finally:
         GlobalHydra.instance().clear()
@@ -237,15 +256,22 @@ def test_mindspeed_rls_config_class_reads_every_preset(tmp_path: Path, preset: s
         assert type(value) in (bool, int, str), (preset, value)
     names = stage_names(checked.stage)
     for role in ("integrated", "actor_update", "actor_generate"):
-        assert profiler_start_role(pc, role) == (role in names or (
-            names == ("all",) and role == "integrated"))
+        assert profiler_start_role(pc, role) == (
+            role in names or (names == ("all",) and role == "integrated")
+        )
 
 
 def test_a_full_block_is_read_unchanged_by_both(tmp_path: Path) -> None:
     cfg = composed(app(tmp_path, REAL_BLOCK), "profiler_config=none")
     pc = ProfilerConfig(cfg.profiler_config.integrated, role="integrated")
-    assert grpo_profiler_args(pc) == {"level": "Level1", "export": "Db", "skip_first": 0,
-                                      "active": 1, "save": "./profiler_data", "mstx": False}
+    assert grpo_profiler_args(pc) == {
+        "level": "Level1",
+        "export": "Db",
+        "skip_first": 0,
+        "active": 1,
+        "save": "./profiler_data",
+        "mstx": False,
+    }
     assert profiler_start_role(pc, "actor_update") and not profiler_start_role(pc, "integrated")
     assert list(pc.profile_ranks) == [0]
     c = validate(cfg.profiler_config)
@@ -253,13 +279,18 @@ def test_a_full_block_is_read_unchanged_by_both(tmp_path: Path) -> None:
 
 
 def test_command_line_fields_stay_plain_for_mindspeed_rl(tmp_path: Path) -> None:
-    cfg = composed(app(tmp_path), "profiler_config=stage_scoped",
-                   "profiler_config.integrated.stage=[actor_generate,actor_update]",
-                   "profiler_config.integrated.profile_level=level2",
-                   "profiler_config.extensions.aic_metrics=memory")
+    cfg = composed(
+        app(tmp_path),
+        "profiler_config=stage_scoped",
+        "profiler_config.integrated.stage=[actor_generate,actor_update]",
+        "profiler_config.integrated.profile_level=level2",
+        "profiler_config.extensions.aic_metrics=memory",
+    )
     pc = ProfilerConfig(cfg.profiler_config.integrated, role="integrated")
     assert grpo_profiler_args(pc)["level"] == "Level2"  # type: ignore[index]
-    assert profiler_start_role(pc, "actor_generate") and not profiler_start_role(pc, "critic_update")
+    assert profiler_start_role(pc, "actor_generate") and not profiler_start_role(
+        pc, "critic_update"
+    )
     assert validate(cfg.profiler_config).aic_metrics.value == "memory"
 
 
@@ -274,12 +305,22 @@ def test_dpo_argument_copy_parses_with_every_preset(tmp_path: Path, preset: str)
 
 
 def test_dpo_preset_alone_gives_megatron_its_window(tmp_path: Path) -> None:
-    cfg = composed(app(tmp_path), "profiler_config=dpo",
-                   "profiler_config.integrated.profile_step_start=5",
-                   "profiler_config.integrated.profile_step_end=7")
+    cfg = composed(
+        app(tmp_path),
+        "profiler_config=dpo",
+        "profiler_config.integrated.profile_step_start=5",
+        "profiler_config.integrated.profile_step_end=7",
+    )
     argv = dpo_argv(cfg.profiler_config.integrated)
-    assert argv == ["--profile", "--profile-level", "level1", "--profile-step-start", "5",
-                    "--profile-step-end", "7"]
+    assert argv == [
+        "--profile",
+        "--profile-level",
+        "level1",
+        "--profile-step-start",
+        "5",
+        "--profile-step-end",
+        "7",
+    ]
     args = parse_megatron(argv)
     assert (args.profile_step_start, args.profile_step_end) == (5, 7)
     c = validate(cfg.profiler_config)
@@ -300,7 +341,7 @@ def test_stand_ins_fail_where_mindspeed_rl_fails(tmp_path: Path) -> None:
 
 
 # -- pickled to Ray workers where mindspeed-prof is not installed ----------------------------
-UNPICKLE = textwrap.dedent('''
+UNPICKLE = textwrap.dedent("""
     import importlib.abc, pickle, sys
 
     class Hide(importlib.abc.MetaPathFinder):
@@ -320,15 +361,18 @@ UNPICKLE = textwrap.dedent('''
     cfg = pickle.load(open(sys.argv[1], "rb"))
     assert not [m for m in sys.modules if m.startswith("mindspeed_prof")]
     print(cfg.profiler_config.integrated.profile_level, cfg.profiler_config.extensions.with_stack)
-''')
+""")
 
 
 def test_composed_config_unpickles_without_mindspeed_prof(tmp_path: Path) -> None:
     cfg = composed(app(tmp_path / "app"), "profiler_config=memory_debug")
     (tmp_path / "cfg.pkl").write_bytes(pickle.dumps(cfg))
     (tmp_path / "unpickle.py").write_text(UNPICKLE)
-    proc = subprocess.run([sys.executable, str(tmp_path / "unpickle.py"),
-                           str(tmp_path / "cfg.pkl")], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "unpickle.py"), str(tmp_path / "cfg.pkl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["level1", "True"]

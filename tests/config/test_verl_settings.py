@@ -36,8 +36,12 @@ def composed(tree: Path, *overrides: str) -> Any:
 
 
 def torch_actor(*overrides: str) -> list[str]:
-    return ["global_profiler.tool=torch", "global_profiler.steps=[2]", f"{ACTOR}.enable=true",
-            *overrides]
+    return [
+        "global_profiler.tool=torch",
+        "global_profiler.steps=[2]",
+        f"{ACTOR}.enable=true",
+        *overrides,
+    ]
 
 
 def test_a_role_without_a_block_is_off(verl_release: tuple[str, Path]) -> None:
@@ -52,56 +56,84 @@ def test_a_role_without_a_block_is_off(verl_release: tuple[str, Path]) -> None:
 def test_the_update_schedule_maps_for_discrete_captures(verl_release: tuple[str, Path]) -> None:
     _, tree = verl_release
     schedule = f"{ACTOR}.tool_config.torch.schedule"
-    cfg = composed(tree, *torch_actor(f"{ACTOR}.tool_config.torch.discrete=true",
-                                      f"{schedule}.skip_first=1", f"{schedule}.wait=1",
-                                      f"{schedule}.warmup=1", f"{schedule}.active=2",
-                                      f"{schedule}.repeat=1"))
+    cfg = composed(
+        tree,
+        *torch_actor(
+            f"{ACTOR}.tool_config.torch.discrete=true",
+            f"{schedule}.skip_first=1",
+            f"{schedule}.wait=1",
+            f"{schedule}.warmup=1",
+            f"{schedule}.active=2",
+            f"{schedule}.repeat=1",
+        ),
+    )
     c = from_verl(cfg, "actor")
-    assert (c.schedule_skip_first, c.schedule_wait, c.schedule_warmup, c.schedule_active,
-            c.schedule_repeat) == (1, 1, 1, 2, 1)
+    assert (
+        c.schedule_skip_first,
+        c.schedule_wait,
+        c.schedule_warmup,
+        c.schedule_active,
+        c.schedule_repeat,
+    ) == (1, 1, 1, 2, 1)
     assert c.schedule_stage == UPDATE_STAGES["actor"] == "actor_update"
     off = composed(tree, *torch_actor(f"{ACTOR}.tool_config.torch.discrete=true"))
     assert from_verl(off, "actor").schedule_active == 0  # active 0: every mini-batch
 
 
-def test_a_schedule_of_whole_steps_is_named_once(verl_release: tuple[str, Path],
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_schedule_of_whole_steps_is_named_once(
+    verl_release: tuple[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
     _, tree = verl_release
     cfg = composed(tree, *torch_actor(f"{ACTOR}.tool_config.torch.schedule.active=3"))
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         for _ in range(3):
             assert from_verl(cfg, "actor").schedule_active == 0
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line == (f"mindspeed-prof: verl settings of actor not mapped: {ACTOR}.tool_config."
-                    "torch.schedule (discrete: false: whole steps are captured, every mini-batch "
-                    "in them)")
+    assert line == (
+        f"mindspeed-prof: verl settings of actor not mapped: {ACTOR}.tool_config."
+        "torch.schedule (discrete: false: whole steps are captured, every mini-batch "
+        "in them)"
+    )
 
 
 def test_finish_hook_and_relocation(verl_release: tuple[str, Path]) -> None:
     release, tree = verl_release
     gp = "global_profiler"
-    cfg = composed(tree, *torch_actor(f"++{gp}.finish_hook_cmd='upload $VERL_PROFILE_SAVE_PATH'",
-                                      f"++{gp}.finish_hook_ranks=[0,8]",
-                                      f"++{gp}.relocate_results=true"))
+    cfg = composed(
+        tree,
+        *torch_actor(
+            f"++{gp}.finish_hook_cmd='upload $VERL_PROFILE_SAVE_PATH'",
+            f"++{gp}.finish_hook_ranks=[0,8]",
+            f"++{gp}.relocate_results=true",
+        ),
+    )
     c = from_verl(cfg, "actor")
     if release == "verl==0.9.0":  # no such settings in its role blocks: nothing to map
         assert (c.finish_hook_cmd, c.relocate_results) == ("", False)
         return
     assert c.finish_hook_cmd == "upload $VERL_PROFILE_SAVE_PATH"
     assert c.finish_hook_ranks == [0, 8] and c.relocate_results
-    every = composed(tree, *torch_actor(f"{gp}.finish_hook_cmd=ls", f"{gp}.finish_hook_all_ranks=true"))
+    every = composed(
+        tree, *torch_actor(f"{gp}.finish_hook_cmd=ls", f"{gp}.finish_hook_all_ranks=true")
+    )
     assert from_verl(every, "actor").finish_hook_ranks == "all"
     profiled = composed(tree, *torch_actor(f"{gp}.finish_hook_cmd=ls"))
     assert from_verl(profiled, "actor").finish_hook_ranks is None  # the ranks that captured
 
 
-def test_the_memory_tool_keeps_a_window_and_oom_snapshots(verl_release: tuple[str, Path],
-                                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_the_memory_tool_keeps_a_window_and_oom_snapshots(
+    verl_release: tuple[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
     release, tree = verl_release
     memory = "global_profiler.global_tool_config.torch_memory"
-    cfg = composed(tree, "global_profiler.tool=torch_memory", "global_profiler.steps=[2,3,4]",
-                   f"{ACTOR}.enable=true", f"++{memory}.memory_snapshot_num_steps=3",
-                   f"{memory}.context=alloc")
+    cfg = composed(
+        tree,
+        "global_profiler.tool=torch_memory",
+        "global_profiler.steps=[2,3,4]",
+        f"{ACTOR}.enable=true",
+        f"++{memory}.memory_snapshot_num_steps=3",
+        f"{memory}.context=alloc",
+    )
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         c = from_verl(cfg, "actor")
     assert c.oom_snapshot and c.profile_with_memory
@@ -112,22 +144,37 @@ def test_the_memory_tool_keeps_a_window_and_oom_snapshots(verl_release: tuple[st
 
 # -- verl main's role block, with the open pull request's tool_config.npu.schedule -------------
 MAIN_BLOCK = {  # verl main (0.10.0.dev): profiler.yaml's role block, as composed
-    "tool": "npu", "enable": True, "all_ranks": False, "ranks": [], "save_path": "p",
-    "relocate_results": False, "finish_hook_cmd": None, "finish_hook_all_ranks": False,
+    "tool": "npu",
+    "enable": True,
+    "all_ranks": False,
+    "ranks": [],
+    "save_path": "p",
+    "relocate_results": False,
+    "finish_hook_cmd": None,
+    "finish_hook_all_ranks": False,
     "finish_hook_ranks": [],
-    "tool_config": {"npu": {"contents": [], "level": "level1", "analysis": True,
-                            "discrete": True, "profile_token_start": None,
-                            "profile_token_end": None,
-                            "schedule": {"skip_first": 0, "wait": 0, "warmup": 1, "active": 2,
-                                         "repeat": 0}},
-                    "torch_memory": {"trace_alloc_max_entries": 100000, "stack_depth": 32}},
+    "tool_config": {
+        "npu": {
+            "contents": [],
+            "level": "level1",
+            "analysis": True,
+            "discrete": True,
+            "profile_token_start": None,
+            "profile_token_end": None,
+            "schedule": {"skip_first": 0, "wait": 0, "warmup": 1, "active": 2, "repeat": 0},
+        },
+        "torch_memory": {"trace_alloc_max_entries": 100000, "stack_depth": 32},
+    },
 }
 
 
 @pytest.mark.parametrize("role", ["actor", "critic", "ref"])
 def test_mains_npu_schedule(role: str, caplog: pytest.LogCaptureFixture) -> None:
-    where = {"actor": ("actor_rollout_ref", "actor"), "critic": ("critic",),
-             "ref": ("actor_rollout_ref", "ref")}[role]
+    where = {
+        "actor": ("actor_rollout_ref", "actor"),
+        "critic": ("critic",),
+        "ref": ("actor_rollout_ref", "ref"),
+    }[role]
     cfg: dict[str, Any] = {"global_profiler": {"tool": "npu", "steps": [1, 2]}}
     node = cfg
     for key in where:

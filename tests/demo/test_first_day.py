@@ -21,18 +21,28 @@ from mindspeed_prof.config.presets import misspelt_line, not_a_name_line, unknow
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 #: The job's last line: where the captures are and the command to read them.
-LAST = re.compile(r"mindspeed-prof: (\d+) captures? in (\S+); read them: (mindspeed-prof analyse .+)$")
+LAST = re.compile(
+    r"mindspeed-prof: (\d+) captures? in (\S+); read them: (mindspeed-prof analyse .+)$"
+)
 
 
-def shell(cwd: Path, line: str, env: dict[str, str] | None = None,
-          timeout: int = 900) -> subprocess.CompletedProcess[str]:
+def shell(
+    cwd: Path, line: str, env: dict[str, str] | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess[str]:
     """``line`` in bash, as typed, the venv's ``bin`` first on PATH (an activated venv)."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("HYDRA_", "COLUMNS", "RAY_AUTH", "RAY_ADDRESS"))}
-    base.update(PATH=f"{BIN}{os.pathsep}{base.get('PATH', '')}",
-                PYTHONPATH=helpers.tested_path(base.get("PYTHONPATH")), **(env or {}))
-    return subprocess.run(["bash", "-c", line], cwd=cwd, env=base, capture_output=True,
-                          text=True, timeout=timeout)
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HYDRA_", "COLUMNS", "RAY_AUTH", "RAY_ADDRESS"))
+    }
+    base.update(
+        PATH=f"{BIN}{os.pathsep}{base.get('PATH', '')}",
+        PYTHONPATH=helpers.tested_path(base.get("PYTHONPATH")),
+        **(env or {}),
+    )
+    return subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> list[str]:
@@ -45,7 +55,7 @@ def last_line(proc: subprocess.CompletedProcess[str]) -> str:
     """The job's last line on stdout (Hydra's log prefix dropped): the callback's."""
     line = [x for x in proc.stdout.splitlines() if x.strip()][-1]
     assert "mindspeed-prof: " in line, proc.stdout[-2000:]
-    return line[line.index("mindspeed-prof: "):]
+    return line[line.index("mindspeed-prof: ") :]
 
 
 @pytest.mark.slow
@@ -55,8 +65,9 @@ def test_the_verdicts_relaunch_line_pasted_as_printed(tmp_path: Path) -> None:
     """README's planted straggler, then the relaunch line the verdict prints, pasted: it
     starts as the user typed the command, captures the stage on rank 1 only, says which rank
     wrote, ends with the line to read them, and ``doctor`` finds nothing wrong."""
-    first = shell(tmp_path, "mindspeed-prof demo demo.slow_stage=actor_generate "
-                            "demo.slow_rank=1 demo.steps=6")
+    first = shell(
+        tmp_path, "mindspeed-prof demo demo.slow_stage=actor_generate demo.slow_rank=1 demo.steps=6"
+    )
     ok(first)
     light = LAST.search(last_line(first))
     assert light and light.group(2).startswith("outputs/")
@@ -78,7 +89,7 @@ def test_the_verdicts_relaunch_line_pasted_as_printed(tmp_path: Path) -> None:
     assert doctor.stdout.splitlines()[-1] == "healthy"
 
 
-RAY_WONT_START = '''
+RAY_WONT_START = """
 import sys
 
 def init(**kwargs):
@@ -90,7 +101,7 @@ if __name__ == "__main__":  # the workers' processes import this module too
     ray.init = init  # Ray's start on a machine too busy for its 30 s
     from mindspeed_prof.cli import main
     sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -100,17 +111,22 @@ def test_the_demo_survives_ray_not_starting(tmp_path: Path) -> None:
     done instead; the workers run as plain processes, each its own rank; the relaunch line's
     capture of rank 1 is taken, the last line printed, ``doctor`` clean."""
     (tmp_path / "busy.py").write_text(RAY_WONT_START)
-    proc = shell(tmp_path, "python busy.py demo profiler_config=stage_scoped "
-                           "profiler_config.integrated.stage=actor_generate "
-                           "'profiler_config.integrated.profile_ranks=[1]' demo.steps=4 "
-                           "hydra.run.dir=run")
+    proc = shell(
+        tmp_path,
+        "python busy.py demo profiler_config=stage_scoped "
+        "profiler_config.integrated.stage=actor_generate "
+        "'profiler_config.integrated.profile_ranks=[1]' demo.steps=4 "
+        "hydra.run.dir=run",
+    )
     lines = ok(proc)
     said = [x for x in lines if x.startswith("mindspeed-prof demo: Ray did not start")]
     assert len(said) == 2 and "trying once more" in said[0]
     assert "running the 2 workers as plain processes instead" in said[1]
     assert "2 captures from rank 1 under" in "\n".join(lines)
-    assert last_line(proc) == ("mindspeed-prof: 2 captures in run/profiler_data; read them: "
-                                "mindspeed-prof analyse run/profiler_data")
+    assert last_line(proc) == (
+        "mindspeed-prof: 2 captures in run/profiler_data; read them: "
+        "mindspeed-prof analyse run/profiler_data"
+    )
     ranks = {p.name.split("_")[0] for p in (tmp_path / "run/profiler_data").rglob("rank*")}
     assert ranks == {"rank1"}
     assert shell(tmp_path, "mindspeed-prof doctor run/profiler_data").returncode == 0
@@ -122,8 +138,11 @@ def test_the_demo_survives_ray_not_starting(tmp_path: Path) -> None:
 def test_profiling_off_ends_with_a_line_that_says_so(tmp_path: Path) -> None:
     proc = shell(tmp_path, "mindspeed-prof demo profiler=none")
     lines = ok(proc)
-    assert re.fullmatch(r"mindspeed-prof: nothing captured in outputs/\S+/profiler_data: "
-                        r"profiling was off \(profile: false\)", last_line(proc))
+    assert re.fullmatch(
+        r"mindspeed-prof: nothing captured in outputs/\S+/profiler_data: "
+        r"profiling was off \(profile: false\)",
+        last_line(proc),
+    )
     assert "step  12  reward" in "\n".join(lines)
 
 
@@ -153,8 +172,9 @@ def test_the_documented_anomaly_example_triggers(tmp_path: Path) -> None:
     # for real: that trigger is the trainer's, not this test's)
     dumps = list((root / "flight").glob("rank0_*_step*.mstx.trace.json"))
     assert "anomaly" in {json.loads(d.read_text())["mindspeed_prof"]["reason"] for d in dumps}
-    assert "step9.mstx.trace.json" in {p.name.split("_")[-1]
-                                       for p in (root / "triggered").rglob("rank0_*")}
+    assert "step9.mstx.trace.json" in {
+        p.name.split("_")[-1] for p in (root / "triggered").rglob("rank0_*")
+    }
     text = shell(tmp_path, found.group(3)).stdout
     assert re.search(r"unusual +flight dump \(anomaly\) at step 8 on rank 0", text), text
 
@@ -163,17 +183,33 @@ BAD = [
     ("profiler_config=null", not_a_name_line("profiler_config", "profiler_config=null")),
     ("profiler_config=[1]", not_a_name_line("profiler_config", "profiler_config=[1]")),
     ("profilr=full", misspelt_line("profilr=full", "profilr", "profiler")),
-    ("profiler_confg.integrated.stage=actor_generate", misspelt_line(
-        "profiler_confg.integrated.stage=actor_generate", "profiler_confg", "profiler_config")),
+    (
+        "profiler_confg.integrated.stage=actor_generate",
+        misspelt_line(
+            "profiler_confg.integrated.stage=actor_generate", "profiler_confg", "profiler_config"
+        ),
+    ),
     ("profiler=ful", unknown_preset_line("profiler", "ful")),
-    ("demo.slow_stage=actor_generat", "mindspeed-prof demo: demo.slow_stage='actor_generat': "
-     "not a stage of the demo (did you mean actor_generate?); stages: actor_generate, "),
-    ("demo.slow_stag=actor_generate", "mindspeed-prof demo: demo.slow_stag: no such knob (did "
-     "you mean demo.slow_stage?); knobs: "),
-    ("trainer.steps=50", "mindspeed-prof demo: trainer.steps: no such key in the demo's config "
-     "(Key 'trainer' is not in struct); mindspeed-prof demo --help"),
-    ("profiler_config.integrated.stage=bogus", "mindspeed-prof: invalid config: "
-     "profiler_config.integrated.stage='bogus': allowed: all, actor_generate"),
+    (
+        "demo.slow_stage=actor_generat",
+        "mindspeed-prof demo: demo.slow_stage='actor_generat': "
+        "not a stage of the demo (did you mean actor_generate?); stages: actor_generate, ",
+    ),
+    (
+        "demo.slow_stag=actor_generate",
+        "mindspeed-prof demo: demo.slow_stag: no such knob (did "
+        "you mean demo.slow_stage?); knobs: ",
+    ),
+    (
+        "trainer.steps=50",
+        "mindspeed-prof demo: trainer.steps: no such key in the demo's config "
+        "(Key 'trainer' is not in struct); mindspeed-prof demo --help",
+    ),
+    (
+        "profiler_config.integrated.stage=bogus",
+        "mindspeed-prof: invalid config: "
+        "profiler_config.integrated.stage='bogus': allowed: all, actor_generate",
+    ),
 ]
 
 
@@ -188,12 +224,12 @@ def test_a_mistake_is_one_line(tmp_path: Path, override: str, line: str) -> None
 
 @pytest.mark.hydra_app
 def test_a_rank_that_is_no_rank_is_one_line_before_training(tmp_path: Path) -> None:
-    proc = shell(tmp_path, "mindspeed-prof demo demo.workers=0", env={"RANK": "abc"},
-                 timeout=300)
+    proc = shell(tmp_path, "mindspeed-prof demo demo.workers=0", env={"RANK": "abc"}, timeout=300)
     assert proc.returncode == 1 and "step " not in proc.stdout
     (line,) = proc.stderr.splitlines()
-    assert line.startswith("mindspeed-prof: cannot profile this job: environment variable "
-                           "RANK='abc'")
+    assert line.startswith(
+        "mindspeed-prof: cannot profile this job: environment variable RANK='abc'"
+    )
 
 
 @pytest.mark.hydra_app

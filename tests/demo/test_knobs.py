@@ -39,15 +39,24 @@ def test_slow_stage_is_a_stage_of_the_demo(stage: str) -> None:
         assert line.startswith(f"demo.slow_stage={stage!r}: not a stage of the demo")
 
 
-@pytest.mark.parametrize("knobs,line", [
-    ({"slow_stage": "actor_generat"}, "demo.slow_stage='actor_generat': not a stage of the demo "
-     f"(did you mean actor_generate?); stages: {', '.join(STAGES)}"),
-    ({"slow_stag": "x"}, "demo.slow_stag: no such knob (did you mean demo.slow_stage?); knobs: "),
-    ({"steps": "abc"}, "demo.steps='abc': expected `int`, got `str`"),
-    ({"slow_step": 13}, "demo.slow_step=13: must be a step of the run, 1 to 12"),
-    ({"slow_rank": 2}, "demo.slow_rank=2: must be a worker's rank, 0 to 1"),
-    ({"slow_rank": 1, "workers": 0}, "demo.slow_rank=1: must be a worker's rank, 0 to 0"),
-])
+@pytest.mark.parametrize(
+    "knobs,line",
+    [
+        (
+            {"slow_stage": "actor_generat"},
+            "demo.slow_stage='actor_generat': not a stage of the demo "
+            f"(did you mean actor_generate?); stages: {', '.join(STAGES)}",
+        ),
+        (
+            {"slow_stag": "x"},
+            "demo.slow_stag: no such knob (did you mean demo.slow_stage?); knobs: ",
+        ),
+        ({"steps": "abc"}, "demo.steps='abc': expected `int`, got `str`"),
+        ({"slow_step": 13}, "demo.slow_step=13: must be a step of the run, 1 to 12"),
+        ({"slow_rank": 2}, "demo.slow_rank=2: must be a worker's rank, 0 to 1"),
+        ({"slow_rank": 1, "workers": 0}, "demo.slow_rank=1: must be a worker's rank, 0 to 0"),
+    ],
+)
 def test_a_bad_knob_is_one_line(knobs: dict[str, Any], line: str) -> None:
     got = problem({**SHIPPED, **knobs})
     assert got is not None and got.startswith(line) and "\n" not in got
@@ -55,17 +64,21 @@ def test_a_bad_knob_is_one_line(knobs: dict[str, Any], line: str) -> None:
         checked({**SHIPPED, **knobs})
 
 
-@pytest.mark.parametrize("args,line", [
-    (["demo.slow_stage=actor_generat"], "demo.slow_stage='actor_generat'"),
-    (["-m", "demo.steps=2,abc"], "demo.steps='abc'"),  # each value of a sweep
-    (["demo.workers=0", "demo.slow_rank=1"], "demo.slow_rank=1"),  # with the other override
-    (["demo.slow_step=8", "--cfg", "job"], None),
-    (["+demo.slow_step=8"], None),
-    (["~demo.slow_step"], None),
-    (["profiler=full", "hydra.run.dir=x"], None),
-    (["demo.steps=${oops"], None),  # not Hydra's to parse: Hydra says why
-])
-def test_the_command_line_is_checked_against_the_shipped_knobs(args: list[str],
-                                                               line: str | None) -> None:
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["demo.slow_stage=actor_generat"], "demo.slow_stage='actor_generat'"),
+        (["-m", "demo.steps=2,abc"], "demo.steps='abc'"),  # each value of a sweep
+        (["demo.workers=0", "demo.slow_rank=1"], "demo.slow_rank=1"),  # with the other override
+        (["demo.slow_step=8", "--cfg", "job"], None),
+        (["+demo.slow_step=8"], None),
+        (["~demo.slow_step"], None),
+        (["profiler=full", "hydra.run.dir=x"], None),
+        (["demo.steps=${oops"], None),  # not Hydra's to parse: Hydra says why
+    ],
+)
+def test_the_command_line_is_checked_against_the_shipped_knobs(
+    args: list[str], line: str | None
+) -> None:
     got = knob_problem(args)
     assert (got is None) if line is None else (got is not None and got.startswith(line))

@@ -9,20 +9,27 @@ from mindspeed_prof.formats.save_root import anchor, hydra_save_root, job_save_r
 
 
 def _hydra(mode: str, num: int, chdir: bool | None) -> SimpleNamespace:
-    return SimpleNamespace(mode=mode, job=SimpleNamespace(num=num, chdir=chdir),
-                           runtime=SimpleNamespace(cwd="/launch", output_dir="/out/3"))
+    return SimpleNamespace(
+        mode=mode,
+        job=SimpleNamespace(num=num, chdir=chdir),
+        runtime=SimpleNamespace(cwd="/launch", output_dir="/out/3"),
+    )
 
 
 def test_job_save_root() -> None:
     rel = Path("prof")
-    assert job_save_root(Path("/abs"), launch_dir=Path("/l"), output_dir=Path("/o"),
-                         chdir=True, job_num=1) == Path("/abs")
-    assert job_save_root(rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=True,
-                         job_num=1) == Path("/o/prof")
-    assert job_save_root(rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=False,
-                         job_num=2) == Path("/l/prof/2")
-    assert job_save_root(rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=False,
-                         job_num=None) == Path("/l/prof")
+    assert job_save_root(
+        Path("/abs"), launch_dir=Path("/l"), output_dir=Path("/o"), chdir=True, job_num=1
+    ) == Path("/abs")
+    assert job_save_root(
+        rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=True, job_num=1
+    ) == Path("/o/prof")
+    assert job_save_root(
+        rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=False, job_num=2
+    ) == Path("/l/prof/2")
+    assert job_save_root(
+        rel, launch_dir=Path("/l"), output_dir=Path("/o"), chdir=False, job_num=None
+    ) == Path("/l/prof")
 
 
 def test_hydra_save_root() -> None:

@@ -16,8 +16,25 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.formats.shell import _KINETO, command, quote, writable_name
 
-ODD = ["a\tb", 'a"b', "a\nb", "a\\b", "a b", os.fsdecode(b"a\xffb"), "it's", "x\x1b[31m",
-       "\u202eevil", "caf\u00e9", "$HOME", "`id`", "-rf", "", "!!", "a\rb", "\x7f"]
+ODD = [
+    "a\tb",
+    'a"b',
+    "a\nb",
+    "a\\b",
+    "a b",
+    os.fsdecode(b"a\xffb"),
+    "it's",
+    "x\x1b[31m",
+    "\u202eevil",
+    "caf\u00e9",
+    "$HOME",
+    "`id`",
+    "-rf",
+    "",
+    "!!",
+    "a\rb",
+    "\x7f",
+]
 
 
 def bash_reads(words: list[str]) -> list[bytes]:
@@ -33,9 +50,14 @@ def test_every_odd_word_reads_back_to_its_bytes() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(words=st.lists(st.text(st.characters(exclude_characters="\0",
-                                            exclude_categories=["Cs"])) | st.sampled_from(ODD),
-                      min_size=1, max_size=20))
+@given(
+    words=st.lists(
+        st.text(st.characters(exclude_characters="\0", exclude_categories=["Cs"]))
+        | st.sampled_from(ODD),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_any_words_read_back_to_their_bytes(words: list[str]) -> None:
     assert bash_reads(words) == [os.fsencode(w) for w in words]
 
@@ -47,7 +69,8 @@ def test_a_plain_word_is_quoted_as_shlex_quotes_it(word: str) -> None:
 
 @pytest.mark.parametrize("name", ODD[:6])
 def test_a_writable_name_holds_no_odd_character_and_reaches_the_file(
-        tmp_path: Path, name: str) -> None:
+    tmp_path: Path, name: str
+) -> None:
     folder = tmp_path / name
     folder.mkdir()
     path = folder / "rank0_h_1_abc_step1.pt.trace.json.tmp"

@@ -31,22 +31,27 @@ def repo(tmp_path: Path) -> Path:
 def run(cwd: Path, line: str) -> subprocess.CompletedProcess[str]:
     """``line`` in bash, as typed (``python`` is this interpreter)."""
     env = {**ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{ENV.get('PATH', '')}"}
-    proc = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, f"{line}\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
 def said(proc: subprocess.CompletedProcess[str]) -> list[str]:
     """What the callback told the user (``mindspeed-prof: ...`` lines)."""
-    return [line.split("mindspeed-prof: ", 1)[1] for line in
-            (proc.stdout + proc.stderr).splitlines() if "mindspeed-prof: " in line]
+    return [
+        line.split("mindspeed-prof: ", 1)[1]
+        for line in (proc.stdout + proc.stderr).splitlines()
+        if "mindspeed-prof: " in line
+    ]
 
 
 def test_mstx_light_by_the_missions_spelling(repo: Path) -> None:
     proc = run(repo, "python examples/train.py profiler=mstx_light")
-    assert said(proc) == ["1 capture in profiler_data; read them: mindspeed-prof analyse "
-                          "profiler_data"]
+    assert said(proc) == [
+        "1 capture in profiler_data; read them: mindspeed-prof analyse profiler_data"
+    ]
     (path,) = (repo / "profiler_data").glob("manifest-*.json")  # this run's
     manifest = json.loads(path.read_text())
     assert manifest["status"] == "completed" and len(manifest["captures"]) == 1
@@ -56,8 +61,11 @@ def test_mstx_light_by_the_missions_spelling(repo: Path) -> None:
 
 
 def test_a_stage_by_the_group_and_a_field(repo: Path) -> None:
-    run(repo, "python examples/train.py profiler_config=stage_scoped "
-              "profiler_config.integrated.stage=actor_generate")
+    run(
+        repo,
+        "python examples/train.py profiler_config=stage_scoped "
+        "profiler_config.integrated.stage=actor_generate",
+    )
     folders = sorted(p.name for p in (repo / "profiler_data").iterdir() if p.is_dir())
     assert folders == ["actor_generate"]
     assert list((repo / "profiler_data" / "actor_generate").glob("*.pt.trace.json"))
@@ -66,14 +74,19 @@ def test_a_stage_by_the_group_and_a_field(repo: Path) -> None:
 def test_a_stage_sweep_reports_what_it_captured(repo: Path) -> None:
     """``current()`` in each job gives the callback's profiler: no job says it captured
     nothing, and the summary counts every capture."""
-    proc = run(repo, "python examples/train.py -m profiler=stage_scoped "
-                     "profiler_config.integrated.stage=actor_generate,actor_update")
+    proc = run(
+        repo,
+        "python examples/train.py -m profiler=stage_scoped "
+        "profiler_config.integrated.stage=actor_generate,actor_update",
+    )
     assert [line for line in said(proc) if "nothing captured" in line] == []
     (sweep,) = repo.glob("multirun/*/*")
     jobs = json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
     # stage_scoped's window is steps 2-3 (step 1 is warm-up): one capture per execution
     assert [(j["stage"], j["status"], j["captures"]) for j in jobs] == [
-        ("actor_generate", "completed", 2), ("actor_update", "completed", 2)]
+        ("actor_generate", "completed", 2),
+        ("actor_update", "completed", 2),
+    ]
     for job in jobs:
         assert list((Path(job["save_root"]) / job["stage"]).glob("*.pt.trace.json"))
     assert f"Sweep {sweep.relative_to(repo)}" in proc.stdout  # its table, printed
@@ -100,13 +113,18 @@ def test_the_printed_relaunch_line_runs_the_next_capture(repo: Path, where: str)
     stage = re.search(r"profiler_config\.integrated\.stage=(\w+)", line)
     assert stage is not None, out
     assert ("cd " in line) == (where == "elsewhere")
-    assert line.endswith("python examples/train.py profiler=stage_scoped steps=4 "
-                         f"profiler_config.integrated.stage={stage[1]}")
+    assert line.endswith(
+        "python examples/train.py profiler=stage_scoped steps=4 "
+        f"profiler_config.integrated.stage={stage[1]}"
+    )
     run(here, line)  # pasted as printed
     manifest = newest_job(repo / "profiler_data")  # the newest job's
     assert manifest is not None and manifest.window.stage == stage[1]
-    assert manifest.job.overrides == ["profiler=stage_scoped", "steps=4",
-                                      f"profiler_config.integrated.stage={stage[1]}"]
+    assert manifest.job.overrides == [
+        "profiler=stage_scoped",
+        "steps=4",
+        f"profiler_config.integrated.stage={stage[1]}",
+    ]
     assert [c.stage for c in manifest.captures or []] == [stage[1]] * 2  # steps 2 and 3
     assert list((repo / "profiler_data" / stage[1]).glob("*.pt.trace.json"))
 
@@ -127,16 +145,24 @@ def test_a_field_set_under_none_is_checked_and_profiling_off_is_said_once(repo: 
     assert said(proc) == [
         "profiling is off (profile: false), so profiler_config.integrated.stage=actor_generate "
         "captures nothing; to profile, pick a preset: profiler_config=stage_scoped "
-        "(mindspeed-prof presets lists them), or add profiler_config.integrated.profile=true"]
+        "(mindspeed-prof presets lists them), or add profiler_config.integrated.profile=true"
+    ]
     assert "step 6  reward" in proc.stdout and not (repo / "profiler_data").exists()
     env = {**ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{ENV.get('PATH', '')}"}
     typo = subprocess.run(
         ["bash", "-c", "python examples/train.py profiler_config.integrated.stage=actor_generat"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert typo.returncode == 1 and "step 1" not in typo.stdout
     (line,) = typo.stderr.splitlines()
-    assert line.startswith("mindspeed-prof: invalid config: profiler_config.integrated.stage="
-                           "'actor_generat': unknown (did you mean actor_generate?)")
+    assert line.startswith(
+        "mindspeed-prof: invalid config: profiler_config.integrated.stage="
+        "'actor_generat': unknown (did you mean actor_generate?)"
+    )
 
 
 REJECTED = [
@@ -154,8 +180,14 @@ REJECTED = [
 def test_an_override_rejected_is_one_line_before_training(repo: Path, override: str) -> None:
     """``profiler_config=null`` was a 25-line Hydra traceback on this app; ``[1]`` 50 lines."""
     env = {**ENV, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{ENV.get('PATH', '')}"}
-    proc = subprocess.run(["python", "examples/train.py", override], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["python", "examples/train.py", override],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1 and "step 1" not in proc.stdout, proc.stdout + proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith(f"mindspeed-prof: {override if 'integrated' not in override else ''}")

@@ -55,7 +55,8 @@ QUESTIONS: dict[str, Ask] = {
 @pytest.mark.parametrize("caching", [False, True], ids=["repository", "caching"])
 @pytest.mark.parametrize("question", list(QUESTIONS))
 def test_each_repository_question_finds_the_other_sources(
-        tmp_path: Path, question: str, caching: bool) -> None:
+    tmp_path: Path, question: str, caching: bool
+) -> None:
     """Ours first on the path, the other tree (as ``hydra.searchpath`` adds it) after: the
     source learns of the other's ``profiler`` group only from the repository asking."""
     other = tmp_path / "other"
@@ -84,7 +85,8 @@ def test_the_frames_the_source_reads_are_where_it_looks() -> None:
 
     assert "run_and_report" in vars(utils)
     assert re.search(r"for override in \w+", inspect.getsource(defaults_list.Overrides.__init__))
-    assert {"repo", "config_name"} <= set(inspect.signature(
-        defaults_list.create_defaults_list).parameters)
+    assert {"repo", "config_name"} <= set(
+        inspect.signature(defaults_list.create_defaults_list).parameters
+    )
     assert "self.sources = []" in inspect.getsource(ConfigRepository.initialize_sources)
     assert "self.sources" in inspect.getsource(ConfigRepository.get_sources)

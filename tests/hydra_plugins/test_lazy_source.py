@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-APP = textwrap.dedent('''
+APP = textwrap.dedent("""
     import sys
     import hydra
 
@@ -19,15 +19,21 @@ APP = textwrap.dedent('''
         print("LOADED", loaded, "PROFILER" if "profiler_config" in cfg else "")
 
     main()
-''')
+""")
 
 
 def run(tmp_path: Path, config: str) -> str:
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "config.yaml").write_text(config)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
-    proc = subprocess.run([sys.executable, "app.py", "hydra.run.dir=.", "hydra.output_subdir=null"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "app.py", "hydra.run.dir=.", "hydra.output_subdir=null"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -61,22 +61,25 @@ def _rejected(composed: Any, override: str) -> str:
 
 
 @pytest.mark.parametrize("group", ["profiler_config", "profiler"])
-@pytest.mark.parametrize("value", ["null", "", "1", "true", "3.5", "[1]", "[mstx_light,1]",
-                                   "[null]", "['']"])
+@pytest.mark.parametrize(
+    "value", ["null", "", "1", "true", "3.5", "[1]", "[mstx_light,1]", "[null]", "['']"]
+)
 def test_a_preset_group_given_no_name_is_one_line(composed: Any, group: str, value: str) -> None:
     """``[1]`` was Hydra's ``TypeError: argument of type 'int' is not iterable``."""
     override = f"{group}={value}"
     assert _rejected(composed, override) == not_a_name_line(group, override)
     assert not_a_name_line(group, override).startswith(
         f"mindspeed-prof: {override}: a preset's name is needed; profiling off is {group}=none; "
-        "presets: none, mstx_light,")
+        "presets: none, mstx_light,"
+    )
 
 
 @pytest.mark.parametrize("value", ["null", "[1]", "''"])
 def test_the_sweep_given_no_name_names_the_sweeps(composed: Any, value: str) -> None:
     override = f"+profiler_sweep={value}"
     assert _rejected(composed, override) == (
-        f"mindspeed-prof: {override}: a sweep's name is needed; sweeps: all_stages")
+        f"mindspeed-prof: {override}: a sweep's name is needed; sweeps: all_stages"
+    )
 
 
 def test_a_list_of_preset_names_is_hydras_to_compose(composed: Any) -> None:
@@ -94,19 +97,31 @@ def _edits(word: str) -> st.SearchStrategy[str]:
         kind = draw(st.sampled_from(["delete", "insert", "replace", "swap"]))
         i = draw(st.integers(1, len(word) - 1))
         c = draw(st.sampled_from(letters))
-        out = {"delete": word[:i] + word[i + 1:], "insert": word[:i] + c + word[i:],
-               "replace": word[:i] + c + word[i + 1:],
-               "swap": word[:i - 1] + word[i] + word[i - 1] + word[i + 1:]}[kind]
+        out = {
+            "delete": word[:i] + word[i + 1 :],
+            "insert": word[:i] + c + word[i:],
+            "replace": word[:i] + c + word[i + 1 :],
+            "swap": word[: i - 1] + word[i] + word[i - 1] + word[i + 1 :],
+        }[kind]
         return out
 
     return edit().filter(lambda w: w != word)
 
 
 @settings(max_examples=25, deadline=None)
-@given(typo=_edits("profiler_config"), field=st.sampled_from([
-    "integrated.stage=actor_generate", "extensions.anomaly_factor=2", "actor.stage=actor_update"]))
-def test_a_misspelt_group_with_a_field_names_the_group(composed: Any, typo: str,
-                                                       field: str) -> None:
+@given(
+    typo=_edits("profiler_config"),
+    field=st.sampled_from(
+        [
+            "integrated.stage=actor_generate",
+            "extensions.anomaly_factor=2",
+            "actor.stage=actor_update",
+        ]
+    ),
+)
+def test_a_misspelt_group_with_a_field_names_the_group(
+    composed: Any, typo: str, field: str
+) -> None:
     override = f"{typo}.{field}"
     assert _rejected(composed, override) == misspelt_line(override, typo, "profiler_config")
 
@@ -129,27 +144,41 @@ def test_what_the_app_has_or_adds_is_the_apps(composed: Any) -> None:
         composed("trainer.lr=1")
     assert composed("+profilr=full").profilr == "full"
     assert _rejected(composed, "+profiler_swep=all_stages") == misspelt_line(
-        "+profiler_swep=all_stages", "profiler_swep", "profiler_sweep")
+        "+profiler_swep=all_stages", "profiler_swep", "profiler_sweep"
+    )
 
 
-@pytest.mark.parametrize("spelling,preset", [*SPELLINGS.items(), *(
-    (name.replace("_", "-"), name) for name in PRESETS if "_" in name)])
+@pytest.mark.parametrize(
+    "spelling,preset",
+    [*SPELLINGS.items(), *((name.replace("_", "-"), name) for name in PRESETS if "_" in name)],
+)
 @pytest.mark.parametrize("group", ["profiler_config", "profiler"])
-def test_the_cards_spellings_are_the_presets(composed: Any, spelling: str, preset: str,
-                                             group: str) -> None:
+def test_the_cards_spellings_are_the_presets(
+    composed: Any, spelling: str, preset: str, group: str
+) -> None:
     got = composed(f"{group}={spelling}").profiler_config
     assert OmegaConf.to_container(got) == OmegaConf.to_container(
-        composed(f"profiler_config={preset}").profiler_config)
+        composed(f"profiler_config={preset}").profiler_config
+    )
 
 
-@pytest.mark.parametrize("override,line", [
-    ("profiler=ful", unknown_preset_line("profiler", "ful")),
-    ("profilr=full", misspelt_line("profilr=full", "profilr", "profiler")),
-    ("profiler_confg.integrated.stage=actor_generate", misspelt_line(
-        "profiler_confg.integrated.stage=actor_generate", "profiler_confg", "profiler_config")),
-    ("profiler_config=null", not_a_name_line("profiler_config", "profiler_config=null")),
-    ("profiler_config=[1]", not_a_name_line("profiler_config", "profiler_config=[1]")),
-])
+@pytest.mark.parametrize(
+    "override,line",
+    [
+        ("profiler=ful", unknown_preset_line("profiler", "ful")),
+        ("profilr=full", misspelt_line("profilr=full", "profilr", "profiler")),
+        (
+            "profiler_confg.integrated.stage=actor_generate",
+            misspelt_line(
+                "profiler_confg.integrated.stage=actor_generate",
+                "profiler_confg",
+                "profiler_config",
+            ),
+        ),
+        ("profiler_config=null", not_a_name_line("profiler_config", "profiler_config=null")),
+        ("profiler_config=[1]", not_a_name_line("profiler_config", "profiler_config=[1]")),
+    ],
+)
 def test_each_is_all_the_app_prints(app: Path, override: str, line: str) -> None:
     """As users run it: the line alone on stderr (no HYDRA_FULL_ERROR hint), exit 1, the task
     never ran."""

@@ -49,8 +49,11 @@ def _job(cfg: Any) -> dict[str, Any]:
     return out
 
 
-FIELDS = ["", "profiler_config.integrated.stage=actor_generate",
-          "profiler_config.integrated.profile_step_end=5"]
+FIELDS = [
+    "",
+    "profiler_config.integrated.stage=actor_generate",
+    "profiler_config.integrated.profile_step_end=5",
+]
 
 
 @pytest.mark.parametrize("primary", ["app", "demo"])
@@ -69,8 +72,13 @@ def test_both_spellings_compose_the_same_config(composer: Any, primary: str) -> 
         assert by_alias.hydra.callbacks.mindspeed_prof._target_.endswith("ProfilerCallback")
         integrated = OmegaConf.to_container(by_alias.profiler_config.integrated)
         assert isinstance(integrated, dict)
-        want: dict[str, Any] = {} if primary == "app" else {  # demo.yaml's, after the preset
-            "profile_save_path": "${hydra:runtime.output_dir}/profiler_data"}
+        want: dict[str, Any] = (
+            {}
+            if primary == "app"
+            else {  # demo.yaml's, after the preset
+                "profile_save_path": "${hydra:runtime.output_dir}/profiler_data"
+            }
+        )
         want = {**preset_sections(PRESETS[preset].fields)["integrated"], **want}
         if field:
             key, value = field.rsplit(".", 1)[1].split("=")
@@ -91,22 +99,26 @@ def test_the_app_default_stays_without_either(composer: Any) -> None:
     assert cfg.profiler_config.integrated.profile_level == "level_none"
 
 
-@pytest.mark.parametrize("override", ["profiler_config=mstx_lite", "profiler=mstx_lite",
-                                      "profiler=stage_scopd"])
+@pytest.mark.parametrize(
+    "override", ["profiler_config=mstx_lite", "profiler=mstx_lite", "profiler=stage_scopd"]
+)
 def test_a_name_that_is_no_preset_gets_the_closest(composer: Any, override: str) -> None:
     group, name = override.split("=")
     with pytest.raises(ConfigCompositionException) as err:
         composer(composer.app, "config", override)
     assert str(err.value) == unknown_preset_line(group, name)
-    assert str(err.value).startswith(f"mindspeed-prof: {override}: no such preset (did you mean "
-                                     f"{'stage_scoped' if 'stage' in name else 'mstx_light'}?);")
+    assert str(err.value).startswith(
+        f"mindspeed-prof: {override}: no such preset (did you mean "
+        f"{'stage_scoped' if 'stage' in name else 'mstx_light'}?);"
+    )
 
 
 def test_another_sources_preset_is_theirs(composer: Any, tmp_path: Path) -> None:
     """A ``profiler_config/<name>`` of the app's own is served, not called a typo."""
     (composer.app / "profiler_config").mkdir()
     (composer.app / "profiler_config" / "mine.yaml").write_text(
-        "integrated:\n  profile: true\n  profile_level: level2\n")
+        "integrated:\n  profile: true\n  profile_level: level2\n"
+    )
     cfg = composer(composer.app, "config", "profiler_config=mine")
     assert cfg.profiler_config.integrated.profile_level == "level2"
 
@@ -117,11 +129,23 @@ def test_demo_takes_the_missions_spelling(tmp_path: Path) -> None:
     import sys
 
     for spelling in ("profiler", "profiler_config"):
-        out = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "demo",
-                              f"{spelling}=stage_scoped",
-                              "profiler_config.integrated.stage=actor_generate", "--cfg", "job"],
-                             capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                             check=True).stdout
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mindspeed_prof.cli",
+                "demo",
+                f"{spelling}=stage_scoped",
+                "profiler_config.integrated.stage=actor_generate",
+                "--cfg",
+                "job",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            check=True,
+        ).stdout
         cfg = OmegaConf.create(out)
         assert cfg.profiler_config.integrated.stage == "actor_generate"
         assert cfg.profiler_config.integrated.profile_level == "level1"
@@ -139,29 +163,39 @@ def test_one_line_for_a_typo(app: Path) -> None:
 def test_sweep_over_the_missions_spelling(app: Path) -> None:
     """``-m profiler=a,b`` runs one job per preset; ``-m profiler=stage_scoped
     profiler_config.integrated.stage=...`` one per stage, each captured where it should."""
-    run_app(app, "-m", "profiler=stage_scoped",
-            "profiler_config.integrated.stage=actor_generate,critic_update", check=True)
-    folders = [sorted(p.name for p in (app / "profiler_data" / job).iterdir() if p.is_dir())
-               for job in ("0", "1")]
+    run_app(
+        app,
+        "-m",
+        "profiler=stage_scoped",
+        "profiler_config.integrated.stage=actor_generate,critic_update",
+        check=True,
+    )
+    folders = [
+        sorted(p.name for p in (app / "profiler_data" / job).iterdir() if p.is_dir())
+        for job in ("0", "1")
+    ]
     assert folders == [["actor_generate"], ["critic_update"]]
     run_app(app, "-m", "profiler=mstx_light,full", "hydra.sweep.dir=presets", check=True)
-    levels = [OmegaConf.load(app / "presets" / job / ".hydra" / "config.yaml")
-              .profiler_config.integrated.profile_level for job in ("0", "1")]
+    levels = [
+        OmegaConf.load(
+            app / "presets" / job / ".hydra" / "config.yaml"
+        ).profiler_config.integrated.profile_level
+        for job in ("0", "1")
+    ]
     assert levels == ["level_none", "level1"]
 
 
-VERL_APP = '''import hydra
+VERL_APP = """import hydra
 
 @hydra.main(version_base=None, config_path="cfg", config_name="ppo_trainer")
 def main(cfg):
     print("TASK", cfg.profiler_config.integrated.get("profile_level"))
 
 main()
-'''
+"""
 
 
-def test_verls_profiler_group_stays_verls(verl_tree: Path, tmp_path: Path,
-                                          composer: Any) -> None:
+def test_verls_profiler_group_stays_verls(verl_tree: Path, tmp_path: Path, composer: Any) -> None:
     """In verl's tree ``profiler=<our preset>`` stops with one line naming the group to use;
     ``profiler_config=`` selects it; re-selecting verl's own SFT default by hand is the one
     thing the presets' alias entry costs there (docs/hydra.md says so)."""
@@ -174,8 +208,10 @@ def test_verls_profiler_group_stays_verls(verl_tree: Path, tmp_path: Path,
     proc = run_app(tmp_path, "profiler=mstx_light", "hydra.run.dir=run")
     assert proc.returncode == 1 and "TASK" not in proc.stdout
     assert proc.stderr.splitlines() == [alias_taken_line("mstx_light")]  # no Hydra hint
-    assert "TASK level_none" in run_app(tmp_path, "profiler_config=mstx_light",
-                                        "hydra.run.dir=run", check=True).stdout
+    assert (
+        "TASK level_none"
+        in run_app(tmp_path, "profiler_config=mstx_light", "hydra.run.dir=run", check=True).stdout
+    )
     sft = composer(tmp_path / "cfg", "sft_trainer_engine", "profiler_config=full")
     assert sft.profiler._target_ == "verl.utils.profiler.ProfilerConfig"
     with pytest.raises(ConfigCompositionException, match="appears more than once"):

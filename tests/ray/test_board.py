@@ -44,7 +44,8 @@ def test_ranks_and_role_select_workers() -> None:
 
 
 def test_a_request_no_worker_matches_is_ignored_once_every_worker_saw_it_twice(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     board = ControlBoard()
     board.poll(told(0, "actor", 1))
     board.poll(told(1, "actor", 1))
@@ -99,7 +100,9 @@ def test_status_tells_the_command_who_is_still_working() -> None:
     assert [a.rank for a in status.acks] == [0]
     assert [(w.rank, w.step) for w in status.workers] == [(0, 2), (1, 2)]
     board.withdraw(request.id)
-    assert board.poll(told(2, "actor", 3)) == []  # withdrawn: a worker started later does not take it
+    assert (
+        board.poll(told(2, "actor", 3)) == []
+    )  # withdrawn: a worker started later does not take it
 
 
 class _Clock:
@@ -122,8 +125,9 @@ def at(board_time: float, monkeypatch: pytest.MonkeyPatch) -> _Clock:
     return clock
 
 
-def request_at(ident: str, expires: float, created: float = 0.0,
-               **values: object) -> dict[str, object]:
+def request_at(
+    ident: str, expires: float, created: float = 0.0, **values: object
+) -> dict[str, object]:
     return {"id": ident, "created": created, "expires": expires, "steps": 1, **values}
 
 
@@ -135,13 +139,15 @@ def test_a_worker_is_known_as_it_told_at_the_boards_time(monkeypatch: pytest.Mon
     board.poll(Worker(1, "actor", None, time=7.0, rate=0.5).to_json())
     assert board.workers() == [
         {"rank": 1, "role": "actor", "step": None, "time": 1000.0, "rate": 0.5},
-        {"rank": 3, "role": "rollout", "step": 17, "time": 1000.0, "rate": 2.5}]
+        {"rank": 3, "role": "rollout", "step": 17, "time": 1000.0, "rate": 2.5},
+    ]
     assert board.poll({"rank": 0, "colour": "red"}) == []  # not a worker: nothing, no entry
     assert len(board.workers()) == 2
 
 
 def test_a_request_lives_its_timeout_from_its_posting_on_the_boards_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A request's timeout (``expires - created``, both the command's clock) is counted on the
     board's monotonic clock from its posting: at its end it is still taken, after it dropped,
     and later requests are still handed out in the same look. The command's clock being a day
@@ -177,7 +183,8 @@ def test_a_request_for_other_workers_does_not_hide_the_next_one() -> None:
 
 
 def test_a_malformed_post_is_ignored_under_its_id_cut_to_128_characters(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     board = ControlBoard()
     long_id = "a" * 200
     not_a_dict: Any = [1, 2]
@@ -191,9 +198,11 @@ def test_a_malformed_post_is_ignored_under_its_id_cut_to_128_characters(
     assert board.status("?")["ignored"] == "malformed: a request is a JSON object, not list"
     messages = [r.getMessage() for r in caplog.records]
     assert messages == board.logged()
-    assert messages == [f"mindspeed-prof: ignoring capture request {'a' * 128}: {why}",
-                        "mindspeed-prof: ignoring capture request ?: malformed: a request is a "
-                        "JSON object, not list"]
+    assert messages == [
+        f"mindspeed-prof: ignoring capture request {'a' * 128}: {why}",
+        "mindspeed-prof: ignoring capture request ?: malformed: a request is a "
+        "JSON object, not list",
+    ]
 
 
 def test_the_ignore_reason_names_the_requests_and_the_jobs_workers() -> None:
@@ -206,7 +215,8 @@ def test_the_ignore_reason_names_the_requests_and_the_jobs_workers() -> None:
         board.poll(told(2, "rollout", step))
     assert board.status(request.id)["ignored"] == (
         "no worker matches (ranks [7], role actor); the job's workers: ranks [0, 2], roles "
-        "['actor', 'rollout']")
+        "['actor', 'rollout']"
+    )
     assert board.poll(told(7, "actor", 4)) == []  # ignored: a late rank 7 does not take it
     assert board.status(request.id)["pending"] == []
 

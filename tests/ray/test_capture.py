@@ -31,8 +31,16 @@ class Worker:
         handler.emit = lambda record: self.logged.append(record.getMessage())  # type: ignore
         logging.getLogger("mindspeed_prof").addHandler(handler)
         self.mixin = ProfilerMixin()
-        self.mixin.init_profiler({"integrated": {"profile_save_path": root, "mstx": True,
-                                                 "profile_level": "level_none"}}, rank=rank)
+        self.mixin.init_profiler(
+            {
+                "integrated": {
+                    "profile_save_path": root,
+                    "mstx": True,
+                    "profile_level": "level_none",
+                }
+            },
+            rank=rank,
+        )
         self.mixin.profiler._ondemand.interval_ns = CHECK_NS  # type: ignore[union-attr]
         self.steps = 0
         self.stopped = threading.Event()
@@ -51,9 +59,11 @@ class Worker:
         self.stopped.set()
 
     def report(self) -> dict[str, Any]:
-        return {"captures": [c.to_json() for c in self.mixin.profiler.captures],
-                "logged": list(self.logged),
-                "steps": self.steps}
+        return {
+            "captures": [c.to_json() for c in self.mixin.profiler.captures],
+            "logged": list(self.logged),
+            "steps": self.steps,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +81,13 @@ def job(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     while len(ray.get(board.workers.remote())) < len(workers):
         assert time.monotonic() < deadline, "the workers never told the board their step"
         time.sleep(0.2)
-    yield {"ray": ray, "board": board, "workers": workers, "root": root,
-           "address": ray.get_runtime_context().gcs_address}
+    yield {
+        "ray": ray,
+        "board": board,
+        "workers": workers,
+        "root": root,
+        "address": ray.get_runtime_context().gcs_address,
+    }
     ray.get([w.stop.remote() for w in workers])
     ray.get(running)
     for w in workers:
@@ -81,7 +96,8 @@ def job(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def test_a_request_through_ray_reaches_every_worker(
-        job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     ray = job["ray"]
     code = main(["capture", "--ray", job["address"], "--steps", "1", "--timeout", "60"])
     out, err = capsys.readouterr()
@@ -98,7 +114,8 @@ def test_a_request_through_ray_reaches_every_worker(
 
 
 def test_a_request_for_ranks_that_do_not_exist_is_ignored_with_one_warning(
-        job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     ray = job["ray"]
     before = len(ray.get(job["board"].logged.remote()))
     code = main(["capture", f"ray://{job['address']}", "--ranks", "5,7", "--timeout", "30"])
@@ -111,8 +128,10 @@ def test_a_request_for_ranks_that_do_not_exist_is_ignored_with_one_warning(
 
 def test_two_requests_at_once_are_applied_in_order_once(job: dict[str, Any]) -> None:
     ray, board = job["ray"], job["board"]
-    first, second = Request.new(60, steps=1, ranks=[0]), Request.new(60, steps=1, ranks=[0],
-                                                                     stage="actor_update")
+    first, second = (
+        Request.new(60, steps=1, ranks=[0]),
+        Request.new(60, steps=1, ranks=[0], stage="actor_update"),
+    )
     assert ray.get([board.post.remote(r.to_json()) for r in (first, second)]) == ["", ""]
     deadline = time.monotonic() + 120  # a loaded machine: a worker checks once a second at best
     while time.monotonic() < deadline:
@@ -122,25 +141,28 @@ def test_two_requests_at_once_are_applied_in_order_once(job: dict[str, Any]) -> 
         time.sleep(0.2)
     time.sleep(0.5)  # more checks: nothing applied twice
     captures = ray.get(job["workers"][0].report.remote())["captures"]
-    taken = [(c["request"], c["stage"]) for c in captures
-             if c.get("request") in (first.id, second.id)]
+    taken = [
+        (c["request"], c["stage"]) for c in captures if c.get("request") in (first.id, second.id)
+    ]
     assert taken == [(first.id, "all"), (second.id, "actor_update")]
     assert ray.get(job["workers"][1].report.remote())["steps"] > 0
 
 
 def test_an_unreachable_cluster_or_no_job_is_one_line(
-        job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["capture", "--ray", "127.0.0.1:1", "--timeout", "1"]) == Exit.NOT_RUNNING
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Ray cluster at 127.0.0.1:1: cannot connect" in err
-    assert main(["capture", "--ray", job["address"], "--job", "0abc",
-                 "--timeout", "1"]) == Exit.NOT_RUNNING
+    assert (
+        main(["capture", "--ray", job["address"], "--job", "0abc", "--timeout", "1"])
+        == Exit.NOT_RUNNING
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no capture board for Ray job 0abc" in err
 
 
-def test_a_board_that_is_gone_is_one_warning_and_training_goes_on(
-        job: dict[str, Any]) -> None:
+def test_a_board_that_is_gone_is_one_warning_and_training_goes_on(job: dict[str, Any]) -> None:
     """Last in this module: it takes the board away."""
     ray = job["ray"]
     ray.kill(job["board"])

@@ -22,8 +22,13 @@ from mindspeed_prof.ray.cluster import reader
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_run(tmp_path_factory.mktemp("cl"), ranks=(0, 1, 2, 3, 4, 5), steps=2,
-                    profile_level="level_none", slow={(3, "actor_update"): 1})
+    root = make_run(
+        tmp_path_factory.mktemp("cl"),
+        ranks=(0, 1, 2, 3, 4, 5),
+        steps=2,
+        profile_level="level_none",
+        slow={(3, "actor_update"): 1},
+    )
     (root / "integrated" / "rank9_broken.pt.trace.json").write_text('{"traceEvents": [')
     return root
 
@@ -49,9 +54,17 @@ def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
     @ray_cluster.remote(num_cpus=0)
     class Worker(ProfilerMixin):
         def __init__(self) -> None:
-            self.init_profiler({"integrated": {"profile": True, "mstx": True,
-                                               "profile_level": "level_none",
-                                               "profile_save_path": str(tmp_path)}}, rank=0)
+            self.init_profiler(
+                {
+                    "integrated": {
+                        "profile": True,
+                        "mstx": True,
+                        "profile_level": "level_none",
+                        "profile_save_path": str(tmp_path),
+                    }
+                },
+                rank=0,
+            )
 
         def step(self) -> None:
             with self.profiler.step(1):
@@ -63,7 +76,7 @@ def test_workers_report_their_node(ray_cluster: Any, tmp_path: Path) -> None:
     assert summary.node in alive_nodes(ray_cluster) and summary.files
 
 
-TWO_NODES = '''
+TWO_NODES = """
 import json, os, shutil, sys
 from pathlib import Path
 
@@ -130,7 +143,7 @@ try:
 finally:
     ray.shutdown()
     cluster.shutdown()
-'''
+"""
 
 
 @pytest.mark.ray
@@ -145,8 +158,13 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     # worker's id is its own, unless an earlier test of this session exported one)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "MINDSPEED_PROF_RUN": "two-nodes"}
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=420)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
     nodes, homes = result["nodes"], result["homes"]
@@ -165,7 +183,8 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
     # what to run next names the root it was given, quoted for a shell (~ too: capture expands it)
     there_next = json.dumps(there["verdict"].pop("next")).replace(shlex.quote("~/run"), "ROOT")
     assert there_next == json.dumps(here["verdict"].pop("next")).replace(
-        shlex.quote(str(tmp_path / "merged")), "ROOT")
+        shlex.quote(str(tmp_path / "merged")), "ROOT"
+    )
     assert there == here and here["ranks"] == [0, 1]
     host = result["summary"]["workers"][0]["host"]
     assert result["tracks"] == [f"rank {r} · integrated · {host}" for r in (0, 1)]  # timeline --ray
@@ -173,6 +192,7 @@ def test_two_nodes_read_their_own_disks(tmp_path: Path) -> None:
 
 
 # -- the driver's decisions, in-process (no cluster) -----------------------------------------
+
 
 def test_a_capture_several_nodes_hold_goes_to_the_least_loaded() -> None:
     """Worked by hand: A lists all three first (A 220); B then takes c1 (B 100, A 120) and c2
@@ -182,7 +202,10 @@ def test_a_capture_several_nodes_hold_goes_to_the_least_loaded() -> None:
     c1, c2, c3 = ("/s/c1", 100, 1), ("/s/c2", 50, 2), ("/s/c3", 70, 3)
     shared = [c1, c2, c3]
     assert assign([("A", "ha", "/s", shared), ("B", "hb", "/s", shared)]) == {
-        c1: "B", c2: "B", c3: "A"}
+        c1: "B",
+        c2: "B",
+        c3: "A",
+    }
 
 
 def test_a_capture_one_node_holds_is_read_there_whatever_its_load() -> None:
@@ -216,7 +239,8 @@ def test_a_node_holds_its_captures_but_not_memory_files(tmp_path: Path) -> None:
 
 
 def test_a_node_without_the_root_holds_nothing_and_reads_tilde_as_its_home(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mindspeed_prof.ray.cluster import holdings
 
     monkeypatch.setenv("HOME", str(tmp_path))

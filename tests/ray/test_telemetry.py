@@ -19,9 +19,9 @@ from mindspeed_prof.ray import ProfilerMixin, worker_config
 from mindspeed_prof.ray.telemetry import RaySink
 
 
-def test_ray_not_initialised_waits_with_one_warning(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch,
-                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_ray_not_initialised_waits_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """The profiler loads the sink's module itself (``telemetry: [ray]``), and a process
     not in Ray warns once, keeps its figures, and neither imports nor starts Ray."""
     from capture_fixtures import fake_clock  # not at the top: Ray's workers import this module
@@ -32,15 +32,21 @@ def test_ray_not_initialised_waits_with_one_warning(tmp_path: Path,
     with pytest.raises(NotReady):
         RaySink().send(StepRecord(1, 2.0), 0, "integrated")
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"), fake_clock() as clock:
-        prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
-                                     "extensions": {"telemetry": ["ray"]}}, rank=0)
+        prof = Profiler.from_config(
+            {
+                "integrated": {"profile_save_path": str(tmp_path)},
+                "extensions": {"telemetry": ["ray"]},
+            },
+            rank=0,
+        )
         for step in (1, 2, 3):
             with prof.step(step), prof.stage("actor_update"):
                 clock.advance(10.0 + step)
         prof.close()
     assert [r.getMessage() for r in caplog.records if "telemetry" in r.getMessage()] == [
         "mindspeed-prof: telemetry to ray: this process is not in an initialised Ray job "
-        "(ray.init not called, or not a Ray worker); sent once it is"]
+        "(ray.init not called, or not a Ray worker); sent once it is"
+    ]
     assert "mindspeed_prof.ray.telemetry" in sys.modules and "ray" in plugins._SINKS
     assert prof.metrics()["prof/step/ms"] == pytest.approx(13.0)
     assert "ray" not in sys.modules  # nothing started or imported Ray
@@ -78,10 +84,13 @@ def _scrape(ray: Any, deadline_s: float) -> dict[tuple[str, str], float]:
             text = urllib.request.urlopen(url, timeout=5).read().decode()
         except OSError:
             text = ""
-        found = {(s.labels["rank"], s.labels["stage"]): s.value
-                 for family in text_string_to_metric_families(text)
-                 if family.name == "ray_mindspeed_prof_stage_ms" for s in family.samples
-                 if s.labels.get("role") == "actor"}
+        found = {
+            (s.labels["rank"], s.labels["stage"]): s.value
+            for family in text_string_to_metric_families(text)
+            if family.name == "ray_mindspeed_prof_stage_ms"
+            for s in family.samples
+            if s.labels.get("role") == "actor"
+        }
         if {("0", "actor_update"), ("1", "actor_update")} <= found.keys():
             return found
         time.sleep(0.5)
@@ -89,14 +98,19 @@ def _scrape(ray: Any, deadline_s: float) -> dict[tuple[str, str], float]:
 
 
 def test_a_slow_rank_shows_on_rays_metrics_endpoint_and_on_the_driver(
-        ray_cluster: Any, tmp_path: Path) -> None:
+    ray_cluster: Any, tmp_path: Path
+) -> None:
     """Telemetry with profile off: each worker's stage times reach Ray's Prometheus endpoint
     tagged with rank, role and stage, and ``gather_metrics`` names the slow rank."""
     from mindspeed_prof.ray import gather_metrics
 
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile_save_path": str(tmp_path)},
-                         "extensions": {"telemetry": ["metrics", "ray"], "on_demand": False}})
+    cfg = worker_config(
+        {
+            "integrated": {"profile_save_path": str(tmp_path)},
+            "extensions": {"telemetry": ["metrics", "ray"], "on_demand": False},
+        }
+    )
     workers = [ray.remote(Trainer).remote(r, cfg) for r in range(2)]
     for step in (1, 2, 3):
         ray.get([w.step.remote(step) for w in workers], timeout=180)

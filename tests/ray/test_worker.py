@@ -30,9 +30,17 @@ class Flaky(ProfilerMixin):
 
 def test_failing_worker_keeps_captures(ray_cluster: Any, tmp_path: Path) -> None:
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                                        "profile_step_end": 4,
-                                        "profile_save_path": str(tmp_path)}})
+    cfg = worker_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_start": 1,
+                "profile_step_end": 4,
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     workers = [ray.remote(Flaky).remote(r, cfg) for r in range(2)]
     ray.get([w.step.remote(1) for w in workers])
     with pytest.raises(ray.exceptions.RayTaskError, match="fails in actor_update"):
@@ -50,8 +58,12 @@ def test_failing_worker_keeps_captures(ray_cluster: Any, tmp_path: Path) -> None
 def test_worker_config_is_plain_resolved_and_absolute() -> None:
     from omegaconf import OmegaConf
 
-    node = OmegaConf.create({"base": "rel_dir", "profiler_config": {"integrated": {
-        "profile": True, "profile_save_path": "${base}/x"}}})
+    node = OmegaConf.create(
+        {
+            "base": "rel_dir",
+            "profiler_config": {"integrated": {"profile": True, "profile_save_path": "${base}/x"}},
+        }
+    )
     cfg = worker_config(node.profiler_config)
     path = str(cfg["integrated"]["profile_save_path"])
     assert isinstance(cfg, dict) and Path(path).is_absolute() and path.endswith("rel_dir/x")
@@ -80,20 +92,31 @@ class RolloutWorker(ProfilerMixin):
 
 def test_verl_style_roles_on_separate_workers(ray_cluster: Any, tmp_path: Path) -> None:
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile": True, "profile_save_path": str(tmp_path)},
-                         "extensions": {"backend": "none"},
-                         "actor": {"stage": ["actor_compute_log_prob", "actor_update"]},
-                         "rollout": {"profile_ranks": [0]}})
+    cfg = worker_config(
+        {
+            "integrated": {"profile": True, "profile_save_path": str(tmp_path)},
+            "extensions": {"backend": "none"},
+            "actor": {"stage": ["actor_compute_log_prob", "actor_update"]},
+            "rollout": {"profile_ranks": [0]},
+        }
+    )
     actors = [ray.remote(ActorWorker).remote(r, cfg) for r in range(2)]
     rollouts = [ray.remote(RolloutWorker).remote(r, cfg) for r in range(2)]
     ray.get([w.update_actor.remote(1) for w in actors] + [w.generate.remote(1) for w in rollouts])
     summaries = collect(actors) + collect(rollouts)
-    files = {(s.role, s.rank): sorted(Path(f.path).relative_to(tmp_path).parent.as_posix()
-                                            for f in s.files) for s in summaries
-             if isinstance(s, WorkerSummary)}  # a lost worker: a key missing
-    assert files == {("actor", 0): ["actor/actor_compute_log_prob", "actor/actor_update"],
-                     ("actor", 1): ["actor/actor_compute_log_prob", "actor/actor_update"],
-                     ("rollout", 0): ["rollout"], ("rollout", 1): []}
+    files = {
+        (s.role, s.rank): sorted(
+            Path(f.path).relative_to(tmp_path).parent.as_posix() for f in s.files
+        )
+        for s in summaries
+        if isinstance(s, WorkerSummary)
+    }  # a lost worker: a key missing
+    assert files == {
+        ("actor", 0): ["actor/actor_compute_log_prob", "actor/actor_update"],
+        ("actor", 1): ["actor/actor_compute_log_prob", "actor/actor_update"],
+        ("rollout", 0): ["rollout"],
+        ("rollout", 1): [],
+    }
 
 
 def test_worker_config_keeps_role_sections_and_checks_them() -> None:
@@ -101,8 +124,9 @@ def test_worker_config_keeps_role_sections_and_checks_them() -> None:
 
     from mindspeed_prof.config import ConfigError, ProfilerConfig
 
-    node = OmegaConf.structured(ProfilerConfig(actor={"stage": "actor_update"},
-                                               rollout={"profile_save_path": "roll"}))
+    node = OmegaConf.structured(
+        ProfilerConfig(actor={"stage": "actor_update"}, rollout={"profile_save_path": "roll"})
+    )
     cfg = worker_config(node)
     assert sorted(cfg) == ["actor", "integrated", "rollout", "run"]  # run: the driver's id
     assert cfg["actor"] == {"stage": "actor_update"}
@@ -138,16 +162,25 @@ def _until_dead(ray: Any, worker: Any, pid: int, timeout_s: float = 120.0) -> No
 
 
 def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
-        ray_cluster: Any, tmp_path: Path) -> None:
+    ray_cluster: Any, tmp_path: Path
+) -> None:
     """The probe: one of three workers SIGKILLed, one SIGSTOPped. ``collect`` returns the
     healthy worker's summary whole, a ``died`` and a ``timeout`` entry for the others, within
     its timeout; the cluster summary lists them and doctor names both."""
     from mindspeed_prof.analysis.doctor import doctor
 
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                                        "profile_step_end": 3,
-                                        "profile_save_path": str(tmp_path)}})
+    cfg = worker_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     workers = [ray.remote(Stoppable).remote(r, cfg) for r in range(3)]
     pids = ray.get([w.step.remote(1) for w in workers], timeout=180)
     os.kill(pids[1], signal.SIGKILL)
@@ -161,8 +194,7 @@ def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
         os.kill(pids[2], signal.SIGCONT)
         ray.kill(workers[2])
     assert 20.0 <= took < 60.0
-    assert [(s.rank, s.status) for s in summaries] == [(0, "ok"), (1, "died"),
-                                                             (2, "timeout")]
+    assert [(s.rank, s.status) for s in summaries] == [(0, "ok"), (1, "died"), (2, "timeout")]
     healthy, died, stopped = summaries
     assert healthy.files and all(Path(f.path).is_file() for f in healthy.files)
     assert [row["rank"] for row in healthy.stage_rank] == [0]
@@ -175,11 +207,14 @@ def test_collect_keeps_every_summary_when_a_worker_is_killed_or_stopped(
     assert [(m["rank"], m["status"]) for m in doc["missing"]] == [(1, "died"), (2, "timeout")]
     assert [row["rank"] for row in doc["stage_rank"]] == [0]
     found = {f.kind: f.message for f in doctor(tmp_path).findings}
-    assert found["worker_died"].startswith(f"rank 1 (actor {str(died.actor)[:12]}): died before "
-                                           "its summary was collected (ActorDiedError: ")
+    assert found["worker_died"].startswith(
+        f"rank 1 (actor {str(died.actor)[:12]}): died before "
+        "its summary was collected (ActorDiedError: "
+    )
     assert found["worker_timeout"] == (
         f"rank 2 (actor {str(stopped.actor)[:12]}): gave no summary in time (no answer within "
-        "20 s (stopped, hung or still exporting)); whatever it wrote stays on its node's disk")
+        "20 s (stopped, hung or still exporting)); whatever it wrote stays on its node's disk"
+    )
 
 
 class Restartable(ProfilerMixin):
@@ -194,16 +229,25 @@ class Restartable(ProfilerMixin):
 
 
 def test_a_restarted_actor_is_named_restarted_with_its_earlier_files(
-        ray_cluster: Any, tmp_path: Path) -> None:
+    ray_cluster: Any, tmp_path: Path
+) -> None:
     """Ray restarts a killed actor (``max_restarts``): its new process profiles the same rank
     into the same folder. ``collect`` says ``restarted``, not ``ok``, and the summary lists the
     range file the earlier process left; doctor names the restart."""
     from mindspeed_prof.analysis.doctor import doctor
 
     ray = ray_cluster
-    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                                        "profile_step_end": 3,
-                                        "profile_save_path": str(tmp_path)}})
+    cfg = worker_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path),
+            }
+        }
+    )
     worker = ray.remote(max_restarts=1, max_task_retries=0)(Restartable).remote(1, cfg)
     first = ray.get(worker.step.remote(1), timeout=180)
     ray.kill(worker, no_restart=False)
@@ -250,11 +294,19 @@ class _Ray:
 
 
 def test_a_restarted_workers_summary_lists_its_earlier_files_of_this_run_only(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without a Ray cluster: the earlier process's range file (this run, this rank) is listed;
     another run's file and another rank's in the same folder are not."""
-    base = {"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                           "profile_step_end": 3, "profile_save_path": str(tmp_path)}}
+    base = {
+        "integrated": {
+            "profile": True,
+            "mstx": True,
+            "profile_step_start": 1,
+            "profile_step_end": 3,
+            "profile_save_path": str(tmp_path),
+        }
+    }
     cfg = worker_config(base)
 
     def train(rank: int, config: Mapping[str, Any]) -> list[str]:

@@ -31,21 +31,43 @@ class Worker(ProfilerMixin):
                         torch.randn(16, 16) @ torch.randn(16, 16)
 
 
-def test_ray_workers_and_joblib_jobs_share_a_save_root(ray_cluster: Any, app: Path,
-                                                       tmp_path: Path) -> None:
+def test_ray_workers_and_joblib_jobs_share_a_save_root(
+    ray_cluster: Any, app: Path, tmp_path: Path
+) -> None:
     from helpers import count  # here, not at the top: Ray workers import this module too
 
     ray = ray_cluster
     root = tmp_path / "shared"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HYDRA_", "RANK"))}
     sweep = subprocess.Popen(
-        [sys.executable, "app.py", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=3",
-         "profiler_config=stage_scoped", f"profiler_config.integrated.stage={STAGES}",
-         "profiler_config.integrated.profile_step_end=3",
-         f"profiler_config.integrated.profile_save_path={root}"],
-        cwd=app, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    cfg = worker_config({"integrated": {"profile": True, "mstx": True, "profile_step_start": 1,
-                                        "profile_step_end": 3, "profile_save_path": str(root)}})
+        [
+            sys.executable,
+            "app.py",
+            "-m",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=3",
+            "profiler_config=stage_scoped",
+            f"profiler_config.integrated.stage={STAGES}",
+            "profiler_config.integrated.profile_step_end=3",
+            f"profiler_config.integrated.profile_save_path={root}",
+        ],
+        cwd=app,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    cfg = worker_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(root),
+            }
+        }
+    )
     workers = [ray.remote(num_cpus=0.1)(Worker).remote(r, cfg) for r in range(8)]
     ray.get([w.run.remote(3) for w in workers])
     summaries = collect(workers)

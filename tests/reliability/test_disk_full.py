@@ -35,11 +35,16 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip("mounting a tmpfs needs root (the injected ENOSPC test runs instead)")
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={ROOM}", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={ROOM}", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}); "
-                    "the injected ENOSPC test runs instead")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({mounted.stderr.strip()}); "
+            "the injected ENOSPC test runs instead"
+        )
     try:
         yield disk
     finally:
@@ -48,10 +53,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def _train(root: Path, steps: int) -> tuple[Profiler, list[str]]:
     """A light capture of every step, ``RANGES`` custom ranges a step; the warnings raised."""
-    prof = Profiler.from_config({
-        "profile": True, "mstx": True, "profile_level": "level_none", "backend": "none",
-        "profile_step_start": 1, "profile_step_end": steps + 1,
-        "profile_save_path": str(root)}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "backend": "none",
+            "profile_step_start": 1,
+            "profile_step_end": steps + 1,
+            "profile_save_path": str(root),
+        },
+        rank=0,
+    )
     with pytest.warns(RuntimeWarning) as caught:
         for step in range(1, steps + 1):
             with prof.step(step), prof.stage("actor_update"):
@@ -75,7 +88,8 @@ def _check_cut(path: Path, room: int) -> int:
     assert steps == list(range(1, len(steps) + 1)) and steps
     for step in steps:  # each whole step: its stage and every range
         assert sorted(e["name"] for e in events if e["args"]["step"] == step) == sorted(
-            [f"ProfilerStep#{step}", "actor_update"] + [f"r{i}" for i in range(RANGES)])
+            [f"ProfilerStep#{step}", "actor_update"] + [f"r{i}" for i in range(RANGES)]
+        )
     rest = [e for e in events if e["args"]["step"] > steps[-1]]
     assert [e["name"] for e in rest] == [f"r{i}" for i in range(len(rest))]
     longest = max(len(json.dumps(e)) for e in events) + 16
@@ -84,7 +98,8 @@ def _check_cut(path: Path, room: int) -> int:
 
 
 def test_a_real_full_disk_keeps_every_whole_range_and_training_goes_on(
-        small_disk: Path, caplog: pytest.LogCaptureFixture) -> None:
+    small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     prof, warned = _train(small_disk / "out", 60)
     count("faults injected")
     (path,) = (small_disk / "out" / "integrated").iterdir()
@@ -93,17 +108,23 @@ def test_a_real_full_disk_keeps_every_whole_range_and_training_goes_on(
     whole = _check_cut(path, ROOM)
     assert whole >= 10
     # analyse reads what the capture kept, and says it is part of a capture (exit 3)
-    analysed = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
-                               str(small_disk / "out")], capture_output=True, text=True,
-                              timeout=300)
+    analysed = subprocess.run(
+        [sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(small_disk / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert analysed.returncode == 3, analysed.stderr
     kept = len(json.loads(path.read_bytes())["traceEvents"])
-    assert f"never closed (the process that wrote it was killed, or is still writing); " \
+    assert (
+        f"never closed (the process that wrote it was killed, or is still writing); "
         f"{kept} ranges kept" in analysed.stderr
+    )
     assert f"of {whole} steps on 1 rank" in analysed.stdout
     # a flight dump on the full disk fails whole: a warning naming it, nothing left behind
-    flight = Profiler.from_config({"profile_save_path": str(small_disk / "out"),
-                                   "flight_recorder_steps": 2}, rank=0)
+    flight = Profiler.from_config(
+        {"profile_save_path": str(small_disk / "out"), "flight_recorder_steps": 2}, rank=0
+    )
     for step in (1, 2):
         with flight.step(step):
             with mstx.range("x" * 5000):
@@ -133,10 +154,17 @@ class _FullAfter:
 
 
 def test_an_injected_full_disk_keeps_every_whole_range_and_training_goes_on(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_open = open
-    monkeypatch.setattr(spans, "open", lambda file, mode, buffering=-1: _FullAfter(
-        real_open(file, mode, buffering=buffering), ROOM), raising=False)
+    monkeypatch.setattr(
+        spans,
+        "open",
+        lambda file, mode, buffering=-1: _FullAfter(
+            real_open(file, mode, buffering=buffering), ROOM
+        ),
+        raising=False,
+    )
     prof, warned = _train(tmp_path, 60)
     count("faults injected")
     (path,) = (tmp_path / "integrated").iterdir()

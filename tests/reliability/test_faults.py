@@ -15,7 +15,7 @@ from helpers import count
 # ENOSPC. SIGXFSZ is ignored so that the write fails instead of killing the process. The limit
 # is below what step 2's capture writes at each level (level_none writes only a span file of a
 # few hundred bytes), so the fault really happens.
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import resource, signal, sys, warnings, torch
     from mindspeed_prof import Profiler
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent('''
         print("TRAINED", step, flush=True)
     prof.close()
     print("WARNINGS", len([w for w in caught if "mindspeed-prof" in w]), flush=True)
-''')
+""")
 
 
 def run(tmp_path: Path, mode: str, level: str = "level1") -> subprocess.CompletedProcess[str]:
@@ -43,9 +43,12 @@ def run(tmp_path: Path, mode: str, level: str = "level1") -> subprocess.Complete
     script.write_text(SCRIPT)
     count("faults injected")
     limit = 64 * 1024 if level != "level_none" else 64
-    return subprocess.run([sys.executable, str(script), str(tmp_path / "out"), mode, level,
-                           str(limit)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out"), mode, level, str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ from helpers import count
 #: those still alive: a worker gets the signal in about half the steps, so that case runs more.
 STEPS = {"os_fork": 3, "c_fork": 3, "pool_terminated": 3, "pool_per_step": 8}
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import ctypes, multiprocessing, os, sys, time
     from mindspeed_prof import Profiler, mstx
 
@@ -74,7 +74,7 @@ SCRIPT = textwrap.dedent('''
                     started.get(), started.get()
     prof.close()
     print("DONE", os.getpid(), flush=True)
-''')
+""")
 
 
 @pytest.mark.parametrize("mode", list(STEPS))
@@ -82,8 +82,12 @@ def test_a_forked_child_leaves_the_parents_capture_whole(tmp_path: Path, mode: s
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     out, steps = tmp_path / "out", STEPS[mode]
-    proc = subprocess.run([sys.executable, str(script), str(out), mode, str(steps)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), mode, str(steps)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     count("forks in a captured stage")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("DONE"), proc.stdout
@@ -96,5 +100,6 @@ def test_a_forked_child_leaves_the_parents_capture_whole(tmp_path: Path, mode: s
     assert {e["pid"] for e in events} == {parent}
     names = [e["name"] for e in events]
     assert sorted(set(names)) == sorted(
-        {"actor_generate", "in_parent"} | {f"ProfilerStep#{s}" for s in range(1, steps + 1)})
+        {"actor_generate", "in_parent"} | {f"ProfilerStep#{s}" for s in range(1, steps + 1)}
+    )
     assert names.count("actor_generate") == names.count("in_parent") == steps

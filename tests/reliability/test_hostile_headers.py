@@ -13,8 +13,13 @@ from mindspeed_prof.analysis.analyse import analyse, analyse_runs
 
 
 def real_capture(root: Path) -> Path:
-    cfg = {"profile": True, "profile_save_path": str(root), "profile_level": "level_none",
-           "profile_step_start": 1, "profile_step_end": 4}
+    cfg = {
+        "profile": True,
+        "profile_save_path": str(root),
+        "profile_level": "level_none",
+        "profile_step_start": 1,
+        "profile_step_end": 4,
+    }
     with Profiler.from_config(cfg, rank=0) as prof:
         for step in range(1, 5):
             with prof.step(step), prof.stage("actor_update"):
@@ -23,11 +28,18 @@ def real_capture(root: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("run", "z" * 5000), ("run", "evil\nrun"), ("run", "../../etc"), ("rank", 10**12),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("run", "z" * 5000),
+        ("run", "evil\nrun"),
+        ("run", "../../etc"),
+        ("rank", 10**12),
+    ],
+)
 def test_a_hostile_header_is_one_note_and_never_the_newest_run(
-        tmp_path: Path, field: str, value: object) -> None:
+    tmp_path: Path, field: str, value: object
+) -> None:
     root = tmp_path / "out"
     real = real_capture(root)
     doc = json.loads(real.read_text())
@@ -45,7 +57,10 @@ def test_a_hostile_header_is_one_note_and_never_the_newest_run(
     assert len(notes) == 1 and notes[0].startswith(f"{hostile}: ")
     assert "\n" not in notes[0] and len(notes[0]) < 400
     every = analyse_runs(root, cache=False, run="all")
-    assert all(str(a.run.id).isprintable() and len(str(a.run.id)) <= 64 + 40 for a in every
-               if a.run is not None)
+    assert all(
+        str(a.run.id).isprintable() and len(str(a.run.id)) <= 64 + 40
+        for a in every
+        if a.run is not None
+    )
     for each in every:  # said once in every answer, whichever run the file fell into
         assert sum("its mindspeed_prof header" in line for line in each.bad) == 1

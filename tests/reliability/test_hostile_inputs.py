@@ -38,28 +38,64 @@ CASES: dict[str, tuple[bytes, bool]] = {
     "wrong_schema_events": (b'{"traceEvents": 5}', False),
     "event_not_object": (b'{"traceEvents": [1, 2, 3]}', False),
     "name_is_number": (trace([{**EV, "name": 5}]).encode(), False),
-    "deep_nesting": (b'{"traceEvents": [{"args": ' + b"[" * 50000 + b"]" * 50000 + b"}]}",
-                     False),
+    "deep_nesting": (b'{"traceEvents": [{"args": ' + b"[" * 50000 + b"]" * 50000 + b"}]}", False),
     "nan_literal": (b'{"traceEvents": [{"ph": "X", "ts": NaN}]}', False),
-    "huge_ints": (trace([{**EV, "ts": 2 ** 70, "dur": 2 ** 66, "id": 2 ** 64 + 1,
-                          "args": {"step": 2 ** 65}}]).encode(), True),
-    "string_timestamps": (trace([{**EV, "ts": "1764496800000000.250", "dur": "12.5"}]).encode(),
-                          True),
+    "huge_ints": (
+        trace(
+            [{**EV, "ts": 2**70, "dur": 2**66, "id": 2**64 + 1, "args": {"step": 2**65}}]
+        ).encode(),
+        True,
+    ),
+    "string_timestamps": (
+        trace([{**EV, "ts": "1764496800000000.250", "dur": "12.5"}]).encode(),
+        True,
+    ),
     "missing_fields": (trace([{"ph": "X"}, {"name": "x"}, {}]).encode(), True),
     "negative_dur": (trace([{**EV, "dur": -5}]).encode(), True),
     "array_format": (json.dumps([EV, EV]).encode(), True),
     "no_events_key": (b'{"schemaVersion": 1}', True),
     "bom_prefix": (b"\xef\xbb\xbf" + trace([EV]).encode(), False),
-    "device_without_steps": (trace([{"ph": "X", "cat": "kernel", "name": "sgemm", "ts": 1,
-                                     "dur": 5, "args": {"stream": 7}}]).encode(), True),
-    "overlapping_collectives": (trace([{"ph": "X", "cat": "user_annotation", "ts": 0, "dur": 50,
-                                        "name": "ProfilerStep#1"}] +
-                                      [{"ph": "X", "cat": "kernel", "name": "ncclKernel_x",
-                                        "ts": t, "dur": 10, "args": {"stream": 9}}
-                                       for t in (1, 5)]).encode(), True),
-    "html_names": (trace([{**EV, "name": "<script>alert(1)</script>", "cat": "stage"},
-                          {**EV, "name": "--><img src=x onerror=alert(2)>", "cat": "cpu_op"}])
-                   .encode(), True),
+    "device_without_steps": (
+        trace(
+            [
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "sgemm",
+                    "ts": 1,
+                    "dur": 5,
+                    "args": {"stream": 7},
+                }
+            ]
+        ).encode(),
+        True,
+    ),
+    "overlapping_collectives": (
+        trace(
+            [{"ph": "X", "cat": "user_annotation", "ts": 0, "dur": 50, "name": "ProfilerStep#1"}]
+            + [
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "ncclKernel_x",
+                    "ts": t,
+                    "dur": 10,
+                    "args": {"stream": 9},
+                }
+                for t in (1, 5)
+            ]
+        ).encode(),
+        True,
+    ),
+    "html_names": (
+        trace(
+            [
+                {**EV, "name": "<script>alert(1)</script>", "cat": "stage"},
+                {**EV, "name": "--><img src=x onerror=alert(2)>", "cat": "cpu_op"},
+            ]
+        ).encode(),
+        True,
+    ),
 }
 
 
@@ -139,12 +175,26 @@ def test_cli_exit_code_and_lines(tmp_path: Path) -> None:
     make_run(tmp_path, ranks=(0,), steps=1)
     files = build(tmp_path)
     # the hostile files name no run: they are the run "legacy", apart from the good one
-    proc = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
-                           str(tmp_path), "--json", "--run", "legacy"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mindspeed_prof.cli",
+            "analyse",
+            str(tmp_path),
+            "--json",
+            "--run",
+            "legacy",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 3
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mindspeed-prof: ")]
-    assert lines[0].startswith(f"mindspeed-prof: 2 runs under {tmp_path}; this is the newest, legacy")
+    assert lines[0].startswith(
+        f"mindspeed-prof: 2 runs under {tmp_path}; this is the newest, legacy"
+    )
     lines = lines[1:]
     skipped = [line for line in lines if line.startswith("mindspeed-prof: skipped ")]
     assert len(skipped) == len(_named(files))

@@ -19,13 +19,24 @@ from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.report.report import report
 
-NAMES = {"tab": "a\tb", "quote": 'a"b', "newline": "a\nb", "backslash": "a\\b",
-         "spaces": "a  b ", "not-utf8": os.fsdecode(b"a\xffb"), "escape": "a\x1b[31mb"}
+NAMES = {
+    "tab": "a\tb",
+    "quote": 'a"b',
+    "newline": "a\nb",
+    "backslash": "a\\b",
+    "spaces": "a  b ",
+    "not-utf8": os.fsdecode(b"a\xffb"),
+    "escape": "a\x1b[31mb",
+}
 
 
 def profiled(root: Path) -> Profiler:
-    cfg = {"profile": True, "profile_save_path": str(root), "profile_step_start": 1,
-           "profile_step_end": 3}
+    cfg = {
+        "profile": True,
+        "profile_save_path": str(root),
+        "profile_step_start": 1,
+        "profile_step_end": 3,
+    }
     with Profiler.from_config(cfg, rank=0) as prof:
         for step in range(1, 4):
             with prof.step(step), prof.stage("actor_update"):
@@ -42,7 +53,8 @@ def bash_args(line: str) -> list[bytes]:
 
 @pytest.mark.parametrize("name", list(NAMES.values()), ids=list(NAMES))
 def test_an_odd_save_root_yields_op_level_captures_that_analyse_reads(
-        tmp_path: Path, name: str) -> None:
+    tmp_path: Path, name: str
+) -> None:
     root = tmp_path / name / "out"
     prof = profiled(root)
     assert not prof.failed and [c.steps for c in prof.captures] == [[1, 2]]

@@ -20,7 +20,7 @@ from helpers import count
 
 OPS = 2500  # tiny ops per step, three steps: a level1 trace of about 16 MB
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
     import torch
@@ -68,7 +68,7 @@ SCRIPT = textwrap.dedent('''
             break
     prof.close()
     note("DONE")
-''')
+""")
 
 
 @pytest.mark.parametrize("mode", ["exit", "flag"])
@@ -79,8 +79,12 @@ def test_the_trainers_sigterm_handler_runs_before_any_export(tmp_path: Path, mod
     script, out = tmp_path / "train.py", tmp_path / "out"
     script.write_text(SCRIPT)
     out.mkdir()
-    proc = subprocess.run([sys.executable, str(script), str(out), mode, str(OPS)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), mode, str(OPS)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     count("signals with a large capture open")
     assert proc.returncode == 0, proc.stderr
     notes = [line.split() for line in proc.stdout.splitlines()]
@@ -102,20 +106,28 @@ def test_the_trainers_sigterm_handler_runs_before_any_export(tmp_path: Path, mod
 
 
 def test_a_sigkill_after_the_handler_keeps_the_ranges_recorded_before_the_signal(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The handler returns, then the process is SIGKILLed mid-step (the grace period ended):
     the range file still holds what was recorded in that step before the signal, written out
     by the signal handler (a step end would have written it, but none came)."""
     script, out = tmp_path / "train.py", tmp_path / "out"
     script.write_text(SCRIPT)
     out.mkdir()
-    proc = subprocess.run([sys.executable, str(script), str(out), "killed", "10"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), "killed", "10"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     count("signals with a large capture open")
     assert proc.returncode == -9, proc.stderr
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["SENT", "HANDLER"]
     assert (out / "checkpoint.pt").read_bytes() == b"saved"
     (ranges,) = (out / "integrated").glob("*.mstx.trace.json")
     events = json.loads(ranges.read_text())["traceEvents"]
-    assert [(e["name"], e["args"]["step"]) for e in events if e["cat"] != "step"
-            and e["args"]["step"] == 3] == [("before_the_signal", 3)]
+    assert [
+        (e["name"], e["args"]["step"])
+        for e in events
+        if e["cat"] != "step" and e["args"]["step"] == 3
+    ] == [("before_the_signal", 3)]

@@ -24,7 +24,7 @@ from helpers import count
 
 from mindspeed_prof.analysis.doctor import doctor
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
     from pathlib import Path
     import torch
@@ -61,14 +61,15 @@ SCRIPT = textwrap.dedent('''
         print("step", step, flush=True)
     prof.close()
     print("DONE", flush=True)
-''')
+""")
 
 
 def _train(tmp_path: Path, mode: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     script, out = tmp_path / "train.py", tmp_path / "out"
     script.write_text(SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(out), mode], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), mode], capture_output=True, text=True, timeout=300
+    )
     count("faults injected")
     return proc, out
 
@@ -80,7 +81,8 @@ def _steps(path: Path) -> list[int]:
 
 @pytest.mark.parametrize("mode", ["default", "exit", "sigint"])
 def test_a_signal_during_the_export_leaves_the_trace_under_its_final_name(
-        tmp_path: Path, mode: str) -> None:
+    tmp_path: Path, mode: str
+) -> None:
     """``default``: no handler of the trainer's (the signal takes effect after the rename and
     the hook); ``exit``: the trainer's handler exits at once, from inside the export;
     ``sigint``: Python's KeyboardInterrupt, raised there too."""
@@ -93,7 +95,9 @@ def test_a_signal_during_the_export_leaves_the_trace_under_its_final_name(
     (trace,) = out.rglob("*.pt.trace.json")
     events = json.loads(trace.read_bytes())["traceEvents"]  # complete JSON
     assert {e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")} == {
-        "ProfilerStep#2", "ProfilerStep#3"}
+        "ProfilerStep#2",
+        "ProfilerStep#3",
+    }
     (ranges,) = (out / "integrated").glob("*.mstx.trace.json")
     assert ranges.read_bytes().endswith(b'"closed": true}\n')  # closed, not cut
     assert _steps(ranges) == [2, 3]  # every finished step of the window
@@ -106,14 +110,17 @@ def test_a_signal_during_the_export_leaves_the_trace_under_its_final_name(
     meta = json.loads(dump.read_bytes())["mindspeed_prof"]
     assert meta["reason"] == "signal" and {1, 2, 3} <= set(_steps(dump))
     if mode == "default":
-        analysed = subprocess.run([sys.executable, "-m", "mindspeed_prof.cli", "analyse",
-                                   str(out)], capture_output=True, text=True, timeout=300)
+        analysed = subprocess.run(
+            [sys.executable, "-m", "mindspeed_prof.cli", "analyse", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert "flight dump (signal)" in analysed.stdout, analysed.stdout
         assert "(error)" not in analysed.stdout
 
 
-def test_a_killed_job_is_named_killed_with_the_steps_that_have_no_trace(
-        tmp_path: Path) -> None:
+def test_a_killed_job_is_named_killed_with_the_steps_that_have_no_trace(tmp_path: Path) -> None:
     """SIGKILL in step 4 of the window [2, 6): no export ran, the manifest says running."""
     proc, out = _train(tmp_path, "kill")
     assert proc.returncode == -signal.SIGKILL
@@ -132,15 +139,31 @@ def test_a_killed_job_is_named_killed_with_the_steps_that_have_no_trace(
     assert not [f for f in doctor(out).findings if f.kind == "killed"]
 
 
-TRACE = {"traceEvents": [
-    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1,
-     "ts": 1000.0, "dur": 500.0},
-    {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1100.0,
-     "dur": 50.0}]}
+TRACE = {
+    "traceEvents": [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#2",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1000.0,
+            "dur": 500.0,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::add",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1100.0,
+            "dur": 50.0,
+        },
+    ]
+}
 
 
-def test_a_whole_trace_under_its_temporary_name_is_an_unfinished_rename(
-        tmp_path: Path) -> None:
+def test_a_whole_trace_under_its_temporary_name_is_an_unfinished_rename(tmp_path: Path) -> None:
     """The process stopped between the export and the rename (SIGKILL there): doctor names the
     file and the command that finishes the rename; the command, run, leaves a capture analyse
     reads. A temporary file cut short stays a temporary file left behind."""

@@ -14,8 +14,14 @@ from mindspeed_prof import Profiler
 from mindspeed_prof.capture.naming import inside, safe_name
 
 PACKAGE = Path(mindspeed_prof.__file__).parent
-FORBIDDEN_CALLS = {("pickle", "load"), ("pickle", "loads"), ("yaml", "load"),
-                   ("yaml", "unsafe_load"), ("marshal", "loads"), ("torch", "load")}
+FORBIDDEN_CALLS = {
+    ("pickle", "load"),
+    ("pickle", "loads"),
+    ("yaml", "load"),
+    ("yaml", "unsafe_load"),
+    ("marshal", "loads"),
+    ("torch", "load"),
+}
 
 
 def test_no_pickle_eval_or_unsafe_yaml_in_the_package() -> None:
@@ -26,8 +32,11 @@ def test_no_pickle_eval_or_unsafe_yaml_in_the_package() -> None:
                 f = node.func
                 if isinstance(f, ast.Name) and f.id in ("eval", "exec"):
                     found.append(f"{path.name}: {f.id}")
-                if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-                        and (f.value.id, f.attr) in FORBIDDEN_CALLS):
+                if (
+                    isinstance(f, ast.Attribute)
+                    and isinstance(f.value, ast.Name)
+                    and (f.value.id, f.attr) in FORBIDDEN_CALLS
+                ):
                     found.append(f"{path.name}: {f.value.id}.{f.attr}")
     assert found == []
 
@@ -37,9 +46,11 @@ def test_role_cannot_leave_save_root(tmp_path: Path, role: str) -> None:
     count("path escapes tried")
     root = tmp_path / "save"
     try:
-        prof = Profiler.from_config({"integrated": {"profile": True, "mstx": True,
-                                                    "profile_save_path": str(root)}},
-                                    rank=0, role=role)
+        prof = Profiler.from_config(
+            {"integrated": {"profile": True, "mstx": True, "profile_save_path": str(root)}},
+            rank=0,
+            role=role,
+        )
     except ValueError:
         return  # refused outright is fine too
     with prof.step(1):
@@ -68,9 +79,10 @@ def test_inside_refuses_escape(tmp_path: Path) -> None:
 
 def test_hostile_stage_and_host_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("socket.gethostname", lambda: "../../evil/host")
-    prof = Profiler.from_config({"integrated": {"profile": True, "mstx": True,
-                                                "profile_save_path": str(tmp_path / "s")}},
-                                rank=0)
+    prof = Profiler.from_config(
+        {"integrated": {"profile": True, "mstx": True, "profile_save_path": str(tmp_path / "s")}},
+        rank=0,
+    )
     with prof.step(1):
         with prof.stage("../../outside"):
             pass

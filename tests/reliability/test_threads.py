@@ -16,9 +16,20 @@ STEPS = 20
 
 
 def _profiler(tmp_path: Path, **fields: Any) -> Profiler:
-    return Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_start": 1,
-        "profile_step_end": STEPS + 1, "profile_save_path": str(tmp_path), **fields}}, rank=0)
+    return Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": STEPS + 1,
+                "profile_save_path": str(tmp_path),
+                **fields,
+            }
+        },
+        rank=0,
+    )
 
 
 def _crossing_step(prof: Profiler, tids: dict[str, int]) -> None:
@@ -93,7 +104,9 @@ def test_a_captured_stage_entered_by_two_threads_at_once_is_one_capture(tmp_path
                 t.join()
     prof.close()
     assert [(c.step, c.index, c.reason) for c in prof.captures] == [
-        (1, 0, "stage_end"), (2, 0, "stage_end")]
+        (1, 0, "stage_end"),
+        (2, 0, "stage_end"),
+    ]
     for capture in prof.captures:
         (path,) = capture.files
         events = json.loads(Path(path).read_text())["traceEvents"]
@@ -105,8 +118,9 @@ def test_a_new_thread_every_step_keeps_ranges_keys_and_caches_bounded(tmp_path: 
     """The flight recorder on, every step's stage and ranges on a thread of its own: what the
     profiler holds (open ranges, range keys, mstx's per-thread caches) does not grow with the
     steps."""
-    prof = Profiler.from_config({"profile_save_path": str(tmp_path),
-                                 "flight_recorder_steps": 4}, rank=0)
+    prof = Profiler.from_config(
+        {"profile_save_path": str(tmp_path), "flight_recorder_steps": 4}, rank=0
+    )
 
     def stage() -> None:
         with prof.stage("actor_update"):

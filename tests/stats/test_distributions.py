@@ -16,11 +16,19 @@ def test_normal_sf() -> None:
     assert math.isclose(normal_sf(1.959964), 0.025, rel_tol=1e-5)
 
 
-@pytest.mark.parametrize(("t", "df", "p"), [
-    # one-sided critical values from the t table
-    (6.314, 1, 0.05), (2.920, 2, 0.05), (4.541, 3, 0.01), (3.747, 4, 0.01),
-    (2.764, 10, 0.01), (3.551, 40, 0.0005), (1.645, 1e6, 0.05),
-])
+@pytest.mark.parametrize(
+    ("t", "df", "p"),
+    [
+        # one-sided critical values from the t table
+        (6.314, 1, 0.05),
+        (2.920, 2, 0.05),
+        (4.541, 3, 0.01),
+        (3.747, 4, 0.01),
+        (2.764, 10, 0.01),
+        (3.551, 40, 0.0005),
+        (1.645, 1e6, 0.05),
+    ],
+)
 def test_t_sf_at_tabled_critical_values(t: float, df: float, p: float) -> None:
     assert math.isclose(t_sf(t, df), p, rel_tol=2e-3)
 

@@ -16,8 +16,9 @@ from mindspeed_prof.testing.state import process_state
 def test_state_left_by_an_open_profiler_is_restored(tmp_path: Path) -> None:
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     with process_state():
-        prof = Profiler.from_config({"profile": True, "backend": "none",
-                                                    "profile_save_path": str(tmp_path)})
+        prof = Profiler.from_config(
+            {"profile": True, "backend": "none", "profile_save_path": str(tmp_path)}
+        )
         prof.on_step_start(1)  # a capture is open: sink set, handlers and atexit installed
         assert mstx.active_sink() is not None and current() is prof
         assert signal.getsignal(signal.SIGTERM) is not handlers[signal.SIGTERM]
@@ -41,10 +42,12 @@ def test_closing_the_last_profiler_restores_handlers_itself(tmp_path: Path) -> N
 
 
 def test_our_atexit_hooks_registered_inside_are_dropped() -> None:
-    code = ("import atexit\nfrom mindspeed_prof.testing.state import process_state\n"
-            "ours = {'__name__': 'mindspeed_prof.probe', 'atexit': atexit}\n"
-            "with process_state():\n"
-            "    exec(\"def hook(): print('LEAKED')\\natexit.register(hook)\", ours)\n"
-            "    atexit.register(lambda: print('KEPT'))\n")
+    code = (
+        "import atexit\nfrom mindspeed_prof.testing.state import process_state\n"
+        "ours = {'__name__': 'mindspeed_prof.probe', 'atexit': atexit}\n"
+        "with process_state():\n"
+        "    exec(\"def hook(): print('LEAKED')\\natexit.register(hook)\", ours)\n"
+        "    atexit.register(lambda: print('KEPT'))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["KEPT"]  # ours dropped; a library's own hook kept

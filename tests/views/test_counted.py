@@ -22,20 +22,31 @@ WIDTH = 80
 
 
 def _calls(rank: int, step: int) -> list:
-    return [*[("tokens_generated" if s == "actor_generate" else "tokens_trained",
-               12_345 + rank, s) for s in STAGES],
-            ("samples_kept", 48, None), ("samples_dropped", 16, None),
-            ("groups", 16, None), ("groups_zero_variance", 4, None),
-            ("responses_truncated", 3, None),
-            ("response_length", [300.0] * 60 + [8192.0] * 4, "actor_generate")]
+    return [
+        *[
+            ("tokens_generated" if s == "actor_generate" else "tokens_trained", 12_345 + rank, s)
+            for s in STAGES
+        ],
+        ("samples_kept", 48, None),
+        ("samples_dropped", 16, None),
+        ("groups", 16, None),
+        ("groups_zero_variance", 4, None),
+        ("responses_truncated", 3, None),
+        ("response_length", [300.0] * 60 + [8192.0] * 4, "actor_generate"),
+    ]
 
 
 @pytest.fixture
 def every_stage(tmp_path: Path) -> Path:
     """Every RL stage counts tokens, on 4 ranks (long stage names: the table takes codes)."""
-    return rl_run(tmp_path / "run", ranks=(0, 1, 2, 3), calls=_calls, stages=STAGES,
-                  model={"flops_per_token": 1.4e10, "peak_tflops": 989.0},
-                  stage_ms=lambda rank, step, stage: 1000.0 + 10 * rank)
+    return rl_run(
+        tmp_path / "run",
+        ranks=(0, 1, 2, 3),
+        calls=_calls,
+        stages=STAGES,
+        model={"flops_per_token": 1.4e10, "peak_tflops": 989.0},
+        stage_ms=lambda rank, step, stage: 1000.0 + 10 * rank,
+    )
 
 
 def _text(root: Path) -> str:
@@ -46,9 +57,9 @@ def _text(root: Path) -> str:
 
 def test_text_at_80_columns(every_stage: Path) -> None:
     text = _text(every_stage)
-    ours = text[text.index("Throughput per rank") - 20:text.index("No custom ranges")]
+    ours = text[text.index("Throughput per rank") - 20 : text.index("No custom ranges")]
     assert max(len(line) for line in ours.splitlines()) <= WIDTH
-    verdict = text[:text.index("Next")]  # what to run next is one line, to be copied
+    verdict = text[: text.index("Next")]  # what to run next is one line, to be copied
     assert max(len(line) for line in verdict.splitlines()[1:]) <= WIDTH
     assert "Throughput per rank" in text and "RL ledger" in text and "Long tail:" in text
     assert "A.upd = actor_update" in text  # stage codes and their legend
@@ -73,8 +84,12 @@ def test_html_sections(every_stage: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     assert main(["analyse", str(every_stage), "--html", str(out), "--json"]) == 0
     html = out.read_text()
-    for section in ("Throughput per rank (per second of stage time)",
-                    "Throughput per stage, rank and step", "RL ledger", "Long tail:"):
+    for section in (
+        "Throughput per rank (per second of stage time)",
+        "Throughput per stage, rank and step",
+        "RL ledger",
+        "Long tail:",
+    ):
         assert section in html
     assert "FLOPs per token 1.4e+10 (header), peak TFLOPS 989 (header)" in html
 
@@ -106,9 +121,18 @@ def test_ledger_seconds_under_one_read_in_milliseconds() -> None:
     from mindspeed_prof.views.counted import print_ledger
 
     def text(seconds: float) -> str:
-        line = LedgerLine(line="zero_variance", counter="c", unit="groups", means="m", count=2,
-                          of=8, share=0.25, seconds=seconds,
-                          generation_s=seconds * 4, time_share=0.25)
+        line = LedgerLine(
+            line="zero_variance",
+            counter="c",
+            unit="groups",
+            means="m",
+            count=2,
+            of=8,
+            share=0.25,
+            seconds=seconds,
+            generation_s=seconds * 4,
+            time_share=0.25,
+        )
         book = Ledger(lines=[line], steps=2, generation_s=seconds * 4)
         out = io.StringIO()
         print_ledger(book, Console(file=out, width=WIDTH, color_system=None))

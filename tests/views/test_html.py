@@ -26,15 +26,21 @@ from mindspeed_prof.views.words import verdict_lines
 CUSTOM = ["gen", "verl_update_actor", "奖励模型打分"]
 
 
-def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
-        slow: float = 1.0) -> Captures:
+def run(
+    ranks: int = 2, steps: int = 3, names: list[str] | None = None, slow: float = 1.0
+) -> Captures:
     """``ranks`` ranks of ``steps`` steps of the stages ``names`` (default: MindSpeed-RL's and
     three of a trainer's own), each 10 ms, rank 1's ``slow`` times that."""
     names = [*STAGES, *CUSTOM] if names is None else names
     traces = []
     for rank in range(ranks):
-        t = TraceData(path=Path(f"integrated/rank{rank}.pt.trace.json"), kind="torch",
-                      rank=rank, group="integrated", size=1)
+        t = TraceData(
+            path=Path(f"integrated/rank{rank}.pt.trace.json"),
+            kind="torch",
+            rank=rank,
+            group="integrated",
+            size=1,
+        )
         ts = 0.0
         for step in range(1, steps + 1):
             start = ts
@@ -48,25 +54,27 @@ def run(ranks: int = 2, steps: int = 3, names: list[str] | None = None,
 
 
 def report(tmp_path: Path, result: Captures, answers: Report | None = None) -> str:
-    return write_report(answers or make_report(result), tmp_path / "r.html").read_text(encoding="utf-8")
+    return write_report(answers or make_report(result), tmp_path / "r.html").read_text(
+        encoding="utf-8"
+    )
 
 
 def section(page: str, sid: str) -> str:
     start = page.index(f"<section id='{sid}'")
-    return page[start:page.index("</section>", start)]
+    return page[start : page.index("</section>", start)]
 
 
 def figure(page: str, fid: str) -> str:
     start = page.index(f"<figure id='{fid}'>")
-    return page[start:page.index("</figure>", start)]
+    return page[start : page.index("</figure>", start)]
 
 
 def named(svg: str, kind: str, chart: str) -> dict[str, str]:
     """Name -> the colour of the first element of ``kind`` drawn for it (``gid`` ids)."""
     out: dict[str, str] = {}
     for hexname, colour in re.findall(
-            rf'<g id="{chart}-{kind}-([0-9a-f]+)-\d+">.*?(?:fill|stroke): (#[0-9a-f]{{6}})',
-            svg, re.S):
+        rf'<g id="{chart}-{kind}-([0-9a-f]+)-\d+">.*?(?:fill|stroke): (#[0-9a-f]{{6}})', svg, re.S
+    ):
         out.setdefault(bytes.fromhex(hexname).decode(), colour.upper())
     return out
 
@@ -76,37 +84,55 @@ def test_one_colour_per_stage_in_every_chart(tmp_path: Path) -> None:
     expected = {k: v.upper() for k, v in stage_colours([*STAGES, *CUSTOM]).items()}
     steps = named(figure(page, "timeline"), "bar", "timeline")
     heat = named(figure(page, "heatmap"), "swatch", "heatmap")
-    gantt = {html.unescape(name): colour.upper() for colour, name in re.findall(
-        r'<rect class="stage" [^>]*fill="(#[0-9A-Fa-f]{6})"><title>([^,]*),',
-        figure(page, "gantt"))}
+    gantt = {
+        html.unescape(name): colour.upper()
+        for colour, name in re.findall(
+            r'<rect class="stage" [^>]*fill="(#[0-9A-Fa-f]{6})"><title>([^,]*),',
+            figure(page, "gantt"),
+        )
+    }
     assert steps == heat == gantt == expected
-    assert list(expected)[:len(STAGES)] == list(STAGES)  # MindSpeed-RL's first, in step order
+    assert list(expected)[: len(STAGES)] == list(STAGES)  # MindSpeed-RL's first, in step order
 
 
 def test_the_verdict_and_findings_come_first(tmp_path: Path, run_dir: Path) -> None:
     result = analyse(run_dir)
     answers = make_report(result)
     answers.findings = [
-        Finding(rule="npu.a", severity="high", impact_ms=12.5, title="<b>hot</b> op 40%",
-                detail="first line\n<i>second</i> line", suggestion="fuse <it>",
-                source="kernel_details.csv", ranks=[0, None]),
-        Finding(rule="rl.b", severity="low", title="plain")]
+        Finding(
+            rule="npu.a",
+            severity="high",
+            impact_ms=12.5,
+            title="<b>hot</b> op 40%",
+            detail="first line\n<i>second</i> line",
+            suggestion="fuse <it>",
+            source="kernel_details.csv",
+            ranks=[0, None],
+        ),
+        Finding(rule="rl.b", severity="low", title="plain"),
+    ]
     page = report(tmp_path, result, answers)
     verdict = section(page, "verdict")
     pairs = re.findall(r"<dt>(.*?)</dt><dd( class=lead)?>(.*?)</dd>", verdict)
-    assert [(html.unescape(k), html.unescape(v)) for k, _, v in pairs] == verdict_lines(answers.verdict)
+    assert [(html.unescape(k), html.unescape(v)) for k, _, v in pairs] == verdict_lines(
+        answers.verdict
+    )
     assert [lead for _, lead, _ in pairs] == [" class=lead"] + [""] * (len(pairs) - 1)
-    assert answers.verdict.next and all(html.escape(n.command) in verdict
-                                        for n in answers.verdict.next)
+    assert answers.verdict.next and all(
+        html.escape(n.command) in verdict for n in answers.verdict.next
+    )
     found = section(page, "findings")
     items = re.findall(r"<li class='(\w+)'>(.*?)</li>", found, re.S)
     assert [sev for sev, _ in items] == ["high", "low"]
     hot, plain = (body for _, body in items)
-    assert hot.startswith("<details open><summary><span class='sev high'>high</span>"
-                          "<b>&lt;b&gt;hot&lt;/b&gt; op 40%</b>")
+    assert hot.startswith(
+        "<details open><summary><span class='sev high'>high</span>"
+        "<b>&lt;b&gt;hot&lt;/b&gt; op 40%</b>"
+    )
     assert "(12.5 ms per step)" in hot and "first line<br>&lt;i&gt;second&lt;/i&gt; line" in hot
-    assert "<b>Suggestion:</b> fuse &lt;it&gt;" in hot and "from kernel_details.csv; ranks 0, ?" \
-        in hot
+    assert (
+        "<b>Suggestion:</b> fuse &lt;it&gt;" in hot and "from kernel_details.csv; ranks 0, ?" in hot
+    )
     assert plain == "<span class='sev low'>low</span><b>plain</b>"  # nothing to fold
     assert page.index("id='verdict'") < page.index("id='findings'") < page.index("<figure")
     assert "<script" not in page and "<b>hot" not in page and "<i>second" not in page
@@ -126,18 +152,25 @@ def test_no_findings_and_a_failed_rule_are_said(tmp_path: Path) -> None:
 def shown_ticks(svg: str, chart: str) -> list[int]:
     """Indexes of the x tick marks that carry a label."""
     axis = svg.split(f'id="{chart}-matplotlib.axis_1"', 1)[1].split(
-        f'id="{chart}-matplotlib.axis_2"', 1)[0]
+        f'id="{chart}-matplotlib.axis_2"', 1
+    )[0]
     ticks = re.split(rf'<g id="{chart}-xtick_\d+">', axis)[1:]
-    return [i for i, t in enumerate(ticks) if re.match(
-        rf'\s*<g id="{chart}-line2d_\d+">.*?</g>\s*</g>\s*<g id="{chart}-text_', t, re.S)]
+    return [
+        i
+        for i, t in enumerate(ticks)
+        if re.match(
+            rf'\s*<g id="{chart}-line2d_\d+">.*?</g>\s*</g>\s*<g id="{chart}-text_', t, re.S
+        )
+    ]
 
 
 def test_axis_labels_are_every_kth_when_they_would_overlap(tmp_path: Path) -> None:
     few = figure(report(tmp_path, run(ranks=2, steps=3, names=["actor_update"])), "timeline")
     assert shown_ticks(few, "timeline") == list(range(6))
     bars = MAX_BARS  # 2 ranks x 24 steps: every bar drawn, too many labels for the axis
-    many = figure(report(tmp_path, run(ranks=2, steps=bars // 2, names=["actor_update"])),
-                  "timeline")
+    many = figure(
+        report(tmp_path, run(ranks=2, steps=bars // 2, names=["actor_update"])), "timeline"
+    )
     shown = shown_ticks(many, "timeline")
     k = shown[1] - shown[0]
     assert 1 < k and shown == list(range(0, bars, k))
@@ -148,8 +181,11 @@ def test_many_ranks_chart_each_step_as_the_mean_over_ranks(tmp_path: Path) -> No
     page = report(tmp_path, run(ranks=4, steps=steps, names=["actor_update"]))
     assert "each the mean over 4 ranks" in page
     assert len(re.findall(r'id="timeline-bar-[0-9a-f]+-\d+"', page)) == steps
-    rows = [StepRow(rank=r, step=s, stages={"a": 10.0 * (r + 1) + s}) for r in range(4)
-            for s in range(1, steps + 1)]
+    rows = [
+        StepRow(rank=r, step=s, stages={"a": 10.0 * (r + 1) + s})
+        for r in range(4)
+        for s in range(1, steps + 1)
+    ]
     labels, values, what = _per_step(rows, [("a", lambda r: r.stages["a"])])
     assert labels == [str(s) for s in range(1, steps + 1)] and "mean over 4 ranks" in what
     assert values["a"] == pytest.approx([25.0 + s for s in range(1, steps + 1)])
@@ -171,7 +207,13 @@ def test_tables_drop_empty_columns_and_wrap_names(tmp_path: Path) -> None:
     assert m is not None
     head = m.group(1)
     assert re.findall(r"<th>(.*?)</th>", head) == [
-        "rank", "step", "total", "actor_<wbr>update", "a&lt;b&gt;_<wbr>c", "warmup"]
+        "rank",
+        "step",
+        "total",
+        "actor_<wbr>update",
+        "a&lt;b&gt;_<wbr>c",
+        "warmup",
+    ]
     assert "source" not in per_step  # no two captures of one rank: no source to tell apart
     stages = page.split("<h2>Stage by rank</h2>", 1)[1].split("<h2>", 1)[0]
     assert stages.startswith("<div class='tbl w1'><table><tr><th>stage</th>")
@@ -189,8 +231,10 @@ def test_cells_read_as_people_write_them() -> None:
     said once, under the table."""
     from mindspeed_prof.views.html.tables import table as _table
 
-    rows = [{"stage": "actor_generate", "count": 512.0, "ms": 1.5, "mfu_note": "no model"},
-            {"stage": "a<b>", "count": 3.0, "ms": 2.0, "mfu_note": "no model"}]
+    rows = [
+        {"stage": "actor_generate", "count": 512.0, "ms": 1.5, "mfu_note": "no model"},
+        {"stage": "a<b>", "count": 3.0, "ms": 2.0, "mfu_note": "no model"},
+    ]
     out = _table(rows, ["stage", "count", "ms", "mfu_note"])
     assert re.findall(r"<th>(.*?)</th>", out) == ["stage", "count", "ms"]
     cells = re.findall(r"<td>(.*?)</td>", out)
@@ -204,8 +248,10 @@ def test_cells_read_as_people_write_them() -> None:
 def test_an_empty_column_is_named_under_its_table(tmp_path: Path) -> None:
     from mindspeed_prof.views.html.tables import table as _table
 
-    rows = [{"name": "a", "stage": None, "ms": 1.0, "source": ""},
-            {"name": "b", "stage": None, "ms": 2.0, "source": ""}]
+    rows = [
+        {"name": "a", "stage": None, "ms": 1.0, "source": ""},
+        {"name": "b", "stage": None, "ms": 2.0, "source": ""},
+    ]
     out = _table(rows, ["name", "stage", "source", "ms"])
     assert re.findall(r"<th>(.*?)</th>", out) == ["name", "ms"]
     assert out.endswith("<p class='empty'>Empty in every row, left out: stage.</p>")

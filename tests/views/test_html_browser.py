@@ -50,8 +50,9 @@ WIDTHS = (1280, 800)
 #: The smallest font a chart may show, in CSS pixels, and a table's.
 CHART_PX, TABLE_PX = 8.0, 12.0
 
-_spec = importlib.util.spec_from_file_location("report_screenshots",
-                                               ROOT / "scripts" / "report_screenshots.py")
+_spec = importlib.util.spec_from_file_location(
+    "report_screenshots", ROOT / "scripts" / "report_screenshots.py"
+)
 assert _spec and _spec.loader
 shots = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(shots)
@@ -150,8 +151,13 @@ def many_ranks(ranks: int = 32, steps: int = 12) -> Captures:
     names = [*STAGES, "verl_update_actor_with_a_rather_long_name", "奖励模型打分", "gen"]
     traces = []
     for rank in range(ranks):
-        t = TraceData(path=Path(f"integrated/rank{rank}_host_{rank}.pt.trace.json"),
-                      kind="torch", rank=rank, group="integrated", size=1000)
+        t = TraceData(
+            path=Path(f"integrated/rank{rank}_host_{rank}.pt.trace.json"),
+            kind="torch",
+            rank=rank,
+            group="integrated",
+            size=1000,
+        )
         ts = rank * 1e9
         for step in range(1, steps + 1):
             start = ts
@@ -160,21 +166,31 @@ def many_ranks(ranks: int = 32, steps: int = 12) -> Captures:
                 t.ranges.append(Range(rank, "stage", n, step, ts, dur))
                 ts += dur + 100
             t.ranges.append(Range(rank, "step", f"ProfilerStep#{step}", step, start, ts - start))
-        t.ops = {f"aten::a_rather_long_operator_name_number_{i}_with_a_suffix":
-                 Tally(count=3, total=1e5 / (i + 1)) for i in range(30)}
+        t.ops = {
+            f"aten::a_rather_long_operator_name_number_{i}_with_a_suffix": Tally(
+                count=3, total=1e5 / (i + 1)
+            )
+            for i in range(30)
+        }
         traces.append(t)
     return Captures(root=Path("many"), traces=traces)
 
 
 def findings() -> list[Finding]:
     return [
-        Finding(rule="npu.example", severity="high", impact_ms=123.4,
-                title="hcom_allReduce_ waits 35% of the step on rank 3 for the slowest rank",
-                detail="12.3 ms a step in hcom_allReduce_ on rank 3\n" + "x" * 300,
-                suggestion="Balance the micro-batches across ranks.", source="kernel_details",
-                ranks=[3, 5]),
+        Finding(
+            rule="npu.example",
+            severity="high",
+            impact_ms=123.4,
+            title="hcom_allReduce_ waits 35% of the step on rank 3 for the slowest rank",
+            detail="12.3 ms a step in hcom_allReduce_ on rank 3\n" + "x" * 300,
+            suggestion="Balance the micro-batches across ranks.",
+            source="kernel_details",
+            ranks=[3, 5],
+        ),
         Finding(rule="rl.example", title="a medium finding with nothing to expand"),
-        Finding(rule="rl.other", severity="low", title="a low one", suggestion="do this")]
+        Finding(rule="rl.other", severity="low", title="a low one", suggestion="do this"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -218,27 +234,38 @@ def layout(browser: str, report: Path, width: int) -> dict[str, Any]:
 
 
 def inside(inner: list[float], outer: list[float], tol: float = 1.0) -> bool:
-    return (inner[0] >= outer[0] - tol and inner[1] >= outer[1] - tol
-            and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol)
+    return (
+        inner[0] >= outer[0] - tol
+        and inner[1] >= outer[1] - tol
+        and inner[2] <= outer[2] + tol
+        and inner[3] <= outer[3] + tol
+    )
 
 
 def overlap(a: list[float], b: list[float], tol: float = 0.5) -> bool:
-    return (min(a[2], b[2]) - max(a[0], b[0]) > tol
-            and min(a[3], b[3]) - max(a[1], b[1]) > tol)
+    return min(a[2], b[2]) - max(a[0], b[0]) > tol and min(a[3], b[3]) - max(a[1], b[1]) > tol
 
 
 def overlapping(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
     boxes = [t for t in texts if t["box"][2] > t["box"][0]]
-    return [(a["id"], b["id"]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
-            if overlap(a["box"], b["box"])]
+    return [
+        (a["id"], b["id"])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if overlap(a["box"], b["box"])
+    ]
 
 
 def check_chart(chart: dict[str, Any], viewport: float) -> None:
     name, svg = chart["id"], chart["box"]
     assert svg[0] >= -0.5 and svg[2] <= viewport + 0.5, (name, svg, viewport)
     assert inside(svg, chart["figure"]), (name, svg, chart["figure"])
-    assert inside(chart["content"], chart["viewBox"]), (name, "draws outside its viewBox",
-                                                         chart["content"], chart["viewBox"])
+    assert inside(chart["content"], chart["viewBox"]), (
+        name,
+        "draws outside its viewBox",
+        chart["content"],
+        chart["viewBox"],
+    )
     for t in chart["texts"]:
         assert inside(t["box"], svg), (name, t)
     for legend in chart["legends"]:
@@ -253,8 +280,9 @@ def check_chart(chart: dict[str, Any], viewport: float) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("report", ["demo", "npu", "cuda", "many"])
-def test_nothing_overlaps_or_overflows(browser: str, reports: dict[str, Path], report: str,
-                                       width: int) -> None:
+def test_nothing_overlaps_or_overflows(
+    browser: str, reports: dict[str, Path], report: str, width: int
+) -> None:
     got = layout(browser, reports[report], width)
     viewport = got["viewport"]
     assert viewport <= width and viewport > 0.9 * width
@@ -271,8 +299,12 @@ def test_nothing_overlaps_or_overflows(browser: str, reports: dict[str, Path], r
         assert t["overflowing"] == [], t["title"]
         assert t["midword"] == [], (t["title"], "a name broken inside a word")
         if width >= 1280:
-            assert t["table"] <= t["inner"] + 1, (t["title"], "does not fit", t["table"],
-                                                  t["inner"])
+            assert t["table"] <= t["inner"] + 1, (
+                t["title"],
+                "does not fit",
+                t["table"],
+                t["inner"],
+            )
 
 
 def test_every_gantt_step_is_on_the_page_at_800(browser: str, reports: dict[str, Path]) -> None:
@@ -288,13 +320,16 @@ def test_the_measuring_catches_an_overflow_and_an_overlap(browser: str, tmp_path
     inside a word, and two labels drawn on one spot, are seen."""
     page = tmp_path / "bad.html"
     page.write_text(
-        "<!doctype html><html><body><table><tr>" + "<td>wide_cell_text</td>" * 80
+        "<!doctype html><html><body><table><tr>"
+        + "<td>wide_cell_text</td>" * 80
         + "</tr></table><div class='tbl'><table style='width:60px'><tr><td style='white-space:"
         "normal;overflow-wrap:anywhere'>reference_compute_log_prob</td></tr></table></div>"
         "<figure id='gantt'><svg xmlns='http://www.w3.org/2000/svg' "
         "viewBox='0 0 200 50' width='200' height='50'><text x='0' y='20'>step 1</text>"
         "<text x='5' y='22'>step 2</text><rect x='150' y='0' width='100' height='10' "
-        "data-step='3'/></svg></figure></body></html>", encoding="utf-8")
+        "data-step='3'/></svg></figure></body></html>",
+        encoding="utf-8",
+    )
     got = layout(browser, page, 800)
     assert got["page"] > got["viewport"] and got["wide"]
     assert got["tables"][0]["midword"] == ["reference_compute_log_prob"]

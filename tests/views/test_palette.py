@@ -28,18 +28,19 @@ FIXED = (*STAGE_PALETTE, *TRANSITION_PALETTE)
 @settings(max_examples=200, deadline=None)
 @given(names, st.randoms())
 def test_stages_first_in_their_own_colours_and_any_order_gives_one_mapping(
-        given_names: list[str], rng: random.Random) -> None:
+    given_names: list[str], rng: random.Random
+) -> None:
     colours = stage_colours(given_names)
     order = stage_order(given_names)
     assert list(colours) == order and set(order) == set(given_names)
     ours = [n for n in order if n in STAGE_ORDER]
     # the RL stages in the order a step runs them, then the transitions
-    assert order[:len(ours)] == [s for s in (*STAGES, *TRANSITIONS) if s in ours]
-    assert order[len(ours):] == sorted(set(given_names) - set(STAGE_ORDER))
+    assert order[: len(ours)] == [s for s in (*STAGES, *TRANSITIONS) if s in ours]
+    assert order[len(ours) :] == sorted(set(given_names) - set(STAGE_ORDER))
     for s in ours:
         assert colours[s] == FIXED[STAGE_ORDER.index(s)]
     assert len(set(FIXED)) == len(FIXED) and not set(FIXED) & set(EXTRA)
-    others = [colours[n] for n in order[len(ours):]]
+    others = [colours[n] for n in order[len(ours) :]]
     assert set(others) <= set(EXTRA) and not set(others) & set(FIXED)
     if len(others) <= len(EXTRA):
         assert len(set(others)) == len(others)  # no two names of one report share a colour
@@ -65,10 +66,20 @@ def test_names_of_different_hashes_keep_the_colour_of_their_own(given_names: lis
 def test_the_same_colours_in_every_process() -> None:
     """Not Python's salted ``hash``: another process, another hash seed, the same colours."""
     custom = ["gen", "update_actor", "奖励模型打分", "compute_advantage", "x" * 100]
-    code = ("import json, sys; from mindspeed_prof.views.palette import stage_colours; "
-            f"print(json.dumps(stage_colours({custom!r})))")
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                      text=True, check=True,
-                                      env={**os.environ, "PYTHONHASHSEED": seed}).stdout)
-            for seed in ("1", "2")]
+    code = (
+        "import json, sys; from mindspeed_prof.views.palette import stage_colours; "
+        f"print(json.dumps(stage_colours({custom!r})))"
+    )
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONHASHSEED": seed},
+            ).stdout
+        )
+        for seed in ("1", "2")
+    ]
     assert runs[0] == runs[1] == stage_colours(custom)

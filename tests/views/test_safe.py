@@ -26,7 +26,8 @@ def test_printable_escapes_controls_and_direction_marks_only() -> None:
     assert printable(HOSTILE) == "op\\x1b[31mred\\x00nul\\u202eevil\\u2066x\\x09tab"
     assert printable("aten::mm é 中文") == "aten::mm é 中文"
     assert printable("a\u2028b\u2029c\u200bd\ufeffe\U000e0041") == (
-        "a\\u2028b\\u2029c\\u200bd\\ufeffe\\U000e0041")
+        "a\\u2028b\\u2029c\\u200bd\\ufeffe\\U000e0041"
+    )
 
 
 #: What is escaped: Unicode's controls, format characters, line and paragraph separators and
@@ -55,8 +56,7 @@ def test_the_bytes_of_a_file_name_that_is_not_utf8_are_shown_as_bytes() -> None:
 
 
 @given(st.text(alphabet=st.characters(), max_size=60))
-def test_printable_output_is_one_safe_line_and_escaping_again_changes_nothing(
-        text: str) -> None:
+def test_printable_output_is_one_safe_line_and_escaping_again_changes_nothing(text: str) -> None:
     shown = printable(text)
     shown.encode("utf-8")  # a UTF-8 terminal takes it
     assert not any(unicodedata.category(c) in UNSAFE for c in shown)
@@ -75,10 +75,19 @@ def test_cell_shows_rich_markup_as_written_and_say_prints_one_escaped_line() -> 
 
 
 def _trace(tmp_path: Path) -> Path:
-    events = [{"ph": "X", "cat": "cpu_op", "name": HOSTILE, "ts": 1, "dur": 5, "pid": 1, "tid": 1},
-              {"ph": "X", "cat": "user_annotation", "name": HOSTILE + "r", "ts": 1, "dur": 6,
-               "pid": 1, "tid": 1},
-              {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, "tid": 1}]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": HOSTILE, "ts": 1, "dur": 5, "pid": 1, "tid": 1},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": HOSTILE + "r",
+            "ts": 1,
+            "dur": 6,
+            "pid": 1,
+            "tid": 1,
+        },
+        {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
+    ]
     path = tmp_path / f"rank0\u202e.json"
     path.write_text(json.dumps({"traceEvents": events, "bad": 1}))
     return path
@@ -87,8 +96,9 @@ def _trace(tmp_path: Path) -> Path:
 def test_every_view_writes_escapes_not_controls(tmp_path: Path) -> None:
     path = _trace(tmp_path)
     out = io.StringIO()
-    print_analysis(make_report(analyse(tmp_path, cache=False)), Console(file=out, width=120,
-                                                           color_system=None))
+    print_analysis(
+        make_report(analyse(tmp_path, cache=False)), Console(file=out, width=120, color_system=None)
+    )
     text = out.getvalue()
     assert "\\x1b[31mred" in text and "\x1b" not in text and "\u202e" not in text
     report = tmp_path / "r.html"

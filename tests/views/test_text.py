@@ -70,13 +70,20 @@ def assert_readable(text: str) -> None:
 
 
 def stage_rows(ranks: int, stages: list[str]) -> list[StageRow]:
-    return [StageRow(stage=s, rank=r, count=2, total_ms=1234.5678 * (r + 1), mean_ms=1.0,
-                     max_ms=1.0) for s in stages for r in range(ranks)]
+    return [
+        StageRow(stage=s, rank=r, count=2, total_ms=1234.5678 * (r + 1), mean_ms=1.0, max_ms=1.0)
+        for s in stages
+        for r in range(ranks)
+    ]
 
 
 def test_count_is_singular_or_plural() -> None:
     assert [count(n, "capture") for n in (0, 1, 2, 1000)] == [
-        "0 captures", "1 capture", "2 captures", "1,000 captures"]
+        "0 captures",
+        "1 capture",
+        "2 captures",
+        "1,000 captures",
+    ]
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 4, 8, 16])
@@ -91,10 +98,13 @@ def test_stage_rank_table_fits_any_rank_count(ranks: int) -> None:
         parts = split_tables(text)
         assert all(part[0] == "rank" for part in parts)
         assert [c for part in parts for c in part[1:]] == [STAGE_CODES[s] for s in STAGES]
-        assert len(parts) == 1 or all(f", {i} of {len(parts)}" in text
-                                      for i in range(1, len(parts) + 1))
-        bodies = [[line for line in part.splitlines() if line.startswith("│")]
-                  for part in text.split("┏")[1:]]
+        assert len(parts) == 1 or all(
+            f", {i} of {len(parts)}" in text for i in range(1, len(parts) + 1)
+        )
+        bodies = [
+            [line for line in part.splitlines() if line.startswith("│")]
+            for part in text.split("┏")[1:]
+        ]
         assert [len(b) for b in bodies] == [ranks] * len(parts)  # a rank a line: no cell wraps
         assert all(f"{STAGE_CODES[s]} = {s}" in text for s in STAGES)
     assert ranks > 2 or "stage" in cells  # the natural layout whenever it fits
@@ -117,13 +127,15 @@ def test_straggler_stage_names_are_never_cut(ms: float) -> None:
     from mindspeed_prof.analysis.rows import Straggler
     from mindspeed_prof.views.text.stages import print_stragglers
 
-    rows = [Straggler.of("stage", s, step=i, who=(12, ""), ms=ms * 2, others_ms=ms)
-            for i, s in enumerate(STAGES)]
-    text = render(print_stragglers, rows, "stage",
-                  SimpleNamespace(margin=0.15, noise_ms=5.0))
+    rows = [
+        Straggler.of("stage", s, step=i, who=(12, ""), ms=ms * 2, others_ms=ms)
+        for i, s in enumerate(STAGES)
+    ]
+    text = render(print_stragglers, rows, "stage", SimpleNamespace(margin=0.15, noise_ms=5.0))
     assert_readable(text)
-    body = [line.strip("│").split("│")[0].strip() for line in table_lines(text)
-            if line.startswith("│")]
+    body = [
+        line.strip("│").split("│")[0].strip() for line in table_lines(text) if line.startswith("│")
+    ]
     named = {s: s if s in body else STAGE_CODES[s] for s in STAGES}
     assert body == [named[s] for s in STAGES]  # one line a row: no name folded
     assert all(f"{code} = {s}" in text for s, code in named.items() if code != s)
@@ -166,10 +178,22 @@ def test_wide_values_wrap_but_headers_stay_whole() -> None:
 
 
 def test_compare_at_80_columns() -> None:
-    rows = [Change(kind="stage", name=s, rank=r, a_mean_ms=12_345.6, b_mean_ms=23_456.7,
-                   change=0.9, regression=True, improvement=False, count=1000,
-                   impact_ms=11_111_100.0)
-            for s in STAGES for r in range(2)]
+    rows = [
+        Change(
+            kind="stage",
+            name=s,
+            rank=r,
+            a_mean_ms=12_345.6,
+            b_mean_ms=23_456.7,
+            change=0.9,
+            regression=True,
+            improvement=False,
+            count=1000,
+            impact_ms=11_111_100.0,
+        )
+        for s in STAGES
+        for r in range(2)
+    ]
     text = render(print_compare, rows, "runs/a/profiler_data", "runs/b/profiler_data")
     assert_readable(text)
     assert headers(text) == ["stage", "rank", "A ms", "B ms", "change", "impact ms"]
@@ -179,26 +203,49 @@ def test_compare_at_80_columns() -> None:
 
 def test_sweep_overrides_and_notes_are_whole_lines() -> None:
     common = "profiler=stage_scoped"
-    rows = [{"job": i, "stage": s, "status": "completed", "captures": int(i != 1),
-             "ms_per_step": None, "ms_per_stage": 12.5 if i != 1 else None,
-             "overrides": [common, f"profiler_config.integrated.stage={s}",
-                           f"profiler_config.integrated.profile_level=level{i}"],
-             "note": None if i != 1 else f"stage {s} never ran in this job (step 1)"}
-            for i, s in enumerate(("actor_generate", "reference_compute_log_prob"))]
+    rows = [
+        {
+            "job": i,
+            "stage": s,
+            "status": "completed",
+            "captures": int(i != 1),
+            "ms_per_step": None,
+            "ms_per_stage": 12.5 if i != 1 else None,
+            "overrides": [
+                common,
+                f"profiler_config.integrated.stage={s}",
+                f"profiler_config.integrated.profile_level=level{i}",
+            ],
+            "note": None if i != 1 else f"stage {s} never ran in this job (step 1)",
+        }
+        for i, s in enumerate(("actor_generate", "reference_compute_log_prob"))
+    ]
     text = render(print_sweep, rows, Path("multirun/2026-11-30/10-00-00"))
     assert_readable(text)
     assert headers(text) == ["job", "stage", "status", "captures", "ms/stage"]  # no empty column
     assert "job 0: profiler_config.integrated.profile_level=level0\n" in text
-    assert ("job 1: profiler_config.integrated.profile_level=level1; stage "
-            "reference_compute_log_prob never ran in this job (step 1)\n") in text
+    assert (
+        "job 1: profiler_config.integrated.profile_level=level1; stage "
+        "reference_compute_log_prob never ran in this job (step 1)\n"
+    ) in text
     assert common not in text  # what every job shares is no news
 
 
 def test_sweep_names_a_failed_job_with_its_error_as_written() -> None:
-    rows = [{"job": i, "stage": "all", "status": "failed" if i else "completed",
-             "captures": 1, "ms_per_step": 1.0, "ms_per_stage": None,
-             "overrides": [f"fail_at={2 * i}"], "note": None,
-             "error": "KeyError: '[bold]x[/bold]'" if i else None} for i in range(2)]
+    rows = [
+        {
+            "job": i,
+            "stage": "all",
+            "status": "failed" if i else "completed",
+            "captures": 1,
+            "ms_per_step": 1.0,
+            "ms_per_stage": None,
+            "overrides": [f"fail_at={2 * i}"],
+            "note": None,
+            "error": "KeyError: '[bold]x[/bold]'" if i else None,
+        }
+        for i in range(2)
+    ]
     text = render(print_sweep, rows, Path("multirun/2026-11-30/10-00-00"))
     assert_readable(text)
     assert "job 0: fail_at=0\n" in text
@@ -209,14 +256,20 @@ def test_presets_never_cut_and_list_only_changes() -> None:
     presets = [(n, q, changed_values(f)) for n, (q, f) in PRESETS.items()]
     text = render(print_presets, presets)
     assert_readable(text)
-    flat = " ".join(" ".join(cell.strip() for cell in line.strip("│").split("│"))
-                    for line in text.splitlines())
+    flat = " ".join(
+        " ".join(cell.strip() for cell in line.strip("│").split("│")) for line in text.splitlines()
+    )
     for name, question, _ in presets:  # each description whole, word for word
         assert " ".join(question.split()) in " ".join(flat.split()), name
     assert "profile_with_npu" not in text  # mstx_light sets it to its default
     assert changed_values(PRESETS["mstx_light"].fields) == {
-        "profile": "true", "mstx": "true", "profile_level": "level_none",
-        "profile_with_cpu": "false", "profile_step_start": 2, "profile_step_end": 6}
+        "profile": "true",
+        "mstx": "true",
+        "profile_level": "level_none",
+        "profile_with_cpu": "false",
+        "profile_step_start": 2,
+        "profile_step_end": 6,
+    }
 
 
 def test_real_torch_npu_capture_renders_memory_tables(tmp_path: Path) -> None:
@@ -275,9 +328,20 @@ def test_the_first_line_puts_counts_apart_from_a_long_root(root: str, ranks: int
 
 
 def test_range_times_never_fold_inside_a_number() -> None:
-    rows = [RangeRow(name=f"[param|pytorch.model.alex_net|{i}|warmup|forward]", rank=0,
-                     stage=None, count=2, total_ms=43_425.28 * (i + 1), self_ms=3.67,
-                     mean_ms=12_840.44, p95_ms=12_840.44, max_ms=12_757.09) for i in range(3)]
+    rows = [
+        RangeRow(
+            name=f"[param|pytorch.model.alex_net|{i}|warmup|forward]",
+            rank=0,
+            stage=None,
+            count=2,
+            total_ms=43_425.28 * (i + 1),
+            self_ms=3.67,
+            mean_ms=12_840.44,
+            p95_ms=12_840.44,
+            max_ms=12_757.09,
+        )
+        for i in range(3)
+    ]
     text = render(lambda console: print_ranges(rows, console))
     body = [line for line in table_lines(text) if line.startswith("│")]
     assert len(body) == 3  # one line a row: no number folded over two lines
@@ -286,8 +350,19 @@ def test_range_times_never_fold_inside_a_number() -> None:
 
 
 def test_hour_long_ranges_are_shown_in_seconds() -> None:
-    rows = [RangeRow(name="rollout", rank=0, stage="actor_generate", count=12_345,
-                     total_ms=3.6e6, self_ms=3.6e6, mean_ms=3.6e6, p95_ms=3.6e6, max_ms=3.6e6)]
+    rows = [
+        RangeRow(
+            name="rollout",
+            rank=0,
+            stage="actor_generate",
+            count=12_345,
+            total_ms=3.6e6,
+            self_ms=3.6e6,
+            mean_ms=3.6e6,
+            p95_ms=3.6e6,
+            max_ms=3.6e6,
+        )
+    ]
     text = render(lambda console: print_ranges(rows, console))
     assert text.splitlines()[0].strip().startswith("Custom ranges by total s ")
     (first, *_) = [line for line in table_lines(text) if line.startswith("│")]

@@ -29,16 +29,21 @@ def rendered(print_it: object, *args: object, width: int = 120) -> list[str]:
 
 
 def test_100000_steps_print_a_bounded_table_and_say_what_was_left_out() -> None:
-    rows = [StepRow(rank=r, step=s, total=1.0, stages={"actor_update": 0.5})
-            for r in (0, 1) for s in range(1, 50_001)]
+    rows = [
+        StepRow(rank=r, step=s, total=1.0, stages={"actor_update": 0.5})
+        for r in (0, 1)
+        for s in range(1, 50_001)
+    ]
     lines = rendered(print_per_step, rows)
     steps = [int(m.group(1)) for line in lines if (m := re.match(r"│ +\d+ │ +(\d+) │", line))]
     half = ROW_LIMIT // 2
     assert steps == list(range(1, half + 1)) + list(range(50_001 - half, 50_001))
     assert sum("│  ... │" in line for line in lines) == 1  # where the rows were left out
     left = len(rows) - ROW_LIMIT
-    assert lines[-1] == (f"  ... {left:,} of {len(rows):,} per-step rows left out (the first and "
-                         "last shown); add --json (or --html) for every row")
+    assert lines[-1] == (
+        f"  ... {left:,} of {len(rows):,} per-step rows left out (the first and "
+        "last shown); add --json (or --html) for every row"
+    )
     assert len(lines) <= ROW_LIMIT + 8
 
 
@@ -59,15 +64,22 @@ def test_limited_keeps_the_ends_or_the_first(ends: bool) -> None:
 
 def test_analyse_of_many_steps_as_text_is_cut_and_json_is_whole(tmp_path: Path) -> None:
     steps = ROW_LIMIT * 3
-    cfg = {"profile": True, "profile_save_path": str(tmp_path), "profile_level": "level_none",
-           "profile_step_start": 1, "profile_step_end": steps + 1}
+    cfg = {
+        "profile": True,
+        "profile_save_path": str(tmp_path),
+        "profile_level": "level_none",
+        "profile_step_start": 1,
+        "profile_step_end": steps + 1,
+    }
     with Profiler.from_config(cfg, rank=0) as prof:
         for step in range(1, steps + 1):
             with prof.step(step), prof.stage("actor_update"):
                 pass
     rep = report(analyse(tmp_path, cache=False))
     lines = rendered(print_analysis, rep)
-    assert f"  ... {steps - ROW_LIMIT:,} of {steps:,} per-step rows left out (the first and last " \
-           "shown); add --json (or --html) for every row" in lines
+    assert (
+        f"  ... {steps - ROW_LIMIT:,} of {steps:,} per-step rows left out (the first and last "
+        "shown); add --json (or --html) for every row" in lines
+    )
     assert len(lines) < ROW_LIMIT + 100
     assert len(json.loads(json.dumps(rep.json()))["per_step"]) == steps

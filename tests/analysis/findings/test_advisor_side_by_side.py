@@ -57,14 +57,18 @@ from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.report.tables import tables
 
-pytestmark = [pytest.mark.reference,
-              pytest.mark.skipif(executable() is None,
-                                 reason="msprof-analyze (test extra) is not installed")]
+pytestmark = [
+    pytest.mark.reference,
+    pytest.mark.skipif(executable() is None, reason="msprof-analyze (test extra) is not installed"),
+]
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 #: The torch_npu folders (the advisor reads a whole capture, not a file on its own).
-SETS = [s["name"] for s in json.loads((CORPUS / "sets.json").read_text())
-        if s["kind"] in ("npu_text", "npu_db")]
+SETS = [
+    s["name"]
+    for s in json.loads((CORPUS / "sets.json").read_text())
+    if s["kind"] in ("npu_text", "npu_db")
+]
 #: Sets the advisor cannot read, and the ERROR it logs.
 UNREADABLE = {
     "npu_db_level0": "'NoneType' object has no attribute 'get_data'",
@@ -120,8 +124,7 @@ class Run:
         out = {}
         for name, row in self.advice.problems.items():
             m = re.match(r"^rank (\d+) ", name.strip().lower())
-            out[category(name)] = {**row, "rank": int(m.group(1)) if m else None,
-                                   "sheet": name}
+            out[category(name)] = {**row, "rank": int(m.group(1)) if m else None, "sheet": name}
         return out
 
 
@@ -131,8 +134,10 @@ def _advise_live(folder: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as work:
         doc = to_json(advise(folder, Path(work)), Path(work))
     for name, rows in doc["sheets"].items():
-        for part, keep in {"operator no bound": ("op_name", "input_shapes", "output_shapes"),
-                           "api compare": ("Diff Total Ratio",)}.items():
+        for part, keep in {
+            "operator no bound": ("op_name", "input_shapes", "output_shapes"),
+            "api compare": ("Diff Total Ratio",),
+        }.items():
             if part in name.lower():
                 doc["sheets"][name] = [{k: row.get(k) for k in keep} for row in rows]
     return doc
@@ -156,8 +161,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 
 
 @pytest.mark.parametrize("name", SETS)
-def test_the_advisor_reads_every_set_but_the_two_it_cannot(runs: dict[str, Run],
-                                                           name: str) -> None:
+def test_the_advisor_reads_every_set_but_the_two_it_cannot(runs: dict[str, Run], name: str) -> None:
     run = runs[name]
     if name in UNREADABLE:
         assert run.advice.xlsx is None and not run.advice.problems
@@ -201,16 +205,17 @@ def test_environment_variables_are_the_advisors(runs: dict[str, Run]) -> None:
     checked = _with(runs, "environment variable issues")
     assert checked
     for run in checked:
-        theirs = {r["Environment"]: r["Value"] or "" for r in
-                  run.advice.sheets["Environment Variable Issues"]}
+        theirs = {
+            r["Environment"]: r["Value"] or ""
+            for r in run.advice.sheets["Environment Variable Issues"]
+        }
         for t in run.captures():
             issue = env_rules.env_issues(t)
             assert issue is not None and issue.flagged == theirs, (run.name, t.rank)
         assert all(k in run.rule("npu.env_vars")[0].title for k in theirs)
 
 
-def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
-        runs: dict[str, Run]) -> None:
+def test_unaligned_operators_and_abnormal_durations_are_the_advisors(runs: dict[str, Run]) -> None:
     checked = _with(runs, "byte alignment analysis")
     assert checked
     for run in checked:
@@ -221,7 +226,8 @@ def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
             al = layout_rules.alignment(t)
             ours = {a.op: a for a in (al.ops if al else [])}
             if all(_same_alignment(ours.get(str(r["op name"])), r) for r in theirs) and (
-                    len(ours) == len(theirs)):
+                len(ours) == len(theirs)
+            ):
                 matches.append(t.rank)
         assert matches, (run.name, theirs)
         finding = run.rule("npu.byte_alignment")[0]
@@ -229,15 +235,20 @@ def test_unaligned_operators_and_abnormal_durations_are_the_advisors(
 
 
 def _same_alignment(a: layout_rules.Aligned | None, row: dict[str, Any]) -> bool:
-    return a is not None and a.bytes == int(float(row["total size(Byte)"])) and (
-        abs(a.us - float(row["duration(us)"])) < 1e-3) and (
-        abs(a.unaligned_us - float(row["abnormal duration(us)"])) < 1e-3) and (
-        abs(a.gbps - float(row["bandwidth(GB/s)"])) < 1e-3)
+    return (
+        a is not None
+        and a.bytes == int(float(row["total size(Byte)"]))
+        and (abs(a.us - float(row["duration(us)"])) < 1e-3)
+        and (abs(a.unaligned_us - float(row["abnormal duration(us)"])) < 1e-3)
+        and (abs(a.gbps - float(row["bandwidth(GB/s)"])) < 1e-3)
+    )
 
 
-_VECTOR = re.compile(r"^(\S+) Op shape: (\S*) dtype: \S* (?:suspect there is room for "
-                     r"performance optimization, refer to Performance Optimization Space: "
-                     r"([\d.]+)%|bound type: (\S+) bound)$")
+_VECTOR = re.compile(
+    r"^(\S+) Op shape: (\S*) dtype: \S* (?:suspect there is room for "
+    r"performance optimization, refer to Performance Optimization Space: "
+    r"([\d.]+)%|bound type: (\S+) bound)$"
+)
 
 
 def test_vector_operators_and_their_room_are_the_advisors(runs: dict[str, Run]) -> None:
@@ -263,10 +274,12 @@ def test_vector_operators_and_their_room_are_the_advisors(runs: dict[str, Run]) 
             top, top_bound = ops_rules.vector_ops(t)
             # the advisor's top five (its order of ties varies run to run): each one ours with
             # the same room, and the most room the same; its bound ones ours, as bound
-            return (all(abs(room.get((n, s), -1) - v) < 0.006 for n, s, v in rooms)
-                    and abs(top[0].room * 100 - max(v for _, _, v in rooms)) < 0.006
-                    and all(bound.get((n, s)) == b for n, s, b in bounds)
-                    and {(v.name, v.shape) for v in top_bound} == {(n, s) for n, s, _ in bounds})
+            return (
+                all(abs(room.get((n, s), -1) - v) < 0.006 for n, s, v in rooms)
+                and abs(top[0].room * 100 - max(v for _, _, v in rooms)) < 0.006
+                and all(bound.get((n, s)) == b for n, s, b in bounds)
+                and {(v.name, v.shape) for v in top_bound} == {(n, s) for n, s, _ in bounds}
+            )
 
         assert any(agrees(t) for t in run.captures()), (run.name, rooms, bounds)
         assert run.rule("npu.vector_ops")
@@ -301,41 +314,54 @@ def test_affinity_apis_are_the_advisors(runs: dict[str, Run]) -> None:
         assert all(any(api in f.title for f in run.rule("npu.affinity_api")) for api in theirs)
 
 
-_SLOW = re.compile(r"(Computing|Communication|Free)\s+has some issues in the cluster,\s+"
-                   r"because the max difference of \w+ time\s+has reached ([\d.]+)ms")
+_SLOW = re.compile(
+    r"(Computing|Communication|Free)\s+has some issues in the cluster,\s+"
+    r"because the max difference of \w+ time\s+has reached ([\d.]+)ms"
+)
 
 
 def test_slow_rank_is_the_advisors_spread(runs: dict[str, Run]) -> None:
     checked = _with(runs, "slow rank")
     assert {r.name for r in checked} >= {"npu_text_level0", "npu_db_level1"}
     for run in checked:
-        theirs = {m.group(1): float(m.group(2)) for m in _SLOW.finditer(
-            run.problems()["slow rank"]["description"] or "")}
+        theirs = {
+            m.group(1): float(m.group(2))
+            for m in _SLOW.finditer(run.problems()["slow rank"]["description"] or "")
+        }
         (spread,) = ranks_rules.rank_spread(*answered(run.result))  # one step on these sets
-        ours = {p: spread.gap(p)[0] for p in spread.parts
-                if spread.gap(p)[0] / spread.mean_ms > ranks_rules.SPREAD}
+        ours = {
+            p: spread.gap(p)[0]
+            for p in spread.parts
+            if spread.gap(p)[0] / spread.mean_ms > ranks_rules.SPREAD
+        }
         assert ours.keys() == theirs.keys(), run.name
         assert all(abs(ours[p] - theirs[p]) < 1e-3 for p in ours)
         assert bool(run.rule("npu.slow_rank")) == bool(theirs)
         # and the per-rank figures under it (us there)
         for row in run.advice.sheets["slow rank"]:
             r = int(float(row["rank_id"]))
-            for part, col in (("Computing", "compute(us)"), ("Communication",
-                                                             "communication(us)"),
-                              ("Free", "free(us)")):
+            for part, col in (
+                ("Computing", "compute(us)"),
+                ("Communication", "communication(us)"),
+                ("Free", "free(us)"),
+            ):
                 assert abs(spread.parts[part][r] - float(row[col]) / 1000) < 1e-6
 
 
-_LINK = re.compile(r"(RDMA|SDMA) bandwidth\(GB/s\):\s+The average is ([\d.]+),\s+while the "
-                   r"maximum\s+is ([\d.]+)GB/s\s+and the minimum is ([\d.]+)GB/s")
+_LINK = re.compile(
+    r"(RDMA|SDMA) bandwidth\(GB/s\):\s+The average is ([\d.]+),\s+while the "
+    r"maximum\s+is ([\d.]+)GB/s\s+and the minimum is ([\d.]+)GB/s"
+)
 
 
 def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
     checked = _with(runs, "slow link")
     assert len(checked) >= 4
     for run in checked:
-        theirs = {m.group(1): tuple(map(float, m.group(2, 3, 4))) for m in _LINK.finditer(
-            run.problems()["slow link"]["description"] or "")}
+        theirs = {
+            m.group(1): tuple(map(float, m.group(2, 3, 4)))
+            for m in _LINK.finditer(run.problems()["slow link"]["description"] or "")
+        }
         assert theirs.keys() == {"RDMA", "SDMA"}
         ours = {s.link: s for s in ranks_rules.link_spread(*answered(run.result))}
         for link, (mean, most, least) in theirs.items():
@@ -350,29 +376,33 @@ def test_slow_link_is_the_advisors_bandwidth(runs: dict[str, Run]) -> None:
             assert bool(flagged) == (spread > ranks_rules.SPREAD), (run.name, link, spread)
 
 
-def test_no_bound_operators_are_the_advisors_less_the_vector_bound(
-        runs: dict[str, Run]) -> None:
+def test_no_bound_operators_are_the_advisors_less_the_vector_bound(runs: dict[str, Run]) -> None:
     checked = _with(runs, "operator no bound issues")
     assert {r.name for r in checked} == {"npu_db_level1", "npu_db_level2"}
     for run in checked:
         problem = run.problems()["operator no bound issues"]
         t = run.capture(problem["rank"])
-        theirs = run.advice.sheets[str(problem["sheet"]).replace(
-            "RANK", "Rank {} RANK".format(problem["rank"]), 1)[:31]]
+        theirs = run.advice.sheets[
+            str(problem["sheet"]).replace("RANK", "Rank {} RANK".format(problem["rank"]), 1)[:31]
+        ]
         assert len(theirs) == int(float(problem["problem count"]))
         nb = ops_rules.no_bound(t)
         assert nb is not None
         key = _op_key
-        their_runs = Counter(key(str(r["op_name"]), str(r["input_shapes"]),
-                                 str(r["output_shapes"])) for r in theirs)
+        their_runs = Counter(
+            key(str(r["op_name"]), str(r["input_shapes"]), str(r["output_shapes"])) for r in theirs
+        )
         ours = {key(o.name, o.input_shapes, o.output_shapes): o for o in nb.ops}
         every = {key(o.name, o.input_shapes, o.output_shapes): o for o in npu_ops(t)}
         assert all(their_runs[k] == o.count for k, o in ours.items())
         extra = [every[k] for k in their_runs if k not in ours]
         # every operator only they count is bound on its own unit (over 80%)
-        assert extra and all(max(ops_rules.unit_ratios(o).values()) > ops_rules.BOUND_RATIO for o in extra)
-        assert all(their_runs[key(o.name, o.input_shapes, o.output_shapes)] == o.count
-                   for o in extra)
+        assert extra and all(
+            max(ops_rules.unit_ratios(o).values()) > ops_rules.BOUND_RATIO for o in extra
+        )
+        assert all(
+            their_runs[key(o.name, o.input_shapes, o.output_shapes)] == o.count for o in extra
+        )
         assert len(theirs) == nb.runs + sum(o.count for o in extra)
         assert problem["rank"] in run.rule("npu.no_bound")[0].ranks
 
@@ -387,8 +417,10 @@ def npu_ops(t: TraceData) -> list[Any]:
     return t.npu.ops
 
 
-_PACKET = re.compile(r"In the (SDMA|RDMA) communication, ([\d.]+)% of the communication data "
-                     r"volume is less than ([\d.]+) MB, and the total time is ([\d.]+) ms")
+_PACKET = re.compile(
+    r"In the (SDMA|RDMA) communication, ([\d.]+)% of the communication data "
+    r"volume is less than ([\d.]+) MB, and the total time is ([\d.]+) ms"
+)
 
 
 def test_small_packets_are_the_advisors_less_its_total_rows(runs: dict[str, Run]) -> None:
@@ -410,16 +442,24 @@ def test_small_packets_are_the_advisors_less_its_total_rows(runs: dict[str, Run]
                     if p.ops + totals == total:
                         matched.append(t.rank)
             assert matched, (run.name, link, small, total, small_ms)
-            assert any(f.title.split(" ")[3] == link or link in f.title
-                       for f in run.rule("npu.packet"))
+            assert any(
+                f.title.split(" ")[3] == link or link in f.title for f in run.rule("npu.packet")
+            )
 
 
 def _total_rows(t: TraceData, link: str) -> int:
     doc = json.loads((t.path / "ASCEND_PROFILER_OUTPUT" / "communication.json").read_text())
-    return sum(1 for kinds in doc.values() for ops in kinds.values()
-               for op, info in ops.items() if op == "Total Op Info"
-               and (info.get("Communication Bandwidth Info", {}).get(link, {})
-                    .get("Transit Size(MB)") or 0) > 0)
+    return sum(
+        1
+        for kinds in doc.values()
+        for ops in kinds.values()
+        for op, info in ops.items()
+        if op == "Total Op Info"
+        and (
+            info.get("Communication Bandwidth Info", {}).get(link, {}).get("Transit Size(MB)") or 0
+        )
+        > 0
+    )
 
 
 def test_api_comparison_finds_nothing(runs: dict[str, Run]) -> None:
@@ -429,10 +469,14 @@ def test_api_comparison_finds_nothing(runs: dict[str, Run]) -> None:
             if any(t.match(cat) for t in TABLES):
                 seen += 1
                 assert not row.get("suggestion")
-                sheet = next(v for k, v in run.advice.sheets.items()
-                             if k.lower().startswith("api compare"))
-                ratios = [float(r["Diff Total Ratio"]) for r in sheet
-                          if r.get("Diff Total Ratio") not in (None, "", "inf")]
+                sheet = next(
+                    v for k, v in run.advice.sheets.items() if k.lower().startswith("api compare")
+                )
+                ratios = [
+                    float(r["Diff Total Ratio"])
+                    for r in sheet
+                    if r.get("Diff Total Ratio") not in (None, "", "inf")
+                ]
                 # no API of one rank takes twice or half its time on the other: nothing to say
                 assert ratios and all(0.5 <= x <= 2 for x in ratios)
     assert seen
@@ -453,11 +497,13 @@ def test_the_issues_host_figures(runs: dict[str, Run]) -> None:
         assert w is not None and c is not None
         assert w.us == pytest.approx(with_stats[(t.rank, "aclrtSynchronizeStreamWithTimeout")])
         assert c.apis["aclopCompileAndExecute"][1] == pytest.approx(
-            with_stats[(t.rank, "aclopCompileAndExecute")])
+            with_stats[(t.rank, "aclopCompileAndExecute")]
+        )
     wait = run.rule("npu.host_wait")[0]
     compile_ = run.rule("npu.runtime_compile")[0]
     total_wait = sum(w.us for w in waits if w) / 1000
     total_compile = sum(c.apis["aclopCompileAndExecute"][1] for c in compiles if c) / 1000
     assert round(total_wait) == 191 and round(total_compile, 1) == 28.7
     assert f"{total_wait:,.1f} ms" in wait.detail and f"{total_compile:,.1f} ms" in (
-        compile_.detail)
+        compile_.detail
+    )

@@ -26,10 +26,19 @@ from mindspeed_prof.analysis.report.tables import tables
 _T0 = 1_000_000_000  # us
 
 
-def _x(name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1,
-       **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "ts": _T0 + ts, "dur": dur, "pid": pid,
-            "tid": tid, "args": args}
+def _x(
+    name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1, **args: object
+) -> dict:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "ts": _T0 + ts,
+        "dur": dur,
+        "pid": pid,
+        "tid": tid,
+        "args": args,
+    }
 
 
 class Trace:
@@ -47,18 +56,31 @@ class Trace:
         self.events.append(_x(name, ts, dur, "user_annotation"))
         return self
 
-    def op(self, launch: float, ts: float, dur: float, call: float = 5.0, stream: int = 7,
-           name: str = "ampere_sgemm") -> Trace:
+    def op(
+        self,
+        launch: float,
+        ts: float,
+        dur: float,
+        call: float = 5.0,
+        stream: int = 7,
+        name: str = "ampere_sgemm",
+    ) -> Trace:
         self.corr += 1
-        self.events.append(_x("cudaLaunchKernel", launch, call, "cuda_runtime",
-                              correlation=self.corr))
-        self.events.append(_x(name, ts, dur, "kernel", tid=stream, pid=0,
-                              correlation=self.corr, stream=stream))
+        self.events.append(
+            _x("cudaLaunchKernel", launch, call, "cuda_runtime", correlation=self.corr)
+        )
+        self.events.append(
+            _x(name, ts, dur, "kernel", tid=stream, pid=0, correlation=self.corr, stream=stream)
+        )
         return self
 
     def write(self, root: Path, rank: int = 0, **fields: object) -> Path:
-        write_trace(root / f"rank{rank}.pt.trace.json", self.events,
-                    distributedInfo={"rank": rank}, **fields)
+        write_trace(
+            root / f"rank{rank}.pt.trace.json",
+            self.events,
+            distributedInfo={"rank": rank},
+            **fields,
+        )
         return root
 
 
@@ -75,11 +97,15 @@ def found(root: Path, rule: Rule, noise_ms: float = 1.0) -> list[Finding]:
 
 # -- idle time ------------------------------------------------------------------------------
 
+
 def _host_bound(t: Trace, base: float) -> Trace:
     """A step's three 1 ms kernels, each launched after the one before has ended (the host
     busy 2 ms, then 3 ms, in between)."""
-    return (t.op(base + 10, base + 20, 1000).op(base + 3000, base + 3010, 1000)
-            .op(base + 7000, base + 7010, 1000))
+    return (
+        t.op(base + 10, base + 20, 1000)
+        .op(base + 3000, base + 3010, 1000)
+        .op(base + 7000, base + 7010, 1000)
+    )
 
 
 def test_idle_host_wait(tmp_path: Path) -> None:
@@ -90,14 +116,18 @@ def test_idle_host_wait(tmp_path: Path) -> None:
     t = Trace().step(1, 0, 10000).step(2, 10000, 10000)
     _host_bound(_host_bound(t, 0), 10000).write(tmp_path)
     (f,) = found(tmp_path, cuda.idle_time)
-    assert f.title == ("GPU idle 67% of the step (6.0 ms per step) on rank 0: mostly host wait "
-                       "(100% of stream 7's gaps)")
+    assert f.title == (
+        "GPU idle 67% of the step (6.0 ms per step) on rank 0: mostly host wait "
+        "(100% of stream 7's gaps)"
+    )
     assert f.severity == "high" and f.impact_ms == pytest.approx(5.995) and f.ranks == [0]
     assert f.detail.splitlines()[0] == (
         "rank 0: idle 6.0 of 9.0 ms per step; stream 7 (busiest, 3 ops): host wait 6.0, "
-        "kernel wait 0.0, other 0.0 ms; every stream: 6.0, 0.0, 0.0 ms")
+        "kernel wait 0.0, other 0.0 ms; every stream: 6.0, 0.0, 0.0 ms"
+    )
     assert "DataLoader" in f.suggestion and f.source == (
-        "rank0.pt.trace.json (Kineto device ops and their launch calls)")
+        "rank0.pt.trace.json (Kineto device ops and their launch calls)"
+    )
 
 
 def test_many_ranks_show_four_then_how_then_how_many_more(tmp_path: Path) -> None:
@@ -110,9 +140,12 @@ def test_many_ranks_show_four_then_how_then_how_many_more(tmp_path: Path) -> Non
     lines = f.detail.splitlines()
     assert [x.split(":")[0] for x in lines[:4]] == ["rank 0", "rank 1", "rank 2", "rank 3"]
     assert lines[4].startswith("HTA's idle time breakdown") and lines[5:] == [
-        "... and 2 more ranks"]
-    assert f.source == ("rank0.pt.trace.json, rank1.pt.trace.json, rank2.pt.trace.json and 3 "
-                        "more (Kineto device ops and their launch calls)")
+        "... and 2 more ranks"
+    ]
+    assert f.source == (
+        "rank0.pt.trace.json, rank1.pt.trace.json, rank2.pt.trace.json and 3 "
+        "more (Kineto device ops and their launch calls)"
+    )
 
 
 def test_idle_kernel_wait(tmp_path: Path) -> None:
@@ -122,8 +155,10 @@ def test_idle_kernel_wait(tmp_path: Path) -> None:
     for i in range(100):
         t.op(i, 200 + 70 * i, 50)
     (f,) = found(t.write(tmp_path), cuda.idle_time)
-    assert f.title == ("GPU idle 28% of the step (2.0 ms per step) on rank 0: mostly kernel "
-                       "wait (100% of stream 7's gaps)")
+    assert f.title == (
+        "GPU idle 28% of the step (2.0 ms per step) on rank 0: mostly kernel "
+        "wait (100% of stream 7's gaps)"
+    )
     assert "fuse" in f.suggestion
 
 
@@ -140,8 +175,7 @@ def test_idle_other_and_a_second_stream(tmp_path: Path) -> None:
     assert "overlap communication" in f.suggestion
 
 
-def test_idle_split_of_every_stream_where_the_busiest_does_not_explain_it(
-        tmp_path: Path) -> None:
+def test_idle_split_of_every_stream_where_the_busiest_does_not_explain_it(tmp_path: Path) -> None:
     """Stream 7 runs two ops back to back, [0, 1000] and [1000, 2000]; stream 8 runs [5000,
     5500] (a stream's first op has no gap) and [9000, 9500], launched at 8990: a 3.5 ms
     host-wait gap. The device idles 3 + 3.5 = 6.5 ms of 9.5; the busiest stream's gaps (none)
@@ -150,17 +184,25 @@ def test_idle_split_of_every_stream_where_the_busiest_does_not_explain_it(
     t.op(0, 0, 1000).op(1, 1000, 1000)
     t.op(4900, 5000, 500, stream=8).op(8990, 9000, 500, stream=8)
     (f,) = found(t.write(tmp_path), cuda.idle_time)
-    assert f.title == ("GPU idle 68% of the step (6.5 ms per step) on rank 0: mostly host wait "
-                       "(100% of every stream's gaps)")
+    assert f.title == (
+        "GPU idle 68% of the step (6.5 ms per step) on rank 0: mostly host wait "
+        "(100% of every stream's gaps)"
+    )
 
 
-@pytest.mark.parametrize(("gap", "span", "noise_ms", "fires"), [
-    (5.1, 100, 1.0, True), (4.9, 100, 1.0, False),   # FIRE_SHARE: 5% of the step
-    (1.1, 10, 1.0, True), (0.9, 10, 1.0, False),     # the 1 ms floor (9% of the step)
-    (5.1, 100, 6.0, False),                          # --noise-ms 6
-])
-def test_idle_at_its_edges(tmp_path: Path, gap: float, span: float, noise_ms: float,
-                           fires: bool) -> None:
+@pytest.mark.parametrize(
+    ("gap", "span", "noise_ms", "fires"),
+    [
+        (5.1, 100, 1.0, True),
+        (4.9, 100, 1.0, False),  # FIRE_SHARE: 5% of the step
+        (1.1, 10, 1.0, True),
+        (0.9, 10, 1.0, False),  # the 1 ms floor (9% of the step)
+        (5.1, 100, 6.0, False),  # --noise-ms 6
+    ],
+)
+def test_idle_at_its_edges(
+    tmp_path: Path, gap: float, span: float, noise_ms: float, fires: bool
+) -> None:
     """Two kernels with ``gap`` ms between them in a ``span`` ms window, the second launched
     after the first ends."""
     first = (span - gap) / 2 * 1000
@@ -228,6 +270,7 @@ def test_ranks_named_worst_first(tmp_path: Path) -> None:
 
 # -- launch overhead ------------------------------------------------------------------------
 
+
 def _tiny(t: Trace, n: int, call: float = 8.0, queued: float = 0.0) -> Trace:
     """``n`` 2 us kernels, each launched by a ``call`` us call every ``call + 2`` us; each runs
     1 us after its call returns (``queued``: that much later, behind earlier work)."""
@@ -241,14 +284,17 @@ def test_launch_bound_kernels(tmp_path: Path) -> None:
     """300 kernels of 2 us, each after an 8 us call: the GPU waits 6 us a kernel, 1.8 ms, in a
     window from 9 to 2,999 us (2.99 ms): 60%."""
     (f,) = found(_tiny(Trace().step(1, 0, 10000), 300).write(tmp_path), cuda.launch_overhead)
-    assert f.title == ("300 of 300 kernels per step are shorter than their launch call and run "
-                       "as soon as it returns on rank 0: the GPU waits 1.8 ms per step on "
-                       "launches (60% of the step)")
+    assert f.title == (
+        "300 of 300 kernels per step are shorter than their launch call and run "
+        "as soon as it returns on rank 0: the GPU waits 1.8 ms per step on "
+        "launches (60% of the step)"
+    )
     assert f.severity == "high" and f.impact_ms == pytest.approx(1.8)
     assert f.detail.splitlines()[0] == (
         "rank 0: 300 launches per step (calls 2.4 ms, kernels 0.6 ms); 300 shorter than their "
         "call, 300 of them run at once (calls 2.4 ms, kernels 0.6 ms); 300 under 10 us; launch "
-        "delay 1.0 us on average, 0 over 100 us; 0 calls over 50 us")
+        "delay 1.0 us on average, 0 over 100 us; 0 calls over 50 us"
+    )
     assert "CUDA graph" in f.suggestion
 
 
@@ -271,9 +317,11 @@ def test_launch_overhead_at_the_floor(tmp_path: Path, n: int, fires: bool) -> No
 
 # -- exposed communication ------------------------------------------------------------------
 
+
 def _comm(t: Trace, nccl_at: float, nccl_ms: float = 20.0) -> Trace:
-    return t.op(0, 10, 70000).op(5, nccl_at, nccl_ms * 1000, stream=13,
-                                 name="ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    return t.op(0, 10, 70000).op(
+        5, nccl_at, nccl_ms * 1000, stream=13, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    )
 
 
 def test_exposed_nccl(tmp_path: Path) -> None:
@@ -281,12 +329,15 @@ def test_exposed_nccl(tmp_path: Path) -> None:
     in a 90 ms window (22%), all of the communication."""
     t = Trace().step(1, 0, 100000).stage("actor_update", 0, 100000)
     (f,) = found(_comm(t, 70010).write(tmp_path), cuda.exposed_comm)
-    assert f.title == ("Communication not overlapped with compute: 20.0 ms per step (22% of "
-                       "the step, 100% of its communication) on rank 0")
+    assert f.title == (
+        "Communication not overlapped with compute: 20.0 ms per step (22% of "
+        "the step, 100% of its communication) on rank 0"
+    )
     assert f.severity == "medium" and f.impact_ms == pytest.approx(20.0)
     assert f.detail.splitlines()[0] == (
         "rank 0: communication 20.0 ms per step, 20.0 ms of it while no compute ran, of a "
-        "90.0 ms step; most in actor_update (20.0 ms per step)")
+        "90.0 ms step; most in actor_update (20.0 ms per step)"
+    )
     assert "bucket" in f.suggestion
 
 
@@ -301,16 +352,32 @@ def test_exposed_nccl_at_its_share(tmp_path: Path, nccl_ms: float, fires: bool) 
 def test_overlapped_nccl_and_npu_rows_are_no_finding(tmp_path: Path) -> None:
     _comm(Trace().step(1, 0, 100000), 1000).write(tmp_path)  # under the compute kernel
     assert found(tmp_path, cuda.exposed_comm) == []
-    npu = TraceData(Path("/r/rank0_ascend_pt"), "npu", 0, "x", 1, device=[DeviceRow(
-        step=1, compute_ms=10, comm_ms=50, overlap_ms=0, idle_ms=40, comm_exposed_ms=50)])
+    npu = TraceData(
+        Path("/r/rank0_ascend_pt"),
+        "npu",
+        0,
+        "x",
+        1,
+        device=[
+            DeviceRow(
+                step=1, compute_ms=10, comm_ms=50, overlap_ms=0, idle_ms=40, comm_exposed_ms=50
+            )
+        ],
+    )
     result = Captures(root=Path("/r"), traces=[npu])
-    assert [rule(*answered(result)) for rule in cuda.RULES] == [[], [], []]  # torch_npu's: the npu rules'
+    assert [rule(*answered(result)) for rule in cuda.RULES] == [
+        [],
+        [],
+        [],
+    ]  # torch_npu's: the npu rules'
 
 
 # -- every rule: views, the corpus, anything at all ------------------------------------------
 
-def test_cuda_findings_in_analyse_text_and_json(tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_cuda_findings_in_analyse_text_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _tiny(Trace().step(1, 0, 10000), 300).write(tmp_path)
     assert main(["analyse", str(tmp_path), "--json"]) == 0
     rules = [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]]
@@ -327,14 +394,19 @@ CORPUS: dict[str, dict[str, tuple[float, str]]] = {
     # exposed communication 10.2, 10.5 and 18.9 ms of 220 ms steps: over 5% on average only
     # because of its last step, so no finding (a rule holds in nearly every step)
     "kineto_nccl_rank0_of_2": {"cuda.idle_time": (167.7, "host wait")},
-    "kineto_nccl_rank0_of_16": {"cuda.idle_time": (169.6, "other"),
-                                "cuda.exposed_comm": (32.1, "")},
-    "kineto_nccl_v100_rank1_of_2": {"cuda.idle_time": (146.5, "host wait"),
-                                    "cuda.exposed_comm": (71.5, "")},
-    "kineto_nccl_2rank_sampled": {"cuda.idle_time": (337.6, "host wait"),
-                                  "cuda.exposed_comm": (168.5, "")},
-    "kineto_trace_diff": {"cuda.idle_time": (12.7, "host wait"),
-                          "cuda.exposed_comm": (14.7, "")},
+    "kineto_nccl_rank0_of_16": {
+        "cuda.idle_time": (169.6, "other"),
+        "cuda.exposed_comm": (32.1, ""),
+    },
+    "kineto_nccl_v100_rank1_of_2": {
+        "cuda.idle_time": (146.5, "host wait"),
+        "cuda.exposed_comm": (71.5, ""),
+    },
+    "kineto_nccl_2rank_sampled": {
+        "cuda.idle_time": (337.6, "host wait"),
+        "cuda.exposed_comm": (168.5, ""),
+    },
+    "kineto_trace_diff": {"cuda.idle_time": (12.7, "host wait"), "cuda.exposed_comm": (14.7, "")},
     "kineto_tb_resnet50_2021": {"cuda.idle_time": (43.9, "host wait")},
     "kineto_cuda_v100_ns_resolution": {},
 }
@@ -353,7 +425,8 @@ def test_on_the_real_corpus(name: str, tmp_path: Path) -> None:
     result = analyse(tmp_path / name, cache=False)
     got = {f.rule: f for rule in cuda.RULES for f in rule(*answered(result))}
     assert {k: round(f.impact_ms or 0, 1) for k, f in got.items()} == {
-        k: ms for k, (ms, _) in CORPUS[name].items()}
+        k: ms for k, (ms, _) in CORPUS[name].items()
+    }
     for rule, (_, kind) in CORPUS[name].items():
         assert f"mostly {kind} (" in got[rule].title or not kind
 
@@ -372,30 +445,73 @@ def test_npu_and_cpu_captures_find_nothing_here(tmp_path: Path) -> None:
 
 
 _ms = st.floats(0, 1e4, allow_nan=False)
-_row = st.builds(DeviceRow, step=st.one_of(st.none(), st.integers(0, 3)),
-                 stage=st.sampled_from([None, "actor_update"]), compute_ms=_ms, comm_ms=_ms,
-                 overlap_ms=_ms, idle_ms=_ms, span_ms=st.one_of(st.none(), _ms), busy_ms=_ms)
-_idle = st.builds(StreamIdle, step=st.one_of(st.none(), st.integers(0, 3)),
-                  device=st.just("0"), stream=st.sampled_from(["7", "13"]),
-                  ops=st.integers(0, 9), busy_ms=_ms, host_wait_ms=_ms, kernel_wait_ms=_ms,
-                  other_ms=_ms)
-_stats = st.builds(LaunchStats, step=st.one_of(st.none(), st.integers(0, 3)),
-                   launches=st.integers(0, 9), cpu_ms=_ms, gpu_ms=_ms, short=st.integers(0, 9),
-                   starved=st.integers(0, 9), starved_cpu_ms=_ms, starved_gpu_ms=_ms)
+_row = st.builds(
+    DeviceRow,
+    step=st.one_of(st.none(), st.integers(0, 3)),
+    stage=st.sampled_from([None, "actor_update"]),
+    compute_ms=_ms,
+    comm_ms=_ms,
+    overlap_ms=_ms,
+    idle_ms=_ms,
+    span_ms=st.one_of(st.none(), _ms),
+    busy_ms=_ms,
+)
+_idle = st.builds(
+    StreamIdle,
+    step=st.one_of(st.none(), st.integers(0, 3)),
+    device=st.just("0"),
+    stream=st.sampled_from(["7", "13"]),
+    ops=st.integers(0, 9),
+    busy_ms=_ms,
+    host_wait_ms=_ms,
+    kernel_wait_ms=_ms,
+    other_ms=_ms,
+)
+_stats = st.builds(
+    LaunchStats,
+    step=st.one_of(st.none(), st.integers(0, 3)),
+    launches=st.integers(0, 9),
+    cpu_ms=_ms,
+    gpu_ms=_ms,
+    short=st.integers(0, 9),
+    starved=st.integers(0, 9),
+    starved_cpu_ms=_ms,
+    starved_gpu_ms=_ms,
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.lists(_row, max_size=6), st.lists(_idle, max_size=6),
-                          st.lists(_stats, max_size=4), st.sampled_from([0, 1, None])),
-                max_size=3))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_row, max_size=6),
+            st.lists(_idle, max_size=6),
+            st.lists(_stats, max_size=4),
+            st.sampled_from([0, 1, None]),
+        ),
+        max_size=3,
+    )
+)
 def test_any_rows_never_crash_a_rule(traces: list) -> None:
     """Whatever rows the readers hand over (zero-length windows, rows without a window, more
     overlap than communication, steps that have no idle rows): every rule answers, with
     finite numbers and shares."""
-    result = Captures(root=Path("/r"), traces=[
-        TraceData(Path(f"/r/{k}.json"), "torch", rank, "x", 1, device=rows, stream_idle=idle,
-                  launch_stats=stats)
-        for k, (rows, idle, stats, rank) in enumerate(traces)])
+    result = Captures(
+        root=Path("/r"),
+        traces=[
+            TraceData(
+                Path(f"/r/{k}.json"),
+                "torch",
+                rank,
+                "x",
+                1,
+                device=rows,
+                stream_idle=idle,
+                launch_stats=stats,
+            )
+            for k, (rows, idle, stats, rank) in enumerate(traces)
+        ],
+    )
     for rule in cuda.RULES:
         for f in rule(*answered(result)):
             assert f.impact_ms is not None and 0 < f.impact_ms < float("inf")

@@ -41,19 +41,37 @@ from mindspeed_prof.analysis.readers.npu.folder import read_npu
 ROOT = Path("/captures")
 
 
-def capture(rank: int | None = 0, *, step_ms: float | None = 100.0, steps: int = 1,
-            device: list[DeviceRow] | None = None, host: dict[str, Tally] | None = None,
-            runtime: dict[str, Tally] | None = None, **facts: Any) -> TraceData:
+def capture(
+    rank: int | None = 0,
+    *,
+    step_ms: float | None = 100.0,
+    steps: int = 1,
+    device: list[DeviceRow] | None = None,
+    host: dict[str, Tally] | None = None,
+    runtime: dict[str, Tally] | None = None,
+    **facts: Any,
+) -> TraceData:
     """A torch_npu capture holding ``facts`` (``NpuFacts`` fields), ``host`` operators and
     ``steps`` host steps of ``step_ms`` each."""
-    facts.setdefault("sources", {k: f"{k}.src" for k in (
-        "env", "tasks", "ops", "hccl", "api", "order", "host")})
-    t = TraceData(ROOT / f"rank{rank}_ascend_pt", "npu", rank, "g", 0,
-                  npu=NpuFacts(**facts), device=device or [], ops=host or {},
-                  runtime=runtime or {})
+    facts.setdefault(
+        "sources", {k: f"{k}.src" for k in ("env", "tasks", "ops", "hccl", "api", "order", "host")}
+    )
+    t = TraceData(
+        ROOT / f"rank{rank}_ascend_pt",
+        "npu",
+        rank,
+        "g",
+        0,
+        npu=NpuFacts(**facts),
+        device=device or [],
+        ops=host or {},
+        runtime=runtime or {},
+    )
     if step_ms is not None:
-        t.ranges = [Range(rank, "step", f"ProfilerStep#{s}", s, s * 1e6, step_ms * 1000)
-                    for s in range(1, steps + 1)]
+        t.ranges = [
+            Range(rank, "step", f"ProfilerStep#{s}", s, s * 1e6, step_ms * 1000)
+            for s in range(1, steps + 1)
+        ]
     return t
 
 
@@ -72,37 +90,56 @@ def rules(result: Captures, rule: Rule) -> list[Finding]:
 # ------------------------------------------------------------------------------ environment
 
 
-@pytest.mark.parametrize(("name", "value", "flagged"), [
-    ("ACLNN_CACHE_LIMIT", "", True), ("ACLNN_CACHE_LIMIT", "9999", True),
-    ("ACLNN_CACHE_LIMIT", "10000", False), ("ACLNN_CACHE_LIMIT", "many", True),
-    ("HOST_CACHE_CAPACITY", "", True), ("HOST_CACHE_CAPACITY", "0", True),
-    ("HOST_CACHE_CAPACITY", "1", False),
-    ("ASCEND_GLOBAL_LOG_LEVEL", "", False), ("ASCEND_GLOBAL_LOG_LEVEL", "3", False),
-    ("ASCEND_GLOBAL_LOG_LEVEL", "1", True),
-    ("PYTORCH_NPU_ALLOC_CONF", "", True),
-    ("PYTORCH_NPU_ALLOC_CONF", "max_split_size_mb:128", True),
-    ("PYTORCH_NPU_ALLOC_CONF", "max_split_size_mb:128,expandable_segments:True", False),
-    ("ASCEND_LAUNCH_BLOCKING", "", False), ("ASCEND_LAUNCH_BLOCKING", "0", False),
-    ("ASCEND_LAUNCH_BLOCKING", "1", True),
-    ("HCCL_RDMA_TC", "", False), ("HCCL_RDMA_TC", "132", True),
-    ("HCCL_ALGO", "", False), ("HCCL_ALGO", "level0:ring", True),
-    ("ASCEND_ENHANCE_ENABLE", "1", False),  # recorded, but no rule of the advisor's
-])
+@pytest.mark.parametrize(
+    ("name", "value", "flagged"),
+    [
+        ("ACLNN_CACHE_LIMIT", "", True),
+        ("ACLNN_CACHE_LIMIT", "9999", True),
+        ("ACLNN_CACHE_LIMIT", "10000", False),
+        ("ACLNN_CACHE_LIMIT", "many", True),
+        ("HOST_CACHE_CAPACITY", "", True),
+        ("HOST_CACHE_CAPACITY", "0", True),
+        ("HOST_CACHE_CAPACITY", "1", False),
+        ("ASCEND_GLOBAL_LOG_LEVEL", "", False),
+        ("ASCEND_GLOBAL_LOG_LEVEL", "3", False),
+        ("ASCEND_GLOBAL_LOG_LEVEL", "1", True),
+        ("PYTORCH_NPU_ALLOC_CONF", "", True),
+        ("PYTORCH_NPU_ALLOC_CONF", "max_split_size_mb:128", True),
+        ("PYTORCH_NPU_ALLOC_CONF", "max_split_size_mb:128,expandable_segments:True", False),
+        ("ASCEND_LAUNCH_BLOCKING", "", False),
+        ("ASCEND_LAUNCH_BLOCKING", "0", False),
+        ("ASCEND_LAUNCH_BLOCKING", "1", True),
+        ("HCCL_RDMA_TC", "", False),
+        ("HCCL_RDMA_TC", "132", True),
+        ("HCCL_ALGO", "", False),
+        ("HCCL_ALGO", "level0:ring", True),
+        ("ASCEND_ENHANCE_ENABLE", "1", False),  # recorded, but no rule of the advisor's
+    ],
+)
 def test_env_vars_at_their_edges(name: str, value: str, flagged: bool) -> None:
     found = rules(run(capture(env={name: value})), env_rules.env_vars)
     assert bool(found) == flagged
     if flagged:
         (f,) = found
         assert name in f.title and name in f.detail and f.ranks == [0]
-        assert f.severity == ("high" if name == "ASCEND_LAUNCH_BLOCKING" else
-                              "medium" if name == "ASCEND_GLOBAL_LOG_LEVEL" else "low")
+        assert f.severity == (
+            "high"
+            if name == "ASCEND_LAUNCH_BLOCKING"
+            else "medium"
+            if name == "ASCEND_GLOBAL_LOG_LEVEL"
+            else "low"
+        )
 
 
 def test_env_vars_group_ranks_that_read_the_same() -> None:
     same = {"ACLNN_CACHE_LIMIT": "", "HOST_CACHE_CAPACITY": "20"}
     other = {"ACLNN_CACHE_LIMIT": "", "HOST_CACHE_CAPACITY": "0"}
-    found = rules(run(capture(0, env=same), capture(1, env=same), capture(2, env=other),
-                      capture(3, env=None)), env_rules.env_vars)
+    found = rules(
+        run(
+            capture(0, env=same), capture(1, env=same), capture(2, env=other), capture(3, env=None)
+        ),
+        env_rules.env_vars,
+    )
     assert sorted(f.ranks for f in found) == [[0, 1], [2]]
     assert "1 environment variable" in next(f.title for f in found if f.ranks == [0, 1])
 
@@ -112,26 +149,38 @@ def test_env_vars_group_ranks_that_read_the_same() -> None:
 
 def tasks(**sizes: list[float]) -> list[HcclTasks]:
     """``op=[size, count, us, size, count, us, ...]``."""
-    return [HcclTasks(op=op, sizes={int(v[i]): [v[i + 1], v[i + 2]]
-                                    for i in range(0, len(v), 3)}) for op, v in sizes.items()]
+    return [
+        HcclTasks(op=op, sizes={int(v[i]): [v[i + 1], v[i + 2]] for i in range(0, len(v), 3)})
+        for op, v in sizes.items()
+    ]
 
 
 def test_alignment_judges_copies_over_512_bytes_only() -> None:
-    t = capture(tasks=tasks(a=[512, 4, 10.0, 1024, 2, 30.0], b=[513, 1, 5.0, 2048, 1, 15.0],
-                            c=[511, 3, 9.0]))
+    t = capture(
+        tasks=tasks(
+            a=[512, 4, 10.0, 1024, 2, 30.0], b=[513, 1, 5.0, 2048, 1, 15.0], c=[511, 3, 9.0]
+        )
+    )
     al = layout_rules.alignment(t)
     assert al is not None and al.judged_us == 50.0  # 512 and 511 are not judged
     (b,) = al.ops
     assert (b.op, b.bytes, b.copies, b.unaligned, b.unaligned_us, b.sizes) == (
-        "b", 513 + 2048, 2, 1, 5.0, [513])
+        "b",
+        513 + 2048,
+        2,
+        1,
+        5.0,
+        [513],
+    )
     assert b.gbps == pytest.approx((513 + 2048) / 1e9 / 20e-6)
     (f,) = rules(run(t), layout_rules.byte_alignment)
     assert "1 communication op " in f.title and "5.0 us of 50.0 us" in f.title
     assert f.severity == "low" and f.impact_ms == pytest.approx(0.005)
 
 
-@pytest.mark.parametrize(("bad_us", "severity"), [(19.9, "low"), (20.0, "medium"),
-                                                  (69.9, "medium"), (70.0, "high")])
+@pytest.mark.parametrize(
+    ("bad_us", "severity"), [(19.9, "low"), (20.0, "medium"), (69.9, "medium"), (70.0, "high")]
+)
 def test_alignment_severity_is_the_advisors_share(bad_us: float, severity: str) -> None:
     t = capture(tasks=tasks(a=[1000, 1, bad_us, 1024, 1, 100.0 - bad_us]))
     (f,) = rules(run(t), layout_rules.byte_alignment)
@@ -159,13 +208,27 @@ def test_task_groups_place_copies_in_the_operator_that_holds_them() -> None:
 # ------------------------------------------------------------------------------ operators
 
 
-def op(name: str = "op", core: str = "AI_VECTOR_CORE", count: int = 1, us: float = 100.0,
-       most: float | None = None, kind: str | None = None, **ratios: float) -> NpuOp:
+def op(
+    name: str = "op",
+    core: str = "AI_VECTOR_CORE",
+    count: int = 1,
+    us: float = 100.0,
+    most: float | None = None,
+    kind: str | None = None,
+    **ratios: float,
+) -> NpuOp:
     """An operator with mean ``ratios`` (stored as sums over its ``count`` runs)."""
-    return NpuOp(name=name, type=kind or name, core=core, input_shapes="8,8",
-                 output_shapes="8,8", count=count, total_us=us,
-                 max_us=us / count if most is None else most,
-                 ratios={k: v * count for k, v in ratios.items()})
+    return NpuOp(
+        name=name,
+        type=kind or name,
+        core=core,
+        input_shapes="8,8",
+        output_shapes="8,8",
+        count=count,
+        total_us=us,
+        max_us=us / count if most is None else most,
+        ratios={k: v * count for k, v in ratios.items()},
+    )
 
 
 def test_dynamic_shape_needs_states_and_no_static_one() -> None:
@@ -180,13 +243,21 @@ def test_dynamic_shape_needs_states_and_no_static_one() -> None:
     assert not rules(run(capture(ops=[unknown])), layout_rules.dynamic_shapes)
 
 
-@pytest.mark.parametrize(("vec", "mte2", "mte3", "bound"), [
-    (0.6, 0.2, 0.1, "vec_mte2_mte3"),  # the sum reaches 0.9 (as floats add: 0.6+0.2+0.1)
-    (0.6, 0.2, 0.0999, None), (0.1, 0.7, 0.0, "mte2"), (0.1, 0.0, 0.7, "mte3"),
-    (0.7, 0.1, 0.0, "vec"), (0.69, 0.1, 0.1, None), (0.3, 0.3, 0.3, None),  # 0.8999...
-])
-def test_vector_bound_and_room_at_the_edges(vec: float, mte2: float, mte3: float,
-                                            bound: str | None) -> None:
+@pytest.mark.parametrize(
+    ("vec", "mte2", "mte3", "bound"),
+    [
+        (0.6, 0.2, 0.1, "vec_mte2_mte3"),  # the sum reaches 0.9 (as floats add: 0.6+0.2+0.1)
+        (0.6, 0.2, 0.0999, None),
+        (0.1, 0.7, 0.0, "mte2"),
+        (0.1, 0.0, 0.7, "mte3"),
+        (0.7, 0.1, 0.0, "vec"),
+        (0.69, 0.1, 0.1, None),
+        (0.3, 0.3, 0.3, None),  # 0.8999...
+    ],
+)
+def test_vector_bound_and_room_at_the_edges(
+    vec: float, mte2: float, mte3: float, bound: str | None
+) -> None:
     t = capture(ops=[op("v", aiv_vec_ratio=vec, aiv_mte2_ratio=mte2, aiv_mte3_ratio=mte3)])
     rooms, bounds = ops_rules.vector_ops(t)
     if bound:
@@ -211,11 +282,21 @@ def test_vector_ops_look_at_types_with_a_percent_of_the_time() -> None:
 
 
 def test_vector_ops_keep_the_top_five_and_merge_names_and_shapes() -> None:
-    ops = [op(f"v{i}", aiv_vec_ratio=i / 100, aiv_mte2_ratio=i / 100, aiv_mte3_ratio=i / 100)
-           for i in range(7)]
+    ops = [
+        op(f"v{i}", aiv_vec_ratio=i / 100, aiv_mte2_ratio=i / 100, aiv_mte3_ratio=i / 100)
+        for i in range(7)
+    ]
     # v0 runs once more on a mixed core: one operator by name and shapes, its means over both
-    ops.append(op("v0", core="MIX_AIV", count=2, aiv_vec_ratio=0.15, aiv_mte2_ratio=0.15,
-                  aiv_mte3_ratio=0.15))
+    ops.append(
+        op(
+            "v0",
+            core="MIX_AIV",
+            count=2,
+            aiv_vec_ratio=0.15,
+            aiv_mte2_ratio=0.15,
+            aiv_mte3_ratio=0.15,
+        )
+    )
     rooms, _ = ops_rules.vector_ops(capture(ops=ops))
     assert [v.name for v in rooms] == ["v1", "v2", "v3", "v4", "v5"]
     every, _ = ops_rules.vector_ops(capture(ops=ops), top=None)
@@ -234,8 +315,12 @@ def test_no_bound_reads_each_core_s_own_units() -> None:
     idle = op("idle", us=50.0, aiv_vec_ratio=0.0)
     nb = ops_rules.no_bound(capture(ops=[cube, busy, vector, idle]))
     assert nb is not None and [o.name for o in nb.ops] == ["mm"] and nb.runs == 1
-    assert ops_rules.unit_ratios(vector) == {"aiv_vec_ratio": 0.0, "aiv_scalar_ratio": 0.0,
-                                       "aiv_mte2_ratio": 0.9, "aiv_mte3_ratio": 0.0}
+    assert ops_rules.unit_ratios(vector) == {
+        "aiv_vec_ratio": 0.0,
+        "aiv_scalar_ratio": 0.0,
+        "aiv_mte2_ratio": 0.9,
+        "aiv_mte3_ratio": 0.0,
+    }
 
 
 def test_no_bound_needs_a_run_over_20_us() -> None:
@@ -247,9 +332,11 @@ def test_no_bound_needs_a_run_over_20_us() -> None:
 
 
 def test_aicpu_operators_over_20_us() -> None:
-    ops = [op("cast_a", core="AI_CPU", us=20.0), op("cast_b", core="AI_CPU", us=40.0, count=2,
-                                                    most=30.0),
-           op("mm", core="AI_CORE", us=500.0)]
+    ops = [
+        op("cast_a", core="AI_CPU", us=20.0),
+        op("cast_b", core="AI_CPU", us=40.0, count=2, most=30.0),
+        op("mm", core="AI_CORE", us=500.0),
+    ]
     assert [o.name for o in ops_rules.aicpu(capture(ops=ops))] == ["cast_b"]
     (f,) = rules(run(capture(ops=ops, steps=2)), ops_rules.aicpu_ops)
     assert "cast_b 30.0 us" in f.title and f.impact_ms == pytest.approx(0.03)  # 60 us / 2
@@ -258,10 +345,14 @@ def test_aicpu_operators_over_20_us() -> None:
 
 
 def test_affinity_apis_of_optimizer_steps() -> None:
-    host = {"Optimizer.step#SGD.step": Tally(2, 1500.0), "Optimizer.step#Mine.step": Tally(1, 5),
-            "Optimizer.zero_grad#SGD.zero_grad": Tally(1, 5.0)}
+    host = {
+        "Optimizer.step#SGD.step": Tally(2, 1500.0),
+        "Optimizer.step#Mine.step": Tally(1, 5),
+        "Optimizer.zero_grad#SGD.zero_grad": Tally(1, 5.0),
+    }
     assert ops_rules.affinity(capture(host=host)) == {
-        "Optimizer.step#SGD.step": ("torch_npu.optim.NpuFusedSGD", 2, 1500.0)}
+        "Optimizer.step#SGD.step": ("torch_npu.optim.NpuFusedSGD", 2, 1500.0)
+    }
     (f,) = rules(run(capture(0, host=host), capture(1, host=host)), ops_rules.affinity_apis)
     assert "torch_npu.optim.NpuFusedSGD" in f.title and "4 calls" in f.title
     assert f.ranks == [0, 1]
@@ -271,8 +362,14 @@ def test_affinity_apis_of_optimizer_steps() -> None:
 
 
 def row(compute: float, exposed: float, free: float, step: int = 1) -> DeviceRow:
-    return DeviceRow(step=step, compute_ms=compute, comm_ms=exposed, overlap_ms=0.0,
-                     idle_ms=free, comm_exposed_ms=exposed)
+    return DeviceRow(
+        step=step,
+        compute_ms=compute,
+        comm_ms=exposed,
+        overlap_ms=0.0,
+        idle_ms=free,
+        comm_exposed_ms=exposed,
+    )
 
 
 @pytest.mark.parametrize(("gap", "found"), [(5.12, False), (5.13, True)])
@@ -302,10 +399,20 @@ def test_slow_rank_names_the_worst_step_and_part() -> None:
 
 
 def link(rank: int, **gbps: float) -> TraceData:
-    return capture(rank, hccl=[HcclOp(name="hcom_a", kind="collective", step=1,
-                                      sdma_mb=gbps.get("sdma", 0) * 10,
-                                      sdma_ms=10.0 if "sdma" in gbps else 0.0,
-                                      rdma_mb=None, rdma_ms=None)])
+    return capture(
+        rank,
+        hccl=[
+            HcclOp(
+                name="hcom_a",
+                kind="collective",
+                step=1,
+                sdma_mb=gbps.get("sdma", 0) * 10,
+                sdma_ms=10.0 if "sdma" in gbps else 0.0,
+                rdma_mb=None,
+                rdma_ms=None,
+            )
+        ],
+    )
 
 
 @pytest.mark.parametrize(("slow", "found"), [(19.1, False), (19.0, True)])
@@ -335,8 +442,10 @@ def test_slow_link_edge_exactly() -> None:
 
 
 def comm(*mb: float, link: str = "sdma") -> list[HcclOp]:
-    return [HcclOp(name=f"hcom_{i}", kind="collective", step=1,
-                   **{f"{link}_mb": v, f"{link}_ms": 0.5}) for i, v in enumerate(mb)]
+    return [
+        HcclOp(name=f"hcom_{i}", kind="collective", step=1, **{f"{link}_mb": v, f"{link}_ms": 0.5})
+        for i, v in enumerate(mb)
+    ]
 
 
 def test_packets_under_16_mb_sdma_over_a_fifth() -> None:
@@ -358,16 +467,22 @@ def test_packets_under_1_mb_rdma() -> None:
 
 
 def waits(us: float, calls: int = 4) -> dict[str, Tally]:
-    return {"aclrtSynchronizeStreamWithTimeout": Tally(calls, us),
-            "AscendCL@aclrtSynchronizeStream": Tally(1, 0.0), "launch": Tally(10, 99.0),
-            "Runtime@StreamSynchronize": Tally(9, 1e9)}  # nested in the ACL call: not counted
+    return {
+        "aclrtSynchronizeStreamWithTimeout": Tally(calls, us),
+        "AscendCL@aclrtSynchronizeStream": Tally(1, 0.0),
+        "launch": Tally(10, 99.0),
+        "Runtime@StreamSynchronize": Tally(9, 1e9),
+    }  # nested in the ACL call: not counted
 
 
 @pytest.mark.parametrize(("wait_ms", "found"), [(9.99, False), (10.0, True)])
 def test_host_wait_from_a_tenth_of_the_step(wait_ms: float, found: bool) -> None:
-    t = capture(runtime=waits(wait_ms * 1000), step_ms=100.0,
-                api_max_us={"aclrtSynchronizeStreamWithTimeout": 8000.0},
-                host={"aten::_local_scalar_dense": Tally(3, 9000.0)})
+    t = capture(
+        runtime=waits(wait_ms * 1000),
+        step_ms=100.0,
+        api_max_us={"aclrtSynchronizeStreamWithTimeout": 8000.0},
+        host={"aten::_local_scalar_dense": Tally(3, 9000.0)},
+    )
     w = host_rules.host_waits(t)
     assert w is not None and w.us == pytest.approx(wait_ms * 1000) and w.steps == 1
     out = rules(run(t), host_rules.host_wait)
@@ -379,20 +494,24 @@ def test_host_wait_from_a_tenth_of_the_step(wait_ms: float, found: bool) -> None
 
 def test_host_wait_needs_a_millisecond_and_is_high_from_half_the_step() -> None:
     assert not rules(run(capture(runtime=waits(990.0), step_ms=2.0)), host_rules.host_wait)
-    (f,) = rules(run(capture(runtime=waits(100_000.0), step_ms=150.0, steps=2)),
-                 host_rules.host_wait)
+    (f,) = rules(
+        run(capture(runtime=waits(100_000.0), step_ms=150.0, steps=2)), host_rules.host_wait
+    )
     assert "50.0 ms per step" in f.title and f.severity == "medium"  # 100 ms over 2 steps
-    (f,) = rules(run(capture(runtime=waits(150_000.0), step_ms=150.0, steps=2)),
-                 host_rules.host_wait)
+    (f,) = rules(
+        run(capture(runtime=waits(150_000.0), step_ms=150.0, steps=2)), host_rules.host_wait
+    )
     assert f.severity == "high"
     assert not rules(run(capture(runtime=waits(1e6), step_ms=None)), host_rules.host_wait)
 
 
-@pytest.mark.parametrize(("us", "found", "severity"), [
-    (990.0, False, None), (1000.0, True, "low"), (4999.0, True, "low"),
-    (5000.0, True, "medium")])
-def test_runtime_compile_from_a_millisecond_per_step(us: float, found: bool,
-                                                     severity: str | None) -> None:
+@pytest.mark.parametrize(
+    ("us", "found", "severity"),
+    [(990.0, False, None), (1000.0, True, "low"), (4999.0, True, "low"), (5000.0, True, "medium")],
+)
+def test_runtime_compile_from_a_millisecond_per_step(
+    us: float, found: bool, severity: str | None
+) -> None:
     runtime = {"AscendCL@aclopCompileAndExecute": Tally(19, us), "opCompile": Tally(19, 300.0)}
     out = rules(run(capture(runtime=runtime, step_ms=100.0)), host_rules.runtime_compile)
     assert bool(out) == found
@@ -440,37 +559,84 @@ _num = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinit
 _facts = st.builds(
     NpuFacts,
     env=st.none() | st.dictionaries(st.sampled_from(sorted(env_rules.ENV_RULES)) | _text, _text),
-    hccl=st.lists(st.builds(HcclOp, name=_text, kind=st.sampled_from(["collective", "p2p"]),
-                            step=st.none() | st.integers(-2, 3), elapse_ms=st.none() | _num,
-                            sdma_mb=st.none() | _num, sdma_ms=st.none() | _num,
-                            rdma_mb=st.none() | _num, rdma_ms=st.none() | _num), max_size=4),
-    tasks=st.none() | st.lists(st.builds(HcclTasks, op=_text, sizes=st.dictionaries(
-        st.integers(-10, 5000), st.tuples(st.integers(-1, 5), _num).map(list), max_size=4)),
-        max_size=3),
-    ops=st.lists(st.builds(NpuOp, name=_text, type=_text, core=st.sampled_from(
-        ["AI_CORE", "AI_VECTOR_CORE", "MIX_AIV", "AI_CPU", "HCCL", ""]),
-        count=st.integers(0, 4), total_us=_num, max_us=_num, static=st.integers(0, 2),
-        stated=st.integers(0, 4), ratios=st.dictionaries(st.sampled_from(
-            ["aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aic_mac_ratio", "x"]),
-            _num, max_size=4)), max_size=5),
+    hccl=st.lists(
+        st.builds(
+            HcclOp,
+            name=_text,
+            kind=st.sampled_from(["collective", "p2p"]),
+            step=st.none() | st.integers(-2, 3),
+            elapse_ms=st.none() | _num,
+            sdma_mb=st.none() | _num,
+            sdma_ms=st.none() | _num,
+            rdma_mb=st.none() | _num,
+            rdma_ms=st.none() | _num,
+        ),
+        max_size=4,
+    ),
+    tasks=st.none()
+    | st.lists(
+        st.builds(
+            HcclTasks,
+            op=_text,
+            sizes=st.dictionaries(
+                st.integers(-10, 5000), st.tuples(st.integers(-1, 5), _num).map(list), max_size=4
+            ),
+        ),
+        max_size=3,
+    ),
+    ops=st.lists(
+        st.builds(
+            NpuOp,
+            name=_text,
+            type=_text,
+            core=st.sampled_from(["AI_CORE", "AI_VECTOR_CORE", "MIX_AIV", "AI_CPU", "HCCL", ""]),
+            count=st.integers(0, 4),
+            total_us=_num,
+            max_us=_num,
+            static=st.integers(0, 2),
+            stated=st.integers(0, 4),
+            ratios=st.dictionaries(
+                st.sampled_from(
+                    ["aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aic_mac_ratio", "x"]
+                ),
+                _num,
+                max_size=4,
+            ),
+        ),
+        max_size=5,
+    ),
     api_max_us=st.dictionaries(_text, _num, max_size=3),
-    launch_sync=st.none() | st.lists(st.integers(0, 9), max_size=4))
+    launch_sync=st.none() | st.lists(st.integers(0, 9), max_size=4),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(facts=st.lists(_facts, min_size=1, max_size=3),
-       device=st.lists(st.tuples(_num, _num, _num), max_size=3),
-       runtime=st.dictionaries(st.sampled_from(["aclrtSynchronizeStream", "aclopCompileAndExecute",
-                                                "opCompile", "launch"]),
-                               st.tuples(st.integers(-1, 5), _num), max_size=3))
+@given(
+    facts=st.lists(_facts, min_size=1, max_size=3),
+    device=st.lists(st.tuples(_num, _num, _num), max_size=3),
+    runtime=st.dictionaries(
+        st.sampled_from(
+            ["aclrtSynchronizeStream", "aclopCompileAndExecute", "opCompile", "launch"]
+        ),
+        st.tuples(st.integers(-1, 5), _num),
+        max_size=3,
+    ),
+)
 def test_hostile_facts_give_findings_or_none_never_an_exception(
-        facts: list[NpuFacts], device: list[tuple[float, float, float]],
-        runtime: dict[str, tuple[int, float]]) -> None:
+    facts: list[NpuFacts],
+    device: list[tuple[float, float, float]],
+    runtime: dict[str, tuple[int, float]],
+) -> None:
     traces = []
     for rank, f in enumerate(facts):
-        t = capture(rank, device=[DeviceRow(step=1, compute_ms=a, comm_ms=b, overlap_ms=0.0,
-                                            idle_ms=c) for a, b, c in device],
-                    runtime={k: Tally(n, v) for k, (n, v) in runtime.items()})
+        t = capture(
+            rank,
+            device=[
+                DeviceRow(step=1, compute_ms=a, comm_ms=b, overlap_ms=0.0, idle_ms=c)
+                for a, b, c in device
+            ],
+            runtime={k: Tally(n, v) for k, (n, v) in runtime.items()},
+        )
         t.npu = f
         traces.append(t)
     result = run(*traces)
@@ -501,8 +667,7 @@ def test_text_and_db_of_one_run_keep_the_same_facts(real: dict[str, TraceData]) 
     assert text.sources["env"] == "profiler_metadata.json" and db.sources["env"] == "META_DATA"
     # the same copy sizes per operator (times differ: two runs of the program)
     sizes = [sorted(t.sizes) for t in sorted(text.tasks or [], key=lambda t: t.op)]
-    assert sizes and sizes == [sorted(t.sizes) for t in sorted(db.tasks or [],
-                                                                 key=lambda t: t.op)]
+    assert sizes and sizes == [sorted(t.sizes) for t in sorted(db.tasks or [], key=lambda t: t.op)]
     for facts in (text, db):
         assert sum(o.count for o in facts.ops) > 100
         assert facts.launch_sync is not None and facts.launch_sync[0] > 0

@@ -39,13 +39,22 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
     yield c
 
 
-def run(root: Path, clock: Clock, steps: int, plan: list[tuple[str, float]],
-        rank: int = 0) -> None:
+def run(root: Path, clock: Clock, steps: int, plan: list[tuple[str, float]], rank: int = 0) -> None:
     """``steps`` steps of ``plan`` (stage, ms; "" for time in no stage) on one rank."""
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_start": 1,
-        "profile_step_end": steps + 1, "profile_save_path": str(root)},
-        "extensions": {"backend": "none"}}, rank=rank)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": steps + 1,
+                "profile_save_path": str(root),
+            },
+            "extensions": {"backend": "none"},
+        },
+        rank=rank,
+    )
     for step in range(1, steps + 1):
         with prof.step(step):
             for name, ms in plan:
@@ -61,40 +70,51 @@ def plan_with(sync_ms: float) -> list[tuple[str, float]]:
     return [("weight_sync", sync_ms), ("actor_generate", 40.0), ("actor_update", 100.0 - sync_ms)]
 
 
-def test_a_transition_over_its_share_is_named_with_its_knobs(tmp_path: Path,
-                                                             clock: Clock) -> None:
+def test_a_transition_over_its_share_is_named_with_its_knobs(tmp_path: Path, clock: Clock) -> None:
     run(tmp_path, clock, 3, [*plan_with(30.0), ("offload", 2.0), ("", 8.0)])
     (f,) = rule(*answered(analyse(tmp_path)))
     # the step: 30 + 40 + 70 + 2 + 8 = 150 ms; only weight_sync is over 10% of it, and the
     # transitions together (offload too, as the verdict's phases line counts them) 32 ms
     assert f.rule == "rl.transitions" and f.ranks == [0]
-    assert f.title == "transitions take 32.0 ms per step (21% of the step) on rank 0: most " \
-                      "weight_sync (30.0 ms, 20%)"
+    assert (
+        f.title == "transitions take 32.0 ms per step (21% of the step) on rank 0: most "
+        "weight_sync (30.0 ms, 20%)"
+    )
     assert f.detail.splitlines()[0] == (
-        "rank 0: weight_sync 30.0 ms (20%) of 150.0 ms per step (steps 1-3)")
+        "rank 0: weight_sync 30.0 ms (20%) of 150.0 ms per step (steps 1-3)"
+    )
     assert f.impact_ms == pytest.approx(32.0) and f.severity == "high"
     assert KNOBS["weight_sync"] in f.suggestion and KNOBS["offload"] not in f.suggestion
 
 
 @pytest.mark.parametrize(("sync_ms", "named"), [(14.0, True), (13.9, False)])
-def test_the_share_edge_from_both_sides(tmp_path: Path, clock: Clock, sync_ms: float,
-                                        named: bool) -> None:
+def test_the_share_edge_from_both_sides(
+    tmp_path: Path, clock: Clock, sync_ms: float, named: bool
+) -> None:
     run(tmp_path, clock, 2, plan_with(sync_ms))
     step_ms = sync_ms + 40.0 + (100.0 - sync_ms)  # 140 ms
     assert (sync_ms / step_ms >= TRANSITION_SHARE) == named
     assert bool(rule(*answered(analyse(tmp_path)))) == named
 
 
-def test_no_transition_stage_no_finding_and_the_worst_rank_first(tmp_path: Path,
-                                                                  clock: Clock) -> None:
+def test_no_transition_stage_no_finding_and_the_worst_rank_first(
+    tmp_path: Path, clock: Clock
+) -> None:
     run(tmp_path / "a", clock, 2, [("actor_generate", 50.0), ("", 50.0)])
     assert rule(*answered(analyse(tmp_path / "a"))) == []
     run(tmp_path / "b", clock, 2, [("engine_sleep", 20.0), ("actor_update", 80.0)], rank=0)
-    run(tmp_path / "b", clock, 2, [("engine_sleep", 20.0), ("engine_wake", 30.0),
-                                   ("actor_update", 50.0)], rank=1)
+    run(
+        tmp_path / "b",
+        clock,
+        2,
+        [("engine_sleep", 20.0), ("engine_wake", 30.0), ("actor_update", 50.0)],
+        rank=1,
+    )
     (f,) = rule(*answered(analyse(tmp_path / "b")))
-    assert f.title.startswith("transitions take 50.0 ms per step (50% of the step) on rank 1 "
-                              "(of 2 ranks): most engine_wake (30.0 ms, 30%)")
+    assert f.title.startswith(
+        "transitions take 50.0 ms per step (50% of the step) on rank 1 "
+        "(of 2 ranks): most engine_wake (30.0 ms, 30%)"
+    )
     assert f.ranks == [0, 1]
     assert KNOBS["engine_sleep"] in f.suggestion and KNOBS["engine_wake"] in f.suggestion
 
@@ -111,10 +131,20 @@ def test_the_decorator_and_mstx_ranges_name_transitions_as_stages(tmp_path: Path
             with mstx.range("transfer"):
                 sum(range(20_000))
 
-    prof = Profiler.from_config({"integrated": {
-        "profile": True, "mstx": True, "profile_level": "level_none", "profile_step_start": 1,
-        "profile_step_end": 3, "profile_save_path": str(tmp_path)},
-        "extensions": {"backend": "none"}}, rank=0)
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_step_start": 1,
+                "profile_step_end": 3,
+                "profile_save_path": str(tmp_path),
+            },
+            "extensions": {"backend": "none"},
+        },
+        rank=0,
+    )
     w = Worker()
     for step in (1, 2):
         with prof.step(step):
@@ -123,8 +153,10 @@ def test_the_decorator_and_mstx_ranges_name_transitions_as_stages(tmp_path: Path
                 sum(range(20_000))
     prof.close()
     result = analyse(tmp_path)
-    assert {(r.stage, r.count) for r in tables(result).stage_rank} == {("weight_sync", 2),
-                                                                  ("offload", 2)}
+    assert {(r.stage, r.count) for r in tables(result).stage_rank} == {
+        ("weight_sync", 2),
+        ("offload", 2),
+    }
     assert {r.name for r in tables(result).range_table} == {"transfer"}
     for row in tables(result).phases:
         assert set(row.transitions) == {"weight_sync", "offload"}

@@ -15,10 +15,16 @@ from mindspeed_prof.analysis.report.tables import tables
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 8), st.integers(3, 30), st.integers(0, 2**32), st.floats(0.0, 0.05),
-       st.sampled_from(STAGES))
+@given(
+    st.integers(1, 8),
+    st.integers(3, 30),
+    st.integers(0, 2**32),
+    st.floats(0.0, 0.05),
+    st.sampled_from(STAGES),
+)
 def test_a_constant_stage_is_never_growing_whatever_the_others_do(
-        ranks: int, steps: int, seed: int, share: float, other: str) -> None:
+    ranks: int, steps: int, seed: int, share: float, other: str
+) -> None:
     """Every stage constant up to its noise, but ``other`` shrinking (so every other stage's
     share of the step grows): no growth finding, no stage grows."""
     rng = random.Random(seed)
@@ -33,10 +39,17 @@ def test_a_constant_stage_is_never_growing_whatever_the_others_do(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 8), st.integers(9, 30), st.integers(0, 2**32), st.floats(0.0, 0.02),
-       st.sampled_from(STAGES), st.floats(0.3, 1.0))
+@given(
+    st.integers(1, 8),
+    st.integers(9, 30),
+    st.integers(0, 2**32),
+    st.floats(0.0, 0.02),
+    st.sampled_from(STAGES),
+    st.floats(0.3, 1.0),
+)
 def test_a_steady_rise_is_named_with_its_slope(
-        ranks: int, steps: int, seed: int, share: float, stage: str, rise: float) -> None:
+    ranks: int, steps: int, seed: int, share: float, stage: str, rise: float
+) -> None:
     """A stage rising steadily on every rank by ``rise`` of its time (over the 20% a growth
     needs) plus 2 ms (over the floor) from the first step to the last, noise within
     +-``share`` (at most 2% of the stage: the rise is at least 5x it): named, its slope

@@ -33,17 +33,20 @@ def _noise(seed: int, share: float) -> Callable[[int, int, str], float]:
 @settings(max_examples=120, deadline=None)
 @given(st.integers(2, 8), st.integers(1, 12), st.integers(0, 2**32), st.floats(0.0, 0.05))
 def test_a_healthy_capture_names_nobody_and_gives_no_high_finding(
-        ranks: int, steps: int, seed: int, share: float) -> None:
+    ranks: int, steps: int, seed: int, share: float
+) -> None:
     rep = report(capture(ranks, steps, _noise(seed, share)))
     assert rep.verdict.behind is None
     assert [f.rule for f in rep.findings if f.severity == "high"] == []
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.integers(2, 8), st.integers(3, 12), st.integers(0, 2**32), st.floats(0.0, 0.05),
-       st.data())
+@given(
+    st.integers(2, 8), st.integers(3, 12), st.integers(0, 2**32), st.floats(0.0, 0.05), st.data()
+)
 def test_one_stall_is_a_one_off_never_a_straggler(
-        ranks: int, steps: int, seed: int, share: float, data: st.DataObject) -> None:
+    ranks: int, steps: int, seed: int, share: float, data: st.DataObject
+) -> None:
     jitter = _noise(seed, share)
     rank, step = data.draw(st.integers(0, ranks - 1)), data.draw(st.integers(1, steps))
     stage = data.draw(st.sampled_from(STAGES))
@@ -58,10 +61,12 @@ def test_one_stall_is_a_one_off_never_a_straggler(
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.integers(2, 8), st.integers(6, 12), st.integers(0, 2**32), st.floats(0.001, 0.05),
-       st.data())
+@given(
+    st.integers(2, 8), st.integers(6, 12), st.integers(0, 2**32), st.floats(0.001, 0.05), st.data()
+)
 def test_an_effect_five_times_the_noise_over_the_margin_is_named_first(
-        ranks: int, steps: int, seed: int, share: float, data: st.DataObject) -> None:
+    ranks: int, steps: int, seed: int, share: float, data: st.DataObject
+) -> None:
     """Noise within +-``share`` of each stage; the planted rank slower by five times that
     beyond the margin (20%) and the floor: named, the first cause, its lag within the noise."""
     jitter = _noise(seed, share)
@@ -106,10 +111,12 @@ def test_two_ranks_waiting_in_a_collective_are_the_victims_not_the_cause() -> No
         for step in range(1, 7):
             ts = 1e5 * step
             fwd, wait = 20.0 + 10.0 * rank + 0.01 * step, 1.0 + 10.0 * (1 - rank)
-            t.ranges += [Range(rank, "step", f"ProfilerStep#{step}", step, ts, 1e3 * 40),
-                         Range(rank, "stage", "actor_update", step, ts, 1e3 * 35),
-                         Range(rank, "range", "forward", step, ts, 1e3 * fwd),
-                         Range(rank, "range", "allreduce", step, ts + 1e3 * fwd, 1e3 * wait)]
+            t.ranges += [
+                Range(rank, "step", f"ProfilerStep#{step}", step, ts, 1e3 * 40),
+                Range(rank, "stage", "actor_update", step, ts, 1e3 * 35),
+                Range(rank, "range", "forward", step, ts, 1e3 * fwd),
+                Range(rank, "range", "allreduce", step, ts + 1e3 * fwd, 1e3 * wait),
+            ]
         traces.append(t)
     rep = report(Captures(root=Path("run"), traces=traces))
     v = rep.verdict

@@ -47,49 +47,79 @@ COMM = [
     ("hcom_allReduce__868_0_1", "hccl"),
     # DeepEP: deep_ep::{intranode,internode,internode_ll} (legacy/ too), dpsk::ep in DeepSeek's
     # published training trace
-    ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*)",
-     "deepep"),
-    ("void deep_ep::internode_ll::combine<true, 7168>(void*, void*, int*, void const*)",
-     "deepep"),
-    ("void deep_ep::legacy::intranode::cached_notify_combine(void**, int*, int, int, int)",
-     "deepep"),
+    (
+        "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*)",
+        "deepep",
+    ),
+    ("void deep_ep::internode_ll::combine<true, 7168>(void*, void*, int*, void const*)", "deepep"),
+    (
+        "void deep_ep::legacy::intranode::cached_notify_combine(void**, int*, int, int, int)",
+        "deepep",
+    ),
     ("void deep_ep::elastic::dispatch_impl<8, 128>(void*, float*, long*, float*)", "deepep"),
-    ("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*)",
-     "deepep"),
-    ("void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, long*, int, int const*)",
-     "deepep"),
+    (
+        "void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*, float*)",
+        "deepep",
+    ),
+    (
+        "void dpsk::ep::internode::notify_dispatch<false, 8>(int const*, long*, int, int const*)",
+        "deepep",
+    ),
     # pplx-kernels: dispatchKernel in an anonymous namespace, combineKernel global
-    ("void (anonymous namespace)::dispatchKernel<4u, true, true>(int*, unsigned long, "
-     "std::byte*)", "pplx"),
-    ("void combineKernel<4u, true, true, __nv_bfloat16, __nv_bfloat16>(__nv_bfloat16*)",
-     "pplx"),
+    (
+        "void (anonymous namespace)::dispatchKernel<4u, true, true>(int*, unsigned long, "
+        "std::byte*)",
+        "pplx",
+    ),
+    ("void combineKernel<4u, true, true, __nv_bfloat16, __nv_bfloat16>(__nv_bfloat16*)", "pplx"),
     # TensorRT-LLM's and FlashInfer's MoE all-to-all
-    ("void moeA2ADispatchKernel<8, true, false, false>(int const*, DispatchKernelPointers, int,"
-     " int)", "moe-all-to-all"),
-    ("void moeA2ACombineKernel<__nv_bfloat16, 8, false, false>(CombineKernelPointers, int)",
-     "moe-all-to-all"),
+    (
+        "void moeA2ADispatchKernel<8, true, false, false>(int const*, DispatchKernelPointers, int,"
+        " int)",
+        "moe-all-to-all",
+    ),
+    (
+        "void moeA2ACombineKernel<__nv_bfloat16, 8, false, false>(CombineKernelPointers, int)",
+        "moe-all-to-all",
+    ),
     # NVSHMEM's own kernels and torch's nvshmem extension
-    ("alltoall_on_stream_kernel(nvshmem_team_t, void*, void const*, unsigned long)",
-     "nvshmem"),
-    ("void nvshmemi_init_array_kernel<unsigned long>(unsigned long*, int, unsigned long)",
-     "nvshmem"),
-    ("c10d::nvshmem_extension::allToAllV(void*, void*, long*, unsigned long, int, int)",
-     "nvshmem"),
+    ("alltoall_on_stream_kernel(nvshmem_team_t, void*, void const*, unsigned long)", "nvshmem"),
+    (
+        "void nvshmemi_init_array_kernel<unsigned long>(unsigned long*, int, unsigned long)",
+        "nvshmem",
+    ),
+    ("c10d::nvshmem_extension::allToAllV(void*, void*, long*, unsigned long, int, int)", "nvshmem"),
     # torch symmetric memory (CUDASymmetricMemoryOps.cu, CUDASymmetricMemory.cu)
-    ("void (anonymous namespace)::multimem_all_reduce_kernel<float, 16>(float*, unsigned long, "
-     "unsigned int**, unsigned long, unsigned long)", "symmetric-memory"),
-    ("void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>"
-     "(c10::BFloat16**, c10::BFloat16*)", "symmetric-memory"),
-    ("void (anonymous namespace)::two_shot_all_reduce_kernel_inplace<float, 16, 4>(float**)",
-     "symmetric-memory"),
-    ("c10d::symmetric_memory::barrier_kernel(unsigned int**, int, int, int, unsigned long)",
-     "symmetric-memory"),
+    (
+        "void (anonymous namespace)::multimem_all_reduce_kernel<float, 16>(float*, unsigned long, "
+        "unsigned int**, unsigned long, unsigned long)",
+        "symmetric-memory",
+    ),
+    (
+        "void (anonymous namespace)::one_shot_all_reduce_kernel<c10::BFloat16, 16, 8>"
+        "(c10::BFloat16**, c10::BFloat16*)",
+        "symmetric-memory",
+    ),
+    (
+        "void (anonymous namespace)::two_shot_all_reduce_kernel_inplace<float, 16, 4>(float**)",
+        "symmetric-memory",
+    ),
+    (
+        "c10d::symmetric_memory::barrier_kernel(unsigned int**, int, int, int, unsigned long)",
+        "symmetric-memory",
+    ),
     # vLLM's and SGLang's custom all-reduce
-    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, "
-     "vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", "custom-all-reduce"),
+    (
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, "
+        "vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+        "custom-all-reduce",
+    ),
     # other kernels named for a collective (TensorRT-LLM's fused all-reduce)
-    ("void allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>"
-     "(AllReduceFusionParams<__nv_bfloat16>)", "collective-name"),
+    (
+        "void allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>"
+        "(AllReduceFusionParams<__nv_bfloat16>)",
+        "collective-name",
+    ),
 ]
 #: Compute kernels that name a collective library somewhere, or do an MoE's token bookkeeping.
 COMPUTE = [
@@ -168,8 +198,9 @@ def test_every_rule_is_named_once_and_documented() -> None:
 def test_the_documented_table_is_the_tables() -> None:
     """docs/classification.md lists every rule, in the order they are tried."""
     doc = (Path(__file__).resolve().parents[3] / "docs" / "classification.md").read_text()
-    rows = [line.split("|")[1].strip().strip("`") for line in doc.splitlines()
-            if line.startswith("| `")]
+    rows = [
+        line.split("|")[1].strip().strip("`") for line in doc.splitlines() if line.startswith("| `")
+    ]
     assert rows == [r.name for r in Classifier(cli="x", config="y").rules]
 
 
@@ -177,8 +208,14 @@ _names = st.sampled_from([n for n, _ in COMM] + COMPUTE + ["Memset (Device)", "g
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(_names, st.booleans(), st.integers(0, 500), st.integers(0, 50),
-                          st.integers(0, 2)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            _names, st.booleans(), st.integers(0, 500), st.integers(0, 50), st.integers(0, 2)
+        ),
+        max_size=40,
+    )
+)
 def test_what_each_rule_counted_adds_up_to_every_op(ops: list) -> None:
     """Every op is counted once, by the rule that decides it: runs and device time per rule
     add up to all of them, and the rows' kinds are the rules' kinds."""
@@ -189,7 +226,8 @@ def test_what_each_rule_counted_adds_up_to_every_op(ops: list) -> None:
     counted = store.classify(table)
     assert sum(t.count for t in counted.values()) == len(ops)
     assert math.fsum(t.total for t in counted.values()) == pytest.approx(
-        math.fsum(d / 4 for *_, d, _ in ops))
+        math.fsum(d / 4 for *_, d, _ in ops)
+    )
     want: dict[str, int] = {}
     for name, collective, *_ in ops:
         rule = table.rule_of(name, collective).name
@@ -215,8 +253,13 @@ def nccl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Captures]:
     return next(root.iterdir()), analyse(root, cache=False)
 
 
-def _renamed(original: Path, dest: Path, name: Callable[[str], str], args: bool = False,
-             meta: dict[str, Any] | None = None) -> Path:
+def _renamed(
+    original: Path,
+    dest: Path,
+    name: Callable[[str], str],
+    args: bool = False,
+    meta: dict[str, Any] | None = None,
+) -> Path:
     """The trace with each NCCL kernel renamed by ``name`` (of its collective), Kineto's
     collective arguments kept only with ``args``, and ``meta`` as our metadata block."""
     trace = _load(original)
@@ -233,18 +276,31 @@ def _renamed(original: Path, dest: Path, name: Callable[[str], str], args: bool 
     return dest
 
 
-_KINETO_ARGS = ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
-                "In split size", "Out split size", "Process Group Name",
-                "Process Group Description", "Process Group Ranks")
-_DEEPEP = {"allreduce": "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(int4*, "
-                        "float*, int4 const*, float const*, int*, int*, int, int, int)",
-           "broadcast": "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, "
-                        "long*, float*, int*, int*, int4 const*)"}
-_SYMMETRIC = {"allreduce": "void (anonymous namespace)::multimem_all_reduce_kernel<float, 16>"
-                           "(float*, unsigned long, unsigned int**, unsigned long, "
-                           "unsigned long)",
-              "broadcast": "broadcast_on_stream_kernel(nvshmem_team_t, void*, void const*, "
-                           "unsigned long, int)"}
+_KINETO_ARGS = (
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "Group size",
+    "dtype",
+    "In split size",
+    "Out split size",
+    "Process Group Name",
+    "Process Group Description",
+    "Process Group Ranks",
+)
+_DEEPEP = {
+    "allreduce": "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(int4*, "
+    "float*, int4 const*, float const*, int*, int*, int, int, int)",
+    "broadcast": "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, "
+    "long*, float*, int*, int*, int4 const*)",
+}
+_SYMMETRIC = {
+    "allreduce": "void (anonymous namespace)::multimem_all_reduce_kernel<float, 16>"
+    "(float*, unsigned long, unsigned int**, unsigned long, "
+    "unsigned long)",
+    "broadcast": "broadcast_on_stream_kernel(nvshmem_team_t, void*, void const*, "
+    "unsigned long, int)",
+}
 
 
 #: Names that say nothing of a collective (``vendor_allreduce`` would meet collective-name).
@@ -255,11 +311,12 @@ def _rules(result: Captures) -> dict[str, tuple[int, float]]:
     return {c.rule: (c.kernels, c.ms) for c in classified(result.traces)}
 
 
-@pytest.mark.parametrize(("names", "rules"), [
-    (_DEEPEP, {"deepep"}), (_SYMMETRIC, {"symmetric-memory", "nvshmem"})])
+@pytest.mark.parametrize(
+    ("names", "rules"), [(_DEEPEP, {"deepep"}), (_SYMMETRIC, {"symmetric-memory", "nvshmem"})]
+)
 def test_expert_parallel_and_symmetric_memory_kernels_are_communication(
-        nccl: tuple[Path, Captures], tmp_path: Path, names: dict[str, str],
-        rules: set[str]) -> None:
+    nccl: tuple[Path, Captures], tmp_path: Path, names: dict[str, str], rules: set[str]
+) -> None:
     """The same kernels under DeepEP's (or torch symmetric memory's and NVSHMEM's) names, and
     without Kineto's collective arguments: the device rows are the NCCL trace's to the bit, and
     the time NCCL's rule classified moves whole to theirs."""
@@ -276,12 +333,12 @@ def test_expert_parallel_and_symmetric_memory_kernels_are_communication(
 
 
 def test_kinetos_collective_arguments_classify_a_vendors_kernels(
-        nccl: tuple[Path, Captures], tmp_path: Path) -> None:
+    nccl: tuple[Path, Captures], tmp_path: Path
+) -> None:
     """Kernels no rule knows by name, that c10d launched: the trace's own arguments make them
     communication; without the arguments they are computation, and the time moves exactly."""
     path, original = nccl
-    with_args = analyse(_renamed(path, tmp_path / "a", _VENDOR.__getitem__, True),
-                        cache=False)
+    with_args = analyse(_renamed(path, tmp_path / "a", _VENDOR.__getitem__, True), cache=False)
     assert tables(with_args).device == tables(original).device
     assert _rules(with_args)["kineto-collective"] == _rules(original)["nccl"]
     bare = analyse(_renamed(path, tmp_path / "b", _VENDOR.__getitem__), cache=False)
@@ -292,7 +349,8 @@ def test_kinetos_collective_arguments_classify_a_vendors_kernels(
 
 
 def test_the_users_pattern_from_the_command_line_or_the_capture(
-        nccl: tuple[Path, Captures], tmp_path: Path, capsys) -> None:
+    nccl: tuple[Path, Captures], tmp_path: Path, capsys
+) -> None:
     """``--comm-kernels`` and the ``comm_kernels`` a capture records put the vendor's kernels
     back with the communication: the rows are the NCCL trace's again."""
     path, original = nccl
@@ -300,8 +358,9 @@ def test_the_users_pattern_from_the_command_line_or_the_capture(
     flagged = analyse(bare, cache=False, comm_kernels=r"^vendor_kernel_[ab]$")
     assert tables(flagged).device == tables(original).device
     assert _rules(flagged)[CLI_RULE] == _rules(original)["nccl"]
-    recorded = _renamed(path, tmp_path / "rec", _VENDOR.__getitem__,
-                        meta={"comm_kernels": "^vendor_"})
+    recorded = _renamed(
+        path, tmp_path / "rec", _VENDOR.__getitem__, meta={"comm_kernels": "^vendor_"}
+    )
     files = sorted(recorded.iterdir())
     for result in (analyse(recorded, cache=False), analyse_files(files, recorded)):
         assert tables(result).device == tables(original).device  # as after capture and later alike
@@ -315,23 +374,26 @@ def test_the_users_pattern_from_the_command_line_or_the_capture(
         main(["analyse", str(bare), "--comm-kernels", "(vendor"])
     assert bad.value.code == 2
     assert "argument --comm-kernels: '(vendor': not a regular expression" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
-def test_a_recorded_pattern_that_is_no_regex_is_one_problem(nccl: tuple[Path, Captures],
-                                                             tmp_path: Path) -> None:
+def test_a_recorded_pattern_that_is_no_regex_is_one_problem(
+    nccl: tuple[Path, Captures], tmp_path: Path
+) -> None:
     path, original = nccl
-    root = _renamed(path, tmp_path / "bad", _VENDOR.__getitem__,
-                    meta={"comm_kernels": "(vendor"})
+    root = _renamed(path, tmp_path / "bad", _VENDOR.__getitem__, meta={"comm_kernels": "(vendor"})
     result = analyse(root, cache=False)
     (problem,) = tables(result).problems
-    assert problem.startswith(f"{root / path.name}: its comm_kernels ('(vendor') is not a "
-                              "regular expression")
+    assert problem.startswith(
+        f"{root / path.name}: its comm_kernels ('(vendor') is not a regular expression"
+    )
     assert all(r.comm_ms == 0.0 for r in tables(result).device)  # classified without it
 
 
 def test_compute_kernels_named_like_moe_bookkeeping_stay_compute(
-        nccl: tuple[Path, Captures], tmp_path: Path) -> None:
+    nccl: tuple[Path, Captures], tmp_path: Path
+) -> None:
     """The trace's GEMMs renamed as DeepEP's layout kernel and DeepSeek's grouped GEMM: not a
     microsecond moves to communication."""
     path, original = nccl
@@ -348,4 +410,5 @@ def test_compute_kernels_named_like_moe_bookkeeping_stay_compute(
     got, want = _rules(result), _rules(original)
     assert {k: n for k, (n, _) in got.items()} == {k: n for k, (n, _) in want.items()}
     assert {k: ms for k, (_, ms) in got.items()} == pytest.approx(
-        {k: ms for k, (_, ms) in want.items()})
+        {k: ms for k, (_, ms) in want.items()}
+    )

@@ -43,10 +43,16 @@ def test_other_trainers_traces_are_found_by_content(torch_trace: Path, tmp_path:
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "worker0.1700000000.pt.trace.json").write_bytes(raw)
     (tmp_path / "a" / "anything.json").write_bytes(raw)
-    not_traces = {"config.json": b'{"lr": 0.1}', "list.json": b"[1, 2]",
-                  "broken.json.gz": b"not gzip", "events.json": b'{"events": []}',
-                  "manifest.json": raw, "rank0.summary.json": raw, "analysis.json": raw,
-                  ".hidden.json": raw}
+    not_traces = {
+        "config.json": b'{"lr": 0.1}',
+        "list.json": b"[1, 2]",
+        "broken.json.gz": b"not gzip",
+        "events.json": b'{"events": []}',
+        "manifest.json": raw,
+        "rank0.summary.json": raw,
+        "analysis.json": raw,
+        ".hidden.json": raw,
+    }
     for name, content in not_traces.items():
         (tmp_path / name).write_bytes(content)
     found = [p.relative_to(tmp_path).as_posix() for p in discover(tmp_path)]
@@ -75,12 +81,30 @@ def test_torch_npu_folders_are_one_capture_each(npu, tmp_path: Path) -> None:
 
 
 def test_ids_above_2_53_and_string_timestamps_parse(tmp_path: Path) -> None:
-    doc = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "ts": "1736408883686740.710",
-         "dur": 500.5, "pid": 2**60, "tid": 2**64 + 1, "id": 2**70,
-         "args": {"Sequence number": 2**63}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "1736408883686750.000",
-         "dur": "20", "pid": 2**60, "tid": 2**64 + 1}]}
+    doc = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "ProfilerStep#1",
+                "ts": "1736408883686740.710",
+                "dur": 500.5,
+                "pid": 2**60,
+                "tid": 2**64 + 1,
+                "id": 2**70,
+                "args": {"Sequence number": 2**63},
+            },
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "ts": "1736408883686750.000",
+                "dur": "20",
+                "pid": 2**60,
+                "tid": 2**64 + 1,
+            },
+        ]
+    }
     path = tmp_path / "rank1.json"
     path.write_text(json.dumps(doc))
     (result,) = analyse(tmp_path).traces
@@ -91,8 +115,11 @@ def test_ids_above_2_53_and_string_timestamps_parse(tmp_path: Path) -> None:
 # plain, gzip or xz ---
 
 #: Small real Kineto traces of the corpus (each under 50 KB stored), decoded once.
-_SMALL = [name for name, s in SETS.items()
-          if s["kind"].startswith("kineto") and s["stored_bytes"] < 50_000]
+_SMALL = [
+    name
+    for name, s in SETS.items()
+    if s["kind"].startswith("kineto") and s["stored_bytes"] < 50_000
+]
 
 
 def _corpus_traces() -> dict[str, dict[str, Any]]:
@@ -114,12 +141,13 @@ _TRACES = _corpus_traces()
 
 def _metadata(kib: int) -> dict[str, Any]:
     """A metadata object of about ``kib`` KiB, nested as writers make them."""
-    return {f"run{i}": {"config": {"lr": 0.1 * i, "layers": list(range(8))}, "note": "n" * 60}
-            for i in range(kib * 1024 // 160 + 1)}
+    return {
+        f"run{i}": {"config": {"lr": 0.1 * i, "layers": list(range(8))}, "note": "n" * 60}
+        for i in range(kib * 1024 // 160 + 1)
+    }
 
 
-def test_a_large_metadata_object_first_is_found_by_every_command(tmp_path: Path,
-                                                                 capsys) -> None:
+def test_a_large_metadata_object_first_is_found_by_every_command(tmp_path: Path, capsys) -> None:
     """Symptom 1: ``no captures under DIR`` from analyse, timeline, doctor and compare."""
     doc = _TRACES["kineto_rocm_mi250/mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
     meta = _metadata(30)
@@ -152,14 +180,23 @@ _NAMES = st.text(alphabet="abcdxyz_-0", min_size=1, max_size=8).map(lambda s: "t
 _SUFFIXES = st.sampled_from(["", ".json", ".json.gz", ".gz", ".bin", ".db", ".csv", ".pkl"])
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(which=st.sampled_from(sorted(_TRACES)), data=st.data(), name=_NAMES, suffix=_SUFFIXES,
-       form=st.sampled_from(["object", "list"]), meta_kib=st.sampled_from([0, 30, 300]),
-       packing=st.sampled_from(["plain", "gzip", "xz"]))
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    which=st.sampled_from(sorted(_TRACES)),
+    data=st.data(),
+    name=_NAMES,
+    suffix=_SUFFIXES,
+    form=st.sampled_from(["object", "list"]),
+    meta_kib=st.sampled_from([0, 30, 300]),
+    packing=st.sampled_from(["plain", "gzip", "xz"]),
+)
 def test_any_corpus_trace_rewritten_is_found_and_read_the_same(
-        which: str, data: st.DataObject, name: str, suffix: str, form: str, meta_kib: int,
-        packing: str) -> None:
+    which: str, data: st.DataObject, name: str, suffix: str, form: str, meta_kib: int, packing: str
+) -> None:
     """A real trace with its top-level keys (and each event's keys) reordered, a large metadata
     object first, as a bare list of events, plain or compressed, under any name: found below
     a folder beside files that are not captures, and read to the answer of the same content

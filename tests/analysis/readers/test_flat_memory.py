@@ -73,21 +73,23 @@ print(tracemalloc.get_traced_memory()[1])
 
 
 def _peak(path: Path) -> float:
-    proc = subprocess.run([sys.executable, "-c", _MEASURE, str(path)], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     return float(proc.stdout.split()[-1])
 
 
 @pytest.mark.parametrize(
-    ("make", "small", "large"), [(_host, 1, 8), (_kernels, 1, 8), (_npu, 2, 16)],
-    ids=["host-only", "kernel-heavy", "torch_npu-text"])
+    ("make", "small", "large"),
+    [(_host, 1, 8), (_kernels, 1, 8), (_npu, 2, 16)],
+    ids=["host-only", "kernel-heavy", "torch_npu-text"],
+)
 def test_peak_memory_does_not_grow_with_the_trace(make, small, large, tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "l").mkdir()
     a, b = make(tmp_path / "s", small), make(tmp_path / "l", large)
-    size = (lambda p: sum(f.stat().st_size for f in p.rglob("*")) if p.is_dir()
-            else p.stat().st_size)
+    size = lambda p: sum(f.stat().st_size for f in p.rglob("*")) if p.is_dir() else p.stat().st_size
     assert size(b) > 6 * size(a) - 2e6  # (the npu folder's other files do not grow)
     peak_a, peak_b = _peak(a), _peak(b)
     assert peak_b <= GROWTH * peak_a, f"{peak_b / 1e6:.2f} MB vs {peak_a / 1e6:.2f} MB"

@@ -21,17 +21,23 @@ from mindspeed_prof.testing.kineto import cuda_events
 
 def _event(d: dict[str, Any]) -> Event:
     a = d.get("args") or {}
-    return Event(ph=d.get("ph", "X"), cat=d.get("cat", ""), name=d.get("name", ""),
-                 ts=d.get("ts"), dur=d.get("dur"), tid=d.get("tid"), pid=d.get("pid"),
-                 args=EventArgs(correlation=a.get("correlation"), stream=a.get("stream"))
-                 if a else None)
+    return Event(
+        ph=d.get("ph", "X"),
+        cat=d.get("cat", ""),
+        name=d.get("name", ""),
+        ts=d.get("ts"),
+        dur=d.get("dur"),
+        tid=d.get("tid"),
+        pid=d.get("pid"),
+        args=EventArgs(correlation=a.get("correlation"), stream=a.get("stream")) if a else None,
+    )
 
 
 def _fold(events: list[Event], batch: int) -> TraceData:
     data = TraceData(Path("t.json"), "torch", 0, "", 0)
     c = Collector()
     for i in range(0, len(events), batch):
-        c.add(events[i:i + batch])
+        c.add(events[i : i + batch])
     c.finish(data, None)
     return data
 
@@ -50,31 +56,51 @@ def test_floats_read_numbers_as_number_does() -> None:
 
 
 def test_split_sorts_events_by_what_they_are() -> None:
-    events = [_event(e) for e in (
-        {"cat": "kernel", "ts": 1, "dur": 2}, {"cat": "cuda_runtime", "ts": 1, "dur": 1},
-        {"cat": "cpu_op", "ts": 1, "dur": 1}, {"cat": "kernel", "ts": 1},
-        {"cat": "kernel", "ts": 1, "dur": -1}, {"cat": "kernel", "ts": 1, "dur": 1e12},
-        {"cat": "mtia_ccp_events", "ts": 1, "dur": 1}, {"ph": "i", "name": "[memory]",
-                                                         "ts": 1, "args": {"stream": 1}},
-        {"ph": "i", "name": "other", "ts": 1}, {"cat": "gpu_user_annotation", "ts": 1,
-                                                "dur": 1})]
+    events = [
+        _event(e)
+        for e in (
+            {"cat": "kernel", "ts": 1, "dur": 2},
+            {"cat": "cuda_runtime", "ts": 1, "dur": 1},
+            {"cat": "cpu_op", "ts": 1, "dur": 1},
+            {"cat": "kernel", "ts": 1},
+            {"cat": "kernel", "ts": 1, "dur": -1},
+            {"cat": "kernel", "ts": 1, "dur": 1e12},
+            {"cat": "mtia_ccp_events", "ts": 1, "dur": 1},
+            {"ph": "i", "name": "[memory]", "ts": 1, "args": {"stream": 1}},
+            {"ph": "i", "name": "other", "ts": 1},
+            {"cat": "gpu_user_annotation", "ts": 1, "dur": 1},
+        )
+    ]
     sp = split(events)
     assert (sp.device.tolist(), sp.runtime.tolist(), sp.host.tolist()) == ([0], [1], [2, 7])
-    assert (sp.untimed.tolist(), sp.negative.tolist(), sp.endless.tolist(),
-            sp.unread.tolist()) == ([3], [4], [5], [6])
+    assert (sp.untimed.tolist(), sp.negative.tolist(), sp.endless.tolist(), sp.unread.tolist()) == (
+        [3],
+        [4],
+        [5],
+        [6],
+    )
 
 
 def test_match_takes_the_last_launch_before_each_op() -> None:
-    got = match(np.array([0, 2, 5]), [7, 8, 7], np.array([10.0, 20.0, 30.0]),
-                np.array([1.0, 2.0, 3.0]), np.array([1, 3, 6]), [7, 8, 7], {})
+    got = match(
+        np.array([0, 2, 5]),
+        [7, 8, 7],
+        np.array([10.0, 20.0, 30.0]),
+        np.array([1.0, 2.0, 3.0]),
+        np.array([1, 3, 6]),
+        [7, 8, 7],
+        {},
+    )
     assert got is not None
     assert got[0].tolist() == [10.0, 20.0, 30.0] and got[1].tolist() == [1.0, 2.0, 3.0]
     kept: dict[Corr, tuple[float, float]] = {9: (5.0, 0.5)}  # an earlier batch's launch
     got = match(np.array([4]), [9], np.array([40.0]), np.array([4.0]), np.array([1]), [9], kept)
     assert got is not None and got[0].tolist() == [5.0]  # its own launch comes after it
     assert match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {}) is None
-    assert match(np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"],
-                 {}) is None  # ids that are not integers: one at a time
+    assert (
+        match(np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"], {})
+        is None
+    )  # ids that are not integers: one at a time
 
 
 @pytest.mark.parametrize("batch", [3, 50, 10_000])
@@ -92,9 +118,9 @@ def test_shuffled_launches_and_overflow_fold_alike(seed: int, batch: int, pendin
     events = [_event(e) for e in cuda_events(steps=2, kernels_per_stage=6, seed=seed % 7)]
     window = rng.randint(1, 12)
     for i in range(0, len(events), window):  # shuffled a window at a time
-        part = events[i:i + window]
+        part = events[i : i + window]
         rng.shuffle(part)
-        events[i:i + window] = part
+        events[i : i + window] = part
     old = fold_device.PENDING
     fold_device.PENDING = pending
     try:

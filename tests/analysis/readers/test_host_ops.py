@@ -9,8 +9,9 @@ from mindspeed_prof.analysis.readers import host_ops
 from mindspeed_prof.analysis.readers.host_ops import HostOps
 from mindspeed_prof.analysis.readers.model import Tally
 
-_ITEM = st.tuples(st.integers(0, 60), st.integers(0, 25), st.sampled_from("abc"),
-                  st.integers(1, 2), st.booleans())
+_ITEM = st.tuples(
+    st.integers(0, 60), st.integers(0, 25), st.sampled_from("abc"), st.integers(1, 2), st.booleans()
+)
 
 
 def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[object, ...]:
@@ -29,8 +30,9 @@ def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[obje
 
 def _tops(host: HostOps) -> list[tuple[float, float]]:
     """Every thread's top-level (start, end), read back from disk and memory, sorted."""
-    return sorted((lo, hi) for run in host.tops() for block in run.blocks()
-                  for lo, hi in zip(*block))
+    return sorted(
+        (lo, hi) for run in host.tops() for block in run.blocks() for lo, hi in zip(*block)
+    )
 
 
 @settings(max_examples=60, deadline=None)

@@ -41,12 +41,17 @@ def test_pieces_are_the_union(threads, block, presort) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(_SPAN, max_size=30), min_size=1, max_size=3),
-       st.lists(st.tuples(st.sampled_from(["stage", "range", "step"]), _SPAN), max_size=8),
-       st.integers(1, 6), st.sampled_from([0.0, 0.3, 1e6 + 0.1]))
+@given(
+    st.lists(st.lists(_SPAN, max_size=30), min_size=1, max_size=3),
+    st.lists(st.tuples(st.sampled_from(["stage", "range", "step"]), _SPAN), max_size=8),
+    st.integers(1, 6),
+    st.sampled_from([0.0, 0.3, 1e6 + 0.1]),
+)
 def test_bare_times_are_those_of_the_whole_union(threads, ranges, block, origin) -> None:
     threads = [sorted(spans) for spans in threads]
-    given_ranges = [Range(0, kind, f"r{k}", None, lo + origin, hi - lo)
-                    for k, (kind, (lo, hi)) in enumerate(ranges)]
+    given_ranges = [
+        Range(0, kind, f"r{k}", None, lo + origin, hi - lo)
+        for k, (kind, (lo, hi)) in enumerate(ranges)
+    ]
     want = bare_times_in_memory(given_ranges, [s for spans in threads for s in spans], origin)
     assert bare_times(given_ranges, _runs(threads, block), origin) == want

@@ -8,16 +8,17 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis.readers.intervals import covered, length, merge
 
 ints = st.integers(0, 60)
-spans = st.lists(st.tuples(ints, ints).map(lambda t: (float(min(t)), float(max(t)))),
-                 max_size=12)
+spans = st.lists(st.tuples(ints, ints).map(lambda t: (float(min(t)), float(max(t)))), max_size=12)
 
 
 @given(spans, ints, ints)
-def test_covered_is_the_count_of_covered_unit_cells(ops: list[tuple[float, float]], a: int,
-                                                    b: int) -> None:
+def test_covered_is_the_count_of_covered_unit_cells(
+    ops: list[tuple[float, float]], a: int, b: int
+) -> None:
     lo, hi = float(min(a, b)), float(max(a, b))
-    cells = sum(1 for x in range(int(lo), int(hi))
-                if any(s <= x and x + 1 <= e for s, e in ops))  # integer ends: whole cells
+    cells = sum(
+        1 for x in range(int(lo), int(hi)) if any(s <= x and x + 1 <= e for s, e in ops)
+    )  # integer ends: whole cells
     merged = merge(ops)
     assert covered(merged, lo, hi) == cells
     assert covered(merged, lo, hi, [s for s, _ in merged]) == cells

@@ -15,14 +15,38 @@ from mindspeed_prof.analysis.readers import jsonscan
 from mindspeed_prof.analysis.readers.jsonscan import NotJson, Scanner, TooLong
 
 # text that looks like structure: quotes, escapes, brackets, separators, non-ASCII
-_TEXT = st.lists(st.sampled_from(['"', "\\", "\\\\", '\\"', "{", "}", "[", "]", ",", ":", " ",
-                                  "\n", "a", "é✓", "traceEvents", "\\u0022"]),
-                 max_size=6).map("".join)
+_TEXT = st.lists(
+    st.sampled_from(
+        [
+            '"',
+            "\\",
+            "\\\\",
+            '\\"',
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\n",
+            "a",
+            "é✓",
+            "traceEvents",
+            "\\u0022",
+        ]
+    ),
+    max_size=6,
+).map("".join)
 _VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20)
-    | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 def _outline(scan: Scanner) -> Any:
@@ -46,12 +70,17 @@ def _outline(scan: Scanner) -> Any:
 
 
 @settings(max_examples=200, deadline=None)
-@given(doc=st.dictionaries(_TEXT, _VALUES, max_size=6) | st.lists(_VALUES, max_size=6),
-       first=st.integers(1, 9), chunk=st.integers(1, 9), ascii_only=st.booleans(),
-       indent=st.sampled_from([None, 0, 2]), by_hand=st.booleans())
-def test_outline_equals_a_full_parse_at_any_chunk_size(doc: Any, first: int, chunk: int,
-                                                        ascii_only: bool, indent: int | None,
-                                                        by_hand: bool) -> None:
+@given(
+    doc=st.dictionaries(_TEXT, _VALUES, max_size=6) | st.lists(_VALUES, max_size=6),
+    first=st.integers(1, 9),
+    chunk=st.integers(1, 9),
+    ascii_only=st.booleans(),
+    indent=st.sampled_from([None, 0, 2]),
+    by_hand=st.booleans(),
+)
+def test_outline_equals_a_full_parse_at_any_chunk_size(
+    doc: Any, first: int, chunk: int, ascii_only: bool, indent: int | None, by_hand: bool
+) -> None:
     """The same outline whether msgspec skips arrays and objects or, where what it says is
     not understood (``by_hand``), the regex scanner does."""
     raw = json.dumps(doc, ensure_ascii=ascii_only, indent=indent).encode()
@@ -67,7 +96,8 @@ def test_outline_equals_a_full_parse_at_any_chunk_size(doc: Any, first: int, chu
 
 
 def test_msgspec_skips_arrays_and_objects_without_the_scanner(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """What msgspec says of a value followed by more is what ``_container`` reads (a new
     wording would leave every value to the slower scanner: this test names it)."""
     monkeypatch.setattr(jsonscan, "FIRST", 64)
@@ -90,8 +120,9 @@ def test_long_keys_are_cut_and_escapes_undone() -> None:
     assert _outline(Scanner(io.BytesIO(raw), len(raw))) == ["k" * jsonscan.KEY_BYTES, 'a"b\\c']
 
 
-@pytest.mark.parametrize("raw", [b'{"a" 1}', b'{"a": 1 "b": 2}', b'{"a": "open', b"[1 2]",
-                                 b'{"a": [1, {"b": 2}'])
+@pytest.mark.parametrize(
+    "raw", [b'{"a" 1}', b'{"a": 1 "b": 2}', b'{"a": "open', b"[1 2]", b'{"a": [1, {"b": 2}']
+)
 def test_malformed_documents_are_not_json(raw: bytes) -> None:
     with pytest.raises(NotJson):
         _outline(Scanner(io.BytesIO(raw), 1 << 20))

@@ -77,8 +77,20 @@ def test_two_ranks_of_one_run_do_not_clash(npu, tmp_path: Path) -> None:
 
 
 def _trace(path: Path, **top) -> Path:
-    doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#2", "ts": 10,
-                            "dur": 100, "pid": 1, "tid": 1}], **top}
+    doc = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "ProfilerStep#2",
+                "ts": 10,
+                "dur": 100,
+                "pid": 1,
+                "tid": 1,
+            }
+        ],
+        **top,
+    }
     raw = json.dumps(doc).encode()
     path.write_bytes(gzip.compress(raw) if path.name.endswith(".gz") else raw)
     return path
@@ -96,12 +108,14 @@ def test_manifest_gives_the_rank_when_the_trace_does_not(tmp_path: Path) -> None
     run = tmp_path / "run"
     (run / "integrated").mkdir(parents=True)
     trace = _trace(run / "integrated" / "trace.json")
-    (run / "manifest.rank2.json").write_text(json.dumps(
-        {"rank": 2, "files": [{"path": "integrated/trace.json", "bytes": 1}]}))
+    (run / "manifest.rank2.json").write_text(
+        json.dumps({"rank": 2, "files": [{"path": "integrated/trace.json", "bytes": 1}]})
+    )
     data = read(trace)
     assert data.rank == 2 and {r.rank for r in data.ranges} == {2}
-    (run / "manifest.json").write_text(json.dumps({"rank": 0, "files": [
-        {"path": "integrated/trace.json", "bytes": 1}]}))
+    (run / "manifest.json").write_text(
+        json.dumps({"rank": 0, "files": [{"path": "integrated/trace.json", "bytes": 1}]})
+    )
     assert read(trace).rank is None  # two manifests claim it: unknown, not a guess
 
 
@@ -113,13 +127,29 @@ def test_captures_of_different_stages_of_one_step_complete_each_other(tmp_path: 
     """stage_scoped with several stages: one folder per stage, the same rank and step."""
     for stage in ("actor_generate", "actor_update"):
         (tmp_path / stage).mkdir()
-        (tmp_path / stage / "rank0.json").write_text(json.dumps({"traceEvents": [
-            {"ph": "X", "cat": "user_annotation", "name": stage, "ts": 10, "dur": 50,
-             "pid": 1, "tid": 1, "args": {"step": 4}}]}))
+        (tmp_path / stage / "rank0.json").write_text(
+            json.dumps(
+                {
+                    "traceEvents": [
+                        {
+                            "ph": "X",
+                            "cat": "user_annotation",
+                            "name": stage,
+                            "ts": 10,
+                            "dur": 50,
+                            "pid": 1,
+                            "tid": 1,
+                            "args": {"step": 4},
+                        }
+                    ]
+                }
+            )
+        )
     result = analyse(tmp_path)
     assert tables(result).warnings == []
     assert [(r.rank, r.step, r.stages) for r in tables(result).per_step] == [
-        (0, 4, {"actor_generate": 0.05, "actor_update": 0.05})]
+        (0, 4, {"actor_generate": 0.05, "actor_update": 0.05})
+    ]
 
 
 def _role_run(root: Path, role: str, stage: str, sleep_s: float, warmup: int = 0) -> None:
@@ -127,9 +157,16 @@ def _role_run(root: Path, role: str, stage: str, sleep_s: float, warmup: int = 0
     from mindspeed_prof import Profiler
     from mindspeed_prof.config.validate import validate
 
-    cfg = validate({"profile": True, "mstx": True, "profile_step_start": 1 + warmup,
-                                   "profile_step_end": 3, "profile_save_path": str(root),
-                                   "warmup_steps": warmup})
+    cfg = validate(
+        {
+            "profile": True,
+            "mstx": True,
+            "profile_step_start": 1 + warmup,
+            "profile_step_end": 3,
+            "profile_save_path": str(root),
+            "warmup_steps": warmup,
+        }
+    )
     with Profiler(cfg, rank=0, role=role) as prof:
         for step in (1, 2):
             with prof.step(step), prof.stage(stage):
@@ -144,11 +181,13 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
     result = analyse(tmp_path)
     assert tables(result).warnings == []
     rows = {(r.source, r.step): r for r in tables(result).per_step}
-    assert sorted(rows) == [(role, step) for role in ("actor", "driver", "rollout")
-                            for step in (1, 2)]
+    assert sorted(rows) == [
+        (role, step) for role in ("actor", "driver", "rollout") for step in (1, 2)
+    ]
     for step in (1, 2):  # each role's step is its own length, not the three added up
-        actor, rollout, driver = (rows[(role, step)].total
-                                  for role in ("actor", "rollout", "driver"))
+        actor, rollout, driver = (
+            rows[(role, step)].total for role in ("actor", "rollout", "driver")
+        )
         assert actor is not None and rollout is not None and driver is not None
         assert 30 <= actor < 60
         assert 60 <= rollout < 90
@@ -158,7 +197,10 @@ def test_roles_that_share_a_rank_are_kept_apart_without_a_warning(tmp_path: Path
     assert [key for key, r in rows.items() if r.warmup] == [("actor", 1)]
     assert tables(result).warmup == {(0, 1)}
     assert {(r.stage, r.source) for r in tables(result).stage_rank} == {
-        ("actor_update", "actor"), ("actor_generate", "rollout"), ("critic_update", "driver")}
+        ("actor_update", "actor"),
+        ("actor_generate", "rollout"),
+        ("critic_update", "driver"),
+    }
 
 
 def test_one_role_at_ranks_0_and_1_is_not_labelled(tmp_path: Path) -> None:

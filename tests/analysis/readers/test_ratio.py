@@ -10,8 +10,22 @@ from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.readers.ratio import TINY, ratio
 
-_edges = st.sampled_from([0.0, -0.0, 5e-324, 1e-310, sys.float_info.min, 1e-300, 1.0, 1e308,
-                          -1.0, float("inf"), float("-inf"), float("nan")])
+_edges = st.sampled_from(
+    [
+        0.0,
+        -0.0,
+        5e-324,
+        1e-310,
+        sys.float_info.min,
+        1e-300,
+        1.0,
+        1e308,
+        -1.0,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+    ]
+)
 _any = st.floats(allow_nan=True, allow_infinity=True) | _edges
 
 

@@ -38,8 +38,12 @@ from mindspeed_prof.formats.sqlite_trace import write_db
 #: Files of the corpus not named as torch_npu names them, and what each is.
 _OTHER_CSV = {"l2_cache.csv": None, "static_op_mem.csv": None, "test.csv": "kernel_details"}
 #: msprof's CSVs, named ``<kind>_<timestamp>.csv``: the kind each is (task_time: none read).
-_MSPROF_CSV = {"op_summary": "op_summary", "op_statistic": "op_statistic",
-               "api_statistic": "api_statistic", "task_time": None}
+_MSPROF_CSV = {
+    "op_summary": "op_summary",
+    "op_statistic": "op_statistic",
+    "api_statistic": "api_statistic",
+    "task_time": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +56,39 @@ def corpus(corpus_set: Callable[[str], Path]) -> Path:
 #: What torch.profiler and our range files write (written out here, not the package's): their
 #: categories, and the top-level keys only they write.
 _TORCH_CATS = {
-    "cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync",
-    "python_function", "user_annotation", "gpu_user_annotation", "ac2g", "async_cpu_to_gpu",
-    "async", "async_gpu", "cpu_instant_event", "fwdbwd", "Trace", "overhead", "mtia_runtime",
-    "mtia_ccp_events", "cuda_profiler_range", "Operator", "Kernel", "Runtime", "Memcpy", "Memset",
-    "stage", "step", "range", "mark", "count", "iteration"}
+    "cpu_op",
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "cuda_runtime",
+    "cuda_driver",
+    "cuda_sync",
+    "python_function",
+    "user_annotation",
+    "gpu_user_annotation",
+    "ac2g",
+    "async_cpu_to_gpu",
+    "async",
+    "async_gpu",
+    "cpu_instant_event",
+    "fwdbwd",
+    "Trace",
+    "overhead",
+    "mtia_runtime",
+    "mtia_ccp_events",
+    "cuda_profiler_range",
+    "Operator",
+    "Kernel",
+    "Runtime",
+    "Memcpy",
+    "Memset",
+    "stage",
+    "step",
+    "range",
+    "mark",
+    "count",
+    "iteration",
+}
 _TORCH_KEYS = {"schemaVersion", "deviceProperties", "distributedInfo", "mindspeed_prof"}
 
 
@@ -64,8 +96,10 @@ def _whose(events: list[Any], torch: str) -> str:
     """Of the first 256 events: torch's when one has a torch category or a ProfilerStep name,
     another tool's (``chrome``) when one is a duration, counter or instant event."""
     first = [e for e in events[:256] if isinstance(e, dict)]
-    if any(e.get("cat") in _TORCH_CATS or str(e.get("name", "")).startswith("ProfilerStep#")
-           for e in first):
+    if any(
+        e.get("cat") in _TORCH_CATS or str(e.get("name", "")).startswith("ProfilerStep#")
+        for e in first
+    ):
         return torch
     return CHROME if any(e.get("ph") in set("XBECiIben") for e in first) else torch
 
@@ -77,8 +111,13 @@ def _reference(path: Path) -> str | None:
     if raw.startswith(b"SQLite format 3"):
         with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as con:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-        return PROFILER_DB if "PYTORCH_API" in tables else "analysis_db" if (
-            "StepTraceTime" in tables) else None
+        return (
+            PROFILER_DB
+            if "PYTORCH_API" in tables
+            else "analysis_db"
+            if ("StepTraceTime" in tables)
+            else None
+        )
     if raw[:1] == b"\x80":
         snap = load_snapshot(raw)
         return SNAPSHOT if isinstance(snap, dict) and "segments" in snap else None
@@ -103,13 +142,20 @@ def _reference(path: Path) -> str | None:
         return TRACE if _TORCH_KEYS & set(doc) else _whose(doc["traceEvents"], TRACE)
     if "schema" in doc and "nodes" in doc:
         return EXECUTION_TRACE
-    ops = [op for step in doc.values() if isinstance(step, dict)
-           for group in step.values() if isinstance(group, dict) for op in group.values()]
+    ops = [
+        op
+        for step in doc.values()
+        if isinstance(step, dict)
+        for group in step.values()
+        if isinstance(group, dict)
+        for op in group.values()
+    ]
     if doc and all(re.fullmatch(r"step\d*", k) for k in doc) and ops:
         if any("Communication Time Info" in op for op in ops):
             return "communication"
-        if any("Transport Type" in link for op in ops for link in op.values()
-               if isinstance(link, dict)):
+        if any(
+            "Transport Type" in link for op in ops for link in op.values() if isinstance(link, dict)
+        ):
             return "communication_matrix"
     return None
 
@@ -119,16 +165,35 @@ def test_every_corpus_file_is_what_reading_it_whole_says(corpus: Path) -> None:
     (whatever their names), the execution trace (not a trace), each torch_npu file as
     torch_npu names it, snapshots; profiler_info and other JSON are nothing."""
     seen: set[str | None] = set()
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file()
-                       and not p.name.startswith(".")  # a cache other tests may leave
-                       and not p.name.endswith(("-shm", "-wal"))):  # a reader's, beside a db
+    for path in sorted(
+        p
+        for p in corpus.rglob("*")
+        if p.is_file()
+        and not p.name.startswith(".")  # a cache other tests may leave
+        and not p.name.endswith(("-shm", "-wal"))
+    ):  # a reader's, beside a db
         kind = kind_of(path)
         assert kind == _reference(path), path
         seen.add(kind)
-    assert {TRACE, TRACE_LIST, CHROME, EXECUTION_TRACE, PROFILER_DB, "analysis_db", "kernel_details",
-            "step_trace_time", "communication", "communication_matrix", "api_statistic",
-            "op_statistic", "memory_record", "operator_memory", "npu_module_mem",
-            "operator_details", None} <= seen
+    assert {
+        TRACE,
+        TRACE_LIST,
+        CHROME,
+        EXECUTION_TRACE,
+        PROFILER_DB,
+        "analysis_db",
+        "kernel_details",
+        "step_trace_time",
+        "communication",
+        "communication_matrix",
+        "api_statistic",
+        "op_statistic",
+        "memory_record",
+        "operator_memory",
+        "npu_module_mem",
+        "operator_details",
+        None,
+    } <= seen
 
 
 def _kineto(corpus: Path) -> dict[str, Any]:
@@ -137,8 +202,9 @@ def _kineto(corpus: Path) -> dict[str, Any]:
     return doc
 
 
-def test_a_large_metadata_object_first_is_skipped_to_traceevents(corpus: Path,
-                                                                  tmp_path: Path) -> None:
+def test_a_large_metadata_object_first_is_skipped_to_traceevents(
+    corpus: Path, tmp_path: Path
+) -> None:
     doc = _kineto(corpus)
     meta = {f"key{i}": {"value": "v" * 40, "list": list(range(20))} for i in range(300)}
     path = tmp_path / "anything.bin"
@@ -177,28 +243,41 @@ def test_a_gzip_bomb_is_not_inflated_past_the_bound(tmp_path: Path) -> None:
 
 def test_compressed_and_plain_traces_under_any_name(corpus: Path, tmp_path: Path) -> None:
     raw = json.dumps(_kineto(corpus)).encode()
-    for name, content in [("a", raw), ("b.gz", gzip.compress(raw)), ("c.json", lzma.compress(raw)),
-                          ("d.pickle", gzip.compress(raw))]:
+    for name, content in [
+        ("a", raw),
+        ("b.gz", gzip.compress(raw)),
+        ("c.json", lzma.compress(raw)),
+        ("d.pickle", gzip.compress(raw)),
+    ]:
         (tmp_path / name).write_bytes(content)
         assert kind_of(tmp_path / name) == TRACE, name
 
 
-@pytest.mark.parametrize("content, kind", [
-    (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', CHROME),  # no torch category
-    (b'[{"name": "a", "cat": "cpu_op", "ph": "X", "ts": 1}]', TRACE_LIST),
-    (b'  [\n {"ph": "M"}]', TRACE_LIST),
-    (b"[]", None), (b"[1, 2]", None), (b"[[1, 2], [[3]]]", None), (b'[{"name": "a"}]', None),
-    (b'{"traceEvents": {"a": 1}}', None),  # not an array of events
-    (b'{"nodes": [], "traceEvents": []}', TRACE),  # "nodes" without "schema": look on
-    (b'{"schema": "1.0", "nodes": [], "traceEvents": []}', EXECUTION_TRACE),
-    (b'{"lr": 0.1, "events": []}', None), (b"", None), (b"not json", None),
-    (b'{"traceEvents": [', TRACE),  # cut short: a trace, which its reader names as cut short
-    (b'{"step": {"collective": {"hcom_x": {"Communication Time Info": {}}}}}',
-     "communication"),
-    (b'{"step3": {"p2p": {}, "collective": {"op@1": {"0-1": {"Transport Type": "HCCS"}}}}}',
-     "communication_matrix"),
-    (b'{"step3": {"p2p": {"a": 1}}, "other": 2}', None),
-])
+@pytest.mark.parametrize(
+    "content, kind",
+    [
+        (b'[{"name": "a", "args": {"ph": 1}, "ph": "X", "ts": 1}]', CHROME),  # no torch category
+        (b'[{"name": "a", "cat": "cpu_op", "ph": "X", "ts": 1}]', TRACE_LIST),
+        (b'  [\n {"ph": "M"}]', TRACE_LIST),
+        (b"[]", None),
+        (b"[1, 2]", None),
+        (b"[[1, 2], [[3]]]", None),
+        (b'[{"name": "a"}]', None),
+        (b'{"traceEvents": {"a": 1}}', None),  # not an array of events
+        (b'{"nodes": [], "traceEvents": []}', TRACE),  # "nodes" without "schema": look on
+        (b'{"schema": "1.0", "nodes": [], "traceEvents": []}', EXECUTION_TRACE),
+        (b'{"lr": 0.1, "events": []}', None),
+        (b"", None),
+        (b"not json", None),
+        (b'{"traceEvents": [', TRACE),  # cut short: a trace, which its reader names as cut short
+        (b'{"step": {"collective": {"hcom_x": {"Communication Time Info": {}}}}}', "communication"),
+        (
+            b'{"step3": {"p2p": {}, "collective": {"op@1": {"0-1": {"Transport Type": "HCCS"}}}}}',
+            "communication_matrix",
+        ),
+        (b'{"step3": {"p2p": {"a": 1}}, "other": 2}', None),
+    ],
+)
 def test_json_shapes(tmp_path: Path, content: bytes, kind: str | None) -> None:
     path = tmp_path / "f"
     path.write_bytes(content)
@@ -221,8 +300,16 @@ def test_csv_kinds_by_their_columns_in_any_order(tmp_path: Path, kind: str) -> N
 
 def test_msprof_op_summary_header(tmp_path: Path) -> None:
     """torch_npu's own list of op_summary's columns (CsvHeaders.OP_SUMMARY_SHOW_HEADERS)."""
-    header = ["Device_id", "Op Name", "OP Type", "Task Type", "Task Start Time(us)",
-              "Task Duration(us)", "Task Wait Time(us)", "Block Num"]
+    header = [
+        "Device_id",
+        "Op Name",
+        "OP Type",
+        "Task Type",
+        "Task Start Time(us)",
+        "Task Duration(us)",
+        "Task Wait Time(us)",
+        "Block Num",
+    ]
     assert kind_of(_csv(tmp_path, header)) == OP_SUMMARY
 
 
@@ -234,12 +321,16 @@ class _Evil:
 @pytest.mark.parametrize("protocol", [2, 3, 4, 5])
 def test_snapshot_pickles_by_their_first_key(tmp_path: Path, protocol: int) -> None:
     path = tmp_path / "x.pkl"
-    for doc, kind in [({"segments": [], "device_traces": [[]]}, SNAPSHOT),
-                      ({"device_traces": []}, SNAPSHOT),  # one item: no MARK
-                      ({"x": 1, "segments": []}, PICKLE), ({}, PICKLE),
-                      ([{"segments": []}], PICKLE),
-                      ({"segments": _Evil()}, SNAPSHOT),  # refused by the unpickler (memory)
-                      (_Evil(), PICKLE), (os.system, PICKLE)]:
+    for doc, kind in [
+        ({"segments": [], "device_traces": [[]]}, SNAPSHOT),
+        ({"device_traces": []}, SNAPSHOT),  # one item: no MARK
+        ({"x": 1, "segments": []}, PICKLE),
+        ({}, PICKLE),
+        ([{"segments": []}], PICKLE),
+        ({"segments": _Evil()}, SNAPSHOT),  # refused by the unpickler (memory)
+        (_Evil(), PICKLE),
+        (os.system, PICKLE),
+    ]:
         path.write_bytes(pickle.dumps(doc, protocol=protocol))
         assert kind_of(path) == kind, doc
     assert not (tmp_path / "pwned").exists()
@@ -249,8 +340,9 @@ def test_sqlite_files_by_their_tables(tmp_path: Path, corpus: Path) -> None:
     wal = corpus / "npu_db_level1" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     assert kind_of(wal / "ascend_pytorch_profiler_0.db") == PROFILER_DB  # a db in WAL mode:
     assert not list(wal.glob("*-shm")) and not list(wal.glob("*-wal"))  # nothing made beside
-    ours = write_db({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]},
-                    tmp_path / "x.bin")
+    ours = write_db(
+        {"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]}, tmp_path / "x.bin"
+    )
     assert kind_of(ours) == TORCH_DB
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as con:

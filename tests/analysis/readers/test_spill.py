@@ -22,8 +22,12 @@ def _fill(rows: list[tuple[float, float]], block: int, every: int) -> Spilled:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.lists(_ROW, max_size=40), max_size=4), st.integers(1, 5), st.integers(1, 7),
-       st.booleans())
+@given(
+    st.lists(st.lists(_ROW, max_size=40), max_size=4),
+    st.integers(1, 5),
+    st.integers(1, 7),
+    st.booleans(),
+)
 def test_merged_gives_every_row_sorted(runs, block, every, presort) -> None:
     if presort:
         runs = [sorted(rows) for rows in runs]

@@ -27,32 +27,60 @@ from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_trace
 
 # strings that look like event boundaries, brackets, escapes and the key itself
-_TRICKY = st.sampled_from(['}, {', '},{"ph": "X"}', '[', ']', '{', '"', '\\', 'traceEvents',
-                           '"traceEvents": [', 'aten::mm', 'é✓', '\n', ''])
+_TRICKY = st.sampled_from(
+    [
+        "}, {",
+        '},{"ph": "X"}',
+        "[",
+        "]",
+        "{",
+        '"',
+        "\\",
+        "traceEvents",
+        '"traceEvents": [',
+        "aten::mm",
+        "é✓",
+        "\n",
+        "",
+    ]
+)
 _TEXT = st.lists(_TRICKY, max_size=4).map("".join)
-_NESTED = st.recursive(st.integers(0, 9) | _TEXT,
-                       lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=8)
+_NESTED = st.recursive(
+    st.integers(0, 9) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @st.composite
 def _events(draw: st.DrawFn) -> list[dict[str, Any]]:
     out = []
     for i in range(draw(st.integers(0, 25))):
-        ev: dict[str, Any] = {"ph": draw(st.sampled_from(["X", "i", "M"])), "name": draw(_TEXT),
-                              "cat": draw(st.sampled_from(["cpu_op", "kernel", "user_annotation"])),
-                              "ts": float(i * 10), "dur": draw(st.integers(0, 30)),
-                              "pid": 1, "tid": draw(st.integers(1, 2))}
+        ev: dict[str, Any] = {
+            "ph": draw(st.sampled_from(["X", "i", "M"])),
+            "name": draw(_TEXT),
+            "cat": draw(st.sampled_from(["cpu_op", "kernel", "user_annotation"])),
+            "ts": float(i * 10),
+            "dur": draw(st.integers(0, 30)),
+            "pid": 1,
+            "tid": draw(st.integers(1, 2)),
+        }
         if draw(st.booleans()):  # args with what Event does not read: nested objects in lists
-            ev["args"] = {"correlation": i, "frames": draw(st.lists(_NESTED, max_size=3)),
-                          "note": draw(_TEXT)}
+            ev["args"] = {
+                "correlation": i,
+                "frames": draw(st.lists(_NESTED, max_size=3)),
+                "note": draw(_TEXT),
+            }
         out.append(ev)
     return out
 
 
 def _dump(draw: st.DrawFn, value: Any) -> str:
-    return json.dumps(value, ensure_ascii=draw(st.booleans()),
-                      separators=draw(st.sampled_from([(",", ":"), (", ", ": "), (",\n  ", ": ")])))
+    return json.dumps(
+        value,
+        ensure_ascii=draw(st.booleans()),
+        separators=draw(st.sampled_from([(",", ":"), (", ", ": "), (",\n  ", ": ")])),
+    )
 
 
 @st.composite
@@ -60,10 +88,20 @@ def _documents(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     events = draw(_events())
     if draw(st.booleans()):
         return _dump(draw, events), events
-    before = draw(st.dictionaries(st.sampled_from(["schemaVersion", "deviceProperties", "note"]),
-                                  _NESTED, max_size=3))
-    after = {"baseTimeNanoseconds": 1700000000000000000, "traceName": draw(_TEXT),
-             "distributedInfo": {"rank": 3}} if draw(st.booleans()) else {}
+    before = draw(
+        st.dictionaries(
+            st.sampled_from(["schemaVersion", "deviceProperties", "note"]), _NESTED, max_size=3
+        )
+    )
+    after = (
+        {
+            "baseTimeNanoseconds": 1700000000000000000,
+            "traceName": draw(_TEXT),
+            "distributedInfo": {"rank": 3},
+        }
+        if draw(st.booleans())
+        else {}
+    )
     text = _dump(draw, {**before, "traceEvents": events, **after})
     return (draw(st.sampled_from(["", " \n"])) + text), events
 
@@ -72,8 +110,8 @@ def _documents(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=_documents(), chunk=st.integers(8, 300))
 def test_any_chunk_size_gives_the_events_of_the_whole_file(
-        tmp_path_factory: pytest.TempPathFactory, doc: tuple[str, list[dict[str, Any]]],
-        chunk: int) -> None:
+    tmp_path_factory: pytest.TempPathFactory, doc: tuple[str, list[dict[str, Any]]], chunk: int
+) -> None:
     text, events = doc
     path = tmp_path_factory.mktemp("s") / "t.json"
     path.write_text(text)
@@ -95,9 +133,20 @@ def _torch_like(tmp_path: Path, name: str = "rank0.pt.trace.json") -> Path:
     host = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
     for k, e in enumerate(host[:40]):  # allocations inside some host ops
         trace["traceEvents"].append(
-            {"ph": "i", "name": "[memory]", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + 1,
-             "args": {"Bytes": 1024 * (k + 1), "Total Allocated": 4096.0 * k,
-                      "Total Reserved": 8192.0 * k, "Device Type": 1}})
+            {
+                "ph": "i",
+                "name": "[memory]",
+                "pid": e["pid"],
+                "tid": e["tid"],
+                "ts": e["ts"] + 1,
+                "args": {
+                    "Bytes": 1024 * (k + 1),
+                    "Total Allocated": 4096.0 * k,
+                    "Total Reserved": 8192.0 * k,
+                    "Device Type": 1,
+                },
+            }
+        )
     trace["baseTimeNanoseconds"] = 1_700_000_000_000_000_000
     path = tmp_path / name
     path.write_text(json.dumps(trace))
@@ -119,8 +168,7 @@ def _whole(path: Path) -> TraceData:
 
 
 @pytest.mark.parametrize("chunk", [4096, 50_000, 1 << 22])
-def test_streamed_trace_data_equals_whole_decoding(tmp_path: Path, monkeypatch,
-                                                   chunk: int) -> None:
+def test_streamed_trace_data_equals_whole_decoding(tmp_path: Path, monkeypatch, chunk: int) -> None:
     path = _torch_like(tmp_path)
     monkeypatch.setattr(stream_mod, "CHUNK", chunk)
     got = read_json(path, "", path.stat().st_size)
@@ -134,13 +182,23 @@ def test_streamed_trace_data_equals_whole_decoding(tmp_path: Path, monkeypatch,
 def test_keys_after_the_array_and_a_decoy_key_before_it(tmp_path: Path) -> None:
     events = [span("ProfilerStep#1", 0, 100), span("actor_update", 10, 50)]
     path = tmp_path / "trace.json"
-    path.write_text(json.dumps({"note": "traceEvents", "nested": {"traceEvents": [span("x", 1, 1)]},
-                                "traceEvents": events, "distributedInfo": {"rank": 5},
-                                "mindspeed_prof": {"kind": "spans", "step": 1}}))
+    path.write_text(
+        json.dumps(
+            {
+                "note": "traceEvents",
+                "nested": {"traceEvents": [span("x", 1, 1)]},
+                "traceEvents": events,
+                "distributedInfo": {"rank": 5},
+                "mindspeed_prof": {"kind": "spans", "step": 1},
+            }
+        )
+    )
     data = read(path)
     assert data.rank == 5 and data.kind == "spans" and data.events == 2
-    assert [(r.kind, r.name) for r in data.ranges] == [("step", "ProfilerStep#1"),
-                                                        ("stage", "actor_update")]
+    assert [(r.kind, r.name) for r in data.ranges] == [
+        ("step", "ProfilerStep#1"),
+        ("stage", "actor_update"),
+    ]
 
 
 def test_bare_list_and_gzip_read_like_the_object(tmp_path: Path) -> None:
@@ -153,7 +211,11 @@ def test_bare_list_and_gzip_read_like_the_object(tmp_path: Path) -> None:
     ref = read(path)
     for other in (read(bare), read(packed)):
         assert (other.ranges, other.ops, other.device, other.memory) == (
-            ref.ranges, ref.ops, ref.device, ref.memory)
+            ref.ranges,
+            ref.ops,
+            ref.device,
+            ref.memory,
+        )
 
 
 def test_no_size_limit_for_json(tmp_path: Path, monkeypatch) -> None:
@@ -169,8 +231,11 @@ def test_decompression_bomb_stops_at_the_ratio(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setattr(stream_mod, "_FLOOR", 1 << 20)
     monkeypatch.setenv(INFLATE_ENV, "20")
     t0 = time.perf_counter()
-    with pytest.raises(BadFile, match=r"bomb\.json\.gz: inflates to more than .*decompression "
-                                      rf"bomb \({INFLATE_ENV}"):
+    with pytest.raises(
+        BadFile,
+        match=r"bomb\.json\.gz: inflates to more than .*decompression "
+        rf"bomb \({INFLATE_ENV}",
+    ):
         read(path)
     assert time.perf_counter() - t0 < 5
     monkeypatch.setenv(INFLATE_ENV, "0")  # no limit
@@ -188,7 +253,7 @@ def test_truncated_file_is_named(tmp_path: Path, monkeypatch) -> None:
         path.write_bytes(raw[:cut])
         with pytest.raises(BadFile, match=rf"^{path}: "):
             read(path)
-    path.write_bytes(raw[:len(raw) - 3])
+    path.write_bytes(raw[: len(raw) - 3])
     with pytest.raises(BadFile, match="cut short or malformed near its end"):
         read(path)
     assert gc.isenabled()  # paused while reading, back on after a failure too
@@ -196,9 +261,12 @@ def test_truncated_file_is_named(tmp_path: Path, monkeypatch) -> None:
 
 def test_hostile_starts_refused_after_one_chunk(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(stream_mod, "MAX_PIECE", 1 << 20)
-    cases = {"text.json": b"hello " * 1000, "garbage.json": b"[" + b"x" * 5_000_000,
-             "nokey.json": b'{"other": "' + b"y" * 5_000_000 + b'"}',
-             "huge_event.json": b'{"traceEvents": [{"name": "' + b"z" * 5_000_000 + b'"}]}'}
+    cases = {
+        "text.json": b"hello " * 1000,
+        "garbage.json": b"[" + b"x" * 5_000_000,
+        "nokey.json": b'{"other": "' + b"y" * 5_000_000 + b'"}',
+        "huge_event.json": b'{"traceEvents": [{"name": "' + b"z" * 5_000_000 + b'"}]}',
+    }
     for name, raw in cases.items():
         path = tmp_path / name
         path.write_bytes(raw)
@@ -211,7 +279,14 @@ def test_hostile_starts_refused_after_one_chunk(tmp_path: Path, monkeypatch) -> 
 def test_object_without_events_over_several_chunks(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(stream_mod, "CHUNK", 64)
     path = tmp_path / "rank2.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": ["x" * 50] * 10,
-                                "distributedInfo": {"rank": 2}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 1,
+                "deviceProperties": ["x" * 50] * 10,
+                "distributedInfo": {"rank": 2},
+            }
+        )
+    )
     data = read(path)
     assert data.events == 0 and data.rank == 2 and data.ranges == []

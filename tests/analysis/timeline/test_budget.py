@@ -27,8 +27,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (its steps are the longest)."""
     root = tmp_path_factory.mktemp("budget")
     for rank in range(RANKS):
-        write_cuda_trace(root / "integrated" / f"rank{rank}_host_{100 + rank}.pt.trace.json",
-                         rank=rank, steps=3, kernels_per_stage=90 if rank == SLOW else 60)
+        write_cuda_trace(
+            root / "integrated" / f"rank{rank}_host_{100 + rank}.pt.trace.json",
+            rank=rank,
+            steps=3,
+            kernels_per_stage=90 if rank == SLOW else 60,
+        )
     return root
 
 
@@ -45,8 +49,9 @@ def _slices(trace: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _frame(trace: dict[str, Any]) -> set[tuple[Any, ...]]:
     """Steps, stages and ranges: (pid, tid, name, ts, dur)."""
-    return {(e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in _slices(trace)
-            if e["tid"] < 10}
+    return {
+        (e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in _slices(trace) if e["tid"] < 10
+    }
 
 
 def _longest(trace: dict[str, Any]) -> set[tuple[Any, ...]]:
@@ -55,13 +60,17 @@ def _longest(trace: dict[str, Any]) -> set[tuple[Any, ...]]:
     for e in _slices(trace):
         if e["tid"] >= 10 and e.get("cat") != "merged":
             ops[e["pid"]].append(e)
-    return {(e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for events in ops.values()
-            for e in sorted(events, key=lambda e: -e["dur"])[:ALWAYS]}
+    return {
+        (e["pid"], e["tid"], e["name"], e["ts"], e["dur"])
+        for events in ops.values()
+        for e in sorted(events, key=lambda e: -e["dur"])[:ALWAYS]
+    }
 
 
 def _ops(trace: dict[str, Any]) -> set[tuple[Any, ...]]:
-    return {(e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in _slices(trace)
-            if e["tid"] >= 10}
+    return {
+        (e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in _slices(trace) if e["tid"] >= 10
+    }
 
 
 def _nested(trace: dict[str, Any]) -> bool:
@@ -82,37 +91,45 @@ def _nested(trace: dict[str, Any]) -> bool:
 
 
 def test_over_budget_short_operators_merge_and_the_frame_and_longest_stay(
-        run: Path, full: tuple[dict[str, Any], Any], tmp_path: Path) -> None:
+    run: Path, full: tuple[dict[str, Any], Any], tmp_path: Path
+) -> None:
     whole, whole_result = full
     budget = whole_result.json_bytes * 2 // 5
     out = tmp_path / "t.json"
-    result = write_timeline(analyse(run, jobs=1, cache=False).traces, out, detail=None,
-                            max_bytes=budget)
+    result = write_timeline(
+        analyse(run, jobs=1, cache=False).traces, out, detail=None, max_bytes=budget
+    )
     assert result.json_bytes == out.stat().st_size <= budget
     trace = json.loads(out.read_text())
     assert _frame(trace) == _frame(whole)
     assert _longest(whole) <= _ops(trace)
     merged = [e for e in _slices(trace) if e.get("cat") == "merged"]
-    assert merged and all(e["name"] == f"merged: {e['args']['ops']} ops" and e["args"]["ops"] > 1
-                          for e in merged)
+    assert merged and all(
+        e["name"] == f"merged: {e['args']['ops']} ops" and e["args"]["ops"] > 1 for e in merged
+    )
     kept = len(_ops(trace)) - len(merged)
     assert kept + sum(e["args"]["ops"] for e in merged) == len(_ops(whole))
     below = trace["otherData"]["budget"]["merged_below_us"]
     assert 0 < below <= 1000
 
     def short(t: dict[str, Any]) -> int:  # written as themselves: lone ones, the longest
-        return sum(e["dur"] < below for e in _slices(t) if e["tid"] >= 10
-                   and e.get("cat") != "merged")
+        return sum(
+            e["dur"] < below for e in _slices(t) if e["tid"] >= 10 and e.get("cat") != "merged"
+        )
 
     assert short(trace) < short(whole) / 10
     assert result.budget is not None
-    assert trace["otherData"]["budget"]["merged_operators"] == result.budget[
-        "merged_operators"] == sum(e["args"]["ops"] for e in merged)
+    assert (
+        trace["otherData"]["budget"]["merged_operators"]
+        == result.budget["merged_operators"]
+        == sum(e["args"]["ops"] for e in merged)
+    )
     assert _nested(trace)
 
 
 def test_when_merging_is_not_enough_the_slowest_rank_steps_keep_their_operators(
-        run: Path, full: tuple[dict[str, Any], Any], tmp_path: Path) -> None:
+    run: Path, full: tuple[dict[str, Any], Any], tmp_path: Path
+) -> None:
     whole, _ = full
     traces = analyse(run, jobs=1, cache=False).traces
     frame_only = write_timeline(traces, tmp_path / "frame.json").json_bytes
@@ -122,8 +139,9 @@ def test_when_merging_is_not_enough_the_slowest_rank_steps_keep_their_operators(
     assert result.json_bytes <= budget
     trace = json.loads(out.read_text())
     facts = trace["otherData"]["budget"]
-    assert facts["left_out_operators"] > 0 and facts["merged_below_us"] == pytest.approx(1000,
-                                                                                         rel=0.1)
+    assert facts["left_out_operators"] > 0 and facts["merged_below_us"] == pytest.approx(
+        1000, rel=0.1
+    )
     kept_cells = facts["operators_of"]
     assert 0 < len(kept_cells) < RANKS * 3
     assert all(rank == str(SLOW) for rank, _ in kept_cells[:1])  # the slow rank's steps first
@@ -132,11 +150,11 @@ def test_when_merging_is_not_enough_the_slowest_rank_steps_keep_their_operators(
 
 
 def test_a_budget_below_steps_and_stages_is_refused_and_nothing_written(
-        run: Path, tmp_path: Path) -> None:
+    run: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "t.json"
     with pytest.raises(BudgetError, match="alone take"):
-        write_timeline(analyse(run, jobs=1, cache=False).traces, out, detail=None,
-                       max_bytes=10_000)
+        write_timeline(analyse(run, jobs=1, cache=False).traces, out, detail=None, max_bytes=10_000)
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
@@ -145,27 +163,33 @@ def test_a_run_of_short_operators_never_crosses_a_kept_slice() -> None:
     would straddle its end; a lone short operator is written as itself."""
     thread = (1, 1)
     events = [(thread, "cpu_op", "short", ts, 1.0) for ts in (1.0, 3.0, 5.0, 12.0, 14.0)]
-    events += [(thread, "cpu_op", "long", 0.0, 10.0), (thread, "cpu_op", "alone", 30.0, 1.0),
-               (thread, "cpu_op", "long2", 20.0, 8.0)]
+    events += [
+        (thread, "cpu_op", "long", 0.0, 10.0),
+        (thread, "cpu_op", "alone", 30.0, 1.0),
+        (thread, "cpu_op", "long2", 20.0, 8.0),
+    ]
     written: list[TraceEvent] = []
     write_detail(written.append, 1, events, 0.0, {}, Plan(below_us=5.0), StepOf([]), Tally())
     got = [(e["name"], e["ts"], e["dur"]) for e in written if e["ph"] == "X"]
-    assert got == [("long", 0.0, 10.0), ("merged: 3 ops", 1.0, 5.0), ("merged: 2 ops", 12.0, 3.0),
-                   ("long2", 20.0, 8.0), ("alone", 30.0, 1.0)]
+    assert got == [
+        ("long", 0.0, 10.0),
+        ("merged: 3 ops", 1.0, 5.0),
+        ("merged: 2 ops", 12.0, 3.0),
+        ("long2", 20.0, 8.0),
+        ("alone", 30.0, 1.0),
+    ]
 
 
 def test_cli_max_mb(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "t.json.gz"
-    assert main(["timeline", str(run), "-o", str(out), "--detail", "all",
-                 "--max-mb", "0.5"]) == 0
+    assert main(["timeline", str(run), "-o", str(out), "--detail", "all", "--max-mb", "0.5"]) == 0
     err = capsys.readouterr().err
     (line,) = [x for x in err.splitlines() if "--max-mb" in x]
     assert "operators shorter than" in line and "merged into" in line
     with pytest.raises(SystemExit):
         main(["timeline", str(run), "-o", str(out), "--max-mb", "-1"])
     assert "--max-mb" in capsys.readouterr().err
-    assert main(["timeline", str(run), "-o", str(out), "--detail", "all",
-                 "--max-mb", "0.01"]) == 1
+    assert main(["timeline", str(run), "-o", str(out), "--detail", "all", "--max-mb", "0.01"]) == 1
     assert "raise --max-mb" in capsys.readouterr().err
 
 
@@ -179,13 +203,18 @@ def test_perfetto_format_holds_the_same_slices_as_json(run: Path, tmp_path: Path
     write_timeline(traces, as_json, detail=frozenset({SLOW}), max_bytes=300_000)
     trace = json.loads(as_json.read_text())
     out = tmp_path / "t.pftrace"
-    result = write_timeline(traces, out, detail=frozenset({SLOW}), max_bytes=300_000,
-                            fmt="perfetto")
+    result = write_timeline(
+        traces, out, detail=frozenset({SLOW}), max_bytes=300_000, fmt="perfetto"
+    )
     assert result.json_bytes == out.stat().st_size <= 300_000
     packets = Trace.FromString(out.read_bytes()).packet
-    names = {p.track_descriptor.uuid: p.track_descriptor.thread.thread_name
-             or p.track_descriptor.process.process_name or p.track_descriptor.name
-             for p in packets if p.HasField("track_descriptor")}
+    names = {
+        p.track_descriptor.uuid: p.track_descriptor.thread.thread_name
+        or p.track_descriptor.process.process_name
+        or p.track_descriptor.name
+        for p in packets
+        if p.HasField("track_descriptor")
+    }
     origin_ns = round(trace["otherData"]["origin_wall_us"] * 1000)
     open_: dict[int, list[tuple[str, int]]] = defaultdict(list)
     got = []
@@ -196,18 +225,28 @@ def test_perfetto_format_holds_the_same_slices_as_json(run: Path, tmp_path: Path
         elif ev.type == TrackEvent.TYPE_SLICE_END:
             name, start = open_[ev.track_uuid].pop()
             got.append((names[ev.track_uuid], name, start - origin_ns, p.timestamp - start))
-    thread_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
-                    if e["name"] == "thread_name"}
-    want = [(thread_names[(e["pid"], e["tid"])], e["name"], round(e["ts"] * 1000),
-             round(e["dur"] * 1000)) for e in _slices(trace)]
+    thread_names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in trace["traceEvents"]
+        if e["name"] == "thread_name"
+    }
+    want = [
+        (
+            thread_names[(e["pid"], e["tid"])],
+            e["name"],
+            round(e["ts"] * 1000),
+            round(e["dur"] * 1000),
+        )
+        for e in _slices(trace)
+    ]
     assert sorted(got) == sorted(want)
     assert any(n.startswith("merged: ") for _, n, _, _ in got)
     assert any(name.startswith("rank 3 · integrated") for name in names.values())
 
 
 def test_perfetto_format_without_its_package_is_a_usage_error(
-        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sys
 
     for name in [m for m in sys.modules if m == "perfetto" or m.startswith("perfetto.")]:

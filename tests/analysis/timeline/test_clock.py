@@ -12,6 +12,7 @@ from mindspeed_prof.formats.header import read_header
 
 def test_clock_offset_needs_both_halves_of_a_clock_record(tmp_path: Path) -> None:
     """Half a clock record is no record; torch_npu's times are wall-clock already (offset 0)."""
+
     def data(kind: str, **meta: Any) -> TraceData:
         return TraceData(tmp_path / "c", kind, 0, "actor", 0, meta=read_header(meta, "x")[0])
 

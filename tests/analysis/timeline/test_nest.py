@@ -22,7 +22,8 @@ def _x(ts: float, dur: float, name: str = "s", tid: int = 1) -> TraceEvent:
 
 def test_the_check_catches_one_nanosecond() -> None:
     assert nesting_errors([_x(0, 10, "parent"), _x(5, 5.001, "child")]) == [
-        "(1, 1): 'child' [5000, 10001] ns ends 1 ns past 'parent'"]
+        "(1, 1): 'child' [5000, 10001] ns ends 1 ns past 'parent'"
+    ]
     assert not nesting_errors([_x(0, 10), _x(5, 5), _x(10, 3), _x(0, 10, tid=2)])
 
 
@@ -36,8 +37,10 @@ def test_a_child_past_its_parent_is_cut_to_its_end() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**5)), max_size=40),
-       st.floats(1.6e15, 1.8e15))
+@given(
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**5)), max_size=40),
+    st.floats(1.6e15, 1.8e15),
+)
 def test_nested_spans_on_the_epoch_stay_nested(spans: list[tuple[int, int]], epoch: float) -> None:
     """Spans nested exactly in ns, put on the epoch in doubles (a quarter microsecond apart
     there) with exact durations, as readers hold them: written, they nest."""
@@ -61,11 +64,30 @@ def test_nested_spans_on_the_epoch_stay_nested(spans: list[tuple[int, int]], epo
 
 
 def test_a_timeline_without_ranges_holds_ops_and_says_so(tmp_path: Path, capsys) -> None:
-    trace = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
-        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 2, "dur": 3,
-         "args": {"stream": 7, "correlation": 1}}]}
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::add",
+                "pid": 1,
+                "tid": 1,
+                "ts": 1,
+                "dur": 2,
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm",
+                "pid": 0,
+                "tid": 7,
+                "ts": 2,
+                "dur": 3,
+                "args": {"stream": 7, "correlation": 1},
+            },
+        ]
+    }
     (tmp_path / "cap").mkdir()
     (tmp_path / "cap" / "t.pt.trace.json").write_text(json.dumps(trace))
     out = tmp_path / "t.json"
@@ -73,17 +95,20 @@ def test_a_timeline_without_ranges_holds_ops_and_says_so(tmp_path: Path, capsys)
     lines = capsys.readouterr().out.splitlines()
     written = json.loads(out.read_text())["traceEvents"]
     assert lines[1].startswith(f"1 tracks, {sum(e['ph'] == 'X' for e in written)} slices, ")
-    assert lines[2] == "no stages or ranges in these captures: every rank's operators and " \
+    assert (
+        lines[2] == "no stages or ranges in these captures: every rank's operators and "
         "kernels shown"
-    assert sorted(e["name"] for e in written if e["ph"] == "X") == ["aten::add", "aten::mm",
-                                                                    "gemm"]
+    )
+    assert sorted(e["name"] for e in written if e["ph"] == "X") == ["aten::add", "aten::mm", "gemm"]
 
 
 def test_ranges_of_two_threads_get_a_row_each_and_keep_their_length(tmp_path: Path) -> None:
     """Overlapping ranges of two threads are two rows, never one cut to fit the other."""
-    events = [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
-              {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 5, "dur": 10},
-              {"ph": "X", "name": "c", "pid": 1, "tid": 2, "ts": 6, "dur": 2}]
+    events = [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 5, "dur": 10},
+        {"ph": "X", "name": "c", "pid": 1, "tid": 2, "ts": 6, "dur": 2},
+    ]
     (tmp_path / "cap").mkdir()
     (tmp_path / "cap" / "phases.json").write_text(json.dumps({"traceEvents": events}))
     out = tmp_path / "t.json"

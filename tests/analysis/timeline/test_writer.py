@@ -12,7 +12,8 @@ from mindspeed_prof.analysis.timeline.event import TraceEvent
 
 
 def test_writer_writes_a_chunk_at_every_chunk_size_and_stays_one_array(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(writer, "_CHUNK", 3)
     f = io.BytesIO()
     w = writer.JsonWriter(f)

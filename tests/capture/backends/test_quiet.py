@@ -13,9 +13,11 @@ import pytest
 from mindspeed_prof.capture.backends.quiet import quiet_stderr
 
 USDT = b"USDT:2026-11-30 10:00:00 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n"
-ALLOC = (b"[W1130 10:00:00.000000000 CPUAllocator.cpp:245] Memory block of unknown size was "
-         b"allocated before the profiling started, profiler results will not include the "
-         b"deallocation event\n")
+ALLOC = (
+    b"[W1130 10:00:00.000000000 CPUAllocator.cpp:245] Memory block of unknown size was "
+    b"allocated before the profiling started, profiler results will not include the "
+    b"deallocation event\n"
+)
 
 
 def test_drops_exactly_the_noise_and_keeps_the_rest(capfd: pytest.CaptureFixture[str]) -> None:
@@ -23,8 +25,9 @@ def test_drops_exactly_the_noise_and_keeps_the_rest(capfd: pytest.CaptureFixture
         os.write(2, USDT + b"[E kineto] a real error\n" + ALLOC)
         os.write(2, b"prefix " + USDT)  # not the line torch writes: kept
         os.write(2, b"no newline at the end")
-    assert capfd.readouterr().err == ("[E kineto] a real error\nprefix " + USDT.decode()
-                                      + "no newline at the end")
+    assert capfd.readouterr().err == (
+        "[E kineto] a real error\nprefix " + USDT.decode() + "no newline at the end"
+    )
 
 
 def test_stderr_is_restored_when_the_block_raises(capfd: pytest.CaptureFixture[str]) -> None:
@@ -35,7 +38,7 @@ def test_stderr_is_restored_when_the_block_raises(capfd: pytest.CaptureFixture[s
     assert capfd.readouterr().err == "before the error\nafter\n"
 
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import contextlib, sys, torch
     import mindspeed_prof.capture.backends.torch as backend
     if sys.argv[1] == "unfiltered":
@@ -52,13 +55,19 @@ SCRIPT = textwrap.dedent('''
                 before.pop()
                 torch.randn(8, 8) @ torch.randn(8, 8)
     print(len(prof.captures), "captured")
-''')
+""")
 
 
 def run(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "capture.py").write_text(SCRIPT)
-    return subprocess.run([sys.executable, "capture.py", mode, str(tmp_path / mode)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True)
+    return subprocess.run(
+        [sys.executable, "capture.py", mode, str(tmp_path / mode)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
 
 
 @pytest.mark.slow

@@ -51,8 +51,7 @@ def test_level0_records_ops_and_annotation(tmp_path: Path) -> None:
     (trace,) = [f for f in files if f.name.endswith(".pt.trace.json")]
     data = json.loads(trace.read_text())
     assert any(e["name"] == "aten::mm" for e in ops(trace))
-    assert any(e["name"] == "region" and e["cat"] == "user_annotation"
-               for e in data["traceEvents"])
+    assert any(e["name"] == "region" and e["cat"] == "user_annotation" for e in data["traceEvents"])
     assert data["distributedInfo"] == {"rank": 0}
     assert all("Input Dims" not in e.get("args", {}) for e in ops(trace))
 
@@ -65,8 +64,9 @@ def test_shapes_follow_config(tmp_path: Path) -> None:
 
 def test_db_export_is_sqlite_and_smaller(tmp_path: Path) -> None:
     text = capture(tmp_path / "t", repeat=50, profile_level="level1", mstx=False)
-    db = capture(tmp_path / "d", repeat=50, profile_level="level1", mstx=False,
-                 profile_export_type="db")
+    db = capture(
+        tmp_path / "d", repeat=50, profile_level="level1", mstx=False, profile_export_type="db"
+    )
     (db_file,) = db
     assert db_file.name.endswith(".pt.trace.db")
     con = sqlite3.connect(db_file)
@@ -76,8 +76,13 @@ def test_db_export_is_sqlite_and_smaller(tmp_path: Path) -> None:
 
 
 def test_memory_timeline_on_cpu(tmp_path: Path) -> None:
-    files = capture(tmp_path, profile_level="level1", profile_with_memory=True,
-                    profile_record_shapes=True, with_stack=True)
+    files = capture(
+        tmp_path,
+        profile_level="level1",
+        profile_with_memory=True,
+        profile_record_shapes=True,
+        with_stack=True,
+    )
     assert any(f.name.endswith(".memory_timeline.json.gz") for f in files)
 
 
@@ -86,8 +91,9 @@ def test_no_activity_falls_back_to_spans(tmp_path: Path) -> None:
     assert [f.name.endswith(".mstx.trace.json") for f in files] == [True]
 
 
-def test_cuda_memory_history_takes_verls_settings(monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path: Path) -> None:
+def test_cuda_memory_history_takes_verls_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """profile_with_memory on CUDA: the allocator history kept as trace_alloc_max_entries
     says, and stack_depth passed where torch's _record_memory_history takes it."""
     import torch
@@ -101,15 +107,22 @@ def test_cuda_memory_history_takes_verls_settings(monkeypatch: pytest.MonkeyPatc
         calls.append({"enabled": enabled, "max_entries": max_entries, "stack_depth": stack_depth})
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda.memory, "_dump_snapshot",
-                        lambda path: Path(path).write_bytes(b"snapshot"))
+    monkeypatch.setattr(
+        torch.cuda.memory, "_dump_snapshot", lambda path: Path(path).write_bytes(b"snapshot")
+    )
     suite = TestTorchBackend()
-    for fn, expected in ((record, {"max_entries": 7}),
-                         (record_deep, {"max_entries": 7, "stack_depth": 5})):
+    for fn, expected in (
+        (record, {"max_entries": 7}),
+        (record_deep, {"max_entries": 7, "stack_depth": 5}),
+    ):
         monkeypatch.setattr(torch.cuda.memory, "_record_memory_history", fn)
         calls.clear()
-        backend = suite.make_backend(profile_with_memory=True, profile_level="level_none",
-                                     trace_alloc_max_entries=7, stack_depth=5)
+        backend = suite.make_backend(
+            profile_with_memory=True,
+            profile_level="level_none",
+            trace_alloc_max_entries=7,
+            stack_depth=5,
+        )
         backend.start(suite.target(tmp_path / fn.__name__))
         files = backend.stop()
         assert calls[0] == {"enabled": "all", **expected} and calls[1]["enabled"] is None
@@ -117,12 +130,14 @@ def test_cuda_memory_history_takes_verls_settings(monkeypatch: pytest.MonkeyPatc
 
 
 def test_device_activity_without_an_accelerator_is_the_hosts_operators(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """mstx_light turns host activity off; a level asked for on top of it (a preset, an
     on-demand request) must still record operators on a machine whose device is the host."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    files = capture(tmp_path, profile_with_cpu=False, profile_with_npu=True,
-                    profile_level="level1", mstx=True)
+    files = capture(
+        tmp_path, profile_with_cpu=False, profile_with_npu=True, profile_level="level1", mstx=True
+    )
     (trace,) = [f for f in files if f.name.endswith(".pt.trace.json")]
     assert any(e["name"] == "aten::mm" for e in ops(trace))
 
@@ -134,7 +149,8 @@ def _full_disk(path: Path) -> None:
 
 
 def test_a_memory_timeline_that_cannot_be_written_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """torch's export fails half-way, or the gzip copy does: no file is left under any name."""
     import gzip as gzip_module
 
@@ -173,13 +189,17 @@ def test_a_memory_timeline_that_cannot_be_written_leaves_nothing(
 
 
 def test_a_cuda_memory_snapshot_that_cannot_be_written_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The snapshot fails half-way: nothing is left, and the allocator history is still
     turned off."""
     history: list[object] = []
     monkeypatch.setattr(torch.cuda.memory, "_dump_snapshot", lambda path: _full_disk(Path(path)))
-    monkeypatch.setattr(torch.cuda.memory, "_record_memory_history",
-                        lambda enabled="all", **kw: history.append(enabled))
+    monkeypatch.setattr(
+        torch.cuda.memory,
+        "_record_memory_history",
+        lambda enabled="all", **kw: history.append(enabled),
+    )
     suite = TestTorchBackend()
     backend = suite.make_backend(profile_with_memory=True)
     assert isinstance(backend, TorchBackend)

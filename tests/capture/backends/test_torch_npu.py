@@ -55,10 +55,19 @@ def build(torch_npu: Any, tmp_path: Path, **fields: Any) -> tuple[Any, list[Path
 
 
 def test_every_field_is_mapped(torch_npu_double: Any, tmp_path: Path) -> None:
-    prof, _ = build(torch_npu_double, tmp_path, profile_level="level2", profile_export_type="db",
-                    profile_with_memory=True, profile_record_shapes=True,
-                    profile_with_module=True, profile_with_cpu=False, aic_metrics="l2_cache",
-                    data_simplification=False, profile_analysis=True)
+    prof, _ = build(
+        torch_npu_double,
+        tmp_path,
+        profile_level="level2",
+        profile_export_type="db",
+        profile_with_memory=True,
+        profile_record_shapes=True,
+        profile_with_module=True,
+        profile_with_cpu=False,
+        aic_metrics="l2_cache",
+        data_simplification=False,
+        profile_analysis=True,
+    )
     kw = prof.kwargs
     assert [a.name for a in kw["activities"]] == ["NPU"]
     assert kw["record_shapes"] and kw["profile_memory"] and kw["with_modules"]
@@ -86,19 +95,28 @@ def test_arguments_are_mindspeed_rls(torch_npu_double: Any, tmp_path: Path) -> N
         prof, _ = build(torch_npu_double, tmp_path / str(mstx), mstx=mstx, profile_level="level1")
         kw = prof.kwargs
         assert [a.name for a in kw["activities"]] == ["NPU", "CPU"]
-        assert (kw["with_modules"], kw["with_stack"], kw["record_shapes"],
-                kw["profile_memory"], kw["with_flops"]) == (False,) * 5
+        assert (
+            kw["with_modules"],
+            kw["with_stack"],
+            kw["record_shapes"],
+            kw["profile_memory"],
+            kw["with_flops"],
+        ) == (False,) * 5
         exp = kw["experimental_config"].kwargs
         assert exp["aic_metrics"] == "ACL_AICORE_PIPE_UTILIZATION" and exp["msprof_tx"] is mstx
         assert (exp["profiler_level"], exp["export_type"], exp["data_simplification"]) == (
-            "Level1", "text", True)
+            "Level1",
+            "text",
+            True,
+        )
         changed = {k for k, v in exp.items() if v != defaults[k]}
         assert changed <= {"profiler_level", "msprof_tx"}, changed
         assert kw["on_trace_ready"].args["analyse_flag"] is False
 
 
-def test_no_ai_core_metrics_where_torch_npu_drops_them(torch_npu_double: Any,
-                                                       tmp_path: Path) -> None:
+def test_no_ai_core_metrics_where_torch_npu_drops_them(
+    torch_npu_double: Any, tmp_path: Path
+) -> None:
     # torch_npu resets them to none with a warning at level0 and level_none: none is passed
     for level in ("level_none", "level0"):
         prof, _ = build(torch_npu_double, tmp_path / level, profile_level=level)
@@ -129,8 +147,11 @@ def test_id_ranges_go_to_torch_npu_mstx(torch_npu_double: Any, tmp_path: Path) -
 
 
 def test_levels_and_export_spellings(torch_npu_double: Any, tmp_path: Path) -> None:
-    for level, expected in [("level_none", "Level_none"), ("level0", "Level0"),
-                            ("level1", "Level1")]:
+    for level, expected in [
+        ("level_none", "Level_none"),
+        ("level0", "Level0"),
+        ("level1", "Level1"),
+    ]:
         prof, _ = build(torch_npu_double, tmp_path / level, profile_level=level)
         assert prof.kwargs["experimental_config"].kwargs["profiler_level"] == expected
         assert prof.kwargs["experimental_config"].kwargs["export_type"] == "text"
@@ -142,8 +163,9 @@ def test_mstx_ranges_go_to_torch_npu(torch_npu_double: Any, tmp_path: Path) -> N
     assert [c[0] for c in calls] == ["range_start", "range_end"] and calls[0][1] == "r"
 
 
-def test_analysis_output_written_only_with_profile_analysis(torch_npu_double: Any,
-                                                           tmp_path: Path) -> None:
+def test_analysis_output_written_only_with_profile_analysis(
+    torch_npu_double: Any, tmp_path: Path
+) -> None:
     _, off = build(torch_npu_double, tmp_path / "a")
     _, on = build(torch_npu_double, tmp_path / "b", profile_analysis=True)
     assert not (off[0] / "ASCEND_PROFILER_OUTPUT").exists()
@@ -167,17 +189,18 @@ def test_auto_falls_back_when_torch_npu_does_not_import(monkeypatch: pytest.Monk
         assert select_backend(cfg).name == "torch"
 
 
-
-def test_a_capture_records_its_run_for_the_analysis(torch_npu_double: Any,
-                                                    tmp_path: Path) -> None:
+def test_a_capture_records_its_run_for_the_analysis(torch_npu_double: Any, tmp_path: Path) -> None:
     """torch_npu keeps what ``add_metadata_json`` is given in ``profiler_metadata.json``: the
     run id and the rest of our header go there, and the reader takes them, so a torch_npu
     folder is told apart from another run's like every other capture."""
     from mindspeed_prof import Profiler
     from mindspeed_prof.analysis.analyse import analyse
 
-    prof = Profiler.from_config({"profile": True, "profile_analysis": True,
-                                 "profile_save_path": str(tmp_path)}, rank=0, run="run-a")
+    prof = Profiler.from_config(
+        {"profile": True, "profile_analysis": True, "profile_save_path": str(tmp_path)},
+        rank=0,
+        run="run-a",
+    )
     with prof.step(1):
         pass
     prof.close()

@@ -18,9 +18,11 @@ from mindspeed_prof.capture.control import channel as channel_module
 
 def test_the_start_step_is_ahead_of_every_worker_carried_forward_at_its_rate() -> None:
     now = 100.0
-    workers = [Worker(0, "actor", 1412, time=99.0, rate=20.0),  # 1412 + 20 * 3.5 = 1482
-               Worker(1, "actor", 1489, time=100.0, rate=0.0),  # told now, rate unknown
-               Worker(2, "actor", None, time=100.0)]
+    workers = [
+        Worker(0, "actor", 1412, time=99.0, rate=20.0),  # 1412 + 20 * 3.5 = 1482
+        Worker(1, "actor", 1489, time=100.0, rate=0.0),  # told now, rate unknown
+        Worker(2, "actor", None, time=100.0),
+    ]
     assert start_step(workers, now, lead_s=2.5) == 1490
     assert start_step(workers[:1], now, lead_s=2.5) == 1483
     assert start_step([workers[2]], now) is None and start_step([], now) is None
@@ -41,8 +43,9 @@ def test_a_request_is_finished_when_its_ranks_are_done_or_all_is_settled() -> No
     done = Ack(id=request.id, rank=0, role="actor", status="written")
     queued = Ack(id=request.id, rank=1, role="actor", status="queued")
     assert not Status(acks=[done, queued], settled=True).finished(request)
-    assert Status(acks=[done, Ack(id=request.id, rank=1, role="actor", status="failed")]
-                  ).finished(request)
+    assert Status(acks=[done, Ack(id=request.id, rank=1, role="actor", status="failed")]).finished(
+        request
+    )
     anyone = Request.new(60, steps=1)
     assert not Status(acks=[done]).finished(anyone)
     assert not Status(acks=[done], settled=True, pending=[(1, "actor")]).finished(anyone)
@@ -73,7 +76,8 @@ class _Clock:
 
 
 def test_waiting_for_workers_keeps_those_the_request_is_for_that_told_while_it_looked(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Workers whose word changed after the first look, or who appeared, the request is for,
     each stamped with the command's own clock when it was seen: their clocks (a day ahead,
     an hour behind) are never compared with it."""
@@ -81,15 +85,23 @@ def test_waiting_for_workers_keeps_those_the_request_is_for_that_told_while_it_l
     monkeypatch.setattr(channel_module, "time", clock)
     request = Request.new(60, steps=1, role="actor")
     stale = Worker(3, "actor", 7, time=5.0)  # there before, never told again: not counted
-    looks = [[stale, Worker(0, "actor", 4, time=86_400.0)],
-             [stale, Worker(0, "actor", 4, time=86_400.0)],
-             [stale, Worker(0, "actor", 5, time=86_401.0), Worker(1, "critic", 5, time=9.0)],
-             [stale, Worker(0, "actor", 5, time=86_401.0), Worker(1, "critic", 5, time=9.0),
-              Worker(2, "actor", 2, time=-3_600.0, rate=4.0)]]
+    looks = [
+        [stale, Worker(0, "actor", 4, time=86_400.0)],
+        [stale, Worker(0, "actor", 4, time=86_400.0)],
+        [stale, Worker(0, "actor", 5, time=86_401.0), Worker(1, "critic", 5, time=9.0)],
+        [
+            stale,
+            Worker(0, "actor", 5, time=86_401.0),
+            Worker(1, "critic", 5, time=9.0),
+            Worker(2, "actor", 2, time=-3_600.0, rate=4.0),
+        ],
+    ]
     channel = _Scripted(looks)
     found = wait_for_workers(channel, request, grace_s=5.0)
-    assert found == [Worker(0, "actor", 5, time=50.5 + 1e6),
-                     Worker(2, "actor", 2, time=50.75 + 1e6, rate=4.0)]
+    assert found == [
+        Worker(0, "actor", 5, time=50.5 + 1e6),
+        Worker(2, "actor", 2, time=50.75 + 1e6, rate=4.0),
+    ]
     assert wait_for_workers(_Scripted([[]]), request, grace_s=0.3) == []
 
 
@@ -137,7 +149,8 @@ class _Looks:
 
 
 def test_wait_looks_every_quarter_second_until_finished_or_the_timeout(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     clock = _Clock()
     monkeypatch.setattr(channel_module, "time", clock)
     request = Request.new(60, steps=1)
@@ -177,7 +190,8 @@ class _Appear:
 
 
 def test_waiting_for_workers_looks_1_2_s_more_after_the_first_or_up_to_the_grace(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     kept = [Worker(0, "actor", 5, time=3.0), Worker(1, "actor", 6, time=1.0)]
     others = [Worker(1, "critic", 5, time=3.0), Worker(2, "actor", 5, time=3.0)]
     request = Request.new(60, steps=1, ranks=[0, 1], role="actor")
@@ -185,7 +199,9 @@ def test_waiting_for_workers_looks_1_2_s_more_after_the_first_or_up_to_the_grace
     monkeypatch.setattr(channel_module, "time", clock)
     channel = _Appear(others[:1] + kept + others[1:], first=3)
     assert wait_for_workers(channel, request, grace_s=5.0) == [
-        Worker(0, "actor", 5, time=50.5 + 1e6), Worker(1, "actor", 6, time=50.5 + 1e6)]
+        Worker(0, "actor", 5, time=50.5 + 1e6),
+        Worker(1, "actor", 6, time=50.5 + 1e6),
+    ]
     # the first look (50 s) sees nobody, they appear at the third (50.5 s), then looks go on
     # up to 1.2 s later: 51.75 s
     assert channel.looks == 8 and clock.sleeps == [0.25] * 7 and clock.now == 51.75
@@ -196,11 +212,13 @@ def test_waiting_for_workers_looks_1_2_s_more_after_the_first_or_up_to_the_grace
 
 
 def test_waiting_for_workers_stops_1_2_s_after_the_first_exactly(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     clock = _Clock(now=-0.35, step=0.6)  # looks at -0.35, 0.25, 0.85, 1.45 s
     monkeypatch.setattr(channel_module, "time", clock)
     request = Request.new(60, steps=1)
     channel = _Appear([Worker(0, "actor", 5, time=10.0)], first=2)
     assert wait_for_workers(channel, request, grace_s=60.0) == [
-        Worker(0, "actor", 5, time=0.25 + 1e6)]
+        Worker(0, "actor", 5, time=0.25 + 1e6)
+    ]
     assert channel.looks == 4  # first seen at 0.25 s, done at 1.45 s: 1.2 s apart to the bit

@@ -46,15 +46,17 @@ def test_each_request_once_oldest_first_whatever_its_start_step(tmp_path: Path) 
 
 
 def test_bad_files_are_ignored_with_one_warning_each(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     clock = _Clock(mono=100.0)
     monkeypatch.setattr(folder_module, "time", clock)
     folder = requests_dir(tmp_path)
     old = time.time() - 60
     old_file(folder / "partial.json", '{"id": "x", "created": 1, "exp')
-    old_file(folder / "preset.json", json.dumps({"id": "p", "created": old,
-                                                 "expires": old + 600, "preset": "nope"}))
+    old_file(
+        folder / "preset.json",
+        json.dumps({"id": "p", "created": old, "expires": old + 600, "preset": "nope"}),
+    )
     old_file(folder / "expired.json", json.dumps({"id": "e", "created": old, "expires": old}))
     source = Folder(tmp_path)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
@@ -70,13 +72,15 @@ def test_bad_files_are_ignored_with_one_warning_each(
     assert any("expired" in m for m in warned)
 
 
-def test_a_thousand_bad_files_are_a_few_lines(tmp_path: Path,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_thousand_bad_files_are_a_few_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = requests_dir(tmp_path)
     old = time.time() - 60
     for i in range(1000):
-        (folder / f"r{i:04}.json").write_text(json.dumps({"id": f"e{i}", "created": old,
-                                                          "expires": old}))
+        (folder / f"r{i:04}.json").write_text(
+            json.dumps({"id": f"e{i}", "created": old, "expires": old})
+        )
     good = Request.new(60, steps=1)
     write_request(tmp_path, good)
     source = Folder(tmp_path)
@@ -87,8 +91,11 @@ def test_a_thousand_bad_files_are_a_few_lines(tmp_path: Path,
     assert [r.id for r in found] == [good.id]  # the bad ones do not hide it
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) <= 5 * (WARNINGS_PER_LOOK + 1)
-    assert sum(int(m.split("ignoring ")[1].split()[0]) for m in lines if "more capture" in m) \
-        + sum(1 for m in lines if "more capture" not in m) == 1000
+    assert (
+        sum(int(m.split("ignoring ")[1].split()[0]) for m in lines if "more capture" in m)
+        + sum(1 for m in lines if "more capture" not in m)
+        == 1000
+    )
 
 
 def test_files_that_are_not_requests_are_never_followed_or_read_whole(tmp_path: Path) -> None:
@@ -110,8 +117,7 @@ def test_a_linked_control_folder_is_not_followed(tmp_path: Path) -> None:
     (root / "control").symlink_to(elsewhere / "control")
     source = Folder(root)
     assert source.poll(Worker(0, "integrated", 1)) == []
-    source.ack(Request.new(60, steps=1), Ack(id="x", rank=0, role="integrated",
-                                             status="written"))
+    source.ack(Request.new(60, steps=1), Ack(id="x", rank=0, role="integrated", status="written"))
     assert not (elsewhere / "control" / "acks").exists()
     assert not (elsewhere / "control" / "workers").exists()
 
@@ -120,8 +126,7 @@ def test_an_ack_is_one_file_per_role_and_rank_in_the_save_root(tmp_path: Path) -
     request = Request.new(60, steps=1)
     source = Folder(tmp_path)
     for role in ("actor", "rollout"):  # verl numbers each role's ranks from 0
-        source.ack(request, Ack(id=request.id, rank=0, role=role, status="written",
-                                files=[role]))
+        source.ack(request, Ack(id=request.id, rank=0, role=role, status="written", files=[role]))
     assert sorted(a.role for a in read_acks(tmp_path, request.id)) == ["actor", "rollout"]
     (ack_dir,) = {p.parent for p in tmp_path.rglob("*.json")}
     assert ack_dir == tmp_path / "control" / "acks"
@@ -135,8 +140,7 @@ def test_workers_tell_their_step_while_a_command_asks(tmp_path: Path) -> None:
     channel.open()
     source.poll(Worker(1, "actor", 41, time=5.0, rate=2.5))
     source.poll(Worker(0, "actor", 40))
-    assert [(w.rank, w.step, w.rate) for w in channel.workers()] == [(0, 40, 0.0),
-                                                                      (1, 41, 2.5)]
+    assert [(w.rank, w.step, w.rate) for w in channel.workers()] == [(0, 40, 0.0), (1, 41, 2.5)]
     channel.close(Request.new(60, steps=1))
     assert [p.name for p in (tmp_path / "control").iterdir()] == ["workers"]  # what jobs wrote
 
@@ -146,8 +150,9 @@ def test_the_command_side_settles_and_withdraws(tmp_path: Path) -> None:
     channel = Folder(tmp_path)
     channel.open()
     assert channel.post(request) == ""
-    Folder(tmp_path).ack(request, Ack(id=request.id, rank=0, role="integrated",
-                                            status="written", files=["f"]))
+    Folder(tmp_path).ack(
+        request, Ack(id=request.id, rank=0, role="integrated", status="written", files=["f"])
+    )
     status = wait(channel, request, 5)
     assert [a.status for a in status.acks] == ["written"] and status.finished(request)
     assert status.acks[0].root == str(tmp_path)
@@ -161,17 +166,21 @@ def test_workers_are_read_as_they_wrote_and_bad_files_skipped(tmp_path: Path) ->
     skipped without hiding the next."""
     folder = tmp_path / "control" / "workers"
     folder.mkdir(parents=True)
-    files = {"a.json": {"rank": 2, "role": "rollout", "step": 7, "time": 12, "rate": 1.5},
-             "b.json": {"rank": 3, "role": "actor", "time": 1.0},  # no step
-             "c.json": {"rank": "4", "role": 5, "step": "7", "time": "2.5"},
-             "d.json": [1, 2],
-             "e.json": {"rank": 5, "role": "actor", "step": 7.5, "time": 3.0}}
+    files = {
+        "a.json": {"rank": 2, "role": "rollout", "step": 7, "time": 12, "rate": 1.5},
+        "b.json": {"rank": 3, "role": "actor", "time": 1.0},  # no step
+        "c.json": {"rank": "4", "role": 5, "step": "7", "time": "2.5"},
+        "d.json": [1, 2],
+        "e.json": {"rank": 5, "role": "actor", "step": 7.5, "time": 3.0},
+    }
     for name, data in files.items():
         (folder / name).write_text(json.dumps(data))
     (folder / "not-json.json").write_text("{")
-    assert read_workers(tmp_path) == [Worker(2, "rollout", 7, 12.0, 1.5),
-                                      Worker(4, "5", None, 2.5, 0.0),
-                                      Worker(5, "actor", None, 3.0, 0.0)]
+    assert read_workers(tmp_path) == [
+        Worker(2, "rollout", 7, 12.0, 1.5),
+        Worker(4, "5", None, 2.5, 0.0),
+        Worker(5, "actor", None, 3.0, 0.0),
+    ]
     assert [type(w.time) for w in read_workers(tmp_path)] == [float] * 3
 
 
@@ -193,7 +202,8 @@ class _Clock:
 
 
 def test_the_command_side_settles_once_acks_stop_changing_3_s(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = _Clock(mono=100.0)
     monkeypatch.setattr(folder_module, "time", clock)
     request = Request.new(60, steps=1)
@@ -228,8 +238,7 @@ def test_a_save_root_whose_requests_folder_is_a_file_cannot_be_asked(tmp_path: P
         Folder(tmp_path).open()
 
 
-def test_closing_twice_or_unopened_removes_only_what_it_made_and_left_empty(
-        tmp_path: Path) -> None:
+def test_closing_twice_or_unopened_removes_only_what_it_made_and_left_empty(tmp_path: Path) -> None:
     """The mark may be gone already (someone cleaned up); a folder the command made but left,
     because something was in it, is the job's from then on, even once emptied."""
     request = Request.new(60, steps=1)
@@ -263,7 +272,8 @@ def test_a_request_is_put_only_into_a_real_requests_folder(tmp_path: Path) -> No
 
 
 def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The file is written aside under a new name made exclusively: a link at the name earlier
     versions used, or at the very name drawn for it, is never followed."""
     umask = os.umask(0o022)
@@ -284,11 +294,13 @@ def test_a_written_file_is_0644_and_a_link_in_its_way_is_not_followed(
     assert target.read_text() == "keep" and drawn.is_symlink()
     assert json.loads(written.read_text()) == request.to_json() and not written.is_symlink()
     assert sorted(p.name for p in path.parent.iterdir() if not p.is_symlink()) == sorted(
-        [path.name, written.name])  # the temporary file renamed, none left
+        [path.name, written.name]
+    )  # the temporary file renamed, none left
 
 
 def test_a_request_file_is_read_up_to_64_kib_of_bytes(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = requests_dir(tmp_path)
     good = Request.new(60, steps=1)
     text = json.dumps(good.to_json())
@@ -301,11 +313,14 @@ def test_a_request_file_is_read_up_to_64_kib_of_bytes(
         assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == [good.id]
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / n}: unreadable (larger than 65536 "
-        f"bytes ({(folder / n).stat().st_size}))" for n in ("b.json", "c.json")]
+        f"bytes ({(folder / n).stat().st_size}))"
+        for n in ("b.json", "c.json")
+    ]
 
 
 def test_what_is_not_a_regular_file_is_named_in_its_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A link (even a dangling one) is refused by the open itself; anything else not a regular
     file is named for what it is."""
     outside = tmp_path / "secret.json"
@@ -322,9 +337,13 @@ def test_what_is_not_a_regular_file_is_named_in_its_warning(
 
     link = "unreadable (a symbolic link, not followed)"
     assert [r.getMessage() for r in caplog.records] == [
-        f"mindspeed-prof: ignoring capture request {folder / name}: {why}" for name, why in (
-            ("dangling.json", link), ("fifo.json", "unreadable (a FIFO, not a regular file)"),
-            ("link.json", link))]
+        f"mindspeed-prof: ignoring capture request {folder / name}: {why}"
+        for name, why in (
+            ("dangling.json", link),
+            ("fifo.json", "unreadable (a FIFO, not a regular file)"),
+            ("link.json", link),
+        )
+    ]
 
 
 def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
@@ -338,18 +357,25 @@ def test_only_visible_json_files_are_requests(tmp_path: Path) -> None:
 
 
 def test_five_warnings_a_look_and_the_rest_counted_by_kind(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     clock = _Clock(mono=100.0)
     monkeypatch.setattr(folder_module, "time", clock)
     folder = requests_dir(tmp_path)
     old = time.time() - 60
     expired = json.dumps({"id": "e", "created": old, "expires": old - 1})
     malformed = json.dumps({"id": "m", "created": old, "expires": old + 600, "preset": "nope"})
-    long_malformed = json.dumps({"id": "o", "created": old, "expires": old + 600,
-                                 "overrides": []})
-    for name, text in (("a1", "{"), ("a2", expired), ("a3", malformed), ("a5", long_malformed),
-                       ("b1", expired), ("b2", malformed), ("b3", malformed), ("b4", "{")):
+    long_malformed = json.dumps({"id": "o", "created": old, "expires": old + 600, "overrides": []})
+    for name, text in (
+        ("a1", "{"),
+        ("a2", expired),
+        ("a3", malformed),
+        ("a5", long_malformed),
+        ("b1", expired),
+        ("b2", malformed),
+        ("b3", malformed),
+        ("b4", "{"),
+    ):
         old_file(folder / f"{name}.json", text)
     for name in ("a4", "b5"):
         os.mkfifo(folder / f"{name}.json")
@@ -358,13 +384,17 @@ def test_five_warnings_a_look_and_the_rest_counted_by_kind(
         for step in range(1, 4):  # each file is warned about once; incomplete ones after 2 s
             assert source.poll(Worker(0, "actor", step)) == []
             clock.mono += 1.0
-    objects = ("overrides=[]: must be an object of mstx, profile_with_memory, "
-               "profile_record_shapes, profile_with_cpu, profile_with_npu, profile_with_module, "
-               "with_stack, profile_level, aic_metrics")
+    objects = (
+        "overrides=[]: must be an object of mstx, profile_with_memory, "
+        "profile_record_shapes, profile_with_cpu, profile_with_npu, profile_with_module, "
+        "with_stack, profile_level, aic_metrics"
+    )
     assert len(objects) > 160
     said = "mindspeed-prof: ignoring capture request"
-    incomplete = "not complete JSON (Expecting property name enclosed in double quotes: line 1 " \
+    incomplete = (
+        "not complete JSON (Expecting property name enclosed in double quotes: line 1 "
         "column 2 (char 1))"
+    )
     assert [r.getMessage() for r in caplog.records] == [
         f"{said} {folder / 'a2.json'}: expired (its timeout is not positive)",
         f"{said} {folder / 'a3.json'}: malformed: preset='nope': allowed: mstx_light, "
@@ -372,20 +402,26 @@ def test_five_warnings_a_look_and_the_rest_counted_by_kind(
         f"{said} {folder / 'a4.json'}: unreadable (a FIFO, not a regular file)",
         f"{said} {folder / 'a5.json'}: malformed: {objects[:160]}",
         f"{said} {folder / 'b1.json'}: expired (its timeout is not positive)",
-        f"mindspeed-prof: ignoring 3 more capture requests in {folder} (2 malformed, "
-        "1 unreadable)",
+        f"mindspeed-prof: ignoring 3 more capture requests in {folder} (2 malformed, 1 unreadable)",
         f"{said} {folder / 'a1.json'}: {incomplete}",  # at the third look: seen 2 s incomplete
-        f"{said} {folder / 'b4.json'}: {incomplete}"]
+        f"{said} {folder / 'b4.json'}: {incomplete}",
+    ]
 
 
 def test_a_request_applied_before_a_restart_is_not_taken_again(tmp_path: Path) -> None:
     """Only this worker's own ack (its rank and its role) says it applied a request."""
     applied, mine, others, other_role = (
-        Request.new(60, steps=1), Request.new(60, steps=1, ranks=[0], role="actor"),
-        Request.new(60, steps=1), Request.new(60, steps=1))
+        Request.new(60, steps=1),
+        Request.new(60, steps=1, ranks=[0], role="actor"),
+        Request.new(60, steps=1),
+        Request.new(60, steps=1),
+    )
     source = Folder(tmp_path)
-    for request, rank, role in ((applied, 0, "actor"), (others, 1, "actor"),
-                                (other_role, 0, "critic")):
+    for request, rank, role in (
+        (applied, 0, "actor"),
+        (others, 1, "actor"),
+        (other_role, 0, "critic"),
+    ):
         write_request(tmp_path, request)
         source.ack(request, Ack(id=request.id, rank=rank, role=role, status="written"))
     write_request(tmp_path, mine)
@@ -397,11 +433,13 @@ def test_acks_are_read_for_their_request_only_and_bad_ones_skipped(tmp_path: Pat
     folder = tmp_path / "control" / "acks"
     folder.mkdir(parents=True)
     good = Ack(id="r1", rank=1, role="actor", status="written", files=["f"])
-    for name, text in (("r1.actor.rank0.json", "{"),
-                       ("r1.actor.rank1.json", json.dumps(good.to_json())),
-                       ("r1.actor.rank2.json", json.dumps({"id": "r1"})),  # not an ack
-                       ("r1.actor.rank3.json", json.dumps({**good.to_json(), "id": "r2"})),
-                       ("r1.5.actor.rank0.json", json.dumps({**good.to_json(), "id": "r1.5"}))):
+    for name, text in (
+        ("r1.actor.rank0.json", "{"),
+        ("r1.actor.rank1.json", json.dumps(good.to_json())),
+        ("r1.actor.rank2.json", json.dumps({"id": "r1"})),  # not an ack
+        ("r1.actor.rank3.json", json.dumps({**good.to_json(), "id": "r2"})),
+        ("r1.5.actor.rank0.json", json.dumps({**good.to_json(), "id": "r1.5"})),
+    ):
         (folder / name).write_text(text)
     assert read_acks(tmp_path, "r1") == [good]
 
@@ -414,25 +452,31 @@ def test_a_worker_tells_its_host_and_process(tmp_path: Path) -> None:
     assert sorted(data) == ["host", "pid", "rank", "rate", "role", "step", "time"]
     assert data["pid"] == os.getpid() and isinstance(data["host"], str) and data["host"]
     assert (data["rank"], data["role"], data["step"], data["time"], data["rate"]) == (
-        3, "actor", 9, 5.0, 1.0)
+        3,
+        "actor",
+        9,
+        5.0,
+        1.0,
+    )
 
 
 def test_an_ack_that_cannot_be_written_is_one_warning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     (tmp_path / "control").mkdir()
     (tmp_path / "control" / "acks").write_text("")
     request = Request.new(60, steps=1)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        Folder(tmp_path).ack(request, Ack(id=request.id, rank=0, role="actor",
-                                                status="written"))
+        Folder(tmp_path).ack(request, Ack(id=request.id, rank=0, role="actor", status="written"))
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: could not acknowledge request {request.id}: {tmp_path}/control/acks "
-        "is not a folder"]
+        "is not a folder"
+    ]
 
 
 def test_an_incomplete_file_may_be_written_for_2_s_of_the_jobs_own_clock(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """A file is warned about once it has been seen incomplete for 2 s on the job's monotonic
     clock, however old its mtime (another machine's clock) says it is; one completed meanwhile
     is taken. The request's own times, a day off the job's clock, decide nothing."""
@@ -455,7 +499,8 @@ def test_an_incomplete_file_may_be_written_for_2_s_of_the_jobs_own_clock(
         assert source.poll(Worker(0, "actor", 4)) == []
     assert [r.getMessage() for r in caplog.records] == [
         f"mindspeed-prof: ignoring capture request {folder / 'left.json'}: not complete JSON "
-        "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"]
+        "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
+    ]
 
 
 def test_a_request_from_a_command_whose_clock_is_far_off_is_taken(tmp_path: Path) -> None:
@@ -467,8 +512,7 @@ def test_a_request_from_a_command_whose_clock_is_far_off_is_taken(tmp_path: Path
     none = Request(id="none", created=now, expires=now, steps=1)
     for request in (ahead, behind, none):
         write_request(tmp_path, request)
-    assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == [
-        "ahead", "behind"]
+    assert [r.id for r in Folder(tmp_path).poll(Worker(0, "actor", 1))] == ["ahead", "behind"]
 
 
 def test_a_torch_npu_config_is_named_after_its_file_and_its_time(tmp_path: Path) -> None:
@@ -478,20 +522,28 @@ def test_a_torch_npu_config_is_named_after_its_file_and_its_time(tmp_path: Path)
     folder = requests_dir(tmp_path)
     mtime_ns = 1_600_000_000_123_456_789
     long_name = "a" * 70
-    for stem, data in (("!!!", {"active": 1}), ("-Xy cfg!", {"active": 1}),
-                       (long_name, {"active": 1}), ("plain", {"steps": 1}),
-                       ("profiler_config", {"start_step": 5, "active": 2})):
+    for stem, data in (
+        ("!!!", {"active": 1}),
+        ("-Xy cfg!", {"active": 1}),
+        (long_name, {"active": 1}),
+        ("plain", {"steps": 1}),
+        ("profiler_config", {"start_step": 5, "active": 2}),
+    ):
         (folder / f"{stem}.json").write_text(json.dumps(data))
         os.utime(folder / f"{stem}.json", ns=(mtime_ns, mtime_ns))
     found = Folder(tmp_path).poll(Worker(0, "actor", 1))
-    assert [r.id for r in found] == [f"npu-file-{mtime_ns}", f"npu-Xy_cfg_-{mtime_ns}",
-                                     f"npu-{'a' * 60}-{mtime_ns}",
-                                     f"npu-profiler_config-{mtime_ns}"]
+    assert [r.id for r in found] == [
+        f"npu-file-{mtime_ns}",
+        f"npu-Xy_cfg_-{mtime_ns}",
+        f"npu-{'a' * 60}-{mtime_ns}",
+        f"npu-profiler_config-{mtime_ns}",
+    ]
     assert (found[-1].steps, found[-1].start_step) == (2, 5)
 
 
 def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Each look opens what it reads; a folder (opened, then refused) is closed again."""
     for part in ("acks", "workers", "requests"):
         for i in range(10):
@@ -504,4 +556,5 @@ def test_a_folder_named_like_a_request_leaks_no_file_descriptor(
     assert caplog.records[0].getMessage() == (
         "mindspeed-prof: ignoring capture request "
         f"{tmp_path / 'control' / 'requests' / 'd.0.json'}: unreadable (a folder, not a regular "
-        "file)")
+        "file)"
+    )

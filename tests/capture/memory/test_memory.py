@@ -42,19 +42,32 @@ def test_the_double_has_torchs_signatures() -> None:
         import cuda_memory
     finally:
         sys.path.remove(DOUBLES)
-    for name in ("reset_peak_memory_stats", "max_memory_allocated", "max_memory_reserved",
-                 "_record_memory_history", "_dump_snapshot"):
+    for name in (
+        "reset_peak_memory_stats",
+        "max_memory_allocated",
+        "max_memory_reserved",
+        "_record_memory_history",
+        "_dump_snapshot",
+    ):
         ours = inspect.signature(getattr(cuda_memory, name)).parameters
         theirs = inspect.signature(getattr(torch.cuda.memory, name)).parameters
         assert [(p.name, p.kind, p.default) for p in ours.values()] == [
-            (p.name, p.kind, p.default) for p in theirs.values()], name
+            (p.name, p.kind, p.default) for p in theirs.values()
+        ], name
 
 
 def config(root: Path, **extensions: Any) -> dict[str, Any]:
-    return {"integrated": {"profile": True, "mstx": True, "profile_level": "level_none",
-                           "profile_step_start": 1, "profile_step_end": 4,
-                           "profile_save_path": str(root)},
-            "extensions": {"backend": "none", **extensions}}
+    return {
+        "integrated": {
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "profile_step_start": 1,
+            "profile_step_end": 4,
+            "profile_save_path": str(root),
+        },
+        "extensions": {"backend": "none", **extensions},
+    }
 
 
 def counters(root: Path) -> dict[tuple[int, str, str], float]:
@@ -91,7 +104,8 @@ def test_each_stage_carries_its_own_peaks_nested_ones_too(tmp_path: Path, device
 
 
 def test_an_oom_in_a_stage_leaves_its_snapshot_and_goes_on_unchanged(
-        tmp_path: Path, device: Any, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, device: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     prof = Profiler.from_config(config(tmp_path, oom_snapshot=True), rank=3)
     device._record_memory_history("all")
     device.use(7 * MB)
@@ -146,11 +160,11 @@ def test_a_memory_window_records_one_history_over_its_steps(tmp_path: Path, devi
 
 
 def test_on_a_host_without_a_device_stages_carry_the_resident_peak(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setattr(job_parts, "device_allocator", lambda: None)
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
-        prof = Profiler.from_config(config(tmp_path, stage_memory=True, oom_snapshot=True),
-                                    rank=0)
+        prof = Profiler.from_config(config(tmp_path, stage_memory=True, oom_snapshot=True), rank=0)
     (line,) = [r.getMessage() for r in caplog.records]
     assert "oom_snapshot and memory_window_steps read a CUDA or NPU allocator" in line
     HostMemory().reset_peak_memory_stats()

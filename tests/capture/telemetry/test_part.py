@@ -23,27 +23,36 @@ SLOW_MS = 40.0
 
 def _profiler(tmp_path: Path, rank: int = 0, **ext: Any) -> Profiler:
     integrated = ext.pop("integrated", {})
-    return Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path), **integrated},
-                                 "extensions": {"telemetry": ["metrics"], **ext}}, rank=rank)
+    return Profiler.from_config(
+        {
+            "integrated": {"profile_save_path": str(tmp_path), **integrated},
+            "extensions": {"telemetry": ["metrics"], **ext},
+        },
+        rank=rank,
+    )
 
 
-def _run_steps(prof: Profiler, clock: Any, steps: range, rank: int = 0,
-               between_ms: float = 0.5) -> list[dict[str, float]]:
+def _run_steps(
+    prof: Profiler, clock: Any, steps: range, rank: int = 0, between_ms: float = 0.5
+) -> list[dict[str, float]]:
     seen = []
     for step in steps:
         with prof.step(step):
             for stage in STAGES:
                 with prof.stage(stage):
-                    clock.advance(WORK[stage] + (SLOW_MS if (rank, stage) == (1, "actor_update")
-                                                 else 0))
+                    clock.advance(
+                        WORK[stage] + (SLOW_MS if (rank, stage) == (1, "actor_update") else 0)
+                    )
                 clock.advance(between_ms)
         seen.append(prof.metrics())
     return seen
 
 
 def _expected(rank: int, between_ms: float = 0.5) -> dict[str, float]:
-    stages = {f"prof/stage/{s}/ms": WORK[s] + (SLOW_MS if (rank, s) == (1, "actor_update")
-                                                else 0) for s in STAGES}
+    stages = {
+        f"prof/stage/{s}/ms": WORK[s] + (SLOW_MS if (rank, s) == (1, "actor_update") else 0)
+        for s in STAGES
+    }
     step = sum(stages.values()) + between_ms * len(STAGES)
     return {"prof/step/ms": step, **stages}
 
@@ -66,9 +75,17 @@ def test_with_profile_off_every_step_is_kept_as_timed(tmp_path: Path, rank: int)
 def test_the_figures_are_the_stage_times_the_capture_records(tmp_path: Path) -> None:
     """With a capture on, ``metrics(step)`` holds the durations its range file has."""
     with fake_clock() as clock:
-        prof = _profiler(tmp_path, 1, backend="none",
-                         integrated={"profile": True, "mstx": True, "profile_step_start": 2,
-                                     "profile_step_end": 4})
+        prof = _profiler(
+            tmp_path,
+            1,
+            backend="none",
+            integrated={
+                "profile": True,
+                "mstx": True,
+                "profile_step_start": 2,
+                "profile_step_end": 4,
+            },
+        )
         _run_steps(prof, clock, range(1, 5), rank=1)
         prof.close()
     (spans,) = tmp_path.rglob("*.mstx.trace.json")
@@ -77,7 +94,8 @@ def test_the_figures_are_the_stage_times_the_capture_records(tmp_path: Path) -> 
         got = prof.metrics(step)
         step_ev = [e for e in events if e.get("name") == f"ProfilerStep#{step}"]
         assert len(step_ev) == 1 and got["prof/step/ms"] == pytest.approx(
-            step_ev[0]["dur"] / 1e3, abs=1e-3)
+            step_ev[0]["dur"] / 1e3, abs=1e-3
+        )
         start, end = step_ev[0]["ts"], step_ev[0]["ts"] + step_ev[0]["dur"]
         for stage in STAGES:
             (ev,) = [e for e in events if e.get("name") == stage and start <= e["ts"] < end]
@@ -85,8 +103,9 @@ def test_the_figures_are_the_stage_times_the_capture_records(tmp_path: Path) -> 
     assert prof.metrics(1) == pytest.approx(_expected(1))  # before the window: kept too
 
 
-def test_custom_ranges_are_timed_only_when_asked(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_custom_ranges_are_timed_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for ranges_on in (False, True):
         with fake_clock() as clock:
             monkeypatch.setattr(timer_module, "perf_counter_ns", clock)
@@ -118,15 +137,19 @@ def test_counters_reach_the_step_they_were_counted_in(tmp_path: Path) -> None:
     with prof.step(2):
         pass
     assert {k: v for k, v in first.items() if k.startswith("prof/count/")} == {
-        "prof/count/tokens_generated": 312.0, "prof/count/response_length/n": 2.0,
-        "prof/count/response_length/mean": 150.0, "prof/count/response_length/min": 100.0,
-        "prof/count/response_length/max": 200.0}
+        "prof/count/tokens_generated": 312.0,
+        "prof/count/response_length/n": 2.0,
+        "prof/count/response_length/mean": 150.0,
+        "prof/count/response_length/min": 100.0,
+        "prof/count/response_length/max": 200.0,
+    }
     assert prof.metrics()["prof/count/samples_dropped"] == 2.0
     prof.close()
 
 
-def test_a_bad_count_is_one_warning_and_nothing_else(tmp_path: Path,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_a_bad_count_is_one_warning_and_nothing_else(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     prof = _profiler(tmp_path)
     assert prof._telemetry is not None
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
@@ -136,7 +159,8 @@ def test_a_bad_count_is_one_warning_and_nothing_else(tmp_path: Path,
                 prof._telemetry.on_count("groups", 4, step, None)
     assert [r.getMessage() for r in caplog.records if "reward" in r.getMessage()] == [
         "mindspeed-prof: telemetry: counter 'reward' not kept (ValueError: could not convert "
-        "string to float: 'high'); a number or a list of numbers"]
+        "string to float: 'high'); a number or a list of numbers"
+    ]
     assert prof.metrics()["prof/count/groups"] == 4.0
     prof.close()
 
@@ -165,8 +189,9 @@ def test_only_the_last_steps_are_kept(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_without_telemetry_the_hooks_stay_free_and_metrics_is_empty(tmp_path: Path) -> None:
-    prof = Profiler.from_config({"integrated": {"profile_save_path": str(tmp_path)},
-                                 "extensions": {"on_demand": False}})
+    prof = Profiler.from_config(
+        {"integrated": {"profile_save_path": str(tmp_path)}, "extensions": {"on_demand": False}}
+    )
     assert not prof._live  # prof.step() is a shared nullcontext: no clock read at all
     with prof.step(1), prof.stage("actor_update"):
         pass
@@ -177,9 +202,16 @@ def test_without_telemetry_the_hooks_stay_free_and_metrics_is_empty(tmp_path: Pa
 def test_prof_count_and_mstx_count_reach_telemetry_and_the_capture_alike(tmp_path: Path) -> None:
     """The public ``prof.count``/``mstx.count`` reach the telemetry part on every step, and the
     same counts land in the capture's range file of the window's step: one figure, two views."""
-    prof = _profiler(tmp_path, integrated={"profile": True, "mstx": True,
-                                           "profile_level": "level_none",
-                                           "profile_step_start": 2, "profile_step_end": 3})
+    prof = _profiler(
+        tmp_path,
+        integrated={
+            "profile": True,
+            "mstx": True,
+            "profile_level": "level_none",
+            "profile_step_start": 2,
+            "profile_step_end": 3,
+        },
+    )
     seen = []
     for step in (1, 2, 3):
         with prof.step(step):
@@ -191,8 +223,14 @@ def test_prof_count_and_mstx_count_reach_telemetry_and_the_capture_alike(tmp_pat
     assert [m["prof/count/tokens_generated"] for m in seen] == [100.0, 200.0, 300.0]
     assert [m["prof/count/response_length/max"] for m in seen] == [2.0, 4.0, 6.0]
     files = sorted(tmp_path.rglob("*.json"))
-    counted = [e for f in files if "traceEvents" in (doc := json.loads(f.read_text()))
-               for e in doc["traceEvents"] if e.get("ph") == "C"]
-    assert sorted((e["name"], e["args"]["step"], e["args"].get("value"),
-                   tuple(e["args"].get("values", ()))) for e in counted) == [
-        ("response_length", 2, None, (2.0, 4.0)), ("tokens_generated", 2, 200, ())]
+    counted = [
+        e
+        for f in files
+        if "traceEvents" in (doc := json.loads(f.read_text()))
+        for e in doc["traceEvents"]
+        if e.get("ph") == "C"
+    ]
+    assert sorted(
+        (e["name"], e["args"]["step"], e["args"].get("value"), tuple(e["args"].get("values", ())))
+        for e in counted
+    ) == [("response_length", 2, None, (2.0, 4.0)), ("tokens_generated", 2, 200, ())]

@@ -20,7 +20,8 @@ class Clock:
 
 
 def test_nested_ranges_of_one_name_and_ranges_ended_on_another_thread_add_up(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     clock = Clock()
     monkeypatch.setattr(ranges_module, "perf_counter_ns", clock)
     timer = RangeTimer()

@@ -21,11 +21,16 @@ def test_a_step_adds_up_each_stage_and_counter_and_names_them_flat() -> None:
     t.count("response_length", [20])
     record = t.finish(4, 12 * MS, {"<b>custom</b>": MS // 2})
     assert record.flat() == {
-        "prof/step/ms": 12.0, "prof/stage/actor_generate/ms": 5.0,
-        "prof/stage/actor_update/ms": 5.0, "prof/range/<b>custom</b>/ms": 0.5,
-        "prof/count/tokens_generated": 128.5, "prof/count/response_length/n": 3.0,
-        "prof/count/response_length/mean": 20.0, "prof/count/response_length/min": 10.0,
-        "prof/count/response_length/max": 30.0}
+        "prof/step/ms": 12.0,
+        "prof/stage/actor_generate/ms": 5.0,
+        "prof/stage/actor_update/ms": 5.0,
+        "prof/range/<b>custom</b>/ms": 0.5,
+        "prof/count/tokens_generated": 128.5,
+        "prof/count/response_length/n": 3.0,
+        "prof/count/response_length/mean": 20.0,
+        "prof/count/response_length/min": 10.0,
+        "prof/count/response_length/max": 30.0,
+    }
     assert record.step == 4
 
 
@@ -46,7 +51,8 @@ def test_an_empty_distribution_is_nothing_and_a_bad_value_raises_before_any_chan
 
 
 def test_names_beyond_the_limit_are_not_kept_but_known_ones_still_add(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(totals_module, "MAX_NAMES", 2)
     t = StepTotals()
     for name in ("a", "b", "c", "a"):
@@ -60,9 +66,11 @@ def test_names_beyond_the_limit_are_not_kept_but_known_ones_still_add(
 
 
 def test_the_mean_record_averages_each_figure_over_the_steps_that_have_it() -> None:
-    records = [StepRecord(1, 10.0, {"a": 2.0}, {}, {"n": 4.0}),
-               StepRecord(2, None, {"a": 4.0, "b": 1.0}, {"r": 3.0}, {}),
-               StepRecord(3, 20.0, {"a": 6.0}, {}, {"n": 8.0})]
+    records = [
+        StepRecord(1, 10.0, {"a": 2.0}, {}, {"n": 4.0}),
+        StepRecord(2, None, {"a": 4.0, "b": 1.0}, {"r": 3.0}, {}),
+        StepRecord(3, 20.0, {"a": 6.0}, {}, {"n": 8.0}),
+    ]
     mean = mean_record(records)
     assert (mean.step, mean.step_ms) == (3, 15.0)
     assert mean.stages == {"a": 4.0, "b": 1.0}

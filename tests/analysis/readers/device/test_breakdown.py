@@ -43,9 +43,17 @@ def cuda_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 #: The breakdown's columns of a CUDA trace's rows, and what the rest hold (torch_npu's only).
 _MS = ("span_ms", "busy_ms", "compute_ms", "comm_ms", "overlap_ms", "memcpy_ms", "idle_ms")
-_UNSET = {"comm_exposed_ms": None, "step_ms": None, "bubble_ms": None, "preparing_ms": None,
-          "comm_exposed_no_recv_ms": None, "rank": None, "source": "", "warmup": False,
-          "whole": False}
+_UNSET = {
+    "comm_exposed_ms": None,
+    "step_ms": None,
+    "bubble_ms": None,
+    "preparing_ms": None,
+    "comm_exposed_no_recv_ms": None,
+    "rank": None,
+    "source": "",
+    "warmup": False,
+    "whole": False,
+}
 
 
 def _sums(rows: list[DeviceRow], rank: int) -> dict[str, float]:
@@ -65,10 +73,24 @@ def _hta_overlap_live(root: Path) -> dict[str, Any]:
         overlap_pct = hta.get_comm_comp_overlap(visualize=False).set_index("rank")
     finally:
         logging.disable(logging.NOTSET)
-    return {"ranks": [[int(rank), {k: float(breakdown.loc[rank, k]) for k in (
-        "compute_time(us)", "idle_time(us)", "non_compute_time(us)", "kernel_time(us)")}
-        | {"overlap_pct": float(overlap_pct.loc[rank, "comp_comm_overlap_pctg"])}]
-        for rank in breakdown.index]}
+    return {
+        "ranks": [
+            [
+                int(rank),
+                {
+                    k: float(breakdown.loc[rank, k])
+                    for k in (
+                        "compute_time(us)",
+                        "idle_time(us)",
+                        "non_compute_time(us)",
+                        "kernel_time(us)",
+                    )
+                }
+                | {"overlap_pct": float(overlap_pct.loc[rank, "comp_comm_overlap_pctg"])},
+            ]
+            for rank in breakdown.index
+        ]
+    }
 
 
 @pytest.mark.reference
@@ -81,10 +103,12 @@ def test_agrees_with_hta_temporal_breakdown_and_overlap(cuda_dir: Path) -> None:
         assert ours["compute_ms"] == pytest.approx(ref["compute_time(us)"], rel=0.01)
         assert ours["idle_ms"] == pytest.approx(ref["idle_time(us)"], rel=0.01)
         assert ours["busy_ms"] - ours["compute_ms"] == pytest.approx(
-            ref["non_compute_time(us)"], rel=0.01)
+            ref["non_compute_time(us)"], rel=0.01
+        )
         assert ours["span_ms"] == pytest.approx(ref["kernel_time(us)"], rel=0.01)
         assert 100 * ours["overlap_ms"] / ours["comm_ms"] == pytest.approx(
-            ref["overlap_pct"], rel=0.01)
+            ref["overlap_pct"], rel=0.01
+        )
         assert ours["comm_ms"] > 0 and ours["memcpy_ms"] > 0 and ours["idle_ms"] > 0
 
 
@@ -100,7 +124,8 @@ def test_rows_per_step_and_stage(cuda_dir: Path) -> None:
     for step in (1, 2, 3, 4):  # a stage's device time is a part of its step's
         whole = next(r for r in rows if r.step == step and r.stage is None)
         assert sum(r.compute_ms for r in rows if r.step == step and r.stage) == (
-            pytest.approx(whole.compute_ms, rel=0.05))
+            pytest.approx(whole.compute_ms, rel=0.05)
+        )
 
 
 def test_three_top_lists_are_apart(cuda_dir: Path) -> None:
@@ -112,32 +137,54 @@ def test_three_top_lists_are_apart(cuda_dir: Path) -> None:
     assert runtime == {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync"}
     assert "ncclDevKernel_AllReduce_Sum_f32_RING_LL" in kernels and "Memset (Device)" in kernels
     trace = cuda_trace(rank=0, seed=5, steps=4)
-    device_us = sum(e["dur"] for e in trace["traceEvents"]
-                    if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    device_us = sum(
+        e["dur"]
+        for e in trace["traceEvents"]
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    )
     ours = tables(analyse(cuda_dir / "rank0.pt.trace.json")).top_kernels[:100]
     assert sum(k.device_ms for k in ours) == pytest.approx(device_us / 1000)
 
 
 def test_cpu_only_capture_says_no_device_data(run_dir: Path, capsys) -> None:
     result = analyse(run_dir)
-    assert tables(result).device == [] and not result.has_device and tables(result).top_kernels[:15] == []
+    assert (
+        tables(result).device == []
+        and not result.has_device
+        and tables(result).top_kernels[:15] == []
+    )
     assert main(["analyse", str(run_dir)]) == 0
     assert "No device data" in capsys.readouterr().out
 
 
 def test_stage_recorded_as_cpu_op_counts(tmp_path: Path) -> None:
-    events = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#4", "ts": 0, "dur": 100,
-               "pid": 1, "tid": 1},
-              {"ph": "X", "cat": "cpu_op", "name": "actor_update", "ts": 10, "dur": 50,
-               "pid": 1, "tid": 1}]
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "ProfilerStep#4",
+            "ts": 0,
+            "dur": 100,
+            "pid": 1,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "actor_update",
+            "ts": 10,
+            "dur": 50,
+            "pid": 1,
+            "tid": 1,
+        },
+    ]
     path = tmp_path / "worker0.1700000000.pt.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))
     rows = tables(analyse(path)).stage_rank
     assert [(r.stage, r.count, r.total_ms) for r in rows] == [("actor_update", 1, 0.05)]
 
 
-def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Path,
-                                                                    capsys) -> None:
+def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Path, capsys) -> None:
     trace = cuda_trace(rank=0, seed=2, steps=2, with_steps=False)
     kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
     nccl = next(e for e in kernels if e["name"].startswith("nccl"))
@@ -153,10 +200,15 @@ def test_device_without_steps_and_overlapping_collectives_are_named(tmp_path: Pa
     assert row.step is None and row.compute_ms > 0  # the rest is still analysed
     assert main(["analyse", str(path)]) == 3
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"mindspeed-prof: skipped {result.shown(problem)}",
-                   f"mindspeed-prof: note: {result.shown(note)}"]
-    assert all(line.startswith("mindspeed-prof: skipped rank0.pt.trace.json: ")
-               or line.startswith("mindspeed-prof: note: rank0.pt.trace.json: ") for line in err)
+    assert err == [
+        f"mindspeed-prof: skipped {result.shown(problem)}",
+        f"mindspeed-prof: note: {result.shown(note)}",
+    ]
+    assert all(
+        line.startswith("mindspeed-prof: skipped rank0.pt.trace.json: ")
+        or line.startswith("mindspeed-prof: note: rank0.pt.trace.json: ")
+        for line in err
+    )
 
 
 def test_a_collective_clash_found_after_other_kernels_on_its_stream() -> None:
@@ -182,7 +234,9 @@ def test_launch_at_a_steps_end_and_a_sub_microsecond_step() -> None:
     rows = breakdown(ops, [(1, 0.0, 10.0)], [])
     ops.close()
     assert [(r.step, r.span_ms, r.compute_ms) for r in rows] == [
-        (1, 0.00025, 0.00025), (None, 0.00025, 0.00025)]
+        (1, 0.00025, 0.00025),
+        (None, 0.00025, 0.00025),
+    ]
 
 
 def test_kernel_kinds_follow_hta_names() -> None:
@@ -193,8 +247,12 @@ def test_kernel_kinds_follow_hta_names() -> None:
     assert classifier().kind_of("cudaStreamSync") == "other"
 
 
-spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)).map(
-    lambda p: (float(p[0]), float(p[0] + p[1]))), max_size=12)
+spans = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 20)).map(
+        lambda p: (float(p[0]), float(p[0] + p[1]))
+    ),
+    max_size=12,
+)
 
 
 @given(spans, spans)
@@ -223,7 +281,11 @@ def test_other_trainers_trace_without_stages(tmp_path: Path) -> None:
     assert all(r.count == 3 and r.stage is None for r in ranges.values())
     rows = tables(result).device
     assert [r.step for r in rows] == [1, 2, 3] and all(r.stage is None for r in rows)
-    assert tables(result).top_ops[:15] and tables(result).top_kernels[:15] and not tables(result).problems
+    assert (
+        tables(result).top_ops[:15]
+        and tables(result).top_kernels[:15]
+        and not tables(result).problems
+    )
 
 
 def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_path: Path) -> None:
@@ -241,8 +303,14 @@ def test_text_fits_80_columns_and_report_has_the_sections(cuda_dir: Path, tmp_pa
     lines = [line for line in text.splitlines() if str(cuda_dir) not in line]  # paths unbroken
     assert max(len(line) for line in lines) <= 80
     html = write_report(report(result), tmp_path / "r.html").read_text()
-    for section in ("id='device'", "Device time (ms)", "Top device kernels", "Top runtime",
-                    "Top host ops", "Custom ranges"):
+    for section in (
+        "id='device'",
+        "Device time (ms)",
+        "Top device kernels",
+        "Top runtime",
+        "Top host ops",
+        "Custom ranges",
+    ):
         assert section in html
     assert "<script" not in html and "<link" not in html and 'src="http' not in html
 
@@ -262,18 +330,28 @@ def test_torch_npu_rows_without_copies_print_chart_and_compare(tmp_path: Path, c
     assert dev["a_compute_ms"] == dev["b_compute_ms"] == 8.0 and dev["a_memcpy_ms"] is None
 
 
-def _reference(ops: list[tuple[float, float, str, float]], steps: list[tuple[int, float, float]],
-               stages: list[tuple[str, int | None, float, float]]) -> list[dict]:
+def _reference(
+    ops: list[tuple[float, float, str, float]],
+    steps: list[tuple[int, float, float]],
+    stages: list[tuple[str, int | None, float, float]],
+) -> list[dict]:
     """The breakdown by whole lists (merge, overlap, total), as it was before streaming."""
+
     def row(mine: list, lo: float, hi: float) -> dict:
-        sets = {k: merge([(t, e) for t, e, n, _ in mine if classifier().kind_of(n) == k])
-                for k in ("compute", "comm", "memcpy")}
+        sets = {
+            k: merge([(t, e) for t, e, n, _ in mine if classifier().kind_of(n) == k])
+            for k in ("compute", "comm", "memcpy")
+        }
         busy = total(merge([(t, e) for t, e, _, _ in mine]), lo, hi)
-        return {"span_ms": (hi - lo) / 1e3, "busy_ms": busy / 1e3,
-                "compute_ms": total(sets["compute"], lo, hi) / 1e3,
-                "comm_ms": total(sets["comm"], lo, hi) / 1e3,
-                "overlap_ms": total(overlap(sets["comm"], sets["compute"]), lo, hi) / 1e3,
-                "memcpy_ms": total(sets["memcpy"], lo, hi) / 1e3, "idle_ms": (hi - lo - busy) / 1e3}
+        return {
+            "span_ms": (hi - lo) / 1e3,
+            "busy_ms": busy / 1e3,
+            "compute_ms": total(sets["compute"], lo, hi) / 1e3,
+            "comm_ms": total(sets["comm"], lo, hi) / 1e3,
+            "overlap_ms": total(overlap(sets["comm"], sets["compute"]), lo, hi) / 1e3,
+            "memcpy_ms": total(sets["memcpy"], lo, hi) / 1e3,
+            "idle_ms": (hi - lo - busy) / 1e3,
+        }
 
     steps = sorted(steps, key=lambda s: s[1])
     per: dict = {}
@@ -291,26 +369,45 @@ def _reference(ops: list[tuple[float, float, str, float]], steps: list[tuple[int
         rows.append({"step": n, "stage": None, **whole})
     if None in per:
         out = per[None]
-        rows.append({"step": None, "stage": None,
-                     **row(out, min(o[0] for o in out), max(o[1] for o in out))})
+        rows.append(
+            {
+                "step": None,
+                "stage": None,
+                **row(out, min(o[0] for o in out), max(o[1] for o in out)),
+            }
+        )
     for name, step, ts, dur in stages:
         mine = [o for o in ops if ts <= o[3] <= ts + dur]
         if mine:
-            rows.append({"step": step, "stage": name, **row(
-                mine, min(o[0] for o in mine), max(o[1] for o in mine))})
+            rows.append(
+                {
+                    "step": step,
+                    "stage": name,
+                    **row(mine, min(o[0] for o in mine), max(o[1] for o in mine)),
+                }
+            )
     return rows
 
 
 _NAMES = ["ampere_sgemm", "ncclDevKernel_AllReduce_Sum", "Memcpy HtoD", "cudaStreamSync"]
-_ops = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 40), st.sampled_from(_NAMES),
-                          st.integers(-20, 20), st.integers(0, 3)), max_size=60)
+_ops = st.lists(
+    st.tuples(
+        st.integers(0, 400),
+        st.integers(0, 40),
+        st.sampled_from(_NAMES),
+        st.integers(-20, 20),
+        st.integers(0, 3),
+    ),
+    max_size=60,
+)
 _windows = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)), max_size=5)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_ops, _windows, _windows, st.integers(1, 8))
-def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list,
-                                                     stage_spans: list, block: int) -> None:
+def test_sweep_breakdown_equals_whole_list_breakdown(
+    raw: list, step_spans: list, stage_spans: list, block: int
+) -> None:
     """Any order on any stream, any slice/spill block size: the rows of the list algorithm."""
     import mindspeed_prof.analysis.readers.device.breakdown as device
     import mindspeed_prof.analysis.readers.device.ops as device_ops
@@ -319,8 +416,8 @@ def test_sweep_breakdown_equals_whole_list_breakdown(raw: list, step_spans: list
     ops = [(t / 4, (t + d) / 4, name, (t + lag) / 4) for t, d, name, lag, _ in raw]
     steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
     stages: list[tuple[str, int | None, float, float]] = [
-        (STAGES[i % len(STAGES)], i, float(s), float(d))
-        for i, (s, d) in enumerate(stage_spans)]
+        (STAGES[i % len(STAGES)], i, float(s), float(d)) for i, (s, d) in enumerate(stage_spans)
+    ]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(device_ops, "SLICE", block)
         store = device_ops.DeviceOps()
@@ -351,23 +448,35 @@ def test_streams_spilled_in_blocks_give_the_same_rows(cuda_dir: Path, monkeypatc
 _T0 = 1_000_000_000  # us: HTA downcasts small integer columns (an int8 ts + dur overflows)
 
 
-def _x(name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1,
-       **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "ts": _T0 + ts, "dur": dur, "pid": pid,
-            "tid": tid, "args": args}
+def _x(
+    name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1, **args: object
+) -> dict:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "ts": _T0 + ts,
+        "dur": dur,
+        "pid": pid,
+        "tid": tid,
+        "args": args,
+    }
 
 
 def _launch(corr: int, ts: float, name: str = "cudaLaunchKernel") -> dict:
     return _x(name, ts, 1, "cuda_runtime", correlation=corr)
 
 
-def _op(corr: int, ts: float, dur: float, name: str = "gemm", stream: int = 7,
-        cat: str = "kernel") -> dict:
+def _op(
+    corr: int, ts: float, dur: float, name: str = "gemm", stream: int = 7, cat: str = "kernel"
+) -> dict:
     return _x(name, ts, dur, cat, tid=stream, pid=0, correlation=corr, stream=stream, device=0)
 
 
-_TWO_STEPS = [_x("ProfilerStep#1", 0, 100, "user_annotation"),
-              _x("ProfilerStep#2", 100, 100, "user_annotation")]
+_TWO_STEPS = [
+    _x("ProfilerStep#1", 0, 100, "user_annotation"),
+    _x("ProfilerStep#2", 100, 100, "user_annotation"),
+]
 
 
 def _hand_trace(tmp_path: Path, events: list[dict]) -> Path:
@@ -382,8 +491,10 @@ def _ours(root: Path) -> dict[str | None, dict[str, float]]:
     for r in tables(analyse(root, cache=False)).device:
         if r.stage is None:
             assert r.busy_ms is not None and r.span_ms is not None
-            s = out.setdefault("steps" if r.step is not None else None,
-                               dict.fromkeys(("compute", "noncompute", "idle", "span"), 0.0))
+            s = out.setdefault(
+                "steps" if r.step is not None else None,
+                dict.fromkeys(("compute", "noncompute", "idle", "span"), 0.0),
+            )
             s["compute"] += 1000 * r.compute_ms
             s["noncompute"] += 1000 * (r.busy_ms - r.compute_ms)
             s["idle"] += 1000 * r.idle_ms
@@ -391,12 +502,16 @@ def _ours(root: Path) -> dict[str | None, dict[str, float]]:
     return out
 
 
-def _hta(root: Path, label: str = "",
-         sets: tuple[str, ...] = ()) -> dict[int, dict[str, float]]:
+def _hta(root: Path, label: str = "", sets: tuple[str, ...] = ()) -> dict[int, dict[str, float]]:
     """HTA's temporal breakdown per rank, every step included; kept in tests/fixtures/reference
     (``reference_store``)."""
-    got = _STORE.figures(_hta_live, root, label or _test_name(), sets,
-                         f"HTA_DISABLE_NS_ROUNDING={os.environ.get('HTA_DISABLE_NS_ROUNDING')}")
+    got = _STORE.figures(
+        _hta_live,
+        root,
+        label or _test_name(),
+        sets,
+        f"HTA_DISABLE_NS_ROUNDING={os.environ.get('HTA_DISABLE_NS_ROUNDING')}",
+    )
     if "error" in got:
         raise RuntimeError(got["error"])
     return {rank: figures for rank, figures in got["ranks"]}
@@ -412,17 +527,27 @@ def _hta_live(root: Path) -> dict[str, Any]:
 
     logging.disable(logging.WARNING)
     try:
-        df = TraceAnalysis(trace_dir=str(root), include_last_profiler_step=True
-                           ).get_temporal_breakdown(visualize=False)
+        df = TraceAnalysis(
+            trace_dir=str(root), include_last_profiler_step=True
+        ).get_temporal_breakdown(visualize=False)
     except Exception as err:  # noqa: BLE001 - HTA cannot load every trace: kept as the figure
         return {"error": type(err).__name__}
     finally:
         logging.disable(logging.NOTSET)
-    return {"ranks": [[int(r["rank"]), {"compute": float(r["compute_time(us)"]),
-                                        "noncompute": float(r["non_compute_time(us)"]),
-                                        "idle": float(r["idle_time(us)"]),
-                                        "span": float(r["kernel_time(us)"])}]
-                      for _, r in df.iterrows()]}
+    return {
+        "ranks": [
+            [
+                int(r["rank"]),
+                {
+                    "compute": float(r["compute_time(us)"]),
+                    "noncompute": float(r["non_compute_time(us)"]),
+                    "idle": float(r["idle_time(us)"]),
+                    "span": float(r["kernel_time(us)"]),
+                },
+            ]
+            for _, r in df.iterrows()
+        ]
+    }
 
 
 def _us(compute: float, noncompute: float, idle: float, span: float) -> dict[str, float]:
@@ -440,8 +565,16 @@ def test_ops_launched_before_the_capture_are_no_steps_and_hta_agrees(tmp_path: P
     Steps [0, 100) and [100, 200); own ops [20, 30], [60, 70], [120, 130]; the op of
     correlation 5 (no launch) runs [32, 50] on another stream. Steps: span 20..130 = 110,
     compute 30, idle 80. Row without a step: the 18 us op."""
-    events = [*_TWO_STEPS, _launch(11, 10), _op(11, 20, 10), _launch(12, 15), _op(12, 60, 10),
-              _op(5, 32, 18, stream=8), _launch(21, 110), _op(21, 120, 10)]
+    events = [
+        *_TWO_STEPS,
+        _launch(11, 10),
+        _op(11, 20, 10),
+        _launch(12, 15),
+        _op(12, 60, 10),
+        _op(5, 32, 18, stream=8),
+        _launch(21, 110),
+        _op(21, 120, 10),
+    ]
     root = _hand_trace(tmp_path, events)
     ours = _ours(root)
     assert ours["steps"] == pytest.approx(_us(30, 0, 80, 110))
@@ -450,7 +583,8 @@ def test_ops_launched_before_the_capture_are_no_steps_and_hta_agrees(tmp_path: P
     # a trace that records no launches at all: every op counts from its own start
     bare = [e for e in events if e["cat"] != "cuda_runtime"]
     assert _ours(_hand_trace(tmp_path / "bare", bare))["steps"] == pytest.approx(
-        _us(48, 0, 62, 110))
+        _us(48, 0, 62, 110)
+    )
 
 
 @pytest.mark.reference
@@ -459,22 +593,33 @@ def test_ops_launched_in_one_step_and_run_in_the_next_agree_with_hta(tmp_path: P
     kernel [125, 135] on another stream. Step 1's window runs to step 2's first op (125): busy
     30, idle 75; step 2's [125, 150]: compute 20 (the tail of step 1's op and its own), comm 10
     overlapping it, idle 5. Summed: compute 50, idle 80, span 130, as HTA has it."""
-    events = [*_TWO_STEPS, _launch(11, 10), _op(11, 20, 10), _launch(12, 90), _op(12, 105, 30),
-              _launch(21, 110), _op(21, 140, 10), _launch(22, 115),
-              _op(22, 125, 10, name="ncclDevKernel_AllReduce", stream=13)]
+    events = [
+        *_TWO_STEPS,
+        _launch(11, 10),
+        _op(11, 20, 10),
+        _launch(12, 90),
+        _op(12, 105, 30),
+        _launch(21, 110),
+        _op(21, 140, 10),
+        _launch(22, 115),
+        _op(22, 125, 10, name="ncclDevKernel_AllReduce", stream=13),
+    ]
     root = _hand_trace(tmp_path, events)
     rows = [r for r in tables(analyse(root, cache=False)).device if r.stage is None]
     assert [r.step for r in rows] == [1, 2]
     for row, want in zip(rows, ((105, 30, 0, 0, 75), (25, 20, 10, 10, 5))):
-        got = [1e3 * getattr(row, k) for k in ("span_ms", "compute_ms", "comm_ms",
-                                               "overlap_ms", "idle_ms")]
+        got = [
+            1e3 * getattr(row, k)
+            for k in ("span_ms", "compute_ms", "comm_ms", "overlap_ms", "idle_ms")
+        ]
         assert got == pytest.approx(want)
     assert _hta(root)[0] == pytest.approx(_ours(root)["steps"]) == _us(50, 0, 80, 130)
 
 
 @pytest.mark.reference
-def test_hta_is_wrong_on_fractional_microseconds(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hta_is_wrong_on_fractional_microseconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """HTA is wrong: where times have fractions (Kineto's ns-resolution traces) it moves each
     event's start up and its end down to whole microseconds (a workaround for torch's
     overlapping events), so short kernels shrink, the 0.5 us one [20.3, 20.8] to [21, 20]:
@@ -482,8 +627,15 @@ def test_hta_is_wrong_on_fractional_microseconds(tmp_path: Path,
     11, span 121.25 - 20.3 = 100.95, idle 89.95; HTA: compute -1 + 9 + 0 = 8, span 100, idle
     92. On its ns_resolution_trace that is 0.7% of the span in compute, 0.95% in idle. With
     its rounding off (HTA_DISABLE_NS_ROUNDING=1) it agrees."""
-    events = [*_TWO_STEPS, _launch(11, 10.5), _op(11, 20.3, 0.5), _launch(12, 11.5),
-              _op(12, 30.5, 9.75), _launch(21, 110.5), _op(21, 120.5, 0.75)]
+    events = [
+        *_TWO_STEPS,
+        _launch(11, 10.5),
+        _op(11, 20.3, 0.5),
+        _launch(12, 11.5),
+        _op(12, 30.5, 9.75),
+        _launch(21, 110.5),
+        _op(21, 120.5, 0.75),
+    ]
     root = _hand_trace(tmp_path, events)
     assert _ours(root)["steps"] == pytest.approx(_us(11, 0, 89.95, 100.95))
     assert _hta(root)[0] == pytest.approx(_us(8, 0, 92, 100))
@@ -499,10 +651,16 @@ def test_device_times_at_epoch_microseconds_keep_their_fractions(tmp_path: Path)
     t = 1_712_195_495_519_689.0  # a whole microsecond: exact in a double
     events = [span("ProfilerStep#1", t, 100.0)]
     for k in range(10):
-        events += [span("cudaLaunchKernel", t + k, 0.5, cat="cuda_runtime", correlation=k),
-                   {**span("gemm", t + 20 + k, 0.3, cat="kernel", tid=7, correlation=k,
-                           stream=7), "pid": 0}]
-    (row,) = tables(analyse(write_trace(tmp_path / "rank0.pt.trace.json", events), cache=False)).device
+        events += [
+            span("cudaLaunchKernel", t + k, 0.5, cat="cuda_runtime", correlation=k),
+            {
+                **span("gemm", t + 20 + k, 0.3, cat="kernel", tid=7, correlation=k, stream=7),
+                "pid": 0,
+            },
+        ]
+    (row,) = tables(
+        analyse(write_trace(tmp_path / "rank0.pt.trace.json", events), cache=False)
+    ).device
     assert row.compute_ms * 1e3 == pytest.approx(3.0, abs=1e-9)
     assert row.span_ms is not None and row.span_ms * 1e3 == pytest.approx(9.3, abs=1e-9)
 
@@ -516,12 +674,19 @@ def test_hta_is_wrong_to_count_cuda_sync_events_as_device_time(tmp_path: Path) -
     its span. The device runs [20, 30] and [120, 130] only: compute 20, idle 90, span 110.
     HTA: compute 22, non-compute 24, idle 124, span 170 (HTA's critical_path traces: 2.7% of
     the span in idle)."""
-    events = [*_TWO_STEPS, _launch(11, 10), _op(11, 20, 10),
-              _launch(12, 35, "cudaStreamSynchronize"), _launch(13, 59, "cudaStreamWaitEvent"),
-              _op(12, 36, 14, name="Stream Sync", cat="cuda_sync"),
-              _op(13, 60, 2, name="Stream Wait Event", cat="cuda_sync"),
-              _launch(21, 110), _op(21, 120, 10), _launch(22, 179, "cudaDeviceSynchronize"),
-              _op(22, 180, 10, name="Context Sync", stream=4294967295, cat="cuda_sync")]
+    events = [
+        *_TWO_STEPS,
+        _launch(11, 10),
+        _op(11, 20, 10),
+        _launch(12, 35, "cudaStreamSynchronize"),
+        _launch(13, 59, "cudaStreamWaitEvent"),
+        _op(12, 36, 14, name="Stream Sync", cat="cuda_sync"),
+        _op(13, 60, 2, name="Stream Wait Event", cat="cuda_sync"),
+        _launch(21, 110),
+        _op(21, 120, 10),
+        _launch(22, 179, "cudaDeviceSynchronize"),
+        _op(22, 180, 10, name="Context Sync", stream=4294967295, cat="cuda_sync"),
+    ]
     root = _hand_trace(tmp_path, events)
     assert _ours(root) == {"steps": pytest.approx(_us(20, 0, 90, 110))}
     assert _hta(root)[0] == pytest.approx(_us(22, 24, 124, 170))
@@ -532,25 +697,36 @@ def test_hta_is_wrong_to_count_host_ops_that_carry_a_stream(tmp_path: Path) -> N
     """HTA is wrong: a host op with a ``stream`` argument (Triton's launcher op, as in HTA's
     triton_example) counts as device work. The host op [10, 60] launches a kernel [60, 62];
     step 2's runs [120, 130]: compute 12, idle 58, span 70. HTA: compute 62, span 120."""
-    events = [*_TWO_STEPS, _x("triton_poi_fused_add_0", 10, 50, "cpu_op", stream=0),
-              _launch(11, 55, "cuLaunchKernel"), _op(11, 60, 2, name="triton_poi_fused_add_0"),
-              _launch(21, 110), _op(21, 120, 10)]
+    events = [
+        *_TWO_STEPS,
+        _x("triton_poi_fused_add_0", 10, 50, "cpu_op", stream=0),
+        _launch(11, 55, "cuLaunchKernel"),
+        _op(11, 60, 2, name="triton_poi_fused_add_0"),
+        _launch(21, 110),
+        _op(21, 120, 10),
+    ]
     root = _hand_trace(tmp_path, events)
     assert _ours(root) == {"steps": pytest.approx(_us(12, 0, 58, 70))}
     assert _hta(root)[0] == pytest.approx(_us(62, 0, 58, 120))
 
 
 @pytest.mark.reference
-def test_hta_is_wrong_to_end_the_last_step_where_its_device_annotation_ends(
-        tmp_path: Path) -> None:
+def test_hta_is_wrong_to_end_the_last_step_where_its_device_annotation_ends(tmp_path: Path) -> None:
     """HTA is wrong: it ends the traced steps at the latest end of any 'ProfilerStep' event,
     Kineto's device-side copy (``gpu_user_annotation``, [120, 260]) included, so a launch at 230,
     after the last step ended on the host at 200, counts. Steps: [20, 30] and [120, 130]:
     compute 20, idle 90, span 110; the op launched at 230 ([240, 250]) is the row without a
     step. HTA: compute 30, idle 200, span 230."""
-    events = [*_TWO_STEPS, _launch(11, 10), _op(11, 20, 10), _launch(21, 110), _op(21, 120, 10),
-              _x("ProfilerStep#2", 120, 140, "gpu_user_annotation", tid=7, pid=0),
-              _launch(31, 230), _op(31, 240, 10)]
+    events = [
+        *_TWO_STEPS,
+        _launch(11, 10),
+        _op(11, 20, 10),
+        _launch(21, 110),
+        _op(21, 120, 10),
+        _x("ProfilerStep#2", 120, 140, "gpu_user_annotation", tid=7, pid=0),
+        _launch(31, 230),
+        _op(31, 240, 10),
+    ]
     root = _hand_trace(tmp_path, events)
     ours = _ours(root)
     assert ours["steps"] == pytest.approx(_us(20, 0, 90, 110))
@@ -565,8 +741,15 @@ def test_ops_launched_outside_every_step_are_the_row_without_a_step(tmp_path: Pa
     range launched and the rest form the row without a step. An op launched at -10 runs
     [5, 15]; the steps' run [20, 30] and [120, 130]: steps compute 20, idle 90, span 110, the
     row without a step 10. HTA: compute 30, idle 95, span 125 (no trace of HTA's has such ops)."""
-    events = [*_TWO_STEPS, _launch(3, -10), _op(3, 5, 10), _launch(11, 10), _op(11, 20, 10),
-              _launch(21, 110), _op(21, 120, 10)]
+    events = [
+        *_TWO_STEPS,
+        _launch(3, -10),
+        _op(3, 5, 10),
+        _launch(11, 10),
+        _op(11, 20, 10),
+        _launch(21, 110),
+        _op(21, 120, 10),
+    ]
     root = _hand_trace(tmp_path, events)
     ours = _ours(root)
     assert ours["steps"] == pytest.approx(_us(20, 0, 90, 110))
@@ -579,12 +762,23 @@ def test_kinetos_first_format_categories_are_device_ops_as_hta_has_them(tmp_path
     """PyTorch 1.8's Kineto wrote 'Kernel', 'Memcpy', 'Memset' and 'Runtime' (HTA's
     trace_file_list trace): they used to give no device rows at all. A kernel [20, 30], a copy
     [120, 130]: compute 10, non-compute 10, idle 90, span 110, as HTA has it."""
-    events = [_x("ProfilerStep#1", 0, 100, "Operator"), _x("ProfilerStep#2", 100, 100, "Operator"),
-              _x("cudaLaunchKernel", 10, 1, "Runtime", correlation=11),
-              _x("gemm", 20, 10, "Kernel", tid=7, pid=0, correlation=11, stream=7),
-              _x("cudaMemcpyAsync", 110, 1, "Runtime", correlation=21),
-              _x("Memcpy HtoD (Pinned -> Device)", 120, 10, "Memcpy", tid=7, pid=0,
-                 correlation=21, stream=7)]
+    events = [
+        _x("ProfilerStep#1", 0, 100, "Operator"),
+        _x("ProfilerStep#2", 100, 100, "Operator"),
+        _x("cudaLaunchKernel", 10, 1, "Runtime", correlation=11),
+        _x("gemm", 20, 10, "Kernel", tid=7, pid=0, correlation=11, stream=7),
+        _x("cudaMemcpyAsync", 110, 1, "Runtime", correlation=21),
+        _x(
+            "Memcpy HtoD (Pinned -> Device)",
+            120,
+            10,
+            "Memcpy",
+            tid=7,
+            pid=0,
+            correlation=21,
+            stream=7,
+        ),
+    ]
     root = _hand_trace(tmp_path, events)
     assert _ours(root) == {"steps": pytest.approx(_us(10, 10, 90, 110))}
     assert _hta(root)[0] == _ours(root)["steps"]
@@ -606,8 +800,11 @@ def _kineto_sets(root: Path) -> list[list[Path]]:
     held = pending()
     folders: dict[Path, list[Path]] = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and (
-                p.relative_to(root).parts[0] not in held):
+        if (
+            p.is_file()
+            and p.name.endswith((".json", ".json.gz"))
+            and (p.relative_to(root).parts[0] not in held)
+        ):
             folders.setdefault(p.parent, []).append(p)
     out = []
     for files in folders.values():
@@ -663,8 +860,9 @@ def _hta_of_set(files: list[Path]) -> dict[str, Any]:
 
 
 @pytest.mark.reference
-def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agrees_with_hta_on_real_traces(
+    hta_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every set HTA can load with two steps or more (it keeps only the steps' ops then): per
     rank, compute, idle and span summed over our whole-step rows within 1% of the rank's kernel
     span of HTA's temporal breakdown, every step included. HTA reads the traces with its
@@ -675,11 +873,18 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
     compared, skipped = [], []
     for k, files in enumerate(_kineto_sets(hta_corpus)):
-        name = "/".join(files[0].relative_to(hta_corpus).parts[:-1] + (
-            (files[0].name,) if len(files) == 1 else ()))
-        got = _STORE.figures(_hta_of_set, files, name,
-                             set_of(files[0]),
-                             "HTA_DISABLE_NS_ROUNDING=1", (_for_hta, _hta_live))
+        name = "/".join(
+            files[0].relative_to(hta_corpus).parts[:-1]
+            + ((files[0].name,) if len(files) == 1 else ())
+        )
+        got = _STORE.figures(
+            _hta_of_set,
+            files,
+            name,
+            set_of(files[0]),
+            "HTA_DISABLE_NS_ROUNDING=1",
+            (_for_hta, _hta_live),
+        )
         if "few_steps" in got:
             skipped.append(f"{name}: fewer than two steps")
             continue
@@ -691,8 +896,11 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
         mine.mkdir()
         for f in files:
             shutil.copy(f, mine / f.name)
-        rows = [r for r in tables(analyse(mine, cache=False)).device
-                if r.stage is None and r.step is not None]
+        rows = [
+            r
+            for r in tables(analyse(mine, cache=False)).device
+            if r.stage is None and r.step is not None
+        ]
         ours: dict = {}
         for r in rows:
             s = ours.setdefault(r.rank, dict.fromkeys(("compute", "idle", "span"), 0.0))
@@ -704,7 +912,12 @@ def test_agrees_with_hta_on_real_traces(hta_corpus: Path, tmp_path: Path,
         for rank, want in ref.items():
             for key in ("compute", "idle", "span"):
                 assert abs(ours[rank][key] - want[key]) <= 0.01 * want["span"], (
-                    name, rank, key, ours[rank][key], want[key])
+                    name,
+                    rank,
+                    key,
+                    ours[rank][key],
+                    want[key],
+                )
         compared.append(name)
     if not compared:
         pytest.skip(f"no set HTA could compare: {'; '.join(skipped)[:200]}")

@@ -37,10 +37,19 @@ _STORE = Store("hta_streams", "holistictraceanalysis")
 _T0 = 1_000_000_000  # us: HTA downcasts small integer columns (an int8 ts + dur overflows)
 
 
-def _x(name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1,
-       **args: object) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "ts": _T0 + ts, "dur": dur, "pid": pid,
-            "tid": tid, "args": args}
+def _x(
+    name: str, ts: float, dur: float, cat: str, tid: int = 1, pid: int = 1, **args: object
+) -> dict:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "ts": _T0 + ts,
+        "dur": dur,
+        "pid": pid,
+        "tid": tid,
+        "args": args,
+    }
 
 
 def _launch(corr: int, ts: float, dur: float = 5, name: str = "cudaLaunchKernel") -> dict:
@@ -48,12 +57,13 @@ def _launch(corr: int, ts: float, dur: float = 5, name: str = "cudaLaunchKernel"
 
 
 def _op(corr: int, ts: float, dur: float, name: str = "gemm", stream: int = 7) -> dict:
-    return _x(name, ts, dur, "kernel", tid=stream, pid=0, correlation=corr, stream=stream,
-              device=0)
+    return _x(name, ts, dur, "kernel", tid=stream, pid=0, correlation=corr, stream=stream, device=0)
 
 
-_TWO_STEPS = [_x("ProfilerStep#1", 0, 1000, "user_annotation"),
-              _x("ProfilerStep#2", 1000, 1000, "user_annotation")]
+_TWO_STEPS = [
+    _x("ProfilerStep#1", 0, 1000, "user_annotation"),
+    _x("ProfilerStep#2", 1000, 1000, "user_annotation"),
+]
 
 
 def _write(tmp_path: Path, events: list[dict]) -> Path:
@@ -62,8 +72,9 @@ def _write(tmp_path: Path, events: list[dict]) -> Path:
     return root
 
 
-def _hta(root: Path, label: str = "", sets: tuple[str, ...] = ()) -> tuple[
-        dict[tuple[int, str], list[float]], dict[int, list[float]]]:
+def _hta(
+    root: Path, label: str = "", sets: tuple[str, ...] = ()
+) -> tuple[dict[tuple[int, str], list[float]], dict[int, list[float]]]:
     """HTA's idle time per (rank, stream): [host wait, kernel wait, other] us; and its launch
     statistics per rank: launches, cpu us, gpu us, shorter than their call, delay us, calls
     over 50 us, delays over 100 us. Kept in tests/fixtures/reference (``reference_store``)."""
@@ -101,14 +112,24 @@ def _hta_live(root: Path) -> dict[str, Any]:
     split: dict[tuple[int, str], list[float]] = {}
     for _, r in idle.iterrows():
         split.setdefault((int(r["rank"]), str(r["stream"])), [0.0] * 3)[
-            kinds.index(r["idle_category"])] += float(r["idle_time"])
-    stats = {int(rank): [len(d), float(d.cpu_duration.sum()), float(d.gpu_duration.sum()),
-                         int((d.gpu_duration < d.cpu_duration).sum()),
-                         float(d.launch_delay.sum()), int((d.cpu_duration > 50).sum()),
-                         int((d.launch_delay > 100).sum())]
-             for rank, d in launch.items()}
-    return {"idle": [[rank, stream, v] for (rank, stream), v in sorted(split.items())],
-            "launch": [[rank, v] for rank, v in sorted(stats.items())]}
+            kinds.index(r["idle_category"])
+        ] += float(r["idle_time"])
+    stats = {
+        int(rank): [
+            len(d),
+            float(d.cpu_duration.sum()),
+            float(d.gpu_duration.sum()),
+            int((d.gpu_duration < d.cpu_duration).sum()),
+            float(d.launch_delay.sum()),
+            int((d.cpu_duration > 50).sum()),
+            int((d.launch_delay > 100).sum()),
+        ]
+        for rank, d in launch.items()
+    }
+    return {
+        "idle": [[rank, stream, v] for (rank, stream), v in sorted(split.items())],
+        "launch": [[rank, v] for rank, v in sorted(stats.items())],
+    }
 
 
 def _ours_split(rows: list[StreamIdle], rank: int) -> dict[tuple[int, str], list[float]]:
@@ -121,10 +142,15 @@ def _ours_split(rows: list[StreamIdle], rank: int) -> dict[tuple[int, str], list
 
 
 def _ours_stats(rows: list[LaunchStats]) -> list[float]:
-    return [sum(s.launches for s in rows), 1000 * sum(s.cpu_ms for s in rows),
-            1000 * sum(s.gpu_ms for s in rows), sum(s.short for s in rows),
-            1000 * sum(s.delay_ms for s in rows), sum(s.slow_calls for s in rows),
-            sum(s.late for s in rows)]
+    return [
+        sum(s.launches for s in rows),
+        1000 * sum(s.cpu_ms for s in rows),
+        1000 * sum(s.gpu_ms for s in rows),
+        sum(s.short for s in rows),
+        1000 * sum(s.delay_ms for s in rows),
+        sum(s.slow_calls for s in rows),
+        sum(s.late for s in rows),
+    ]
 
 
 @pytest.mark.reference
@@ -135,18 +161,42 @@ def test_idle_split_by_hand_and_as_hta_splits_it(tmp_path: Path) -> None:
     [610, 620]: no step's, left out as HTA leaves it out; step 2's launch at 1010 (after 600),
     [1020, 1100]: 420 us host wait, in step 2. Stream 13: [50, 400], then step 2's [1200, 1300]
     launched at 1050: 800 us host wait. The first op of a stream has no gap."""
-    events = [*_TWO_STEPS, _launch(1, 10), _op(1, 20, 100), _launch(2, 30), _op(2, 125, 100),
-              _launch(3, 300), _op(3, 310, 100), _launch(4, 320), _op(4, 500, 100),
-              _op(99, 610, 10), _launch(6, 1010), _op(6, 1020, 80),
-              _launch(7, 40), _op(7, 50, 350, "ncclDevKernel_AllReduce", stream=13),
-              _launch(8, 1050), _op(8, 1200, 100, "ncclDevKernel_AllReduce", stream=13)]
+    events = [
+        *_TWO_STEPS,
+        _launch(1, 10),
+        _op(1, 20, 100),
+        _launch(2, 30),
+        _op(2, 125, 100),
+        _launch(3, 300),
+        _op(3, 310, 100),
+        _launch(4, 320),
+        _op(4, 500, 100),
+        _op(99, 610, 10),
+        _launch(6, 1010),
+        _op(6, 1020, 80),
+        _launch(7, 40),
+        _op(7, 50, 350, "ncclDevKernel_AllReduce", stream=13),
+        _launch(8, 1050),
+        _op(8, 1200, 100, "ncclDevKernel_AllReduce", stream=13),
+    ]
     root = _write(tmp_path, events)
     data = read(next(root.iterdir()))
-    rows = {(r.step, r.stream): (r.ops, 1000 * r.busy_ms, 1000 * r.host_wait_ms,
-                                 1000 * r.kernel_wait_ms, 1000 * r.other_ms)
-            for r in data.stream_idle}
-    assert rows == {(1, "7"): (4, 400.0, 85.0, 5.0, 90.0), (1, "13"): (1, 350.0, 0.0, 0.0, 0.0),
-                    (2, "7"): (1, 80.0, 420.0, 0.0, 0.0), (2, "13"): (1, 100.0, 800.0, 0.0, 0.0)}
+    rows = {
+        (r.step, r.stream): (
+            r.ops,
+            1000 * r.busy_ms,
+            1000 * r.host_wait_ms,
+            1000 * r.kernel_wait_ms,
+            1000 * r.other_ms,
+        )
+        for r in data.stream_idle
+    }
+    assert rows == {
+        (1, "7"): (4, 400.0, 85.0, 5.0, 90.0),
+        (1, "13"): (1, 350.0, 0.0, 0.0, 0.0),
+        (2, "7"): (1, 80.0, 420.0, 0.0, 0.0),
+        (2, "13"): (1, 100.0, 800.0, 0.0, 0.0),
+    }
     split, _ = _hta(root)
     assert split == {(0, "7"): [505.0, 5.0, 90.0], (0, "13"): [800.0, 0.0, 0.0]}
     assert _ours_split(data.stream_idle, 0) == split
@@ -161,21 +211,28 @@ def test_launch_stats_by_hand_and_as_hta_counts_them(tmp_path: Path) -> None:
     by the driver API (cuLaunchKernel) are, though HTA leaves them out. Step 1: launches 5 of
     HTA's kinds, calls 5 + 5 + 8 + 70 + 5 = 93, ops 100 + 3 + 2 + 2 + 40 = 147, shorter than
     their call 3, delays 5 + 60 + 1 + 0 + 150 = 216, slow 1, late 1, under 10 us 3."""
-    events = [*_TWO_STEPS, _launch(1, 10), _op(1, 20, 100),
-              _launch(2, 130), _op(2, 195, 3),
-              _launch(3, 200, 8), _op(3, 209, 2),
-              _launch(4, 300, 70), _op(4, 330, 2),  # runs while its call still blocks
-              _launch(5, 400, 5, "cudaMemcpyAsync"),
-              _x("Memcpy HtoD", 555, 40, "gpu_memcpy", tid=20, pid=0, correlation=5, stream=20),
-              _launch(6, 600, 5, "cudaGraphLaunch"), _op(6, 610, 30),
-              _launch(7, 700, 10, "cudaStreamSynchronize"),
-              _x("Stream Sync", 700, 10, "cuda_sync", tid=7, pid=0, correlation=7, stream=7)]
+    events = [
+        *_TWO_STEPS,
+        _launch(1, 10),
+        _op(1, 20, 100),
+        _launch(2, 130),
+        _op(2, 195, 3),
+        _launch(3, 200, 8),
+        _op(3, 209, 2),
+        _launch(4, 300, 70),
+        _op(4, 330, 2),  # runs while its call still blocks
+        _launch(5, 400, 5, "cudaMemcpyAsync"),
+        _x("Memcpy HtoD", 555, 40, "gpu_memcpy", tid=20, pid=0, correlation=5, stream=20),
+        _launch(6, 600, 5, "cudaGraphLaunch"),
+        _op(6, 610, 30),
+        _launch(7, 700, 10, "cudaStreamSynchronize"),
+        _x("Stream Sync", 700, 10, "cuda_sync", tid=7, pid=0, correlation=7, stream=7),
+    ]
     root = _write(tmp_path, events)
     data = read(next(root.iterdir()))
     (s,) = data.launch_stats
     assert s.step == 1 and _ours_stats([s]) == [5, 93.0, 147.0, 3, 216.0, 1, 1]
-    assert (s.tiny, s.starved, 1000 * s.starved_cpu_ms, 1000 * s.starved_gpu_ms) == (
-        3, 1, 8.0, 2.0)
+    assert (s.tiny, s.starved, 1000 * s.starved_cpu_ms, 1000 * s.starved_gpu_ms) == (3, 1, 8.0, 2.0)
     _, stats = _hta(root)
     assert stats == {0: [5, 93.0, 147.0, 3, 216.0, 1, 1]}
     driver = [*_TWO_STEPS, _launch(1, 10, 40, "cuLaunchKernel"), _op(1, 60, 2)]
@@ -192,7 +249,10 @@ def test_a_trace_without_steps_or_launches_is_one_row_and_no_stats(tmp_path: Pat
     (r,) = data.stream_idle
     assert (r.step, r.ops, 1000 * r.busy_ms) == (None, 3, pytest.approx(115.0))
     assert (1000 * r.host_wait_ms, 1000 * r.kernel_wait_ms, 1000 * r.other_ms) == (
-        0.0, pytest.approx(5.0), pytest.approx(30.0))
+        0.0,
+        pytest.approx(5.0),
+        pytest.approx(30.0),
+    )
     assert data.launch_stats == []
 
 
@@ -201,17 +261,27 @@ def test_a_trace_without_steps_or_launches_is_one_row_and_no_stats(tmp_path: Pat
 _NAMES = ["ampere_sgemm", "ncclDevKernel_AllReduce_Sum", "Memcpy HtoD"]
 #: Ops on a stream start at distinct times: ops that start together have no order (HTA's sort
 #: of them is not stable either).
-_ops = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 40), st.sampled_from(_NAMES),
-                          st.integers(-60, 20), st.integers(0, 2),
-                          st.one_of(st.none(), st.integers(0, 80))), max_size=60,
-                unique_by=lambda o: (o[0], o[4]))
+_ops = st.lists(
+    st.tuples(
+        st.integers(0, 400),
+        st.integers(0, 40),
+        st.sampled_from(_NAMES),
+        st.integers(-60, 20),
+        st.integers(0, 2),
+        st.one_of(st.none(), st.integers(0, 80)),
+    ),
+    max_size=60,
+    unique_by=lambda o: (o[0], o[4]),
+)
 _steps = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 150)), max_size=4)
 
 
-def _reference(ops: list[tuple[float, float, Any, float, float]],
-               steps: list[tuple[int, float, float]]) -> tuple[dict, dict]:
+def _reference(
+    ops: list[tuple[float, float, Any, float, float]], steps: list[tuple[int, float, float]]
+) -> tuple[dict, dict]:
     """The definitions, plainly: per stream the kept ops sorted by start; each op's gap from
     the one before; the launch statistics of ops whose call is counted."""
+
     def step_of(launch: float) -> int | None:  # the last step begun by then, if not over
         begun = [s for s in sorted(steps, key=lambda s: s[1]) if s[1] <= launch]
         return begun[-1][0] if begun and launch <= begun[-1][2] else None
@@ -243,8 +313,7 @@ def _reference(ops: list[tuple[float, float, Any, float, float]],
                 c[2] += end - ts
                 c[3] += end - ts < call
                 c[4] += max(delay, 0.0)
-                c[5] += (end - ts < call and delay < device.PROMPT_US
-                         and call <= device.SLOW_CALL_US)
+                c[5] += end - ts < call and delay < device.PROMPT_US and call <= device.SLOW_CALL_US
     return idle, stats
 
 
@@ -253,9 +322,10 @@ def _reference(ops: list[tuple[float, float, Any, float, float]],
 def test_stream_facts_equal_a_plain_reference(raw: list, step_spans: list, block: int) -> None:
     """Any ops on any streams, any launch (before or after the op, counted or not, set late
     into a spilled block), any steps and block size: the rows of the plain definitions."""
-    ops = [(t / 4, (t + d) / 4, stream, (t + lag) / 4,
-            float("nan") if call is None else call / 4)
-           for t, d, _, lag, stream, call in raw]
+    ops = [
+        (t / 4, (t + d) / 4, stream, (t + lag) / 4, float("nan") if call is None else call / 4)
+        for t, d, _, lag, stream, call in raw
+    ]
     steps = [(i + 1, float(s), float(s + d)) for i, (s, d) in enumerate(step_spans)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(device_ops, "SLICE", block)
@@ -267,17 +337,24 @@ def test_stream_facts_equal_a_plain_reference(raw: list, step_spans: list, block
         store.close()
     want_idle, want_stats = _reference(ops, steps)
     # the same floats as adding one op at a time in start order (the columns' sums keep it)
-    ms = (lambda v: [v[0], *(x / 1e3 for x in v[1:3]), v[3], *(x / 1e3 for x in v[4:])]
-          if len(v) == 6 else [v[0], *(x / 1e3 for x in v[1:])])
-    got_idle = {(r.step, int(r.stream)): [r.ops, r.busy_ms, r.host_wait_ms, r.kernel_wait_ms,
-                                           r.other_ms] for r in idle}
+    ms = lambda v: (
+        [v[0], *(x / 1e3 for x in v[1:3]), v[3], *(x / 1e3 for x in v[4:])]
+        if len(v) == 6
+        else [v[0], *(x / 1e3 for x in v[1:])]
+    )
+    got_idle = {
+        (r.step, int(r.stream)): [r.ops, r.busy_ms, r.host_wait_ms, r.kernel_wait_ms, r.other_ms]
+        for r in idle
+    }
     assert got_idle == {key: ms(want) for key, want in want_idle.items()}
-    got_stats = {s.step: [s.launches, s.cpu_ms, s.gpu_ms, s.short, s.delay_ms, s.starved]
-                 for s in stats}
+    got_stats = {
+        s.step: [s.launches, s.cpu_ms, s.gpu_ms, s.short, s.delay_ms, s.starved] for s in stats
+    }
     assert got_stats == {n: ms(want)[:5] + [want[5]] for n, want in want_stats.items()}
 
 
 # -- the real corpus and the cache ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
@@ -291,19 +368,29 @@ def _sets(root: Path) -> list[list[Path]]:
     """The GPU sets' traces (``sets.json`` kinds ``kineto_cuda``, ``kineto_rocm``; not the
     pending ones), a set per folder, a set per file where a folder's files are not one rank
     each (as tests/analysis/readers/device/test_breakdown.py reads them)."""
-    gpu = {s["path"] for s in json.loads((root / "sets.json").read_text())
-           if s["kind"] in ("kineto_cuda", "kineto_rocm")} - pending()
+    gpu = {
+        s["path"]
+        for s in json.loads((root / "sets.json").read_text())
+        if s["kind"] in ("kineto_cuda", "kineto_rocm")
+    } - pending()
     folders: dict[Path, list[Path]] = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name.endswith((".json", ".json.gz")) and (
-                p.relative_to(root).parts[0] in gpu):
+        if (
+            p.is_file()
+            and p.name.endswith((".json", ".json.gz"))
+            and (p.relative_to(root).parts[0] in gpu)
+        ):
             folders.setdefault(p.parent, []).append(p)
     out = []
     for files in folders.values():
-        ranks = [rank_of(f, None, (_load(f) or {}).get("distributedInfo"))
-                 for f in files] if len(files) > 1 else [0]
-        out += [files] if None not in ranks and len(set(ranks)) == len(ranks) else [
-            [f] for f in files]
+        ranks = (
+            [rank_of(f, None, (_load(f) or {}).get("distributedInfo")) for f in files]
+            if len(files) > 1
+            else [0]
+        )
+        out += (
+            [files] if None not in ranks and len(set(ranks)) == len(ranks) else [[f] for f in files]
+        )
     return out
 
 
@@ -326,21 +413,29 @@ def _for_hta(files: list[Path], dst: Path) -> list[float] | None:
         trace = _load(f)
         if trace is None:
             continue
-        calls = {e["args"]["correlation"]: e for e in trace.get("traceEvents", [])
-                 if e.get("name") in ("cuLaunchKernel", "cuLaunchKernelEx")
-                 and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
+        calls = {
+            e["args"]["correlation"]: e
+            for e in trace.get("traceEvents", [])
+            if e.get("name") in ("cuLaunchKernel", "cuLaunchKernelEx")
+            and isinstance(e.get("args"), dict)
+            and "correlation" in e["args"]
+        }
         kept = []
         for e in trace.get("traceEvents", []):
             if e.get("cat") in ("cuda_sync", "gpu_user_annotation"):
                 continue
             args = e.get("args")
             ops += e.get("cat") in DEVICE_CATS
-            if e.get("cat") in DEVICE_CATS and isinstance(args, dict) and (
-                    args.get("correlation") in calls):
+            if (
+                e.get("cat") in DEVICE_CATS
+                and isinstance(args, dict)
+                and (args.get("correlation") in calls)
+            ):
                 c = calls[args["correlation"]]
                 delay = max(e["ts"] - c["ts"] - c["dur"], 0.0)
-                for k, v in enumerate((1, c["dur"], e["dur"], e["dur"] < c["dur"], delay,
-                                       c["dur"] > 50, delay > 100)):
+                for k, v in enumerate(
+                    (1, c["dur"], e["dur"], e["dur"] < c["dur"], delay, c["dur"] > 50, delay > 100)
+                ):
                     driver[k] += v
             if e.get("cat") not in DEVICE_CATS and isinstance(args, dict) and "stream" in args:
                 e = {**e, "args": {k: v for k, v in args.items() if k != "stream"}}
@@ -360,8 +455,9 @@ def _hta_of_set(files: list[Path]) -> dict[str, Any]:
 
 
 @pytest.mark.reference
-def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agrees_with_hta_on_real_traces(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every set HTA can load: per rank and stream, host wait, kernel wait and other summed
     over our rows within 0.01 us of HTA's idle time breakdown (it rounds each figure to two
     decimals), and per rank the launch statistics equal to its kernel launch stats (counts
@@ -372,8 +468,14 @@ def test_agrees_with_hta_on_real_traces(corpus: Path, tmp_path: Path,
     compared, skipped = [], []
     for k, files in enumerate(_sets(corpus)):
         name = str(files[0].relative_to(corpus))
-        got = _STORE.figures(_hta_of_set, files, name, set_of(files[0]),
-                             "HTA_DISABLE_NS_ROUNDING=1", (_for_hta, _hta_live))
+        got = _STORE.figures(
+            _hta_of_set,
+            files,
+            name,
+            set_of(files[0]),
+            "HTA_DISABLE_NS_ROUNDING=1",
+            (_for_hta, _hta_live),
+        )
         if "no_device_ops" in got:
             skipped.append(f"{name}: no CUDA device ops")
             continue

@@ -48,8 +48,10 @@ def test_begin_end_pairs_match_per_thread_and_unmatched_ends_are_named(tmp_path:
 @pytest.mark.parametrize("pid", ["rank3", "Rank 3", "[rank3] python", "actor_rank_3", 3])
 def test_a_process_name_gives_the_rank(tmp_path: Path, pid: object) -> None:
     name = pid if isinstance(pid, str) else "worker [rank3]"
-    events = [{"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},
-              {"ph": "X", "name": "a", "pid": pid, "tid": 1, "ts": 1, "dur": 2}]
+    events = [
+        {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}},
+        {"ph": "X", "name": "a", "pid": pid, "tid": 1, "ts": 1, "dur": 2},
+    ]
     assert read(_write(tmp_path / "t.json", events)).rank == 3
 
 
@@ -69,8 +71,10 @@ def test_the_capture_fields_then_the_folder_then_the_file(tmp_path: Path) -> Non
 
 
 def test_several_ranks_in_one_file(tmp_path: Path) -> None:
-    events = [{"ph": "X", "name": "train", "pid": f"rank{r}", "tid": 0, "ts": r, "dur": 5}
-              for r in range(3)]
+    events = [
+        {"ph": "X", "name": "train", "pid": f"rank{r}", "tid": 0, "ts": r, "dur": 5}
+        for r in range(3)
+    ]
     data = read(_write(tmp_path / "t.json", events))
     assert data.rank is None
     assert sorted(-1 if r.rank is None else r.rank for r in data.ranges) == [0, 1, 2]
@@ -80,8 +84,9 @@ def test_several_ranks_in_one_file(tmp_path: Path) -> None:
 def test_ids_of_any_type_and_size(tmp_path: Path, tid: object) -> None:
     events: list[dict[str, object]] = [
         {"ph": "X", "name": "k", "pid": BIG, "tid": tid, "ts": 1, "dur": 2, "cat": "x"},
-              {"ph": "B", "name": "b", "pid": BIG, "tid": tid, "ts": 4},
-              {"ph": "E", "pid": BIG, "tid": tid, "ts": 6}]
+        {"ph": "B", "name": "b", "pid": BIG, "tid": tid, "ts": 4},
+        {"ph": "E", "pid": BIG, "tid": tid, "ts": 6},
+    ]
     for wrap in (True, False):
         path = _write(tmp_path / f"t{wrap}.json", events, wrap)
         assert kind_of(path) == CHROME
@@ -95,35 +100,51 @@ def test_steps_hold_stages_of_their_process(tmp_path: Path) -> None:
     for pid in ("rank0", "rank1"):
         for step in (1, 2):
             t = step * 100
-            events += [{"ph": "B", "name": "step", "pid": pid, "tid": "main", "ts": t},
-                       {"ph": "X", "name": "update weights from distributed", "pid": pid,
-                        "tid": "main", "ts": t + 10, "dur": 30},
-                       {"ph": "X", "name": "rollout", "pid": pid, "tid": "main", "ts": t + 45,
-                        "dur": 40},
-                       {"ph": "E", "pid": pid, "tid": "main", "ts": t + 90}]
-    events.append({"ph": "X", "name": "checkpoint", "pid": "rank0", "tid": "main", "ts": 500,
-                   "dur": 5})
+            events += [
+                {"ph": "B", "name": "step", "pid": pid, "tid": "main", "ts": t},
+                {
+                    "ph": "X",
+                    "name": "update weights from distributed",
+                    "pid": pid,
+                    "tid": "main",
+                    "ts": t + 10,
+                    "dur": 30,
+                },
+                {"ph": "X", "name": "rollout", "pid": pid, "tid": "main", "ts": t + 45, "dur": 40},
+                {"ph": "E", "pid": pid, "tid": "main", "ts": t + 90},
+            ]
+    events.append(
+        {"ph": "X", "name": "checkpoint", "pid": "rank0", "tid": "main", "ts": 500, "dur": 5}
+    )
     data = read(_write(tmp_path / "t.json", events))
     got = sorted((r.rank, r.kind, r.name, r.step) for r in data.ranges)
     assert got == sorted(
         [(rank, "step", f"step {s}", s) for rank in (0, 1) for s in (1, 2)]
-        + [(rank, "stage", name, s) for rank in (0, 1) for s in (1, 2)
-           for name in ("weight_sync", "actor_generate")]
-        + [(0, "range", "checkpoint", None)])
+        + [
+            (rank, "stage", name, s)
+            for rank in (0, 1)
+            for s in (1, 2)
+            for name in ("weight_sync", "actor_generate")
+        ]
+        + [(0, "range", "checkpoint", None)]
+    )
 
 
 def test_counters_and_instants_are_counted_not_timed(tmp_path: Path) -> None:
     events = [{"ph": "C", "name": "mem", "pid": 1, "ts": t, "args": {"gib": t}} for t in range(4)]
-    events += [{"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 2, "s": "t"},
-               {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 3}]
+    events += [
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 2, "s": "t"},
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 3},
+    ]
     data = read(_write(tmp_path / "t.json", events))
     assert [r.name for r in data.ranges] == ["a"]
     assert f"{data.path}: 4 counter samples not read" in data.notes
 
 
 def test_whose_trace_it_is(tmp_path: Path) -> None:
-    torch = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0,
-              "dur": 1}]
+    torch = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 1}
+    ]
     theirs = [{"ph": "B", "name": "phase", "pid": 1, "tid": 1, "ts": 0}]
     meta_only = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}}]
     assert kind_of(_write(tmp_path / "a.json", torch)) == TRACE
@@ -133,12 +154,14 @@ def test_whose_trace_it_is(tmp_path: Path) -> None:
     assert kind_of(_write(tmp_path / "e.json", theirs + torch)) == TRACE  # torch's among them
 
 
-_EVENT = st.fixed_dictionaries({
-    "ph": st.sampled_from(["B", "E", "X", "i", "C"]),
-    "tid": st.sampled_from([0, 1, "t"]),
-    "ts": st.floats(0, 1e6, allow_nan=False),
-    "dur": st.floats(0, 1e3, allow_nan=False),
-})
+_EVENT = st.fixed_dictionaries(
+    {
+        "ph": st.sampled_from(["B", "E", "X", "i", "C"]),
+        "tid": st.sampled_from([0, 1, "t"]),
+        "ts": st.floats(0, 1e6, allow_nan=False),
+        "dur": st.floats(0, 1e3, allow_nan=False),
+    }
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -146,8 +169,19 @@ _EVENT = st.fixed_dictionaries({
 def test_every_duration_event_is_a_range_or_named(raw: list[dict[str, object]]) -> None:
     """Ranges + unmatched ends + never-ended begins account for every B, E and X event."""
     fold = Fold()
-    fold.add([Event(ph=str(e["ph"]), name="n", pid=1, tid=e["tid"],  # type: ignore[arg-type]
-                    ts=e["ts"], dur=e["dur"]) for e in raw])  # type: ignore[arg-type]
+    fold.add(
+        [
+            Event(
+                ph=str(e["ph"]),
+                name="n",
+                pid=1,
+                tid=e["tid"],  # type: ignore[arg-type]
+                ts=e["ts"],
+                dur=e["dur"],
+            )
+            for e in raw
+        ]
+    )  # type: ignore[arg-type]
     begins = sum(e["ph"] == "B" for e in raw)
     ends = sum(e["ph"] == "E" for e in raw)
     xs = sum(e["ph"] == "X" for e in raw)

@@ -13,14 +13,24 @@ from mindspeed_prof.analysis.readers.kineto.chrome import read_json as read_chro
 from mindspeed_prof.analysis.readers.kineto.device_peak import device_name, peak_tflops
 
 
-@pytest.mark.parametrize(("name", "peak"), [
-    ("NVIDIA H100 80GB HBM3", 989.0), ("NVIDIA H100 PCIe", 756.0), ("NVIDIA H200", 989.0),
-    ("NVIDIA H20", 148.0), ("NVIDIA A100-SXM4-80GB", 312.0), ("NVIDIA A10", 125.0),
-    ("NVIDIA L40S", 362.0), ("NVIDIA L40", 181.0), ("NVIDIA GB200", 2500.0),
-    ("NVIDIA B200", 2250.0), ("AMD Instinct MI300X", 1307.0), ("NVIDIA GeForce GTX 1080", None),
-])
-def test_each_name_gives_its_own_peak_and_never_a_neighbours(name: str, peak: float | None
-                                                             ) -> None:
+@pytest.mark.parametrize(
+    ("name", "peak"),
+    [
+        ("NVIDIA H100 80GB HBM3", 989.0),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA H200", 989.0),
+        ("NVIDIA H20", 148.0),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA A10", 125.0),
+        ("NVIDIA L40S", 362.0),
+        ("NVIDIA L40", 181.0),
+        ("NVIDIA GB200", 2500.0),
+        ("NVIDIA B200", 2250.0),
+        ("AMD Instinct MI300X", 1307.0),
+        ("NVIDIA GeForce GTX 1080", None),
+    ],
+)
+def test_each_name_gives_its_own_peak_and_never_a_neighbours(name: str, peak: float | None) -> None:
     assert peak_tflops(name) == peak
 
 
@@ -33,9 +43,19 @@ def test_a_name_is_read_only_where_every_device_shares_it() -> None:
 
 
 def _trace(path: Path, device: str | None, model: dict[str, float] | None = None) -> Path:
-    doc: dict[str, object] = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0.0,
-         "dur": 5.0}]}
+    doc: dict[str, object] = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": 1,
+                "tid": 1,
+                "ts": 0.0,
+                "dur": 5.0,
+            }
+        ]
+    }
     if device is not None:
         doc["deviceProperties"] = [{"id": 0, "name": device, "totalGlobalMem": 85e9}]
     if model is not None:

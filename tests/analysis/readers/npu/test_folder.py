@@ -52,11 +52,12 @@ def test_stage_as_cpu_op_and_device_kernels_without_cat(torch_npu: Any, tmp_path
     assert data.rank == 2  # profiler_info.json has none: the worker name gives it
     assert data.meta.level == "level0"
     assert [(r.kind, r.name, r.step) for r in data.ranges] == [
-        ("step", "ProfilerStep#1", 1), ("stage", "actor_update", 1)]
+        ("step", "ProfilerStep#1", 1),
+        ("stage", "actor_update", 1),
+    ]
     assert data.kernels == {"MatMulV2": Tally(1, 80.0)} and "MatMulV2" not in data.ops
     (row,) = data.device
-    assert (row.compute_ms, row.comm_ms, row.overlap_ms, row.idle_ms) == (
-        4.0, 0.6, 0.1, 0.5)
+    assert (row.compute_ms, row.comm_ms, row.overlap_ms, row.idle_ms) == (4.0, 0.6, 0.1, 0.5)
 
 
 def test_without_rank_anywhere_the_rank_is_unknown(torch_npu: Any, tmp_path: Path) -> None:
@@ -66,8 +67,9 @@ def test_without_rank_anywhere_the_rank_is_unknown(torch_npu: Any, tmp_path: Pat
     assert tables(result).ranks == [None] and tables(result).stage_rank[0].rank is None
 
 
-def test_rank_from_the_environment_as_torch_npu_writes_it(torch_npu: Any, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rank_from_the_environment_as_torch_npu_writes_it(
+    torch_npu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RANK", "5")
     folder = _capture(torch_npu, tmp_path, "worker")
     assert (folder / "profiler_info_5.json").is_file() and read(folder).rank == 5
@@ -109,7 +111,8 @@ def _figures(rows: list[DeviceRow]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("name", _TEXT_SETS)
 def test_a_lone_trace_view_gives_the_device_figures_of_its_folder(
-        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+    corpus_set: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
     """Alone (any name) or alone in a torch_npu folder, trace_view.json is torch_npu's: its
     Overlap Analysis lanes give each step exactly the figures of step_trace_time.csv."""
     for folder in sorted(corpus_set(name).glob("*_ascend_pt")):
@@ -141,20 +144,30 @@ def _by_hand(path: Path) -> tuple[float, float, float, float]:
     """Compute, communication, overlap and idle (ms) of kernel_details.csv's one step."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         rows = list(csv.DictReader(f))
-    spans = [(Decimal(r["Start Time(us)"].strip()),
-              Decimal(r["Start Time(us)"].strip()) + Decimal(r["Duration(us)"]),
-              r["Accelerator Core"] in ("HCCL", "COMMUNICATION")) for r in rows]
+    spans = [
+        (
+            Decimal(r["Start Time(us)"].strip()),
+            Decimal(r["Start Time(us)"].strip()) + Decimal(r["Duration(us)"]),
+            r["Accelerator Core"] in ("HCCL", "COMMUNICATION"),
+        )
+        for r in rows
+    ]
     busy = _covered([(a, b) for a, b, _ in spans])
     compute = _covered([(a, b) for a, b, comm in spans if not comm])
     comm = _covered([(a, b) for a, b, comm in spans if comm])
     window = max(b for _, b, _ in spans) - min(a for a, _, _ in spans)
-    return (float(compute / 1000), float(comm / 1000), float((compute + comm - busy) / 1000),
-            float((window - busy) / 1000))
+    return (
+        float(compute / 1000),
+        float(comm / 1000),
+        float((compute + comm - busy) / 1000),
+        float((window - busy) / 1000),
+    )
 
 
 @pytest.mark.parametrize("name", [*_TEXT_SETS, "npu_text_qwen3_4rank_pp2"])
 def test_a_lone_kernel_details_gives_device_rows_from_its_kernels(
-        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+    corpus_set: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
     """kernel_details.csv alone, or alone in a torch_npu folder: the step's compute,
     communication, overlap and idle from its tasks, exactly as recomputed by hand; within
     0.001 ms of torch_npu's own step_trace_time.csv (which rounds the tasks' nanoseconds)."""
@@ -174,14 +187,16 @@ def test_a_lone_kernel_details_gives_device_rows_from_its_kernels(
         (row,) = data.device
         (step,) = [r for r in whole.device if r.stage is None]
         assert (row.compute_ms, row.comm_ms, row.overlap_ms, row.idle_ms) == _by_hand(
-            kernel_details)
+            kernel_details
+        )
         for field in ("compute_ms", "comm_ms", "overlap_ms", "idle_ms", "step_ms"):
             assert getattr(row, field) == pytest.approx(getattr(step, field), abs=1e-3), field
         assert row.step == step.step
 
 
-def test_lone_files_are_analysed_with_device_data(corpus_set: Callable[[str], Path],
-                                                  tmp_path: Path, capsys) -> None:
+def test_lone_files_are_analysed_with_device_data(
+    corpus_set: Callable[[str], Path], tmp_path: Path, capsys
+) -> None:
     output = corpus_set("npu_text_level1") / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
     for file in ("kernel_details.csv", "trace_view.json"):
         lone = _alone(output / file, tmp_path / file)
@@ -198,14 +213,20 @@ def test_lone_files_are_analysed_with_device_data(corpus_set: Callable[[str], Pa
     for root in (alone, folder.parent):
         out = tmp_path / f"{root.name}.timeline.json"
         assert main(["timeline", str(root), "-o", str(out), "--detail", "all", "-j", "1"]) == 0
-        details.append(sorted((e["name"], e["dur"]) for e in json.loads(out.read_text())[
-            "traceEvents"] if e.get("ph") == "X" and e.get("cat") != "step"))
+        details.append(
+            sorted(
+                (e["name"], e["dur"])
+                for e in json.loads(out.read_text())["traceEvents"]
+                if e.get("ph") == "X" and e.get("cat") != "step"
+            )
+        )
     assert len(details[0]) > 4000 and details[0] == details[1]
 
 
 @pytest.mark.parametrize("name", ["npu_text_level1", "npu_db_level1"])
 def test_every_output_file_alone_is_read_as_in_a_partial_folder(
-        corpus_set: Callable[[str], Path], tmp_path: Path, name: str) -> None:
+    corpus_set: Callable[[str], Path], tmp_path: Path, name: str
+) -> None:
     """Each file of a torch_npu output that the readers read, alone: found, read without a
     problem to what the same file alone in a torch_npu folder gives, and never nothing."""
     output = corpus_set(name) / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"

@@ -22,8 +22,11 @@ def _write(path: Path, rows: list[list[str]]) -> None:
 
 _cell = st.text(alphabet="abcxyz019.", min_size=1, max_size=6)
 # each row: whole (4 cells) or short (1 to 3 cells)
-_rows = st.lists(st.integers(1, len(HEADER)).flatmap(
-    lambda n: st.lists(_cell, min_size=n, max_size=n)), min_size=1, max_size=30)
+_rows = st.lists(
+    st.integers(1, len(HEADER)).flatmap(lambda n: st.lists(_cell, min_size=n, max_size=n)),
+    min_size=1,
+    max_size=30,
+)
 
 
 @settings(deadline=None)  # a file per example: timing is not what is tested
@@ -45,13 +48,16 @@ def test_short_rows_are_named_and_every_whole_row_is_kept(tmp_path_factory, rows
     if len(short) == 1:
         cells = len(rows[short[0] - 2])
         cut = " (cut short?)" if short[0] == len(rows) + 1 else ""
-        assert line == (f"{path}: line {short[0]} has {cells} of {len(HEADER)} columns{cut}; "
-                        "row skipped")
+        assert line == (
+            f"{path}: line {short[0]} has {cells} of {len(HEADER)} columns{cut}; row skipped"
+        )
     else:
         named = ", ".join(map(str, short[:NAMED_ROWS]))
         more = f" and {len(short) - NAMED_ROWS} more" if len(short) > NAMED_ROWS else ""
-        assert line == (f"{path}: lines {named}{more} have fewer than {len(HEADER)} columns; "
-                        f"{len(short)} rows skipped")
+        assert line == (
+            f"{path}: lines {named}{more} have fewer than {len(HEADER)} columns; "
+            f"{len(short)} rows skipped"
+        )
 
 
 def test_a_short_row_in_the_middle_is_not_called_cut_short(tmp_path: Path) -> None:

@@ -34,14 +34,20 @@ def test_device_rows_are_step_trace_time(npu, name: str) -> None:
     (ref,) = _csv(folder / OUT / "step_trace_time.csv")
     (row,) = read(folder).device
     assert row.step == int(ref["Step"])
-    for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
-                     ("overlap_ms", "Overlapped"), ("idle_ms", "Free"),
-                     ("comm_exposed_ms", "Communication(Not Overlapped)"),
-                     ("step_ms", "Stage"), ("preparing_ms", "Preparing")):
+    for key, col in (
+        ("compute_ms", "Computing"),
+        ("comm_ms", "Communication"),
+        ("overlap_ms", "Overlapped"),
+        ("idle_ms", "Free"),
+        ("comm_exposed_ms", "Communication(Not Overlapped)"),
+        ("step_ms", "Stage"),
+        ("preparing_ms", "Preparing"),
+    ):
         assert getattr(row, key) == pytest.approx(float(ref[col]) / 1000.0, rel=1e-12), key
     # compute + comm - overlap + idle is the step on the device (torch_npu's Stage column)
     assert row.compute_ms + row.comm_ms - row.overlap_ms + row.idle_ms == (
-        pytest.approx(row.step_ms, rel=1e-6))
+        pytest.approx(row.step_ms, rel=1e-6)
+    )
     assert row.memcpy_ms is None  # torch_npu does not split copies out: not invented
 
 
@@ -67,7 +73,8 @@ def test_kernels_from_op_statistic_when_kernel_details_is_missing(npu, tmp_path:
     kernels = read(folder).kernels
     stats = _csv(folder / OUT / "op_statistic.csv")
     assert {k: v.count for k, v in kernels.items()} == {
-        r["OP Type"]: int(r["Count"]) for r in stats}
+        r["OP Type"]: int(r["Count"]) for r in stats
+    }
 
 
 def test_level0_kernels_are_named_by_task(npu) -> None:
@@ -77,14 +84,19 @@ def test_level0_kernels_are_named_by_task(npu) -> None:
     data = read(folder)
     names: defaultdict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for r in rows:  # level0: each task under its own name (an HCCL op's less its instance)
-        name = re.sub(r"__\d+(_\d+)*$", "_", r["Name"]) if r["Name"].startswith("hcom_") else (
-            r["Name"])
+        name = (
+            re.sub(r"__\d+(_\d+)*$", "_", r["Name"])
+            if r["Name"].startswith("hcom_")
+            else (r["Name"])
+        )
         names[name][0] += 1
         names[name][1] += float(r["Duration(us)"])
     assert any(k.startswith("hcom_") for k in names) and not any(
-        re.search(r"_\d+$", k) for k in names if k.startswith("hcom_"))
+        re.search(r"_\d+$", k) for k in names if k.startswith("hcom_")
+    )
     assert {k: (t.count, round(t.total, 3)) for k, t in data.kernels.items()} == {
-        k: (c, round(us, 3)) for k, (c, us) in names.items()}
+        k: (c, round(us, 3)) for k, (c, us) in names.items()
+    }
     assert data.meta.level == "level0"
 
 
@@ -123,9 +135,13 @@ def test_comm_rows_follow_communication_json(npu) -> None:
     (row,) = [r for r in read(folder).comm if r.kind == "collective"]
     assert (row.name, row.step, row.count) == ("hcom_allReduce_", 50, len(ops))
     infos = [op["Communication Time Info"] for op in ops.values()]
-    for key, col in (("elapse_ms", "Elapse Time(ms)"), ("wait_ms", "Wait Time(ms)"),
-                     ("transit_ms", "Transit Time(ms)"), ("sync_ms", "Synchronization Time(ms)"),
-                     ("idle_ms", "Idle Time(ms)")):
+    for key, col in (
+        ("elapse_ms", "Elapse Time(ms)"),
+        ("wait_ms", "Wait Time(ms)"),
+        ("transit_ms", "Transit Time(ms)"),
+        ("sync_ms", "Synchronization Time(ms)"),
+        ("idle_ms", "Idle Time(ms)"),
+    ):
         assert getattr(row, key) == pytest.approx(sum(i[col] for i in infos), rel=1e-9)
     (step,) = _csv(folder / OUT / "step_trace_time.csv")
     assert row.elapse_ms == pytest.approx(float(step["Communication"]) / 1000.0, rel=1e-6)
@@ -138,8 +154,10 @@ def test_comm_rows_follow_communication_json(npu) -> None:
 
 
 def _comm_op(bandwidth: dict) -> dict:
-    return {"Communication Time Info": {"Elapse Time(ms)": 1.0},
-            "Communication Bandwidth Info": bandwidth}
+    return {
+        "Communication Time Info": {"Elapse Time(ms)": 1.0},
+        "Communication Bandwidth Info": bandwidth,
+    }
 
 
 def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
@@ -147,42 +165,109 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     path = folder / OUT / "communication.json"
     link = lambda mb, ms: {"Transit Size(MB)": mb, "Transit Time(ms)": ms}  # noqa: E731
-    path.write_text(json.dumps({"step3": {"collective": {
-        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS and PCIE (parts of SDMA) not added again
-        "hcom_allReduce__1_0_1@1": _comm_op({"RDMA": link(1, 1), "SDMA": link(4, 2),
-                                             "HCCS": link(3, 1.5), "PCIE": link(1, 0.5)}),
-        # no SDMA: RDMA 1 MB + HCCS 2 MB + PCIE 1 MB + SIO 1 MB in 0.5 ms in all (under 1 ms)
-        "hcom_broadcast__2_0_1@2": _comm_op({"RDMA": link(1, 0.0625), "HCCS": link(2, 0.25),
-                                             "PCIE": link(1, 0.125), "SIO": link(1, 0.0625),
-                                             "LOCAL": link(9, 1), "SDMA ": link(9, 1)}),
-        "hcom_reduce__5_0_1@5": _comm_op({"HCCS": link(None, None)}),
-        "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"}),
-        "hcom_allGather__4_0_1@4": {"Communication Time Info": {
-            "Elapse Time(ms)": 2.0, "Wait Time(ms)": 0.5, "Transit Time(ms)": 1.0,
-            "Synchronization Time(ms)": 0.25, "Idle Time(ms)": 0.125}}}}}))
-    rows = {r.name: (r.count, r.size_mb, r.bandwidth_gbps, r.elapse_ms,
-                        r.wait_ms, r.transit_ms, r.sync_ms, r.idle_ms)
-            for r in read(folder).comm if r.kind == "collective"}
-    assert rows == {"hcom_allReduce_": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_broadcast_": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_reduce_": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
-                    "hcom_allGather_": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125)}
+    path.write_text(
+        json.dumps(
+            {
+                "step3": {
+                    "collective": {
+                        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS and PCIE (parts of SDMA) not added again
+                        "hcom_allReduce__1_0_1@1": _comm_op(
+                            {
+                                "RDMA": link(1, 1),
+                                "SDMA": link(4, 2),
+                                "HCCS": link(3, 1.5),
+                                "PCIE": link(1, 0.5),
+                            }
+                        ),
+                        # no SDMA: RDMA 1 MB + HCCS 2 MB + PCIE 1 MB + SIO 1 MB in 0.5 ms in all (under 1 ms)
+                        "hcom_broadcast__2_0_1@2": _comm_op(
+                            {
+                                "RDMA": link(1, 0.0625),
+                                "HCCS": link(2, 0.25),
+                                "PCIE": link(1, 0.125),
+                                "SIO": link(1, 0.0625),
+                                "LOCAL": link(9, 1),
+                                "SDMA ": link(9, 1),
+                            }
+                        ),
+                        "hcom_reduce__5_0_1@5": _comm_op({"HCCS": link(None, None)}),
+                        "hcom_allGather__3_0_1@3": _comm_op({"SDMA": "not an object"}),
+                        "hcom_allGather__4_0_1@4": {
+                            "Communication Time Info": {
+                                "Elapse Time(ms)": 2.0,
+                                "Wait Time(ms)": 0.5,
+                                "Transit Time(ms)": 1.0,
+                                "Synchronization Time(ms)": 0.25,
+                                "Idle Time(ms)": 0.125,
+                            }
+                        },
+                    }
+                }
+            }
+        )
+    )
+    rows = {
+        r.name: (
+            r.count,
+            r.size_mb,
+            r.bandwidth_gbps,
+            r.elapse_ms,
+            r.wait_ms,
+            r.transit_ms,
+            r.sync_ms,
+            r.idle_ms,
+        )
+        for r in read(folder).comm
+        if r.kind == "collective"
+    }
+    assert rows == {
+        "hcom_allReduce_": (1, 5.0, 5.0 / 3.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+        "hcom_broadcast_": (1, 5.0, 10.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+        "hcom_reduce_": (1, 0.0, None, 1.0, 0.0, 0.0, 0.0, 0.0),
+        "hcom_allGather_": (2, 0.0, None, 3.0, 0.5, 1.0, 0.25, 0.125),
+    }
     # per link type: every type that carried data, as written, with its own bandwidth
-    links = {r.name: {k: (v.size_mb, v.time_ms, v.bandwidth_gbps)
-                      for k, v in (r.links or {}).items()}
-             for r in read(folder).comm if r.kind == "collective"}
+    links = {
+        r.name: {k: (v.size_mb, v.time_ms, v.bandwidth_gbps) for k, v in (r.links or {}).items()}
+        for r in read(folder).comm
+        if r.kind == "collective"
+    }
     assert links == {
-        "hcom_allReduce_": {"RDMA": (1, 1, 1), "SDMA": (4, 2, 2), "HCCS": (3, 1.5, 2),
-                            "PCIE": (1, 0.5, 2)},
-        "hcom_broadcast_": {"RDMA": (1, 0.0625, 16), "HCCS": (2, 0.25, 8), "PCIE": (1, 0.125, 8),
-                            "SIO": (1, 0.0625, 16), "LOCAL": (9, 1, 9), "SDMA ": (9, 1, 9)},
-        "hcom_reduce_": {}, "hcom_allGather_": {}}
-    path.write_text(json.dumps({  # parts that are not objects passed over, the rest read
-        "step1": [], "step2": {"p2p": [], "collective": {
-            "Total Op Info": _comm_op({}), "hcom_send__1@1": "not an object",
-            "hcom_allReduce__2@2": _comm_op({})}}}))
-    assert [(r.name, r.step, r.count) for r in read(folder).comm
-            if r.kind == "collective"] == [("hcom_allReduce_", 2, 1)]
+        "hcom_allReduce_": {
+            "RDMA": (1, 1, 1),
+            "SDMA": (4, 2, 2),
+            "HCCS": (3, 1.5, 2),
+            "PCIE": (1, 0.5, 2),
+        },
+        "hcom_broadcast_": {
+            "RDMA": (1, 0.0625, 16),
+            "HCCS": (2, 0.25, 8),
+            "PCIE": (1, 0.125, 8),
+            "SIO": (1, 0.0625, 16),
+            "LOCAL": (9, 1, 9),
+            "SDMA ": (9, 1, 9),
+        },
+        "hcom_reduce_": {},
+        "hcom_allGather_": {},
+    }
+    path.write_text(
+        json.dumps(
+            {  # parts that are not objects passed over, the rest read
+                "step1": [],
+                "step2": {
+                    "p2p": [],
+                    "collective": {
+                        "Total Op Info": _comm_op({}),
+                        "hcom_send__1@1": "not an object",
+                        "hcom_allReduce__2@2": _comm_op({}),
+                    },
+                },
+            }
+        )
+    )
+    assert [(r.name, r.step, r.count) for r in read(folder).comm if r.kind == "collective"] == [
+        ("hcom_allReduce_", 2, 1)
+    ]
     path.write_text("[1, 2]")
     assert read(folder).problems == [f"{path}: not an object of steps; file skipped"]
 
@@ -192,14 +277,16 @@ def test_npu_memory_timeline_thinned_keeping_the_peak() -> None:
 
     n = 3 * TIMELINE_POINTS + 1
     records: list[tuple[str, float, float | None, float | None]] = [
-        ("PTA", float(us), float(us % 5), 1.0) for us in range(n)]
+        ("PTA", float(us), float(us % 5), 1.0) for us in range(n)
+    ]
     records[700] = ("PTA", 700.0, 10.0**6, 1.0)
     summary = memory_summary(list(reversed(records)), [], [])
     assert summary is not None
     timeline = summary.timeline
     stride = n / TIMELINE_POINTS
     assert [int(p[0]) for p in timeline] == sorted(
-        {int(i * stride) for i in range(TIMELINE_POINTS)} | {700})
+        {int(i * stride) for i in range(TIMELINE_POINTS)} | {700}
+    )
     assert timeline[1] == [3.0, 3.0, 1.0]  # every 3rd point, time order
     few = memory_summary(records[:TIMELINE_POINTS], [], [])
     assert few is not None and len(few.timeline) == TIMELINE_POINTS
@@ -209,13 +296,25 @@ def test_communication_matrix_links_are_kept_as_written(npu) -> None:
     folder = npu("text/rank0_ascend_pt")
     doc = json.loads((folder / OUT / "communication_matrix.json").read_bytes())
     written = sorted(
-        (op.split("@")[0], link, 50, i["Transport Type"], 1, i["Transit Size(MB)"],
-         i["Transit Time(ms)"], i["Bandwidth(GB/s)"])
-        for op, links in doc["step50"]["collective"].items() for link, i in links.items())
+        (
+            op.split("@")[0],
+            link,
+            50,
+            i["Transport Type"],
+            1,
+            i["Transit Size(MB)"],
+            i["Transit Time(ms)"],
+            i["Bandwidth(GB/s)"],
+        )
+        for op, links in doc["step50"]["collective"].items()
+        for link, i in links.items()
+    )
     assert len(written) > 8
-    rows = sorted((r.name, r.link, r.step, r.transport, r.count, r.size_mb,
-                   r.transit_ms, r.bandwidth_gbps) for r in read(folder).comm
-                  if r.kind == "link")
+    rows = sorted(
+        (r.name, r.link, r.step, r.transport, r.count, r.size_mb, r.transit_ms, r.bandwidth_gbps)
+        for r in read(folder).comm
+        if r.kind == "link"
+    )
     assert rows == written
 
 
@@ -223,14 +322,37 @@ def test_communication_matrix_of_odd_shapes(npu, tmp_path: Path) -> None:
     """Parts that are not objects are passed over, the rest is read; missing sizes are 0."""
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     path = folder / OUT / "communication_matrix.json"
-    path.write_text(json.dumps({
-        "step7": {"p2p": [], "collective": {"odd@1": [], "allreduce-top1@9": {
-            "0-1": "not an object", "1-0": {"Transport Type": "HCCS"}}}},
-        "step8": "not an object"}))
+    path.write_text(
+        json.dumps(
+            {
+                "step7": {
+                    "p2p": [],
+                    "collective": {
+                        "odd@1": [],
+                        "allreduce-top1@9": {
+                            "0-1": "not an object",
+                            "1-0": {"Transport Type": "HCCS"},
+                        },
+                    },
+                },
+                "step8": "not an object",
+            }
+        )
+    )
     links = [r for r in read(folder).comm if r.kind == "link"]
-    assert links == [CommRow(name="allreduce-top1", kind="link", step=7, link="1-0",
-                             transport="HCCS", count=1, size_mb=0.0, transit_ms=0.0,
-                             bandwidth_gbps=None)]
+    assert links == [
+        CommRow(
+            name="allreduce-top1",
+            kind="link",
+            step=7,
+            link="1-0",
+            transport="HCCS",
+            count=1,
+            size_mb=0.0,
+            transit_ms=0.0,
+            bandwidth_gbps=None,
+        )
+    ]
     path.write_text("{cut")
     data = read(folder)
     assert data.problems == [f"{path}: not readable JSON (JSONDecodeError); file skipped"]
@@ -242,10 +364,10 @@ def test_memory_peaks_and_top_ops_follow_the_memory_csvs(npu) -> None:
     records = _csv(folder / OUT / "memory_record.csv")
     framework = [r for r in records if r["Component"] == "PTA+GE"]
     assert memory.component == "PTA+GE"
-    assert memory.peak_allocated_bytes == max(float(r["Total Allocated(MB)"]) for r in
-                                                 framework) * MB
-    assert memory.peak_reserved_bytes == max(float(r["Total Reserved(MB)"]) for r in
-                                                framework) * MB
+    assert (
+        memory.peak_allocated_bytes == max(float(r["Total Allocated(MB)"]) for r in framework) * MB
+    )
+    assert memory.peak_reserved_bytes == max(float(r["Total Reserved(MB)"]) for r in framework) * MB
     assert memory.components["PTA"]["peak_allocated_bytes"] < memory.peak_allocated_bytes
     assert max(p[1] for p in memory.timeline) == memory.peak_allocated_bytes
     per_op: dict[str, float] = defaultdict(float)
@@ -294,8 +416,12 @@ def test_a_renamed_column_is_one_line_and_the_rest_is_read(npu, tmp_path: Path) 
     assert data.kernels and data.comm and data.memory and data.ranges
     # the device breakdown then comes from trace_view.json's Overlap Analysis, within 0.1 us
     (row,) = data.device
-    for key, col in (("compute_ms", "Computing"), ("comm_ms", "Communication"),
-                     ("overlap_ms", "Overlapped"), ("idle_ms", "Free")):
+    for key, col in (
+        ("compute_ms", "Computing"),
+        ("comm_ms", "Communication"),
+        ("overlap_ms", "Overlapped"),
+        ("idle_ms", "Free"),
+    ):
         assert getattr(row, key) == pytest.approx(float(ref[col]) / 1000.0, abs=1e-4), key
 
 
@@ -345,8 +471,9 @@ def test_a_capture_with_nothing_readable_is_skipped_in_one_line(tmp_path: Path) 
     assert line.startswith(f"{out.parent}: nothing readable (step_trace_time.csv: no column")
 
 
-def test_trace_view_read_a_slice_at_a_time_gives_the_same_answer(npu, tmp_path: Path,
-                                                                 monkeypatch) -> None:
+def test_trace_view_read_a_slice_at_a_time_gives_the_same_answer(
+    npu, tmp_path: Path, monkeypatch
+) -> None:
     """torch_npu names the host process after its events: slices of 4 kB still place every
     event, and every fact equals the one decoded whole."""
     import mindspeed_prof.analysis.readers.stream as stream_mod
@@ -367,19 +494,23 @@ def test_a_trace_view_that_is_not_json_is_one_line(npu, tmp_path: Path) -> None:
         f.truncate(MAX_BYTES + 1)  # holes: never read whole, refused at its first bytes
     result = analyse(tmp_path)
     (line,) = result.bad
-    assert line == (f"{folder / OUT / 'trace_view.json'}: not JSON (starts with "
-                    f"{bytes(8)!r}); host ranges and ops skipped")
+    assert line == (
+        f"{folder / OUT / 'trace_view.json'}: not JSON (starts with "
+        f"{bytes(8)!r}); host ranges and ops skipped"
+    )
     assert result.traces[0].device
 
 
 _CUT = ["step_trace_time.csv", "kernel_details.csv", "op_statistic.csv", "communication.json"]
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(name=st.sampled_from(_CUT), fraction=st.floats(0.0, 1.0))
-def test_any_file_cut_anywhere_is_at_most_one_line(npu, tmp_path_factory, name: str,
-                                                    fraction: float) -> None:
+def test_any_file_cut_anywhere_is_at_most_one_line(
+    npu, tmp_path_factory, name: str, fraction: float
+) -> None:
     """Whatever the cut, the folder reads (or is skipped) and names the file in one line."""
     root = tmp_path_factory.mktemp("cut")
     folder = Path(shutil.copytree(npu("text/rank1_ascend_pt"), root / "w_ascend_pt"))
@@ -401,11 +532,13 @@ def test_op_statistic_alone_gives_the_kernels_once(npu, tmp_path: Path, name: st
     (folder / OUT / "kernel_details.csv").unlink()
     stats = _csv(folder / OUT / "op_statistic.csv")
     with open(folder / OUT / "op_statistic.csv", "a", newline="", encoding="utf-8") as f:
-        csv.DictWriter(f, list(stats[0])).writerow({**stats[0], "OP Type": "HalfRow",
-                                                     "Count": "3", "Total Time(us)": ""})
+        csv.DictWriter(f, list(stats[0])).writerow(
+            {**stats[0], "OP Type": "HalfRow", "Count": "3", "Total Time(us)": ""}
+        )
     data = read(folder)
     assert {k: (t.count, round(t.total, 2)) for k, t in data.kernels.items()} == {
-        r["OP Type"]: (int(r["Count"]), round(float(r["Total Time(us)"]), 2)) for r in stats}
+        r["OP Type"]: (int(r["Count"]), round(float(r["Total Time(us)"]), 2)) for r in stats
+    }
     assert data.problems == []
 
 
@@ -413,15 +546,23 @@ def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: P
     folder = unpack("text/rank0_ascend_pt", tmp_path / "w_ascend_pt")
     (folder / OUT / "kernel_details.csv").unlink()
     stats = folder / OUT / "op_statistic.csv"
-    stats.write_text(stats.read_text(encoding="utf-8").replace("Total Time(us)", "Total"),
-                     encoding="utf-8")
+    stats.write_text(
+        stats.read_text(encoding="utf-8").replace("Total Time(us)", "Total"), encoding="utf-8"
+    )
     data = read(folder)
-    assert data.problems == [f"{stats}: no column 'Total Time(us)' (has: OP Type, Core Type, "
-                             "Count, Total, Min Time(us), Avg Time(us), Max Time(us), "
-                             "Ratio(%)); file skipped"]
+    assert data.problems == [
+        f"{stats}: no column 'Total Time(us)' (has: OP Type, Core Type, "
+        "Count, Total, Min Time(us), Avg Time(us), Max Time(us), "
+        "Ratio(%)); file skipped"
+    ]
     events = json.loads((folder / OUT / "trace_view.json").read_bytes())
-    hardware = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                and e["args"]["name"] == "Ascend Hardware"}
+    hardware = {
+        e["pid"]
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and e["args"]["name"] == "Ascend Hardware"
+    }
     control = {"EVENT_RECORD", "EVENT_WAIT", "PROFILING_ENABLE", "PROFILING_DISABLE"}
     tasks = [e for e in events if e.get("ph") == "X" and e["pid"] in hardware]
     kernels = [e for e in tasks if e["name"] not in control]  # the runtime's: not kernels
@@ -433,14 +574,16 @@ def test_op_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: P
 def test_kernel_details_without_a_column_falls_back_to_op_statistic(npu, tmp_path: Path) -> None:
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     details = folder / OUT / "kernel_details.csv"
-    details.write_text(details.read_text(encoding="utf-8").replace("Duration(us)", "Dur"),
-                       encoding="utf-8")
+    details.write_text(
+        details.read_text(encoding="utf-8").replace("Duration(us)", "Dur"), encoding="utf-8"
+    )
     data = read(folder)
     (problem,) = data.problems
     assert problem.startswith(f"{details}: no column 'Duration(us)' (has: ")
     stats = _csv(folder / OUT / "op_statistic.csv")
     assert {k: t.count for k, t in data.kernels.items()} == {
-        r["OP Type"]: int(r["Count"]) for r in stats}
+        r["OP Type"]: int(r["Count"]) for r in stats
+    }
 
 
 def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: Path) -> None:
@@ -448,7 +591,8 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
     api = folder / OUT / "api_statistic.csv"
     whole = read(folder).runtime
     assert {k: t.count for k, t in whole.items()} == {
-        r["API Name"]: int(r["Count"]) for r in _csv(api)}
+        r["API Name"]: int(r["Count"]) for r in _csv(api)
+    }
     with open(api, "a", newline="", encoding="utf-8") as f:  # no time: not half-counted
         f.write("acl,NoTime,,3,,,,\n")
     assert "NoTime" not in read(folder).runtime
@@ -457,8 +601,11 @@ def test_api_statistic_without_a_column_falls_back_to_trace_view(npu, tmp_path: 
     (problem,) = data.problems
     assert problem.startswith(f"{api}: no column 'Time(us)' (has: Level, API Name, Time")
     events = json.loads((folder / OUT / "trace_view.json").read_bytes())
-    cann = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-            and e["args"]["name"] == "CANN"}
+    cann = {
+        e["pid"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"] == "CANN"
+    }
     calls = [e for e in events if e.get("ph") == "X" and e["pid"] in cann]
     assert sum(t.count for t in data.runtime.values()) == len(calls) > 0
 
@@ -474,33 +621,60 @@ def test_step_trace_rows_by_hand(npu, tmp_path: Path) -> None:
     """Columns as written (Communication need not be Not Overlapped + Overlapped); a cluster
     file's stage rows and a row with an empty time left out, the rows after them still read."""
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
-    path = _step_trace(folder, [
-        "Step", "Type", "Computing", "Communication(Not Overlapped)", "Overlapped",
-        "Communication", "Free", "Stage"], [
-        ["1", "stage", "1", "1", "1", "1", "1", "1"],
-        ["2", "rank", "100", "30", "20", "60", "10", "145"],
-        ["3", "rank", "100", "", "20", "60", "10", "145"],
-        ["4", "", "200", "40", "10", "50", "0", "250"]])
+    path = _step_trace(
+        folder,
+        [
+            "Step",
+            "Type",
+            "Computing",
+            "Communication(Not Overlapped)",
+            "Overlapped",
+            "Communication",
+            "Free",
+            "Stage",
+        ],
+        [
+            ["1", "stage", "1", "1", "1", "1", "1", "1"],
+            ["2", "rank", "100", "30", "20", "60", "10", "145"],
+            ["3", "rank", "100", "", "20", "60", "10", "145"],
+            ["4", "", "200", "40", "10", "50", "0", "250"],
+        ],
+    )
     data = read(folder)
-    assert [(r.step, r.compute_ms, r.comm_exposed_ms, r.overlap_ms, r.comm_ms,
-             r.idle_ms, r.step_ms) for r in data.device] == [
-        (2, 0.1, 0.03, 0.02, 0.06, 0.01, 0.145), (4, 0.2, 0.04, 0.01, 0.05, 0.0, 0.25)]
+    assert [
+        (r.step, r.compute_ms, r.comm_exposed_ms, r.overlap_ms, r.comm_ms, r.idle_ms, r.step_ms)
+        for r in data.device
+    ] == [(2, 0.1, 0.03, 0.02, 0.06, 0.01, 0.145), (4, 0.2, 0.04, 0.01, 0.05, 0.0, 0.25)]
     assert data.problems == [f"{path}: step '3' has empty times; row skipped"]
-    path = _step_trace(folder, ["Computing", "Communication(Not Overlapped)", "Free"],
-                       [["1", "", "1"]])
+    path = _step_trace(
+        folder, ["Computing", "Communication(Not Overlapped)", "Free"], [["1", "", "1"]]
+    )
     assert read(folder).problems == [f"{path}: step '?' has empty times; row skipped"]
 
 
-@pytest.mark.parametrize(("drop", "overlap_ms", "comm_ms"), [
-    ("Overlapped", 0.03, 0.06),      # derived: Communication - Not Overlapped
-    ("Communication", 0.02, 0.05)])  # derived: Not Overlapped + Overlapped
+@pytest.mark.parametrize(
+    ("drop", "overlap_ms", "comm_ms"),
+    [
+        ("Overlapped", 0.03, 0.06),  # derived: Communication - Not Overlapped
+        ("Communication", 0.02, 0.05),
+    ],
+)  # derived: Not Overlapped + Overlapped
 def test_step_trace_of_an_older_export_derives_the_missing_column(
-        npu, tmp_path: Path, drop: str, overlap_ms: float, comm_ms: float) -> None:
+    npu, tmp_path: Path, drop: str, overlap_ms: float, comm_ms: float
+) -> None:
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
-    header = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
-              "Communication", "Free"]
-    rows = [["7", "100", "30", "20", "60", "10"],
-            ["8", "100", "30", "0", "30", "10"]]  # nothing overlapped: Communication = exposed
+    header = [
+        "Step",
+        "Computing",
+        "Communication(Not Overlapped)",
+        "Overlapped",
+        "Communication",
+        "Free",
+    ]
+    rows = [
+        ["7", "100", "30", "20", "60", "10"],
+        ["8", "100", "30", "0", "30", "10"],
+    ]  # nothing overlapped: Communication = exposed
     keep = [i for i, h in enumerate(header) if h != drop]
     _step_trace(folder, [header[i] for i in keep], [[r[i] for i in keep] for r in rows])
     row, quiet = read(folder).device
@@ -512,8 +686,14 @@ def test_step_trace_of_an_older_export_derives_the_missing_column(
 def test_npu_memory_summary_by_hand() -> None:
     from mindspeed_prof.analysis.readers.npu.memory import memory_summary
 
-    records = [("APP", 5.0, 10.0, 20.0), ("PTA", 3.0, 100.0, 200.0), ("PTA", 1.0, None, None),
-               ("PTA", 2.0, 50.0, 300.0), ("PTA", 2.0, None, 1.0), ("Z", 4.0, None, None)]
+    records = [
+        ("APP", 5.0, 10.0, 20.0),
+        ("PTA", 3.0, 100.0, 200.0),
+        ("PTA", 1.0, None, None),
+        ("PTA", 2.0, 50.0, 300.0),
+        ("PTA", 2.0, None, 1.0),
+        ("Z", 4.0, None, None),
+    ]
     ops = [("mm", 1024.0), ("mm", 4096.0), ("add", 3000.0), ("big", 5000.0)]
     ops += [(f"op{i}", 100.0 - i) for i in range(20)]
     modules = [("HCCL", 30.0), ("HCCL", 10.0), ("APP", 20.0), ("SLOG", 0.0)]
@@ -523,21 +703,33 @@ def test_npu_memory_summary_by_hand() -> None:
     assert out.components == {
         "APP": {"peak_allocated_bytes": 10, "peak_reserved_bytes": 20},
         "PTA": {"peak_allocated_bytes": 100, "peak_reserved_bytes": 300},
-        "Z": {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0}}
+        "Z": {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0},
+    }
     # PTA only, in time order (equal times as written), empty sizes as 0
-    assert out.timeline == [[1.0, 0.0, 0.0], [2.0, 50.0, 300.0], [2.0, 0.0, 1.0],
-                               [3.0, 100.0, 200.0]]
+    assert out.timeline == [
+        [1.0, 0.0, 0.0],
+        [2.0, 50.0, 300.0],
+        [2.0, 0.0, 1.0],
+        [3.0, 100.0, 200.0],
+    ]
     assert out.top_ops[:4] == [  # by bytes in all (mm: 5120), not by the largest one
         Alloc(op="mm", count=2, bytes=5120, max_bytes=4096),
         Alloc(op="big", count=1, bytes=5000, max_bytes=5000),
         Alloc(op="add", count=1, bytes=3000, max_bytes=3000),
-        Alloc(op="op0", count=1, bytes=100, max_bytes=100)]
+        Alloc(op="op0", count=1, bytes=100, max_bytes=100),
+    ]
     assert len(out.top_ops) == 20
     assert list(out.modules.items()) == [("HCCL", 30), ("APP", 20)]  # highest, 0 left out
-    assert _memory(memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])
-                   ).component == "GE"  # neither PTA+GE nor PTA: the first written
-    assert _memory(memory_summary([("PTA", 1.0, 7.0, 8.0), ("PTA+GE", 1.0, 9.0, 9.0)], [], [])
-                   ).component == "PTA+GE"
+    assert (
+        _memory(memory_summary([("GE", 1.0, 7.0, 8.0), ("APP", 1.0, 9.0, 9.0)], [], [])).component
+        == "GE"
+    )  # neither PTA+GE nor PTA: the first written
+    assert (
+        _memory(
+            memory_summary([("PTA", 1.0, 7.0, 8.0), ("PTA+GE", 1.0, 9.0, 9.0)], [], [])
+        ).component
+        == "PTA+GE"
+    )
     assert memory_summary([], [], []) is None  # nothing recorded: no memory facts
 
 
@@ -552,29 +744,40 @@ def test_npu_memory_files_by_hand(npu, tmp_path: Path) -> None:
 
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     out = folder / OUT
-    _write_csv(out / "operator_memory.csv", ["Name", "Size(KB)"],
-               [["mm", "0.5"], ["mm", "0"], ["add", "-1"], ["sub", ""]])
-    assert read(folder).memory == Memory(source="torch_npu", top_ops=[
-        Alloc(op="mm", count=1, bytes=512, max_bytes=512)])  # a file alone is read
+    _write_csv(
+        out / "operator_memory.csv",
+        ["Name", "Size(KB)"],
+        [["mm", "0.5"], ["mm", "0"], ["add", "-1"], ["sub", ""]],
+    )
+    assert read(folder).memory == Memory(
+        source="torch_npu", top_ops=[Alloc(op="mm", count=1, bytes=512, max_bytes=512)]
+    )  # a file alone is read
     (out / "operator_memory.csv").unlink()
     _write_csv(out / "npu_module_mem.csv", ["Component", "Total Reserved(MB)"], [["HCCL", "2"]])
     assert read(folder).memory == Memory(source="torch_npu", modules={"HCCL": 2 * MB})
-    _write_csv(out / "memory_record.csv", ["Component", "Timestamp(us)", "Total Allocated(MB)",
-                                           "Total Reserved(MB)"],
-               [["PTA", "1", "1", ""], ["PTA", "", "9", "9"]])  # no time: not a point
+    _write_csv(
+        out / "memory_record.csv",
+        ["Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)"],
+        [["PTA", "1", "1", ""], ["PTA", "", "9", "9"]],
+    )  # no time: not a point
     memory = _memory(read(folder).memory)
     assert (memory.peak_allocated_bytes, memory.peak_reserved_bytes) == (MB, 0)
     assert memory.timeline == [[1.0, float(MB), 0.0]]
 
 
-@pytest.mark.parametrize(("name", "column"), [
-    ("memory_record.csv", "Timestamp(us)"), ("operator_memory.csv", "Size(KB)"),
-    ("npu_module_mem.csv", "Total Reserved(MB)")])
-def test_npu_memory_file_without_a_column_is_one_line(npu, tmp_path: Path, name: str,
-                                                      column: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "column"),
+    [
+        ("memory_record.csv", "Timestamp(us)"),
+        ("operator_memory.csv", "Size(KB)"),
+        ("npu_module_mem.csv", "Total Reserved(MB)"),
+    ],
+)
+def test_npu_memory_file_without_a_column_is_one_line(
+    npu, tmp_path: Path, name: str, column: str
+) -> None:
     folder = unpack("text/rank1_ascend_pt", tmp_path / "w_ascend_pt")
     path = _write_csv(folder / OUT / name, ["Component", "Name"], [["PTA", "mm"]])
     data = read(folder)
-    assert data.problems == [f"{path}: no column {column!r} (has: Component, Name); "
-                             "file skipped"]
+    assert data.problems == [f"{path}: no column {column!r} (has: Component, Name); file skipped"]
     assert data.memory is None
