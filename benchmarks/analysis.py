@@ -108,5 +108,5 @@ def run(report: Report) -> None:
         rss_ours / rss_hta,
         0.5,
         f"{rss_ours / 1024:.0f} MB vs {rss_hta / 1024:.0f} MB "
-        f"(bare interpreter {int(idle['rss_kb']) / 1024:.0f} MB)",
-    )  # type: ignore[call-overload]
+        f"(bare interpreter {int(idle['rss_kb']) / 1024:.0f} MB)",  # type: ignore[call-overload]
+    )

@@ -2,7 +2,8 @@
 
 Whole-app A/B: ``python app.py`` (a ``@hydra.main`` app that does nothing) timed as a process
 (its CPU time, user + system, from ``getrusage``: wall time on this shared machine follows
-other processes' load; an app's start is CPU-bound once its files are in the page cache), with the plugin hidden (A) and visible (B); then B opted in (``profiler_config: none`` in its
+other processes' load; an app's start is CPU-bound once its files are in the page cache), with the
+plugin hidden (A) and visible (B); then B opted in (``profiler_config: none`` in its
 defaults, which composes a preset and runs the callback). Triples are interleaved, their
 order alternated, and triples are added until the 95% interval of the geometric-mean ratio
 is within +-2% (enough to resolve 5%) or the time budget is spent; the verdict uses the

@@ -30,7 +30,7 @@ def run(report: Report) -> None:
     null, mark = contextlib.nullcontext, mstx.iteration
 
     def loop_null(k: int) -> None:
-        for i in range(k):
+        for _ in range(k):
             with null():
                 pass
 

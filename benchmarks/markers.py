@@ -13,7 +13,8 @@
   step end (goal 0.25x). Capture start and stop are outside the timed steps on both sides.
   Blocks of steps are interleaved (ours, nullcontext, torch, the order turned each block) and
   the figure is the median of the per-block ratios with its order-statistic 95% interval
-  (``interval.median_ci``; the verdict uses its upper bound), their range in the detail. Blocks are timed with the process's
+  (``interval.median_ci``; the verdict uses its upper bound), their range in the detail. Blocks are
+  timed with the process's
   CPU time (this machine is shared; see ``step_cost``), which includes the flush's writes.
   The per-step cost is the step hook plus the span recorder (``capture/spans.py``): at 10
   ranges per step its per-step write is a large share, unlike the old figure's flush per 100

@@ -8,7 +8,8 @@ text and db exports, the 4-rank qwen3 set and the GPT-3 set with its folders ren
 ``*_ascend_pt`` (as published, msprof-analyze finds no ranks in it). CUDA sets: against a
 process that imports HTA and runs ``TraceAnalysis(SET, include_last_profiler_step=True)
 .get_temporal_breakdown()`` (the figures compared in
-``tests/analysis/readers/device/test_breakdown.py``), on the multi-step Kineto traces HTA loads. Ours answers more from the same run (every section of
+``tests/analysis/readers/device/test_breakdown.py``), on the multi-step Kineto traces HTA loads.
+Ours answers more from the same run (every section of
 ``--json``: stages, steps, device split, communication, top kernels, memory...); msprof-analyze
 gives the step split and communication, HTA the device split.
 

@@ -15,9 +15,11 @@ wall time counts.
 
 Figures: growth from the smallest to the largest root, time (CPU seconds: the machine's two
 cores are shared by other work, so wall time varies with it) over the rank ratio (goal 1.1:
-linear or better, give or take the 10% that CPU seconds vary between runs on a busy machine) and peak RSS over the smallest root's (goal 1.25: flat); 1,024 Kineto ranks
+linear or better, give or take the 10% that CPU seconds vary between runs on a busy machine) and
+peak RSS over the smallest root's (goal 1.25: flat); 1,024 Kineto ranks
 analysed in 2 minutes on 2 cores (goal 1), judged on CPU seconds over 2 (the wall time of an
-idle two-core machine; the wall time here is in the detail). The planted slow rank must be the verdict's
+idle two-core machine; the wall time here is in the detail). The planted slow rank must be the
+verdict's
 straggler and the planted slow link's ranks named by a finding (``ok``/``MISSED`` in the
 detail); torch_npu's matrix link rows (``--json`` ``comm``, kind ``link``) must put the slow
 link lowest. The timeline must be under its budget with every rank's steps and stages and at

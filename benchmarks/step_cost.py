@@ -7,10 +7,12 @@
   in alternating order; while A steps, B's range sink is detached so that A pays nothing of
   B's capture. The demo's model is widened (``hidden``) so one step is tens of milliseconds,
   like real compute. Pairs are added until the 95% interval of the geometric-mean ratio is
-  within +-1% (an interval 2% wide resolves the 2% goal) or the time budget is spent; the verdict uses the
+  within +-1% (an interval 2% wide resolves the 2% goal) or the time budget is spent; the verdict
+  uses the
   interval's upper bound. Steps are timed with the process's CPU time (``time.process_time``,
   every thread): the demo's step is single-threaded (``torch.set_num_threads(1)``), so this is
-  its cost on an idle machine, while wall time on this shared 2-core machine scatters by +-25% per step
+  its cost on an idle machine, while wall time on this shared 2-core machine scatters by +-25% per
+  step
   with other processes' load.
 - The hooks' own cost (reported): the hooks the demo calls per step (1 step, 6 stages, 1
   decorated call, 1 flush) timed in a tight loop, over the median ``profiler=none`` step.
@@ -44,7 +46,6 @@ DEMO = ["demo.hidden=256", "demo.prompts=64"]
 def _worker(preset: str, root: Path, start: int, end: int) -> Any:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
-
     from omegaconf import OmegaConf
 
     from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker

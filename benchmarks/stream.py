@@ -303,7 +303,7 @@ def _mix(
         busy = max(cpu - t0, 1e-3)  # the process start taken off: it is no part of the file's
         rows.append((mb, wall, rss, busy / mb, busy / dec))
         shutil.rmtree(trace) if trace.is_dir() else trace.unlink()
-    (mb0, _, r0, p0, x0), (mb1, _, r1, p1, x1) = rows[0], rows[-1]
+    (mb0, _, r0, _, x0), (mb1, _, r1, _, x1) = rows[0], rows[-1]
     report.add(
         f"analyse, peak RSS, {name}: {mb1:.0f} MB",
         f"{mb0:.0f} MB",

@@ -25,9 +25,8 @@ def main(cfg: DictConfig) -> None:
     prof = mindspeed_prof.current()  # the job's profiler, which the presets' callback built
     for step in range(1, cfg.steps + 1):
         with prof.step(step):
-            with prof.stage("actor_generate"):
-                with torch.no_grad():
-                    answers = torch.distributions.Categorical(logits=actor(prompts)).sample()
+            with prof.stage("actor_generate"), torch.no_grad():
+                answers = torch.distributions.Categorical(logits=actor(prompts)).sample()
             with prof.stage("reference_compute_log_prob"):
                 ref_logp = (
                     torch.log_softmax(reference(prompts), -1).gather(1, answers[:, None]).squeeze(1)

@@ -9,7 +9,8 @@ dumping before and after and comparing byte for byte::
 
 Each set of ``tests/fixtures/corpus`` is unpacked to the same place every time (a folder under
 the system's temporary folder, emptied first), so the paths the answers name agree between
-runs (and an expanded file keeps its packed file's times); each set is a fresh copy, so nothing comes from the cache. ``dump`` writes
+runs (and an expanded file keeps its packed file's times); each set is a fresh copy, so nothing
+comes from the cache. ``dump`` writes
 ``NAME.json`` (stdout) and ``NAME.rc`` (exit code and stderr) per set; ``diff`` prints one line
 per set that differs and exits 1 if any does. ``--only NAME`` (repeatable) limits the sets.
 """

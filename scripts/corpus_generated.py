@@ -446,7 +446,8 @@ def msprof_export(dest: Path) -> None:
                     "task_id": r["Task ID"],
                     "task_time(us)": r["Task Duration(us)"],
                     "task_start(us)": r["Task Start Time(us)"],
-                    "task_stop(us)": f"{float(r['Task Start Time(us)']) + float(r['Task Duration(us)']):.3f}\t",
+                    "task_stop(us)": "%.3f\t"
+                    % (float(r["Task Start Time(us)"]) + float(r["Task Duration(us)"])),
                 }
                 for r in summary
             ]

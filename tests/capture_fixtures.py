@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture import ranges as _ranges
 from mindspeed_prof.capture import buffer as _buffer
+from mindspeed_prof.capture import ranges as _ranges
 from mindspeed_prof.capture import spans as _spans
 from mindspeed_prof.config.schema import STAGES
 
@@ -66,14 +66,14 @@ def fake_clock() -> Iterator[FakeClock]:
     try:
         for module, name, _ in saved:
             setattr(module, name, clock)
-        setattr(Range, "__enter__", enter)
-        setattr(Range, "__exit__", exit_)
+        Range.__enter__ = enter  # type: ignore[method-assign]
+        Range.__exit__ = exit_  # type: ignore[method-assign]
         yield clock
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
-        setattr(Range, "__enter__", hooks[0])
-        setattr(Range, "__exit__", hooks[1])
+        Range.__enter__ = hooks[0]  # type: ignore[method-assign]
+        Range.__exit__ = hooks[1]  # type: ignore[method-assign]
 
 
 class RealClock:

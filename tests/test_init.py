@@ -1,4 +1,5 @@
-"""The public API: what README and docs/ name, typed for type checkers, imported lazily at run time."""
+"""The public API: what README and docs/ name, typed for type checkers, imported lazily at run
+time."""
 
 from __future__ import annotations
 

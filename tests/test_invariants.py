@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from corpus import CORPUS, SETS
 from invariants import (
-    check_analysis,
     check_compare_self,
     check_doctor,
     check_text,

@@ -300,7 +300,8 @@ COMMANDS = [
 def test_variant_commands(
     name: str, originals: Any, made: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """doctor, the text and ``compare`` on a variant that keeps the ranks (renumbered ranks are other ranks to compare: ``test_variant`` and ``test_combinations``
+    """doctor, the text and ``compare`` on a variant that keeps the ranks (renumbered ranks are
+    other ranks to compare: ``test_variant`` and ``test_combinations``
     hold them): doctor says what it says of the original (normalised), the text keeps the
     invariants, and compare of the original against the variant finds no change."""
     monkeypatch.setenv("COLUMNS", "80")

@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from capture_fixtures import make_run, npu_db, npu_text
 
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_files
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables, tables_json
 from mindspeed_prof.analysis.rows import InventoryRow, MemoryRow, StepRow, to_json
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.formats.header import CaptureHeader, read_header
 from mindspeed_prof.testing.kineto import span, write_trace
-from mindspeed_prof.analysis.report.tables import tables, tables_json
 
 
 def test_stage_rank_covers_every_stage_and_rank_once(run_dir: Path) -> None:

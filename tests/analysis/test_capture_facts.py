@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from corpus import unpack
-
 from helpers import answered
+
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.capture_facts import beyond_hta, classified, worlds, worlds_text
 from mindspeed_prof.analysis.doctor import doctor

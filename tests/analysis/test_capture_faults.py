@@ -12,9 +12,9 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.doctor import doctor
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import Exit
-from mindspeed_prof.analysis.report.tables import tables
 
 KILLED = textwrap.dedent("""
     import os, signal, sys

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.compare import (
     Side,
@@ -18,13 +17,14 @@ from mindspeed_prof.analysis.compare import (
     side_of,
     slower_than,
 )
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.model import DeviceRow, Memory
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.rows import DeviceMeans, Peaks, SideBySide
 from mindspeed_prof.cli import main
-from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 from mindspeed_prof.formats.header import CaptureHeader
+from mindspeed_prof.testing.kineto import span, write_cuda_trace, write_trace
 
 
 def _run(

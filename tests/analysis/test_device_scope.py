@@ -13,20 +13,20 @@ from typing import Any
 
 import pytest
 from corpus import SETS, unpack
+from helpers import answered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import answered
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.device_scope import counted, parts, scope
 from mindspeed_prof.analysis.findings import cuda
 from mindspeed_prof.analysis.readers.model import DeviceRow, TraceData
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.rows import BOUNDS
 from mindspeed_prof.analysis.verdict import device, verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines
-from mindspeed_prof.analysis.report.tables import tables
 
 #: The real CUDA and ROCm sets (Kineto traces with device ops).
 DEVICE_SETS = [n for n, s in SETS.items() if s["kind"] in ("kineto_cuda", "kineto_rocm")]

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import answered
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import answered
 from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.next_capture import (
     alive,
@@ -19,12 +19,12 @@ from mindspeed_prof.analysis.next_capture import (
     relaunch_line,
 )
 from mindspeed_prof.analysis.readers import Range, TraceData
-from mindspeed_prof.formats.manifest import Job, Manifest, newest_job, read_manifest
 from mindspeed_prof.analysis.readers.model import CommRow, Tally
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.presets import PRESETS, preset_sections
 from mindspeed_prof.formats.header import CaptureHeader
+from mindspeed_prof.formats.manifest import Job, Manifest, newest_job, read_manifest
 
 
 def _rank(rank: int, generate: float, level: str = "level_none", **fields: Any) -> TraceData:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.model import Tally
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def op(name: str, ts: float, dur: float, tid: int = 1, cat: str = "cpu_op") -> dict:

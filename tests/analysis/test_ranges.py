@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mindspeed_prof.analysis.report.settings import Settings
-from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.ranges import p95, range_rows, self_times, stage_of
 from mindspeed_prof.analysis.readers import Range
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_trace
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def test_mstx_ranges_of_a_real_capture(run_dir: Path) -> None:

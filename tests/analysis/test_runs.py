@@ -12,24 +12,24 @@ from typing import Any
 
 import pytest
 from capture_fixtures import make_run
+from helpers import answered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from helpers import answered
-from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_runs, runs_of
 from mindspeed_prof.analysis.doctor import doctor
 from mindspeed_prof.analysis.readers import Range, TraceData
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.runs import UnknownRun
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.capture import run as run_id
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
+from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.formats.manifest import Manifest, manifest_name, write_manifest
 from mindspeed_prof.formats.record import CaptureRecord
-from mindspeed_prof.formats.header import CaptureHeader
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def _runs_of(root: Path) -> list[str]:

@@ -9,8 +9,8 @@ import pytest
 
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.config.schema import STAGES
 
 GAP_S = 0.03  # work in each step outside any stage (data loading, logging...)
 

@@ -7,9 +7,9 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.judgement.cells import per_step
 from mindspeed_prof.analysis.judgement.lag import lags
+from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.stragglers import find_stragglers, medians_of_others
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from counter_fixtures import rl_run
 
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.counts import Model
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.throughput import mfu
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import throughput_line
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def _gen_ms(rank: int, step: int, stage: str) -> float:

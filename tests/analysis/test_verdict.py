@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers import answered
+
 from mindspeed_prof.analysis.analyse import Captures
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.kineto.chrome import device_memory

@@ -204,10 +204,8 @@ def test_slow_step_captures_the_next_steps_under_triggered(
         rank=3,
     )
     for step in range(1, 16):
-        with prof.step(step):
-            with prof.stage("actor_update"):
-                with mstx.range("work"):
-                    clock.ns += 10_000_000 * (8 if step in (8, 12) else 1)
+        with prof.step(step), prof.stage("actor_update"), mstx.range("work"):
+            clock.ns += 10_000_000 * (8 if step in (8, 12) else 1)
     prof.close()
     (anomaly, again) = prof.triggers
     assert anomaly.rank == 3 and anomaly.step == 8 and anomaly.stage == "actor_update"

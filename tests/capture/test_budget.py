@@ -109,7 +109,7 @@ def test_large_captures_stay_within_one_step_of_the_budget(
     assert largest > 0
     assert sum(sizes) <= MB + largest  # overshoot: at most one capture (one step)
     levels = [c.level for c in prof.captures if not c.skipped]
-    assert levels[0] == "level1" and "level1" != levels[-1]  # lowered once measured
+    assert levels[0] == "level1" and levels[-1] != "level1"  # lowered once measured
     messages = [r.getMessage() for r in caplog.records]
     assert sum("instead of level1" in m for m in messages) <= 1
     if stage == "all":  # never one file per step: a few captures, the last holding the rest

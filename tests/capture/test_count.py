@@ -17,12 +17,12 @@ import pytest
 import torch
 
 from mindspeed_prof import Profiler, mstx
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.capture import count as count_module
 from mindspeed_prof.capture.lifecycle import State
 from mindspeed_prof.capture.part import Part
 from mindspeed_prof.config.validate import ConfigError, validate
 from mindspeed_prof.formats.header import ModelFacts
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def light(

@@ -3,17 +3,14 @@ counts that fit (``spans.SpanRecorder`` with ``RangeBuffer.add_count``)."""
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_fixtures import FullDisk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from capture_fixtures import FullDisk
 
 from mindspeed_prof.capture.buffer import RangeBuffer
 from mindspeed_prof.capture.spans import SpanRecorder

@@ -306,9 +306,8 @@ def test_in_a_forked_child_every_profiler_is_disowned_and_the_trainers_handlers_
         },
         rank=0,
     )
-    with prof.step(1):
-        with prof.stage("actor_update"):
-            pass
+    with prof.step(1), prof.stage("actor_update"):
+        pass
     prof.on_step_start(2)
     prof.on_stage_start("actor_update")
     idle = Profiler.from_config({"profile_save_path": str(tmp_path / "idle")}, rank=0)

@@ -82,7 +82,8 @@ def test_vllm_is_started_and_stopped_at_the_window_edges(tmp_path: Path) -> None
     assert not list((tmp_path / "vllm_traces").iterdir())  # moved into the save root
     for capture, path in zip(prof.captures, part.files):
         assert capture.engine == "vllm" and str(path) in capture.files
-        doc = json.loads(gzip.open(path).read())
+        with gzip.open(path) as f:
+            doc = json.loads(f.read())
         assert doc["mindspeed_prof"]["rank"] == 3
         assert doc["mindspeed_prof"]["step"] == capture.step
         assert doc["mindspeed_prof"]["iterations"] == [2, 3]

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from mindspeed_prof import Profiler, mstx
-from mindspeed_prof.capture.flight import FlightRecorder
 from mindspeed_prof.capture.buffer import RangeBuffer
+from mindspeed_prof.capture.flight import FlightRecorder
 
 
 def make(tmp_path: Path, **fields: Any) -> Profiler:
@@ -28,11 +28,9 @@ def events(path: Path) -> list[dict[str, Any]]:
 
 def run(prof: Profiler, steps: range, fail_at: int | None = None) -> None:
     for step in steps:
-        with prof.step(step):
-            with prof.stage("actor_update"):
-                with mstx.range("custom"):
-                    if step == fail_at:
-                        raise RuntimeError("boom")
+        with prof.step(step), prof.stage("actor_update"), mstx.range("custom"):
+            if step == fail_at:
+                raise RuntimeError("boom")
 
 
 def test_ring_keeps_last_steps_and_extends_the_current_one() -> None:
@@ -297,11 +295,9 @@ def test_a_signal_dumps_once_though_the_trainers_handler_exits_through_the_step(
     follows. A failure in a later step dumps again."""
     prof = make(tmp_path)
     run(prof, range(1, 3))
-    with pytest.raises(SystemExit):
-        with prof.step(3):
-            with prof.stage("actor_update"):
-                prof.on_signal(signal.SIGTERM)  # what the crash handler does first
-                raise SystemExit(0)  # the trainer's handler, after its checkpoint
+    with pytest.raises(SystemExit), prof.step(3), prof.stage("actor_update"):
+        prof.on_signal(signal.SIGTERM)  # what the crash handler does first
+        raise SystemExit(0)  # the trainer's handler, after its checkpoint
     with pytest.raises(RuntimeError):
         run(prof, range(4, 6), fail_at=5)
     prof.close()
@@ -323,10 +319,9 @@ def test_a_signal_between_steps_does_not_hide_the_next_failure(tmp_path: Path) -
     prof.on_signal(signal.SIGINT)
     with pytest.raises(RuntimeError):
         run(prof, range(3, 5), fail_at=4)
-    with pytest.raises(KeyboardInterrupt):
-        with prof.stage("actor_update"):
-            prof.on_signal(signal.SIGINT)
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), prof.stage("actor_update"):
+        prof.on_signal(signal.SIGINT)
+        raise KeyboardInterrupt
     with pytest.raises(RuntimeError):
         run(prof, range(5, 7), fail_at=6)
     prof.close()

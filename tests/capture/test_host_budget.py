@@ -106,8 +106,8 @@ def test_over_the_budget_the_level_is_lowered_in_one_line(
         f"from step 2 at level_none instead of level1: level1 would take about "
         f"{est.host_mb:,.0f} MB of host memory ({est.host_mb / 2:,.1f} MB a step, measured on "
         "step 1); level_none: about "
-        f"{choose(part(prof).measured, 'level1', 2, 0).host_mb:,.0f} MB"
-    )  # type: ignore[arg-type]
+        f"{choose(part(prof).measured, 'level1', 2, 0).host_mb:,.0f} MB"  # type: ignore[arg-type]
+    )
     assert [c.level for c in prof.captures] == ["level_none"]
 
 

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof import Profiler, mstx
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.capture.iterations import Event, IterationWindow, Phase, decide
 from mindspeed_prof.capture.plan import CapturePlan, Scheduler, Start, Stop
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def test_table_starts_at_the_first_iteration_and_stops_after_the_last() -> None:

@@ -19,10 +19,8 @@ def capture_once(root: Path, marker: str, **fields: object) -> list[Path]:
         },
         rank=0,
     )
-    with prof:
-        with prof.step(1), prof.stage("actor_update"):
-            with mstx.range(marker):
-                pass
+    with prof, prof.step(1), prof.stage("actor_update"), mstx.range(marker):
+        pass
     (record,) = prof.captures
     return [Path(f) for f in record.files]
 

@@ -24,9 +24,8 @@ def make(tmp_path: Path, rank: int = 0, **fields: Any) -> Profiler:
 
 def run(prof: Profiler, steps: range) -> None:
     for step in steps:
-        with prof.step(step):
-            with prof.stage("actor_update"):
-                pass
+        with prof.step(step), prof.stage("actor_update"):
+            pass
 
 
 def request(tmp_path: Path, **values: Any) -> Request:

@@ -145,7 +145,7 @@ def test_stage_all_captures_each_run_of_window_steps_that_ran(run) -> None:
     want = expected_runs(plan, ran)
     starts = [a.capture.step for a in actions if isinstance(a, Start)]
     assert starts == [r[0] for r in want]
-    for (start, stop), steps_of in zip(zip(actions[::2], actions[1::2]), want):
+    for (_start, stop), steps_of in zip(zip(actions[::2], actions[1::2]), want):
         last = steps_of[-1]
         if fail_at == last:
             assert stop.reason == "error"

@@ -276,9 +276,8 @@ def test_two_profilers_keep_their_own_ranges(tmp_path: Path) -> None:
         rank=0,
     )
     for step in range(1, 4):
-        with long.step(step), short.step(step):
-            with mstx.range(f"custom{step}"):
-                pass
+        with long.step(step), short.step(step), mstx.range(f"custom{step}"):
+            pass
     long.close()
     short.close()
     (long_file,) = (tmp_path / "long" / "integrated").iterdir()

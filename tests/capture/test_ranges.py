@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.capture import ranges
-from mindspeed_prof.capture.ranges import RangeTap
 from mindspeed_prof.capture.buffer import Event
+from mindspeed_prof.capture.ranges import RangeTap
 
 NAMES = ("actor_update", "critic_update", "reward")
 

@@ -32,8 +32,8 @@ from timeline_nesting import nesting_errors
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.labels import WHOLE, rank_label, step_label
-from mindspeed_prof.cli import main
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 #: Every set but those marked ``pending`` (read wrong for now; sets.json says why).

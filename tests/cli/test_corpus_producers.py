@@ -17,8 +17,8 @@ import pytest
 from corpus import CORPUS, unpack
 
 from mindspeed_prof.analysis.analyse import analyse
-from mindspeed_prof.cli import main
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.cli import main
 
 #: Foreign phase names of the RL set and the stage each must be read as (written out here,
 #: not taken from the package's table).

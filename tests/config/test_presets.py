@@ -266,8 +266,8 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
     from types import SimpleNamespace
 
     from mindspeed_prof.analysis.judgement.lag import Lag
-    from mindspeed_prof.analysis.next_capture import next_steps
     from mindspeed_prof.analysis.judgement.where import Share
+    from mindspeed_prof.analysis.next_capture import next_steps
     from mindspeed_prof.analysis.rows import Straggler
 
     light = SimpleNamespace(traces=[], root=Path("profiler_data"))
@@ -301,11 +301,11 @@ def test_the_relaunch_analyse_suggests_composes_in_the_readme_app(conf, rank: in
     relaunch = next(
         s
         for s in next_steps(
-            light,
+            light,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
             None,
-            None,
-            None,
-            behind,  # type: ignore[arg-type]
+            behind,
             slowest,
             None,
         )

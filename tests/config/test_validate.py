@@ -642,8 +642,8 @@ def test_a_field_in_the_wrong_section_message_in_full() -> None:
         (
             "extensions",
             {"anomaly_min_ms": float("inf")},
-            "profiler_config.extensions.anomaly_min_ms=inf: must be a number >= 0 (the ms a slow step "
-            "or stage is over its median as well; 0: anomaly_factor alone decides)",
+            "profiler_config.extensions.anomaly_min_ms=inf: must be a number >= 0 (the ms a slow "
+            "step or stage is over its median as well; 0: anomaly_factor alone decides)",
         ),
         (
             "extensions",
@@ -666,8 +666,8 @@ def test_a_field_in_the_wrong_section_message_in_full() -> None:
         (
             "integrated",
             {"profile_with_cpu": False, "profile_with_npu": False, "mstx": False},
-            "profiler_config.integrated: nothing to collect: profile_with_cpu, profile_with_npu and "
-            "mstx are all false; set at least one of them to true",
+            "profiler_config.integrated: nothing to collect: profile_with_cpu, profile_with_npu "
+            "and mstx are all false; set at least one of them to true",
         ),
         (
             "extensions",
@@ -677,22 +677,22 @@ def test_a_field_in_the_wrong_section_message_in_full() -> None:
         (
             "extensions",
             {"flight_recorder_steps": -1},
-            "profiler_config.extensions.flight_recorder_steps=-1: must be an integer >= 0 (0 turns it "
-            "off)",
+            "profiler_config.extensions.flight_recorder_steps=-1: must be an integer >= 0 (0 turns "
+            "it off)",
         ),
         (
             "extensions",
             {"profile_steps": [3], "warmup_steps": 2},
-            "profiler_config.extensions.warmup_steps=2: warmup steps come before profile_step_start, "
-            "and profile_steps replaces the window; set warmup_steps=0, or use profile_step_start and "
-            "profile_step_end",
+            "profiler_config.extensions.warmup_steps=2: warmup steps come before "
+            "profile_step_start, and profile_steps replaces the window; set warmup_steps=0, or use "
+            "profile_step_start and profile_step_end",
         ),
         (
             "integrated",
             {"mstx": True, "profile_export_type": "db", "profile_level": "level_none"},
             "profiler_config.integrated.profile_export_type=db: not supported with mstx=true and "
-            "profile_level=level_none (torch_npu exports lightweight ranges as text only); allowed: "
-            "text, or profile_level in level0, level1, level2",
+            "profile_level=level_none (torch_npu exports lightweight ranges as text only); "
+            "allowed: text, or profile_level in level0, level1, level2",
         ),
     ],
 )
@@ -794,8 +794,8 @@ def test_comm_kernels_is_a_regex_named_when_it_is_not() -> None:
         (
             {"iteration_stage": "all"},
             {},
-            r"^profiler_config\.extensions\.iteration_stage='all': 'all' has no iterations; allowed: "
-            r"one stage, actor_generate",
+            r"^profiler_config\.extensions\.iteration_stage='all': 'all' has no iterations; "
+            r"allowed: one stage, actor_generate",
         ),
         (
             {"iteration_stage": "actor_generat"},

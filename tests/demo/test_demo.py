@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -301,7 +302,7 @@ def test_a_slow_stage_is_the_verdict_and_the_next_command_captures_it(
     assert v.behind is not None and v.behind.lag_ms > 300
     assert v.causes and (v.causes[0].rule, v.causes[0].rank) == ("ranks.straggler", 1)
     assert answers.findings[0].rule == "ranks.straggler"
-    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console = Console(width=80, record=True, file=io.StringIO())
     print_analysis(answers, console)
     lines = console.export_text().splitlines()
     head = lines[lines.index("Verdict") : lines.index("Next")]  # the verdict comes first
@@ -641,7 +642,7 @@ def test_live_figures_are_where_the_demo_says(ray_cluster: Any, tmp_path: Path) 
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
-    console = Console(record=True, width=300, file=open(os.devnull, "w"))
+    console = Console(record=True, width=300, file=io.StringIO())
     started = time.monotonic()
     try:
         train(

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import helpers
+import pytest
 
 from mindspeed_prof.config.presets import misspelt_line, not_a_name_line, unknown_preset_line
 

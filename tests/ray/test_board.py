@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from mindspeed_prof.capture.control import Request, Status, Worker
+from mindspeed_prof.jsonio import Json, JsonObject
 from mindspeed_prof.ray import board as board_module
 from mindspeed_prof.ray.board import ControlBoard
-from mindspeed_prof.jsonio import Json, JsonObject
 
 
 def post(board: ControlBoard, **values: object) -> Request:

@@ -16,7 +16,6 @@ from mindspeed_prof.capture.naming import host_name
 from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import Exit
 
-
 CHECK_NS = 200_000_000  # the workers ask every 0.2 s instead of every second: a faster test
 
 

@@ -16,7 +16,6 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import discover
 from mindspeed_prof.analysis.report.report import document
-from mindspeed_prof.cli import main
 from mindspeed_prof.ray.cluster import reader
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from helpers import count
 from hydra import compose, initialize_config_dir

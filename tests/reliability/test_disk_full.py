@@ -126,9 +126,8 @@ def test_a_real_full_disk_keeps_every_whole_range_and_training_goes_on(
         {"profile_save_path": str(small_disk / "out"), "flight_recorder_steps": 2}, rank=0
     )
     for step in (1, 2):
-        with flight.step(step):
-            with mstx.range("x" * 5000):
-                pass
+        with flight.step(step), mstx.range("x" * 5000):
+            pass
     with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
         assert flight.dump_flight() is None
     flight.close()

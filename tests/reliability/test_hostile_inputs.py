@@ -14,10 +14,10 @@ from pathlib import Path
 from capture_fixtures import make_run
 from helpers import count
 
-from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.analyse import analyse_runs
-from mindspeed_prof.views.html import write_report
+from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.views.html import write_report
 
 EV = {"ph": "X", "cat": "user_annotation", "name": "actor_update", "ts": 1.0, "dur": 5.0}
 

@@ -83,9 +83,8 @@ def test_hostile_stage_and_host_names(tmp_path: Path, monkeypatch: pytest.Monkey
         {"integrated": {"profile": True, "mstx": True, "profile_save_path": str(tmp_path / "s")}},
         rank=0,
     )
-    with prof.step(1):
-        with prof.stage("../../outside"):
-            pass
+    with prof.step(1), prof.stage("../../outside"):
+        pass
     prof.close()
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert files and all((tmp_path / "s") in p.parents for p in files)

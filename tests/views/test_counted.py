@@ -12,8 +12,8 @@ from counter_fixtures import rl_run
 from invariants import check_analysis, check_text, decode
 from rich.console import Console
 
-from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.views.text import print_analysis

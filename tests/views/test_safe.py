@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.report import report as make_report
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.safe import cell, printable, say
 from mindspeed_prof.views.text import print_analysis
@@ -88,7 +88,7 @@ def _trace(tmp_path: Path) -> Path:
         },
         {"ph": "X", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
     ]
-    path = tmp_path / f"rank0\u202e.json"
+    path = tmp_path / "rank0\u202e.json"
     path.write_text(json.dumps({"traceEvents": events, "bad": 1}))
     return path
 

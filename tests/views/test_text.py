@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.readers.model import TraceData
+from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.rows import Change, RangeRow, StageRow
 from mindspeed_prof.cli.presets import changed_values
 from mindspeed_prof.config.presets import PRESETS
@@ -30,7 +30,6 @@ from mindspeed_prof.views.text import (
     print_stage_rank,
     print_sweep,
 )
-from mindspeed_prof.analysis.report.tables import tables
 
 WIDTH = 80
 

@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import answered
 from msprof_advisor import Advice, advise, category, executable, from_json, to_json
 from reference_store import Store
 
-from helpers import answered
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find
 from mindspeed_prof.analysis.findings.npu import env as env_rules
@@ -55,7 +55,6 @@ from mindspeed_prof.analysis.findings.npu import layout as layout_rules
 from mindspeed_prof.analysis.findings.npu import ops as ops_rules
 from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
 from mindspeed_prof.analysis.readers.model import TraceData
-from mindspeed_prof.analysis.report.tables import tables
 
 pytestmark = [
     pytest.mark.reference,

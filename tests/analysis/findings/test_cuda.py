@@ -10,18 +10,18 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import answered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import answered
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, cuda, find
 from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import DeviceRow, LaunchStats, StreamIdle, TraceData
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import write_trace
-from mindspeed_prof.analysis.report.tables import tables
 
 _T0 = 1_000_000_000  # us
 

@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import answered
+
 from mindspeed_prof import Profiler, mstx
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find, host
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.testing.kineto import span, write_trace
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def _trace(path: Path, stall_us: float, ops_us: float = 30_000.0) -> Path:

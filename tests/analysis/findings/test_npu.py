@@ -11,20 +11,20 @@ from typing import Any
 
 import msgspec
 import pytest
+from helpers import answered
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from npu_fixtures import unpack
 
-from helpers import answered
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find, npu
+from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.findings.npu import env as env_rules
 from mindspeed_prof.analysis.findings.npu import host as host_rules
 from mindspeed_prof.analysis.findings.npu import layout as layout_rules
 from mindspeed_prof.analysis.findings.npu import ops as ops_rules
 from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
-from mindspeed_prof.analysis.findings.finding import Rule
 from mindspeed_prof.analysis.readers.model import (
     DeviceRow,
     HcclOp,

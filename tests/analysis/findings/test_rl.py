@@ -15,22 +15,22 @@ from pathlib import Path
 from typing import Union
 
 import pytest
+from helpers import answered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
-from helpers import answered
-from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings import Finding, find, rl
 from mindspeed_prof.analysis.findings import ranks as ranks_rules
 from mindspeed_prof.analysis.findings.rl import coverage, report
 from mindspeed_prof.analysis.readers.model import Range, TraceData
+from mindspeed_prof.analysis.report.settings import Settings
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.formats.header import read_header
-from mindspeed_prof.analysis.report.tables import tables
 
 #: A step's plan: a stage and its ms, or ms outside every stage.
 Item = Union[tuple[str, float], float]
@@ -308,10 +308,9 @@ def test_responses_growing_are_said_only_where_they_grow(tmp_path: Path, clock: 
             rank=0,
         )
         for step in range(1, 10):
-            with prof.step(step):
-                with prof.stage(GEN):
-                    prof.count("response_length", [100 + 20 * step * grows] * 4)
-                    clock.advance(40 + 6 * step)
+            with prof.step(step), prof.stage(GEN):
+                prof.count("response_length", [100 + 20 * step * grows] * 4)
+                clock.advance(40 + 6 * step)
         prof.close()
         (f,) = rl.growing_stage(*answered(analyse(root, cache=False)))
         assert ("responses counted grow longer" in f.suggestion) is grows

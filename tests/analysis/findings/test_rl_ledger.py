@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from counter_fixtures import rl_run
-
 from helpers import answered
-from mindspeed_prof.analysis.report.settings import Settings
+
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings import find
 from mindspeed_prof.analysis.findings.common import duration
@@ -21,6 +20,7 @@ from mindspeed_prof.analysis.findings.rl_ledger import (
     long_tail,
     waste,
 )
+from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.report.tables import tables
 
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import answered
 
 import mindspeed_prof.capture.ranges as ranges_mod
 import mindspeed_prof.capture.spans as spans_mod
-from helpers import answered
 from mindspeed_prof import Profiler
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.findings.rl import transitions as rule

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import random
 
-from judgement_fixtures import BASE, capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judgement_fixtures import BASE, capture
 
 from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.analysis.report.tables import tables
 
 
 @settings(max_examples=100, deadline=None)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from judgement_fixtures import BASE, capture
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judgement_fixtures import BASE, capture
 
 from mindspeed_prof.analysis.judgement.lag import least
 from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.analysis.report.tables import tables
 
 
 def _noise(seed: int, share: float) -> Callable[[int, int, str], float]:

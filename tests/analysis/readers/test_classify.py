@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from corpus import unpack
+from helpers import answered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import answered
 from mindspeed_prof.analysis.analyse import Captures, analyse, analyse_files
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.readers.classify import (
@@ -29,10 +29,10 @@ from mindspeed_prof.analysis.readers.classify import (
     classifier,
 )
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import verdict_lines
-from mindspeed_prof.analysis.report.tables import tables
 
 #: Names as each library's sources (and, for dpsk::ep and NCCL, published traces) give them,
 #: with the rule that must decide them.

@@ -11,10 +11,10 @@ import pytest
 from counter_fixtures import count, write_db, write_range_file
 
 import mindspeed_prof.analysis.readers.counters as counters
-from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import read
 from mindspeed_prof.analysis.readers.counters import Count
+from mindspeed_prof.analysis.report.tables import tables
 
 
 def _by_key(counts: list[Count]) -> dict[tuple, Count]:

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.cache import encode
 from mindspeed_prof.analysis.readers import TraceData, discover, read
-from mindspeed_prof.cli import main
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,10 @@ def test_peak_memory_does_not_grow_with_the_trace(make, small, large, tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "l").mkdir()
     a, b = make(tmp_path / "s", small), make(tmp_path / "l", large)
-    size = lambda p: sum(f.stat().st_size for f in p.rglob("*")) if p.is_dir() else p.stat().st_size
+
+    def size(p: Path) -> int:
+        return sum(f.stat().st_size for f in p.rglob("*")) if p.is_dir() else p.stat().st_size
+
     assert size(b) > 6 * size(a) - 2e6  # (the npu folder's other files do not grow)
     peak_a, peak_b = _peak(a), _peak(b)
     assert peak_b <= GROWTH * peak_a, f"{peak_b / 1e6:.2f} MB vs {peak_a / 1e6:.2f} MB"

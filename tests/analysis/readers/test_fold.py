@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.readers import fold_device, host_ops
-from mindspeed_prof.analysis.readers.kineto import chrome
 from mindspeed_prof.analysis.readers.device.breakdown import total
-from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     RUNTIME_CATS,
@@ -22,6 +20,8 @@ from mindspeed_prof.analysis.readers.events import (
     number,
 )
 from mindspeed_prof.analysis.readers.fold import Collector, collect
+from mindspeed_prof.analysis.readers.intervals import merge
+from mindspeed_prof.analysis.readers.kineto import chrome
 from mindspeed_prof.analysis.readers.model import Alloc, Memory, Tally, TraceData
 from mindspeed_prof.testing.kineto import cuda_trace
 

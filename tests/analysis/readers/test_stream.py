@@ -1,4 +1,5 @@
-"""Chrome traces read a slice at a time: the same events as decoding whole, hostile files refused."""
+"""Chrome traces read a slice at a time: the same events as decoding whole, hostile files
+refused."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The control folder: requests once each, bad files one warning each, nothing written outside it."""
+"""The control folder: requests once each, bad files one warning each, nothing written outside
+it."""
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os

@@ -1,4 +1,5 @@
-"""A request is data: every field type-checked and bounded, ids never paths, torch_npu's form read."""
+"""A request is data: every field type-checked and bounded, ids never paths, torch_npu's form
+read."""
 
 from __future__ import annotations
 

@@ -214,10 +214,9 @@ def test_prof_count_and_mstx_count_reach_telemetry_and_the_capture_alike(tmp_pat
     )
     seen = []
     for step in (1, 2, 3):
-        with prof.step(step):
-            with prof.stage("actor_generate"):
-                prof.count("tokens_generated", 100 * step)
-                mstx.count("response_length", [float(step), 2.0 * step])
+        with prof.step(step), prof.stage("actor_generate"):
+            prof.count("tokens_generated", 100 * step)
+            mstx.count("response_length", [float(step), 2.0 * step])
         seen.append(prof.metrics())
     prof.close()
     assert [m["prof/count/tokens_generated"] for m in seen] == [100.0, 200.0, 300.0]

@@ -16,18 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_store import Store, set_of
 
-from mindspeed_prof.analysis.report.report import report
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.classify import classifier
 from mindspeed_prof.analysis.readers.device.breakdown import overlap, total
-from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
+from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.model import DeviceRow
 from mindspeed_prof.analysis.readers.ranks import rank_of
+from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_cuda_trace, write_trace
-from mindspeed_prof.analysis.report.tables import tables
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*")  # HTA's own pandas deprecations
 _STORE = Store("hta_breakdown", "holistictraceanalysis")

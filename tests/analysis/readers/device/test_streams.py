@@ -1,4 +1,5 @@
-"""Streams' idle time and kernel launches per step (``device_streams.stream_facts``): by hand, as HTA's
+"""Streams' idle time and kernel launches per step (``device_streams.stream_facts``): by hand, as
+HTA's
 ``get_idle_time_breakdown`` and ``get_cuda_kernel_launch_stats`` have them on the same traces
 (hand-made and the real corpus), against a plain reference on any ops, and through the cache.
 """
@@ -337,11 +338,12 @@ def test_stream_facts_equal_a_plain_reference(raw: list, step_spans: list, block
         store.close()
     want_idle, want_stats = _reference(ops, steps)
     # the same floats as adding one op at a time in start order (the columns' sums keep it)
-    ms = lambda v: (
-        [v[0], *(x / 1e3 for x in v[1:3]), v[3], *(x / 1e3 for x in v[4:])]
-        if len(v) == 6
-        else [v[0], *(x / 1e3 for x in v[1:])]
-    )
+
+    def ms(v: list[float]) -> list[float]:
+        if len(v) == 6:
+            return [v[0], *(x / 1e3 for x in v[1:3]), v[3], *(x / 1e3 for x in v[4:])]
+        return [v[0], *(x / 1e3 for x in v[1:])]
+
     got_idle = {
         (r.step, int(r.stream)): [r.ops, r.busy_ms, r.host_wait_ms, r.kernel_wait_ms, r.other_ms]
         for r in idle

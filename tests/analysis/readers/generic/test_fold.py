@@ -176,12 +176,12 @@ def test_every_duration_event_is_a_range_or_named(raw: list[dict[str, object]]) 
                 name="n",
                 pid=1,
                 tid=e["tid"],  # type: ignore[arg-type]
-                ts=e["ts"],
-                dur=e["dur"],
+                ts=e["ts"],  # type: ignore[arg-type]
+                dur=e["dur"],  # type: ignore[arg-type]
             )
             for e in raw
         ]
-    )  # type: ignore[arg-type]
+    )
     begins = sum(e["ph"] == "B" for e in raw)
     ends = sum(e["ph"] == "E" for e in raw)
     xs = sum(e["ph"] == "X" for e in raw)

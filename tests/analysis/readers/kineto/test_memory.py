@@ -1,4 +1,5 @@
-"""Memory: torch's timeline and [memory] events agree, CUDA snapshots read safely, bad files named."""
+"""Memory: torch's timeline and [memory] events agree, CUDA snapshots read safely, bad files
+named."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from capture_fixtures import make_run
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers.kineto.memory import load_snapshot, read_memory
 from mindspeed_prof.analysis.readers.model import Alloc, BadFile, Memory, Range
+from mindspeed_prof.analysis.report.tables import tables
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.schema import STAGES
-from mindspeed_prof.analysis.report.tables import tables
 
 MIB = 2**20
 

@@ -20,8 +20,8 @@ from mindspeed_prof.analysis.cache import encode
 from mindspeed_prof.analysis.readers import TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import DeviceRow, Tally
 from mindspeed_prof.analysis.readers.sniff import NPU_KINDS, TRACE_LIST, kind_of
-from mindspeed_prof.cli import main
 from mindspeed_prof.analysis.report.tables import tables
+from mindspeed_prof.cli import main
 
 DOUBLES = Path(__file__).resolve().parents[3] / "doubles"
 

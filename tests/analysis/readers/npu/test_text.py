@@ -170,7 +170,8 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
             {
                 "step3": {
                     "collective": {
-                        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS and PCIE (parts of SDMA) not added again
+                        # RDMA 1 MB in 1 ms + SDMA 4 MB in 2 ms; HCCS and PCIE (parts of SDMA) not
+                        # added again
                         "hcom_allReduce__1_0_1@1": _comm_op(
                             {
                                 "RDMA": link(1, 1),
@@ -179,7 +180,8 @@ def test_comm_bandwidth_links_by_hand(npu, tmp_path: Path) -> None:
                                 "PCIE": link(1, 0.5),
                             }
                         ),
-                        # no SDMA: RDMA 1 MB + HCCS 2 MB + PCIE 1 MB + SIO 1 MB in 0.5 ms in all (under 1 ms)
+                        # no SDMA: RDMA 1 MB + HCCS 2 MB + PCIE 1 MB + SIO 1 MB in 0.5 ms in all
+                        # (under 1 ms)
                         "hcom_broadcast__2_0_1@2": _comm_op(
                             {
                                 "RDMA": link(1, 0.0625),
