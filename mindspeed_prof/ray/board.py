@@ -183,8 +183,10 @@ class ControlBoard:
         return list(self._warnings)
 
 
-#: The board this driver opened: Ray stops an actor once no handle to it is left.
+#: The board this driver opened, for which cluster and job: Ray stops an actor once its owner's
+#: handles are gone (one got by name does not keep it), so a second open returns the first.
 _board: ActorHandle | None = None
+_opened: tuple[str, str] | None = None
 
 
 def open_board() -> ActorHandle:
@@ -193,13 +195,14 @@ def open_board() -> ActorHandle:
     the driver). Workers' on-demand checks find it by that name; ``capture --ray`` posts on it."""
     import ray
 
-    global _board
-    name = board_name(ray.get_runtime_context().get_job_id())
-    _board = (
-        ray.remote(num_cpus=0)(ControlBoard)
-        .options(name=name, namespace=NAMESPACE, get_if_exists=True)
-        .remote()
-    )
+    global _board, _opened
+    context = ray.get_runtime_context()
+    here = (str(context.gcs_address), job := context.get_job_id())
+    if _board is not None and _opened == here:
+        return _board
+    actor = ray.remote(num_cpus=0)(ControlBoard)
+    _board = actor.options(name=board_name(job), namespace=NAMESPACE, get_if_exists=True).remote()
+    _opened = here
     return _board
 
 

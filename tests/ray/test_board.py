@@ -234,3 +234,18 @@ def test_unknown_ids_and_bad_acks_are_no_errors() -> None:
     assert board.status("gone")["settled"] is False
     assert board.status("gone")["workers"] == board.workers()
     assert board.status(request.id)["acks"] == []
+
+
+def test_opening_the_board_twice_in_a_job_keeps_the_first(ray_cluster: Any) -> None:
+    """A driver that opens the board again (the demo did, then a library call) gets the board
+    it opened: Ray stops an actor when its owner's handle goes, so replacing it killed it."""
+    import gc
+
+    from mindspeed_prof.ray import open_board
+
+    first = open_board()
+    again = open_board()
+    assert again is first
+    del first, again
+    gc.collect()
+    assert isinstance(ray_cluster.get(open_board().workers.remote(), timeout=60), list)
