@@ -290,6 +290,16 @@ def test_the_timeline_and_the_doctor_are_packages_with_layers_of_their_own() -> 
     assert loose == []
 
 
+def test_the_fold_is_a_package_of_the_readers() -> None:
+    """The readers' shared fold is ``readers.fold`` (collect, batch, device), no loose
+    ``fold_*`` module beside it; every reader reaches it through the package."""
+    edges = graph()
+    fold = f"{ROOT}.analysis.readers.fold"
+    assert {f"{fold}.collect", f"{fold}.batch", f"{fold}.device"} <= set(edges)
+    assert list((PACKAGE / "analysis" / "readers").glob("fold_*.py")) == []
+    assert fold in edges[f"{ROOT}.analysis.readers.npu.trace"]
+
+
 FINDINGS = f"{ROOT}.analysis.findings"
 #: What every family of findings may import of ``analysis.findings``: the shared helpers.
 SHARED = {f"{FINDINGS}.common", f"{FINDINGS}.finding"}

@@ -62,7 +62,8 @@ def _npu(folder: Path, mb: int) -> Path:
 _MEASURE = """
 import sys, tracemalloc
 from pathlib import Path
-from mindspeed_prof.analysis.readers import fold_device, host_ops, read, spill, stream
+from mindspeed_prof.analysis.readers.fold import device as fold_device
+from mindspeed_prof.analysis.readers import host_ops, read, spill, stream
 from mindspeed_prof.analysis.readers.device import ops
 stream.CHUNK, spill.BLOCK, ops.SLICE = 1 << 17, 1 << 11, 1 << 10
 fold_device.PENDING, host_ops.REORDER = 1 << 10, 256

@@ -11,7 +11,7 @@ import pytest
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, stream
 from mindspeed_prof.analysis.readers.events import Event
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US
+from mindspeed_prof.analysis.readers.fold.batch import MAX_DUR_US
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH
 
 

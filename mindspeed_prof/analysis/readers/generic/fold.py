@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from mindspeed_prof.analysis.readers.events import number
-from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US
+from mindspeed_prof.analysis.readers.fold.batch import MAX_DUR_US
 from mindspeed_prof.analysis.readers.generic.events import AnyId, Event
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.phases import is_step, stage_of

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import fold_device
 from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs
 from mindspeed_prof.analysis.readers.fold import Collector
-from mindspeed_prof.analysis.readers.fold_batch import floats, match, split
+from mindspeed_prof.analysis.readers.fold import device as fold_device
+from mindspeed_prof.analysis.readers.fold.batch import floats, match, split
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.testing.kineto import cuda_events
 

@@ -18,7 +18,7 @@ from mindspeed_prof.analysis.readers.device.breakdown import breakdown
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import Corr, Event, Lane
-from mindspeed_prof.analysis.readers.fold_batch import Split, match
+from mindspeed_prof.analysis.readers.fold.batch import Split, match
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.config.validate import pattern_problem
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers import fold_device, host_ops
+from mindspeed_prof.analysis.readers import host_ops
 from mindspeed_prof.analysis.readers.device.breakdown import total
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.readers.events import (
     number,
 )
 from mindspeed_prof.analysis.readers.fold import Collector, collect
+from mindspeed_prof.analysis.readers.fold import device as fold_device
 from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.kineto import chrome
 from mindspeed_prof.analysis.readers.model import Alloc, Memory, Tally, TraceData

@@ -3,7 +3,7 @@
 ``Collector`` takes Chrome trace events a batch at a time (Kineto JSON, our range files, the db
 export's rows and torch_npu's trace_view turned into events) and keeps only what the analysis
 needs: ranges, op self times, kernel and runtime totals, the device breakdown and memory. Its
-host side is ``host_ops``, its device side ``fold_device``.
+host side is ``host_ops``, its device side ``fold.device``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from mindspeed_prof.analysis.readers.events import (
     name_kind,
 )
 from mindspeed_prof.analysis.readers.events import number as _num
-from mindspeed_prof.analysis.readers.fold_batch import MAX_DUR_US, Skipped, Split, split
-from mindspeed_prof.analysis.readers.fold_device import DeviceFold
+from mindspeed_prof.analysis.readers.fold.batch import MAX_DUR_US, Skipped, Split, split
+from mindspeed_prof.analysis.readers.fold.device import DeviceFold
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, OP, HostOps
 from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
