@@ -32,6 +32,8 @@ SCRIPT = textwrap.dedent("""
     from mindspeed_prof.formats.manifest import Manifest, host_info, manifest_name, write_manifest
 
     out, mode = Path(sys.argv[1]), sys.argv[2]
+    # SIGINT as a job started from a shell has it (a test runner's worker may pass it ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sig = signal.SIGINT if mode == "sigint" else signal.SIGTERM
     if mode == "exit":  # the trainer's own handler: it checkpoints and exits
         signal.signal(signal.SIGTERM, lambda s, f: sys.exit(3))
