@@ -203,7 +203,9 @@ def test_module_entry_point_stage_scoped(ray_cluster: Any, tmp_path: Path) -> No
     """``python -m mindspeed_prof.demo`` on the session's cluster (``RAY_ADDRESS``, as a user
     joins one they started: a cluster's start is another test's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COLUMNS")}
-    env["RAY_ADDRESS"] = "auto"
+    # this session's cluster by its address: "auto" takes the newest on the machine, which may
+    # be another test's (the two-node test starts one beside it)
+    env["RAY_ADDRESS"] = str(ray_cluster.get_runtime_context().gcs_address)
     proc = subprocess.run(
         [
             sys.executable,
