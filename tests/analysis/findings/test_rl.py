@@ -210,7 +210,8 @@ def test_uncovered_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
     run(tmp_path / "gap", real, [[(GEN, 20), 60, (UPD, 20)]] * 2)
     (f,) = rule_of(analyse(tmp_path / "gap", cache=False), rl.uncovered)
     assert f.impact_ms is not None
-    assert 60 <= f.impact_ms < 75 and "between actor_generate and actor_update" in f.title
+    # a sleep wakes late, never early: on a loaded machine by tens of milliseconds
+    assert 60 <= f.impact_ms < 160 and "between actor_generate and actor_update" in f.title
     run(tmp_path / "none", real, [[(GEN, 150), (UPD, 150)]] * 2)
     assert rl.uncovered(*answered(analyse(tmp_path / "none", cache=False))) == []
 
