@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +37,24 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.hypothesis_seed = int(seed)
     # Subprocesses (CLI runs, scripts, Ray workers) import the package these tests import.
     os.environ["PYTHONPATH"] = tested_path(os.environ.get("PYTHONPATH"))
+    _write_bytecode()
     # xdist hands out the groups in the order they are collected (see _heaviest_first), not
     # sorted by how many tests each holds: one of few long tests (the benchmarks' smoke run)
     # handed out last keeps one worker busy while the other idles.
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+
+
+def _write_bytecode() -> None:
+    """Bytecode caches written (``__pycache__``, gitignored) where the environment says not to
+    (``PYTHONDONTWRITEBYTECODE``, as on this project's machines): else every test subprocess
+    (hundreds of CLI runs, Hydra apps, Ray workers) compiles the checkout's modules again, and
+    each xdist worker rewrites every test module again (a third of a quiet run's collection).
+    Not under mutmut, whose mutants may keep a source file's size and second."""
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        return
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
