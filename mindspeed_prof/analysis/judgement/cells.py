@@ -30,7 +30,9 @@ def per_step(ranges: Iterable[Range], kind: str) -> dict[str, Cells]:
     """Per name of ``kind`` (``step``, ``stage``, ``range``), its milliseconds per step and
     rank; several runs in one step add up."""
     out: dict[str, Cells] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
+    whos: dict[Who, Who] = {}  # each rank's key once: a range file holds a cell per step
     for r in ranges:
         if r.kind == kind and r.step is not None and r.dur >= 0:
-            out[r.name][r.step][(r.rank, r.source)] += r.dur / 1000.0
+            who = (r.rank, r.source)
+            out[r.name][r.step][whos.setdefault(who, who)] += r.dur / 1000.0
     return out
