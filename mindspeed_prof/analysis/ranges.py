@@ -79,8 +79,8 @@ def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
     by_thread: dict[tuple[int | None, str, str], array[int]] = defaultdict(lambda: array("q"))
     for i, r in enumerate(ranges):
         by_thread[(r.rank, r.source, r.tid)].append(i)
-    for idx in by_thread.values():
-        idx = _by_start(ranges, idx)
+    for ids in by_thread.values():
+        idx = _by_start(ranges, ids)
         # relative to the thread's first start: at epoch microseconds ``ts + dur`` would round
         base = ranges[idx[0]].ts
         stack: list[tuple[int, float]] = []  # (index, end)
