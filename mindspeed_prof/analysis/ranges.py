@@ -94,7 +94,7 @@ def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
             stack.append((i, ts + r.dur))
 
 
-def _by_start(ranges: list[Range], idx: array[int]) -> list[int]:
+def _by_start(ranges: list[Range], idx: array[int]) -> array[int]:
     """``idx`` in the order of their ranges' start, the longest first where two start together
     (a stable sort: ties keep ``idx``'s order); sorted as columns, not a key object per range
     (a range file holds millions)."""
@@ -104,8 +104,7 @@ def _by_start(ranges: list[Range], idx: array[int]) -> list[int]:
     dur = np.fromiter((ranges[i].dur for i in idx), dtype=np.float64, count=len(idx))
     order = np.lexsort((-dur, ts))
     del ts, dur
-    out: list[int] = np.frombuffer(idx, dtype=np.int64)[order].tolist()
-    return out
+    return array("q", np.frombuffer(idx, dtype=np.int64)[order].tobytes())
 
 
 def self_times(ranges: list[Range]) -> list[float]:
