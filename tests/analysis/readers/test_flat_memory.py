@@ -148,3 +148,37 @@ def test_a_range_files_cache_entry_is_written_and_read_without_copies(tmp_path):
     # (one buffer, which grows by more than it needs as the encoding fills it)
     assert store <= 1.6 * entry, f"store took {store / entry:.2f}x its entry's size"
     assert loaded <= 1.1 * held, f"loaded: {loaded / 1e6:.1f} MB vs {held / 1e6:.1f} MB as read"
+
+
+#: Analyses a range file (read, then every table, the verdict and the findings); prints the
+#: memory the capture holds as read and the most the report took beyond it.
+_REPORT = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.report import report
+path = Path(sys.argv[1])
+report(analyse(path, cache=False))  # the imports, not counted
+gc.collect()
+tracemalloc.start()
+captures = analyse(path, cache=False)
+held = tracemalloc.get_traced_memory()[0]
+tracemalloc.reset_peak()
+found = report(captures)
+print(held, tracemalloc.get_traced_memory()[1] - held)
+"""
+
+
+def test_a_range_files_report_takes_less_than_its_ranges_hold(tmp_path):
+    """A range file's tables are per step (about 35 ranges each), so the report grows with it;
+    but by less than the ranges it reads: its judgements and the slowest stage read a row's
+    cells at a time (they held a dict per step for every row at once, and took what the ranges
+    hold beyond them: 0.9x)."""
+    trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPORT, str(trace)], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    held, took = (float(v) for v in proc.stdout.split())
+    assert held > 5e6  # the ranges
+    assert took <= 0.7 * held, f"the report took {took / held:.2f}x what the capture holds"
