@@ -177,76 +177,10 @@ def _host_trace(folder: Path, size: float) -> Path:
 
 def _range_file(folder: Path, size: float) -> Path:
     """A range file as the span recorder writes it: a step, the six stages and four custom
-    ranges per step, one event a line, closed."""
-    from mindspeed_prof.config.schema import STAGES
+    ranges per step, one event a line, closed (``testing.ranges``)."""
+    from mindspeed_prof.testing.ranges import write_range_file
 
-    path = folder / f"rank0_bench_1_abcdef_step1_{size / MB:.0f}MB.json"
-    head = {
-        "schemaVersion": 1,
-        "distributedInfo": {"rank": 0},
-        "mindspeed_prof": {"kind": "spans", "format": 2, "rank": 0},
-    }
-    line = (
-        '{"ph": "X", "pid": 1, "tid": %d, "cat": "%s", "name": "%s", "ts": %d.%03d, '
-        '"dur": %d.%03d, "args": {"step": %d}}'
-    )
-    t, step, written = 1_700_000_000_000_000, 0, 0
-    with open(path, "w") as f:
-        f.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
-        sep = ""
-        while written < size:
-            step += 1
-            lines, t0 = [], t
-            for stage in STAGES:
-                s0 = t
-                for k in range(4):
-                    lines.append(
-                        line
-                        % (
-                            2,
-                            "user_annotation",
-                            f"range{k}",
-                            t // 1000,
-                            t % 1000,
-                            1_900 + k,
-                            567,
-                            step,
-                        )
-                    )
-                    t += 2_000_000 + 17_000 * k
-                lines.append(
-                    line
-                    % (
-                        1,
-                        "stage",
-                        stage,
-                        s0 // 1000,
-                        s0 % 1000,
-                        (t - s0) // 1000,
-                        (t - s0) % 1000,
-                        step,
-                    )
-                )
-                t += 1_000_000
-            lines.append(
-                line
-                % (
-                    1,
-                    "step",
-                    f"ProfilerStep#{step}",
-                    t0 // 1000,
-                    t0 % 1000,
-                    (t - t0) // 1000,
-                    (t - t0) % 1000,
-                    step,
-                )
-            )
-            text = sep + ",\n".join(lines)
-            sep = ",\n"
-            f.write(text)
-            written += len(text)
-        f.write('\n], "closed": true}\n')
-    return path
+    return write_range_file(folder / f"rank0_bench_1_abcdef_step1_{size / MB:.0f}MB.json", size)
 
 
 #: Each mix: its name and how a trace of about a size is made in a folder.

@@ -133,7 +133,7 @@ def within(path: Path, root: Path) -> bool:
         return False
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: bytes | bytearray, mode: int = 0o644) -> None:
     """``data`` as the whole of ``path``: written to a new temporary file in its folder
     (``.<name>.<random>.tmp``), then renamed over it. Raises ``OSError`` as the writes do;
     whatever fails leaves no temporary file behind."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from mindspeed_prof.analysis.judgement.cells import per_step
+from mindspeed_prof.analysis.judgement.cells import by_name
 from mindspeed_prof.analysis.judgement.gating import gate
 from mindspeed_prof.analysis.judgement.judge import step_cells
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS, noise_floor
@@ -47,7 +47,7 @@ def find_stragglers(
     lost, then the ratio). One row per rank and step: one-offs included."""
     steps = gate(step_cells(ranges))
     out = []
-    for name, cells in per_step(ranges, kind).items():
+    for name, cells in by_name(ranges, kind).items():
         for step, by_rank in cells.items():
             if len(by_rank) < 2:
                 continue

@@ -14,6 +14,8 @@ ms per step said is that slope. A stage grows (``consistent``) only when all of 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
@@ -89,7 +91,7 @@ def _short(g: Growth, cleared: bool, floor: float) -> str:
     return ""
 
 
-def growths(stages: dict[str, Cells], step_ms: float | None, noise_ms: float) -> list[Growth]:
+def growths(stages: Mapping[str, Cells], step_ms: float | None, noise_ms: float) -> list[Growth]:
     """Every stage on every rank with three steps or more and a rise, judged together (those
     that grow first, by their rise)."""
     tested = []

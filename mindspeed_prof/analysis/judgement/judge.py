@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 
-from mindspeed_prof.analysis.judgement.cells import Cells, per_step
+from mindspeed_prof.analysis.judgement.cells import Cells, Rows, by_name
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
@@ -22,7 +22,7 @@ __all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms"
 def step_cells(counted: Iterable[Range]) -> Cells:
     """Each rank's steps from its step ranges (as the per-step table adds them up)."""
     out: Cells = defaultdict(lambda: defaultdict(float))
-    for cells in per_step(counted, "step").values():
+    for cells in by_name(counted, "step").values():
         for step, by in cells.items():
             for who, ms in by.items():
                 out[step][who] += ms
@@ -67,18 +67,19 @@ def rank_lags(
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
-    rows: dict[tuple[StragglerKind, str], Cells] = {}
-    kinds: tuple[StragglerKind, ...] = ("stage", "range")
-    for kind in kinds:
-        rows.update({(kind, name): cells for name, cells in per_step(counted, kind).items()})
-    if not rows:
-        compute = _compute(device)
-        if compute:
-            rows[("device", "compute")] = compute
-    return lags(rows, step_ms(counted, device), margin, noise_ms)
+    rows = Rows[tuple[StragglerKind, str]]()
+    rows.add(counted, "stage", lambda name: ("stage", name))
+    rows.add(counted, "range", lambda name: ("range", name))
+    if rows:
+        return lags(rows, step_ms(counted, device), margin, noise_ms)
+    compute = _compute(device)
+    alone: dict[tuple[StragglerKind, str], Cells] = (
+        {("device", "compute"): compute} if compute else {}
+    )
+    return lags(alone, step_ms(counted, device), margin, noise_ms)
 
 
 def stage_growths(counted: list[Range], device: list[DeviceRow], noise_ms: float) -> list[Growth]:
     """Every stage's trend over the steps on each rank, judged together
     (``judgement.growth``)."""
-    return growths(per_step(counted, "stage"), step_ms(counted, device), noise_ms)
+    return growths(by_name(counted, "stage"), step_ms(counted, device), noise_ms)

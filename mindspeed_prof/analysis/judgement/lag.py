@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections.abc import Mapping
 
 import msgspec
 
@@ -196,7 +197,7 @@ def _p(g: Lag, df: float, ahead: int) -> float:
 
 
 def lags(
-    rows: dict[tuple[StragglerKind, str], Cells],
+    rows: Mapping[tuple[StragglerKind, str], Cells],
     step_ms: float | None,
     margin: float,
     noise_ms: float,

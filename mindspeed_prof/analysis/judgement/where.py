@@ -8,8 +8,9 @@ a share is never over 100%."""
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from mindspeed_prof.analysis.judgement.cells import Cells
 from mindspeed_prof.analysis.judgement.gating import gate
@@ -75,16 +76,49 @@ def _cells(
     return out
 
 
-def stage_cells(ranges: Sequence[Range]) -> dict[str, Cells]:
-    """Per stage, its time per step and rank."""
+class _StageCells(Mapping[str, Cells]):
+    """``_cells`` of each stage's spans, made when the stage is read: in between, its spans are
+    columns (a step's key, start and end: 24 bytes a run), not an interval per run and a dict
+    per step for every stage at once (a range file runs each stage in each of many steps).
+    Stages, steps and their runs come in the order of the ranges, as ``_cells``'s."""
+
+    def __init__(self, boxes: dict[Key, tuple[float, float]]) -> None:
+        self.boxes = boxes
+        self.index: dict[Key, int] = {}
+        self.cols: dict[str, tuple[array[int], array[float], array[float]]] = {}
+
+    def add(self, name: str, key: Key, lo: float, hi: float) -> None:
+        col = self.cols.get(name)
+        if col is None:
+            col = self.cols[name] = (array("q"), array("d"), array("d"))
+        col[0].append(self.index.setdefault(key, len(self.index)))
+        col[1].append(lo)
+        col[2].append(hi)
+
+    def __getitem__(self, name: str) -> Cells:
+        keys = list(self.index)
+        spans: dict[tuple[str, Key], list[Interval]] = defaultdict(list)
+        for k, lo, hi in zip(*self.cols[name]):
+            spans[(name, keys[k])].append((lo, hi))
+        return _cells(spans, self.boxes).get(name, {})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cols)
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+
+def stage_cells(ranges: Sequence[Range]) -> Mapping[str, Cells]:
+    """Per stage, its time per step and rank (each stage's made when it is read)."""
     first, boxes = _boxes(ranges)
-    spans: dict[tuple[str, Key], list[Interval]] = defaultdict(list)
+    out = _StageCells(boxes)
     for r in ranges:
         if r.kind == "stage":
             key = (r.rank, r.source, r.step)
             lo = r.ts - first[key]
-            spans[(r.name, key)].append((lo, lo + r.dur))
-    return _cells(spans, boxes)
+            out.add(r.name, key, lo, lo + r.dur)
+    return out
 
 
 def _less(lo: float, hi: float, cuts: list[Interval]) -> list[Interval]:

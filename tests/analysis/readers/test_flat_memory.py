@@ -7,6 +7,9 @@ Python's own allocations (``tracemalloc``: numpy's arrays and ``array``'s buffer
 which the machine's load does not move, measured in a process of its own (another test's
 thread allocating meanwhile would count). A reader that kept something per event (the host ops'
 spans, before they went to disk a block at a time, doubled the peak here) fails.
+
+A range file is all ranges, and the analysis keeps each one (its tables are per step): there the
+memory must not grow by more than what the ranges hold, through the cache too.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from mindspeed_prof.testing.kineto import write_cuda_trace, write_host_trace
+from mindspeed_prof.testing.ranges import write_range_file
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +101,84 @@ def test_peak_memory_does_not_grow_with_the_trace(make, small, large, tmp_path):
     assert size(b) > 6 * size(a) - 2e6  # (the npu folder's other files do not grow)
     peak_a, peak_b = _peak(a), _peak(b)
     assert peak_b <= GROWTH * peak_a, f"{peak_b / 1e6:.2f} MB vs {peak_a / 1e6:.2f} MB"
+
+
+#: Reads a range file, stores its cache entry and loads it back; prints the memory the ranges
+#: hold as read, the most the store took beyond them, the entry's size and what the ranges hold
+#: as loaded.
+_CACHED = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis import cache
+from mindspeed_prof.analysis.readers import read
+path = Path(sys.argv[1])
+key = cache.fingerprint(path)
+read(path)  # the readers' imports, not counted
+gc.collect()
+tracemalloc.start()
+base = tracemalloc.get_traced_memory()[0]
+data = read(path)
+held = tracemalloc.get_traced_memory()[0] - base
+tracemalloc.reset_peak()
+cache.store(path, key, data)
+store = tracemalloc.get_traced_memory()[1] - base - held
+ranges = len(data.ranges)
+del data
+gc.collect()
+base = tracemalloc.get_traced_memory()[0]
+again = cache.load(path, key)
+assert again is not None and len(again.ranges) == ranges
+loaded = tracemalloc.get_traced_memory()[0] - base
+print(held, store, cache.cache_path(path).stat().st_size, loaded)
+"""
+
+
+def test_a_range_files_cache_entry_is_written_and_read_without_copies(tmp_path):
+    """Storing the entry takes one buffer of its size (its encoding was copied twice more, and
+    the peak of a 400 MB range file's analysis grew by 360 MB); ranges loaded from it take
+    no more than as read (each had its own copy of its name, kind, thread and step: 150
+    bytes more a range)."""
+    trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CACHED, str(trace)], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    held, store, entry, loaded = (float(v) for v in proc.stdout.split())
+    assert entry > 1e6  # the ranges are in it
+    # (one buffer, which grows by more than it needs as the encoding fills it)
+    assert store <= 1.6 * entry, f"store took {store / entry:.2f}x its entry's size"
+    assert loaded <= 1.1 * held, f"loaded: {loaded / 1e6:.1f} MB vs {held / 1e6:.1f} MB as read"
+
+
+#: Analyses a range file (read, then every table, the verdict and the findings); prints the
+#: memory the capture holds as read and the most the report took beyond it.
+_REPORT = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.report.report import report
+path = Path(sys.argv[1])
+report(analyse(path, cache=False))  # the imports, not counted
+gc.collect()
+tracemalloc.start()
+captures = analyse(path, cache=False)
+held = tracemalloc.get_traced_memory()[0]
+tracemalloc.reset_peak()
+found = report(captures)
+print(held, tracemalloc.get_traced_memory()[1] - held)
+"""
+
+
+def test_a_range_files_report_takes_less_than_its_ranges_hold(tmp_path):
+    """A range file's tables are per step (about 35 ranges each), so the report grows with it;
+    but by less than the ranges it reads: its judgements and the slowest stage read a row's
+    cells at a time (they held a dict per step for every row at once, and took what the ranges
+    hold beyond them: 0.9x)."""
+    trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPORT, str(trace)], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    held, took = (float(v) for v in proc.stdout.split())
+    assert held > 5e6  # the ranges
+    assert took <= 0.7 * held, f"the report took {took / held:.2f}x what the capture holds"

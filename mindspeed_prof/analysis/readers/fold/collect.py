@@ -42,7 +42,7 @@ class Annotations:
     """Stage and custom ranges as they are read, in compact columns (a range file is nothing
     else): times in ``array``s, each name and thread's text kept once."""
 
-    __slots__ = ("dur", "names", "steps", "strs", "tids", "ts")
+    __slots__ = ("dur", "names", "nums", "steps", "strs", "tids", "ts")
 
     def __init__(self) -> None:
         self.names: list[str] = []
@@ -50,13 +50,14 @@ class Annotations:
         self.steps: list[int | None] = []
         self.tids: list[str] = []
         self.strs: dict[object, str] = {}  # each name (and thread id, as text) once
+        self.nums: dict[int, int] = {}  # each step number once: a range file holds millions
 
     def add(self, name: str, ts: float, dur: float, step: int | None, tid: Id) -> None:
         strs = self.strs
         self.names.append(strs.setdefault(name, name))
         self.ts.append(ts)
         self.dur.append(dur)
-        self.steps.append(step)
+        self.steps.append(self.nums.setdefault(step, step) if step is not None else None)
         text = strs.get((tid,))
         if text is None:
             text = strs[(tid,)] = str(tid)
