@@ -2,7 +2,8 @@
 ``mindspeed_prof/capture/estimate.py``), against what it took, on the demo at every level; and
 how long writing it out held the rank.
 
-Each level runs the demo's worker (widened: ``hidden=256``, ``prompts=64``) in a fresh
+Each level runs the demo's worker (widened: ``hidden=256``, ``prompts=64``; ``--quick``, the
+smoke run: ``hidden=64``, ``prompts=16``, levels ``level_none`` and ``level0``) in a fresh
 process, twice: with the ``full`` preset at that level over steps 3-6 (step 2, before the
 window, is the calibration step) and ``capture_host_mb`` too large to lower anything, and with
 profiling off. Host memory is the process's peak resident set over steps 3-6 (reset as step 3
@@ -48,10 +49,11 @@ from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker
 from mindspeed_prof.ray import worker_config
 
 level, root, on, steps = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "on", int(sys.argv[4])
+hidden, prompts = sys.argv[5], sys.argv[6]
 with initialize_config_module("mindspeed_prof.conf", version_base=None):
     cfg = compose("demo", overrides=[
-        "profiler_config=full" if on else "profiler_config=none", "demo.hidden=256",
-        "demo.prompts=64", f"profiler_config.integrated.profile_level={level}",
+        "profiler_config=full" if on else "profiler_config=none", f"demo.hidden={hidden}",
+        f"demo.prompts={prompts}", f"profiler_config.integrated.profile_level={level}",
         "profiler_config.integrated.profile_step_start=3",
         f"profiler_config.integrated.profile_step_end={3 + steps}",
         f"profiler_config.integrated.profile_save_path={root}",
@@ -75,7 +77,7 @@ else:
 """
 
 
-def _child(level: str, root: Path, on: bool, steps: int) -> dict[str, float]:
+def _child(level: str, root: Path, on: bool, steps: int, quick: bool) -> dict[str, float]:
     out = subprocess.run(
         [
             sys.executable,
@@ -85,6 +87,7 @@ def _child(level: str, root: Path, on: bool, steps: int) -> dict[str, float]:
             str(root / f"{level}-{on}"),
             "on" if on else "off",
             str(steps),
+            *(("64", "16") if quick else ("256", "64")),  # the demo's hidden size, prompts
         ],
         capture_output=True,
         text=True,
@@ -107,8 +110,8 @@ def run(report: Report) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for level in LEVELS[:2] if report.quick else LEVELS:  # --quick: the smoke run's two
-            on = _child(level, root, True, steps)
-            off = _child(level, root, False, steps)
+            on = _child(level, root, True, steps, report.quick)
+            off = _child(level, root, False, steps, report.quick)
             mb = 2**20
             host = max(on["host"] - off["host"], 0.0)
             ratio = _apart(on["est_host"], host)

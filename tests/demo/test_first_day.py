@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import helpers
 import pytest
@@ -45,6 +46,14 @@ def shell(
     )
 
 
+def joined(ray_cluster: Any) -> dict[str, str]:
+    """The environment that has the demo join this session's Ray cluster, as a user joins one
+    they started (``RAY_ADDRESS``): Ray's own start is the tests' in test_demo.py and
+    test_cluster.py, and each start here would cost seconds of a busy machine."""
+    auth = {k: v for k, v in os.environ.items() if k.startswith("RAY_AUTH")}  # its token
+    return {"RAY_ADDRESS": str(ray_cluster.get_runtime_context().gcs_address), **auth}
+
+
 def ok(proc: subprocess.CompletedProcess[str]) -> list[str]:
     """The lines the run printed (stdout, then stderr), once it exited 0."""
     assert proc.returncode == 0, f"{proc.args}\n{proc.stdout}\n{proc.stderr}"
@@ -61,12 +70,15 @@ def last_line(proc: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.hydra_app
-def test_the_verdicts_relaunch_line_pasted_as_printed(tmp_path: Path) -> None:
+def test_the_verdicts_relaunch_line_pasted_as_printed(tmp_path: Path, ray_cluster: Any) -> None:
     """README's planted straggler, then the relaunch line the verdict prints, pasted: it
     starts as the user typed the command, captures the stage on rank 1 only, says which rank
     wrote, ends with the line to read them, and ``doctor`` finds nothing wrong."""
+    ray = joined(ray_cluster)
     first = shell(
-        tmp_path, "mindspeed-prof demo demo.slow_stage=actor_generate demo.slow_rank=1 demo.steps=6"
+        tmp_path,
+        "mindspeed-prof demo demo.slow_stage=actor_generate demo.slow_rank=1 demo.steps=6",
+        env=ray,
     )
     ok(first)
     light = LAST.search(last_line(first))
@@ -77,7 +89,7 @@ def test_the_verdicts_relaunch_line_pasted_as_printed(tmp_path: Path) -> None:
     relaunch = next(n["command"] for n in verdict["next"] if n["kind"] == "relaunch")
     assert relaunch.startswith("mindspeed-prof demo ")  # as typed, not /.../bin/python ...
     assert "'profiler_config.integrated.profile_ranks=[1]'" in relaunch
-    again = shell(tmp_path, relaunch)
+    again = shell(tmp_path, relaunch, env=ray)
     lines = ok(again)
     found = LAST.search(last_line(again))
     assert found and found.group(2) != light.group(2)
@@ -136,6 +148,8 @@ def test_the_demo_survives_ray_not_starting(tmp_path: Path) -> None:
 @pytest.mark.ray
 @pytest.mark.hydra_app
 def test_profiling_off_ends_with_a_line_that_says_so(tmp_path: Path) -> None:
+    """The demo as a new user's first run starts it: its own Ray cluster, 12 steps in which
+    the policy learns (the reward rises), and a last line that says profiling was off."""
     proc = shell(tmp_path, "mindspeed-prof demo profiler=none")
     lines = ok(proc)
     assert re.fullmatch(
@@ -144,6 +158,8 @@ def test_profiling_off_ends_with_a_line_that_says_so(tmp_path: Path) -> None:
         last_line(proc),
     )
     assert "step  12  reward" in "\n".join(lines)
+    (rise,) = [m for x in lines if (m := re.match(r"reward (\S+) -> (\S+) in 12 steps", x))]
+    assert float(rise.group(2)) > float(rise.group(1)) + 0.2
 
 
 def _documented_anomaly_command() -> str:
@@ -158,11 +174,11 @@ def _documented_anomaly_command() -> str:
 @pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.hydra_app
-def test_the_documented_anomaly_example_triggers(tmp_path: Path) -> None:
+def test_the_documented_anomaly_example_triggers(tmp_path: Path, ray_cluster: Any) -> None:
     """The docs' command, as printed: rank 0's slow step 8 fires the trigger, which dumps the
     flight recorder there and captures the next steps under triggered/; analyse names it."""
     command = _documented_anomaly_command()
-    proc = shell(tmp_path, command)
+    proc = shell(tmp_path, command, env=joined(ray_cluster))
     lines = ok(proc)
     found = LAST.search(last_line(proc))
     assert found, lines[-3:]
