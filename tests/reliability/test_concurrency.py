@@ -1,4 +1,4 @@
-"""8 Ray workers and 3 parallel multirun jobs write under one save root at the same time."""
+"""4 Ray workers and 3 parallel multirun jobs write under one save root at the same time."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(
             }
         }
     )
-    workers = [ray.remote(num_cpus=0.1)(Worker).remote(r, cfg) for r in range(8)]
+    workers = [ray.remote(num_cpus=0.1)(Worker).remote(r, cfg) for r in range(WORKERS)]
     ray.get([w.run.remote(3) for w in workers])
     summaries = collect(workers)
     out, err = sweep.communicate(timeout=600)
@@ -87,8 +87,8 @@ def test_ray_workers_and_joblib_jobs_share_a_save_root(
     assert set(listed) == on_disk  # nothing missing from the manifests and summaries
     for f in on_disk:
         json.loads(f.read_text())
-    assert {s.rank for s in summaries} == set(range(8))
-    assert len(from_ray) == 8 * 2  # op trace + ranges, one capture each
+    assert {s.rank for s in summaries} == set(range(WORKERS))
+    assert len(from_ray) == WORKERS * 2  # op trace + ranges, one capture each
     # three jobs, one step (stage_scoped's window starts at step 2, ends before 3), op trace
     # + ranges
     assert len(from_jobs) == 3 * 1 * 2
