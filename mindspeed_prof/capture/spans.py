@@ -43,10 +43,11 @@ class SpanRecorder:
     """A range file fed from a ``RangeBuffer``: complete JSON after every write.
 
     ``flush_due()``, called at every step end, hands what was recorded to the writer thread at
-    most once per ``interval_s`` (a clock read otherwise), waiting while the writer formats and
-    at most ``HANDOFF_WAIT_S`` for its write (none when a write is under way): a trainer's
-    steps are each written as they end, a tight loop of tiny steps 100 times a second. ``flush()`` and ``close()`` wait until everything recorded is
-    written. A process killed by SIGKILL loses only what was not written yet.
+    most once per ``interval_s`` (a clock read otherwise), waiting while the writer formats
+    (at most ``MAX_WAITING`` ranges, tens of ms) and up to ``HANDOFF_WAIT_S`` after its write
+    began: a trainer's steps are each written as they end, a tight loop of tiny steps 100
+    times a second. ``flush()`` and ``close()`` wait until everything recorded is written. A
+    process killed by SIGKILL loses only what was not written yet.
 
     A write that fails (a full disk) cuts the file back to the ranges written whole (complete
     JSON, not closed); nothing more is written to it; the next ``flush_due`` or ``flush``

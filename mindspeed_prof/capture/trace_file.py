@@ -82,7 +82,7 @@ def trace_body(
             if key == run_key and tid == run_tid and t1 >= 0:  # the usual range
                 ts, dur = t0 + offset, t1 - t0
                 dms = ms[dur % 1000]
-                append(f"{run}{ts // 1000}.{ms[ts % 1000]}, \"dur\": {dur // 1000}.{dms}{tail}")
+                append(f'{run}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
                 continue
             head = heads.get((key, tid))
             if head is not None and type(t1) is int and t1 >= 0:
@@ -95,7 +95,7 @@ def trace_body(
                     )
                     continue
                 run_key, run_tid, run = key, tid, head
-                append(f"{head}{ts // 1000}.{ms[ts % 1000]}, \"dur\": {dur // 1000}.{dms}{tail}")
+                append(f'{head}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
                 continue
             append(_line(keys, labels, heads, pid, step, tail, offset, key, tid, t0, t1))
     return out

@@ -370,9 +370,9 @@ def test_a_writer_slower_than_tiny_steps_keeps_up_and_drops_nothing(
     step, and than a hand-off's wait for a write): each hand-off waits while the writer formats,
     so what waits never nears ``MAX_WAITING`` and no range is dropped as if the file system
     had stalled (before, a hand-off finding the writer busy went on, and it fell behind)."""
-    from mindspeed_prof.capture import spans
+    from mindspeed_prof.capture import spans, trace_file
 
-    real = spans.trace_body
+    real = trace_file.trace_body
     formatting = spans.HANDOFF_WAIT_S * 2  # per range: past a hand-off's wait for a write
 
     def slow(chunks: Any, *args: Any) -> list[str]:

@@ -153,9 +153,7 @@ def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> No
                     st.integers(0, 4),
                     st.sampled_from([7, 8, 2**40]),
                     st.integers(-(10**19), 10**19),
-                    st.one_of(
-                        st.integers(-(10**7), 10**19), st.just(None), st.sampled_from([-1])
-                    ),
+                    st.one_of(st.integers(-(10**7), 10**19), st.just(None), st.sampled_from([-1])),
                 ),
                 max_size=12,
             ),
@@ -205,5 +203,15 @@ def test_kept_line_starts_give_each_event_its_line_alone(chunks, split, wall) ->
                 ts, dur = t0 + offset, t1 - t0
                 tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
                 label = f', "cat": "step", "name": "{STEP_RANGE}#{step}"'
-                line = _RANGE % ("X", 3, tid, label, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail)
+                line = _RANGE % (
+                    "X",
+                    3,
+                    tid,
+                    label,
+                    ts // 1000,
+                    ts % 1000,
+                    dur // 1000,
+                    dur % 1000,
+                    tail,
+                )
                 assert line in lines
