@@ -32,11 +32,15 @@ MAX_WAITING = 100_000
 #: wait for it: past that (a stalled file system) the steps go on without waiting. Waiting
 #: while writes are quick leaves the writer asleep, not runnable, once the step goes on: a
 #: ``fork()`` from C (no fork hook runs) then never catches it holding the interpreter's lock.
-#: Its formatting (CPU, no file system) is waited for to its end: a writer slower than a tight
-#: loop of tiny steps keeps up instead of falling behind until ranges are dropped as if the
-#: file system had stalled.
+#: Its formatting (CPU, no file system) is waited for to its end (``_FORMAT_WAIT_NS`` at most):
+#: a writer slower than a tight loop of tiny steps keeps up instead of falling behind until
+#: ranges are dropped as if the file system had stalled.
 HANDOFF_WAIT_S = 0.005
 _HANDOFF_WAIT_NS = int(HANDOFF_WAIT_S * 1e9)
+#: How long a hand-off waits for the writer's formatting at the most: ``MAX_WAITING`` ranges
+#: take about 50 ms; more means the writer is held by something else (a finalizer run by its
+#: collection waiting for a lock the step holds), which the step must not wait for.
+_FORMAT_WAIT_NS = 500_000_000
 
 
 class SpanRecorder:
@@ -183,19 +187,18 @@ class SpanRecorder:
             self._wait_for_writer()
 
     def _wait_for_writer(self) -> None:
-        """Until the writer has written what it holds: while it formats, and for a write up to
-        ``HANDOFF_WAIT_S`` after it began (a write's start: its thread may be waiting for the
-        interpreter's lock after a quick write, not the file system). Holds the condition."""
+        """Until the writer has written what it holds: while it formats (CPU only: it ends; at
+        most ``_FORMAT_WAIT_NS``, against a writer held by something else), and for a write up
+        to ``HANDOFF_WAIT_S`` after it began (its thread may be waiting for the interpreter's
+        lock after a quick write, not for the file system). Holds the condition."""
         writer = self._writer
+        give_up = perf_counter_ns() + _FORMAT_WAIT_NS
         while not self._settled() and writer is not None and writer.is_alive():
             since = self._io_since
-            if not since:  # formatting: CPU only, it ends
-                self._cond.wait(HANDOFF_WAIT_S)
-                continue
-            left = since + _HANDOFF_WAIT_NS - perf_counter_ns()
-            if left <= 0:  # a write this long: the file system stalls, the step goes on
+            left = (since + _HANDOFF_WAIT_NS if since else give_up) - perf_counter_ns()
+            if left <= 0:  # a write this long (the file system stalls): the step goes on
                 return
-            self._cond.wait(left / 1e9)
+            self._cond.wait(min(left, _HANDOFF_WAIT_NS) / 1e9)
 
     def _settled(self) -> bool:
         return not self._queue and not self._busy
