@@ -384,6 +384,9 @@ def test_a_writer_slower_than_tiny_steps_keeps_up_and_drops_nothing(
 
     monkeypatch.setattr(spans, "trace_body", slow)
     monkeypatch.setattr(spans, "MAX_WAITING", 8)
+    # a write is taken for a stalled one after 1 s, not 5 ms: a writer thread the loaded
+    # machine leaves unscheduled right after its (quick) write does not look like a stall
+    monkeypatch.setattr(spans, "_HANDOFF_WAIT_NS", 10**9, raising=False)
     rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=0), interval_s=0)
     for step in range(1, 21):
         rec.step = step
