@@ -15,10 +15,13 @@
   the figure is the median of the per-block ratios with its order-statistic 95% interval
   (``interval.median_ci``; the verdict uses its upper bound), their range in the detail. Blocks are
   timed with the process's
-  CPU time (this machine is shared; see ``step_cost``), which includes the flush's writes.
-  The per-step cost is the step hook plus the span recorder (``capture/spans.py``): at 10
-  ranges per step its per-step write is a large share, unlike the old figure's flush per 100
-  ranges.
+  CPU time (this machine is shared; see ``step_cost``), which includes the range file's
+  writes (its writer thread's): a block ends by writing every range it recorded
+  (``flush_ranges``), so the figure holds all of them whatever the flush interval (10 ms)
+  and the block's length (before, what was left at the block's end was written untimed at
+  the close, a share that varied with the machine's load). The per-step cost is the step hook
+  plus the span recorder (``capture/spans.py``): at 10 ranges per step its write is a large
+  share.
 - Counts (``prof.count``/``mstx.count``, issue 33): with nothing recording, ``mstx.count`` and
   ``prof.count`` on a profiler whose capture window has not begun, each against a disabled
   ``mstx.range()`` (goal 1.0x: no dearer); recording (a capture on, inside a step and a stage),
@@ -72,6 +75,7 @@ def _ours(root: Path, steps: int) -> float:
             for _ in range(RANGES_PER_STEP):
                 with rng("layer"):
                     pass
+    prof.flush_ranges()  # every range of the block written: the writer's share, whole
     dt = time.process_time_ns() - t0
     prof.close()
     return dt / steps

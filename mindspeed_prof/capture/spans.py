@@ -28,21 +28,30 @@ log = logging.getLogger("mindspeed_prof")
 #: Ranges handed to the writer thread and not written yet, at the most (a few MB of memory):
 #: past this the file system has stalled for long, and new steps' ranges are dropped.
 MAX_WAITING = 100_000
-#: How long a hand-off waits for an idle writer to write what it was handed: a write that
-#: takes longer (a stalled file system) goes on without the step. Waiting while writes are
-#: quick leaves the writer asleep, not runnable, once the step goes on: a ``fork()`` from C
-#: (no fork hook runs) then never catches it holding the interpreter's lock.
+#: How long after the writer's write began (once it has formatted what it holds) hand-offs
+#: wait for it: past that (a stalled file system) the steps go on without waiting. Waiting
+#: while writes are quick leaves the writer asleep, not runnable, once the step goes on: a
+#: ``fork()`` from C (no fork hook runs) then never catches it holding the interpreter's lock.
+#: Its formatting (CPU, no file system) is waited for to its end (``_FORMAT_WAIT_NS`` at most):
+#: a writer slower than a tight loop of tiny steps keeps up instead of falling behind until
+#: ranges are dropped as if the file system had stalled.
 HANDOFF_WAIT_S = 0.005
+_HANDOFF_WAIT_NS = int(HANDOFF_WAIT_S * 1e9)
+#: How long a hand-off waits for the writer's formatting at the most: ``MAX_WAITING`` ranges
+#: take about 50 ms; more means the writer is held by something else (a finalizer run by its
+#: collection waiting for a lock the step holds), which the step must not wait for.
+_FORMAT_WAIT_NS = 500_000_000
 
 
 class SpanRecorder:
     """A range file fed from a ``RangeBuffer``: complete JSON after every write.
 
     ``flush_due()``, called at every step end, hands what was recorded to the writer thread at
-    most once per ``interval_s`` (a clock read otherwise), waiting at most ``HANDOFF_WAIT_S``
-    for it to be written: a trainer's steps are each written as they end, a tight loop of tiny
-    steps 100 times a second. ``flush()`` and ``close()`` wait until everything recorded is
-    written. A process killed by SIGKILL loses only what was not written yet.
+    most once per ``interval_s`` (a clock read otherwise), waiting while the writer formats
+    (at most ``MAX_WAITING`` ranges, tens of ms) and up to ``HANDOFF_WAIT_S`` after its write
+    began: a trainer's steps are each written as they end, a tight loop of tiny steps 100
+    times a second. ``flush()`` and ``close()`` wait until everything recorded is written. A
+    process killed by SIGKILL loses only what was not written yet.
 
     A write that fails (a full disk) cuts the file back to the ranges written whole (complete
     JSON, not closed); nothing more is written to it; the next ``flush_due`` or ``flush``
@@ -68,6 +77,7 @@ class SpanRecorder:
         self._pid = os.getpid()
         self._count = 0
         self._labels: dict[int, tuple[str, ...]] = {}
+        self._heads: dict[tuple[int, int], str] = {}  # each (key, thread)'s line start
         self._interval_ns = int(interval_s * 1e9)
         self._due = 0
         self._done = 0  # bytes of the write under way already written
@@ -80,6 +90,7 @@ class SpanRecorder:
         self._closing = False
         self._writer: threading.Thread | None = None
         self._busy = False  # the writer holds a batch
+        self._io_since = 0  # when the writer's write (or the check before it) began; 0: none
         self.dropped = 0  # ranges dropped while the file system stalled
         self._closing_told = False
         header = trace_header(metadata, self.buffer)  # before the file: a bad header opens none
@@ -165,7 +176,6 @@ class SpanRecorder:
                         self._waiting,
                     )
                 return
-            idle = not self._busy and not self._queue
             self._queue.extend(chunks)
             self._waiting += n
             self._cond.notify()
@@ -174,8 +184,21 @@ class SpanRecorder:
                     target=self._write_loop, name="mindspeed-prof-ranges", daemon=True
                 )
                 self._writer.start()
-            if idle:  # a quick write is waited for; a stalled one is not
-                self._cond.wait_for(self._settled, HANDOFF_WAIT_S)
+            self._wait_for_writer()
+
+    def _wait_for_writer(self) -> None:
+        """Until the writer has written what it holds: while it formats (CPU only: it ends; at
+        most ``_FORMAT_WAIT_NS``, against a writer held by something else), and for a write up
+        to ``HANDOFF_WAIT_S`` after it began (its thread may be waiting for the interpreter's
+        lock after a quick write, not for the file system). Holds the condition."""
+        writer = self._writer
+        give_up = perf_counter_ns() + _FORMAT_WAIT_NS
+        while not self._settled() and writer is not None and writer.is_alive():
+            since = self._io_since
+            left = (since + _HANDOFF_WAIT_NS if since else give_up) - perf_counter_ns()
+            if left <= 0:  # a write this long (the file system stalls): the step goes on
+                return
+            self._cond.wait(min(left, _HANDOFF_WAIT_NS) / 1e9)
 
     def _settled(self) -> bool:
         return not self._queue and not self._busy
@@ -205,10 +228,13 @@ class SpanRecorder:
             finally:
                 with cond:
                     self._waiting -= sum(len(e) for _, e in chunks)
-                    self._busy = False
+                    self._busy, self._io_since = False, 0
                     cond.notify_all()
 
     def _write(self, chunks: list[Chunk]) -> None:
+        lines = trace_body(chunks, self.buffer, self._pid, self._labels, self._heads)
+        body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
+        self._io_since = perf_counter_ns()  # from here the file system may stall
         if self._removed():
             self._file.close()
             self._error = FileNotFoundError(
@@ -217,8 +243,6 @@ class SpanRecorder:
                 str(self.path),
             )
             raise self._error
-        lines = trace_body(chunks, self.buffer, self._pid, self._labels)
-        body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
         self._replace_tail(body, TAIL)  # the file only grows: nothing is left to truncate
         self._tail_at += len(body)
         self._count += len(lines)

@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -46,6 +47,9 @@ _COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %d.%03d, "args": {"value%s":
 _PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category: "X"
 #: The three decimals of each remainder 0..999: ``ms[n % 1000]`` is ``"%03d" % (n % 1000)``.
 _MS = tuple(f"{i:03d}" for i in range(1000))
+#: (key, thread) line starts kept before the cache starts over (a trainer may start a thread
+#: per step).
+_HEADS_LIMIT = 4096
 
 
 def trace_body(
@@ -53,70 +57,92 @@ def trace_body(
     buffer: RangeBuffer,
     pid: int,
     labels: dict[int, tuple[str, ...]] | None = None,
+    heads: dict[tuple[int, int], str] | None = None,
 ) -> list[str]:
     """The ``traceEvents`` entries of ``chunks`` as JSON text (hand-formatted: 4x json.dumps).
 
-    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls. A range whose
-    (key, thread) was written once in this call is written from its line's start, kept, and
-    its times (the ``%d.%03d`` of ``_RANGE``) by an f-string: a third of the instructions."""
+    ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls, ``heads``
+    (for one ``pid``) each (key, thread)'s line start. A range whose (key, thread) was written
+    once is written from its line's start, kept: a plain range's up to ``"ts": ``, a step
+    range's up to its step; its times (the ``%d.%03d`` of ``_RANGE``) by an f-string. The last
+    plain range's (key, thread) is compared before any lookup: a run of one name costs no key
+    tuple."""
     labels = {} if labels is None else labels
+    heads = {} if heads is None else heads
+    if len(heads) > _HEADS_LIMIT:  # a thread per step: the cache starts over
+        heads.clear()
     keys, offset, ms = buffer.keys, buffer.wall0_ns - buffer.perf0_ns, _MS
-    heads: dict[tuple[int, int], str] = {}  # a plain range's line up to its "ts" value
-    stepped: dict[int, tuple[str, str]] = {}  # a step range's label up to its step
     out: list[str] = []
     append = out.append
+    run_key = run_tid = -1  # the last plain range's (key, thread), and its line start
+    run = ""
     for step, events in chunks:
         tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
         for key, tid, t0, t1 in events:
-            head = heads.get((key, tid))
-            if head is not None and type(t1) is int and t1 >= 0:  # the usual range
+            if key == run_key and tid == run_tid and t1 >= 0:  # the usual range
                 ts, dur = t0 + offset, t1 - t0
                 dms = ms[dur % 1000]
+                append(f'{run}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
+                continue
+            head = heads.get((key, tid))
+            if head is not None and type(t1) is int and t1 >= 0:
+                ts, dur = t0 + offset, t1 - t0
+                dms = ms[dur % 1000]
+                if head[-1] == "#":  # a step range: its name has the step
+                    append(
+                        f'{head}{step}", "ts": {ts // 1000}.{ms[ts % 1000]}, '
+                        f'"dur": {dur // 1000}.{dms}{tail}'
+                    )
+                    continue
+                run_key, run_tid, run = key, tid, head
                 append(f'{head}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
                 continue
-            label = labels.get(key)
-            if label is None and key in stepped:  # a step range: its name has the step
-                label = (stepped[key][0], f'{stepped[key][1]}{step}"')
-            elif label is None:
-                name, cat = keys[key]
-                label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
-                if cat == "step" and name == STEP_RANGE:  # not cached: the name has the step
-                    stepped[key] = (label[0], f'{label[1]}"{STEP_RANGE}#')
-                    label = (label[0], f'{label[1]}"{STEP_RANGE}#{step}"')
-                elif cat == ITERATION and name.startswith(ITERATION_RANGE):
-                    label = labels[key] = (
-                        label[0],
-                        f'{label[1]}"{ITERATION}"',
-                        name[len(ITERATION_RANGE) :],
-                    )
-                else:
-                    label = labels[key] = (label[0], label[1] + json.dumps(name))
-            ts = t0 + offset
-            if type(t1) is not int:  # a count: its own step, not the chunk's
-                append(_count_line(pid, tid, label[1], ts, t1))
-            elif t1 >= 0:
-                dur = t1 - t0
-                append(
-                    _RANGE
-                    % (
-                        label[0],
-                        pid,
-                        tid,
-                        label[1],
-                        ts // 1000,
-                        ts % 1000,
-                        dur // 1000,
-                        dur % 1000,
-                        _iteration_tail(step, label[2]) if len(label) > 2 else tail,
-                    )
-                )
-                if len(label) == 2 and labels.get(key) is label:  # cached: not a step range
-                    heads[(key, tid)] = (
-                        f'{{"ph": "{label[0]}", "pid": {pid}, "tid": {tid}{label[1]}, "ts": '
-                    )
-            else:
-                append(_MARK % (label[0], pid, tid, label[1], ts // 1000, ts % 1000, tail))
+            append(_line(keys, labels, heads, pid, step, tail, offset, key, tid, t0, t1))
     return out
+
+
+def _line(
+    keys: list[tuple[str, str]],
+    labels: dict[int, tuple[str, ...]],
+    heads: dict[tuple[int, int], str],
+    pid: int,
+    step: int | None,
+    tail: str,
+    offset: int,
+    key: int,
+    tid: int,
+    t0: int,
+    t1: Any,
+) -> str:
+    """An event's line the long way (``_RANGE``, ``_MARK``, a count); a range's line start
+    kept in ``heads``."""
+    label = labels.get(key)
+    if label is None:
+        name, cat = keys[key]
+        label = (_PHASES.get(cat, "X"), f', "cat": {json.dumps(cat)}, "name": ')
+        if cat == "step" and name == STEP_RANGE:  # the name has the chunk's step
+            label = (label[0], f'{label[1]}"{STEP_RANGE}#', "", "")
+        elif cat == ITERATION and name.startswith(ITERATION_RANGE):
+            label = (label[0], f'{label[1]}"{ITERATION}"', name[len(ITERATION_RANGE) :])
+        else:
+            label = (label[0], label[1] + json.dumps(name))
+        labels[key] = label
+    phase, text = label[0], label[1]
+    stepped = len(label) == 4
+    if stepped:
+        text = f'{text}{step}"'
+    ts = t0 + offset
+    if type(t1) is not int:  # a count: its own step, not the chunk's
+        return _count_line(pid, tid, text, ts, t1)
+    if t1 < 0:
+        return _MARK % (phase, pid, tid, text, ts // 1000, ts % 1000, tail)
+    if len(label) == 3:
+        tail = _iteration_tail(step, label[2])
+    elif phase == "X":  # the line's start kept: a plain range's up to "ts", a step's to the step
+        start = f'{{"ph": "X", "pid": {pid}, "tid": {tid}{label[1]}'
+        heads[(key, tid)] = start if stepped else f'{start}, "ts": '
+    dur = t1 - t0
+    return _RANGE % (phase, pid, tid, text, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail)
 
 
 def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:

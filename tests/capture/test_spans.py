@@ -7,6 +7,7 @@ import json
 import logging
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -360,6 +361,41 @@ def test_past_the_bound_a_stalled_file_system_s_ranges_are_dropped_counted_and_w
         messages[1] == f"mindspeed-prof: {rec.path}: {rec.dropped} ranges were dropped "
         "while its file system stalled"
     )
+
+
+def test_a_writer_slower_than_tiny_steps_keeps_up_and_drops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file system keeps up but the writer's formatting does not (it takes longer than a
+    step, and than a hand-off's wait for a write): each hand-off waits while the writer formats,
+    so what waits never nears ``MAX_WAITING`` and no range is dropped as if the file system
+    had stalled (before, a hand-off finding the writer busy went on, and it fell behind)."""
+    from mindspeed_prof.capture import spans, trace_file
+
+    real = trace_file.trace_body
+    formatting = spans.HANDOFF_WAIT_S * 2  # per range: past a hand-off's wait for a write
+
+    def slow(chunks: Any, *args: Any) -> list[str]:
+        lines = real(chunks, *args)
+        until = time.perf_counter() + formatting * len(lines)
+        while time.perf_counter() < until:  # CPU, holding the interpreter's lock
+            pass
+        return lines
+
+    monkeypatch.setattr(spans, "trace_body", slow)
+    monkeypatch.setattr(spans, "MAX_WAITING", 8)
+    # a write is taken for a stalled one after 1 s, not 5 ms: a writer thread the loaded
+    # machine leaves unscheduled right after its (quick) write does not look like a stall
+    monkeypatch.setattr(spans, "_HANDOFF_WAIT_NS", 10**9, raising=False)
+    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=0), interval_s=0)
+    for step in range(1, 21):
+        rec.step = step
+        for _ in range(2):
+            with rec.range("s"):
+                pass
+        rec.flush_due()
+    rec.close()
+    assert rec.dropped == 0 and _steps(rec.path) == [s for s in range(1, 21) for _ in range(2)]
 
 
 def test_a_range_file_removed_mid_run_is_noticed_at_the_next_write(tmp_path: Path) -> None:

@@ -141,3 +141,77 @@ def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> No
                 dur % 1000,
                 tail,
             )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, 0, 5, 6]),
+            st.lists(
+                st.tuples(
+                    st.integers(0, 4),
+                    st.sampled_from([7, 8, 2**40]),
+                    st.integers(-(10**19), 10**19),
+                    st.one_of(st.integers(-(10**7), 10**19), st.just(None), st.sampled_from([-1])),
+                ),
+                max_size=12,
+            ),
+        ),
+        max_size=5,
+    ),
+    st.integers(0, 5),
+    st.booleans(),
+)
+def test_kept_line_starts_give_each_event_its_line_alone(chunks, split, wall) -> None:
+    """Over chunks of plain, step, iteration, mark and count events, written in two calls
+    that share their caches (as the range file's writer does), every line is the one the event
+    gets alone in a call of its own with no cache (the long way: ``_RANGE``, ``_MARK``, a
+    count); a step range's line has its chunk's step in its name, as ``_RANGE`` writes it."""
+    from mindspeed_prof.capture.buffer import STEP_RANGE, RangeBuffer
+    from mindspeed_prof.capture.trace_file import _RANGE, trace_body
+
+    buf = RangeBuffer()
+    if wall:
+        buf.wall0_ns = buf.perf0_ns
+    keys = [
+        buf.key("r"),
+        buf.key(STEP_RANGE, "step"),
+        buf.key("iteration#3", "iteration"),
+        buf.key("m", "mark"),
+        buf.key("c", "count"),
+    ]
+    made = []
+    for step, events in chunks:
+        evs = []
+        for k, tid, t0, d in events:
+            if k == 4 or d is None:  # a count: its own step and stage
+                evs.append((keys[4], tid, t0, (1.5, step, "s")))
+            else:
+                evs.append((keys[k], tid, t0, t0 + d if d >= 0 else d))
+        made.append((step, evs))
+    labels: dict[int, tuple[str, ...]] = {}
+    heads: dict[tuple[int, int], str] = {}
+    lines = trace_body(made[:split], buf, 3, labels, heads)
+    lines += trace_body(made[split:], buf, 3, labels, heads)
+    alone = [trace_body([(step, [e])], buf, pid=3)[0] for step, evs in made for e in evs]
+    assert lines == alone
+    offset = buf.wall0_ns - buf.perf0_ns
+    for step, evs in made:
+        for key, tid, t0, t1 in evs:
+            if key == keys[1] and type(t1) is int and t1 >= 0:
+                ts, dur = t0 + offset, t1 - t0
+                tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
+                label = f', "cat": "step", "name": "{STEP_RANGE}#{step}"'
+                line = _RANGE % (
+                    "X",
+                    3,
+                    tid,
+                    label,
+                    ts // 1000,
+                    ts % 1000,
+                    dur // 1000,
+                    dur % 1000,
+                    tail,
+                )
+                assert line in lines
