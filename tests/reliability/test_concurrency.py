@@ -12,6 +12,8 @@ from typing import Any
 from mindspeed_prof.ray import ProfilerMixin, collect, worker_config
 
 STAGES = "actor_generate,actor_update,critic_update"
+#: Ray workers writing beside the multirun's jobs (each a process importing torch).
+WORKERS = 4
 
 
 class Worker(ProfilerMixin):
