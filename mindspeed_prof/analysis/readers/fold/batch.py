@@ -41,7 +41,7 @@ _ROUTE: dict[str, int] = {
     "gpu_user_annotation": _SKIP,
 }
 _PH = {"X": 0, "i": 1, "C": 3}  # complete, instant, counter (``readers.counters``)
-_NUMERIC = frozenset({int, float})
+_NUMERIC = frozenset({int, float, type(None)})  # numpy reads None as NaN
 
 
 def floats(values: list[Number]) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs
+from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs, number
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.fold import device as fold_device
 from mindspeed_prof.analysis.readers.fold.batch import floats, match, split
@@ -53,6 +53,24 @@ def test_floats_read_numbers_as_number_does() -> None:
     got = floats([1, 2.5, "3.5", None, float("inf"), "x", float("nan"), 2**70])
     assert got[:3].tolist() == [1.0, 2.5, 3.5] and got[7] == float(2**70)
     assert np.isnan(got[3:7]).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(-(2**62), 2**62),
+            st.floats(allow_nan=True, allow_infinity=True),
+        ),
+        max_size=30,
+    )
+)
+def test_floats_of_numbers_and_nones_are_number_of_each(values: list[Any]) -> None:
+    """Numbers with None among them (an instant event has no dur) as ``number`` reads each."""
+    want = [number(v) for v in values]
+    got = floats(values).tolist()
+    assert [None if g != g else g for g in got] == want
 
 
 def test_split_sorts_events_by_what_they_are() -> None:
