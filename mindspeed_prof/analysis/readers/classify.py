@@ -22,8 +22,6 @@ import functools
 import re
 from typing import NamedTuple
 
-from mindspeed_prof.config.validate import pattern_problem
-
 __all__ = [
     "CLI_RULE",
     "CONFIG_RULE",
@@ -33,7 +31,6 @@ __all__ = [
     "Classifier",
     "Rule",
     "classifier",
-    "pattern_problem",
 ]
 
 #: What a rule can call an op, in the order of the breakdown's kind codes.

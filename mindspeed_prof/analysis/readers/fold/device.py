@@ -20,7 +20,6 @@ from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_
 from mindspeed_prof.analysis.readers.events import Corr, Event, Id, Lane
 from mindspeed_prof.analysis.readers.fold.batch import Split, match
 from mindspeed_prof.analysis.readers.model import TraceData
-from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "DeviceFold"]
 
@@ -332,6 +331,8 @@ class DeviceFold:
         given = data.meta.comm_kernels
         if not given:
             return ""
+        from mindspeed_prof.config.validate import pattern_problem
+
         problem = pattern_problem(given) if isinstance(given, str) else "not a string"
         if problem is None:
             return str(given)
