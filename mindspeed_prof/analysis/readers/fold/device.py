@@ -160,7 +160,7 @@ class DeviceFold:
         self.ops.extend(pids, streams, ts, end, launch, call, names)
         if late:
             for j, where in zip(at, wheres):
-                self.waiting.setdefault(d_corr[j], []).append(where)  # type: ignore[arg-type]
+                self.waiting.setdefault(d_corr[j], []).append(where)
 
     def _late(
         self,
@@ -183,11 +183,8 @@ class DeviceFold:
         for k, c in enumerate(r_corr):
             if c not in first:
                 first[c] = k
-        if self.waiting:
-            # launches that end a wait: ``_launched`` pops them at the first launch of their id
-            ends = [c for c in self.waiting if c in first]
-        else:
-            ends = []
+        # the waits a launch here ends: ``_launched`` pops them at the first launch of their id
+        ends = [c for c in self.waiting if c in first]
         if len(self.waiting) + len(missing) > PENDING:  # it may pass it mid-segment
             return None
         origin = self.origin or 0.0
@@ -198,11 +195,11 @@ class DeviceFold:
                 self.ops.set_launch(where, ts - origin, dur)
         left = False
         for j in missing:
-            k = first.get(ids[j])
-            if k is None:
+            after = first.get(ids[j])
+            if after is None:
                 left = True
             else:
-                launch[j], call[j] = r_ts[k], r_call[k]
+                launch[j], call[j] = r_ts[after], r_call[after]
                 found[j] = True
         return left
 
