@@ -15,7 +15,6 @@ from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_m
 from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.analysis.report.captures import Captures, Placement, stem_key
 from mindspeed_prof.analysis.runs import split
-from mindspeed_prof.config.validate import pattern_problem
 from mindspeed_prof.formats.header import HEADER_NOTE
 from mindspeed_prof.jsonio import within
 
@@ -140,6 +139,10 @@ def _read_root(
 
 
 def _pattern(comm_kernels: str) -> str:
+    if not comm_kernels:
+        return comm_kernels
+    from mindspeed_prof.config.validate import pattern_problem  # the config schema: when asked
+
     problem = pattern_problem(comm_kernels)
     if problem:
         raise ValueError(f"comm_kernels={comm_kernels!r}: {problem}")

@@ -15,7 +15,6 @@ capture that already holds the device's detail: the kernel or operator to look a
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -243,6 +242,8 @@ def alive(manifest: Manifest) -> bool:
     process is there."""
     if manifest.status != "running":
         return False
+    import socket  # only for a job still running
+
     pid = manifest.pid
     if manifest.host != socket.gethostname() or pid is None or pid <= 0:
         return True

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import signal
 import threading
 from collections.abc import Callable
-from multiprocessing.pool import IMapIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import IMapIterator
 
 __all__ = [
     "MAX_JOBS",
@@ -141,6 +143,8 @@ def _in_pool(
     when a worker is killed halfway through sending a result, ``Pool.terminate`` does not.
     Ctrl-C only sets a flag, acted on between waits, so no lock is left half-taken.
     """
+    import multiprocessing  # with its pickle and sockets: only where workers read
+
     stop = threading.Event()
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
@@ -168,6 +172,8 @@ def _next(
     results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: threading.Event
 ) -> tuple[int, bytes | TraceData | str]:
     """The next result, checking for Ctrl-C every tenth of a second."""
+    import multiprocessing
+
     while not stop.is_set():
         try:
             return results.next(timeout=0.1)

@@ -24,7 +24,6 @@ from mindspeed_prof.cli.common import (
     run_line,
 )
 from mindspeed_prof.cli.output import written
-from mindspeed_prof.ray.link import Unreachable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -149,6 +148,11 @@ def _read(args: argparse.Namespace) -> list[Captures] | Exit:
     if args.ray is None and not path.exists():  # with --ray, the nodes hold the captures
         error(f"{args.path}: no such file or directory")
         return Exit.NOTHING
+    said: tuple[type[Exception], ...] = (UnknownRun,)
+    if args.ray is not None:  # logging and socket only for a cluster
+        from mindspeed_prof.ray.link import Unreachable
+
+        said += (Unreachable,)
     try:
         return read_runs(
             path,
@@ -158,7 +162,7 @@ def _read(args: argparse.Namespace) -> list[Captures] | Exit:
             run=args.run,
             comm_kernels=args.comm_kernels,
         )
-    except (Unreachable, UnknownRun) as err:
+    except said as err:
         error(str(err))
         return Exit.USAGE
 

@@ -237,6 +237,8 @@ def comm_kernels_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _pattern(text: str) -> str:
+    if not text:  # argparse passes the default "" through here too
+        return text
     from mindspeed_prof.config.validate import pattern_problem
 
     problem = pattern_problem(text)

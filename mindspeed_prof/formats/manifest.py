@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import stat
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -244,6 +242,8 @@ def newest_job(root: Path) -> Manifest | None:
 
 def versions() -> dict[str, str | None]:
     """Installed versions, read from package metadata (nothing is imported)."""
+    from importlib import metadata  # email and csv with it: only where a capture is written
+
     out: dict[str, str | None] = {}
     for dist in ("mindspeed-prof", "torch", "torch_npu", "hydra-core", "omegaconf", "ray"):
         try:
@@ -259,6 +259,8 @@ class HostInfo(TypedDict):
 
 
 def host_info() -> HostInfo:
+    import socket  # where a capture is written, not where one is read
+
     return {"host": socket.gethostname(), "pid": os.getpid()}
 
 

@@ -30,11 +30,18 @@ if TYPE_CHECKING:
 __all__ = ["SEVERITIES", "Finding", "Rule", "find", "rules"]
 
 
-def rules() -> list[Rule]:
-    """Every rule, in the order they run."""
-    from mindspeed_prof.analysis.findings import cuda, host, npu, ranks, rl, rl_ledger
+def rules(captures: Captures | None = None) -> list[Rule]:
+    """Every rule, in the order they run; for ``captures``, the ``npu`` family only where one
+    of them is a torch_npu capture (its rules read nothing else: their modules, a fifth of an
+    analysis's code, are not imported for the rest)."""
+    from mindspeed_prof.analysis.findings import cuda, host, ranks, rl, rl_ledger
 
-    return [*ranks.RULES, *npu.RULES, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
+    family: list[Rule] = []
+    if captures is None or any(t.kind == "npu" and t.npu is not None for t in captures.traces):
+        from mindspeed_prof.analysis.findings import npu
+
+        family = npu.RULES
+    return [*ranks.RULES, *family, *cuda.RULES, *rl.RULES, *rl_ledger.RULES, *host.RULES]
 
 
 def find(captures: Captures, tables: Tables, settings: Settings) -> tuple[list[Finding], list[str]]:
@@ -42,7 +49,7 @@ def find(captures: Captures, tables: Tables, settings: Settings) -> tuple[list[F
     note per rule that failed."""
     found: list[Finding] = []
     notes: list[str] = []
-    for rule in rules():
+    for rule in rules(captures):
         try:
             found.extend(rule(captures, tables, settings))
         except Exception as err:  # a rule's bug must not cost the rest of the report

@@ -192,12 +192,10 @@ def _read_file(
     """By what the file is (``sniff``); a kind recognised and not read is named so; a file not
     recognised is read as its name says (a ``.db`` as ours, else as a Chrome trace), which
     names what is wrong with it."""
-    from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
-
     kind = kind_of(path)
     if kind in NOT_READ:
         raise BadFile(f"{path}: {NOT_READ[kind]}; not read")
-    if kind in NPU_KINDS or (kind in (TRACE_LIST, CHROME) and ascend_trace(path)):
+    if kind in NPU_KINDS or (kind in (TRACE_LIST, CHROME) and _ascend_trace(path)):
         from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, read_npu_file
 
         return read_npu_file(path, kind if kind in NPU_KINDS else TRACE_VIEW, group)
@@ -212,6 +210,13 @@ def _read_file(
     from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 
     return read_json(path, group, size, comm_kernels)
+
+
+def _ascend_trace(path: Path) -> bool:
+    """``npu.trace.ascend_trace``, its reader imported only for a file that may be one."""
+    from mindspeed_prof.analysis.readers.npu.trace import ascend_trace
+
+    return ascend_trace(path)
 
 
 def _group(path: Path, root: Path | None) -> str:

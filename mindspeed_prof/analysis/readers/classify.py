@@ -22,8 +22,6 @@ import functools
 import re
 from typing import NamedTuple
 
-from mindspeed_prof.config.validate import pattern_problem
-
 __all__ = [
     "CLI_RULE",
     "CONFIG_RULE",
@@ -33,7 +31,6 @@ __all__ = [
     "Classifier",
     "Rule",
     "classifier",
-    "pattern_problem",
 ]
 
 #: What a rule can call an op, in the order of the breakdown's kind codes.
@@ -153,6 +150,10 @@ RULES: tuple[Rule, ...] = (
 DEFAULT = Rule("compute", "compute", "", "everything else", hta=True)
 
 
+#: Names whose rule a ``Classifier`` remembers (the table is lru-cached: it lives on).
+_SEEN_MAX = 1 << 16
+
+
 class Classifier:
     """The table with the user's patterns first: ``rule_of`` gives the rule that decides."""
 
@@ -165,10 +166,20 @@ class Classifier:
         ]
         self.rules = tuple(r for r in own if r.pattern) + RULES + (DEFAULT,)
         self._tests = [re.compile(r.pattern).search if r.pattern else None for r in self.rules]
+        self._seen: dict[tuple[str, bool], Rule] = {}  # each name's rule, once
 
     def rule_of(self, name: str, collective: bool = False) -> Rule:
         """The first rule ``name`` matches; ``collective``: the trace gives the op c10d's
         collective arguments."""
+        key = (name, collective)
+        rule = self._seen.get(key)
+        if rule is None:
+            rule = self._seen[key] = self._first(name, collective)
+            if len(self._seen) > _SEEN_MAX:
+                self._seen.clear()
+        return rule
+
+    def _first(self, name: str, collective: bool) -> Rule:
         for rule, test in zip(self.rules, self._tests):
             if test is None:
                 if rule.kind == "comm" and collective:

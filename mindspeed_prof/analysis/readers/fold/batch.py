@@ -6,9 +6,10 @@ is: untimed, out of range, device work, a runtime call, unread device work, or a
 (a step, range or op, and ``[memory]`` events), which the collector folds one at a time.
 
 ``match`` gives each device op its launch: the last launch call with its correlation id before
-it in the batch, else the one the collector kept from earlier batches. It answers only where
-that is all there is to it: integer ids, no op still waiting for a launch from earlier, every
-op with an id matched; ``None`` otherwise, and the collector takes those events one at a time.
+it in the batch, else the one the collector kept from earlier batches; the ops it finds none
+for are marked, for the collector to give them the first launch after them or keep them
+waiting. It answers for integer ids; ``None`` otherwise, and the collector takes those events
+one at a time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = ["MAX_DUR_US", "Skipped", "Split", "floats", "match", "split"]
 
 #: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
 MAX_DUR_US = 1e11
+_NAN = float("nan")
 _DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER = range(5)
 _ROUTE: dict[str, int] = {
     **dict.fromkeys(DEVICE_CATS, _DEVICE),
@@ -39,7 +41,7 @@ _ROUTE: dict[str, int] = {
     "gpu_user_annotation": _SKIP,
 }
 _PH = {"X": 0, "i": 1, "C": 3}  # complete, instant, counter (``readers.counters``)
-_NUMERIC = frozenset({int, float})
+_NUMERIC = frozenset({int, float, type(None)})  # numpy reads None as NaN
 
 
 def floats(values: list[Number]) -> np.ndarray:
@@ -132,10 +134,11 @@ def match(
     d_pos: np.ndarray,
     d_corr: list[Corr],
     launches: dict[Corr, tuple[float, float]],
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
-    file positions ``d_pos``; ``r_*``: launch calls), or None when that needs the one at a time
-    path (see the module's note)."""
+    file positions ``d_pos``; ``r_*``: launch calls) and whether it has one (no launch before
+    it: NaN, NaN, False), or None when that needs the one at a time path (see the module's
+    note)."""
     rc, dc = _ints(r_corr), _ints(d_corr)
     if rc is None or dc is None:
         return None
@@ -156,12 +159,14 @@ def match(
         ri = order[np.maximum(r, 0)]
         launch[ok] = r_ts[ri[ok]]
         call[ok] = r_call[ri[ok]]
-    for j in np.flatnonzero(~ok).tolist():
-        hit = launches.get(d_corr[j])
-        if hit is None:
-            return None
-        launch[j], call[j] = hit
-    return launch, call
+    launch[~ok] = call[~ok] = _NAN
+    if launches:
+        for j in np.flatnonzero(~ok).tolist():
+            hit = launches.get(d_corr[j])
+            if hit is not None:
+                launch[j], call[j] = hit
+                ok[j] = True
+    return launch, call, ok
 
 
 class Skipped:

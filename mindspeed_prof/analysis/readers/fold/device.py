@@ -17,10 +17,9 @@ from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.device.breakdown import breakdown
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_facts
-from mindspeed_prof.analysis.readers.events import Corr, Event, Lane
+from mindspeed_prof.analysis.readers.events import Corr, Event, Id, Lane
 from mindspeed_prof.analysis.readers.fold.batch import Split, match
 from mindspeed_prof.analysis.readers.model import TraceData
-from mindspeed_prof.config.validate import pattern_problem
 
 __all__ = ["PENDING", "DeviceFold"]
 
@@ -127,19 +126,11 @@ class DeviceFold:
         args = [e.args for e in evs]
         d_corr = [None if a is None else a.correlation for a in args]
         has = [c is not None for c in d_corr]
-        got = None
-        if not self.waiting:
-            with_id = d_pos[has] if len(d_pos) else d_pos
-            got = match(
-                r_pos,
-                r_corr,
-                r_ts,
-                r_call,
-                with_id,
-                [c for c in d_corr if c is not None],
-                self.launches,
-            )
-        if got is None:  # one at a time
+        ids = [c for c in d_corr if c is not None]
+        with_id = d_pos[has] if len(d_pos) else d_pos
+        got = match(r_pos, r_corr, r_ts, r_call, with_id, ids, self.launches)
+        late = None if got is None else self._late(got, r_corr, r_ts, r_call, ids)
+        if got is None or late is None:  # one at a time
             self._segment_each(events, sp, r_pos, r_corr, r_call, d_pos)
             return
         if len(r_corr):
@@ -154,14 +145,83 @@ class DeviceFold:
         launch = ts.copy()
         call = np.full(len(d_pos), _NAN)
         mask = np.array(has, dtype=bool)
-        launch[mask] = got[0] - origin
+        found = got[2]
+        launch[mask] = np.where(found, got[0] - origin, ts[mask])
         call[mask] = got[1]
         streams = [e.tid if a is None or a.stream is None else a.stream for e, a in zip(evs, args)]
         names = [
             e.name if a is None or a.collective is None else (e.name, True)
             for e, a in zip(evs, args)
         ]
-        self.ops.extend([e.pid for e in evs], streams, ts, end, launch, call, names)
+        pids = [e.pid for e in evs]
+        if late:  # where the ops that wait will be, before ``extend`` puts them there
+            at = np.flatnonzero(mask)[np.flatnonzero(~found)].tolist()
+            wheres = self._wheres(pids, streams, at)
+        self.ops.extend(pids, streams, ts, end, launch, call, names)
+        if late:
+            for j, where in zip(at, wheres):
+                self.waiting.setdefault(d_corr[j], []).append(where)
+
+    def _late(
+        self,
+        got: tuple[np.ndarray, np.ndarray, np.ndarray],
+        r_corr: list[Corr],
+        r_ts: np.ndarray,
+        r_call: np.ndarray,
+        ids: list[Corr],
+    ) -> bool | None:
+        """Ops ``match`` found no launch before: each takes the first launch of its id in the
+        segment (all come after it), as do the ops still waiting from earlier batches (which
+        leave ``waiting``: set here); ``got`` is filled in. True where some ops are left to wait
+        (not put in ``waiting`` yet), False where none; None where the waiting might pass
+        ``PENDING`` (the one at a time path drops some there)."""
+        launch, call, found = got
+        missing = np.flatnonzero(~found).tolist()
+        if not missing and not self.waiting:
+            return False
+        first: dict[Corr, int] = {}
+        for k, c in enumerate(r_corr):
+            if c not in first:
+                first[c] = k
+        # the waits a launch here ends: ``_launched`` pops them at the first launch of their id
+        ends = [c for c in self.waiting if c in first]
+        if len(self.waiting) + len(missing) > PENDING:  # it may pass it mid-segment
+            return None
+        origin = self.origin or 0.0
+        for c in ends:
+            k = first[c]
+            ts, dur = float(r_ts[k]), float(r_call[k])
+            for where in self.waiting.pop(c):
+                self.ops.set_launch(where, ts - origin, dur)
+        left = False
+        for j in missing:
+            after = first.get(ids[j])
+            if after is None:
+                left = True
+            else:
+                launch[j], call[j] = r_ts[after], r_call[after]
+                found[j] = True
+        return left
+
+    def _wheres(self, pids: list[Id], streams: list[Id], at: list[int]) -> list[_Where]:
+        """Where ``DeviceOps.extend`` will put the ops at ``at`` (indices into the segment's
+        ops, in order): their stream and their index there."""
+        out: list[_Where] = []
+        counts: dict[Lane, int] = {}
+        want = iter(at)
+        nxt = next(want, None)
+        for k, key in enumerate(zip(pids, streams)):
+            n = counts.get(key)
+            if n is None:
+                col = self.ops.streams.get(key)
+                n = col.n if col is not None else 0
+            counts[key] = n + 1
+            if k == nxt:
+                out.append((key, n))
+                nxt = next(want, None)
+                if nxt is None:
+                    break
+        return out
 
     def _segment_each(
         self,
@@ -268,6 +328,8 @@ class DeviceFold:
         given = data.meta.comm_kernels
         if not given:
             return ""
+        from mindspeed_prof.config.validate import pattern_problem
+
         problem = pattern_problem(given) if isinstance(given, str) else "not a string"
         if problem is None:
             return str(given)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from mindspeed_prof.analysis.readers.events import Event
-from mindspeed_prof.analysis.readers.fold import collect
 from mindspeed_prof.analysis.readers.model import CommRow, HcclOp, TraceData, tally
 from mindspeed_prof.analysis.readers.npu.facts import api_name, facts
 from mindspeed_prof.analysis.readers.npu.facts_db import hccl_ops_from_db, read_db_facts
@@ -154,6 +153,8 @@ def _host_events(
                     Event(ph="X", name=f"ProfilerStep#{sid}", ts=s / 1000.0, dur=(e - s) / 1000.0)
                 )
     data.events = len(events)
+    from mindspeed_prof.analysis.readers.fold import collect  # numpy: only where rows are
+
     collect(data, events, None)
     if "PYTORCH_API" in tables:
         facts(data).sources["host"] = "PYTORCH_API"

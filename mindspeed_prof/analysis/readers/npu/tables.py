@@ -11,6 +11,8 @@ from pathlib import Path
 __all__ = ["NAMED_ROWS", "Table", "number", "step_number"]
 
 _DIGITS = re.compile(r"(\d+)")
+#: A line as a file opened with ``newline=""`` gives it: up to ``\r\n``, ``\r`` or ``\n``, kept.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 
 
 def number(cell: str | None) -> float | None:
@@ -40,9 +42,14 @@ class Table:
     when the file lacks a required column or cannot be read. Rows with fewer cells than the
     header (a file cut short, a row edited by hand) are dropped, their cells cannot be matched
     to columns; one line names the file and those rows, every other row is kept.
+
+    The file is read whole at ``open``; ``rows`` parses it a row at a time, once (a row's dict
+    holds every cell of a wide file: all of them at once took ten times the file's size). The
+    line about dropped rows goes into ``problems`` where ``open`` would have put it, before any
+    line the reader adds while it takes the rows.
     """
 
-    def __init__(self, path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
+    def __init__(self, path: Path, header: list[str], rows: Iterator[dict[str, str]]) -> None:
         self.path, self.header, self.rows = path, header, rows
 
     @classmethod
@@ -57,22 +64,22 @@ class Table:
         reader's name when the file lacks that one."""
         try:
             with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
-                reader = csv.reader(f)
-                header = [h.strip() for h in next(reader, [])]
-                if aliases:
-                    header = [aliases[h] if aliases.get(h, h) not in header else h for h in header]
-                missing = [c for c in required if c not in header]
-                if missing:
-                    problems.append(
-                        f"{path}: no column {missing[0]!r} (has: "
-                        f"{', '.join(header[:8]) or 'no header'}); file skipped"
-                    )
-                    return None
-                rows = list(_rows(reader, header, path, problems))
+                text = f.read()
+            reader = csv.reader(m.group() for m in _LINE.finditer(text))
+            header = [h.strip() for h in next(reader, [])]
         except (OSError, csv.Error) as err:
             problems.append(f"{path}: unreadable ({type(err).__name__}: {err}); file skipped")
             return None
-        return cls(path, header, rows)
+        if aliases:
+            header = [aliases[h] if aliases.get(h, h) not in header else h for h in header]
+        missing = [c for c in required if c not in header]
+        if missing:
+            problems.append(
+                f"{path}: no column {missing[0]!r} (has: "
+                f"{', '.join(header[:8]) or 'no header'}); file skipped"
+            )
+            return None
+        return cls(path, header, _rows(reader, header, path, problems, len(problems)))
 
     def has(self, column: str) -> bool:
         return column in self.header
@@ -83,11 +90,13 @@ NAMED_ROWS = 3
 
 
 def _rows(
-    reader: Iterator[list[str]], header: list[str], path: Path, problems: list[str]
+    reader: Iterator[list[str]], header: list[str], path: Path, problems: list[str], at: int
 ) -> Iterator[dict[str, str]]:
+    """The rows; their problems inserted at ``at`` (in the order they were found)."""
     width = len(header)
     short: list[tuple[int, int]] = []  # (line, cells) of rows with fewer cells than the header
     last = 0
+    found: list[str] = []
     try:
         for line in reader:
             if not line:
@@ -98,9 +107,10 @@ def _rows(
                 continue
             yield dict(zip(header, line))
     except csv.Error as err:
-        problems.append(f"{path}: {err}; rows after it skipped")
+        found.append(f"{path}: {err}; rows after it skipped")
     if short:
-        problems.append(f"{path}: {_short_rows(short, width, last)}")
+        found.append(f"{path}: {_short_rows(short, width, last)}")
+    problems[at:at] = found
 
 
 def _short_rows(short: list[tuple[int, int]], width: int, last: int) -> str:

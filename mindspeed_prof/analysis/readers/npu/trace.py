@@ -12,7 +12,6 @@ from typing import Union
 import msgspec
 
 from mindspeed_prof.analysis.readers.events import Event, Id, Number
-from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import CommRow, DeviceRow, NpuFacts, TraceData, tally
 from mindspeed_prof.analysis.readers.npu.facts import COPY_TASKS, api_name, facts
 from mindspeed_prof.analysis.readers.npu.facts_groups import LaunchOrder, TaskGroups
@@ -206,6 +205,8 @@ def read_trace_view(
     kept for ``data.npu``: each HCCL operator's copy tasks by size, and the order of node
     launches and stream synchronizations on the CANN lane.
     """
+    from mindspeed_prof.analysis.readers.fold import Collector  # numpy: only for this file
+
     procs = _processes(path)
     fold = Collector()
     device = _Device(data, kernels=kernels, comm=comm, runtime=runtime)

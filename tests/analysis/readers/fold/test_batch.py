@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs
+from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs, number
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.fold import device as fold_device
 from mindspeed_prof.analysis.readers.fold.batch import floats, match, split
@@ -55,6 +55,24 @@ def test_floats_read_numbers_as_number_does() -> None:
     assert np.isnan(got[3:7]).all()
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.integers(-(2**62), 2**62),
+            st.floats(allow_nan=True, allow_infinity=True),
+        ),
+        max_size=30,
+    )
+)
+def test_floats_of_numbers_and_nones_are_number_of_each(values: list[Any]) -> None:
+    """Numbers with None among them (an instant event has no dur) as ``number`` reads each."""
+    want = [number(v) for v in values]
+    got = floats(values).tolist()
+    assert [None if g != g else g for g in got] == want
+
+
 def test_split_sorts_events_by_what_they_are() -> None:
     events = [
         _event(e)
@@ -93,10 +111,13 @@ def test_match_takes_the_last_launch_before_each_op() -> None:
     )
     assert got is not None
     assert got[0].tolist() == [10.0, 20.0, 30.0] and got[1].tolist() == [1.0, 2.0, 3.0]
+    assert got[2].all()
     kept: dict[Corr, tuple[float, float]] = {9: (5.0, 0.5)}  # an earlier batch's launch
     got = match(np.array([4]), [9], np.array([40.0]), np.array([4.0]), np.array([1]), [9], kept)
     assert got is not None and got[0].tolist() == [5.0]  # its own launch comes after it
-    assert match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {}) is None
+    got = match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {})
+    assert got is not None and got[2].tolist() == [False]  # no launch before it: it waits
+    assert np.isnan(got[0]).all() and np.isnan(got[1]).all()
     assert (
         match(np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"], {})
         is None
@@ -127,3 +148,55 @@ def test_shuffled_launches_and_overflow_fold_alike(seed: int, batch: int, pendin
         _same(_fold(events, batch), _fold(events, 1))
     finally:
         fold_device.PENDING = old
+
+
+def _fold_each(events: list[Event], batch: int, monkeypatch: pytest.MonkeyPatch) -> TraceData:
+    """``_fold`` with every device segment taken one event at a time (the reference)."""
+    with monkeypatch.context() as m:
+        m.setattr(fold_device, "match", lambda *_: None)
+        return _fold(events, batch)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.integers(2, 40), st.floats(0, 0.5))
+def test_ops_waiting_for_launches_fold_as_one_at_a_time(
+    seed: int, batch: int, pending: int, lost: float
+) -> None:
+    """Kernels before their launches, in this batch or a later one, and kernels whose launch
+    the file lacks (launched before the capture began: they wait to the end): the columns give
+    what one event at a time gives, ops waiting from earlier batches or not."""
+    rng = random.Random(seed)
+    events = [_event(e) for e in cuda_events(steps=2, kernels_per_stage=6, seed=seed % 7)]
+    events = [e for e in events if e.cat != "cuda_runtime" or rng.random() >= lost]
+    window = rng.randint(1, 30)
+    for i in range(0, len(events), window):
+        part = events[i : i + window]
+        rng.shuffle(part)
+        events[i : i + window] = part
+    old = fold_device.PENDING
+    fold_device.PENDING = pending
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            _same(_fold(events, batch), _fold_each(events, batch, mp))
+    finally:
+        fold_device.PENDING = old
+
+
+def test_ops_waiting_at_the_end_keep_no_launch() -> None:
+    """A kernel whose launch the file lacks counts from minus infinity (launched before the
+    capture), in columns as one at a time; its launch found in a later batch, from it."""
+    events = [_event(e) for e in cuda_events(steps=2, kernels_per_stage=4, seed=1)]
+    kernels = [i for i, e in enumerate(events) if e.cat == "kernel" and e.args is not None]
+    launch = next(
+        i
+        for i, e in enumerate(events)
+        if e.cat == "cuda_runtime"
+        and e.args is not None
+        and e.args.correlation == events[kernels[0]].args.correlation  # type: ignore[union-attr]
+    )
+    gone = events[:launch] + events[launch + 1 :]
+    moved = [events[kernels[0]], *(e for i, e in enumerate(events) if i != kernels[0])]
+    with pytest.MonkeyPatch.context() as mp:
+        for case in (gone, moved):
+            for batch in (1, 5, 10_000):
+                _same(_fold(case, batch), _fold_each(case, batch, mp))
