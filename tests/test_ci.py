@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,6 +25,7 @@ def test_demo_command_runs_the_demo() -> None:
     assert readme_command("demo-command").endswith("mindspeed-prof demo")
 
 
+@pytest.mark.slow  # a pytest session of its own, on two workers
 def test_under_xdist_a_files_tests_run_in_one_worker() -> None:
     """The README's ``-n 2 --dist loadgroup`` keeps each file's tests (and every Ray test) on
     one worker, so a module fixture (a reference tool's runs, the Ray cluster) is set up once:

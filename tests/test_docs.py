@@ -448,3 +448,11 @@ def test_config_md_puts_each_field_in_the_section_the_schema_gives_it() -> None:
         assert table is not None, section
         listed[section] = set(re.findall(r"^\| ([a-z_0-9]+) \|", table[0], re.M))
     assert listed == {"integrated": set(MINDSPEED_RL_FIELDS), "extensions": set(EXTENSION_FIELDS)}
+
+
+def test_hydra_md_shows_the_example_app_as_it_is() -> None:
+    doc = (ROOT / "docs" / "hydra.md").read_text()
+    blocks = re.findall(r"```(\w+)\n(.*?)```", doc, re.DOTALL)
+    shown = {lang: text for lang, text in blocks if text.startswith(('"""A tiny RL', "defaults:"))}
+    assert shown["python"] == (ROOT / "examples" / "train.py").read_text()
+    assert shown["yaml"] == (ROOT / "examples" / "conf" / "config.yaml").read_text()

@@ -20,6 +20,8 @@ import pytest
 from mindspeed_prof.cli import main
 from mindspeed_prof.cli.common import MEANINGS, Exit
 
+pytestmark = pytest.mark.slow  # training jobs in a subprocess
+
 #: A job whose wall clock is ``sys.argv[2]`` seconds off the machine's (``time.time`` and
 #: ``time.time_ns`` moved for the whole process, as on a host whose clock is off); it steps
 #: every 20 ms, looking for requests as any job with on_demand does, for at most

@@ -408,6 +408,7 @@ def summary(cwd: Path) -> tuple[Path, list[dict[str, Any]]]:
     return sweep, json.loads((sweep / "sweep_summary.json").read_text())["jobs"]
 
 
+@pytest.mark.slow  # a sweep of the demo, in process
 def test_every_stage_sweep_summarises_the_demo(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

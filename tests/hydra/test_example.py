@@ -17,6 +17,8 @@ import pytest
 from mindspeed_prof.formats.manifest import newest_job
 
 REPO = Path(__file__).resolve().parents[2]
+#: Every test runs the example app in a subprocess (CONTRIBUTING.md's markers).
+pytestmark = pytest.mark.hydra_app
 #: The demo's clock is the machine's: a multi-threaded op that waits for a core looks slow.
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("HYDRA_", "COLUMNS"))}
 
@@ -127,14 +129,6 @@ def test_the_printed_relaunch_line_runs_the_next_capture(repo: Path, where: str)
     ]
     assert [c.stage for c in manifest.captures or []] == [stage[1]] * 2  # steps 2 and 3
     assert list((repo / "profiler_data" / stage[1]).glob("*.pt.trace.json"))
-
-
-def test_the_docs_show_this_file_as_it_is() -> None:
-    doc = (REPO / "docs" / "hydra.md").read_text()
-    blocks = re.findall(r"```(\w+)\n(.*?)```", doc, re.DOTALL)
-    shown = {lang: text for lang, text in blocks if text.startswith(('"""A tiny RL', "defaults:"))}
-    assert shown["python"] == (REPO / "examples" / "train.py").read_text()
-    assert shown["yaml"] == (REPO / "examples" / "conf" / "config.yaml").read_text()
 
 
 def test_a_field_set_under_none_is_checked_and_profiling_off_is_said_once(repo: Path) -> None:

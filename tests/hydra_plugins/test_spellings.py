@@ -124,6 +124,7 @@ def test_another_sources_preset_is_theirs(composer: Any, tmp_path: Path) -> None
 
 
 # -- as users run them -------------------------------------------------------------------------
+@pytest.mark.hydra_app
 def test_demo_takes_the_missions_spelling(tmp_path: Path) -> None:
     import subprocess
     import sys

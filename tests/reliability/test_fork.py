@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from helpers import count
 
+pytestmark = pytest.mark.slow  # training jobs in a subprocess, forked
+
 #: Steps per case. A ``with Pool()`` ends by sending each worker a sentinel, then SIGTERM to
 #: those still alive: a worker gets the signal in about half the steps, so that case runs more.
 STEPS = {"os_fork": 3, "c_fork": 3, "pool_terminated": 3, "pool_per_step": 8}

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from helpers import count
 
+pytestmark = pytest.mark.slow  # training jobs in a subprocess, signalled
+
 OPS = 2500  # tiny ops per step, three steps: a level1 trace of about 16 MB
 
 SCRIPT = textwrap.dedent("""

@@ -81,6 +81,7 @@ def _steps(path: Path) -> list[int]:
     return sorted({e["args"]["step"] for e in data["traceEvents"] if e.get("cat") == "step"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["default", "exit", "sigint"])
 def test_a_signal_during_the_export_leaves_the_trace_under_its_final_name(
     tmp_path: Path, mode: str
@@ -122,6 +123,7 @@ def test_a_signal_during_the_export_leaves_the_trace_under_its_final_name(
         assert "(error)" not in analysed.stdout
 
 
+@pytest.mark.slow
 def test_a_killed_job_is_named_killed_with_the_steps_that_have_no_trace(tmp_path: Path) -> None:
     """SIGKILL in step 4 of the window [2, 6): no export ran, the manifest says running."""
     proc, out = _train(tmp_path, "kill")

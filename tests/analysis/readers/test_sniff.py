@@ -160,6 +160,7 @@ def _reference(path: Path) -> str | None:
     return None
 
 
+@pytest.mark.slow  # every corpus file, read whole
 def test_every_corpus_file_is_what_reading_it_whole_says(corpus: Path) -> None:
     """Each file of every corpus set is the kind a whole read of it finds: Kineto traces
     (whatever their names), the execution trace (not a trace), each torch_npu file as
