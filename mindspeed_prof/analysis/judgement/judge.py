@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Rows, by_name
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate
@@ -67,16 +67,14 @@ def rank_lags(
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
-    rows = Rows[tuple[StragglerKind, str]]()
-    rows.add(counted, "stage", lambda name: ("stage", name))
-    rows.add(counted, "range", lambda name: ("range", name))
-    if rows:
-        return lags(rows, step_ms(counted, device), margin, noise_ms)
-    compute = _compute(device)
-    alone: dict[tuple[StragglerKind, str], Cells] = (
-        {("device", "compute"): compute} if compute else {}
-    )
-    return lags(alone, step_ms(counted, device), margin, noise_ms)
+    ranged = Rows[tuple[StragglerKind, str]]()
+    ranged.add(counted, "stage", lambda name: ("stage", name))
+    ranged.add(counted, "range", lambda name: ("range", name))
+    rows: Mapping[tuple[StragglerKind, str], Cells] = ranged
+    if not ranged:
+        compute = _compute(device)
+        rows = {("device", "compute"): compute} if compute else {}
+    return lags(rows, step_ms(counted, device), margin, noise_ms)
 
 
 def stage_growths(counted: list[Range], device: list[DeviceRow], noise_ms: float) -> list[Growth]:
