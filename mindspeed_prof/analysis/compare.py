@@ -10,7 +10,7 @@ from typing import NamedTuple
 import msgspec
 
 from mindspeed_prof.analysis.device_scope import counted, scope
-from mindspeed_prof.analysis.gate import shift, slower
+from mindspeed_prof.analysis.gate import asked, shift, slower, steps_needed
 from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.ranges import range_rows, stage_rows
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
@@ -324,14 +324,17 @@ def _values(values: Sequence[Fact]) -> str:
 def slower_than(result: Comparison, fraction: float) -> list[str]:
     """The gate: one line per stage or range that B runs slower than A (``gate.slower``: a
     shift of its per-step times over ``fraction`` of A's median and the noise floor
-    ``result.floor_ms``, which a rank test finds real over every row asked about), costliest
+    ``result.floor_ms``, which a rank test finds real over every row with enough steps),
+    costliest
     first."""
     rows = [
         r
         for r in (*result.rows, *result.ranges)
         if r.a_steps_ms and r.b_steps_ms and r.a_mean_ms is not None and r.b_mean_ms is not None
     ]
-    flags = slower([(r.a_steps_ms, r.b_steps_ms) for r in rows], fraction, result.floor_ms)
+    pairs = [(r.a_steps_ms, r.b_steps_ms) for r in rows]
+    flags = slower(pairs, fraction, result.floor_ms)
+    family = len(asked(pairs, fraction, result.floor_ms))
     out = []
     for r, flagged in zip(rows, flags, strict=True):
         if not flagged or r.a_mean_ms is None or r.b_mean_ms is None:
@@ -343,21 +346,27 @@ def slower_than(result: Comparison, fraction: float) -> list[str]:
             f"{r.kind} {r.name!r} rank {r.rank}: {r.a_mean_ms:.3f} ms -> {r.b_mean_ms:.3f} ms "
             f"({found.shift_ms / base:+.1%} a step, over {fraction:.1%}; {impact} over "
             f"{r.count} run{'s' * (r.count != 1)}; p={found.p:.3g} over "
-            f"{len(r.a_steps_ms)} and {len(r.b_steps_ms)} steps, {len(rows)} rows asked)"
+            f"{len(r.a_steps_ms)} and {len(r.b_steps_ms)} steps, {family} rows asked)"
         )
     return out
 
 
-def few_steps(result: Comparison) -> str | None:
-    """One line when the runs hold too few steps for the gate's rank test (under three in
-    each): it calls nothing slower there."""
+def few_steps(result: Comparison, fraction: float) -> str | None:
+    """One line when the runs hold too few steps for the gate's rank test to tell one row's
+    change among every row it asks about at ``fraction`` (a change in many rows at once can
+    still show): the steps it needs in each run."""
     rows = [r for r in (*result.rows, *result.ranges) if r.a_steps_ms and r.b_steps_ms]
-    if not rows or all(shift(r.a_steps_ms, r.b_steps_ms).enough for r in rows):
+    pairs = [(r.a_steps_ms, r.b_steps_ms) for r in rows]
+    if not rows:
         return None
-    na = min(len(r.a_steps_ms) for r in rows)
-    nb = min(len(r.b_steps_ms) for r in rows)
+    family = max(len(asked(pairs, fraction, result.floor_ms)), 1)
+    na = min(len(a) for a, _ in pairs)
+    nb = min(len(b) for _, b in pairs)
+    need = steps_needed(family)
+    if min(na, nb) >= need:
+        return None
     return (
-        f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell a change "
-        "from step-to-step noise, so it calls nothing slower there; capture 4 steps or more "
-        "in each run, 6 to see a small change"
+        f"A holds {na} step{'s' * (na != 1)}, B {nb}: too few for the gate to tell one of "
+        f"{family} row{'s' * (family != 1)} changing from step-to-step noise, so it may "
+        f"call nothing slower there; capture {need} steps or more in each run"
     )

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     for w in found.warnings:
         error(f"warning: {w}")
     slower = slower_than(found, args.fail_over) if args.fail_over is not None else []
-    if args.fail_over is not None and (few := few_steps(found)):
+    if args.fail_over is not None and (few := few_steps(found, args.fail_over)):
         error(f"warning: {few}")
     if args.json:
         json.dump(

@@ -33,7 +33,7 @@ def _run(
     range_us: float = 2000.0,
     first: float = 1.0,
     ranks: tuple[int, ...] = (0,),
-    steps: tuple[int, ...] = (1, 2, 3),
+    steps: tuple[int, ...] = (1, 2, 3, 4),
     slow_steps: int = 1,
     **meta,
 ) -> Path:
@@ -92,7 +92,7 @@ def test_fail_over_holds_on_noise_and_fails_on_a_regression_over_the_floor(
     assert main(["compare", str(a), str(d), "--fail-over", "0.05", *flag]) == 0
     err = capsys.readouterr().err
     assert err.count("slower: range 'fwd' rank 0") == 1
-    assert "+30.0 ms over 3 runs" in err  # impact: 10 ms more in each of 3 steps
+    assert "+40.0 ms over 4 runs" in err  # impact: 10 ms more in each of 4 steps
 
 
 def test_noise_flag_raises_the_floor(tmp_path: Path) -> None:
@@ -212,7 +212,7 @@ def test_one_step_a_side_calls_nothing_slower_and_says_so(tmp_path: Path) -> Non
     b = _analysis(tmp_path / "b", _traces(tmp_path, 0, {"actor_update": [150.0]}))
     found = compare_runs(a, b, threshold=0.04)
     assert [r.regression for r in found.rows] == [False] and slower_than(found, 0.04) == []
-    assert (few_steps(found) or "").startswith("A holds 1 step, B 1: too few for the gate")
+    assert (few_steps(found, 0.04) or "").startswith("A holds 1 step, B 1: too few for the gate")
 
 
 def _device(

@@ -4,6 +4,7 @@ steps, and the shift it reads."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 from hypothesis import assume, given
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis.gate import (
     ALPHA,
     EXACT_SPLITS,
+    asked,
     hodges_lehmann,
     mann_whitney_greater,
     shift,
@@ -107,10 +109,57 @@ def test_a_shift_is_slower_when_large_and_real_over_every_row_asked() -> None:
 
 
 def test_many_rows_asked_need_a_smaller_p_each() -> None:
-    """Four and four steps fully apart: 1 in 70 for one row; over 12 rows (Holm: the
-    smallest against 0.05 / 12) not enough, with six steps a side (1 in 924) enough."""
+    """Four and four steps fully apart: 1 in 70 for one row. Alone, enough; one such row among
+    12 (the smallest against 0.05 / 12) not; with six steps a side (1 in 924) enough. The same
+    change on all 12 rows at once (a stage slower on every rank) is told from four steps."""
     four = ([10.0, 10.1, 10.2, 10.3], [20.0, 20.1, 20.2, 20.3])
+    same = ([10.0, 12.0, 14.0, 16.0], [16.0, 14.0, 12.0, 10.0])  # spread: asked, not moved
     assert slower([four], 0.05, 1.0) == [True]
-    assert slower([four] * 12, 0.05, 1.0) == [False] * 12
+    assert slower([four] + [same] * 11, 0.05, 1.0) == [False] * 12
     six = ([10.0 + i / 10 for i in range(6)], [20.0 + i / 10 for i in range(6)])
-    assert slower([six] * 12, 0.05, 1.0) == [True] * 12
+    flat = ([10.0 + 2 * i for i in range(6)],) * 2
+    assert slower([six] + [flat] * 11, 0.05, 1.0) == [True] + [False] * 11
+    assert slower([four] * 12, 0.05, 1.0) == [True] * 12
+
+
+def test_rows_are_asked_about_whatever_their_shift() -> None:
+    """A row whose shift looks large is tested among every row some split of whose steps
+    could be large, not among the large ones only: picking the rows chance moved most and
+    testing them alone named one of 32 healthy rows slower (p = 0.036 over 12 and 12 steps)."""
+    a = [10 + i * 0.5 for i in range(12)]
+    moved = (a, [x + 1.5 for x in a])  # +12%, p between 0.01 and 0.05
+    assert 0.01 < shift(*moved).p < ALPHA and shift(*moved).large(12.75, 0.05, 1.0)
+    quiet = (a, [x + 0.1 for x in a])  # a small shift: under the threshold, but asked
+    assert not shift(*quiet).large(12.75, 0.05, 1.0)
+    assert slower([moved], 0.05, 1.0) == [True]
+    assert slower([moved] + [quiet] * 31, 0.05, 1.0) == [False] * 32
+    few = ([1.0], [2.0])  # one step a side: no test can tell, not asked
+    assert asked([moved] + [quiet] * 31 + [few], 0.05, 1.0) == list(range(32))
+
+
+def test_rows_no_split_could_make_large_are_not_asked() -> None:
+    """Steps that all lie within the floor (or within ``fraction`` of the smallest) cannot
+    shift by more whichever run holds them: leaving them out spares the others a larger
+    family, so four steps a side tell one changed row among many such."""
+    four = ([10.0, 10.1, 10.2, 10.3], [20.0, 20.1, 20.2, 20.3])
+    tiny = ([0.10, 0.11, 0.12, 0.13], [0.12, 0.13, 0.14, 0.15])  # under a 1 ms floor
+    steady = ([100.0, 101.5, 101.0, 100.2], [101.0, 100.5, 102.0, 100.1])  # within 5%
+    pairs = [four] + [tiny] * 10 + [steady] * 10
+    assert asked(pairs, 0.05, 1.0) == [0]
+    assert slower(pairs, 0.05, 1.0) == [True] + [False] * 20
+    assert asked(pairs, 0.01, 1.0) == [0, *range(11, 21)]  # a 1% gate asks the steady rows
+    assert slower(pairs, 0.01, 1.0)[0] is False  # 1 in 70 is not 0.05 / 11
+
+
+@given(
+    st.lists(st.floats(0.5, 50.0), min_size=3, max_size=8),
+    st.lists(st.floats(0.5, 50.0), min_size=3, max_size=8),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 5.0),
+)
+def test_a_row_never_asked_is_never_large(
+    a: list[float], b: list[float], fraction: float, floor_ms: float
+) -> None:
+    """Leaving a row out of the family never drops one the gate could call slower."""
+    if not asked([(a, b)], fraction, floor_ms):
+        assert not shift(a, b).large(statistics.median(a), fraction, floor_ms)

@@ -355,7 +355,8 @@ def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(
 ) -> None:
     """Two runs of one config pass ``compare --fail-over``; a stage made 300 ms slower fails,
     named with what it costs. (The gate's floor is wide here: these are timed runs on a
-    shared CPU. Four steps a run: the fewest the gate's rank test can call a change on.)"""
+    shared CPU. Six steps a run: enough for the gate's rank test to call one row of up to 32
+    changed, `gate.steps_needed`.)"""
     from mindspeed_prof.cli import main
 
     runs = {}
@@ -369,7 +370,7 @@ def test_compare_gate_passes_the_same_config_and_fails_a_planted_regression(
                 tmp_path / name,
                 "profiler_config=mstx_light",
                 "demo.workers=0",
-                "demo.steps=5",
+                "demo.steps=7",
                 *extra,
             ),
             Console(quiet=True),
