@@ -42,8 +42,9 @@ LOST: tuple[SummaryStatus, ...] = ("died", "timeout", "failed")
 
 class WorkerSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What a worker wrote (``ProfilerMixin.profiler_summary``). Every field is written but
-    ``restarted`` and ``earlier_files`` (only where Ray restarted it) and ``status`` (set by
-    ``collect``: absent where the summaries did not cross Ray, as in the demo's local mode)."""
+    ``restarted``, ``earlier_files``, ``worker`` and ``actor`` (only where Ray restarted it)
+    and ``status`` (set by ``collect``: absent where the summaries did not cross Ray, as in the
+    demo's local mode)."""
 
     run: str = always("")
     rank: int | None = always(None)
@@ -65,6 +66,10 @@ class WorkerSummary(msgspec.Struct, kw_only=True, omit_defaults=True):
     stage_rank: list[dict[str, Any]] = always([])
     per_step: list[dict[str, Any]] = always([])
     status: SummaryStatus | None = None
+    #: Set by ``collect`` with ``status`` where Ray restarted the worker: its place in the
+    #: driver's list and its Ray actor id, for its ``missing`` entry.
+    worker: int | None = None
+    actor: str | None = None
 
 
 class Missing(msgspec.Struct, kw_only=True):

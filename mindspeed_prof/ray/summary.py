@@ -74,6 +74,8 @@ def collect(
             out.append(_missing(workers[i], i, rank, "failed", _first_line(err)))
         else:
             summary.status = "restarted" if summary.restarted else "ok"
+            if summary.restarted:
+                summary.worker, summary.actor = i, _actor(workers[i])
             out.append(summary)
     return sorted(out, key=_order)
 
@@ -88,13 +90,20 @@ def _missing(
     worker: ActorHandle, index: int, rank: int | None, status: SummaryStatus, error: str
 ) -> LostWorker:
     """The entry of a worker whose summary did not come back."""
+    return LostWorker(rank=rank, worker=index, actor=_actor(worker), status=status, error=error)
+
+
+def _actor(worker: ActorHandle) -> str:
+    """The worker's Ray actor id, in hex ("" where the handle does not say)."""
     actor = getattr(worker, "_actor_id", None)
-    return LostWorker(
-        rank=rank,
-        worker=index,
-        actor=actor.hex() if actor is not None else "",
-        status=status,
-        error=error,
+    return actor.hex() if actor is not None else ""
+
+
+def _restarted(files: int) -> str:
+    """A restarted worker's ``missing`` line: it answered, from a new process."""
+    return (
+        f"restarted by Ray; its earlier processes left {files} file{'s' * (files != 1)} "
+        "(earlier_files)"
     )
 
 
@@ -110,7 +119,13 @@ def write_cluster_summary(root: Path, summaries: Sequence[Worker]) -> Path:
     ``failed``) or came from a process Ray restarted (``restarted``)."""
     path = Path(root) / CLUSTER_SUMMARY
     missing = [
-        Missing(rank=s.rank, status=s.status)
+        Missing(
+            rank=s.rank,
+            worker=s.worker,
+            actor=s.actor,
+            status=s.status,
+            error=_restarted(len(s.earlier_files or [])),
+        )
         if isinstance(s, WorkerSummary)
         else Missing(rank=s.rank, worker=s.worker, actor=s.actor, status=s.status, error=s.error)
         for s in summaries

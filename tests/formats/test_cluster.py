@@ -58,7 +58,14 @@ def _rows() -> list[WorkerSummary | LostWorker]:
             status="ok",
         ),
         WorkerSummary(
-            run="r1", rank=1, pid=8, restarted=True, earlier_files=[], status="restarted"
+            run="r1",
+            rank=1,
+            pid=8,
+            restarted=True,
+            earlier_files=[],
+            status="restarted",
+            worker=1,
+            actor="cd" * 16,
         ),
         LostWorker(rank=2, worker=2, actor="ab" * 16, status="died", error="gone"),
         WorkerSummary(run="r1", rank=3),  # not through collect: no status
@@ -70,10 +77,23 @@ def test_rows_keep_their_keys_in_order_and_read_back_equal(tmp_path: Path) -> No
     doc = json.loads(path.read_text())
     ok, restarted, died, local = doc["workers"]
     assert list(ok) == ANSWERED and list(died) == LOST
-    assert list(restarted) == [*ANSWERED[:10], "restarted", "earlier_files", *ANSWERED[10:]]
+    assert list(restarted) == [
+        *ANSWERED[:10],
+        "restarted",
+        "earlier_files",
+        *ANSWERED[10:],
+        "worker",
+        "actor",
+    ]
     assert list(local) == ANSWERED[:-1] and local["node"] == "" and local["failed"] is False
     assert doc["missing"] == [  # what the driver has no summary of, and the restarted one
-        {"rank": 1, "worker": None, "actor": None, "status": "restarted", "error": None},
+        {
+            "rank": 1,
+            "worker": 1,
+            "actor": "cd" * 16,
+            "status": "restarted",
+            "error": "restarted by Ray; its earlier processes left 0 files (earlier_files)",
+        },
         {"rank": 2, "worker": 2, "actor": "ab" * 16, "status": "died", "error": "gone"},
     ]
     told: list[Refused] = []
@@ -81,7 +101,13 @@ def test_rows_keep_their_keys_in_order_and_read_back_equal(tmp_path: Path) -> No
     assert summary is not None and not told
     assert summary.workers == _rows() and summary.stage_rank == [{"stage": "s", "rank": 0}]
     assert summary.missing == [
-        Missing(rank=1, status="restarted"),
+        Missing(
+            rank=1,
+            worker=1,
+            actor="cd" * 16,
+            status="restarted",
+            error="restarted by Ray; its earlier processes left 0 files (earlier_files)",
+        ),
         Missing(rank=2, worker=2, actor="ab" * 16, status="died", error="gone"),
     ]
     again = write_cluster_summary(tmp_path / "again", summary.workers)

@@ -267,7 +267,13 @@ def test_a_restarted_actor_is_named_restarted_with_its_earlier_files(
     earlier = [Path(f.path).name for f in summary.earlier_files or []]
     assert earlier and all(f"_{first}_" in name for name in earlier)
     assert all(f"_{second}_" in Path(f.path).name for f in summary.files)
-    write_cluster_summary(tmp_path, [summary])
+    assert summary.worker == 0 and summary.actor == worker._actor_id.hex()
+    written = json.loads(write_cluster_summary(tmp_path, [summary]).read_text())
+    (missing,) = written["missing"]
+    assert missing["worker"] == 0 and missing["actor"] == summary.actor  # no null fields
+    assert missing["error"] == f"restarted by Ray; its earlier processes left {len(earlier)} " + (
+        "file (earlier_files)" if len(earlier) == 1 else "files (earlier_files)"
+    )
     (restart,) = [f for f in doctor(tmp_path).findings if f.kind == "worker_restarted"]
     assert restart.where == "rank 1" and earlier[0] in restart.message
 
