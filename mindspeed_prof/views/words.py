@@ -220,10 +220,12 @@ def step_text(s: StepTime) -> str:
     else:
         on = f"{s.ranks} ranks, each step its slowest rank's"
         gated = f"{s.gated} of {s.steps}" if s.steps > 1 else "it"
-        ranks = (
-            f"; rank {rank_label(s.gated_by, s.gated_source)} slowest in {gated}, the fastest "
-            f"rank's step {s.fastest_ms or 0.0:,.1f} ms"
+        who = (
+            f"ranks take turns as the slowest ({s.tied} ranks in {gated} each)"
+            if s.tied > 1 and s.gated_by is None
+            else f"rank {rank_label(s.gated_by, s.gated_source)} slowest in {gated}"
         )
+        ranks = f"; {who}, the fastest rank's step {s.fastest_ms or 0.0:,.1f} ms"
     if s.steps == 1:
         return f"{s.median_ms:,.1f} ms (1 step on {on}){ranks}"
     return (

@@ -89,6 +89,26 @@ def test_step_slowest_and_straggler_of_a_slow_stage_on_one_rank() -> None:
     assert lines["slowest"].startswith("stage actor_generate: ")
 
 
+def test_ranks_taking_turns_as_the_slowest_are_said_so_not_an_unknown_rank() -> None:
+    result = Captures(
+        root=Path("run"),
+        traces=[_steps(0, [21.0, 20.0, 21.0, 20.0]), _steps(1, [20.0, 21.0, 20.0, 21.0])],
+    )
+    v = verdict(*answered(result))
+    assert v.step is not None and (v.step.gated_by, v.step.gated, v.step.tied) == (None, 2, 2)
+    assert (
+        "ranks take turns as the slowest (2 ranks in 2 of 4 each)"
+        in (dict(verdict_lines(v))["step"])
+    )
+    one = Captures(
+        root=Path("run"),
+        traces=[_steps(0, [21.0, 20.0, 21.0, 21.0]), _steps(1, [20.0, 21.0, 20.0, 20.0])],
+    )
+    w = verdict(*answered(one))
+    assert w.step is not None and (w.step.gated_by, w.step.gated, w.step.tied) == (0, 3, 1)
+    assert "rank 0 slowest in 3 of 4" in dict(verdict_lines(w))["step"]
+
+
 def test_a_rank_behind_in_every_step_is_the_straggler_and_its_step_is_the_jobs() -> None:
     result = Captures(
         root=Path("run"),

@@ -25,7 +25,8 @@ class StepTime(Row, kw_only=True):
     min) / median), ``steps`` and ``ranks`` counted; beside it, over ranks: ``fastest_ms``
     (the median over steps of the fastest rank's step), ``rank_spread`` (the median over steps
     of (slowest - fastest) / slowest), and ``gated_by`` (with ``gated_source``), the rank that
-    was slowest in ``gated`` of the steps, the most (None, 0: one rank)."""
+    was slowest in ``gated`` of the steps, the most (None, 0: one rank; ``tied``: how many
+    ranks were slowest in that many steps, ``gated_by`` None where they are several)."""
 
     median_ms: float
     min_ms: float
@@ -38,6 +39,7 @@ class StepTime(Row, kw_only=True):
     gated_by: int | None = None
     gated_source: str = ""
     gated: int = 0
+    tied: int = 1
 
 
 def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:
@@ -91,4 +93,5 @@ def step_time(cells: Cells) -> StepTime | None:
         gated_by=top[0] if many else None,
         gated_source=top[1] if many else "",
         gated=most if many else 0,
+        tied=len(tied) if many else 1,
     )
