@@ -60,7 +60,7 @@ def _ours(root: Path, steps: int) -> float:
                 "profile_level": "level_none",
                 "profile_with_cpu": False,
                 "profile_step_start": 1,
-                "profile_step_end": steps + 2,
+                "profile_step_end": steps + 3,  # [start, end): the stop at the close, untimed
                 "profile_save_path": str(root),
             }
         },
