@@ -41,6 +41,7 @@ _HANDOFF_WAIT_NS = int(HANDOFF_WAIT_S * 1e9)
 #: take about 50 ms; more means the writer is held by something else (a finalizer run by its
 #: collection waiting for a lock the step holds), which the step must not wait for.
 _FORMAT_WAIT_NS = 500_000_000
+_TAIL_TEXT = TAIL.decode()
 
 
 class SpanRecorder:
@@ -233,7 +234,14 @@ class SpanRecorder:
 
     def _write(self, chunks: list[Chunk]) -> None:
         lines = trace_body(chunks, self.buffer, self._pid, self._labels, self._heads)
-        body = ((",\n" if self._count else "\n") + ",\n".join(lines)).encode()
+        if not lines:
+            return
+        # the separator and the tail put on the first and last line: one join, one encode,
+        # no copy of the whole batch to add them
+        lines[0] = ("\n" if not self._count else ",\n") + lines[0]
+        lines[-1] += _TAIL_TEXT
+        data = ",\n".join(lines).encode()
+        size = len(data) - len(TAIL)
         self._io_since = perf_counter_ns()  # from here the file system may stall
         if self._removed():
             self._file.close()
@@ -243,8 +251,8 @@ class SpanRecorder:
                 str(self.path),
             )
             raise self._error
-        self._replace_tail(body, TAIL)  # the file only grows: nothing is left to truncate
-        self._tail_at += len(body)
+        self._replace_tail(data, size)  # the file only grows: nothing is left to truncate
+        self._tail_at += size
         self._count += len(lines)
 
     def _removed(self) -> bool:
@@ -280,27 +288,29 @@ class SpanRecorder:
             self._file.close()
             raise self._error
         try:
-            self._replace_tail(b"", CLOSED)  # longer than TAIL: nothing is left to truncate
+            self._replace_tail(CLOSED, 0)  # longer than TAIL: nothing is left to truncate
         finally:
             self._file.close()
 
-    def _replace_tail(self, body: bytes, end: bytes) -> None:
-        """Write ``body + end`` over the tail; when that fails, cut the file and raise."""
+    def _replace_tail(self, data: bytes, size: int) -> None:
+        """Write ``data`` (``size`` bytes of ranges, then the file's end) over the tail; when
+        that fails, cut the file and raise."""
         self._done = 0
         try:
-            self._write_at(self._tail_at, body + end)
+            self._write_at(self._tail_at, data)
         except OSError as err:
-            self._cut(body, self._done)
+            self._cut(data, size, self._done)
             self._error = named(err, self.path)
             raise self._error from err
 
-    def _cut(self, body: bytes, done: int) -> None:
-        """After a write of ``body`` failed ``done`` bytes in: the file keeps every range
+    def _cut(self, body: bytes, size: int, done: int) -> None:
+        """After a write of ``body`` (its ranges the first ``size`` bytes, then the file's
+        end) failed ``done`` bytes in: the file keeps every range
         written whole, its tail is written after the last of them (over bytes already on disk:
         it needs no space), what the write added past it is truncated away, and the file is
         closed for good."""
         limit = max(done, len(TAIL)) - len(TAIL)
-        keep = len(body) if limit >= len(body) else max(body.rfind(b",\n", 1, limit + 2), 0)
+        keep = size if limit >= size else max(body.rfind(b",\n", 1, limit + 2), 0)
         at = self._tail_at + keep
         try:
             self._write_at(at, TAIL)

@@ -38,15 +38,15 @@ TAIL = b"\n]}\n"
 #: never closed (its process was killed, or is still writing). Files of format 2 and later.
 CLOSED = b'\n], "closed": true}\n'
 FORMAT = 2
-#: A range's and an instant mark's line: phase, pid, tid, "cat"/"name", start (and length) in
-#: microseconds with three decimals, and the rest (the step).
-_RANGE = '{"ph": "%s", "pid": %d, "tid": %d%s, "ts": %d.%03d, "dur": %d.%03d%s'
-_MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %d.%03d%s'
+#: A range's and an instant mark's line: phase, pid, tid, "cat"/"name", start (and length),
+#: and the rest (the step). Times are microseconds written as integer nanoseconds with JSON's
+#: exponent: ``1234e-3`` is the number 1.234, the one ``1.234`` is (a JSON reader gives the
+#: same float for both), with no division to write it.
+_RANGE = '{"ph": "%s", "pid": %d, "tid": %d%s, "ts": %de-3, "dur": %de-3%s'
+_MARK = '{"ph": "%s", "pid": %d, "tid": %d%s, "s": "t", "ts": %de-3%s'
 #: A count's line (a Chrome counter event): its args are the value(s), its step and stage.
-_COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %d.%03d, "args": {"value%s": %s%s}}'
+_COUNT = '{"ph": "C", "pid": %d, "tid": %d%s, "ts": %de-3, "args": {"value%s": %s%s}}'
 _PHASES = {"mark": "i", "count": "C"}  # a category's phase; any other category: "X"
-#: The three decimals of each remainder 0..999: ``ms[n % 1000]`` is ``"%03d" % (n % 1000)``.
-_MS = tuple(f"{i:03d}" for i in range(1000))
 #: (key, thread) line starts kept before the cache starts over (a trainer may start a thread
 #: per step).
 _HEADS_LIMIT = 4096
@@ -64,14 +64,14 @@ def trace_body(
     ``labels`` caches each key's phase and ``"cat"``/``"name"`` text across calls, ``heads``
     (for one ``pid``) each (key, thread)'s line start. A range whose (key, thread) was written
     once is written from its line's start, kept: a plain range's up to ``"ts": ``, a step
-    range's up to its step; its times (the ``%d.%03d`` of ``_RANGE``) by an f-string. The last
+    range's up to its step; its times (the ``%de-3`` of ``_RANGE``) by an f-string. The last
     plain range's (key, thread) is compared before any lookup: a run of one name costs no key
     tuple."""
     labels = {} if labels is None else labels
     heads = {} if heads is None else heads
     if len(heads) > _HEADS_LIMIT:  # a thread per step: the cache starts over
         heads.clear()
-    keys, offset, ms = buffer.keys, buffer.wall0_ns - buffer.perf0_ns, _MS
+    keys, offset = buffer.keys, buffer.wall0_ns - buffer.perf0_ns
     out: list[str] = []
     append = out.append
     run_key = run_tid = -1  # the last plain range's (key, thread), and its line start
@@ -80,22 +80,15 @@ def trace_body(
         tail = "}" if step is None else f', "args": {{"step": {step}}}}}'
         for key, tid, t0, t1 in events:
             if key == run_key and tid == run_tid and t1 >= 0:  # the usual range
-                ts, dur = t0 + offset, t1 - t0
-                dms = ms[dur % 1000]
-                append(f'{run}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
+                append(f'{run}{t0 + offset}e-3, "dur": {t1 - t0}e-3{tail}')
                 continue
             head = heads.get((key, tid))
             if head is not None and type(t1) is int and t1 >= 0:
-                ts, dur = t0 + offset, t1 - t0
-                dms = ms[dur % 1000]
                 if head[-1] == "#":  # a step range: its name has the step
-                    append(
-                        f'{head}{step}", "ts": {ts // 1000}.{ms[ts % 1000]}, '
-                        f'"dur": {dur // 1000}.{dms}{tail}'
-                    )
+                    append(f'{head}{step}", "ts": {t0 + offset}e-3, "dur": {t1 - t0}e-3{tail}')
                     continue
                 run_key, run_tid, run = key, tid, head
-                append(f'{head}{ts // 1000}.{ms[ts % 1000]}, "dur": {dur // 1000}.{dms}{tail}')
+                append(f'{head}{t0 + offset}e-3, "dur": {t1 - t0}e-3{tail}')
                 continue
             append(_line(keys, labels, heads, pid, step, tail, offset, key, tid, t0, t1))
     return out
@@ -135,14 +128,13 @@ def _line(
     if type(t1) is not int:  # a count: its own step, not the chunk's
         return _count_line(pid, tid, text, ts, t1)
     if t1 < 0:
-        return _MARK % (phase, pid, tid, text, ts // 1000, ts % 1000, tail)
+        return _MARK % (phase, pid, tid, text, ts, tail)
     if len(label) == 3:
         tail = _iteration_tail(step, label[2])
     elif phase == "X":  # the line's start kept: a plain range's up to "ts", a step's to the step
         start = f'{{"ph": "X", "pid": {pid}, "tid": {tid}{label[1]}'
         heads[(key, tid)] = start if stepped else f'{start}, "ts": '
-    dur = t1 - t0
-    return _RANGE % (phase, pid, tid, text, ts // 1000, ts % 1000, dur // 1000, dur % 1000, tail)
+    return _RANGE % (phase, pid, tid, text, ts, t1 - t0, tail)
 
 
 def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
@@ -155,8 +147,7 @@ def _count_line(pid: int, tid: int, label: str, ts: int, count: Count) -> str:
         pid,
         tid,
         label,
-        ts // 1000,
-        ts % 1000,
+        ts,
         "s" if isinstance(value, list) else "",
         json.dumps(value),
         more,

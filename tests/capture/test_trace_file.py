@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from mindspeed_prof.formats.header import CaptureHeader
 
 
 def test_range_times_keep_their_leading_zeros() -> None:
-    """Nanoseconds are written as microseconds with three decimals: 1,005 ns is 1.005 us."""
+    """Nanoseconds are written as microseconds: 1,005 ns is 1.005 us (``1005e-3``)."""
     from mindspeed_prof.capture.buffer import RangeBuffer
     from mindspeed_prof.capture.trace_file import trace_body
 
@@ -37,7 +38,7 @@ def test_range_times_keep_their_leading_zeros() -> None:
         ("X", 1, 8, "r"),
         ("i", 1, 9, "m"),
     ]
-    assert '"ts": 2000.050, "dur": 1.005' in lines[0] and '"ts": 4000.007' in lines[2]
+    assert '"ts": 2000050e-3, "dur": 1005e-3' in lines[0] and '"ts": 4000007e-3' in lines[2]
     assert [e["args"] for e in events] == [{"step": 3}] * 3
 
 
@@ -56,7 +57,7 @@ def test_trace_body_edges_a_zero_end_is_a_range_and_long_ranges_keep_their_ms() 
         ("X", 0.0, 0.0),
         ("X", 1000.0, 2000.0),
     ]
-    assert '"dur": 2000.000' in lines[1]
+    assert '"dur": 2000000e-3' in lines[1]
 
 
 def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
@@ -112,7 +113,7 @@ def test_write_trace_makes_its_folders_writes_aside_and_has_the_header(
 def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> None:
     """A (key, thread) seen once in a call is written from its kept line start: each event
     gives the same line as when it is the first of its (key, thread) (the ``_RANGE`` path),
-    for any time (negative, below 1 us, past 2**63 ns) and with the times of ``%d.%03d``."""
+    for any time (negative, below 1 us, past 2**63 ns) and with the times of ``%de-3``."""
     from mindspeed_prof.capture.buffer import RangeBuffer
     from mindspeed_prof.capture.trace_file import _RANGE, trace_body
 
@@ -135,10 +136,8 @@ def test_a_repeated_range_is_written_as_its_first_line(events, step, wall) -> No
                 3,
                 tid,
                 f', "cat": {json.dumps(cat)}, "name": {json.dumps(name)}',
-                ts // 1000,
-                ts % 1000,
-                dur // 1000,
-                dur % 1000,
+                ts,
+                dur,
                 tail,
             )
 
@@ -208,10 +207,86 @@ def test_kept_line_starts_give_each_event_its_line_alone(chunks, split, wall) ->
                     3,
                     tid,
                     label,
-                    ts // 1000,
-                    ts % 1000,
-                    dur // 1000,
-                    dur % 1000,
+                    ts,
+                    dur,
                     tail,
                 )
                 assert line in lines
+
+
+def _old_times(text: str) -> str:
+    """A range file's times as format 2 wrote them before ``e-3``: ``%d.%03d``."""
+
+    def three_decimals(m: re.Match[str]) -> str:
+        ns = int(m.group(2))
+        return f"{m.group(1)}{ns // 1000}.{ns % 1000:03d}"
+
+    return re.sub(r'("(?:ts|dur)": )(\d+)e-3', three_decimals, text)
+
+
+def test_analyse_json_reads_the_e3_times_as_it_read_three_decimals(tmp_path: Path) -> None:
+    """A capture's range file (steps, stages, nested and id-based ranges on two threads,
+    marks, counts, decode iterations) and the same file with its times written ``%d.%03d``
+    give the same ``analyse --json``, byte for byte: a JSON reader reads ``1234e-3`` as the
+    number ``1.234``."""
+    import threading
+
+    from invariants_run import cli
+
+    from mindspeed_prof import Profiler, mstx
+
+    new, old = tmp_path / "new", tmp_path / "old"
+    prof = Profiler.from_config(
+        {
+            "integrated": {
+                "profile": True,
+                "mstx": True,
+                "profile_level": "level_none",
+                "profile_with_cpu": False,
+                "profile_step_start": 1,
+                "profile_step_end": 6,
+                "profile_save_path": str(new),
+            }
+        },
+        rank=0,
+    )
+
+    def other() -> None:
+        with mstx.range("loader"):
+            mstx.mark("batch")
+
+    for step in range(1, 7):
+        with prof.step(step):
+            with prof.stage("actor_generate"):
+                for i in range(3):
+                    with prof.iteration(i), mstx.range("decode"):
+                        pass
+                prof.count("tokens", [1.0, 2.5, 3.0 * step])
+            with prof.stage("actor_train"):
+                rid = mstx.range_start("update")
+                with mstx.range("fwd"), mstx.range("fwd"):
+                    mstx.mark("tick")
+                thread = threading.Thread(target=other)
+                thread.start()
+                thread.join()
+                mstx.range_end(rid)
+    prof.close()
+    files = sorted(new.rglob("*.mstx.trace.json"))
+    assert files and all("e-3" in f.read_text() for f in files)
+    for f in new.rglob("*"):
+        if f.is_file():
+            copy = old / f.relative_to(new)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            text = f.read_text() if f.name.endswith(".json") else None
+            if text is not None and f.name.endswith(".mstx.trace.json"):
+                text = _old_times(text)
+                assert "e-3" not in text
+            copy.write_bytes(f.read_bytes() if text is None else text.encode())
+    got = cli("analyse", str(new), "--json", "--jobs", "1")
+    want = cli("analyse", str(old), "--json", "--jobs", "1")
+    assert got.code == want.code == 0, got.err
+    sizes = re.compile(r'"bytes": \d+')  # the files' sizes: the only thing that differs
+    assert sizes.sub("", got.out.replace(str(new), "ROOT")) == sizes.sub(
+        "", want.out.replace(str(old), "ROOT")
+    )
+    assert len(sizes.findall(got.out)) == len(files)
