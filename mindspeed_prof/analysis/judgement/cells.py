@@ -55,20 +55,25 @@ class Rows(Mapping[K, Cells], Generic[K]):
     def add(self, ranges: Iterable[Range], kind: str, key: Callable[[str], K]) -> Rows[K]:
         """The ranges of ``kind``, each in the row ``key(name)``."""
         index = {w: i for i, w in enumerate(self._whos)}
-        cols = self._cols
-        for r in ranges:
-            if r.kind == kind and r.step is not None and r.dur >= 0:
-                row = cols.get(key(r.name))
+        cols, whos = self._cols, self._whos
+        by_name: dict[str, tuple[list[int], array[int], array[float]]] = {}  # key() once a name
+        # the kind's ranges picked first: a range file's list is mostly other kinds
+        for r in (r for r in ranges if r.kind == kind and r.step is not None and r.dur >= 0):
+            row = by_name.get(r.name)
+            if row is None:
+                k = key(r.name)
+                row = cols.get(k)
                 if row is None:
-                    row = cols[key(r.name)] = ([], array("q"), array("d"))
-                who = (r.rank, r.source)
-                i = index.get(who)
-                if i is None:
-                    i = index[who] = len(self._whos)
-                    self._whos.append(who)
-                row[0].append(r.step)
-                row[1].append(i)
-                row[2].append(r.dur / 1000.0)
+                    row = cols[k] = ([], array("q"), array("d"))
+                by_name[r.name] = row
+            who = (r.rank, r.source)
+            i = index.get(who)
+            if i is None:
+                i = index[who] = len(whos)
+                whos.append(who)
+            row[0].append(r.step)
+            row[1].append(i)
+            row[2].append(r.dur / 1000.0)
         return self
 
     def __getitem__(self, key: K) -> Cells:
