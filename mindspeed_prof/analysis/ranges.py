@@ -15,6 +15,7 @@ from mindspeed_prof.config.schema import STAGE_ORDER
 
 __all__ = [
     "NO_OP_RANGES",
+    "STAGE_OF_SLICE",
     "nesting",
     "no_op_rows",
     "p95",
@@ -117,6 +118,10 @@ def self_times(ranges: list[Range]) -> list[float]:
     return [max(v, 0.0) for v in out]
 
 
+#: Ranges ``stage_of`` places at a time (its columns are this long, whatever the file's size).
+STAGE_OF_SLICE = 1 << 14
+
+
 def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     """The stage (same rank) whose run holds each range's start, or None."""
     import numpy as np
@@ -125,22 +130,31 @@ def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     for s in stages:
         by_rank[s.rank].append(s)
     # per rank: its stages' starts in order (a stable sort, as ``list.sort``), their ends and
-    # names; each range's rank as a code, its start a column (a range file holds millions)
+    # names (-1: none); the ranges placed a slice at a time, their starts and ranks as columns
     code = {rank: i for i, rank in enumerate(by_rank)}
-    which = np.fromiter((code.get(r.rank, -1) for r in ranges), dtype=np.int64, count=len(ranges))
-    ts = np.fromiter((r.ts for r in ranges), dtype=np.float64, count=len(ranges))
-    out: list[str | None] = [None] * len(ranges)
-    for rank, runs in by_rank.items():
-        runs.sort(key=lambda s: s.ts)
-        starts = np.array([s.ts for s in runs], dtype=np.float64)
-        ends = np.array([s.ts + s.dur for s in runs], dtype=np.float64)
-        names = np.array([*(s.name for s in runs), None], dtype=object)  # -1: none
-        mine = np.flatnonzero(which == code[rank])
-        at = ts[mine]
-        i = np.searchsorted(starts, at, side="right") - 1  # as ``bisect_right``
-        held = (i >= 0) & (at <= ends[np.maximum(i, 0)])
-        for j, name in zip(mine.tolist(), names[np.where(held, i, -1)].tolist()):
-            out[j] = name
+    runs = []
+    for rank, rs in by_rank.items():
+        rs.sort(key=lambda s: s.ts)
+        runs.append(
+            (
+                np.array([s.ts for s in rs], dtype=np.float64),
+                np.array([s.ts + s.dur for s in rs], dtype=np.float64),
+                np.array([*(s.name for s in rs), None], dtype=object),
+            )
+        )
+    out: list[str | None] = []
+    for lo in range(0, len(ranges), STAGE_OF_SLICE):
+        part = ranges[lo : lo + STAGE_OF_SLICE]
+        names = np.full(len(part), None, dtype=object)
+        which = np.fromiter((code.get(r.rank, -1) for r in part), np.int64, len(part))
+        ts = np.fromiter((r.ts for r in part), np.float64, len(part))
+        for c, (starts, ends, named) in enumerate(runs):
+            mine = np.flatnonzero(which == c)
+            at = ts[mine]
+            i = np.searchsorted(starts, at, side="right") - 1  # as ``bisect_right``
+            held = (i >= 0) & (at <= ends[np.maximum(i, 0)])
+            names[mine] = named[np.where(held, i, -1)]
+        out += names.tolist()
     return out
 
 
@@ -156,12 +170,12 @@ def range_rows(ranges: list[Range]) -> list[RangeRow]:
     # per (name, rank), in columns (a range file holds millions): its runs' places in order
     keys: dict[tuple[str, int | None], int] = {}
     group = np.fromiter(
-        (keys.setdefault((r.name, r.rank), len(keys)) for r in custom), dtype=np.int64, count=n
+        (keys.setdefault((r.name, r.rank), len(keys)) for r in custom), dtype=np.int32, count=n
     )
-    ms_all = np.fromiter((r.dur for r in custom), dtype=np.float64, count=n) / 1e3
-    order = np.argsort(group, kind="stable")
+    order = np.argsort(group, kind="stable").astype(np.int32)
     bounds = np.searchsorted(group[order], np.arange(len(keys) + 1)).tolist()
     del group
+    ms_all = np.fromiter((r.dur for r in custom), dtype=np.float64, count=n) / 1e3
     rows = []
     for (name, rank), g in keys.items():
         idx = order[bounds[g] : bounds[g + 1]]
