@@ -10,6 +10,7 @@ instant of the step counts once, for the first phase in ``PRIORITY`` that runs t
 from __future__ import annotations
 
 import functools
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -64,6 +65,9 @@ def _winner(active: dict[str, int]) -> str | None:
     return min((n for n, k in active.items() if k > 0), key=_order, default=None)
 
 
+_AT = operator.itemgetter(0, 1)  # an edge's time, then ends before starts
+
+
 def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
     """The step's microseconds per part: each of ``PRIORITY`` and ``uncovered``, and each
     transition by name (``t:<name>``); stages are clipped to the step. Times are taken
@@ -77,7 +81,7 @@ def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
     out: dict[str, float] = dict.fromkeys((*PRIORITY, "uncovered"), 0.0)
     active: dict[str, int] = defaultdict(int)
     at = lo
-    for t, delta, name in sorted(edges, key=lambda e: (e[0], e[1])):
+    for t, delta, name in sorted(edges, key=_AT):
         winner = _winner(active)
         if t > at and winner is not None:
             phase = _phase(winner)

@@ -133,7 +133,7 @@ def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     # names (-1: none); the ranges placed a slice at a time, their starts and ranks as columns
     code = {rank: i for i, rank in enumerate(by_rank)}
     runs = []
-    for rank, rs in by_rank.items():
+    for rs in by_rank.values():  # in the order of ``code``
         rs.sort(key=lambda s: s.ts)
         runs.append(
             (

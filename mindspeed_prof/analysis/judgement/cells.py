@@ -57,8 +57,9 @@ class Rows(Mapping[K, Cells], Generic[K]):
         index = {w: i for i, w in enumerate(self._whos)}
         cols, whos = self._cols, self._whos
         by_name: dict[str, tuple[list[int], array[int], array[float]]] = {}  # key() once a name
-        # the kind's ranges picked first: a range file's list is mostly other kinds
-        for r in (r for r in ranges if r.kind == kind and r.step is not None and r.dur >= 0):
+        for r in ranges:
+            if r.kind != kind or r.step is None or not r.dur >= 0:  # (NaN left out too)
+                continue
             row = by_name.get(r.name)
             if row is None:
                 k = key(r.name)
