@@ -329,7 +329,7 @@ def test_json_written_in_pieces_is_json_dumps_text() -> None:
             for i in range(3000)
         ],
         "path": Path("a/b"),
-        "odd": [float("nan"), float("inf"), -0.0, 1e16, 10**20, "\n\t\"q\""],
+        "odd": [float("nan"), float("inf"), -0.0, 1e16, 10**20, '\n\t"q"'],
         "empty": {},
     }
     out = io.StringIO()
