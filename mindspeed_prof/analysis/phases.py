@@ -9,6 +9,8 @@ instant of the step counts once, for the first phase in ``PRIORITY`` that runs t
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -47,19 +49,23 @@ def _phase(name: str) -> str:
     return phase_of(name) or "other"
 
 
+@functools.lru_cache(maxsize=4096)
+def _order(name: str) -> tuple[int, int, str]:
+    """Which stage an instant counts for where several run: ``PRIORITY``'s order of their
+    phases, then ``TRANSITIONS``' order, then the name (computed once a name)."""
+    return (
+        PRIORITY.index(_phase(name)),
+        TRANSITIONS.index(name) if name in TRANSITIONS else 0,
+        name,
+    )
+
+
 def _winner(active: dict[str, int]) -> str | None:
     """The stage an instant counts for, of the stages running then (name -> open count)."""
-    running = [n for n, k in active.items() if k > 0]
-    if not running:
-        return None
-    return min(
-        running,
-        key=lambda n: (
-            PRIORITY.index(_phase(n)),
-            TRANSITIONS.index(n) if n in TRANSITIONS else 0,
-            n,
-        ),
-    )
+    return min((n for n, k in active.items() if k > 0), key=_order, default=None)
+
+
+_AT = operator.itemgetter(0, 1)  # an edge's time, then ends before starts
 
 
 def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
@@ -75,7 +81,7 @@ def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
     out: dict[str, float] = dict.fromkeys((*PRIORITY, "uncovered"), 0.0)
     active: dict[str, int] = defaultdict(int)
     at = lo
-    for t, delta, name in sorted(edges, key=lambda e: (e[0], e[1])):
+    for t, delta, name in sorted(edges, key=_AT):
         winner = _winner(active)
         if t > at and winner is not None:
             phase = _phase(winner)

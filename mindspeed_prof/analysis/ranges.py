@@ -3,7 +3,6 @@ annotations) per name and rank, and the time in them that no host operator ran."
 
 from __future__ import annotations
 
-import bisect
 import statistics
 from array import array
 from collections import defaultdict
@@ -16,6 +15,7 @@ from mindspeed_prof.config.schema import STAGE_ORDER
 
 __all__ = [
     "NO_OP_RANGES",
+    "STAGE_OF_SLICE",
     "nesting",
     "no_op_rows",
     "p95",
@@ -118,53 +118,79 @@ def self_times(ranges: list[Range]) -> list[float]:
     return [max(v, 0.0) for v in out]
 
 
+#: Ranges ``stage_of`` places at a time (its columns are this long, whatever the file's size).
+STAGE_OF_SLICE = 1 << 14
+
+
 def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     """The stage (same rank) whose run holds each range's start, or None."""
+    import numpy as np
+
     by_rank: dict[int | None, list[Range]] = defaultdict(list)
     for s in stages:
         by_rank[s.rank].append(s)
-    starts = {}
-    for rank, runs in by_rank.items():
-        runs.sort(key=lambda s: s.ts)
-        starts[rank] = [s.ts for s in runs]
+    # per rank: its stages' starts in order (a stable sort, as ``list.sort``), their ends and
+    # names (-1: none); the ranges placed a slice at a time, their starts and ranks as columns
+    code = {rank: i for i, rank in enumerate(by_rank)}
+    runs = []
+    for rs in by_rank.values():  # in the order of ``code``
+        rs.sort(key=lambda s: s.ts)
+        runs.append(
+            (
+                np.array([s.ts for s in rs], dtype=np.float64),
+                np.array([s.ts + s.dur for s in rs], dtype=np.float64),
+                np.array([*(s.name for s in rs), None], dtype=object),
+            )
+        )
     out: list[str | None] = []
-    for r in ranges:
-        runs = by_rank.get(r.rank, [])
-        i = bisect.bisect_right(starts.get(r.rank, []), r.ts) - 1
-        out.append(runs[i].name if i >= 0 and r.ts <= runs[i].ts + runs[i].dur else None)
+    for lo in range(0, len(ranges), STAGE_OF_SLICE):
+        part = ranges[lo : lo + STAGE_OF_SLICE]
+        names = np.full(len(part), None, dtype=object)
+        which = np.fromiter((code.get(r.rank, -1) for r in part), np.int64, len(part))
+        ts = np.fromiter((r.ts for r in part), np.float64, len(part))
+        for c, (starts, ends, named) in enumerate(runs):
+            mine = np.flatnonzero(which == c)
+            at = ts[mine]
+            i = np.searchsorted(starts, at, side="right") - 1  # as ``bisect_right``
+            held = (i >= 0) & (at <= ends[np.maximum(i, 0)])
+            names[mine] = named[np.where(held, i, -1)]
+        out += names.tolist()
     return out
 
 
 def range_rows(ranges: list[Range]) -> list[RangeRow]:
     """Per (name, rank): count, total, self, mean, p95 and max ms and the stage(s) it ran in;
     sorted by total."""
+    import numpy as np
+
     custom = [r for r in ranges if r.kind == "range"]
-    selfs = self_times(custom)
+    n = len(custom)
+    selfs = np.array(self_times(custom), dtype=np.float64) / 1e3
     stages = stage_of(custom, [r for r in ranges if r.kind == "stage"])
-    # per (name, rank): durations and self times (ms) in ``array``s, 16 bytes a run (a range
-    # file holds millions), and the stages they ran in
-    groups: dict[tuple[str, int | None], tuple[array[float], array[float], set[str]]] = {}
-    for r, own, stage in zip(custom, selfs, stages):
-        group = groups.get((r.name, r.rank))
-        if group is None:
-            group = groups[(r.name, r.rank)] = (array("d"), array("d"), set())
-        group[0].append(r.dur / 1e3)
-        group[1].append(own / 1e3)
-        if stage is not None:
-            group[2].add(stage)
-    del selfs, stages
+    # per (name, rank), in columns (a range file holds millions): its runs' places in order
+    keys: dict[tuple[str, int | None], int] = {}
+    group = np.fromiter(
+        (keys.setdefault((r.name, r.rank), len(keys)) for r in custom), dtype=np.int32, count=n
+    )
+    order = np.argsort(group, kind="stable").astype(np.int32)
+    bounds = np.searchsorted(group[order], np.arange(len(keys) + 1)).tolist()
+    del group
+    ms_all = np.fromiter((r.dur for r in custom), dtype=np.float64, count=n) / 1e3
     rows = []
-    for (name, rank), (ms, owns, where) in groups.items():
+    for (name, rank), g in keys.items():
+        idx = order[bounds[g] : bounds[g + 1]]
+        ms, owns = ms_all[idx].tolist(), selfs[idx].tolist()  # summed in order, as before
+        where = {stages[i] for i in idx.tolist()}
         rows.append(
             RangeRow(
                 name=name,
                 rank=rank,
-                stage=", ".join(sorted(where)) or None,
+                stage=", ".join(sorted(s for s in where if s is not None)) or None,
                 count=len(ms),
                 total_ms=sum(ms),
                 self_ms=sum(owns),
                 mean_ms=sum(ms) / len(ms),
-                p95_ms=p95(list(ms)),
+                p95_ms=p95(ms),
                 max_ms=max(ms),
             )
         )

@@ -164,6 +164,8 @@ def throughput_rows(
 ) -> list[ThroughputRow]:
     """One row per stage run on a rank in a step (of ``ranges``) that has tokens or samples
     counted (``counters``)."""
+    if not counters:  # no row without a count: nor a dict of every stage run (a range file's)
+        return []
     seconds: dict[tuple[str, int | None, str, int | None], float] = defaultdict(float)
     for r in ranges:
         if r.kind == "stage":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from importlib import util
@@ -23,7 +22,7 @@ from mindspeed_prof.cli.common import (
     read_runs,
     run_line,
 )
-from mindspeed_prof.cli.output import written
+from mindspeed_prof.cli.output import write_json, written
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -247,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         print_analysis(found, console)
     if args.json:
         body = {"runs": docs[0]["runs"], "results": docs} if every else docs[0]
-        json.dump(body, sys.stdout, indent=2, default=str)
+        write_json(body, sys.stdout)
         print()
     code = exit_code(*results) if every else exit_code(first)
     return Exit.PARTIAL if code == Exit.OK and any(away.values()) else code

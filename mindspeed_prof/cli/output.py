@@ -9,6 +9,7 @@ or flush into ``Unwritten``, which ``cli.main`` reports.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["STDOUT", "Guarded", "Unwritten", "guarded_stdout", "silence_stdout", "written"]
+__all__ = [
+    "STDOUT",
+    "Guarded",
+    "Unwritten",
+    "guarded_stdout",
+    "silence_stdout",
+    "write_json",
+    "written",
+]
 
 #: How the lines name the standard output.
 STDOUT = "stdout"
@@ -79,6 +88,26 @@ class Guarded:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+#: Characters of JSON text gathered before each write (``write_json``).
+JSON_CHUNK = 1 << 16
+
+
+def write_json(value: object, stream: TextIO) -> None:
+    """``json.dump(value, stream, indent=2, default=str)``, the same text, written a
+    ``JSON_CHUNK`` of characters at a time: the encoder's pieces (one a key, a number or an
+    indent: a per-step table gives millions) joined first, never the whole document at once."""
+    pieces: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2, default=str).iterencode(value):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= JSON_CHUNK:
+            stream.write("".join(pieces))
+            pieces.clear()
+            size = 0
+    stream.write("".join(pieces))
 
 
 @contextmanager

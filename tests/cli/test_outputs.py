@@ -313,3 +313,26 @@ def test_sweep_summary_in_a_real_read_only_folder(
         _one_line(capsys.readouterr().err, "sweep_summary.json", "Read-only file system")
     finally:
         mounted.close()
+
+
+def test_json_written_in_pieces_is_json_dumps_text() -> None:
+    """``analyse --json`` writes its document a chunk at a time: the same text as
+    ``json.dumps(indent=2, default=str)``, chunk edges anywhere (names, numbers, odd values)."""
+    import io
+    import json
+
+    from mindspeed_prof.cli import output
+
+    doc = {
+        "rows": [
+            {"step": i, "ms": i / 7, "name": f"range{i % 5}\u00e9", "none": None, "ok": i % 2 == 0}
+            for i in range(3000)
+        ],
+        "path": Path("a/b"),
+        "odd": [float("nan"), float("inf"), -0.0, 1e16, 10**20, '\n\t"q"'],
+        "empty": {},
+    }
+    out = io.StringIO()
+    output.write_json(doc, out)
+    assert out.getvalue() == json.dumps(doc, indent=2, default=str)
+    assert len(out.getvalue()) > 2 * output.JSON_CHUNK  # written in several chunks

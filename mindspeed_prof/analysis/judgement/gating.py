@@ -47,6 +47,11 @@ def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:
     for a tie: within ``TIE_MS``, a clock's rounding), in rank order."""
     out = {}
     for step, by in cells.items():
+        if len(by) == 1:  # one rank (a single capture's every step): it gates, alone
+            ((w, ms),) = by.items()
+            if math.isfinite(ms):
+                out[step] = (ms, [w])
+            continue
         known = {w: ms for w, ms in by.items() if math.isfinite(ms)}
         if known:
             most = max(known.values())

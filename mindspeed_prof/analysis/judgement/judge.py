@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from mindspeed_prof.analysis.judgement.cells import Cells, Rows, by_name
+from mindspeed_prof.analysis.judgement.cells import Cells, Rows, Who, by_name
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
@@ -21,11 +21,20 @@ __all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms"
 
 def step_cells(counted: Iterable[Range]) -> Cells:
     """Each rank's steps from its step ranges (as the per-step table adds them up)."""
+    # ``by_name``'s rows without a Mapping per name (each step's range has a name of its own):
+    # a name's runs added up per step and rank first, then the names in turn, as it did
+    per: dict[str, dict[tuple[int, Who], float]] = {}
+    for r in counted:
+        if r.kind == "step" and r.step is not None and r.dur >= 0:
+            cells = per.get(r.name)
+            if cells is None:
+                cells = per[r.name] = {}
+            key = (r.step, (r.rank, r.source))
+            cells[key] = cells.get(key, 0.0) + r.dur / 1000.0
     out: Cells = defaultdict(lambda: defaultdict(float))
-    for cells in by_name(counted, "step").values():
-        for step, by in cells.items():
-            for who, ms in by.items():
-                out[step][who] += ms
+    for cells in per.values():
+        for (step, who), ms in cells.items():
+            out[step][who] += ms
     return out
 
 

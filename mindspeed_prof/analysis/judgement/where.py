@@ -53,7 +53,9 @@ def _boxes(ranges: Sequence[Range]) -> tuple[dict[Key, float], dict[Key, tuple[f
     first: dict[Key, float] = {}
     for r in ranges:
         key = (r.rank, r.source, r.step)
-        first[key] = min(first.get(key, r.ts), r.ts)
+        at = first.get(key)
+        if at is None or r.ts < at:  # as ``min``: the earlier start, the first of equal ones
+            first[key] = r.ts
     boxes: dict[Key, tuple[float, float]] = {}
     for r in ranges:
         if r.kind == "step":

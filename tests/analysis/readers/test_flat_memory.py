@@ -182,3 +182,72 @@ def test_a_range_files_report_takes_less_than_its_ranges_hold(tmp_path):
     held, took = (float(v) for v in proc.stdout.split())
     assert held > 5e6  # the ranges
     assert took <= 0.7 * held, f"the report took {took / held:.2f}x what the capture holds"
+
+
+#: Writes ``analyse --json``'s document of a per-step table of as many rows as its argument to
+#: a sink that keeps nothing; prints the most the writing took beyond the document.
+_WRITE = """
+import sys, tracemalloc
+from mindspeed_prof.cli.output import write_json
+doc = {"per_step": [
+    {"rank": 0, "step": i, "step_ms": i / 7, "stages": {"train": i / 3, "rollout": i / 9}}
+    for i in range(int(sys.argv[1]))
+]}
+class Sink:
+    def write(self, text):
+        return len(text)
+write_json({"warm": [1.5]}, Sink())  # the encoder's imports, not counted
+tracemalloc.start()
+write_json(doc, Sink())
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def _write_peak(rows: int) -> float:
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRITE, str(rows)], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    return float(proc.stdout.split()[-1])
+
+
+def test_the_json_answer_is_written_without_its_text_whole():
+    """``analyse --json`` of a range file is a table per step: its writer holds a chunk of the
+    text at a time, not the document's text (``json.dumps`` of a 400 MB range file's answer
+    is 55 MB), so 8 times the rows take no more memory to write."""
+    small, large = _write_peak(5_000), _write_peak(40_000)
+    assert large <= GROWTH * small, f"{large / 1e6:.2f} MB vs {small / 1e6:.2f} MB"
+
+
+#: Reads a range file and makes its throughput rows (it has no counters); prints the most that
+#: took.
+_THROUGHPUT = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.counts import Model
+from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.throughput import throughput_rows
+ranges = read(Path(sys.argv[1])).ranges
+gc.collect()
+tracemalloc.start()
+assert throughput_rows(ranges, [], Model()) == []
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_a_range_files_throughput_rows_take_nothing_per_stage_run(tmp_path):
+    """Without counters a range file has no throughput rows, and finding that out holds
+    nothing per stage run (it held a dict of every run: 8 MB at 40 MB)."""
+    peaks = []
+    for mb in (1, 8):
+        trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
+        proc = subprocess.run(
+            [sys.executable, "-c", _THROUGHPUT, str(trace)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr
+        peaks.append(float(proc.stdout.split()[-1]))
+    small, large = peaks
+    assert large <= GROWTH * small + 16e3, f"{large / 1e3:.1f} kB vs {small / 1e3:.1f} kB"

@@ -48,7 +48,10 @@ def steps_of(captures: Captures, tables: Tables, settings: Settings) -> dict[Who
     for r in tables.counted:
         if r.step is None or r.kind not in ("step", "stage") or r.dur < 0:
             continue
-        s = out[(r.rank, r.source)].setdefault(r.step, Step())
+        by = out[(r.rank, r.source)]
+        s = by.get(r.step)
+        if s is None:  # (``setdefault`` made a Step for every range)
+            s = by[r.step] = Step()
         if r.kind == "stage":
             s.stages.append(r)
         elif s.step is None or r.dur > s.step.dur:
