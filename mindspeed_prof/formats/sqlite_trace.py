@@ -21,6 +21,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from mindspeed_prof.formats.sqlite_read import connect
+
 __all__ = ["KEPT_ARGS", "write_db", "read_db_events"]
 
 KEPT_ARGS = (
@@ -91,7 +93,7 @@ def write_db(trace: dict[str, Any], db_path: Path) -> Path:
 
 def read_db_events(db_path: Path) -> Iterable[tuple[str, str, str, float, float, Any, Any, str]]:
     """Yield ``(name, cat, ph, ts_us, dur_us, pid, tid, args_json)`` from a db capture."""
-    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    con = connect(db_path)
     try:
         cur = con.execute(
             "SELECT n.value, c.value, e.ph, e.ts_ns, e.dur_ns, e.pid, e.tid, a.value "

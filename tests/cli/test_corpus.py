@@ -224,6 +224,7 @@ def test_every_command(
 ) -> None:
     root = corpus / name
     code = expected_code(name)
+    before = _inputs(root)
 
     as_json = run(capsys, "analyse", str(root), "--json", "--jobs", "1")
     assert as_json.code == code, as_json.err
@@ -273,6 +274,16 @@ def test_every_command(
     sweep = run(capsys, "sweep", str(root))
     assert sweep.code == 1 and sweep.out == ""
     assert sweep.err == f"{PREFIX}no job under {root} wrote a manifest (was profile on?)\n"
+    assert _inputs(root) == before  # read, never written: no -wal or -shm beside a database
+
+
+def _inputs(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` but the analysis cache's entries: its size and mtime."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.endswith(".analysis-cache")
+    }
 
 
 def check_text_view(out: str, doc: dict[str, Any]) -> None:

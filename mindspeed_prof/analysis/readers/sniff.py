@@ -35,6 +35,7 @@ from typing import NamedTuple
 from mindspeed_prof.analysis.readers.jsonscan import NotJson, Scanner, TooLong
 from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_bytes
 from mindspeed_prof.formats import MSPROF_OUTPUT
+from mindspeed_prof.formats.sqlite_read import connect
 
 __all__ = [
     "is_msprof",
@@ -305,8 +306,8 @@ def _csv_kind(head: bytes) -> str | None:
 
 
 def _db_kind(path: Path) -> str | None:
-    # immutable: no lock and no -shm/-wal files made beside a db in WAL mode (torch_npu's)
-    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as con:
+    # nothing made beside a db in WAL mode (torch_npu's): formats.sqlite_read
+    with contextlib.closing(connect(path)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if {"meta", "strings", "events"} <= tables:
         return TORCH_DB

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sqlite3
 from pathlib import Path
 
 from mindspeed_prof.analysis.readers.events import Event, EventArgs
@@ -12,6 +11,7 @@ from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.ranks import rank_of
 from mindspeed_prof.formats.header import read_header
+from mindspeed_prof.formats.sqlite_read import connect
 
 __all__ = ["BATCH", "read_db"]
 
@@ -22,7 +22,7 @@ BATCH = 1 << 16
 def read_db(path: Path, group: str, size: int) -> TraceData:
     from mindspeed_prof.formats.sqlite_trace import read_db_events
 
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = connect(path)
     try:
         meta_rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
     finally:

@@ -23,14 +23,11 @@ from mindspeed_prof.analysis.readers.npu.text import (
 from mindspeed_prof.analysis.readers.npu.trace import LaneSpan, stage_device_rows
 from mindspeed_prof.analysis.readers.ranks import to_rank
 from mindspeed_prof.analysis.readers.ratio import ratio
+from mindspeed_prof.formats.sqlite_read import connect
 
 __all__ = ["read_analysis_db", "read_profiler_db"]
 
 _API_OP, _API_MSTX = "op", "mstx"
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -57,7 +54,7 @@ def _rows(con: sqlite3.Connection, sql: str, path: Path, problems: list[str]) ->
 
 def read_profiler_db(path: Path, data: TraceData) -> None:
     """Steps, host ops and ranges, kernels, runtime calls, collectives and memory of one rank."""
-    with closing(_connect(path)) as con:
+    with closing(connect(path)) as con:
         tables = _tables(con)
         strings: dict[int, str] = (
             dict(_rows(con, "SELECT id, value FROM STRING_IDS", path, data.problems))
@@ -270,7 +267,7 @@ _STEP_TRACE_EXTRA = {
 
 def read_analysis_db(path: Path, data: TraceData) -> None:
     """``analysis.db``: StepTraceTime -> ``device``; CommAnalyzerTime/Bandwidth -> ``comm``."""
-    with closing(_connect(path)) as con:
+    with closing(connect(path)) as con:
         tables = _tables(con)
         if "StepTraceTime" in tables:
             _step_trace(con, path, data)
