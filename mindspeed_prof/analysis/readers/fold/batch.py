@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mindspeed_prof.analysis.readers.device.launches import Launches, int_ids
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
     RUNTIME_CATS,
@@ -115,17 +116,6 @@ def split(events: list[Event]) -> Split:
     )
 
 
-def _ints(values: list[Corr]) -> np.ndarray | None:
-    if not values:
-        return np.zeros(0, dtype=np.int64)
-    if set(map(type, values)) != {int}:
-        return None
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return None
-
-
 def match(
     r_pos: np.ndarray,
     r_corr: list[Corr],
@@ -133,13 +123,13 @@ def match(
     r_call: np.ndarray,
     d_pos: np.ndarray,
     d_corr: list[Corr],
-    launches: dict[Corr, tuple[float, float]],
+    launches: Launches,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
     file positions ``d_pos``; ``r_*``: launch calls) and whether it has one (no launch before
     it: NaN, NaN, False), or None when that needs the one at a time path (see the module's
     note)."""
-    rc, dc = _ints(r_corr), _ints(d_corr)
+    rc, dc = int_ids(r_corr), int_ids(d_corr)
     if rc is None or dc is None:
         return None
     nr, nd = len(rc), len(dc)
@@ -160,12 +150,11 @@ def match(
         launch[ok] = r_ts[ri[ok]]
         call[ok] = r_call[ri[ok]]
     launch[~ok] = call[~ok] = _NAN
-    if launches:
-        for j in np.flatnonzero(~ok).tolist():
-            hit = launches.get(d_corr[j])
-            if hit is not None:
-                launch[j], call[j] = hit
-                ok[j] = True
+    if len(launches) and not ok.all():
+        miss = np.flatnonzero(~ok)
+        hit, ts, dur = launches.find(dc[miss])
+        launch[miss[hit]], call[miss[hit]] = ts[hit], dur[hit]
+        ok[miss[hit]] = True
     return launch, call, ok
 
 
