@@ -21,6 +21,7 @@ import numpy as np
 from mindspeed_prof.analysis.readers.device.launches import Launches, int_ids
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
+    HOST_CATS,
     RUNTIME_CATS,
     UNREAD_DEVICE,
     Corr,
@@ -34,8 +35,9 @@ __all__ = ["MAX_DUR_US", "Skipped", "Split", "floats", "match", "split"]
 #: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
 MAX_DUR_US = 1e11
 _NAN = float("nan")
-_DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER = range(5)
+_DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER, _HOST = range(6)
 _ROUTE: dict[str, int] = {
+    **dict.fromkeys(HOST_CATS, _HOST),
     **dict.fromkeys(DEVICE_CATS, _DEVICE),
     **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
     **dict.fromkeys(UNREAD_DEVICE, _UNREAD),
@@ -73,6 +75,7 @@ class Split:
     unread: np.ndarray
     host: np.ndarray  # complete host events and ``[memory]`` events, in file order
     counter: np.ndarray  # ``C`` events (``readers.counters`` keeps those of its category)
+    host_op: np.ndarray  # of ``host``: complete events of a host op's category (``HOST_CATS``)
 
 
 def split(events: list[Event]) -> Split:
@@ -99,7 +102,7 @@ def split(events: list[Event]) -> Split:
         if len(memory)
         else memory
     )
-    host = np.flatnonzero(ok & (route == _OTHER))
+    host = np.flatnonzero(ok & ((route == _OTHER) | (route == _HOST)))
     if len(memory):
         host = np.sort(np.concatenate([host, memory]))
     return Split(
@@ -113,6 +116,7 @@ def split(events: list[Event]) -> Split:
         np.flatnonzero(ok & (route == _UNREAD)),
         host,
         np.flatnonzero(ph == 3),
+        (ph[host] == 0) & (route[host] == _HOST),
     )
 
 
