@@ -353,16 +353,22 @@ class DeviceOps:
     def comm_clashes(self) -> list[str]:
         """Names of collectives that start before the previous one on their stream ends."""
         out: list[str] = []
-        codes = self.codes
+        codes = np.frombuffer(self.codes, dtype=np.uint8)
+        names = self.names
         for col in self.streams.values():
             col.sort()
-            prev_end = None
-            for ts, end, _, _, name in (row for block in col.blocks() for row in zip(*block)):
-                if codes[name] != _IS_COMM:
+            prev_end = np.nan  # the last collective's end so far (none: NaN, never above)
+            for block in col.blocks():
+                ts, end, _, _, name = (
+                    np.frombuffer(c, dtype=np.float64 if c.typecode == "d" else np.int32)
+                    for c in block
+                )
+                comm = np.flatnonzero(codes[name] == _IS_COMM)
+                if not len(comm):
                     continue
-                if prev_end is not None and ts < prev_end:
-                    out.append(self.names[name][0])
-                prev_end = end
+                before = np.concatenate([[prev_end], end[comm[:-1]]])
+                out.extend(names[k][0] for k in name[comm[ts[comm] < before]].tolist())
+                prev_end = float(end[comm[-1]])
         return out
 
     def close(self) -> None:
