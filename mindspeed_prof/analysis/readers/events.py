@@ -63,10 +63,11 @@ Lane = tuple[Id, Id]
 Corr = Union[int, str]
 
 
+# Fields in the order Kineto writes them (msgspec tries the next declared field first).
 class EventArgs(msgspec.Struct, gc=False):
-    step: Union[int, float, str, None] = None
     correlation: Union[Corr, None] = None
     stream: Id = None
+    step: Union[int, float, str, None] = None
     bytes: Number = msgspec.field(default=None, name="Bytes")
     allocated: Number = msgspec.field(default=None, name="Total Allocated")
     reserved: Number = msgspec.field(default=None, name="Total Reserved")
@@ -83,10 +84,10 @@ class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
+    pid: Id = None
+    tid: Id = None
     ts: Number = None
     dur: Number = None
-    tid: Id = None
-    pid: Id = None
     args: Union[EventArgs, None] = None
 
 

@@ -80,9 +80,18 @@ def _cover(
     first = np.maximum(np.searchsorted(p_lo, los, "right") - 1, 0)
     stop = np.searchsorted(p_lo, his, "left")
     hit = np.flatnonzero((stop > first) & (his > los))
-    for k, i, j in zip(hit.tolist(), first[hit].tolist(), stop[hit].tolist()):
-        lo, hi = float(los[k]), float(his[k])
-        total = covered[k]
-        for a, b in zip(p_lo[i:j].tolist(), p_hi[i:j].tolist()):
-            total += max(0.0, min(b, hi) - max(a, lo))
-        covered[k] = total
+    if not len(hit):
+        return
+    # each (range, piece) pair in range then piece order; ``np.add.at`` adds them one at a
+    # time in that order, as a loop over each range's pieces would
+    size = stop[hit] - first[hit]
+    which = np.repeat(hit, size)
+    piece = (
+        np.arange(int(size.sum()))
+        - np.repeat(np.cumsum(size) - size, size)
+        + np.repeat(first[hit], size)
+    )
+    part = np.minimum(p_hi[piece], his[which]) - np.maximum(p_lo[piece], los[which])
+    total = np.array(covered)
+    np.add.at(total, which, np.maximum(part, 0.0))
+    covered[:] = total.tolist()

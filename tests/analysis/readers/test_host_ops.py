@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ def _run(items: list[tuple[int, int, str, int, bool]], batch: int) -> tuple[obje
             host.flush()
     ops: dict[str, Tally] = {}
     late, deep = host.finish(ops)
-    return ops, late, deep, _tops(host), host.allocs
+    return list(ops.items()), late, deep, _tops(host), host.allocs
 
 
 def _tops(host: HostOps) -> list[tuple[float, float]]:
@@ -55,3 +56,43 @@ def test_a_batch_out_of_order_within_the_heap_comes_out_sorted() -> None:
     assert host.finish(ops) == (0, 0)  # none late: the heap put them back in order
     assert host.origin == 30.0  # times are kept relative to the first item's
     assert [lo + 30.0 for lo, _ in _tops(host)] == [0.0, 10.0, 20.0, 30.0]
+
+
+_NESTED = st.tuples(
+    st.integers(0, 60),
+    st.sampled_from([0, 1, 2, 5, 9, 30, 61]),
+    st.sampled_from("abc"),
+    st.integers(1, 2),
+    st.just(False),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_NESTED, max_size=120),
+    st.integers(1, 30),
+    st.sampled_from([1, 3, 8, 4096]),
+    st.sampled_from([2, 3, 512]),
+    st.sampled_from(["any", "sorted", "nested"]),
+)
+def test_ops_nested_in_numpy_give_what_the_stack_gives(items, batch, reorder, depth, how) -> None:
+    """Ops in start order or not, nesting properly or not, deep or not, in batches that carry
+    open ops across: ``host_nest`` gives the stack's self times, spans, late and deep counts."""
+    if how != "any":
+        items = sorted(items)
+    if how == "nested":  # each op cut to end by its parent's end, per thread
+        ends: dict[int, list[int]] = {}
+        for k, (ts, dur, name, tid, alloc) in enumerate(items):
+            stack = ends.setdefault(tid, [])
+            while stack and stack[-1] <= ts:
+                stack.pop()
+            if stack:
+                dur = min(dur, stack[-1] - ts)
+            stack.append(ts + dur)
+            items[k] = (ts, dur, name, tid, alloc)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(host_ops, "REORDER", reorder)
+        m.setattr(host_ops, "MAX_DEPTH", depth)
+        got = _run(items, batch)
+        m.setattr(host_ops, "nest", lambda *_: None)
+        assert got == _run(items, batch)

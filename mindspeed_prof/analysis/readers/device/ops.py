@@ -190,27 +190,39 @@ class _Cursor:
             self.block, self.at = next(self.blocks, None), 0  # type: ignore[arg-type]
 
 
-def _groups(pids: list[Id], streams: list[Id]) -> Iterator[tuple[Lane, np.ndarray | None]]:
+def groups(pids: list[Id], streams: list[Id]) -> Iterator[tuple[Lane, np.ndarray | None]]:
     """Each distinct (pid, stream) in order of first sight, with where it is (None: all)."""
-    if set(map(type, pids)) == {int} == set(map(type, streams)):
-        try:
-            cols = np.array([pids, streams], dtype=np.int64)
-        except OverflowError:
-            cols = None
-        if cols is not None:
-            if (cols == cols[:, :1]).all():
-                yield (pids[0], streams[0]), None
-                return
-            _, first, which = np.unique(cols.T, axis=0, return_index=True, return_inverse=True)
-            which = which.reshape(-1)
-            for k in np.argsort(first, kind="stable").tolist():
-                at = int(first[k])
-                yield (pids[at], streams[at]), np.flatnonzero(which == k)
+    key = _lane_keys(pids, streams)
+    if key is not None:
+        if not len(key) or bool((key == key[0]).all()):
+            yield (pids[0], streams[0]), None
             return
+        _, first, which = np.unique(key, return_index=True, return_inverse=True)
+        which = which.reshape(-1)
+        order = np.argsort(which, kind="stable")  # each lane's places, in order
+        bounds = np.searchsorted(which[order], np.arange(len(first) + 1))
+        for k in np.argsort(first, kind="stable").tolist():
+            at = int(first[k])
+            yield (pids[at], streams[at]), order[bounds[k] : bounds[k + 1]]
+        return
     table: dict[Lane, int] = {}
     sid = np.array(ids_of(table, list(zip(pids, streams))), dtype=np.intp)
-    for k, key in enumerate(table):
-        yield key, np.flatnonzero(sid == k)
+    for k, key_ in enumerate(table):
+        yield key_, np.flatnonzero(sid == k)
+
+
+def _lane_keys(pids: list[Id], streams: list[Id]) -> np.ndarray | None:
+    """Each (pid, stream) as one int64 where both are integers that fit 32 bits; else None."""
+    if not (set(map(type, pids)) == {int} == set(map(type, streams))):
+        return None
+    try:
+        cols = np.array([pids, streams], dtype=np.int64)
+    except OverflowError:
+        return None
+    if len(pids) and not (bool((np.abs(cols) < 1 << 31).all())):
+        return None
+    key: np.ndarray = (cols[0] << 32) + cols[1]
+    return key
 
 
 class DeviceOps:
@@ -276,7 +288,7 @@ class DeviceOps:
         """``add`` for many ops, in order (columns; each op's stream is its (pid, stream),
         ``keys`` its ``key``)."""
         ids = self.totals.add(keys, end - ts).astype(np.int32)
-        for stream, at in _groups(pids, streams):
+        for stream, at in groups(pids, streams):
             col = self.streams.get(stream)
             if col is None:
                 col = self.streams[stream] = _Stream()
@@ -341,16 +353,22 @@ class DeviceOps:
     def comm_clashes(self) -> list[str]:
         """Names of collectives that start before the previous one on their stream ends."""
         out: list[str] = []
-        codes = self.codes
+        codes = np.frombuffer(self.codes, dtype=np.uint8)
+        names = self.names
         for col in self.streams.values():
             col.sort()
-            prev_end = None
-            for ts, end, _, _, name in (row for block in col.blocks() for row in zip(*block)):
-                if codes[name] != _IS_COMM:
+            prev_end = np.nan  # the last collective's end so far (none: NaN, never above)
+            for block in col.blocks():
+                ts, end, _, _, name = (
+                    np.frombuffer(c, dtype=np.float64 if c.typecode == "d" else np.int32)
+                    for c in block
+                )
+                comm = np.flatnonzero(codes[name] == _IS_COMM)
+                if not len(comm):
                     continue
-                if prev_end is not None and ts < prev_end:
-                    out.append(self.names[name][0])
-                prev_end = end
+                before = np.concatenate([[prev_end], end[comm[:-1]]])
+                out.extend(names[k][0] for k in name[comm[ts[comm] < before]].tolist())
+                prev_end = float(end[comm[-1]])
         return out
 
     def close(self) -> None:

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mindspeed_prof.analysis.readers.device.launches import Launches, int_ids
 from mindspeed_prof.analysis.readers.events import (
     DEVICE_CATS,
+    HOST_CATS,
     RUNTIME_CATS,
     UNREAD_DEVICE,
     Corr,
@@ -33,8 +35,9 @@ __all__ = ["MAX_DUR_US", "Skipped", "Split", "floats", "match", "split"]
 #: Events longer than this (28 hours, in us) are not times: named in ``problems``, left out.
 MAX_DUR_US = 1e11
 _NAN = float("nan")
-_DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER = range(5)
+_DEVICE, _RUNTIME, _UNREAD, _SKIP, _OTHER, _HOST = range(6)
 _ROUTE: dict[str, int] = {
+    **dict.fromkeys(HOST_CATS, _HOST),
     **dict.fromkeys(DEVICE_CATS, _DEVICE),
     **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
     **dict.fromkeys(UNREAD_DEVICE, _UNREAD),
@@ -72,6 +75,7 @@ class Split:
     unread: np.ndarray
     host: np.ndarray  # complete host events and ``[memory]`` events, in file order
     counter: np.ndarray  # ``C`` events (``readers.counters`` keeps those of its category)
+    host_op: np.ndarray  # of ``host``: complete events of a host op's category (``HOST_CATS``)
 
 
 def split(events: list[Event]) -> Split:
@@ -98,7 +102,7 @@ def split(events: list[Event]) -> Split:
         if len(memory)
         else memory
     )
-    host = np.flatnonzero(ok & (route == _OTHER))
+    host = np.flatnonzero(ok & ((route == _OTHER) | (route == _HOST)))
     if len(memory):
         host = np.sort(np.concatenate([host, memory]))
     return Split(
@@ -112,18 +116,8 @@ def split(events: list[Event]) -> Split:
         np.flatnonzero(ok & (route == _UNREAD)),
         host,
         np.flatnonzero(ph == 3),
+        (ph[host] == 0) & (route[host] == _HOST),
     )
-
-
-def _ints(values: list[Corr]) -> np.ndarray | None:
-    if not values:
-        return np.zeros(0, dtype=np.int64)
-    if set(map(type, values)) != {int}:
-        return None
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:
-        return None
 
 
 def match(
@@ -133,13 +127,13 @@ def match(
     r_call: np.ndarray,
     d_pos: np.ndarray,
     d_corr: list[Corr],
-    launches: dict[Corr, tuple[float, float]],
+    launches: Launches,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Each device op's launch time and counted call duration (``d_*``: ops with an id, at
     file positions ``d_pos``; ``r_*``: launch calls) and whether it has one (no launch before
     it: NaN, NaN, False), or None when that needs the one at a time path (see the module's
     note)."""
-    rc, dc = _ints(r_corr), _ints(d_corr)
+    rc, dc = int_ids(r_corr), int_ids(d_corr)
     if rc is None or dc is None:
         return None
     nr, nd = len(rc), len(dc)
@@ -160,12 +154,11 @@ def match(
         launch[ok] = r_ts[ri[ok]]
         call[ok] = r_call[ri[ok]]
     launch[~ok] = call[~ok] = _NAN
-    if launches:
-        for j in np.flatnonzero(~ok).tolist():
-            hit = launches.get(d_corr[j])
-            if hit is not None:
-                launch[j], call[j] = hit
-                ok[j] = True
+    if len(launches) and not ok.all():
+        miss = np.flatnonzero(~ok)
+        hit, ts, dur = launches.find(dc[miss])
+        launch[miss[hit]], call[miss[hit]] = ts[hit], dur[hit]
+        ok[miss[hit]] = True
     return launch, call, ok
 
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterator
+from itertools import repeat
+from operator import is_
+
+import numpy as np
 
 from mindspeed_prof.analysis.readers.counters import CounterFold
 from mindspeed_prof.analysis.readers.events import (
@@ -26,7 +30,7 @@ from mindspeed_prof.analysis.readers.events import (
 from mindspeed_prof.analysis.readers.events import number as _num
 from mindspeed_prof.analysis.readers.fold.batch import MAX_DUR_US, Skipped, Split, split
 from mindspeed_prof.analysis.readers.fold.device import DeviceFold
-from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, OP, HostOps
+from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
 from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
@@ -116,33 +120,43 @@ class Collector:
             self.device.add(events, sp, devs, calls, r_names)
 
     def _host(self, events: list[Event], sp: Split) -> None:
-        """The batch's host events: ops, ranges, ``[memory]`` events."""
+        """The batch's host events: ops (the usual ones in columns), ranges, ``[memory]``
+        events."""
         host = self.host
-        get, threads = NAMES.get, host.threads
-        for ev, ts, dur in zip(
-            [events[i] for i in sp.host.tolist()], sp.ts[sp.host].tolist(), sp.dur[sp.host].tolist()
-        ):
+        host.start(len(events))
+        idx = sp.host
+        evs = [events[i] for i in idx.tolist()]
+        names = [e.name for e in evs]
+        kinds = list(map(NAMES.get, names))
+        if kinds.count(None) > 64:  # many names not seen yet (or past ``NAMES_MAX``)
+            seen = {n: name_kind(n) for n in {n for n, k in zip(names, kinds) if k is None}}
+            kinds = [seen[n] if k is None else k for n, k in zip(names, kinds)]
+        usual = sp.host_op & np.fromiter(map(is_, kinds, repeat(PLAIN)), dtype=bool, count=len(evs))
+        ts, dur = sp.ts[idx], sp.dur[idx]
+        at = np.flatnonzero(usual)
+        if len(at):  # the usual: a host op (``HostOps.ops``)
+            ops = [evs[j] for j in at.tolist()]
+            host.ops(
+                [e.pid for e in ops],
+                [e.tid for e in ops],
+                ts[at],
+                dur[at],
+                [e.name for e in ops],
+                idx[at],
+            )
+        for j in np.flatnonzero(~usual).tolist():
+            ev, pos = evs[j], int(idx[j])
             if ev.ph != "X":
                 alloc = self.memory.add(ev)
                 if alloc is not None:
-                    host.alloc((ev.pid, ev.tid), *alloc)
+                    host.alloc((ev.pid, ev.tid), *alloc, at=pos)
                 continue
-            cat, name = ev.cat, ev.name
-            if get(name) is PLAIN and cat in HOST_CATS:  # the usual: a host op (``HostOps.op``)
-                key = (ev.pid, ev.tid)
-                thread = threads.get(key)
-                if thread is None or host.origin is None:
-                    host.op(key, ts, dur, name)
-                else:
-                    host.seq += 1
-                    thread.new.append((ts - host.origin, OP, -dur, host.seq, name))
-            else:
-                self._host_event(ev, cat, ts, dur)
+            self._host_event(ev, ev.cat, float(ts[j]), float(dur[j]), pos)
         host.flush()
 
-    def _host_event(self, ev: Event, cat: str, ts: float, dur: float) -> None:
+    def _host_event(self, ev: Event, cat: str, ts: float, dur: float, at: int) -> None:
         """A complete event that is neither device work nor a runtime call: a step, a stage
-        or custom range, or a host op."""
+        or custom range, or a host op (``at``: its index in the batch)."""
         name = ev.name
         what = NAMES.get(name)
         if what is None:
@@ -153,7 +167,7 @@ class Collector:
             step = _num(ev.args.step) if ev.args is not None else None
             self.annotations.add(name, ts, dur, int(step) if step is not None else None, ev.tid)
         elif cat in HOST_CATS:
-            self.host.op((ev.pid, ev.tid), ts, dur, name)
+            self.host.op((ev.pid, ev.tid), ts, dur, name, at)
 
     def finish(self, data: TraceData, default_step: object) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from mindspeed_prof.analysis.readers.classify import CONFIG_RULE, classifier
 from mindspeed_prof.analysis.readers.device.breakdown import breakdown
+from mindspeed_prof.analysis.readers.device.launches import Launches
 from mindspeed_prof.analysis.readers.device.ops import DeviceOps
 from mindspeed_prof.analysis.readers.device.streams import LAUNCH_CALLS, stream_facts
 from mindspeed_prof.analysis.readers.events import Corr, Event, Id, Lane
@@ -43,7 +44,7 @@ class DeviceFold:
     def __init__(self, comm_kernels: str = "") -> None:
         self.comm_kernels = comm_kernels
         self.ops = DeviceOps()
-        self.launches: dict[Corr, tuple[float, float]] = {}  # correlation -> start, counted dur
+        self.launches = Launches()  # correlation -> start, counted dur
         self.waiting: dict[Corr, list[_Where]] = {}  # correlation -> ops without launch
         self.dropped = 0  # device ops dropped while waiting for their launch
         self.forgot = False  # launches dropped: a later device op may miss its own
@@ -91,7 +92,7 @@ class DeviceFold:
                 devs[d_lo:d_hi],
             )
             if len(self.launches) > PENDING:
-                self.launches = _newer_half(self.launches)
+                self.launches.halve()
                 self.forgot = True
             r_lo, d_lo = r_hi, d_hi
 
@@ -101,16 +102,8 @@ class DeviceFold:
         room = PENDING - len(self.launches)
         if len(corr) - lo <= room:
             return len(corr), False
-        launches = self.launches
-        seen: set[Corr] = set()
-        for k in range(lo, len(corr)):
-            c = corr[k]
-            if c not in launches and c not in seen:
-                seen.add(c)
-                room -= 1
-                if room < 0:
-                    return k + 1, True
-        return len(corr), False
+        k = self.launches.fills_at(corr, lo, room)
+        return (len(corr), False) if k is None else (k + 1, True)
 
     def _segment(
         self,
@@ -134,7 +127,7 @@ class DeviceFold:
             self._segment_each(events, sp, r_pos, r_corr, r_call, d_pos)
             return
         if len(r_corr):
-            self.launches.update(zip(r_corr, zip(r_ts.tolist(), r_call.tolist())))
+            self.launches.update(r_corr, r_ts, r_call)
             self.saw_launch = True
         if not len(d_pos):
             return
@@ -244,10 +237,10 @@ class DeviceFold:
     def _launched(self, corr: Corr, ts: float, call: float) -> None:
         """A launch call at ``ts``; ``call`` its duration where ``LAUNCH_CALLS`` counts it
         (NaN otherwise)."""
-        self.launches[corr] = (ts, call)
+        self.launches.update([corr], np.array([ts]), np.array([call]))
         self.saw_launch = True
         if len(self.launches) > PENDING:  # kept after a match: a graph launches many kernels
-            self.launches = _newer_half(self.launches)
+            self.launches.halve()
             self.forgot = True
         for where in self.waiting.pop(corr, ()):  # a waiting op has set ``origin``
             self.ops.set_launch(where, ts - (self.origin or 0.0), call)

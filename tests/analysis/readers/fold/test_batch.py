@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mindspeed_prof.analysis.readers.events import Corr, Event, EventArgs, number
+from mindspeed_prof.analysis.readers.device.launches import Launches
+from mindspeed_prof.analysis.readers.events import Event, EventArgs, number
 from mindspeed_prof.analysis.readers.fold import Collector
 from mindspeed_prof.analysis.readers.fold import device as fold_device
 from mindspeed_prof.analysis.readers.fold.batch import floats, match, split
@@ -107,19 +108,22 @@ def test_match_takes_the_last_launch_before_each_op() -> None:
         np.array([1.0, 2.0, 3.0]),
         np.array([1, 3, 6]),
         [7, 8, 7],
-        {},
+        Launches(),
     )
     assert got is not None
     assert got[0].tolist() == [10.0, 20.0, 30.0] and got[1].tolist() == [1.0, 2.0, 3.0]
     assert got[2].all()
-    kept: dict[Corr, tuple[float, float]] = {9: (5.0, 0.5)}  # an earlier batch's launch
+    kept = Launches()  # an earlier batch's launch
+    kept.update([9], np.array([5.0]), np.array([0.5]))
     got = match(np.array([4]), [9], np.array([40.0]), np.array([4.0]), np.array([1]), [9], kept)
     assert got is not None and got[0].tolist() == [5.0]  # its own launch comes after it
-    got = match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], {})
+    got = match(np.zeros(0, int), [], np.zeros(0), np.zeros(0), np.array([1]), [3], Launches())
     assert got is not None and got[2].tolist() == [False]  # no launch before it: it waits
     assert np.isnan(got[0]).all() and np.isnan(got[1]).all()
     assert (
-        match(np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"], {})
+        match(
+            np.array([0]), ["a"], np.array([1.0]), np.array([1.0]), np.array([1]), ["a"], Launches()
+        )
         is None
     )  # ids that are not integers: one at a time
 
