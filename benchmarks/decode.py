@@ -27,7 +27,7 @@ and ``msprof-analyze cluster -m all`` on the smaller (CPU time of its whole proc
 goal 0.2x; not in ``--quick``: it takes half a minute). The db export is compared in
 ``references`` (the corpus' small sets only: no generator of large torch_npu databases here).
 
-What each path reads: Kineto JSON and our range files go through ``readers.stream`` (4 MiB
+What each path reads: Kineto JSON and our range files go through ``readers.stream`` (2 MiB
 slices, each decoded by msgspec into the typed records of ``readers.events``: the fields
 above, odd types such as string times or ids kept as they are and turned into numbers per
 column) and ``readers.fold``; torch_npu's ``trace_view.json`` the same, in two passes (process
