@@ -20,6 +20,9 @@ from pathlib import Path
 from benchmarks.report import Report
 
 HERE = Path(__file__).resolve().parent
+#: When the run started, and the load average (1 minute) before each group.
+STARTED = time.time()
+LOADS: list[float] = [os.getloadavg()[0]]
 
 #: Figure groups, in the order they run and appear; each is ``benchmarks/<name>.py``.
 MODULES = [
@@ -58,7 +61,10 @@ def render(report: Report, groups: list[str]) -> str:
         "# Benchmark results\n",
         f"Machine: {machine()}  ",
         f"Run: `python -m benchmarks{' --quick' if report.quick else ''}`, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Every ratio is measured "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(STARTED))} to "
+        f"{time.strftime('%H:%M UTC', time.gmtime())}, the machine's load average (1 minute) "
+        f"{LOADS[0]:.1f} at the start, {min(LOADS):.1f} to {max(LOADS):.1f} between groups, "
+        f"{os.getloadavg()[0]:.1f} at the end. Every ratio is measured "
         "against a baseline in the same run; lower is better. Where a 95% interval is "
         "given, the verdict uses its upper bound.\n",
         "| figure | baseline | ratio [95% CI] | goal | verdict | detail |",
@@ -82,7 +88,8 @@ def main() -> int:
     report = Report(quick=args.quick)
     groups = args.only or MODULES
     for name in groups:
-        print(f"== {name}", file=sys.stderr, flush=True)
+        LOADS.append(os.getloadavg()[0])
+        print(f"== {name} (load {LOADS[-1]:.1f})", file=sys.stderr, flush=True)
         report.group = name
         first = len(report.figures)
         t0 = time.perf_counter()
