@@ -2,6 +2,8 @@
 
 Every figure is a ratio against a baseline measured in the same run, with its goal and whether
 it is met. Options: ``--quick`` (fewer repeats, for CI smoke runs), ``--only NAME`` (one group).
+Each group runs in a process of its own: nothing one group leaves behind (a profiler still
+open, torch's garbage, a thread) is measured by the next.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import inspect
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import Report
+from benchmarks.report import Figure, Report
 
 HERE = Path(__file__).resolve().parent
 #: When the run started, and the load average (1 minute) before each group.
@@ -84,15 +88,20 @@ def main() -> int:
     p.add_argument("--only", choices=MODULES, action="append")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
     p.add_argument("--json", help="also write the figures, with their verdicts, to this file")
+    p.add_argument("--here", action="store_true", help=argparse.SUPPRESS)  # a group's process
     args = p.parse_args()
     report = Report(quick=args.quick)
     groups = args.only or MODULES
     for name in groups:
         LOADS.append(os.getloadavg()[0])
-        print(f"== {name} (load {LOADS[-1]:.1f})", file=sys.stderr, flush=True)
+        if not args.here:
+            print(f"== {name} (load {LOADS[-1]:.1f})", file=sys.stderr, flush=True)
         report.group = name
         first = len(report.figures)
         t0 = time.perf_counter()
+        if not args.here:
+            report.figures += _apart(name, args.quick)  # its lines are the process's own
+            continue
         importlib.import_module(f"benchmarks.{name}").run(report)
         for f in report.figures[first:]:
             print(
@@ -110,6 +119,23 @@ def main() -> int:
     if not args.only or args.out != str(HERE / "RESULTS.md"):
         Path(args.out).write_text(text)
     return 0
+
+
+def _apart(name: str, quick: bool) -> list[Figure]:
+    """Group ``name`` run in a process of its own: its figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "figures.json"
+        cmd = [sys.executable, "-m", "benchmarks", "--here", "--only", name, "--out", os.devnull]
+        subprocess.run(
+            [*cmd, "--json", str(out), *(["--quick"] if quick else [])],
+            check=True,
+            cwd=HERE.parent,
+            stdout=subprocess.DEVNULL,
+        )
+        return [
+            Figure(**{k: tuple(v) if k == "ci" and v else v for k, v in f.items() if k != "met"})
+            for f in json.loads(out.read_text())
+        ]
 
 
 if __name__ == "__main__":
