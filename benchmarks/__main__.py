@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.report import Figure, Report
 
@@ -132,10 +133,15 @@ def _apart(name: str, quick: bool) -> list[Figure]:
             cwd=HERE.parent,
             stdout=subprocess.DEVNULL,
         )
-        return [
-            Figure(**{k: tuple(v) if k == "ci" and v else v for k, v in f.items() if k != "met"})
-            for f in json.loads(out.read_text())
-        ]
+        return [_figure(f) for f in json.loads(out.read_text())]
+
+
+def _figure(row: dict[str, Any]) -> Figure:
+    """A figure back from its ``--json`` row (the JSON list ``ci`` made a tuple again)."""
+    fields = {k: v for k, v in row.items() if k != "met"}
+    if fields.get("ci"):
+        fields["ci"] = tuple(fields["ci"])
+    return Figure(**fields)
 
 
 if __name__ == "__main__":
