@@ -33,7 +33,15 @@ def benjamini_hochberg(p_values: Sequence[float], alpha: float) -> list[bool]:
     ``k`` smallest, for the largest ``k`` whose k-th smallest is at most ``alpha * k / m``)."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
-    cut = max((k + 1 for k, i in enumerate(order) if p_values[i] <= alpha * (k + 1) / m), default=0)
+    # the last threshold is alpha itself (alpha * m / m can round below it, and below Holm's)
+    cut = max(
+        (
+            k + 1
+            for k, i in enumerate(order)
+            if p_values[i] <= (alpha * (k + 1) / m if k + 1 < m else alpha)
+        ),
+        default=0,
+    )
     out = [False] * m
     for i in order[:cut]:
         out[i] = True

@@ -3,7 +3,7 @@ Bonferroni, Benjamini-Hochberg never less than Holm."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mindspeed_prof.stats.multiple import benjamini_hochberg, holm
@@ -37,9 +37,14 @@ def test_benjamini_hochberg_steps_up() -> None:
     assert benjamini_hochberg([0.04] * 12, 0.05) == [True] * 12
     assert benjamini_hochberg([0.04] + [0.9] * 11, 0.05) == [False] * 12
     assert benjamini_hochberg([], 0.05) == []
+    # the last threshold is alpha itself: 0.1716... * 6 / 6 rounds below it
+    alpha = 0.17163394919924818
+    assert alpha * 6 / 6 < alpha
+    assert benjamini_hochberg([0.0] * 5 + [alpha], alpha) == [True] * 6
 
 
 @given(st.lists(st.floats(0, 1), max_size=30), st.floats(0.001, 0.2))
+@example([0.0] * 5 + [0.17163394919924818], 0.17163394919924818)  # CI found it
 def test_benjamini_hochberg_takes_all_holm_takes_and_is_closed_downward(
     ps: list[float], alpha: float
 ) -> None:
@@ -50,7 +55,12 @@ def test_benjamini_hochberg_takes_all_holm_takes_and_is_closed_downward(
         if rejected:
             assert all(r for q, r in zip(ps, out) if q < p)
     # the definition: the count rejected is the largest k with the k-th smallest <= alpha k / m
-    k = sum(out)
+    # (alpha itself at k = m)
+    k, m = sum(out), len(ps)
     ranked = sorted(ps)
-    assert all(ranked[j - 1] > alpha * j / len(ps) for j in range(k + 1, len(ps) + 1))
-    assert k == 0 or ranked[k - 1] <= alpha * k / len(ps)
+
+    def bound(j: int) -> float:
+        return alpha if j == m else alpha * j / m
+
+    assert all(ranked[j - 1] > bound(j) for j in range(k + 1, m + 1))
+    assert k == 0 or ranked[k - 1] <= bound(k)
