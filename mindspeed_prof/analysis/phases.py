@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
@@ -95,7 +95,7 @@ def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
 
 
 def phase_rows(
-    ranges: list[Range], warmup: set[tuple[int | None, str, int]] | None = None
+    ranges: Sequence[Range], warmup: set[tuple[int | None, str, int]] | None = None
 ) -> list[PhaseRow]:
     """Per rank (and source) and step that has its own step range, the step split into its
     parts (``split_step``), in rank then step order; ``warmup``: (rank, source, step) of

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
@@ -38,7 +38,7 @@ def stage_order(name: str) -> tuple[int, str]:
     return (STAGE_ORDER.index(name) if name in STAGE_ORDER else len(STAGE_ORDER), name)
 
 
-def stage_rows(ranges: list[Range]) -> list[StageRow]:
+def stage_rows(ranges: Sequence[Range]) -> list[StageRow]:
     """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds, and the
     time no host operator ran (where every execution's is known)."""
     times: dict[tuple[str, int | None, str], list[Range]] = defaultdict(list)
@@ -73,7 +73,7 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
-def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
+def nesting(ranges: Sequence[Range]) -> Iterator[tuple[int, int]]:
     """``(parent, child)`` index pairs of ``ranges``: each range and the one it lies directly
     in on its thread (same rank, source and thread)."""
     by_thread: dict[tuple[int | None, str, str], array[int]] = defaultdict(lambda: array("q"))
@@ -94,7 +94,7 @@ def nesting(ranges: list[Range]) -> Iterator[tuple[int, int]]:
             stack.append((i, ts + r.dur))
 
 
-def _by_start(ranges: list[Range], idx: array[int]) -> array[int]:
+def _by_start(ranges: Sequence[Range], idx: array[int]) -> array[int]:
     """``idx`` in the order of their ranges' start, the longest first where two start together
     (a stable sort: ties keep ``idx``'s order); sorted as columns, not a key object per range
     (a range file holds millions)."""
@@ -107,7 +107,7 @@ def _by_start(ranges: list[Range], idx: array[int]) -> array[int]:
     return array("q", np.frombuffer(idx, dtype=np.int64)[order].tobytes())
 
 
-def self_times(ranges: list[Range]) -> list[float]:
+def self_times(ranges: Sequence[Range]) -> list[float]:
     """Each range's duration minus that of the ranges directly nested in it on its thread (us);
     the overlap from the gap between starts, never ``ts + dur`` (at epoch microseconds it
     rounds)."""
@@ -122,7 +122,7 @@ def self_times(ranges: list[Range]) -> list[float]:
 STAGE_OF_SLICE = 1 << 14
 
 
-def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
+def stage_of(ranges: Sequence[Range], stages: list[Range]) -> list[str | None]:
     """The stage (same rank) whose run holds each range's start, or None."""
     import numpy as np
 
@@ -158,7 +158,7 @@ def stage_of(ranges: list[Range], stages: list[Range]) -> list[str | None]:
     return out
 
 
-def range_rows(ranges: list[Range]) -> list[RangeRow]:
+def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
     """Per (name, rank): count, total, self, mean, p95 and max ms and the stage(s) it ran in;
     sorted by total."""
     import numpy as np
@@ -219,7 +219,7 @@ def with_bare(spans: list[Range], traced: list[Range]) -> list[Range]:
     return out
 
 
-def self_bare(ranges: list[Range]) -> list[float]:
+def self_bare(ranges: Sequence[Range]) -> list[float]:
     """Each range's ``bare`` time (us; 0 unknown) less that of the ranges directly nested in it
     on its thread: where the time no operator ran is, innermost first."""
     out = [r.bare or 0.0 for r in ranges]
@@ -228,7 +228,7 @@ def self_bare(ranges: list[Range]) -> list[float]:
     return [max(v, 0.0) for v in out]
 
 
-def no_op_rows(ranges: list[Range]) -> list[NoOpRow]:
+def no_op_rows(ranges: Sequence[Range]) -> list[NoOpRow]:
     """Per stage and rank, in captures that record host operators: the time no operator ran
     and the custom ranges inside the stage that hold it (``NO_OP_RANGES`` of them)."""
     stages = [r for r in ranges if r.kind == "stage" and r.bare is not None]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Rows, Who, by_name
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate
@@ -49,13 +49,13 @@ def device_steps(device: Iterable[DeviceRow]) -> Cells:
     return out
 
 
-def step_time(counted: list[Range], device: list[DeviceRow]) -> StepTime | None:
+def step_time(counted: Sequence[Range], device: list[DeviceRow]) -> StepTime | None:
     """The step as the job lived it (``judgement.gating``): from step ranges, else from the
     device's steps; None where neither was recorded."""
     return gated_time(step_cells(counted)) or gated_time(device_steps(device))
 
 
-def step_ms(counted: list[Range], device: list[DeviceRow]) -> float | None:
+def step_ms(counted: Sequence[Range], device: list[DeviceRow]) -> float | None:
     """The median gated step (for the floors' 1% of the step), or None."""
     gates = gate(step_cells(counted)) or gate(device_steps(device))
     return statistics.median(gates.values()) if gates else None
@@ -72,7 +72,7 @@ def _compute(device: Iterable[DeviceRow]) -> Cells:
 
 
 def rank_lags(
-    counted: list[Range], device: list[DeviceRow], margin: float, noise_ms: float
+    counted: Sequence[Range], device: list[DeviceRow], margin: float, noise_ms: float
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
@@ -86,7 +86,9 @@ def rank_lags(
     return lags(rows, step_ms(counted, device), margin, noise_ms)
 
 
-def stage_growths(counted: list[Range], device: list[DeviceRow], noise_ms: float) -> list[Growth]:
+def stage_growths(
+    counted: Sequence[Range], device: list[DeviceRow], noise_ms: float
+) -> list[Growth]:
     """Every stage's trend over the steps on each rank, judged together
     (``judgement.growth``)."""
     return growths(by_name(counted, "stage"), step_ms(counted, device), noise_ms)

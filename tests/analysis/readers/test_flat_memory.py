@@ -251,3 +251,43 @@ def test_a_range_files_throughput_rows_take_nothing_per_stage_run(tmp_path):
         peaks.append(float(proc.stdout.split()[-1]))
     small, large = peaks
     assert large <= GROWTH * small + 16e3, f"{large / 1e3:.1f} kB vs {small / 1e3:.1f} kB"
+
+
+#: Reads a range file and analyses it (every table, the verdict and the findings); prints its
+#: ranges and the peak of the whole.
+_ANALYSE = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.report.report import report
+path = Path(sys.argv[1])
+report(analyse(path.with_name("tiny.mstx.trace.json"), cache=False))  # the imports
+gc.collect()
+tracemalloc.start()
+report(analyse(path, cache=False))
+print(len(read(path).ranges), tracemalloc.get_traced_memory()[1])
+"""
+
+#: Bytes the analysis of a range file may take per range beyond a small file's peak: the
+#: ranges are held to the end, as columns (``RangeTable``: 36 bytes a range); as ``Range``
+#: tuples, with the report's lists of them, they took over 200.
+PER_RANGE = 64
+
+
+def test_a_range_files_analysis_grows_by_its_columns_only(tmp_path):
+    """Eight times the ranges add no more than ``PER_RANGE`` bytes a range to the peak of
+    reading and analysing a range file: the reader hands its ranges over as columns, and the
+    report reads them without a list of ``Range`` tuples."""
+    write_range_file(tmp_path / "tiny.mstx.trace.json", 1e4)
+    runs = []
+    for mb in (1, 8):
+        trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
+        proc = subprocess.run(
+            [sys.executable, "-c", _ANALYSE, str(trace)], capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs.append([float(v) for v in proc.stdout.split()[-2:]])
+    (n_small, small), (n_large, large) = runs
+    per_range = (large - small) / (n_large - n_small)
+    assert per_range <= PER_RANGE, f"{per_range:.0f} bytes a range ({small / 1e6:.1f} MB at 1 MB)"

@@ -33,8 +33,9 @@ from mindspeed_prof.analysis.readers.fold.device import DeviceFold
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
 from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
-from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
+from mindspeed_prof.analysis.readers.model import TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.phases import stage_of
+from mindspeed_prof.analysis.readers.range_table import RangeTable
 from mindspeed_prof.analysis.readers.totals import Totals
 
 __all__ = ["Annotations", "Collector", "collect"]
@@ -177,18 +178,25 @@ class Collector:
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
+        ranges = RangeTable.of(data.ranges)
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
-            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur))
+            ranges.add(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur)
+        stages: dict[str, str | None] = {}
         for name, ts, dur, step, tid in self.annotations.rows():
             if step is None:
                 i = bisect.bisect_right(starts, ts) - 1
                 step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            stage = stage_of(name)  # ours, verl's, or another framework's name for one
+            stage = stages.get(name, name)
+            if stage is name:  # ours, verl's, or another framework's name for one
+                stage = stages[name] = stage_of(name)
             kind = "stage" if stage is not None else "range"
-            data.ranges.append(Range(data.rank, kind, stage or name, step, ts, dur, tid=tid))
+            ranges.add(data.rank, kind, stage or name, step, ts, dur, tid=tid)
+        data.ranges = ranges
+        self.annotations = Annotations()  # (held twice no longer)
         if self.host.any_tops():  # host ops are kept relative to their origin
             try:
-                data.ranges = bare_times(data.ranges, self.host.tops(), self.host.origin or 0.0)
+                tops = self.host.tops()
+                data.ranges = RangeTable.of(bare_times(ranges, tops, self.host.origin or 0.0))
             finally:
                 self.host.close()
         self.device.finish(data, [(n, s, d) for s, _, n, d in steps])

@@ -1,0 +1,225 @@
+"""A capture's ranges held as columns: about 36 bytes a range instead of a ``Range``'s 160.
+
+A range file is nothing but ranges (millions of them), and the analysis keeps every one to the
+end; so ``TraceData.ranges`` holds them as ``RangeTable``: times in ``array``s, each range's
+rank, kind, name, source and thread as one index into a short list of the distinct ones, its
+step as a 64-bit integer. It is a sequence of ``Range``: iterating, indexing and ``len`` behave
+as the list it replaces, each ``Range`` made when asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
+
+from mindspeed_prof.analysis.readers.model import Range
+
+__all__ = ["NO_STEP", "Label", "RangeTable", "as_table"]
+
+#: The step column's value for a range outside every step (``Range.step`` None).
+NO_STEP = -(2**63)
+#: What ranges share: rank, kind, name, source, thread.
+Label = tuple[int | None, str, str, str, str]
+_new = tuple.__new__
+
+
+class RangeTable(Sequence[Range]):
+    """Ranges as columns: ``label`` indexes ``labels``; ``step`` is ``NO_STEP`` for None and
+    ``bare`` NaN for None."""
+
+    __slots__ = ("_index", "bare", "dur", "label", "labels", "step", "ts")
+
+    def __init__(self) -> None:
+        self.labels: list[Label] = []
+        self._index: dict[Label, int] = {}
+        self.label = array("i")
+        self.step = array("q")
+        self.ts, self.dur, self.bare = array("d"), array("d"), array("d")
+
+    @classmethod
+    def of(cls, ranges: Iterable[Range]) -> RangeTable:
+        table = cls()
+        table.extend(ranges)
+        return table
+
+    def code(self, label: Label) -> int:
+        """The index of ``label`` in ``labels`` (added when new)."""
+        at = self._index.get(label)
+        if at is None:
+            at = self._index[label] = len(self.labels)
+            self.labels.append(label)
+        return at
+
+    def add(
+        self,
+        rank: int | None,
+        kind: str,
+        name: str,
+        step: int | None,
+        ts: float,
+        dur: float,
+        source: str = "",
+        tid: str = "",
+        bare: float | None = None,
+    ) -> None:
+        self.label.append(self.code((rank, kind, name, source, tid)))
+        self.step.append(NO_STEP if step is None else step)
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.bare.append(math.nan if bare is None else bare)
+
+    def append(self, r: Range) -> None:
+        self.add(r.rank, r.kind, r.name, r.step, r.ts, r.dur, r.source, r.tid, r.bare)
+
+    def extend(self, ranges: Iterable[Range]) -> None:
+        if isinstance(ranges, RangeTable):
+            codes = [self.code(lab) for lab in ranges.labels]
+            self.label.extend(codes[i] for i in ranges.label)
+            self.step.extend(ranges.step)
+            self.ts.extend(ranges.ts)
+            self.dur.extend(ranges.dur)
+            self.bare.extend(ranges.bare)
+            return
+        for r in ranges:
+            self.append(r)
+
+    def select(self, keep: Iterable[bool]) -> RangeTable:
+        """The ranges where ``keep`` is true, in order."""
+        out = RangeTable()
+        out.labels, out._index = list(self.labels), dict(self._index)
+        for k, lab, step, ts, dur, bare in zip(
+            keep, self.label, self.step, self.ts, self.dur, self.bare
+        ):
+            if k:
+                out.label.append(lab)
+                out.step.append(step)
+                out.ts.append(ts)
+                out.dur.append(dur)
+                out.bare.append(bare)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def _row(self, i: int) -> Range:
+        rank, kind, name, source, tid = self.labels[self.label[i]]
+        step, bare = self.step[i], self.bare[i]
+        return _new(
+            Range,
+            (
+                rank,
+                kind,
+                name,
+                None if step == NO_STEP else step,
+                self.ts[i],
+                self.dur[i],
+                source,
+                tid,
+                None if bare != bare else bare,
+            ),
+        )
+
+    @overload
+    def __getitem__(self, i: int) -> Range: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> RangeTable: ...
+
+    def __getitem__(self, i: int | slice) -> Range | RangeTable:
+        if isinstance(i, slice):
+            out = RangeTable()
+            out.labels, out._index = list(self.labels), dict(self._index)
+            out.label, out.step = self.label[i], self.step[i]
+            out.ts, out.dur, out.bare = self.ts[i], self.dur[i], self.bare[i]
+            return out
+        n = len(self.ts)
+        if not -n <= i < n:
+            raise IndexError("range index out of range")
+        return self._row(i % n if i < 0 else i)
+
+    def __iter__(self) -> Iterator[Range]:
+        labels = self.labels
+        for lab, step, ts, dur, bare in zip(self.label, self.step, self.ts, self.dur, self.bare):
+            rank, kind, name, source, tid = labels[lab]
+            yield _new(
+                Range,
+                (
+                    rank,
+                    kind,
+                    name,
+                    None if step == NO_STEP else step,
+                    ts,
+                    dur,
+                    source,
+                    tid,
+                    None if bare != bare else bare,
+                ),
+            )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RangeTable({list(self)!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (self.labels, self.label, self.step, self.ts, self.dur, self.bare))
+
+    def columns(self) -> tuple[list[Label], list[memoryview]]:
+        """The labels and each column's bytes (little-endian), as the cache stores them."""
+        cols: list[array[Any]] = [self.label, self.step, self.ts, self.dur, self.bare]
+        if sys.byteorder == "big":
+            cols = [array(c.typecode, c.tobytes()) for c in cols]
+            for c in cols:
+                c.byteswap()
+        return self.labels, [memoryview(c).cast("B") for c in cols]
+
+    @classmethod
+    def from_columns(cls, labels: Sequence[Sequence[object]], cols: Sequence[bytes]) -> RangeTable:
+        """The inverse of ``columns``; ValueError when they do not fit together."""
+        out = cls()
+        for lab in labels:
+            rank, kind, name, source, tid = lab
+            if not (rank is None or isinstance(rank, int)) or not all(
+                isinstance(x, str) for x in (kind, name, source, tid)
+            ):
+                raise ValueError("a range label is not (rank, kind, name, source, thread)")
+            out.code((rank, kind, name, source, tid))  # type: ignore[arg-type]
+        if len(out.labels) != len(labels):
+            raise ValueError("range labels repeat")
+        arrays: tuple[array[Any], ...] = (out.label, out.step, out.ts, out.dur, out.bare)
+        if len(cols) != len(arrays):
+            raise ValueError("range columns missing")
+        for a, raw in zip(arrays, cols):
+            a.frombytes(raw)
+            if sys.byteorder == "big":
+                a.byteswap()
+        n = len(out.ts)
+        if any(len(a) != n for a in arrays):
+            raise ValueError("range columns differ in length")
+        if n and not 0 <= min(out.label) <= max(out.label) < len(out.labels):
+            raise ValueError("a range's label is out of range")
+        return out
+
+
+def _rebuild(
+    labels: list[Label], label: array[int], step: array[int], *times: array[float]
+) -> RangeTable:
+    out = RangeTable()
+    for lab in labels:
+        out.code(lab)
+    out.label, out.step = label, step
+    out.ts, out.dur, out.bare = times
+    return out
+
+
+def as_table(ranges: Sequence[Range]) -> RangeTable:
+    """``ranges`` as a ``RangeTable`` (itself when it is one)."""
+    return ranges if isinstance(ranges, RangeTable) else RangeTable.of(ranges)
