@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.range_table import of_kind
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGE_ORDER
 
@@ -41,16 +42,20 @@ def stage_order(name: str) -> tuple[int, str]:
 def stage_rows(ranges: Sequence[Range]) -> list[StageRow]:
     """Per stage and rank of ``ranges``: executions, total, mean and max milliseconds, and the
     time no host operator ran (where every execution's is known)."""
-    times: dict[tuple[str, int | None, str], list[Range]] = defaultdict(list)
-    for r in ranges:
-        if r.kind == "stage":
-            times[(r.name, r.rank, r.source)].append(r)
+    # per stage: its runs' milliseconds and known bare times (not the ranges: a range file
+    # holds millions)
+    times: dict[tuple[str, int | None, str], tuple[list[float], list[float]]] = {}
+    for r in of_kind(ranges, "stage"):
+        slot = times.get(key := (r.name, r.rank, r.source))
+        if slot is None:
+            slot = times[key] = ([], [])
+        slot[0].append(r.dur / 1000.0)
+        if r.bare is not None:
+            slot[1].append(r.bare)
     out = []
-    for (stage, rank, source), runs in sorted(
+    for (stage, rank, source), (ms, bare) in sorted(
         times.items(), key=lambda kv: (stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])
     ):
-        ms = [r.dur / 1000.0 for r in runs]
-        bare = [r.bare for r in runs if r.bare is not None]
         out.append(
             StageRow(
                 stage=stage,
@@ -60,7 +65,7 @@ def stage_rows(ranges: Sequence[Range]) -> list[StageRow]:
                 total_ms=sum(ms),
                 mean_ms=sum(ms) / len(ms),
                 max_ms=max(ms),
-                no_op_ms=sum(bare) / 1000.0 if len(bare) == len(runs) else None,
+                no_op_ms=sum(bare) / 1000.0 if len(bare) == len(ms) else None,
             )
         )
     return out
@@ -111,37 +116,52 @@ def self_times(ranges: Sequence[Range]) -> list[float]:
     """Each range's duration minus that of the ranges directly nested in it on its thread (us);
     the overlap from the gap between starts, never ``ts + dur`` (at epoch microseconds it
     rounds)."""
-    out = [r.dur for r in ranges]
+    return _self_times(ranges).tolist()
+
+
+def _self_times(ranges: Sequence[Range]) -> array[float]:
+    """``self_times`` as a column (a range file holds millions)."""
+    out = array("d", (r.dur for r in ranges))
     for p, c in nesting(ranges):
         parent, child = ranges[p], ranges[c]
         out[p] -= min(child.dur, parent.dur - (child.ts - parent.ts))
-    return [max(v, 0.0) for v in out]
+    for i, v in enumerate(out):
+        if not v >= 0.0:  # (``max(v, 0.0)``: NaN stays)
+            out[i] = max(v, 0.0)
+    return out
 
 
 #: Ranges ``stage_of`` places at a time (its columns are this long, whatever the file's size).
 STAGE_OF_SLICE = 1 << 14
 
 
-def stage_of(ranges: Sequence[Range], stages: list[Range]) -> list[str | None]:
+def stage_of(ranges: Sequence[Range], stages: Sequence[Range]) -> list[str | None]:
     """The stage (same rank) whose run holds each range's start, or None."""
     import numpy as np
 
-    by_rank: dict[int | None, list[Range]] = defaultdict(list)
-    for s in stages:
-        by_rank[s.rank].append(s)
+    by_rank: dict[int | None, tuple[array[float], array[float], list[str]]] = {}
+    for s in stages:  # (as columns: a range file holds millions)
+        cols = by_rank.get(s.rank)
+        if cols is None:
+            cols = by_rank[s.rank] = (array("d"), array("d"), [])
+        cols[0].append(s.ts)
+        cols[1].append(s.dur)
+        cols[2].append(s.name)
     # per rank: its stages' starts in order (a stable sort, as ``list.sort``), their ends and
     # names (-1: none); the ranges placed a slice at a time, their starts and ranks as columns
     code = {rank: i for i, rank in enumerate(by_rank)}
     runs = []
-    for rs in by_rank.values():  # in the order of ``code``
-        rs.sort(key=lambda s: s.ts)
+    for ts_, dur_, names_ in by_rank.values():  # in the order of ``code``
+        at = np.array(ts_, dtype=np.float64)
+        order = np.argsort(at, kind="stable")
         runs.append(
             (
-                np.array([s.ts for s in rs], dtype=np.float64),
-                np.array([s.ts + s.dur for s in rs], dtype=np.float64),
-                np.array([*(s.name for s in rs), None], dtype=object),
+                at[order],
+                (at + np.array(dur_, dtype=np.float64))[order],
+                np.array([*(names_[i] for i in order.tolist()), None], dtype=object),
             )
         )
+        del at, order
     out: list[str | None] = []
     for lo in range(0, len(ranges), STAGE_OF_SLICE):
         part = ranges[lo : lo + STAGE_OF_SLICE]
@@ -163,10 +183,10 @@ def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
     sorted by total."""
     import numpy as np
 
-    custom = [r for r in ranges if r.kind == "range"]
+    custom = of_kind(ranges, "range")
     n = len(custom)
-    selfs = np.array(self_times(custom), dtype=np.float64) / 1e3
-    stages = stage_of(custom, [r for r in ranges if r.kind == "stage"])
+    selfs = np.frombuffer(_self_times(custom), dtype=np.float64) / 1e3
+    stages = stage_of(custom, of_kind(ranges, "stage"))
     # per (name, rank), in columns (a range file holds millions): its runs' places in order
     keys: dict[tuple[str, int | None], int] = {}
     group = np.fromiter(

@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.range_table import of_kind, stepped
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, StageOrRange
 
@@ -141,7 +142,7 @@ def range_cells(ranges: Sequence[Range]) -> tuple[dict[str, Cells], dict[str, di
     """Per custom range, its self time per step and rank (the ranges nested in it on its
     thread left out), and the ranges each ran in (by the time it spent in them)."""
     first, boxes = _boxes(ranges)
-    custom = [r for r in ranges if r.kind == "range" and r.step is not None]
+    custom = stepped(of_kind(ranges, "range"))
     children: dict[int, list[int]] = defaultdict(list)
     within: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for p, c in nesting(custom):
@@ -170,7 +171,7 @@ def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
     """The stage taking the most of a step on its slowest rank; where no stage was recorded
     (a light capture of custom ranges), the custom range with the most self time, and the
     range it mostly ran in. Its share is of the step the job lived, each step's own."""
-    ranges = [r for r in counted if r.step is not None]
+    ranges = stepped(counted)
     gates = gate(step_cells(ranges))
     stages = stage_cells(ranges)
     rows, within = (stages, {}) if stages else range_cells(ranges)

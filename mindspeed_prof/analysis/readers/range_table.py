@@ -15,9 +15,11 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
+import numpy as np
+
 from mindspeed_prof.analysis.readers.model import Range
 
-__all__ = ["NO_STEP", "Label", "RangeTable", "as_table"]
+__all__ = ["NO_STEP", "Label", "RangeTable", "as_table", "of_kind", "stepped"]
 
 #: The step column's value for a range outside every step (``Range.step`` None).
 NO_STEP = -(2**63)
@@ -88,18 +90,25 @@ class RangeTable(Sequence[Range]):
 
     def select(self, keep: Iterable[bool]) -> RangeTable:
         """The ranges where ``keep`` is true, in order."""
+        return self.where(np.fromiter(keep, dtype=bool, count=len(self)))
+
+    def where(self, keep: np.ndarray) -> RangeTable:
+        """The ranges where the boolean column ``keep`` is true, in order."""
         out = RangeTable()
         out.labels, out._index = list(self.labels), dict(self._index)
-        for k, lab, step, ts, dur, bare in zip(
-            keep, self.label, self.step, self.ts, self.dur, self.bare
-        ):
-            if k:
-                out.label.append(lab)
-                out.step.append(step)
-                out.ts.append(ts)
-                out.dur.append(dur)
-                out.bare.append(bare)
+        for name in ("label", "step", "ts", "dur", "bare"):
+            col: array[Any] = getattr(self, name)
+            kept = np.frombuffer(col, dtype=col.typecode)[keep].tobytes() if len(col) else b""
+            setattr(out, name, array(col.typecode, kept))
         return out
+
+    def of_kind(self, *kinds: str) -> RangeTable:
+        """The ranges of these kinds (``step``, ``stage``, ``range``), in order."""
+        codes = [i for i, lab in enumerate(self.labels) if lab[1] in kinds]
+        if len(codes) == len(self.labels):
+            return self
+        label = np.frombuffer(self.label, dtype="i") if len(self) else np.zeros(0, np.int32)
+        return self.where(np.isin(label, codes))
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -218,6 +227,24 @@ def _rebuild(
     out.label, out.step = label, step
     out.ts, out.dur, out.bare = times
     return out
+
+
+def of_kind(ranges: Sequence[Range], *kinds: str) -> Sequence[Range]:
+    """The ranges of these kinds, in order: as columns where ``ranges`` are."""
+    if isinstance(ranges, RangeTable):
+        return ranges.of_kind(*kinds)
+    return [r for r in ranges if r.kind in kinds]
+
+
+def stepped(ranges: Sequence[Range]) -> Sequence[Range]:
+    """The ranges within a step (``step`` not None), in order: as columns where ``ranges``
+    are."""
+    if isinstance(ranges, RangeTable):
+        if not len(ranges):
+            return ranges
+        known = np.frombuffer(ranges.step, dtype="q") != NO_STEP
+        return ranges if known.all() else ranges.where(known)
+    return [r for r in ranges if r.step is not None]
 
 
 def as_table(ranges: Sequence[Range]) -> RangeTable:
