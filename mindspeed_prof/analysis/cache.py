@@ -90,6 +90,7 @@ class _Packed(msgspec.Struct, array_like=True):
 
     trace: TraceData
     labels: list[tuple[int | None, str, str, str, str]]
+    steps: list[int | None]
     columns: list[bytes]
 
 
@@ -98,7 +99,9 @@ _entry = msgspec.msgpack.Decoder(_Entry)
 _data = msgspec.msgpack.Decoder(_Packed, dec_hook=_dec_hook)
 
 
-def _packed(data: TraceData) -> tuple[TraceData, list[Label], list[memoryview]]:
+def _packed(
+    data: TraceData,
+) -> tuple[TraceData, list[Label], list[int | None], list[memoryview]]:
     return (dataclasses.replace(data, ranges=[]), *as_table(data.ranges).columns())
 
 
@@ -112,7 +115,7 @@ def decode(raw: bytes | msgspec.Raw) -> TraceData:
     packed = _data.decode(raw)
     data = packed.trace
     try:
-        data.ranges = RangeTable.from_columns(packed.labels, packed.columns)
+        data.ranges = RangeTable.from_columns(packed.labels, packed.steps, packed.columns)
     except ValueError as e:
         raise msgspec.ValidationError(str(e)) from None
     return data

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -327,7 +327,7 @@ class TraceData:
     size: int
     events: int = 0
     #: A reader's ranges (a ``range_table.RangeTable`` where they can be many).
-    ranges: Sequence[Range] = field(default_factory=list)
+    ranges: MutableSequence[Range] = field(default_factory=list)
     ops: dict[str, Tally] = field(default_factory=dict)
     kernels: dict[str, Tally] = field(default_factory=dict)
     runtime: dict[str, Tally] = field(default_factory=dict)

@@ -3,8 +3,9 @@
 A range file is nothing but ranges (millions of them), and the analysis keeps every one to the
 end; so ``TraceData.ranges`` holds them as ``RangeTable``: times in ``array``s, each range's
 rank, kind, name, source and thread as one index into a short list of the distinct ones, its
-step as a 64-bit integer. It is a sequence of ``Range``: iterating, indexing and ``len`` behave
-as the list it replaces, each ``Range`` made when asked for.
+step as one into the list of distinct steps. It is a mutable sequence of ``Range``: iterating,
+indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each ``Range`` made
+when asked for.
 """
 
 from __future__ import annotations
@@ -12,33 +13,33 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from typing import Any, overload
 
 import numpy as np
 
 from mindspeed_prof.analysis.readers.model import Range
 
-__all__ = ["NO_STEP", "Label", "RangeTable", "as_table", "of_kind", "stepped"]
+__all__ = ["Label", "RangeTable", "as_table", "of_kind", "stepped"]
 
-#: The step column's value for a range outside every step (``Range.step`` None).
-NO_STEP = -(2**63)
 #: What ranges share: rank, kind, name, source, thread.
 Label = tuple[int | None, str, str, str, str]
 _new = tuple.__new__
 
 
-class RangeTable(Sequence[Range]):
-    """Ranges as columns: ``label`` indexes ``labels``; ``step`` is ``NO_STEP`` for None and
+class RangeTable(MutableSequence[Range]):
+    """Ranges as columns: ``label`` indexes ``labels``, ``step`` ``steps`` (None among them:
     ``bare`` NaN for None."""
 
-    __slots__ = ("_index", "bare", "dur", "label", "labels", "step", "ts")
+    __slots__ = ("_index", "_steps", "bare", "dur", "label", "labels", "step", "steps", "ts")
 
     def __init__(self) -> None:
         self.labels: list[Label] = []
         self._index: dict[Label, int] = {}
         self.label = array("i")
-        self.step = array("q")
+        self.steps: list[int | None] = []
+        self._steps: dict[int | None, int] = {}
+        self.step = array("i")
         self.ts, self.dur, self.bare = array("d"), array("d"), array("d")
 
     @classmethod
@@ -55,6 +56,21 @@ class RangeTable(Sequence[Range]):
             self.labels.append(label)
         return at
 
+    def step_code(self, step: int | None) -> int:
+        """The index of ``step`` in ``steps`` (added when new)."""
+        at = self._steps.get(step)
+        if at is None:
+            at = self._steps[step] = len(self.steps)
+            self.steps.append(step)
+        return at
+
+    def _like(self) -> RangeTable:
+        """An empty table with this one's labels and steps."""
+        out = RangeTable()
+        out.labels, out._index = list(self.labels), dict(self._index)
+        out.steps, out._steps = list(self.steps), dict(self._steps)
+        return out
+
     def add(
         self,
         rank: int | None,
@@ -68,7 +84,7 @@ class RangeTable(Sequence[Range]):
         bare: float | None = None,
     ) -> None:
         self.label.append(self.code((rank, kind, name, source, tid)))
-        self.step.append(NO_STEP if step is None else step)
+        self.step.append(self.step_code(step))
         self.ts.append(ts)
         self.dur.append(dur)
         self.bare.append(math.nan if bare is None else bare)
@@ -80,7 +96,8 @@ class RangeTable(Sequence[Range]):
         if isinstance(ranges, RangeTable):
             codes = [self.code(lab) for lab in ranges.labels]
             self.label.extend(codes[i] for i in ranges.label)
-            self.step.extend(ranges.step)
+            steps = [self.step_code(s) for s in ranges.steps]
+            self.step.extend(steps[i] for i in ranges.step)
             self.ts.extend(ranges.ts)
             self.dur.extend(ranges.dur)
             self.bare.extend(ranges.bare)
@@ -94,8 +111,7 @@ class RangeTable(Sequence[Range]):
 
     def where(self, keep: np.ndarray) -> RangeTable:
         """The ranges where the boolean column ``keep`` is true, in order."""
-        out = RangeTable()
-        out.labels, out._index = list(self.labels), dict(self._index)
+        out = self._like()
         for name in ("label", "step", "ts", "dur", "bare"):
             col: array[Any] = getattr(self, name)
             kept = np.frombuffer(col, dtype=col.typecode)[keep].tobytes() if len(col) else b""
@@ -122,7 +138,7 @@ class RangeTable(Sequence[Range]):
                 rank,
                 kind,
                 name,
-                None if step == NO_STEP else step,
+                self.steps[step],
                 self.ts[i],
                 self.dur[i],
                 source,
@@ -139,8 +155,7 @@ class RangeTable(Sequence[Range]):
 
     def __getitem__(self, i: int | slice) -> Range | RangeTable:
         if isinstance(i, slice):
-            out = RangeTable()
-            out.labels, out._index = list(self.labels), dict(self._index)
+            out = self._like()
             out.label, out.step = self.label[i], self.step[i]
             out.ts, out.dur, out.bare = self.ts[i], self.dur[i], self.bare[i]
             return out
@@ -150,7 +165,7 @@ class RangeTable(Sequence[Range]):
         return self._row(i % n if i < 0 else i)
 
     def __iter__(self) -> Iterator[Range]:
-        labels = self.labels
+        labels, steps = self.labels, self.steps
         for lab, step, ts, dur, bare in zip(self.label, self.step, self.ts, self.dur, self.bare):
             rank, kind, name, source, tid = labels[lab]
             yield _new(
@@ -159,7 +174,7 @@ class RangeTable(Sequence[Range]):
                     rank,
                     kind,
                     name,
-                    None if step == NO_STEP else step,
+                    steps[step],
                     ts,
                     dur,
                     source,
@@ -167,6 +182,35 @@ class RangeTable(Sequence[Range]):
                     None if bare != bare else bare,
                 ),
             )
+
+    @overload
+    def __setitem__(self, i: int, r: Range) -> None: ...
+
+    @overload
+    def __setitem__(self, i: slice, r: Iterable[Range]) -> None: ...
+
+    def __setitem__(self, i: int | slice, r: Range | Iterable[Range]) -> None:
+        if isinstance(i, slice) or not isinstance(r, Range):
+            raise TypeError("a RangeTable's ranges are set one at a time")
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("range assignment index out of range")
+        self.insert(i % n, r)
+        del self[i % n + 1]
+
+    def _columns(self) -> tuple[array[Any], ...]:
+        return (self.label, self.step, self.ts, self.dur, self.bare)
+
+    def __delitem__(self, i: int | slice) -> None:
+        for col in self._columns():
+            del col[i]
+
+    def insert(self, i: int, r: Range) -> None:
+        at = len(self)
+        self.append(r)
+        if i < at:
+            for col in self._columns():
+                col.insert(i, col.pop())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
@@ -179,19 +223,23 @@ class RangeTable(Sequence[Range]):
         return f"RangeTable({list(self)!r})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (self.labels, self.label, self.step, self.ts, self.dur, self.bare))
+        cols = (self.label, self.step, self.ts, self.dur, self.bare)
+        return (_rebuild, (self.labels, self.steps, *cols))
 
-    def columns(self) -> tuple[list[Label], list[memoryview]]:
-        """The labels and each column's bytes (little-endian), as the cache stores them."""
+    def columns(self) -> tuple[list[Label], list[int | None], list[memoryview]]:
+        """The labels, the steps and each column's bytes (little-endian), as the cache stores
+        them."""
         cols: list[array[Any]] = [self.label, self.step, self.ts, self.dur, self.bare]
         if sys.byteorder == "big":
             cols = [array(c.typecode, c.tobytes()) for c in cols]
             for c in cols:
                 c.byteswap()
-        return self.labels, [memoryview(c).cast("B") for c in cols]
+        return self.labels, self.steps, [memoryview(c).cast("B") for c in cols]
 
     @classmethod
-    def from_columns(cls, labels: Sequence[Sequence[object]], cols: Sequence[bytes]) -> RangeTable:
+    def from_columns(
+        cls, labels: Sequence[Sequence[object]], steps: Sequence[object], cols: Sequence[bytes]
+    ) -> RangeTable:
         """The inverse of ``columns``; ValueError when they do not fit together."""
         out = cls()
         for lab in labels:
@@ -201,8 +249,12 @@ class RangeTable(Sequence[Range]):
             ):
                 raise ValueError("a range label is not (rank, kind, name, source, thread)")
             out.code((rank, kind, name, source, tid))  # type: ignore[arg-type]
-        if len(out.labels) != len(labels):
-            raise ValueError("range labels repeat")
+        for step in steps:
+            if not (step is None or type(step) is int):
+                raise ValueError("a range's step is not a whole number")
+            out.step_code(step)
+        if len(out.labels) != len(labels) or len(out.steps) != len(steps):
+            raise ValueError("range labels or steps repeat")
         arrays: tuple[array[Any], ...] = (out.label, out.step, out.ts, out.dur, out.bare)
         if len(cols) != len(arrays):
             raise ValueError("range columns missing")
@@ -215,15 +267,23 @@ class RangeTable(Sequence[Range]):
             raise ValueError("range columns differ in length")
         if n and not 0 <= min(out.label) <= max(out.label) < len(out.labels):
             raise ValueError("a range's label is out of range")
+        if n and not 0 <= min(out.step) <= max(out.step) < len(out.steps):
+            raise ValueError("a range's step is out of range")
         return out
 
 
 def _rebuild(
-    labels: list[Label], label: array[int], step: array[int], *times: array[float]
+    labels: list[Label],
+    steps: list[int | None],
+    label: array[int],
+    step: array[int],
+    *times: array[float],
 ) -> RangeTable:
     out = RangeTable()
     for lab in labels:
         out.code(lab)
+    for s in steps:
+        out.step_code(s)
     out.label, out.step = label, step
     out.ts, out.dur, out.bare = times
     return out
@@ -240,10 +300,10 @@ def stepped(ranges: Sequence[Range]) -> Sequence[Range]:
     """The ranges within a step (``step`` not None), in order: as columns where ``ranges``
     are."""
     if isinstance(ranges, RangeTable):
-        if not len(ranges):
+        none = ranges._steps.get(None)
+        if none is None or not len(ranges):
             return ranges
-        known = np.frombuffer(ranges.step, dtype="q") != NO_STEP
-        return ranges if known.all() else ranges.where(known)
+        return ranges.where(np.frombuffer(ranges.step, dtype="i") != none)
     return [r for r in ranges if r.step is not None]
 
 
