@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
-from mindspeed_prof.analysis.readers.range_table import of_kind
+from mindspeed_prof.analysis.readers.range_table import RangeTable, of_kind
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGE_ORDER
 
@@ -78,35 +78,42 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
+def _times(ranges: Sequence[Range]) -> tuple[Sequence[float], Sequence[float]]:
+    """Each range's start and length, as columns (a ``RangeTable``'s own)."""
+    if isinstance(ranges, RangeTable):
+        return ranges.ts, ranges.dur
+    return [r.ts for r in ranges], [r.dur for r in ranges]
+
+
 def nesting(ranges: Sequence[Range]) -> Iterator[tuple[int, int]]:
     """``(parent, child)`` index pairs of ``ranges``: each range and the one it lies directly
     in on its thread (same rank, source and thread)."""
     by_thread: dict[tuple[int | None, str, str], array[int]] = defaultdict(lambda: array("q"))
     for i, r in enumerate(ranges):
         by_thread[(r.rank, r.source, r.tid)].append(i)
+    starts, durs = _times(ranges)
     for ids in by_thread.values():
-        idx = _by_start(ranges, ids)
+        idx = _by_start(starts, durs, ids)
         # relative to the thread's first start: at epoch microseconds ``ts + dur`` would round
-        base = ranges[idx[0]].ts
+        base = starts[idx[0]]
         stack: list[tuple[int, float]] = []  # (index, end)
         for i in idx:
-            r = ranges[i]
-            ts = r.ts - base
+            ts = starts[i] - base
             while stack and stack[-1][1] <= ts:
                 stack.pop()
             if stack:
                 yield stack[-1][0], i
-            stack.append((i, ts + r.dur))
+            stack.append((i, ts + durs[i]))
 
 
-def _by_start(ranges: Sequence[Range], idx: array[int]) -> array[int]:
+def _by_start(starts: Sequence[float], durs: Sequence[float], idx: array[int]) -> array[int]:
     """``idx`` in the order of their ranges' start, the longest first where two start together
     (a stable sort: ties keep ``idx``'s order); sorted as columns, not a key object per range
     (a range file holds millions)."""
     import numpy as np
 
-    ts = np.fromiter((ranges[i].ts for i in idx), dtype=np.float64, count=len(idx))
-    dur = np.fromiter((ranges[i].dur for i in idx), dtype=np.float64, count=len(idx))
+    ts = np.fromiter((starts[i] for i in idx), dtype=np.float64, count=len(idx))
+    dur = np.fromiter((durs[i] for i in idx), dtype=np.float64, count=len(idx))
     order = np.lexsort((-dur, ts))
     del ts, dur
     return array("q", np.frombuffer(idx, dtype=np.int64)[order].tobytes())
@@ -121,10 +128,10 @@ def self_times(ranges: Sequence[Range]) -> list[float]:
 
 def _self_times(ranges: Sequence[Range]) -> array[float]:
     """``self_times`` as a column (a range file holds millions)."""
-    out = array("d", (r.dur for r in ranges))
+    starts, durs = _times(ranges)
+    out = array("d", durs)
     for p, c in nesting(ranges):
-        parent, child = ranges[p], ranges[c]
-        out[p] -= min(child.dur, parent.dur - (child.ts - parent.ts))
+        out[p] -= min(durs[c], durs[p] - (starts[c] - starts[p]))
     for i, v in enumerate(out):
         if not v >= 0.0:  # (``max(v, 0.0)``: NaN stays)
             out[i] = max(v, 0.0)

@@ -13,6 +13,7 @@ from array import array
 from collections.abc import Iterator
 from itertools import repeat
 from operator import is_
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,23 @@ class Annotations:
 
     def rows(self) -> Iterator[tuple[str, float, float, int | None, str]]:
         return zip(self.names, self.ts, self.dur, self.steps, self.tids)
+
+    def drain(
+        self, size: int = 1 << 16
+    ) -> Iterator[list[tuple[str, float, float, int | None, str]]]:
+        """``rows``, ``size`` at a time, each slice let go of once read (what is made of them
+        is not held beside them all)."""
+        cols: tuple[list[Any] | array[float], ...] = (
+            self.names,
+            self.ts,
+            self.dur,
+            self.steps,
+            self.tids,
+        )
+        while len(self.ts):
+            yield list(zip(*(c[:size] for c in cols)))
+            for c in cols:
+                del c[:size]
 
 
 class Collector:
@@ -182,17 +200,17 @@ class Collector:
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
             ranges.add(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur)
         stages: dict[str, str | None] = {}
-        for name, ts, dur, step, tid in self.annotations.rows():
-            if step is None:
-                i = bisect.bisect_right(starts, ts) - 1
-                step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            stage = stages.get(name, name)
-            if stage is name:  # ours, verl's, or another framework's name for one
-                stage = stages[name] = stage_of(name)
-            kind = "stage" if stage is not None else "range"
-            ranges.add(data.rank, kind, stage or name, step, ts, dur, tid=tid)
+        for part in self.annotations.drain():  # (a slice at a time: not held twice)
+            for name, ts, dur, step, tid in part:
+                if step is None:
+                    i = bisect.bisect_right(starts, ts) - 1
+                    step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
+                stage = stages.get(name, name)
+                if stage is name:  # ours, verl's, or another framework's name for one
+                    stage = stages[name] = stage_of(name)
+                kind = "stage" if stage is not None else "range"
+                ranges.add(data.rank, kind, stage or name, step, ts, dur, tid=tid)
         data.ranges = ranges
-        self.annotations = Annotations()  # (held twice no longer)
         if self.host.any_tops():  # host ops are kept relative to their origin
             try:
                 tops = self.host.tops()
