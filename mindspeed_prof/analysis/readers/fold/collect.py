@@ -73,8 +73,8 @@ class Annotations:
         return zip(self.names, self.ts, self.dur, self.steps, self.tids)
 
     def drain(
-        self, size: int = 1 << 16
-    ) -> Iterator[list[tuple[str, float, float, int | None, str]]]:
+        self, size: int = 1 << 12
+    ) -> Iterator[Iterator[tuple[str, float, float, int | None, str]]]:
         """``rows``, ``size`` at a time, each slice let go of once read (what is made of them
         is not held beside them all)."""
         cols: tuple[list[Any] | array[float], ...] = (
@@ -84,10 +84,11 @@ class Annotations:
             self.steps,
             self.tids,
         )
-        while len(self.ts):
-            yield list(zip(*(c[:size] for c in cols)))
+        while len(self.ts):  # let go of 16 slices at a time (each cut moves the rest)
+            for lo in range(0, min(len(self.ts), 16 * size), size):
+                yield zip(*(c[lo : lo + size] for c in cols))
             for c in cols:
-                del c[:size]
+                del c[: 16 * size]
 
 
 class Collector:
