@@ -274,7 +274,7 @@ print(len(read(path).ranges), tracemalloc.get_traced_memory()[1])
 
 #: Bytes the analysis of a range file may take per range beyond a small file's peak: the
 #: ranges are held to the end, as columns (``RangeTable``: about 50 bytes a range, with the
-#: columns' spare room), and the tables read them a kind at a time (176 bytes in all); as
+#: columns' spare room), and the tables read them a kind at a time (173 bytes in all); as
 #: ``Range`` tuples, with the report's lists of them, they took 279.
 PER_RANGE = 200
 
