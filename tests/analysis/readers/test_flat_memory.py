@@ -288,7 +288,10 @@ def test_a_range_files_analysis_grows_by_its_columns_only(tmp_path):
     for mb in (1, 8):
         trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
         proc = subprocess.run(
-            [sys.executable, "-c", _ANALYSE, str(trace)], capture_output=True, text=True, timeout=600
+            [sys.executable, "-c", _ANALYSE, str(trace)],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr
         runs.append([float(v) for v in proc.stdout.split()[-2:]])
