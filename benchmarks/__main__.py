@@ -2,6 +2,8 @@
 
 Every figure is a ratio against a baseline measured in the same run, with its goal and whether
 it is met. Options: ``--quick`` (fewer repeats, for CI smoke runs), ``--only NAME`` (one group).
+Each group runs in a process of its own: nothing one group leaves behind (a profiler still
+open, torch's garbage, a thread) is measured by the next.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ import inspect
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from benchmarks.report import Report
+from benchmarks.report import Figure, Report
 
 HERE = Path(__file__).resolve().parent
+#: When the run started, and the load average (1 minute) before each group.
+STARTED = time.time()
+LOADS: list[float] = [os.getloadavg()[0]]
 
 #: Figure groups, in the order they run and appear; each is ``benchmarks/<name>.py``.
 MODULES = [
@@ -58,7 +66,10 @@ def render(report: Report, groups: list[str]) -> str:
         "# Benchmark results\n",
         f"Machine: {machine()}  ",
         f"Run: `python -m benchmarks{' --quick' if report.quick else ''}`, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Every ratio is measured "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(STARTED))} to "
+        f"{time.strftime('%H:%M UTC', time.gmtime())}, the machine's load average (1 minute) "
+        f"{LOADS[0]:.1f} at the start, {min(LOADS):.1f} to {max(LOADS):.1f} between groups, "
+        f"{os.getloadavg()[0]:.1f} at the end. Every ratio is measured "
         "against a baseline in the same run; lower is better. Where a 95% interval is "
         "given, the verdict uses its upper bound.\n",
         "| figure | baseline | ratio [95% CI] | goal | verdict | detail |",
@@ -78,14 +89,20 @@ def main() -> int:
     p.add_argument("--only", choices=MODULES, action="append")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
     p.add_argument("--json", help="also write the figures, with their verdicts, to this file")
+    p.add_argument("--here", action="store_true", help=argparse.SUPPRESS)  # a group's process
     args = p.parse_args()
     report = Report(quick=args.quick)
     groups = args.only or MODULES
     for name in groups:
-        print(f"== {name}", file=sys.stderr, flush=True)
+        LOADS.append(os.getloadavg()[0])
+        if not args.here:
+            print(f"== {name} (load {LOADS[-1]:.1f})", file=sys.stderr, flush=True)
         report.group = name
         first = len(report.figures)
         t0 = time.perf_counter()
+        if not args.here:
+            report.figures += _apart(name, args.quick)  # its lines are the process's own
+            continue
         importlib.import_module(f"benchmarks.{name}").run(report)
         for f in report.figures[first:]:
             print(
@@ -103,6 +120,28 @@ def main() -> int:
     if not args.only or args.out != str(HERE / "RESULTS.md"):
         Path(args.out).write_text(text)
     return 0
+
+
+def _apart(name: str, quick: bool) -> list[Figure]:
+    """Group ``name`` run in a process of its own: its figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "figures.json"
+        cmd = [sys.executable, "-m", "benchmarks", "--here", "--only", name, "--out", os.devnull]
+        subprocess.run(
+            [*cmd, "--json", str(out), *(["--quick"] if quick else [])],
+            check=True,
+            cwd=HERE.parent,
+            stdout=subprocess.DEVNULL,
+        )
+        return [_figure(f) for f in json.loads(out.read_text())]
+
+
+def _figure(row: dict[str, Any]) -> Figure:
+    """A figure back from its ``--json`` row (the JSON list ``ci`` made a tuple again)."""
+    fields = {k: v for k, v in row.items() if k != "met"}
+    if fields.get("ci"):
+        fields["ci"] = tuple(fields["ci"])
+    return Figure(**fields)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ def _mstx_light_ab(report: Report, root: Path) -> float:
         resolve=RESOLVE,
         budget_s=1 if report.quick else 50,
     )
+    a.profiler.close()
     b.profiler.close()
     ok = (
         "resolved"

@@ -26,11 +26,13 @@ from mindspeed_prof.analysis.ranges import stage_order
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Row
+from mindspeed_prof.stats.trend import trend
 
 __all__ = [
     "OVER_PEAK",
     "RankRate",
     "StageThroughput",
+    "TREND_ALPHA",
     "ThroughputRow",
     "mfu",
     "stage_summaries",
@@ -40,6 +42,8 @@ __all__ = [
 Who = tuple[int | None, str]
 #: How an MFU note starts when the inputs give more than the device's peak.
 OVER_PEAK = "over the peak"
+#: A stage's tokens/s has a trend where the Mann-Kendall test (two-sided) finds one at this.
+TREND_ALPHA = 0.05
 
 
 class ThroughputRow(Row, kw_only=True):
@@ -76,8 +80,9 @@ class RankRate(Row, kw_only=True):
 class StageThroughput(Row, kw_only=True):
     """One stage: tokens/s per rank (median, min, max over ranks; ``slowest`` the rank with
     the fewest), samples/s per rank (median), the trend (per step, the median over ranks;
-    ``first``/``last`` measured at the first and last step, ``slope`` tok/s per step of a
-    least-squares line, ``change`` its rise over the steps relative to its start), and MFU of
+    ``first``/``last`` measured at the first and last step, ``slope`` tok/s per step, the
+    Theil-Sen slope, ``change`` its rise over the steps relative to its start where the
+    series has a trend, else None), and MFU of
     every rank and step together (None with ``mfu_note`` saying why)."""
 
     stage: str
@@ -217,14 +222,6 @@ def throughput_rows(
     )
 
 
-def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """Least squares ``y = a + b x``: (a, b)."""
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
-    return my - b * mx, b
-
-
 def _rate(amount: float | None, secs: float) -> float | None:
     return amount / secs if amount is not None and secs > 0 else None
 
@@ -287,7 +284,10 @@ def stage_summaries(rows: list[ThroughputRow], model: Model) -> list[StageThroug
 
 def _trend(row: StageThroughput, rows: list[ThroughputRow]) -> None:
     """Per step (steps with a number), the median over ranks of their tokens/s; first and
-    last measured, slope and change from a least-squares line (two steps at least)."""
+    last measured; ``slope`` the Theil-Sen slope (two steps at least), ``change`` its rise
+    over the steps relative to its start only where the Mann-Kendall test finds the series
+    monotone at ``TREND_ALPHA`` (both ways: five steps at least), else None: a few noisy steps
+    or a one-off stall are no trend."""
     per: dict[int, list[float]] = defaultdict(list)
     for r in rows:
         if r.step is not None and r.tokens_per_s is not None:
@@ -299,7 +299,8 @@ def _trend(row: StageThroughput, rows: list[ThroughputRow]) -> None:
     row.first_tokens_per_s, row.last_tokens_per_s = ys[0], ys[-1]
     if len(steps) < 2:
         return
-    a, b = _fit([float(s) for s in steps], ys)
-    row.slope = b
-    start = a + b * steps[0]
-    row.change = (b * (steps[-1] - steps[0])) / start if start > 0 else None
+    found = trend([float(s) for s in steps], ys)
+    row.slope = found.slope
+    start = found.intercept + found.slope * steps[0]
+    if 2 * min(found.p_up, found.p_down) <= TREND_ALPHA and start > 0:
+        row.change = found.slope * (steps[-1] - steps[0]) / start

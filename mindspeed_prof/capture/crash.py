@@ -20,6 +20,13 @@ profilers with their open files, the handlers and the exit hook. At the fork eve
 (``os.register_at_fork``), which gets back the handlers the trainer had and no exit hook; the
 handlers and the hook also check the pid, for a child forked where no fork hook ran (``fork()``
 called from C).
+
+SIGTERM and SIGINT are blocked in the forking thread across the fork while our handlers are
+installed, and unblocked in the child once the trainer's handlers are back: a signal sent to a
+child that has not run yet (a pool terminated under load before its new worker got a core)
+waits for them and takes their effect. Unblocked, it would reach the child with our handler
+inherited, before Python's own fork handling, which drops a signal Python has not handled yet:
+the worker would live on, and the pool's ``terminate`` would wait for it forever.
 """
 
 from __future__ import annotations
@@ -205,5 +212,29 @@ def _in_child() -> None:
         pass
 
 
+_mask: list[set[int | signal.Signals]] = []  # the forking thread's signal mask before the fork
+
+
+def _before_fork() -> None:
+    """Block SIGTERM and SIGINT in the forking thread while our handlers are installed."""
+    if _previous and hasattr(signal, "pthread_sigmask"):
+        _mask.append(signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS))
+
+
+def _unblock() -> None:
+    """The forking thread's signal mask as it was before the fork."""
+    if _mask:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _mask.pop())
+
+
+def _child_after_fork() -> None:
+    try:
+        _in_child()
+    finally:
+        _unblock()  # a signal that came meanwhile now takes the trainer's handler's effect
+
+
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_in_child)
+    os.register_at_fork(
+        before=_before_fork, after_in_parent=_unblock, after_in_child=_child_after_fork
+    )

@@ -155,7 +155,9 @@ class SpanRecorder:
 
     def _hand_off(self) -> None:
         """What was recorded, to the writer thread (started on first use); never waits for
-        the disk. Past ``MAX_WAITING`` ranges waiting, it is dropped and counted."""
+        the disk. Past ``MAX_WAITING`` ranges waiting for the disk (it has not taken the last
+        hand-off yet), it is dropped and counted; a step larger than that alone (a rollout's
+        ranges per token) is handed over whole when nothing waits."""
         if os.getpid() != self._pid:
             return
         self.add(self.step, self.buffer.take())
@@ -167,7 +169,7 @@ class SpanRecorder:
         chunks, self._pending = self._pending, []
         n = sum(len(e) for _, e in chunks)
         with self._cond:
-            if self._waiting + n > MAX_WAITING:
+            if self._waiting and self._waiting + n > MAX_WAITING:  # the disk is behind
                 self.dropped += n
                 if self.dropped == n:
                     log.warning(

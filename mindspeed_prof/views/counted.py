@@ -93,8 +93,8 @@ def print_throughput(stages: list[StageThroughput], model: Model, console: Conso
         _legend(console, codes)
     notes = [
         "tok/s: the median over ranks of each rank's tokens over its time in the stage; "
-        "trend: the change over the steps of a least-squares line through each step's "
-        "median"
+        "trend: the change over the steps of each step's median where they rise or fall "
+        "beyond their noise (Mann-Kendall, 5 steps at least), else -"
     ]
     seen = set()
     for s in stages:

@@ -8,6 +8,7 @@ from mindspeed_prof.analysis.counts import GENERATE, is_update
 from mindspeed_prof.analysis.findings.common import duration
 from mindspeed_prof.analysis.judgement.causes import Cause
 from mindspeed_prof.analysis.judgement.gating import StepTime
+from mindspeed_prof.analysis.judgement.noise import MIN_STEPS
 from mindspeed_prof.analysis.judgement.where import Phases, Share
 from mindspeed_prof.analysis.readers.events import UNREAD_DEVICE
 from mindspeed_prof.analysis.readers.labels import rank_label, ranks_text
@@ -93,6 +94,17 @@ def verdict_lines(v: Verdict) -> list[tuple[str, str]]:
                 f"{b.lag_ms:+,.1f} ms a step (median of {b.compared} steps, behind in "
                 f"{b.behind}; noise {b.noise_ms:,.1f} ms); worst, step {g.step}: "
                 f"{_against(g)}{rests}",
+            )
+        )
+    elif v.one_off and 0 < v.steps < MIN_STEPS:
+        # too few steps to tell a straggler from a one-off: the rank behind, as such
+        g = v.one_off
+        out.append(
+            (
+                "straggler",
+                f"none named on {v.steps} step{'s' * (v.steps != 1)} (a straggler needs "
+                f"{MIN_STEPS}; furthest behind: rank {rank_label(g.rank, g.source)} at "
+                f"{_at(g.kind, g.name)}, step {g.step}: {_against(g)})",
             )
         )
     elif v.one_off:
@@ -220,12 +232,17 @@ def step_text(s: StepTime) -> str:
     else:
         on = f"{s.ranks} ranks, each step its slowest rank's"
         gated = f"{s.gated} of {s.steps}" if s.steps > 1 else "it"
-        who = (
-            f"ranks take turns as the slowest ({s.tied} ranks in {gated} each)"
-            if s.tied > 1 and s.gated_by is None
-            else f"rank {rank_label(s.gated_by, s.gated_source)} slowest in {gated}"
-        )
-        ranks = f"; {who}, the fastest rank's step {s.fastest_ms or 0.0:,.1f} ms"
+        every = "every step" if s.steps > 1 else "the step"
+        if s.gated_by is not None:
+            who = f"rank {rank_label(s.gated_by, s.gated_source)} slowest in {gated}"
+        elif s.gated < s.steps:
+            who = f"ranks take turns as the slowest ({s.tied} ranks in {gated} each)"
+        elif s.tied == s.ranks:
+            who = f"every rank as slow in {every}"
+        else:
+            who = f"{s.tied} ranks tie as the slowest in {every}"
+        fastest = f", the fastest rank's step {s.fastest_ms or 0.0:,.1f} ms"
+        ranks = f"; {who}{fastest if s.tied < s.ranks or s.gated < s.steps else ''}"
     if s.steps == 1:
         return f"{s.median_ms:,.1f} ms (1 step on {on}){ranks}"
     return (

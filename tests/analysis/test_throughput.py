@@ -13,7 +13,7 @@ from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.counts import Model
 from mindspeed_prof.analysis.report.settings import Settings
 from mindspeed_prof.analysis.report.tables import tables
-from mindspeed_prof.analysis.throughput import mfu
+from mindspeed_prof.analysis.throughput import StageThroughput, ThroughputRow, _trend, mfu
 from mindspeed_prof.cli import main
 from mindspeed_prof.views.words import throughput_line
 
@@ -75,10 +75,40 @@ def test_spread_slowest_rank_and_trend(run: Path) -> None:
         pytest.approx(10_000.0),
         pytest.approx(30_000.0),
     )
-    assert gen.slope == pytest.approx(10_000.0) and gen.change == pytest.approx(2.0)
+    # three steps: a slope, but too few for a trend (Mann-Kendall at 5% needs five)
+    assert gen.slope == pytest.approx(10_000.0) and gen.change is None
     # MFU pooled: 18,000 tokens x 1e9 / (1.2 s x 1e13) = 1.5: over the peak
     assert gen.mfu is None and "over the peak" in (gen.mfu_note or "")
     assert upd.tokens_per_s == pytest.approx(16_000.0) and upd.slope == pytest.approx(0.0)
+
+
+def _trend_of(per_step: list[float]) -> StageThroughput:
+    row = StageThroughput(stage="actor_generate", ranks=1, steps=len(per_step))
+    rows = [
+        ThroughputRow(stage="actor_generate", rank=0, step=i, seconds=1.0, tokens_per_s=v)
+        for i, v in enumerate(per_step, start=1)
+    ]
+    _trend(row, rows)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("per_step", "change"),
+    [
+        ([100.0, 110.0, 120.0, 130.0, 140.0, 150.0], pytest.approx(0.5)),  # +10 a step from 100
+        ([150.0, 140.0, 130.0, 120.0, 110.0, 100.0], pytest.approx(-50 / 150)),
+        ([100.0, 103.0, 98.0, 101.0, 99.0, 102.0], None),  # noise about a level
+        ([100.0, 101.0, 100.0, 30.0, 100.0, 101.0], None),  # one stalled step
+        ([100.0, 110.0, 120.0, 130.0], None),  # four steps: too few to tell
+    ],
+)
+def test_a_trend_is_said_only_where_the_steps_rise_or_fall_beyond_their_noise(
+    per_step: list[float], change: object
+) -> None:
+    row = _trend_of(per_step)
+    assert row.change == change
+    assert (row.first_tokens_per_s, row.last_tokens_per_s) == (per_step[0], per_step[-1])
+    assert row.slope is not None
 
 
 def test_flags_override_the_header_and_mfu_by_hand(run: Path) -> None:

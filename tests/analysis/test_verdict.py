@@ -109,6 +109,41 @@ def test_ranks_taking_turns_as_the_slowest_are_said_so_not_an_unknown_rank() -> 
     assert "rank 0 slowest in 3 of 4" in dict(verdict_lines(w))["step"]
 
 
+def test_ranks_as_slow_in_every_step_are_said_to_tie_not_to_take_turns() -> None:
+    """One step, every rank's as long (a torch_npu capture of one step on many ranks): neither
+    "take turns" nor a fastest rank's step beside it; two ranks of three tied in every step:
+    that they tie, and the fastest rank's step."""
+    same = verdict(
+        *answered(Captures(root=Path("run"), traces=[_steps(r, [20.0]) for r in (0, 1, 2)]))
+    )
+    assert same.step is not None and (same.step.tied, same.step.gated) == (3, 1)
+    assert dict(verdict_lines(same))["step"] == (
+        "35.0 ms (1 step on 3 ranks, each step its slowest rank's); every rank as slow in the step"
+    )
+    two = Captures(
+        root=Path("run"),
+        traces=[_steps(0, [20.0, 20.0]), _steps(1, [20.0, 20.0]), _steps(2, [18.0, 18.0])],
+    )
+    line = dict(verdict_lines(verdict(*answered(two))))["step"]
+    assert line.endswith(
+        "; 2 ranks tie as the slowest in every step, the fastest rank's step 33.0 ms"
+    )
+
+
+def test_one_step_names_no_straggler_and_gives_the_rank_furthest_behind() -> None:
+    """One step cannot tell a straggler from a one-off: none named, the rank behind is given as
+    such, not as a one-off."""
+    result = Captures(
+        root=Path("run"), traces=[_steps(0, [20.0]), _steps(1, [20.0]), _steps(2, [30.0])]
+    )
+    v = verdict(*answered(result))
+    assert v.straggler is None and v.one_off is not None and v.steps == 1
+    assert dict(verdict_lines(v))["straggler"] == (
+        "none named on 1 step (a straggler needs 3; furthest behind: rank 2 at stage "
+        "actor_generate, step 1: 30.0 ms against 20.0 ms on the other ranks (1.5x, +10.0 ms))"
+    )
+
+
 def test_a_rank_behind_in_every_step_is_the_straggler_and_its_step_is_the_jobs() -> None:
     result = Captures(
         root=Path("run"),
@@ -182,9 +217,8 @@ def test_the_demos_two_captured_steps_name_no_straggler_for_a_one_off() -> None:
     )
     assert v.straggler is None and v.steps == 2
     assert dict(verdict_lines(v))["straggler"] == (
-        "no consistent straggler (largest one-off: rank 1 at stage actor_update, step 3: "
-        "11.9 ms against 6.1 ms on the other ranks (2.0x, +5.8 ms)); the verdict rests on 2 "
-        "steps"
+        "none named on 2 steps (a straggler needs 3; furthest behind: rank 1 at stage "
+        "actor_update, step 3: 11.9 ms against 6.1 ms on the other ranks (2.0x, +5.8 ms))"
     )
     assert [n.kind for n in v.next] == ["relaunch", "live"]
     assert "--ranks" not in v.next[1].command  # no rank singled out: every rank

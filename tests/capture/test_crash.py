@@ -372,3 +372,73 @@ def test_a_profiler_made_in_another_process_is_disowned_at_its_first_action(
     assert not prof._live and prof.captures == []
     prof.close()
     assert path.read_bytes() == before
+
+
+def test_a_signal_during_a_fork_waits_for_the_trainers_handler_in_the_child_and_ours_in_the_parent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While our handlers are installed, the forking thread blocks SIGTERM and SIGINT across
+    the fork: a signal sent meanwhile is held, not handled (Python drops one that reaches a
+    child before its own fork handling, with our handler inherited: a pool's new worker
+    terminated before it ran lived on, and ``Pool.terminate`` waited for it forever). After
+    the fork the mask is as it was, and the held signal is handled."""
+    got: list[int] = []
+
+    def previous(signum: int, frame: FrameType | None) -> None:
+        got.append(signum)
+
+    _live(monkeypatch, [], {signal.SIGTERM: previous, signal.SIGINT: signal.default_int_handler})
+    monkeypatch.setattr(crash, "_mask", [])
+    before = signal.signal(signal.SIGTERM, crash._on_signal)
+    try:
+        crash._before_fork()
+        assert {signal.SIGTERM, signal.SIGINT} <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        time.sleep(0.01)
+        assert got == []  # held
+        crash._unblock()
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert got == [signal.SIGTERM]
+        assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    monkeypatch.setattr(crash, "_previous", {})
+    crash._before_fork()  # no handler of ours installed: nothing blocked
+    assert crash._mask == [] and signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+@pytest.mark.slow
+def test_a_child_terminated_before_it_runs_takes_the_default_effect(tmp_path: Path) -> None:
+    """A real fork under a live profiler: the parent sends SIGTERM to the child at once (it
+    has not run yet, or is still in its fork handling), 40 times; every child dies of it, as
+    without the profiler."""
+    script = tmp_path / "forks.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import os, signal, sys, time
+        from mindspeed_prof import Profiler
+        prof = Profiler.from_config({{"integrated": {{"profile": True, "mstx": True,
+            "profile_level": "level_none", "profile_step_start": 1, "profile_step_end": 9,
+            "profile_save_path": {str(tmp_path / "out")!r}}}}}, rank=0)
+        prof.on_step_start(1)
+        codes = []
+        for _ in range(40):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(5)
+                os._exit(0)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            codes.append(os.waitstatus_to_exitcode(status))
+        prof.on_step_end(1)
+        prof.close()
+        print(sorted(set(codes)))
+        """)
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [f"[-{signal.SIGTERM.value}]"]

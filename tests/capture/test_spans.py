@@ -363,6 +363,29 @@ def test_past_the_bound_a_stalled_file_system_s_ranges_are_dropped_counted_and_w
     )
 
 
+def test_a_step_larger_than_the_bound_is_written_whole_when_the_disk_keeps_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bound is on what waits for the file system: a step of more ranges than it (a
+    rollout's per-token ranges) is written whole when nothing waits, with no warning (it was
+    dropped, as if the disk had stalled: "has not taken the last 0 ranges")."""
+    from mindspeed_prof.capture import spans
+
+    monkeypatch.setattr(spans, "MAX_WAITING", 6)
+    rec = SpanRecorder(tmp_path / "s.mstx.trace.json", CaptureHeader(rank=0), interval_s=0)
+    with caplog.at_level(logging.WARNING, logger="mindspeed_prof"):
+        for step, ranges in ((1, 10), (2, 3), (3, 25)):
+            rec.step = step
+            for _ in range(ranges):
+                with rec.range("s"):
+                    pass
+            rec.flush_due()
+            rec.wait()
+        rec.close()
+    assert rec.dropped == 0 and caplog.records == []
+    assert _steps(rec.path) == [1] * 10 + [2] * 3 + [3] * 25
+
+
 def test_a_writer_slower_than_tiny_steps_keeps_up_and_drops_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

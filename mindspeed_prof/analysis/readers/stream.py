@@ -36,16 +36,15 @@ __all__ = [
     "open_bytes",
 ]
 
-#: Bytes read at a time.
-CHUNK = 4 << 20
+#: Bytes read at a time: a slice's events (some 13,000) stay in the cache while folded.
+CHUNK = 2 << 20
 #: The most bytes one event, or the document's parts before and after the array, may take.
 MAX_PIECE = 64 << 20
 #: Environment variable: how many times its own size a compressed file may inflate to (0: none).
 INFLATE_ENV = "MINDSPEED_PROF_MAX_INFLATE"
 _INFLATE = 100
 _FLOOR = 64 << 20  # any compressed file may inflate to this much, whatever its ratio
-#: Compressed formats by their first bytes, and how each opens.
-#: How a compressed file opens for reading bytes.
+#: How a compressed file opens for reading bytes; the formats by their first bytes.
 Opener = Callable[[Path], BufferedIOBase]
 _MAGIC: dict[bytes, Opener] = {b"\x1f\x8b": gzip.GzipFile, b"\xfd7zXZ\x00": lzma.LZMAFile}
 _TRIES = 3  # cuts tried from the end before scanning
@@ -85,9 +84,10 @@ def open_bytes(path: Path) -> BufferedIOBase:
     return opener(path) if opener is not None else open(path, "rb")
 
 
-def _candidates(buf: bytes) -> Iterator[int]:
-    """Ends of ``}`` followed by ``,`` and ``{`` (whitespace between), last first."""
-    pos = len(buf)
+def _candidates(buf: bytes | bytearray, end: int) -> Iterator[int]:
+    """Ends of ``}`` followed by ``,`` and ``{`` (whitespace between) in ``buf[:end]``, last
+    first."""
+    pos = end
     while (pos := buf.rfind(b"{", 0, pos)) > 0:
         j = pos - 1
         while j >= 0 and buf[j] in _WS:
@@ -154,6 +154,49 @@ def _array(buf: bytes, at: int) -> bytearray:
 _TRACE_NAME = re.compile(rb'\s*,\s*"traceName"\s*:\s*".*"\s*\}\s*\Z', re.S)
 
 
+class _Window:
+    """The bytes read and not yet decoded, in one buffer kept for the whole file: ``[`` then
+    the events at ``buf[1:n]``. A slice is decoded from a view of it with its end's comma
+    turned into ``]`` for the while (``array``, ``restore``), and each chunk is read into it:
+    no copy of a chunk, nor a new buffer for each (fresh megabytes cost their page faults)."""
+
+    __slots__ = ("_at", "_keep", "_readinto", "buf", "n")
+
+    def __init__(self, data: bytes, readinto: Callable[[memoryview], int]) -> None:
+        self.buf = bytearray(b"[") + data
+        self.n = len(self.buf)
+        self.buf += bytes(CHUNK)
+        self._readinto = readinto
+        self._at, self._keep = -1, 0
+
+    def data(self) -> bytes:
+        return bytes(self.buf[1 : self.n])
+
+    def array(self, at: int) -> memoryview:
+        """``[`` + the events before ``at`` + ``]``, a view (``restore`` before any change)."""
+        self._at, self._keep = at, self.buf[at]
+        self.buf[at] = 0x5D  # ']'
+        return memoryview(self.buf)[: at + 1]
+
+    def restore(self) -> None:
+        if self._at >= 0:
+            self.buf[self._at] = self._keep
+            self._at = -1
+
+    def drop(self, at: int) -> None:
+        """Forget the bytes before ``at`` (the ``[`` stays)."""
+        rest = self.n - at
+        self.buf[1 : 1 + rest] = self.buf[at : self.n]
+        self.n = 1 + rest
+
+    def fill(self) -> None:
+        """The next chunk read in after the bytes kept (the buffer grows only for an event
+        longer than what it holds)."""
+        if len(self.buf) - self.n < CHUNK:
+            self.buf += bytes(CHUNK)
+        self.n += self._readinto(memoryview(self.buf)[self.n : self.n + CHUNK])
+
+
 class TraceStream(Generic[E, T]):
     """The events of ``path`` in batches (``batches()``); then ``top``: the document without
     its events (None for a bare list). ``top_type`` has a ``traceEvents`` list of ``event``."""
@@ -170,6 +213,7 @@ class TraceStream(Generic[E, T]):
         self._top = msgspec.json.Decoder(top_type)
         self._eof = False
         self._compressed = False
+        self._readinto: Callable[[memoryview], int] = lambda into: 0
 
     def problems(self) -> list[str]:
         """One line naming the file, when events were left out."""
@@ -216,45 +260,55 @@ class TraceStream(Generic[E, T]):
                     self.top = self._top.decode(buf)
                     yield from self._take_events()
                     return
+            win = _Window(buf, self._readinto)
             ended = False
             while True:
-                cut = None if ended else self._cut(buf)
+                cut = None if ended else self._cut(win)
                 if cut is not None:
                     events, at, ended = cut
                     yield events
                     del events
                     if not ended:  # drop the comma before the next event
-                        at = _COMMA.match(buf, at).end()  # type: ignore[union-attr]
-                    buf = buf[at:]
+                        at = _COMMA.match(win.buf, at, win.n).end()  # type: ignore[union-attr]
+                    win.drop(at)
                 if self._eof:
                     break
-                buf += read()
-                if ended and len(buf) > MAX_PIECE:
+                win.fill()
+                if ended and win.n - 1 > MAX_PIECE:
                     raise BadFile(
                         f"{self.path}: more than {MAX_PIECE} bytes after traceEvents; refused"
                     )
+            buf = win.data()
         yield from self._last(header, buf)
 
     def _reader(self, f: BufferedIOBase) -> Callable[[], bytes]:
-        """``read()``: the next chunk; sets ``_eof``; refuses a decompression bomb."""
+        """``read()``: the next chunk; sets ``_eof``; refuses a decompression bomb. Sets
+        ``_readinto``: the same, into a buffer given (how many bytes it got)."""
         limit = float("inf")
         if self._compressed:
             limit = max(max_inflate() * self.path.stat().st_size, _FLOOR)
         total = 0
 
-        def read() -> bytes:
+        def got(n: int) -> None:
             nonlocal total
-            chunk: bytes = f.read(CHUNK)
-            total += len(chunk)
-            self._eof = not chunk
+            total += n
+            self._eof = not n
             if total > limit:
                 raise BadFile(
                     f"{self.path}: inflates to more than {limit / 1e6:.0f} MB "
                     f"({max_inflate():g}x its size); refused as a decompression "
                     f"bomb ({INFLATE_ENV} sets the ratio, 0 for no limit)"
                 )
+
+        def read() -> bytes:
+            got(len(chunk := f.read(CHUNK)))
             return chunk
 
+        def readinto(into: memoryview) -> int:
+            got(n := f.readinto(into))
+            return n
+
+        self._readinto = readinto
         return read
 
     def _header(self, buf: bytes, read: Callable[[], bytes]) -> tuple[bytes | None, bytes]:
@@ -283,22 +337,25 @@ class TraceStream(Generic[E, T]):
                     pass  # the name inside a string or a nested object: look further
             pos = i + 1
 
-    def _cut(self, buf: bytes) -> tuple[list[E], int, bool] | None:
-        """Events of ``buf`` up to its last whole one, where the rest starts, whether the array
-        ended; None when ``buf`` holds no whole event yet."""
-        for k, at in enumerate(_candidates(buf)):
+    def _cut(self, win: _Window) -> tuple[list[E], int, bool] | None:
+        """Events of the window up to its last whole one, where the rest starts (in the
+        window), whether the array ended; None when it holds no whole event yet."""
+        for k, at in enumerate(_candidates(win.buf, win.n)):
             if k == _TRIES:
                 break
             try:
-                return self._events.decode(_array(buf, at)), at, False
+                return self._events.decode(win.array(at)), at, False
             except (msgspec.DecodeError, msgspec.ValidationError):
                 continue  # a cut inside a string or a nested object (or a bad event)
-        at, ended = _scan(buf)
+            finally:
+                win.restore()
+        data = win.data()
+        at, ended = _scan(data)
         if at <= 0 and not ended:
-            if len(buf) > MAX_PIECE:
+            if len(data) > MAX_PIECE:
                 raise BadFile(f"{self.path}: no whole trace event in {MAX_PIECE} bytes; refused")
             return None
-        return self._decode(buf, at), at, ended
+        return self._decode(data, at), at + 1, ended
 
     def _last(self, header: bytes | None, buf: bytes) -> Iterator[list[E]]:
         try:

@@ -291,3 +291,25 @@ def test_object_without_events_over_several_chunks(tmp_path: Path, monkeypatch) 
     )
     data = read(path)
     assert data.events == 0 and data.rank == 2 and data.ranges == []
+
+
+@pytest.mark.parametrize("sep", [",", " ,\n", "\n,  ", "\t, "])
+@pytest.mark.parametrize("chunk", [7, 40, 333])
+def test_slices_decoded_in_place_leave_the_next_ones_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sep: str, chunk: int
+) -> None:
+    """Each slice is decoded from the buffer with the byte after its last event set to ``]``
+    for the while: whitespace before or after the comma, events longer than a chunk (the
+    buffer grows) and the rest of the file all read as a whole decode has them."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "n" * (k % 5) * 60, "ts": k, "dur": 1}
+        for k in range(60)
+    ]
+    text = '{"traceEvents": [' + sep.join(json.dumps(e) for e in events) + '], "closed": true}'
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    monkeypatch.setattr(stream_mod, "CHUNK", chunk)
+    s = TraceStream(path, Event, _Trace)
+    got = [e for batch in s.batches() for e in batch]
+    assert got == decode_events(text.encode()) and len(got) == 60
+    assert s.top is not None and s.top.closed is True
