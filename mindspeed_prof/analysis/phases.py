@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.readers.range_table import of_kind
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.config.schema import TRANSITIONS, phase_of
@@ -106,13 +107,16 @@ def phase_rows(
     steps: dict[tuple[int | None, str, int], tuple[float, int]] = {}  # dur, place
     stages: dict[tuple[int | None, str, int], array[int]] = defaultdict(lambda: array("q"))
     ranges = of_kind(ranges, "step", "stage")
-    for i, r in enumerate(ranges):
-        if r.step is None or r.dur < 0:
+    cols = columns(ranges, stepped=True)
+    for i, rank, source, step, kind, dur in cols.rows(
+        "at", "ranks", "sources", "steps", "kinds", "dur"
+    ):
+        if dur < 0:
             continue
-        key = (r.rank, r.source, r.step)
-        if r.kind == "step":
-            if key not in steps or r.dur > steps[key][0]:
-                steps[key] = (r.dur, i)
+        key = (rank, source, step)
+        if kind == "step":
+            if key not in steps or dur > steps[key][0]:
+                steps[key] = (dur, i)
         else:
             stages[key].append(i)
     out = []

@@ -7,12 +7,17 @@ import statistics
 from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
-from mindspeed_prof.analysis.readers.range_table import RangeTable, of_kind
+from mindspeed_prof.analysis.readers.range_cols import columns
+from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table, of_kind
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGE_ORDER
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "NO_OP_RANGES",
@@ -45,13 +50,14 @@ def stage_rows(ranges: Sequence[Range]) -> list[StageRow]:
     # per stage: its runs' milliseconds and known bare times (not the ranges: a range file
     # holds millions)
     times: dict[tuple[str, int | None, str], tuple[list[float], list[float]]] = {}
-    for r in of_kind(ranges, "stage"):
-        slot = times.get(key := (r.name, r.rank, r.source))
+    stages = columns(ranges, "stage")
+    for name, rank, source, dur, bare in stages.rows("names", "ranks", "sources", "dur", "bare"):
+        slot = times.get(key := (name, rank, source))
         if slot is None:
             slot = times[key] = ([], [])
-        slot[0].append(r.dur / 1000.0)
-        if r.bare is not None:
-            slot[1].append(r.bare)
+        slot[0].append(dur / 1000.0)
+        if bare is not None:
+            slot[1].append(bare)
     out = []
     for (stage, rank, source), (ms, bare) in sorted(
         times.items(), key=lambda kv: (stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])
@@ -89,11 +95,15 @@ def nesting(ranges: Sequence[Range]) -> Iterator[tuple[int, int]]:
     """``(parent, child)`` index pairs of ``ranges``: each range and the one it lies directly
     in on its thread (same rank, source and thread)."""
     by_thread: dict[tuple[int | None, str, str], array[int]] = defaultdict(lambda: array("q"))
-    for i, r in enumerate(ranges):
-        by_thread[(r.rank, r.source, r.tid)].append(i)
+    for i, rank, source, tid in columns(ranges).rows("at", "ranks", "sources", "tids"):
+        by_thread[(rank, source, tid)].append(i)
+    import numpy as np
+
     starts, durs = _times(ranges)
+    start_col = np.asarray(starts, dtype=np.float64)
+    dur_col = np.asarray(durs, dtype=np.float64)
     for ids in by_thread.values():
-        idx = _by_start(starts, durs, ids)
+        idx = _by_start(start_col, dur_col, ids)
         # relative to the thread's first start: at epoch microseconds ``ts + dur`` would round
         base = starts[idx[0]]
         stack: list[tuple[int, float]] = []  # (index, end)
@@ -106,14 +116,14 @@ def nesting(ranges: Sequence[Range]) -> Iterator[tuple[int, int]]:
             stack.append((i, ts + durs[i]))
 
 
-def _by_start(starts: Sequence[float], durs: Sequence[float], idx: array[int]) -> array[int]:
+def _by_start(starts: np.ndarray, durs: np.ndarray, idx: array[int]) -> array[int]:
     """``idx`` in the order of their ranges' start, the longest first where two start together
     (a stable sort: ties keep ``idx``'s order); sorted as columns, not a key object per range
     (a range file holds millions)."""
     import numpy as np
 
-    ts = np.fromiter((starts[i] for i in idx), dtype=np.float64, count=len(idx))
-    dur = np.fromiter((durs[i] for i in idx), dtype=np.float64, count=len(idx))
+    at = np.frombuffer(idx, dtype=np.int64) if len(idx) else np.zeros(0, np.int64)
+    ts, dur = starts[at], durs[at]
     order = np.lexsort((-dur, ts))
     del ts, dur
     return array("q", np.frombuffer(idx, dtype=np.int64)[order].tobytes())
@@ -132,9 +142,11 @@ def _self_times(ranges: Sequence[Range]) -> array[float]:
     out = array("d", durs)
     for p, c in nesting(ranges):
         out[p] -= min(durs[c], durs[p] - (starts[c] - starts[p]))
-    for i, v in enumerate(out):
-        if not v >= 0.0:  # (``max(v, 0.0)``: NaN stays)
-            out[i] = max(v, 0.0)
+    import numpy as np
+
+    if len(out):
+        col = np.frombuffer(out, dtype=np.float64)
+        col[col < 0.0] = 0.0  # (``max(v, 0.0)``: NaN stays)
     return out
 
 
@@ -147,13 +159,13 @@ def stage_of(ranges: Sequence[Range], stages: Sequence[Range]) -> list[str | Non
     import numpy as np
 
     by_rank: dict[int | None, tuple[array[float], array[float], list[str]]] = {}
-    for s in stages:  # (as columns: a range file holds millions)
-        cols = by_rank.get(s.rank)
+    for rank, ts_, dur_, name in columns(stages).rows("ranks", "ts", "dur", "names"):
+        cols = by_rank.get(rank)
         if cols is None:
-            cols = by_rank[s.rank] = (array("d"), array("d"), [])
-        cols[0].append(s.ts)
-        cols[1].append(s.dur)
-        cols[2].append(s.name)
+            cols = by_rank[rank] = (array("d"), array("d"), [])
+        cols[0].append(ts_)
+        cols[1].append(dur_)
+        cols[2].append(name)
     # per rank: its stages' starts in order (a stable sort, as ``list.sort``), their ends and
     # names (-1: none); the ranges placed a slice at a time, their starts and ranks as columns
     code = {rank: i for i, rank in enumerate(by_rank)}
@@ -170,11 +182,12 @@ def stage_of(ranges: Sequence[Range], stages: Sequence[Range]) -> list[str | Non
         )
         del at, order
     out: list[str | None] = []
-    for lo in range(0, len(ranges), STAGE_OF_SLICE):
-        part = ranges[lo : lo + STAGE_OF_SLICE]
-        names = np.full(len(part), None, dtype=object)
-        which = np.fromiter((code.get(r.rank, -1) for r in part), np.int64, len(part))
-        ts = np.fromiter((r.ts for r in part), np.float64, len(part))
+    placed = columns(ranges)
+    rank_code = np.array([code.get(lab[0], -1) for lab in placed.table.labels] or [-1], np.int64)
+    for lo in range(0, len(placed), STAGE_OF_SLICE):
+        hi = lo + STAGE_OF_SLICE
+        which, ts = rank_code[placed.label[lo:hi]], placed.tsa[lo:hi]
+        names = np.full(len(ts), None, dtype=object)
         for c, (starts, ends, named) in enumerate(runs):
             mine = np.flatnonzero(which == c)
             at = ts[mine]
@@ -195,14 +208,22 @@ def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
     selfs = np.frombuffer(_self_times(custom), dtype=np.float64) / 1e3
     stages = stage_of(custom, of_kind(ranges, "stage"))
     # per (name, rank), in columns (a range file holds millions): its runs' places in order
+    cols = columns(custom)
+    labels = cols.table.labels
+    # each label's (name, rank) numbered in the order the ranges first hold it
+    first = np.full(len(labels), n, dtype=np.int64)
+    np.minimum.at(first, cols.label, np.arange(n, dtype=np.int64))
     keys: dict[tuple[str, int | None], int] = {}
-    group = np.fromiter(
-        (keys.setdefault((r.name, r.rank), len(keys)) for r in custom), dtype=np.int32, count=n
-    )
+    key_of = np.zeros(len(labels) or 1, dtype=np.int32)
+    for code in np.argsort(first, kind="stable").tolist():
+        if first[code] < n:
+            rank, _, name, _, _ = labels[code]
+            key_of[code] = keys.setdefault((name, rank), len(keys))
+    group = key_of[cols.label]
     order = np.argsort(group, kind="stable").astype(np.int32)
     bounds = np.searchsorted(group[order], np.arange(len(keys) + 1)).tolist()
     del group
-    ms_all = np.fromiter((r.dur for r in custom), dtype=np.float64, count=n) / 1e3
+    ms_all = cols.dura / 1e3
     rows = []
     for (name, rank), g in keys.items():
         idx = order[bounds[g] : bounds[g + 1]]
@@ -258,10 +279,15 @@ def self_bare(ranges: Sequence[Range]) -> list[float]:
 def no_op_rows(ranges: Sequence[Range]) -> list[NoOpRow]:
     """Per stage and rank, in captures that record host operators: the time no operator ran
     and the custom ranges inside the stage that hold it (``NO_OP_RANGES`` of them)."""
-    stages = [r for r in ranges if r.kind == "stage" and r.bare is not None]
+    import numpy as np
+
+    table = as_table(ranges)
+    if not len(table) or np.isnan(np.frombuffer(table.bare, dtype=np.float64)).all():
+        return []  # (no bare time known: a range file's ranges are not read one at a time)
+    stages = [r for r in table if r.kind == "stage" and r.bare is not None]
     if not stages:
         return []
-    custom = [r for r in ranges if r.kind == "range" and r.bare is not None]
+    custom = [r for r in table if r.kind == "range" and r.bare is not None]
     held: dict[tuple[str, int | None, str], dict[str, float]] = defaultdict(
         lambda: defaultdict(float)
     )

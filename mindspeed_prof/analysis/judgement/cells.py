@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.range_cols import columns
 
 __all__ = ["Cells", "Rows", "Who", "by_name", "per_step", "who_order", "who_text"]
 
@@ -30,15 +31,16 @@ def who_text(w: Who) -> str:
     return f"rank {rank_label(*w)}"
 
 
-def per_step(ranges: Iterable[Range], kind: str) -> dict[str, Cells]:
+def per_step(ranges: Sequence[Range], kind: str) -> dict[str, Cells]:
     """Per name of ``kind`` (``step``, ``stage``, ``range``), its milliseconds per step and
     rank; several runs in one step add up."""
     out: dict[str, Cells] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     whos: dict[Who, Who] = {}  # each rank's key once: a range file holds a cell per step
-    for r in ranges:
-        if r.kind == kind and r.step is not None and r.dur >= 0:
-            who = (r.rank, r.source)
-            out[r.name][r.step][whos.setdefault(who, who)] += r.dur / 1000.0
+    c = columns(ranges, kind, stepped=True)
+    for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
+        if dur >= 0:
+            who = (rank, source)
+            out[name][step][whos.setdefault(who, who)] += dur / 1000.0
     return out
 
 
@@ -57,29 +59,30 @@ class Rows(Mapping[K, Cells], Generic[K]):
         self._cols: dict[K, tuple[list[int], array[int], array[float]]] = {}
         self._whos: list[Who] = []
 
-    def add(self, ranges: Iterable[Range], kind: str, key: Callable[[str], K]) -> Rows[K]:
+    def add(self, ranges: Sequence[Range], kind: str, key: Callable[[str], K]) -> Rows[K]:
         """The ranges of ``kind``, each in the row ``key(name)``."""
         index = {w: i for i, w in enumerate(self._whos)}
         cols, whos = self._cols, self._whos
         by_name: dict[str, tuple[list[int], array[int], array[float]]] = {}  # key() once a name
-        for r in ranges:
-            if r.kind != kind or r.step is None or not r.dur >= 0:  # (NaN left out too)
+        c = columns(ranges, kind, stepped=True)
+        for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
+            if not dur >= 0:  # (NaN left out too)
                 continue
-            row = by_name.get(r.name)
+            row = by_name.get(name)
             if row is None:
-                k = key(r.name)
+                k = key(name)
                 row = cols.get(k)
                 if row is None:
                     row = cols[k] = ([], array("q"), array("d"))
-                by_name[r.name] = row
-            who = (r.rank, r.source)
+                by_name[name] = row
+            who = (rank, source)
             i = index.get(who)
             if i is None:
                 i = index[who] = len(whos)
                 whos.append(who)
-            row[0].append(r.step)
+            row[0].append(step)  # type: ignore[arg-type]
             row[1].append(i)
-            row[2].append(r.dur / 1000.0)
+            row[2].append(dur / 1000.0)
         return self
 
     def __getitem__(self, key: K) -> Cells:
@@ -97,6 +100,6 @@ class Rows(Mapping[K, Cells], Generic[K]):
         return len(self._cols)
 
 
-def by_name(ranges: Iterable[Range], kind: str) -> Rows[str]:
+def by_name(ranges: Sequence[Range], kind: str) -> Rows[str]:
     """``per_step``, each name's cells made when read (``Rows``)."""
     return Rows[str]().add(ranges, kind, str)

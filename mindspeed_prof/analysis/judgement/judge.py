@@ -14,23 +14,25 @@ from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
 from mindspeed_prof.analysis.judgement.lag import Lag, lags
 from mindspeed_prof.analysis.readers.model import DeviceRow, Range
+from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.rows import StragglerKind
 
 __all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms", "step_time"]
 
 
-def step_cells(counted: Iterable[Range]) -> Cells:
+def step_cells(counted: Sequence[Range]) -> Cells:
     """Each rank's steps from its step ranges (as the per-step table adds them up)."""
     # ``by_name``'s rows without a Mapping per name (each step's range has a name of its own):
     # a name's runs added up per step and rank first, then the names in turn, as it did
     per: dict[str, dict[tuple[int, Who], float]] = {}
-    for r in counted:
-        if r.kind == "step" and r.step is not None and r.dur >= 0:
-            cells = per.get(r.name)
+    c = columns(counted, "step", stepped=True)
+    for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
+        if dur >= 0:
+            cells = per.get(name)
             if cells is None:
-                cells = per[r.name] = {}
-            key = (r.step, (r.rank, r.source))
-            cells[key] = cells.get(key, 0.0) + r.dur / 1000.0
+                cells = per[name] = {}
+            key = (step, (rank, source))
+            cells[key] = cells.get(key, 0.0) + dur / 1000.0
     out: Cells = defaultdict(lambda: defaultdict(float))
     for cells in per.values():
         for (step, who), ms in cells.items():

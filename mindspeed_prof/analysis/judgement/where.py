@@ -20,6 +20,7 @@ from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.readers.range_table import of_kind, stepped
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, StageOrRange
@@ -52,18 +53,19 @@ def _boxes(ranges: Sequence[Range]) -> tuple[dict[Key, float], dict[Key, tuple[f
     """Each rank's step's first start (times are taken from it: at epoch microseconds ``ts +
     dur`` rounds) and its step range's box relative to it."""
     first: dict[Key, float] = {}
-    for r in ranges:
-        key = (r.rank, r.source, r.step)
+    c = columns(ranges)
+    for rank, source, step, ts in c.rows("ranks", "sources", "steps", "ts"):
+        key = (rank, source, step)
         at = first.get(key)
-        if at is None or r.ts < at:  # as ``min``: the earlier start, the first of equal ones
-            first[key] = r.ts
+        if at is None or ts < at:  # as ``min``: the earlier start, the first of equal ones
+            first[key] = ts
     boxes: dict[Key, tuple[float, float]] = {}
-    for r in ranges:
-        if r.kind == "step":
-            key = (r.rank, r.source, r.step)
-            lo = r.ts - first[key]
-            a, b = boxes.get(key, (lo, lo + r.dur))
-            boxes[key] = (min(a, lo), max(b, lo + r.dur))
+    s = columns(ranges, "step")
+    for rank, source, step, ts, dur in s.rows("ranks", "sources", "steps", "ts", "dur"):
+        key = (rank, source, step)
+        lo = ts - first[key]
+        a, b = boxes.get(key, (lo, lo + dur))
+        boxes[key] = (min(a, lo), max(b, lo + dur))
     return first, boxes
 
 
@@ -116,11 +118,13 @@ def stage_cells(ranges: Sequence[Range]) -> Mapping[str, Cells]:
     """Per stage, its time per step and rank (each stage's made when it is read)."""
     first, boxes = _boxes(ranges)
     out = _StageCells(boxes)
-    for r in ranges:
-        if r.kind == "stage":
-            key = (r.rank, r.source, r.step)
-            lo = r.ts - first[key]
-            out.add(r.name, key, lo, lo + r.dur)
+    c = columns(ranges, "stage")
+    for name, rank, source, step, ts, dur in c.rows(
+        "names", "ranks", "sources", "steps", "ts", "dur"
+    ):
+        key = (rank, source, step)
+        lo = ts - first[key]
+        out.add(name, key, lo, lo + dur)
     return out
 
 

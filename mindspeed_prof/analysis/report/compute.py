@@ -14,6 +14,7 @@ from mindspeed_prof.analysis.ranges import stage_order, with_bare
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
 from mindspeed_prof.analysis.readers.model import Tally, merge_tallies
+from mindspeed_prof.analysis.readers.range_cols import columns, steps_in
 from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table
 from mindspeed_prof.analysis.report.captures import Captures, relative, stem_key
 from mindspeed_prof.analysis.rows import (
@@ -99,18 +100,19 @@ def counted_counters(
 def per_step(ranges: Sequence[Range], warmup: Warmup) -> list[StepRow]:
     """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
     table: dict[tuple[int | None, str, int], StepRow] = {}
-    for r in ranges:
-        if r.step is None or r.kind == "range":
-            continue
-        row = table.get((r.rank, r.source, r.step))
+    cols = columns(ranges, "step", "stage", stepped=True)
+    for rank, source, step, kind, name, dur in cols.rows(
+        "ranks", "sources", "steps", "kinds", "names", "dur"
+    ):
+        row = table.get((rank, source, step))
         if row is None:
-            row = table[(r.rank, r.source, r.step)] = StepRow(
-                rank=r.rank, source=r.source, step=r.step, stages={}
+            row = table[(rank, source, step)] = StepRow(
+                rank=rank, source=source, step=step, stages={}
             )
-        if r.kind == "step":
-            row.total = (row.total or 0.0) + r.dur / 1000.0
+        if kind == "step":
+            row.total = (row.total or 0.0) + dur / 1000.0
         else:
-            row.stages[r.name] = row.stages.get(r.name, 0.0) + r.dur / 1000.0
+            row.stages[name] = row.stages.get(name, 0.0) + dur / 1000.0
     for key, row in table.items():
         row.warmup = key in warmup
     return [
@@ -217,7 +219,7 @@ def inventory(traces: list[TraceData], root: Path) -> list[InventoryRow]:
             group=t.group,
             bytes=t.size,
             events=t.events,
-            steps=sorted({r.step for r in t.ranges if r.step is not None}),
+            steps=sorted(steps_in(t.ranges)),
             level=t.meta.level,
         )
         for t in traces
@@ -245,9 +247,9 @@ def _unshared_steps(ranges: Sequence[Range]) -> list[str]:
     """One line when ranks captured no step in common: their times cannot be compared
     (an on-demand capture that ranks took at different steps, say)."""
     steps: dict[tuple[int | None, str], set[int]] = defaultdict(set)
-    for r in ranges:
-        if r.kind in ("step", "stage") and r.step is not None:
-            steps[(r.rank, r.source)].add(r.step)
+    cols = columns(ranges, "step", "stage", stepped=True)
+    for rank, source, step in cols.rows("ranks", "sources", "steps"):
+        steps[(rank, source)].add(step)
     if len(steps) < 2 or set.intersection(*steps.values()):
         return []
     held = "; ".join(
