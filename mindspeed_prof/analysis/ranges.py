@@ -183,10 +183,11 @@ def stage_of(ranges: Sequence[Range], stages: Sequence[Range]) -> list[str | Non
         del at, order
     out: list[str | None] = []
     placed = columns(ranges)
+    placed_ts = placed.tsa
     rank_code = np.array([code.get(lab[0], -1) for lab in placed.table.labels] or [-1], np.int64)
     for lo in range(0, len(placed), STAGE_OF_SLICE):
         hi = lo + STAGE_OF_SLICE
-        which, ts = rank_code[placed.label[lo:hi]], placed.tsa[lo:hi]
+        which, ts = rank_code[placed.label[lo:hi]], placed_ts[lo:hi]
         names = np.full(len(ts), None, dtype=object)
         for c, (starts, ends, named) in enumerate(runs):
             mine = np.flatnonzero(which == c)

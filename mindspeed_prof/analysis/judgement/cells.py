@@ -80,7 +80,7 @@ class Rows(Mapping[K, Cells], Generic[K]):
             if i is None:
                 i = index[who] = len(whos)
                 whos.append(who)
-            row[0].append(step)  # type: ignore[arg-type]
+            row[0].append(step)
             row[1].append(i)
             row[2].append(dur / 1000.0)
         return self

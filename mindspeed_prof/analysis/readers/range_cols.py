@@ -27,29 +27,37 @@ _LABEL_FIELDS = {"ranks": 0, "kinds": 1, "names": 2, "sources": 3, "tids": 4}
 
 
 class Columns:
-    """Some of a table's ranges, in its order: ``at`` their places in the table, ``label``
-    their label codes (into ``table.labels``), ``step`` their step codes (into
-    ``table.steps``); ``tsa`` and ``dura`` their times as numpy columns; ``rows`` their
-    fields a range at a time."""
+    """Some of a table's ranges, in its order: ``at`` their places in the table (None: every
+    range, the table's own columns read in place), ``label`` their label codes (into
+    ``table.labels``), ``step`` their step codes (into ``table.steps``); ``tsa`` and ``dura``
+    their times as numpy columns; ``rows`` their fields a range at a time."""
 
     __slots__ = ("_held", "at", "label", "step", "table")
 
-    def __init__(self, table: RangeTable, at: np.ndarray) -> None:
+    def __init__(self, table: RangeTable, at: np.ndarray | None) -> None:
         self.table, self.at = table, at
-        self.label = _column(table.label, np.int32)[at]
-        self.step = _column(table.step, np.int32)[at]
+        self.label = self._take(table.label, np.int32)
+        self.step = self._take(table.step, np.int32)
         self._held: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
-        return len(self.at)
+        return len(self.label)
+
+    def _take(
+        self, col: Sequence[float] | Sequence[int], dtype: type, lo: int = 0, hi: int = -1
+    ) -> np.ndarray:
+        """Of a table's column, these ranges' (``lo:hi`` of them)."""
+        whole = _column(col, dtype)
+        hi = len(self.table) if hi < 0 else hi
+        return whole[lo:hi] if self.at is None else whole[self.at[lo:hi]]
 
     @property
     def tsa(self) -> np.ndarray:
-        return _column(self.table.ts, np.float64)[self.at]
+        return self._take(self.table.ts, np.float64)
 
     @property
     def dura(self) -> np.ndarray:
-        return _column(self.table.dur, np.float64)[self.at]
+        return self._take(self.table.dur, np.float64)
 
     def _values(self, field: str) -> np.ndarray:
         """A field's distinct values as an object column (per label, or per step)."""
@@ -74,10 +82,12 @@ class Columns:
             steps: list[Any] = self._values(field)[self.step[lo:hi]].tolist()
             return steps
         if field == "at":
+            if self.at is None:
+                return range(lo, min(hi, len(self)))
             places: list[Any] = self.at[lo:hi].tolist()
             return places
         col = {"ts": self.table.ts, "dur": self.table.dur, "bare": self.table.bare}[field]
-        times = _column(col, np.float64)[self.at[lo:hi]]
+        times = self._take(col, np.float64, lo, hi)
         if field != "bare":
             return array("d", times.tobytes())  # (floats made as read)
         bare = times.astype(object)
@@ -88,7 +98,7 @@ class Columns:
     def rows(self, *fields: str) -> Iterator[tuple[Any, ...]]:
         """Per range, in order, the ``fields`` named (see ``_field``), ``CHUNK`` ranges'
         lists at a time."""
-        for lo in range(0, len(self.at), CHUNK):
+        for lo in range(0, len(self), CHUNK):
             hi = lo + CHUNK
             yield from zip(*(self._field(f, lo, hi) for f in fields))
 
@@ -102,13 +112,12 @@ def columns(ranges: Sequence[Range], *kinds: str, stepped: bool = False) -> Colu
     where ``stepped``, as ``Columns``."""
     table = as_table(ranges)
     label = _column(table.label, np.int32)
-    if kinds:
-        keep = np.array([lab[1] in kinds for lab in table.labels] or [False], dtype=bool)
-        mask = keep[label]
-    else:
-        mask = np.ones(len(label), dtype=bool)
-    none = table._steps.get(None)
-    if stepped and none is not None:
+    keep = np.array([not kinds or lab[1] in kinds for lab in table.labels], dtype=bool)
+    none = table._steps.get(None) if stepped else None
+    if keep.all() and (none is None or none not in table.step):
+        return Columns(table, None)
+    mask = keep[label]
+    if none is not None:
         mask &= _column(table.step, np.int32) != none
     return Columns(table, np.flatnonzero(mask))
 
@@ -117,4 +126,4 @@ def steps_in(ranges: Sequence[Range], *kinds: str) -> set[int]:
     """The steps the ranges of ``kinds`` (any kind where none is given) lie in."""
     cols = columns(ranges, *kinds, stepped=True)
     held = np.unique(cols.step).tolist()
-    return {cols.table.steps[c] for c in held}  # type: ignore[misc]
+    return {cols.table.steps[c] for c in held}

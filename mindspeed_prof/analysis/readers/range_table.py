@@ -89,6 +89,26 @@ class RangeTable(MutableSequence[Range]):
         self.dur.append(dur)
         self.bare.append(math.nan if bare is None else bare)
 
+    def extend_columns(
+        self,
+        labels: Sequence[Label],
+        steps: Sequence[int | None],
+        ts: Iterable[float],
+        dur: Iterable[float],
+    ) -> None:
+        """Ranges given as columns (no bare time): each one's label, step, start, length."""
+        codes = list(map(self._index.get, labels))
+        if None in codes:
+            codes = [self.code(lab) if c is None else c for c, lab in zip(codes, labels)]
+        at = list(map(self._steps.get, steps))
+        if None in at:
+            at = [self.step_code(s) if c is None else c for c, s in zip(at, steps)]
+        self.label.extend(codes)  # type: ignore[arg-type]
+        self.step.extend(at)  # type: ignore[arg-type]
+        self.ts.extend(ts)
+        self.dur.extend(dur)
+        self.bare.extend(array("d", [math.nan]) * len(codes))
+
     def append(self, r: Range) -> None:
         self.add(r.rank, r.kind, r.name, r.step, r.ts, r.dur, r.source, r.tid, r.bare)
 

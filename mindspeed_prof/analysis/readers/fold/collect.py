@@ -36,7 +36,7 @@ from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
 from mindspeed_prof.analysis.readers.model import TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.phases import stage_of
-from mindspeed_prof.analysis.readers.range_table import RangeTable
+from mindspeed_prof.analysis.readers.range_table import Label, RangeTable
 from mindspeed_prof.analysis.readers.totals import Totals
 
 __all__ = ["Annotations", "Collector", "collect"]
@@ -72,11 +72,9 @@ class Annotations:
     def rows(self) -> Iterator[tuple[str, float, float, int | None, str]]:
         return zip(self.names, self.ts, self.dur, self.steps, self.tids)
 
-    def drain(
-        self, size: int = 1 << 12
-    ) -> Iterator[Iterator[tuple[str, float, float, int | None, str]]]:
-        """``rows``, ``size`` at a time, each slice let go of once read (what is made of them
-        is not held beside them all)."""
+    def drain(self, size: int = 1 << 12) -> Iterator[tuple[Any, ...]]:
+        """The columns (names, ts, dur, steps, tids), ``size`` ranges at a time, each slice let
+        go of once read (what is made of them is not held beside them all)."""
         cols: tuple[list[Any] | array[float], ...] = (
             self.names,
             self.ts,
@@ -86,9 +84,18 @@ class Annotations:
         )
         while len(self.ts):  # let go of 16 slices at a time (each cut moves the rest)
             for lo in range(0, min(len(self.ts), 16 * size), size):
-                yield zip(*(c[lo : lo + size] for c in cols))
+                yield tuple(c[lo : lo + size] for c in cols)
             for c in cols:
                 del c[: 16 * size]
+
+
+def _label(rank: int | None, name: str, tid: str) -> Label:
+    """A range's label: a stage where the name is one (ours, verl's, or another framework's
+    name for one), else a custom range."""
+    stage = stage_of(name)
+    return (
+        (rank, "range", name, "", tid) if stage is None else (rank, "stage", stage or name, "", tid)
+    )
 
 
 class Collector:
@@ -200,17 +207,21 @@ class Collector:
         ranges = RangeTable.of(data.ranges)
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
             ranges.add(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur)
-        stages: dict[str, str | None] = {}
-        for part in self.annotations.drain():  # (a slice at a time: not held twice)
-            for name, ts, dur, step, tid in part:
-                if step is None:
-                    i = bisect.bisect_right(starts, ts) - 1
-                    step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-                stage = stages.get(name, name)
-                if stage is name:  # ours, verl's, or another framework's name for one
-                    stage = stages[name] = stage_of(name)
-                kind = "stage" if stage is not None else "range"
-                ranges.add(data.rank, kind, stage or name, step, ts, dur, tid=tid)
+        label_of: dict[tuple[str, str], Label] = {}  # by name and thread
+        for names, ts_, dur_, of_step, tids in self.annotations.drain():  # (not held twice)
+            if None in of_step:
+                for j, (step, at) in enumerate(zip(of_step, ts_)):
+                    if step is None:
+                        i = bisect.bisect_right(starts, at) - 1
+                        of_step[j] = steps[i][2] if i >= 0 and at <= steps[i][1] else fallback
+            labels = list(map(label_of.get, zip(names, tids)))
+            if None in labels:
+                for j, key in enumerate(zip(names, tids)):
+                    lab = label_of.get(key)
+                    if lab is None:
+                        lab = label_of[key] = _label(data.rank, *key)
+                    labels[j] = lab
+            ranges.extend_columns(labels, of_step, ts_, dur_)  # type: ignore[arg-type]
         data.ranges = ranges
         if self.host.any_tops():  # host ops are kept relative to their origin
             try:
