@@ -25,7 +25,7 @@ _RANGES = st.lists(
         st.none() | st.integers(0, 3),
         st.sampled_from(["step", "stage", "range"]),
         st.sampled_from(["a", "b", "actor_generate", "c"]),
-        st.none() | st.integers(0, 4),
+        st.none() | st.integers(0, 4) | st.just(2**70),
         _TIMES,
         _TIMES,
         st.sampled_from(["", "host-a"]),
@@ -92,6 +92,10 @@ def test_cells_from_columns_are_the_cells_from_tuples(ranges: list[Range]) -> No
             assert per_step(table, kind) == want
             rows = Rows[str]().add(table, kind, str)
             assert list(rows) == list(want) and all(rows[k] == want[k] for k in want)
+            for k in want:  # steps and ranks in the same order too
+                assert [(s, list(by)) for s, by in rows[k].items()] == [
+                    (s, list(by)) for s, by in want[k].items()
+                ]
         steps: dict[int, dict[object, float]] = defaultdict(lambda: defaultdict(float))
         for cells in _per_step(ranges, "step").values():
             for step, by in cells.items():
