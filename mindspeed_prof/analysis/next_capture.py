@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mindspeed_prof.analysis.report.tables import Tables
 
 __all__ = [
+    "BETWEEN_STAGES",
     "DETAILED",
     "GROUP",
     "NextStep",
@@ -50,6 +51,9 @@ __all__ = [
 GROUP = "profiler_config"
 #: Levels whose captures hold device time per kernel: a stage capture at these is detailed.
 DETAILED = ("level1", "level2")
+#: Causes no stage holds (the step's time between its stages): the next capture is of whole
+#: steps, not of a stage.
+BETWEEN_STAGES = ("rl.uncovered",)
 
 
 class NextStep(Row, kw_only=True):
@@ -91,8 +95,11 @@ class Target(NamedTuple):
 def target(cause: Cause | None, behind: Lag | None, slowest: Share | None) -> Target:
     """What to look at next: the first cause's stage, rank and step (the named straggler's
     where it is the first cause, or no cause was given; one at a range or in device compute
-    takes the slowest stage); without either, the slowest stage on every rank."""
+    takes the slowest stage; one between the stages, none: whole steps); without either, the
+    slowest stage on every rank."""
     stage = slowest.name if slowest and slowest.kind == "stage" else None
+    if cause is not None and cause.rule in BETWEEN_STAGES:  # in no stage: whole steps
+        return Target(None, cause.rank, cause.step, cause.title)
     if cause is not None and cause.rule != "ranks.straggler":
         return Target(cause.stage or stage, cause.rank, cause.step, cause.title)
     if behind is not None:
@@ -115,24 +122,34 @@ def next_steps(
     stage, rank, step, _ = target(cause, behind, slowest)
     root = quote(str(captures.root))
     if not _detailed(captures, tables, settings):
-        if stage is None or stage not in STAGE_ORDER:
+        between = cause is not None and cause.rule in BETWEEN_STAGES
+        if not between and (stage is None or stage not in STAGE_ORDER):
             return []
         who = f"rank {rank}" if rank is not None else "every rank"
         live_ranks = f" --ranks {rank}" if rank is not None else ""
-        lead = (
-            f"{_cause_text(cause, stage)}"
-            if cause is not None
-            else f"{stage} is where the time goes"
-        )
-        why = (
-            f"{lead}; a stage-scoped (level1) capture of {stage} on {who} shows its device "
-            "time per kernel and collective"
-        )
-        new = [
-            f"{GROUP}=stage_scoped",
-            f"profiler_config.integrated.stage={stage}",
-            *([f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else []),
-        ]
+        ranks = [f"profiler_config.integrated.profile_ranks=[{rank}]"] if rank is not None else []
+        if cause is not None and between:  # no stage holds it: the whole step at level1
+            why = (
+                f"{_cause_text(cause, stage or '')}; a whole-step (level1) capture on {who} "
+                "shows what the host and the device run between the stages"
+            )
+            new = [f"{GROUP}=full", *ranks]
+            live = f"mindspeed-prof capture {root}{live_ranks} --level level1 --steps 1"
+        else:
+            lead = (
+                f"{_cause_text(cause, stage or '')}"
+                if cause is not None
+                else f"{stage} is where the time goes"
+            )
+            why = (
+                f"{lead}; a stage-scoped (level1) capture of {stage} on {who} shows its "
+                "device time per kernel and collective"
+            )
+            new = [f"{GROUP}=stage_scoped", f"profiler_config.integrated.stage={stage}", *ranks]
+            live = (
+                f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
+                "--steps 1"
+            )
         manifest = newest_job(Path(captures.root))
         line = relaunch_line(manifest.job, new, Path.cwd()) if manifest else None
         out = [
@@ -146,14 +163,7 @@ def next_steps(
         ]
         if manifest is None or alive(manifest):  # no manifest: nothing says it ended
             out.append(
-                NextStep(
-                    kind="live",
-                    why="the same, asked of the running job",
-                    command=(
-                        f"mindspeed-prof capture {root} --stage {stage}{live_ranks} --level level1 "
-                        "--steps 1"
-                    ),
-                )
+                NextStep(kind="live", why="the same, asked of the running job", command=live)
             )
         return out
     focus = _focus(captures, tables, settings, device.bound if device else "compute")

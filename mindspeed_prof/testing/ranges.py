@@ -12,14 +12,15 @@ from mindspeed_prof.config.schema import STAGES
 __all__ = ["write_range_file"]
 
 _LINE = (
-    '{"ph": "X", "pid": 1, "tid": %d, "cat": "%s", "name": "%s", "ts": %d.%03d, '
-    '"dur": %d.%03d, "args": {"step": %d}}'
+    '{"ph": "X", "pid": 1, "tid": %d, "cat": "%s", "name": "%s", "ts": %de-3, '
+    '"dur": %de-3, "args": {"step": %d}}'
 )
 
 
 def _event(tid: int, cat: str, name: str, t: int, dur: int, step: int) -> str:
-    """One complete event; ``t`` and ``dur`` in nanoseconds, written as microseconds."""
-    return _LINE % (tid, cat, name, t // 1000, t % 1000, dur // 1000, dur % 1000, step)
+    """One complete event; ``t`` and ``dur`` in nanoseconds, written as microseconds the way
+    the recorder writes them (``1234e-3``: integer nanoseconds with JSON's exponent)."""
+    return _LINE % (tid, cat, name, t, dur, step)
 
 
 def write_range_file(path: Path, size: float, rank: int = 0) -> Path:

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mindspeed_prof.analysis.analyse import Captures
+from mindspeed_prof.analysis.findings import find
 from mindspeed_prof.analysis.next_capture import (
     alive,
     merged_overrides,
@@ -23,6 +24,7 @@ from mindspeed_prof.analysis.readers.model import CommRow, Tally
 from mindspeed_prof.analysis.verdict import verdict
 from mindspeed_prof.cli import main
 from mindspeed_prof.config.presets import PRESETS, preset_sections
+from mindspeed_prof.config.schema import Level
 from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.formats.manifest import Job, Manifest, newest_job, read_manifest
 
@@ -72,6 +74,39 @@ def test_light_capture_asks_for_the_straggler_stage_at_level1(tmp_path: Path) ->
         "--steps",
         "1",
     ]  # the root quoted: it has a space
+
+
+def test_time_between_stages_asks_for_whole_steps_not_a_stage(tmp_path: Path) -> None:
+    """The first cause is time no stage covers (8 ms a step between the stages on rank 1): a
+    capture of a stage cannot show it; the next capture is of whole steps at level1, on that
+    rank, and the live request names no stage."""
+
+    def gap(rank: int, ms: float) -> TraceData:
+        t = _rank(rank, 30.0)
+        t.ranges = []
+        for step in (1, 2, 3):
+            t0 = step * 1e6
+            t.ranges += [
+                Range(rank, "step", f"ProfilerStep#{step}", step, t0, 1e3 * (50.0 + ms)),
+                Range(rank, "stage", "actor_generate", step, t0, 3e4),
+                Range(rank, "stage", "actor_update", step, t0 + 1e3 * (30.0 + ms), 2e4),
+            ]
+        return t
+
+    parts = answered(Captures(root=tmp_path, traces=[gap(0, 0.0), gap(1, 8.0)]))
+    v = verdict(*parts, find(*parts)[0])
+    assert v.causes and v.causes[0].rule == "rl.uncovered"
+    relaunch, live = v.next
+    assert relaunch.overrides == [
+        "profiler_config=full",
+        "profiler_config.integrated.profile_ranks=[1]",
+    ]
+    full = PRESETS["full"].fields  # whole steps (every stage) at level1
+    assert full["profile_level"] == Level.level1 and "stage" not in full
+    assert "time no stage covers" in relaunch.why and "whole-step (level1)" in relaunch.why
+    argv = shlex.split(live.command)[1:]
+    assert "--stage" not in argv and argv[argv.index("--ranks") + 1] == "1"
+    assert main([*argv, "--timeout", "0.5"]) == 5  # a valid request nobody answers here
 
 
 def test_the_live_command_parses_as_the_capture_cli_takes_it(tmp_path: Path) -> None:
