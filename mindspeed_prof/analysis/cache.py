@@ -13,6 +13,7 @@ bound, and written through a fresh ``mkstemp`` name in its folder (``jsonio.writ
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import hashlib
@@ -22,7 +23,8 @@ from pathlib import Path
 import msgspec
 
 from mindspeed_prof.analysis import readers
-from mindspeed_prof.analysis.readers import Range, TraceData, read
+from mindspeed_prof.analysis.readers import TraceData, read
+from mindspeed_prof.analysis.readers.range_table import Label, RangeTable, as_table
 from mindspeed_prof.formats import CACHE
 from mindspeed_prof.jsonio import Refused, open_regular, read_bytes, write_atomic
 
@@ -42,7 +44,7 @@ __all__ = [
 ]
 
 #: Bump when the entry layout changes; reader changes are caught by ``analysis_version``.
-FORMAT = 3
+FORMAT = 4
 #: An entry starts so, then a 16-byte BLAKE2b digest of everything after it.
 MAGIC = b"MSPCACH3"
 _DIGEST = 16
@@ -83,37 +85,40 @@ def _dec_hook(kind: type, obj: object) -> Path:
     raise NotImplementedError(f"cannot decode {kind}")
 
 
+class _Packed(msgspec.Struct, array_like=True):
+    """``TraceData`` less its ranges, then the ranges as columns (``RangeTable.columns``)."""
+
+    trace: TraceData
+    labels: list[tuple[int | None, str, str, str, str]]
+    steps: list[int | None]
+    columns: list[bytes]
+
+
 _encoder = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
 _entry = msgspec.msgpack.Decoder(_Entry)
-_data = msgspec.msgpack.Decoder(TraceData, dec_hook=_dec_hook)
+_data = msgspec.msgpack.Decoder(_Packed, dec_hook=_dec_hook)
+
+
+def _packed(
+    data: TraceData,
+) -> tuple[TraceData, list[Label], list[int | None], list[memoryview]]:
+    return (dataclasses.replace(data, ranges=[]), *as_table(data.ranges).columns())
 
 
 def encode(data: TraceData) -> bytes:
-    """``data`` as msgpack, every field included (also how workers send results back)."""
-    return _encoder.encode(data)
+    """``data`` as msgpack, every field included (also how workers send results back); its
+    ranges as columns, not a list of ranges."""
+    return _encoder.encode(_packed(data))
 
 
 def decode(raw: bytes | msgspec.Raw) -> TraceData:
-    data = _data.decode(raw)
-    _share(data.ranges)
+    packed = _data.decode(raw)
+    data = packed.trace
+    try:
+        data.ranges = RangeTable.from_columns(packed.labels, packed.steps, packed.columns)
+    except ValueError as e:
+        raise msgspec.ValidationError(str(e)) from None
     return data
-
-
-def _share(ranges: list[Range]) -> None:
-    """Each range's kind, name, thread and step as one object per distinct value, in place (a
-    range at a time: no second list): decoded, every range had its own copies, 150 bytes more
-    a range (a range file holds millions)."""
-    texts: dict[str, str] = {}
-    steps: dict[int, int] = {}
-    for i, r in enumerate(ranges):
-        step = r.step if r.step is None else steps.setdefault(r.step, r.step)
-        ranges[i] = r._replace(
-            kind=texts.setdefault(r.kind, r.kind),
-            name=texts.setdefault(r.name, r.name),
-            step=step,
-            source=texts.setdefault(r.source, r.source),
-            tid=texts.setdefault(r.tid, r.tid),
-        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -228,7 +233,7 @@ def _entry_bytes(key: Fingerprint, data: TraceData) -> bytearray:
     buf = bytearray(_HEADER)
     buf[: len(MAGIC)] = MAGIC
     buf += head
-    _encoder.encode_into(data, buf, len(buf))
+    _encoder.encode_into(_packed(data), buf, len(buf))
     with memoryview(buf) as view:
         digest = _checksum(view[_HEADER:])
     buf[len(MAGIC) : _HEADER] = digest

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, percentile
 from mindspeed_prof.analysis.judgement.lag import least
@@ -111,7 +112,7 @@ class Ledger(Row, kw_only=True):
     tail: Tail | None = None
 
 
-def _generation(ranges: list[Range]) -> dict[int | None, float]:
+def _generation(ranges: Sequence[Range]) -> dict[int | None, float]:
     """Per step, the mean over ranks of each rank's ``actor_generate`` seconds."""
     per: dict[int | None, dict[tuple[int | None, str], float]] = defaultdict(
         lambda: defaultdict(float)
@@ -265,7 +266,7 @@ def tail_of(
     return out
 
 
-def ledger(ranges: list[Range], rows: list[CounterRow]) -> Ledger | None:
+def ledger(ranges: Sequence[Range], rows: list[CounterRow]) -> Ledger | None:
     """The ledger of the steps of ``ranges`` and ``rows`` (the counted ones: warmup left out
     by the caller); None where no ledger counter was recorded."""
     if not any(c.name in LEDGER_NAMES for c in rows):

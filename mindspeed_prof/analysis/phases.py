@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import functools
 import operator
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.range_cols import columns
+from mindspeed_prof.analysis.readers.range_table import of_kind
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.config.schema import TRANSITIONS, phase_of
 
@@ -95,26 +98,31 @@ def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
 
 
 def phase_rows(
-    ranges: list[Range], warmup: set[tuple[int | None, str, int]] | None = None
+    ranges: Sequence[Range], warmup: set[tuple[int | None, str, int]] | None = None
 ) -> list[PhaseRow]:
     """Per rank (and source) and step that has its own step range, the step split into its
     parts (``split_step``), in rank then step order; ``warmup``: (rank, source, step) of
     warmup steps."""
-    steps: dict[tuple[int | None, str, int], Range] = {}
-    stages: dict[tuple[int | None, str, int], list[Range]] = defaultdict(list)
-    for r in ranges:
-        if r.step is None or r.dur < 0:
+    # each step's and stage's place in ``ranges``, not the range (a range file holds millions)
+    steps: dict[tuple[int | None, str, int], tuple[float, int]] = {}  # dur, place
+    stages: dict[tuple[int | None, str, int], array[int]] = defaultdict(lambda: array("q"))
+    ranges = of_kind(ranges, "step", "stage")
+    cols = columns(ranges, stepped=True)
+    for i, rank, source, step, kind, dur in cols.rows(
+        "at", "ranks", "sources", "steps", "kinds", "dur"
+    ):
+        if dur < 0:
             continue
-        key = (r.rank, r.source, r.step)
-        if r.kind == "step":
-            if key not in steps or r.dur > steps[key].dur:
-                steps[key] = r
-        elif r.kind == "stage":
-            stages[key].append(r)
+        key = (rank, source, step)
+        if kind == "step":
+            if key not in steps or dur > steps[key][0]:
+                steps[key] = (dur, i)
+        else:
+            stages[key].append(i)
     out = []
     for key in sorted(steps, key=lambda k: (rank_order(k[0]), k[1], k[2])):
-        step = steps[key]
-        us = split_step(step, stages.get(key, []))
+        step = ranges[steps[key][1]]
+        us = split_step(step, [ranges[i] for i in stages.get(key, ())])
         out.append(
             PhaseRow(
                 rank=key[0],

@@ -10,6 +10,7 @@ Which rank is *named* slow is ``judgement.lag``'s to say.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 from mindspeed_prof.analysis.judgement.cells import by_name
@@ -40,7 +41,7 @@ def medians_of_others(values: dict[K, float]) -> dict[K, float]:
 
 
 def find_stragglers(
-    ranges: list[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
+    ranges: Sequence[Range], kind: StragglerKind, margin: float, noise_ms: float = DEFAULT_NOISE_MS
 ) -> list[Straggler]:
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mindspeed_prof.analysis.counts import GENERATE, CounterRow, Model, is_update
 from mindspeed_prof.analysis.ranges import stage_order
@@ -165,7 +165,7 @@ def mfu(
 
 
 def throughput_rows(
-    ranges: list[Range], counters: list[CounterRow], model: Model
+    ranges: Sequence[Range], counters: list[CounterRow], model: Model
 ) -> list[ThroughputRow]:
     """One row per stage run on a rank in a step (of ``ranges``) that has tokens or samples
     counted (``counters``)."""

@@ -45,6 +45,7 @@ from mindspeed_prof.analysis.judgement.lag import Lag, is_wait
 from mindspeed_prof.analysis.judgement.where import Phases, Share, phases, slowest
 from mindspeed_prof.analysis.next_capture import NextStep, next_steps
 from mindspeed_prof.analysis.readers.labels import rank_order
+from mindspeed_prof.analysis.readers.range_cols import steps_in
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import (
     BOUNDS,
@@ -148,7 +149,7 @@ def straggler(lags: Sequence[Lag], margin: float) -> tuple[Lag | None, Straggler
 def rests_on(tables: Tables, step: StepTime | None) -> int:
     """How many steps the verdict rests on: those counted (steps, else stages, else the
     device's steps)."""
-    steps = {r.step for r in tables.counted if r.kind in ("step", "stage") and r.step is not None}
+    steps = steps_in(tables.counted, "step", "stage")
     return len(steps) or (step.steps if step else 0)
 
 

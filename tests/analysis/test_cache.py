@@ -15,6 +15,7 @@ from mindspeed_prof import jsonio
 from mindspeed_prof.analysis import cache, readers
 from mindspeed_prof.analysis.readers import BadFile, Range, TraceData, discover, read
 from mindspeed_prof.analysis.readers.model import Alloc, CommRow, DeviceRow, Memory, Tally
+from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table
 from mindspeed_prof.formats.header import CaptureHeader, ModelFacts
 
 
@@ -76,7 +77,9 @@ def test_every_field_round_trips(capture: Path) -> None:
     }
     for name, value in values.items():
         setattr(data, name, value)
-    data.ranges.append(Range(0, "range", 'odd \u00e9 "name"', None, 1.5, 0.25))
+    ranges = as_table(data.ranges)
+    ranges.append(Range(0, "range", 'odd \u00e9 "name"', None, 1.5, 0.25))
+    data.ranges = ranges
     back = cache.decode(cache.encode(data))
     assert back == data
     assert all(type(a) is type(b) for a, b in zip(back.ranges, data.ranges))
@@ -301,3 +304,44 @@ def test_discard_partial_removes_only_this_captures_temporary_files(
     cache.discard_partial(capture)
     monkeypatch.undo()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in kept)
+
+
+def test_ranges_are_stored_as_columns_and_come_back_the_same(capture: Path) -> None:
+    """Any mix of unknown ranks, steps and bare times, sources and threads comes back as it
+    went in, as columns (``RangeTable``), a list of ranges too."""
+    data = read(capture)
+    want = [
+        Range(None, "step", "ProfilerStep#3", 3, 1.5e15, 10.0),
+        Range(2, "stage", "rollout", None, -0.0, 0.125, source="h\u00e9", tid="7", bare=0.0),
+        Range(2, "range", "x", 2**62, 1e-300, float("inf"), tid="7", bare=2.5),
+    ]
+    data.ranges = want
+    back = cache.decode(cache.encode(data))
+    assert isinstance(back.ranges, RangeTable)
+    assert list(back.ranges) == want
+    assert [tuple(map(type, r)) for r in back.ranges] == [tuple(map(type, r)) for r in want]
+    assert str(back.ranges[1].ts) == "-0.0"
+
+
+@pytest.mark.parametrize("fault", ["label past the names", "columns of two lengths"])
+def test_an_entry_whose_range_columns_do_not_fit_is_read_again(
+    capture: Path, fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry whose checksum holds but whose columns do not fit together (as a writer of
+    another layout could leave) is not served: the capture is read again."""
+    data = read(capture)
+    bad = RangeTable()
+    bad.add(0, "step", "ProfilerStep#1", 1, 1.0, 2.0)
+    if fault == "label past the names":
+        bad.label[0] = 5
+    else:
+        bad.ts.append(3.0)
+    data.ranges = bad
+    key = cache.fingerprint(capture)
+    assert key is not None
+    cache.store(capture, key, data)
+    assert cache.cache_path(capture).exists()
+    assert cache.load(capture, key) is None
+    calls = counting(monkeypatch)
+    assert list(cache.read_cached(capture).ranges) == list(read(capture).ranges)
+    assert len(calls) == 1

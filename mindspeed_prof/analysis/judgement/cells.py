@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.range_cols import columns
 
 __all__ = ["Cells", "Rows", "Who", "by_name", "per_step", "who_order", "who_text"]
 
@@ -30,15 +31,16 @@ def who_text(w: Who) -> str:
     return f"rank {rank_label(*w)}"
 
 
-def per_step(ranges: Iterable[Range], kind: str) -> dict[str, Cells]:
+def per_step(ranges: Sequence[Range], kind: str) -> dict[str, Cells]:
     """Per name of ``kind`` (``step``, ``stage``, ``range``), its milliseconds per step and
     rank; several runs in one step add up."""
     out: dict[str, Cells] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     whos: dict[Who, Who] = {}  # each rank's key once: a range file holds a cell per step
-    for r in ranges:
-        if r.kind == kind and r.step is not None and r.dur >= 0:
-            who = (r.rank, r.source)
-            out[r.name][r.step][whos.setdefault(who, who)] += r.dur / 1000.0
+    c = columns(ranges, kind, stepped=True)
+    for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
+        if dur >= 0:
+            who = (rank, source)
+            out[name][step][whos.setdefault(who, who)] += dur / 1000.0
     return out
 
 
@@ -57,37 +59,80 @@ class Rows(Mapping[K, Cells], Generic[K]):
         self._cols: dict[K, tuple[list[int], array[int], array[float]]] = {}
         self._whos: list[Who] = []
 
-    def add(self, ranges: Iterable[Range], kind: str, key: Callable[[str], K]) -> Rows[K]:
-        """The ranges of ``kind``, each in the row ``key(name)``."""
+    def add(self, ranges: Sequence[Range], kind: str, key: Callable[[str], K]) -> Rows[K]:
+        """The ranges of ``kind``, each in the row ``key(name)``: a row's runs in the ranges'
+        order (taken a label at a time, in numpy: a range file holds millions)."""
+        import numpy as np
+
         index = {w: i for i, w in enumerate(self._whos)}
         cols, whos = self._cols, self._whos
-        by_name: dict[str, tuple[list[int], array[int], array[float]]] = {}  # key() once a name
-        for r in ranges:
-            if r.kind != kind or r.step is None or not r.dur >= 0:  # (NaN left out too)
-                continue
-            row = by_name.get(r.name)
-            if row is None:
-                k = key(r.name)
+        c = columns(ranges, kind, stepped=True)
+        dur = c.dura
+        keep = dur >= 0  # (NaN left out too)
+        label, step, ms = c.label[keep], c.step[keep], dur[keep] / 1000.0
+        del dur, keep
+        labels = c.table.labels
+        # each label (in the order the ranges first hold it): its row (``key()`` once a
+        # name) and its rank's place in ``whos``
+        codes, firsts = np.unique(label, return_index=True)
+        row_of = np.zeros(len(labels) or 1, dtype=np.int64)
+        who_of = np.zeros(len(labels) or 1, dtype=np.int64)
+        rows: list[tuple[list[int], array[int], array[float]]] = []
+        places: dict[int, int] = {}  # a row's id (of the row object) -> its place in ``rows``
+        by_name: dict[str, int] = {}
+        for code in codes[np.argsort(firsts, kind="stable")].tolist():
+            rank, _, name, source, _ = labels[code]
+            at = by_name.get(name)
+            if at is None:
+                k = key(name)
                 row = cols.get(k)
                 if row is None:
                     row = cols[k] = ([], array("q"), array("d"))
-                by_name[r.name] = row
-            who = (r.rank, r.source)
+                at = by_name[name] = places.setdefault(id(row), len(rows))
+                if at == len(rows):
+                    rows.append(row)
+            row_of[code] = at
+            who = (rank, source)
             i = index.get(who)
             if i is None:
                 i = index[who] = len(whos)
                 whos.append(who)
-            row[0].append(r.step)
-            row[1].append(i)
-            row[2].append(r.dur / 1000.0)
+            who_of[code] = i
+        group = row_of[label]
+        order = np.argsort(group, kind="stable")
+        bounds = np.searchsorted(group[order], np.arange(len(rows) + 1)).tolist()
+        step_values = np.empty(len(c.table.steps), dtype=object)
+        step_values[:] = c.table.steps
+        for at, row in enumerate(rows):
+            mine = order[bounds[at] : bounds[at + 1]]
+            row[0].extend(step_values[step[mine]].tolist())
+            row[1].frombytes(who_of[label[mine]].astype(np.int64).tobytes())
+            row[2].frombytes(ms[mine].tobytes())
         return self
 
     def __getitem__(self, key: K) -> Cells:
+        import numpy as np
+
         steps, whos, ms = self._cols[key]
         out: Cells = defaultdict(_cell)
         names = self._whos
-        for step, i, v in zip(steps, whos, ms):
-            out[step][names[i]] += v
+        try:
+            at = np.array(steps, dtype=np.int64)
+        except OverflowError:  # a step past 64 bits: a run at a time
+            for step, i, v in zip(steps, whos, ms):
+                out[step][names[i]] += v
+            return out
+        # each (step, rank) cell's runs added up in order (``bincount`` adds in order, from
+        # 0.0, as ``+=`` on a new cell does); cells in the order the runs first reach them
+        _, step_code = np.unique(at, return_inverse=True)
+        who = np.frombuffer(whos, dtype=np.int64) if len(whos) else np.zeros(0, np.int64)
+        cell = step_code.astype(np.int64) * max(len(names), 1) + who
+        _, first, inverse = np.unique(cell, return_index=True, return_inverse=True)
+        weights = np.frombuffer(ms, dtype=np.float64) if len(ms) else np.zeros(0)
+        sums = np.bincount(inverse.ravel(), weights=weights)
+        order = np.argsort(first, kind="stable")
+        for place, total in zip(first[order].tolist(), sums[order].tolist()):
+            out[steps[place]][names[whos[place]]] = total
         return out
 
     def __iter__(self) -> Iterator[K]:
@@ -97,6 +142,6 @@ class Rows(Mapping[K, Cells], Generic[K]):
         return len(self._cols)
 
 
-def by_name(ranges: Iterable[Range], kind: str) -> Rows[str]:
+def by_name(ranges: Sequence[Range], kind: str) -> Rows[str]:
     """``per_step``, each name's cells made when read (``Rows``)."""
     return Rows[str]().add(ranges, kind, str)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from mindspeed_prof.analysis.judgement.cells import Cells, Rows, Who, by_name
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate
@@ -14,23 +14,25 @@ from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
 from mindspeed_prof.analysis.judgement.lag import Lag, lags
 from mindspeed_prof.analysis.readers.model import DeviceRow, Range
+from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.rows import StragglerKind
 
 __all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms", "step_time"]
 
 
-def step_cells(counted: Iterable[Range]) -> Cells:
+def step_cells(counted: Sequence[Range]) -> Cells:
     """Each rank's steps from its step ranges (as the per-step table adds them up)."""
     # ``by_name``'s rows without a Mapping per name (each step's range has a name of its own):
     # a name's runs added up per step and rank first, then the names in turn, as it did
     per: dict[str, dict[tuple[int, Who], float]] = {}
-    for r in counted:
-        if r.kind == "step" and r.step is not None and r.dur >= 0:
-            cells = per.get(r.name)
+    c = columns(counted, "step", stepped=True)
+    for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
+        if dur >= 0:
+            cells = per.get(name)
             if cells is None:
-                cells = per[r.name] = {}
-            key = (r.step, (r.rank, r.source))
-            cells[key] = cells.get(key, 0.0) + r.dur / 1000.0
+                cells = per[name] = {}
+            key = (step, (rank, source))
+            cells[key] = cells.get(key, 0.0) + dur / 1000.0
     out: Cells = defaultdict(lambda: defaultdict(float))
     for cells in per.values():
         for (step, who), ms in cells.items():
@@ -49,13 +51,13 @@ def device_steps(device: Iterable[DeviceRow]) -> Cells:
     return out
 
 
-def step_time(counted: list[Range], device: list[DeviceRow]) -> StepTime | None:
+def step_time(counted: Sequence[Range], device: list[DeviceRow]) -> StepTime | None:
     """The step as the job lived it (``judgement.gating``): from step ranges, else from the
     device's steps; None where neither was recorded."""
     return gated_time(step_cells(counted)) or gated_time(device_steps(device))
 
 
-def step_ms(counted: list[Range], device: list[DeviceRow]) -> float | None:
+def step_ms(counted: Sequence[Range], device: list[DeviceRow]) -> float | None:
     """The median gated step (for the floors' 1% of the step), or None."""
     gates = gate(step_cells(counted)) or gate(device_steps(device))
     return statistics.median(gates.values()) if gates else None
@@ -72,7 +74,7 @@ def _compute(device: Iterable[DeviceRow]) -> Cells:
 
 
 def rank_lags(
-    counted: list[Range], device: list[DeviceRow], margin: float, noise_ms: float
+    counted: Sequence[Range], device: list[DeviceRow], margin: float, noise_ms: float
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
@@ -86,7 +88,9 @@ def rank_lags(
     return lags(rows, step_ms(counted, device), margin, noise_ms)
 
 
-def stage_growths(counted: list[Range], device: list[DeviceRow], noise_ms: float) -> list[Growth]:
+def stage_growths(
+    counted: Sequence[Range], device: list[DeviceRow], noise_ms: float
+) -> list[Growth]:
     """Every stage's trend over the steps on each rank, judged together
     (``judgement.growth``)."""
     return growths(by_name(counted, "stage"), step_ms(counted, device), noise_ms)

@@ -20,6 +20,8 @@ from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
+from mindspeed_prof.analysis.readers.range_cols import columns
+from mindspeed_prof.analysis.readers.range_table import of_kind, stepped
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, StageOrRange
 
@@ -51,18 +53,19 @@ def _boxes(ranges: Sequence[Range]) -> tuple[dict[Key, float], dict[Key, tuple[f
     """Each rank's step's first start (times are taken from it: at epoch microseconds ``ts +
     dur`` rounds) and its step range's box relative to it."""
     first: dict[Key, float] = {}
-    for r in ranges:
-        key = (r.rank, r.source, r.step)
+    c = columns(ranges)
+    for rank, source, step, ts in c.rows("ranks", "sources", "steps", "ts"):
+        key = (rank, source, step)
         at = first.get(key)
-        if at is None or r.ts < at:  # as ``min``: the earlier start, the first of equal ones
-            first[key] = r.ts
+        if at is None or ts < at:  # as ``min``: the earlier start, the first of equal ones
+            first[key] = ts
     boxes: dict[Key, tuple[float, float]] = {}
-    for r in ranges:
-        if r.kind == "step":
-            key = (r.rank, r.source, r.step)
-            lo = r.ts - first[key]
-            a, b = boxes.get(key, (lo, lo + r.dur))
-            boxes[key] = (min(a, lo), max(b, lo + r.dur))
+    s = columns(ranges, "step")
+    for rank, source, step, ts, dur in s.rows("ranks", "sources", "steps", "ts", "dur"):
+        key = (rank, source, step)
+        lo = ts - first[key]
+        a, b = boxes.get(key, (lo, lo + dur))
+        boxes[key] = (min(a, lo), max(b, lo + dur))
     return first, boxes
 
 
@@ -115,11 +118,13 @@ def stage_cells(ranges: Sequence[Range]) -> Mapping[str, Cells]:
     """Per stage, its time per step and rank (each stage's made when it is read)."""
     first, boxes = _boxes(ranges)
     out = _StageCells(boxes)
-    for r in ranges:
-        if r.kind == "stage":
-            key = (r.rank, r.source, r.step)
-            lo = r.ts - first[key]
-            out.add(r.name, key, lo, lo + r.dur)
+    c = columns(ranges, "stage")
+    for name, rank, source, step, ts, dur in c.rows(
+        "names", "ranks", "sources", "steps", "ts", "dur"
+    ):
+        key = (rank, source, step)
+        lo = ts - first[key]
+        out.add(name, key, lo, lo + dur)
     return out
 
 
@@ -141,7 +146,7 @@ def range_cells(ranges: Sequence[Range]) -> tuple[dict[str, Cells], dict[str, di
     """Per custom range, its self time per step and rank (the ranges nested in it on its
     thread left out), and the ranges each ran in (by the time it spent in them)."""
     first, boxes = _boxes(ranges)
-    custom = [r for r in ranges if r.kind == "range" and r.step is not None]
+    custom = stepped(of_kind(ranges, "range"))
     children: dict[int, list[int]] = defaultdict(list)
     within: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for p, c in nesting(custom):
@@ -170,7 +175,7 @@ def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
     """The stage taking the most of a step on its slowest rank; where no stage was recorded
     (a light capture of custom ranges), the custom range with the most self time, and the
     range it mostly ran in. Its share is of the step the job lived, each step's own."""
-    ranges = [r for r in counted if r.step is not None]
+    ranges = stepped(counted)
     gates = gate(step_cells(ranges))
     stages = stage_cells(ranges)
     rows, within = (stages, {}) if stages else range_cells(ranges)

@@ -9,7 +9,7 @@ order, as ``intervals.covered`` sums it: the same floats.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def pieces(runs: Iterable[Spilled]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield np.array([open_lo]), np.array([open_hi])
 
 
-def bare_times(ranges: list[Range], runs: Iterable[Spilled], origin: float) -> list[Range]:
+def bare_times(ranges: Sequence[Range], runs: Iterable[Spilled], origin: float) -> list[Range]:
     """``ranges`` with each stage and custom range's ``bare`` time: its length less the part
     that the spans of ``runs`` (top-level host ops on any thread, relative to ``origin``)
     cover."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
+from collections.abc import Sequence
 
 from mindspeed_prof.analysis.readers.events import Event, number
 from mindspeed_prof.analysis.readers.model import Alloc, Memory, Range, Tally
@@ -29,7 +30,7 @@ def thin(points: list[tuple[float, float]]) -> list[list[float]]:
     return [list(points[i]) for i in sorted(keep)]
 
 
-def by_stage(points: list[tuple[float, float]], ranges: list[Range]) -> dict[str, float]:
+def by_stage(points: list[tuple[float, float]], ranges: Sequence[Range]) -> dict[str, float]:
     """Peak of ``points`` (sorted by time) within each stage's runs."""
     times = [p[0] for p in points]
     out: dict[str, float] = {}
@@ -58,7 +59,7 @@ def from_events(
     points: list[tuple[float, float]],
     peak_reserved: float | None,
     allocs: dict[str, Tally],
-    ranges: list[Range],
+    ranges: Sequence[Range],
     source: str = "trace",
 ) -> Memory:
     """Memory facts of a trace's ``[memory]`` events: ``points`` (us, allocated bytes) in time
@@ -109,7 +110,7 @@ class MemoryEvents:
         """Every event is the host's (Device Type 0): host memory, never a device's peak."""
         return bool(len(self.device)) and all(d == 0 for d in self.device)
 
-    def memory(self, allocs: dict[str, Tally], ranges: list[Range]) -> Memory:
+    def memory(self, allocs: dict[str, Tally], ranges: Sequence[Range]) -> Memory:
         """The facts (``allocs``: the allocations per op of what ``on_device`` says counts)."""
         ts, allocated, reserved, dev = self.ts, self.allocated, self.reserved, self.device
         device = self.on_device()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -325,7 +326,8 @@ class TraceData:
     group: str  # the directory under the save root: integrated, actor_update, ...
     size: int
     events: int = 0
-    ranges: list[Range] = field(default_factory=list)
+    #: A reader's ranges (a ``range_table.RangeTable`` where they can be many).
+    ranges: MutableSequence[Range] = field(default_factory=list)
     ops: dict[str, Tally] = field(default_factory=dict)
     kernels: dict[str, Tally] = field(default_factory=dict)
     runtime: dict[str, Tally] = field(default_factory=dict)

@@ -4,6 +4,7 @@ tables before it): what ``tables`` calls."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -13,6 +14,8 @@ from mindspeed_prof.analysis.ranges import stage_order, with_bare
 from mindspeed_prof.analysis.readers import Range, TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order, ranks_text
 from mindspeed_prof.analysis.readers.model import Tally, merge_tallies
+from mindspeed_prof.analysis.readers.range_cols import columns, steps_in
+from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table
 from mindspeed_prof.analysis.report.captures import Captures, relative, stem_key
 from mindspeed_prof.analysis.rows import (
     CommRow,
@@ -47,16 +50,22 @@ __all__ = [
 Warmup = set[tuple[int | None, str, int]]
 
 
-def merged_ranges(traces: list[TraceData]) -> list[Range]:
+def merged_ranges(traces: list[TraceData]) -> RangeTable:
     """Step, stage and custom ranges, each counted once (span files win over op traces)."""
     by_stem: dict[tuple[str, str], list[TraceData]] = defaultdict(list)
     for t in traces:
         by_stem[stem_key(t.path)].append(t)
-    out: list[Range] = []
+    if len(traces) == 1:  # (no copy of a range file's columns)
+        return as_table(traces[0].ranges)
+    out = RangeTable()
     for group in by_stem.values():
-        spans = [r for t in group if t.kind == "spans" for r in t.ranges]
-        ops = [r for t in group if t.kind != "spans" for r in t.ranges]
-        out.extend(with_bare(spans, ops) if spans else ops)  # op traces know bare times
+        spans = [t.ranges for t in group if t.kind == "spans"]
+        ops = [t.ranges for t in group if t.kind != "spans"]
+        if spans and any(ops):  # op traces know bare times
+            out.extend(with_bare([r for rs in spans for r in rs], [r for rs in ops for r in rs]))
+        else:
+            for ranges in spans or ops:
+                out.extend(ranges)
     return out
 
 
@@ -71,11 +80,13 @@ def warmup_of(traces: list[TraceData]) -> Warmup:
     return out
 
 
-def counted(ranges: list[Range], warmup: Warmup, include_warmup: bool) -> list[Range]:
+def counted(ranges: RangeTable, warmup: Warmup, include_warmup: bool) -> RangeTable:
     """What stragglers and ``compare`` count: ``ranges`` less warmup steps, unless
     ``include_warmup``. (The tables show every step, warmup steps marked.)"""
     skip = set() if include_warmup else warmup
-    return [r for r in ranges if (r.rank, r.source, r.step) not in skip]
+    if not skip:
+        return ranges
+    return ranges.select((r.rank, r.source, r.step) not in skip for r in ranges)
 
 
 def counted_counters(
@@ -86,21 +97,22 @@ def counted_counters(
     return [c for c in counters if (c.rank, c.source, c.step) not in skip]
 
 
-def per_step(ranges: list[Range], warmup: Warmup) -> list[StepRow]:
+def per_step(ranges: Sequence[Range], warmup: Warmup) -> list[StepRow]:
     """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
     table: dict[tuple[int | None, str, int], StepRow] = {}
-    for r in ranges:
-        if r.step is None or r.kind == "range":
-            continue
-        row = table.get((r.rank, r.source, r.step))
+    cols = columns(ranges, "step", "stage", stepped=True)
+    for rank, source, step, kind, name, dur in cols.rows(
+        "ranks", "sources", "steps", "kinds", "names", "dur"
+    ):
+        row = table.get((rank, source, step))
         if row is None:
-            row = table[(r.rank, r.source, r.step)] = StepRow(
-                rank=r.rank, source=r.source, step=r.step, stages={}
+            row = table[(rank, source, step)] = StepRow(
+                rank=rank, source=source, step=step, stages={}
             )
-        if r.kind == "step":
-            row.total = (row.total or 0.0) + r.dur / 1000.0
+        if kind == "step":
+            row.total = (row.total or 0.0) + dur / 1000.0
         else:
-            row.stages[r.name] = row.stages.get(r.name, 0.0) + r.dur / 1000.0
+            row.stages[name] = row.stages.get(name, 0.0) + dur / 1000.0
     for key, row in table.items():
         row.warmup = key in warmup
     return [
@@ -207,14 +219,14 @@ def inventory(traces: list[TraceData], root: Path) -> list[InventoryRow]:
             group=t.group,
             bytes=t.size,
             events=t.events,
-            steps=sorted({r.step for r in t.ranges if r.step is not None}),
+            steps=sorted(steps_in(t.ranges)),
             level=t.meta.level,
         )
         for t in traces
     ]
 
 
-def warnings(captures: Captures, ranges: list[Range]) -> list[str]:
+def warnings(captures: Captures, ranges: Sequence[Range]) -> list[str]:
     """Captures that hold nothing, clashes, ranks with no step in common, an empty root."""
     out = [
         f"{relative(t.path, captures.root)}: captured nothing (no ranges, no ops)"
@@ -231,13 +243,13 @@ def warnings(captures: Captures, ranges: list[Range]) -> list[str]:
     return out
 
 
-def _unshared_steps(ranges: list[Range]) -> list[str]:
+def _unshared_steps(ranges: Sequence[Range]) -> list[str]:
     """One line when ranks captured no step in common: their times cannot be compared
     (an on-demand capture that ranks took at different steps, say)."""
     steps: dict[tuple[int | None, str], set[int]] = defaultdict(set)
-    for r in ranges:
-        if r.kind in ("step", "stage") and r.step is not None:
-            steps[(r.rank, r.source)].add(r.step)
+    cols = columns(ranges, "step", "stage", stepped=True)
+    for rank, source, step in cols.rows("ranks", "sources", "steps"):
+        steps[(rank, source)].add(step)
     if len(steps) < 2 or set.intersection(*steps.values()):
         return []
     held = "; ".join(

@@ -9,6 +9,7 @@ verdict and the findings read but ``--json`` does not write left out (``HIDDEN``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, NamedTuple, get_args, get_origin
 
@@ -137,11 +138,11 @@ class Tables(msgspec.Struct, kw_only=True, rename={"range_table": "ranges", "ran
     #: Generation time on samples not trained on, and the long tail (``ledger``).
     ledger: Ledger | None
     #: Step, stage and custom ranges, each counted once (span files win over op traces).
-    ranges: Annotated[list[Range], HIDDEN]
+    ranges: Annotated[Sequence[Range], HIDDEN]
     #: (rank, source, step) of warmup steps.
     warmup_steps: Annotated[Warmup, HIDDEN]
     #: ``ranges``, ``counters`` and ``device`` less warmup steps, unless ``include_warmup``.
-    counted: Annotated[list[Range], HIDDEN]
+    counted: Annotated[Sequence[Range], HIDDEN]
     counted_counters: Annotated[list[CounterRow], HIDDEN]
     counted_device: Annotated[list[DeviceRow], HIDDEN]
     #: The step as the job lived it: each its slowest rank's (``judgement.gating``).

@@ -8,8 +8,9 @@ which the machine's load does not move, measured in a process of its own (anothe
 thread allocating meanwhile would count). A reader that kept something per event (the host ops'
 spans, before they went to disk a block at a time, doubled the peak here) fails.
 
-A range file is all ranges, and the analysis keeps each one (its tables are per step): there the
-memory must not grow by more than what the ranges hold, through the cache too.
+A range file is all ranges, and the analysis keeps each one (its tables are per step), as columns
+(``readers.range_table``): there the memory must not grow by more than a few dozen bytes a range,
+through the cache too.
 """
 
 from __future__ import annotations
@@ -165,23 +166,23 @@ captures = analyse(path, cache=False)
 held = tracemalloc.get_traced_memory()[0]
 tracemalloc.reset_peak()
 found = report(captures)
-print(held, tracemalloc.get_traced_memory()[1] - held)
+print(held, tracemalloc.get_traced_memory()[1] - held, len(captures.traces[0].ranges))
 """
 
 
-def test_a_range_files_report_takes_less_than_its_ranges_hold(tmp_path):
+def test_a_range_files_report_takes_less_than_a_range_tuple_a_range(tmp_path):
     """A range file's tables are per step (about 35 ranges each), so the report grows with it;
-    but by less than the ranges it reads: its judgements and the slowest stage read a row's
-    cells at a time (they held a dict per step for every row at once, and took what the ranges
-    hold beyond them: 0.9x)."""
+    but by less than a ``Range`` tuple (160 bytes) a range: its tables and judgements read the
+    ranges' columns, a row's cells at a time (they held a dict per step for every row at once,
+    and lists of every range of a kind)."""
     trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
     proc = subprocess.run(
         [sys.executable, "-c", _REPORT, str(trace)], capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr
-    held, took = (float(v) for v in proc.stdout.split())
-    assert held > 5e6  # the ranges
-    assert took <= 0.7 * held, f"the report took {took / held:.2f}x what the capture holds"
+    held, took, ranges = (float(v) for v in proc.stdout.split())
+    assert held > 40 * ranges > 1e6  # the ranges, as columns
+    assert took <= 160 * ranges, f"the report took {took / ranges:.0f} bytes a range"
 
 
 #: Writes ``analyse --json``'s document of a per-step table of as many rows as its argument to
@@ -251,3 +252,49 @@ def test_a_range_files_throughput_rows_take_nothing_per_stage_run(tmp_path):
         peaks.append(float(proc.stdout.split()[-1]))
     small, large = peaks
     assert large <= GROWTH * small + 16e3, f"{large / 1e3:.1f} kB vs {small / 1e3:.1f} kB"
+
+
+#: Reads a range file and analyses it (every table, the verdict and the findings); prints its
+#: ranges and the peak of the whole.
+_ANALYSE = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.analyse import analyse
+from mindspeed_prof.analysis.readers import read
+from mindspeed_prof.analysis.readers import stream
+from mindspeed_prof.analysis.report.report import report
+stream.CHUNK = 1 << 17  # (filled by the small file already)
+path = Path(sys.argv[1])
+report(analyse(path.with_name("tiny.mstx.trace.json"), cache=False))  # the imports
+gc.collect()
+tracemalloc.start()
+report(analyse(path, cache=False))
+print(len(read(path).ranges), tracemalloc.get_traced_memory()[1])
+"""
+
+#: Bytes the analysis of a range file may take per range beyond a small file's peak: the
+#: ranges are held to the end, as columns (``RangeTable``: about 50 bytes a range, with the
+#: columns' spare room), and the tables read them a kind at a time (173 bytes in all); as
+#: ``Range`` tuples, with the report's lists of them, they took 279.
+PER_RANGE = 200
+
+
+def test_a_range_files_analysis_grows_by_its_columns_only(tmp_path):
+    """Eight times the ranges add no more than ``PER_RANGE`` bytes a range to the peak of
+    reading and analysing a range file: the reader hands its ranges over as columns, and the
+    report reads them without a list of ``Range`` tuples."""
+    write_range_file(tmp_path / "tiny.mstx.trace.json", 1e4)
+    runs = []
+    for mb in (1, 8):
+        trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
+        proc = subprocess.run(
+            [sys.executable, "-c", _ANALYSE, str(trace)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs.append([float(v) for v in proc.stdout.split()[-2:]])
+    (n_small, small), (n_large, large) = runs
+    per_range = (large - small) / (n_large - n_small)
+    assert per_range <= PER_RANGE, f"{per_range:.0f} bytes a range ({small / 1e6:.1f} MB at 1 MB)"

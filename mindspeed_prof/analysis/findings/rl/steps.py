@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range, TraceData
+from mindspeed_prof.analysis.readers.range_table import of_kind
 
 if TYPE_CHECKING:
     from mindspeed_prof.analysis.report.captures import Captures
@@ -45,8 +46,8 @@ class Step:
 def steps_of(captures: Captures, tables: Tables, settings: Settings) -> dict[Who, dict[int, Step]]:
     """Per rank (and source) and counted step, the step range and stage ranges."""
     out: dict[Who, dict[int, Step]] = defaultdict(dict)
-    for r in tables.counted:
-        if r.step is None or r.kind not in ("step", "stage") or r.dur < 0:
+    for r in of_kind(tables.counted, "step", "stage"):
+        if r.step is None or r.dur < 0:
             continue
         by = out[(r.rank, r.source)]
         s = by.get(r.step)

@@ -12,6 +12,7 @@ from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
 from mindspeed_prof.analysis.findings.rl.steps import Who, who_order, who_text
 from mindspeed_prof.analysis.judgement.noise import noise_floor
+from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.config.schema import TRANSITIONS, WEIGHT_SYNC_PARTS
 
@@ -75,9 +76,10 @@ class _Rank:
 def _parts(captures: Captures, tables: Tables, settings: Settings) -> dict[Who, dict[str, float]]:
     """Per rank, each weight-sync part's ms summed over its steps (custom ranges)."""
     out: dict[Who, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for r in tables.counted:
-        if r.kind == "range" and r.name in WEIGHT_SYNC_PARTS and r.step is not None:
-            out[(r.rank, r.source)][r.name] += r.dur / 1000.0
+    cols = columns(tables.counted, "range", stepped=True)
+    for name, rank, source, dur in cols.rows("names", "ranks", "sources", "dur"):
+        if name in WEIGHT_SYNC_PARTS:
+            out[(rank, source)][name] += dur / 1000.0
     return out
 
 

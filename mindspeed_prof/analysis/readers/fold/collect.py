@@ -13,6 +13,7 @@ from array import array
 from collections.abc import Iterator
 from itertools import repeat
 from operator import is_
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +34,9 @@ from mindspeed_prof.analysis.readers.fold.device import DeviceFold
 from mindspeed_prof.analysis.readers.host_ops import MAX_DEPTH, HostOps
 from mindspeed_prof.analysis.readers.host_tops import bare_times
 from mindspeed_prof.analysis.readers.memory_facts import MemoryEvents
-from mindspeed_prof.analysis.readers.model import Range, TraceData, merge_tallies
+from mindspeed_prof.analysis.readers.model import TraceData, merge_tallies
 from mindspeed_prof.analysis.readers.phases import stage_of
+from mindspeed_prof.analysis.readers.range_table import Label, RangeTable
 from mindspeed_prof.analysis.readers.totals import Totals
 
 __all__ = ["Annotations", "Collector", "collect"]
@@ -69,6 +71,31 @@ class Annotations:
 
     def rows(self) -> Iterator[tuple[str, float, float, int | None, str]]:
         return zip(self.names, self.ts, self.dur, self.steps, self.tids)
+
+    def drain(self, size: int = 1 << 12) -> Iterator[tuple[Any, ...]]:
+        """The columns (names, ts, dur, steps, tids), ``size`` ranges at a time, each slice let
+        go of once read (what is made of them is not held beside them all)."""
+        cols: tuple[list[Any] | array[float], ...] = (
+            self.names,
+            self.ts,
+            self.dur,
+            self.steps,
+            self.tids,
+        )
+        while len(self.ts):  # let go of 16 slices at a time (each cut moves the rest)
+            for lo in range(0, min(len(self.ts), 16 * size), size):
+                yield tuple(c[lo : lo + size] for c in cols)
+            for c in cols:
+                del c[: 16 * size]
+
+
+def _label(rank: int | None, name: str, tid: str) -> Label:
+    """A range's label: a stage where the name is one (ours, verl's, or another framework's
+    name for one), else a custom range."""
+    stage = stage_of(name)
+    return (
+        (rank, "range", name, "", tid) if stage is None else (rank, "stage", stage or name, "", tid)
+    )
 
 
 class Collector:
@@ -177,18 +204,29 @@ class Collector:
         steps = sorted(self.steps)
         starts = [s[0] for s in steps]
         fallback = default_step if isinstance(default_step, int) else None
+        ranges = RangeTable.of(data.ranges)
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
-            data.ranges.append(Range(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur))
-        for name, ts, dur, step, tid in self.annotations.rows():
-            if step is None:
-                i = bisect.bisect_right(starts, ts) - 1
-                step = steps[i][2] if i >= 0 and ts <= steps[i][1] else fallback
-            stage = stage_of(name)  # ours, verl's, or another framework's name for one
-            kind = "stage" if stage is not None else "range"
-            data.ranges.append(Range(data.rank, kind, stage or name, step, ts, dur, tid=tid))
+            ranges.add(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur)
+        label_of: dict[tuple[str, str], Label] = {}  # by name and thread
+        for names, ts_, dur_, of_step, tids in self.annotations.drain():  # (not held twice)
+            if None in of_step:
+                for j, (step, at) in enumerate(zip(of_step, ts_)):
+                    if step is None:
+                        i = bisect.bisect_right(starts, at) - 1
+                        of_step[j] = steps[i][2] if i >= 0 and at <= steps[i][1] else fallback
+            labels = list(map(label_of.get, zip(names, tids)))
+            if None in labels:
+                for j, key in enumerate(zip(names, tids)):
+                    lab = label_of.get(key)
+                    if lab is None:
+                        lab = label_of[key] = _label(data.rank, *key)
+                    labels[j] = lab
+            ranges.extend_columns(labels, of_step, ts_, dur_)  # type: ignore[arg-type]
+        data.ranges = ranges
         if self.host.any_tops():  # host ops are kept relative to their origin
             try:
-                data.ranges = bare_times(data.ranges, self.host.tops(), self.host.origin or 0.0)
+                tops = self.host.tops()
+                data.ranges = RangeTable.of(bare_times(ranges, tops, self.host.origin or 0.0))
             finally:
                 self.host.close()
         self.device.finish(data, [(n, s, d) for s, _, n, d in steps])

@@ -96,7 +96,8 @@ def _partial(file: Path, dest: Path) -> Path:
 
 def _answer(data: TraceData) -> dict[str, Any]:
     """What was read, less where it lies (path, size, folder, its source label)."""
-    out = msgspec.msgpack.decode(encode(data))
+    out, *ranges = msgspec.msgpack.decode(encode(data))  # (the ranges as columns)
+    out["ranges"] = ranges
     for key in ("path", "size", "group", "source"):
         out.pop(key)
     return cast(dict[str, Any], out)
