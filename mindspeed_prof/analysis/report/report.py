@@ -4,8 +4,6 @@ text view, the HTML view and ``--json`` (``Report.json``) only read it."""
 
 from __future__ import annotations
 
-import gc
-
 import msgspec
 
 from mindspeed_prof.analysis.findings import Finding, find
@@ -45,24 +43,16 @@ def report(captures: Captures, settings: Settings | None = None) -> Report:
     """The ``Report`` of ``captures`` under ``settings`` (default: the CLI's): every table
     computed once, then the verdict and the findings from the same tables."""
     s = settings or Settings()
-    enabled = gc.isenabled()
-    # the tables hold a row per step (a range file's are many): each collection would rescan
-    # every row made so far (a quarter of a 400 MB range file's CPU), and they make no cycles
-    gc.disable()
-    try:
-        t = tables(captures, s)
-        findings, rule_notes = find(captures, t, s)
-        return Report(
-            captures=captures,
-            settings=s,
-            tables=t,
-            verdict=verdict(captures, t, s, findings),
-            findings=findings,
-            rule_notes=rule_notes,
-        )
-    finally:
-        if enabled:
-            gc.enable()
+    t = tables(captures, s)
+    findings, rule_notes = find(captures, t, s)
+    return Report(
+        captures=captures,
+        settings=s,
+        tables=t,
+        verdict=verdict(captures, t, s, findings),
+        findings=findings,
+        rule_notes=rule_notes,
+    )
 
 
 def analysis_json(captures: Captures) -> JsonableObject:
