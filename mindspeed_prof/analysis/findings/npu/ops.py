@@ -262,8 +262,8 @@ def no_bound(t: TraceData) -> NoBound | None:
 
 @per_rank
 def no_bound_kept(t: TraceData) -> NoBound | None:
-    """``no_bound(t)`` with, of its operators, only the longest of each type (the first where
-    several are as long): the ``types`` they give are the same."""
+    """``no_bound(t)`` with, of its operators, the longest run of each type (the first where
+    several are as long) and nothing else of it: the ``types`` they give are the same."""
     nb = no_bound(t)
     if nb is None:
         return None
@@ -272,7 +272,10 @@ def no_bound_kept(t: TraceData) -> NoBound | None:
         if o.type not in longest or o.max_us > longest[o.type].max_us:
             longest[o.type] = o
     kept = {id(o) for o in longest.values()}
-    return NoBound([o for o in nb.ops if id(o) in kept], nb.runs, nb.us)
+    ops = [
+        NpuOp(name="", type=o.type, core=o.core, max_us=o.max_us) for o in nb.ops if id(o) in kept
+    ]
+    return NoBound(ops, nb.runs, nb.us)
 
 
 def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
