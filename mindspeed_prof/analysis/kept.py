@@ -1,7 +1,8 @@
 """What the analysis keeps of each capture as it is read (``kept``), so that a root of a
 thousand ranks is not held whole until the analysis across ranks ends: a torch_npu capture's
-per-rank answers computed and its device operators released (``findings.npu.answered``), and
-the names each rank repeats (operators, kernels, communication ops, links) held once."""
+per-rank answers computed and its device operators released (``findings.npu.answered``), the
+names each rank repeats (operators, kernels, communication ops, links) held once, and so are
+the sizes its memory timeline repeats."""
 
 from __future__ import annotations
 
@@ -42,7 +43,21 @@ def kept(data: TraceData) -> TraceData:
     if data.memory is not None:
         for a in data.memory.top_ops:
             a.op = sys.intern(a.op)
+        _repeats(data.memory.timeline)
     return data
+
+
+def _repeats(points: list[list[float]]) -> None:
+    """A memory timeline's sizes that repeat the point before (a reserved size, an allocated
+    one that did not change: most of them) held once. Zeros are left as they are (0.0 equals
+    -0.0, which is written apart), and an int is never swapped for an equal float."""
+    before = points[0] if points else []
+    for p in points:
+        for i in range(1, min(len(p), len(before))):
+            v, w = p[i], before[i]
+            if v is not w and v == w and v and type(v) is type(w):
+                p[i] = w
+        before = p
 
 
 def _names(tallies: dict[str, Tally]) -> dict[str, Tally]:
