@@ -60,7 +60,9 @@ def main() -> None:
             if not args.no_timeline:
                 trace = tmp / f"{name}.timeline.json"
                 row["timeline"] = _measure(
-                    tree, ["timeline", str(root), "-o", str(trace), "--detail", "all", "--jobs", "2"], out
+                    tree,
+                    ["timeline", str(root), "-o", str(trace), "--detail", "all", "--jobs", "2"],
+                    out,
                 )
                 trace.unlink(missing_ok=True)
             scale_detailed._uncache(root)
