@@ -4,7 +4,10 @@ torch_npu roots, for two checkouts of the package interleaved on one machine sta
 by ``scale_detailed.measure``, the scale benchmark's launcher), with the ``--json`` answers of
 the two compared byte for byte.
 
-    python -m benchmarks.npu_memory_ab BASELINE_CHECKOUT [RANKS ...] [--no-doctor] [--no-timeline]
+    python -m benchmarks.npu_memory_ab BASELINE_CHECKOUT [RANKS ...] [--no-doctor]
+        [--no-timeline] [--new-first]
+
+Run it from outside both checkouts (``python -m`` puts the current folder first on the path).
 
 The checkout this module is in is the other. Ranks default to 64 and 1024.
 """
@@ -38,8 +41,11 @@ def main() -> None:
     parser.add_argument("ranks", type=int, nargs="*", default=[64, 1024])
     parser.add_argument("--no-doctor", action="store_true")
     parser.add_argument("--no-timeline", action="store_true")
+    parser.add_argument("--new-first", action="store_true", help="this checkout's runs first")
     args = parser.parse_args()
     trees = {"base": args.baseline.resolve(), "new": HERE.parents[1]}
+    if args.new_first:
+        trees = dict(reversed(trees.items()))
     tmp = Path(tempfile.mkdtemp(prefix="npu-memory-ab-"))
     print(f"load average at start: {os.getloadavg()}", flush=True)
     for ranks in args.ranks:
