@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.analysis.findings.common import cut, one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
@@ -38,6 +39,7 @@ __all__ = [
     "FUSED_OPTIMIZERS",
     "VECTOR_SHARE",
     "NoBound",
+    "Unbound",
     "VectorOp",
     "affinity",
     "affinity_apis",
@@ -152,8 +154,12 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
 
 @per_rank
 def top_vector_ops(t: TraceData) -> tuple[list[VectorOp], list[VectorOp]]:
-    """``vector_ops(t)``: the ``TOP`` of each, what ``vector_perf`` reads."""
-    return vector_ops(t)
+    """``vector_ops(t)``: the ``TOP`` of each, what ``vector_perf`` reads (names interned: the
+    same on many ranks)."""
+    rooms, bounds = vector_ops(t)
+    for v in (*rooms, *bounds):
+        v.name, v.shape, v.dtype = sys.intern(v.name), sys.intern(v.shape), sys.intern(v.dtype)
+    return rooms, bounds
 
 
 def vector_perf(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
@@ -260,22 +266,20 @@ def no_bound(t: TraceData) -> NoBound | None:
     return NoBound(ops, sum(o.count for o in ops), sum(o.total_us for o in ops))
 
 
+class Unbound(NamedTuple):
+    """What ``no_bound_ops`` reads of a ``NoBound``: its types (``NoBound.types``), runs and
+    device time (us)."""
+
+    types: list[str]
+    runs: int
+    us: float
+
+
 @per_rank
-def no_bound_kept(t: TraceData) -> NoBound | None:
-    """``no_bound(t)`` with, of its operators, the longest run of each type (the first where
-    several are as long) and nothing else of it: the ``types`` they give are the same."""
+def no_bound_kept(t: TraceData) -> Unbound | None:
+    """``no_bound(t)`` as ``Unbound``: not its operators."""
     nb = no_bound(t)
-    if nb is None:
-        return None
-    longest: dict[str, NpuOp] = {}
-    for o in nb.ops:
-        if o.type not in longest or o.max_us > longest[o.type].max_us:
-            longest[o.type] = o
-    kept = {id(o) for o in longest.values()}
-    ops = [
-        NpuOp(name="", type=o.type, core=o.core, max_us=o.max_us) for o in nb.ops if id(o) in kept
-    ]
-    return NoBound(ops, nb.runs, nb.us)
+    return None if nb is None else Unbound([sys.intern(k) for k in nb.types()], nb.runs, nb.us)
 
 
 def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
@@ -298,7 +302,7 @@ def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list
                     f"ratio over {BOUND_RATIO:.0%}): {per_step:,.2f} ms per step on rank "
                     f"{rank_label(t.rank)}"
                 ),
-                detail="\n".join(["Longest first: " + ", ".join(nb.types()), *lines]),
+                detail="\n".join(["Longest first: " + ", ".join(nb.types), *lines]),
                 suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
                 "shapes and launch gaps: their units mostly wait",
                 severity="low",
