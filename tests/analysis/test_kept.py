@@ -166,8 +166,8 @@ def test_the_json_answer_of_real_torch_npu_sets_is_the_same_with_ranks_kept_slim
 
 
 def test_operators_bound_by_no_unit_keep_their_types_order_on_ties() -> None:
-    """Of each type, the first of its longest runs: as long as another type's, it stays ahead
-    of it as it was."""
+    """The types in the order of their longest runs, a tie in the order the operators came:
+    the same from a rank's answer as from its operators."""
     ops = [
         NpuOp(name=n, type=k, core="AI_CORE", count=1, total_us=300.0, max_us=300.0, ratios=r)
         for n, k in [("a1", "A"), ("b", "B"), ("a2", "A"), ("c", "C")]
