@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from mindspeed_prof.analysis.kept import kept
 from mindspeed_prof.analysis.parallel import Progress, read_all
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read, separate, survey
 from mindspeed_prof.analysis.readers.kineto.memory import is_memory_file, read_memory
@@ -133,7 +134,7 @@ def _read_root(
         if isinstance(data, str):
             result.bad.append(data)
         else:
-            result.traces.append(data)
+            result.traces.append(data if cluster is None else kept(data))
     _read_all(result, memory)
     return result
 

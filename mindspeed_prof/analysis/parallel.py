@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis import cache
+from mindspeed_prof.analysis.kept import kept
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
 
 if TYPE_CHECKING:
@@ -81,7 +82,8 @@ def read_all(
     """Every capture read (or its one-line error), in the order given, whatever ``jobs`` is.
 
     Cache hits are served here; only the rest go to ``jobs`` worker processes. With the user's
-    ``comm_kernels`` (``readers.classify``) every capture is read again, past the cache.
+    ``comm_kernels`` (``readers.classify``) every capture is read again, past the cache. Each
+    is kept as the analysis keeps it (``kept``) as it comes: not all of them whole at once.
     """
     enabled = gc.isenabled()
     gc.disable()  # decoded captures are acyclic: collections would rescan them all, per capture
@@ -107,7 +109,7 @@ def _read_all(
     done = [0, 0]
 
     def finish(i: int, result: TraceData | str) -> None:
-        results[i] = result
+        results[i] = result if isinstance(result, str) else kept(result)
         done[0] += 1
         done[1] += sizes[i]
         if progress is not None:

@@ -216,6 +216,13 @@ class MemoryRow(Row, kw_only=True):
     top_ops: list[Alloc] = []
     timeline: list[list[float]] = []
 
+    def json(self) -> JsonableObject:
+        """The row, its timeline's points the capture's own (not copied: a rank's timeline is
+        the bulk of its row, and every rank's is written)."""
+        out: JsonableObject = msgspec.to_builtins(msgspec.structs.replace(self, timeline=[]))
+        out["timeline"] = self.timeline
+        return out
+
 
 class InventoryRow(Row, kw_only=True):
     """One capture read: its file, kind, rank, folder group, size, events, steps and level."""

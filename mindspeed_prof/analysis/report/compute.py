@@ -135,12 +135,15 @@ def device_rows(traces: list[TraceData], warmup: Warmup) -> list[DeviceRow]:
 
 def comm_rows(traces: list[TraceData]) -> list[CommRow]:
     """Communication per rank, step, kind and op type (torch_npu captures), as each reader
-    folds it; ``source`` names the capture where two claim the same rank and step."""
-    return [
-        msgspec.structs.replace(row, rank=t.rank, source=t.clash_label)
-        for t in traces
-        for row in t.comm
-    ]
+    folds it; ``source`` names the capture where two claim the same rank and step. The
+    captures' own rows, their ``rank`` and ``source`` set (the analysis's fields): a copy of
+    each would hold every rank's rows twice."""
+    out = []
+    for t in traces:
+        for row in t.comm:
+            row.rank, row.source = t.rank, t.clash_label
+            out.append(row)
+    return out
 
 
 def _top(traces: list[TraceData], field_name: str, n: int) -> list[tuple[str, Tally]]:

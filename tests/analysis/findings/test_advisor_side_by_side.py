@@ -54,6 +54,7 @@ from mindspeed_prof.analysis.findings.npu import host as host_rules
 from mindspeed_prof.analysis.findings.npu import layout as layout_rules
 from mindspeed_prof.analysis.findings.npu import ops as ops_rules
 from mindspeed_prof.analysis.findings.npu import ranks as ranks_rules
+from mindspeed_prof.analysis.readers import read, survey
 from mindspeed_prof.analysis.readers.model import TraceData
 
 pytestmark = [
@@ -105,6 +106,7 @@ class Run:
     def __init__(self, name: str, folder: Path, advice: Advice, result: Captures) -> None:
         self.name, self.folder, self.advice, self.result = name, folder, advice, result
         self.findings: list[Finding] = find(*answered(result))[0]
+        self._whole: list[TraceData] | None = None
 
     def rules(self) -> set[str]:
         return {f.rule for f in self.findings}
@@ -113,7 +115,12 @@ class Run:
         return [f for f in self.findings if f.rule == rule]
 
     def captures(self) -> list[TraceData]:
-        return [t for t in self.result.traces if t.npu is not None]
+        """The torch_npu captures read whole (``analyse`` keeps each rank's answers, not its
+        operators, which the per-rank checks here look at)."""
+        if self._whole is None:
+            whole = [read(p, self.folder) for p in survey(self.folder)[0]]
+            self._whole = [t for t in whole if t.npu is not None]
+        return self._whole
 
     def capture(self, rank: int | None) -> TraceData:
         return next(t for t in self.captures() if t.rank == rank)

@@ -10,11 +10,15 @@ Where the advisor looks at one rank (the slowest, else the first), these look at
 One module per kind of check: ``env``, ``layout`` (alignment, dynamic shapes), ``ops`` (AI
 core and AI CPU operators, affinity APIs), ``ranks`` (slow ranks and links, small packets),
 ``host`` (waits, compilation, synchronous launches); ``captures`` what they all read.
+What a rule reads of a rank's device operators is a ``per_rank`` answer: ``answered`` computes
+them as each capture is read and releases the operators, so that ranks by the thousand are not
+held whole until the analysis across ranks ends.
 """
 
 from __future__ import annotations
 
 from mindspeed_prof.analysis.findings.finding import Rule
+from mindspeed_prof.analysis.findings.npu.captures import answered
 from mindspeed_prof.analysis.findings.npu.env import env_vars
 from mindspeed_prof.analysis.findings.npu.host import host_wait, runtime_compile, synchronize_stream
 from mindspeed_prof.analysis.findings.npu.layout import byte_alignment, dynamic_shapes
@@ -26,7 +30,7 @@ from mindspeed_prof.analysis.findings.npu.ops import (
 )
 from mindspeed_prof.analysis.findings.npu.ranks import slow_link, slow_rank, small_packets
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "answered"]
 
 #: This family's rules, in the order they run.
 RULES: list[Rule] = [

@@ -3,8 +3,9 @@ cites, their steps."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+import functools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from mindspeed_prof.analysis.findings.common import folder_of, ranks_of
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
@@ -16,12 +17,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MS",
+    "Answered",
+    "answered",
     "facts_of",
     "files_of",
     "grouped",
     "host_step_ms",
     "npu_captures",
     "on_ranks",
+    "per_rank",
     "steps_of",
 ]
 
@@ -34,6 +38,48 @@ def npu_captures(captures: Captures) -> list[TraceData]:
         (t for t in captures.traces if t.kind == "npu" and t.npu is not None),
         key=lambda t: (rank_order(t.rank), str(t.path)),
     )
+
+
+class Answered(NpuFacts, kw_only=True):
+    """A rank's facts once its per-rank answers are in (``answered``): the device operators
+    (``ops``, the bulk of a capture's facts) left out, ``answers`` what each ``per_rank``
+    function gave for them."""
+
+    answers: dict[str, Any] = {}
+
+
+R = TypeVar("R")
+
+#: Each ``per_rank`` function, by name: what a rank keeps of its operators.
+_PER_RANK: dict[str, Callable[[TraceData], object]] = {}
+
+
+def per_rank(fn: Callable[[TraceData], R]) -> Callable[[TraceData], R]:
+    """``fn`` (an answer of one capture, from its ``NpuFacts.ops``) kept per rank: computed
+    once when the capture is ``answered``, read back from there after (the operators gone)."""
+    key = f"{fn.__module__}.{fn.__qualname__}"
+    _PER_RANK[key] = fn
+
+    @functools.wraps(fn)
+    def answer(t: TraceData) -> R:
+        if isinstance(t.npu, Answered):
+            return cast(R, t.npu.answers[key])
+        return fn(t)
+
+    return answer
+
+
+def answered(t: TraceData) -> TraceData:
+    """``t`` with its torch_npu facts' per-rank answers computed and its operators released
+    (what the analysis across ranks reads of them is in the answers); ``t`` as it is when it
+    holds no torch_npu facts or has them answered. Import it from ``findings.npu``, which
+    imports every module with a ``per_rank`` function."""
+    if t.npu is None or isinstance(t.npu, Answered):
+        return t
+    answers = {key: fn(t) for key, fn in _PER_RANK.items()}
+    fields = {f: getattr(t.npu, f) for f in t.npu.__struct_fields__ if f != "ops"}
+    t.npu = Answered(**fields, answers=answers)
+    return t
 
 
 def facts_of(t: TraceData) -> NpuFacts:

@@ -14,6 +14,7 @@ from mindspeed_prof.analysis.findings.npu.captures import (
     files_of,
     npu_captures,
     on_ranks,
+    per_rank,
     steps_of,
 )
 from mindspeed_prof.analysis.readers.labels import rank_label
@@ -152,6 +153,7 @@ COMPILE_FIX = (
 )
 
 
+@per_rank
 def dynamic_shape(t: TraceData) -> tuple[int, int] | None:
     """(operator runs with an OP State, of them static), where the capture records states."""
     ops = facts_of(t).ops

@@ -1,21 +1,27 @@
-"""The AI core's operators: vector-bound ones, ones bound by no unit, AI CPU ones, and
-operators with a fused (affinity) API."""
+"""The AI core's operators: vector-bound ones, ones bound by no unit, AI CPU ones (and, from
+``affinity``, operators with a fused API). What the rules read of a rank's operators is a
+``per_rank`` answer (``captures.answered``)."""
 
 from __future__ import annotations
 
-import re
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.analysis.findings.common import cut, one_line, ranks_of
 from mindspeed_prof.analysis.findings.finding import Finding
+from mindspeed_prof.analysis.findings.npu.affinity import (
+    FUSED_OPTIMIZERS,
+    affinity,
+    affinity_apis,
+)
 from mindspeed_prof.analysis.findings.npu.captures import (
     MS,
     facts_of,
     files_of,
     npu_captures,
-    on_ranks,
+    per_rank,
     steps_of,
 )
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
@@ -33,13 +39,17 @@ __all__ = [
     "FUSED_OPTIMIZERS",
     "VECTOR_SHARE",
     "NoBound",
+    "Unbound",
     "VectorOp",
     "affinity",
     "affinity_apis",
     "aicpu",
+    "aicpu_kept",
     "aicpu_ops",
     "no_bound",
+    "no_bound_kept",
     "no_bound_ops",
+    "top_vector_ops",
     "unit_ratios",
     "vector_ops",
     "vector_perf",
@@ -142,8 +152,18 @@ def vector_ops(t: TraceData, top: int | None = TOP) -> tuple[list[VectorOp], lis
     return rooms[:top], bounds[:top]
 
 
+@per_rank
+def top_vector_ops(t: TraceData) -> tuple[list[VectorOp], list[VectorOp]]:
+    """``vector_ops(t)``: the ``TOP`` of each, what ``vector_perf`` reads (names interned: the
+    same on many ranks)."""
+    rooms, bounds = vector_ops(t)
+    for v in (*rooms, *bounds):
+        v.name, v.shape, v.dtype = sys.intern(v.name), sys.intern(v.shape), sys.intern(v.dtype)
+    return rooms, bounds
+
+
 def vector_perf(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
-    found = [(t, r, b) for t in npu_captures(captures) for r, b in [vector_ops(t)] if r or b]
+    found = [(t, r, b) for t in npu_captures(captures) for r, b in [top_vector_ops(t)] if r or b]
     if not found:
         return []
     t, rooms, bounds = max(
@@ -246,8 +266,24 @@ def no_bound(t: TraceData) -> NoBound | None:
     return NoBound(ops, sum(o.count for o in ops), sum(o.total_us for o in ops))
 
 
+class Unbound(NamedTuple):
+    """What ``no_bound_ops`` reads of a ``NoBound``: its types (``NoBound.types``), runs and
+    device time (us)."""
+
+    types: list[str]
+    runs: int
+    us: float
+
+
+@per_rank
+def no_bound_kept(t: TraceData) -> Unbound | None:
+    """``no_bound(t)`` as ``Unbound``: not its operators."""
+    nb = no_bound(t)
+    return None if nb is None else Unbound([sys.intern(k) for k in nb.types()], nb.runs, nb.us)
+
+
 def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
-    found = [(t, nb) for t in npu_captures(captures) if (nb := no_bound(t)) is not None]
+    found = [(t, nb) for t in npu_captures(captures) if (nb := no_bound_kept(t)) is not None]
     if not found:
         return []
     t, nb = max(found, key=lambda f: f[1].us / steps_of(f[0]))
@@ -266,7 +302,7 @@ def no_bound_ops(captures: Captures, tables: Tables, settings: Settings) -> list
                     f"ratio over {BOUND_RATIO:.0%}): {per_step:,.2f} ms per step on rank "
                     f"{rank_label(t.rank)}"
                 ),
-                detail="\n".join(["Longest first: " + ", ".join(nb.types()), *lines]),
+                detail="\n".join(["Longest first: " + ", ".join(nb.types), *lines]),
                 suggestion="Tune these operators with AOE (aoe --job_type=2 ...) or look for small "
                 "shapes and launch gaps: their units mostly wait",
                 severity="low",
@@ -287,14 +323,18 @@ def aicpu(t: TraceData) -> list[NpuOp]:
     return sorted(ops, key=lambda o: (-o.max_us, o.name))
 
 
+@per_rank
+def aicpu_kept(t: TraceData) -> tuple[list[NpuOp], float]:
+    """``aicpu(t)`` and the device time (us) of every AI CPU operator."""
+    return aicpu(t), sum(o.total_us for o in facts_of(t).ops if o.core == "AI_CPU")
+
+
 def aicpu_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
-    found = [(t, ops) for t in npu_captures(captures) if (ops := aicpu(t))]
+    kept = [(t, *aicpu_kept(t)) for t in npu_captures(captures)]
+    found = [(t, ops) for t, ops, _ in kept if ops]
     if not found:
         return []
-    per_step = {
-        id(t): sum(o.total_us for o in facts_of(t).ops if o.core == "AI_CPU") / steps_of(t) / MS
-        for t, _ in found
-    }
+    per_step = {id(t): us / steps_of(t) / MS for t, ops, us in kept if ops}
     t, ops = max(found, key=lambda f: per_step[id(f[0])])
     traces = [f[0] for f in found]
     names = ", ".join(f"{o.name} {o.max_us:,.1f} us" for o in ops[:3])
@@ -324,68 +364,3 @@ def aicpu_ops(captures: Captures, tables: Tables, settings: Settings) -> list[Fi
             )
         )
     ]
-
-
-# -- affinity APIs
-
-#: timeline_fusion_ops.yaml: optimizers with a fused NPU version.
-FUSED_OPTIMIZERS = {
-    name: f"torch_npu.optim.NpuFused{name}"
-    for name in (
-        "AdamW",
-        "SGD",
-        "Adadelta",
-        "Lamb",
-        "AdamP",
-        "BertAdam",
-        "RMSprop",
-        "RMSpropTF",
-        "Adam",
-    )
-}
-_OPTIMIZER = re.compile(r"^Optimizer\.step#(\w+)\.step$")
-
-
-def affinity(t: TraceData) -> dict[str, tuple[str, int, float]]:
-    """Optimizer steps with a fused replacement: host op -> (replacement, calls, self us)."""
-    out = {}
-    for name, tally in t.ops.items():
-        m = _OPTIMIZER.match(name)
-        if m and m.group(1) in FUSED_OPTIMIZERS:
-            out[name] = (FUSED_OPTIMIZERS[m.group(1)], tally.count, tally.total)
-    return out
-
-
-def affinity_apis(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
-    found: dict[str, list[tuple[TraceData, int, float]]] = defaultdict(list)
-    fused: dict[str, str] = {}
-    for t in npu_captures(captures):
-        for op, (api, calls, us) in affinity(t).items():
-            found[op].append((t, calls, us))
-            fused[op] = api
-    out = []
-    for op, seen in sorted(found.items()):
-        traces = [t for t, _, _ in seen]
-        calls = sum(c for _, c, _ in seen)
-        out.append(
-            one_line(
-                Finding(
-                    rule="npu.affinity_api",
-                    title=f"{op} has a fused NPU version: {fused[op]} ({calls} call"
-                    f"{'s' * (calls != 1)} on {on_ranks(traces)})",
-                    detail="\n".join(
-                        f"rank {rank_label(t.rank)}: {c} call{'s' * (c != 1)}, "
-                        f"{us / MS:,.2f} ms self time"
-                        for t, c, us in seen
-                    ),
-                    suggestion=(
-                        f"Replace the optimizer with {fused[op]} (same arguments): it updates "
-                        "all parameters in a few fused kernels"
-                    ),
-                    severity="low",
-                    source=files_of(captures, traces, "host"),
-                    ranks=ranks_of(traces),
-                )
-            )
-        )
-    return out
