@@ -26,15 +26,6 @@ from benchmarks.scale_roots import npu_root
 HERE = Path(scale_detailed.__file__).resolve()
 
 
-def _measure(tree: Path, args: list[str], out: Path) -> dict[str, float]:
-    """``scale_detailed.measure`` with ``tree``'s package on the path."""
-    scale_detailed.__file__ = str(tree / "benchmarks" / "scale_detailed.py")
-    try:
-        return scale_detailed.measure(args, out)
-    finally:
-        scale_detailed.__file__ = str(HERE)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("baseline", type=Path)
@@ -55,20 +46,24 @@ def main() -> None:
             out = tmp / f"{name}.json"
             row: dict[str, object] = {}
             scale_detailed._uncache(root)
-            row["first"] = _measure(tree, ["analyse", "--json", "--jobs", "2", str(root)], out)
+            row["first"] = scale_detailed.measure(
+                ["analyse", "--json", "--jobs", "2", str(root)], out, tree
+            )
             first = out.read_bytes()
-            row["warm"] = _measure(tree, ["analyse", "--json", "--jobs", "2", str(root)], out)
+            row["warm"] = scale_detailed.measure(
+                ["analyse", "--json", "--jobs", "2", str(root)], out, tree
+            )
             outs[name] = {"first": first, "warm": out.read_bytes()}
             scale_detailed._uncache(root)
             if not args.no_doctor:
-                row["doctor"] = _measure(tree, ["doctor", "--json", str(root)], out)
+                row["doctor"] = scale_detailed.measure(["doctor", "--json", str(root)], out, tree)
                 outs[name]["doctor"] = out.read_bytes()
             if not args.no_timeline:
                 trace = tmp / f"{name}.timeline.json"
-                row["timeline"] = _measure(
-                    tree,
+                row["timeline"] = scale_detailed.measure(
                     ["timeline", str(root), "-o", str(trace), "--detail", "all", "--jobs", "2"],
                     out,
+                    tree,
                 )
                 trace.unlink(missing_ok=True)
             scale_detailed._uncache(root)

@@ -57,9 +57,11 @@ def _cli() -> list[str]:
     return [sys.executable, "-m", "mindspeed_prof.cli"]
 
 
-def measure(args: list[str], out: Path) -> dict[str, float]:
-    """``mindspeed-prof ARGS`` with stdout to ``out``: rc, wall s, CPU s, peak RSS MB."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+def measure(args: list[str], out: Path, tree: Path | None = None) -> dict[str, float]:
+    """``mindspeed-prof ARGS`` with stdout to ``out``: rc, wall s, CPU s, peak RSS MB; the
+    package of the checkout ``tree`` (default: this one)."""
+    tree = tree or Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.run(
         [sys.executable, "-c", _LAUNCHER, str(out), *_cli(), *args],
         capture_output=True,
