@@ -46,15 +46,17 @@ def memory_summary(
     main = next((c for c in ("PTA+GE", "PTA") if c in peaks), next(iter(peaks), None))
     if main is not None:
         out.component = main
-        out.peak_allocated_bytes = int(peaks[main][0])
-        out.peak_reserved_bytes = int(peaks[main][1])
+        # whole bytes, as the float the field holds (an int here is read back from the cache
+        # as a float: the answer would depend on --jobs and the cache)
+        out.peak_allocated_bytes = float(int(peaks[main][0]))
+        out.peak_reserved_bytes = float(int(peaks[main][1]))
         out.components = {
             c: {"peak_allocated_bytes": int(a), "peak_reserved_bytes": int(r)}
             for c, (a, r) in sorted(peaks.items())
         }
         out.timeline = _thin(
             [
-                [us, alloc or 0.0, reserved or 0.0]
+                [float(us), float(alloc or 0.0), float(reserved or 0.0)]  # as a cache hit has them
                 for comp, us, alloc, reserved in sorted(
                     (r for r in records if r[0] == main), key=lambda r: r[1]
                 )
