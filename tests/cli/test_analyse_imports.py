@@ -43,6 +43,7 @@ def test_the_start_and_a_kineto_trace_import_no_cluster_config_or_pool(tmp_path:
     code, modules = _imports(empty)
     assert code == 1
     assert [m for m in NOT_AT_START if _loaded(modules, m)] == []
+    assert not _loaded(modules, "numpy")  # a third of the start's time: columns import it
     trace = tmp_path / "trace"
     shutil.copytree(CORPUS / "kineto_nccl_2rank_sampled", trace)
     code, modules = _imports(trace)

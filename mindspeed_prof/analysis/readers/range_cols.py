@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table
+
+if TYPE_CHECKING:  # numpy is imported where a pass runs: the CLI's start does without it
+    import numpy as np
 
 __all__ = ["Columns", "columns", "steps_in"]
 
@@ -35,6 +36,8 @@ class Columns:
     __slots__ = ("_held", "at", "label", "step", "table")
 
     def __init__(self, table: RangeTable, at: np.ndarray | None) -> None:
+        import numpy as np
+
         self.table, self.at = table, at
         self.label = self._take(table.label, np.int32)
         self.step = self._take(table.step, np.int32)
@@ -53,14 +56,20 @@ class Columns:
 
     @property
     def tsa(self) -> np.ndarray:
+        import numpy as np
+
         return self._take(self.table.ts, np.float64)
 
     @property
     def dura(self) -> np.ndarray:
+        import numpy as np
+
         return self._take(self.table.dur, np.float64)
 
     def _values(self, field: str) -> np.ndarray:
         """A field's distinct values as an object column (per label, or per step)."""
+        import numpy as np
+
         held = self._held.get(field)
         if held is None:
             if field == "steps":
@@ -75,6 +84,8 @@ class Columns:
     def _field(self, field: str, lo: int, hi: int) -> Iterable[Any]:
         """One field of ranges ``lo:hi``: ranks, kinds, names, sources, tids, steps (from their
         codes), ts, dur, bare (None: unknown), at (places in the table)."""
+        import numpy as np
+
         if field in _LABEL_FIELDS:
             out: list[Any] = self._values(field)[self.label[lo:hi]].tolist()
             return out
@@ -104,12 +115,16 @@ class Columns:
 
 
 def _column(col: Sequence[float] | Sequence[int], dtype: type) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype=dtype)  # type: ignore[call-overload]
 
 
 def columns(ranges: Sequence[Range], *kinds: str, stepped: bool = False) -> Columns:
     """The ranges of ``kinds`` (every range where none is given), those within a step only
     where ``stepped``, as ``Columns``."""
+    import numpy as np
+
     table = as_table(ranges)
     label = _column(table.label, np.int32)
     keep = np.array([not kinds or lab[1] in kinds for lab in table.labels], dtype=bool)
@@ -124,6 +139,8 @@ def columns(ranges: Sequence[Range], *kinds: str, stepped: bool = False) -> Colu
 
 def steps_in(ranges: Sequence[Range], *kinds: str) -> set[int]:
     """The steps the ranges of ``kinds`` (any kind where none is given) lie in."""
+    import numpy as np
+
     cols = columns(ranges, *kinds, stepped=True)
     held = np.unique(cols.step).tolist()
     return {cols.table.steps[c] for c in held}

@@ -14,11 +14,12 @@ import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence, Sequence
-from typing import Any, overload
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, overload
 
 from mindspeed_prof.analysis.readers.model import Range
+
+if TYPE_CHECKING:  # numpy is imported where a pass runs: the CLI's start does without it
+    import numpy as np
 
 __all__ = ["Label", "RangeTable", "as_table", "of_kind", "stepped"]
 
@@ -127,10 +128,14 @@ class RangeTable(MutableSequence[Range]):
 
     def select(self, keep: Iterable[bool]) -> RangeTable:
         """The ranges where ``keep`` is true, in order."""
+        import numpy as np
+
         return self.where(np.fromiter(keep, dtype=bool, count=len(self)))
 
     def where(self, keep: np.ndarray) -> RangeTable:
         """The ranges where the boolean column ``keep`` is true, in order."""
+        import numpy as np
+
         out = self._like()
         for name in ("label", "step", "ts", "dur", "bare"):
             col: array[Any] = getattr(self, name)
@@ -140,6 +145,8 @@ class RangeTable(MutableSequence[Range]):
 
     def of_kind(self, *kinds: str) -> RangeTable:
         """The ranges of these kinds (``step``, ``stage``, ``range``), in order."""
+        import numpy as np
+
         codes = [i for i, lab in enumerate(self.labels) if lab[1] in kinds]
         if len(codes) == len(self.labels):
             return self
@@ -323,6 +330,8 @@ def stepped(ranges: Sequence[Range]) -> Sequence[Range]:
         none = ranges._steps.get(None)
         if none is None or not len(ranges):
             return ranges
+        import numpy as np
+
         return ranges.where(np.frombuffer(ranges.step, dtype="i") != none)
     return [r for r in ranges if r.step is not None]
 
