@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.cli.common import (
     Exit,
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from mindspeed_prof.analysis.report.report import Report
 
 __all__ = ["add_parser", "run"]
-
-T = TypeVar("T")
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -193,14 +192,15 @@ def _write_html(args: argparse.Namespace, found: Report, result: Captures, every
     say(f"report: {html}", sys.stderr)
 
 
-def _without_gc(make: Callable[..., T], *args: Any) -> T:
-    """``make(*args)`` with the cyclic collector off (this process's own: the CLI's). The
-    tables hold a row per step, a range file's many: each collection would rescan every row
-    made so far (a quarter of a 400 MB range file's CPU), and they make no cycles."""
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector off (this process's own: the CLI's). The report's tables hold a row
+    per step, a range file's many: each collection would rescan every row made so far (a
+    quarter of a 400 MB range file's CPU), and they make no cycles."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return make(*args)
+        yield
     finally:
         if enabled:
             gc.enable()
@@ -237,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
     console: Console | None = None  # the tables' (rich and the views): not for --json
     docs = []
     for result in results:
-        found = _without_gc(report, result, settings)
+        with _no_gc():
+            found = report(result, settings)
         for note in found.rule_notes:
             error(f"note: {note}")
         if args.html:

@@ -81,21 +81,21 @@ class Columns:
             held[:] = values
         return held
 
-    def _field(self, field: str, lo: int, hi: int) -> Iterable[Any]:
+    def _field(self, field: str, lo: int, hi: int) -> Iterable[object]:
         """One field of ranges ``lo:hi``: ranks, kinds, names, sources, tids, steps (from their
         codes), ts, dur, bare (None: unknown), at (places in the table)."""
         import numpy as np
 
         if field in _LABEL_FIELDS:
-            out: list[Any] = self._values(field)[self.label[lo:hi]].tolist()
+            out: list[object] = self._values(field)[self.label[lo:hi]].tolist()
             return out
         if field == "steps":
-            steps: list[Any] = self._values(field)[self.step[lo:hi]].tolist()
+            steps: list[object] = self._values(field)[self.step[lo:hi]].tolist()
             return steps
         if field == "at":
             if self.at is None:
                 return range(lo, min(hi, len(self)))
-            places: list[Any] = self.at[lo:hi].tolist()
+            places: list[object] = self.at[lo:hi].tolist()
             return places
         col = {"ts": self.table.ts, "dur": self.table.dur, "bare": self.table.bare}[field]
         times = self._take(col, np.float64, lo, hi)
@@ -103,7 +103,7 @@ class Columns:
             return array("d", times.tobytes())  # (floats made as read)
         bare = times.astype(object)
         bare[np.isnan(times)] = None
-        held: list[Any] = bare.tolist()
+        held: list[object] = bare.tolist()
         return held
 
     def rows(self, *fields: str) -> Iterator[tuple[Any, ...]]:

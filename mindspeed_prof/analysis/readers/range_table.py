@@ -14,12 +14,15 @@ import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Union, overload
 
 from mindspeed_prof.analysis.readers.model import Range
 
 if TYPE_CHECKING:  # numpy is imported where a pass runs: the CLI's start does without it
     import numpy as np
+
+#: One of a table's columns: label and step codes (``i``), times (``d``).
+Column = Union["array[int]", "array[float]"]
 
 __all__ = ["Label", "RangeTable", "as_table", "of_kind", "stepped"]
 
@@ -138,7 +141,7 @@ class RangeTable(MutableSequence[Range]):
 
         out = self._like()
         for name in ("label", "step", "ts", "dur", "bare"):
-            col: array[Any] = getattr(self, name)
+            col: Column = getattr(self, name)
             kept = np.frombuffer(col, dtype=col.typecode)[keep].tobytes() if len(col) else b""
             setattr(out, name, array(col.typecode, kept))
         return out
@@ -225,7 +228,7 @@ class RangeTable(MutableSequence[Range]):
         self.insert(i % n, r)
         del self[i % n + 1]
 
-    def _columns(self) -> tuple[array[Any], ...]:
+    def _columns(self) -> tuple[Column, ...]:
         return (self.label, self.step, self.ts, self.dur, self.bare)
 
     def __delitem__(self, i: int | slice) -> None:
@@ -236,8 +239,10 @@ class RangeTable(MutableSequence[Range]):
         at = len(self)
         self.append(r)
         if i < at:
-            for col in self._columns():
-                col.insert(i, col.pop())
+            for codes in (self.label, self.step):
+                codes.insert(i, codes.pop())
+            for times in (self.ts, self.dur, self.bare):
+                times.insert(i, times.pop())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
@@ -256,7 +261,7 @@ class RangeTable(MutableSequence[Range]):
     def columns(self) -> tuple[list[Label], list[int | None], list[memoryview]]:
         """The labels, the steps and each column's bytes (little-endian), as the cache stores
         them."""
-        cols: list[array[Any]] = [self.label, self.step, self.ts, self.dur, self.bare]
+        cols: list[Column] = [self.label, self.step, self.ts, self.dur, self.bare]
         if sys.byteorder == "big":
             cols = [array(c.typecode, c.tobytes()) for c in cols]
             for c in cols:
@@ -282,7 +287,7 @@ class RangeTable(MutableSequence[Range]):
             out.step_code(step)
         if len(out.labels) != len(labels) or len(out.steps) != len(steps):
             raise ValueError("range labels or steps repeat")
-        arrays: tuple[array[Any], ...] = (out.label, out.step, out.ts, out.dur, out.bare)
+        arrays: tuple[Column, ...] = (out.label, out.step, out.ts, out.dur, out.bare)
         if len(cols) != len(arrays):
             raise ValueError("range columns missing")
         for a, raw in zip(arrays, cols):

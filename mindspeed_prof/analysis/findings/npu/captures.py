@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from mindspeed_prof.analysis.findings.common import folder_of, ranks_of
 from mindspeed_prof.analysis.readers.labels import rank_order, ranks_text
@@ -45,7 +45,7 @@ class Answered(NpuFacts, kw_only=True):
     (``ops``, the bulk of a capture's facts) left out, ``answers`` what each ``per_rank``
     function gave for them."""
 
-    answers: dict[str, Any] = {}
+    answers: dict[str, object] = {}
 
 
 R = TypeVar("R")

@@ -75,7 +75,7 @@ class Annotations:
     def drain(self, size: int = 1 << 12) -> Iterator[tuple[Any, ...]]:
         """The columns (names, ts, dur, steps, tids), ``size`` ranges at a time, each slice let
         go of once read (what is made of them is not held beside them all)."""
-        cols: tuple[list[Any] | array[float], ...] = (
+        cols: tuple[list[str] | list[int | None] | array[float], ...] = (
             self.names,
             self.ts,
             self.dur,
