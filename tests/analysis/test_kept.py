@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-import lzma
 import math
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -18,6 +16,7 @@ import pytest
 from helpers import answered as with_tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from npu_fixtures import copied
 
 from mindspeed_prof.analysis import analyse as analyse_module
 from mindspeed_prof.analysis import parallel
@@ -137,11 +136,7 @@ def test_a_memory_row_s_json_is_its_fields_with_the_capture_s_own_points(
 
 
 def unpacked(name: str, dest: Path) -> Path:
-    shutil.copytree(CORPUS / name, dest)
-    for packed in dest.rglob("*.xz"):
-        packed.with_suffix("").write_bytes(lzma.decompress(packed.read_bytes()))
-        packed.unlink()
-    return dest
+    return copied(CORPUS / name, dest)
 
 
 def analysed(root: Path) -> str:

@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import csv
 import json
-import lzma
 import re
-import shutil
 import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +43,7 @@ from typing import Any
 import pytest
 from helpers import answered
 from msprof_advisor import Advice, advise, category, executable, from_json, to_json
+from npu_fixtures import copied
 from reference_store import Store
 
 from mindspeed_prof.analysis.analyse import Captures, analyse
@@ -95,11 +94,7 @@ NO_EVIDENCE = {("npu_text_level0", "operator dynamic shape issues")}
 
 
 def _unpack(name: str, dest: Path) -> Path:
-    shutil.copytree(CORPUS / name, dest)
-    for packed in dest.rglob("*.xz"):
-        packed.with_suffix("").write_bytes(lzma.decompress(packed.read_bytes()))
-        packed.unlink()
-    return dest
+    return copied(CORPUS / name, dest)
 
 
 class Run:

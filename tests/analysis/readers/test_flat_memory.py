@@ -78,12 +78,18 @@ print(tracemalloc.get_traced_memory()[1])
 """
 
 
-def _peak(path: Path) -> float:
+def _probe(script: str, arg: str) -> list[str]:
+    """``python -c SCRIPT ARG`` (a measurement in a fresh process): its output's words."""
     proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", script, arg], capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr
-    return float(proc.stdout.split()[-1])
+    return proc.stdout.split()
+
+
+def _peak(path: Path) -> float:
+    out = _probe(_MEASURE, str(path))
+    return float(out[-1])
 
 
 @pytest.mark.parametrize(
@@ -140,11 +146,8 @@ def test_a_range_files_cache_entry_is_written_and_read_without_copies(tmp_path):
     no more than as read (each had its own copy of its name, kind, thread and step: 150
     bytes more a range)."""
     trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
-    proc = subprocess.run(
-        [sys.executable, "-c", _CACHED, str(trace)], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    held, store, entry, loaded = (float(v) for v in proc.stdout.split())
+    out = _probe(_CACHED, str(trace))
+    held, store, entry, loaded = (float(v) for v in out)
     assert entry > 1e6  # the ranges are in it
     # (one buffer, which grows by more than it needs as the encoding fills it)
     assert store <= 1.6 * entry, f"store took {store / entry:.2f}x its entry's size"
@@ -176,11 +179,8 @@ def test_a_range_files_report_takes_less_than_a_range_tuple_a_range(tmp_path):
     ranges' columns, a row's cells at a time (they held a dict per step for every row at once,
     and lists of every range of a kind)."""
     trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
-    proc = subprocess.run(
-        [sys.executable, "-c", _REPORT, str(trace)], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    held, took, ranges = (float(v) for v in proc.stdout.split())
+    out = _probe(_REPORT, str(trace))
+    held, took, ranges = (float(v) for v in out)
     assert held > 40 * ranges > 1e6  # the ranges, as columns
     assert took <= 160 * ranges, f"the report took {took / ranges:.0f} bytes a range"
 
@@ -205,11 +205,8 @@ print(tracemalloc.get_traced_memory()[1])
 
 
 def _write_peak(rows: int) -> float:
-    proc = subprocess.run(
-        [sys.executable, "-c", _WRITE, str(rows)], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    return float(proc.stdout.split()[-1])
+    out = _probe(_WRITE, str(rows))
+    return float(out[-1])
 
 
 def test_the_json_answer_is_written_without_its_text_whole():
@@ -242,14 +239,8 @@ def test_a_range_files_throughput_rows_take_nothing_per_stage_run(tmp_path):
     peaks = []
     for mb in (1, 8):
         trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
-        proc = subprocess.run(
-            [sys.executable, "-c", _THROUGHPUT, str(trace)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr
-        peaks.append(float(proc.stdout.split()[-1]))
+        out = _probe(_THROUGHPUT, str(trace))
+        peaks.append(float(out[-1]))
     small, large = peaks
     assert large <= GROWTH * small + 16e3, f"{large / 1e3:.1f} kB vs {small / 1e3:.1f} kB"
 
@@ -287,14 +278,8 @@ def test_a_range_files_analysis_grows_by_its_columns_only(tmp_path):
     runs = []
     for mb in (1, 8):
         trace = write_range_file(tmp_path / f"rank0_{mb}.mstx.trace.json", mb * 1e6)
-        proc = subprocess.run(
-            [sys.executable, "-c", _ANALYSE, str(trace)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr
-        runs.append([float(v) for v in proc.stdout.split()[-2:]])
+        out = _probe(_ANALYSE, str(trace))
+        runs.append([float(v) for v in out[-2:]])
     (n_small, small), (n_large, large) = runs
     per_range = (large - small) / (n_large - n_small)
     assert per_range <= PER_RANGE, f"{per_range:.0f} bytes a range ({small / 1e6:.1f} MB at 1 MB)"
