@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TypeVar
 
-from mindspeed_prof.analysis.readers.model import Tally, TraceData
+from mindspeed_prof.analysis.readers.model import TraceData
 
 __all__ = ["kept"]
 
@@ -27,11 +27,7 @@ def kept(data: TraceData) -> TraceData:
         npu.api_max_us = _keys(npu.api_max_us)
         for h in npu.hccl:
             h.name, h.kind = sys.intern(h.name), sys.intern(h.kind)
-    data.ops, data.kernels, data.runtime = (
-        _names(data.ops),
-        _names(data.kernels),
-        _names(data.runtime),
-    )
+    data.ops, data.kernels, data.runtime = _keys(data.ops), _keys(data.kernels), _keys(data.runtime)
     for c in data.comm:
         c.name, c.kind = sys.intern(c.name), sys.intern(c.kind)
         if c.link is not None:
@@ -58,10 +54,6 @@ def _repeats(points: list[list[float]]) -> None:
             if v is not w and v == w and v and type(v) is type(w):
                 p[i] = w
         before = p
-
-
-def _names(tallies: dict[str, Tally]) -> dict[str, Tally]:
-    return _keys(tallies)
 
 
 def _keys(d: dict[str, V]) -> dict[str, V]:
