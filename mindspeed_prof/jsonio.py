@@ -18,18 +18,20 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias, Union
+from typing import Any, Generic, TypeAlias, TypeVar, Union
 
 __all__ = [
     "MAX_JSON_BYTES",
     "Json",
     "JsonObject",
+    "JsonRows",
     "Jsonable",
     "JsonableObject",
     "Refused",
     "open_regular",
+    "pieces",
     "read_bytes",
     "read_json",
     "within",
@@ -48,6 +50,69 @@ Jsonable: TypeAlias = Union[
 ]
 #: A JSON object to write.
 JsonableObject: TypeAlias = dict[str, Jsonable]
+
+T = TypeVar("T")
+
+
+class JsonRows(Sequence["Jsonable"], Generic[T]):
+    """A JSON array whose items are made as ``pieces`` writes it: ``each`` of ``rows``, one
+    at a time (a table of a row per step would otherwise be a dict per step at once)."""
+
+    __slots__ = ("each", "rows")
+
+    def __init__(self, rows: Sequence[T], each: Callable[[T], Jsonable]) -> None:
+        self.rows, self.each = rows, each
+
+    def __iter__(self) -> Iterator[Jsonable]:
+        return map(self.each, self.rows)
+
+    def __getitem__(self, i: int) -> Jsonable:  # type: ignore[override]
+        return self.each(self.rows[i])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+_INDENTED = json.JSONEncoder(indent=2, default=str)
+
+
+def pieces(value: object, level: int = 0) -> Iterator[str]:
+    """``json.dumps(value, indent=2, default=str)`` in pieces, the same text, ``JsonRows``
+    written as arrays, their items made one at a time. Objects and arrays that hold a
+    ``JsonRows`` are written here; anything else by ``json``'s encoder."""
+    pad = "\n" + "  " * level
+    if isinstance(value, JsonRows) or (isinstance(value, (list, tuple)) and _holds_rows(value)):
+        yield from _container("[", "]", ((None, v) for v in value), level)
+    elif isinstance(value, dict) and _holds_rows(value):
+        yield from _container("{", "}", value.items(), level)
+    else:
+        for piece in _INDENTED.iterencode(value):
+            yield piece.replace("\n", pad) if level else piece
+
+
+def _container(
+    open_: str, close: str, items: Iterable[tuple[str | None, object]], level: int
+) -> Iterator[str]:
+    inner = "\n" + "  " * (level + 1)
+    yield open_
+    empty = True
+    for key, item in items:
+        yield (inner if empty else "," + inner) + ("" if key is None else json.dumps(key) + ": ")
+        empty = False
+        yield from pieces(item, level + 1)
+    yield close if empty else "\n" + "  " * level + close
+
+
+def _holds_rows(value: object) -> bool:
+    """Whether ``value`` is, or holds within its objects and arrays, a ``JsonRows``."""
+    if isinstance(value, JsonRows):
+        return True
+    if isinstance(value, dict):
+        return all(isinstance(k, str) for k in value) and any(map(_holds_rows, value.values()))
+    if isinstance(value, (list, tuple)):
+        return any(isinstance(v, (dict, list, tuple, JsonRows)) and _holds_rows(v) for v in value)
+    return False
+
 
 #: Our JSON files (manifests, cluster and sweep summaries) larger than this are not read.
 MAX_JSON_BYTES = 64 << 20

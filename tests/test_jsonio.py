@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mindspeed_prof
 from mindspeed_prof import jsonio
@@ -207,3 +209,56 @@ def _reads(path: Path) -> list[str]:
 def test_no_module_above_the_readers_reads_a_file_but_through_jsonio() -> None:
     assert len(ABOVE_READERS) > 30
     assert {str(p.relative_to(PACKAGE)): _reads(p) for p in ABOVE_READERS if _reads(p)} == {}
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=6)
+    | st.builds(Path, st.sampled_from(["a/b", "c"]))  # (``default=str``)
+)
+# A document: objects and arrays, some arrays ``JsonRows`` of objects made as they are written.
+_DOCS = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.lists(st.dictionaries(st.text(max_size=3), inner, max_size=3), max_size=4).map(
+            lambda rows: jsonio.JsonRows(rows, dict)
+        )
+    ),
+    max_leaves=30,
+)
+
+
+def _whole(value: object) -> object:
+    """``value`` with every ``JsonRows`` made into the list of its items."""
+    if isinstance(value, jsonio.JsonRows):
+        return [_whole(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_whole(v) for v in value]
+    return value
+
+
+@given(_DOCS)
+def test_pieces_are_the_indented_json_of_the_rows_made_whole(doc: object) -> None:
+    want = json.dumps(_whole(doc), indent=2, default=str)
+    assert "".join(jsonio.pieces(doc)) == want
+
+
+def test_rows_are_made_one_at_a_time_as_they_are_written() -> None:
+    made: list[int] = []
+
+    def each(i: int) -> dict[str, int]:
+        made.append(i)
+        return {"step": i}
+
+    # how many rows were made when each piece came: none at the start, then one more at a time
+    seen = [len(made) for _ in jsonio.pieces({"per_step": jsonio.JsonRows(range(3), each)})]
+    assert made == [0, 1, 2]
+    assert seen[0] == 0 and sorted(set(seen)) == [0, 1, 2, 3] and seen == sorted(seen)

@@ -342,7 +342,8 @@ REPORT_ORDER: dict[str, set[str]] = {
     "captures": set(),
     "settings": set(),
     "compute": {"captures"},
-    "tables": {"captures", "compute", "settings"},
+    "per_step": {"compute"},
+    "tables": {"captures", "compute", "per_step", "settings"},
     "report": {"captures", "settings", "tables"},
 }
 #: What judges the tables: computing them must not need it.

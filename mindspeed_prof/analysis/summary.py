@@ -8,7 +8,8 @@ from typing import Protocol, TypedDict
 
 from mindspeed_prof.analysis.analyse import analyse, analyse_files
 from mindspeed_prof.analysis.ranges import stage_rows
-from mindspeed_prof.analysis.report.compute import merged_ranges, per_step, top_ops, warmup_of
+from mindspeed_prof.analysis.report.compute import merged_ranges, top_ops, warmup_of
+from mindspeed_prof.analysis.report.per_step import per_step
 from mindspeed_prof.analysis.report.report import analysis_json
 from mindspeed_prof.analysis.rows import to_json
 from mindspeed_prof.analysis.runs import UnknownRun

@@ -244,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
         if args.html:
             _write_html(args, found, result, every)
         if args.json:
-            doc = found.json()
+            doc = found.json(lazy=True)
             if args.ray is None:
                 doc["elsewhere"] = [a._asdict() for a in away.get(_run_id(result), [])]
             docs.append(doc)

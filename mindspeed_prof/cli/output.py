@@ -9,13 +9,14 @@ or flush into ``Unwritten``, which ``cli.main`` reports.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
+
+from mindspeed_prof.jsonio import pieces
 
 __all__ = [
     "STDOUT",
@@ -97,17 +98,18 @@ JSON_CHUNK = 1 << 16
 def write_json(value: object, stream: TextIO) -> None:
     """``json.dump(value, stream, indent=2, default=str)``, the same text, written a
     ``JSON_CHUNK`` of characters at a time: the encoder's pieces (one a key, a number or an
-    indent: a per-step table gives millions) joined first, never the whole document at once."""
-    pieces: list[str] = []
+    indent: a per-step table gives millions) joined first, never the whole document at once;
+    a ``JsonRows`` table's rows made as they are written (``jsonio.pieces``)."""
+    chunk: list[str] = []
     size = 0
-    for piece in json.JSONEncoder(indent=2, default=str).iterencode(value):
-        pieces.append(piece)
+    for piece in pieces(value):
+        chunk.append(piece)
         size += len(piece)
         if size >= JSON_CHUNK:
-            stream.write("".join(pieces))
-            pieces.clear()
+            stream.write("".join(chunk))
+            chunk.clear()
             size = 0
-    stream.write("".join(pieces))
+    stream.write("".join(chunk))
 
 
 @contextmanager

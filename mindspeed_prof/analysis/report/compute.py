@@ -25,7 +25,6 @@ from mindspeed_prof.analysis.rows import (
     MemoryRow,
     OpRow,
     RuntimeRow,
-    StepRow,
 )
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "inventory",
     "memory_rows",
     "merged_ranges",
-    "per_step",
     "top_kernels",
     "top_ops",
     "top_runtime",
@@ -95,32 +93,6 @@ def counted_counters(
     """``counters`` less warmup steps, unless ``include_warmup`` (as ``counted``)."""
     skip = set() if include_warmup else warmup
     return [c for c in counters if (c.rank, c.source, c.step) not in skip]
-
-
-def per_step(ranges: Sequence[Range], warmup: Warmup) -> list[StepRow]:
-    """Per rank and step: each stage's milliseconds, and ``total`` the step's own length."""
-    table: dict[tuple[int | None, str, int], StepRow] = {}
-    cols = columns(ranges, "step", "stage", stepped=True)
-    for rank, source, step, kind, name, dur in cols.rows(
-        "ranks", "sources", "steps", "kinds", "names", "dur"
-    ):
-        row = table.get((rank, source, step))
-        if row is None:
-            row = table[(rank, source, step)] = StepRow(
-                rank=rank, source=source, step=step, stages={}
-            )
-        if kind == "step":
-            row.total = (row.total or 0.0) + dur / 1000.0
-        else:
-            row.stages[name] = row.stages.get(name, 0.0) + dur / 1000.0
-    for key, row in table.items():
-        row.warmup = key in warmup
-    return [
-        row
-        for _, row in sorted(
-            table.items(), key=lambda kv: (rank_order(kv[0][0]), kv[0][1], kv[0][2])
-        )
-    ]
 
 
 def device_rows(traces: list[TraceData], warmup: Warmup) -> list[DeviceRow]:

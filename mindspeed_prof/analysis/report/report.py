@@ -28,13 +28,14 @@ class Report(msgspec.Struct, kw_only=True):
     findings: list[Finding]
     rule_notes: list[str]
 
-    def json(self) -> JsonableObject:
+    def json(self, lazy: bool = False) -> JsonableObject:
         """``analyse --json``: ``verdict`` and ``findings`` first, then the tables
-        (``tables_json``), the rules' notes added to the captures'."""
+        (``tables_json``), the rules' notes added to the captures'; ``lazy``: the tables' rows
+        made as ``cli.output.write_json`` writes them."""
         return {
             "verdict": self.verdict.json(),
             "findings": to_json(self.findings),
-            **tables_json(self.tables),
+            **tables_json(self.tables, lazy),
             "notes": [*self.tables.notes, *self.rule_notes],
         }
 

@@ -29,6 +29,7 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.report import compute
 from mindspeed_prof.analysis.report.captures import Captures
 from mindspeed_prof.analysis.report.compute import Warmup
+from mindspeed_prof.analysis.report.per_step import StepTable, per_step
 from mindspeed_prof.analysis.report.settings import TOP_JSON, TOP_MOST, Settings
 from mindspeed_prof.analysis.rows import (
     Classified,
@@ -43,7 +44,6 @@ from mindspeed_prof.analysis.rows import (
     Row,
     RuntimeRow,
     StageRow,
-    StepRow,
     Straggler,
     to_json,
 )
@@ -56,7 +56,7 @@ from mindspeed_prof.analysis.throughput import (
     throughput_rows,
 )
 from mindspeed_prof.analysis.triggered import Triggered, triggered
-from mindspeed_prof.jsonio import Jsonable, JsonableObject
+from mindspeed_prof.jsonio import Jsonable, JsonableObject, JsonRows
 
 __all__ = ["HIDDEN", "TOP", "Json", "Tables", "Throughput", "tables", "tables_json"]
 
@@ -97,7 +97,7 @@ class Tables(msgspec.Struct, kw_only=True, rename={"range_table": "ranges", "ran
     #: Per stage and rank: executions, total, mean and max milliseconds.
     stage_rank: list[StageRow]
     #: Per rank and step: each stage's milliseconds, and ``total`` the step's own length.
-    per_step: list[StepRow]
+    per_step: StepTable
     #: Per rank and step: the step split into generation, training, transitions, other stages
     #: and time no stage covers (``phases``), warmup steps marked.
     phases: list[PhaseRow]
@@ -177,7 +177,7 @@ def tables(captures: Captures, settings: Settings | None = None) -> Tables:
         runs=c.runs,
         ranks=sorted({t.rank for t in traces}, key=rank_order),
         stage_rank=stage_rows(ranges),
-        per_step=compute.per_step(ranges, warm),
+        per_step=per_step(ranges, warm),
         phases=phase_rows(ranges, warm),
         stragglers=find_stragglers(counted, "stage", s.margin, s.noise_ms),
         range_table=range_rows(ranges),
@@ -228,23 +228,28 @@ def _metadata(annotation: object) -> tuple[object, ...]:
     return get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
 
 
-def _json(value: object) -> Jsonable:
+def _json(value: object, lazy: bool = False) -> Jsonable:
     if isinstance(value, Row):
         return value.json()
     if isinstance(value, msgspec.Struct):  # a group of tables (``Throughput``)
-        return tables_json(value)
+        return tables_json(value, lazy)
     if isinstance(value, set):
         return sorted(value)  # (rank, step) pairs: arrays in JSON
-    if isinstance(value, list) and value and isinstance(value[0], msgspec.Struct):
-        return list(to_json(value))
+    if isinstance(value, (list, StepTable)) and value and isinstance(value[0], msgspec.Struct):
+        return JsonRows(value, _row_json) if lazy else list(to_json(value))
     return value  # type: ignore[return-value]  # str, number, None, a list of them
 
 
-def tables_json(t: msgspec.Struct) -> JsonableObject:
-    """``t`` (``Tables``, or a group of them) as ``--json`` writes it, from its declaration."""
+def _row_json(row: msgspec.Struct) -> Jsonable:
+    return to_json([row])[0]
+
+
+def tables_json(t: msgspec.Struct, lazy: bool = False) -> JsonableObject:
+    """``t`` (``Tables``, or a group of them) as ``--json`` writes it, from its declaration;
+    ``lazy``: each table's rows made as the document is written (``jsonio.JsonRows``)."""
     out: JsonableObject = {}
     for name, key, how in _declared(type(t)):
         if how.shown:
             value = getattr(t, name)
-            out[key] = _json(value if how.most is None else value[: how.most])
+            out[key] = _json(value if how.most is None else value[: how.most], lazy)
     return out

@@ -4,6 +4,7 @@ row's rank, and plain text wrapped at the console's width."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from typing import TypeVar
 
 from rich.console import Console
@@ -101,16 +102,16 @@ def print_wrapped(console: Console, text: str, indent: str = "  ", lead: str = "
 ROW_LIMIT = 100
 
 
-def limited(rows: list[_R], limit: int = ROW_LIMIT, ends: bool = True) -> tuple[list[_R], int]:
+def limited(rows: Sequence[_R], limit: int = ROW_LIMIT, ends: bool = True) -> tuple[list[_R], int]:
     """``rows`` as a table shows them, and how many it leaves out: all up to ``limit``; past
     it the first and last ``limit // 2`` (``ends``: rows in step order) or the first ``limit``
     (rows ranked, most first)."""
     if len(rows) <= limit:
-        return rows, 0
+        return list(rows), 0
     if not ends:
-        return rows[:limit], len(rows) - limit
+        return list(rows[:limit]), len(rows) - limit
     half = limit // 2
-    return rows[:half] + rows[-half:], len(rows) - 2 * half
+    return [*rows[:half], *rows[-half:]], len(rows) - 2 * half
 
 
 def left_out(console: Console, left: int, total: int, what: str, ends: bool = True) -> None:

@@ -5,7 +5,7 @@ with a legend, or ranks as rows) rather than letting rich cut its headers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -94,7 +94,7 @@ def _no_op_share(rows: list[StageRow]) -> str:
     return f"{min(sum(r.no_op_ms or 0.0 for r in known) / total, 1.0):.0%}"
 
 
-def print_per_step(rows: list[StepRow], console: Console) -> None:
+def print_per_step(rows: Sequence[StepRow], console: Console) -> None:
     stages = list(dict.fromkeys(k for row in rows for k in row.stages))
     has_total = any(row.total is not None for row in rows)
     steps, left = limited(rows)

@@ -161,15 +161,26 @@ import gc, sys, tracemalloc
 from pathlib import Path
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.report.report import report
+from mindspeed_prof.cli import output
+class Sink:
+    def write(self, text):
+        return len(text)
 path = Path(sys.argv[1])
-report(analyse(path, cache=False))  # the imports, not counted
+output.write_json(report(analyse(path, cache=False)).json(lazy=True), Sink())  # the imports
+output.JSON_CHUNK = 4096  # (the writer's own chunk, not counted)
 gc.collect()
 tracemalloc.start()
 captures = analyse(path, cache=False)
 held = tracemalloc.get_traced_memory()[0]
 tracemalloc.reset_peak()
 found = report(captures)
-print(held, tracemalloc.get_traced_memory()[1] - held, len(captures.traces[0].ranges))
+took = tracemalloc.get_traced_memory()[1] - held
+gc.collect()
+kept = tracemalloc.get_traced_memory()[0]
+tracemalloc.reset_peak()
+output.write_json(found.json(lazy=True), Sink())
+wrote = tracemalloc.get_traced_memory()[1] - kept
+print(held, took, wrote, len(captures.traces[0].ranges))
 """
 
 
@@ -180,9 +191,12 @@ def test_a_range_files_report_takes_less_than_a_range_tuple_a_range(tmp_path):
     and lists of every range of a kind)."""
     trace = write_range_file(tmp_path / "rank0.mstx.trace.json", 8e6)
     out = _probe(_REPORT, str(trace))
-    held, took, ranges = (float(v) for v in out)
+    held, took, wrote, ranges = (float(v) for v in out)
     assert held > 40 * ranges > 1e6  # the ranges, as columns
     assert took <= 160 * ranges, f"the report took {took / ranges:.0f} bytes a range"
+    # ``--json`` makes its rows as it writes them (a dict a row for the whole per-step table
+    # and phases was 47 bytes a range)
+    assert wrote <= 4 * ranges, f"writing --json took {wrote / ranges:.1f} bytes a range"
 
 
 #: Writes ``analyse --json``'s document of a per-step table of as many rows as its argument to
