@@ -74,24 +74,46 @@ class JsonRows(Sequence["Jsonable"], Generic[T]):
 
 
 _INDENTED = json.JSONEncoder(indent=2, default=str)
+#: How deep in a document ``pieces`` looks for ``JsonRows`` (a list of analyses, each a group
+#: of tables, each a table): below that it is ``json``'s to write.
+ROWS_DEPTH = 3
+#: The encoder's pieces joined into one before they are given out (and indented).
+_RUN = 1024
 
 
 def pieces(value: object, level: int = 0) -> Iterator[str]:
     """``json.dumps(value, indent=2, default=str)`` in pieces, the same text, ``JsonRows``
     written as arrays, their items made one at a time. Objects and arrays that hold a
-    ``JsonRows`` are written here; anything else by ``json``'s encoder."""
-    pad = "\n" + "  " * level
-    if isinstance(value, JsonRows) or (isinstance(value, (list, tuple)) and _holds_rows(value)):
-        yield from _container("[", "]", ((None, v) for v in value), level)
-    elif isinstance(value, dict) and _holds_rows(value):
-        yield from _container("{", "}", value.items(), level)
+    ``JsonRows`` (within ``ROWS_DEPTH``) are written here; anything else, and a ``JsonRows``'
+    items, by ``json``'s encoder."""
+    if isinstance(value, JsonRows):
+        yield from _container("[", "]", ((None, v) for v in value), level, _encoded)
+    elif isinstance(value, (list, tuple)) and _holds_rows(value, ROWS_DEPTH):
+        yield from _container("[", "]", ((None, v) for v in value), level, pieces)
+    elif isinstance(value, dict) and _holds_rows(value, ROWS_DEPTH):
+        yield from _container("{", "}", value.items(), level, pieces)
     else:
-        for piece in _INDENTED.iterencode(value):
-            yield piece.replace("\n", pad) if level else piece
+        yield from _encoded(value, level)
+
+
+def _encoded(value: object, level: int) -> Iterator[str]:
+    """``json``'s indented text of ``value``, indented ``level`` deep, in runs of pieces."""
+    pad = "\n" + "  " * level
+    run: list[str] = []
+    for piece in _INDENTED.iterencode(value):
+        run.append(piece)
+        if len(run) >= _RUN:
+            yield "".join(run).replace("\n", pad) if level else "".join(run)
+            run.clear()
+    yield "".join(run).replace("\n", pad) if level else "".join(run)
 
 
 def _container(
-    open_: str, close: str, items: Iterable[tuple[str | None, object]], level: int
+    open_: str,
+    close: str,
+    items: Iterable[tuple[str | None, object]],
+    level: int,
+    write: Callable[[object, int], Iterator[str]],
 ) -> Iterator[str]:
     inner = "\n" + "  " * (level + 1)
     yield open_
@@ -99,18 +121,23 @@ def _container(
     for key, item in items:
         yield (inner if empty else "," + inner) + ("" if key is None else json.dumps(key) + ": ")
         empty = False
-        yield from pieces(item, level + 1)
+        yield from write(item, level + 1)
     yield close if empty else "\n" + "  " * level + close
 
 
-def _holds_rows(value: object) -> bool:
-    """Whether ``value`` is, or holds within its objects and arrays, a ``JsonRows``."""
+def _holds_rows(value: object, depth: int) -> bool:
+    """Whether ``value`` is, or holds within ``depth`` levels of its objects and arrays, a
+    ``JsonRows``."""
     if isinstance(value, JsonRows):
         return True
+    if depth <= 0:
+        return False
     if isinstance(value, dict):
-        return all(isinstance(k, str) for k in value) and any(map(_holds_rows, value.values()))
+        return all(isinstance(k, str) for k in value) and any(
+            _holds_rows(v, depth - 1) for v in value.values()
+        )
     if isinstance(value, (list, tuple)):
-        return any(isinstance(v, (dict, list, tuple, JsonRows)) and _holds_rows(v) for v in value)
+        return any(_holds_rows(v, depth - 1) for v in value)
     return False
 
 

@@ -219,19 +219,31 @@ _SCALARS = (
     | st.text(max_size=6)
     | st.builds(Path, st.sampled_from(["a/b", "c"]))  # (``default=str``)
 )
-# A document: objects and arrays, some arrays ``JsonRows`` of objects made as they are written.
-_DOCS = st.recursive(
+# Plain JSON (``json``'s to write), and documents: ``ROWS_DEPTH`` levels of objects and arrays
+# holding plain values and ``JsonRows`` (objects of plain JSON made as they are written).
+_PLAIN = st.recursive(
     _SCALARS,
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.tuples(inner, inner)
         | st.dictionaries(st.text(max_size=4), inner, max_size=4)
-        | st.lists(st.dictionaries(st.text(max_size=3), inner, max_size=3), max_size=4).map(
-            lambda rows: jsonio.JsonRows(rows, dict)
-        )
     ),
-    max_leaves=30,
+    max_leaves=12,
 )
+_ROWS = st.lists(st.dictionaries(st.text(max_size=3), _PLAIN, max_size=3), max_size=4).map(
+    lambda rows: jsonio.JsonRows(rows, dict)  # type: ignore[arg-type]
+)
+
+
+def _level(inner: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return (
+        inner
+        | st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    )
+
+
+_DOCS = _level(_level(_level(_ROWS | _PLAIN)))
 
 
 def _whole(value: object) -> object:
