@@ -15,11 +15,10 @@ from mindspeed_prof.analysis.readers.range_cols import (
     Groups,
     by_start,
     column,
-    columns,
     spans,
     threads,
 )
-from mindspeed_prof.analysis.readers.range_table import Label, RangeTable, as_table, of_kind
+from mindspeed_prof.analysis.readers.range_table import Label, RangeTable, as_table
 from mindspeed_prof.analysis.rows import NoOpRow, RangeRow, StageRow
 from mindspeed_prof.config.schema import STAGE_ORDER
 
@@ -74,14 +73,16 @@ def stage_rows(ranges: Sequence[Range]) -> list[StageRow]:
     of, keys = _keyed(table, "stage", lambda lab: (lab[2], lab[0], lab[3]))
     runs, known = Groups(len(keys)), Groups(len(keys))
     label, dur = column(table.label, np.int32), column(table.dur, np.float64)
-    bare = column(table.bare, np.float64)
+    bare = column(table.bare, np.float64) if len(table.bare) else None  # (None: all unknown)
     for lo, hi in spans(len(table)):
         group = of[label[lo:hi]]
         mine = group >= 0
-        group, bares = group[mine], bare[lo:hi][mine]
+        group = group[mine]
         runs.add(group, dur[lo:hi][mine] / 1000.0)
-        ok = ~np.isnan(bares)
-        known.add(group[ok], bares[ok])
+        if bare is not None:
+            bares = bare[lo:hi][mine]
+            ok = ~np.isnan(bares)
+            known.add(group[ok], bares[ok])
     out = []
     for k in sorted(
         np.flatnonzero(runs.count).tolist(),
@@ -254,8 +255,8 @@ def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
     for lo, hi in spans(len(table)):
         counts += np.bincount(label[lo:hi], minlength=len(counts))
     count = np.zeros(len(keys), dtype=np.int64)
-    mine = of[: len(counts)] >= 0
-    np.add.at(count, of[: len(counts)][mine], counts[mine])
+    held_by = of[: len(counts)] >= 0  # (labels of custom ranges)
+    np.add.at(count, of[: len(counts)][held_by], counts[held_by])
     top = [count[k] - _p95_at(count[k])[0] if count[k] > 1 else 1 for k in range(len(keys))]
     held: list[list[np.ndarray]] = [[] for _ in keys]
     selfs = np.frombuffer(_self_times(table, "range"), dtype=np.float64)
@@ -286,7 +287,7 @@ def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
             continue
         name, rank = keys[k]
         n, total = int(count[k]), float(runs.sums[0, k])
-        j, delta = _p95_at(n)
+        _, delta = _p95_at(n)
         low = np.sort(_largest(held[k], top[k]))[:2].tolist()
         rows.append(
             RangeRow(
@@ -349,7 +350,8 @@ def no_op_rows(ranges: Sequence[Range]) -> list[NoOpRow]:
     import numpy as np
 
     table = as_table(ranges)
-    if not len(table) or np.isnan(np.frombuffer(table.bare, dtype=np.float64)).all():
+    known = column(table.bare, np.float64)
+    if not len(known) or all(np.isnan(known[lo:hi]).all() for lo, hi in spans(len(table))):
         return []  # (no bare time known: a range file's ranges are not read one at a time)
     stages = [r for r in table if r.kind == "stage" and r.bare is not None]
     if not stages:

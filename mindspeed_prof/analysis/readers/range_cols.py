@@ -98,6 +98,8 @@ class Columns:
             places: list[object] = self.at[lo:hi].tolist()
             return places
         col = {"ts": self.table.ts, "dur": self.table.dur, "bare": self.table.bare}[field]
+        if not len(col):  # (no range's bare time known)
+            return [None] * len(self.label[lo:hi])
         times = self._take(col, np.float64, lo, hi)
         if field != "bare":
             return array("d", times.tobytes())  # (floats made as read)
