@@ -1,9 +1,11 @@
-"""A capture's ranges held as columns: about 36 bytes a range instead of a ``Range``'s 160.
+"""A capture's ranges held as columns: 24 bytes a range (32 where some range knows its bare
+time) instead of a ``Range``'s 160.
 
 A range file is nothing but ranges (millions of them), and the analysis keeps every one to the
 end; so ``TraceData.ranges`` holds them as ``RangeTable``: times in ``array``s, each range's
 rank, kind, name, source and thread as one index into a short list of the distinct ones, its
-step as one into the list of distinct steps. It is a mutable sequence of ``Range``: iterating,
+step as one into the list of distinct steps; the bare times (no host operator running) only
+once some range has one, which a range file's never do. It is a mutable sequence of ``Range``: iterating,
 indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each ``Range`` made
 when asked for.
 """

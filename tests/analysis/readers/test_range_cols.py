@@ -151,7 +151,7 @@ def _selfs(custom: list[Range]) -> list[float]:
         by[(r.rank, r.source, r.tid)].append(i)
     for ids in by.values():
         ids.sort(key=lambda i: (custom[i].ts, -custom[i].dur))
-        base, stack = custom[ids[0]].ts, []
+        base, stack = custom[ids[0]].ts, list[tuple[int, float]]()
         for i in ids:
             ts = custom[i].ts - base
             while stack and stack[-1][1] <= ts:
