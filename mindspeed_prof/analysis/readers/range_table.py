@@ -5,9 +5,9 @@ A range file is nothing but ranges (millions of them), and the analysis keeps ev
 end; so ``TraceData.ranges`` holds them as ``RangeTable``: times in ``array``s, each range's
 rank, kind, name, source and thread as one index into a short list of the distinct ones, its
 step as one into the list of distinct steps; the bare times (no host operator running) only
-once some range has one, which a range file's never do. It is a mutable sequence of ``Range``: iterating,
-indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each ``Range`` made
-when asked for.
+once some range has one, which a range file's never do. It is a mutable sequence of ``Range``:
+iterating, indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each
+``Range`` made when asked for.
 """
 
 from __future__ import annotations
