@@ -19,7 +19,7 @@ from mindspeed_prof.analysis.readers.range_table import RangeTable, as_table
 if TYPE_CHECKING:  # numpy is imported where a pass runs: the CLI's start does without it
     import numpy as np
 
-__all__ = ["Columns", "columns", "steps_in"]
+__all__ = ["Columns", "Groups", "by_start", "column", "columns", "spans", "steps_in", "threads"]
 
 
 #: Ranges a pass reads at a time (its lists are this long, whatever the file's size).
@@ -50,7 +50,7 @@ class Columns:
         self, col: Sequence[float] | Sequence[int], dtype: type, lo: int = 0, hi: int = -1
     ) -> np.ndarray:
         """Of a table's column, these ranges' (``lo:hi`` of them)."""
-        whole = _column(col, dtype)
+        whole = column(col, dtype)
         hi = len(self.table) if hi < 0 else hi
         return whole[lo:hi] if self.at is None else whole[self.at[lo:hi]]
 
@@ -98,6 +98,8 @@ class Columns:
             places: list[object] = self.at[lo:hi].tolist()
             return places
         col = {"ts": self.table.ts, "dur": self.table.dur, "bare": self.table.bare}[field]
+        if not len(col):  # (no range's bare time known)
+            return [None] * len(self.label[lo:hi])
         times = self._take(col, np.float64, lo, hi)
         if field != "bare":
             return array("d", times.tobytes())  # (floats made as read)
@@ -114,7 +116,7 @@ class Columns:
             yield from zip(*(self._field(f, lo, hi) for f in fields))
 
 
-def _column(col: Sequence[float] | Sequence[int], dtype: type) -> np.ndarray:
+def column(col: Sequence[float] | Sequence[int], dtype: type) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype=dtype)  # type: ignore[call-overload]
@@ -126,14 +128,14 @@ def columns(ranges: Sequence[Range], *kinds: str, stepped: bool = False) -> Colu
     import numpy as np
 
     table = as_table(ranges)
-    label = _column(table.label, np.int32)
+    label = column(table.label, np.int32)
     keep = np.array([not kinds or lab[1] in kinds for lab in table.labels], dtype=bool)
     none = table._steps.get(None) if stepped else None
     if keep.all() and (none is None or none not in table.step):
         return Columns(table, None)
     mask = keep[label]
     if none is not None:
-        mask &= _column(table.step, np.int32) != none
+        mask &= column(table.step, np.int32) != none
     return Columns(table, np.flatnonzero(mask))
 
 
@@ -144,3 +146,100 @@ def steps_in(ranges: Sequence[Range], *kinds: str) -> set[int]:
     cols = columns(ranges, *kinds, stepped=True)
     held = np.unique(cols.step).tolist()
     return {cols.table.steps[c] for c in held}
+
+
+def spans(n: int) -> Iterator[tuple[int, int]]:
+    """``lo, hi`` of ``n`` ranges ``CHUNK`` at a time."""
+    for lo in range(0, n, CHUNK):
+        yield lo, min(lo + CHUNK, n)
+
+
+class Groups:
+    """Per group (``0 .. n-1``) of the values met a chunk at a time, in order: how many, their
+    sums and the largest of the first. A sum adds left to right from 0.0, as Python's ``sum``
+    of floats does: ``np.bincount`` adds in order, each chunk's values after the sums so far
+    (a chunk's own total added to them would round differently)."""
+
+    __slots__ = ("count", "most", "sums")
+
+    def __init__(self, n: int, sums: int = 1) -> None:
+        import numpy as np
+
+        self.count = np.zeros(n, dtype=np.int64)
+        self.sums = np.zeros((sums, n), dtype=np.float64)
+        self.most = np.full(n, -np.inf)
+
+    def add(self, group: np.ndarray, *values: np.ndarray) -> None:
+        """Values of the groups ``group`` (one column per sum, the first also for the most)."""
+        import numpy as np
+
+        n = len(self.count)
+        if not len(group):
+            return
+        self.count += np.bincount(group, minlength=n)
+        at = np.concatenate((np.arange(n), group))
+        for k, v in enumerate(values):
+            self.sums[k] = np.bincount(at, np.concatenate((self.sums[k], v)), minlength=n)
+        np.maximum.at(self.most, group, values[0])
+
+
+def threads(table: RangeTable, kind: str | None) -> list[array[int]]:
+    """Per thread (rank, source, thread) of the ranges of ``kind`` (any: None), in the order
+    the ranges first hold it: the places of its ranges, in order (a chunk at a time)."""
+    import numpy as np
+
+    codes: dict[tuple[int | None, str, str], int] = {}
+    of = np.array(
+        [
+            codes.setdefault((lab[0], lab[3], lab[4]), len(codes)) if kind in (None, lab[1]) else -1
+            for lab in table.labels
+        ]
+        or [-1],
+        dtype=np.int64,
+    )
+    held: dict[int, array[int]] = {}
+    code = "i" if len(table) < 2**31 else "q"  # (4 bytes a range where they do)
+    label = column(table.label, np.int32)
+    for lo, hi in spans(len(table)):
+        thread = of[label[lo:hi]]
+        order = np.argsort(thread, kind="stable")
+        present, at = np.unique(thread[order], return_index=True)
+        ends = [*at[1:].tolist(), len(order)]
+        for k in np.argsort(order[at], kind="stable").tolist():  # as the ranges first hold them
+            if present[k] >= 0:
+                ids = held.setdefault(int(present[k]), array(code))
+                ids.frombytes((order[at[k] : ends[k]] + lo).astype(code).tobytes())
+    return list(held.values())
+
+
+def by_start(starts: np.ndarray, durs: np.ndarray, idx: array[int]) -> array[int]:
+    """``idx`` in the order of their ranges' start, the longest first where two start together
+    (a stable sort: ties keep ``idx``'s order); ``idx`` itself where it is in that order."""
+    return idx if _in_order(starts, durs, idx) else _sorted(starts, durs, idx)
+
+
+def _in_order(starts: np.ndarray, durs: np.ndarray, idx: array[int]) -> bool:
+    """Whether ``idx`` are in ``by_start``'s order already (as a file's ranges written as they
+    start are: sorting them copies each thread's columns), read a chunk at a time."""
+    import numpy as np
+
+    at = np.frombuffer(idx, dtype=idx.typecode) if len(idx) else np.zeros(0, np.int64)
+    for lo, hi in spans(len(at)):
+        part = at[max(lo - 1, 0) : hi]
+        ts, dur = starts[part], durs[part]
+        tie = ts[:-1] == ts[1:]
+        if not ((ts[:-1] < ts[1:]) | tie & (dur[:-1] >= dur[1:])).all():
+            return False
+    return True
+
+
+def _sorted(starts: np.ndarray, durs: np.ndarray, idx: array[int]) -> array[int]:
+    """``by_start`` sorted as columns, not a key object per range (a range file holds
+    millions)."""
+    import numpy as np
+
+    at = np.frombuffer(idx, dtype=idx.typecode) if len(idx) else np.zeros(0, np.int64)
+    ts, dur = starts[at], durs[at]
+    order = np.lexsort((-dur, ts))
+    del ts, dur
+    return array(idx.typecode, at[order].tobytes())

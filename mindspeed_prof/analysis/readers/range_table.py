@@ -1,11 +1,13 @@
-"""A capture's ranges held as columns: about 36 bytes a range instead of a ``Range``'s 160.
+"""A capture's ranges held as columns: 24 bytes a range (32 where some range knows its bare
+time) instead of a ``Range``'s 160.
 
 A range file is nothing but ranges (millions of them), and the analysis keeps every one to the
 end; so ``TraceData.ranges`` holds them as ``RangeTable``: times in ``array``s, each range's
 rank, kind, name, source and thread as one index into a short list of the distinct ones, its
-step as one into the list of distinct steps. It is a mutable sequence of ``Range``: iterating,
-indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each ``Range`` made
-when asked for.
+step as one into the list of distinct steps; the bare times (no host operator running) only
+once some range has one, which a range file's never do. It is a mutable sequence of ``Range``:
+iterating, indexing, ``len``, ``append`` and ``+=`` behave as the list it replaces, each
+``Range`` made when asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, MutableSequence, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Union, overload
 
 from mindspeed_prof.analysis.readers.model import Range
@@ -32,8 +35,9 @@ _new = tuple.__new__
 
 
 class RangeTable(MutableSequence[Range]):
-    """Ranges as columns: ``label`` indexes ``labels``, ``step`` ``steps`` (None among them:
-    ``bare`` NaN for None."""
+    """Ranges as columns: ``label`` indexes ``labels``, ``step`` ``steps`` (None among them);
+    ``bare`` NaN for None, and empty until some range has one (a range file's never do: 8 of
+    its 32 bytes a range)."""
 
     __slots__ = ("_index", "_steps", "bare", "dur", "label", "labels", "step", "steps", "ts")
 
@@ -87,11 +91,18 @@ class RangeTable(MutableSequence[Range]):
         tid: str = "",
         bare: float | None = None,
     ) -> None:
+        if bare is not None or len(self.bare):
+            self._hold_bare()
+            self.bare.append(math.nan if bare is None else bare)
         self.label.append(self.code((rank, kind, name, source, tid)))
         self.step.append(self.step_code(step))
         self.ts.append(ts)
         self.dur.append(dur)
-        self.bare.append(math.nan if bare is None else bare)
+
+    def _hold_bare(self) -> None:
+        """Give every range so far its place in ``bare`` (NaN: unknown)."""
+        if len(self.bare) < len(self.ts):
+            self.bare.extend(_nans(len(self.ts) - len(self.bare)))
 
     def extend_columns(
         self,
@@ -111,20 +122,23 @@ class RangeTable(MutableSequence[Range]):
         self.step.extend(at)  # type: ignore[arg-type]
         self.ts.extend(ts)
         self.dur.extend(dur)
-        self.bare.extend(array("d", [math.nan]) * len(codes))
+        if len(self.bare):
+            self.bare.extend(_nans(len(codes)))
 
     def append(self, r: Range) -> None:
         self.add(r.rank, r.kind, r.name, r.step, r.ts, r.dur, r.source, r.tid, r.bare)
 
     def extend(self, ranges: Iterable[Range]) -> None:
         if isinstance(ranges, RangeTable):
+            if len(ranges.bare) or len(self.bare):
+                self._hold_bare()
+                self.bare.extend(ranges.bare if len(ranges.bare) else _nans(len(ranges)))
             codes = [self.code(lab) for lab in ranges.labels]
             self.label.extend(codes[i] for i in ranges.label)
             steps = [self.step_code(s) for s in ranges.steps]
             self.step.extend(steps[i] for i in ranges.step)
             self.ts.extend(ranges.ts)
             self.dur.extend(ranges.dur)
-            self.bare.extend(ranges.bare)
             return
         for r in ranges:
             self.append(r)
@@ -161,7 +175,7 @@ class RangeTable(MutableSequence[Range]):
 
     def _row(self, i: int) -> Range:
         rank, kind, name, source, tid = self.labels[self.label[i]]
-        step, bare = self.step[i], self.bare[i]
+        step, bare = self.step[i], self.bare[i] if len(self.bare) else math.nan
         return _new(
             Range,
             (
@@ -196,7 +210,8 @@ class RangeTable(MutableSequence[Range]):
 
     def __iter__(self) -> Iterator[Range]:
         labels, steps = self.labels, self.steps
-        for lab, step, ts, dur, bare in zip(self.label, self.step, self.ts, self.dur, self.bare):
+        bares = self.bare if len(self.bare) else repeat(math.nan)
+        for lab, step, ts, dur, bare in zip(self.label, self.step, self.ts, self.dur, bares):
             rank, kind, name, source, tid = labels[lab]
             yield _new(
                 Range,
@@ -233,7 +248,8 @@ class RangeTable(MutableSequence[Range]):
 
     def __delitem__(self, i: int | slice) -> None:
         for col in self._columns():
-            del col[i]
+            if len(col) or col is not self.bare:
+                del col[i]
 
     def insert(self, i: int, r: Range) -> None:
         at = len(self)
@@ -242,7 +258,8 @@ class RangeTable(MutableSequence[Range]):
             for codes in (self.label, self.step):
                 codes.insert(i, codes.pop())
             for times in (self.ts, self.dur, self.bare):
-                times.insert(i, times.pop())
+                if len(times):
+                    times.insert(i, times.pop())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
@@ -295,13 +312,17 @@ class RangeTable(MutableSequence[Range]):
             if sys.byteorder == "big":
                 a.byteswap()
         n = len(out.ts)
-        if any(len(a) != n for a in arrays):
+        if any(len(a) != n for a in arrays if a is not out.bare) or len(out.bare) not in (0, n):
             raise ValueError("range columns differ in length")
         if n and not 0 <= min(out.label) <= max(out.label) < len(out.labels):
             raise ValueError("a range's label is out of range")
         if n and not 0 <= min(out.step) <= max(out.step) < len(out.steps):
             raise ValueError("a range's step is out of range")
         return out
+
+
+def _nans(n: int) -> array[float]:
+    return array("d", [math.nan]) * n
 
 
 def _rebuild(

@@ -13,10 +13,13 @@ from hypothesis import strategies as st
 from mindspeed_prof.analysis import ranges as ranges_mod
 from mindspeed_prof.analysis.judgement.cells import Rows, per_step
 from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.ranges import p95, stage_order
 from mindspeed_prof.analysis.readers import range_cols
+from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.range_cols import columns, steps_in
 from mindspeed_prof.analysis.readers.range_table import RangeTable
+from mindspeed_prof.analysis.rows import RangeRow, StageRow
 
 _TIMES = st.floats(-1e6, 1e6) | st.just(float("nan"))
 _RANGES = st.lists(
@@ -137,3 +140,113 @@ def test_columns_added_at_once_are_the_ranges_added_one_by_one(
     want = RangeTable.of(a + b)
     assert table.labels == want.labels and table.steps == want.steps
     assert [bytes(c) for c in table.columns()[2]] == [bytes(c) for c in want.columns()[2]]
+
+
+def _selfs(custom: list[Range]) -> list[float]:
+    """Self times as a pass over the tuples (what it was): per thread in order of start, the
+    longest first, each range's children off its time."""
+    out = [r.dur for r in custom]
+    by: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for i, r in enumerate(custom):
+        by[(r.rank, r.source, r.tid)].append(i)
+    for ids in by.values():
+        ids.sort(key=lambda i: (custom[i].ts, -custom[i].dur))
+        base, stack = custom[ids[0]].ts, list[tuple[int, float]]()
+        for i in ids:
+            ts = custom[i].ts - base
+            while stack and stack[-1][1] <= ts:
+                stack.pop()
+            if stack:
+                p = stack[-1][0]
+                out[p] -= min(custom[i].dur, custom[p].dur - (custom[i].ts - custom[p].ts))
+            stack.append((i, ts + custom[i].dur))
+    return [max(v, 0.0) for v in out]
+
+
+def _range_rows(ranges: list[Range]) -> list[RangeRow]:
+    """``range_rows`` as a pass over the tuples (what it was)."""
+    custom = [r for r in ranges if r.kind == "range"]
+    selfs = _selfs(custom)
+    runs: dict[int | None, list[Range]] = defaultdict(list)
+    for s in sorted((r for r in ranges if r.kind == "stage"), key=lambda s: s.ts):
+        runs[s.rank].append(s)
+    groups: dict[tuple[str, int | None], list[int]] = defaultdict(list)
+    for i, r in enumerate(custom):
+        groups[(r.name, r.rank)].append(i)
+    rows = []
+    for (name, rank), ids in groups.items():
+        ms = [custom[i].dur / 1e3 for i in ids]
+        where = set()
+        for i in ids:
+            mine = runs.get(rank, [])
+            at = bisect.bisect_right([s.ts for s in mine], custom[i].ts) - 1
+            if at >= 0 and custom[i].ts <= mine[at].ts + mine[at].dur:
+                where.add(mine[at].name)
+        rows.append(
+            RangeRow(
+                name=name,
+                rank=rank,
+                stage=", ".join(sorted(where)) or None,
+                count=len(ms),
+                total_ms=sum(ms),
+                self_ms=sum(selfs[i] / 1e3 for i in ids),
+                mean_ms=sum(ms) / len(ms),
+                p95_ms=p95(ms),
+                max_ms=max(ms),
+            )
+        )
+    return sorted(rows, key=lambda r: (-r.total_ms, r.name, rank_order(r.rank)))
+
+
+def _stage_rows(ranges: list[Range]) -> list[StageRow]:
+    """``stage_rows`` as a pass over the tuples (what it was)."""
+    times: dict[tuple[str, int | None, str], tuple[list[float], list[float]]] = {}
+    for r in ranges:
+        if r.kind == "stage":
+            ms, bare = times.setdefault((r.name, r.rank, r.source), ([], []))
+            ms.append(r.dur / 1000.0)
+            if r.bare is not None:
+                bare.append(r.bare)
+    return [
+        StageRow(
+            stage=stage,
+            rank=rank,
+            source=source,
+            count=len(ms),
+            total_ms=sum(ms),
+            mean_ms=sum(ms) / len(ms),
+            max_ms=max(ms),
+            no_op_ms=sum(bare) / 1000.0 if len(bare) == len(ms) else None,
+        )
+        for (stage, rank, source), (ms, bare) in sorted(
+            times.items(), key=lambda kv: (stage_order(kv[0][0]), rank_order(kv[0][1]), kv[0][2])
+        )
+    ]
+
+
+_STEADY = st.floats(-1e6, 1e6)
+_TIMED = st.lists(
+    st.builds(
+        Range,
+        st.none() | st.integers(0, 2),
+        st.sampled_from(["stage", "range", "step"]),
+        st.sampled_from(["a", "b", "actor_generate"]),
+        st.none() | st.integers(0, 3),
+        _STEADY | st.sampled_from([0.0, 1.5, 3.0]),  # (ties: ranges starting together)
+        _STEADY | st.sampled_from([0.0, 1.5, 3.0]),
+        st.sampled_from(["", "host-a"]),
+        st.sampled_from(["", "7"]),
+        st.none() | st.floats(-1e6, 1e6),
+    ),
+    max_size=60,
+)
+
+
+@given(_TIMED)
+def test_range_and_stage_rows_in_chunks_are_the_rows_of_the_tuples(ranges: list[Range]) -> None:
+    """Sums in the same order (the same floats), p95 from the same two order statistics, the
+    same stages, whatever the chunks a table is read in."""
+    table = RangeTable.of(ranges)
+    with mock.patch.object(range_cols, "CHUNK", 4):
+        assert ranges_mod.range_rows(table) == _range_rows(ranges)
+        assert ranges_mod.stage_rows(table) == _stage_rows(ranges)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from array import array
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,3 +59,32 @@ def test_a_table_changes_as_its_list(a: list[Range], b: list[Range], data: st.Da
     table.insert(0, Range(1, "step", "s", 1, 0.0, 1.0))
     want.insert(0, Range(1, "step", "s", 1, 0.0, 1.0))
     assert table == want
+
+
+@given(_RANGES, _RANGES, st.data())
+def test_a_table_holds_bare_times_only_once_a_range_has_one(
+    a: list[Range], b: list[Range], data: st.DataObject
+) -> None:
+    """A range file's ranges never know a bare time: their table keeps no column of NaN for
+    them (8 of its 32 bytes a range); once one range knows it, every range has its place."""
+    unknown = [r._replace(bare=None) for r in a]
+    table = RangeTable.of(unknown)
+    assert not len(table.bare)
+    table.extend_columns(
+        [(r.rank, r.kind, r.name, r.source, r.tid) for r in unknown],
+        [r.step for r in unknown],
+        [r.ts for r in unknown],
+        [r.dur for r in unknown],
+    )
+    want = unknown + unknown
+    assert not len(table.bare) and list(table) == want
+    for more in (b, RangeTable.of(b)):
+        grown = RangeTable.of(want)
+        grown += more
+        assert grown == want + b
+        assert len(grown.bare) == (len(grown) if any(r.bare is not None for r in b) else 0)
+    labels, steps, cols = table.columns()
+    assert RangeTable.from_columns(labels, steps, [bytes(c) for c in cols]) == want
+    # (an entry cached before: a NaN a range)
+    held = [bytes(c) for c in cols[:4]] + [array("d", [math.nan] * len(want)).tobytes()]
+    assert RangeTable.from_columns(labels, steps, held) == want
