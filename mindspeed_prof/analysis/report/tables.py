@@ -235,7 +235,9 @@ def _json(value: object, lazy: bool = False) -> Jsonable:
         return tables_json(value, lazy)
     if isinstance(value, set):
         return sorted(value)  # (rank, step) pairs: arrays in JSON
-    if isinstance(value, (list, StepTable)) and value and isinstance(value[0], msgspec.Struct):
+    if isinstance(value, StepTable) or (
+        isinstance(value, list) and value and isinstance(value[0], msgspec.Struct)
+    ):
         return JsonRows(value, _row_json) if lazy else list(to_json(value))
     return value  # type: ignore[return-value]  # str, number, None, a list of them
 

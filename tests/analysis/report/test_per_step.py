@@ -104,3 +104,16 @@ def test_a_row_is_held_in_a_fraction_of_a_step_row() -> None:
         tracemalloc.stop()
     assert len(held) == steps and held[-1].stages["cu"] == 9.5 / 1000.0
     assert size < 160 * steps, f"{size / steps:.0f} bytes a row"
+
+
+def test_a_capture_without_steps_writes_an_empty_per_step_table() -> None:
+    """(an empty table is written ``[]``, as the list it replaced, not the object's name)"""
+    import io
+
+    from mindspeed_prof.analysis.report.tables import _json
+    from mindspeed_prof.cli.output import write_json
+
+    for lazy in (False, True):
+        out = io.StringIO()
+        write_json({"per_step": _json(StepTable(), lazy)}, out)
+        assert json.loads(out.getvalue()) == {"per_step": []}
