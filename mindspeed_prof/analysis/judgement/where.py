@@ -13,8 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
 from mindspeed_prof.analysis.judgement.cells import Cells
-from mindspeed_prof.analysis.judgement.gating import gate
-from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.judge import step_gates
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
@@ -176,7 +175,7 @@ def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
     (a light capture of custom ranges), the custom range with the most self time, and the
     range it mostly ran in. Its share is of the step the job lived, each step's own."""
     ranges = stepped(counted)
-    gates = gate(step_cells(ranges))
+    gates = step_gates(ranges)
     stages = stage_cells(ranges)
     rows, within = (stages, {}) if stages else range_cells(ranges)
     kind: StageOrRange = "stage" if stages else "range"

@@ -44,7 +44,9 @@ TAIL_NOISE = 3.0
 def generation_tail(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Steps in which ``GENERATE`` waits for a slowest rank that changes from step to step, by
     more than the row's noise, the floor and the margin (``rl.generation_tail``)."""
-    cells = by_name(tables.counted, "stage").get(GENERATE, {})
+    # the steps two ranks or more ran it (all the rule and ``row_noise`` compare)
+    rows = by_name(tables.counted, "stage")
+    cells = rows.multi(GENERATE) if GENERATE in rows else {}
     rows = []  # step, slowest, its ms, the others' median
     for n, by in sorted(cells.items()):
         if len(by) >= 2:
