@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from mindspeed_prof.analysis.judgement.cells import by_name
+from mindspeed_prof.analysis.judgement.cells import by_name, ranked
 from mindspeed_prof.analysis.judgement.judge import step_gates
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS, noise_floor
 from mindspeed_prof.analysis.readers.model import Range
@@ -45,6 +45,8 @@ def find_stragglers(
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time
     lost, then the ratio). One row per rank and step: one-offs included."""
+    if not ranked(ranges, kind):  # one rank: no step to compare ranks in
+        return []
     steps = step_gates(ranges)
     out = []
     rows = by_name(ranges, kind)

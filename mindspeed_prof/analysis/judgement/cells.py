@@ -15,7 +15,14 @@ from mindspeed_prof.analysis.readers.range_cols import columns
 if TYPE_CHECKING:  # numpy is imported where a pass runs
     import numpy as np
 
-__all__ = ["CellCols", "Cells", "Rows", "Who", "by_name", "per_step", "who_order", "who_text"]
+__all__ = [
+    "CellCols",
+    "Cells",
+    "Rows",
+    "Who",
+    "by_name",
+    "per_step",
+    "ranked", "who_order", "who_text"]
 
 #: A rank and the label that tells apart two captures of one rank (a role, a host).
 Who = tuple[int | None, str]
@@ -224,6 +231,15 @@ class _Multi(Mapping[K, Cells]):
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def ranked(ranges: Sequence[Range], *kinds: str) -> bool:
+    """Whether the ranges of ``kinds`` may hold two ranks (a rank and label each) to compare:
+    read off the table's labels, not its ranges (False: one at most, nothing to compare)."""
+    from mindspeed_prof.analysis.readers.range_table import as_table
+
+    whos = {(lab[0], lab[3]) for lab in as_table(ranges).labels if lab[1] in kinds}
+    return len(whos) >= 2
 
 
 def by_name(ranges: Sequence[Range], kind: str) -> Rows[str]:

@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Rows, Who, by_name
+from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Rows, Who, by_name, ranked
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate, gates
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
@@ -115,9 +115,15 @@ def rank_lags(
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
-    ranged = Rows[tuple[StragglerKind, str]]()
-    ranged.add(counted, "stage", lambda name: ("stage", name))
-    ranged.add(counted, "range", lambda name: ("range", name))
+    if not ranked(counted, "stage", "range"):  # one rank: no lag, but did it record rows?
+        c = columns(counted, "stage", "range", stepped=True)
+        if bool((c.dura >= 0).any()):
+            return []
+        ranged = Rows[tuple[StragglerKind, str]]()
+    else:
+        ranged = Rows[tuple[StragglerKind, str]]()
+        ranged.add(counted, "stage", lambda name: ("stage", name))
+        ranged.add(counted, "range", lambda name: ("range", name))
     # a row's cells in the steps two ranks or more ran it: all a lag compares
     rows: Mapping[tuple[StragglerKind, str], Cells] = ranged.multis
     if not ranged:

@@ -38,6 +38,8 @@ def role_imbalance(captures: Captures, tables: Tables, settings: Settings) -> li
         named = {role_of(t) for t in traces} - {""}
         if len(named) == 1:
             roles[who] = named.pop()
+    if len(set(roles.values())) < 2:  # one role: none to compare (before a pass over the steps)
+        return []
     per: dict[str, dict[int, dict[Who, float]]] = defaultdict(lambda: defaultdict(dict))
     by_stage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for who, steps in steps_of(captures, tables, settings).items():
