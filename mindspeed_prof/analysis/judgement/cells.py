@@ -22,7 +22,10 @@ __all__ = [
     "Who",
     "by_name",
     "per_step",
-    "ranked", "who_order", "who_text"]
+    "ranked",
+    "who_order",
+    "who_text",
+]
 
 #: A rank and the label that tells apart two captures of one rank (a role, a host).
 Who = tuple[int | None, str]
@@ -83,7 +86,9 @@ class CellCols(NamedTuple):
                 who.append(whos.setdefault(w, len(whos)))
                 ms.append(v)
         i64 = np.int64
-        return cls(np.array(step, i64), np.array(who, i64), np.array(ms, float), list(steps), list(whos))
+        return cls(
+            np.array(step, i64), np.array(who, i64), np.array(ms, float), list(steps), list(whos)
+        )
 
     def take(self, keep: np.ndarray) -> CellCols:
         """The cells where ``keep`` is true (in order)."""
@@ -93,7 +98,8 @@ class CellCols(NamedTuple):
         """Per cell, how many ranks ran its step."""
         import numpy as np
 
-        return np.bincount(self.step, minlength=len(self.steps))[self.step]
+        counts: np.ndarray = np.bincount(self.step, minlength=len(self.steps))
+        return counts[self.step]
 
     def multi(self) -> CellCols:
         """The cells of the steps two ranks or more ran."""

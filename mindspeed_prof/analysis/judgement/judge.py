@@ -20,7 +20,8 @@ from mindspeed_prof.analysis.rows import StragglerKind
 __all__ = [
     "device_steps",
     "rank_lags",
-    "stage_growths", "step_cells",
+    "stage_growths",
+    "step_cells",
     "step_cols",
     "step_gates",
     "step_ms",

@@ -45,8 +45,8 @@ def generation_tail(captures: Captures, tables: Tables, settings: Settings) -> l
     """Steps in which ``GENERATE`` waits for a slowest rank that changes from step to step, by
     more than the row's noise, the floor and the margin (``rl.generation_tail``)."""
     # the steps two ranks or more ran it (all the rule and ``row_noise`` compare)
-    rows = by_name(tables.counted, "stage")
-    cells = rows.multi(GENERATE) if GENERATE in rows else {}
+    stages = by_name(tables.counted, "stage")
+    cells = stages.multi(GENERATE) if GENERATE in stages else {}
     rows = []  # step, slowest, its ms, the others' median
     for n, by in sorted(cells.items()):
         if len(by) >= 2:
