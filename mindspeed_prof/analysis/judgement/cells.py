@@ -98,8 +98,8 @@ class CellCols(NamedTuple):
         """Per cell, how many ranks ran its step."""
         import numpy as np
 
-        counts: np.ndarray = np.bincount(self.step, minlength=len(self.steps))
-        return counts[self.step]
+        counts: np.ndarray = np.bincount(self.step, minlength=len(self.steps))[self.step]
+        return counts
 
     def multi(self) -> CellCols:
         """The cells of the steps two ranks or more ran."""
