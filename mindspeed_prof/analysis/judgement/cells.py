@@ -23,6 +23,7 @@ __all__ = [
     "by_name",
     "per_step",
     "ranked",
+    "recorded",
     "who_order",
     "who_text",
 ]
@@ -246,6 +247,29 @@ def ranked(ranges: Sequence[Range], *kinds: str) -> bool:
 
     whos = {(lab[0], lab[3]) for lab in as_table(ranges).labels if lab[1] in kinds}
     return len(whos) >= 2
+
+
+def recorded(ranges: Sequence[Range], *kinds: str) -> bool:
+    """Whether a range of ``kinds`` within a step has a duration (not negative, not NaN): what
+    ``Rows.add`` keeps. Read off the table's columns a chunk at a time, up to the first."""
+    import numpy as np
+
+    from mindspeed_prof.analysis.readers.range_cols import CHUNK
+    from mindspeed_prof.analysis.readers.range_table import as_table
+
+    table = as_table(ranges)
+    if not len(table):
+        return False
+    of_kinds = np.array([lab[1] in kinds for lab in table.labels], dtype=bool)
+    steps = np.array([s is not None for s in table.steps] or [False], dtype=bool)
+    label = np.frombuffer(table.label, dtype=np.int32)
+    step = np.frombuffer(table.step, dtype=np.int32)
+    dur = np.frombuffer(table.dur, dtype=np.float64)
+    for lo in range(0, len(table), CHUNK):
+        hi = lo + CHUNK
+        if (of_kinds[label[lo:hi]] & steps[step[lo:hi]] & (dur[lo:hi] >= 0)).any():
+            return True
+    return False
 
 
 def by_name(ranges: Sequence[Range], kind: str) -> Rows[str]:

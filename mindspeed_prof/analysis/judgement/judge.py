@@ -8,7 +8,15 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Rows, Who, by_name, ranked
+from mindspeed_prof.analysis.judgement.cells import (
+    CellCols,
+    Cells,
+    Rows,
+    Who,
+    by_name,
+    ranked,
+    recorded,
+)
 from mindspeed_prof.analysis.judgement.gating import StepTime, gate, gates
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
@@ -117,8 +125,7 @@ def rank_lags(
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
     if not ranked(counted, "stage", "range"):  # one rank: no lag, but did it record rows?
-        c = columns(counted, "stage", "range", stepped=True)
-        if bool((c.dura >= 0).any()):
+        if recorded(counted, "stage", "range"):
             return []
         ranged = Rows[tuple[StragglerKind, str]]()
     else:
