@@ -9,6 +9,7 @@ import random
 import pytest
 
 from mindspeed_prof.analysis.judgement import where
+from mindspeed_prof.analysis.judgement.cells import Who
 from mindspeed_prof.analysis.judgement.spans import stage_cols
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.range_table import RangeTable
@@ -33,7 +34,7 @@ def _ranges(seed: int) -> RangeTable:
     return RangeTable.of(out)
 
 
-def _dicts(ranges: RangeTable) -> dict[str, dict[int, dict[object, float]]]:
+def _dicts(ranges: RangeTable) -> dict[str, dict[int, dict[Who, float]]]:
     """The dict path: ``stage_cells`` without the columns."""
     first, boxes = where._boxes(ranges)
     out = where._StageCells(boxes)
