@@ -85,6 +85,25 @@ def _many(
     return out
 
 
+def _one(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    key: np.ndarray,
+    has: np.ndarray,
+    lo_box: np.ndarray,
+    hi_box: np.ndarray,
+) -> np.ndarray:
+    """The milliseconds of runs alone in their group: ``covered([(lo, hi)], *box)``'s floats
+    (``length``'s without a box), in numpy."""
+    import numpy as np
+
+    a, b = lo_box[key], hi_box[key]
+    x = np.minimum(hi, b) - np.maximum(lo, a)
+    cut = np.where((b > a) & (lo < b) & (x > 0.0), x, 0.0)
+    out: np.ndarray = np.where(has[key], cut, hi - lo) / 1000.0
+    return out
+
+
 def stage_cols(ranges: Sequence[Range]) -> StageCols | None:
     """Per stage, its time per step and rank (``where.stage_cells``) as columns; None where
     the columns cannot give the same floats (see the module)."""
@@ -120,7 +139,7 @@ def stage_cols(ranges: Sequence[Range]) -> StageCols | None:
     if not np.isfinite(dur).all():
         return None
     key = who_of[c.label] * n_steps + c.step
-    lo = c.tsa - first[key]
+    lo = c.tsa - first[key]  # (not in place: ``tsa`` may be the table's own column)
     hi = lo + dur
     del dur
     names: dict[str, int] = {}
@@ -128,36 +147,38 @@ def stage_cols(ranges: Sequence[Range]) -> StageCols | None:
     codes, firsts = np.unique(c.label, return_index=True)
     for code in codes[np.argsort(firsts, kind="stable")].tolist():
         name_of[code] = names.setdefault(labels[code][2], len(names))
-    name = name_of[c.label]
-    group = name * len(first) + key
+    group = name_of[c.label] * len(first)
+    group += key
+    del c
     cell, start, inverse, runs = np.unique(
         group, return_index=True, return_inverse=True, return_counts=True
     )
     del group
     inverse = inverse.ravel()
     one = runs[inverse] == 1
-    # one run: ``covered([(lo, hi)], box)``'s and ``length``'s floats, in numpy
-    a, b = lo_box[key], hi_box[key]
-    x = np.minimum(hi, b) - np.maximum(lo, a)
-    cut = np.where((b > a) & (lo < b) & (x > 0.0), x, 0.0)
-    ms_run = np.where(has[key], cut, hi - lo) / 1000.0
+    del runs
     ms = np.zeros(len(cell))
-    ms[inverse[one]] = ms_run[one]
+    for at in range(0, len(key), CHUNK):  # a chunk at a time: its temporaries stay small
+        part = slice(at, at + CHUNK)
+        ms[inverse[part][one[part]]] = _one(lo[part], hi[part], key[part], has, lo_box, hi_box)[
+            one[part]
+        ]
     many = np.flatnonzero(~one)
     if len(many):
+        name, k_many = cell[inverse[many]] // len(first), key[many]
         got = _many(
-            name[many].tolist(),
-            key[many].tolist(),
+            name.tolist(),
+            k_many.tolist(),
             lo[many].tolist(),
             hi[many].tolist(),
             (has, lo_box, hi_box),
         )
         for g, v in zip(
             inverse[many].tolist(),
-            (got[(n, k)] for n, k in zip(name[many].tolist(), key[many].tolist())),
+            (got[(n, k)] for n, k in zip(name.tolist(), k_many.tolist())),
         ):
             ms[g] = v
-    del a, b, x, cut, ms_run, lo, hi, inverse, one
+    del lo, hi, inverse, one, key
     order = np.argsort(start, kind="stable")
     cell, ms = cell[order], ms[order]
     cell_name, cell_key = cell // len(first), cell % len(first)
