@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import functools
 import operator
-from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.range_cols import columns
-from mindspeed_prof.analysis.readers.range_table import of_kind
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.config.schema import TRANSITIONS, phase_of
 
@@ -103,32 +101,69 @@ def phase_rows(
     """Per rank (and source) and step that has its own step range, the step split into its
     parts (``split_step``), in rank then step order; ``warmup``: (rank, source, step) of
     warmup steps."""
-    # each step's and stage's place in ``ranges``, not the range (a range file holds millions)
-    steps: dict[tuple[int | None, str, int], tuple[float, int]] = {}  # dur, place
-    stages: dict[tuple[int | None, str, int], array[int]] = defaultdict(lambda: array("q"))
-    ranges = of_kind(ranges, "step", "stage")
-    cols = columns(ranges, stepped=True)
-    for i, rank, source, step, kind, dur in cols.rows(
-        "at", "ranks", "sources", "steps", "kinds", "dur"
-    ):
-        if dur < 0:
-            continue
-        key = (rank, source, step)
-        if kind == "step":
-            if key not in steps or dur > steps[key][0]:
-                steps[key] = (dur, i)
-        else:
-            stages[key].append(i)
+    # each step's and stage's place in ``ranges``, grouped by (rank, step) in numpy: a range
+    # file holds millions, and a dict per step took more than the rows made
+    import numpy as np
+
+    cols = columns(ranges, "step", "stage", stepped=True)
+    table, labels = cols.table, cols.table.labels
+    dur = cols.dura
+    kept = np.flatnonzero(~(dur < 0))  # (NaN kept, as ``dur < 0`` did)
+    dur = dur[kept]
+    place = kept if cols.at is None else cols.at[kept]
+    index: dict[tuple[int | None, str], int] = {}
+    who_of = np.zeros(len(labels) or 1, dtype=np.int64)
+    is_step = np.zeros(len(labels) or 1, dtype=bool)
+    for i, lab in enumerate(labels):
+        who_of[i] = index.setdefault((lab[0], lab[3]), len(index))
+        is_step[i] = lab[1] == "step"
+    whos, values = list(index), table.steps
+    n_steps = max(len(values), 1)
+    label, step = cols.label[kept], cols.step[kept].astype(np.int64)
+    del cols, kept
+    key = who_of[label] * n_steps + step
+    steps_at = np.flatnonzero(is_step[label])
+    # per (rank, step): its longest step range, the first of equal ones (a NaN one: as read)
+    if np.isnan(dur[steps_at]).any():
+        best: dict[int, tuple[float, int]] = {}
+        for k, d, i in zip(key[steps_at].tolist(), dur[steps_at].tolist(), steps_at.tolist()):
+            if k not in best or d > best[k][0]:
+                best[k] = (d, i)
+        chosen = np.array([i for _, i in best.values()], dtype=np.int64)
+    else:
+        order = np.lexsort((steps_at, -dur[steps_at], key[steps_at]))
+        by = key[steps_at][order]
+        chosen = steps_at[order][np.r_[True, by[1:] != by[:-1]] if len(by) else []]
+    # in rank then step order
+    who_rank = np.zeros(len(whos) or 1, dtype=np.int64)
+    who_rank[sorted(range(len(whos)), key=lambda w: (rank_order(whos[w][0]), whos[w][1]))] = (
+        np.arange(len(whos))
+    )
+    numbered = [(v, i) for i, v in enumerate(values) if v is not None]
+    step_rank = np.zeros(n_steps, dtype=np.int64)
+    step_rank[[i for _, i in sorted(numbered)]] = np.arange(len(numbered))
+    chosen = chosen[np.lexsort((step_rank[step[chosen]], who_rank[who_of[label[chosen]]]))]
+    # each (rank, step)'s stages, in the ranges' order
+    stages_at = np.flatnonzero(~is_step[label])
+    stages_at = stages_at[np.argsort(key[stages_at], kind="stable")]
+    stage_keys = key[stages_at]
+    lo = np.searchsorted(stage_keys, key[chosen], side="left").tolist()
+    hi = np.searchsorted(stage_keys, key[chosen], side="right").tolist()
+    stage_places = place[stages_at].tolist()
+    del stages_at, stage_keys, dur
     out = []
-    for key in sorted(steps, key=lambda k: (rank_order(k[0]), k[1], k[2])):
-        step = ranges[steps[key][1]]
-        us = split_step(step, [ranges[i] for i in stages.get(key, ())])
+    for at, a, b in zip(chosen.tolist(), lo, hi):
+        w, v = whos[int(who_of[label[at]])], values[int(step[at])]
+        assert v is not None  # (stepped)
+        key_ = (w[0], w[1], v)
+        step_range = table[int(place[at])]
+        us = split_step(step_range, [table[i] for i in stage_places[a:b]])
         out.append(
             PhaseRow(
-                rank=key[0],
-                source=key[1],
-                step=key[2],
-                step_ms=step.dur / 1000.0,
+                rank=key_[0],
+                source=key_[1],
+                step=key_[2],
+                step_ms=step_range.dur / 1000.0,
                 generation_ms=us["generation"] / 1000.0,
                 training_ms=us["training"] / 1000.0,
                 transition_ms=us["transition"] / 1000.0,
@@ -137,7 +172,7 @@ def phase_rows(
                 transitions={
                     name: us[f"t:{name}"] / 1000.0 for name in TRANSITIONS if f"t:{name}" in us
                 },
-                warmup=key in (warmup or set()),
+                warmup=key_ in (warmup or set()),
             )
         )
     return out

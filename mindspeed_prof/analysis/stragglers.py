@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from mindspeed_prof.analysis.judgement.cells import by_name
-from mindspeed_prof.analysis.judgement.gating import gate
-from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.cells import by_name, ranked
+from mindspeed_prof.analysis.judgement.judge import step_gates
 from mindspeed_prof.analysis.judgement.noise import DEFAULT_NOISE_MS, noise_floor
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.rows import Straggler, StragglerKind
@@ -46,12 +45,14 @@ def find_stragglers(
     """Ranks whose ``kind`` (``stage`` or ``range``) time in a step exceeds the median of the
     other ranks by ``margin`` and by more than the noise floor; most behind first (by the time
     lost, then the ratio). One row per rank and step: one-offs included."""
-    steps = gate(step_cells(ranges))
+    if not ranked(ranges, kind):  # one rank: no step to compare ranks in
+        return []
+    steps = step_gates(ranges)
     out = []
-    for name, cells in by_name(ranges, kind).items():
-        for step, by_rank in cells.items():
-            if len(by_rank) < 2:
-                continue
+    rows = by_name(ranges, kind)
+    for name in rows:
+        # the steps two ranks or more ran it: a dict per step only there
+        for step, by_rank in rows.multi(name).items():
             floor = noise_floor(noise_ms, steps.get(step))
             medians = medians_of_others(by_rank)
             for who, ms in by_rank.items():

@@ -6,13 +6,27 @@ import functools
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.range_cols import columns
 
-__all__ = ["Cells", "Rows", "Who", "by_name", "per_step", "who_order", "who_text"]
+if TYPE_CHECKING:  # numpy is imported where a pass runs
+    import numpy as np
+
+__all__ = [
+    "CellCols",
+    "Cells",
+    "Rows",
+    "Who",
+    "by_name",
+    "per_step",
+    "ranked",
+    "recorded",
+    "who_order",
+    "who_text",
+]
 
 #: A rank and the label that tells apart two captures of one rank (a role, a host).
 Who = tuple[int | None, str]
@@ -46,6 +60,59 @@ def per_step(ranges: Sequence[Range], kind: str) -> dict[str, Cells]:
 
 #: A step's cell: milliseconds per rank, adding up (a C call, not a lambda, per step).
 _cell: Callable[[], dict[Who, float]] = functools.partial(defaultdict, float)
+
+
+class CellCols(NamedTuple):
+    """Cells as columns, a cell a (step, rank) in ``Cells``' order: ``step`` codes into
+    ``steps`` (the step values), ``who`` codes into ``whos``, ``ms`` the cell's milliseconds
+    (numpy columns: a range file's row holds a cell for each of its many steps)."""
+
+    step: np.ndarray
+    who: np.ndarray
+    ms: np.ndarray
+    steps: Sequence[int]
+    whos: Sequence[Who]
+
+    @classmethod
+    def of(cls, cells: Cells) -> CellCols:
+        """``cells`` as columns (steps and ranks in the order they first come)."""
+        import numpy as np
+
+        steps: dict[int, int] = {}
+        whos: dict[Who, int] = {}
+        step, who, ms = [], [], []
+        for s, by in cells.items():
+            for w, v in by.items():
+                step.append(steps.setdefault(s, len(steps)))
+                who.append(whos.setdefault(w, len(whos)))
+                ms.append(v)
+        i64 = np.int64
+        return cls(
+            np.array(step, i64), np.array(who, i64), np.array(ms, float), list(steps), list(whos)
+        )
+
+    def take(self, keep: np.ndarray) -> CellCols:
+        """The cells where ``keep`` is true (in order)."""
+        return self._replace(step=self.step[keep], who=self.who[keep], ms=self.ms[keep])
+
+    def ranks_per_step(self) -> np.ndarray:
+        """Per cell, how many ranks ran its step."""
+        import numpy as np
+
+        counts: np.ndarray = np.bincount(self.step, minlength=len(self.steps))[self.step]
+        return counts
+
+    def multi(self) -> CellCols:
+        """The cells of the steps two ranks or more ran."""
+        return self.take(self.ranks_per_step() >= 2)
+
+    def cells(self) -> Cells:
+        """As ``Cells`` (a dict per step: for the steps a judgement compares ranks in)."""
+        out: Cells = defaultdict(_cell)
+        steps, whos = self.steps, self.whos
+        for s, w, v in zip(self.step.tolist(), self.who.tolist(), self.ms.tolist()):
+            out[steps[s]][whos[w]] = v
+        return out
 
 
 class Rows(Mapping[K, Cells], Generic[K]):
@@ -110,36 +177,99 @@ class Rows(Mapping[K, Cells], Generic[K]):
             row[2].frombytes(ms[mine].tobytes())
         return self
 
-    def __getitem__(self, key: K) -> Cells:
+    def cols(self, key: K) -> CellCols:
+        """A row's cells as columns, in the order ``__getitem__``'s ``Cells`` gives them."""
         import numpy as np
 
         steps, whos, ms = self._cols[key]
-        out: Cells = defaultdict(_cell)
-        names = self._whos
         try:
             at = np.array(steps, dtype=np.int64)
-        except OverflowError:  # a step past 64 bits: a run at a time
-            for step, i, v in zip(steps, whos, ms):
-                out[step][names[i]] += v
-            return out
+            values, step_code = np.unique(at, return_inverse=True)
+            step_values: list[int] = values.tolist()
+        except OverflowError:  # a step past 64 bits: its codes made a run at a time
+            index: dict[int, int] = {}
+            step_code = np.array([index.setdefault(s, len(index)) for s in steps], np.int64)
+            step_values = list(index)
+        who = np.frombuffer(whos, dtype=np.int64) if len(whos) else np.zeros(0, np.int64)
         # each (step, rank) cell's runs added up in order (``bincount`` adds in order, from
         # 0.0, as ``+=`` on a new cell does); cells in the order the runs first reach them
-        _, step_code = np.unique(at, return_inverse=True)
-        who = np.frombuffer(whos, dtype=np.int64) if len(whos) else np.zeros(0, np.int64)
-        cell = step_code.astype(np.int64) * max(len(names), 1) + who
+        cell = step_code.astype(np.int64).ravel() * max(len(self._whos), 1) + who
         _, first, inverse = np.unique(cell, return_index=True, return_inverse=True)
         weights = np.frombuffer(ms, dtype=np.float64) if len(ms) else np.zeros(0)
-        sums = np.bincount(inverse.ravel(), weights=weights)
+        sums = np.bincount(inverse.ravel(), weights=weights, minlength=len(first))
         order = np.argsort(first, kind="stable")
-        for place, total in zip(first[order].tolist(), sums[order].tolist()):
-            out[steps[place]][names[whos[place]]] = total
-        return out
+        first = first[order]
+        code = step_code.ravel()[first].astype(np.int64)
+        return CellCols(code, who[first], sums[order], step_values, self._whos)
+
+    def __getitem__(self, key: K) -> Cells:
+        return self.cols(key).cells()
+
+    def multi(self, key: K) -> Cells:
+        """A row's cells in the steps two ranks or more ran it (what comparing ranks reads)."""
+        return self.cols(key).multi().cells()
+
+    @property
+    def multis(self) -> Mapping[K, Cells]:
+        """Each row's ``multi`` cells, made when read."""
+        return _Multi(self)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._cols
 
     def __iter__(self) -> Iterator[K]:
         return iter(self._cols)
 
     def __len__(self) -> int:
         return len(self._cols)
+
+
+class _Multi(Mapping[K, Cells]):
+    """``Rows.multis``."""
+
+    def __init__(self, rows: Rows[K]) -> None:
+        self.rows = rows
+
+    def __getitem__(self, key: K) -> Cells:
+        return self.rows.multi(key)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def ranked(ranges: Sequence[Range], *kinds: str) -> bool:
+    """Whether the ranges of ``kinds`` may hold two ranks (a rank and label each) to compare:
+    read off the table's labels, not its ranges (False: one at most, nothing to compare)."""
+    from mindspeed_prof.analysis.readers.range_table import as_table
+
+    whos = {(lab[0], lab[3]) for lab in as_table(ranges).labels if lab[1] in kinds}
+    return len(whos) >= 2
+
+
+def recorded(ranges: Sequence[Range], *kinds: str) -> bool:
+    """Whether a range of ``kinds`` within a step has a duration (not negative, not NaN): what
+    ``Rows.add`` keeps. Read off the table's columns a chunk at a time, up to the first."""
+    import numpy as np
+
+    from mindspeed_prof.analysis.readers.range_cols import CHUNK
+    from mindspeed_prof.analysis.readers.range_table import as_table
+
+    table = as_table(ranges)
+    if not len(table):
+        return False
+    of_kinds = np.array([lab[1] in kinds for lab in table.labels], dtype=bool)
+    steps = np.array([s is not None for s in table.steps] or [False], dtype=bool)
+    label = np.frombuffer(table.label, dtype=np.int32)
+    step = np.frombuffer(table.step, dtype=np.int32)
+    dur = np.frombuffer(table.dur, dtype=np.float64)
+    for lo in range(0, len(table), CHUNK):
+        hi = lo + CHUNK
+        if (of_kinds[label[lo:hi]] & steps[step[lo:hi]] & (dur[lo:hi] >= 0)).any():
+            return True
+    return False
 
 
 def by_name(ranges: Sequence[Range], kind: str) -> Rows[str]:

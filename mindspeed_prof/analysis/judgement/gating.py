@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter
+from typing import TYPE_CHECKING, NamedTuple
 
-from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
+from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Who, who_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row
 
-__all__ = ["TIE_MS", "StepTime", "gate", "gated", "step_time"]
+if TYPE_CHECKING:  # numpy is imported where a pass runs
+    import numpy as np
+
+__all__ = ["TIE_MS", "Gates", "StepTime", "gate", "gated", "gates", "step_time"]
 
 #: Steps this close (a microsecond) took as long: their ranks gate it together.
 TIE_MS = 1e-3
@@ -65,18 +68,56 @@ def gate(cells: Cells) -> dict[int, float]:
     return {step: ms for step, (ms, _) in gated(cells).items()}
 
 
-def step_time(cells: Cells) -> StepTime | None:
+class Gates(NamedTuple):
+    """The gated steps of some cells as columns: ``step`` codes (in the cells' order), the
+    gating ``ms`` and the ``fastest`` rank's of each, ``gated`` (per rank code, the steps it
+    gated: alone or tied) of ``cols``."""
+
+    step: np.ndarray
+    ms: np.ndarray
+    fastest: np.ndarray
+    gated: np.ndarray
+    cols: CellCols
+
+    def as_dict(self) -> dict[int, float]:
+        """Per step, the gating rank's milliseconds, as ``gate`` gives them."""
+        steps = self.cols.steps
+        return {steps[s]: ms for s, ms in zip(self.step.tolist(), self.ms.tolist())}
+
+
+def gates(c: CellCols) -> Gates:
+    """``gated`` over columns: per step the longest rank's milliseconds (of the finite), the
+    fastest's, and per rank the steps it took within ``TIE_MS`` of the longest."""
+    import numpy as np
+
+    n = max(len(c.steps), 1)
+    fin = np.isfinite(c.ms)
+    most, fastest = np.full(n, -np.inf), np.full(n, np.inf)
+    np.maximum.at(most, c.step[fin], c.ms[fin])
+    np.minimum.at(fastest, c.step[fin], c.ms[fin])
+    has = np.zeros(n, dtype=bool)
+    has[c.step[fin]] = True
+    codes, first = np.unique(c.step, return_index=True)
+    order = codes[np.argsort(first, kind="stable")]
+    order = order[has[order]]
+    tied = fin & (c.ms >= most[c.step] - TIE_MS)
+    count = np.bincount(c.who[tied], minlength=len(c.whos))
+    return Gates(order, most[order], fastest[order], count, c)
+
+
+def step_time(cells: Cells | CellCols) -> StepTime | None:
     """The step's time over the steps of ``cells`` (a step's milliseconds per rank): the
     median gated step, the fastest and slowest gated step, their spread, the fastest rank's
     step beside it and the rank that gated most steps; None without steps."""
-    gates = gated(cells)
-    if not gates:
+    import numpy as np
+
+    g = gates(cells if isinstance(cells, CellCols) else CellCols.of(cells))
+    if not len(g.step):
         return None
-    ms = [g for g, _ in gates.values()]
+    ms, fastest = g.ms.tolist(), g.fastest.tolist()
     median = statistics.median(ms)
-    fastest = [min(ms for ms in cells[s].values() if math.isfinite(ms)) for s in gates]
-    whos = {w for by in cells.values() for w in by}
-    count = Counter(w for _, tied in gates.values() for w in tied)
+    whos = np.unique(g.cols.who).tolist()
+    count = {g.cols.whos[w]: k for w, k in enumerate(g.gated.tolist()) if k}
     most = max(count.values())
     tied = sorted((w for w in count if count[w] == most), key=who_order)
     # a tie names the rank where the tied agree on it, and no capture's label

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from mindspeed_prof.analysis.judgement.cells import Cells, Who, who_order
+from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Rows, Who, who_order
 from mindspeed_prof.analysis.judgement.noise import ALPHA, noise_floor
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.stats.multiple import holm
@@ -59,9 +59,8 @@ class Growth(Row, kw_only=True):
         return (self.rank, self.source)
 
 
-def _growth(stage: str, who: Who, points: dict[int, float]) -> Growth:
-    steps = sorted(points)
-    t = trend([float(s) for s in steps], [points[s] for s in steps])
+def _growth(stage: str, who: Who, steps: list[int], ms: list[float]) -> Growth:
+    t = trend([float(s) for s in steps], ms)
     first, last = t.intercept + t.slope * steps[0], t.intercept + t.slope * steps[-1]
     return Growth(
         stage=stage,
@@ -93,14 +92,23 @@ def _short(g: Growth, cleared: bool, floor: float) -> str:
 
 def growths(stages: Mapping[str, Cells], step_ms: float | None, noise_ms: float) -> list[Growth]:
     """Every stage on every rank with three steps or more and a rise, judged together (those
-    that grow first, by their rise)."""
+    that grow first, by their rise); ``Rows`` are read as columns."""
+    import numpy as np
+
     tested = []
-    for stage, cells in stages.items():
-        per: dict[Who, dict[int, float]] = {}
-        for step, by in cells.items():
-            for who, ms in by.items():
-                per.setdefault(who, {})[step] = ms
-        tested += [_growth(stage, w, p) for w, p in per.items() if len(p) >= 3]
+    for stage in stages:
+        c = stages.cols(stage) if isinstance(stages, Rows) else CellCols.of(stages[stage])
+        codes, first = np.unique(c.who, return_index=True)
+        for w in codes[np.argsort(first, kind="stable")].tolist():  # ranks as they first come
+            mine = c.who == w
+            if np.count_nonzero(mine) < 3:
+                continue
+            steps = [c.steps[s] for s in c.step[mine].tolist()]
+            order = sorted(range(len(steps)), key=steps.__getitem__)
+            ms = c.ms[mine].tolist()
+            tested.append(
+                _growth(stage, c.whos[w], [steps[i] for i in order], [ms[i] for i in order])
+            )
     cleared = holm([g.p for g in tested], ALPHA)
     floor = noise_floor(noise_ms, step_ms)
     out = [

@@ -8,8 +8,16 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from mindspeed_prof.analysis.judgement.cells import Cells, Rows, Who, by_name
-from mindspeed_prof.analysis.judgement.gating import StepTime, gate
+from mindspeed_prof.analysis.judgement.cells import (
+    CellCols,
+    Cells,
+    Rows,
+    Who,
+    by_name,
+    ranked,
+    recorded,
+)
+from mindspeed_prof.analysis.judgement.gating import StepTime, gate, gates
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
 from mindspeed_prof.analysis.judgement.lag import Lag, lags
@@ -17,27 +25,65 @@ from mindspeed_prof.analysis.readers.model import DeviceRow, Range
 from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.rows import StragglerKind
 
-__all__ = ["device_steps", "rank_lags", "stage_growths", "step_cells", "step_ms", "step_time"]
+__all__ = [
+    "device_steps",
+    "rank_lags",
+    "stage_growths",
+    "step_cells",
+    "step_cols",
+    "step_gates",
+    "step_ms",
+    "step_time",
+]
+
+
+def step_cols(counted: Sequence[Range]) -> CellCols:
+    """Each rank's steps from its step ranges (as the per-step table adds them up), as
+    columns: a name's runs added up per step and rank first, then the names in the order the
+    ranges first hold them (each step's range may have a name of its own)."""
+    import numpy as np
+
+    c = columns(counted, "step", stepped=True)
+    dur = c.dura
+    keep = dur >= 0  # (NaN left out too)
+    label, step = c.label[keep].astype(np.int64), c.step[keep].astype(np.int64)
+    ms = dur[keep] / 1000.0
+    del dur, keep
+    labels, n_steps = c.table.labels, max(len(c.table.steps), 1)
+    codes, firsts = np.unique(label, return_index=True)
+    name_of = np.zeros(len(labels) or 1, dtype=np.int64)
+    who_of = np.zeros(len(labels) or 1, dtype=np.int64)
+    names: dict[str, int] = {}
+    index: dict[Who, int] = {}
+    for code in codes[np.argsort(firsts, kind="stable")].tolist():
+        rank, _, name, source, _ = labels[code]
+        name_of[code] = names.setdefault(name, len(names))
+        who_of[code] = index.setdefault((rank, source), len(index))
+    n_whos = max(len(index), 1)
+    # a name's (step, rank) cells, its runs added up in order (``bincount``: from 0.0, in order)
+    key = (name_of[label] * n_steps + step) * n_whos + who_of[label]
+    del label, step
+    cell, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse.ravel(), weights=ms, minlength=len(cell))
+    del key, inverse, ms
+    # then each (step, rank) adds up its names' in the names' order
+    order = np.lexsort((first, cell // (n_steps * n_whos)))
+    place = cell[order] % (n_steps * n_whos)
+    total_cell, first, inverse = np.unique(place, return_index=True, return_inverse=True)
+    totals = np.bincount(inverse.ravel(), weights=sums[order], minlength=len(total_cell))
+    order = np.argsort(first, kind="stable")
+    at = total_cell[order]
+    return CellCols(at // n_whos, at % n_whos, totals[order], c.table.steps, list(index))  # type: ignore[arg-type]
 
 
 def step_cells(counted: Sequence[Range]) -> Cells:
-    """Each rank's steps from its step ranges (as the per-step table adds them up)."""
-    # ``by_name``'s rows without a Mapping per name (each step's range has a name of its own):
-    # a name's runs added up per step and rank first, then the names in turn, as it did
-    per: dict[str, dict[tuple[int, Who], float]] = {}
-    c = columns(counted, "step", stepped=True)
-    for name, step, rank, source, dur in c.rows("names", "steps", "ranks", "sources", "dur"):
-        if dur >= 0:
-            cells = per.get(name)
-            if cells is None:
-                cells = per[name] = {}
-            key = (step, (rank, source))
-            cells[key] = cells.get(key, 0.0) + dur / 1000.0
-    out: Cells = defaultdict(lambda: defaultdict(float))
-    for cells in per.values():
-        for (step, who), ms in cells.items():
-            out[step][who] += ms
-    return out
+    """Each rank's steps from its step ranges (``step_cols`` as ``Cells``)."""
+    return step_cols(counted).cells()
+
+
+def step_gates(counted: Sequence[Range]) -> dict[int, float]:
+    """Per step, the gating rank's milliseconds (``gate`` of ``step_cells``)."""
+    return gates(step_cols(counted)).as_dict()
 
 
 def device_steps(device: Iterable[DeviceRow]) -> Cells:
@@ -54,13 +100,13 @@ def device_steps(device: Iterable[DeviceRow]) -> Cells:
 def step_time(counted: Sequence[Range], device: list[DeviceRow]) -> StepTime | None:
     """The step as the job lived it (``judgement.gating``): from step ranges, else from the
     device's steps; None where neither was recorded."""
-    return gated_time(step_cells(counted)) or gated_time(device_steps(device))
+    return gated_time(step_cols(counted)) or gated_time(device_steps(device))
 
 
 def step_ms(counted: Sequence[Range], device: list[DeviceRow]) -> float | None:
     """The median gated step (for the floors' 1% of the step), or None."""
-    gates = gate(step_cells(counted)) or gate(device_steps(device))
-    return statistics.median(gates.values()) if gates else None
+    ms = gates(step_cols(counted)).ms.tolist() or list(gate(device_steps(device)).values())
+    return statistics.median(ms) if ms else None
 
 
 def _compute(device: Iterable[DeviceRow]) -> Cells:
@@ -78,10 +124,16 @@ def rank_lags(
 ) -> list[Lag]:
     """Every rank's lag at every stage and custom range (and, where no range was recorded, in
     device compute), judged together (``judgement.lag``)."""
-    ranged = Rows[tuple[StragglerKind, str]]()
-    ranged.add(counted, "stage", lambda name: ("stage", name))
-    ranged.add(counted, "range", lambda name: ("range", name))
-    rows: Mapping[tuple[StragglerKind, str], Cells] = ranged
+    if not ranked(counted, "stage", "range"):  # one rank: no lag, but did it record rows?
+        if recorded(counted, "stage", "range"):
+            return []
+        ranged = Rows[tuple[StragglerKind, str]]()
+    else:
+        ranged = Rows[tuple[StragglerKind, str]]()
+        ranged.add(counted, "stage", lambda name: ("stage", name))
+        ranged.add(counted, "range", lambda name: ("range", name))
+    # a row's cells in the steps two ranks or more ran it: all a lag compares
+    rows: Mapping[tuple[StragglerKind, str], Cells] = ranged.multis
     if not ranged:
         compute = _compute(device)
         rows = {("device", "compute"): compute} if compute else {}

@@ -12,10 +12,10 @@ from array import array
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
-from mindspeed_prof.analysis.judgement.cells import Cells
-from mindspeed_prof.analysis.judgement.gating import gate
-from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.cells import CellCols, Cells
+from mindspeed_prof.analysis.judgement.judge import step_gates
 from mindspeed_prof.analysis.judgement.lag import Lag
+from mindspeed_prof.analysis.judgement.spans import StageCols, stage_cols
 from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
@@ -115,7 +115,11 @@ class _StageCells(Mapping[str, Cells]):
 
 
 def stage_cells(ranges: Sequence[Range]) -> Mapping[str, Cells]:
-    """Per stage, its time per step and rank (each stage's made when it is read)."""
+    """Per stage, its time per step and rank (each stage's made when it is read): as columns
+    (``spans``) where they give the same floats."""
+    cols = stage_cols(ranges)
+    if cols is not None:
+        return cols
     first, boxes = _boxes(ranges)
     out = _StageCells(boxes)
     c = columns(ranges, "stage")
@@ -171,31 +175,56 @@ def _named(lags: Sequence[Lag], kind: str, name: str) -> int | None:
     return None
 
 
+def _top(
+    cells: Cells | CellCols, gates: dict[int, float]
+) -> tuple[float, float | None, float | None] | None:
+    """A row's time on its slowest rank (the median over steps), its share of the step and
+    the other ranks' median; None without steps. Columns: the slowest rank's per step in
+    numpy, a dict per step only where two ranks ran it."""
+    if isinstance(cells, CellCols):
+        import numpy as np
+
+        codes = np.unique(cells.step)
+        top = np.full(len(cells.steps) or 1, -np.inf)
+        np.maximum.at(top, cells.step, cells.ms)
+        per = zip([cells.steps[k] for k in codes.tolist()], top[codes].tolist())
+        most = []
+        shares = []
+        for s, ms in per:
+            most.append(ms)
+            if s in gates:
+                shares.append(ratio(ms, gates[s], 0.0))
+        multi = cells.multi().cells()
+    else:
+        most = [max(by.values()) for by in cells.values() if by]
+        shares = [ratio(max(by.values()), gates[s], 0.0) for s, by in cells.items() if s in gates]
+        multi = cells
+    if not most:
+        return None
+    others = [statistics.median(sorted(by.values())[:-1]) for by in multi.values() if len(by) > 1]
+    return (
+        statistics.median(most),
+        statistics.median(shares) if shares else None,
+        statistics.median(others) if others else None,
+    )
+
+
 def slowest(counted: Sequence[Range], lags: Sequence[Lag] = ()) -> Share | None:
     """The stage taking the most of a step on its slowest rank; where no stage was recorded
     (a light capture of custom ranges), the custom range with the most self time, and the
     range it mostly ran in. Its share is of the step the job lived, each step's own."""
     ranges = stepped(counted)
-    gates = gate(step_cells(ranges))
+    gates = step_gates(ranges)
     stages = stage_cells(ranges)
     rows, within = (stages, {}) if stages else range_cells(ranges)
     kind: StageOrRange = "stage" if stages else "range"
     if not rows:
         return None
     tops: dict[str, tuple[float, float | None, float | None]] = {}
-    for name, cells in rows.items():
-        most = [max(by.values()) for by in cells.values() if by]
-        if not most:
-            continue
-        shares = [ratio(max(by.values()), gates[s], 0.0) for s, by in cells.items() if s in gates]
-        others = [
-            statistics.median(sorted(by.values())[:-1]) for by in cells.values() if len(by) > 1
-        ]
-        tops[name] = (
-            statistics.median(most),
-            statistics.median(shares) if shares else None,
-            statistics.median(others) if others else None,
-        )
+    for name in rows:
+        top = _top(rows.cols(name) if isinstance(rows, StageCols) else rows[name], gates)
+        if top is not None:
+            tops[name] = top
     if not tops:
         return None
     name = max(tops, key=lambda n: (tops[n][0], n))

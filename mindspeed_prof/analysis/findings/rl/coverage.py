@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding, of_ranks, steps_text
-from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, who_order, who_text
+from mindspeed_prof.analysis.findings.rl.steps import Who, steps_by_rank, who_order, who_text
 from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.intervals import merge
 from mindspeed_prof.analysis.readers.model import Range
@@ -67,31 +67,27 @@ def uncovered(captures: Captures, tables: Tables, settings: Settings) -> list[Fi
     """Per rank, the time in a step that none of its stages covers, where it is over the
     noise floor: weight sync, resharding, data dispatch and collection run there."""
     hits: list[tuple[float, Who, float, dict[str, float], list[int]]] = []
-    for who, steps in steps_of(captures, tables, settings).items():
-        rows = [(n, s) for n, s in sorted(steps.items()) if s.step is not None and s.stages]
-        if not rows:
-            continue
+    for who, steps in steps_by_rank(tables):  # a step's ranges made as it is read
         gaps: dict[str, float] = defaultdict(float)
         left = 0.0
-        for _, s in rows:
-            assert s.step is not None
+        durs: list[float] = []
+        kept: list[int] = []
+        for k, s in steps:
+            if s.step is None or not s.stages:
+                continue
             us, where = _gaps(s.step, s.stages)
             left += us
-            for k, v in where.items():
-                gaps[k] += v
-        n = len(rows)
+            for part, v in where.items():
+                gaps[part] += v
+            durs.append(s.step.dur)
+            kept.append(k)
+        if not kept:
+            continue
+        n = len(kept)
         ms = left / n / 1000.0
-        step_ms = sum(s.step.dur for _, s in rows if s.step) / n / 1000.0
+        step_ms = sum(durs) / n / 1000.0
         if step_ms > 0 and ms >= noise_floor(settings.noise_ms, step_ms):
-            hits.append(
-                (
-                    ms,
-                    who,
-                    step_ms,
-                    {k: v / n / 1000.0 for k, v in gaps.items()},
-                    [k for k, _ in rows],
-                )
-            )
+            hits.append((ms, who, step_ms, {k: v / n / 1000.0 for k, v in gaps.items()}, kept))
     if not hits:
         return []
     hits.sort(key=lambda h: (-h[0], who_order(h[1])))

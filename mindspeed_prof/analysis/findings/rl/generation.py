@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import detail, finding
 from mindspeed_prof.analysis.findings.rl.steps import GENERATE
-from mindspeed_prof.analysis.judgement.cells import by_name, who_order, who_text
+from mindspeed_prof.analysis.judgement.cells import by_name, ranked, who_order, who_text
 from mindspeed_prof.analysis.judgement.lag import least, row_noise
 from mindspeed_prof.analysis.judgement.noise import MIN_STEPS, noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label
@@ -44,7 +44,11 @@ TAIL_NOISE = 3.0
 def generation_tail(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
     """Steps in which ``GENERATE`` waits for a slowest rank that changes from step to step, by
     more than the row's noise, the floor and the margin (``rl.generation_tail``)."""
-    cells = by_name(tables.counted, "stage").get(GENERATE, {})
+    if not ranked(tables.counted, "stage"):  # one rank: no other to wait for
+        return []
+    # the steps two ranks or more ran it (all the rule and ``row_noise`` compare)
+    stages = by_name(tables.counted, "stage")
+    cells = stages.multi(GENERATE) if GENERATE in stages else {}
     rows = []  # step, slowest, its ms, the others' median
     for n, by in sorted(cells.items()):
         if len(by) >= 2:

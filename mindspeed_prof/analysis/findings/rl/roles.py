@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from mindspeed_prof.analysis.findings.finding import Finding
 from mindspeed_prof.analysis.findings.rl.report import finding
 from mindspeed_prof.analysis.findings.rl.steps import Who, steps_of, traces_of, who_order
-from mindspeed_prof.analysis.judgement.gating import gate
-from mindspeed_prof.analysis.judgement.judge import step_cells
+from mindspeed_prof.analysis.judgement.judge import step_gates
 from mindspeed_prof.analysis.judgement.noise import noise_floor
 from mindspeed_prof.analysis.readers.labels import rank_label
 from mindspeed_prof.analysis.readers.ranks import role_of
@@ -39,6 +38,8 @@ def role_imbalance(captures: Captures, tables: Tables, settings: Settings) -> li
         named = {role_of(t) for t in traces} - {""}
         if len(named) == 1:
             roles[who] = named.pop()
+    if len(set(roles.values())) < 2:  # one role: none to compare (before a pass over the steps)
+        return []
     per: dict[str, dict[int, dict[Who, float]]] = defaultdict(lambda: defaultdict(dict))
     by_stage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for who, steps in steps_of(captures, tables, settings).items():
@@ -59,7 +60,7 @@ def role_imbalance(captures: Captures, tables: Tables, settings: Settings) -> li
         role: statistics.median(statistics.median(per[role][n].values()) for n in common)
         for role in per
     }
-    lengths = gate(step_cells(tables.counted))
+    lengths = step_gates(tables.counted)
     step_ms = (
         statistics.median(lengths[n] for n in common) if all(n in lengths for n in common) else None
     )
