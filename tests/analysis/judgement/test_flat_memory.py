@@ -1,8 +1,8 @@
 """The judgements' passes over a range file take memory that does not grow per step beyond
-the ranges' own: each pass's peak (``tracemalloc``, beyond what the capture holds), as a share
-of the memory the ranges hold as read, is no larger on ten times the steps. A pass that built a
-dict per step per row (``Cells`` for every row, the step cells rebuilt by each pass: 70-170 MB
-on a 400 MB file) fails. Measured in a process of its own (another test's thread allocating
+the ranges' own: each pass's peak (``tracemalloc``, beyond what the capture holds), in bytes
+a range, is no larger on ten times the steps, and under a bound the passes that made objects
+per step exceeded. A pass that built a dict per step per row (``Cells`` for every row, the step
+cells rebuilt by each pass: 70-170 MB on a 400 MB file) fails. Measured in a process of its own (another test's thread allocating
 meanwhile would count), on two ranks (the passes compare them a step at a time) and on one."""
 
 from __future__ import annotations
@@ -17,23 +17,32 @@ from mindspeed_prof.testing.ranges import write_range_file
 
 pytestmark = pytest.mark.slow
 
-#: A pass's peak per byte the ranges hold, on ten times the steps against the smaller one.
+#: A pass's peak per range, on ten times the steps against the smaller one.
 GROWTH = 1.3
-#: The most a pass may take beyond what is held, per byte the ranges hold, on ten times the
-#: steps. Before the passes read columns: ``step_time`` 0.49 (the step cells as a dict per step),
-#: ``slowest`` 1.09, ``phase_rows`` 0.86, ``uncovered`` 1.18 (a Range and a dict per step); on
-#: one rank, where no rank is compared, the stragglers 0.7-1.4 and ``rank_lags`` 1.35.
+#: The most a pass may take beyond what is held, in bytes a range, on ten times the steps (two
+#: ranks). Before the passes read columns (600 steps): ``step_time`` 15 (the step cells as a dict
+#: per step), ``slowest`` 46, ``phase_rows`` 40, ``uncovered`` 55 (a Range and a dict per step),
+#: ``stage_growths`` 38; on one rank, where no rank is compared, the stragglers 33 and 65,
+#: ``rank_lags`` 64, ``step_time`` 23, ``stage_growths`` 67 (now 5, 64, 32, 23, 31.5, 22, 32;
+#: on one rank 0, 0, 6, 6, 58). Two ranks' lags and stragglers still build a dict a step the
+#: ranks share (64 and 60): bounded, not yet made smaller.
 BOUND = {
-    "step_time": 0.25,
-    "rank_lags": 1.6,
-    "stage_growths": 1.5,
-    "stragglers_stage": 1.6,
-    "stragglers_range": 1.6,
-    "slowest": 0.85,
-    "phase_rows": 0.8,
-    "uncovered": 0.75,
+    "step_time": 10,
+    "rank_lags": 70,
+    "stage_growths": 36,
+    "stragglers_stage": 25,
+    "stragglers_range": 66,
+    "slowest": 35,
+    "phase_rows": 36,
+    "uncovered": 35,
 }
-BOUND_ONE_RANK = {"stragglers_stage": 0.05, "stragglers_range": 0.05, "rank_lags": 0.3}
+BOUND_ONE_RANK = {
+    "stragglers_stage": 1,
+    "stragglers_range": 1,
+    "rank_lags": 10,
+    "step_time": 10,
+    "stage_growths": 62,
+}
 #: Bytes a generated step takes in the file (``write_range_file``).
 STEP_BYTES = 4.4e3
 
@@ -69,6 +78,7 @@ gc.collect()
 tracemalloc.start()
 held = analyse(path, cache=False)
 ranges = tracemalloc.get_traced_memory()[0]
+count = sum(len(c.ranges) for c in held.traces)
 del held
 gc.collect()
 for name, f in passes.items():
@@ -78,6 +88,7 @@ for name, f in passes.items():
     f()
     print(name, tracemalloc.get_traced_memory()[1] - base)
 print("ranges", ranges)
+print("count", count)
 """
 
 
@@ -99,11 +110,11 @@ def test_a_judgement_pass_takes_no_more_per_step_on_ten_times_the_steps(ranks, t
             write_range_file(folder / f"rank{rank}.mstx.trace.json", steps * STEP_BYTES, rank)
         peaks.append(_peaks(folder))
     small, large = peaks
-    assert large["ranges"] > 8 * small["ranges"]  # ten times the steps held
+    assert large["count"] > 9 * small["count"]  # ten times the steps held
     for name in small:
-        if name == "ranges":
+        if name in ("ranges", "count"):
             continue
-        a, b = small[name] / small["ranges"], large[name] / large["ranges"]
-        assert b <= GROWTH * a or b <= 0.05, f"{name}: {b:.2f} vs {a:.2f} of the ranges' memory"
+        a, b = small[name] / small["count"], large[name] / large["count"]
+        assert b <= GROWTH * a or b <= 1, f"{name}: {b:.1f} vs {a:.1f} bytes a range"
         bound = (BOUND_ONE_RANK if ranks == 1 else {}).get(name, BOUND[name])
-        assert b <= bound, f"{name}: {b:.2f} of the ranges' memory (at most {bound})"
+        assert b <= bound, f"{name}: {b:.1f} bytes a range (at most {bound})"
