@@ -3,7 +3,8 @@ the ranges' own: each pass's peak (``tracemalloc``, beyond what the capture hold
 a range, is no larger on ten times the steps, and under a bound the passes that made objects
 per step exceeded. A pass that built a dict per step per row (``Cells`` for every row, the step
 cells rebuilt by each pass: 70-170 MB on a 400 MB file) fails. Measured in a process of its
-own (another test's thread allocating meanwhile would count), on two ranks (the passes compare them a step at a time) and on one."""
+own (another test's thread allocating meanwhile would count), on two ranks (the passes compare
+them a step at a time) and on one."""
 
 from __future__ import annotations
 
