@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import functools
 import operator
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from mindspeed_prof.analysis.held_rows import HeldRows, NamedCells
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.config.schema import TRANSITIONS, phase_of
 
-__all__ = ["PRIORITY", "PhaseRow", "phase_rows", "split_step"]
+__all__ = ["PRIORITY", "PhaseRow", "PhaseTable", "phase_rows", "split_step"]
 
 #: Which phase an instant counts for where stages of several phases overlap: the transition
 #: (the cost this table is there to show) first, then generation, training, other stages.
@@ -44,6 +46,54 @@ class PhaseRow(Row, kw_only=True):
     uncovered_ms: float
     transitions: dict[str, float] = {}
     warmup: bool = False
+
+
+#: ``PhaseRow``'s times, in its order: each a column of ``PhaseTable``.
+_TIMES = ("step_ms", "generation_ms", "training_ms", "transition_ms", "other_ms", "uncovered_ms")
+
+
+class PhaseTable(HeldRows[PhaseRow]):
+    """``PhaseRow``s held as columns (a range file has one a step): ``whos`` the (rank,
+    source) of each ``who`` code, ``steps``, one column a time of ``_TIMES``, ``transitions``
+    each row's, ``warmup``."""
+
+    __slots__ = ("_codes", "_times", "steps", "transitions", "warmup", "who", "whos")
+
+    def __init__(self) -> None:
+        self.whos: list[tuple[int | None, str]] = []
+        self._codes: dict[tuple[int | None, str], int] = {}
+        self.who = array("i")
+        self.steps: list[int] = []
+        self._times = tuple(array("d") for _ in _TIMES)
+        self.transitions = NamedCells()
+        self.warmup = bytearray()
+
+    def append(self, row: PhaseRow) -> None:
+        who = (row.rank, row.source)
+        code = self._codes.get(who)
+        if code is None:
+            code = self._codes[who] = len(self.whos)
+            self.whos.append(who)
+        self.who.append(code)
+        self.steps.append(row.step)
+        for col, name in zip(self._times, _TIMES):
+            col.append(getattr(row, name))
+        self.transitions.append(row.transitions)
+        self.warmup.append(row.warmup)
+
+    def _len(self) -> int:
+        return len(self.steps)
+
+    def _row(self, i: int) -> PhaseRow:
+        rank, source = self.whos[self.who[i]]
+        return PhaseRow(
+            rank=rank,
+            source=source,
+            step=self.steps[i],
+            **{name: col[i] for col, name in zip(self._times, _TIMES)},
+            transitions=self.transitions.row(i),
+            warmup=bool(self.warmup[i]),
+        )
 
 
 def _phase(name: str) -> str:
@@ -97,7 +147,7 @@ def split_step(step: Range, stages: Iterable[Range]) -> dict[str, float]:
 
 def phase_rows(
     ranges: Sequence[Range], warmup: set[tuple[int | None, str, int]] | None = None
-) -> list[PhaseRow]:
+) -> PhaseTable:
     """Per rank (and source) and step that has its own step range, the step split into its
     parts (``split_step``), in rank then step order; ``warmup``: (rank, source, step) of
     warmup steps."""
@@ -151,7 +201,7 @@ def phase_rows(
     hi = np.searchsorted(stage_keys, key[chosen], side="right").tolist()
     stage_places = place[stages_at].tolist()
     del stages_at, stage_keys, dur
-    out = []
+    out = PhaseTable()
     for at, a, b in zip(chosen.tolist(), lo, hi):
         w, v = whos[int(who_of[label[at]])], values[int(step[at])]
         assert v is not None  # (stepped)

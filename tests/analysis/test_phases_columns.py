@@ -72,4 +72,4 @@ def test_the_rows_are_a_range_at_a_times(seed):
     warmup = {(r.rank, r.source, r.step) for r in ranges[:3] if r.step is not None}
     want = _reference(ranges, warmup)
     got = phase_rows(RangeTable.of(ranges), warmup)
-    assert repr(got) == repr(want)  # (NaN compares unequal to itself: its text does not)
+    assert repr(list(got)) == repr(want)  # (NaN compares unequal to itself: its text does not)

@@ -2,18 +2,18 @@
 them, held as columns.
 
 A range file holds a row for each of its many steps (91,000 in 400 MB), and a ``StepRow``
-with its dict of stages is about 500 bytes; ``StepTable`` keeps about 80 a row and makes a
-``StepRow`` when one is read. It is built from the ranges' columns in numpy: each cell (a
-rank's step and a stage in it) adds up its runs in the ranges' order, as ``+=`` does, and a
-row's stages keep the order their first runs came in.
+with its dict of stages is about 500 bytes; ``StepTable`` keeps about 110 a row and makes a
+``StepRow`` when one is read (``held_rows``). It is built from the ranges' columns in numpy:
+each cell (a rank's step and a stage in it) adds up its runs in the ranges' order, as ``+=``
+does, and a row's stages keep the order their first runs came in.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
-from typing import overload
+from collections.abc import Sequence
 
+from mindspeed_prof.analysis.held_rows import HeldRows, NamedCells
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
 from mindspeed_prof.analysis.readers.range_cols import columns
@@ -23,67 +23,34 @@ from mindspeed_prof.analysis.rows import StepRow
 __all__ = ["StepTable", "per_step"]
 
 
-class StepTable(Sequence[StepRow]):
+class StepTable(HeldRows[StepRow]):
     """Rows per rank and step, in (rank, source, step) order, as columns: ``whos`` the
     (rank, source) of each ``who`` code, ``steps`` each row's step, ``total`` its own length
-    (``has_total`` 0 where no step range was captured), its cells ``cells[lo:hi]`` for
-    ``lo, hi = bounds[i], bounds[i + 1]``: each a stage (``names[cell_name[j]]``) and its
-    milliseconds ``cell_ms[j]``, in the order the stages first ran in the step."""
+    (``has_total`` 0 where no step range was captured), ``stages`` its stages' milliseconds in
+    the order they first ran in the step."""
 
-    __slots__ = (
-        "bounds",
-        "cell_ms",
-        "cell_name",
-        "has_total",
-        "names",
-        "steps",
-        "total",
-        "warmup",
-        "who",
-        "whos",
-    )
+    __slots__ = ("has_total", "stages", "steps", "total", "warmup", "who", "whos")
 
     def __init__(self) -> None:
         self.whos: list[tuple[int | None, str]] = []
-        self.names: list[str] = []
         self.who = array("i")
         self.steps: list[int] = []
         self.total = array("d")
         self.has_total = bytearray()
         self.warmup = bytearray()
-        self.bounds = array("q", [0])
-        self.cell_name = array("i")
-        self.cell_ms = array("d")
+        self.stages = NamedCells()
 
-    def __len__(self) -> int:
+    def _len(self) -> int:
         return len(self.steps)
-
-    @overload
-    def __getitem__(self, i: int) -> StepRow: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[StepRow]: ...
-    def __getitem__(self, i: int | slice) -> StepRow | list[StepRow]:
-        if isinstance(i, slice):
-            return [self._row(j) for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._row(i)
-
-    def __iter__(self) -> Iterator[StepRow]:
-        return map(self._row, range(len(self)))
 
     def _row(self, i: int) -> StepRow:
         rank, source = self.whos[self.who[i]]
-        names, ms = self.names, self.cell_ms
-        lo, hi = self.bounds[i], self.bounds[i + 1]
         return StepRow(
             rank=rank,
             source=source,
             step=self.steps[i],
             total=self.total[i] if self.has_total[i] else None,
-            stages={names[self.cell_name[j]]: ms[j] for j in range(lo, hi)},
+            stages=self.stages.row(i),
             warmup=bool(self.warmup[i]),
         )
 
@@ -131,7 +98,7 @@ def per_step(ranges: Sequence[Range], warmup: Warmup) -> StepTable:
     has_total[cell_row[is_total]] = 1
     total[cell_row[is_total]] = ms[is_total]
     stage = ~is_total
-    out.whos, out.names = who_list, list(names)
+    out.whos = who_list
     in_order = np.asarray(order, dtype=np.int64)
     out.who = array("i", key_who[in_order].astype(np.int32).tobytes())
     out.steps = [steps[s] for s in key_step[in_order].tolist()]
@@ -139,9 +106,12 @@ def per_step(ranges: Sequence[Range], warmup: Warmup) -> StepTable:
     out.has_total = bytearray(has_total.tobytes())
     out.warmup = bytearray((who_list[w] + (s,)) in warmup for w, s in zip(out.who, out.steps))
     counts = np.bincount(cell_row[stage], minlength=len(keys))
-    out.bounds = array("q", np.concatenate(([0], np.cumsum(counts))).astype(np.int64).tobytes())
-    out.cell_name = array("i", (cell_name[stage] - 1).astype(np.int32).tobytes())
-    out.cell_ms = array("d", ms[stage].tobytes())
+    out.stages = NamedCells.of_columns(
+        list(names),
+        array("q", np.concatenate(([0], np.cumsum(counts))).astype(np.int64).tobytes()),
+        array("i", (cell_name[stage] - 1).astype(np.int32).tobytes()),
+        array("d", ms[stage].tobytes()),
+    )
     return out
 
 

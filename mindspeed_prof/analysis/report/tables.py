@@ -17,12 +17,13 @@ import msgspec
 
 from mindspeed_prof.analysis.capture_facts import classified
 from mindspeed_prof.analysis.counts import CounterRow, Model, counter_rows, model_facts
+from mindspeed_prof.analysis.held_rows import HeldRows
 from mindspeed_prof.analysis.judgement import judge
 from mindspeed_prof.analysis.judgement.gating import StepTime
 from mindspeed_prof.analysis.judgement.growth import Growth
 from mindspeed_prof.analysis.judgement.lag import Lag
 from mindspeed_prof.analysis.ledger import Ledger, ledger
-from mindspeed_prof.analysis.phases import PhaseRow, phase_rows
+from mindspeed_prof.analysis.phases import PhaseTable, phase_rows
 from mindspeed_prof.analysis.ranges import no_op_rows, range_rows, stage_rows
 from mindspeed_prof.analysis.readers import Range
 from mindspeed_prof.analysis.readers.labels import rank_order
@@ -100,7 +101,7 @@ class Tables(msgspec.Struct, kw_only=True, rename={"range_table": "ranges", "ran
     per_step: StepTable
     #: Per rank and step: the step split into generation, training, transitions, other stages
     #: and time no stage covers (``phases``), warmup steps marked.
-    phases: list[PhaseRow]
+    phases: PhaseTable
     #: Ranks whose stage time in a step exceeds the median of the other ranks by ``margin`` and
     #: the noise floor (``stragglers``); warmup steps left out unless ``include_warmup``.
     stragglers: list[Straggler]
@@ -235,7 +236,7 @@ def _json(value: object, lazy: bool = False) -> Jsonable:
         return tables_json(value, lazy)
     if isinstance(value, set):
         return sorted(value)  # (rank, step) pairs: arrays in JSON
-    if isinstance(value, StepTable) or (
+    if isinstance(value, HeldRows) or (
         isinstance(value, list) and value and isinstance(value[0], msgspec.Struct)
     ):
         return JsonRows(value, _row_json) if lazy else list(to_json(value))
