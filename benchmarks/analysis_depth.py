@@ -30,6 +30,7 @@ OURS = textwrap.dedent("""
     from mindspeed_prof.analysis.analyse import analyse
     from mindspeed_prof.analysis.ranges import stage_rows
     from mindspeed_prof.analysis.report import compute
+    from mindspeed_prof.analysis.report.per_step import per_step
     from mindspeed_prof.analysis.report.report import analysis_json
     from mindspeed_prof.analysis.stragglers import find_stragglers
     a = analyse(sys.argv[1])
@@ -37,7 +38,7 @@ OURS = textwrap.dedent("""
         analysis_json(a)
     else:  # the stage tables only, from the functions ``tables`` calls
         ranges, warmup = compute.merged_ranges(a.traces), compute.warmup_of(a.traces)
-        stage_rows(ranges), compute.per_step(ranges, warmup)
+        stage_rows(ranges), per_step(ranges, warmup)
         find_stragglers(compute.counted(ranges, warmup, False), "stage", 0.2, 1.0)
 """)
 

@@ -13,7 +13,8 @@ import functools
 import operator
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from mindspeed_prof.analysis.held_rows import HeldRows, NamedCells
 from mindspeed_prof.analysis.readers import Range
@@ -21,6 +22,9 @@ from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.range_cols import columns
 from mindspeed_prof.analysis.rows import Row
 from mindspeed_prof.config.schema import TRANSITIONS, phase_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["PRIORITY", "PhaseRow", "PhaseTable", "phase_rows", "split_step"]
 
@@ -197,17 +201,17 @@ def phase_rows(
     stages_at = np.flatnonzero(~is_step[label])
     stages_at = stages_at[np.argsort(key[stages_at], kind="stable")]
     stage_keys = key[stages_at]
-    lo = np.searchsorted(stage_keys, key[chosen], side="left").tolist()
-    hi = np.searchsorted(stage_keys, key[chosen], side="right").tolist()
-    stage_places = place[stages_at].tolist()
+    lo = np.searchsorted(stage_keys, key[chosen], side="left")
+    hi = np.searchsorted(stage_keys, key[chosen], side="right")
+    stage_places = place[stages_at]
     del stages_at, stage_keys, dur
     out = PhaseTable()
-    for at, a, b in zip(chosen.tolist(), lo, hi):
+    for at, a, b in _in_chunks(chosen, lo, hi):
         w, v = whos[int(who_of[label[at]])], values[int(step[at])]
         assert v is not None  # (stepped)
         key_ = (w[0], w[1], v)
         step_range = table[int(place[at])]
-        us = split_step(step_range, [table[i] for i in stage_places[a:b]])
+        us = split_step(step_range, [table[i] for i in stage_places[a:b].tolist()])
         out.append(
             PhaseRow(
                 rank=key_[0],
@@ -226,3 +230,13 @@ def phase_rows(
             )
         )
     return out
+
+
+#: Steps ``phase_rows`` reads a time (its lists are this long, whatever the file's size).
+CHUNK = 1 << 14
+
+
+def _in_chunks(*cols: np.ndarray) -> Iterator[tuple[int, ...]]:
+    """The columns' values a row at a time, as ints, ``CHUNK`` rows' lists at a time."""
+    for lo in range(0, len(cols[0]), CHUNK):
+        yield from zip(*(c[lo : lo + CHUNK].tolist() for c in cols))

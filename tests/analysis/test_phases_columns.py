@@ -7,9 +7,11 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
+from unittest import mock
 
 import pytest
 
+from mindspeed_prof.analysis import phases
 from mindspeed_prof.analysis.phases import PhaseRow, phase_rows, split_step
 from mindspeed_prof.analysis.readers.labels import rank_order
 from mindspeed_prof.analysis.readers.model import Range
@@ -71,5 +73,6 @@ def test_the_rows_are_a_range_at_a_times(seed):
     ranges = _ranges(seed)
     warmup = {(r.rank, r.source, r.step) for r in ranges[:3] if r.step is not None}
     want = _reference(ranges, warmup)
-    got = phase_rows(RangeTable.of(ranges), warmup)
+    with mock.patch.object(phases, "CHUNK", 2):  # several chunks of steps
+        got = phase_rows(RangeTable.of(ranges), warmup)
     assert repr(list(got)) == repr(want)  # (NaN compares unequal to itself: its text does not)

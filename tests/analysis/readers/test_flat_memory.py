@@ -149,8 +149,9 @@ def test_a_range_files_cache_entry_is_written_and_read_without_copies(tmp_path):
     out = _probe(_CACHED, str(trace))
     held, store, entry, loaded = (float(v) for v in out)
     assert entry > 1e6  # the ranges are in it
-    # (one buffer, which grows by more than it needs as the encoding fills it)
-    assert store <= 1.6 * entry, f"store took {store / entry:.2f}x its entry's size"
+    # (one buffer, made the entry's size before the encoding fills it: grown as it filled, it
+    # was copied and over-allocated, 1.5x the entry)
+    assert store <= 1.15 * entry, f"store took {store / entry:.2f}x its entry's size"
     assert loaded <= 1.1 * held, f"loaded: {loaded / 1e6:.1f} MB vs {held / 1e6:.1f} MB as read"
 
 
