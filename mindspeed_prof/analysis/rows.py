@@ -46,6 +46,7 @@ __all__ = [
     "Straggler",
     "StragglerKind",
     "World",
+    "row_json",
     "to_json",
 ]
 
@@ -373,6 +374,12 @@ class MemoryVerdict(Row, kw_only=True):
     growth: str | None = None
 
 
+def row_json(row: msgspec.Struct) -> JsonableObject:
+    """A row as ``--json`` writes it."""
+    out: JsonableObject = row.json() if isinstance(row, Row) else msgspec.to_builtins(row)
+    return out
+
+
 def to_json(rows: Sequence[msgspec.Struct]) -> list[JsonableObject]:
     """Rows as ``--json`` writes them."""
-    return [r.json() if isinstance(r, Row) else msgspec.to_builtins(r) for r in rows]
+    return [row_json(r) for r in rows]

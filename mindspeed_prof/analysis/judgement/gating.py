@@ -5,18 +5,17 @@ steps."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from typing import TYPE_CHECKING, NamedTuple
 
-from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, Who, who_order
+from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, who_order
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row
 
 if TYPE_CHECKING:  # numpy is imported where a pass runs
     import numpy as np
 
-__all__ = ["TIE_MS", "Gates", "StepTime", "gate", "gated", "gates", "step_time"]
+__all__ = ["TIE_MS", "Gates", "StepTime", "gates", "step_time"]
 
 #: Steps this close (a microsecond) took as long: their ranks gate it together.
 TIE_MS = 1e-3
@@ -45,29 +44,6 @@ class StepTime(Row, kw_only=True):
     tied: int = 1
 
 
-def gated(cells: Cells) -> dict[int, tuple[float, list[Who]]]:
-    """Per step: the longest rank's milliseconds and the ranks that took that long (one, but
-    for a tie: within ``TIE_MS``, a clock's rounding), in rank order."""
-    out = {}
-    for step, by in cells.items():
-        if len(by) == 1:  # one rank (a single capture's every step): it gates, alone
-            ((w, ms),) = by.items()
-            if math.isfinite(ms):
-                out[step] = (ms, [w])
-            continue
-        known = {w: ms for w, ms in by.items() if math.isfinite(ms)}
-        if known:
-            most = max(known.values())
-            tied = sorted((w for w, ms in known.items() if ms >= most - TIE_MS), key=who_order)
-            out[step] = (most, tied)
-    return out
-
-
-def gate(cells: Cells) -> dict[int, float]:
-    """Per step, the gating rank's milliseconds (``gated`` without the ranks)."""
-    return {step: ms for step, (ms, _) in gated(cells).items()}
-
-
 class Gates(NamedTuple):
     """The gated steps of some cells as columns: ``step`` codes (in the cells' order), the
     gating ``ms`` and the ``fastest`` rank's of each, ``gated`` (per rank code, the steps it
@@ -80,14 +56,14 @@ class Gates(NamedTuple):
     cols: CellCols
 
     def as_dict(self) -> dict[int, float]:
-        """Per step, the gating rank's milliseconds, as ``gate`` gives them."""
+        """Per step, the gating rank's milliseconds."""
         steps = self.cols.steps
         return {steps[s]: ms for s, ms in zip(self.step.tolist(), self.ms.tolist())}
 
 
 def gates(c: CellCols) -> Gates:
-    """``gated`` over columns: per step the longest rank's milliseconds (of the finite), the
-    fastest's, and per rank the steps it took within ``TIE_MS`` of the longest."""
+    """Per step the longest rank's milliseconds (of the finite), the fastest's, and per rank the
+    steps it took within ``TIE_MS`` of the longest (a tie: a clock's rounding)."""
     import numpy as np
 
     n = max(len(c.steps), 1)

@@ -17,7 +17,7 @@ from mindspeed_prof.analysis.judgement.cells import (
     ranked,
     recorded,
 )
-from mindspeed_prof.analysis.judgement.gating import StepTime, gate, gates
+from mindspeed_prof.analysis.judgement.gating import StepTime, gates
 from mindspeed_prof.analysis.judgement.gating import step_time as gated_time
 from mindspeed_prof.analysis.judgement.growth import Growth, growths
 from mindspeed_prof.analysis.judgement.lag import Lag, lags
@@ -82,7 +82,7 @@ def step_cells(counted: Sequence[Range]) -> Cells:
 
 
 def step_gates(counted: Sequence[Range]) -> dict[int, float]:
-    """Per step, the gating rank's milliseconds (``gate`` of ``step_cells``)."""
+    """Per step, the gating rank's milliseconds (``gates`` of ``step_cols``)."""
     return gates(step_cols(counted)).as_dict()
 
 
@@ -105,7 +105,10 @@ def step_time(counted: Sequence[Range], device: list[DeviceRow]) -> StepTime | N
 
 def step_ms(counted: Sequence[Range], device: list[DeviceRow]) -> float | None:
     """The median gated step (for the floors' 1% of the step), or None."""
-    ms = gates(step_cols(counted)).ms.tolist() or list(gate(device_steps(device)).values())
+    ms = (
+        gates(step_cols(counted)).ms.tolist()
+        or gates(CellCols.of(device_steps(device))).ms.tolist()
+    )
     return statistics.median(ms) if ms else None
 
 

@@ -46,6 +46,7 @@ from mindspeed_prof.analysis.rows import (
     RuntimeRow,
     StageRow,
     Straggler,
+    row_json,
     to_json,
 )
 from mindspeed_prof.analysis.runs import RunInfo
@@ -239,12 +240,8 @@ def _json(value: object, lazy: bool = False) -> Jsonable:
     if isinstance(value, HeldRows) or (
         isinstance(value, list) and value and isinstance(value[0], msgspec.Struct)
     ):
-        return JsonRows(value, _row_json) if lazy else list(to_json(value))
+        return JsonRows(value, row_json) if lazy else to_json(value)
     return value  # type: ignore[return-value]  # str, number, None, a list of them
-
-
-def _row_json(row: msgspec.Struct) -> Jsonable:
-    return to_json([row])[0]
 
 
 def tables_json(t: msgspec.Struct, lazy: bool = False) -> JsonableObject:
