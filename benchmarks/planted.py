@@ -2,7 +2,8 @@
 
 - ``synthetic``: captures built in memory (``TraceData`` of step, stage and range ranges) with
   a noise model: each stage's time jitters (3% normal) and now and then stalls (2% of cells,
-  1-3x the stage), as steps on a shared machine do; planted: a rank +25% of the step at one
+  1-3x the stage), and now and then the rank stops outside every stage (2% of steps, 25-200%
+  of the step: descheduled, a collector's pause), as steps on a shared machine do; planted: a rank +25% of the step at one
   stage, one stage +100% of the step on every rank, one stage +0.5 ms a step, a stall of 2
   steps once, a rank 3 ms longer in a range while the others wait for it in a collective.
   Timing is not the point; many seeds are cheap.
@@ -101,6 +102,8 @@ def synthetic(scenario: str, ranks: int, steps: int, seed: int) -> tuple[Any, Tr
                 t.ranges.append(Range(rank, "stage", name, step, 1e3 * ts, 1e3 * ms))
                 ts += ms
             ts += 0.5  # outside every stage
+            if rng.random() < 0.02:
+                ts += STEP * rng.uniform(0.25, 2)  # descheduled between steps' stages: noise
             t.ranges.append(
                 Range(rank, "step", f"ProfilerStep#{step}", step, 1e3 * start, 1e3 * (ts - start))
             )

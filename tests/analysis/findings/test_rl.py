@@ -139,6 +139,23 @@ def test_uncovered_time_found_with_where_it_lies(tmp_path: Path, clock: Clock) -
     assert "rank1_" in f.source and "rank0_" in f.source
 
 
+def test_a_gap_in_most_steps_is_a_cost_per_step_and_in_a_few_is_not(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A rank descheduled for 40 ms between two stages in 1 or 2 steps of 4 is not time no
+    stage covers per step; the same gap in 3 of 4 is, at 40 ms (what most steps spent)."""
+    for gapped in (1, 2, 3):
+        folder = tmp_path / str(gapped)
+        run(folder, clock, [[(GEN, 50), 40 * (k < gapped), (UPD, 50)] for k in range(4)])
+        got = rl.uncovered(*answered(analyse(folder, cache=False)))
+        if gapped < 3:
+            assert got == [], gapped
+            continue
+        (f,) = got
+        assert f.impact_ms == pytest.approx(40.0, abs=1e-3)
+        assert f.title.endswith("most between actor_generate and actor_update (40.0 ms)")
+
+
 def test_uncovered_counts_overlapping_and_nested_stages_once(tmp_path: Path, clock: Clock) -> None:
     """A stage inside another covers nothing more: 2 ms before, 50 ms of generation holding
     a 20 ms log-prob stage, 48 ms update: 2 ms in no stage of 100."""
@@ -455,31 +472,32 @@ def test_generation_tail_on_the_real_clock(tmp_path: Path, real: Clock) -> None:
 
 
 def test_warmup_steps_are_left_out(tmp_path: Path, clock: Clock) -> None:
-    """The dpo preset's warmup step 1 holds the only gap: nothing, unless counted."""
+    """Warmup steps 1 and 2 hold the only gaps: nothing, unless counted (then two steps
+    of three have one)."""
     prof = Profiler.from_config(
         {
             "integrated": {
                 "profile": True,
                 "mstx": True,
                 "profile_level": "level_none",
-                "profile_step_start": 2,
+                "profile_step_start": 3,
                 "profile_step_end": 4,
                 "profile_save_path": str(tmp_path),
             },
-            "extensions": {"backend": "none", "warmup_steps": 1},
+            "extensions": {"backend": "none", "warmup_steps": 2},
         },
         rank=0,
-    )  # warmup: step 1
+    )  # warmup: steps 1 and 2
     for step in (1, 2, 3):
         with prof.step(step):
             with prof.stage(GEN):
                 clock.advance(50)
-            clock.advance(30 if step == 1 else 0)
+            clock.advance(30 if step <= 2 else 0)
             with prof.stage(UPD):
                 clock.advance(50)
     prof.close()
     result = analyse(tmp_path, cache=False)
-    assert tables(result).warmup == {(0, 1)} and rl.uncovered(*answered(result)) == []
+    assert tables(result).warmup == {(0, 1), (0, 2)} and rl.uncovered(*answered(result)) == []
     given = Settings(include_warmup=True)
     assert rule_of(result, rl.uncovered, given)
 

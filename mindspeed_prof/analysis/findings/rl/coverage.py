@@ -1,8 +1,12 @@
 """``rl.uncovered``: time in a step that no stage covers (weight sync, resharding, data
-dispatch): the step's length less the union of its stages, per rank."""
+dispatch): the step's length less the union of its stages, per rank, the time at least half
+its steps spent there (the low median: what recurs; a rank descheduled between two stages in
+a step or two is not a cost per step, and a cost paid every other step or less often is not
+one either)."""
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -63,31 +67,44 @@ def _gaps(step: Range, stages: list[Range]) -> tuple[float, dict[str, float]]:
     return step.dur - covered, dict(where)
 
 
+def _low_median(values: array[float], n: int) -> float:
+    """The low median of ``values`` and ``n - len(values)`` zeros (steps without them): the
+    most that at least half of ``n`` steps spent (``statistics.median_low``)."""
+    import numpy as np
+
+    a = np.zeros(n)
+    a[n - len(values) :] = np.frombuffer(values, dtype=np.float64)
+    k = (n - 1) // 2
+    return float(np.partition(a, k)[k])
+
+
 def uncovered(captures: Captures, tables: Tables, settings: Settings) -> list[Finding]:
-    """Per rank, the time in a step that none of its stages covers, where it is over the
-    noise floor: weight sync, resharding, data dispatch and collection run there."""
+    """Per rank, the time in a step that none of its stages covers (the low median over its
+    steps), where it is over the noise floor: weight sync, resharding, data dispatch and
+    collection run there. Each place's time is its own low median over the steps."""
     hits: list[tuple[float, Who, float, dict[str, float], list[int]]] = []
     for who, steps in steps_by_rank(tables):  # a step's ranges made as it is read
-        gaps: dict[str, float] = defaultdict(float)
-        left = 0.0
-        durs: list[float] = []
+        left, durs = array("d"), array("d")
+        places: dict[str, array[float]] = defaultdict(lambda: array("d"))  # where it was
         kept: list[int] = []
         for k, s in steps:
             if s.step is None or not s.stages:
                 continue
             us, where = _gaps(s.step, s.stages)
-            left += us
+            left.append(us)
             for part, v in where.items():
-                gaps[part] += v
+                places[part].append(v)
             durs.append(s.step.dur)
             kept.append(k)
         if not kept:
             continue
+        # what at least half the steps spent: a stall in a step or two moves neither
         n = len(kept)
-        ms = left / n / 1000.0
-        step_ms = sum(durs) / n / 1000.0
+        ms = _low_median(left, n) / 1000.0
+        step_ms = _low_median(durs, n) / 1000.0
         if step_ms > 0 and ms >= noise_floor(settings.noise_ms, step_ms):
-            hits.append((ms, who, step_ms, {k: v / n / 1000.0 for k, v in gaps.items()}, kept))
+            gaps = {part: _low_median(v, n) / 1000.0 for part, v in places.items()}
+            hits.append((ms, who, step_ms, gaps, kept))
     if not hits:
         return []
     hits.sort(key=lambda h: (-h[0], who_order(h[1])))
