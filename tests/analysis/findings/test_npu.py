@@ -100,6 +100,8 @@ def rules(result: Captures, rule: Rule) -> list[Finding]:
         ("HOST_CACHE_CAPACITY", "", True),
         ("HOST_CACHE_CAPACITY", "0", True),
         ("HOST_CACHE_CAPACITY", "1", False),
+        ("ACLNN_CACHE_LIMIT", "INF", True),  # no finite number: read as 0, not an overflow
+        ("HOST_CACHE_CAPACITY", "1e400", True),
         ("ASCEND_GLOBAL_LOG_LEVEL", "", False),
         ("ASCEND_GLOBAL_LOG_LEVEL", "3", False),
         ("ASCEND_GLOBAL_LOG_LEVEL", "1", True),

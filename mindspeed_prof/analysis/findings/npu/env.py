@@ -84,9 +84,11 @@ ENV_RULES: dict[str, EnvRule] = {
 
 
 def _int(value: str) -> int:
+    """``value`` as an integer (``int(float(...))``); 0 where it is no finite number (a word,
+    ``inf``, ``nan``)."""
     try:
         return int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):
         return 0
 
 
