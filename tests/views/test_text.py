@@ -348,6 +348,34 @@ def test_range_times_never_fold_inside_a_number() -> None:
     assert "43,425 " in body[0] and "3.67" in body[0]  # a second and more: no decimals
 
 
+def test_a_stage_too_long_for_the_range_column_is_its_code_with_a_legend() -> None:
+    """At 80 columns the range column is narrow: a long stage name is its code (``A.logp``),
+    named in full once under the table, never cut in its middle."""
+    rows = [
+        RangeRow(
+            name=name,
+            rank=0,
+            stage=stage,
+            count=2,
+            total_ms=43_425.28,
+            self_ms=3.67,
+            mean_ms=12_840.44,
+            p95_ms=12_840.44,
+            max_ms=12_757.09,
+        )
+        for name, stage in (
+            ("forward", "actor_compute_log_prob"),
+            ("sample", "rollout"),
+            ("fwd", "my_own_very_long_stage_name"),
+        )
+    ]
+    text = render(lambda console: print_ranges(rows, console))
+    assert "..." not in text and all(len(line) <= WIDTH for line in text.splitlines())
+    assert "in A.logp" in text and "in rollout" in text and "in S1" in text
+    assert "A.logp = actor_compute_log_prob" in text and "S1 = my_own_very_long_stage_name" in text
+    assert "rollout =" not in text  # a name that fits is its own
+
+
 def test_hour_long_ranges_are_shown_in_seconds() -> None:
     rows = [
         RangeRow(

@@ -12,7 +12,9 @@ from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.report.report import Report
 from mindspeed_prof.analysis.rows import DeviceRow, MemoryRow, RangeRow
 from mindspeed_prof.views.safe import cell
+from mindspeed_prof.views.tables import codes as _codes
 from mindspeed_prof.views.tables import column as _column
+from mindspeed_prof.views.tables import legend as _legend
 from mindspeed_prof.views.tables import table as _table
 from mindspeed_prof.views.text.cells import (
     left_out,
@@ -72,16 +74,20 @@ def print_ranges(rows: list[RangeRow], console: Console, top: int = 20) -> None:
         unit, body = "s", cells(seconds_cell)
         widths, left = room(body)
     name = max(8, min(28, left))
+    # a stage name that does not fit under its range: its code, in a legend after the table
+    stages = sorted({r.stage for r in shown if r.stage})
+    short = {s: c if len(s) > name - 3 else s for s, c in _codes(stages).items()}
     table = _table(f"Custom ranges by total {unit} (top {len(shown)} of {len(rows)})")
     table.add_column("range (stage)", overflow="fold", max_width=name)
     for header, width in zip(headers, widths):
         table.add_column(header, justify="right", min_width=width, no_wrap=True)
     for r, row in zip(shown, body):
         label = name_cell(r.name, name) + (
-            f"\n[dim]in {name_cell(r.stage, max(8, name - 3))}[/dim]" if r.stage else ""
+            f"\n[dim]in {name_cell(short[r.stage], max(8, name - 3))}[/dim]" if r.stage else ""
         )
         table.add_row(label, *row)
     console.print(table)
+    _legend(console, short)
 
 
 def print_device(
