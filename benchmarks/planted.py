@@ -3,9 +3,10 @@
 - ``synthetic``: captures built in memory (``TraceData`` of step, stage and range ranges) with
   a noise model: each stage's time jitters (3% normal) and now and then stalls (2% of cells,
   1-3x the stage), and now and then the rank stops outside every stage (2% of steps, 25-200%
-  of the step: descheduled, a collector's pause), as steps on a shared machine do; planted: a rank +25% of the step at one
-  stage, one stage +100% of the step on every rank, one stage +0.5 ms a step, a stall of 2
-  steps once, a rank 3 ms longer in a range while the others wait for it in a collective.
+  of the step: descheduled, a collector's pause), as steps on a shared machine do; planted:
+  a rank +25% of the step at one stage, one stage +100% of the step on every rank, one stage
+  +0.5 ms a step, a stall of 2 steps once, a rank 3 ms longer in a range while the others
+  wait for it in a collective.
   Timing is not the point; many seeds are cheap.
 - ``Demo``: the demo trainer's integrated worker, one process per rank, every step behind a
   barrier (synchronous RL waits for its slowest rank), with the cause planted as sleeps inside

@@ -3,16 +3,19 @@
 A range file holds a row for each of its many steps (91,000 in 400 MB) in the per-step table
 and the phases; a ``msgspec`` row with a dict of named times is about 500 bytes, its columns
 about 100. ``HeldRows`` is the read side (a ``Sequence`` of rows, slices as lists), and
-``NamedCells`` holds each row's dict of named milliseconds, in its own key order.
+``NamedCells`` holds each row's dict of named milliseconds, in its own key order. ``Points``
+holds a memory timeline (a rank's 500 ``[us, allocated, reserved]`` points: 136 bytes a point
+as lists of floats, 24 as one array).
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import TypeVar, overload
 
-__all__ = ["HeldRows", "NamedCells"]
+__all__ = ["HeldRows", "NamedCells", "Points"]
 
 R = TypeVar("R")
 
@@ -86,3 +89,42 @@ class NamedCells:
         out.names, out._codes = list(names), {n: i for i, n in enumerate(names)}
         out.bounds, out.name, out.ms = bounds, name, ms
         return out
+
+
+class Points(HeldRows[list[float]]):
+    """Points of ``width`` floats each, held as one array: point ``i`` is a list made when it
+    is read. ``of`` packs a timeline only where that changes nothing it is written as (every
+    point as wide, every value a float)."""
+
+    __slots__ = ("_values", "_width")
+
+    def __init__(self, values: array[float], width: int) -> None:
+        self._values, self._width = values, width
+
+    @classmethod
+    def of(cls, points: Sequence[Sequence[float]]) -> Sequence[Sequence[float]]:
+        """``points`` as ``Points`` where it can be, else ``points`` itself."""
+        if not points or isinstance(points, Points):
+            return points
+        widths = set(map(len, points))
+        values = chain.from_iterable(points)
+        if len(widths) != 1 or 0 in widths or set(map(type, values)) != {float}:
+            return points  # an odd point, an int (written as one)
+        return cls(array("d", chain.from_iterable(points)), widths.pop())
+
+    def _len(self) -> int:
+        return len(self._values) // self._width
+
+    def _row(self, i: int) -> list[float]:
+        w = self._width
+        return self._values[i * w : (i + 1) * w].tolist()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Points):
+            return self._width == other._width and self._values == other._values
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Points({list(self)!r})"

@@ -1,14 +1,16 @@
 """What the analysis keeps of each capture as it is read (``kept``), so that a root of a
 thousand ranks is not held whole until the analysis across ranks ends: a torch_npu capture's
 per-rank answers computed and its device operators released (``findings.npu.answered``), the
-names each rank repeats (operators, kernels, communication ops, links) held once, and so are
-the sizes its memory timeline repeats."""
+names each rank repeats (operators, kernels, communication ops, links) held once, and its
+memory timeline as one array of floats (``held_rows.Points``; where a point is odd, its
+repeated sizes held once)."""
 
 from __future__ import annotations
 
 import sys
 from typing import TypeVar
 
+from mindspeed_prof.analysis.held_rows import Points
 from mindspeed_prof.analysis.readers.model import TraceData
 
 __all__ = ["kept"]
@@ -39,7 +41,10 @@ def kept(data: TraceData) -> TraceData:
     if data.memory is not None:
         for a in data.memory.top_ops:
             a.op = sys.intern(a.op)
-        _repeats(data.memory.timeline)
+        points = Points.of(data.memory.timeline)
+        if isinstance(points, list):
+            _repeats(points)
+        data.memory.timeline = points
     return data
 
 

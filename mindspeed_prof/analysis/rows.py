@@ -215,13 +215,14 @@ class MemoryRow(Row, kw_only=True):
     peak_allocated_bytes: float | None = None
     peak_reserved_bytes: float | None = None
     top_ops: list[Alloc] = []
-    timeline: list[list[float]] = []
+    timeline: Sequence[Sequence[float]] = []
 
     def json(self) -> JsonableObject:
-        """The row, its timeline's points the capture's own (not copied: a rank's timeline is
-        the bulk of its row, and every rank's is written)."""
+        """The row, its timeline's points the capture's own where they are lists (not copied:
+        a rank's timeline is the bulk of its row, and every rank's is written), else made."""
         out: JsonableObject = msgspec.to_builtins(msgspec.structs.replace(self, timeline=[]))
-        out["timeline"] = self.timeline
+        points = self.timeline
+        out["timeline"] = points if isinstance(points, list) else [list(p) for p in points]
         return out
 
 

@@ -23,6 +23,7 @@ from mindspeed_prof.analysis import parallel
 from mindspeed_prof.analysis.analyse import Captures, analyse
 from mindspeed_prof.analysis.findings.npu import RULES, answered
 from mindspeed_prof.analysis.findings.npu.captures import Answered
+from mindspeed_prof.analysis.held_rows import Points
 from mindspeed_prof.analysis.kept import kept
 from mindspeed_prof.analysis.readers.model import Memory, NpuFacts, NpuOp, Range, TraceData
 from mindspeed_prof.analysis.report.report import report
@@ -105,15 +106,27 @@ values = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(values, min_size=1, max_size=3), max_size=30))
-def test_a_timeline_s_repeated_sizes_are_held_once_and_written_the_same(
+@given(
+    st.lists(st.lists(values, min_size=1, max_size=3), max_size=30)
+    | st.lists(st.lists(st.floats(), min_size=3, max_size=3), max_size=30)
+)
+def test_a_timeline_is_held_as_one_array_or_its_repeats_once_and_written_the_same(
     points: list[list[float]],
 ) -> None:
+    """Points as wide, every value a float: one array; else (an int, an odd point) the lists,
+    a size that repeats the point before held once. Either way ``--json`` writes the same."""
     t = TraceData(ROOT / "rank0.json", "torch", 0, "g", 0, memory=Memory(source="x"))
     t.memory.timeline = copy.deepcopy(points)  # type: ignore[union-attr]
     kept(t)
     timeline = t.memory.timeline  # type: ignore[union-attr]
-    assert json.dumps(timeline) == json.dumps(points)
+    row = MemoryRow(rank=0, file="f", source="x", timeline=timeline)
+    assert json.dumps(row.json()["timeline"]) == json.dumps(points)
+    uniform = all(len(p) == len(points[0]) for p in points)
+    floats = all(type(v) is float for p in points for v in p)
+    assert isinstance(timeline, Points) == bool(points and uniform and floats)
+    if isinstance(timeline, Points):
+        assert len(timeline) == len(points)
+        return
     for before, p in zip(timeline, timeline[1:]):
         for v, w in zip(p[1:], before[1:]):
             if v == w and v and type(v) is type(w):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -186,7 +186,7 @@ class Memory(msgspec.Struct, kw_only=True):
     peak_reserved_bytes: float | None = None
     by_stage: dict[str, float] = {}
     top_ops: list[Alloc] = []
-    timeline: list[list[float]] = []
+    timeline: Sequence[Sequence[float]] = []
     component: str | None = None
     components: dict[str, dict[str, int]] = {}
     modules: dict[str, int] = {}
