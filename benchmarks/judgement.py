@@ -4,7 +4,8 @@ cause and on healthy controls (``benchmarks/planted.py`` plants them).
 Two sources, each run many times:
 
 - synthetic captures (2 and 8 ranks, 4 and 8 steps, many seeds; a 21.5 ms step): each stage
-  jitters 3% and stalls in 2% of its cells (1-3x its time); planted at a random stage and
+  jitters 3% and stalls in 2% of its cells (1-3x its time), and in 2% of a rank's steps the
+  rank stops outside every stage for 25-200% of the step; planted at a random stage and
   rank: nothing (healthy), one rank +25% of the step (straggler), +100% of the step on every
   rank (stage), +0.5 ms a step (growth), one rank +200% of the step in one step (stall), one
   rank 3 ms longer in a range while the others wait for it in a collective (victim);
