@@ -62,7 +62,9 @@ class Range(NamedTuple):
     bare: float | None = None
 
 
-class Tally(msgspec.Struct, array_like=True):
+# ``gc=False``: rows of numbers and names that never refer back to what holds them (no cycle can
+# pass through one); a rank holds hundreds, each 16 bytes less and none for the collector to walk.
+class Tally(msgspec.Struct, array_like=True, gc=False):
     """How often something happened and how much it took: a host op's calls and self time (us),
     a kernel's runs and device time (us), an allocation site's allocations and bytes."""
 
@@ -84,7 +86,7 @@ def merge_tallies(into: dict[str, Tally], more: dict[str, Tally]) -> None:
         tally(into, name, t.count, t.total)
 
 
-class DeviceRow(msgspec.Struct, kw_only=True):
+class DeviceRow(msgspec.Struct, kw_only=True, gc=False):
     """Device time of one step (``stage`` None) or one stage run, in milliseconds.
 
     ``comm_ms`` is all communication, overlapped or not; ``overlap_ms`` the part that ran while
@@ -119,7 +121,7 @@ class DeviceRow(msgspec.Struct, kw_only=True):
     whole: bool = False
 
 
-class LinkShare(msgspec.Struct, kw_only=True):
+class LinkShare(msgspec.Struct, kw_only=True, gc=False):
     """What one link type (``HCCS``, ``PCIE``, ``SIO``, ``RDMA``, ``SDMA``...) carried of a
     ``CommRow``: transit size (MB), transit time (ms) and their ratio in GB/s (None when the
     time is 0)."""
@@ -129,7 +131,7 @@ class LinkShare(msgspec.Struct, kw_only=True):
     bandwidth_gbps: float | None = None
 
 
-class CommRow(msgspec.Struct, kw_only=True):
+class CommRow(msgspec.Struct, kw_only=True, gc=False):
     """Communication (torch_npu) per step, kind (``collective``, ``p2p``; ``link`` for a
     rank-to-rank link) and op type, in ms and MB. Times and sizes are None where the source
     does not give them.
@@ -165,7 +167,7 @@ class CommRow(msgspec.Struct, kw_only=True):
     source: str = ""  # the analysis's
 
 
-class Alloc(msgspec.Struct, kw_only=True):
+class Alloc(msgspec.Struct, kw_only=True, gc=False):
     """An allocating operator (or call site): allocations, bytes in all, the largest one."""
 
     op: str
