@@ -10,6 +10,7 @@ import msgspec
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
 
+from mindspeed_prof.analysis.readers.labels import ranks_text
 from mindspeed_prof.analysis.rows import StageRow
 from mindspeed_prof.config import validate
 from mindspeed_prof.demo import knobs
@@ -28,6 +29,7 @@ from mindspeed_prof.views.text import count, print_stage_rank
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from ray.actor import ActorHandle
 
@@ -96,6 +98,8 @@ def train(cfg: DictConfig, console: Console | None = None) -> DemoResult:
             soft_wrap=True,
             highlight=False,
         )
+        for line in _anomaly_lines(summaries, root):
+            _say(console, line)
     else:
         steps = max(demo.steps, 1)  # the clock gives totals: the mean stands for max
         rows = [
@@ -145,6 +149,25 @@ def _start_workers(
 #: How long a run must have left for the live-capture line to be worth printing: time to
 #: paste it, for ``capture`` to reach the workers and for them to capture their steps.
 LIVE_MIN_S = 60.0
+
+
+def _anomaly_lines(summaries: list[Worker], root: Path) -> list[str]:
+    """A line per capture the anomaly trigger took, from the workers' own records: a worker's
+    warning crosses Ray's log forwarding, which may not deliver a line logged just before the
+    job ends."""
+    out = []
+    for s in summaries:
+        seen = [c.trigger_step for c in s.captures if c.trigger == "flight" and c.trigger_step]
+        for c in s.captures:
+            if c.trigger != "anomaly" or not c.steps:
+                continue
+            at = max((k for k in seen if k < c.steps[0]), default=None)
+            out.append(
+                f"rank {c.rank}: an anomaly{f' at step {at}' if at is not None else ''} "
+                f"captured step{'s' * (len(c.steps) > 1)} {ranks_text(c.steps)} under "
+                f"{root / 'triggered'}"
+            )
+    return out
 
 
 def _say(console: Console, line: str | None) -> None:

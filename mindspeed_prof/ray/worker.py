@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict, cast
@@ -115,7 +116,9 @@ def _earlier_files(prof: Profiler, files: list[Path]) -> list[FileEntry] | None:
     if ray is None or not ray.is_initialized():
         return None
     try:
-        restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        with warnings.catch_warnings():  # Ray's own property reads its deprecated actor_id
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # outside an actor: a task, the driver
         return None
     if not restarted:

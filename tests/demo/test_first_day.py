@@ -176,14 +176,15 @@ def _documented_anomaly_command() -> str:
 @pytest.mark.hydra_app
 def test_the_documented_anomaly_example_triggers(tmp_path: Path, ray_cluster: Any) -> None:
     """The docs' command, as printed: rank 0's slow step 8 fires the trigger, which dumps the
-    flight recorder there and captures the next steps under triggered/; analyse names it."""
+    flight recorder there and captures the next steps under triggered/; the demo says so from
+    the workers' records (their own warning crosses Ray's log forwarding, which may drop a line
+    logged just before the job ends), with no library noise; analyse names it."""
     command = _documented_anomaly_command()
     proc = shell(tmp_path, command, env=joined(ray_cluster))
     lines = ok(proc)
     found = LAST.search(last_line(proc))
     assert found, lines[-3:]
     root = tmp_path / found.group(2)
-    assert any("rank 0 step 8" in x and "capturing the next 2 steps" in x for x in lines), lines
     # step 8's dump and the capture after it (a machine under load may stall another step
     # for real: that trigger is the trainer's, not this test's)
     dumps = list((root / "flight").glob("rank0_*_step*.mstx.trace.json"))
@@ -191,6 +192,9 @@ def test_the_documented_anomaly_example_triggers(tmp_path: Path, ray_cluster: An
     assert "step9.mstx.trace.json" in {
         p.name.split("_")[-1] for p in (root / "triggered").rglob("rank0_*")
     }
+    said = f"rank 0: an anomaly at step 8 captured steps 9, 10 under {root / 'triggered'}"
+    assert said in [line.strip() for line in lines], "\n".join(lines)
+    assert not [line for line in lines if "DeprecationWarning" in line]
     text = shell(tmp_path, found.group(3)).stdout
     assert re.search(r"unusual +flight dump \(anomaly\) at step 8 on rank 0", text), text
 
