@@ -120,11 +120,10 @@ class Points(HeldRows[list[float]]):
         return self._values[i * w : (i + 1) * w].tolist()
 
     def __eq__(self, other: object) -> bool:
+        """Equal to the points it holds, as lists or as ``Points``."""
         if isinstance(other, Points):
             return self._width == other._width and self._values == other._values
         return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"Points({list(self)!r})"

@@ -222,7 +222,7 @@ class MemoryRow(Row, kw_only=True):
         a rank's timeline is the bulk of its row, and every rank's is written), else made."""
         out: JsonableObject = msgspec.to_builtins(msgspec.structs.replace(self, timeline=[]))
         points = self.timeline
-        out["timeline"] = points if isinstance(points, list) else [list(p) for p in points]
+        out["timeline"] = points if isinstance(points, list) else list(points)
         return out
 
 
