@@ -118,12 +118,19 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     )
     parts: dict[tuple[str, str], dict[int | None, set[str]]] = {}
     roles: dict[int | None, set[str]] = defaultdict(set)
+    # only captures that share a rank and role can clash: a lone one's steps are not looked at
+    # (a range file of 90,000 steps would otherwise hold a set per step)
+    sharing: dict[tuple[int | None, str], set[tuple[str, str]]] = defaultdict(set)
+    for t in traces:
+        sharing[(t.rank, role_of(t))].add((str(t.path.parent), capture_stem(t.path)))
     for t in traces:
         identity = (str(t.path.parent), capture_stem(t.path))
         held = parts.setdefault(identity, defaultdict(set))
         role = role_of(t)
         if role:
             roles[t.rank].add(role)
+        if len(sharing[(t.rank, role)]) < 2:
+            continue
         for step, names in _claims(t).items():
             claims[(t.rank, role, step)].setdefault(identity, []).append(t)
             held[step] |= names
