@@ -45,7 +45,8 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 from mindspeed_prof.capture.host_budget import HostBudget
 from mindspeed_prof.capture.memory.allocator import HostMemory
-from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker
+from mindspeed_prof.demo.knobs import DemoConfig
+from mindspeed_prof.demo.worker import IntegratedWorker
 from mindspeed_prof.ray import worker_config
 
 level, root, on, steps = sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "on", int(sys.argv[4])

@@ -158,7 +158,8 @@ def _rank_main(rank: int, ranks: int, jobs: Any, done: Any, barrier: Any) -> Non
     steps in step with the other ranks."""
     from omegaconf import OmegaConf
 
-    from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker
+    from mindspeed_prof.demo.knobs import DemoConfig
+    from mindspeed_prof.demo.worker import IntegratedWorker
 
     conf = OmegaConf.to_container(
         OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "demo.yaml")

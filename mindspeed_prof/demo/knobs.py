@@ -4,17 +4,50 @@ value and what is allowed (a knob a typo names gets the closest one)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from mindspeed_prof.config.schema import STAGE_ORDER
 from mindspeed_prof.config.validate import did_you_mean
 
-if TYPE_CHECKING:
-    from mindspeed_prof.demo.worker import DemoConfig
+__all__ = ["DemoConfig", "checked", "problem", "unknown"]
 
-__all__ = ["checked", "problem", "unknown"]
+
+class DemoConfig(msgspec.Struct, kw_only=True):
+    """The ``demo`` section of the demo's config (``conf/demo.yaml`` says what each is)."""
+
+    workers: int
+    steps: int
+    prompts: int
+    group: int
+    length: int
+    vocab: int
+    hidden: int
+    actor_lr: float
+    critic_lr: float
+    ppo_epochs: int
+    clip: float
+    kl_coef: float
+    seed: int
+    slow_step: int | None = None
+    slow_stage: str | None = None
+    slow_ms: float = 0.0
+    slow_rank: int = 0
+    constant_reward_groups: float = 0.0
+    filter_groups: bool = False
+    long_tail: float = 0.0
+    long_tail_length: int = 64
+    max_response_length: int = 0
+    transition_ms: float = 0.0
+    leak_mb: float = 0.0
+    minibatch_stages: bool = False
+    ray_address: str | None = None
+
+    @classmethod
+    def parse(cls, data: object) -> DemoConfig:
+        """The section from its plain form (``msgspec.ValidationError`` naming a bad field)."""
+        return msgspec.convert(data, cls)
+
 
 Rule = tuple[Callable[[float], bool], str]
 
@@ -44,8 +77,6 @@ RANGES: dict[str, Rule] = {
 
 
 def _names() -> tuple[str, ...]:
-    from mindspeed_prof.demo.worker import DemoConfig
-
     return tuple(f.name for f in msgspec.structs.fields(DemoConfig))
 
 
@@ -64,8 +95,6 @@ def _show(value: object) -> str:
 
 def _typed(section: Mapping[str, object]) -> DemoConfig:
     """The section as the worker reads it, or ``ValueError`` naming the knob of a bad type."""
-    from mindspeed_prof.demo.worker import DemoConfig
-
     try:
         return DemoConfig.parse(dict(section))
     except msgspec.ValidationError as err:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mindspeed_prof.demo.worker import DemoConfig
+    from mindspeed_prof.demo.knobs import DemoConfig
 
 __all__ = ["ProcessWorker"]
 

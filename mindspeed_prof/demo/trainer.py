@@ -15,8 +15,9 @@ from mindspeed_prof.analysis.rows import StageRow
 from mindspeed_prof.config import validate
 from mindspeed_prof.demo import knobs
 from mindspeed_prof.demo.cluster import Cluster, endpoints, start
+from mindspeed_prof.demo.knobs import DemoConfig
 from mindspeed_prof.demo.local import ProcessWorker
-from mindspeed_prof.demo.worker import DemoConfig, IntegratedWorker, Timings
+from mindspeed_prof.demo.worker import IntegratedWorker, Timings
 from mindspeed_prof.formats.cluster import Worker
 from mindspeed_prof.ray import (
     collect,

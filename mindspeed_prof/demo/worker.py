@@ -9,11 +9,11 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, TypedDict
 
-import msgspec
 import torch
 
 from mindspeed_prof.capture.profiler import Profiler
 from mindspeed_prof.demo.colocated import Colocated
+from mindspeed_prof.demo.knobs import DemoConfig
 from mindspeed_prof.demo.model import Critic, Policy, make_prompts, reward
 from mindspeed_prof.demo.rollout import (
     kept_groups,
@@ -27,43 +27,7 @@ from mindspeed_prof.ray import ProfilerMixin
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["DemoConfig", "IntegratedWorker", "Timings"]
-
-
-class DemoConfig(msgspec.Struct, kw_only=True):
-    """The ``demo`` section of the demo's config (``conf/demo.yaml`` says what each is)."""
-
-    workers: int
-    steps: int
-    prompts: int
-    group: int
-    length: int
-    vocab: int
-    hidden: int
-    actor_lr: float
-    critic_lr: float
-    ppo_epochs: int
-    clip: float
-    kl_coef: float
-    seed: int
-    slow_step: int | None = None
-    slow_stage: str | None = None
-    slow_ms: float = 0.0
-    slow_rank: int = 0
-    constant_reward_groups: float = 0.0
-    filter_groups: bool = False
-    long_tail: float = 0.0
-    long_tail_length: int = 64
-    max_response_length: int = 0
-    transition_ms: float = 0.0
-    leak_mb: float = 0.0
-    minibatch_stages: bool = False
-    ray_address: str | None = None
-
-    @classmethod
-    def parse(cls, data: object) -> DemoConfig:
-        """The section from its plain form (``msgspec.ValidationError`` naming a bad field)."""
-        return msgspec.convert(data, cls)
+__all__ = ["IntegratedWorker", "Timings"]
 
 
 class Timings(TypedDict):

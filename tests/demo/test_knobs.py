@@ -3,6 +3,8 @@ what is allowed; the closest knob or stage for a typo."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -82,3 +84,15 @@ def test_the_command_line_is_checked_against_the_shipped_knobs(
 ) -> None:
     got = knob_problem(args)
     assert (got is None) if line is None else (got is not None and got.startswith(line))
+
+
+def test_checking_the_knobs_imports_no_torch() -> None:
+    """A bad knob is named before anything heavy loads: the check imports no torch (its first
+    call took 0.7 s when the config lived beside the worker's model)."""
+    code = (
+        "import sys; from mindspeed_prof.demo.knobs import checked, problem; "
+        "from mindspeed_prof.demo.__main__ import _yaml_knobs; k = _yaml_knobs(); "
+        "assert problem({**k, 'slow_stage': 'x'}) and checked(k); print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
