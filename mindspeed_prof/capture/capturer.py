@@ -47,7 +47,7 @@ class Capturer:
         self._spans: SpanRecorder | None = None
         self._target: CaptureTarget | None = None
         self._started = 0.0
-        #: At a step end: the range file written out (at most 100 times a second); the range
+        #: At a step end: the range file written out (at most ten times a second); the range
         #: file's own method while one is written (a step end calls it with no frame between).
         self.flush_due: Callable[[], None] = _nothing
 

@@ -50,9 +50,11 @@ class SpanRecorder:
     ``flush_due()``, called at every step end, hands what was recorded to the writer thread at
     most once per ``interval_s`` (a clock read otherwise), waiting while the writer formats
     (at most ``MAX_WAITING`` ranges, tens of ms) and up to ``HANDOFF_WAIT_S`` after its write
-    began: a trainer's steps are each written as they end, a tight loop of tiny steps 100
-    times a second. ``flush()`` and ``close()`` wait until everything recorded is written. A
-    process killed by SIGKILL loses only what was not written yet.
+    began: a trainer's steps (longer than ``interval_s``) are each written as they end, a
+    loop of shorter steps ten times a second (each hand-off costs the process about 0.2 ms of
+    CPU, the writer's included: 1.2% of an 18 ms step when every step paid it; a process
+    killed by SIGKILL loses at most the last 0.1 s of steps, and the step it was in).
+    ``flush()`` and ``close()`` wait until everything recorded is written.
 
     A write that fails (a full disk) cuts the file back to the ranges written whole (complete
     JSON, not closed); nothing more is written to it; the next ``flush_due`` or ``flush``
@@ -69,7 +71,7 @@ class SpanRecorder:
         path: Path,
         metadata: CaptureHeader,
         buffer: RangeBuffer | None = None,
-        interval_s: float = 0.01,
+        interval_s: float = 0.1,
     ) -> None:
         self.path = path
         self.buffer = RangeBuffer() if buffer is None else buffer

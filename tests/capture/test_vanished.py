@@ -51,7 +51,7 @@ def test_a_save_root_deleted_mid_window_is_noticed_with_one_warning_and_profilin
             if step == 20:
                 _wait_written(prof)
                 shutil.rmtree(root)
-            time.sleep(0.001)  # steps of a real length: a flush is due every 10 ms
+            time.sleep(0.005)  # steps of a real length: a flush is due every 100 ms
     prof.close()
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and "removed while being written" in messages[0]
