@@ -125,6 +125,19 @@ class RangeTable(MutableSequence[Range]):
         if len(self.bare):
             self.bare.extend(_nans(len(codes)))
 
+    def extend_coded(
+        self, label: np.ndarray, step: np.ndarray, ts: np.ndarray, dur: np.ndarray
+    ) -> None:
+        """Ranges given as columns whose labels and steps are codes of this table already."""
+        import numpy as np
+
+        self.label.frombytes(np.ascontiguousarray(label, dtype=np.intc).tobytes())
+        self.step.frombytes(np.ascontiguousarray(step, dtype=np.intc).tobytes())
+        self.ts.frombytes(np.ascontiguousarray(ts, dtype=np.float64).tobytes())
+        self.dur.frombytes(np.ascontiguousarray(dur, dtype=np.float64).tobytes())
+        if len(self.bare):
+            self.bare.extend(_nans(len(ts)))
+
     def append(self, r: Range) -> None:
         self.add(r.rank, r.kind, r.name, r.step, r.ts, r.dur, r.source, r.tid, r.bare)
 

@@ -78,10 +78,10 @@ print(tracemalloc.get_traced_memory()[1])
 """
 
 
-def _probe(script: str, arg: str) -> list[str]:
-    """``python -c SCRIPT ARG`` (a measurement in a fresh process): its output's words."""
+def _probe(script: str, *args: str) -> list[str]:
+    """``python -c SCRIPT ARGS`` (a measurement in a fresh process): its output's words."""
     proc = subprocess.run(
-        [sys.executable, "-c", script, arg], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -108,6 +108,40 @@ def test_peak_memory_does_not_grow_with_the_trace(make, small, large, tmp_path):
     assert size(b) > 6 * size(a) - 2e6  # (the npu folder's other files do not grow)
     peak_a, peak_b = _peak(a), _peak(b)
     assert peak_b <= GROWTH * peak_a, f"{peak_b / 1e6:.2f} MB vs {peak_a / 1e6:.2f} MB"
+
+
+#: Reads each range file named; prints per file the peak of the read and what its ranges hold
+#: after it, then how many ranges it has.
+_READ = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from mindspeed_prof.analysis.readers import read
+read(Path(sys.argv[1]))  # the readers' imports, not counted
+for name in sys.argv[1:]:
+    gc.collect()
+    tracemalloc.start()
+    data = read(Path(name))
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(peak, held, len(data.ranges))
+    del data
+"""
+
+
+def test_reading_a_range_file_peaks_at_what_its_ranges_hold(tmp_path):
+    """A range file's ranges are taken in as they will be held (24 bytes a range, each name
+    and thread, and each step, once): reading 4 times the ranges peaks higher by about what the
+    added ranges hold once read (their columns, and each step's own range and label), not
+    more (the ranges waited in lists and were copied into the table: 50 bytes a range at the
+    peak against 34 held). Both files fill the reader's slices, so only the ranges grow."""
+    small = write_range_file(tmp_path / "rank0_s.mstx.trace.json", 8e6)
+    large = write_range_file(tmp_path / "rank0_l.mstx.trace.json", 32e6)
+    out = [float(v) for v in _probe(_READ, str(small), str(large))]
+    (peak_s, held_s, n_s), (peak_l, held_l, n_l) = out[:3], out[3:]
+    assert n_l > 3.5 * n_s > 150_000
+    peak, held = (peak_l - peak_s) / (n_l - n_s), (held_l - held_s) / (n_l - n_s)
+    assert held < 48, f"the ranges hold {held:.1f} bytes a range"
+    assert peak <= held + 4, f"the read peaked at {peak:.1f} bytes a range, {held:.1f} held"
 
 
 #: Reads a range file, stores its cache entry and loads it back; prints the memory the ranges

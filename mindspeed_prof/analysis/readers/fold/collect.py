@@ -13,7 +13,6 @@ from array import array
 from collections.abc import Iterator
 from itertools import repeat
 from operator import is_
-from typing import Any
 
 import numpy as np
 
@@ -46,45 +45,64 @@ _RANGE_CATS = ("user_annotation", "stage", "step", "iteration")  # iteration: pr
 
 class Annotations:
     """Stage and custom ranges as they are read, in compact columns (a range file is nothing
-    else): times in ``array``s, each name and thread's text kept once."""
+    else): 24 bytes a range. Its name and thread are one code into ``keys`` (each distinct
+    pair once, the thread as text), its step one into ``steps`` (each distinct step once, None
+    among them: a range the trace did not give one), its times in ``array``s."""
 
-    __slots__ = ("dur", "names", "nums", "steps", "strs", "tids", "ts")
+    __slots__ = ("_keys", "_steps", "dur", "key", "keys", "step", "steps", "ts")
 
     def __init__(self) -> None:
-        self.names: list[str] = []
-        self.ts, self.dur = array("d"), array("d")
+        self.keys: list[tuple[str, str]] = []
+        self._keys: dict[tuple[str, Id], int] = {}
         self.steps: list[int | None] = []
-        self.tids: list[str] = []
-        self.strs: dict[object, str] = {}  # each name (and thread id, as text) once
-        self.nums: dict[int, int] = {}  # each step number once: a range file holds millions
+        self._steps: dict[int | None, int] = {}
+        self.key, self.step = array("i"), array("i")
+        self.ts, self.dur = array("d"), array("d")
 
-    def add(self, name: str, ts: float, dur: float, step: int | None, tid: Id) -> None:
-        strs = self.strs
-        self.names.append(strs.setdefault(name, name))
-        self.ts.append(ts)
-        self.dur.append(dur)
-        self.steps.append(self.nums.setdefault(step, step) if step is not None else None)
-        text = strs.get((tid,))
-        if text is None:
-            text = strs[(tid,)] = str(tid)
-        self.tids.append(text)
+    def __len__(self) -> int:
+        return len(self.ts)
 
-    def rows(self) -> Iterator[tuple[str, float, float, int | None, str]]:
-        return zip(self.names, self.ts, self.dur, self.steps, self.tids)
+    def extend(
+        self,
+        names: list[str],
+        tids: list[Id],
+        ts: np.ndarray,
+        dur: np.ndarray,
+        steps: list[int | None],
+    ) -> None:
+        """Ranges in the order read: each one's name, thread, start, length and step."""
+        codes = list(map(self._keys.get, zip(names, tids)))
+        if None in codes:
+            codes = [self._key(n, t) if c is None else c for c, n, t in zip(codes, names, tids)]
+        at = list(map(self._steps.get, steps))
+        if None in at:
+            at = [self._step(s) if c is None else c for c, s in zip(at, steps)]
+        self.key.extend(codes)  # type: ignore[arg-type]
+        self.step.extend(at)  # type: ignore[arg-type]
+        self.ts.frombytes(np.ascontiguousarray(ts, dtype=np.float64).tobytes())
+        self.dur.frombytes(np.ascontiguousarray(dur, dtype=np.float64).tobytes())
 
-    def drain(self, size: int = 1 << 12) -> Iterator[tuple[Any, ...]]:
-        """The columns (names, ts, dur, steps, tids), ``size`` ranges at a time, each slice let
-        go of once read (what is made of them is not held beside them all)."""
-        cols: tuple[list[str] | list[int | None] | array[float], ...] = (
-            self.names,
-            self.ts,
-            self.dur,
-            self.steps,
-            self.tids,
-        )
+    def _key(self, name: str, tid: Id) -> int:
+        at = self._keys.get((name, tid))
+        if at is None:
+            at = self._keys[(name, tid)] = len(self.keys)
+            self.keys.append((name, str(tid)))
+        return at
+
+    def _step(self, step: int | None) -> int:
+        at = self._steps.get(step)
+        if at is None:
+            at = self._steps[step] = len(self.steps)
+            self.steps.append(step)
+        return at
+
+    def drain(self, size: int = 1 << 16) -> Iterator[tuple[np.ndarray, ...]]:
+        """The columns (key, step, ts, dur) as numpy arrays, ``size`` ranges at a time, each
+        slice let go of once read (what is made of them is not held beside them all)."""
+        cols = (self.key, self.step, self.ts, self.dur)
         while len(self.ts):  # let go of 16 slices at a time (each cut moves the rest)
             for lo in range(0, min(len(self.ts), 16 * size), size):
-                yield tuple(c[lo : lo + size] for c in cols)
+                yield tuple(np.array(c[lo : lo + size]) for c in cols)
             for c in cols:
                 del c[: 16 * size]
 
@@ -171,30 +189,35 @@ class Collector:
                 [e.name for e in ops],
                 idx[at],
             )
+        ranges: list[int] = []  # the stage and custom ranges, added together
         for j in np.flatnonzero(~usual).tolist():
-            ev, pos = evs[j], int(idx[j])
+            ev = evs[j]
             if ev.ph != "X":
                 alloc = self.memory.add(ev)
                 if alloc is not None:
-                    host.alloc((ev.pid, ev.tid), *alloc, at=pos)
+                    host.alloc((ev.pid, ev.tid), *alloc, at=int(idx[j]))
                 continue
-            self._host_event(ev, ev.cat, float(ts[j]), float(dur[j]), pos)
+            what = kinds[j]
+            if what is None:
+                what = name_kind(ev.name)
+            if what.__class__ is int:  # a step
+                t, d = float(ts[j]), float(dur[j])
+                self.steps.append((t, t + d, what, d))
+            elif what is STAGE or ev.cat in _RANGE_CATS:
+                ranges.append(j)
+            elif ev.cat in HOST_CATS:
+                host.op((ev.pid, ev.tid), float(ts[j]), float(dur[j]), ev.name, int(idx[j]))
+        if ranges:
+            found = [evs[j] for j in ranges]
+            steps = [_num(e.args.step) if e.args is not None else None for e in found]
+            self.annotations.extend(
+                [e.name for e in found],
+                [e.tid for e in found],
+                ts[ranges],
+                dur[ranges],
+                [int(s) if s is not None else None for s in steps],
+            )
         host.flush()
-
-    def _host_event(self, ev: Event, cat: str, ts: float, dur: float, at: int) -> None:
-        """A complete event that is neither device work nor a runtime call: a step, a stage
-        or custom range, or a host op (``at``: its index in the batch)."""
-        name = ev.name
-        what = NAMES.get(name)
-        if what is None:
-            what = name_kind(name)
-        if what.__class__ is int:
-            self.steps.append((ts, ts + dur, what, dur))
-        elif what is STAGE or cat in _RANGE_CATS:
-            step = _num(ev.args.step) if ev.args is not None else None
-            self.annotations.add(name, ts, dur, int(step) if step is not None else None, ev.tid)
-        elif cat in HOST_CATS:
-            self.host.op((ev.pid, ev.tid), ts, dur, name, at)
 
     def finish(self, data: TraceData, default_step: object) -> None:
         """Fill ``data`` (its ranges, ops, kernels, runtime, device, memory, problems)."""
@@ -207,21 +230,29 @@ class Collector:
         ranges = RangeTable.of(data.ranges)
         for ts, _, n, dur in steps:  # its own dur: ``end - ts`` rounds at epoch microseconds
             ranges.add(data.rank, "step", f"ProfilerStep#{n}", n, ts, dur)
-        label_of: dict[tuple[str, str], Label] = {}  # by name and thread
-        for names, ts_, dur_, of_step, tids in self.annotations.drain():  # (not held twice)
-            if None in of_step:
-                for j, (step, at) in enumerate(zip(of_step, ts_)):
-                    if step is None:
-                        i = bisect.bisect_right(starts, at) - 1
-                        of_step[j] = steps[i][2] if i >= 0 and at <= steps[i][1] else fallback
-            labels = list(map(label_of.get, zip(names, tids)))
-            if None in labels:
-                for j, key in enumerate(zip(names, tids)):
-                    lab = label_of.get(key)
-                    if lab is None:
-                        lab = label_of[key] = _label(data.rank, *key)
-                    labels[j] = lab
-            ranges.extend_columns(labels, of_step, ts_, dur_)  # type: ignore[arg-type]
+        ann = self.annotations
+        # each (name, thread)'s label, coded in the order first read, as each range was
+        labels = np.array(
+            [ranges.code(_label(data.rank, name, tid)) for name, tid in ann.keys], dtype=np.intc
+        )
+        # a range without a step is in the step whose range holds its start (else the
+        # capture's own); steps are coded in the order their first ranges were read
+        unknown = ann._steps.get(None)
+        known = (
+            np.array([ranges.step_code(s) for s in ann.steps], dtype=np.intc)
+            if unknown is None
+            else None
+        )
+        for key, step, ts_, dur_ in ann.drain():  # (not held twice)
+            if known is None:
+                of_step = [ann.steps[c] for c in step.tolist()]
+                for j in np.flatnonzero(step == unknown).tolist():
+                    i = bisect.bisect_right(starts, ts_[j]) - 1
+                    of_step[j] = steps[i][2] if i >= 0 and ts_[j] <= steps[i][1] else fallback
+                codes = np.array(list(map(ranges.step_code, of_step)), dtype=np.intc)
+            else:
+                codes = known[step]
+            ranges.extend_coded(labels[key], codes, ts_, dur_)
         data.ranges = ranges
         if self.host.any_tops():  # host ops are kept relative to their origin
             try:
