@@ -96,9 +96,34 @@ def pieces(value: object, level: int = 0) -> Iterator[str]:
         yield from _encoded(value, level)
 
 
+#: A flat object's or array's members, one a line, written by ``json``'s C encoder (``indent``
+#: takes the pure-Python one: most of the time ``--json`` spent on a table of a row per step).
+_FLAT = json.JSONEncoder(separators=(",\n  ", ": "), default=str)
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_CONTAINERS = (dict, list, tuple)
+
+
+def _flat(value: object) -> bool:
+    """Whether ``value`` is an object or array of scalars and empty objects and arrays (which
+    ``indent`` writes as ``{}`` and ``[]`` too)."""
+    members: Iterable[object]
+    if type(value) is dict:
+        members = value.values()
+    elif type(value) in (list, tuple):
+        members = value  # type: ignore[assignment]
+    else:
+        return False
+    return all(type(m) in _SCALARS or (type(m) in _CONTAINERS and not m) for m in members)
+
+
 def _encoded(value: object, level: int) -> Iterator[str]:
     """``json``'s indented text of ``value``, indented ``level`` deep, in runs of pieces."""
     pad = "\n" + "  " * level
+    if value and _flat(value):
+        text = _FLAT.encode(value)
+        text = f"{text[0]}\n  {text[1:-1]}\n{text[-1]}"
+        yield text.replace("\n", pad) if level else text
+        return
     run: list[str] = []
     for piece in _INDENTED.iterencode(value):
         run.append(piece)
