@@ -104,27 +104,6 @@ class RangeTable(MutableSequence[Range]):
         if len(self.bare) < len(self.ts):
             self.bare.extend(_nans(len(self.ts) - len(self.bare)))
 
-    def extend_columns(
-        self,
-        labels: Sequence[Label],
-        steps: Sequence[int | None],
-        ts: Iterable[float],
-        dur: Iterable[float],
-    ) -> None:
-        """Ranges given as columns (no bare time): each one's label, step, start, length."""
-        codes = list(map(self._index.get, labels))
-        if None in codes:
-            codes = [self.code(lab) if c is None else c for c, lab in zip(codes, labels)]
-        at = list(map(self._steps.get, steps))
-        if None in at:
-            at = [self.step_code(s) if c is None else c for c, s in zip(at, steps)]
-        self.label.extend(codes)  # type: ignore[arg-type]
-        self.step.extend(at)  # type: ignore[arg-type]
-        self.ts.extend(ts)
-        self.dur.extend(dur)
-        if len(self.bare):
-            self.bare.extend(_nans(len(codes)))
-
     def extend_coded(
         self, label: np.ndarray, step: np.ndarray, ts: np.ndarray, dur: np.ndarray
     ) -> None:

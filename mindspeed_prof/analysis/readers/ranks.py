@@ -96,6 +96,12 @@ def _claims(t: TraceData) -> dict[int | None, set[str]]:
     return {step: names or {"(whole step)"} for step, names in (out or {None: set()}).items()}
 
 
+def _identity(t: TraceData) -> tuple[str, str]:
+    """The capture a file is part of: its folder and stem (a trace and its range file share
+    them)."""
+    return (str(t.path.parent), capture_stem(t.path))
+
+
 def role_of(t: TraceData) -> str:
     """The role our own captures name in their metadata; empty for other tools' captures."""
     return t.meta.role or ""
@@ -122,9 +128,9 @@ def separate(traces: list[TraceData], root: Path) -> list[str]:
     # (a range file of 90,000 steps would otherwise hold a set per step)
     sharing: dict[tuple[int | None, str], set[tuple[str, str]]] = defaultdict(set)
     for t in traces:
-        sharing[(t.rank, role_of(t))].add((str(t.path.parent), capture_stem(t.path)))
+        sharing[(t.rank, role_of(t))].add(_identity(t))
     for t in traces:
-        identity = (str(t.path.parent), capture_stem(t.path))
+        identity = _identity(t)
         held = parts.setdefault(identity, defaultdict(set))
         role = role_of(t)
         if role:

@@ -7,6 +7,7 @@ import bisect
 from collections import defaultdict
 from unittest import mock
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -131,11 +132,11 @@ def test_columns_added_at_once_are_the_ranges_added_one_by_one(
 ) -> None:
     b = [r._replace(bare=None) for r in b]
     table = RangeTable.of(a)
-    table.extend_columns(
-        [(r.rank, r.kind, r.name, r.source, r.tid) for r in b],
-        [r.step for r in b],
-        [r.ts for r in b],
-        [r.dur for r in b],
+    table.extend_coded(
+        np.array([table.code((r.rank, r.kind, r.name, r.source, r.tid)) for r in b]),
+        np.array([table.step_code(r.step) for r in b]),
+        np.array([r.ts for r in b], dtype=np.float64),
+        np.array([r.dur for r in b], dtype=np.float64),
     )
     want = RangeTable.of(a + b)
     assert table.labels == want.labels and table.steps == want.steps

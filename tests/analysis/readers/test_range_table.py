@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from array import array
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,11 +71,11 @@ def test_a_table_holds_bare_times_only_once_a_range_has_one(
     unknown = [r._replace(bare=None) for r in a]
     table = RangeTable.of(unknown)
     assert not len(table.bare)
-    table.extend_columns(
-        [(r.rank, r.kind, r.name, r.source, r.tid) for r in unknown],
-        [r.step for r in unknown],
-        [r.ts for r in unknown],
-        [r.dur for r in unknown],
+    table.extend_coded(
+        np.array([table.code((r.rank, r.kind, r.name, r.source, r.tid)) for r in unknown]),
+        np.array([table.step_code(r.step) for r in unknown]),
+        np.array([r.ts for r in unknown], dtype=np.float64),
+        np.array([r.dur for r in unknown], dtype=np.float64),
     )
     want = unknown + unknown
     assert not len(table.bare) and list(table) == want

@@ -59,9 +59,6 @@ class Annotations:
         self.key, self.step = array("i"), array("i")
         self.ts, self.dur = array("d"), array("d")
 
-    def __len__(self) -> int:
-        return len(self.ts)
-
     def extend(
         self,
         names: list[str],
