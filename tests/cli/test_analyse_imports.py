@@ -4,10 +4,13 @@ each module a process imports costs every analysis its start (and its memory).""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 
@@ -16,20 +19,30 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 NOT_AT_START = ("mindspeed_prof.ray.link", "importlib.metadata", "socket", "multiprocessing")
 
 _PROBE = """
-import io, json, sys
+import io, json, os, sys
 from contextlib import redirect_stdout
 from mindspeed_prof.cli import main
 with redirect_stdout(io.StringIO()):
     code = main(["analyse", "--json", "--jobs", "1", sys.argv[1]])
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+threads = len(os.listdir("/proc/self/task"))  # the native ones too (BLAS's pool)
+blas = os.environ.get("OPENBLAS_NUM_THREADS")
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "threads": threads, "blas": blas}))
 """
 
 
-def _imports(root: Path) -> tuple[int, set[str]]:
+def _probe(root: Path, env: dict[str, str] | None = None) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(root)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _PROBE, str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
     )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _imports(root: Path) -> tuple[int, set[str]]:
+    got = _probe(root)
     return got["code"], set(got["modules"])
 
 
@@ -49,6 +62,22 @@ def test_the_start_and_a_kineto_trace_import_no_cluster_config_or_pool(tmp_path:
     code, modules = _imports(trace)
     assert code == 0 and _loaded(modules, "numpy")  # the fold's columns
     assert [m for m in NOT_AT_START if _loaded(modules, m)] == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="threads counted in /proc")
+def test_reading_starts_no_blas_threads_and_keeps_a_users_setting(tmp_path: Path) -> None:
+    """numpy's BLAS pool (a thread a core, spinning after its start) cost a fifth of a small
+    capture's CPU; the reading commands do no linear algebra and run on the main thread."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    trace = tmp_path / "trace"
+    shutil.copytree(CORPUS / "kineto_nccl_2rank_sampled", trace)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(trace)], capture_output=True, text=True, env=env
+    )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0 and "numpy" in got["modules"]
+    assert (got["threads"], got["blas"]) == (1, "1")
+    assert _probe(trace, {"OPENBLAS_NUM_THREADS": "2"})["blas"] == "2"
 
 
 def test_a_torch_npu_text_export_without_trace_view_reads_without_numpy(tmp_path: Path) -> None:
