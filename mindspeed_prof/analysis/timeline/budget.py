@@ -55,6 +55,9 @@ _BINS = len(EDGES)
 #: What one written slice costs beyond its name and category, and one merged slice in all.
 _EVENT = 84
 MERGED_BYTES = 130
+#: Threads whose counts ``plan`` turns into arrays at once (each a row of ``_BINS`` floats
+#: and a few temporaries of it: about 5 MB a block, whatever the number of ranks).
+_ROWS = 1024
 
 
 class _Facts(TypedDict):
@@ -180,17 +183,20 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     kept = _from_bin(hist)  # (cells, thresholds): bytes of operators at least EDGES[k] long
     runs = np.zeros_like(kept)
     rows = list(stats.thread_counts)
-    counts = np.array([stats.thread_counts[r] for r in rows], dtype=np.float64)
-    k_kept = _from_bin(counts)
-    k_short = counts.sum(axis=1, keepdims=True) - k_kept
-    # runs of short operators: at most one more than twice the kept (nesting splits a run at
-    # a kept slice's start and end); expected, were the kept ones scattered, s (k + 1) / (s + k)
-    scattered = 1.5 * k_short * (k_kept + 1) / np.maximum(k_short + k_kept, 1)
-    np.add.at(
-        runs,
-        [index[c] for c, _ in rows],
-        np.minimum(np.minimum(k_short, 2 * k_kept + 1), scattered),
-    )
+    for lo in range(0, len(rows), _ROWS):  # a block of threads at a time: flat in the ranks
+        block = rows[lo : lo + _ROWS]
+        counts = np.array([stats.thread_counts[r] for r in block], dtype=np.float64)
+        k_kept = _from_bin(counts)
+        k_short = counts.sum(axis=1, keepdims=True) - k_kept
+        # runs of short operators: at most one more than twice the kept (nesting splits a run
+        # at a kept slice's start and end); expected, were the kept ones scattered,
+        # s (k + 1) / (s + k)
+        scattered = 1.5 * k_short * (k_kept + 1) / np.maximum(k_short + k_kept, 1)
+        np.add.at(
+            runs,
+            [index[c] for c, _ in block],
+            np.minimum(np.minimum(k_short, 2 * k_kept + 1), scattered),
+        )
     own = np.zeros((n, _BINS + 1))  # always-kept bytes below each threshold
     own_n = np.zeros((n, _BINS + 1))  # and how many: each splits a run in two
     own_total = np.zeros(n)

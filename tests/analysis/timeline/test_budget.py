@@ -12,7 +12,15 @@ import pytest
 
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.timeline import write_timeline
-from mindspeed_prof.analysis.timeline.budget import ALWAYS, BudgetError, Plan, Tally
+from mindspeed_prof.analysis.timeline.budget import (
+    ALWAYS,
+    CAP_US,
+    BudgetError,
+    Plan,
+    Stats,
+    Tally,
+    plan,
+)
 from mindspeed_prof.analysis.timeline.detail import StepOf, write_detail
 from mindspeed_prof.analysis.timeline.event import TraceEvent
 from mindspeed_prof.cli import main
@@ -257,3 +265,40 @@ def test_perfetto_format_without_its_package_is_a_usage_error(
     from mindspeed_prof.extras import install_line
 
     assert install_line("perfetto") in capsys.readouterr().err and not out.exists()
+
+
+def _stats(threads: int) -> Stats:
+    """4 rank-steps of ``threads`` threads in all, each thread's operators over the bins."""
+    stats = Stats()
+    for pid in range(4):
+        for tid in range(threads // 4):
+            for dur in (0.5,) * 12 + (3.0,) * 6 + (40.0, 40.0, 900.0, 20_000.0):
+                stats.add(pid, 1, (pid, tid), "aclnnMatMul", "kernel", dur)
+    return stats
+
+
+def _plan_peak(stats: Stats, budget: int) -> int:
+    """``plan``'s own peak (tracemalloc, above what it was given)."""
+    import tracemalloc
+
+    plan(_stats(4), 0, budget)  # numpy's first uses allocate for good: not plan's
+    tracemalloc.start()
+    try:
+        plan(stats, 10_000, budget)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_planning_holds_a_block_of_threads_at_a_time_not_every_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counts per thread become arrays a block at a time: a timeline of 1,024 ranks' many
+    device streams is planned in as much memory as one of 64, to the plan one block gives."""
+    import mindspeed_prof.analysis.timeline.budget as budget
+
+    small, big = _stats(2_000), _stats(16_000)
+    assert _plan_peak(big, 20_000_000) < 1.3 * _plan_peak(small, 20_000_000) + 200_000
+    blocks = plan(big, 10_000, 20_000_000)
+    monkeypatch.setattr(budget, "_ROWS", 10**9)
+    assert blocks == plan(big, 10_000, 20_000_000) and 0 < blocks.below_us < CAP_US
