@@ -6,25 +6,31 @@ import gc
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.kept import kept
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
 
 if TYPE_CHECKING:
+    import multiprocessing.pool
     from multiprocessing.pool import IMapIterator
+
+T = TypeVar("T")
 
 __all__ = [
     "MAX_JOBS",
     "POOL_MIN_BYTES",
     "Progress",
     "default_jobs",
+    "next_result",
     "read_all",
     "read_encoded",
     "read_one",
+    "workers",
 ]
 
 #: More processes than this rarely help: reading is bound by memory bandwidth and disk.
@@ -139,30 +145,41 @@ def _in_pool(
     finish: Callable[[int, TraceData | str], None],
     comm_kernels: str = "",
 ) -> None:
-    """Read ``todo`` in ``jobs`` processes; Ctrl-C terminates them.
+    """Read ``todo`` in ``jobs`` processes; Ctrl-C terminates them."""
+    try:
+        with workers(jobs) as (pool, stop):
+            results = pool.imap_unordered(
+                _indexed, [(i, paths[i], root, use_cache, comm_kernels) for i in todo]
+            )
+            for _ in todo:
+                i, result = next_result(results, stop)
+                finish(i, _decoded(result, paths[i]) if isinstance(result, bytes) else result)
+    except BaseException:
+        for i in todo:  # writes stopped before their rename
+            cache.discard_partial(paths[i])
+        raise
+
+
+@contextmanager
+def workers(jobs: int) -> Iterator[tuple[multiprocessing.pool.Pool, threading.Event]]:
+    """A pool of ``jobs`` processes, and the flag Ctrl-C sets (``next_result`` acts on it);
+    on leaving, the pool is closed, or terminated when an error leaves.
 
     A ``multiprocessing.Pool``, not a ``ProcessPoolExecutor``: the executor deadlocks at exit
     when a worker is killed halfway through sending a result, ``Pool.terminate`` does not.
     Ctrl-C only sets a flag, acted on between waits, so no lock is left half-taken.
     """
-    import multiprocessing  # with its pickle and sockets: only where workers read
+    import multiprocessing  # with its pickle and sockets: only where workers run
 
     stop = threading.Event()
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
     pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
     try:
-        results = pool.imap_unordered(
-            _indexed, [(i, paths[i], root, use_cache, comm_kernels) for i in todo]
-        )
-        for _ in todo:
-            i, result = _next(results, stop)
-            finish(i, _decoded(result, paths[i]) if isinstance(result, bytes) else result)
+        yield pool, stop
         pool.close()
     except BaseException:
         pool.terminate()
-        for i in todo:  # writes stopped before their rename
-            cache.discard_partial(paths[i])
         raise
     finally:
         pool.join()
@@ -170,9 +187,7 @@ def _in_pool(
             signal.signal(signal.SIGINT, previous)
 
 
-def _next(
-    results: IMapIterator[tuple[int, bytes | TraceData | str]], stop: threading.Event
-) -> tuple[int, bytes | TraceData | str]:
+def next_result(results: IMapIterator[T], stop: threading.Event) -> T:
     """The next result, checking for Ctrl-C every tenth of a second."""
     import multiprocessing
 

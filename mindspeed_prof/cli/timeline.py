@@ -141,9 +141,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return Exit.NOTHING
     limit = int(args.max_mb * 1e6) or None
+    from mindspeed_prof.analysis.parallel import default_jobs
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
     try:
         timeline = write_timeline(
-            result.traces, Path(args.output), detail, steps, limit, args.format
+            result.traces, Path(args.output), detail, steps, limit, args.format, jobs
         )
     except BudgetError as err:
         error(f"{err}: nothing written; narrow it with --steps A:B or raise --max-mb")

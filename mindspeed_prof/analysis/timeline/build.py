@@ -25,8 +25,8 @@ from mindspeed_prof.analysis.timeline.emit import emit
 from mindspeed_prof.analysis.timeline.perfetto import PerfettoWriter
 from mindspeed_prof.analysis.timeline.tracks import Layout, captures, duplicates, lanes
 from mindspeed_prof.analysis.timeline.window import EVERY_STEP, StepWindow
-from mindspeed_prof.analysis.timeline.writer import JsonWriter, Over, Writer
-from mindspeed_prof.formats import NPU_OUTPUT
+from mindspeed_prof.analysis.timeline.workers import count_tracks, write_tracks
+from mindspeed_prof.analysis.timeline.writer import Over
 
 __all__ = ["Timeline", "write_timeline"]
 
@@ -57,6 +57,7 @@ def write_timeline(
     steps: StepWindow = EVERY_STEP,
     max_bytes: int | None = None,
     fmt: str = "json",
+    jobs: int = 1,
 ) -> Timeline:
     """Merge ``traces`` into the Chrome trace ``out`` (gzipped when it ends in ``.gz``).
 
@@ -66,6 +67,8 @@ def write_timeline(
     ``max_bytes``: the most bytes of (uncompressed) JSON to write: short operators merged, then
     operators of the slowest rank-steps only, as ``budget`` plans; None: no limit.
     ``fmt``: ``json`` (Chrome's trace format) or ``perfetto`` (``perfetto``).
+    ``jobs``: processes that write the tracks that read captures again (``workers``; JSON
+    only: the Perfetto writer shares its strings across tracks).
     """
     out = Path(out)
     result = Timeline(out)
@@ -96,18 +99,18 @@ def write_timeline(
         result.tracks.append(label)
         layout.tracks.append((pid, key, label, tracks[key]))
     plan, stats = None, None
-    if max_bytes is not None and _input_bytes(layout) > 2 * max_bytes:  # surely over
-        stats = _stats(layout, result)
+    if max_bytes is not None and layout.detail_bytes() > 2 * max_bytes:  # surely over
+        stats = _stats(layout, result, jobs, _scratch(out))
         plan = plan_budget(stats[0], stats[1], max_bytes)
     cap = max_bytes or 0
     for attempt in range(6):  # an estimate: written again, with less, until it fits
         try:
-            written, tally = _write(out, layout, result, plan, fmt, max_bytes)
+            written, tally = _write(out, layout, result, plan, fmt, max_bytes, jobs)
             break
         except OverflowError:  # Over, or the perfetto writer's
             if attempt == 5:
                 raise BudgetError(f"over the budget of {cap / 1e6:,.1f} MB after 6 tries") from None
-            stats = stats or _stats(layout, result)
+            stats = stats or _stats(layout, result, jobs, _scratch(out))
             plan = plan_budget(*stats, cap if plan is None else int(cap * 0.85 ** (attempt + 1)))
     if plan is not None and plan.active:
         result.budget = budget_facts(plan, tally, max_bytes, layout.ranks())
@@ -130,61 +133,58 @@ def _write(
     plan: Plan | None,
     fmt: str = "json",
     limit: int | None = None,
+    jobs: int = 1,
 ) -> tuple[int, Tally]:
     """Write the trace (through a temporary file); its bytes (before gzip) and what the budget
     did."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tally = Tally()
     try:
         with gzip.open(tmp, "wb") if out.name.endswith(".gz") else open(tmp, "wb") as f:
-            w: Writer = (
-                JsonWriter(f, limit) if fmt == "json" else PerfettoWriter(f, layout.origin, limit)
-            )
-            head = b'{"displayTimeUnit": "ms", "traceEvents": [\n' if fmt == "json" else b""
-            f.write(head)
-            emit(w, layout, plan, tally)
-            w.flush()
             other = {
                 "origin_wall_us": layout.origin,
                 "tracks": result.tracks,
                 "aligned_on_step_starts": result.aligned_on_steps,
                 "warnings": result.warnings,
             }
-            if plan is not None and plan.active:
-                other["budget"] = budget_facts(plan, tally, None, layout.ranks())
-            tail = b""
-            if isinstance(w, PerfettoWriter):
-                w.other_data(other)
-                w.flush()
-            else:  # json escapes what msgspec cannot write: a path's non-UTF-8
+            if fmt == "json":
+                head = b'{"displayTimeUnit": "ms", "traceEvents": [\n'
+                f.write(head)
+                done = write_tracks(f, layout, plan, jobs, limit, _scratch(out))
+                tally, size = done.tally, done.bytes
+                if plan is not None and plan.active:
+                    other["budget"] = budget_facts(plan, tally, None, layout.ranks())
+                # json escapes what msgspec cannot write: a path's non-UTF-8
                 tail = b'], "otherData": ' + json.dumps(other).encode() + b"}\n"
                 f.write(tail)
-            result.events, result.slices = w.count, w.slices
-        if limit is not None and len(head) + w.bytes + len(tail) > limit:
+                result.events, result.slices = done.count, done.slices
+            else:
+                head = tail = b""
+                tally = Tally()
+                w = PerfettoWriter(f, layout.origin, limit)
+                emit(w, layout, plan, tally)
+                w.flush()
+                if plan is not None and plan.active:
+                    other["budget"] = budget_facts(plan, tally, None, layout.ranks())
+                w.other_data(other)
+                w.flush()
+                result.events, result.slices, size = w.count, w.slices, w.bytes
+        if limit is not None and len(head) + size + len(tail) > limit:
             raise Over
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-    return len(head) + w.bytes + len(tail), tally
+    return len(head) + size + len(tail), tally
 
 
-def _input_bytes(layout: Layout) -> float:
-    """The size of the detail files (a db's: unknown, so infinite), a bound on their events."""
-    total = 0.0
-    for _, key, _, cs in layout.tracks:
-        for c in cs if layout.with_detail(key) else ():
-            for t in c.details:
-                if t.kind == "db":
-                    return float("inf")
-                path = t.path / NPU_OUTPUT / "trace_view.json" if t.path.is_dir() else t.path
-                total += path.stat().st_size if path.is_file() else 0
-    return total
+def _scratch(out: Path) -> Path:
+    """Where workers' files go: beside ``out``, hidden, named after it and this process."""
+    return out.with_name(f".{out.name}.{os.getpid()}")
 
 
-def _stats(layout: Layout, result: Timeline) -> tuple[Stats, int]:
+def _stats(layout: Layout, result: Timeline, jobs: int, scratch: Path) -> tuple[Stats, int]:
     """The detail's statistics, and the bytes of everything else."""
-    stats = Stats()
-    counter = JsonWriter(None)
-    emit(counter, layout, None, Tally(), stats)
-    counter.flush()
-    return stats, counter.bytes + 2_000 + len(json.dumps(result.tracks)) + 60 * len(result.warnings)
+    counted = count_tracks(layout, jobs, scratch)
+    assert counted.stats is not None
+    return counted.stats, (
+        counted.bytes + 2_000 + len(json.dumps(result.tracks)) + 60 * len(result.warnings)
+    )

@@ -7,11 +7,11 @@ from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
 from mindspeed_prof.analysis.timeline.detail import StepOf, wall_events, write_detail
 from mindspeed_prof.analysis.timeline.event import Thread, TraceEvent
-from mindspeed_prof.analysis.timeline.tracks import Capture, Layout
+from mindspeed_prof.analysis.timeline.tracks import Capture, Layout, Track
 from mindspeed_prof.analysis.timeline.window import StepWindow
 from mindspeed_prof.analysis.timeline.writer import Writer
 
-__all__ = ["RANGE_TIDS", "THREADS", "emit"]
+__all__ = ["RANGE_TIDS", "THREADS", "emit", "emit_track"]
 
 THREADS = {"step": (1, "steps"), "stage": (2, "stages"), "range": (3, "ranges")}
 #: Rows of custom ranges of a second, third... recording thread: numbered from here, past any
@@ -27,36 +27,49 @@ def emit(
     stats: Stats | None = None,
 ) -> None:
     """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
+    for track in layout.tracks:
+        emit_track(w, layout, track, plan, tally, stats)
+
+
+def emit_track(
+    w: Writer,
+    layout: Layout,
+    track: Track,
+    plan: Plan | None,
+    tally: Tally,
+    stats: Stats | None = None,
+) -> None:
+    """One track's header, ranges and (unless ``stats`` counts them instead) detail."""
     steps = layout.steps
-    for pid, key, label, captures in layout.tracks:
-        _header(w, pid, label)
-        threads: dict[Thread, int] = {}
-        rows: dict[str, int] = {}
-        for c in captures:
-            span = None if steps.everything else _window_span(c, steps, layout.offsets)
-            for t in c.ranges:
-                _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span, rows)
-            if not layout.with_detail(key) or not (span or steps.everything):
+    pid, key, label, captures = track
+    _header(w, pid, label)
+    threads: dict[Thread, int] = {}
+    rows: dict[str, int] = {}
+    for c in captures:
+        span = None if steps.everything else _window_span(c, steps, layout.offsets)
+        for t in c.ranges:
+            _write_ranges(w, pid, t, layout.offsets[id(t)], layout.origin, steps, span, rows)
+        if not layout.with_detail(key) or not (span or steps.everything):
+            continue
+        step_of = StepOf(
+            (r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)], r.step)
+            for t in c.ranges
+            for r in t.ranges
+            if r.kind == "step" and r.step is not None
+        )
+        for t in c.details:
+            events = wall_events(t, layout.offsets[id(t)], span)
+            if stats is None:
+                write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
                 continue
-            step_of = StepOf(
-                (r.ts + layout.offsets[id(t)], r.ts + r.dur + layout.offsets[id(t)], r.step)
-                for t in c.ranges
-                for r in t.ranges
-                if r.kind == "step" and r.step is not None
-            )
-            for t in c.details:
-                events = wall_events(t, layout.offsets[id(t)], span)
-                if stats is None:
-                    write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
-                    continue
-                for thread, cat, name, ts, dur in events:
-                    stats.add(pid, step_of(ts), thread, name, cat, dur)
-            if stats is not None:
-                for t in c.ranges:
-                    for r in t.ranges:
-                        if r.kind == "step" and r.step is not None:
-                            cell = (pid, r.step)
-                            stats.step_us[cell] = max(stats.step_us.get(cell, 0.0), r.dur)
+            for thread, cat, name, ts, dur in events:
+                stats.add(pid, step_of(ts), thread, name, cat, dur)
+        if stats is not None:
+            for t in c.ranges:
+                for r in t.ranges:
+                    if r.kind == "step" and r.step is not None:
+                        cell = (pid, r.step)
+                        stats.step_us[cell] = max(stats.step_us.get(cell, 0.0), r.dur)
 
 
 def _header(w: Writer, pid: int, label: str) -> None:

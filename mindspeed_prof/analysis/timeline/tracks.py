@@ -11,10 +11,19 @@ from dataclasses import dataclass, field, replace
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
 from mindspeed_prof.analysis.timeline.window import StepWindow
-from mindspeed_prof.formats import capture_stem
+from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
 from mindspeed_prof.formats.stem import Stem
 
-__all__ = ["ROLE_ORDER", "Capture", "Layout", "TrackKey", "captures", "duplicates", "lanes"]
+__all__ = [
+    "ROLE_ORDER",
+    "Capture",
+    "Layout",
+    "Track",
+    "TrackKey",
+    "captures",
+    "duplicates",
+    "lanes",
+]
 
 #: Roles in the order an RL loop runs them; other roles follow alphabetically.
 ROLE_ORDER = ("integrated", "actor", "rollout", "reference", "critic", "reward", "driver")
@@ -52,11 +61,15 @@ class Capture:
     details: list[TraceData]
 
 
+#: A track as it is written: its pid, key, label and captures.
+Track = tuple[int, TrackKey, str, list[Capture]]
+
+
 @dataclass
 class Layout:
     """Everything but the events: the tracks in order, the clock, the window."""
 
-    tracks: list[tuple[int, TrackKey, str, list[Capture]]]
+    tracks: list[Track]
     offsets: dict[int, float]
     origin: float
     steps: StepWindow
@@ -68,6 +81,41 @@ class Layout:
     def ranks(self) -> dict[int, int | None]:
         """Each track's rank, by pid."""
         return {pid: key.rank for pid, key, _, _ in self.tracks}
+
+    def detail_bytes(self) -> float:
+        """The size of the detail files (a db's: unknown, so infinite), a bound on their
+        events."""
+        total = 0.0
+        for track in self.tracks:
+            for c in track[3] if self.with_detail(track[1]) else ():
+                for t in c.details:
+                    if t.kind == "db":
+                        return float("inf")
+                    path = t.path / NPU_OUTPUT / "trace_view.json" if t.path.is_dir() else t.path
+                    total += path.stat().st_size if path.is_file() else 0
+        return total
+
+    def reads(self, track: Track) -> bool:
+        """Whether writing ``track`` reads captures again (its operator detail)."""
+        return self.with_detail(track[1]) and any(c.details for c in track[3])
+
+    def of(self, track: Track) -> Layout:
+        """This layout with ``track`` alone (what another process needs to write it)."""
+        held = [t for c in track[3] for t in c.ranges + c.details]
+        offsets = {id(t): self.offsets[id(t)] for t in held}
+        return Layout([track], offsets, self.origin, self.steps, self.detail)
+
+    def __getstate__(self) -> dict[str, object]:
+        # offsets are keyed by id(): sent by position, keyed again where they arrive
+        held = [t for _, _, _, cs in self.tracks for c in cs for t in c.ranges + c.details]
+        state = dict(self.__dict__)
+        state["offsets"] = [self.offsets[id(t)] for t in held]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        held = [t for _, _, _, cs in self.tracks for c in cs for t in c.ranges + c.details]
+        self.offsets = dict(zip(map(id, held), state["offsets"]))  # type: ignore[call-overload]
 
 
 def _role_order(role: str) -> tuple[int, str]:
