@@ -12,7 +12,8 @@ order (the order ``plan`` breaks ties in).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,20 +93,27 @@ def write_tracks(
     enough bytes to read, each into a file named ``scratch`` + ``.track<i>.tmp``."""
     out = _Joined(f)
     done = Written()
-    for written, path in _tracks(layout, plan, jobs, limit, scratch, out, counting=False):
-        if path is not None:
-            try:
-                with open(path, "rb") as piece:
-                    out.fresh = True
-                    while chunk := piece.read(_COPY):
-                        out.write(chunk)
-            finally:
-                path.unlink(missing_ok=True)
-        done.add(written)
-        if limit is not None and done.bytes + out.commas > limit:
-            raise Over
+    tracks = _tracks(layout, plan, jobs, limit, scratch, out, counting=False)
+    with closing(tracks):  # past the limit: the workers stopped now, not when collected
+        for written, path in tracks:
+            _copy(out, written, path, done)
+            if limit is not None and done.bytes + out.commas > limit:
+                raise Over
     done.bytes += out.commas
     return done
+
+
+def _copy(out: _Joined, written: Written, path: Path | None, done: Written) -> None:
+    """A worker's file copied into ``out`` (and removed); what it came to added to ``done``."""
+    if path is not None:
+        try:
+            with open(path, "rb") as piece:
+                out.fresh = True
+                while chunk := piece.read(_COPY):
+                    out.write(chunk)
+        finally:
+            path.unlink(missing_ok=True)
+    done.add(written)
 
 
 def count_tracks(layout: Layout, jobs: int = 1, scratch: Path | None = None) -> Written:
@@ -127,7 +135,7 @@ def _tracks(
     scratch: Path | None,
     out: _Joined | None,
     counting: bool,
-) -> Iterator[tuple[Written, Path | None]]:
+) -> Generator[tuple[Written, Path | None], None, None]:
     """Each track written (``out``; None: counted only), in order: what it came to, and the
     worker's file holding it (None: written to ``out`` here)."""
     reads = [i for i, t in enumerate(layout.tracks) if layout.reads(t)]
