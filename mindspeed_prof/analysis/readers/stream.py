@@ -158,15 +158,19 @@ class _Window:
     """The bytes read and not yet decoded, in one buffer kept for the whole file: ``[`` then
     the events at ``buf[1:n]``. A slice is decoded from a view of it with its end's comma
     turned into ``]`` for the while (``array``, ``restore``), and each chunk is read into it:
-    no copy of a chunk, nor a new buffer for each (fresh megabytes cost their page faults)."""
+    no copy of a chunk, nor a new buffer for each (fresh megabytes cost their page faults).
+    ``left``: the bytes the file has left to read, where its size tells (None: a compressed
+    one): the buffer grows by no more than that (a small file's would be mostly room)."""
 
-    __slots__ = ("_at", "_keep", "_readinto", "buf", "n")
+    __slots__ = ("_at", "_keep", "_left", "_readinto", "buf", "n")
 
-    def __init__(self, data: bytes, readinto: Callable[[memoryview], int]) -> None:
+    def __init__(
+        self, data: bytes, readinto: Callable[[memoryview], int], left: int | None = None
+    ) -> None:
         self.buf = bytearray(b"[") + data
         self.n = len(self.buf)
-        self.buf += bytes(CHUNK)
         self._readinto = readinto
+        self._left = left
         self._at, self._keep = -1, 0
 
     def data(self) -> bytes:
@@ -191,10 +195,16 @@ class _Window:
 
     def fill(self) -> None:
         """The next chunk read in after the bytes kept (the buffer grows only for an event
-        longer than what it holds)."""
-        if len(self.buf) - self.n < CHUNK:
-            self.buf += bytes(CHUNK)
-        self.n += self._readinto(memoryview(self.buf)[self.n : self.n + CHUNK])
+        longer than what it holds, or the file's first chunks). A file that grew since its
+        size was taken is read on a chunk at a time."""
+        want = CHUNK if self._left is None else min(CHUNK, self._left + 1)
+        room = len(self.buf) - self.n
+        if room < want:
+            self.buf += bytes(want - room)
+        got = self._readinto(memoryview(self.buf)[self.n : self.n + want])
+        self.n += got
+        if self._left is not None:
+            self._left = self._left - got if got <= self._left else None
 
 
 class TraceStream(Generic[E, T]):
@@ -214,6 +224,7 @@ class TraceStream(Generic[E, T]):
         self._eof = False
         self._compressed = False
         self._readinto: Callable[[memoryview], int] = lambda into: 0
+        self._total = 0  # bytes read (decompressed)
 
     def problems(self) -> list[str]:
         """One line naming the file, when events were left out."""
@@ -260,7 +271,8 @@ class TraceStream(Generic[E, T]):
                     self.top = self._top.decode(buf)
                     yield from self._take_events()
                     return
-            win = _Window(buf, self._readinto)
+            left = None if self._compressed else max(os.fstat(f.fileno()).st_size - self._total, 0)
+            win = _Window(buf, self._readinto, left)
             ended = False
             while True:
                 cut = None if ended else self._cut(win)
@@ -287,13 +299,12 @@ class TraceStream(Generic[E, T]):
         limit = float("inf")
         if self._compressed:
             limit = max(max_inflate() * self.path.stat().st_size, _FLOOR)
-        total = 0
+        self._total = 0
 
         def got(n: int) -> None:
-            nonlocal total
-            total += n
+            self._total += n
             self._eof = not n
-            if total > limit:
+            if self._total > limit:
                 raise BadFile(
                     f"{self.path}: inflates to more than {limit / 1e6:.0f} MB "
                     f"({max_inflate():g}x its size); refused as a decompression "

@@ -313,3 +313,57 @@ def test_slices_decoded_in_place_leave_the_next_ones_whole(
     got = [e for batch in s.batches() for e in batch]
     assert got == decode_events(text.encode()) and len(got) == 60
     assert s.top is not None and s.top.closed is True
+
+
+class _Seen(stream_mod._Window):
+    """The window, each one made kept (to read how large its buffer grew)."""
+
+    made: list[_Seen] = []
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        _Seen.made.append(self)
+
+
+def _event_text(k: int) -> str:
+    return json.dumps({"ph": "X", "cat": "cpu_op", "name": f"op{k}", "ts": k, "dur": 1})
+
+
+def test_a_small_file_is_held_in_a_buffer_of_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file smaller than a chunk is held in a buffer of its size, not with a chunk of room
+    (a small capture's buffer was mostly zeros, written for nothing); a larger one grows it by
+    what is left to read."""
+    monkeypatch.setattr(stream_mod, "CHUNK", 4096)
+    monkeypatch.setattr(stream_mod, "_Window", _Seen)
+    for events in (40, 230):  # 2.8 and 16 KB
+        text = '{"traceEvents": [' + ", ".join(_event_text(k) for k in range(events)) + "]}"
+        path = tmp_path / f"t{events}.json"
+        path.write_text(text)
+        _Seen.made = []
+        got = [e for batch in TraceStream(path, Event, _Trace).batches() for e in batch]
+        assert got == decode_events(text.encode())
+        assert [len(w.buf) <= len(text) + 2 for w in _Seen.made] == [True]
+
+
+def test_a_file_that_grows_while_read_is_read_whole_a_chunk_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file still being written as it is read: what was appended after its size was taken
+    (here: the rest, and its end) is read too, in chunks (not a byte at a time past the size
+    it had)."""
+    monkeypatch.setattr(stream_mod, "CHUNK", 4096)
+    fills = []
+    fill = stream_mod._Window.fill
+    monkeypatch.setattr(stream_mod._Window, "fill", lambda w: fills.append(fill(w)))
+    path = tmp_path / "live.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(_event_text(k) for k in range(150)))
+    got = []
+    for batch in TraceStream(path, Event, _Trace).batches():
+        if not got:
+            with path.open("a") as f:  # appended before the rest is read
+                f.write(",\n" + ",\n".join(_event_text(k) for k in range(150, 600)) + "]}")
+        got.extend(batch)
+    assert [e.name for e in got] == [f"op{k}" for k in range(600)]
+    assert len(fills) < 2 * path.stat().st_size / 4096 + 4
