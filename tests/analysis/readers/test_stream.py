@@ -354,12 +354,12 @@ def test_a_file_that_grows_while_read_is_read_whole_a_chunk_at_a_time(
     (here: the rest, and its end) is read too, in chunks (not a byte at a time past the size
     it had)."""
     monkeypatch.setattr(stream_mod, "CHUNK", 4096)
-    fills = []
+    fills: list[None] = []
     fill = stream_mod._Window.fill
     monkeypatch.setattr(stream_mod._Window, "fill", lambda w: fills.append(fill(w)))
     path = tmp_path / "live.json"
     path.write_text('{"traceEvents": [\n' + ",\n".join(_event_text(k) for k in range(150)))
-    got = []
+    got: list[Event] = []
     for batch in TraceStream(path, Event, _Trace).batches():
         if not got:
             with path.open("a") as f:  # appended before the rest is read
