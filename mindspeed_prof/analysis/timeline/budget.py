@@ -55,6 +55,7 @@ _BINS = len(EDGES)
 #: What one written slice costs beyond its name and category, and one merged slice in all.
 _EVENT = 84
 MERGED_BYTES = 130
+_NONE = float("-inf")  # the step of an operator in none, as ``Stats.longest`` orders it
 #: Threads whose counts ``plan`` turns into arrays at once (each a row of ``_BINS`` floats
 #: and a few temporaries of it: about 5 MB a block, whatever the number of ranks).
 _ROWS = 1024
@@ -123,7 +124,9 @@ class Stats:
 
     cell_bytes: dict[Cell, list[float]] = field(default_factory=dict)
     thread_counts: dict[tuple[Cell, Thread], list[int]] = field(default_factory=dict)
-    longest: dict[int, list[tuple[float, int, Cell]]] = field(default_factory=dict)
+    #: per track, a heap of (dur, size, the step as a number, cell): a step of None is
+    #: before any (a cell's None is not ordered against a number: ties raised TypeError)
+    longest: dict[int, list[tuple[float, int, float, Cell]]] = field(default_factory=dict)
     step_us: dict[Cell, float] = field(default_factory=dict)
     operators: int = 0
 
@@ -142,10 +145,11 @@ class Stats:
             counts = self.thread_counts[(cell, thread)] = [0] * _BINS
         counts[b] += 1
         top = self.longest.setdefault(pid, [])
+        item = (dur, size, _NONE if step is None else step, cell)
         if len(top) < ALWAYS:
-            heapq.heappush(top, (dur, size, cell))
+            heapq.heappush(top, item)
         elif dur > top[0][0]:
-            heapq.heapreplace(top, (dur, size, cell))
+            heapq.heapreplace(top, item)
         self.operators += 1
 
 
@@ -172,7 +176,7 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     import numpy as np
 
     always = {
-        pid: min(d for d, _, _ in top) for pid, top in stats.longest.items() if len(top) >= ALWAYS
+        pid: min(d for d, *_ in top) for pid, top in stats.longest.items() if len(top) >= ALWAYS
     }
     cells = list(stats.cell_bytes)
     if not cells:
@@ -201,7 +205,7 @@ def plan(stats: Stats, fixed: int, budget: int) -> Plan:
     own_n = np.zeros((n, _BINS + 1))  # and how many: each splits a run in two
     own_total = np.zeros(n)
     for top in stats.longest.values():
-        for dur, size, cell in top if len(top) >= ALWAYS else ():
+        for dur, size, _, cell in top if len(top) >= ALWAYS else ():
             b = bisect_right(EDGES, dur) - 1 if dur > 0 else 0
             own[index[cell], b + 1 :] += size
             own_n[index[cell], b + 1 :] += 1

@@ -302,3 +302,15 @@ def test_planning_holds_a_block_of_threads_at_a_time_not_every_rank(
     blocks = plan(big, 10_000, 20_000_000)
     monkeypatch.setattr(budget, "_ROWS", 10**9)
     assert blocks == plan(big, 10_000, 20_000_000) and 0 < blocks.below_us < CAP_US
+
+
+def test_tied_operators_in_a_step_and_in_none_are_counted_and_planned() -> None:
+    """Operators as long as each other, of one name, some before any step (None) and some in
+    one: the longest are kept and planned (the heap compared their cells, None against a
+    number, and raised TypeError)."""
+    stats = Stats()
+    for k in range(3 * ALWAYS):
+        stats.add(1, None if k % 2 else 4, (1, 1), "aten::mm", "cpu_op", 5.0)
+    assert len(stats.longest[1]) == ALWAYS
+    assert {cell for *_, cell in stats.longest[1]} == {(1, None), (1, 4)}
+    assert plan(stats, 0, 10_000).below_us == 0.0  # all fit: nothing merged
