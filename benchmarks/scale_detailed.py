@@ -23,6 +23,9 @@ hold one step, too few to name one: there, the rank the verdict gives as furthes
 planted slow link's ranks named by a finding (``ok``/``MISSED`` in the detail); torch_npu's matrix
 link rows (``--json`` ``comm``, kind ``link``) must put the slow link lowest. The timeline must be
 under its budget with every rank's steps and stages and at least its 16 longest operators.
+``timeline --detail all --jobs 2`` against ``--jobs 1`` on the middle Kineto root (256 ranks),
+each read cold: wall time (goal 0.75x on two cores: reading and writing the tracks in two
+processes) and the two files compared byte for byte.
 ``--quick``: 4 and 10 ranks, no Ray.
 """
 
@@ -200,6 +203,7 @@ def run(report: Report) -> None:
             for ranks in sizes:
                 _one(kind, ranks, make(ranks), tmp, rows)
             _figures(report, kind, sizes, rows)
+        _timeline_jobs(report, sizes[1], kineto_root(sizes[1]), tmp)
         if not report.quick:
             ray = _ray(kineto_root(64), tmp)
             jobs = rows["kineto-64"]["first"]
@@ -212,6 +216,28 @@ def run(report: Report) -> None:
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _timeline_jobs(report: Report, ranks: int, root: Path, tmp: Path) -> None:
+    """``timeline --detail all`` with ``--jobs 2`` against ``--jobs 1`` on one root, each read
+    cold (cache entries deleted first): wall time, and whether the files are the same bytes."""
+    got = {}
+    for jobs in (2, 1):
+        _uncache(root)
+        trace = tmp / f"jobs{jobs}.timeline.json"
+        args = ["timeline", str(root), "-o", str(trace), "--detail", "all", "--jobs", str(jobs)]
+        got[jobs] = (measure(args, tmp / "jobs.out"), trace.read_bytes() if trace.exists() else b"")
+        trace.unlink(missing_ok=True)
+    _uncache(root)
+    (two, a), (one, b) = got[2], got[1]
+    report.add(
+        f"timeline --detail all --jobs 2, {ranks} kineto ranks: wall time",
+        "--jobs 1 on the same root",
+        two["wall"] / max(one["wall"], 1e-9),
+        0.75,
+        f"{two['wall']:.1f} s vs {one['wall']:.1f} s ({two['cpu']:.1f} vs {one['cpu']:.1f} s "
+        f"CPU); the same file byte for byte: {'ok' if a == b and a else 'MISSED'}",
+    )
 
 
 def _figures(report: Report, kind: str, sizes: tuple[int, ...], rows: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ LAYERS: dict[str, set[str]] = {
     "jsonio": {"jsonio"},
     "mstx": {"mstx"},
     "extras": {"extras"},
+    "pool": {"pool"},
     "capture": {"capture", "config", "extras", "formats", "jsonio", "mstx", "stats"},
     "analysis.readers": {"analysis.readers", "config", "formats", "jsonio"},
     "analysis.readers.kineto": {
@@ -43,10 +44,10 @@ LAYERS: dict[str, set[str]] = {
         "formats",
         "jsonio",
     },
-    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "stats"},
+    "analysis": {"analysis", *READERS, "config", "formats", "jsonio", "pool", "stats"},
     # The timeline is drawn from what the readers give, not from an analysis; nothing in the
     # package but its command imports it.
-    "analysis.timeline": {"analysis.timeline", *READERS, "config", "formats", "jsonio"},
+    "analysis.timeline": {"analysis.timeline", *READERS, "config", "formats", "jsonio", "pool"},
     # The doctor reads as ``analyse`` reads (the analysis below it); nothing imports it but
     # its command.
     "analysis.doctor": {

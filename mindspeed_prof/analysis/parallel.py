@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from mindspeed_prof.analysis import cache
 from mindspeed_prof.analysis.kept import kept
 from mindspeed_prof.analysis.readers import BadFile, TraceData, read
-
-if TYPE_CHECKING:
-    import multiprocessing.pool
-    from multiprocessing.pool import IMapIterator
-
-T = TypeVar("T")
+from mindspeed_prof.pool import next_result, workers
 
 __all__ = [
     "MAX_JOBS",
     "POOL_MIN_BYTES",
     "Progress",
     "default_jobs",
-    "next_result",
     "read_all",
     "read_encoded",
     "read_one",
-    "workers",
 ]
 
 #: More processes than this rarely help: reading is bound by memory bandwidth and disk.
@@ -160,53 +149,9 @@ def _in_pool(
         raise
 
 
-@contextmanager
-def workers(jobs: int) -> Iterator[tuple[multiprocessing.pool.Pool, threading.Event]]:
-    """A pool of ``jobs`` processes, and the flag Ctrl-C sets (``next_result`` acts on it);
-    on leaving, the pool is closed, or terminated when an error leaves.
-
-    A ``multiprocessing.Pool``, not a ``ProcessPoolExecutor``: the executor deadlocks at exit
-    when a worker is killed halfway through sending a result, ``Pool.terminate`` does not.
-    Ctrl-C only sets a flag, acted on between waits, so no lock is left half-taken.
-    """
-    import multiprocessing  # with its pickle and sockets: only where workers run
-
-    stop = threading.Event()
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
-    pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
-    try:
-        yield pool, stop
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-        if main:
-            signal.signal(signal.SIGINT, previous)
-
-
-def next_result(results: IMapIterator[T], stop: threading.Event) -> T:
-    """The next result, checking for Ctrl-C every tenth of a second."""
-    import multiprocessing
-
-    while not stop.is_set():
-        try:
-            return results.next(timeout=0.1)
-        except multiprocessing.TimeoutError:
-            continue
-    raise KeyboardInterrupt
-
-
 def _indexed(job: tuple[int, Path, Path | None, bool, str]) -> tuple[int, bytes | TraceData | str]:
     i, path, root, use_cache, comm_kernels = job
     return i, read_encoded(path, root, use_cache, comm_kernels)
-
-
-def _worker_signals() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _decoded(raw: bytes, path: Path) -> TraceData:

@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 import msgspec
 
 from mindspeed_prof.analysis.readers.model import BadFile
+from mindspeed_prof.analysis.readers.window import Window
 
 __all__ = [
     "CHUNK",
@@ -154,59 +155,6 @@ def _array(buf: bytes, at: int) -> bytearray:
 _TRACE_NAME = re.compile(rb'\s*,\s*"traceName"\s*:\s*".*"\s*\}\s*\Z', re.S)
 
 
-class _Window:
-    """The bytes read and not yet decoded, in one buffer kept for the whole file: ``[`` then
-    the events at ``buf[1:n]``. A slice is decoded from a view of it with its end's comma
-    turned into ``]`` for the while (``array``, ``restore``), and each chunk is read into it:
-    no copy of a chunk, nor a new buffer for each (fresh megabytes cost their page faults).
-    ``left``: the bytes the file has left to read, where its size tells (None: a compressed
-    one): the buffer grows by no more than that (a small file's would be mostly room)."""
-
-    __slots__ = ("_at", "_keep", "_left", "_readinto", "buf", "n")
-
-    def __init__(
-        self, data: bytes, readinto: Callable[[memoryview], int], left: int | None = None
-    ) -> None:
-        self.buf = bytearray(b"[") + data
-        self.n = len(self.buf)
-        self._readinto = readinto
-        self._left = left
-        self._at, self._keep = -1, 0
-
-    def data(self) -> bytes:
-        return bytes(self.buf[1 : self.n])
-
-    def array(self, at: int) -> memoryview:
-        """``[`` + the events before ``at`` + ``]``, a view (``restore`` before any change)."""
-        self._at, self._keep = at, self.buf[at]
-        self.buf[at] = 0x5D  # ']'
-        return memoryview(self.buf)[: at + 1]
-
-    def restore(self) -> None:
-        if self._at >= 0:
-            self.buf[self._at] = self._keep
-            self._at = -1
-
-    def drop(self, at: int) -> None:
-        """Forget the bytes before ``at`` (the ``[`` stays)."""
-        rest = self.n - at
-        self.buf[1 : 1 + rest] = self.buf[at : self.n]
-        self.n = 1 + rest
-
-    def fill(self) -> None:
-        """The next chunk read in after the bytes kept (the buffer grows only for an event
-        longer than what it holds, or the file's first chunks). A file that grew since its
-        size was taken is read on a chunk at a time."""
-        want = CHUNK if self._left is None else min(CHUNK, self._left + 1)
-        room = len(self.buf) - self.n
-        if room < want:
-            self.buf += bytes(want - room)
-        got = self._readinto(memoryview(self.buf)[self.n : self.n + want])
-        self.n += got
-        if self._left is not None:
-            self._left = self._left - got if got <= self._left else None
-
-
 class TraceStream(Generic[E, T]):
     """The events of ``path`` in batches (``batches()``); then ``top``: the document without
     its events (None for a bare list). ``top_type`` has a ``traceEvents`` list of ``event``."""
@@ -272,7 +220,7 @@ class TraceStream(Generic[E, T]):
                     yield from self._take_events()
                     return
             left = None if self._compressed else max(os.fstat(f.fileno()).st_size - self._total, 0)
-            win = _Window(buf, self._readinto, left)
+            win = Window(buf, self._readinto, left, CHUNK)
             ended = False
             while True:
                 cut = None if ended else self._cut(win)
@@ -348,7 +296,7 @@ class TraceStream(Generic[E, T]):
                     pass  # the name inside a string or a nested object: look further
             pos = i + 1
 
-    def _cut(self, win: _Window) -> tuple[list[E], int, bool] | None:
+    def _cut(self, win: Window) -> tuple[list[E], int, bool] | None:
         """Events of the window up to its last whole one, where the rest starts (in the
         window), whether the array ended; None when it holds no whole event yet."""
         for k, at in enumerate(_candidates(win.buf, win.n)):

@@ -12,6 +12,7 @@ order (the order ``plan`` breaks ties in).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from mindspeed_prof.analysis.timeline.emit import emit_track
 from mindspeed_prof.analysis.timeline.event import Out
 from mindspeed_prof.analysis.timeline.tracks import Layout
 from mindspeed_prof.analysis.timeline.writer import JsonWriter, Over
+from mindspeed_prof.jsonio import open_regular
 
 __all__ = ["POOL_MIN_BYTES", "Written", "count_tracks", "write_tracks"]
 
@@ -107,10 +109,13 @@ def _copy(out: _Joined, written: Written, path: Path | None, done: Written) -> N
     """A worker's file copied into ``out`` (and removed); what it came to added to ``done``."""
     if path is not None:
         try:
-            with open(path, "rb") as piece:
+            fd = open_regular(path)
+            try:
                 out.fresh = True
-                while chunk := piece.read(_COPY):
+                while chunk := os.read(fd, _COPY):
                     out.write(chunk)
+            finally:
+                os.close(fd)
         finally:
             path.unlink(missing_ok=True)
     done.add(written)
@@ -145,7 +150,7 @@ def _tracks(
                 out.fresh = True
             yield _track(layout.of(track), plan, out, limit, counting), None
         return
-    from mindspeed_prof.analysis.parallel import next_result, workers
+    from mindspeed_prof.pool import next_result, workers
 
     names = {i: f"{scratch}.track{i}.tmp" for i in reads}
     jobs_args = [(layout.of(layout.tracks[i]), plan, names[i], limit, counting) for i in reads]

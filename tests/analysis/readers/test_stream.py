@@ -24,6 +24,7 @@ from mindspeed_prof.analysis.readers.fold import collect
 from mindspeed_prof.analysis.readers.kineto.chrome import read_json
 from mindspeed_prof.analysis.readers.model import TraceData
 from mindspeed_prof.analysis.readers.stream import INFLATE_ENV, TraceStream
+from mindspeed_prof.analysis.readers.window import Window
 from mindspeed_prof.formats.header import CaptureHeader
 from mindspeed_prof.testing.kineto import cuda_trace, span, write_trace
 
@@ -315,7 +316,7 @@ def test_slices_decoded_in_place_leave_the_next_ones_whole(
     assert s.top is not None and s.top.closed is True
 
 
-class _Seen(stream_mod._Window):
+class _Seen(Window):
     """The window, each one made kept (to read how large its buffer grew)."""
 
     made: list[_Seen] = []
@@ -336,7 +337,7 @@ def test_a_small_file_is_held_in_a_buffer_of_its_size(
     (a small capture's buffer was mostly zeros, written for nothing); a larger one grows it by
     what is left to read."""
     monkeypatch.setattr(stream_mod, "CHUNK", 4096)
-    monkeypatch.setattr(stream_mod, "_Window", _Seen)
+    monkeypatch.setattr(stream_mod, "Window", _Seen)
     for events in (40, 230):  # 2.8 and 16 KB
         text = '{"traceEvents": [' + ", ".join(_event_text(k) for k in range(events)) + "]}"
         path = tmp_path / f"t{events}.json"
@@ -355,8 +356,8 @@ def test_a_file_that_grows_while_read_is_read_whole_a_chunk_at_a_time(
     it had)."""
     monkeypatch.setattr(stream_mod, "CHUNK", 4096)
     fills: list[None] = []
-    fill = stream_mod._Window.fill
-    monkeypatch.setattr(stream_mod._Window, "fill", lambda w: fills.append(fill(w)))
+    fill = Window.fill
+    monkeypatch.setattr(Window, "fill", lambda w: fills.append(fill(w)))
     path = tmp_path / "live.json"
     path.write_text('{"traceEvents": [\n' + ",\n".join(_event_text(k) for k in range(150)))
     got: list[Event] = []

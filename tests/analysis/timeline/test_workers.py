@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import mindspeed_prof.analysis.parallel as parallel
+import mindspeed_prof.pool as pool
 from mindspeed_prof.analysis.analyse import analyse
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.timeline import workers as timeline_workers
@@ -40,7 +40,7 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Any bytes to read go to workers; the size of each pool started is recorded."""
     monkeypatch.setattr(timeline_workers, "POOL_MIN_BYTES", 0)
     started: list[int] = []
-    real = parallel.workers
+    real = pool.workers
 
     @contextmanager
     def spy(jobs: int) -> Iterator[Any]:
@@ -48,7 +48,7 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         with real(jobs) as got:
             yield got
 
-    monkeypatch.setattr(parallel, "workers", spy)
+    monkeypatch.setattr(pool, "workers", spy)
     return started
 
 
@@ -105,6 +105,6 @@ def test_few_bytes_to_read_stay_in_one_process(
 ) -> None:
     """Starting workers costs more than reading a few MB again."""
     started: list[int] = []
-    monkeypatch.setattr(parallel, "workers", lambda jobs: started.append(jobs))
+    monkeypatch.setattr(pool, "workers", lambda jobs: started.append(jobs))
     write_timeline(traces, tmp_path / "t.json", detail=None, jobs=2)
     assert started == []
