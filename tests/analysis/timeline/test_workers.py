@@ -108,3 +108,37 @@ def test_few_bytes_to_read_stay_in_one_process(
     monkeypatch.setattr(pool, "workers", lambda jobs: started.append(jobs))
     write_timeline(traces, tmp_path / "t.json", detail=None, jobs=2)
     assert started == []
+
+
+def test_ctrl_c_while_workers_write_leaves_no_file(tmp_path: Path) -> None:
+    """``timeline --jobs 2`` interrupted once a worker has begun a track's file: one line,
+    exit 130, and neither the output, its temporary nor a track's file is left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "root"
+    for rank in range(16):  # 37 MB to read again: over POOL_MIN_BYTES
+        write_cuda_trace(root / f"rank{rank}_h_{rank}.pt.trace.json", rank=rank, steps=4,
+                         kernels_per_stage=200)  # fmt: skip
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mindspeed_prof.cli", "timeline", str(root), "-o",
+         str(out / "t.json"), "--detail", "all", "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(out.glob(".t.json.*.track*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(out.glob(".t.json.*.track*.tmp")), "no worker began a track"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "mindspeed-prof: interrupted (no partial output or cache entry left)"
+    )
+    assert list(out.iterdir()) == []
