@@ -101,21 +101,24 @@ class Layout:
 
     def of(self, track: Track) -> Layout:
         """This layout with ``track`` alone (what another process needs to write it)."""
-        held = [t for c in track[3] for t in c.ranges + c.details]
-        offsets = {id(t): self.offsets[id(t)] for t in held}
+        offsets = {id(t): self.offsets[id(t)] for t in _held([track])}
         return Layout([track], offsets, self.origin, self.steps, self.detail)
 
     def __getstate__(self) -> dict[str, object]:
         # offsets are keyed by id(): sent by position, keyed again where they arrive
-        held = [t for _, _, _, cs in self.tracks for c in cs for t in c.ranges + c.details]
         state = dict(self.__dict__)
-        state["offsets"] = [self.offsets[id(t)] for t in held]
+        state["offsets"] = [self.offsets[id(t)] for t in _held(self.tracks)]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        held = [t for _, _, _, cs in self.tracks for c in cs for t in c.ranges + c.details]
-        self.offsets = dict(zip(map(id, held), state["offsets"]))  # type: ignore[call-overload]
+        offsets = state["offsets"]
+        self.offsets = dict(zip(map(id, _held(self.tracks)), offsets))  # type: ignore[call-overload]
+
+
+def _held(tracks: list[Track]) -> list[TraceData]:
+    """Every capture of ``tracks`` with an offset, in one order (a capture may come twice)."""
+    return [t for _, _, _, cs in tracks for c in cs for t in c.ranges + c.details]
 
 
 def _role_order(role: str) -> tuple[int, str]:

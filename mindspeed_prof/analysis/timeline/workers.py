@@ -47,8 +47,9 @@ class Written:
         self.bytes += other.bytes
         self.count += other.count
         self.slices += other.slices
-        for name in ("merged", "slices", "left_out"):
-            setattr(self.tally, name, getattr(self.tally, name) + getattr(other.tally, name))
+        self.tally.merged += other.tally.merged
+        self.tally.slices += other.tally.slices
+        self.tally.left_out += other.tally.left_out
         if self.stats is not None and other.stats is not None:
             _merge(self.stats, other.stats)
 
