@@ -17,7 +17,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeAlias, TypeVar, Union
@@ -254,6 +253,8 @@ def write_atomic(path: Path, data: bytes | bytearray, mode: int = 0o644) -> None
     """``data`` as the whole of ``path``: written to a new temporary file in its folder
     (``.<name>.<random>.tmp``), then renamed over it. Raises ``OSError`` as the writes do;
     whatever fails leaves no temporary file behind."""
+    import tempfile  # a cache hit writes nothing: its start does without the module
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name.lstrip('.')}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -15,6 +15,7 @@ from mindspeed_prof.analysis.readers.range_cols import (
     Groups,
     by_start,
     column,
+    distinct,
     spans,
     threads,
 )
@@ -206,7 +207,7 @@ class _Stages:
 
         which = self.rank[label]
         out = np.full(len(ts), -1, dtype=np.int32)
-        for c in np.unique(which).tolist():
+        for c in distinct(which).tolist():
             if c < 0 or not len(self.runs[c][0]):
                 continue
             starts, ends, named = self.runs[c]
@@ -268,7 +269,7 @@ def range_rows(ranges: Sequence[Range]) -> list[RangeRow]:
         group, ms = group[mine], dur[lo:hi][mine] / 1e3
         runs.add(group, ms, selfs[lo:hi][mine] / 1e3)
         stage = places.codes(label[lo:hi][mine], ts[lo:hi][mine])
-        where.update(np.unique(group * (len(places.names) + 1) + stage + 1).tolist())
+        where.update(distinct(group * (len(places.names) + 1) + stage + 1).tolist())
         order = np.argsort(group, kind="stable")
         present, at = np.unique(group[order], return_index=True)
         ends = [*at[1:].tolist(), len(order)]

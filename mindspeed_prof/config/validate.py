@@ -10,8 +10,6 @@ stops a run.
 
 from __future__ import annotations
 
-import difflib
-import logging
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import fields as dataclass_fields
@@ -53,8 +51,6 @@ __all__ = [
 #: Not a section: the driver's run id in a worker's config (``ray.worker_config``).
 RUN_KEY = "run"
 
-log = logging.getLogger("mindspeed_prof")
-
 _FIELDS = MINDSPEED_RL_FIELDS + EXTENSION_FIELDS
 _DEFAULTS = {
     f.name: getattr(IntegratedConfig(), f.name) for f in dataclass_fields(IntegratedConfig)
@@ -93,6 +89,8 @@ _warned: set[str] = set()  # one warning per distinct message per process
 def did_you_mean(name: object, allowed: Iterable[object]) -> str:
     """`` (did you mean X?)`` for the allowed name closest to ``name`` (case aside), or
     ``""``."""
+    import difflib  # only a name that is wrong needs it
+
     by_lower = {str(a).lower(): str(a) for a in allowed}
     close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
     return f" (did you mean {by_lower[close[0]]}?)" if close else ""
@@ -303,8 +301,10 @@ def _show(value: object) -> str:
 
 def _warn_once(message: str) -> None:
     if message not in _warned:
+        import logging  # a warning is rare: not every start pays for the module
+
         _warned.add(message)
-        log.warning(message)
+        logging.getLogger("mindspeed_prof").warning(message)
 
 
 # -- one field's value ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import statistics
 from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.analysis.judgement.cells import CellCols, Cells, who_order
+from mindspeed_prof.analysis.readers.range_cols import distinct
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row
 
@@ -85,14 +86,13 @@ def step_time(cells: Cells | CellCols) -> StepTime | None:
     """The step's time over the steps of ``cells`` (a step's milliseconds per rank): the
     median gated step, the fastest and slowest gated step, their spread, the fastest rank's
     step beside it and the rank that gated most steps; None without steps."""
-    import numpy as np
 
     g = gates(cells if isinstance(cells, CellCols) else CellCols.of(cells))
     if not len(g.step):
         return None
     ms, fastest = g.ms.tolist(), g.fastest.tolist()
     median = statistics.median(ms)
-    whos = np.unique(g.cols.who).tolist()
+    whos = distinct(g.cols.who).tolist()
     count = {g.cols.whos[w]: k for w, k in enumerate(g.gated.tolist()) if k}
     most = max(count.values())
     tied = sorted((w for w in count if count[w] == most), key=who_order)

@@ -20,7 +20,7 @@ from mindspeed_prof.analysis.phases import PhaseRow
 from mindspeed_prof.analysis.ranges import nesting
 from mindspeed_prof.analysis.readers.intervals import Interval, covered, length, merge
 from mindspeed_prof.analysis.readers.model import Range
-from mindspeed_prof.analysis.readers.range_cols import columns
+from mindspeed_prof.analysis.readers.range_cols import columns, distinct
 from mindspeed_prof.analysis.readers.range_table import of_kind, stepped
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.analysis.rows import Row, StageOrRange
@@ -184,7 +184,7 @@ def _top(
     if isinstance(cells, CellCols):
         import numpy as np
 
-        codes = np.unique(cells.step)
+        codes = distinct(cells.step)
         top = np.full(len(cells.steps) or 1, -np.inf)
         np.maximum.at(top, cells.step, cells.ms)
         per = zip([cells.steps[k] for k in codes.tolist()], top[codes].tolist())

@@ -14,9 +14,6 @@ record), ``labels``.
 
 from __future__ import annotations
 
-import lzma
-import sqlite3
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +35,7 @@ from mindspeed_prof.analysis.readers.sniff import (
     TRACE_LIST,
     is_msprof,
     kind_of,
+    unreadable,
 )
 from mindspeed_prof.formats import (
     ANALYSIS,
@@ -164,15 +162,7 @@ def _read(path: Path, group: str, comm_kernels: str, root: Path | None) -> Trace
         raise BadFile(f"{path}: not a Chrome trace ({one_line(err)})") from None
     except RecursionError:
         raise BadFile(f"{path}: nested too deeply to be a trace") from None
-    except (
-        OSError,
-        EOFError,
-        UnicodeDecodeError,
-        sqlite3.Error,
-        ValueError,
-        zlib.error,
-        lzma.LZMAError,
-    ) as err:
+    except unreadable() as err:  # a UnicodeDecodeError is a ValueError
         raise BadFile(f"{path}: unreadable ({type(err).__name__}: {one_line(err)})") from None
 
 

@@ -27,7 +27,6 @@ import csv
 import io
 import lzma
 import re
-import sqlite3
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -35,7 +34,6 @@ from typing import NamedTuple
 from mindspeed_prof.analysis.readers.jsonscan import NotJson, Scanner, TooLong
 from mindspeed_prof.analysis.readers.stream import MAX_PIECE, compression, open_bytes
 from mindspeed_prof.formats import MSPROF_OUTPUT
-from mindspeed_prof.formats.sqlite_read import connect
 
 __all__ = [
     "is_msprof",
@@ -70,6 +68,7 @@ __all__ = [
     "Decision",
     "decide",
     "kind_of",
+    "unreadable",
 ]
 
 #: The most bytes (decompressed) read to decide what a file is.
@@ -165,6 +164,15 @@ class Decision(NamedTuple):
     undecided: bool = False
 
 
+def unreadable() -> tuple[type[Exception], ...]:
+    """What reading a file that is not what it seems raises (a decode error is a
+    ``ValueError``). Called in an ``except`` clause, so only once one is raised: sqlite3 is
+    imported by the readers of a db, not at every start."""
+    import sqlite3
+
+    return (OSError, EOFError, zlib.error, lzma.LZMAError, sqlite3.Error, ValueError)
+
+
 def kind_of(path: Path) -> str | None:
     """``decide(path).kind``."""
     return decide(path).kind
@@ -180,7 +188,7 @@ def decide(path: Path) -> Decision:
         if head[:1] == b"\x80" and head[1:2] and 2 <= head[1] <= 5:
             return _pickle_kind(path)
         return _text_kind(path)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, sqlite3.Error, ValueError):
+    except unreadable():
         return Decision(None)
 
 
@@ -306,6 +314,8 @@ def _csv_kind(head: bytes) -> str | None:
 
 
 def _db_kind(path: Path) -> str | None:
+    from mindspeed_prof.formats.sqlite_read import connect
+
     # nothing made beside a db in WAL mode (torch_npu's): formats.sqlite_read
     with contextlib.closing(connect(path)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
