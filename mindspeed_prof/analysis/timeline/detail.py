@@ -8,6 +8,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
@@ -15,7 +16,15 @@ from mindspeed_prof.analysis.timeline.budget import Plan, Tally
 from mindspeed_prof.analysis.timeline.event import Id, Thread, TraceEvent
 from mindspeed_prof.formats import NPU_OUTPUT
 
-__all__ = ["DETAIL_TID", "Event", "StepOf", "raw_events", "wall_events", "write_detail"]
+__all__ = [
+    "DETAIL_TID",
+    "Event",
+    "StepOf",
+    "npu_detail",
+    "raw_events",
+    "wall_events",
+    "write_detail",
+]
 
 DETAIL_TID = 10
 _SKIP_DETAIL = frozenset({"user_annotation", "gpu_user_annotation", "stage", "step", "mark"})
@@ -198,12 +207,38 @@ def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf, tall
     track.flush(run, tally)
 
 
-def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
-    """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk."""
-    from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
-    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW
+def npu_detail(path: Path) -> tuple[Path, bool] | None:
+    """Where a torch_npu capture's detail is, and whether it is kernels only: its
+    ``trace_view.json`` (msprof's timeline; ``path`` itself when a lone one), else, for an
+    export written without it, ``kernel_details.csv`` (msprof's ``op_summary``); None where
+    neither is."""
+    from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, output_files
     from mindspeed_prof.analysis.readers.npu.msprof import msprof_files
-    from mindspeed_prof.analysis.readers.sniff import CHROME, TRACE, TRACE_LIST, is_msprof, kind_of
+    from mindspeed_prof.analysis.readers.sniff import (
+        CHROME,
+        KERNEL_DETAILS,
+        OP_SUMMARY,
+        TRACE,
+        TRACE_LIST,
+        is_msprof,
+        kind_of,
+    )
+
+    if not path.is_dir():
+        return (path, False) if kind_of(path) in (TRACE, TRACE_LIST, CHROME) else None
+    files = msprof_files(path)[0] if is_msprof(path) else output_files(path / NPU_OUTPUT)
+    timeline = files.get(TRACE_VIEW)
+    if timeline is not None and kind_of(timeline) in (TRACE, TRACE_LIST, CHROME):
+        return timeline, False
+    kernels = files.get(KERNEL_DETAILS) or files.get(OP_SUMMARY)
+    return None if kernels is None else (kernels, True)
+
+
+def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
+    """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk:
+    a torch_npu export's kernels from ``kernel_details.csv`` where it has no
+    ``trace_view.json`` (category "", as torch_npu's device events, on a thread per stream)."""
+    from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
 
     path = data.path
     if data.kind not in ("torch", "db", "npu"):  # another tool's trace (drawn as ranges),
@@ -215,11 +250,16 @@ def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id
             if ph == "X":
                 yield cat, name, ts, dur, pid, tid
         return
-    if data.kind == "npu":  # a folder's trace_view.json (msprof's timeline), or a lone one
-        if path.is_dir():
-            timeline = msprof_files(path)[0].get(TRACE_VIEW) if is_msprof(path) else None
-            path = timeline or path / NPU_OUTPUT / "trace_view.json"
-        if not path.is_file() or kind_of(path) not in (TRACE, TRACE_LIST, CHROME):
+    if data.kind == "npu":
+        found = npu_detail(path)
+        if found is None:
+            return
+        path, kernels_only = found
+        if kernels_only:
+            from mindspeed_prof.analysis.readers.npu.spans import kernel_spans
+
+            for name, ts, dur, stream in kernel_spans(path):
+                yield "", name, ts, dur, "NPU", f"stream {stream}"
             return
     for batch in stream_events(path):
         for ev in batch:

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.labels import rank_label, rank_order
+from mindspeed_prof.analysis.timeline.detail import npu_detail
 from mindspeed_prof.analysis.timeline.window import StepWindow
-from mindspeed_prof.formats import NPU_OUTPUT, capture_stem
+from mindspeed_prof.formats import capture_stem
 from mindspeed_prof.formats.stem import Stem
 
 __all__ = [
@@ -91,8 +92,9 @@ class Layout:
                 for t in c.details:
                     if t.kind == "db":
                         return float("inf")
-                    path = t.path / NPU_OUTPUT / "trace_view.json" if t.path.is_dir() else t.path
-                    total += path.stat().st_size if path.is_file() else 0
+                    found = npu_detail(t.path) if t.kind == "npu" else (t.path, False)
+                    if found is not None and found[0].is_file():
+                        total += found[0].stat().st_size
         return total
 
     def reads(self, track: Track) -> bool:
