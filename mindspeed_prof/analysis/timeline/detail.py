@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
@@ -19,6 +20,7 @@ from mindspeed_prof.formats import NPU_OUTPUT
 __all__ = [
     "DETAIL_TID",
     "Event",
+    "NpuDetail",
     "StepOf",
     "npu_detail",
     "raw_events",
@@ -207,37 +209,45 @@ def _merge(track: _Track, events: list[Event], plan: Plan, step_of: StepOf, tall
     track.flush(run, tally)
 
 
-def npu_detail(path: Path) -> tuple[Path, bool] | None:
-    """Where a torch_npu capture's detail is, and whether it is kernels only: its
-    ``trace_view.json`` (msprof's timeline; ``path`` itself when a lone one), else, for an
-    export written without it, ``kernel_details.csv`` (msprof's ``op_summary``); None where
-    neither is."""
+#: What a torch_npu capture's detail is read from: a Chrome trace (``trace_view.json``),
+#: kernel_details.csv (or msprof's op_summary), a profiler db.
+NpuDetail = Literal["trace", "kernels", "db"]
+
+
+def npu_detail(path: Path) -> tuple[Path, NpuDetail] | None:
+    """Where a torch_npu capture's operators and kernels are: its ``trace_view.json``
+    (msprof's timeline), else its profiler db, else its ``kernel_details.csv`` (msprof's
+    ``op_summary``); ``path`` itself when it is a lone one of these; None where none is."""
     from mindspeed_prof.analysis.readers.npu.folder import TRACE_VIEW, output_files
     from mindspeed_prof.analysis.readers.npu.msprof import msprof_files
     from mindspeed_prof.analysis.readers.sniff import (
         CHROME,
         KERNEL_DETAILS,
         OP_SUMMARY,
+        PROFILER_DB,
         TRACE,
         TRACE_LIST,
         is_msprof,
         kind_of,
     )
 
-    if not path.is_dir():
-        return (path, False) if kind_of(path) in (TRACE, TRACE_LIST, CHROME) else None
-    files = msprof_files(path)[0] if is_msprof(path) else output_files(path / NPU_OUTPUT)
-    timeline = files.get(TRACE_VIEW)
-    if timeline is not None and kind_of(timeline) in (TRACE, TRACE_LIST, CHROME):
-        return timeline, False
+    if path.is_dir():
+        files = msprof_files(path)[0] if is_msprof(path) else output_files(path / NPU_OUTPUT)
+    else:
+        files = {kind_of(path) or "": path}
+    trace = next((files[k] for k in (TRACE_VIEW, TRACE, TRACE_LIST, CHROME) if k in files), None)
+    if trace is not None and kind_of(trace) in (TRACE, TRACE_LIST, CHROME):
+        return trace, "trace"
+    if PROFILER_DB in files:
+        return files[PROFILER_DB], "db"
     kernels = files.get(KERNEL_DETAILS) or files.get(OP_SUMMARY)
-    return None if kernels is None else (kernels, True)
+    return None if kernels is None else (kernels, "kernels")
 
 
 def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id]]:
-    """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk:
-    a torch_npu export's kernels from ``kernel_details.csv`` where it has no
-    ``trace_view.json`` (category "", as torch_npu's device events, on a thread per stream)."""
+    """``(cat, name, ts, dur, pid, tid)`` of a capture's complete events, read again from disk;
+    a torch_npu export without ``trace_view.json`` from its db or its kernel_details.csv
+    (``readers.npu.spans``)."""
     from mindspeed_prof.analysis.readers.kineto.chrome import stream_events
 
     path = data.path
@@ -251,13 +261,16 @@ def raw_events(data: TraceData) -> Iterator[tuple[str, str, float, float, Id, Id
                 yield cat, name, ts, dur, pid, tid
         return
     if data.kind == "npu":
+        from mindspeed_prof.analysis.readers.npu.spans import db_spans, kernel_spans
+
         found = npu_detail(path)
         if found is None:
             return
-        path, kernels_only = found
-        if kernels_only:
-            from mindspeed_prof.analysis.readers.npu.spans import kernel_spans
-
+        path, how = found
+        if how == "db":
+            yield from db_spans(path)
+            return
+        if how == "kernels":
             for name, ts, dur, stream in kernel_spans(path):
                 yield "", name, ts, dur, "NPU", f"stream {stream}"
             return

@@ -90,9 +90,9 @@ class Layout:
         for track in self.tracks:
             for c in track[3] if self.with_detail(track[1]) else ():
                 for t in c.details:
-                    if t.kind == "db":
+                    found = npu_detail(t.path) if t.kind == "npu" else (t.path, t.kind)
+                    if found is not None and found[1] == "db":
                         return float("inf")
-                    found = npu_detail(t.path) if t.kind == "npu" else (t.path, False)
                     if found is not None and found[0].is_file():
                         total += found[0].stat().st_size
         return total

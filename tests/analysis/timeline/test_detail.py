@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from corpus import CORPUS
 from npu_fixtures import copied
 
@@ -67,9 +68,30 @@ def test_kernels_of_an_export_without_trace_view_are_its_device_slices(tmp_path:
         ("device NPU/stream 5", "", "hcom_allReduce__1_0_1", 20.0, 30.0),
     ]
     with_view = export(tmp_path / "rank1_host_101_20261130100000000_ascend_pt", [], trace_view=True)
-    found = npu_detail(with_view)
-    assert found is not None and found[0].name == "trace_view.json" and not found[1]
+    assert npu_detail(with_view) == (
+        with_view / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
+        "trace",
+    )
+    assert npu_detail(folder) == (
+        folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+        "kernels",
+    )
     assert npu_detail(tmp_path) is None
+
+
+def device_slices(path: Path) -> list[int]:
+    """The count of device slices (``device ...`` threads) per track, sorted."""
+    by_track: dict[int, int] = {}
+    for e in slices(path):
+        if e["thread"].startswith("device "):
+            by_track[e["pid"]] = by_track.get(e["pid"], 0) + 1
+    return sorted(by_track.values())
+
+
+def kernels_counted(root: Path) -> list[int]:
+    """The kernels the analysis counts per capture, sorted, captures without any left out."""
+    counts = (sum(k.count for k in t.kernels.values()) for t in analyse(root, cache=False).traces)
+    return sorted(c for c in counts if c)
 
 
 def test_the_timeline_analyse_suggests_for_a_real_export_holds_every_kernel(
@@ -89,11 +111,18 @@ def test_the_timeline_analyse_suggests_for_a_real_export_holds_every_kernel(
     out = tmp_path / args[args.index("-o") + 1]
     args[args.index("-o") + 1] = str(out)
     assert main(args) == 0
-    by_track: dict[int, int] = {}
-    for e in slices(out):
-        by_track[e["pid"]] = by_track.get(e["pid"], 0) + 1
-    counted = sorted(
-        sum(k.count for k in t.kernels.values()) for t in analyse(root, cache=False).traces
-    )
-    held = [c for c in counted if c]  # two of its ranks' exports hold no kernel_details.csv
-    assert len(held) == 2 and sorted(by_track.values()) == held
+    held = kernels_counted(root)  # two of its ranks' exports hold no kernel_details.csv
+    assert len(held) == 2 and device_slices(out) == held
+
+
+@pytest.mark.parametrize("name", ["npu_db_level0", "npu_db_level2", "npu_lone_kernel_details"])
+def test_a_db_export_and_a_lone_kernel_details_draw_every_kernel(name: str, tmp_path: Path) -> None:
+    """A db export (no ``trace_view.json``: its TASK and COMMUNICATION_OP rows, PYTORCH_API's
+    operators on host threads) and a lone ``kernel_details.csv``: as many device slices a rank
+    as the analysis counts kernels on it."""
+    root = copied(CORPUS / name, tmp_path / name)
+    out = tmp_path / "t.json"
+    assert main(["timeline", str(root), "-o", str(out), "--detail", "all"]) == 0
+    assert device_slices(out) == kernels_counted(root) != []
+    hosts = [e for e in slices(out) if e["thread"].startswith("host ")]
+    assert bool(hosts) == name.startswith("npu_db")

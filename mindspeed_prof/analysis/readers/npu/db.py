@@ -25,16 +25,18 @@ from mindspeed_prof.analysis.readers.ranks import to_rank
 from mindspeed_prof.analysis.readers.ratio import ratio
 from mindspeed_prof.formats.sqlite_read import connect
 
-__all__ = ["read_analysis_db", "read_profiler_db"]
+__all__ = ["API_OP", "as_ns", "read_analysis_db", "read_profiler_db", "rows_of", "tables_of"]
 
-_API_OP, _API_MSTX = "op", "mstx"
+#: ENUM_API_TYPE's names of PYTORCH_API rows that are operators and mstx ranges.
+API_OP, API_MSTX = "op", "mstx"
 
 
-def _tables(con: sqlite3.Connection) -> set[str]:
+def tables_of(con: sqlite3.Connection) -> set[str]:
+    """The names of a db's tables."""
     return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def _ns(value: Any) -> int | None:
+def as_ns(value: Any) -> int | None:
     """A nanosecond time: torch_npu stores some as TEXT (they exceed 2**53); parsed exactly."""
     try:
         return int(value)
@@ -45,7 +47,8 @@ def _ns(value: Any) -> int | None:
             return None
 
 
-def _rows(con: sqlite3.Connection, sql: str, path: Path, problems: list[str]) -> Iterator[Any]:
+def rows_of(con: sqlite3.Connection, sql: str, path: Path, problems: list[str]) -> Iterator[Any]:
+    """The rows of ``sql``; a line in ``problems`` (and no more rows) when it fails."""
     try:
         yield from con.execute(sql)
     except sqlite3.Error as err:
@@ -55,19 +58,21 @@ def _rows(con: sqlite3.Connection, sql: str, path: Path, problems: list[str]) ->
 def read_profiler_db(path: Path, data: TraceData) -> None:
     """Steps, host ops and ranges, kernels, runtime calls, collectives and memory of one rank."""
     with closing(connect(path)) as con:
-        tables = _tables(con)
+        tables = tables_of(con)
         strings: dict[int, str] = (
-            dict(_rows(con, "SELECT id, value FROM STRING_IDS", path, data.problems))
+            dict(rows_of(con, "SELECT id, value FROM STRING_IDS", path, data.problems))
             if "STRING_IDS" in tables
             else {}
         )
         name = strings.get
         if "RANK_DEVICE_MAP" in tables and data.rank is None:
-            for (rank_id,) in _rows(con, "SELECT rankId FROM RANK_DEVICE_MAP", path, data.problems):
+            for (rank_id,) in rows_of(
+                con, "SELECT rankId FROM RANK_DEVICE_MAP", path, data.problems
+            ):
                 if to_rank(rank_id) is not None:
                     data.rank = to_rank(rank_id)
         if "HOST_INFO" in tables:
-            for (host,) in _rows(con, "SELECT hostName FROM HOST_INFO", path, data.problems):
+            for (host,) in rows_of(con, "SELECT hostName FROM HOST_INFO", path, data.problems):
                 data.source = str(host)
         _host_events(con, tables, name, path, data)
         if "OVERLAP_ANALYSIS" in tables:
@@ -78,7 +83,7 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
         _kernels(con, tables, name, path, data)
         if "CANN_API" in tables:
             longest = facts(data).api_max_us
-            for api, count, ns, most in _rows(
+            for api, count, ns, most in rows_of(
                 con,
                 "SELECT name, COUNT(*), SUM(endNs - startNs), MAX(endNs - startNs) "
                 "FROM CANN_API GROUP BY name",
@@ -90,7 +95,9 @@ def read_profiler_db(path: Path, data: TraceData) -> None:
         if "COMMUNICATION_OP" in tables and not data.comm:
             _comm_ops(con, name, path, data)
         _memory(con, tables, name, path, data)
-        read_db_facts(con, tables, strings, lambda sql: _rows(con, sql, path, data.problems), data)
+        read_db_facts(
+            con, tables, strings, lambda sql: rows_of(con, sql, path, data.problems), data
+        )
 
 
 def _host_events(
@@ -100,20 +107,20 @@ def _host_events(
     events: list[Event] = []
     if "PYTORCH_API" in tables:
         types = (
-            dict(_rows(con, "SELECT id, name FROM ENUM_API_TYPE", path, data.problems))
+            dict(rows_of(con, "SELECT id, name FROM ENUM_API_TYPE", path, data.problems))
             if ("ENUM_API_TYPE" in tables)
             else {}
         )
-        for start, end, tid, api, kind in _rows(
+        for start, end, tid, api, kind in rows_of(
             con,
             "SELECT startNs, endNs, globalTid, name, type FROM PYTORCH_API",
             path,
             data.problems,
         ):
-            s, e, api_type = _ns(start), _ns(end), types.get(kind, _API_OP)
-            if s is None or e is None or e < s or api_type not in (_API_OP, _API_MSTX):
+            s, e, api_type = as_ns(start), as_ns(end), types.get(kind, API_OP)
+            if s is None or e is None or e < s or api_type not in (API_OP, API_MSTX):
                 continue
-            cat = "cpu_op" if api_type == _API_OP else "user_annotation"
+            cat = "cpu_op" if api_type == API_OP else "user_annotation"
             events.append(
                 Event(
                     ph="X",
@@ -126,10 +133,10 @@ def _host_events(
                 )
             )
     if "MSTX_EVENTS" in tables:
-        for start, end, message in _rows(
+        for start, end, message in rows_of(
             con, "SELECT startNs, endNs, message FROM MSTX_EVENTS", path, data.problems
         ):
-            s, e = _ns(start), _ns(end)
+            s, e = as_ns(start), as_ns(end)
             if s is not None and e is not None and e >= s:
                 events.append(
                     Event(
@@ -141,10 +148,10 @@ def _host_events(
                     )
                 )
     if "STEP_TIME" in tables and not any(ev.name.startswith("ProfilerStep#") for ev in events):
-        for sid, start, end in _rows(
+        for sid, start, end in rows_of(
             con, "SELECT id, startNs, endNs FROM STEP_TIME", path, data.problems
         ):
-            s, e = _ns(start), _ns(end)
+            s, e = as_ns(start), as_ns(end)
             if s is not None and e is not None and e >= s:  # a step is known by its name
                 events.append(
                     Event(ph="X", name=f"ProfilerStep#{sid}", ts=s / 1000.0, dur=(e - s) / 1000.0)
@@ -163,10 +170,10 @@ _OVERLAP_TYPES = ("Computing", "Communication", "Communication(Not Overlapped)",
 
 def _overlap(con: sqlite3.Connection, path: Path, data: TraceData) -> dict[str, list[LaneSpan]]:
     out: dict[str, list[LaneSpan]] = {}
-    for start, end, kind in _rows(
+    for start, end, kind in rows_of(
         con, "SELECT startNs, endNs, type FROM OVERLAP_ANALYSIS", path, data.problems
     ):
-        s, e = _ns(start), _ns(end)
+        s, e = as_ns(start), as_ns(end)
         if s is not None and e is not None and e >= s and kind in range(len(_OVERLAP_TYPES)):
             out.setdefault(_OVERLAP_TYPES[kind], []).append((s / 1e3, e / 1e3, (e - s) / 1e3))
     return out
@@ -189,7 +196,7 @@ def _kernels(
             "FROM COMMUNICATION_OP GROUP BY opType, opName"
         )
     for sql in queries:
-        for op_type, op_name, count, ns in _rows(con, sql, path, data.problems):
+        for op_type, op_name, count, ns in rows_of(con, sql, path, data.problems):
             tally(
                 data.kernels, kernel_name(name(op_type), name(op_name)), count, (ns or 0) / 1000.0
             )
@@ -204,7 +211,7 @@ def _comm_ops(con: sqlite3.Connection, name: Any, path: Path, data: TraceData) -
     """
     rows: dict[str, CommRow] = {}
     ops: list[HcclOp] = []
-    for op, ns in _rows(
+    for op, ns in rows_of(
         con, "SELECT opName, endNs - startNs FROM COMMUNICATION_OP", path, data.problems
     ):
         ops.append(HcclOp(name=name(op, str(op)), kind="collective", elapse_ms=(ns or 0) / 1e6))
@@ -226,28 +233,28 @@ def _memory(
     """MEMORY_RECORD, OP_MEMORY and NPU_MODULE_MEM (bytes, ns) as the CSVs give them."""
     records = []
     if "MEMORY_RECORD" in tables:
-        for comp, ts, alloc, reserved in _rows(
+        for comp, ts, alloc, reserved in rows_of(
             con,
             "SELECT component, timestamp, totalAllocated, totalReserved FROM MEMORY_RECORD",
             path,
             data.problems,
         ):
-            t = _ns(ts)
+            t = as_ns(ts)
             if t is not None:
                 records.append((name(comp, str(comp)), t / 1000.0, alloc, reserved))
     allocs = []
     if "OP_MEMORY" in tables:
-        for op, size in _rows(con, "SELECT name, size FROM OP_MEMORY", path, data.problems):
+        for op, size in rows_of(con, "SELECT name, size FROM OP_MEMORY", path, data.problems):
             if isinstance(size, (int, float)) and size > 0:
                 allocs.append((name(op, str(op)), float(size)))
     modules = []
     if "NPU_MODULE_MEM" in tables:
         enum = (
-            dict(_rows(con, "SELECT id, name FROM ENUM_MODULE", path, data.problems))
+            dict(rows_of(con, "SELECT id, name FROM ENUM_MODULE", path, data.problems))
             if ("ENUM_MODULE" in tables)
             else {}
         )
-        for module, size in _rows(
+        for module, size in rows_of(
             con, "SELECT moduleId, totalReserved FROM NPU_MODULE_MEM", path, data.problems
         ):
             if isinstance(size, (int, float)):
@@ -268,14 +275,14 @@ _STEP_TRACE_EXTRA = {
 def read_analysis_db(path: Path, data: TraceData) -> None:
     """``analysis.db``: StepTraceTime -> ``device``; CommAnalyzerTime/Bandwidth -> ``comm``."""
     with closing(connect(path)) as con:
-        tables = _tables(con)
+        tables = tables_of(con)
         if "StepTraceTime" in tables:
             _step_trace(con, path, data)
         if "CommAnalyzerTime" in tables:
             _comm_analyzer(con, tables, path, data)
             npu = facts(data)
             npu.hccl = hccl_ops_from_db(
-                con, lambda sql: _rows(con, sql, path, data.problems), tables
+                con, lambda sql: rows_of(con, sql, path, data.problems), tables
             )
             npu.sources["hccl"] = "CommAnalyzerTime"
 
@@ -316,7 +323,7 @@ def _step_trace(con: sqlite3.Connection, path: Path, data: TraceData) -> None:
 
 def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path, data: TraceData) -> None:
     rows: dict[tuple[int | None, str, str], CommRow] = {}
-    for op, step, kind, elapse, transit, wait, sync, idle in _rows(
+    for op, step, kind, elapse, transit, wait, sync, idle in rows_of(
         con,
         "SELECT hccl_op_name, step, type, elapse_time, transit_time, wait_time, "
         "synchronization_time, idle_time FROM CommAnalyzerTime",
@@ -348,7 +355,7 @@ def _comm_analyzer(con: sqlite3.Connection, tables: set[str], path: Path, data: 
         time: dict[tuple[int | None, str, str], float] = {}
         links: dict[tuple[int | None, str, str], dict[str, list[float]]] = {}
         # One row per op, transport and packet size; size and time repeat on each: keep one.
-        for op, step, kind, transport, size, transit in _rows(
+        for op, step, kind, transport, size, transit in rows_of(
             con,
             "SELECT DISTINCT hccl_op_name, step, type, transport_type, transit_size, "
             "transit_time FROM CommAnalyzerBandwidth",
