@@ -517,3 +517,37 @@ def test_any_rows_never_crash_a_rule(traces: list) -> None:
             assert f.impact_ms is not None and 0 < f.impact_ms < float("inf")
             assert "nan" not in f.title and "inf" not in f.title
     assert find(*answered(result))[1] == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), max_size=5, unique=True),
+    st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=20),
+    st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=20),
+)
+def test_a_rank_one_step_at_a_time_holds_each_step_s_rows_in_order(
+    steps: list[int], stage_steps: list[int | None], idle_steps: list[int | None]
+) -> None:
+    """``consistent`` judges a rank step by step: each step's rank holds that step's stage and
+    idle rows, in their order, and no other step's."""
+    from mindspeed_prof.analysis.findings.cuda.ranks import Rank, _steps
+
+    def row(step: int | None, stage: str | None = None, ms: float = 0.0) -> DeviceRow:
+        return DeviceRow(step=step, stage=stage, compute_ms=ms, comm_ms=0, overlap_ms=0, idle_ms=0)
+
+    who = Rank(
+        0,
+        "",
+        steps=[row(s) for s in steps],
+        stages=[row(s, "actor_update", i) for i, s in enumerate(stage_steps)],
+        idle=[
+            StreamIdle(step=s, device="0", stream=str(i), ops=1, busy_ms=1.0)
+            for i, s in enumerate(idle_steps)
+        ],
+    )
+    one = _steps(who)
+    assert [r.steps for r in one] == [[s] for s in who.steps]
+    for r in one:
+        (step,) = {s.step for s in r.steps}
+        assert r.stages == [s for s in who.stages if s.step == step]
+        assert r.idle == [s for s in who.idle if s.step == step]

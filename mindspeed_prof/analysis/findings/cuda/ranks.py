@@ -5,7 +5,7 @@ time per step is a finding (``fires``), and the finding that names the ranks it 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -92,6 +92,7 @@ class Rank:
 Hit = tuple[float, Rank]
 #: What else a rule measured of a rank.
 T = TypeVar("T")
+R = TypeVar("R", DeviceRow, StreamIdle, LaunchStats)
 
 
 def ranks(captures: Captures, tables: Tables, settings: Settings) -> list[Rank]:
@@ -138,7 +139,9 @@ def fires(captures: Captures, tables: Tables, settings: Settings, ms: float, spa
 
 
 def _steps(who: Rank) -> list[Rank]:
-    """``who`` one step at a time (its rows of that step only)."""
+    """``who`` one step at a time (its rows of that step only, grouped once: a capture of
+    thousands of steps is not searched once a step)."""
+    stages, idle, launches = _by_step(who.stages), _by_step(who.idle), _by_step(who.launches)
     return [
         Rank(
             who.rank,
@@ -146,12 +149,19 @@ def _steps(who: Rank) -> list[Rank]:
             who.capture,
             who.traces,
             steps=[row],
-            stages=[r for r in who.stages if r.step == row.step],
-            idle=[r for r in who.idle if r.step == row.step],
-            launches=[r for r in who.launches if r.step == row.step],
+            stages=list(stages.get(row.step, ())),
+            idle=list(idle.get(row.step, ())),
+            launches=list(launches.get(row.step, ())),
         )
         for row in who.steps
     ]
+
+
+def _by_step(rows: Iterable[R]) -> dict[int | None, list[R]]:
+    out: dict[int | None, list[R]] = {}
+    for r in rows:
+        out.setdefault(r.step, []).append(r)
+    return out
 
 
 def consistent(
