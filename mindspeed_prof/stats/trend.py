@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mindspeed_prof.stats.distributions import normal_sf
 from mindspeed_prof.stats.robust import robust_sd
+
+if TYPE_CHECKING:  # numpy is imported where a trend is taken
+    import numpy as np
 
 __all__ = ["EXACT_MOST", "MOST_POINTS", "Trend", "blocks", "mann_kendall", "theil_sen", "trend"]
 
@@ -65,12 +68,9 @@ def mann_kendall(ys: Sequence[float]) -> tuple[int, float, float]:
     if n < 3:
         return 0, 1.0, 1.0
     s, ties = 0, False
-    for i in range(n - 1):
-        yi = ys[i]
-        for j in range(i + 1, n):
-            d = ys[j] - yi
-            s += (d > 0) - (d < 0)
-            ties = ties or d == 0
+    for d in _rows_of_pairs(ys):  # pairs that rise less pairs that fall (NaN: neither)
+        s += int((d > 0).sum()) - int((d < 0).sum())
+        ties = ties or bool((d == 0).any())
     if n <= EXACT_MOST and not ties:
         cdf = _inversions_cdf(n)
         pairs = n * (n - 1) // 2
@@ -89,14 +89,23 @@ def mann_kendall(ys: Sequence[float]) -> tuple[int, float, float]:
 def theil_sen(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     """``(slope, intercept)``: the median slope over pairs of points with different x, and the
     median of ``y - slope * x``; (0, median) where no two x differ."""
-    slopes = [
-        (ys[j] - ys[i]) / (xs[j] - xs[i])
-        for i in range(len(xs) - 1)
-        for j in range(i + 1, len(xs))
-        if xs[j] != xs[i]
-    ]
-    slope = statistics.median(slopes) if slopes else 0.0
+    import numpy as np
+
+    slopes = [dy[dx != 0] / dx[dx != 0] for dx, dy in zip(_rows_of_pairs(xs), _rows_of_pairs(ys))]
+    every = np.concatenate(slopes) if slopes else np.zeros(0)
+    slope = float(np.median(every)) if len(every) else 0.0
     return slope, statistics.median(y - slope * x for x, y in zip(xs, ys))
+
+
+def _rows_of_pairs(values: Sequence[float]) -> Iterator[np.ndarray]:
+    """For each ``i``, ``values[j] - values[i]`` over ``j > i``: every pair, a row at a time in
+    numpy (at ``MOST_POINTS``, 19,900 pairs: a Python loop over them was most of a trend's
+    time; a row at a time holds no more than the pairs' slopes)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    for i in range(len(v) - 1):
+        yield v[i + 1 :] - v[i]
 
 
 def blocks(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -88,3 +89,30 @@ def test_long_series_are_cut_into_blocks_and_keep_their_slope(n: int) -> None:
     assert all(math.isclose(y, 3.0 * x) for x, y in zip(bx, by))
     t = trend(xs, [3.0 * x + 1 for x in xs])
     assert math.isclose(t.slope, 3.0) and t.n == 200 and t.p_up < 1e-9
+
+
+_FINITE = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 30), st.one_of(_FINITE, st.integers(-5, 5))),
+        min_size=1,
+        max_size=60,
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_s_and_the_slope_are_exactly_their_definitions_over_every_pair(
+    points: list[tuple[int, float]],
+) -> None:
+    """Kendall's S and the Theil-Sen slope, taken in numpy over every pair, are the very
+    numbers the pair-by-pair definitions give (ties in x and in y, repeated points)."""
+    xs, ys = [float(x) for x, _ in points], [float(y) for _, y in points]
+    n = len(ys)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if n >= 3:
+        s, *_ = mann_kendall(ys)
+        assert s == sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i, j in pairs)
+    slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i]) for i, j in pairs if xs[j] != xs[i]]
+    slope = statistics.median(slopes) if slopes else 0.0
+    assert theil_sen(xs, ys) == (slope, statistics.median(y - slope * x for x, y in zip(xs, ys)))
