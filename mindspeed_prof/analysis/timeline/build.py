@@ -140,17 +140,19 @@ def _write(
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with gzip.open(tmp, "wb") if out.name.endswith(".gz") else open(tmp, "wb") as f:
+            warnings = list(result.warnings)  # and the tracks' own, in otherData after them
             other = {
                 "origin_wall_us": layout.origin,
                 "tracks": result.tracks,
                 "aligned_on_step_starts": result.aligned_on_steps,
-                "warnings": result.warnings,
+                "warnings": warnings,
             }
             if fmt == "json":
                 head = b'{"displayTimeUnit": "ms", "traceEvents": [\n'
                 f.write(head)
                 done = write_tracks(f, layout, plan, jobs, limit, _scratch(out))
                 tally, size = done.tally, done.bytes
+                warnings += done.problems
                 if plan is not None and plan.active:
                     other["budget"] = budget_facts(plan, tally, None, layout.ranks())
                 # json escapes what msgspec cannot write: a path's non-UTF-8
@@ -161,7 +163,7 @@ def _write(
                 head = tail = b""
                 tally = Tally()
                 w = PerfettoWriter(f, layout.origin, limit)
-                emit(w, layout, plan, tally)
+                warnings += emit(w, layout, plan, tally)
                 w.flush()
                 if plan is not None and plan.active:
                     other["budget"] = budget_facts(plan, tally, None, layout.ranks())
@@ -171,6 +173,7 @@ def _write(
         if limit is not None and len(head) + size + len(tail) > limit:
             raise Over
         os.replace(tmp, out)
+        result.warnings = warnings
     finally:
         tmp.unlink(missing_ok=True)
     return len(head) + size + len(tail), tally

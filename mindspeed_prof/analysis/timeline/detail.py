@@ -24,6 +24,7 @@ __all__ = [
     "StepOf",
     "npu_detail",
     "raw_events",
+    "read_again",
     "wall_events",
     "write_detail",
 ]
@@ -61,6 +62,27 @@ class _Run:
     end: float
     parent: tuple[int, float | None]
     step: int | None
+
+
+def read_again(
+    data: TraceData, offset: float, span: tuple[float, float] | None
+) -> tuple[list[Event], str | None]:
+    """``wall_events`` of ``data`` as a list, or none and the line that says why: a capture
+    changed, cut short or removed since it was read leaves its track its ranges only."""
+    from mindspeed_prof.analysis.readers import BadFile
+    from mindspeed_prof.analysis.readers.labels import one_line
+    from mindspeed_prof.analysis.readers.sniff import unreadable
+
+    try:
+        return list(wall_events(data, offset, span)), None
+    except Exception as err:
+        if not isinstance(err, (BadFile, *unreadable())):
+            raise
+        why = str(err) if isinstance(err, BadFile) else f"{type(err).__name__}: {one_line(err)}"
+        return [], (
+            f"{data.path}: its operators and kernels could not be read again ({why}); "
+            "its track holds its ranges only"
+        )
 
 
 def wall_events(

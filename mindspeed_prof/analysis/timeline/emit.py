@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
-from mindspeed_prof.analysis.timeline.detail import StepOf, wall_events, write_detail
+from mindspeed_prof.analysis.timeline.detail import StepOf, read_again, write_detail
 from mindspeed_prof.analysis.timeline.event import Thread, TraceEvent
 from mindspeed_prof.analysis.timeline.tracks import Capture, Layout, Track
 from mindspeed_prof.analysis.timeline.window import StepWindow
@@ -25,10 +25,12 @@ def emit(
     plan: Plan | None,
     tally: Tally,
     stats: Stats | None = None,
-) -> None:
-    """Every track's header, ranges and (unless ``stats`` counts them instead) detail."""
-    for track in layout.tracks:
-        emit_track(w, layout, track, plan, tally, stats)
+) -> list[str]:
+    """Every track's header, ranges and (unless ``stats`` counts them instead) detail; the
+    lines of captures whose detail could not be read again."""
+    return [
+        line for track in layout.tracks for line in emit_track(w, layout, track, plan, tally, stats)
+    ]
 
 
 def emit_track(
@@ -38,13 +40,15 @@ def emit_track(
     plan: Plan | None,
     tally: Tally,
     stats: Stats | None = None,
-) -> None:
-    """One track's header, ranges and (unless ``stats`` counts them instead) detail."""
+) -> list[str]:
+    """One track's header, ranges and (unless ``stats`` counts them instead) detail; the lines
+    of its captures whose detail could not be read again (``detail.read_again``)."""
     steps = layout.steps
     pid, key, label, captures = track
     _header(w, pid, label)
     threads: dict[Thread, int] = {}
     rows: dict[str, int] = {}
+    problems: list[str] = []
     for c in captures:
         span = None if steps.everything else _window_span(c, steps, layout.offsets)
         for t in c.ranges:
@@ -58,7 +62,9 @@ def emit_track(
             if r.kind == "step" and r.step is not None
         )
         for t in c.details:
-            events = wall_events(t, layout.offsets[id(t)], span)
+            events, problem = read_again(t, layout.offsets[id(t)], span)
+            if problem is not None:
+                problems.append(problem)
             if stats is None:
                 write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
                 continue
@@ -70,6 +76,7 @@ def emit_track(
                     if r.kind == "step" and r.step is not None:
                         cell = (pid, r.step)
                         stats.step_us[cell] = max(stats.step_us.get(cell, 0.0), r.dur)
+    return problems
 
 
 def _header(w: Writer, pid: int, label: str) -> None:

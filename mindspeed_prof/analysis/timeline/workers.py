@@ -42,6 +42,7 @@ class Written:
     slices: int = 0
     tally: Tally = field(default_factory=Tally)
     stats: Stats | None = None
+    problems: list[str] = field(default_factory=list)  # captures whose detail was not read
 
     def add(self, other: Written) -> None:
         self.bytes += other.bytes
@@ -50,6 +51,7 @@ class Written:
         self.tally.merged += other.tally.merged
         self.tally.slices += other.tally.slices
         self.tally.left_out += other.tally.left_out
+        self.problems += other.problems
         if self.stats is not None and other.stats is not None:
             _merge(self.stats, other.stats)
 
@@ -179,10 +181,11 @@ def _track(
     w = JsonWriter(out, limit)
     tally = Tally()
     stats = Stats() if counting else None
-    for track in one.tracks:
-        emit_track(w, one, track, plan, tally, stats)
+    problems = [
+        line for track in one.tracks for line in emit_track(w, one, track, plan, tally, stats)
+    ]
     w.flush()
-    return Written(w.bytes, w.count, w.slices, tally, stats)
+    return Written(w.bytes, w.count, w.slices, tally, stats, problems)
 
 
 def _in_worker(

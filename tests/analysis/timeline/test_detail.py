@@ -126,3 +126,40 @@ def test_a_db_export_and_a_lone_kernel_details_draw_every_kernel(name: str, tmp_
     assert device_slices(out) == kernels_counted(root) != []
     hosts = [e for e in slices(out) if e["thread"].startswith("host ")]
     assert bool(hosts) == name.startswith("npu_db")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("fmt", ["json", "perfetto"])
+def test_a_capture_changed_since_it_was_read_leaves_its_track_its_ranges(
+    fmt: str, jobs: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A db export malformed and a trace_view.json cut short after the analysis read them: the
+    timeline is written, each such capture named once in a warning (in the file's otherData
+    too), its track keeping its ranges; the other captures' detail is all there; a budget that
+    writes the file again does not repeat the line."""
+    from mindspeed_prof.analysis.timeline import workers
+
+    monkeypatch.setattr(workers, "POOL_MIN_BYTES", 0)  # small captures: in workers too
+    db = copied(CORPUS / "npu_db_level1", tmp_path / "db")
+    text = copied(CORPUS / "npu_text_level1", tmp_path / "text")
+    traces = [*analyse(db, cache=False).traces, *analyse(text, cache=False).traces]
+    whole = write_timeline(traces, tmp_path / "whole.json", detail=None)
+    bad_db = next(db.rglob("ascend_pytorch_profiler_0.db"))
+    raw = bytearray(bad_db.read_bytes())
+    raw[100:4000] = b"x" * 3900
+    bad_db.write_bytes(raw)
+    bad_view = next(text.rglob("trace_view.json"))
+    bad_view.write_bytes(bad_view.read_bytes()[: bad_view.stat().st_size // 2])  # cut short
+    out = tmp_path / ("t.json" if fmt == "json" else "t.pftrace")
+    got = write_timeline(traces, out, detail=None, fmt=fmt, jobs=jobs)
+    assert len(got.warnings) == 2
+    assert all("could not be read again" in w for w in got.warnings)
+    assert {w.split(":")[0] for w in got.warnings} == {
+        str(bad_db.parents[1]),
+        str(bad_view.parents[1]),
+    }
+    assert 0 < got.slices < whole.slices and got.tracks == whole.tracks
+    if fmt == "json":
+        assert json.loads(out.read_text())["otherData"]["warnings"] == got.warnings
+    budgeted = write_timeline(traces, tmp_path / "b.json", detail=None, max_bytes=60_000)
+    assert budgeted.warnings == got.warnings and budgeted.budget
