@@ -13,12 +13,13 @@ from typing import Literal
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.readers.events import DEVICE_CATS
-from mindspeed_prof.analysis.timeline.budget import Plan, Tally
+from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
 from mindspeed_prof.analysis.timeline.event import Id, Thread, TraceEvent
 from mindspeed_prof.formats import NPU_OUTPUT
 
 __all__ = [
     "DETAIL_TID",
+    "count_again",
     "Event",
     "NpuDetail",
     "StepOf",
@@ -68,21 +69,46 @@ def read_again(
     data: TraceData, offset: float, span: tuple[float, float] | None
 ) -> tuple[list[Event], str | None]:
     """``wall_events`` of ``data`` as a list, or none and the line that says why: a capture
-    changed, cut short or removed since it was read leaves its track its ranges only."""
+    changed, cut short or removed since it was read leaves its track its ranges only. Read
+    whole before anything is written: a failing write is not taken for a failing read."""
+    try:
+        return list(wall_events(data, offset, span)), None
+    except Exception as err:
+        return [], _unread(data, err)
+
+
+def count_again(
+    data: TraceData,
+    offset: float,
+    span: tuple[float, float] | None,
+    stats: Stats,
+    pid: int,
+    step_of: StepOf,
+) -> str | None:
+    """``wall_events`` of ``data`` counted into the budget's ``stats`` (track ``pid``) as they
+    are read, none held at once; or the line ``read_again`` gives where it cannot be read to
+    the end."""
+    try:
+        for thread, cat, name, ts, dur in wall_events(data, offset, span):
+            stats.add(pid, step_of(ts), thread, name, cat, dur)
+    except Exception as err:
+        return _unread(data, err)
+    return None
+
+
+def _unread(data: TraceData, err: Exception) -> str:
+    """The line for a capture whose detail raised ``err``; other errors are raised again."""
     from mindspeed_prof.analysis.readers import BadFile
     from mindspeed_prof.analysis.readers.labels import one_line
     from mindspeed_prof.analysis.readers.sniff import unreadable
 
-    try:
-        return list(wall_events(data, offset, span)), None
-    except Exception as err:
-        if not isinstance(err, (BadFile, *unreadable())):
-            raise
-        why = str(err) if isinstance(err, BadFile) else f"{type(err).__name__}: {one_line(err)}"
-        return [], (
-            f"{data.path}: its operators and kernels could not be read again ({why}); "
-            "its track holds its ranges only"
-        )
+    if not isinstance(err, (BadFile, *unreadable())):
+        raise err
+    why = str(err) if isinstance(err, BadFile) else f"{type(err).__name__}: {one_line(err)}"
+    return (
+        f"{data.path}: its operators and kernels could not be read again ({why}); "
+        "its track holds its ranges only"
+    )
 
 
 def wall_events(

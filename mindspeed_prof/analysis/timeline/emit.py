@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mindspeed_prof.analysis.readers import TraceData
 from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
-from mindspeed_prof.analysis.timeline.detail import StepOf, read_again, write_detail
+from mindspeed_prof.analysis.timeline.detail import StepOf, count_again, read_again, write_detail
 from mindspeed_prof.analysis.timeline.event import Thread, TraceEvent
 from mindspeed_prof.analysis.timeline.tracks import Capture, Layout, Track
 from mindspeed_prof.analysis.timeline.window import StepWindow
@@ -62,14 +62,13 @@ def emit_track(
             if r.kind == "step" and r.step is not None
         )
         for t in c.details:
-            events, problem = read_again(t, layout.offsets[id(t)], span)
+            if stats is None:
+                events, problem = read_again(t, layout.offsets[id(t)], span)
+                write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
+            else:
+                problem = count_again(t, layout.offsets[id(t)], span, stats, pid, step_of)
             if problem is not None:
                 problems.append(problem)
-            if stats is None:
-                write_detail(w.add, pid, events, layout.origin, threads, plan, step_of, tally)
-                continue
-            for thread, cat, name, ts, dur in events:
-                stats.add(pid, step_of(ts), thread, name, cat, dur)
         if stats is not None:
             for t in c.ranges:
                 for r in t.ranges:
