@@ -32,7 +32,13 @@ def workers(jobs: int) -> Iterator[tuple[multiprocessing.pool.Pool, threading.Ev
     stop = threading.Event()
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if main else None
-    pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
+    # SIGTERM blocked across the forks: one that comes before a worker has run its initializer
+    # waits for SIG_DFL there, not the handler it inherited (crash.py does the same for ours)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pool = multiprocessing.Pool(jobs, initializer=_worker_signals)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     try:
         yield pool, stop
         pool.close()
@@ -58,5 +64,10 @@ def next_result(results: IMapIterator[T], stop: threading.Event) -> T:
 
 
 def _worker_signals() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them."""
+    """Workers leave Ctrl-C to the parent, which stops them, and die of SIGTERM whatever
+    handler they inherited: ``Pool.terminate`` stops them with it and waits, and a handler
+    that returns (a trainer's that checkpoints and goes on, one a library left) kept an idle
+    worker waiting in its queue's lock, and the parent with it, for ever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked across the fork
