@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mindspeed_prof.analysis.timeline.budget import Plan, Stats, Tally
-from mindspeed_prof.analysis.timeline.emit import emit_track
+from mindspeed_prof.analysis.timeline.emit import emit
 from mindspeed_prof.analysis.timeline.event import Out
 from mindspeed_prof.analysis.timeline.tracks import Layout
 from mindspeed_prof.analysis.timeline.writer import JsonWriter, Over
@@ -181,9 +181,7 @@ def _track(
     w = JsonWriter(out, limit)
     tally = Tally()
     stats = Stats() if counting else None
-    problems = [
-        line for track in one.tracks for line in emit_track(w, one, track, plan, tally, stats)
-    ]
+    problems = emit(w, one, plan, tally, stats)
     w.flush()
     return Written(w.bytes, w.count, w.slices, tally, stats, problems)
 
